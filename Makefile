@@ -1,0 +1,119 @@
+# Strata — one non-recursive GNU Makefile; each folder adds its parts in its
+# module.mk.  Out-of-tree build into $(BUILD) (build/, or build-$(SAN)/).
+#
+#   make            library (shared + static), strata CLI, examples
+#   make deps       install missing Debian packages (apt-get), quiet if none
+#   make check      deps + build + every test; ends with "N passed, N failed"
+#   make run        deps + build + the embedded demo (scripts/run-demo.sh)
+#   make bench      deps + build + benchmarks (tests/bench/)
+#   make SAN=asan|ubsan|tsan ...   sanitizer build in build-$(SAN)/
+#   make install [PREFIX=/usr/local]   headers, libraries, strata.pc, CLI
+#   make coverage   gcov build and report of the unit tests
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+SAN ?=
+COV ?=
+BUILD ?= build$(if $(SAN),-$(SAN))$(if $(COV),-cov)
+PREFIX ?= /usr/local
+VERSION := 0.1.0
+
+PKGS := lmdb libpmem2 libisal liburcu yaml-0.1
+TEST_PKGS := cunit
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(TEST_PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+TEST_LIBS = $(shell pkg-config --libs $(TEST_PKGS) 2>/dev/null)
+
+OPT ?= -O2
+CFLAGS_WARN := -Wall -Wextra -Werror -Wno-unused-parameter -Wshadow -Wformat=2
+CFLAGS_SAN_asan := -fsanitize=address -fno-omit-frame-pointer
+CFLAGS_SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
+CFLAGS_SAN_tsan := -fsanitize=thread
+SANFLAGS := $(CFLAGS_SAN_$(SAN))$(if $(COV), --coverage)
+CFLAGS_ALL = -std=gnu11 $(CFLAGS_WARN) $(OPT) -g -fPIC -fvisibility=hidden \
+	-D_GNU_SOURCE -I. $(SANFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
+
+# Filled by the module.mk files.
+LIB_SRCS :=       # the library
+UT_SRCS :=        # CUnit suites (linked into the one runner)
+BINS :=           # programs built from the release library
+TEST_BINS :=      # test programs built from the fault-injection library
+
+include core/module.mk
+include tiers/module.mk
+include layouts/module.mk
+include clovis/module.mk
+include tests/module.mk
+
+# Two builds of every library object: release, and test (fault points on).
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TLIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/tobj/%.o)
+UT_OBJS := $(UT_SRCS:%.c=$(BUILD)/tobj/%.o)
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/tobj/%.o: %.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DSTRATA_FAULT_INJECT -MMD -MP -c $< -o $@
+
+$(BUILD)/libstrata.a: $(LIB_OBJS)
+	@rm -f $@; ar rcs $@ $^
+
+$(BUILD)/libstrata-test.a: $(TLIB_OBJS)
+	@rm -f $@; ar rcs $@ $^
+
+$(BUILD)/libstrata.so: $(LIB_OBJS)
+	$(CC) -shared -Wl,-soname,libstrata.so.0 -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lpthread
+
+$(BUILD)/strata.pc: Makefile
+	@mkdir -p $(@D)
+	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' \
+	 'includedir=$${prefix}/include' '' 'Name: strata' \
+	 'Description: Strata tiered object store — Clovis client API' \
+	 'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
+	 'Libs: -L$${libdir} -lstrata' 'Libs.private: -lpthread' \
+	 'Cflags: -I$${includedir}/strata' > $@
+
+all: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/strata.pc $(BINS)
+tests: all $(BUILD)/libstrata-test.a $(TEST_BINS)
+
+deps:
+	@scripts/deps.sh
+
+check: deps
+	@$(MAKE) --no-print-directory tests
+	@tests/run-tests.sh $(BUILD)
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@scripts/run-demo.sh $(BUILD)
+
+bench: deps
+	@$(MAKE) --no-print-directory tests
+	@tests/bench/run-bench.sh $(BUILD) $(BENCH_ARGS)
+
+coverage:
+	@$(MAKE) --no-print-directory COV=1 OPT=-O0 tests
+	@$(BUILD)-cov/ut_main >/dev/null || true
+	@gcov -o build-cov/obj $(LIB_SRCS) >/dev/null 2>&1 || true
+	@cd build-cov && gcov -p $(addprefix ../,$(LIB_SRCS)) -o tobj 2>/dev/null | \
+	  grep -E "^(File|Lines)" | paste - - | sed 's/Lines executed://'
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	install -m 644 clovis/clovis.h $(DESTDIR)$(PREFIX)/include/strata/
+	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.$(VERSION)
+	ln -sf libstrata.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
+	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
+	install -m 644 $(BUILD)/strata.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 755 $(BUILD)/strata $(DESTDIR)$(PREFIX)/bin/
+
+clean:
+	rm -rf build build-asan build-ubsan build-tsan build-cov
+
+.PHONY: all tests deps check run bench coverage install clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,622 @@
+/*
+ * clovis.h — the Strata client API (Clovis).
+ *
+ * This header is the whole contract between Strata and its applications.
+ * Everything an application may rely on is written here; anything not written
+ * here is an implementation detail.
+ *
+ * Model
+ * -----
+ * A client instance (struct clovis) is opened over a store.  In embedded mode
+ * (the only mode so far) the store is a data directory on local files; the
+ * library runs the whole engine inside the calling process.
+ *
+ * Entities have 128-bit ids and live in containers (realms):
+ *   - containers group objects and indices; a default container always exists;
+ *   - objects are arrays of blocks of one power-of-two size fixed at creation
+ *     (512 B .. 64 MiB), read and written in whole blocks;
+ *   - indices are ordered key-value stores; keys are byte strings compared as
+ *     unsigned bytes (memcmp order, shorter key first on a common prefix).
+ *
+ * Every operation on an entity is an op (struct clovis_op).  An op is created
+ * by clovis_entity_op(), clovis_obj_op() or clovis_idx_op(), launched with
+ * clovis_op_launch(), and moves through the states
+ *
+ *     INIT -> LAUNCHED -> EXECUTED -> STABLE        (success)
+ *     INIT -> LAUNCHED -> FAILED                    (failure, nothing changed)
+ *
+ * EXECUTED means the op's effect is visible to every later op of every client
+ * of the store; STABLE means it is also durable: it survives a crash of the
+ * process or of the machine.  Ops run asynchronously on the library's own
+ * threads; the launching thread never blocks in clovis_op_launch().
+ *
+ * Errors
+ * ------
+ * Functions returning int return 0 or a negative errno (or a negative
+ * CLOVIS_E* code below).  The library never aborts its caller on bad input: a
+ * bad argument is refused with -EINVAL (or the more precise code listed at each
+ * function) and changes nothing.  Every failure also leaves a one-line
+ * human-readable message naming the entity, key or field involved: for a
+ * function call, clovis_errmsg() in the calling thread; for an op,
+ * clovis_op_errmsg(op).
+ *
+ * Threads
+ * -------
+ * All functions are thread-safe unless said otherwise.  One op must not be
+ * launched, waited on and freed from different threads at the same time, but
+ * different ops may be used from any threads.  Callbacks run on library
+ * threads and must not block for long; they may launch new ops but must not
+ * wait on or free the op they are called for.
+ */
+#ifndef STRATA_CLOVIS_H
+#define STRATA_CLOVIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CLOVIS_API __attribute__((visibility("default")))
+
+/* ---------------------------------------------------------------- limits */
+
+/** Smallest and largest object block size, as log2 of bytes. */
+#define CLOVIS_BLOCK_SHIFT_MIN 9u  /* 512 B */
+#define CLOVIS_BLOCK_SHIFT_MAX 26u /* 64 MiB */
+/** Longest index key in bytes (LMDB key limit less the 16-byte index id). */
+#define CLOVIS_KEY_MAX 495u
+/** Largest index value in bytes. */
+#define CLOVIS_VAL_MAX (1u << 20)
+/** Most extents, buffers or records in one op. */
+#define CLOVIS_VEC_MAX 4096u
+/** Most blocks one READ/WRITE/ALLOC/FREE op may cover in total. */
+#define CLOVIS_OP_BYTES_MAX (256ull << 20) /* bytes moved by one READ/WRITE */
+/** Highest block number + 1 an object may have (2^48 blocks). */
+#define CLOVIS_BLOCK_NR_MAX (1ull << 48)
+
+/* ----------------------------------------------------------- error codes */
+
+/** Project-specific error codes; always returned negated, like errno. */
+enum clovis_errno {
+	CLOVIS_EBASE = 1000,
+	CLOVIS_ECORRUPT = 1001,  /**< on-disk structure failed a check */
+	CLOVIS_EVERSION = 1002,  /**< store made by an incompatible version */
+	CLOVIS_ECHECKSUM = 1003, /**< stored data failed its checksum */
+	CLOVIS_ESTATE = 1004,    /**< handle or op is in the wrong state */
+};
+
+/**
+ * Describe an error code (negative errno or negative CLOVIS_E*).
+ * Returns a static string; never NULL.
+ */
+CLOVIS_API const char *clovis_strerror(int rc);
+
+/**
+ * The message of the last failed clovis_* call made by this thread, naming
+ * the entity, key or field at fault.  Valid until the thread's next failing
+ * call.  Returns "" when there is none.
+ */
+CLOVIS_API const char *clovis_errmsg(void);
+
+/* ------------------------------------------------------------------ ids */
+
+/** A 128-bit entity id.  Ids with hi == 0 and lo < 1024 are reserved. */
+struct clovis_id {
+	uint64_t ci_hi;
+	uint64_t ci_lo;
+};
+
+/** The default container, created with every store. */
+#define CLOVIS_ID_DEFAULT_CONTAINER ((struct clovis_id){0, 1})
+/** Lowest lo an id with hi == 0 may have (smaller ones are reserved). */
+#define CLOVIS_ID_USER_MIN 1024u
+/** Characters clovis_id_format() needs, with the terminating NUL. */
+#define CLOVIS_ID_STR_LEN 34
+
+/**
+ * Parse an id.  Accepted forms: "HI:LO" with both halves in hexadecimal
+ * (optionally 0x-prefixed), or "@name", which hashes name into an id with
+ * hi != 0 (stable across versions and machines).
+ * Returns 0, or -EINVAL for anything else (message names the text).
+ */
+CLOVIS_API int clovis_id_parse(const char *s, struct clovis_id *out);
+
+/** Format id as "HI:LO" in lower-case hex into buf (>= CLOVIS_ID_STR_LEN). */
+CLOVIS_API char *clovis_id_format(const struct clovis_id *id, char *buf);
+
+/** Compare two ids (hi, then lo); returns <0, 0 or >0. */
+CLOVIS_API int clovis_id_cmp(const struct clovis_id *a,
+			     const struct clovis_id *b);
+
+/* ------------------------------------------------------------- instance */
+
+enum clovis_mode {
+	CLOVIS_MODE_EMBEDDED = 0, /**< the engine runs inside this process */
+};
+
+enum clovis_tier {
+	CLOVIS_TIER_NVRAM = 0, /**< persistent memory through PMDK */
+	CLOVIS_TIER_FLASH = 1, /**< SSD-class device (file or block device) */
+	CLOVIS_TIER_SAS = 2,   /**< disk-class device (file or block device) */
+	CLOVIS_TIER_NR = 3,
+};
+
+/** clovis_conf.cc_flags */
+enum clovis_conf_flags {
+	/** Create the store if the data directory holds none. */
+	CLOVIS_CONF_CREATE = 1u << 0,
+};
+
+/**
+ * Configuration of a client instance.  Zero-initialise, then set what you
+ * need; every zero field takes the default given beside it.  The library
+ * copies what it needs; the struct may be freed after clovis_init().
+ */
+struct clovis_conf {
+	enum clovis_mode cc_mode;   /**< CLOVIS_MODE_EMBEDDED */
+	const char *cc_data_dir;    /**< store directory; required */
+	uint32_t cc_flags;          /**< CLOVIS_CONF_* */
+	uint32_t cc_nr_workers;     /**< I/O threads; 0 = 4 */
+	/** Size of each emulated device made at create; 0 = 1 GiB. */
+	uint64_t cc_dev_size;
+	/** Directory for the NVRAM device at create; NULL = "/dev/shm". */
+	const char *cc_nvram_dir;
+	/** Upper bound of the metadata (LMDB) map; 0 = 4 GiB. */
+	uint64_t cc_meta_size;
+	/** Log level to stderr: 0 none, 1 error (default), 2 warn, 3 info,
+	 *  4 debug.  The STRATA_LOG environment variable overrides it. */
+	int cc_log_level;
+};
+
+struct clovis;
+
+/**
+ * Open a client instance over the store described by conf.
+ *
+ * Embedded mode: opens the data directory cc_data_dir.  When it holds no
+ * store and CLOVIS_CONF_CREATE is set, a new store is made there with one
+ * emulated device per tier (nvram on cc_nvram_dir through PMDK, flash and sas
+ * as files in the directory).  Only one process may have a store open at a
+ * time.
+ *
+ * Returns 0 and sets *out, or:
+ *   -EINVAL     conf is NULL, cc_data_dir missing, or a field out of range;
+ *   -ENOENT     no store in cc_data_dir and CLOVIS_CONF_CREATE not set, or
+ *               one of its devices is missing;
+ *   -EBUSY      another process has the store open;
+ *   -CLOVIS_ECORRUPT  a device superblock or the metadata failed its check;
+ *   -CLOVIS_EVERSION  the store was made by an incompatible version;
+ *   other negative errno from the file system.
+ * On error *out is untouched and clovis_errmsg() says what was wrong.
+ */
+CLOVIS_API int clovis_init(struct clovis **out, const struct clovis_conf *conf);
+
+/**
+ * Close an instance: waits for every launched op to finish (reach STABLE or
+ * FAILED), saves the statistics and releases everything.  Ops created on cl
+ * and not freed are freed.  Entity handles must not be used afterwards.
+ * cl may be NULL.
+ */
+CLOVIS_API void clovis_fini(struct clovis *cl);
+
+/* ------------------------------------------------------------- entities */
+
+enum clovis_entity_type {
+	CLOVIS_ET_CONTAINER = 1,
+	CLOVIS_ET_OBJ = 2,
+	CLOVIS_ET_IDX = 3,
+};
+
+/** Handle states (struct clovis_entity.en_state). */
+enum clovis_entity_state {
+	CLOVIS_ES_INIT = 0,    /**< initialised, not yet created or opened */
+	CLOVIS_ES_OPEN = 1,    /**< created or opened: I/O allowed */
+	CLOVIS_ES_DELETED = 2, /**< deleted through this handle */
+};
+
+struct clovis_realm_priv;
+
+/**
+ * A realm: the scope new entities are made in.  So far every realm is a
+ * container.  Treat all fields as read-only.
+ */
+struct clovis_realm {
+	struct clovis *re_cl;
+	struct clovis_id re_id; /**< the container's id */
+};
+
+/**
+ * The common head of containers, objects and indices.  Caller-allocated,
+ * set up by clovis_*_init(), read-only to the caller afterwards.
+ */
+struct clovis_entity {
+	uint32_t en_type;  /**< enum clovis_entity_type */
+	uint32_t en_state; /**< enum clovis_entity_state */
+	struct clovis_id en_id;
+	struct clovis_realm *en_realm; /**< where it lives (NULL: containers) */
+	struct clovis *en_cl;
+	uint32_t en_magic; /**< set by init; checked by every call */
+	uint32_t en_pad;
+};
+
+/** The default container of cl, as a realm.  Never NULL for a valid cl. */
+CLOVIS_API struct clovis_realm *clovis_default_realm(struct clovis *cl);
+
+/** A container: an entity and the realm of what it holds. */
+struct clovis_container {
+	struct clovis_entity co_entity;
+	struct clovis_realm co_realm;
+};
+
+/**
+ * Set up a container handle for id.  No I/O: CREATE or OPEN it next.
+ * Returns 0, or -EINVAL (NULL argument or reserved id other than the
+ * default container's).
+ */
+CLOVIS_API int clovis_container_init(struct clovis_container *c,
+				     struct clovis *cl,
+				     const struct clovis_id *id);
+
+enum clovis_layout_type {
+	/** Every block on one device of the chosen tier. */
+	CLOVIS_LAYOUT_PLAIN = 1,
+};
+
+/**
+ * Object attributes.  In: oa_block_shift, oa_layout and oa_tier at CREATE;
+ * oa_size_bytes at SETATTR.  Out: all fields after CREATE, OPEN or GETATTR.
+ */
+struct clovis_obj_attr {
+	uint32_t oa_block_shift; /**< log2 block size, 9..26 */
+	uint32_t oa_layout;      /**< enum clovis_layout_type; 0 = PLAIN */
+	uint32_t oa_tier;        /**< enum clovis_tier for PLAIN; default FLASH */
+	uint32_t oa_dev;         /**< out: device index holding the data */
+	/** out: highest block ever written or allocated, plus one.  Only
+	 *  grows (FREE punches holes; it does not shrink the object). */
+	uint64_t oa_size_blocks;
+	/** Byte size kept for the application; set by SETATTR (any value up
+	 *  to CLOVIS_BLOCK_NR_MAX blocks' worth), else grows to
+	 *  oa_size_blocks * block size as blocks are written. */
+	uint64_t oa_size_bytes;
+	uint64_t oa_ctime_ns; /**< out: creation time, ns since the epoch */
+	uint64_t oa_mtime_ns; /**< out: last data or attribute change */
+};
+
+/** An object handle. */
+struct clovis_obj {
+	struct clovis_entity ob_entity;
+	struct clovis_obj_attr ob_attr;
+};
+
+/**
+ * Set up an object handle for id in realm r.  attr may be NULL (defaults:
+ * 4 KiB blocks, plain layout on flash); it is copied and used by CREATE.
+ * Returns 0, or -EINVAL for a NULL or reserved argument or attributes out
+ * of range (message names the field).
+ */
+CLOVIS_API int clovis_obj_init(struct clovis_obj *o, struct clovis_realm *r,
+			       const struct clovis_id *id,
+			       const struct clovis_obj_attr *attr);
+
+/** Index attributes (out after CREATE, OPEN, GETATTR). */
+struct clovis_idx_attr {
+	uint64_t ia_nr_records; /**< records in the index */
+	uint64_t ia_ctime_ns;
+};
+
+/** An index handle. */
+struct clovis_idx {
+	struct clovis_entity in_entity;
+	struct clovis_idx_attr in_attr;
+};
+
+/** Set up an index handle for id in realm r.  Returns 0 or -EINVAL. */
+CLOVIS_API int clovis_idx_init(struct clovis_idx *i, struct clovis_realm *r,
+			       const struct clovis_id *id);
+
+enum clovis_entity_opcode {
+	/** Make the entity.  -EEXIST if an entity with its id exists,
+	 *  -ENOENT if its container does not. */
+	CLOVIS_EO_CREATE = 1,
+	/** Load the entity's attributes into the handle.  -ENOENT if it does
+	 *  not exist (or is of another type). */
+	CLOVIS_EO_OPEN = 2,
+	/** Remove the entity with all its data.  Containers must be empty
+	 *  (-ENOTEMPTY); the default container cannot be deleted (-EPERM). */
+	CLOVIS_EO_DELETE = 3,
+	/** Refresh the handle's attributes; -ENOENT if gone. */
+	CLOVIS_EO_GETATTR = 4,
+	/** Objects only: store ob_attr.oa_size_bytes.  -EINVAL for other
+	 *  entity types. */
+	CLOVIS_EO_SETATTR = 5,
+};
+
+/**
+ * Create an op acting on entity e (the en_entity / ob_entity / in_entity /
+ * co_entity member of a handle).  The op is in INIT state; launch it.
+ * Returns 0 and sets *op, or -EINVAL (bad handle or opcode), -ENOMEM.
+ */
+CLOVIS_API int clovis_entity_op(struct clovis_entity *e,
+				enum clovis_entity_opcode opcode,
+				struct clovis_op **op);
+
+/* --------------------------------------------------------------- vectors */
+
+/**
+ * An extent vector in block units: ev_nr extents [start, start + nr_blks).
+ * Caller-owned; must stay valid until the op using it is freed.  Extents of
+ * one op must not overlap, must have nr_blks > 0, and must end at or below
+ * CLOVIS_BLOCK_NR_MAX.
+ */
+struct clovis_extvec {
+	uint32_t ev_nr;
+	uint64_t *ev_start_blk;
+	uint64_t *ev_nr_blks;
+};
+
+/**
+ * A buffer vector: bv_nr buffers bv_buf[i] of bv_len[i] bytes.
+ * Object ops: caller-owned; the buffers' lengths must be whole blocks and
+ * add up to the extents' total size; they are filled (READ) or consumed
+ * (WRITE) in order, crossing extent boundaries freely.  Buffers of a WRITE
+ * must stay untouched until the op is STABLE or FAILED; buffers of a READ
+ * may be used once it is EXECUTED.
+ * Index ops: see clovis_idx_op().
+ */
+struct clovis_bufvec {
+	uint32_t bv_nr;
+	void **bv_buf;
+	size_t *bv_len;
+};
+
+/* ----------------------------------------------------------------- ops */
+
+enum clovis_obj_opcode {
+	/** Read blocks; unwritten and freed blocks read as zeros. */
+	CLOVIS_OC_READ = 1,
+	/** Write blocks, atomically for the whole op: after a crash every
+	 *  block of the op has either its old or its new value, and once the
+	 *  op is STABLE, the new ones.  Grows oa_size_blocks. */
+	CLOVIS_OC_WRITE = 2,
+	/** Reserve space for the extents: the blocks read as zeros, count in
+	 *  the object's size, and their later first WRITE needs no new
+	 *  space.  data must be NULL. */
+	CLOVIS_OC_ALLOC = 3,
+	/** Punch holes: the blocks read as zeros and their space is
+	 *  released.  data must be NULL.  The size does not shrink. */
+	CLOVIS_OC_FREE = 4,
+};
+
+enum clovis_op_state {
+	CLOVIS_OS_INIT = 1u << 0,
+	CLOVIS_OS_LAUNCHED = 1u << 1,
+	CLOVIS_OS_EXECUTED = 1u << 2,
+	CLOVIS_OS_STABLE = 1u << 3,
+	CLOVIS_OS_FAILED = 1u << 4,
+};
+
+struct clovis_op;
+
+/**
+ * Create an I/O op on object o, which must be OPEN (after a successful
+ * CREATE or OPEN through this handle).
+ *
+ * ext: the blocks; data: the buffers (READ, WRITE) or NULL (ALLOC, FREE).
+ * flags: must be 0.
+ * Everything is checked here, before anything is queued:
+ *   -EINVAL  NULL or not-open handle, bad opcode, empty or overlapping
+ *            extents, zero-length extent, extent past CLOVIS_BLOCK_NR_MAX,
+ *            buffer lengths not whole blocks or not adding up to the
+ *            extents' size, data given to ALLOC/FREE, flags != 0;
+ *   -E2BIG   more than CLOVIS_VEC_MAX extents or buffers, or more than
+ *            CLOVIS_OP_BYTES_MAX bytes in one READ or WRITE.
+ * When the op runs it fails with -ENOENT if the object was deleted meanwhile
+ * and -ENOSPC if its device is full; nothing is changed then.
+ */
+CLOVIS_API int clovis_obj_op(struct clovis_obj *o,
+			     enum clovis_obj_opcode opcode,
+			     const struct clovis_extvec *ext,
+			     struct clovis_bufvec *data, uint32_t flags,
+			     struct clovis_op **op);
+
+enum clovis_idx_opcode {
+	CLOVIS_IC_GET = 1,
+	CLOVIS_IC_PUT = 2,
+	CLOVIS_IC_DEL = 3,
+	CLOVIS_IC_NEXT = 4,
+};
+
+/** Flags of index ops. */
+enum clovis_idx_flags {
+	/** PUT: replace the value of an existing key (else -EEXIST). */
+	CLOVIS_IF_OVERWRITE = 1u << 0,
+	/** NEXT: start after the start key, not at it. */
+	CLOVIS_IF_EXCLUDE_START_KEY = 1u << 1,
+};
+
+/**
+ * Create a record op on index i, which must be OPEN.  rcs has one slot per
+ * record and receives each record's result (0 or a negative errno); the op
+ * itself succeeds when the index exists and every argument is sound, even
+ * if some records fail.
+ *
+ * GET:  keys: nr keys.  vals: nr slots.  For each key found, rcs[k] = 0 and
+ *       the value is returned in vals slot k: into bv_buf[k] if non-NULL and
+ *       bv_len[k] is large enough (else rcs[k] = -ENOBUFS and bv_len[k] is
+ *       set to the size needed), or into a buffer the library allocates with
+ *       malloc() when bv_buf[k] is NULL (caller frees it with free()).
+ *       Keys not found: rcs[k] = -ENOENT.
+ * PUT:  keys, vals: nr records, applied together in one atomic update.
+ *       rcs[k] = -EEXIST when the key exists and CLOVIS_IF_OVERWRITE is not
+ *       set (that record is left as it was; others are stored).
+ * DEL:  keys: nr keys; vals must be NULL.  rcs[k] = -ENOENT if absent.
+ * NEXT: keys: nr slots; slot 0 holds the start key, or bv_buf[0] == NULL
+ *       for "from the first record".  Returns up to nr records in key
+ *       order starting at the first key >= start (> start with
+ *       CLOVIS_IF_EXCLUDE_START_KEY): slot k gets a malloc()ed key and
+ *       value (caller frees both with free(); slot 0's start key pointer
+ *       is overwritten, so keep your own copy), rcs[k] = 0; slots past the
+ *       last record get rcs[k] = -ENOENT and NULL buffers.
+ *
+ * Checked here (nothing queued on error):
+ *   -EINVAL  NULL or not-open handle, bad opcode, keys NULL or nr == 0,
+ *            vals missing or of another nr (GET, PUT, NEXT), vals given to
+ *            DEL, rcs NULL, a NULL key buffer with non-zero length, flags
+ *            not allowed for the opcode;
+ *   -E2BIG   a key longer than CLOVIS_KEY_MAX or value longer than
+ *            CLOVIS_VAL_MAX (message names the record), nr past
+ *            CLOVIS_VEC_MAX.
+ * Key and value buffers of PUT, DEL and GET keys are caller-owned and must
+ * stay valid until the op is STABLE or FAILED.  At run time the op fails
+ * with -ENOENT when the index does not exist (any more).
+ */
+CLOVIS_API int clovis_idx_op(struct clovis_idx *i,
+			     enum clovis_idx_opcode opcode,
+			     struct clovis_bufvec *keys,
+			     struct clovis_bufvec *vals, int32_t *rcs,
+			     uint32_t flags, struct clovis_op **op);
+
+/** Callbacks; any may be NULL.  Each is called at most once per launch. */
+struct clovis_op_cbs {
+	void (*oc_executed)(struct clovis_op *op);
+	void (*oc_stable)(struct clovis_op *op);
+	void (*oc_failed)(struct clovis_op *op);
+};
+
+/**
+ * Attach callbacks and a caller datum to an op in INIT state.
+ * Returns 0, or -EINVAL (NULL op) / -CLOVIS_ESTATE (already launched).
+ */
+CLOVIS_API int clovis_op_setup(struct clovis_op *op,
+			       const struct clovis_op_cbs *cbs, void *datum);
+
+/** The datum given to clovis_op_setup() (NULL if none). */
+CLOVIS_API void *clovis_op_datum(const struct clovis_op *op);
+
+/**
+ * Launch nr ops.  Each must be in INIT state; one that is not (or NULL) is
+ * skipped and left as it is, and the call returns -CLOVIS_ESTATE (or
+ * -EINVAL); the others are launched.  Returns 0 when all were launched.
+ * Ops run concurrently; launching several together lets the library batch
+ * their commits.
+ */
+CLOVIS_API int clovis_op_launch(struct clovis_op **ops, uint32_t nr);
+
+/** No time limit for clovis_op_wait(). */
+#define CLOVIS_TIME_NEVER INT64_MIN
+
+/**
+ * Wait until op reaches one of states (a mask of CLOVIS_OS_*), or FAILED,
+ * or timeout_ns nanoseconds pass (CLOVIS_TIME_NEVER: no limit).
+ * Returns 0 when one of states was reached, -ETIMEDOUT, -EINVAL (NULL op or
+ * empty mask), or the op's rc if it FAILED and FAILED was not in states.
+ * Waiting for EXECUTED returns as soon as the op is EXECUTED or later.
+ */
+CLOVIS_API int clovis_op_wait(struct clovis_op *op, uint32_t states,
+			      int64_t timeout_ns);
+
+/** The op's current state (one CLOVIS_OS_* value). */
+CLOVIS_API enum clovis_op_state clovis_op_state(const struct clovis_op *op);
+
+/** The op's result: 0 unless FAILED, then a negative error code. */
+CLOVIS_API int clovis_op_rc(const struct clovis_op *op);
+
+/** The op's failure message ("" unless FAILED). */
+CLOVIS_API const char *clovis_op_errmsg(const struct clovis_op *op);
+
+/**
+ * Free an op.  If it is in flight, first waits until it is STABLE or FAILED
+ * (a launched op cannot be taken back).  op may be NULL.
+ */
+CLOVIS_API void clovis_op_free(struct clovis_op *op);
+
+/* -------------------------------------------------------- synchronous */
+
+/**
+ * Convenience: launch op, wait for STABLE or FAILED, return its rc and free
+ * it.  Returns the op's rc.
+ */
+CLOVIS_API int clovis_op_sync(struct clovis_op *op);
+
+/* ---------------------------------------------------------- management */
+
+/**
+ * List the entities of one type in realm r (CLOVIS_ET_OBJ or CLOVIS_ET_IDX)
+ * or the containers of the store (r == NULL, CLOVIS_ET_CONTAINER), in id
+ * order, starting after *after (NULL: from the first).  Fills up to *nr ids
+ * and sets *nr to how many were filled (0 at the end).
+ * Returns 0, -EINVAL, or -ENOENT if the container does not exist.
+ */
+CLOVIS_API int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
+				  enum clovis_entity_type type,
+				  const struct clovis_id *after,
+				  struct clovis_id *ids, uint32_t *nr);
+
+/** One device of the store. */
+struct clovis_dev_info {
+	uint32_t di_index;      /**< device index in the store */
+	uint32_t di_tier;       /**< enum clovis_tier */
+	char di_path[256];      /**< where it lives */
+	char di_driver[16];     /**< driver name ("file", "pmem2") */
+	uint64_t di_size_bytes; /**< usable capacity */
+	uint64_t di_free_bytes; /**< free capacity now */
+	uint32_t di_direct_io;  /**< 1 when data bypasses the page cache */
+	uint32_t di_pad;
+};
+
+/**
+ * Describe the store's devices: fills up to *nr entries of info and sets
+ * *nr to the number of devices.  Returns 0 or -EINVAL.
+ */
+CLOVIS_API int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
+			       uint32_t *nr);
+
+/** Op classes measured by the statistics. */
+enum clovis_stat_op {
+	CLOVIS_STAT_OBJ_READ,
+	CLOVIS_STAT_OBJ_WRITE,
+	CLOVIS_STAT_OBJ_ALLOC,
+	CLOVIS_STAT_OBJ_FREE,
+	CLOVIS_STAT_IDX_GET,
+	CLOVIS_STAT_IDX_PUT,
+	CLOVIS_STAT_IDX_DEL,
+	CLOVIS_STAT_IDX_NEXT,
+	CLOVIS_STAT_ENT_CREATE,
+	CLOVIS_STAT_ENT_OPEN,
+	CLOVIS_STAT_ENT_DELETE,
+	CLOVIS_STAT_ENT_GETATTR,
+	CLOVIS_STAT_ENT_SETATTR,
+	CLOVIS_STAT_COMMIT, /**< group commits (one per batch of updates) */
+	CLOVIS_STAT_NR
+};
+
+/** Figures of one op class: launch to STABLE (or FAILED) latency. */
+struct clovis_stat {
+	const char *cs_name; /**< "obj.read", "idx.put", ... */
+	uint64_t cs_count;   /**< ops finished */
+	uint64_t cs_failed;  /**< of which FAILED */
+	uint64_t cs_bytes;   /**< data bytes moved (objects), records (idx) */
+	uint64_t cs_p50_us;
+	uint64_t cs_p90_us;
+	uint64_t cs_p99_us;
+	uint64_t cs_max_us;
+	double cs_mean_us;
+};
+
+/**
+ * Statistics of the store: counts and latency percentiles per op class,
+ * accumulated over every session of the store (saved at clovis_fini()).
+ * Fills out[CLOVIS_STAT_NR].  Returns 0 or -EINVAL.
+ */
+CLOVIS_API int clovis_stats_get(struct clovis *cl,
+				struct clovis_stat out[CLOVIS_STAT_NR]);
+
+/** Forget all statistics (saved and current).  Returns 0 or -errno. */
+CLOVIS_API int clovis_stats_reset(struct clovis *cl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* STRATA_CLOVIS_H */

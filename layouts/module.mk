@@ -1,0 +1,3 @@
+# layouts/ — how an object's blocks map onto devices.
+LIB_SRCS +=
+UT_SRCS +=

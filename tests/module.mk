@@ -1,0 +1,2 @@
+# tests/ — the CUnit runner, integration, crash and concurrency tests.
+UT_SRCS += tests/ut_util.c

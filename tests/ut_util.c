@@ -1,0 +1,46 @@
+/* ut_util.c — helpers shared by the CUnit suites (see ut.h). */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/ut.h"
+
+static int ut_rm_one(const char *p, const struct stat *st, int flag,
+		     struct FTW *ftw)
+{
+	return remove(p);
+}
+
+void ut_rmtree(const char *path)
+{
+	nftw(path, ut_rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static char ut_root[256];
+
+static void ut_cleanup(void)
+{
+	if (ut_root[0] != '\0' && getenv("UT_KEEP") == NULL)
+		ut_rmtree(ut_root);
+}
+
+const char *ut_tmpdir(const char *tag)
+{
+	static char path[512];
+	static unsigned seq;
+	const char *tmp = getenv("TMPDIR");
+
+	if (ut_root[0] == '\0') {
+		snprintf(ut_root, sizeof ut_root, "%s/strata-ut.XXXXXX",
+			 tmp != NULL ? tmp : "/tmp");
+		if (mkdtemp(ut_root) == NULL)
+			return NULL;
+		atexit(ut_cleanup);
+	}
+	snprintf(path, sizeof path, "%s/%s.%u", ut_root, tag, seq++);
+	if (mkdir(path, 0700) != 0)
+		return NULL;
+	return path;
+}
