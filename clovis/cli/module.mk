@@ -1,0 +1,1 @@
+# clovis/cli — filled by its owner

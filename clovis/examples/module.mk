@@ -1,0 +1,1 @@
+# clovis/examples — filled by its owner

@@ -1,0 +1,1 @@
+# tests/bench — filled by its owner

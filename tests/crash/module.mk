@@ -1,0 +1,1 @@
+# tests/crash — filled by its owner
