@@ -171,6 +171,7 @@ struct clovis_conf {
 };
 
 struct clovis;
+struct clovis_op;
 
 /**
  * Open a client instance over the store described by conf.
@@ -380,9 +381,11 @@ enum clovis_obj_opcode {
 	 *  block of the op has either its old or its new value, and once the
 	 *  op is STABLE, the new ones.  Grows oa_size_blocks. */
 	CLOVIS_OC_WRITE = 2,
-	/** Reserve space for the extents: the blocks read as zeros, count in
-	 *  the object's size, and their later first WRITE needs no new
-	 *  space.  data must be NULL. */
+	/** Reserve space for the extents: the blocks read as zeros (data
+	 *  they held is discarded), count in the object's size, and their
+	 *  space is taken on the device.  Writes stay out of place, so a
+	 *  later WRITE takes fresh space and releases the reserved one.
+	 *  data must be NULL. */
 	CLOVIS_OC_ALLOC = 3,
 	/** Punch holes: the blocks read as zeros and their space is
 	 *  released.  data must be NULL.  The size does not shrink. */
@@ -396,8 +399,6 @@ enum clovis_op_state {
 	CLOVIS_OS_STABLE = 1u << 3,
 	CLOVIS_OS_FAILED = 1u << 4,
 };
-
-struct clovis_op;
 
 /**
  * Create an I/O op on object o, which must be OPEN (after a successful

@@ -1,3 +1,4 @@
 # core/ — shared infrastructure and the per-node engine.
-LIB_SRCS += core/errors.c core/log.c core/fault.c
-UT_SRCS +=
+LIB_SRCS += core/errors.c core/log.c core/fault.c core/alloc.c core/meta.c \
+	core/engine.c core/obj.c core/idx.c core/ent.c
+UT_SRCS += core/ut/core_ut.c

@@ -1,3 +1,3 @@
 # layouts/ — how an object's blocks map onto devices.
-LIB_SRCS +=
-UT_SRCS +=
+LIB_SRCS += layouts/layout.c layouts/plain.c
+UT_SRCS += layouts/ut/layout_ut.c

@@ -1,0 +1,712 @@
+/*
+ * clovis.c — the Clovis instance, ids, entity handles, op construction with
+ * full argument checks, listing and management calls.  The contract is
+ * clovis/clovis.h; ops run in op.c and the engine (core/).
+ *
+ * Every argument is checked here, before anything is queued, and refused
+ * with -EINVAL/-E2BIG plus a message: the library never aborts its caller.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clovis/clovis_internal.h"
+#include "core/errors.h"
+#include "core/log.h"
+
+#define STATS_VERSION 1u
+
+/* ------------------------------------------------------------ errors */
+
+const char *clovis_strerror(int rc)
+{
+	return err_str(rc);
+}
+
+const char *clovis_errmsg(void)
+{
+	return err_msg();
+}
+
+/* ------------------------------------------------------------ ids */
+
+int clovis_id_cmp(const struct clovis_id *a, const struct clovis_id *b)
+{
+	if (a->ci_hi != b->ci_hi)
+		return a->ci_hi < b->ci_hi ? -1 : 1;
+	if (a->ci_lo != b->ci_lo)
+		return a->ci_lo < b->ci_lo ? -1 : 1;
+	return 0;
+}
+
+char *clovis_id_format(const struct clovis_id *id, char *buf)
+{
+	snprintf(buf, CLOVIS_ID_STR_LEN, "%" PRIx64 ":%" PRIx64, id->ci_hi,
+		 id->ci_lo);
+	return buf;
+}
+
+/* FNV-1a, 64 bits, with a seed: two of them give a name's 128-bit id. */
+static uint64_t fnv1a(const char *s, uint64_t h)
+{
+	for (; *s != '\0'; s++) {
+		h ^= (uint8_t)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* Parse one hexadecimal half of an id. */
+static int id_half(const char *s, size_t len, uint64_t *out)
+{
+	char buf[24];
+	char *end;
+
+	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		s += 2;
+		len -= 2;
+	}
+	if (len == 0 || len > 16)
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		if (!((buf[i] >= '0' && buf[i] <= '9') ||
+		      ((buf[i] | 32) >= 'a' && (buf[i] | 32) <= 'f')))
+			return -EINVAL;
+	*out = strtoull(buf, &end, 16);
+	return 0;
+}
+
+int clovis_id_parse(const char *s, struct clovis_id *out)
+{
+	const char *colon;
+
+	if (s == NULL || out == NULL)
+		return err_set(-EINVAL, "id: NULL argument");
+	if (s[0] == '@') {
+		if (s[1] == '\0')
+			return err_set(-EINVAL, "id \"%s\": empty name", s);
+		out->ci_hi = fnv1a(s + 1, 0xcbf29ce484222325ull) | 1ull << 63;
+		out->ci_lo = fnv1a(s + 1, 0x84222325cbf29ce4ull);
+		return 0;
+	}
+	colon = strchr(s, ':');
+	if (colon == NULL || id_half(s, (size_t)(colon - s), &out->ci_hi) != 0 ||
+	    id_half(colon + 1, strlen(colon + 1), &out->ci_lo) != 0)
+		return err_set(-EINVAL, "id \"%s\": expected HI:LO in hex or "
+			       "@name", s);
+	return 0;
+}
+
+static bool id_reserved(const struct clovis_id *id)
+{
+	return id->ci_hi == 0 && id->ci_lo < CLOVIS_ID_USER_MIN;
+}
+
+/* ------------------------------------------------------------ instance */
+
+static int conf_check(const struct clovis_conf *conf)
+{
+	if (conf == NULL)
+		return err_set(-EINVAL, "clovis_init: conf is NULL");
+	if (conf->cc_mode != CLOVIS_MODE_EMBEDDED)
+		return err_set(-EINVAL, "clovis_init: cc_mode %d unknown",
+			       (int)conf->cc_mode);
+	if (conf->cc_data_dir == NULL || conf->cc_data_dir[0] == '\0')
+		return err_set(-EINVAL, "clovis_init: cc_data_dir is empty");
+	if (conf->cc_flags & ~(uint32_t)CLOVIS_CONF_CREATE)
+		return err_set(-EINVAL, "clovis_init: cc_flags 0x%x unknown",
+			       conf->cc_flags);
+	if (conf->cc_nr_workers > LIM_WORKERS_MAX)
+		return err_set(-EINVAL, "clovis_init: cc_nr_workers %u > %u",
+			       conf->cc_nr_workers, LIM_WORKERS_MAX);
+	if (conf->cc_dev_size != 0 &&
+	    (conf->cc_dev_size < LIM_DEV_SIZE_MIN ||
+	     conf->cc_dev_size > LIM_DEV_SIZE_MAX ||
+	     conf->cc_dev_size % LIM_ALLOC_UNIT != 0))
+		return err_set(-EINVAL, "clovis_init: cc_dev_size %" PRIu64
+			       " outside 1 MiB..16 TiB or not 512-aligned",
+			       conf->cc_dev_size);
+	if (conf->cc_meta_size != 0 &&
+	    (conf->cc_meta_size < LIM_META_SIZE_MIN ||
+	     conf->cc_meta_size > LIM_META_SIZE_MAX))
+		return err_set(-EINVAL, "clovis_init: cc_meta_size %" PRIu64
+			       " outside 16 MiB..1 TiB", conf->cc_meta_size);
+	return 0;
+}
+
+/* Load the statistics saved by earlier sessions (none is fine). */
+static void stats_load(struct clovis *cl)
+{
+	if (eng_sys_load(cl->cl_eng, "stats", &cl->cl_stats,
+			 sizeof cl->cl_stats) != 0 ||
+	    cl->cl_stats.st_version != STATS_VERSION)
+		memset(&cl->cl_stats, 0, sizeof cl->cl_stats);
+	cl->cl_stats.st_version = STATS_VERSION;
+}
+
+/* Group commits are recorded as their own op class. */
+static void commit_hook(void *arg, uint64_t lat_us, uint32_t nr_items)
+{
+	struct clovis *cl = arg;
+
+	stats_record(&cl->cl_stats, CLOVIS_STAT_COMMIT, lat_us, nr_items, false);
+}
+
+int clovis_init(struct clovis **out, const struct clovis_conf *conf)
+{
+	struct clovis *cl;
+	struct eng_conf ec;
+	int rc = conf_check(conf);
+
+	if (rc != 0)
+		return rc;
+	if (out == NULL)
+		return err_set(-EINVAL, "clovis_init: out is NULL");
+	log_level_set(conf->cc_log_level ? conf->cc_log_level : LOG_ERR);
+	cl = calloc(1, sizeof *cl);
+	if (cl == NULL)
+		return err_set(-ENOMEM, "clovis_init: instance");
+	pthread_mutex_init(&cl->cl_qlock, NULL);
+	pthread_cond_init(&cl->cl_qcond, NULL);
+	pthread_mutex_init(&cl->cl_olock, NULL);
+	pthread_cond_init(&cl->cl_oidle, NULL);
+	ec = (struct eng_conf){conf->cc_data_dir,
+			       (conf->cc_flags & CLOVIS_CONF_CREATE) != 0,
+			       conf->cc_dev_size, conf->cc_nvram_dir,
+			       conf->cc_meta_size};
+	rc = eng_open(&cl->cl_eng, &ec);
+	if (rc != 0)
+		goto out_free;
+	cl->cl_default = (struct clovis_realm){cl, CLOVIS_ID_DEFAULT_CONTAINER};
+	stats_load(cl);
+	eng_commit_hook_set(cl->cl_eng, commit_hook, cl);
+	rc = workers_start(cl, conf->cc_nr_workers ? conf->cc_nr_workers
+						   : LIM_WORKERS_DEFAULT);
+	if (rc != 0)
+		goto out_fini;
+	*out = cl;
+	return 0;
+out_fini:
+	clovis_fini(cl);
+	return rc;
+out_free:
+	free(cl);
+	return rc;
+}
+
+void clovis_fini(struct clovis *cl)
+{
+	if (cl == NULL)
+		return;
+	ops_drain_and_free(cl);
+	workers_stop(cl);
+	eng_commit_hook_set(cl->cl_eng, NULL, NULL);
+	if (eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
+			 sizeof cl->cl_stats) != 0)
+		LOG_WARNING("statistics not saved: %s", err_msg());
+	eng_close(cl->cl_eng);
+	pthread_mutex_destroy(&cl->cl_qlock);
+	pthread_cond_destroy(&cl->cl_qcond);
+	pthread_mutex_destroy(&cl->cl_olock);
+	pthread_cond_destroy(&cl->cl_oidle);
+	free(cl);
+}
+
+/* ------------------------------------------------------------ entities */
+
+struct clovis_realm *clovis_default_realm(struct clovis *cl)
+{
+	return cl != NULL ? &cl->cl_default : NULL;
+}
+
+/* Common set-up of a handle. */
+static int entity_init(struct clovis_entity *e, struct clovis *cl,
+		       struct clovis_realm *r, uint32_t type,
+		       const struct clovis_id *id)
+{
+	memset(e, 0, sizeof *e);
+	e->en_type = type;
+	e->en_state = CLOVIS_ES_INIT;
+	e->en_id = *id;
+	e->en_realm = r;
+	e->en_cl = cl;
+	e->en_magic = CLOVIS_ENT_MAGIC;
+	return 0;
+}
+
+int clovis_container_init(struct clovis_container *c, struct clovis *cl,
+			  const struct clovis_id *id)
+{
+	struct clovis_id dflt = CLOVIS_ID_DEFAULT_CONTAINER;
+
+	if (c == NULL || cl == NULL || id == NULL)
+		return err_set(-EINVAL, "container_init: NULL argument");
+	if (id_reserved(id) && clovis_id_cmp(id, &dflt) != 0)
+		return err_set(-EINVAL, "container %s: reserved id",
+			       eng_id_str(id));
+	entity_init(&c->co_entity, cl, NULL, CLOVIS_ET_CONTAINER, id);
+	c->co_realm = (struct clovis_realm){cl, *id};
+	return 0;
+}
+
+static int realm_check(const struct clovis_realm *r, const struct clovis_id *id,
+		       const char *what)
+{
+	if (r == NULL || r->re_cl == NULL || id == NULL)
+		return err_set(-EINVAL, "%s_init: NULL argument", what);
+	if (id_reserved(id))
+		return err_set(-EINVAL, "%s %s: reserved id (hi 0 and lo < %u)",
+			       what, eng_id_str(id), CLOVIS_ID_USER_MIN);
+	return 0;
+}
+
+/* Check and complete object attributes with their defaults. */
+static int obj_attr_check(const struct clovis_id *id,
+			  struct clovis_obj_attr *a)
+{
+	if (a->oa_block_shift == 0)
+		a->oa_block_shift = 12;
+	if (a->oa_layout == 0)
+		a->oa_layout = CLOVIS_LAYOUT_PLAIN;
+	if (a->oa_block_shift < CLOVIS_BLOCK_SHIFT_MIN ||
+	    a->oa_block_shift > CLOVIS_BLOCK_SHIFT_MAX)
+		return err_set(-EINVAL, "object %s: block shift %u outside "
+			       "%u..%u (512 B..64 MiB)", eng_id_str(id),
+			       a->oa_block_shift, CLOVIS_BLOCK_SHIFT_MIN,
+			       CLOVIS_BLOCK_SHIFT_MAX);
+	if (a->oa_layout != CLOVIS_LAYOUT_PLAIN)
+		return err_set(-EINVAL, "object %s: layout %u unknown",
+			       eng_id_str(id), a->oa_layout);
+	if (a->oa_tier >= CLOVIS_TIER_NR)
+		return err_set(-EINVAL, "object %s: tier %u unknown",
+			       eng_id_str(id), a->oa_tier);
+	return 0;
+}
+
+int clovis_obj_init(struct clovis_obj *o, struct clovis_realm *r,
+		    const struct clovis_id *id,
+		    const struct clovis_obj_attr *attr)
+{
+	struct clovis_obj_attr a = {.oa_tier = CLOVIS_TIER_FLASH};
+	int rc = o == NULL ? err_set(-EINVAL, "obj_init: NULL object")
+			   : realm_check(r, id, "object");
+
+	if (rc != 0)
+		return rc;
+	if (attr != NULL)
+		a = *attr;
+	rc = obj_attr_check(id, &a);
+	if (rc != 0)
+		return rc;
+	entity_init(&o->ob_entity, r->re_cl, r, CLOVIS_ET_OBJ, id);
+	o->ob_attr = a;
+	return 0;
+}
+
+int clovis_idx_init(struct clovis_idx *i, struct clovis_realm *r,
+		    const struct clovis_id *id)
+{
+	int rc = i == NULL ? err_set(-EINVAL, "idx_init: NULL index")
+			   : realm_check(r, id, "index");
+
+	if (rc != 0)
+		return rc;
+	entity_init(&i->in_entity, r->re_cl, r, CLOVIS_ET_IDX, id);
+	memset(&i->in_attr, 0, sizeof i->in_attr);
+	return 0;
+}
+
+static bool entity_valid(const struct clovis_entity *e)
+{
+	return e != NULL && e->en_magic == CLOVIS_ENT_MAGIC && e->en_cl != NULL;
+}
+
+/* The handle's stored attributes as the engine's request needs them. */
+static void req_from_handle(struct eng_req *r, const struct clovis_entity *e)
+{
+	if (e->en_type == CLOVIS_ET_OBJ) {
+		const struct clovis_obj_attr *a =
+			&((const struct clovis_obj *)e)->ob_attr;
+
+		r->er_ent.me_block_shift = a->oa_block_shift;
+		r->er_ent.me_layout = a->oa_layout;
+		r->er_ent.me_tier = a->oa_tier;
+		r->er_ent.me_dev = a->oa_dev;
+		r->er_ent.me_ctime_ns = a->oa_ctime_ns;
+		r->er_ent.me_size_bytes = a->oa_size_bytes;
+	} else if (e->en_type == CLOVIS_ET_IDX) {
+		r->er_ent.me_ctime_ns =
+			((const struct clovis_idx *)e)->in_attr.ia_ctime_ns;
+	}
+	if (e->en_realm != NULL)
+		r->er_container = e->en_realm->re_id;
+}
+
+static const struct {
+	uint32_t kind;
+	uint32_t stat;
+} ent_ops[] = {
+	[CLOVIS_EO_CREATE] = {ER_ENT_CREATE, CLOVIS_STAT_ENT_CREATE},
+	[CLOVIS_EO_OPEN] = {ER_ENT_OPEN, CLOVIS_STAT_ENT_OPEN},
+	[CLOVIS_EO_DELETE] = {ER_ENT_DELETE, CLOVIS_STAT_ENT_DELETE},
+	[CLOVIS_EO_GETATTR] = {ER_ENT_GETATTR, CLOVIS_STAT_ENT_GETATTR},
+	[CLOVIS_EO_SETATTR] = {ER_ENT_SETATTR, CLOVIS_STAT_ENT_SETATTR},
+};
+
+int clovis_entity_op(struct clovis_entity *e, enum clovis_entity_opcode opcode,
+		     struct clovis_op **op)
+{
+	int rc;
+
+	if (!entity_valid(e) || op == NULL)
+		return err_set(-EINVAL, "entity_op: %s", op == NULL ?
+			       "op is NULL" : "not an initialised handle");
+	if (opcode < CLOVIS_EO_CREATE || opcode > CLOVIS_EO_SETATTR)
+		return err_set(-EINVAL, "entity %s: opcode %d unknown",
+			       eng_id_str(&e->en_id), (int)opcode);
+	if (opcode == CLOVIS_EO_SETATTR && e->en_type != CLOVIS_ET_OBJ)
+		return err_set(-EINVAL, "entity %s: SETATTR applies to objects "
+			       "only", eng_id_str(&e->en_id));
+	if ((opcode == CLOVIS_EO_SETATTR || opcode == CLOVIS_EO_GETATTR) &&
+	    e->en_state != CLOVIS_ES_OPEN)
+		return err_set(-EINVAL, "entity %s: handle not open (CREATE or "
+			       "OPEN it first)", eng_id_str(&e->en_id));
+	rc = op_alloc(e, ent_ops[opcode].kind, ent_ops[opcode].stat, op);
+	if (rc == 0)
+		req_from_handle(&(*op)->op_req, e);
+	return rc;
+}
+
+/* ------------------------------------------------------------ object ops */
+
+struct ext_ref {
+	uint64_t s;
+	uint64_t n;
+};
+
+static int ext_ref_cmp(const void *a, const void *b)
+{
+	const struct ext_ref *x = a, *y = b;
+
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Extents: non-empty, in range, not overlapping; sets *blocks. */
+static int extvec_check(const struct clovis_obj *o,
+			const struct clovis_extvec *ext, uint64_t *blocks)
+{
+	const char *id = eng_id_str(&o->ob_entity.en_id);
+	struct ext_ref *v;
+	int rc = 0;
+
+	if (ext == NULL || ext->ev_nr == 0 || ext->ev_start_blk == NULL ||
+	    ext->ev_nr_blks == NULL)
+		return err_set(-EINVAL, "object %s: extent vector empty", id);
+	if (ext->ev_nr > CLOVIS_VEC_MAX)
+		return err_set(-E2BIG, "object %s: %u extents > %u", id,
+			       ext->ev_nr, CLOVIS_VEC_MAX);
+	v = malloc(ext->ev_nr * sizeof *v);
+	if (v == NULL)
+		return err_set(-ENOMEM, "object %s: extent check", id);
+	*blocks = 0;
+	for (uint32_t i = 0; rc == 0 && i < ext->ev_nr; i++) {
+		v[i] = (struct ext_ref){ext->ev_start_blk[i], ext->ev_nr_blks[i]};
+		if (v[i].n == 0 || v[i].s >= CLOVIS_BLOCK_NR_MAX ||
+		    v[i].n > CLOVIS_BLOCK_NR_MAX - v[i].s)
+			rc = err_set(-EINVAL, "object %s: extent %u [%" PRIu64
+				     ", +%" PRIu64 ") empty or past block "
+				     "2^48", id, i, v[i].s, v[i].n);
+		*blocks += v[i].n;
+	}
+	qsort(v, ext->ev_nr, sizeof *v, ext_ref_cmp);
+	for (uint32_t i = 1; rc == 0 && i < ext->ev_nr; i++)
+		if (v[i - 1].s + v[i - 1].n > v[i].s)
+			rc = err_set(-EINVAL, "object %s: extents overlap at "
+				     "block %" PRIu64, id, v[i].s);
+	free(v);
+	return rc;
+}
+
+/* Buffers: whole blocks, adding up to the extents' bytes. */
+static int bufvec_check(const struct clovis_obj *o,
+			const struct clovis_bufvec *data, uint64_t blocks)
+{
+	const char *id = eng_id_str(&o->ob_entity.en_id);
+	uint32_t shift = o->ob_attr.oa_block_shift;
+	uint64_t total = 0;
+
+	if (data == NULL || data->bv_nr == 0 || data->bv_buf == NULL ||
+	    data->bv_len == NULL)
+		return err_set(-EINVAL, "object %s: buffer vector empty", id);
+	if (data->bv_nr > CLOVIS_VEC_MAX)
+		return err_set(-E2BIG, "object %s: %u buffers > %u", id,
+			       data->bv_nr, CLOVIS_VEC_MAX);
+	if (blocks > (CLOVIS_OP_BYTES_MAX >> shift))
+		return err_set(-E2BIG, "object %s: %" PRIu64 " blocks exceed "
+			       "%llu bytes per op", id, blocks,
+			       CLOVIS_OP_BYTES_MAX);
+	for (uint32_t i = 0; i < data->bv_nr; i++) {
+		if (data->bv_buf[i] == NULL || data->bv_len[i] == 0 ||
+		    data->bv_len[i] % (1ull << shift) != 0)
+			return err_set(-EINVAL, "object %s: buffer %u: NULL or "
+				       "%zu bytes, not whole %u-byte blocks", id,
+				       i, data->bv_len[i], 1u << shift);
+		total += data->bv_len[i];
+	}
+	if (total != blocks << shift)
+		return err_set(-EINVAL, "object %s: buffers hold %" PRIu64
+			       " bytes, extents cover %" PRIu64, id, total,
+			       blocks << shift);
+	return 0;
+}
+
+static int obj_op_check(struct clovis_obj *o, enum clovis_obj_opcode opcode,
+			const struct clovis_extvec *ext,
+			struct clovis_bufvec *data, uint32_t flags)
+{
+	uint64_t blocks = 0;
+	const char *id;
+	int rc;
+
+	if (o == NULL || !entity_valid(&o->ob_entity) ||
+	    o->ob_entity.en_type != CLOVIS_ET_OBJ)
+		return err_set(-EINVAL, "obj_op: not an object handle");
+	id = eng_id_str(&o->ob_entity.en_id);
+	if (o->ob_entity.en_state != CLOVIS_ES_OPEN)
+		return err_set(-EINVAL, "object %s: handle not open (CREATE or "
+			       "OPEN it first)", id);
+	if (opcode < CLOVIS_OC_READ || opcode > CLOVIS_OC_FREE)
+		return err_set(-EINVAL, "object %s: opcode %d unknown", id,
+			       (int)opcode);
+	if (flags != 0)
+		return err_set(-EINVAL, "object %s: flags 0x%x unknown", id, flags);
+	rc = extvec_check(o, ext, &blocks);
+	if (rc != 0)
+		return rc;
+	if (opcode == CLOVIS_OC_ALLOC || opcode == CLOVIS_OC_FREE)
+		return data == NULL ? 0 :
+		       err_set(-EINVAL, "object %s: ALLOC/FREE take no data", id);
+	return bufvec_check(o, data, blocks);
+}
+
+int clovis_obj_op(struct clovis_obj *o, enum clovis_obj_opcode opcode,
+		  const struct clovis_extvec *ext, struct clovis_bufvec *data,
+		  uint32_t flags, struct clovis_op **op)
+{
+	static const uint32_t kinds[] = {0, ER_OBJ_READ, ER_OBJ_WRITE,
+					 ER_OBJ_ALLOC, ER_OBJ_FREE};
+	static const uint32_t stats[] = {0, CLOVIS_STAT_OBJ_READ,
+					 CLOVIS_STAT_OBJ_WRITE,
+					 CLOVIS_STAT_OBJ_ALLOC,
+					 CLOVIS_STAT_OBJ_FREE};
+	int rc = op == NULL ? err_set(-EINVAL, "obj_op: op is NULL")
+			    : obj_op_check(o, opcode, ext, data, flags);
+
+	if (rc != 0)
+		return rc;
+	rc = op_alloc(&o->ob_entity, kinds[opcode], stats[opcode], op);
+	if (rc != 0)
+		return rc;
+	req_from_handle(&(*op)->op_req, &o->ob_entity);
+	(*op)->op_req.er_ext = ext;
+	(*op)->op_req.er_data = data;
+	return 0;
+}
+
+/* ------------------------------------------------------------ index ops */
+
+/* Keys (and values for PUT): present, within limits. */
+static int records_check(const char *id, enum clovis_idx_opcode opcode,
+			 const struct clovis_bufvec *keys,
+			 const struct clovis_bufvec *vals)
+{
+	for (uint32_t k = 0; k < keys->bv_nr; k++) {
+		bool start = opcode == CLOVIS_IC_NEXT;
+
+		if (start && k > 0)
+			break;
+		if (keys->bv_buf[k] == NULL && keys->bv_len[k] != 0 && !start)
+			return err_set(-EINVAL, "index %s: record %u: NULL key "
+				       "of %zu bytes", id, k, keys->bv_len[k]);
+		if (keys->bv_buf[k] != NULL && keys->bv_len[k] > CLOVIS_KEY_MAX)
+			return err_set(-E2BIG, "index %s: record %u: key of %zu "
+				       "bytes > %u", id, k, keys->bv_len[k],
+				       CLOVIS_KEY_MAX);
+		if (opcode != CLOVIS_IC_PUT)
+			continue;
+		if (vals->bv_buf[k] == NULL && vals->bv_len[k] != 0)
+			return err_set(-EINVAL, "index %s: record %u: NULL value "
+				       "of %zu bytes", id, k, vals->bv_len[k]);
+		if (vals->bv_len[k] > CLOVIS_VAL_MAX)
+			return err_set(-E2BIG, "index %s: record %u: value of %zu"
+				       " bytes > %u", id, k, vals->bv_len[k],
+				       CLOVIS_VAL_MAX);
+	}
+	return 0;
+}
+
+static int idx_op_check(struct clovis_idx *i, enum clovis_idx_opcode opcode,
+			struct clovis_bufvec *keys, struct clovis_bufvec *vals,
+			int32_t *rcs, uint32_t flags)
+{
+	uint32_t allowed = opcode == CLOVIS_IC_PUT ? CLOVIS_IF_OVERWRITE :
+			   opcode == CLOVIS_IC_NEXT ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
+	const char *id;
+
+	if (i == NULL || !entity_valid(&i->in_entity) ||
+	    i->in_entity.en_type != CLOVIS_ET_IDX)
+		return err_set(-EINVAL, "idx_op: not an index handle");
+	id = eng_id_str(&i->in_entity.en_id);
+	if (i->in_entity.en_state != CLOVIS_ES_OPEN)
+		return err_set(-EINVAL, "index %s: handle not open", id);
+	if (opcode < CLOVIS_IC_GET || opcode > CLOVIS_IC_NEXT)
+		return err_set(-EINVAL, "index %s: opcode %d unknown", id,
+			       (int)opcode);
+	if (flags & ~allowed)
+		return err_set(-EINVAL, "index %s: flags 0x%x not allowed for "
+			       "this opcode", id, flags);
+	if (keys == NULL || keys->bv_nr == 0 || keys->bv_buf == NULL ||
+	    keys->bv_len == NULL || rcs == NULL)
+		return err_set(-EINVAL, "index %s: keys or rcs missing", id);
+	if (keys->bv_nr > CLOVIS_VEC_MAX)
+		return err_set(-E2BIG, "index %s: %u records > %u", id,
+			       keys->bv_nr, CLOVIS_VEC_MAX);
+	if (opcode == CLOVIS_IC_DEL && vals != NULL)
+		return err_set(-EINVAL, "index %s: DEL takes no values", id);
+	if (opcode != CLOVIS_IC_DEL &&
+	    (vals == NULL || vals->bv_nr != keys->bv_nr ||
+	     vals->bv_buf == NULL || vals->bv_len == NULL))
+		return err_set(-EINVAL, "index %s: values missing or not one "
+			       "per key", id);
+	return records_check(id, opcode, keys, vals);
+}
+
+int clovis_idx_op(struct clovis_idx *i, enum clovis_idx_opcode opcode,
+		  struct clovis_bufvec *keys, struct clovis_bufvec *vals,
+		  int32_t *rcs, uint32_t flags, struct clovis_op **op)
+{
+	static const uint32_t kinds[] = {0, ER_IDX_GET, ER_IDX_PUT, ER_IDX_DEL,
+					 ER_IDX_NEXT};
+	static const uint32_t stats[] = {0, CLOVIS_STAT_IDX_GET,
+					 CLOVIS_STAT_IDX_PUT,
+					 CLOVIS_STAT_IDX_DEL,
+					 CLOVIS_STAT_IDX_NEXT};
+	int rc = op == NULL ? err_set(-EINVAL, "idx_op: op is NULL")
+			    : idx_op_check(i, opcode, keys, vals, rcs, flags);
+	struct eng_req *r;
+
+	if (rc != 0)
+		return rc;
+	rc = op_alloc(&i->in_entity, kinds[opcode], stats[opcode], op);
+	if (rc != 0)
+		return rc;
+	r = &(*op)->op_req;
+	req_from_handle(r, &i->in_entity);
+	r->er_keys = keys;
+	r->er_vals = vals;
+	r->er_rcs = rcs;
+	r->er_flags = flags;
+	return 0;
+}
+
+/* ------------------------------------------------------------ management */
+
+/* Walk member records of (cont, type) after *after into ids. */
+static int list_walk(struct clovis *cl, MDB_txn *txn,
+		     const struct clovis_id *cont, uint32_t type,
+		     const struct clovis_id *after, struct clovis_id *ids,
+		     uint32_t *nr)
+{
+	struct meta *m = eng_meta(cl->cl_eng);
+	struct clovis_id zero = {0, 0};
+	uint8_t kb[META_MEMBER_KEY_LEN];
+	MDB_val k = meta_member_key(kb, cont, type, after ? after : &zero), v;
+	MDB_cursor *cur;
+	uint32_t n = 0;
+	int rc = mdb_cursor_open(txn, m->m_member, &cur);
+
+	if (rc != 0)
+		return meta_err(rc, "member cursor");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	     rc == 0 && n < *nr && memcmp(k.mv_data, kb, 17) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct clovis_id id;
+
+		meta_id_dec((uint8_t *)k.mv_data + 17, &id);
+		if (after != NULL && clovis_id_cmp(&id, after) == 0)
+			continue;
+		ids[n++] = id;
+	}
+	mdb_cursor_close(cur);
+	*nr = n;
+	return (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc, "list");
+}
+
+int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
+		       enum clovis_entity_type type,
+		       const struct clovis_id *after, struct clovis_id *ids,
+		       uint32_t *nr)
+{
+	struct clovis_id root = {0, 0};
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc;
+
+	if (cl == NULL || ids == NULL || nr == NULL)
+		return err_set(-EINVAL, "entity_list: NULL argument");
+	if ((r == NULL) != (type == CLOVIS_ET_CONTAINER) ||
+	    type < CLOVIS_ET_CONTAINER || type > CLOVIS_ET_IDX)
+		return err_set(-EINVAL, "entity_list: containers are listed with "
+			       "r == NULL, objects and indices in a realm");
+	rc = mdb_txn_begin(eng_meta(cl->cl_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin list");
+	if (r != NULL) {
+		rc = meta_ent_get(txn, eng_meta(cl->cl_eng), &r->re_id, &me);
+		if (rc == 0 && me.me_type != CLOVIS_ET_CONTAINER)
+			rc = -ENOENT;
+		if (rc == -ENOENT)
+			rc = err_set(-ENOENT, "container %s does not exist",
+				     eng_id_str(&r->re_id));
+	}
+	if (rc == 0)
+		rc = list_walk(cl, txn, r ? &r->re_id : &root, type, after, ids,
+			       nr);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
+		    uint32_t *nr)
+{
+	uint32_t n;
+
+	if (cl == NULL || nr == NULL || (info == NULL && *nr > 0))
+		return err_set(-EINVAL, "dev_list: NULL argument");
+	n = eng_dev_nr(cl->cl_eng);
+	for (uint32_t i = 0; i < n && i < *nr; i++)
+		eng_dev_info(cl->cl_eng, i, &info[i]);
+	*nr = n;
+	return 0;
+}
+
+int clovis_stats_get(struct clovis *cl, struct clovis_stat out[CLOVIS_STAT_NR])
+{
+	if (cl == NULL || out == NULL)
+		return err_set(-EINVAL, "stats_get: NULL argument");
+	stats_report(&cl->cl_stats, out);
+	return 0;
+}
+
+int clovis_stats_reset(struct clovis *cl)
+{
+	if (cl == NULL)
+		return err_set(-EINVAL, "stats_reset: NULL argument");
+	memset(cl->cl_stats.st_h, 0, sizeof cl->cl_stats.st_h);
+	return eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
+			    sizeof cl->cl_stats);
+}

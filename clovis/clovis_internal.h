@@ -1,0 +1,88 @@
+/*
+ * clovis_internal.h — private structures of the Clovis client shared by
+ * clovis.c (instance, entities, validation), op.c (op state machine and
+ * worker threads) and stats.c (latency histograms).
+ */
+#ifndef STRATA_CLOVIS_INTERNAL_H
+#define STRATA_CLOVIS_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "clovis/clovis.h"
+#include "core/engine.h"
+
+#define CLOVIS_ENT_MAGIC 0x434c454eu /* "CLEN" */
+#define CLOVIS_OP_MAGIC 0x434c4f50u  /* "CLOP" */
+
+/* Latency histogram: 16 exact buckets for 0..15 us, then 8 per power of
+ * two up to 2^40 us; percentiles are exact to within 1/8 of their value. */
+#define STATS_BUCKETS 312u
+
+struct stats_hist {
+	uint64_t sh_count;
+	uint64_t sh_failed;
+	uint64_t sh_bytes;
+	uint64_t sh_sum_us;
+	uint64_t sh_max_us;
+	uint64_t sh_b[STATS_BUCKETS];
+};
+
+struct stats {
+	uint32_t st_version;
+	uint32_t st_pad;
+	struct stats_hist st_h[CLOVIS_STAT_NR];
+};
+
+void stats_record(struct stats *s, uint32_t cls, uint64_t lat_us,
+		  uint64_t bytes, bool failed);
+void stats_report(const struct stats *s, struct clovis_stat *out);
+
+struct clovis {
+	struct eng *cl_eng;
+	struct clovis_realm cl_default;
+	/* worker pool */
+	uint32_t cl_nr_workers;
+	pthread_t *cl_workers;
+	pthread_mutex_t cl_qlock;
+	pthread_cond_t cl_qcond;
+	struct clovis_op *cl_qhead;
+	struct clovis_op *cl_qtail;
+	bool cl_stop;
+	/* every live op, for clovis_fini() */
+	pthread_mutex_t cl_olock;
+	pthread_cond_t cl_oidle;
+	struct clovis_op *cl_ops;
+	uint64_t cl_inflight;
+	struct stats cl_stats;
+};
+
+struct clovis_op {
+	struct eng_req op_req; /* first: the engine hands back &op_req.er_ci */
+	uint32_t op_magic;
+	uint32_t op_state;     /* enum clovis_op_state */
+	int op_rc;
+	bool op_busy;          /* the library still touches the op */
+	uint32_t op_stat;      /* enum clovis_stat_op */
+	struct clovis *op_cl;
+	struct clovis_entity *op_entity;
+	struct clovis_op_cbs op_cbs;
+	void *op_datum;
+	uint64_t op_launch_ns;
+	pthread_mutex_t op_lock;
+	pthread_cond_t op_cond;
+	struct clovis_op *op_qnext;  /* work queue */
+	struct clovis_op *op_prev;   /* cl_ops list */
+	struct clovis_op *op_next;
+	char op_msg[LIM_ERRMSG_LEN];
+};
+
+/* op.c */
+int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
+	     struct clovis_op **out);
+int workers_start(struct clovis *cl, uint32_t nr);
+void workers_stop(struct clovis *cl);
+void ops_drain_and_free(struct clovis *cl);
+uint64_t op_now_ns(void);
+
+#endif

@@ -1,0 +1,787 @@
+/*
+ * engine.c — store open/create, devices, space, and the group committer.
+ * See engine.h for the contract and the data path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <urcu.h>
+
+#include "core/engine.h"
+#include "core/errors.h"
+#include "core/fault.h"
+#include "core/log.h"
+
+#define STORE_MAGIC 0x5354524154415354ull /* "STRATAST" */
+
+/** sys/store: the store's identity. */
+struct store_rec {
+	uint64_t st_magic;
+	uint32_t st_version;
+	uint32_t st_nr_devs;
+	uint8_t st_uuid[16];
+	uint64_t st_ctime_ns;
+};
+_Static_assert(sizeof(struct store_rec) == 40, "store_rec on-disk size");
+
+/** sys/dev.N: one device. */
+struct dev_rec {
+	uint32_t dr_tier;
+	uint32_t dr_pad;
+	uint64_t dr_size;
+	char dr_path[LIM_PATH_MAX + 1];
+};
+_Static_assert(sizeof(struct dev_rec) == 272, "dev_rec on-disk size");
+
+struct eng {
+	char e_dir[LIM_PATH_MAX + 1];
+	int e_lockfd;
+	struct meta e_meta;
+	struct store_rec e_store;
+	uint32_t e_nr_devs;
+	struct eng_dev e_devs[LIM_DEV_MAX];
+	uint32_t e_dev_tier[LIM_DEV_MAX];
+	struct layout_pool e_pool;
+	/* group committer */
+	pthread_t e_committer;
+	pthread_mutex_t e_clock;
+	pthread_cond_t e_ccond;
+	struct eng_citem *e_chead;
+	struct eng_citem *e_ctail;
+	bool e_cstop;
+	bool e_crunning;
+	void (*e_chook)(void *, uint64_t, uint32_t);
+	void *e_chook_arg;
+};
+
+/** Space released after a grace period (call_rcu). */
+struct eng_deferred {
+	struct rcu_head df_rcu;
+	struct eng *df_eng;
+	struct eng_spacevec df_sv;
+};
+
+uint64_t eng_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+const char *eng_id_str(const struct clovis_id *id)
+{
+	static __thread char buf[CLOVIS_ID_STR_LEN];
+
+	snprintf(buf, sizeof buf, "%" PRIx64 ":%" PRIx64, id->ci_hi, id->ci_lo);
+	return buf;
+}
+
+struct meta *eng_meta(struct eng *e)
+{
+	return &e->e_meta;
+}
+
+struct eng_dev *eng_dev_get(struct eng *e, uint32_t i)
+{
+	return i < e->e_nr_devs ? &e->e_devs[i] : NULL;
+}
+
+uint32_t eng_dev_nr(struct eng *e)
+{
+	return e->e_nr_devs;
+}
+
+const struct layout_pool *eng_pool(struct eng *e)
+{
+	return &e->e_pool;
+}
+
+void eng_thread_enter(void)
+{
+	rcu_register_thread();
+}
+
+void eng_thread_leave(void)
+{
+	rcu_unregister_thread();
+}
+
+/* ------------------------------------------------------------ space */
+
+int eng_spacevec_add(struct eng_spacevec *sv, uint32_t dev, uint64_t off,
+		     uint64_t len)
+{
+	if (sv->sv_nr == sv->sv_cap) {
+		uint32_t cap = sv->sv_cap ? sv->sv_cap * 2 : 8;
+		struct eng_space *v = realloc(sv->sv_v, cap * sizeof *v);
+
+		if (v == NULL)
+			return err_set(-ENOMEM, "space vector of %u", cap);
+		sv->sv_v = v;
+		sv->sv_cap = cap;
+	}
+	sv->sv_v[sv->sv_nr++] = (struct eng_space){dev, off, len};
+	return 0;
+}
+
+void eng_spacevec_fini(struct eng_spacevec *sv)
+{
+	free(sv->sv_v);
+	memset(sv, 0, sizeof *sv);
+}
+
+/* Take bytes on device dev, in as few runs as the free space allows. */
+int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
+		   struct eng_spacevec *sv)
+{
+	struct alloc *a = &e->e_devs[dev].ed_alloc;
+	uint64_t want = bytes >> LIM_ALLOC_UNIT_SHIFT;
+	uint32_t first = sv->sv_nr;
+	int rc = 0;
+
+	while (want > 0 && rc == 0) {
+		uint64_t start, got;
+
+		rc = alloc_take(a, want, gran >> LIM_ALLOC_UNIT_SHIFT, &start,
+				&got);
+		if (rc == 0) {
+			rc = eng_spacevec_add(sv, dev, start << LIM_ALLOC_UNIT_SHIFT,
+					      got << LIM_ALLOC_UNIT_SHIFT);
+			if (rc != 0)
+				alloc_release(a, start, got);
+			want -= got;
+		}
+	}
+	if (rc == -ENOSPC)
+		err_set(rc, "device %u (%s): no space for %" PRIu64 " bytes",
+			dev, e->e_devs[dev].ed_dev->td_path, bytes);
+	if (rc != 0) {
+		struct eng_spacevec tail = {sv->sv_v + first, sv->sv_nr - first, 0};
+
+		eng_space_release(e, &tail);
+		sv->sv_nr = first;
+	}
+	return rc;
+}
+
+/* Return every space of sv to its device now. */
+void eng_space_release(struct eng *e, struct eng_spacevec *sv)
+{
+	for (uint32_t i = 0; i < sv->sv_nr; i++) {
+		struct eng_space *s = &sv->sv_v[i];
+
+		alloc_release(&e->e_devs[s->sp_dev].ed_alloc,
+			      s->sp_off >> LIM_ALLOC_UNIT_SHIFT,
+			      s->sp_len >> LIM_ALLOC_UNIT_SHIFT);
+	}
+}
+
+static void eng_deferred_cb(struct rcu_head *head)
+{
+	struct eng_deferred *df = caa_container_of(head, struct eng_deferred,
+						   df_rcu);
+
+	eng_space_release(df->df_eng, &df->df_sv);
+	eng_spacevec_fini(&df->df_sv);
+	free(df);
+}
+
+/* Release sv once no reader can still see a map pointing into it.  sv is
+ * taken over (emptied). */
+static void eng_space_release_deferred(struct eng *e, struct eng_spacevec *sv)
+{
+	struct eng_deferred *df;
+
+	if (sv->sv_nr == 0)
+		return;
+	df = malloc(sizeof *df);
+	if (df == NULL) {
+		synchronize_rcu();
+		eng_space_release(e, sv);
+		eng_spacevec_fini(sv);
+		return;
+	}
+	df->df_eng = e;
+	df->df_sv = *sv;
+	memset(sv, 0, sizeof *sv);
+	call_rcu(&df->df_rcu, eng_deferred_cb);
+}
+
+/* ------------------------------------------------------ group commit */
+
+void eng_commit_submit(struct eng *e, struct eng_citem *ci)
+{
+	ci->ci_next = NULL;
+	pthread_mutex_lock(&e->e_clock);
+	if (e->e_ctail != NULL)
+		e->e_ctail->ci_next = ci;
+	else
+		e->e_chead = ci;
+	e->e_ctail = ci;
+	pthread_cond_signal(&e->e_ccond);
+	pthread_mutex_unlock(&e->e_clock);
+}
+
+/* Take up to LIM_BATCH_MAX queued items; NULL when stopping and empty. */
+static struct eng_citem *commit_take_batch(struct eng *e)
+{
+	struct eng_citem *head, *last;
+	uint32_t n = 1;
+
+	pthread_mutex_lock(&e->e_clock);
+	while (e->e_chead == NULL && !e->e_cstop)
+		pthread_cond_wait(&e->e_ccond, &e->e_clock);
+	head = last = e->e_chead;
+	if (head != NULL) {
+		while (last->ci_next != NULL && n < LIM_BATCH_MAX) {
+			last = last->ci_next;
+			n++;
+		}
+		e->e_chead = last->ci_next;
+		if (e->e_chead == NULL)
+			e->e_ctail = NULL;
+		last->ci_next = NULL;
+	}
+	pthread_mutex_unlock(&e->e_clock);
+	return head;
+}
+
+/* Put items back at the front of the queue (retry after a hard error). */
+static void commit_requeue(struct eng *e, struct eng_citem *list)
+{
+	struct eng_citem *last = list;
+
+	if (list == NULL)
+		return;
+	while (last->ci_next != NULL)
+		last = last->ci_next;
+	pthread_mutex_lock(&e->e_clock);
+	last->ci_next = e->e_chead;
+	e->e_chead = list;
+	if (e->e_ctail == NULL)
+		e->e_ctail = last;
+	pthread_mutex_unlock(&e->e_clock);
+}
+
+/* Fail one item: give back its space and report. */
+static void commit_fail(struct eng *e, struct eng_citem *ci, int rc)
+{
+	if (ci->ci_msg[0] == '\0')
+		snprintf(ci->ci_msg, sizeof ci->ci_msg, "%s", err_msg());
+	eng_space_release(e, &ci->ci_alloc);
+	ci->ci_alloc.sv_nr = 0;
+	ci->ci_freed.sv_nr = 0;
+	ci->ci_done(ci, rc);
+}
+
+/* Sync every device written by the batch, so its data is durable before
+ * the maps that point at it.  Items on a device that failed to sync fail. */
+static struct eng_citem *commit_sync_devices(struct eng *e,
+					     struct eng_citem *batch)
+{
+	uint64_t mask[ENG_DEVMASK_WORDS] = {0}, bad[ENG_DEVMASK_WORDS] = {0};
+	struct eng_citem *keep = NULL, **tail = &keep, *next;
+
+	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
+		for (uint32_t w = 0; w < ENG_DEVMASK_WORDS; w++)
+			mask[w] |= ci->ci_devmask[w];
+	for (uint32_t d = 0; d < e->e_nr_devs; d++)
+		if ((mask[d / 64] >> (d % 64) & 1) &&
+		    tier_dev_sync(e->e_devs[d].ed_dev) != 0)
+			bad[d / 64] |= 1ull << (d % 64);
+	for (struct eng_citem *ci = batch; ci != NULL; ci = next) {
+		bool failed = false;
+
+		next = ci->ci_next;
+		for (uint32_t w = 0; w < ENG_DEVMASK_WORDS; w++)
+			failed |= (ci->ci_devmask[w] & bad[w]) != 0;
+		if (failed) {
+			commit_fail(e, ci, -EIO);
+			continue;
+		}
+		*tail = ci;
+		tail = &ci->ci_next;
+	}
+	*tail = NULL;
+	return keep;
+}
+
+/* Apply each item of batch in txn.  Soft failures are reported at once and
+ * unlinked.  On a hard failure returns its rc with *hard set to the item. */
+static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem **batch,
+			struct eng_citem **hard)
+{
+	struct eng_citem **pp = batch;
+
+	while (*pp != NULL) {
+		struct eng_citem *ci = *pp;
+		int rc;
+
+		ci->ci_hard = false;
+		ci->ci_freed.sv_nr = 0;
+		ci->ci_msg[0] = '\0';
+		rc = ci->ci_apply(e, txn, ci);
+		if (rc != 0 && ci->ci_hard) {
+			*hard = ci;
+			*pp = ci->ci_next;
+			return rc;
+		}
+		if (rc != 0) {
+			*pp = ci->ci_next;
+			commit_fail(e, ci, rc);
+			continue;
+		}
+		pp = &ci->ci_next;
+	}
+	return 0;
+}
+
+/* After a durable commit: defer the frees, report success. */
+static void commit_finish(struct eng *e, struct eng_citem *batch)
+{
+	struct eng_citem *next;
+
+	for (struct eng_citem *ci = batch; ci != NULL; ci = next) {
+		next = ci->ci_next;
+		eng_space_release_deferred(e, &ci->ci_freed);
+		ci->ci_alloc.sv_nr = 0;
+		ci->ci_done(ci, 0);
+	}
+}
+
+/* Fail every item of a list with rc. */
+static void commit_fail_all(struct eng *e, struct eng_citem *list, int rc)
+{
+	struct eng_citem *next;
+
+	for (struct eng_citem *ci = list; ci != NULL; ci = next) {
+		next = ci->ci_next;
+		commit_fail(e, ci, rc);
+	}
+}
+
+void eng_commit_hook_set(struct eng *e,
+			 void (*hook)(void *, uint64_t, uint32_t), void *arg)
+{
+	e->e_chook = hook;
+	e->e_chook_arg = arg;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000ull + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static uint32_t list_len(const struct eng_citem *ci)
+{
+	uint32_t n = 0;
+
+	for (; ci != NULL; ci = ci->ci_next)
+		n++;
+	return n;
+}
+
+/* One batch: sync data, apply all maps in one transaction, commit. */
+static void commit_batch(struct eng *e, struct eng_citem *batch)
+{
+	struct eng_citem *hard = NULL;
+	uint64_t t0 = mono_us();
+	MDB_txn *txn;
+	int rc;
+
+	batch = commit_sync_devices(e, batch);
+	if (batch == NULL)
+		return;
+	rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+	if (rc != 0) {
+		commit_fail_all(e, batch, meta_err(rc, "begin commit"));
+		return;
+	}
+	rc = commit_apply(e, txn, &batch, &hard);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		commit_fail(e, hard, rc);
+		commit_requeue(e, batch);
+		return;
+	}
+	if (FAULT_HIT("commit.before")) {
+		mdb_txn_abort(txn);
+		err_set(-EIO, "fault point commit.before");
+		commit_fail_all(e, batch, -EIO);
+		return;
+	}
+	rc = mdb_txn_commit(txn);
+	if (rc != 0) {
+		commit_fail_all(e, batch, meta_err(rc, "group commit"));
+		return;
+	}
+	if (e->e_chook != NULL)
+		e->e_chook(e->e_chook_arg, mono_us() - t0, list_len(batch));
+	commit_finish(e, batch);
+}
+
+static void *committer_main(void *arg)
+{
+	struct eng *e = arg;
+	struct eng_citem *batch;
+
+	eng_thread_enter();
+	while ((batch = commit_take_batch(e)) != NULL)
+		commit_batch(e, batch);
+	eng_thread_leave();
+	return NULL;
+}
+
+/* ------------------------------------------------------ store set-up */
+
+static void dev_path_make(char *out, size_t len, const struct eng_conf *c,
+			  const uint8_t uuid[16], uint32_t tier, uint32_t i)
+{
+	char u[33];
+
+	for (int k = 0; k < 16; k++)
+		snprintf(u + 2 * k, 3, "%02x", uuid[k]);
+	if (tier == CLOVIS_TIER_NVRAM)
+		snprintf(out, len, "%s/strata-%s-nvram%u.dev",
+			 c->ec_nvram_dir ? c->ec_nvram_dir : "/dev/shm", u, i);
+	else
+		snprintf(out, len, "%s/devices/%s%u.dev", c->ec_dir,
+			 tier_name(tier), i);
+}
+
+/* Make one device per tier and record them in the store's metadata. */
+static int store_make_devices(struct eng *e, const struct eng_conf *c,
+			      MDB_txn *txn)
+{
+	char dir[LIM_PATH_MAX + 16], name[16];
+	uint64_t size = c->ec_dev_size ? c->ec_dev_size : LIM_DEV_SIZE_DEFAULT;
+	int rc;
+
+	snprintf(dir, sizeof dir, "%s/devices", c->ec_dir);
+	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+		return err_set(-errno, "%s: %s", dir, strerror(errno));
+	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+		struct dev_rec dr = {.dr_tier = t, .dr_size = size};
+
+		dev_path_make(dr.dr_path, sizeof dr.dr_path, c,
+			      e->e_store.st_uuid, t, t);
+		unlink(dr.dr_path); /* left by an interrupted create */
+		rc = tier_dev_format(dr.dr_path, t, e->e_store.st_uuid, t, size);
+		if (rc != 0)
+			return rc;
+		snprintf(name, sizeof name, "dev.%u", t);
+		rc = meta_sys_put(txn, &e->e_meta, name, &dr, sizeof dr);
+		if (rc != 0)
+			return rc;
+	}
+	e->e_store.st_nr_devs = CLOVIS_TIER_NR;
+	return 0;
+}
+
+/* Write the default container's entity record. */
+static int store_make_default_container(struct eng *e, MDB_txn *txn)
+{
+	struct clovis_id id = CLOVIS_ID_DEFAULT_CONTAINER;
+	struct meta_ent me = {
+		.me_version = META_FORMAT_VERSION,
+		.me_type = CLOVIS_ET_CONTAINER,
+		.me_ctime_ns = eng_now_ns(),
+	};
+
+	struct clovis_id root = {0, 0};
+	uint8_t kb[META_MEMBER_KEY_LEN];
+	MDB_val k = meta_member_key(kb, &root, CLOVIS_ET_CONTAINER, &id);
+	MDB_val v = {0, ""};
+	int rc;
+
+	me.me_mtime_ns = me.me_ctime_ns;
+	rc = meta_ent_put(txn, &e->e_meta, &id, &me);
+	if (rc == 0 && (rc = mdb_put(txn, e->e_meta.m_member, &k, &v, 0)) != 0)
+		rc = meta_err(rc, "default container member");
+	return rc;
+}
+
+/* Make a new store: identity, devices, default container, in one commit. */
+static int store_create(struct eng *e, const struct eng_conf *c)
+{
+	MDB_txn *txn;
+	int rc;
+
+	e->e_store = (struct store_rec){.st_magic = STORE_MAGIC,
+					.st_version = META_FORMAT_VERSION,
+					.st_ctime_ns = eng_now_ns()};
+	if (getrandom(e->e_store.st_uuid, 16, 0) != 16)
+		return err_set(-errno, "store uuid: %s", strerror(errno));
+	rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin create");
+	rc = store_make_devices(e, c, txn);
+	if (rc == 0)
+		rc = store_make_default_container(e, txn);
+	if (rc == 0)
+		rc = meta_sys_put(txn, &e->e_meta, "store", &e->e_store,
+				  sizeof e->e_store);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	rc = mdb_txn_commit(txn);
+	return rc == 0 ? 0 : meta_err(rc, "commit create");
+}
+
+/* Open every device recorded in the store. */
+static int store_open_devices(struct eng *e, MDB_txn *txn)
+{
+	char name[16];
+	int rc;
+
+	if (e->e_store.st_nr_devs == 0 || e->e_store.st_nr_devs > LIM_DEV_MAX)
+		return err_set(-CLOVIS_ECORRUPT, "store %s: %u devices",
+			       e->e_dir, e->e_store.st_nr_devs);
+	for (uint32_t i = 0; i < e->e_store.st_nr_devs; i++) {
+		struct dev_rec dr;
+		struct eng_dev *d = &e->e_devs[i];
+
+		snprintf(name, sizeof name, "dev.%u", i);
+		rc = meta_sys_get(txn, &e->e_meta, name, &dr, sizeof dr);
+		if (rc == -ENOENT)
+			rc = err_set(-CLOVIS_ECORRUPT, "store %s: device %u "
+				     "record missing", e->e_dir, i);
+		if (rc != 0)
+			return rc;
+		dr.dr_path[LIM_PATH_MAX] = '\0';
+		rc = tier_dev_open(&d->ed_dev, dr.dr_path, dr.dr_tier,
+				   e->e_store.st_uuid, i);
+		if (rc != 0)
+			return rc;
+		d->ed_tier = dr.dr_tier;
+		e->e_dev_tier[i] = dr.dr_tier;
+		e->e_nr_devs = i + 1;
+		rc = alloc_init(&d->ed_alloc,
+				tier_dev_size(d->ed_dev) >> LIM_ALLOC_UNIT_SHIFT);
+		if (rc != 0)
+			return rc;
+	}
+	e->e_pool = (struct layout_pool){e->e_nr_devs, e->e_dev_tier};
+	return 0;
+}
+
+/* Load identity and devices, rebuild the allocators from the maps. */
+static int store_load(struct eng *e)
+{
+	MDB_txn *txn;
+	int rc;
+
+	rc = mdb_txn_begin(e->e_meta.m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin load");
+	rc = meta_sys_get(txn, &e->e_meta, "store", &e->e_store,
+			  sizeof e->e_store);
+	if (rc == -ENOENT || (rc == 0 && e->e_store.st_magic != STORE_MAGIC))
+		rc = err_set(-CLOVIS_ECORRUPT, "store %s: identity record "
+			     "missing or damaged", e->e_dir);
+	else if (rc == 0 && e->e_store.st_version != META_FORMAT_VERSION)
+		rc = err_set(-CLOVIS_EVERSION, "store %s: format version %u, "
+			     "this library reads %u", e->e_dir,
+			     e->e_store.st_version, META_FORMAT_VERSION);
+	if (rc == 0)
+		rc = store_open_devices(e, txn);
+	if (rc == 0)
+		rc = obj_rebuild_alloc(e, txn);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* Lock the store directory against other processes. */
+static int store_lock(struct eng *e)
+{
+	char path[LIM_PATH_MAX + 16];
+
+	snprintf(path, sizeof path, "%s/LOCK", e->e_dir);
+	e->e_lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (e->e_lockfd < 0)
+		return err_set(-errno, "store %s: lock file: %s", e->e_dir,
+			       strerror(errno));
+	if (flock(e->e_lockfd, LOCK_EX | LOCK_NB) != 0)
+		return err_set(errno == EWOULDBLOCK ? -EBUSY : -errno,
+			       "store %s is in use by another process",
+			       e->e_dir);
+	return 0;
+}
+
+/* Check the directory exists (or make it) and whether it holds a store. */
+static int store_dir_check(const struct eng_conf *c, bool *exists)
+{
+	char path[LIM_PATH_MAX + 32];
+	struct stat st;
+
+	if (stat(c->ec_dir, &st) != 0) {
+		if (errno != ENOENT || !c->ec_create)
+			return err_set(-errno, "data directory %s: %s",
+				       c->ec_dir, strerror(errno));
+		if (mkdir(c->ec_dir, 0755) != 0)
+			return err_set(-errno, "data directory %s: %s",
+				       c->ec_dir, strerror(errno));
+	} else if (!S_ISDIR(st.st_mode)) {
+		return err_set(-ENOTDIR, "data directory %s: not a directory",
+			       c->ec_dir);
+	}
+	snprintf(path, sizeof path, "%s/meta/data.mdb", c->ec_dir);
+	*exists = stat(path, &st) == 0;
+	if (!*exists && !c->ec_create)
+		return err_set(-ENOENT, "data directory %s holds no store "
+			       "(create one with CLOVIS_CONF_CREATE)", c->ec_dir);
+	return 0;
+}
+
+static int eng_start(struct eng *e, const struct eng_conf *c)
+{
+	char mdir[LIM_PATH_MAX + 16];
+	bool exists;
+	int rc;
+
+	rc = store_dir_check(c, &exists);
+	if (rc == 0)
+		rc = store_lock(e);
+	if (rc != 0)
+		return rc;
+	snprintf(mdir, sizeof mdir, "%s/meta", c->ec_dir);
+	rc = meta_open(&e->e_meta, mdir,
+		       c->ec_meta_size ? c->ec_meta_size : LIM_META_SIZE_DEFAULT,
+		       !exists);
+	if (rc == 0 && !exists)
+		rc = store_create(e, c);
+	if (rc == 0)
+		rc = store_load(e);
+	if (rc != 0)
+		return rc;
+	pthread_mutex_init(&e->e_clock, NULL);
+	pthread_cond_init(&e->e_ccond, NULL);
+	rc = pthread_create(&e->e_committer, NULL, committer_main, e);
+	if (rc != 0)
+		return err_set(-rc, "committer thread: %s", strerror(rc));
+	e->e_crunning = true;
+	return 0;
+}
+
+int eng_open(struct eng **out, const struct eng_conf *c)
+{
+	struct eng *e;
+	int rc;
+
+	if (strlen(c->ec_dir) > LIM_PATH_MAX - 32)
+		return err_set(-ENAMETOOLONG, "data directory %s: path too long",
+			       c->ec_dir);
+	e = calloc(1, sizeof *e);
+	if (e == NULL)
+		return err_set(-ENOMEM, "engine");
+	e->e_lockfd = -1;
+	snprintf(e->e_dir, sizeof e->e_dir, "%s", c->ec_dir);
+	rc = eng_start(e, c);
+	if (rc != 0) {
+		eng_close(e);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+void eng_close(struct eng *e)
+{
+	if (e == NULL)
+		return;
+	if (e->e_crunning) {
+		pthread_mutex_lock(&e->e_clock);
+		e->e_cstop = true;
+		pthread_cond_signal(&e->e_ccond);
+		pthread_mutex_unlock(&e->e_clock);
+		pthread_join(e->e_committer, NULL);
+		pthread_mutex_destroy(&e->e_clock);
+		pthread_cond_destroy(&e->e_ccond);
+	}
+	rcu_barrier();
+	for (uint32_t i = 0; i < e->e_nr_devs; i++) {
+		tier_dev_close(e->e_devs[i].ed_dev);
+		alloc_fini(&e->e_devs[i].ed_alloc);
+	}
+	meta_close(&e->e_meta);
+	if (e->e_lockfd >= 0)
+		close(e->e_lockfd);
+	free(e);
+}
+
+/* ------------------------------------------------------------ misc */
+
+void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out)
+{
+	struct eng_dev *d = &e->e_devs[i];
+
+	memset(out, 0, sizeof *out);
+	out->di_index = i;
+	out->di_tier = d->ed_tier;
+	snprintf(out->di_path, sizeof out->di_path, "%s", d->ed_dev->td_path);
+	snprintf(out->di_driver, sizeof out->di_driver, "%s",
+		 d->ed_dev->td_ops->to_name);
+	out->di_size_bytes = tier_dev_size(d->ed_dev);
+	out->di_free_bytes = alloc_free_units(&d->ed_alloc)
+			     << LIM_ALLOC_UNIT_SHIFT;
+	out->di_direct_io = d->ed_dev->td_direct;
+}
+
+int eng_sys_save(struct eng *e, const char *name, const void *buf, size_t len)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin save");
+	rc = meta_sys_put(txn, &e->e_meta, name, buf, len);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	rc = mdb_txn_commit(txn);
+	return rc == 0 ? 0 : meta_err(rc, "commit save");
+}
+
+int eng_sys_load(struct eng *e, const char *name, void *buf, size_t len)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin load");
+	rc = meta_sys_get(txn, &e->e_meta, name, buf, len);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int eng_exec(struct eng *e, struct eng_req *r)
+{
+	switch (r->er_kind) {
+	case ER_OBJ_READ:
+	case ER_OBJ_WRITE:
+	case ER_OBJ_ALLOC:
+	case ER_OBJ_FREE:
+		return obj_exec(e, r);
+	case ER_IDX_GET:
+	case ER_IDX_PUT:
+	case ER_IDX_DEL:
+	case ER_IDX_NEXT:
+		return idx_exec(e, r);
+	default:
+		return ent_exec(e, r);
+	}
+}

@@ -1,0 +1,233 @@
+/*
+ * idx.c — index records in one ordered LMDB table keyed by (index id, key).
+ *
+ * PUT and DEL are applied at the group commit, all records of one op in the
+ * same transaction (so an op is all-or-nothing across crashes); GET and NEXT
+ * read under a read transaction and copy out.  NEXT is a cursor walk over
+ * the index's key range.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/engine.h"
+#include "core/errors.h"
+#include "core/log.h"
+
+/* Put one record; returns its per-record rc, or sets *hard on LMDB errors. */
+static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
+			   uint32_t i, int64_t *added, int *hard)
+{
+	uint8_t kb[16 + CLOVIS_KEY_MAX];
+	MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
+				 r->er_keys->bv_len[i]);
+	MDB_val v = {.mv_size = r->er_vals->bv_len[i],
+		     .mv_data = r->er_vals->bv_buf[i]};
+	int rc = mdb_put(txn, m->m_idx, &k, &v, MDB_NOOVERWRITE);
+
+	if (rc == 0) {
+		(*added)++;
+		return 0;
+	}
+	if (rc == MDB_KEYEXIST && !(r->er_flags & CLOVIS_IF_OVERWRITE))
+		return -EEXIST;
+	if (rc == MDB_KEYEXIST)
+		rc = mdb_put(txn, m->m_idx, &k, &v, 0);
+	if (rc != 0)
+		*hard = meta_err(rc, "index put");
+	return 0;
+}
+
+/* Delete one record; -ENOENT when absent. */
+static int32_t idx_del_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
+			   uint32_t i, int64_t *added, int *hard)
+{
+	uint8_t kb[16 + CLOVIS_KEY_MAX];
+	MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
+				 r->er_keys->bv_len[i]);
+	int rc = mdb_del(txn, m->m_idx, &k, NULL);
+
+	if (rc == 0) {
+		(*added)--;
+		return 0;
+	}
+	if (rc == MDB_NOTFOUND)
+		return -ENOENT;
+	*hard = meta_err(rc, "index delete");
+	return 0;
+}
+
+/* Commit of PUT and DEL: every record in this transaction. */
+static int idx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct eng_req *r = (struct eng_req *)ci;
+	struct meta *m = eng_meta(e);
+	struct meta_ent cur;
+	int64_t added = 0;
+	int hard = 0, rc = ent_check(e, txn, r, &cur);
+
+	if (rc != 0)
+		return rc;
+	for (uint32_t i = 0; hard == 0 && i < r->er_keys->bv_nr; i++)
+		r->er_rcs[i] = r->er_kind == ER_IDX_PUT ?
+			       idx_put_one(m, txn, r, i, &added, &hard) :
+			       idx_del_one(m, txn, r, i, &added, &hard);
+	if (hard == 0 && added != 0) {
+		cur.me_nr_records += (uint64_t)added;
+		cur.me_mtime_ns = eng_now_ns();
+		hard = meta_ent_put(txn, m, &r->er_id, &cur);
+	}
+	ci->ci_hard = hard != 0;
+	r->er_ent = cur;
+	r->er_bytes = r->er_keys->bv_nr;
+	return hard;
+}
+
+/* Copy an LMDB value out to the caller's slot i of bv. */
+static int32_t idx_copy_out(struct clovis_bufvec *bv, uint32_t i,
+			    const MDB_val *v)
+{
+	if (bv->bv_buf[i] == NULL) {
+		bv->bv_buf[i] = malloc(v->mv_size ? v->mv_size : 1);
+		if (bv->bv_buf[i] == NULL)
+			return -ENOMEM;
+	} else if (bv->bv_len[i] < v->mv_size) {
+		bv->bv_len[i] = v->mv_size;
+		return -ENOBUFS;
+	}
+	memcpy(bv->bv_buf[i], v->mv_data, v->mv_size);
+	bv->bv_len[i] = v->mv_size;
+	return 0;
+}
+
+static int idx_get(struct eng *e, MDB_txn *txn, struct eng_req *r)
+{
+	for (uint32_t i = 0; i < r->er_keys->bv_nr; i++) {
+		uint8_t kb[16 + CLOVIS_KEY_MAX];
+		MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
+					 r->er_keys->bv_len[i]), v;
+		int rc = mdb_get(txn, eng_meta(e)->m_idx, &k, &v);
+
+		if (rc == 0)
+			r->er_rcs[i] = idx_copy_out(r->er_vals, i, &v);
+		else if (rc == MDB_NOTFOUND)
+			r->er_rcs[i] = -ENOENT;
+		else
+			return meta_err(rc, "index get");
+	}
+	r->er_bytes = r->er_keys->bv_nr;
+	return 0;
+}
+
+/* Position cur at the first record of the walk; MDB rc. */
+static int idx_next_start(struct eng_req *r, MDB_cursor *cur, uint8_t *kb,
+			  MDB_val *k, MDB_val *v)
+{
+	const void *start = r->er_keys->bv_buf[0];
+	size_t slen = start != NULL ? r->er_keys->bv_len[0] : 0;
+	int rc;
+
+	*k = meta_idx_key(kb, &r->er_id, start, slen);
+	rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+	if (rc == 0 && start != NULL && (r->er_flags & CLOVIS_IF_EXCLUDE_START_KEY) &&
+	    k->mv_size == 16 + slen && memcmp(k->mv_data, kb, 16 + slen) == 0)
+		rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
+	return rc;
+}
+
+/* Hand one found record to slot i (key and value malloc()ed). */
+static int idx_next_fill(struct eng_req *r, uint32_t i, const MDB_val *k,
+			 const MDB_val *v)
+{
+	MDB_val uk = {.mv_size = k->mv_size - 16,
+		      .mv_data = (uint8_t *)k->mv_data + 16};
+
+	r->er_keys->bv_buf[i] = NULL;
+	r->er_vals->bv_buf[i] = NULL;
+	if (idx_copy_out(r->er_keys, i, &uk) != 0 ||
+	    idx_copy_out(r->er_vals, i, v) != 0)
+		return err_set(-ENOMEM, "index %s: next: out of memory",
+			       eng_id_str(&r->er_id));
+	return 0;
+}
+
+static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
+{
+	uint8_t kb[16 + CLOVIS_KEY_MAX];
+	MDB_cursor *cur;
+	MDB_val k, v;
+	uint32_t i = 0;
+	int rc = mdb_cursor_open(txn, eng_meta(e)->m_idx, &cur);
+
+	if (rc != 0)
+		return meta_err(rc, "index cursor");
+	for (rc = idx_next_start(r, cur, kb, &k, &v);
+	     rc == 0 && i < r->er_keys->bv_nr &&
+	     k.mv_size >= 16 && memcmp(k.mv_data, kb, 16) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		r->er_rcs[i] = idx_next_fill(r, i, &k, &v);
+		if (r->er_rcs[i] != 0)
+			break;
+		i++;
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "index next");
+	r->er_bytes = i;
+	for (; i < r->er_keys->bv_nr; i++) {
+		r->er_keys->bv_buf[i] = r->er_vals->bv_buf[i] = NULL;
+		r->er_keys->bv_len[i] = r->er_vals->bv_len[i] = 0;
+		r->er_rcs[i] = -ENOENT;
+	}
+	return 0;
+}
+
+/* GET and NEXT under one read transaction. */
+static int idx_read(struct eng *e, struct eng_req *r)
+{
+	struct meta_ent cur;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = ent_check(e, txn, r, &cur);
+	if (rc == 0)
+		rc = r->er_kind == ER_IDX_GET ? idx_get(e, txn, r)
+					      : idx_next(e, txn, r);
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+int idx_exec(struct eng *e, struct eng_req *r)
+{
+	if (r->er_kind == ER_IDX_GET || r->er_kind == ER_IDX_NEXT)
+		return idx_read(e, r);
+	r->er_ci.ci_apply = idx_apply;
+	eng_commit_submit(e, &r->er_ci);
+	return ENG_PENDING;
+}
+
+int idx_delete_records(struct eng *e, MDB_txn *txn, const struct clovis_id *id)
+{
+	uint8_t kb[16];
+	MDB_cursor *cur;
+	MDB_val k = meta_idx_key(kb, id, NULL, 0), v;
+	int rc = mdb_cursor_open(txn, eng_meta(e)->m_idx, &cur);
+
+	if (rc != 0)
+		return meta_err(rc, "index cursor");
+	/* Seek afresh after each delete: a cursor's place after
+	 * mdb_cursor_del() at the end of a page is not to be relied on. */
+	for (;;) {
+		k = meta_idx_key(kb, id, NULL, 0);
+		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		if (rc != 0 || k.mv_size < 16 || memcmp(k.mv_data, kb, 16) != 0)
+			break;
+		rc = mdb_cursor_del(cur, 0);
+		if (rc != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	return (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc, "index drop");
+}

@@ -1,0 +1,116 @@
+/*
+ * meta.h — the node's metadata store on LMDB, and its record formats.
+ *
+ * One LMDB environment per node (DIR/meta/), five tables:
+ *   sys     name -> value       store identity, devices, saved statistics
+ *   ent     id(16)               -> struct meta_ent     every entity
+ *   member  cont(16) type(1) id(16) -> ""              entities per container
+ *   ext     obj(16) blk(8)       -> struct meta_ext     object extent map
+ *   idx     idx(16) key(0..495)  -> value               index records
+ * Ids and block numbers are big-endian in keys so that LMDB's memcmp order
+ * is numeric order.  Records are little-endian packed structs with a
+ * _Static_assert on each size.
+ */
+#ifndef STRATA_CORE_META_H
+#define STRATA_CORE_META_H
+
+#include <lmdb.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clovis/clovis.h"
+
+#define META_FORMAT_VERSION 1u
+
+struct meta {
+	MDB_env *m_env;
+	MDB_dbi m_sys;
+	MDB_dbi m_ent;
+	MDB_dbi m_member;
+	MDB_dbi m_ext;
+	MDB_dbi m_idx;
+	uint32_t m_maxkey; /**< mdb_env_get_maxkeysize() */
+};
+
+/** meta_ent.me_flags */
+enum meta_ent_flags {
+	ME_SIZE_BYTES_SET = 1u << 0, /**< byte size set by SETATTR */
+};
+
+/** An entity record (table ent). */
+struct meta_ent {
+	uint32_t me_version;     /**< META_FORMAT_VERSION */
+	uint32_t me_type;        /**< enum clovis_entity_type */
+	struct clovis_id me_container;
+	uint32_t me_block_shift; /**< objects */
+	uint32_t me_layout;      /**< enum clovis_layout_type */
+	uint32_t me_tier;
+	uint32_t me_dev;
+	uint64_t me_size_blocks;
+	uint64_t me_size_bytes;
+	uint64_t me_ctime_ns;    /**< creation time; also the incarnation */
+	uint64_t me_mtime_ns;
+	uint64_t me_nr_records;  /**< indices */
+	uint32_t me_flags;       /**< ME_* */
+	uint32_t me_pad;
+};
+_Static_assert(sizeof(struct meta_ent) == 88, "meta_ent on-disk size");
+
+/** meta_ext.mx_flags */
+enum meta_ext_flags {
+	MX_UNWRITTEN = 1u << 0, /**< allocated by ALLOC, reads as zeros */
+};
+
+/** One extent of an object: blocks [key blk, + mx_nr_blks) live at
+ *  mx_dev_off on device mx_dev. */
+struct meta_ext {
+	uint64_t mx_nr_blks;
+	uint64_t mx_dev_off; /**< bytes in the device's data area */
+	uint16_t mx_dev;
+	uint16_t mx_flags;   /**< MX_* */
+	uint32_t mx_pad;
+};
+_Static_assert(sizeof(struct meta_ext) == 24, "meta_ext on-disk size");
+
+#define META_ID_LEN 16u
+#define META_EXT_KEY_LEN 24u
+#define META_MEMBER_KEY_LEN 33u
+
+/**
+ * Open (create == true: create if absent) the environment in dir with a map
+ * of map_size bytes.  Returns 0, -ENOENT (absent and !create),
+ * -CLOVIS_ECORRUPT (LMDB says the file is not a valid environment), -errno.
+ */
+int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create);
+void meta_close(struct meta *m);
+
+/** Map an LMDB error to a negative errno, recording a message about what. */
+int meta_err(int mdb_rc, const char *what);
+
+/* Key encoders: write the key into buf and return its MDB_val. */
+void meta_id_enc(uint8_t out[16], const struct clovis_id *id);
+void meta_id_dec(const uint8_t in[16], struct clovis_id *id);
+MDB_val meta_ent_key(uint8_t buf[16], const struct clovis_id *id);
+MDB_val meta_member_key(uint8_t buf[33], const struct clovis_id *cont,
+			uint32_t type, const struct clovis_id *id);
+MDB_val meta_ext_key(uint8_t buf[24], const struct clovis_id *obj,
+		     uint64_t blk);
+uint64_t meta_ext_key_blk(const MDB_val *key);
+/** Index record key; buf must hold 16 + klen bytes. */
+MDB_val meta_idx_key(uint8_t *buf, const struct clovis_id *idx,
+		     const void *key, size_t klen);
+
+/** Read the entity record of id.  0, -ENOENT, or -errno. */
+int meta_ent_get(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
+		 struct meta_ent *out);
+/** Write the entity record of id. */
+int meta_ent_put(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
+		 const struct meta_ent *me);
+
+/** sys table access by name. */
+int meta_sys_get(MDB_txn *txn, struct meta *m, const char *name, void *buf,
+		 size_t len);
+int meta_sys_put(MDB_txn *txn, struct meta *m, const char *name,
+		 const void *buf, size_t len);
+
+#endif
