@@ -50,7 +50,7 @@ struct tier_sb {
 	char sb_driver[16];     /**< driver name, NUL-terminated */
 	uint64_t sb_crc;
 };
-_Static_assert(sizeof(struct tier_sb) == 96, "superblock on-disk size");
+_Static_assert(sizeof(struct tier_sb) == 88, "superblock on-disk size");
 
 struct tier_dev;
 

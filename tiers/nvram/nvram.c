@@ -1,0 +1,274 @@
+/*
+ * nvram.c — the "pmem2" driver: NVRAM devices as files mapped with libpmem2.
+ *
+ * The whole file is mapped once at open; writes are libpmem2's persisting
+ * memcpy into the map, reads a plain memcpy out of it.  The mapping asks for
+ * PMEM2_GRANULARITY_PAGE, the weakest guarantee, so that it also works on
+ * files that are not on a DAX file system (/dev/shm, where embedded mode
+ * emulates NVRAM).  libpmem2 then picks the strongest it can give:
+ *
+ *  - DAX with eADR (BYTE): stores are durable once visible; memcpy only
+ *    fences.
+ *  - DAX without eADR (CACHE_LINE): memcpy uses non-temporal stores or
+ *    flushes cache lines (CLWB/CLFLUSHOPT), then fences.  No page cache, no
+ *    system call on the data path.
+ *  - not DAX (PAGE): memcpy is a libc memcpy into the page cache followed by
+ *    msync() of the range, i.e. a synchronous write-back.  On tmpfs that
+ *    msync does nothing: the "device" is memory and does not survive reboot.
+ *
+ * In every case bytes are durable (as far as the medium allows) when the
+ * write returns, which is more than tier.h asks; sync only drains.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libpmem2.h>
+
+#include "core/errors.h"
+#include "core/fault.h"
+#include "core/log.h"
+#include "tiers/tier.h"
+
+/* Driver state of one open device (d->td_priv). */
+struct nvram_dev {
+	struct pmem2_map *nv_map;
+	char *nv_base;             /**< start of the mapped file */
+	size_t nv_size;            /**< bytes mapped */
+	pmem2_memcpy_fn nv_memcpy; /**< persisting copy into the map */
+	pmem2_drain_fn nv_drain;   /**< wait for flushed stores */
+};
+
+/* Record a libpmem2 failure: its own message, and an errno for callers.
+ * libpmem2 returns either -errno or one of its PMEM2_E_* codes (all below
+ * -100000), which have no errno of their own: -EIO then. */
+static int nvram_err(int prc, const char *path, const char *what)
+{
+	int rc = prc > -100000 ? prc : -EIO;
+
+	return err_set(rc, "device %s: pmem2 %s: %s", path, what,
+		       pmem2_errormsg());
+}
+
+/* Map the whole file behind fd with page granularity or better.  The
+ * config and source are only needed to create the map. */
+static int nvram_map(int fd, const char *path, struct pmem2_map **map)
+{
+	struct pmem2_config *cfg = NULL;
+	struct pmem2_source *src = NULL;
+	int rc;
+
+	rc = pmem2_config_new(&cfg);
+	if (rc != 0) {
+		rc = nvram_err(rc, path, "config");
+		goto out;
+	}
+	rc = pmem2_source_from_fd(&src, fd);
+	if (rc != 0) {
+		rc = nvram_err(rc, path, "source");
+		goto out_config;
+	}
+	/* Test builds reach the error path by leaving the granularity unset:
+	 * a real libpmem2 failure, with libpmem2's own message. */
+	if (!FAULT_HIT("tier.pmem2.map"))
+		rc = pmem2_config_set_required_store_granularity(
+			cfg, PMEM2_GRANULARITY_PAGE);
+	if (rc == 0)
+		rc = pmem2_map_new(map, cfg, src);
+	if (rc != 0)
+		rc = nvram_err(rc, path, "map");
+	pmem2_source_delete(&src);
+out_config:
+	pmem2_config_delete(&cfg);
+out:
+	return rc;
+}
+
+/* File size of a device: superblock area plus data, rounded up to the page
+ * size because libpmem2 maps whole pages of the file. */
+static uint64_t nvram_file_size(const struct tier_sb *sb)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t need = sb->sb_data_off + sb->sb_data_size;
+
+	return (need + page - 1) / page * page;
+}
+
+/* Size the new file, map it and store the superblock with the persisting
+ * memcpy. */
+static int nvram_format_fill(int fd, const char *path,
+			     const struct tier_sb *sb)
+{
+	uint64_t size = nvram_file_size(sb);
+	struct pmem2_map *map = NULL;
+	int rc;
+
+	rc = -posix_fallocate(fd, 0, (off_t)size);
+	if (rc != 0) {
+		rc = err_set(rc, "device %s: cannot allocate %llu bytes: %s",
+			     path, (unsigned long long)size, strerror(-rc));
+		goto out;
+	}
+	rc = nvram_map(fd, path, &map);
+	if (rc != 0)
+		goto out;
+	pmem2_get_memcpy_fn(map)(pmem2_map_get_address(map), sb, sizeof *sb,
+				 0);
+	if (FAULT_HIT("tier.pmem2.format"))
+		rc = err_set(-EIO, "device %s: injected format error", path);
+	pmem2_map_delete(&map);
+out:
+	return rc;
+}
+
+/* to_format: create path (O_EXCL), size and fill it, and fsync it so that
+ * its size and allocation are durable too (the parent directory is synced
+ * by tier_dev_format).  On failure the new file is removed. */
+static int nvram_format(const char *path, const struct tier_sb *sb)
+{
+	int fd, rc;
+
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = err_set(-errno, "device %s: cannot create: %s", path,
+			     strerror(errno));
+		goto out;
+	}
+	rc = nvram_format_fill(fd, path, sb);
+	if (rc == 0 && fsync(fd) != 0)
+		rc = err_set(-errno, "device %s: fsync: %s", path,
+			     strerror(errno));
+	if (rc != 0)
+		goto out_remove;
+	close(fd);
+	goto out;
+out_remove:
+	unlink(path);
+	close(fd);
+out:
+	return rc;
+}
+
+/* Fill nv from a fresh map and check that it covers the data area the
+ * (already checked) superblock in d->td_sb describes. */
+static int nvram_attach(struct tier_dev *d, struct nvram_dev *nv)
+{
+	uint64_t need = d->td_sb.sb_data_off + d->td_sb.sb_data_size;
+
+	nv->nv_base = pmem2_map_get_address(nv->nv_map);
+	nv->nv_size = pmem2_map_get_size(nv->nv_map);
+	nv->nv_memcpy = pmem2_get_memcpy_fn(nv->nv_map);
+	nv->nv_drain = pmem2_get_drain_fn(nv->nv_map);
+	if (nv->nv_size < need)
+		return err_set(-CLOVIS_ECORRUPT, "device %s: mapped %zu bytes, "
+			       "superblock needs %llu", d->td_path,
+			       nv->nv_size, (unsigned long long)need);
+	LOG_DEBUG("device %s: pmem2 map of %zu bytes, granularity %d",
+		  d->td_path, nv->nv_size,
+		  (int)pmem2_map_get_store_granularity(nv->nv_map));
+	return 0;
+}
+
+/* to_open: map the file.  The descriptor is closed once mapped (the map
+ * keeps the file).  td_direct is true: on DAX no page cache is involved;
+ * on /dev/shm the page cache is the device. */
+static int nvram_open(struct tier_dev *d, const char *path)
+{
+	struct nvram_dev *nv;
+	int fd, rc;
+
+	nv = calloc(1, sizeof *nv);
+	if (nv == NULL) {
+		rc = err_set(-ENOMEM, "device %s: no memory", path);
+		goto out;
+	}
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		rc = err_set(-errno, "device %s: cannot open: %s", path,
+			     strerror(errno));
+		goto out_free;
+	}
+	rc = nvram_map(fd, path, &nv->nv_map);
+	close(fd);
+	if (rc != 0)
+		goto out_free;
+	rc = nvram_attach(d, nv);
+	if (rc != 0)
+		goto out_unmap;
+	d->td_priv = nv;
+	d->td_direct = true;
+	goto out;
+out_unmap:
+	pmem2_map_delete(&nv->nv_map);
+out_free:
+	free(nv);
+out:
+	return rc;
+}
+
+/* to_close: unmap.  Every write was already persisted. */
+static void nvram_close(struct tier_dev *d)
+{
+	struct nvram_dev *nv = d->td_priv;
+
+	if (nv == NULL)
+		return;
+	pmem2_map_delete(&nv->nv_map);
+	free(nv);
+	d->td_priv = NULL;
+}
+
+/* to_read_sb: the superblock straight from the map. */
+static int nvram_read_sb(struct tier_dev *d, struct tier_sb *sb)
+{
+	struct nvram_dev *nv = d->td_priv;
+
+	memcpy(sb, nv->nv_base, sizeof *sb);
+	return 0;
+}
+
+/* to_write: persisting memcpy (flags 0: flush and drain before return; see
+ * the top of the file for what that means per granularity).  tier.c has
+ * checked the range against the data area, and nvram_attach that the map
+ * covers it. */
+static int nvram_write(struct tier_dev *d, uint64_t off, const void *buf,
+		       size_t len)
+{
+	struct nvram_dev *nv = d->td_priv;
+
+	nv->nv_memcpy(nv->nv_base + d->td_sb.sb_data_off + off, buf, len, 0);
+	return 0;
+}
+
+/* to_read: plain memcpy out of the map. */
+static int nvram_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
+{
+	struct nvram_dev *nv = d->td_priv;
+
+	memcpy(buf, nv->nv_base + d->td_sb.sb_data_off + off, len);
+	return 0;
+}
+
+/* to_sync: writes persist as they complete, so only drain (a store fence
+ * on DAX, nothing on page granularity). */
+static int nvram_sync(struct tier_dev *d)
+{
+	struct nvram_dev *nv = d->td_priv;
+
+	nv->nv_drain();
+	return 0;
+}
+
+/* The driver table, reached through tier_driver_for/find (tier.c). */
+const struct tier_ops tier_pmem2_ops = {
+	.to_name = "pmem2",
+	.to_format = nvram_format,
+	.to_open = nvram_open,
+	.to_close = nvram_close,
+	.to_read_sb = nvram_read_sb,
+	.to_write = nvram_write,
+	.to_read = nvram_read,
+	.to_sync = nvram_sync,
+};
