@@ -216,6 +216,13 @@ void clovis_fini(struct clovis *cl)
 	free(cl);
 }
 
+int clovis_store_destroy(const char *data_dir)
+{
+	if (data_dir == NULL || data_dir[0] == '\0')
+		return err_set(-EINVAL, "store_destroy: data_dir is empty");
+	return eng_destroy(data_dir);
+}
+
 /* ------------------------------------------------------------ entities */
 
 struct clovis_realm *clovis_default_realm(struct clovis *cl)

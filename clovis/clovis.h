@@ -202,6 +202,14 @@ CLOVIS_API int clovis_init(struct clovis **out, const struct clovis_conf *conf);
  */
 CLOVIS_API void clovis_fini(struct clovis *cl);
 
+/**
+ * Remove the store in data_dir: every device file it recorded (including
+ * the NVRAM device outside the directory), its metadata, and the directory
+ * itself when nothing else is left in it.  The store must not be open.
+ * Returns 0, -ENOENT (no store there), -EBUSY (open by a process), -errno.
+ */
+CLOVIS_API int clovis_store_destroy(const char *data_dir);
+
 /* ------------------------------------------------------------- entities */
 
 enum clovis_entity_type {

@@ -722,6 +722,76 @@ void eng_close(struct eng *e)
 	free(e);
 }
 
+/* Unlink every device recorded in the store. */
+static int store_unlink_devices(struct eng *e)
+{
+	MDB_txn *txn;
+	char name[16];
+	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin destroy");
+	rc = meta_sys_get(txn, &e->e_meta, "store", &e->e_store,
+			  sizeof e->e_store);
+	for (uint32_t i = 0; rc == 0 && i < e->e_store.st_nr_devs &&
+			     i < LIM_DEV_MAX; i++) {
+		struct dev_rec dr;
+
+		snprintf(name, sizeof name, "dev.%u", i);
+		if (meta_sys_get(txn, &e->e_meta, name, &dr, sizeof dr) != 0)
+			continue;
+		dr.dr_path[LIM_PATH_MAX] = '\0';
+		if (unlink(dr.dr_path) != 0 && errno != ENOENT)
+			LOG_WARNING("destroy: %s: %s", dr.dr_path,
+				    strerror(errno));
+	}
+	mdb_txn_abort(txn);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+int eng_destroy(const char *dir)
+{
+	static const char *const files[] = {"meta/data.mdb", "meta/lock.mdb",
+					    "meta", "devices", "LOCK"};
+	struct eng_conf c = {.ec_dir = dir};
+	char mdir[LIM_PATH_MAX + 16], path[LIM_PATH_MAX + 32];
+	struct eng *e = calloc(1, sizeof *e);
+	bool exists;
+	int rc;
+
+	if (e == NULL)
+		return err_set(-ENOMEM, "destroy");
+	e->e_lockfd = -1;
+	snprintf(e->e_dir, sizeof e->e_dir, "%s", dir);
+	rc = store_dir_check(&c, &exists);
+	if (rc == 0)
+		rc = store_lock(e);
+	snprintf(mdir, sizeof mdir, "%s/meta", dir);
+	if (rc == 0)
+		rc = meta_open(&e->e_meta, mdir, LIM_META_SIZE_MIN, false);
+	if (rc == 0)
+		rc = store_unlink_devices(e);
+	if (rc == 0) {
+		snprintf(path, sizeof path, "%s/devices", dir);
+		for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+			char dev[LIM_PATH_MAX + 48];
+
+			snprintf(dev, sizeof dev, "%s/%s%u.dev", path,
+				 tier_name(t), t);
+			unlink(dev);
+		}
+	}
+	eng_close(e);
+	for (size_t i = 0; rc == 0 && i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		if (remove(path) != 0 && errno != ENOENT)
+			LOG_WARNING("destroy: %s: %s", path, strerror(errno));
+	}
+	if (rc == 0)
+		rmdir(dir);
+	return rc;
+}
+
 /* ------------------------------------------------------------ misc */
 
 void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out)

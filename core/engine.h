@@ -126,6 +126,9 @@ struct eng_req {
  */
 int eng_open(struct eng **out, const struct eng_conf *c);
 
+/** Remove the store in dir (see clovis_store_destroy()). */
+int eng_destroy(const char *dir);
+
 /** Drain the committer, release everything, close devices and LMDB. */
 void eng_close(struct eng *e);
 
