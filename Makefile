@@ -49,7 +49,11 @@ include tests/module.mk
 # Two builds of every library object: release, and test (fault points on).
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TLIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/tobj/%.o)
-UT_OBJS := $(UT_SRCS:%.c=$(BUILD)/tobj/%.o)
+UT_OBJS := $(sort $(UT_SRCS:%.c=$(BUILD)/tobj/%.o))
+
+# The one CUnit runner: every module's suites, linked with the test library.
+$(BUILD)/ut_main: $(BUILD)/tobj/tests/ut_main.o $(UT_OBJS) $(BUILD)/libstrata-test.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lpthread
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)

@@ -31,8 +31,12 @@ static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 	}
 	if (rc == MDB_KEYEXIST && !(r->er_flags & CLOVIS_IF_OVERWRITE))
 		return -EEXIST;
-	if (rc == MDB_KEYEXIST)
+	if (rc == MDB_KEYEXIST) {
+		/* MDB_NOOVERWRITE pointed v at the old value: point it back. */
+		v = (MDB_val){.mv_size = r->er_vals->bv_len[i],
+			      .mv_data = r->er_vals->bv_buf[i]};
 		rc = mdb_put(txn, m->m_idx, &k, &v, 0);
+	}
 	if (rc != 0)
 		*hard = meta_err(rc, "index put");
 	return 0;

@@ -93,11 +93,16 @@ static int ext_lookup(struct meta *m, MDB_txn *txn,
 	rc = mdb_cursor_open(txn, m->m_ext, &cur);
 	if (rc != 0)
 		return meta_err(rc, "open extent cursor");
+	/* Start one record before the first key >= (obj, s): that record
+	 * may begin before s and still overlap it. */
 	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	if (rc == 0 && (!ext_key_of(&k, kb) || meta_ext_key_blk(&k) > s))
+	if (rc == 0 && (!ext_key_of(&k, kb) || meta_ext_key_blk(&k) > s)) {
 		rc = mdb_cursor_get(cur, &k, &v, MDB_PREV);
-	else if (rc == MDB_NOTFOUND)
+		if (rc == MDB_NOTFOUND)
+			rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+	} else if (rc == MDB_NOTFOUND) {
 		rc = mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	}
 	for (; rc == 0; rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		struct meta_ext x;
 		uint64_t b;

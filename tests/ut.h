@@ -12,7 +12,6 @@
 int core_ut_add(void);
 int tier_ut_add(void);
 int layout_ut_add(void);
-int meta_ut_add(void);
 int clovis_ut_add(void);
 int clovis_bad_ut_add(void);
 int concurrency_ut_add(void);

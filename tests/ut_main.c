@@ -22,7 +22,6 @@ static const struct ut_module {
 	{"core", core_ut_add},
 	{"tier", tier_ut_add},
 	{"layout", layout_ut_add},
-	{"meta", meta_ut_add},
 	{"clovis", clovis_ut_add},
 	{"clovis_bad", clovis_bad_ut_add},
 	{"concurrency", concurrency_ut_add},

@@ -1,0 +1,651 @@
+/*
+ * clovis_ut.c — functional tests of the Clovis API over an embedded store:
+ * objects of every block size and tier, overwrite/punch against a model,
+ * persistence across reopen, space accounting, indices, containers, async
+ * ops with callbacks, statistics, and fault points in the data path.
+ * (Bad input has its own suite, clovis_bad_ut.c.)
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clovis/clovis.h"
+#include "core/fault.h"
+#include "tests/ut.h"
+
+#define DEV_SIZE (256ull << 20)
+
+static struct clovis *cl;
+static char dir[512];
+
+static struct clovis *open_store(const char *d, uint64_t dev_size)
+{
+	struct clovis_conf c = {.cc_data_dir = d, .cc_flags = CLOVIS_CONF_CREATE,
+				.cc_dev_size = dev_size};
+	struct clovis *out = NULL;
+	int rc = clovis_init(&out, &c);
+
+	if (rc != 0)
+		fprintf(stderr, "clovis_init %s: %d %s\n", d, rc, clovis_errmsg());
+	return out;
+}
+
+static void reopen(void)
+{
+	clovis_fini(cl);
+	cl = open_store(dir, DEV_SIZE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+}
+
+static int suite_init(void)
+{
+	const char *d = ut_tmpdir("clovis");
+
+	if (d == NULL)
+		return -1;
+	snprintf(dir, sizeof dir, "%s/store", d);
+	cl = open_store(dir, DEV_SIZE);
+	return cl == NULL ? -1 : 0;
+}
+
+static int suite_fini(void)
+{
+	clovis_fini(cl);
+	return clovis_store_destroy(dir);
+}
+
+static struct clovis_id mkid(uint64_t lo)
+{
+	return (struct clovis_id){0x5eed, lo};
+}
+
+/* Create an object with block shift bs on tier t; returns 0 or rc. */
+static int obj_create(struct clovis_obj *o, uint64_t lo, uint32_t bs,
+		      uint32_t tier)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = bs, .oa_tier = tier};
+	struct clovis_id id = mkid(lo);
+	struct clovis_op *op;
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+static int obj_open(struct clovis_obj *o, uint64_t lo)
+{
+	struct clovis_id id = mkid(lo);
+	struct clovis_op *op;
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, NULL);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_OPEN, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+static int ent_sync(struct clovis_entity *e, enum clovis_entity_opcode oc)
+{
+	struct clovis_op *op;
+	int rc = clovis_entity_op(e, oc, &op);
+
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* One-extent I/O of nr blocks at blk through one buffer. */
+static int obj_io(struct clovis_obj *o, enum clovis_obj_opcode oc,
+		  uint64_t blk, uint64_t nr, void *buf)
+{
+	uint64_t s = blk, n = nr;
+	size_t len = (size_t)(nr << o->ob_attr.oa_block_shift);
+	struct clovis_extvec ev = {1, &s, &n};
+	struct clovis_bufvec bv = {1, &buf, &len};
+	struct clovis_op *op;
+	int rc = clovis_obj_op(o, oc, &ev, buf ? &bv : NULL, 0, &op);
+
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* Fill a block with a pattern of (seed, block). */
+static void pattern(uint8_t *p, size_t len, uint32_t seed, uint64_t blk)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed * 31 + blk * 7 + i + (i >> 8));
+}
+
+static uint64_t dev_free(uint32_t tier)
+{
+	struct clovis_dev_info di[8];
+	uint32_t n = 8;
+	uint64_t f = 0;
+
+	if (clovis_dev_list(cl, di, &n) != 0)
+		return 0;
+	for (uint32_t i = 0; i < n && i < 8; i++)
+		if (di[i].di_tier == tier)
+			f += di[i].di_free_bytes;
+	return f;
+}
+
+/* Round trip on every tier and block size 512 B .. 64 MiB. */
+static void test_block_sizes_tiers(void)
+{
+	static const uint32_t shifts[] = {9, 12, 16, 20, 26};
+	uint64_t lo = 100;
+
+	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++)
+		for (size_t k = 0; k < sizeof shifts / sizeof shifts[0]; k++) {
+			struct clovis_obj o;
+			uint32_t bs = shifts[k];
+			uint64_t nr = bs >= 20 ? 1 : 8;
+			size_t len = (size_t)(nr << bs);
+			uint8_t *w = malloc(len), *r = malloc(len);
+
+			if (bs == 26 && t == CLOVIS_TIER_NVRAM)
+				nr = 1;
+			CU_ASSERT_EQUAL_FATAL(obj_create(&o, lo++, bs, t), 0);
+			for (uint64_t b = 0; b < nr; b++)
+				pattern(w + (b << bs), 1u << bs, bs + t, b);
+			CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 3, nr, w), 0);
+			CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 3, nr, r), 0);
+			CU_ASSERT(memcmp(w, r, len) == 0);
+			CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_GETATTR), 0);
+			CU_ASSERT_EQUAL(o.ob_attr.oa_size_blocks, 3 + nr);
+			CU_ASSERT_EQUAL(o.ob_attr.oa_tier, t);
+			CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+			free(w);
+			free(r);
+		}
+}
+
+/* Random writes, frees and allocs of a 512 B-block object against an
+ * in-memory model, checked live and after a reopen. */
+static void test_overwrite_model(void)
+{
+	enum { NB = 256, BS = 512 };
+	uint8_t *model = calloc(NB, BS), *buf = malloc(NB * BS);
+	struct clovis_obj o;
+	unsigned seed = 7;
+
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 300, 9, CLOVIS_TIER_FLASH), 0);
+	for (int step = 0; step < 300; step++) {
+		uint64_t s = (uint64_t)rand_r(&seed) % NB;
+		uint64_t n = 1 + (uint64_t)rand_r(&seed) % (NB - s < 40 ? NB - s : 40);
+		int what = rand_r(&seed) % 10;
+
+		if (what < 7) {
+			for (uint64_t b = 0; b < n; b++)
+				pattern(buf + b * BS, BS, (uint32_t)step, s + b);
+			CU_ASSERT_EQUAL_FATAL(obj_io(&o, CLOVIS_OC_WRITE, s, n, buf), 0);
+			memcpy(model + s * BS, buf, n * BS);
+		} else {
+			CU_ASSERT_EQUAL_FATAL(obj_io(&o, what == 9 ? CLOVIS_OC_ALLOC :
+						     CLOVIS_OC_FREE, s, n, NULL), 0);
+			memset(model + s * BS, 0, n * BS);
+		}
+	}
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, NB, buf), 0);
+	CU_ASSERT(memcmp(buf, model, NB * BS) == 0);
+	reopen();
+	CU_ASSERT_EQUAL_FATAL(obj_open(&o, 300), 0);
+	memset(buf, 0xaa, NB * BS);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, NB, buf), 0);
+	CU_ASSERT(memcmp(buf, model, NB * BS) == 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	free(model);
+	free(buf);
+}
+
+/* Multi-extent, multi-buffer ops cross extent and buffer edges freely. */
+static void test_vectors(void)
+{
+	uint64_t starts[3] = {10, 2, 40}, nrs[3] = {3, 4, 1};
+	uint8_t a[4096 * 5], b[4096 * 3], r1[4096 * 8];
+	void *bufs[2] = {a, b}, *rb[1] = {r1};
+	size_t lens[2] = {sizeof a, sizeof b}, rl[1] = {sizeof r1};
+	struct clovis_extvec ev = {3, starts, nrs};
+	struct clovis_bufvec bv = {2, bufs, lens}, rv = {1, rb, rl};
+	struct clovis_obj o;
+	struct clovis_op *op;
+
+	pattern(a, sizeof a, 1, 0);
+	pattern(b, sizeof b, 2, 0);
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 301, 12, CLOVIS_TIER_SAS), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev, &bv, 0,
+					    &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_READ, &ev, &rv, 0,
+					    &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(op), 0);
+	CU_ASSERT(memcmp(r1, a, sizeof a) == 0);
+	CU_ASSERT(memcmp(r1 + sizeof a, b, sizeof b) == 0);
+	/* Block 10 got the first buffer's first block. */
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 10, 1, r1), 0);
+	CU_ASSERT(memcmp(r1, a, 4096) == 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_GETATTR), 0);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_size_blocks, 41);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_size_bytes, 41 * 4096);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+}
+
+/* Space is given back: overwrites and deletes leak nothing. */
+static void test_space_accounting(void)
+{
+	uint8_t buf[65536];
+	uint64_t before, mid;
+	struct clovis_obj o;
+
+	reopen(); /* let earlier tests' deferred frees finish */
+	before = dev_free(CLOVIS_TIER_FLASH);
+	pattern(buf, sizeof buf, 3, 0);
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 302, 12, CLOVIS_TIER_FLASH), 0);
+	for (int i = 0; i < 50; i++)
+		CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 0, 16, buf), 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_ALLOC, 100, 16, NULL), 0);
+	reopen(); /* deferred frees are done by now; maps are rebuilt */
+	mid = dev_free(CLOVIS_TIER_FLASH);
+	CU_ASSERT_EQUAL(before - mid, 2 * sizeof buf);
+	CU_ASSERT_EQUAL_FATAL(obj_open(&o, 302), 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_FREE, 0, 8, NULL), 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	reopen();
+	CU_ASSERT_EQUAL(dev_free(CLOVIS_TIER_FLASH), before);
+}
+
+/* A device that fills up refuses the write and changes nothing. */
+static void test_enospc(void)
+{
+	char d2[600];
+	struct clovis *big = cl;
+	struct clovis_obj o;
+	size_t len = 3u << 20;
+	uint8_t *buf = malloc(len), *r = malloc(len);
+
+	snprintf(d2, sizeof d2, "%s-small", dir);
+	cl = open_store(d2, 4ull << 20);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 303, 12, CLOVIS_TIER_FLASH), 0);
+	pattern(buf, len, 4, 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 0, len >> 12, buf), 0);
+	/* Overwriting needs new space first: 3 + 3 MiB > 4 MiB. */
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 0, len >> 12, r), -ENOSPC);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, len >> 12, r), 0);
+	CU_ASSERT(memcmp(buf, r, len) == 0);
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL(clovis_store_destroy(d2), 0);
+	cl = big;
+	free(buf);
+	free(r);
+}
+
+/* Byte size: follows blocks until SETATTR, then stays as set. */
+static void test_size_attr(void)
+{
+	uint8_t buf[4096] = {1};
+	struct clovis_obj o;
+
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 304, 12, CLOVIS_TIER_FLASH), 0);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_size_bytes, 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 4, 1, buf), 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_GETATTR), 0);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_size_bytes, 5 * 4096);
+	o.ob_attr.oa_size_bytes = 12345;
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_SETATTR), 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 9, 1, buf), 0);
+	reopen();
+	CU_ASSERT_EQUAL_FATAL(obj_open(&o, 304), 0);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_size_bytes, 12345);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_size_blocks, 10);
+	CU_ASSERT(o.ob_attr.oa_mtime_ns >= o.ob_attr.oa_ctime_ns);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+}
+
+/* ------------------------------------------------------------ indices */
+
+static int idx_make(struct clovis_idx *ix, uint64_t lo, bool create)
+{
+	struct clovis_id id = mkid(lo);
+	int rc = clovis_idx_init(ix, clovis_default_realm(cl), &id);
+
+	return rc == 0 ? ent_sync(&ix->in_entity, create ? CLOVIS_EO_CREATE :
+				  CLOVIS_EO_OPEN) : rc;
+}
+
+static int idx_sync(struct clovis_idx *ix, enum clovis_idx_opcode oc,
+		    struct clovis_bufvec *k, struct clovis_bufvec *v,
+		    int32_t *rcs, uint32_t flags)
+{
+	struct clovis_op *op;
+	int rc = clovis_idx_op(ix, oc, k, v, rcs, flags, &op);
+
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* PUT n records "key%05d" -> "val%d" in one op. */
+static int idx_fill(struct clovis_idx *ix, int from, int n)
+{
+	char (*kb)[16] = malloc((size_t)n * 16), (*vb)[16] = malloc((size_t)n * 16);
+	void **kp = malloc((size_t)n * sizeof *kp), **vp = malloc((size_t)n * sizeof *vp);
+	size_t *kl = malloc((size_t)n * sizeof *kl), *vl = malloc((size_t)n * sizeof *vl);
+	int32_t *rcs = calloc((size_t)n, sizeof *rcs);
+	struct clovis_bufvec k = {(uint32_t)n, kp, kl}, v = {(uint32_t)n, vp, vl};
+	int rc;
+
+	for (int i = 0; i < n; i++) {
+		kl[i] = (size_t)snprintf(kb[i], 16, "key%05d", from + i);
+		vl[i] = (size_t)snprintf(vb[i], 16, "val%d", from + i);
+		kp[i] = kb[i];
+		vp[i] = vb[i];
+	}
+	rc = idx_sync(ix, CLOVIS_IC_PUT, &k, &v, rcs, 0);
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = rcs[i];
+	free(kb); free(vb); free(kp); free(vp); free(kl); free(vl); free(rcs);
+	return rc;
+}
+
+/* NEXT pages through 1000 records in order, persisted across reopen. */
+static void test_idx_next_paging(void)
+{
+	struct clovis_idx ix;
+	char last[16] = "";
+	int seen = 0;
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 400, true), 0);
+	CU_ASSERT_EQUAL(idx_fill(&ix, 500, 500), 0);
+	CU_ASSERT_EQUAL(idx_fill(&ix, 0, 500), 0);
+	reopen();
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 400, false), 0);
+	CU_ASSERT_EQUAL(ix.in_attr.ia_nr_records, 1000);
+	for (int page = 0; page < 20 && seen < 1000; page++) {
+		void *kp[64] = {0}, *vp[64] = {0};
+		size_t kl[64] = {0}, vl[64] = {0};
+		int32_t rcs[64];
+		struct clovis_bufvec k = {64, kp, kl}, v = {64, vp, vl};
+
+		kp[0] = seen ? last : NULL;
+		kl[0] = seen ? strlen(last) : 0;
+		CU_ASSERT_EQUAL_FATAL(idx_sync(&ix, CLOVIS_IC_NEXT, &k, &v, rcs,
+					       seen ? CLOVIS_IF_EXCLUDE_START_KEY : 0), 0);
+		for (int i = 0; i < 64; i++) {
+			char want[16];
+
+			if (rcs[i] != 0) {
+				CU_ASSERT_EQUAL(rcs[i], -ENOENT);
+				continue;
+			}
+			snprintf(want, sizeof want, "key%05d", seen);
+			CU_ASSERT(kl[i] == strlen(want) && memcmp(kp[i], want, kl[i]) == 0);
+			memcpy(last, kp[i], kl[i]);
+			last[kl[i]] = '\0';
+			seen++;
+			free(kp[i]);
+			free(vp[i]);
+		}
+	}
+	CU_ASSERT_EQUAL(seen, 1000);
+}
+
+/* Unsigned byte order, empty key, OVERWRITE, DEL, GET into small buffers. */
+static void test_idx_semantics(void)
+{
+	uint8_t k0[] = {0x01}, k1[] = {0x7f}, k2[] = {0x80}, k3[] = {0xff, 0x00};
+	void *kp[5] = {k3, k2, k1, k0, (void *)""};
+	size_t kl[5] = {2, 1, 1, 1, 0};
+	void *vp[5] = {"d", "c", "b", "a", "empty"};
+	size_t vl[5] = {1, 1, 1, 1, 5};
+	struct clovis_bufvec k = {5, kp, kl}, v = {5, vp, vl};
+	int32_t rcs[5];
+	struct clovis_idx ix;
+	char small[2];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 401, true), 0);
+	CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_PUT, &k, &v, rcs, 0), 0);
+	/* NEXT from the start: "", 01, 7f, 80, ff00. */
+	{
+		void *nk[6] = {0}, *nv[6] = {0};
+		size_t nkl[6] = {0}, nvl[6] = {0};
+		int32_t nr[6];
+		struct clovis_bufvec K = {6, nk, nkl}, V = {6, nv, nvl};
+		static const char order[] = "eabcd";
+
+		CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_NEXT, &K, &V, nr, 0), 0);
+		for (int i = 0; i < 5; i++) {
+			CU_ASSERT_EQUAL(nr[i], 0);
+			CU_ASSERT(nvl[i] >= 1 && ((char *)nv[i])[0] == order[i]);
+			free(nk[i]);
+			free(nv[i]);
+		}
+		CU_ASSERT_EQUAL(nr[5], -ENOENT);
+	}
+	/* OVERWRITE replaces; without it -EEXIST per record. */
+	vp[1] = "C";
+	CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_PUT, &k, &v, rcs, 0), 0);
+	CU_ASSERT_EQUAL(rcs[1], -EEXIST);
+	CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_PUT, &k, &v, rcs,
+				 CLOVIS_IF_OVERWRITE), 0);
+	CU_ASSERT_EQUAL(rcs[1], 0);
+	/* GET into a caller buffer too small for "empty": -ENOBUFS + size. */
+	{
+		void *gk[2] = {k2, (void *)""}, *gv[2] = {small, small};
+		size_t gkl[2] = {1, 0}, gvl[2] = {sizeof small, sizeof small};
+		struct clovis_bufvec K = {2, gk, gkl}, V = {2, gv, gvl};
+
+		CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_GET, &K, &V, rcs, 0), 0);
+		CU_ASSERT_EQUAL(rcs[0], 0);
+		CU_ASSERT_EQUAL(gvl[0], 1);
+		CU_ASSERT_EQUAL(rcs[1], -ENOBUFS);
+		CU_ASSERT_EQUAL(gvl[1], 5);
+		CU_ASSERT_EQUAL(small[0], 'C');
+	}
+	/* DEL twice: second is -ENOENT; the count follows. */
+	{
+		struct clovis_bufvec K = {2, kp, kl};
+
+		CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_DEL, &K, NULL, rcs, 0), 0);
+		CU_ASSERT(rcs[0] == 0 && rcs[1] == 0);
+		CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_DEL, &K, NULL, rcs, 0), 0);
+		CU_ASSERT(rcs[0] == -ENOENT && rcs[1] == -ENOENT);
+	}
+	CU_ASSERT_EQUAL(ent_sync(&ix.in_entity, CLOVIS_EO_GETATTR), 0);
+	CU_ASSERT_EQUAL(ix.in_attr.ia_nr_records, 3);
+	/* Deleting the index drops its records: a new one is empty. */
+	CU_ASSERT_EQUAL(ent_sync(&ix.in_entity, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(idx_make(&ix, 401, true), 0);
+	{
+		void *nk[1] = {0}, *nv[1] = {0};
+		size_t nkl[1] = {0}, nvl[1] = {0};
+		int32_t nr[1];
+		struct clovis_bufvec K = {1, nk, nkl}, V = {1, nv, nvl};
+
+		CU_ASSERT_EQUAL(idx_sync(&ix, CLOVIS_IC_NEXT, &K, &V, nr, 0), 0);
+		CU_ASSERT_EQUAL(nr[0], -ENOENT);
+	}
+}
+
+/* ------------------------------------------------------------ containers */
+
+static void test_containers(void)
+{
+	struct clovis_id cid = mkid(500), ids[8], oid = mkid(501);
+	struct clovis_container c;
+	struct clovis_obj o;
+	uint32_t n = 8;
+
+	CU_ASSERT_EQUAL_FATAL(clovis_container_init(&c, cl, &cid), 0);
+	CU_ASSERT_EQUAL(ent_sync(&c.co_entity, CLOVIS_EO_CREATE), 0);
+	CU_ASSERT_EQUAL(ent_sync(&c.co_entity, CLOVIS_EO_CREATE), -EEXIST);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o, &c.co_realm, &oid, NULL), 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_CREATE), 0);
+	CU_ASSERT_EQUAL(clovis_entity_list(cl, &c.co_realm, CLOVIS_ET_OBJ, NULL,
+					   ids, &n), 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(clovis_id_cmp(&ids[0], &oid), 0);
+	n = 8;
+	CU_ASSERT_EQUAL(clovis_entity_list(cl, NULL, CLOVIS_ET_CONTAINER, NULL,
+					   ids, &n), 0);
+	CU_ASSERT_EQUAL(n, 2); /* default + ours */
+	CU_ASSERT_EQUAL(ent_sync(&c.co_entity, CLOVIS_EO_DELETE), -ENOTEMPTY);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(ent_sync(&c.co_entity, CLOVIS_EO_DELETE), 0);
+	n = 8;
+	CU_ASSERT_EQUAL(clovis_entity_list(cl, &c.co_realm, CLOVIS_ET_OBJ, NULL,
+					   ids, &n), -ENOENT);
+	/* An object cannot be made in a container that does not exist. */
+	CU_ASSERT_EQUAL(clovis_obj_init(&o, &c.co_realm, &oid, NULL), 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_CREATE), -ENOENT);
+}
+
+/* ------------------------------------------------------------ async */
+
+static int cb_exec, cb_stable, cb_failed;
+
+static void on_exec(struct clovis_op *op) { __atomic_add_fetch(&cb_exec, 1, __ATOMIC_SEQ_CST); }
+static void on_stable(struct clovis_op *op) { __atomic_add_fetch(&cb_stable, 1, __ATOMIC_SEQ_CST); }
+static void on_failed(struct clovis_op *op) { __atomic_add_fetch(&cb_failed, 1, __ATOMIC_SEQ_CST); }
+
+/* 32 writes launched at once, callbacks fire once each, data all there. */
+static void test_async_launch(void)
+{
+	enum { N = 32 };
+	struct clovis_op_cbs cbs = {on_exec, on_stable, on_failed};
+	static uint8_t bufs[N][4096];
+	uint64_t s[N], n[N];
+	void *bp[N];
+	size_t bl[N];
+	struct clovis_extvec ev[N];
+	struct clovis_bufvec bv[N];
+	struct clovis_op *ops[N];
+	struct clovis_obj o;
+	uint8_t r[4096];
+
+	cb_exec = cb_stable = cb_failed = 0;
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 600, 12, CLOVIS_TIER_FLASH), 0);
+	for (int i = 0; i < N; i++) {
+		pattern(bufs[i], 4096, 9, (uint64_t)i);
+		s[i] = (uint64_t)i * 3;
+		n[i] = 1;
+		bp[i] = bufs[i];
+		bl[i] = 4096;
+		ev[i] = (struct clovis_extvec){1, &s[i], &n[i]};
+		bv[i] = (struct clovis_bufvec){1, &bp[i], &bl[i]};
+		CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[i],
+						    &bv[i], 0, &ops[i]), 0);
+		CU_ASSERT_EQUAL(clovis_op_setup(ops[i], &cbs, &bufs[i]), 0);
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_INIT);
+	}
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, N), 0);
+	for (int i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+					       10ll * 1000000000), 0);
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		CU_ASSERT_PTR_EQUAL(clovis_op_datum(ops[i]), &bufs[i]);
+		clovis_op_free(ops[i]);
+	}
+	CU_ASSERT_EQUAL(cb_exec, N);
+	CU_ASSERT_EQUAL(cb_stable, N);
+	CU_ASSERT_EQUAL(cb_failed, 0);
+	for (int i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, s[i], 1, r), 0);
+		CU_ASSERT(memcmp(r, bufs[i], 4096) == 0);
+	}
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+}
+
+/* Wait with a timeout on an op never launched times out. */
+static void test_wait_timeout(void)
+{
+	struct clovis_obj o;
+	struct clovis_op *op;
+
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 601, 12, CLOVIS_TIER_FLASH), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&o.ob_entity, CLOVIS_EO_GETATTR,
+					       &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, 1000000), -ETIMEDOUT);
+	CU_ASSERT_EQUAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+}
+
+/* Statistics count ops, survive reopen, and reset. */
+static void test_stats(void)
+{
+	struct clovis_stat st[CLOVIS_STAT_NR];
+	uint64_t writes;
+
+	CU_ASSERT_EQUAL(clovis_stats_get(cl, st), 0);
+	writes = st[CLOVIS_STAT_OBJ_WRITE].cs_count;
+	CU_ASSERT(writes > 0);
+	CU_ASSERT(st[CLOVIS_STAT_COMMIT].cs_count > 0);
+	CU_ASSERT(st[CLOVIS_STAT_OBJ_WRITE].cs_p99_us >=
+		  st[CLOVIS_STAT_OBJ_WRITE].cs_p50_us);
+	CU_ASSERT_STRING_EQUAL(st[CLOVIS_STAT_IDX_PUT].cs_name, "idx.put");
+	reopen();
+	CU_ASSERT_EQUAL(clovis_stats_get(cl, st), 0);
+	CU_ASSERT_EQUAL(st[CLOVIS_STAT_OBJ_WRITE].cs_count, writes);
+	CU_ASSERT_EQUAL(clovis_stats_reset(cl), 0);
+	CU_ASSERT_EQUAL(clovis_stats_get(cl, st), 0);
+	CU_ASSERT_EQUAL(st[CLOVIS_STAT_OBJ_WRITE].cs_count, 0);
+}
+
+/* Fault points in the data path: the op fails, nothing changes, no space
+ * leaks. */
+static void test_faults(void)
+{
+#ifdef STRATA_FAULT_INJECT
+	static const char *const points[] = {"tier.write", "tier.sync",
+					     "obj.write.after_data",
+					     "commit.before"};
+	uint8_t a[8192], b[8192], r[8192];
+	struct clovis_obj o;
+	uint64_t before;
+
+	pattern(a, sizeof a, 11, 0);
+	pattern(b, sizeof b, 12, 0);
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 700, 12, CLOVIS_TIER_FLASH), 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 0, 2, a), 0);
+	reopen();
+	CU_ASSERT_EQUAL_FATAL(obj_open(&o, 700), 0);
+	before = dev_free(CLOVIS_TIER_FLASH);
+	for (size_t i = 0; i < sizeof points / sizeof points[0]; i++) {
+		fault_arm(points[i], 0, 1);
+		CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 0, 2, b), -EIO);
+		CU_ASSERT_EQUAL(fault_fired(points[i]), 1);
+		CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, 2, r), 0);
+		CU_ASSERT(memcmp(r, a, sizeof a) == 0);
+		CU_ASSERT_EQUAL(dev_free(CLOVIS_TIER_FLASH), before);
+	}
+	fault_arm("tier.read", 0, 1);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, 2, r), -EIO);
+	fault_reset();
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 0, 2, b), 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, 2, r), 0);
+	CU_ASSERT(memcmp(r, b, sizeof b) == 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+#else
+	CU_PASS("fault points exist only in test builds");
+#endif
+}
+
+int clovis_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("clovis", suite_init, suite_fini);
+
+	if (s == NULL ||
+	    !CU_add_test(s, "block_sizes_tiers", test_block_sizes_tiers) ||
+	    !CU_add_test(s, "overwrite_model", test_overwrite_model) ||
+	    !CU_add_test(s, "vectors", test_vectors) ||
+	    !CU_add_test(s, "space_accounting", test_space_accounting) ||
+	    !CU_add_test(s, "enospc", test_enospc) ||
+	    !CU_add_test(s, "size_attr", test_size_attr) ||
+	    !CU_add_test(s, "idx_next_paging", test_idx_next_paging) ||
+	    !CU_add_test(s, "idx_semantics", test_idx_semantics) ||
+	    !CU_add_test(s, "containers", test_containers) ||
+	    !CU_add_test(s, "async_launch", test_async_launch) ||
+	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||
+	    !CU_add_test(s, "stats", test_stats) ||
+	    !CU_add_test(s, "faults", test_faults))
+		return -1;
+	return 0;
+}
