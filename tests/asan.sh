@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# asan.sh — build the test programs with AddressSanitizer (build-asan/) and
+# run the CUnit suites under it; its last line is the runner's
+# "N passed, N failed".  Leak checking is on.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+make --no-print-directory -j"$(nproc)" SAN=asan tests >/dev/null
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+exec build-asan/ut_main
