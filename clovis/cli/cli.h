@@ -1,0 +1,277 @@
+/*
+ * cli.h — shared parts of the strata command-line tool.
+ *
+ * The tool is a plain client of the public API (clovis/clovis.h) and uses
+ * nothing else of Strata.  One invocation runs one command: strata.c parses
+ * the command line into struct cli, opens the store when the command needs
+ * it, and calls the command's function.  Commands return an exit code:
+ * 0 on success, 1 when an operation failed, 2 for a usage error.  Every
+ * failure is reported as exactly one line on stderr.
+ */
+#ifndef STRATA_CLI_H
+#define STRATA_CLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clovis/clovis.h"
+
+/** Exit codes of a command. */
+enum {
+	CLI_OK = 0,
+	CLI_FAIL = 1,
+	CLI_USAGE = 2,
+};
+
+/** Command-specific options (bits of struct cli_cmd.cc_opts). */
+enum cli_opt {
+	CO_BLOCK = 1u << 0,     /* --block-size, --block-shift */
+	CO_TIER = 1u << 1,      /* --tier */
+	CO_OVERWRITE = 1u << 2, /* --overwrite */
+	CO_COUNT = 1u << 3,     /* --count */
+	CO_EXCLUDE = 1u << 4,   /* --exclude-start */
+	CO_RESET = 1u << 5,     /* --reset */
+	CO_OPS = 1u << 6,       /* --ops */
+	CO_HEX = 1u << 7,       /* --hex */
+	CO_YES = 1u << 8,       /* --yes */
+};
+
+/** Most positional arguments any command takes, plus group and name. */
+#define CLI_POS_MAX 8
+
+/** Longest message kept from a failed call or op. */
+#define CLI_MSG_MAX 512
+
+/** Default data directory when neither --data nor STRATA_DATA is given. */
+#define CLI_DATA_DEFAULT "./strata-data"
+
+/** Objects larger than this get a progress bar on a terminal. */
+#define CLI_PROGRESS_MIN (8ull << 20)
+
+struct cli;
+
+/** One command: its words, arguments, options and function. */
+struct cli_cmd {
+	const char *cc_group;  /* "obj", "idx", or the command itself */
+	const char *cc_name;   /* sub-command, NULL for one-word commands */
+	int cc_min_args;       /* positional arguments after the words */
+	int cc_max_args;
+	uint32_t cc_opts;      /* CO_* allowed */
+	bool cc_store;         /* needs the store open */
+	int (*cc_fn)(struct cli *c);
+	const char *cc_args;   /* argument synopsis for usage lines */
+	const char *cc_help;   /* one-paragraph description */
+};
+
+/** Everything one invocation knows: options, arguments, the open store. */
+struct cli {
+	/* global options */
+	const char *c_data_dir;
+	bool c_json;
+	bool c_quiet;
+	bool c_help;
+	int c_verbose;
+	uint64_t c_dev_size;
+	/* command options */
+	bool c_hex;
+	bool c_overwrite;
+	bool c_exclude;
+	bool c_reset;
+	bool c_yes;
+	bool c_block_set;
+	uint32_t c_block_shift;
+	int c_tier;            /* -1 when not given */
+	bool c_count_set;
+	uint64_t c_count;
+	bool c_ops_set;
+	uint64_t c_ops;
+	/* positional arguments after the command words */
+	int c_nargs;
+	const char *c_args[CLI_POS_MAX];
+	/* the command being run (or its group while unresolved), the store */
+	const struct cli_cmd *c_cmd;
+	const char *c_group;
+	struct clovis *c_cl;
+	/* message of the last failure seen (see cli_call, cli_op_run) */
+	char c_msg[CLI_MSG_MAX];
+};
+
+/* ------------------------------------------------------------ errors */
+
+/**
+ * Keep the thread's clovis_errmsg() when rc is an error, so that a later
+ * cli_fail() can report it; returns rc unchanged.
+ */
+int cli_call(struct cli *c, int rc);
+
+/** Set the message a later cli_fail() reports. */
+void cli_msg(struct cli *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
+ * Report a failure as one stderr line
+ * "strata: WHAT: clovis_strerror(rc): message" and return CLI_FAIL.
+ */
+int cli_fail(struct cli *c, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/** Report a usage error as one stderr line and return CLI_USAGE. */
+int cli_usage(struct cli *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/** Report a failed system call (errno err) as one line; returns CLI_FAIL. */
+int cli_sys(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ------------------------------------------------------- ops, entities */
+
+/**
+ * Launch op, wait until it is STABLE or FAILED and free it.  Returns the
+ * op's rc; on failure its message is kept for cli_fail().
+ */
+int cli_op_run(struct cli *c, struct clovis_op *op);
+
+/** Keep the failure message of op (call before freeing it). */
+void cli_op_msg(struct cli *c, const struct clovis_op *op);
+
+/** Run an entity op (CREATE, OPEN, DELETE, GETATTR, SETATTR) on e. */
+int cli_entity_run(struct cli *c, struct clovis_entity *e,
+		   enum clovis_entity_opcode opcode);
+
+/**
+ * Parse the id text s; on failure report a usage error naming it and return
+ * CLI_USAGE, else 0.
+ */
+int cli_id(struct cli *c, const char *s, struct clovis_id *id);
+
+/** Open the existing object id into o; reports and returns CLI_FAIL. */
+int cli_obj_open(struct cli *c, const char *text, const struct clovis_id *id,
+		 struct clovis_obj *o);
+
+/** Open the existing index id into ix; reports and returns CLI_FAIL. */
+int cli_idx_open(struct cli *c, const char *text, const struct clovis_id *id,
+		 struct clovis_idx *ix);
+
+/** Open the store (creating it when missing); reports on failure. */
+int cli_store_open(struct cli *c);
+
+/* ------------------------------------------------------- parsing */
+
+/** Parse an unsigned decimal or 0x-hex number; false if s is not one. */
+bool cli_parse_u64(const char *s, uint64_t *out);
+
+/** Parse a byte size with an optional K, M, G (or KiB, MiB, GiB) suffix. */
+bool cli_parse_size(const char *s, uint64_t *out);
+
+/** Parse a tier name (nvram, flash, sas); -1 if unknown. */
+int cli_parse_tier(const char *s);
+
+/** The name of tier t ("nvram", "flash", "sas", or "?"). */
+const char *cli_tier_name(uint32_t t);
+
+/**
+ * Decode s into a byte string: hex digits when hex is set, else the text
+ * itself.  Returns a malloc()ed buffer and its length in *len, or NULL on
+ * bad hex (reported as a usage error by the caller).
+ */
+void *cli_bytes(const char *s, bool hex, size_t *len);
+
+/* ------------------------------------------------------- output */
+
+/** Write buf as a JSON string (quotes included) to f. */
+void cli_json_str(FILE *f, const void *buf, size_t len);
+
+/** Write buf as lower-case hex to f. */
+void cli_hex_out(FILE *f, const void *buf, size_t len);
+
+/**
+ * Write buf as text to f: printable bytes as they are, control bytes as
+ * \t, \n, \r or \xNN, and a backslash as \\.
+ */
+void cli_text_out(FILE *f, const void *buf, size_t len);
+
+/** Write buf to f as hex (hex set) or escaped text. */
+void cli_bytes_out(FILE *f, const void *buf, size_t len, bool hex);
+
+/** Write buf to f as a JSON string: hex digits (hex set) or the bytes. */
+void cli_bytes_json(FILE *f, const void *buf, size_t len, bool hex);
+
+/** Format n bytes in a short human form ("4.0 KiB") into buf. */
+const char *cli_human(uint64_t n, char *buf, size_t size);
+
+/** Monotonic time in nanoseconds. */
+uint64_t cli_now_ns(void);
+
+/* ------------------------------------------------------- progress */
+
+/** A progress bar on stderr, drawn only when on is set. */
+struct cli_progress {
+	bool pr_on;
+	uint64_t pr_total;
+	uint64_t pr_done;
+	uint64_t pr_last_ns;
+	uint64_t pr_start_ns;
+	const char *pr_label;
+};
+
+/**
+ * Start a progress bar for total bytes: shown when stderr is a terminal,
+ * -q is not given and total exceeds CLI_PROGRESS_MIN.
+ */
+void cli_progress_init(struct cli_progress *p, const struct cli *c,
+		       const char *label, uint64_t total);
+
+/** Add n bytes done and redraw at most ten times a second. */
+void cli_progress_add(struct cli_progress *p, uint64_t n);
+
+/** Finish the bar (draw 100% and end its line) or erase it on failure. */
+void cli_progress_end(struct cli_progress *p, bool ok);
+
+/* ------------------------------------------------------- object I/O */
+
+/**
+ * Write everything readable from fd into object o from block start on,
+ * with several ops in flight; the last partial block is zero-padded.
+ * Sets *bytes to the bytes read from fd.  Returns 0 or CLI_FAIL (reported;
+ * what names the command).
+ */
+int cli_io_write(struct cli *c, struct clovis_obj *o, uint64_t start, int fd,
+		 struct cli_progress *p, uint64_t *bytes, const char *what);
+
+/**
+ * Read nr blocks of object o from block start on into fd, at most limit
+ * bytes of them, with several ops in flight.  Returns 0 or CLI_FAIL.
+ */
+int cli_io_read(struct cli *c, struct clovis_obj *o, uint64_t start,
+		uint64_t nr, uint64_t limit, int fd, struct cli_progress *p,
+		const char *what);
+
+/* ------------------------------------------------------- commands */
+
+int cmd_obj_create(struct cli *c);
+int cmd_obj_write(struct cli *c);
+int cmd_obj_read(struct cli *c);
+int cmd_obj_put(struct cli *c);
+int cmd_obj_get(struct cli *c);
+int cmd_obj_stat(struct cli *c);
+int cmd_obj_rm(struct cli *c);
+int cmd_obj_ls(struct cli *c);
+int cmd_idx_create(struct cli *c);
+int cmd_idx_put(struct cli *c);
+int cmd_idx_get(struct cli *c);
+int cmd_idx_del(struct cli *c);
+int cmd_idx_next(struct cli *c);
+int cmd_idx_dump(struct cli *c);
+int cmd_idx_rm(struct cli *c);
+int cmd_idx_ls(struct cli *c);
+int cmd_stats(struct cli *c);
+int cmd_devices(struct cli *c);
+int cmd_bench(struct cli *c);
+int cmd_destroy(struct cli *c);
+
+/** List the ids of one entity type in the default container. */
+int cli_list(struct cli *c, enum clovis_entity_type type, const char *what);
+
+#endif

@@ -1,0 +1,496 @@
+/*
+ * cli_obj.c — the "strata obj ..." commands: create, write, read, put, get,
+ * stat, rm and ls of objects in the default container.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clovis/cli/cli.h"
+
+/* Default block size of new objects: 4 KiB. */
+#define OBJ_SHIFT_DEFAULT 12u
+
+/* Attributes for a new object from --block-size/--block-shift and --tier. */
+static void obj_attr(const struct cli *c, struct clovis_obj_attr *a)
+{
+	memset(a, 0, sizeof *a);
+	a->oa_block_shift = c->c_block_set ? c->c_block_shift
+					   : OBJ_SHIFT_DEFAULT;
+	a->oa_layout = CLOVIS_LAYOUT_PLAIN;
+	a->oa_tier = c->c_tier >= 0 ? (uint32_t)c->c_tier : CLOVIS_TIER_FLASH;
+}
+
+/* Create object id with the command's attributes; o is left OPEN. */
+static int obj_make(struct cli *c, const char *text,
+		    const struct clovis_id *id, struct clovis_obj *o)
+{
+	struct clovis_obj_attr attr;
+	int rc;
+
+	obj_attr(c, &attr);
+	rc = cli_call(c, clovis_obj_init(o, clovis_default_realm(c->c_cl), id,
+					 &attr));
+	if (rc == 0)
+		rc = cli_entity_run(c, &o->ob_entity, CLOVIS_EO_CREATE);
+	if (rc < 0)
+		return cli_fail(c, rc, "create object %s", text);
+	return 0;
+}
+
+/* Print the id of o, as text "HI:LO" or as a JSON string. */
+static void obj_id_json(const struct clovis_obj *o)
+{
+	char id[CLOVIS_ID_STR_LEN];
+
+	clovis_id_format(&o->ob_entity.en_id, id);
+	printf("\"id\": \"%s\"", id);
+}
+
+/* strata obj create ID: make an empty object. */
+int cmd_obj_create(struct cli *c)
+{
+	struct clovis_obj o;
+	struct clovis_id id;
+	char idbuf[CLOVIS_ID_STR_LEN];
+	int rc;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = obj_make(c, c->c_args[0], &id, &o);
+	if (rc != 0)
+		return rc;
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(&o);
+		printf(", \"block_size\": %u, \"tier\": \"%s\"}\n",
+		       1u << o.ob_attr.oa_block_shift,
+		       cli_tier_name(o.ob_attr.oa_tier));
+	} else if (!c->c_quiet) {
+		printf("created object %s (%s): %u-byte blocks on %s\n",
+		       c->c_args[0], clovis_id_format(&id, idbuf),
+		       1u << o.ob_attr.oa_block_shift,
+		       cli_tier_name(o.ob_attr.oa_tier));
+	}
+	return CLI_OK;
+}
+
+/* Open path for reading ("-" is stdin); reports failure. */
+static int open_in(const char *path, int *fd)
+{
+	if (strcmp(path, "-") == 0) {
+		*fd = 0;
+		return 0;
+	}
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return cli_sys(errno, "open '%s'", path);
+	return 0;
+}
+
+/* Open path for writing, truncated ("-" or NULL is stdout). */
+static int open_out(const char *path, int *fd)
+{
+	if (path == NULL || strcmp(path, "-") == 0) {
+		fflush(stdout);
+		*fd = 1;
+		return 0;
+	}
+	*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (*fd < 0)
+		return cli_sys(errno, "create '%s'", path);
+	return 0;
+}
+
+/* Close fd unless it is stdin/stdout; drop the output file on failure. */
+static int close_fd(int fd, const char *path, bool out, int rc)
+{
+	if (fd <= 2)
+		return rc;
+	if (close(fd) < 0 && rc == 0)
+		rc = cli_sys(errno, "close '%s'", path);
+	if (out && rc != 0)
+		unlink(path);
+	return rc;
+}
+
+/* Parse a block number argument; name says which for the message. */
+static int arg_block(struct cli *c, const char *s, const char *name,
+		     uint64_t *out)
+{
+	if (!cli_parse_u64(s, out))
+		return cli_usage(c, "%s '%s' is not a number", name, s);
+	if (*out >= CLOVIS_BLOCK_NR_MAX)
+		return cli_usage(c, "%s %s is past the last block (2^48)",
+				 name, s);
+	return 0;
+}
+
+/* strata obj write ID START_BLOCK FILE|-: write a file's bytes. */
+int cmd_obj_write(struct cli *c)
+{
+	struct cli_progress p;
+	struct clovis_obj o;
+	struct clovis_id id;
+	uint64_t start, bytes;
+	const char *path = c->c_args[2];
+	int rc, fd = -1;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = arg_block(c, c->c_args[1], "START_BLOCK", &start);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc == 0)
+		rc = open_in(path, &fd);
+	if (rc != 0)
+		return rc;
+	cli_progress_init(&p, c, "write", 0);
+	rc = cli_io_write(c, &o, start, fd, &p, &bytes, "obj write");
+	rc = close_fd(fd, path, false, rc);
+	if (rc != 0)
+		return rc;
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(&o);
+		printf(", \"bytes\": %llu, \"start_block\": %llu}\n",
+		       (unsigned long long)bytes, (unsigned long long)start);
+	} else if (!c->c_quiet) {
+		printf("wrote %llu bytes to %s at block %llu\n",
+		       (unsigned long long)bytes, c->c_args[0],
+		       (unsigned long long)start);
+	}
+	return CLI_OK;
+}
+
+/* Print what a read into a file did (not printed for stdout output). */
+static void block_summary(const struct cli *c, const char *verb,
+			  const struct clovis_obj *o, uint64_t start,
+			  uint64_t nr)
+{
+	uint64_t bytes = nr << o->ob_attr.oa_block_shift;
+
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(o);
+		printf(", \"start_block\": %llu, \"blocks\": %llu, "
+		       "\"bytes\": %llu}\n", (unsigned long long)start,
+		       (unsigned long long)nr, (unsigned long long)bytes);
+	} else if (!c->c_quiet) {
+		printf("%s %llu blocks (%llu bytes) of %s from block %llu\n",
+		       verb, (unsigned long long)nr, (unsigned long long)bytes,
+		       c->c_args[0], (unsigned long long)start);
+	}
+}
+
+/* strata obj read ID START_BLOCK NR_BLOCKS [FILE|-]: read whole blocks. */
+int cmd_obj_read(struct cli *c)
+{
+	struct cli_progress p;
+	struct clovis_obj o;
+	struct clovis_id id;
+	uint64_t start, nr;
+	const char *path = c->c_nargs > 3 ? c->c_args[3] : NULL;
+	int rc, fd = -1;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = arg_block(c, c->c_args[1], "START_BLOCK", &start);
+	if (rc == 0)
+		rc = arg_block(c, c->c_args[2], "NR_BLOCKS", &nr);
+	if (rc == 0 && nr == 0)
+		rc = cli_usage(c, "NR_BLOCKS must be at least 1");
+	if (rc == 0 && start + nr > CLOVIS_BLOCK_NR_MAX)
+		rc = cli_usage(c, "blocks %s + %s pass the last block (2^48)",
+			       c->c_args[1], c->c_args[2]);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc == 0)
+		rc = open_out(path, &fd);
+	if (rc != 0)
+		return rc;
+	cli_progress_init(&p, c, "read", 0);
+	rc = cli_io_read(c, &o, start, nr, nr << o.ob_attr.oa_block_shift, fd,
+			 &p, "obj read");
+	rc = close_fd(fd, path, true, rc);
+	if (rc == 0 && fd > 1)
+		block_summary(c, "read", &o, start, nr);
+	return rc;
+}
+
+/* Size of the file behind fd when it is a regular file, else 0. */
+static uint64_t fd_size(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	return (uint64_t)st.st_size;
+}
+
+/* Store the object's byte size with SETATTR. */
+static int obj_set_size(struct cli *c, struct clovis_obj *o, uint64_t bytes,
+			const char *text)
+{
+	int rc;
+
+	o->ob_attr.oa_size_bytes = bytes;
+	rc = cli_entity_run(c, &o->ob_entity, CLOVIS_EO_SETATTR);
+	if (rc < 0)
+		return cli_fail(c, rc, "obj put %s: set size %llu", text,
+				(unsigned long long)bytes);
+	return 0;
+}
+
+/* Print the summary of a put or get. */
+static void io_summary(const struct cli *c, const char *verb,
+		       const struct clovis_obj *o, uint64_t bytes,
+		       uint64_t start_ns)
+{
+	double sec = (double)(cli_now_ns() - start_ns) / 1e9;
+	double mbs = sec > 0 ? (double)bytes / sec / 1048576.0 : 0;
+	char human[32];
+
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(o);
+		printf(", \"bytes\": %llu, \"block_size\": %u, \"tier\": \"%s\", "
+		       "\"seconds\": %.3f, \"mib_per_s\": %.1f}\n",
+		       (unsigned long long)bytes,
+		       1u << o->ob_attr.oa_block_shift,
+		       cli_tier_name(o->ob_attr.oa_tier), sec, mbs);
+	} else if (!c->c_quiet) {
+		printf("%s %s: %llu bytes (%s), %u-byte blocks on %s, "
+		       "%.2f s, %.1f MiB/s\n", verb, c->c_args[0],
+		       (unsigned long long)bytes,
+		       cli_human(bytes, human, sizeof human),
+		       1u << o->ob_attr.oa_block_shift,
+		       cli_tier_name(o->ob_attr.oa_tier), sec, mbs);
+	}
+}
+
+/* Delete a half-made object so a failed put leaves the store unchanged. */
+static void obj_undo(struct cli *c, struct clovis_obj *o)
+{
+	char keep[CLI_MSG_MAX];
+
+	memcpy(keep, c->c_msg, sizeof keep);
+	cli_entity_run(c, &o->ob_entity, CLOVIS_EO_DELETE);
+	memcpy(c->c_msg, keep, sizeof keep);
+}
+
+/* strata obj put ID FILE: store a whole file as a new object. */
+int cmd_obj_put(struct cli *c)
+{
+	struct cli_progress p;
+	struct clovis_obj o;
+	struct clovis_id id;
+	const char *path = c->c_args[1];
+	uint64_t bytes, t0 = cli_now_ns();
+	int rc, fd = -1;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = open_in(path, &fd);
+	if (rc != 0)
+		return rc;
+	rc = obj_make(c, c->c_args[0], &id, &o);
+	if (rc == 0) {
+		cli_progress_init(&p, c, "put", fd_size(fd));
+		rc = cli_io_write(c, &o, 0, fd, &p, &bytes, "obj put");
+		if (rc == 0)
+			rc = obj_set_size(c, &o, bytes, c->c_args[0]);
+		cli_progress_end(&p, rc == 0);
+		if (rc != 0)
+			obj_undo(c, &o);
+	}
+	rc = close_fd(fd, path, false, rc);
+	if (rc == 0)
+		io_summary(c, "put", &o, bytes, t0);
+	return rc;
+}
+
+/* strata obj get ID FILE: read a whole object, cut to its byte size. */
+int cmd_obj_get(struct cli *c)
+{
+	struct cli_progress p;
+	struct clovis_obj o;
+	struct clovis_id id;
+	const char *path = c->c_args[1];
+	uint64_t size, nr, t0 = cli_now_ns();
+	uint32_t shift;
+	int rc, fd = -1;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc == 0)
+		rc = open_out(path, &fd);
+	if (rc != 0)
+		return rc;
+	size = o.ob_attr.oa_size_bytes;
+	shift = o.ob_attr.oa_block_shift;
+	nr = (size + (1ull << shift) - 1) >> shift;
+	cli_progress_init(&p, c, "get", size);
+	if (nr > 0)
+		rc = cli_io_read(c, &o, 0, nr, size, fd, &p, "obj get");
+	cli_progress_end(&p, rc == 0);
+	rc = close_fd(fd, path, true, rc);
+	if (rc == 0 && fd > 1)
+		io_summary(c, "got", &o, size, t0);
+	return rc;
+}
+
+/* Format ns since the epoch as local "YYYY-MM-DD HH:MM:SS". */
+static const char *time_text(uint64_t ns, char *buf, size_t size)
+{
+	time_t t = (time_t)(ns / 1000000000ull);
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(buf, size, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+		snprintf(buf, size, "%llu ns", (unsigned long long)ns);
+	return buf;
+}
+
+/* Print the attributes of o as one JSON object. */
+static void stat_json(const struct clovis_obj *o)
+{
+	const struct clovis_obj_attr *a = &o->ob_attr;
+
+	printf("{");
+	obj_id_json(o);
+	printf(", \"block_size\": %u, \"block_shift\": %u, "
+	       "\"layout\": \"%s\", \"tier\": \"%s\", \"device\": %u, "
+	       "\"size_blocks\": %llu, \"size_bytes\": %llu, "
+	       "\"ctime_ns\": %llu, \"mtime_ns\": %llu}\n",
+	       1u << a->oa_block_shift, a->oa_block_shift,
+	       a->oa_layout == CLOVIS_LAYOUT_PLAIN ? "plain" : "other",
+	       cli_tier_name(a->oa_tier), a->oa_dev,
+	       (unsigned long long)a->oa_size_blocks,
+	       (unsigned long long)a->oa_size_bytes,
+	       (unsigned long long)a->oa_ctime_ns,
+	       (unsigned long long)a->oa_mtime_ns);
+}
+
+/* Print the attributes of o as aligned text. */
+static void stat_text(const struct clovis_obj *o)
+{
+	const struct clovis_obj_attr *a = &o->ob_attr;
+	char id[CLOVIS_ID_STR_LEN], t[64], human[32];
+
+	printf("id           %s\n", clovis_id_format(&o->ob_entity.en_id, id));
+	printf("block size   %u (shift %u)\n", 1u << a->oa_block_shift,
+	       a->oa_block_shift);
+	printf("layout       %s\n",
+	       a->oa_layout == CLOVIS_LAYOUT_PLAIN ? "plain" : "other");
+	printf("tier         %s (device %u)\n", cli_tier_name(a->oa_tier),
+	       a->oa_dev);
+	printf("size         %llu bytes (%s), %llu blocks\n",
+	       (unsigned long long)a->oa_size_bytes,
+	       cli_human(a->oa_size_bytes, human, sizeof human),
+	       (unsigned long long)a->oa_size_blocks);
+	printf("created      %s\n", time_text(a->oa_ctime_ns, t, sizeof t));
+	printf("modified     %s\n", time_text(a->oa_mtime_ns, t, sizeof t));
+}
+
+/* strata obj stat ID: show an object's attributes. */
+int cmd_obj_stat(struct cli *c)
+{
+	struct clovis_obj o;
+	struct clovis_id id;
+	int rc;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc != 0)
+		return rc;
+	if (c->c_json)
+		stat_json(&o);
+	else
+		stat_text(&o);
+	return CLI_OK;
+}
+
+/* strata obj rm ID: delete an object and its data. */
+int cmd_obj_rm(struct cli *c)
+{
+	struct clovis_obj o;
+	struct clovis_id id;
+	int rc;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc != 0)
+		return rc;
+	rc = cli_entity_run(c, &o.ob_entity, CLOVIS_EO_DELETE);
+	if (rc < 0)
+		return cli_fail(c, rc, "delete object %s", c->c_args[0]);
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(&o);
+		printf(", \"deleted\": true}\n");
+	} else if (!c->c_quiet) {
+		printf("deleted object %s\n", c->c_args[0]);
+	}
+	return CLI_OK;
+}
+
+/* strata obj ls: list object ids. */
+int cmd_obj_ls(struct cli *c)
+{
+	return cli_list(c, CLOVIS_ET_OBJ, "objects");
+}
+
+/* Print one page of listed ids; first says whether any came before. */
+static void list_page(const struct cli *c, const struct clovis_id *ids,
+		      uint32_t nr, bool first)
+{
+	char buf[CLOVIS_ID_STR_LEN];
+	uint32_t i;
+
+	for (i = 0; i < nr; i++) {
+		clovis_id_format(&ids[i], buf);
+		if (c->c_json)
+			printf("%s\"%s\"", first && i == 0 ? "" : ", ", buf);
+		else
+			printf("%s\n", buf);
+	}
+}
+
+/* List every id of one type in the default container, in id order. */
+int cli_list(struct cli *c, enum clovis_entity_type type, const char *what)
+{
+	struct clovis_id ids[256], after;
+	bool first = true;
+	uint32_t nr;
+	int rc;
+
+	if (c->c_json)
+		printf("[");
+	do {
+		nr = 256;
+		rc = cli_call(c, clovis_entity_list(c->c_cl,
+						    clovis_default_realm(c->c_cl),
+						    type, first ? NULL : &after,
+						    ids, &nr));
+		if (rc < 0)
+			break;
+		list_page(c, ids, nr, first);
+		if (nr > 0) {
+			after = ids[nr - 1];
+			first = false;
+		}
+	} while (nr == 256);
+	if (c->c_json)
+		printf("]\n");
+	if (rc < 0)
+		return cli_fail(c, rc, "list %s", what);
+	return CLI_OK;
+}

@@ -1,0 +1,575 @@
+/*
+ * strata.c — the strata command-line tool: command table, option parsing,
+ * help, and main().
+ *
+ *   strata [--data DIR] [--json] [-q] [-v] COMMAND ... [OPTIONS]
+ *
+ * Options may appear anywhere on the line; "--" ends them, so that keys and
+ * values starting with '-' can be given.  The command's words are looked up
+ * in the table below, its arguments counted and its options checked before
+ * the store is opened, so a usage error never touches the store.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clovis/cli/cli.h"
+
+/* Every command of the tool. */
+static const struct cli_cmd cmds[] = {
+	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER, true, cmd_obj_create,
+	  "ID [--block-size BYTES | --block-shift N] [--tier nvram|flash|sas]",
+	  "Create an empty object with the given block size (default 4K) on "
+	  "the given tier (default flash)." },
+	{ "obj", "write", 3, 3, 0, true, cmd_obj_write,
+	  "ID START_BLOCK FILE|-",
+	  "Write the bytes of FILE (or standard input) into the object from "
+	  "block START_BLOCK on; the last partial block is padded with zeros." },
+	{ "obj", "read", 3, 4, 0, true, cmd_obj_read,
+	  "ID START_BLOCK NR_BLOCKS [FILE|-]",
+	  "Read NR_BLOCKS whole blocks from START_BLOCK into FILE (default: "
+	  "standard output).  Unwritten blocks read as zeros." },
+	{ "obj", "put", 2, 2, CO_BLOCK | CO_TIER, true, cmd_obj_put,
+	  "ID FILE|- [--block-size BYTES | --block-shift N] [--tier T]",
+	  "Create an object and store the whole of FILE in it, 1 MiB per op "
+	  "with several ops in flight, then record the file's byte size.  A "
+	  "failed put leaves no object behind." },
+	{ "obj", "get", 2, 2, 0, true, cmd_obj_get, "ID FILE|-",
+	  "Read a whole object into FILE, cut to its recorded byte size." },
+	{ "obj", "stat", 1, 1, 0, true, cmd_obj_stat, "ID",
+	  "Show an object's attributes: block size, layout, tier, device, "
+	  "size in blocks and bytes, creation and change times." },
+	{ "obj", "rm", 1, 1, 0, true, cmd_obj_rm, "ID",
+	  "Delete an object and all its data." },
+	{ "obj", "ls", 0, 0, 0, true, cmd_obj_ls, "",
+	  "List the ids of all objects in the default container." },
+	{ "idx", "create", 1, 1, 0, true, cmd_idx_create, "ID",
+	  "Create an empty index." },
+	{ "idx", "put", 3, 3, CO_OVERWRITE | CO_HEX, true, cmd_idx_put,
+	  "ID KEY VALUE [--overwrite] [--hex]",
+	  "Store one record.  An existing key is an error unless --overwrite "
+	  "is given.  Keys are at most 495 bytes, values at most 1 MiB." },
+	{ "idx", "get", 2, 2, CO_HEX, true, cmd_idx_get, "ID KEY [--hex]",
+	  "Print the value stored under KEY." },
+	{ "idx", "del", 2, 2, CO_HEX, true, cmd_idx_del, "ID KEY [--hex]",
+	  "Delete the record of KEY." },
+	{ "idx", "next", 1, 2, CO_COUNT | CO_EXCLUDE | CO_HEX, true,
+	  cmd_idx_next,
+	  "ID [START_KEY] [--count N] [--exclude-start] [--hex]",
+	  "Print up to N records (default 10) in key order from the first key "
+	  ">= START_KEY (> with --exclude-start; from the first record when "
+	  "START_KEY is left out), as KEY<TAB>VALUE lines.  Finding no record "
+	  "is an error." },
+	{ "idx", "dump", 1, 1, CO_HEX, true, cmd_idx_dump, "ID [--hex]",
+	  "Print every record in key order, as KEY<TAB>VALUE lines." },
+	{ "idx", "rm", 1, 1, 0, true, cmd_idx_rm, "ID",
+	  "Delete an index and all its records." },
+	{ "idx", "ls", 0, 0, 0, true, cmd_idx_ls, "",
+	  "List the ids of all indices in the default container." },
+	{ "stats", NULL, 0, 0, CO_RESET, true, cmd_stats, "[--reset]",
+	  "Show per-op counts and latency percentiles (launch to stable) "
+	  "accumulated over every session of the store; --reset clears them." },
+	{ "devices", NULL, 0, 0, 0, true, cmd_devices, "",
+	  "List the store's devices: tier, driver, size, free space, path." },
+	{ "destroy", NULL, 0, 0, CO_YES, false, cmd_destroy, "--yes",
+	  "Remove the store in the data directory with all its data and "
+	  "devices, including the NVRAM device kept outside it (under "
+	  "/dev/shm).  The store must not be open elsewhere." },
+	{ "bench", NULL, 0, 0, CO_OPS | CO_BLOCK, true, cmd_bench,
+	  "[--ops N] [--block-size BYTES]",
+	  "Time single-block writes and reads (4K and 1M blocks, or the "
+	  "given size; at most 64 MiB per size) and index puts and gets "
+	  "(N each, default 5000) with 16 ops in flight, check what was "
+	  "read, and print ops/s and MiB/s.  Scratch entities are removed." },
+};
+
+#define NR_CMDS (sizeof cmds / sizeof cmds[0])
+
+/* Every option; global ones have no CO_* bit. */
+enum opt_id {
+	O_DATA, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_DEV_SIZE, O_HEX,
+	O_OVERWRITE, O_EXCLUDE, O_RESET, O_BLOCK_SIZE, O_BLOCK_SHIFT, O_TIER,
+	O_COUNT, O_OPS, O_YES, O_NR
+};
+
+/* One option: its names, its command bit, whether it takes a value. */
+struct opt_def {
+	const char *od_long;
+	char od_short;
+	uint32_t od_bit;
+	bool od_arg;
+};
+
+static const struct opt_def opt_defs[O_NR] = {
+	[O_DATA] = { "data", 0, 0, true },
+	[O_JSON] = { "json", 0, 0, false },
+	[O_QUIET] = { "quiet", 'q', 0, false },
+	[O_VERBOSE] = { "verbose", 'v', 0, false },
+	[O_HELP] = { "help", 'h', 0, false },
+	[O_DEV_SIZE] = { "dev-size", 0, 0, true },
+	[O_HEX] = { "hex", 0, CO_HEX, false },
+	[O_OVERWRITE] = { "overwrite", 0, CO_OVERWRITE, false },
+	[O_EXCLUDE] = { "exclude-start", 0, CO_EXCLUDE, false },
+	[O_RESET] = { "reset", 0, CO_RESET, false },
+	[O_BLOCK_SIZE] = { "block-size", 0, CO_BLOCK, true },
+	[O_BLOCK_SHIFT] = { "block-shift", 0, CO_BLOCK, true },
+	[O_TIER] = { "tier", 0, CO_TIER, true },
+	[O_COUNT] = { "count", 0, CO_COUNT, true },
+	[O_OPS] = { "ops", 0, CO_OPS, true },
+	[O_YES] = { "yes", 0, CO_YES, false },
+};
+
+/* The raw command line: option values as typed, and the positionals. */
+struct raw {
+	bool r_set[O_NR];
+	const char *r_val[O_NR];
+	int r_verbose;
+	int r_npos;
+	const char *r_pos[CLI_POS_MAX + 2];
+};
+
+/* Look up a long option name (up to len chars); O_NR if unknown. */
+static int opt_long(const char *name, size_t len)
+{
+	int i;
+
+	for (i = 0; i < O_NR; i++)
+		if (strlen(opt_defs[i].od_long) == len &&
+		    strncmp(opt_defs[i].od_long, name, len) == 0)
+			return i;
+	return O_NR;
+}
+
+/* Look up a one-letter option; O_NR if unknown. */
+static int opt_short(char ch)
+{
+	int i;
+
+	for (i = 0; i < O_NR; i++)
+		if (opt_defs[i].od_short == ch)
+			return i;
+	return O_NR;
+}
+
+/* Record option id with value val (NULL for flags). */
+static void raw_set(struct raw *r, int id, const char *val)
+{
+	r->r_set[id] = true;
+	r->r_val[id] = val;
+	if (id == O_VERBOSE)
+		r->r_verbose++;
+}
+
+/* Parse "--name[=value]" at argv[*i]; may consume the next argument. */
+static int parse_long(struct cli *c, struct raw *r, int argc, char **argv,
+		      int *i)
+{
+	const char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
+	size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+	const char *val = eq ? eq + 1 : NULL;
+	int id = opt_long(arg, len);
+
+	if (id == O_NR)
+		return cli_usage(c, "unknown option '%s'", argv[*i]);
+	if (!opt_defs[id].od_arg && val != NULL)
+		return cli_usage(c, "option --%s takes no value",
+				 opt_defs[id].od_long);
+	if (opt_defs[id].od_arg && val == NULL) {
+		if (*i + 1 >= argc)
+			return cli_usage(c, "option --%s needs a value",
+					 opt_defs[id].od_long);
+		val = argv[++*i];
+	}
+	raw_set(r, id, val);
+	return 0;
+}
+
+/* Parse a cluster of one-letter flags such as "-qv". */
+static int parse_short(struct cli *c, struct raw *r, const char *arg)
+{
+	const char *p;
+
+	for (p = arg + 1; *p != '\0'; p++) {
+		int id = opt_short(*p);
+
+		if (id == O_NR)
+			return cli_usage(c, "unknown option '-%c'", *p);
+		raw_set(r, id, NULL);
+	}
+	return 0;
+}
+
+/* Add a positional argument. */
+static int parse_pos(struct cli *c, struct raw *r, const char *arg)
+{
+	if (r->r_npos >= CLI_POS_MAX + 2)
+		return cli_usage(c, "too many arguments");
+	r->r_pos[r->r_npos++] = arg;
+	return 0;
+}
+
+/* Split the command line into options and positional arguments. */
+static int parse_argv(struct cli *c, struct raw *r, int argc, char **argv)
+{
+	bool opts = true;
+	int i, rc = 0;
+
+	for (i = 1; i < argc && rc == 0; i++) {
+		const char *a = argv[i];
+
+		if (opts && strcmp(a, "--") == 0)
+			opts = false;
+		else if (opts && strncmp(a, "--", 2) == 0)
+			rc = parse_long(c, r, argc, argv, &i);
+		else if (opts && a[0] == '-' && a[1] != '\0')
+			rc = parse_short(c, r, a);
+		else
+			rc = parse_pos(c, r, a);
+	}
+	return rc;
+}
+
+/* Find the command named by the first positionals; sets *words used. */
+static const struct cli_cmd *cmd_find(const struct raw *r, int *words)
+{
+	size_t i;
+
+	for (i = 0; i < NR_CMDS; i++) {
+		const struct cli_cmd *k = &cmds[i];
+
+		if (strcmp(k->cc_group, r->r_pos[0]) != 0)
+			continue;
+		if (k->cc_name == NULL) {
+			*words = 1;
+			return k;
+		}
+		if (r->r_npos > 1 && strcmp(k->cc_name, r->r_pos[1]) == 0) {
+			*words = 2;
+			return k;
+		}
+	}
+	return NULL;
+}
+
+/* True when name is a group of several commands ("obj", "idx"). */
+static bool is_group(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < NR_CMDS; i++)
+		if (cmds[i].cc_name != NULL &&
+		    strcmp(cmds[i].cc_group, name) == 0)
+			return true;
+	return false;
+}
+
+/* Print the usage line of one command. */
+static void usage_line(FILE *f, const struct cli_cmd *k)
+{
+	fprintf(f, "  strata %s%s%s%s%s\n", k->cc_group, k->cc_name ? " " : "",
+		k->cc_name ? k->cc_name : "", k->cc_args[0] ? " " : "",
+		k->cc_args);
+}
+
+/* Print the commands of group (all when NULL), one usage line each. */
+static void help_list(const char *group)
+{
+	size_t i;
+
+	for (i = 0; i < NR_CMDS; i++)
+		if (group == NULL || strcmp(cmds[i].cc_group, group) == 0)
+			usage_line(stdout, &cmds[i]);
+}
+
+/* Help lines of the command-specific options in mask. */
+static void help_opts(uint32_t mask)
+{
+	static const struct { uint32_t bit; const char *text; } lines[] = {
+		{ CO_BLOCK, "--block-size BYTES   block size: a power of two "
+		  "from 512 to 64M; K, M suffixes (default 4K)" },
+		{ CO_BLOCK, "--block-shift N      block size as log2 of bytes "
+		  "(9..26)" },
+		{ CO_TIER, "--tier T             nvram, flash or sas "
+		  "(default flash)" },
+		{ CO_OVERWRITE, "--overwrite          replace the value of an "
+		  "existing key" },
+		{ CO_COUNT, "--count N            records to print (default "
+		  "10)" },
+		{ CO_EXCLUDE, "--exclude-start      start after START_KEY, not "
+		  "at it" },
+		{ CO_HEX, "--hex                keys and values are given and "
+		  "printed as hex digits" },
+		{ CO_RESET, "--reset              clear the statistics" },
+		{ CO_OPS, "--ops N              ops per test (default 5000)" },
+		{ CO_YES, "--yes                confirm that the store is to "
+		  "go" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof lines / sizeof lines[0]; i++)
+		if (mask & lines[i].bit)
+			printf("  %s\n", lines[i].text);
+}
+
+/* Print the global help. */
+static void help_global(void)
+{
+	printf("strata — command-line client of the Strata tiered object "
+	       "store\n\n"
+	       "usage: strata [--data DIR] [--json] [-q] [-v] COMMAND ...\n\n"
+	       "global options:\n"
+	       "  --data DIR       store directory (default $STRATA_DATA, "
+	       "else %s);\n"
+	       "                   a store is created there on first use\n"
+	       "  --dev-size BYTES size of each device when the store is "
+	       "created (default 1G)\n"
+	       "  --json           print results as JSON\n"
+	       "  -q, --quiet      print only requested data, no "
+	       "confirmations or progress\n"
+	       "  -v, --verbose    library log messages on stderr (repeat "
+	       "for more)\n"
+	       "  -h, --help       help; 'strata COMMAND --help' for one "
+	       "command\n\ncommands:\n", CLI_DATA_DEFAULT);
+	help_list(NULL);
+	printf("  strata help [COMMAND]\n\n"
+	       "IDs are \"HI:LO\" in hex (e.g. 1:0) or \"@name\".  Put \"--\" "
+	       "before keys or values\nthat start with '-'.  Exit status: 0 "
+	       "ok, 1 failed, 2 usage error.\n");
+}
+
+/* Print text as a paragraph wrapped at 76 columns. */
+static void print_wrapped(const char *text)
+{
+	const char *p = text;
+	int col = 0, len;
+
+	while (*p != '\0') {
+		while (*p == ' ')
+			p++;
+		len = (int)strcspn(p, " ");
+		if (len == 0)
+			break;
+		if (col > 0 && col + 1 + len > 76) {
+			putchar('\n');
+			col = 0;
+		} else if (col > 0) {
+			putchar(' ');
+			col++;
+		}
+		printf("%.*s", len, p);
+		col += len;
+		p += len;
+	}
+	putchar('\n');
+}
+
+/* Print the help of one command. */
+static void help_cmd(const struct cli_cmd *k)
+{
+	printf("usage:\n");
+	usage_line(stdout, k);
+	putchar('\n');
+	print_wrapped(k->cc_help);
+	if (k->cc_opts != 0) {
+		printf("\noptions:\n");
+		help_opts(k->cc_opts);
+	}
+}
+
+/* Print help for the words in pos (none: global help). */
+static int help_words(struct cli *c, const char *const *pos, int n)
+{
+	struct raw r = { .r_npos = n };
+	const struct cli_cmd *k;
+	int words;
+
+	if (n == 0) {
+		help_global();
+		return CLI_OK;
+	}
+	memcpy(r.r_pos, pos, (size_t)n * sizeof pos[0]);
+	k = cmd_find(&r, &words);
+	if (k != NULL) {
+		help_cmd(k);
+		return CLI_OK;
+	}
+	if (is_group(pos[0]) && n == 1) {
+		printf("usage:\n");
+		help_list(pos[0]);
+		return CLI_OK;
+	}
+	if (is_group(pos[0])) {
+		c->c_group = pos[0];
+		return cli_usage(c, "unknown command '%s %s'", pos[0], pos[1]);
+	}
+	return cli_usage(c, "unknown command '%s'", pos[0]);
+}
+
+/* Check that only options allowed for the command were given. */
+static int check_opts(struct cli *c, const struct raw *r)
+{
+	int i;
+
+	for (i = 0; i < O_NR; i++)
+		if (r->r_set[i] && opt_defs[i].od_bit != 0 &&
+		    !(opt_defs[i].od_bit & c->c_cmd->cc_opts))
+			return cli_usage(c, "option --%s does not apply here",
+					 opt_defs[i].od_long);
+	return 0;
+}
+
+/* Turn --block-size or --block-shift into c_block_shift. */
+static int apply_block(struct cli *c, const struct raw *r)
+{
+	uint64_t v;
+
+	if (r->r_set[O_BLOCK_SIZE] && r->r_set[O_BLOCK_SHIFT])
+		return cli_usage(c, "give --block-size or --block-shift, "
+				 "not both");
+	if (r->r_set[O_BLOCK_SHIFT]) {
+		if (!cli_parse_u64(r->r_val[O_BLOCK_SHIFT], &v) || v > 63)
+			return cli_usage(c, "bad block shift '%s'",
+					 r->r_val[O_BLOCK_SHIFT]);
+		c->c_block_shift = (uint32_t)v;
+	} else if (r->r_set[O_BLOCK_SIZE]) {
+		if (!cli_parse_size(r->r_val[O_BLOCK_SIZE], &v))
+			return cli_usage(c, "bad block size '%s'",
+					 r->r_val[O_BLOCK_SIZE]);
+		if (v == 0 || (v & (v - 1)) != 0)
+			return cli_usage(c, "block size %s is not a power of "
+					 "two", r->r_val[O_BLOCK_SIZE]);
+		c->c_block_shift = (uint32_t)__builtin_ctzll(v);
+	}
+	c->c_block_set = r->r_set[O_BLOCK_SIZE] || r->r_set[O_BLOCK_SHIFT];
+	return 0;
+}
+
+/* Parse the numeric option id into *out, if given. */
+static int apply_num(struct cli *c, const struct raw *r, int id,
+		     bool *set, uint64_t *out)
+{
+	*set = r->r_set[id];
+	if (*set && !cli_parse_u64(r->r_val[id], out))
+		return cli_usage(c, "--%s '%s' is not a number",
+				 opt_defs[id].od_long, r->r_val[id]);
+	return 0;
+}
+
+/* Turn the command's option values into fields of c. */
+static int apply_opts(struct cli *c, const struct raw *r)
+{
+	bool dev_set;
+	int rc;
+
+	c->c_hex = r->r_set[O_HEX];
+	c->c_overwrite = r->r_set[O_OVERWRITE];
+	c->c_exclude = r->r_set[O_EXCLUDE];
+	c->c_reset = r->r_set[O_RESET];
+	c->c_yes = r->r_set[O_YES];
+	c->c_tier = -1;
+	if (r->r_set[O_TIER]) {
+		c->c_tier = cli_parse_tier(r->r_val[O_TIER]);
+		if (c->c_tier < 0)
+			return cli_usage(c, "unknown tier '%s' (use nvram, "
+					 "flash or sas)", r->r_val[O_TIER]);
+	}
+	rc = apply_block(c, r);
+	if (rc == 0)
+		rc = apply_num(c, r, O_COUNT, &c->c_count_set, &c->c_count);
+	if (rc == 0)
+		rc = apply_num(c, r, O_OPS, &c->c_ops_set, &c->c_ops);
+	if (rc == 0 && r->r_set[O_DEV_SIZE]) {
+		dev_set = cli_parse_size(r->r_val[O_DEV_SIZE], &c->c_dev_size);
+		if (!dev_set)
+			rc = cli_usage(c, "bad device size '%s'",
+				       r->r_val[O_DEV_SIZE]);
+	}
+	return rc;
+}
+
+/* Set the global options: data directory, output and log modes. */
+static void apply_global(struct cli *c, const struct raw *r)
+{
+	const char *env = getenv("STRATA_DATA");
+
+	c->c_data_dir = CLI_DATA_DEFAULT;
+	if (env != NULL && env[0] != '\0')
+		c->c_data_dir = env;
+	if (r->r_set[O_DATA])
+		c->c_data_dir = r->r_val[O_DATA];
+	c->c_json = r->r_set[O_JSON];
+	c->c_quiet = r->r_set[O_QUIET];
+	c->c_help = r->r_set[O_HELP];
+	c->c_verbose = r->r_verbose;
+}
+
+/* Find the command, check its arguments and options. */
+static int resolve(struct cli *c, const struct raw *r)
+{
+	int words = 0, i;
+
+	c->c_cmd = cmd_find(r, &words);
+	if (c->c_cmd == NULL && is_group(r->r_pos[0]))
+		c->c_group = r->r_pos[0];
+	if (c->c_group != NULL)
+		return r->r_npos > 1 ?
+			cli_usage(c, "unknown command '%s %s'", r->r_pos[0],
+				  r->r_pos[1]) :
+			cli_usage(c, "'%s' needs a sub-command", r->r_pos[0]);
+	if (c->c_cmd == NULL)
+		return cli_usage(c, "unknown command '%s'", r->r_pos[0]);
+	c->c_nargs = r->r_npos - words;
+	for (i = 0; i < c->c_nargs; i++)
+		c->c_args[i] = r->r_pos[words + i];
+	if (c->c_nargs < c->c_cmd->cc_min_args)
+		return cli_usage(c, "missing arguments");
+	if (c->c_nargs > c->c_cmd->cc_max_args)
+		return cli_usage(c, "too many arguments");
+	if (r->r_set[O_DATA] && r->r_val[O_DATA][0] == '\0')
+		return cli_usage(c, "--data needs a directory");
+	return check_opts(c, r);
+}
+
+/* Run the command of c: open the store, call it, close the store. */
+static int run(struct cli *c)
+{
+	int rc;
+
+	if (c->c_cmd->cc_store) {
+		rc = cli_store_open(c);
+		if (rc != 0)
+			return rc;
+	}
+	rc = c->c_cmd->cc_fn(c);
+	if (fflush(stdout) != 0 && rc == 0)
+		rc = cli_sys(errno, "write output");
+	clovis_fini(c->c_cl);
+	c->c_cl = NULL;
+	return rc;
+}
+
+/* Parse the command line and run the one command it names. */
+int main(int argc, char **argv)
+{
+	static struct cli c;
+	struct raw r;
+	int rc;
+
+	memset(&r, 0, sizeof r);
+	rc = parse_argv(&c, &r, argc, argv);
+	if (rc != 0)
+		return rc;
+	apply_global(&c, &r);
+	if (r.r_npos > 0 && strcmp(r.r_pos[0], "help") == 0)
+		return help_words(&c, r.r_pos + 1, r.r_npos - 1);
+	if (c.c_help)
+		return help_words(&c, r.r_pos, r.r_npos);
+	if (r.r_npos == 0)
+		return cli_usage(&c, "no command given");
+	rc = resolve(&c, &r);
+	if (rc == 0)
+		rc = apply_opts(&c, &r);
+	if (rc == 0)
+		rc = run(&c);
+	return rc;
+}
