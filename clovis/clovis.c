@@ -166,7 +166,8 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 		return rc;
 	if (out == NULL)
 		return err_set(-EINVAL, "clovis_init: out is NULL");
-	log_level_set(conf->cc_log_level ? conf->cc_log_level : LOG_ERR);
+	log_level_set(conf->cc_log_level < 0 ? LOG_NONE :
+		      conf->cc_log_level ? conf->cc_log_level : LOG_ERR);
 	cl = calloc(1, sizeof *cl);
 	if (cl == NULL)
 		return err_set(-ENOMEM, "clovis_init: instance");

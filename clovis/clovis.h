@@ -165,8 +165,9 @@ struct clovis_conf {
 	const char *cc_nvram_dir;
 	/** Upper bound of the metadata (LMDB) map; 0 = 4 GiB. */
 	uint64_t cc_meta_size;
-	/** Log level to stderr: 0 none, 1 error (default), 2 warn, 3 info,
-	 *  4 debug.  The STRATA_LOG environment variable overrides it. */
+	/** Log level to stderr: 0 = the default (1), -1 none, 1 error,
+	 *  2 warn, 3 info, 4 debug.  The STRATA_LOG environment variable
+	 *  (0-4, 0 = none) overrides it. */
 	int cc_log_level;
 };
 

@@ -13,6 +13,12 @@
 #include "core/errors.h"
 #include "core/log.h"
 
+/* "an object", "an index", "a container". */
+static const char *type_article(uint32_t t)
+{
+	return t == CLOVIS_ET_CONTAINER ? "a" : "an";
+}
+
 static const char *type_name(uint32_t t)
 {
 	switch (t) {
@@ -37,8 +43,9 @@ static int ent_get_typed(struct eng *e, MDB_txn *txn, struct eng_req *r,
 		return err_set(-ENOENT, "%s %s does not exist",
 			       type_name(r->er_type), eng_id_str(&r->er_id));
 	if (rc == 0 && cur->me_type != r->er_type)
-		return err_set(-ENOENT, "%s %s does not exist (that id is a %s)",
+		return err_set(-ENOENT, "%s %s does not exist (that id is %s %s)",
 			       type_name(r->er_type), eng_id_str(&r->er_id),
+			       type_article(cur->me_type),
 			       type_name(cur->me_type));
 	return rc;
 }
@@ -99,9 +106,9 @@ static int ent_create_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	int rc = meta_ent_get(txn, eng_meta(e), &r->er_id, &cur);
 
 	if (rc == 0)
-		return err_set(-EEXIST, "%s %s: id already used by a %s",
+		return err_set(-EEXIST, "%s %s: id already used by %s %s",
 			       type_name(r->er_type), eng_id_str(&r->er_id),
-			       type_name(cur.me_type));
+			       type_article(cur.me_type), type_name(cur.me_type));
 	if (rc != -ENOENT)
 		return rc;
 	if (r->er_type != CLOVIS_ET_CONTAINER) {
