@@ -79,7 +79,7 @@ $(BUILD)/strata.pc: Makefile
 	 'Description: Strata tiered object store — Clovis client API' \
 	 'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
 	 'Libs: -L$${libdir} -lstrata' 'Libs.private: -lpthread' \
-	 'Cflags: -I$${includedir}/strata' > $@
+	 'Cflags: -I$${includedir}' > $@
 
 all: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/strata.pc $(BINS)
 tests: all $(BUILD)/libstrata-test.a $(TEST_BINS)
