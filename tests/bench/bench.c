@@ -1,0 +1,889 @@
+/*
+ * bench.c — Strata benchmarks beside raw baselines measured in the same run.
+ *
+ *   strata_bench --dir DIR [--json] [--seconds S]
+ *
+ * One process, one file system: the store lives in DIR/store (its NVRAM
+ * device on /dev/shm through PMDK), the raw baselines in DIR too.  Each
+ * figure is measured for S seconds (default 1.5) on our side and on the raw
+ * side, and printed as: name, ours, raw, ratio (ours / raw), unit.
+ *
+ *   4k_rand{write,read}_{flash,nvram}  4 KiB random blocks, 16 in flight;
+ *        raw: O_DIRECT pwrite + fdatasync / pread from 16 threads on a
+ *        preallocated, written file.  Writes count when STABLE.
+ *   1m_seq{write,read}_{flash,nvram}   1 MiB sequential, one at a time;
+ *        raw: O_DIRECT pwrite + fdatasync / pread of 1 MiB.
+ *   4k_stable_qd16_vs_sync_qd1   4 KiB writes reaching STABLE, 16 in
+ *        flight, against raw 4 KiB pwrite + fdatasync one at a time.
+ *   idx_{put,get,next}_qdQ_rR   index records with 16-byte keys and 64-byte
+ *        values, Q ops in flight of R records each; raw: LMDB in the same
+ *        directory from Q threads, one txn per op of R records (durable
+ *        commits for PUT, a read txn with mdb_get or a cursor walk else).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <lmdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clovis/clovis.h"
+
+#define BN_QD_MAX 16u
+#define BN_REC_MAX 64u
+#define BN_KEY_LEN 16u
+#define BN_VAL_LEN 64u
+#define BN_SMALL_BLKS 16384u          /* 64 MiB of 4 KiB blocks */
+#define BN_BIG_BLKS 256u              /* 256 MiB of 1 MiB blocks */
+#define BN_PRELOAD 50000u             /* records loaded before GET/NEXT */
+#define BN_RAW_SIZE (256ull << 20)
+#define BN_ALIGN 4096u
+#define BN_HI 0xbe4c000000000000ull
+
+/* What one figure measured. */
+struct bn_fig {
+	const char *f_name;
+	double f_ours, f_raw;
+	const char *f_unit;
+	uint32_t f_qd, f_recs;
+};
+
+static struct bn_fig bn_figs[32];
+static unsigned bn_nr_figs;
+static double bn_secs = 1.5;
+static bool bn_json;
+static char bn_dir[512];
+static struct clovis *bn_cl;
+
+/* ------------------------------------------------------------ helpers */
+
+static double bn_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Stop with a message when rc is an error. */
+static void bn_check(int rc, const char *what)
+{
+	if (rc == 0)
+		return;
+	fprintf(stderr, "strata_bench: %s: %d %s (%s)\n", what, rc,
+		clovis_strerror(rc), clovis_errmsg());
+	exit(1);
+}
+
+static void *bn_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, BN_ALIGN, len) != 0)
+		bn_check(-ENOMEM, "memory");
+	memset(p, 0x5c, len);
+	return p;
+}
+
+/* A cheap per-thread random number. */
+static uint64_t bn_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+/* Key number n as 16 bytes, in an order unrelated to n. */
+static void bn_key(uint64_t n, char key[BN_KEY_LEN + 1])
+{
+	snprintf(key, BN_KEY_LEN + 1, "%016llx",
+		 (unsigned long long)(n * 0x9e3779b97f4a7c15ull));
+}
+
+/* Record a figure. */
+static void bn_fig_add(const char *name, double ours, double raw,
+		       const char *unit, uint32_t qd, uint32_t recs)
+{
+	bn_figs[bn_nr_figs++] = (struct bn_fig){name, ours, raw, unit, qd,
+						recs};
+	if (!bn_json)
+		fprintf(stderr, "  measured %s\n", name);
+}
+
+/* ------------------------------------------------- our side: op loop */
+
+/* One op slot of a job with the storage its op points into. */
+struct bn_slot {
+	struct clovis_op *s_op;
+	uint64_t s_blk, s_nr;
+	struct clovis_extvec s_ev;
+	void *s_buf;
+	void *s_bufs[1];
+	size_t s_lens[1];
+	struct clovis_bufvec s_bv;
+	char s_keys[BN_REC_MAX][BN_KEY_LEN + 1];
+	void *s_kb[BN_REC_MAX], *s_vb[BN_REC_MAX];
+	size_t s_kl[BN_REC_MAX], s_vl[BN_REC_MAX];
+	uint8_t s_vals[BN_REC_MAX][BN_VAL_LEN];
+	int32_t s_rcs[BN_REC_MAX];
+	struct clovis_bufvec s_kv, s_vv;
+};
+
+/* A job: makes ops for slots; qd of them stay in flight. */
+struct bn_job {
+	int (*j_make)(struct bn_job *j, struct bn_slot *s);
+	void (*j_done)(struct bn_job *j, struct bn_slot *s);
+	uint32_t j_qd;
+	uint32_t j_recs;            /* records per op (index jobs) */
+	struct clovis_obj *j_obj;
+	struct clovis_idx *j_idx;
+	uint64_t j_blks;            /* blocks in the object region */
+	uint64_t j_next;            /* next sequential block or key number */
+	uint64_t j_keys;            /* keys loaded (GET/NEXT pick below) */
+	uint64_t j_stop;            /* stop making ops at j_next (0: never) */
+	uint64_t j_chunk;           /* blocks per object op (0: 1) */
+	uint64_t j_rand;
+	struct bn_slot j_slots[BN_QD_MAX];
+};
+
+/* Whether job j may make another op. */
+static bool bn_more(const struct bn_job *j, double end)
+{
+	return bn_now() < end && (j->j_stop == 0 || j->j_next < j->j_stop);
+}
+
+/* Make and launch the op of slot s. */
+static void bn_launch(struct bn_job *j, struct bn_slot *s)
+{
+	bn_check(j->j_make(j, s), "op");
+	bn_check(clovis_op_launch(&s->s_op, 1), "launch");
+}
+
+/*
+ * Run job j with j_qd ops in flight for bn_secs (or until j_stop); waits
+ * on the slots in turn.  Returns ops per second.
+ */
+static double bn_run(struct bn_job *j)
+{
+	uint64_t done = 0, made = 0;
+	double t0 = bn_now(), end = t0 + bn_secs;
+	uint32_t i, n;
+
+	for (n = 0; n < j->j_qd && bn_more(j, end); n++, made++)
+		bn_launch(j, &j->j_slots[n]);
+	for (i = 0; done < made; i = (i + 1) % n) {
+		struct bn_slot *s = &j->j_slots[i];
+
+		bn_check(clovis_op_wait(s->s_op, CLOVIS_OS_STABLE,
+					CLOVIS_TIME_NEVER), "wait");
+		if (j->j_done != NULL)
+			j->j_done(j, s);
+		clovis_op_free(s->s_op);
+		done++;
+		if (bn_more(j, end)) {
+			bn_launch(j, s);
+			made++;
+		}
+	}
+	return done / (bn_now() - t0);
+}
+
+/* One-extent READ or WRITE of s->s_nr blocks at s->s_blk. */
+static int bn_obj_op(struct bn_job *j, struct bn_slot *s,
+		     enum clovis_obj_opcode opc)
+{
+	size_t len = s->s_nr << j->j_obj->ob_attr.oa_block_shift;
+
+	s->s_ev = (struct clovis_extvec){1, &s->s_blk, &s->s_nr};
+	if (s->s_buf == NULL)
+		s->s_buf = bn_alloc(len);
+	s->s_bufs[0] = s->s_buf;
+	s->s_lens[0] = len;
+	s->s_bv = (struct clovis_bufvec){1, s->s_bufs, s->s_lens};
+	s->s_op = NULL;
+	return clovis_obj_op(j->j_obj, opc, &s->s_ev, &s->s_bv, 0, &s->s_op);
+}
+
+static int bn_make_rand_write(struct bn_job *j, struct bn_slot *s)
+{
+	s->s_blk = bn_rand(&j->j_rand) % j->j_blks;
+	s->s_nr = 1;
+	return bn_obj_op(j, s, CLOVIS_OC_WRITE);
+}
+
+static int bn_make_rand_read(struct bn_job *j, struct bn_slot *s)
+{
+	s->s_blk = bn_rand(&j->j_rand) % j->j_blks;
+	s->s_nr = 1;
+	return bn_obj_op(j, s, CLOVIS_OC_READ);
+}
+
+static int bn_make_seq_write(struct bn_job *j, struct bn_slot *s)
+{
+	s->s_nr = j->j_chunk != 0 ? j->j_chunk : 1;
+	s->s_blk = j->j_next % j->j_blks;
+	j->j_next += s->s_nr;
+	return bn_obj_op(j, s, CLOVIS_OC_WRITE);
+}
+
+static int bn_make_seq_read(struct bn_job *j, struct bn_slot *s)
+{
+	s->s_blk = j->j_next++ % j->j_blks;
+	s->s_nr = 1;
+	return bn_obj_op(j, s, CLOVIS_OC_READ);
+}
+
+/* Point the slot's key (and value) vectors at j_recs records from key
+ * number first on (keys only when vals is false). */
+static void bn_recs(struct bn_job *j, struct bn_slot *s, uint64_t first,
+		    bool vals)
+{
+	for (uint32_t r = 0; r < j->j_recs; r++) {
+		bn_key(first + r, s->s_keys[r]);
+		s->s_kb[r] = s->s_keys[r];
+		s->s_kl[r] = BN_KEY_LEN;
+		s->s_vb[r] = vals ? s->s_vals[r] : NULL;
+		s->s_vl[r] = vals ? BN_VAL_LEN : 0;
+		if (vals)
+			memset(s->s_vals[r], (int)(first + r), BN_VAL_LEN);
+	}
+	s->s_kv = (struct clovis_bufvec){j->j_recs, s->s_kb, s->s_kl};
+	s->s_vv = (struct clovis_bufvec){j->j_recs, s->s_vb, s->s_vl};
+}
+
+/* PUT of j_recs new keys. */
+static int bn_make_put(struct bn_job *j, struct bn_slot *s)
+{
+	bn_recs(j, s, j->j_next, true);
+	j->j_next += j->j_recs;
+	s->s_op = NULL;
+	return clovis_idx_op(j->j_idx, CLOVIS_IC_PUT, &s->s_kv, &s->s_vv,
+			     s->s_rcs, 0, &s->s_op);
+}
+
+/* GET of j_recs loaded keys from a random one on, into slot buffers. */
+static int bn_make_get(struct bn_job *j, struct bn_slot *s)
+{
+	bn_recs(j, s, bn_rand(&j->j_rand) % (j->j_keys - j->j_recs), true);
+	s->s_op = NULL;
+	return clovis_idx_op(j->j_idx, CLOVIS_IC_GET, &s->s_kv, &s->s_vv,
+			     s->s_rcs, 0, &s->s_op);
+}
+
+/* NEXT of j_recs records from a random loaded key. */
+static int bn_make_next(struct bn_job *j, struct bn_slot *s)
+{
+	bn_recs(j, s, bn_rand(&j->j_rand) % j->j_keys, false);
+	for (uint32_t r = 1; r < j->j_recs; r++) {
+		s->s_kb[r] = NULL;
+		s->s_kl[r] = 0;
+	}
+	s->s_op = NULL;
+	return clovis_idx_op(j->j_idx, CLOVIS_IC_NEXT, &s->s_kv, &s->s_vv,
+			     s->s_rcs, 0, &s->s_op);
+}
+
+/* Check every record of a finished PUT or GET. */
+static void bn_done_recs(struct bn_job *j, struct bn_slot *s)
+{
+	for (uint32_t r = 0; r < j->j_recs; r++)
+		bn_check(s->s_rcs[r], "record");
+}
+
+/* Free what a NEXT returned. */
+static void bn_done_next(struct bn_job *j, struct bn_slot *s)
+{
+	for (uint32_t r = 0; r < j->j_recs; r++)
+		if (s->s_rcs[r] == 0) {
+			free(s->s_kb[r]);
+			free(s->s_vb[r]);
+		}
+}
+
+/* Free the buffers of a job's slots. */
+static void bn_job_fini(struct bn_job *j)
+{
+	for (uint32_t i = 0; i < BN_QD_MAX; i++)
+		free(j->j_slots[i].s_buf);
+}
+
+/* ----------------------------------------------- raw side: file, LMDB */
+
+/* A raw job: n threads each run one op (i-th of its thread) at a time. */
+struct bn_raw {
+	int (*r_op)(struct bn_raw *r, uint64_t *rnd, uint64_t i, void *buf);
+	uint32_t r_threads;
+	int r_fd;                   /* raw file (O_DIRECT) */
+	size_t r_len;               /* bytes per file op */
+	uint64_t r_nr;              /* ops that fit the file */
+	MDB_env *r_env;
+	MDB_dbi r_dbi;
+	uint32_t r_recs;
+	atomic_uint_fast64_t r_keys; /* next key to PUT */
+	uint64_t r_loaded;          /* keys loaded for GET/NEXT */
+	atomic_uint_fast64_t r_done;
+	double r_end;
+};
+
+/* One raw thread: ops until the deadline. */
+static void *bn_raw_main(void *arg)
+{
+	struct bn_raw *r = arg;
+	uint64_t rnd = (uint64_t)pthread_self() | 1, i = 0;
+	void *buf = bn_alloc(r->r_len > BN_ALIGN ? r->r_len : BN_ALIGN);
+
+	while (bn_now() < r->r_end) {
+		if (r->r_op(r, &rnd, i++, buf) != 0) {
+			fprintf(stderr, "strata_bench: raw op: %s\n",
+				strerror(errno));
+			exit(1);
+		}
+		atomic_fetch_add(&r->r_done, 1);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Run r for bn_secs on r_threads threads; returns ops per second. */
+static double bn_raw_run(struct bn_raw *r)
+{
+	pthread_t tids[BN_QD_MAX];
+	double t0 = bn_now();
+
+	atomic_store(&r->r_done, 0);
+	r->r_end = t0 + bn_secs;
+	for (uint32_t t = 0; t < r->r_threads; t++)
+		pthread_create(&tids[t], NULL, bn_raw_main, r);
+	for (uint32_t t = 0; t < r->r_threads; t++)
+		pthread_join(tids[t], NULL);
+	return atomic_load(&r->r_done) / (bn_now() - t0);
+}
+
+static int bn_raw_rand_write(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+			     void *buf)
+{
+	off_t off = (off_t)(bn_rand(rnd) % r->r_nr) * r->r_len;
+
+	if (pwrite(r->r_fd, buf, r->r_len, off) != (ssize_t)r->r_len)
+		return -1;
+	return fdatasync(r->r_fd);
+}
+
+static int bn_raw_rand_read(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+			    void *buf)
+{
+	off_t off = (off_t)(bn_rand(rnd) % r->r_nr) * r->r_len;
+
+	return pread(r->r_fd, buf, r->r_len, off) == (ssize_t)r->r_len ? 0
+									: -1;
+}
+
+static int bn_raw_seq_write(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+			    void *buf)
+{
+	off_t off = (off_t)(i % r->r_nr) * r->r_len;
+
+	if (pwrite(r->r_fd, buf, r->r_len, off) != (ssize_t)r->r_len)
+		return -1;
+	return fdatasync(r->r_fd);
+}
+
+static int bn_raw_seq_read(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+			   void *buf)
+{
+	off_t off = (off_t)(i % r->r_nr) * r->r_len;
+
+	return pread(r->r_fd, buf, r->r_len, off) == (ssize_t)r->r_len ? 0
+									: -1;
+}
+
+/* Fail with errno set from an LMDB code. */
+static int bn_mdb(int rc)
+{
+	if (rc != 0) {
+		fprintf(stderr, "strata_bench: lmdb: %s\n", mdb_strerror(rc));
+		errno = EIO;
+		return -1;
+	}
+	return 0;
+}
+
+/* One durable write txn of r_recs new records. */
+static int bn_raw_put(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+		      void *buf)
+{
+	uint64_t first = atomic_fetch_add(&r->r_keys, r->r_recs);
+	char key[BN_KEY_LEN + 1];
+	MDB_txn *txn;
+	MDB_val k = {BN_KEY_LEN, key}, v = {BN_VAL_LEN, buf};
+	int rc = mdb_txn_begin(r->r_env, NULL, 0, &txn);
+
+	for (uint32_t n = 0; rc == 0 && n < r->r_recs; n++) {
+		bn_key(first + n, key);
+		rc = mdb_put(txn, r->r_dbi, &k, &v, 0);
+	}
+	if (rc == 0)
+		return bn_mdb(mdb_txn_commit(txn));
+	mdb_txn_abort(txn);
+	return bn_mdb(rc);
+}
+
+/* One read txn with mdb_get of r_recs loaded keys. */
+static int bn_raw_get(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+		      void *buf)
+{
+	uint64_t first = bn_rand(rnd) % (r->r_loaded - r->r_recs);
+	char key[BN_KEY_LEN + 1];
+	MDB_txn *txn;
+	MDB_val k = {BN_KEY_LEN, key}, v;
+	int rc = mdb_txn_begin(r->r_env, NULL, MDB_RDONLY, &txn);
+
+	for (uint32_t n = 0; rc == 0 && n < r->r_recs; n++) {
+		bn_key(first + n, key);
+		rc = mdb_get(txn, r->r_dbi, &k, &v);
+		if (rc == 0)
+			memcpy(buf, v.mv_data, v.mv_size);
+	}
+	if (rc == 0)
+		mdb_txn_abort(txn);
+	return bn_mdb(rc);
+}
+
+/* One read txn walking r_recs records with a cursor from a random key. */
+static int bn_raw_next(struct bn_raw *r, uint64_t *rnd, uint64_t i,
+		       void *buf)
+{
+	char key[BN_KEY_LEN + 1];
+	MDB_txn *txn;
+	MDB_cursor *c;
+	MDB_val k = {BN_KEY_LEN, key}, v;
+	int rc = mdb_txn_begin(r->r_env, NULL, MDB_RDONLY, &txn);
+
+	bn_key(bn_rand(rnd) % r->r_loaded, key);
+	if (rc == 0)
+		rc = mdb_cursor_open(txn, r->r_dbi, &c);
+	if (rc == 0) {
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		for (uint32_t n = 1; rc == 0 && n < r->r_recs; n++) {
+			memcpy(buf, v.mv_data, v.mv_size);
+			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		}
+		rc = rc == MDB_NOTFOUND ? 0 : rc;
+		mdb_cursor_close(c);
+		mdb_txn_abort(txn);
+	}
+	return bn_mdb(rc);
+}
+
+/* ------------------------------------------------------------- setup */
+
+static struct clovis_obj bn_obj4k[2], bn_obj1m[2];   /* [flash, nvram] */
+static struct clovis_idx bn_idx;
+static int bn_raw_fd = -1;
+static MDB_env *bn_env;
+static MDB_dbi bn_dbi;
+
+/* Create object n with block shift and tier. */
+static void bn_obj_create(struct clovis_obj *o, uint64_t n, uint32_t shift,
+			  uint32_t tier)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = shift,
+				    .oa_layout = CLOVIS_LAYOUT_PLAIN,
+				    .oa_tier = tier};
+	struct clovis_id id = {BN_HI, n};
+	struct clovis_op *op = NULL;
+
+	bn_check(clovis_obj_init(o, clovis_default_realm(bn_cl), &id, &a),
+		 "obj init");
+	bn_check(clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op),
+		 "obj create");
+	bn_check(clovis_op_sync(op), "obj create");
+}
+
+/* Write every block of o's first blks once, 1 MiB per op. */
+static void bn_obj_prefill(struct clovis_obj *o, uint64_t blks)
+{
+	static struct bn_job j;
+	uint32_t shift = o->ob_attr.oa_block_shift;
+	double keep = bn_secs;
+
+	j = (struct bn_job){.j_make = bn_make_seq_write, .j_qd = 8,
+			    .j_obj = o, .j_blks = blks, .j_stop = blks,
+			    .j_chunk = shift < 20 ? 1u << (20 - shift) : 1};
+	bn_secs = 600;
+	bn_run(&j);
+	bn_secs = keep;
+	bn_job_fini(&j);
+	memset(&j, 0, sizeof j);
+}
+
+/* Open the store (made fresh) with its objects and index. */
+static void bn_store_setup(void)
+{
+	char path[600];
+	struct clovis_conf conf = {0};
+	struct clovis_id iid = {BN_HI, 100};
+	struct clovis_op *op = NULL;
+
+	snprintf(path, sizeof path, "%s/store", bn_dir);
+	(void)clovis_store_destroy(path);
+	conf.cc_data_dir = path;
+	conf.cc_flags = CLOVIS_CONF_CREATE;
+	bn_check(clovis_init(&bn_cl, &conf), "init");
+	bn_obj_create(&bn_obj4k[0], 1, 12, CLOVIS_TIER_FLASH);
+	bn_obj_create(&bn_obj4k[1], 2, 12, CLOVIS_TIER_NVRAM);
+	bn_obj_create(&bn_obj1m[0], 3, 20, CLOVIS_TIER_FLASH);
+	bn_obj_create(&bn_obj1m[1], 4, 20, CLOVIS_TIER_NVRAM);
+	for (int t = 0; t < 2; t++) {
+		bn_obj_prefill(&bn_obj4k[t], BN_SMALL_BLKS);
+		bn_obj_prefill(&bn_obj1m[t], BN_BIG_BLKS);
+	}
+	bn_check(clovis_idx_init(&bn_idx, clovis_default_realm(bn_cl), &iid),
+		 "idx init");
+	bn_check(clovis_entity_op(&bn_idx.in_entity, CLOVIS_EO_CREATE, &op),
+		 "idx create");
+	bn_check(clovis_op_sync(op), "idx create");
+}
+
+/* Make the raw file: preallocated, written once, opened O_DIRECT. */
+static void bn_raw_file_setup(void)
+{
+	char path[600];
+	void *buf = bn_alloc(1u << 20);
+	int fd;
+
+	snprintf(path, sizeof path, "%s/raw.dat", bn_dir);
+	unlink(path);
+	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (fd < 0 || posix_fallocate(fd, 0, BN_RAW_SIZE) != 0)
+		bn_check(-errno, path);
+	for (off_t off = 0; off < (off_t)BN_RAW_SIZE; off += 1u << 20)
+		if (pwrite(fd, buf, 1u << 20, off) != 1 << 20)
+			bn_check(-errno, path);
+	if (fdatasync(fd) != 0)
+		bn_check(-errno, path);
+	free(buf);
+	bn_raw_fd = fd;
+}
+
+/* Open raw LMDB (durable commits) in DIR/raw-lmdb, emptied first. */
+static void bn_raw_lmdb_setup(void)
+{
+	char path[600], file[700];
+	MDB_txn *txn;
+
+	snprintf(path, sizeof path, "%s/raw-lmdb", bn_dir);
+	mkdir(path, 0755);
+	snprintf(file, sizeof file, "%s/data.mdb", path);
+	unlink(file);
+	snprintf(file, sizeof file, "%s/lock.mdb", path);
+	unlink(file);
+	if (mdb_env_create(&bn_env) != 0 ||
+	    mdb_env_set_mapsize(bn_env, 1ull << 30) != 0 ||
+	    mdb_env_set_maxreaders(bn_env, 64) != 0 ||
+	    mdb_env_open(bn_env, path, 0, 0644) != 0 ||
+	    mdb_txn_begin(bn_env, NULL, 0, &txn) != 0 ||
+	    mdb_dbi_open(txn, NULL, 0, &bn_dbi) != 0 ||
+	    mdb_txn_commit(txn) != 0)
+		bn_check(-EIO, "raw lmdb");
+}
+
+/* -------------------------------------------------------- the figures */
+
+/* A raw job over the raw file. */
+static struct bn_raw bn_raw_file(int (*op)(struct bn_raw *, uint64_t *,
+					   uint64_t, void *),
+				 uint32_t threads, size_t len)
+{
+	return (struct bn_raw){.r_op = op, .r_threads = threads,
+			       .r_fd = bn_raw_fd, .r_len = len,
+			       .r_nr = BN_RAW_SIZE / len};
+}
+
+/* Ours for an object job of the given kind on tier t. */
+static double bn_ours_obj(int (*make)(struct bn_job *, struct bn_slot *),
+			  struct clovis_obj *o, uint32_t qd, uint64_t blks)
+{
+	static struct bn_job j;
+	double r;
+
+	memset(&j, 0, sizeof j);
+	j = (struct bn_job){.j_make = make, .j_qd = qd, .j_obj = o,
+			    .j_blks = blks, .j_rand = 0x2545f4914f6cdd1dull};
+	r = bn_run(&j);
+	bn_job_fini(&j);
+	return r;
+}
+
+/* (a) and (c): 4 KiB random blocks. */
+static void bn_fig_4k(void)
+{
+	struct bn_raw rw = bn_raw_file(bn_raw_rand_write, 16, 4096);
+	struct bn_raw rr = bn_raw_file(bn_raw_rand_read, 16, 4096);
+	struct bn_raw r1 = bn_raw_file(bn_raw_rand_write, 1, 4096);
+	double wf = bn_ours_obj(bn_make_rand_write, &bn_obj4k[0], 16,
+				BN_SMALL_BLKS);
+	double wn = bn_ours_obj(bn_make_rand_write, &bn_obj4k[1], 16,
+				BN_SMALL_BLKS);
+	double raw_w = bn_raw_run(&rw);
+	double rf = bn_ours_obj(bn_make_rand_read, &bn_obj4k[0], 16,
+				BN_SMALL_BLKS);
+	double rn = bn_ours_obj(bn_make_rand_read, &bn_obj4k[1], 16,
+				BN_SMALL_BLKS);
+	double raw_r = bn_raw_run(&rr);
+	double raw_1 = bn_raw_run(&r1);
+
+	bn_fig_add("4k_randwrite_flash", wf, raw_w, "IOPS", 16, 1);
+	bn_fig_add("4k_randwrite_nvram", wn, raw_w, "IOPS", 16, 1);
+	bn_fig_add("4k_randread_flash", rf, raw_r, "IOPS", 16, 1);
+	bn_fig_add("4k_randread_nvram", rn, raw_r, "IOPS", 16, 1);
+	bn_fig_add("4k_stable_qd16_vs_sync_qd1", wf, raw_1, "IOPS", 16, 1);
+}
+
+/* (b): 1 MiB sequential, one at a time. */
+static void bn_fig_1m(void)
+{
+	struct bn_raw rw = bn_raw_file(bn_raw_seq_write, 1, 1u << 20);
+	struct bn_raw rr = bn_raw_file(bn_raw_seq_read, 1, 1u << 20);
+	double wf = bn_ours_obj(bn_make_seq_write, &bn_obj1m[0], 1,
+				BN_BIG_BLKS);
+	double wn = bn_ours_obj(bn_make_seq_write, &bn_obj1m[1], 1,
+				BN_BIG_BLKS);
+	double raw_w = bn_raw_run(&rw);
+	double rf = bn_ours_obj(bn_make_seq_read, &bn_obj1m[0], 1,
+				BN_BIG_BLKS);
+	double rn = bn_ours_obj(bn_make_seq_read, &bn_obj1m[1], 1,
+				BN_BIG_BLKS);
+	double raw_r = bn_raw_run(&rr);
+
+	bn_fig_add("1m_seqwrite_flash", wf, raw_w, "MiB/s", 1, 1);
+	bn_fig_add("1m_seqwrite_nvram", wn, raw_w, "MiB/s", 1, 1);
+	bn_fig_add("1m_seqread_flash", rf, raw_r, "MiB/s", 1, 1);
+	bn_fig_add("1m_seqread_nvram", rn, raw_r, "MiB/s", 1, 1);
+}
+
+/* Our index job state: keys PUT so far. */
+static uint64_t bn_idx_keys;
+
+/* Ours for an index job; returns records per second. */
+static double bn_ours_idx(int (*make)(struct bn_job *, struct bn_slot *),
+			  void (*done)(struct bn_job *, struct bn_slot *),
+			  uint32_t qd, uint32_t recs, uint64_t stop)
+{
+	static struct bn_job j;
+	double r;
+
+	memset(&j, 0, sizeof j);
+	j = (struct bn_job){.j_make = make, .j_done = done, .j_qd = qd,
+			    .j_recs = recs, .j_idx = &bn_idx,
+			    .j_next = bn_idx_keys, .j_keys = bn_idx_keys,
+			    .j_stop = stop, .j_rand = 0x9e3779b97f4a7c15ull};
+	r = bn_run(&j) * recs;
+	if (make == bn_make_put)
+		bn_idx_keys = j.j_next;
+	return r;
+}
+
+/* Keys PUT into raw LMDB so far. */
+static uint64_t bn_raw_keys;
+
+/* Raw LMDB for an index job; returns records per second. */
+static double bn_raw_idx(int (*op)(struct bn_raw *, uint64_t *, uint64_t,
+				   void *),
+			 uint32_t threads, uint32_t recs)
+{
+	struct bn_raw r = {.r_op = op, .r_threads = threads, .r_len = 64,
+			   .r_env = bn_env, .r_dbi = bn_dbi, .r_recs = recs,
+			   .r_loaded = bn_raw_keys};
+	double rate;
+
+	atomic_store(&r.r_keys, bn_raw_keys);
+	rate = bn_raw_run(&r) * recs;
+	bn_raw_keys = atomic_load(&r.r_keys);
+	return rate;
+}
+
+/* Load BN_PRELOAD records on both sides (raw: one transaction). */
+static void bn_idx_preload(void)
+{
+	struct bn_raw r = {.r_op = bn_raw_put, .r_threads = 1, .r_len = 64,
+			   .r_env = bn_env, .r_dbi = bn_dbi,
+			   .r_recs = BN_PRELOAD};
+	void *buf = bn_alloc(BN_ALIGN);
+	double keep = bn_secs;
+
+	bn_secs = 600;
+	bn_ours_idx(bn_make_put, bn_done_recs, 16, BN_REC_MAX, BN_PRELOAD);
+	bn_secs = keep;
+	atomic_store(&r.r_keys, 0);
+	if (bn_raw_put(&r, NULL, 0, buf) != 0)
+		bn_check(-EIO, "raw preload");
+	bn_raw_keys = BN_PRELOAD;
+	free(buf);
+}
+
+/* One index figure: ours and raw LMDB at qd ops in flight of recs. */
+static void bn_fig_idx1(const char *name, int kind, uint32_t qd,
+			uint32_t recs)
+{
+	static int (*const make[3])(struct bn_job *, struct bn_slot *) = {
+		bn_make_put, bn_make_get, bn_make_next};
+	static void (*const done[3])(struct bn_job *, struct bn_slot *) = {
+		bn_done_recs, bn_done_recs, bn_done_next};
+	static int (*const raw[3])(struct bn_raw *, uint64_t *, uint64_t,
+				   void *) = {bn_raw_put, bn_raw_get,
+					      bn_raw_next};
+	double ours = bn_ours_idx(make[kind], done[kind], qd, recs, 0);
+
+	bn_fig_add(name, ours, bn_raw_idx(raw[kind], qd, recs), "records/s",
+		   qd, recs);
+}
+
+/* (d): index PUT, GET, NEXT at 1 and 16 in flight, and 64 per op. */
+static void bn_fig_idx(void)
+{
+	bn_idx_preload();
+	bn_fig_idx1("idx_put_qd1_r1", 0, 1, 1);
+	bn_fig_idx1("idx_put_qd16_r1", 0, 16, 1);
+	bn_fig_idx1("idx_put_qd1_r64", 0, 1, 64);
+	bn_fig_idx1("idx_get_qd1_r1", 1, 1, 1);
+	bn_fig_idx1("idx_get_qd16_r1", 1, 16, 1);
+	bn_fig_idx1("idx_get_qd1_r64", 1, 1, 64);
+	bn_fig_idx1("idx_next_qd1_r1", 2, 1, 1);
+	bn_fig_idx1("idx_next_qd16_r1", 2, 16, 1);
+	bn_fig_idx1("idx_next_qd1_r64", 2, 1, 64);
+}
+
+/* ------------------------------------------------------------- output */
+
+/* The goal ratio of a figure (0: none). */
+static double bn_goal(const char *name)
+{
+	if (strncmp(name, "1m_", 3) == 0)
+		return 0.8;
+	if (strcmp(name, "4k_stable_qd16_vs_sync_qd1") == 0)
+		return 3.0;
+	if (strncmp(name, "idx_put", 7) == 0)
+		return 0.5;
+	if (strncmp(name, "idx_", 4) == 0)
+		return 0.7;
+	return 0;
+}
+
+static void bn_print_json(void)
+{
+	printf("[\n");
+	for (unsigned i = 0; i < bn_nr_figs; i++) {
+		const struct bn_fig *f = &bn_figs[i];
+		double g = bn_goal(f->f_name);
+
+		printf("  {\"name\": \"%s\", \"ours\": %.1f, \"raw\": %.1f, "
+		       "\"ratio\": %.3f, \"unit\": \"%s\", \"in_flight\": %u, "
+		       "\"records_per_op\": %u, \"goal\": ", f->f_name,
+		       f->f_ours, f->f_raw, f->f_ours / f->f_raw, f->f_unit,
+		       f->f_qd, f->f_recs);
+		if (g > 0)
+			printf("%.1f, \"met\": %s}", g,
+			       f->f_ours / f->f_raw >= g ? "true" : "false");
+		else
+			printf("null, \"met\": null}");
+		printf("%s\n", i + 1 < bn_nr_figs ? "," : "");
+	}
+	printf("]\n");
+}
+
+static void bn_print_table(void)
+{
+	printf("%-28s %12s %12s %7s  %-10s %s\n", "name", "ours", "raw",
+	       "ratio", "unit", "goal");
+	for (unsigned i = 0; i < bn_nr_figs; i++) {
+		const struct bn_fig *f = &bn_figs[i];
+		double g = bn_goal(f->f_name), ratio = f->f_ours / f->f_raw;
+		char goal[32] = "";
+
+		if (g > 0)
+			snprintf(goal, sizeof goal, ">= %.1f %s", g,
+				 ratio >= g ? "met" : "NOT met");
+		printf("%-28s %12.1f %12.1f %7.2f  %-10s %s\n", f->f_name,
+		       f->f_ours, f->f_raw, ratio, f->f_unit, goal);
+	}
+}
+
+/* Describe the setup (stderr in JSON mode, so stdout stays JSON). */
+static void bn_print_setup(void)
+{
+	struct clovis_dev_info info[8];
+	uint32_t nr = 8;
+	FILE *out = bn_json ? stderr : stdout;
+
+	fprintf(out, "# strata_bench: %s, %.1f s per figure, NVRAM emulated "
+		"on /dev/shm (tmpfs) through PMDK\n", bn_dir, bn_secs);
+	if (clovis_dev_list(bn_cl, info, &nr) != 0)
+		return;
+	for (uint32_t i = 0; i < nr && i < 8; i++)
+		fprintf(out, "# device %u: tier %u, driver %s, direct I/O %s, "
+			"%s\n", info[i].di_index, info[i].di_tier,
+			info[i].di_driver, info[i].di_direct_io ? "yes" : "no",
+			info[i].di_path);
+	fprintf(out, "# raw: O_DIRECT file %s/raw.dat, LMDB %s/raw-lmdb "
+		"(durable commits)\n", bn_dir, bn_dir);
+}
+
+/* Parse the command line; returns 0 or prints usage and returns 2. */
+static int bn_args(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			bn_json = true;
+		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+			snprintf(bn_dir, sizeof bn_dir, "%s", argv[++i]);
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			bn_secs = strtod(argv[++i], NULL);
+		else
+			goto usage;
+	}
+	if (bn_dir[0] != '\0' && bn_secs > 0)
+		return 0;
+usage:
+	fprintf(stderr, "usage: strata_bench --dir DIR [--json] "
+		"[--seconds S]\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	char path[600];
+	double t0 = bn_now();
+
+	if (bn_args(argc, argv) != 0)
+		return 2;
+	mkdir(bn_dir, 0755);
+	bn_store_setup();
+	bn_raw_file_setup();
+	bn_raw_lmdb_setup();
+	bn_print_setup();
+	bn_fig_4k();
+	bn_fig_1m();
+	bn_fig_idx();
+	if (bn_json)
+		bn_print_json();
+	else
+		bn_print_table();
+	clovis_fini(bn_cl);
+	mdb_env_close(bn_env);
+	close(bn_raw_fd);
+	snprintf(path, sizeof path, "%s/store", bn_dir);
+	bn_check(clovis_store_destroy(path), "store destroy");
+	snprintf(path, sizeof path, "%s/raw.dat", bn_dir);
+	unlink(path);
+	fprintf(bn_json ? stderr : stdout, "# elapsed %.1f s\n",
+		bn_now() - t0);
+	return 0;
+}
