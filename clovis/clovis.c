@@ -383,6 +383,15 @@ int clovis_entity_op(struct clovis_entity *e, enum clovis_entity_opcode opcode,
 	    e->en_state != CLOVIS_ES_OPEN)
 		return err_set(-EINVAL, "entity %s: handle not open (CREATE or "
 			       "OPEN it first)", eng_id_str(&e->en_id));
+	if (opcode == CLOVIS_EO_SETATTR) {
+		const struct clovis_obj_attr *a =
+			&((const struct clovis_obj *)e)->ob_attr;
+
+		if (a->oa_size_bytes >> a->oa_block_shift >= CLOVIS_BLOCK_NR_MAX)
+			return err_set(-EINVAL, "object %s: oa_size_bytes %"
+				       PRIu64 " beyond 2^48 blocks",
+				       eng_id_str(&e->en_id), a->oa_size_bytes);
+	}
 	rc = op_alloc(e, ent_ops[opcode].kind, ent_ops[opcode].stat, op);
 	if (rc == 0)
 		req_from_handle(&(*op)->op_req, e);
