@@ -20,7 +20,7 @@ while IFS= read -r step; do
 	name=$(echo "$step" | awk '{print $1}' | xargs basename)
 	log="$log_dir/$name.log"
 	start=$(date +%s)
-	eval "$step" >"$log" 2>&1
+	eval "$step" </dev/null >"$log" 2>&1
 	rc=$?
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
 	if [ -n "$line" ]; then
