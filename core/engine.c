@@ -41,6 +41,15 @@ struct dev_rec {
 };
 _Static_assert(sizeof(struct dev_rec) == 272, "dev_rec on-disk size");
 
+/** A queue of commit items between two stages of the group commit. */
+struct eng_cqueue {
+	pthread_mutex_t cq_lock;
+	pthread_cond_t cq_cond;
+	struct eng_citem *cq_head;
+	struct eng_citem *cq_tail;
+	bool cq_stop;
+};
+
 struct eng {
 	char e_dir[LIM_PATH_MAX + 1];
 	int e_lockfd;
@@ -50,13 +59,11 @@ struct eng {
 	struct eng_dev e_devs[LIM_DEV_MAX];
 	uint32_t e_dev_tier[LIM_DEV_MAX];
 	struct layout_pool e_pool;
-	/* group committer */
+	/* group commit: syncer (device data) then committer (LMDB) */
+	struct eng_cqueue e_syncq;
+	struct eng_cqueue e_commitq;
+	pthread_t e_syncer;
 	pthread_t e_committer;
-	pthread_mutex_t e_clock;
-	pthread_cond_t e_ccond;
-	struct eng_citem *e_chead;
-	struct eng_citem *e_ctail;
-	bool e_cstop;
 	bool e_crunning;
 	void (*e_chook)(void *, uint64_t, uint32_t);
 	void *e_chook_arg;
@@ -251,58 +258,83 @@ static void eng_space_release_deferred(struct eng *e, struct eng_spacevec *sv)
 
 /* ------------------------------------------------------ group commit */
 
-void eng_commit_submit(struct eng *e, struct eng_citem *ci)
+static void cq_init(struct eng_cqueue *q)
 {
-	ci->ci_next = NULL;
-	pthread_mutex_lock(&e->e_clock);
-	if (e->e_ctail != NULL)
-		e->e_ctail->ci_next = ci;
-	else
-		e->e_chead = ci;
-	e->e_ctail = ci;
-	pthread_cond_signal(&e->e_ccond);
-	pthread_mutex_unlock(&e->e_clock);
+	memset(q, 0, sizeof *q);
+	pthread_mutex_init(&q->cq_lock, NULL);
+	pthread_cond_init(&q->cq_cond, NULL);
 }
 
-/* Take up to LIM_BATCH_MAX queued items; NULL when stopping and empty. */
-static struct eng_citem *commit_take_batch(struct eng *e)
+static void cq_fini(struct eng_cqueue *q)
+{
+	pthread_mutex_destroy(&q->cq_lock);
+	pthread_cond_destroy(&q->cq_cond);
+}
+
+/* Append the list [first .. last] (front: put it before what is queued). */
+static void cq_put(struct eng_cqueue *q, struct eng_citem *first,
+		   struct eng_citem *last, bool front)
+{
+	pthread_mutex_lock(&q->cq_lock);
+	if (front) {
+		last->ci_next = q->cq_head;
+		q->cq_head = first;
+		if (q->cq_tail == NULL)
+			q->cq_tail = last;
+	} else {
+		last->ci_next = NULL;
+		if (q->cq_tail != NULL)
+			q->cq_tail->ci_next = first;
+		else
+			q->cq_head = first;
+		q->cq_tail = last;
+	}
+	pthread_cond_signal(&q->cq_cond);
+	pthread_mutex_unlock(&q->cq_lock);
+}
+
+/* Take up to LIM_BATCH_MAX items; NULL when stopped and empty. */
+static struct eng_citem *cq_take(struct eng_cqueue *q)
 {
 	struct eng_citem *head, *last;
 	uint32_t n = 1;
 
-	pthread_mutex_lock(&e->e_clock);
-	while (e->e_chead == NULL && !e->e_cstop)
-		pthread_cond_wait(&e->e_ccond, &e->e_clock);
-	head = last = e->e_chead;
+	pthread_mutex_lock(&q->cq_lock);
+	while (q->cq_head == NULL && !q->cq_stop)
+		pthread_cond_wait(&q->cq_cond, &q->cq_lock);
+	head = last = q->cq_head;
 	if (head != NULL) {
 		while (last->ci_next != NULL && n < LIM_BATCH_MAX) {
 			last = last->ci_next;
 			n++;
 		}
-		e->e_chead = last->ci_next;
-		if (e->e_chead == NULL)
-			e->e_ctail = NULL;
+		q->cq_head = last->ci_next;
+		if (q->cq_head == NULL)
+			q->cq_tail = NULL;
 		last->ci_next = NULL;
 	}
-	pthread_mutex_unlock(&e->e_clock);
+	pthread_mutex_unlock(&q->cq_lock);
 	return head;
 }
 
-/* Put items back at the front of the queue (retry after a hard error). */
-static void commit_requeue(struct eng *e, struct eng_citem *list)
+static void cq_stop(struct eng_cqueue *q)
 {
-	struct eng_citem *last = list;
+	pthread_mutex_lock(&q->cq_lock);
+	q->cq_stop = true;
+	pthread_cond_broadcast(&q->cq_cond);
+	pthread_mutex_unlock(&q->cq_lock);
+}
 
-	if (list == NULL)
-		return;
-	while (last->ci_next != NULL)
-		last = last->ci_next;
-	pthread_mutex_lock(&e->e_clock);
-	last->ci_next = e->e_chead;
-	e->e_chead = list;
-	if (e->e_ctail == NULL)
-		e->e_ctail = last;
-	pthread_mutex_unlock(&e->e_clock);
+static struct eng_citem *list_last(struct eng_citem *ci)
+{
+	while (ci->ci_next != NULL)
+		ci = ci->ci_next;
+	return ci;
+}
+
+void eng_commit_submit(struct eng *e, struct eng_citem *ci)
+{
+	cq_put(&e->e_syncq, ci, ci, false);
 }
 
 /* Fail one item: give back its space and report. */
@@ -434,9 +466,6 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	MDB_txn *txn;
 	int rc;
 
-	batch = commit_sync_devices(e, batch);
-	if (batch == NULL)
-		return;
 	rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
 	if (rc != 0) {
 		commit_fail_all(e, batch, meta_err(rc, "begin commit"));
@@ -446,7 +475,8 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	if (rc != 0) {
 		mdb_txn_abort(txn);
 		commit_fail(e, hard, rc);
-		commit_requeue(e, batch);
+		if (batch != NULL)
+			cq_put(&e->e_commitq, batch, list_last(batch), true);
 		return;
 	}
 	if (FAULT_HIT("commit.before")) {
@@ -465,13 +495,31 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	commit_finish(e, batch);
 }
 
+/* Stage 1: make the data of a batch durable, then hand it to stage 2.  The
+ * two stages overlap: batch k+1's device syncs run while batch k's LMDB
+ * commit syncs the metadata file. */
+static void *syncer_main(void *arg)
+{
+	struct eng *e = arg;
+	struct eng_citem *batch;
+
+	while ((batch = cq_take(&e->e_syncq)) != NULL) {
+		batch = commit_sync_devices(e, batch);
+		if (batch != NULL)
+			cq_put(&e->e_commitq, batch, list_last(batch), false);
+	}
+	cq_stop(&e->e_commitq);
+	return NULL;
+}
+
+/* Stage 2: one LMDB transaction and commit per batch. */
 static void *committer_main(void *arg)
 {
 	struct eng *e = arg;
 	struct eng_citem *batch;
 
 	eng_thread_enter();
-	while ((batch = commit_take_batch(e)) != NULL)
+	while ((batch = cq_take(&e->e_commitq)) != NULL)
 		commit_batch(e, batch);
 	eng_thread_leave();
 	return NULL;
@@ -706,11 +754,17 @@ static int eng_start(struct eng *e, const struct eng_conf *c)
 	if (rc != 0)
 		return err_set(-rc, "reclaimer thread: %s", strerror(rc));
 	e->e_rrunning = true;
-	pthread_mutex_init(&e->e_clock, NULL);
-	pthread_cond_init(&e->e_ccond, NULL);
+	cq_init(&e->e_syncq);
+	cq_init(&e->e_commitq);
 	rc = pthread_create(&e->e_committer, NULL, committer_main, e);
 	if (rc != 0)
 		return err_set(-rc, "committer thread: %s", strerror(rc));
+	rc = pthread_create(&e->e_syncer, NULL, syncer_main, e);
+	if (rc != 0) {
+		cq_stop(&e->e_commitq);
+		pthread_join(e->e_committer, NULL);
+		return err_set(-rc, "syncer thread: %s", strerror(rc));
+	}
 	e->e_crunning = true;
 	return 0;
 }
@@ -742,13 +796,13 @@ void eng_close(struct eng *e)
 	if (e == NULL)
 		return;
 	if (e->e_crunning) {
-		pthread_mutex_lock(&e->e_clock);
-		e->e_cstop = true;
-		pthread_cond_signal(&e->e_ccond);
-		pthread_mutex_unlock(&e->e_clock);
+		/* The syncer drains its queue, then stops the committer,
+		 * which drains its own. */
+		cq_stop(&e->e_syncq);
+		pthread_join(e->e_syncer, NULL);
 		pthread_join(e->e_committer, NULL);
-		pthread_mutex_destroy(&e->e_clock);
-		pthread_cond_destroy(&e->e_ccond);
+		cq_fini(&e->e_syncq);
+		cq_fini(&e->e_commitq);
 	}
 	if (e->e_rrunning) {
 		pthread_mutex_lock(&e->e_rlock);
