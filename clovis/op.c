@@ -57,6 +57,7 @@ static void op_unlink(struct clovis *cl, struct clovis_op *op)
 }
 
 static void op_committed(struct eng_citem *ci, int rc);
+static void op_visible(struct eng_citem *ci);
 
 int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 	     struct clovis_op **out)
@@ -75,6 +76,7 @@ int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 	op->op_req.er_type = e->en_type;
 	op->op_req.er_id = e->en_id;
 	op->op_req.er_ci.ci_done = op_committed;
+	op->op_req.er_ci.ci_executed = op_visible;
 	pthread_mutex_init(&op->op_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -124,11 +126,21 @@ static void op_set_state(struct clovis_op *op, uint32_t state)
 	pthread_mutex_unlock(&op->op_lock);
 }
 
+/* The op's effect is visible: handle attributes, EXECUTED, callback. */
+static void op_executed(struct clovis_op *op)
+{
+	op_entity_update(op);
+	op_set_state(op, CLOVIS_OS_EXECUTED);
+	if (op->op_cbs.oc_executed != NULL)
+		op->op_cbs.oc_executed(op);
+}
+
 /* The end of an op's run: results, states, callbacks, waiters. */
 static void op_complete(struct clovis_op *op, int rc, const char *msg)
 {
 	struct clovis *cl = op->op_cl;
 	uint64_t lat_us = (op_now_ns() - op->op_launch_ns) / 1000;
+	bool executed;
 
 	stats_record(&cl->cl_stats, op->op_stat, lat_us, op->op_req.er_bytes,
 		     rc != 0);
@@ -139,10 +151,11 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 		if (op->op_cbs.oc_failed != NULL)
 			op->op_cbs.oc_failed(op);
 	} else {
-		op_entity_update(op);
-		op_set_state(op, CLOVIS_OS_EXECUTED);
-		if (op->op_cbs.oc_executed != NULL)
-			op->op_cbs.oc_executed(op);
+		pthread_mutex_lock(&op->op_lock);
+		executed = op->op_state == CLOVIS_OS_EXECUTED;
+		pthread_mutex_unlock(&op->op_lock);
+		if (!executed)
+			op_executed(op);
 		op_set_state(op, CLOVIS_OS_STABLE);
 		if (op->op_cbs.oc_stable != NULL)
 			op->op_cbs.oc_stable(op);
@@ -155,6 +168,12 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	if (--cl->cl_inflight == 0)
 		pthread_cond_broadcast(&cl->cl_oidle);
 	pthread_mutex_unlock(&cl->cl_olock);
+}
+
+/* Committer callback: the update is visible. */
+static void op_visible(struct eng_citem *ci)
+{
+	op_executed((struct clovis_op *)ci);
 }
 
 /* Committer callback: the update is durable, or failed. */

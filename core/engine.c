@@ -65,6 +65,7 @@ struct eng {
 	pthread_t e_syncer;
 	pthread_t e_committer;
 	bool e_crunning;
+	struct eng_citem *e_unstable; /* committed, meta page not yet synced */
 	void (*e_chook)(void *, uint64_t, uint32_t);
 	void *e_chook_arg;
 	/* reclaimer: releases unmapped space after an RCU grace period */
@@ -458,10 +459,58 @@ static uint32_t list_len(const struct eng_citem *ci)
 	return n;
 }
 
-/* One batch: sync data, apply all maps in one transaction, commit. */
+/* Report items visible (EXECUTED). */
+static void commit_executed(struct eng_citem *batch)
+{
+	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
+		if (ci->ci_executed != NULL)
+			ci->ci_executed(ci);
+}
+
+/* Make the last commit durable now (mdb_env_sync) and report its items
+ * STABLE.  If the sync fails, they are visible but their durability is
+ * unknown: they are reported failed with -EIO and a message saying so. */
+static void commit_make_stable(struct eng *e)
+{
+	struct eng_citem *batch = e->e_unstable;
+	int rc = 0;
+
+	if (batch == NULL)
+		return;
+	e->e_unstable = NULL;
+	for (int i = 0; i < 3; i++) {
+		rc = mdb_env_sync(e->e_meta.m_env, 1);
+		if (rc == 0)
+			break;
+	}
+	if (rc == 0) {
+		commit_finish(e, batch);
+		return;
+	}
+	err_set(-EIO, "metadata sync failed (%s): the update is visible but "
+		"may not survive a machine crash", mdb_strerror(rc));
+	LOG_ERROR("%s", err_msg());
+	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
+		ci->ci_alloc.sv_nr = 0; /* its space is mapped: keep it */
+	commit_fail_all(e, batch, -EIO);
+}
+
+static bool cq_empty(struct eng_cqueue *q)
+{
+	bool empty;
+
+	pthread_mutex_lock(&q->cq_lock);
+	empty = q->cq_head == NULL;
+	pthread_mutex_unlock(&q->cq_lock);
+	return empty;
+}
+
+/* One batch: apply all maps in one transaction, commit.  The commit's own
+ * data sync makes the previous commit durable; the last one of a burst is
+ * synced explicitly. */
 static void commit_batch(struct eng *e, struct eng_citem *batch)
 {
-	struct eng_citem *hard = NULL;
+	struct eng_citem *hard = NULL, *prev;
 	uint64_t t0 = mono_us();
 	MDB_txn *txn;
 	int rc;
@@ -472,27 +521,38 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		return;
 	}
 	rc = commit_apply(e, txn, &batch, &hard);
-	if (rc != 0) {
+	if (rc != 0 || batch == NULL) {
 		mdb_txn_abort(txn);
-		commit_fail(e, hard, rc);
+		if (hard != NULL)
+			commit_fail(e, hard, rc);
 		if (batch != NULL)
 			cq_put(&e->e_commitq, batch, list_last(batch), true);
+		else
+			commit_make_stable(e);
 		return;
 	}
 	if (FAULT_HIT("commit.before")) {
 		mdb_txn_abort(txn);
 		err_set(-EIO, "fault point commit.before");
 		commit_fail_all(e, batch, -EIO);
+		commit_make_stable(e);
 		return;
 	}
 	rc = mdb_txn_commit(txn);
 	if (rc != 0) {
 		commit_fail_all(e, batch, meta_err(rc, "group commit"));
+		commit_make_stable(e);
 		return;
 	}
 	if (e->e_chook != NULL)
 		e->e_chook(e->e_chook_arg, mono_us() - t0, list_len(batch));
-	commit_finish(e, batch);
+	commit_executed(batch);
+	prev = e->e_unstable;
+	e->e_unstable = batch;
+	if (prev != NULL)
+		commit_finish(e, prev);
+	if (cq_empty(&e->e_commitq))
+		commit_make_stable(e);
 }
 
 /* Stage 1: make the data of a batch durable, then hand it to stage 2.  The
@@ -521,6 +581,7 @@ static void *committer_main(void *arg)
 	eng_thread_enter();
 	while ((batch = cq_take(&e->e_commitq)) != NULL)
 		commit_batch(e, batch);
+	commit_make_stable(e);
 	eng_thread_leave();
 	return NULL;
 }

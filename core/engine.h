@@ -7,12 +7,17 @@
  *                         the target device and writes the data there
  *                         (tier_dev_write) — out of place, never over live data;
  *   eng_commit_submit()   queues the request's commit item;
- *   committer thread      takes a batch, syncs every device the batch wrote
- *                         (tier_dev_sync), applies all items in ONE LMDB write
- *                         transaction and commits it durably (group commit);
- *   after the commit      space the batch unmapped is released once an RCU
- *                         grace period shows no reader can still use it, and
- *                         each item's ci_done() runs (op EXECUTED and STABLE).
+ *   syncer thread         takes a batch and syncs every device it wrote
+ *                         (tier_dev_sync), so its data is durable;
+ *   committer thread      applies all items of the batch in ONE LMDB write
+ *                         transaction and commits it (group commit): the
+ *                         items are visible (ci_executed, op EXECUTED);
+ *   next commit or sync   the meta page of that commit is durable (LMDB
+ *                         MDB_NOMETASYNC: the next commit's sync, or an
+ *                         mdb_env_sync when nothing else is queued): space
+ *                         the batch unmapped goes to the reclaimer (released
+ *                         after an RCU grace period) and ci_done() runs
+ *                         (op STABLE).
  * A crash before the commit leaves the old maps, and the new space is free
  * again at the next open (the allocator is rebuilt from the maps); after it,
  * the new maps.  Nothing is ever half-applied.
@@ -71,8 +76,11 @@ struct eng_citem {
 	 *  alone) or set ci_hard (the whole transaction is discarded and
 	 *  the other items retried). */
 	int (*ci_apply)(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
-	/** Called once from the committer when the item is durable (rc 0)
-	 *  or failed (rc < 0, nothing of it applied). */
+	/** Called once when the item's commit is visible (may be NULL);
+	 *  ci_done(ci, 0) follows when it is durable. */
+	void (*ci_executed)(struct eng_citem *ci);
+	/** Called once from the commit stages when the item is durable
+	 *  (rc 0) or failed (rc < 0, nothing of it applied). */
 	void (*ci_done)(struct eng_citem *ci, int rc);
 	uint64_t ci_devmask[ENG_DEVMASK_WORDS]; /**< devices to sync first */
 	struct eng_spacevec ci_alloc; /**< taken for it; freed if it fails */
