@@ -158,7 +158,7 @@ struct clovis_conf {
 	enum clovis_mode cc_mode;   /**< CLOVIS_MODE_EMBEDDED */
 	const char *cc_data_dir;    /**< store directory; required */
 	uint32_t cc_flags;          /**< CLOVIS_CONF_* */
-	uint32_t cc_nr_workers;     /**< I/O threads; 0 = 4 */
+	uint32_t cc_nr_workers;     /**< I/O threads; 0 = 8 */
 	/** Size of each emulated device made at create; 0 = 1 GiB. */
 	uint64_t cc_dev_size;
 	/** Directory for the NVRAM device at create; NULL = "/dev/shm". */

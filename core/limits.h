@@ -31,7 +31,7 @@
 /* Worker threads that execute ops: enough to keep a few devices busy on a
  * small machine; more only adds contention on LMDB's single writer. */
 #define LIM_WORKERS_MAX 64u
-#define LIM_WORKERS_DEFAULT 4u
+#define LIM_WORKERS_DEFAULT 8u
 
 /* Ops queued but not yet executing.  Past it clovis_op_launch() still
  * accepts ops (it must not fail half-way) but they wait in the launcher's
