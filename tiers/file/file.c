@@ -275,10 +275,34 @@ static int file_read_sb(struct tier_dev *d, struct tier_sb *sb)
 	return file_pio(fl->fl_bfd, false, sb, sizeof *sb, 0, d->td_path);
 }
 
+/* Write zeros over [off, off + len) so that the file system holds written
+ * extents there: a later O_DIRECT write plus fdatasync then flushes data
+ * only, instead of also logging an unwritten-extent conversion (measured
+ * here: 4 KiB write + fdatasync 4058/s on fallocated space, 6958/s on
+ * written space). */
+static int file_zero_fill(int fd, const char *path, uint64_t off, uint64_t len)
+{
+	size_t chunk = LIM_IO_CHUNK;
+	void *z = calloc(1, chunk);
+	int rc = 0;
+
+	if (z == NULL)
+		return err_set(-ENOMEM, "device %s: zero buffer", path);
+	while (rc == 0 && len > 0) {
+		size_t n = len < chunk ? (size_t)len : chunk;
+
+		rc = file_pio(fd, true, z, n, off, path);
+		off += n;
+		len -= n;
+	}
+	free(z);
+	return rc;
+}
+
 /* to_format: create path (O_EXCL), reserve its full size with
- * posix_fallocate so that writes never allocate or extend the file (only
- * first writes into a range convert its unwritten extents), write the
- * superblock area and fsync.  The parent directory is synced by
+ * posix_fallocate so that writes never allocate or extend the file, write
+ * zeros over the data area (file_zero_fill), write the superblock area and
+ * fsync.  The parent directory is synced by
  * tier_dev_format for every driver.  On failure the new file is removed. */
 static int file_format(const char *path, const struct tier_sb *sb)
 {
@@ -300,6 +324,9 @@ static int file_format(const char *path, const struct tier_sb *sb)
 			     strerror(-rc));
 		goto out_remove;
 	}
+	rc = file_zero_fill(fd, path, sb->sb_data_off, sb->sb_data_size);
+	if (rc != 0)
+		goto out_remove;
 	memset(area, 0, sizeof area);
 	memcpy(area, sb, sizeof *sb);
 	rc = file_pio(fd, true, area, sizeof area, 0, path);
