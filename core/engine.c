@@ -259,6 +259,9 @@ static void eng_space_release_deferred(struct eng *e, struct eng_spacevec *sv)
 
 /* ------------------------------------------------------ group commit */
 
+static struct eng_citem *list_last(struct eng_citem *ci);
+static uint32_t list_len(const struct eng_citem *ci);
+
 static void cq_init(struct eng_cqueue *q)
 {
 	memset(q, 0, sizeof *q);
@@ -316,6 +319,42 @@ static struct eng_citem *cq_take(struct eng_cqueue *q)
 	}
 	pthread_mutex_unlock(&q->cq_lock);
 	return head;
+}
+
+/* Group-commit window: when a batch starts small, wait up to
+ * LIM_GATHER_US for more items to join it (their writers are usually mid
+ * data write), so one device sync serves them all.  Bounded in time. */
+static struct eng_citem *cq_gather(struct eng_cqueue *q, struct eng_citem *batch)
+{
+	struct eng_citem *last = list_last(batch);
+	uint32_t n = list_len(batch);
+	struct timespec dl;
+
+	if (n >= LIM_GATHER_MIN)
+		return batch;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_nsec += LIM_GATHER_US * 1000;
+	if (dl.tv_nsec >= 1000000000) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&q->cq_lock);
+	while (n < LIM_GATHER_MIN && !q->cq_stop) {
+		while (q->cq_head != NULL && n < LIM_BATCH_MAX) {
+			last->ci_next = q->cq_head;
+			last = q->cq_head;
+			q->cq_head = last->ci_next;
+			n++;
+		}
+		last->ci_next = NULL;
+		if (q->cq_head == NULL)
+			q->cq_tail = NULL;
+		if (n >= LIM_GATHER_MIN ||
+		    pthread_cond_timedwait(&q->cq_cond, &q->cq_lock, &dl) != 0)
+			break;
+	}
+	pthread_mutex_unlock(&q->cq_lock);
+	return batch;
 }
 
 static void cq_stop(struct eng_cqueue *q)
@@ -564,6 +603,7 @@ static void *syncer_main(void *arg)
 	struct eng_citem *batch;
 
 	while ((batch = cq_take(&e->e_syncq)) != NULL) {
+		batch = cq_gather(&e->e_syncq, batch);
 		batch = commit_sync_devices(e, batch);
 		if (batch != NULL)
 			cq_put(&e->e_commitq, batch, list_last(batch), false);
