@@ -8,6 +8,9 @@
 #include "layouts/layout.h"
 #include "tests/ut.h"
 
+/* layouts/ut/pdclust_ut.c: suites "pdclust" and "ec". */
+int pdclust_ut_add(void);
+
 static const uint32_t tiers6[] = {CLOVIS_TIER_NVRAM, CLOVIS_TIER_FLASH,
 				  CLOVIS_TIER_FLASH, CLOVIS_TIER_SAS,
 				  CLOVIS_TIER_FLASH, CLOVIS_TIER_SAS};
@@ -91,5 +94,5 @@ int layout_ut_add(void)
 	    !CU_add_test(s, "plain_errors", test_plain_errors) ||
 	    !CU_add_test(s, "plain_map", test_plain_map))
 		return -1;
-	return 0;
+	return pdclust_ut_add();
 }

@@ -1,0 +1,116 @@
+/* pdclust.c — placement of parity-declustered groups (see pdclust.h). */
+#include <errno.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "layouts/layout.h"
+#include "layouts/pdclust.h"
+
+_Static_assert(PD_POOL_MAX <= 256, "pd_perm keeps devices in uint8_t");
+_Static_assert(CLOVIS_LAYOUT_UNITS_MAX <= PD_POOL_MAX,
+	       "a group must fit in the largest pool");
+
+int pd_geom_check(const struct pd_geom *g)
+{
+	const uint32_t max = CLOVIS_LAYOUT_UNITS_MAX;
+
+	if (g->pg_n < 1 || g->pg_n > max)
+		return err_set(-EINVAL, "pdclust: n = %u data units, want 1..%u",
+			       g->pg_n, max);
+	if (g->pg_k > max)
+		return err_set(-EINVAL, "pdclust: k = %u parity units, want <= %u",
+			       g->pg_k, max);
+	if (g->pg_s > max)
+		return err_set(-EINVAL, "pdclust: s = %u spare units, want <= %u",
+			       g->pg_s, max);
+	if (pd_width(g) > max)
+		return err_set(-EINVAL, "pdclust: n + k + s = %u units, want <= %u",
+			       pd_width(g), max);
+	if (g->pg_p < pd_width(g) || g->pg_p > PD_POOL_MAX)
+		return err_set(-EINVAL, "pdclust: p = %u devices, want %u..%u "
+			       "(n + k + s .. pool max)", g->pg_p, pd_width(g),
+			       PD_POOL_MAX);
+	if (g->pg_unit_shift < CLOVIS_UNIT_SHIFT_MIN ||
+	    g->pg_unit_shift > CLOVIS_UNIT_SHIFT_MAX)
+		return err_set(-EINVAL, "pdclust: unit shift = %u, want %u..%u",
+			       g->pg_unit_shift, CLOVIS_UNIT_SHIFT_MIN,
+			       CLOVIS_UNIT_SHIFT_MAX);
+	return 0;
+}
+
+/* splitmix64: one step of a portable, well-mixed 64-bit stream. */
+static uint64_t pd_next(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* Map 32 random bits onto 0..range-1 by a multiply-shift (no division; the
+ * bias, under range / 2^32, is far below anything placement can see). */
+static uint32_t pd_below(uint32_t bits, uint32_t range)
+{
+	return (uint32_t)(((uint64_t)bits * range) >> 32);
+}
+
+/*
+ * Fill perm[0..upto-1] with the first upto entries of the pseudo-random
+ * permutation of 0..p-1 that belongs to (id, tile).  A forward Fisher-Yates
+ * fixes position j at step j, so a shorter prefix is the same as the prefix
+ * of the full shuffle.  Each 64-bit draw feeds two steps.
+ */
+static void pd_perm(const struct pd_geom *g, const struct clovis_id *id,
+		    uint64_t tile, uint32_t upto, uint8_t *perm)
+{
+	uint64_t state = tile, bits = 0;
+	uint32_t p = g->pg_p;
+
+	state = layout_id_hash(id) ^ pd_next(&state);
+	for (uint32_t j = 0; j < p; j++)
+		perm[j] = (uint8_t)j;
+	for (uint32_t j = 0; j < upto && j + 1 < p; j++) {
+		uint32_t pick;
+		uint8_t t;
+
+		bits = (j & 1) ? bits >> 32 : pd_next(&state);
+		pick = j + pd_below((uint32_t)bits, p - j);
+		t = perm[j];
+		perm[j] = perm[pick];
+		perm[pick] = t;
+	}
+}
+
+void pd_group_map(const struct pd_geom *g, const struct clovis_id *id,
+		  uint64_t group, uint32_t *devs)
+{
+	uint32_t p = g->pg_p, w = pd_width(g);
+	uint32_t r = (uint32_t)(group % p);
+	uint8_t perm[PD_POOL_MAX];
+
+	PRE(w >= 1 && w <= p && p <= PD_POOL_MAX);
+	/* Slots take positions r .. r+w-1 (mod p): shuffle just that far
+	 * unless they wrap around. */
+	pd_perm(g, id, group / p, r + w <= p ? r + w : p, perm);
+	for (uint32_t i = 0; i < w; i++) {
+		uint32_t pos = r + i;
+
+		devs[i] = perm[pos < p ? pos : pos - p];
+	}
+}
+
+int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
+		uint64_t group, uint32_t dev)
+{
+	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t w = pd_width(g);
+
+	if (dev >= g->pg_p)
+		return -1;
+	pd_group_map(g, id, group, devs);
+	for (uint32_t i = 0; i < w; i++)
+		if (devs[i] == dev)
+			return (int)i;
+	return -1;
+}
