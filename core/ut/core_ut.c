@@ -13,6 +13,8 @@
 #include "core/meta.h"
 #include "tests/ut.h"
 
+int conf_ut_add(void);
+
 static void test_alloc_take_release(void)
 {
 	struct alloc a;
@@ -151,5 +153,5 @@ int core_ut_add(void)
 	    !CU_add_test(s, "errors", test_errors) ||
 	    !CU_add_test(s, "fault_points", test_fault_points))
 		return -1;
-	return 0;
+	return conf_ut_add();
 }
