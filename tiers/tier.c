@@ -2,9 +2,10 @@
  * tier.c — the driver-independent half of tiers/ (see tier.h).
  *
  * It picks drivers, builds and checks superblocks, validates every I/O
- * request against the data area, hosts the fault points of the data path and
- * keeps the per-device counters.  Drivers (tiers/file/, tiers/nvram/) only
- * move bytes.
+ * request against the data area, hosts the fault points of the data path,
+ * applies the device model (tier_model.c) and keeps the per-device
+ * counters.  Drivers (tiers/file/, tiers/nvram/, tiers/smr/) only move
+ * bytes; the request queues of tier_io_run live in tier_ioq.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "tiers/tier.h"
+#include "tiers/tier_internal.h"
 
 /* The superblock is written as the struct lies in memory: that is its
  * little-endian on-disk format only on a little-endian host, and the field
@@ -43,14 +44,16 @@ _Static_assert(sizeof(struct tier_sb) <= LIM_DEV_SB_SIZE, "sb fits its area");
  * reaches them; everyone else goes through tier_driver_for/find. */
 extern const struct tier_ops tier_file_ops;
 extern const struct tier_ops tier_pmem2_ops;
+extern const struct tier_ops tier_smr_ops;
 
 static const struct tier_ops *const tier_drivers[] = {
 	&tier_file_ops,
 	&tier_pmem2_ops,
+	&tier_smr_ops,
 };
 
 /* The default driver of each tier: memory-mapped for NVRAM, files for the
- * block-device classes. */
+ * block-device classes, zones for shingled disks. */
 const struct tier_ops *tier_driver_for(enum clovis_tier tier)
 {
 	switch (tier) {
@@ -59,6 +62,8 @@ const struct tier_ops *tier_driver_for(enum clovis_tier tier)
 	case CLOVIS_TIER_FLASH:
 	case CLOVIS_TIER_SAS:
 		return &tier_file_ops;
+	case CLOVIS_TIER_SMR:
+		return &tier_smr_ops;
 	default:
 		return NULL;
 	}
@@ -86,6 +91,8 @@ const char *tier_name(enum clovis_tier tier)
 		return "flash";
 	case CLOVIS_TIER_SAS:
 		return "sas";
+	case CLOVIS_TIER_SMR:
+		return "smr";
 	default:
 		return "unknown";
 	}
@@ -125,9 +132,11 @@ void tier_sb_fill(struct tier_sb *sb, enum clovis_tier tier,
 }
 
 /* Check the arguments of tier_dev_format before anything touches the disk:
- * a known tier, a usable size and path, and no file already at path. */
+ * a known tier, a usable size and path, and nothing already at path but a
+ * block device an SMR format may take (*existing is then set). */
 static int tier_format_check(const char *path, enum clovis_tier tier,
-			     const uint8_t store[16], uint64_t size_bytes)
+			     const uint8_t store[16], uint64_t size_bytes,
+			     bool *existing)
 {
 	struct stat st;
 
@@ -147,9 +156,13 @@ static int tier_format_check(const char *path, enum clovis_tier tier,
 			       (unsigned long long)size_bytes,
 			       LIM_DEV_SIZE_MIN, LIM_DEV_SIZE_MAX,
 			       LIM_ALLOC_UNIT);
-	if (lstat(path, &st) == 0)
-		return err_set(-EEXIST, "device %s: path exists; refusing to "
-			       "format over it", path);
+	*existing = false;
+	if (lstat(path, &st) == 0) {
+		*existing = tier == CLOVIS_TIER_SMR && S_ISBLK(st.st_mode);
+		return *existing ? 0 : err_set(-EEXIST, "device %s: path "
+					       "exists; refusing to format "
+					       "over it", path);
+	}
 	if (errno != ENOENT)
 		return err_set(-errno, "device %s: cannot stat: %s", path,
 			       strerror(errno));
@@ -188,24 +201,28 @@ out:
 
 /* Create a device: check, let the tier's default driver create the file
  * with its superblock, then make the new name durable.  A device whose name
- * could not be made durable is removed again. */
-int tier_dev_format(const char *path, enum clovis_tier tier,
-		    const uint8_t store[16], uint32_t index,
-		    uint64_t size_bytes)
+ * could not be made durable is removed again (a block device formatted in
+ * place has no new name and is never removed). */
+int tier_dev_format_opts(const char *path, enum clovis_tier tier,
+			 const uint8_t store[16], uint32_t index,
+			 uint64_t size_bytes, const struct tier_format_opts *o)
 {
+	static const struct tier_format_opts none;
 	const struct tier_ops *ops;
+	bool existing = false;
 	struct tier_sb sb;
 	int rc;
 
-	rc = tier_format_check(path, tier, store, size_bytes);
+	rc = tier_format_check(path, tier, store, size_bytes, &existing);
 	if (rc != 0)
 		goto out;
 	ops = tier_driver_for(tier);
 	tier_sb_fill(&sb, tier, store, index, size_bytes, ops->to_name);
-	rc = ops->to_format(path, &sb);
+	rc = ops->to_format(path, &sb, o != NULL ? o : &none);
 	if (rc != 0)
 		goto out;
-	rc = tier_dir_sync(path);
+	if (!existing)
+		rc = tier_dir_sync(path);
 	if (rc == 0 && FAULT_HIT("tier.format"))
 		rc = err_set(-EIO, "device %s: injected format error", path);
 	if (rc != 0)
@@ -215,9 +232,19 @@ int tier_dev_format(const char *path, enum clovis_tier tier,
 		 (unsigned long long)size_bytes, ops->to_name);
 	goto out;
 out_unlink:
-	unlink(path);
+	if (!existing)
+		unlink(path);
 out:
 	return rc;
+}
+
+/* tier_dev_format_opts with every option at its default. */
+int tier_dev_format(const char *path, enum clovis_tier tier,
+		    const uint8_t store[16], uint32_t index,
+		    uint64_t size_bytes)
+{
+	return tier_dev_format_opts(path, tier, store, index, size_bytes,
+				    NULL);
 }
 
 /* Read the superblock bytes at offset 0 of path with a plain descriptor,
@@ -279,11 +306,13 @@ static int tier_sb_check_format(const struct tier_sb *sb, const char *path)
 static int tier_sb_check_geometry(const struct tier_sb *sb, const char *path,
 				  uint64_t file_size)
 {
-	if (sb->sb_data_off != LIM_DEV_SB_SIZE)
+	if (sb->sb_data_off < LIM_DEV_SB_SIZE ||
+	    sb->sb_data_off % LIM_DEV_SB_SIZE != 0 ||
+	    sb->sb_data_off > LIM_DEV_DATA_OFF_MAX)
 		return err_set(-CLOVIS_ECORRUPT, "device %s: data offset %llu, "
-			       "expected %u", path,
+			       "expected a multiple of %u up to %llu", path,
 			       (unsigned long long)sb->sb_data_off,
-			       LIM_DEV_SB_SIZE);
+			       LIM_DEV_SB_SIZE, LIM_DEV_DATA_OFF_MAX);
 	if (sb->sb_data_size < LIM_DEV_SIZE_MIN ||
 	    sb->sb_data_size > LIM_DEV_SIZE_MAX ||
 	    sb->sb_data_size % LIM_ALLOC_UNIT != 0)
@@ -373,6 +402,12 @@ static int tier_sb_read_checked(struct tier_dev *d, const char *path,
 	if (d->td_ops == NULL)
 		return err_set(-CLOVIS_ECORRUPT, "device %s: unknown driver "
 			       "\"%s\"", path, d->td_sb.sb_driver);
+	if (d->td_ops->to_zone_get == NULL &&
+	    d->td_sb.sb_data_off != LIM_DEV_SB_SIZE)
+		return err_set(-CLOVIS_ECORRUPT, "device %s: data offset %llu, "
+			       "driver %s expects %u", path,
+			       (unsigned long long)d->td_sb.sb_data_off,
+			       d->td_ops->to_name, LIM_DEV_SB_SIZE);
 	return 0;
 }
 
@@ -413,6 +448,11 @@ int tier_dev_open(struct tier_dev **out, const char *path,
 		goto out;
 	}
 	snprintf(d->td_path, sizeof d->td_path, "%s", path);
+	d->td_ioq = tier_ioq_create(d);
+	if (d->td_ioq == NULL) {
+		rc = err_set(-ENOMEM, "device %s: no memory", path);
+		goto out_free;
+	}
 	rc = tier_sb_read_checked(d, path, tier, store, index);
 	if (rc != 0)
 		goto out_free;
@@ -430,17 +470,20 @@ int tier_dev_open(struct tier_dev **out, const char *path,
 out_close:
 	d->td_ops->to_close(d);
 out_free:
+	tier_ioq_destroy(d->td_ioq);
 	free(d);
 out:
 	return rc;
 }
 
-/* Close the driver and free the handle.  Does not sync: durability is what
- * tier_dev_sync() promises, and callers sync before they commit. */
+/* Stop the queue's threads, close the driver and free the handle.  Does
+ * not sync: durability is what tier_dev_sync() promises, and callers sync
+ * before they commit. */
 void tier_dev_close(struct tier_dev *d)
 {
 	if (d == NULL)
 		return;
+	tier_ioq_destroy(d->td_ioq);
 	d->td_ops->to_close(d);
 	free(d);
 }
@@ -470,27 +513,168 @@ static int tier_io_check(const struct tier_dev *d, uint64_t off,
 	return 0;
 }
 
+
+/* ------------------------------------------------------- fault points */
+
+/* True when the per-device point "tier.<what>.dev<N>" fires, N being d's
+ * index in its store.  Test builds only; the name costs nothing in release
+ * builds, where this is the constant false. */
+static bool tier_fault_dev(const struct tier_dev *d, const char *what)
+{
+#ifdef STRATA_FAULT_INJECT
+	char name[48];
+
+	snprintf(name, sizeof name, "tier.%s.dev%u", what, d->td_sb.sb_index);
+	return FAULT_HIT(name);
+#else
+	(void)d;
+	(void)what;
+	return false;
+#endif
+}
+
+/* The points that fail a request of kind what ("write", "read", "sync",
+ * "reset") on d before it reaches the driver: the whole device gone, the
+ * point shared by every device, and the device's own.  Returns -EIO with a
+ * message, or 0. */
+static int tier_fault_fail(struct tier_dev *d, const char *what, uint64_t off)
+{
+	bool any = false, own = false;
+
+	if (tier_fault_dev(d, "gone"))
+		return err_set(-EIO, "device %s: injected fault: device gone "
+			       "(%s)", d->td_path, what);
+	if (strcmp(what, "write") == 0) {
+		any = FAULT_HIT("tier.write");
+		own = !any && tier_fault_dev(d, "write");
+	} else if (strcmp(what, "read") == 0) {
+		any = FAULT_HIT("tier.read");
+		own = !any && tier_fault_dev(d, "read");
+	} else if (strcmp(what, "sync") == 0) {
+		any = FAULT_HIT("tier.sync");
+	}
+	if (any || own)
+		return err_set(-EIO, "device %s: injected %s error at %llu",
+			       d->td_path, what, (unsigned long long)off);
+	return 0;
+}
+
+/* ------------------------------------------------------------ counters */
+
+/* Count the outcome of a request that reached the fault points: a success
+ * in *ok (if any), a failure in td_nr_errors unless it only refused the
+ * request (-EINVAL: against the rules; -ENOSPC: zone full). */
+static int tier_count(struct tier_dev *d, int rc, uint64_t *ok)
+{
+	if (rc == 0 && ok != NULL)
+		__atomic_fetch_add(ok, 1, __ATOMIC_RELAXED);
+	else if (rc != 0 && rc != -EINVAL && rc != -ENOSPC)
+		__atomic_fetch_add(&d->td_nr_errors, 1, __ATOMIC_RELAXED);
+	return rc;
+}
+
+/* Failed requests of d (see tier.h). */
+uint64_t tier_dev_errors(const struct tier_dev *d)
+{
+	return __atomic_load_n(&d->td_nr_errors, __ATOMIC_RELAXED);
+}
+
+/* ---------------------------------------------------------- data path */
+
+/* Where a write goes: a data-area offset, or a zone append (w_off then
+ * receives where it landed). */
+struct tier_wr {
+	bool w_append;
+	uint32_t w_zone;
+	uint64_t w_off;
+};
+
+/* Hand the bytes of a write or append to the driver. */
+static int tier_wr_move(struct tier_dev *d, struct tier_wr *w,
+			const void *buf, size_t len)
+{
+	if (w->w_append)
+		return d->td_ops->to_zone_append(d, w->w_zone, buf, len,
+						 &w->w_off);
+	return d->td_ops->to_write(d, w->w_off, buf, len);
+}
+
+/* The short-write point: the first half of the bytes (whole allocation
+ * units) reach the device, then -EIO. */
+static int tier_wr_short(struct tier_dev *d, struct tier_wr *w,
+			 const void *buf, size_t len)
+{
+	size_t half = len / 2 / LIM_ALLOC_UNIT * LIM_ALLOC_UNIT;
+	int rc = 0;
+
+	if (half > 0)
+		rc = tier_wr_move(d, w, buf, half);
+	if (rc == 0 && w->w_off == UINT64_MAX) /* an append that moved 0 */
+		rc = err_set(-EIO, "device %s: injected short write of 0 of "
+			     "%zu bytes to zone %u", d->td_path, len,
+			     w->w_zone);
+	else if (rc == 0)
+		rc = err_set(-EIO, "device %s: injected short write of %zu of "
+			     "%zu bytes at %llu", d->td_path, half, len,
+			     (unsigned long long)w->w_off);
+	return rc;
+}
+
+/* The bit-flip point: a copy with bit 4 of its middle byte flipped is
+ * written instead, and the write succeeds. */
+static int tier_wr_flip(struct tier_dev *d, struct tier_wr *w,
+			const void *buf, size_t len)
+{
+	uint8_t *copy = malloc(len);
+	int rc;
+
+	if (copy == NULL)
+		return err_set(-ENOMEM, "device %s: no memory", d->td_path);
+	memcpy(copy, buf, len);
+	copy[len / 2] ^= 0x10;
+	rc = tier_wr_move(d, w, copy, len);
+	free(copy);
+	LOG_DEBUG("device %s: injected bit flip at byte %zu of a %zu-byte "
+		  "write", d->td_path, len / 2, len);
+	return rc;
+}
+
+/* A checked, non-empty write or append: model, corruption points (test
+ * builds), driver. */
+static int tier_wr_run(struct tier_dev *d, struct tier_wr *w,
+		       const void *buf, size_t len)
+{
+	uint64_t done = tier_model_begin(d, TM_WRITE, len);
+	int rc;
+
+	if (tier_fault_dev(d, "short"))
+		rc = tier_wr_short(d, w, buf, len);
+	else if (tier_fault_dev(d, "flip"))
+		rc = tier_wr_flip(d, w, buf, len);
+	else
+		rc = tier_wr_move(d, w, buf, len);
+	tier_model_wait(done);
+	return rc;
+}
+
 /* Write len bytes at data-area offset off (see tier.h).  A zero-length
  * write is checked and then does nothing. */
 int tier_dev_write(struct tier_dev *d, uint64_t off, const void *buf,
 		   size_t len)
 {
+	struct tier_wr w = {.w_off = off};
 	int rc;
 
 	PRE(d != NULL);
 	rc = tier_io_check(d, off, buf, len, "write");
 	if (rc != 0)
 		goto out;
-	if (FAULT_HIT("tier.write")) {
-		rc = err_set(-EIO, "device %s: injected write error at %llu",
-			     d->td_path, (unsigned long long)off);
+	rc = tier_fault_fail(d, "write", off);
+	if (rc == 0 && len == 0)
 		goto out;
-	}
-	if (len == 0)
-		goto out;
-	rc = d->td_ops->to_write(d, off, buf, len);
 	if (rc == 0)
-		__atomic_fetch_add(&d->td_nr_writes, 1, __ATOMIC_RELAXED);
+		rc = tier_wr_run(d, &w, buf, len);
+	rc = tier_count(d, rc, &d->td_nr_writes);
 out:
 	return rc;
 }
@@ -498,22 +682,22 @@ out:
 /* Read len bytes at data-area offset off (see tier.h). */
 int tier_dev_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
 {
+	uint64_t done;
 	int rc;
 
 	PRE(d != NULL);
 	rc = tier_io_check(d, off, buf, len, "read");
 	if (rc != 0)
 		goto out;
-	if (FAULT_HIT("tier.read")) {
-		rc = err_set(-EIO, "device %s: injected read error at %llu",
-			     d->td_path, (unsigned long long)off);
+	rc = tier_fault_fail(d, "read", off);
+	if (rc == 0 && len == 0)
 		goto out;
+	if (rc == 0) {
+		done = tier_model_begin(d, TM_READ, len);
+		rc = d->td_ops->to_read(d, off, buf, len);
+		tier_model_wait(done);
 	}
-	if (len == 0)
-		goto out;
-	rc = d->td_ops->to_read(d, off, buf, len);
-	if (rc == 0)
-		__atomic_fetch_add(&d->td_nr_reads, 1, __ATOMIC_RELAXED);
+	rc = tier_count(d, rc, &d->td_nr_reads);
 out:
 	return rc;
 }
@@ -521,17 +705,130 @@ out:
 /* Make every completed write durable (see tier.h). */
 int tier_dev_sync(struct tier_dev *d)
 {
+	uint64_t done;
 	int rc;
 
 	PRE(d != NULL);
-	if (FAULT_HIT("tier.sync")) {
-		rc = err_set(-EIO, "device %s: injected sync error",
-			     d->td_path);
-		goto out;
+	rc = tier_fault_fail(d, "sync", 0);
+	if (rc == 0) {
+		done = tier_model_begin(d, TM_SYNC, 0);
+		rc = d->td_ops->to_sync(d);
+		tier_model_wait(done);
 	}
-	rc = d->td_ops->to_sync(d);
+	return tier_count(d, rc, &d->td_nr_syncs);
+}
+
+/* --------------------------------------------------------------- zones */
+
+/* True when d is zoned. */
+bool tier_dev_zoned(const struct tier_dev *d)
+{
+	return d->td_zone_size != 0;
+}
+
+/* Whole zones of d (0 when not zoned). */
+uint32_t tier_dev_zone_nr(const struct tier_dev *d)
+{
+	return d->td_zone_nr;
+}
+
+/* Bytes per zone of d (0 when not zoned). */
+uint64_t tier_dev_zone_size(const struct tier_dev *d)
+{
+	return d->td_zone_size;
+}
+
+/* Check that d is zoned and has zone `zone`. */
+static int tier_zone_check(const struct tier_dev *d, uint32_t zone,
+			   const char *what)
+{
+	if (!tier_dev_zoned(d))
+		return err_set(-EINVAL, "device %s: %s: not a zoned device "
+			       "(driver %s)", d->td_path, what,
+			       d->td_ops->to_name);
+	if (zone >= d->td_zone_nr)
+		return err_set(-EINVAL, "device %s: %s: zone %u, the device "
+			       "has %u", d->td_path, what, zone,
+			       d->td_zone_nr);
+	return 0;
+}
+
+/* Report one zone (see tier.h). */
+int tier_dev_zone_get(struct tier_dev *d, uint32_t zone,
+		      struct tier_zone *out)
+{
+	int rc;
+
+	PRE(d != NULL);
+	rc = tier_zone_check(d, zone, "zone report");
+	if (rc == 0 && out == NULL)
+		rc = err_set(-EINVAL, "device %s: zone report with no output",
+			     d->td_path);
 	if (rc == 0)
-		__atomic_fetch_add(&d->td_nr_syncs, 1, __ATOMIC_RELAXED);
-out:
+		d->td_ops->to_zone_get(d, zone, out);
 	return rc;
+}
+
+/* Reset one zone, durably (see tier.h); modelled as a sync. */
+int tier_dev_zone_reset(struct tier_dev *d, uint32_t zone)
+{
+	uint64_t done;
+	int rc;
+
+	PRE(d != NULL);
+	rc = tier_zone_check(d, zone, "zone reset");
+	if (rc != 0)
+		return rc;
+	rc = tier_fault_fail(d, "reset", 0);
+	if (rc == 0) {
+		done = tier_model_begin(d, TM_SYNC, 0);
+		rc = d->td_ops->to_zone_reset(d, zone);
+		tier_model_wait(done);
+	}
+	return tier_count(d, rc, NULL);
+}
+
+/* Check the arguments of a zone append. */
+static int tier_append_check(const struct tier_dev *d, uint32_t zone,
+			     const void *buf, size_t len, const uint64_t *off)
+{
+	int rc = tier_zone_check(d, zone, "zone append");
+
+	if (rc != 0)
+		return rc;
+	if ((buf == NULL && len != 0) || off == NULL)
+		return err_set(-EINVAL, "device %s: zone append with no buffer "
+			       "or no output offset", d->td_path);
+	if (len % LIM_ALLOC_UNIT != 0)
+		return err_set(-EINVAL, "device %s: zone append of %zu bytes: "
+			       "not a multiple of %u", d->td_path, len,
+			       LIM_ALLOC_UNIT);
+	return 0;
+}
+
+/* Append at a zone's wp (see tier.h).  A zero-length append reports the
+ * wp in *off and writes nothing. */
+int tier_dev_zone_append(struct tier_dev *d, uint32_t zone, const void *buf,
+			 size_t len, uint64_t *off)
+{
+	struct tier_wr w = {.w_append = true, .w_zone = zone};
+	struct tier_zone z;
+	int rc;
+
+	PRE(d != NULL);
+	rc = tier_append_check(d, zone, buf, len, off);
+	if (rc != 0)
+		return rc;
+	rc = tier_fault_fail(d, "write", (uint64_t)zone * d->td_zone_size);
+	if (rc == 0 && len == 0) {
+		d->td_ops->to_zone_get(d, zone, &z);
+		*off = z.tz_wp;
+		return 0;
+	}
+	w.w_off = UINT64_MAX;
+	if (rc == 0)
+		rc = tier_wr_run(d, &w, buf, len);
+	if (w.w_off != UINT64_MAX)
+		*off = w.w_off;
+	return tier_count(d, rc, &d->td_nr_writes);
 }

@@ -11,6 +11,9 @@
  * The kernel keeps both views coherent (a direct write invalidates cached
  * pages of its range, a direct read first writes back dirty ones), and
  * fdatasync() works on the file, so one sync covers both descriptors.
+ *
+ * The byte mover (file_dev_*) is shared with the smr driver through
+ * file.h; the ops table at the end wraps it for plain devices.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +26,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "tiers/file/file.h"
 #include "tiers/tier.h"
 
 /* Alignment assumed when the kernel cannot tell (no STATX_DIOALIGN): the
@@ -112,56 +116,78 @@ out:
 	return rc;
 }
 
-/* Route one request (data-area offset off) to the direct descriptor, the
- * bounce buffer or the buffered descriptor, by alignment. */
-static int file_rw(struct tier_dev *d, uint64_t off, void *buf, size_t len,
-		   bool wr)
+/* Route one request (absolute file position pos) to the direct
+ * descriptor, the bounce buffer or the buffered descriptor, by alignment. */
+int file_dev_rw(struct file_dev *fl, bool wr, void *buf, size_t len,
+		uint64_t pos, const char *path)
 {
-	struct file_dev *fl = d->td_priv;
-	uint64_t pos = d->td_sb.sb_data_off + off;
-
 	if (fl->fl_dfd < 0 || !file_is_aligned(pos, fl->fl_off_align) ||
 	    !file_is_aligned(len, fl->fl_off_align))
-		return file_pio(fl->fl_bfd, wr, buf, len, pos, d->td_path);
+		return file_pio(fl->fl_bfd, wr, buf, len, pos, path);
 	if (file_is_aligned((uintptr_t)buf, fl->fl_mem_align))
-		return file_pio(fl->fl_dfd, wr, buf, len, pos, d->td_path);
-	return file_bounce(fl, wr, buf, len, pos, d->td_path);
+		return file_pio(fl->fl_dfd, wr, buf, len, pos, path);
+	return file_bounce(fl, wr, buf, len, pos, path);
 }
 
-/* to_write: see file_rw.  Returns once the kernel has the bytes (direct
+/* True when fl has a direct descriptor. */
+bool file_dev_direct(const struct file_dev *fl)
+{
+	return fl->fl_dfd >= 0;
+}
+
+/* The direct-I/O offset and length alignment of fl. */
+uint32_t file_dev_off_align(const struct file_dev *fl)
+{
+	return fl->fl_off_align;
+}
+
+/* The buffered descriptor of fl. */
+int file_dev_fd(const struct file_dev *fl)
+{
+	return fl->fl_bfd;
+}
+
+/* to_write: see file_dev_rw.  Returns once the kernel has the bytes (direct
  * writes: the device has them, maybe in its volatile cache). */
 static int file_write(struct tier_dev *d, uint64_t off, const void *buf,
 		      size_t len)
 {
-	return file_rw(d, off, (void *)buf, len, true);
+	return file_dev_rw(d->td_priv, true, (void *)buf, len,
+			   d->td_sb.sb_data_off + off, d->td_path);
 }
 
-/* to_read: see file_rw. */
+/* to_read: see file_dev_rw. */
 static int file_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
 {
-	return file_rw(d, off, buf, len, false);
+	return file_dev_rw(d->td_priv, false, buf, len,
+			   d->td_sb.sb_data_off + off, d->td_path);
 }
 
-/* to_sync: fdatasync of the file (both descriptors share it), which also
- * flushes the device's volatile write cache.  After a failed fdatasync the
- * kernel may have dropped the dirty pages and a later fdatasync can succeed
+/* fdatasync of the file (both descriptors share it), which also flushes
+ * the device's volatile write cache.  After a failed fdatasync the kernel
+ * may have dropped the dirty pages and a later fdatasync can succeed
  * without them, so a failure is remembered and every later sync fails. */
-static int file_sync(struct tier_dev *d)
+int file_dev_sync(struct file_dev *fl, const char *path)
 {
-	struct file_dev *fl = d->td_priv;
 	int rc = 0;
 
 	if (__atomic_load_n(&fl->fl_sync_failed, __ATOMIC_ACQUIRE))
 		return err_set(-EIO, "device %s: an earlier sync failed; "
-			       "written data may be lost", d->td_path);
+			       "written data may be lost", path);
 	if (FAULT_HIT("tier.file.sync"))
 		errno = EIO;
 	else if (fdatasync(fl->fl_bfd) == 0)
 		return 0;
-	rc = err_set(-errno, "device %s: fdatasync: %s", d->td_path,
+	rc = err_set(-errno, "device %s: fdatasync: %s", path,
 		     strerror(errno));
 	__atomic_store_n(&fl->fl_sync_failed, true, __ATOMIC_RELEASE);
 	return rc;
+}
+
+/* to_sync: see file_dev_sync. */
+static int file_sync(struct tier_dev *d)
+{
+	return file_dev_sync(d->td_priv, d->td_path);
 }
 
 /* Ask the kernel for the direct-I/O alignment of the file behind fd.
@@ -220,8 +246,8 @@ static int file_open_direct(struct file_dev *fl, const char *path)
 	return 0;
 }
 
-/* to_open: both descriptors, the alignment, and td_direct. */
-static int file_open(struct tier_dev *d, const char *path)
+/* Open both descriptors of path and learn the direct-I/O alignment. */
+int file_dev_open(struct file_dev **out, const char *path)
 {
 	struct file_dev *fl;
 	int rc = 0;
@@ -240,10 +266,9 @@ static int file_open(struct tier_dev *d, const char *path)
 	rc = file_open_direct(fl, path);
 	if (rc != 0)
 		goto out_close;
-	d->td_priv = fl;
-	d->td_direct = fl->fl_dfd >= 0;
 	LOG_DEBUG("device %s: direct %d, mem align %u, offset align %u", path,
-		  (int)d->td_direct, fl->fl_mem_align, fl->fl_off_align);
+		  (int)(fl->fl_dfd >= 0), fl->fl_mem_align, fl->fl_off_align);
+	*out = fl;
 	goto out;
 out_close:
 	close(fl->fl_bfd);
@@ -253,17 +278,35 @@ out:
 	return rc;
 }
 
-/* to_close: release both descriptors.  Nothing is synced here. */
-static void file_close(struct tier_dev *d)
+/* Release both descriptors.  Nothing is synced here. */
+void file_dev_close(struct file_dev *fl)
 {
-	struct file_dev *fl = d->td_priv;
-
 	if (fl == NULL)
 		return;
 	if (fl->fl_dfd >= 0)
 		close(fl->fl_dfd);
 	close(fl->fl_bfd);
 	free(fl);
+}
+
+/* to_open: both descriptors, the alignment, and td_direct. */
+static int file_open(struct tier_dev *d, const char *path)
+{
+	struct file_dev *fl = NULL;
+	int rc;
+
+	rc = file_dev_open(&fl, path);
+	if (rc != 0)
+		return rc;
+	d->td_priv = fl;
+	d->td_direct = file_dev_direct(fl);
+	return 0;
+}
+
+/* to_close: see file_dev_close. */
+static void file_close(struct tier_dev *d)
+{
+	file_dev_close(d->td_priv);
 	d->td_priv = NULL;
 }
 
@@ -299,14 +342,13 @@ static int file_zero_fill(int fd, const char *path, uint64_t off, uint64_t len)
 	return rc;
 }
 
-/* to_format: create path (O_EXCL), reserve its full size with
- * posix_fallocate so that writes never allocate or extend the file, write
- * zeros over the data area (file_zero_fill), write the superblock area and
- * fsync.  The parent directory is synced by
- * tier_dev_format for every driver.  On failure the new file is removed. */
-static int file_format(const char *path, const struct tier_sb *sb)
+/* Create path (O_EXCL), reserve its full size with posix_fallocate so
+ * that writes never allocate or extend the file, write zeros after the head
+ * (file_zero_fill), write the head and fsync.  On failure the new file is
+ * removed. */
+int file_dev_create(const char *path, uint64_t total, const void *head,
+		    size_t head_len)
 {
-	uint8_t area[LIM_DEV_SB_SIZE];
 	int fd, rc;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -315,21 +357,15 @@ static int file_format(const char *path, const struct tier_sb *sb)
 			     strerror(errno));
 		goto out;
 	}
-	rc = -posix_fallocate(fd, 0, (off_t)(sb->sb_data_off +
-					     sb->sb_data_size));
+	rc = -posix_fallocate(fd, 0, (off_t)total);
 	if (rc != 0) {
 		rc = err_set(rc, "device %s: cannot allocate %llu bytes: %s",
-			     path, (unsigned long long)(sb->sb_data_off +
-							sb->sb_data_size),
-			     strerror(-rc));
+			     path, (unsigned long long)total, strerror(-rc));
 		goto out_remove;
 	}
-	rc = file_zero_fill(fd, path, sb->sb_data_off, sb->sb_data_size);
-	if (rc != 0)
-		goto out_remove;
-	memset(area, 0, sizeof area);
-	memcpy(area, sb, sizeof *sb);
-	rc = file_pio(fd, true, area, sizeof area, 0, path);
+	rc = file_zero_fill(fd, path, head_len, total - head_len);
+	if (rc == 0)
+		rc = file_pio(fd, true, (void *)head, head_len, 0, path);
 	if (rc == 0 && FAULT_HIT("tier.file.format"))
 		rc = err_set(-EIO, "device %s: injected format error", path);
 	if (rc == 0 && fsync(fd) != 0)
@@ -344,6 +380,21 @@ out_remove:
 	close(fd);
 out:
 	return rc;
+}
+
+/* to_format: a file of the superblock area plus the data area, the
+ * superblock at its start (file_dev_create).  The parent directory is
+ * synced by tier_dev_format for every driver. */
+static int file_format(const char *path, struct tier_sb *sb,
+		       const struct tier_format_opts *o)
+{
+	uint8_t area[LIM_DEV_SB_SIZE];
+
+	(void)o;
+	memset(area, 0, sizeof area);
+	memcpy(area, sb, sizeof *sb);
+	return file_dev_create(path, sb->sb_data_off + sb->sb_data_size, area,
+			       sizeof area);
 }
 
 /* The driver table, reached through tier_driver_for/find (tier.c). */

@@ -126,9 +126,12 @@ out:
 /* to_format: create path (O_EXCL), size and fill it, and fsync it so that
  * its size and allocation are durable too (the parent directory is synced
  * by tier_dev_format).  On failure the new file is removed. */
-static int nvram_format(const char *path, const struct tier_sb *sb)
+static int nvram_format(const char *path, struct tier_sb *sb,
+			const struct tier_format_opts *o)
 {
 	int fd, rc;
+
+	(void)o;
 
 	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0) {

@@ -4,7 +4,9 @@
  * Flash and SAS devices live in directories from ut_tmpdir(); NVRAM devices
  * in a fresh directory under /dev/shm (where embedded mode emulates NVRAM),
  * removed when the suite ends.  Tests that need fault points are compiled
- * only in the test build (-DSTRATA_FAULT_INJECT).
+ * only in the test build (-DSTRATA_FAULT_INJECT).  SMR tests are in
+ * smr_ut.c, device model, I/O queue and per-device fault tests in io_ut.c;
+ * all register into this one suite.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,13 +24,14 @@
 #include "core/fault.h"
 #include "tests/ut.h"
 #include "tiers/tier.h"
+#include "tiers/ut/tier_ut.h"
 
 #define TUT_DEV_SIZE (4ull << 20)
 #define TUT_BIG_SIZE (16ull << 20)
 #define TUT_EXT4_MAGIC 0xEF53
 #define TUT_XFS_MAGIC 0x58465342
 
-static const uint8_t tut_store[16] = {0x53, 0x74, 0x72, 0x61, 0x74, 0x61,
+const uint8_t tut_store[16] = {0x53, 0x74, 0x72, 0x61, 0x74, 0x61,
 				      0x2d, 0x75, 0x74, 0x2d, 0x73, 0x74,
 				      0x6f, 0x72, 0x65, 0x01};
 
@@ -63,8 +66,7 @@ static int tut_fini(void)
 
 /* A fresh device path for tier t: under the NVRAM directory for NVRAM,
  * in a new temporary directory otherwise. */
-static void tut_path(char *out, size_t n, enum clovis_tier t,
-		     const char *name)
+void tut_path(char *out, size_t n, enum clovis_tier t, const char *name)
 {
 	static unsigned seq;
 	const char *dir = t == CLOVIS_TIER_NVRAM ? tut_shm : ut_tmpdir("tier");
@@ -75,7 +77,7 @@ static void tut_path(char *out, size_t n, enum clovis_tier t,
 
 /* Fill buf with a pattern that differs per seed and per 8-byte word, so a
  * misplaced or shifted block is detected. */
-static void tut_fill(void *buf, size_t len, uint64_t seed)
+void tut_fill(void *buf, size_t len, uint64_t seed)
 {
 	uint8_t *p = buf;
 
@@ -85,8 +87,8 @@ static void tut_fill(void *buf, size_t len, uint64_t seed)
 
 /* Format a device of size bytes at path and open it; fails the test on
  * any error. */
-static struct tier_dev *tut_make(const char *path, enum clovis_tier t,
-				 uint64_t size)
+struct tier_dev *tut_make(const char *path, enum clovis_tier t,
+			  uint64_t size)
 {
 	struct tier_dev *d = NULL;
 
@@ -98,7 +100,7 @@ static struct tier_dev *tut_make(const char *path, enum clovis_tier t,
 
 /* A page-aligned allocation of len bytes (NULL on failure), so that an
  * offset of 0 into it is aligned for any direct I/O. */
-static uint8_t *tut_alloc(size_t len)
+uint8_t *tut_alloc(size_t len)
 {
 	void *p = NULL;
 
@@ -146,7 +148,7 @@ static void tut_sb_put(const char *path, struct tier_sb *sb, bool fix_crc)
 }
 
 /* True when the calling thread's error message names s. */
-static bool tut_msg_has(const char *s)
+bool tut_msg_has(const char *s)
 {
 	return strstr(err_msg(), s) != NULL;
 }
@@ -167,11 +169,16 @@ static void test_driver_lookup(void)
 	CU_ASSERT_PTR_NULL(tier_driver_for(CLOVIS_TIER_NR));
 	CU_ASSERT_PTR_EQUAL(tier_driver_find("file"), file);
 	CU_ASSERT_PTR_EQUAL(tier_driver_find("pmem2"), pm);
-	CU_ASSERT_PTR_NULL(tier_driver_find("smr"));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tier_driver_find("smr"));
+	CU_ASSERT_PTR_EQUAL(tier_driver_for(CLOVIS_TIER_SMR),
+			    tier_driver_find("smr"));
+	CU_ASSERT_STRING_EQUAL(tier_driver_find("smr")->to_name, "smr");
+	CU_ASSERT_PTR_NULL(tier_driver_find("bogus"));
 	CU_ASSERT_PTR_NULL(tier_driver_find(NULL));
 	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_NVRAM), "nvram");
 	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_FLASH), "flash");
 	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_SAS), "sas");
+	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_SMR), "smr");
 }
 
 /* A filled superblock: fields, crc over everything but the crc field. */
@@ -941,5 +948,7 @@ int tier_ut_add(void)
 	for (size_t i = 0; i < sizeof tut_tests / sizeof tut_tests[0]; i++)
 		if (CU_add_test(s, tut_tests[i].name, tut_tests[i].fn) == NULL)
 			return -1;
+	if (tier_ut_smr_add(s) != 0 || tier_ut_io_add(s) != 0)
+		return -1;
 	return 0;
 }
