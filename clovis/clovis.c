@@ -14,6 +14,7 @@
 
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
+#include "core/stripe.h"
 #include "core/log.h"
 
 #define STATS_VERSION 1u
@@ -117,7 +118,7 @@ static int conf_check(const struct clovis_conf *conf)
 			       (int)conf->cc_mode);
 	if (conf->cc_data_dir == NULL || conf->cc_data_dir[0] == '\0')
 		return err_set(-EINVAL, "clovis_init: cc_data_dir is empty");
-	if (conf->cc_flags & ~(uint32_t)CLOVIS_CONF_CREATE)
+	if (conf->cc_flags & ~(uint32_t)(CLOVIS_CONF_CREATE | CLOVIS_CONF_DEVICE_MODEL))
 		return err_set(-EINVAL, "clovis_init: cc_flags 0x%x unknown",
 			       conf->cc_flags);
 	if (conf->cc_nr_workers > LIM_WORKERS_MAX)
@@ -178,7 +179,8 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 	ec = (struct eng_conf){conf->cc_data_dir,
 			       (conf->cc_flags & CLOVIS_CONF_CREATE) != 0,
 			       conf->cc_dev_size, conf->cc_nvram_dir,
-			       conf->cc_meta_size};
+			       conf->cc_meta_size, conf->cc_config,
+			       (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0};
 	rc = eng_open(&cl->cl_eng, &ec);
 	if (rc != 0)
 		goto out_free;
@@ -278,17 +280,29 @@ static int obj_attr_check(const struct clovis_id *id,
 {
 	if (a->oa_block_shift == 0)
 		a->oa_block_shift = 12;
-	if (a->oa_layout == 0)
-		a->oa_layout = CLOVIS_LAYOUT_PLAIN;
 	if (a->oa_block_shift < CLOVIS_BLOCK_SHIFT_MIN ||
 	    a->oa_block_shift > CLOVIS_BLOCK_SHIFT_MAX)
 		return err_set(-EINVAL, "object %s: block shift %u outside "
 			       "%u..%u (512 B..64 MiB)", eng_id_str(id),
 			       a->oa_block_shift, CLOVIS_BLOCK_SHIFT_MIN,
 			       CLOVIS_BLOCK_SHIFT_MAX);
-	if (a->oa_layout != CLOVIS_LAYOUT_PLAIN)
+	if (a->oa_layout > CLOVIS_LAYOUT_MIRROR)
 		return err_set(-EINVAL, "object %s: layout %u unknown",
 			       eng_id_str(id), a->oa_layout);
+	if (a->oa_data_units > CLOVIS_LAYOUT_UNITS_MAX ||
+	    a->oa_parity_units > CLOVIS_LAYOUT_UNITS_MAX ||
+	    a->oa_spare_units > CLOVIS_LAYOUT_UNITS_MAX)
+		return err_set(-EINVAL, "object %s: units per group %u+%u+%u, "
+			       "each at most %u", eng_id_str(id),
+			       a->oa_data_units, a->oa_parity_units,
+			       a->oa_spare_units, CLOVIS_LAYOUT_UNITS_MAX);
+	if (a->oa_unit_shift != 0 &&
+	    (a->oa_unit_shift < CLOVIS_UNIT_SHIFT_MIN ||
+	     a->oa_unit_shift > CLOVIS_UNIT_SHIFT_MAX))
+		return err_set(-EINVAL, "object %s: unit shift %u outside "
+			       "%u..%u (4 KiB..16 MiB)", eng_id_str(id),
+			       a->oa_unit_shift, CLOVIS_UNIT_SHIFT_MIN,
+			       CLOVIS_UNIT_SHIFT_MAX);
 	if (a->oa_tier >= CLOVIS_TIER_NR)
 		return err_set(-EINVAL, "object %s: tier %u unknown",
 			       eng_id_str(id), a->oa_tier);
@@ -344,6 +358,11 @@ static void req_from_handle(struct eng_req *r, const struct clovis_entity *e)
 		r->er_ent.me_layout = a->oa_layout;
 		r->er_ent.me_tier = a->oa_tier;
 		r->er_ent.me_dev = a->oa_dev;
+		r->er_ent.me_pool = a->oa_pool;
+		r->er_ent.me_n = (uint8_t)a->oa_data_units;
+		r->er_ent.me_k = (uint8_t)a->oa_parity_units;
+		r->er_ent.me_s = (uint8_t)a->oa_spare_units;
+		r->er_ent.me_unit_shift = (uint8_t)a->oa_unit_shift;
 		r->er_ent.me_ctime_ns = a->oa_ctime_ns;
 		r->er_ent.me_size_bytes = a->oa_size_bytes;
 	} else if (e->en_type == CLOVIS_ET_IDX) {
@@ -709,6 +728,111 @@ int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 		eng_dev_info(cl->cl_eng, i, &info[i]);
 	*nr = n;
 	return 0;
+}
+
+int clovis_pool_list(struct clovis *cl, struct clovis_pool_info *info,
+		     uint32_t *nr)
+{
+	uint32_t n;
+
+	if (cl == NULL || nr == NULL || (info == NULL && *nr > 0))
+		return err_set(-EINVAL, "pool_list: NULL argument");
+	n = eng_pool_nr(cl->cl_eng);
+	for (uint32_t p = 0; p < n && p < *nr; p++) {
+		const struct eng_pool *ep = eng_pool_get(cl->cl_eng, p);
+		struct clovis_pool_info *pi = &info[p];
+
+		memset(pi, 0, sizeof *pi);
+		pi->pi_index = p;
+		pi->pi_nr_devs = ep->ep_nr;
+		snprintf(pi->pi_name, sizeof pi->pi_name, "%s", ep->ep_name);
+		for (uint32_t i = 0; i < ep->ep_nr; i++) {
+			struct clovis_dev_info di;
+
+			pi->pi_devs[i] = ep->ep_devs[i];
+			eng_dev_info(cl->cl_eng, ep->ep_devs[i], &di);
+			pi->pi_size_bytes += di.di_size_bytes;
+			pi->pi_free_bytes += di.di_free_bytes;
+		}
+	}
+	*nr = n;
+	return 0;
+}
+
+int clovis_dev_fail(struct clovis *cl, uint32_t dev)
+{
+	if (cl == NULL)
+		return err_set(-EINVAL, "dev_fail: NULL instance");
+	return eng_dev_fail(cl->cl_eng, dev, "marked failed by the operator");
+}
+
+int clovis_dev_replace(struct clovis *cl, uint32_t dev, const char *path)
+{
+	if (cl == NULL)
+		return err_set(-EINVAL, "dev_replace: NULL instance");
+	return eng_dev_replace(cl->cl_eng, dev, path);
+}
+
+int clovis_smr_clean(struct clovis *cl, uint32_t dev, uint32_t live_pct,
+		     struct clovis_clean_stats *st)
+{
+	struct eng_clean_stats cs;
+	int rc;
+
+	if (cl == NULL)
+		return err_set(-EINVAL, "smr_clean: NULL instance");
+	if (live_pct > 100)
+		return err_set(-EINVAL, "smr_clean: live_pct %u above 100",
+			       live_pct);
+	rc = eng_smr_clean(cl->cl_eng, dev, live_pct, &cs);
+	if (st != NULL)
+		*st = (struct clovis_clean_stats){
+			.cs_zones_reset = cs.cs_zones_reset,
+			.cs_bytes_moved = cs.cs_bytes_moved,
+			.cs_records_moved = cs.cs_records_moved};
+	return rc;
+}
+
+typedef int (*walk_fn)(struct eng *, stripe_progress_fn, void *,
+		       struct stripe_walk_stats *);
+
+static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
+		     void *arg, struct clovis_walk_stats *st, const char *what)
+{
+	struct stripe_walk_stats ss;
+	int rc;
+
+	if (cl == NULL)
+		return err_set(-EINVAL, "%s: NULL instance", what);
+	rc = fn(cl->cl_eng, pf, arg, &ss);
+	if (st != NULL)
+		*st = (struct clovis_walk_stats){
+			.ws_units = ss.sw_units, .ws_bytes = ss.sw_bytes,
+			.ws_rebuilt = ss.sw_rebuilt, .ws_moved = ss.sw_moved,
+			.ws_corrupt = ss.sw_corrupt,
+			.ws_unrepairable = ss.sw_unrepairable,
+			.ws_elapsed_ns = ss.sw_elapsed_ns,
+			.ws_resumed = (uint32_t)ss.sw_resumed,
+			.ws_devices = ss.sw_devices};
+	return rc;
+}
+
+int clovis_repair(struct clovis *cl, clovis_progress_fn fn, void *arg,
+		  struct clovis_walk_stats *st)
+{
+	return walk_call(cl, stripe_repair, fn, arg, st, "repair");
+}
+
+int clovis_rebalance(struct clovis *cl, clovis_progress_fn fn, void *arg,
+		     struct clovis_walk_stats *st)
+{
+	return walk_call(cl, stripe_rebalance, fn, arg, st, "rebalance");
+}
+
+int clovis_scrub(struct clovis *cl, clovis_progress_fn fn, void *arg,
+		 struct clovis_walk_stats *st)
+{
+	return walk_call(cl, stripe_scrub, fn, arg, st, "scrub");
 }
 
 int clovis_stats_get(struct clovis *cl, struct clovis_stat out[CLOVIS_STAT_NR])

@@ -140,13 +140,20 @@ enum clovis_tier {
 	CLOVIS_TIER_NVRAM = 0, /**< persistent memory through PMDK */
 	CLOVIS_TIER_FLASH = 1, /**< SSD-class device (file or block device) */
 	CLOVIS_TIER_SAS = 2,   /**< disk-class device (file or block device) */
-	CLOVIS_TIER_NR = 3,
+	/** Shingled disk: zones written sequentially at a write pointer (a
+	 *  zoned block device, or zones emulated on a file). */
+	CLOVIS_TIER_SMR = 3,
+	CLOVIS_TIER_NR = 4,
 };
 
 /** clovis_conf.cc_flags */
 enum clovis_conf_flags {
 	/** Create the store if the data directory holds none. */
 	CLOVIS_CONF_CREATE = 1u << 0,
+	/** Turn the device model on for every tier (class defaults unless
+	 *  the store configuration sets figures): emulated devices then take
+	 *  the latency and bandwidth of their class.  Off by default. */
+	CLOVIS_CONF_DEVICE_MODEL = 1u << 1,
 };
 
 /**
@@ -159,7 +166,8 @@ struct clovis_conf {
 	const char *cc_data_dir;    /**< store directory; required */
 	uint32_t cc_flags;          /**< CLOVIS_CONF_* */
 	uint32_t cc_nr_workers;     /**< I/O threads; 0 = 8 */
-	/** Size of each emulated device made at create; 0 = 1 GiB. */
+	/** Size of each emulated device made at create; 0 = the
+	 *  configuration's device_size, else 256 MiB. */
 	uint64_t cc_dev_size;
 	/** Directory for the NVRAM device at create; NULL = "/dev/shm". */
 	const char *cc_nvram_dir;
@@ -169,6 +177,12 @@ struct clovis_conf {
 	 *  2 warn, 3 info, 4 debug.  The STRATA_LOG environment variable
 	 *  (0-4, 0 = none) overrides it. */
 	int cc_log_level;
+	/** YAML store configuration (devices, pools, default layouts, device
+	 *  model; docs/configuration.md) used when the store is created;
+	 *  NULL = the built-in default: nvram0, flash0..7, sas0..3, smr0,
+	 *  one pool per tier, plain layout on flash.  Ignored when the store
+	 *  exists: its configuration is kept inside it. */
+	const char *cc_config;
 };
 
 struct clovis;
@@ -178,9 +192,9 @@ struct clovis_op;
  * Open a client instance over the store described by conf.
  *
  * Embedded mode: opens the data directory cc_data_dir.  When it holds no
- * store and CLOVIS_CONF_CREATE is set, a new store is made there with one
- * emulated device per tier (nvram on cc_nvram_dir through PMDK, flash and sas
- * as files in the directory).  Only one process may have a store open at a
+ * store and CLOVIS_CONF_CREATE is set, a new store is made there with the
+ * devices of cc_config (or the default set: nvram on cc_nvram_dir through
+ * PMDK, flash, sas and smr as files in the directory).  Only one process may have a store open at a
  * time.
  *
  * Returns 0 and sets *out, or:
@@ -270,9 +284,20 @@ CLOVIS_API int clovis_container_init(struct clovis_container *c,
 				     const struct clovis_id *id);
 
 enum clovis_layout_type {
-	/** Every block on one device of the chosen tier. */
+	/** Every block on one device of the chosen tier; no redundancy. */
 	CLOVIS_LAYOUT_PLAIN = 1,
+	/** Parity declustered: groups of N data + K parity (ISA-L
+	 *  Reed-Solomon) + S spare units over a pool of P >= N+K+S devices. */
+	CLOVIS_LAYOUT_PDCLUST = 2,
+	/** N copies of every unit on N distinct devices of a pool. */
+	CLOVIS_LAYOUT_MIRROR = 3,
 };
+
+/** Largest N, K, S and N+K+S of a pdclust or mirror layout. */
+#define CLOVIS_LAYOUT_UNITS_MAX 32u
+/** Unit sizes of pdclust and mirror layouts: 4 KiB .. 16 MiB. */
+#define CLOVIS_UNIT_SHIFT_MIN 12u
+#define CLOVIS_UNIT_SHIFT_MAX 24u
 
 /**
  * Object attributes.  In: oa_block_shift, oa_layout and oa_tier at CREATE;
@@ -280,9 +305,27 @@ enum clovis_layout_type {
  */
 struct clovis_obj_attr {
 	uint32_t oa_block_shift; /**< log2 block size, 9..26 */
-	uint32_t oa_layout;      /**< enum clovis_layout_type; 0 = PLAIN */
+	/** enum clovis_layout_type; 0 = the container's default layout
+	 *  (from the store configuration; PLAIN if none).  When that default
+	 *  is PLAIN, oa_tier still chooses the tier. */
+	uint32_t oa_layout;
 	uint32_t oa_tier;        /**< enum clovis_tier for PLAIN; default FLASH */
-	uint32_t oa_dev;         /**< out: device index holding the data */
+	uint32_t oa_dev;         /**< out: device index holding the data (PLAIN) */
+	/** PDCLUST/MIRROR: the pool (index in clovis_pool_list()) whose
+	 *  devices hold the units; 0 = the configuration's default pool. */
+	uint32_t oa_pool;
+	/** PDCLUST: data units N per parity group (1..); MIRROR: copies (2..).
+	 *  0 = the default (PDCLUST 4, MIRROR 2). */
+	uint32_t oa_data_units;
+	/** PDCLUST: parity units K (0..); 0 with oa_data_units 0 means the
+	 *  default 2.  MIRROR: must be 0. */
+	uint32_t oa_parity_units;
+	/** PDCLUST and MIRROR: spare units S per group, used by repair (0..). */
+	uint32_t oa_spare_units;
+	/** PDCLUST and MIRROR: log2 unit size (CLOVIS_UNIT_SHIFT_MIN..MAX,
+	 *  at least oa_block_shift); 0 = max(16, oa_block_shift). */
+	uint32_t oa_unit_shift;
+	uint32_t oa_pad;
 	/** out: highest block ever written or allocated, plus one.  Only
 	 *  grows (FREE punches holes; it does not shrink the object). */
 	uint64_t oa_size_blocks;
@@ -573,7 +616,21 @@ struct clovis_dev_info {
 	uint64_t di_size_bytes; /**< usable capacity */
 	uint64_t di_free_bytes; /**< free capacity now */
 	uint32_t di_direct_io;  /**< 1 when data bypasses the page cache */
-	uint32_t di_pad;
+	uint32_t di_state;      /**< enum clovis_dev_state */
+	uint64_t di_errors;     /**< I/O errors since the store was opened */
+	uint32_t di_rebalance;  /**< 1: replaced, units to move back (rebalance) */
+	uint32_t di_model;      /**< 1: the device model is on */
+	uint64_t di_zone_size;  /**< SMR: zone bytes; 0 for other tiers */
+	uint32_t di_zones;      /**< SMR: zones */
+	uint32_t di_zones_empty; /**< SMR: zones with nothing written */
+};
+
+/** clovis_dev_info.di_state */
+enum clovis_dev_state {
+	CLOVIS_DEV_ONLINE = 0,   /**< in service */
+	CLOVIS_DEV_FAILED = 1,   /**< failed: its units are read degraded */
+	CLOVIS_DEV_REPAIRED = 2, /**< failed; every unit it held was rebuilt
+				  *  elsewhere by clovis_repair() */
 };
 
 /**
@@ -582,6 +639,116 @@ struct clovis_dev_info {
  */
 CLOVIS_API int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 			       uint32_t *nr);
+
+/** One pool: the devices pdclust and mirror layouts place units over. */
+struct clovis_pool_info {
+	uint32_t pi_index;       /**< the oa_pool value naming it */
+	uint32_t pi_nr_devs;
+	char pi_name[32];
+	uint32_t pi_devs[256];   /**< device indices */
+	uint64_t pi_size_bytes;  /**< sum over its devices */
+	uint64_t pi_free_bytes;
+};
+
+/**
+ * Describe the store's pools (from its configuration): fills up to *nr
+ * entries and sets *nr to the number of pools.  Returns 0 or -EINVAL.
+ */
+CLOVIS_API int clovis_pool_list(struct clovis *cl, struct clovis_pool_info *info,
+				uint32_t *nr);
+
+/**
+ * Mark device dev failed, as if it had stopped answering (a device also
+ * fails by itself after LIM_DEV_ERRORS_MAX I/O errors).  Units on it are
+ * then read degraded (rebuilt from the rest of their groups) and new
+ * writes place their units on spare slots.  Persistent across restarts.
+ * Returns 0 (also when it was already failed), -EINVAL (no such device).
+ */
+CLOVIS_API int clovis_dev_fail(struct clovis *cl, uint32_t dev);
+
+/**
+ * Replace failed and repaired device dev by a new empty device made at path
+ * (which must not exist), of the same tier and size.  Its units stay where
+ * repair put them until clovis_rebalance() moves them back.
+ * Returns 0, -EINVAL (no such device, bad path), -EBUSY (dev is not in state
+ * REPAIRED: repair it first), -EEXIST (path exists), or -errno.
+ */
+CLOVIS_API int clovis_dev_replace(struct clovis *cl, uint32_t dev,
+				  const char *path);
+
+/** What clovis_smr_clean() did. */
+struct clovis_clean_stats {
+	uint32_t cs_zones_reset;   /**< zones made empty */
+	uint32_t cs_pad;
+	uint64_t cs_bytes_moved;   /**< live bytes relocated */
+	uint64_t cs_records_moved; /**< extent and unit records re-pointed */
+};
+
+/**
+ * Run the SMR cleaner on zoned device dev (UINT32_MAX: every SMR device):
+ * zones other than the open one whose live bytes are at most live_pct %
+ * (0..100) of what was written in them have their live data relocated to
+ * other zones and are reset.  Data stays readable throughout, and a crash
+ * at any point loses nothing (a zone is reset only after the commit that
+ * moved its last live byte is durable).  Appends that find no empty zone
+ * fail with -ENOSPC until the cleaner has reclaimed one.
+ * Returns 0, -EINVAL (not a zoned device, live_pct > 100), or a negative
+ * code.
+ */
+CLOVIS_API int clovis_smr_clean(struct clovis *cl, uint32_t dev,
+				uint32_t live_pct,
+				struct clovis_clean_stats *st);
+
+/** What clovis_repair(), clovis_rebalance() or clovis_scrub() did. */
+struct clovis_walk_stats {
+	uint64_t ws_units;        /**< unit records visited */
+	uint64_t ws_bytes;        /**< bytes read to check or rebuild */
+	uint64_t ws_rebuilt;      /**< units rebuilt and written again */
+	uint64_t ws_moved;        /**< units moved back (rebalance) */
+	uint64_t ws_corrupt;      /**< checksum mismatches and read errors */
+	uint64_t ws_unrepairable; /**< units whose group lost more than K */
+	uint64_t ws_elapsed_ns;
+	uint32_t ws_resumed;      /**< 1: continued a walk a crash or a stop
+				   *  interrupted */
+	uint32_t ws_devices;      /**< distinct devices read from */
+};
+
+/** Progress of a walk: units done and units in the store; return non-zero
+ *  to stop it (it keeps its place; the call returns -EINTR). */
+typedef int (*clovis_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+/**
+ * Rebuild every unit that lives on a failed device (or was never written
+ * because its device was down) from the rest of its parity group (ISA-L
+ * decode, or a mirror copy), onto spare space of surviving devices of the
+ * pool, reading the survivors of each group in parallel.  The walk commits
+ * its work and its place in batches, so after a crash or a stop a new call
+ * resumes where it was.  When done, failed devices become REPAIRED.
+ * Plain-layout objects have no redundancy and are not repaired.
+ * Blocks the caller; ops may run concurrently.  fn may be NULL.
+ * Returns 0, -EIO (some units had more than K units of their group lost:
+ * message and ws_unrepairable say how many), -EINTR (fn stopped it), or
+ * another negative code.
+ */
+CLOVIS_API int clovis_repair(struct clovis *cl, clovis_progress_fn fn,
+			     void *arg, struct clovis_walk_stats *st);
+
+/**
+ * Move units back onto replaced devices (clovis_dev_replace()): every unit
+ * whose layout places it on such a device but which lives elsewhere is
+ * copied there (checksum verified, rebuilt if damaged).  Resumable like
+ * repair.  Returns 0 or a negative code.
+ */
+CLOVIS_API int clovis_rebalance(struct clovis *cl, clovis_progress_fn fn,
+				void *arg, struct clovis_walk_stats *st);
+
+/**
+ * Read every unit on a usable device, verify its checksum, and rebuild and
+ * rewrite any that is damaged (read-repair, store-wide).  Resumable.
+ * Returns 0, -EIO (unrepairable units found), or a negative code.
+ */
+CLOVIS_API int clovis_scrub(struct clovis *cl, clovis_progress_fn fn,
+			    void *arg, struct clovis_walk_stats *st);
 
 /** Op classes measured by the statistics. */
 enum clovis_stat_op {

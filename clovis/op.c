@@ -19,6 +19,7 @@
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "core/stripe.h"
 
 uint64_t op_now_ns(void)
 {
@@ -106,6 +107,11 @@ static void op_entity_update(struct clovis_op *op)
 		a->oa_layout = me->me_layout;
 		a->oa_tier = me->me_tier;
 		a->oa_dev = me->me_dev;
+		a->oa_pool = me->me_pool;
+		a->oa_data_units = me->me_n;
+		a->oa_parity_units = me->me_k;
+		a->oa_spare_units = me->me_s;
+		a->oa_unit_shift = me->me_unit_shift;
 		a->oa_size_blocks = me->me_size_blocks;
 		a->oa_size_bytes = me->me_size_bytes;
 		a->oa_ctime_ns = me->me_ctime_ns;
@@ -417,6 +423,7 @@ void clovis_op_free(struct clovis_op *op)
 	op_unlink(op->op_cl, op);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_freed);
+	stripe_req_fini(&op->op_req);
 	pthread_mutex_destroy(&op->op_lock);
 	pthread_cond_destroy(&op->op_cond);
 	op->op_magic = 0;

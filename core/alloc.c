@@ -174,3 +174,14 @@ uint64_t alloc_free_units(struct alloc *a)
 	pthread_mutex_unlock(&a->al_lock);
 	return n;
 }
+
+uint64_t alloc_used_in(struct alloc *a, uint64_t start, uint64_t n)
+{
+	uint64_t used = 0;
+
+	pthread_mutex_lock(&a->al_lock);
+	for (uint64_t i = start; i < start + n && i < a->al_units; i++)
+		used += bit_get(a->al_map, i);
+	pthread_mutex_unlock(&a->al_lock);
+	return used;
+}

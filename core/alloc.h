@@ -47,4 +47,7 @@ void alloc_release(struct alloc *a, uint64_t start, uint64_t n);
 /** Free units now. */
 uint64_t alloc_free_units(struct alloc *a);
 
+/** Used units in [start, start + n) (SMR zone accounting). */
+uint64_t alloc_used_in(struct alloc *a, uint64_t start, uint64_t n);
+
 #endif

@@ -19,6 +19,8 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/stripe.h"
+#include "layouts/ec.h"
 
 #define STORE_MAGIC 0x5354524154415354ull /* "STRATAST" */
 
@@ -35,7 +37,7 @@ _Static_assert(sizeof(struct store_rec) == 40, "store_rec on-disk size");
 /** sys/dev.N: one device. */
 struct dev_rec {
 	uint32_t dr_tier;
-	uint32_t dr_pad;
+	uint32_t dr_state; /**< enum eng_dev_state | flags << 16 */
 	uint64_t dr_size;
 	char dr_path[LIM_PATH_MAX + 1];
 };
@@ -75,6 +77,21 @@ struct eng {
 	struct eng_deferred *e_rhead;
 	bool e_rstop;
 	bool e_rrunning;
+	/* configuration: pools and default layouts (sys/conf, YAML) */
+	struct conf e_conf;
+	bool e_conf_loaded;
+	uint32_t e_nr_pools;
+	struct eng_pool *e_pools;
+	/* unit layouts */
+	pthread_mutex_t e_codec_lock;
+	struct ec_codec *e_codecs[CLOVIS_LAYOUT_UNITS_MAX + 1]
+				 [CLOVIS_LAYOUT_UNITS_MAX + 1];
+	pthread_mutex_t e_glock;
+	pthread_cond_t e_gcond;
+	uint8_t e_gbusy[LIM_GLOCK_SLOTS];
+	struct eng_ucounters e_uc;
+	pthread_mutex_t e_dev_lock; /* device state changes and replace */
+	bool e_model; /* device model on for every tier */
 };
 
 /** Space to release after a grace period (see the reclaimer). */
@@ -626,50 +643,277 @@ static void *committer_main(void *arg)
 	return NULL;
 }
 
+/* ------------------------------------------------ devices and pools */
+
+/* Turn the device model of device i on or off from the configuration (or
+ * on with class defaults for every tier when the engine was opened so). */
+static void eng_dev_model_apply(struct eng *e, uint32_t i)
+{
+	struct eng_dev *d = &e->e_devs[i];
+	const struct conf_model *cm = &e->e_conf.c_model[d->ed_tier];
+	struct tier_model m;
+
+	if (!cm->cm_on && !e->e_model) {
+		tier_dev_model_set(d->ed_dev, NULL);
+		return;
+	}
+	tier_model_default(d->ed_tier, &m);
+	if (cm->cm_on) {
+		m.tm_read_lat_ns = cm->cm_read_lat_ns ? cm->cm_read_lat_ns :
+				   m.tm_read_lat_ns;
+		m.tm_write_lat_ns = cm->cm_write_lat_ns ? cm->cm_write_lat_ns :
+				    m.tm_write_lat_ns;
+		m.tm_sync_lat_ns = cm->cm_sync_lat_ns ? cm->cm_sync_lat_ns :
+				   m.tm_sync_lat_ns;
+		m.tm_read_bw = cm->cm_read_bw ? cm->cm_read_bw : m.tm_read_bw;
+		m.tm_write_bw = cm->cm_write_bw ? cm->cm_write_bw : m.tm_write_bw;
+	}
+	tier_dev_model_set(d->ed_dev, &m);
+}
+
+bool eng_dev_usable(struct eng *e, uint32_t i)
+{
+	return i < e->e_nr_devs &&
+	       __atomic_load_n(&e->e_devs[i].ed_state, __ATOMIC_ACQUIRE) ==
+		       ED_ONLINE;
+}
+
+/* Write device i's record with its state (caller holds e_dev_lock). */
+static int dev_rec_save(struct eng *e, uint32_t i)
+{
+	struct eng_dev *d = &e->e_devs[i];
+	struct dev_rec dr = {.dr_tier = d->ed_tier,
+			     .dr_state = d->ed_state | d->ed_flags << 16,
+			     .dr_size = tier_dev_size(d->ed_dev)};
+	char name[16];
+
+	snprintf(dr.dr_path, sizeof dr.dr_path, "%s", d->ed_dev->td_path);
+	snprintf(name, sizeof name, "dev.%u", i);
+	return eng_sys_save(e, name, &dr, sizeof dr);
+}
+
+int eng_dev_state_set(struct eng *e, uint32_t i, uint32_t state,
+		      uint32_t flags)
+{
+	int rc;
+
+	if (i >= e->e_nr_devs)
+		return err_set(-EINVAL, "device %u: no such device (the store "
+			       "has %u)", i, e->e_nr_devs);
+	pthread_mutex_lock(&e->e_dev_lock);
+	__atomic_store_n(&e->e_devs[i].ed_state, state, __ATOMIC_RELEASE);
+	e->e_devs[i].ed_flags = flags;
+	rc = dev_rec_save(e, i);
+	pthread_mutex_unlock(&e->e_dev_lock);
+	return rc;
+}
+
+int eng_dev_fail(struct eng *e, uint32_t i, const char *reason)
+{
+	if (i >= e->e_nr_devs)
+		return err_set(-EINVAL, "device %u: no such device (the store "
+			       "has %u)", i, e->e_nr_devs);
+	if (e->e_devs[i].ed_state != ED_ONLINE)
+		return 0;
+	LOG_ERROR("device %u (%s) failed: %s", i, e->e_devs[i].ed_dev->td_path,
+		  reason);
+	return eng_dev_state_set(e, i, ED_FAILED, 0);
+}
+
+void eng_dev_io_error(struct eng *e, uint32_t i)
+{
+	struct eng_dev *d = eng_dev_get(e, i);
+	char why[64];
+
+	if (d == NULL || tier_dev_errors(d->ed_dev) < LIM_DEV_ERRORS_MAX)
+		return;
+	snprintf(why, sizeof why, "%" PRIu64 " I/O errors",
+		 tier_dev_errors(d->ed_dev));
+	eng_dev_fail(e, i, why);
+}
+
+int eng_dev_replace(struct eng *e, uint32_t i, const char *path)
+{
+	struct tier_format_opts fo = {0};
+	struct tier_dev *nd = NULL, *od;
+	struct eng_dev *d;
+	int rc;
+
+	if (i >= e->e_nr_devs)
+		return err_set(-EINVAL, "device %u: no such device (the store "
+			       "has %u)", i, e->e_nr_devs);
+	d = &e->e_devs[i];
+	if (path == NULL || path[0] == '\0' || strlen(path) > LIM_PATH_MAX)
+		return err_set(-EINVAL, "device %u: replacement path empty or "
+			       "longer than %u", i, LIM_PATH_MAX);
+	if (d->ed_state != ED_REPAIRED)
+		return err_set(-EBUSY, "device %u (%s) is %s: only a failed and "
+			       "repaired device can be replaced (strata device "
+			       "fail, then strata repair)", i,
+			       d->ed_dev->td_path,
+			       d->ed_state == ED_ONLINE ? "online" :
+			       "failed but not repaired");
+	if (tier_dev_zoned(d->ed_dev))
+		fo.tf_zone_size = tier_dev_zone_size(d->ed_dev);
+	rc = tier_dev_format_opts(path, d->ed_tier, e->e_store.st_uuid, i,
+				  tier_dev_size(d->ed_dev), &fo);
+	if (rc == 0)
+		rc = tier_dev_open(&nd, path, d->ed_tier, e->e_store.st_uuid, i);
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&e->e_dev_lock);
+	od = d->ed_dev;
+	/* The old device holds no mapped unit (repaired); plain extents
+	 * still on it are lost with it and read as errors. */
+	d->ed_dev = nd;
+	d->ed_flags = EDF_REBALANCE;
+	__atomic_store_n(&d->ed_state, ED_ONLINE, __ATOMIC_RELEASE);
+	rc = dev_rec_save(e, i);
+	pthread_mutex_unlock(&e->e_dev_lock);
+	eng_dev_model_apply(e, i);
+	synchronize_rcu(); /* no reader still uses the old handle */
+	tier_dev_close(od);
+	return rc;
+}
+
+const struct eng_pool *eng_pool_get(struct eng *e, uint32_t p)
+{
+	return p < e->e_nr_pools ? &e->e_pools[p] : NULL;
+}
+
+uint32_t eng_pool_nr(struct eng *e)
+{
+	return e->e_nr_pools;
+}
+
+struct ec_codec *eng_codec(struct eng *e, uint32_t n, uint32_t k)
+{
+	struct ec_codec *c;
+
+	if (n > CLOVIS_LAYOUT_UNITS_MAX || k > CLOVIS_LAYOUT_UNITS_MAX) {
+		err_set(-EINVAL, "codec %u+%u out of range", n, k);
+		return NULL;
+	}
+	pthread_mutex_lock(&e->e_codec_lock);
+	c = e->e_codecs[n][k];
+	if (c == NULL && ec_codec_create(&c, n, k) == 0)
+		e->e_codecs[n][k] = c;
+	pthread_mutex_unlock(&e->e_codec_lock);
+	return c;
+}
+
+static bool glock_free(struct eng *e, const uint32_t *slots, uint32_t nr)
+{
+	for (uint32_t i = 0; i < nr; i++)
+		if (e->e_gbusy[slots[i]])
+			return false;
+	return true;
+}
+
+void eng_glock(struct eng *e, const uint32_t *slots, uint32_t nr)
+{
+	pthread_mutex_lock(&e->e_glock);
+	while (!glock_free(e, slots, nr))
+		pthread_cond_wait(&e->e_gcond, &e->e_glock);
+	for (uint32_t i = 0; i < nr; i++)
+		e->e_gbusy[slots[i]] = 1;
+	pthread_mutex_unlock(&e->e_glock);
+}
+
+void eng_gunlock(struct eng *e, const uint32_t *slots, uint32_t nr)
+{
+	pthread_mutex_lock(&e->e_glock);
+	for (uint32_t i = 0; i < nr; i++)
+		e->e_gbusy[slots[i]] = 0;
+	pthread_cond_broadcast(&e->e_gcond);
+	pthread_mutex_unlock(&e->e_glock);
+}
+
+void eng_default_layout(struct eng *e, const struct clovis_id *c,
+			struct meta_ent *me)
+{
+	const struct conf_layout *l = conf_layout_for(&e->e_conf, c);
+
+	me->me_layout = l->cl_type;
+	me->me_tier = l->cl_tier;
+	me->me_pool = l->cl_pool;
+	me->me_n = (uint8_t)l->cl_n;
+	me->me_k = (uint8_t)l->cl_k;
+	me->me_s = (uint8_t)l->cl_s;
+	me->me_unit_shift = (uint8_t)l->cl_unit_shift;
+}
+
+struct eng_ucounters *eng_ucounters(struct eng *e)
+{
+	return &e->e_uc;
+}
+
 /* ------------------------------------------------------ store set-up */
 
 static void dev_path_make(char *out, size_t len, const struct eng_conf *c,
-			  const uint8_t uuid[16], uint32_t tier, uint32_t i)
+			  const uint8_t uuid[16], const struct conf_dev *cd)
 {
 	char u[33];
 
+	if (cd->cd_path[0] != '\0') {
+		snprintf(out, len, "%s", cd->cd_path);
+		return;
+	}
 	for (int k = 0; k < 16; k++)
 		snprintf(u + 2 * k, 3, "%02x", uuid[k]);
-	if (tier == CLOVIS_TIER_NVRAM)
-		snprintf(out, len, "%s/strata-%s-nvram%u.dev",
-			 c->ec_nvram_dir ? c->ec_nvram_dir : "/dev/shm", u, i);
+	if (cd->cd_tier == CLOVIS_TIER_NVRAM)
+		snprintf(out, len, "%s/strata-%s-%s.dev",
+			 c->ec_nvram_dir ? c->ec_nvram_dir : "/dev/shm", u,
+			 cd->cd_name);
 	else
-		snprintf(out, len, "%s/devices/%s%u.dev", c->ec_dir,
-			 tier_name(tier), i);
+		snprintf(out, len, "%s/devices/%s.dev", c->ec_dir, cd->cd_name);
 }
 
-/* Make one device per tier and record them in the store's metadata. */
+/* Save the configuration text in sys/conf. */
+static int store_conf_save(struct eng *e, MDB_txn *txn)
+{
+	char *text = NULL;
+	int rc = conf_emit(&e->e_conf, &text);
+
+	if (rc == 0)
+		rc = meta_sys_put(txn, &e->e_meta, "conf", text, strlen(text));
+	free(text);
+	return rc;
+}
+
+/* Make the configured devices and record them in the store's metadata. */
 static int store_make_devices(struct eng *e, const struct eng_conf *c,
 			      MDB_txn *txn)
 {
 	char dir[LIM_PATH_MAX + 16], name[16];
-	uint64_t size = c->ec_dev_size ? c->ec_dev_size : LIM_DEV_SIZE_DEFAULT;
+	uint64_t size = c->ec_dev_size ? c->ec_dev_size :
+			e->e_conf.c_dev_size ? e->e_conf.c_dev_size :
+			LIM_DEV_SIZE_DEFAULT;
 	int rc;
 
 	snprintf(dir, sizeof dir, "%s/devices", c->ec_dir);
 	if (mkdir(dir, 0755) != 0 && errno != EEXIST)
 		return err_set(-errno, "%s: %s", dir, strerror(errno));
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
-		struct dev_rec dr = {.dr_tier = t, .dr_size = size};
+	for (uint32_t i = 0; i < e->e_conf.c_nr_devs; i++) {
+		const struct conf_dev *cd = &e->e_conf.c_devs[i];
+		struct tier_format_opts fo = {.tf_zone_size = cd->cd_zone_size};
+		struct dev_rec dr = {.dr_tier = cd->cd_tier,
+				     .dr_size = cd->cd_size ? cd->cd_size : size};
 
 		dev_path_make(dr.dr_path, sizeof dr.dr_path, c,
-			      e->e_store.st_uuid, t, t);
+			      e->e_store.st_uuid, cd);
 		unlink(dr.dr_path); /* left by an interrupted create */
-		rc = tier_dev_format(dr.dr_path, t, e->e_store.st_uuid, t, size);
+		rc = tier_dev_format_opts(dr.dr_path, cd->cd_tier,
+					  e->e_store.st_uuid, i, dr.dr_size, &fo);
 		if (rc != 0)
 			return rc;
-		snprintf(name, sizeof name, "dev.%u", t);
+		snprintf(name, sizeof name, "dev.%u", i);
 		rc = meta_sys_put(txn, &e->e_meta, name, &dr, sizeof dr);
 		if (rc != 0)
 			return rc;
 	}
-	e->e_store.st_nr_devs = CLOVIS_TIER_NR;
-	return 0;
+	e->e_store.st_nr_devs = e->e_conf.c_nr_devs;
+	return store_conf_save(e, txn);
 }
 
 /* Write the default container's entity record. */
@@ -706,6 +950,14 @@ static int store_create(struct eng *e, const struct eng_conf *c)
 					.st_ctime_ns = eng_now_ns()};
 	if (getrandom(e->e_store.st_uuid, 16, 0) != 16)
 		return err_set(-errno, "store uuid: %s", strerror(errno));
+	rc = c->ec_config ? conf_load(&e->e_conf, c->ec_config)
+			  : conf_default(&e->e_conf, c->ec_dev_size);
+	if (rc != 0)
+		return rc;
+	e->e_conf_loaded = true;
+	if (e->e_conf.c_nr_devs == 0 || e->e_conf.c_nr_devs > LIM_DEV_MAX)
+		return err_set(-EINVAL, "configuration: %u devices (1..%u)",
+			       e->e_conf.c_nr_devs, LIM_DEV_MAX);
 	rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
 	if (rc != 0)
 		return meta_err(rc, "begin create");
@@ -749,6 +1001,9 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 		if (rc != 0)
 			return rc;
 		d->ed_tier = dr.dr_tier;
+		pthread_mutex_init(&d->ed_zlock, NULL);
+		d->ed_state = dr.dr_state & 0xffffu;
+		d->ed_flags = dr.dr_state >> 16;
 		e->e_dev_tier[i] = dr.dr_tier;
 		e->e_nr_devs = i + 1;
 		rc = alloc_init(&d->ed_alloc,
@@ -757,6 +1012,63 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 			return rc;
 	}
 	e->e_pool = (struct layout_pool){e->e_nr_devs, e->e_dev_tier};
+	return 0;
+}
+
+/* Parse the configuration saved in sys/conf. */
+static int store_conf_load(struct eng *e, MDB_txn *txn)
+{
+	MDB_val k = {4, "conf"}, v;
+	int rc = mdb_get(txn, e->e_meta.m_sys, &k, &v);
+
+	if (rc != 0)
+		return rc == MDB_NOTFOUND ?
+		       err_set(-CLOVIS_ECORRUPT, "store %s: configuration "
+			       "record missing", e->e_dir) :
+		       meta_err(rc, "read configuration");
+	if (e->e_conf_loaded) {
+		conf_fini(&e->e_conf);
+		e->e_conf_loaded = false;
+	}
+	rc = conf_parse(&e->e_conf, v.mv_data, v.mv_size);
+	if (rc != 0)
+		return err_set(-CLOVIS_ECORRUPT, "store %s: saved configuration "
+			       "does not parse: %s", e->e_dir, err_msg());
+	e->e_conf_loaded = true;
+	return 0;
+}
+
+/* Pools from the configuration (device i of the configuration is store
+ * device i); the device model where configured. */
+static int store_pools_make(struct eng *e)
+{
+	const struct conf *c = &e->e_conf;
+
+	if (c->c_nr_devs != e->e_nr_devs)
+		return err_set(-CLOVIS_ECORRUPT, "store %s: configuration lists "
+			       "%u devices, the store has %u", e->e_dir,
+			       c->c_nr_devs, e->e_nr_devs);
+	e->e_pools = calloc(c->c_nr_pools ? c->c_nr_pools : 1,
+			    sizeof *e->e_pools);
+	if (e->e_pools == NULL)
+		return err_set(-ENOMEM, "pools");
+	for (uint32_t p = 0; p < c->c_nr_pools; p++) {
+		struct eng_pool *ep = &e->e_pools[p];
+
+		snprintf(ep->ep_name, sizeof ep->ep_name, "%s",
+			 c->c_pools[p].cp_name);
+		ep->ep_nr = c->c_pools[p].cp_nr;
+		for (uint32_t i = 0; i < ep->ep_nr; i++) {
+			if (c->c_pools[p].cp_devs[i] >= e->e_nr_devs)
+				return err_set(-CLOVIS_ECORRUPT, "pool %s: device "
+					       "%u not in store", ep->ep_name,
+					       c->c_pools[p].cp_devs[i]);
+			ep->ep_devs[i] = c->c_pools[p].cp_devs[i];
+		}
+	}
+	e->e_nr_pools = c->c_nr_pools;
+	for (uint32_t i = 0; i < e->e_nr_devs; i++)
+		eng_dev_model_apply(e, i);
 	return 0;
 }
 
@@ -779,9 +1091,15 @@ static int store_load(struct eng *e)
 			     "this library reads %u", e->e_dir,
 			     e->e_store.st_version, META_FORMAT_VERSION);
 	if (rc == 0)
+		rc = store_conf_load(e, txn);
+	if (rc == 0)
 		rc = store_open_devices(e, txn);
 	if (rc == 0)
+		rc = store_pools_make(e);
+	if (rc == 0)
 		rc = obj_rebuild_alloc(e, txn);
+	if (rc == 0)
+		rc = stripe_rebuild_alloc(e, txn);
 	mdb_txn_abort(txn);
 	return rc;
 }
@@ -882,6 +1200,11 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 	if (e == NULL)
 		return err_set(-ENOMEM, "engine");
 	e->e_lockfd = -1;
+	e->e_model = c->ec_model;
+	pthread_mutex_init(&e->e_codec_lock, NULL);
+	pthread_mutex_init(&e->e_glock, NULL);
+	pthread_cond_init(&e->e_gcond, NULL);
+	pthread_mutex_init(&e->e_dev_lock, NULL);
 	snprintf(e->e_dir, sizeof e->e_dir, "%s", c->ec_dir);
 	rc = eng_start(e, c);
 	if (rc != 0) {
@@ -921,6 +1244,12 @@ void eng_close(struct eng *e)
 	meta_close(&e->e_meta);
 	if (e->e_lockfd >= 0)
 		close(e->e_lockfd);
+	for (uint32_t n = 0; n <= CLOVIS_LAYOUT_UNITS_MAX; n++)
+		for (uint32_t k = 0; k <= CLOVIS_LAYOUT_UNITS_MAX; k++)
+			ec_codec_destroy(e->e_codecs[n][k]);
+	if (e->e_conf_loaded)
+		conf_fini(&e->e_conf);
+	free(e->e_pools);
 	free(e);
 }
 
@@ -1010,6 +1339,21 @@ void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out)
 	out->di_free_bytes = alloc_free_units(&d->ed_alloc)
 			     << LIM_ALLOC_UNIT_SHIFT;
 	out->di_direct_io = d->ed_dev->td_direct;
+	out->di_state = __atomic_load_n(&d->ed_state, __ATOMIC_ACQUIRE);
+	out->di_errors = tier_dev_errors(d->ed_dev);
+	out->di_rebalance = (d->ed_flags & EDF_REBALANCE) != 0;
+	out->di_model = tier_dev_model_on(d->ed_dev);
+	if (tier_dev_zoned(d->ed_dev)) {
+		out->di_zone_size = tier_dev_zone_size(d->ed_dev);
+		out->di_zones = tier_dev_zone_nr(d->ed_dev);
+		for (uint32_t z = 0; z < out->di_zones; z++) {
+			struct tier_zone tz;
+
+			if (tier_dev_zone_get(d->ed_dev, z, &tz) == 0 &&
+			    tz.tz_wp == tz.tz_start)
+				out->di_zones_empty++;
+		}
+	}
 }
 
 int eng_sys_save(struct eng *e, const char *name, const void *buf, size_t len)
@@ -1038,6 +1382,23 @@ int eng_sys_load(struct eng *e, const char *name, void *buf, size_t len)
 	rc = meta_sys_get(txn, &e->e_meta, name, buf, len);
 	mdb_txn_abort(txn);
 	return rc;
+}
+
+int eng_sys_del(struct eng *e, const char *name)
+{
+	MDB_val k = {strlen(name), (void *)name};
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin delete");
+	rc = mdb_del(txn, e->e_meta.m_sys, &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND) {
+		mdb_txn_abort(txn);
+		return meta_err(rc, "delete");
+	}
+	rc = mdb_txn_commit(txn);
+	return rc == 0 ? 0 : meta_err(rc, "commit delete");
 }
 
 int eng_exec(struct eng *e, struct eng_req *r)

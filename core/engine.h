@@ -36,12 +36,15 @@
 
 #include "clovis/clovis.h"
 #include "core/alloc.h"
+#include "core/conf.h"
 #include "core/limits.h"
 #include "core/meta.h"
 #include "layouts/layout.h"
 #include "tiers/tier.h"
 
 struct eng;
+struct unit_upd;
+struct ec_codec;
 
 /** Engine configuration (embedded store). */
 struct eng_conf {
@@ -50,6 +53,9 @@ struct eng_conf {
 	uint64_t ec_dev_size;     /**< per device at create */
 	const char *ec_nvram_dir; /**< NVRAM device directory at create */
 	uint64_t ec_meta_size;    /**< LMDB map size */
+	const char *ec_config;    /**< YAML configuration at create (NULL:
+				   *  the built-in default, core/conf.h) */
+	bool ec_model;            /**< device model on for every tier */
 };
 
 /** A range of device space, in bytes (multiples of LIM_ALLOC_UNIT). */
@@ -123,6 +129,16 @@ struct eng_req {
 	int32_t *er_rcs;
 	uint32_t er_flags;
 	uint64_t er_bytes;           /**< out: data bytes or records moved */
+	/* unit layouts (core/stripe.c) */
+	struct eng *er_eng;
+	void *er_priv;               /**< the submitter's (walks) */
+	struct unit_upd *er_upd;     /**< unit records to apply */
+	uint32_t er_nr_upd;
+	uint32_t er_cap_upd;
+	uint32_t *er_locks;          /**< group lock slots held */
+	uint32_t er_nr_locks;
+	void (*er_executed)(struct eng_citem *ci); /**< wrapped callbacks */
+	void (*er_done)(struct eng_citem *ci, int rc);
 };
 
 /** eng_exec() result when the request went to the committer. */
@@ -171,13 +187,104 @@ void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out);
 /** Save / load an opaque blob in the sys table (statistics). */
 int eng_sys_save(struct eng *e, const char *name, const void *buf, size_t len);
 int eng_sys_load(struct eng *e, const char *name, void *buf, size_t len);
+/** Delete a sys blob (absent is not an error). */
+int eng_sys_del(struct eng *e, const char *name);
 
-/* Internal to core/: shared by engine.c, obj.c, idx.c, ent.c. */
+/* Internal to core/: shared by engine.c, obj.c, idx.c, ent.c, stripe.c. */
+
+/** Device states (persisted in the device record). */
+enum eng_dev_state {
+	ED_ONLINE = 0,   /**< in service */
+	ED_FAILED = 1,   /**< failed: its units are read degraded */
+	ED_REPAIRED = 2, /**< failed, and every unit it held rebuilt elsewhere */
+};
+
+/** Device flags (persisted). */
+enum eng_dev_flags {
+	EDF_REBALANCE = 1u << 0, /**< replaced: units to move back onto it */
+};
+
 struct eng_dev {
 	struct tier_dev *ed_dev;
 	struct alloc ed_alloc;
 	uint32_t ed_tier;
+	uint32_t ed_state;      /**< enum eng_dev_state (atomic) */
+	uint32_t ed_flags;      /**< EDF_* */
+	uint64_t ed_errors_seen; /**< tier errors already judged */
+	/* zoned (SMR) devices: appends go to the open zone (core/zone.c) */
+	pthread_mutex_t ed_zlock;
+	uint32_t ed_zopen;
 };
+
+/**
+ * Append len bytes of buf to zoned device dev (SMR): into its open zone, or
+ * the next empty one, in runs that are whole multiples of gran bytes (a run
+ * never crosses a zone).  Each run is marked used and added to sv, in
+ * order.  Returns 0, -ENOSPC (no empty zone left: run the cleaner), or the
+ * driver's error (runs already written stay in sv for the caller to give
+ * back with eng_space_release()).
+ */
+int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
+		     uint64_t len, uint64_t gran, struct eng_spacevec *sv);
+
+/** Is device dev zoned? */
+bool eng_dev_zoned(struct eng *e, uint32_t dev);
+
+/** What the SMR cleaner did. */
+struct eng_clean_stats {
+	uint32_t cs_zones_reset;   /**< zones reset (empty again) */
+	uint64_t cs_bytes_moved;   /**< live bytes relocated */
+	uint64_t cs_records_moved; /**< extent and unit records re-pointed */
+};
+
+/**
+ * Clean zoned device dev (every zoned device if dev == UINT32_MAX): every
+ * zone that is not the open one and whose live bytes are at most
+ * live_pct % of its written bytes has its live data relocated (appended to
+ * another zone, records re-pointed in one durable commit), and is reset
+ * once nothing points into it.  A crash at any point loses nothing: a zone
+ * is reset only after the commit that moved its last live byte is durable.
+ * Returns 0 or a negative code.
+ */
+int eng_smr_clean(struct eng *e, uint32_t dev, uint32_t live_pct,
+		  struct eng_clean_stats *st);
+
+/** A pool: a set of store devices that unit layouts place over. */
+struct eng_pool {
+	char ep_name[32];
+	uint32_t ep_nr;
+	uint32_t ep_devs[LIM_DEV_MAX];
+};
+
+/** Is device i usable for I/O (online)? */
+bool eng_dev_usable(struct eng *e, uint32_t i);
+/** Mark device i failed (persisted); reason goes to the log. */
+int eng_dev_fail(struct eng *e, uint32_t i, const char *reason);
+/** Set state and flags of device i and persist them. */
+int eng_dev_state_set(struct eng *e, uint32_t i, uint32_t state,
+		      uint32_t flags);
+/** Note an I/O error on device i; fails it past LIM_DEV_ERRORS_MAX. */
+void eng_dev_io_error(struct eng *e, uint32_t i);
+/** Replace failed device i by a new empty device made at path. */
+int eng_dev_replace(struct eng *e, uint32_t i, const char *path);
+/** Pool p, or NULL. */
+const struct eng_pool *eng_pool_get(struct eng *e, uint32_t p);
+uint32_t eng_pool_nr(struct eng *e);
+/** The ISA-L codec for n + k (cached; NULL with a message on failure). */
+struct ec_codec *eng_codec(struct eng *e, uint32_t n, uint32_t k);
+/** Group locks: take all slots (sorted, distinct) at once; release. */
+void eng_glock(struct eng *e, const uint32_t *slots, uint32_t nr);
+void eng_gunlock(struct eng *e, const uint32_t *slots, uint32_t nr);
+/** Default layout for objects created with layout 0 in container c. */
+void eng_default_layout(struct eng *e, const struct clovis_id *c,
+			struct meta_ent *me);
+/** Counters of the unit layer (stats). */
+struct eng_ucounters {
+	uint64_t uc_degraded_reads;  /**< groups read with reconstruction */
+	uint64_t uc_crc_errors;      /**< checksum mismatches found */
+	uint64_t uc_read_repairs;    /**< units rewritten by read-repair */
+};
+struct eng_ucounters *eng_ucounters(struct eng *e);
 
 struct eng_dev *eng_dev_get(struct eng *e, uint32_t i);
 /* Take bytes on dev in runs that are whole multiples of gran bytes. */

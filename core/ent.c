@@ -11,6 +11,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/stripe.h"
 #include "core/log.h"
 
 /* "an object", "an index", "a container". */
@@ -204,9 +205,24 @@ static int ent_create_prepare(struct eng *e, struct eng_req *r)
 	me->me_flags = 0;
 	if (r->er_type == CLOVIS_ET_OBJ) {
 		struct layout l;
-		int rc = layout_place(&l, me->me_layout, me->me_tier,
-				      eng_pool(e), &r->er_id);
+		int rc;
 
+		if (me->me_layout == 0) {
+			uint32_t tier = me->me_tier;
+
+			eng_default_layout(e, &r->er_container, me);
+			if (me->me_layout == CLOVIS_LAYOUT_PLAIN)
+				me->me_tier = tier; /* the caller's tier */
+		}
+		if (stripe_layout(me->me_layout)) {
+			me->me_tier = 0;
+			me->me_dev = 0;
+			return stripe_attr_check(e, &r->er_id, me);
+		}
+		me->me_pool = me->me_n = me->me_k = me->me_s = 0;
+		me->me_unit_shift = 0;
+		rc = layout_place(&l, me->me_layout, me->me_tier, eng_pool(e),
+				  &r->er_id);
 		if (rc != 0)
 			return err_set(rc, "object %s: %s", eng_id_str(&r->er_id),
 				       err_msg());

@@ -55,8 +55,10 @@
 #define LIM_META_SIZE_MIN (16ull << 20)
 #define LIM_META_SIZE_MAX (1ull << 40)
 
-/* Default size of each emulated device made at store creation. */
-#define LIM_DEV_SIZE_DEFAULT (1ull << 30)
+/* Default size of each emulated device made at store creation: the default
+ * store has 14 devices (core/conf.c), and flash/sas files are zero-filled at
+ * format, so 256 MiB keeps creation to a few seconds. */
+#define LIM_DEV_SIZE_DEFAULT (256ull << 20)
 
 /* Longest path we store for a device (clovis_dev_info.di_path). */
 #define LIM_PATH_MAX 255u
@@ -64,6 +66,15 @@
 /* Largest single device I/O the drivers issue; bigger requests are split so
  * that a bounce buffer never exceeds it. */
 #define LIM_IO_CHUNK (4u << 20)
+
+/* Group locks serialising read-modify-write of parity groups: a hash table
+ * of busy slots.  Collisions only serialise unrelated groups; 4096 makes
+ * them rare for the few hundred ops in flight. */
+#define LIM_GLOCK_SLOTS 4096u
+
+/* I/O errors a device may return before the engine marks it failed
+ * (transient errors are retried by the layer above through redundancy). */
+#define LIM_DEV_ERRORS_MAX 8u
 
 /* Error message length (thread-local and per op). */
 #define LIM_ERRMSG_LEN 256u

@@ -7,6 +7,9 @@
  *   member  cont(16) type(1) id(16) -> ""              entities per container
  *   ext     obj(16) blk(8)       -> struct meta_ext     object extent map
  *   idx     idx(16) key(0..495)  -> value               index records
+ *   unit    obj(16) addr(8)      -> struct meta_unit    units of pdclust and
+ *                                   mirror objects (addr = group * (N + K)
+ *                                   + slot), each with its CRC
  * Ids and block numbers are big-endian in keys so that LMDB's memcmp order
  * is numeric order.  Records are little-endian packed structs with a
  * _Static_assert on each size.
@@ -20,7 +23,7 @@
 
 #include "clovis/clovis.h"
 
-#define META_FORMAT_VERSION 1u
+#define META_FORMAT_VERSION 2u
 
 struct meta {
 	MDB_env *m_env;
@@ -29,6 +32,7 @@ struct meta {
 	MDB_dbi m_member;
 	MDB_dbi m_ext;
 	MDB_dbi m_idx;
+	MDB_dbi m_unit;
 	uint32_t m_maxkey; /**< mdb_env_get_maxkeysize() */
 };
 
@@ -52,9 +56,14 @@ struct meta_ent {
 	uint64_t me_mtime_ns;
 	uint64_t me_nr_records;  /**< indices */
 	uint32_t me_flags;       /**< ME_* */
+	uint32_t me_pool;        /**< pdclust/mirror: pool index */
+	uint8_t me_n;            /**< data units (mirror: copies) */
+	uint8_t me_k;            /**< parity units (mirror: 0) */
+	uint8_t me_s;            /**< spare units */
+	uint8_t me_unit_shift;   /**< log2 unit size */
 	uint32_t me_pad;
 };
-_Static_assert(sizeof(struct meta_ent) == 88, "meta_ent on-disk size");
+_Static_assert(sizeof(struct meta_ent) == 96, "meta_ent on-disk size");
 
 /** meta_ext.mx_flags */
 enum meta_ext_flags {
@@ -71,6 +80,24 @@ struct meta_ext {
 	uint32_t mx_pad;
 };
 _Static_assert(sizeof(struct meta_ext) == 24, "meta_ext on-disk size");
+
+/** meta_unit.mu_flags */
+enum meta_unit_flags {
+	/** The unit's content was never written on mu_dev (its device had
+	 *  failed when the group was written): rebuild it from the group. */
+	MU_LOST = 1u << 0,
+};
+
+/** One unit of a pdclust/mirror object: mu_len bytes at mu_dev_off on
+ *  device mu_dev, whose crc64 (ISA-L, ec_crc()) is mu_crc. */
+struct meta_unit {
+	uint64_t mu_dev_off;
+	uint32_t mu_len;
+	uint16_t mu_dev;
+	uint16_t mu_flags; /**< MU_* */
+	uint64_t mu_crc;
+};
+_Static_assert(sizeof(struct meta_unit) == 24, "meta_unit on-disk size");
 
 #define META_ID_LEN 16u
 #define META_EXT_KEY_LEN 24u

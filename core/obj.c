@@ -18,6 +18,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/stripe.h"
 
 /** A cursor over a caller's buffer vector. */
 struct bufcur {
@@ -338,7 +339,9 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	if (rc != 0)
 		return rc;
 	ci->ci_hard = true; /* from here on, changes are made */
-	if (r->er_kind == ER_OBJ_FREE) {
+	if (stripe_layout(cur.me_layout)) {
+		rc = stripe_apply(e, txn, r);
+	} else if (r->er_kind == ER_OBJ_FREE) {
 		for (uint32_t i = 0; rc == 0 && i < r->er_ext->ev_nr; i++)
 			rc = ext_punch(eng_meta(e), txn, &r->er_id,
 				       r->er_ext->ev_start_blk[i],
@@ -355,15 +358,62 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
+/* WRITE and ALLOC on a zoned (SMR) device: space and data in one step,
+ * appended at the write pointer, extent by extent (ALLOC appends zeros). */
+static int obj_append_data(struct eng *e, struct eng_req *r, uint32_t dev)
+{
+	struct bufcur bc = {r->er_data, 0, 0};
+	uint32_t shift = r->er_ent.me_block_shift;
+	uint64_t chunk = LIM_IO_CHUNK > (1ull << shift) ? LIM_IO_CHUNK
+							: 1ull << shift;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (posix_memalign((void **)&buf, 4096, chunk) != 0)
+		return err_set(-ENOMEM, "append buffer");
+	r->er_ci.ci_devmask[dev / 64] |= 1ull << (dev % 64);
+	for (uint32_t i = 0; rc == 0 && i < r->er_ext->ev_nr; i++) {
+		uint64_t left = r->er_ext->ev_nr_blks[i] << shift;
+
+		while (rc == 0 && left > 0) {
+			uint64_t n = left < chunk ? left : chunk;
+
+			for (uint64_t got = 0; got < n;) {
+				uint8_t *p;
+				size_t len;
+
+				if (r->er_kind != ER_OBJ_WRITE) {
+					memset(buf, 0, n);
+					break;
+				}
+				len = bufcur_next(&bc, n - got, &p);
+				memcpy(buf + got, p, len);
+				got += len;
+			}
+			rc = eng_space_append(e, dev, buf, n, 1ull << shift,
+					      &r->er_ci.ci_alloc);
+			left -= n;
+		}
+	}
+	free(buf);
+	if (rc == 0 && FAULT_HIT("obj.write.after_data"))
+		rc = err_set(-EIO, "object %s: fault point obj.write.after_data",
+			     eng_id_str(&r->er_id));
+	return rc;
+}
+
 /* WRITE, ALLOC, FREE: space and data now, maps at the group commit. */
 static int obj_update(struct eng *e, struct eng_req *r)
 {
 	int rc = 0;
 
 	r->er_ci.ci_apply = obj_apply;
-	if (r->er_kind != ER_OBJ_FREE)
+	if (r->er_kind != ER_OBJ_FREE && eng_dev_zoned(e, r->er_ent.me_dev))
+		rc = obj_append_data(e, r, r->er_ent.me_dev);
+	else if (r->er_kind != ER_OBJ_FREE)
 		rc = obj_alloc_space(e, r);
-	if (rc == 0 && r->er_kind == ER_OBJ_WRITE)
+	if (rc == 0 && r->er_kind == ER_OBJ_WRITE &&
+	    !eng_dev_zoned(e, r->er_ent.me_dev))
 		rc = obj_write_data(e, r);
 	if (rc != 0) {
 		eng_space_release(e, &r->er_ci.ci_alloc);
@@ -465,8 +515,37 @@ out_unlock:
 	return rc;
 }
 
+/* An object with a unit layout (core/stripe.c): reads finish there,
+ * updates come back here for their commit. */
+static int obj_stripe_exec(struct eng *e, struct eng_req *r)
+{
+	struct meta_ent cur;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = ent_check(e, txn, r, &cur);
+	mdb_txn_abort(txn);
+	if (rc == 0)
+		rc = stripe_exec(e, r, &cur);
+	if (r->er_kind == ER_OBJ_READ || rc != 0) {
+		eng_space_release(e, &r->er_ci.ci_alloc);
+		r->er_ci.ci_alloc.sv_nr = 0;
+		r->er_bytes = rc == 0 ? req_blocks(r) << cur.me_block_shift : 0;
+		return rc;
+	}
+	r->er_ci.ci_apply = obj_apply;
+	r->er_bytes = r->er_kind == ER_OBJ_WRITE ?
+		      req_blocks(r) << cur.me_block_shift : 0;
+	eng_commit_submit(e, &r->er_ci);
+	return ENG_PENDING;
+}
+
 int obj_exec(struct eng *e, struct eng_req *r)
 {
+	if (stripe_layout(r->er_ent.me_layout))
+		return obj_stripe_exec(e, r);
 	if (r->er_kind == ER_OBJ_READ)
 		return obj_read(e, r);
 	return obj_update(e, r);
@@ -480,6 +559,8 @@ int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 
 	if (rc != 0)
 		return rc;
+	if (stripe_layout(me.me_layout))
+		return stripe_delete_units(e, txn, id, freed);
 	return ext_punch(eng_meta(e), txn, id, 0, CLOVIS_BLOCK_NR_MAX,
 			 me.me_block_shift, freed);
 }

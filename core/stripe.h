@@ -1,0 +1,102 @@
+/*
+ * stripe.h — I/O of objects with redundant layouts (pdclust and mirror):
+ * placement, parity, checksums, degraded reads, read-repair; and the
+ * device-wide walks built on them (repair, rebalance, scrub).
+ *
+ * The object's bytes are cut into units of 2^unit_shift bytes; N data units
+ * make a parity group, to which the layout adds K parity units (ISA-L
+ * Reed-Solomon; for mirror, K copies) and S spare slots.  pd_group_map()
+ * (layouts/pdclust.h) places the N + K + S slots of every group on distinct
+ * devices of the object's pool.  Unit (group g, slot j) is stored as one
+ * record of the unit table: key (object, g * (N + K) + j) -> device, offset,
+ * length and crc64 of the unit (struct meta_unit).  The record says where
+ * the unit is NOW: on its placed device, or on a spare device after repair.
+ *
+ * Two halves, as in cluster mode (DESIGN.md decision 5):
+ *   client half  (stripe_*_exec): maps blocks to groups, reads what a
+ *                partial-group write needs (read-modify-write), computes
+ *                parity and checksums, picks each unit's device (a failed
+ *                device's unit goes to a spare slot), reconstructs lost or
+ *                corrupt units on read (up to K per group);
+ *   target half  (unit_*): stores units out of place on a device, checks
+ *                the checksum of what it stores and of what it reads, and
+ *                applies a request's unit records in ONE commit item, so an
+ *                op is atomic: after a crash every group it touched is
+ *                entirely old or entirely new.
+ * Concurrent writers to one group are serialised by group locks held from
+ * the read of a read-modify-write until the op's commit is visible.
+ */
+#ifndef STRATA_CORE_STRIPE_H
+#define STRATA_CORE_STRIPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/engine.h"
+
+/** One unit record change of a request (applied at its commit). */
+struct unit_upd {
+	struct clovis_id uu_obj;   /**< object; {0, 0}: the request's */
+	uint64_t uu_addr;          /**< g * (N + K) + slot */
+	struct meta_unit uu_new;   /**< record to put (unless uu_del) */
+	struct meta_unit uu_expect; /**< with uu_cas: the record must still be
+				     *  this (uu_expect_absent: no record) */
+	bool uu_del;
+	bool uu_cas;
+	bool uu_expect_absent;
+};
+
+/** Is the object's layout one of the unit layouts (pdclust, mirror)? */
+static inline bool stripe_layout(uint32_t type)
+{
+	return type == CLOVIS_LAYOUT_PDCLUST || type == CLOVIS_LAYOUT_MIRROR;
+}
+
+/** READ/WRITE/ALLOC/FREE of an object with a unit layout (obj_exec()). */
+int stripe_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent);
+
+/** In obj_apply(): apply the request's unit records. */
+int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
+
+/** Delete every unit record of obj, adding its space to freed. */
+int stripe_delete_units(struct eng *e, MDB_txn *txn,
+			const struct clovis_id *obj, struct eng_spacevec *freed);
+
+/** Mark the space of every unit record used (store open). */
+int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn);
+
+/** Free the request's unit vector (op free). */
+void stripe_req_fini(struct eng_req *r);
+
+/** Check a new object's layout attributes and fill defaults. */
+int stripe_attr_check(struct eng *e, const struct clovis_id *id,
+		      struct meta_ent *me);
+
+/* Device-wide walks (core/repair.c).  Each is resumable: progress is saved
+ * in the sys table after every batch, and a new call continues from it. */
+
+/** What a walk did. */
+struct stripe_walk_stats {
+	uint64_t sw_units;        /**< unit records visited */
+	uint64_t sw_bytes;        /**< bytes read */
+	uint64_t sw_rebuilt;      /**< units rebuilt and rewritten */
+	uint64_t sw_moved;        /**< units copied to another device */
+	uint64_t sw_corrupt;      /**< checksum mismatches or read errors */
+	uint64_t sw_unrepairable; /**< units that could not be rebuilt */
+	uint64_t sw_resumed;      /**< 1 if the walk continued a saved one */
+	uint64_t sw_elapsed_ns;
+	uint32_t sw_devices;      /**< devices read from */
+};
+
+/** Progress callback: done and total units; return non-zero to stop
+ *  (the walk saves its place and returns -EINTR). */
+typedef int (*stripe_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+int stripe_repair(struct eng *e, stripe_progress_fn fn, void *arg,
+		  struct stripe_walk_stats *st);
+int stripe_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
+		     struct stripe_walk_stats *st);
+int stripe_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
+		 struct stripe_walk_stats *st);
+
+#endif

@@ -1,0 +1,477 @@
+/*
+ * zone.c — space on zoned (SMR) devices: appends at the write pointer, and
+ * the cleaner that empties mostly-dead zones.
+ *
+ * A zoned device is never allocated from its bitmap.  Data is appended to
+ * the device's open zone (tier_dev_zone_append: the driver puts it at the
+ * write pointer); the bitmap only records which appended bytes are live
+ * (mapped by an extent or unit record), exactly as for other devices, so it
+ * is rebuilt from the maps at open and released through the usual deferred
+ * path.  Dead bytes stay in their zone until the cleaner resets it:
+ *
+ *   pick    a zone that is not open and whose live bytes are at most
+ *           live_pct % of its written bytes;
+ *   move    every record pointing into it: read the bytes, append them to
+ *           another zone, and re-point the record in one commit item whose
+ *           apply checks the record is unchanged (compare and swap), so a
+ *           concurrent write or delete wins and the copy is dropped;
+ *   wait    for the commit to be durable and the old space released (after
+ *           an RCU grace period no reader uses it);
+ *   reset   the zone once no live byte is left in it.
+ * A crash before the commit leaves the old records (the copies are dead
+ * space in another zone); after it, the new ones.  Reset only follows the
+ * durable commit, so no acknowledged byte is ever lost.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <urcu.h>
+
+#include "core/engine.h"
+#include "core/errors.h"
+#include "core/log.h"
+
+bool eng_dev_zoned(struct eng *e, uint32_t dev)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+
+	return d != NULL && tier_dev_zoned(d->ed_dev);
+}
+
+/* Find a zone with room, starting at the open one; NULL-free: sets *z. */
+static int zone_pick(struct eng_dev *d, uint32_t dev, uint64_t gran,
+		     uint32_t *z, uint64_t *room)
+{
+	uint32_t nr = tier_dev_zone_nr(d->ed_dev);
+
+	for (uint32_t i = 0; i <= nr; i++) {
+		struct tier_zone tz;
+		uint32_t c = i == 0 ? d->ed_zopen : i - 1;
+		int rc = tier_dev_zone_get(d->ed_dev, c, &tz);
+
+		if (rc != 0)
+			return rc;
+		if (i > 0 && tz.tz_wp != tz.tz_start)
+			continue; /* only empty zones besides the open one */
+		*room = (tz.tz_start + tz.tz_len - tz.tz_wp) / gran * gran;
+		if (*room > 0) {
+			*z = c;
+			d->ed_zopen = c;
+			return 0;
+		}
+	}
+	return err_set(-ENOSPC, "device %u (%s): no empty zone left; the "
+		       "SMR cleaner must reclaim dead space", dev,
+		       d->ed_dev->td_path);
+}
+
+int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
+		     uint64_t len, uint64_t gran, struct eng_spacevec *sv)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+	const uint8_t *p = buf;
+	int rc = 0;
+
+	if (gran < LIM_ALLOC_UNIT)
+		gran = LIM_ALLOC_UNIT;
+	pthread_mutex_lock(&d->ed_zlock);
+	while (rc == 0 && len > 0) {
+		uint64_t room, n, off;
+		uint32_t z = 0;
+
+		rc = zone_pick(d, dev, gran, &z, &room);
+		if (rc != 0)
+			break;
+		n = len < room ? len : room;
+		rc = tier_dev_zone_append(d->ed_dev, z, p, n, &off);
+		if (rc != 0)
+			break;
+		rc = alloc_mark(&d->ed_alloc, off >> LIM_ALLOC_UNIT_SHIFT,
+				n >> LIM_ALLOC_UNIT_SHIFT);
+		if (rc != 0) {
+			rc = err_set(-CLOVIS_ECORRUPT, "device %u: appended space "
+				     "at %" PRIu64 " already in use", dev, off);
+			break;
+		}
+		rc = eng_spacevec_add(sv, dev, off, n);
+		p += n;
+		len -= n;
+	}
+	pthread_mutex_unlock(&d->ed_zlock);
+	return rc;
+}
+
+/* ------------------------------------------------------------ cleaner */
+
+#define ZMOVE_RUNS 8u
+
+/** One record to re-point: table, key, its value when read, new values. */
+struct zmove {
+	bool zm_unit;                 /* unit table, else ext table */
+	uint8_t zm_key[META_EXT_KEY_LEN];
+	uint8_t zm_old[24];           /* value as read */
+	struct eng_space zm_from;     /* its space */
+	uint32_t zm_nr;               /* new records (ext: split at zones) */
+	uint8_t zm_nkey[ZMOVE_RUNS][META_EXT_KEY_LEN];
+	uint8_t zm_nval[ZMOVE_RUNS][24];
+	struct eng_space zm_to[ZMOVE_RUNS];
+};
+
+struct zclean {
+	struct eng_citem zc_ci;       /* first */
+	struct zmove *zc_v;
+	uint32_t zc_nr, zc_cap;
+	pthread_mutex_t zc_lock;
+	pthread_cond_t zc_cond;
+	bool zc_done;
+	int zc_rc;
+};
+
+/* Re-point every record still as read; drop the copies of the others. */
+static int zc_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct zclean *zc = (struct zclean *)ci;
+	struct meta *m = eng_meta(e);
+	int rc = 0;
+
+	ci->ci_hard = true;
+	for (uint32_t i = 0; rc == 0 && i < zc->zc_nr; i++) {
+		struct zmove *z = &zc->zc_v[i];
+		MDB_dbi dbi = z->zm_unit ? m->m_unit : m->m_ext;
+		MDB_val k = {META_EXT_KEY_LEN, z->zm_key}, v;
+		bool same;
+
+		rc = mdb_get(txn, dbi, &k, &v);
+		if (rc != 0 && rc != MDB_NOTFOUND)
+			return meta_err(rc, "cleaner read");
+		same = rc == 0 && v.mv_size == 24 &&
+		       memcmp(v.mv_data, z->zm_old, 24) == 0;
+		rc = 0;
+		if (!same) {
+			for (uint32_t j = 0; rc == 0 && j < z->zm_nr; j++)
+				rc = eng_spacevec_add(&ci->ci_freed,
+						      z->zm_to[j].sp_dev,
+						      z->zm_to[j].sp_off,
+						      z->zm_to[j].sp_len);
+			continue;
+		}
+		for (uint32_t j = 0; rc == 0 && j < z->zm_nr; j++) {
+			k = (MDB_val){META_EXT_KEY_LEN, z->zm_nkey[j]};
+			v = (MDB_val){24, z->zm_nval[j]};
+			rc = mdb_put(txn, dbi, &k, &v, 0);
+			if (rc != 0)
+				rc = meta_err(rc, "cleaner write");
+		}
+		if (rc == 0)
+			rc = eng_spacevec_add(&ci->ci_freed, z->zm_from.sp_dev,
+					      z->zm_from.sp_off,
+					      z->zm_from.sp_len);
+	}
+	if (rc == 0)
+		ci->ci_hard = false;
+	return rc;
+}
+
+static void zc_done(struct eng_citem *ci, int rc)
+{
+	struct zclean *zc = (struct zclean *)ci;
+
+	pthread_mutex_lock(&zc->zc_lock);
+	zc->zc_done = true;
+	zc->zc_rc = rc;
+	pthread_cond_broadcast(&zc->zc_cond);
+	pthread_mutex_unlock(&zc->zc_lock);
+}
+
+static int zc_add(struct zclean *zc, struct zmove **out)
+{
+	if (zc->zc_nr == zc->zc_cap) {
+		uint32_t cap = zc->zc_cap ? zc->zc_cap * 2 : 32;
+		struct zmove *v = realloc(zc->zc_v, cap * sizeof *v);
+
+		if (v == NULL)
+			return err_set(-ENOMEM, "cleaner moves");
+		zc->zc_v = v;
+		zc->zc_cap = cap;
+	}
+	*out = &zc->zc_v[zc->zc_nr++];
+	memset(*out, 0, sizeof **out);
+	return 0;
+}
+
+/*
+ * Copy [off, off + len) of dev to other zones; fill z's new spaces.  The
+ * new records are made by the caller from z->zm_to.
+ */
+static int zc_copy(struct eng *e, struct zclean *zc, uint32_t dev,
+		   uint64_t off, uint64_t len, uint64_t gran, struct zmove *z)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+	struct eng_spacevec *sv = &zc->zc_ci.ci_alloc;
+	uint32_t first = sv->sv_nr;
+	void *buf;
+	int rc;
+
+	if (posix_memalign(&buf, 4096, len) != 0)
+		return err_set(-ENOMEM, "cleaner buffer of %" PRIu64, len);
+	rc = tier_dev_read(d->ed_dev, off, buf, len);
+	if (rc == 0)
+		rc = eng_space_append(e, dev, buf, len, gran, sv);
+	free(buf);
+	if (rc == 0 && sv->sv_nr - first > ZMOVE_RUNS)
+		rc = err_set(-E2BIG, "cleaner: a record split in %u runs",
+			     sv->sv_nr - first);
+	if (rc != 0)
+		return rc;
+	z->zm_from = (struct eng_space){dev, off, len};
+	z->zm_nr = sv->sv_nr - first;
+	for (uint32_t j = 0; j < z->zm_nr; j++)
+		z->zm_to[j] = sv->sv_v[first + j];
+	zc->zc_ci.ci_devmask[dev / 64] |= 1ull << (dev % 64);
+	return 0;
+}
+
+/* Plan the move of one extent record of a plain object. */
+static int zc_ext(struct eng *e, MDB_txn *txn, struct zclean *zc,
+		  const MDB_val *k, const MDB_val *v, uint32_t dev)
+{
+	struct meta_ent me;
+	struct clovis_id id;
+	struct meta_ext x;
+	struct zmove *z;
+	uint64_t blk = meta_ext_key_blk(k);
+	int rc;
+
+	memcpy(&x, v->mv_data, sizeof x);
+	meta_id_dec(k->mv_data, &id);
+	rc = meta_ent_get(txn, eng_meta(e), &id, &me);
+	if (rc != 0)
+		return rc;
+	rc = zc_add(zc, &z);
+	if (rc != 0)
+		return rc;
+	z->zm_unit = false;
+	memcpy(z->zm_key, k->mv_data, META_EXT_KEY_LEN);
+	memcpy(z->zm_old, v->mv_data, 24);
+	if (x.mx_flags & MX_UNWRITTEN) {
+		/* Nothing to read: new space of the same size, unwritten. */
+		void *zero = calloc(1, x.mx_nr_blks << me.me_block_shift);
+
+		rc = zero == NULL ? -ENOMEM :
+		     eng_space_append(e, dev, zero,
+				      x.mx_nr_blks << me.me_block_shift,
+				      1ull << me.me_block_shift,
+				      &zc->zc_ci.ci_alloc);
+		free(zero);
+		if (rc != 0) {
+			zc->zc_nr--;
+			return rc;
+		}
+		z->zm_from = (struct eng_space){dev, x.mx_dev_off,
+						x.mx_nr_blks << me.me_block_shift};
+		z->zm_nr = 1;
+		z->zm_to[0] = zc->zc_ci.ci_alloc.sv_v[zc->zc_ci.ci_alloc.sv_nr - 1];
+	} else {
+		rc = zc_copy(e, zc, dev, x.mx_dev_off,
+			     x.mx_nr_blks << me.me_block_shift,
+			     1ull << me.me_block_shift, z);
+		if (rc != 0) {
+			zc->zc_nr--;
+			return rc;
+		}
+	}
+	for (uint32_t j = 0; j < z->zm_nr; j++) {
+		struct meta_ext n = x;
+
+		n.mx_dev_off = z->zm_to[j].sp_off;
+		n.mx_nr_blks = z->zm_to[j].sp_len >> me.me_block_shift;
+		meta_ext_key(z->zm_nkey[j], &id, blk);
+		memcpy(z->zm_nval[j], &n, sizeof n);
+		blk += n.mx_nr_blks;
+	}
+	return 0;
+}
+
+/* Plan the move of one unit record. */
+static int zc_unit(struct eng *e, struct zclean *zc, const MDB_val *k,
+		   const MDB_val *v, uint32_t dev)
+{
+	struct meta_unit u;
+	struct zmove *z;
+	int rc;
+
+	memcpy(&u, v->mv_data, sizeof u);
+	rc = zc_add(zc, &z);
+	if (rc != 0)
+		return rc;
+	z->zm_unit = true;
+	memcpy(z->zm_key, k->mv_data, META_EXT_KEY_LEN);
+	memcpy(z->zm_old, v->mv_data, 24);
+	rc = zc_copy(e, zc, dev, u.mu_dev_off, u.mu_len, u.mu_len, z);
+	if (rc != 0) {
+		zc->zc_nr--;
+		return rc;
+	}
+	u.mu_dev_off = z->zm_to[0].sp_off;
+	memcpy(z->zm_nkey[0], k->mv_data, META_EXT_KEY_LEN);
+	memcpy(z->zm_nval[0], &u, sizeof u);
+	return 0;
+}
+
+/* Plan the moves of every record with space in [zs, ze) of dev. */
+static int zc_plan(struct eng *e, struct zclean *zc, uint32_t dev,
+		   uint64_t zs, uint64_t ze)
+{
+	struct meta *m = eng_meta(e);
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "cleaner read");
+	for (int t = 0; rc == 0 && t < 2; t++) {
+		MDB_cursor *cur;
+		MDB_val k, v;
+
+		rc = mdb_cursor_open(txn, t ? m->m_unit : m->m_ext, &cur);
+		if (rc != 0) {
+			rc = meta_err(rc, "cleaner cursor");
+			break;
+		}
+		for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			uint64_t off;
+			uint16_t d;
+
+			if (k.mv_size != META_EXT_KEY_LEN || v.mv_size != 24)
+				continue;
+			if (t) {
+				struct meta_unit u;
+
+				memcpy(&u, v.mv_data, sizeof u);
+				off = u.mu_dev_off, d = u.mu_dev;
+				if (u.mu_flags & MU_LOST)
+					continue;
+			} else {
+				struct meta_ext x;
+
+				memcpy(&x, v.mv_data, sizeof x);
+				off = x.mx_dev_off, d = x.mx_dev;
+			}
+			if (d != dev || off < zs || off >= ze)
+				continue;
+			rc = t ? zc_unit(e, zc, &k, &v, dev)
+			       : zc_ext(e, txn, zc, &k, &v, dev);
+			if (rc != 0)
+				break;
+		}
+		mdb_cursor_close(cur);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* Wait (bounded) until the zone holds no live byte. */
+static bool zone_drained(struct eng_dev *d, uint64_t zs, uint64_t len)
+{
+	for (int i = 0; i < 400; i++) {
+		if (alloc_used_in(&d->ed_alloc, zs >> LIM_ALLOC_UNIT_SHIFT,
+				  len >> LIM_ALLOC_UNIT_SHIFT) == 0)
+			return true;
+		nanosleep(&(struct timespec){0, 5000000}, NULL);
+	}
+	return false;
+}
+
+/* Clean one zone: move its live records, wait, reset. */
+static int zone_clean(struct eng *e, uint32_t dev, const struct tier_zone *tz,
+		      struct eng_clean_stats *st)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+	struct zclean zc = {0};
+	int rc;
+
+	pthread_mutex_init(&zc.zc_lock, NULL);
+	pthread_cond_init(&zc.zc_cond, NULL);
+	zc.zc_ci.ci_apply = zc_apply;
+	zc.zc_ci.ci_done = zc_done;
+	rc = zc_plan(e, &zc, dev, tz->tz_start, tz->tz_start + tz->tz_len);
+	if (rc != 0) {
+		eng_space_release(e, &zc.zc_ci.ci_alloc);
+		goto out;
+	}
+	if (zc.zc_nr > 0) {
+		eng_commit_submit(e, &zc.zc_ci);
+		pthread_mutex_lock(&zc.zc_lock);
+		while (!zc.zc_done)
+			pthread_cond_wait(&zc.zc_cond, &zc.zc_lock);
+		pthread_mutex_unlock(&zc.zc_lock);
+		rc = zc.zc_rc;
+		if (rc != 0)
+			goto out;
+		for (uint32_t i = 0; i < zc.zc_nr; i++) {
+			st->cs_records_moved++;
+			st->cs_bytes_moved += zc.zc_v[i].zm_from.sp_len;
+		}
+	}
+	if (!zone_drained(d, tz->tz_start, tz->tz_len)) {
+		LOG_WARNING("device %u zone at %" PRIu64 ": still live after "
+			    "the move (written meanwhile); not reset", dev,
+			    tz->tz_start);
+		goto out;
+	}
+	pthread_mutex_lock(&d->ed_zlock);
+	rc = tier_dev_zone_reset(d->ed_dev,
+				 (uint32_t)(tz->tz_start / tz->tz_len));
+	pthread_mutex_unlock(&d->ed_zlock);
+	if (rc == 0)
+		st->cs_zones_reset++;
+out:
+	eng_spacevec_fini(&zc.zc_ci.ci_alloc);
+	eng_spacevec_fini(&zc.zc_ci.ci_freed);
+	free(zc.zc_v);
+	pthread_mutex_destroy(&zc.zc_lock);
+	pthread_cond_destroy(&zc.zc_cond);
+	return rc;
+}
+
+int eng_smr_clean(struct eng *e, uint32_t dev, uint32_t live_pct,
+		  struct eng_clean_stats *st)
+{
+	int rc = 0;
+
+	memset(st, 0, sizeof *st);
+	if (dev != UINT32_MAX && !eng_dev_zoned(e, dev))
+		return err_set(-EINVAL, "device %u is not a zoned (SMR) device",
+			       dev);
+	eng_thread_enter();
+	for (uint32_t i = 0; rc == 0 && i < eng_dev_nr(e); i++) {
+		struct eng_dev *d = eng_dev_get(e, i);
+
+		if ((dev != UINT32_MAX && i != dev) || !eng_dev_zoned(e, i) ||
+		    !eng_dev_usable(e, i))
+			continue;
+		for (uint32_t z = 0; rc == 0 && z < tier_dev_zone_nr(d->ed_dev);
+		     z++) {
+			struct tier_zone tz;
+			uint64_t written, live;
+
+			rc = tier_dev_zone_get(d->ed_dev, z, &tz);
+			written = tz.tz_wp - tz.tz_start;
+			if (rc != 0 || z == d->ed_zopen || written == 0)
+				continue;
+			live = alloc_used_in(&d->ed_alloc,
+					     tz.tz_start >> LIM_ALLOC_UNIT_SHIFT,
+					     tz.tz_len >> LIM_ALLOC_UNIT_SHIFT)
+			       << LIM_ALLOC_UNIT_SHIFT;
+			if (live * 100 > written * live_pct)
+				continue;
+			rc = zone_clean(e, i, &tz, st);
+		}
+	}
+	eng_thread_leave();
+	return rc;
+}
