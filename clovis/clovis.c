@@ -773,6 +773,23 @@ int clovis_dev_replace(struct clovis *cl, uint32_t dev, const char *path)
 	return eng_dev_replace(cl->cl_eng, dev, path);
 }
 
+int clovis_unit_counters_get(struct clovis *cl,
+			     struct clovis_unit_counters *out)
+{
+	struct eng_ucounters *uc;
+
+	if (cl == NULL || out == NULL)
+		return err_set(-EINVAL, "unit_counters_get: NULL argument");
+	uc = eng_ucounters(cl->cl_eng);
+	out->uc_degraded_reads = __atomic_load_n(&uc->uc_degraded_reads,
+						 __ATOMIC_RELAXED);
+	out->uc_crc_errors = __atomic_load_n(&uc->uc_crc_errors,
+					     __ATOMIC_RELAXED);
+	out->uc_read_repairs = __atomic_load_n(&uc->uc_read_repairs,
+					       __ATOMIC_RELAXED);
+	return 0;
+}
+
 int clovis_smr_clean(struct clovis *cl, uint32_t dev, uint32_t live_pct,
 		     struct clovis_clean_stats *st)
 {

@@ -676,6 +676,17 @@ CLOVIS_API int clovis_dev_fail(struct clovis *cl, uint32_t dev);
 CLOVIS_API int clovis_dev_replace(struct clovis *cl, uint32_t dev,
 				  const char *path);
 
+/** Integrity counters of unit layouts since the store was opened. */
+struct clovis_unit_counters {
+	uint64_t uc_degraded_reads; /**< groups read with reconstruction */
+	uint64_t uc_crc_errors;     /**< unit checksum mismatches found */
+	uint64_t uc_read_repairs;   /**< units rewritten after a bad read */
+};
+
+/** Fill *out.  Returns 0 or -EINVAL. */
+CLOVIS_API int clovis_unit_counters_get(struct clovis *cl,
+					struct clovis_unit_counters *out);
+
 /** What clovis_smr_clean() did. */
 struct clovis_clean_stats {
 	uint32_t cs_zones_reset;   /**< zones made empty */
