@@ -286,7 +286,7 @@ static int obj_attr_check(const struct clovis_id *id,
 			       "%u..%u (512 B..64 MiB)", eng_id_str(id),
 			       a->oa_block_shift, CLOVIS_BLOCK_SHIFT_MIN,
 			       CLOVIS_BLOCK_SHIFT_MAX);
-	if (a->oa_layout > CLOVIS_LAYOUT_MIRROR)
+	if (a->oa_layout > CLOVIS_LAYOUT_COMPOSITE)
 		return err_set(-EINVAL, "object %s: layout %u unknown",
 			       eng_id_str(id), a->oa_layout);
 	if (a->oa_data_units > CLOVIS_LAYOUT_UNITS_MAX ||
@@ -771,6 +771,95 @@ int clovis_dev_replace(struct clovis *cl, uint32_t dev, const char *path)
 	if (cl == NULL)
 		return err_set(-EINVAL, "dev_replace: NULL instance");
 	return eng_dev_replace(cl->cl_eng, dev, path);
+}
+
+/* The open object handle o, or an error naming what is wrong. */
+static int obj_handle_check(struct clovis_obj *o, const char *what)
+{
+	if (o == NULL || !entity_valid(&o->ob_entity) ||
+	    o->ob_entity.en_type != CLOVIS_ET_OBJ)
+		return err_set(-EINVAL, "%s: not an object handle", what);
+	if (o->ob_entity.en_state != CLOVIS_ES_OPEN)
+		return err_set(-EINVAL, "%s: object %s is not open (CREATE or "
+			       "OPEN it first)", what,
+			       eng_id_str(&o->ob_entity.en_id));
+	return 0;
+}
+
+int clovis_obj_layer_add(struct clovis_obj *o, const struct clovis_obj_attr *attr,
+			 uint32_t priority, uint32_t *layer)
+{
+	struct clovis_obj_attr a;
+	struct meta_ent me = {0};
+	int rc = obj_handle_check(o, "layer_add");
+
+	if (rc == 0 && (attr == NULL || layer == NULL))
+		rc = err_set(-EINVAL, "layer_add: NULL argument");
+	if (rc != 0)
+		return rc;
+	a = *attr;
+	a.oa_block_shift = o->ob_attr.oa_block_shift;
+	rc = obj_attr_check(&o->ob_entity.en_id, &a);
+	if (rc != 0)
+		return rc;
+	me.me_layout = a.oa_layout;
+	me.me_tier = a.oa_tier;
+	me.me_pool = a.oa_pool;
+	me.me_n = (uint8_t)a.oa_data_units;
+	me.me_k = (uint8_t)a.oa_parity_units;
+	me.me_s = (uint8_t)a.oa_spare_units;
+	me.me_unit_shift = (uint8_t)a.oa_unit_shift;
+	me.me_block_shift = a.oa_block_shift;
+	return comp_layer_add(o->ob_entity.en_cl->cl_eng, &o->ob_entity.en_id,
+			      &me, priority, layer);
+}
+
+int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer)
+{
+	int rc = obj_handle_check(o, "layer_drop");
+
+	return rc != 0 ? rc : comp_layer_drop(o->ob_entity.en_cl->cl_eng,
+					      &o->ob_entity.en_id, layer);
+}
+
+int clovis_obj_layer_list(struct clovis_obj *o, struct clovis_layer_info *out,
+			  uint32_t *nr)
+{
+	int rc = obj_handle_check(o, "layer_list");
+
+	if (rc == 0 && (nr == NULL || (out == NULL && *nr > 0)))
+		rc = err_set(-EINVAL, "layer_list: NULL argument");
+	return rc != 0 ? rc : comp_layer_list(o->ob_entity.en_cl->cl_eng,
+					      &o->ob_entity.en_id, out, nr);
+}
+
+int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
+			  uint64_t nr_blks, uint32_t to, uint64_t *moved)
+{
+	uint64_t m = 0;
+	int rc = obj_handle_check(o, "layer_move");
+
+	if (rc == 0 && (nr_blks == 0 || start_blk >= CLOVIS_BLOCK_NR_MAX ||
+			nr_blks > CLOVIS_BLOCK_NR_MAX - start_blk))
+		rc = err_set(-EINVAL, "layer_move: object %s: blocks %" PRIu64
+			     "+%" PRIu64 " out of range",
+			     eng_id_str(&o->ob_entity.en_id), start_blk, nr_blks);
+	if (rc == 0)
+		rc = comp_move(o->ob_entity.en_cl->cl_eng, &o->ob_entity.en_id,
+			       start_blk, nr_blks, to, &m);
+	if (moved != NULL)
+		*moved = m;
+	return rc;
+}
+
+int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk, uint32_t *layer)
+{
+	int rc = obj_handle_check(o, "layer_of");
+
+	if (rc == 0 && layer == NULL)
+		rc = err_set(-EINVAL, "layer_of: NULL argument");
+	return rc != 0 ? rc : comp_where(o->ob_entity.en_cl->cl_eng,
+					 &o->ob_entity.en_id, blk, layer);
 }
 
 int clovis_unit_counters_get(struct clovis *cl,

@@ -291,6 +291,11 @@ enum clovis_layout_type {
 	CLOVIS_LAYOUT_PDCLUST = 2,
 	/** N copies of every unit on N distinct devices of a pool. */
 	CLOVIS_LAYOUT_MIRROR = 3,
+	/** Extent ranges mapped to layers, each a sub-layout (plain on a
+	 *  tier, pdclust or mirror on a pool) with a priority: writes go to
+	 *  the top layer, reads resolve every block to the layer that holds
+	 *  its newest data (clovis_obj_layer_add(), _move()). */
+	CLOVIS_LAYOUT_COMPOSITE = 4,
 };
 
 /** Largest N, K, S and N+K+S of a pdclust or mirror layout. */
@@ -675,6 +680,60 @@ CLOVIS_API int clovis_dev_fail(struct clovis *cl, uint32_t dev);
  */
 CLOVIS_API int clovis_dev_replace(struct clovis *cl, uint32_t dev,
 				  const char *path);
+
+/* ------------------------------------------------- composite layers */
+
+/** One layer of a composite object. */
+struct clovis_layer_info {
+	uint32_t li_layer;       /**< layer id (1..) */
+	uint32_t li_priority;    /**< higher wins; writes go to the highest */
+	struct clovis_obj_attr li_attr; /**< its sub-layout (plain tier or
+					 *  pdclust/mirror pool) */
+	uint64_t li_blocks;      /**< blocks of the object it holds now */
+};
+
+/**
+ * Add a layer to composite object o (created with CLOVIS_LAYOUT_COMPOSITE
+ * and open): attr gives its sub-layout — oa_layout PLAIN with oa_tier, or
+ * PDCLUST/MIRROR with their pool and geometry (oa_block_shift is the
+ * object's) — and priority orders the layers (distinct; the highest is the
+ * top layer that WRITE goes to).  Sets *layer to its id.
+ * Returns 0, -EINVAL (not composite, bad sub-layout: message names the
+ * field), -EEXIST (a layer with that priority exists), -ENOENT (object
+ * deleted), or a negative code.  Synchronous and durable on return.
+ */
+CLOVIS_API int clovis_obj_layer_add(struct clovis_obj *o,
+				    const struct clovis_obj_attr *attr,
+				    uint32_t priority, uint32_t *layer);
+
+/**
+ * Drop layer `layer` of o.  It must hold no block (move its extents away
+ * first): -ENOTEMPTY otherwise; -ENOENT if there is no such layer.
+ */
+CLOVIS_API int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer);
+
+/** List o's layers, highest priority first: fills up to *nr, sets *nr. */
+CLOVIS_API int clovis_obj_layer_list(struct clovis_obj *o,
+				     struct clovis_layer_info *out,
+				     uint32_t *nr);
+
+/**
+ * Move blocks [start_blk, start_blk + nr_blks) of o into layer `to`: every
+ * block held by another layer is read from it, written to `to`, and — in
+ * the same atomic commit — mapped to `to` and unmapped from its old layer
+ * (whose space is freed).  Holes stay holes.  A crash at any instant leaves
+ * each block readable from the old layer or the new one.  A block written
+ * by a concurrent WRITE while it moves keeps the newer data.  Sets *moved to
+ * the blocks moved (may be NULL).  The base of HSM tiering.
+ * Returns 0, -EINVAL, -ENOENT (no such layer), or an I/O error.
+ */
+CLOVIS_API int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
+				     uint64_t nr_blks, uint32_t to,
+				     uint64_t *moved);
+
+/** The layer holding block blk of o in *layer: 0, or -ENOENT (a hole). */
+CLOVIS_API int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk,
+				   uint32_t *layer);
 
 /** Integrity counters of unit layouts since the store was opened. */
 struct clovis_unit_counters {

@@ -204,6 +204,17 @@ int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 	return rc;
 }
 
+void eng_space_release_durable(struct eng *e, struct eng_spacevec *sv)
+{
+	if (mdb_env_sync(e->e_meta.m_env, 1) != 0) {
+		LOG_WARNING("metadata sync failed: %u freed runs kept in use "
+			    "until the next open", sv->sv_nr);
+		return;
+	}
+	synchronize_rcu();
+	eng_space_release(e, sv);
+}
+
 /* Return every space of sv to its device now. */
 void eng_space_release(struct eng *e, struct eng_spacevec *sv)
 {

@@ -132,6 +132,13 @@ struct eng_req {
 	/* unit layouts (core/stripe.c) */
 	struct eng *er_eng;
 	void *er_priv;               /**< the submitter's (walks) */
+	/* composite objects (core/comp.c): a layer write maps its blocks */
+	bool er_comp;
+	bool er_comp_move;           /**< remap only blocks still in er_comp_from */
+	uint32_t er_comp_layer;
+	uint32_t er_comp_from;
+	struct clovis_id er_comp_id;
+	uint64_t er_comp_ctime;
 	struct unit_upd *er_upd;     /**< unit records to apply */
 	uint32_t er_nr_upd;
 	uint32_t er_cap_upd;
@@ -291,10 +298,57 @@ struct eng_dev *eng_dev_get(struct eng *e, uint32_t i);
 int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		   struct eng_spacevec *sv);
 void eng_space_release(struct eng *e, struct eng_spacevec *sv);
+/* After a direct LMDB commit that unmapped sv: make it durable, wait for
+ * readers (RCU grace period), then release sv. */
+void eng_space_release_durable(struct eng *e, struct eng_spacevec *sv);
 int eng_spacevec_add(struct eng_spacevec *sv, uint32_t dev, uint64_t off,
 		     uint64_t len);
 void eng_spacevec_fini(struct eng_spacevec *sv);
 const struct layout_pool *eng_pool(struct eng *e);
+
+/** One record of an extent map, decoded. */
+struct ext_rec {
+	uint64_t xr_blk;
+	struct meta_ext xr_ext;
+};
+
+/** Records overlapping a range, in block order. */
+struct ext_list {
+	struct ext_rec *xl_v;
+	uint32_t xl_nr;
+	uint32_t xl_cap;
+};
+
+/* Extent maps (core/obj.c), shared with composite maps (core/comp.c). */
+int ext_lookup(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+	       uint64_t s, uint64_t n, struct ext_list *out);
+int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+	    uint64_t blk, const struct meta_ext *x);
+int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+	      uint64_t s, uint64_t n, uint32_t shift,
+	      struct eng_spacevec *freed);
+int obj_size_update(struct eng *e, MDB_txn *txn, struct eng_req *r,
+		    struct meta_ent *cur, bool grow);
+uint64_t req_blocks(const struct eng_req *r);
+
+/* Composite objects (core/comp.c). */
+int comp_exec(struct eng *e, struct eng_req *r);
+/** In obj_apply() of a layer's write: map the blocks to the layer in the
+ *  composite and grow its size (r->er_comp set). */
+int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
+int comp_delete(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+		struct eng_spacevec *freed);
+int comp_layer_add(struct eng *e, const struct clovis_id *id,
+		   const struct meta_ent *sub, uint32_t priority,
+		   uint32_t *layer);
+int comp_layer_drop(struct eng *e, const struct clovis_id *id,
+		    uint32_t layer);
+int comp_layer_list(struct eng *e, const struct clovis_id *id,
+		    struct clovis_layer_info *out, uint32_t *nr);
+int comp_move(struct eng *e, const struct clovis_id *id, uint64_t start,
+	      uint64_t nr, uint32_t to, uint64_t *moved);
+int comp_where(struct eng *e, const struct clovis_id *id, uint64_t blk,
+	       uint32_t *layer);
 
 int obj_exec(struct eng *e, struct eng_req *r);
 int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,

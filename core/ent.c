@@ -214,6 +214,11 @@ static int ent_create_prepare(struct eng *e, struct eng_req *r)
 			if (me->me_layout == CLOVIS_LAYOUT_PLAIN)
 				me->me_tier = tier; /* the caller's tier */
 		}
+		if (me->me_layout == CLOVIS_LAYOUT_COMPOSITE) {
+			me->me_tier = me->me_dev = me->me_pool = 0;
+			me->me_n = me->me_k = me->me_s = me->me_unit_shift = 0;
+			return 0;
+		}
 		if (stripe_layout(me->me_layout)) {
 			me->me_tier = 0;
 			me->me_dev = 0;

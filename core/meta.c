@@ -62,7 +62,8 @@ static int meta_tables_open(struct meta *m, bool create)
 	    (rc = mdb_dbi_open(txn, "member", fl, &m->m_member)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "ext", fl, &m->m_ext)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "idx", fl, &m->m_idx)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "unit", fl, &m->m_unit)) != 0) {
+	    (rc = mdb_dbi_open(txn, "unit", fl, &m->m_unit)) != 0 ||
+	    (rc = mdb_dbi_open(txn, "layer", fl, &m->m_layer)) != 0) {
 		mdb_txn_abort(txn);
 		if (rc == MDB_NOTFOUND)
 			return err_set(-CLOVIS_ECORRUPT,

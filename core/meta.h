@@ -10,6 +10,8 @@
  *   unit    obj(16) addr(8)      -> struct meta_unit    units of pdclust and
  *                                   mirror objects (addr = group * (N + K)
  *                                   + slot), each with its CRC
+ *   layer   obj(16) layer(4)     -> struct meta_layer   layers of composite
+ *                                   objects
  * Ids and block numbers are big-endian in keys so that LMDB's memcmp order
  * is numeric order.  Records are little-endian packed structs with a
  * _Static_assert on each size.
@@ -33,6 +35,7 @@ struct meta {
 	MDB_dbi m_ext;
 	MDB_dbi m_idx;
 	MDB_dbi m_unit;
+	MDB_dbi m_layer;
 	uint32_t m_maxkey; /**< mdb_env_get_maxkeysize() */
 };
 
@@ -68,7 +71,18 @@ _Static_assert(sizeof(struct meta_ent) == 96, "meta_ent on-disk size");
 /** meta_ext.mx_flags */
 enum meta_ext_flags {
 	MX_UNWRITTEN = 1u << 0, /**< allocated by ALLOC, reads as zeros */
+	/** A composite object's map: blocks live in layer mx_dev_off (no
+	 *  device space of its own). */
+	MX_LAYER = 1u << 1,
 };
+
+/** One layer of a composite object (table layer). */
+struct meta_layer {
+	struct clovis_id ml_sub;  /**< the sub-object holding its blocks */
+	uint32_t ml_priority;     /**< higher = newer; writes go to the top */
+	uint32_t ml_pad;
+};
+_Static_assert(sizeof(struct meta_layer) == 24, "meta_layer on-disk size");
 
 /** One extent of an object: blocks [key blk, + mx_nr_blks) live at
  *  mx_dev_off on device mx_dev. */

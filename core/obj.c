@@ -46,18 +46,6 @@ static size_t bufcur_next(struct bufcur *c, size_t max, uint8_t **p)
 	return len;
 }
 
-/** One record of the map, decoded. */
-struct ext_rec {
-	uint64_t xr_blk;
-	struct meta_ext xr_ext;
-};
-
-/** Records overlapping a range, in block order. */
-struct ext_list {
-	struct ext_rec *xl_v;
-	uint32_t xl_nr;
-	uint32_t xl_cap;
-};
 
 static int ext_list_add(struct ext_list *l, uint64_t blk,
 			const struct meta_ext *x)
@@ -82,7 +70,7 @@ static bool ext_key_of(const MDB_val *k, const uint8_t obj[16])
 }
 
 /* Collect the records of obj overlapping [s, s + n). */
-static int ext_lookup(struct meta *m, MDB_txn *txn,
+int ext_lookup(struct meta *m, MDB_txn *txn,
 		      const struct clovis_id *obj, uint64_t s, uint64_t n,
 		      struct ext_list *out)
 {
@@ -131,7 +119,7 @@ static int ext_lookup(struct meta *m, MDB_txn *txn,
 	return rc;
 }
 
-static int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 		   uint64_t blk, const struct meta_ext *x)
 {
 	uint8_t kb[META_EXT_KEY_LEN];
@@ -163,13 +151,18 @@ static int ext_cut(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 	struct meta_ext x = r->xr_ext;
 	int rc;
 
-	rc = eng_spacevec_add(freed, x.mx_dev, x.mx_dev_off + ((os - rs) << shift),
-			      (oe - os) << shift);
+	if (!(x.mx_flags & MX_LAYER))
+		rc = eng_spacevec_add(freed, x.mx_dev,
+				      x.mx_dev_off + ((os - rs) << shift),
+				      (oe - os) << shift);
+	else
+		rc = 0;
 	if (rc == 0 && re > e) {
 		struct meta_ext right = x;
 
 		right.mx_nr_blks = re - e;
-		right.mx_dev_off += (e - rs) << shift;
+		if (!(x.mx_flags & MX_LAYER))
+			right.mx_dev_off += (e - rs) << shift;
 		rc = ext_put(m, txn, obj, e, &right);
 	}
 	if (rc == 0 && rs < s) {
@@ -182,7 +175,7 @@ static int ext_cut(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 }
 
 /* Unmap [s, s + n) of obj; space goes to freed. */
-static int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 		     uint64_t s, uint64_t n, uint32_t shift,
 		     struct eng_spacevec *freed)
 {
@@ -196,7 +189,7 @@ static int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 }
 
 /* Total blocks of the request's extents. */
-static uint64_t req_blocks(const struct eng_req *r)
+uint64_t req_blocks(const struct eng_req *r)
 {
 	uint64_t n = 0;
 
@@ -315,7 +308,7 @@ static uint64_t req_end_blk(const struct eng_req *r)
 }
 
 /* Grow the object's size to cover the request and stamp mtime. */
-static int obj_size_update(struct eng *e, MDB_txn *txn, struct eng_req *r,
+int obj_size_update(struct eng *e, MDB_txn *txn, struct eng_req *r,
 			   struct meta_ent *cur, bool grow)
 {
 	uint64_t end = req_end_blk(r);
@@ -351,8 +344,10 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		rc = obj_map_runs(e, txn, r, r->er_kind == ER_OBJ_ALLOC ?
 				  MX_UNWRITTEN : 0);
 	}
-	if (rc == 0)
+	if (rc == 0 && !r->er_comp_move)
 		rc = obj_size_update(e, txn, r, &cur, r->er_kind != ER_OBJ_FREE);
+	if (rc == 0 && r->er_comp)
+		rc = comp_apply(e, txn, r);
 	if (rc == 0)
 		ci->ci_hard = false;
 	return rc;
@@ -544,6 +539,8 @@ static int obj_stripe_exec(struct eng *e, struct eng_req *r)
 
 int obj_exec(struct eng *e, struct eng_req *r)
 {
+	if (r->er_ent.me_layout == CLOVIS_LAYOUT_COMPOSITE)
+		return comp_exec(e, r);
 	if (stripe_layout(r->er_ent.me_layout))
 		return obj_stripe_exec(e, r);
 	if (r->er_kind == ER_OBJ_READ)
@@ -561,6 +558,8 @@ int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 		return rc;
 	if (stripe_layout(me.me_layout))
 		return stripe_delete_units(e, txn, id, freed);
+	if (me.me_layout == CLOVIS_LAYOUT_COMPOSITE)
+		return comp_delete(e, txn, id, freed);
 	return ext_punch(eng_meta(e), txn, id, 0, CLOVIS_BLOCK_NR_MAX,
 			 me.me_block_shift, freed);
 }
@@ -614,6 +613,8 @@ int obj_rebuild_alloc(struct eng *e, MDB_txn *txn)
 			last = id;
 		}
 		memcpy(&x, v.mv_data, sizeof x);
+		if (x.mx_flags & MX_LAYER)
+			continue; /* a composite's map: no space */
 		rc = rebuild_one(e, &id, meta_ext_key_blk(&k), &x,
 				 me.me_block_shift);
 		if (rc != 0)
