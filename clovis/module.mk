@@ -1,6 +1,6 @@
 # clovis/ — the public client API, the strata CLI and examples.
 LIB_SRCS += clovis/clovis.c clovis/op.c clovis/stats.c
-UT_SRCS += clovis/ut/clovis_ut.c
+UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c
 -include clovis/ut/module.mk
 include clovis/cli/module.mk
 include clovis/examples/module.mk

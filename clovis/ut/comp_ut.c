@@ -1,0 +1,288 @@
+/*
+ * comp_ut.c — composite objects: layers on different tiers and pools,
+ * writes through the top layer, extent moves between layers, drop rules,
+ * and a process killed with SIGKILL in the middle of moves.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clovis/clovis.h"
+#include "tests/ut.h"
+
+#define CDEV_SIZE (32ull << 20)
+#define CBLKS 96u
+
+static char cdir[512];
+
+static struct clovis *copen(void)
+{
+	struct clovis_conf c = {.cc_data_dir = cdir,
+				.cc_flags = CLOVIS_CONF_CREATE,
+				.cc_dev_size = CDEV_SIZE};
+	struct clovis *cl = NULL;
+	char nv[600];
+
+	snprintf(nv, sizeof nv, "%s", cdir);
+	*strrchr(nv, '/') = '\0';
+	c.cc_nvram_dir = nv;
+	if (clovis_init(&cl, &c) != 0)
+		fprintf(stderr, "clovis_init: %s\n", clovis_errmsg());
+	return cl;
+}
+
+static int cio(struct clovis_obj *o, int opc, uint64_t s, uint64_t n, void *b)
+{
+	struct clovis_op *op;
+	size_t l = n << 12;
+	void *bp = b;
+	struct clovis_extvec ev = {1, &s, &n};
+	struct clovis_bufvec bv = {1, &bp, &l};
+	int rc = clovis_obj_op(o, opc, &ev, opc == CLOVIS_OC_FREE ? NULL : &bv,
+			       0, &op);
+
+	return rc != 0 ? rc : clovis_op_sync(op);
+}
+
+static int cent(struct clovis_obj *o, int opc)
+{
+	struct clovis_op *op;
+	int rc = clovis_entity_op(&o->ob_entity, opc, &op);
+
+	return rc != 0 ? rc : clovis_op_sync(op);
+}
+
+/* Byte i of block b of generation g. */
+static uint8_t cpat(uint64_t b, size_t i, uint32_t g)
+{
+	return (uint8_t)(b * 131 + i * 7 + g * 29);
+}
+
+static void cfill(uint8_t *w, uint64_t b0, uint64_t n, uint32_t g)
+{
+	for (uint64_t b = 0; b < n; b++)
+		for (size_t i = 0; i < 4096; i++)
+			w[(b << 12) + i] = cpat(b0 + b, i, g);
+}
+
+static uint32_t pool_by_name(struct clovis *cl, const char *name)
+{
+	struct clovis_pool_info pi[8];
+	uint32_t n = 8;
+
+	if (clovis_pool_list(cl, pi, &n) != 0)
+		return UINT32_MAX;
+	for (uint32_t i = 0; i < n && i < 8; i++)
+		if (strcmp(pi[i].pi_name, name) == 0)
+			return i;
+	return UINT32_MAX;
+}
+
+/* Make object lo as composite with layers flash (top), pdclust, sas. */
+static int cmake(struct clovis *cl, struct clovis_obj *o, uint64_t lo,
+		 uint32_t *hot, uint32_t *pd, uint32_t *cold)
+{
+	struct clovis_id id = {0xc0, lo};
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_COMPOSITE};
+	struct clovis_obj_attr lh = {.oa_layout = CLOVIS_LAYOUT_PLAIN,
+				     .oa_tier = CLOVIS_TIER_FLASH};
+	struct clovis_obj_attr lc = {.oa_layout = CLOVIS_LAYOUT_PLAIN,
+				     .oa_tier = CLOVIS_TIER_SAS};
+	struct clovis_obj_attr lp = {.oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				     .oa_pool = pool_by_name(cl, "flash"),
+				     .oa_data_units = 4, .oa_parity_units = 2,
+				     .oa_unit_shift = 14};
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = cent(o, CLOVIS_EO_CREATE);
+	if (rc == 0)
+		rc = clovis_obj_layer_add(o, &lh, 30, hot);
+	if (rc == 0)
+		rc = clovis_obj_layer_add(o, &lp, 20, pd);
+	if (rc == 0)
+		rc = clovis_obj_layer_add(o, &lc, 10, cold);
+	return rc;
+}
+
+static int comp_init(void)
+{
+	const char *d = ut_tmpdir("comp");
+
+	if (d == NULL)
+		return -1;
+	snprintf(cdir, sizeof cdir, "%s/store", d);
+	return 0;
+}
+
+static int comp_fini(void)
+{
+	return clovis_store_destroy(cdir) == 0 || errno == ENOENT ? 0 : 0;
+}
+
+/* Write through the top layer, move ranges down, read back exactly. */
+static void test_comp_layers(void)
+{
+	struct clovis *cl = copen();
+	struct clovis_obj o;
+	uint8_t *w = malloc(CBLKS << 12), *r = malloc(CBLKS << 12);
+	uint32_t hot, pd, cold, l;
+	uint64_t moved;
+	struct clovis_layer_info li[4];
+	uint32_t n = 4;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(cmake(cl, &o, 1, &hot, &pd, &cold), 0);
+	cfill(w, 0, CBLKS, 1);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 0, CBLKS, w), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, 5, &l), 0);
+	CU_ASSERT_EQUAL(l, hot);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 10, 30, cold, &moved), 0);
+	CU_ASSERT_EQUAL(moved, 30);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 50, 40, pd, &moved), 0);
+	CU_ASSERT_EQUAL(moved, 40);
+	CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, 20, &l), 0);
+	CU_ASSERT_EQUAL(l, cold);
+	CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, 60, &l), 0);
+	CU_ASSERT_EQUAL(l, pd);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, r), 0);
+	CU_ASSERT(memcmp(w, r, CBLKS << 12) == 0);
+	/* A write lands in the top layer again. */
+	cfill(w + (15 << 12), 15, 2, 2);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 15, 2, w + (15 << 12)), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, 16, &l), 0);
+	CU_ASSERT_EQUAL(l, hot);
+	CU_ASSERT_EQUAL(clovis_obj_layer_list(&o, li, &n), 0);
+	CU_ASSERT_EQUAL(n, 3);
+	CU_ASSERT_EQUAL(li[0].li_layer, hot);
+	CU_ASSERT_EQUAL(li[0].li_blocks + li[1].li_blocks + li[2].li_blocks,
+			CBLKS);
+	/* Holes: FREE unmaps, reads zeros, layer_of says -ENOENT. */
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_FREE, 90, 6, NULL), 0);
+	memset(w + (90 << 12), 0, 6 << 12);
+	CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, 91, &l), -ENOENT);
+	/* A layer that holds blocks cannot be dropped. */
+	CU_ASSERT_EQUAL(clovis_obj_layer_drop(&o, cold), -ENOTEMPTY);
+	CU_ASSERT(strstr(clovis_errmsg(), "layer") != NULL);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, CBLKS, hot, &moved), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_drop(&o, cold), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_drop(&o, cold), -ENOENT);
+	clovis_fini(cl);
+	cl = copen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL(clovis_obj_init(&o, clovis_default_realm(cl),
+					&(struct clovis_id){0xc0, 1}, NULL), 0);
+	CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_OPEN), 0);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_layout, CLOVIS_LAYOUT_COMPOSITE);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, r), 0);
+	CU_ASSERT(memcmp(w, r, CBLKS << 12) == 0);
+	CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_DELETE), 0);
+	clovis_fini(cl);
+	free(w);
+	free(r);
+}
+
+/* Bad input: no layer, equal priorities, bad sub-layouts, not composite. */
+static void test_comp_bad(void)
+{
+	struct clovis *cl = copen();
+	struct clovis_obj o, p;
+	struct clovis_id id = {0xc0, 2}, pid = {0xc0, 3};
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_COMPOSITE};
+	struct clovis_obj_attr lh = {.oa_layout = CLOVIS_LAYOUT_PLAIN,
+				     .oa_tier = CLOVIS_TIER_FLASH};
+	struct clovis_obj_attr bad = {.oa_layout = CLOVIS_LAYOUT_COMPOSITE};
+	uint8_t b[4096] = {0};
+	uint32_t l;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL(clovis_obj_init(&o, clovis_default_realm(cl), &id, &a), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_add(&o, &lh, 1, &l), -EINVAL);
+	CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_CREATE), 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 0, 1, b), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_obj_layer_add(&o, &bad, 1, &l), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_obj_layer_add(&o, &lh, 1, &l), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_add(&o, &lh, 1, &l), -EEXIST);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, 1, 99, NULL), -ENOENT);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, 0, l, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_obj_init(&p, clovis_default_realm(cl), &pid, NULL), 0);
+	CU_ASSERT_EQUAL(cent(&p, CLOVIS_EO_CREATE), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_add(&p, &lh, 1, &l), -EINVAL);
+	CU_ASSERT(strstr(clovis_errmsg(), "not composite") != NULL);
+	clovis_fini(cl);
+}
+
+/* Child: move ranges between layers back and forth until killed. */
+static void mover(void)
+{
+	struct clovis *cl = copen();
+	struct clovis_obj o;
+	uint32_t layers[3] = {1, 2, 3};
+
+	if (cl == NULL || clovis_obj_init(&o, clovis_default_realm(cl),
+					  &(struct clovis_id){0xc0, 4}, NULL) ||
+	    cent(&o, CLOVIS_EO_OPEN) != 0)
+		_exit(2);
+	for (uint32_t i = 0;; i++)
+		clovis_obj_layer_move(&o, (i * 7) % CBLKS, 16, layers[i % 3],
+				      NULL);
+}
+
+/* SIGKILL during moves: every block reads back exactly from some layer. */
+static void test_comp_crash(void)
+{
+	struct clovis *cl = copen();
+	struct clovis_obj o;
+	uint8_t *w = malloc(CBLKS << 12), *r = malloc(CBLKS << 12);
+	uint32_t hot, pd, cold;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(cmake(cl, &o, 4, &hot, &pd, &cold), 0);
+	cfill(w, 0, CBLKS, 3);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 0, CBLKS, w), 0);
+	clovis_fini(cl);
+	srand(42);
+	for (int round = 0; round < 4; round++) {
+		pid_t pid = fork();
+		int st;
+
+		if (pid == 0)
+			mover();
+		CU_ASSERT_FATAL(pid > 0);
+		usleep(150000 + (useconds_t)(rand() % 400000));
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		CU_ASSERT(WIFSIGNALED(st));
+		cl = copen();
+		CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+		CU_ASSERT_EQUAL(clovis_obj_init(&o, clovis_default_realm(cl),
+						&(struct clovis_id){0xc0, 4},
+						NULL), 0);
+		CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_OPEN), 0);
+		memset(r, 0, CBLKS << 12);
+		CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, r), 0);
+		CU_ASSERT(memcmp(w, r, CBLKS << 12) == 0);
+		clovis_fini(cl);
+	}
+	free(w);
+	free(r);
+}
+
+int comp_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("composite", comp_init, comp_fini);
+
+	if (s == NULL || !CU_add_test(s, "layers", test_comp_layers) ||
+	    !CU_add_test(s, "bad_input", test_comp_bad) ||
+	    !CU_add_test(s, "crash_during_move", test_comp_crash))
+		return -1;
+	return 0;
+}
