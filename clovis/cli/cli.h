@@ -36,6 +36,9 @@ enum cli_opt {
 	CO_OPS = 1u << 6,       /* --ops */
 	CO_HEX = 1u << 7,       /* --hex */
 	CO_YES = 1u << 8,       /* --yes */
+	CO_LAYOUT = 1u << 9,    /* --layout, --pool, --data N, --parity,
+				 * --spare, --copies, --unit */
+	CO_LIVE = 1u << 10,     /* --live */
 };
 
 /** Most positional arguments any command takes, plus group and name. */
@@ -74,6 +77,8 @@ struct cli {
 	bool c_help;
 	int c_verbose;
 	uint64_t c_dev_size;
+	const char *c_config;  /* --config: YAML used when the store is made */
+	bool c_model;          /* --model: device model on for every tier */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;
@@ -87,6 +92,20 @@ struct cli {
 	uint64_t c_count;
 	bool c_ops_set;
 	uint64_t c_ops;
+	/* layout of new objects: c_layout 0 = the container's default */
+	uint32_t c_layout;
+	const char *c_pool;    /* pool name or index, NULL = default pool */
+	bool c_data_set;
+	uint32_t c_data;       /* pdclust N */
+	bool c_parity_set;
+	uint32_t c_parity;     /* pdclust K */
+	bool c_spare_set;
+	uint32_t c_spare;      /* pdclust and mirror S */
+	bool c_copies_set;
+	uint32_t c_copies;     /* mirror N */
+	uint32_t c_unit_shift; /* 0 = the library's default */
+	bool c_live_set;
+	uint32_t c_live;       /* smr clean: live percentage (default 25) */
 	/* positional arguments after the command words */
 	int c_nargs;
 	const char *c_args[CLI_POS_MAX];
@@ -165,11 +184,19 @@ bool cli_parse_u64(const char *s, uint64_t *out);
 /** Parse a byte size with an optional K, M, G (or KiB, MiB, GiB) suffix. */
 bool cli_parse_size(const char *s, uint64_t *out);
 
-/** Parse a tier name (nvram, flash, sas); -1 if unknown. */
+/** Parse a tier name (nvram, flash, sas, smr); -1 if unknown. */
 int cli_parse_tier(const char *s);
 
-/** The name of tier t ("nvram", "flash", "sas", or "?"). */
+/** The name of tier t ("nvram", "flash", "sas", "smr", or "?"). */
 const char *cli_tier_name(uint32_t t);
+
+/** Parse a layout name (plain, pdclust, mirror) into CLOVIS_LAYOUT_*; -1
+ *  if unknown. */
+int cli_parse_layout(const char *s);
+
+/** The name of layout l ("plain", "pdclust", "mirror", "composite", or
+ *  "layout-N" in buf for a layout this tool does not know). */
+const char *cli_layout_name(uint32_t l, char *buf, size_t size);
 
 /**
  * Decode s into a byte string: hex digits when hex is set, else the text
@@ -214,6 +241,7 @@ struct cli_progress {
 	uint64_t pr_last_ns;
 	uint64_t pr_start_ns;
 	const char *pr_label;
+	bool pr_units;         /* count units, not bytes */
 };
 
 /**
@@ -225,6 +253,16 @@ void cli_progress_init(struct cli_progress *p, const struct cli *c,
 
 /** Add n bytes done and redraw at most ten times a second. */
 void cli_progress_add(struct cli_progress *p, uint64_t n);
+
+/**
+ * Start a progress line counting units rather than bytes (repair, scrub):
+ * shown whenever stderr is a terminal and -q is not given.
+ */
+void cli_progress_init_units(struct cli_progress *p, const struct cli *c,
+			     const char *label);
+
+/** Set done of total and redraw at most ten times a second. */
+void cli_progress_set(struct cli_progress *p, uint64_t done, uint64_t total);
 
 /** Finish the bar (draw 100% and end its line) or erase it on failure. */
 void cli_progress_end(struct cli_progress *p, bool ok);
@@ -248,6 +286,66 @@ int cli_io_read(struct cli *c, struct clovis_obj *o, uint64_t start,
 		uint64_t nr, uint64_t limit, int fd, struct cli_progress *p,
 		const char *what);
 
+/* ------------------------------------------------------- layouts */
+
+/**
+ * Fill *a for a new object from the command's options: block size, and
+ * --layout with its pool and geometry (or --tier for plain).  Resolves
+ * --pool by name with clovis_pool_list().  Returns 0, or CLI_FAIL with the
+ * failure reported (text names the object).
+ */
+int cli_obj_attr(struct cli *c, const char *text, struct clovis_obj_attr *a);
+
+/**
+ * Describe the layout of a in words: "plain on flash", "pdclust 4+2+1 on
+ * pool flash, 64.0 KiB units", "mirror 3 copies +1 spare on pool flash,
+ * 64.0 KiB units".
+ */
+const char *cli_layout_text(struct cli *c, const struct clovis_obj_attr *a,
+			    char *buf, size_t size);
+
+/**
+ * Print the layout of a as JSON members (no braces, no leading comma):
+ * "layout", then "tier" and "device" (plain) or "pool", "pool_index",
+ * the unit counts and "unit_size" (pdclust, mirror).
+ */
+void cli_layout_json(struct cli *c, const struct clovis_obj_attr *a);
+
+/**
+ * Fetch the store's pools into a malloc()ed array; *nr gets its length.
+ * Returns 0 or a negative code (message kept for cli_fail()).
+ */
+int cli_pools_fetch(struct cli *c, struct clovis_pool_info **out,
+		    uint32_t *nr);
+
+/** The name of pool p into buf ("pool-N" if the store lists none such). */
+const char *cli_pool_name(struct cli *c, uint32_t p, char *buf, size_t size);
+
+/* ------------------------------------------------------- devices */
+
+/**
+ * Fetch the store's devices into a malloc()ed array; *nr gets its length.
+ * Returns 0 or a negative code (message kept for cli_fail()).
+ */
+int cli_devs_fetch(struct cli *c, struct clovis_dev_info **out,
+		   uint32_t *nr);
+
+/**
+ * The name of device d as 'strata devices' shows it: the file name of its
+ * path without the directory, a ".dev" suffix and the "strata-UUID-"
+ * prefix of NVRAM devices ("flash3", "nvram0").
+ */
+const char *cli_dev_name(const struct clovis_dev_info *d, char *buf,
+			 size_t size);
+
+/**
+ * Find the device named by text: its index in decimal, or its name.
+ * Sets *dev.  Returns 0, or CLI_FAIL with the failure reported (what
+ * names the command).
+ */
+int cli_dev_find(struct cli *c, const char *text, const char *what,
+		 uint32_t *dev);
+
 /* ------------------------------------------------------- commands */
 
 int cmd_obj_create(struct cli *c);
@@ -268,6 +366,14 @@ int cmd_idx_rm(struct cli *c);
 int cmd_idx_ls(struct cli *c);
 int cmd_stats(struct cli *c);
 int cmd_devices(struct cli *c);
+int cmd_tiers(struct cli *c);
+int cmd_pools(struct cli *c);
+int cmd_dev_fail(struct cli *c);
+int cmd_dev_replace(struct cli *c);
+int cmd_smr_clean(struct cli *c);
+int cmd_repair(struct cli *c);
+int cmd_rebalance(struct cli *c);
+int cmd_scrub(struct cli *c);
 int cmd_bench(struct cli *c);
 int cmd_destroy(struct cli *c);
 

@@ -1,7 +1,7 @@
 /*
- * cli_mgmt.c — the management commands: "strata stats" (per-op counts and
- * latencies), "strata devices" (the store's devices) and "strata destroy"
- * (remove a whole store).
+ * cli_mgmt.c — the management commands "strata stats" (per-op counts and
+ * latencies) and "strata destroy" (remove a whole store).  Devices, tiers
+ * and pools are in cli_dev.c, repair and its kin in cli_walk.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -92,94 +92,6 @@ int cmd_stats(struct cli *c)
 		stats_json(st);
 	else
 		stats_text(st);
-	return CLI_OK;
-}
-
-/* Print one device as a JSON object. */
-static void dev_json(const struct clovis_dev_info *d, bool first)
-{
-	printf("%s{\"index\": %u, \"tier\": \"%s\", \"driver\": ",
-	       first ? "" : ",\n ", d->di_index, cli_tier_name(d->di_tier));
-	cli_json_str(stdout, d->di_driver, strnlen(d->di_driver,
-						   sizeof d->di_driver));
-	printf(", \"path\": ");
-	cli_json_str(stdout, d->di_path, strnlen(d->di_path,
-						 sizeof d->di_path));
-	printf(", \"size_bytes\": %llu, \"free_bytes\": %llu, "
-	       "\"direct_io\": %s}",
-	       (unsigned long long)d->di_size_bytes,
-	       (unsigned long long)d->di_free_bytes,
-	       d->di_direct_io ? "true" : "false");
-}
-
-/* Print one device as a table row. */
-static void dev_text(const struct clovis_dev_info *d)
-{
-	char size[32], avail[32];
-	double used = d->di_size_bytes == 0 ? 0.0 :
-		100.0 * (double)(d->di_size_bytes - d->di_free_bytes) /
-		(double)d->di_size_bytes;
-
-	printf("%-4u %-6s %-8.16s %10s %10s %6.1f%% %-6s %.256s\n",
-	       d->di_index, cli_tier_name(d->di_tier), d->di_driver,
-	       cli_human(d->di_size_bytes, size, sizeof size),
-	       cli_human(d->di_free_bytes, avail, sizeof avail), used,
-	       d->di_direct_io ? "yes" : "no", d->di_path);
-}
-
-/* Devices asked for first; a store with more is asked again. */
-#define DEV_FIRST 64u
-
-/* Fetch the device list into a malloc()ed array; *nr gets its length. */
-static int dev_fetch(struct cli *c, struct clovis_dev_info **out,
-		     uint32_t *nr)
-{
-	uint32_t want = DEV_FIRST;
-	struct clovis_dev_info *info;
-	int rc;
-
-	for (;;) {
-		info = calloc(want, sizeof *info);
-		if (info == NULL)
-			return -ENOMEM;
-		*nr = want;
-		rc = cli_call(c, clovis_dev_list(c->c_cl, info, nr));
-		if (rc < 0 || *nr <= want)
-			break;
-		want = *nr;
-		free(info);
-	}
-	if (rc < 0) {
-		free(info);
-		return rc;
-	}
-	*out = info;
-	return 0;
-}
-
-/* strata devices: list the store's devices with capacity and free space. */
-int cmd_devices(struct cli *c)
-{
-	struct clovis_dev_info *info = NULL;
-	uint32_t nr = 0, i;
-	int rc;
-
-	rc = dev_fetch(c, &info, &nr);
-	if (rc < 0)
-		return cli_fail(c, rc, "list devices");
-	if (c->c_json) {
-		printf("[");
-		for (i = 0; i < nr; i++)
-			dev_json(&info[i], i == 0);
-		printf("]\n");
-	} else {
-		printf("%-4s %-6s %-8s %10s %10s %7s %-6s %s\n", "dev",
-		       "tier", "driver", "size", "free", "used", "direct",
-		       "path");
-		for (i = 0; i < nr; i++)
-			dev_text(&info[i]);
-	}
-	free(info);
 	return CLI_OK;
 }
 

@@ -12,19 +12,6 @@
 
 #include "clovis/cli/cli.h"
 
-/* Default block size of new objects: 4 KiB. */
-#define OBJ_SHIFT_DEFAULT 12u
-
-/* Attributes for a new object from --block-size/--block-shift and --tier. */
-static void obj_attr(const struct cli *c, struct clovis_obj_attr *a)
-{
-	memset(a, 0, sizeof *a);
-	a->oa_block_shift = c->c_block_set ? c->c_block_shift
-					   : OBJ_SHIFT_DEFAULT;
-	a->oa_layout = CLOVIS_LAYOUT_PLAIN;
-	a->oa_tier = c->c_tier >= 0 ? (uint32_t)c->c_tier : CLOVIS_TIER_FLASH;
-}
-
 /* Create object id with the command's attributes; o is left OPEN. */
 static int obj_make(struct cli *c, const char *text,
 		    const struct clovis_id *id, struct clovis_obj *o)
@@ -32,7 +19,9 @@ static int obj_make(struct cli *c, const char *text,
 	struct clovis_obj_attr attr;
 	int rc;
 
-	obj_attr(c, &attr);
+	rc = cli_obj_attr(c, text, &attr);
+	if (rc != 0)
+		return rc;
 	rc = cli_call(c, clovis_obj_init(o, clovis_default_realm(c->c_cl), id,
 					 &attr));
 	if (rc == 0)
@@ -56,7 +45,7 @@ int cmd_obj_create(struct cli *c)
 {
 	struct clovis_obj o;
 	struct clovis_id id;
-	char idbuf[CLOVIS_ID_STR_LEN];
+	char idbuf[CLOVIS_ID_STR_LEN], where[160];
 	int rc;
 
 	rc = cli_id(c, c->c_args[0], &id);
@@ -67,14 +56,15 @@ int cmd_obj_create(struct cli *c)
 	if (c->c_json) {
 		printf("{");
 		obj_id_json(&o);
-		printf(", \"block_size\": %u, \"tier\": \"%s\"}\n",
-		       1u << o.ob_attr.oa_block_shift,
-		       cli_tier_name(o.ob_attr.oa_tier));
+		printf(", \"block_size\": %u, ",
+		       1u << o.ob_attr.oa_block_shift);
+		cli_layout_json(c, &o.ob_attr);
+		printf("}\n");
 	} else if (!c->c_quiet) {
-		printf("created object %s (%s): %u-byte blocks on %s\n",
+		printf("created object %s (%s): %u-byte blocks%s\n",
 		       c->c_args[0], clovis_id_format(&id, idbuf),
 		       1u << o.ob_attr.oa_block_shift,
-		       cli_tier_name(o.ob_attr.oa_tier));
+		       cli_layout_text(c, &o.ob_attr, where, sizeof where));
 	}
 	return CLI_OK;
 }
@@ -247,29 +237,30 @@ static int obj_set_size(struct cli *c, struct clovis_obj *o, uint64_t bytes,
 }
 
 /* Print the summary of a put or get. */
-static void io_summary(const struct cli *c, const char *verb,
+static void io_summary(struct cli *c, const char *verb,
 		       const struct clovis_obj *o, uint64_t bytes,
 		       uint64_t start_ns)
 {
 	double sec = (double)(cli_now_ns() - start_ns) / 1e9;
 	double mbs = sec > 0 ? (double)bytes / sec / 1048576.0 : 0;
-	char human[32];
+	char human[32], where[160];
 
 	if (c->c_json) {
 		printf("{");
 		obj_id_json(o);
-		printf(", \"bytes\": %llu, \"block_size\": %u, \"tier\": \"%s\", "
-		       "\"seconds\": %.3f, \"mib_per_s\": %.1f}\n",
+		printf(", \"bytes\": %llu, \"block_size\": %u, ",
 		       (unsigned long long)bytes,
-		       1u << o->ob_attr.oa_block_shift,
-		       cli_tier_name(o->ob_attr.oa_tier), sec, mbs);
+		       1u << o->ob_attr.oa_block_shift);
+		cli_layout_json(c, &o->ob_attr);
+		printf(", \"seconds\": %.3f, \"mib_per_s\": %.1f}\n", sec, mbs);
 	} else if (!c->c_quiet) {
-		printf("%s %s: %llu bytes (%s), %u-byte blocks on %s, "
+		printf("%s %s: %llu bytes (%s), %u-byte blocks%s, "
 		       "%.2f s, %.1f MiB/s\n", verb, c->c_args[0],
 		       (unsigned long long)bytes,
 		       cli_human(bytes, human, sizeof human),
 		       1u << o->ob_attr.oa_block_shift,
-		       cli_tier_name(o->ob_attr.oa_tier), sec, mbs);
+		       cli_layout_text(c, &o->ob_attr, where, sizeof where),
+		       sec, mbs);
 	}
 }
 
@@ -358,27 +349,53 @@ static const char *time_text(uint64_t ns, char *buf, size_t size)
 }
 
 /* Print the attributes of o as one JSON object. */
-static void stat_json(const struct clovis_obj *o)
+static void stat_json(struct cli *c, const struct clovis_obj *o)
 {
 	const struct clovis_obj_attr *a = &o->ob_attr;
 
 	printf("{");
 	obj_id_json(o);
-	printf(", \"block_size\": %u, \"block_shift\": %u, "
-	       "\"layout\": \"%s\", \"tier\": \"%s\", \"device\": %u, "
-	       "\"size_blocks\": %llu, \"size_bytes\": %llu, "
+	printf(", \"block_size\": %u, \"block_shift\": %u, ",
+	       1u << a->oa_block_shift, a->oa_block_shift);
+	cli_layout_json(c, a);
+	printf(", \"size_blocks\": %llu, \"size_bytes\": %llu, "
 	       "\"ctime_ns\": %llu, \"mtime_ns\": %llu}\n",
-	       1u << a->oa_block_shift, a->oa_block_shift,
-	       a->oa_layout == CLOVIS_LAYOUT_PLAIN ? "plain" : "other",
-	       cli_tier_name(a->oa_tier), a->oa_dev,
 	       (unsigned long long)a->oa_size_blocks,
 	       (unsigned long long)a->oa_size_bytes,
 	       (unsigned long long)a->oa_ctime_ns,
 	       (unsigned long long)a->oa_mtime_ns);
 }
 
+/* Print the layout lines of stat: tier and device, or pool, geometry
+ * and unit size. */
+static void stat_layout_text(struct cli *c, const struct clovis_obj_attr *a)
+{
+	char name[24], pool[40], unit[32];
+
+	printf("layout       %s\n",
+	       cli_layout_name(a->oa_layout, name, sizeof name));
+	if (a->oa_layout == CLOVIS_LAYOUT_PLAIN) {
+		printf("tier         %s (device %u)\n",
+		       cli_tier_name(a->oa_tier), a->oa_dev);
+		return;
+	}
+	if (a->oa_layout == CLOVIS_LAYOUT_PDCLUST)
+		printf("geometry     %u+%u+%u (data + parity + spare units "
+		       "per group)\n", a->oa_data_units, a->oa_parity_units,
+		       a->oa_spare_units);
+	else if (a->oa_layout == CLOVIS_LAYOUT_MIRROR)
+		printf("geometry     %u copies, %u spare\n", a->oa_data_units,
+		       a->oa_spare_units);
+	else
+		return;
+	printf("unit size    %llu (%s)\n", 1ull << a->oa_unit_shift,
+	       cli_human(1ull << a->oa_unit_shift, unit, sizeof unit));
+	printf("pool         %s (index %u)\n",
+	       cli_pool_name(c, a->oa_pool, pool, sizeof pool), a->oa_pool);
+}
+
 /* Print the attributes of o as aligned text. */
-static void stat_text(const struct clovis_obj *o)
+static void stat_text(struct cli *c, const struct clovis_obj *o)
 {
 	const struct clovis_obj_attr *a = &o->ob_attr;
 	char id[CLOVIS_ID_STR_LEN], t[64], human[32];
@@ -386,10 +403,7 @@ static void stat_text(const struct clovis_obj *o)
 	printf("id           %s\n", clovis_id_format(&o->ob_entity.en_id, id));
 	printf("block size   %u (shift %u)\n", 1u << a->oa_block_shift,
 	       a->oa_block_shift);
-	printf("layout       %s\n",
-	       a->oa_layout == CLOVIS_LAYOUT_PLAIN ? "plain" : "other");
-	printf("tier         %s (device %u)\n", cli_tier_name(a->oa_tier),
-	       a->oa_dev);
+	stat_layout_text(c, a);
 	printf("size         %llu bytes (%s), %llu blocks\n",
 	       (unsigned long long)a->oa_size_bytes,
 	       cli_human(a->oa_size_bytes, human, sizeof human),
@@ -411,9 +425,9 @@ int cmd_obj_stat(struct cli *c)
 	if (rc != 0)
 		return rc;
 	if (c->c_json)
-		stat_json(&o);
+		stat_json(c, &o);
 	else
-		stat_text(&o);
+		stat_text(c, &o);
 	return CLI_OK;
 }
 

@@ -203,8 +203,13 @@ int cli_store_open(struct cli *c)
 	conf.cc_mode = CLOVIS_MODE_EMBEDDED;
 	conf.cc_data_dir = c->c_data_dir;
 	conf.cc_flags = CLOVIS_CONF_CREATE;
+	if (c->c_model)
+		conf.cc_flags |= CLOVIS_CONF_DEVICE_MODEL;
 	conf.cc_dev_size = c->c_dev_size;
-	conf.cc_log_level = c->c_verbose;
+	conf.cc_config = c->c_config;
+	/* Library log lines only with -v: without it every failure is the
+	 * one line cli_fail() prints (STRATA_LOG still overrides). */
+	conf.cc_log_level = c->c_verbose > 0 ? c->c_verbose : -1;
 	rc = cli_call(c, clovis_init(&c->c_cl, &conf));
 	if (rc < 0)
 		return cli_fail(c, rc, "open store '%s'", c->c_data_dir);
@@ -272,6 +277,7 @@ static const char *const tier_names[CLOVIS_TIER_NR] = {
 	[CLOVIS_TIER_NVRAM] = "nvram",
 	[CLOVIS_TIER_FLASH] = "flash",
 	[CLOVIS_TIER_SAS] = "sas",
+	[CLOVIS_TIER_SMR] = "smr",
 };
 
 /* Map a tier name to its enum value, -1 if unknown. */
@@ -289,6 +295,37 @@ int cli_parse_tier(const char *s)
 const char *cli_tier_name(uint32_t t)
 {
 	return t < CLOVIS_TIER_NR ? tier_names[t] : "?";
+}
+
+static const char *const layout_names[] = {
+	[CLOVIS_LAYOUT_PLAIN] = "plain",
+	[CLOVIS_LAYOUT_PDCLUST] = "pdclust",
+	[CLOVIS_LAYOUT_MIRROR] = "mirror",
+	[CLOVIS_LAYOUT_COMPOSITE] = "composite",
+};
+
+#define NR_LAYOUT_NAMES (sizeof layout_names / sizeof layout_names[0])
+
+/* Map a layout name to its CLOVIS_LAYOUT_* value, -1 if unknown.  Only
+ * the layouts an object can be created with from the command line count:
+ * a composite object needs its layers added through the API. */
+int cli_parse_layout(const char *s)
+{
+	size_t l;
+
+	for (l = 0; l <= CLOVIS_LAYOUT_MIRROR; l++)
+		if (layout_names[l] != NULL && strcmp(s, layout_names[l]) == 0)
+			return (int)l;
+	return -1;
+}
+
+/* Name of layout l; one this tool does not know is shown by number. */
+const char *cli_layout_name(uint32_t l, char *buf, size_t size)
+{
+	if (l < NR_LAYOUT_NAMES && layout_names[l] != NULL)
+		return layout_names[l];
+	snprintf(buf, size, "layout-%u", l);
+	return buf;
 }
 
 /* Value of one hex digit, -1 if ch is not one. */
@@ -494,22 +531,32 @@ void cli_progress_init(struct cli_progress *p, const struct cli *c,
 	p->pr_start_ns = cli_now_ns();
 }
 
-/* Draw the bar: label, 30 cells, percentage, bytes done and rate. */
+/* Draw the bar: label, 30 cells, percentage, then bytes done and rate,
+ * or units done and elapsed time. */
 static void progress_draw(const struct cli_progress *p)
 {
 	char done[32], total[32];
 	uint64_t pct = p->pr_total ? p->pr_done * 100 / p->pr_total : 100;
 	double sec = (double)(cli_now_ns() - p->pr_start_ns) / 1e9;
 	double mbs = sec > 0 ? (double)p->pr_done / sec / 1048576.0 : 0;
-	int cells = (int)(pct * 30 / 100), i;
+	int cells, i;
 
+	if (pct > 100)
+		pct = 100;
+	cells = (int)(pct * 30 / 100);
 	fprintf(stderr, "\r%s [", p->pr_label);
 	for (i = 0; i < 30; i++)
 		fputc(i < cells ? '#' : '.', stderr);
-	fprintf(stderr, "] %3llu%% %s / %s  %.1f MiB/s ",
-		(unsigned long long)pct,
-		cli_human(p->pr_done, done, sizeof done),
-		cli_human(p->pr_total, total, sizeof total), mbs);
+	if (p->pr_units)
+		fprintf(stderr, "] %3llu%% %llu / %llu units  %.1f s ",
+			(unsigned long long)pct,
+			(unsigned long long)p->pr_done,
+			(unsigned long long)p->pr_total, sec);
+	else
+		fprintf(stderr, "] %3llu%% %s / %s  %.1f MiB/s ",
+			(unsigned long long)pct,
+			cli_human(p->pr_done, done, sizeof done),
+			cli_human(p->pr_total, total, sizeof total), mbs);
 	fflush(stderr);
 }
 
@@ -519,6 +566,33 @@ void cli_progress_add(struct cli_progress *p, uint64_t n)
 	uint64_t now;
 
 	p->pr_done += n;
+	if (!p->pr_on)
+		return;
+	now = cli_now_ns();
+	if (now - p->pr_last_ns < 100000000ull)
+		return;
+	p->pr_last_ns = now;
+	progress_draw(p);
+}
+
+/* Start a unit-counting line: shown on a terminal unless -q. */
+void cli_progress_init_units(struct cli_progress *p, const struct cli *c,
+			     const char *label)
+{
+	memset(p, 0, sizeof *p);
+	p->pr_on = !c->c_quiet && isatty(2);
+	p->pr_units = true;
+	p->pr_label = label;
+	p->pr_start_ns = cli_now_ns();
+}
+
+/* Set the counts and redraw if a tenth of a second has passed. */
+void cli_progress_set(struct cli_progress *p, uint64_t done, uint64_t total)
+{
+	uint64_t now;
+
+	p->pr_done = done;
+	p->pr_total = total;
 	if (!p->pr_on)
 		return;
 	now = cli_now_ns();

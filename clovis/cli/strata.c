@@ -17,10 +17,16 @@
 
 /* Every command of the tool. */
 static const struct cli_cmd cmds[] = {
-	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER, true, cmd_obj_create,
-	  "ID [--block-size BYTES | --block-shift N] [--tier nvram|flash|sas]",
-	  "Create an empty object with the given block size (default 4K) on "
-	  "the given tier (default flash)." },
+	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER | CO_LAYOUT, true,
+	  cmd_obj_create,
+	  "ID [--block-size BYTES] [--tier T | --layout L [--pool NAME] "
+	  "[--data N] [--parity K] [--copies N] [--spare S] [--unit SIZE]]",
+	  "Create an empty object with the given block size (default 4K).  "
+	  "Its layout is plain on the --tier given, or --layout pdclust (N "
+	  "data + K parity + S spare units per group over the devices of a "
+	  "pool) or mirror (N copies and S spares over a pool); without "
+	  "either, the container's default layout from the store "
+	  "configuration (plain on flash unless configured)." },
 	{ "obj", "write", 3, 3, 0, true, cmd_obj_write,
 	  "ID START_BLOCK FILE|-",
 	  "Write the bytes of FILE (or standard input) into the object from "
@@ -29,16 +35,22 @@ static const struct cli_cmd cmds[] = {
 	  "ID START_BLOCK NR_BLOCKS [FILE|-]",
 	  "Read NR_BLOCKS whole blocks from START_BLOCK into FILE (default: "
 	  "standard output).  Unwritten blocks read as zeros." },
-	{ "obj", "put", 2, 2, CO_BLOCK | CO_TIER, true, cmd_obj_put,
-	  "ID FILE|- [--block-size BYTES | --block-shift N] [--tier T]",
-	  "Create an object and store the whole of FILE in it, 1 MiB per op "
-	  "with several ops in flight, then record the file's byte size.  A "
-	  "failed put leaves no object behind." },
+	{ "obj", "put", 2, 2, CO_BLOCK | CO_TIER | CO_LAYOUT, true,
+	  cmd_obj_put,
+	  "ID FILE|- [--block-size BYTES] [--tier T | --layout L [--pool "
+	  "NAME] [--data N] [--parity K] [--copies N] [--spare S] [--unit "
+	  "SIZE]]",
+	  "Create an object (layout options as for 'obj create') and store "
+	  "the whole of FILE in it, 1 MiB per op with several ops in flight, "
+	  "then record the file's byte size.  A failed put leaves no object "
+	  "behind." },
 	{ "obj", "get", 2, 2, 0, true, cmd_obj_get, "ID FILE|-",
 	  "Read a whole object into FILE, cut to its recorded byte size." },
 	{ "obj", "stat", 1, 1, 0, true, cmd_obj_stat, "ID",
-	  "Show an object's attributes: block size, layout, tier, device, "
-	  "size in blocks and bytes, creation and change times." },
+	  "Show an object's attributes: block size, layout (plain: tier and "
+	  "device; pdclust: N+K+S, unit size and pool; mirror: copies, "
+	  "spares, unit size and pool), size in blocks and bytes, creation "
+	  "and change times." },
 	{ "obj", "rm", 1, 1, 0, true, cmd_obj_rm, "ID",
 	  "Delete an object and all its data." },
 	{ "obj", "ls", 0, 0, 0, true, cmd_obj_ls, "",
@@ -70,7 +82,46 @@ static const struct cli_cmd cmds[] = {
 	  "Show per-op counts and latency percentiles (launch to stable) "
 	  "accumulated over every session of the store; --reset clears them." },
 	{ "devices", NULL, 0, 0, 0, true, cmd_devices, "",
-	  "List the store's devices: tier, driver, size, free space, path." },
+	  "List the store's devices: index, name, tier, driver, size, free "
+	  "space, state (online, failed, repaired), I/O errors since the "
+	  "store was opened, whether units wait to be moved back (rebal), "
+	  "whether the device model is on, direct I/O, for SMR devices the "
+	  "zone size, zones and empty zones, and the path.  A device is named "
+	  "after its file (flash3, smr0); commands take a name or an index." },
+	{ "tiers", NULL, 0, 0, 0, true, cmd_tiers, "",
+	  "For each tier (nvram, flash, sas, smr): its devices, how many of "
+	  "them are not online, their total size and free space." },
+	{ "pools", NULL, 0, 0, 0, true, cmd_pools, "",
+	  "List the store's pools (the device groups that pdclust and mirror "
+	  "objects place units over): index, name, devices, total size, free "
+	  "space and members as NAME(INDEX)." },
+	{ "device", "fail", 1, 1, 0, true, cmd_dev_fail, "DEV",
+	  "Mark device DEV (an index or a name from 'strata devices') failed, "
+	  "as if it had stopped answering.  Its units are then read degraded "
+	  "(rebuilt from the rest of their groups) until 'strata repair' "
+	  "rebuilds them elsewhere.  Kept across restarts." },
+	{ "device", "replace", 2, 2, 0, true, cmd_dev_replace,
+	  "DEV NEWPATH",
+	  "Replace failed and repaired device DEV by a new empty device made "
+	  "at NEWPATH (which must not exist), of the same tier and size.  "
+	  "'strata rebalance' then moves its units back onto it." },
+	{ "repair", NULL, 0, 0, 0, true, cmd_repair, "",
+	  "Rebuild every unit on a failed device from the rest of its group "
+	  "onto spare space of the pool's other devices, then mark the "
+	  "failed devices repaired.  Shows progress on a terminal and prints "
+	  "a summary.  Interrupted (Ctrl-C, a crash), the next run resumes." },
+	{ "rebalance", NULL, 0, 0, 0, true, cmd_rebalance, "",
+	  "Move units back onto replaced devices, checking each one.  "
+	  "Resumable like repair." },
+	{ "scrub", NULL, 0, 0, 0, true, cmd_scrub, "",
+	  "Read every unit on the online devices, verify its checksum, and "
+	  "rebuild and rewrite each damaged one.  Resumable like repair." },
+	{ "smr", "clean", 0, 1, CO_LIVE, true, cmd_smr_clean,
+	  "[DEV] [--live PCT]",
+	  "Reclaim SMR zones: in each full zone of DEV (default every SMR "
+	  "device) whose live data is at most PCT % (default 25) of what was "
+	  "written in it, move the live data to other zones and reset the "
+	  "zone." },
 	{ "destroy", NULL, 0, 0, CO_YES, false, cmd_destroy, "--yes",
 	  "Remove the store in the data directory with all its data and "
 	  "devices, including the NVRAM device kept outside it (under "
@@ -87,9 +138,10 @@ static const struct cli_cmd cmds[] = {
 
 /* Every option; global ones have no CO_* bit. */
 enum opt_id {
-	O_DATA, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_DEV_SIZE, O_HEX,
-	O_OVERWRITE, O_EXCLUDE, O_RESET, O_BLOCK_SIZE, O_BLOCK_SHIFT, O_TIER,
-	O_COUNT, O_OPS, O_YES, O_NR
+	O_DATA, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_DEV_SIZE, O_CONFIG,
+	O_MODEL, O_HEX, O_OVERWRITE, O_EXCLUDE, O_RESET, O_BLOCK_SIZE,
+	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
+	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -107,6 +159,8 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_VERBOSE] = { "verbose", 'v', 0, false },
 	[O_HELP] = { "help", 'h', 0, false },
 	[O_DEV_SIZE] = { "dev-size", 0, 0, true },
+	[O_CONFIG] = { "config", 0, 0, true },
+	[O_MODEL] = { "model", 0, 0, false },
 	[O_HEX] = { "hex", 0, CO_HEX, false },
 	[O_OVERWRITE] = { "overwrite", 0, CO_OVERWRITE, false },
 	[O_EXCLUDE] = { "exclude-start", 0, CO_EXCLUDE, false },
@@ -117,6 +171,16 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_COUNT] = { "count", 0, CO_COUNT, true },
 	[O_OPS] = { "ops", 0, CO_OPS, true },
 	[O_YES] = { "yes", 0, CO_YES, false },
+	[O_LAYOUT] = { "layout", 0, CO_LAYOUT, true },
+	[O_POOL] = { "pool", 0, CO_LAYOUT, true },
+	/* "--data" after the words of a command taking CO_LAYOUT (see
+	 * data_is_units()); never found by its name. */
+	[O_DATA_UNITS] = { "data", 0, CO_LAYOUT, true },
+	[O_PARITY] = { "parity", 0, CO_LAYOUT, true },
+	[O_SPARE] = { "spare", 0, CO_LAYOUT, true },
+	[O_COPIES] = { "copies", 0, CO_LAYOUT, true },
+	[O_UNIT] = { "unit", 0, CO_LAYOUT, true },
+	[O_LIVE] = { "live", 0, CO_LIVE, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -127,6 +191,8 @@ struct raw {
 	int r_npos;
 	const char *r_pos[CLI_POS_MAX + 2];
 };
+
+static const struct cli_cmd *cmd_find(const struct raw *r, int *words);
 
 /* Look up a long option name (up to len chars); O_NR if unknown. */
 static int opt_long(const char *name, size_t len)
@@ -160,6 +226,22 @@ static void raw_set(struct raw *r, int id, const char *val)
 		r->r_verbose++;
 }
 
+/*
+ * Is "--data" here the number of data units?  It is once the words of a
+ * command that takes layout options (obj create, obj put) have been seen;
+ * before them it is the global store directory.
+ */
+static bool data_is_units(const struct raw *r)
+{
+	const struct cli_cmd *k;
+	int words = 0;
+
+	if (r->r_npos == 0)
+		return false;
+	k = cmd_find(r, &words);
+	return k != NULL && (k->cc_opts & CO_LAYOUT) != 0;
+}
+
 /* Parse "--name[=value]" at argv[*i]; may consume the next argument. */
 static int parse_long(struct cli *c, struct raw *r, int argc, char **argv,
 		      int *i)
@@ -171,6 +253,8 @@ static int parse_long(struct cli *c, struct raw *r, int argc, char **argv,
 
 	if (id == O_NR)
 		return cli_usage(c, "unknown option '%s'", argv[*i]);
+	if (id == O_DATA && data_is_units(r))
+		id = O_DATA_UNITS;
 	if (!opt_defs[id].od_arg && val != NULL)
 		return cli_usage(c, "option --%s takes no value",
 				 opt_defs[id].od_long);
@@ -289,8 +373,24 @@ static void help_opts(uint32_t mask)
 		  "from 512 to 64M; K, M suffixes (default 4K)" },
 		{ CO_BLOCK, "--block-shift N      block size as log2 of bytes "
 		  "(9..26)" },
-		{ CO_TIER, "--tier T             nvram, flash or sas "
-		  "(default flash)" },
+		{ CO_TIER, "--tier T             plain layout on nvram, flash, "
+		  "sas or smr (default flash)" },
+		{ CO_LAYOUT, "--layout L           plain, pdclust or mirror "
+		  "(default: the container's)" },
+		{ CO_LAYOUT, "--pool NAME          pdclust, mirror: the pool "
+		  "(see 'strata pools'; default: the configured one)" },
+		{ CO_LAYOUT, "--data N             pdclust: data units per "
+		  "group (default 4); before the command, --data is the store" },
+		{ CO_LAYOUT, "--parity K           pdclust: parity units per "
+		  "group (default 2)" },
+		{ CO_LAYOUT, "--spare S            pdclust, mirror: spare units "
+		  "per group for repair (default 0)" },
+		{ CO_LAYOUT, "--copies N           mirror: copies of each unit "
+		  "(default 2)" },
+		{ CO_LAYOUT, "--unit SIZE          pdclust, mirror: unit size, a "
+		  "power of two from 4K to 16M (default 64K, or the block size)" },
+		{ CO_LIVE, "--live PCT           clean zones at most PCT % live "
+		  "(0..100, default 25)" },
 		{ CO_OVERWRITE, "--overwrite          replace the value of an "
 		  "existing key" },
 		{ CO_COUNT, "--count N            records to print (default "
@@ -316,13 +416,23 @@ static void help_global(void)
 {
 	printf("strata — command-line client of the Strata tiered object "
 	       "store\n\n"
-	       "usage: strata [--data DIR] [--json] [-q] [-v] COMMAND ...\n\n"
+	       "usage: strata [--data DIR] [--config FILE] [--model] [--json] "
+	       "[-q] [-v] COMMAND ...\n\n"
 	       "global options:\n"
 	       "  --data DIR       store directory (default $STRATA_DATA, "
 	       "else %s);\n"
 	       "                   a store is created there on first use\n"
 	       "  --dev-size BYTES size of each device when the store is "
-	       "created (default 1G)\n"
+	       "created (default:\n"
+	       "                   the configuration's device_size, else "
+	       "256M)\n"
+	       "  --config FILE    YAML store configuration used when the "
+	       "store is created\n"
+	       "                   (devices, pools, layouts; see "
+	       "docs/configuration.md)\n"
+	       "  --model          device model on: devices take the latency "
+	       "and bandwidth\n"
+	       "                   of their class (this run only)\n"
 	       "  --json           print results as JSON\n"
 	       "  -q, --quiet      print only requested data, no "
 	       "confirmations or progress\n"
@@ -455,6 +565,140 @@ static int apply_num(struct cli *c, const struct raw *r, int id,
 	return 0;
 }
 
+/* Parse a unit count option (0..CLOVIS_LAYOUT_UNITS_MAX), if given. */
+static int apply_units(struct cli *c, const struct raw *r, int id,
+		       bool *set, uint32_t *out)
+{
+	uint64_t v = 0;
+	int rc = apply_num(c, r, id, set, &v);
+
+	if (rc != 0 || !*set)
+		return rc;
+	if (v > CLOVIS_LAYOUT_UNITS_MAX)
+		return cli_usage(c, "--%s %s is more than %u units",
+				 opt_defs[id].od_long, r->r_val[id],
+				 CLOVIS_LAYOUT_UNITS_MAX);
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* Turn --unit into c_unit_shift: a power of two, 4 KiB .. 16 MiB. */
+static int apply_unit(struct cli *c, const struct raw *r)
+{
+	const char *s = r->r_val[O_UNIT];
+	uint64_t v;
+
+	if (!r->r_set[O_UNIT])
+		return 0;
+	if (!cli_parse_size(s, &v))
+		return cli_usage(c, "bad unit size '%s'", s);
+	if (v == 0 || (v & (v - 1)) != 0)
+		return cli_usage(c, "unit size %s is not a power of two", s);
+	if (v < (1ull << CLOVIS_UNIT_SHIFT_MIN) ||
+	    v > (1ull << CLOVIS_UNIT_SHIFT_MAX))
+		return cli_usage(c, "unit size %s is outside 4K..16M", s);
+	c->c_unit_shift = (uint32_t)__builtin_ctzll(v);
+	return 0;
+}
+
+/* The first layout option given other than --layout, or O_NR. */
+static int layout_opt_given(const struct raw *r)
+{
+	static const int ids[] = { O_POOL, O_DATA_UNITS, O_PARITY, O_SPARE,
+				   O_COPIES, O_UNIT };
+	size_t i;
+
+	for (i = 0; i < sizeof ids / sizeof ids[0]; i++)
+		if (r->r_set[ids[i]])
+			return ids[i];
+	return O_NR;
+}
+
+/* Check that the layout options given fit the layout chosen. */
+static int check_layout(struct cli *c, const struct raw *r)
+{
+	int given = layout_opt_given(r);
+	const char *name = given < O_NR ? opt_defs[given].od_long : "";
+
+	if (given < O_NR && c->c_layout == 0)
+		return cli_usage(c, "--%s needs --layout pdclust or mirror",
+				 name);
+	if (given < O_NR && c->c_layout == CLOVIS_LAYOUT_PLAIN)
+		return cli_usage(c, "--%s does not apply to the plain layout",
+				 name);
+	if (c->c_tier >= 0 && c->c_layout != 0 &&
+	    c->c_layout != CLOVIS_LAYOUT_PLAIN)
+		return cli_usage(c, "--tier applies to the plain layout only "
+				 "(pdclust and mirror use a --pool)");
+	if (c->c_layout == CLOVIS_LAYOUT_MIRROR && c->c_parity_set)
+		return cli_usage(c, "a mirror has no parity: --parity does not "
+				 "apply (use --copies)");
+	if (c->c_layout == CLOVIS_LAYOUT_MIRROR && c->c_data_set)
+		return cli_usage(c, "a mirror takes --copies, not --data");
+	if (c->c_layout == CLOVIS_LAYOUT_PDCLUST && c->c_copies_set)
+		return cli_usage(c, "--copies applies to mirror only (pdclust "
+				 "takes --data and --parity)");
+	if (c->c_data_set && c->c_data == 0)
+		return cli_usage(c, "--data must be at least 1");
+	if (c->c_copies_set && c->c_copies < 2)
+		return cli_usage(c, "--copies must be at least 2");
+	return 0;
+}
+
+/* Turn --layout, --pool and the unit counts into fields of c. */
+static int apply_layout(struct cli *c, const struct raw *r)
+{
+	int l, rc;
+
+	c->c_layout = 0;
+	if (r->r_set[O_LAYOUT]) {
+		l = cli_parse_layout(r->r_val[O_LAYOUT]);
+		if (l < 0)
+			return cli_usage(c, "unknown layout '%s' (use plain, "
+					 "pdclust or mirror)",
+					 r->r_val[O_LAYOUT]);
+		c->c_layout = (uint32_t)l;
+	}
+	if (r->r_set[O_POOL] && r->r_val[O_POOL][0] == '\0')
+		return cli_usage(c, "--pool needs a pool name");
+	c->c_pool = r->r_set[O_POOL] ? r->r_val[O_POOL] : NULL;
+	if (r->r_set[O_DATA_UNITS] && !cli_parse_u64(r->r_val[O_DATA_UNITS],
+						     &(uint64_t){0}))
+		return cli_usage(c, "--data '%s' is not a number: after the "
+				 "command, --data is the count of data units "
+				 "(give the store directory before the "
+				 "command)", r->r_val[O_DATA_UNITS]);
+	rc = apply_units(c, r, O_DATA_UNITS, &c->c_data_set, &c->c_data);
+	if (rc == 0)
+		rc = apply_units(c, r, O_PARITY, &c->c_parity_set,
+				 &c->c_parity);
+	if (rc == 0)
+		rc = apply_units(c, r, O_SPARE, &c->c_spare_set, &c->c_spare);
+	if (rc == 0)
+		rc = apply_units(c, r, O_COPIES, &c->c_copies_set,
+				 &c->c_copies);
+	if (rc == 0)
+		rc = apply_unit(c, r);
+	if (rc == 0)
+		rc = check_layout(c, r);
+	return rc;
+}
+
+/* Turn --live into c_live: a percentage. */
+static int apply_live(struct cli *c, const struct raw *r)
+{
+	uint64_t v = 0;
+	int rc = apply_num(c, r, O_LIVE, &c->c_live_set, &v);
+
+	if (rc != 0 || !c->c_live_set)
+		return rc;
+	if (v > 100)
+		return cli_usage(c, "--live %s is not a percentage (0..100)",
+				 r->r_val[O_LIVE]);
+	c->c_live = (uint32_t)v;
+	return 0;
+}
+
 /* Turn the command's option values into fields of c. */
 static int apply_opts(struct cli *c, const struct raw *r)
 {
@@ -471,13 +715,18 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		c->c_tier = cli_parse_tier(r->r_val[O_TIER]);
 		if (c->c_tier < 0)
 			return cli_usage(c, "unknown tier '%s' (use nvram, "
-					 "flash or sas)", r->r_val[O_TIER]);
+					 "flash, sas or smr)",
+					 r->r_val[O_TIER]);
 	}
 	rc = apply_block(c, r);
 	if (rc == 0)
 		rc = apply_num(c, r, O_COUNT, &c->c_count_set, &c->c_count);
 	if (rc == 0)
 		rc = apply_num(c, r, O_OPS, &c->c_ops_set, &c->c_ops);
+	if (rc == 0)
+		rc = apply_layout(c, r);
+	if (rc == 0)
+		rc = apply_live(c, r);
 	if (rc == 0 && r->r_set[O_DEV_SIZE]) {
 		dev_set = cli_parse_size(r->r_val[O_DEV_SIZE], &c->c_dev_size);
 		if (!dev_set)
@@ -498,6 +747,8 @@ static void apply_global(struct cli *c, const struct raw *r)
 	if (r->r_set[O_DATA])
 		c->c_data_dir = r->r_val[O_DATA];
 	c->c_json = r->r_set[O_JSON];
+	c->c_config = r->r_set[O_CONFIG] ? r->r_val[O_CONFIG] : NULL;
+	c->c_model = r->r_set[O_MODEL];
 	c->c_quiet = r->r_set[O_QUIET];
 	c->c_help = r->r_set[O_HELP];
 	c->c_verbose = r->r_verbose;
@@ -527,6 +778,8 @@ static int resolve(struct cli *c, const struct raw *r)
 		return cli_usage(c, "too many arguments");
 	if (r->r_set[O_DATA] && r->r_val[O_DATA][0] == '\0')
 		return cli_usage(c, "--data needs a directory");
+	if (r->r_set[O_CONFIG] && r->r_val[O_CONFIG][0] == '\0')
+		return cli_usage(c, "--config needs a file");
 	return check_opts(c, r);
 }
 
