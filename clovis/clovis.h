@@ -317,7 +317,8 @@ struct clovis_obj_attr {
 	uint32_t oa_tier;        /**< enum clovis_tier for PLAIN; default FLASH */
 	uint32_t oa_dev;         /**< out: device index holding the data (PLAIN) */
 	/** PDCLUST/MIRROR: the pool (index in clovis_pool_list()) whose
-	 *  devices hold the units; 0 = the configuration's default pool. */
+	 *  devices hold the units; 0 = the default pool: the configured
+	 *  default layout's pool, else the pool named "flash". */
 	uint32_t oa_pool;
 	/** PDCLUST: data units N per parity group (1..); MIRROR: copies (2..).
 	 *  0 = the default (PDCLUST 4, MIRROR 2). */

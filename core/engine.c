@@ -854,6 +854,18 @@ void eng_default_layout(struct eng *e, const struct clovis_id *c,
 	me->me_unit_shift = (uint8_t)l->cl_unit_shift;
 }
 
+uint32_t eng_default_pool(struct eng *e)
+{
+	const struct conf_layout *l = &e->e_conf.c_default_layout;
+
+	if (stripe_layout(l->cl_type))
+		return l->cl_pool;
+	for (uint32_t p = 0; p < e->e_nr_pools; p++)
+		if (strcmp(e->e_pools[p].ep_name, "flash") == 0)
+			return p;
+	return 0;
+}
+
 struct eng_ucounters *eng_ucounters(struct eng *e)
 {
 	return &e->e_uc;

@@ -1047,9 +1047,13 @@ int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn)
 int stripe_attr_check(struct eng *e, const struct clovis_id *id,
 		      struct meta_ent *me)
 {
-	const struct eng_pool *p = eng_pool_get(e, me->me_pool);
 	bool mirror = me->me_layout == CLOVIS_LAYOUT_MIRROR;
+	const struct eng_pool *p;
 	struct pd_geom g;
+
+	if (me->me_pool == 0) /* 0 = the default pool (clovis.h oa_pool) */
+		me->me_pool = eng_default_pool(e);
+	p = eng_pool_get(e, me->me_pool);
 
 	if (p == NULL)
 		return err_set(-EINVAL, "object %s: pool %u does not exist "
@@ -1076,9 +1080,7 @@ int stripe_attr_check(struct eng *e, const struct clovis_id *id,
 			     mirror ? me->me_n - 1u : me->me_k, me->me_s,
 			     p->ep_nr, me->me_unit_shift};
 	if (pd_geom_check(&g) != 0)
-		return err_set(-EINVAL, "object %s: layout over pool %s (%u "
-			       "devices): %s", eng_id_str(id), p->ep_name,
-			       p->ep_nr, err_msg());
+		return -EINVAL; /* pd_geom_check() said which field */
 	return 0;
 }
 
