@@ -15,6 +15,8 @@ int layout_ut_add(void);
 int clovis_ut_add(void);
 int clovis_bad_ut_add(void);
 int concurrency_ut_add(void);
+int stripe_ut_add(void);
+int smr_ut_add(void);
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

@@ -25,6 +25,8 @@ static const struct ut_module {
 	{"clovis", clovis_ut_add},
 	{"clovis_bad", clovis_bad_ut_add},
 	{"concurrency", concurrency_ut_add},
+	{"stripe", stripe_ut_add},
+	{"smr", smr_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

@@ -10,3 +10,9 @@ $(BUILD)/crash_writer: $(BUILD)/tobj/tests/crash/crash_writer.o $(CRASH_COMMON) 
 
 $(BUILD)/crash_check: $(BUILD)/tobj/tests/crash/crash_check.o $(CRASH_COMMON) $(BUILD)/libstrata-test.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# repair_crash: crash tests of repair and of the SMR cleaner (repair_crash.sh).
+TEST_BINS += $(BUILD)/repair_crash
+
+$(BUILD)/repair_crash: $(BUILD)/tobj/tests/crash/repair_crash.o $(BUILD)/libstrata-test.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
