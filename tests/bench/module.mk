@@ -1,6 +1,10 @@
 # tests/bench — strata_bench, linked with the release library, beside raw
-# baselines (O_DIRECT file, LMDB); run by run-bench.sh (make bench).
+# baselines (O_DIRECT files, raw ISA-L, LMDB); run by run-bench.sh (make
+# bench).  bench.c: issue-2 figures and main; bench_ec.c: pdclust writes,
+# degraded reads, repair; bench_tier.c: per-tier figures, model off and on.
 TEST_BINS += $(BUILD)/strata_bench
 
-$(BUILD)/strata_bench: $(BUILD)/obj/tests/bench/bench.o $(BUILD)/libstrata.a
+BENCH_OBJS := $(addprefix $(BUILD)/obj/tests/bench/,bench.o bench_ec.o bench_tier.o)
+
+$(BUILD)/strata_bench: $(BENCH_OBJS) $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

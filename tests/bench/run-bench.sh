@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# run-bench.sh BUILD [--json] [--seconds S] — run strata_bench (make bench).
+# run-bench.sh BUILD [--json] [--seconds S] [--only store1|store2] — run
+# strata_bench (make bench).
 #
-# The data directory is $BENCH_DIR, else BUILD/bench-data, so that the store
-# and the raw baselines share one file system; the NVRAM device goes to
-# /dev/shm.  Everything the run made is removed at the end.
+# The data directory is $BENCH_DIR, else BUILD/bench-data, so that the
+# stores and the raw baselines share one file system; NVRAM devices go to
+# /dev/shm.  Everything the run made is removed at the end (the stores by
+# strata_bench itself; raw files here too, in case it stopped half-way).
 set -u
 B=${1:-build}
 shift || true
@@ -17,5 +19,7 @@ mkdir -p "$dir"
 "$bin" --dir "$dir" "$@"
 rc=$?
 rm -rf "$dir/raw-lmdb"
+rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
+	"$dir"/store-ec.yaml
 rmdir "$dir" 2>/dev/null
 exit $rc
