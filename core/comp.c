@@ -311,15 +311,12 @@ static int map_range(struct eng *e, MDB_txn *txn, struct eng_req *r,
 
 	if (rc == 0 && r->er_comp_move) {
 		/* Remap only blocks still held by the source layer. */
-		uint64_t pos = s;
-
 		for (uint32_t i = 0; rc == 0 && i < l.xl_nr; i++) {
 			const struct ext_rec *q = &l.xl_v[i];
 			uint64_t qs = q->xr_blk > s ? q->xr_blk : s;
 			uint64_t qe = q->xr_blk + q->xr_ext.mx_nr_blks;
 
 			qe = qe < s + n ? qe : s + n;
-			(void)pos;
 			if (q->xr_ext.mx_dev_off != r->er_comp_from)
 				continue;
 			rc = ext_punch(m, txn, &r->er_comp_id, qs, qe - qs,

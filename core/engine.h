@@ -217,7 +217,6 @@ struct eng_dev {
 	uint32_t ed_tier;
 	uint32_t ed_state;      /**< enum eng_dev_state (atomic) */
 	uint32_t ed_flags;      /**< EDF_* */
-	uint64_t ed_errors_seen; /**< tier errors already judged */
 	/* zoned (SMR) devices: appends go to the open zone (core/zone.c) */
 	pthread_mutex_t ed_zlock;
 	uint32_t ed_zopen;

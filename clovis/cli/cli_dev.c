@@ -25,22 +25,37 @@
 /* Default live percentage of 'smr clean'. */
 #define SMR_LIVE_DEFAULT 25u
 
-/* Fetch the device list into a malloc()ed array; *nr gets its length. */
-int cli_devs_fetch(struct cli *c, struct clovis_dev_info **out,
-		   uint32_t *nr)
+/* clovis_dev_list() and clovis_pool_list() under one shape. */
+static int devs_list(struct clovis *cl, void *info, uint32_t *nr)
 {
-	uint32_t want = DEV_FIRST;
-	struct clovis_dev_info *info;
+	return clovis_dev_list(cl, info, nr);
+}
+
+static int pools_list(struct clovis *cl, void *info, uint32_t *nr)
+{
+	return clovis_pool_list(cl, info, nr);
+}
+
+/* Fetch a list of elements of size bytes through fn into a malloc()ed
+ * array, asking again with a bigger array while the store has more;
+ * *nr gets its length. */
+static int cli_list_fetch(struct cli *c, size_t size, uint32_t first,
+			  const char *what,
+			  int (*fn)(struct clovis *, void *, uint32_t *),
+			  void **out, uint32_t *nr)
+{
+	uint32_t want = first;
+	void *info;
 	int rc;
 
 	for (;;) {
-		info = calloc(want, sizeof *info);
+		info = calloc(want, size);
 		if (info == NULL) {
-			cli_msg(c, "out of memory for %u devices", want);
+			cli_msg(c, "out of memory for %u %s", want, what);
 			return -ENOMEM;
 		}
 		*nr = want;
-		rc = cli_call(c, clovis_dev_list(c->c_cl, info, nr));
+		rc = cli_call(c, fn(c->c_cl, info, nr));
 		if (rc < 0 || *nr <= want)
 			break;
 		want = *nr;
@@ -52,6 +67,23 @@ int cli_devs_fetch(struct cli *c, struct clovis_dev_info **out,
 	}
 	*out = info;
 	return 0;
+}
+
+int cli_devs_fetch(struct cli *c, struct clovis_dev_info **out,
+		   uint32_t *nr)
+{
+	return cli_list_fetch(c, sizeof **out, DEV_FIRST, "devices",
+			      devs_list, (void **)out, nr);
+}
+
+/* Pools asked for first; a store with more is asked again. */
+#define POOL_FIRST 16u
+
+int cli_pools_fetch(struct cli *c, struct clovis_pool_info **out,
+		    uint32_t *nr)
+{
+	return cli_list_fetch(c, sizeof **out, POOL_FIRST, "pools",
+			      pools_list, (void **)out, nr);
 }
 
 /* Strip "strata-HEX-" from an NVRAM device's file name (base, len). */

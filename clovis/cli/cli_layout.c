@@ -20,37 +20,6 @@
 #define PD_DATA_DEFAULT 4u
 #define PD_PARITY_DEFAULT 2u
 
-/* Pools asked for first; a store with more is asked again. */
-#define POOL_FIRST 16u
-
-/* Fetch the pool list into a malloc()ed array; *nr gets its length. */
-int cli_pools_fetch(struct cli *c, struct clovis_pool_info **out,
-		    uint32_t *nr)
-{
-	uint32_t want = POOL_FIRST;
-	struct clovis_pool_info *info;
-	int rc;
-
-	for (;;) {
-		info = calloc(want, sizeof *info);
-		if (info == NULL) {
-			cli_msg(c, "out of memory for %u pools", want);
-			return -ENOMEM;
-		}
-		*nr = want;
-		rc = cli_call(c, clovis_pool_list(c->c_cl, info, nr));
-		if (rc < 0 || *nr <= want)
-			break;
-		want = *nr;
-		free(info);
-	}
-	if (rc < 0) {
-		free(info);
-		return rc;
-	}
-	*out = info;
-	return 0;
-}
 
 /* The name of pool p, or "pool-N" when the store does not list it. */
 const char *cli_pool_name(struct cli *c, uint32_t p, char *buf, size_t size)
