@@ -181,6 +181,7 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 			       conf->cc_dev_size, conf->cc_nvram_dir,
 			       conf->cc_meta_size, conf->cc_config,
 			       (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0};
+	cl->cl_exec = exec_embedded;
 	rc = eng_open(&cl->cl_eng, &ec);
 	if (rc != 0)
 		goto out_free;

@@ -39,7 +39,12 @@ void stats_record(struct stats *s, uint32_t cls, uint64_t lat_us,
 void stats_report(const struct stats *s, struct clovis_stat *out);
 
 struct clovis {
-	struct eng *cl_eng;
+	struct eng *cl_eng;      /* embedded mode: the engine (else NULL) */
+	/* Executes one request: eng_exec() contract (0 or negative for reads
+	 * and early failures, ENG_PENDING then er_ci callbacks for updates).
+	 * Embedded: exec_embedded (op.c); cluster mode sets its own. */
+	int (*cl_exec)(struct clovis *cl, struct eng_req *r);
+	void *cl_backend;        /* the cluster client (cluster mode) */
 	struct clovis_realm cl_default;
 	/* worker pool */
 	uint32_t cl_nr_workers;
@@ -84,5 +89,6 @@ int workers_start(struct clovis *cl, uint32_t nr);
 void workers_stop(struct clovis *cl);
 void ops_drain_and_free(struct clovis *cl);
 uint64_t op_now_ns(void);
+int exec_embedded(struct clovis *cl, struct eng_req *r);
 
 #endif

@@ -209,6 +209,12 @@ static struct clovis_op *queue_take(struct clovis *cl)
 	return op;
 }
 
+/* The embedded backend: the request runs on this node's engine. */
+int exec_embedded(struct clovis *cl, struct eng_req *r)
+{
+	return eng_exec(cl->cl_eng, r);
+}
+
 static void *worker_main(void *arg)
 {
 	struct clovis *cl = arg;
@@ -219,7 +225,7 @@ static void *worker_main(void *arg)
 		int rc;
 
 		err_clear();
-		rc = eng_exec(cl->cl_eng, &op->op_req);
+		rc = cl->cl_exec(cl, &op->op_req);
 		if (rc != ENG_PENDING)
 			op_complete(op, rc, err_msg());
 	}

@@ -26,13 +26,17 @@ const char *err_str(int rc)
 	}
 }
 
+/* The message is formatted into a local buffer first: callers may pass
+ * err_msg() itself as an argument, to wrap a leaf's message with context. */
 int err_set(int rc, const char *fmt, ...)
 {
+	char tmp[LIM_ERRMSG_LEN];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err_buf, sizeof err_buf, fmt, ap);
+	vsnprintf(tmp, sizeof tmp, fmt, ap);
 	va_end(ap);
+	memcpy(err_buf, tmp, sizeof err_buf);
 	LOG_DEBUG("error %d (%s): %s", rc, err_str(rc), err_buf);
 	return rc;
 }

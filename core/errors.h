@@ -17,7 +17,8 @@ const char *err_str(int rc);
 
 /**
  * Record a message for the calling thread and return rc unchanged, so that a
- * leaf can write `return err_set(-EINVAL, "object %s: ...", id);`.
+ * leaf can write `return err_set(-EINVAL, "object %s: ...", id);`.  A caller
+ * may wrap the leaf's message: err_set(rc, "object %s: %s", id, err_msg()).
  */
 int err_set(int rc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
