@@ -1,0 +1,182 @@
+/*
+ * rpc.h — remote procedure calls over libfabric, messages in protobuf-c.
+ *
+ * One endpoint (struct rpc_ep) per process side: a server endpoint listens
+ * on an address and port and runs registered handlers; a client endpoint
+ * (port 0) connects to servers and calls them.  A process may be both.
+ *
+ *   endpoint     FI_EP_RDM, provider from rpc_conf.rc_provider:
+ *                "tcp;ofi_rxm" (default), "shm" (processes of one host),
+ *                "verbs" (RDMA hardware).  Progress by a progress thread
+ *                that blocks on the completion queue's wait object
+ *                (FI_WAIT_UNSPEC, fi_cq_sread), or spins when rc_polling.
+ *   connect      rpc_connect(): the client sends HELLO with its endpoint
+ *                name and a nonce; the server answers with its own nonce and
+ *                HMAC-SHA256(secret, client nonce || server nonce); the
+ *                client checks it and proves itself the same way.  A peer
+ *                that fails the proof is refused (-EACCES at the client,
+ *                counted at the server); nothing but HELLO/AUTH is served to
+ *                an unauthenticated address.
+ *   call         request: an envelope (core/rpc/rpc.proto: opcode, xid,
+ *                deadline, body, bulk descriptor) + the service's protobuf
+ *                body; reply: envelope with the same xid, a status and a
+ *                body.  Replies are matched to calls by xid; a call whose
+ *                deadline passes completes with -ETIMEDOUT (a late reply is
+ *                dropped and counted).
+ *   bulk         data up to rc_inline_max bytes travels inline in the
+ *                envelope; larger data is registered at the client
+ *                (fi_mr_reg) and moved by RMA: the server pulls it
+ *                (fi_read) for writes and pushes it (fi_write) for reads.
+ *   back-pressure at most rc_max_inflight calls per peer at the client
+ *                (a further call waits for a slot until its deadline); at
+ *                most rc_queue_depth requests queued at the server (a
+ *                further request is answered -EBUSY at once, never queued
+ *                without bound).
+ *   safety       every received message is bounds-checked and decoded with
+ *                protobuf-c before use; an oversize (> rc_max_msg) or
+ *                malformed message is dropped and counted, never trusted.
+ *
+ * Every function returns 0 or a negative errno and sets err_msg() with a
+ * message naming the peer, opcode or field; none aborts the process.
+ */
+#ifndef STRATA_CORE_RPC_H
+#define STRATA_CORE_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/** Opcodes below this are the RPC layer's own (HELLO, AUTH, NOOP ...). */
+#define RPC_OP_USER_MIN 64u
+/** A call that does nothing: the server answers at once (round trips). */
+#define RPC_OP_NOOP 1u
+
+/** Endpoint configuration; zero fields take the documented defaults. */
+struct rpc_conf {
+	const char *rc_provider;    /**< NULL: "tcp;ofi_rxm" */
+	const void *rc_secret;      /**< cluster secret (required) */
+	size_t rc_secret_len;       /**< >= 16 bytes */
+	uint32_t rc_max_inflight;   /**< per peer (client); 0: 64 */
+	uint32_t rc_queue_depth;    /**< server request queue; 0: 256 */
+	uint32_t rc_nr_handlers;    /**< server handler threads; 0: 4 */
+	uint32_t rc_inline_max;     /**< bulk above this by RMA; 0: measured
+				     *  default (see core/rpc/README.md) */
+	uint32_t rc_max_msg;        /**< largest message; 0: 64 KiB + inline */
+	bool rc_polling;            /**< progress thread spins (latency) */
+};
+
+struct rpc_ep;
+struct rpc_peer;
+struct rpc_sreq;
+
+/** Counters of an endpoint (rpc_ep_stats()). */
+struct rpc_stats {
+	uint64_t rs_calls;          /**< calls made (client) */
+	uint64_t rs_timeouts;       /**< calls that hit their deadline */
+	uint64_t rs_requests;       /**< requests served (server) */
+	uint64_t rs_busy;           /**< requests refused: queue full */
+	uint64_t rs_bad_msgs;       /**< oversize or malformed, dropped */
+	uint64_t rs_auth_failed;    /**< peers refused at connect */
+	uint64_t rs_late_replies;   /**< replies after the deadline */
+	uint64_t rs_rma_bytes;      /**< bytes moved by RMA */
+};
+
+/**
+ * Open an endpoint.  addr/port: where to listen ("127.0.0.1", 21000) for a
+ * server; port 0 for a client-only endpoint (addr may then be NULL).
+ * Returns 0 and *out, or a negative code (-EINVAL bad conf, -EADDRINUSE,
+ * -ENODEV provider unavailable, ...).
+ */
+int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
+		const char *addr, uint16_t port);
+
+/**
+ * Close: stop taking requests (new ones get -ESHUTDOWN), wait for handlers
+ * in flight to reply, fail calls still waiting with -ESHUTDOWN, release
+ * everything.  NULL is ignored.
+ */
+void rpc_ep_close(struct rpc_ep *ep);
+
+void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out);
+
+/* ------------------------------------------------------------- server */
+
+/**
+ * A handler runs on one of the endpoint's handler threads.  It must call
+ * rpc_sreq_reply() exactly once, from any thread, now or later (for
+ * example when an update becomes durable); the request stays valid until
+ * then.
+ */
+typedef void (*rpc_handler_fn)(struct rpc_sreq *req, void *arg);
+
+/** Register fn for opcode (>= RPC_OP_USER_MIN) before traffic starts. */
+int rpc_handler_set(struct rpc_ep *ep, uint32_t opcode, rpc_handler_fn fn,
+		    void *arg);
+
+uint32_t rpc_sreq_opcode(const struct rpc_sreq *req);
+/** The request's body (protobuf bytes; valid until the reply). */
+const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len);
+/** Bytes of the caller's bulk buffer (0: none). */
+size_t rpc_sreq_bulk_len(const struct rpc_sreq *req);
+/** Copy len bytes at off of the caller's bulk buffer into buf (RMA read,
+ *  or from the inline copy).  -EINVAL past its end. */
+int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
+		       size_t len);
+/** Write len bytes of buf into the caller's bulk buffer at off. */
+int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
+		       size_t len);
+/** Milliseconds left before the caller's deadline (0: passed). */
+int64_t rpc_sreq_ms_left(const struct rpc_sreq *req);
+/** Reply with status rc (0 or negative errno), an optional body and a
+ *  message (NULL: none) that the caller gets as its err_msg(). */
+void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
+		    size_t len, const char *msg);
+
+/* ------------------------------------------------------------- client */
+
+/**
+ * Connect to the server at addr:port and authenticate (see the top).
+ * -ETIMEDOUT after timeout_ms, -EACCES when either side fails the proof.
+ */
+int rpc_connect(struct rpc_ep *ep, const char *addr, uint16_t port,
+		int timeout_ms, struct rpc_peer **out);
+
+/** Forget the peer (calls in flight complete with -ESHUTDOWN). */
+void rpc_peer_close(struct rpc_peer *p);
+
+/** Bulk data of a call: the server pulls OUT buffers, pushes into IN. */
+enum rpc_bulk_dir { RPC_BULK_NONE = 0, RPC_BULK_OUT = 1, RPC_BULK_IN = 2 };
+
+struct rpc_bulk {
+	uint32_t rb_dir;            /**< enum rpc_bulk_dir */
+	const struct iovec *rb_iov; /**< caller's buffers (kept until done) */
+	uint32_t rb_nr;
+};
+
+/** A finished call: status, reply body (malloc'd; the caller frees it
+ *  with free()), and the server's message when status < 0. */
+struct rpc_result {
+	int rr_status;
+	void *rr_body;
+	size_t rr_len;
+	char rr_msg[256];
+};
+
+typedef void (*rpc_done_fn)(void *arg, struct rpc_result *res);
+
+/**
+ * Call opcode on p with body (protobuf bytes) and optional bulk, deadline
+ * timeout_ms from now.  rpc_call() blocks; rpc_call_async() returns at once
+ * (0, or a negative code if the call could not start) and runs done() from
+ * the progress thread exactly once.  Status codes: the server's, or
+ * -ETIMEDOUT, -EBUSY (server queue full), -ESHUTDOWN, -EPROTO (bad reply).
+ */
+int rpc_call(struct rpc_peer *p, uint32_t opcode, const void *body,
+	     size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+	     struct rpc_result *res);
+int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
+		   size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+		   rpc_done_fn done, void *arg);
+
+#endif
