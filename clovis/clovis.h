@@ -595,7 +595,8 @@ CLOVIS_API void clovis_op_free(struct clovis_op *op);
 
 /**
  * Convenience: launch op, wait for STABLE or FAILED, return its rc and free
- * it.  Returns the op's rc.
+ * it.  Returns the op's rc; on failure clovis_errmsg() in the calling thread
+ * holds the op's message (clovis_op_errmsg() is gone with the op).
  */
 CLOVIS_API int clovis_op_sync(struct clovis_op *op);
 

@@ -442,6 +442,8 @@ int clovis_op_sync(struct clovis_op *op)
 
 	if (rc == 0)
 		rc = clovis_op_wait(op, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
+	if (rc < 0 && op->op_state == CLOVIS_OS_FAILED)
+		err_set(rc, "%s", op->op_msg); /* the op goes; keep its reason */
 	clovis_op_free(op);
 	return rc;
 }

@@ -717,6 +717,25 @@ static void bad_create_existing(void)
 	CU_ASSERT(bad_store_same());
 }
 
+/* clovis_op_sync() of a failing op leaves the op's reason in
+ * clovis_errmsg(), naming the entity (the op itself is freed). */
+static void bad_sync_errmsg(void)
+{
+	struct clovis_obj o;
+	struct clovis_op *op = NULL;
+	char idb[CLOVIS_ID_STR_LEN];
+
+	clovis_id_format(&bad_obj.ob_entity.en_id, idb);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o, bad_realm,
+					      &bad_obj.ob_entity.en_id, NULL),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE,
+					       &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(op), -EEXIST);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), idb));
+	CU_ASSERT(bad_store_same());
+}
+
 /* OPEN of a missing id, or of an id of another type, fails -ENOENT. */
 static void bad_open_missing(void)
 {
@@ -1803,6 +1822,7 @@ static const struct bad_test {
 	{"idx_init", bad_idx_init},
 	{"entity_op", bad_entity_op},
 	{"create_existing", bad_create_existing},
+	{"sync_errmsg", bad_sync_errmsg},
 	{"open_missing", bad_open_missing},
 	{"create_no_container", bad_create_no_container},
 	{"delete_container", bad_delete_container},
