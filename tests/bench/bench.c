@@ -2,6 +2,11 @@
  * bench.c — Strata benchmarks beside raw baselines measured in the same run.
  *
  *   strata_bench --dir DIR [--json] [--seconds S] [--only store1|store2]
+ *                [--figs GROUP[,GROUP...]]
+ *
+ * --figs measures only the named groups of figures (for targeted runs while
+ * tuning): 1m, 4k, idx (store 1), tier, ecw (EC writes only), ec (every EC
+ * figure) (store 2).  A store none of whose groups is named is skipped.
  *
  * One process, one file system: the stores live in DIR (their NVRAM devices
  * on /dev/shm through PMDK), the raw baselines in DIR too.  Each figure is
@@ -54,12 +59,28 @@
 static struct bn_fig bn_figs[BN_FIGS_MAX];
 static unsigned bn_nr_figs;
 static const char *bn_only;     /* "store1", "store2" or NULL: both */
+static const char *bn_sel;      /* --figs: groups to measure, NULL: all */
 double bn_secs = 1.5;
 bool bn_json;
 char bn_dir[512];
 struct clovis *bn_cl;
 
 /* ------------------------------------------------------------ helpers */
+
+bool bn_want(const char *group)
+{
+	size_t n = strlen(group);
+
+	for (const char *p = bn_sel; p != NULL && *p != '\0';) {
+		const char *end = strchr(p, ',');
+		size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		if (len == n && strncmp(p, group, n) == 0)
+			return true;
+		p = end != NULL ? end + 1 : p + len;
+	}
+	return bn_sel == NULL;
+}
 
 double bn_now(void)
 {
@@ -563,8 +584,10 @@ static void bn_store_setup(void)
 	bn_obj_create(&bn_obj1m[0], 3, 20, CLOVIS_TIER_FLASH);
 	bn_obj_create(&bn_obj1m[1], 4, 20, CLOVIS_TIER_NVRAM);
 	for (int t = 0; t < 2; t++) {
-		bn_obj_prefill(&bn_obj4k[t], BN_SMALL_BLKS);
-		bn_obj_prefill(&bn_obj1m[t], BN_BIG_BLKS);
+		if (bn_want("4k"))
+			bn_obj_prefill(&bn_obj4k[t], BN_SMALL_BLKS);
+		if (bn_want("1m"))
+			bn_obj_prefill(&bn_obj1m[t], BN_BIG_BLKS);
 	}
 	bn_check(clovis_idx_init(&bn_idx, clovis_default_realm(bn_cl), &iid),
 		 "idx init");
@@ -898,6 +921,8 @@ static int bn_args(int argc, char **argv)
 			bn_secs = strtod(argv[++i], NULL);
 		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
 			bn_only = argv[++i];
+		else if (strcmp(argv[i], "--figs") == 0 && i + 1 < argc)
+			bn_sel = argv[++i];
 		else
 			goto usage;
 	}
@@ -908,7 +933,8 @@ static int bn_args(int argc, char **argv)
 		return 0;
 usage:
 	fprintf(stderr, "usage: strata_bench --dir DIR [--json] "
-		"[--seconds S] [--only store1|store2]\n");
+		"[--seconds S] [--only store1|store2]\n"
+		"       [--figs 1m,4k,idx,tier,ecw,ec]\n");
 	return 2;
 }
 
@@ -924,9 +950,12 @@ static void bn_figs_store1(void)
 	/* 1 MiB first: the 4 KiB random overwrites leave the free space of
 	 * the one nvram device (shared by both nvram objects) in 4 KiB
 	 * holes, and a 1 MiB block needs a contiguous 1 MiB run (ENOSPC). */
-	bn_fig_1m();
-	bn_fig_4k();
-	bn_fig_idx();
+	if (bn_want("1m"))
+		bn_fig_1m();
+	if (bn_want("4k"))
+		bn_fig_4k();
+	if (bn_want("idx"))
+		bn_fig_idx();
 	clovis_fini(bn_cl);
 	bn_cl = NULL;
 	mdb_env_close(bn_env);
@@ -943,8 +972,10 @@ static void bn_figs_store2(void)
 	fprintf(bn_json ? stderr : stdout, "# store 2 (per-tier and EC "
 		"figures), %s from a YAML configuration:\n", path);
 	bn_print_devs(bn_json ? stderr : stdout);
-	bn_fig_tiers(path);
-	bn_fig_ec();
+	if (bn_want("tier"))
+		bn_fig_tiers(path);
+	if (bn_want("ec") || bn_want("ecw"))
+		bn_fig_ec();
 	clovis_fini(bn_cl);
 	bn_cl = NULL;
 	bn_check(clovis_store_destroy(path), "store destroy");
@@ -958,9 +989,11 @@ int main(int argc, char **argv)
 	if (bn_args(argc, argv) != 0)
 		return 2;
 	mkdir(bn_dir, 0755);
-	if (bn_only == NULL || strcmp(bn_only, "store1") == 0)
+	if ((bn_only == NULL || strcmp(bn_only, "store1") == 0) &&
+	    (bn_want("1m") || bn_want("4k") || bn_want("idx")))
 		bn_figs_store1();
-	if (bn_only == NULL || strcmp(bn_only, "store2") == 0)
+	if ((bn_only == NULL || strcmp(bn_only, "store2") == 0) &&
+	    (bn_want("tier") || bn_want("ec") || bn_want("ecw")))
 		bn_figs_store2();
 	if (bn_json)
 		bn_print_json();

@@ -51,6 +51,8 @@ void bn_check(int rc, const char *what);
 /* len bytes aligned for O_DIRECT, filled with a pattern. */
 void *bn_alloc(size_t len);
 uint64_t bn_rand(uint64_t *s);
+/* Whether figure group `group` was asked for (--figs; all by default). */
+bool bn_want(const char *group);
 /* Record a figure; emu says what stands for the device ("disk O_DIRECT"). */
 void bn_fig_add(const char *name, double ours, double raw, const char *unit,
 		uint32_t qd, uint32_t recs, const char *emu);

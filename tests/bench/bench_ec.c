@@ -529,13 +529,15 @@ void bn_fig_ec(void)
 		be_raw_files(&be_lays[i], true);
 	}
 	be_fig_write();
-	be_fig_read("healthy", true);
-	be_fail(3);
-	be_fig_read("fail1", false);
-	be_fig_repair();
-	be_fail(7);
-	be_fail(10);
-	be_fig_read("fail2", false);
+	if (bn_want("ec")) {
+		be_fig_read("healthy", true);
+		be_fail(3);
+		be_fig_read("fail1", false);
+		be_fig_repair();
+		be_fail(7);
+		be_fail(10);
+		be_fig_read("fail2", false);
+	}
 	for (uint32_t i = 0; i < 2; i++) {
 		be_raw_files(&be_lays[i], false);
 		ec_codec_destroy(be_lays[i].l_codec);
