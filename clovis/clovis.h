@@ -443,10 +443,14 @@ enum clovis_obj_opcode {
 	 *  they held is discarded), count in the object's size, and their
 	 *  space is taken on the device.  Writes stay out of place, so a
 	 *  later WRITE takes fresh space and releases the reserved one.
+	 *  pdclust and mirror objects reserve no space (a write takes it):
+	 *  ALLOC drops the units of the blocks like FREE and grows the size.
 	 *  data must be NULL. */
 	CLOVIS_OC_ALLOC = 3,
 	/** Punch holes: the blocks read as zeros and their space is
-	 *  released.  data must be NULL.  The size does not shrink. */
+	 *  released.  data must be NULL.  The size does not shrink.
+	 *  pdclust/mirror: whole units are released; a unit freed in part
+	 *  is rewritten with zeros, and so is its group's parity. */
 	CLOVIS_OC_FREE = 4,
 };
 

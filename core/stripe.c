@@ -445,14 +445,20 @@ static int unit_space(struct eng *e, uint32_t d, uint8_t *buf, uint64_t len,
 /*
  * Write the slots in dirty (data slots whose content changed) and every
  * parity slot of sg from sc_bufs: parity computed here, each unit to its
- * device out of place, records queued on the request.
+ * device out of place, records queued on the request.  Data slots in drop
+ * (wholly zeroed by FREE or ALLOC; their buffers hold zeros) are not
+ * written: their records are deleted, so their space is released and they
+ * read as zeros (a data slot without a record).
  */
-static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty)
+static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
+		       uint32_t drop)
 {
 	struct eng_req *r = sc->sc_r;
 	struct tier_io io[UMAX];
 	uint32_t used[UMAX + LIM_DEV_MAX], nused = 0, nr = 0, lost = 0;
-	uint32_t wset = dirty | (((1u << sc->sc_w) - 1) & ~((1u << sc->sc_n) - 1));
+	uint32_t wset = (dirty & ~drop) |
+			(((1u << sc->sc_w) - 1) & ~((1u << sc->sc_n) - 1));
+	uint32_t keep = sg->sg_has & ~wset & ~drop;
 	struct unit_upd upd[UMAX];
 	uint32_t nupd = 0;
 	int rc = 0;
@@ -465,13 +471,17 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty)
 			  sc->sc_bufs + sc->sc_n);
 	/* Units that stay where they are keep their devices. */
 	for (uint32_t j = 0; j < sc->sc_w; j++)
-		if (!(wset >> j & 1) && (sg->sg_has >> j & 1) &&
-		    !(sg->sg_rec[j].mu_flags & MU_LOST))
+		if ((keep >> j & 1) && !(sg->sg_rec[j].mu_flags & MU_LOST))
 			used[nused++] = sg->sg_rec[j].mu_dev;
 	for (uint32_t j = 0; j < sc->sc_w; j++) {
 		struct unit_upd u = {.uu_addr = sg->sg_g * sc->sc_w + j};
 		uint32_t d;
 
+		if ((drop >> j & 1) && (sg->sg_has >> j & 1)) {
+			u.uu_del = true; /* all zeros now: no record */
+			upd[nupd++] = u;
+			continue;
+		}
 		if (!(wset >> j & 1))
 			continue;
 		u.uu_new.mu_len = (uint32_t)sc->sc_unit;
@@ -495,7 +505,7 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty)
 	/* Units of the group unreadable after this write: lost now, plus
 	 * kept ones on devices that are not usable. */
 	for (uint32_t j = 0; j < sc->sc_w; j++)
-		if (!(wset >> j & 1) && (sg->sg_has >> j & 1) &&
+		if ((keep >> j & 1) &&
 		    ((sg->sg_rec[j].mu_flags & MU_LOST) ||
 		     !eng_dev_usable(sc->sc_e, sg->sg_rec[j].mu_dev)))
 			lost++;
@@ -653,12 +663,19 @@ static void stripe_done(struct eng_citem *ci, int rc)
 	r->er_done(ci, rc);
 }
 
-/* WRITE and FREE. */
+/*
+ * WRITE, FREE and ALLOC.  FREE and ALLOC make the blocks read as zeros: a
+ * group they cover entirely loses all its unit records; in a group they
+ * cover in part, the data units they cover entirely lose their records and
+ * the rest is rewritten with zeros by read-modify-write, with new parity.
+ * (ALLOC reserves no space on unit layouts: every write takes fresh space
+ * anyway; obj_apply() grows the size.)
+ */
 static int stripe_update(struct sctx *sc)
 {
 	struct eng *e = sc->sc_e;
 	struct eng_req *r = sc->sc_r;
-	bool zero = r->er_kind == ER_OBJ_FREE;
+	bool zero = r->er_kind != ER_OBJ_WRITE;
 	struct brange *br = NULL;
 	uint64_t *groups = NULL;
 	uint32_t nbr = r->er_ext->ev_nr, ng = 0;
@@ -714,7 +731,7 @@ static int stripe_update(struct sctx *sc)
 		if (rc != 0)
 			break;
 		group_overlay(sc, &sg, br, nbr, zero, &dirty);
-		rc = group_write(sc, &sg, dirty);
+		rc = group_write(sc, &sg, dirty, zero ? full : 0);
 	}
 	if (rc == 0 && FAULT_HIT("obj.write.after_data"))
 		rc = err_set(-EIO, "object %s: fault point obj.write.after_data",
@@ -889,8 +906,6 @@ int stripe_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent)
 	struct sctx sc;
 	int rc;
 
-	if (r->er_kind == ER_OBJ_ALLOC)
-		return 0; /* space is taken at write time (out of place) */
 	rc = sctx_init(&sc, e, r, ent);
 	if (rc == 0)
 		rc = r->er_kind == ER_OBJ_READ ? stripe_read(&sc)
