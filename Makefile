@@ -18,7 +18,7 @@ BUILD ?= build$(if $(SAN),-$(SAN))$(if $(COV),-cov)
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 
-PKGS := lmdb libpmem2 libisal liburcu yaml-0.1
+PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c
 TEST_PKGS := cunit
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(TEST_PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -31,7 +31,7 @@ CFLAGS_SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
 CFLAGS_SAN_tsan := -fsanitize=thread
 SANFLAGS := $(CFLAGS_SAN_$(SAN))$(if $(COV), --coverage)
 CFLAGS_ALL = -std=gnu11 $(CFLAGS_WARN) $(OPT) -g -fPIC -fvisibility=hidden \
-	-D_GNU_SOURCE -I. $(SANFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+	-D_GNU_SOURCE -I. -I$(BUILD)/gen $(SANFLAGS) $(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 
 # Filled by the module.mk files.
@@ -39,8 +39,10 @@ LIB_SRCS :=       # the library
 UT_SRCS :=        # CUnit suites (linked into the one runner)
 BINS :=           # programs built from the release library
 TEST_BINS :=      # test programs built from the fault-injection library
+PROTOS :=         # .proto files: compiled by protoc-c into $(BUILD)/gen/
 
 include core/module.mk
+include core/server/module.mk
 include tiers/module.mk
 include layouts/module.mk
 include clovis/module.mk
@@ -50,6 +52,22 @@ include tests/module.mk
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TLIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/tobj/%.o)
 UT_OBJS := $(sort $(UT_SRCS:%.c=$(BUILD)/tobj/%.o))
+
+# protobuf-c: x/y.proto -> $(BUILD)/gen/x/y.pb-c.{c,h}, part of the library;
+# sources include "x/y.pb-c.h".  Every object waits for the headers.
+PROTO_HS := $(PROTOS:%.proto=$(BUILD)/gen/%.pb-c.h)
+LIB_OBJS += $(PROTOS:%.proto=$(BUILD)/obj/gen/%.pb-c.o)
+TLIB_OBJS += $(PROTOS:%.proto=$(BUILD)/tobj/gen/%.pb-c.o)
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: %.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --c_out=$(BUILD)/gen $<
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+$(BUILD)/tobj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DSTRATA_FAULT_INJECT -MMD -MP -c $< -o $@
+$(LIB_OBJS) $(TLIB_OBJS) $(UT_OBJS) $(CLI_OBJS) $(SRV_OBJS): | $(PROTO_HS)
 
 # The one CUnit runner: every module's suites, linked with the test library.
 $(BUILD)/ut_main: $(BUILD)/tobj/tests/ut_main.o $(UT_OBJS) $(BUILD)/libstrata-test.a

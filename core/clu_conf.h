@@ -1,0 +1,124 @@
+/*
+ * clu_conf.h — the cluster configuration: one YAML file naming the cluster,
+ * its secret, its servers (address, port, data directory, devices) and the
+ * pools and default layouts every server's store is made with.
+ *
+ * Format (every key in docs/cluster.md):
+ *
+ *   cluster:
+ *     name: dev                    # required, 1..31 of [A-Za-z0-9_.-]
+ *     secret: "at least 16 bytes"  # or secret_file: PATH (one of the two)
+ *     provider: "tcp;ofi_rxm"      # libfabric provider (default)
+ *     index_replicas: 3            # R, default min(3, servers)
+ *     connect_timeout: 2s          # default 2 s
+ *     call_timeout: 30s            # default 30 s
+ *   servers:                       # 1..CLU_SERVERS_MAX
+ *     - name: s0
+ *       address: 127.0.0.1         # IPv4, in 127.0.0.0/8 or 198.51.100.0/24
+ *       port: 21000
+ *       data_dir: /var/lib/strata/s0
+ *       nvram_dir: /dev/shm        # optional
+ *       device_size: 64MiB         # optional (else the top-level one)
+ *       devices: [ ... ]           # the store syntax (docs/configuration.md)
+ *   device_size: 256MiB            # optional default for every server
+ *   pools: [ ... ]                 # the store syntax, applied per server
+ *   layouts: { ... }               # the store syntax
+ *   device_model: { ... }          # the store syntax
+ *
+ * Each server's store configuration (cs_store_yaml) is made from its own
+ * devices plus the shared pools, layouts and device model, and checked with
+ * conf_parse() (core/conf.h), so the device, pool and layout rules are the
+ * store's own.  Errors name the file line and key ("cluster line 7:
+ * servers[1].port: 70000 is not a port (1..65535)").
+ *
+ * Ownership: a struct clu_conf owns everything it points to; clu_conf_fini()
+ * frees it.  Parsing fills a caller's struct only on success.
+ */
+#ifndef STRATA_CORE_CLU_CONF_H
+#define STRATA_CORE_CLU_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clovis/clovis.h"
+
+/* Servers in one cluster: placement hashes over the list, and a client keeps
+ * one connection per server; 64 is far beyond what loopback tests run and
+ * keeps the per-client tables small. */
+#define CLU_SERVERS_MAX 64u
+/* Cluster and server names: shown in tables and used as directory names. */
+#define CLU_NAME_MAX 31u
+/* Secret: at least 16 bytes (128 bits) for HMAC-SHA256; at most 1 KiB. */
+#define CLU_SECRET_MIN 16u
+#define CLU_SECRET_MAX 1024u
+/* Index replicas R: at most this many (and at most the servers). */
+#define CLU_REPLICAS_MAX 8u
+/* Largest cluster file (read whole, and sent whole by CONF_GET). */
+#define CLU_TEXT_MAX (256u << 10)
+
+/** One server of the cluster. */
+struct clu_server {
+	char cs_name[CLU_NAME_MAX + 1];
+	char cs_addr[16];          /**< dotted IPv4 */
+	uint16_t cs_port;
+	char cs_data_dir[256];     /**< absolute */
+	char cs_nvram_dir[256];    /**< "" = the store's default */
+	char *cs_store_yaml;       /**< its store configuration (owned) */
+	uint32_t cs_line;          /**< line of its entry in the file */
+};
+
+/** A whole cluster configuration. */
+struct clu_conf {
+	char cc_name[CLU_NAME_MAX + 1];
+	uint8_t cc_secret[CLU_SECRET_MAX];
+	size_t cc_secret_len;
+	char cc_provider[64];       /**< "tcp;ofi_rxm" unless set */
+	uint32_t cc_replicas;       /**< index replicas R, 1..servers */
+	uint32_t cc_connect_ms;
+	uint32_t cc_call_ms;
+	uint32_t cc_nr_servers;
+	struct clu_server *cc_servers; /**< owned */
+	char *cc_text;              /**< the file's text (owned; CONF_GET) */
+	size_t cc_text_len;
+};
+
+/** clu_conf_parse() flags. */
+enum clu_parse_flags {
+	/** The secret comes from the caller (a client that fetched the text
+	 *  from a server it already authenticated to): secret and
+	 *  secret_file are not read. */
+	CLU_PARSE_NO_SECRET = 1u << 0,
+};
+
+/**
+ * Parse len bytes of cluster YAML into *c.  base_dir resolves relative
+ * data_dir and secret_file paths (NULL: the current directory).  Returns 0,
+ * -EINVAL with a message naming the line and key, or -ENOMEM.  On error *c
+ * is untouched.
+ */
+int clu_conf_parse(struct clu_conf *c, const char *text, size_t len,
+		   const char *base_dir, uint32_t flags);
+
+/** Read and parse the file at path (relative paths resolve against its
+ *  directory).  Adds -ENOENT/-EACCES/-EFBIG... naming the path. */
+int clu_conf_load(struct clu_conf *c, const char *path);
+
+/** Free what c owns and zero it (a zeroed or NULL c is fine). */
+void clu_conf_fini(struct clu_conf *c);
+
+/** Index of the server called name, or -ENOENT (message). */
+int clu_server_find(const struct clu_conf *c, const char *name);
+
+/**
+ * The home server of an entity: a stable hash of its 128-bit id over the
+ * server list (the same on every machine and version).  Replica i (0..R-1)
+ * of an index is server (home + i) % nr_servers: ring order.
+ */
+uint32_t clu_home(const struct clu_conf *c, const struct clovis_id *id);
+
+/** Is dotted IPv4 addr one tests and clusters may use here (127.0.0.0/8 or
+ *  198.51.100.0/24)? */
+bool clu_addr_allowed(const char *addr);
+
+#endif

@@ -1,0 +1,535 @@
+/*
+ * msg.c — the engine-request protocol's codecs (see msg.h).
+ *
+ * Requests are unpacked by protobuf-c (which checks the wire format) and
+ * then checked field by field here, before anything is sized from them:
+ * counts first, then each length against its limit, then sums against the
+ * bytes that came.  Only then are the vectors allocated, in one block.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/server/msg.h"
+
+void msg_id_out(SId *s, const struct clovis_id *id)
+{
+	sid__init(s);
+	s->hi = id->ci_hi;
+	s->lo = id->ci_lo;
+}
+
+void msg_id_in(const SId *s, struct clovis_id *id)
+{
+	id->ci_hi = s != NULL ? s->hi : 0;
+	id->ci_lo = s != NULL ? s->lo : 0;
+}
+
+void msg_attr_out(SAttr *a, SId *cont, const struct meta_ent *me)
+{
+	sattr__init(a);
+	a->block_shift = me->me_block_shift;
+	a->layout = me->me_layout;
+	a->tier = me->me_tier;
+	a->dev = me->me_dev;
+	a->pool = me->me_pool;
+	a->n = me->me_n;
+	a->k = me->me_k;
+	a->s = me->me_s;
+	a->unit_shift = me->me_unit_shift;
+	a->size_blocks = me->me_size_blocks;
+	a->size_bytes = me->me_size_bytes;
+	a->ctime_ns = me->me_ctime_ns;
+	a->mtime_ns = me->me_mtime_ns;
+	a->nr_records = me->me_nr_records;
+	a->flags = me->me_flags;
+	msg_id_out(cont, &me->me_container);
+	a->container = cont;
+}
+
+/* Narrowing is safe: every caller checked the ranges (msg_attr_check). */
+void msg_attr_in(const SAttr *a, struct meta_ent *me)
+{
+	memset(me, 0, sizeof *me);
+	if (a == NULL)
+		return;
+	me->me_block_shift = a->block_shift;
+	me->me_layout = a->layout;
+	me->me_tier = a->tier;
+	me->me_dev = a->dev;
+	me->me_pool = a->pool;
+	me->me_n = (uint8_t)a->n;
+	me->me_k = (uint8_t)a->k;
+	me->me_s = (uint8_t)a->s;
+	me->me_unit_shift = (uint8_t)a->unit_shift;
+	me->me_size_blocks = a->size_blocks;
+	me->me_size_bytes = a->size_bytes;
+	me->me_ctime_ns = a->ctime_ns;
+	me->me_mtime_ns = a->mtime_ns;
+	me->me_nr_records = a->nr_records;
+	me->me_flags = a->flags;
+	msg_id_in(a->container, &me->me_container);
+}
+
+/* The attribute fields a CREATE may set, in their ranges. */
+static int msg_attr_check(const SAttr *a, const char *id)
+{
+	if (a == NULL)
+		return 0;
+	if (a->block_shift != 0 && (a->block_shift < CLOVIS_BLOCK_SHIFT_MIN ||
+				    a->block_shift > CLOVIS_BLOCK_SHIFT_MAX))
+		return err_set(-EINVAL, "request: entity %s: attr.block_shift "
+			       "%u outside %u..%u", id, a->block_shift,
+			       CLOVIS_BLOCK_SHIFT_MIN, CLOVIS_BLOCK_SHIFT_MAX);
+	if (a->layout > CLOVIS_LAYOUT_COMPOSITE || a->tier >= CLOVIS_TIER_NR)
+		return err_set(-EINVAL, "request: entity %s: attr.layout %u or "
+			       "attr.tier %u unknown", id, a->layout, a->tier);
+	if (a->n > CLOVIS_LAYOUT_UNITS_MAX || a->k > CLOVIS_LAYOUT_UNITS_MAX ||
+	    a->s > CLOVIS_LAYOUT_UNITS_MAX)
+		return err_set(-EINVAL, "request: entity %s: attr units %u+%u+%u"
+			       " past %u", id, a->n, a->k, a->s,
+			       CLOVIS_LAYOUT_UNITS_MAX);
+	if (a->unit_shift != 0 && (a->unit_shift < CLOVIS_UNIT_SHIFT_MIN ||
+				   a->unit_shift > CLOVIS_UNIT_SHIFT_MAX))
+		return err_set(-EINVAL, "request: entity %s: attr.unit_shift %u"
+			       " outside %u..%u", id, a->unit_shift,
+			       CLOVIS_UNIT_SHIFT_MIN, CLOVIS_UNIT_SHIFT_MAX);
+	if (a->dev >= LIM_DEV_MAX || a->pool >= LIM_DEV_MAX)
+		return err_set(-EINVAL, "request: entity %s: attr.dev %u or "
+			       "attr.pool %u out of range", id, a->dev, a->pool);
+	if (a->size_bytes > (CLOVIS_BLOCK_NR_MAX << CLOVIS_BLOCK_SHIFT_MAX))
+		return err_set(-EINVAL, "request: entity %s: attr.size_bytes "
+			       "%" PRIu64 " too large", id, a->size_bytes);
+	return 0;
+}
+
+/* Common head of entity, object and index requests. */
+static int msg_head(struct msg_req *m, uint32_t kind, uint32_t lo,
+		    uint32_t hi, const SId *id, const SId *cont, uint32_t rflags)
+{
+	struct eng_req *r = &m->mr_req;
+
+	if (id == NULL)
+		return err_set(-EINVAL, "request: id missing");
+	msg_id_in(id, &r->er_id);
+	msg_id_in(cont, &r->er_container);
+	if (kind < lo || kind > hi)
+		return err_set(-EINVAL, "request: entity %s: kind %u unknown",
+			       eng_id_str(&r->er_id), kind);
+	if (rflags & ~SRF_ALL)
+		return err_set(-EINVAL, "request: entity %s: rflags 0x%x unknown",
+			       eng_id_str(&r->er_id), rflags);
+	r->er_kind = kind;
+	m->mr_rflags = rflags;
+	return 0;
+}
+
+static int msg_ent_decode(struct msg_req *m, const EntReq *q)
+{
+	struct eng_req *r = &m->mr_req;
+	int rc = msg_head(m, q->kind, ER_ENT_CREATE, ER_ENT_SETATTR, q->id,
+			  q->container, q->rflags);
+
+	if (rc != 0)
+		return rc;
+	if (q->type < CLOVIS_ET_CONTAINER || q->type > CLOVIS_ET_IDX)
+		return err_set(-EINVAL, "request: entity %s: type %u unknown",
+			       eng_id_str(&r->er_id), q->type);
+	rc = msg_attr_check(q->attr, eng_id_str(&r->er_id));
+	if (rc != 0)
+		return rc;
+	r->er_type = q->type;
+	msg_attr_in(q->attr, &r->er_ent);
+	m->mr_incarnation = q->incarnation;
+	return 0;
+}
+
+struct msg_ext {
+	uint64_t s, n;
+};
+
+static int msg_ext_cmp(const void *a, const void *b)
+{
+	const struct msg_ext *x = a, *y = b;
+
+	return x->s < y->s ? -1 : x->s > y->s;
+}
+
+/* Extents: as many starts as counts, 1..VEC_MAX, in range, disjoint. */
+static int msg_ext_check(struct msg_req *m, const ObjReq *q, const char *id)
+{
+	struct msg_ext *v;
+	int rc = 0;
+
+	if (q->n_start != q->n_count || q->n_start == 0 ||
+	    q->n_start > CLOVIS_VEC_MAX)
+		return err_set(q->n_start > CLOVIS_VEC_MAX ? -E2BIG : -EINVAL,
+			       "request: object %s: %zu starts and %zu counts "
+			       "(1..%u, equal)", id, q->n_start, q->n_count,
+			       CLOVIS_VEC_MAX);
+	v = malloc(q->n_start * sizeof *v);
+	if (v == NULL)
+		return err_set(-ENOMEM, "request: object %s: extents", id);
+	for (size_t i = 0; rc == 0 && i < q->n_start; i++) {
+		v[i] = (struct msg_ext){q->start[i], q->count[i]};
+		if (v[i].n == 0 || v[i].s >= CLOVIS_BLOCK_NR_MAX ||
+		    v[i].n > CLOVIS_BLOCK_NR_MAX - v[i].s)
+			rc = err_set(-EINVAL, "request: object %s: extent %zu "
+				     "empty or past block 2^48", id, i);
+		m->mr_blocks += v[i].n;
+	}
+	qsort(v, q->n_start, sizeof *v, msg_ext_cmp);
+	for (size_t i = 1; rc == 0 && i < q->n_start; i++)
+		if (v[i - 1].s + v[i - 1].n > v[i].s)
+			rc = err_set(-EINVAL, "request: object %s: extents "
+				     "overlap at block %" PRIu64, id, v[i].s);
+	free(v);
+	return rc;
+}
+
+static int msg_obj_decode(struct msg_req *m, const ObjReq *q, size_t bulk_len)
+{
+	struct eng_req *r = &m->mr_req;
+	const char *id;
+	uint64_t *arr;
+	int rc = msg_head(m, q->kind, ER_OBJ_READ, ER_OBJ_FREE, q->id,
+			  q->container, 0);
+
+	if (rc != 0)
+		return rc;
+	id = eng_id_str(&r->er_id);
+	rc = msg_attr_check(q->attr, id);
+	if (rc == 0)
+		rc = msg_ext_check(m, q, id);
+	if (rc != 0)
+		return rc;
+	r->er_type = CLOVIS_ET_OBJ;
+	msg_attr_in(q->attr, &r->er_ent);
+	if ((r->er_kind == ER_OBJ_ALLOC || r->er_kind == ER_OBJ_FREE) &&
+	    bulk_len != 0)
+		return err_set(-EINVAL, "request: object %s: ALLOC/FREE with "
+			       "%zu bytes of data", id, bulk_len);
+	arr = malloc(q->n_start * 2 * sizeof *arr);
+	if (arr == NULL)
+		return err_set(-ENOMEM, "request: object %s: extents", id);
+	memcpy(arr, q->start, q->n_start * sizeof *arr);
+	memcpy(arr + q->n_start, q->count, q->n_start * sizeof *arr);
+	m->mr_arrays = arr;
+	m->mr_ext = (struct clovis_extvec){(uint32_t)q->n_start, arr,
+					   arr + q->n_start};
+	r->er_ext = &m->mr_ext;
+	m->mr_incarnation = q->attr != NULL ? q->attr->ctime_ns : 0;
+	return 0;
+}
+
+/* Record lengths: counts match the kind, each within its limit, the sum
+ * within MSG_IDX_BYTES_MAX and equal to the bytes sent. */
+static int msg_idx_lens(struct msg_req *m, const IdxReq *q, size_t bulk_len,
+			const char *id)
+{
+	bool vals = q->kind == ER_IDX_PUT;
+	size_t want_k = q->kind == ER_IDX_NEXT ? 1 : q->nr;
+	uint64_t sum = 0;
+
+	if (q->nr == 0 || q->nr > CLOVIS_VEC_MAX)
+		return err_set(q->nr == 0 ? -EINVAL : -E2BIG, "request: index "
+			       "%s: %u records (1..%u)", id, q->nr,
+			       CLOVIS_VEC_MAX);
+	if (q->n_klen != want_k || q->n_vlen != (vals ? q->nr : 0))
+		return err_set(-EINVAL, "request: index %s: %zu key and %zu "
+			       "value lengths for %u records", id, q->n_klen,
+			       q->n_vlen, q->nr);
+	for (size_t i = 0; i < q->n_klen; i++) {
+		if (q->klen[i] > CLOVIS_KEY_MAX)
+			return err_set(-E2BIG, "request: index %s: record %zu: "
+				       "key of %u bytes > %u", id, i,
+				       q->klen[i], CLOVIS_KEY_MAX);
+		sum += q->klen[i];
+	}
+	for (size_t i = 0; i < q->n_vlen; i++) {
+		if (q->vlen[i] > CLOVIS_VAL_MAX)
+			return err_set(-E2BIG, "request: index %s: record %zu: "
+				       "value of %u bytes > %u", id, i,
+				       q->vlen[i], CLOVIS_VAL_MAX);
+		sum += q->vlen[i];
+	}
+	if (sum > MSG_IDX_BYTES_MAX)
+		return err_set(-E2BIG, "request: index %s: %" PRIu64 " bytes of"
+			       " records > %llu", id, sum, MSG_IDX_BYTES_MAX);
+	if ((q->recs.len != 0 && (q->recs.len != sum || bulk_len != 0)) ||
+	    (q->recs.len == 0 && bulk_len != sum))
+		return err_set(-EINVAL, "request: index %s: records of %" PRIu64
+			       " bytes, %zu inline and %zu bulk sent", id, sum,
+			       q->recs.len, bulk_len);
+	m->mr_recs_len = sum;
+	return 0;
+}
+
+/* One allocation for the vectors of nr records. */
+static int msg_idx_alloc(struct msg_req *m, uint32_t nr, const char *id)
+{
+	size_t per = 2 * sizeof(void *) + 2 * sizeof(size_t) + sizeof(int32_t) +
+		     2 * sizeof(uint32_t);
+	uint8_t *p = calloc(nr, per);
+
+	if (p == NULL)
+		return err_set(-ENOMEM, "request: index %s: vectors", id);
+	m->mr_arrays = p;
+	m->mr_keys = (struct clovis_bufvec){nr, (void **)p,
+					    (size_t *)(p + nr * sizeof(void *))};
+	p += nr * (sizeof(void *) + sizeof(size_t));
+	m->mr_vals = (struct clovis_bufvec){nr, (void **)p,
+					    (size_t *)(p + nr * sizeof(void *))};
+	p += nr * (sizeof(void *) + sizeof(size_t));
+	m->mr_klen = (uint32_t *)p;
+	m->mr_vlen = m->mr_klen + nr;
+	m->mr_rcs = (int32_t *)(m->mr_vlen + nr);
+	m->mr_nr = nr;
+	return 0;
+}
+
+void msg_req_recs_bind(struct msg_req *m)
+{
+	struct eng_req *r = &m->mr_req;
+	uint8_t *p = m->mr_recs;
+	uint32_t nk = r->er_kind == ER_IDX_NEXT ? 1 : m->mr_nr;
+
+	for (uint32_t i = 0; i < nk; i++) {
+		m->mr_keys.bv_buf[i] = p;
+		m->mr_keys.bv_len[i] = m->mr_klen[i];
+		p += m->mr_klen[i];
+	}
+	if (r->er_kind == ER_IDX_NEXT && m->mr_start_null) {
+		m->mr_keys.bv_buf[0] = NULL;
+		m->mr_keys.bv_len[0] = 0;
+	}
+	for (uint32_t i = 0; r->er_kind == ER_IDX_PUT && i < m->mr_nr; i++) {
+		m->mr_vals.bv_buf[i] = p;
+		m->mr_vals.bv_len[i] = m->mr_vlen[i];
+		p += m->mr_vlen[i];
+	}
+}
+
+static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
+{
+	struct eng_req *r = &m->mr_req;
+	uint32_t allowed = q->kind == ER_IDX_PUT ? CLOVIS_IF_OVERWRITE :
+			   q->kind == ER_IDX_NEXT ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
+	const char *id;
+	int rc = msg_head(m, q->kind, ER_IDX_GET, ER_IDX_NEXT, q->id,
+			  q->container, q->rflags);
+
+	if (rc != 0)
+		return rc;
+	id = eng_id_str(&r->er_id);
+	if (q->flags & ~allowed)
+		return err_set(-EINVAL, "request: index %s: flags 0x%x not "
+			       "allowed for kind %u", id, q->flags, q->kind);
+	rc = msg_idx_lens(m, q, bulk_len, id);
+	if (rc == 0)
+		rc = msg_idx_alloc(m, q->nr, id);
+	if (rc != 0)
+		return rc;
+	r->er_type = CLOVIS_ET_IDX;
+	r->er_flags = q->flags;
+	memcpy(m->mr_klen, q->klen, q->n_klen * sizeof(uint32_t));
+	memcpy(m->mr_vlen, q->vlen, q->n_vlen * sizeof(uint32_t));
+	m->mr_start_null = q->start_null;
+	m->mr_incarnation = q->incarnation;
+	m->mr_seq = q->seq;
+	r->er_keys = &m->mr_keys;
+	r->er_vals = q->kind == ER_IDX_DEL ? NULL : &m->mr_vals;
+	r->er_rcs = m->mr_rcs;
+	if (q->recs.len != 0) {
+		m->mr_recs = malloc(q->recs.len);
+		if (m->mr_recs == NULL)
+			return err_set(-ENOMEM, "request: index %s: records", id);
+		memcpy(m->mr_recs, q->recs.data, q->recs.len);
+		msg_req_recs_bind(m);
+	}
+	return 0;
+}
+
+static int msg_list_decode(struct msg_req *m, const ListReq *q)
+{
+	struct eng_req *r = &m->mr_req;
+
+	if (q->type < CLOVIS_ET_CONTAINER || q->type > CLOVIS_ET_IDX)
+		return err_set(-EINVAL, "request: list: type %u unknown",
+			       q->type);
+	if (q->nr == 0 || q->nr > MSG_LIST_MAX)
+		return err_set(-EINVAL, "request: list: nr %u outside 1..%u",
+			       q->nr, MSG_LIST_MAX);
+	r->er_type = q->type;
+	msg_id_in(q->container, &r->er_container);
+	msg_id_in(q->after, &m->mr_after);
+	m->mr_has_after = q->has_after;
+	m->mr_nr = q->nr;
+	return 0;
+}
+
+/* Unpack with protobuf-c, then check; the unpacked message is freed. */
+int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
+		   size_t len, size_t bulk_len)
+{
+	const uint8_t *b = body;
+	ProtobufCMessage *pb = NULL;
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	m->mr_op = op;
+	if (op == SOP_STATUS || op == SOP_CONF_GET)
+		return len == 0 && bulk_len == 0 ? 0 :
+		       err_set(-EINVAL, "request: opcode %u takes no body", op);
+	if (op != SOP_OBJ && bulk_len != 0 && op != SOP_IDX)
+		return err_set(-EINVAL, "request: opcode %u takes no bulk", op);
+	switch (op) {
+	case SOP_ENT:
+		pb = (ProtobufCMessage *)ent_req__unpack(NULL, len, b);
+		break;
+	case SOP_OBJ:
+		pb = (ProtobufCMessage *)obj_req__unpack(NULL, len, b);
+		break;
+	case SOP_IDX:
+	case SOP_IDX_STATE:
+		pb = (ProtobufCMessage *)idx_req__unpack(NULL, len, b);
+		break;
+	case SOP_LIST:
+		pb = (ProtobufCMessage *)list_req__unpack(NULL, len, b);
+		break;
+	default:
+		return err_set(-EPROTO, "request: opcode %u unknown", op);
+	}
+	if (pb == NULL)
+		return err_set(-EPROTO, "request: opcode %u: body of %zu bytes "
+			       "is not a valid message", op, len);
+	switch (op) {
+	case SOP_ENT:
+		rc = msg_ent_decode(m, (EntReq *)pb);
+		break;
+	case SOP_OBJ:
+		rc = msg_obj_decode(m, (ObjReq *)pb, bulk_len);
+		break;
+	case SOP_IDX:
+		rc = msg_idx_decode(m, (IdxReq *)pb, bulk_len);
+		break;
+	case SOP_IDX_STATE:
+		rc = ((IdxReq *)pb)->id == NULL
+			     ? err_set(-EINVAL, "request: idx_state: id missing")
+			     : 0;
+		msg_id_in(((IdxReq *)pb)->id, &m->mr_req.er_id);
+		break;
+	default:
+		rc = msg_list_decode(m, (ListReq *)pb);
+		break;
+	}
+	protobuf_c_message_free_unpacked(pb, NULL);
+	return rc;
+}
+
+void msg_req_fini(struct msg_req *m)
+{
+	struct eng_req *r = &m->mr_req;
+
+	if (m->mr_op == SOP_IDX && r->er_kind == ER_IDX_NEXT &&
+	    m->mr_arrays != NULL) {
+		/* NEXT filled its slots with malloc'd keys and values. */
+		for (uint32_t i = 0; i < m->mr_nr; i++) {
+			if (m->mr_rcs[i] != 0)
+				continue;
+			if ((uint8_t *)m->mr_keys.bv_buf[i] < m->mr_recs ||
+			    (uint8_t *)m->mr_keys.bv_buf[i] >=
+				    m->mr_recs + m->mr_recs_len)
+				free(m->mr_keys.bv_buf[i]);
+			free(m->mr_vals.bv_buf[i]);
+		}
+	} else if (m->mr_op == SOP_IDX && r->er_kind == ER_IDX_GET &&
+		   m->mr_arrays != NULL) {
+		for (uint32_t i = 0; i < m->mr_nr; i++)
+			if (m->mr_rcs[i] == 0)
+				free(m->mr_vals.bv_buf[i]);
+	}
+	free(m->mr_arrays);
+	free(m->mr_recs);
+	free(m->mr_data);
+	m->mr_arrays = m->mr_recs = NULL;
+	m->mr_data = NULL;
+}
+
+int msg_pack(const ProtobufCMessage *pb, struct msg_buf *b)
+{
+	size_t n = protobuf_c_message_get_packed_size(pb);
+
+	b->mb_p = malloc(n ? n : 1);
+	if (b->mb_p == NULL)
+		return err_set(-ENOMEM, "message of %zu bytes", n);
+	b->mb_len = protobuf_c_message_pack(pb, b->mb_p);
+	return 0;
+}
+
+int msg_recs_pack(const struct clovis_bufvec *keys,
+		  const struct clovis_bufvec *vals, uint32_t from, uint32_t nr,
+		  uint32_t *klen, uint32_t *vlen, uint8_t **out,
+		  size_t *out_len)
+{
+	uint64_t sum = 0;
+	uint8_t *p;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		klen[i] = keys->bv_buf[from + i] != NULL
+				  ? (uint32_t)keys->bv_len[from + i] : 0;
+		sum += klen[i];
+		if (vals != NULL) {
+			vlen[i] = (uint32_t)vals->bv_len[from + i];
+			sum += vlen[i];
+		}
+	}
+	if (sum > MSG_IDX_BYTES_MAX)
+		return err_set(-E2BIG, "index op: %" PRIu64 " bytes of records"
+			       " > %llu", sum, MSG_IDX_BYTES_MAX);
+	p = malloc(sum ? sum : 1);
+	if (p == NULL)
+		return err_set(-ENOMEM, "index op: records");
+	*out = p;
+	*out_len = sum;
+	for (uint32_t i = 0; i < nr; i++) {
+		if (klen[i] != 0)
+			memcpy(p, keys->bv_buf[from + i], klen[i]);
+		p += klen[i];
+	}
+	for (uint32_t i = 0; vals != NULL && i < nr; i++) {
+		if (vlen[i] != 0)
+			memcpy(p, vals->bv_buf[from + i], vlen[i]);
+		p += vlen[i];
+	}
+	return 0;
+}
+
+int msg_reply_decode(const void *body, size_t len, uint32_t want_rcs,
+		     Reply **out)
+{
+	Reply *rp = reply__unpack(NULL, len, body);
+	uint64_t sum = 0;
+
+	if (rp == NULL)
+		return err_set(-EPROTO, "reply of %zu bytes is not a valid "
+			       "message", len);
+	for (size_t i = 0; i < rp->n_klen; i++)
+		sum += rp->klen[i];
+	for (size_t i = 0; i < rp->n_vlen; i++)
+		sum += rp->vlen[i];
+	if ((want_rcs != 0 && (rp->n_rcs > want_rcs || rp->done > want_rcs)) ||
+	    sum != rp->recs.len || rp->n_ids > MSG_LIST_MAX) {
+		size_t nrcs = rp->n_rcs;
+		uint32_t done = rp->done;
+
+		reply__free_unpacked(rp, NULL);
+		return err_set(-EPROTO, "reply: %zu rcs, %u done for %u records,"
+			       " or record lengths not adding up", nrcs, done,
+			       want_rcs);
+	}
+	*out = rp;
+	return 0;
+}

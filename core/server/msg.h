@@ -1,0 +1,148 @@
+/*
+ * msg.h — encoding and decoding of the engine-request protocol
+ * (core/server/strata.proto), shared by the Clovis cluster client
+ * (clovis/cluster.c) and strata-server (core/server/srv_*.c).
+ *
+ * Decoders turn a request body into a struct msg_req: an engine request
+ * (struct eng_req) ready for eng_exec(), plus the vectors and buffers it
+ * points to, all owned by the msg_req.  Every field is checked against the
+ * limits embedded mode enforces (clovis/clovis.h, core/limits.h): ids not
+ * reserved where a handle could not have them, kinds and types known,
+ * extent and record counts at most CLOVIS_VEC_MAX, keys at most
+ * CLOVIS_KEY_MAX bytes, values at most CLOVIS_VAL_MAX, lengths adding up to
+ * the bytes actually sent.  A bad request is refused with -EINVAL / -E2BIG /
+ * -EPROTO and a message naming the field; nothing is allocated past what
+ * the checked counts allow.
+ */
+#ifndef STRATA_CORE_SERVER_MSG_H
+#define STRATA_CORE_SERVER_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/engine.h"
+#include "core/rpc/rpc.h"
+#include "core/server/strata.pb-c.h"
+
+/* Opcodes of the service (rpc opcodes from RPC_OP_USER_MIN). */
+enum msg_op {
+	SOP_ENT = RPC_OP_USER_MIN,  /**< EntReq */
+	SOP_OBJ,                    /**< ObjReq, data as bulk */
+	SOP_IDX,                    /**< IdxReq */
+	SOP_LIST,                   /**< ListReq */
+	SOP_STATUS,                 /**< (empty) */
+	SOP_CONF_GET,               /**< (empty): Reply.text */
+	SOP_IDX_STATE,              /**< IdxReq (id): Reply.exists, .seq */
+	SOP_END
+};
+
+/* Replica flags (EntReq.rflags, IdxReq.rflags). */
+enum msg_rflags {
+	/** A copy of an update to a further replica: Reply.seq of the first
+	 *  replica is in IdxReq.seq. */
+	SRF_REPLICA = 1u << 0,
+	/** Server to server (catch-up pulls): no catch-up check. */
+	SRF_INTERNAL = 1u << 1,
+	/** Index entity op: the server keeps the replica record. */
+	SRF_INDEX = 1u << 2,
+};
+#define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX)
+
+/* Packed index records up to this size travel inside the message; larger
+ * ones as bulk (the RPC layer moves big bulk by RMA).  Well under the RPC
+ * layer's 64 KiB default message size. */
+#define MSG_RECS_INLINE (32u << 10)
+/* GET and NEXT replies carry records up to this many bytes; the client asks
+ * again for the rest (paging).  Same bound as requests. */
+#define MSG_REPLY_BUDGET (32u << 10)
+/* All keys and values of one index op: like CLOVIS_OP_BYTES_MAX for
+ * objects, the most one op may move. */
+#define MSG_IDX_BYTES_MAX CLOVIS_OP_BYTES_MAX
+/* LIST: ids per reply (16 bytes each plus framing, inside a message). */
+#define MSG_LIST_MAX 1024u
+
+/** A decoded request and everything it owns. */
+struct msg_req {
+	struct eng_req mr_req;      /**< first: its er_ci is the commit item */
+	uint32_t mr_op;             /**< SOP_* */
+	uint32_t mr_rflags;         /**< SRF_* */
+	uint64_t mr_incarnation;    /**< EntReq/IdxReq incarnation */
+	uint64_t mr_seq;            /**< IdxReq.seq */
+	/* objects */
+	struct clovis_extvec mr_ext;
+	uint64_t mr_blocks;         /**< blocks the extents cover */
+	uint64_t mr_data_len;       /**< bytes of data (READ, WRITE) */
+	/* indices */
+	uint32_t mr_nr;             /**< records or slots */
+	bool mr_start_null;         /**< NEXT from the first record */
+	struct clovis_bufvec mr_keys;
+	struct clovis_bufvec mr_vals;
+	int32_t *mr_rcs;
+	uint32_t *mr_klen;          /**< wire lengths (copied) */
+	uint32_t *mr_vlen;
+	uint64_t mr_recs_len;       /**< packed bytes the lengths add up to */
+	uint8_t *mr_recs;           /**< packed records (owned) */
+	/* LIST */
+	struct clovis_id mr_after;
+	bool mr_has_after;
+	/* storage */
+	void *mr_arrays;            /**< one allocation for the vectors */
+	void *mr_data;              /**< object data buffer (owned) */
+	struct clovis_bufvec mr_databv;
+	void *mr_databuf[1];
+	size_t mr_datalen[1];
+};
+
+/** Attributes between meta_ent and the wire. */
+void msg_attr_out(SAttr *a, SId *cont, const struct meta_ent *me);
+void msg_attr_in(const SAttr *a, struct meta_ent *me);
+void msg_id_out(SId *s, const struct clovis_id *id);
+void msg_id_in(const SId *s, struct clovis_id *id);
+
+/**
+ * Decode the body of a request with opcode op into m (zeroed first).
+ * bulk_len: bytes of the call's bulk.  Object WRITE data and packed index
+ * records that came as bulk are not fetched here: m->mr_data_len or
+ * m->mr_recs_len tell how much to pull (msg_req_recs_bind() after pulling
+ * records into m->mr_recs).  Returns 0, or -EINVAL/-E2BIG/-EPROTO/-ENOMEM
+ * with a message; msg_req_fini() is safe after either.
+ */
+int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
+		   size_t len, size_t bulk_len);
+
+/** Point the key/value vectors into m->mr_recs (after a bulk pull). */
+void msg_req_recs_bind(struct msg_req *m);
+
+/** Free what m owns (NEXT results in the vectors included). */
+void msg_req_fini(struct msg_req *m);
+
+/** A growable encoded message (malloc'd; free(mb_p)). */
+struct msg_buf {
+	uint8_t *mb_p;
+	size_t mb_len;
+};
+
+/** Pack a protobuf message into b.  0 or -ENOMEM. */
+int msg_pack(const ProtobufCMessage *pb, struct msg_buf *b);
+
+/**
+ * Pack records [from, from + nr) of keys (and vals when non-NULL) into one
+ * malloc'd buffer (keys first, then values) and their lengths into klen /
+ * vlen (caller's arrays of nr).  NULL keys (NEXT's start) count as empty.
+ * Returns 0 or -ENOMEM / -E2BIG (past MSG_IDX_BYTES_MAX).
+ */
+int msg_recs_pack(const struct clovis_bufvec *keys,
+		  const struct clovis_bufvec *vals, uint32_t from, uint32_t nr,
+		  uint32_t *klen, uint32_t *vlen, uint8_t **out,
+		  size_t *out_len);
+
+/**
+ * Decode and check a reply body.  want_rcs: the number of per-record rcs the
+ * request needs (0: any); the records' lengths must add up to recs.
+ * Returns 0 and *out (free with reply__free_unpacked(*out, NULL)), or
+ * -EPROTO with a message.
+ */
+int msg_reply_decode(const void *body, size_t len, uint32_t want_rcs,
+		     Reply **out);
+
+#endif
