@@ -766,8 +766,10 @@ struct clovis_clean_stats {
  * (0..100) of what was written in them have their live data relocated to
  * other zones and are reset.  Data stays readable throughout, and a crash
  * at any point loses nothing (a zone is reset only after the commit that
- * moved its last live byte is durable).  Appends that find no empty zone
- * fail with -ENOSPC until the cleaner has reclaimed one.
+ * moved its last live byte is durable).  Writes never take the last empty
+ * zone (the cleaner's reserve); a write that finds no other room runs the
+ * cleaner on the zone with the most dead bytes itself, and fails with
+ * -ENOSPC only when no zone has dead bytes to reclaim.
  * Returns 0, -EINVAL (not a zoned device, live_pct > 100), or a negative
  * code.
  */

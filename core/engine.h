@@ -233,6 +233,20 @@ struct eng_dev {
 int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
 		     uint64_t len, uint64_t gran, struct eng_spacevec *sv);
 
+/**
+ * eng_space_append() for an ordinary write (core/zone.c).  Ordinary appends
+ * never take the last ZONE_CLEAN_RESERVE empty zone(s): those are the
+ * cleaner's, which needs room to move live bytes before it can reset a
+ * zone.  When no room is left, this runs the cleaner on dev (the zone with
+ * the most dead bytes) and goes on appending, for a bounded number of
+ * rounds; -ENOSPC only when no zone has dead bytes left to reclaim.  The
+ * caller must not be inside an RCU read-side section (the cleaner waits
+ * for freed space to be released after a grace period).
+ */
+int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
+			     uint64_t len, uint64_t gran,
+			     struct eng_spacevec *sv);
+
 /** Is device dev zoned? */
 bool eng_dev_zoned(struct eng *e, uint32_t dev);
 

@@ -385,7 +385,7 @@ static int obj_append_data(struct eng *e, struct eng_req *r, uint32_t dev)
 				memcpy(buf + got, p, len);
 				got += len;
 			}
-			rc = eng_space_append(e, dev, buf, n, 1ull << shift,
+			rc = eng_space_append_reclaim(e, dev, buf, n, 1ull << shift,
 					      &r->er_ci.ci_alloc);
 			left -= n;
 		}

@@ -413,19 +413,22 @@ static uint32_t slot_target(struct sctx *sc, const struct sgroup *sg,
 
 /*
  * Take space for one unit of buf on device d: on a zoned device the unit is
- * appended now (the driver puts it at the write pointer); otherwise space
- * is taken and a write queued in io[*nr] for tier_io_run().  Sets *off.
+ * appended now (the driver puts it at the write pointer; with reclaim, an
+ * ordinary write outside any RCU read-side section, the cleaner may run
+ * to make room); otherwise space is taken and a write queued in io[*nr]
+ * for tier_io_run().  Sets *off.
  */
 static int unit_space(struct eng *e, uint32_t d, uint8_t *buf, uint64_t len,
 		      struct eng_citem *ci, uint64_t *off, struct tier_io *io,
-		      uint32_t *nr)
+		      uint32_t *nr, bool reclaim)
 {
 	struct eng_spacevec *sv = &ci->ci_alloc;
 	int rc;
 
 	ci->ci_devmask[d / 64] |= 1ull << (d % 64);
 	if (eng_dev_zoned(e, d)) {
-		rc = eng_space_append(e, d, buf, len, len, sv);
+		rc = reclaim ? eng_space_append_reclaim(e, d, buf, len, len, sv)
+			     : eng_space_append(e, d, buf, len, len, sv);
 		if (rc == 0)
 			*off = sv->sv_v[sv->sv_nr - 1].sp_off;
 		else
@@ -496,7 +499,7 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 			continue;
 		}
 		rc = unit_space(sc->sc_e, d, sc->sc_bufs[j], sc->sc_unit,
-				&r->er_ci, &u.uu_new.mu_dev_off, io, &nr);
+				&r->er_ci, &u.uu_new.mu_dev_off, io, &nr, true);
 		if (rc != 0)
 			return rc;
 		u.uu_new.mu_dev = (uint16_t)d;
@@ -825,7 +828,7 @@ static void group_read_repair(struct sctx *sc, struct sgroup *sg, uint32_t bad)
 			.mu_len = (uint32_t)sc->sc_unit, .mu_dev = (uint16_t)d,
 			.mu_crc = ec_crc(sc->sc_bufs[j], sc->sc_unit)};
 		rc = unit_space(e, d, sc->sc_bufs[j], sc->sc_unit, &r->er_ci,
-				&u.uu_new.mu_dev_off, io, &nr);
+				&u.uu_new.mu_dev_off, io, &nr, false);
 		if (rc == 0)
 			rc = req_upd_add(r, &u);
 	}
@@ -1332,7 +1335,8 @@ static int walk_unit(struct walk *w, const struct walk_item *it)
 		.mu_len = (uint32_t)sc->sc_unit, .mu_dev = (uint16_t)target,
 		.mu_crc = ec_crc(sc->sc_bufs[slot], sc->sc_unit)};
 	rc = unit_space(e, target, sc->sc_bufs[slot], sc->sc_unit,
-			&w->wk_req->er_ci, &u.uu_new.mu_dev_off, &io, &nio);
+			&w->wk_req->er_ci, &u.uu_new.mu_dev_off, &io, &nio,
+			false);
 	if (rc == 0 && nio > 0)
 		rc = tier_io_run(&io, 1);
 	if (rc != 0) {

@@ -40,35 +40,69 @@ bool eng_dev_zoned(struct eng *e, uint32_t dev)
 	return d != NULL && tier_dev_zoned(d->ed_dev);
 }
 
-/* Find a zone with room, starting at the open one; NULL-free: sets *z. */
+/*
+ * Empty zones ordinary appends leave to the cleaner.  To empty a zone the
+ * cleaner appends its live bytes (up to a whole zone) elsewhere before it
+ * can reset it; if ordinary writes could take the last empty zone, a device
+ * whose zones are all partly live would have nowhere to put them, and no
+ * write could ever succeed again however much of it is dead.  One zone is
+ * enough: every zone cleaned is reset, so the reserve is whole again after
+ * each one.  (It belongs beside the engine limits in core/limits.h; kept
+ * here while that file has another owner.)
+ */
+#define ZONE_CLEAN_RESERVE 1u
+
+/* Rounds of cleaning one write may run to find room (each resets a zone). */
+#define ZONE_RECLAIM_ROUNDS 16u
+
+/*
+ * Find room for an append: the open zone if it is partly written and not
+ * full, else an empty zone (the open one first) provided more than reserve
+ * zones are empty.  Sets *z (and makes it the open zone) and *room (a
+ * multiple of gran).  Called under d->ed_zlock.
+ */
 static int zone_pick(struct eng_dev *d, uint32_t dev, uint64_t gran,
-		     uint32_t *z, uint64_t *room)
+		     uint32_t reserve, uint32_t *z, uint64_t *room)
 {
-	uint32_t nr = tier_dev_zone_nr(d->ed_dev);
+	uint32_t nr = tier_dev_zone_nr(d->ed_dev), empty = 0, pick = UINT32_MAX;
+	struct tier_zone tz;
+	int rc = tier_dev_zone_get(d->ed_dev, d->ed_zopen, &tz);
 
-	for (uint32_t i = 0; i <= nr; i++) {
-		struct tier_zone tz;
-		uint32_t c = i == 0 ? d->ed_zopen : i - 1;
-		int rc = tier_dev_zone_get(d->ed_dev, c, &tz);
-
+	if (rc != 0)
+		return rc;
+	*room = (tz.tz_start + tz.tz_len - tz.tz_wp) / gran * gran;
+	if (tz.tz_wp != tz.tz_start && *room > 0) {
+		*z = d->ed_zopen;
+		return 0;
+	}
+	for (uint32_t c = 0; c < nr; c++) {
+		rc = tier_dev_zone_get(d->ed_dev, c, &tz);
 		if (rc != 0)
 			return rc;
-		if (i > 0 && tz.tz_wp != tz.tz_start)
-			continue; /* only empty zones besides the open one */
-		*room = (tz.tz_start + tz.tz_len - tz.tz_wp) / gran * gran;
-		if (*room > 0) {
-			*z = c;
-			d->ed_zopen = c;
-			return 0;
-		}
+		if (tz.tz_wp != tz.tz_start || tz.tz_len < gran)
+			continue;
+		empty++;
+		if (pick == UINT32_MAX || c == d->ed_zopen)
+			pick = c;
 	}
-	return err_set(-ENOSPC, "device %u (%s): no empty zone left; the "
-		       "SMR cleaner must reclaim dead space", dev,
-		       d->ed_dev->td_path);
+	if (empty <= reserve)
+		return err_set(-ENOSPC, "device %u (%s): no empty zone left "
+			       "(%u kept for the cleaner); the SMR cleaner "
+			       "must reclaim dead space", dev,
+			       d->ed_dev->td_path, reserve);
+	rc = tier_dev_zone_get(d->ed_dev, pick, &tz);
+	if (rc != 0)
+		return rc;
+	*room = tz.tz_len / gran * gran;
+	*z = pick;
+	d->ed_zopen = pick;
+	return 0;
 }
 
-int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
-		     uint64_t len, uint64_t gran, struct eng_spacevec *sv)
+/* Append as eng_space_append(); reserve: empty zones to leave alone. */
+static int space_append(struct eng *e, uint32_t dev, const void *buf,
+			uint64_t len, uint64_t gran, uint32_t reserve,
+			struct eng_spacevec *sv)
 {
 	struct eng_dev *d = eng_dev_get(e, dev);
 	const uint8_t *p = buf;
@@ -81,7 +115,7 @@ int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
 		uint64_t room, n, off;
 		uint32_t z = 0;
 
-		rc = zone_pick(d, dev, gran, &z, &room);
+		rc = zone_pick(d, dev, gran, reserve, &z, &room);
 		if (rc != 0)
 			break;
 		n = len < room ? len : room;
@@ -100,6 +134,40 @@ int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
 		len -= n;
 	}
 	pthread_mutex_unlock(&d->ed_zlock);
+	return rc;
+}
+
+int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
+		     uint64_t len, uint64_t gran, struct eng_spacevec *sv)
+{
+	return space_append(e, dev, buf, len, gran, ZONE_CLEAN_RESERVE, sv);
+}
+
+static int zone_reclaim(struct eng *e, uint32_t dev);
+
+int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
+			     uint64_t len, uint64_t gran,
+			     struct eng_spacevec *sv)
+{
+	const uint8_t *p = buf;
+	int rc = -ENOSPC;
+
+	for (uint32_t round = 0; rc == -ENOSPC && round <= ZONE_RECLAIM_ROUNDS;
+	     round++) {
+		uint32_t first = sv->sv_nr;
+
+		if (round > 0 && zone_reclaim(e, dev) != 0)
+			break; /* nothing to reclaim: the -ENOSPC stands */
+		rc = eng_space_append(e, dev, p, len, gran, sv);
+		for (uint32_t i = first; i < sv->sv_nr; i++) {
+			p += sv->sv_v[i].sp_len;
+			len -= sv->sv_v[i].sp_len;
+		}
+	}
+	if (rc == -ENOSPC)
+		err_set(rc, "device %u (%s): no empty zone left, and the SMR "
+			"cleaner found no dead space to reclaim", dev,
+			eng_dev_get(e, dev)->ed_dev->td_path);
 	return rc;
 }
 
@@ -218,7 +286,7 @@ static int zc_copy(struct eng *e, struct zclean *zc, uint32_t dev,
 		return err_set(-ENOMEM, "cleaner buffer of %" PRIu64, len);
 	rc = tier_dev_read(d->ed_dev, off, buf, len);
 	if (rc == 0)
-		rc = eng_space_append(e, dev, buf, len, gran, sv);
+		rc = space_append(e, dev, buf, len, gran, 0, sv);
 	free(buf);
 	if (rc == 0 && sv->sv_nr - first > ZMOVE_RUNS)
 		rc = err_set(-E2BIG, "cleaner: a record split in %u runs",
@@ -260,9 +328,9 @@ static int zc_ext(struct eng *e, MDB_txn *txn, struct zclean *zc,
 		void *zero = calloc(1, x.mx_nr_blks << me.me_block_shift);
 
 		rc = zero == NULL ? -ENOMEM :
-		     eng_space_append(e, dev, zero,
+		     space_append(e, dev, zero,
 				      x.mx_nr_blks << me.me_block_shift,
-				      1ull << me.me_block_shift,
+				      1ull << me.me_block_shift, 0,
 				      &zc->zc_ci.ci_alloc);
 		free(zero);
 		if (rc != 0) {
@@ -424,17 +492,77 @@ static int zone_clean(struct eng *e, uint32_t dev, const struct tier_zone *tz,
 		goto out;
 	}
 	pthread_mutex_lock(&d->ed_zlock);
-	rc = tier_dev_zone_reset(d->ed_dev,
-				 (uint32_t)(tz->tz_start / tz->tz_len));
+	if (alloc_used_in(&d->ed_alloc, tz->tz_start >> LIM_ALLOC_UNIT_SHIFT,
+			  tz->tz_len >> LIM_ALLOC_UNIT_SHIFT) == 0) {
+		rc = tier_dev_zone_reset(d->ed_dev,
+					 (uint32_t)(tz->tz_start / tz->tz_len));
+		if (rc == 0)
+			st->cs_zones_reset++;
+	}
 	pthread_mutex_unlock(&d->ed_zlock);
-	if (rc == 0)
-		st->cs_zones_reset++;
 out:
 	eng_spacevec_fini(&zc.zc_ci.ci_alloc);
 	eng_spacevec_fini(&zc.zc_ci.ci_freed);
 	free(zc.zc_v);
 	pthread_mutex_destroy(&zc.zc_lock);
 	pthread_cond_destroy(&zc.zc_cond);
+	return rc;
+}
+
+/*
+ * One cleaner at a time in the process: two cleaning one zone would each
+ * copy its records (the second copies lose their compare and swap, which
+ * is safe but wasted), and one could reset a zone the other just emptied
+ * and writers began to fill.
+ */
+static pthread_mutex_t zone_clean_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Live bytes of zone tz of d. */
+static uint64_t zone_live(struct eng_dev *d, const struct tier_zone *tz)
+{
+	return alloc_used_in(&d->ed_alloc, tz->tz_start >> LIM_ALLOC_UNIT_SHIFT,
+			     tz->tz_len >> LIM_ALLOC_UNIT_SHIFT)
+	       << LIM_ALLOC_UNIT_SHIFT;
+}
+
+/*
+ * For a write that found no room: clean the zone of dev with the most dead
+ * bytes (not the open one).  Returns 0 when a zone was reset, -ENOSPC when
+ * no zone has dead bytes (cleaning would free nothing), or an error.
+ */
+static int zone_reclaim(struct eng *e, uint32_t dev)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+	struct eng_clean_stats st = {0};
+	struct tier_zone best = {0}, tz;
+	uint64_t most = 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&zone_clean_lock);
+	for (uint32_t z = 0; rc == 0 && z < tier_dev_zone_nr(d->ed_dev); z++) {
+		uint64_t written, live;
+
+		rc = tier_dev_zone_get(d->ed_dev, z, &tz);
+		if (rc != 0 || z == d->ed_zopen)
+			continue;
+		written = tz.tz_wp - tz.tz_start;
+		live = zone_live(d, &tz);
+		if (written > live && written - live > most) {
+			most = written - live;
+			best = tz;
+		}
+	}
+	if (rc == 0 && most == 0)
+		rc = -ENOSPC;
+	if (rc == 0)
+		rc = zone_clean(e, dev, &best, &st);
+	if (rc == 0 && st.cs_zones_reset == 0)
+		rc = -ENOSPC;
+	pthread_mutex_unlock(&zone_clean_lock);
+	if (rc == 0)
+		LOG_INFO("device %u: write found no room; cleaner reset the zone "
+			 "at %" PRIu64 " (%" PRIu64 " dead bytes)", dev,
+			 best.tz_start, most);
 	return rc;
 }
 
@@ -456,20 +584,17 @@ int eng_smr_clean(struct eng *e, uint32_t dev, uint32_t live_pct,
 			continue;
 		for (uint32_t z = 0; rc == 0 && z < tier_dev_zone_nr(d->ed_dev);
 		     z++) {
-			struct tier_zone tz;
+			struct tier_zone tz = {0};
 			uint64_t written, live;
 
+			pthread_mutex_lock(&zone_clean_lock);
 			rc = tier_dev_zone_get(d->ed_dev, z, &tz);
 			written = tz.tz_wp - tz.tz_start;
-			if (rc != 0 || z == d->ed_zopen || written == 0)
-				continue;
-			live = alloc_used_in(&d->ed_alloc,
-					     tz.tz_start >> LIM_ALLOC_UNIT_SHIFT,
-					     tz.tz_len >> LIM_ALLOC_UNIT_SHIFT)
-			       << LIM_ALLOC_UNIT_SHIFT;
-			if (live * 100 > written * live_pct)
-				continue;
-			rc = zone_clean(e, i, &tz, st);
+			live = rc == 0 ? zone_live(d, &tz) : 0;
+			if (rc == 0 && z != d->ed_zopen && written > 0 &&
+			    live * 100 <= written * live_pct)
+				rc = zone_clean(e, i, &tz, st);
+			pthread_mutex_unlock(&zone_clean_lock);
 		}
 	}
 	eng_thread_leave();

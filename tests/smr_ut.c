@@ -1,9 +1,11 @@
 /*
  * smr_ut.c — plain objects on the SMR tier through the Clovis API: appends
  * and overwrites (dead space grows, empty zones run out), the cleaner
- * (clovis_smr_clean at 50 % and 100 % live), -ENOSPC when no zone is empty
- * until the cleaner has run, a reader thread checking objects while the
- * cleaner moves them, and a reopen after cleaning.
+ * (clovis_smr_clean at 50 % and 100 % live), writes that run the cleaner
+ * themselves when only the cleaner's reserved zone is left, -ENOSPC only
+ * when live data fills the device, a reader thread checking objects while
+ * the cleaner moves them, a reopen after cleaning, and a device whose zones
+ * are all partly live (the cleaner's reserve).
  *
  * The store has one flash device (for the default layout) and one SMR
  * device of 16 MiB in 1 MiB zones, so zones fill after a few writes.  The
@@ -306,11 +308,19 @@ static void test_clean(void)
 	CU_ASSERT(sobj_check(&s2));
 }
 
-/* With no empty zone left a write fails with -ENOSPC (naming the
- * cleaner) and changes nothing; after cleaning it succeeds. */
+/*
+ * Overwrites never wedge on dead space: when only the cleaner's reserved
+ * empty zone is left, a write runs the cleaner on the zone with the most
+ * dead bytes and goes on (40 overwrites of 1 MiB, all succeed, and the
+ * reserve is still empty after them).  -ENOSPC (naming the cleaner) comes
+ * only when live data fills every zone but the reserve; it changes
+ * nothing, and the cleaner can still move a whole live zone through the
+ * reserve.  Once that data is deleted, writes succeed again.
+ */
 static void test_enospc(void)
 {
 	struct clovis_clean_stats cs;
+	struct sobj big = {0};
 	char msg[MSG_LEN] = "";
 	int rc = 0, writes = 0;
 
@@ -319,18 +329,34 @@ static void test_enospc(void)
 		rc = sobj_write(&s3, 0, 16, 300 + (uint64_t)writes, msg);
 		writes++;
 	}
+	if (rc != 0)
+		fprintf(stderr, "smr: overwrite %d: %d %s\n", writes, rc, msg);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(smr_info().di_zones_empty >= 1);
+	CU_ASSERT(sobj_check(&s3));
+	/* Fill the device with live data: 11 MiB more than the 5 MiB live,
+	 * while 15 zones of 1 MiB are open to ordinary writes. */
+	CU_ASSERT_EQUAL_FATAL(sobj_make(&big, 1027, 176, true), 0);
+	rc = 0;
+	for (uint64_t b = 0; rc == 0 && b < big.so_nb; b += 16)
+		rc = sobj_write(&big, b, 16, 350 + b, msg);
 	CU_ASSERT_EQUAL(rc, -ENOSPC);
-	CU_ASSERT(writes > 5);
 	CU_ASSERT_PTR_NOT_NULL(strstr(msg, "cleaner"));
-	CU_ASSERT_EQUAL(smr_info().di_zones_empty, 0);
+	CU_ASSERT_EQUAL(smr_info().di_zones_empty, 1);
+	CU_ASSERT(sobj_check(&big));
 	CU_ASSERT(sobj_check(&s3));
 	CU_ASSERT(sobj_check(&s1));
 	CU_ASSERT(sobj_check(&s2));
-	CU_ASSERT_EQUAL(clovis_smr_clean(cl, smr_dev, 50, &cs), 0);
+	CU_ASSERT_EQUAL(clovis_smr_clean(cl, smr_dev, 100, &cs), 0);
 	CU_ASSERT(cs.cs_zones_reset > 0);
-	CU_ASSERT(smr_info().di_zones_empty > 0);
+	CU_ASSERT_EQUAL(smr_info().di_zones_empty, 1);
+	CU_ASSERT(sobj_check(&big));
+	CU_ASSERT_EQUAL(ent_sync(&big.so_o.ob_entity, CLOVIS_EO_DELETE), 0);
+	free(big.so_model);
 	CU_ASSERT_EQUAL(sobj_write(&s3, 0, 16, 399, msg), 0);
 	CU_ASSERT(sobj_check(&s3));
+	CU_ASSERT(sobj_check(&s1));
+	CU_ASSERT(sobj_check(&s2));
 }
 
 /** What the reader and writer threads did. */
@@ -360,9 +386,9 @@ static void *reader_main(void *arg)
 }
 
 /* Overwrite random ranges of S3 until told to stop.  It leaves the
- * cleaner room: it waits while fewer than 3 zones are empty (see
- * test_bug_cleaner_wedged for what happens otherwise).  -ENOSPC (an
- * append that found no room after all) is counted and changes nothing. */
+ * explicit cleaner something to do: it waits while fewer than 3 zones are
+ * empty.  -ENOSPC (an append that found no room after all) is counted and
+ * changes nothing. */
 static void *writer_main(void *arg)
 {
 	struct worker *w = arg;
@@ -450,25 +476,21 @@ static void test_reopen(void)
 	CU_ASSERT(sobj_check(&s3));
 }
 
-/* ------------------------------------------------------------ known bugs */
-
 /*
- * KNOWN BUG (not in the default run; set STRATA_UT_KNOWN_BUGS=1 to run
- * it): a 6 MiB object on the 16 MiB device, then small random overwrites
- * until -ENOSPC, leave every zone partly live (no zone is all dead).
- * clovis_smr_clean() then fails with -ENOSPC at any live_pct: to move a
- * zone's live bytes it needs room in the open zone or an empty one
- * (zc_copy -> eng_space_append -> zone_pick, core/zone.c), and appends of
- * ordinary writes were allowed to take the last empty zone, so none is
- * left for the cleaner.  10 MiB are dead, yet the store takes no write
- * any more, and a restart does not help.  Writers should stop short of
- * the last empty zone (a reserve for the cleaner).
+ * The cleaner is never wedged (it once was: ordinary appends took the last
+ * empty zone, so with every zone partly live the cleaner had nowhere to
+ * move live bytes, clovis_smr_clean() failed with -ENOSPC at any live_pct
+ * and the store took no more writes with 10 MiB dead).  A 6 MiB object on
+ * the 16 MiB device, then 600 small random overwrites: all succeed (writes
+ * run the cleaner when only the reserve is left), the explicit cleaner
+ * works at 100 %, and the data reads back exactly, also after a reopen.
  */
-static void test_bug_cleaner_wedged(void)
+static void test_cleaner_reserve(void)
 {
 	struct clovis *shared = cl;
 	struct clovis_clean_stats cs;
 	struct sobj w = {0};
+	char msg[MSG_LEN] = "";
 	uint32_t seed = 3;
 	int rc = 0, n = 0;
 
@@ -476,21 +498,27 @@ static void test_bug_cleaner_wedged(void)
 	CU_ASSERT_EQUAL_FATAL(store_open(), 0);
 	CU_ASSERT_EQUAL_FATAL(sobj_make(&w, 2000, 96, true), 0);
 	CU_ASSERT_EQUAL(sobj_write(&w, 0, 96, 6999, NULL), 0);
-	while (rc == 0 && n++ < 5000) {
+	while (rc == 0 && n++ < 600) {
 		uint64_t s = (uint64_t)rand_r(&seed) % 94;
 
 		rc = sobj_write(&w, s, 1 + (uint64_t)rand_r(&seed) % 3, 7000 + n,
-				NULL);
+				msg);
 	}
-	CU_ASSERT_EQUAL(rc, -ENOSPC);
-	fprintf(stderr, "smr: %d writes; live %" PRIu64 " of %llu bytes\n", n,
-		smr_live(), DEV_SIZE);
+	if (rc != 0)
+		fprintf(stderr, "smr: write %d: %d %s\n", n, rc, msg);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(smr_info().di_zones_empty >= 1);
+	CU_ASSERT(sobj_check(&w));
 	rc = clovis_smr_clean(cl, smr_dev, 100, &cs);
 	if (rc != 0)
 		fprintf(stderr, "smr: clean: %d %s\n", rc, clovis_errmsg());
 	CU_ASSERT_EQUAL(rc, 0);
 	CU_ASSERT(cs.cs_zones_reset > 0);
 	CU_ASSERT_EQUAL(sobj_write(&w, 0, 4, 7999, NULL), 0);
+	CU_ASSERT(sobj_check(&w));
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL_FATAL(store_open(), 0);
+	CU_ASSERT_EQUAL_FATAL(sobj_make(&w, 2000, 96, false), 0);
 	CU_ASSERT(sobj_check(&w));
 	free(w.so_model);
 	clovis_fini(cl);
@@ -543,10 +571,8 @@ int smr_ut_add(void)
 	    !CU_add_test(s, "enospc", test_enospc) ||
 	    !CU_add_test(s, "clean_with_reader", test_clean_with_reader) ||
 	    !CU_add_test(s, "reopen", test_reopen) ||
-	    !CU_add_test(s, "errmsg_wrap", test_errmsg_wrap))
-		return -1;
-	if (getenv("STRATA_UT_KNOWN_BUGS") != NULL &&
-	    !CU_add_test(s, "bug_cleaner_wedged", test_bug_cleaner_wedged))
+	    !CU_add_test(s, "errmsg_wrap", test_errmsg_wrap) ||
+	    !CU_add_test(s, "cleaner_reserve", test_cleaner_reserve))
 		return -1;
 	return 0;
 }
