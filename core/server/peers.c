@@ -1,0 +1,204 @@
+/*
+ * peers.c — connections to the servers of a cluster (see peers.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/peers.h"
+
+struct peer_slot {
+	pthread_mutex_t ps_lock;
+	struct rpc_peer *ps_peer;
+	uint64_t ps_down_until_ms;  /* 0: not known down */
+};
+
+struct peers {
+	const struct clu_conf *p_conf;
+	struct rpc_ep *p_ep;
+	bool p_own_ep;
+	struct peer_slot p_slots[CLU_SERVERS_MAX];
+};
+
+static uint64_t peers_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int peers_create(struct peers **out, const struct clu_conf *c,
+		 struct rpc_ep *ep)
+{
+	struct peers *p = calloc(1, sizeof *p);
+	int rc;
+
+	if (p == NULL)
+		return err_set(-ENOMEM, "cluster %s: peer table", c->cc_name);
+	p->p_conf = c;
+	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++)
+		pthread_mutex_init(&p->p_slots[i].ps_lock, NULL);
+	if (ep == NULL) {
+		struct rpc_conf rc_conf = {
+			.rc_provider = c->cc_provider,
+			.rc_secret = c->cc_secret,
+			.rc_secret_len = c->cc_secret_len,
+			.rc_max_msg = 2u << 20,
+		};
+
+		rc = rpc_ep_open(&ep, &rc_conf, NULL, 0);
+		if (rc != 0) {
+			free(p);
+			return err_set(rc, "cluster %s: client endpoint: %s",
+				       c->cc_name, err_msg());
+		}
+		p->p_own_ep = true;
+	}
+	p->p_ep = ep;
+	*out = p;
+	return 0;
+}
+
+void peers_destroy(struct peers *p)
+{
+	if (p == NULL)
+		return;
+	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++) {
+		if (p->p_slots[i].ps_peer != NULL)
+			rpc_peer_close(p->p_slots[i].ps_peer);
+		pthread_mutex_destroy(&p->p_slots[i].ps_lock);
+	}
+	if (p->p_own_ep)
+		rpc_ep_close(p->p_ep);
+	free(p);
+}
+
+struct rpc_ep *peers_ep(struct peers *p)
+{
+	return p->p_ep;
+}
+
+bool peers_rc_transport(int rc)
+{
+	switch (rc) {
+	case -ETIMEDOUT:
+	case -ESHUTDOWN:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ENOTCONN:
+	case -EHOSTUNREACH:
+	case -EHOSTDOWN:
+	case -ENETUNREACH:
+	case -EPIPE:
+	case -EACCES:
+	case -EPROTO:
+	case -ECANCELED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+bool peers_live(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	bool live;
+
+	pthread_mutex_lock(&s->ps_lock);
+	live = s->ps_down_until_ms == 0 || peers_now_ms() >= s->ps_down_until_ms;
+	pthread_mutex_unlock(&s->ps_lock);
+	return live;
+}
+
+/* The connection to server i (made now if needed), or an error. */
+static int peers_get(struct peers *p, uint32_t i, struct rpc_peer **out)
+{
+	const struct clu_server *sv = &p->p_conf->cc_servers[i];
+	struct peer_slot *s = &p->p_slots[i];
+	int rc = 0;
+
+	pthread_mutex_lock(&s->ps_lock);
+	if (s->ps_peer == NULL) {
+		if (s->ps_down_until_ms != 0 &&
+		    peers_now_ms() < s->ps_down_until_ms) {
+			rc = err_set(-EHOSTDOWN, "server %s (%s:%u) is down "
+				     "(retried every %u ms)", sv->cs_name,
+				     sv->cs_addr, sv->cs_port, PEERS_RETRY_MS);
+		} else {
+			rc = rpc_connect(p->p_ep, sv->cs_addr, sv->cs_port,
+					 (int)p->p_conf->cc_connect_ms,
+					 &s->ps_peer);
+			if (rc != 0) {
+				s->ps_peer = NULL;
+				s->ps_down_until_ms = peers_now_ms() +
+						      PEERS_RETRY_MS;
+				rc = err_set(rc, "server %s (%s:%u): %s",
+					     sv->cs_name, sv->cs_addr,
+					     sv->cs_port, err_msg());
+			} else {
+				s->ps_down_until_ms = 0;
+			}
+		}
+	}
+	*out = s->ps_peer;
+	pthread_mutex_unlock(&s->ps_lock);
+	return rc;
+}
+
+/* A transport failure on peer: forget it and mark the server down. */
+static void peers_fail(struct peers *p, uint32_t i, struct rpc_peer *peer)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	struct rpc_peer *old = NULL;
+
+	pthread_mutex_lock(&s->ps_lock);
+	if (s->ps_peer == peer) {
+		old = peer;
+		s->ps_peer = NULL;
+		s->ps_down_until_ms = peers_now_ms() + PEERS_RETRY_MS;
+	}
+	pthread_mutex_unlock(&s->ps_lock);
+	if (old != NULL) {
+		LOG_WARNING("server %s marked down: %s",
+			    p->p_conf->cc_servers[i].cs_name, err_msg());
+		rpc_peer_close(old);
+	}
+}
+
+int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
+	       size_t len, const struct rpc_bulk *bulk, struct rpc_result *res)
+{
+	const struct clu_server *sv = &p->p_conf->cc_servers[i];
+	struct rpc_peer *peer;
+	int rc;
+
+	memset(res, 0, sizeof *res);
+	for (uint32_t t = 0; t <= PEERS_BUSY_RETRIES; t++) {
+		rc = peers_get(p, i, &peer);
+		if (rc != 0)
+			return rc;
+		rc = rpc_call(peer, op, body, len, bulk,
+			      (int)p->p_conf->cc_call_ms, res);
+		if (rc == 0)
+			rc = res->rr_status;
+		if (rc != -EBUSY)
+			break;
+		free(res->rr_body);
+		memset(res, 0, sizeof *res);
+		usleep(PEERS_BUSY_PAUSE_MS * 1000);
+	}
+	if (rc != 0) {
+		err_set(rc, "server %s: %s", sv->cs_name,
+			res->rr_msg[0] != '\0' ? res->rr_msg : err_msg());
+		if (peers_rc_transport(rc))
+			peers_fail(p, i, peer);
+	}
+	return rc;
+}

@@ -1,0 +1,61 @@
+/*
+ * peers.h — connections from one process to the servers of a cluster,
+ * shared by the Clovis cluster client (clovis/cluster.c) and strata-server
+ * (index catch-up pulls from peer replicas).
+ *
+ * A connection is made on first use (rpc_connect() with the cluster's
+ * connect timeout) and kept.  A call that fails in the transport (timeout,
+ * refused, reset, shut down, authentication) closes the connection and
+ * marks the server down for PEERS_RETRY_MS: calls to it fail at once with
+ * -EHOSTDOWN until then, after which the next call connects afresh (a
+ * restarted server is picked up this way).  -EBUSY (the server's queue is
+ * full) is retried a bounded number of times with a short pause.
+ */
+#ifndef STRATA_CORE_SERVER_PEERS_H
+#define STRATA_CORE_SERVER_PEERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/clu_conf.h"
+#include "core/rpc/rpc.h"
+
+/* A server found down is not tried again for this long: long enough that a
+ * dead server costs one timeout per second, not one per op. */
+#define PEERS_RETRY_MS 1000u
+/* -EBUSY retries of one call, PEERS_BUSY_PAUSE_MS apart. */
+#define PEERS_BUSY_RETRIES 20u
+#define PEERS_BUSY_PAUSE_MS 5u
+
+struct peers;
+
+/**
+ * Make the table for cluster c (which must outlive it).  ep: an endpoint to
+ * call from (a server's own), or NULL to open a client endpoint with the
+ * cluster's provider and secret.  Returns 0 and *out, or a negative code.
+ */
+int peers_create(struct peers **out, const struct clu_conf *c,
+		 struct rpc_ep *ep);
+
+/** Close every connection (and the endpoint if peers_create() opened it). */
+void peers_destroy(struct peers *p);
+
+/** Is server i not known to be down? */
+bool peers_live(struct peers *p, uint32_t i);
+
+/** Is rc a transport failure (the server is unreachable), not an answer? */
+bool peers_rc_transport(int rc);
+
+/**
+ * Call server i (see rpc_call()).  Returns the call's status: the server's
+ * answer (0 or negative, message in res->rr_msg and err_msg()) or a
+ * transport failure (-ETIMEDOUT, -EHOSTDOWN, ...).  res->rr_body is the
+ * caller's to free() whatever the status.
+ */
+int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
+	       size_t len, const struct rpc_bulk *bulk, struct rpc_result *res);
+
+/** The endpoint the table calls from. */
+struct rpc_ep *peers_ep(struct peers *p);
+
+#endif

@@ -1,0 +1,654 @@
+/*
+ * srv.c — strata-server's request handlers (see srv.h, docs/cluster.md).
+ *
+ *   rpc handler thread   srv_handle(): decode and check (msg.c); reads run
+ *                        and answer here; updates go to the engine
+ *                        (eng_exec) and are answered from their ci_done,
+ *                        when durable.  Index requests for a replica not yet
+ *                        verified in this run are parked for the syncer.
+ *   syncer thread        srv_syncer(): verifies parked indices against the
+ *                        peer replicas (srv_idx.c), then runs their
+ *                        requests.
+ * Object requests use the attributes stored here, never the client's: the
+ * client's creation time is only checked as the handle's incarnation.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/srv_internal.h"
+
+static pthread_key_t srv_tls_key;
+static pthread_once_t srv_tls_once = PTHREAD_ONCE_INIT;
+
+static void srv_tls_leave(void *v)
+{
+	(void)v;
+	eng_thread_leave();
+}
+
+static void srv_tls_make(void)
+{
+	pthread_key_create(&srv_tls_key, srv_tls_leave);
+}
+
+/* RPC handler threads are the RPC layer's: register them with the engine
+ * on first use; the key's destructor unregisters them at thread exit. */
+static void srv_thread_enter(void)
+{
+	pthread_once(&srv_tls_once, srv_tls_make);
+	if (pthread_getspecific(srv_tls_key) == NULL) {
+		eng_thread_enter();
+		pthread_setspecific(srv_tls_key, (void *)1);
+	}
+}
+
+uint64_t srv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------ replies */
+
+static void srv_op_free(struct srv_op *so)
+{
+	struct srv *s = so->so_srv;
+
+	msg_req_fini(&so->so_m);
+	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_alloc);
+	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_freed);
+	free(so);
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+}
+
+void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg)
+{
+	struct msg_buf b = {0};
+
+	if (rc == 0 && rp != NULL && msg_pack(&rp->base, &b) != 0) {
+		rc = -ENOMEM;
+		msg = err_msg();
+	}
+	rpc_sreq_reply(so->so_req, rc, b.mb_p, b.mb_len,
+		       rc != 0 ? (msg != NULL ? msg : err_msg()) : NULL);
+	free(b.mb_p);
+	srv_op_free(so);
+}
+
+void srv_reply_err(struct srv_op *so, int rc)
+{
+	srv_reply(so, rc, NULL, err_msg());
+}
+
+/* Answer with the request's attributes (entity ops, updates). */
+static void srv_reply_attr(struct srv_op *so, uint64_t seq)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	Reply rp = REPLY__INIT;
+	SAttr a;
+	SId c;
+
+	msg_attr_out(&a, &c, &r->er_ent);
+	if (so->so_ridx != NULL)
+		a.ctime_ns = so->so_ridx->ri_inc;
+	rp.attr = &a;
+	rp.bytes = r->er_bytes;
+	rp.seq = seq;
+	if (r->er_rcs != NULL && (r->er_kind == ER_IDX_PUT ||
+				  r->er_kind == ER_IDX_DEL)) {
+		rp.n_rcs = so->so_m.mr_nr;
+		rp.rcs = r->er_rcs;
+	}
+	srv_reply(so, 0, &rp, NULL);
+}
+
+/* ------------------------------------------------------------ updates */
+
+/* Second stage of an update: its replica record is durable. */
+void srv_seq_done_cb(struct eng_citem *ci, int rc)
+{
+	struct srv_op *so = (struct srv_op *)((char *)ci -
+					      offsetof(struct srv_op, so_seq_ci));
+
+	if (rc != 0)
+		LOG_WARNING("index %s: replica record not saved: %s",
+			    eng_id_str(&so->so_m.mr_req.er_id), ci->ci_msg);
+	srv_reply_attr(so, so->so_new_seq);
+}
+
+/* The engine finished an update (durable, or failed). */
+static void srv_upd_done(struct eng_citem *ci, int rc)
+{
+	struct srv_op *so = (struct srv_op *)ci;
+	struct srv *s = so->so_srv;
+
+	if (rc != 0) {
+		srv_reply(so, rc, NULL, ci->ci_msg);
+		return;
+	}
+	if (!srv_ridx_after_update(s, so)) {
+		srv_reply_attr(so, 0);
+		return;
+	}
+	eng_commit_submit(s->s_eng, &so->so_seq_ci);
+}
+
+/* Run the prepared request: reads answer now, updates when durable. */
+static void srv_run(struct srv_op *so)
+{
+	struct srv *s = so->so_srv;
+	struct eng_req *r = &so->so_m.mr_req;
+	int rc;
+
+	r->er_ci.ci_done = srv_upd_done;
+	r->er_ci.ci_executed = NULL;
+	err_clear();
+	rc = eng_exec(s->s_eng, r);
+	if (rc == ENG_PENDING)
+		return;
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	switch (r->er_kind) {
+	case ER_OBJ_READ:
+		srv_obj_read_reply(so);
+		break;
+	case ER_IDX_GET:
+	case ER_IDX_NEXT:
+		srv_idx_read_reply(so);
+		break;
+	default:
+		srv_reply_attr(so, so->so_ridx != NULL ? so->so_ridx->ri_seq : 0);
+		break;
+	}
+}
+
+void srv_run_prepared(struct srv_op *so)
+{
+	srv_run(so);
+}
+
+/* ------------------------------------------------------------ objects */
+
+/* Fill r->er_ent from the stored record, checking type and incarnation. */
+static int srv_obj_attrs(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
+	mdb_txn_abort(txn);
+	if (rc == -ENOENT || (rc == 0 && me.me_type != CLOVIS_ET_OBJ))
+		return err_set(-ENOENT, "object %s does not exist on server "
+			       "%s", eng_id_str(&r->er_id), s->s_me->cs_name);
+	if (rc != 0)
+		return rc;
+	if (me.me_ctime_ns != so->so_m.mr_incarnation)
+		return err_set(-ENOENT, "object %s was deleted (and made again) "
+			       "since this handle opened it",
+			       eng_id_str(&r->er_id));
+	r->er_ent = me;
+	return 0;
+}
+
+void srv_obj_read_reply(struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	int rc = rpc_sreq_bulk_push(so->so_req, 0, so->so_m.mr_data,
+				    so->so_m.mr_data_len);
+
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	(void)r;
+	srv_reply_attr(so, 0);
+}
+
+static void srv_obj(struct srv *s, struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	struct eng_req *r = &m->mr_req;
+	size_t bulk = rpc_sreq_bulk_len(so->so_req);
+	int rc = srv_obj_attrs(s, so);
+
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	if (r->er_kind == ER_OBJ_READ || r->er_kind == ER_OBJ_WRITE) {
+		uint32_t shift = r->er_ent.me_block_shift;
+
+		if (m->mr_blocks > (CLOVIS_OP_BYTES_MAX >> shift) ||
+		    (m->mr_blocks << shift) != bulk) {
+			__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+			srv_reply_err(so, err_set(-EINVAL, "request: object %s: "
+						  "%" PRIu64 " blocks of %u bytes"
+						  " but %zu bytes of data "
+						  "(at most %llu)",
+						  eng_id_str(&r->er_id),
+						  m->mr_blocks, 1u << shift,
+						  bulk, CLOVIS_OP_BYTES_MAX));
+			return;
+		}
+		m->mr_data_len = bulk;
+		m->mr_data = malloc(bulk);
+		if (m->mr_data == NULL) {
+			srv_reply_err(so, err_set(-ENOMEM, "object %s: %zu "
+						  "bytes", eng_id_str(&r->er_id),
+						  bulk));
+			return;
+		}
+		if (r->er_kind == ER_OBJ_WRITE) {
+			rc = rpc_sreq_bulk_pull(so->so_req, 0, m->mr_data, bulk);
+			if (rc != 0) {
+				srv_reply_err(so, rc);
+				return;
+			}
+		}
+		m->mr_databuf[0] = m->mr_data;
+		m->mr_datalen[0] = bulk;
+		m->mr_databv = (struct clovis_bufvec){1, m->mr_databuf,
+						      m->mr_datalen};
+		r->er_data = &m->mr_databv;
+	}
+	srv_run(so);
+}
+
+/* ------------------------------------------------------------ entities */
+
+static void srv_ent(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+
+	if (r->er_type == CLOVIS_ET_IDX && (so->so_m.mr_rflags & SRF_INDEX)) {
+		srv_idx_ent(s, so);
+		return;
+	}
+	if (r->er_type == CLOVIS_ET_OBJ || r->er_type == CLOVIS_ET_IDX)
+		r->er_ent.me_ctime_ns = so->so_m.mr_incarnation ?
+			so->so_m.mr_incarnation : r->er_ent.me_ctime_ns;
+	srv_run(so);
+}
+
+/* ------------------------------------------------------------ listing */
+
+static int srv_list_walk(struct srv *s, MDB_txn *txn, struct msg_req *m,
+			 SId *ids, SId **ptrs, size_t *nr)
+{
+	struct meta *mt = eng_meta(s->s_eng);
+	struct clovis_id root = {0, 0};
+	const struct clovis_id *cont =
+		m->mr_req.er_type == CLOVIS_ET_CONTAINER ? &root
+							 : &m->mr_req.er_container;
+	uint8_t kb[META_MEMBER_KEY_LEN];
+	MDB_val k = meta_member_key(kb, cont, m->mr_req.er_type,
+				    m->mr_has_after ? &m->mr_after : &root), v;
+	MDB_cursor *cur;
+	size_t n = 0;
+	int rc = mdb_cursor_open(txn, mt->m_member, &cur);
+
+	if (rc != 0)
+		return meta_err(rc, "member cursor");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	     rc == 0 && n < m->mr_nr && memcmp(k.mv_data, kb, 17) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct clovis_id id;
+
+		meta_id_dec((uint8_t *)k.mv_data + 17, &id);
+		if (m->mr_has_after && clovis_id_cmp(&id, &m->mr_after) == 0)
+			continue;
+		msg_id_out(&ids[n], &id);
+		ptrs[n] = &ids[n];
+		n++;
+	}
+	mdb_cursor_close(cur);
+	*nr = n;
+	return (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc, "list");
+}
+
+static void srv_list(struct srv *s, struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	Reply rp = REPLY__INIT;
+	SId *ids = calloc(m->mr_nr, sizeof *ids);
+	SId **ptrs = calloc(m->mr_nr, sizeof *ptrs);
+	struct meta_ent me;
+	MDB_txn *txn = NULL;
+	int rc = ids == NULL || ptrs == NULL ? err_set(-ENOMEM, "list") :
+		 mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY,
+			       &txn);
+
+	if (rc > 0)
+		rc = meta_err(rc, "begin list");
+	if (rc == 0 && m->mr_req.er_type != CLOVIS_ET_CONTAINER) {
+		rc = meta_ent_get(txn, eng_meta(s->s_eng),
+				  &m->mr_req.er_container, &me);
+		if (rc == -ENOENT || (rc == 0 && me.me_type != CLOVIS_ET_CONTAINER))
+			rc = err_set(-ENOENT, "container %s does not exist",
+				     eng_id_str(&m->mr_req.er_container));
+	}
+	if (rc == 0)
+		rc = srv_list_walk(s, txn, m, ids, ptrs, &rp.n_ids);
+	if (txn != NULL)
+		mdb_txn_abort(txn);
+	rp.ids = ptrs;
+	if (rc == 0)
+		srv_reply(so, 0, &rp, NULL);
+	else
+		srv_reply_err(so, rc);
+	free(ids);
+	free(ptrs);
+}
+
+/* ------------------------------------------------------------ status */
+
+static void srv_status_devs(struct srv *s, SStatus *st, SDev *devs,
+			    SDev **dp)
+{
+	uint32_t n = eng_dev_nr(s->s_eng);
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct clovis_dev_info di;
+		SDev *d = &devs[i];
+
+		eng_dev_info(s->s_eng, i, &di);
+		sdev__init(d);
+		d->index = di.di_index;
+		d->tier = di.di_tier;
+		d->path = strdup(di.di_path);
+		d->driver = strdup(di.di_driver);
+		d->size = di.di_size_bytes;
+		d->free = di.di_free_bytes;
+		d->state = di.di_state;
+		d->errors = di.di_errors;
+		d->direct_io = di.di_direct_io;
+		d->model = di.di_model;
+		d->rebalance = di.di_rebalance;
+		d->zone_size = di.di_zone_size;
+		d->zones = di.di_zones;
+		d->zones_empty = di.di_zones_empty;
+		dp[i] = d;
+	}
+	st->n_devs = n;
+	st->devs = dp;
+}
+
+static void srv_status_pools(struct srv *s, SStatus *st, SPool *pools,
+			     SPool **pp)
+{
+	uint32_t n = eng_pool_nr(s->s_eng);
+
+	for (uint32_t p = 0; p < n; p++) {
+		const struct eng_pool *ep = eng_pool_get(s->s_eng, p);
+		SPool *sp = &pools[p];
+
+		spool__init(sp);
+		sp->index = p;
+		sp->name = strdup(ep->ep_name);
+		sp->n_devs = ep->ep_nr;
+		sp->devs = calloc(ep->ep_nr ? ep->ep_nr : 1, sizeof(uint32_t));
+		for (uint32_t i = 0; sp->devs != NULL && i < ep->ep_nr; i++) {
+			struct clovis_dev_info di;
+
+			sp->devs[i] = ep->ep_devs[i];
+			eng_dev_info(s->s_eng, ep->ep_devs[i], &di);
+			sp->size += di.di_size_bytes;
+			sp->free += di.di_free_bytes;
+		}
+		if (sp->devs == NULL)
+			sp->n_devs = 0;
+		pp[p] = sp;
+	}
+	st->n_pools = n;
+	st->pools = pp;
+}
+
+static void srv_status(struct srv *s, struct srv_op *so)
+{
+	SStatus st = SSTATUS__INIT;
+	Reply rp = REPLY__INIT;
+	SDev devs[LIM_DEV_MAX], *dp[LIM_DEV_MAX];
+	SPool *pools = calloc(LIM_DEV_MAX + 8, sizeof *pools);
+	SPool **pp = calloc(LIM_DEV_MAX + 8, sizeof *pp);
+
+	if (pools == NULL || pp == NULL) {
+		free(pools);
+		free(pp);
+		srv_reply_err(so, err_set(-ENOMEM, "status"));
+		return;
+	}
+	st.name = (char *)s->s_me->cs_name;
+	st.uptime_ms = srv_now_ms() - s->s_start_ms;
+	srv_status_devs(s, &st, devs, dp);
+	srv_status_pools(s, &st, pools, pp);
+	st.requests = __atomic_load_n(&s->s_cnt.sc_requests, __ATOMIC_RELAXED);
+	st.bad_requests = __atomic_load_n(&s->s_cnt.sc_bad, __ATOMIC_RELAXED);
+	st.inflight = __atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_RELAXED);
+	st.idx_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
+	st.draining = s->s_draining;
+	rp.status = &st;
+	srv_reply(so, 0, &rp, NULL);
+	for (size_t i = 0; i < st.n_devs; i++) {
+		free(devs[i].path);
+		free(devs[i].driver);
+	}
+	for (size_t i = 0; i < st.n_pools; i++) {
+		free(pools[i].name);
+		free(pools[i].devs);
+	}
+	free(pools);
+	free(pp);
+}
+
+static void srv_conf_get(struct srv *s, struct srv_op *so)
+{
+	Reply rp = REPLY__INIT;
+
+	rp.text.data = (uint8_t *)s->s_conf->cc_text;
+	rp.text.len = s->s_conf->cc_text_len;
+	srv_reply(so, 0, &rp, NULL);
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static void srv_handle(struct rpc_sreq *req, void *arg)
+{
+	struct srv *s = arg;
+	struct srv_op *so = calloc(1, sizeof *so);
+	uint32_t op = rpc_sreq_opcode(req);
+	size_t len;
+	const void *body = rpc_sreq_body(req, &len);
+	int rc;
+
+	srv_thread_enter();
+	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+		free(so);
+		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
+		return;
+	}
+	if (so == NULL) {
+		rpc_sreq_reply(req, -ENOMEM, NULL, 0, "server out of memory");
+		return;
+	}
+	so->so_srv = s;
+	so->so_req = req;
+	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	err_clear();
+	rc = msg_req_decode(&so->so_m, op, body, len, rpc_sreq_bulk_len(req));
+	if (rc != 0) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		LOG_INFO("server %s: refused a request: %s", s->s_me->cs_name,
+			 err_msg());
+		srv_reply_err(so, rc);
+		return;
+	}
+	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
+	so->so_m.mr_req.er_eng = s->s_eng;
+	switch (op) {
+	case SOP_ENT:
+		srv_ent(s, so);
+		break;
+	case SOP_OBJ:
+		srv_obj(s, so);
+		break;
+	case SOP_IDX:
+		srv_idx(s, so);
+		break;
+	case SOP_IDX_STATE:
+		srv_idx_state(s, so);
+		break;
+	case SOP_LIST:
+		srv_list(s, so);
+		break;
+	case SOP_STATUS:
+		srv_status(s, so);
+		break;
+	default:
+		srv_conf_get(s, so);
+		break;
+	}
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static int srv_open_store(struct srv *s)
+{
+	struct eng_conf ec = {
+		.ec_dir = s->s_me->cs_data_dir,
+		.ec_create = true,
+		.ec_nvram_dir = s->s_me->cs_nvram_dir[0] != '\0'
+					? s->s_me->cs_nvram_dir : NULL,
+		.ec_config = NULL,
+	};
+	char path[512];
+	FILE *f;
+	int rc;
+
+	/* eng_conf takes the store configuration as a file: write the
+	 * server's own beside its store. */
+	if (snprintf(path, sizeof path, "%s.store.yaml",
+		     s->s_me->cs_data_dir) >= (int)sizeof path)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       s->s_me->cs_name);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return err_set(-errno, "server %s: %s: %s", s->s_me->cs_name,
+			       path, strerror(errno));
+	fputs(s->s_me->cs_store_yaml, f);
+	if (fclose(f) != 0)
+		return err_set(-EIO, "server %s: %s: write failed",
+			       s->s_me->cs_name, path);
+	ec.ec_config = path;
+	rc = eng_open(&s->s_eng, &ec);
+	if (rc != 0)
+		return err_set(rc, "server %s: store %s: %s", s->s_me->cs_name,
+			       s->s_me->cs_data_dir, err_msg());
+	return 0;
+}
+
+static int srv_open_ep(struct srv *s)
+{
+	const struct clu_conf *c = s->s_conf;
+	struct rpc_conf rconf = {
+		.rc_provider = c->cc_provider,
+		.rc_secret = c->cc_secret,
+		.rc_secret_len = c->cc_secret_len,
+		.rc_nr_handlers = SRV_HANDLERS,
+		.rc_max_msg = 2u << 20,
+	};
+	int rc = rpc_ep_open(&s->s_ep, &rconf, s->s_me->cs_addr,
+			     s->s_me->cs_port);
+
+	if (rc != 0)
+		return err_set(rc, "server %s: endpoint %s:%u: %s",
+			       s->s_me->cs_name, s->s_me->cs_addr,
+			       s->s_me->cs_port, err_msg());
+	for (uint32_t op = SOP_ENT; rc == 0 && op < SOP_END; op++)
+		rc = rpc_handler_set(s->s_ep, op, srv_handle, s);
+	if (rc == 0)
+		rc = peers_create(&s->s_peers, c, s->s_ep);
+	return rc;
+}
+
+int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self)
+{
+	struct srv *s;
+	int rc;
+
+	if (c == NULL || out == NULL || self >= c->cc_nr_servers)
+		return err_set(-EINVAL, "server: no server %u in the cluster",
+			       self);
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return err_set(-ENOMEM, "server: state");
+	s->s_conf = c;
+	s->s_self = self;
+	s->s_me = &c->cc_servers[self];
+	s->s_start_ms = srv_now_ms();
+	rc = srv_ridx_init(s);
+	if (rc == 0)
+		rc = srv_open_store(s);
+	if (rc == 0)
+		rc = srv_syncer_start(s);
+	if (rc == 0)
+		rc = srv_open_ep(s);
+	if (rc != 0) {
+		char msg[LIM_ERRMSG_LEN];
+
+		snprintf(msg, sizeof msg, "%s", err_msg());
+		srv_stop(s);
+		return err_set(rc, "%s", msg);
+	}
+	*out = s;
+	return 0;
+}
+
+void srv_stop(struct srv *s)
+{
+	uint64_t until;
+
+	if (s == NULL)
+		return;
+	/* New requests are refused from now on; those in flight finish and
+	 * answer (updates when durable) while the engine, the syncer and the
+	 * peer connections are still up.  Bounded by the call timeout: a
+	 * client gives up on a request after that anyway. */
+	__atomic_store_n(&s->s_draining, 1, __ATOMIC_RELEASE);
+	until = srv_now_ms() + s->s_conf->cc_call_ms + 5000;
+	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0 &&
+	       srv_now_ms() < until)
+		usleep(10000);
+	srv_syncer_stop(s);
+	peers_destroy(s->s_peers);
+	rpc_ep_close(s->s_ep);
+	if (s->s_eng != NULL)
+		eng_close(s->s_eng);
+	srv_ridx_fini(s);
+	free(s);
+}
+
+void srv_counters_get(struct srv *s, struct srv_counters *out)
+{
+	out->sc_requests = __atomic_load_n(&s->s_cnt.sc_requests,
+					   __ATOMIC_RELAXED);
+	out->sc_bad = __atomic_load_n(&s->s_cnt.sc_bad, __ATOMIC_RELAXED);
+	out->sc_inflight = __atomic_load_n(&s->s_cnt.sc_inflight,
+					   __ATOMIC_RELAXED);
+	out->sc_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
+}

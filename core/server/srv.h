@@ -1,0 +1,56 @@
+/*
+ * srv.h — one strata-server: its engine, its RPC endpoint and the handlers
+ * of the engine-request protocol (core/server/strata.proto).
+ *
+ *   srv_start()   opens (or creates) the server's store in its data
+ *                 directory with the store configuration the cluster file
+ *                 gives it (clu_server.cs_store_yaml), then opens an RPC
+ *                 endpoint at its address and port and serves:
+ *                   SOP_ENT/OBJ/IDX   engine requests (eng_exec); updates
+ *                                     are answered when durable (ci_done)
+ *                   SOP_LIST          entity ids of a container
+ *                   SOP_STATUS        devices, pools, counters
+ *                   SOP_CONF_GET      the cluster file's text
+ *                   SOP_IDX_STATE     an index replica's sequence (peers)
+ *   srv_stop()    stops taking requests, lets every request in flight
+ *                 finish and answer, closes the engine cleanly.
+ *
+ * Index replicas (docs/cluster.md): each index this server holds has a
+ * replica record {incarnation, seq} in the store's sys table.  A replica
+ * is "verified" once this server run compared its seq with the other
+ * replicas' and, if a peer was newer, copied the index from the newest
+ * peer; reads and first-replica updates of an unverified index wait (on
+ * the syncer thread) until it is verified.
+ *
+ * Every malformed request is refused with a message and counted
+ * (srv_counters.sc_bad); none is trusted.
+ */
+#ifndef STRATA_CORE_SERVER_SRV_H
+#define STRATA_CORE_SERVER_SRV_H
+
+#include <stdint.h>
+
+#include "core/clu_conf.h"
+
+struct srv;
+
+/** Counters of a running server (also in SOP_STATUS). */
+struct srv_counters {
+	uint64_t sc_requests;   /**< requests decoded and run */
+	uint64_t sc_bad;        /**< malformed requests refused */
+	uint64_t sc_inflight;   /**< requests not yet answered */
+	uint64_t sc_syncs;      /**< index replicas copied from a peer */
+};
+
+/**
+ * Start server number self of c (c must outlive the server).  Returns 0 and
+ * *out, or a negative code with a message (store, endpoint).
+ */
+int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self);
+
+/** Stop taking requests, drain, close the store.  NULL is ignored. */
+void srv_stop(struct srv *s);
+
+void srv_counters_get(struct srv *s, struct srv_counters *out);
+
+#endif

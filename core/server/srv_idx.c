@@ -1,0 +1,777 @@
+/*
+ * srv_idx.c — index replicas on a server: replica records, catch-up from
+ * peer replicas, and the index request handlers (see srv.h and
+ * docs/cluster.md, "Index replicas").
+ *
+ * Each index this server holds has a replica record {inc, seq}: inc is the
+ * canonical incarnation (the first replica's creation time, the same on
+ * every replica, which clients see as the index's ctime), seq counts the
+ * updates applied in the first replica's order.  The first replica of an
+ * update adds one; a further replica takes the first one's new seq only if
+ * it is its own plus one — otherwise it missed something and is marked
+ * unverified.  The record is stored by a second commit item after the
+ * update is durable, so a stored seq never claims more than the records
+ * hold.
+ *
+ * Catch-up: an index is verified once per server run, on the syncer thread,
+ * before this server reads it or orders an update of it: the other
+ * replicas' {exists, inc, seq} are asked for (SOP_IDX_STATE), and if a
+ * reachable peer is newer (higher seq, another incarnation, or the index is
+ * missing here) the index is copied from the newest peer, page by page.
+ * An index found here but on no other replica, all of them reachable, was
+ * deleted while this server was away: it is deleted here too.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/srv_internal.h"
+
+/* ------------------------------------------------------- replica records */
+
+static void ridx_name(char *buf, size_t size, const struct clovis_id *id)
+{
+	snprintf(buf, size, "ridx:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
+		 id->ci_lo);
+}
+
+int srv_ridx_init(struct srv *s)
+{
+	pthread_mutex_init(&s->s_rlock, NULL);
+	pthread_mutex_init(&s->s_qlock, NULL);
+	pthread_cond_init(&s->s_qcond, NULL);
+	return 0;
+}
+
+void srv_ridx_fini(struct srv *s)
+{
+	for (uint32_t b = 0; b < SRV_RIDX_BUCKETS; b++)
+		while (s->s_ridx[b] != NULL) {
+			struct ridx *ri = s->s_ridx[b];
+
+			s->s_ridx[b] = ri->ri_next;
+			free(ri);
+		}
+	pthread_mutex_destroy(&s->s_rlock);
+	pthread_mutex_destroy(&s->s_qlock);
+	pthread_cond_destroy(&s->s_qcond);
+}
+
+/* The in-memory record of id, loaded from the store on first use. */
+static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
+{
+	uint32_t b = (uint32_t)((id->ci_hi * 31 + id->ci_lo) % SRV_RIDX_BUCKETS);
+	struct ridx *ri;
+	struct ridx_rec rec;
+	char name[48];
+
+	pthread_mutex_lock(&s->s_rlock);
+	for (ri = s->s_ridx[b]; ri != NULL; ri = ri->ri_next)
+		if (clovis_id_cmp(&ri->ri_id, id) == 0)
+			break;
+	if (ri == NULL && (ri = calloc(1, sizeof *ri)) != NULL) {
+		ri->ri_id = *id;
+		ridx_name(name, sizeof name, id);
+		if (eng_sys_load(s->s_eng, name, &rec, sizeof rec) == 0) {
+			ri->ri_exists = true;
+			ri->ri_inc = rec.rr_inc;
+			ri->ri_seq = rec.rr_seq;
+		}
+		ri->ri_next = s->s_ridx[b];
+		s->s_ridx[b] = ri;
+	}
+	pthread_mutex_unlock(&s->s_rlock);
+	if (ri == NULL)
+		err_set(-ENOMEM, "index %s: replica record", eng_id_str(id));
+	return ri;
+}
+
+/* Commit item: store (or delete) the replica record of so. */
+static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct srv_op *so = (struct srv_op *)((char *)ci -
+					      offsetof(struct srv_op, so_seq_ci));
+	char name[48];
+	MDB_val k;
+	int rc;
+
+	ridx_name(name, sizeof name, &so->so_m.mr_req.er_id);
+	if (!so->so_rec_del)
+		return meta_sys_put(txn, eng_meta(e), name, &so->so_rec,
+				    sizeof so->so_rec);
+	k = (MDB_val){strlen(name), name};
+	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, "ridx delete");
+}
+
+void srv_seq_done_cb(struct eng_citem *ci, int rc);
+
+bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	struct ridx *ri = so->so_ridx;
+	bool replica = (so->so_m.mr_rflags & SRF_REPLICA) != 0;
+
+	if (ri == NULL)
+		return false;
+	pthread_mutex_lock(&s->s_rlock);
+	if (r->er_kind == ER_ENT_CREATE) {
+		ri->ri_inc = replica ? so->so_m.mr_incarnation
+				     : r->er_ent.me_ctime_ns;
+		ri->ri_seq = 0;
+		ri->ri_exists = ri->ri_verified = true;
+	} else if (r->er_kind == ER_ENT_DELETE) {
+		ri->ri_inc = ri->ri_seq = 0;
+		ri->ri_exists = false;
+		so->so_rec_del = true;
+	} else if (!replica) {
+		ri->ri_seq++;
+	} else if (so->so_m.mr_seq == ri->ri_seq + 1) {
+		ri->ri_seq = so->so_m.mr_seq;
+	} else {
+		/* A gap: some update of the first replica's never came here
+		 * (or not yet).  Verify before serving it again. */
+		ri->ri_verified = false;
+	}
+	so->so_rec = (struct ridx_rec){ri->ri_inc, ri->ri_seq};
+	so->so_new_seq = ri->ri_seq;
+	pthread_mutex_unlock(&s->s_rlock);
+	so->so_seq_ci.ci_apply = ridx_apply;
+	so->so_seq_ci.ci_done = srv_seq_done_cb;
+	return true;
+}
+
+/* ------------------------------------------------------- local requests */
+
+/* The local entity record of id: 0, -ENOENT, or an error. */
+static int idx_local(struct srv *s, const struct clovis_id *id,
+		     struct meta_ent *me)
+{
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), id, me);
+	mdb_txn_abort(txn);
+	if (rc == 0 && me->me_type != CLOVIS_ET_IDX)
+		rc = -ENOENT;
+	return rc;
+}
+
+/* An engine request run to its end on the calling (syncer) thread. */
+struct srv_wait {
+	struct eng_req w_req;   /* first */
+	pthread_mutex_t w_lock;
+	pthread_cond_t w_cond;
+	bool w_done;
+	int w_rc;
+};
+
+static void srv_wait_done(struct eng_citem *ci, int rc)
+{
+	struct srv_wait *w = (struct srv_wait *)ci;
+
+	pthread_mutex_lock(&w->w_lock);
+	w->w_rc = rc;
+	if (rc != 0)
+		err_set(rc, "%s", ci->ci_msg);
+	w->w_done = true;
+	pthread_cond_signal(&w->w_cond);
+	pthread_mutex_unlock(&w->w_lock);
+}
+
+static int srv_exec_wait(struct srv *s, struct srv_wait *w)
+{
+	int rc;
+
+	pthread_mutex_init(&w->w_lock, NULL);
+	pthread_cond_init(&w->w_cond, NULL);
+	w->w_req.er_ci.ci_done = srv_wait_done;
+	w->w_req.er_eng = s->s_eng;
+	rc = eng_exec(s->s_eng, &w->w_req);
+	if (rc == ENG_PENDING) {
+		pthread_mutex_lock(&w->w_lock);
+		while (!w->w_done)
+			pthread_cond_wait(&w->w_cond, &w->w_lock);
+		pthread_mutex_unlock(&w->w_lock);
+		rc = w->w_rc;
+	}
+	eng_spacevec_fini(&w->w_req.er_ci.ci_alloc);
+	eng_spacevec_fini(&w->w_req.er_ci.ci_freed);
+	pthread_mutex_destroy(&w->w_lock);
+	pthread_cond_destroy(&w->w_cond);
+	return rc;
+}
+
+/* Run an entity op on the local engine: create or delete. */
+static int srv_local_ent(struct srv *s, uint32_t kind, uint32_t type,
+			 const struct clovis_id *id,
+			 const struct clovis_id *cont, struct meta_ent *out)
+{
+	struct srv_wait w = {0};
+	int rc;
+
+	w.w_req.er_kind = kind;
+	w.w_req.er_type = type;
+	w.w_req.er_id = *id;
+	if (cont != NULL)
+		w.w_req.er_container = *cont;
+	rc = srv_exec_wait(s, &w);
+	if (out != NULL)
+		*out = w.w_req.er_ent;
+	return rc;
+}
+
+/* ------------------------------------------------------- catch-up */
+
+/* What a peer replica said about an index. */
+struct idx_peer {
+	int ip_server;       /* -1: none */
+	uint64_t ip_seq;
+	uint64_t ip_inc;
+	struct clovis_id ip_cont;
+};
+
+/* Ask peer j for its replica state; 1 if it has the index, 0 if not,
+ * negative if it could not be asked. */
+static int idx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
+			  struct idx_peer *out)
+{
+	IdxReq q = IDX_REQ__INIT;
+	SId sid;
+	struct msg_buf b;
+	struct rpc_result res;
+	Reply *rp = NULL;
+	int rc;
+
+	msg_id_out(&sid, id);
+	q.id = &sid;
+	q.rflags = SRF_INTERNAL;
+	if (msg_pack(&q.base, &b) != 0)
+		return -ENOMEM;
+	rc = peers_call(s->s_peers, j, SOP_IDX_STATE, b.mb_p, b.mb_len, NULL,
+			&res);
+	free(b.mb_p);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+	free(res.rr_body);
+	if (rc != 0)
+		return rc;
+	rc = rp->exists ? 1 : 0;
+	out->ip_server = (int)j;
+	out->ip_seq = rp->seq;
+	out->ip_inc = rp->attr != NULL ? rp->attr->ctime_ns : 0;
+	msg_id_in(rp->attr != NULL ? rp->attr->container : NULL, &out->ip_cont);
+	reply__free_unpacked(rp, NULL);
+	return rc;
+}
+
+/* PUT one page of records (from a peer's NEXT reply) into the local copy. */
+static int idx_put_page(struct srv *s, const struct clovis_id *id,
+			uint64_t ctime, const Reply *rp, uint32_t nr)
+{
+	struct srv_wait w = {0};
+	void **kb = calloc(nr * 2, sizeof(void *));
+	size_t *kl = calloc(nr * 2, sizeof(size_t));
+	int32_t *rcs = calloc(nr, sizeof *rcs);
+	struct clovis_bufvec keys = {nr, kb, kl}, vals = {nr, kb + nr, kl + nr};
+	uint8_t *p = rp->recs.data;
+	int rc;
+
+	if (kb == NULL || kl == NULL || rcs == NULL) {
+		rc = err_set(-ENOMEM, "index %s: copy page", eng_id_str(id));
+		goto out;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		kb[i] = p;
+		kl[i] = rp->klen[i];
+		p += rp->klen[i];
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		kb[nr + i] = p;
+		kl[nr + i] = rp->vlen[i];
+		p += rp->vlen[i];
+	}
+	w.w_req.er_kind = ER_IDX_PUT;
+	w.w_req.er_type = CLOVIS_ET_IDX;
+	w.w_req.er_id = *id;
+	w.w_req.er_ent.me_ctime_ns = ctime;
+	w.w_req.er_keys = &keys;
+	w.w_req.er_vals = &vals;
+	w.w_req.er_rcs = rcs;
+	w.w_req.er_flags = CLOVIS_IF_OVERWRITE;
+	rc = srv_exec_wait(s, &w);
+out:
+	free(kb);
+	free(kl);
+	free(rcs);
+	return rc;
+}
+
+/* One NEXT page from peer j after key (NULL: from the first record). */
+static int idx_peer_page(struct srv *s, uint32_t j, const struct clovis_id *id,
+			 const uint8_t *key, uint32_t klen, Reply **out)
+{
+	IdxReq q = IDX_REQ__INIT;
+	SId sid;
+	struct msg_buf b;
+	struct rpc_result res;
+	uint32_t kl[1] = {klen};
+	int rc;
+
+	msg_id_out(&sid, id);
+	q.id = &sid;
+	q.kind = ER_IDX_NEXT;
+	q.nr = SRV_SYNC_PAGE;
+	q.rflags = SRF_INTERNAL;
+	q.n_klen = 1;
+	q.klen = kl;
+	q.start_null = key == NULL;
+	q.flags = key != NULL ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
+	q.recs.data = (uint8_t *)key;
+	q.recs.len = klen;
+	if (msg_pack(&q.base, &b) != 0)
+		return -ENOMEM;
+	rc = peers_call(s->s_peers, j, SOP_IDX, b.mb_p, b.mb_len, NULL, &res);
+	free(b.mb_p);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, SRV_SYNC_PAGE,
+				      out);
+	free(res.rr_body);
+	return rc;
+}
+
+/* Copy every record of id from peer p into a fresh local index. */
+static int idx_copy(struct srv *s, struct ridx *ri, const struct idx_peer *p,
+		    bool have_local)
+{
+	const struct clovis_id *id = &ri->ri_id;
+	struct ridx_rec rec = {p->ip_inc, 0};
+	struct meta_ent me;
+	uint8_t last[CLOVIS_KEY_MAX];
+	uint32_t last_len = 0;
+	bool first = true;
+	char name[48];
+	int rc = 0;
+
+	ridx_name(name, sizeof name, id);
+	if (have_local)
+		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, id, NULL,
+				   NULL);
+	if (rc == 0)
+		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
+	if (rc == 0) {
+		rc = srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_IDX, id,
+				   &p->ip_cont, &me);
+		if (rc == -ENOENT) { /* its container was made while away */
+			srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_CONTAINER,
+				      &p->ip_cont, NULL, NULL);
+			rc = srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_IDX, id,
+					   &p->ip_cont, &me);
+		}
+	}
+	/* Bounded: every page moves the start key forward. */
+	for (uint32_t pg = 0; rc == 0 && pg < (1u << 24); pg++) {
+		Reply *rp = NULL;
+		uint32_t n;
+
+		rc = idx_peer_page(s, (uint32_t)p->ip_server, id,
+				   first ? NULL : last, last_len, &rp);
+		if (rc != 0)
+			break;
+		n = rp->done;
+		if (n > 0 && (rp->n_klen != n || rp->n_vlen != n))
+			rc = err_set(-EPROTO, "index %s: bad copy page",
+				     eng_id_str(id));
+		if (rc == 0 && n > 0)
+			rc = idx_put_page(s, id, me.me_ctime_ns, rp, n);
+		if (rc == 0 && n > 0) {
+			const uint8_t *k = rp->recs.data;
+
+			for (uint32_t i = 0; i + 1 < n; i++)
+				k += rp->klen[i];
+			last_len = rp->klen[n - 1];
+			memcpy(last, k, last_len);
+			first = false;
+		}
+		reply__free_unpacked(rp, NULL);
+		if (n == 0)
+			break;
+	}
+	if (rc == 0) {
+		rec.rr_seq = p->ip_seq;
+		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&s->s_rlock);
+		ri->ri_inc = rec.rr_inc;
+		ri->ri_seq = rec.rr_seq;
+		ri->ri_exists = true;
+		pthread_mutex_unlock(&s->s_rlock);
+		__atomic_add_fetch(&s->s_cnt.sc_syncs, 1, __ATOMIC_RELAXED);
+		LOG_INFO("server %s: index %s copied from server %s (seq %"
+			 PRIu64 ")", s->s_me->cs_name, eng_id_str(id),
+			 s->s_conf->cc_servers[p->ip_server].cs_name, p->ip_seq);
+	}
+	return rc;
+}
+
+/* Verify ri against the other replicas (see the top of this file). */
+static void idx_sync(struct srv *s, struct ridx *ri)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ? c->cc_replicas : n;
+	uint32_t home = clu_home(c, &ri->ri_id), asked = 0, reached = 0, with = 0;
+	struct idx_peer best = {.ip_server = -1}, pst;
+	struct meta_ent me;
+	bool local = idx_local(s, &ri->ri_id, &me) == 0;
+	uint64_t lseq = ri->ri_exists ? ri->ri_seq : 0;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < r; i++) {
+		uint32_t j = (home + i) % n;
+		int got;
+
+		if (j == s->s_self)
+			continue;
+		asked++;
+		got = idx_peer_state(s, j, &ri->ri_id, &pst);
+		if (got < 0)
+			continue;
+		reached++;
+		if (got == 1) {
+			with++;
+			if (best.ip_server < 0 || pst.ip_seq > best.ip_seq)
+				best = pst;
+		}
+	}
+	if (best.ip_server >= 0 &&
+	    (!local || best.ip_seq > lseq ||
+	     (ri->ri_exists && best.ip_inc != ri->ri_inc)))
+		rc = idx_copy(s, ri, &best, local);
+	else if (local && with == 0 && asked > 0 && reached == asked) {
+		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, &ri->ri_id,
+				   NULL, NULL);
+		if (rc == 0) {
+			char name[48];
+
+			ridx_name(name, sizeof name, &ri->ri_id);
+			eng_sys_del(s->s_eng, name);
+			ri->ri_exists = false;
+		}
+	}
+	if (rc != 0)
+		LOG_WARNING("server %s: index %s: catch-up failed: %s",
+			    s->s_me->cs_name, eng_id_str(&ri->ri_id), err_msg());
+	pthread_mutex_lock(&s->s_rlock);
+	ri->ri_verified = true;
+	pthread_mutex_unlock(&s->s_rlock);
+}
+
+/* ------------------------------------------------------- syncer */
+
+static void srv_idx_go(struct srv *s, struct srv_op *so);
+static void srv_idx_ent_go(struct srv *s, struct srv_op *so);
+
+static void *srv_syncer_main(void *arg)
+{
+	struct srv *s = arg;
+
+	eng_thread_enter();
+	for (;;) {
+		struct srv_op *so;
+
+		pthread_mutex_lock(&s->s_qlock);
+		while (s->s_qhead == NULL && !s->s_qstop)
+			pthread_cond_wait(&s->s_qcond, &s->s_qlock);
+		so = s->s_qhead;
+		if (so != NULL) {
+			s->s_qhead = so->so_next;
+			if (s->s_qhead == NULL)
+				s->s_qtail = NULL;
+			s->s_qnr--;
+		}
+		pthread_mutex_unlock(&s->s_qlock);
+		if (so == NULL)
+			break;
+		if (!so->so_ridx->ri_verified)
+			idx_sync(s, so->so_ridx);
+		if (so->so_m.mr_op == SOP_ENT)
+			srv_idx_ent_go(s, so);
+		else
+			srv_idx_go(s, so);
+	}
+	eng_thread_leave();
+	return NULL;
+}
+
+int srv_syncer_start(struct srv *s)
+{
+	int rc = pthread_create(&s->s_syncer, NULL, srv_syncer_main, s);
+
+	if (rc != 0)
+		return err_set(-rc, "server: syncer thread: %s", strerror(rc));
+	s->s_syncer_on = true;
+	return 0;
+}
+
+void srv_syncer_stop(struct srv *s)
+{
+	if (!s->s_syncer_on)
+		return;
+	pthread_mutex_lock(&s->s_qlock);
+	s->s_qstop = true;
+	pthread_cond_broadcast(&s->s_qcond);
+	pthread_mutex_unlock(&s->s_qlock);
+	pthread_join(s->s_syncer, NULL);
+	s->s_syncer_on = false;
+}
+
+/* Park so until its index is verified. */
+static void srv_park(struct srv *s, struct srv_op *so)
+{
+	pthread_mutex_lock(&s->s_qlock);
+	if (s->s_qnr >= SRV_PARK_MAX) {
+		pthread_mutex_unlock(&s->s_qlock);
+		srv_reply_err(so, err_set(-EBUSY, "server %s: %u requests wait"
+					  " for index catch-up",
+					  s->s_me->cs_name, SRV_PARK_MAX));
+		return;
+	}
+	so->so_next = NULL;
+	if (s->s_qtail != NULL)
+		s->s_qtail->so_next = so;
+	else
+		s->s_qhead = so;
+	s->s_qtail = so;
+	s->s_qnr++;
+	pthread_cond_signal(&s->s_qcond);
+	pthread_mutex_unlock(&s->s_qlock);
+}
+
+static bool srv_needs_sync(const struct srv_op *so)
+{
+	return !so->so_ridx->ri_verified &&
+	       !(so->so_m.mr_rflags & (SRF_INTERNAL | SRF_REPLICA));
+}
+
+/* ------------------------------------------------------- handlers */
+
+/* The incarnation clients know the index by (local ctime if no record). */
+static uint64_t idx_inc(struct ridx *ri, const struct meta_ent *me)
+{
+	return ri->ri_exists ? ri->ri_inc : me->me_ctime_ns;
+}
+
+/* Check the handle's incarnation and point the request at the local one. */
+static int idx_prepare(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	struct meta_ent me;
+	int rc = idx_local(s, &r->er_id, &me);
+
+	if (rc == -ENOENT)
+		return err_set(-ENOENT, "index %s does not exist",
+			       eng_id_str(&r->er_id));
+	if (rc != 0)
+		return rc;
+	if (!(so->so_m.mr_rflags & SRF_INTERNAL) &&
+	    so->so_m.mr_incarnation != idx_inc(so->so_ridx, &me))
+		return err_set(-ENOENT, "index %s was deleted (and made again) "
+			       "since this handle opened it",
+			       eng_id_str(&r->er_id));
+	if (!so->so_ridx->ri_exists) {
+		pthread_mutex_lock(&s->s_rlock);
+		so->so_ridx->ri_inc = me.me_ctime_ns;
+		pthread_mutex_unlock(&s->s_rlock);
+	}
+	r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	return 0;
+}
+
+static void srv_idx_go(struct srv *s, struct srv_op *so)
+{
+	int rc = idx_prepare(s, so);
+
+	if (rc != 0)
+		srv_reply_err(so, rc);
+	else
+		srv_run_prepared(so);
+}
+
+void srv_idx(struct srv *s, struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	int rc = 0;
+
+	so->so_ridx = ridx_get(s, &m->mr_req.er_id);
+	if (so->so_ridx == NULL) {
+		srv_reply_err(so, -ENOMEM);
+		return;
+	}
+	if ((m->mr_rflags & SRF_REPLICA) && m->mr_seq == 0)
+		rc = err_set(-EINVAL, "request: index %s: replica update "
+			     "without seq", eng_id_str(&m->mr_req.er_id));
+	if (rc == 0 && m->mr_recs == NULL && m->mr_recs_len > 0) {
+		m->mr_recs = malloc(m->mr_recs_len);
+		rc = m->mr_recs == NULL ? err_set(-ENOMEM, "index records") :
+		     rpc_sreq_bulk_pull(so->so_req, 0, m->mr_recs,
+					m->mr_recs_len);
+		if (rc == 0)
+			msg_req_recs_bind(m);
+	} else if (rc == 0 && m->mr_recs == NULL) {
+		m->mr_recs = malloc(1);
+		if (m->mr_recs != NULL)
+			msg_req_recs_bind(m);
+	}
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	if (srv_needs_sync(so))
+		srv_park(s, so);
+	else
+		srv_idx_go(s, so);
+}
+
+static void srv_idx_ent_go(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	struct meta_ent me;
+	int rc = 0;
+
+	if (r->er_kind == ER_ENT_OPEN || r->er_kind == ER_ENT_GETATTR ||
+	    r->er_kind == ER_ENT_SETATTR) {
+		rc = idx_local(s, &r->er_id, &me);
+		if (rc == -ENOENT)
+			rc = err_set(-ENOENT, "index %s does not exist",
+				     eng_id_str(&r->er_id));
+		if (rc == 0 && r->er_kind != ER_ENT_OPEN &&
+		    so->so_m.mr_incarnation != idx_inc(so->so_ridx, &me))
+			rc = err_set(-ENOENT, "index %s was deleted (and made "
+				     "again) since this handle opened it",
+				     eng_id_str(&r->er_id));
+		if (rc == 0 && !so->so_ridx->ri_exists)
+			so->so_ridx->ri_inc = me.me_ctime_ns;
+		r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	}
+	if (rc != 0)
+		srv_reply_err(so, rc);
+	else
+		srv_run_prepared(so);
+}
+
+void srv_idx_ent(struct srv *s, struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	uint32_t kind = m->mr_req.er_kind;
+
+	so->so_ridx = ridx_get(s, &m->mr_req.er_id);
+	if (so->so_ridx == NULL) {
+		srv_reply_err(so, -ENOMEM);
+		return;
+	}
+	if (kind == ER_ENT_CREATE && (m->mr_rflags & SRF_REPLICA) &&
+	    m->mr_incarnation == 0) {
+		srv_reply_err(so, err_set(-EINVAL, "request: index %s: replica"
+					  " create without incarnation",
+					  eng_id_str(&m->mr_req.er_id)));
+		return;
+	}
+	if (kind == ER_ENT_CREATE || kind == ER_ENT_DELETE)
+		srv_run_prepared(so);
+	else if (srv_needs_sync(so))
+		srv_park(s, so);
+	else
+		srv_idx_ent_go(s, so);
+}
+
+void srv_idx_state(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	struct ridx *ri = ridx_get(s, &r->er_id);
+	Reply rp = REPLY__INIT;
+	struct meta_ent me = {0};
+	SAttr a;
+	SId c;
+	int rc;
+
+	if (ri == NULL) {
+		srv_reply_err(so, -ENOMEM);
+		return;
+	}
+	rc = idx_local(s, &r->er_id, &me);
+	if (rc != 0 && rc != -ENOENT) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	rp.exists = rc == 0;
+	me.me_ctime_ns = rc == 0 ? idx_inc(ri, &me) : 0;
+	msg_attr_out(&a, &c, &me);
+	rp.attr = &a;
+	rp.seq = ri->ri_exists ? ri->ri_seq : 0;
+	srv_reply(so, 0, &rp, NULL);
+}
+
+/* GET/NEXT: the records that fit MSG_REPLY_BUDGET (at least one). */
+void srv_idx_read_reply(struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	struct eng_req *r = &m->mr_req;
+	bool next = r->er_kind == ER_IDX_NEXT;
+	uint32_t nr = m->mr_nr, done = 0;
+	uint64_t bytes = 0;
+	Reply rp = REPLY__INIT;
+	uint8_t *p;
+
+	for (; done < nr; done++) {
+		uint64_t need = 0;
+
+		if (m->mr_rcs[done] == 0)
+			need = m->mr_vals.bv_len[done] +
+			       (next ? m->mr_keys.bv_len[done] : 0);
+		if (next && m->mr_rcs[done] != 0)
+			break;
+		if (done > 0 && bytes + need > MSG_REPLY_BUDGET)
+			break;
+		bytes += need;
+	}
+	rp.recs.data = p = malloc(bytes ? bytes : 1);
+	if (p == NULL) {
+		srv_reply_err(so, err_set(-ENOMEM, "index reply"));
+		return;
+	}
+	rp.klen = next ? calloc(done ? done : 1, sizeof(uint32_t)) : NULL;
+	rp.vlen = calloc(done ? done : 1, sizeof(uint32_t));
+	for (uint32_t i = 0; next && rp.klen != NULL && i < done; i++) {
+		rp.klen[i] = (uint32_t)m->mr_keys.bv_len[i];
+		memcpy(p, m->mr_keys.bv_buf[i], rp.klen[i]);
+		p += rp.klen[i];
+	}
+	for (uint32_t i = 0; rp.vlen != NULL && i < done; i++) {
+		if (m->mr_rcs[i] != 0)
+			continue;
+		rp.vlen[i] = (uint32_t)m->mr_vals.bv_len[i];
+		memcpy(p, m->mr_vals.bv_buf[i], rp.vlen[i]);
+		p += rp.vlen[i];
+	}
+	rp.n_klen = next ? done : 0;
+	rp.n_vlen = done;
+	rp.recs.len = bytes;
+	rp.rcs = r->er_rcs;
+	rp.n_rcs = done;
+	rp.done = done;
+	rp.bytes = r->er_bytes;
+	if (rp.vlen == NULL || (next && rp.klen == NULL))
+		srv_reply_err(so, err_set(-ENOMEM, "index reply"));
+	else
+		srv_reply(so, 0, &rp, NULL);
+	free(rp.recs.data);
+	free(rp.klen);
+	free(rp.vlen);
+}

@@ -1,0 +1,108 @@
+/*
+ * srv_internal.h — private structures of strata-server shared by srv.c
+ * (dispatch, objects, entities, listing, status, lifecycle) and srv_idx.c
+ * (index replicas: records, catch-up, index requests).
+ */
+#ifndef STRATA_CORE_SERVER_SRV_INTERNAL_H
+#define STRATA_CORE_SERVER_SRV_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+#include "core/server/srv.h"
+
+/* RPC handler threads: enough for a few clients' workers each; the engine
+ * has its own I/O threads behind them. */
+#define SRV_HANDLERS 8u
+/* Buckets of the in-memory table of index replica records. */
+#define SRV_RIDX_BUCKETS 1024u
+/* Requests parked for the syncer at most (further ones: -EBUSY). */
+#define SRV_PARK_MAX 4096u
+/* Records per page when copying an index from a peer. */
+#define SRV_SYNC_PAGE 256u
+
+/** An index replica record: stored in the sys table as "ridx:HI:LO". */
+struct ridx_rec {
+	uint64_t rr_inc;   /**< canonical incarnation (first replica's ctime) */
+	uint64_t rr_seq;   /**< updates applied, in the first replica's order */
+};
+_Static_assert(sizeof(struct ridx_rec) == 16, "ridx record size");
+
+/** In memory: one index this server holds (or was asked about). */
+struct ridx {
+	struct clovis_id ri_id;
+	uint64_t ri_inc;
+	uint64_t ri_seq;
+	bool ri_exists;     /**< a replica record is stored */
+	bool ri_verified;   /**< compared with the peers in this run */
+	struct ridx *ri_next;
+};
+
+/** One request being served. */
+struct srv_op {
+	struct msg_req so_m;        /* first: &so_m.mr_req.er_ci is the item */
+	struct srv *so_srv;
+	struct rpc_sreq *so_req;
+	struct srv_op *so_next;     /* syncer queue */
+	struct ridx *so_ridx;       /* index requests */
+	struct eng_citem so_seq_ci; /* second stage: the replica record */
+	struct ridx_rec so_rec;     /* what so_seq_ci stores */
+	bool so_rec_del;            /* so_seq_ci deletes the record */
+	uint64_t so_new_seq;
+};
+
+struct srv {
+	const struct clu_conf *s_conf;
+	uint32_t s_self;
+	const struct clu_server *s_me;
+	struct eng *s_eng;
+	struct rpc_ep *s_ep;
+	struct peers *s_peers;
+	uint64_t s_start_ms;
+	uint32_t s_draining;
+	struct srv_counters s_cnt;
+	/* index replicas */
+	pthread_mutex_t s_rlock;
+	struct ridx *s_ridx[SRV_RIDX_BUCKETS];
+	/* syncer */
+	pthread_t s_syncer;
+	bool s_syncer_on;
+	pthread_mutex_t s_qlock;
+	pthread_cond_t s_qcond;
+	struct srv_op *s_qhead;
+	struct srv_op *s_qtail;
+	uint32_t s_qnr;
+	bool s_qstop;
+};
+
+uint64_t srv_now_ms(void);
+
+/* srv.c */
+void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg);
+void srv_reply_err(struct srv_op *so, int rc);
+void srv_run_prepared(struct srv_op *so);
+void srv_obj_read_reply(struct srv_op *so);
+
+/* srv_idx.c */
+int srv_ridx_init(struct srv *s);
+void srv_ridx_fini(struct srv *s);
+int srv_syncer_start(struct srv *s);
+void srv_syncer_stop(struct srv *s);
+/** Index entity op (EntReq with SRF_INDEX). */
+void srv_idx_ent(struct srv *s, struct srv_op *so);
+/** Index record op. */
+void srv_idx(struct srv *s, struct srv_op *so);
+/** SOP_IDX_STATE. */
+void srv_idx_state(struct srv *s, struct srv_op *so);
+/** GET/NEXT done: answer with the records (paged by MSG_REPLY_BUDGET). */
+void srv_idx_read_reply(struct srv_op *so);
+/**
+ * An update of so succeeded: compute the replica record to store (in
+ * so->so_rec, so->so_new_seq) and set up so->so_seq_ci.  Returns true when
+ * that second stage must run before the answer.
+ */
+bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
+
+#endif
