@@ -8,8 +8,11 @@
  * Model
  * -----
  * A client instance (struct clovis) is opened over a store.  In embedded mode
- * (the only mode so far) the store is a data directory on local files; the
- * library runs the whole engine inside the calling process.
+ * the store is a data directory on local files; the library runs the whole
+ * engine inside the calling process.  In cluster mode the stores belong to
+ * strata-server daemons and the library sends each op to the servers that
+ * hold its entity (docs/cluster.md); the API and its semantics are the
+ * same.
  *
  * Entities have 128-bit ids and live in containers (realms):
  *   - containers group objects and indices; a default container always exists;
@@ -134,6 +137,9 @@ CLOVIS_API int clovis_id_cmp(const struct clovis_id *a,
 
 enum clovis_mode {
 	CLOVIS_MODE_EMBEDDED = 0, /**< the engine runs inside this process */
+	/** strata-server daemons run the engines; this process talks to them
+	 *  over libfabric (docs/cluster.md). */
+	CLOVIS_MODE_CLUSTER = 1,
 };
 
 enum clovis_tier {
@@ -183,6 +189,20 @@ struct clovis_conf {
 	 *  one pool per tier, plain layout on flash.  Ignored when the store
 	 *  exists: its configuration is kept inside it. */
 	const char *cc_config;
+	/* ---- cluster mode (cc_mode CLOVIS_MODE_CLUSTER) ----
+	 * Give cc_cluster_conf, or cc_server with cc_secret.  cc_data_dir,
+	 * cc_flags, cc_dev_size, cc_nvram_dir, cc_meta_size and cc_config
+	 * must then be 0/NULL: the servers own the stores. */
+	/** Path of the cluster YAML file (servers, secret; the format is in
+	 *  docs/cluster.md).  Everything the client needs is in it. */
+	const char *cc_cluster_conf;
+	/** Instead of a file: "ADDR:PORT" of any one server, from which the
+	 *  cluster file is fetched at init (CONF_GET).  NULL when
+	 *  cc_cluster_conf is given. */
+	const char *cc_server;
+	/** With cc_server: the cluster secret (text, 16..1023 bytes) that
+	 *  proves this client to the servers (HMAC challenge at connect). */
+	const char *cc_secret;
 };
 
 struct clovis;
@@ -190,6 +210,18 @@ struct clovis_op;
 
 /**
  * Open a client instance over the store described by conf.
+ *
+ * Cluster mode: loads cc_cluster_conf (or fetches the cluster file from
+ * cc_server, proving cc_secret); servers are connected on first use, so a
+ * server that is down fails only the ops that need it (-EHOSTDOWN, or
+ * -ETIMEDOUT after the cluster's call timeout).  Errors: -EINVAL (bad or
+ * mixed fields, bad file: message names the line and key), -ENOENT (no
+ * file), the transport's codes when cc_server cannot be reached or refuses
+ * the secret (-EACCES).  Management calls that act on one store (dev_fail,
+ * dev_replace, repair, rebalance, scrub, smr_clean, layers, unit counters)
+ * return -ENOTSUP in cluster mode; dev_list and pool_list aggregate the
+ * servers (device paths are prefixed "SERVER:", indices run on from one
+ * server to the next).
  *
  * Embedded mode: opens the data directory cc_data_dir.  When it holds no
  * store and CLOVIS_CONF_CREATE is set, a new store is made there with the
@@ -660,6 +692,26 @@ struct clovis_pool_info {
 	uint64_t pi_size_bytes;  /**< sum over its devices */
 	uint64_t pi_free_bytes;
 };
+
+/** One server of a cluster (clovis_server_list()). */
+struct clovis_server_info {
+	char si_name[64];         /**< "NAME ADDR:PORT" */
+	uint32_t si_up;           /**< 1: answered STATUS now */
+	uint32_t si_pad;
+	uint64_t si_uptime_ms;    /**< since the server started */
+	uint64_t si_requests;     /**< requests it served */
+	uint64_t si_bad_requests; /**< malformed requests it refused */
+};
+
+/**
+ * Cluster mode: ask every server of the cluster for its status; fills up
+ * to *nr entries, sets *nr to the number of servers.  A server that does
+ * not answer within the call timeout is reported down (si_up 0).
+ * Returns 0, -EINVAL, or -ENOTSUP in embedded mode.
+ */
+CLOVIS_API int clovis_server_list(struct clovis *cl,
+				  struct clovis_server_info *info,
+				  uint32_t *nr);
 
 /**
  * Describe the store's pools (from its configuration): fills up to *nr

@@ -91,4 +91,21 @@ void ops_drain_and_free(struct clovis *cl);
 uint64_t op_now_ns(void);
 int exec_embedded(struct clovis *cl, struct eng_req *r);
 
+/* cluster.c: the cluster-mode backend (cl_backend, cl_exec). */
+int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
+		 const char *file);
+void cluster_close(struct clovis *cl);
+int exec_cluster(struct clovis *cl, struct eng_req *r);
+int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
+			uint32_t type, const struct clovis_id *after,
+			struct clovis_id *ids, uint32_t *nr);
+int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
+		     uint32_t *nr);
+int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
+		      uint32_t *nr);
+int cluster_status(struct clovis *cl, uint32_t s, char *name, size_t nlen,
+		   bool *up, uint64_t *uptime_ms, uint64_t *requests,
+		   uint64_t *bad);
+uint32_t cluster_nr_servers(struct clovis *cl);
+
 #endif

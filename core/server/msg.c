@@ -400,10 +400,10 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		pb = (ProtobufCMessage *)list_req__unpack(NULL, len, b);
 		break;
 	default:
-		return err_set(-EPROTO, "request: opcode %u unknown", op);
+		return err_set(-EBADMSG, "request: opcode %u unknown", op);
 	}
 	if (pb == NULL)
-		return err_set(-EPROTO, "request: opcode %u: body of %zu bytes "
+		return err_set(-EBADMSG, "request: opcode %u: body of %zu bytes "
 			       "is not a valid message", op, len);
 	switch (op) {
 	case SOP_ENT:
@@ -514,7 +514,7 @@ int msg_reply_decode(const void *body, size_t len, uint32_t want_rcs,
 	uint64_t sum = 0;
 
 	if (rp == NULL)
-		return err_set(-EPROTO, "reply of %zu bytes is not a valid "
+		return err_set(-EBADMSG, "reply of %zu bytes is not a valid "
 			       "message", len);
 	for (size_t i = 0; i < rp->n_klen; i++)
 		sum += rp->klen[i];
@@ -526,7 +526,7 @@ int msg_reply_decode(const void *body, size_t len, uint32_t want_rcs,
 		uint32_t done = rp->done;
 
 		reply__free_unpacked(rp, NULL);
-		return err_set(-EPROTO, "reply: %zu rcs, %u done for %u records,"
+		return err_set(-EBADMSG, "reply: %zu rcs, %u done for %u records,"
 			       " or record lengths not adding up", nrcs, done,
 			       want_rcs);
 	}

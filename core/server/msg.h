@@ -11,7 +11,7 @@
  * extent and record counts at most CLOVIS_VEC_MAX, keys at most
  * CLOVIS_KEY_MAX bytes, values at most CLOVIS_VAL_MAX, lengths adding up to
  * the bytes actually sent.  A bad request is refused with -EINVAL / -E2BIG /
- * -EPROTO and a message naming the field; nothing is allocated past what
+ * -EBADMSG and a message naming the field; nothing is allocated past what
  * the checked counts allow.
  */
 #ifndef STRATA_CORE_SERVER_MSG_H
@@ -104,7 +104,7 @@ void msg_id_in(const SId *s, struct clovis_id *id);
  * bulk_len: bytes of the call's bulk.  Object WRITE data and packed index
  * records that came as bulk are not fetched here: m->mr_data_len or
  * m->mr_recs_len tell how much to pull (msg_req_recs_bind() after pulling
- * records into m->mr_recs).  Returns 0, or -EINVAL/-E2BIG/-EPROTO/-ENOMEM
+ * records into m->mr_recs).  Returns 0, or -EINVAL/-E2BIG/-EBADMSG/-ENOMEM
  * with a message; msg_req_fini() is safe after either.
  */
 int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
@@ -140,7 +140,7 @@ int msg_recs_pack(const struct clovis_bufvec *keys,
  * Decode and check a reply body.  want_rcs: the number of per-record rcs the
  * request needs (0: any); the records' lengths must add up to recs.
  * Returns 0 and *out (free with reply__free_unpacked(*out, NULL)), or
- * -EPROTO with a message.
+ * -EBADMSG with a message.
  */
 int msg_reply_decode(const void *body, size_t len, uint32_t want_rcs,
 		     Reply **out);

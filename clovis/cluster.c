@@ -1,0 +1,866 @@
+/*
+ * cluster.c — the Clovis backend of cluster mode (docs/cluster.md).
+ *
+ * clovis_init() in cluster mode loads the cluster file (or fetches it from
+ * one server with CONF_GET) and sets cl->cl_exec to exec_cluster(), which
+ * ships each engine request to the server(s) that hold its entity and fills
+ * the request's results as the embedded engine would:
+ *
+ *   object (attributes and data)   its home server (clu_home())
+ *   container CREATE / DELETE      every server (DELETE after checking
+ *                                  that every server's copy is empty)
+ *   container OPEN / GETATTR       the first live server from its home
+ *   index CREATE / DELETE          its R replicas (home, home+1, ...)
+ *   index PUT / DEL                the first live replica, then the others
+ *                                  with the first one's seq
+ *   index GET / NEXT / OPEN / ..   the first live replica
+ *
+ * Servers answer updates when they are durable, so an update reaches
+ * STABLE here only once every replica that answered has it on disk.  The
+ * worker thread making the call blocks on it; workers run ops in parallel.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "clovis/clovis_internal.h"
+#include "core/clu_conf.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+
+struct clu_client {
+	struct clu_conf cc_conf;
+	struct peers *cc_peers;
+};
+
+static struct clu_client *clu_of(struct clovis *cl)
+{
+	return cl->cl_backend;
+}
+
+/* ------------------------------------------------------------ calls */
+
+/* Call server i with message pb; on success *rp is the decoded reply. */
+static int clu_call(struct clu_client *c, uint32_t i, uint32_t op,
+		    const ProtobufCMessage *pb, const struct rpc_bulk *bulk,
+		    uint32_t want_rcs, Reply **rp)
+{
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc = pb != NULL ? msg_pack(pb, &b) : 0;
+
+	if (rc != 0)
+		return rc;
+	rc = peers_call(c->cc_peers, i, op, b.mb_p, b.mb_len, bulk, &res);
+	free(b.mb_p);
+	if (rc == 0 && rp != NULL)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, want_rcs, rp);
+	free(res.rr_body);
+	return rc;
+}
+
+/* The i-th server in ring order from the home of id. */
+static uint32_t clu_ring(const struct clu_client *c, const struct clovis_id *id,
+			 uint32_t i)
+{
+	return (clu_home(&c->cc_conf, id) + i) % c->cc_conf.cc_nr_servers;
+}
+
+static uint32_t clu_replicas(const struct clu_client *c)
+{
+	return c->cc_conf.cc_replicas < c->cc_conf.cc_nr_servers
+		       ? c->cc_conf.cc_replicas : c->cc_conf.cc_nr_servers;
+}
+
+/* Call the first server of the ring (among the first nr) that answers;
+ * transport failures move on to the next.  *who: the one that answered. */
+static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
+			  uint32_t nr, uint32_t op, const ProtobufCMessage *pb,
+			  const struct rpc_bulk *bulk, uint32_t want, Reply **rp,
+			  uint32_t *who)
+{
+	int rc = err_set(-EHOSTDOWN, "no server of %s reachable",
+			 eng_id_str(id));
+
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t s = clu_ring(c, id, i);
+
+		if (!peers_live(c->cc_peers, s) && i + 1 < nr)
+			continue;
+		rc = clu_call(c, s, op, pb, bulk, want, rp);
+		if (!peers_rc_transport(rc) && rc != -EHOSTDOWN) {
+			if (who != NULL)
+				*who = s;
+			return rc;
+		}
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ results */
+
+/* An update succeeded: report it as the engine's committer would. */
+static int clu_done(struct eng_req *r)
+{
+	if (r->er_ci.ci_executed != NULL)
+		r->er_ci.ci_executed(&r->er_ci);
+	r->er_ci.ci_done(&r->er_ci, 0);
+	return ENG_PENDING;
+}
+
+static bool clu_is_update(uint32_t kind)
+{
+	switch (kind) {
+	case ER_OBJ_READ:
+	case ER_IDX_GET:
+	case ER_IDX_NEXT:
+	case ER_ENT_OPEN:
+	case ER_ENT_GETATTR:
+		return false;
+	default:
+		return true;
+	}
+}
+
+static int clu_finish(struct eng_req *r, int rc, Reply *rp)
+{
+	if (rc == 0 && rp != NULL && rp->attr != NULL) {
+		struct clovis_id cont = r->er_container;
+
+		msg_attr_in(rp->attr, &r->er_ent);
+		r->er_ent.me_type = r->er_type;
+		if (rp->attr->container == NULL)
+			r->er_ent.me_container = cont;
+	}
+	if (rc == 0 && rp != NULL)
+		r->er_bytes = rp->bytes;
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	if (rc != 0)
+		return rc;
+	return clu_is_update(r->er_kind) ? clu_done(r) : 0;
+}
+
+/* ------------------------------------------------------------ entities */
+
+static void clu_ent_req(EntReq *q, SId *id, SId *cont, SAttr *a, SId *ac,
+			const struct eng_req *r, uint32_t rflags)
+{
+	ent_req__init(q);
+	msg_id_out(id, &r->er_id);
+	msg_id_out(cont, &r->er_container);
+	msg_attr_out(a, ac, &r->er_ent);
+	q->kind = r->er_kind;
+	q->type = r->er_type;
+	q->id = id;
+	q->container = cont;
+	q->attr = a;
+	q->incarnation = r->er_ent.me_ctime_ns;
+	q->rflags = rflags;
+}
+
+/* Is container id empty on every live server?  0 or -ENOTEMPTY. */
+static int clu_cont_empty(struct clu_client *c, const struct clovis_id *id)
+{
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++)
+		for (uint32_t t = CLOVIS_ET_OBJ; t <= CLOVIS_ET_IDX; t++) {
+			ListReq q = LIST_REQ__INIT;
+			SId sid;
+			Reply *rp = NULL;
+			int rc;
+
+			msg_id_out(&sid, id);
+			q.container = &sid;
+			q.type = t;
+			q.nr = 1;
+			rc = clu_call(c, s, SOP_LIST, &q.base, NULL, 0, &rp);
+			if (rc == 0 && rp->n_ids > 0)
+				rc = err_set(-ENOTEMPTY, "container %s is not "
+					     "empty (server %s)", eng_id_str(id),
+					     c->cc_conf.cc_servers[s].cs_name);
+			if (rp != NULL)
+				reply__free_unpacked(rp, NULL);
+			if (rc == -ENOTEMPTY)
+				return rc;
+		}
+	return 0;
+}
+
+/* Container CREATE or DELETE on every live server. */
+static int clu_cont_all(struct clu_client *c, struct eng_req *r)
+{
+	EntReq q;
+	SId id, cont, ac;
+	SAttr a;
+	Reply *keep = NULL;
+	int first = 0, ok = 0;
+	char msg[LIM_ERRMSG_LEN] = "";
+
+	if (r->er_kind == ER_ENT_DELETE) {
+		int rc = clu_cont_empty(c, &r->er_id);
+
+		if (rc != 0)
+			return rc;
+	}
+	clu_ent_req(&q, &id, &cont, &a, &ac, r, 0);
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		Reply *rp = NULL;
+		int rc = clu_call(c, s, SOP_ENT, &q.base, NULL, 0, &rp);
+
+		if (rc == 0) {
+			ok++;
+			if (keep == NULL)
+				keep = rp;
+			else
+				reply__free_unpacked(rp, NULL);
+		} else if (first == 0 && !peers_rc_transport(rc) &&
+			   rc != -EHOSTDOWN) {
+			first = rc;
+			snprintf(msg, sizeof msg, "%s", err_msg());
+		} else if (first == 0 && ok == 0) {
+			snprintf(msg, sizeof msg, "%s", err_msg());
+		}
+	}
+	if (ok == 0) {
+		if (keep != NULL)
+			reply__free_unpacked(keep, NULL);
+		return err_set(first != 0 ? first : -EHOSTDOWN, "%s", msg);
+	}
+	return clu_finish(r, 0, keep);
+}
+
+/* Index CREATE and DELETE: every replica; the first answers for all. */
+static int clu_idx_ent_all(struct clu_client *c, struct eng_req *r)
+{
+	EntReq q;
+	SId id, cont, ac;
+	SAttr a;
+	Reply *rp = NULL;
+	uint32_t who = 0, nr = clu_replicas(c);
+	int rc;
+
+	clu_ent_req(&q, &id, &cont, &a, &ac, r, SRF_INDEX);
+	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
+			    &who);
+	if (rc != 0)
+		return rc;
+	q.rflags = SRF_INDEX | SRF_REPLICA;
+	q.incarnation = rp->attr != NULL ? rp->attr->ctime_ns : 0;
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t s = clu_ring(c, &r->er_id, i);
+		int rr;
+
+		if (s == who || !peers_live(c->cc_peers, s))
+			continue;
+		rr = clu_call(c, s, SOP_ENT, &q.base, NULL, 0, NULL);
+		if (rr != 0)
+			LOG_INFO("index %s: replica on %s: %s",
+				 eng_id_str(&r->er_id),
+				 c->cc_conf.cc_servers[s].cs_name, err_msg());
+	}
+	return clu_finish(r, 0, rp);
+}
+
+static int clu_ent(struct clu_client *c, struct eng_req *r)
+{
+	EntReq q;
+	SId id, cont, ac;
+	SAttr a;
+	Reply *rp = NULL;
+	uint32_t nr = 1;
+	int rc;
+
+	if (r->er_type == CLOVIS_ET_CONTAINER &&
+	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
+		return clu_cont_all(c, r);
+	if (r->er_type == CLOVIS_ET_IDX &&
+	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
+		return clu_idx_ent_all(c, r);
+	if (r->er_type == CLOVIS_ET_CONTAINER)
+		nr = c->cc_conf.cc_nr_servers;
+	else if (r->er_type == CLOVIS_ET_IDX)
+		nr = clu_replicas(c);
+	clu_ent_req(&q, &id, &cont, &a, &ac, r,
+		    r->er_type == CLOVIS_ET_IDX ? SRF_INDEX : 0);
+	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
+			    NULL);
+	return clu_finish(r, rc, rp);
+}
+
+/* ------------------------------------------------------------ objects */
+
+static int clu_obj(struct clu_client *c, struct eng_req *r)
+{
+	ObjReq q = OBJ_REQ__INIT;
+	SId id, cont, ac;
+	SAttr a;
+	struct rpc_bulk bulk = {RPC_BULK_NONE, NULL, 0};
+	struct iovec *iov = NULL;
+	Reply *rp = NULL;
+	int rc;
+
+	msg_id_out(&id, &r->er_id);
+	msg_id_out(&cont, &r->er_container);
+	msg_attr_out(&a, &ac, &r->er_ent);
+	q.kind = r->er_kind;
+	q.id = &id;
+	q.container = &cont;
+	q.attr = &a;
+	q.n_start = q.n_count = r->er_ext->ev_nr;
+	q.start = r->er_ext->ev_start_blk;
+	q.count = r->er_ext->ev_nr_blks;
+	if (r->er_data != NULL) {
+		iov = calloc(r->er_data->bv_nr, sizeof *iov);
+		if (iov == NULL)
+			return err_set(-ENOMEM, "object %s: iovecs",
+				       eng_id_str(&r->er_id));
+		for (uint32_t i = 0; i < r->er_data->bv_nr; i++)
+			iov[i] = (struct iovec){r->er_data->bv_buf[i],
+						r->er_data->bv_len[i]};
+		bulk = (struct rpc_bulk){r->er_kind == ER_OBJ_READ ?
+					 RPC_BULK_IN : RPC_BULK_OUT,
+					 iov, r->er_data->bv_nr};
+	}
+	rc = clu_call(c, clu_ring(c, &r->er_id, 0), SOP_OBJ, &q.base,
+		      r->er_data != NULL ? &bulk : NULL, 0, &rp);
+	free(iov);
+	if (rc == 0 && rp != NULL)
+		r->er_bytes = rp->bytes;
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	if (rc != 0)
+		return rc;
+	return clu_is_update(r->er_kind) ? clu_done(r) : 0;
+}
+
+/* ------------------------------------------------------------ indices */
+
+/* An IdxReq for records [from, from + nr) with their packed bytes. */
+struct clu_idx_msg {
+	IdxReq im_q;
+	SId im_id;
+	SId im_cont;
+	uint32_t *im_klen;
+	uint32_t *im_vlen;
+	uint8_t *im_recs;
+	size_t im_len;
+	struct iovec im_iov;
+	struct rpc_bulk im_bulk;
+};
+
+static void clu_idx_msg_fini(struct clu_idx_msg *m)
+{
+	free(m->im_klen);
+	free(m->im_vlen);
+	free(m->im_recs);
+}
+
+static int clu_idx_msg(struct clu_idx_msg *m, const struct eng_req *r,
+		       uint32_t kind, uint32_t from, uint32_t nr, uint32_t nk)
+{
+	IdxReq *q = &m->im_q;
+	bool vals = kind == ER_IDX_PUT;
+	int rc;
+
+	memset(m, 0, sizeof *m);
+	idx_req__init(q);
+	m->im_klen = calloc(nk ? nk : 1, sizeof(uint32_t));
+	m->im_vlen = calloc(nr, sizeof(uint32_t));
+	if (m->im_klen == NULL || m->im_vlen == NULL)
+		return err_set(-ENOMEM, "index %s: request",
+			       eng_id_str(&r->er_id));
+	rc = msg_recs_pack(r->er_keys, vals ? r->er_vals : NULL, from, nk,
+			   m->im_klen, m->im_vlen, &m->im_recs, &m->im_len);
+	if (rc != 0)
+		return rc;
+	msg_id_out(&m->im_id, &r->er_id);
+	msg_id_out(&m->im_cont, &r->er_container);
+	q->kind = kind;
+	q->id = &m->im_id;
+	q->container = &m->im_cont;
+	q->incarnation = r->er_ent.me_ctime_ns;
+	q->flags = r->er_flags;
+	q->nr = nr;
+	q->n_klen = nk;
+	q->klen = m->im_klen;
+	q->n_vlen = vals ? nk : 0;
+	q->vlen = m->im_vlen;
+	if (m->im_len <= MSG_RECS_INLINE) {
+		q->recs.data = m->im_recs;
+		q->recs.len = m->im_len;
+	} else {
+		m->im_iov = (struct iovec){m->im_recs, m->im_len};
+		m->im_bulk = (struct rpc_bulk){RPC_BULK_OUT, &m->im_iov, 1};
+	}
+	return 0;
+}
+
+static const struct rpc_bulk *clu_idx_bulk(const struct clu_idx_msg *m)
+{
+	return m->im_bulk.rb_nr != 0 ? &m->im_bulk : NULL;
+}
+
+/* PUT, DEL: the first live replica orders it, the others follow. */
+static int clu_idx_update(struct clu_client *c, struct eng_req *r)
+{
+	uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c), who = 0;
+	struct clu_idx_msg m;
+	Reply *rp = NULL;
+	int rc = clu_idx_msg(&m, r, r->er_kind, 0, nr, nr);
+
+	if (rc == 0)
+		rc = clu_call_first(c, &r->er_id, n, SOP_IDX, &m.im_q.base,
+				    clu_idx_bulk(&m), nr, &rp, &who);
+	if (rc == 0 && rp->n_rcs != nr)
+		rc = err_set(-EPROTO, "index %s: reply with %zu rcs for %u "
+			     "records", eng_id_str(&r->er_id), rp->n_rcs, nr);
+	if (rc != 0) {
+		clu_idx_msg_fini(&m);
+		if (rp != NULL)
+			reply__free_unpacked(rp, NULL);
+		return rc;
+	}
+	memcpy(r->er_rcs, rp->rcs, nr * sizeof(int32_t));
+	m.im_q.rflags = SRF_REPLICA;
+	m.im_q.seq = rp->seq;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t s = clu_ring(c, &r->er_id, i);
+
+		if (s == who || !peers_live(c->cc_peers, s))
+			continue;
+		if (clu_call(c, s, SOP_IDX, &m.im_q.base, clu_idx_bulk(&m), nr,
+			     NULL) != 0)
+			LOG_INFO("index %s: replica on %s missed an update: %s",
+				 eng_id_str(&r->er_id),
+				 c->cc_conf.cc_servers[s].cs_name, err_msg());
+	}
+	clu_idx_msg_fini(&m);
+	return clu_finish(r, 0, rp);
+}
+
+/* Copy a value of the reply into the caller's slot i (GET semantics). */
+static int32_t clu_val_out(struct clovis_bufvec *bv, uint32_t i,
+			   const uint8_t *v, uint32_t len)
+{
+	if (bv->bv_buf[i] == NULL) {
+		bv->bv_buf[i] = malloc(len ? len : 1);
+		if (bv->bv_buf[i] == NULL)
+			return -ENOMEM;
+	} else if (bv->bv_len[i] < len) {
+		bv->bv_len[i] = len;
+		return -ENOBUFS;
+	}
+	memcpy(bv->bv_buf[i], v, len);
+	bv->bv_len[i] = len;
+	return 0;
+}
+
+/* GET: pages of records from the first live replica. */
+static int clu_idx_get(struct clu_client *c, struct eng_req *r)
+{
+	uint32_t nr = r->er_keys->bv_nr, from = 0;
+	int rc = 0;
+
+	while (rc == 0 && from < nr) {
+		struct clu_idx_msg m;
+		Reply *rp = NULL;
+		const uint8_t *p;
+
+		rc = clu_idx_msg(&m, r, ER_IDX_GET, from, nr - from, nr - from);
+		if (rc == 0)
+			rc = clu_call_first(c, &r->er_id, clu_replicas(c),
+					    SOP_IDX, &m.im_q.base,
+					    clu_idx_bulk(&m), nr - from, &rp,
+					    NULL);
+		clu_idx_msg_fini(&m);
+		if (rc == 0 && (rp->done == 0 || rp->n_rcs != rp->done ||
+				rp->n_vlen != rp->done))
+			rc = err_set(-EPROTO, "index %s: bad GET reply",
+				     eng_id_str(&r->er_id));
+		for (uint32_t i = 0, *vl = rc == 0 ? rp->vlen : NULL;
+		     rc == 0 && i < rp->done; i++) {
+			if (i == 0)
+				p = rp->recs.data;
+			r->er_rcs[from + i] = rp->rcs[i];
+			if (rp->rcs[i] == 0)
+				r->er_rcs[from + i] =
+					clu_val_out(r->er_vals, from + i, p, vl[i]);
+			p += vl[i];
+		}
+		if (rc == 0)
+			from += rp->done;
+		if (rp != NULL)
+			reply__free_unpacked(rp, NULL);
+	}
+	r->er_bytes = nr;
+	return rc;
+}
+
+/* NEXT: pages from the first live replica, each after the last key. */
+static int clu_idx_next(struct clu_client *c, struct eng_req *r)
+{
+	uint32_t nr = r->er_keys->bv_nr, got = 0;
+	struct eng_req q = *r;
+	struct clovis_bufvec sk;
+	void *skb[1];
+	size_t skl[1];
+	uint8_t last[CLOVIS_KEY_MAX];
+	int rc = 0;
+
+	skb[0] = r->er_keys->bv_buf[0];
+	skl[0] = skb[0] != NULL ? r->er_keys->bv_len[0] : 0;
+	sk = (struct clovis_bufvec){1, skb, skl};
+	q.er_keys = &sk;
+	while (rc == 0 && got < nr) {
+		struct clu_idx_msg m;
+		Reply *rp = NULL;
+		const uint8_t *p;
+
+		rc = clu_idx_msg(&m, &q, ER_IDX_NEXT, 0, nr - got, 1);
+		m.im_q.start_null = skb[0] == NULL;
+		if (rc == 0)
+			rc = clu_call_first(c, &r->er_id, clu_replicas(c),
+					    SOP_IDX, &m.im_q.base,
+					    clu_idx_bulk(&m), nr - got, &rp,
+					    NULL);
+		clu_idx_msg_fini(&m);
+		if (rc == 0 && (rp->n_klen != rp->done || rp->n_vlen != rp->done))
+			rc = err_set(-EPROTO, "index %s: bad NEXT reply",
+				     eng_id_str(&r->er_id));
+		if (rc != 0) {
+			if (rp != NULL)
+				reply__free_unpacked(rp, NULL);
+			break;
+		}
+		p = rp->recs.data;
+		for (uint32_t i = 0; i < rp->done; i++, got++) {
+			r->er_keys->bv_buf[got] = NULL;
+			r->er_vals->bv_buf[got] = NULL;
+			r->er_rcs[got] = clu_val_out(r->er_keys, got, p,
+						     rp->klen[i]);
+			p += rp->klen[i];
+		}
+		for (uint32_t i = 0, g = got - rp->done; i < rp->done; i++, g++) {
+			if (r->er_rcs[g] == 0)
+				r->er_rcs[g] = clu_val_out(r->er_vals, g, p,
+							   rp->vlen[i]);
+			p += rp->vlen[i];
+		}
+		if (rp->done > 0) {
+			memcpy(last, r->er_keys->bv_buf[got - 1],
+			       r->er_keys->bv_len[got - 1]);
+			skb[0] = last;
+			skl[0] = r->er_keys->bv_len[got - 1];
+			q.er_flags = CLOVIS_IF_EXCLUDE_START_KEY;
+		}
+		/* The server found rp->bytes records; fewer came: ask again. */
+		if (rp->done == 0 || rp->done >= rp->bytes) {
+			reply__free_unpacked(rp, NULL);
+			break;
+		}
+		reply__free_unpacked(rp, NULL);
+	}
+	r->er_bytes = got;
+	for (uint32_t i = got; i < nr; i++) {
+		r->er_keys->bv_buf[i] = r->er_vals->bv_buf[i] = NULL;
+		r->er_keys->bv_len[i] = r->er_vals->bv_len[i] = 0;
+		r->er_rcs[i] = -ENOENT;
+	}
+	return rc;
+}
+
+/* ------------------------------------------------------------ backend */
+
+int exec_cluster(struct clovis *cl, struct eng_req *r)
+{
+	struct clu_client *c = clu_of(cl);
+
+	switch (r->er_kind) {
+	case ER_OBJ_READ:
+	case ER_OBJ_WRITE:
+	case ER_OBJ_ALLOC:
+	case ER_OBJ_FREE:
+		return clu_obj(c, r);
+	case ER_IDX_GET:
+		return clu_idx_get(c, r);
+	case ER_IDX_NEXT:
+		return clu_idx_next(c, r);
+	case ER_IDX_PUT:
+	case ER_IDX_DEL:
+		return clu_idx_update(c, r);
+	default:
+		return clu_ent(c, r);
+	}
+}
+
+/* Fetch the cluster file from server "ADDR:PORT" (secret known). */
+static int clu_fetch(struct clu_client *c, const struct clovis_conf *conf)
+{
+	struct clu_conf one = {0};
+	struct clu_server sv = {0};
+	struct peers *p = NULL;
+	struct rpc_result res;
+	const char *colon = strrchr(conf->cc_server, ':');
+	size_t slen = conf->cc_secret != NULL ? strlen(conf->cc_secret) : 0;
+	Reply *rp = NULL;
+	int rc;
+
+	if (colon == NULL || colon == conf->cc_server ||
+	    (size_t)(colon - conf->cc_server) >= sizeof sv.cs_addr ||
+	    atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535)
+		return err_set(-EINVAL, "clovis_init: cc_server \"%s\": expected"
+			       " ADDR:PORT", conf->cc_server);
+	if (slen < CLU_SECRET_MIN || slen >= CLU_SECRET_MAX)
+		return err_set(-EINVAL, "clovis_init: cc_secret: the cluster "
+			       "secret (16..1023 bytes) is needed with cc_server");
+	memcpy(sv.cs_addr, conf->cc_server, (size_t)(colon - conf->cc_server));
+	if (!clu_addr_allowed(sv.cs_addr))
+		return err_set(-EINVAL, "clovis_init: cc_server %s: address not "
+			       "in 127.0.0.0/8 or 198.51.100.0/24", sv.cs_addr);
+	sv.cs_port = (uint16_t)atoi(colon + 1);
+	snprintf(sv.cs_name, sizeof sv.cs_name, "%s", conf->cc_server);
+	snprintf(one.cc_name, sizeof one.cc_name, "bootstrap");
+	snprintf(one.cc_provider, sizeof one.cc_provider, "tcp;ofi_rxm");
+	memcpy(one.cc_secret, conf->cc_secret, slen);
+	one.cc_secret_len = slen;
+	one.cc_nr_servers = 1;
+	one.cc_servers = &sv;
+	one.cc_connect_ms = 5000;
+	one.cc_call_ms = 10000;
+	rc = peers_create(&p, &one, NULL);
+	if (rc == 0)
+		rc = peers_call(p, 0, SOP_CONF_GET, NULL, 0, NULL, &res);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+	if (p != NULL)
+		free(res.rr_body);
+	peers_destroy(p);
+	if (rc == 0)
+		rc = clu_conf_parse(&c->cc_conf, (const char *)rp->text.data,
+				    rp->text.len, NULL, CLU_PARSE_NO_SECRET);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	if (rc != 0)
+		return err_set(rc, "clovis_init: cluster file from %s: %s",
+			       conf->cc_server, err_msg());
+	memcpy(c->cc_conf.cc_secret, conf->cc_secret, slen);
+	c->cc_conf.cc_secret_len = slen;
+	return 0;
+}
+
+int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
+		 const char *file)
+{
+	struct clu_client *c = calloc(1, sizeof *c);
+	int rc;
+
+	if (c == NULL)
+		return err_set(-ENOMEM, "clovis_init: cluster client");
+	rc = file != NULL ? clu_conf_load(&c->cc_conf, file) : clu_fetch(c, conf);
+	if (rc == 0)
+		rc = peers_create(&c->cc_peers, &c->cc_conf, NULL);
+	if (rc != 0) {
+		clu_conf_fini(&c->cc_conf);
+		free(c);
+		return rc;
+	}
+	cl->cl_backend = c;
+	cl->cl_exec = exec_cluster;
+	return 0;
+}
+
+void cluster_close(struct clovis *cl)
+{
+	struct clu_client *c = clu_of(cl);
+
+	if (c == NULL)
+		return;
+	peers_destroy(c->cc_peers);
+	clu_conf_fini(&c->cc_conf);
+	free(c);
+	cl->cl_backend = NULL;
+}
+
+/* ------------------------------------------------------------ management */
+
+/* Merge sorted lists: ids of every server after *after, distinct. */
+static int clu_id_cmp_q(const void *a, const void *b)
+{
+	return clovis_id_cmp(a, b);
+}
+
+int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
+			uint32_t type, const struct clovis_id *after,
+			struct clovis_id *ids, uint32_t *nr)
+{
+	struct clu_client *c = clu_of(cl);
+	uint32_t want = *nr < MSG_LIST_MAX ? *nr : MSG_LIST_MAX, n = 0, ok = 0;
+	struct clovis_id *all = calloc((size_t)want * c->cc_conf.cc_nr_servers + 1,
+				       sizeof *all);
+	int rc = 0;
+
+	if (all == NULL)
+		return err_set(-ENOMEM, "entity_list: ids");
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers && want > 0; s++) {
+		ListReq q = LIST_REQ__INIT;
+		SId cont, aft;
+		Reply *rp = NULL;
+		int rr;
+
+		msg_id_out(&cont, r != NULL ? &r->re_id : &(struct clovis_id){0, 0});
+		q.container = &cont;
+		q.type = type;
+		q.nr = want;
+		if (after != NULL) {
+			msg_id_out(&aft, after);
+			q.after = &aft;
+			q.has_after = true;
+		}
+		rr = clu_call(c, s, SOP_LIST, &q.base, NULL, 0, &rp);
+		if (rr == 0) {
+			ok++;
+			for (size_t i = 0; i < rp->n_ids && i < want; i++)
+				msg_id_in(rp->ids[i], &all[n++]);
+			reply__free_unpacked(rp, NULL);
+		} else if (!peers_rc_transport(rr) && rr != -EHOSTDOWN) {
+			rc = rr;
+		}
+	}
+	if (rc == 0 && ok == 0 && want > 0)
+		rc = err_set(-EHOSTDOWN, "entity_list: no server reachable");
+	if (rc == 0) {
+		uint32_t k = 0;
+
+		qsort(all, n, sizeof *all, clu_id_cmp_q);
+		for (uint32_t i = 0; i < n && k < want; i++)
+			if (k == 0 || clovis_id_cmp(&ids[k - 1], &all[i]) != 0)
+				ids[k++] = all[i];
+		*nr = k;
+	}
+	free(all);
+	return rc;
+}
+
+/* STATUS of server s (NULL reply when it is down). */
+static int clu_status(struct clu_client *c, uint32_t s, Reply **rp)
+{
+	return clu_call(c, s, SOP_STATUS, NULL, NULL, 0, rp);
+}
+
+int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
+		     uint32_t *nr)
+{
+	struct clu_client *c = clu_of(cl);
+	uint32_t n = 0;
+
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		Reply *rp = NULL;
+
+		if (clu_status(c, s, &rp) != 0 || rp->status == NULL) {
+			if (rp != NULL)
+				reply__free_unpacked(rp, NULL);
+			continue;
+		}
+		for (size_t i = 0; i < rp->status->n_devs; i++, n++) {
+			const SDev *d = rp->status->devs[i];
+			struct clovis_dev_info *di = &info[n];
+
+			if (n >= *nr)
+				continue;
+			memset(di, 0, sizeof *di);
+			di->di_index = n;
+			di->di_tier = d->tier;
+			snprintf(di->di_path, sizeof di->di_path, "%s:%s",
+				 c->cc_conf.cc_servers[s].cs_name, d->path);
+			snprintf(di->di_driver, sizeof di->di_driver, "%s",
+				 d->driver);
+			di->di_size_bytes = d->size;
+			di->di_free_bytes = d->free;
+			di->di_direct_io = d->direct_io;
+			di->di_state = d->state;
+			di->di_errors = d->errors;
+			di->di_rebalance = d->rebalance;
+			di->di_model = d->model;
+			di->di_zone_size = d->zone_size;
+			di->di_zones = d->zones;
+			di->di_zones_empty = d->zones_empty;
+		}
+		reply__free_unpacked(rp, NULL);
+	}
+	*nr = n;
+	return 0;
+}
+
+int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
+		      uint32_t *nr)
+{
+	struct clu_client *c = clu_of(cl);
+	uint32_t npools = 0, base = 0;
+
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		Reply *rp = NULL;
+
+		if (clu_status(c, s, &rp) != 0 || rp->status == NULL) {
+			if (rp != NULL)
+				reply__free_unpacked(rp, NULL);
+			continue;
+		}
+		for (size_t p = 0; p < rp->status->n_pools; p++) {
+			const SPool *sp = rp->status->pools[p];
+			struct clovis_pool_info *pi = &info[p];
+
+			if (p >= *nr)
+				continue;
+			if (p >= npools) {
+				memset(pi, 0, sizeof *pi);
+				pi->pi_index = (uint32_t)p;
+				snprintf(pi->pi_name, sizeof pi->pi_name, "%s",
+					 sp->name);
+			}
+			for (size_t d = 0; d < sp->n_devs &&
+					   pi->pi_nr_devs < 256; d++)
+				pi->pi_devs[pi->pi_nr_devs++] = base + sp->devs[d];
+			pi->pi_size_bytes += sp->size;
+			pi->pi_free_bytes += sp->free;
+		}
+		if (rp->status->n_pools > npools)
+			npools = (uint32_t)rp->status->n_pools;
+		base += (uint32_t)rp->status->n_devs;
+		reply__free_unpacked(rp, NULL);
+	}
+	*nr = npools;
+	return 0;
+}
+
+int cluster_status(struct clovis *cl, uint32_t s, char *name, size_t nlen,
+		   bool *up, uint64_t *uptime_ms, uint64_t *requests,
+		   uint64_t *bad)
+{
+	struct clu_client *c = clu_of(cl);
+	Reply *rp = NULL;
+	int rc;
+
+	if (s >= c->cc_conf.cc_nr_servers)
+		return -ENOENT;
+	snprintf(name, nlen, "%s %s:%u", c->cc_conf.cc_servers[s].cs_name,
+		 c->cc_conf.cc_servers[s].cs_addr,
+		 c->cc_conf.cc_servers[s].cs_port);
+	rc = clu_status(c, s, &rp);
+	*up = rc == 0 && rp->status != NULL;
+	*uptime_ms = *up ? rp->status->uptime_ms : 0;
+	*requests = *up ? rp->status->requests : 0;
+	*bad = *up ? rp->status->bad_requests : 0;
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return 0;
+}
+
+uint32_t cluster_nr_servers(struct clovis *cl)
+{
+	return clu_of(cl)->cc_conf.cc_nr_servers;
+}
