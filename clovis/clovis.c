@@ -109,13 +109,41 @@ static bool id_reserved(const struct clovis_id *id)
 
 /* ------------------------------------------------------------ instance */
 
+/* Cluster mode: a file, or a server with the secret; no store fields. */
+static int cluster_conf_check(const struct clovis_conf *conf)
+{
+	if ((conf->cc_cluster_conf == NULL) == (conf->cc_server == NULL))
+		return err_set(-EINVAL, "clovis_init: cluster mode needs "
+			       "cc_cluster_conf or cc_server (one of them)");
+	if (conf->cc_cluster_conf != NULL && conf->cc_secret != NULL)
+		return err_set(-EINVAL, "clovis_init: cc_secret goes with "
+			       "cc_server (the cluster file has its own)");
+	if (conf->cc_data_dir != NULL || conf->cc_flags != 0 ||
+	    conf->cc_dev_size != 0 || conf->cc_nvram_dir != NULL ||
+	    conf->cc_meta_size != 0 || conf->cc_config != NULL)
+		return err_set(-EINVAL, "clovis_init: cluster mode: store fields"
+			       " (cc_data_dir, cc_flags, cc_dev_size, "
+			       "cc_nvram_dir, cc_meta_size, cc_config) must be "
+			       "unset: the servers own the stores");
+	if (conf->cc_nr_workers > LIM_WORKERS_MAX)
+		return err_set(-EINVAL, "clovis_init: cc_nr_workers %u > %u",
+			       conf->cc_nr_workers, LIM_WORKERS_MAX);
+	return 0;
+}
+
 static int conf_check(const struct clovis_conf *conf)
 {
 	if (conf == NULL)
 		return err_set(-EINVAL, "clovis_init: conf is NULL");
+	if (conf->cc_mode == CLOVIS_MODE_CLUSTER)
+		return cluster_conf_check(conf);
 	if (conf->cc_mode != CLOVIS_MODE_EMBEDDED)
 		return err_set(-EINVAL, "clovis_init: cc_mode %d unknown",
 			       (int)conf->cc_mode);
+	if (conf->cc_cluster_conf != NULL || conf->cc_server != NULL ||
+	    conf->cc_secret != NULL)
+		return err_set(-EINVAL, "clovis_init: cc_cluster_conf, "
+			       "cc_server and cc_secret are for cluster mode");
 	if (conf->cc_data_dir == NULL || conf->cc_data_dir[0] == '\0')
 		return err_set(-EINVAL, "clovis_init: cc_data_dir is empty");
 	if (conf->cc_flags & ~(uint32_t)(CLOVIS_CONF_CREATE | CLOVIS_CONF_DEVICE_MODEL))
@@ -157,12 +185,62 @@ static void commit_hook(void *arg, uint64_t lat_us, uint32_t nr_items)
 	stats_record(&cl->cl_stats, CLOVIS_STAT_COMMIT, lat_us, nr_items, false);
 }
 
+#ifdef STRATA_FAULT_INJECT
+/*
+ * Test builds only: when STRATA_UT_CLUSTER names a cluster file, an
+ * embedded-mode clovis_init() opens a client of that cluster instead, so
+ * that the unchanged Clovis suites run against a cluster
+ * (tests/integ/cluster_test.sh).  Release builds never look at it.
+ */
+static const struct clovis_conf *ut_cluster_conf(const struct clovis_conf *conf,
+						 struct clovis_conf *tmp)
+{
+	const char *file = getenv("STRATA_UT_CLUSTER");
+
+	if (conf == NULL || file == NULL || file[0] == '\0' ||
+	    conf->cc_mode != CLOVIS_MODE_EMBEDDED ||
+	    conf->cc_data_dir == NULL)
+		return conf;
+	*tmp = (struct clovis_conf){.cc_mode = CLOVIS_MODE_CLUSTER,
+				    .cc_cluster_conf = file,
+				    .cc_nr_workers = conf->cc_nr_workers,
+				    .cc_log_level = conf->cc_log_level};
+	return tmp;
+}
+#endif
+
+/* Open the backend: the engine (embedded) or the cluster client. */
+static int backend_open(struct clovis *cl, const struct clovis_conf *conf)
+{
+	struct eng_conf ec;
+	int rc;
+
+	if (conf->cc_mode == CLOVIS_MODE_CLUSTER)
+		return cluster_open(cl, conf, conf->cc_cluster_conf);
+	ec = (struct eng_conf){conf->cc_data_dir,
+			       (conf->cc_flags & CLOVIS_CONF_CREATE) != 0,
+			       conf->cc_dev_size, conf->cc_nvram_dir,
+			       conf->cc_meta_size, conf->cc_config,
+			       (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0};
+	cl->cl_exec = exec_embedded;
+	rc = eng_open(&cl->cl_eng, &ec);
+	if (rc != 0)
+		return rc;
+	stats_load(cl);
+	eng_commit_hook_set(cl->cl_eng, commit_hook, cl);
+	return 0;
+}
+
 int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 {
 	struct clovis *cl;
-	struct eng_conf ec;
-	int rc = conf_check(conf);
+	int rc;
+#ifdef STRATA_FAULT_INJECT
+	struct clovis_conf ut_tmp;
 
+	conf = ut_cluster_conf(conf, &ut_tmp);
+#endif
+	rc = conf_check(conf);
 	if (rc != 0)
 		return rc;
 	if (out == NULL)
@@ -176,18 +254,11 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 	pthread_cond_init(&cl->cl_qcond, NULL);
 	pthread_mutex_init(&cl->cl_olock, NULL);
 	pthread_cond_init(&cl->cl_oidle, NULL);
-	ec = (struct eng_conf){conf->cc_data_dir,
-			       (conf->cc_flags & CLOVIS_CONF_CREATE) != 0,
-			       conf->cc_dev_size, conf->cc_nvram_dir,
-			       conf->cc_meta_size, conf->cc_config,
-			       (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0};
-	cl->cl_exec = exec_embedded;
-	rc = eng_open(&cl->cl_eng, &ec);
+	rc = backend_open(cl, conf);
 	if (rc != 0)
 		goto out_free;
 	cl->cl_default = (struct clovis_realm){cl, CLOVIS_ID_DEFAULT_CONTAINER};
-	stats_load(cl);
-	eng_commit_hook_set(cl->cl_eng, commit_hook, cl);
+	cl->cl_stats.st_version = STATS_VERSION;
 	rc = workers_start(cl, conf->cc_nr_workers ? conf->cc_nr_workers
 						   : LIM_WORKERS_DEFAULT);
 	if (rc != 0)
@@ -208,11 +279,14 @@ void clovis_fini(struct clovis *cl)
 		return;
 	ops_drain_and_free(cl);
 	workers_stop(cl);
-	eng_commit_hook_set(cl->cl_eng, NULL, NULL);
-	if (eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
-			 sizeof cl->cl_stats) != 0)
-		LOG_WARNING("statistics not saved: %s", err_msg());
-	eng_close(cl->cl_eng);
+	if (cl->cl_eng != NULL) {
+		eng_commit_hook_set(cl->cl_eng, NULL, NULL);
+		if (eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
+				 sizeof cl->cl_stats) != 0)
+			LOG_WARNING("statistics not saved: %s", err_msg());
+		eng_close(cl->cl_eng);
+	}
+	cluster_close(cl);
 	pthread_mutex_destroy(&cl->cl_qlock);
 	pthread_cond_destroy(&cl->cl_qcond);
 	pthread_mutex_destroy(&cl->cl_olock);
@@ -652,6 +726,15 @@ int clovis_idx_op(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 
 /* ------------------------------------------------------------ management */
 
+/* Management calls that act on one store's engine: not in cluster mode. */
+static int store_only(struct clovis *cl, const char *what)
+{
+	if (cl->cl_eng != NULL)
+		return 0;
+	return err_set(-ENOTSUP, "%s: not available in cluster mode (it acts "
+		       "on one store's engine)", what);
+}
+
 /* Walk member records of (cont, type) after *after into ids. */
 static int list_walk(struct clovis *cl, MDB_txn *txn,
 		     const struct clovis_id *cont, uint32_t type,
@@ -699,6 +782,8 @@ int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
 	    type < CLOVIS_ET_CONTAINER || type > CLOVIS_ET_IDX)
 		return err_set(-EINVAL, "entity_list: containers are listed with "
 			       "r == NULL, objects and indices in a realm");
+	if (cl->cl_eng == NULL)
+		return cluster_entity_list(cl, r, type, after, ids, nr);
 	rc = mdb_txn_begin(eng_meta(cl->cl_eng)->m_env, NULL, MDB_RDONLY, &txn);
 	if (rc != 0)
 		return meta_err(rc, "begin list");
@@ -724,6 +809,8 @@ int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 
 	if (cl == NULL || nr == NULL || (info == NULL && *nr > 0))
 		return err_set(-EINVAL, "dev_list: NULL argument");
+	if (cl->cl_eng == NULL)
+		return cluster_dev_list(cl, info, nr);
 	n = eng_dev_nr(cl->cl_eng);
 	for (uint32_t i = 0; i < n && i < *nr; i++)
 		eng_dev_info(cl->cl_eng, i, &info[i]);
@@ -738,6 +825,8 @@ int clovis_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 
 	if (cl == NULL || nr == NULL || (info == NULL && *nr > 0))
 		return err_set(-EINVAL, "pool_list: NULL argument");
+	if (cl->cl_eng == NULL)
+		return cluster_pool_list(cl, info, nr);
 	n = eng_pool_nr(cl->cl_eng);
 	for (uint32_t p = 0; p < n && p < *nr; p++) {
 		const struct eng_pool *ep = eng_pool_get(cl->cl_eng, p);
@@ -764,6 +853,8 @@ int clovis_dev_fail(struct clovis *cl, uint32_t dev)
 {
 	if (cl == NULL)
 		return err_set(-EINVAL, "dev_fail: NULL instance");
+	if (store_only(cl, "dev_fail") != 0)
+		return -ENOTSUP;
 	return eng_dev_fail(cl->cl_eng, dev, "marked failed by the operator");
 }
 
@@ -771,6 +862,8 @@ int clovis_dev_replace(struct clovis *cl, uint32_t dev, const char *path)
 {
 	if (cl == NULL)
 		return err_set(-EINVAL, "dev_replace: NULL instance");
+	if (store_only(cl, "dev_replace") != 0)
+		return -ENOTSUP;
 	return eng_dev_replace(cl->cl_eng, dev, path);
 }
 
@@ -784,7 +877,7 @@ static int obj_handle_check(struct clovis_obj *o, const char *what)
 		return err_set(-EINVAL, "%s: object %s is not open (CREATE or "
 			       "OPEN it first)", what,
 			       eng_id_str(&o->ob_entity.en_id));
-	return 0;
+	return store_only(o->ob_entity.en_cl, what);
 }
 
 int clovis_obj_layer_add(struct clovis_obj *o, const struct clovis_obj_attr *attr,
@@ -870,6 +963,8 @@ int clovis_unit_counters_get(struct clovis *cl,
 
 	if (cl == NULL || out == NULL)
 		return err_set(-EINVAL, "unit_counters_get: NULL argument");
+	if (store_only(cl, "unit_counters_get") != 0)
+		return -ENOTSUP;
 	uc = eng_ucounters(cl->cl_eng);
 	out->uc_degraded_reads = __atomic_load_n(&uc->uc_degraded_reads,
 						 __ATOMIC_RELAXED);
@@ -888,6 +983,8 @@ int clovis_smr_clean(struct clovis *cl, uint32_t dev, uint32_t live_pct,
 
 	if (cl == NULL)
 		return err_set(-EINVAL, "smr_clean: NULL instance");
+	if (store_only(cl, "smr_clean") != 0)
+		return -ENOTSUP;
 	if (live_pct > 100)
 		return err_set(-EINVAL, "smr_clean: live_pct %u above 100",
 			       live_pct);
@@ -911,6 +1008,8 @@ static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
 
 	if (cl == NULL)
 		return err_set(-EINVAL, "%s: NULL instance", what);
+	if (store_only(cl, what) != 0)
+		return -ENOTSUP;
 	rc = fn(cl->cl_eng, pf, arg, &ss);
 	if (st != NULL)
 		*st = (struct clovis_walk_stats){
@@ -955,6 +1054,32 @@ int clovis_stats_reset(struct clovis *cl)
 	if (cl == NULL)
 		return err_set(-EINVAL, "stats_reset: NULL argument");
 	memset(cl->cl_stats.st_h, 0, sizeof cl->cl_stats.st_h);
+	if (cl->cl_eng == NULL)
+		return 0; /* cluster mode: this client's figures only */
 	return eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
 			    sizeof cl->cl_stats);
+}
+
+int clovis_server_list(struct clovis *cl, struct clovis_server_info *info,
+		       uint32_t *nr)
+{
+	uint32_t n;
+
+	if (cl == NULL || nr == NULL || (info == NULL && *nr > 0))
+		return err_set(-EINVAL, "server_list: NULL argument");
+	if (cl->cl_eng != NULL)
+		return err_set(-ENOTSUP, "server_list: an embedded store has no "
+			       "servers");
+	n = cluster_nr_servers(cl);
+	for (uint32_t s = 0; s < n && s < *nr; s++) {
+		bool up;
+
+		memset(&info[s], 0, sizeof info[s]);
+		cluster_status(cl, s, info[s].si_name, sizeof info[s].si_name,
+			       &up, &info[s].si_uptime_ms, &info[s].si_requests,
+			       &info[s].si_bad_requests);
+		info[s].si_up = up;
+	}
+	*nr = n;
+	return 0;
 }

@@ -39,6 +39,7 @@ enum cli_opt {
 	CO_LAYOUT = 1u << 9,    /* --layout, --pool, --data N, --parity,
 				 * --spare, --copies, --unit */
 	CO_LIVE = 1u << 10,     /* --live */
+	CO_CLUSTER = 1u << 11,  /* --nodes, --dir, --base-port (cluster) */
 };
 
 /** Most positional arguments any command takes, plus group and name. */
@@ -79,6 +80,13 @@ struct cli {
 	uint64_t c_dev_size;
 	const char *c_config;  /* --config: YAML used when the store is made */
 	bool c_model;          /* --model: device model on for every tier */
+	const char *c_cluster; /* --cluster FILE: cluster mode */
+	const char *c_server;  /* --server ADDR:PORT: cluster mode */
+	const char *c_secret;  /* $STRATA_SECRET, with --server */
+	/* strata cluster up/down/status */
+	uint64_t c_nodes;
+	const char *c_dir;
+	uint64_t c_base_port;
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;
@@ -348,6 +356,11 @@ int cli_dev_find(struct cli *c, const char *text, const char *what,
 
 /* ------------------------------------------------------- commands */
 
+/** Open a cluster-mode client (--cluster or --server); CLI_FAIL reported. */
+int cli_cluster_open(struct cli *c);
+int cmd_cluster_up(struct cli *c);
+int cmd_cluster_down(struct cli *c);
+int cmd_cluster_status(struct cli *c);
 int cmd_obj_create(struct cli *c);
 int cmd_obj_write(struct cli *c);
 int cmd_obj_read(struct cli *c);

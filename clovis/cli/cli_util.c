@@ -189,12 +189,33 @@ static int mkdir_p(const char *dir)
 	return 0;
 }
 
+/* Cluster mode: a client of the servers of --cluster FILE or --server. */
+int cli_cluster_open(struct cli *c)
+{
+	struct clovis_conf conf;
+	int rc;
+
+	memset(&conf, 0, sizeof conf);
+	conf.cc_mode = CLOVIS_MODE_CLUSTER;
+	conf.cc_cluster_conf = c->c_cluster;
+	conf.cc_server = c->c_cluster == NULL ? c->c_server : NULL;
+	conf.cc_secret = conf.cc_server != NULL ? c->c_secret : NULL;
+	conf.cc_log_level = c->c_verbose > 0 ? c->c_verbose : -1;
+	rc = cli_call(c, clovis_init(&c->c_cl, &conf));
+	if (rc < 0)
+		return cli_fail(c, rc, "open cluster '%s'", c->c_cluster != NULL ?
+				c->c_cluster : c->c_server);
+	return 0;
+}
+
 /* Open the store in the data directory, creating both when missing. */
 int cli_store_open(struct cli *c)
 {
 	struct clovis_conf conf;
 	int rc;
 
+	if (c->c_cluster != NULL || c->c_server != NULL)
+		return cli_cluster_open(c);
 	rc = mkdir_p(c->c_data_dir);
 	if (rc < 0)
 		return cli_sys(-rc, "create data directory '%s'",

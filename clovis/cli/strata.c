@@ -17,6 +17,23 @@
 
 /* Every command of the tool. */
 static const struct cli_cmd cmds[] = {
+	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
+	  "[--nodes N] [--dir D] [--base-port P]",
+	  "Start a development cluster: write D/cluster.yaml (default D "
+	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
+	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
+	  "secret, then start them (strata-server, pid files D/sI.pid, logs "
+	  "D/sI.log) and wait until each answers." },
+	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
+	  "[--dir D]",
+	  "Stop the servers of the cluster in D by the pids they recorded: "
+	  "SIGTERM (they drain and close their stores), then SIGKILL past "
+	  "15 seconds." },
+	{ "cluster", "status", 0, 0, CO_CLUSTER, false, cmd_cluster_status,
+	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "Show each server (up or down, uptime, requests served, malformed "
+	  "requests refused), then the devices, tiers and free space of the "
+	  "servers that answered." },
 	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER | CO_LAYOUT, true,
 	  cmd_obj_create,
 	  "ID [--block-size BYTES] [--tier T | --layout L [--pool NAME] "
@@ -141,7 +158,8 @@ enum opt_id {
 	O_DATA, O_JSON, O_QUIET, O_VERBOSE, O_HELP, O_DEV_SIZE, O_CONFIG,
 	O_MODEL, O_HEX, O_OVERWRITE, O_EXCLUDE, O_RESET, O_BLOCK_SIZE,
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
-	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE, O_NR
+	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
+	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -181,6 +199,11 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_COPIES] = { "copies", 0, CO_LAYOUT, true },
 	[O_UNIT] = { "unit", 0, CO_LAYOUT, true },
 	[O_LIVE] = { "live", 0, CO_LIVE, true },
+	[O_CLUSTER] = { "cluster", 0, 0, true },
+	[O_SERVER] = { "server", 0, 0, true },
+	[O_NODES] = { "nodes", 0, CO_CLUSTER, true },
+	[O_DIR] = { "dir", 0, CO_CLUSTER, true },
+	[O_BASE_PORT] = { "base-port", 0, CO_CLUSTER, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -433,6 +456,12 @@ static void help_global(void)
 	       "  --model          device model on: devices take the latency "
 	       "and bandwidth\n"
 	       "                   of their class (this run only)\n"
+	       "  --cluster FILE   cluster mode: run against the servers of "
+	       "this cluster\n"
+	       "                   file (docs/cluster.md) instead of --data\n"
+	       "  --server A:P     cluster mode: fetch the cluster file from "
+	       "the server at\n"
+	       "                   A:P (the secret in $STRATA_SECRET)\n"
 	       "  --json           print results as JSON\n"
 	       "  -q, --quiet      print only requested data, no "
 	       "confirmations or progress\n"
@@ -727,6 +756,17 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_layout(c, r);
 	if (rc == 0)
 		rc = apply_live(c, r);
+	c->c_nodes = 3;
+	c->c_base_port = 21000;
+	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";
+	if (rc == 0 && r->r_set[O_NODES] &&
+	    (!cli_parse_u64(r->r_val[O_NODES], &c->c_nodes) ||
+	     c->c_nodes == 0 || c->c_nodes > 16))
+		rc = cli_usage(c, "--nodes: 1 to 16");
+	if (rc == 0 && r->r_set[O_BASE_PORT] &&
+	    (!cli_parse_u64(r->r_val[O_BASE_PORT], &c->c_base_port) ||
+	     c->c_base_port < 1024 || c->c_base_port + c->c_nodes > 65535))
+		rc = cli_usage(c, "--base-port: 1024..65535 minus the nodes");
 	if (rc == 0 && r->r_set[O_DEV_SIZE]) {
 		dev_set = cli_parse_size(r->r_val[O_DEV_SIZE], &c->c_dev_size);
 		if (!dev_set)
@@ -749,6 +789,9 @@ static void apply_global(struct cli *c, const struct raw *r)
 	c->c_json = r->r_set[O_JSON];
 	c->c_config = r->r_set[O_CONFIG] ? r->r_val[O_CONFIG] : NULL;
 	c->c_model = r->r_set[O_MODEL];
+	c->c_cluster = r->r_set[O_CLUSTER] ? r->r_val[O_CLUSTER] : NULL;
+	c->c_server = r->r_set[O_SERVER] ? r->r_val[O_SERVER] : NULL;
+	c->c_secret = getenv("STRATA_SECRET");
 	c->c_quiet = r->r_set[O_QUIET];
 	c->c_help = r->r_set[O_HELP];
 	c->c_verbose = r->r_verbose;

@@ -414,7 +414,7 @@ static int idx_copy(struct srv *s, struct ridx *ri, const struct idx_peer *p,
 		ri->ri_exists = true;
 		pthread_mutex_unlock(&s->s_rlock);
 		__atomic_add_fetch(&s->s_cnt.sc_syncs, 1, __ATOMIC_RELAXED);
-		LOG_INFO("server %s: index %s copied from server %s (seq %"
+		LOG_WARNING("server %s: index %s copied from server %s (seq %"
 			 PRIu64 ")", s->s_me->cs_name, eng_id_str(id),
 			 s->s_conf->cc_servers[p->ip_server].cs_name, p->ip_seq);
 	}
@@ -478,11 +478,62 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 static void srv_idx_go(struct srv *s, struct srv_op *so);
 static void srv_idx_ent_go(struct srv *s, struct srv_op *so);
 
+/* At start: verify every index this server holds a replica record of, so
+ * that a returning replica catches up while its peers are there, not only
+ * when it is next asked to serve (bounded by the records found). */
+static void srv_sync_all(struct srv *s)
+{
+	struct meta *m = eng_meta(s->s_eng);
+	struct clovis_id *ids = NULL;
+	size_t nr = 0, cap = 0;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k = {5, "ridx:"}, v;
+	int rc;
+
+	if (mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn) != 0)
+		return;
+	if (mdb_cursor_open(txn, m->m_sys, &cur) == 0) {
+		for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		     rc == 0 && k.mv_size == 5 + 33 &&
+		     memcmp(k.mv_data, "ridx:", 5) == 0;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			char hex[40];
+			struct clovis_id id;
+
+			memcpy(hex, (char *)k.mv_data + 5, 33);
+			hex[33] = '\0';
+			if (clovis_id_parse(hex, &id) != 0)
+				continue;
+			if (nr == cap) {
+				void *np = realloc(ids, (cap ? cap * 2 : 64) *
+							sizeof *ids);
+
+				if (np == NULL)
+					break;
+				ids = np;
+				cap = cap ? cap * 2 : 64;
+			}
+			ids[nr++] = id;
+		}
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(txn);
+	for (size_t i = 0; i < nr && !s->s_qstop; i++) {
+		struct ridx *ri = ridx_get(s, &ids[i]);
+
+		if (ri != NULL && !ri->ri_verified)
+			idx_sync(s, ri);
+	}
+	free(ids);
+}
+
 static void *srv_syncer_main(void *arg)
 {
 	struct srv *s = arg;
 
 	eng_thread_enter();
+	srv_sync_all(s);
 	for (;;) {
 		struct srv_op *so;
 
