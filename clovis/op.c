@@ -318,6 +318,44 @@ static int op_launch_one(struct clovis_op *op)
 	return rc;
 }
 
+/*
+ * Does op run inline, in the launching thread?  Only a metadata-only read
+ * (index GET and NEXT, entity OPEN and GETATTR: an LMDB lookup of a few
+ * microseconds, no device I/O, no lock another thread holds for long),
+ * launched alone, on an embedded instance, without callbacks.  Queueing it
+ * to a worker and waking the waiter costs several times the lookup itself.
+ * Without callbacks nothing tells the caller which thread ran the op; with
+ * them it goes to a worker, as clovis.h promises.
+ */
+static bool op_runs_inline(const struct clovis_op *op, uint32_t nr)
+{
+	uint32_t kind = op->op_req.er_kind;
+
+	return nr == 1 && op->op_cl->cl_eng != NULL &&
+	       op->op_cbs.oc_executed == NULL && op->op_cbs.oc_stable == NULL &&
+	       op->op_cbs.oc_failed == NULL &&
+	       (kind == ER_IDX_GET || kind == ER_IDX_NEXT ||
+		kind == ER_ENT_OPEN || kind == ER_ENT_GETATTR);
+}
+
+/* Run a launched op here, through the backend hook as a worker would (the
+ * caller's error message is kept). */
+static void op_run_inline(struct clovis *cl, struct clovis_op *op)
+{
+	char saved[LIM_ERRMSG_LEN];
+	int rc;
+
+	snprintf(saved, sizeof saved, "%s", err_msg());
+	err_clear();
+	rc = cl->cl_exec(cl, &op->op_req);
+	ASSERT(rc != ENG_PENDING);
+	op_complete(op, rc, err_msg());
+	if (saved[0] != '\0')
+		err_set(-EINVAL, "%s", saved);
+	else
+		err_clear();
+}
+
 int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 {
 	int ret = 0;
@@ -337,6 +375,10 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 		pthread_mutex_lock(&cl->cl_olock);
 		cl->cl_inflight++;
 		pthread_mutex_unlock(&cl->cl_olock);
+		if (op_runs_inline(op, nr)) {
+			op_run_inline(cl, op);
+			continue;
+		}
 		pthread_mutex_lock(&cl->cl_qlock);
 		op->op_qnext = NULL;
 		if (cl->cl_qtail != NULL)
@@ -442,7 +484,8 @@ int clovis_op_sync(struct clovis_op *op)
 
 	if (rc == 0)
 		rc = clovis_op_wait(op, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
-	if (rc < 0 && op->op_state == CLOVIS_OS_FAILED)
+	if (rc < 0 && op_valid(op) &&
+	    op->op_state == CLOVIS_OS_FAILED)
 		err_set(rc, "%s", op->op_msg); /* the op goes; keep its reason */
 	clovis_op_free(op);
 	return rc;
