@@ -18,7 +18,7 @@ BUILD ?= build$(if $(SAN),-$(SAN))$(if $(COV),-cov)
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 
-PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c
+PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric libcrypto
 TEST_PKGS := cunit
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(TEST_PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -42,6 +42,7 @@ TEST_BINS :=      # test programs built from the fault-injection library
 PROTOS :=         # .proto files: compiled by protoc-c into $(BUILD)/gen/
 
 include core/module.mk
+include core/rpc/module.mk
 include core/server/module.mk
 include tiers/module.mk
 include layouts/module.mk

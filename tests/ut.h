@@ -17,6 +17,7 @@ int clovis_bad_ut_add(void);
 int concurrency_ut_add(void);
 int stripe_ut_add(void);
 int smr_ut_add(void);
+int rpc_ut_add(void);
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

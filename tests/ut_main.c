@@ -27,6 +27,7 @@ static const struct ut_module {
 	{"concurrency", concurrency_ut_add},
 	{"stripe", stripe_ut_add},
 	{"smr", smr_ut_add},
+	{"rpc", rpc_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

@@ -79,7 +79,9 @@ struct rpc_stats {
 	uint64_t rs_bad_msgs;       /**< oversize or malformed, dropped */
 	uint64_t rs_auth_failed;    /**< peers refused at connect */
 	uint64_t rs_late_replies;   /**< replies after the deadline */
-	uint64_t rs_rma_bytes;      /**< bytes moved by RMA */
+	uint64_t rs_rma_bytes;      /**< bytes moved by RMA (server) */
+	uint64_t rs_unauth;         /**< requests from no authenticated
+				     *  session, dropped (also in bad_msgs) */
 };
 
 /**
@@ -126,6 +128,8 @@ int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
 /** Write len bytes of buf into the caller's bulk buffer at off. */
 int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
 		       size_t len);
+/** The caller's address as text ("127.0.0.1:40211"), for messages. */
+const char *rpc_sreq_peer(const struct rpc_sreq *req);
 /** Milliseconds left before the caller's deadline (0: passed). */
 int64_t rpc_sreq_ms_left(const struct rpc_sreq *req);
 /** Reply with status rc (0 or negative errno), an optional body and a

@@ -1,0 +1,783 @@
+/*
+ * cli.c — the client side of the RPC layer: peers and the connect
+ * handshake, calls matched to replies by xid, deadlines, the in-flight
+ * bound per peer, and the registration of bulk buffers for RMA.
+ *
+ * A call lives in the endpoint's xid table from the moment its request is
+ * sent until exactly one of: its reply arrives, its deadline passes (the
+ * progress thread expires it), its send fails, or its peer or endpoint
+ * closes.  Whoever removes it from the table finishes it; nobody else
+ * touches it afterwards.
+ */
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/rpc/rpc_internal.h"
+
+struct rpc_peer {
+	struct rpc_peer *pe_next;
+	struct rpc_ep *pe_ep;
+	fi_addr_t pe_addr;
+	uint64_t pe_session;
+	uint32_t pe_inflight;
+	bool pe_closed;
+	char pe_str[96];
+};
+
+struct rpc_call {
+	struct rpc_call *ca_next;   /* hash chain */
+	uint64_t ca_xid;
+	struct rpc_peer *ca_peer;
+	uint32_t ca_opcode;
+	int ca_timeout_ms;
+	uint64_t ca_deadline_ms;
+	rpc_done_fn ca_done;
+	void *ca_arg;
+	bool ca_raw;                /* handshake: hand over the envelope */
+	RpcEnvelope **ca_raw_env;
+	uint32_t ca_bdir;
+	uint32_t ca_nr;
+	size_t ca_blen;
+	struct iovec ca_iov[RPC_MAX_IOV];
+	struct fid_mr *ca_mr[RPC_MAX_IOV];
+};
+
+/* ------------------------------------------------------------ xid table */
+
+static struct rpc_call **cli_bucket(struct rpc_ep *ep, uint64_t xid)
+{
+	return &ep->ep_calls[xid % RPC_CALL_BUCKETS];
+}
+
+static void cli_insert(struct rpc_ep *ep, struct rpc_call *c)
+{
+	struct rpc_call **b = cli_bucket(ep, c->ca_xid);
+
+	c->ca_next = *b;
+	*b = c;
+	ep->ep_nr_calls++;
+}
+
+/* Remove and return the call with xid (ep_lock held), or NULL. */
+static struct rpc_call *cli_take(struct rpc_ep *ep, uint64_t xid)
+{
+	struct rpc_call **pp = cli_bucket(ep, xid), *c;
+
+	for (; (c = *pp) != NULL; pp = &c->ca_next)
+		if (c->ca_xid == xid) {
+			*pp = c->ca_next;
+			ep->ep_nr_calls--;
+			return c;
+		}
+	return NULL;
+}
+
+static void cli_release_mrs(struct rpc_call *c)
+{
+	for (uint32_t i = 0; i < RPC_MAX_IOV; i++) {
+		rpc_mr_close(c->ca_mr[i]);
+		c->ca_mr[i] = NULL;
+	}
+}
+
+/* Copy an inline IN reply into the caller's buffers. */
+static int cli_copy_in(struct rpc_call *c, const RpcEnvelope *env)
+{
+	size_t pos = 0, n;
+
+	if (!env->has_bulk_data)
+		return 0;
+	if (env->bulk_data.len > c->ca_blen)
+		return err_set(-EPROTO, "rpc: reply to opcode %u from %s has "
+			       "%zu bytes of bulk for a %zu-byte buffer",
+			       c->ca_opcode, c->ca_peer->pe_str,
+			       env->bulk_data.len, c->ca_blen);
+	for (uint32_t i = 0; i < c->ca_nr && pos < env->bulk_data.len; i++) {
+		n = env->bulk_data.len - pos;
+		if (n > c->ca_iov[i].iov_len)
+			n = c->ca_iov[i].iov_len;
+		memcpy(c->ca_iov[i].iov_base, env->bulk_data.data + pos, n);
+		pos += n;
+	}
+	return 0;
+}
+
+/* Complete a call taken out of the table (ep_lock not held); env (a reply,
+ * or NULL) is consumed. */
+static void cli_finish(struct rpc_ep *ep, struct rpc_call *c, int status,
+		       const char *msg, RpcEnvelope *env)
+{
+	struct rpc_result res;
+	struct rpc_peer *p = c->ca_peer;
+
+	memset(&res, 0, sizeof res);
+	cli_release_mrs(c);
+	if (env != NULL && c->ca_raw) {
+		*c->ca_raw_env = env;
+		env = NULL;
+	} else if (env != NULL) {
+		status = env->has_status ? env->status : -EPROTO;
+		msg = env->message;
+		if (status == 0 && c->ca_bdir == RPC_BULK_IN &&
+		    (status = cli_copy_in(c, env)) != 0)
+			msg = err_msg();
+		if (status == 0 && env->has_body && env->body.len > 0) {
+			res.rr_body = malloc(env->body.len);
+			if (res.rr_body == NULL) {
+				status = -ENOMEM;
+				msg = "rpc: no memory for a reply body";
+			} else {
+				memcpy(res.rr_body, env->body.data,
+				       env->body.len);
+				res.rr_len = env->body.len;
+			}
+		}
+	}
+	res.rr_status = status;
+	snprintf(res.rr_msg, sizeof res.rr_msg, "%s", msg ? msg : "");
+	pthread_mutex_lock(&ep->ep_lock);
+	p->pe_inflight--;
+	if (status == -ETIMEDOUT && env == NULL)
+		ep->ep_stats.rs_timeouts++;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	if (env != NULL)
+		rpc_envelope__free_unpacked(env, NULL);
+	c->ca_done(c->ca_arg, &res);
+	free(c);
+}
+
+void rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env)
+{
+	struct rpc_call *c;
+	bool want_raw = env->kind != RPC_K_REPLY;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	c = cli_take(ep, env->xid);
+	if (c != NULL && (c->ca_raw != want_raw ||
+			  (c->ca_peer->pe_session != 0 &&
+			   env->session != c->ca_peer->pe_session))) {
+		cli_insert(ep, c); /* not its answer: leave it waiting */
+		c = NULL;
+		ep->ep_stats.rs_bad_msgs++;
+	} else if (c == NULL && env->xid != 0 && env->xid <= ep->ep_next_xid) {
+		ep->ep_stats.rs_late_replies++;
+	} else if (c == NULL) {
+		ep->ep_stats.rs_bad_msgs++;
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (c == NULL) {
+		LOG_DEBUG("rpc %s: reply xid %llu matches no call",
+			  ep->ep_self, (unsigned long long)env->xid);
+		rpc_envelope__free_unpacked(env, NULL);
+		return;
+	}
+	cli_finish(ep, c, 0, NULL, env);
+}
+
+void rpc_cli_send_failed(struct rpc_ep *ep, uint64_t xid, int rc)
+{
+	struct rpc_call *c;
+	char msg[256];
+
+	pthread_mutex_lock(&ep->ep_lock);
+	c = cli_take(ep, xid);
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (c == NULL)
+		return;
+	snprintf(msg, sizeof msg, "rpc: sending opcode %u to %s failed: %s",
+		 c->ca_opcode, c->ca_peer->pe_str, strerror(-rc));
+	cli_finish(ep, c, rc, msg, NULL);
+}
+
+int rpc_cli_expire(struct rpc_ep *ep, int cap_ms)
+{
+	struct rpc_call *dead = NULL, *c, **pp;
+	uint64_t now = rpc_now_ms(), next = now + (uint64_t)cap_ms;
+	char msg[256];
+
+	pthread_mutex_lock(&ep->ep_lock);
+	for (uint32_t b = 0; b < RPC_CALL_BUCKETS && ep->ep_nr_calls > 0;
+	     b++) {
+		for (pp = &ep->ep_calls[b]; (c = *pp) != NULL;) {
+			if (c->ca_deadline_ms <= now) {
+				*pp = c->ca_next;
+				ep->ep_nr_calls--;
+				c->ca_next = dead;
+				dead = c;
+				continue;
+			}
+			if (c->ca_deadline_ms < next)
+				next = c->ca_deadline_ms;
+			pp = &c->ca_next;
+		}
+	}
+	ep->ep_wake_at_ms = next;
+	pthread_mutex_unlock(&ep->ep_lock);
+	while ((c = dead) != NULL) {
+		dead = c->ca_next;
+		snprintf(msg, sizeof msg, "rpc: call opcode %u to %s timed out "
+			 "after %d ms", c->ca_opcode, c->ca_peer->pe_str,
+			 c->ca_timeout_ms);
+		cli_finish(ep, c, -ETIMEDOUT, msg, NULL);
+	}
+	return next > now ? (int)(next - now) : 0;
+}
+
+/* Fail every call of peer p (or of every peer when p is NULL). */
+static void cli_fail_all(struct rpc_ep *ep, struct rpc_peer *p, int rc)
+{
+	struct rpc_call *dead = NULL, *c, **pp;
+	char msg[256];
+
+	pthread_mutex_lock(&ep->ep_lock);
+	for (uint32_t b = 0; b < RPC_CALL_BUCKETS; b++)
+		for (pp = &ep->ep_calls[b]; (c = *pp) != NULL;) {
+			if (p == NULL || c->ca_peer == p) {
+				*pp = c->ca_next;
+				ep->ep_nr_calls--;
+				c->ca_next = dead;
+				dead = c;
+				continue;
+			}
+			pp = &c->ca_next;
+		}
+	pthread_mutex_unlock(&ep->ep_lock);
+	while ((c = dead) != NULL) {
+		dead = c->ca_next;
+		snprintf(msg, sizeof msg, "rpc: call opcode %u to %s: %s "
+			 "closed", c->ca_opcode, c->ca_peer->pe_str,
+			 p != NULL ? "peer" : "endpoint");
+		cli_finish(ep, c, rc, msg, NULL);
+	}
+}
+
+/* ---------------------------------------------------------------- calls */
+
+/* Wait for a free slot on p until deadline (ep_lock held). */
+static int cli_slot(struct rpc_peer *p, uint32_t opcode, int timeout_ms,
+		    uint64_t deadline)
+{
+	struct rpc_ep *ep = p->pe_ep;
+	struct timespec ts;
+	uint64_t left;
+
+	while (p->pe_inflight >= ep->ep_conf.rc_max_inflight) {
+		if (ep->ep_closing || p->pe_closed)
+			return err_set(-ESHUTDOWN, "rpc: call opcode %u to %s: "
+				       "closing", opcode, p->pe_str);
+		if (rpc_in_progress_thread(ep))
+			return err_set(-EAGAIN, "rpc: call opcode %u to %s from "
+				       "a done() callback with %u calls in "
+				       "flight", opcode, p->pe_str,
+				       p->pe_inflight);
+		left = deadline > rpc_now_ms() ? deadline - rpc_now_ms() : 0;
+		if (left == 0) {
+			ep->ep_stats.rs_timeouts++;
+			return err_set(-ETIMEDOUT, "rpc: call opcode %u to %s "
+				       "found no free slot within %d ms (%u in "
+				       "flight)", opcode, p->pe_str,
+				       timeout_ms, p->pe_inflight);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)(left / 1000);
+		ts.tv_nsec += (long)(left % 1000) * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&ep->ep_cv, &ep->ep_lock, &ts);
+	}
+	if (ep->ep_closing || p->pe_closed)
+		return err_set(-ESHUTDOWN, "rpc: call opcode %u to %s: closing",
+			       opcode, p->pe_str);
+	p->pe_inflight++;
+	return 0;
+}
+
+static int cli_bulk_check(struct rpc_ep *ep, const struct rpc_bulk *bulk,
+			  uint32_t opcode, size_t *total)
+{
+	size_t t = 0;
+
+	*total = 0;
+	if (bulk == NULL || bulk->rb_dir == RPC_BULK_NONE)
+		return 0;
+	if ((bulk->rb_dir != RPC_BULK_OUT && bulk->rb_dir != RPC_BULK_IN) ||
+	    bulk->rb_nr == 0 || bulk->rb_nr > RPC_MAX_IOV ||
+	    bulk->rb_iov == NULL)
+		return err_set(-EINVAL, "rpc %s: opcode %u: bulk dir %u with %u "
+			       "iovecs (1 to %u)", ep->ep_self, opcode,
+			       bulk->rb_dir, bulk->rb_nr, RPC_MAX_IOV);
+	for (uint32_t i = 0; i < bulk->rb_nr; i++) {
+		if (bulk->rb_iov[i].iov_base == NULL &&
+		    bulk->rb_iov[i].iov_len > 0)
+			return err_set(-EINVAL, "rpc %s: opcode %u: bulk iovec "
+				       "%u is NULL", ep->ep_self, opcode, i);
+		t += bulk->rb_iov[i].iov_len;
+	}
+	*total = t;
+	return 0;
+}
+
+/* Register the call's buffers and describe them in the envelope. */
+static int cli_bulk_prepare(struct rpc_ep *ep, struct rpc_call *c,
+			    RpcBulkDesc *bd, RpcSeg *segs, RpcSeg **segp)
+{
+	uint64_t acc = c->ca_bdir == RPC_BULK_OUT ? FI_REMOTE_READ :
+						  FI_REMOTE_WRITE;
+	int rc;
+
+	bd->dir = c->ca_bdir;
+	bd->len = c->ca_blen;
+	if (c->ca_blen <= ep->ep_conf.rc_inline_max)
+		return 0; /* inline: data copied in cli_envelope / reply */
+	for (uint32_t i = 0; i < c->ca_nr; i++) {
+		rpc_seg__init(&segs[i]);
+		segp[i] = &segs[i];
+		segs[i].len = c->ca_iov[i].iov_len;
+		if (segs[i].len == 0)
+			continue;
+		rc = rpc_mr_reg(ep, c->ca_iov[i].iov_base, segs[i].len, acc,
+				&c->ca_mr[i]);
+		if (rc != 0)
+			return rc;
+		segs[i].key = fi_mr_key(c->ca_mr[i]);
+		segs[i].addr = (ep->ep_mr_mode & FI_MR_VIRT_ADDR) ?
+			       (uint64_t)(uintptr_t)c->ca_iov[i].iov_base : 0;
+	}
+	bd->nr_iov = c->ca_nr;
+	bd->n_segs = c->ca_nr;
+	bd->segs = segp;
+	return 0;
+}
+
+static void cli_inline_out(struct rpc_call *c, RpcBulkDesc *bd, uint8_t *buf)
+{
+	size_t pos = 0;
+
+	for (uint32_t i = 0; i < c->ca_nr; i++) {
+		memcpy(buf + pos, c->ca_iov[i].iov_base, c->ca_iov[i].iov_len);
+		pos += c->ca_iov[i].iov_len;
+	}
+	bd->has_data = true;
+	bd->data.data = buf;
+	bd->data.len = pos;
+}
+
+/* Build and send the request of c; 0 once it is in the table and sent. */
+static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
+		    const void *body, size_t len)
+{
+	RpcEnvelope env = RPC_ENVELOPE__INIT;
+	RpcBulkDesc bd = RPC_BULK_DESC__INIT;
+	RpcSeg segs[RPC_MAX_IOV], *segp[RPC_MAX_IOV];
+	uint8_t *ibuf = NULL;
+	fi_addr_t dest;
+	uint64_t xid;
+	bool wake;
+	int rc;
+
+	env.kind = kind;
+	env.opcode = c->ca_opcode;
+	env.has_session = c->ca_peer->pe_session != 0;
+	env.session = c->ca_peer->pe_session;
+	env.has_timeout_ms = true;
+	env.timeout_ms = (uint32_t)c->ca_timeout_ms;
+	env.has_body = len > 0;
+	env.body.data = (uint8_t *)body;
+	env.body.len = len;
+	if (c->ca_bdir != RPC_BULK_NONE) {
+		if ((rc = cli_bulk_prepare(ep, c, &bd, segs, segp)) != 0) {
+			cli_release_mrs(c);
+			return rc;
+		}
+		if (c->ca_bdir == RPC_BULK_OUT &&
+		    c->ca_blen <= ep->ep_conf.rc_inline_max) {
+			if ((ibuf = malloc(c->ca_blen + 1)) == NULL)
+				return err_set(-ENOMEM, "rpc: inline bulk");
+			cli_inline_out(c, &bd, ibuf);
+		}
+		env.bulk = &bd;
+	}
+	/* Once in the table, c may be finished (and freed) by another
+	 * thread at any moment: use only copies from here on. */
+	dest = c->ca_peer->pe_addr;
+	pthread_mutex_lock(&ep->ep_lock);
+	xid = c->ca_xid = ++ep->ep_next_xid;
+	env.xid = xid;
+	cli_insert(ep, c);
+	ep->ep_stats.rs_calls++;
+	wake = c->ca_deadline_ms < ep->ep_wake_at_ms;
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (wake)
+		rpc_wake(ep);
+	rc = rpc_send_env(ep, dest, &env, xid);
+	free(ibuf);
+	if (rc != 0) {
+		pthread_mutex_lock(&ep->ep_lock);
+		if (cli_take(ep, xid) == NULL)
+			rc = 0; /* already finished by someone else */
+		pthread_mutex_unlock(&ep->ep_lock);
+	}
+	return rc;
+}
+
+static int cli_start(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
+		     const void *body, size_t len, const struct rpc_bulk *bulk,
+		     int timeout_ms, rpc_done_fn done, void *arg,
+		     RpcEnvelope **raw)
+{
+	struct rpc_ep *ep;
+	struct rpc_call *c;
+	size_t blen;
+	int rc;
+
+	if (p == NULL || done == NULL || (body == NULL && len > 0))
+		return err_set(-EINVAL, "rpc_call: NULL peer, done or body");
+	ep = p->pe_ep;
+	if (timeout_ms <= 0 || (unsigned)timeout_ms > RPC_TIMEOUT_MAX_MS)
+		return err_set(-EINVAL, "rpc: call opcode %u to %s: timeout "
+			       "%d ms outside 1..%u", opcode, p->pe_str,
+			       timeout_ms, RPC_TIMEOUT_MAX_MS);
+	if (len > ep->ep_max_body)
+		return err_set(-EMSGSIZE, "rpc: call opcode %u to %s: body of "
+			       "%zu bytes over %zu", opcode, p->pe_str, len,
+			       ep->ep_max_body);
+	if ((rc = cli_bulk_check(ep, bulk, opcode, &blen)) != 0)
+		return rc;
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return err_set(-ENOMEM, "rpc: no memory for a call");
+	c->ca_peer = p;
+	c->ca_opcode = opcode;
+	c->ca_timeout_ms = timeout_ms;
+	c->ca_deadline_ms = rpc_now_ms() + (uint64_t)timeout_ms;
+	c->ca_done = done;
+	c->ca_arg = arg;
+	c->ca_raw = raw != NULL;
+	c->ca_raw_env = raw;
+	if (blen > 0) {
+		c->ca_bdir = bulk->rb_dir;
+		c->ca_nr = bulk->rb_nr;
+		c->ca_blen = blen;
+		memcpy(c->ca_iov, bulk->rb_iov, bulk->rb_nr * sizeof *c->ca_iov);
+	}
+	pthread_mutex_lock(&ep->ep_lock);
+	rc = cli_slot(p, opcode, timeout_ms, c->ca_deadline_ms);
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (rc != 0) {
+		free(c);
+		return rc;
+	}
+	if ((rc = cli_send(ep, c, kind, body, len)) == 0)
+		return 0;
+	/* Not sent, and no longer in the table: undo the slot here. */
+	cli_release_mrs(c);
+	pthread_mutex_lock(&ep->ep_lock);
+	p->pe_inflight--;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	free(c);
+	return rc;
+}
+
+int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
+		   size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+		   rpc_done_fn done, void *arg)
+{
+	if (opcode != RPC_OP_NOOP && opcode < RPC_OP_USER_MIN)
+		return err_set(-EINVAL, "rpc: opcode %u is reserved", opcode);
+	return cli_start(p, RPC_K_REQUEST, opcode, body, len, bulk, timeout_ms,
+			 done, arg, NULL);
+}
+
+/* A synchronous call waits on its own condition variable. */
+struct cli_wait {
+	pthread_mutex_t cw_lock;
+	pthread_cond_t cw_cv;
+	bool cw_done;
+	struct rpc_result *cw_res;
+};
+
+static void cli_wait_done(void *arg, struct rpc_result *res)
+{
+	struct cli_wait *w = arg;
+
+	pthread_mutex_lock(&w->cw_lock);
+	*w->cw_res = *res;
+	w->cw_done = true;
+	pthread_cond_signal(&w->cw_cv);
+	pthread_mutex_unlock(&w->cw_lock);
+}
+
+static int cli_call_sync(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
+			 const void *body, size_t len,
+			 const struct rpc_bulk *bulk, int timeout_ms,
+			 struct rpc_result *res, RpcEnvelope **raw)
+{
+	struct cli_wait w = { .cw_res = res };
+	int rc;
+
+	memset(res, 0, sizeof *res);
+	if (p != NULL && rpc_in_progress_thread(p->pe_ep))
+		return err_set(-EDEADLK, "rpc: synchronous call opcode %u from "
+			       "a done() callback", opcode);
+	pthread_mutex_init(&w.cw_lock, NULL);
+	pthread_cond_init(&w.cw_cv, NULL);
+	rc = cli_start(p, kind, opcode, body, len, bulk, timeout_ms,
+		       cli_wait_done, &w, raw);
+	if (rc == 0) {
+		pthread_mutex_lock(&w.cw_lock);
+		while (!w.cw_done)
+			pthread_cond_wait(&w.cw_cv, &w.cw_lock);
+		pthread_mutex_unlock(&w.cw_lock);
+		rc = res->rr_status;
+		if (rc != 0)
+			err_set(rc, "%s", res->rr_msg);
+	} else {
+		res->rr_status = rc;
+		snprintf(res->rr_msg, sizeof res->rr_msg, "%s", err_msg());
+	}
+	pthread_cond_destroy(&w.cw_cv);
+	pthread_mutex_destroy(&w.cw_lock);
+	return rc;
+}
+
+int rpc_call(struct rpc_peer *p, uint32_t opcode, const void *body,
+	     size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+	     struct rpc_result *res)
+{
+	struct rpc_result tmp;
+
+	if (opcode != RPC_OP_NOOP && opcode < RPC_OP_USER_MIN)
+		return err_set(-EINVAL, "rpc: opcode %u is reserved", opcode);
+	if (res == NULL) {
+		int rc = cli_call_sync(p, RPC_K_REQUEST, opcode, body, len,
+				       bulk, timeout_ms, &tmp, NULL);
+		free(tmp.rr_body);
+		return rc;
+	}
+	return cli_call_sync(p, RPC_K_REQUEST, opcode, body, len, bulk,
+			     timeout_ms, res, NULL);
+}
+
+/* ------------------------------------------------------------- connect */
+
+/* The server's address in the provider's format, into the AV. */
+static int cli_resolve(struct rpc_ep *ep, const char *addr, uint16_t port,
+		       fi_addr_t *out)
+{
+	struct fi_info *h = fi_dupinfo(ep->ep_info), *info = NULL;
+	char svc[16];
+	int rc;
+
+	if (h == NULL)
+		return err_set(-ENOMEM, "rpc: fi_dupinfo");
+	free(h->src_addr);
+	h->src_addr = NULL;
+	h->src_addrlen = 0;
+	free(h->dest_addr);
+	h->dest_addr = NULL;
+	h->dest_addrlen = 0;
+	snprintf(svc, sizeof svc, "%u", port);
+	rc = fi_getinfo(FI_VERSION(1, 17), addr, svc, 0, h, &info);
+	fi_freeinfo(h);
+	if (rc != 0 || info->dest_addr == NULL) {
+		if (info != NULL)
+			fi_freeinfo(info);
+		return err_set(rc ? rpc_fi_err(rc) : -EHOSTUNREACH,
+			       "rpc: cannot resolve %s:%u with %s: %s", addr,
+			       port, ep->ep_provider,
+			       rc ? fi_strerror(-rc) : "no address");
+	}
+	rc = rpc_av_insert(ep, info->dest_addr, out);
+	fi_freeinfo(info);
+	return rc;
+}
+
+static int cli_hello(struct rpc_peer *p, const uint8_t *cnonce,
+		     int timeout_ms, RpcChallenge **out)
+{
+	struct rpc_ep *ep = p->pe_ep;
+	RpcHello h = RPC_HELLO__INIT;
+	RpcEnvelope *env = NULL;
+	struct rpc_result res;
+	uint8_t body[RPC_NAME_MAX + 128];
+	size_t n;
+	int rc;
+
+	h.version = RPC_VERSION;
+	h.name.data = ep->ep_name;
+	h.name.len = ep->ep_name_len;
+	h.nonce.data = (uint8_t *)cnonce;
+	h.nonce.len = RPC_NONCE_LEN;
+	n = rpc_hello__pack(&h, body);
+	rc = cli_call_sync(p, RPC_K_HELLO, 0, body, n, NULL, timeout_ms, &res,
+			   &env);
+	if (rc != 0 || env == NULL)
+		return err_set(rc ? rc : -EPROTO, "rpc: connect to %s: %s",
+			       p->pe_str, rc ? res.rr_msg : "no CHALLENGE");
+	rc = -EPROTO;
+	if (env->kind == RPC_K_CHALLENGE && env->has_body)
+		rc = rpc_wire_challenge_decode(env->body.data, env->body.len,
+					       out);
+	rpc_envelope__free_unpacked(env, NULL);
+	if (rc != 0)
+		return err_set(rc, "rpc: connect to %s: bad CHALLENGE",
+			       p->pe_str);
+	return 0;
+}
+
+static int cli_auth(struct rpc_peer *p, const uint8_t *mac, int timeout_ms)
+{
+	RpcAuth a = RPC_AUTH__INIT;
+	RpcEnvelope *env = NULL;
+	struct rpc_result res;
+	uint8_t body[128];
+	size_t n;
+	int rc;
+
+	a.session = p->pe_session;
+	a.mac.data = (uint8_t *)mac;
+	a.mac.len = RPC_MAC_LEN;
+	n = rpc_auth__pack(&a, body);
+	rc = cli_call_sync(p, RPC_K_AUTH, 0, body, n, NULL, timeout_ms, &res,
+			   &env);
+	if (rc != 0 || env == NULL)
+		return err_set(rc ? rc : -EPROTO, "rpc: connect to %s: %s",
+			       p->pe_str, rc ? res.rr_msg : "no AUTH_REPLY");
+	rc = env->kind != RPC_K_AUTH_REPLY ? -EPROTO :
+	     env->has_status ? env->status : -EPROTO;
+	rpc_envelope__free_unpacked(env, NULL);
+	if (rc == -EACCES)
+		return err_set(rc, "rpc: server %s refused our proof of the "
+			       "cluster secret (wrong secret?)", p->pe_str);
+	if (rc != 0)
+		return err_set(rc, "rpc: connect to %s: AUTH answered %d",
+			       p->pe_str, rc);
+	return 0;
+}
+
+/* HELLO, check the server's proof, AUTH with ours. */
+static int cli_handshake(struct rpc_peer *p, int timeout_ms)
+{
+	struct rpc_ep *ep = p->pe_ep;
+	uint8_t cnonce[RPC_NONCE_LEN], mac[RPC_MAC_LEN];
+	RpcChallenge *ch = NULL;
+	bool ok;
+	int rc;
+
+	if ((rc = rpc_random(cnonce, sizeof cnonce)) != 0 ||
+	    (rc = cli_hello(p, cnonce, timeout_ms, &ch)) != 0)
+		return rc;
+	ok = rpc_auth_mac(ep, 'S', cnonce, ch->nonce.data, mac) == 0 &&
+	     CRYPTO_memcmp(mac, ch->mac.data, RPC_MAC_LEN) == 0;
+	p->pe_session = ch->session;
+	if (ok)
+		rc = rpc_auth_mac(ep, 'C', cnonce, ch->nonce.data, mac);
+	else
+		memset(mac, 0, sizeof mac); /* an AUTH that cannot pass */
+	rpc_challenge__free_unpacked(ch, NULL);
+	if (rc != 0)
+		return rc;
+	rc = cli_auth(p, mac, timeout_ms);
+	if (!ok) {
+		pthread_mutex_lock(&ep->ep_lock);
+		ep->ep_stats.rs_auth_failed++;
+		pthread_mutex_unlock(&ep->ep_lock);
+		return err_set(-EACCES, "rpc: server %s failed to prove the "
+			       "cluster secret", p->pe_str);
+	}
+	return rc;
+}
+
+int rpc_connect(struct rpc_ep *ep, const char *addr, uint16_t port,
+		int timeout_ms, struct rpc_peer **out)
+{
+	struct rpc_peer *p;
+	int rc;
+
+	if (ep == NULL || addr == NULL || out == NULL || port == 0)
+		return err_set(-EINVAL, "rpc_connect: NULL endpoint, address "
+			       "or out, or port 0");
+	*out = NULL;
+	if (timeout_ms <= 0)
+		return err_set(-EINVAL, "rpc_connect %s:%u: timeout %d ms",
+			       addr, port, timeout_ms);
+	p = calloc(1, sizeof *p);
+	if (p == NULL)
+		return err_set(-ENOMEM, "rpc: no memory for a peer");
+	p->pe_ep = ep;
+	p->pe_addr = FI_ADDR_NOTAVAIL;
+	snprintf(p->pe_str, sizeof p->pe_str, "%s:%u", addr, port);
+	if ((rc = cli_resolve(ep, addr, port, &p->pe_addr)) == 0) {
+		pthread_mutex_lock(&ep->ep_lock);
+		p->pe_next = ep->ep_peers;
+		ep->ep_peers = p;
+		pthread_mutex_unlock(&ep->ep_lock);
+		rc = cli_handshake(p, timeout_ms);
+		if (rc == 0) {
+			*out = p;
+			return 0;
+		}
+	}
+	{
+		char m[LIM_ERRMSG_LEN];
+
+		snprintf(m, sizeof m, "%s", err_msg());
+		rpc_peer_close(p);
+		return err_set(rc, "%s", m);
+	}
+}
+
+void rpc_peer_close(struct rpc_peer *p)
+{
+	struct rpc_ep *ep;
+	struct rpc_peer **pp;
+
+	if (p == NULL)
+		return;
+	ep = p->pe_ep;
+	pthread_mutex_lock(&ep->ep_lock);
+	p->pe_closed = true;
+	for (pp = &ep->ep_peers; *pp != NULL && *pp != p;)
+		pp = &(*pp)->pe_next;
+	if (*pp == p)
+		*pp = p->pe_next;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	cli_fail_all(ep, p, -ESHUTDOWN);
+	/* Wait for callers still inside rpc_call_async() on p (bounded by
+	 * their slot wait, which sees pe_closed at once). */
+	pthread_mutex_lock(&ep->ep_lock);
+	while (p->pe_inflight > 0) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		cli_fail_all(ep, p, -ESHUTDOWN);
+		usleep(1000);
+		pthread_mutex_lock(&ep->ep_lock);
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+	rpc_av_remove(ep, p->pe_addr);
+	free(p);
+}
+
+void rpc_cli_fini(struct rpc_ep *ep)
+{
+	struct rpc_peer *p;
+
+	cli_fail_all(ep, NULL, -ESHUTDOWN);
+	pthread_mutex_lock(&ep->ep_lock);
+	while ((p = ep->ep_peers) != NULL) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		rpc_peer_close(p);
+		pthread_mutex_lock(&ep->ep_lock);
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+}

@@ -1,0 +1,789 @@
+/*
+ * ep.c — RPC endpoints: libfabric objects, the progress thread, sends and
+ * memory registration (see rpc.h and core/rpc/README.md).
+ *
+ * The progress thread is the only reader of the completion queue.  It
+ * sleeps in epoll_wait on the CQ's file descriptor (FI_WAIT_FD, after
+ * fi_trywait) and an eventfd that other threads write to wake it; with a
+ * provider whose CQ has no file descriptor (shm) it polls with a sleep that
+ * grows from 20 us to 1 ms while idle; with rc_polling it spins.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/rpc/rpc_internal.h"
+
+static __thread struct rpc_ep *ep_tls_progress;
+
+uint64_t rpc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool rpc_in_progress_thread(struct rpc_ep *ep)
+{
+	return ep_tls_progress == ep;
+}
+
+/* libfabric codes are negative errnos, except its own (FI_ETRUNC ...). */
+int rpc_fi_err(int fi_rc)
+{
+	if (fi_rc >= 0)
+		return 0;
+	if (-fi_rc == FI_ETRUNC || -fi_rc == FI_ETOOSMALL)
+		return -EMSGSIZE;
+	if (-fi_rc >= FI_ERRNO_OFFSET)
+		return -EIO;
+	return fi_rc;
+}
+
+/* A failed send or RMA: which errno the caller sees. */
+int rpc_map_cq_err(int err)
+{
+	switch (err) {
+	case FI_ECONNREFUSED:
+	case FI_ECONNRESET:
+	case FI_ECONNABORTED:
+	case FI_ENOTCONN:
+	case FI_EIO:
+		return -ECONNRESET;
+	case FI_EHOSTUNREACH:
+	case FI_ENETUNREACH:
+	case FI_EADDRNOTAVAIL:
+		return -EHOSTUNREACH;
+	case FI_ECANCELED:
+		return -ESHUTDOWN;
+	case FI_ETIMEDOUT:
+		return -ETIMEDOUT;
+	default:
+		return err > 0 && err < FI_ERRNO_OFFSET ? -err : -ECONNRESET;
+	}
+}
+
+void rpc_wake(struct rpc_ep *ep)
+{
+	uint64_t one = 1;
+
+	if (ep->ep_evfd >= 0 && write(ep->ep_evfd, &one, sizeof one) < 0)
+		LOG_DEBUG("rpc: eventfd write failed");
+}
+
+void rpc_name_str(struct rpc_ep *ep, const void *name, size_t len, char *buf,
+		  size_t size)
+{
+	char tmp[RPC_NAME_MAX + 32];
+	size_t n = sizeof tmp;
+	const char *s;
+
+	(void)len;
+	if (fi_av_straddr(ep->ep_av, name, tmp, &n) == NULL) {
+		snprintf(buf, size, "?");
+		return;
+	}
+	tmp[sizeof tmp - 1] = '\0';
+	s = strstr(tmp, "://");
+	snprintf(buf, size, "%s", s != NULL ? s + 3 : tmp);
+}
+
+int rpc_av_insert(struct rpc_ep *ep, const void *name, fi_addr_t *out)
+{
+	int rc = fi_av_insert(ep->ep_av, name, 1, out, 0, NULL);
+
+	if (rc != 1)
+		return err_set(rc < 0 ? rpc_fi_err(rc) : -EINVAL,
+			       "rpc %s: address vector refused a peer name (%s)",
+			       ep->ep_self, rc < 0 ? fi_strerror(-rc) : "0");
+	return 0;
+}
+
+void rpc_av_remove(struct rpc_ep *ep, fi_addr_t a)
+{
+	if (a != FI_ADDR_NOTAVAIL)
+		fi_av_remove(ep->ep_av, &a, 1, 0);
+}
+
+int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
+	       struct fid_mr **mr)
+{
+	uint64_t key;
+	int rc;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	key = ++ep->ep_next_key;
+	pthread_mutex_unlock(&ep->ep_lock);
+	rc = fi_mr_reg(ep->ep_domain, buf, len, acc, 0,
+		       (ep->ep_mr_mode & FI_MR_PROV_KEY) ? 0 : key, 0, mr, NULL);
+	if (rc != 0)
+		return err_set(rpc_fi_err(rc), "rpc %s: fi_mr_reg of %zu bytes: "
+			       "%s", ep->ep_self, len, fi_strerror(-rc));
+	if (ep->ep_mr_mode & FI_MR_ENDPOINT) {
+		rc = fi_mr_bind(*mr, &ep->ep_ep->fid, 0);
+		if (rc == 0)
+			rc = fi_mr_enable(*mr);
+		if (rc != 0) {
+			fi_close(&(*mr)->fid);
+			*mr = NULL;
+			return err_set(rpc_fi_err(rc), "rpc %s: binding an MR: "
+				       "%s", ep->ep_self, fi_strerror(-rc));
+		}
+	}
+	return 0;
+}
+
+void rpc_mr_close(struct fid_mr *mr)
+{
+	if (mr != NULL)
+		fi_close(&mr->fid);
+}
+
+/* ------------------------------------------------------------ sending */
+
+void rpc_track(struct rpc_ep *ep, struct rpc_ctx *cx)
+{
+	cx->cx_next = ep->ep_tracked.cx_next;
+	cx->cx_prev = &ep->ep_tracked;
+	cx->cx_next->cx_prev = cx;
+	ep->ep_tracked.cx_next = cx;
+}
+
+void rpc_untrack(struct rpc_ep *ep, struct rpc_ctx *cx)
+{
+	(void)ep;
+	cx->cx_prev->cx_next = cx->cx_next;
+	cx->cx_next->cx_prev = cx->cx_prev;
+	cx->cx_next = cx->cx_prev = cx;
+}
+
+/* Free a send buffer that is no longer posted (ep_lock not held). */
+static void ep_sbuf_free(struct rpc_ep *ep, struct rpc_sbuf *sb)
+{
+	pthread_mutex_lock(&ep->ep_lock);
+	rpc_untrack(ep, &sb->sb_ctx);
+	pthread_mutex_unlock(&ep->ep_lock);
+	rpc_mr_close(sb->sb_mr);
+	free(sb);
+}
+
+static int ep_post(struct rpc_ep *ep, struct rpc_sbuf *sb)
+{
+	void *desc = sb->sb_mr != NULL ? fi_mr_desc(sb->sb_mr) : NULL;
+
+	return (int)fi_send(ep->ep_ep, sb->sb_data, sb->sb_len, desc,
+			    sb->sb_dest, &sb->sb_ctx);
+}
+
+static void ep_backlog_add(struct rpc_ep *ep, struct rpc_sbuf *sb)
+{
+	sb->sb_next = NULL;
+	*ep->ep_backlog_tail = sb;
+	ep->ep_backlog_tail = &sb->sb_next;
+}
+
+/* Post what waits in the backlog, in order, until the provider pushes back. */
+static void ep_backlog_flush(struct rpc_ep *ep)
+{
+	struct rpc_sbuf *sb;
+	int rc;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	while ((sb = ep->ep_backlog) != NULL) {
+		rc = ep_post(ep, sb);
+		if (rc == -FI_EAGAIN)
+			break;
+		ep->ep_backlog = sb->sb_next;
+		if (ep->ep_backlog == NULL)
+			ep->ep_backlog_tail = &ep->ep_backlog;
+		if (rc != 0) {
+			pthread_mutex_unlock(&ep->ep_lock);
+			if (sb->sb_xid != 0)
+				rpc_cli_send_failed(ep, sb->sb_xid,
+						    rpc_fi_err(rc));
+			ep_sbuf_free(ep, sb);
+			pthread_mutex_lock(&ep->ep_lock);
+		}
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+}
+
+int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
+		 uint64_t xid)
+{
+	size_t n = rpc_envelope__get_packed_size(env);
+	struct rpc_sbuf *sb;
+	int rc;
+
+	if (n > ep->ep_conf.rc_max_msg)
+		return err_set(-EMSGSIZE, "rpc %s: message of %zu bytes for "
+			       "opcode %u exceeds rc_max_msg %u", ep->ep_self,
+			       n, env->opcode, ep->ep_conf.rc_max_msg);
+	sb = calloc(1, sizeof *sb + n);
+	if (sb == NULL)
+		return err_set(-ENOMEM, "rpc %s: no memory for a message",
+			       ep->ep_self);
+	sb->sb_ctx.cx_type = RPC_CTX_SEND;
+	sb->sb_dest = dest;
+	sb->sb_xid = xid;
+	sb->sb_len = rpc_envelope__pack(env, sb->sb_data);
+	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
+	    (rc = rpc_mr_reg(ep, sb->sb_data, n, FI_SEND, &sb->sb_mr)) != 0) {
+		free(sb);
+		return rc;
+	}
+	pthread_mutex_lock(&ep->ep_lock);
+	rpc_track(ep, &sb->sb_ctx);
+	rc = ep->ep_backlog != NULL ? -FI_EAGAIN : ep_post(ep, sb);
+	if (rc == -FI_EAGAIN)
+		ep_backlog_add(ep, sb);
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (rc == -FI_EAGAIN) {
+		rpc_wake(ep);
+		return 0;
+	}
+	if (rc != 0) {
+		ep_sbuf_free(ep, sb);
+		return err_set(rpc_fi_err(rc), "rpc %s: fi_send of opcode %u: "
+			       "%s", ep->ep_self, env->opcode,
+			       fi_strerror(-rc));
+	}
+	return 0;
+}
+
+/* ---------------------------------------------------------- receiving */
+
+static int ep_post_recv(struct rpc_ep *ep, struct rpc_rbuf *rb)
+{
+	void *desc = ep->ep_rbuf_mr ? fi_mr_desc(ep->ep_rbuf_mr) : NULL;
+	int rc;
+
+	for (int i = 0; i < 1000; i++) {
+		rc = (int)fi_recv(ep->ep_ep, rb->rb_buf, ep->ep_conf.rc_max_msg,
+				  desc, FI_ADDR_UNSPEC, &rb->rb_ctx);
+		if (rc != -FI_EAGAIN)
+			break;
+		usleep(100);
+	}
+	if (rc != 0)
+		LOG_ERROR("rpc %s: cannot repost a receive: %s", ep->ep_self,
+			  fi_strerror(-rc));
+	return rc;
+}
+
+/* One message arrived: decode, check, hand it to its side. */
+static void ep_dispatch(struct rpc_ep *ep, struct rpc_rbuf *rb, size_t len)
+{
+	RpcEnvelope *env;
+	int rc;
+
+	rc = rpc_wire_env_decode(rb->rb_buf, len, ep->ep_conf.rc_max_msg, &env);
+	ep_post_recv(ep, rb);
+	if (rc != 0) {
+		pthread_mutex_lock(&ep->ep_lock);
+		ep->ep_stats.rs_bad_msgs++;
+		pthread_mutex_unlock(&ep->ep_lock);
+		LOG_INFO("rpc %s: dropped a message: %s", ep->ep_self,
+			 err_msg());
+		return;
+	}
+	switch (env->kind) {
+	case RPC_K_REQUEST:
+		rpc_srv_request(ep, env);
+		return;
+	case RPC_K_HELLO:
+		rpc_srv_hello(ep, env);
+		return;
+	case RPC_K_AUTH:
+		rpc_srv_auth(ep, env);
+		return;
+	default:
+		rpc_cli_reply(ep, env);
+		return;
+	}
+}
+
+static void ep_complete(struct rpc_ep *ep, struct rpc_ctx *cx, size_t len,
+			int err)
+{
+	struct rpc_sbuf *sb;
+
+	switch (cx->cx_type) {
+	case RPC_CTX_RECV:
+		if (err == 0) {
+			ep_dispatch(ep, (struct rpc_rbuf *)cx, len);
+		} else if (err != FI_ECANCELED) {
+			pthread_mutex_lock(&ep->ep_lock);
+			ep->ep_stats.rs_bad_msgs++;
+			pthread_mutex_unlock(&ep->ep_lock);
+			LOG_INFO("rpc %s: receive failed (%s), message dropped",
+				 ep->ep_self, fi_strerror(err));
+			ep_post_recv(ep, (struct rpc_rbuf *)cx);
+		}
+		return;
+	case RPC_CTX_SEND:
+		sb = (struct rpc_sbuf *)cx;
+		if (err != 0 && sb->sb_xid != 0)
+			rpc_cli_send_failed(ep, sb->sb_xid, rpc_map_cq_err(err));
+		ep_sbuf_free(ep, sb);
+		return;
+	case RPC_CTX_RMA:
+		rpc_rma_complete(ep, (struct rpc_rma *)cx,
+				 err ? rpc_map_cq_err(err) : 0);
+		return;
+	}
+}
+
+/* Read the CQ dry; returns the number of completions handled. */
+static int ep_poll(struct rpc_ep *ep)
+{
+	struct fi_cq_msg_entry e[16];
+	struct fi_cq_err_entry ee;
+	int total = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = fi_cq_read(ep->ep_cq, e, 16);
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				ep_complete(ep, e[i].op_context, e[i].len, 0);
+			total += (int)n;
+			continue;
+		}
+		if (n != -FI_EAVAIL)
+			break;
+		memset(&ee, 0, sizeof ee);
+		if (fi_cq_readerr(ep->ep_cq, &ee, 0) != 1)
+			break;
+		LOG_DEBUG("rpc %s: completion error %d (%s)", ep->ep_self,
+			  ee.err, fi_strerror(ee.err));
+		if (ee.op_context != NULL)
+			ep_complete(ep, ee.op_context, ee.len,
+				    ee.err ? ee.err : FI_EIO);
+		total++;
+	}
+	return total;
+}
+
+/* Sleep until the CQ has something, a wake, or wait_ms passes. */
+static void ep_sleep(struct rpc_ep *ep, int wait_ms, unsigned *idle)
+{
+	struct epoll_event ev[2];
+	struct fid *f = &ep->ep_cq->fid;
+	struct timespec ts;
+	uint64_t v;
+	int n;
+
+	if (ep->ep_conf.rc_polling)
+		return;
+	if (!ep->ep_wait_fd) {
+		unsigned us = 20u << (*idle < 6 ? *idle : 6);
+
+		if (us > 1000)
+			us = 1000;
+		if ((int)(us / 1000) > wait_ms)
+			us = (unsigned)wait_ms * 1000u;
+		(*idle)++;
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)us * 1000;
+		nanosleep(&ts, NULL);
+		return;
+	}
+	if (fi_trywait(ep->ep_fabric, &f, 1) != FI_SUCCESS)
+		return;
+	n = epoll_wait(ep->ep_epfd, ev, 2, wait_ms);
+	for (int i = 0; i < n; i++)
+		if (ev[i].data.fd == ep->ep_evfd &&
+		    read(ep->ep_evfd, &v, sizeof v) < 0)
+			LOG_DEBUG("rpc: eventfd read failed");
+}
+
+static void *ep_progress_main(void *arg)
+{
+	struct rpc_ep *ep = arg;
+	unsigned idle = 0;
+	bool stop, backlog;
+	int wait_ms;
+
+	ep_tls_progress = ep;
+	for (;;) {
+		pthread_mutex_lock(&ep->ep_lock);
+		stop = ep->ep_stop;
+		backlog = ep->ep_backlog != NULL;
+		pthread_mutex_unlock(&ep->ep_lock);
+		if (stop)
+			break;
+		if (backlog)
+			ep_backlog_flush(ep);
+		if (ep_poll(ep) > 0) {
+			idle = 0;
+			continue;
+		}
+		wait_ms = rpc_cli_expire(ep, 200);
+		if (backlog && wait_ms > 1)
+			wait_ms = 1;
+		ep_sleep(ep, wait_ms, &idle);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ opening */
+
+static int ep_conf_check(struct rpc_conf *c)
+{
+	if (c->rc_secret == NULL || c->rc_secret_len < 16 ||
+	    c->rc_secret_len > 1024)
+		return err_set(-EINVAL, "rpc: rc_secret of %zu bytes (16 to "
+			       "1024 needed)", c->rc_secret_len);
+	if (c->rc_max_inflight == 0)
+		c->rc_max_inflight = RPC_DEF_MAX_INFLIGHT;
+	if (c->rc_queue_depth == 0)
+		c->rc_queue_depth = RPC_DEF_QUEUE_DEPTH;
+	if (c->rc_nr_handlers == 0)
+		c->rc_nr_handlers = RPC_DEF_NR_HANDLERS;
+	if (c->rc_inline_max == 0)
+		c->rc_inline_max = RPC_DEF_INLINE_MAX;
+	if (c->rc_max_msg == 0)
+		c->rc_max_msg = RPC_DEF_BODY_MAX + c->rc_inline_max +
+				RPC_ENV_OVERHEAD;
+	if (c->rc_max_inflight > 65536 || c->rc_queue_depth > (1u << 20) ||
+	    c->rc_nr_handlers > RPC_MAX_HANDLERS)
+		return err_set(-EINVAL, "rpc: rc_max_inflight %u (<= 65536), "
+			       "rc_queue_depth %u (<= 1M), rc_nr_handlers %u "
+			       "(<= %u)", c->rc_max_inflight, c->rc_queue_depth,
+			       c->rc_nr_handlers, RPC_MAX_HANDLERS);
+	if (c->rc_max_msg > RPC_MAX_MSG_LIMIT ||
+	    c->rc_max_msg < c->rc_inline_max + 2 * RPC_ENV_OVERHEAD)
+		return err_set(-EINVAL, "rpc: rc_max_msg %u must hold "
+			       "rc_inline_max %u plus %u and be <= %u",
+			       c->rc_max_msg, c->rc_inline_max,
+			       2 * RPC_ENV_OVERHEAD, RPC_MAX_MSG_LIMIT);
+	return 0;
+}
+
+static int ep_provider(struct rpc_ep *ep, const char *p)
+{
+	if (p == NULL || strcmp(p, "tcp") == 0)
+		p = "tcp;ofi_rxm";
+	else if (strcmp(p, "verbs") == 0)
+		p = "verbs;ofi_rxm";
+	if (strlen(p) >= sizeof ep->ep_provider)
+		return err_set(-EINVAL, "rpc: provider name too long");
+	snprintf(ep->ep_provider, sizeof ep->ep_provider, "%s", p);
+	return 0;
+}
+
+static int ep_getinfo(struct rpc_ep *ep, const char *addr, uint16_t port)
+{
+	struct fi_info *h = fi_allocinfo();
+	const char *node = NULL;
+	char svc[16];
+	uint64_t flags = 0;
+	int rc;
+
+	if (h == NULL)
+		return err_set(-ENOMEM, "rpc: fi_allocinfo");
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG | FI_RMA;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				  FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				  FI_MR_ENDPOINT;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->fabric_attr->prov_name = strdup(ep->ep_provider);
+	snprintf(svc, sizeof svc, "%u", port);
+	if (port != 0 || strcmp(ep->ep_provider, "shm") != 0) {
+		node = addr != NULL ? addr : "127.0.0.1";
+		flags = FI_SOURCE;
+	}
+	rc = fi_getinfo(FI_VERSION(1, 17), node, port ? svc : NULL, flags, h,
+			&ep->ep_info);
+	fi_freeinfo(h);
+	if (rc == -FI_ENODATA || rc == -FI_ENOSYS)
+		return err_set(-ENODEV, "rpc: provider \"%s\" is not available "
+			       "on this host for %s:%u (no such device or "
+			       "library)", ep->ep_provider, node ? node : "-",
+			       port);
+	if (rc != 0)
+		return err_set(rpc_fi_err(rc), "rpc: fi_getinfo(%s, %s:%u): %s",
+			       ep->ep_provider, node ? node : "-", port,
+			       fi_strerror(-rc));
+	return 0;
+}
+
+static int ep_cq_open(struct rpc_ep *ep)
+{
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_MSG, .size = 4096 };
+	struct epoll_event ev = { .events = EPOLLIN };
+	int rc = -FI_ENOSYS;
+
+	if (!ep->ep_conf.rc_polling) {
+		ca.wait_obj = FI_WAIT_FD;
+		rc = fi_cq_open(ep->ep_domain, &ca, &ep->ep_cq, NULL);
+		if (rc == 0 && fi_control(&ep->ep_cq->fid, FI_GETWAIT,
+					  &ep->ep_cq_fd) != 0) {
+			fi_close(&ep->ep_cq->fid);
+			rc = -FI_ENOSYS;
+		}
+	}
+	if (rc == 0) {
+		ep->ep_wait_fd = true;
+		ep->ep_epfd = epoll_create1(EPOLL_CLOEXEC);
+		ep->ep_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (ep->ep_epfd < 0 || ep->ep_evfd < 0)
+			return err_set(-errno, "rpc: epoll/eventfd: %s",
+				       strerror(errno));
+		ev.data.fd = ep->ep_cq_fd;
+		epoll_ctl(ep->ep_epfd, EPOLL_CTL_ADD, ep->ep_cq_fd, &ev);
+		ev.data.fd = ep->ep_evfd;
+		epoll_ctl(ep->ep_epfd, EPOLL_CTL_ADD, ep->ep_evfd, &ev);
+		return 0;
+	}
+	ca.wait_obj = FI_WAIT_NONE;
+	rc = fi_cq_open(ep->ep_domain, &ca, &ep->ep_cq, NULL);
+	if (rc != 0)
+		return err_set(rpc_fi_err(rc), "rpc: fi_cq_open: %s",
+			       fi_strerror(-rc));
+	return 0;
+}
+
+static int ep_fabric_open(struct rpc_ep *ep, const char *addr, uint16_t port)
+{
+	struct fi_av_attr aa = { .type = FI_AV_TABLE };
+	const char *what;
+	int rc;
+
+	what = "fi_fabric";
+	rc = fi_fabric(ep->ep_info->fabric_attr, &ep->ep_fabric, NULL);
+	if (rc == 0 && (what = "fi_domain") != NULL)
+		rc = fi_domain(ep->ep_fabric, ep->ep_info, &ep->ep_domain, NULL);
+	if (rc == 0 && (what = "fi_av_open") != NULL)
+		rc = fi_av_open(ep->ep_domain, &aa, &ep->ep_av, NULL);
+	if (rc != 0)
+		return err_set(rpc_fi_err(rc), "rpc %s: %s: %s", ep->ep_self,
+			       what, fi_strerror(-rc));
+	ep->ep_mr_mode = ep->ep_info->domain_attr->mr_mode;
+	ep->ep_rma_max = ep->ep_info->ep_attr->max_msg_size;
+	if (ep->ep_rma_max == 0 || ep->ep_rma_max > RPC_RMA_CHUNK)
+		ep->ep_rma_max = RPC_RMA_CHUNK;
+	if ((rc = ep_cq_open(ep)) != 0)
+		return rc;
+	what = "fi_endpoint";
+	rc = fi_endpoint(ep->ep_domain, ep->ep_info, &ep->ep_ep, NULL);
+	if (rc == 0 && (what = "fi_ep_bind(av)") != NULL)
+		rc = fi_ep_bind(ep->ep_ep, &ep->ep_av->fid, 0);
+	if (rc == 0 && (what = "fi_ep_bind(cq)") != NULL)
+		rc = fi_ep_bind(ep->ep_ep, &ep->ep_cq->fid,
+				FI_TRANSMIT | FI_RECV);
+	if (rc == 0 && (what = "fi_enable") != NULL)
+		rc = fi_enable(ep->ep_ep);
+	if (rc != 0)
+		return err_set(rpc_fi_err(rc), "rpc %s:%u: %s: %s",
+			       addr ? addr : "-", port, what, fi_strerror(-rc));
+	ep->ep_name_len = sizeof ep->ep_name;
+	rc = fi_getname(&ep->ep_ep->fid, ep->ep_name, &ep->ep_name_len);
+	if (rc != 0)
+		return err_set(rpc_fi_err(rc), "rpc: fi_getname: %s",
+			       fi_strerror(-rc));
+	rpc_name_str(ep, ep->ep_name, ep->ep_name_len, ep->ep_self,
+		     sizeof ep->ep_self);
+	return 0;
+}
+
+static int ep_recv_setup(struct rpc_ep *ep)
+{
+	size_t sz = ep->ep_conf.rc_max_msg;
+	int rc;
+
+	ep->ep_rbufs = calloc(RPC_RECV_BUFS, sizeof *ep->ep_rbufs);
+	ep->ep_rbuf_mem = malloc(sz * RPC_RECV_BUFS);
+	if (ep->ep_rbufs == NULL || ep->ep_rbuf_mem == NULL)
+		return err_set(-ENOMEM, "rpc: receive buffers");
+	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
+	    (rc = rpc_mr_reg(ep, ep->ep_rbuf_mem, sz * RPC_RECV_BUFS, FI_RECV,
+			     &ep->ep_rbuf_mr)) != 0)
+		return rc;
+	for (unsigned i = 0; i < RPC_RECV_BUFS; i++) {
+		ep->ep_rbufs[i].rb_ctx.cx_type = RPC_CTX_RECV;
+		ep->ep_rbufs[i].rb_buf = ep->ep_rbuf_mem + i * sz;
+		if ((rc = ep_post_recv(ep, &ep->ep_rbufs[i])) != 0)
+			return err_set(rpc_fi_err(rc), "rpc %s: fi_recv: %s",
+				       ep->ep_self, fi_strerror(-rc));
+	}
+	return 0;
+}
+
+/* After the endpoint is closed nothing completes: free what never did. */
+static void ep_tracked_free(struct rpc_ep *ep)
+{
+	struct rpc_ctx *cx;
+
+	while ((cx = ep->ep_tracked.cx_next) != &ep->ep_tracked) {
+		rpc_untrack(ep, cx);
+		if (cx->cx_type == RPC_CTX_SEND) {
+			rpc_mr_close(((struct rpc_sbuf *)cx)->sb_mr);
+		} else if (cx->cx_type == RPC_CTX_RMA) {
+			rpc_mr_close(((struct rpc_rma *)cx)->ra_mr);
+			if (!((struct rpc_rma *)cx)->ra_abandoned)
+				continue; /* its waiter owns it */
+		}
+		free(cx);
+	}
+	ep->ep_backlog = NULL;
+}
+
+static void ep_free(struct rpc_ep *ep)
+{
+	if (ep->ep_ep != NULL)
+		fi_close(&ep->ep_ep->fid);
+	ep_tracked_free(ep);
+	rpc_srv_fini(ep);
+	rpc_mr_close(ep->ep_rbuf_mr);
+	if (ep->ep_cq != NULL)
+		fi_close(&ep->ep_cq->fid);
+	if (ep->ep_av != NULL)
+		fi_close(&ep->ep_av->fid);
+	if (ep->ep_domain != NULL)
+		fi_close(&ep->ep_domain->fid);
+	if (ep->ep_fabric != NULL)
+		fi_close(&ep->ep_fabric->fid);
+	if (ep->ep_info != NULL)
+		fi_freeinfo(ep->ep_info);
+	if (ep->ep_epfd >= 0)
+		close(ep->ep_epfd);
+	if (ep->ep_evfd >= 0)
+		close(ep->ep_evfd);
+	free(ep->ep_rbufs);
+	free(ep->ep_rbuf_mem);
+	free(ep->ep_calls);
+	free(ep->ep_handlers);
+	free(ep->ep_secret);
+	pthread_mutex_destroy(&ep->ep_lock);
+	pthread_cond_destroy(&ep->ep_cv);
+	free(ep);
+}
+
+static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
+{
+	struct rpc_ep *ep = calloc(1, sizeof *ep);
+
+	*out = ep;
+	if (ep == NULL)
+		return err_set(-ENOMEM, "rpc: no memory for an endpoint");
+	ep->ep_epfd = ep->ep_evfd = ep->ep_cq_fd = -1;
+	pthread_mutex_init(&ep->ep_lock, NULL);
+	pthread_cond_init(&ep->ep_cv, NULL);
+	ep->ep_backlog_tail = &ep->ep_backlog;
+	ep->ep_tracked.cx_next = ep->ep_tracked.cx_prev = &ep->ep_tracked;
+	ep->ep_conf = *c;
+	ep->ep_calls = calloc(RPC_CALL_BUCKETS, sizeof *ep->ep_calls);
+	ep->ep_handlers = calloc(RPC_OP_MAX, sizeof *ep->ep_handlers);
+	ep->ep_secret = malloc(c->rc_secret_len);
+	if (ep->ep_calls == NULL || ep->ep_handlers == NULL ||
+	    ep->ep_secret == NULL)
+		return err_set(-ENOMEM, "rpc: no memory for an endpoint");
+	memcpy(ep->ep_secret, c->rc_secret, c->rc_secret_len);
+	ep->ep_conf.rc_secret = ep->ep_secret;
+	ep->ep_max_body = ep->ep_conf.rc_max_msg - ep->ep_conf.rc_inline_max -
+			  RPC_ENV_OVERHEAD;
+	snprintf(ep->ep_self, sizeof ep->ep_self, "endpoint");
+	return 0;
+}
+
+int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
+		const char *addr, uint16_t port)
+{
+	struct rpc_conf conf;
+	struct rpc_ep *ep = NULL;
+	int rc;
+
+	if (out == NULL || c == NULL)
+		return err_set(-EINVAL, "rpc_ep_open: NULL %s",
+			       out == NULL ? "out" : "conf");
+	*out = NULL;
+	conf = *c;
+	if ((rc = ep_conf_check(&conf)) != 0)
+		return rc;
+	if ((rc = ep_alloc(&ep, &conf)) != 0)
+		goto out_free;
+	ep->ep_server = port != 0;
+	if ((rc = ep_provider(ep, c->rc_provider)) != 0 ||
+	    (rc = ep_getinfo(ep, addr, port)) != 0 ||
+	    (rc = ep_fabric_open(ep, addr, port)) != 0 ||
+	    (rc = ep_recv_setup(ep)) != 0 ||
+	    (rc = rpc_srv_start(ep)) != 0)
+		goto out_free;
+	rc = pthread_create(&ep->ep_progress, NULL, ep_progress_main, ep);
+	if (rc != 0) {
+		rc = err_set(-rc, "rpc %s: progress thread: %s", ep->ep_self,
+			     strerror(rc));
+		goto out_free;
+	}
+	ep->ep_progress_started = true;
+	LOG_INFO("rpc: endpoint %s open (provider %s, %s)", ep->ep_self,
+		 ep->ep_provider, ep->ep_conf.rc_polling ? "polling" :
+		 ep->ep_wait_fd ? "wait fd" : "sleep-poll");
+	*out = ep;
+	return 0;
+out_free:
+	if (ep != NULL) {
+		char m[LIM_ERRMSG_LEN];
+
+		snprintf(m, sizeof m, "%s", err_msg());
+		pthread_mutex_lock(&ep->ep_lock);
+		ep->ep_closing = true;
+		ep->ep_stop = true;
+		pthread_mutex_unlock(&ep->ep_lock);
+		pthread_cond_broadcast(&ep->ep_cv);
+		rpc_srv_drain(ep);
+		ep_free(ep);
+		err_set(rc, "%s", m);
+	}
+	return rc;
+}
+
+void rpc_ep_close(struct rpc_ep *ep)
+{
+	uint64_t until;
+
+	if (ep == NULL)
+		return;
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_closing = true;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	rpc_cli_fini(ep);
+	rpc_srv_drain(ep);
+	/* Let replies already posted leave (bounded: 1 s). */
+	until = rpc_now_ms() + 1000;
+	pthread_mutex_lock(&ep->ep_lock);
+	while (ep->ep_backlog != NULL && rpc_now_ms() < until) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		usleep(1000);
+		pthread_mutex_lock(&ep->ep_lock);
+	}
+	ep->ep_stop = true;
+	pthread_mutex_unlock(&ep->ep_lock);
+	rpc_wake(ep);
+	if (ep->ep_progress_started)
+		pthread_join(ep->ep_progress, NULL);
+	ep_poll(ep);
+	ep_free(ep);
+}
+
+void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out)
+{
+	if (ep == NULL || out == NULL)
+		return;
+	pthread_mutex_lock(&ep->ep_lock);
+	*out = ep->ep_stats;
+	pthread_mutex_unlock(&ep->ep_lock);
+}

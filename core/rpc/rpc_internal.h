@@ -1,0 +1,267 @@
+/*
+ * rpc_internal.h — private structures of the RPC layer, shared by its files:
+ *
+ *   ep.c    endpoint open/close, the progress thread, sends, MRs
+ *   wire.c  envelope and handshake codec with every bound checked
+ *   auth.c  the HMAC handshake, both sides
+ *   srv.c   server side: sessions, the request queue, handler threads,
+ *           replies, bulk pull/push
+ *   cli.c   client side: peers, calls, xid matching, deadlines, bulk MRs
+ *
+ * Locking: one mutex per endpoint (ep_lock) guards every table and counter
+ * below; it is never held across a libfabric call that may block, nor while
+ * a handler or a done() callback runs.
+ */
+#ifndef STRATA_CORE_RPC_INTERNAL_H
+#define STRATA_CORE_RPC_INTERNAL_H
+
+#include <pthread.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+
+#include "core/rpc/rpc.h"
+#include "core/rpc/rpc.pb-c.h"
+
+/* ---- limits (each with its reason) ---------------------------------- */
+
+/* Wire version in HELLO: bumped on any incompatible change of rpc.proto. */
+#define RPC_VERSION 1u
+/* Nonces and MACs: 32 bytes, the size of HMAC-SHA256. */
+#define RPC_NONCE_LEN 32u
+#define RPC_MAC_LEN 32u
+/* Endpoint names: a sockaddr_in6 is 28 bytes, shm names are strings of at
+ * most a few dozen bytes; 256 leaves room and bounds what HELLO can make
+ * the server insert into its address vector. */
+#define RPC_NAME_MAX 256u
+/* Segments of one bulk descriptor: a stripe's units of one target fit in
+ * 16 iovecs; more would make one RMA descriptor (and MR count) unbounded. */
+#define RPC_MAX_IOV 16u
+/* Receives posted at once: enough for 64 calls in flight per peer on a
+ * few peers without the sender's provider queueing; each is rc_max_msg. */
+#define RPC_RECV_BUFS 64u
+/* Server message text carried back to the caller (rpc_result.rr_msg). */
+#define RPC_MSG_MAX 255u
+/* Sessions a server keeps (authenticated and half-open): bounds the
+ * address vector and the table against HELLO floods. */
+#define RPC_MAX_SESSIONS 1024u
+/* A half-open session (HELLO without AUTH) is dropped after this. */
+#define RPC_HALF_OPEN_MS 5000u
+/* Largest deadline a call may ask for (a day): keeps ms arithmetic far
+ * from overflow and catches nonsense. */
+#define RPC_TIMEOUT_MAX_MS (24u * 3600u * 1000u)
+/* After its deadline, a server-side RMA gets this much longer before the
+ * session is dropped to break a hung transfer. */
+#define RPC_RMA_GRACE_MS 2000u
+/* One RMA operation moves at most this much; larger transfers are split. */
+#define RPC_RMA_CHUNK (4u << 20)
+/* Defaults of struct rpc_conf. */
+#define RPC_DEF_MAX_INFLIGHT 64u
+#define RPC_DEF_QUEUE_DEPTH 256u
+#define RPC_DEF_NR_HANDLERS 4u
+#define RPC_DEF_INLINE_MAX (16u << 10)  /* measured: core/rpc/README.md */
+#define RPC_DEF_BODY_MAX (64u << 10)
+#define RPC_MAX_HANDLERS 64u
+#define RPC_MAX_MSG_LIMIT (16u << 20)
+/* Envelope fields other than body and inline data take at most this. */
+#define RPC_ENV_OVERHEAD 1024u
+
+enum rpc_kind {
+	RPC_K_REQUEST = 1,
+	RPC_K_REPLY = 2,
+	RPC_K_HELLO = 3,
+	RPC_K_CHALLENGE = 4,
+	RPC_K_AUTH = 5,
+	RPC_K_AUTH_REPLY = 6,
+	RPC_K_MAX = 7
+};
+
+/* ---- wire.c ---------------------------------------------------------- */
+
+/* Decode and check one envelope of len bytes (<= max).  0 and *out (free
+ * with rpc_envelope__free_unpacked(*out, NULL)), or -EMSGSIZE / -EPROTO
+ * with err_msg() naming the field. */
+int rpc_wire_env_decode(const void *buf, size_t len, size_t max,
+			RpcEnvelope **out);
+int rpc_wire_hello_decode(const void *buf, size_t len, RpcHello **out);
+int rpc_wire_challenge_decode(const void *buf, size_t len,
+			      RpcChallenge **out);
+int rpc_wire_auth_decode(const void *buf, size_t len, RpcAuth **out);
+/* Encode env into a fresh malloc'd buffer of *len bytes (NULL: ENOMEM). */
+void *rpc_wire_env_encode(const RpcEnvelope *env, size_t *len);
+
+/* ---- ep.c ------------------------------------------------------------ */
+
+enum rpc_ctx_type { RPC_CTX_RECV = 1, RPC_CTX_SEND, RPC_CTX_RMA };
+
+/* First member of the context of every posted operation. */
+struct rpc_ctx {
+	struct fi_context2 cx_fi;
+	int cx_type;
+	struct rpc_ctx *cx_prev, *cx_next; /* ep_tracked (sends, RMA) */
+};
+
+/* A posted receive buffer. */
+struct rpc_rbuf {
+	struct rpc_ctx rb_ctx;
+	void *rb_buf;
+};
+
+/* A message being sent: freed on its completion.  sb_xid/sb_peer name
+ * the call that a failed send completes (client requests), else 0. */
+struct rpc_sbuf {
+	struct rpc_ctx sb_ctx;
+	struct rpc_sbuf *sb_next;   /* backlog (-FI_EAGAIN) */
+	fi_addr_t sb_dest;
+	struct fid_mr *sb_mr;       /* FI_MR_LOCAL only */
+	uint64_t sb_xid;
+	size_t sb_len;
+	unsigned char sb_data[];
+};
+
+/* One server-side RMA transfer, waited for by a handler thread.  If the
+ * waiter gives up, ra_abandoned makes the progress thread free it. */
+struct rpc_rma {
+	struct rpc_ctx ra_ctx;
+	int ra_done;
+	int ra_rc;
+	int ra_abandoned;
+	struct fid_mr *ra_mr;
+};
+
+struct rpc_call;
+struct rpc_sess;
+
+struct rpc_ep {
+	struct rpc_conf ep_conf;
+	unsigned char *ep_secret;
+	char ep_provider[64];
+	char ep_self[96];           /* "addr:port" for messages */
+	bool ep_server;
+	bool ep_wait_fd;            /* FI_WAIT_FD + epoll, else poll */
+	uint64_t ep_mr_mode;
+	size_t ep_max_body;         /* body bytes allowed in a message */
+	size_t ep_rma_max;          /* provider's largest RMA op */
+	struct fi_info *ep_info;
+	struct fid_fabric *ep_fabric;
+	struct fid_domain *ep_domain;
+	struct fid_ep *ep_ep;
+	struct fid_av *ep_av;
+	struct fid_cq *ep_cq;
+	int ep_cq_fd;
+	int ep_epfd;
+	int ep_evfd;                /* wakes the progress thread */
+	unsigned char ep_name[RPC_NAME_MAX];
+	size_t ep_name_len;
+	struct rpc_rbuf *ep_rbufs;
+	struct fid_mr *ep_rbuf_mr;
+	unsigned char *ep_rbuf_mem;
+
+	pthread_mutex_t ep_lock;
+	pthread_cond_t ep_cv;       /* RMA done, drain, call slots */
+	pthread_cond_t ep_qcv;      /* request queue */
+	bool ep_hstop;              /* handler threads exit */
+	pthread_t ep_progress;
+	bool ep_progress_started;
+	bool ep_stop;               /* progress thread exits */
+	bool ep_closing;            /* rpc_ep_close started */
+	struct rpc_sbuf *ep_backlog, **ep_backlog_tail;
+	struct rpc_ctx ep_tracked;  /* sends and RMA not yet completed */
+	uint64_t ep_next_key;
+	struct rpc_stats ep_stats;
+
+	/* client */
+	uint64_t ep_next_xid;
+	struct rpc_call **ep_calls; /* hash by xid */
+	uint32_t ep_nr_calls;
+	uint64_t ep_wake_at_ms;     /* progress thread sleeps until */
+	struct rpc_peer *ep_peers;
+
+	/* server */
+	struct rpc_handler_slot *ep_handlers; /* by opcode, RPC_OP_MAX */
+	struct rpc_sess *ep_sess;   /* list */
+	uint32_t ep_nr_sess;
+	struct rpc_sreq *ep_q_head, *ep_q_tail;
+	uint32_t ep_q_len;
+	uint32_t ep_outstanding;    /* accepted, not yet replied */
+	pthread_t *ep_hthreads;
+	uint32_t ep_nr_hthreads;
+};
+
+#define RPC_OP_MAX 1024u
+#define RPC_CALL_BUCKETS 1024u
+
+struct rpc_handler_slot {
+	rpc_handler_fn hs_fn;
+	void *hs_arg;
+};
+
+/* Monotonic milliseconds. */
+uint64_t rpc_now_ms(void);
+bool rpc_in_progress_thread(struct rpc_ep *ep);
+/* Send env to dest; on success the message is on its way (or in the
+ * backlog).  xid: the client call a failed send should complete, or 0. */
+int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
+		 uint64_t xid);
+/* Register buf for access; *desc for local use when FI_MR_LOCAL. */
+int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
+	       struct fid_mr **mr);
+void rpc_mr_close(struct fid_mr *mr);
+void rpc_wake(struct rpc_ep *ep);
+/* Keep cx on the endpoint's list until completed (ep_lock held), so that
+ * close frees what the provider never completed. */
+void rpc_track(struct rpc_ep *ep, struct rpc_ctx *cx);
+void rpc_untrack(struct rpc_ep *ep, struct rpc_ctx *cx);
+int rpc_av_insert(struct rpc_ep *ep, const void *name, fi_addr_t *out);
+void rpc_av_remove(struct rpc_ep *ep, fi_addr_t a);
+void rpc_name_str(struct rpc_ep *ep, const void *name, size_t len, char *buf,
+		  size_t size);
+int rpc_fi_err(int fi_rc);
+/* A send or RMA completion failed with errno e: the message for it. */
+int rpc_map_cq_err(int prov_err);
+
+/* ---- auth.c ---------------------------------------------------------- */
+
+int rpc_auth_mac(struct rpc_ep *ep, char dir, const uint8_t *cnonce,
+		 const uint8_t *snonce, uint8_t *mac);
+int rpc_random(void *buf, size_t len);
+/* Server: a HELLO or AUTH envelope arrived (progress thread). */
+void rpc_srv_hello(struct rpc_ep *ep, RpcEnvelope *env);
+void rpc_srv_auth(struct rpc_ep *ep, RpcEnvelope *env);
+
+/* ---- srv.c ----------------------------------------------------------- */
+
+struct rpc_sess {
+	struct rpc_sess *se_next;
+	uint64_t se_token;
+	fi_addr_t se_addr;
+	bool se_authed;
+	uint64_t se_born_ms;
+	uint8_t se_cnonce[RPC_NONCE_LEN];
+	uint8_t se_snonce[RPC_NONCE_LEN];
+	unsigned char se_name[RPC_NAME_MAX];
+	size_t se_name_len;
+	char se_str[96];
+};
+
+struct rpc_sess *rpc_sess_find(struct rpc_ep *ep, uint64_t token);
+void rpc_sess_drop(struct rpc_ep *ep, struct rpc_sess *s);
+void rpc_srv_request(struct rpc_ep *ep, RpcEnvelope *env);
+int rpc_srv_start(struct rpc_ep *ep);
+/* Close: refuse new requests, let handlers reply, stop the threads. */
+void rpc_srv_drain(struct rpc_ep *ep);
+void rpc_srv_fini(struct rpc_ep *ep);
+void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc);
+
+/* ---- cli.c ----------------------------------------------------------- */
+
+void rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env);
+void rpc_cli_send_failed(struct rpc_ep *ep, uint64_t xid, int rc);
+/* Time out expired calls; returns ms until the next deadline (or cap). */
+int rpc_cli_expire(struct rpc_ep *ep, int cap_ms);
+void rpc_cli_fini(struct rpc_ep *ep);
+
+#endif

@@ -1,0 +1,591 @@
+/*
+ * srv.c — the server side of the RPC layer: sessions, the bounded request
+ * queue, handler threads, replies, and bulk pull/push by RMA.
+ *
+ * A request is accepted only from an authenticated session (its token is
+ * in the envelope); it is answered at once with -EBUSY when rc_queue_depth
+ * requests are already accepted and not yet replied, with -EOPNOTSUPP when
+ * no handler is registered, and NOOP is answered by the progress thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/rpc/rpc_internal.h"
+
+struct rpc_sreq {
+	struct rpc_sreq *sr_next;
+	struct rpc_ep *sr_ep;
+	RpcEnvelope *sr_env;
+	fi_addr_t sr_addr;
+	uint64_t sr_deadline_ms;
+	uint8_t *sr_inbuf;          /* inline IN data pushed so far */
+	char sr_peer[96];
+};
+
+struct rpc_sess *rpc_sess_find(struct rpc_ep *ep, uint64_t token)
+{
+	for (struct rpc_sess *s = ep->ep_sess; s != NULL; s = s->se_next)
+		if (s->se_token == token)
+			return s;
+	return NULL;
+}
+
+/* Unlink and free s, and forget its address (ep_lock held). */
+void rpc_sess_drop(struct rpc_ep *ep, struct rpc_sess *s)
+{
+	struct rpc_sess **pp = &ep->ep_sess;
+
+	while (*pp != NULL && *pp != s)
+		pp = &(*pp)->se_next;
+	if (*pp == NULL)
+		return;
+	*pp = s->se_next;
+	ep->ep_nr_sess--;
+	rpc_av_remove(ep, s->se_addr);
+	free(s);
+}
+
+/* Answer a request that no handler will see. */
+static void srv_reply_now(struct rpc_ep *ep, fi_addr_t to,
+			  const RpcEnvelope *req, int rc, const char *msg)
+{
+	RpcEnvelope env = RPC_ENVELOPE__INIT;
+
+	env.kind = RPC_K_REPLY;
+	env.opcode = req->opcode;
+	env.xid = req->xid;
+	env.has_session = true;
+	env.session = req->session;
+	env.has_status = true;
+	env.status = rc;
+	env.message = (char *)msg;
+	if (rpc_send_env(ep, to, &env, 0) != 0)
+		LOG_INFO("rpc %s: reply to opcode %u: %s", ep->ep_self,
+			 req->opcode, err_msg());
+}
+
+/* Why a request cannot be queued (ep_lock held): 0 or an errno. */
+static int srv_admit(struct rpc_ep *ep, const RpcEnvelope *env, char *msg,
+		     size_t size)
+{
+	const RpcBulkDesc *b = env->bulk;
+
+	if (ep->ep_closing) {
+		snprintf(msg, size, "rpc server %s is shutting down",
+			 ep->ep_self);
+		return -ESHUTDOWN;
+	}
+	if (env->opcode >= RPC_OP_MAX ||
+	    ep->ep_handlers[env->opcode].hs_fn == NULL) {
+		snprintf(msg, size, "rpc server %s has no handler for opcode "
+			 "%u", ep->ep_self, env->opcode);
+		return -EOPNOTSUPP;
+	}
+	if (b != NULL && b->dir == RPC_BULK_IN && b->n_segs == 0 &&
+	    b->len > ep->ep_conf.rc_inline_max) {
+		snprintf(msg, size, "rpc server %s: inline IN bulk of %llu "
+			 "bytes over rc_inline_max %u", ep->ep_self,
+			 (unsigned long long)b->len, ep->ep_conf.rc_inline_max);
+		return -EPROTO;
+	}
+	if (ep->ep_outstanding >= ep->ep_conf.rc_queue_depth) {
+		ep->ep_stats.rs_busy++;
+		snprintf(msg, size, "rpc server %s: queue full (%u requests)",
+			 ep->ep_self, ep->ep_outstanding);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+void rpc_srv_request(struct rpc_ep *ep, RpcEnvelope *env)
+{
+	struct rpc_sreq *r;
+	struct rpc_sess *s;
+	char msg[RPC_MSG_MAX + 1];
+	fi_addr_t to;
+	int rc;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	s = env->has_session ? rpc_sess_find(ep, env->session) : NULL;
+	if (!ep->ep_server || s == NULL || !s->se_authed) {
+		ep->ep_stats.rs_unauth++;
+		ep->ep_stats.rs_bad_msgs++;
+		pthread_mutex_unlock(&ep->ep_lock);
+		LOG_INFO("rpc %s: request opcode %u from no authenticated "
+			 "session dropped", ep->ep_self, env->opcode);
+		rpc_envelope__free_unpacked(env, NULL);
+		return;
+	}
+	to = s->se_addr;
+	if (env->opcode == RPC_OP_NOOP && !ep->ep_closing) {
+		ep->ep_stats.rs_requests++;
+		pthread_mutex_unlock(&ep->ep_lock);
+		srv_reply_now(ep, to, env, 0, NULL);
+		rpc_envelope__free_unpacked(env, NULL);
+		return;
+	}
+	rc = srv_admit(ep, env, msg, sizeof msg);
+	r = rc == 0 ? calloc(1, sizeof *r) : NULL;
+	if (r == NULL) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		if (rc == 0)
+			snprintf(msg, sizeof msg, "rpc server: no memory");
+		srv_reply_now(ep, to, env, rc ? rc : -ENOMEM, msg);
+		rpc_envelope__free_unpacked(env, NULL);
+		return;
+	}
+	r->sr_ep = ep;
+	r->sr_env = env;
+	r->sr_addr = to;
+	r->sr_deadline_ms = rpc_now_ms() +
+			    (env->has_timeout_ms ? env->timeout_ms : 0);
+	snprintf(r->sr_peer, sizeof r->sr_peer, "%s", s->se_str);
+	ep->ep_outstanding++;
+	if (ep->ep_q_tail != NULL)
+		ep->ep_q_tail->sr_next = r;
+	else
+		ep->ep_q_head = r;
+	ep->ep_q_tail = r;
+	ep->ep_q_len++;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_signal(&ep->ep_qcv);
+}
+
+/* ------------------------------------------------------------ handlers */
+
+static void srv_run(struct rpc_ep *ep, struct rpc_sreq *r)
+{
+	struct rpc_handler_slot h;
+	char msg[RPC_MSG_MAX + 1];
+
+	pthread_mutex_lock(&ep->ep_lock);
+	h = ep->ep_handlers[r->sr_env->opcode];
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (ep->ep_hstop) {
+		snprintf(msg, sizeof msg, "rpc server %s is shutting down",
+			 ep->ep_self);
+		rpc_sreq_reply(r, -ESHUTDOWN, NULL, 0, msg);
+	} else if (rpc_now_ms() >= r->sr_deadline_ms) {
+		snprintf(msg, sizeof msg, "rpc server %s: opcode %u waited past "
+			 "its deadline in the queue", ep->ep_self,
+			 r->sr_env->opcode);
+		rpc_sreq_reply(r, -ETIMEDOUT, NULL, 0, msg);
+	} else {
+		h.hs_fn(r, h.hs_arg);
+	}
+}
+
+static void *srv_handler_main(void *arg)
+{
+	struct rpc_ep *ep = arg;
+	struct rpc_sreq *r;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	for (;;) {
+		while (ep->ep_q_head == NULL && !ep->ep_hstop)
+			pthread_cond_wait(&ep->ep_qcv, &ep->ep_lock);
+		r = ep->ep_q_head;
+		if (r == NULL)
+			break;
+		ep->ep_q_head = r->sr_next;
+		if (ep->ep_q_head == NULL)
+			ep->ep_q_tail = NULL;
+		ep->ep_q_len--;
+		pthread_mutex_unlock(&ep->ep_lock);
+		srv_run(ep, r);
+		pthread_mutex_lock(&ep->ep_lock);
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+	return NULL;
+}
+
+int rpc_srv_start(struct rpc_ep *ep)
+{
+	uint32_t n = ep->ep_conf.rc_nr_handlers;
+	int rc;
+
+	pthread_cond_init(&ep->ep_qcv, NULL);
+	if (!ep->ep_server)
+		return 0;
+	ep->ep_hthreads = calloc(n, sizeof *ep->ep_hthreads);
+	if (ep->ep_hthreads == NULL)
+		return err_set(-ENOMEM, "rpc: handler threads");
+	for (uint32_t i = 0; i < n; i++) {
+		rc = pthread_create(&ep->ep_hthreads[i], NULL, srv_handler_main,
+				    ep);
+		if (rc != 0)
+			return err_set(-rc, "rpc %s: handler thread: %s",
+				       ep->ep_self, strerror(rc));
+		ep->ep_nr_hthreads++;
+	}
+	return 0;
+}
+
+void rpc_srv_drain(struct rpc_ep *ep)
+{
+	uint64_t warn_at = rpc_now_ms() + 5000;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_hstop = true;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_qcv);
+	for (uint32_t i = 0; i < ep->ep_nr_hthreads; i++)
+		pthread_join(ep->ep_hthreads[i], NULL);
+	ep->ep_nr_hthreads = 0;
+	pthread_mutex_lock(&ep->ep_lock);
+	while (ep->ep_outstanding > 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&ep->ep_cv, &ep->ep_lock, &ts);
+		if (rpc_now_ms() > warn_at) {
+			LOG_WARNING("rpc %s: close waits for %u requests not "
+				    "yet replied", ep->ep_self,
+				    ep->ep_outstanding);
+			warn_at = rpc_now_ms() + 5000;
+		}
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+}
+
+void rpc_srv_fini(struct rpc_ep *ep)
+{
+	struct rpc_sess *s;
+
+	while ((s = ep->ep_sess) != NULL) {
+		ep->ep_sess = s->se_next;
+		free(s);
+	}
+	ep->ep_nr_sess = 0;
+	free(ep->ep_hthreads);
+	ep->ep_hthreads = NULL;
+	pthread_cond_destroy(&ep->ep_qcv);
+}
+
+int rpc_handler_set(struct rpc_ep *ep, uint32_t opcode, rpc_handler_fn fn,
+		    void *arg)
+{
+	if (ep == NULL)
+		return err_set(-EINVAL, "rpc_handler_set: NULL endpoint");
+	if (opcode < RPC_OP_USER_MIN || opcode >= RPC_OP_MAX)
+		return err_set(-EINVAL, "rpc %s: opcode %u outside [%u, %u)",
+			       ep->ep_self, opcode, RPC_OP_USER_MIN,
+			       RPC_OP_MAX);
+	if (!ep->ep_server)
+		return err_set(-EINVAL, "rpc %s: handler for opcode %u on a "
+			       "client-only endpoint", ep->ep_self, opcode);
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_handlers[opcode].hs_fn = fn;
+	ep->ep_handlers[opcode].hs_arg = arg;
+	pthread_mutex_unlock(&ep->ep_lock);
+	return 0;
+}
+
+/* ------------------------------------------------------------ requests */
+
+uint32_t rpc_sreq_opcode(const struct rpc_sreq *req)
+{
+	return req->sr_env->opcode;
+}
+
+const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len)
+{
+	const RpcEnvelope *e = req->sr_env;
+
+	if (len != NULL)
+		*len = e->has_body ? e->body.len : 0;
+	return e->has_body ? e->body.data : NULL;
+}
+
+size_t rpc_sreq_bulk_len(const struct rpc_sreq *req)
+{
+	return req->sr_env->bulk != NULL ? req->sr_env->bulk->len : 0;
+}
+
+int64_t rpc_sreq_ms_left(const struct rpc_sreq *req)
+{
+	uint64_t now = rpc_now_ms();
+
+	return now >= req->sr_deadline_ms ? 0 :
+	       (int64_t)(req->sr_deadline_ms - now);
+}
+
+const char *rpc_sreq_peer(const struct rpc_sreq *req)
+{
+	return req->sr_peer;
+}
+
+void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
+		    size_t len, const char *msg)
+{
+	struct rpc_ep *ep;
+	RpcEnvelope env = RPC_ENVELOPE__INIT;
+	const RpcBulkDesc *b;
+	char m[RPC_MSG_MAX + 1];
+
+	if (req == NULL)
+		return;
+	ep = req->sr_ep;
+	b = req->sr_env->bulk;
+	env.kind = RPC_K_REPLY;
+	env.opcode = req->sr_env->opcode;
+	env.xid = req->sr_env->xid;
+	env.has_session = true;
+	env.session = req->sr_env->session;
+	env.has_status = true;
+	env.status = rc > 0 || rc < -4095 ? -EPROTO : rc;
+	if (msg != NULL) {
+		snprintf(m, sizeof m, "%s", msg);
+		env.message = m;
+	}
+	env.has_body = body != NULL && len > 0;
+	env.body.data = (uint8_t *)body;
+	env.body.len = env.has_body ? len : 0;
+	if (req->sr_inbuf != NULL && rc >= 0) {
+		env.has_bulk_data = true;
+		env.bulk_data.data = req->sr_inbuf;
+		env.bulk_data.len = b->len;
+	}
+	if (rpc_send_env(ep, req->sr_addr, &env, 0) == -EMSGSIZE) {
+		snprintf(m, sizeof m, "%s", err_msg());
+		srv_reply_now(ep, req->sr_addr, req->sr_env, -EMSGSIZE, m);
+	}
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_outstanding--;
+	ep->ep_stats.rs_requests++;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	rpc_envelope__free_unpacked(req->sr_env, NULL);
+	free(req->sr_inbuf);
+	free(req);
+}
+
+/* ---------------------------------------------------------------- bulk */
+
+void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc)
+{
+	pthread_mutex_lock(&ep->ep_lock);
+	rpc_untrack(ep, &ra->ra_ctx);
+	if (ra->ra_abandoned) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		rpc_mr_close(ra->ra_mr);
+		free(ra);
+		return;
+	}
+	ra->ra_done = 1;
+	ra->ra_rc = rc;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+}
+
+/* Post one RMA chunk; retries while the provider pushes back, until the
+ * request's deadline. */
+static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
+			void *buf, size_t n, void *desc, uint64_t raddr,
+			uint64_t key)
+{
+	struct rpc_ep *ep = r->sr_ep;
+	ssize_t rc;
+
+	for (;;) {
+		pthread_mutex_lock(&ep->ep_lock);
+		rpc_track(ep, &ra->ra_ctx);
+		rc = wr ? fi_write(ep->ep_ep, buf, n, desc, r->sr_addr, raddr,
+				   key, &ra->ra_ctx) :
+			  fi_read(ep->ep_ep, buf, n, desc, r->sr_addr, raddr,
+				  key, &ra->ra_ctx);
+		if (rc != 0)
+			rpc_untrack(ep, &ra->ra_ctx);
+		pthread_mutex_unlock(&ep->ep_lock);
+		if (rc != -FI_EAGAIN || rpc_sreq_ms_left(r) == 0)
+			break;
+		usleep(20);
+	}
+	if (rc != 0)
+		return err_set(rpc_fi_err((int)rc), "rpc %s: fi_%s of %zu bytes "
+			       "for opcode %u from %s: %s", ep->ep_self,
+			       wr ? "write" : "read", n, r->sr_env->opcode,
+			       r->sr_peer, fi_strerror((int)-rc));
+	return 0;
+}
+
+/* Wait for nr posted chunks until the deadline plus a grace; those still
+ * running are then abandoned (freed when the provider completes them). */
+static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr)
+{
+	struct rpc_ep *ep = r->sr_ep;
+	uint64_t until = r->sr_deadline_ms + RPC_RMA_GRACE_MS;
+	struct timespec ts;
+	int rc = 0, done;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	for (;;) {
+		done = 0;
+		for (int i = 0; i < nr; i++)
+			done += ra[i]->ra_done;
+		if (done == nr || rpc_now_ms() >= until)
+			break;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&ep->ep_cv, &ep->ep_lock, &ts);
+	}
+	for (int i = 0; i < nr; i++) {
+		if (!ra[i]->ra_done) {
+			ra[i]->ra_abandoned = 1;
+			ra[i] = NULL;
+			rc = rc ? rc : -ETIMEDOUT;
+		} else if (ra[i]->ra_rc != 0 && rc == 0) {
+			rc = ra[i]->ra_rc;
+		}
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+	return rc;
+}
+
+/* Move len bytes between buf and the caller's segments from offset off. */
+static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
+		   bool wr)
+{
+	struct rpc_ep *ep = r->sr_ep;
+	const RpcBulkDesc *b = r->sr_env->bulk;
+	struct rpc_rma *ra[64];
+	struct fid_mr *mr = NULL;
+	uint64_t soff = 0, pos = 0;
+	int nr = 0, rc = 0;
+
+	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
+	    (rc = rpc_mr_reg(ep, buf, len, wr ? FI_WRITE : FI_READ, &mr)) != 0)
+		return rc;
+	for (size_t i = 0; i < b->n_segs && pos < len && rc == 0; i++) {
+		const RpcSeg *s = b->segs[i];
+
+		if (off + pos >= soff + s->len) {
+			soff += s->len;
+			continue;
+		}
+		while (pos < len && off + pos < soff + s->len && rc == 0) {
+			uint64_t in = off + pos - soff;
+			size_t n = len - pos;
+
+			if (n > s->len - in)
+				n = s->len - in;
+			if (n > ep->ep_rma_max)
+				n = ep->ep_rma_max;
+			if (nr == 64) {
+				rc = srv_rma_wait(r, ra, nr);
+				for (int k = 0; k < nr; k++)
+					free(ra[k]);
+				nr = 0;
+				if (rc != 0)
+					break;
+			}
+			ra[nr] = calloc(1, sizeof **ra);
+			if (ra[nr] == NULL) {
+				rc = err_set(-ENOMEM, "rpc: RMA context");
+				break;
+			}
+			ra[nr]->ra_ctx.cx_type = RPC_CTX_RMA;
+			rc = srv_rma_post(r, ra[nr], wr, (char *)buf + pos, n,
+					  mr ? fi_mr_desc(mr) : NULL,
+					  s->addr + in, s->key);
+			if (rc != 0) {
+				free(ra[nr]);
+				break;
+			}
+			nr++;
+			pos += n;
+		}
+		soff += s->len;
+	}
+	if (nr > 0) {
+		int wrc = srv_rma_wait(r, ra, nr);
+
+		if (rc == 0 && wrc != 0)
+			rc = err_set(wrc, "rpc %s: RMA %s of %zu bytes for "
+				     "opcode %u from %s: %s", ep->ep_self,
+				     wr ? "write" : "read", len,
+				     r->sr_env->opcode, r->sr_peer,
+				     wrc == -ETIMEDOUT ? "past the deadline" :
+				     strerror(-wrc));
+		for (int k = 0; k < nr; k++)
+			free(ra[k]);
+	}
+	if (rc == 0) {
+		pthread_mutex_lock(&ep->ep_lock);
+		ep->ep_stats.rs_rma_bytes += len;
+		pthread_mutex_unlock(&ep->ep_lock);
+	}
+	if (mr != NULL && rc != -ETIMEDOUT)
+		rpc_mr_close(mr);
+	return rc;
+}
+
+static int srv_bulk_check(struct rpc_sreq *r, uint32_t dir, uint64_t off,
+			  size_t len)
+{
+	const RpcBulkDesc *b = r->sr_env->bulk;
+
+	if (b == NULL || b->dir != dir)
+		return err_set(-EINVAL, "rpc: request opcode %u from %s has no "
+			       "%s bulk", r->sr_env->opcode, r->sr_peer,
+			       dir == RPC_BULK_OUT ? "OUT" : "IN");
+	if (off > b->len || len > b->len - off)
+		return err_set(-EINVAL, "rpc: bulk range %llu+%zu past %llu "
+			       "bytes (opcode %u from %s)",
+			       (unsigned long long)off, len,
+			       (unsigned long long)b->len, r->sr_env->opcode,
+			       r->sr_peer);
+	return 0;
+}
+
+int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
+		       size_t len)
+{
+	const RpcBulkDesc *b;
+	int rc;
+
+	if (req == NULL || (buf == NULL && len > 0))
+		return err_set(-EINVAL, "rpc_sreq_bulk_pull: NULL argument");
+	if ((rc = srv_bulk_check(req, RPC_BULK_OUT, off, len)) != 0)
+		return rc;
+	if (len == 0)
+		return 0;
+	b = req->sr_env->bulk;
+	if (b->has_data) {
+		memcpy(buf, b->data.data + off, len);
+		return 0;
+	}
+	return srv_rma(req, off, buf, len, false);
+}
+
+int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
+		       size_t len)
+{
+	const RpcBulkDesc *b;
+	int rc;
+
+	if (req == NULL || (buf == NULL && len > 0))
+		return err_set(-EINVAL, "rpc_sreq_bulk_push: NULL argument");
+	if ((rc = srv_bulk_check(req, RPC_BULK_IN, off, len)) != 0)
+		return rc;
+	if (len == 0)
+		return 0;
+	b = req->sr_env->bulk;
+	if (b->n_segs == 0) {
+		if (req->sr_inbuf == NULL &&
+		    (req->sr_inbuf = calloc(1, b->len)) == NULL)
+			return err_set(-ENOMEM, "rpc: inline IN buffer");
+		memcpy(req->sr_inbuf + off, buf, len);
+		return 0;
+	}
+	return srv_rma(req, off, (void *)buf, len, true);
+}
