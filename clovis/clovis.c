@@ -1019,7 +1019,12 @@ static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
 			.ws_unrepairable = ss.sw_unrepairable,
 			.ws_elapsed_ns = ss.sw_elapsed_ns,
 			.ws_resumed = (uint32_t)ss.sw_resumed,
-			.ws_devices = ss.sw_devices};
+			.ws_devices = ss.sw_devices,
+			.ws_walk_units = ss.sw_walk_units,
+			.ws_walk_rebuilt = ss.sw_walk_rebuilt,
+			.ws_walk_moved = ss.sw_walk_moved,
+			.ws_walk_corrupt = ss.sw_walk_corrupt,
+			.ws_walk_unrepairable = ss.sw_walk_unrepairable};
 	return rc;
 }
 

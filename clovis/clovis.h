@@ -829,10 +829,19 @@ CLOVIS_API int clovis_smr_clean(struct clovis *cl, uint32_t dev,
 				uint32_t live_pct,
 				struct clovis_clean_stats *st);
 
-/** What clovis_repair(), clovis_rebalance() or clovis_scrub() did. */
+/**
+ * What clovis_repair(), clovis_rebalance() or clovis_scrub() did.  A walk
+ * may take several calls (stopped or killed, then resumed): the ws_ fields
+ * up to ws_devices count what THIS call did, over the time ws_elapsed_ns
+ * (so ws_bytes / ws_elapsed_ns is this call's rate); the ws_walk_ fields
+ * count the whole walk from its start, every call included (the same as
+ * this call's when ws_resumed is 0).  The return code (-EIO) and the
+ * device states follow the whole walk.
+ */
 struct clovis_walk_stats {
 	uint64_t ws_units;        /**< unit records visited */
-	uint64_t ws_bytes;        /**< bytes read to check or rebuild */
+	uint64_t ws_bytes;        /**< bytes of the units checked, rebuilt or
+				   *  moved (a rebuild reads N units each) */
 	uint64_t ws_rebuilt;      /**< units rebuilt and written again */
 	uint64_t ws_moved;        /**< units moved back (rebalance) */
 	uint64_t ws_corrupt;      /**< checksum mismatches and read errors */
@@ -841,6 +850,12 @@ struct clovis_walk_stats {
 	uint32_t ws_resumed;      /**< 1: continued a walk a crash or a stop
 				   *  interrupted */
 	uint32_t ws_devices;      /**< distinct devices read from */
+	/* The whole walk, including the calls before a resume. */
+	uint64_t ws_walk_units;
+	uint64_t ws_walk_rebuilt;
+	uint64_t ws_walk_moved;
+	uint64_t ws_walk_corrupt;
+	uint64_t ws_walk_unrepairable;
 };
 
 /** Progress of a walk: units done and units in the store; return non-zero

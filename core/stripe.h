@@ -72,20 +72,40 @@ void stripe_req_fini(struct eng_req *r);
 int stripe_attr_check(struct eng *e, const struct clovis_id *id,
 		      struct meta_ent *me);
 
-/* Device-wide walks (core/repair.c).  Each is resumable: progress is saved
- * in the sys table after every batch, and a new call continues from it. */
+/*
+ * Device-wide walks (core/stripe.c).  Each is resumable: progress is saved
+ * in the sys table with every batch's commit, and a new call continues
+ * from it.  A walk keeps up to 16 parity groups in flight (their reads and
+ * writes go through the per-device queues of tier_io_run() together), and
+ * a repair reads only N survivors of a group to rebuild its lost units.
+ */
 
-/** What a walk did. */
+/**
+ * What a walk did.  A walk may take several calls (a stop or a crash, then
+ * a call that resumes it): the first fields count what THIS call did, all
+ * measured over the same span (sw_elapsed_ns), so sw_bytes / sw_elapsed_ns
+ * is this call's rate; the sw_walk_* fields count the whole walk from its
+ * start, over every call (equal to the first ones when sw_resumed is 0).
+ * The return code and the device states follow the whole walk.
+ */
 struct stripe_walk_stats {
-	uint64_t sw_units;        /**< unit records visited */
-	uint64_t sw_bytes;        /**< bytes read */
+	uint64_t sw_units;        /**< unit records visited by this call */
+	uint64_t sw_bytes;        /**< bytes of the units this call checked,
+				   *  rebuilt or moved (one unit size each; a
+				   *  rebuild reads N units to make one) */
 	uint64_t sw_rebuilt;      /**< units rebuilt and rewritten */
 	uint64_t sw_moved;        /**< units copied to another device */
 	uint64_t sw_corrupt;      /**< checksum mismatches or read errors */
 	uint64_t sw_unrepairable; /**< units that could not be rebuilt */
 	uint64_t sw_resumed;      /**< 1 if the walk continued a saved one */
-	uint64_t sw_elapsed_ns;
-	uint32_t sw_devices;      /**< devices read from */
+	uint64_t sw_elapsed_ns;   /**< this call's time */
+	uint32_t sw_devices;      /**< devices this call read from */
+	/* The whole walk, including the calls before a resume. */
+	uint64_t sw_walk_units;
+	uint64_t sw_walk_rebuilt;
+	uint64_t sw_walk_moved;
+	uint64_t sw_walk_corrupt;
+	uint64_t sw_walk_unrepairable;
 };
 
 /** Progress callback: done and total units; return non-zero to stop

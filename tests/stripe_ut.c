@@ -1174,27 +1174,41 @@ static int stop_at_once(void *arg, uint64_t done, uint64_t total)
 
 /*
  * A repair stopped by its progress callback returns -EINTR and keeps its
- * place: the next call says it resumed and finishes.  A batch that fails
+ * place: the next call says it resumed and finishes; its statistics say
+ * what it did and, apart, what the whole walk did (the two calls add up
+ * to the whole; once the rebuilt count of a resumed call held the saved
+ * part too while its unit count did not).  A batch that fails
  * (fault point walk.batch) fails the call; the next resumes and finishes.
  */
 static void test_repair_resume(void)
 {
+	const uint64_t records = 1024 / 16 * 6 + 512 / 4 * 2;
 	struct tobj t[2];
-	struct clovis_walk_stats ws;
+	struct clovis_walk_stats ws, ws1;
 	uint32_t calls = 0;
 
 	CU_ASSERT_EQUAL_FATAL(store_own("resume"), 0);
 	tobj_make_full(&t[0], 720, &L421, 1024);
 	tobj_make_full(&t[1], 721, &LM21, 512);
 	CU_ASSERT_EQUAL(clovis_dev_fail(cl, fdev[1]), 0);
-	CU_ASSERT_EQUAL(clovis_repair(cl, stop_at_once, &calls, &ws), -EINTR);
+	CU_ASSERT_EQUAL(clovis_repair(cl, stop_at_once, &calls, &ws1), -EINTR);
 	CU_ASSERT_EQUAL(calls, 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "resume"));
-	CU_ASSERT(ws.ws_units > 0 && ws.ws_units < 1024 / 16 * 6);
+	CU_ASSERT(ws1.ws_units > 0 && ws1.ws_units < 1024 / 16 * 6);
+	CU_ASSERT(ws1.ws_rebuilt > 0);
+	CU_ASSERT_EQUAL(ws1.ws_walk_units, ws1.ws_units);
+	CU_ASSERT_EQUAL(ws1.ws_walk_rebuilt, ws1.ws_rebuilt);
 	CU_ASSERT_EQUAL(dev_state(fdev[1]), CLOVIS_DEV_FAILED);
 	CU_ASSERT_EQUAL(clovis_repair(cl, NULL, NULL, &ws), 0);
 	CU_ASSERT_EQUAL(ws.ws_resumed, 1);
 	CU_ASSERT(ws.ws_rebuilt > 0);
+	/* This call's counts against the whole walk's: the saved part is in
+	 * the whole walk only, and the two calls add up to it. */
+	CU_ASSERT_EQUAL(ws1.ws_units + ws.ws_units, records);
+	CU_ASSERT_EQUAL(ws.ws_walk_units, records);
+	CU_ASSERT_EQUAL(ws.ws_walk_rebuilt, ws1.ws_rebuilt + ws.ws_rebuilt);
+	CU_ASSERT_EQUAL(ws.ws_walk_unrepairable, 0);
+	CU_ASSERT(ws.ws_bytes > 0 && ws.ws_elapsed_ns > 0);
 	CU_ASSERT_EQUAL(dev_state(fdev[1]), CLOVIS_DEV_REPAIRED);
 	CU_ASSERT(check_all(t, 2));
 #ifdef STRATA_FAULT_INJECT

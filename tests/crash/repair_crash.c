@@ -8,9 +8,10 @@
  *                                     and mirror objects whose content is
  *                                     a function of SEED; one device failed
  *   repair_crash repair DIR [model]   run clovis_repair() to the end (with
- *                                     "model": the device model on, so it
- *                                     takes about a second); prints
- *                                     "repairing" first, then a stats line
+ *                                     "model": the device model on); prints
+ *                                     "repairing" first, "batch DONE" at
+ *                                     each progress call (between batches
+ *                                     of the walk), then a stats line
  *   repair_crash rcheck DIR SEED      every byte as SEED says, the failed
  *                                     device REPAIRED, no read needing
  *                                     reconstruction, scrub finding nothing
@@ -73,10 +74,10 @@ static const struct rc_shape {
 	uint32_t rs_layout, rs_n, rs_k, rs_s;
 	uint64_t rs_blocks; /* 4 KiB blocks, 16 KiB units */
 } rc_shapes[RC_OBJS] = {
-	{CLOVIS_LAYOUT_PDCLUST, 3, 1, 1, 448},
-	{CLOVIS_LAYOUT_PDCLUST, 3, 1, 1, 360},
-	{CLOVIS_LAYOUT_PDCLUST, 2, 2, 1, 320},
-	{CLOVIS_LAYOUT_MIRROR, 2, 0, 1, 224},
+	{CLOVIS_LAYOUT_PDCLUST, 3, 1, 1, 896},
+	{CLOVIS_LAYOUT_PDCLUST, 3, 1, 1, 720},
+	{CLOVIS_LAYOUT_PDCLUST, 2, 2, 1, 640},
+	{CLOVIS_LAYOUT_MIRROR, 2, 0, 1, 448},
 };
 
 static struct clovis *cl;
@@ -286,6 +287,17 @@ static int rc_init(const char *dir, uint64_t seed)
 	return 0;
 }
 
+/* Progress of the repair: one line "batch DONE" per call, at once, so the
+ * script can kill the process between batches of the walk. */
+static int rc_progress(void *arg, uint64_t done, uint64_t total)
+{
+	(void)arg;
+	(void)total;
+	printf("batch %" PRIu64 "\n", done);
+	fflush(stdout);
+	return 0;
+}
+
 static int rc_repair(const char *dir, bool model)
 {
 	struct clovis_walk_stats ws;
@@ -295,7 +307,7 @@ static int rc_repair(const char *dir, bool model)
 	store_open(dir, RC_DEV_SIZE, model ? CLOVIS_CONF_DEVICE_MODEL : 0);
 	printf("repairing\n");
 	fflush(stdout);
-	rc = clovis_repair(cl, NULL, NULL, &ws);
+	rc = clovis_repair(cl, rc_progress, NULL, &ws);
 	printf("repair rc %d resumed %u rebuilt %" PRIu64 " units %" PRIu64
 	       " unrepairable %" PRIu64 " devices %u ms %" PRIu64 "\n", rc,
 	       ws.ws_resumed, ws.ws_rebuilt, ws.ws_units, ws.ws_unrepairable,

@@ -5,11 +5,15 @@
 # Repair, ROUNDS times (default 5), each on a new store: repair_crash rinit
 # fills pdclust and mirror objects on six sas devices (content from a seed)
 # and fails one device; "repair_crash repair DIR model" repairs it with the
-# device model on (about 1.5 s) and is killed with SIGKILL a random 0-1500
-# ms after it says "repairing"; a second repair must finish, and rcheck must
-# find every byte, the device REPAIRED, no read needing reconstruction and
-# a clean scrub.  At least one second repair must report that it resumed
-# the killed one (one more check).
+# device model on and is killed with SIGKILL at a random point of the walk:
+# after a random number (0-4) of its progress lines ("batch N", one between
+# batches) and then a random 0-40 ms, so kills land before, between and
+# inside batches whatever the speed of the machine (the walk has about 5
+# batches); a second repair must finish, and rcheck must find every byte,
+# the device REPAIRED, no read needing reconstruction and a clean scrub.
+# At least one second repair must report that it resumed the killed one
+# (one more check; a kill after 2 progress lines always leaves a durable
+# batch, since batch i + 1 is queued only once batch i is durable).
 #
 # SMR cleaning, ROUNDS times on one store: swrite overwrites ranges of two
 # SMR objects (logging each write before launch and once STABLE) and runs
@@ -60,9 +64,22 @@ wait_line() {
 	return 1
 }
 
+# Wait (at most 30 s) until file $1 has $2 lines starting with "batch ";
+# false if it never does or process $3 ends first.
+wait_batches() {
+	local i
+	for i in $(seq 1 3000); do
+		[ "$(grep -c '^batch ' "$1" 2>/dev/null)" -ge "$2" ] && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
 # Start "$@" in the background with output to $log, wait for line $word,
-# kill it a random 0..$max ms later.  Sets ms and killed (1 if the kill
-# landed, 0 if it had ended; then its status must be 0).
+# then for $batches progress lines (0: none), kill it a random 0..$max ms
+# later.  Sets ms and killed (1 if the kill landed, 0 if it had ended;
+# then its status must be 0).
 kill_during() {
 	local word=$1 max=$2 pid st
 	shift 2
@@ -70,7 +87,8 @@ kill_during() {
 	pid=$!
 	killed=0
 	ms=$((RANDOM % (max + 1)))
-	if wait_line "$log" "$word" "$pid"; then
+	if wait_line "$log" "$word" "$pid" &&
+	   wait_batches "$log" "${batches:-0}" "$pid"; then
 		sleep_ms "$ms"
 	fi
 	kill -KILL "$pid" 2>/dev/null
@@ -103,7 +121,12 @@ for round in $(seq 1 "$ROUNDS"); do
 	ok=1
 	if "$prog" rinit "$store" "$s" > "$log" 2>&1; then
 		log=$work/repair1.log
-		if kill_during repairing 1500 "$prog" repair "$store" model; then
+		batches=$((RANDOM % 5))
+		kb=$batches
+		kill_during repairing 40 "$prog" repair "$store" model
+		st=$?
+		batches=0
+		if [ "$st" -eq 0 ]; then
 			log=$work/repair2.log
 			if "$prog" repair "$store" > "$log" 2>&1; then
 				grep -q 'resumed 1' "$log" && resumed=$((resumed + 1))
@@ -113,7 +136,7 @@ for round in $(seq 1 "$ROUNDS"); do
 		fi
 	fi
 	info=$(grep -o 'resumed [01] rebuilt [0-9]*' "$work/repair2.log" 2>/dev/null)
-	report $ok "repair round $round (seed $s, killed $killed after $ms ms; then $info)"
+	report $ok "repair round $round (seed $s, killed $killed after $kb batches + $ms ms; then $info)"
 	rm -rf "$store" "$store.yaml"
 done
 [ "$resumed" -gt 0 ]
