@@ -86,33 +86,46 @@ struct rpc_stats {
 
 /**
  * Open an endpoint.  addr/port: where to listen ("127.0.0.1", 21000) for a
- * server; port 0 for a client-only endpoint (addr may then be NULL).
- * Returns 0 and *out, or a negative code (-EINVAL bad conf, -EADDRINUSE,
- * -ENODEV provider unavailable, ...).
+ * server (handler threads start, handlers may be registered); port 0 for a
+ * client-only endpoint, bound to addr at an ephemeral port — addr NULL
+ * means 127.0.0.1, so give the local interface address to reach servers on
+ * other hosts (with shm the client's name is generated and addr ignored).
+ * c is copied (the secret too); zero fields take their defaults.
+ * Returns 0 and *out, or a negative code: -EINVAL bad conf (secret under
+ * 16 bytes, limits out of range), -EADDRINUSE, -ENODEV provider not
+ * available here (e.g. "verbs" without RDMA hardware), -ENOMEM.
  */
 int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
 		const char *addr, uint16_t port);
 
 /**
- * Close: stop taking requests (new ones get -ESHUTDOWN), wait for handlers
- * in flight to reply, fail calls still waiting with -ESHUTDOWN, release
- * everything.  NULL is ignored.
+ * Close: fail this endpoint's calls still waiting with -ESHUTDOWN (their
+ * done() runs on the closing thread), close its peers, stop taking
+ * requests (new ones are answered -ESHUTDOWN, queued ones not yet started
+ * too), wait until every request a handler started is replied — a handler
+ * that never replies blocks close —, let the replies leave (up to 1 s),
+ * then release everything.  Peers of ep must not be used afterwards.
+ * NULL is ignored.  Must not be called from a handler or done().
  */
 void rpc_ep_close(struct rpc_ep *ep);
 
+/** Copy the endpoint's counters into *out. */
 void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out);
 
 /* ------------------------------------------------------------- server */
 
 /**
- * A handler runs on one of the endpoint's handler threads.  It must call
- * rpc_sreq_reply() exactly once, from any thread, now or later (for
+ * A handler runs on one of the endpoint's rc_nr_handlers threads.  It must
+ * call rpc_sreq_reply() exactly once, from any thread, now or later (for
  * example when an update becomes durable); the request stays valid until
- * then.
+ * then.  Accepted-and-unreplied requests count against rc_queue_depth.
  */
 typedef void (*rpc_handler_fn)(struct rpc_sreq *req, void *arg);
 
-/** Register fn for opcode (>= RPC_OP_USER_MIN) before traffic starts. */
+/** Register fn for opcode (RPC_OP_USER_MIN .. 1023) on a server endpoint,
+ *  before traffic starts.  -EINVAL outside that range or on a client-only
+ *  endpoint.  A request for an opcode without a handler is answered
+ *  -EOPNOTSUPP. */
 int rpc_handler_set(struct rpc_ep *ep, uint32_t opcode, rpc_handler_fn fn,
 		    void *arg);
 
@@ -121,11 +134,16 @@ uint32_t rpc_sreq_opcode(const struct rpc_sreq *req);
 const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len);
 /** Bytes of the caller's bulk buffer (0: none). */
 size_t rpc_sreq_bulk_len(const struct rpc_sreq *req);
-/** Copy len bytes at off of the caller's bulk buffer into buf (RMA read,
- *  or from the inline copy).  -EINVAL past its end. */
+/** Copy len bytes at off of the caller's OUT bulk buffer into buf (RMA
+ *  read, or from the inline copy); blocks until done.  -EINVAL past its end
+ *  or when the call has no OUT bulk; -ETIMEDOUT when the transfer has not
+ *  finished 2 s after the caller's deadline; -ECONNRESET/-EHOSTUNREACH when
+ *  the transport fails.  buf must stay valid until rpc_sreq_reply() (a
+ *  transfer abandoned at -ETIMEDOUT may still land). */
 int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
 		       size_t len);
-/** Write len bytes of buf into the caller's bulk buffer at off. */
+/** Write len bytes of buf into the caller's IN bulk buffer at off (RMA
+ *  write, or into the inline reply); same rules as rpc_sreq_bulk_pull(). */
 int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
 		       size_t len);
 /** The caller's address as text ("127.0.0.1:40211"), for messages. */
@@ -133,7 +151,10 @@ const char *rpc_sreq_peer(const struct rpc_sreq *req);
 /** Milliseconds left before the caller's deadline (0: passed). */
 int64_t rpc_sreq_ms_left(const struct rpc_sreq *req);
 /** Reply with status rc (0 or negative errno), an optional body and a
- *  message (NULL: none) that the caller gets as its err_msg(). */
+ *  message (NULL: none, cut at 255 bytes) that the caller gets in rr_msg
+ *  and as its err_msg().  The body is copied; a reply too big for
+ *  rc_max_msg is replaced by -EMSGSIZE.  req is freed: do not use it after.
+ *  When rc < 0 the caller sees no body and no IN data. */
 void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
 		    size_t len, const char *msg);
 
@@ -141,12 +162,15 @@ void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
 
 /**
  * Connect to the server at addr:port and authenticate (see the top).
- * -ETIMEDOUT after timeout_ms, -EACCES when either side fails the proof.
+ * -ETIMEDOUT after timeout_ms (no server, or it does not answer), -EACCES
+ * when either side fails the proof (wrong secret).  Connecting again to a
+ * restarted server at the same address gives a fresh, working peer.
  */
 int rpc_connect(struct rpc_ep *ep, const char *addr, uint16_t port,
 		int timeout_ms, struct rpc_peer **out);
 
-/** Forget the peer (calls in flight complete with -ESHUTDOWN). */
+/** Forget the peer (calls in flight complete with -ESHUTDOWN).  Not from
+ *  a done() callback of that peer's calls.  NULL is ignored. */
 void rpc_peer_close(struct rpc_peer *p);
 
 /** Bulk data of a call: the server pulls OUT buffers, pushes into IN. */
@@ -159,7 +183,8 @@ struct rpc_bulk {
 };
 
 /** A finished call: status, reply body (malloc'd; the caller frees it
- *  with free()), and the server's message when status < 0. */
+ *  with free() — in done(), the callee owns it), and the server's (or the
+ *  RPC layer's) message when status < 0. */
 struct rpc_result {
 	int rr_status;
 	void *rr_body;
@@ -170,11 +195,23 @@ struct rpc_result {
 typedef void (*rpc_done_fn)(void *arg, struct rpc_result *res);
 
 /**
- * Call opcode on p with body (protobuf bytes) and optional bulk, deadline
- * timeout_ms from now.  rpc_call() blocks; rpc_call_async() returns at once
- * (0, or a negative code if the call could not start) and runs done() from
- * the progress thread exactly once.  Status codes: the server's, or
- * -ETIMEDOUT, -EBUSY (server queue full), -ESHUTDOWN, -EPROTO (bad reply).
+ * Call opcode (RPC_OP_NOOP, or >= RPC_OP_USER_MIN) on p with body
+ * (protobuf bytes, at most rc_max_msg - rc_inline_max - 1 KiB: -EMSGSIZE)
+ * and optional bulk (at most 16 iovecs; up to rc_inline_max bytes travel
+ * inline, larger ones are registered and moved by RMA), deadline
+ * timeout_ms (1 .. 24 h) from now.  When rc_max_inflight calls to p are
+ * in flight, both wait for a slot (until the deadline: -ETIMEDOUT).
+ *
+ * rpc_call() blocks and returns the status (res may be NULL; on failure
+ * err_msg() is the message); -EDEADLK from a done() callback.
+ * rpc_call_async() returns 0 once the request is sent (done() then runs
+ * exactly once, on the progress thread, or on the thread that closes the
+ * peer or endpoint) or a negative code when the call could not start
+ * (done() never runs).  From inside done() it does not wait for a slot:
+ * -EAGAIN when none is free.  done() must not block long.
+ * Status codes: the server's, or -ETIMEDOUT, -EBUSY (server queue full),
+ * -ESHUTDOWN (closed), -EOPNOTSUPP (no handler), -ECONNRESET /
+ * -EHOSTUNREACH (transport), -EPROTO (bad reply).
  */
 int rpc_call(struct rpc_peer *p, uint32_t opcode, const void *body,
 	     size_t len, const struct rpc_bulk *bulk, int timeout_ms,
