@@ -22,6 +22,12 @@
 #include "core/stripe.h"
 #include "layouts/ec.h"
 
+#ifndef ENG_GATHER_US
+#define ENG_GATHER_US LIM_GATHER_US
+#endif
+#ifndef ENG_STABLE_WAIT_US
+#define ENG_STABLE_WAIT_US 300u
+#endif
 #define STORE_MAGIC 0x5354524154415354ull /* "STRATAST" */
 
 /** sys/store: the store's identity. */
@@ -68,6 +74,10 @@ struct eng {
 	pthread_t e_committer;
 	bool e_crunning;
 	struct eng_citem *e_unstable; /* committed, meta page not yet synced */
+	uint32_t e_inexec;  /* updates in eng_exec() not yet queued (atomic) */
+	bool e_sbusy;       /* the syncer holds a batch (atomic) */
+	struct tier_io e_syncio[LIM_DEV_MAX]; /* syncer: one sync per device */
+	uint32_t e_syncdev[LIM_DEV_MAX];      /* device of e_syncio[i] */
 	void (*e_chook)(void *, uint64_t, uint32_t);
 	void *e_chook_arg;
 	/* reclaimer: releases unmapped space after an RCU grace period */
@@ -92,7 +102,11 @@ struct eng {
 	struct eng_ucounters e_uc;
 	pthread_mutex_t e_dev_lock; /* device state changes and replace */
 	bool e_model; /* device model on for every tier */
+	uint64_t e_serial; /* eng_serial() */
 };
+
+/* Serial numbers of opened engines (eng_serial). */
+static uint64_t eng_serial_next;
 
 /** Space to release after a grace period (see the reclaimer). */
 struct eng_deferred {
@@ -114,6 +128,11 @@ const char *eng_id_str(const struct clovis_id *id)
 
 	snprintf(buf, sizeof buf, "%" PRIx64 ":%" PRIx64, id->ci_hi, id->ci_lo);
 	return buf;
+}
+
+uint64_t eng_serial(struct eng *e)
+{
+	return e->e_serial;
 }
 
 struct meta *eng_meta(struct eng *e)
@@ -325,15 +344,12 @@ static void cq_put(struct eng_cqueue *q, struct eng_citem *first,
 	pthread_mutex_unlock(&q->cq_lock);
 }
 
-/* Take up to LIM_BATCH_MAX items; NULL when stopped and empty. */
-static struct eng_citem *cq_take(struct eng_cqueue *q)
+/* Unlink up to LIM_BATCH_MAX items from the head of q (lock held). */
+static struct eng_citem *cq_unlink_locked(struct eng_cqueue *q)
 {
 	struct eng_citem *head, *last;
 	uint32_t n = 1;
 
-	pthread_mutex_lock(&q->cq_lock);
-	while (q->cq_head == NULL && !q->cq_stop)
-		pthread_cond_wait(&q->cq_cond, &q->cq_lock);
 	head = last = q->cq_head;
 	if (head != NULL) {
 		while (last->ci_next != NULL && n < LIM_BATCH_MAX) {
@@ -345,14 +361,56 @@ static struct eng_citem *cq_take(struct eng_cqueue *q)
 			q->cq_tail = NULL;
 		last->ci_next = NULL;
 	}
+	return head;
+}
+
+/* Take up to LIM_BATCH_MAX items; NULL when stopped and empty. */
+static struct eng_citem *cq_take(struct eng_cqueue *q)
+{
+	struct eng_citem *head;
+
+	pthread_mutex_lock(&q->cq_lock);
+	while (q->cq_head == NULL && !q->cq_stop)
+		pthread_cond_wait(&q->cq_cond, &q->cq_lock);
+	head = cq_unlink_locked(q);
 	pthread_mutex_unlock(&q->cq_lock);
 	return head;
 }
 
-/* Group-commit window: when a batch starts small, wait up to
- * LIM_GATHER_US for more items to join it (their writers are usually mid
- * data write), so one device sync serves them all.  Bounded in time. */
-static struct eng_citem *cq_gather(struct eng_cqueue *q, struct eng_citem *batch)
+/* Deadline us microseconds from now on CLOCK_REALTIME (condvars). */
+static void deadline_us(struct timespec *dl, uint32_t us)
+{
+	clock_gettime(CLOCK_REALTIME, dl);
+	dl->tv_nsec += (long)us * 1000;
+	while (dl->tv_nsec >= 1000000000) {
+		dl->tv_sec++;
+		dl->tv_nsec -= 1000000000;
+	}
+}
+
+/* cq_take(), but give up after us microseconds: NULL then too. */
+static struct eng_citem *cq_take_within(struct eng_cqueue *q, uint32_t us)
+{
+	struct eng_citem *head;
+	struct timespec dl;
+
+	deadline_us(&dl, us);
+	pthread_mutex_lock(&q->cq_lock);
+	while (q->cq_head == NULL && !q->cq_stop &&
+	       pthread_cond_timedwait(&q->cq_cond, &q->cq_lock, &dl) == 0)
+		;
+	head = cq_unlink_locked(q);
+	pthread_mutex_unlock(&q->cq_lock);
+	return head;
+}
+
+/* Group-commit window: when a batch starts small and other updates are
+ * still doing their data I/O in eng_exec() (e_inexec), wait up to
+ * LIM_GATHER_US for more items to join it, so one device sync serves them
+ * all.  With no update in execution nothing can join soon: the batch goes
+ * at once (a lone write pays no window).  Bounded in time. */
+static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
+				   struct eng_citem *batch)
 {
 	struct eng_citem *last = list_last(batch);
 	uint32_t n = list_len(batch);
@@ -360,12 +418,7 @@ static struct eng_citem *cq_gather(struct eng_cqueue *q, struct eng_citem *batch
 
 	if (n >= LIM_GATHER_MIN)
 		return batch;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_nsec += LIM_GATHER_US * 1000;
-	if (dl.tv_nsec >= 1000000000) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000;
-	}
+	deadline_us(&dl, ENG_GATHER_US);
 	pthread_mutex_lock(&q->cq_lock);
 	while (n < LIM_GATHER_MIN && !q->cq_stop) {
 		while (q->cq_head != NULL && n < LIM_BATCH_MAX) {
@@ -378,6 +431,7 @@ static struct eng_citem *cq_gather(struct eng_cqueue *q, struct eng_citem *batch
 		if (q->cq_head == NULL)
 			q->cq_tail = NULL;
 		if (n >= LIM_GATHER_MIN ||
+		    __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) == 0 ||
 		    pthread_cond_timedwait(&q->cq_cond, &q->cq_lock, &dl) != 0)
 			break;
 	}
@@ -400,8 +454,16 @@ static struct eng_citem *list_last(struct eng_citem *ci)
 	return ci;
 }
 
+/* The engine whose e_inexec counts the update this thread is executing in
+ * eng_exec() (NULL: none, or its item is already queued). */
+static __thread struct eng *t_inexec;
+
 void eng_commit_submit(struct eng *e, struct eng_citem *ci)
 {
+	if (t_inexec == e) {
+		t_inexec = NULL;
+		__atomic_sub_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
+	}
 	cq_put(&e->e_syncq, ci, ci, false);
 }
 
@@ -417,20 +479,34 @@ static void commit_fail(struct eng *e, struct eng_citem *ci, int rc)
 }
 
 /* Sync every device written by the batch, so its data is durable before
- * the maps that point at it.  Items on a device that failed to sync fail. */
+ * the maps that point at it.  The syncs run in parallel, one per device on
+ * the devices' I/O queue threads (tier_io_run, TIO_SYNC): a batch costs
+ * about one sync time, not one per device.  Items on a device that failed
+ * to sync fail. */
 static struct eng_citem *commit_sync_devices(struct eng *e,
 					     struct eng_citem *batch)
 {
 	uint64_t mask[ENG_DEVMASK_WORDS] = {0}, bad[ENG_DEVMASK_WORDS] = {0};
 	struct eng_citem *keep = NULL, **tail = &keep, *next;
+	uint32_t nr = 0;
 
 	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
 		for (uint32_t w = 0; w < ENG_DEVMASK_WORDS; w++)
 			mask[w] |= ci->ci_devmask[w];
 	for (uint32_t d = 0; d < e->e_nr_devs; d++)
-		if ((mask[d / 64] >> (d % 64) & 1) &&
-		    tier_dev_sync(e->e_devs[d].ed_dev) != 0)
+		if (mask[d / 64] >> (d % 64) & 1) {
+			e->e_syncdev[nr] = d;
+			e->e_syncio[nr++] = (struct tier_io){
+				.io_dev = e->e_devs[d].ed_dev,
+				.io_op = TIO_SYNC};
+		}
+	(void)tier_io_run(e->e_syncio, nr);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t d = e->e_syncdev[i];
+
+		if (e->e_syncio[i].io_rc != 0)
 			bad[d / 64] |= 1ull << (d % 64);
+	}
 	for (struct eng_citem *ci = batch; ci != NULL; ci = next) {
 		bool failed = false;
 
@@ -618,8 +694,6 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	e->e_unstable = batch;
 	if (prev != NULL)
 		commit_finish(e, prev);
-	if (cq_empty(&e->e_commitq))
-		commit_make_stable(e);
 }
 
 /* Stage 1: make the data of a batch durable, then hand it to stage 2.  The
@@ -631,25 +705,51 @@ static void *syncer_main(void *arg)
 	struct eng_citem *batch;
 
 	while ((batch = cq_take(&e->e_syncq)) != NULL) {
-		batch = cq_gather(&e->e_syncq, batch);
+		__atomic_store_n(&e->e_sbusy, true, __ATOMIC_RELEASE);
+		batch = cq_gather(e, &e->e_syncq, batch);
 		batch = commit_sync_devices(e, batch);
 		if (batch != NULL)
 			cq_put(&e->e_commitq, batch, list_last(batch), false);
+		__atomic_store_n(&e->e_sbusy, false, __ATOMIC_RELEASE);
 	}
 	cq_stop(&e->e_commitq);
 	return NULL;
 }
 
-/* Stage 2: one LMDB transaction and commit per batch. */
+/* Is anything on its way to the committer: updates in execution, items
+ * queued for the syncer or a batch being synced? */
+static bool commit_upstream_busy(struct eng *e)
+{
+	return __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
+	       __atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE) ||
+	       !cq_empty(&e->e_syncq);
+}
+
+/* Stage 2: one LMDB transaction and commit per batch.  A commit leaves its
+ * meta page unsynced (e_unstable): when another batch is on its way, the
+ * committer waits up to ENG_STABLE_WAIT_US for it, and that batch's commit
+ * sync makes the previous one durable too; otherwise (or on time-out) an
+ * explicit mdb_env_sync() does. */
 static void *committer_main(void *arg)
 {
 	struct eng *e = arg;
 	struct eng_citem *batch;
 
 	eng_thread_enter();
-	while ((batch = cq_take(&e->e_commitq)) != NULL)
-		commit_batch(e, batch);
-	commit_make_stable(e);
+	for (;;) {
+		if (e->e_unstable == NULL)
+			batch = cq_take(&e->e_commitq);
+		else
+			batch = cq_take_within(&e->e_commitq,
+					       commit_upstream_busy(e) ?
+					       ENG_STABLE_WAIT_US : 0);
+		if (batch != NULL)
+			commit_batch(e, batch);
+		else if (e->e_unstable != NULL)
+			commit_make_stable(e);
+		else
+			break;
+	}
 	eng_thread_leave();
 	return NULL;
 }
@@ -1224,6 +1324,7 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 		return err_set(-ENOMEM, "engine");
 	e->e_lockfd = -1;
 	e->e_model = c->ec_model;
+	e->e_serial = __atomic_add_fetch(&eng_serial_next, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&e->e_codec_lock, NULL);
 	pthread_mutex_init(&e->e_glock, NULL);
 	pthread_cond_init(&e->e_gcond, NULL);
@@ -1424,7 +1525,8 @@ int eng_sys_del(struct eng *e, const char *name)
 	return rc == 0 ? 0 : meta_err(rc, "commit delete");
 }
 
-int eng_exec(struct eng *e, struct eng_req *r)
+/* Run r on the module that owns its kind. */
+static int eng_exec_kind(struct eng *e, struct eng_req *r)
 {
 	switch (r->er_kind) {
 	case ER_OBJ_READ:
@@ -1439,5 +1541,39 @@ int eng_exec(struct eng *e, struct eng_req *r)
 		return idx_exec(e, r);
 	default:
 		return ent_exec(e, r);
+	}
+}
+
+/* Updates are counted in e_inexec from here until their commit item is
+ * queued (eng_commit_submit) or they fail, so that the group-commit window
+ * knows whether anything may still join a batch. */
+int eng_exec(struct eng *e, struct eng_req *r)
+{
+	bool upd = !eng_req_readonly(r);
+	int rc;
+
+	if (upd) {
+		__atomic_add_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
+		t_inexec = e;
+	}
+	rc = eng_exec_kind(e, r);
+	if (upd && t_inexec == e) {
+		t_inexec = NULL;
+		__atomic_sub_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
+	}
+	return rc;
+}
+
+bool eng_req_readonly(const struct eng_req *r)
+{
+	switch (r->er_kind) {
+	case ER_OBJ_READ:
+	case ER_IDX_GET:
+	case ER_IDX_NEXT:
+	case ER_ENT_OPEN:
+	case ER_ENT_GETATTR:
+		return true;
+	default:
+		return false;
 	}
 }

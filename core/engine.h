@@ -176,6 +176,10 @@ void eng_thread_leave(void);
  */
 int eng_exec(struct eng *e, struct eng_req *r);
 
+/** True for the request kinds that change nothing: object READ, index GET
+ *  and NEXT, entity OPEN and GETATTR. */
+bool eng_req_readonly(const struct eng_req *r);
+
 /** Queue a commit item; its ci_done() reports the outcome. */
 void eng_commit_submit(struct eng *e, struct eng_citem *ci);
 
@@ -183,6 +187,10 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci);
  *  Set it before launching work, clear it after draining. */
 void eng_commit_hook_set(struct eng *e,
 			 void (*hook)(void *, uint64_t, uint32_t), void *arg);
+
+/** A number unique to this open engine among all engines the process
+ *  opened (never 0): keys per-thread caches that must not outlive it. */
+uint64_t eng_serial(struct eng *e);
 
 /** Metadata of the engine (read transactions for listing). */
 struct meta *eng_meta(struct eng *e);

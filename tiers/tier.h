@@ -310,7 +310,10 @@ bool tier_dev_model_on(const struct tier_dev *d);
 
 /* ------------------------------------------------------------ I/O queue */
 
-enum tier_io_op { TIO_READ = 1, TIO_WRITE = 2 };
+/** Request kinds of tier_io_run: TIO_SYNC is tier_dev_sync() of io_dev
+ *  (io_off, io_buf and io_len are ignored), so that the syncs of many
+ *  devices run in parallel. */
+enum tier_io_op { TIO_READ = 1, TIO_WRITE = 2, TIO_SYNC = 3 };
 
 /** One request of tier_io_run.  The caller owns it and the buffer; both
  *  must stay valid until tier_io_run returns. */
@@ -327,7 +330,7 @@ struct tier_io {
 /**
  * Run every request, in parallel across devices (and within a device up to
  * LIM_IOQ_THREADS), and wait for all; each io_rc is set, with the same
- * rules, fault points, model and counters as tier_dev_read/write (a NULL
+ * rules, fault points, model and counters as tier_dev_read/write/sync (a NULL
  * io_dev or unknown io_op: io_rc = -EINVAL).  Returns 0, or the rc of the
  * failing request with the lowest index, whose message is then the calling
  * thread's err_msg().  Each device has a queue of at most LIM_IOQ_DEPTH
@@ -335,7 +338,8 @@ struct tier_io {
  * while the queue is full.  Thread-safe: many threads may call it at once.
  * nr == 1 runs inline; nr == 0 returns 0.  Requests of one call run in no
  * particular order: overlapping writes to one range, or writes to one SMR
- * zone, must go in separate calls.
+ * zone, must go in separate calls, and a TIO_SYNC covers only writes that
+ * completed before its call (not writes of the same call).
  */
 int tier_io_run(struct tier_io *ios, uint32_t nr);
 

@@ -4,7 +4,7 @@
  *
  * Every open device has a ring of LIM_IOQ_DEPTH request slots and, from its
  * first queued request on, LIM_IOQ_THREADS threads that take requests from
- * the ring and run them through tier_dev_read/write (so checks, fault
+ * the ring and run them through tier_dev_read/write/sync (so checks, fault
  * points, model and counters are exactly those of a direct call).  A
  * submitter that finds the ring full waits on it: memory stays bounded
  * whatever the callers do.  A call's requests share a batch on the caller's
@@ -53,7 +53,7 @@ struct tier_ioq {
 	struct tier_dev *q_dev;
 };
 
-/* Run one request as tier_dev_read/write would, setting io_rc. */
+/* Run one request as tier_dev_read/write/sync would, setting io_rc. */
 static void tier_io_one(struct tier_io *io)
 {
 	switch (io->io_op) {
@@ -64,6 +64,9 @@ static void tier_io_one(struct tier_io *io)
 	case TIO_WRITE:
 		io->io_rc = tier_dev_write(io->io_dev, io->io_off, io->io_buf,
 					   io->io_len);
+		break;
+	case TIO_SYNC:
+		io->io_rc = tier_dev_sync(io->io_dev);
 		break;
 	default:
 		io->io_rc = err_set(-EINVAL, "device %s: unknown request op %u",
