@@ -186,20 +186,54 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 	return 0;
 }
 
-/* GET and NEXT under one read transaction. */
+/*
+ * The last index this thread found valid (ent_check) and the snapshot it
+ * looked at.  A snapshot with the same LMDB transaction id is the same
+ * committed state, so the check holds in it without a second lookup:
+ * repeated reads of one index between commits skip the ent table.
+ */
+struct idx_valid {
+	uint64_t iv_eng;     /**< eng_serial() */
+	size_t iv_txnid;     /**< mdb_txn_id() of the snapshot */
+	struct clovis_id iv_id;
+	uint32_t iv_type;
+	uint64_t iv_ctime;   /**< the incarnation that was checked */
+};
+
+static __thread struct idx_valid t_valid;
+
+/* ent_check() of r's index in txn, remembered per snapshot. */
+static int idx_check(struct eng *e, MDB_txn *txn, struct eng_req *r)
+{
+	struct idx_valid *v = &t_valid;
+	size_t tid = mdb_txn_id(txn);
+	struct meta_ent cur;
+	int rc;
+
+	if (v->iv_eng == eng_serial(e) && v->iv_txnid == tid &&
+	    v->iv_type == r->er_type && v->iv_ctime == r->er_ent.me_ctime_ns &&
+	    v->iv_id.ci_hi == r->er_id.ci_hi && v->iv_id.ci_lo == r->er_id.ci_lo)
+		return 0;
+	rc = ent_check(e, txn, r, &cur);
+	if (rc == 0)
+		*v = (struct idx_valid){eng_serial(e), tid, r->er_id, r->er_type,
+					r->er_ent.me_ctime_ns};
+	return rc;
+}
+
+/* GET and NEXT under one (reused) read transaction. */
 static int idx_read(struct eng *e, struct eng_req *r)
 {
-	struct meta_ent cur;
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_get(eng_meta(e), &txn);
 
 	if (rc != 0)
-		return meta_err(rc, "begin read");
-	rc = ent_check(e, txn, r, &cur);
+		return rc;
+	rc = idx_check(e, txn, r);
 	if (rc == 0)
 		rc = r->er_kind == ER_IDX_GET ? idx_get(e, txn, r)
 					      : idx_next(e, txn, r);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(e), txn);
 	return rc;
 }
 

@@ -106,6 +106,7 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create)
 	rc = meta_tables_open(m, create);
 	if (rc != 0)
 		goto out_close;
+	pthread_mutex_init(&m->m_rlock, NULL);
 	return 0;
 out_close:
 	mdb_env_close(m->m_env);
@@ -115,9 +116,48 @@ out_close:
 
 void meta_close(struct meta *m)
 {
-	if (m->m_env != NULL)
-		mdb_env_close(m->m_env);
+	if (m->m_env == NULL)
+		return;
+	for (uint32_t i = 0; i < m->m_rnr; i++)
+		mdb_txn_abort(m->m_rtxn[i]);
+	m->m_rnr = 0;
+	pthread_mutex_destroy(&m->m_rlock);
+	mdb_env_close(m->m_env);
 	m->m_env = NULL;
+}
+
+int meta_rtxn_get(struct meta *m, MDB_txn **txn)
+{
+	MDB_txn *t = NULL;
+	int rc;
+
+	pthread_mutex_lock(&m->m_rlock);
+	if (m->m_rnr > 0)
+		t = m->m_rtxn[--m->m_rnr];
+	pthread_mutex_unlock(&m->m_rlock);
+	if (t != NULL) {
+		rc = mdb_txn_renew(t);
+		if (rc == 0) {
+			*txn = t;
+			return 0;
+		}
+		mdb_txn_abort(t);
+	}
+	rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, txn);
+	return rc == 0 ? 0 : meta_err(rc, "begin read");
+}
+
+void meta_rtxn_put(struct meta *m, MDB_txn *txn)
+{
+	mdb_txn_reset(txn);
+	pthread_mutex_lock(&m->m_rlock);
+	if (m->m_rnr < META_RTXN_CACHE) {
+		m->m_rtxn[m->m_rnr++] = txn;
+		txn = NULL;
+	}
+	pthread_mutex_unlock(&m->m_rlock);
+	if (txn != NULL)
+		mdb_txn_abort(txn);
 }
 
 void meta_id_enc(uint8_t out[16], const struct clovis_id *id)

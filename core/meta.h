@@ -20,12 +20,16 @@
 #define STRATA_CORE_META_H
 
 #include <lmdb.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "clovis/clovis.h"
 
 #define META_FORMAT_VERSION 2u
+
+/** Read transactions kept reset for reuse (meta_rtxn_get/put). */
+#define META_RTXN_CACHE 16u
 
 struct meta {
 	MDB_env *m_env;
@@ -37,6 +41,10 @@ struct meta {
 	MDB_dbi m_unit;
 	MDB_dbi m_layer;
 	uint32_t m_maxkey; /**< mdb_env_get_maxkeysize() */
+	/* reset read transactions, renewed by meta_rtxn_get() */
+	pthread_mutex_t m_rlock;
+	uint32_t m_rnr;
+	MDB_txn *m_rtxn[META_RTXN_CACHE];
 };
 
 /** meta_ent.me_flags */
@@ -124,6 +132,18 @@ _Static_assert(sizeof(struct meta_unit) == 24, "meta_unit on-disk size");
  */
 int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create);
 void meta_close(struct meta *m);
+
+/**
+ * A read-only transaction on a fresh snapshot: a cached one renewed
+ * (mdb_txn_renew: no allocation, its reader slot kept) or a new one.
+ * Returns 0 and *txn, or a negative code with a message.  Give it back
+ * with meta_rtxn_put() (never mdb_txn_abort()), from any thread (the
+ * environment is MDB_NOTLS).
+ */
+int meta_rtxn_get(struct meta *m, MDB_txn **txn);
+/** End a transaction of meta_rtxn_get(): reset and cached, or aborted
+ *  when the cache is full. */
+void meta_rtxn_put(struct meta *m, MDB_txn *txn);
 
 /** Map an LMDB error to a negative errno, recording a message about what. */
 int meta_err(int mdb_rc, const char *what);
