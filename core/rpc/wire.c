@@ -46,6 +46,13 @@ static int wire_bulk_check(const RpcBulkDesc *b)
 				       b->n_segs);
 		return 0;
 	}
+	if (b->n_segs == 0) {
+		if (b->dir != RPC_BULK_IN)
+			return err_set(-EPROTO, "rpc: OUT bulk of %llu bytes "
+				       "with neither data nor segments",
+				       (unsigned long long)b->len);
+		return 0; /* inline IN: the reply carries the data */
+	}
 	if (!wire_seg_sum(b, &sum) || sum != b->len)
 		return err_set(-EPROTO, "rpc: bulk segments do not add up to "
 			       "len %llu", (unsigned long long)b->len);

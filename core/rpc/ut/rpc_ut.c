@@ -29,7 +29,7 @@
 
 static const char *ut_prov = "tcp;ofi_rxm";
 
-static __attribute__((unused)) uint64_t ut_ms(void)
+static uint64_t ut_ms(void)
 {
 	struct timespec ts;
 
@@ -132,7 +132,7 @@ static void h_hold(struct rpc_sreq *r, void *arg)
 		rpc_sreq_reply(r, -ENOSPC, NULL, 0, "too many held");
 }
 
-static __attribute__((unused)) void ut_release_held(int rc)
+static void ut_release_held(int rc)
 {
 	int n = atomic_exchange(&ut_nr_held, 0);
 
@@ -260,13 +260,352 @@ static void t_roundtrip(void)
 	rpc_ep_close(srv);
 }
 
+
+/* Eight threads, each 150 synchronous echo calls, and 200 async NOOPs. */
+struct ut_thr {
+	struct rpc_peer *t_peer;
+	int t_id;
+	int t_ok;
+};
+
+static void *ut_caller(void *arg)
+{
+	struct ut_thr *t = arg;
+	struct rpc_result res;
+	char body[64];
+
+	for (int i = 0; i < 150; i++) {
+		int n = snprintf(body, sizeof body, "t%d-%d", t->t_id, i);
+
+		if (rpc_call(t->t_peer, OP_ECHO, body, (size_t)n, NULL, 5000,
+			     &res) == 0 && res.rr_len == (size_t)n &&
+		    memcmp(res.rr_body, body, (size_t)n) == 0)
+			t->t_ok++;
+		free(res.rr_body);
+	}
+	return NULL;
+}
+
+static atomic_int ut_async_ok, ut_async_done;
+
+static void ut_async_cb(void *arg, struct rpc_result *res)
+{
+	(void)arg;
+	if (res->rr_status == 0)
+		atomic_fetch_add(&ut_async_ok, 1);
+	atomic_fetch_add(&ut_async_done, 1);
+	free(res->rr_body);
+}
+
+static void ut_wait_count(atomic_int *v, int n, int ms)
+{
+	uint64_t until = ut_ms() + (uint64_t)ms;
+
+	while (atomic_load(v) < n && ut_ms() < until)
+		usleep(1000);
+}
+
+static void t_concurrent(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	struct ut_thr t[8];
+	pthread_t th[8];
+
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct ut_thr){ .t_peer = p, .t_id = i };
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, ut_caller,
+						     &t[i]), 0);
+	}
+	atomic_store(&ut_async_ok, 0);
+	atomic_store(&ut_async_done, 0);
+	for (int i = 0; i < 200; i++)
+		CU_ASSERT_EQUAL(rpc_call_async(p, RPC_OP_NOOP, NULL, 0, NULL,
+					       5000, ut_async_cb, NULL), 0);
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		CU_ASSERT_EQUAL(t[i].t_ok, 150);
+	}
+	ut_wait_count(&ut_async_done, 200, 6000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 200);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* One bulk call of n bytes split over nr iovecs; IN data checked here,
+ * OUT data checked by the server. */
+static int ut_bulk_call(struct rpc_peer *p, uint32_t dir, size_t n, int nr,
+			uint64_t seed)
+{
+	uint8_t *buf = malloc(n + 1);
+	struct iovec iov[16];
+	struct rpc_bulk b = { .rb_dir = dir, .rb_iov = iov, .rb_nr = (uint32_t)nr };
+	struct rpc_result res;
+	size_t pos = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = dir == RPC_BULK_OUT ? ut_pat(seed, i) : 0xEE;
+	for (int i = 0; i < nr; i++) {
+		size_t len = i == nr - 1 ? n - pos : (n / (size_t)nr) - (size_t)i;
+
+		iov[i].iov_base = buf + pos;
+		iov[i].iov_len = len;
+		pos += len;
+	}
+	rc = rpc_call(p, dir == RPC_BULK_OUT ? OP_BULK : OP_BULK + 100, &seed,
+		      sizeof seed, &b, 10000, &res);
+	if (rc != 0)
+		fprintf(stderr, "bulk %s %zu/%d: %s\n", dir == RPC_BULK_OUT ?
+			"out" : "in", n, nr, res.rr_msg);
+	for (size_t i = 0; rc == 0 && dir == RPC_BULK_IN && i < n; i++)
+		if (buf[i] != ut_pat(seed, i))
+			rc = -EILSEQ;
+	free(buf);
+	return rc;
+}
+
+static void ut_bulk_all(struct rpc_peer *p, uint32_t inl)
+{
+	size_t sizes[] = { 1, 4095, inl - 1, inl, inl + 1, 65536 + 3,
+			   1u << 20, 4u << 20 };
+
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_OUT, sizes[i], 1, i), 0);
+		CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, sizes[i], 1, i + 7),
+				0);
+	}
+	/* Several iovecs, inline and by RMA. */
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_OUT, 1000, 3, 11), 0);
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, 1000, 3, 12), 0);
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_OUT, 100000, 3, 13), 0);
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, 100000, 3, 14), 0);
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_OUT, 1u << 20, 16, 15), 0);
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, 1u << 20, 16, 16), 0);
+}
+
+static void t_bulk(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	struct iovec iov[17];
+	struct rpc_bulk b = { .rb_dir = RPC_BULK_OUT, .rb_iov = iov, .rb_nr = 17 };
+	struct rpc_stats st;
+	uint32_t inl;
+
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_rma_bytes, 0);
+	inl = 16u << 10; /* the default rc_inline_max: see README */
+	ut_bulk_all(p, inl);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT(st.rs_rma_bytes >= 2 * ((4u << 20) + (1u << 20)));
+	/* Too many iovecs, or a bad direction: refused, nothing sent. */
+	memset(iov, 0, sizeof iov);
+	CU_ASSERT_EQUAL(rpc_call(p, OP_BULK, NULL, 0, &b, 1000, NULL), -EINVAL);
+	b.rb_nr = 1;
+	b.rb_dir = 7;
+	CU_ASSERT_EQUAL(rpc_call(p, OP_BULK, NULL, 0, &b, 1000, NULL), -EINVAL);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* A handler that does not reply: -ETIMEDOUT at the deadline with a message
+ * naming peer and opcode; its reply later is dropped and counted. */
+static void t_deadline(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	struct rpc_result res;
+	struct rpc_stats st;
+	char want[64];
+	uint64_t t0 = ut_ms(), dt;
+
+	CU_ASSERT_EQUAL(rpc_call(p, OP_HOLD, NULL, 0, NULL, 300, &res),
+			-ETIMEDOUT);
+	dt = ut_ms() - t0;
+	CU_ASSERT(dt >= 290 && dt < 1500);
+	snprintf(want, sizeof want, "127.0.0.1:%u", port);
+	CU_ASSERT(strstr(res.rr_msg, want) != NULL);
+	CU_ASSERT(strstr(res.rr_msg, "opcode 67") != NULL);
+	CU_ASSERT(strstr(res.rr_msg, "timed out") != NULL);
+	ut_release_held(0);
+	for (int i = 0; i < 200; i++) {
+		rpc_ep_stats(cli, &st);
+		if (st.rs_late_replies > 0)
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT_EQUAL(st.rs_late_replies, 1);
+	CU_ASSERT_EQUAL(st.rs_timeouts, 1);
+	/* The peer still works. */
+	CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000, NULL), 0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* Server queue of 2 with 1 handler: the third request is refused at once. */
+static void t_busy(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+	struct rpc_result res;
+	struct rpc_stats st;
+	uint64_t t0;
+
+	c.rc_queue_depth = 2;
+	c.rc_nr_handlers = 1;
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	atomic_store(&ut_async_done, 0);
+	atomic_store(&ut_async_ok, 0);
+	CU_ASSERT_EQUAL(rpc_call_async(p, OP_HOLD, NULL, 0, NULL, 5000,
+				       ut_async_cb, NULL), 0);
+	CU_ASSERT_EQUAL(rpc_call_async(p, OP_HOLD, NULL, 0, NULL, 5000,
+				       ut_async_cb, NULL), 0);
+	for (int i = 0; i < 200 && atomic_load(&ut_nr_held) < 2; i++)
+		usleep(5000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_nr_held), 2);
+	t0 = ut_ms();
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 5000, &res), -EBUSY);
+	CU_ASSERT(ut_ms() - t0 < 1000);
+	CU_ASSERT(strstr(res.rr_msg, "queue full") != NULL);
+	/* NOOP is answered by the progress thread even when full. */
+	CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000, NULL), 0);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_busy, 1);
+	ut_release_held(0);
+	ut_wait_count(&ut_async_done, 2, 3000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 2);
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 2000, NULL), 0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* At most rc_max_inflight calls per peer: a further one waits for a slot
+ * and times out when none frees up; it goes as soon as one does. */
+static void t_inflight(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli;
+	struct rpc_peer *p;
+	struct rpc_result res;
+	uint64_t t0;
+
+	c.rc_max_inflight = 2;
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	atomic_store(&ut_async_done, 0);
+	atomic_store(&ut_async_ok, 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(rpc_call_async(p, OP_HOLD, NULL, 0, NULL, 5000,
+					       ut_async_cb, NULL), 0);
+	for (int i = 0; i < 200 && atomic_load(&ut_nr_held) < 2; i++)
+		usleep(5000);
+	t0 = ut_ms();
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 300, &res),
+			-ETIMEDOUT);
+	CU_ASSERT(ut_ms() - t0 >= 290);
+	CU_ASSERT(strstr(res.rr_msg, "no free slot") != NULL);
+	ut_release_held(0);
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 2000, NULL), 0);
+	ut_wait_count(&ut_async_done, 2, 3000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 2);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* A client with another secret is refused, and both sides count it. */
+static void t_auth(void)
+{
+	struct rpc_conf c = ut_conf(), bad = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli, *ep = NULL;
+	struct rpc_peer *p = NULL;
+	struct rpc_stats st;
+
+	bad.rc_secret = "another-secret-of-some-length";
+	bad.rc_secret_len = strlen(bad.rc_secret);
+	cli = ut_client(&bad);
+	CU_ASSERT_EQUAL(rpc_connect(cli, "127.0.0.1", port, 3000, &p), -EACCES);
+	CU_ASSERT(p == NULL);
+	CU_ASSERT(strstr(err_msg(), "secret") != NULL);
+	rpc_ep_stats(cli, &st);
+	CU_ASSERT_EQUAL(st.rs_auth_failed, 1);
+	for (int i = 0; i < 100; i++) {
+		rpc_ep_stats(srv, &st);
+		if (st.rs_auth_failed > 0)
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT_EQUAL(st.rs_auth_failed, 1);
+	rpc_ep_close(cli);
+	/* Short secrets, missing secrets: refused at open. */
+	bad.rc_secret_len = 8;
+	CU_ASSERT_EQUAL(rpc_ep_open(&ep, &bad, NULL, 0), -EINVAL);
+	bad.rc_secret = NULL;
+	CU_ASSERT_EQUAL(rpc_ep_open(&ep, &bad, NULL, 0), -EINVAL);
+	CU_ASSERT(ep == NULL);
+	/* The right secret still gets in. */
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000, NULL), 0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+static void t_provider(void)
+{
+	struct rpc_conf c = ut_conf();
+	struct rpc_ep *ep = NULL;
+
+	c.rc_provider = "verbs";
+	CU_ASSERT_EQUAL(rpc_ep_open(&ep, &c, "127.0.0.1", 0), -ENODEV);
+	CU_ASSERT(strstr(err_msg(), "verbs") != NULL);
+	CU_ASSERT(ep == NULL);
+	c.rc_provider = "no-such-provider";
+	CU_ASSERT_EQUAL(rpc_ep_open(&ep, &c, "127.0.0.1", 0), -ENODEV);
+	c = ut_conf();
+	c.rc_nr_handlers = 1000;
+	CU_ASSERT_EQUAL(rpc_ep_open(&ep, &c, "127.0.0.1", 0), -EINVAL);
+}
+
+/* Same server address twice: -EADDRINUSE. */
+static void t_addrinuse(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *ep = NULL;
+
+	CU_ASSERT_EQUAL(rpc_ep_open(&ep, &c, "127.0.0.1", port), -EADDRINUSE);
+	CU_ASSERT(ep == NULL);
+	rpc_ep_close(srv);
+}
+
 int rpc_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("rpc", NULL, NULL);
 
 	if (s == NULL)
 		return -1;
-	if (CU_add_test(s, "roundtrip", t_roundtrip) == NULL)
+	if (CU_add_test(s, "roundtrip", t_roundtrip) == NULL ||
+	    CU_add_test(s, "concurrent", t_concurrent) == NULL ||
+	    CU_add_test(s, "bulk", t_bulk) == NULL ||
+	    CU_add_test(s, "deadline", t_deadline) == NULL ||
+	    CU_add_test(s, "busy", t_busy) == NULL ||
+	    CU_add_test(s, "inflight", t_inflight) == NULL ||
+	    CU_add_test(s, "auth", t_auth) == NULL ||
+	    CU_add_test(s, "provider", t_provider) == NULL ||
+	    CU_add_test(s, "addrinuse", t_addrinuse) == NULL)
 		return -1;
 	return 0;
 }
