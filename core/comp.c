@@ -18,7 +18,13 @@
  *   FREE    unmaps the blocks (the layers' space is freed with them);
  *   move    reads the blocks of other layers, writes them to the target
  *           layer's sub-object, and in that write's commit remaps only the
- *           blocks still held by the source layer and punches them there.
+ *           blocks still held by the source layer and punches them there:
+ *           a plain layer loses their extents; a pdclust or mirror layer
+ *           loses the unit records of every parity group none of whose
+ *           blocks it holds any more (a group partly moved keeps all its
+ *           units until its last block leaves, it is rewritten, or the
+ *           layer is dropped).  A write to a newer layer does the same to
+ *           the older layers it supersedes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -297,6 +303,44 @@ static int comp_read(struct eng *e, struct eng_req *r, struct comp_layers *ls,
 
 /* ------------------------------------------------------------- updates */
 
+/*
+ * After blocks [s, s + n) of composite cid stopped being held by unit layer
+ * src (moved to another layer, or written anew in a newer one): drop the
+ * unit records of every parity group of src overlapping them of which the
+ * composite maps no block to src any more, so their space comes back with
+ * the commit.  A group still holding some block for the composite keeps
+ * all its units (its parity covers them) until its last block leaves, it
+ * is rewritten, or the layer is dropped.
+ */
+static int layer_groups_drop(struct eng *e, MDB_txn *txn,
+			     const struct clovis_id *cid,
+			     const struct comp_layer *src, uint64_t s,
+			     uint64_t n, struct eng_spacevec *freed)
+{
+	const struct meta_ent *me = &src->cl_ent;
+	bool mirror = me->me_layout == CLOVIS_LAYOUT_MIRROR;
+	uint32_t w = mirror ? me->me_n : me->me_n + me->me_k;
+	uint64_t gb = ((uint64_t)(mirror ? 1 : me->me_n) << me->me_unit_shift) >>
+		      me->me_block_shift;
+	int rc = 0;
+
+	if (n == 0 || gb == 0 || w == 0)
+		return 0;
+	for (uint64_t g = s / gb; rc == 0 && g <= (s + n - 1) / gb; g++) {
+		struct ext_list l = {0};
+		bool held = false;
+
+		rc = ext_lookup(eng_meta(e), txn, cid, g * gb, gb, &l);
+		for (uint32_t i = 0; rc == 0 && i < l.xl_nr; i++)
+			held |= l.xl_v[i].xr_ext.mx_dev_off == src->cl_id;
+		free(l.xl_v);
+		if (rc == 0 && !held)
+			rc = stripe_groups_drop(e, txn, &src->cl_rec.ml_sub, g, 1,
+						w, freed);
+	}
+	return rc;
+}
+
 /* Map [s, s + n) of the composite to layer (move: only what from holds),
  * punching the source layers' sub-objects. */
 static int map_range(struct eng *e, MDB_txn *txn, struct eng_req *r,
@@ -331,9 +375,11 @@ static int map_range(struct eng *e, MDB_txn *txn, struct eng_req *r,
 				struct comp_layer *src = layer_find(ls, r->er_comp_from);
 
 				if (src != NULL && stripe_layout(src->cl_ent.me_layout))
-					continue; /* units stay until the layer
-						   * is rewritten or dropped */
-				if (src != NULL)
+					rc = layer_groups_drop(e, txn,
+							       &r->er_comp_id,
+							       src, qs, qe - qs,
+							       freed);
+				else if (src != NULL)
 					rc = ext_punch(m, txn, &src->cl_rec.ml_sub,
 						       qs, qe - qs, shift, freed);
 			}
@@ -355,11 +401,24 @@ static int map_range(struct eng *e, MDB_txn *txn, struct eng_req *r,
 			rc = ext_punch(m, txn, &src->cl_rec.ml_sub, qs, qe - qs,
 				       shift, freed);
 	}
-	free(l.xl_v);
 	if (rc == 0)
 		rc = ext_punch(m, txn, &r->er_comp_id, s, n, shift, freed);
 	if (rc == 0)
 		rc = ext_put(m, txn, &r->er_comp_id, s, &x);
+	/* Unit layers that held some of it: drop their groups now empty. */
+	for (uint32_t i = 0; rc == 0 && i < l.xl_nr; i++) {
+		const struct ext_rec *q = &l.xl_v[i];
+		struct comp_layer *src = layer_find(ls, (uint32_t)q->xr_ext.mx_dev_off);
+		uint64_t qs = q->xr_blk > s ? q->xr_blk : s;
+		uint64_t qe = q->xr_blk + q->xr_ext.mx_nr_blks;
+
+		qe = qe < s + n ? qe : s + n;
+		if (src != NULL && src->cl_id != r->er_comp_layer &&
+		    stripe_layout(src->cl_ent.me_layout))
+			rc = layer_groups_drop(e, txn, &r->er_comp_id, src, qs,
+					       qe - qs, freed);
+	}
+	free(l.xl_v);
 	return rc;
 }
 

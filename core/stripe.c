@@ -1056,6 +1056,36 @@ int stripe_delete_units(struct eng *e, MDB_txn *txn,
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
+int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
+		       uint64_t g, uint64_t nr, uint32_t w,
+		       struct eng_spacevec *freed)
+{
+	struct meta *m = eng_meta(e);
+	int rc = 0;
+
+	for (uint64_t a = g * w; rc == 0 && a < (g + nr) * w; a++) {
+		uint8_t kb[META_EXT_KEY_LEN];
+		MDB_val k = unit_key(kb, obj, a), v;
+		struct meta_unit u;
+
+		rc = mdb_get(txn, m->m_unit, &k, &v);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		if (rc != 0)
+			return meta_err(rc, "read unit record");
+		if (v.mv_size != sizeof u)
+			return err_set(-CLOVIS_ECORRUPT, "object %s: unit record "
+				       "of %zu bytes", eng_id_str(obj), v.mv_size);
+		memcpy(&u, v.mv_data, sizeof u);
+		rc = unit_space_free(freed, &u);
+		if (rc == 0 && (rc = mdb_del(txn, m->m_unit, &k, NULL)) != 0)
+			rc = meta_err(rc, "delete unit record");
+	}
+	return rc;
+}
+
 int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn)
 {
 	MDB_cursor *cur;

@@ -62,6 +62,14 @@ int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
 int stripe_delete_units(struct eng *e, MDB_txn *txn,
 			const struct clovis_id *obj, struct eng_spacevec *freed);
 
+/** Delete the unit records of groups [g, g + nr) of obj, whose groups
+ *  have w addressed slots (N + K), adding their space to freed (composite
+ *  layers whose blocks all moved away, core/comp.c).  Absent records are
+ *  skipped.  0 or a negative code. */
+int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
+		       uint64_t g, uint64_t nr, uint32_t w,
+		       struct eng_spacevec *freed);
+
 /** Mark the space of every unit record used (store open). */
 int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn);
 

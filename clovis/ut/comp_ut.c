@@ -189,6 +189,91 @@ static void test_comp_layers(void)
 	free(r);
 }
 
+/* Free bytes of the devices of pool name. */
+static uint64_t pool_free(struct clovis *cl, const char *name)
+{
+	struct clovis_pool_info pi[8];
+	struct clovis_dev_info di[32];
+	uint32_t np = 8, nd = 32, p = pool_by_name(cl, name);
+	uint64_t f = 0;
+
+	if (p == UINT32_MAX || clovis_pool_list(cl, pi, &np) != 0 ||
+	    clovis_dev_list(cl, di, &nd) != 0)
+		return 0;
+	for (uint32_t i = 0; i < pi[p].pi_nr_devs; i++)
+		if (pi[p].pi_devs[i] < nd && pi[p].pi_devs[i] < 32)
+			f += di[pi[p].pi_devs[i]].di_free_bytes;
+	return f;
+}
+
+/* Reopen the store (deferred frees done) and the object lo. */
+static struct clovis *creopen(struct clovis *cl, struct clovis_obj *o,
+			      uint64_t lo)
+{
+	clovis_fini(cl);
+	cl = copen();
+	if (cl == NULL ||
+	    clovis_obj_init(o, clovis_default_realm(cl),
+			    &(struct clovis_id){0xc0, lo}, NULL) != 0 ||
+	    cent(o, CLOVIS_EO_OPEN) != 0)
+		fprintf(stderr, "comp: reopen: %s\n", clovis_errmsg());
+	return cl;
+}
+
+/*
+ * Moving blocks out of a pdclust layer frees the units of every parity
+ * group entirely moved (4+2 of 16 KiB units: a group is 16 blocks and 96
+ * KiB on the pool); a group moved in part keeps its units (its parity
+ * covers the rest) until its last block leaves.  Once they stayed until
+ * the layer was dropped.  The data reads back exactly throughout.
+ */
+static void test_comp_move_frees(void)
+{
+	const uint64_t group = 6ull << 14;
+	struct clovis *cl = copen();
+	struct clovis_obj o;
+	uint8_t *w = malloc(CBLKS << 12), *r = malloc(CBLKS << 12);
+	uint32_t hot, pd, cold, l;
+	uint64_t moved, f0, f1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(cmake(cl, &o, 4, &hot, &pd, &cold), 0);
+	cfill(w, 0, CBLKS, 4);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 0, CBLKS, w), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, CBLKS, pd, &moved), 0);
+	CU_ASSERT_EQUAL(moved, CBLKS);
+	cl = creopen(cl, &o, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	f0 = pool_free(cl, "flash");
+	/* Groups 0 and 1 wholly, group 2 in part (blocks 32..39). */
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, 40, cold, &moved), 0);
+	CU_ASSERT_EQUAL(moved, 40);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, r), 0);
+	CU_ASSERT(memcmp(w, r, CBLKS << 12) == 0);
+	cl = creopen(cl, &o, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	f1 = pool_free(cl, "flash");
+	CU_ASSERT_EQUAL(f1, f0 + 2 * group);
+	/* The rest of group 2 leaves: its units go too. */
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 40, 8, cold, &moved), 0);
+	CU_ASSERT_EQUAL(moved, 8);
+	/* A write to the top layer supersedes group 3 wholly. */
+	cfill(w + (48 << 12), 48, 16, 5);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 48, 16, w + (48 << 12)), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, 50, &l), 0);
+	CU_ASSERT_EQUAL(l, hot);
+	cl = creopen(cl, &o, 4);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	/* Groups 2 and 3 came back; the hot layer (flash too) took 64 KiB. */
+	CU_ASSERT_EQUAL(pool_free(cl, "flash"), f1 + 2 * group - (16ull << 12));
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, r), 0);
+	CU_ASSERT(memcmp(w, r, CBLKS << 12) == 0);
+	CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_DELETE), 0);
+	clovis_fini(cl);
+	free(w);
+	free(r);
+}
+
 /* Bad input: no layer, equal priorities, bad sub-layouts, not composite. */
 static void test_comp_bad(void)
 {
@@ -282,6 +367,7 @@ int comp_ut_add(void)
 
 	if (s == NULL || !CU_add_test(s, "layers", test_comp_layers) ||
 	    !CU_add_test(s, "bad_input", test_comp_bad) ||
+	    !CU_add_test(s, "move_frees_units", test_comp_move_frees) ||
 	    !CU_add_test(s, "crash_during_move", test_comp_crash))
 		return -1;
 	return 0;
