@@ -78,6 +78,14 @@ static struct rpc_call *cli_take(struct rpc_ep *ep, uint64_t xid)
 	return NULL;
 }
 
+bool rpc_cli_pending(struct rpc_ep *ep, uint64_t xid)
+{
+	for (struct rpc_call *c = *cli_bucket(ep, xid); c; c = c->ca_next)
+		if (c->ca_xid == xid)
+			return true;
+	return false;
+}
+
 static void cli_release_mrs(struct rpc_call *c)
 {
 	for (uint32_t i = 0; i < RPC_MAX_IOV; i++) {
@@ -763,8 +771,10 @@ void rpc_peer_close(struct rpc_peer *p)
 		usleep(1000);
 		pthread_mutex_lock(&ep->ep_lock);
 	}
-	pthread_mutex_unlock(&ep->ep_lock);
+	/* Nothing may be posted to the address once it leaves the AV. */
+	rpc_backlog_purge(ep, p->pe_addr);
 	rpc_av_remove(ep, p->pe_addr);
+	pthread_mutex_unlock(&ep->ep_lock);
 	free(p);
 }
 

@@ -175,12 +175,44 @@ static void ep_sbuf_free(struct rpc_ep *ep, struct rpc_sbuf *sb)
 	free(sb);
 }
 
+/* Post sb (ep_lock held).  A message whose session or call is gone, or
+ * that waited past its time, is not sent: -ECANCELED. */
 static int ep_post(struct rpc_ep *ep, struct rpc_sbuf *sb)
 {
 	void *desc = sb->sb_mr != NULL ? fi_mr_desc(sb->sb_mr) : NULL;
+	struct rpc_sess *s;
 
+	if (sb->sb_session != 0) {
+		s = rpc_sess_find(ep, sb->sb_session);
+		if (s == NULL)
+			return -ECANCELED;
+		sb->sb_dest = s->se_addr;
+	} else if (sb->sb_xid != 0 && !rpc_cli_pending(ep, sb->sb_xid)) {
+		return -ECANCELED;
+	}
+	if (rpc_now_ms() > sb->sb_expire_ms)
+		return -ECANCELED;
 	return (int)fi_send(ep->ep_ep, sb->sb_data, sb->sb_len, desc,
 			    sb->sb_dest, &sb->sb_ctx);
+}
+
+void rpc_backlog_purge(struct rpc_ep *ep, fi_addr_t dest)
+{
+	struct rpc_sbuf **pp = &ep->ep_backlog, *sb;
+
+	while ((sb = *pp) != NULL) {
+		if (sb->sb_session == 0 && sb->sb_dest == dest) {
+			*pp = sb->sb_next;
+			rpc_untrack(ep, &sb->sb_ctx);
+			rpc_mr_close(sb->sb_mr);
+			free(sb);
+			continue;
+		}
+		pp = &sb->sb_next;
+	}
+	ep->ep_backlog_tail = &ep->ep_backlog;
+	while (*ep->ep_backlog_tail != NULL)
+		ep->ep_backlog_tail = &(*ep->ep_backlog_tail)->sb_next;
 }
 
 static void ep_backlog_add(struct rpc_ep *ep, struct rpc_sbuf *sb)
@@ -206,7 +238,7 @@ static void ep_backlog_flush(struct rpc_ep *ep)
 			ep->ep_backlog_tail = &ep->ep_backlog;
 		if (rc != 0) {
 			pthread_mutex_unlock(&ep->ep_lock);
-			if (sb->sb_xid != 0)
+			if (sb->sb_xid != 0 && rc != -ECANCELED)
 				rpc_cli_send_failed(ep, sb->sb_xid,
 						    rpc_fi_err(rc));
 			ep_sbuf_free(ep, sb);
@@ -234,6 +266,9 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	sb->sb_ctx.cx_type = RPC_CTX_SEND;
 	sb->sb_dest = dest;
 	sb->sb_xid = xid;
+	sb->sb_session = dest == FI_ADDR_NOTAVAIL ? env->session : 0;
+	sb->sb_expire_ms = rpc_now_ms() + (env->has_timeout_ms ?
+					   env->timeout_ms : 5000u);
 	sb->sb_len = rpc_envelope__pack(env, sb->sb_data);
 	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
 	    (rc = rpc_mr_reg(ep, sb->sb_data, n, FI_SEND, &sb->sb_mr)) != 0) {
@@ -249,6 +284,10 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	if (rc == -FI_EAGAIN) {
 		rpc_wake(ep);
 		return 0;
+	}
+	if (rc == -ECANCELED) {
+		ep_sbuf_free(ep, sb);
+		return 0; /* the session or call went away meanwhile */
 	}
 	if (rc != 0) {
 		ep_sbuf_free(ep, sb);
@@ -411,7 +450,7 @@ static void *ep_progress_main(void *arg)
 	struct rpc_ep *ep = arg;
 	unsigned idle = 0;
 	bool stop, backlog;
-	int wait_ms;
+	int wait_ms, bo_ms = 0;
 
 	ep_tls_progress = ep;
 	for (;;) {
@@ -428,8 +467,15 @@ static void *ep_progress_main(void *arg)
 			continue;
 		}
 		wait_ms = rpc_cli_expire(ep, 200);
-		if (backlog && wait_ms > 1)
-			wait_ms = 1;
+		/* The provider pushed back (e.g. connecting to a peer that
+		 * refuses): retry after 1, 2, 4 ... 32 ms, not in a spin. */
+		if (backlog) {
+			bo_ms = bo_ms ? (bo_ms < 32 ? bo_ms * 2 : 32) : 1;
+			if (wait_ms > bo_ms)
+				wait_ms = bo_ms;
+		} else {
+			bo_ms = 0;
+		}
 		ep_sleep(ep, wait_ms, &idle);
 	}
 	return NULL;

@@ -118,6 +118,8 @@ struct rpc_sbuf {
 	fi_addr_t sb_dest;
 	struct fid_mr *sb_mr;       /* FI_MR_LOCAL only */
 	uint64_t sb_xid;
+	uint64_t sb_session;        /* server: resolved at each post */
+	uint64_t sb_expire_ms;      /* dropped from the backlog after */
 	size_t sb_len;
 	unsigned char sb_data[];
 };
@@ -203,7 +205,9 @@ struct rpc_handler_slot {
 uint64_t rpc_now_ms(void);
 bool rpc_in_progress_thread(struct rpc_ep *ep);
 /* Send env to dest; on success the message is on its way (or in the
- * backlog).  xid: the client call a failed send should complete, or 0. */
+ * backlog).  xid: the client call a failed send should complete, or 0.
+ * dest FI_ADDR_NOTAVAIL: to the session env->session (server side), looked
+ * up at every post so that nothing is ever sent to a removed address. */
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 		 uint64_t xid);
 /* Register buf for access; *desc for local use when FI_MR_LOCAL. */
@@ -211,6 +215,9 @@ int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
 	       struct fid_mr **mr);
 void rpc_mr_close(struct fid_mr *mr);
 void rpc_wake(struct rpc_ep *ep);
+/* Drop backlogged messages to dest (ep_lock held; before removing dest
+ * from the address vector). */
+void rpc_backlog_purge(struct rpc_ep *ep, fi_addr_t dest);
 /* Keep cx on the endpoint's list until completed (ep_lock held), so that
  * close frees what the provider never completed. */
 void rpc_track(struct rpc_ep *ep, struct rpc_ctx *cx);
@@ -259,6 +266,8 @@ void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc);
 /* ---- cli.c ----------------------------------------------------------- */
 
 void rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env);
+/* Whether call xid still waits (ep_lock held). */
+bool rpc_cli_pending(struct rpc_ep *ep, uint64_t xid);
 void rpc_cli_send_failed(struct rpc_ep *ep, uint64_t xid, int rc);
 /* Time out expired calls; returns ms until the next deadline (or cap). */
 int rpc_cli_expire(struct rpc_ep *ep, int cap_ms);

@@ -63,7 +63,8 @@ static void srv_reply_now(struct rpc_ep *ep, fi_addr_t to,
 	env.has_status = true;
 	env.status = rc;
 	env.message = (char *)msg;
-	if (rpc_send_env(ep, to, &env, 0) != 0)
+	(void)to;
+	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0) != 0)
 		LOG_INFO("rpc %s: reply to opcode %u: %s", ep->ep_self,
 			 req->opcode, err_msg());
 }
@@ -351,9 +352,9 @@ void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
 		env.bulk_data.data = req->sr_inbuf;
 		env.bulk_data.len = b->len;
 	}
-	if (rpc_send_env(ep, req->sr_addr, &env, 0) == -EMSGSIZE) {
+	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0) == -EMSGSIZE) {
 		snprintf(m, sizeof m, "%s", err_msg());
-		srv_reply_now(ep, req->sr_addr, req->sr_env, -EMSGSIZE, m);
+		srv_reply_now(ep, FI_ADDR_NOTAVAIL, req->sr_env, -EMSGSIZE, m);
 	}
 	pthread_mutex_lock(&ep->ep_lock);
 	ep->ep_outstanding--;
@@ -390,14 +391,23 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 			uint64_t key)
 {
 	struct rpc_ep *ep = r->sr_ep;
+	struct rpc_sess *s;
 	ssize_t rc;
 
 	for (;;) {
 		pthread_mutex_lock(&ep->ep_lock);
+		s = rpc_sess_find(ep, r->sr_env->session);
+		if (s == NULL) {
+			pthread_mutex_unlock(&ep->ep_lock);
+			return err_set(-ECONNRESET, "rpc %s: session of %s gone "
+				       "before the RMA of opcode %u",
+				       ep->ep_self, r->sr_peer,
+				       r->sr_env->opcode);
+		}
 		rpc_track(ep, &ra->ra_ctx);
-		rc = wr ? fi_write(ep->ep_ep, buf, n, desc, r->sr_addr, raddr,
+		rc = wr ? fi_write(ep->ep_ep, buf, n, desc, s->se_addr, raddr,
 				   key, &ra->ra_ctx) :
-			  fi_read(ep->ep_ep, buf, n, desc, r->sr_addr, raddr,
+			  fi_read(ep->ep_ep, buf, n, desc, s->se_addr, raddr,
 				  key, &ra->ra_ctx);
 		if (rc != 0)
 			rpc_untrack(ep, &ra->ra_ctx);

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "core/errors.h"
 #include "core/rpc/rpc.h"
+#include "core/rpc/rpc_internal.h"
 #include "tests/ut.h"
 
 
@@ -591,6 +593,412 @@ static void t_addrinuse(void)
 	rpc_ep_close(srv);
 }
 
+
+/* ------------------------------------------------- raw libfabric sender */
+
+struct ut_raw {
+	struct fi_info *r_info;
+	struct fid_fabric *r_fab;
+	struct fid_domain *r_dom;
+	struct fid_av *r_av;
+	struct fid_cq *r_cq;
+	struct fid_ep *r_ep;
+	fi_addr_t r_dest;
+};
+
+/* A bare RDM endpoint of the test's provider aimed at 127.0.0.1:port. */
+static int ut_raw_open(struct ut_raw *r, uint16_t port)
+{
+	struct fi_info *h = fi_allocinfo(), *d = NULL;
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_MSG, .size = 64 };
+	struct fi_av_attr aa = { .type = FI_AV_TABLE };
+	char svc[16];
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY;
+	h->fabric_attr->prov_name = strdup(ut_prov);
+	snprintf(svc, sizeof svc, "%u", port);
+	rc = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", svc, 0, h, &r->r_info);
+	fi_freeinfo(h);
+	if (rc != 0)
+		return rc;
+	rc = fi_fabric(r->r_info->fabric_attr, &r->r_fab, NULL);
+	rc = rc ? rc : fi_domain(r->r_fab, r->r_info, &r->r_dom, NULL);
+	rc = rc ? rc : fi_av_open(r->r_dom, &aa, &r->r_av, NULL);
+	rc = rc ? rc : fi_cq_open(r->r_dom, &ca, &r->r_cq, NULL);
+	rc = rc ? rc : fi_endpoint(r->r_dom, r->r_info, &r->r_ep, NULL);
+	rc = rc ? rc : fi_ep_bind(r->r_ep, &r->r_av->fid, 0);
+	rc = rc ? rc : fi_ep_bind(r->r_ep, &r->r_cq->fid, FI_TRANSMIT | FI_RECV);
+	rc = rc ? rc : fi_enable(r->r_ep);
+	if (rc == 0 && fi_av_insert(r->r_av, r->r_info->dest_addr, 1,
+				    &r->r_dest, 0, NULL) != 1)
+		rc = -EINVAL;
+	(void)d;
+	return rc;
+}
+
+/* Send len bytes and wait (at most 3 s) for the send to complete. */
+static int ut_raw_send(struct ut_raw *r, const void *buf, size_t len)
+{
+	struct fi_context2 ctx;
+	struct fi_cq_msg_entry e;
+	struct fi_cq_err_entry ee;
+	uint64_t until = ut_ms() + 3000;
+	ssize_t rc;
+
+	do {
+		rc = fi_send(r->r_ep, buf, len, NULL, r->r_dest, &ctx);
+		if (rc == -FI_EAGAIN)
+			fi_cq_read(r->r_cq, &e, 1);
+	} while (rc == -FI_EAGAIN && ut_ms() < until);
+	if (rc != 0)
+		return (int)rc;
+	while (ut_ms() < until) {
+		rc = fi_cq_read(r->r_cq, &e, 1);
+		if (rc == 1)
+			return 0;
+		if (rc == -FI_EAVAIL) {
+			fi_cq_readerr(r->r_cq, &ee, 0);
+			return -ee.err;
+		}
+		usleep(100);
+	}
+	return -ETIMEDOUT;
+}
+
+static void ut_raw_close(struct ut_raw *r)
+{
+	if (r->r_ep)
+		fi_close(&r->r_ep->fid);
+	if (r->r_cq)
+		fi_close(&r->r_cq->fid);
+	if (r->r_av)
+		fi_close(&r->r_av->fid);
+	if (r->r_dom)
+		fi_close(&r->r_dom->fid);
+	if (r->r_fab)
+		fi_close(&r->r_fab->fid);
+	if (r->r_info)
+		fi_freeinfo(r->r_info);
+}
+
+static size_t ut_pack_env(uint32_t kind, uint64_t session, const void *body,
+			  size_t len, uint8_t *out)
+{
+	RpcEnvelope e = RPC_ENVELOPE__INIT;
+
+	e.kind = kind;
+	e.opcode = OP_ECHO;
+	e.xid = 77;
+	e.has_session = session != 0;
+	e.session = session;
+	e.has_body = body != NULL;
+	e.body.data = (uint8_t *)body;
+	e.body.len = len;
+	return rpc_envelope__pack(&e, out);
+}
+
+/* Garbage, forged and oversize messages from a raw endpoint are dropped
+ * and counted; the server keeps serving its real client. */
+static void t_garbage(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	struct ut_raw r;
+	struct rpc_stats st;
+	RpcHello h = RPC_HELLO__INIT;
+	RpcAuth a = RPC_AUTH__INIT;
+	uint8_t buf[4096], body[512], mac[RPC_MAC_LEN] = { 0 };
+	size_t big = 2u << 20, n;
+	uint8_t *huge = malloc(big);
+	int sent = 0;
+
+	CU_ASSERT_EQUAL_FATAL(ut_raw_open(&r, port), 0);
+	for (size_t i = 0; i < sizeof buf; i++)
+		buf[i] = ut_pat(99, i);
+	sent += ut_raw_send(&r, buf, 100) == 0;             /* random */
+	sent += ut_raw_send(&r, buf, 1) == 0;               /* one byte */
+	n = ut_pack_env(RPC_K_REQUEST, 12345, "x", 1, buf); /* no session */
+	sent += ut_raw_send(&r, buf, n) == 0;
+	n = ut_pack_env(99, 0, NULL, 0, buf);               /* bad kind */
+	sent += ut_raw_send(&r, buf, n) == 0;
+	h.version = RPC_VERSION;                            /* short nonce */
+	h.name.data = (uint8_t *)"x";
+	h.name.len = 1;
+	h.nonce.data = mac;
+	h.nonce.len = 3;
+	n = ut_pack_env(RPC_K_HELLO, 0, body, rpc_hello__pack(&h, body), buf);
+	sent += ut_raw_send(&r, buf, n) == 0;
+	a.session = 4242;                                   /* no session */
+	a.mac.data = mac;
+	a.mac.len = RPC_MAC_LEN;
+	n = ut_pack_env(RPC_K_AUTH, 0, body, rpc_auth__pack(&a, body), buf);
+	sent += ut_raw_send(&r, buf, n) == 0;
+	n = ut_pack_env(RPC_K_REQUEST, 1, "x", 1, buf);     /* truncated */
+	sent += ut_raw_send(&r, buf, n - 3) == 0;
+	CU_ASSERT_EQUAL(sent, 7);
+	if (huge != NULL) {                                 /* oversize */
+		memset(huge, 0x5a, big);
+		ut_raw_send(&r, huge, big);
+	}
+	for (int i = 0; i < 300; i++) {
+		rpc_ep_stats(srv, &st);
+		if (st.rs_bad_msgs >= 8)
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT(st.rs_bad_msgs >= 8);
+	CU_ASSERT(st.rs_unauth >= 1);
+	CU_ASSERT_EQUAL(st.rs_requests, 0);
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "ok", 2, NULL, 2000, NULL),
+				0);
+	ut_raw_close(&r);
+	free(huge);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* Server closed while calls wait: the handler in flight replies, queued
+ * requests get -ESHUTDOWN; a client closed with calls waiting fails them
+ * with -ESHUTDOWN. */
+static atomic_int ut_st_ok, ut_st_shut, ut_st_other;
+
+static void ut_status_cb(void *arg, struct rpc_result *res)
+{
+	(void)arg;
+	if (res->rr_status == 0)
+		atomic_fetch_add(&ut_st_ok, 1);
+	else if (res->rr_status == -ESHUTDOWN)
+		atomic_fetch_add(&ut_st_shut, 1);
+	else
+		atomic_fetch_add(&ut_st_other, 1);
+	free(res->rr_body);
+}
+
+static void ut_status_reset(void)
+{
+	atomic_store(&ut_st_ok, 0);
+	atomic_store(&ut_st_shut, 0);
+	atomic_store(&ut_st_other, 0);
+}
+
+static int ut_status_total(void)
+{
+	return atomic_load(&ut_st_ok) + atomic_load(&ut_st_shut) +
+	       atomic_load(&ut_st_other);
+}
+
+static void t_close(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+	uint32_t ms = 300;
+
+	c.rc_nr_handlers = 1;
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	ut_status_reset();
+	CU_ASSERT_EQUAL(rpc_call_async(p, OP_SLEEP, &ms, sizeof ms, NULL, 5000,
+				       ut_status_cb, NULL), 0);
+	usleep(50000); /* the sleeper is running */
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(rpc_call_async(p, OP_ECHO, "q", 1, NULL, 5000,
+					       ut_status_cb, NULL), 0);
+	usleep(50000);
+	rpc_ep_close(srv);
+	for (int i = 0; i < 300 && ut_status_total() < 4; i++)
+		usleep(10000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_st_ok), 1);
+	CU_ASSERT_EQUAL(atomic_load(&ut_st_shut), 3);
+	CU_ASSERT_EQUAL(atomic_load(&ut_st_other), 0);
+	rpc_ep_close(cli);
+
+	/* Client closed while its calls wait on held requests. */
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	ut_status_reset();
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(rpc_call_async(p, OP_HOLD, NULL, 0, NULL, 5000,
+					       ut_status_cb, NULL), 0);
+	for (int i = 0; i < 200 && atomic_load(&ut_nr_held) < 1; i++)
+		usleep(5000);
+	rpc_ep_close(cli);
+	CU_ASSERT_EQUAL(atomic_load(&ut_st_shut), 3);
+	CU_ASSERT_EQUAL(ut_status_total(), 3);
+	for (int i = 0; i < 200 && atomic_load(&ut_nr_held) < 3; i++)
+		usleep(5000);
+	ut_release_held(0);
+	rpc_ep_close(srv);
+}
+
+/* A server that goes away: calls fail by their deadline; the same address
+ * served again is reachable by a fresh rpc_connect. */
+static void t_restart(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port), *p2 = NULL;
+	uint64_t t0;
+	int rc = -1;
+
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "a", 1, NULL, 2000, NULL), 0);
+	rpc_ep_close(srv);
+	t0 = ut_ms();
+	rc = rpc_call(p, OP_ECHO, "a", 1, NULL, 500, NULL);
+	CU_ASSERT(rc == -ETIMEDOUT || rc == -ECONNRESET ||
+		  rc == -EHOSTUNREACH);
+	CU_ASSERT(ut_ms() - t0 < 1500);
+	rc = -1;
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		rc = rpc_ep_open(&srv, &c, "127.0.0.1", port);
+		if (rc != 0)
+			usleep(100000);
+	}
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL(rpc_handler_set(srv, OP_ECHO, h_echo, NULL), 0);
+	rc = rpc_connect(cli, "127.0.0.1", port, 3000, &p2);
+	if (rc != 0)
+		fprintf(stderr, "reconnect: %s\n", err_msg());
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL(rpc_call(p2, OP_ECHO, "b", 1, NULL, 3000, NULL), 0);
+	rpc_peer_close(p);
+	CU_ASSERT_EQUAL(rpc_call(p2, OP_ECHO, "c", 1, NULL, 3000, NULL), 0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* A server in another process killed with SIGKILL: calls end cleanly by
+ * their deadline (or earlier with a transport error). */
+static void t_kill(void)
+{
+	struct rpc_conf c = ut_conf();
+	struct rpc_ep *cli;
+	struct rpc_peer *p = NULL;
+	struct pollfd pfd;
+	uint16_t port = 0;
+	uint32_t ms = 10000;
+	uint64_t t0;
+	int fds[2], st, rc;
+	pid_t pid;
+
+	if (ut_port_base == 0)
+		ut_port_base = (uint16_t)(30000 + (getpid() * 7919u) % 29000);
+	CU_ASSERT_EQUAL_FATAL(pipe(fds), 0);
+	port = ut_port_base + 50;
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct rpc_ep *srv = NULL;
+
+		close(fds[0]);
+		for (int i = 0; i < 20; i++, port++)
+			if (rpc_ep_open(&srv, &c, "127.0.0.1", port) == 0)
+				break;
+		if (srv == NULL)
+			_exit(2);
+		rpc_handler_set(srv, OP_ECHO, h_echo, NULL);
+		rpc_handler_set(srv, OP_SLEEP, h_sleep, NULL);
+		if (write(fds[1], &port, sizeof port) != sizeof port)
+			_exit(3);
+		for (int i = 0; i < 600; i++)
+			sleep(1); /* until killed (bounded: 10 min) */
+		_exit(0);
+	}
+	close(fds[1]);
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	rc = poll(&pfd, 1, 10000) == 1 &&
+	     read(fds[0], &port, sizeof port) == sizeof port ? 0 : -1;
+	close(fds[0]);
+	CU_ASSERT_EQUAL(rc, 0);
+	cli = ut_client(&c);
+	if (rc == 0)
+		rc = rpc_connect(cli, "127.0.0.1", port, 5000, &p);
+	CU_ASSERT_EQUAL(rc, 0);
+	if (rc == 0) {
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "z", 1, NULL, 2000, NULL),
+				0);
+		ut_status_reset();
+		for (int i = 0; i < 3; i++)
+			CU_ASSERT_EQUAL(rpc_call_async(p, OP_SLEEP, &ms,
+						       sizeof ms, NULL, 1000,
+						       ut_status_cb, NULL), 0);
+	}
+	usleep(100000);
+	t0 = ut_ms();
+	kill(pid, SIGKILL);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	for (int i = 0; i < 300 && ut_status_total() < 3; i++)
+		usleep(10000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_st_other), 3);
+	CU_ASSERT(ut_ms() - t0 < 1500);
+	if (p != NULL) {
+		t0 = ut_ms();
+		rc = rpc_call(p, OP_ECHO, "z", 1, NULL, 500, NULL);
+		CU_ASSERT(rc == -ETIMEDOUT || rc == -ECONNRESET ||
+			  rc == -EHOSTUNREACH);
+		CU_ASSERT(ut_ms() - t0 < 1500);
+		CU_ASSERT(strstr(err_msg(), "opcode 64") != NULL);
+	}
+	rpc_ep_close(cli);
+}
+
+/* The same round trips and bulk over shm, and with polling progress. */
+static void t_shm(void)
+{
+	const char *saved = ut_prov;
+	struct rpc_conf c;
+	uint16_t port;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+
+	ut_prov = "shm";
+	c = ut_conf();
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "s", 1, NULL, 2000, NULL),
+				0);
+	ut_bulk_all(p, 16u << 10);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+	ut_prov = saved;
+}
+
+static void t_polling(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+
+	c.rc_polling = true;
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	for (int i = 0; i < 100; i++)
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "p", 1, NULL, 2000, NULL),
+				0);
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, 1u << 20, 2, 5), 0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
 int rpc_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("rpc", NULL, NULL);
@@ -605,7 +1013,13 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "inflight", t_inflight) == NULL ||
 	    CU_add_test(s, "auth", t_auth) == NULL ||
 	    CU_add_test(s, "provider", t_provider) == NULL ||
-	    CU_add_test(s, "addrinuse", t_addrinuse) == NULL)
+	    CU_add_test(s, "addrinuse", t_addrinuse) == NULL ||
+	    CU_add_test(s, "garbage", t_garbage) == NULL ||
+	    CU_add_test(s, "close", t_close) == NULL ||
+	    CU_add_test(s, "restart", t_restart) == NULL ||
+	    CU_add_test(s, "kill", t_kill) == NULL ||
+	    CU_add_test(s, "shm", t_shm) == NULL ||
+	    CU_add_test(s, "polling", t_polling) == NULL)
 		return -1;
 	return 0;
 }
