@@ -105,8 +105,11 @@ struct tier_zone {
  * (then advanced by len / bw): bandwidth is shared by all concurrent
  * requests of the device, latency overlaps between them (command queueing,
  * internal parallelism).  A sync completes at max(now, busy) + sync latency.
- * The caller sleeps (clock_nanosleep, never spins) until that time if the
- * real I/O finished earlier; a slower real device is never sped up.
+ * The caller waits until that time if the real I/O finished earlier: it
+ * sleeps (clock_nanosleep, with its thread's timer slack set to 1 ns) and
+ * spins only the last 60 us, so that short modelled latencies (NVRAM,
+ * flash) are not lengthened by the sleep's overshoot; a slower real device
+ * is never sped up.
  */
 struct tier_model {
 	uint64_t tm_read_lat_ns;  /**< per read */
