@@ -535,8 +535,29 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 			upd[nupd++] = u;
 			continue;
 		}
-		rc = unit_space(sc->sc_e, d, sc->sc_bufs[j], sc->sc_unit,
-				&r->er_ci, &u.uu_new.mu_dev_off, io, &nr, true);
+		/* A unit is one run of its device: when the chosen device has
+		 * no run of a unit's size left (full, or free only in smaller
+		 * pieces), the unit goes to the next device slot_target()
+		 * offers (spares, then the pool), never one of the group. */
+		for (;;) {
+			uint32_t nd;
+
+			rc = unit_space(sc->sc_e, d, sc->sc_bufs[j], sc->sc_unit,
+					&r->er_ci, &u.uu_new.mu_dev_off, io, &nr,
+					true);
+			if (rc != -ENOSPC)
+				break;
+			nd = slot_target(sc, sg, j, used, &nused);
+			if (nd == UINT32_MAX)
+				break;
+			d = nd;
+		}
+		if (rc == -ENOSPC)
+			return err_set(rc, "object %s: group %" PRIu64 " slot %u: "
+				       "no device of pool %s left with a free run "
+				       "of %" PRIu64 " bytes (%s)", sc_id(sc),
+				       sg->sg_g, j, sc->sc_pool->ep_name,
+				       sc->sc_unit, err_msg());
 		if (rc != 0)
 			return rc;
 		u.uu_new.mu_dev = (uint16_t)d;

@@ -1350,6 +1350,106 @@ static void test_alloc_free_zeros(void)
 	store_own_end();
 }
 
+/* ------------------------------------------------------------ fragmentation */
+
+/* One op on a plain object with nr extents of n blocks every step blocks
+ * from s (data: one block of fill, repeated; NULL for FREE). */
+static int frag_op(struct clovis_obj *o, enum clovis_obj_opcode oc,
+		   uint64_t s, uint64_t n, uint64_t step, uint32_t nr)
+{
+	uint64_t *st = calloc(nr, sizeof *st), *nn = calloc(nr, sizeof *nn);
+	size_t len = (size_t)nr * n << 12;
+	uint8_t *buf = oc == CLOVIS_OC_WRITE ? malloc(len) : NULL;
+	void *bp = buf;
+	struct clovis_extvec ev = {nr, st, nn};
+	struct clovis_bufvec bv = {1, &bp, &len};
+	int rc = -ENOMEM;
+
+	if (st != NULL && nn != NULL && (buf != NULL || oc != CLOVIS_OC_WRITE)) {
+		for (uint32_t i = 0; i < nr; i++)
+			st[i] = s + i * step, nn[i] = n;
+		if (buf != NULL)
+			fill(buf, len, s);
+		rc = op_run(o, oc, &ev, buf != NULL ? &bv : NULL, NULL);
+	}
+	free(st);
+	free(nn);
+	free(buf);
+	return rc;
+}
+
+/*
+ * A device free only in small pieces does not fail writes of objects
+ * whose units are larger: flash0 is filled by a plain object of 4 KiB
+ * blocks, then every fourth block is freed (25 % of the device free, in
+ * 4 KiB pieces).  A pdclust write of 16 KiB units placed on flash0 once
+ * failed with -ENOSPC; its units now go to other devices of the pool and
+ * read back exactly.  (A unit, like a block of a plain object, is one run
+ * of its device; a block larger than every free piece cannot be placed.)
+ */
+static void test_frag_write(void)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_PLAIN,
+				    .oa_tier = CLOVIS_TIER_FLASH};
+	struct clovis_dev_info d0, d1;
+	struct clovis_obj p;
+	struct tobj t;
+	uint64_t lo = 0, blocks = 0, chunk = 256;
+	int rc = 0;
+
+	CU_ASSERT_EQUAL_FATAL(store_own("frag"), 0);
+	/* A plain flash object that lands on flash0 (ids hash over 8). */
+	for (uint64_t i = 0; i < 64 && lo == 0; i++) {
+		struct clovis_id id = mkid(1300 + i);
+
+		CU_ASSERT_FATAL(dev_info(fdev[0], &d0));
+		CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&p, clovis_default_realm(cl),
+						      &id, &a), 0);
+		CU_ASSERT_EQUAL_FATAL(ent_sync(&p.ob_entity, CLOVIS_EO_CREATE), 0);
+		CU_ASSERT_EQUAL_FATAL(frag_op(&p, CLOVIS_OC_WRITE, 0, 1, 1, 1), 0);
+		CU_ASSERT_FATAL(dev_info(fdev[0], &d1));
+		if (d1.di_free_bytes < d0.di_free_bytes)
+			lo = 1300 + i;
+		else
+			CU_ASSERT_EQUAL(ent_sync(&p.ob_entity, CLOVIS_EO_DELETE), 0);
+	}
+	CU_ASSERT_FATAL(lo != 0);
+	/* Fill flash0 to the last block: chunks of 256, 16, then 1 block. */
+	blocks = 1;
+	for (uint32_t i = 0; i < 600 && chunk > 0; i++) {
+		rc = frag_op(&p, CLOVIS_OC_WRITE, blocks, chunk, chunk, 1);
+		if (rc == 0)
+			blocks += chunk;
+		else
+			chunk = chunk == 256 ? 16 : chunk == 16 ? 1 : 0;
+	}
+	CU_ASSERT_EQUAL(rc, -ENOSPC);
+	CU_ASSERT_FATAL(dev_info(fdev[0], &d0));
+	CU_ASSERT(d0.di_free_bytes < 4096);
+	/* Free every fourth block: a quarter of the device in 4 KiB pieces. */
+	for (uint64_t s = 0; s < blocks; s += 4 * 1024)
+		CU_ASSERT_EQUAL(frag_op(&p, CLOVIS_OC_FREE, s, 1, 4,
+					(uint32_t)((blocks - s + 3) / 4 < 1024 ?
+						   (blocks - s + 3) / 4 : 1024)),
+				0);
+	store_reopen(); /* deferred frees done */
+	CU_ASSERT_FATAL(dev_info(fdev[0], &d0));
+	CU_ASSERT(d0.di_free_bytes >= d0.di_size_bytes / 5);
+	/* 4+2+1 of 16 KiB units over 8 devices: most groups place a unit
+	 * on flash0. */
+	CU_ASSERT_EQUAL_FATAL(tobj_create(&t, 1400, &L421, 512), 0);
+	CU_ASSERT_EQUAL(tobj_write(&t, 0, 512, 1401), 0);
+	CU_ASSERT(tobj_check(&t));
+	CU_ASSERT_FATAL(dev_info(fdev[0], &d1));
+	CU_ASSERT(d1.di_free_bytes >= d0.di_free_bytes / 2);
+	store_reopen();
+	CU_ASSERT_EQUAL_FATAL(tobj_open(&t), 0);
+	CU_ASSERT(tobj_check(&t));
+	tobj_fini(&t);
+	store_own_end();
+}
+
 /* ------------------------------------------------------------ suite */
 
 int stripe_ut_add(void)
@@ -1369,7 +1469,8 @@ int stripe_ut_add(void)
 	    !CU_add_test(s, "repair_resume", test_repair_resume) ||
 	    !CU_add_test(s, "repair_concurrent", test_repair_concurrent) ||
 	    !CU_add_test(s, "bad_attrs", test_bad_attrs) ||
-	    !CU_add_test(s, "alloc_free_zeros", test_alloc_free_zeros))
+	    !CU_add_test(s, "alloc_free_zeros", test_alloc_free_zeros) ||
+	    !CU_add_test(s, "frag_write", test_frag_write))
 		return -1;
 	return 0;
 }
