@@ -114,6 +114,13 @@ run: deps
 	@$(MAKE) --no-print-directory all
 	@scripts/run-demo.sh $(BUILD)
 
+# libFuzzer targets of tests/fuzz/targets.list, FUZZ_SECONDS each; new
+# inputs join the corpus in the tree (make check runs a bounded pass).
+FUZZ_SECONDS ?= 600
+fuzz: deps
+	@$(MAKE) --no-print-directory tests
+	@tests/fuzz/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
+
 bench: deps
 	@$(MAKE) --no-print-directory tests
 	@tests/bench/run-bench.sh $(BUILD) $(BENCH_ARGS)
@@ -138,5 +145,5 @@ install: all
 clean:
 	rm -rf build build-asan build-ubsan build-tsan build-cov
 
-.PHONY: all tests deps check run bench coverage install clean
+.PHONY: all tests deps check run bench coverage install clean fuzz
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -26,9 +26,25 @@ static bool wire_seg_sum(const RpcBulkDesc *b, uint64_t *sum)
 	return true;
 }
 
+/* Unknown fields are refused: the wire is versioned by HELLO, and
+ * protobuf-c keeps unknown fields (even number 0) that would not survive a
+ * re-encoding. */
+static bool wire_unknown(const ProtobufCMessage *m)
+{
+	return m->n_unknown_fields != 0;
+}
+
 static int wire_bulk_check(const RpcBulkDesc *b)
 {
 	uint64_t sum;
+
+	if (wire_unknown(&b->base))
+		return err_set(-EPROTO, "rpc: bulk descriptor with unknown "
+			       "fields");
+	for (size_t i = 0; i < b->n_segs; i++)
+		if (wire_unknown(&b->segs[i]->base))
+			return err_set(-EPROTO, "rpc: bulk segment with "
+				       "unknown fields");
 
 	if (b->dir != RPC_BULK_OUT && b->dir != RPC_BULK_IN)
 		return err_set(-EPROTO, "rpc: bulk dir %u is neither OUT nor IN",
@@ -73,6 +89,10 @@ int rpc_wire_env_decode(const void *buf, size_t len, size_t max,
 	if (e == NULL)
 		return err_set(-EPROTO, "rpc: undecodable envelope of %zu bytes",
 			       len);
+	if (wire_unknown(&e->base)) {
+		rc = err_set(-EPROTO, "rpc: envelope with unknown fields");
+		goto out_free;
+	}
 	if (e->kind == 0 || e->kind >= RPC_K_MAX) {
 		rc = err_set(-EPROTO, "rpc: envelope kind %u unknown", e->kind);
 		goto out_free;
@@ -109,7 +129,7 @@ int rpc_wire_hello_decode(const void *buf, size_t len, RpcHello **out)
 	if (h == NULL)
 		return err_set(-EPROTO, "rpc: undecodable HELLO");
 	if (h->nonce.len != RPC_NONCE_LEN || h->name.len == 0 ||
-	    h->name.len > RPC_NAME_MAX) {
+	    h->name.len > RPC_NAME_MAX || wire_unknown(&h->base)) {
 		err_set(-EPROTO, "rpc: HELLO with nonce of %zu bytes, name of "
 			"%zu", h->nonce.len, h->name.len);
 		rpc_hello__free_unpacked(h, NULL);
@@ -127,7 +147,8 @@ int rpc_wire_challenge_decode(const void *buf, size_t len,
 	*out = NULL;
 	if (c == NULL)
 		return err_set(-EPROTO, "rpc: undecodable CHALLENGE");
-	if (c->nonce.len != RPC_NONCE_LEN || c->mac.len != RPC_MAC_LEN) {
+	if (c->nonce.len != RPC_NONCE_LEN || c->mac.len != RPC_MAC_LEN ||
+	    wire_unknown(&c->base)) {
 		err_set(-EPROTO, "rpc: CHALLENGE with nonce of %zu bytes, mac "
 			"of %zu", c->nonce.len, c->mac.len);
 		rpc_challenge__free_unpacked(c, NULL);
@@ -144,7 +165,7 @@ int rpc_wire_auth_decode(const void *buf, size_t len, RpcAuth **out)
 	*out = NULL;
 	if (a == NULL)
 		return err_set(-EPROTO, "rpc: undecodable AUTH");
-	if (a->mac.len != RPC_MAC_LEN) {
+	if (a->mac.len != RPC_MAC_LEN || wire_unknown(&a->base)) {
 		err_set(-EPROTO, "rpc: AUTH with mac of %zu bytes", a->mac.len);
 		rpc_auth__free_unpacked(a, NULL);
 		return -EPROTO;

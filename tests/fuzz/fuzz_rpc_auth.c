@@ -1,0 +1,20 @@
+/*
+ * fuzz_rpc_auth.c — libFuzzer target: the decoder of the handshake message
+ * RpcAuth (core/rpc/rpc.proto), as the receiving side runs it.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "core/rpc/rpc_internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	RpcAuth *m;
+
+	if (rpc_wire_auth_decode(data, size, &m) != 0)
+		return 0;
+	rpc_auth__free_unpacked(m, NULL);
+	return 0;
+}
