@@ -12,6 +12,9 @@
  * ops and goes on.  At the end every block and record of the shared
  * entities must hold the value its last writer gave it, and only the shared
  * entities may remain.  Bounded by CC_ROUNDS and by CC_BUDGET_NS.
+ *
+ * inline_reads: index reads that run in the launching thread, racing a
+ * writer (see cc_inline_reads).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -707,6 +710,217 @@ static void cc_mixed(void)
 	CU_ASSERT(cc_list_is(CLOVIS_ET_IDX, cc_idx.in_entity.en_id));
 }
 
+/* ------------------------------------------------ inline reads */
+
+/*
+ * Index GETs and NEXTs launched alone without callbacks run in the
+ * launching thread (clovis/op.c).  Two reader threads do that while a
+ * writer overwrites one record and PUTs and DELs another: every GET must
+ * see one whole version, never older than the last one the same reader
+ * saw; every NEXT sees the records in order.  Then the contract around
+ * it: with callbacks the op runs on a library thread; a failing inline op
+ * fails with its message and leaves the thread's clovis_errmsg() alone.
+ */
+#define CI_READS 3000u
+#define CI_WRITES 300u
+#define CI_KEYS 2u
+
+static struct clovis_idx ci_idx;
+static atomic_uint ci_bad;
+
+/* Value of version v: 64 bytes, every 8-byte word v. */
+static void ci_val(uint8_t val[CC_VAL_LEN], uint64_t v)
+{
+	for (size_t i = 0; i < CC_VAL_LEN; i += 8)
+		memcpy(val + i, &v, 8);
+}
+
+/* One sync op on ci_idx of one record; *rc its record rc. */
+static int ci_op(enum clovis_idx_opcode opc, const char *key, uint8_t *val,
+		 size_t *vlen, uint32_t flags, int32_t *rc)
+{
+	void *kb[1] = {(void *)key}, *vb[1] = {val};
+	size_t kl[1] = {strlen(key)};
+	struct clovis_bufvec kv = {1, kb, kl}, vv = {1, vb, vlen};
+	struct clovis_op *op = NULL;
+	int r = clovis_idx_op(&ci_idx, opc, &kv,
+			      opc == CLOVIS_IC_DEL ? NULL : &vv, rc, flags, &op);
+
+	return r != 0 ? r : clovis_op_sync(op);
+}
+
+static void *ci_writer(void *arg)
+{
+	uint8_t val[CC_VAL_LEN];
+	int32_t rc;
+
+	for (uint64_t v = 1; v <= CI_WRITES; v++) {
+		size_t len = CC_VAL_LEN;
+
+		ci_val(val, v);
+		if (ci_op(CLOVIS_IC_PUT, "k", val, &len, CLOVIS_IF_OVERWRITE,
+			  &rc) != 0 || rc != 0)
+			atomic_fetch_add(&ci_bad, 1);
+		len = CC_VAL_LEN;
+		if (ci_op(v % 2 ? CLOVIS_IC_PUT : CLOVIS_IC_DEL, "m", val,
+			  &len, 0, &rc) != 0 || rc != 0)
+			atomic_fetch_add(&ci_bad, 1);
+		if (cc_now_ns() > cc_deadline_ns)
+			break;
+	}
+	return NULL;
+}
+
+/* A GET of "k": launched alone, it is STABLE on return from launch. */
+static void ci_get(uint64_t *last)
+{
+	uint8_t val[CC_VAL_LEN], want[CC_VAL_LEN];
+	void *kb[1] = {"k"}, *vb[1] = {val};
+	size_t kl[1] = {1}, vl[1] = {CC_VAL_LEN};
+	struct clovis_bufvec kv = {1, kb, kl}, vv = {1, vb, vl};
+	struct clovis_op *op = NULL;
+	int32_t rc = 1;
+	uint64_t v;
+
+	if (clovis_idx_op(&ci_idx, CLOVIS_IC_GET, &kv, &vv, &rc, 0, &op) != 0 ||
+	    clovis_op_launch(&op, 1) != 0 ||
+	    clovis_op_state(op) != CLOVIS_OS_STABLE || rc != 0 ||
+	    vl[0] != CC_VAL_LEN) {
+		atomic_fetch_add(&ci_bad, 1);
+		clovis_op_free(op);
+		return;
+	}
+	clovis_op_free(op);
+	memcpy(&v, val, 8);
+	ci_val(want, v);
+	if (memcmp(val, want, CC_VAL_LEN) != 0 || v < *last)
+		atomic_fetch_add(&ci_bad, 1);
+	*last = v;
+}
+
+/* A NEXT of CI_KEYS records from the first: "k" then maybe "m". */
+static void ci_next(void)
+{
+	void *kb[CI_KEYS] = {NULL}, *vb[CI_KEYS] = {NULL};
+	size_t kl[CI_KEYS] = {0}, vl[CI_KEYS] = {0};
+	struct clovis_bufvec kv = {CI_KEYS, kb, kl}, vv = {CI_KEYS, vb, vl};
+	struct clovis_op *op = NULL;
+	int32_t rc[CI_KEYS] = {1, 1};
+
+	if (clovis_idx_op(&ci_idx, CLOVIS_IC_NEXT, &kv, &vv, rc, 0, &op) != 0 ||
+	    clovis_op_sync(op) != 0 || rc[0] != 0 || kl[0] != 1 ||
+	    memcmp(kb[0], "k", 1) != 0 ||
+	    (rc[1] == 0 && (kl[1] != 1 || memcmp(kb[1], "m", 1) != 0)) ||
+	    (rc[1] != 0 && rc[1] != -ENOENT))
+		atomic_fetch_add(&ci_bad, 1);
+	for (uint32_t i = 0; i < CI_KEYS; i++)
+		if (rc[i] == 0) {
+			free(kb[i]);
+			free(vb[i]);
+		}
+}
+
+static void *ci_reader(void *arg)
+{
+	uint64_t last = 0;
+
+	for (uint32_t i = 0; i < CI_READS && cc_now_ns() < cc_deadline_ns;
+	     i++) {
+		ci_get(&last);
+		if (i % 4 == 0)
+			ci_next();
+	}
+	return NULL;
+}
+
+static pthread_t ci_cb_thread;
+static atomic_uint ci_cb_calls;
+
+static void ci_on_stable(struct clovis_op *op)
+{
+	ci_cb_thread = pthread_self();
+	atomic_fetch_add(&ci_cb_calls, 1);
+}
+
+/* With callbacks a GET runs (and calls back) on a library thread. */
+static void ci_callbacks(void)
+{
+	static const struct clovis_op_cbs cbs = {NULL, ci_on_stable, NULL};
+	uint8_t val[CC_VAL_LEN];
+	void *kb[1] = {"k"}, *vb[1] = {val};
+	size_t kl[1] = {1}, vl[1] = {CC_VAL_LEN};
+	struct clovis_bufvec kv = {1, kb, kl}, vv = {1, vb, vl};
+	struct clovis_op *op = NULL;
+	int32_t rc = 1;
+
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&ci_idx, CLOVIS_IC_GET, &kv, &vv,
+					    &rc, 0, &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_setup(op, &cbs, NULL), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+				       (int64_t)CC_WAIT_S * 1000000000), 0);
+	clovis_op_free(op);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_EQUAL(atomic_load(&ci_cb_calls), 1);
+	CU_ASSERT(!pthread_equal(ci_cb_thread, pthread_self()));
+}
+
+/* An inline GET through a handle of a deleted index fails with -ENOENT and
+ * its own message; the thread's last call message stays. */
+static void ci_failure(void)
+{
+	uint8_t val[CC_VAL_LEN];
+	void *kb[1] = {"k"}, *vb[1] = {val};
+	size_t kl[1] = {1}, vl[1] = {CC_VAL_LEN};
+	struct clovis_bufvec kv = {1, kb, kl}, vv = {1, vb, vl};
+	struct clovis_op *op = NULL, *del = NULL;
+	char before[256];
+	int32_t rc = 1;
+
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&ci_idx, CLOVIS_IC_GET, &kv, &vv,
+					    &rc, 0, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&ci_idx.in_entity,
+					       CLOVIS_EO_DELETE, &del), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(del), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(NULL, 1), -EINVAL);
+	snprintf(before, sizeof before, "%s", clovis_errmsg());
+	CU_ASSERT(before[0] != '\0');
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_state(op), CLOVIS_OS_FAILED);
+	CU_ASSERT_EQUAL(clovis_op_rc(op), -ENOENT);
+	CU_ASSERT(strstr(clovis_op_errmsg(op), "index") != NULL);
+	CU_ASSERT_STRING_EQUAL(clovis_errmsg(), before);
+	clovis_op_free(op);
+}
+
+static void cc_inline_reads(void)
+{
+	struct clovis_id iid = {CC_HI, 3};
+	struct clovis_op *op = NULL;
+	pthread_t w, rd[2];
+	uint8_t val[CC_VAL_LEN];
+	size_t len = CC_VAL_LEN;
+	int32_t rc;
+
+	cc_deadline_ns = cc_now_ns() + CC_BUDGET_NS;
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&ci_idx, cc_realm, &iid), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&ci_idx.in_entity,
+					       CLOVIS_EO_CREATE, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	ci_val(val, 0);
+	CU_ASSERT_EQUAL_FATAL(ci_op(CLOVIS_IC_PUT, "k", val, &len, 0, &rc), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&w, NULL, ci_writer, NULL), 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&rd[i], NULL, ci_reader,
+						     NULL), 0);
+	pthread_join(w, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(rd[i], NULL);
+	CU_ASSERT_EQUAL(atomic_load(&ci_bad), 0);
+	ci_callbacks();
+	ci_failure();
+}
+
 /* Open a store with the shared object and index. */
 static int cc_suite_init(void)
 {
@@ -756,7 +970,8 @@ int concurrency_ut_add(void)
 	CU_pSuite s = CU_add_suite("concurrency", cc_suite_init,
 				   cc_suite_fini);
 
-	if (s == NULL || CU_add_test(s, "mixed", cc_mixed) == NULL)
+	if (s == NULL || CU_add_test(s, "mixed", cc_mixed) == NULL ||
+	    CU_add_test(s, "inline_reads", cc_inline_reads) == NULL)
 		return -1;
 	return 0;
 }
