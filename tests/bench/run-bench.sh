@@ -18,6 +18,7 @@ fi
 mkdir -p "$dir"
 "$bin" --dir "$dir" "$@"
 rc=$?
+[ -x "$B/strata_bench_rpc" ] && { "$B/strata_bench_rpc" "$@" || rc=1; }  # RPC vs raw libfabric
 rm -rf "$dir/raw-lmdb"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
 	"$dir"/store-ec.yaml

@@ -401,7 +401,7 @@ static void t_bulk(void)
 
 	rpc_ep_stats(srv, &st);
 	CU_ASSERT_EQUAL(st.rs_rma_bytes, 0);
-	inl = 16u << 10; /* the default rc_inline_max: see README */
+	inl = RPC_DEF_INLINE_MAX;
 	ut_bulk_all(p, inl);
 	rpc_ep_stats(srv, &st);
 	CU_ASSERT(st.rs_rma_bytes >= 2 * ((4u << 20) + (1u << 20)));
@@ -974,7 +974,7 @@ static void t_shm(void)
 	for (int i = 0; i < 20; i++)
 		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "s", 1, NULL, 2000, NULL),
 				0);
-	ut_bulk_all(p, 16u << 10);
+	ut_bulk_all(p, RPC_DEF_INLINE_MAX);
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
 	ut_prov = saved;

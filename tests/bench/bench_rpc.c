@@ -1,0 +1,613 @@
+/*
+ * bench_rpc.c — strata_bench_rpc: the RPC layer beside raw libfabric with
+ * the same provider, in one process on 127.0.0.1 (make bench).
+ *
+ *   rpc noop rtt            rpc_call(RPC_OP_NOOP), polling progress on both
+ *                           sides, vs a raw fi_send/fi_recv ping-pong of a
+ *                           message of the same size, polling (goal <= 1.5x)
+ *   rpc noop rtt, wait fd   the same call with the default progress (the
+ *                           progress threads sleep in epoll) vs the same raw
+ *   rpc 1 MiB write/read    bandwidth of calls carrying 1 MiB OUT (server
+ *                           pulls, fi_read) or IN (server pushes, fi_write),
+ *                           4 in flight, vs raw fi_read / fi_write of 1 MiB
+ *                           with 4 in flight (goal >= 0.8)
+ *   threshold               per-call latency of OUT bulk of 1 KiB .. 256 KiB
+ *                           sent inline and by RMA: where RMA starts to win
+ *                           sets the default rc_inline_max (README.md)
+ *
+ *   strata_bench_rpc [--json] [--seconds S] [--provider P]
+ * (other options, meant for strata_bench, are ignored).
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+
+#include "core/errors.h"
+#include "core/rpc/rpc.h"
+
+#define BR_SECRET "strata-bench-rpc-secret-0123456789"
+#define BR_OP_WRITE 64u
+#define BR_OP_READ 65u
+#define BR_MIB (1u << 20)
+#define BR_QD 4
+#define BR_FIGS 32
+#define BR_LAT_MAX 200000
+
+struct br_fig {
+	char name[64];
+	double ours, raw;
+	const char *unit;
+	double goal;       /* 0: none */
+	bool lower_better; /* goal is ours/raw <= goal */
+	char emu[96];
+};
+
+static struct br_fig br_figs[BR_FIGS];
+static int br_nr;
+static double br_secs = 2.0;
+static bool br_json;
+static const char *br_prov = "tcp;ofi_rxm";
+static uint16_t br_port;
+
+static double br_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void br_die(int rc, const char *what)
+{
+	if (rc == 0)
+		return;
+	fprintf(stderr, "strata_bench_rpc: %s: %d (%s)\n", what, rc,
+		err_msg());
+	exit(1);
+}
+
+static void br_fig(const char *name, double ours, double raw,
+		   const char *unit, double goal, bool lower, const char *emu)
+{
+	struct br_fig *f = &br_figs[br_nr++];
+
+	snprintf(f->name, sizeof f->name, "%s", name);
+	f->ours = ours;
+	f->raw = raw;
+	f->unit = unit;
+	f->goal = goal;
+	f->lower_better = lower;
+	snprintf(f->emu, sizeof f->emu, "%s", emu);
+	fprintf(stderr, "  measured %s\n", name);
+}
+
+static int br_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double br_median(double *v, int n)
+{
+	if (n == 0)
+		return 0;
+	qsort(v, (size_t)n, sizeof *v, br_cmp);
+	return v[n / 2];
+}
+
+/* ------------------------------------------------------- our side */
+
+static __thread uint8_t *br_tbuf;
+
+static void br_h_write(struct rpc_sreq *r, void *arg)
+{
+	size_t n = rpc_sreq_bulk_len(r);
+	int rc;
+
+	(void)arg;
+	if (br_tbuf == NULL)
+		br_tbuf = malloc(16u << 20);
+	rc = rpc_sreq_bulk_pull(r, 0, br_tbuf, n);
+	rpc_sreq_reply(r, rc, NULL, 0, NULL);
+}
+
+static void br_h_read(struct rpc_sreq *r, void *arg)
+{
+	size_t n = rpc_sreq_bulk_len(r);
+	int rc;
+
+	(void)arg;
+	if (br_tbuf == NULL)
+		br_tbuf = calloc(1, 16u << 20);
+	rc = rpc_sreq_bulk_push(r, 0, br_tbuf, n);
+	rpc_sreq_reply(r, rc, NULL, 0, NULL);
+}
+
+struct br_pair {
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+};
+
+static void br_pair_open(struct br_pair *bp, bool polling, uint32_t inl)
+{
+	struct rpc_conf c = { 0 };
+	int rc = -EADDRINUSE;
+
+	c.rc_provider = br_prov;
+	c.rc_secret = BR_SECRET;
+	c.rc_secret_len = strlen(BR_SECRET);
+	c.rc_polling = polling;
+	c.rc_inline_max = inl;
+	for (int i = 0; i < 50 && rc == -EADDRINUSE; i++)
+		rc = rpc_ep_open(&bp->srv, &c, "127.0.0.1", ++br_port);
+	br_die(rc, "server open");
+	br_die(rpc_handler_set(bp->srv, BR_OP_WRITE, br_h_write, NULL),
+	       "handler");
+	br_die(rpc_handler_set(bp->srv, BR_OP_READ, br_h_read, NULL),
+	       "handler");
+	br_die(rpc_ep_open(&bp->cli, &c, "127.0.0.1", 0), "client open");
+	br_die(rpc_connect(bp->cli, "127.0.0.1", br_port, 5000, &bp->p),
+	       "connect");
+}
+
+static void br_pair_close(struct br_pair *bp)
+{
+	rpc_ep_close(bp->cli);
+	rpc_ep_close(bp->srv);
+}
+
+/* Median microseconds of one call of op with n bytes of bulk in dir. */
+static double br_call_lat(struct rpc_peer *p, uint32_t op, uint32_t dir,
+			  void *buf, size_t n, double secs)
+{
+	static double lat[BR_LAT_MAX];
+	struct iovec iov = { buf, n };
+	struct rpc_bulk b = { dir, &iov, 1 };
+	double t0 = br_now(), t;
+	int nr = 0;
+
+	while (br_now() - t0 < secs && nr < BR_LAT_MAX) {
+		t = br_now();
+		br_die(rpc_call(p, op, NULL, 0, n ? &b : NULL, 5000, NULL),
+		       "call");
+		lat[nr++] = (br_now() - t) * 1e6;
+	}
+	return br_median(lat, nr);
+}
+
+static atomic_int br_done;
+
+static void br_cb(void *arg, struct rpc_result *res)
+{
+	(void)arg;
+	if (res->rr_status != 0)
+		fprintf(stderr, "strata_bench_rpc: call: %s\n", res->rr_msg);
+	free(res->rr_body);
+	atomic_fetch_add(&br_done, 1);
+}
+
+/* MB/s of 1 MiB calls, BR_QD in flight. */
+static double br_call_bw(struct rpc_peer *p, uint32_t op, uint32_t dir)
+{
+	uint8_t *bufs = malloc((size_t)BR_QD * BR_MIB);
+	struct iovec iov[BR_QD];
+	struct rpc_bulk b[BR_QD];
+	double t0;
+	int sent = 0;
+
+	memset(bufs, 7, (size_t)BR_QD * BR_MIB);
+	for (int i = 0; i < BR_QD; i++) {
+		iov[i] = (struct iovec){ bufs + (size_t)i * BR_MIB, BR_MIB };
+		b[i] = (struct rpc_bulk){ dir, &iov[i], 1 };
+	}
+	atomic_store(&br_done, 0);
+	t0 = br_now();
+	while (br_now() - t0 < br_secs) {
+		while (sent - atomic_load(&br_done) >= BR_QD)
+			usleep(20);
+		br_die(rpc_call_async(p, op, NULL, 0, &b[sent % BR_QD], 10000,
+				      br_cb, NULL), "async call");
+		sent++;
+	}
+	while (atomic_load(&br_done) < sent)
+		usleep(100);
+	t0 = br_now() - t0;
+	free(bufs);
+	return sent * (BR_MIB / 1e6) / t0;
+}
+
+/* ------------------------------------------------------ raw side */
+
+struct br_raw {
+	struct fi_info *info;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint8_t name[256];
+	size_t name_len;
+	fi_addr_t peer;
+};
+
+/* wait: the CQ gets a wait object (FI_WAIT_UNSPEC) and both sides of raw
+ * RMA sleep in fi_cq_sread as our progress threads do; else they spin. */
+static void br_raw_open(struct br_raw *r, uint16_t port, bool wait)
+{
+	struct fi_info *h = fi_allocinfo();
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_MSG, .size = 256,
+				 .wait_obj = wait ? FI_WAIT_UNSPEC :
+						    FI_WAIT_NONE };
+	struct fi_av_attr aa = { .type = FI_AV_TABLE };
+	char svc[16];
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG | FI_RMA;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->fabric_attr->prov_name = strdup(br_prov);
+	snprintf(svc, sizeof svc, "%u", port);
+	rc = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", svc, FI_SOURCE, h,
+			&r->info);
+	fi_freeinfo(h);
+	br_die(rc, "raw fi_getinfo");
+	rc = fi_fabric(r->info->fabric_attr, &r->fab, NULL);
+	rc = rc ? rc : fi_domain(r->fab, r->info, &r->dom, NULL);
+	rc = rc ? rc : fi_av_open(r->dom, &aa, &r->av, NULL);
+	rc = rc ? rc : fi_cq_open(r->dom, &ca, &r->cq, NULL);
+	rc = rc ? rc : fi_endpoint(r->dom, r->info, &r->ep, NULL);
+	rc = rc ? rc : fi_ep_bind(r->ep, &r->av->fid, 0);
+	rc = rc ? rc : fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+	rc = rc ? rc : fi_enable(r->ep);
+	r->name_len = sizeof r->name;
+	rc = rc ? rc : fi_getname(&r->ep->fid, r->name, &r->name_len);
+	br_die(rc, "raw endpoint");
+}
+
+static void br_raw_link(struct br_raw *a, struct br_raw *b)
+{
+	br_die(fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL) == 1 ? 0 :
+	       -EINVAL, "raw av");
+	br_die(fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL) == 1 ? 0 :
+	       -EINVAL, "raw av");
+}
+
+static void br_raw_close(struct br_raw *r)
+{
+	fi_close(&r->ep->fid);
+	fi_close(&r->cq->fid);
+	fi_close(&r->av->fid);
+	fi_close(&r->dom->fid);
+	fi_close(&r->fab->fid);
+	fi_freeinfo(r->info);
+}
+
+struct fid_mr *br_raw_mr(struct br_raw *r, void *buf, size_t len,
+			 uint64_t acc);
+struct fid_mr *br_raw_mr(struct br_raw *r, void *buf, size_t len,
+			 uint64_t acc)
+{
+	struct fid_mr *mr;
+
+	br_die(fi_mr_reg(r->dom, buf, len, acc, 0, 1 + (uint64_t)rand(), 0,
+			 &mr, NULL), "raw mr");
+	if (r->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		fi_mr_bind(mr, &r->ep->fid, 0);
+		fi_mr_enable(mr);
+	}
+	return mr;
+}
+
+/* Wait for one completion on r (spinning); returns 0 or the error. */
+static int br_raw_wait(struct br_raw *r)
+{
+	struct fi_cq_msg_entry e;
+	struct fi_cq_err_entry ee;
+	ssize_t n;
+
+	for (;;) {
+		n = fi_cq_read(r->cq, &e, 1);
+		if (n == 1)
+			return 0;
+		if (n == -FI_EAVAIL) {
+			fi_cq_readerr(r->cq, &ee, 0);
+			return -ee.err;
+		}
+	}
+}
+
+static atomic_bool br_stop;
+
+/* The echo side of the ping-pong, and the target side of raw RMA (its
+ * provider must progress for tcp;ofi_rxm to answer reads and writes). */
+static void *br_raw_echo(void *arg)
+{
+	struct br_raw *r = arg;
+	uint8_t buf[64];
+	struct fi_context2 rc, sc;
+	struct fi_cq_msg_entry e;
+	ssize_t n;
+
+	fi_recv(r->ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &rc);
+	while (!atomic_load(&br_stop)) {
+		n = fi_cq_read(r->cq, &e, 1);
+		if (n != 1 || e.op_context != &rc)
+			continue;
+		while (fi_send(r->ep, buf, e.len, NULL, r->peer, &sc) ==
+		       -FI_EAGAIN)
+			fi_cq_read(r->cq, NULL, 0);
+		fi_recv(r->ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &rc);
+	}
+	return NULL;
+}
+
+/* The target side of raw RMA: sleeps in fi_cq_sread, which progresses
+ * its provider (tcp;ofi_rxm answers reads and writes there). */
+static void *br_raw_target(void *arg)
+{
+	struct br_raw *r = arg;
+	struct fi_cq_msg_entry e;
+
+	while (!atomic_load(&br_stop))
+		fi_cq_sread(r->cq, &e, 1, NULL, 20);
+	return NULL;
+}
+
+/* Raw ping-pong of len bytes; median microseconds. */
+static double br_raw_rtt(size_t len)
+{
+	static double lat[BR_LAT_MAX];
+	struct br_raw a, b;
+	struct fi_context2 rc, sc;
+	uint8_t buf[64] = { 0 };
+	pthread_t th;
+	double t0, t;
+	int nr = 0, done;
+
+	br_raw_open(&a, ++br_port, false);
+	br_raw_open(&b, ++br_port, false);
+	br_raw_link(&a, &b);
+	atomic_store(&br_stop, false);
+	pthread_create(&th, NULL, br_raw_echo, &b);
+	t0 = br_now();
+	while (br_now() - t0 < br_secs && nr < BR_LAT_MAX) {
+		t = br_now();
+		fi_recv(a.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &rc);
+		while (fi_send(a.ep, buf, len, NULL, a.peer, &sc) == -FI_EAGAIN)
+			fi_cq_read(a.cq, NULL, 0);
+		for (done = 0; done < 2; done++)
+			br_die(br_raw_wait(&a), "raw pingpong");
+		lat[nr++] = (br_now() - t) * 1e6;
+	}
+	atomic_store(&br_stop, true);
+	pthread_join(th, NULL);
+	br_raw_close(&a);
+	br_raw_close(&b);
+	return br_median(lat, nr);
+}
+
+/* Raw 1 MiB fi_read (or fi_write) bandwidth, BR_QD in flight, MB/s. */
+static double br_raw_bw(bool wr)
+{
+	struct br_raw a, b;
+	uint8_t *lbuf = malloc((size_t)BR_QD * BR_MIB);
+	uint8_t *rbuf = malloc((size_t)BR_QD * BR_MIB);
+	struct fid_mr *lmr, *rmr;
+	struct fi_context2 ctx[BR_QD];
+	uint64_t raddr, key;
+	pthread_t th;
+	double t0;
+	long ops = 0, inflight = 0;
+	ssize_t rc;
+
+	memset(lbuf, 1, (size_t)BR_QD * BR_MIB);
+	memset(rbuf, 2, (size_t)BR_QD * BR_MIB);
+	br_raw_open(&a, ++br_port, true);
+	br_raw_open(&b, ++br_port, true);
+	br_raw_link(&a, &b);
+	lmr = br_raw_mr(&a, lbuf, (size_t)BR_QD * BR_MIB,
+			FI_READ | FI_WRITE);
+	rmr = br_raw_mr(&b, rbuf, (size_t)BR_QD * BR_MIB,
+			FI_REMOTE_READ | FI_REMOTE_WRITE);
+	key = fi_mr_key(rmr);
+	raddr = (b.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+		(uint64_t)(uintptr_t)rbuf : 0;
+	atomic_store(&br_stop, false);
+	pthread_create(&th, NULL, br_raw_target, &b);
+	t0 = br_now();
+	while (br_now() - t0 < br_secs || inflight > 0) {
+		if (br_now() - t0 < br_secs && inflight < BR_QD) {
+			int i = (int)(ops % BR_QD);
+			void *l = lbuf + (size_t)i * BR_MIB;
+
+			rc = wr ? fi_write(a.ep, l, BR_MIB, fi_mr_desc(lmr),
+					   a.peer, raddr + (uint64_t)i * BR_MIB,
+					   key, &ctx[i]) :
+				  fi_read(a.ep, l, BR_MIB, fi_mr_desc(lmr),
+					  a.peer, raddr + (uint64_t)i * BR_MIB,
+					  key, &ctx[i]);
+			if (rc == 0) {
+				inflight++;
+				ops++;
+				continue;
+			}
+			if (rc != -FI_EAGAIN)
+				br_die((int)rc, "raw rma");
+		}
+		{
+			struct fi_cq_msg_entry e;
+			ssize_t n = fi_cq_sread(a.cq, &e, 1, NULL, 100);
+
+			if (n == 1)
+				inflight--;
+			else if (n == -FI_EAVAIL)
+				br_die(br_raw_wait(&a), "raw rma completion");
+		}
+	}
+	t0 = br_now() - t0;
+	atomic_store(&br_stop, true);
+	pthread_join(th, NULL);
+	fi_close(&lmr->fid);
+	fi_close(&rmr->fid);
+	br_raw_close(&a);
+	br_raw_close(&b);
+	free(lbuf);
+	free(rbuf);
+	return ops * (BR_MIB / 1e6) / t0;
+}
+
+/* ---------------------------------------------------------- figures */
+
+static void br_rtt(void)
+{
+	struct br_pair bp;
+	double raw = br_raw_rtt(24), ours;
+	char emu[96];
+
+	snprintf(emu, sizeof emu, "%s, loopback, raw polls", br_prov);
+	br_pair_open(&bp, true, 0);
+	ours = br_call_lat(bp.p, RPC_OP_NOOP, 0, NULL, 0, br_secs);
+	br_pair_close(&bp);
+	br_fig("rpc noop rtt (polling)", ours, raw, "us p50", 1.5, true, emu);
+	br_pair_open(&bp, false, 0);
+	ours = br_call_lat(bp.p, RPC_OP_NOOP, 0, NULL, 0, br_secs);
+	br_pair_close(&bp);
+	br_fig("rpc noop rtt (wait fd)", ours, raw, "us p50", 0, true, emu);
+}
+
+static void br_bw(void)
+{
+	struct br_pair bp;
+	double ow, orr, rw, rr;
+	char emu[96];
+
+	snprintf(emu, sizeof emu, "%s, loopback, %d x 1 MiB in flight",
+		 br_prov, BR_QD);
+	br_pair_open(&bp, false, 0);
+	ow = br_call_bw(bp.p, BR_OP_WRITE, RPC_BULK_OUT);
+	orr = br_call_bw(bp.p, BR_OP_READ, RPC_BULK_IN);
+	br_pair_close(&bp);
+	rr = br_raw_bw(false);
+	rw = br_raw_bw(true);
+	br_fig("rpc 1MiB write (fi_read pull)", ow, rr, "MB/s", 0.8, false,
+	       emu);
+	br_fig("rpc 1MiB read (fi_write push)", orr, rw, "MB/s", 0.8, false,
+	       emu);
+}
+
+/* OUT bulk of each size: inline (rc_inline_max 256 KiB) vs RMA
+ * (rc_inline_max 1 byte); printed as its own table. */
+static void br_threshold(void)
+{
+	static const size_t sizes[] = { 1024, 4096, 8192, 16384, 32768,
+					65536, 131072, 262144 };
+	double in[8], rma[8];
+	struct br_pair bp;
+	uint8_t *buf = calloc(1, 262144);
+	size_t best = 0;
+
+	br_pair_open(&bp, false, 262144);
+	for (int i = 0; i < 8; i++)
+		in[i] = br_call_lat(bp.p, BR_OP_WRITE, RPC_BULK_OUT, buf,
+				    sizes[i], br_secs / 4);
+	br_pair_close(&bp);
+	br_pair_open(&bp, false, 1);
+	for (int i = 0; i < 8; i++)
+		rma[i] = br_call_lat(bp.p, BR_OP_WRITE, RPC_BULK_OUT, buf,
+				     sizes[i], br_secs / 4);
+	br_pair_close(&bp);
+	fprintf(br_json ? stderr : stdout,
+		"# threshold (%s, OUT bulk, one call in flight, us p50):\n"
+		"#   %8s %10s %10s\n", br_prov, "bytes", "inline", "rma");
+	for (int i = 0; i < 8; i++) {
+		fprintf(br_json ? stderr : stdout, "#   %8zu %10.1f %10.1f\n",
+			sizes[i], in[i], rma[i]);
+		if (in[i] <= rma[i])
+			best = sizes[i];
+	}
+	fprintf(br_json ? stderr : stdout,
+		"#   inline wins up to %zu bytes\n", best);
+	free(buf);
+}
+
+static void br_print(void)
+{
+	if (br_json) {
+		printf("[\n");
+		for (int i = 0; i < br_nr; i++) {
+			struct br_fig *f = &br_figs[i];
+			double r = f->ours / f->raw;
+
+			printf("  {\"name\": \"%s\", \"ours\": %.1f, \"raw\": "
+			       "%.1f, \"ratio\": %.3f, \"unit\": \"%s\", "
+			       "\"emulation\": \"%s\", \"lower_is_better\": %s, "
+			       "\"goal\": ", f->name, f->ours, f->raw, r,
+			       f->unit, f->emu,
+			       f->lower_better ? "true" : "false");
+			if (f->goal > 0)
+				printf("%.2f, \"met\": %s}", f->goal,
+				       (f->lower_better ? r <= f->goal :
+					r >= f->goal) ? "true" : "false");
+			else
+				printf("null, \"met\": null}");
+			printf("%s\n", i + 1 < br_nr ? "," : "");
+		}
+		printf("]\n");
+		return;
+	}
+	printf("%-32s %11s %11s %7s  %-9s %-14s %s\n", "name", "ours", "raw",
+	       "ratio", "unit", "goal", "emulation");
+	for (int i = 0; i < br_nr; i++) {
+		struct br_fig *f = &br_figs[i];
+		double r = f->ours / f->raw;
+		char goal[32] = "";
+
+		if (f->goal > 0)
+			snprintf(goal, sizeof goal, "%s%.2f %s",
+				 f->lower_better ? "<=" : ">=", f->goal,
+				 (f->lower_better ? r <= f->goal :
+				  r >= f->goal) ? "met" : "NOT");
+		printf("%-32s %11.1f %11.1f %7.2f  %-9s %-14s %s\n", f->name,
+		       f->ours, f->raw, r, f->unit, goal, f->emu);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			br_json = true;
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			br_secs = atof(argv[++i]);
+		else if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc)
+			br_prov = argv[++i];
+		/* Other options are strata_bench's (run-bench.sh passes
+		 * BENCH_ARGS to both): ignored. */
+	}
+	if (br_secs <= 0)
+		br_secs = 2.0;
+	br_port = (uint16_t)(40000 + (getpid() * 131u) % 20000);
+	fprintf(br_json ? stderr : stdout, "# strata_bench_rpc: provider %s, "
+		"%.1f s per figure, client and server in one process on "
+		"127.0.0.1\n", br_prov, br_secs);
+	br_rtt();
+	br_bw();
+	br_threshold();
+	br_print();
+	return 0;
+}
