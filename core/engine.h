@@ -7,14 +7,19 @@
  *                         the target device and writes the data there
  *                         (tier_dev_write) — out of place, never over live data;
  *   eng_commit_submit()   queues the request's commit item;
- *   syncer thread         takes a batch and syncs every device it wrote
- *                         (tier_dev_sync), so its data is durable;
+ *   syncer thread         takes a batch (waiting up to LIM_GATHER_US for
+ *                         more items only while other updates are still in
+ *                         eng_exec()) and syncs every device it wrote, all
+ *                         in parallel (TIO_SYNC requests of tier_io_run), so
+ *                         its data is durable;
  *   committer thread      applies all items of the batch in ONE LMDB write
  *                         transaction and commits it (group commit): the
  *                         items are visible (ci_executed, op EXECUTED);
  *   next commit or sync   the meta page of that commit is durable (LMDB
  *                         MDB_NOMETASYNC: the next commit's sync, or an
- *                         mdb_env_sync when nothing else is queued): space
+ *                         mdb_env_sync when no batch follows within
+ *                         ENG_STABLE_WAIT_US, 300 us, or none is on its way
+ *                         at all): space
  *                         the batch unmapped goes to the reclaimer (released
  *                         after an RCU grace period) and ci_done() runs
  *                         (op STABLE).
@@ -23,9 +28,13 @@
  * the new maps.  Nothing is ever half-applied.
  *
  * Reads (object READ, index GET/NEXT, entity OPEN/GETATTR) run entirely in
- * eng_exec() under an LMDB read transaction inside an RCU read-side section.
+ * eng_exec() under an LMDB read transaction (object READs inside an RCU
+ * read-side section).  Index reads take a reset read transaction from a
+ * small cache (meta_rtxn_get) rather than beginning a new one.
  *
- * Threads calling eng_exec() must have called eng_thread_enter().
+ * Threads calling eng_exec() for object requests or updates must have
+ * called eng_thread_enter(); index GET/NEXT and entity OPEN/GETATTR need
+ * no RCU registration (clovis runs them in the launching thread).
  */
 #ifndef STRATA_CORE_ENGINE_H
 #define STRATA_CORE_ENGINE_H
