@@ -4,3 +4,10 @@ TEST_BINS += $(BUILD)/ut_main
 
 include tests/crash/module.mk
 include tests/bench/module.mk
+
+# netns_client: the Clovis client of tests/integ/netns_test.sh (cluster
+# mode, release library).
+TEST_BINS += $(BUILD)/netns_client
+
+$(BUILD)/netns_client: $(BUILD)/obj/tests/integ/netns_client.o $(BUILD)/libstrata.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
