@@ -99,9 +99,12 @@ static int msg_attr_check(const SAttr *a, const char *id)
 	if (a->dev >= LIM_DEV_MAX || a->pool >= LIM_DEV_MAX)
 		return err_set(-EINVAL, "request: entity %s: attr.dev %u or "
 			       "attr.pool %u out of range", id, a->dev, a->pool);
-	if (a->size_bytes > (CLOVIS_BLOCK_NR_MAX << CLOVIS_BLOCK_SHIFT_MAX))
-		return err_set(-EINVAL, "request: entity %s: attr.size_bytes "
-			       "%" PRIu64 " too large", id, a->size_bytes);
+	/* size_bytes needs no bound of its own: CLOVIS_BLOCK_NR_MAX blocks of
+	 * the largest size (2^74 bytes) are more than a uint64 holds, and the
+	 * engine checks it against the object's own block size. */
+	if (a->size_blocks > CLOVIS_BLOCK_NR_MAX)
+		return err_set(-EINVAL, "request: entity %s: attr.size_blocks "
+			       "%" PRIu64 " past 2^48", id, a->size_blocks);
 	return 0;
 }
 

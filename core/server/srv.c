@@ -604,10 +604,12 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self)
 	rc = srv_ridx_init(s);
 	if (rc == 0)
 		rc = srv_open_store(s);
-	if (rc == 0)
-		rc = srv_syncer_start(s);
+	/* The syncer calls peers at once (srv_sync_all): the endpoint and the
+	 * peer table first.  Requests parked before it runs just wait. */
 	if (rc == 0)
 		rc = srv_open_ep(s);
+	if (rc == 0)
+		rc = srv_syncer_start(s);
 	if (rc != 0) {
 		char msg[LIM_ERRMSG_LEN];
 
