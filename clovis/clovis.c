@@ -197,9 +197,11 @@ static const struct clovis_conf *ut_cluster_conf(const struct clovis_conf *conf,
 {
 	const char *file = getenv("STRATA_UT_CLUSTER");
 
+	/* A conf that embedded mode refuses is refused as it is, so that the
+	 * argument checks of the suites hold in both modes. */
 	if (conf == NULL || file == NULL || file[0] == '\0' ||
 	    conf->cc_mode != CLOVIS_MODE_EMBEDDED ||
-	    conf->cc_data_dir == NULL)
+	    conf->cc_data_dir == NULL || conf_check(conf) != 0)
 		return conf;
 	*tmp = (struct clovis_conf){.cc_mode = CLOVIS_MODE_CLUSTER,
 				    .cc_cluster_conf = file,

@@ -202,7 +202,13 @@ static int clu_cont_all(struct clu_client *c, struct eng_req *r)
 	char msg[LIM_ERRMSG_LEN] = "";
 
 	if (r->er_kind == ER_ENT_DELETE) {
-		int rc = clu_cont_empty(c, &r->er_id);
+		struct clovis_id dflt = CLOVIS_ID_DEFAULT_CONTAINER;
+		int rc;
+
+		if (clovis_id_cmp(&r->er_id, &dflt) == 0)
+			return err_set(-EPERM, "the default container cannot "
+				       "be deleted");
+		rc = clu_cont_empty(c, &r->er_id);
 
 		if (rc != 0)
 			return rc;

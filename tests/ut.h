@@ -28,4 +28,18 @@ const char *ut_tmpdir(const char *tag);
 /** Remove a directory tree (best effort). */
 void ut_rmtree(const char *path);
 
+/**
+ * Are the suites running against a cluster (STRATA_UT_CLUSTER names a
+ * cluster file, so clovis_init() of a test build opens a cluster client)?
+ */
+bool ut_cluster_mode(void);
+
+/**
+ * In cluster mode, skip the calling test: print why (one line) and return
+ * true; the test then returns at once.  Only for what cannot hold against
+ * a cluster by nature (a local store's directory, in-process fault points,
+ * a sized local device).
+ */
+bool ut_cluster_skip(const char *test, const char *why);
+
 #endif

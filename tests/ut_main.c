@@ -1,8 +1,9 @@
 /*
  * ut_main.c — the one CUnit runner for every module's suites.
  *
- *   ut_main [-l] [-s SUITE[,SUITE...]] [-t TEST]
- *     -l  list suites and tests;  -s  run only these suites;
+ *   ut_main [-l] [-s SUITE[,SUITE...]] [-x SUITE[,SUITE...]] [-t TEST]
+ *     -l  list suites and tests;  -s  run only these suites (modules);
+ *     -x  leave out these CUnit suites (as -l names them);
  *     -t  run only tests whose name contains TEST.
  * Prints CUnit's report and ends with "N passed, N failed" (tests).
  * Each suite runs in a fresh temporary directory given by ut_tmpdir().
@@ -54,20 +55,31 @@ static void ut_filter_tests(const char *pat)
 				CU_set_test_active(t, CU_FALSE);
 }
 
+/* -x: the tests of the named CUnit suites are left inactive. */
+static void ut_exclude_suites(const char *list)
+{
+	for (CU_pSuite s = CU_get_registry()->pSuite; s != NULL; s = s->pNext)
+		if (ut_wanted(list, s->pName))
+			for (CU_pTest t = s->pTest; t != NULL; t = t->pNext)
+				CU_set_test_active(t, CU_FALSE);
+}
+
 int main(int argc, char **argv)
 {
-	const char *suites = NULL, *test = NULL;
+	const char *suites = NULL, *test = NULL, *exclude = NULL;
 	bool list = false;
 	unsigned run, failed;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "ls:t:")) != -1) {
+	while ((opt = getopt(argc, argv, "ls:t:x:")) != -1) {
 		if (opt == 'l')
 			list = true;
 		else if (opt == 's')
 			suites = optarg;
 		else if (opt == 't')
 			test = optarg;
+		else if (opt == 'x')
+			exclude = optarg;
 		else
 			return 2;
 	}
@@ -88,6 +100,8 @@ int main(int argc, char **argv)
 	}
 	if (test != NULL)
 		ut_filter_tests(test);
+	if (exclude != NULL)
+		ut_exclude_suites(exclude);
 	CU_basic_set_mode(CU_BRM_VERBOSE);
 	CU_basic_run_tests();
 	run = CU_get_number_of_tests_run();

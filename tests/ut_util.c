@@ -44,3 +44,18 @@ const char *ut_tmpdir(const char *tag)
 		return NULL;
 	return path;
 }
+
+bool ut_cluster_mode(void)
+{
+	const char *f = getenv("STRATA_UT_CLUSTER");
+
+	return f != NULL && f[0] != '\0';
+}
+
+bool ut_cluster_skip(const char *test, const char *why)
+{
+	if (!ut_cluster_mode())
+		return false;
+	printf("skipped in cluster mode (%s: %s) ", test, why);
+	return true;
+}

@@ -62,7 +62,9 @@ static int write_secret(struct cli *c, const char *dir)
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
 }
 
-/* D/cluster.yaml for N servers with small emulated devices. */
+/* D/cluster.yaml for N servers with emulated devices of 128 MiB (room
+ * for a 64 MiB block on every tier; the SMR device 256 MiB: 64 MiB zones;
+ * device files are fallocated). */
 static int write_conf(struct cli *c, const char *dir)
 {
 	char path[PATH_MAX + 64];
@@ -76,7 +78,7 @@ static int write_conf(struct cli *c, const char *dir)
 		"cluster:\n  name: dev\n  secret_file: secret\n"
 		"  index_replicas: %u\n  connect_timeout: 2s\n"
 		"  call_timeout: 20s\n"
-		"device_size: 64MiB\nservers:\n",
+		"device_size: 128MiB\nservers:\n",
 		c->c_nodes < 3 ? (unsigned)c->c_nodes : 3u);
 	for (uint64_t i = 0; i < c->c_nodes; i++)
 		fprintf(f, "  - name: s%" PRIu64 "\n"
@@ -85,12 +87,12 @@ static int write_conf(struct cli *c, const char *dir)
 			"    data_dir: s%" PRIu64 "\n"
 			"    nvram_dir: s%" PRIu64 "\n"
 			"    devices:\n"
-			"      - { tier: nvram, size: 16MiB }\n"
+			"      - { tier: nvram }\n"
 			"      - { tier: flash }\n      - { tier: flash }\n"
 			"      - { tier: flash }\n      - { tier: flash }\n"
 			"      - { tier: flash }\n      - { tier: flash }\n"
 			"      - { tier: sas }\n      - { tier: sas }\n"
-			"      - { tier: smr, zone_size: 4MiB }\n",
+			"      - { tier: smr, size: 256MiB }\n",
 			i, c->c_base_port + i, i, i);
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
 }
