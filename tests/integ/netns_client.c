@@ -30,7 +30,7 @@
  *                   restarted during the run); index ops may fail too.
  *   --need-both     with --down: at least one object op must fail and at
  *                   least one must succeed (the cut is visible and the
- *                   other servers go on).
+ *                   other servers go on); write and verify.
  *   --deadline-ms M a failing op must fail within M ms (default 10000).
  *   --pace-ms M     sleep M ms between objects (a writer that spans a
  *                   cut or a kill).
@@ -139,6 +139,19 @@ static void judge_failure(const char *what, bool is_obj, int rc,
 		obj_down++;
 	printf("ok   (down) %s\n", line);
 	passed++;
+}
+
+/* --need-both: object ops went on elsewhere and failed on the cut one. */
+static void check_both(void)
+{
+	char what[200];
+
+	if (!need_both)
+		return;
+	snprintf(what, sizeof what, "with %s cut off: %u object ops "
+		 "succeeded on other servers, %u failed on it",
+		 down_name ? down_name : "?", obj_ok, obj_down);
+	(obj_ok > 0 && obj_down > 0) ? ok(what) : no(what);
 }
 
 /* Launch op, wait for STABLE; rc, and its message in msg. */
@@ -346,12 +359,7 @@ static int cmd_write(struct clovis *cl, const char *prefix, unsigned count,
 		if (pace_ms > 0)
 			usleep((useconds_t)pace_ms * 1000);
 	}
-	if (need_both) {
-		snprintf(what, sizeof what, "with %s cut off: %u object ops "
-			 "succeeded on other servers, %u failed on it",
-			 down_name ? down_name : "?", obj_ok, obj_down);
-		(obj_ok > 0 && obj_down > 0) ? ok(what) : no(what);
-	}
+	check_both();
 out:
 	if (j != NULL)
 		fclose(j);
@@ -385,11 +393,13 @@ static int cmd_verify(struct clovis *cl, const char *jpath)
 				snprintf(msg, sizeof msg, "data differs");
 			}
 			snprintf(what, sizeof what, "object %s reads back", name);
-			if (rc == 0)
+			if (rc == 0) {
+				obj_ok++;
 				ok(what);
-			else
+			} else {
 				judge_failure(what, true, rc, msg,
 					      now_ms() - t0);
+			}
 		} else if (sscanf(line, "r %u %95s", &in, name) == 2) {
 			struct clovis_idx ix;
 
@@ -410,6 +420,7 @@ static int cmd_verify(struct clovis *cl, const char *jpath)
 		}
 	}
 	printf("verified %u objects, %u records\n", objs, recs);
+	check_both();
 out:
 	if (j != NULL)
 		fclose(j);
