@@ -1078,15 +1078,8 @@ int clovis_server_list(struct clovis *cl, struct clovis_server_info *info,
 		return err_set(-ENOTSUP, "server_list: an embedded store has no "
 			       "servers");
 	n = cluster_nr_servers(cl);
-	for (uint32_t s = 0; s < n && s < *nr; s++) {
-		bool up;
-
-		memset(&info[s], 0, sizeof info[s]);
-		cluster_status(cl, s, info[s].si_name, sizeof info[s].si_name,
-			       &up, &info[s].si_uptime_ms, &info[s].si_requests,
-			       &info[s].si_bad_requests);
-		info[s].si_up = up;
-	}
+	for (uint32_t s = 0; s < n && s < *nr; s++)
+		cluster_status(cl, s, &info[s]);
 	*nr = n;
 	return 0;
 }

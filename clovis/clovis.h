@@ -701,6 +701,13 @@ struct clovis_server_info {
 	uint64_t si_uptime_ms;    /**< since the server started */
 	uint64_t si_requests;     /**< requests it served */
 	uint64_t si_bad_requests; /**< malformed requests it refused */
+	uint64_t si_rpc_dropped;  /**< messages its RPC layer dropped:
+				   *  oversize, malformed envelope, or from
+				   *  no authenticated session */
+	uint64_t si_auth_failed;  /**< peers it refused at connect (wrong
+				   *  cluster secret) */
+	uint64_t si_inflight;     /**< requests it has not answered yet
+				   *  (this STATUS not counted) */
 };
 
 /**

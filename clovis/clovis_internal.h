@@ -103,9 +103,9 @@ int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 		     uint32_t *nr);
 int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 		      uint32_t *nr);
-int cluster_status(struct clovis *cl, uint32_t s, char *name, size_t nlen,
-		   bool *up, uint64_t *uptime_ms, uint64_t *requests,
-		   uint64_t *bad);
+/** Fill *si for server s (zeroed first; si_up 0 when it does not answer). */
+void cluster_status(struct clovis *cl, uint32_t s,
+		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
 
 #endif

@@ -708,7 +708,8 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 	uint32_t want = *nr < MSG_LIST_MAX ? *nr : MSG_LIST_MAX, n = 0, ok = 0;
 	struct clovis_id *all = calloc((size_t)want * c->cc_conf.cc_nr_servers + 1,
 				       sizeof *all);
-	int rc = 0;
+	char why[LIM_ERRMSG_LEN] = "";
+	int rc = 0, down = -EHOSTDOWN;
 
 	if (all == NULL)
 		return err_set(-ENOMEM, "entity_list: ids");
@@ -735,10 +736,15 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 			reply__free_unpacked(rp, NULL);
 		} else if (!peers_rc_transport(rr) && rr != -EHOSTDOWN) {
 			rc = rr;
+		} else if (why[0] == '\0' || down == -EHOSTDOWN) {
+			/* Keep the most telling failure (-EACCES over a
+			 * server merely marked down). */
+			down = rr;
+			snprintf(why, sizeof why, "%s", err_msg());
 		}
 	}
 	if (rc == 0 && ok == 0 && want > 0)
-		rc = err_set(-EHOSTDOWN, "entity_list: no server reachable");
+		rc = err_set(down, "entity_list: no server reachable: %s", why);
 	if (rc == 0) {
 		uint32_t k = 0;
 
@@ -843,27 +849,29 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 	return 0;
 }
 
-int cluster_status(struct clovis *cl, uint32_t s, char *name, size_t nlen,
-		   bool *up, uint64_t *uptime_ms, uint64_t *requests,
-		   uint64_t *bad)
+void cluster_status(struct clovis *cl, uint32_t s,
+		    struct clovis_server_info *si)
 {
 	struct clu_client *c = clu_of(cl);
+	const struct clu_server *sv = &c->cc_conf.cc_servers[s];
 	Reply *rp = NULL;
 	int rc;
 
-	if (s >= c->cc_conf.cc_nr_servers)
-		return -ENOENT;
-	snprintf(name, nlen, "%s %s:%u", c->cc_conf.cc_servers[s].cs_name,
-		 c->cc_conf.cc_servers[s].cs_addr,
-		 c->cc_conf.cc_servers[s].cs_port);
+	memset(si, 0, sizeof *si);
+	snprintf(si->si_name, sizeof si->si_name, "%s %s:%u", sv->cs_name,
+		 sv->cs_addr, sv->cs_port);
 	rc = clu_status(c, s, &rp);
-	*up = rc == 0 && rp->status != NULL;
-	*uptime_ms = *up ? rp->status->uptime_ms : 0;
-	*requests = *up ? rp->status->requests : 0;
-	*bad = *up ? rp->status->bad_requests : 0;
+	if (rc == 0 && rp->status != NULL) {
+		si->si_up = 1;
+		si->si_uptime_ms = rp->status->uptime_ms;
+		si->si_requests = rp->status->requests;
+		si->si_bad_requests = rp->status->bad_requests;
+		si->si_rpc_dropped = rp->status->rpc_dropped;
+		si->si_auth_failed = rp->status->auth_failed;
+		si->si_inflight = rp->status->inflight;
+	}
 	if (rp != NULL)
 		reply__free_unpacked(rp, NULL);
-	return 0;
 }
 
 uint32_t cluster_nr_servers(struct clovis *cl)

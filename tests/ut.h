@@ -18,6 +18,7 @@ int concurrency_ut_add(void);
 int stripe_ut_add(void);
 int smr_ut_add(void);
 int rpc_ut_add(void);
+int server_ut_add(void);
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

@@ -29,6 +29,7 @@ static const struct ut_module {
 	{"stripe", stripe_ut_add},
 	{"smr", smr_ut_add},
 	{"rpc", rpc_ut_add},
+	{"server", server_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

@@ -139,9 +139,12 @@ static int peers_get(struct peers *p, uint32_t i, struct rpc_peer **out)
 				s->ps_peer = NULL;
 				s->ps_down_until_ms = peers_now_ms() +
 						      PEERS_RETRY_MS;
-				rc = err_set(rc, "server %s (%s:%u): %s",
+				rc = err_set(rc, "server %s (%s:%u): %s%s",
 					     sv->cs_name, sv->cs_addr,
-					     sv->cs_port, err_msg());
+					     sv->cs_port, rc == -EACCES ?
+					     "wrong cluster secret (this "
+					     "side's and the server's differ): "
+					     : "", err_msg());
 			} else {
 				s->ps_down_until_ms = 0;
 			}

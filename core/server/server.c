@@ -2,7 +2,7 @@
  * server.c — the strata-server daemon.
  *
  *   strata-server --config FILE --name NAME [--foreground]
- *                 [--pid-file F] [--log-file F] [--log-level N]
+ *                 [--pid-file F] [--log-file F] [--log-level N] [--model]
  *
  * Reads the cluster file, finds its own entry by NAME, detaches (unless
  * --foreground), writes the pid file, starts the server (srv_start(): opens
@@ -12,12 +12,16 @@
  * is simply started again: the store recovers to every durable commit, and
  * a stale pid file (naming a dead process) is replaced.
  *
+ * --model turns the device model on for every tier (class defaults) for
+ * this run, as strata --model does for an embedded store.
+ *
  * Exit status: 0 after a clean stop, 1 when it could not start (the reason
  * on stderr or in the log file), 2 for bad arguments.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +40,14 @@ struct srv_args {
 	const char *sa_log_file;
 	int sa_log_level;
 	bool sa_foreground;
+	bool sa_model;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strata-server --config FILE --name NAME "
 		"[--foreground] [--pid-file F] [--log-file F] "
-		"[--log-level 0-4]\n");
+		"[--log-level 0-4] [--model]\n");
 }
 
 static int parse_args(int argc, char **argv, struct srv_args *a)
@@ -54,13 +59,14 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		{"pid-file", required_argument, NULL, 'p'},
 		{"log-file", required_argument, NULL, 'l'},
 		{"log-level", required_argument, NULL, 'v'},
+		{"model", no_argument, NULL, 'm'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int o;
 
 	a->sa_log_level = LOG_WARN;
-	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mh", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': a->sa_config = optarg; break;
 		case 'n': a->sa_name = optarg; break;
@@ -68,6 +74,7 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		case 'p': a->sa_pid_file = optarg; break;
 		case 'l': a->sa_log_file = optarg; break;
 		case 'v': a->sa_log_level = atoi(optarg); break;
+		case 'm': a->sa_model = true; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -141,6 +148,7 @@ int main(int argc, char **argv)
 	struct srv_args a = {0};
 	struct clu_conf c = {0};
 	struct srv *s = NULL;
+	struct srv_counters cnt;
 	sigset_t set;
 	int rc, idx, sig = 0;
 
@@ -177,7 +185,7 @@ int main(int argc, char **argv)
 		clu_conf_fini(&c);
 		return 1;
 	}
-	rc = srv_start(&s, &c, (uint32_t)idx);
+	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0);
 	if (rc != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
 		if (a.sa_pid_file != NULL)
@@ -191,8 +199,9 @@ int main(int argc, char **argv)
 	while (sig != SIGTERM && sig != SIGINT)
 		if (sigwait(&set, &sig) != 0)
 			break;
-	fprintf(stderr, "strata-server %s: signal %d: draining\n", a.sa_name,
-		sig);
+	srv_counters_get(s, &cnt);
+	fprintf(stderr, "strata-server %s: signal %d: draining %" PRIu64
+		" requests in flight\n", a.sa_name, sig, cnt.sc_inflight);
 	srv_stop(s);
 	fprintf(stderr, "strata-server %s: stopped cleanly\n", a.sa_name);
 	if (a.sa_pid_file != NULL)

@@ -422,6 +422,7 @@ static void srv_status_pools(struct srv *s, SStatus *st, SPool *pools,
 static void srv_status(struct srv *s, struct srv_op *so)
 {
 	SStatus st = SSTATUS__INIT;
+	struct rpc_stats rs;
 	Reply rp = REPLY__INIT;
 	SDev devs[LIM_DEV_MAX], *dp[LIM_DEV_MAX];
 	SPool *pools = calloc(LIM_DEV_MAX + 8, sizeof *pools);
@@ -439,9 +440,14 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	srv_status_pools(s, &st, pools, pp);
 	st.requests = __atomic_load_n(&s->s_cnt.sc_requests, __ATOMIC_RELAXED);
 	st.bad_requests = __atomic_load_n(&s->s_cnt.sc_bad, __ATOMIC_RELAXED);
+	/* Not counting this STATUS request itself. */
 	st.inflight = __atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_RELAXED);
+	st.inflight = st.inflight > 0 ? st.inflight - 1 : 0;
 	st.idx_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
 	st.draining = s->s_draining;
+	rpc_ep_stats(s->s_ep, &rs);
+	st.rpc_dropped = rs.rs_bad_msgs;
+	st.auth_failed = rs.rs_auth_failed;
 	rp.status = &st;
 	srv_reply(so, 0, &rp, NULL);
 	for (size_t i = 0; i < st.n_devs; i++) {
@@ -535,6 +541,7 @@ static int srv_open_store(struct srv *s)
 		.ec_nvram_dir = s->s_me->cs_nvram_dir[0] != '\0'
 					? s->s_me->cs_nvram_dir : NULL,
 		.ec_config = NULL,
+		.ec_model = s->s_model,
 	};
 	char path[512];
 	FILE *f;
@@ -586,7 +593,8 @@ static int srv_open_ep(struct srv *s)
 	return rc;
 }
 
-int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self)
+int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
+	      uint32_t flags)
 {
 	struct srv *s;
 	int rc;
@@ -601,6 +609,7 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self)
 	s->s_self = self;
 	s->s_me = &c->cc_servers[self];
 	s->s_start_ms = srv_now_ms();
+	s->s_model = (flags & SRV_F_MODEL) != 0;
 	rc = srv_ridx_init(s);
 	if (rc == 0)
 		rc = srv_open_store(s);

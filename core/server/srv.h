@@ -42,11 +42,21 @@ struct srv_counters {
 	uint64_t sc_syncs;      /**< index replicas copied from a peer */
 };
 
+/** srv_start() flags. */
+enum srv_flags {
+	/** Device model on for every tier with its class defaults, this run
+	 *  only (like strata --model); the cluster file's device_model
+	 *  applies when a store is created. */
+	SRV_F_MODEL = 1u << 0,
+};
+
 /**
- * Start server number self of c (c must outlive the server).  Returns 0 and
- * *out, or a negative code with a message (store, endpoint).
+ * Start server number self of c (c must outlive the server) with flags
+ * (enum srv_flags).  Returns 0 and *out, or a negative code with a message
+ * (store, endpoint).
  */
-int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self);
+int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
+	      uint32_t flags);
 
 /** Stop taking requests, drain, close the store.  NULL is ignored. */
 void srv_stop(struct srv *s);

@@ -61,6 +61,7 @@ struct srv {
 	struct rpc_ep *s_ep;
 	struct peers *s_peers;
 	uint64_t s_start_ms;
+	bool s_model;       /* SRV_F_MODEL */
 	uint32_t s_draining;
 	struct srv_counters s_cnt;
 	/* index replicas */

@@ -1,0 +1,556 @@
+/*
+ * srv_ut.c — suite "server": malformed and oversize engine requests sent
+ * to a real strata-server process (the binary beside ut_main, started in
+ * the foreground on 127.0.0.1 at a port picked in 24000-27999 and retried
+ * when taken).
+ *
+ * Every bad request must be answered with its error code and a message
+ * naming the field, be counted in the server's STATUS (bad_requests, or
+ * rpc_dropped for what the RPC layer drops), change nothing, and leave the
+ * server serving: a valid create, write and read follow, and SIGTERM then
+ * stops it cleanly (exit 0).  Every wait is bounded.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/server/msg.h"
+#include "tests/ut.h"
+
+#define SU_SECRET "server-suite-secret-0123456789abcdef"
+#define SU_CALL_MS 5000
+#define SU_START_MS 20000
+
+static pid_t su_pid = -1;
+static char su_dir[512];
+static struct rpc_ep *su_ep;
+static struct rpc_peer *su_peer;
+static uint64_t su_refused;     /* bad requests sent so far */
+
+static uint64_t su_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* strata-server beside this program. */
+static int su_bin(char *buf, size_t size)
+{
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+
+	if (n <= 0)
+		return -1;
+	self[n] = '\0';
+	snprintf(buf, size, "%s/strata-server", dirname(self));
+	return access(buf, X_OK);
+}
+
+static int su_write_conf(const char *path, unsigned port)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return -1;
+	fprintf(f, "cluster:\n  name: ut\n  secret: \"%s\"\n"
+		"  call_timeout: 10s\n"
+		"device_size: 32MiB\n"
+		"servers:\n  - name: s0\n    address: 127.0.0.1\n"
+		"    port: %u\n    data_dir: store\n"
+		"    devices: [ { tier: flash }, { tier: flash } ]\n",
+		SU_SECRET, port);
+	return fclose(f);
+}
+
+/* Start the server at port; connect (bounded).  0, or -1 (tried, gone). */
+static int su_start(const char *bin, unsigned port)
+{
+	char conf[600], log[600];
+	uint64_t until = su_ms() + SU_START_MS;
+	int st;
+
+	snprintf(conf, sizeof conf, "%s/cluster.yaml", su_dir);
+	snprintf(log, sizeof log, "%s/s0.log", su_dir);
+	if (su_write_conf(conf, port) != 0)
+		return -1;
+	su_pid = fork();
+	if (su_pid < 0)
+		return -1;
+	if (su_pid == 0) {
+		execl(bin, bin, "--config", conf, "--name", "s0", "--foreground",
+		      "--log-file", log, (char *)NULL);
+		_exit(127);
+	}
+	while (su_ms() < until) {
+		if (waitpid(su_pid, &st, WNOHANG) == su_pid) {
+			su_pid = -1;  /* could not start (port taken?) */
+			return -1;
+		}
+		if (rpc_connect(su_ep, "127.0.0.1", (uint16_t)port, 500,
+				&su_peer) == 0)
+			return 0;
+		usleep(100000);
+	}
+	kill(su_pid, SIGKILL);
+	waitpid(su_pid, &st, 0);
+	su_pid = -1;
+	return -1;
+}
+
+static int su_init(void)
+{
+	struct rpc_conf c = {.rc_secret = SU_SECRET,
+			     .rc_secret_len = strlen(SU_SECRET),
+			     .rc_max_msg = 8u << 20};
+	const char *d = ut_tmpdir("server");
+	char bin[PATH_MAX];
+
+	if (d == NULL || su_bin(bin, sizeof bin) != 0) {
+		fprintf(stderr, "server: strata-server not found beside "
+			"ut_main\n");
+		return -1;
+	}
+	snprintf(su_dir, sizeof su_dir, "%s", d);
+	if (rpc_ep_open(&su_ep, &c, NULL, 0) != 0)
+		return -1;
+	for (unsigned t = 0; t < 5; t++) {
+		unsigned port = 24000 + ((unsigned)getpid() * 7 + t * 613) % 4000;
+
+		if (su_start(bin, port) == 0)
+			return 0;
+	}
+	fprintf(stderr, "server: strata-server did not start (see %s)\n",
+		su_dir);
+	return -1;
+}
+
+static int su_fini(void)
+{
+	int st;
+
+	rpc_peer_close(su_peer);
+	su_peer = NULL;
+	rpc_ep_close(su_ep);
+	su_ep = NULL;
+	if (su_pid > 0) {
+		kill(su_pid, SIGKILL);
+		waitpid(su_pid, &st, 0);
+	}
+	return 0;
+}
+
+/* Call op with body; the status (the server's, or the transport's). */
+static int su_call(uint32_t op, const void *body, size_t len,
+		   const struct rpc_bulk *bulk, struct rpc_result *res,
+		   int timeout_ms)
+{
+	int rc;
+
+	memset(res, 0, sizeof *res);
+	rc = rpc_call(su_peer, op, body, len, bulk, timeout_ms, res);
+	return rc == 0 ? res->rr_status : rc;
+}
+
+/* A request the server must refuse with want and a message with what. */
+static void su_bad(const char *name, uint32_t op, const ProtobufCMessage *pb,
+		   const void *raw, size_t raw_len,
+		   const struct rpc_bulk *bulk, int want, const char *what)
+{
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	if (pb != NULL)
+		CU_ASSERT_EQUAL_FATAL(msg_pack(pb, &b), 0);
+	rc = su_call(op, pb != NULL ? b.mb_p : raw, pb != NULL ? b.mb_len :
+		     raw_len, bulk, &res, SU_CALL_MS);
+	free(b.mb_p);
+	free(res.rr_body);
+	if (rc != want || strstr(res.rr_msg, what) == NULL)
+		fprintf(stderr, "server: %s: rc %d (want %d), message \"%s\" "
+			"(want \"%s\")\n", name, rc, want, res.rr_msg, what);
+	CU_ASSERT_EQUAL(rc, want);
+	CU_ASSERT(strstr(res.rr_msg, what) != NULL);
+	su_refused++;
+}
+
+/* The server's STATUS. */
+static int su_status(SStatus **st, Reply **rp)
+{
+	struct rpc_result res;
+	int rc = su_call(SOP_STATUS, NULL, 0, NULL, &res, SU_CALL_MS);
+
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, rp);
+	free(res.rr_body);
+	if (rc == 0 && (*rp)->status == NULL)
+		rc = -EPROTO;
+	*st = rc == 0 ? (*rp)->status : NULL;
+	return rc;
+}
+
+static SId su_id = SID__INIT, su_cont = SID__INIT;
+
+static void su_ids(void)
+{
+	su_id.hi = 0x5e57;
+	su_id.lo = 1;
+	su_cont.hi = 0;
+	su_cont.lo = 1;
+}
+
+/* Bodies that are not strata.proto messages, unknown opcodes. */
+static void t_not_messages(void)
+{
+	static const uint8_t junk[] = {0x0f, 0xff, 0xff, 0xff, 0xff, 0x0f,
+				       0x07, 0x00};
+	static const uint8_t cut[] = {0x1a, 0x40, 0x09};  /* SId of 64 B, 1 */
+	uint8_t *big = malloc(1u << 20);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+	memset(big, 0xff, 1u << 20);
+	su_bad("junk ent", SOP_ENT, NULL, junk, sizeof junk, NULL, -EBADMSG,
+	       "not a valid message");
+	su_bad("junk obj", SOP_OBJ, NULL, junk, sizeof junk, NULL, -EBADMSG,
+	       "not a valid message");
+	su_bad("cut idx", SOP_IDX, NULL, cut, sizeof cut, NULL, -EBADMSG,
+	       "not a valid message");
+	su_bad("junk list", SOP_LIST, NULL, junk, sizeof junk, NULL,
+	       -EBADMSG, "not a valid message");
+	su_bad("1 MiB of junk", SOP_IDX, NULL, big, 1u << 20, NULL, -EBADMSG,
+	       "not a valid message");
+	su_bad("status with a body", SOP_STATUS, NULL, junk, sizeof junk, NULL,
+	       -EINVAL, "takes no body");
+	free(big);
+}
+
+/* Entity requests with fields out of range. */
+static void t_bad_entity(void)
+{
+	EntReq q = ENT_REQ__INIT;
+	SAttr a = SATTR__INIT;
+
+	su_ids();
+	q.kind = ER_ENT_CREATE;
+	q.type = CLOVIS_ET_OBJ;
+	q.container = &su_cont;
+	su_bad("no id", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "id missing");
+	q.id = &su_id;
+	q.kind = 77;
+	su_bad("kind", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "kind 77");
+	q.kind = ER_OBJ_WRITE;
+	su_bad("object kind on SOP_ENT", SOP_ENT, &q.base, NULL, 0, NULL,
+	       -EINVAL, "kind 2");
+	q.kind = ER_ENT_CREATE;
+	q.type = 9;
+	su_bad("type", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "type 9");
+	q.type = CLOVIS_ET_OBJ;
+	q.rflags = 0x80;
+	su_bad("rflags", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "rflags");
+	q.rflags = 0;
+	q.attr = &a;
+	a.block_shift = 40;
+	su_bad("block_shift", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL,
+	       "block_shift 40");
+	a.block_shift = 12;
+	a.tier = 9;
+	su_bad("tier", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "tier 9");
+	a.tier = 1;
+	a.n = 1000;
+	su_bad("units", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "units");
+	a.n = 0;
+	a.dev = 100000;
+	su_bad("dev", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "attr.dev");
+	a.dev = 0;
+	a.size_blocks = 1ull << 60;
+	su_bad("size_blocks", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL,
+	       "size_blocks");
+}
+
+/* Object requests: extents and data that do not fit. */
+static void t_bad_object(void)
+{
+	ObjReq q = OBJ_REQ__INIT;
+	uint64_t *st = calloc(CLOVIS_VEC_MAX + 1, sizeof *st);
+	uint64_t *ct = calloc(CLOVIS_VEC_MAX + 1, sizeof *ct);
+	uint8_t data[4096];
+	struct iovec iov = {data, sizeof data};
+	struct rpc_bulk bulk = {RPC_BULK_OUT, &iov, 1};
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(st);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ct);
+	su_ids();
+	memset(data, 7, sizeof data);
+	q.kind = ER_OBJ_WRITE;
+	q.id = &su_id;
+	q.container = &su_cont;
+	q.start = st;
+	q.count = ct;
+	su_bad("no extents", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL,
+	       "0 starts");
+	for (uint32_t i = 0; i <= CLOVIS_VEC_MAX; i++) {
+		st[i] = 2 * i;
+		ct[i] = 1;
+	}
+	q.n_start = q.n_count = CLOVIS_VEC_MAX + 1;
+	su_bad("too many extents", SOP_OBJ, &q.base, NULL, 0, NULL, -E2BIG,
+	       "4097 starts");
+	q.n_start = 2;
+	q.n_count = 1;
+	su_bad("starts and counts differ", SOP_OBJ, &q.base, NULL, 0, NULL,
+	       -EINVAL, "2 starts and 1 counts");
+	q.n_count = 2;
+	ct[0] = 5;
+	su_bad("overlap", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL, "overlap");
+	ct[0] = 0;
+	su_bad("empty extent", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL,
+	       "empty or past");
+	ct[0] = 1;
+	st[1] = (1ull << 48) - 1;
+	ct[1] = 2;
+	su_bad("past 2^48", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL,
+	       "empty or past");
+	q.n_start = q.n_count = 1;
+	q.kind = ER_OBJ_ALLOC;
+	su_bad("alloc with data", SOP_OBJ, &q.base, NULL, 0, &bulk, -EINVAL,
+	       "ALLOC/FREE with 4096 bytes");
+	q.kind = 99;
+	su_bad("object kind", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL,
+	       "kind 99");
+	free(st);
+	free(ct);
+}
+
+/* Index requests: counts, lengths and records that do not add up. */
+static void t_bad_index(void)
+{
+	IdxReq q = IDX_REQ__INIT;
+	uint32_t kl[2] = {2, 3}, vl[2] = {1, 4};
+	uint8_t recs[16] = "k1keyvvalu";
+
+	su_ids();
+	q.kind = ER_IDX_PUT;
+	q.id = &su_id;
+	q.container = &su_cont;
+	q.nr = 0;
+	su_bad("no records", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "0 records");
+	q.nr = CLOVIS_VEC_MAX + 1;
+	su_bad("too many records", SOP_IDX, &q.base, NULL, 0, NULL, -E2BIG,
+	       "4097 records");
+	q.nr = 2;
+	q.n_klen = 2;
+	q.klen = kl;
+	q.n_vlen = 1;
+	q.vlen = vl;
+	su_bad("value lengths missing", SOP_IDX, &q.base, NULL, 0, NULL,
+	       -EINVAL, "2 key and 1 value lengths");
+	q.n_vlen = 2;
+	kl[0] = CLOVIS_KEY_MAX + 1;
+	su_bad("key too long", SOP_IDX, &q.base, NULL, 0, NULL, -E2BIG,
+	       "key of 496 bytes");
+	kl[0] = 2;
+	vl[1] = CLOVIS_VAL_MAX + 1;
+	su_bad("value too long", SOP_IDX, &q.base, NULL, 0, NULL, -E2BIG,
+	       "value of");
+	vl[1] = 4;
+	q.recs.data = recs;
+	q.recs.len = 9;
+	su_bad("records short", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "records of 10 bytes, 9 inline");
+	q.recs.len = 10;
+	q.flags = 0x40;
+	su_bad("flags", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL, "flags 0x40");
+	q.flags = CLOVIS_IF_EXCLUDE_START_KEY;
+	su_bad("NEXT flag on PUT", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "not allowed");
+	q.flags = 0;
+	q.kind = ER_ENT_CREATE;
+	su_bad("entity kind on SOP_IDX", SOP_IDX, &q.base, NULL, 0, NULL,
+	       -EINVAL, "kind 9");
+	q.kind = ER_IDX_PUT;
+	q.id = NULL;
+	su_bad("state without id", SOP_IDX_STATE, &q.base, NULL, 0, NULL,
+	       -EINVAL, "id missing");
+}
+
+/* LIST out of range. */
+static void t_bad_list(void)
+{
+	ListReq q = LIST_REQ__INIT;
+
+	su_ids();
+	q.container = &su_cont;
+	q.type = CLOVIS_ET_OBJ;
+	q.nr = 0;
+	su_bad("list nr 0", SOP_LIST, &q.base, NULL, 0, NULL, -EINVAL,
+	       "nr 0 outside");
+	q.nr = MSG_LIST_MAX + 1;
+	su_bad("list nr too big", SOP_LIST, &q.base, NULL, 0, NULL, -EINVAL,
+	       "outside 1..1024");
+	q.nr = 10;
+	q.type = 42;
+	su_bad("list type", SOP_LIST, &q.base, NULL, 0, NULL, -EINVAL,
+	       "type 42");
+}
+
+/* A message over the server's limit is dropped by its RPC layer (the
+ * caller times out) and counted; the connection goes on serving. */
+static void t_oversize(void)
+{
+	size_t len = 3u << 20;
+	uint8_t *big = malloc(len);
+	struct rpc_result res;
+	SStatus *st = NULL;
+	Reply *rp = NULL;
+	uint64_t before;
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+	memset(big, 0xff, len);
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	before = st->rpc_dropped;
+	reply__free_unpacked(rp, NULL);
+	rc = su_call(SOP_ENT, big, len, NULL, &res, 2000);
+	free(res.rr_body);
+	free(big);
+	printf("(3 MiB body: %d %s) ", rc, res.rr_msg);
+	CU_ASSERT(rc == -ETIMEDOUT || rc == -EMSGSIZE || rc == -ECONNRESET);
+	if (rc == -ECONNRESET) {
+		/* The transport closed the connection: connect again. */
+		rpc_peer_close(su_peer);
+		su_peer = NULL;
+	}
+	CU_ASSERT_EQUAL_FATAL(su_peer != NULL, true);
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT(st->rpc_dropped > before);
+	reply__free_unpacked(rp, NULL);
+}
+
+/* Every refusal counted; the server serves a valid create, write, read. */
+static void t_still_serving(void)
+{
+	EntReq e = ENT_REQ__INIT;
+	ObjReq o = OBJ_REQ__INIT;
+	SAttr a = SATTR__INIT;
+	uint64_t st0 = 3, ct0 = 2;
+	uint8_t w[8192], r[8192];
+	struct iovec wi = {w, sizeof w}, ri = {r, sizeof r};
+	struct rpc_bulk wb = {RPC_BULK_OUT, &wi, 1}, rb = {RPC_BULK_IN, &ri, 1};
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	SStatus *st = NULL;
+	Reply *rp = NULL;
+	Reply *cr = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	if (st->bad_requests != su_refused)
+		fprintf(stderr, "server: %llu refused, %llu sent\n",
+			(unsigned long long)st->bad_requests,
+			(unsigned long long)su_refused);
+	reply__free_unpacked(rp, NULL);
+	su_ids();
+	a.block_shift = 12;
+	a.tier = CLOVIS_TIER_FLASH;
+	e.kind = ER_ENT_CREATE;
+	e.type = CLOVIS_ET_OBJ;
+	e.id = &su_id;
+	e.container = &su_cont;
+	e.attr = &a;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&e.base, &b), 0);
+	CU_ASSERT_EQUAL_FATAL(su_call(SOP_ENT, b.mb_p, b.mb_len, NULL, &res,
+				      SU_CALL_MS), 0);
+	free(b.mb_p);
+	CU_ASSERT_EQUAL_FATAL(msg_reply_decode(res.rr_body, res.rr_len, 0,
+					       &cr), 0);
+	free(res.rr_body);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cr->attr);
+	a.ctime_ns = cr->attr->ctime_ns;
+	reply__free_unpacked(cr, NULL);
+	for (size_t i = 0; i < sizeof w; i++)
+		w[i] = (uint8_t)(i * 7 + 3);
+	o.kind = ER_OBJ_WRITE;
+	o.id = &su_id;
+	o.container = &su_cont;
+	o.attr = &a;
+	o.n_start = o.n_count = 1;
+	o.start = &st0;
+	o.count = &ct0;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&o.base, &b), 0);
+	CU_ASSERT_EQUAL(su_call(SOP_OBJ, b.mb_p, b.mb_len, &wb, &res,
+				SU_CALL_MS), 0);
+	free(res.rr_body);
+	/* The same extents with one block of data too few: refused. */
+	wi.iov_len = 4096;
+	CU_ASSERT_EQUAL(su_call(SOP_OBJ, b.mb_p, b.mb_len, &wb, &res,
+				SU_CALL_MS), -EINVAL);
+	CU_ASSERT(strstr(res.rr_msg, "2 blocks of 4096 bytes but 4096") !=
+		  NULL);
+	free(res.rr_body);
+	su_refused++;
+	free(b.mb_p);
+	o.kind = ER_OBJ_READ;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&o.base, &b), 0);
+	memset(r, 0, sizeof r);
+	CU_ASSERT_EQUAL(su_call(SOP_OBJ, b.mb_p, b.mb_len, &rb, &res,
+				SU_CALL_MS), 0);
+	free(res.rr_body);
+	free(b.mb_p);
+	CU_ASSERT(memcmp(w, r, sizeof w) == 0);
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	CU_ASSERT(st->requests >= 3);
+	reply__free_unpacked(rp, NULL);
+	CU_ASSERT_EQUAL(kill(su_pid, 0), 0);
+}
+
+/* SIGTERM: the server stops cleanly (exit 0) within the bound. */
+static void t_sigterm(void)
+{
+	uint64_t until = su_ms() + 30000;
+	int st = -1;
+	pid_t got = 0;
+
+	rpc_peer_close(su_peer);
+	su_peer = NULL;
+	CU_ASSERT_EQUAL_FATAL(kill(su_pid, SIGTERM), 0);
+	while (got == 0 && su_ms() < until) {
+		got = waitpid(su_pid, &st, WNOHANG);
+		if (got == 0)
+			usleep(20000);
+	}
+	CU_ASSERT_EQUAL(got, su_pid);
+	if (got == su_pid) {
+		su_pid = -1;
+		CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+}
+
+int server_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("server", su_init, su_fini);
+
+	if (s == NULL ||
+	    CU_add_test(s, "not_messages", t_not_messages) == NULL ||
+	    CU_add_test(s, "bad_entity", t_bad_entity) == NULL ||
+	    CU_add_test(s, "bad_object", t_bad_object) == NULL ||
+	    CU_add_test(s, "bad_index", t_bad_index) == NULL ||
+	    CU_add_test(s, "bad_list", t_bad_list) == NULL ||
+	    CU_add_test(s, "oversize", t_oversize) == NULL ||
+	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
+	    CU_add_test(s, "sigterm", t_sigterm) == NULL)
+		return -1;
+	return 0;
+}
