@@ -10,3 +10,5 @@ $(BUILD)/strata_bench: $(BENCH_OBJS) $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 TEST_BINS += $(BUILD)/strata_bench_rpc  # bench_rpc.c: RPC vs raw libfabric (issue 4)
 $(BUILD)/strata_bench_rpc: $(BUILD)/obj/tests/bench/bench_rpc.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+TEST_BINS += $(BUILD)/strata_bench_cluster  # bench_cluster.c: 3-server loopback cluster (issue 4)
+$(BUILD)/strata_bench_cluster: $(BUILD)/obj/tests/bench/bench_cluster.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

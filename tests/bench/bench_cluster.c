@@ -1,0 +1,1051 @@
+/*
+ * bench_cluster.c — strata_bench_cluster: a 3-server loopback cluster
+ * through the Clovis API beside raw baselines (make bench).
+ *
+ * The bench writes DIR/bench-cluster/cluster.yaml (3 servers on 127.0.0.1,
+ * provider tcp;ofi_rxm, four 256 MiB flash devices each: files on the disk
+ * of DIR, O_DIRECT), starts the three strata-servers found beside this
+ * program, runs the figures as one cluster client, stops the servers
+ * (SIGTERM, then SIGKILL after 15 s) and removes what it made.
+ *
+ *   obj 4KiB write/read lat   one op at a time, random blocks of a plain
+ *                             flash object (home: one server); p50 and
+ *                             p99.  raw: a 4 KiB libfabric ping-pong (same
+ *                             provider, two endpoints on 127.0.0.1) plus a
+ *                             4 KiB O_DIRECT pwrite + fdatasync (write) or
+ *                             pread (read) on the same disk, p50 + p50 and
+ *                             p99 + p99: the transport and device floor.
+ *   obj 1MiB write/read bw    one client, 4 ops of 1 MiB in flight on one
+ *                             object; raw: fi_read (server pulls = client
+ *                             write) / fi_write (push = read) of 1 MiB, 4 in
+ *                             flight, same provider.  Goal >= 0.8.
+ *   aggregate T threads       T = 1, 4, 16 client threads, each one op at a
+ *                             time on its own object (objects hash to all 3
+ *                             servers): 1 MiB writes (MB/s) and 4 KiB
+ *                             random writes (IOPS); raw: the same figure
+ *                             with 1 thread (the ratio is the scaling).
+ *   idx put/get/next          16 ops in flight on one index (R = 3: a PUT
+ *                             is applied on 3 servers): PUT and GET of one
+ *                             record per op, NEXT of 16 records per op;
+ *                             records/s.  No raw column (the transport
+ *                             floor is strata_bench_rpc's).
+ *
+ *   strata_bench_cluster --dir DIR [--json] [--seconds S]
+ * (other options, meant for strata_bench, are ignored).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_rma.h>
+
+#include "clovis/clovis.h"
+
+#define BC_SERVERS 3u
+#define BC_PROV "tcp;ofi_rxm"
+#define BC_MIB (1u << 20)
+#define BC_BLK_SHIFT 12u
+#define BC_BLK (1u << BC_BLK_SHIFT)
+#define BC_QD_BW 4u             /* 1 MiB ops in flight, ours and raw */
+#define BC_QD_IDX 16u           /* index ops in flight */
+#define BC_NEXT_RECS 16u        /* records per NEXT */
+#define BC_THREADS_MAX 16u
+#define BC_LAT_MAX 200000u
+#define BC_FIGS 24u
+#define BC_LAT_BLOCKS 4096u     /* 16 MiB region of 4 KiB ops */
+#define BC_BW_REGION 64u        /* MiB rewritten by the 1 MiB writers */
+#define BC_KEYS_LOADED 20000u   /* records PUT before GET/NEXT, at most */
+#define BC_VAL_LEN 64u
+#define BC_EMU "tcp;ofi_rxm, 3 servers on 127.0.0.1, flash = files on " \
+	       "one disk (O_DIRECT), servers and client share 2 cores"
+
+struct bc_fig {
+	char name[64];
+	double ours, raw;       /* raw 0: none */
+	const char *unit;
+	double goal;            /* 0: none */
+	bool lower_better;
+	char emu[192];
+};
+
+static struct bc_fig bc_figs[BC_FIGS];
+static uint32_t bc_nr;
+static double bc_secs = 2.0;
+static bool bc_json;
+static char bc_dir[PATH_MAX];   /* DIR/bench-cluster */
+static struct clovis *bc_cl;
+static uint16_t bc_port;
+static uint16_t bc_raw_port;
+
+/* ---------------------------------------------------------- helpers */
+
+static double bc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void bc_servers_stop(void);
+
+/* Stop with a message (servers stopped, directory removed) on error. */
+static void bc_die(int rc, const char *what)
+{
+	if (rc == 0)
+		return;
+	fprintf(stderr, "strata_bench_cluster: %s: %d (%s) (last Clovis "
+		"message: %s)\n", what, rc, clovis_strerror(rc),
+		clovis_errmsg());
+	bc_servers_stop();
+	exit(1);
+}
+
+static void bc_fig(const char *name, double ours, double raw,
+		   const char *unit, double goal, bool lower_better,
+		   const char *emu)
+{
+	struct bc_fig *f;
+
+	if (bc_nr >= BC_FIGS)
+		return;
+	f = &bc_figs[bc_nr++];
+	snprintf(f->name, sizeof f->name, "%s", name);
+	f->ours = ours;
+	f->raw = raw;
+	f->unit = unit;
+	f->goal = goal;
+	f->lower_better = lower_better;
+	snprintf(f->emu, sizeof f->emu, "%s", emu);
+	if (!bc_json)
+		fprintf(stderr, "# %s: %.1f %s\n", name, ours, unit);
+}
+
+static int bc_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Percentile pct (0..100) of v[0..n-1] (sorts v); 0 when n is 0. */
+static double bc_pct(double *v, uint32_t n, double pct)
+{
+	uint32_t i;
+
+	if (n == 0)
+		return 0;
+	qsort(v, n, sizeof *v, bc_cmp);
+	i = (uint32_t)(pct / 100.0 * (n - 1) + 0.5);
+	return v[i < n ? i : n - 1];
+}
+
+static uint64_t bc_rand(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void *bc_alloc(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, 4096, len) != 0)
+		bc_die(-ENOMEM, "buffer");
+	for (size_t i = 0; i < len; i++)
+		((uint8_t *)p)[i] = (uint8_t)(i * 31 + 7);
+	return p;
+}
+
+/* ---------------------------------------------------------- servers */
+
+static int bc_write_conf(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return -errno;
+	fprintf(f, "cluster:\n  name: bench\n  secret_file: secret\n"
+		"  provider: \"%s\"\n  index_replicas: 3\n"
+		"  connect_timeout: 2s\n  call_timeout: 30s\n"
+		"device_size: 256MiB\nservers:\n", BC_PROV);
+	for (uint32_t i = 0; i < BC_SERVERS; i++)
+		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
+			"    port: %u\n    data_dir: s%u\n    devices:\n"
+			"      - { tier: flash }\n      - { tier: flash }\n"
+			"      - { tier: flash }\n      - { tier: flash }\n",
+			i, bc_port + i, i);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
+static int bc_write_secret(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	uint64_t s = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^
+		     (uint64_t)(bc_now() * 1e9);
+
+	if (f == NULL)
+		return -errno;
+	fchmod(fileno(f), 0600);
+	for (int i = 0; i < 4; i++)
+		fprintf(f, "%016" PRIx64, bc_rand(&s));
+	fprintf(f, "\n");
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
+/* strata-server beside this program, started for server i (it
+ * daemonizes; its first process is reaped here). */
+static int bc_server_start(uint32_t i)
+{
+	char self[PATH_MAX], bin[PATH_MAX + 32], conf[PATH_MAX + 32];
+	char name[16], pidf[PATH_MAX + 32], logf[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	pid_t pid;
+	int st;
+
+	if (n <= 0)
+		return -errno;
+	self[n] = '\0';
+	snprintf(bin, sizeof bin, "%s/strata-server", dirname(self));
+	snprintf(conf, sizeof conf, "%s/cluster.yaml", bc_dir);
+	snprintf(name, sizeof name, "s%u", i);
+	snprintf(pidf, sizeof pidf, "%s/s%u.pid", bc_dir, i);
+	snprintf(logf, sizeof logf, "%s/s%u.log", bc_dir, i);
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execl(bin, "strata-server", "--config", conf, "--name", name,
+		      "--pid-file", pidf, "--log-file", logf, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return -ECHILD;
+	return 0;
+}
+
+static pid_t bc_server_pid(uint32_t i)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+	long pid = 0;
+
+	snprintf(path, sizeof path, "%s/s%u.pid", bc_dir, i);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%ld", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return (pid_t)pid;
+}
+
+static int bc_rm(const char *p, const struct stat *s, int flag,
+		 struct FTW *ftw)
+{
+	(void)s;
+	(void)flag;
+	(void)ftw;
+	return remove(p);
+}
+
+/* SIGTERM each server, SIGKILL after 15 s; remove the directory. */
+static void bc_servers_stop(void)
+{
+	pid_t pids[BC_SERVERS];
+	double end = bc_now() + 15;
+	bool alive = true;
+
+	if (bc_cl != NULL) {
+		clovis_fini(bc_cl);
+		bc_cl = NULL;
+	}
+	if (bc_dir[0] == '\0')
+		return;
+	for (uint32_t i = 0; i < BC_SERVERS; i++) {
+		pids[i] = bc_server_pid(i);
+		if (pids[i] > 0)
+			kill(pids[i], SIGTERM);
+	}
+	while (alive && bc_now() < end) {
+		alive = false;
+		for (uint32_t i = 0; i < BC_SERVERS; i++)
+			if (pids[i] > 0 && kill(pids[i], 0) == 0)
+				alive = true;
+		if (alive)
+			usleep(50000);
+	}
+	for (uint32_t i = 0; i < BC_SERVERS; i++)
+		if (pids[i] > 0 && kill(pids[i], 0) == 0)
+			kill(pids[i], SIGKILL);
+	usleep(100000);
+	nftw(bc_dir, bc_rm, 16, FTW_DEPTH | FTW_PHYS);
+	bc_dir[0] = '\0';
+}
+
+/* Make the cluster, start it, open bc_cl and wait (30 s) until all 3
+ * servers answer. */
+static void bc_cluster_up(const char *dir)
+{
+	struct clovis_conf c = { .cc_mode = CLOVIS_MODE_CLUSTER };
+	struct clovis_server_info si[BC_SERVERS];
+	char conf[PATH_MAX + 32], sec[PATH_MAX + 32];
+	double end;
+	uint32_t up = 0;
+
+	snprintf(bc_dir, sizeof bc_dir, "%s/bench-cluster", dir);
+	nftw(bc_dir, bc_rm, 16, FTW_DEPTH | FTW_PHYS);
+	if (mkdir(bc_dir, 0700) != 0)
+		bc_die(-errno, bc_dir);
+	snprintf(conf, sizeof conf, "%s/cluster.yaml", bc_dir);
+	snprintf(sec, sizeof sec, "%s/secret", bc_dir);
+	bc_die(bc_write_conf(conf), "write cluster.yaml");
+	bc_die(bc_write_secret(sec), "write secret");
+	for (uint32_t i = 0; i < BC_SERVERS; i++)
+		bc_die(bc_server_start(i), "start strata-server");
+	c.cc_cluster_conf = conf;
+	bc_die(clovis_init(&bc_cl, &c), "clovis_init (cluster)");
+	end = bc_now() + 30;
+	while (up < BC_SERVERS && bc_now() < end) {
+		uint32_t nr = BC_SERVERS;
+
+		up = 0;
+		if (clovis_server_list(bc_cl, si, &nr) == 0)
+			for (uint32_t i = 0; i < nr && i < BC_SERVERS; i++)
+				up += si[i].si_up;
+		if (up < BC_SERVERS)
+			usleep(200000);
+	}
+	if (up < BC_SERVERS)
+		bc_die(-ETIMEDOUT, "servers up within 30 s");
+}
+
+/* ------------------------------------------------------ our side */
+
+static void bc_obj_create(struct clovis_obj *o, uint64_t n)
+{
+	struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
+				     .oa_layout = CLOVIS_LAYOUT_PLAIN,
+				     .oa_tier = CLOVIS_TIER_FLASH };
+	struct clovis_id id = { .ci_hi = 0xbc00000000000000ull |
+				(uint64_t)getpid() << 20, .ci_lo = n };
+	struct clovis_op *op = NULL;
+	int rc;
+
+	rc = clovis_obj_init(o, clovis_default_realm(bc_cl), &id, &a);
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op);
+	bc_die(rc == 0 ? clovis_op_sync(op) : rc, "create object");
+}
+
+/* One synchronous op of blks blocks at blk; its latency in us. */
+static double bc_obj_io(struct clovis_obj *o, enum clovis_obj_opcode opc,
+			uint64_t blk, uint64_t blks, void *buf)
+{
+	uint64_t start = blk, nr = blks;
+	size_t len = blks << BC_BLK_SHIFT;
+	struct clovis_extvec ev = { 1, &start, &nr };
+	struct clovis_bufvec bv = { 1, &buf, &len };
+	struct clovis_op *op = NULL;
+	double t = bc_now();
+	int rc;
+
+	rc = clovis_obj_op(o, opc, &ev, &bv, 0, &op);
+	bc_die(rc == 0 ? clovis_op_sync(op) : rc, "object I/O");
+	return (bc_now() - t) * 1e6;
+}
+
+/* p50 and p99 of 4 KiB ops on random blocks of o, one at a time. */
+static void bc_lat(struct clovis_obj *o, enum clovis_obj_opcode opc,
+		   double *p50, double *p99)
+{
+	static double lat[BC_LAT_MAX];
+	void *buf = bc_alloc(BC_BLK);
+	uint64_t rnd = 88172645463325252ull;
+	uint32_t n = 0;
+	double end = bc_now() + bc_secs;
+
+	while (bc_now() < end && n < BC_LAT_MAX)
+		lat[n++] = bc_obj_io(o, opc, bc_rand(&rnd) % BC_LAT_BLOCKS, 1,
+				     buf);
+	*p99 = bc_pct(lat, n, 99);
+	*p50 = bc_pct(lat, n, 50);
+	free(buf);
+}
+
+/* MB/s of 1 MiB ops, BC_QD_BW in flight, cycling over BC_BW_REGION MiB
+ * of o. */
+static double bc_bw(struct clovis_obj *o, enum clovis_obj_opcode opc)
+{
+	const uint64_t per = BC_MIB >> BC_BLK_SHIFT;
+	struct clovis_op *ops[BC_QD_BW] = { NULL };
+	uint64_t starts[BC_QD_BW], nrs[BC_QD_BW];
+	size_t lens[BC_QD_BW];
+	void *bufs[BC_QD_BW];
+	struct clovis_extvec ev[BC_QD_BW];
+	struct clovis_bufvec bv[BC_QD_BW];
+	uint64_t done = 0, next = 0;
+	double t0 = bc_now(), end = t0 + bc_secs;
+
+	for (uint32_t k = 0; k < BC_QD_BW; k++) {
+		bufs[k] = bc_alloc(BC_MIB);
+		lens[k] = BC_MIB;
+		nrs[k] = per;
+		ev[k] = (struct clovis_extvec){ 1, &starts[k], &nrs[k] };
+		bv[k] = (struct clovis_bufvec){ 1, &bufs[k], &lens[k] };
+	}
+	for (uint32_t k = 0; bc_now() < end || k % BC_QD_BW != 0; k++) {
+		uint32_t s = k % BC_QD_BW;
+
+		if (ops[s] != NULL) {
+			bc_die(clovis_op_wait(ops[s], CLOVIS_OS_STABLE,
+					      CLOVIS_TIME_NEVER), "1 MiB op");
+			clovis_op_free(ops[s]);
+			ops[s] = NULL;
+			done++;
+		}
+		if (bc_now() >= end)
+			continue;
+		starts[s] = (next++ % BC_BW_REGION) * per;
+		bc_die(clovis_obj_op(o, opc, &ev[s], &bv[s], 0, &ops[s]),
+		       "1 MiB op");
+		bc_die(clovis_op_launch(&ops[s], 1), "launch");
+	}
+	t0 = bc_now() - t0;
+	for (uint32_t k = 0; k < BC_QD_BW; k++) {
+		if (ops[k] != NULL) {
+			clovis_op_wait(ops[k], CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER);
+			clovis_op_free(ops[k]);
+			done++;
+		}
+		free(bufs[k]);
+	}
+	return done * (BC_MIB / 1e6) / t0;
+}
+
+struct bc_thr {
+	pthread_t t_th;
+	struct clovis_obj *t_obj;
+	bool t_big;             /* 1 MiB writes, else 4 KiB random */
+	double t_end;
+	uint64_t t_ops;
+};
+
+static void *bc_thr_run(void *arg)
+{
+	struct bc_thr *t = arg;
+	uint64_t per = t->t_big ? BC_MIB >> BC_BLK_SHIFT : 1;
+	void *buf = bc_alloc(per << BC_BLK_SHIFT);
+	uint64_t rnd = (uint64_t)(uintptr_t)t | 1, i = 0;
+
+	while (bc_now() < t->t_end) {
+		uint64_t blk = t->t_big ? (i++ % BC_BW_REGION) * per :
+					  bc_rand(&rnd) % BC_LAT_BLOCKS;
+
+		bc_obj_io(t->t_obj, CLOVIS_OC_WRITE, blk, per, buf);
+		t->t_ops++;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Ops per second of nthr threads, each on its own object of objs. */
+static double bc_threads(struct clovis_obj *objs, uint32_t nthr, bool big)
+{
+	struct bc_thr t[BC_THREADS_MAX];
+	double t0 = bc_now();
+	uint64_t ops = 0;
+
+	for (uint32_t i = 0; i < nthr; i++) {
+		t[i] = (struct bc_thr){ .t_obj = &objs[i], .t_big = big,
+					.t_end = t0 + bc_secs };
+		pthread_create(&t[i].t_th, NULL, bc_thr_run, &t[i]);
+	}
+	for (uint32_t i = 0; i < nthr; i++) {
+		pthread_join(t[i].t_th, NULL);
+		ops += t[i].t_ops;
+	}
+	return ops / (bc_now() - t0);
+}
+
+/* ---------------------------------------------------- index figures */
+
+struct bc_islot {
+	struct clovis_op *s_op;
+	char s_key[BC_NEXT_RECS][24];
+	uint8_t s_val[BC_VAL_LEN];
+	void *s_kb[BC_NEXT_RECS], *s_vb[BC_NEXT_RECS];
+	size_t s_kl[BC_NEXT_RECS], s_vl[BC_NEXT_RECS];
+	int32_t s_rcs[BC_NEXT_RECS];
+	struct clovis_bufvec s_kv, s_vv;
+	uint32_t s_nr;
+	bool s_next;
+};
+
+/* Make the op of slot s: PUT key n, GET key n, or NEXT from key n. */
+static void bc_idx_make(struct clovis_idx *ix, struct bc_islot *s,
+			enum clovis_idx_opcode opc, uint64_t n)
+{
+	s->s_nr = opc == CLOVIS_IC_NEXT ? BC_NEXT_RECS : 1;
+	s->s_next = opc == CLOVIS_IC_NEXT;
+	for (uint32_t r = 0; r < s->s_nr; r++) {
+		s->s_kb[r] = s->s_key[r];
+		s->s_kl[r] = (size_t)snprintf(s->s_key[r], sizeof s->s_key[r],
+					      "k%012" PRIu64, n);
+		s->s_vb[r] = opc == CLOVIS_IC_PUT ? s->s_val : NULL;
+		s->s_vl[r] = opc == CLOVIS_IC_PUT ? BC_VAL_LEN : 0;
+	}
+	s->s_kv = (struct clovis_bufvec){ s->s_nr, s->s_kb, s->s_kl };
+	s->s_vv = (struct clovis_bufvec){ s->s_nr, s->s_vb, s->s_vl };
+	bc_die(clovis_idx_op(ix, opc, &s->s_kv, &s->s_vv, s->s_rcs,
+			     opc == CLOVIS_IC_PUT ? CLOVIS_IF_OVERWRITE : 0,
+			     &s->s_op), "index op");
+	bc_die(clovis_op_launch(&s->s_op, 1), "launch");
+}
+
+/* Wait for slot s; records it returned or stored; frees what the library
+ * allocated. */
+static uint32_t bc_idx_reap(struct bc_islot *s, enum clovis_idx_opcode opc)
+{
+	uint32_t recs = 0;
+
+	bc_die(clovis_op_wait(s->s_op, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER),
+	       "index op");
+	clovis_op_free(s->s_op);
+	s->s_op = NULL;
+	for (uint32_t r = 0; r < s->s_nr; r++) {
+		if (s->s_rcs[r] == 0)
+			recs++;
+		if (opc == CLOVIS_IC_GET && s->s_vb[r] != NULL)
+			free(s->s_vb[r]);
+		if (opc == CLOVIS_IC_NEXT && s->s_rcs[r] == 0) {
+			free(s->s_kb[r]);
+			free(s->s_vb[r]);
+		}
+	}
+	return recs;
+}
+
+/* Records per second of opc with BC_QD_IDX ops in flight; PUT stores keys
+ * 0.. (*loaded grows), GET and NEXT pick keys below *loaded. */
+static double bc_idx_run(struct clovis_idx *ix, enum clovis_idx_opcode opc,
+			 uint64_t *loaded)
+{
+	static struct bc_islot sl[BC_QD_IDX];
+	uint64_t rnd = 0x2545f4914f6cdd1dull, recs = 0, put = *loaded;
+	double t0 = bc_now(), end = t0 + bc_secs;
+	uint32_t k;
+
+	for (k = 0; bc_now() < end || k % BC_QD_IDX != 0; k++) {
+		struct bc_islot *s = &sl[k % BC_QD_IDX];
+		uint64_t n;
+
+		if (s->s_op != NULL)
+			recs += bc_idx_reap(s, opc);
+		if (bc_now() >= end)
+			continue;
+		if (opc == CLOVIS_IC_PUT)
+			n = put < BC_KEYS_LOADED ? put++ : bc_rand(&rnd) % put;
+		else
+			n = bc_rand(&rnd) % (*loaded > BC_NEXT_RECS ?
+					     *loaded - BC_NEXT_RECS : 1);
+		bc_idx_make(ix, s, opc, n);
+	}
+	for (k = 0; k < BC_QD_IDX; k++)
+		if (sl[k].s_op != NULL)
+			recs += bc_idx_reap(&sl[k], opc);
+	if (opc == CLOVIS_IC_PUT)
+		*loaded = put;
+	return recs / (bc_now() - t0);
+}
+
+/* ------------------------------------------------------ raw side */
+
+struct bc_raw {
+	struct fi_info *info;
+	struct fid_fabric *fab;
+	struct fid_domain *dom;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	uint8_t name[256];
+	size_t name_len;
+	fi_addr_t peer;
+};
+
+static atomic_bool bc_stop;
+
+static void bc_raw_open(struct bc_raw *r)
+{
+	struct fi_info *h = fi_allocinfo();
+	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_MSG, .size = 256,
+				 .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_av_attr aa = { .type = FI_AV_TABLE };
+	char svc[16];
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_MSG | FI_RMA;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
+				  FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	h->fabric_attr->prov_name = strdup(BC_PROV);
+	snprintf(svc, sizeof svc, "%u", ++bc_raw_port);
+	rc = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", svc, FI_SOURCE, h,
+			&r->info);
+	fi_freeinfo(h);
+	bc_die(rc, "raw fi_getinfo");
+	rc = fi_fabric(r->info->fabric_attr, &r->fab, NULL);
+	rc = rc ? rc : fi_domain(r->fab, r->info, &r->dom, NULL);
+	rc = rc ? rc : fi_av_open(r->dom, &aa, &r->av, NULL);
+	rc = rc ? rc : fi_cq_open(r->dom, &ca, &r->cq, NULL);
+	rc = rc ? rc : fi_endpoint(r->dom, r->info, &r->ep, NULL);
+	rc = rc ? rc : fi_ep_bind(r->ep, &r->av->fid, 0);
+	rc = rc ? rc : fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
+	rc = rc ? rc : fi_enable(r->ep);
+	r->name_len = sizeof r->name;
+	rc = rc ? rc : fi_getname(&r->ep->fid, r->name, &r->name_len);
+	bc_die(rc, "raw endpoint");
+}
+
+static void bc_raw_link(struct bc_raw *a, struct bc_raw *b)
+{
+	bc_die(fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL) == 1 ? 0 :
+	       -EINVAL, "raw av");
+	bc_die(fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL) == 1 ? 0 :
+	       -EINVAL, "raw av");
+}
+
+static void bc_raw_close(struct bc_raw *r)
+{
+	fi_close(&r->ep->fid);
+	fi_close(&r->cq->fid);
+	fi_close(&r->av->fid);
+	fi_close(&r->dom->fid);
+	fi_close(&r->fab->fid);
+	fi_freeinfo(r->info);
+}
+
+static struct fid_mr *bc_raw_mr(struct bc_raw *r, void *buf, size_t len,
+				uint64_t acc)
+{
+	struct fid_mr *mr;
+
+	bc_die(fi_mr_reg(r->dom, buf, len, acc, 0, 1 + (uint64_t)rand(), 0,
+			 &mr, NULL), "raw mr");
+	if (r->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		fi_mr_bind(mr, &r->ep->fid, 0);
+		fi_mr_enable(mr);
+	}
+	return mr;
+}
+
+/* One completion on r, sleeping in fi_cq_sread (at most 10 s). */
+static int bc_raw_wait(struct bc_raw *r, void **ctx)
+{
+	struct fi_cq_msg_entry e;
+	struct fi_cq_err_entry ee;
+	double end = bc_now() + 10;
+
+	while (bc_now() < end) {
+		ssize_t n = fi_cq_sread(r->cq, &e, 1, NULL, 100);
+
+		if (n == 1) {
+			if (ctx != NULL)
+				*ctx = e.op_context;
+			return 0;
+		}
+		if (n == -FI_EAVAIL) {
+			fi_cq_readerr(r->cq, &ee, 0);
+			return -ee.err;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+/* One round of progress on r (100 ms at most): 1 when a completion
+ * came, 0 when none; stops the program on an error or when late is set
+ * (a transfer that never completes). */
+static int bc_raw_poll(struct bc_raw *r, int late)
+{
+	struct fi_cq_msg_entry e;
+	struct fi_cq_err_entry ee;
+	ssize_t n = fi_cq_sread(r->cq, &e, 1, NULL, 100);
+
+	if (n == 1)
+		return 1;
+	if (n == -FI_EAVAIL) {
+		fi_cq_readerr(r->cq, &ee, 0);
+		bc_die(-ee.err, "raw rma completion");
+	}
+	bc_die(late, "raw rma: no completion 10 s after the end");
+	return 0;
+}
+
+/* The far side: echoes BC_BLK messages and progresses RMA targets. */
+static void *bc_raw_far(void *arg)
+{
+	struct bc_raw *r = arg;
+	void *buf = bc_alloc(BC_BLK);
+	struct fi_context2 rc, sc;
+	struct fi_cq_msg_entry e;
+
+	fi_recv(r->ep, buf, BC_BLK, NULL, FI_ADDR_UNSPEC, &rc);
+	while (!atomic_load(&bc_stop)) {
+		if (fi_cq_sread(r->cq, &e, 1, NULL, 20) != 1 ||
+		    e.op_context != &rc)
+			continue;
+		while (fi_send(r->ep, buf, e.len, NULL, r->peer, &sc) ==
+		       -FI_EAGAIN)
+			fi_cq_read(r->cq, NULL, 0);
+		fi_recv(r->ep, buf, BC_BLK, NULL, FI_ADDR_UNSPEC, &rc);
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Raw 4 KiB ping-pong: p50 and p99 in us. */
+static void bc_raw_rtt(double *p50, double *p99)
+{
+	static double lat[BC_LAT_MAX];
+	struct bc_raw a, b;
+	struct fi_context2 rc, sc;
+	void *buf = bc_alloc(BC_BLK), *in = bc_alloc(BC_BLK);
+	pthread_t th;
+	uint32_t n = 0;
+	double end;
+
+	bc_raw_open(&a);
+	bc_raw_open(&b);
+	bc_raw_link(&a, &b);
+	atomic_store(&bc_stop, false);
+	pthread_create(&th, NULL, bc_raw_far, &b);
+	end = bc_now() + bc_secs;
+	while (bc_now() < end && n < BC_LAT_MAX) {
+		double t = bc_now();
+		void *ctx;
+		int got = 0;
+
+		fi_recv(a.ep, in, BC_BLK, NULL, FI_ADDR_UNSPEC, &rc);
+		while (fi_send(a.ep, buf, BC_BLK, NULL, a.peer, &sc) ==
+		       -FI_EAGAIN)
+			fi_cq_read(a.cq, NULL, 0);
+		while (got < 2) {
+			bc_die(bc_raw_wait(&a, &ctx), "raw ping-pong");
+			got++;
+		}
+		lat[n++] = (bc_now() - t) * 1e6;
+	}
+	atomic_store(&bc_stop, true);
+	pthread_join(th, NULL);
+	bc_raw_close(&a);
+	bc_raw_close(&b);
+	free(buf);
+	free(in);
+	*p99 = bc_pct(lat, n, 99);
+	*p50 = bc_pct(lat, n, 50);
+}
+
+/* Raw 1 MiB fi_read (or fi_write) bandwidth, BC_QD_BW in flight, MB/s. */
+static double bc_raw_bw(bool wr)
+{
+	size_t len = (size_t)BC_QD_BW * BC_MIB;
+	struct bc_raw a, b;
+	uint8_t *lbuf = bc_alloc(len), *rbuf = bc_alloc(len);
+	struct fid_mr *lmr, *rmr;
+	struct fi_context2 ctx[BC_QD_BW];
+	uint64_t raddr, key, ops = 0, inflight = 0;
+	pthread_t th;
+	double t0, end;
+
+	bc_raw_open(&a);
+	bc_raw_open(&b);
+	bc_raw_link(&a, &b);
+	lmr = bc_raw_mr(&a, lbuf, len, FI_READ | FI_WRITE);
+	rmr = bc_raw_mr(&b, rbuf, len, FI_REMOTE_READ | FI_REMOTE_WRITE);
+	key = fi_mr_key(rmr);
+	raddr = (b.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+		(uint64_t)(uintptr_t)rbuf : 0;
+	atomic_store(&bc_stop, false);
+	pthread_create(&th, NULL, bc_raw_far, &b);
+	t0 = bc_now();
+	end = t0 + bc_secs;
+	while (bc_now() < end || inflight > 0) {
+		if (bc_now() < end && inflight < BC_QD_BW) {
+			uint32_t i = (uint32_t)(ops % BC_QD_BW);
+			void *l = lbuf + (size_t)i * BC_MIB;
+			uint64_t ra = raddr + (uint64_t)i * BC_MIB;
+			ssize_t rc = wr ?
+				fi_write(a.ep, l, BC_MIB, fi_mr_desc(lmr),
+					 a.peer, ra, key, &ctx[i]) :
+				fi_read(a.ep, l, BC_MIB, fi_mr_desc(lmr),
+					a.peer, ra, key, &ctx[i]);
+
+			if (rc == 0) {
+				inflight++;
+				ops++;
+				continue;
+			}
+			if (rc != -FI_EAGAIN)
+				bc_die((int)rc, "raw rma");
+		}
+		/* Progress (a post may say -FI_EAGAIN while rxm connects);
+		 * count a completion if one came. */
+		inflight -= (uint64_t)bc_raw_poll(&a, bc_now() - t0 > bc_secs +
+						  10 ? -ETIMEDOUT : 0);
+	}
+	t0 = bc_now() - t0;
+	atomic_store(&bc_stop, true);
+	pthread_join(th, NULL);
+	fi_close(&lmr->fid);
+	fi_close(&rmr->fid);
+	bc_raw_close(&a);
+	bc_raw_close(&b);
+	free(lbuf);
+	free(rbuf);
+	return ops * (BC_MIB / 1e6) / t0;
+}
+
+/* Raw 4 KiB O_DIRECT pwrite + fdatasync (or pread) on a file of DIR:
+ * p50 and p99 in us. */
+static void bc_raw_disk(const char *dir, bool wr, double *p50, double *p99)
+{
+	static double lat[BC_LAT_MAX];
+	char path[PATH_MAX + 32];
+	void *buf = bc_alloc(BC_BLK);
+	uint64_t rnd = 0x9e3779b97f4a7c15ull;
+	uint32_t n = 0;
+	double end;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/bench-cluster-raw.dat", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (fd < 0)
+		bc_die(-errno, path);
+	for (uint32_t i = 0; i < BC_LAT_BLOCKS; i += 256) {
+		void *mib = bc_alloc(BC_MIB);
+		ssize_t r = pwrite(fd, mib, BC_MIB, (off_t)i * BC_BLK);
+
+		free(mib);
+		if (r != BC_MIB)
+			bc_die(-EIO, "raw prefill");
+	}
+	fdatasync(fd);
+	end = bc_now() + bc_secs;
+	while (bc_now() < end && n < BC_LAT_MAX) {
+		off_t off = (off_t)(bc_rand(&rnd) % BC_LAT_BLOCKS) * BC_BLK;
+		double t = bc_now();
+		ssize_t r = wr ? pwrite(fd, buf, BC_BLK, off) :
+				 pread(fd, buf, BC_BLK, off);
+
+		if (r != BC_BLK || (wr && fdatasync(fd) != 0))
+			bc_die(-EIO, "raw disk I/O");
+		lat[n++] = (bc_now() - t) * 1e6;
+	}
+	close(fd);
+	unlink(path);
+	free(buf);
+	*p99 = bc_pct(lat, n, 99);
+	*p50 = bc_pct(lat, n, 50);
+}
+
+/* ---------------------------------------------------------- figures */
+
+static void bc_figs_lat(const char *dir, struct clovis_obj *o)
+{
+	void *buf = bc_alloc(BC_MIB);
+	double rt50, rt99, d50, d99, o50, o99;
+
+	for (uint64_t b = 0; b < BC_LAT_BLOCKS; b += 256)
+		bc_obj_io(o, CLOVIS_OC_WRITE, b, 256, buf);
+	free(buf);
+	bc_raw_rtt(&rt50, &rt99);
+	bc_raw_disk(dir, true, &d50, &d99);
+	bc_lat(o, CLOVIS_OC_WRITE, &o50, &o99);
+	bc_fig("obj 4KiB write lat p50", o50, rt50 + d50, "us", 0, true,
+	       BC_EMU "; raw: 4 KiB ping-pong + O_DIRECT pwrite+fdatasync");
+	bc_fig("obj 4KiB write lat p99", o99, rt99 + d99, "us", 0, true,
+	       BC_EMU "; raw: 4 KiB ping-pong + O_DIRECT pwrite+fdatasync");
+	bc_raw_disk(dir, false, &d50, &d99);
+	bc_lat(o, CLOVIS_OC_READ, &o50, &o99);
+	bc_fig("obj 4KiB read lat p50", o50, rt50 + d50, "us", 0, true,
+	       BC_EMU "; raw: 4 KiB ping-pong + O_DIRECT pread");
+	bc_fig("obj 4KiB read lat p99", o99, rt99 + d99, "us", 0, true,
+	       BC_EMU "; raw: 4 KiB ping-pong + O_DIRECT pread");
+}
+
+static void bc_figs_bw(struct clovis_obj *o)
+{
+	double ow = bc_bw(o, CLOVIS_OC_WRITE), orr = bc_bw(o, CLOVIS_OC_READ);
+	double rr = bc_raw_bw(false), rw = bc_raw_bw(true);
+
+	bc_fig("obj 1MiB write bw, 1 client", ow, rr, "MB/s", 0.8, false,
+	       BC_EMU "; 4 x 1 MiB in flight; raw: fi_read 1 MiB x 4");
+	bc_fig("obj 1MiB read bw, 1 client", orr, rw, "MB/s", 0.8, false,
+	       BC_EMU "; 4 x 1 MiB in flight; raw: fi_write 1 MiB x 4");
+}
+
+static void bc_figs_threads(void)
+{
+	static const uint32_t nthr[] = { 1, 4, 16 };
+	struct clovis_obj objs[BC_THREADS_MAX];
+	double bw1 = 0, iops1 = 0;
+	char name[64];
+
+	for (uint32_t i = 0; i < BC_THREADS_MAX; i++)
+		bc_obj_create(&objs[i], 100 + i);
+	for (uint32_t k = 0; k < 3; k++) {
+		double bw = bc_threads(objs, nthr[k], true) * (BC_MIB / 1e6);
+		double iops = bc_threads(objs, nthr[k], false);
+
+		if (k == 0) {
+			bw1 = bw;
+			iops1 = iops;
+		}
+		snprintf(name, sizeof name, "agg 1MiB write, %u thr", nthr[k]);
+		bc_fig(name, bw, bw1, "MB/s", 0, false,
+		       BC_EMU "; one op per thread; raw: ours, 1 thread");
+		snprintf(name, sizeof name, "agg 4KiB write, %u thr", nthr[k]);
+		bc_fig(name, iops, iops1, "IOPS", 0, false,
+		       BC_EMU "; one op per thread; raw: ours, 1 thread");
+	}
+}
+
+static void bc_figs_idx(void)
+{
+	struct clovis_idx ix;
+	struct clovis_id id = { .ci_hi = 0xbc1d000000000000ull |
+				(uint64_t)getpid() << 20, .ci_lo = 1 };
+	struct clovis_op *op = NULL;
+	uint64_t loaded = 0;
+	double put, get, next;
+	int rc;
+
+	rc = clovis_idx_init(&ix, clovis_default_realm(bc_cl), &id);
+	if (rc == 0)
+		rc = clovis_entity_op(&ix.in_entity, CLOVIS_EO_CREATE, &op);
+	bc_die(rc == 0 ? clovis_op_sync(op) : rc, "create index");
+	put = bc_idx_run(&ix, CLOVIS_IC_PUT, &loaded);
+	get = bc_idx_run(&ix, CLOVIS_IC_GET, &loaded);
+	next = bc_idx_run(&ix, CLOVIS_IC_NEXT, &loaded);
+	bc_fig("idx PUT, 16 in flight", put, 0, "records/s", 0, false,
+	       BC_EMU "; R = 3 replicas; 1 record per op");
+	bc_fig("idx GET, 16 in flight", get, 0, "records/s", 0, false,
+	       BC_EMU "; 1 record per op, first replica");
+	bc_fig("idx NEXT, 16 in flight", next, 0, "records/s", 0, false,
+	       BC_EMU "; 16 records per op, first replica");
+}
+
+static void bc_print(void)
+{
+	FILE *o = stdout;
+
+	if (bc_json) {
+		fprintf(o, "[\n");
+		for (uint32_t i = 0; i < bc_nr; i++) {
+			struct bc_fig *f = &bc_figs[i];
+			double r = f->raw > 0 ? f->ours / f->raw : 0;
+
+			fprintf(o, "  {\"name\": \"%s\", \"ours\": %.1f, "
+				"\"raw\": ", f->name, f->ours);
+			if (f->raw > 0)
+				fprintf(o, "%.1f, \"ratio\": %.3f", f->raw, r);
+			else
+				fprintf(o, "null, \"ratio\": null");
+			fprintf(o, ", \"unit\": \"%s\", \"provider\": \"%s\", "
+				"\"emulation\": \"%s\", \"lower_is_better\": "
+				"%s, \"goal\": ", f->unit, BC_PROV, f->emu,
+				f->lower_better ? "true" : "false");
+			if (f->goal > 0)
+				fprintf(o, "%.2f, \"met\": %s}", f->goal,
+					r >= f->goal ? "true" : "false");
+			else
+				fprintf(o, "null, \"met\": null}");
+			fprintf(o, "%s\n", i + 1 < bc_nr ? "," : "");
+		}
+		fprintf(o, "]\n");
+		return;
+	}
+	fprintf(o, "%-30s %11s %11s %7s  %-9s %-10s %s\n", "name", "ours",
+		"raw", "ratio", "unit", "goal", "provider + emulation");
+	for (uint32_t i = 0; i < bc_nr; i++) {
+		struct bc_fig *f = &bc_figs[i];
+		char raw[16] = "-", ratio[16] = "-", goal[24] = "";
+
+		if (f->raw > 0) {
+			snprintf(raw, sizeof raw, "%.1f", f->raw);
+			snprintf(ratio, sizeof ratio, "%.2f",
+				 f->ours / f->raw);
+		}
+		if (f->goal > 0)
+			snprintf(goal, sizeof goal, ">=%.2f %s", f->goal,
+				 f->ours / f->raw >= f->goal ? "met" : "NOT");
+		fprintf(o, "%-30s %11.1f %11s %7s  %-9s %-10s %s\n", f->name,
+			f->ours, raw, ratio, f->unit, goal, f->emu);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	const char *dir = NULL;
+	struct clovis_obj o;
+	double t0 = bc_now();
+
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--json") == 0)
+			bc_json = true;
+		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
+			bc_secs = atof(argv[++i]);
+		else if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
+			dir = argv[++i];
+		/* Other options are strata_bench's: ignored. */
+	}
+	if (dir == NULL) {
+		fprintf(stderr, "usage: strata_bench_cluster --dir DIR "
+			"[--json] [--seconds S]\n");
+		return 2;
+	}
+	if (bc_secs <= 0)
+		bc_secs = 2.0;
+	signal(SIGPIPE, SIG_IGN);
+	bc_port = (uint16_t)(24000 + (getpid() % 2000) * 16);
+	bc_raw_port = (uint16_t)(bc_port + 4);
+	fprintf(bc_json ? stderr : stdout, "# strata_bench_cluster: %u "
+		"servers on 127.0.0.1:%u.., provider %s, %.1f s per figure\n",
+		BC_SERVERS, bc_port, BC_PROV, bc_secs);
+	bc_cluster_up(dir);
+	bc_obj_create(&o, 1);
+	bc_figs_lat(dir, &o);
+	bc_figs_bw(&o);
+	bc_figs_threads();
+	bc_figs_idx();
+	bc_servers_stop();
+	bc_print();
+	fprintf(bc_json ? stderr : stdout, "# elapsed %.1f s\n",
+		bc_now() - t0);
+	return 0;
+}
