@@ -1,8 +1,12 @@
 /*
  * peers.c — connections to the servers of a cluster (see peers.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,9 +37,36 @@ static uint64_t peers_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/*
+ * The local address a client endpoint binds to: the one the kernel routes
+ * to the cluster's first server from (a UDP socket connect()ed there and
+ * asked with getsockname(); no packet is sent).  127.0.0.1 for servers on
+ * loopback, this host's interface address for servers on other hosts.
+ */
+static void peers_local_addr(const struct clu_conf *c, char *buf, size_t len)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET};
+	socklen_t sl = sizeof sa;
+	int fd;
+
+	snprintf(buf, len, "127.0.0.1");
+	if (c->cc_nr_servers == 0 ||
+	    inet_pton(AF_INET, c->cc_servers[0].cs_addr, &sa.sin_addr) != 1)
+		return;
+	sa.sin_port = htons(c->cc_servers[0].cs_port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
+		inet_ntop(AF_INET, &sa.sin_addr, buf, (socklen_t)len);
+	close(fd);
+}
+
 int peers_create(struct peers **out, const struct clu_conf *c,
 		 struct rpc_ep *ep)
 {
+	char local[INET_ADDRSTRLEN];
 	struct peers *p = calloc(1, sizeof *p);
 	int rc;
 
@@ -52,11 +83,12 @@ int peers_create(struct peers **out, const struct clu_conf *c,
 			.rc_max_msg = 2u << 20,
 		};
 
-		rc = rpc_ep_open(&ep, &rc_conf, NULL, 0);
+		peers_local_addr(c, local, sizeof local);
+		rc = rpc_ep_open(&ep, &rc_conf, local, 0);
 		if (rc != 0) {
 			free(p);
-			return err_set(rc, "cluster %s: client endpoint: %s",
-				       c->cc_name, err_msg());
+			return err_set(rc, "cluster %s: client endpoint at %s: "
+				       "%s", c->cc_name, local, err_msg());
 		}
 		p->p_own_ep = true;
 	}

@@ -32,7 +32,9 @@ struct peers;
 /**
  * Make the table for cluster c (which must outlive it).  ep: an endpoint to
  * call from (a server's own), or NULL to open a client endpoint with the
- * cluster's provider and secret.  Returns 0 and *out, or a negative code.
+ * cluster's provider and secret, bound to the local address the kernel
+ * routes to the first server from (127.0.0.1 for a loopback cluster).
+ * Returns 0 and *out, or a negative code.
  */
 int peers_create(struct peers **out, const struct clu_conf *c,
 		 struct rpc_ep *ep);

@@ -246,6 +246,10 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 						  bulk, CLOVIS_OP_BYTES_MAX));
 			return;
 		}
+		LOG_INFO("server %s: %s %s: %" PRIu64 " blocks from %s",
+			 s->s_me->cs_name, r->er_kind == ER_OBJ_WRITE ?
+			 "write" : "read", eng_id_str(&r->er_id),
+			 m->mr_blocks, rpc_sreq_peer(so->so_req));
 		m->mr_data_len = bulk;
 		m->mr_data = malloc(bulk);
 		if (m->mr_data == NULL) {
