@@ -18,7 +18,10 @@
  *   obj 1MiB write/read bw    one client, 4 ops of 1 MiB in flight on one
  *                             object; raw: fi_read (server pulls = client
  *                             write) / fi_write (push = read) of 1 MiB, 4 in
- *                             flight, same provider.  Goal >= 0.8.
+ *                             flight, same provider.  Goal >= 0.8.  The
+ *                             same figures beside raw O_DIRECT 1 MiB
+ *                             pwrite + fdatasync / pread on the disk of
+ *                             DIR, 4 threads: what the devices allow.
  *   aggregate T threads       T = 1, 4, 16 client threads, each one op at a
  *                             time on its own object (objects hash to all 3
  *                             servers): 1 MiB writes (MB/s) and 4 KiB
@@ -873,6 +876,71 @@ static void bc_raw_disk(const char *dir, bool wr, double *p50, double *p99)
 	*p50 = bc_pct(lat, n, 50);
 }
 
+struct bc_dthr {
+	pthread_t d_th;
+	int d_fd;
+	bool d_wr;
+	uint32_t d_i;
+	double d_end;
+	uint64_t d_ops;
+};
+
+static void *bc_dthr_run(void *arg)
+{
+	struct bc_dthr *d = arg;
+	void *buf = bc_alloc(BC_MIB);
+	uint64_t i = d->d_i;
+
+	while (bc_now() < d->d_end) {
+		off_t off = (off_t)(i++ % BC_BW_REGION) * BC_MIB;
+		ssize_t r = d->d_wr ? pwrite(d->d_fd, buf, BC_MIB, off) :
+				      pread(d->d_fd, buf, BC_MIB, off);
+
+		if (r != BC_MIB || (d->d_wr && fdatasync(d->d_fd) != 0))
+			break;
+		d->d_ops++;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Raw 1 MiB O_DIRECT pwrite + fdatasync (or pread) on a file of DIR,
+ * BC_QD_BW threads, over BC_BW_REGION MiB: MB/s. */
+static double bc_raw_disk_bw(const char *dir, bool wr)
+{
+	struct bc_dthr d[BC_QD_BW];
+	char path[PATH_MAX + 32];
+	void *mib = bc_alloc(BC_MIB);
+	uint64_t ops = 0;
+	double t0;
+	int fd;
+
+	snprintf(path, sizeof path, "%s/bench-cluster-raw-bw.dat", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_DIRECT, 0600);
+	if (fd < 0)
+		bc_die(-errno, path);
+	for (uint32_t i = 0; i < BC_BW_REGION; i++)
+		if (pwrite(fd, mib, BC_MIB, (off_t)i * BC_MIB) != BC_MIB)
+			bc_die(-EIO, "raw prefill");
+	fdatasync(fd);
+	free(mib);
+	t0 = bc_now();
+	for (uint32_t k = 0; k < BC_QD_BW; k++) {
+		d[k] = (struct bc_dthr){ .d_fd = fd, .d_wr = wr,
+					 .d_i = k * (BC_BW_REGION / BC_QD_BW),
+					 .d_end = t0 + bc_secs };
+		pthread_create(&d[k].d_th, NULL, bc_dthr_run, &d[k]);
+	}
+	for (uint32_t k = 0; k < BC_QD_BW; k++) {
+		pthread_join(d[k].d_th, NULL);
+		ops += d[k].d_ops;
+	}
+	t0 = bc_now() - t0;
+	close(fd);
+	unlink(path);
+	return ops * (BC_MIB / 1e6) / t0;
+}
+
 /* ---------------------------------------------------------- figures */
 
 static void bc_figs_lat(const char *dir, struct clovis_obj *o)
@@ -898,15 +966,20 @@ static void bc_figs_lat(const char *dir, struct clovis_obj *o)
 	       BC_EMU "; raw: 4 KiB ping-pong + O_DIRECT pread");
 }
 
-static void bc_figs_bw(struct clovis_obj *o)
+static void bc_figs_bw(const char *dir, struct clovis_obj *o)
 {
 	double ow = bc_bw(o, CLOVIS_OC_WRITE), orr = bc_bw(o, CLOVIS_OC_READ);
 	double rr = bc_raw_bw(false), rw = bc_raw_bw(true);
+	double dw = bc_raw_disk_bw(dir, true), dr = bc_raw_disk_bw(dir, false);
 
 	bc_fig("obj 1MiB write bw, 1 client", ow, rr, "MB/s", 0.8, false,
 	       BC_EMU "; 4 x 1 MiB in flight; raw: fi_read 1 MiB x 4");
 	bc_fig("obj 1MiB read bw, 1 client", orr, rw, "MB/s", 0.8, false,
 	       BC_EMU "; 4 x 1 MiB in flight; raw: fi_write 1 MiB x 4");
+	bc_fig("obj 1MiB write bw vs disk", ow, dw, "MB/s", 0, false,
+	       BC_EMU "; raw: O_DIRECT pwrite+fdatasync 1 MiB, 4 threads");
+	bc_fig("obj 1MiB read bw vs disk", orr, dr, "MB/s", 0, false,
+	       BC_EMU "; raw: O_DIRECT pread 1 MiB, 4 threads");
 }
 
 static void bc_figs_threads(void)
@@ -1040,7 +1113,7 @@ int main(int argc, char **argv)
 	bc_cluster_up(dir);
 	bc_obj_create(&o, 1);
 	bc_figs_lat(dir, &o);
-	bc_figs_bw(&o);
+	bc_figs_bw(dir, &o);
 	bc_figs_threads();
 	bc_figs_idx();
 	bc_servers_stop();
