@@ -15,9 +15,10 @@
  *       read back every object and record of JOURNAL and compare them
  *       byte for byte with what was written.
  *   netns_client CONF wrongsecret ADDR:PORT
- *       a client with a wrong secret must be refused with -EACCES, both
- *       by cc_server/cc_secret and by a cluster file whose secret is
- *       wrong (CONF here is that file).
+ *       a client with a wrong secret must be refused with -EACCES and a
+ *       message that mentions the secret, both by cc_server/cc_secret
+ *       and by a cluster file whose secret is wrong (CONF here is that
+ *       file).
  *
  * Options of write and verify:
  *   --down NAME     server NAME is cut off or killed: an op on an object
@@ -443,7 +444,8 @@ static int cmd_wrongsecret(const char *conf_path, const char *server)
 	snprintf(what, sizeof what, "cc_server %s with a wrong secret: %d "
 		 "(%s): %s", server, rc, clovis_strerror(rc),
 		 rc != 0 ? clovis_errmsg() : "accepted");
-	(rc == -EACCES && strlen(clovis_errmsg()) > 0) ? ok(what) : no(what);
+	(rc == -EACCES && strstr(clovis_errmsg(), "secret") != NULL) ?
+		ok(what) : no(what);
 	if (rc == 0)
 		clovis_fini(cl);
 
@@ -460,6 +462,8 @@ static int cmd_wrongsecret(const char *conf_path, const char *server)
 		snprintf(what, sizeof what, "cluster file with a wrong secret:"
 			 " open index: %d (%s): %s", rc, clovis_strerror(rc),
 			 rc != 0 ? msg : "accepted");
+		if (rc == -EACCES && strstr(msg, "secret") == NULL)
+			rc = -EPROTO; /* refused, but the message does not say why */
 		clovis_fini(cl);
 	} else {
 		snprintf(what, sizeof what, "cluster file with a wrong secret:"
