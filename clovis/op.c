@@ -338,22 +338,40 @@ static bool op_runs_inline(const struct clovis_op *op, uint32_t nr)
 		kind == ER_ENT_OPEN || kind == ER_ENT_GETATTR);
 }
 
-/* Run a launched op here, through the backend hook as a worker would (the
- * caller's error message is kept). */
+/*
+ * Run a launched op here, through the backend hook as a worker would, and
+ * complete it.  No callback is set and no other thread may use the op
+ * while it is being launched (clovis.h), so it goes straight to STABLE or
+ * FAILED under one hold of its lock (EXECUTED is passed within it), and
+ * it is not counted in cl_inflight: it is finished before launch returns.
+ * The thread's own message (clovis_errmsg) is kept.
+ */
 static void op_run_inline(struct clovis *cl, struct clovis_op *op)
 {
 	char saved[LIM_ERRMSG_LEN];
+	size_t len = strlen(err_msg());
 	int rc;
 
-	snprintf(saved, sizeof saved, "%s", err_msg());
+	memcpy(saved, err_msg(), len + 1);
 	err_clear();
 	rc = cl->cl_exec(cl, &op->op_req);
 	ASSERT(rc != ENG_PENDING);
-	op_complete(op, rc, err_msg());
-	if (saved[0] != '\0')
-		err_set(-EINVAL, "%s", saved);
-	else
-		err_clear();
+	stats_record(&cl->cl_stats, op->op_stat,
+		     (op_now_ns() - op->op_launch_ns) / 1000,
+		     op->op_req.er_bytes, rc != 0);
+	if (rc == 0)
+		op_entity_update(op);
+	pthread_mutex_lock(&op->op_lock);
+	if (rc != 0) {
+		snprintf(op->op_msg, sizeof op->op_msg, "%s", err_msg());
+		op->op_rc = rc;
+	}
+	op->op_state = rc != 0 ? CLOVIS_OS_FAILED : CLOVIS_OS_STABLE;
+	op->op_busy = false;
+	pthread_cond_broadcast(&op->op_cond);
+	pthread_mutex_unlock(&op->op_lock);
+	if (len != 0 || err_msg()[0] != '\0')
+		err_set(rc, "%s", saved);
 }
 
 int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
@@ -372,13 +390,13 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 			continue;
 		}
 		cl = op->op_cl;
-		pthread_mutex_lock(&cl->cl_olock);
-		cl->cl_inflight++;
-		pthread_mutex_unlock(&cl->cl_olock);
 		if (op_runs_inline(op, nr)) {
 			op_run_inline(cl, op);
 			continue;
 		}
+		pthread_mutex_lock(&cl->cl_olock);
+		cl->cl_inflight++;
+		pthread_mutex_unlock(&cl->cl_olock);
 		pthread_mutex_lock(&cl->cl_qlock);
 		op->op_qnext = NULL;
 		if (cl->cl_qtail != NULL)

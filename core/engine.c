@@ -27,6 +27,10 @@
  * about one metadata fdatasync on the disks we measured, so waiting costs
  * the last op of a burst no more than the sync it saves the others. */
 #define ENG_STABLE_WAIT_US 300u
+
+/* The longest group-commit window (cq_gather): a batch waits for updates
+ * in execution at most this long, whatever their usual duration. */
+#define ENG_GATHER_MAX_US 2000u
 #define STORE_MAGIC 0x5354524154415354ull /* "STRATAST" */
 
 /** sys/store: the store's identity. */
@@ -74,6 +78,7 @@ struct eng {
 	bool e_crunning;
 	struct eng_citem *e_unstable; /* committed, meta page not yet synced */
 	uint32_t e_inexec;  /* updates in eng_exec() not yet queued (atomic) */
+	uint64_t e_exec_ns; /* moving average of an update's eng_exec() */
 	bool e_sbusy;       /* the syncer holds a batch (atomic) */
 	struct tier_io e_syncio[LIM_DEV_MAX]; /* syncer: one sync per device */
 	uint32_t e_syncdev[LIM_DEV_MAX];      /* device of e_syncio[i] */
@@ -121,11 +126,30 @@ uint64_t eng_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Lower-case hex of v without leading zeros ("0" for 0) at p; returns the
+ * end.  (Formatting by hand: clovis calls eng_id_str() on every op it
+ * checks, and snprintf cost about as much as an index GET.) */
+static char *hex_put(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	int shift = 60;
+
+	while (shift > 0 && (v >> shift) == 0)
+		shift -= 4;
+	for (; shift >= 0; shift -= 4)
+		*p++ = digits[(v >> shift) & 0xf];
+	return p;
+}
+
 const char *eng_id_str(const struct clovis_id *id)
 {
 	static __thread char buf[CLOVIS_ID_STR_LEN];
+	char *p = hex_put(buf, id->ci_hi);
 
-	snprintf(buf, sizeof buf, "%" PRIx64 ":%" PRIx64, id->ci_hi, id->ci_lo);
+	_Static_assert(CLOVIS_ID_STR_LEN >= 16 + 1 + 16 + 1, "id string");
+	*p++ = ':';
+	p = hex_put(p, id->ci_lo);
+	*p = '\0';
 	return buf;
 }
 
@@ -404,10 +428,12 @@ static struct eng_citem *cq_take_within(struct eng_cqueue *q, uint32_t us)
 }
 
 /* Group-commit window: when a batch starts small and other updates are
- * still doing their data I/O in eng_exec() (e_inexec), wait up to
- * LIM_GATHER_US for more items to join it, so one device sync serves them
- * all.  With no update in execution nothing can join soon: the batch goes
- * at once (a lone write pays no window).  Bounded in time. */
+ * still doing their data I/O in eng_exec() (e_inexec), wait for them to
+ * join it, so one round of device syncs serves them all: up to the time an
+ * update usually spends in eng_exec() (e_exec_ns, a moving average) but at
+ * least LIM_GATHER_US and at most ENG_GATHER_MAX_US.  With no update in
+ * execution nothing can join soon: the batch goes at once (a lone write
+ * pays no window). */
 static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 				   struct eng_citem *batch)
 {
@@ -415,9 +441,13 @@ static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 	uint32_t n = list_len(batch);
 	struct timespec dl;
 
+	uint64_t win = __atomic_load_n(&e->e_exec_ns, __ATOMIC_RELAXED) / 1000;
+
 	if (n >= LIM_GATHER_MIN)
 		return batch;
-	deadline_us(&dl, LIM_GATHER_US);
+	win = win < LIM_GATHER_US ? LIM_GATHER_US :
+	      win > ENG_GATHER_MAX_US ? ENG_GATHER_MAX_US : win;
+	deadline_us(&dl, (uint32_t)win);
 	pthread_mutex_lock(&q->cq_lock);
 	while (n < LIM_GATHER_MIN && !q->cq_stop) {
 		while (q->cq_head != NULL && n < LIM_BATCH_MAX) {
@@ -1524,6 +1554,16 @@ int eng_sys_del(struct eng *e, const char *name)
 	return rc == 0 ? 0 : meta_err(rc, "commit delete");
 }
 
+/* Fold one update's eng_exec() time into e_exec_ns (1/8 weight; races
+ * between workers only blur the average). */
+static void exec_time_note(struct eng *e, uint64_t ns)
+{
+	uint64_t avg = __atomic_load_n(&e->e_exec_ns, __ATOMIC_RELAXED);
+
+	avg = avg - avg / 8 + ns / 8;
+	__atomic_store_n(&e->e_exec_ns, avg, __ATOMIC_RELAXED);
+}
+
 /* Run r on the module that owns its kind. */
 static int eng_exec_kind(struct eng *e, struct eng_req *r)
 {
@@ -1549,16 +1589,24 @@ static int eng_exec_kind(struct eng *e, struct eng_req *r)
 int eng_exec(struct eng *e, struct eng_req *r)
 {
 	bool upd = !eng_req_readonly(r);
+	uint64_t t0 = 0;
 	int rc;
 
-	if (upd) {
-		__atomic_add_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
-		t_inexec = e;
-	}
+	if (!upd)
+		return eng_exec_kind(e, r);
+	t0 = mono_us();
+	__atomic_add_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
+	t_inexec = e;
 	rc = eng_exec_kind(e, r);
-	if (upd && t_inexec == e) {
+	if (t_inexec == e) {
+		/* Failed before queueing: wake a window waiting for it. */
 		t_inexec = NULL;
 		__atomic_sub_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
+		pthread_mutex_lock(&e->e_syncq.cq_lock);
+		pthread_cond_signal(&e->e_syncq.cq_cond);
+		pthread_mutex_unlock(&e->e_syncq.cq_lock);
+	} else {
+		exec_time_note(e, (mono_us() - t0) * 1000);
 	}
 	return rc;
 }

@@ -1,13 +1,16 @@
 /*
  * core_ut.c — unit tests of core/: the allocator, metadata key encoding,
- * error strings and fault points.
+ * the read-transaction cache, id strings, error strings and fault points.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/meta.h"
@@ -122,6 +125,71 @@ static void test_errors(void)
 	CU_ASSERT_STRING_EQUAL(err_msg(), "");
 }
 
+/* eng_id_str() formats by hand: it must say what "%x:%x" says. */
+static void test_id_str(void)
+{
+	static const uint64_t v[] = {0, 1, 0xf, 0x10, 0xabcdef, 1ull << 63,
+				     UINT64_MAX, 0x0123456789abcdefull};
+	char want[64];
+
+	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+		for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
+			struct clovis_id id = {v[i], v[j]};
+
+			snprintf(want, sizeof want, "%" PRIx64 ":%" PRIx64,
+				 v[i], v[j]);
+			CU_ASSERT_STRING_EQUAL(eng_id_str(&id), want);
+		}
+}
+
+/* One record "k" = val in the sys table, committed. */
+static int rtxn_put(struct meta *m, const char *val)
+{
+	MDB_txn *t;
+	int rc = mdb_txn_begin(m->m_env, NULL, 0, &t);
+
+	if (rc != 0)
+		return rc;
+	rc = meta_sys_put(t, m, "k", val, strlen(val) + 1);
+	if (rc != 0) {
+		mdb_txn_abort(t);
+		return rc;
+	}
+	return mdb_txn_commit(t);
+}
+
+/* Cached read transactions: a renewed one sees the latest commit; more
+ * than the cache holds are aborted on put; close releases the cached. */
+static void test_rtxn_cache(void)
+{
+	const char *dir = ut_tmpdir("rtxn");
+	MDB_txn *t[META_RTXN_CACHE + 4], *again;
+	struct meta m;
+	char buf[2];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 16ull << 20, true), 0);
+	CU_ASSERT_EQUAL(rtxn_put(&m, "a"), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t[0]), 0);
+	CU_ASSERT_EQUAL(meta_sys_get(t[0], &m, "k", buf, 2), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "a");
+	meta_rtxn_put(&m, t[0]);
+	CU_ASSERT_EQUAL(rtxn_put(&m, "b"), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &again), 0);
+	CU_ASSERT_PTR_EQUAL(again, t[0]);
+	CU_ASSERT_EQUAL(meta_sys_get(again, &m, "k", buf, 2), 0);
+	CU_ASSERT_STRING_EQUAL(buf, "b");
+	meta_rtxn_put(&m, again);
+	for (uint32_t i = 0; i < META_RTXN_CACHE + 4; i++)
+		CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t[i]), 0);
+	CU_ASSERT_EQUAL(m.m_rnr, 0);
+	for (uint32_t i = 0; i < META_RTXN_CACHE + 4; i++)
+		meta_rtxn_put(&m, t[i]);
+	CU_ASSERT_EQUAL(m.m_rnr, META_RTXN_CACHE);
+	meta_close(&m);
+	CU_ASSERT_PTR_NULL(m.m_env);
+}
+
 static void test_fault_points(void)
 {
 #ifdef STRATA_FAULT_INJECT
@@ -151,6 +219,8 @@ int core_ut_add(void)
 	    !CU_add_test(s, "alloc_words", test_alloc_words) ||
 	    !CU_add_test(s, "meta_key_order", test_meta_key_order) ||
 	    !CU_add_test(s, "errors", test_errors) ||
+	    !CU_add_test(s, "id_str", test_id_str) ||
+	    !CU_add_test(s, "rtxn_cache", test_rtxn_cache) ||
 	    !CU_add_test(s, "fault_points", test_fault_points))
 		return -1;
 	return conf_ut_add();
