@@ -109,12 +109,15 @@ static void h_bulk(struct rpc_sreq *r, void *arg)
 	rpc_sreq_reply(r, rc, NULL, 0, rc ? err_msg() : NULL);
 }
 
+static atomic_int ut_sleeps_started;
+
 static void h_sleep(struct rpc_sreq *r, void *arg)
 {
 	size_t len;
 	const uint32_t *ms = rpc_sreq_body(r, &len);
 
 	(void)arg;
+	atomic_fetch_add(&ut_sleeps_started, 1);
 	if (len == sizeof *ms)
 		usleep(*ms * 1000u);
 	rpc_sreq_reply(r, 0, NULL, 0, NULL);
@@ -809,13 +812,16 @@ static void t_close(void)
 	cli = ut_client(&c);
 	p = ut_connect(cli, port);
 	ut_status_reset();
+	atomic_store(&ut_sleeps_started, 0);
 	CU_ASSERT_EQUAL(rpc_call_async(p, OP_SLEEP, &ms, sizeof ms, NULL, 5000,
 				       ut_status_cb, NULL), 0);
-	usleep(50000); /* the sleeper is running */
+	for (int i = 0; i < 300 && atomic_load(&ut_sleeps_started) == 0; i++)
+		usleep(10000); /* until the sleeper runs (bounded: 3 s) */
+	CU_ASSERT_EQUAL(atomic_load(&ut_sleeps_started), 1);
 	for (int i = 0; i < 3; i++)
 		CU_ASSERT_EQUAL(rpc_call_async(p, OP_ECHO, "q", 1, NULL, 5000,
 					       ut_status_cb, NULL), 0);
-	usleep(50000);
+	usleep(100000); /* the three reach the server's queue */
 	rpc_ep_close(srv);
 	for (int i = 0; i < 300 && ut_status_total() < 4; i++)
 		usleep(10000);
