@@ -4,6 +4,7 @@
 # "N passed, N failed".  Leak checking is on.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make --no-print-directory -j"$(nproc)" SAN=asan tests >/dev/null
+# BUILD is set explicitly: a "make BUILD=x check" must not point it at x.
+make --no-print-directory -j"$(nproc)" SAN=asan BUILD=build-asan tests >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 exec build-asan/ut_main
