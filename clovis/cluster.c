@@ -77,23 +77,41 @@ static uint32_t clu_replicas(const struct clu_client *c)
 		       ? c->cc_conf.cc_replicas : c->cc_conf.cc_nr_servers;
 }
 
-/* Call the first server of the ring (among the first nr) that answers;
- * transport failures move on to the next.  *who: the one that answered. */
+/*
+ * Call the first server of the ring (among the first nr) that answers;
+ * transport failures move on to the next.  *who: the one that answered.
+ * rflags: the rflags field of the index request pb (NULL for others): a
+ * server this client could not reach since its last index answer gets
+ * SRF_VERIFY, so that it re-verifies its indices against their other
+ * replicas before it serves (it may have been cut off without noticing,
+ * while another replica ordered updates).
+ */
 static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
 			  uint32_t nr, uint32_t op, const ProtobufCMessage *pb,
 			  const struct rpc_bulk *bulk, uint32_t want, Reply **rp,
-			  uint32_t *who)
+			  uint32_t *who, uint32_t *rflags)
 {
 	int rc = err_set(-EHOSTDOWN, "no server of %s reachable",
 			 eng_id_str(id));
 
 	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t s = clu_ring(c, id, i);
+		bool verify;
 
 		if (!peers_live(c->cc_peers, s) && i + 1 < nr)
 			continue;
+		verify = rflags != NULL && peers_was_down(c->cc_peers, s);
+		if (verify)
+			*rflags |= SRF_VERIFY;
 		rc = clu_call(c, s, op, pb, bulk, want, rp);
-		if (!peers_rc_transport(rc) && rc != -EHOSTDOWN) {
+		if (verify)
+			*rflags &= ~(uint32_t)SRF_VERIFY;
+		if (verify && !peers_rc_transport(rc) && rc != -EHOSTDOWN)
+			peers_clear_was_down(c->cc_peers, s);
+		/* -ESTALE: an index replica that reaches none of the others
+		 * will not order updates; the next one may. */
+		if (!peers_rc_transport(rc) && rc != -EHOSTDOWN &&
+		    (rc != -ESTALE || i + 1 == nr)) {
 			if (who != NULL)
 				*who = s;
 			return rc;
@@ -252,7 +270,7 @@ static int clu_idx_ent_all(struct clu_client *c, struct eng_req *r)
 
 	clu_ent_req(&q, &id, &cont, &a, &ac, r, SRF_INDEX);
 	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
-			    &who);
+			    &who, NULL);
 	if (rc != 0)
 		return rc;
 	q.rflags = SRF_INDEX | SRF_REPLICA;
@@ -294,7 +312,7 @@ static int clu_ent(struct clu_client *c, struct eng_req *r)
 	clu_ent_req(&q, &id, &cont, &a, &ac, r,
 		    r->er_type == CLOVIS_ET_IDX ? SRF_INDEX : 0);
 	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
-			    NULL);
+			    NULL, r->er_type == CLOVIS_ET_IDX ? &q.rflags : NULL);
 	return clu_finish(r, rc, rp);
 }
 
@@ -421,7 +439,8 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 
 	if (rc == 0)
 		rc = clu_call_first(c, &r->er_id, n, SOP_IDX, &m.im_q.base,
-				    clu_idx_bulk(&m), nr, &rp, &who);
+				    clu_idx_bulk(&m), nr, &rp, &who,
+				    &m.im_q.rflags);
 	if (rc == 0 && rp->n_rcs != nr)
 		rc = err_set(-EPROTO, "index %s: reply with %zu rcs for %u "
 			     "records", eng_id_str(&r->er_id), rp->n_rcs, nr);
@@ -482,7 +501,7 @@ static int clu_idx_get(struct clu_client *c, struct eng_req *r)
 			rc = clu_call_first(c, &r->er_id, clu_replicas(c),
 					    SOP_IDX, &m.im_q.base,
 					    clu_idx_bulk(&m), nr - from, &rp,
-					    NULL);
+					    NULL, &m.im_q.rflags);
 		clu_idx_msg_fini(&m);
 		if (rc == 0 && (rp->done == 0 || rp->n_rcs != rp->done ||
 				rp->n_vlen != rp->done))
@@ -533,7 +552,7 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 			rc = clu_call_first(c, &r->er_id, clu_replicas(c),
 					    SOP_IDX, &m.im_q.base,
 					    clu_idx_bulk(&m), nr - got, &rp,
-					    NULL);
+					    NULL, &m.im_q.rflags);
 		clu_idx_msg_fini(&m);
 		if (rc == 0 && (rp->n_klen != rp->done || rp->n_vlen != rp->done))
 			rc = err_set(-EPROTO, "index %s: bad NEXT reply",

@@ -45,8 +45,11 @@ enum msg_rflags {
 	SRF_INTERNAL = 1u << 1,
 	/** Index entity op: the server keeps the replica record. */
 	SRF_INDEX = 1u << 2,
+	/** The client could not reach this server since its last answer:
+	 *  verify the index against the peer replicas before serving. */
+	SRF_VERIFY = 1u << 3,
 };
-#define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX)
+#define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY)
 
 /* Packed index records up to this size travel inside the message; larger
  * ones as bulk (the RPC layer moves big bulk by RMA).  Well under the RPC

@@ -20,6 +20,9 @@ struct peer_slot {
 	pthread_mutex_t ps_lock;
 	struct rpc_peer *ps_peer;
 	uint64_t ps_down_until_ms;  /* 0: not known down */
+	bool ps_down;               /* the last contact failed */
+	bool ps_was_down;           /* failed since peers_was_down() cleared */
+	uint64_t ps_gen;            /* up/down transitions (atomic reads) */
 };
 
 struct peers {
@@ -35,6 +38,28 @@ static uint64_t peers_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Under ps_lock: a contact with the server failed. */
+static void slot_mark_down(struct peer_slot *s)
+{
+	s->ps_down_until_ms = peers_now_ms() + PEERS_RETRY_MS;
+	s->ps_was_down = true;
+	if (!s->ps_down) {
+		s->ps_down = true;
+		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* A call to server i got an answer: it is up. */
+static void slot_mark_up(struct peer_slot *s)
+{
+	pthread_mutex_lock(&s->ps_lock);
+	if (s->ps_down) {
+		s->ps_down = false;
+		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->ps_lock);
 }
 
 /*
@@ -169,8 +194,7 @@ static int peers_get(struct peers *p, uint32_t i, struct rpc_peer **out)
 					 &s->ps_peer);
 			if (rc != 0) {
 				s->ps_peer = NULL;
-				s->ps_down_until_ms = peers_now_ms() +
-						      PEERS_RETRY_MS;
+				slot_mark_down(s);
 				rc = err_set(rc, "server %s (%s:%u): %s%s",
 					     sv->cs_name, sv->cs_addr,
 					     sv->cs_port, rc == -EACCES ?
@@ -197,7 +221,7 @@ static void peers_fail(struct peers *p, uint32_t i, struct rpc_peer *peer)
 	if (s->ps_peer == peer) {
 		old = peer;
 		s->ps_peer = NULL;
-		s->ps_down_until_ms = peers_now_ms() + PEERS_RETRY_MS;
+		slot_mark_down(s);
 	}
 	pthread_mutex_unlock(&s->ps_lock);
 	if (old != NULL) {
@@ -207,8 +231,61 @@ static void peers_fail(struct peers *p, uint32_t i, struct rpc_peer *peer)
 	}
 }
 
+uint64_t peers_gen(struct peers *p, uint32_t i)
+{
+	return __atomic_load_n(&p->p_slots[i].ps_gen, __ATOMIC_ACQUIRE);
+}
+
+bool peers_down(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	bool down;
+
+	pthread_mutex_lock(&s->ps_lock);
+	down = s->ps_down;
+	pthread_mutex_unlock(&s->ps_lock);
+	return down;
+}
+
+bool peers_was_down(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	bool was;
+
+	pthread_mutex_lock(&s->ps_lock);
+	was = s->ps_was_down;
+	pthread_mutex_unlock(&s->ps_lock);
+	return was;
+}
+
+void peers_clear_was_down(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+
+	pthread_mutex_lock(&s->ps_lock);
+	s->ps_was_down = false;
+	pthread_mutex_unlock(&s->ps_lock);
+}
+
+void peers_retry_now(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+
+	pthread_mutex_lock(&s->ps_lock);
+	s->ps_down_until_ms = 0;
+	pthread_mutex_unlock(&s->ps_lock);
+}
+
 int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	       size_t len, const struct rpc_bulk *bulk, struct rpc_result *res)
+{
+	return peers_call_ms(p, i, op, body, len, bulk,
+			     p->p_conf->cc_call_ms, res);
+}
+
+int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
+		  size_t len, const struct rpc_bulk *bulk, uint32_t call_ms,
+		  struct rpc_result *res)
 {
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct rpc_peer *peer;
@@ -219,8 +296,7 @@ int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		rc = peers_get(p, i, &peer);
 		if (rc != 0)
 			return rc;
-		rc = rpc_call(peer, op, body, len, bulk,
-			      (int)p->p_conf->cc_call_ms, res);
+		rc = rpc_call(peer, op, body, len, bulk, (int)call_ms, res);
 		if (rc == 0)
 			rc = res->rr_status;
 		if (rc != -EBUSY)
@@ -235,5 +311,7 @@ int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		if (peers_rc_transport(rc))
 			peers_fail(p, i, peer);
 	}
+	if (!peers_rc_transport(rc))
+		slot_mark_up(&p->p_slots[i]);
 	return rc;
 }

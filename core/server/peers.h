@@ -57,6 +57,29 @@ bool peers_rc_transport(int rc);
 int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	       size_t len, const struct rpc_bulk *bulk, struct rpc_result *res);
 
+/** peers_call() with a call timeout of call_ms instead of the cluster's. */
+int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
+		  size_t len, const struct rpc_bulk *bulk, uint32_t call_ms,
+		  struct rpc_result *res);
+
+/**
+ * How many times server i went from answering to failing or back, as seen
+ * by this table (monotonic).  A caller that remembers it knows whether the
+ * server was unreachable at some moment since (index replicas, srv_idx.c).
+ */
+uint64_t peers_gen(struct peers *p, uint32_t i);
+
+/** Did the last contact with server i fail (it is not known to be up)? */
+bool peers_down(struct peers *p, uint32_t i);
+
+/** Did a contact with server i fail since peers_clear_was_down()? */
+bool peers_was_down(struct peers *p, uint32_t i);
+void peers_clear_was_down(struct peers *p, uint32_t i);
+
+/** Let the next call to server i connect even if it was found down less
+ *  than PEERS_RETRY_MS ago. */
+void peers_retry_now(struct peers *p, uint32_t i);
+
 /** The endpoint the table calls from. */
 struct rpc_ep *peers_ep(struct peers *p);
 

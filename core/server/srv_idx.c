@@ -13,8 +13,12 @@
  * update is durable, so a stored seq never claims more than the records
  * hold.
  *
- * Catch-up: an index is verified once per server run, on the syncer thread,
- * before this server reads it or orders an update of it: the other
+ * Catch-up: an index is verified on the syncer thread before this server
+ * reads it or orders an update of it, once per server run and again
+ * whenever one of its peer replicas was out of reach since (peers_gen(),
+ * fed by a heartbeat to the ring neighbours) or a client says it could not
+ * reach this server (SRF_VERIFY): a server cut off without a restart must
+ * not serve what it held before the cut.  Verification: the other
  * replicas' {exists, inc, seq} are asked for (SOP_IDX_STATE), and if a
  * reachable peer is newer (higher seq, another incarnation, or the index is
  * missing here) the index is copied from the newest peer, page by page.
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -44,7 +49,10 @@ int srv_ridx_init(struct srv *s)
 	pthread_mutex_init(&s->s_rlock, NULL);
 	pthread_mutex_init(&s->s_qlock, NULL);
 	pthread_cond_init(&s->s_qcond, NULL);
-	return 0;
+	pthread_cond_init(&s->s_hbcond, NULL);
+	/* Before the server's own endpoint: once that answers, the server
+	 * is up (tests wait for that, then for its "serving" line). */
+	return peers_create(&s->s_hbpeers, s->s_conf, NULL);
 }
 
 void srv_ridx_fini(struct srv *s)
@@ -59,6 +67,52 @@ void srv_ridx_fini(struct srv *s)
 	pthread_mutex_destroy(&s->s_rlock);
 	pthread_mutex_destroy(&s->s_qlock);
 	pthread_cond_destroy(&s->s_qcond);
+	pthread_cond_destroy(&s->s_hbcond);
+	peers_destroy(s->s_hbpeers);
+	s->s_hbpeers = NULL;
+}
+
+/* The number of replicas of an index (R, at most the servers). */
+static uint32_t srv_replicas(const struct srv *s)
+{
+	const struct clu_conf *c = s->s_conf;
+
+	return c->cc_replicas < c->cc_nr_servers ? c->cc_replicas
+						  : c->cc_nr_servers;
+}
+
+/* The sum of peers_gen() over the other replicas of id and of s_vepoch:
+ * it changes when one of them became unreachable or reachable again, or a
+ * client asked this server to verify, since it was read. */
+static uint64_t ridx_gen(struct srv *s, const struct clovis_id *id)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers, home = clu_home(c, id);
+	uint64_t g = __atomic_load_n(&s->s_vepoch, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < srv_replicas(s); i++) {
+		uint32_t j = (home + i) % n;
+
+		if (j != s->s_self)
+			g += peers_gen(s->s_peers, j) +
+			     peers_gen(s->s_hbpeers, j);
+	}
+	return g;
+}
+
+/* May ri be stale: not verified in this run, a peer replica was out of
+ * reach at some moment since it was, or it was verified with no peer
+ * replica answering (then it is tried again every SRV_HEARTBEAT_MS)? */
+static bool ridx_stale(struct srv *s, struct ridx *ri)
+{
+	uint64_t g = ridx_gen(s, &ri->ri_id);
+	bool stale;
+
+	pthread_mutex_lock(&s->s_rlock);
+	stale = !ri->ri_verified || ri->ri_vgen != g ||
+		(ri->ri_lonely && srv_now_ms() - ri->ri_vms >= SRV_HEARTBEAT_MS);
+	pthread_mutex_unlock(&s->s_rlock);
+	return stale;
 }
 
 /* The in-memory record of id, loaded from the store on first use. */
@@ -237,6 +291,12 @@ struct idx_peer {
 	struct clovis_id ip_cont;
 };
 
+static uint32_t srv_probe_ms(const struct srv *s)
+{
+	return s->s_conf->cc_call_ms < SRV_PROBE_MS ? s->s_conf->cc_call_ms
+						    : SRV_PROBE_MS;
+}
+
 /* Ask peer j for its replica state; 1 if it has the index, 0 if not,
  * negative if it could not be asked. */
 static int idx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
@@ -254,8 +314,8 @@ static int idx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
 	q.rflags = SRF_INTERNAL;
 	if (msg_pack(&q.base, &b) != 0)
 		return -ENOMEM;
-	rc = peers_call(s->s_peers, j, SOP_IDX_STATE, b.mb_p, b.mb_len, NULL,
-			&res);
+	rc = peers_call_ms(s->s_peers, j, SOP_IDX_STATE, b.mb_p, b.mb_len,
+			   NULL, srv_probe_ms(s), &res);
 	free(b.mb_p);
 	if (rc == 0)
 		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
@@ -431,15 +491,28 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	struct meta_ent me;
 	bool local = idx_local(s, &ri->ri_id, &me) == 0;
 	uint64_t lseq = ri->ri_exists ? ri->ri_seq : 0;
+	uint64_t gen = ridx_gen(s, &ri->ri_id);
 	int rc = 0;
 
-	for (uint32_t i = 0; i < r; i++) {
-		uint32_t j = (home + i) % n;
+	/* Two rounds at most: the second only if no peer answered the first
+	 * (a lost call must not make this replica refuse to order). */
+	for (uint32_t i = 0; i < 2 * r && !(i == r && reached > 0); i++) {
+		uint32_t j = (home + i % r) % n;
 		int got;
 
 		if (j == s->s_self)
 			continue;
-		asked++;
+		if (i < r)
+			asked++;
+		/* First round: peers found down are not asked (a call to a
+		 * dead peer costs a full timeout, and one that came back
+		 * copied what it missed at its own start).  Second round,
+		 * when nobody answered the first: ask every peer now, even
+		 * one found down a moment ago (a link just restored). */
+		if (i < r && peers_down(s->s_hbpeers, j))
+			continue;
+		if (i >= r)
+			peers_retry_now(s->s_peers, j);
 		got = idx_peer_state(s, j, &ri->ri_id, &pst);
 		if (got < 0)
 			continue;
@@ -470,6 +543,9 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 			    s->s_me->cs_name, eng_id_str(&ri->ri_id), err_msg());
 	pthread_mutex_lock(&s->s_rlock);
 	ri->ri_verified = true;
+	ri->ri_vgen = gen;
+	ri->ri_vms = srv_now_ms();
+	ri->ri_lonely = asked > 0 && reached == 0;
 	pthread_mutex_unlock(&s->s_rlock);
 }
 
@@ -550,7 +626,7 @@ static void *srv_syncer_main(void *arg)
 		pthread_mutex_unlock(&s->s_qlock);
 		if (so == NULL)
 			break;
-		if (!so->so_ridx->ri_verified)
+		if (ridx_stale(s, so->so_ridx))
 			idx_sync(s, so->so_ridx);
 		if (so->so_m.mr_op == SOP_ENT)
 			srv_idx_ent_go(s, so);
@@ -561,6 +637,50 @@ static void *srv_syncer_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Heartbeat: every SRV_HEARTBEAT_MS, call each server this one shares index
+ * replicas with (ring distance below R, both ways).  A failed call changes
+ * that peer's peers_gen(), which makes every index replicated on it stale
+ * here (ridx_stale()): a server cut off from its peers re-verifies its
+ * indices before it serves them again, even if it was never restarted.
+ * Heartbeats go from an endpoint of their own (s_hbpeers): a call to a
+ * dead peer holds up an endpoint's other sends until it times out, which
+ * must not delay the answers to clients.
+ */
+static void *srv_hb_main(void *arg)
+{
+	struct srv *s = arg;
+	uint32_t n = s->s_conf->cc_nr_servers, r = srv_replicas(s);
+
+	for (;;) {
+		struct timespec ts;
+
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t fwd = (j + n - s->s_self) % n;
+			struct rpc_result res;
+
+			if (j == s->s_self || (fwd >= r && n - fwd >= r))
+				continue;
+			peers_call_ms(s->s_hbpeers, j, RPC_OP_NOOP, NULL, 0,
+				      NULL, srv_probe_ms(s), &res);
+			free(res.rr_body);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)SRV_HEARTBEAT_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_mutex_lock(&s->s_qlock);
+		if (!s->s_qstop)
+			pthread_cond_timedwait(&s->s_hbcond, &s->s_qlock, &ts);
+		if (s->s_qstop) {
+			pthread_mutex_unlock(&s->s_qlock);
+			break;
+		}
+		pthread_mutex_unlock(&s->s_qlock);
+	}
+	return NULL;
+}
+
 int srv_syncer_start(struct srv *s)
 {
 	int rc = pthread_create(&s->s_syncer, NULL, srv_syncer_main, s);
@@ -568,6 +688,11 @@ int srv_syncer_start(struct srv *s)
 	if (rc != 0)
 		return err_set(-rc, "server: syncer thread: %s", strerror(rc));
 	s->s_syncer_on = true;
+	rc = pthread_create(&s->s_hb, NULL, srv_hb_main, s);
+	if (rc != 0)
+		return err_set(-rc, "server: heartbeat thread: %s",
+			       strerror(rc));
+	s->s_hb_on = true;
 	return 0;
 }
 
@@ -578,9 +703,13 @@ void srv_syncer_stop(struct srv *s)
 	pthread_mutex_lock(&s->s_qlock);
 	s->s_qstop = true;
 	pthread_cond_broadcast(&s->s_qcond);
+	pthread_cond_broadcast(&s->s_hbcond);
 	pthread_mutex_unlock(&s->s_qlock);
 	pthread_join(s->s_syncer, NULL);
 	s->s_syncer_on = false;
+	if (s->s_hb_on)
+		pthread_join(s->s_hb, NULL);
+	s->s_hb_on = false;
 }
 
 /* Park so until its index is verified. */
@@ -605,10 +734,20 @@ static void srv_park(struct srv *s, struct srv_op *so)
 	pthread_mutex_unlock(&s->s_qlock);
 }
 
-static bool srv_needs_sync(const struct srv_op *so)
+/* Must so wait for its index to be verified?  Server-to-server requests
+ * never wait; a client's request does if the index may be stale here, or
+ * if the client could not reach this server since its last answer
+ * (SRF_VERIFY: this server may have been cut off without noticing). */
+static bool srv_needs_sync(struct srv *s, struct srv_op *so)
 {
-	return !so->so_ridx->ri_verified &&
-	       !(so->so_m.mr_rflags & (SRF_INTERNAL | SRF_REPLICA));
+	if (so->so_m.mr_rflags & (SRF_INTERNAL | SRF_REPLICA))
+		return false;
+	if (so->so_m.mr_rflags & SRF_VERIFY) {
+		/* Every index here may be stale, not only this one. */
+		__atomic_add_fetch(&s->s_vepoch, 1, __ATOMIC_ACQ_REL);
+		return true;
+	}
+	return ridx_stale(s, so->so_ridx);
 }
 
 /* ------------------------------------------------------- handlers */
@@ -645,9 +784,33 @@ static int idx_prepare(struct srv *s, struct srv_op *so)
 	return 0;
 }
 
+/* A client's PUT or DEL of an index no peer replica answered for: this
+ * server may be the one cut off, and must not order updates from what it
+ * holds.  -ESTALE sends the client on to the next replica. */
+static int idx_lonely_check(struct srv *s, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	bool lonely;
+
+	if (so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL) ||
+	    (r->er_kind != ER_IDX_PUT && r->er_kind != ER_IDX_DEL))
+		return 0;
+	pthread_mutex_lock(&s->s_rlock);
+	lonely = so->so_ridx->ri_lonely;
+	pthread_mutex_unlock(&s->s_rlock);
+	if (!lonely)
+		return 0;
+	return err_set(-ESTALE, "server %s: index %s: no other replica "
+		       "reachable to verify it against; not ordering updates",
+		       s->s_me->cs_name, eng_id_str(&r->er_id));
+}
+
 static void srv_idx_go(struct srv *s, struct srv_op *so)
 {
-	int rc = idx_prepare(s, so);
+	int rc = idx_lonely_check(s, so);
+
+	if (rc == 0)
+		rc = idx_prepare(s, so);
 
 	if (rc != 0)
 		srv_reply_err(so, rc);
@@ -684,7 +847,7 @@ void srv_idx(struct srv *s, struct srv_op *so)
 		srv_reply_err(so, rc);
 		return;
 	}
-	if (srv_needs_sync(so))
+	if (srv_needs_sync(s, so))
 		srv_park(s, so);
 	else
 		srv_idx_go(s, so);
@@ -736,7 +899,7 @@ void srv_idx_ent(struct srv *s, struct srv_op *so)
 	}
 	if (kind == ER_ENT_CREATE || kind == ER_ENT_DELETE)
 		srv_run_prepared(so);
-	else if (srv_needs_sync(so))
+	else if (srv_needs_sync(s, so))
 		srv_park(s, so);
 	else
 		srv_idx_ent_go(s, so);

@@ -20,6 +20,13 @@
 #define SRV_RIDX_BUCKETS 1024u
 /* Requests parked for the syncer at most (further ones: -EBUSY). */
 #define SRV_PARK_MAX 4096u
+/* Heartbeat: each server calls its ring neighbours (the servers it shares
+ * index replicas with) this often, so that it learns it was cut off. */
+#define SRV_HEARTBEAT_MS 200u
+/* Call timeout of heartbeats and replica state probes (at most the
+ * cluster's): a cut-off peer is found within about two seconds.  Shorter
+ * ones saw false timeouts on an idle loopback cluster. */
+#define SRV_PROBE_MS 2000u
 /* Records per page when copying an index from a peer. */
 #define SRV_SYNC_PAGE 256u
 
@@ -37,6 +44,9 @@ struct ridx {
 	uint64_t ri_seq;
 	bool ri_exists;     /**< a replica record is stored */
 	bool ri_verified;   /**< compared with the peers in this run */
+	uint64_t ri_vgen;   /**< peer replicas' peers_gen() sum then */
+	uint64_t ri_vms;    /**< srv_now_ms() of the last verification */
+	bool ri_lonely;     /**< no peer replica answered it: reads only */
 	struct ridx *ri_next;
 };
 
@@ -76,6 +86,12 @@ struct srv {
 	struct srv_op *s_qtail;
 	uint32_t s_qnr;
 	bool s_qstop;
+	uint64_t s_vepoch;  /* SRF_VERIFY requests seen (atomic) */
+	/* heartbeat (under s_qlock) */
+	pthread_t s_hb;
+	struct peers *s_hbpeers;  /* the heartbeat's own endpoint */
+	bool s_hb_on;
+	pthread_cond_t s_hbcond;
 };
 
 uint64_t srv_now_ms(void);
