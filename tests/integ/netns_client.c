@@ -412,14 +412,6 @@ static int cmd_verify(struct clovis *cl, const char *jpath)
 				 "reads back", name, in);
 			if (rc == 0)
 				ok(what);
-			else if (getenv("STRATA_UT_KNOWN_BUGS") == NULL)
-				/* KNOWN BUG (docs/cluster.md, "Not done yet":
-				 * index replicas across a partition): a
-				 * record acknowledged while its first replica
-				 * was cut off may not read back.  Shown, not
-				 * counted; STRATA_UT_KNOWN_BUGS=1 counts it. */
-				printf("KNOWN BUG record %s of @nsidx%u: %d "
-				       "%s\n", name, in, rc, msg);
 			else
 				judge_failure(what, false, rc, msg,
 					      now_ms() - t0);
