@@ -1,7 +1,11 @@
 /*
  * op.c — the op state machine and the worker threads that run ops.
  *
- *   clovis_op_launch()  INIT -> LAUNCHED, onto the work queue
+ *   clovis_op_launch()  INIT -> LAUNCHED, onto the work queue (a metadata
+ *                       read launched alone without callbacks on an
+ *                       embedded instance runs right here instead, through
+ *                       cl_exec, and is STABLE or FAILED on return:
+ *                       op_runs_inline, op_run_inline)
  *   worker thread       eng_exec(): reads finish there; updates do their data
  *                       I/O and go to the group committer
  *   op_complete()       EXECUTED -> STABLE (or FAILED), callbacks, waiters
