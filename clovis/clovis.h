@@ -31,7 +31,12 @@
  * EXECUTED means the op's effect is visible to every later op of every client
  * of the store; STABLE means it is also durable: it survives a crash of the
  * process or of the machine.  Ops run asynchronously on the library's own
- * threads; the launching thread never blocks in clovis_op_launch().
+ * threads; the launching thread never waits in clovis_op_launch() for I/O
+ * or for other ops.  One exception, for latency: an index GET or NEXT, or an
+ * entity OPEN or GETATTR, launched alone and without callbacks on an
+ * embedded instance runs in the launching thread and is already STABLE (or
+ * FAILED) when clovis_op_launch() returns (metadata reads only; no device
+ * I/O).
  *
  * Errors
  * ------
