@@ -222,29 +222,75 @@ static void ep_backlog_add(struct rpc_ep *ep, struct rpc_sbuf *sb)
 	ep->ep_backlog_tail = &sb->sb_next;
 }
 
-/* Post what waits in the backlog, in order, until the provider pushes back. */
+/* Which queue of the backlog sb belongs to: its session (server) or its
+ * address (client).  Messages to one peer keep their order; a peer that
+ * pushes back holds up only its own messages. */
+static uint64_t ep_backlog_key(const struct rpc_sbuf *sb)
+{
+	return sb->sb_session != 0 ? sb->sb_session :
+	       (uint64_t)sb->sb_dest ^ (1ull << 63);
+}
+
+/* Whether a message to key already waits in the backlog (ep_lock held).
+ * The backlog is empty on the fast path; when it is not, it holds at
+ * most the calls in flight, so a scan is cheap next to a fi_send. */
+static bool ep_backlogged(struct rpc_ep *ep, uint64_t key)
+{
+	for (struct rpc_sbuf *sb = ep->ep_backlog; sb != NULL; sb = sb->sb_next)
+		if (ep_backlog_key(sb) == key)
+			return true;
+	return false;
+}
+
+/* Blocked peers remembered in one flush pass; past this many, the pass
+ * stops (the rest waits for the next one). */
+#define EP_FLUSH_BLOCKED 32
+
+/* Post what waits in the backlog, oldest first.  A peer that pushes back
+ * (-FI_EAGAIN) keeps the rest of its messages in order behind the one
+ * refused; messages to other peers go on. */
 static void ep_backlog_flush(struct rpc_ep *ep)
 {
-	struct rpc_sbuf *sb;
-	int rc;
+	uint64_t blocked[EP_FLUSH_BLOCKED], key;
+	struct rpc_sbuf **pp, *sb;
+	int nb = 0, rc, i;
 
 	pthread_mutex_lock(&ep->ep_lock);
-	while ((sb = ep->ep_backlog) != NULL) {
+	pp = &ep->ep_backlog;
+	while ((sb = *pp) != NULL) {
+		key = ep_backlog_key(sb);
+		for (i = 0; i < nb && blocked[i] != key; i++)
+			;
+		if (i < nb) {
+			pp = &sb->sb_next;
+			continue;
+		}
 		rc = ep_post(ep, sb);
-		if (rc == -FI_EAGAIN)
-			break;
-		ep->ep_backlog = sb->sb_next;
-		if (ep->ep_backlog == NULL)
-			ep->ep_backlog_tail = &ep->ep_backlog;
+		if (rc == -FI_EAGAIN) {
+			if (nb == EP_FLUSH_BLOCKED)
+				break;
+			blocked[nb++] = key;
+			pp = &sb->sb_next;
+			continue;
+		}
+		*pp = sb->sb_next;
 		if (rc != 0) {
+			rpc_untrack(ep, &sb->sb_ctx);
 			pthread_mutex_unlock(&ep->ep_lock);
 			if (sb->sb_xid != 0 && rc != -ECANCELED)
 				rpc_cli_send_failed(ep, sb->sb_xid,
 						    rpc_fi_err(rc));
-			ep_sbuf_free(ep, sb);
+			rpc_mr_close(sb->sb_mr);
+			free(sb);
 			pthread_mutex_lock(&ep->ep_lock);
+			/* The list may have changed meanwhile: restart. */
+			pp = &ep->ep_backlog;
+			nb = 0;
 		}
 	}
+	ep->ep_backlog_tail = &ep->ep_backlog;
+	while (*ep->ep_backlog_tail != NULL)
+		ep->ep_backlog_tail = &(*ep->ep_backlog_tail)->sb_next;
 	pthread_mutex_unlock(&ep->ep_lock);
 }
 
@@ -277,7 +323,9 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	}
 	pthread_mutex_lock(&ep->ep_lock);
 	rpc_track(ep, &sb->sb_ctx);
-	rc = ep->ep_backlog != NULL ? -FI_EAGAIN : ep_post(ep, sb);
+	rc = ep->ep_backlog != NULL &&
+	     ep_backlogged(ep, ep_backlog_key(sb)) ? -FI_EAGAIN :
+						     ep_post(ep, sb);
 	if (rc == -FI_EAGAIN)
 		ep_backlog_add(ep, sb);
 	pthread_mutex_unlock(&ep->ep_lock);

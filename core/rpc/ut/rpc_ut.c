@@ -963,6 +963,173 @@ static void t_kill(void)
 	rpc_ep_close(cli);
 }
 
+/* ---------------------------------------------------- failure isolation */
+
+/* A server in a child process on a free port (SIGKILLed by the caller);
+ * *port is where it listens.  Bounded: it exits after 10 minutes. */
+static pid_t ut_fork_server(const struct rpc_conf *c, uint16_t *port)
+{
+	struct pollfd pfd;
+	int fds[2], rc;
+	pid_t pid;
+
+	if (ut_port_base == 0)
+		ut_port_base = (uint16_t)(30000 + (getpid() * 7919u) % 29000);
+	if (pipe(fds) != 0)
+		return -1;
+	*port = ut_port_base + 60;
+	ut_port_base += 80;
+	pid = fork();
+	if (pid == 0) {
+		struct rpc_ep *srv = NULL;
+
+		close(fds[0]);
+		for (int i = 0; i < 20; i++, (*port)++)
+			if (rpc_ep_open(&srv, c, "127.0.0.1", *port) == 0)
+				break;
+		if (srv == NULL)
+			_exit(2);
+		rpc_handler_set(srv, OP_ECHO, h_echo, NULL);
+		if (write(fds[1], port, sizeof *port) != sizeof *port)
+			_exit(3);
+		for (int i = 0; i < 600; i++)
+			sleep(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	rc = pid > 0 && poll(&pfd, 1, 10000) == 1 &&
+	     read(fds[0], port, sizeof *port) == sizeof *port ? 0 : -1;
+	close(fds[0]);
+	if (rc != 0 && pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return -1;
+	}
+	return pid;
+}
+
+static atomic_int ut_iso_tmo, ut_iso_done, ut_iso_named;
+static char ut_iso_want[64];
+
+static void ut_iso_cb(void *arg, struct rpc_result *res)
+{
+	(void)arg;
+	if (res->rr_status == -ETIMEDOUT)
+		atomic_fetch_add(&ut_iso_tmo, 1);
+	if (strstr(res->rr_msg, ut_iso_want) != NULL)
+		atomic_fetch_add(&ut_iso_named, 1);
+	free(res->rr_body);
+	atomic_fetch_add(&ut_iso_done, 1);
+}
+
+struct ut_iso_conn {
+	struct rpc_ep *ic_ep;
+	uint16_t ic_port;
+	int ic_rc;
+	uint64_t ic_ms;
+	char ic_msg[256];
+};
+
+static void *ut_iso_connect(void *arg)
+{
+	struct ut_iso_conn *ic = arg;
+	struct rpc_peer *p = NULL;
+	uint64_t t0 = ut_ms();
+
+	ic->ic_rc = rpc_connect(ic->ic_ep, "127.0.0.1", ic->ic_port, 1000, &p);
+	ic->ic_ms = ut_ms() - t0;
+	snprintf(ic->ic_msg, sizeof ic->ic_msg, "%s", err_msg());
+	rpc_peer_close(p);
+	return NULL;
+}
+
+/* One endpoint, three servers: A live, B stopped (SIGSTOP) with its
+ * socket buffers filled by big requests, C never listening (a connect
+ * in progress).  Calls to A keep their normal time while calls to B time
+ * out with -ETIMEDOUT naming B, and the connect to C fails naming C. */
+static void t_isolate(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t pa, pb = 0, pc;
+	struct rpc_ep *srv = ut_server(&c, &pa), *cli = ut_client(&c);
+	struct rpc_peer *a = ut_connect(cli, pa), *b = NULL;
+	struct ut_iso_conn ic = { .ic_ep = cli, .ic_rc = 1 };
+	struct rpc_result res;
+	uint64_t t0, dt, worst = 0;
+	size_t big = 60000;
+	char *body = calloc(1, big), want_c[64];
+	pthread_t th;
+	pid_t pid;
+	int st, n = 0;
+
+	CU_ASSERT_FATAL(body != NULL);
+	pid = ut_fork_server(&c, &pb);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL(rpc_connect(cli, "127.0.0.1", pb, 5000, &b), 0);
+	CU_ASSERT_FATAL(b != NULL);
+	CU_ASSERT_EQUAL(rpc_call(b, OP_ECHO, "b", 1, NULL, 2000, NULL), 0);
+	snprintf(ut_iso_want, sizeof ut_iso_want, "127.0.0.1:%u", pb);
+	CU_ASSERT_EQUAL(kill(pid, SIGSTOP), 0);
+	atomic_store(&ut_iso_tmo, 0);
+	atomic_store(&ut_iso_done, 0);
+	atomic_store(&ut_iso_named, 0);
+	/* 64 x 60 KB toward B: more than loopback TCP buffers hold. */
+	for (int i = 0; i < 64; i++)
+		if (rpc_call_async(b, OP_ECHO, body, big, NULL, 1500, ut_iso_cb,
+				   NULL) == 0)
+			n++;
+	CU_ASSERT_EQUAL(n, 64);
+	/* C: a port nobody listens on (our own server's, closed). */
+	{
+		struct rpc_ep *tmp = ut_server(&c, &pc);
+
+		rpc_ep_close(tmp);
+	}
+	snprintf(want_c, sizeof want_c, "127.0.0.1:%u", pc);
+	ic.ic_port = pc;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, ut_iso_connect, &ic),
+			      0);
+	usleep(20000);
+	/* A, meanwhile: every call in its normal time. */
+	for (int i = 0; i < 40; i++) {
+		t0 = ut_ms();
+		CU_ASSERT_EQUAL(rpc_call(a, OP_ECHO, body, 1000, NULL, 3000,
+					 &res), 0);
+		free(res.rr_body);
+		dt = ut_ms() - t0;
+		worst = dt > worst ? dt : worst;
+		usleep(10000);
+	}
+	CU_ASSERT(worst < 200);
+	if (worst >= 200)
+		fprintf(stderr, "isolate: slowest call to the live server took "
+			"%llu ms\n", (unsigned long long)worst);
+	/* B: a synchronous call times out naming B. */
+	t0 = ut_ms();
+	CU_ASSERT_EQUAL(rpc_call(b, OP_ECHO, "b", 1, NULL, 300, &res),
+			-ETIMEDOUT);
+	dt = ut_ms() - t0;
+	CU_ASSERT(dt >= 290 && dt < 1500);
+	CU_ASSERT(strstr(res.rr_msg, ut_iso_want) != NULL);
+	ut_wait_count(&ut_iso_done, 64, 5000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_iso_tmo), 64);
+	CU_ASSERT_EQUAL(atomic_load(&ut_iso_named), 64);
+	pthread_join(th, NULL);
+	CU_ASSERT(ic.ic_rc == -ETIMEDOUT || ic.ic_rc == -ECONNRESET ||
+		  ic.ic_rc == -EHOSTUNREACH || ic.ic_rc == -ECONNREFUSED);
+	CU_ASSERT(ic.ic_ms < 1500);
+	CU_ASSERT(strstr(ic.ic_msg, want_c) != NULL);
+	/* A still fine after all of it. */
+	CU_ASSERT_EQUAL(rpc_call(a, RPC_OP_NOOP, NULL, 0, NULL, 200, NULL), 0);
+	kill(pid, SIGKILL);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+	free(body);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
 /* The same round trips and bulk over shm, and with polling progress. */
 static void t_shm(void)
 {
@@ -1025,7 +1192,8 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "restart", t_restart) == NULL ||
 	    CU_add_test(s, "kill", t_kill) == NULL ||
 	    CU_add_test(s, "shm", t_shm) == NULL ||
-	    CU_add_test(s, "polling", t_polling) == NULL)
+	    CU_add_test(s, "polling", t_polling) == NULL ||
+	    CU_add_test(s, "isolate", t_isolate) == NULL)
 		return -1;
 	return 0;
 }
