@@ -69,7 +69,10 @@ static void summary_json(const char *name, const struct clovis_walk_stats *st,
 	       "\"units\": %llu, \"bytes\": %llu, \"rebuilt\": %llu, "
 	       "\"moved\": %llu, \"corrupt\": %llu, \"unrepairable\": %llu, "
 	       "\"devices_read\": %u, \"elapsed_ns\": %llu, "
-	       "\"seconds\": %.3f, \"mib_per_s\": %.1f}\n", name,
+	       "\"seconds\": %.3f, \"mib_per_s\": %.1f, "
+	       "\"walk_total\": {\"units\": %llu, \"rebuilt\": %llu, "
+	       "\"moved\": %llu, \"corrupt\": %llu, "
+	       "\"unrepairable\": %llu}}\n", name,
 	       complete ? "true" : "false", st->ws_resumed ? "true" : "false",
 	       (unsigned long long)st->ws_units,
 	       (unsigned long long)st->ws_bytes,
@@ -77,10 +80,16 @@ static void summary_json(const char *name, const struct clovis_walk_stats *st,
 	       (unsigned long long)st->ws_moved,
 	       (unsigned long long)st->ws_corrupt,
 	       (unsigned long long)st->ws_unrepairable, st->ws_devices,
-	       (unsigned long long)st->ws_elapsed_ns, sec, mbs);
+	       (unsigned long long)st->ws_elapsed_ns, sec, mbs,
+	       (unsigned long long)st->ws_walk_units,
+	       (unsigned long long)st->ws_walk_rebuilt,
+	       (unsigned long long)st->ws_walk_moved,
+	       (unsigned long long)st->ws_walk_corrupt,
+	       (unsigned long long)st->ws_walk_unrepairable);
 }
 
-/* Print the walk's figures as one line of text. */
+/* Print the walk's figures as one line of text; a resumed walk adds the
+ * whole walk's totals (this call's figures alone would undercount it). */
 static void summary_text(const char *name, const struct clovis_walk_stats *st,
 			 double sec, double mbs)
 {
@@ -96,6 +105,14 @@ static void summary_text(const char *name, const struct clovis_walk_stats *st,
 	       (unsigned long long)st->ws_corrupt,
 	       (unsigned long long)st->ws_unrepairable, st->ws_devices, sec,
 	       mbs);
+	if (st->ws_resumed)
+		printf("%s, whole walk: %llu units, %llu rebuilt, %llu moved, "
+		       "%llu corrupt, %llu unrepairable\n", name,
+		       (unsigned long long)st->ws_walk_units,
+		       (unsigned long long)st->ws_walk_rebuilt,
+		       (unsigned long long)st->ws_walk_moved,
+		       (unsigned long long)st->ws_walk_corrupt,
+		       (unsigned long long)st->ws_walk_unrepairable);
 }
 
 /* Print the summary of a walk that ended with rc. */
