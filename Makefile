@@ -47,6 +47,7 @@ include core/server/module.mk
 include tiers/module.mk
 include layouts/module.mk
 include clovis/module.mk
+include dtm/module.mk
 include tests/module.mk
 
 # Two builds of every library object: release, and test (fault points on).

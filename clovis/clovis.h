@@ -641,6 +641,114 @@ CLOVIS_API void clovis_op_free(struct clovis_op *op);
  */
 CLOVIS_API int clovis_op_sync(struct clovis_op *op);
 
+/* ============================================ Distributed transactions */
+/*
+ * A dtx makes a group of updates atomic and durable together: object
+ * WRITE, ALLOC and FREE, index PUT and DEL, entity CREATE, DELETE and
+ * SETATTR.  After a crash of the client or of any server, at any instant,
+ * either every update of a committed dtx is there or none is.  A dtx gives
+ * atomicity and durability, not isolation: concurrent writers of the same
+ * blocks or records are the application's business (as in Mero).
+ *
+ *   clovis_dtx_open(&dtx, realm)      an empty dtx
+ *   clovis_obj_op/idx_op/entity_op    make ops as usual, then
+ *   clovis_dtx_add(dtx, op)           make each one a member (op in INIT)
+ *   clovis_op_launch(members)         optional: start their data I/O early
+ *   clovis_dtx_commit(dtx, &cop)      the commit op; launch it, wait on it
+ *   clovis_dtx_abort(dtx)             or drop everything instead
+ *
+ * Members.  A member update may be launched before the commit (its data
+ * I/O then starts at once) or left in INIT (the commit op launches it).
+ * A launched member does its I/O, then waits in LAUNCHED: it becomes
+ * EXECUTED, STABLE or FAILED only with its dtx, in the same way.  A member
+ * that fails on its own (bad argument at run time, entity deleted, no
+ * space) is FAILED at once, and the commit then fails.  Members must not be
+ * freed while their dtx is open (clovis_op_free() on a member in INIT
+ * takes it out of the dtx).
+ *
+ * Reads.  A READ, GET, NEXT, OPEN or GETATTR may be added too, but it is
+ * not held: it runs when launched and sees the store as it is without the
+ * dtx's own pending updates (they are invisible until the commit).  So is
+ * an update of an entity the same dtx creates: it is checked against the
+ * store as it was and fails with -ENOENT; create the entity in an earlier
+ * dtx (or alone).
+ *
+ * Commit.  The commit op reaches EXECUTED when every member update is
+ * applied and visible to every client (all at once), and STABLE when they
+ * are durable on every node that holds them; members reach the same
+ * states no later.  Or it reaches FAILED and nothing of the dtx is
+ * applied; its rc is that of the first member that failed, or:
+ *   -ENOENT       a member's entity does not exist (deleted before or
+ *                 during the dtx);
+ *   -ECANCELED    (the other members) failed because the dtx did;
+ *   -EIO, -ENOSPC ... the engine's codes.
+ * A dtx with no update commits trivially (STABLE at once).  A dtx may be
+ * larger than one group-commit batch: it is still one atomic commit.
+ * After clovis_dtx_commit() returns 0 the dtx belongs to the commit op and
+ * is freed with it.
+ *
+ * Embedded mode: a dtx is one local atomic commit (its updates are applied
+ * in one LMDB write transaction).  Cluster mode: the client is the
+ * coordinator of a two-phase commit among the servers holding the members
+ * (dtm/README.md).
+ *
+ * Limits and restrictions: at most CLOVIS_DTX_OPS_MAX members; objects
+ * with a unit layout (PDCLUST, MIRROR, COMPOSITE) cannot be written in a
+ * dtx yet (clovis_dtx_add() refuses them with -ENOTSUP): their parity-group
+ * locks would be held across the dtx.
+ */
+
+/** Most member ops of one dtx. */
+#define CLOVIS_DTX_OPS_MAX 65536u
+
+struct clovis_dtx;
+
+/** A transaction id: the node that made it and its hybrid logical clock
+ *  (physical microseconds << 16 | logical counter); ids order dtxs. */
+struct clovis_dtx_id {
+	uint64_t di_hlc;
+	uint32_t di_node;
+	uint32_t di_pad;
+};
+
+/**
+ * Open an empty dtx over the client of realm r (its container does not
+ * limit the members).  Returns 0 and sets *dtx, -EINVAL (NULL argument),
+ * -ENOMEM, or -ENOTSUP in cluster mode when the servers do not speak the
+ * dtx protocol.
+ */
+CLOVIS_API int clovis_dtx_open(struct clovis_dtx **dtx, struct clovis_realm *r);
+
+/**
+ * Make op (in INIT, of the same client) a member of dtx (open).  Returns 0,
+ * -EINVAL (NULL, not an op, another client's op), -CLOVIS_ESTATE (op not
+ * in INIT, already in a dtx, or dtx committed), -E2BIG (past
+ * CLOVIS_DTX_OPS_MAX), -ENOTSUP (a write to an object with a unit layout).
+ * On error nothing changed.
+ */
+CLOVIS_API int clovis_dtx_add(struct clovis_dtx *dtx, struct clovis_op *op);
+
+/**
+ * Close dtx to new members and make its commit op (in INIT) in *op: launch
+ * it, wait on it, free it (which frees the dtx).  Returns 0, -EINVAL,
+ * -CLOVIS_ESTATE (already committed), -ENOMEM.
+ */
+CLOVIS_API int clovis_dtx_commit(struct clovis_dtx *dtx, struct clovis_op **op);
+
+/**
+ * Drop an open dtx: members in INIT leave it (they may be freed, or
+ * launched alone); launched members are waited for and FAIL with
+ * -ECANCELED, leaving nothing.  Frees dtx.  Not after clovis_dtx_commit()
+ * (refused with a message).  dtx may be NULL.
+ */
+CLOVIS_API void clovis_dtx_abort(struct clovis_dtx *dtx);
+
+/** The id of dtx (given at open).  Returns 0 or -EINVAL. */
+CLOVIS_API int clovis_dtx_id(const struct clovis_dtx *dtx,
+			     struct clovis_dtx_id *out);
+
+/* ======================================== end: distributed transactions */
+
 /* ---------------------------------------------------------- management */
 
 /**

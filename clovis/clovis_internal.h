@@ -80,6 +80,11 @@ struct clovis_op {
 	struct clovis_op *op_prev;   /* cl_ops list */
 	struct clovis_op *op_next;
 	char op_msg[LIM_ERRMSG_LEN];
+	/* distributed transactions (dtx.c): the dtx this op belongs to (a
+	 * member, or its commit op), and what a worker runs instead of
+	 * cl_exec for it (NULL: cl_exec) */
+	struct clovis_dtx *op_dtx;
+	int (*op_run)(struct clovis_op *op);
 };
 
 /* op.c */
@@ -90,6 +95,9 @@ void workers_stop(struct clovis *cl);
 void ops_drain_and_free(struct clovis *cl);
 uint64_t op_now_ns(void);
 int exec_embedded(struct clovis *cl, struct eng_req *r);
+
+/* dtx.c: an op of a dtx is being freed (member or commit op). */
+void dtx_op_free(struct clovis_op *op);
 
 /* cluster.c: the cluster-mode backend (cl_backend, cl_exec). */
 int cluster_open(struct clovis *cl, const struct clovis_conf *conf,

@@ -152,8 +152,9 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	uint64_t lat_us = (op_now_ns() - op->op_launch_ns) / 1000;
 	bool executed;
 
-	stats_record(&cl->cl_stats, op->op_stat, lat_us, op->op_req.er_bytes,
-		     rc != 0);
+	if (op->op_stat < CLOVIS_STAT_NR) /* dtx commit ops: not counted */
+		stats_record(&cl->cl_stats, op->op_stat, lat_us,
+			     op->op_req.er_bytes, rc != 0);
 	if (rc != 0) {
 		snprintf(op->op_msg, sizeof op->op_msg, "%s", msg);
 		op->op_rc = rc;
@@ -229,7 +230,8 @@ static void *worker_main(void *arg)
 		int rc;
 
 		err_clear();
-		rc = cl->cl_exec(cl, &op->op_req);
+		rc = op->op_run != NULL ? op->op_run(op) :
+		     cl->cl_exec(cl, &op->op_req);
 		if (rc != ENG_PENDING)
 			op_complete(op, rc, err_msg());
 	}
@@ -335,7 +337,7 @@ static bool op_runs_inline(const struct clovis_op *op, uint32_t nr)
 {
 	uint32_t kind = op->op_req.er_kind;
 
-	return nr == 1 && op->op_cl->cl_eng != NULL &&
+	return nr == 1 && op->op_cl->cl_eng != NULL && op->op_run == NULL &&
 	       op->op_cbs.oc_executed == NULL && op->op_cbs.oc_stable == NULL &&
 	       op->op_cbs.oc_failed == NULL &&
 	       (kind == ER_IDX_GET || kind == ER_IDX_NEXT ||
@@ -490,6 +492,8 @@ void clovis_op_free(struct clovis_op *op)
 	while (op->op_busy)
 		pthread_cond_wait(&op->op_cond, &op->op_lock);
 	pthread_mutex_unlock(&op->op_lock);
+	if (op->op_dtx != NULL)
+		dtx_op_free(op);
 	op_unlink(op->op_cl, op);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_freed);

@@ -496,6 +496,10 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci)
 		t_inexec = NULL;
 		__atomic_sub_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
 	}
+	if (ci->ci_hold != NULL) {
+		ci->ci_hold(ci); /* a member of a dtx: held until its commit */
+		return;
+	}
 	cq_put(&e->e_syncq, ci, ci, false);
 }
 

@@ -102,6 +102,11 @@ struct eng_citem {
 	struct eng_spacevec ci_freed; /**< unmapped by it; freed after */
 	bool ci_hard;
 	char ci_msg[LIM_ERRMSG_LEN];  /**< failure message */
+	/** Distributed transactions (clovis/dtx.c): when set,
+	 *  eng_commit_submit() hands the item to ci_hold instead of queueing
+	 *  it; the dtx applies it later, with the other items of the dtx, in
+	 *  one nested LMDB transaction of its own commit item. */
+	void (*ci_hold)(struct eng_citem *ci);
 };
 
 /** Request kinds of eng_exec(). */

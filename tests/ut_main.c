@@ -30,6 +30,7 @@ static const struct ut_module {
 	{"smr", smr_ut_add},
 	{"rpc", rpc_ut_add},
 	{"server", server_ut_add},
+	{"dtm", dtm_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

@@ -1,0 +1,569 @@
+/*
+ * dtx.c — distributed transactions, client side (clovis.h "Distributed
+ * transactions"; protocol in dtm/README.md).
+ *
+ * Embedded mode: a dtx is one local atomic commit.
+ *
+ *   clovis_dtx_add()   marks the op a member: its commit item gets a hold
+ *                      hook (eng_citem.ci_hold) and the op a run hook
+ *                      (dtx_member_run) that notes failures;
+ *   member runs        eng_exec() does its data I/O out of place as usual;
+ *                      eng_commit_submit() hands the item to dtx_hold()
+ *                      instead of the syncer: the op stays LAUNCHED;
+ *   commit op runs     dtx_commit_run() launches the members still in INIT;
+ *                      when every member has run (dtx_ready_locked), the
+ *                      commit op's own item (dtx_submit) carries the union
+ *                      of their devices and space into the group commit;
+ *   group commit       dtx_apply() applies every member in ONE nested LMDB
+ *                      transaction of the batch's transaction: a member that
+ *                      fails (entity deleted meanwhile) aborts the nested
+ *                      one, and nothing of the dtx is applied;
+ *   visible, durable   dtx_executed() / dtx_done() pass the outcome to every
+ *                      member, then to the commit op.
+ *
+ * One dtx is one commit item however many members it has, so a dtx larger
+ * than one group-commit batch (LIM_BATCH_MAX) is still one LMDB commit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clovis/clovis_internal.h"
+#include "core/errors.h"
+#include "core/fault.h"
+#include "core/log.h"
+#include "dtm/dtm.h"
+
+#define DTX_MAGIC 0x44545831u /* "DTX1" */
+
+enum dtx_state {
+	DX_OPEN = 0,       /* members may join */
+	DX_COMMITTING = 1, /* commit op launched */
+	DX_DONE = 2,       /* outcome passed to every member */
+};
+
+/* Where a member is. */
+enum dtx_mstate {
+	DM_INIT = 0, /* not run yet */
+	DM_HELD = 1, /* ran: data written, commit item held */
+	DM_FAILED = 2, /* failed on its own, FAILED already */
+};
+
+struct dtx_member {
+	struct clovis_op *dm_op;
+	uint32_t dm_state; /* enum dtx_mstate */
+};
+
+struct clovis_dtx {
+	uint32_t dx_magic;
+	uint32_t dx_state;       /* enum dtx_state */
+	struct clovis *dx_cl;
+	struct clovis_dtx_id dx_id;
+	pthread_mutex_t dx_lock;
+	pthread_cond_t dx_cond;  /* dx_ran moved */
+	struct dtx_member *dx_m; /* update members */
+	uint32_t dx_nr;
+	uint32_t dx_cap;
+	uint32_t dx_ran;         /* members HELD or FAILED */
+	uint32_t dx_bad;         /* index of the member that failed the dtx */
+	bool dx_submitted;
+	bool dx_aborting;
+	int dx_rc;               /* first member failure */
+	char dx_msg[LIM_ERRMSG_LEN];
+	struct clovis_op *dx_cop; /* the commit op */
+	void (*dx_cop_executed)(struct eng_citem *ci);
+	void (*dx_cop_done)(struct eng_citem *ci, int rc);
+	struct clovis_entity dx_ent; /* the commit op's entity: the client */
+};
+
+static bool dtx_valid(const struct clovis_dtx *dx)
+{
+	return dx != NULL && dx->dx_magic == DTX_MAGIC;
+}
+
+static const char *dtx_str(const struct clovis_dtx *dx)
+{
+	static __thread char buf[DTM_ID_STR_LEN];
+
+	return dtm_id_format(&dx->dx_id, buf);
+}
+
+static struct eng_citem *member_ci(const struct dtx_member *m)
+{
+	return &m->dm_op->op_req.er_ci;
+}
+
+int clovis_dtx_open(struct clovis_dtx **out, struct clovis_realm *r)
+{
+	struct clovis_dtx *dx;
+
+	if (out == NULL || r == NULL || r->re_cl == NULL)
+		return err_set(-EINVAL, "dtx_open: %s is NULL",
+			       out == NULL ? "dtx" : "realm");
+	if (r->re_cl->cl_eng == NULL)
+		return err_set(-ENOTSUP, "dtx_open: cluster mode: the dtx "
+			       "protocol is not wired to the servers yet");
+	dx = calloc(1, sizeof *dx);
+	if (dx == NULL)
+		return err_set(-ENOMEM, "dtx allocation");
+	dx->dx_magic = DTX_MAGIC;
+	dx->dx_cl = r->re_cl;
+	dtm_id_make(&dx->dx_id, 0);
+	pthread_mutex_init(&dx->dx_lock, NULL);
+	pthread_cond_init(&dx->dx_cond, NULL);
+	dx->dx_ent.en_cl = r->re_cl;
+	dx->dx_ent.en_magic = CLOVIS_ENT_MAGIC;
+	*out = dx;
+	return 0;
+}
+
+int clovis_dtx_id(const struct clovis_dtx *dx, struct clovis_dtx_id *out)
+{
+	if (!dtx_valid(dx) || out == NULL)
+		return err_set(-EINVAL, "dtx_id: %s", dtx_valid(dx) ?
+			       "out is NULL" : "not a dtx");
+	*out = dx->dx_id;
+	return 0;
+}
+
+static void dtx_destroy(struct clovis_dtx *dx)
+{
+	pthread_mutex_destroy(&dx->dx_lock);
+	pthread_cond_destroy(&dx->dx_cond);
+	free(dx->dx_m);
+	dx->dx_magic = 0;
+	free(dx);
+}
+
+/* Objects whose writes take parity-group locks in eng_exec() and keep them
+ * until the commit: they would be held across the dtx (clovis.h). */
+static bool op_unit_layout(const struct clovis_op *op)
+{
+	const struct clovis_obj *o;
+
+	if (op->op_req.er_type != CLOVIS_ET_OBJ ||
+	    op->op_req.er_kind >= ER_IDX_GET)
+		return false;
+	o = (const struct clovis_obj *)op->op_entity;
+	return o->ob_attr.oa_layout != CLOVIS_LAYOUT_PLAIN;
+}
+
+/* ------------------------------------------------------------ members */
+
+/* True when the commit op may go on: every member has run. */
+static bool dtx_ready_locked(struct clovis_dtx *dx)
+{
+	if (dx->dx_state != DX_COMMITTING || dx->dx_submitted ||
+	    dx->dx_ran < dx->dx_nr)
+		return false;
+	dx->dx_submitted = true;
+	return true;
+}
+
+static void dtx_submit(struct clovis_dtx *dx);
+static void dtx_cancel(struct clovis_dtx *dx);
+
+static struct dtx_member *dtx_member_find(struct clovis_dtx *dx,
+					  const struct clovis_op *op)
+{
+	for (uint32_t i = 0; i < dx->dx_nr; i++)
+		if (dx->dx_m[i].dm_op == op)
+			return &dx->dx_m[i];
+	return NULL;
+}
+
+/* A member ran to its commit item: hold it (eng_commit_submit hook). */
+static void dtx_hold(struct eng_citem *ci)
+{
+	struct clovis_op *op = (struct clovis_op *)ci;
+	struct clovis_dtx *dx = op->op_dtx;
+	bool go;
+
+	pthread_mutex_lock(&dx->dx_lock);
+	dtx_member_find(dx, op)->dm_state = DM_HELD;
+	dx->dx_ran++;
+	go = dtx_ready_locked(dx);
+	pthread_cond_broadcast(&dx->dx_cond);
+	pthread_mutex_unlock(&dx->dx_lock);
+	if (go)
+		dtx_submit(dx);
+}
+
+/* A member's worker run: the backend, then failures are noted in the dtx
+ * (the member is FAILED at once; the dtx will fail). */
+static int dtx_member_run(struct clovis_op *op)
+{
+	struct clovis *cl = op->op_cl;
+	struct clovis_dtx *dx = op->op_dtx;
+	struct eng_citem *ci = &op->op_req.er_ci;
+	int rc = cl->cl_exec(cl, &op->op_req);
+	bool go;
+
+	if (rc == ENG_PENDING)
+		return rc;
+	if (rc == 0)
+		rc = err_set(-EPROTO, "dtx %s: update ran without a commit",
+			     dtx_str(dx));
+	pthread_mutex_lock(&dx->dx_lock);
+	dtx_member_find(dx, op)->dm_state = DM_FAILED;
+	if (dx->dx_rc == 0) {
+		dx->dx_rc = rc;
+		snprintf(dx->dx_msg, sizeof dx->dx_msg, "%s", err_msg());
+	}
+	dx->dx_ran++;
+	go = dtx_ready_locked(dx);
+	pthread_cond_broadcast(&dx->dx_cond);
+	pthread_mutex_unlock(&dx->dx_lock);
+	op->op_dtx = NULL; /* done with the dtx: freeing it is the caller's */
+	snprintf(ci->ci_msg, sizeof ci->ci_msg, "%s", err_msg());
+	ci->ci_done(ci, rc);
+	if (go)
+		dtx_submit(dx);
+	return ENG_PENDING; /* completed above */
+}
+
+int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
+{
+	struct dtx_member *m;
+	int rc = 0;
+
+	if (!dtx_valid(dx) || op == NULL || op->op_magic != CLOVIS_OP_MAGIC)
+		return err_set(-EINVAL, "dtx_add: %s", dtx_valid(dx) ?
+			       "not an op" : "not a dtx");
+	if (op->op_cl != dx->dx_cl)
+		return err_set(-EINVAL, "dtx_add: dtx %s: the op belongs to "
+			       "another client", dtx_str(dx));
+	if (op->op_state != CLOVIS_OS_INIT || op->op_dtx != NULL ||
+	    op->op_run != NULL)
+		return err_set(-CLOVIS_ESTATE, "dtx_add: dtx %s: op is %s",
+			       dtx_str(dx), op->op_state != CLOVIS_OS_INIT ?
+			       "not in INIT state" : "already in a dtx");
+	if (eng_req_readonly(&op->op_req))
+		return 0; /* reads are not held (clovis.h) */
+	if (op_unit_layout(op))
+		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
+			       "unit layout (pdclust, mirror or composite): "
+			       "not supported in a dtx yet", dtx_str(dx),
+			       eng_id_str(&op->op_req.er_id));
+	pthread_mutex_lock(&dx->dx_lock);
+	if (dx->dx_state != DX_OPEN || dx->dx_aborting) {
+		rc = err_set(-CLOVIS_ESTATE, "dtx_add: dtx %s is committed",
+			     dtx_str(dx));
+	} else if (dx->dx_nr >= CLOVIS_DTX_OPS_MAX) {
+		rc = err_set(-E2BIG, "dtx_add: dtx %s has %u ops already "
+			     "(CLOVIS_DTX_OPS_MAX)", dtx_str(dx), dx->dx_nr);
+	} else if (dx->dx_nr == dx->dx_cap) {
+		uint32_t cap = dx->dx_cap ? dx->dx_cap * 2 : 16;
+
+		m = realloc(dx->dx_m, cap * sizeof *m);
+		if (m == NULL) {
+			rc = err_set(-ENOMEM, "dtx %s: member table of %u",
+				     dtx_str(dx), cap);
+		} else {
+			dx->dx_m = m;
+			dx->dx_cap = cap;
+		}
+	}
+	if (rc == 0) {
+		dx->dx_m[dx->dx_nr++] = (struct dtx_member){op, DM_INIT};
+		op->op_dtx = dx;
+		op->op_run = dtx_member_run;
+		op->op_req.er_ci.ci_hold = dtx_hold;
+	}
+	pthread_mutex_unlock(&dx->dx_lock);
+	return rc;
+}
+
+/* Take op out of its dtx (it stays an ordinary op in INIT). */
+static void member_detach(struct clovis_op *op)
+{
+	op->op_dtx = NULL;
+	op->op_run = NULL;
+	op->op_req.er_ci.ci_hold = NULL;
+}
+
+void dtx_op_free(struct clovis_op *op)
+{
+	struct clovis_dtx *dx = op->op_dtx;
+	struct dtx_member *m;
+
+	if (dx->dx_cop == op) {
+		if (dx->dx_state == DX_OPEN)
+			dtx_cancel(dx); /* commit op freed unlaunched */
+		dtx_destroy(dx);
+		op->op_dtx = NULL;
+		return;
+	}
+	/* A member freed in INIT while its dtx is open leaves it. */
+	pthread_mutex_lock(&dx->dx_lock);
+	m = dtx_member_find(dx, op);
+	if (m != NULL && m->dm_state == DM_INIT && dx->dx_state == DX_OPEN) {
+		*m = dx->dx_m[--dx->dx_nr];
+		member_detach(op);
+	}
+	pthread_mutex_unlock(&dx->dx_lock);
+	op->op_dtx = NULL;
+}
+
+/* ------------------------------------------------------------ outcome */
+
+/* Pass the outcome to every held member (they leave the dtx), then to the
+ * commit op.  rc < 0: nothing was applied; the member that failed the
+ * dtx gets rc, the others -ECANCELED. */
+static void dtx_finish(struct clovis_dtx *dx, int rc, const char *msg)
+{
+	struct eng_citem *cci = &dx->dx_cop->op_req.er_ci;
+
+	for (uint32_t i = 0; i < dx->dx_nr; i++) {
+		struct dtx_member *m = &dx->dx_m[i];
+		struct eng_citem *ci;
+
+		if (m->dm_state != DM_HELD)
+			continue;
+		ci = member_ci(m);
+		ci->ci_alloc.sv_nr = 0; /* moved to the commit item */
+		ci->ci_freed.sv_nr = 0;
+		m->dm_op->op_dtx = NULL;
+		if (rc != 0)
+			snprintf(ci->ci_msg, sizeof ci->ci_msg, "dtx %s not "
+				 "committed: %.200s", dtx_str(dx), msg);
+		ci->ci_done(ci, rc == 0 || i == dx->dx_bad ? rc : -ECANCELED);
+	}
+	dx->dx_state = DX_DONE;
+	cci->ci_done = dx->dx_cop_done;
+	cci->ci_executed = dx->dx_cop_executed;
+	if (rc != 0 && cci->ci_msg != msg)
+		snprintf(cci->ci_msg, sizeof cci->ci_msg, "dtx %s: %.200s",
+			 dtx_str(dx), msg);
+	cci->ci_done(cci, rc);
+}
+
+/* Group commit: apply every member in one nested transaction. */
+static int dtx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct clovis_dtx *dx = ((struct clovis_op *)ci)->op_dtx;
+	MDB_txn *child;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, txn, 0, &child);
+
+	if (rc != 0)
+		return meta_err(rc, "dtx nested transaction");
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
+		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
+
+		mci->ci_hard = false;
+		mci->ci_freed.sv_nr = 0;
+		mci->ci_msg[0] = '\0';
+		err_clear();
+		rc = mci->ci_apply(e, child, mci);
+		if (rc == 0 && i == 0 && FAULT_HIT("dtx.apply.mid"))
+			rc = err_set(-EIO, "fault point dtx.apply.mid");
+		if (rc != 0) {
+			dx->dx_bad = i;
+			ci->ci_hard = mci->ci_hard;
+			snprintf(ci->ci_msg, sizeof ci->ci_msg, "dtx %s: op %u of "
+				 "%u: %.200s", dtx_str(dx), i + 1, dx->dx_nr,
+				 mci->ci_msg[0] ?
+				 mci->ci_msg : err_msg());
+		}
+	}
+	if (rc != 0) {
+		mdb_txn_abort(child);
+		return rc;
+	}
+	rc = mdb_txn_commit(child);
+	if (rc != 0) {
+		ci->ci_hard = true;
+		return meta_err(rc, "dtx nested commit");
+	}
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
+		struct eng_spacevec *fv = &member_ci(&dx->dx_m[i])->ci_freed;
+
+		for (uint32_t j = 0; rc == 0 && j < fv->sv_nr; j++)
+			rc = eng_spacevec_add(&ci->ci_freed, fv->sv_v[j].sp_dev,
+					      fv->sv_v[j].sp_off,
+					      fv->sv_v[j].sp_len);
+		fv->sv_nr = 0;
+	}
+	if (rc != 0)
+		ci->ci_hard = true; /* the parent holds the maps: redo all */
+	return rc;
+}
+
+static void dtx_executed(struct eng_citem *ci)
+{
+	struct clovis_dtx *dx = ((struct clovis_op *)ci)->op_dtx;
+
+	for (uint32_t i = 0; i < dx->dx_nr; i++) {
+		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
+
+		if (mci->ci_executed != NULL)
+			mci->ci_executed(mci);
+	}
+	if (dx->dx_cop_executed != NULL)
+		dx->dx_cop_executed(ci);
+}
+
+static void dtx_done(struct eng_citem *ci, int rc)
+{
+	struct clovis_dtx *dx = ((struct clovis_op *)ci)->op_dtx;
+
+	dtx_finish(dx, rc, ci->ci_msg);
+}
+
+/* Every member has run: fail the dtx, or hand its one item to the group
+ * commit with the devices to sync and the space its members took. */
+static void dtx_submit(struct clovis_dtx *dx)
+{
+	struct eng *e = dx->dx_cl->cl_eng;
+	struct eng_citem *ci = &dx->dx_cop->op_req.er_ci;
+	int rc = dx->dx_rc;
+
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
+		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
+		uint32_t before = ci->ci_alloc.sv_nr;
+
+		for (uint32_t w = 0; w < ENG_DEVMASK_WORDS; w++)
+			ci->ci_devmask[w] |= mci->ci_devmask[w];
+		for (uint32_t j = 0; rc == 0 && j < mci->ci_alloc.sv_nr; j++)
+			rc = eng_spacevec_add(&ci->ci_alloc,
+					      mci->ci_alloc.sv_v[j].sp_dev,
+					      mci->ci_alloc.sv_v[j].sp_off,
+					      mci->ci_alloc.sv_v[j].sp_len);
+		if (rc == 0)
+			mci->ci_alloc.sv_nr = 0;
+		else
+			ci->ci_alloc.sv_nr = before; /* the member keeps it */
+	}
+	if (rc != 0) {
+		const char *msg = dx->dx_rc != 0 ? dx->dx_msg : err_msg();
+
+		for (uint32_t i = 0; i < dx->dx_nr; i++)
+			if (dx->dx_m[i].dm_state == DM_HELD)
+				eng_space_release(e, &member_ci(&dx->dx_m[i])->ci_alloc);
+		eng_space_release(e, &ci->ci_alloc);
+		ci->ci_alloc.sv_nr = 0;
+		dx->dx_bad = UINT32_MAX;
+		dtx_finish(dx, rc, msg);
+		return;
+	}
+	ci->ci_apply = dtx_apply;
+	ci->ci_executed = dtx_executed;
+	ci->ci_done = dtx_done;
+	eng_commit_submit(e, ci);
+}
+
+/* The commit op's worker run: launch the members still in INIT; the last
+ * member to run submits the dtx (or this does, if all ran before). */
+static int dtx_commit_run(struct clovis_op *cop)
+{
+	struct clovis_dtx *dx = cop->op_dtx;
+	struct clovis_op **todo = NULL;
+	uint32_t n = 0;
+	bool go;
+
+	pthread_mutex_lock(&dx->dx_lock);
+	dx->dx_state = DX_COMMITTING;
+	if (dx->dx_nr == 0) {
+		dx->dx_state = DX_DONE;
+		pthread_mutex_unlock(&dx->dx_lock);
+		return 0; /* empty: trivially committed */
+	}
+	todo = malloc(dx->dx_nr * sizeof *todo);
+	for (uint32_t i = 0; todo != NULL && i < dx->dx_nr; i++)
+		if (dx->dx_m[i].dm_state == DM_INIT &&
+		    clovis_op_state(dx->dx_m[i].dm_op) == CLOVIS_OS_INIT)
+			todo[n++] = dx->dx_m[i].dm_op;
+	if (todo == NULL) {
+		dx->dx_state = DX_OPEN;
+		pthread_mutex_unlock(&dx->dx_lock);
+		return err_set(-ENOMEM, "dtx %s: commit", dtx_str(dx));
+	}
+	pthread_mutex_unlock(&dx->dx_lock);
+	if (n > 0)
+		clovis_op_launch(todo, n);
+	free(todo);
+	pthread_mutex_lock(&dx->dx_lock);
+	go = dtx_ready_locked(dx);
+	pthread_mutex_unlock(&dx->dx_lock);
+	if (go)
+		dtx_submit(dx);
+	return ENG_PENDING;
+}
+
+int clovis_dtx_commit(struct clovis_dtx *dx, struct clovis_op **out)
+{
+	struct clovis_op *cop;
+	int rc;
+
+	if (!dtx_valid(dx) || out == NULL)
+		return err_set(-EINVAL, "dtx_commit: %s", dtx_valid(dx) ?
+			       "op is NULL" : "not a dtx");
+	if (dx->dx_cop != NULL || dx->dx_aborting)
+		return err_set(-CLOVIS_ESTATE, "dtx_commit: dtx %s is already "
+			       "committed", dtx_str(dx));
+	rc = op_alloc(&dx->dx_ent, 0, CLOVIS_STAT_NR, &cop);
+	if (rc != 0)
+		return rc;
+	cop->op_dtx = dx;
+	cop->op_run = dtx_commit_run;
+	dx->dx_cop_executed = cop->op_req.er_ci.ci_executed;
+	dx->dx_cop_done = cop->op_req.er_ci.ci_done;
+	dx->dx_bad = UINT32_MAX;
+	pthread_mutex_lock(&dx->dx_lock);
+	dx->dx_cop = cop;
+	pthread_mutex_unlock(&dx->dx_lock);
+	*out = cop;
+	return 0;
+}
+
+/* Drop an open dtx: members in INIT leave it, launched ones are waited for
+ * and fail with -ECANCELED.  The dtx is not freed. */
+static void dtx_cancel(struct clovis_dtx *dx)
+{
+	uint32_t launched = 0;
+
+	pthread_mutex_lock(&dx->dx_lock);
+	dx->dx_aborting = true;
+	for (uint32_t i = 0; i < dx->dx_nr; i++) {
+		struct dtx_member *m = &dx->dx_m[i];
+
+		if (m->dm_state == DM_INIT &&
+		    clovis_op_state(m->dm_op) == CLOVIS_OS_INIT)
+			member_detach(m->dm_op);
+		else
+			launched++;
+	}
+	while (dx->dx_ran < launched)
+		pthread_cond_wait(&dx->dx_cond, &dx->dx_lock);
+	pthread_mutex_unlock(&dx->dx_lock);
+	for (uint32_t i = 0; i < dx->dx_nr; i++) {
+		struct dtx_member *m = &dx->dx_m[i];
+		struct eng_citem *ci;
+
+		if (m->dm_state != DM_HELD)
+			continue;
+		ci = member_ci(m);
+		eng_space_release(dx->dx_cl->cl_eng, &ci->ci_alloc);
+		ci->ci_alloc.sv_nr = 0;
+		m->dm_op->op_dtx = NULL;
+		snprintf(ci->ci_msg, sizeof ci->ci_msg, "dtx %s aborted",
+			 dtx_str(dx));
+		ci->ci_done(ci, -ECANCELED);
+	}
+	dx->dx_state = DX_DONE;
+}
+
+void clovis_dtx_abort(struct clovis_dtx *dx)
+{
+	if (dx == NULL)
+		return;
+	if (!dtx_valid(dx) || dx->dx_cop != NULL) {
+		err_set(-CLOVIS_ESTATE, "dtx_abort: %s", dtx_valid(dx) ?
+			"dtx already committed: abort refused" : "not a dtx");
+		LOG_WARNING("%s", err_msg());
+		return;
+	}
+	dtx_cancel(dx);
+	dtx_destroy(dx);
+}

@@ -1,0 +1,516 @@
+/*
+ * dtm_ut.c — suite "dtm": transaction ids (hybrid logical clock), and the
+ * Clovis dtx API over an embedded store: commit of object and index
+ * updates together, abort, the empty dtx, reads inside a dtx, ops on a
+ * deleted entity, a dtx larger than one group-commit batch, a fault inside
+ * the dtx's apply, and bad arguments.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clovis/clovis.h"
+#include "core/fault.h"
+#include "core/limits.h"
+#include "dtm/dtm.h"
+#include "tests/ut.h"
+
+#define BS 4096u
+#define WAIT_NS (30ll * 1000000000ll)
+
+static struct clovis *cl;
+static char dir[512];
+static uint64_t next_lo = 0x1000;
+
+static int suite_init(void)
+{
+	const char *d = ut_tmpdir("dtm");
+	struct clovis_conf c = {.cc_flags = CLOVIS_CONF_CREATE,
+				.cc_dev_size = 64ull << 20};
+
+	if (d == NULL)
+		return -1;
+	snprintf(dir, sizeof dir, "%s/store", d);
+	c.cc_data_dir = dir;
+	if (clovis_init(&cl, &c) != 0) {
+		fprintf(stderr, "dtm: clovis_init: %s\n", clovis_errmsg());
+		return -1;
+	}
+	return 0;
+}
+
+static int suite_fini(void)
+{
+	clovis_fini(cl);
+	return ut_cluster_mode() ? 0 : clovis_store_destroy(dir);
+}
+
+static struct clovis_id newid(void)
+{
+	return (struct clovis_id){0xd7d7, next_lo++};
+}
+
+static int idx_make(struct clovis_idx *ix)
+{
+	struct clovis_id id = newid();
+	struct clovis_op *op;
+	int rc = clovis_idx_init(ix, clovis_default_realm(cl), &id);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&ix->in_entity, CLOVIS_EO_CREATE, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+static int obj_make(struct clovis_obj *o)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_PLAIN};
+	struct clovis_id id = newid();
+	struct clovis_op *op;
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* One-record PUT (overwrite) of key -> val; bufs live in *r. */
+struct rec {
+	char k[32];
+	char v[32];
+	void *kb[1], *vb[1];
+	size_t kl[1], vl[1];
+	struct clovis_bufvec kv, vv;
+	int32_t rc[1];
+};
+
+static int rec_op(struct clovis_idx *ix, struct rec *r, uint32_t opc,
+		  const char *key, const char *val, struct clovis_op **op)
+{
+	snprintf(r->k, sizeof r->k, "%s", key);
+	r->kb[0] = r->k;
+	r->kl[0] = strlen(r->k);
+	r->kv = (struct clovis_bufvec){1, r->kb, r->kl};
+	if (opc == CLOVIS_IC_GET) {
+		memset(r->v, 0, sizeof r->v);
+		r->vb[0] = r->v;
+		r->vl[0] = sizeof r->v;
+	} else if (val != NULL) {
+		snprintf(r->v, sizeof r->v, "%s", val);
+		r->vb[0] = r->v;
+		r->vl[0] = strlen(r->v);
+	}
+	r->vv = (struct clovis_bufvec){1, r->vb, r->vl};
+	r->rc[0] = 1;
+	return clovis_idx_op(ix, opc, &r->kv, opc == CLOVIS_IC_DEL ? NULL :
+			     &r->vv, r->rc, opc == CLOVIS_IC_PUT ?
+			     CLOVIS_IF_OVERWRITE : 0, op);
+}
+
+/* GET key: 0 and the value in out, or the record's rc (-ENOENT). */
+static int get(struct clovis_idx *ix, const char *key, char *out, size_t len)
+{
+	struct rec r;
+	struct clovis_op *op;
+	int rc = rec_op(ix, &r, CLOVIS_IC_GET, key, NULL, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc == 0)
+		rc = r.rc[0];
+	if (rc == 0)
+		snprintf(out, len, "%.*s", (int)r.vl[0], r.v);
+	return rc;
+}
+
+/* A one-block write of byte c at blk; buffer in buf (BS bytes). */
+struct blk {
+	uint64_t s[1], n[1];
+	struct clovis_extvec ev;
+	void *b[1];
+	size_t l[1];
+	struct clovis_bufvec bv;
+	char *buf;
+};
+
+static int blk_op(struct clovis_obj *o, struct blk *w, uint32_t opc,
+		  uint64_t blk, int c, struct clovis_op **op)
+{
+	w->s[0] = blk;
+	w->n[0] = 1;
+	w->ev = (struct clovis_extvec){1, w->s, w->n};
+	if (w->buf == NULL)
+		w->buf = malloc(BS);
+	memset(w->buf, c, BS);
+	w->b[0] = w->buf;
+	w->l[0] = BS;
+	w->bv = (struct clovis_bufvec){1, w->b, w->l};
+	return clovis_obj_op(o, opc, &w->ev, &w->bv, 0, op);
+}
+
+/* First byte of block blk (0 for holes), or a negative rc. */
+static int blk_read(struct clovis_obj *o, uint64_t blk)
+{
+	struct blk r = {0};
+	struct clovis_op *op;
+	int rc = blk_op(o, &r, CLOVIS_OC_READ, blk, 0x55, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc == 0)
+		rc = (unsigned char)r.buf[0];
+	free(r.buf);
+	return rc;
+}
+
+/* ------------------------------------------------------------- ids */
+
+static void test_hlc_ids(void)
+{
+	struct clovis_dtx_id a, b, c;
+	char buf[DTM_ID_STR_LEN];
+	uint64_t prev = dtm_hlc_now();
+
+	for (int i = 0; i < 10000; i++) {
+		uint64_t t = dtm_hlc_now();
+
+		CU_ASSERT_FATAL(t > prev);
+		prev = t;
+	}
+	/* A clock far ahead, observed, is passed. */
+	dtm_hlc_observe(prev + (1000000ull << DTM_HLC_LOGICAL_BITS));
+	CU_ASSERT(dtm_hlc_now() > prev + (1000000ull << DTM_HLC_LOGICAL_BITS));
+	dtm_id_make(&a, 7);
+	dtm_id_make(&b, 3);
+	CU_ASSERT(dtm_id_cmp(&a, &b) < 0);
+	CU_ASSERT(dtm_id_cmp(&b, &a) > 0);
+	CU_ASSERT(dtm_id_cmp(&a, &a) == 0);
+	CU_ASSERT_EQUAL(dtm_id_parse(dtm_id_format(&b, buf), &c), 0);
+	CU_ASSERT(dtm_id_cmp(&b, &c) == 0 && c.di_node == 3);
+	CU_ASSERT_EQUAL(dtm_id_parse("zz", &c), -EINVAL);
+	CU_ASSERT_EQUAL(dtm_id_parse("1:", &c), -EINVAL);
+	CU_ASSERT_EQUAL(dtm_id_parse("100000000:1", &c), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "100000000:1"));
+}
+
+/* ------------------------------------------------------------ commit */
+
+static void test_commit_obj_idx(void)
+{
+	struct clovis_idx ix;
+	struct clovis_obj o;
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[3], *cop;
+	struct rec r1, r2;
+	struct blk w = {0};
+	struct clovis_dtx_id id;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_id(dx, &id), 0);
+	CU_ASSERT(id.di_hlc != 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "a", "1", &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r2, CLOVIS_IC_PUT, "b", "2", &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 3, 0x77, &ops[2]), 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	/* One member launched early: it waits for the dtx. */
+	CU_ASSERT_EQUAL(clovis_op_launch(&ops[0], 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_EXECUTED, 200000000ll),
+			-ETIMEDOUT);
+	CU_ASSERT_EQUAL(get(&ix, "a", v, sizeof v), -ENOENT);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), -CLOVIS_ESTATE);
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS), 0);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	clovis_op_free(cop);
+	CU_ASSERT_EQUAL(get(&ix, "a", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "1");
+	CU_ASSERT_EQUAL(get(&ix, "b", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "2");
+	CU_ASSERT_EQUAL(blk_read(&o, 3), 0x77);
+	free(w.buf);
+}
+
+static void test_abort(void)
+{
+	struct clovis_idx ix;
+	struct clovis_obj o;
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[2];
+	struct rec r1;
+	struct blk w = {0};
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "k", "x", &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 0, 0x11, &ops[1]), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[1]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&ops[1], 1), 0); /* write launched */
+	clovis_dtx_abort(dx);
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[1], CLOVIS_OS_STABLE, WAIT_NS),
+			-ECANCELED);
+	CU_ASSERT_EQUAL(clovis_op_state(ops[1]), CLOVIS_OS_FAILED);
+	CU_ASSERT_EQUAL(clovis_op_state(ops[0]), CLOVIS_OS_INIT);
+	CU_ASSERT_EQUAL(blk_read(&o, 0), 0);
+	CU_ASSERT_EQUAL(get(&ix, "k", v, sizeof v), -ENOENT);
+	/* The member that was never launched is an ordinary op again. */
+	CU_ASSERT_EQUAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL(get(&ix, "k", v, sizeof v), 0);
+	clovis_op_free(ops[1]);
+	free(w.buf);
+}
+
+static void test_empty_and_reads(void)
+{
+	struct clovis_idx ix;
+	struct clovis_dtx *dx;
+	struct clovis_op *cop, *put, *rd;
+	struct rec r0, r1, rg;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(cop), 0);
+
+	/* Reads inside a dtx see the store without the dtx's updates. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r0, CLOVIS_IC_PUT, "k", "old", &put), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(put), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "k", "new", &put), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, put), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&put, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &rg, CLOVIS_IC_GET, "k", NULL, &rd), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, rd), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(rd), 0);
+	CU_ASSERT_EQUAL(rg.rc[0], 0);
+	CU_ASSERT_EQUAL(memcmp(rg.v, "old", 3), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS), 0);
+	clovis_op_free(put);
+	CU_ASSERT_EQUAL(get(&ix, "k", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "new");
+
+	/* A dtx of reads only commits trivially too. */
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &rg, CLOVIS_IC_GET, "k", NULL, &rd), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, rd), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(rd), 0);
+	CU_ASSERT_EQUAL(memcmp(rg.v, "new", 3), 0);
+}
+
+/* Delete entity e now (synchronously). */
+static int ent_delete(struct clovis_entity *e)
+{
+	struct clovis_op *op;
+	int rc = clovis_entity_op(e, CLOVIS_EO_DELETE, &op);
+
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+static void test_deleted_entity(void)
+{
+	struct clovis_idx ix, ix2;
+	struct clovis_obj o;
+	struct clovis_dtx *dx;
+	struct clovis_op *put, *wr, *cop;
+	struct rec r1;
+	struct blk w = {0};
+	char v[32];
+
+	/* Deleted after its member ran (data written, item held). */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "p", "1", &put), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 1, 0x42, &wr), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, put), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, wr), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&wr, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(wr, CLOVIS_OS_EXECUTED, 100000000ll),
+			-ETIMEDOUT);
+	{
+		struct clovis_obj o2 = o;
+
+		CU_ASSERT_EQUAL(ent_delete(&o2.ob_entity), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(cop), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "dtx"));
+	CU_ASSERT_EQUAL(clovis_op_wait(wr, CLOVIS_OS_STABLE, WAIT_NS), -ENOENT);
+	CU_ASSERT_EQUAL(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS),
+			-ECANCELED);
+	clovis_op_free(wr);
+	clovis_op_free(put);
+	CU_ASSERT_EQUAL(get(&ix, "p", v, sizeof v), -ENOENT);
+
+	/* Deleted before its member ran: the member fails at once. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix2), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "q", "1", &put), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, put), 0);
+	{
+		struct clovis_idx ix3 = ix2;
+		struct rec r2;
+		struct clovis_op *put2;
+
+		CU_ASSERT_EQUAL_FATAL(rec_op(&ix2, &r2, CLOVIS_IC_PUT, "q", "2",
+					     &put2), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, put2), 0);
+		CU_ASSERT_EQUAL(ent_delete(&ix3.in_entity), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_sync(cop), -ENOENT);
+		CU_ASSERT_EQUAL(clovis_op_wait(put2, CLOVIS_OS_STABLE, WAIT_NS),
+				-ENOENT);
+		clovis_op_free(put2);
+	}
+	CU_ASSERT_EQUAL(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS),
+			-ECANCELED);
+	clovis_op_free(put);
+	CU_ASSERT_EQUAL(get(&ix, "q", v, sizeof v), -ENOENT);
+	free(w.buf);
+}
+
+/* n PUTs "k<i>" -> "v<i>" in one dtx; returns the commit op's rc. */
+static int big_dtx(struct clovis_idx *ix, uint32_t n)
+{
+	struct rec *r = calloc(n, sizeof *r);
+	struct clovis_op **ops = calloc(n, sizeof *ops), *cop;
+	struct clovis_dtx *dx;
+	char k[32], v[32];
+	int rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		snprintf(k, sizeof k, "k%06u", i);
+		snprintf(v, sizeof v, "v%u", i);
+		rc = rec_op(ix, &r[i], CLOVIS_IC_PUT, k, v, &ops[i]);
+		if (rc == 0)
+			rc = clovis_dtx_add(dx, ops[i]);
+	}
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	/* Half launched by the caller, half by the commit. */
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, n / 2), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	rc = clovis_op_sync(cop);
+	for (uint32_t i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE, WAIT_NS),
+				rc == 0 ? 0 : rc == -EIO && i == 0 ? -EIO :
+				-ECANCELED);
+		clovis_op_free(ops[i]);
+	}
+	free(ops);
+	free(r);
+	return rc;
+}
+
+static void test_larger_than_batch(void)
+{
+	struct clovis_idx ix;
+	uint32_t n = LIM_BATCH_MAX * 2 + 37, found = 0;
+	char k[32], v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL(big_dtx(&ix, n), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(k, sizeof k, "k%06u", i);
+		found += get(&ix, k, v, sizeof v) == 0;
+	}
+	CU_ASSERT_EQUAL(found, n);
+}
+
+static void test_fault_apply(void)
+{
+	struct clovis_idx ix;
+	uint32_t n = LIM_BATCH_MAX + 5, found = 0;
+	char k[32], v[32];
+
+	if (ut_cluster_skip("dtm fault_apply", "in-process fault point"))
+		return;
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	fault_arm("dtx.apply.mid", 0, 1);
+	CU_ASSERT_EQUAL(big_dtx(&ix, n), -EIO);
+	CU_ASSERT_EQUAL(fault_fired("dtx.apply.mid"), 1);
+	fault_reset();
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(k, sizeof k, "k%06u", i);
+		found += get(&ix, k, v, sizeof v) == 0;
+	}
+	CU_ASSERT_EQUAL(found, 0);
+	/* The store is fine afterwards. */
+	CU_ASSERT_EQUAL(big_dtx(&ix, 10), 0);
+}
+
+static void test_bad_args(void)
+{
+	struct clovis_idx ix;
+	struct clovis_obj o;
+	struct clovis_dtx *dx;
+	struct clovis_op *op, *cop;
+	struct rec r1;
+	struct blk w = {0};
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_MIRROR};
+	struct clovis_id id = newid();
+
+	CU_ASSERT_EQUAL(clovis_dtx_open(NULL, clovis_default_realm(cl)), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_dtx_open(&dx, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_dtx_add(NULL, NULL), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_dtx_commit(NULL, &op), -EINVAL);
+	clovis_dtx_abort(NULL);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, NULL), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "z", "1", &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "z", "1", &op), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -CLOVIS_ESTATE);
+	clovis_op_free(op); /* leaves the dtx */
+	/* Unit-layout objects are refused with a message. */
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o, clovis_default_realm(cl), &id,
+					      &a), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE,
+					       &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 0, 1, &op), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "unit layout"));
+	clovis_op_free(op);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_commit(dx, &op), -CLOVIS_ESTATE);
+	clovis_dtx_abort(dx); /* refused: committed */
+	CU_ASSERT_EQUAL(clovis_op_sync(cop), 0); /* empty after the free */
+	free(w.buf);
+}
+
+int dtm_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("dtm", suite_init, suite_fini);
+
+	if (s == NULL ||
+	    !CU_add_test(s, "hlc_ids", test_hlc_ids) ||
+	    !CU_add_test(s, "commit_obj_idx", test_commit_obj_idx) ||
+	    !CU_add_test(s, "abort", test_abort) ||
+	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||
+	    !CU_add_test(s, "deleted_entity", test_deleted_entity) ||
+	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
+	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
+	    !CU_add_test(s, "bad_args", test_bad_args))
+		return -1;
+	return 0;
+}
