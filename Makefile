@@ -49,6 +49,7 @@ include layouts/module.mk
 include clovis/module.mk
 include dtm/module.mk
 include tests/module.mk
+include gateways/s3/module.mk
 
 # Two builds of every library object: release, and test (fault points on).
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

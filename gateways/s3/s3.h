@@ -1,0 +1,400 @@
+/*
+ * s3.h — shared parts of strata-s3, the S3 protocol gateway.
+ *
+ * The gateway is a Clovis client like any other: it includes only
+ * clovis/clovis.h.  Files:
+ *   s3_main.c   configuration, the libmicrohttpd server, request dispatch,
+ *               body streaming, access log and per-request statistics;
+ *   s3_auth.c   credentials file and AWS Signature V4 (headers, presigned);
+ *   s3_store.c  the mapping onto Clovis: system indices, bucket records,
+ *               object records, object data streams, recovery at start;
+ *   s3_ops.c    the S3 operations (bucket, object, listing, multipart);
+ *   s3_util.c   records (TLV), XML out and in, encodings, time.
+ * README.md beside this file describes the mapping and its invariants.
+ */
+#ifndef STRATA_S3_H
+#define STRATA_S3_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <openssl/evp.h>
+
+#include "clovis/clovis.h"
+
+struct s3_rd;
+
+/* ------------------------------------------------------------ limits */
+
+/** Longest S3 key (bytes of UTF-8), as in S3. */
+#define S3_KEY_MAX 1024u
+/** Keys longer than this are stored in the index under their first
+ *  S3_KEY_HASHED_PREFIX bytes plus a SHA-256 of the whole key (the index
+ *  key limit is CLOVIS_KEY_MAX); the full key lives in the record. */
+#define S3_KEY_HASHED_PREFIX 440u
+/** Bucket names: 3..63 characters, S3 rules. */
+#define S3_BUCKET_MAX 63u
+/** Bytes of one object I/O op, and of each stream buffer. */
+#define S3_CHUNK (1u << 20)
+/** Stream buffers (ops in flight) per request. */
+#define S3_NBUF 4u
+/** Largest XML request body (DeleteObjects, CompleteMultipartUpload). */
+#define S3_XML_MAX (2u << 20)
+/** Most keys in one DeleteObjects request, as in S3. */
+#define S3_DELETE_MAX 1000u
+/** Total bytes of request headers we accept (S3: 8 KiB). */
+#define S3_HEADERS_MAX (8u << 10)
+/** Total bytes of x-amz-meta-* names and values (S3: 2 KiB). */
+#define S3_META_MAX 2048u
+/** Largest single PUT (S3: 5 GiB). */
+#define S3_PUT_MAX (5ull << 30)
+/** Parts of one multipart upload (S3: 10,000). */
+#define S3_PARTS_MAX 10000u
+/** Most records asked of one NEXT op while listing. */
+#define S3_NEXT_BATCH 256u
+
+/* ------------------------------------------------------- configuration */
+
+struct s3_conf {
+	char sc_listen[64];       /* address to bind; 127.0.0.1 */
+	uint32_t sc_port;         /* 0 = ephemeral */
+	char sc_port_file[256];   /* write the bound port here */
+	char sc_data_dir[256];    /* embedded store */
+	char sc_cluster[256];     /* cluster mode: cluster file */
+	char sc_creds[256];       /* credentials file */
+	char sc_access_log[256];  /* "" = none, "-" = stdout */
+	char sc_stats_file[256];  /* per-op statistics written at exit */
+	char sc_host_suffix[128]; /* virtual-host style: BUCKET.SUFFIX */
+	char sc_tls_cert[256];
+	char sc_tls_key[256];
+	uint32_t sc_inline_max;   /* objects up to this many bytes inline */
+	uint32_t sc_layout;       /* CLOVIS_LAYOUT_* of new buckets' objects */
+	uint64_t sc_dev_size;     /* embedded store made with this size */
+	uint64_t sc_part_min;     /* smallest part but the last (5 MiB) */
+	uint32_t sc_timeout_s;    /* idle connection timeout */
+	uint32_t sc_skew_s;       /* allowed clock skew (900 s) */
+	uint32_t sc_threads;      /* clovis workers */
+	char sc_gw_id[32];        /* names this gateway's in-flight records */
+};
+
+/* ------------------------------------------------------------- records */
+
+/** Tags of the TLV records kept in the indices. */
+enum s3_tag {
+	T_ID = 1,     /* 16 bytes: object id */
+	T_SIZE = 2,   /* u64 bytes */
+	T_MTIME = 3,  /* u64 ns */
+	T_ETAG = 4,   /* hex, no quotes */
+	T_CTYPE = 5,  /* content type */
+	T_META = 6,   /* "name\0value" (name without x-amz-meta-) */
+	T_KEY = 7,    /* full key (hashed index keys, uploads) */
+	T_INLINE = 8, /* the object's bytes */
+	T_PART = 9,   /* 16-byte id + u64 size: one part of a manifest */
+	T_HDR = 10,   /* "name\0value": stored response headers */
+	T_OWNER = 11, /* bucket owner / upload initiator */
+	T_CONT = 12,  /* 16 bytes: bucket container id */
+	T_IDX = 13,   /* 16 bytes: bucket index id */
+	T_LAYOUT = 14,/* u32 layout */
+	T_BUCKET = 15,/* bucket name */
+	T_UPLOAD = 16,/* upload id */
+	T_BSHIFT = 17,/* u32 block shift */
+};
+
+/** A growable byte buffer. */
+struct s3_buf {
+	char *b_data;
+	size_t b_len;
+	size_t b_cap;
+	bool b_oom;
+};
+
+void s3_buf_add(struct s3_buf *b, const void *p, size_t n);
+void s3_buf_str(struct s3_buf *b, const char *s);
+void s3_buf_printf(struct s3_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/** Append s with XML escaping. */
+void s3_buf_xml(struct s3_buf *b, const char *s, size_t n);
+void s3_buf_fini(struct s3_buf *b);
+
+void s3_tlv_add(struct s3_buf *b, uint8_t tag, const void *p, uint32_t n);
+void s3_tlv_u64(struct s3_buf *b, uint8_t tag, uint64_t v);
+/** Iterate: *pos starts at 0; returns 1 and the next field, 0 at the end,
+ *  -EINVAL when the record is malformed. */
+int s3_tlv_next(const void *rec, size_t len, size_t *pos, uint8_t *tag,
+		const uint8_t **val, uint32_t *vlen);
+uint64_t s3_u64(const uint8_t *p);
+
+/* ------------------------------------------------------------ objects */
+
+/** A decoded object record (pointers into the record's value). */
+struct s3_orec {
+	bool or_has_id;
+	struct clovis_id or_id;
+	uint64_t or_size;
+	uint64_t or_mtime_ns;
+	char or_etag[64];
+	const char *or_ctype; uint32_t or_ctype_len;
+	const uint8_t *or_key; uint32_t or_key_len;      /* NULL: index key */
+	const uint8_t *or_inline; uint32_t or_inline_len;
+	bool or_is_inline;
+	uint32_t or_nparts;
+	const uint8_t *or_parts;                         /* 24 bytes each */
+	const uint8_t *or_rec; size_t or_rec_len;        /* whole record */
+};
+
+int s3_orec_decode(const void *v, size_t n, struct s3_orec *r);
+
+/* --------------------------------------------------------------- users */
+
+struct s3_user {
+	char u_name[64];
+	char u_akey[64];
+	char u_skey[128];
+};
+
+/** (Re)load the credentials file when it changed: lines "NAME ACCESS_KEY
+ *  SECRET_KEY", '#' comments.  Returns 0 or -errno. */
+int s3_creds_load(const char *path);
+/** Copy the user of access key akey into *u; -ENOENT if none. */
+int s3_user_find(const char *akey, struct s3_user *u);
+
+/* ------------------------------------------------------------ requests */
+
+#define S3_QMAX 64
+
+/** One HTTP request being served. */
+struct s3_req {
+	void *rq_conn;              /* struct MHD_Connection */
+	char rq_id[24];             /* x-amz-request-id */
+	char *rq_raw;               /* raw request target */
+	const char *rq_method;
+	char *rq_path;              /* decoded path */
+	size_t rq_path_len;
+	uint32_t rq_nq;             /* query parameters, decoded */
+	char *rq_qn[S3_QMAX], *rq_qv[S3_QMAX];
+	bool rq_qhas[S3_QMAX];      /* had '=' */
+	char rq_bucket[S3_BUCKET_MAX + 2];
+	char *rq_key;               /* decoded key (NULL: none) */
+	size_t rq_key_len;
+	struct s3_user rq_user;
+	bool rq_authed;
+	char rq_payload_hash[80];   /* x-amz-content-sha256 value */
+	const char *rq_op;          /* operation name for log and stats */
+	uint32_t rq_status;
+	uint64_t rq_in, rq_out;
+	uint64_t rq_t0_ns;
+	char rq_remote[64];
+	/* request body */
+	int rq_body;                /* S3_BODY_* */
+	struct s3_buf rq_xml;       /* S3_BODY_XML */
+	struct s3_wr *rq_wr;        /* S3_BODY_STREAM: the object writer */
+	bool rq_chunked;            /* Content-Encoding aws-chunked */
+	int rq_ck_state;
+	uint64_t rq_ck_left;
+	char rq_ck_line[512];
+	size_t rq_ck_ll;
+	EVP_MD_CTX *rq_sha;         /* payload hash being checked */
+	bool rq_failed;             /* the body stream failed; reply ready */
+	/* the operation */
+	int (*rq_end)(struct s3_req *rq); /* runs when the body is in */
+	void (*rq_cleanup)(struct s3_req *rq);
+	void *rq_ctx;
+	struct s3_bucket *rq_bk;
+	/* the reply */
+	void *rq_resp;              /* struct MHD_Response */
+	struct s3_buf rq_hdrs;      /* "name\0value\0" pairs */
+};
+
+enum { S3_BODY_NONE = 0, S3_BODY_XML = 1, S3_BODY_STREAM = 2 };
+
+/* Replies (s3_main.c); each sets rq_resp once. */
+void s3_reply_hdr(struct s3_req *rq, const char *name, const char *value);
+int s3_reply_err(struct s3_req *rq, uint32_t status, const char *code,
+		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/** Map a Clovis error to an S3 InternalError/ServiceUnavailable reply. */
+int s3_reply_clovis(struct s3_req *rq, int rc, const char *what);
+int s3_reply_xml(struct s3_req *rq, uint32_t status, struct s3_buf *body);
+int s3_reply_empty(struct s3_req *rq, uint32_t status);
+/** A streamed reply of len bytes served from reader r (taken over). */
+int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
+		    uint64_t start, uint64_t len, bool head);
+
+/* Operations (s3_ops.c). */
+/** Route an authenticated request: reply now, or set rq_body/rq_end. */
+int s3_route(struct s3_req *rq);
+
+/** Header value (case-insensitive name) or NULL. */
+const char *s3_hdr(struct s3_req *rq, const char *name);
+/** Query parameter value, or NULL; *has tells if present at all. */
+const char *s3_q(struct s3_req *rq, const char *name);
+bool s3_qhas(struct s3_req *rq, const char *name);
+
+/**
+ * Check the request's SigV4 signature (Authorization header or presigned
+ * query).  Returns 0 and fills rq_user, or sets *code and msg (the S3 error
+ * code: AccessDenied, SignatureDoesNotMatch, InvalidAccessKeyId,
+ * RequestTimeTooSkewed, AuthorizationHeaderMalformed) and returns -EACCES.
+ */
+int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
+		  size_t msglen);
+
+/* ----------------------------------------------------------- the store */
+
+/** An open bucket (cached). */
+struct s3_bucket {
+	char bk_name[S3_BUCKET_MAX + 1];
+	char bk_owner[64];
+	struct clovis_container bk_cont;
+	struct clovis_idx bk_idx;
+	uint32_t bk_layout;
+	uint64_t bk_ctime_ns;
+	bool bk_dead;
+	struct s3_bucket *bk_next;
+};
+
+struct s3_gw {
+	struct s3_conf g_conf;
+	struct clovis *g_cl;
+	struct clovis_idx g_buckets;  /* name -> bucket record */
+	struct clovis_idx g_inflight; /* gwid+obj id -> container id */
+	struct clovis_idx g_uploads;  /* bucket\0key\0uploadid -> upload */
+	struct clovis_idx g_parts;    /* uploadid + be32 part -> part */
+	pthread_rwlock_t g_bk_lock;
+	struct s3_bucket *g_bk_list;
+	pthread_mutex_t g_key_locks[256];
+	pthread_mutex_t g_bk_create_lock;
+};
+
+extern struct s3_gw s3g;
+
+int s3_store_open(void);
+void s3_store_close(void);
+/** Reclaim what interrupted uploads left (in-flight records). */
+int s3_store_recover(uint64_t *objs_freed);
+
+int s3_idx_get(struct clovis_idx *i, const void *k, size_t kl, void **v,
+	       size_t *vl);
+int s3_idx_put(struct clovis_idx *i, const void *k, size_t kl, const void *v,
+	       size_t vl, bool overwrite);
+int s3_idx_del(struct clovis_idx *i, const void *k, size_t kl);
+/** Up to *nr records from start (NULL: the first), excluding start when
+ *  excl.  Keys and values are malloc()ed; *nr set to how many. */
+int s3_idx_next(struct clovis_idx *i, const void *start, size_t sl, bool excl,
+		void **keys, size_t *klens, void **vals, size_t *vlens,
+		uint32_t *nr);
+
+void s3_rand_id(struct clovis_id *id);
+int s3_bucket_get(const char *name, struct s3_bucket **out);
+int s3_bucket_create(const char *name, const char *owner);
+int s3_bucket_delete(struct s3_bucket *b);
+int s3_bucket_empty(struct s3_bucket *b, bool *empty);
+
+/** Index key of S3 key k (hashed when long); returns its length. */
+size_t s3_ikey(const char *k, size_t kl, uint8_t *out);
+
+/** An object being written: streamed through S3_NBUF buffers. */
+struct s3_wr {
+	struct s3_bucket *w_bk;
+	uint64_t w_expect;      /* bytes announced (UINT64_MAX unknown) */
+	uint64_t w_len;         /* bytes received */
+	bool w_inline;          /* kept in w_ibuf, no object */
+	struct s3_buf w_ibuf;
+	bool w_obj;             /* the object was created */
+	struct clovis_obj w_o;
+	uint32_t w_bshift;
+	char *w_buf[S3_NBUF];
+	struct clovis_op *w_op[S3_NBUF];
+	uint64_t w_blk[S3_NBUF], w_nblk[S3_NBUF];
+	void *w_bv[S3_NBUF]; size_t w_bl[S3_NBUF];
+	struct clovis_extvec w_ev[S3_NBUF];
+	struct clovis_bufvec w_bvec[S3_NBUF];
+	uint32_t w_cur;         /* buffer being filled */
+	size_t w_fill;
+	uint64_t w_off;         /* object offset of w_buf[w_cur] */
+	int w_rc;
+	char w_msg[256];
+	EVP_MD_CTX *w_md5;
+	bool w_committed;
+	uint8_t w_ikey[64];     /* in-flight record key */
+	const uint8_t *w_rk, *w_pk; /* index key, part key (caller's) */
+	size_t w_rkl, w_pkl;
+};
+
+/** ikey: the index key the object will be recorded under; pkey: for a
+ *  part, its parts-index key (both copied into the in-flight record). */
+int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
+		const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+		size_t pkl);
+int s3_wr_data(struct s3_wr *w, const void *p, size_t n);
+/** Flush everything; the data is durable on return 0; md5 out. */
+int s3_wr_finish(struct s3_wr *w, uint8_t md5[16]);
+/** Drop an uncommitted object (delete it and its in-flight record). */
+void s3_wr_abort(struct s3_wr *w);
+/** After the record referencing the object is durable. */
+void s3_wr_done(struct s3_wr *w);
+
+/** Record intent: object id must be freed unless the record under ikey
+ *  (bucket index) or pkey (parts index) references it. */
+int s3_inflight_put(struct s3_bucket *b, const struct clovis_id *id,
+		    const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+		    size_t pkl, uint8_t *rkey);
+/** Before a record r is replaced or deleted: in-flight records for each of
+ *  its objects, so that a crash after the change still frees them. */
+int s3_orec_hold(struct s3_bucket *b, const struct s3_orec *r,
+		 const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+		 size_t pkl);
+/** The change did not happen: drop those in-flight records. */
+void s3_orec_unhold(const struct s3_orec *r);
+/** The change is durable: delete r's objects, then their records. */
+void s3_orec_free(struct s3_bucket *b, const struct s3_orec *r);
+void s3_inflight_del(const uint8_t *rkey);
+
+/** A reader of an object's bytes (inline, one object, or parts). */
+struct s3_rd {
+	struct s3_bucket *r_bk;
+	void *r_rec; size_t r_rec_len; /* owned copy of the record */
+	struct s3_orec r_or;
+	uint64_t r_start, r_end;       /* byte range [start, end) to serve */
+	char *r_buf;                   /* S3_CHUNK */
+	uint64_t r_bstart, r_blen;     /* object bytes r_buf holds */
+	struct clovis_obj r_o;
+	int r_part;                    /* part open in r_o, -1 none */
+	uint64_t r_part_off;           /* object offset of that part */
+	int r_rc;
+};
+
+int s3_rd_open(struct s3_rd *r, struct s3_bucket *b, void *rec, size_t len);
+/** Copy object bytes [off, off+n) into out; returns bytes or -errno. */
+long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n);
+void s3_rd_close(struct s3_rd *r);
+
+/* ---------------------------------------------------------------- misc */
+
+void s3_hex(const uint8_t *p, size_t n, char *out);
+int s3_unhex(const char *s, size_t n, uint8_t *out);
+size_t s3_b64enc(const uint8_t *p, size_t n, char *out);
+long s3_b64dec(const char *s, size_t n, uint8_t *out);
+/** Percent-decode; returns length or -1. */
+long s3_urldec(const char *s, size_t n, char *out, bool plus_space);
+/** Percent-encode all but unreserved (and '/' when keep_slash). */
+void s3_urlenc(struct s3_buf *b, const char *s, size_t n, bool keep_slash);
+void s3_time_iso(uint64_t ns, char *out);   /* 2006-02-03T16:45:09.000Z; out >= 48 */
+void s3_time_http(uint64_t ns, char *out);  /* RFC 1123 */
+/** Parse an RFC 1123 / ISO 8601 date; returns 0 and seconds. */
+int s3_time_parse(const char *s, int64_t *sec);
+uint64_t s3_now_ns(void);
+
+/** A minimal XML element tree for request bodies. */
+struct s3_xel {
+	char *x_name;
+	char *x_text;
+	size_t x_text_len;
+	struct s3_xel *x_child, *x_next;
+};
+/** Parse; returns NULL when the text is not well-formed XML. */
+struct s3_xel *s3_xml_parse(const char *s, size_t n);
+void s3_xml_free(struct s3_xel *x);
+struct s3_xel *s3_xml_child(struct s3_xel *x, const char *name);
+
+#endif /* STRATA_S3_H */

@@ -1,0 +1,2150 @@
+/*
+ * s3_ops.c — the S3 operations of the gateway: routing, buckets, objects
+ * (put, get with ranges and conditionals, head, delete, copy), listings
+ * (ListObjectsV2, ListObjects, ListObjectVersions), DeleteObjects and
+ * multipart uploads.  Each operation checks its input first and changes
+ * nothing when it refuses it.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <microhttpd.h>
+#include <openssl/sha.h>
+
+#include "gateways/s3/s3.h"
+
+#define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
+#define XHDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+/* Response headers kept with an object. */
+static const char *const kept_hdrs[] = {
+	"Content-Disposition", "Cache-Control", "Content-Language", "Expires",
+	"Content-Encoding",
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static pthread_mutex_t *key_lock(const uint8_t *k, size_t kl)
+{
+	uint32_t h = 2166136261u;
+	size_t i;
+
+	for (i = 0; i < kl; i++)
+		h = (h ^ k[i]) * 16777619u;
+	return &s3g.g_key_locks[h & 255];
+}
+
+static bool bucket_name_ok(const char *n)
+{
+	size_t l = strlen(n), i, digits = 0, dots = 0;
+
+	if (l < 3 || l > S3_BUCKET_MAX || !isalnum((unsigned char)n[0]) ||
+	    !isalnum((unsigned char)n[l - 1]))
+		return false;
+	for (i = 0; i < l; i++) {
+		char c = n[i];
+
+		if (!(islower((unsigned char)c) || isdigit((unsigned char)c) ||
+		      c == '-' || c == '.'))
+			return false;
+		if (c == '.' && (n[i + 1] == '.' || n[i + 1] == '-' ||
+				 (i > 0 && n[i - 1] == '-')))
+			return false;
+		digits += isdigit((unsigned char)c) != 0;
+		dots += c == '.';
+	}
+	return !(dots == 3 && digits + dots == l); /* not an IP address */
+}
+
+/* The request's bucket, owned by its user; replies on failure. */
+static int need_bucket(struct s3_req *rq)
+{
+	int rc;
+
+	if (!bucket_name_ok(rq->rq_bucket))
+		return s3_reply_err(rq, 404, "NoSuchBucket", "The specified "
+				    "bucket does not exist"), -ENOENT;
+	rc = s3_bucket_get(rq->rq_bucket, &rq->rq_bk);
+	if (rc == -ENOENT)
+		return s3_reply_err(rq, 404, "NoSuchBucket", "The specified "
+				    "bucket does not exist"), rc;
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "bucket lookup"), rc;
+	if (strcmp(rq->rq_bk->bk_owner, rq->rq_user.u_name) != 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied"),
+		       -EACCES;
+	return 0;
+}
+
+static int need_key(struct s3_req *rq)
+{
+	if (rq->rq_key_len > S3_KEY_MAX)
+		return s3_reply_err(rq, 400, "KeyTooLongError",
+				    "Your key is too long (%zu bytes; at most "
+				    "%u)", rq->rq_key_len, S3_KEY_MAX), -E2BIG;
+	return 0;
+}
+
+static void etag_hdr(struct s3_req *rq, const char *etag)
+{
+	char q[72];
+
+	snprintf(q, sizeof q, "\"%s\"", etag);
+	s3_reply_hdr(rq, "ETag", q);
+}
+
+/* Compare an If-Match style list with etag ("*" matches everything). */
+static bool etag_in(const char *list, const char *etag)
+{
+	const char *p = list;
+
+	while (*p) {
+		size_t n;
+
+		p += strspn(p, " ,");
+		if (*p == '*')
+			return true;
+		if (strncmp(p, "W/", 2) == 0)
+			p += 2;
+		if (*p == '"')
+			p++;
+		n = strcspn(p, "\",");
+		if (n == strlen(etag) && strncmp(p, etag, n) == 0)
+			return true;
+		p += n;
+		p += strspn(p, "\"");
+	}
+	return false;
+}
+
+struct meta_ctx {
+	struct s3_buf *mc_rec;
+	size_t mc_bytes;
+};
+
+static enum MHD_Result meta_it(void *cls, enum MHD_ValueKind kind,
+			       const char *k, const char *v)
+{
+	struct meta_ctx *m = cls;
+	char name[256];
+	size_t i, nl;
+
+	if (strncasecmp(k, "x-amz-meta-", 11) != 0)
+		return MHD_YES;
+	nl = strlen(k + 11);
+	if (nl >= sizeof name)
+		nl = sizeof name - 1;
+	for (i = 0; i < nl; i++)
+		name[i] = (char)tolower((unsigned char)k[11 + i]);
+	name[nl] = 0;
+	m->mc_bytes += nl + strlen(v ? v : "");
+	{
+		struct s3_buf f = {0};
+
+		s3_buf_add(&f, name, nl + 1);
+		s3_buf_str(&f, v ? v : "");
+		s3_tlv_add(m->mc_rec, T_META, f.b_data, (uint32_t)f.b_len);
+		s3_buf_fini(&f);
+	}
+	return MHD_YES;
+}
+
+/* Content type, x-amz-meta-* and kept headers of the request into rec.
+ * Returns -EFBIG when the user metadata is past S3_META_MAX. */
+static int rec_attrs_from_req(struct s3_req *rq, struct s3_buf *rec)
+{
+	struct meta_ctx m = {rec, 0};
+	const char *ct = s3_hdr(rq, "Content-Type");
+	size_t i;
+
+	s3_tlv_add(rec, T_CTYPE, ct ? ct : "binary/octet-stream",
+		   (uint32_t)strlen(ct ? ct : "binary/octet-stream"));
+	MHD_get_connection_values(rq->rq_conn, MHD_HEADER_KIND, meta_it, &m);
+	for (i = 0; i < sizeof kept_hdrs / sizeof kept_hdrs[0]; i++) {
+		const char *v = s3_hdr(rq, kept_hdrs[i]);
+		struct s3_buf f = {0};
+
+		if (v == NULL || (i == 4 && strstr(v, "aws-chunked") != NULL))
+			continue;
+		s3_buf_add(&f, kept_hdrs[i], strlen(kept_hdrs[i]) + 1);
+		s3_buf_str(&f, v);
+		s3_tlv_add(rec, T_HDR, f.b_data, (uint32_t)f.b_len);
+		s3_buf_fini(&f);
+	}
+	return m.mc_bytes > S3_META_MAX ? -EFBIG : 0;
+}
+
+/* Copy the attribute fields (type, meta, headers) of record src. */
+static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec)
+{
+	const uint8_t *val;
+	size_t pos = 0;
+	uint32_t n;
+	uint8_t tag;
+
+	while (s3_tlv_next(src, sl, &pos, &tag, &val, &n) == 1)
+		if (tag == T_CTYPE || tag == T_META || tag == T_HDR)
+			s3_tlv_add(rec, tag, val, n);
+}
+
+/* Response headers from a record: type, meta, kept headers. */
+static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r)
+{
+	const uint8_t *val;
+	size_t pos = 0;
+	uint32_t n;
+	uint8_t tag;
+	char t[40];
+
+	while (s3_tlv_next(r->or_rec, r->or_rec_len, &pos, &tag, &val, &n) == 1) {
+		char name[300], v[4096];
+		const char *z = memchr(val, 0, n);
+		size_t nl, vl;
+
+		if (tag == T_CTYPE && n < sizeof v) {
+			memcpy(v, val, n);
+			v[n] = 0;
+			s3_reply_hdr(rq, "Content-Type", v);
+		}
+		if ((tag != T_META && tag != T_HDR) || z == NULL)
+			continue;
+		nl = (size_t)(z - (const char *)val);
+		vl = n - nl - 1;
+		if (nl + 12 > sizeof name || vl >= sizeof v)
+			continue;
+		snprintf(name, sizeof name, "%s%s", tag == T_META ?
+			 "x-amz-meta-" : "", (const char *)val);
+		memcpy(v, z + 1, vl);
+		v[vl] = 0;
+		s3_reply_hdr(rq, name, v);
+	}
+	etag_hdr(rq, r->or_etag);
+	s3_time_http(r->or_mtime_ns, t);
+	s3_reply_hdr(rq, "Last-Modified", t);
+}
+
+/* Look up key k of bucket b: 0 with the record (malloc()ed), -ENOENT. */
+static int rec_get(struct s3_bucket *b, const char *k, size_t kl,
+		   void **v, size_t *vl, struct s3_orec *r)
+{
+	uint8_t ik[CLOVIS_KEY_MAX];
+	size_t il = s3_ikey(k, kl, ik);
+	int rc = s3_idx_get(&b->bk_idx, ik, il, v, vl);
+
+	if (rc != 0)
+		return rc;
+	rc = s3_orec_decode(*v, *vl, r);
+	if (rc == 0 && r->or_key != NULL &&
+	    (r->or_key_len != kl || memcmp(r->or_key, k, kl) != 0))
+		rc = -ENOENT; /* another long key with the same hash slot */
+	if (rc != 0) {
+		free(*v);
+		*v = NULL;
+	}
+	return rc;
+}
+
+/*
+ * Make rec the record of key ik: under the key's lock, read the old record,
+ * check If-None-Match: *, hold the old record's objects, PUT, then free
+ * them.  Returns 0, -EEXIST (precondition failed) or a Clovis error.
+ */
+static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
+		      const struct s3_buf *rec, bool if_none)
+{
+	pthread_mutex_t *l = key_lock(ik, il);
+	struct s3_orec old;
+	void *ov = NULL;
+	size_t ol;
+	bool have = false;
+	int rc;
+
+	pthread_mutex_lock(l);
+	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
+	if (rc == 0) {
+		have = s3_orec_decode(ov, ol, &old) == 0;
+		if (if_none) {
+			rc = -EEXIST;
+			goto out;
+		}
+	} else if (rc != -ENOENT) {
+		goto out;
+	}
+	rc = have ? s3_orec_hold(b, &old, ik, il, NULL, 0) : 0;
+	if (rc == 0)
+		rc = s3_idx_put(&b->bk_idx, ik, il, rec->b_data, rec->b_len,
+				true);
+	if (rc != 0 && have)
+		s3_orec_unhold(&old);
+out:
+	pthread_mutex_unlock(l);
+	if (rc == 0 && have)
+		s3_orec_free(b, &old);
+	free(ov);
+	return rc;
+}
+
+/* ------------------------------------------------------------- buckets */
+
+static int list_buckets(struct s3_req *rq)
+{
+	struct s3_buf x = {0};
+	void *keys[64], *vals[64];
+	size_t kls[64], vls[64];
+	char start[S3_BUCKET_MAX + 1] = "";
+	uint32_t nr, k;
+	bool first = true;
+	int rc;
+
+	rq->rq_op = "ListBuckets";
+	s3_buf_str(&x, XHDR "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
+	s3_buf_printf(&x, "<Owner><ID>%s</ID><DisplayName>%s</DisplayName>"
+		      "</Owner><Buckets>", rq->rq_user.u_name,
+		      rq->rq_user.u_name);
+	do {
+		nr = 64;
+		rc = s3_idx_next(&s3g.g_buckets, first ? NULL : start,
+				 strlen(start), !first, keys, kls, vals, vls,
+				 &nr);
+		if (rc != 0) {
+			s3_buf_fini(&x);
+			return s3_reply_clovis(rq, rc, "listing buckets");
+		}
+		first = false;
+		for (k = 0; k < nr; k++) {
+			const uint8_t *val;
+			size_t pos = 0;
+			uint32_t n;
+			uint8_t tag;
+			bool mine = false;
+			uint64_t ct = 0;
+			char t[40];
+
+			while (s3_tlv_next(vals[k], vls[k], &pos, &tag, &val,
+					   &n) == 1) {
+				if (tag == T_OWNER)
+					mine = n == strlen(rq->rq_user.u_name) &&
+					       memcmp(val, rq->rq_user.u_name,
+						      n) == 0;
+				if (tag == T_MTIME && n == 8)
+					ct = s3_u64(val);
+			}
+			if (mine) {
+				s3_time_iso(ct, t);
+				s3_buf_str(&x, "<Bucket><Name>");
+				s3_buf_xml(&x, keys[k], kls[k]);
+				s3_buf_printf(&x, "</Name><CreationDate>%s"
+					      "</CreationDate></Bucket>", t);
+			}
+			if (kls[k] < sizeof start) {
+				memcpy(start, keys[k], kls[k]);
+				start[kls[k]] = 0;
+			}
+			free(keys[k]);
+			free(vals[k]);
+		}
+	} while (nr == 64);
+	s3_buf_str(&x, "</Buckets></ListAllMyBucketsResult>");
+	return s3_reply_xml(rq, 200, &x);
+}
+
+static int create_bucket_end(struct s3_req *rq)
+{
+	struct s3_bucket *b;
+	int rc;
+
+	if (rq->rq_xml.b_len > 0) {
+		struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data,
+						rq->rq_xml.b_len);
+
+		if (x == NULL || strcmp(x->x_name,
+					"CreateBucketConfiguration") != 0) {
+			s3_xml_free(x);
+			return s3_reply_err(rq, 400, "MalformedXML",
+					    "The XML you provided was not "
+					    "well-formed or did not validate "
+					    "against our published schema");
+		}
+		s3_xml_free(x);
+	}
+	rc = s3_bucket_create(rq->rq_bucket, rq->rq_user.u_name);
+	if (rc == -EEXIST) {
+		if (s3_bucket_get(rq->rq_bucket, &b) == 0 &&
+		    strcmp(b->bk_owner, rq->rq_user.u_name) == 0)
+			return s3_reply_err(rq, 409, "BucketAlreadyOwnedByYou",
+					    "Your previous request to create "
+					    "the named bucket succeeded and you "
+					    "already own it.");
+		return s3_reply_err(rq, 409, "BucketAlreadyExists",
+				    "The requested bucket name is not "
+				    "available.");
+	}
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "creating the bucket");
+	{
+		char loc[80];
+
+		snprintf(loc, sizeof loc, "/%s", rq->rq_bucket);
+		s3_reply_hdr(rq, "Location", loc);
+	}
+	return s3_reply_empty(rq, 200);
+}
+
+static int create_bucket(struct s3_req *rq)
+{
+	rq->rq_op = "CreateBucket";
+	if (!bucket_name_ok(rq->rq_bucket))
+		return s3_reply_err(rq, 400, "InvalidBucketName",
+				    "The specified bucket is not valid.");
+	rq->rq_body = S3_BODY_XML;
+	rq->rq_end = create_bucket_end;
+	return 0;
+}
+
+static int abort_upload_rec(struct s3_bucket *b, const char *upid,
+			    const char *key, size_t kl);
+static int uploads_of_bucket(struct s3_bucket *b, bool abort_all,
+			     bool *any);
+
+static int delete_bucket(struct s3_req *rq)
+{
+	bool empty = false, any = false;
+	int rc;
+
+	rq->rq_op = "DeleteBucket";
+	if (need_bucket(rq) != 0)
+		return 0;
+	rc = s3_bucket_empty(rq->rq_bk, &empty);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "checking the bucket");
+	if (!empty)
+		return s3_reply_err(rq, 409, "BucketNotEmpty", "The bucket you "
+				    "tried to delete is not empty");
+	rc = uploads_of_bucket(rq->rq_bk, true, &any);
+	if (rc == 0)
+		rc = s3_bucket_delete(rq->rq_bk);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "deleting the bucket");
+	return s3_reply_empty(rq, 204);
+}
+
+/* ------------------------------------------------------------- objects */
+
+struct put_ctx {
+	uint8_t pc_ik[CLOVIS_KEY_MAX];
+	size_t pc_il;
+	bool pc_md5_set;
+	uint8_t pc_md5[16];
+	uint64_t pc_expect;
+	/* multipart part */
+	bool pc_part;
+	uint8_t pc_pk[48];
+	size_t pc_pkl;
+};
+
+static void put_cleanup(struct s3_req *rq)
+{
+	free(rq->rq_ctx);
+	rq->rq_ctx = NULL;
+}
+
+/* Content-MD5 (if any) into pc; replies InvalidDigest when malformed. */
+static int content_md5(struct s3_req *rq, struct put_ctx *pc)
+{
+	const char *m = s3_hdr(rq, "Content-MD5");
+	uint8_t tmp[64];
+
+	if (m == NULL)
+		return 0;
+	if (strlen(m) != 24 || s3_b64dec(m, 24, tmp) != 16)
+		return s3_reply_err(rq, 400, "InvalidDigest", "The Content-MD5 "
+				    "you specified was invalid."), -EINVAL;
+	memcpy(pc->pc_md5, tmp, 16);
+	pc->pc_md5_set = true;
+	return 0;
+}
+
+/* Finish the writer; check length and digest.  Replies on failure. */
+static int put_finish(struct s3_req *rq, struct put_ctx *pc, char etag[33])
+{
+	uint8_t md5[16];
+	int rc = s3_wr_finish(rq->rq_wr, md5);
+
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "writing the object"), rc;
+	if (pc->pc_expect != UINT64_MAX && rq->rq_wr->w_len != pc->pc_expect)
+		return s3_reply_err(rq, 400, "IncompleteBody", "You did not "
+				    "provide the number of bytes specified by "
+				    "the Content-Length HTTP header"), -EINVAL;
+	if (pc->pc_md5_set && memcmp(md5, pc->pc_md5, 16) != 0)
+		return s3_reply_err(rq, 400, "BadDigest", "The Content-MD5 you "
+				    "specified did not match what we "
+				    "received."), -EINVAL;
+	s3_hex(md5, 16, etag);
+	return 0;
+}
+
+static void drop_writer(struct s3_req *rq)
+{
+	if (rq->rq_wr != NULL) {
+		s3_wr_abort(rq->rq_wr);
+		free(rq->rq_wr);
+		rq->rq_wr = NULL;
+	}
+}
+
+static void done_writer(struct s3_req *rq)
+{
+	s3_wr_done(rq->rq_wr);
+	free(rq->rq_wr);
+	rq->rq_wr = NULL;
+}
+
+/* Start the object part of a record written by rq_wr. */
+static void rec_data(struct s3_req *rq, struct s3_buf *rec, const char *etag)
+{
+	struct s3_wr *w = rq->rq_wr;
+
+	if (w->w_obj) {
+		uint8_t raw[16];
+		int i;
+
+		for (i = 0; i < 8; i++) {
+			raw[i] = (uint8_t)(w->w_o.ob_entity.en_id.ci_hi >> (8 * i));
+			raw[8 + i] = (uint8_t)(w->w_o.ob_entity.en_id.ci_lo >> (8 * i));
+		}
+		s3_tlv_add(rec, T_ID, raw, 16);
+	} else {
+		s3_tlv_add(rec, T_INLINE, w->w_ibuf.b_data ? w->w_ibuf.b_data : "",
+			   (uint32_t)w->w_ibuf.b_len);
+	}
+	s3_tlv_u64(rec, T_SIZE, w->w_len);
+	s3_tlv_u64(rec, T_MTIME, s3_now_ns());
+	s3_tlv_add(rec, T_ETAG, etag, (uint32_t)strlen(etag));
+}
+
+static int put_end(struct s3_req *rq)
+{
+	struct put_ctx *pc = rq->rq_ctx;
+	struct s3_buf rec = {0};
+	const char *inm = s3_hdr(rq, "If-None-Match");
+	char etag[33];
+	int rc;
+
+	if (put_finish(rq, pc, etag) != 0) {
+		drop_writer(rq);
+		return 0;
+	}
+	rec_data(rq, &rec, etag);
+	rec_attrs_from_req(rq, &rec);
+	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
+		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
+	rc = rec.b_oom ? -ENOMEM
+		       : rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec,
+				    inm != NULL && strcmp(inm, "*") == 0);
+	s3_buf_fini(&rec);
+	if (rc != 0) {
+		drop_writer(rq);
+		if (rc == -EEXIST)
+			return s3_reply_err(rq, 412, "PreconditionFailed", "At "
+					    "least one of the pre-conditions you "
+					    "specified did not hold");
+		return s3_reply_clovis(rq, rc, "recording the object");
+	}
+	done_writer(rq);
+	etag_hdr(rq, etag);
+	return s3_reply_empty(rq, 200);
+}
+
+/* Body length announced: decoded length of aws-chunked, else
+ * Content-Length; UINT64_MAX when unknown.  -1: refuse. */
+static int body_len(struct s3_req *rq, uint64_t *len)
+{
+	const char *d = s3_hdr(rq, "x-amz-decoded-content-length");
+	const char *cl = s3_hdr(rq, "Content-Length");
+	const char *v = rq->rq_chunked ? d : cl;
+	char *e;
+
+	*len = UINT64_MAX;
+	if (v == NULL) {
+		if (s3_hdr(rq, "Transfer-Encoding") != NULL && !rq->rq_chunked)
+			return 0;
+		if (rq->rq_chunked && cl != NULL)
+			return 0;
+		return s3_reply_err(rq, 411, "MissingContentLength", "You must "
+				    "provide the Content-Length HTTP header."),
+		       -1;
+	}
+	*len = strtoull(v, &e, 10);
+	if (*v == 0 || *e != 0 || *v == '-')
+		return s3_reply_err(rq, 400, "InvalidArgument", "Content-Length "
+				    "'%s' is not a number", v), -1;
+	if (*len > S3_PUT_MAX)
+		return s3_reply_err(rq, 400, "EntityTooLarge", "Your proposed "
+				    "upload exceeds the maximum allowed size"),
+		       -1;
+	return 0;
+}
+
+/* Common start of PutObject and UploadPart: the writer and its context. */
+static int put_begin(struct s3_req *rq, struct put_ctx *pc)
+{
+	int rc;
+
+	if (content_md5(rq, pc) != 0 || body_len(rq, &pc->pc_expect) != 0)
+		return -EINVAL;
+	rq->rq_wr = calloc(1, sizeof *rq->rq_wr);
+	if (rq->rq_wr == NULL)
+		return s3_reply_err(rq, 500, "InternalError", "out of memory"),
+		       -ENOMEM;
+	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, pc->pc_expect,
+			 pc->pc_part ? NULL : pc->pc_ik, pc->pc_il,
+			 pc->pc_part ? pc->pc_pk : NULL, pc->pc_pkl);
+	if (rc != 0) {
+		s3_reply_clovis(rq, rc, "creating the object");
+		drop_writer(rq);
+		return rc;
+	}
+	rq->rq_body = S3_BODY_STREAM;
+	return 0;
+}
+
+static int put_object(struct s3_req *rq)
+{
+	struct put_ctx *pc;
+	struct s3_buf tmp = {0};
+
+	rq->rq_op = "PutObject";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+		return 0;
+	if (rec_attrs_from_req(rq, &tmp) != 0) {
+		s3_buf_fini(&tmp);
+		return s3_reply_err(rq, 400, "MetadataTooLarge", "Your "
+				    "metadata headers exceed the maximum "
+				    "allowed metadata size (%u bytes)",
+				    S3_META_MAX);
+	}
+	s3_buf_fini(&tmp);
+	pc = calloc(1, sizeof *pc);
+	if (pc == NULL)
+		return s3_reply_err(rq, 500, "InternalError", "out of memory");
+	rq->rq_ctx = pc;
+	rq->rq_cleanup = put_cleanup;
+	pc->pc_il = s3_ikey(rq->rq_key, rq->rq_key_len, pc->pc_ik);
+	if (put_begin(rq, pc) != 0)
+		return 0;
+	rq->rq_end = put_end;
+	return 0;
+}
+
+/* Parse "bytes=a-b": 0 ok, 1 no usable range (serve all), -1 invalid. */
+static int parse_range(const char *h, uint64_t size, uint64_t *s, uint64_t *e)
+{
+	unsigned long long a, b;
+	char *p;
+
+	if (h == NULL || strncmp(h, "bytes=", 6) != 0 || strchr(h, ',') != NULL)
+		return 1;
+	h += 6;
+	if (*h == '-') {
+		b = strtoull(h + 1, &p, 10);
+		if (p == h + 1 || *p)
+			return 1;
+		if (b == 0)
+			return -1;
+		*s = b >= size ? 0 : size - b;
+		*e = size;
+		return size == 0 ? -1 : 0;
+	}
+	a = strtoull(h, &p, 10);
+	if (p == h || *p != '-')
+		return 1;
+	h = p + 1;
+	if (*h == 0) {
+		b = size ? size - 1 : 0;
+	} else {
+		b = strtoull(h, &p, 10);
+		if (*p || b < a)
+			return 1;
+	}
+	if (a >= size)
+		return -1;
+	*s = a;
+	*e = (b >= size ? size - 1 : b) + 1;
+	return 0;
+}
+
+/* The GET/HEAD preconditions: 0 go on, else the status (304 / 412). */
+static int preconditions(struct s3_req *rq, const struct s3_orec *r,
+			 const char *im_h, const char *inm_h,
+			 const char *ims_h, const char *ius_h)
+{
+	const char *im = s3_hdr(rq, im_h), *inm = s3_hdr(rq, inm_h);
+	const char *ims = s3_hdr(rq, ims_h), *ius = s3_hdr(rq, ius_h);
+	int64_t mt = (int64_t)(r->or_mtime_ns / 1000000000ull), t;
+	bool get = strcmp(rq->rq_method, "GET") == 0 ||
+		   strcmp(rq->rq_method, "HEAD") == 0;
+
+	if (im != NULL && !etag_in(im, r->or_etag))
+		return 412;
+	if (im == NULL && ius != NULL && s3_time_parse(ius, &t) == 0 && mt > t)
+		return 412;
+	if (inm != NULL && etag_in(inm, r->or_etag))
+		return get ? 304 : 412;
+	if (inm == NULL && ims != NULL && s3_time_parse(ims, &t) == 0 &&
+	    mt <= t)
+		return get ? 304 : 412;
+	return 0;
+}
+
+static void response_overrides(struct s3_req *rq)
+{
+	static const char *const q[][2] = {
+		{"response-content-type", "Content-Type"},
+		{"response-content-disposition", "Content-Disposition"},
+		{"response-cache-control", "Cache-Control"},
+		{"response-content-language", "Content-Language"},
+		{"response-content-encoding", "Content-Encoding"},
+		{"response-expires", "Expires"},
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof q / sizeof q[0]; i++) {
+		const char *v = s3_q(rq, q[i][0]);
+
+		if (v != NULL)
+			s3_reply_hdr(rq, q[i][1], v);
+	}
+}
+
+static int get_object(struct s3_req *rq)
+{
+	bool head = strcmp(rq->rq_method, "HEAD") == 0;
+	struct s3_orec r;
+	struct s3_rd rd;
+	void *v;
+	size_t vl;
+	uint64_t s = 0, e;
+	int rc, pre, rr;
+
+	rq->rq_op = head ? "HeadObject" : "GetObject";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+		return 0;
+	rc = rec_get(rq->rq_bk, rq->rq_key, rq->rq_key_len, &v, &vl, &r);
+	if (rc == -ENOENT)
+		return s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
+				    "does not exist.");
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "looking up the key");
+	pre = preconditions(rq, &r, "If-Match", "If-None-Match",
+			    "If-Modified-Since", "If-Unmodified-Since");
+	if (pre == 412) {
+		free(v);
+		return s3_reply_err(rq, 412, "PreconditionFailed", "At least "
+				    "one of the pre-conditions you specified "
+				    "did not hold");
+	}
+	e = r.or_size;
+	rr = parse_range(s3_hdr(rq, "Range"), r.or_size, &s, &e);
+	if (rr < 0) {
+		char cr[48];
+
+		free(v);
+		snprintf(cr, sizeof cr, "bytes */%lu", r.or_size);
+		rc = s3_reply_err(rq, 416, "InvalidRange", "The requested range "
+				  "is not satisfiable");
+		s3_reply_hdr(rq, "Content-Range", cr);
+		return rc;
+	}
+	rq->rq_hdrs.b_len = 0;
+	rec_attrs_reply(rq, &r);
+	if (pre == 304) {
+		free(v);
+		return s3_reply_empty(rq, 304);
+	}
+	s3_reply_hdr(rq, "Accept-Ranges", "bytes");
+	if (r.or_nparts > 0) {
+		char pc[16];
+
+		snprintf(pc, sizeof pc, "%u", r.or_nparts);
+		s3_reply_hdr(rq, "x-amz-mp-parts-count", pc);
+	}
+	response_overrides(rq);
+	if (rr == 0) {
+		char cr[80];
+
+		snprintf(cr, sizeof cr, "bytes %lu-%lu/%lu", s, e - 1,
+			 r.or_size);
+		s3_reply_hdr(rq, "Content-Range", cr);
+	}
+	rc = s3_rd_open(&rd, rq->rq_bk, v, vl);
+	if (rc != 0) {
+		free(v);
+		return s3_reply_clovis(rq, rc, "decoding the record");
+	}
+	return s3_reply_reader(rq, rr == 0 ? 206 : 200, &rd, s, e - s, head);
+}
+
+/* Delete key (k, kl) of b; 0 also when it does not exist. */
+static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
+{
+	uint8_t ik[CLOVIS_KEY_MAX];
+	size_t il = s3_ikey(k, kl, ik);
+	pthread_mutex_t *l = key_lock(ik, il);
+	struct s3_orec old;
+	void *ov = NULL;
+	size_t ol;
+	bool have = false;
+	int rc;
+
+	pthread_mutex_lock(l);
+	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
+	if (rc == 0) {
+		have = s3_orec_decode(ov, ol, &old) == 0;
+		if (have && old.or_key != NULL &&
+		    (old.or_key_len != kl || memcmp(old.or_key, k, kl) != 0)) {
+			pthread_mutex_unlock(l);
+			free(ov);
+			return 0;
+		}
+		rc = have ? s3_orec_hold(b, &old, ik, il, NULL, 0) : 0;
+		if (rc == 0)
+			rc = s3_idx_del(&b->bk_idx, ik, il);
+		if (rc != 0 && have)
+			s3_orec_unhold(&old);
+	}
+	pthread_mutex_unlock(l);
+	if (rc == 0 && have)
+		s3_orec_free(b, &old);
+	free(ov);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+static int delete_object(struct s3_req *rq)
+{
+	int rc;
+
+	rq->rq_op = "DeleteObject";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+		return 0;
+	rc = delete_key(rq->rq_bk, rq->rq_key, rq->rq_key_len);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "deleting the key");
+	return s3_reply_empty(rq, 204);
+}
+
+static int delete_objects_end(struct s3_req *rq)
+{
+	struct s3_xel *x, *o;
+	struct s3_buf out = {0};
+	bool quiet;
+	uint32_t n = 0;
+	const char *m = s3_hdr(rq, "Content-MD5");
+
+	if (m != NULL) {
+		uint8_t want[64], got[16];
+		unsigned int gl = 16;
+
+		if (strlen(m) != 24 || s3_b64dec(m, 24, want) != 16)
+			return s3_reply_err(rq, 400, "InvalidDigest", "The "
+					    "Content-MD5 you specified was "
+					    "invalid.");
+		EVP_Digest(rq->rq_xml.b_data ? rq->rq_xml.b_data : "",
+			   rq->rq_xml.b_len, got, &gl, EVP_md5(), NULL);
+		if (memcmp(want, got, 16) != 0)
+			return s3_reply_err(rq, 400, "BadDigest", "The "
+					    "Content-MD5 you specified did not "
+					    "match what we received.");
+	}
+	x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data : "",
+			 rq->rq_xml.b_len);
+	if (x == NULL || strcmp(x->x_name, "Delete") != 0)
+		goto malformed;
+	for (o = x->x_child; o != NULL; o = o->x_next)
+		if (strcmp(o->x_name, "Object") == 0 &&
+		    (++n > S3_DELETE_MAX || s3_xml_child(o, "Key") == NULL))
+			goto malformed;
+	if (n == 0)
+		goto malformed;
+	o = s3_xml_child(x, "Quiet");
+	quiet = o != NULL && strcasecmp(o->x_text, "true") == 0;
+	s3_buf_str(&out, XHDR "<DeleteResult xmlns=\"" XMLNS "\">");
+	for (o = x->x_child; o != NULL; o = o->x_next) {
+		struct s3_xel *k = s3_xml_child(o, "Key");
+		int rc;
+
+		if (strcmp(o->x_name, "Object") != 0)
+			continue;
+		if (k->x_text_len > S3_KEY_MAX || k->x_text_len == 0) {
+			s3_buf_str(&out, "<Error><Key>");
+			s3_buf_xml(&out, k->x_text, k->x_text_len);
+			s3_buf_str(&out, "</Key><Code>KeyTooLongError</Code>"
+				   "<Message>Your key is too long</Message>"
+				   "</Error>");
+			continue;
+		}
+		rc = delete_key(rq->rq_bk, k->x_text, k->x_text_len);
+		if (rc != 0) {
+			s3_buf_str(&out, "<Error><Key>");
+			s3_buf_xml(&out, k->x_text, k->x_text_len);
+			s3_buf_printf(&out, "</Key><Code>InternalError</Code>"
+				      "<Message>%s</Message></Error>",
+				      clovis_strerror(rc));
+		} else if (!quiet) {
+			s3_buf_str(&out, "<Deleted><Key>");
+			s3_buf_xml(&out, k->x_text, k->x_text_len);
+			s3_buf_str(&out, "</Key></Deleted>");
+		}
+	}
+	s3_buf_str(&out, "</DeleteResult>");
+	s3_xml_free(x);
+	return s3_reply_xml(rq, 200, &out);
+malformed:
+	s3_xml_free(x);
+	return s3_reply_err(rq, 400, "MalformedXML", "The XML you provided was "
+			    "not well-formed or did not validate against our "
+			    "published schema");
+}
+
+static int delete_objects(struct s3_req *rq)
+{
+	rq->rq_op = "DeleteObjects";
+	if (need_bucket(rq) != 0)
+		return 0;
+	rq->rq_body = S3_BODY_XML;
+	rq->rq_end = delete_objects_end;
+	return 0;
+}
+
+/* ---------------------------------------------------------- CopyObject */
+
+static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
+		     size_t svl, const struct s3_orec *sr, char etag[33])
+{
+	struct s3_rd rd;
+	uint8_t md5[16];
+	uint64_t off = 0;
+	char *buf;
+	int rc;
+
+	rq->rq_wr = calloc(1, sizeof *rq->rq_wr);
+	buf = malloc(S3_CHUNK);
+	if (rq->rq_wr == NULL || buf == NULL) {
+		free(buf);
+		return -ENOMEM;
+	}
+	{
+		struct put_ctx *pc = rq->rq_ctx;
+
+		rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, sr->or_size, pc->pc_ik,
+				 pc->pc_il, NULL, 0);
+	}
+	if (rc == 0)
+		rc = s3_rd_open(&rd, sb, sv, svl);
+	else
+		free(sv);
+	while (rc == 0 && off < sr->or_size) {
+		long n = s3_rd_read(&rd, off, buf, S3_CHUNK);
+
+		if (n <= 0) {
+			rc = n < 0 ? (int)n : -EIO;
+			break;
+		}
+		rc = s3_wr_data(rq->rq_wr, buf, (size_t)n);
+		off += (uint64_t)n;
+	}
+	if (rc == 0 || rd.r_rec != NULL)
+		s3_rd_close(&rd);
+	free(buf);
+	if (rc == 0)
+		rc = s3_wr_finish(rq->rq_wr, md5);
+	if (rc == 0)
+		s3_hex(md5, 16, etag);
+	return rc;
+}
+
+static int copy_object(struct s3_req *rq, const char *src)
+{
+	char *dec = malloc(strlen(src) + 1), *k, *q;
+	struct s3_bucket *sb;
+	struct s3_orec sr;
+	struct s3_buf rec = {0};
+	struct put_ctx *pc;
+	const char *dir = s3_hdr(rq, "x-amz-metadata-directive");
+	bool replace = dir != NULL && strcasecmp(dir, "REPLACE") == 0;
+	void *sv = NULL;
+	size_t svl;
+	char etag[33], t[32];
+	int rc, pre;
+
+	rq->rq_op = "CopyObject";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0 || dec == NULL)
+		goto out;
+	if (dir != NULL && !replace && strcasecmp(dir, "COPY") != 0) {
+		s3_reply_err(rq, 400, "InvalidArgument", "Unknown metadata "
+			     "directive.");
+		goto out;
+	}
+	q = strchr(src, '?');
+	if (s3_urldec(src, q ? (size_t)(q - src) : strlen(src), dec, false) < 0)
+		goto bad_src;
+	k = dec + (*dec == '/');
+	q = strchr(k, '/');
+	if (q == NULL || q[1] == 0)
+		goto bad_src;
+	*q++ = 0;
+	if (!bucket_name_ok(k) || s3_bucket_get(k, &sb) != 0) {
+		s3_reply_err(rq, 404, "NoSuchBucket", "The specified bucket "
+			     "does not exist");
+		goto out;
+	}
+	if (strcmp(sb->bk_owner, rq->rq_user.u_name) != 0) {
+		s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
+		goto out;
+	}
+	if (strcmp(sb->bk_name, rq->rq_bk->bk_name) == 0 &&
+	    strlen(q) == rq->rq_key_len && memcmp(q, rq->rq_key, rq->rq_key_len)
+	    == 0 && !replace) {
+		s3_reply_err(rq, 400, "InvalidRequest", "This copy request is "
+			     "illegal because it is trying to copy an object to "
+			     "itself without changing the object's metadata, "
+			     "storage class, website redirect location or "
+			     "encryption attributes.");
+		goto out;
+	}
+	rc = rec_get(sb, q, strlen(q), &sv, &svl, &sr);
+	if (rc != 0) {
+		if (rc == -ENOENT)
+			s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
+				     "does not exist.");
+		else
+			s3_reply_clovis(rq, rc, "looking up the source");
+		goto out;
+	}
+	pre = preconditions(rq, &sr, "x-amz-copy-source-if-match",
+			    "x-amz-copy-source-if-none-match",
+			    "x-amz-copy-source-if-modified-since",
+			    "x-amz-copy-source-if-unmodified-since");
+	if (pre != 0) {
+		s3_reply_err(rq, 412, "PreconditionFailed", "At least one of "
+			     "the pre-conditions you specified did not hold");
+		goto out;
+	}
+	pc = calloc(1, sizeof *pc);
+	if (pc == NULL)
+		goto out;
+	rq->rq_ctx = pc;
+	rq->rq_cleanup = put_cleanup;
+	pc->pc_il = s3_ikey(rq->rq_key, rq->rq_key_len, pc->pc_ik);
+	if (replace)
+		rc = rec_attrs_from_req(rq, &rec);
+	else
+		rec_attrs_copy(sv, svl, &rec);
+	{
+		struct s3_buf data = {0};
+
+		rc = copy_data(rq, sb, sv, svl, &sr, etag);
+		sv = NULL;
+		if (rc != 0) {
+			drop_writer(rq);
+			s3_buf_fini(&rec);
+			s3_reply_clovis(rq, rc, "copying the data");
+			goto out;
+		}
+		rec_data(rq, &data, etag);
+		s3_buf_add(&data, rec.b_data, rec.b_len);
+		s3_buf_fini(&rec);
+		rec = data;
+	}
+	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
+		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
+	rc = rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec, false);
+	s3_buf_fini(&rec);
+	if (rc != 0) {
+		drop_writer(rq);
+		s3_reply_clovis(rq, rc, "recording the copy");
+		goto out;
+	}
+	done_writer(rq);
+	s3_time_iso(s3_now_ns(), t);
+	{
+		struct s3_buf x = {0};
+
+		s3_buf_printf(&x, XHDR "<CopyObjectResult xmlns=\"" XMLNS "\">"
+			      "<LastModified>%s</LastModified><ETag>&quot;%s"
+			      "&quot;</ETag></CopyObjectResult>", t, etag);
+		s3_reply_xml(rq, 200, &x);
+	}
+	goto out;
+bad_src:
+	s3_reply_err(rq, 400, "InvalidArgument", "Copy Source must mention the "
+		     "source bucket and key: sourcebucket/sourcekey");
+out:
+	free(sv);
+	free(dec);
+	return 0;
+}
+
+/* ------------------------------------------------------------- listing */
+
+struct lst {
+	const char *l_prefix;
+	size_t l_pl;
+	const char *l_delim;
+	size_t l_dl;
+	const char *l_after;   /* exclusive lower bound (NULL: none) */
+	size_t l_al;
+	uint32_t l_max;
+	bool l_url;
+	int l_kind;            /* 1 v1, 2 v2, 3 versions */
+	bool l_owner;
+	/* out */
+	uint32_t l_count;
+	bool l_trunc;
+	char *l_last;          /* last item emitted (malloc) */
+	size_t l_lastl;
+	char *l_cp;            /* last common prefix (malloc) */
+	size_t l_cpl;
+};
+
+static void xml_name(struct s3_buf *x, struct lst *l, const char *s, size_t n)
+{
+	if (l->l_url) {
+		struct s3_buf e = {0};
+
+		s3_urlenc(&e, s, n, true);
+		s3_buf_xml(x, e.b_data ? e.b_data : "", e.b_len);
+		s3_buf_fini(&e);
+	} else {
+		s3_buf_xml(x, s, n);
+	}
+}
+
+static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c != 0 ? c : (al < bl ? -1 : al > bl);
+}
+
+static void lst_last(struct lst *l, const char *s, size_t n)
+{
+	free(l->l_last);
+	l->l_last = malloc(n + 1);
+	if (l->l_last != NULL) {
+		memcpy(l->l_last, s, n);
+		l->l_last[n] = 0;
+	}
+	l->l_lastl = n;
+}
+
+static void emit_key(struct s3_buf *x, struct lst *l, struct s3_req *rq,
+		     const char *k, size_t kl, const struct s3_orec *r)
+{
+	char t[48];
+
+	s3_time_iso(r->or_mtime_ns, t);
+	s3_buf_str(x, l->l_kind == 3 ? "<Version><Key>" : "<Contents><Key>");
+	xml_name(x, l, k, kl);
+	s3_buf_str(x, "</Key>");
+	if (l->l_kind == 3)
+		s3_buf_str(x, "<VersionId>null</VersionId><IsLatest>true"
+			   "</IsLatest>");
+	s3_buf_printf(x, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;"
+		      "</ETag><Size>%lu</Size><StorageClass>STANDARD"
+		      "</StorageClass>", t, r->or_etag, r->or_size);
+	if (l->l_owner)
+		s3_buf_printf(x, "<Owner><ID>%s</ID><DisplayName>%s"
+			      "</DisplayName></Owner>", rq->rq_bk->bk_owner,
+			      rq->rq_bk->bk_owner);
+	s3_buf_str(x, l->l_kind == 3 ? "</Version>" : "</Contents>");
+}
+
+/* The smallest string greater than every string starting with s: s with
+ * its last byte below 0xff incremented (trailing 0xff bytes dropped). */
+static size_t successor(char *s, size_t n)
+{
+	while (n > 0 && (unsigned char)s[n - 1] == 0xff)
+		n--;
+	if (n > 0)
+		s[n - 1]++;
+	return n;
+}
+
+/* Walk the bucket index; items (keys, common prefixes) go to x until
+ * l_max of them; l_trunc when more exist. */
+static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
+{
+	uint8_t cur[CLOVIS_KEY_MAX + 1];
+	size_t curl = 0;
+	bool excl = false, started = false;
+	void *keys[S3_NEXT_BATCH], *vals[S3_NEXT_BATCH];
+	size_t kls[S3_NEXT_BATCH], vls[S3_NEXT_BATCH];
+	uint32_t rounds = 0;
+	int rc = 0;
+
+	if (l->l_pl > 0) {
+		curl = s3_ikey(l->l_prefix, l->l_pl, cur);
+		started = true;
+	}
+	if (l->l_after != NULL &&
+	    bcmp_len(l->l_after, l->l_al, l->l_prefix, l->l_pl) >= 0) {
+		curl = s3_ikey(l->l_after, l->l_al, cur);
+		excl = true;
+		started = true;
+	}
+	while (rounds++ < 100000000) {
+		uint32_t nr = S3_NEXT_BATCH, k;
+		bool done = false, jump = false;
+
+		rc = s3_idx_next(&rq->rq_bk->bk_idx, started ? cur : NULL, curl,
+				 excl, keys, kls, vals, vls, &nr);
+		if (rc != 0)
+			return rc;
+		for (k = 0; k < nr; k++) {
+			struct s3_orec r;
+			const char *key = keys[k];
+			size_t kl = kls[k];
+			const char *d;
+
+			if (done || jump)
+				goto next;
+			if (s3_orec_decode(vals[k], vls[k], &r) != 0)
+				goto adv;
+			if (r.or_key != NULL) {
+				key = (const char *)r.or_key;
+				kl = r.or_key_len;
+			}
+			if (kl < l->l_pl || memcmp(key, l->l_prefix, l->l_pl)) {
+				if (bcmp_len(key, kl, l->l_prefix, l->l_pl) > 0)
+					done = true;
+				goto adv;
+			}
+			if (l->l_after != NULL &&
+			    bcmp_len(key, kl, l->l_after, l->l_al) <= 0)
+				goto adv;
+			d = l->l_dl ? memmem(key + l->l_pl, kl - l->l_pl,
+					     l->l_delim, l->l_dl) : NULL;
+			if (d != NULL) {
+				size_t cpl = (size_t)(d - key) + l->l_dl;
+
+				if (l->l_cp != NULL && cpl == l->l_cpl &&
+				    memcmp(l->l_cp, key, cpl) == 0)
+					goto adv;
+				if (l->l_after != NULL &&
+				    bcmp_len(key, cpl, l->l_after, l->l_al) <= 0)
+					goto adv;
+				if (l->l_count == l->l_max) {
+					l->l_trunc = true;
+					done = true;
+					goto next;
+				}
+				free(l->l_cp);
+				l->l_cp = malloc(cpl + 1);
+				if (l->l_cp == NULL)
+					goto adv;
+				memcpy(l->l_cp, key, cpl);
+				l->l_cpl = cpl;
+				lst_last(l, key, cpl);
+				l->l_count++;
+				s3_buf_str(x, "<CommonPrefixes><Prefix>");
+				xml_name(x, l, key, cpl);
+				s3_buf_str(x, "</Prefix></CommonPrefixes>");
+				if (cpl <= S3_KEY_HASHED_PREFIX) {
+					memcpy(cur, key, cpl);
+					curl = successor((char *)cur, cpl);
+					if (curl > 0) {
+						excl = false;
+						jump = true;
+						goto next;
+					}
+				}
+				goto adv;
+			}
+			if (l->l_count == l->l_max) {
+				l->l_trunc = true;
+				done = true;
+				goto next;
+			}
+			l->l_count++;
+			lst_last(l, key, kl);
+			emit_key(x, l, rq, key, kl, &r);
+adv:
+			memcpy(cur, keys[k], kls[k]);
+			curl = kls[k];
+			excl = true;
+next:
+			free(keys[k]);
+			free(vals[k]);
+		}
+		started = true;
+		if (done || (!jump && nr < S3_NEXT_BATCH))
+			break;
+	}
+	return 0;
+}
+
+static int list_objects(struct s3_req *rq)
+{
+	const char *lt = s3_q(rq, "list-type"), *mk = s3_q(rq, "max-keys");
+	const char *enc = s3_q(rq, "encoding-type");
+	bool v2 = lt != NULL && strcmp(lt, "2") == 0;
+	bool versions = s3_qhas(rq, "versions");
+	struct lst l = {0};
+	struct s3_buf x = {0};
+	const char *tok = s3_q(rq, "continuation-token");
+	const char *sa = s3_q(rq, "start-after");
+	const char *marker = s3_q(rq, versions ? "key-marker" : "marker");
+	uint8_t tokdec[S3_KEY_MAX + 4];
+	long tl = -1;
+	char *e;
+	int rc;
+
+	rq->rq_op = versions ? "ListObjectVersions"
+			     : v2 ? "ListObjectsV2" : "ListObjects";
+	if (need_bucket(rq) != 0)
+		return 0;
+	l.l_kind = versions ? 3 : v2 ? 2 : 1;
+	l.l_max = 1000;
+	if (mk != NULL) {
+		long m = strtol(mk, &e, 10);
+
+		if (*mk == 0 || *e || m < 0)
+			return s3_reply_err(rq, 400, "InvalidArgument",
+					    "max-keys must be a non-negative "
+					    "integer");
+		l.l_max = m > 1000 ? 1000 : (uint32_t)m;
+	}
+	if (enc != NULL && strcmp(enc, "url") != 0)
+		return s3_reply_err(rq, 400, "InvalidArgument", "Invalid "
+				    "Encoding Method specified in Request");
+	l.l_url = enc != NULL;
+	l.l_prefix = s3_q(rq, "prefix") ? s3_q(rq, "prefix") : "";
+	l.l_pl = strlen(l.l_prefix);
+	l.l_delim = s3_q(rq, "delimiter") ? s3_q(rq, "delimiter") : "";
+	l.l_dl = strlen(l.l_delim);
+	l.l_owner = !v2 || (s3_q(rq, "fetch-owner") &&
+			    strcmp(s3_q(rq, "fetch-owner"), "true") == 0);
+	if (v2 && tok != NULL) {
+		tl = s3_b64dec(tok, strlen(tok), tokdec);
+		if (tl < 1 || tl > (long)S3_KEY_MAX + 1 || tokdec[0] != 'K')
+			return s3_reply_err(rq, 400, "InvalidArgument", "The "
+					    "continuation token provided is "
+					    "incorrect");
+		l.l_after = (const char *)tokdec + 1;
+		l.l_al = (size_t)tl - 1;
+	} else if (v2 && sa != NULL) {
+		l.l_after = sa;
+		l.l_al = strlen(sa);
+	} else if (!v2 && marker != NULL && *marker) {
+		l.l_after = marker;
+		l.l_al = strlen(marker);
+	}
+	s3_buf_printf(&x, XHDR "<%s xmlns=\"" XMLNS "\"><Name>%s</Name>",
+		      versions ? "ListVersionsResult" : "ListBucketResult",
+		      rq->rq_bucket);
+	{
+		struct s3_buf body = {0};
+
+		rc = l.l_max > 0 ? lst_walk(rq, &l, &body) : 0;
+		if (rc != 0) {
+			s3_buf_fini(&body);
+			s3_buf_fini(&x);
+			free(l.l_last);
+			free(l.l_cp);
+			return s3_reply_clovis(rq, rc, "listing the bucket");
+		}
+		s3_buf_str(&x, "<Prefix>");
+		xml_name(&x, &l, l.l_prefix, l.l_pl);
+		s3_buf_str(&x, "</Prefix>");
+		if (l.l_dl) {
+			s3_buf_str(&x, "<Delimiter>");
+			xml_name(&x, &l, l.l_delim, l.l_dl);
+			s3_buf_str(&x, "</Delimiter>");
+		}
+		if (l.l_url)
+			s3_buf_str(&x, "<EncodingType>url</EncodingType>");
+		s3_buf_printf(&x, "<MaxKeys>%u</MaxKeys><IsTruncated>%s"
+			      "</IsTruncated>", l.l_max,
+			      l.l_trunc ? "true" : "false");
+		if (v2) {
+			s3_buf_printf(&x, "<KeyCount>%u</KeyCount>", l.l_count);
+			if (tok != NULL) {
+				s3_buf_str(&x, "<ContinuationToken>");
+				s3_buf_xml(&x, tok, strlen(tok));
+				s3_buf_str(&x, "</ContinuationToken>");
+			}
+			if (sa != NULL) {
+				s3_buf_str(&x, "<StartAfter>");
+				xml_name(&x, &l, sa, strlen(sa));
+				s3_buf_str(&x, "</StartAfter>");
+			}
+			if (l.l_trunc && l.l_last != NULL) {
+				char *t = malloc(l.l_lastl * 4 / 3 + 8);
+				uint8_t *raw = malloc(l.l_lastl + 1);
+
+				if (t != NULL && raw != NULL) {
+					raw[0] = 'K';
+					memcpy(raw + 1, l.l_last, l.l_lastl);
+					s3_b64enc(raw, l.l_lastl + 1, t);
+					s3_buf_printf(&x, "<NextContinuationToken>"
+						      "%s</NextContinuationToken>",
+						      t);
+				}
+				free(t);
+				free(raw);
+			}
+		} else {
+			const char *mn = versions ? "KeyMarker" : "Marker";
+
+			s3_buf_printf(&x, "<%s>", mn);
+			if (marker != NULL)
+				xml_name(&x, &l, marker, strlen(marker));
+			s3_buf_printf(&x, "</%s>", mn);
+			if (versions)
+				s3_buf_str(&x, "<VersionIdMarker/>");
+			if (l.l_trunc && l.l_last != NULL &&
+			    (l.l_dl || versions)) {
+				s3_buf_str(&x, versions ? "<NextKeyMarker>"
+					   : "<NextMarker>");
+				xml_name(&x, &l, l.l_last, l.l_lastl);
+				s3_buf_str(&x, versions ? "</NextKeyMarker>"
+					   "<NextVersionIdMarker>null"
+					   "</NextVersionIdMarker>"
+					   : "</NextMarker>");
+			}
+		}
+		s3_buf_add(&x, body.b_data, body.b_len);
+		s3_buf_fini(&body);
+	}
+	s3_buf_printf(&x, "</%s>", versions ? "ListVersionsResult"
+		      : "ListBucketResult");
+	free(l.l_last);
+	free(l.l_cp);
+	return s3_reply_xml(rq, 200, &x);
+}
+
+/* ----------------------------------------------------------- multipart */
+
+/* Uploads index key: bucket "\0" key (hashed past 360 bytes) "\0" id. */
+static size_t upkey(const char *bucket, const char *k, size_t kl,
+		    const char *upid, uint8_t *out)
+{
+	size_t bl = strlen(bucket), n = 0;
+
+	memcpy(out, bucket, bl);
+	n = bl;
+	out[n++] = 0;
+	if (kl <= 360) {
+		memcpy(out + n, k, kl);
+		n += kl;
+	} else {
+		memcpy(out + n, k, 328);
+		SHA256((const unsigned char *)k, kl, out + n + 328);
+		n += 360;
+	}
+	out[n++] = 0;
+	if (upid != NULL) {
+		memcpy(out + n, upid, 32);
+		n += 32;
+	}
+	return n;
+}
+
+static size_t partkey(const char *upid, uint32_t part, uint8_t *out)
+{
+	memcpy(out, upid, 32);
+	out[32] = (uint8_t)(part >> 24);
+	out[33] = (uint8_t)(part >> 16);
+	out[34] = (uint8_t)(part >> 8);
+	out[35] = (uint8_t)part;
+	return 36;
+}
+
+static bool upid_ok(const char *u)
+{
+	size_t i;
+
+	if (u == NULL || strlen(u) != 32)
+		return false;
+	for (i = 0; i < 32; i++)
+		if (!isxdigit((unsigned char)u[i]))
+			return false;
+	return true;
+}
+
+/* The upload record of the request (uploadId); replies NoSuchUpload. */
+static int need_upload(struct s3_req *rq, void **v, size_t *vl)
+{
+	const char *u = s3_q(rq, "uploadId");
+	uint8_t k[CLOVIS_KEY_MAX];
+	size_t kl;
+	int rc;
+
+	if (!upid_ok(u))
+		return s3_reply_err(rq, 404, "NoSuchUpload", "The specified "
+				    "upload does not exist."), -ENOENT;
+	kl = upkey(rq->rq_bucket, rq->rq_key, rq->rq_key_len, u, k);
+	rc = s3_idx_get(&s3g.g_uploads, k, kl, v, vl);
+	if (rc == -ENOENT)
+		return s3_reply_err(rq, 404, "NoSuchUpload", "The specified "
+				    "upload does not exist. The upload ID may "
+				    "be invalid, or the upload may have been "
+				    "aborted or completed."), rc;
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "looking up the upload"), rc;
+	return 0;
+}
+
+static int create_upload(struct s3_req *rq)
+{
+	uint8_t raw[16], k[CLOVIS_KEY_MAX];
+	char upid[33];
+	struct s3_buf rec = {0}, x = {0};
+	struct clovis_id id;
+	size_t kl;
+	int rc;
+
+	rq->rq_op = "CreateMultipartUpload";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+		return 0;
+	s3_rand_id(&id);
+	memcpy(raw, &id, 16);
+	s3_hex(raw, 16, upid);
+	if (rec_attrs_from_req(rq, &rec) != 0) {
+		s3_buf_fini(&rec);
+		return s3_reply_err(rq, 400, "MetadataTooLarge", "Your "
+				    "metadata headers exceed the maximum "
+				    "allowed metadata size");
+	}
+	s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
+	s3_tlv_u64(&rec, T_MTIME, s3_now_ns());
+	s3_tlv_add(&rec, T_OWNER, rq->rq_user.u_name,
+		   (uint32_t)strlen(rq->rq_user.u_name));
+	kl = upkey(rq->rq_bucket, rq->rq_key, rq->rq_key_len, upid, k);
+	rc = rec.b_oom ? -ENOMEM : s3_idx_put(&s3g.g_uploads, k, kl,
+					      rec.b_data, rec.b_len, false);
+	s3_buf_fini(&rec);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "recording the upload");
+	s3_buf_printf(&x, XHDR "<InitiateMultipartUploadResult xmlns=\"" XMLNS
+		      "\"><Bucket>%s</Bucket><Key>", rq->rq_bucket);
+	s3_buf_xml(&x, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&x, "</Key><UploadId>%s</UploadId>"
+		      "</InitiateMultipartUploadResult>", upid);
+	return s3_reply_xml(rq, 200, &x);
+}
+
+static int part_end(struct s3_req *rq)
+{
+	struct put_ctx *pc = rq->rq_ctx;
+	struct s3_buf rec = {0};
+	pthread_mutex_t *l = key_lock(pc->pc_pk, pc->pc_pkl);
+	struct s3_orec old;
+	void *ov = NULL;
+	size_t ol;
+	bool have = false;
+	char etag[33];
+	int rc;
+
+	if (put_finish(rq, pc, etag) != 0) {
+		drop_writer(rq);
+		return 0;
+	}
+	rec_data(rq, &rec, etag);
+	pthread_mutex_lock(l);
+	rc = s3_idx_get(&s3g.g_parts, pc->pc_pk, pc->pc_pkl, &ov, &ol);
+	if (rc == 0)
+		have = s3_orec_decode(ov, ol, &old) == 0;
+	rc = have ? s3_orec_hold(rq->rq_bk, &old, NULL, 0, pc->pc_pk,
+				 pc->pc_pkl) : 0;
+	if (rc == 0)
+		rc = s3_idx_put(&s3g.g_parts, pc->pc_pk, pc->pc_pkl, rec.b_data,
+				rec.b_len, true);
+	if (rc != 0 && have)
+		s3_orec_unhold(&old);
+	pthread_mutex_unlock(l);
+	s3_buf_fini(&rec);
+	if (rc != 0) {
+		free(ov);
+		drop_writer(rq);
+		return s3_reply_clovis(rq, rc, "recording the part");
+	}
+	done_writer(rq);
+	if (have)
+		s3_orec_free(rq->rq_bk, &old);
+	free(ov);
+	etag_hdr(rq, etag);
+	return s3_reply_empty(rq, 200);
+}
+
+static int upload_part(struct s3_req *rq)
+{
+	const char *pn = s3_q(rq, "partNumber");
+	struct put_ctx *pc;
+	void *uv;
+	size_t uvl;
+	char *e;
+	long n;
+
+	rq->rq_op = "UploadPart";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+		return 0;
+	n = strtol(pn, &e, 10);
+	if (*pn == 0 || *e || n < 1 || n > (long)S3_PARTS_MAX)
+		return s3_reply_err(rq, 400, "InvalidArgument", "Part number "
+				    "must be an integer between 1 and %u, "
+				    "inclusive", S3_PARTS_MAX);
+	if (s3_hdr(rq, "x-amz-copy-source") != NULL)
+		return s3_reply_err(rq, 501, "NotImplemented", "UploadPartCopy "
+				    "is not implemented");
+	if (need_upload(rq, &uv, &uvl) != 0)
+		return 0;
+	free(uv);
+	pc = calloc(1, sizeof *pc);
+	if (pc == NULL)
+		return s3_reply_err(rq, 500, "InternalError", "out of memory");
+	rq->rq_ctx = pc;
+	rq->rq_cleanup = put_cleanup;
+	pc->pc_part = true;
+	pc->pc_pkl = partkey(s3_q(rq, "uploadId"), (uint32_t)n, pc->pc_pk);
+	if (put_begin(rq, pc) != 0)
+		return 0;
+	rq->rq_end = part_end;
+	return 0;
+}
+
+/* Remove parts records of upload upid and free their objects, unless the
+ * record now under key references them (a completed upload whose cleanup
+ * a crash interrupted).  Then remove the upload record. */
+static int abort_upload_rec(struct s3_bucket *b, const char *upid,
+			    const char *key, size_t kl)
+{
+	uint8_t start[40], uk[CLOVIS_KEY_MAX];
+	void *keys[64], *vals[64], *cv = NULL;
+	size_t kls[64], vls[64], cvl = 0;
+	struct s3_orec cur;
+	bool have_cur;
+	uint32_t nr, k;
+	int rc;
+
+	have_cur = rec_get(b, key, kl, &cv, &cvl, &cur) == 0;
+	do {
+		partkey(upid, 0, start);
+		nr = 64;
+		rc = s3_idx_next(&s3g.g_parts, start, 36, true, keys, kls, vals,
+				 vls, &nr);
+		if (rc != 0)
+			break;
+		for (k = 0; k < nr; k++) {
+			struct s3_orec p;
+			bool mine = kls[k] == 36 &&
+				    memcmp(keys[k], upid, 32) == 0;
+
+			if (mine && s3_orec_decode(vals[k], vls[k], &p) == 0) {
+				bool used = false;
+				uint32_t j;
+
+				for (j = 0; have_cur && j < cur.or_nparts; j++)
+					used |= s3_u64(cur.or_parts + 24 * j) ==
+						p.or_id.ci_hi &&
+						s3_u64(cur.or_parts + 24 * j + 8)
+						== p.or_id.ci_lo;
+				if (!used)
+					s3_orec_hold(b, &p, NULL, 0, NULL, 0);
+				s3_idx_del(&s3g.g_parts, keys[k], kls[k]);
+				if (!used)
+					s3_orec_free(b, &p);
+			}
+			if (!mine)
+				nr = 0;
+			free(keys[k]);
+			free(vals[k]);
+		}
+	} while (nr == 64);
+	free(cv);
+	if (rc == 0) {
+		size_t ukl = upkey(b->bk_name, key, kl, upid, uk);
+
+		rc = s3_idx_del(&s3g.g_uploads, uk, ukl);
+	}
+	return rc;
+}
+
+static int abort_upload(struct s3_req *rq)
+{
+	void *uv;
+	size_t uvl;
+	int rc;
+
+	rq->rq_op = "AbortMultipartUpload";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0 ||
+	    need_upload(rq, &uv, &uvl) != 0)
+		return 0;
+	free(uv);
+	rc = abort_upload_rec(rq->rq_bk, s3_q(rq, "uploadId"), rq->rq_key,
+			      rq->rq_key_len);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "aborting the upload");
+	return s3_reply_empty(rq, 204);
+}
+
+/* Check the client's part list against the parts index and build the
+ * manifest; replies on failure. */
+static int complete_parts(struct s3_req *rq, struct s3_xel *x,
+			  struct s3_buf *man, char *etag)
+{
+	const char *upid = s3_q(rq, "uploadId");
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct s3_xel *p;
+	uint64_t total = 0, prev_size = 0;
+	long prev = 0;
+	uint32_t n = 0;
+	uint8_t h[16];
+	unsigned int hl = 16;
+	int rc = 0;
+
+	if (md == NULL || !EVP_DigestInit_ex(md, EVP_md5(), NULL))
+		return s3_reply_err(rq, 500, "InternalError", "no md5"), -1;
+	for (p = x->x_child; p != NULL; p = p->x_next) {
+		struct s3_xel *pn = s3_xml_child(p, "PartNumber"),
+			      *pe = s3_xml_child(p, "ETag");
+		uint8_t pk[40], bin[16];
+		struct s3_orec r;
+		const char *et;
+		void *v;
+		size_t vl;
+		char *e;
+		long num;
+
+		if (strcmp(p->x_name, "Part") != 0)
+			continue;
+		if (pn == NULL || pe == NULL)
+			goto malformed;
+		num = strtol(pn->x_text, &e, 10);
+		if (*e || num < 1 || num > (long)S3_PARTS_MAX)
+			goto malformed;
+		if (num <= prev) {
+			rc = s3_reply_err(rq, 400, "InvalidPartOrder", "The list "
+					  "of parts was not in ascending order. "
+					  "Parts must be ordered by part "
+					  "number.");
+			goto out;
+		}
+		if (n > 0 && prev_size < s3g.g_conf.sc_part_min) {
+			rc = s3_reply_err(rq, 400, "EntityTooSmall", "Your "
+					  "proposed upload is smaller than the "
+					  "minimum allowed object size.");
+			goto out;
+		}
+		et = pe->x_text + (pe->x_text[0] == '"');
+		if (s3_idx_get(&s3g.g_parts, pk, partkey(upid, (uint32_t)num, pk),
+			       &v, &vl) != 0)
+			goto invalid;
+		if (s3_orec_decode(v, vl, &r) != 0 || !r.or_has_id ||
+		    strncmp(et, r.or_etag, 32) != 0 ||
+		    s3_unhex(r.or_etag, 32, bin) != 0) {
+			free(v);
+			goto invalid;
+		}
+		{
+			uint8_t ent[24];
+			int i;
+
+			for (i = 0; i < 8; i++) {
+				ent[i] = (uint8_t)(r.or_id.ci_hi >> (8 * i));
+				ent[8 + i] = (uint8_t)(r.or_id.ci_lo >> (8 * i));
+				ent[16 + i] = (uint8_t)(r.or_size >> (8 * i));
+			}
+			s3_tlv_add(man, T_PART, ent, 24);
+		}
+		EVP_DigestUpdate(md, bin, 16);
+		total += r.or_size;
+		prev_size = r.or_size;
+		prev = num;
+		n++;
+		free(v);
+	}
+	if (n == 0)
+		goto malformed;
+	EVP_DigestFinal_ex(md, h, &hl);
+	s3_hex(h, 16, etag);
+	snprintf(etag + 32, 16, "-%u", n);
+	s3_tlv_u64(man, T_SIZE, total);
+	goto out;
+invalid:
+	rc = s3_reply_err(rq, 400, "InvalidPart", "One or more of the specified "
+			  "parts could not be found. The part may not have "
+			  "been uploaded, or the specified entity tag may not "
+			  "match the part's entity tag.");
+	goto out;
+malformed:
+	rc = s3_reply_err(rq, 400, "MalformedXML", "The XML you provided was "
+			  "not well-formed or did not validate against our "
+			  "published schema");
+out:
+	EVP_MD_CTX_free(md);
+	return rc == 0 ? 0 : -1;
+}
+
+static int complete_end(struct s3_req *rq)
+{
+	struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data
+				       : "", rq->rq_xml.b_len);
+	struct s3_buf man = {0}, out = {0};
+	uint8_t ik[CLOVIS_KEY_MAX];
+	const char *upid = s3_q(rq, "uploadId");
+	char etag[48];
+	void *uv;
+	size_t uvl, il;
+	int rc;
+
+	if (x == NULL || strcmp(x->x_name, "CompleteMultipartUpload") != 0) {
+		s3_xml_free(x);
+		return s3_reply_err(rq, 400, "MalformedXML", "The XML you "
+				    "provided was not well-formed or did not "
+				    "validate against our published schema");
+	}
+	if (need_upload(rq, &uv, &uvl) != 0) {
+		s3_xml_free(x);
+		return 0;
+	}
+	rc = complete_parts(rq, x, &man, etag);
+	s3_xml_free(x);
+	if (rc != 0) {
+		free(uv);
+		s3_buf_fini(&man);
+		return 0;
+	}
+	s3_tlv_u64(&man, T_MTIME, s3_now_ns());
+	s3_tlv_add(&man, T_ETAG, etag, (uint32_t)strlen(etag));
+	s3_tlv_add(&man, T_UPLOAD, upid, 32);
+	rec_attrs_copy(uv, uvl, &man);
+	free(uv);
+	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
+		s3_tlv_add(&man, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
+	il = s3_ikey(rq->rq_key, rq->rq_key_len, ik);
+	rc = man.b_oom ? -ENOMEM : rec_commit(rq->rq_bk, ik, il, &man, false);
+	s3_buf_fini(&man);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "recording the object");
+	/* parts the manifest uses stay; others are freed; records go */
+	abort_upload_rec(rq->rq_bk, upid, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, XHDR "<CompleteMultipartUploadResult xmlns=\""
+		      XMLNS "\"><Location>/%s/", rq->rq_bucket);
+	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, "</Location><Bucket>%s</Bucket><Key>",
+		      rq->rq_bucket);
+	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>"
+		      "</CompleteMultipartUploadResult>", etag);
+	return s3_reply_xml(rq, 200, &out);
+}
+
+static int complete_upload(struct s3_req *rq)
+{
+	rq->rq_op = "CompleteMultipartUpload";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+		return 0;
+	rq->rq_body = S3_BODY_XML;
+	rq->rq_end = complete_end;
+	return 0;
+}
+
+static int list_parts(struct s3_req *rq)
+{
+	const char *upid = s3_q(rq, "uploadId"), *mp = s3_q(rq, "max-parts"),
+		   *pm = s3_q(rq, "part-number-marker");
+	void *uv, *keys[64], *vals[64];
+	size_t uvl, kls[64], vls[64];
+	struct s3_buf x = {0};
+	uint8_t start[40];
+	uint32_t max = mp ? (uint32_t)strtoul(mp, NULL, 10) : 1000, marker,
+		 count = 0, last = 0, nr, k;
+	bool trunc = false, stop = false;
+	int rc;
+
+	rq->rq_op = "ListParts";
+	if (need_bucket(rq) != 0 || need_key(rq) != 0 ||
+	    need_upload(rq, &uv, &uvl) != 0)
+		return 0;
+	free(uv);
+	if (max > 1000)
+		max = 1000;
+	marker = pm ? (uint32_t)strtoul(pm, NULL, 10) : 0;
+	s3_buf_printf(&x, XHDR "<ListPartsResult xmlns=\"" XMLNS "\"><Bucket>"
+		      "%s</Bucket><Key>", rq->rq_bucket);
+	s3_buf_xml(&x, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&x, "</Key><UploadId>%s</UploadId><Initiator><ID>%s</ID>"
+		      "<DisplayName>%s</DisplayName></Initiator><Owner><ID>%s"
+		      "</ID><DisplayName>%s</DisplayName></Owner><StorageClass>"
+		      "STANDARD</StorageClass><PartNumberMarker>%u"
+		      "</PartNumberMarker>", upid, rq->rq_user.u_name,
+		      rq->rq_user.u_name, rq->rq_user.u_name,
+		      rq->rq_user.u_name, marker);
+	partkey(upid, marker, start);
+	do {
+		nr = 64;
+		rc = s3_idx_next(&s3g.g_parts, start, 36, true, keys, kls, vals,
+				 vls, &nr);
+		if (rc != 0) {
+			s3_buf_fini(&x);
+			return s3_reply_clovis(rq, rc, "listing parts");
+		}
+		for (k = 0; k < nr; k++) {
+			struct s3_orec r;
+			const uint8_t *kb = keys[k];
+
+			if (stop || kls[k] != 36 || memcmp(kb, upid, 32) != 0) {
+				stop = true;
+			} else if (count == max) {
+				trunc = true;
+				stop = true;
+			} else if (s3_orec_decode(vals[k], vls[k], &r) == 0) {
+				char t[48];
+				uint32_t num = (uint32_t)kb[32] << 24 |
+					       (uint32_t)kb[33] << 16 |
+					       (uint32_t)kb[34] << 8 | kb[35];
+
+				s3_time_iso(r.or_mtime_ns, t);
+				s3_buf_printf(&x, "<Part><PartNumber>%u"
+					      "</PartNumber><LastModified>%s"
+					      "</LastModified><ETag>&quot;%s"
+					      "&quot;</ETag><Size>%lu</Size>"
+					      "</Part>", num, t, r.or_etag,
+					      r.or_size);
+				count++;
+				last = num;
+			}
+			if (k == nr - 1)
+				memcpy(start, keys[k], kls[k] < 40 ? kls[k] : 40);
+			free(keys[k]);
+			free(vals[k]);
+		}
+	} while (nr == 64 && !stop);
+	s3_buf_printf(&x, "<NextPartNumberMarker>%u</NextPartNumberMarker>"
+		      "<MaxParts>%u</MaxParts><IsTruncated>%s</IsTruncated>"
+		      "</ListPartsResult>", last, max, trunc ? "true" : "false");
+	return s3_reply_xml(rq, 200, &x);
+}
+
+/* Walk the uploads of bucket b: abort them all (abort_all) or report
+ * whether any exists. */
+static int uploads_of_bucket(struct s3_bucket *b, bool abort_all, bool *any)
+{
+	uint8_t start[CLOVIS_KEY_MAX];
+	size_t sl = strlen(b->bk_name) + 1;
+	void *keys[16], *vals[16];
+	size_t kls[16], vls[16];
+	uint32_t nr, k, rounds = 0;
+	int rc;
+
+	memcpy(start, b->bk_name, sl);
+	*any = false;
+	do {
+		bool mine_all = true;
+
+		nr = 16;
+		rc = s3_idx_next(&s3g.g_uploads, start, sl, false, keys, kls,
+				 vals, vls, &nr);
+		if (rc != 0)
+			return rc;
+		for (k = 0; k < nr; k++) {
+			size_t bl = strlen(b->bk_name);
+			bool mine = kls[k] > bl + 34 &&
+				    memcmp(keys[k], b->bk_name, bl + 1) == 0;
+
+			if (mine) {
+				struct s3_orec r;
+				char upid[33];
+
+				*any = true;
+				memcpy(upid, (char *)keys[k] + kls[k] - 32, 32);
+				upid[32] = 0;
+				if (abort_all &&
+				    s3_orec_decode(vals[k], vls[k], &r) == 0 &&
+				    r.or_key != NULL)
+					abort_upload_rec(b, upid,
+							 (const char *)r.or_key,
+							 r.or_key_len);
+			}
+			mine_all &= mine;
+			free(keys[k]);
+			free(vals[k]);
+		}
+		if (!mine_all || !abort_all)
+			break;
+	} while (nr == 16 && ++rounds < 1000000);
+	return 0;
+}
+
+static int list_uploads(struct s3_req *rq)
+{
+	const char *pfx = s3_q(rq, "prefix"), *mu = s3_q(rq, "max-uploads");
+	uint8_t start[CLOVIS_KEY_MAX];
+	size_t bl = strlen(rq->rq_bucket), sl = bl + 1;
+	void *keys[64], *vals[64];
+	size_t kls[64], vls[64];
+	uint32_t max = mu ? (uint32_t)strtoul(mu, NULL, 10) : 1000, count = 0,
+		 nr, k;
+	bool trunc = false, stop = false, excl = false;
+	struct s3_buf x = {0};
+	int rc;
+
+	rq->rq_op = "ListMultipartUploads";
+	if (need_bucket(rq) != 0)
+		return 0;
+	if (max > 1000)
+		max = 1000;
+	memcpy(start, rq->rq_bucket, sl);
+	s3_buf_printf(&x, XHDR "<ListMultipartUploadsResult xmlns=\"" XMLNS
+		      "\"><Bucket>%s</Bucket><KeyMarker/><UploadIdMarker/>",
+		      rq->rq_bucket);
+	do {
+		nr = 64;
+		rc = s3_idx_next(&s3g.g_uploads, start, sl, excl, keys, kls,
+				 vals, vls, &nr);
+		if (rc != 0) {
+			s3_buf_fini(&x);
+			return s3_reply_clovis(rq, rc, "listing uploads");
+		}
+		excl = true;
+		for (k = 0; k < nr; k++) {
+			struct s3_orec r;
+
+			if (stop || kls[k] <= bl + 34 ||
+			    memcmp(keys[k], rq->rq_bucket, bl + 1) != 0) {
+				stop = true;
+			} else if (s3_orec_decode(vals[k], vls[k], &r) == 0 &&
+				   r.or_key != NULL &&
+				   (pfx == NULL ||
+				    (r.or_key_len >= strlen(pfx) &&
+				     memcmp(r.or_key, pfx, strlen(pfx)) == 0))) {
+				char t[48];
+
+				if (count == max) {
+					trunc = true;
+					stop = true;
+				} else {
+					s3_time_iso(r.or_mtime_ns, t);
+					s3_buf_str(&x, "<Upload><Key>");
+					s3_buf_xml(&x, (const char *)r.or_key,
+						   r.or_key_len);
+					s3_buf_str(&x, "</Key><UploadId>");
+					s3_buf_add(&x, (char *)keys[k] + kls[k]
+						   - 32, 32);
+					s3_buf_printf(&x, "</UploadId><Initiator>"
+						      "<ID>%s</ID></Initiator>"
+						      "<Owner><ID>%s</ID></Owner>"
+						      "<StorageClass>STANDARD"
+						      "</StorageClass><Initiated>"
+						      "%s</Initiated></Upload>",
+						      rq->rq_user.u_name,
+						      rq->rq_user.u_name, t);
+					count++;
+				}
+			}
+			if (k == nr - 1 && kls[k] <= sizeof start) {
+				memcpy(start, keys[k], kls[k]);
+				sl = kls[k];
+			}
+			free(keys[k]);
+			free(vals[k]);
+		}
+	} while (nr == 64 && !stop);
+	s3_buf_printf(&x, "<MaxUploads>%u</MaxUploads><IsTruncated>%s"
+		      "</IsTruncated></ListMultipartUploadsResult>", max,
+		      trunc ? "true" : "false");
+	return s3_reply_xml(rq, 200, &x);
+}
+
+/* --------------------------------------------------------------- route */
+
+static int bucket_get(struct s3_req *rq)
+{
+	struct s3_buf x = {0};
+
+	if (s3_qhas(rq, "uploads"))
+		return list_uploads(rq);
+	if (s3_qhas(rq, "location")) {
+		rq->rq_op = "GetBucketLocation";
+		if (need_bucket(rq) != 0)
+			return 0;
+		s3_buf_str(&x, XHDR "<LocationConstraint xmlns=\"" XMLNS "\"/>");
+		return s3_reply_xml(rq, 200, &x);
+	}
+	if (s3_qhas(rq, "versioning")) {
+		rq->rq_op = "GetBucketVersioning";
+		if (need_bucket(rq) != 0)
+			return 0;
+		s3_buf_str(&x, XHDR "<VersioningConfiguration xmlns=\"" XMLNS
+			   "\"/>");
+		return s3_reply_xml(rq, 200, &x);
+	}
+	return list_objects(rq);
+}
+
+static int route_bucket(struct s3_req *rq)
+{
+	const char *m = rq->rq_method;
+
+	if (strcmp(m, "PUT") == 0)
+		return create_bucket(rq);
+	if (strcmp(m, "HEAD") == 0) {
+		rq->rq_op = "HeadBucket";
+		return need_bucket(rq) != 0 ? 0 : s3_reply_empty(rq, 200);
+	}
+	if (strcmp(m, "DELETE") == 0)
+		return delete_bucket(rq);
+	if (strcmp(m, "GET") == 0)
+		return bucket_get(rq);
+	if (strcmp(m, "POST") == 0 && s3_qhas(rq, "delete"))
+		return delete_objects(rq);
+	return s3_reply_err(rq, 405, "MethodNotAllowed", "The specified method "
+			    "is not allowed against this resource.");
+}
+
+static int route_object(struct s3_req *rq)
+{
+	const char *m = rq->rq_method, *src;
+
+	if (strcmp(m, "PUT") == 0) {
+		if (s3_qhas(rq, "partNumber") && s3_qhas(rq, "uploadId"))
+			return upload_part(rq);
+		src = s3_hdr(rq, "x-amz-copy-source");
+		return src ? copy_object(rq, src) : put_object(rq);
+	}
+	if (strcmp(m, "GET") == 0 && s3_qhas(rq, "uploadId"))
+		return list_parts(rq);
+	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
+		return get_object(rq);
+	if (strcmp(m, "DELETE") == 0)
+		return s3_qhas(rq, "uploadId") ? abort_upload(rq)
+					       : delete_object(rq);
+	if (strcmp(m, "POST") == 0 && s3_qhas(rq, "uploads"))
+		return create_upload(rq);
+	if (strcmp(m, "POST") == 0 && s3_qhas(rq, "uploadId"))
+		return complete_upload(rq);
+	return s3_reply_err(rq, 405, "MethodNotAllowed", "The specified method "
+			    "is not allowed against this resource.");
+}
+
+int s3_route(struct s3_req *rq)
+{
+	if (rq->rq_bucket[0] == 0) {
+		if (strcmp(rq->rq_method, "GET") == 0)
+			return list_buckets(rq);
+		return s3_reply_err(rq, 405, "MethodNotAllowed", "The specified "
+				    "method is not allowed against this "
+				    "resource.");
+	}
+	if (strlen(rq->rq_bucket) > S3_BUCKET_MAX)
+		return s3_reply_err(rq, 400, "InvalidBucketName", "The "
+				    "specified bucket is not valid.");
+	if (rq->rq_key == NULL)
+		return route_bucket(rq);
+	return route_object(rq);
+}

@@ -1,0 +1,961 @@
+/*
+ * s3_store.c — the S3 gateway's mapping onto Clovis.
+ *
+ * System indices in the default container (ids from names, "@s3.*"):
+ *   buckets:  bucket name -> {owner, container id, index id, layout, ctime}
+ *   inflight: gateway id ":" object id -> {container, bucket, index key,
+ *             part key}: objects that must be freed unless a record
+ *             references them (written before an object is created or
+ *             released; removed once its fate is settled)
+ *   uploads:  bucket "\0" key "\0" upload id -> multipart upload
+ *   parts:    upload id + be32 part number -> {object id, size, ETag}
+ * A bucket is a container holding its objects and its bucket index (S3 key
+ * -> object record, s3_orec).  Object data is written out of place into a
+ * fresh object; a PUT becomes visible with one index PUT of the record, so
+ * readers see the old or the new object, never a mix.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <openssl/sha.h>
+
+#include "gateways/s3/s3.h"
+
+struct s3_gw s3g;
+
+/* ------------------------------------------------------- index helpers */
+
+int s3_idx_get(struct clovis_idx *i, const void *k, size_t kl, void **v,
+	       size_t *vl)
+{
+	void *kb = (void *)k, *vb = NULL;
+	size_t kls = kl, vls = 0;
+	struct clovis_bufvec keys = {1, &kb, &kls}, vals = {1, &vb, &vls};
+	struct clovis_op *op;
+	int32_t rcs = 0;
+	int rc = clovis_idx_op(i, CLOVIS_IC_GET, &keys, &vals, &rcs, 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc == 0)
+		rc = rcs;
+	if (rc != 0) {
+		free(vb);
+		return rc;
+	}
+	*v = vb;
+	*vl = vls;
+	return 0;
+}
+
+int s3_idx_put(struct clovis_idx *i, const void *k, size_t kl, const void *v,
+	       size_t vl, bool overwrite)
+{
+	void *kb = (void *)k, *vb = (void *)v;
+	size_t kls = kl, vls = vl;
+	struct clovis_bufvec keys = {1, &kb, &kls}, vals = {1, &vb, &vls};
+	struct clovis_op *op;
+	int32_t rcs = 0;
+	int rc = clovis_idx_op(i, CLOVIS_IC_PUT, &keys, &vals, &rcs,
+			       overwrite ? CLOVIS_IF_OVERWRITE : 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	return rc != 0 ? rc : rcs;
+}
+
+int s3_idx_del(struct clovis_idx *i, const void *k, size_t kl)
+{
+	void *kb = (void *)k;
+	size_t kls = kl;
+	struct clovis_bufvec keys = {1, &kb, &kls};
+	struct clovis_op *op;
+	int32_t rcs = 0;
+	int rc = clovis_idx_op(i, CLOVIS_IC_DEL, &keys, NULL, &rcs, 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	return rc != 0 ? rc : rcs;
+}
+
+int s3_idx_next(struct clovis_idx *i, const void *start, size_t sl, bool excl,
+		void **keys, size_t *klens, void **vals, size_t *vlens,
+		uint32_t *nr)
+{
+	struct clovis_bufvec kv = {*nr, keys, klens}, vv = {*nr, vals, vlens};
+	int32_t *rcs = calloc(*nr, sizeof *rcs);
+	struct clovis_op *op;
+	uint32_t k, n = 0;
+	int rc;
+
+	if (rcs == NULL)
+		return -ENOMEM;
+	memset(keys, 0, *nr * sizeof *keys);
+	memset(vals, 0, *nr * sizeof *vals);
+	memset(klens, 0, *nr * sizeof *klens);
+	memset(vlens, 0, *nr * sizeof *vlens);
+	keys[0] = (void *)start;
+	klens[0] = start ? sl : 0;
+	rc = clovis_idx_op(i, CLOVIS_IC_NEXT, &kv, &vv, rcs,
+			   excl && start ? CLOVIS_IF_EXCLUDE_START_KEY : 0, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0) {
+		keys[0] = NULL;
+		free(rcs);
+		return rc;
+	}
+	for (k = 0; k < *nr && rcs[k] == 0; k++)
+		n++;
+	if (n == 0)
+		keys[0] = NULL;
+	free(rcs);
+	*nr = n;
+	return 0;
+}
+
+/* ---------------------------------------------------------------- ids */
+
+void s3_rand_id(struct clovis_id *id)
+{
+	do {
+		if (getrandom(id, sizeof *id, 0) != sizeof *id)
+			id->ci_hi = s3_now_ns();
+	} while (id->ci_hi == 0);
+}
+
+static void put_id(uint8_t *p, const struct clovis_id *id)
+{
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		p[i] = (uint8_t)(id->ci_hi >> (8 * i));
+		p[8 + i] = (uint8_t)(id->ci_lo >> (8 * i));
+	}
+}
+
+static void get_id(const uint8_t *p, struct clovis_id *id)
+{
+	id->ci_hi = s3_u64(p);
+	id->ci_lo = s3_u64(p + 8);
+}
+
+size_t s3_ikey(const char *k, size_t kl, uint8_t *out)
+{
+	if (kl <= S3_KEY_HASHED_PREFIX) {
+		memcpy(out, k, kl);
+		return kl;
+	}
+	memcpy(out, k, S3_KEY_HASHED_PREFIX);
+	SHA256((const unsigned char *)k, kl, out + S3_KEY_HASHED_PREFIX);
+	return S3_KEY_HASHED_PREFIX + 32;
+}
+
+/* ---------------------------------------------------------- open/close */
+
+static int sys_idx(struct clovis_idx *i, const char *name)
+{
+	struct clovis_id id;
+	struct clovis_op *op;
+	int rc = clovis_id_parse(name, &id);
+
+	if (rc == 0)
+		rc = clovis_idx_init(i, clovis_default_realm(s3g.g_cl), &id);
+	if (rc == 0)
+		rc = clovis_entity_op(&i->in_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc == -ENOENT) {
+		rc = clovis_idx_init(i, clovis_default_realm(s3g.g_cl), &id);
+		if (rc == 0)
+			rc = clovis_entity_op(&i->in_entity, CLOVIS_EO_CREATE,
+					      &op);
+		if (rc == 0)
+			rc = clovis_op_sync(op);
+	}
+	if (rc != 0)
+		fprintf(stderr, "strata-s3: system index %s: %s: %s\n", name,
+			clovis_strerror(rc), clovis_errmsg());
+	return rc;
+}
+
+int s3_store_open(void)
+{
+	struct clovis_conf cc = {0};
+	int rc, i;
+
+	if (s3g.g_conf.sc_cluster[0]) {
+		cc.cc_mode = CLOVIS_MODE_CLUSTER;
+		cc.cc_cluster_conf = s3g.g_conf.sc_cluster;
+	} else {
+		cc.cc_data_dir = s3g.g_conf.sc_data_dir;
+		cc.cc_flags = CLOVIS_CONF_CREATE;
+		cc.cc_dev_size = s3g.g_conf.sc_dev_size;
+	}
+	cc.cc_nr_workers = s3g.g_conf.sc_threads;
+	rc = clovis_init(&s3g.g_cl, &cc);
+	if (rc != 0) {
+		fprintf(stderr, "strata-s3: cannot open the store: %s: %s\n",
+			clovis_strerror(rc), clovis_errmsg());
+		return rc;
+	}
+	pthread_rwlock_init(&s3g.g_bk_lock, NULL);
+	pthread_mutex_init(&s3g.g_bk_create_lock, NULL);
+	for (i = 0; i < 256; i++)
+		pthread_mutex_init(&s3g.g_key_locks[i], NULL);
+	rc = sys_idx(&s3g.g_buckets, "@s3.buckets");
+	if (rc == 0)
+		rc = sys_idx(&s3g.g_inflight, "@s3.inflight");
+	if (rc == 0)
+		rc = sys_idx(&s3g.g_uploads, "@s3.uploads");
+	if (rc == 0)
+		rc = sys_idx(&s3g.g_parts, "@s3.parts");
+	if (rc != 0) {
+		clovis_fini(s3g.g_cl);
+		s3g.g_cl = NULL;
+	}
+	return rc;
+}
+
+void s3_store_close(void)
+{
+	clovis_fini(s3g.g_cl);
+	s3g.g_cl = NULL;
+}
+
+/* ------------------------------------------------------------- buckets */
+
+static int bucket_load(const char *name, const void *v, size_t vl,
+		       struct s3_bucket **out)
+{
+	struct s3_bucket *b = calloc(1, sizeof *b);
+	struct clovis_id cid = {0}, iid = {0};
+	const uint8_t *val;
+	struct clovis_op *op;
+	size_t pos = 0;
+	uint32_t n;
+	uint8_t tag;
+	int rc;
+
+	if (b == NULL)
+		return -ENOMEM;
+	snprintf(b->bk_name, sizeof b->bk_name, "%s", name);
+	while ((rc = s3_tlv_next(v, vl, &pos, &tag, &val, &n)) == 1) {
+		if (tag == T_OWNER && n < sizeof b->bk_owner)
+			memcpy(b->bk_owner, val, n);
+		else if (tag == T_CONT && n == 16)
+			get_id(val, &cid);
+		else if (tag == T_IDX && n == 16)
+			get_id(val, &iid);
+		else if (tag == T_LAYOUT && n == 8)
+			b->bk_layout = (uint32_t)s3_u64(val);
+		else if (tag == T_MTIME && n == 8)
+			b->bk_ctime_ns = s3_u64(val);
+	}
+	if (rc == 0 && cid.ci_hi == 0)
+		rc = -EINVAL;
+	if (rc == 0)
+		rc = clovis_container_init(&b->bk_cont, s3g.g_cl, &cid);
+	if (rc == 0)
+		rc = clovis_idx_init(&b->bk_idx, &b->bk_cont.co_realm, &iid);
+	if (rc == 0)
+		rc = clovis_entity_op(&b->bk_idx.in_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0) {
+		fprintf(stderr, "strata-s3: bucket %s: record or index bad: %s: "
+			"%s\n", name, clovis_strerror(rc), clovis_errmsg());
+		free(b);
+		return rc == -ENOENT ? -EIO : rc;
+	}
+	*out = b;
+	return 0;
+}
+
+int s3_bucket_get(const char *name, struct s3_bucket **out)
+{
+	struct s3_bucket *b, *nb;
+	void *v;
+	size_t vl;
+	int rc;
+
+	pthread_rwlock_rdlock(&s3g.g_bk_lock);
+	for (b = s3g.g_bk_list; b != NULL; b = b->bk_next)
+		if (strcmp(b->bk_name, name) == 0)
+			break;
+	pthread_rwlock_unlock(&s3g.g_bk_lock);
+	if (b != NULL) {
+		*out = b;
+		return 0;
+	}
+	rc = s3_idx_get(&s3g.g_buckets, name, strlen(name), &v, &vl);
+	if (rc != 0)
+		return rc;
+	rc = bucket_load(name, v, vl, &nb);
+	free(v);
+	if (rc != 0)
+		return rc;
+	pthread_rwlock_wrlock(&s3g.g_bk_lock);
+	for (b = s3g.g_bk_list; b != NULL; b = b->bk_next)
+		if (strcmp(b->bk_name, name) == 0)
+			break;
+	if (b == NULL) {
+		nb->bk_next = s3g.g_bk_list;
+		s3g.g_bk_list = b = nb;
+		nb = NULL;
+	}
+	pthread_rwlock_unlock(&s3g.g_bk_lock);
+	free(nb);
+	*out = b;
+	return 0;
+}
+
+static int entity_sync(struct clovis_entity *e, enum clovis_entity_opcode oc)
+{
+	struct clovis_op *op;
+	int rc = clovis_entity_op(e, oc, &op);
+
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+int s3_bucket_create(const char *name, const char *owner)
+{
+	struct clovis_container c;
+	struct clovis_idx i;
+	struct clovis_id cid, iid;
+	struct s3_buf rec = {0};
+	uint8_t raw[16];
+	void *v;
+	size_t vl;
+	int rc;
+
+	pthread_mutex_lock(&s3g.g_bk_create_lock);
+	rc = s3_idx_get(&s3g.g_buckets, name, strlen(name), &v, &vl);
+	if (rc == 0) {
+		free(v);
+		rc = -EEXIST;
+		goto out;
+	}
+	if (rc != -ENOENT)
+		goto out;
+	s3_rand_id(&cid);
+	s3_rand_id(&iid);
+	rc = clovis_container_init(&c, s3g.g_cl, &cid);
+	if (rc == 0)
+		rc = entity_sync(&c.co_entity, CLOVIS_EO_CREATE);
+	if (rc != 0)
+		goto out;
+	rc = clovis_idx_init(&i, &c.co_realm, &iid);
+	if (rc == 0)
+		rc = entity_sync(&i.in_entity, CLOVIS_EO_CREATE);
+	if (rc != 0)
+		goto out_cont;
+	s3_tlv_add(&rec, T_OWNER, owner, (uint32_t)strlen(owner));
+	put_id(raw, &cid);
+	s3_tlv_add(&rec, T_CONT, raw, 16);
+	put_id(raw, &iid);
+	s3_tlv_add(&rec, T_IDX, raw, 16);
+	s3_tlv_u64(&rec, T_LAYOUT, s3g.g_conf.sc_layout);
+	s3_tlv_u64(&rec, T_MTIME, s3_now_ns());
+	rc = rec.b_oom ? -ENOMEM
+		       : s3_idx_put(&s3g.g_buckets, name, strlen(name),
+				    rec.b_data, rec.b_len, false);
+	s3_buf_fini(&rec);
+	if (rc == 0)
+		goto out;
+	entity_sync(&i.in_entity, CLOVIS_EO_DELETE);
+out_cont:
+	entity_sync(&c.co_entity, CLOVIS_EO_DELETE);
+out:
+	pthread_mutex_unlock(&s3g.g_bk_create_lock);
+	return rc;
+}
+
+int s3_bucket_empty(struct s3_bucket *b, bool *empty)
+{
+	void *k, *v;
+	size_t kl, vl;
+	uint32_t nr = 1;
+	int rc = s3_idx_next(&b->bk_idx, NULL, 0, false, &k, &kl, &v, &vl, &nr);
+
+	if (rc != 0)
+		return rc;
+	if (nr > 0) {
+		free(k);
+		free(v);
+	}
+	*empty = nr == 0;
+	return 0;
+}
+
+/* Remove the record first: the bucket disappears atomically; the empty
+ * index and container follow. */
+int s3_bucket_delete(struct s3_bucket *b)
+{
+	struct s3_bucket **pp;
+	int rc = s3_idx_del(&s3g.g_buckets, b->bk_name, strlen(b->bk_name));
+
+	if (rc != 0)
+		return rc;
+	pthread_rwlock_wrlock(&s3g.g_bk_lock);
+	for (pp = &s3g.g_bk_list; *pp != NULL; pp = &(*pp)->bk_next)
+		if (*pp == b) {
+			*pp = b->bk_next;
+			break;
+		}
+	b->bk_dead = true;
+	pthread_rwlock_unlock(&s3g.g_bk_lock);
+	rc = entity_sync(&b->bk_idx.in_entity, CLOVIS_EO_DELETE);
+	if (rc == 0)
+		rc = entity_sync(&b->bk_cont.co_entity, CLOVIS_EO_DELETE);
+	if (rc != 0)
+		fprintf(stderr, "strata-s3: bucket %s: removing its container: "
+			"%s: %s\n", b->bk_name, clovis_strerror(rc),
+			clovis_errmsg());
+	/* b stays allocated: requests in flight may still hold it. */
+	return 0;
+}
+
+/* ------------------------------------------------------------ in-flight */
+
+static size_t inflight_key(const struct clovis_id *id, uint8_t *out)
+{
+	size_t n = strlen(s3g.g_conf.sc_gw_id);
+
+	memcpy(out, s3g.g_conf.sc_gw_id, n);
+	out[n] = ':';
+	put_id(out + n + 1, id);
+	return n + 17;
+}
+
+int s3_inflight_put(struct s3_bucket *b, const struct clovis_id *id,
+		    const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+		    size_t pkl, uint8_t *rkey)
+{
+	struct s3_buf rec = {0};
+	uint8_t raw[16];
+	size_t kl = inflight_key(id, rkey);
+	int rc;
+
+	put_id(raw, &b->bk_cont.co_entity.en_id);
+	s3_tlv_add(&rec, T_CONT, raw, 16);
+	s3_tlv_add(&rec, T_BUCKET, b->bk_name, (uint32_t)strlen(b->bk_name));
+	if (ikey != NULL)
+		s3_tlv_add(&rec, T_KEY, ikey, (uint32_t)ikl);
+	if (pkey != NULL)
+		s3_tlv_add(&rec, T_UPLOAD, pkey, (uint32_t)pkl);
+	rc = rec.b_oom ? -ENOMEM
+		       : s3_idx_put(&s3g.g_inflight, rkey, kl, rec.b_data,
+				    rec.b_len, true);
+	s3_buf_fini(&rec);
+	return rc;
+}
+
+void s3_inflight_del(const uint8_t *rkey)
+{
+	size_t n = strlen(s3g.g_conf.sc_gw_id) + 17;
+
+	s3_idx_del(&s3g.g_inflight, rkey, n);
+}
+
+static int obj_delete(struct clovis_container *c, const struct clovis_id *id)
+{
+	struct clovis_obj o;
+	int rc = clovis_obj_init(&o, &c->co_realm, id, NULL);
+
+	if (rc == 0)
+		rc = entity_sync(&o.ob_entity, CLOVIS_EO_DELETE);
+	return rc == -ENOENT ? 0 : rc;
+}
+
+/* The ids of the objects record r holds. */
+static uint32_t orec_ids(const struct s3_orec *r, uint32_t k,
+			 struct clovis_id *id)
+{
+	uint32_t n = (r->or_has_id ? 1 : 0) + r->or_nparts;
+
+	if (k >= n)
+		return n;
+	if (r->or_has_id && k == 0)
+		*id = r->or_id;
+	else
+		get_id(r->or_parts + 24 * (k - (r->or_has_id ? 1 : 0)), id);
+	return n;
+}
+
+int s3_orec_hold(struct s3_bucket *b, const struct s3_orec *r,
+		 const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+		 size_t pkl)
+{
+	struct clovis_id id;
+	uint8_t rkey[64];
+	uint32_t k, n = orec_ids(r, UINT32_MAX, &id);
+	int rc = 0;
+
+	for (k = 0; k < n && rc == 0; k++) {
+		orec_ids(r, k, &id);
+		rc = s3_inflight_put(b, &id, ikey, ikl, pkey, pkl, rkey);
+	}
+	return rc;
+}
+
+void s3_orec_unhold(const struct s3_orec *r)
+{
+	struct clovis_id id;
+	uint8_t rkey[64];
+	uint32_t k, n = orec_ids(r, UINT32_MAX, &id);
+
+	for (k = 0; k < n; k++) {
+		orec_ids(r, k, &id);
+		inflight_key(&id, rkey);
+		s3_inflight_del(rkey);
+	}
+}
+
+void s3_orec_free(struct s3_bucket *b, const struct s3_orec *r)
+{
+	struct clovis_id id;
+	uint8_t rkey[64];
+	uint32_t k, n = orec_ids(r, UINT32_MAX, &id);
+
+	for (k = 0; k < n; k++) {
+		orec_ids(r, k, &id);
+		inflight_key(&id, rkey);
+		if (obj_delete(&b->bk_cont, &id) == 0)
+			s3_inflight_del(rkey);
+	}
+}
+
+/* Does the record (object or part) v reference id? */
+static bool rec_refs(const void *v, size_t vl, const struct clovis_id *id)
+{
+	struct s3_orec r;
+	uint32_t k;
+
+	if (s3_orec_decode(v, vl, &r) != 0)
+		return true; /* unknown: keep the object */
+	if (r.or_has_id && clovis_id_cmp(&r.or_id, id) == 0)
+		return true;
+	for (k = 0; k < r.or_nparts; k++) {
+		struct clovis_id p;
+
+		get_id(r.or_parts + 24 * k, &p);
+		if (clovis_id_cmp(&p, id) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Settle one in-flight record: free its object unless referenced. */
+static int recover_one(const uint8_t *k, size_t kl, const void *v, size_t vl,
+		       uint64_t *freed)
+{
+	size_t gl = strlen(s3g.g_conf.sc_gw_id), pos = 0;
+	struct clovis_id id, cid = {0};
+	const uint8_t *ikey = NULL, *pkey = NULL, *val;
+	uint32_t ikl = 0, pkl = 0, n;
+	struct s3_bucket *b = NULL;
+	char bname[S3_BUCKET_MAX + 1] = "";
+	bool refd = false;
+	uint8_t tag;
+	void *rv;
+	size_t rvl;
+
+	if (kl != gl + 17)
+		return 0;
+	get_id(k + gl + 1, &id);
+	while (s3_tlv_next(v, vl, &pos, &tag, &val, &n) == 1) {
+		if (tag == T_CONT && n == 16)
+			get_id(val, &cid);
+		else if (tag == T_KEY)
+			ikey = val, ikl = n;
+		else if (tag == T_UPLOAD)
+			pkey = val, pkl = n;
+		else if (tag == T_BUCKET && n <= S3_BUCKET_MAX)
+			memcpy(bname, val, n), bname[n] = 0;
+	}
+	if (s3_bucket_get(bname, &b) == 0 &&
+	    clovis_id_cmp(&b->bk_cont.co_entity.en_id, &cid) == 0) {
+		if (ikey != NULL &&
+		    s3_idx_get(&b->bk_idx, ikey, ikl, &rv, &rvl) == 0) {
+			refd = rec_refs(rv, rvl, &id);
+			free(rv);
+		}
+		if (!refd && pkey != NULL &&
+		    s3_idx_get(&s3g.g_parts, pkey, pkl, &rv, &rvl) == 0) {
+			refd = rec_refs(rv, rvl, &id);
+			free(rv);
+		}
+		if (!refd) {
+			if (obj_delete(&b->bk_cont, &id) != 0)
+				return 0;
+			(*freed)++;
+		}
+	}
+	return s3_idx_del(&s3g.g_inflight, k, kl);
+}
+
+int s3_store_recover(uint64_t *freed)
+{
+	uint8_t start[64];
+	size_t sl = strlen(s3g.g_conf.sc_gw_id);
+	void *keys[64], *vals[64];
+	size_t kls[64], vls[64];
+	uint32_t nr, k, rounds = 0;
+	int rc = 0;
+
+	*freed = 0;
+	memcpy(start, s3g.g_conf.sc_gw_id, sl);
+	start[sl++] = ':';
+	do {
+		bool more;
+
+		nr = 64;
+		rc = s3_idx_next(&s3g.g_inflight, start, sl, false, keys, kls,
+				 vals, vls, &nr);
+		if (rc != 0)
+			break;
+		more = nr == 64;
+		for (k = 0; k < nr; k++) {
+			if (kls[k] > 0 && kls[k] < sizeof start &&
+			    memcmp(keys[k], s3g.g_conf.sc_gw_id,
+				   strlen(s3g.g_conf.sc_gw_id)) == 0) {
+				recover_one(keys[k], kls[k], vals[k], vls[k],
+					    freed);
+				memcpy(start, keys[k], kls[k]);
+				sl = kls[k];
+			} else {
+				more = false;
+			}
+			free(keys[k]);
+			free(vals[k]);
+		}
+		if (nr > 0 && more) {
+			/* continue after the last key: append a 0 byte */
+			if (sl < sizeof start)
+				start[sl++] = 0;
+		}
+		if (!more)
+			break;
+	} while (++rounds < 1000000);
+	return rc;
+}
+
+/* -------------------------------------------------------------- writer */
+
+static int wr_wait(struct s3_wr *w, uint32_t i)
+{
+	int rc;
+
+	if (w->w_op[i] == NULL)
+		return 0;
+	rc = clovis_op_wait(w->w_op[i], CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
+	if (rc != 0 && w->w_rc == 0) {
+		w->w_rc = rc;
+		snprintf(w->w_msg, sizeof w->w_msg, "%s",
+			 clovis_op_errmsg(w->w_op[i]));
+	}
+	clovis_op_free(w->w_op[i]);
+	w->w_op[i] = NULL;
+	return w->w_rc;
+}
+
+static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
+{
+	uint64_t bs = 1ull << w->w_bshift;
+	size_t pad = (size_t)((len + bs - 1) & ~(bs - 1));
+	int rc;
+
+	memset(w->w_buf[i] + len, 0, pad - len);
+	w->w_blk[i] = w->w_off >> w->w_bshift;
+	w->w_nblk[i] = pad >> w->w_bshift;
+	w->w_ev[i] = (struct clovis_extvec){1, &w->w_blk[i], &w->w_nblk[i]};
+	w->w_bv[i] = w->w_buf[i];
+	w->w_bl[i] = pad;
+	w->w_bvec[i] = (struct clovis_bufvec){1, &w->w_bv[i], &w->w_bl[i]};
+	rc = clovis_obj_op(&w->w_o, CLOVIS_OC_WRITE, &w->w_ev[i], &w->w_bvec[i],
+			   0, &w->w_op[i]);
+	if (rc == 0)
+		rc = clovis_op_launch(&w->w_op[i], 1);
+	if (rc != 0) {
+		clovis_op_free(w->w_op[i]);
+		w->w_op[i] = NULL;
+		w->w_rc = rc;
+		snprintf(w->w_msg, sizeof w->w_msg, "%s", clovis_errmsg());
+	}
+	w->w_off += S3_CHUNK;
+	return rc;
+}
+
+/* Create the object, its in-flight record first (launched together). */
+static int wr_create(struct s3_wr *w)
+{
+	struct clovis_obj_attr a = {0};
+	struct clovis_id id;
+	int rc;
+
+	w->w_bshift = w->w_expect != UINT64_MAX && w->w_expect < (1u << 20)
+			      ? 12 : 16;
+	a.oa_block_shift = w->w_bshift;
+	a.oa_layout = w->w_bk->bk_layout;
+	a.oa_tier = CLOVIS_TIER_FLASH;
+	s3_rand_id(&id);
+	rc = s3_inflight_put(w->w_bk, &id, w->w_rk, w->w_rkl, w->w_pk,
+			     w->w_pkl, w->w_ikey);
+	if (rc == 0)
+		rc = clovis_obj_init(&w->w_o, &w->w_bk->bk_cont.co_realm, &id,
+				     &a);
+	if (rc == 0)
+		rc = entity_sync(&w->w_o.ob_entity, CLOVIS_EO_CREATE);
+	if (rc != 0) {
+		snprintf(w->w_msg, sizeof w->w_msg, "%s", clovis_errmsg());
+		s3_inflight_del(w->w_ikey);
+		return w->w_rc = rc;
+	}
+	w->w_obj = true;
+	w->w_inline = false;
+	return 0;
+}
+
+int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
+		const uint8_t *ikey, size_t ikl, const uint8_t *pkey, size_t pkl)
+{
+	memset(w, 0, sizeof *w);
+	w->w_bk = b;
+	w->w_rk = ikey;
+	w->w_rkl = ikl;
+	w->w_pk = pkey;
+	w->w_pkl = pkl;
+	w->w_expect = expect;
+	w->w_md5 = EVP_MD_CTX_new();
+	if (w->w_md5 == NULL || !EVP_DigestInit_ex(w->w_md5, EVP_md5(), NULL))
+		return -ENOMEM;
+	w->w_inline = true;
+	if (pkey != NULL ||
+	    (expect != UINT64_MAX && expect > s3g.g_conf.sc_inline_max))
+		return wr_create(w); /* parts are always objects */
+	return 0;
+}
+
+static int wr_stream(struct s3_wr *w, const char *p, size_t n)
+{
+	while (n > 0 && w->w_rc == 0) {
+		size_t c;
+
+		if (w->w_buf[w->w_cur] == NULL &&
+		    posix_memalign((void **)&w->w_buf[w->w_cur], 4096,
+				   S3_CHUNK) != 0) {
+			w->w_buf[w->w_cur] = NULL;
+			return w->w_rc = -ENOMEM;
+		}
+		c = S3_CHUNK - w->w_fill;
+		if (c > n)
+			c = n;
+		memcpy(w->w_buf[w->w_cur] + w->w_fill, p, c);
+		w->w_fill += c;
+		p += c;
+		n -= c;
+		if (w->w_fill == S3_CHUNK) {
+			if (wr_submit(w, w->w_cur, S3_CHUNK) != 0)
+				break;
+			w->w_cur = (w->w_cur + 1) % S3_NBUF;
+			w->w_fill = 0;
+			wr_wait(w, w->w_cur);
+		}
+	}
+	return w->w_rc;
+}
+
+int s3_wr_data(struct s3_wr *w, const void *p, size_t n)
+{
+	if (w->w_rc != 0)
+		return w->w_rc;
+	w->w_len += n;
+	EVP_DigestUpdate(w->w_md5, p, n);
+	if (w->w_inline) {
+		if (w->w_len <= s3g.g_conf.sc_inline_max) {
+			s3_buf_add(&w->w_ibuf, p, n);
+			return w->w_ibuf.b_oom ? (w->w_rc = -ENOMEM) : 0;
+		}
+		if (wr_create(w) != 0)
+			return w->w_rc;
+		if (wr_stream(w, w->w_ibuf.b_data ? w->w_ibuf.b_data : "",
+			      w->w_ibuf.b_len) != 0)
+			return w->w_rc;
+		s3_buf_fini(&w->w_ibuf);
+	}
+	return wr_stream(w, p, n);
+}
+
+int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
+{
+	unsigned int ml = 16;
+	uint32_t i;
+
+	if (!w->w_inline && w->w_rc == 0 && w->w_fill > 0)
+		wr_submit(w, w->w_cur, w->w_fill);
+	for (i = 0; i < S3_NBUF; i++)
+		wr_wait(w, i);
+	EVP_DigestFinal_ex(w->w_md5, md5, &ml);
+	return w->w_rc;
+}
+
+static void wr_release(struct s3_wr *w)
+{
+	uint32_t i;
+
+	for (i = 0; i < S3_NBUF; i++) {
+		wr_wait(w, i);
+		free(w->w_buf[i]);
+		w->w_buf[i] = NULL;
+	}
+	s3_buf_fini(&w->w_ibuf);
+	EVP_MD_CTX_free(w->w_md5);
+	w->w_md5 = NULL;
+}
+
+void s3_wr_abort(struct s3_wr *w)
+{
+	if (w->w_bk == NULL)
+		return;
+	wr_release(w);
+	if (w->w_obj && !w->w_committed &&
+	    obj_delete(&w->w_bk->bk_cont, &w->w_o.ob_entity.en_id) == 0)
+		s3_inflight_del(w->w_ikey);
+	w->w_bk = NULL;
+}
+
+void s3_wr_done(struct s3_wr *w)
+{
+	w->w_committed = true;
+	if (w->w_obj)
+		s3_inflight_del(w->w_ikey);
+	wr_release(w);
+	w->w_bk = NULL;
+}
+
+/* -------------------------------------------------------------- reader */
+
+int s3_rd_open(struct s3_rd *r, struct s3_bucket *b, void *rec, size_t len)
+{
+	int rc;
+
+	memset(r, 0, sizeof *r);
+	r->r_bk = b;
+	r->r_rec = rec;
+	r->r_rec_len = len;
+	r->r_part = -1;
+	rc = s3_orec_decode(rec, len, &r->r_or);
+	return rc;
+}
+
+/* The segment of the object holding byte off: id, start, size. */
+static int rd_segment(struct s3_rd *r, uint64_t off, int *part,
+		      struct clovis_id *id, uint64_t *sstart, uint64_t *ssize)
+{
+	uint64_t s = 0;
+	uint32_t k;
+
+	if (r->r_or.or_has_id) {
+		*part = 0;
+		*id = r->r_or.or_id;
+		*sstart = 0;
+		*ssize = r->r_or.or_size;
+		return 0;
+	}
+	for (k = 0; k < r->r_or.or_nparts; k++) {
+		uint64_t sz = s3_u64(r->r_or.or_parts + 24 * k + 16);
+
+		if (off < s + sz) {
+			*part = (int)k;
+			get_id(r->r_or.or_parts + 24 * k, id);
+			*sstart = s;
+			*ssize = sz;
+			return 0;
+		}
+		s += sz;
+	}
+	return -EINVAL;
+}
+
+static int rd_load(struct s3_rd *r, uint64_t off)
+{
+	struct clovis_id id;
+	uint64_t ss, sz, rel, bs, len, blk, nblk;
+	struct clovis_op *op;
+	void *bv;
+	size_t bl;
+	int part, rc = rd_segment(r, off, &part, &id, &ss, &sz);
+	struct clovis_extvec ev = {1, &blk, &nblk};
+	struct clovis_bufvec bvec = {1, &bv, &bl};
+
+	if (rc != 0)
+		return rc;
+	if (r->r_part != part) {
+		rc = clovis_obj_init(&r->r_o, &r->r_bk->bk_cont.co_realm, &id,
+				     NULL);
+		if (rc == 0)
+			rc = entity_sync(&r->r_o.ob_entity, CLOVIS_EO_OPEN);
+		if (rc != 0)
+			return rc;
+		r->r_part = part;
+	}
+	if (r->r_buf == NULL &&
+	    posix_memalign((void **)&r->r_buf, 4096, S3_CHUNK) != 0) {
+		r->r_buf = NULL;
+		return -ENOMEM;
+	}
+	bs = 1ull << r->r_o.ob_attr.oa_block_shift;
+	rel = (off - ss) & ~((uint64_t)S3_CHUNK - 1);
+	if (bs > S3_CHUNK)
+		return -EINVAL;
+	len = sz - rel < S3_CHUNK ? sz - rel : S3_CHUNK;
+	blk = rel / bs;
+	nblk = (len + bs - 1) / bs;
+	bv = r->r_buf;
+	bl = nblk * bs;
+	rc = clovis_obj_op(&r->r_o, CLOVIS_OC_READ, &ev, &bvec, 0, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		return rc;
+	r->r_bstart = ss + rel;
+	r->r_blen = len;
+	return 0;
+}
+
+long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n)
+{
+	uint64_t avail;
+	int rc;
+
+	if (off >= r->r_or.or_size)
+		return 0;
+	if (n > r->r_or.or_size - off)
+		n = (size_t)(r->r_or.or_size - off);
+	if (r->r_or.or_is_inline) {
+		memcpy(out, r->r_or.or_inline + off, n);
+		return (long)n;
+	}
+	if (r->r_buf == NULL || off < r->r_bstart ||
+	    off >= r->r_bstart + r->r_blen) {
+		rc = rd_load(r, off);
+		if (rc != 0)
+			return rc;
+	}
+	avail = r->r_bstart + r->r_blen - off;
+	if (n > avail)
+		n = (size_t)avail;
+	memcpy(out, r->r_buf + (off - r->r_bstart), n);
+	return (long)n;
+}
+
+void s3_rd_close(struct s3_rd *r)
+{
+	free(r->r_buf);
+	free(r->r_rec);
+	r->r_buf = NULL;
+	r->r_rec = NULL;
+}
