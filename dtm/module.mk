@@ -9,3 +9,9 @@ TEST_BINS += $(BUILD)/dtx_crash
 
 $(BUILD)/dtx_crash: $(BUILD)/tobj/tests/crash/dtx_crash.o $(BUILD)/libstrata-test.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# strata_bench_dtx: dtx commit beside plain updates (tests/bench/run-bench.sh).
+TEST_BINS += $(BUILD)/strata_bench_dtx
+
+$(BUILD)/strata_bench_dtx: $(BUILD)/obj/tests/bench/bench_dtx.o $(BUILD)/libstrata.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

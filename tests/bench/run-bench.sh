@@ -20,6 +20,7 @@ mkdir -p "$dir"
 rc=$?
 [ -x "$B/strata_bench_rpc" ] && { "$B/strata_bench_rpc" "$@" || rc=1; }  # RPC vs raw libfabric
 [ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" "$@" || rc=1; }  # 3-server cluster (issue 4)
+[ -x "$B/strata_bench_dtx" ] && { "$B/strata_bench_dtx" --dir "$dir" "$@" || rc=1; }  # dtx vs plain updates (issue 5)
 rm -rf "$dir/raw-lmdb"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
 	"$dir"/store-ec.yaml
