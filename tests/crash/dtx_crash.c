@@ -15,6 +15,10 @@
  *                                     each id is appended to ACK once the
  *                                     commit op is STABLE.  N transfers
  *                                     (0: until killed).
+ *   dtx_crash destroy STORE           remove the store (its NVRAM device
+ *                                     lives outside the directory)
+ *   dtx_crash tear  STORE             change account 0 in the index only
+ *                                     (the script's negative control)
  *   dtx_crash check STORE ACK NACC    the totals are exact in both forms,
  *                                     each account agrees in both forms
  *                                     (nothing half-applied), and every
@@ -350,8 +354,35 @@ static int check(const char *dir, const char *ackf)
 	       missing == 0 && traces == 0 ? 0 : 1;
 }
 
+/* Negative control for the script: one account changed in the index only,
+ * outside any dtx (a torn transfer); check must then fail. */
+static void tear(const char *dir)
+{
+	struct slot s = {0};
+	struct clovis_op *op;
+	int64_t ib, ob;
+	int rc;
+
+	store_open(dir, false);
+	handles(CLOVIS_EO_OPEN);
+	rc = balance(0, &ib, &ob);
+	if (rc == 0)
+		rc = rec_op(&accts, &s, CLOVIS_IC_PUT, "a00000", ib - 7, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		die("tear", rc);
+	clovis_fini(cl);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && strcmp(argv[1], "destroy") == 0)
+		return clovis_store_destroy(argv[2]) == 0 ? 0 : 1;
+	if (argc >= 3 && strcmp(argv[1], "tear") == 0) {
+		tear(argv[2]);
+		return 0;
+	}
 	if (argc >= 4 && strcmp(argv[1], "init") == 0) {
 		nacc = (uint32_t)atoi(argv[3]);
 		if (nacc < THREADS * 2 || nacc > 100000)

@@ -26,7 +26,7 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/strata-dtxcrash.XXXXXX")
 store=$work/store
 ack=$work/ack.log
-trap 'rm -rf "$work"' EXIT
+trap '"$bin" destroy "$store" > /dev/null 2>&1; rm -rf "$work"' EXIT
 : > "$ack"
 echo "dtx_crash: seed $seed, $ROUNDS rounds, store $store"
 if ! "$bin" init "$store" $NACC > "$work/init.log" 2>&1; then
@@ -71,6 +71,21 @@ for round in $(seq 1 "$ROUNDS"); do
 	wait "$pid" 2>/dev/null
 	check_round "round $round (killed after $ms ms)"
 done
+
+# Negative control: a copy of the store with one account torn (changed in
+# the index only, outside a dtx) must fail the check.
+cp -a "$store" "$work/torn"
+if "$bin" tear "$work/torn" > "$work/tear.log" 2>&1 &&
+   ! "$bin" check "$work/torn" "$ack" $NACC > "$work/check-torn.log" 2>&1 &&
+   grep -q '1 half-applied' "$work/check-torn.log"; then
+	pass=$((pass + 1))
+	echo "dtx_crash: negative control: a torn account is caught"
+else
+	fail=$((fail + 1))
+	echo "dtx_crash: negative control FAILED: the checker missed a torn account"
+	cat "$work/tear.log" "$work/check-torn.log" | tail -5
+fi
+rm -rf "$work/torn"
 
 acks=$(grep -vc ' F$' "$ack")
 echo "dtx_crash: $acks transfers acknowledged STABLE over $ROUNDS killed rounds"
