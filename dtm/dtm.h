@@ -14,6 +14,7 @@
 #define STRATA_DTM_DTM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "clovis/clovis.h"
@@ -51,5 +52,85 @@ char *dtm_id_format(const struct clovis_dtx_id *id, char *buf);
 
 /** Parse "NODE:HLC" (hex).  0 or -EINVAL with a message naming s. */
 int dtm_id_parse(const char *s, struct clovis_dtx_id *id);
+
+/* --------------------------------------------- cooperative termination */
+
+/** What a participant knows of a dtx (its log record's state). */
+enum dtm_state {
+	DTM_UNKNOWN = 0,   /**< no record: never prepared it */
+	DTM_PREPARED = 1,  /**< pending updates and participants logged, YES */
+	DTM_COMMITTED = 2, /**< decision logged and pending applied */
+	DTM_ABORTED = 3,   /**< decision logged, pending released */
+};
+
+/** One peer's answer to DTX_QUERY, as the asking participant sees it. */
+struct dtm_answer {
+	uint32_t da_state;   /**< enum dtm_state, when da_replied */
+	bool da_replied;     /**< it answered within the timeout */
+	bool da_dead;        /**< gone for good (operator / configuration) */
+};
+
+enum dtm_verdict {
+	DTM_V_WAIT = 0,   /**< still in doubt: ask again later */
+	DTM_V_COMMIT = 1,
+	DTM_V_ABORT = 2,
+};
+
+/**
+ * The termination rule (dtm/README.md): what a participant in state self
+ * decides for an in-doubt dtx from its peers' answers.  A decided self
+ * keeps its decision; any peer that knows the outcome gives it; a peer
+ * that never prepared (UNKNOWN: it logs ABORTED before answering, see
+ * dtm_query_answer) means the coordinator cannot have decided COMMIT, so
+ * ABORT; a dead peer counts as UNKNOWN unless a live peer holds COMMITTED;
+ * otherwise (all PREPARED, or some silent and alive) WAIT.
+ */
+enum dtm_verdict dtm_term_decide(uint32_t self, const struct dtm_answer *peers,
+				 uint32_t nr);
+
+/**
+ * A participant in state *local answers a peer's query: the state to send.
+ * UNKNOWN turns into a durable ABORTED first (*local is set to ABORTED and
+ * *log_it to true: log it before answering), so that a PREPARE that
+ * arrives late is refused and the two can never disagree.
+ */
+uint32_t dtm_query_answer(uint32_t *local, bool *log_it);
+
+/** May a PREPARE for a dtx in state local be accepted?  (UNKNOWN only.) */
+bool dtm_prepare_allowed(uint32_t local);
+
+/** Most participants of one dtx (servers of a cluster). */
+#define DTM_PARTS_MAX 64u
+
+/**
+ * The log record a participant keeps per dtx (LMDB, key "dtx/" + id),
+ * little-endian, followed by dr_nr_parts server indices (uint16_t each)
+ * and, in PREPARED records, the pending mappings.
+ */
+struct dtm_rec {
+	uint32_t dr_magic;     /**< DTM_REC_MAGIC */
+	uint16_t dr_version;   /**< DTM_REC_VERSION */
+	uint8_t dr_state;      /**< enum dtm_state */
+	uint8_t dr_nr_parts;   /**< 1..DTM_PARTS_MAX */
+	uint64_t dr_hlc;       /**< the dtx id */
+	uint32_t dr_node;
+	uint32_t dr_coord;     /**< the coordinator (client) node */
+	uint64_t dr_time_us;   /**< when the state was logged (HLC time) */
+};
+_Static_assert(sizeof(struct dtm_rec) == 32, "dtm_rec on-disk size");
+
+#define DTM_REC_MAGIC 0x52585444u /* "DTXR" */
+#define DTM_REC_VERSION 1u
+
+/** Encode rec and its participants into buf (len bytes); returns the size
+ *  used, or -ENOBUFS / -EINVAL (message names the field). */
+int dtm_rec_encode(const struct dtm_rec *rec, const uint16_t *parts,
+		   void *buf, size_t len);
+
+/** Decode and check a record of len bytes (magic, version, state, the
+ *  participant count against len).  0 or -CLOVIS_ECORRUPT with a message
+ *  naming the field; parts gets dr_nr_parts entries. */
+int dtm_rec_decode(const void *buf, size_t len, struct dtm_rec *rec,
+		   uint16_t parts[DTM_PARTS_MAX]);
 
 #endif

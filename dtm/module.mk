@@ -1,7 +1,7 @@
 # dtm/ — distributed transactions: ids (node + hybrid logical clock), the
 # commit protocol's records, and the client side of the Clovis dtx API
 # (clovis/dtx.c) that drives them.
-LIB_SRCS += dtm/hlc.c clovis/dtx.c
+LIB_SRCS += dtm/hlc.c dtm/term.c clovis/dtx.c
 UT_SRCS += dtm/ut/dtm_ut.c
 
 # dtx_crash: embedded-mode bank transfers for tests/crash/dtx_crash.sh.

@@ -1,6 +1,7 @@
 /*
  * dtm_ut.c — suite "dtm": transaction ids (hybrid logical clock), and the
- * Clovis dtx API over an embedded store: commit of object and index
+ * cooperative-termination rule (with a participant gone for good) and the
+ * participant's log record; the Clovis dtx API over an embedded store: commit of object and index
  * updates together, abort, the empty dtx, reads inside a dtx, ops on a
  * deleted entity, a dtx larger than one group-commit batch, a fault inside
  * the dtx's apply, and bad arguments.
@@ -498,12 +499,95 @@ static void test_bad_args(void)
 	free(w.buf);
 }
 
+/* ------------------------------------------------- termination rule */
+
+static enum dtm_verdict decide3(uint32_t self, uint32_t a, uint32_t b,
+				bool ra, bool rb, bool da, bool db)
+{
+	struct dtm_answer p[2] = {{a, ra, da}, {b, rb, db}};
+
+	return dtm_term_decide(self, p, 2);
+}
+
+static void test_term_rule(void)
+{
+	uint32_t local;
+	bool log_it;
+
+	/* A decided participant keeps its decision. */
+	CU_ASSERT_EQUAL(decide3(DTM_COMMITTED, DTM_PREPARED, DTM_PREPARED,
+				true, true, false, false), DTM_V_COMMIT);
+	CU_ASSERT_EQUAL(decide3(DTM_ABORTED, DTM_COMMITTED, 0, true, false,
+				false, false), DTM_V_ABORT);
+	/* Any peer that knows gives the outcome. */
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_PREPARED, DTM_COMMITTED,
+				true, true, false, false), DTM_V_COMMIT);
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_ABORTED, DTM_PREPARED,
+				true, true, false, false), DTM_V_ABORT);
+	/* A peer that never prepared: the client cannot have committed. */
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_UNKNOWN, DTM_PREPARED,
+				true, true, false, false), DTM_V_ABORT);
+	/* All prepared, or a live peer silent: in doubt. */
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_PREPARED, DTM_PREPARED,
+				true, true, false, false), DTM_V_WAIT);
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_PREPARED, 0, true, false,
+				false, false), DTM_V_WAIT);
+	/* Gone for good: abort unless a live peer holds COMMITTED. */
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_PREPARED, 0, true, false,
+				false, true), DTM_V_ABORT);
+	CU_ASSERT_EQUAL(decide3(DTM_PREPARED, DTM_COMMITTED, 0, true, false,
+				false, true), DTM_V_COMMIT);
+	/* Answering a query without a record logs ABORTED first, and a late
+	 * PREPARE is then refused. */
+	local = DTM_UNKNOWN;
+	CU_ASSERT_EQUAL(dtm_query_answer(&local, &log_it), DTM_ABORTED);
+	CU_ASSERT(log_it && local == DTM_ABORTED);
+	CU_ASSERT_FALSE(dtm_prepare_allowed(local));
+	CU_ASSERT_TRUE(dtm_prepare_allowed(DTM_UNKNOWN));
+	local = DTM_PREPARED;
+	CU_ASSERT_EQUAL(dtm_query_answer(&local, &log_it), DTM_PREPARED);
+	CU_ASSERT_FALSE(log_it);
+}
+
+static void test_rec_codec(void)
+{
+	struct dtm_rec r = {.dr_magic = DTM_REC_MAGIC,
+			    .dr_version = DTM_REC_VERSION,
+			    .dr_state = DTM_PREPARED, .dr_nr_parts = 3,
+			    .dr_hlc = 0x1234, .dr_node = 9, .dr_coord = 9};
+	uint16_t parts[DTM_PARTS_MAX] = {0, 2, 5}, got[DTM_PARTS_MAX];
+	struct dtm_rec out;
+	uint8_t buf[256];
+	int n = dtm_rec_encode(&r, parts, buf, sizeof buf);
+
+	CU_ASSERT_EQUAL_FATAL(n, (int)(sizeof r + 3 * sizeof(uint16_t)));
+	CU_ASSERT_EQUAL(dtm_rec_decode(buf, (size_t)n, &out, got), 0);
+	CU_ASSERT(out.dr_hlc == 0x1234 && out.dr_state == DTM_PREPARED &&
+		  got[2] == 5);
+	CU_ASSERT_EQUAL(dtm_rec_decode(buf, (size_t)n - 1, &out, got),
+			-CLOVIS_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "dr_nr_parts"));
+	CU_ASSERT_EQUAL(dtm_rec_decode(buf, 10, &out, got), -CLOVIS_ECORRUPT);
+	buf[0] ^= 1;
+	CU_ASSERT_EQUAL(dtm_rec_decode(buf, (size_t)n, &out, got),
+			-CLOVIS_ECORRUPT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "dr_magic"));
+	CU_ASSERT_EQUAL(dtm_rec_encode(&r, parts, buf, 20), -ENOBUFS);
+	r.dr_nr_parts = 0;
+	CU_ASSERT_EQUAL(dtm_rec_encode(&r, parts, buf, sizeof buf), -EINVAL);
+	r.dr_nr_parts = 1;
+	r.dr_state = 7;
+	CU_ASSERT_EQUAL(dtm_rec_encode(&r, parts, buf, sizeof buf), -EINVAL);
+}
+
 int dtm_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("dtm", suite_init, suite_fini);
 
 	if (s == NULL ||
 	    !CU_add_test(s, "hlc_ids", test_hlc_ids) ||
+	    !CU_add_test(s, "term_rule", test_term_rule) ||
+	    !CU_add_test(s, "rec_codec", test_rec_codec) ||
 	    !CU_add_test(s, "commit_obj_idx", test_commit_obj_idx) ||
 	    !CU_add_test(s, "abort", test_abort) ||
 	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||
