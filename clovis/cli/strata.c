@@ -34,6 +34,7 @@ static const struct cli_cmd cmds[] = {
 	  "Show each server (up or down, uptime, requests served, malformed "
 	  "requests refused), then the devices, tiers and free space of the "
 	  "servers that answered." },
+	{ "s3", "user", 1, 3, 0, false, cmd_s3_user, "add NAME [FILE] | ls [FILE] | rm NAME [FILE]", "Manage the users of the S3 gateway (strata-s3) in its credentials file FILE (default $STRATA_S3_CREDS, else ./s3-credentials): add makes a user with fresh access and secret keys and prints them, ls lists names and access keys, rm removes a user.  The running gateway re-reads the file when it changes." },
 	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER | CO_LAYOUT, true,
 	  cmd_obj_create,
 	  "ID [--block-size BYTES] [--tier T | --layout L [--pool NAME] "

@@ -127,6 +127,9 @@ uint64_t s3_u64(const uint8_t *p);
 
 /* ------------------------------------------------------------ objects */
 
+/** Distance between consecutive T_PART values: 5-byte TLV head + 24. */
+#define S3_PART_STRIDE 29u
+
 /** A decoded object record (pointers into the record's value). */
 struct s3_orec {
 	bool or_has_id;
@@ -139,7 +142,9 @@ struct s3_orec {
 	const uint8_t *or_inline; uint32_t or_inline_len;
 	bool or_is_inline;
 	uint32_t or_nparts;
-	const uint8_t *or_parts;                         /* 24 bytes each */
+	const uint8_t *or_parts;   /* first part: id16 + size8, then every
+				    * S3_PART_STRIDE bytes (consecutive T_PART
+				    * fields) */
 	const uint8_t *or_rec; size_t or_rec_len;        /* whole record */
 };
 

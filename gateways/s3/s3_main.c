@@ -135,6 +135,11 @@ const char *s3_hdr(struct s3_req *rq, const char *name)
 	return MHD_lookup_connection_value(rq->rq_conn, MHD_HEADER_KIND, name);
 }
 
+static const char *s3_hdr_c(struct MHD_Connection *con, const char *name)
+{
+	return MHD_lookup_connection_value(con, MHD_HEADER_KIND, name);
+}
+
 const char *s3_q(struct s3_req *rq, const char *name)
 {
 	uint32_t k;
@@ -150,8 +155,23 @@ bool s3_qhas(struct s3_req *rq, const char *name)
 	return s3_q(rq, name) != NULL;
 }
 
+/* Set a reply header; a header of the same name is replaced. */
 void s3_reply_hdr(struct s3_req *rq, const char *name, const char *value)
 {
+	size_t pos = 0;
+
+	while (pos < rq->rq_hdrs.b_len) {
+		char *n = rq->rq_hdrs.b_data + pos;
+		size_t len = strlen(n) + 1;
+
+		len += strlen(n + len) + 1;
+		if (strcasecmp(n, name) == 0) {
+			memmove(n, n + len, rq->rq_hdrs.b_len - pos - len);
+			rq->rq_hdrs.b_len -= len;
+			continue;
+		}
+		pos += len;
+	}
 	s3_buf_add(&rq->rq_hdrs, name, strlen(name) + 1);
 	s3_buf_add(&rq->rq_hdrs, value, strlen(value) + 1);
 }
@@ -699,9 +719,15 @@ static enum MHD_Result access_cb(void *cls, struct MHD_Connection *con,
 	if (rq == NULL)
 		return MHD_NO;
 	if (rq->rq_method == NULL) {
+		const char *cl = s3_hdr_c(con, "Content-Length");
+
 		req_start(rq, con, method);
-		if (rq->rq_resp != NULL && rq->rq_body == S3_BODY_NONE &&
-		    rq->rq_end == NULL)
+		/* A refused request with a body is answered at once (the
+		 * connection then closes); others wait for the final call,
+		 * which keeps the connection alive. */
+		if (rq->rq_resp != NULL && rq->rq_end == NULL &&
+		    ((cl != NULL && strcmp(cl, "0") != 0) ||
+		     s3_hdr_c(con, "Transfer-Encoding") != NULL))
 			return queue(rq, con);
 		return MHD_YES;
 	}

@@ -1649,9 +1649,9 @@ static int abort_upload_rec(struct s3_bucket *b, const char *upid,
 				uint32_t j;
 
 				for (j = 0; have_cur && j < cur.or_nparts; j++)
-					used |= s3_u64(cur.or_parts + 24 * j) ==
+					used |= s3_u64(cur.or_parts + S3_PART_STRIDE * j) ==
 						p.or_id.ci_hi &&
-						s3_u64(cur.or_parts + 24 * j + 8)
+						s3_u64(cur.or_parts + S3_PART_STRIDE * j + 8)
 						== p.or_id.ci_lo;
 				if (!used)
 					s3_orec_hold(b, &p, NULL, 0, NULL, 0);
@@ -1728,14 +1728,16 @@ static int complete_parts(struct s3_req *rq, struct s3_xel *x,
 		if (*e || num < 1 || num > (long)S3_PARTS_MAX)
 			goto malformed;
 		if (num <= prev) {
-			rc = s3_reply_err(rq, 400, "InvalidPartOrder", "The list "
+			rc = -1;
+			s3_reply_err(rq, 400, "InvalidPartOrder", "The list "
 					  "of parts was not in ascending order. "
 					  "Parts must be ordered by part "
 					  "number.");
 			goto out;
 		}
 		if (n > 0 && prev_size < s3g.g_conf.sc_part_min) {
-			rc = s3_reply_err(rq, 400, "EntityTooSmall", "Your "
+			rc = -1;
+			s3_reply_err(rq, 400, "EntityTooSmall", "Your "
 					  "proposed upload is smaller than the "
 					  "minimum allowed object size.");
 			goto out;
@@ -1776,13 +1778,15 @@ static int complete_parts(struct s3_req *rq, struct s3_xel *x,
 	s3_tlv_u64(man, T_SIZE, total);
 	goto out;
 invalid:
-	rc = s3_reply_err(rq, 400, "InvalidPart", "One or more of the specified "
+	rc = -1;
+	s3_reply_err(rq, 400, "InvalidPart", "One or more of the specified "
 			  "parts could not be found. The part may not have "
 			  "been uploaded, or the specified entity tag may not "
 			  "match the part's entity tag.");
 	goto out;
 malformed:
-	rc = s3_reply_err(rq, 400, "MalformedXML", "The XML you provided was "
+	rc = -1;
+	s3_reply_err(rq, 400, "MalformedXML", "The XML you provided was "
 			  "not well-formed or did not validate against our "
 			  "published schema");
 out:

@@ -481,7 +481,7 @@ static uint32_t orec_ids(const struct s3_orec *r, uint32_t k,
 	if (r->or_has_id && k == 0)
 		*id = r->or_id;
 	else
-		get_id(r->or_parts + 24 * (k - (r->or_has_id ? 1 : 0)), id);
+		get_id(r->or_parts + S3_PART_STRIDE * (k - (r->or_has_id ? 1 : 0)), id);
 	return n;
 }
 
@@ -541,7 +541,7 @@ static bool rec_refs(const void *v, size_t vl, const struct clovis_id *id)
 	for (k = 0; k < r.or_nparts; k++) {
 		struct clovis_id p;
 
-		get_id(r.or_parts + 24 * k, &p);
+		get_id(r.or_parts + S3_PART_STRIDE * k, &p);
 		if (clovis_id_cmp(&p, id) == 0)
 			return true;
 	}
@@ -866,11 +866,11 @@ static int rd_segment(struct s3_rd *r, uint64_t off, int *part,
 		return 0;
 	}
 	for (k = 0; k < r->r_or.or_nparts; k++) {
-		uint64_t sz = s3_u64(r->r_or.or_parts + 24 * k + 16);
+		uint64_t sz = s3_u64(r->r_or.or_parts + S3_PART_STRIDE * k + 16);
 
 		if (off < s + sz) {
 			*part = (int)k;
-			get_id(r->r_or.or_parts + 24 * k, id);
+			get_id(r->r_or.or_parts + S3_PART_STRIDE * k, id);
 			*sstart = s;
 			*ssize = sz;
 			return 0;

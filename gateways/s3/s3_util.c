@@ -188,8 +188,11 @@ static int orec_field(struct s3_orec *r, uint8_t tag, const uint8_t *v,
 	case T_PART:
 		if (n != 24)
 			return -EINVAL;
-		if (r->or_nparts++ == 0)
+		if (r->or_nparts == 0)
 			r->or_parts = v;
+		else if (v != r->or_parts + S3_PART_STRIDE * r->or_nparts)
+			return -EINVAL; /* parts must be consecutive */
+		r->or_nparts++;
 		break;
 	}
 	return 0;

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""s3_badinput.py ENDPOINT CREDS — hostile requests to strata-s3.
+
+Each request is built by hand over a raw socket (with its own SigV4 signer,
+so that dates, signatures, lengths and bodies can be wrong on purpose); each
+must get the right S3 error code and status, and after each the server must
+still answer a good request.  Ends with "N passed, N failed".
+"""
+import datetime
+import hashlib
+import hmac
+import re
+import socket
+import sys
+import time
+import urllib.parse
+
+EP = sys.argv[1]
+HOST, PORT = EP[len("http://"):].split(":")
+PORT = int(PORT)
+users = [l.split() for l in open(sys.argv[2]) if l.strip() and l[0] != "#"]
+NAME, AK, SK = users[0]
+passed = failed = 0
+
+
+def q(s, safe="/~"):
+    return urllib.parse.quote(s, safe=safe)
+
+
+def sign(method, path, query, headers, payload_hash, when=None, secret=SK):
+    when = when or datetime.datetime.now(datetime.timezone.utc)
+    amz = when.strftime("%Y%m%dT%H%M%SZ")
+    day = amz[:8]
+    headers = dict(headers)
+    headers["host"] = "%s:%d" % (HOST, PORT)
+    headers["x-amz-date"] = amz
+    headers["x-amz-content-sha256"] = payload_hash
+    sh = sorted(k.lower() for k in headers)
+    canon_h = "".join("%s:%s\n" % (k, str(headers[[h for h in headers if h.lower() == k][0]]).strip()) for k in sh)
+    cq = "&".join("%s=%s" % (q(k, "~"), q(v, "~")) for k, v in sorted(query))
+    creq = "\n".join([method, q(path), cq, canon_h, ";".join(sh), payload_hash])
+    scope = "%s/us-east-1/s3/aws4_request" % day
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz, scope, hashlib.sha256(creq.encode()).hexdigest()])
+    k = ("AWS4" + secret).encode()
+    for part in (day, "us-east-1", "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    headers["Authorization"] = "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s" % (AK, scope, ";".join(sh), sig)
+    return headers
+
+
+def raw(data, read=True, timeout=20):
+    """Send raw bytes; return (status, headers text, body) of the reply."""
+    s = socket.create_connection((HOST, PORT), timeout=timeout)
+    try:
+        s.sendall(data)
+        if not read:
+            return s
+        buf = b""
+        while True:
+            try:
+                c = s.recv(65536)
+            except socket.timeout:
+                break
+            if not c:
+                break
+            buf += c
+            m = re.search(rb"\r\n\r\n", buf)
+            if m:
+                head = buf[:m.start()].decode("latin1")
+                cl = re.search(r"(?i)content-length: *(\d+)", head)
+                if cl and len(buf) - m.end() >= int(cl.group(1)):
+                    break
+        head, _, body = buf.partition(b"\r\n\r\n")
+        st = int(head.split(b" ")[1]) if head.startswith(b"HTTP/") else 0
+        return st, head.decode("latin1"), body.decode("utf-8", "replace")
+    finally:
+        if read:
+            s.close()
+
+
+def request(method, path, query=(), headers=None, body=b"", when=None,
+            payload_hash=None, secret=SK, cl=None, extra=b"", sign_it=True):
+    headers = dict(headers or {})
+    if payload_hash is None:
+        payload_hash = hashlib.sha256(body).hexdigest()
+    if sign_it:
+        headers = sign(method, path, query, headers, payload_hash, when, secret)
+    qs = "&".join("%s=%s" % (q(k, "~"), q(v, "~")) for k, v in query)
+    target = q(path) + ("?" + qs if qs else "")
+    headers["Content-Length"] = str(len(body) if cl is None else cl)
+    head = "%s %s HTTP/1.1\r\n" % (method, target)
+    head += "".join("%s: %s\r\n" % kv for kv in headers.items())
+    head += "Connection: close\r\n\r\n"
+    return raw(head.encode("utf-8", "surrogateescape") + body + extra)
+
+
+def alive():
+    st, _, _ = request("GET", "/")
+    return st == 200
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond and alive():
+        passed += 1
+        print("ok   %s" % name)
+    else:
+        failed += 1
+        print("FAIL %s %s" % (name, detail))
+
+
+def expect(name, r, status, code):
+    st, head, body = r
+    got = re.search(r"<Code>(.*?)</Code>", body)
+    got = got.group(1) if got else None
+    check(name, st == status and got == code and "x-amz-request-id" in head.lower(),
+          "want %d %s, got %d %s: %s" % (status, code, st, got, body[:200]))
+
+
+BK = "bad-input"
+st, _, body = request("PUT", "/" + BK)
+check("setup bucket", st in (200, 409), body)
+st, _, _ = request("PUT", "/%s/good" % BK, body=b"good data")
+check("good put", st == 200)
+
+# ---- signatures and clocks
+expect("bad signature", request("GET", "/%s/good" % BK, secret="x" * 30), 403, "SignatureDoesNotMatch")
+expect("signature over other body", request("PUT", "/%s/k" % BK, body=b"abc", payload_hash=hashlib.sha256(b"abd").hexdigest()),
+       400, "XAmzContentSHA256Mismatch")
+skew = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+expect("clock skew -1h", request("GET", "/%s/good" % BK, when=skew), 403, "RequestTimeTooSkewed")
+skew = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=2)
+expect("clock skew +2h", request("GET", "/%s/good" % BK, when=skew), 403, "RequestTimeTooSkewed")
+expect("no authorization", request("GET", "/%s/good" % BK, sign_it=False), 403, "AccessDenied")
+expect("malformed authorization", request("GET", "/%s/good" % BK, sign_it=False,
+       headers={"Authorization": "AWS4-HMAC-SHA256 garbage", "x-amz-date": "20200101T000000Z"}), 400,
+       "AuthorizationHeaderMalformed")
+expect("sigv2 refused", request("GET", "/%s/good" % BK, sign_it=False,
+       headers={"Authorization": "AWS %s:abc" % AK, "Date": "x"}), 403, "AccessDenied")
+expect("presigned missing fields", request("GET", "/%s/good" % BK, sign_it=False,
+       query=[("X-Amz-Signature", "00")]), 400, "AuthorizationQueryParametersError")
+
+# ---- headers, XML, lengths
+expect("oversized headers", request("GET", "/%s/good" % BK, headers={"x-amz-meta-big": "v" * 9000}),
+       400, "RequestHeaderSectionTooLarge")
+for i, bad in enumerate([b"<Delete><Object><Key>a</Key></Object>", b"not xml at all", b"<Delete></Wrong>",
+                         b"<Delete><Object><Key>a&bogus;</Key></Object></Delete>", b"",
+                         b"<Other><Object><Key>a</Key></Object></Other>"]):
+    expect("malformed XML #%d (DeleteObjects)" % i, request("POST", "/" + BK, query=[("delete", "")], body=bad),
+           400, "MalformedXML")
+expect("malformed XML (CompleteMultipartUpload)", request("POST", "/%s/k" % BK, query=[("uploadId", "a" * 32)],
+       body=b"<CompleteMultipartUpload><Part>"), 400, "MalformedXML")
+expect("bad Content-MD5", request("PUT", "/%s/md5" % BK, body=b"abc", headers={"Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="}),
+       400, "BadDigest")
+# libmicrohttpd refuses a malformed Content-Length itself (plain 400, no
+# S3 XML: the request never reaches the gateway)
+st, _, _ = request("PUT", "/%s/cl" % BK, body=b"", cl="12abc")
+check("Content-Length not a number: 400", st == 400, str(st))
+expect("object too large", request("PUT", "/%s/huge" % BK, body=b"", cl=str(6 << 30)), 400, "EntityTooLarge")
+expect("1025-byte key", request("PUT", "/%s/%s" % (BK, "x" * 1025), body=b"k"), 400, "KeyTooLongError")
+st, _, _ = request("PUT", "/%s/%s" % (BK, "y" * 1024), body=b"k")
+check("1024-byte key accepted", st == 200)
+st, _, _ = request("PUT", "/%s/../../../etc/shadow" % BK, body=b"lit")
+st2, _, body = request("GET", "/%s/../../../etc/shadow" % BK)
+check("path traversal key stored literally", st == 200 and st2 == 200 and body == "lit", "%d %d %s" % (st, st2, body))
+expect("bad percent-encoding in path", raw(b"GET /bad-input/%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+       400, "InvalidURI")
+expect("invalid bucket name", request("PUT", "/Bad_Bucket"), 400, "InvalidBucketName")
+expect("method not allowed", request("PATCH", "/%s/good" % BK), 405, "MethodNotAllowed")
+expect("bad max-keys", request("GET", "/" + BK, query=[("max-keys", "-1")]), 400, "InvalidArgument")
+expect("bad encoding-type", request("GET", "/" + BK, query=[("encoding-type", "base64")]), 400, "InvalidArgument")
+expect("bad continuation token", request("GET", "/" + BK, query=[("list-type", "2"), ("continuation-token", "%%%")]),
+       400, "InvalidArgument")
+expect("bad part number", request("PUT", "/%s/k" % BK, query=[("partNumber", "0"), ("uploadId", "a" * 32)], body=b"x"),
+       400, "InvalidArgument")
+expect("unknown upload", request("PUT", "/%s/k" % BK, query=[("partNumber", "1"), ("uploadId", "a" * 32)], body=b"x"),
+       404, "NoSuchUpload")
+expect("copy source malformed", request("PUT", "/%s/c" % BK, headers={"x-amz-copy-source": "nokey"}), 400, "InvalidArgument")
+
+# ---- truncated bodies and Content-Length lies: nothing visible afterwards
+body = b"z" * 100000
+h = sign("PUT", "/%s/trunc" % BK, (), {}, hashlib.sha256(body).hexdigest())
+h["Content-Length"] = str(len(body))
+s = raw(("PUT /%s/trunc HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in h.items()) + "\r\n").encode() +
+        body[:30000], read=False)
+s.close()  # the client goes away mid-body
+time.sleep(0.5)
+st, _, _ = request("GET", "/%s/trunc" % BK)
+check("truncated body: nothing visible", st == 404, str(st))
+s = raw(("PUT /%s/lie HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in
+        sign("PUT", "/%s/lie" % BK, (), {}, "UNSIGNED-PAYLOAD").items()) +
+        "Content-Length: 5000\r\n\r\n").encode() + b"short", read=False)
+time.sleep(0.3)
+s.close()
+time.sleep(0.5)
+st, _, _ = request("GET", "/%s/lie" % BK)
+check("Content-Length larger than body: nothing visible", st == 404, str(st))
+expect("aws-chunked malformed", request("PUT", "/%s/chunk" % BK, body=b"zz;chunk-signature=x\r\nabc\r\n",
+       payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+       headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "3"}), 400, "IncompleteBody")
+st, _, _ = request("PUT", "/%s/chunk-ok" % BK, body=b"3\r\nabc\r\n0\r\nx-amz-checksum-crc32:NSRBwg==\r\n\r\n",
+                   payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+                   headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "3",
+                            "x-amz-trailer": "x-amz-checksum-crc32"})
+st2, _, body = request("GET", "/%s/chunk-ok" % BK)
+check("aws-chunked with trailer decoded", st == 200 and body == "abc", "%d %s" % (st, body))
+st, head, _ = raw(("PUT /%s/expect HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in
+                  sign("PUT", "/%s/expect" % BK, (), {}, "UNSIGNED-PAYLOAD").items()) +
+                  "Content-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\nhello").encode())
+check("Expect: 100-continue", st in (100, 200), str(st))
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,1154 @@
+#!/usr/bin/env python3
+"""s3_conformance.py ENDPOINT CREDS — boto3 conformance suite of strata-s3.
+
+Every case asserts what it checked: results, error codes, HTTP statuses and
+headers.  Users come from the credentials file CREDS (lines NAME AKEY SKEY;
+the first two are used).  Ends with "N passed, N failed"; exit 1 on any
+failure.  Skips with a SKIP line (counting nothing) if boto3 is missing.
+"""
+import base64
+import datetime
+import hashlib
+import os
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+try:
+    import boto3
+    from botocore.config import Config
+    from botocore.exceptions import ClientError
+except ImportError:
+    print("SKIP s3 conformance: boto3 cannot be imported")
+    print("0 passed, 0 failed")
+    sys.exit(0)
+
+EP = sys.argv[1]
+users = [l.split() for l in open(sys.argv[2]) if l.strip() and l[0] != "#"]
+CFG = Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+             signature_version="s3v4",
+             connect_timeout=10, read_timeout=60)
+
+
+def client(akey, skey):
+    return boto3.client("s3", endpoint_url=EP, aws_access_key_id=akey,
+                        aws_secret_access_key=skey, region_name="us-east-1",
+                        config=CFG)
+
+
+s3 = client(users[0][1], users[0][2])
+s3b = client(users[1][1], users[1][2])
+cases = []
+MiB = 1 << 20
+
+
+def case(fn):
+    cases.append(fn)
+    return fn
+
+
+def err(code, fn, *a, **kw):
+    """fn must fail with S3 error code (a string, or an HTTP status)."""
+    try:
+        fn(*a, **kw)
+    except ClientError as e:
+        got = e.response["Error"]["Code"]
+        assert got == code, "expected %s, got %s (%s)" % (
+            code, got, e.response["Error"].get("Message"))
+        return e.response
+    raise AssertionError("expected %s, call succeeded" % code)
+
+
+def md5(b):
+    return hashlib.md5(b).hexdigest()
+
+
+def body(r):
+    return r["Body"].read()
+
+
+def keys(resp):
+    return [o["Key"] for o in resp.get("Contents", [])]
+
+
+B = "conf-main"
+B2 = "conf-second"
+
+
+def put(key, data, bucket=B, **kw):
+    return s3.put_object(Bucket=bucket, Key=key, Body=data, **kw)
+
+
+def fresh(name):
+    try:
+        for o in s3.list_objects_v2(Bucket=name).get("Contents", []):
+            s3.delete_object(Bucket=name, Key=o["Key"])
+        s3.delete_bucket(Bucket=name)
+    except ClientError:
+        pass
+    s3.create_bucket(Bucket=name)
+    return name
+
+# ------------------------------------------------------------- buckets
+
+
+@case
+def bucket_create():
+    s3.create_bucket(Bucket=B)
+    s3.create_bucket(Bucket=B2)
+    s3.head_bucket(Bucket=B)
+
+
+@case
+def bucket_create_again_own():
+    err("BucketAlreadyOwnedByYou", s3.create_bucket, Bucket=B)
+
+
+@case
+def bucket_create_taken_by_other():
+    err("BucketAlreadyExists", s3b.create_bucket, Bucket=B)
+
+
+@case
+def bucket_name_uppercase():
+    err("InvalidBucketName", s3.create_bucket, Bucket="Upper-Case")
+
+
+@case
+def bucket_name_short():
+    err("InvalidBucketName", s3.create_bucket, Bucket="ab")
+
+
+@case
+def bucket_name_long():
+    err("InvalidBucketName", s3.create_bucket, Bucket="a" * 64)
+
+
+@case
+def bucket_name_ip():
+    err("InvalidBucketName", s3.create_bucket, Bucket="192.168.1.1")
+
+
+@case
+def bucket_name_double_dot():
+    err("InvalidBucketName", s3.create_bucket, Bucket="a..b")
+
+
+@case
+def bucket_head_missing():
+    err("404", s3.head_bucket, Bucket="no-such-bucket-here")
+
+
+@case
+def bucket_head_other_user():
+    err("403", s3b.head_bucket, Bucket=B)
+
+
+@case
+def bucket_list_own_only():
+    s3b.create_bucket(Bucket="conf-bob")
+    mine = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    bobs = [b["Name"] for b in s3b.list_buckets()["Buckets"]]
+    assert B in mine and B2 in mine and "conf-bob" not in mine, mine
+    assert bobs == ["conf-bob"], bobs
+
+
+@case
+def bucket_list_owner():
+    r = s3.list_buckets()
+    assert r["Owner"]["ID"] == users[0][0], r["Owner"]
+
+
+@case
+def bucket_delete_missing():
+    err("NoSuchBucket", s3.delete_bucket, Bucket="no-such-bucket-here")
+
+
+@case
+def bucket_delete_not_empty():
+    put("x", b"1")
+    err("BucketNotEmpty", s3.delete_bucket, Bucket=B)
+    s3.delete_object(Bucket=B, Key="x")
+
+
+@case
+def bucket_delete_other_user():
+    err("AccessDenied", s3b.delete_bucket, Bucket=B)
+
+
+@case
+def bucket_delete_and_recreate():
+    s3.create_bucket(Bucket="conf-tmp")
+    put("k", b"data", bucket="conf-tmp")
+    s3.delete_object(Bucket="conf-tmp", Key="k")
+    s3.delete_bucket(Bucket="conf-tmp")
+    err("404", s3.head_bucket, Bucket="conf-tmp")
+    s3.create_bucket(Bucket="conf-tmp")
+    assert keys(s3.list_objects_v2(Bucket="conf-tmp")) == []
+    s3.delete_bucket(Bucket="conf-tmp")
+
+
+@case
+def bucket_location():
+    r = s3.get_bucket_location(Bucket=B)
+    assert r["LocationConstraint"] in (None, ""), r
+
+
+@case
+def bucket_create_with_configuration():
+    s3.create_bucket(Bucket="conf-loc", CreateBucketConfiguration={
+        "LocationConstraint": "eu-west-1"})
+    s3.head_bucket(Bucket="conf-loc")
+    s3.delete_bucket(Bucket="conf-loc")
+
+
+@case
+def bucket_versioning_unversioned():
+    r = s3.get_bucket_versioning(Bucket=B)
+    assert "Status" not in r, r
+
+# ------------------------------------------------------------- objects
+
+
+@case
+def put_get_small():
+    put("small", b"hello strata")
+    assert body(s3.get_object(Bucket=B, Key="small")) == b"hello strata"
+
+
+@case
+def etag_is_quoted_md5():
+    r = put("etag", b"abc")
+    assert r["ETag"] == '"%s"' % md5(b"abc"), r["ETag"]
+    assert s3.head_object(Bucket=B, Key="etag")["ETag"] == r["ETag"]
+
+
+@case
+def put_empty():
+    put("empty", b"")
+    r = s3.get_object(Bucket=B, Key="empty")
+    assert body(r) == b"" and r["ContentLength"] == 0
+    assert r["ETag"] == '"%s"' % md5(b"")
+
+
+@case
+def put_exact_mib():
+    d = os.urandom(MiB)
+    put("mib", d)
+    assert body(s3.get_object(Bucket=B, Key="mib")) == d
+
+
+@case
+def put_multi_chunk():
+    d = os.urandom(5 * MiB + 12345)
+    r = put("multi", d)
+    assert r["ETag"] == '"%s"' % md5(d)
+    assert body(s3.get_object(Bucket=B, Key="multi")) == d
+
+
+@case
+def put_inline_threshold_edges():
+    for n in (64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1):
+        d = os.urandom(n)
+        put("edge-%d" % n, d)
+        assert body(s3.get_object(Bucket=B, Key="edge-%d" % n)) == d, n
+
+
+@case
+def put_content_md5_ok():
+    d = b"checked body"
+    put("md5ok", d, ContentMD5=base64.b64encode(hashlib.md5(d).digest()).decode())
+    assert body(s3.get_object(Bucket=B, Key="md5ok")) == d
+
+
+@case
+def put_content_md5_bad():
+    bad = base64.b64encode(hashlib.md5(b"other").digest()).decode()
+    err("BadDigest", put, "md5bad", b"the body", ContentMD5=bad)
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="md5bad")
+
+
+@case
+def put_content_md5_malformed():
+    err("InvalidDigest", put, "md5mal", b"x", ContentMD5="not-base64!")
+
+
+@case
+def put_checksum_crc32_accepted():
+    r = put("crc", b"with checksum", ChecksumAlgorithm="CRC32")
+    assert r["ETag"] == '"%s"' % md5(b"with checksum")
+    assert body(s3.get_object(Bucket=B, Key="crc")) == b"with checksum"
+
+
+@case
+def put_checksum_sha256_accepted():
+    put("sha", b"sha body", ChecksumAlgorithm="SHA256")
+    assert body(s3.get_object(Bucket=B, Key="sha")) == b"sha body"
+
+
+@case
+def get_missing_key():
+    r = err("NoSuchKey", s3.get_object, Bucket=B, Key="nope")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+@case
+def get_missing_bucket():
+    err("NoSuchBucket", s3.get_object, Bucket="no-such-bucket-here", Key="k")
+
+
+@case
+def head_object_fields():
+    put("head", b"12345", ContentType="text/plain")
+    r = s3.head_object(Bucket=B, Key="head")
+    assert r["ContentLength"] == 5 and r["ContentType"] == "text/plain", r
+    assert r["ETag"] == '"%s"' % md5(b"12345")
+    assert isinstance(r["LastModified"], datetime.datetime)
+
+
+@case
+def head_object_large_length():
+    assert s3.head_object(Bucket=B, Key="multi")["ContentLength"] == 5 * MiB + 12345
+
+
+@case
+def head_missing():
+    err("404", s3.head_object, Bucket=B, Key="nope")
+
+
+@case
+def content_type_default():
+    put("noctype", b"x")
+    ct = s3.head_object(Bucket=B, Key="noctype")["ContentType"]
+    assert ct == "binary/octet-stream", ct
+
+
+@case
+def user_metadata_roundtrip():
+    put("meta", b"m", Metadata={"color": "blue", "Owner-Name": "Ann"})
+    r = s3.get_object(Bucket=B, Key="meta")
+    assert r["Metadata"] == {"color": "blue", "owner-name": "Ann"}, r["Metadata"]
+
+
+@case
+def user_metadata_too_large():
+    err("MetadataTooLarge", put, "bigmeta", b"x", Metadata={"a": "v" * 2100})
+
+
+@case
+def kept_headers():
+    put("hdrs", b"x", CacheControl="max-age=60",
+        ContentDisposition="attachment; filename=x.bin",
+        ContentLanguage="en")
+    r = s3.head_object(Bucket=B, Key="hdrs")
+    assert r["CacheControl"] == "max-age=60", r
+    assert r["ContentDisposition"] == "attachment; filename=x.bin"
+    assert r["ContentLanguage"] == "en"
+
+
+@case
+def response_overrides():
+    r = s3.get_object(Bucket=B, Key="small", ResponseContentType="text/x-y",
+                      ResponseCacheControl="no-cache")
+    assert r["ContentType"] == "text/x-y" and r["CacheControl"] == "no-cache"
+
+
+@case
+def overwrite_replaces():
+    put("ow", b"first version")
+    r = put("ow", b"second")
+    g = s3.get_object(Bucket=B, Key="ow")
+    assert body(g) == b"second" and g["ETag"] == r["ETag"]
+
+
+@case
+def overwrite_large_with_small_and_back():
+    big = os.urandom(2 * MiB + 3)
+    put("flip", big)
+    put("flip", b"tiny")
+    assert body(s3.get_object(Bucket=B, Key="flip")) == b"tiny"
+    put("flip", big)
+    assert body(s3.get_object(Bucket=B, Key="flip")) == big
+
+
+@case
+def delete_object():
+    put("del", b"x")
+    r = s3.delete_object(Bucket=B, Key="del")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="del")
+
+
+@case
+def delete_missing_object_is_204():
+    r = s3.delete_object(Bucket=B, Key="never-there")
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+
+
+RD = bytes(range(256)) * 8192  # 2 MiB, position-checkable
+
+
+@case
+def range_first_bytes():
+    put("range", RD)
+    r = s3.get_object(Bucket=B, Key="range", Range="bytes=0-9")
+    assert body(r) == RD[:10]
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 206
+    assert r["ContentRange"] == "bytes 0-9/%d" % len(RD), r["ContentRange"]
+
+
+@case
+def range_suffix():
+    r = s3.get_object(Bucket=B, Key="range", Range="bytes=-10")
+    assert body(r) == RD[-10:]
+
+
+@case
+def range_open_end():
+    r = s3.get_object(Bucket=B, Key="range", Range="bytes=%d-" % (len(RD) - 7))
+    assert body(r) == RD[-7:]
+
+
+@case
+def range_clipped_at_end():
+    r = s3.get_object(Bucket=B, Key="range", Range="bytes=%d-%d" % (len(RD) - 5, len(RD) + 100))
+    assert body(r) == RD[-5:]
+
+
+@case
+def range_across_chunks():
+    a, b = MiB - 100, MiB + 100
+    r = s3.get_object(Bucket=B, Key="range", Range="bytes=%d-%d" % (a, b))
+    assert body(r) == RD[a:b + 1]
+
+
+@case
+def range_invalid():
+    r = err("InvalidRange", s3.get_object, Bucket=B, Key="range",
+            Range="bytes=%d-" % (len(RD) + 1))
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 416
+
+
+@case
+def range_on_inline_object():
+    r = s3.get_object(Bucket=B, Key="small", Range="bytes=6-11")
+    assert body(r) == b"strata"
+
+
+@case
+def if_match_ok():
+    e = s3.head_object(Bucket=B, Key="small")["ETag"]
+    assert body(s3.get_object(Bucket=B, Key="small", IfMatch=e)) == b"hello strata"
+
+
+@case
+def if_match_fails():
+    r = err("PreconditionFailed", s3.get_object, Bucket=B, Key="small", IfMatch='"0000"')
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 412
+
+
+@case
+def if_none_match_304():
+    e = s3.head_object(Bucket=B, Key="small")["ETag"]
+    err("304", s3.get_object, Bucket=B, Key="small", IfNoneMatch=e)
+
+
+@case
+def if_none_match_other_etag():
+    assert body(s3.get_object(Bucket=B, Key="small", IfNoneMatch='"abc"')) == b"hello strata"
+
+
+@case
+def if_modified_since_future_304():
+    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+    err("304", s3.get_object, Bucket=B, Key="small", IfModifiedSince=t)
+
+
+@case
+def if_modified_since_past():
+    t = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    assert body(s3.get_object(Bucket=B, Key="small", IfModifiedSince=t)) == b"hello strata"
+
+
+@case
+def if_unmodified_since_past_412():
+    t = datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc)
+    err("PreconditionFailed", s3.get_object, Bucket=B, Key="small", IfUnmodifiedSince=t)
+
+
+@case
+def if_unmodified_since_future():
+    t = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1)
+    assert body(s3.get_object(Bucket=B, Key="small", IfUnmodifiedSince=t)) == b"hello strata"
+
+
+@case
+def head_if_none_match_304():
+    e = s3.head_object(Bucket=B, Key="small")["ETag"]
+    err("304", s3.head_object, Bucket=B, Key="small", IfNoneMatch=e)
+
+
+@case
+def head_if_match_412():
+    err("412", s3.head_object, Bucket=B, Key="small", IfMatch='"zzz"')
+
+
+@case
+def put_if_none_match_star_existing():
+    err("PreconditionFailed", put, "small", b"clobber", IfNoneMatch="*")
+    assert body(s3.get_object(Bucket=B, Key="small")) == b"hello strata"
+
+
+@case
+def put_if_none_match_star_new():
+    put("fresh-ifnm", b"new", IfNoneMatch="*")
+    assert body(s3.get_object(Bucket=B, Key="fresh-ifnm")) == b"new"
+
+
+@case
+def unicode_key():
+    k = "données/日本語/ключ-\u00e9\U0001F600.txt"
+    put(k, b"unicode")
+    assert body(s3.get_object(Bucket=B, Key=k)) == b"unicode"
+    assert k in keys(s3.list_objects_v2(Bucket=B, Prefix="données/"))
+
+
+@case
+def special_char_keys():
+    for k in ("a b", "plus+sign", "per%cent", "q?mark", "hash#", "amp&and", "eq=al", "semi;colon", "tilde~", "star*"):
+        put(k, k.encode())
+        assert body(s3.get_object(Bucket=B, Key=k)) == k.encode(), k
+
+
+@case
+def path_traversal_key_is_literal():
+    k = "../../etc/passwd"
+    put(k, b"not a file")
+    assert body(s3.get_object(Bucket=B, Key=k)) == b"not a file"
+    assert k in keys(s3.list_objects_v2(Bucket=B, Prefix="../"))
+
+
+@case
+def key_1024_bytes():
+    k = "k" * 1024
+    put(k, b"long key")
+    assert body(s3.get_object(Bucket=B, Key=k)) == b"long key"
+    s3.head_object(Bucket=B, Key=k)
+    assert k in keys(s3.list_objects_v2(Bucket=B, Prefix="kkkk"))
+
+
+@case
+def key_1025_bytes_refused():
+    err("KeyTooLongError", put, "k" * 1025, b"x")
+
+
+@case
+def long_keys_same_prefix_distinct():
+    a, b = "p" * 600 + "A", "p" * 600 + "B"
+    put(a, b"A")
+    put(b, b"B")
+    assert body(s3.get_object(Bucket=B, Key=a)) == b"A"
+    assert body(s3.get_object(Bucket=B, Key=b)) == b"B"
+    s3.delete_object(Bucket=B, Key=a)
+    err("NoSuchKey", s3.get_object, Bucket=B, Key=a)
+    assert body(s3.get_object(Bucket=B, Key=b)) == b"B"
+
+
+@case
+def other_user_get_denied():
+    err("AccessDenied", s3b.get_object, Bucket=B, Key="small")
+
+
+@case
+def other_user_put_denied():
+    err("AccessDenied", s3b.put_object, Bucket=B, Key="x", Body=b"x")
+
+
+@case
+def wrong_secret():
+    bad = client(users[0][1], "wrong-secret-wrong-secret-wrong")
+    err("SignatureDoesNotMatch", bad.list_buckets)
+
+
+@case
+def unknown_access_key():
+    bad = client("AKIANOSUCHKEY0000000", "whatever")
+    err("InvalidAccessKeyId", bad.list_buckets)
+
+
+@case
+def request_id_header_and_error_fields():
+    r = s3.get_object(Bucket=B, Key="small")
+    assert r["ResponseMetadata"]["HTTPHeaders"].get("x-amz-request-id")
+    e = err("NoSuchKey", s3.get_object, Bucket=B, Key="nope")
+    assert e["Error"].get("RequestId") or e["ResponseMetadata"].get("RequestId")
+    assert e["ResponseMetadata"]["HTTPHeaders"].get("x-amz-request-id")
+
+
+@case
+def error_xml_resource():
+    req = urllib.request.Request(EP + "/" + B + "/nope")
+    try:
+        urllib.request.urlopen(req)
+        raise AssertionError("anonymous GET succeeded")
+    except urllib.error.HTTPError as e:
+        x = e.read().decode()
+        assert e.code == 403 and "<Code>AccessDenied</Code>" in x, x
+        assert "<Resource>/%s/nope</Resource>" % B in x and "<RequestId>" in x, x
+        assert e.headers.get("x-amz-request-id")
+
+
+@case
+def presigned_get():
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "small"}, ExpiresIn=60)
+    assert urllib.request.urlopen(url).read() == b"hello strata"
+
+
+@case
+def presigned_put():
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": B, "Key": "presigned-put"}, ExpiresIn=60)
+    req = urllib.request.Request(url, data=b"via presigned", method="PUT")
+    assert urllib.request.urlopen(req).status == 200
+    assert body(s3.get_object(Bucket=B, Key="presigned-put")) == b"via presigned"
+
+
+@case
+def presigned_expired():
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "small"}, ExpiresIn=1)
+    time.sleep(2.2)
+    try:
+        urllib.request.urlopen(url)
+        raise AssertionError("expired URL worked")
+    except urllib.error.HTTPError as e:
+        x = e.read().decode()
+        assert e.code == 403 and "AccessDenied" in x and "expired" in x, x
+
+
+@case
+def presigned_tampered():
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": B, "Key": "small"}, ExpiresIn=60)
+    url = url.replace("small", "smalm")
+    try:
+        urllib.request.urlopen(url)
+        raise AssertionError("tampered URL worked")
+    except urllib.error.HTTPError as e:
+        assert e.code == 403 and "SignatureDoesNotMatch" in e.read().decode()
+
+# ---------------------------------------------------------------- copy
+
+
+@case
+def copy_same_bucket():
+    r = s3.copy_object(Bucket=B, Key="copy1", CopySource={"Bucket": B, "Key": "small"})
+    assert r["CopyObjectResult"]["ETag"] == '"%s"' % md5(b"hello strata")
+    assert body(s3.get_object(Bucket=B, Key="copy1")) == b"hello strata"
+
+
+@case
+def copy_across_buckets_large():
+    s3.copy_object(Bucket=B2, Key="copied", CopySource={"Bucket": B, "Key": "multi"})
+    a = body(s3.get_object(Bucket=B, Key="multi"))
+    assert body(s3.get_object(Bucket=B2, Key="copied")) == a
+
+
+@case
+def copy_keeps_metadata():
+    s3.copy_object(Bucket=B, Key="copy-meta", CopySource={"Bucket": B, "Key": "meta"})
+    assert s3.head_object(Bucket=B, Key="copy-meta")["Metadata"] == {"color": "blue", "owner-name": "Ann"}
+
+
+@case
+def copy_replace_metadata():
+    s3.copy_object(Bucket=B, Key="copy-rep", CopySource={"Bucket": B, "Key": "meta"},
+                   MetadataDirective="REPLACE", Metadata={"new": "1"}, ContentType="text/csv")
+    h = s3.head_object(Bucket=B, Key="copy-rep")
+    assert h["Metadata"] == {"new": "1"} and h["ContentType"] == "text/csv", h
+
+
+@case
+def copy_to_itself_refused():
+    err("InvalidRequest", s3.copy_object, Bucket=B, Key="small", CopySource={"Bucket": B, "Key": "small"})
+
+
+@case
+def copy_to_itself_replace_ok():
+    s3.copy_object(Bucket=B, Key="copy1", CopySource={"Bucket": B, "Key": "copy1"},
+                   MetadataDirective="REPLACE", Metadata={"v": "2"})
+    assert s3.head_object(Bucket=B, Key="copy1")["Metadata"] == {"v": "2"}
+    assert body(s3.get_object(Bucket=B, Key="copy1")) == b"hello strata"
+
+
+@case
+def copy_missing_source():
+    err("NoSuchKey", s3.copy_object, Bucket=B, Key="c", CopySource={"Bucket": B, "Key": "nope"})
+
+
+@case
+def copy_missing_source_bucket():
+    err("NoSuchBucket", s3.copy_object, Bucket=B, Key="c", CopySource={"Bucket": "no-such-bucket-here", "Key": "k"})
+
+
+@case
+def copy_source_if_match_fails():
+    err("PreconditionFailed", s3.copy_object, Bucket=B, Key="c", CopySource={"Bucket": B, "Key": "small"},
+        CopySourceIfMatch='"nope"')
+
+
+@case
+def copy_source_if_none_match_fails():
+    e = s3.head_object(Bucket=B, Key="small")["ETag"]
+    err("PreconditionFailed", s3.copy_object, Bucket=B, Key="c", CopySource={"Bucket": B, "Key": "small"},
+        CopySourceIfNoneMatch=e)
+
+
+@case
+def copy_unicode_key():
+    k = "données/日本語/ключ-\u00e9\U0001F600.txt"
+    s3.copy_object(Bucket=B2, Key="u-" + k, CopySource={"Bucket": B, "Key": k})
+    assert body(s3.get_object(Bucket=B2, Key="u-" + k)) == b"unicode"
+
+# ------------------------------------------------------------- listing
+
+L = "conf-list"
+
+
+@case
+def list_empty_bucket():
+    fresh(L)
+    r = s3.list_objects_v2(Bucket=L)
+    assert r["KeyCount"] == 0 and "Contents" not in r and r["IsTruncated"] is False
+
+
+@case
+def list_v1_empty_bucket():
+    r = s3.list_objects(Bucket=L)
+    assert "Contents" not in r and r["IsTruncated"] is False
+
+
+LKEYS = ["a/1", "a/2", "a/b/3", "b/1", "c", "d/x/y/z", "e.txt", "f/"]
+
+
+@case
+def list_all_sorted():
+    for k in LKEYS:
+        s3.put_object(Bucket=L, Key=k, Body=k.encode())
+    assert keys(s3.list_objects_v2(Bucket=L)) == sorted(LKEYS)
+
+
+@case
+def list_sizes_and_etags():
+    r = s3.list_objects_v2(Bucket=L)
+    for o in r["Contents"]:
+        assert o["Size"] == len(o["Key"]) and o["ETag"] == '"%s"' % md5(o["Key"].encode()), o
+        assert o["StorageClass"] == "STANDARD"
+
+
+@case
+def list_prefix():
+    assert keys(s3.list_objects_v2(Bucket=L, Prefix="a/")) == ["a/1", "a/2", "a/b/3"]
+
+
+@case
+def list_prefix_no_match():
+    r = s3.list_objects_v2(Bucket=L, Prefix="zzz")
+    assert r["KeyCount"] == 0
+
+
+@case
+def list_delimiter():
+    r = s3.list_objects_v2(Bucket=L, Delimiter="/")
+    assert keys(r) == ["c", "e.txt"], keys(r)
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/", "b/", "d/", "f/"]
+    assert r["KeyCount"] == 6
+
+
+@case
+def list_delimiter_with_prefix():
+    r = s3.list_objects_v2(Bucket=L, Delimiter="/", Prefix="a/")
+    assert keys(r) == ["a/1", "a/2"] and [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/b/"]
+
+
+@case
+def list_delimiter_other_char():
+    r = s3.list_objects_v2(Bucket=L, Delimiter=".")
+    assert [p["Prefix"] for p in r.get("CommonPrefixes", [])] == ["e."], r
+
+
+@case
+def list_max_keys_1():
+    r = s3.list_objects_v2(Bucket=L, MaxKeys=1)
+    assert keys(r) == ["a/1"] and r["IsTruncated"] and r["NextContinuationToken"]
+    r2 = s3.list_objects_v2(Bucket=L, MaxKeys=1, ContinuationToken=r["NextContinuationToken"])
+    assert keys(r2) == ["a/2"], keys(r2)
+
+
+@case
+def list_max_keys_0():
+    r = s3.list_objects_v2(Bucket=L, MaxKeys=0)
+    assert r["KeyCount"] == 0 and "Contents" not in r and r["MaxKeys"] == 0
+
+
+@case
+def list_max_keys_counts_prefixes():
+    r = s3.list_objects_v2(Bucket=L, Delimiter="/", MaxKeys=2)
+    assert [p["Prefix"] for p in r["CommonPrefixes"]] == ["a/", "b/"] and r["IsTruncated"]
+    r2 = s3.list_objects_v2(Bucket=L, Delimiter="/", MaxKeys=2, ContinuationToken=r["NextContinuationToken"])
+    assert keys(r2) == ["c"] and [p["Prefix"] for p in r2["CommonPrefixes"]] == ["d/"], r2
+
+
+@case
+def list_start_after():
+    assert keys(s3.list_objects_v2(Bucket=L, StartAfter="b/1")) == ["c", "d/x/y/z", "e.txt", "f/"]
+
+
+@case
+def list_start_after_past_end():
+    assert keys(s3.list_objects_v2(Bucket=L, StartAfter="zzz")) == []
+
+
+@case
+def list_bad_continuation_token():
+    err("InvalidArgument", s3.list_objects_v2, Bucket=L, ContinuationToken="!!garbage!!")
+
+
+@case
+def list_bad_max_keys():
+    req = urllib.request.Request(s3.generate_presigned_url("list_objects", Params={"Bucket": L}).replace("?", "?max-keys=-5&", 1))
+    try:
+        urllib.request.urlopen(req)
+    except urllib.error.HTTPError as e:
+        assert e.code in (400, 403), e.code
+        return
+    raise AssertionError("negative max-keys accepted")
+
+
+@case
+def list_encoding_url():
+    s3.put_object(Bucket=L, Key="sp ace/é", Body=b"x")
+    try:
+        r = s3.list_objects_v2(Bucket=L, Prefix="sp", EncodingType="url")
+        # asked for by the caller, so boto3 leaves the keys encoded
+        assert keys(r) == ["sp%20ace/%C3%A9"], keys(r)
+        assert r["EncodingType"] == "url"
+    finally:
+        s3.delete_object(Bucket=L, Key="sp ace/é")
+
+
+@case
+def list_unicode_byte_order():
+    for k in ("z\u00e9", "z\u4e2d", "zz", "z\U0001F600"):
+        s3.put_object(Bucket=L, Key=k, Body=b"u")
+    got = keys(s3.list_objects_v2(Bucket=L, Prefix="z"))
+    assert got == sorted(got, key=lambda s: s.encode()), got
+    for k in got:
+        s3.delete_object(Bucket=L, Key=k)
+
+
+@case
+def list_v1_marker():
+    r = s3.list_objects(Bucket=L, Marker="b/1")
+    assert keys(r) == ["c", "d/x/y/z", "e.txt", "f/"]
+
+
+@case
+def list_v1_paging_next_marker():
+    r = s3.list_objects(Bucket=L, Delimiter="/", MaxKeys=3)
+    assert r["IsTruncated"] and r["NextMarker"] == "c", r.get("NextMarker")
+    r2 = s3.list_objects(Bucket=L, Delimiter="/", Marker=r["NextMarker"])
+    assert [p["Prefix"] for p in r2["CommonPrefixes"]] == ["d/", "f/"] and keys(r2) == ["e.txt"], r2
+
+
+@case
+def list_v1_owner():
+    r = s3.list_objects(Bucket=L)
+    assert r["Contents"][0]["Owner"]["ID"] == users[0][0]
+
+
+@case
+def list_versions_null():
+    r = s3.list_object_versions(Bucket=L)
+    vs = r["Versions"]
+    assert [v["Key"] for v in vs] == sorted(LKEYS)
+    assert all(v["VersionId"] == "null" and v["IsLatest"] for v in vs), vs[0]
+
+
+@case
+def list_versions_prefix_and_paging():
+    r = s3.list_object_versions(Bucket=L, Prefix="a/", MaxKeys=2)
+    assert [v["Key"] for v in r["Versions"]] == ["a/1", "a/2"] and r["IsTruncated"]
+    r2 = s3.list_object_versions(Bucket=L, Prefix="a/", KeyMarker=r["NextKeyMarker"])
+    assert [v["Key"] for v in r2["Versions"]] == ["a/b/3"]
+
+
+@case
+def list_missing_bucket():
+    err("NoSuchBucket", s3.list_objects_v2, Bucket="no-such-bucket-here")
+
+
+@case
+def list_continuation_thousands():
+    bk = fresh("conf-many")
+    n = 2500
+    names = ["k%05d" % i for i in range(n)]
+    # PUTs in one client: boto3 keeps the connection alive
+    for k in names:
+        s3.put_object(Bucket=bk, Key=k, Body=b"")
+    got, pages, tok = [], 0, None
+    while True:
+        kw = {"ContinuationToken": tok} if tok else {}
+        r = s3.list_objects_v2(Bucket=bk, **kw)
+        got += keys(r)
+        pages += 1
+        if not r["IsTruncated"]:
+            break
+        tok = r["NextContinuationToken"]
+    assert got == names and pages == 3, (len(got), pages)
+
+
+@case
+def list_paginator_v1_thousands():
+    p = s3.get_paginator("list_objects")
+    got = [o["Key"] for page in p.paginate(Bucket="conf-many", PaginationConfig={"PageSize": 700}) for o in page.get("Contents", [])]
+    assert len(got) == 2500 and got == sorted(got)
+
+
+@case
+def delete_objects_many():
+    r = s3.delete_objects(Bucket="conf-many", Delete={"Objects": [{"Key": "k%05d" % i} for i in range(1000)]})
+    assert len(r["Deleted"]) == 1000 and "Errors" not in r
+    assert s3.list_objects_v2(Bucket="conf-many")["KeyCount"] == 1000
+
+
+@case
+def delete_objects_quiet():
+    r = s3.delete_objects(Bucket="conf-many", Delete={"Quiet": True, "Objects": [{"Key": "k%05d" % i} for i in range(1000, 2000)]})
+    assert "Deleted" not in r and "Errors" not in r, r
+    assert s3.list_objects_v2(Bucket="conf-many")["KeyCount"] == 500
+
+
+@case
+def delete_objects_missing_keys_reported_deleted():
+    r = s3.delete_objects(Bucket="conf-many", Delete={"Objects": [{"Key": "never-1"}, {"Key": "never-2"}]})
+    assert sorted(d["Key"] for d in r["Deleted"]) == ["never-1", "never-2"]
+
+
+@case
+def delete_objects_too_many():
+    err("MalformedXML", s3.delete_objects, Bucket="conf-many", Delete={"Objects": [{"Key": "x%d" % i} for i in range(1001)]})
+
+# ----------------------------------------------------------- multipart
+
+P5 = os.urandom(5 * MiB)
+P1 = os.urandom(MiB + 7)
+
+
+def mp_start(key, bucket=B, **kw):
+    return s3.create_multipart_upload(Bucket=bucket, Key=key, **kw)["UploadId"]
+
+
+@case
+def multipart_complete():
+    u = mp_start("mp", ContentType="video/mp4", Metadata={"m": "1"})
+    e1 = s3.upload_part(Bucket=B, Key="mp", UploadId=u, PartNumber=1, Body=P5)["ETag"]
+    e2 = s3.upload_part(Bucket=B, Key="mp", UploadId=u, PartNumber=2, Body=P1)["ETag"]
+    assert e1 == '"%s"' % md5(P5)
+    r = s3.complete_multipart_upload(Bucket=B, Key="mp", UploadId=u, MultipartUpload={"Parts": [
+        {"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    want = hashlib.md5(hashlib.md5(P5).digest() + hashlib.md5(P1).digest()).hexdigest() + "-2"
+    assert r["ETag"] == '"%s"' % want, r["ETag"]
+    g = s3.get_object(Bucket=B, Key="mp")
+    assert body(g) == P5 + P1 and g["ETag"] == r["ETag"]
+    assert g["ContentType"] == "video/mp4" and g["Metadata"] == {"m": "1"}
+
+
+@case
+def multipart_range_across_parts():
+    a = 5 * MiB - 10
+    r = s3.get_object(Bucket=B, Key="mp", Range="bytes=%d-%d" % (a, a + 19))
+    assert body(r) == (P5 + P1)[a:a + 20]
+
+
+@case
+def multipart_head_and_list():
+    assert s3.head_object(Bucket=B, Key="mp")["ContentLength"] == len(P5) + len(P1)
+    o = [x for x in s3.list_objects_v2(Bucket=B, Prefix="mp")["Contents"] if x["Key"] == "mp"][0]
+    assert o["Size"] == len(P5) + len(P1) and o["ETag"].endswith('-2"')
+
+
+@case
+def multipart_upload_gone_after_complete():
+    ups = s3.list_multipart_uploads(Bucket=B).get("Uploads", [])
+    assert all(x["Key"] != "mp" for x in ups), ups
+
+
+@case
+def multipart_list_parts():
+    u = mp_start("mp-lp")
+    for n in (1, 2, 3):
+        s3.upload_part(Bucket=B, Key="mp-lp", UploadId=u, PartNumber=n, Body=b"p%d" % n)
+    r = s3.list_parts(Bucket=B, Key="mp-lp", UploadId=u)
+    assert [p["PartNumber"] for p in r["Parts"]] == [1, 2, 3]
+    assert r["Parts"][1]["Size"] == 2 and r["Parts"][1]["ETag"] == '"%s"' % md5(b"p2")
+    r = s3.list_parts(Bucket=B, Key="mp-lp", UploadId=u, MaxParts=2)
+    assert [p["PartNumber"] for p in r["Parts"]] == [1, 2] and r["IsTruncated"]
+    r = s3.list_parts(Bucket=B, Key="mp-lp", UploadId=u, PartNumberMarker=2)
+    assert [p["PartNumber"] for p in r["Parts"]] == [3]
+    s3.abort_multipart_upload(Bucket=B, Key="mp-lp", UploadId=u)
+
+
+@case
+def multipart_list_uploads():
+    u1 = mp_start("up/one")
+    u2 = mp_start("up/two")
+    r = s3.list_multipart_uploads(Bucket=B, Prefix="up/")
+    got = sorted((x["Key"], x["UploadId"]) for x in r["Uploads"])
+    assert got == sorted([("up/one", u1), ("up/two", u2)]), got
+    s3.abort_multipart_upload(Bucket=B, Key="up/one", UploadId=u1)
+    s3.abort_multipart_upload(Bucket=B, Key="up/two", UploadId=u2)
+
+
+@case
+def multipart_abort():
+    u = mp_start("mp-ab")
+    s3.upload_part(Bucket=B, Key="mp-ab", UploadId=u, PartNumber=1, Body=P1)
+    r = s3.abort_multipart_upload(Bucket=B, Key="mp-ab", UploadId=u)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 204
+    err("NoSuchUpload", s3.list_parts, Bucket=B, Key="mp-ab", UploadId=u)
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="mp-ab")
+
+
+@case
+def multipart_abort_unknown():
+    err("NoSuchUpload", s3.abort_multipart_upload, Bucket=B, Key="x", UploadId="0" * 32)
+
+
+@case
+def multipart_entity_too_small():
+    u = mp_start("mp-small")
+    e1 = s3.upload_part(Bucket=B, Key="mp-small", UploadId=u, PartNumber=1, Body=b"tiny")["ETag"]
+    e2 = s3.upload_part(Bucket=B, Key="mp-small", UploadId=u, PartNumber=2, Body=b"tiny2")["ETag"]
+    err("EntityTooSmall", s3.complete_multipart_upload, Bucket=B, Key="mp-small", UploadId=u,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="mp-small")
+    s3.abort_multipart_upload(Bucket=B, Key="mp-small", UploadId=u)
+
+
+@case
+def multipart_single_small_part_ok():
+    u = mp_start("mp-one")
+    e1 = s3.upload_part(Bucket=B, Key="mp-one", UploadId=u, PartNumber=1, Body=b"only part")["ETag"]
+    s3.complete_multipart_upload(Bucket=B, Key="mp-one", UploadId=u, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}]})
+    assert body(s3.get_object(Bucket=B, Key="mp-one")) == b"only part"
+
+
+@case
+def multipart_invalid_part_etag():
+    u = mp_start("mp-bad")
+    s3.upload_part(Bucket=B, Key="mp-bad", UploadId=u, PartNumber=1, Body=b"x")
+    err("InvalidPart", s3.complete_multipart_upload, Bucket=B, Key="mp-bad", UploadId=u,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": '"%s"' % ("0" * 32)}]})
+    s3.abort_multipart_upload(Bucket=B, Key="mp-bad", UploadId=u)
+
+
+@case
+def multipart_missing_part():
+    u = mp_start("mp-miss")
+    e1 = s3.upload_part(Bucket=B, Key="mp-miss", UploadId=u, PartNumber=1, Body=P5)["ETag"]
+    err("InvalidPart", s3.complete_multipart_upload, Bucket=B, Key="mp-miss", UploadId=u,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e1}]})
+    s3.abort_multipart_upload(Bucket=B, Key="mp-miss", UploadId=u)
+
+
+@case
+def multipart_part_order():
+    u = mp_start("mp-ord")
+    e1 = s3.upload_part(Bucket=B, Key="mp-ord", UploadId=u, PartNumber=1, Body=P5)["ETag"]
+    e2 = s3.upload_part(Bucket=B, Key="mp-ord", UploadId=u, PartNumber=2, Body=b"x")["ETag"]
+    err("InvalidPartOrder", s3.complete_multipart_upload, Bucket=B, Key="mp-ord", UploadId=u,
+        MultipartUpload={"Parts": [{"PartNumber": 2, "ETag": e2}, {"PartNumber": 1, "ETag": e1}]})
+    s3.abort_multipart_upload(Bucket=B, Key="mp-ord", UploadId=u)
+
+
+@case
+def multipart_part_replaced():
+    u = mp_start("mp-rep")
+    s3.upload_part(Bucket=B, Key="mp-rep", UploadId=u, PartNumber=1, Body=b"old part")
+    e = s3.upload_part(Bucket=B, Key="mp-rep", UploadId=u, PartNumber=1, Body=b"new part")["ETag"]
+    s3.complete_multipart_upload(Bucket=B, Key="mp-rep", UploadId=u, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert body(s3.get_object(Bucket=B, Key="mp-rep")) == b"new part"
+
+
+@case
+def multipart_unknown_upload_part():
+    err("NoSuchUpload", s3.upload_part, Bucket=B, Key="x", UploadId="f" * 32, PartNumber=1, Body=b"x")
+
+
+@case
+def multipart_part_number_out_of_range():
+    u = mp_start("mp-pn")
+    err("InvalidArgument", s3.upload_part, Bucket=B, Key="mp-pn", UploadId=u, PartNumber=10001, Body=b"x")
+    s3.abort_multipart_upload(Bucket=B, Key="mp-pn", UploadId=u)
+
+
+@case
+def multipart_overwrites_object_and_delete():
+    put("mp-ow", b"plain first")
+    u = mp_start("mp-ow")
+    e = s3.upload_part(Bucket=B, Key="mp-ow", UploadId=u, PartNumber=1, Body=P1)["ETag"]
+    s3.complete_multipart_upload(Bucket=B, Key="mp-ow", UploadId=u, MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert body(s3.get_object(Bucket=B, Key="mp-ow")) == P1
+    s3.delete_object(Bucket=B, Key="mp-ow")
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="mp-ow")
+
+
+@case
+def multipart_copy_of_multipart_object():
+    s3.copy_object(Bucket=B2, Key="mp-copy", CopySource={"Bucket": B, "Key": "mp"})
+    assert body(s3.get_object(Bucket=B2, Key="mp-copy")) == P5 + P1
+
+
+@case
+def multipart_upload_via_transfer_manager():
+    from boto3.s3.transfer import TransferConfig
+    import io
+    d = os.urandom(11 * MiB)
+    s3.upload_fileobj(io.BytesIO(d), B, "tm", Config=TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB))
+    out = io.BytesIO()
+    s3.download_fileobj(B, "tm", out, Config=TransferConfig(multipart_threshold=4 * MiB, multipart_chunksize=4 * MiB))
+    assert out.getvalue() == d
+    assert s3.head_object(Bucket=B, Key="tm")["ETag"].endswith('-3"')
+
+
+@case
+def delete_bucket_aborts_pending_uploads():
+    bk = fresh("conf-pend")
+    u = s3.create_multipart_upload(Bucket=bk, Key="p")["UploadId"]
+    s3.upload_part(Bucket=bk, Key="p", UploadId=u, PartNumber=1, Body=b"x")
+    s3.delete_bucket(Bucket=bk)
+    err("404", s3.head_bucket, Bucket=bk)
+
+
+@case
+def stats_endpoint():
+    x = urllib.request.urlopen(EP + "/_strata/stats").read().decode()
+    assert '"op":"PutObject"' in x and '"op":"GetObject"' in x and '"p99_us"' in x, x[:200]
+
+
+def main():
+    passed = failed = 0
+    for fn in cases:
+        try:
+            fn()
+            passed += 1
+            print("ok   %s" % fn.__name__)
+        except Exception as e:
+            failed += 1
+            print("FAIL %s: %s" % (fn.__name__, e))
+            traceback.print_exc(limit=2)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+sys.exit(main())

@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""s3_kill.py TMPDIR STRATA_S3 STRATA — SIGKILL strata-s3 during uploads.
+
+On its own store (TMPDIR/kill): objects "keep" and "old" are stored and the
+devices' free space measured with the gateway stopped.  Then, with uploads
+in flight — a new 32 MiB object half sent, a replacement of "old" half
+sent, a multipart upload with one part done and one half sent — the
+gateway is killed with SIGKILL and restarted.  After the restart: the
+interrupted objects are not visible, "old" and "keep" read back whole and
+unchanged, the gateway reports the objects it reclaimed, and once the
+multipart upload is aborted and the gateway stopped the free space is what
+it was before.  Ends with "N passed, N failed".
+"""
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+T, GW, S = sys.argv[1:4]
+D = os.path.join(T, "kill")
+users = [l.split() for l in open(os.path.join(T, "creds")) if l.strip()]
+NAME, AK, SK = users[0]
+passed = failed = 0
+MiB = 1 << 20
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+        print("ok   kill: %s" % name)
+    else:
+        failed += 1
+        print("FAIL kill: %s %s" % (name, detail))
+
+
+def start():
+    pf = os.path.join(T, "kill.port")
+    if os.path.exists(pf):
+        os.unlink(pf)
+    out = open(os.path.join(T, "kill.out"), "a")
+    p = subprocess.Popen([GW, "--data", D, "--dev-size", "128M", "--port", "0", "--port-file", pf,
+                          "--creds", os.path.join(T, "creds"), "--timeout", "5"],
+                         stdout=subprocess.PIPE, stderr=out, text=True)
+    line = p.stdout.readline()
+    port = int(open(pf).read())
+    return p, port, line
+
+
+def stop(p):
+    p.send_signal(signal.SIGTERM)
+    p.wait(60)
+
+
+def client(port):
+    return boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id=AK,
+                        aws_secret_access_key=SK, region_name="us-east-1",
+                        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                                      signature_version="s3v4"))
+
+
+def free_bytes():
+    out = subprocess.run([S, "--data", D, "--json", "devices"], capture_output=True, text=True, check=True).stdout
+    return sum(d["free_bytes"] for d in json.loads(out))
+
+
+def half_put(port, path, size, sent, query=""):
+    """Send the headers and `sent` bytes of a PUT of `size` bytes."""
+    s3 = client(port)
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": "kill", "Key": path}, ExpiresIn=300)
+    target = url.split("127.0.0.1:%d" % port, 1)[1] + query
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall(("PUT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n" % (target, port, size)).encode())
+    chunk = os.urandom(MiB)
+    for _ in range(sent // MiB):
+        sock.sendall(chunk)
+    return sock
+
+
+old = os.urandom(3 * MiB + 5)
+keep = os.urandom(2 * MiB)
+p, port, _ = start()
+s3 = client(port)
+s3.create_bucket(Bucket="kill")
+s3.put_object(Bucket="kill", Key="keep", Body=keep)
+s3.put_object(Bucket="kill", Key="old", Body=old)
+stop(p)
+before = free_bytes()
+
+p, port, _ = start()
+s3 = client(port)
+up = s3.create_multipart_upload(Bucket="kill", Key="mp")["UploadId"]
+s3.upload_part(Bucket="kill", Key="mp", UploadId=up, PartNumber=1, Body=os.urandom(5 * MiB))
+socks = [half_put(port, "partial", 32 * MiB, 12 * MiB),
+         half_put(port, "old", 20 * MiB, 10 * MiB)]
+# the part upload: presigned URLs cannot carry the extra query, so sign it
+url = s3.generate_presigned_url("upload_part", Params={"Bucket": "kill", "Key": "mp", "UploadId": up, "PartNumber": 2},
+                                ExpiresIn=300)
+sock = socket.create_connection(("127.0.0.1", port))
+sock.sendall(("PUT %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n" %
+              (url.split("127.0.0.1:%d" % port, 1)[1], port, 8 * MiB)).encode() + os.urandom(3 * MiB))
+socks.append(sock)
+time.sleep(1.5)
+p.send_signal(signal.SIGKILL)
+p.wait(30)
+for s in socks:
+    s.close()
+check("gateway killed with uploads in flight", p.returncode == -signal.SIGKILL, str(p.returncode))
+
+p, port, line = start()
+s3 = client(port)
+n = int(line.split(",")[1].split()[0]) if "reclaimed" in line else -1
+check("restart reclaims interrupted objects (%d)" % n, n >= 3, line)
+try:
+    s3.head_object(Bucket="kill", Key="partial")
+    check("interrupted new object not visible", False)
+except ClientError as e:
+    check("interrupted new object not visible", e.response["Error"]["Code"] == "404")
+g = s3.get_object(Bucket="kill", Key="old")["Body"].read()
+check("interrupted replacement: old object whole", hashlib.md5(g).digest() == hashlib.md5(old).digest(), len(g))
+check("untouched object whole", s3.get_object(Bucket="kill", Key="keep")["Body"].read() == keep)
+ks = sorted(o["Key"] for o in s3.list_objects_v2(Bucket="kill").get("Contents", []))
+check("listing shows only complete objects", ks == ["keep", "old"], ks)
+parts = [x["PartNumber"] for x in s3.list_parts(Bucket="kill", Key="mp", UploadId=up).get("Parts", [])]
+check("multipart: finished part kept, interrupted part gone", parts == [1], parts)
+s3.abort_multipart_upload(Bucket="kill", Key="mp", UploadId=up)
+stop(p)
+after = free_bytes()
+check("no space leaked (free %d before, %d after)" % (before, after), before == after)
+subprocess.run([S, "--data", D, "-q", "destroy", "--yes"])
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# s3_test.sh BUILD — the S3 gateway's test step (tests/steps.list).
+#
+# Starts BUILD/strata-s3 on a fresh embedded store in a temporary directory,
+# listening on 127.0.0.1 with a free port it picks itself (port 0, written
+# to a port file), with two users in a credentials file made by
+# `strata s3 user add`.  Then runs, each asserting:
+#   1. s3_conformance.py — the boto3 conformance suite;
+#   2. s3_badinput.py    — malformed and hostile requests over raw HTTP;
+#   3. CLI smoke tests   — aws cli and s3cmd, when installed;
+#   4. the kill test     — SIGKILL of the gateway during uploads, restart,
+#                          nothing partial visible, no space leaked.
+# Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
+# Ends with "N passed, N failed".
+set -u
+B=${1:-build}
+B=$(cd "$B" && pwd)
+HERE=$(cd "$(dirname "$0")" && pwd)
+GW=$B/strata-s3
+S=$B/strata
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-s3-test.XXXXXX")
+pass=0
+fail=0
+gw_pid=
+
+if ! python3 -c 'import boto3' 2>/dev/null; then
+	echo "SKIP s3 gateway tests: boto3 cannot be imported (python3-boto3)"
+	echo "0 passed, 0 failed"
+	exit 0
+fi
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+cleanup() {
+	[ -n "$gw_pid" ] && kill -9 "$gw_pid" 2>/dev/null
+	[ -d "$T/data" ] && "$S" --data "$T/data" -q destroy --yes 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+# Start the gateway on $T/data; sets gw_pid and EP.  Returns non-zero if it
+# does not announce its port within 60 s.
+gw_start() {
+	rm -f "$T/port"
+	"$GW" --data "$T/data" --dev-size 256M --port 0 --port-file "$T/port" \
+		--creds "$T/creds" --access-log "$T/access.log" \
+		--stats-file "$T/stats.json" --timeout 5 "$@" \
+		>>"$T/gw.out" 2>>"$T/gw.err" &
+	gw_pid=$!
+	local i
+	for i in $(seq 1 600); do
+		[ -s "$T/port" ] && break
+		kill -0 "$gw_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	[ -s "$T/port" ] || return 1
+	EP=http://127.0.0.1:$(cat "$T/port")
+	export EP
+}
+
+gw_stop() {
+	kill -TERM "$gw_pid" 2>/dev/null
+	local i
+	for i in $(seq 1 300); do
+		kill -0 "$gw_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$gw_pid" 2>/dev/null
+	wait "$gw_pid" 2>/dev/null
+	gw_pid=
+}
+
+# Run a python part; add its "N passed, N failed" line to the totals.
+part() {
+	local name=$1 line p f
+	shift
+	timeout 600 python3 "$@" >"$T/$name.log" 2>&1
+	grep -E '^(ok|FAIL|SKIP) ' "$T/$name.log"
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/$name.log" | tail -1)
+	if [ -z "$line" ]; then
+		no "$name: no result line"
+		tail -20 "$T/$name.log"
+		return
+	fi
+	p=${line%% passed*}
+	f=${line#*passed, }
+	f=${f%% failed*}
+	pass=$((pass + p))
+	fail=$((fail + f))
+	[ "$f" -eq 0 ] || grep -A6 '^FAIL' "$T/$name.log" | head -60
+}
+
+# ---- users through the CLI
+"$S" s3 user add alice "$T/creds" >"$T/u1" 2>&1 &&
+	"$S" s3 user add bob "$T/creds" >"$T/u2" 2>&1 &&
+	[ "$(wc -l <"$T/creds")" -eq 2 ] && ok "strata s3 user add (2 users)" ||
+	{ no "strata s3 user add: $(cat "$T/u1" "$T/u2")"; exit 1; }
+
+gw_start || { no "gateway start: $(cat "$T/gw.err")"; echo "$pass passed, $fail failed"; exit 1; }
+ok "gateway listens on $EP"
+
+part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds"
+part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds"
+
+# ---- aws cli and s3cmd smoke tests (skipped, not counted, if absent)
+AK=$(awk 'NR==1{print $2}' "$T/creds")
+SK=$(awk 'NR==1{print $3}' "$T/creds")
+head -c 3000000 /dev/urandom >"$T/f.bin"
+if command -v aws >/dev/null; then
+	export AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_DEFAULT_REGION=us-east-1
+	A="aws --endpoint-url $EP"
+	$A s3 mb s3://cli-aws >/dev/null 2>"$T/aws.err" && ok "aws s3 mb" || no "aws s3 mb: $(cat "$T/aws.err")"
+	$A s3 cp "$T/f.bin" s3://cli-aws/dir/f.bin >/dev/null 2>"$T/aws.err" && ok "aws s3 cp up" || no "aws s3 cp up: $(cat "$T/aws.err")"
+	$A s3 ls s3://cli-aws/dir/ 2>"$T/aws.err" | grep -q "3000000 f.bin" && ok "aws s3 ls" || no "aws s3 ls: $(cat "$T/aws.err")"
+	$A s3 cp s3://cli-aws/dir/f.bin "$T/f.aws" >/dev/null 2>"$T/aws.err" && cmp -s "$T/f.bin" "$T/f.aws" &&
+		ok "aws s3 cp down (cmp)" || no "aws s3 cp down: $(cat "$T/aws.err")"
+	$A s3api head-object --bucket cli-aws --key dir/f.bin 2>"$T/aws.err" | grep -q '"ContentLength": 3000000' &&
+		ok "aws s3api head-object" || no "aws s3api head-object: $(cat "$T/aws.err")"
+	$A s3 rm --recursive s3://cli-aws >/dev/null 2>"$T/aws.err" && $A s3 rb s3://cli-aws >/dev/null 2>>"$T/aws.err" &&
+		ok "aws s3 rm + rb" || no "aws s3 rm/rb: $(cat "$T/aws.err")"
+else
+	echo "SKIP aws cli smoke: aws not installed"
+fi
+if command -v s3cmd >/dev/null; then
+	H=${EP#http://}
+	SC="s3cmd --no-ssl --host=$H --host-bucket=$H --access_key=$AK --secret_key=$SK --region=us-east-1 -c /dev/null"
+	$SC mb s3://cli-s3cmd >"$T/sc.out" 2>&1 && ok "s3cmd mb" || no "s3cmd mb: $(tail -3 "$T/sc.out")"
+	$SC put "$T/f.bin" s3://cli-s3cmd/f.bin >"$T/sc.out" 2>&1 && ok "s3cmd put" || no "s3cmd put: $(tail -3 "$T/sc.out")"
+	$SC get --force s3://cli-s3cmd/f.bin "$T/f.sc" >"$T/sc.out" 2>&1 && cmp -s "$T/f.bin" "$T/f.sc" &&
+		ok "s3cmd get (cmp)" || no "s3cmd get: $(tail -3 "$T/sc.out")"
+	$SC ls s3://cli-s3cmd >"$T/sc.out" 2>&1 && grep -q "s3://cli-s3cmd/f.bin" "$T/sc.out" &&
+		ok "s3cmd ls" || no "s3cmd ls: $(tail -3 "$T/sc.out")"
+	$SC del s3://cli-s3cmd/f.bin >"$T/sc.out" 2>&1 && $SC rb s3://cli-s3cmd >>"$T/sc.out" 2>&1 &&
+		ok "s3cmd del + rb" || no "s3cmd del/rb: $(tail -3 "$T/sc.out")"
+else
+	echo "SKIP s3cmd smoke: s3cmd not installed"
+fi
+
+# ---- access log and statistics
+n=$(wc -l <"$T/access.log")
+[ "$n" -gt 100 ] && grep -q " alice PutObject PUT conf-main /small 200 " "$T/access.log" &&
+	ok "access log: $n lines, one per request" || no "access log ($n lines)"
+
+gw_stop
+[ -s "$T/stats.json" ] && grep -q '"op":"ListObjectsV2"' "$T/stats.json" &&
+	ok "statistics written at exit" || no "statistics file"
+
+# ---- kill test: its own store in $T/kill
+part kill "$HERE/s3_kill.py" "$T" "$GW" "$S"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
