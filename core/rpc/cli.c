@@ -161,12 +161,24 @@ static void cli_finish(struct rpc_ep *ep, struct rpc_call *c, int status,
 	free(c);
 }
 
-void rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env)
+static void cli_wait_done(void *arg, struct rpc_result *res);
+
+bool rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env, bool sync_only)
 {
 	struct rpc_call *c;
 	bool want_raw = env->kind != RPC_K_REPLY;
 
 	pthread_mutex_lock(&ep->ep_lock);
+	if (sync_only) {
+		for (c = *cli_bucket(ep, env->xid); c != NULL; c = c->ca_next)
+			if (c->ca_xid == env->xid)
+				break;
+		if (c == NULL || c->ca_done != cli_wait_done) {
+			pthread_mutex_unlock(&ep->ep_lock);
+			return false;
+		}
+		ep->ep_reaped++;
+	}
 	c = cli_take(ep, env->xid);
 	if (c != NULL && (c->ca_raw != want_raw ||
 			  (c->ca_peer->pe_session != 0 &&
@@ -184,9 +196,10 @@ void rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env)
 		LOG_DEBUG("rpc %s: reply xid %llu matches no call",
 			  ep->ep_self, (unsigned long long)env->xid);
 		rpc_envelope__free_unpacked(env, NULL);
-		return;
+		return true;
 	}
 	cli_finish(ep, c, 0, NULL, env);
+	return true;
 }
 
 void rpc_cli_send_failed(struct rpc_ep *ep, uint64_t xid, int rc)
@@ -226,7 +239,7 @@ int rpc_cli_expire(struct rpc_ep *ep, int cap_ms)
 			pp = &c->ca_next;
 		}
 	}
-	ep->ep_wake_at_ms = next;
+	__atomic_store_n(&ep->ep_wake_at_ms, next, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ep->ep_lock);
 	while ((c = dead) != NULL) {
 		dead = c->ca_next;
@@ -423,6 +436,9 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	cli_insert(ep, c);
 	ep->ep_stats.rs_calls++;
 	wake = c->ca_deadline_ms < ep->ep_wake_at_ms;
+	if (wake)
+		__atomic_store_n(&ep->ep_wake_at_ms, c->ca_deadline_ms,
+				 __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ep->ep_lock);
 	if (wake)
 		rpc_wake(ep);
@@ -510,7 +526,7 @@ int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
 struct cli_wait {
 	pthread_mutex_t cw_lock;
 	pthread_cond_t cw_cv;
-	bool cw_done;
+	bool cw_done;               /* read unlocked by a reaping caller */
 	struct rpc_result *cw_res;
 };
 
@@ -520,7 +536,7 @@ static void cli_wait_done(void *arg, struct rpc_result *res)
 
 	pthread_mutex_lock(&w->cw_lock);
 	*w->cw_res = *res;
-	w->cw_done = true;
+	__atomic_store_n(&w->cw_done, true, __ATOMIC_RELEASE);
 	pthread_cond_signal(&w->cw_cv);
 	pthread_mutex_unlock(&w->cw_lock);
 }
@@ -541,6 +557,13 @@ static int cli_call_sync(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 	pthread_cond_init(&w.cw_cv, NULL);
 	rc = cli_start(p, kind, opcode, body, len, bulk, timeout_ms,
 		       cli_wait_done, &w, raw);
+	if (rc == 0 && rpc_reap_begin(p->pe_ep)) {
+		/* Polling mode: drive the CQ here rather than sleep until
+		 * the progress thread wakes us (a thread hand-off). */
+		while (!__atomic_load_n(&w.cw_done, __ATOMIC_ACQUIRE))
+			rpc_reap(p->pe_ep);
+		rpc_reap_end(p->pe_ep);
+	}
 	if (rc == 0) {
 		pthread_mutex_lock(&w.cw_lock);
 		while (!w.cw_done)

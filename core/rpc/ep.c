@@ -196,6 +196,14 @@ static int ep_post(struct rpc_ep *ep, struct rpc_sbuf *sb)
 			    sb->sb_dest, &sb->sb_ctx);
 }
 
+/* Whether the backlog holds anything (ep_lock held by writers; read
+ * without it by the progress loop). */
+static void ep_backlog_note(struct rpc_ep *ep)
+{
+	__atomic_store_n(&ep->ep_has_backlog, ep->ep_backlog != NULL,
+			 __ATOMIC_RELEASE);
+}
+
 void rpc_backlog_purge(struct rpc_ep *ep, fi_addr_t dest)
 {
 	struct rpc_sbuf **pp = &ep->ep_backlog, *sb;
@@ -213,6 +221,7 @@ void rpc_backlog_purge(struct rpc_ep *ep, fi_addr_t dest)
 	ep->ep_backlog_tail = &ep->ep_backlog;
 	while (*ep->ep_backlog_tail != NULL)
 		ep->ep_backlog_tail = &(*ep->ep_backlog_tail)->sb_next;
+	ep_backlog_note(ep);
 }
 
 static void ep_backlog_add(struct rpc_ep *ep, struct rpc_sbuf *sb)
@@ -220,6 +229,7 @@ static void ep_backlog_add(struct rpc_ep *ep, struct rpc_sbuf *sb)
 	sb->sb_next = NULL;
 	*ep->ep_backlog_tail = sb;
 	ep->ep_backlog_tail = &sb->sb_next;
+	ep_backlog_note(ep);
 }
 
 /* Which queue of the backlog sb belongs to: its session (server) or its
@@ -291,7 +301,45 @@ static void ep_backlog_flush(struct rpc_ep *ep)
 	ep->ep_backlog_tail = &ep->ep_backlog;
 	while (*ep->ep_backlog_tail != NULL)
 		ep->ep_backlog_tail = &(*ep->ep_backlog_tail)->sb_next;
+	ep_backlog_note(ep);
 	pthread_mutex_unlock(&ep->ep_lock);
+}
+
+/* A message of at most ep_inject_max bytes goes by fi_inject: packed on
+ * the stack, no buffer to allocate and no send completion to reap.  1: sent
+ * (or dropped: its session or call is gone); 0: take the ordinary path
+ * (the provider pushed back, or this peer has a backlog to keep order
+ * with).  A failed inject is not reported: the call ends at its deadline
+ * or by a transport error on a later message. */
+static int ep_inject(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
+		     size_t n, uint64_t xid)
+{
+	uint8_t buf[RPC_INJECT_MAX];
+	struct rpc_sess *s;
+	uint64_t key;
+	ssize_t rc;
+
+	n = rpc_envelope__pack(env, buf);
+	pthread_mutex_lock(&ep->ep_lock);
+	if (dest == FI_ADDR_NOTAVAIL) {
+		s = rpc_sess_find(ep, env->session);
+		if (s == NULL) {
+			pthread_mutex_unlock(&ep->ep_lock);
+			return 1;
+		}
+		dest = s->se_addr;
+		key = env->session;
+	} else {
+		key = (uint64_t)dest ^ (1ull << 63);
+	}
+	if (ep->ep_backlog != NULL && ep_backlogged(ep, key)) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		return 0;
+	}
+	(void)xid;
+	rc = fi_inject(ep->ep_ep, buf, n, dest);
+	pthread_mutex_unlock(&ep->ep_lock);
+	return rc == 0 ? 1 : 0;
 }
 
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
@@ -305,6 +353,8 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 		return err_set(-EMSGSIZE, "rpc %s: message of %zu bytes for "
 			       "opcode %u exceeds rc_max_msg %u", ep->ep_self,
 			       n, env->opcode, ep->ep_conf.rc_max_msg);
+	if (n <= ep->ep_inject_max && ep_inject(ep, dest, env, n, xid) == 1)
+		return 0;
 	sb = calloc(1, sizeof *sb + n);
 	if (sb == NULL)
 		return err_set(-ENOMEM, "rpc %s: no memory for a message",
@@ -366,8 +416,85 @@ static int ep_post_recv(struct rpc_ep *ep, struct rpc_rbuf *rb)
 	return rc;
 }
 
-/* One message arrived: decode, check, hand it to its side. */
-static void ep_dispatch(struct rpc_ep *ep, struct rpc_rbuf *rb, size_t len)
+/* A decoded envelope to its side. */
+static void ep_route(struct rpc_ep *ep, RpcEnvelope *env)
+{
+	switch (env->kind) {
+	case RPC_K_REQUEST:
+		rpc_srv_request(ep, env);
+		return;
+	case RPC_K_HELLO:
+		rpc_srv_hello(ep, env);
+		return;
+	case RPC_K_AUTH:
+		rpc_srv_auth(ep, env);
+		return;
+	default:
+		rpc_cli_reply(ep, env, false);
+		return;
+	}
+}
+
+/* Work a reaping caller found that is not its to do: the progress thread
+ * does it (ep_lock held to queue). */
+struct rpc_defer {
+	struct rpc_defer *df_next;
+	RpcEnvelope *df_env;        /* a decoded message, or */
+	struct rpc_ctx *df_cx;      /* a completion */
+	size_t df_len;
+	int df_err;
+};
+
+static void ep_defer(struct rpc_ep *ep, RpcEnvelope *env, struct rpc_ctx *cx,
+		     size_t len, int err)
+{
+	struct rpc_defer *d = malloc(sizeof *d);
+
+	if (d == NULL) { /* cannot hand it over: do it here */
+		if (env != NULL)
+			ep_route(ep, env);
+		return;
+	}
+	*d = (struct rpc_defer){ NULL, env, cx, len, err };
+	pthread_mutex_lock(&ep->ep_lock);
+	*ep->ep_defer_tail = d;
+	ep->ep_defer_tail = &d->df_next;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_signal(&ep->ep_pcv);
+}
+
+static void ep_complete(struct rpc_ep *ep, struct rpc_ctx *cx, size_t len,
+			int err, bool reaper);
+
+/* Run what reaping callers handed over (progress thread, or close). */
+static int ep_defer_run(struct rpc_ep *ep)
+{
+	struct rpc_defer *d, *next;
+	int n = 0;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	d = ep->ep_defer;
+	ep->ep_defer = NULL;
+	ep->ep_defer_tail = &ep->ep_defer;
+	pthread_mutex_unlock(&ep->ep_lock);
+	for (; d != NULL; d = next, n++) {
+		next = d->df_next;
+		if (d->df_env != NULL)
+			ep_route(ep, d->df_env);
+		else
+			ep_complete(ep, d->df_cx, d->df_len, d->df_err, false);
+		free(d);
+	}
+	return n;
+}
+
+/* One message arrived: decode, check, hand it to its side.  A reaping
+ * caller (reaper) handles only replies to synchronous calls, whose done()
+ * just wakes their caller; the rest goes to the progress thread, so that
+ * no done() of an asynchronous call and no handler runs on a caller's
+ * thread. */
+static void ep_dispatch(struct rpc_ep *ep, struct rpc_rbuf *rb, size_t len,
+			bool reaper)
 {
 	RpcEnvelope *env;
 	int rc;
@@ -382,31 +509,22 @@ static void ep_dispatch(struct rpc_ep *ep, struct rpc_rbuf *rb, size_t len)
 			 err_msg());
 		return;
 	}
-	switch (env->kind) {
-	case RPC_K_REQUEST:
-		rpc_srv_request(ep, env);
-		return;
-	case RPC_K_HELLO:
-		rpc_srv_hello(ep, env);
-		return;
-	case RPC_K_AUTH:
-		rpc_srv_auth(ep, env);
-		return;
-	default:
-		rpc_cli_reply(ep, env);
-		return;
-	}
+	if (!reaper)
+		ep_route(ep, env);
+	else if (env->kind == RPC_K_REQUEST || env->kind == RPC_K_HELLO ||
+		 env->kind == RPC_K_AUTH || !rpc_cli_reply(ep, env, true))
+		ep_defer(ep, env, NULL, 0, 0);
 }
 
 static void ep_complete(struct rpc_ep *ep, struct rpc_ctx *cx, size_t len,
-			int err)
+			int err, bool reaper)
 {
 	struct rpc_sbuf *sb;
 
 	switch (cx->cx_type) {
 	case RPC_CTX_RECV:
 		if (err == 0) {
-			ep_dispatch(ep, (struct rpc_rbuf *)cx, len);
+			ep_dispatch(ep, (struct rpc_rbuf *)cx, len, reaper);
 		} else if (err != FI_ECANCELED) {
 			pthread_mutex_lock(&ep->ep_lock);
 			ep->ep_stats.rs_bad_msgs++;
@@ -418,8 +536,11 @@ static void ep_complete(struct rpc_ep *ep, struct rpc_ctx *cx, size_t len,
 		return;
 	case RPC_CTX_SEND:
 		sb = (struct rpc_sbuf *)cx;
-		if (err != 0 && sb->sb_xid != 0)
+		if (err != 0 && sb->sb_xid != 0) {
+			if (reaper)
+				return ep_defer(ep, NULL, cx, len, err);
 			rpc_cli_send_failed(ep, sb->sb_xid, rpc_map_cq_err(err));
+		}
 		ep_sbuf_free(ep, sb);
 		return;
 	case RPC_CTX_RMA:
@@ -430,7 +551,7 @@ static void ep_complete(struct rpc_ep *ep, struct rpc_ctx *cx, size_t len,
 }
 
 /* Read the CQ dry; returns the number of completions handled. */
-static int ep_poll(struct rpc_ep *ep)
+static int ep_poll(struct rpc_ep *ep, bool reaper)
 {
 	struct fi_cq_msg_entry e[16];
 	struct fi_cq_err_entry ee;
@@ -441,7 +562,8 @@ static int ep_poll(struct rpc_ep *ep)
 		n = fi_cq_read(ep->ep_cq, e, 16);
 		if (n > 0) {
 			for (ssize_t i = 0; i < n; i++)
-				ep_complete(ep, e[i].op_context, e[i].len, 0);
+				ep_complete(ep, e[i].op_context, e[i].len, 0,
+					    reaper);
 			total += (int)n;
 			continue;
 		}
@@ -454,10 +576,34 @@ static int ep_poll(struct rpc_ep *ep)
 			  ee.err, fi_strerror(ee.err));
 		if (ee.op_context != NULL)
 			ep_complete(ep, ee.op_context, ee.len,
-				    ee.err ? ee.err : FI_EIO);
+				    ee.err ? ee.err : FI_EIO, reaper);
 		total++;
 	}
 	return total;
+}
+
+bool rpc_reap_begin(struct rpc_ep *ep)
+{
+	if (!ep->ep_conf.rc_polling || rpc_in_progress_thread(ep))
+		return false;
+	__atomic_add_fetch(&ep->ep_reapers, 1, __ATOMIC_ACQ_REL);
+	return true;
+}
+
+void rpc_reap(struct rpc_ep *ep)
+{
+	if (pthread_mutex_trylock(&ep->ep_cq_lock) != 0)
+		return;
+	ep_poll(ep, true);
+	pthread_mutex_unlock(&ep->ep_cq_lock);
+}
+
+/* The progress thread is not woken when the last reaper leaves: it sees
+ * that within 1 ms (ep_nap).  Waking it at once made it spin between two
+ * calls of a caller, a third spinner on a loaded 2-core host. */
+void rpc_reap_end(struct rpc_ep *ep)
+{
+	__atomic_sub_fetch(&ep->ep_reapers, 1, __ATOMIC_ACQ_REL);
 }
 
 /* Sleep until the CQ has something, a wake, or wait_ms passes. */
@@ -493,28 +639,67 @@ static void ep_sleep(struct rpc_ep *ep, int wait_ms, unsigned *idle)
 			LOG_DEBUG("rpc: eventfd read failed");
 }
 
+/* While callers reap: wait for work they hand over, for the last of them
+ * to leave, or 1 ms (deadlines); with a backlog, 1 ms at most too. */
+static void ep_nap(struct rpc_ep *ep, bool backlog)
+{
+	struct timespec ts;
+
+	(void)backlog;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&ep->ep_lock);
+	if (ep->ep_defer == NULL && ep->ep_reapers > 0 && !ep->ep_stop)
+		pthread_cond_timedwait(&ep->ep_pcv, &ep->ep_lock, &ts);
+	pthread_mutex_unlock(&ep->ep_lock);
+}
+
 static void *ep_progress_main(void *arg)
 {
 	struct rpc_ep *ep = arg;
 	unsigned idle = 0;
-	bool stop, backlog;
-	int wait_ms, bo_ms = 0;
+	uint64_t now, at;
+	bool backlog;
+	int wait_ms, bo_ms = 0, n;
 
 	ep_tls_progress = ep;
-	for (;;) {
-		pthread_mutex_lock(&ep->ep_lock);
-		stop = ep->ep_stop;
-		backlog = ep->ep_backlog != NULL;
-		pthread_mutex_unlock(&ep->ep_lock);
-		if (stop)
-			break;
+	/* The loop reads its flags without ep_lock: a spinning progress
+	 * thread that took the lock at every turn slowed every caller. */
+	while (!__atomic_load_n(&ep->ep_stop, __ATOMIC_ACQUIRE)) {
+		backlog = __atomic_load_n(&ep->ep_has_backlog,
+					  __ATOMIC_ACQUIRE);
 		if (backlog)
 			ep_backlog_flush(ep);
-		if (ep_poll(ep) > 0) {
+		if (__atomic_load_n(&ep->ep_reapers, __ATOMIC_ACQUIRE) > 0) {
+			/* A synchronous caller polls the CQ itself (polling
+			 * mode): no second spinner; run what it hands over,
+			 * deadlines and the backlog. */
+			ep_defer_run(ep);
+			ep_nap(ep, backlog);
+			if (__atomic_load_n(&ep->ep_reapers,
+					    __ATOMIC_ACQUIRE) > 0)
+				goto expire;
+		}
+		pthread_mutex_lock(&ep->ep_cq_lock);
+		n = ep_poll(ep, false);
+		pthread_mutex_unlock(&ep->ep_cq_lock);
+		if (n + ep_defer_run(ep) > 0) {
 			idle = 0;
 			continue;
 		}
-		wait_ms = rpc_cli_expire(ep, 200);
+expire:
+		/* Scan the call table only when the nearest deadline has
+		 * come (cli.c keeps ep_wake_at_ms at or before it). */
+		now = rpc_now_ms();
+		at = __atomic_load_n(&ep->ep_wake_at_ms, __ATOMIC_ACQUIRE);
+		if (now >= at)
+			wait_ms = rpc_cli_expire(ep, 200);
+		else
+			wait_ms = at - now > 200 ? 200 : (int)(at - now);
 		/* The provider pushed back (e.g. connecting to a peer that
 		 * refuses): retry after 1, 2, 4 ... 32 ms, not in a spin. */
 		if (backlog) {
@@ -524,7 +709,8 @@ static void *ep_progress_main(void *arg)
 		} else {
 			bo_ms = 0;
 		}
-		ep_sleep(ep, wait_ms, &idle);
+		if (__atomic_load_n(&ep->ep_reapers, __ATOMIC_ACQUIRE) == 0)
+			ep_sleep(ep, wait_ms, &idle);
 	}
 	return NULL;
 }
@@ -666,6 +852,9 @@ static int ep_fabric_open(struct rpc_ep *ep, const char *addr, uint16_t port)
 			       what, fi_strerror(-rc));
 	ep->ep_mr_mode = ep->ep_info->domain_attr->mr_mode;
 	ep->ep_rma_max = ep->ep_info->ep_attr->max_msg_size;
+	ep->ep_inject_max = ep->ep_info->tx_attr->inject_size;
+	if (ep->ep_inject_max > RPC_INJECT_MAX)
+		ep->ep_inject_max = RPC_INJECT_MAX;
 	if (ep->ep_rma_max == 0 || ep->ep_rma_max > RPC_RMA_CHUNK)
 		ep->ep_rma_max = RPC_RMA_CHUNK;
 	if ((rc = ep_cq_open(ep)) != 0)
@@ -762,6 +951,8 @@ static void ep_free(struct rpc_ep *ep)
 	free(ep->ep_secret);
 	pthread_mutex_destroy(&ep->ep_lock);
 	pthread_cond_destroy(&ep->ep_cv);
+	pthread_cond_destroy(&ep->ep_pcv);
+	pthread_mutex_destroy(&ep->ep_cq_lock);
 	free(ep);
 }
 
@@ -775,6 +966,9 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 	ep->ep_epfd = ep->ep_evfd = ep->ep_cq_fd = -1;
 	pthread_mutex_init(&ep->ep_lock, NULL);
 	pthread_cond_init(&ep->ep_cv, NULL);
+	pthread_cond_init(&ep->ep_pcv, NULL);
+	pthread_mutex_init(&ep->ep_cq_lock, NULL);
+	ep->ep_defer_tail = &ep->ep_defer;
 	ep->ep_backlog_tail = &ep->ep_backlog;
 	ep->ep_tracked.cx_next = ep->ep_tracked.cx_prev = &ep->ep_tracked;
 	ep->ep_conf = *c;
@@ -834,7 +1028,7 @@ out_free:
 		snprintf(m, sizeof m, "%s", err_msg());
 		pthread_mutex_lock(&ep->ep_lock);
 		ep->ep_closing = true;
-		ep->ep_stop = true;
+		__atomic_store_n(&ep->ep_stop, true, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&ep->ep_lock);
 		pthread_cond_broadcast(&ep->ep_cv);
 		rpc_srv_drain(ep);
@@ -864,12 +1058,13 @@ void rpc_ep_close(struct rpc_ep *ep)
 		usleep(1000);
 		pthread_mutex_lock(&ep->ep_lock);
 	}
-	ep->ep_stop = true;
+	__atomic_store_n(&ep->ep_stop, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&ep->ep_lock);
 	rpc_wake(ep);
 	if (ep->ep_progress_started)
 		pthread_join(ep->ep_progress, NULL);
-	ep_poll(ep);
+	ep_poll(ep, false);
+	ep_defer_run(ep);
 	ep_free(ep);
 }
 

@@ -69,6 +69,10 @@
 #define RPC_DEF_BODY_MAX (64u << 10)
 #define RPC_MAX_HANDLERS 64u
 #define RPC_MAX_MSG_LIMIT (16u << 20)
+/* Messages up to the provider's inject size, and at most this, are sent
+ * with fi_inject from a stack buffer (rxm: 64 bytes; a NOOP request is
+ * about 25). */
+#define RPC_INJECT_MAX 256u
 /* Envelope fields other than body and inline data take at most this. */
 #define RPC_ENV_OVERHEAD 1024u
 
@@ -150,6 +154,7 @@ struct rpc_ep {
 	uint64_t ep_mr_mode;
 	size_t ep_max_body;         /* body bytes allowed in a message */
 	size_t ep_rma_max;          /* provider's largest RMA op */
+	size_t ep_inject_max;       /* fi_inject up to this (ep.c) */
 	struct fi_info *ep_info;
 	struct fid_fabric *ep_fabric;
 	struct fid_domain *ep_domain;
@@ -174,6 +179,16 @@ struct rpc_ep {
 	bool ep_stop;               /* progress thread exits */
 	bool ep_closing;            /* rpc_ep_close started */
 	struct rpc_sbuf *ep_backlog, **ep_backlog_tail;
+	bool ep_has_backlog;        /* ep_backlog != NULL, read unlocked */
+	/* Polling mode: synchronous callers poll the CQ themselves while
+	 * they wait (ep_cq_lock: one reader at a time); the progress thread
+	 * stands aside while ep_reapers > 0 and runs what they hand over
+	 * (ep_defer, signalled on ep_pcv). */
+	pthread_mutex_t ep_cq_lock;
+	uint32_t ep_reapers;
+	uint64_t ep_reaped;         /* replies a waiting caller took itself */
+	struct rpc_defer *ep_defer, **ep_defer_tail;
+	pthread_cond_t ep_pcv;
 	struct rpc_ctx ep_tracked;  /* sends and RMA not yet completed */
 	uint64_t ep_next_key;
 	struct rpc_stats ep_stats;
@@ -182,7 +197,8 @@ struct rpc_ep {
 	uint64_t ep_next_xid;
 	struct rpc_call **ep_calls; /* hash by xid */
 	uint32_t ep_nr_calls;
-	uint64_t ep_wake_at_ms;     /* progress thread sleeps until */
+	uint64_t ep_wake_at_ms;     /* no call expires before (progress
+				     * thread reads it unlocked) */
 	struct rpc_peer *ep_peers;
 
 	/* server */
@@ -204,6 +220,12 @@ struct rpc_handler_slot {
 	void *hs_arg;
 };
 
+/* Polling mode: a synchronous caller polls the CQ while it waits.
+ * rpc_reap_begin() false: not here (not polling, or on the progress
+ * thread); else rpc_reap() as often as wanted, then rpc_reap_end(). */
+bool rpc_reap_begin(struct rpc_ep *ep);
+void rpc_reap(struct rpc_ep *ep);
+void rpc_reap_end(struct rpc_ep *ep);
 /* Monotonic milliseconds. */
 uint64_t rpc_now_ms(void);
 bool rpc_in_progress_thread(struct rpc_ep *ep);
@@ -268,7 +290,10 @@ void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc);
 
 /* ---- cli.c ----------------------------------------------------------- */
 
-void rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env);
+/* A reply (or handshake answer) arrived.  sync_only (a reaping caller):
+ * handle it only when it answers a synchronous call and return whether it
+ * did; else it is always consumed (true). */
+bool rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env, bool sync_only);
 /* Whether call xid still waits (ep_lock held). */
 bool rpc_cli_pending(struct rpc_ep *ep, uint64_t xid);
 void rpc_cli_send_failed(struct rpc_ep *ep, uint64_t xid, int rc);

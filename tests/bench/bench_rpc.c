@@ -15,7 +15,7 @@
  *                           sent inline and by RMA: where RMA starts to win
  *                           sets the default rc_inline_max (README.md)
  *
- *   strata_bench_rpc [--json] [--seconds S] [--provider P]
+ *   strata_bench_rpc [--json] [--seconds S] [--provider P] [--only rtt|bw|thr]
  * (other options, meant for strata_bench, are ignored).
  */
 #include <pthread.h>
@@ -58,6 +58,7 @@ static double br_secs = 2.0;
 static bool br_json;
 static const char *br_prov = "tcp;ofi_rxm";
 static uint16_t br_port;
+static const char *br_only;     /* NULL: every figure */
 
 static double br_now(void)
 {
@@ -608,6 +609,8 @@ int main(int argc, char **argv)
 			br_secs = atof(argv[++i]);
 		else if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc)
 			br_prov = argv[++i];
+		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+			br_only = argv[++i];
 		/* Other options are strata_bench's (run-bench.sh passes
 		 * BENCH_ARGS to both): ignored. */
 	}
@@ -617,9 +620,12 @@ int main(int argc, char **argv)
 	fprintf(br_json ? stderr : stdout, "# strata_bench_rpc: provider %s, "
 		"%.1f s per figure, client and server in one process on "
 		"127.0.0.1\n", br_prov, br_secs);
-	br_rtt();
-	br_bw();
-	br_threshold();
+	if (br_only == NULL || strcmp(br_only, "rtt") == 0)
+		br_rtt();
+	if (br_only == NULL || strcmp(br_only, "bw") == 0)
+		br_bw();
+	if (br_only == NULL || strcmp(br_only, "thr") == 0)
+		br_threshold();
 	br_print();
 	return 0;
 }

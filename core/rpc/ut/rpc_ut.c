@@ -1172,6 +1172,92 @@ static void t_polling(void)
 	rpc_ep_close(srv);
 }
 
+/* Polling mode: a synchronous caller takes its own reply from the CQ (no
+ * hand-off from the progress thread); done() of asynchronous calls still
+ * never runs on a caller's thread; deadlines still end calls. */
+static pthread_t ut_reap_main;
+static atomic_int ut_reap_on_main, ut_reap_done, ut_reap_ok;
+
+static void ut_reap_cb(void *arg, struct rpc_result *res)
+{
+	(void)arg;
+	if (pthread_equal(pthread_self(), ut_reap_main))
+		atomic_fetch_add(&ut_reap_on_main, 1);
+	if (res->rr_status == 0)
+		atomic_fetch_add(&ut_reap_ok, 1);
+	free(res->rr_body);
+	atomic_fetch_add(&ut_reap_done, 1);
+}
+
+static void *ut_reap_async(void *arg)
+{
+	struct rpc_peer *p = arg;
+
+	for (int i = 0; i < 200; i++) {
+		while (rpc_call_async(p, OP_ECHO, "q", 1, NULL, 5000,
+				      ut_reap_cb, NULL) != 0)
+			usleep(100);
+		if (i % 20 == 0)
+			usleep(1000);
+	}
+	return NULL;
+}
+
+static void t_reap(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+	struct rpc_result res;
+	pthread_t th;
+	uint64_t t0, dt, reaped;
+
+	c.rc_polling = true;
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	pthread_mutex_lock(&cli->ep_lock);
+	reaped = cli->ep_reaped;
+	pthread_mutex_unlock(&cli->ep_lock);
+	for (int i = 0; i < 300; i++)
+		CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000,
+					 NULL), 0);
+	pthread_mutex_lock(&cli->ep_lock);
+	reaped = cli->ep_reaped - reaped;
+	pthread_mutex_unlock(&cli->ep_lock);
+	CU_ASSERT(reaped >= 240);
+	if (reaped < 240)
+		fprintf(stderr, "reap: %llu of 300 replies taken by their "
+			"caller\n", (unsigned long long)reaped);
+	/* Asynchronous calls from another thread while this one calls. */
+	ut_reap_main = pthread_self();
+	atomic_store(&ut_reap_on_main, 0);
+	atomic_store(&ut_reap_done, 0);
+	atomic_store(&ut_reap_ok, 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, ut_reap_async, p), 0);
+	for (int i = 0; i < 300; i++) {
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "m", 1, NULL, 5000, &res),
+				0);
+		CU_ASSERT(res.rr_len == 1 && res.rr_body != NULL &&
+			  memcmp(res.rr_body, "m", 1) == 0);
+		free(res.rr_body);
+	}
+	pthread_join(th, NULL);
+	ut_wait_count(&ut_reap_done, 200, 6000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_reap_ok), 200);
+	CU_ASSERT_EQUAL(atomic_load(&ut_reap_on_main), 0);
+	/* A deadline ends a call while its caller reaps. */
+	t0 = ut_ms();
+	CU_ASSERT_EQUAL(rpc_call(p, OP_HOLD, NULL, 0, NULL, 200, &res),
+			-ETIMEDOUT);
+	dt = ut_ms() - t0;
+	CU_ASSERT(dt >= 190 && dt < 1000);
+	ut_release_held(0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
 int rpc_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("rpc", NULL, NULL);
@@ -1193,7 +1279,8 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "kill", t_kill) == NULL ||
 	    CU_add_test(s, "shm", t_shm) == NULL ||
 	    CU_add_test(s, "polling", t_polling) == NULL ||
-	    CU_add_test(s, "isolate", t_isolate) == NULL)
+	    CU_add_test(s, "isolate", t_isolate) == NULL ||
+	    CU_add_test(s, "reap", t_reap) == NULL)
 		return -1;
 	return 0;
 }
