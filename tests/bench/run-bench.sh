@@ -19,8 +19,20 @@ mkdir -p "$dir"
 "$bin" --dir "$dir" "$@"
 rc=$?
 [ -x "$B/strata_bench_rpc" ] && { "$B/strata_bench_rpc" "$@" || rc=1; }  # RPC vs raw libfabric
-[ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" "$@" || rc=1; }  # 3-server cluster (issue 4)
+# --figs GROUP,...: strata_bench_rpc picks its own groups (rpc, rpc-rtt,
+# rpc-bw, rpc-thr); strata_bench_cluster has none and runs, without --figs,
+# only when none is given or "cluster" is named.
+figs=; prev=; nofigs=()
+for a in "$@"; do
+	if [ "$prev" = --figs ]; then figs=$a
+	elif [ "$a" != --figs ]; then nofigs+=("$a"); fi
+	prev=$a
+done
+case ",$figs," in
+,,|*,cluster,*) [ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;  # 3-server cluster (issue 4)
+esac
 [ -x "$B/strata_bench_dtx" ] && { "$B/strata_bench_dtx" --dir "$dir" "$@" || rc=1; }  # dtx vs plain updates (issue 5)
+[ -x "$B/strata-s3" ] && { python3 tests/bench/bench_s3.py "$B" "$dir" "$@" || rc=1; }  # S3 gateway beside direct Clovis (issue 6)
 rm -rf "$dir/raw-lmdb"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
 	"$dir"/store-ec.yaml

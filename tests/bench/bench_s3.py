@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""bench_s3.py BUILD DIR [--json] [--list-keys N] — S3 gateway benchmark.
+
+Starts BUILD/strata-s3 on a fresh embedded store in DIR/s3-bench (objects
+with the store's default layout: plain on flash, the layout `strata bench`
+uses), and measures over HTTP on 127.0.0.1:
+  PUT and GET of 4 KiB, 1 MiB and 64 MiB objects with 1 and 16 clients
+  (threads, one keep-alive connection each, presigned URLs made beforehand
+  so that the client's signing cost is not counted), and LIST throughput
+  (ListObjectsV2 pages of 1,000) over a bucket of N keys (default 20,000 to
+  keep `make bench` short; --list-keys 100000 for the issue's figure).
+Then, on a second fresh store in the same directory, the raw baseline:
+`strata bench --block-size S` — single-object Clovis writes and reads of
+the same size with 16 ops in flight — and prints each gateway figure beside
+it with the ratio.  The clients are Python threads on the same 2 cores as
+the gateway: client CPU is part of what is measured.
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+B, DIR = sys.argv[1], sys.argv[2]
+JSON = "--json" in sys.argv
+NKEYS = 20000
+if "--list-keys" in sys.argv:
+    NKEYS = int(sys.argv[sys.argv.index("--list-keys") + 1])
+try:
+    import boto3
+    from botocore.config import Config
+except ImportError:
+    print("bench_s3: SKIP (boto3 cannot be imported)")
+    sys.exit(0)
+
+KiB, MiB = 1 << 10, 1 << 20
+GW, S = os.path.join(B, "strata-s3"), os.path.join(B, "strata")
+D = os.path.join(DIR, "s3-bench")
+RAWD = os.path.join(DIR, "s3-bench-raw")
+results = []
+
+
+def destroy(d):
+    if os.path.exists(d):
+        subprocess.run([S, "--data", d, "-q", "destroy", "--yes"], capture_output=True)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def start():
+    creds = os.path.join(DIR, "s3-bench.creds")
+    with open(creds, "w") as f:
+        f.write("bench AKBENCH0000000000001 benchsecret0000000000000000000000000000\n")
+    pf = os.path.join(DIR, "s3-bench.port")
+    if os.path.exists(pf):
+        os.unlink(pf)
+    p = subprocess.Popen([GW, "--data", D, "--dev-size", "256M", "--port", "0", "--port-file", pf,
+                          "--creds", creds, "--layout", "default"], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    p.stdout.readline()
+    return p, int(open(pf).read())
+
+
+def run(port, method, urls, body, nthreads):
+    """Each thread sends its share of urls over one connection; MiB/s."""
+    errs = []
+
+    def work(mine):
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        for u in mine:
+            c.request(method, u, body=body if method == "PUT" else None)
+            r = c.getresponse()
+            n = len(r.read())
+            if r.status != 200 or (method == "GET" and n != size):
+                errs.append(r.status)
+        c.close()
+    size = len(body)
+    ts = [threading.Thread(target=work, args=(urls[i::nthreads],)) for i in range(nthreads)]
+    t0 = time.time()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    dt = time.time() - t0
+    if errs:
+        raise SystemExit("bench_s3: %d requests failed (%s)" % (len(errs), errs[:3]))
+    return len(urls) / dt, len(urls) * size / dt / MiB
+
+
+def raw_bench(size, ops):
+    destroy(RAWD)
+    out = subprocess.run([S, "--data", RAWD, "--dev-size", "256M", "--json", "bench", "--block-size",
+                          str(size), "--ops", str(ops)], capture_output=True, text=True).stdout
+    destroy(RAWD)
+    r = {x["test"].split()[1]: x for x in json.loads(out) if x["test"].startswith("obj")}
+    return r["write"]["mib_per_s"], r["read"]["mib_per_s"]
+
+
+def main():
+    destroy(D)
+    os.makedirs(DIR, exist_ok=True)
+    p, port = start()
+    s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id="AKBENCH0000000000001",
+                      aws_secret_access_key="benchsecret0000000000000000000000000000", region_name="us-east-1",
+                      config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
+    s3.create_bucket(Bucket="bench")
+    plan = [(4 * KiB, 2000, 4000), (MiB, 64, 256), (64 * MiB, 3, 16)]
+    gw = {}
+    try:
+        for size, n1, n16 in plan:
+            body = os.urandom(size)
+            for nt, n in ((1, n1), (16, n16)):
+                keys = ["o%d-%d-%d" % (size, nt, i) for i in range(n)]
+                pu = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+                      .split(str(port), 1)[1] for k in keys]
+                gu = [s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+                      .split(str(port), 1)[1] for k in keys]
+                gw[(size, nt, "PUT")] = run(port, "PUT", pu, body, nt)
+                gw[(size, nt, "GET")] = run(port, "GET", gu, body, nt)
+                s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[:1000]]})
+                for i in range(1000, len(keys), 1000):
+                    s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
+        # LIST: load NKEYS empty objects with 16 clients, then page through
+        s3.create_bucket(Bucket="list")
+        keys = ["dir%03d/key%07d" % (i % 100, i) for i in range(NKEYS)]
+        pu = [s3.generate_presigned_url("put_object", Params={"Bucket": "list", "Key": k}, ExpiresIn=3600)
+              .split(str(port), 1)[1] for k in keys]
+        t0 = time.time()
+        run(port, "PUT", pu, b"", 16)
+        load_s = time.time() - t0
+        t0 = time.time()
+        n, tok = 0, None
+        while True:
+            kw = {"ContinuationToken": tok} if tok else {}
+            r = s3.list_objects_v2(Bucket="list", MaxKeys=1000, **kw)
+            n += r["KeyCount"]
+            if not r["IsTruncated"]:
+                break
+            tok = r["NextContinuationToken"]
+        list_s = time.time() - t0
+        assert n == NKEYS, n
+    finally:
+        p.send_signal(signal.SIGTERM)
+        p.wait(120)
+        destroy(D)
+    raw = {size: raw_bench(size, ops) for size, ops in ((4 * KiB, 4000), (MiB, 256), (64 * MiB, 16))}
+    for (size, nt, op), (ops_s, mib_s) in sorted(gw.items()):
+        base = raw[size][0 if op == "PUT" else 1]
+        results.append({"test": "s3 %s %s x%d" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt),
+                        "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
+                        "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0})
+    results.append({"test": "s3 LIST %d keys (pages of 1000)" % NKEYS, "keys_per_s": round(NKEYS / list_s),
+                    "seconds": round(list_s, 3), "load_puts_per_s": round(NKEYS / load_s)})
+    if JSON:
+        print(json.dumps(results, indent=1))
+    else:
+        print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight):")
+        for r in results:
+            if "ratio" in r:
+                print("  %-22s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f" % (
+                    r["test"], r["ops_per_s"], r["mib_per_s"], r["raw_clovis_mib_per_s"], r["ratio"]))
+            else:
+                print("  %-22s %9d keys/s (%.2f s; loaded at %d PUT/s)" % (r["test"], r["keys_per_s"], r["seconds"],
+                                                                        r["load_puts_per_s"]))
+
+
+main()
