@@ -12,10 +12,12 @@
  * with an AUTH that cannot pass, so the server counts the refusal as well.
  * This file holds the server's half; the client's is in cli.c.
  */
+#include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/rand.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,151 @@ int rpc_auth_mac(struct rpc_ep *ep, char dir, const uint8_t *cnonce,
 		 msg, sizeof msg, mac, &n) == NULL || n != RPC_MAC_LEN)
 		return err_set(-EIO, "rpc: HMAC-SHA256 failed");
 	return 0;
+}
+
+/* ------------------------------------------------ per-message MACs */
+
+/* One keyed HMAC context per thread, re-keyed only when the key changes
+ * (one peer: never).  HMAC() from scratch costs ~1.8 us for a small
+ * message here, a reused context ~0.26 us. */
+struct auth_tls {
+	EVP_MAC_CTX *at_ctx;
+	uint8_t at_key[RPC_KEY_LEN];
+	bool at_keyed;
+};
+
+static pthread_key_t auth_tls_key;
+static pthread_once_t auth_tls_once = PTHREAD_ONCE_INIT;
+static EVP_MAC *auth_hmac;
+
+static void auth_tls_free(void *p)
+{
+	struct auth_tls *t = p;
+
+	EVP_MAC_CTX_free(t->at_ctx);
+	OPENSSL_cleanse(t->at_key, sizeof t->at_key);
+	free(t);
+}
+
+static void auth_tls_init(void)
+{
+	auth_hmac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+	pthread_key_create(&auth_tls_key, auth_tls_free);
+}
+
+int rpc_msg_tag(const uint8_t *key, const void *buf, size_t len,
+		uint8_t *tag)
+{
+	OSSL_PARAM prm[2];
+	uint8_t mac[EVP_MAX_MD_SIZE];
+	struct auth_tls *t;
+	size_t n = 0;
+	int ok;
+
+	pthread_once(&auth_tls_once, auth_tls_init);
+	t = pthread_getspecific(auth_tls_key);
+	if (t == NULL) {
+		t = calloc(1, sizeof *t);
+		if (t == NULL || auth_hmac == NULL ||
+		    (t->at_ctx = EVP_MAC_CTX_new(auth_hmac)) == NULL) {
+			free(t);
+			return err_set(-EIO, "rpc: no HMAC context");
+		}
+		pthread_setspecific(auth_tls_key, t);
+	}
+	if (t->at_keyed && memcmp(t->at_key, key, RPC_KEY_LEN) == 0) {
+		ok = EVP_MAC_init(t->at_ctx, NULL, 0, NULL);
+	} else {
+		prm[0] = OSSL_PARAM_construct_utf8_string(
+			OSSL_MAC_PARAM_DIGEST, (char *)"SHA256", 0);
+		prm[1] = OSSL_PARAM_construct_end();
+		ok = EVP_MAC_init(t->at_ctx, key, RPC_KEY_LEN, prm);
+		memcpy(t->at_key, key, RPC_KEY_LEN);
+		t->at_keyed = ok == 1;
+	}
+	if (ok != 1 || EVP_MAC_update(t->at_ctx, buf, len) != 1 ||
+	    EVP_MAC_final(t->at_ctx, mac, &n, sizeof mac) != 1 || n < 32)
+		return err_set(-EIO, "rpc: HMAC-SHA256 of a message failed");
+	memcpy(tag, mac, RPC_TAG_LEN);
+	return 0;
+}
+
+/* Whether xid is new in s's window, and note it (ep_lock held). */
+static bool auth_replay_ok(struct rpc_sess *s, uint64_t xid)
+{
+	uint64_t *w = &s->se_seen[(xid / 64) % (RPC_REPLAY_WIN / 64)];
+	uint64_t bit = 1ull << (xid % 64);
+
+	if (xid + RPC_REPLAY_WIN <= s->se_xid_hi)
+		return false; /* older than the window */
+	while (s->se_xid_hi < xid) { /* slide: clear what leaves */
+		s->se_xid_hi++;
+		if (s->se_xid_hi % 64 == 0 &&
+		    xid - s->se_xid_hi >= RPC_REPLAY_WIN) {
+			memset(s->se_seen, 0, sizeof s->se_seen);
+			s->se_xid_hi = xid;
+			break;
+		}
+		s->se_seen[(s->se_xid_hi / 64) % (RPC_REPLAY_WIN / 64)] &=
+			~(1ull << (s->se_xid_hi % 64));
+	}
+	if (*w & bit)
+		return false;
+	*w |= bit;
+	return true;
+}
+
+int rpc_msg_check(struct rpc_ep *ep, const void *buf, size_t len,
+		  const RpcEnvelope *env)
+{
+	const uint8_t *b = buf;
+	uint8_t key[RPC_KEY_LEN], tag[RPC_TAG_LEN];
+	struct rpc_sess *s = NULL;
+	bool found;
+	int rc;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	if (env->kind == RPC_K_REQUEST) {
+		s = env->has_session ? rpc_sess_find(ep, env->session) : NULL;
+		found = s != NULL && s->se_authed;
+		if (found)
+			memcpy(key, s->se_key, sizeof key);
+	} else {
+		found = rpc_cli_call_key(ep, env->xid, key);
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (!found)
+		return 1;
+	rc = -EACCES;
+	if (!env->has_mac || env->mac.len != RPC_TAG_LEN ||
+	    len < RPC_TAG_FIELD || b[len - RPC_TAG_FIELD] != 0x5a ||
+	    b[len - RPC_TAG_FIELD + 1] != RPC_TAG_LEN)
+		err_set(rc, "rpc %s: %s xid %llu without a MAC", ep->ep_self,
+			env->kind == RPC_K_REQUEST ? "request" : "reply",
+			(unsigned long long)env->xid);
+	else if ((rc = rpc_msg_tag(key, b, len - RPC_TAG_FIELD, tag)) != 0)
+		;
+	else if ((rc = CRYPTO_memcmp(tag, b + len - RPC_TAG_LEN,
+				     RPC_TAG_LEN) != 0 ? -EACCES : 0) != 0)
+		err_set(rc, "rpc %s: %s xid %llu with a wrong MAC",
+			ep->ep_self, env->kind == RPC_K_REQUEST ? "request" :
+			"reply", (unsigned long long)env->xid);
+	OPENSSL_cleanse(key, sizeof key);
+	pthread_mutex_lock(&ep->ep_lock);
+	if (rc == 0 && env->kind == RPC_K_REQUEST) {
+		s = rpc_sess_find(ep, env->session);
+		if (s != NULL && !auth_replay_ok(s, env->xid))
+			rc = err_set(-EACCES, "rpc %s: request xid %llu "
+				     "replayed (session of %s)", ep->ep_self,
+				     (unsigned long long)env->xid, s->se_str);
+	}
+	if (rc != 0) {
+		ep->ep_stats.rs_bad_msgs++;
+		if (env->kind == RPC_K_REQUEST)
+			ep->ep_stats.rs_unauth++;
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+	return rc;
 }
 
 static void auth_bad(struct rpc_ep *ep, RpcEnvelope *env, const char *why)
@@ -89,6 +236,9 @@ static int auth_sess_new(struct rpc_ep *ep, const RpcHello *h,
 	if (rc == 0)
 		rc = rpc_random(s->se_snonce, RPC_NONCE_LEN);
 	if (rc == 0)
+		rc = rpc_auth_mac(ep, 'K', s->se_cnonce, s->se_snonce,
+				  s->se_key);
+	if (rc == 0)
 		rc = rpc_av_insert(ep, s->se_name, &s->se_addr);
 	if (rc != 0) {
 		free(s);
@@ -121,7 +271,7 @@ static void auth_send_challenge(struct rpc_ep *ep, struct rpc_sess *s,
 	env.has_body = true;
 	env.body.data = body;
 	env.body.len = rpc_challenge__pack(&ch, body);
-	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0) != 0)
+	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0, NULL) != 0)
 		LOG_INFO("rpc %s: CHALLENGE to %s: %s", ep->ep_self, s->se_str,
 			 err_msg());
 }
@@ -176,7 +326,7 @@ static void auth_send_reply(struct rpc_ep *ep, fi_addr_t to, uint64_t token,
 		env.message = "rpc server refused the client's proof of the "
 			      "cluster secret";
 	(void)to;
-	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0) != 0)
+	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0, NULL) != 0)
 		LOG_INFO("rpc %s: AUTH_REPLY: %s", ep->ep_self, err_msg());
 }
 

@@ -25,6 +25,8 @@ struct rpc_peer {
 	struct rpc_ep *pe_ep;
 	fi_addr_t pe_addr;
 	uint64_t pe_session;
+	uint8_t pe_key[RPC_KEY_LEN]; /* session key (pe_keyed) */
+	bool pe_keyed;
 	uint32_t pe_inflight;
 	bool pe_closed;
 	char pe_str[96];
@@ -76,6 +78,18 @@ static struct rpc_call *cli_take(struct rpc_ep *ep, uint64_t xid)
 			return c;
 		}
 	return NULL;
+}
+
+bool rpc_cli_call_key(struct rpc_ep *ep, uint64_t xid, uint8_t *key)
+{
+	for (struct rpc_call *c = *cli_bucket(ep, xid); c; c = c->ca_next)
+		if (c->ca_xid == xid) {
+			if (!c->ca_peer->pe_keyed || c->ca_raw)
+				return false;
+			memcpy(key, c->ca_peer->pe_key, RPC_KEY_LEN);
+			return true;
+		}
+	return false;
 }
 
 bool rpc_cli_pending(struct rpc_ep *ep, uint64_t xid)
@@ -399,10 +413,10 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	RpcEnvelope env = RPC_ENVELOPE__INIT;
 	RpcBulkDesc bd = RPC_BULK_DESC__INIT;
 	RpcSeg segs[RPC_MAX_IOV], *segp[RPC_MAX_IOV];
-	uint8_t *ibuf = NULL;
+	uint8_t *ibuf = NULL, key[RPC_KEY_LEN];
 	fi_addr_t dest;
 	uint64_t xid;
-	bool wake;
+	bool wake, c_keyed;
 	int rc;
 
 	env.kind = kind;
@@ -430,6 +444,9 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	/* Once in the table, c may be finished (and freed) by another
 	 * thread at any moment: use only copies from here on. */
 	dest = c->ca_peer->pe_addr;
+	c_keyed = c->ca_peer->pe_keyed;
+	if (c_keyed)
+		memcpy(key, c->ca_peer->pe_key, sizeof key);
 	pthread_mutex_lock(&ep->ep_lock);
 	xid = c->ca_xid = ++ep->ep_next_xid;
 	env.xid = xid;
@@ -442,7 +459,9 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	pthread_mutex_unlock(&ep->ep_lock);
 	if (wake)
 		rpc_wake(ep);
-	rc = rpc_send_env(ep, dest, &env, xid);
+	rc = rpc_send_env(ep, dest, &env, xid,
+			  kind == RPC_K_REQUEST && c_keyed ? key : NULL);
+	OPENSSL_cleanse(key, sizeof key);
 	free(ibuf);
 	if (rc != 0) {
 		pthread_mutex_lock(&ep->ep_lock);
@@ -700,7 +719,7 @@ static int cli_auth(struct rpc_peer *p, const uint8_t *mac, int timeout_ms)
 static int cli_handshake(struct rpc_peer *p, int timeout_ms)
 {
 	struct rpc_ep *ep = p->pe_ep;
-	uint8_t cnonce[RPC_NONCE_LEN], mac[RPC_MAC_LEN];
+	uint8_t cnonce[RPC_NONCE_LEN], snonce[RPC_NONCE_LEN], mac[RPC_MAC_LEN];
 	RpcChallenge *ch = NULL;
 	bool ok;
 	int rc;
@@ -711,6 +730,7 @@ static int cli_handshake(struct rpc_peer *p, int timeout_ms)
 	ok = rpc_auth_mac(ep, 'S', cnonce, ch->nonce.data, mac) == 0 &&
 	     CRYPTO_memcmp(mac, ch->mac.data, RPC_MAC_LEN) == 0;
 	p->pe_session = ch->session;
+	memcpy(snonce, ch->nonce.data, RPC_NONCE_LEN);
 	if (ok)
 		rc = rpc_auth_mac(ep, 'C', cnonce, ch->nonce.data, mac);
 	else
@@ -719,6 +739,13 @@ static int cli_handshake(struct rpc_peer *p, int timeout_ms)
 	if (rc != 0)
 		return rc;
 	rc = cli_auth(p, mac, timeout_ms);
+	if (ok && rc == 0) {
+		rc = rpc_auth_mac(ep, 'K', cnonce, snonce, p->pe_key);
+		pthread_mutex_lock(&ep->ep_lock);
+		p->pe_keyed = rc == 0;
+		pthread_mutex_unlock(&ep->ep_lock);
+	}
+	OPENSSL_cleanse(snonce, sizeof snonce);
 	if (!ok) {
 		pthread_mutex_lock(&ep->ep_lock);
 		ep->ep_stats.rs_auth_failed++;
@@ -798,6 +825,7 @@ void rpc_peer_close(struct rpc_peer *p)
 	rpc_backlog_purge(ep, p->pe_addr);
 	rpc_av_remove(ep, p->pe_addr);
 	pthread_mutex_unlock(&ep->ep_lock);
+	OPENSSL_cleanse(p->pe_key, sizeof p->pe_key);
 	free(p);
 }
 

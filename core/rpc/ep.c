@@ -305,6 +305,23 @@ static void ep_backlog_flush(struct rpc_ep *ep)
 	pthread_mutex_unlock(&ep->ep_lock);
 }
 
+/* Pack env into buf (room for n bytes: the packed size, plus
+ * RPC_TAG_FIELD with a key) and append its MAC as field 11 when key is
+ * set.  Returns the bytes written, or 0 when the MAC failed. */
+static size_t ep_pack(const RpcEnvelope *env, const uint8_t *key,
+		      uint8_t *buf)
+{
+	size_t n = rpc_envelope__pack(env, buf);
+
+	if (key == NULL)
+		return n;
+	buf[n] = 0x5a;           /* field 11, length-delimited */
+	buf[n + 1] = RPC_TAG_LEN;
+	if (rpc_msg_tag(key, buf, n, buf + n + 2) != 0)
+		return 0;
+	return n + RPC_TAG_FIELD;
+}
+
 /* A message of at most ep_inject_max bytes goes by fi_inject: packed on
  * the stack, no buffer to allocate and no send completion to reap.  1: sent
  * (or dropped: its session or call is gone); 0: take the ordinary path
@@ -312,14 +329,16 @@ static void ep_backlog_flush(struct rpc_ep *ep)
  * with).  A failed inject is not reported: the call ends at its deadline
  * or by a transport error on a later message. */
 static int ep_inject(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
-		     size_t n, uint64_t xid)
+		     const uint8_t *key)
 {
 	uint8_t buf[RPC_INJECT_MAX];
 	struct rpc_sess *s;
-	uint64_t key;
+	uint64_t k;
+	size_t n;
 	ssize_t rc;
 
-	n = rpc_envelope__pack(env, buf);
+	if ((n = ep_pack(env, key, buf)) == 0)
+		return 0;
 	pthread_mutex_lock(&ep->ep_lock);
 	if (dest == FI_ADDR_NOTAVAIL) {
 		s = rpc_sess_find(ep, env->session);
@@ -328,33 +347,52 @@ static int ep_inject(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 			return 1;
 		}
 		dest = s->se_addr;
-		key = env->session;
+		k = env->session;
 	} else {
-		key = (uint64_t)dest ^ (1ull << 63);
+		k = (uint64_t)dest ^ (1ull << 63);
 	}
-	if (ep->ep_backlog != NULL && ep_backlogged(ep, key)) {
+	if (ep->ep_backlog != NULL && ep_backlogged(ep, k)) {
 		pthread_mutex_unlock(&ep->ep_lock);
 		return 0;
 	}
-	(void)xid;
 	rc = fi_inject(ep->ep_ep, buf, n, dest);
 	pthread_mutex_unlock(&ep->ep_lock);
 	return rc == 0 ? 1 : 0;
 }
 
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
-		 uint64_t xid)
+		 uint64_t xid, const uint8_t *key)
 {
 	size_t n = rpc_envelope__get_packed_size(env);
+	uint8_t skey[RPC_KEY_LEN];
 	struct rpc_sbuf *sb;
+	struct rpc_sess *s;
 	int rc;
 
+	if (key == NULL && env->kind == RPC_K_REPLY &&
+	    dest == FI_ADDR_NOTAVAIL) {
+		/* A server's reply: MACed with its session's key. */
+		pthread_mutex_lock(&ep->ep_lock);
+		s = rpc_sess_find(ep, env->session);
+		if (s != NULL && s->se_authed) {
+			memcpy(skey, s->se_key, sizeof skey);
+			key = skey;
+		}
+		pthread_mutex_unlock(&ep->ep_lock);
+		if (key == NULL)
+			return 0; /* the session went away meanwhile */
+	}
+	if (key != NULL)
+		n += RPC_TAG_FIELD;
 	if (n > ep->ep_conf.rc_max_msg)
 		return err_set(-EMSGSIZE, "rpc %s: message of %zu bytes for "
 			       "opcode %u exceeds rc_max_msg %u", ep->ep_self,
 			       n, env->opcode, ep->ep_conf.rc_max_msg);
-	if (n <= ep->ep_inject_max && ep_inject(ep, dest, env, n, xid) == 1)
+	if (n <= ep->ep_inject_max && ep_inject(ep, dest, env, key) == 1) {
+		if (key == skey)
+			memset(skey, 0, sizeof skey);
 		return 0;
+	}
 	sb = calloc(1, sizeof *sb + n);
 	if (sb == NULL)
 		return err_set(-ENOMEM, "rpc %s: no memory for a message",
@@ -365,7 +403,14 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	sb->sb_session = dest == FI_ADDR_NOTAVAIL ? env->session : 0;
 	sb->sb_expire_ms = rpc_now_ms() + (env->has_timeout_ms ?
 					   env->timeout_ms : 5000u);
-	sb->sb_len = rpc_envelope__pack(env, sb->sb_data);
+	sb->sb_len = ep_pack(env, key, sb->sb_data);
+	if (key == skey)
+		memset(skey, 0, sizeof skey);
+	if (sb->sb_len == 0) {
+		free(sb);
+		return err_set(-EIO, "rpc %s: MAC of opcode %u failed",
+			       ep->ep_self, env->opcode);
+	}
 	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
 	    (rc = rpc_mr_reg(ep, sb->sb_data, n, FI_SEND, &sb->sb_mr)) != 0) {
 		free(sb);
@@ -500,6 +545,15 @@ static void ep_dispatch(struct rpc_ep *ep, struct rpc_rbuf *rb, size_t len,
 	int rc;
 
 	rc = rpc_wire_env_decode(rb->rb_buf, len, ep->ep_conf.rc_max_msg, &env);
+	if (rc == 0 && (env->kind == RPC_K_REQUEST ||
+			env->kind == RPC_K_REPLY) &&
+	    rpc_msg_check(ep, rb->rb_buf, len, env) < 0) {
+		ep_post_recv(ep, rb);
+		LOG_INFO("rpc %s: dropped a message: %s", ep->ep_self,
+			 err_msg());
+		rpc_envelope__free_unpacked(env, NULL);
+		return;
+	}
 	ep_post_recv(ep, rb);
 	if (rc != 0) {
 		pthread_mutex_lock(&ep->ep_lock);

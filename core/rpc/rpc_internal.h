@@ -28,11 +28,22 @@
 
 /* ---- limits (each with its reason) ---------------------------------- */
 
-/* Wire version in HELLO: bumped on any incompatible change of rpc.proto. */
-#define RPC_VERSION 1u
+/* Wire version in HELLO: bumped on any incompatible change of rpc.proto
+ * (2: requests and replies carry a MAC). */
+#define RPC_VERSION 2u
 /* Nonces and MACs: 32 bytes, the size of HMAC-SHA256. */
 #define RPC_NONCE_LEN 32u
 #define RPC_MAC_LEN 32u
+/* Per-message MAC: HMAC-SHA256 cut to 16 bytes (128 bits), appended as
+ * field 11 (tag byte 0x5a, length byte 16): 18 bytes on the wire. */
+#define RPC_TAG_LEN 16u
+#define RPC_TAG_FIELD (2u + RPC_TAG_LEN)
+/* Session key: HMAC-SHA256(secret, "K" cnonce snonce). */
+#define RPC_KEY_LEN 32u
+/* Requests a server accepts out of order per session: the xids of one
+ * client endpoint rise, and concurrent callers reorder only a little; a
+ * request older than the window, or seen in it, is a replay. */
+#define RPC_REPLAY_WIN 1024u
 /* Endpoint names: a sockaddr_in6 is 28 bytes, shm names are strings of at
  * most a few dozen bytes; 256 leaves room and bounds what HELLO can make
  * the server insert into its address vector. */
@@ -229,12 +240,14 @@ void rpc_reap_end(struct rpc_ep *ep);
 /* Monotonic milliseconds. */
 uint64_t rpc_now_ms(void);
 bool rpc_in_progress_thread(struct rpc_ep *ep);
+/* key: the session key a request is MACed with (client), or NULL; a
+ * server's REPLY is MACed with its session's key, looked up here. */
 /* Send env to dest; on success the message is on its way (or in the
  * backlog).  xid: the client call a failed send should complete, or 0.
  * dest FI_ADDR_NOTAVAIL: to the session env->session (server side), looked
  * up at every post so that nothing is ever sent to a removed address. */
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
-		 uint64_t xid);
+		 uint64_t xid, const uint8_t *key);
 /* Register buf for access; *desc for local use when FI_MR_LOCAL. */
 int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
 	       struct fid_mr **mr);
@@ -260,6 +273,16 @@ int rpc_map_cq_err(int prov_err);
 int rpc_auth_mac(struct rpc_ep *ep, char dir, const uint8_t *cnonce,
 		 const uint8_t *snonce, uint8_t *mac);
 int rpc_random(void *buf, size_t len);
+/* tag = HMAC-SHA256(key, buf[0..len)) cut to RPC_TAG_LEN; 0 or -EIO. */
+int rpc_msg_tag(const uint8_t *key, const void *buf, size_t len,
+		uint8_t *tag);
+/* A received request or reply (raw bytes buf/len, decoded env): check its
+ * MAC with its session's key, and at a server the replay window.  0, or
+ * -EACCES (counted; err_msg() says why) — or 1 when no session or call
+ * matches, which the server (unauthenticated) or client (late reply)
+ * counts later. */
+int rpc_msg_check(struct rpc_ep *ep, const void *buf, size_t len,
+		  const RpcEnvelope *env);
 /* Server: a HELLO or AUTH envelope arrived (progress thread). */
 void rpc_srv_hello(struct rpc_ep *ep, RpcEnvelope *env);
 void rpc_srv_auth(struct rpc_ep *ep, RpcEnvelope *env);
@@ -272,6 +295,9 @@ struct rpc_sess {
 	fi_addr_t se_addr;
 	bool se_authed;
 	uint64_t se_born_ms;
+	uint8_t se_key[RPC_KEY_LEN];
+	uint64_t se_xid_hi;         /* highest request xid seen */
+	uint64_t se_seen[RPC_REPLAY_WIN / 64]; /* bit (xid % WIN): seen */
 	uint8_t se_cnonce[RPC_NONCE_LEN];
 	uint8_t se_snonce[RPC_NONCE_LEN];
 	unsigned char se_name[RPC_NAME_MAX];
@@ -294,6 +320,9 @@ void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc);
  * handle it only when it answers a synchronous call and return whether it
  * did; else it is always consumed (true). */
 bool rpc_cli_reply(struct rpc_ep *ep, RpcEnvelope *env, bool sync_only);
+/* The session key of the peer of pending call xid into key (ep_lock
+ * held): false when no such call or the peer has no key yet. */
+bool rpc_cli_call_key(struct rpc_ep *ep, uint64_t xid, uint8_t *key);
 /* Whether call xid still waits (ep_lock held). */
 bool rpc_cli_pending(struct rpc_ep *ep, uint64_t xid);
 void rpc_cli_send_failed(struct rpc_ep *ep, uint64_t xid, int rc);

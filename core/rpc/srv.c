@@ -46,6 +46,7 @@ void rpc_sess_drop(struct rpc_ep *ep, struct rpc_sess *s)
 	*pp = s->se_next;
 	ep->ep_nr_sess--;
 	rpc_av_remove(ep, s->se_addr);
+	memset(s->se_key, 0, sizeof s->se_key);
 	free(s);
 }
 
@@ -64,7 +65,7 @@ static void srv_reply_now(struct rpc_ep *ep, fi_addr_t to,
 	env.status = rc;
 	env.message = (char *)msg;
 	(void)to;
-	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0) != 0)
+	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0, NULL) != 0)
 		LOG_INFO("rpc %s: reply to opcode %u: %s", ep->ep_self,
 			 req->opcode, err_msg());
 }
@@ -352,13 +353,16 @@ void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
 		env.bulk_data.data = req->sr_inbuf;
 		env.bulk_data.len = b->len;
 	}
-	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0) == -EMSGSIZE) {
+	/* Counted before it leaves: a caller that has its reply sees it. */
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_stats.rs_requests++;
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0, NULL) == -EMSGSIZE) {
 		snprintf(m, sizeof m, "%s", err_msg());
 		srv_reply_now(ep, FI_ADDR_NOTAVAIL, req->sr_env, -EMSGSIZE, m);
 	}
 	pthread_mutex_lock(&ep->ep_lock);
 	ep->ep_outstanding--;
-	ep->ep_stats.rs_requests++;
 	pthread_mutex_unlock(&ep->ep_lock);
 	pthread_cond_broadcast(&ep->ep_cv);
 	rpc_envelope__free_unpacked(req->sr_env, NULL);

@@ -112,6 +112,11 @@ int rpc_wire_env_decode(const void *buf, size_t len, size_t max,
 			     e->status);
 		goto out_free;
 	}
+	if (e->has_mac && e->mac.len != RPC_TAG_LEN) {
+		rc = err_set(-EPROTO, "rpc: MAC of %zu bytes (%u expected)",
+			     e->mac.len, RPC_TAG_LEN);
+		goto out_free;
+	}
 	if (e->bulk != NULL && (rc = wire_bulk_check(e->bulk)) != 0)
 		goto out_free;
 	*out = e;

@@ -1258,6 +1258,106 @@ static void t_reap(void)
 	rpc_ep_close(srv);
 }
 
+/* Messages are bound to their session: a request that names a valid
+ * session token (seen on the wire) but carries no MAC, or a wrong one, is
+ * dropped and counted, and its handler never runs; one with the right MAC
+ * runs once and its replay is refused. */
+static size_t ut_pack_req(uint64_t session, uint64_t xid, const uint8_t *key,
+			  uint8_t *out)
+{
+	RpcEnvelope e = RPC_ENVELOPE__INIT;
+	size_t n;
+
+	e.kind = RPC_K_REQUEST;
+	e.opcode = OP_HOLD;
+	e.xid = xid;
+	e.has_session = true;
+	e.session = session;
+	e.has_timeout_ms = true;
+	e.timeout_ms = 5000;
+	n = rpc_envelope__pack(&e, out);
+	if (key == NULL)
+		return n;
+	out[n] = 0x5a;
+	out[n + 1] = RPC_TAG_LEN;
+	if (rpc_msg_tag(key, out, n, out + n + 2) != 0)
+		return 0;
+	return n + RPC_TAG_FIELD;
+}
+
+static void ut_wait_unauth(struct rpc_ep *ep, uint64_t n)
+{
+	struct rpc_stats st;
+
+	for (int i = 0; i < 300; i++) {
+		rpc_ep_stats(ep, &st);
+		if (st.rs_unauth >= n)
+			return;
+		usleep(10000);
+	}
+}
+
+static void t_mac(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	uint8_t key[RPC_KEY_LEN], bad[RPC_KEY_LEN], buf[256];
+	uint64_t token, xid = 1ull << 40;
+	struct rpc_stats st;
+	struct ut_raw r;
+	size_t n;
+
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "a", 1, NULL, 2000, NULL), 0);
+	pthread_mutex_lock(&srv->ep_lock);
+	CU_ASSERT_FATAL(srv->ep_sess != NULL && srv->ep_sess->se_authed);
+	token = srv->ep_sess->se_token;
+	memcpy(key, srv->ep_sess->se_key, sizeof key);
+	pthread_mutex_unlock(&srv->ep_lock);
+	memset(bad, 0x33, sizeof bad);
+	atomic_store(&ut_nr_held, 0);
+	CU_ASSERT_EQUAL_FATAL(ut_raw_open(&r, port), 0);
+	/* The token alone: no MAC, then a MAC under another key. */
+	n = ut_pack_req(token, xid, NULL, buf);
+	CU_ASSERT_EQUAL(ut_raw_send(&r, buf, n), 0);
+	n = ut_pack_req(token, xid + 1, bad, buf);
+	CU_ASSERT_EQUAL(ut_raw_send(&r, buf, n), 0);
+	ut_wait_unauth(srv, 2);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_unauth, 2);
+	usleep(50000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_nr_held), 0);
+	/* The session key (only the two ends have it): accepted once. */
+	n = ut_pack_req(token, xid + 2, key, buf);
+	CU_ASSERT_FATAL(n > 0);
+	CU_ASSERT_EQUAL(ut_raw_send(&r, buf, n), 0);
+	for (int i = 0; i < 300 && atomic_load(&ut_nr_held) < 1; i++)
+		usleep(10000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_nr_held), 1);
+	CU_ASSERT_EQUAL(ut_raw_send(&r, buf, n), 0);        /* replayed */
+	n = ut_pack_req(token, 5, key, buf);                /* too old */
+	CU_ASSERT_EQUAL(ut_raw_send(&r, buf, n), 0);
+	ut_wait_unauth(srv, 4);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_unauth, 4);
+	usleep(50000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_nr_held), 1);
+	ut_release_held(0);
+	/* The real client is unaffected (its xids are far below 2^40 but
+	 * the window is per session and the client's own: a fresh
+	 * connection). */
+	rpc_peer_close(p);
+	p = ut_connect(cli, port);
+	for (int i = 0; i < 20; i++)
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "ok", 2, NULL, 2000, NULL),
+				0);
+	ut_raw_close(&r);
+	memset(key, 0, sizeof key);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
 int rpc_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("rpc", NULL, NULL);
@@ -1280,7 +1380,8 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "shm", t_shm) == NULL ||
 	    CU_add_test(s, "polling", t_polling) == NULL ||
 	    CU_add_test(s, "isolate", t_isolate) == NULL ||
-	    CU_add_test(s, "reap", t_reap) == NULL)
+	    CU_add_test(s, "reap", t_reap) == NULL ||
+	    CU_add_test(s, "mac", t_mac) == NULL)
 		return -1;
 	return 0;
 }
