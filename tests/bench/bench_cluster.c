@@ -54,13 +54,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_rma.h>
-
 #include "clovis/clovis.h"
+#include "tests/bench/bench_fi.h"
 
 #define BC_SERVERS 3u
 #define BC_PROV "tcp;ofi_rxm"
@@ -586,189 +581,14 @@ static double bc_idx_run(struct clovis_idx *ix, enum clovis_idx_opcode opc,
 
 /* ------------------------------------------------------ raw side */
 
-struct bc_raw {
-	struct fi_info *info;
-	struct fid_fabric *fab;
-	struct fid_domain *dom;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	uint8_t name[256];
-	size_t name_len;
-	fi_addr_t peer;
-};
-
-static atomic_bool bc_stop;
-
-static void bc_raw_open(struct bc_raw *r)
-{
-	struct fi_info *h = fi_allocinfo();
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_MSG, .size = 256,
-				 .wait_obj = FI_WAIT_UNSPEC };
-	struct fi_av_attr aa = { .type = FI_AV_TABLE };
-	char svc[16];
-	int rc;
-
-	memset(r, 0, sizeof *r);
-	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG | FI_RMA;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
-	h->domain_attr->threading = FI_THREAD_SAFE;
-	h->fabric_attr->prov_name = strdup(BC_PROV);
-	snprintf(svc, sizeof svc, "%u", ++bc_raw_port);
-	rc = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", svc, FI_SOURCE, h,
-			&r->info);
-	fi_freeinfo(h);
-	bc_die(rc, "raw fi_getinfo");
-	rc = fi_fabric(r->info->fabric_attr, &r->fab, NULL);
-	rc = rc ? rc : fi_domain(r->fab, r->info, &r->dom, NULL);
-	rc = rc ? rc : fi_av_open(r->dom, &aa, &r->av, NULL);
-	rc = rc ? rc : fi_cq_open(r->dom, &ca, &r->cq, NULL);
-	rc = rc ? rc : fi_endpoint(r->dom, r->info, &r->ep, NULL);
-	rc = rc ? rc : fi_ep_bind(r->ep, &r->av->fid, 0);
-	rc = rc ? rc : fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
-	rc = rc ? rc : fi_enable(r->ep);
-	r->name_len = sizeof r->name;
-	rc = rc ? rc : fi_getname(&r->ep->fid, r->name, &r->name_len);
-	bc_die(rc, "raw endpoint");
-}
-
-static void bc_raw_link(struct bc_raw *a, struct bc_raw *b)
-{
-	bc_die(fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL) == 1 ? 0 :
-	       -EINVAL, "raw av");
-	bc_die(fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL) == 1 ? 0 :
-	       -EINVAL, "raw av");
-}
-
-static void bc_raw_close(struct bc_raw *r)
-{
-	fi_close(&r->ep->fid);
-	fi_close(&r->cq->fid);
-	fi_close(&r->av->fid);
-	fi_close(&r->dom->fid);
-	fi_close(&r->fab->fid);
-	fi_freeinfo(r->info);
-}
-
-static struct fid_mr *bc_raw_mr(struct bc_raw *r, void *buf, size_t len,
-				uint64_t acc)
-{
-	struct fid_mr *mr;
-
-	bc_die(fi_mr_reg(r->dom, buf, len, acc, 0, 1 + (uint64_t)rand(), 0,
-			 &mr, NULL), "raw mr");
-	if (r->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
-		fi_mr_bind(mr, &r->ep->fid, 0);
-		fi_mr_enable(mr);
-	}
-	return mr;
-}
-
-/* One completion on r, sleeping in fi_cq_sread (at most 10 s). */
-static int bc_raw_wait(struct bc_raw *r, void **ctx)
-{
-	struct fi_cq_msg_entry e;
-	struct fi_cq_err_entry ee;
-	double end = bc_now() + 10;
-
-	while (bc_now() < end) {
-		ssize_t n = fi_cq_sread(r->cq, &e, 1, NULL, 100);
-
-		if (n == 1) {
-			if (ctx != NULL)
-				*ctx = e.op_context;
-			return 0;
-		}
-		if (n == -FI_EAVAIL) {
-			fi_cq_readerr(r->cq, &ee, 0);
-			return -ee.err;
-		}
-	}
-	return -ETIMEDOUT;
-}
-
-/* One round of progress on r (100 ms at most): 1 when a completion
- * came, 0 when none; stops the program on an error or when late is set
- * (a transfer that never completes). */
-static int bc_raw_poll(struct bc_raw *r, int late)
-{
-	struct fi_cq_msg_entry e;
-	struct fi_cq_err_entry ee;
-	ssize_t n = fi_cq_sread(r->cq, &e, 1, NULL, 100);
-
-	if (n == 1)
-		return 1;
-	if (n == -FI_EAVAIL) {
-		fi_cq_readerr(r->cq, &ee, 0);
-		bc_die(-ee.err, "raw rma completion");
-	}
-	bc_die(late, "raw rma: no completion 10 s after the end");
-	return 0;
-}
-
-/* The far side: echoes BC_BLK messages and progresses RMA targets. */
-static void *bc_raw_far(void *arg)
-{
-	struct bc_raw *r = arg;
-	void *buf = bc_alloc(BC_BLK);
-	struct fi_context2 rc, sc;
-	struct fi_cq_msg_entry e;
-
-	fi_recv(r->ep, buf, BC_BLK, NULL, FI_ADDR_UNSPEC, &rc);
-	while (!atomic_load(&bc_stop)) {
-		if (fi_cq_sread(r->cq, &e, 1, NULL, 20) != 1 ||
-		    e.op_context != &rc)
-			continue;
-		while (fi_send(r->ep, buf, e.len, NULL, r->peer, &sc) ==
-		       -FI_EAGAIN)
-			fi_cq_read(r->cq, NULL, 0);
-		fi_recv(r->ep, buf, BC_BLK, NULL, FI_ADDR_UNSPEC, &rc);
-	}
-	free(buf);
-	return NULL;
-}
-
-/* Raw 4 KiB ping-pong: p50 and p99 in us. */
+/* Raw 4 KiB ping-pong, both sides sleeping in fi_cq_sread (bench_fi.c):
+ * p50 and p99 in us. */
 static void bc_raw_rtt(double *p50, double *p99)
 {
 	static double lat[BC_LAT_MAX];
-	struct bc_raw a, b;
-	struct fi_context2 rc, sc;
-	void *buf = bc_alloc(BC_BLK), *in = bc_alloc(BC_BLK);
-	pthread_t th;
-	uint32_t n = 0;
-	double end;
+	uint32_t n = bfi_rtt(BC_PROV, &bc_raw_port, BC_BLK, true, bc_secs,
+			     lat, BC_LAT_MAX);
 
-	bc_raw_open(&a);
-	bc_raw_open(&b);
-	bc_raw_link(&a, &b);
-	atomic_store(&bc_stop, false);
-	pthread_create(&th, NULL, bc_raw_far, &b);
-	end = bc_now() + bc_secs;
-	while (bc_now() < end && n < BC_LAT_MAX) {
-		double t = bc_now();
-		void *ctx;
-		int got = 0;
-
-		fi_recv(a.ep, in, BC_BLK, NULL, FI_ADDR_UNSPEC, &rc);
-		while (fi_send(a.ep, buf, BC_BLK, NULL, a.peer, &sc) ==
-		       -FI_EAGAIN)
-			fi_cq_read(a.cq, NULL, 0);
-		while (got < 2) {
-			bc_die(bc_raw_wait(&a, &ctx), "raw ping-pong");
-			got++;
-		}
-		lat[n++] = (bc_now() - t) * 1e6;
-	}
-	atomic_store(&bc_stop, true);
-	pthread_join(th, NULL);
-	bc_raw_close(&a);
-	bc_raw_close(&b);
-	free(buf);
-	free(in);
 	*p99 = bc_pct(lat, n, 99);
 	*p50 = bc_pct(lat, n, 50);
 }
@@ -776,61 +596,8 @@ static void bc_raw_rtt(double *p50, double *p99)
 /* Raw 1 MiB fi_read (or fi_write) bandwidth, BC_QD_BW in flight, MB/s. */
 static double bc_raw_bw(bool wr)
 {
-	size_t len = (size_t)BC_QD_BW * BC_MIB;
-	struct bc_raw a, b;
-	uint8_t *lbuf = bc_alloc(len), *rbuf = bc_alloc(len);
-	struct fid_mr *lmr, *rmr;
-	struct fi_context2 ctx[BC_QD_BW];
-	uint64_t raddr, key, ops = 0, inflight = 0;
-	pthread_t th;
-	double t0, end;
-
-	bc_raw_open(&a);
-	bc_raw_open(&b);
-	bc_raw_link(&a, &b);
-	lmr = bc_raw_mr(&a, lbuf, len, FI_READ | FI_WRITE);
-	rmr = bc_raw_mr(&b, rbuf, len, FI_REMOTE_READ | FI_REMOTE_WRITE);
-	key = fi_mr_key(rmr);
-	raddr = (b.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
-		(uint64_t)(uintptr_t)rbuf : 0;
-	atomic_store(&bc_stop, false);
-	pthread_create(&th, NULL, bc_raw_far, &b);
-	t0 = bc_now();
-	end = t0 + bc_secs;
-	while (bc_now() < end || inflight > 0) {
-		if (bc_now() < end && inflight < BC_QD_BW) {
-			uint32_t i = (uint32_t)(ops % BC_QD_BW);
-			void *l = lbuf + (size_t)i * BC_MIB;
-			uint64_t ra = raddr + (uint64_t)i * BC_MIB;
-			ssize_t rc = wr ?
-				fi_write(a.ep, l, BC_MIB, fi_mr_desc(lmr),
-					 a.peer, ra, key, &ctx[i]) :
-				fi_read(a.ep, l, BC_MIB, fi_mr_desc(lmr),
-					a.peer, ra, key, &ctx[i]);
-
-			if (rc == 0) {
-				inflight++;
-				ops++;
-				continue;
-			}
-			if (rc != -FI_EAGAIN)
-				bc_die((int)rc, "raw rma");
-		}
-		/* Progress (a post may say -FI_EAGAIN while rxm connects);
-		 * count a completion if one came. */
-		inflight -= (uint64_t)bc_raw_poll(&a, bc_now() - t0 > bc_secs +
-						  10 ? -ETIMEDOUT : 0);
-	}
-	t0 = bc_now() - t0;
-	atomic_store(&bc_stop, true);
-	pthread_join(th, NULL);
-	fi_close(&lmr->fid);
-	fi_close(&rmr->fid);
-	bc_raw_close(&a);
-	bc_raw_close(&b);
-	free(lbuf);
-	free(rbuf);
-	return ops * (BC_MIB / 1e6) / t0;
+	return bfi_rma_bw(BC_PROV, &bc_raw_port, wr, BC_QD_BW, BC_MIB, true,
+			  bc_secs);
 }
 
 /* Raw 4 KiB O_DIRECT pwrite + fdatasync (or pread) on a file of DIR:

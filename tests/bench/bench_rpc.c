@@ -15,8 +15,13 @@
  *                           sent inline and by RMA: where RMA starts to win
  *                           sets the default rc_inline_max (README.md)
  *
- *   strata_bench_rpc [--json] [--seconds S] [--provider P] [--only rtt|bw|thr]
- * (other options, meant for strata_bench, are ignored).
+ *   strata_bench_rpc [--json] [--seconds S] [--provider P]
+ *                    [--figs GROUP[,GROUP...]]
+ * --figs as strata_bench's: rpc (every figure here), rpc-rtt, rpc-bw,
+ * rpc-thr; groups of other benchmarks are ignored, and when none of ours is
+ * named nothing is measured (make bench BENCH_ARGS="--figs 4k" runs one
+ * group of strata_bench only).  Other options, meant for strata_bench, are
+ * ignored.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,14 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <rdma/fabric.h>
-#include <rdma/fi_cm.h>
-#include <rdma/fi_domain.h>
-#include <rdma/fi_endpoint.h>
-#include <rdma/fi_rma.h>
-
 #include "core/errors.h"
 #include "core/rpc/rpc.h"
+#include "tests/bench/bench_fi.h"
 
 #define BR_SECRET "strata-bench-rpc-secret-0123456789"
 #define BR_OP_WRITE 64u
@@ -58,14 +58,11 @@ static double br_secs = 2.0;
 static bool br_json;
 static const char *br_prov = "tcp;ofi_rxm";
 static uint16_t br_port;
-static const char *br_only;     /* NULL: every figure */
+static const char *br_sel;      /* --figs, NULL: every figure */
 
 static double br_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
+	return bfi_now();
 }
 
 static void br_die(int rc, const char *what)
@@ -230,258 +227,23 @@ static double br_call_bw(struct rpc_peer *p, uint32_t op, uint32_t dir)
 
 /* ------------------------------------------------------ raw side */
 
-struct br_raw {
-	struct fi_info *info;
-	struct fid_fabric *fab;
-	struct fid_domain *dom;
-	struct fid_av *av;
-	struct fid_cq *cq;
-	struct fid_ep *ep;
-	uint8_t name[256];
-	size_t name_len;
-	fi_addr_t peer;
-};
-
-/* wait: the CQ gets a wait object (FI_WAIT_UNSPEC) and both sides of raw
- * RMA sleep in fi_cq_sread as our progress threads do; else they spin. */
-static void br_raw_open(struct br_raw *r, uint16_t port, bool wait)
-{
-	struct fi_info *h = fi_allocinfo();
-	struct fi_cq_attr ca = { .format = FI_CQ_FORMAT_MSG, .size = 256,
-				 .wait_obj = wait ? FI_WAIT_UNSPEC :
-						    FI_WAIT_NONE };
-	struct fi_av_attr aa = { .type = FI_AV_TABLE };
-	char svc[16];
-	int rc;
-
-	memset(r, 0, sizeof *r);
-	h->ep_attr->type = FI_EP_RDM;
-	h->caps = FI_MSG | FI_RMA;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY | FI_MR_LOCAL | FI_MR_ENDPOINT;
-	h->domain_attr->threading = FI_THREAD_SAFE;
-	h->fabric_attr->prov_name = strdup(br_prov);
-	snprintf(svc, sizeof svc, "%u", port);
-	rc = fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", svc, FI_SOURCE, h,
-			&r->info);
-	fi_freeinfo(h);
-	br_die(rc, "raw fi_getinfo");
-	rc = fi_fabric(r->info->fabric_attr, &r->fab, NULL);
-	rc = rc ? rc : fi_domain(r->fab, r->info, &r->dom, NULL);
-	rc = rc ? rc : fi_av_open(r->dom, &aa, &r->av, NULL);
-	rc = rc ? rc : fi_cq_open(r->dom, &ca, &r->cq, NULL);
-	rc = rc ? rc : fi_endpoint(r->dom, r->info, &r->ep, NULL);
-	rc = rc ? rc : fi_ep_bind(r->ep, &r->av->fid, 0);
-	rc = rc ? rc : fi_ep_bind(r->ep, &r->cq->fid, FI_TRANSMIT | FI_RECV);
-	rc = rc ? rc : fi_enable(r->ep);
-	r->name_len = sizeof r->name;
-	rc = rc ? rc : fi_getname(&r->ep->fid, r->name, &r->name_len);
-	br_die(rc, "raw endpoint");
-}
-
-static void br_raw_link(struct br_raw *a, struct br_raw *b)
-{
-	br_die(fi_av_insert(a->av, b->name, 1, &a->peer, 0, NULL) == 1 ? 0 :
-	       -EINVAL, "raw av");
-	br_die(fi_av_insert(b->av, a->name, 1, &b->peer, 0, NULL) == 1 ? 0 :
-	       -EINVAL, "raw av");
-}
-
-static void br_raw_close(struct br_raw *r)
-{
-	fi_close(&r->ep->fid);
-	fi_close(&r->cq->fid);
-	fi_close(&r->av->fid);
-	fi_close(&r->dom->fid);
-	fi_close(&r->fab->fid);
-	fi_freeinfo(r->info);
-}
-
-struct fid_mr *br_raw_mr(struct br_raw *r, void *buf, size_t len,
-			 uint64_t acc);
-struct fid_mr *br_raw_mr(struct br_raw *r, void *buf, size_t len,
-			 uint64_t acc)
-{
-	struct fid_mr *mr;
-
-	br_die(fi_mr_reg(r->dom, buf, len, acc, 0, 1 + (uint64_t)rand(), 0,
-			 &mr, NULL), "raw mr");
-	if (r->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
-		fi_mr_bind(mr, &r->ep->fid, 0);
-		fi_mr_enable(mr);
-	}
-	return mr;
-}
-
-/* Wait for one completion on r (spinning); returns 0 or the error. */
-static int br_raw_wait(struct br_raw *r)
-{
-	struct fi_cq_msg_entry e;
-	struct fi_cq_err_entry ee;
-	ssize_t n;
-
-	for (;;) {
-		n = fi_cq_read(r->cq, &e, 1);
-		if (n == 1)
-			return 0;
-		if (n == -FI_EAVAIL) {
-			fi_cq_readerr(r->cq, &ee, 0);
-			return -ee.err;
-		}
-	}
-}
-
-static atomic_bool br_stop;
-
-/* The echo side of the ping-pong, and the target side of raw RMA (its
- * provider must progress for tcp;ofi_rxm to answer reads and writes). */
-static void *br_raw_echo(void *arg)
-{
-	struct br_raw *r = arg;
-	uint8_t buf[64];
-	struct fi_context2 rc, sc;
-	struct fi_cq_msg_entry e;
-	ssize_t n;
-
-	fi_recv(r->ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &rc);
-	while (!atomic_load(&br_stop)) {
-		n = fi_cq_read(r->cq, &e, 1);
-		if (n != 1 || e.op_context != &rc)
-			continue;
-		while (fi_send(r->ep, buf, e.len, NULL, r->peer, &sc) ==
-		       -FI_EAGAIN)
-			fi_cq_read(r->cq, NULL, 0);
-		fi_recv(r->ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &rc);
-	}
-	return NULL;
-}
-
-/* shm's CQ has no working wait object (fi_cq_sread does not return): its
- * raw side spins instead. */
-static bool br_raw_sleeps(void)
-{
-	return strcmp(br_prov, "shm") != 0;
-}
-
-/* The target side of raw RMA: sleeps in fi_cq_sread, which progresses
- * its provider (tcp;ofi_rxm answers reads and writes there). */
-static void *br_raw_target(void *arg)
-{
-	struct br_raw *r = arg;
-	struct fi_cq_msg_entry e;
-
-	while (!atomic_load(&br_stop))
-		if (br_raw_sleeps())
-			fi_cq_sread(r->cq, &e, 1, NULL, 20);
-		else
-			fi_cq_read(r->cq, &e, 1);
-	return NULL;
-}
-
-/* Raw ping-pong of len bytes; median microseconds. */
+/* Raw ping-pong of len bytes, both sides spinning (bench_fi.c); median
+ * microseconds. */
 static double br_raw_rtt(size_t len)
 {
 	static double lat[BR_LAT_MAX];
-	struct br_raw a, b;
-	struct fi_context2 rc, sc;
-	uint8_t buf[64] = { 0 };
-	pthread_t th;
-	double t0, t;
-	int nr = 0, done;
+	uint32_t n = bfi_rtt(br_prov, &br_port, len, false, br_secs, lat,
+			     BR_LAT_MAX);
 
-	br_raw_open(&a, ++br_port, false);
-	br_raw_open(&b, ++br_port, false);
-	br_raw_link(&a, &b);
-	atomic_store(&br_stop, false);
-	pthread_create(&th, NULL, br_raw_echo, &b);
-	t0 = br_now();
-	while (br_now() - t0 < br_secs && nr < BR_LAT_MAX) {
-		t = br_now();
-		fi_recv(a.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, &rc);
-		while (fi_send(a.ep, buf, len, NULL, a.peer, &sc) == -FI_EAGAIN)
-			fi_cq_read(a.cq, NULL, 0);
-		for (done = 0; done < 2; done++)
-			br_die(br_raw_wait(&a), "raw pingpong");
-		lat[nr++] = (br_now() - t) * 1e6;
-	}
-	atomic_store(&br_stop, true);
-	pthread_join(th, NULL);
-	br_raw_close(&a);
-	br_raw_close(&b);
-	return br_median(lat, nr);
+	return br_median(lat, (int)n);
 }
 
-/* Raw 1 MiB fi_read (or fi_write) bandwidth, BR_QD in flight, MB/s. */
+/* Raw 1 MiB fi_read (or fi_write) bandwidth, BR_QD in flight, MB/s; both
+ * sides sleep in fi_cq_sread like our progress threads (shm: spin). */
 static double br_raw_bw(bool wr)
 {
-	struct br_raw a, b;
-	uint8_t *lbuf = malloc((size_t)BR_QD * BR_MIB);
-	uint8_t *rbuf = malloc((size_t)BR_QD * BR_MIB);
-	struct fid_mr *lmr, *rmr;
-	struct fi_context2 ctx[BR_QD];
-	uint64_t raddr, key;
-	pthread_t th;
-	double t0;
-	long ops = 0, inflight = 0;
-	ssize_t rc;
-
-	memset(lbuf, 1, (size_t)BR_QD * BR_MIB);
-	memset(rbuf, 2, (size_t)BR_QD * BR_MIB);
-	br_raw_open(&a, ++br_port, br_raw_sleeps());
-	br_raw_open(&b, ++br_port, br_raw_sleeps());
-	br_raw_link(&a, &b);
-	lmr = br_raw_mr(&a, lbuf, (size_t)BR_QD * BR_MIB,
-			FI_READ | FI_WRITE);
-	rmr = br_raw_mr(&b, rbuf, (size_t)BR_QD * BR_MIB,
-			FI_REMOTE_READ | FI_REMOTE_WRITE);
-	key = fi_mr_key(rmr);
-	raddr = (b.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
-		(uint64_t)(uintptr_t)rbuf : 0;
-	atomic_store(&br_stop, false);
-	pthread_create(&th, NULL, br_raw_target, &b);
-	t0 = br_now();
-	while (br_now() - t0 < br_secs || inflight > 0) {
-		if (br_now() - t0 < br_secs && inflight < BR_QD) {
-			int i = (int)(ops % BR_QD);
-			void *l = lbuf + (size_t)i * BR_MIB;
-
-			rc = wr ? fi_write(a.ep, l, BR_MIB, fi_mr_desc(lmr),
-					   a.peer, raddr + (uint64_t)i * BR_MIB,
-					   key, &ctx[i]) :
-				  fi_read(a.ep, l, BR_MIB, fi_mr_desc(lmr),
-					  a.peer, raddr + (uint64_t)i * BR_MIB,
-					  key, &ctx[i]);
-			if (rc == 0) {
-				inflight++;
-				ops++;
-				continue;
-			}
-			if (rc != -FI_EAGAIN)
-				br_die((int)rc, "raw rma");
-		}
-		{
-			struct fi_cq_msg_entry e;
-			ssize_t n = br_raw_sleeps() ?
-				    fi_cq_sread(a.cq, &e, 1, NULL, 100) :
-				    fi_cq_read(a.cq, &e, 1);
-
-			if (n == 1)
-				inflight--;
-			else if (n == -FI_EAVAIL)
-				br_die(br_raw_wait(&a), "raw rma completion");
-		}
-	}
-	t0 = br_now() - t0;
-	atomic_store(&br_stop, true);
-	pthread_join(th, NULL);
-	fi_close(&lmr->fid);
-	fi_close(&rmr->fid);
-	br_raw_close(&a);
-	br_raw_close(&b);
-	free(lbuf);
-	free(rbuf);
-	return ops * (BR_MIB / 1e6) / t0;
+	return bfi_rma_bw(br_prov, &br_port, wr, BR_QD, BR_MIB,
+			  bfi_can_sleep(br_prov), br_secs);
 }
 
 /* ---------------------------------------------------------- figures */
@@ -600,6 +362,21 @@ static void br_print(void)
 	}
 }
 
+/* Whether --figs names group g (or "rpc", every group here). */
+static bool br_want(const char *g)
+{
+	size_t n;
+
+	for (const char *p = br_sel; p != NULL && *p != '\0';) {
+		n = strcspn(p, ",");
+		if ((n == strlen(g) && strncmp(p, g, n) == 0) ||
+		    (n == 3 && strncmp(p, "rpc", 3) == 0))
+			return true;
+		p += n + (p[n] == ',');
+	}
+	return br_sel == NULL;
+}
+
 int main(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -609,8 +386,8 @@ int main(int argc, char **argv)
 			br_secs = atof(argv[++i]);
 		else if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc)
 			br_prov = argv[++i];
-		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-			br_only = argv[++i];
+		else if (strcmp(argv[i], "--figs") == 0 && i + 1 < argc)
+			br_sel = argv[++i];
 		/* Other options are strata_bench's (run-bench.sh passes
 		 * BENCH_ARGS to both): ignored. */
 	}
@@ -620,12 +397,20 @@ int main(int argc, char **argv)
 	fprintf(br_json ? stderr : stdout, "# strata_bench_rpc: provider %s, "
 		"%.1f s per figure, client and server in one process on "
 		"127.0.0.1\n", br_prov, br_secs);
-	if (br_only == NULL || strcmp(br_only, "rtt") == 0)
+	if (br_want("rpc-rtt"))
 		br_rtt();
-	if (br_only == NULL || strcmp(br_only, "bw") == 0)
+	if (br_want("rpc-bw"))
 		br_bw();
-	if (br_only == NULL || strcmp(br_only, "thr") == 0)
+	if (br_want("rpc-thr"))
 		br_threshold();
+	if (br_nr == 0 && !br_want("rpc-thr")) {
+		fprintf(br_json ? stderr : stdout, "# strata_bench_rpc: --figs "
+			"%s names none of rpc, rpc-rtt, rpc-bw, rpc-thr\n",
+			br_sel);
+		if (br_json)
+			printf("[]\n");
+		return 0;
+	}
 	br_print();
 	return 0;
 }

@@ -9,6 +9,6 @@ BENCH_OBJS := $(addprefix $(BUILD)/obj/tests/bench/,bench.o bench_ec.o bench_tie
 $(BUILD)/strata_bench: $(BENCH_OBJS) $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 TEST_BINS += $(BUILD)/strata_bench_rpc  # bench_rpc.c: RPC vs raw libfabric (issue 4)
-$(BUILD)/strata_bench_rpc: $(BUILD)/obj/tests/bench/bench_rpc.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+$(BUILD)/strata_bench_rpc: $(BUILD)/obj/tests/bench/bench_rpc.o $(BUILD)/obj/tests/bench/bench_fi.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 TEST_BINS += $(BUILD)/strata_bench_cluster  # bench_cluster.c: 3-server loopback cluster (issue 4)
-$(BUILD)/strata_bench_cluster: $(BUILD)/obj/tests/bench/bench_cluster.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+$(BUILD)/strata_bench_cluster: $(BUILD)/obj/tests/bench/bench_cluster.o $(BUILD)/obj/tests/bench/bench_fi.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
