@@ -35,9 +35,15 @@ struct s3_rd;
 #define S3_KEY_HASHED_PREFIX 440u
 /** Bucket names: 3..63 characters, S3 rules. */
 #define S3_BUCKET_MAX 63u
-/** Bytes of one object I/O op, and of each stream buffer. */
+/** Bytes of one object I/O op, and of each stream buffer (objects
+ *  under S3_BIG), and of each read-ahead buffer of a reader. */
 #define S3_CHUNK (1u << 20)
-/** Stream buffers (ops in flight) per request. */
+/** Objects of at least this many bytes are written in S3_BIG_CHUNK ops
+ *  (fewer commits per byte; measured in docs/performance.md). */
+#define S3_BIG (8u << 20)
+#define S3_BIG_CHUNK (4u << 20)
+/** Stream buffers (write ops in flight) per request: memory per upload is
+ *  at most S3_NBUF * S3_BIG_CHUNK, whatever the object size. */
 #define S3_NBUF 4u
 /** Largest XML request body (DeleteObjects, CompleteMultipartUpload). */
 #define S3_XML_MAX (2u << 20)
@@ -321,6 +327,16 @@ struct s3_wr {
 	char w_msg[256];
 	EVP_MD_CTX *w_md5;
 	bool w_committed;
+	uint32_t w_chunk;       /* bytes per write op */
+	/* the in-flight record PUT and the object CREATE, launched together
+	 * (one group commit) and waited for before the first write */
+	struct clovis_op *w_cop[2];
+	struct s3_buf w_irec;
+	void *w_ikp, *w_ivp;
+	size_t w_ikl, w_ivl;
+	struct clovis_bufvec w_ikv, w_ivv;
+	int32_t w_irc;
+	uint64_t w_t[4];        /* profile: begin, created, body in, stable */
 	uint8_t w_ikey[64];     /* in-flight record key */
 	const uint8_t *w_rk, *w_pk; /* index key, part key (caller's) */
 	size_t w_rkl, w_pkl;
@@ -351,9 +367,19 @@ int s3_orec_hold(struct s3_bucket *b, const struct s3_orec *r,
 		 size_t pkl);
 /** The change did not happen: drop those in-flight records. */
 void s3_orec_unhold(const struct s3_orec *r);
-/** The change is durable: delete r's objects, then their records. */
+/** The change is durable: delete r's objects, then their records (queued
+ *  to the janitor thread: the caller does not wait). */
 void s3_orec_free(struct s3_bucket *b, const struct s3_orec *r);
 void s3_inflight_del(const uint8_t *rkey);
+/** Queue the deletion of in-flight record rkey (after a reply; batched by
+ *  the janitor thread).  A crash before it runs leaves the record to
+ *  s3_store_recover(), which finds its object referenced and keeps it. */
+void s3_inflight_del_later(const uint8_t *rkey);
+/** Wait until every queued janitor job (s3_orec_free, deferred in-flight
+ *  record deletions) is done. */
+void s3_janitor_flush(void);
+/** Profile PUT stages to stderr (STRATA_S3_PROFILE set in the environment). */
+extern bool s3_profile;
 
 /** A reader of an object's bytes (inline, one object, or parts). */
 struct s3_rd {

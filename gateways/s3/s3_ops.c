@@ -554,6 +554,17 @@ static int put_end(struct s3_req *rq)
 					    "specified did not hold");
 		return s3_reply_clovis(rq, rc, "recording the object");
 	}
+	if (s3_profile) {
+		const uint64_t *t = rq->rq_wr->w_t, t4 = s3_now_ns();
+
+		fprintf(stderr, "strata-s3: profile PUT %llu B: created +%llu "
+			"us, body in +%llu us, data stable +%llu us, record "
+			"+%llu us\n", (unsigned long long)rq->rq_wr->w_len,
+			(unsigned long long)(t[1] ? (t[1] - t[0]) / 1000 : 0),
+			(unsigned long long)((t[2] - t[0]) / 1000),
+			(unsigned long long)((t[3] - t[2]) / 1000),
+			(unsigned long long)((t4 - t[3]) / 1000));
+	}
 	done_writer(rq);
 	etag_hdr(rq, etag);
 	return s3_reply_empty(rq, 200);

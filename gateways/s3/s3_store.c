@@ -25,6 +25,10 @@
 
 struct s3_gw s3g;
 
+static void jan_start(void);
+static void jan_stop(void);
+static size_t inflight_key(const struct clovis_id *id, uint8_t *out);
+
 /* ------------------------------------------------------- index helpers */
 
 int s3_idx_get(struct clovis_idx *i, const void *k, size_t kl, void **v,
@@ -215,12 +219,16 @@ int s3_store_open(void)
 	if (rc != 0) {
 		clovis_fini(s3g.g_cl);
 		s3g.g_cl = NULL;
+		return rc;
 	}
-	return rc;
+	s3_profile = getenv("STRATA_S3_PROFILE") != NULL;
+	jan_start();
+	return 0;
 }
 
 void s3_store_close(void)
 {
+	jan_stop();
 	clovis_fini(s3g.g_cl);
 	s3g.g_cl = NULL;
 }
@@ -395,7 +403,10 @@ int s3_bucket_empty(struct s3_bucket *b, bool *empty)
 int s3_bucket_delete(struct s3_bucket *b)
 {
 	struct s3_bucket **pp;
-	int rc = s3_idx_del(&s3g.g_buckets, b->bk_name, strlen(b->bk_name));
+	int rc;
+
+	s3_janitor_flush(); /* its objects freed before its container */
+	rc = s3_idx_del(&s3g.g_buckets, b->bk_name, strlen(b->bk_name));
 
 	if (rc != 0)
 		return rc;
@@ -416,6 +427,196 @@ int s3_bucket_delete(struct s3_bucket *b)
 			clovis_errmsg());
 	/* b stays allocated: requests in flight may still hold it. */
 	return 0;
+}
+
+/* ------------------------------------------------------------- janitor */
+
+/*
+ * Work that follows a reply: deleting in-flight records whose object is
+ * now referenced, and freeing the objects of replaced or deleted records
+ * (then their in-flight records).  One thread, batches of up to JAN_BATCH
+ * (object DELETEs launched together, in-flight records removed by one
+ * index DEL).  A crash before a job runs leaves in-flight records, which
+ * s3_store_recover() settles at the next start.
+ */
+#define JAN_BATCH 64u
+
+struct jan_job {
+	struct jan_job *j_next;
+	struct s3_bucket *j_bk;   /* with j_obj: the object's bucket */
+	bool j_obj;               /* delete object j_id first */
+	bool j_keep;              /* that failed: keep the in-flight record */
+	struct clovis_id j_id;
+	uint8_t j_rkey[64];       /* the in-flight record */
+};
+
+static struct {
+	pthread_mutex_t j_lock;
+	pthread_cond_t j_cond;    /* work queued, or stop */
+	pthread_cond_t j_idle;    /* queue empty and nothing running */
+	struct jan_job *j_head, **j_tail;
+	bool j_busy, j_stop, j_started;
+	pthread_t j_thread;
+} jan = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER,
+	 PTHREAD_COND_INITIALIZER, NULL, &jan.j_head, false, false, false, 0};
+
+bool s3_profile;
+
+/* Run the jobs of list j (at most JAN_BATCH; all freed). */
+static void jan_run(struct jan_job *j)
+{
+	struct clovis_obj o[JAN_BATCH];
+	struct clovis_op *ops[JAN_BATCH];
+	struct jan_job *v[JAN_BATCH];
+	void *kp[JAN_BATCH];
+	size_t kl[JAN_BATCH];
+	int32_t rcs[JAN_BATCH];
+	uint32_t n = 0, nk = 0, k;
+	size_t gl = strlen(s3g.g_conf.sc_gw_id) + 17;
+
+	for (; j != NULL && n < JAN_BATCH; j = j->j_next)
+		v[n++] = j;
+	for (k = 0; k < n; k++) {
+		int rc = 0;
+
+		ops[k] = NULL;
+		if (v[k]->j_obj) {
+			rc = clovis_obj_init(&o[k], &v[k]->j_bk->bk_cont.co_realm,
+					     &v[k]->j_id, NULL);
+			if (rc == 0)
+				rc = clovis_entity_op(&o[k].ob_entity,
+						      CLOVIS_EO_DELETE, &ops[k]);
+			if (rc == 0)
+				rc = clovis_op_launch(&ops[k], 1);
+		}
+		if (rc != 0) { /* keep the in-flight record: recovery frees it */
+			clovis_op_free(ops[k]);
+			ops[k] = NULL;
+			v[k]->j_keep = true;
+		}
+	}
+	for (k = 0; k < n; k++) {
+		int rc = 0;
+
+		if (ops[k] != NULL) {
+			rc = clovis_op_wait(ops[k], CLOVIS_OS_STABLE,
+					    CLOVIS_TIME_NEVER);
+			if (rc != 0 && rc != -ENOENT)
+				fprintf(stderr, "strata-s3: freeing an object "
+					"of bucket %s: %s: %s (left to the "
+					"next start)\n", v[k]->j_bk->bk_name,
+					clovis_strerror(rc),
+					clovis_op_errmsg(ops[k]));
+			clovis_op_free(ops[k]);
+			if (rc == -ENOENT)
+				rc = 0;
+		}
+		if (rc == 0 && !v[k]->j_keep) {
+			kp[nk] = v[k]->j_rkey;
+			kl[nk++] = gl;
+		}
+	}
+	if (nk > 0) {
+		struct clovis_bufvec kv = {nk, kp, kl};
+		struct clovis_op *op;
+
+		if (clovis_idx_op(&s3g.g_inflight, CLOVIS_IC_DEL, &kv, NULL, rcs,
+				  0, &op) == 0)
+			clovis_op_sync(op);
+	}
+	for (k = 0; k < n; k++)
+		free(v[k]);
+}
+
+static void *jan_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&jan.j_lock);
+	for (;;) {
+		struct jan_job *list, *rest, *j;
+		uint32_t k;
+
+		while (jan.j_head == NULL && !jan.j_stop)
+			pthread_cond_wait(&jan.j_cond, &jan.j_lock);
+		if (jan.j_head == NULL)
+			break;
+		list = jan.j_head;
+		for (j = list, k = 1; k < JAN_BATCH && j->j_next != NULL; k++)
+			j = j->j_next;
+		rest = j->j_next;
+		j->j_next = NULL;
+		jan.j_head = rest;
+		if (rest == NULL)
+			jan.j_tail = &jan.j_head;
+		jan.j_busy = true;
+		pthread_mutex_unlock(&jan.j_lock);
+		jan_run(list);
+		pthread_mutex_lock(&jan.j_lock);
+		jan.j_busy = false;
+		if (jan.j_head == NULL)
+			pthread_cond_broadcast(&jan.j_idle);
+	}
+	pthread_cond_broadcast(&jan.j_idle);
+	pthread_mutex_unlock(&jan.j_lock);
+	return NULL;
+}
+
+/* Queue a job; run it at once when the thread is not there. */
+static void jan_add(struct s3_bucket *b, const struct clovis_id *id,
+		    bool obj)
+{
+	struct jan_job *j = calloc(1, sizeof *j);
+
+	if (j == NULL) {
+		uint8_t rkey[64];
+
+		inflight_key(id, rkey); /* left to the next start's recovery */
+		fprintf(stderr, "strata-s3: out of memory: an in-flight record "
+			"is left to the next start\n");
+		return;
+	}
+	j->j_bk = b;
+	j->j_obj = obj;
+	j->j_id = *id;
+	inflight_key(id, j->j_rkey);
+	pthread_mutex_lock(&jan.j_lock);
+	if (!jan.j_started) {
+		pthread_mutex_unlock(&jan.j_lock);
+		jan_run(j);
+		return;
+	}
+	*jan.j_tail = j;
+	jan.j_tail = &j->j_next;
+	pthread_cond_signal(&jan.j_cond);
+	pthread_mutex_unlock(&jan.j_lock);
+}
+
+void s3_janitor_flush(void)
+{
+	pthread_mutex_lock(&jan.j_lock);
+	while (jan.j_started && (jan.j_head != NULL || jan.j_busy))
+		pthread_cond_wait(&jan.j_idle, &jan.j_lock);
+	pthread_mutex_unlock(&jan.j_lock);
+}
+
+static void jan_start(void)
+{
+	jan.j_stop = false;
+	jan.j_started = pthread_create(&jan.j_thread, NULL, jan_main,
+				       NULL) == 0;
+}
+
+/* Drain the queue, then stop the thread. */
+static void jan_stop(void)
+{
+	if (!jan.j_started)
+		return;
+	pthread_mutex_lock(&jan.j_lock);
+	jan.j_stop = true;
+	pthread_cond_signal(&jan.j_cond);
+	pthread_mutex_unlock(&jan.j_lock);
+	pthread_join(jan.j_thread, NULL);
+	jan.j_started = false;
 }
 
 /* ------------------------------------------------------------ in-flight */
@@ -517,15 +718,21 @@ void s3_orec_unhold(const struct s3_orec *r)
 void s3_orec_free(struct s3_bucket *b, const struct s3_orec *r)
 {
 	struct clovis_id id;
-	uint8_t rkey[64];
 	uint32_t k, n = orec_ids(r, UINT32_MAX, &id);
 
 	for (k = 0; k < n; k++) {
 		orec_ids(r, k, &id);
-		inflight_key(&id, rkey);
-		if (obj_delete(&b->bk_cont, &id) == 0)
-			s3_inflight_del(rkey);
+		jan_add(b, &id, true);
 	}
+}
+
+void s3_inflight_del_later(const uint8_t *rkey)
+{
+	size_t gl = strlen(s3g.g_conf.sc_gw_id);
+	struct clovis_id id;
+
+	get_id(rkey + gl + 1, &id);
+	jan_add(NULL, &id, false);
 }
 
 /* Does the record (object or part) v reference id? */
@@ -662,12 +869,53 @@ static int wr_wait(struct s3_wr *w, uint32_t i)
 	return w->w_rc;
 }
 
+/*
+ * Wait for the in-flight record PUT and the object CREATE launched by
+ * wr_create() (both STABLE: the record is durable before any data is
+ * written).  On failure, undo whichever of the two succeeded.
+ */
+static int wr_created(struct s3_wr *w)
+{
+	int rc[2] = {0, 0}, k;
+
+	if (w->w_cop[0] == NULL && w->w_cop[1] == NULL)
+		return w->w_rc;
+	for (k = 0; k < 2; k++) {
+		if (w->w_cop[k] == NULL)
+			continue;
+		rc[k] = clovis_op_wait(w->w_cop[k], CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER);
+		if (rc[k] == 0 && k == 0)
+			rc[k] = w->w_irc;
+		if (rc[k] != 0 && w->w_rc == 0) {
+			w->w_rc = rc[k];
+			snprintf(w->w_msg, sizeof w->w_msg, "%s",
+				 clovis_op_errmsg(w->w_cop[k]));
+		}
+		clovis_op_free(w->w_cop[k]);
+		w->w_cop[k] = NULL;
+	}
+	s3_buf_fini(&w->w_irec);
+	if (rc[1] != 0) {          /* no object: drop the record */
+		w->w_obj = false;
+		if (rc[0] == 0)
+			s3_inflight_del(w->w_ikey);
+	} else if (rc[0] != 0) {   /* an object nothing names: delete it */
+		entity_sync(&w->w_o.ob_entity, CLOVIS_EO_DELETE);
+		w->w_obj = false;
+	}
+	w->w_t[1] = s3_now_ns();
+	return w->w_rc;
+}
+
 static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 {
 	uint64_t bs = 1ull << w->w_bshift;
 	size_t pad = (size_t)((len + bs - 1) & ~(bs - 1));
 	int rc;
 
+	if (wr_created(w) != 0)
+		return w->w_rc;
 	memset(w->w_buf[i] + len, 0, pad - len);
 	w->w_blk[i] = w->w_off >> w->w_bshift;
 	w->w_nblk[i] = pad >> w->w_bshift;
@@ -685,32 +933,74 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 		w->w_rc = rc;
 		snprintf(w->w_msg, sizeof w->w_msg, "%s", clovis_errmsg());
 	}
-	w->w_off += S3_CHUNK;
+	w->w_off += w->w_chunk;
 	return rc;
 }
 
-/* Create the object, its in-flight record first (launched together). */
+/*
+ * Create the object and its in-flight record: both ops are launched
+ * together (one group commit instead of two in series) and waited for in
+ * wr_created(), before the first write, so that the first buffer of the
+ * body is received meanwhile.  The record names the object before the
+ * object can hold data: a crash after the CREATE committed and before the
+ * record did can leave only an empty object (no space).
+ */
 static int wr_create(struct s3_wr *w)
 {
 	struct clovis_obj_attr a = {0};
 	struct clovis_id id;
+	uint8_t raw[16];
 	int rc;
 
 	w->w_bshift = w->w_expect != UINT64_MAX && w->w_expect < (1u << 20)
 			      ? 12 : 16;
+	w->w_chunk = w->w_expect != UINT64_MAX && w->w_expect >= S3_BIG
+			     ? S3_BIG_CHUNK : S3_CHUNK;
 	a.oa_block_shift = w->w_bshift;
 	a.oa_layout = w->w_bk->bk_layout;
 	a.oa_tier = CLOVIS_TIER_FLASH;
 	s3_rand_id(&id);
-	rc = s3_inflight_put(w->w_bk, &id, w->w_rk, w->w_rkl, w->w_pk,
-			     w->w_pkl, w->w_ikey);
+	w->w_ikl = inflight_key(&id, w->w_ikey);
+	put_id(raw, &w->w_bk->bk_cont.co_entity.en_id);
+	s3_tlv_add(&w->w_irec, T_CONT, raw, 16);
+	s3_tlv_add(&w->w_irec, T_BUCKET, w->w_bk->bk_name,
+		   (uint32_t)strlen(w->w_bk->bk_name));
+	if (w->w_rk != NULL)
+		s3_tlv_add(&w->w_irec, T_KEY, w->w_rk, (uint32_t)w->w_rkl);
+	if (w->w_pk != NULL)
+		s3_tlv_add(&w->w_irec, T_UPLOAD, w->w_pk, (uint32_t)w->w_pkl);
+	rc = w->w_irec.b_oom ? -ENOMEM : 0;
+	w->w_ikp = w->w_ikey;
+	w->w_ivp = w->w_irec.b_data;
+	w->w_ivl = w->w_irec.b_len;
+	w->w_ikv = (struct clovis_bufvec){1, &w->w_ikp, &w->w_ikl};
+	w->w_ivv = (struct clovis_bufvec){1, &w->w_ivp, &w->w_ivl};
+	if (rc == 0)
+		rc = clovis_idx_op(&s3g.g_inflight, CLOVIS_IC_PUT, &w->w_ikv,
+				   &w->w_ivv, &w->w_irc, CLOVIS_IF_OVERWRITE,
+				   &w->w_cop[0]);
 	if (rc == 0)
 		rc = clovis_obj_init(&w->w_o, &w->w_bk->bk_cont.co_realm, &id,
 				     &a);
 	if (rc == 0)
-		rc = entity_sync(&w->w_o.ob_entity, CLOVIS_EO_CREATE);
+		rc = clovis_entity_op(&w->w_o.ob_entity, CLOVIS_EO_CREATE,
+				      &w->w_cop[1]);
+	if (rc == 0)
+		rc = clovis_op_launch(w->w_cop, 2);
 	if (rc != 0) {
+		int k;
+
 		snprintf(w->w_msg, sizeof w->w_msg, "%s", clovis_errmsg());
+		for (k = 0; k < 2; k++) { /* launched ones run to the end */
+			if (w->w_cop[k] != NULL &&
+			    clovis_op_state(w->w_cop[k]) != CLOVIS_OS_INIT)
+				clovis_op_wait(w->w_cop[k], CLOVIS_OS_STABLE,
+					       CLOVIS_TIME_NEVER);
+			clovis_op_free(w->w_cop[k]);
+			w->w_cop[k] = NULL;
+		}
+		s3_buf_fini(&w->w_irec);
+		obj_delete(&w->w_bk->bk_cont, &id);
 		s3_inflight_del(w->w_ikey);
 		return w->w_rc = rc;
 	}
@@ -723,12 +1013,14 @@ int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
 		const uint8_t *ikey, size_t ikl, const uint8_t *pkey, size_t pkl)
 {
 	memset(w, 0, sizeof *w);
+	w->w_t[0] = s3_now_ns();
 	w->w_bk = b;
 	w->w_rk = ikey;
 	w->w_rkl = ikl;
 	w->w_pk = pkey;
 	w->w_pkl = pkl;
 	w->w_expect = expect;
+	w->w_chunk = S3_CHUNK;
 	w->w_md5 = EVP_MD_CTX_new();
 	if (w->w_md5 == NULL || !EVP_DigestInit_ex(w->w_md5, EVP_md5(), NULL))
 		return -ENOMEM;
@@ -746,19 +1038,19 @@ static int wr_stream(struct s3_wr *w, const char *p, size_t n)
 
 		if (w->w_buf[w->w_cur] == NULL &&
 		    posix_memalign((void **)&w->w_buf[w->w_cur], 4096,
-				   S3_CHUNK) != 0) {
+				   w->w_chunk) != 0) {
 			w->w_buf[w->w_cur] = NULL;
 			return w->w_rc = -ENOMEM;
 		}
-		c = S3_CHUNK - w->w_fill;
+		c = w->w_chunk - w->w_fill;
 		if (c > n)
 			c = n;
 		memcpy(w->w_buf[w->w_cur] + w->w_fill, p, c);
 		w->w_fill += c;
 		p += c;
 		n -= c;
-		if (w->w_fill == S3_CHUNK) {
-			if (wr_submit(w, w->w_cur, S3_CHUNK) != 0)
+		if (w->w_fill == w->w_chunk) {
+			if (wr_submit(w, w->w_cur, w->w_chunk) != 0)
 				break;
 			w->w_cur = (w->w_cur + 1) % S3_NBUF;
 			w->w_fill = 0;
@@ -794,10 +1086,13 @@ int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
 	unsigned int ml = 16;
 	uint32_t i;
 
+	w->w_t[2] = s3_now_ns();
 	if (!w->w_inline && w->w_rc == 0 && w->w_fill > 0)
 		wr_submit(w, w->w_cur, w->w_fill);
+	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++)
 		wr_wait(w, i);
+	w->w_t[3] = s3_now_ns();
 	EVP_DigestFinal_ex(w->w_md5, md5, &ml);
 	return w->w_rc;
 }
@@ -806,6 +1101,7 @@ static void wr_release(struct s3_wr *w)
 {
 	uint32_t i;
 
+	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++) {
 		wr_wait(w, i);
 		free(w->w_buf[i]);
@@ -827,11 +1123,13 @@ void s3_wr_abort(struct s3_wr *w)
 	w->w_bk = NULL;
 }
 
+/* The record naming the object is durable: its in-flight record goes
+ * after the reply (janitor). */
 void s3_wr_done(struct s3_wr *w)
 {
 	w->w_committed = true;
 	if (w->w_obj)
-		s3_inflight_del(w->w_ikey);
+		s3_inflight_del_later(w->w_ikey);
 	wr_release(w);
 	w->w_bk = NULL;
 }

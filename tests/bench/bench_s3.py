@@ -30,6 +30,10 @@ JSON = "--json" in sys.argv
 NKEYS = 20000
 if "--list-keys" in sys.argv:
     NKEYS = int(sys.argv[sys.argv.index("--list-keys") + 1])
+SIZES = None  # --sizes 4K,1M,64M: only these (default all); --sizes none
+if "--sizes" in sys.argv:
+    SIZES = sys.argv[sys.argv.index("--sizes") + 1].split(",")
+NOLIST = "--no-list" in sys.argv
 try:
     import boto3
     from botocore.config import Config
@@ -58,7 +62,7 @@ def start():
     if os.path.exists(pf):
         os.unlink(pf)
     p = subprocess.Popen([GW, "--data", D, "--dev-size", "256M", "--port", "0", "--port-file", pf,
-                          "--creds", creds, "--layout", "default"], stdout=subprocess.PIPE,
+                          "--creds", creds, "--layout", "plain"], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
     p.stdout.readline()
     return p, int(open(pf).read())
@@ -99,6 +103,29 @@ def raw_bench(size, ops):
     return r["write"]["mib_per_s"], r["read"]["mib_per_s"]
 
 
+def measure_list(s3, port):
+    """Load NKEYS empty objects with 16 clients, then page through them."""
+    s3.create_bucket(Bucket="list")
+    keys = ["dir%03d/key%07d" % (i % 100, i) for i in range(NKEYS)]
+    pu = [s3.generate_presigned_url("put_object", Params={"Bucket": "list", "Key": k}, ExpiresIn=3600)
+          .split(str(port), 1)[1] for k in keys]
+    t0 = time.time()
+    run(port, "PUT", pu, b"", 16)
+    load_s = time.time() - t0
+    t0 = time.time()
+    n, tok = 0, None
+    while True:
+        kw = {"ContinuationToken": tok} if tok else {}
+        r = s3.list_objects_v2(Bucket="list", MaxKeys=1000, **kw)
+        n += r["KeyCount"]
+        if not r["IsTruncated"]:
+            break
+        tok = r["NextContinuationToken"]
+    list_s = time.time() - t0
+    assert n == NKEYS, n
+    return list_s, load_s
+
+
 def main():
     destroy(D)
     os.makedirs(DIR, exist_ok=True)
@@ -108,7 +135,10 @@ def main():
                       config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
     s3.create_bucket(Bucket="bench")
     plan = [(4 * KiB, 2000, 4000), (MiB, 64, 256), (64 * MiB, 3, 16)]
-    gw = {}
+    names = {4 * KiB: "4K", MiB: "1M", 64 * MiB: "64M"}
+    if SIZES is not None:
+        plan = [x for x in plan if names[x[0]] in SIZES]
+    gw, lst = {}, None
     try:
         for size, n1, n16 in plan:
             body = os.urandom(size)
@@ -120,40 +150,24 @@ def main():
                       .split(str(port), 1)[1] for k in keys]
                 gw[(size, nt, "PUT")] = run(port, "PUT", pu, body, nt)
                 gw[(size, nt, "GET")] = run(port, "GET", gu, body, nt)
-                s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[:1000]]})
-                for i in range(1000, len(keys), 1000):
+                for i in range(0, len(keys), 1000):
                     s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
-        # LIST: load NKEYS empty objects with 16 clients, then page through
-        s3.create_bucket(Bucket="list")
-        keys = ["dir%03d/key%07d" % (i % 100, i) for i in range(NKEYS)]
-        pu = [s3.generate_presigned_url("put_object", Params={"Bucket": "list", "Key": k}, ExpiresIn=3600)
-              .split(str(port), 1)[1] for k in keys]
-        t0 = time.time()
-        run(port, "PUT", pu, b"", 16)
-        load_s = time.time() - t0
-        t0 = time.time()
-        n, tok = 0, None
-        while True:
-            kw = {"ContinuationToken": tok} if tok else {}
-            r = s3.list_objects_v2(Bucket="list", MaxKeys=1000, **kw)
-            n += r["KeyCount"]
-            if not r["IsTruncated"]:
-                break
-            tok = r["NextContinuationToken"]
-        list_s = time.time() - t0
-        assert n == NKEYS, n
+        if not NOLIST:
+            lst = measure_list(s3, port)
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(120)
         destroy(D)
-    raw = {size: raw_bench(size, ops) for size, ops in ((4 * KiB, 4000), (MiB, 256), (64 * MiB, 16))}
+    ops = {4 * KiB: 4000, MiB: 256, 64 * MiB: 16}
+    raw = {size: raw_bench(size, ops[size]) for size, _, _ in plan}
     for (size, nt, op), (ops_s, mib_s) in sorted(gw.items()):
         base = raw[size][0 if op == "PUT" else 1]
         results.append({"test": "s3 %s %s x%d" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt),
                         "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
                         "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0})
-    results.append({"test": "s3 LIST %d keys (pages of 1000)" % NKEYS, "keys_per_s": round(NKEYS / list_s),
-                    "seconds": round(list_s, 3), "load_puts_per_s": round(NKEYS / load_s)})
+    if lst is not None:
+        results.append({"test": "s3 LIST %d keys (pages of 1000)" % NKEYS, "keys_per_s": round(NKEYS / lst[0]),
+                        "seconds": round(lst[0], 3), "load_puts_per_s": round(NKEYS / lst[1])})
     if JSON:
         print(json.dumps(results, indent=1))
     else:
