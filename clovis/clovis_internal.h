@@ -116,4 +116,20 @@ void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
 
+/* cluster.c, for dtx.c (cluster mode): a member's engine request encoded
+ * as it would be sent alone (ObjReq / IdxReq body, records inline; object
+ * data apart) and the server that applies it (object home, index first live
+ * replica); a call with a timeout; an index GET that makes a replica
+ * verify the index; the cluster's call timeout; a server's name. */
+int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
+		       uint32_t *server, uint32_t *sop, uint8_t **body,
+		       size_t *len);
+int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
+		     const void *body, size_t len, uint32_t ms,
+		     void **rbody, size_t *rlen);
+void cluster_idx_touch(struct clovis *cl, uint32_t server,
+		       const struct eng_req *r);
+uint32_t cluster_call_ms(struct clovis *cl);
+const char *cluster_server_name(struct clovis *cl, uint32_t s);
+
 #endif

@@ -897,3 +897,104 @@ uint32_t cluster_nr_servers(struct clovis *cl)
 {
 	return clu_of(cl)->cc_conf.cc_nr_servers;
 }
+
+/* ------------------------------------------------------------ dtx hooks */
+
+int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
+		       uint32_t *server, uint32_t *sop, uint8_t **body,
+		       size_t *len)
+{
+	struct clu_client *c = clu_of(cl);
+	struct msg_buf b = {0};
+	int rc;
+
+	if (r->er_type == CLOVIS_ET_OBJ && r->er_kind < ER_IDX_GET) {
+		ObjReq q = OBJ_REQ__INIT;
+		SId id, cont, ac;
+		SAttr a;
+
+		msg_id_out(&id, &r->er_id);
+		msg_id_out(&cont, &r->er_container);
+		msg_attr_out(&a, &ac, &r->er_ent);
+		q.kind = r->er_kind;
+		q.id = &id;
+		q.container = &cont;
+		q.attr = &a;
+		q.n_start = q.n_count = r->er_ext->ev_nr;
+		q.start = r->er_ext->ev_start_blk;
+		q.count = r->er_ext->ev_nr_blks;
+		rc = msg_pack(&q.base, &b);
+		*server = clu_ring(c, &r->er_id, 0);
+		*sop = SOP_OBJ;
+	} else if (r->er_type == CLOVIS_ET_IDX && (r->er_kind == ER_IDX_PUT ||
+						   r->er_kind == ER_IDX_DEL)) {
+		uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c);
+		struct clu_idx_msg m;
+
+		rc = clu_idx_msg(&m, r, r->er_kind, 0, nr, nr);
+		if (rc == 0 && m.im_bulk.rb_nr != 0)
+			rc = err_set(-E2BIG, "index %s: %zu bytes of records: "
+				     "at most %u in a dtx member",
+				     eng_id_str(&r->er_id), m.im_len,
+				     MSG_RECS_INLINE);
+		if (rc == 0)
+			rc = msg_pack(&m.im_q.base, &b);
+		clu_idx_msg_fini(&m);
+		/* the first live replica orders it, as alone */
+		*server = clu_ring(c, &r->er_id, 0);
+		for (uint32_t i = 0; i < n; i++)
+			if (peers_live(c->cc_peers, clu_ring(c, &r->er_id, i))) {
+				*server = clu_ring(c, &r->er_id, i);
+				break;
+			}
+		*sop = SOP_IDX;
+	} else {
+		return err_set(-ENOTSUP, "%s %s: kind %u in a dtx in cluster "
+			       "mode", r->er_type == CLOVIS_ET_IDX ? "index" :
+			       "entity", eng_id_str(&r->er_id), r->er_kind);
+	}
+	*body = b.mb_p;
+	*len = b.mb_len;
+	return rc;
+}
+
+int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
+		     const void *body, size_t len, uint32_t ms,
+		     void **rbody, size_t *rlen)
+{
+	struct clu_client *c = clu_of(cl);
+	struct rpc_result res;
+	int rc = peers_call_ms(c->cc_peers, server, op, body, len, NULL, ms,
+			       &res);
+
+	*rbody = res.rr_body;
+	*rlen = res.rr_len;
+	return rc;
+}
+
+void cluster_idx_touch(struct clovis *cl, uint32_t server,
+		       const struct eng_req *r)
+{
+	struct clu_client *c = clu_of(cl);
+	struct clu_idx_msg m;
+
+	if (r->er_keys == NULL || r->er_keys->bv_nr == 0 ||
+	    clu_idx_msg(&m, r, ER_IDX_GET, 0, 1, 1) != 0)
+		return;
+	if (clu_call(c, server, SOP_IDX, &m.im_q.base, clu_idx_bulk(&m), 1,
+		     NULL) != 0)
+		LOG_INFO("index %s: verification GET on %s: %s",
+			 eng_id_str(&r->er_id), c->cc_conf.cc_servers[server].cs_name,
+			 err_msg());
+	clu_idx_msg_fini(&m);
+}
+
+uint32_t cluster_call_ms(struct clovis *cl)
+{
+	return clu_of(cl)->cc_conf.cc_call_ms;
+}
+
+const char *cluster_server_name(struct clovis *cl, uint32_t s)
+{
+	return clu_of(cl)->cc_conf.cc_servers[s].cs_name;
+}

@@ -28,12 +28,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
 #include "dtm/dtm.h"
+#include "dtm/dtm_msg.h"
 
 #define DTX_MAGIC 0x44545831u /* "DTX1" */
 
@@ -77,6 +81,23 @@ struct clovis_dtx {
 	struct clovis_entity dx_ent; /* the commit op's entity: the client */
 };
 
+/* Cluster mode: this client's node id in dtx ids (random, not 0). */
+static uint32_t dtx_clu_node(void)
+{
+	static uint32_t node;
+	uint32_t n = __atomic_load_n(&node, __ATOMIC_RELAXED);
+
+	while (n == 0) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		n = (uint32_t)getpid() * 2654435761u ^ (uint32_t)ts.tv_nsec ^
+		    (uint32_t)((uint64_t)ts.tv_sec * 40503u);
+		__atomic_store_n(&node, n, __ATOMIC_RELAXED);
+	}
+	return n;
+}
+
 static bool dtx_valid(const struct clovis_dtx *dx)
 {
 	return dx != NULL && dx->dx_magic == DTX_MAGIC;
@@ -101,15 +122,12 @@ int clovis_dtx_open(struct clovis_dtx **out, struct clovis_realm *r)
 	if (out == NULL || r == NULL || r->re_cl == NULL)
 		return err_set(-EINVAL, "dtx_open: %s is NULL",
 			       out == NULL ? "dtx" : "realm");
-	if (r->re_cl->cl_eng == NULL)
-		return err_set(-ENOTSUP, "dtx_open: cluster mode: the dtx "
-			       "protocol is not wired to the servers yet");
 	dx = calloc(1, sizeof *dx);
 	if (dx == NULL)
 		return err_set(-ENOMEM, "dtx allocation");
 	dx->dx_magic = DTX_MAGIC;
 	dx->dx_cl = r->re_cl;
-	dtm_id_make(&dx->dx_id, 0);
+	dtm_id_make(&dx->dx_id, r->re_cl->cl_eng == NULL ? dtx_clu_node() : 0);
 	pthread_mutex_init(&dx->dx_lock, NULL);
 	pthread_cond_init(&dx->dx_cond, NULL);
 	dx->dx_ent.en_cl = r->re_cl;
@@ -197,9 +215,23 @@ static int dtx_member_run(struct clovis_op *op)
 	struct clovis *cl = op->op_cl;
 	struct clovis_dtx *dx = op->op_dtx;
 	struct eng_citem *ci = &op->op_req.er_ci;
-	int rc = cl->cl_exec(cl, &op->op_req);
+	int rc;
 	bool go;
 
+	if (cl->cl_eng == NULL) {
+		/* Cluster mode: the member travels in its participant's
+		 * PREPARE, encoded when every member has run. */
+		pthread_mutex_lock(&dx->dx_lock);
+		dtx_member_find(dx, op)->dm_state = DM_HELD;
+		dx->dx_ran++;
+		go = dtx_ready_locked(dx);
+		pthread_cond_broadcast(&dx->dx_cond);
+		pthread_mutex_unlock(&dx->dx_lock);
+		if (go)
+			dtx_submit(dx);
+		return ENG_PENDING;
+	}
+	rc = cl->cl_exec(cl, &op->op_req);
 	if (rc == ENG_PENDING)
 		return rc;
 	if (rc == 0)
@@ -241,6 +273,17 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 			       "not in INIT state" : "already in a dtx");
 	if (eng_req_readonly(&op->op_req))
 		return 0; /* reads are not held (clovis.h) */
+	if (op->op_cl->cl_eng == NULL &&
+	    !((op->op_req.er_type == CLOVIS_ET_OBJ &&
+	       (op->op_req.er_kind == ER_OBJ_WRITE ||
+		op->op_req.er_kind == ER_OBJ_ALLOC ||
+		op->op_req.er_kind == ER_OBJ_FREE)) ||
+	      (op->op_req.er_type == CLOVIS_ET_IDX &&
+	       (op->op_req.er_kind == ER_IDX_PUT ||
+		op->op_req.er_kind == ER_IDX_DEL))))
+		return err_set(-ENOTSUP, "dtx_add: dtx %s: entity CREATE, "
+			       "DELETE and SETATTR are not supported in a dtx "
+			       "in cluster mode yet", dtx_str(dx));
 	if (op_unit_layout(op))
 		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
 			       "unit layout (pdclust, mirror or composite): "
@@ -413,11 +456,18 @@ static void dtx_done(struct eng_citem *ci, int rc)
 
 /* Every member has run: fail the dtx, or hand its one item to the group
  * commit with the devices to sync and the space its members took. */
+static void dtx_clu_submit(struct clovis_dtx *dx);
+
 static void dtx_submit(struct clovis_dtx *dx)
 {
 	struct eng *e = dx->dx_cl->cl_eng;
 	struct eng_citem *ci = &dx->dx_cop->op_req.er_ci;
 	int rc = dx->dx_rc;
+
+	if (e == NULL) {
+		dtx_clu_submit(dx);
+		return;
+	}
 
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
@@ -566,4 +616,344 @@ void clovis_dtx_abort(struct clovis_dtx *dx)
 	}
 	dtx_cancel(dx);
 	dtx_destroy(dx);
+}
+
+/* ================================================= cluster mode: 2PC
+ *
+ * The coordinator (dtm/README.md "Coordinator"), on the worker thread of
+ * the last member to run:
+ *
+ *   encode      each member as the request it would be alone, grouped by
+ *               the server that applies it (object: home; index: its
+ *               first live replica, which orders it and copies it to the
+ *               others after the COMMIT, with its seq);
+ *   PREPARE     to every participant in parallel (thread each), with the
+ *               participant list sorted: parts[0] is the decider;
+ *   decide      all YES: COMMIT to the decider first (its COMMITTED record
+ *               is the commit point), then to the others in parallel; any
+ *               NO or timeout: ABORT to all (those that never prepared log
+ *               ABORTED, so a late PREPARE is refused);
+ *   outcome     STABLE when every participant acknowledged the COMMIT
+ *               applied and durable.
+ * A NO with -ESTALE (an index replica must verify first) makes the client
+ * send that replica a GET (which verifies it) and try again with a new id,
+ * DTX_CLU_TRIES times at most.  Every call has a deadline (DTX_CLU_CALL_MS,
+ * at most the cluster's call timeout).
+ */
+#define DTX_CLU_CALL_MS 10000u
+#define DTX_CLU_TRIES 5u
+
+struct dtx_part {
+	struct clovis_dtx *dp_dx;
+	uint32_t dp_server;
+	DtxMember *dp_m;        /* its members */
+	DtxMember **dp_mp;
+	uint32_t *dp_mi;        /* their indices in dx_m */
+	size_t dp_nr;
+	uint8_t *dp_req;        /* the packed request of the current phase */
+	size_t dp_len;
+	uint32_t dp_ms;
+	int dp_rc;
+	uint32_t dp_state;
+	char dp_msg[LIM_ERRMSG_LEN];
+	pthread_t dp_th;
+};
+
+struct dtx_clu {
+	struct dtx_part *dc_p;
+	uint32_t dc_nr;
+	uint32_t dc_parts[DTM_PARTS_MAX];
+	uint8_t **dc_bodies;    /* per member */
+	uint8_t **dc_data;
+};
+
+static void *dtx_part_call(void *arg)
+{
+	struct dtx_part *p = arg;
+	struct clovis *cl = p->dp_dx->dx_cl;
+	void *rb = NULL;
+	size_t rl = 0;
+	DtxReply *rp = NULL;
+	int rc = cluster_dtx_call(cl, p->dp_server, DTM_OP, p->dp_req,
+				  p->dp_len, p->dp_ms, &rb, &rl);
+
+	if (rc == 0)
+		rc = dtm_reply_decode(rb, rl, &rp);
+	p->dp_rc = rc;
+	p->dp_state = DTM_UNKNOWN;
+	if (rc == 0) {
+		p->dp_state = rp->state;
+		dtm_hlc_observe(rp->clock);
+		dtx_reply__free_unpacked(rp, NULL);
+	} else {
+		snprintf(p->dp_msg, sizeof p->dp_msg, "server %s: %s",
+			 cluster_server_name(cl, p->dp_server), err_msg());
+	}
+	free(rb);
+	return NULL;
+}
+
+/* Pack the request of kind for p. */
+static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
+			uint32_t decision)
+{
+	struct clovis_dtx *dx = p->dp_dx;
+	DtxReq q = DTX_REQ__INIT;
+
+	free(p->dp_req);
+	p->dp_req = NULL;
+	q.kind = kind;
+	q.hlc = dx->dx_id.di_hlc;
+	q.node = dx->dx_id.di_node;
+	q.clock = dtm_hlc_now();
+	if (kind == DTM_MSG_PREPARE) {
+		q.n_parts = c->dc_nr;
+		q.parts = c->dc_parts;
+		q.n_members = p->dp_nr;
+		q.members = p->dp_mp;
+	}
+	q.decision = decision;
+	return dtm_pack(&q.base, &p->dp_req, &p->dp_len);
+}
+
+/* Send kind to parts [from, to) in parallel and wait. */
+static void dtx_parts_call(struct dtx_clu *c, uint32_t from, uint32_t to,
+			   uint32_t kind, uint32_t decision, uint32_t ms)
+{
+	for (uint32_t i = from; i < to; i++) {
+		struct dtx_part *p = &c->dc_p[i];
+
+		p->dp_ms = ms;
+		p->dp_rc = dtx_part_req(c, p, kind, decision);
+		if (p->dp_rc == 0 && (to - from == 1 ||
+				      pthread_create(&p->dp_th, NULL,
+						     dtx_part_call, p) != 0)) {
+			dtx_part_call(p);
+			p->dp_th = 0;
+		} else if (p->dp_rc != 0) {
+			p->dp_th = 0;
+		}
+	}
+	for (uint32_t i = from; i < to; i++)
+		if (c->dc_p[i].dp_th != 0)
+			pthread_join(c->dc_p[i].dp_th, NULL);
+}
+
+static int dtx_part_cmp(const void *a, const void *b)
+{
+	const struct dtx_part *x = a, *y = b;
+
+	return x->dp_server < y->dp_server ? -1 : x->dp_server > y->dp_server;
+}
+
+static void dtx_clu_fini(struct dtx_clu *c, uint32_t nr_members)
+{
+	for (uint32_t i = 0; i < c->dc_nr; i++) {
+		free(c->dc_p[i].dp_m);
+		free(c->dc_p[i].dp_mp);
+		free(c->dc_p[i].dp_mi);
+		free(c->dc_p[i].dp_req);
+	}
+	for (uint32_t i = 0; c->dc_bodies != NULL && i < nr_members; i++) {
+		free(c->dc_bodies[i]);
+		free(c->dc_data[i]);
+	}
+	free(c->dc_bodies);
+	free(c->dc_data);
+	free(c->dc_p);
+	memset(c, 0, sizeof *c);
+}
+
+/* Encode the members and group them by participant. */
+static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
+{
+	uint32_t *srv = calloc(dx->dx_nr, sizeof *srv);
+	uint32_t *sop = calloc(dx->dx_nr, sizeof *sop);
+	size_t *blen = calloc(dx->dx_nr, sizeof *blen);
+	size_t *dlen = calloc(dx->dx_nr, sizeof *dlen);
+	int rc = 0;
+
+	c->dc_bodies = calloc(dx->dx_nr, sizeof *c->dc_bodies);
+	c->dc_data = calloc(dx->dx_nr, sizeof *c->dc_data);
+	c->dc_p = calloc(DTM_PARTS_MAX, sizeof *c->dc_p);
+	if (srv == NULL || sop == NULL || blen == NULL || dlen == NULL ||
+	    c->dc_bodies == NULL || c->dc_data == NULL || c->dc_p == NULL)
+		rc = err_set(-ENOMEM, "dtx %s: members", dtx_str(dx));
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
+		struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
+		struct dtx_part *p = NULL;
+
+		rc = cluster_dtx_member(dx->dx_cl, r, &srv[i], &sop[i],
+					&c->dc_bodies[i], &blen[i]);
+		if (rc == 0 && r->er_kind == ER_OBJ_WRITE && r->er_data) {
+			size_t n = 0;
+
+			for (uint32_t k = 0; k < r->er_data->bv_nr; k++)
+				n += r->er_data->bv_len[k];
+			c->dc_data[i] = malloc(n ? n : 1);
+			if (c->dc_data[i] == NULL)
+				rc = err_set(-ENOMEM, "dtx %s: data",
+					     dtx_str(dx));
+			for (uint32_t k = 0; rc == 0 &&
+			     k < r->er_data->bv_nr; k++) {
+				memcpy(c->dc_data[i] + dlen[i],
+				       r->er_data->bv_buf[k],
+				       r->er_data->bv_len[k]);
+				dlen[i] += r->er_data->bv_len[k];
+			}
+		}
+		if (rc != 0) {
+			dx->dx_bad = i;
+			break;
+		}
+		for (uint32_t k = 0; k < c->dc_nr; k++)
+			if (c->dc_p[k].dp_server == srv[i])
+				p = &c->dc_p[k];
+		if (p == NULL) {
+			p = &c->dc_p[c->dc_nr++];
+			p->dp_dx = dx;
+			p->dp_server = srv[i];
+			p->dp_m = calloc(dx->dx_nr, sizeof *p->dp_m);
+			p->dp_mp = calloc(dx->dx_nr, sizeof *p->dp_mp);
+			p->dp_mi = calloc(dx->dx_nr, sizeof *p->dp_mi);
+			if (p->dp_m == NULL || p->dp_mp == NULL ||
+			    p->dp_mi == NULL) {
+				rc = err_set(-ENOMEM, "dtx %s", dtx_str(dx));
+				break;
+			}
+		}
+		dtx_member__init(&p->dp_m[p->dp_nr]);
+		p->dp_m[p->dp_nr].op = sop[i];
+		p->dp_m[p->dp_nr].body.data = c->dc_bodies[i];
+		p->dp_m[p->dp_nr].body.len = blen[i];
+		p->dp_m[p->dp_nr].data.data = c->dc_data[i];
+		p->dp_m[p->dp_nr].data.len = dlen[i];
+		p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
+		p->dp_mi[p->dp_nr] = i;
+		p->dp_nr++;
+	}
+	if (rc == 0) {
+		qsort(c->dc_p, c->dc_nr, sizeof *c->dc_p, dtx_part_cmp);
+		for (uint32_t k = 0; k < c->dc_nr; k++)
+			c->dc_parts[k] = c->dc_p[k].dp_server;
+	}
+	free(srv);
+	free(sop);
+	free(blen);
+	free(dlen);
+	return rc;
+}
+
+static void dtx_clu_kill(const char *point)
+{
+	if (FAULT_HIT(point)) {
+		LOG_WARNING("fault point %s: SIGKILL", point);
+		raise(SIGKILL);
+	}
+}
+
+/* One attempt: 0 (committed everywhere), -ESTALE (*stale: the part to
+ * touch), or the failure (msg set). */
+static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
+			   struct dtx_part **stale, char *msg, size_t msz)
+{
+	uint32_t ms = cluster_call_ms(dx->dx_cl);
+	struct dtx_part *bad = NULL;
+	int rc;
+
+	if (ms == 0 || ms > DTX_CLU_CALL_MS)
+		ms = DTX_CLU_CALL_MS;
+	*stale = NULL;
+	dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_PREPARE, 0, ms);
+	for (uint32_t i = 0; i < c->dc_nr && bad == NULL; i++)
+		if (c->dc_p[i].dp_rc != 0 ||
+		    c->dc_p[i].dp_state != DTM_PREPARED)
+			bad = &c->dc_p[i];
+	if (bad != NULL) {
+		rc = bad->dp_rc != 0 ? bad->dp_rc : -EPROTO;
+		snprintf(msg, msz, "%s", bad->dp_msg);
+		dx->dx_bad = bad->dp_mi[0];
+		if (rc == -ESTALE)
+			*stale = bad;
+		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
+		return rc;
+	}
+	dtx_clu_kill("dtx.cli.prepared");
+	/* The decider first: its COMMITTED record is the commit point. */
+	dtx_parts_call(c, 0, 1, DTM_MSG_DECIDE, DTM_COMMITTED, ms);
+	if (c->dc_p[0].dp_rc == 0 && c->dc_p[0].dp_state == DTM_ABORTED) {
+		dtx_parts_call(c, 1, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
+		snprintf(msg, msz, "server %s aborted it (in doubt longer than "
+			 "the termination timeout)",
+			 cluster_server_name(dx->dx_cl, c->dc_p[0].dp_server));
+		return -ECANCELED;
+	}
+	if (c->dc_p[0].dp_rc != 0 || c->dc_p[0].dp_state != DTM_COMMITTED) {
+		snprintf(msg, msz, "outcome unknown (in doubt until the "
+			 "participants resolve it; see strata dtx ls): %.150s",
+			 c->dc_p[0].dp_msg);
+		return -ETIMEDOUT;
+	}
+	dtx_clu_kill("dtx.cli.decide.partial");
+	dtx_parts_call(c, 1, c->dc_nr, DTM_MSG_DECIDE, DTM_COMMITTED, ms);
+	for (uint32_t i = 1; i < c->dc_nr; i++)
+		if (c->dc_p[i].dp_rc != 0 ||
+		    c->dc_p[i].dp_state != DTM_COMMITTED) {
+			snprintf(msg, msz, "committed, but not yet applied on "
+				 "every participant (it will be, when it "
+				 "learns the outcome): %.150s", c->dc_p[i].dp_msg);
+			return -EINPROGRESS;
+		}
+	return 0;
+}
+
+static void dtx_clu_submit(struct clovis_dtx *dx)
+{
+	struct eng_citem *cci = &dx->dx_cop->op_req.er_ci;
+	char msg[LIM_ERRMSG_LEN] = "";
+	struct dtx_clu c = {0};
+	int rc = dx->dx_rc;
+
+	if (rc != 0)
+		snprintf(msg, sizeof msg, "%s", dx->dx_msg);
+	for (uint32_t t = 0; rc == 0 && t < DTX_CLU_TRIES; t++) {
+		struct dtx_part *stale;
+
+		if (t > 0)
+			dtm_id_make(&dx->dx_id, dtx_clu_node());
+		rc = dtx_clu_build(dx, &c);
+		if (rc != 0) {
+			snprintf(msg, sizeof msg, "%s", err_msg());
+			break;
+		}
+		rc = dtx_clu_attempt(dx, &c, &stale, msg, sizeof msg);
+		if (rc == -ESTALE && t + 1 < DTX_CLU_TRIES) {
+			cluster_idx_touch(dx->dx_cl, stale->dp_server,
+					  &dx->dx_m[stale->dp_mi[0]].dm_op->op_req);
+			rc = 0;
+			dtx_clu_fini(&c, dx->dx_nr);
+			usleep(50000u * t);
+			continue;
+		}
+		break;
+	}
+	dtx_clu_fini(&c, dx->dx_nr);
+	if (rc == 0) {
+		for (uint32_t i = 0; i < dx->dx_nr; i++) {
+			struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
+
+			if (r->er_rcs != NULL && r->er_keys != NULL)
+				memset(r->er_rcs, 0,
+				       r->er_keys->bv_nr * sizeof *r->er_rcs);
+			if (r->er_ci.ci_executed != NULL)
+				r->er_ci.ci_executed(&r->er_ci);
+		}
+		if (dx->dx_cop_executed != NULL)
+			dx->dx_cop_executed(cci);
+	} else {
+		err_set(rc, "%s", msg);
+		snprintf(cci->ci_msg, sizeof cci->ci_msg, "dtx %s: %.200s",
+			 dtx_str(dx), msg);
+	}
+	dtx_finish(dx, rc, cci->ci_msg);
 }

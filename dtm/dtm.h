@@ -89,6 +89,16 @@ enum dtm_verdict dtm_term_decide(uint32_t self, const struct dtm_answer *peers,
 				 uint32_t nr);
 
 /**
+ * The rule of the deciding participant (the first of the list, whose
+ * COMMITTED record is the dtx's commit point: the coordinator sends COMMIT
+ * to it first, and to the others only after it acknowledged): an in-doubt
+ * record older than the termination timeout (expired) is aborted by it
+ * alone, since no other participant can have committed before it did.
+ * A late COMMIT is then refused and the coordinator aborts the others.
+ */
+enum dtm_verdict dtm_term_decider(uint32_t self, bool expired);
+
+/**
  * A participant in state *local answers a peer's query: the state to send.
  * UNKNOWN turns into a durable ABORTED first (*local is set to ABORTED and
  * *log_it to true: log it before answering), so that a PREPARE that

@@ -1,7 +1,9 @@
 # dtm/ — distributed transactions: ids (node + hybrid logical clock), the
 # commit protocol's records, and the client side of the Clovis dtx API
 # (clovis/dtx.c) that drives them.
-LIB_SRCS += dtm/hlc.c dtm/term.c clovis/dtx.c
+LIB_SRCS += dtm/hlc.c dtm/term.c clovis/dtx.c dtm/dtm_msg.c \
+	core/server/srv_dtx.c
+PROTOS += dtm/dtm.proto
 UT_SRCS += dtm/ut/dtm_ut.c
 
 # dtx_crash: embedded-mode bank transfers for tests/crash/dtx_crash.sh.
@@ -14,4 +16,11 @@ $(BUILD)/dtx_crash: $(BUILD)/tobj/tests/crash/dtx_crash.o $(BUILD)/libstrata-tes
 TEST_BINS += $(BUILD)/strata_bench_dtx
 
 $(BUILD)/strata_bench_dtx: $(BUILD)/obj/tests/bench/bench_dtx.o $(BUILD)/libstrata.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# strata-server-test: the server built with fault points (dtx_cluster_test.sh
+# arms them with STRATA_FAULT).
+TEST_BINS += $(BUILD)/strata-server-test
+
+$(BUILD)/strata-server-test: $(BUILD)/tobj/core/server/server.o $(BUILD)/libstrata-test.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

@@ -93,3 +93,12 @@ int dtm_rec_decode(const void *buf, size_t len, struct dtm_rec *rec,
 	       rec->dr_nr_parts * sizeof(uint16_t));
 	return 0;
 }
+
+enum dtm_verdict dtm_term_decider(uint32_t self, bool expired)
+{
+	if (self == DTM_COMMITTED)
+		return DTM_V_COMMIT;
+	if (self != DTM_PREPARED || expired)
+		return DTM_V_ABORT;
+	return DTM_V_WAIT;
+}

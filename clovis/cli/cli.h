@@ -361,6 +361,8 @@ int cli_cluster_open(struct cli *c);
 int cmd_cluster_up(struct cli *c);
 int cmd_cluster_down(struct cli *c);
 int cmd_cluster_status(struct cli *c);
+int cmd_dtx_ls(struct cli *c);
+int cmd_dtx_resolve(struct cli *c);
 int cmd_s3_user(struct cli *c); /* cli_s3.c */
 int cmd_obj_create(struct cli *c);
 int cmd_obj_write(struct cli *c);

@@ -34,6 +34,17 @@ static const struct cli_cmd cmds[] = {
 	  "Show each server (up or down, uptime, requests served, malformed "
 	  "requests refused), then the devices, tiers and free space of the "
 	  "servers that answered." },
+	{ "dtx", "ls", 0, 0, CO_CLUSTER, false, cmd_dtx_ls,
+	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "Show the distributed transactions each server of the cluster "
+	  "knows, newest first: id, state (PREPARED = in doubt, COMMITTED, "
+	  "ABORTED), participants, age; in-doubt count at the end." },
+	{ "dtx", "resolve", 2, 2, CO_CLUSTER, false, cmd_dtx_resolve,
+	  "dead|alive SERVER [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "Mark SERVER gone for good (dead) or back (alive) on every other "
+	  "server: a dtx in doubt with a dead participant then commits only "
+	  "if a live participant holds it COMMITTED, else aborts "
+	  "(dtm/README.md)." },
 	{ "s3", "user", 1, 3, 0, false, cmd_s3_user, "add NAME [FILE] | ls [FILE] | rm NAME [FILE]", "Manage the users of the S3 gateway (strata-s3) in its credentials file FILE (default $STRATA_S3_CREDS, else ./s3-credentials): add makes a user with fresh access and secret keys and prints them, ls lists names and access keys, rm removes a user.  The running gateway re-reads the file when it changes." },
 	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER | CO_LAYOUT, true,
 	  cmd_obj_create,

@@ -41,7 +41,7 @@ static void srv_tls_make(void)
 
 /* RPC handler threads are the RPC layer's: register them with the engine
  * on first use; the key's destructor unregisters them at thread exit. */
-static void srv_thread_enter(void)
+void srv_thread_enter(void)
 {
 	pthread_once(&srv_tls_once, srv_tls_make);
 	if (pthread_getspecific(srv_tls_key) == NULL) {
@@ -593,6 +593,8 @@ static int srv_open_ep(struct srv *s)
 	for (uint32_t op = SOP_ENT; rc == 0 && op < SOP_END; op++)
 		rc = rpc_handler_set(s->s_ep, op, srv_handle, s);
 	if (rc == 0)
+		rc = srv_dtx_register(s);
+	if (rc == 0)
 		rc = peers_create(&s->s_peers, c, s->s_ep);
 	return rc;
 }
@@ -623,6 +625,8 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 		rc = srv_open_ep(s);
 	if (rc == 0)
 		rc = srv_syncer_start(s);
+	if (rc == 0)
+		rc = srv_dtx_start(s);
 	if (rc != 0) {
 		char msg[LIM_ERRMSG_LEN];
 
@@ -649,6 +653,7 @@ void srv_stop(struct srv *s)
 	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0 &&
 	       srv_now_ms() < until)
 		usleep(10000);
+	srv_dtx_stop(s);
 	srv_syncer_stop(s);
 	peers_destroy(s->s_peers);
 	rpc_ep_close(s->s_ep);

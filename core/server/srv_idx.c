@@ -989,3 +989,31 @@ void srv_idx_read_reply(struct srv_op *so)
 	free(rp.klen);
 	free(rp.vlen);
 }
+
+/* ------------------------------------------------------- dtx members */
+
+struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id)
+{
+	return ridx_get(s, id);
+}
+
+bool srv_ridx_orderable(struct srv *s, struct ridx *ri)
+{
+	bool lonely;
+
+	if (ridx_stale(s, ri))
+		return false;
+	pthread_mutex_lock(&s->s_rlock);
+	lonely = ri->ri_lonely;
+	pthread_mutex_unlock(&s->s_rlock);
+	return !lonely;
+}
+
+int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+		   const struct ridx_rec *rec)
+{
+	char name[48];
+
+	ridx_name(name, sizeof name, id);
+	return meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
+}

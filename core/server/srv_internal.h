@@ -92,9 +92,13 @@ struct srv {
 	struct peers *s_hbpeers;  /* the heartbeat's own endpoint */
 	bool s_hb_on;
 	pthread_cond_t s_hbcond;
+	/* distributed transactions: the participant (srv_dtx.c) */
+	struct srv_dtx *s_dtx;
 };
 
 uint64_t srv_now_ms(void);
+/** Register the calling RPC handler thread with the engine (once). */
+void srv_thread_enter(void);
 
 /* srv.c */
 void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg);
@@ -121,5 +125,21 @@ void srv_idx_read_reply(struct srv_op *so);
  * that second stage must run before the answer.
  */
 bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
+
+/* srv_idx.c, for srv_dtx.c: an index member of a dtx is ordered here. */
+/** The replica record of id (loaded on first use), or NULL (-ENOMEM). */
+struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id);
+/** May this server order updates of ri now (verified, fresh, not lonely)? */
+bool srv_ridx_orderable(struct srv *s, struct ridx *ri);
+/** Store ri's record {inc, seq} in txn. */
+int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+		   const struct ridx_rec *rec);
+
+/* srv_dtx.c: the dtx participant (dtm/README.md) */
+/** Serve DTM_OP on s's endpoint. */
+int srv_dtx_register(struct srv *s);
+/** Load the dtx log (in-doubt records) and start termination. */
+int srv_dtx_start(struct srv *s);
+void srv_dtx_stop(struct srv *s);
 
 #endif

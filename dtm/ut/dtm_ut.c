@@ -15,7 +15,9 @@
 #include "clovis/clovis.h"
 #include "core/fault.h"
 #include "core/limits.h"
+#include "core/server/msg.h"
 #include "dtm/dtm.h"
+#include "dtm/dtm_msg.h"
 #include "tests/ut.h"
 
 #define BS 4096u
@@ -549,6 +551,96 @@ static void test_term_rule(void)
 	CU_ASSERT_FALSE(log_it);
 }
 
+/* The decider's rule: alone, on expiry, it aborts an in-doubt record. */
+static void test_term_decider(void)
+{
+	CU_ASSERT_EQUAL(dtm_term_decider(DTM_PREPARED, false), DTM_V_WAIT);
+	CU_ASSERT_EQUAL(dtm_term_decider(DTM_PREPARED, true), DTM_V_ABORT);
+	CU_ASSERT_EQUAL(dtm_term_decider(DTM_COMMITTED, true), DTM_V_COMMIT);
+	CU_ASSERT_EQUAL(dtm_term_decider(DTM_ABORTED, false), DTM_V_ABORT);
+	CU_ASSERT_EQUAL(dtm_term_decider(DTM_UNKNOWN, false), DTM_V_ABORT);
+}
+
+/* Pack q and decode it for a cluster of nr servers. */
+static int msg_round(DtxReq *q, uint32_t nr)
+{
+	uint8_t *b;
+	size_t len;
+	DtxReq *out = NULL;
+	int rc = dtm_pack(&q->base, &b, &len);
+
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	rc = dtm_req_decode(b, len, nr, &out);
+	if (rc == 0) {
+		CU_ASSERT_EQUAL(out->kind, q->kind);
+		CU_ASSERT_EQUAL(out->hlc, q->hlc);
+		dtx_req__free_unpacked(out, NULL);
+	} else {
+		CU_ASSERT_PTR_NULL(out);
+		CU_ASSERT(strlen(clovis_errmsg()) > 0);
+	}
+	free(b);
+	return rc;
+}
+
+/* The protocol decoder refuses every malformed field. */
+static void test_msg_codec(void)
+{
+	DtxReq q = DTX_REQ__INIT;
+	DtxMember m = DTX_MEMBER__INIT, *mp[1] = {&m};
+	uint32_t parts[3] = {0, 2, 1};
+	static uint8_t big[DTM_PREPARE_BYTES_MAX + 1];
+	uint8_t junk[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
+	DtxReq *out;
+	DtxReply *rp;
+
+	q.kind = DTM_MSG_PREPARE;
+	q.hlc = 77;
+	q.node = 5;
+	q.n_parts = 3;
+	q.parts = parts;
+	q.n_members = 1;
+	q.members = mp;
+	m.op = SOP_IDX;
+	m.body.data = junk;
+	m.body.len = 3;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), 0);
+	CU_ASSERT_EQUAL(msg_round(&q, 2), -EINVAL);   /* server 2 of 2 */
+	parts[1] = 0;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* given twice */
+	parts[1] = 2;
+	m.op = 12345;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* member op */
+	m.op = SOP_IDX;
+	m.data.data = junk;
+	m.data.len = 1;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* data on index */
+	m.op = SOP_OBJ;
+	m.data.data = big;
+	m.data.len = sizeof big;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -E2BIG);    /* too many bytes */
+	m.data.len = 0;
+	m.body.len = 0;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* empty body */
+	m.body.len = 3;
+	q.n_members = 0;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -E2BIG);    /* no member */
+	q.kind = DTM_MSG_DECIDE;
+	q.decision = DTM_PREPARED;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* decision */
+	q.decision = DTM_COMMITTED;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), 0);
+	q.hlc = 0;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* no id */
+	q.kind = 99;
+	q.hlc = 1;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* kind */
+	CU_ASSERT_EQUAL(dtm_req_decode(junk, sizeof junk, 3, &out), -EBADMSG);
+	CU_ASSERT_PTR_NULL(out);
+	CU_ASSERT_EQUAL(dtm_reply_decode(junk, sizeof junk, &rp), -EBADMSG);
+	CU_ASSERT_PTR_NULL(rp);
+}
+
 static void test_rec_codec(void)
 {
 	struct dtm_rec r = {.dr_magic = DTM_REC_MAGIC,
@@ -588,6 +680,8 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "hlc_ids", test_hlc_ids) ||
 	    !CU_add_test(s, "term_rule", test_term_rule) ||
 	    !CU_add_test(s, "rec_codec", test_rec_codec) ||
+	    !CU_add_test(s, "term_decider", test_term_decider) ||
+	    !CU_add_test(s, "msg_codec", test_msg_codec) ||
 	    !CU_add_test(s, "commit_obj_idx", test_commit_obj_idx) ||
 	    !CU_add_test(s, "abort", test_abort) ||
 	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||

@@ -1,0 +1,1242 @@
+/*
+ * srv_dtx.c — the participant of distributed transactions (dtm/README.md,
+ * protocol dtm/dtm.proto, codecs dtm/dtm_msg.c).
+ *
+ *   PREPARE   the members (ObjReq / IdxReq bodies, object data inline) are
+ *             decoded and checked as the requests alone would be (entity,
+ *             incarnation, this server is the object's home or an index
+ *             replica allowed to order), then ONE LMDB commit writes the
+ *             log record "dtx/<hlc>:<node>" = {PREPARED, participants, the
+ *             PREPARE body}; the vote YES is sent after it is durable.
+ *             Nothing is visible and no space is taken: the record holds
+ *             the members themselves (their redo), so a restart needs
+ *             nothing else.
+ *   DECIDE    COMMIT: the members run through the engine with the hold
+ *             hook (data written out of place, items held), then ONE
+ *             commit item applies them all in a nested transaction, moves
+ *             each index member's replica seq, and rewrites the record
+ *             COMMITTED (without the members); after it is durable, index
+ *             members are copied to the index's other live replicas with
+ *             their seq (as a client's PUT would be).  ABORT: the record
+ *             becomes ABORTED.  Both are idempotent.
+ *   QUERY     state of the record; UNKNOWN is first logged ABORTED
+ *             (dtm_query_answer), so a late PREPARE is refused.
+ *   restart   srv_dtx_start() loads PREPARED records: in doubt.
+ *   termination  a thread looks at in-doubt records every
+ *             DTX_TERM_TICK_MS: older than DTX_TERM_MS, the deciding
+ *             participant (parts[0]) aborts alone (dtm_term_decider: it is
+ *             the commit point), the others ask the other participants
+ *             (dtm_term_decide, with servers marked dead).
+ *   trimming  decided records are kept DTX_KEEP_S for queries and `dtx ls`,
+ *             at most DTX_KEEP_MAX of them (oldest first).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/fault.h"
+#include "core/log.h"
+#include "core/server/srv_internal.h"
+#include "dtm/dtm_msg.h"
+
+#define DTX_TERM_MS 2000u      /* in doubt this long: termination */
+#define DTX_TERM_TICK_MS 250u
+#define DTX_QUERY_MS 1000u     /* call timeout of a QUERY */
+#define DTX_FWD_MS 2000u       /* call timeout of a replica copy */
+#define DTX_KEEP_S 600u        /* decided records kept this long */
+#define DTX_KEEP_MAX 100000u   /* and at most this many */
+#define DTX_TRIM_EVERY_MS 10000u
+#define DTX_LOCKS 64u
+#define DTX_KEY_LEN 32u
+#define DTX_DEAD_NAME "dtx-dead"
+
+/* An in-doubt dtx of this server (memory; the record is the truth). */
+struct pdtx {
+	struct clovis_dtx_id pd_id;
+	uint64_t pd_since_ms;  /* srv_now_ms() when prepared or loaded */
+	struct pdtx *pd_next;
+};
+
+struct srv_dtx {
+	struct srv *d_srv;
+	pthread_mutex_t d_lock;   /* d_doubt, d_dead */
+	struct pdtx *d_doubt;
+	uint32_t d_nr_doubt;
+	uint64_t d_dead;          /* servers marked dead (bit per server) */
+	pthread_mutex_t d_idlock[DTX_LOCKS]; /* one dtx's state changes */
+	pthread_t d_term;
+	bool d_term_on;
+	bool d_stop;
+	pthread_cond_t d_cond;
+	uint64_t d_trim_ms;
+};
+
+/* ------------------------------------------------------------ records */
+
+static void dtx_key(char *buf, const struct clovis_dtx_id *id)
+{
+	snprintf(buf, DTX_KEY_LEN, "dtx/%016" PRIx64 ":%08x", id->di_hlc,
+		 id->di_node);
+}
+
+static pthread_mutex_t *id_lock(struct srv_dtx *d,
+				const struct clovis_dtx_id *id)
+{
+	return &d->d_idlock[(id->di_hlc ^ id->di_node * 0x9e3779b9u) %
+			    DTX_LOCKS];
+}
+
+/* A record read back: header, participants, and (PREPARED) the body. */
+struct drec {
+	struct dtm_rec r_h;
+	uint16_t r_parts[DTM_PARTS_MAX];
+	uint8_t *r_body;   /* malloc'd PREPARE body, or NULL */
+	size_t r_body_len;
+};
+
+static void drec_fini(struct drec *r)
+{
+	free(r->r_body);
+	r->r_body = NULL;
+}
+
+/* Read the record of id: 0 (r filled), -ENOENT, or an error. */
+static int rec_get(struct srv *s, const struct clovis_dtx_id *id,
+		   struct drec *r)
+{
+	struct meta *mt = eng_meta(s->s_eng);
+	char key[DTX_KEY_LEN];
+	MDB_val k, v;
+	MDB_txn *txn;
+	size_t hl;
+	int rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+
+	memset(r, 0, sizeof *r);
+	if (rc != 0)
+		return meta_err(rc, "dtx record: begin read");
+	dtx_key(key, id);
+	k = (MDB_val){strlen(key), key};
+	rc = mdb_get(txn, mt->m_sys, &k, &v);
+	if (rc == MDB_NOTFOUND) {
+		mdb_txn_abort(txn);
+		return -ENOENT;
+	}
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return meta_err(rc, "dtx record");
+	}
+	rc = dtm_rec_decode(v.mv_data, v.mv_size, &r->r_h, r->r_parts);
+	hl = sizeof r->r_h + r->r_h.dr_nr_parts * sizeof(uint16_t);
+	if (rc == 0 && v.mv_size > hl) {
+		r->r_body_len = v.mv_size - hl;
+		r->r_body = malloc(r->r_body_len);
+		if (r->r_body == NULL)
+			rc = err_set(-ENOMEM, "dtx record %s", key);
+		else
+			memcpy(r->r_body, (uint8_t *)v.mv_data + hl,
+			       r->r_body_len);
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+static uint32_t rec_state(struct srv *s, const struct clovis_dtx_id *id)
+{
+	struct drec r;
+	int rc = rec_get(s, id, &r);
+
+	drec_fini(&r);
+	return rc == 0 ? r.r_h.dr_state : DTM_UNKNOWN;
+}
+
+/* Encode a record: header + participants (+ body). */
+static int rec_encode(const struct clovis_dtx_id *id, uint32_t state,
+		      const uint16_t *parts, uint32_t nr, const void *body,
+		      size_t blen, uint8_t **out, size_t *out_len)
+{
+	struct dtm_rec h = {
+		.dr_magic = DTM_REC_MAGIC, .dr_version = DTM_REC_VERSION,
+		.dr_state = (uint8_t)state, .dr_nr_parts = (uint8_t)nr,
+		.dr_hlc = id->di_hlc, .dr_node = id->di_node,
+		.dr_coord = id->di_node,
+		.dr_time_us = dtm_hlc_us(dtm_hlc_now()),
+	};
+	size_t hl = sizeof h + nr * sizeof(uint16_t);
+	uint8_t *b = malloc(hl + blen);
+	int rc;
+
+	if (b == NULL)
+		return err_set(-ENOMEM, "dtx record");
+	rc = dtm_rec_encode(&h, parts, b, hl);
+	if (rc < 0) {
+		free(b);
+		return rc;
+	}
+	if (blen > 0)
+		memcpy(b + hl, body, blen);
+	*out = b;
+	*out_len = hl + blen;
+	return 0;
+}
+
+/* A commit item run to its end (durable) on the calling thread. */
+struct dwait {
+	struct eng_citem w_ci;  /* first */
+	pthread_mutex_t w_lock;
+	pthread_cond_t w_cond;
+	bool w_done;
+	int w_rc;
+	char w_key[DTX_KEY_LEN];
+	uint8_t *w_val;
+	size_t w_len;
+	/* COMMIT: the members to apply first */
+	struct pmem *w_m;
+	uint32_t w_nr;
+	struct srv *w_srv;
+};
+
+static void dwait_done(struct eng_citem *ci, int rc)
+{
+	struct dwait *w = (struct dwait *)ci;
+
+	pthread_mutex_lock(&w->w_lock);
+	w->w_done = true;
+	w->w_rc = rc;
+	pthread_cond_broadcast(&w->w_cond);
+	pthread_mutex_unlock(&w->w_lock);
+}
+
+static int rec_put_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct dwait *w = (struct dwait *)ci;
+	MDB_val k = {strlen(w->w_key), w->w_key};
+	MDB_val v = {w->w_len, w->w_val};
+	int rc = mdb_put(txn, eng_meta(e)->m_sys, &k, &v, 0);
+
+	return rc == 0 ? 0 : meta_err(rc, "dtx record");
+}
+
+static int dwait_run(struct srv *s, struct dwait *w)
+{
+	pthread_mutex_init(&w->w_lock, NULL);
+	pthread_cond_init(&w->w_cond, NULL);
+	w->w_ci.ci_done = dwait_done;
+	eng_commit_submit(s->s_eng, &w->w_ci);
+	pthread_mutex_lock(&w->w_lock);
+	while (!w->w_done)
+		pthread_cond_wait(&w->w_cond, &w->w_lock);
+	pthread_mutex_unlock(&w->w_lock);
+	pthread_mutex_destroy(&w->w_lock);
+	pthread_cond_destroy(&w->w_cond);
+	if (w->w_rc != 0)
+		return err_set(w->w_rc, "%s", w->w_ci.ci_msg);
+	return 0;
+}
+
+/* Write the record of id durably (one commit). */
+static int rec_put(struct srv *s, const struct clovis_dtx_id *id,
+		   uint32_t state, const uint16_t *parts, uint32_t nr,
+		   const void *body, size_t blen)
+{
+	struct dwait *w = calloc(1, sizeof *w);
+	int rc;
+
+	if (w == NULL)
+		return err_set(-ENOMEM, "dtx record");
+	rc = rec_encode(id, state, parts, nr, body, blen, &w->w_val,
+			&w->w_len);
+	if (rc == 0) {
+		dtx_key(w->w_key, id);
+		w->w_ci.ci_apply = rec_put_apply;
+		rc = dwait_run(s, w);
+	}
+	eng_spacevec_fini(&w->w_ci.ci_alloc);
+	eng_spacevec_fini(&w->w_ci.ci_freed);
+	free(w->w_val);
+	free(w);
+	return rc;
+}
+
+/* ------------------------------------------------------------ in doubt */
+
+static void doubt_add(struct srv_dtx *d, const struct clovis_dtx_id *id,
+		      bool now)
+{
+	struct pdtx *p = calloc(1, sizeof *p);
+
+	if (p == NULL)
+		return; /* found again at the next start */
+	p->pd_id = *id;
+	p->pd_since_ms = srv_now_ms() - (now ? DTX_TERM_MS : 0);
+	pthread_mutex_lock(&d->d_lock);
+	p->pd_next = d->d_doubt;
+	d->d_doubt = p;
+	d->d_nr_doubt++;
+	pthread_mutex_unlock(&d->d_lock);
+}
+
+static void doubt_del(struct srv_dtx *d, const struct clovis_dtx_id *id)
+{
+	pthread_mutex_lock(&d->d_lock);
+	for (struct pdtx **pp = &d->d_doubt; *pp != NULL;
+	     pp = &(*pp)->pd_next) {
+		struct pdtx *p = *pp;
+
+		if (p->pd_id.di_hlc == id->di_hlc &&
+		    p->pd_id.di_node == id->di_node) {
+			*pp = p->pd_next;
+			d->d_nr_doubt--;
+			free(p);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&d->d_lock);
+}
+
+/* ------------------------------------------------------------ members */
+
+/* One member being checked or applied. */
+struct pmem {
+	struct msg_req pm_m;   /* first: &pm_m.mr_req.er_ci is its item */
+	struct dwait *pm_w;
+	pthread_mutex_t *pm_lock;
+	pthread_cond_t *pm_cond;
+	uint32_t *pm_ran;
+	int pm_rc;
+	bool pm_held;
+	struct ridx *pm_ri;
+	struct ridx_rec pm_rec; /* index members: the replica record after */
+	uint64_t pm_seq;
+	const DtxMember *pm_src;
+};
+
+/* Decode member i and check it against the store: entity and incarnation,
+ * kind, and that this server may apply it (object home, index replica
+ * allowed to order). */
+static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
+		      struct pmem *pm)
+{
+	struct msg_req *m = &pm->pm_m;
+	struct eng_req *r = &m->mr_req;
+	const struct clu_conf *c = s->s_conf;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc = msg_req_decode(m, src->op, src->body.data, src->body.len,
+				src->op == SOP_OBJ ? src->data.len : 0);
+
+	pm->pm_src = src;
+	if (rc != 0)
+		return err_set(rc, "member %u: %s", i, err_msg());
+	r->er_eng = s->s_eng;
+	if (src->op == SOP_OBJ && r->er_kind != ER_OBJ_WRITE &&
+	    r->er_kind != ER_OBJ_ALLOC && r->er_kind != ER_OBJ_FREE)
+		return err_set(-ENOTSUP, "member %u: object %s: kind %u in a "
+			       "dtx", i, eng_id_str(&r->er_id), r->er_kind);
+	if (src->op == SOP_IDX && r->er_kind != ER_IDX_PUT &&
+	    r->er_kind != ER_IDX_DEL)
+		return err_set(-ENOTSUP, "member %u: index %s: kind %u in a "
+			       "dtx", i, eng_id_str(&r->er_id), r->er_kind);
+	if (src->op == SOP_IDX && m->mr_recs == NULL && m->mr_recs_len > 0)
+		return err_set(-EINVAL, "member %u: index %s: records not "
+			       "inline", i, eng_id_str(&r->er_id));
+	if (src->op == SOP_IDX && m->mr_recs == NULL) {
+		m->mr_recs = malloc(1);
+		if (m->mr_recs == NULL)
+			return err_set(-ENOMEM, "member %u", i);
+		msg_req_recs_bind(m);
+	}
+	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
+	mdb_txn_abort(txn);
+	if (rc == -ENOENT ||
+	    (rc == 0 && me.me_type != (src->op == SOP_OBJ ? CLOVIS_ET_OBJ
+							  : CLOVIS_ET_IDX)))
+		return err_set(-ENOENT, "member %u: %s %s does not exist on "
+			       "server %s", i, src->op == SOP_OBJ ? "object" :
+			       "index", eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (rc != 0)
+		return rc;
+	if (src->op == SOP_OBJ) {
+		if (clu_home(c, &r->er_id) != s->s_self)
+			return err_set(-EINVAL, "member %u: object %s: server "
+				       "%s is not its home", i,
+				       eng_id_str(&r->er_id), s->s_me->cs_name);
+		if (me.me_ctime_ns != m->mr_incarnation)
+			return err_set(-ENOENT, "member %u: object %s was "
+				       "deleted (and made again) since this "
+				       "handle opened it", i,
+				       eng_id_str(&r->er_id));
+		if (me.me_layout != CLOVIS_LAYOUT_PLAIN)
+			return err_set(-ENOTSUP, "member %u: object %s has a "
+				       "unit layout: not in a dtx", i,
+				       eng_id_str(&r->er_id));
+		r->er_ent = me;
+		if (r->er_kind == ER_OBJ_WRITE) {
+			uint32_t sh = me.me_block_shift;
+
+			if ((m->mr_blocks << sh) != src->data.len ||
+			    m->mr_blocks > (CLOVIS_OP_BYTES_MAX >> sh))
+				return err_set(-EINVAL, "member %u: object %s:"
+					       " %" PRIu64 " blocks of %u "
+					       "bytes but %zu bytes of data",
+					       i, eng_id_str(&r->er_id),
+					       m->mr_blocks, 1u << sh,
+					       src->data.len);
+			m->mr_data_len = src->data.len;
+			m->mr_databuf[0] = src->data.data;
+			m->mr_datalen[0] = src->data.len;
+			m->mr_databv = (struct clovis_bufvec){
+				1, m->mr_databuf, m->mr_datalen};
+			r->er_data = &m->mr_databv;
+		}
+		return 0;
+	}
+	pm->pm_ri = srv_ridx_find(s, &r->er_id);
+	if (pm->pm_ri == NULL)
+		return -ENOMEM;
+	{
+		uint64_t inc;
+
+		pthread_mutex_lock(&s->s_rlock);
+		inc = pm->pm_ri->ri_exists ? pm->pm_ri->ri_inc
+					   : me.me_ctime_ns;
+		pthread_mutex_unlock(&s->s_rlock);
+		if (m->mr_incarnation != inc)
+			return err_set(-ENOENT, "member %u: index %s was "
+				       "deleted (and made again) since this "
+				       "handle opened it", i,
+				       eng_id_str(&r->er_id));
+	}
+	r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	return 0;
+}
+
+static void pmem_fini(struct pmem *pm)
+{
+	struct eng_citem *ci = &pm->pm_m.mr_req.er_ci;
+
+	/* object data points into the request: not the msg_req's own */
+	if (pm->pm_m.mr_data == NULL)
+		pm->pm_m.mr_req.er_data = NULL;
+	msg_req_fini(&pm->pm_m);
+	eng_spacevec_fini(&ci->ci_alloc);
+	eng_spacevec_fini(&ci->ci_freed);
+}
+
+/* ------------------------------------------------------------ commit */
+
+static void pmem_ran(struct pmem *pm, int rc, bool held)
+{
+	pthread_mutex_lock(pm->pm_lock);
+	pm->pm_rc = rc;
+	pm->pm_held = held;
+	(*pm->pm_ran)++;
+	pthread_cond_broadcast(pm->pm_cond);
+	pthread_mutex_unlock(pm->pm_lock);
+}
+
+static void pmem_hold(struct eng_citem *ci)
+{
+	pmem_ran((struct pmem *)ci, 0, true);
+}
+
+static void pmem_done(struct eng_citem *ci, int rc)
+{
+	struct pmem *pm = (struct pmem *)ci;
+
+	snprintf(pm->pm_w->w_ci.ci_msg, sizeof pm->pm_w->w_ci.ci_msg, "%s",
+		 ci->ci_msg);
+	pmem_ran(pm, rc < 0 ? rc : -EIO, false);
+}
+
+/* The commit item of a COMMIT: apply every member in a nested
+ * transaction, their replica records, and the record COMMITTED. */
+static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct dwait *w = (struct dwait *)ci;
+	MDB_txn *child;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, txn, 0, &child);
+
+	if (rc != 0)
+		return meta_err(rc, "dtx nested transaction");
+	for (uint32_t i = 0; rc == 0 && i < w->w_nr; i++) {
+		struct eng_citem *mci = &w->w_m[i].pm_m.mr_req.er_ci;
+
+		mci->ci_hard = false;
+		mci->ci_freed.sv_nr = 0;
+		mci->ci_msg[0] = '\0';
+		rc = mci->ci_apply(e, child, mci);
+		if (rc != 0)
+			snprintf(ci->ci_msg, sizeof ci->ci_msg, "member %u: "
+				 "%.200s", i, mci->ci_msg[0] ? mci->ci_msg
+							     : err_msg());
+		if (rc == 0 && w->w_m[i].pm_ri != NULL)
+			rc = srv_ridx_store(e, child,
+					    &w->w_m[i].pm_m.mr_req.er_id,
+					    &w->w_m[i].pm_rec);
+	}
+	if (rc == 0)
+		rc = rec_put_apply(e, child, ci);
+	if (rc != 0) {
+		mdb_txn_abort(child);
+		return rc;
+	}
+	rc = mdb_txn_commit(child);
+	if (rc != 0) {
+		ci->ci_hard = true;
+		return meta_err(rc, "dtx nested commit");
+	}
+	if (FAULT_HIT("dtx.part.apply")) {
+		LOG_WARNING("fault point dtx.part.apply: SIGKILL");
+		raise(SIGKILL); /* applied in the batch, not committed */
+	}
+	for (uint32_t i = 0; rc == 0 && i < w->w_nr; i++) {
+		struct eng_spacevec *fv = &w->w_m[i].pm_m.mr_req.er_ci.ci_freed;
+
+		for (uint32_t j = 0; rc == 0 && j < fv->sv_nr; j++)
+			rc = eng_spacevec_add(&ci->ci_freed, fv->sv_v[j].sp_dev,
+					      fv->sv_v[j].sp_off,
+					      fv->sv_v[j].sp_len);
+		fv->sv_nr = 0;
+	}
+	if (rc != 0)
+		ci->ci_hard = true;
+	return rc;
+}
+
+/* Copy index member pm to the index's other live replicas with its seq. */
+static void forward_idx(struct srv *s, struct pmem *pm)
+{
+	const struct clu_conf *c = s->s_conf;
+	const struct clovis_id *id = &pm->pm_m.mr_req.er_id;
+	IdxReq *q = idx_req__unpack(NULL, pm->pm_src->body.len,
+				    pm->pm_src->body.data);
+	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ?
+		     c->cc_replicas : n, home = clu_home(c, id);
+	struct msg_buf b = {0};
+
+	if (q == NULL)
+		return;
+	q->rflags = SRF_REPLICA;
+	q->seq = pm->pm_seq;
+	if (msg_pack(&q->base, &b) == 0) {
+		for (uint32_t i = 0; i < r; i++) {
+			uint32_t j = (home + i) % n;
+			struct rpc_result res;
+
+			if (j == s->s_self || !peers_live(s->s_peers, j))
+				continue;
+			if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p,
+					  b.mb_len, NULL, DTX_FWD_MS, &res) != 0)
+				LOG_INFO("dtx: index %s: replica on %s missed "
+					 "an update: %s", eng_id_str(id),
+					 c->cc_servers[j].cs_name, err_msg());
+			free(res.rr_body);
+		}
+	}
+	free(b.mb_p);
+	idx_req__free_unpacked(q, NULL);
+}
+
+/* COMMIT a PREPARED record (caller holds the id lock). */
+static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
+		       struct drec *rec)
+{
+	DtxReq *q = dtx_req__unpack(NULL, rec->r_body_len, rec->r_body);
+	struct dwait *w = NULL;
+	struct pmem *pm = NULL;
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	uint32_t ran = 0, launched = 0, nr;
+	int rc = 0, rc2;
+
+	if (q == NULL || q->n_members == 0)
+		rc = err_set(-CLOVIS_ECORRUPT, "dtx record: members do not "
+			     "decode");
+	nr = q != NULL ? (uint32_t)q->n_members : 0;
+	if (rc == 0) {
+		w = calloc(1, sizeof *w);
+		pm = calloc(nr, sizeof *pm);
+		if (w == NULL || pm == NULL)
+			rc = err_set(-ENOMEM, "dtx commit");
+	}
+	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
+		pm[i].pm_w = w;
+		pm[i].pm_lock = &lock;
+		pm[i].pm_cond = &cond;
+		pm[i].pm_ran = &ran;
+		rc = pmem_check(s, q->members[i], i, &pm[i]);
+	}
+	/* Run each member to its held item (data out of place). */
+	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
+		struct eng_req *r = &pm[i].pm_m.mr_req;
+
+		r->er_ci.ci_hold = pmem_hold;
+		r->er_ci.ci_done = pmem_done;
+		r->er_ci.ci_executed = NULL;
+		err_clear();
+		launched++;
+		rc = eng_exec(s->s_eng, r);
+		if (rc == ENG_PENDING) {
+			rc = 0;
+			continue;
+		}
+		if (rc == 0)
+			rc = err_set(-EPROTO, "member %u ran without a commit",
+				     i);
+		pmem_ran(&pm[i], rc, false);
+	}
+	pthread_mutex_lock(&lock);
+	while (ran < launched)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+	for (uint32_t i = 0; rc == 0 && i < nr; i++)
+		if (pm[i].pm_rc != 0)
+			rc = err_set(pm[i].pm_rc, "member %u: %s", i,
+				     w->w_ci.ci_msg);
+	if (rc == 0) {
+		struct eng_citem *ci = &w->w_ci;
+
+		for (uint32_t i = 0; rc == 0 && i < nr; i++) {
+			struct eng_citem *mci = &pm[i].pm_m.mr_req.er_ci;
+
+			for (uint32_t k = 0; k < ENG_DEVMASK_WORDS; k++)
+				ci->ci_devmask[k] |= mci->ci_devmask[k];
+			for (uint32_t j = 0; rc == 0 && j < mci->ci_alloc.sv_nr;
+			     j++)
+				rc = eng_spacevec_add(&ci->ci_alloc,
+						      mci->ci_alloc.sv_v[j].sp_dev,
+						      mci->ci_alloc.sv_v[j].sp_off,
+						      mci->ci_alloc.sv_v[j].sp_len);
+			mci->ci_alloc.sv_nr = 0;
+			if (pm[i].pm_ri != NULL) {
+				struct ridx *ri = pm[i].pm_ri;
+
+				pthread_mutex_lock(&s->s_rlock);
+				if (!ri->ri_exists) {
+					ri->ri_inc = pm[i].pm_m.mr_req
+						.er_ent.me_ctime_ns;
+					ri->ri_exists = true;
+				}
+				pm[i].pm_seq = ++ri->ri_seq;
+				pm[i].pm_rec = (struct ridx_rec){ri->ri_inc,
+								 ri->ri_seq};
+				pthread_mutex_unlock(&s->s_rlock);
+			}
+		}
+	}
+	if (rc == 0) {
+		rc = rec_encode(id, DTM_COMMITTED, rec->r_parts,
+				rec->r_h.dr_nr_parts, NULL, 0, &w->w_val,
+				&w->w_len);
+		dtx_key(w->w_key, id);
+		w->w_m = pm;
+		w->w_nr = nr;
+		w->w_srv = s;
+		w->w_ci.ci_apply = commit_apply;
+		if (rc == 0)
+			rc = dwait_run(s, w); /* space released on failure */
+	} else {
+		for (uint32_t i = 0; i < nr; i++)
+			if (pm[i].pm_held)
+				eng_space_release(s->s_eng,
+						  &pm[i].pm_m.mr_req.er_ci.ci_alloc);
+	}
+	if (rc == 0)
+		for (uint32_t i = 0; i < nr; i++)
+			if (pm[i].pm_ri != NULL)
+				forward_idx(s, &pm[i]);
+	rc2 = rc;
+	for (uint32_t i = 0; pm != NULL && i < nr; i++)
+		pmem_fini(&pm[i]);
+	if (w != NULL) {
+		eng_spacevec_fini(&w->w_ci.ci_alloc);
+		eng_spacevec_fini(&w->w_ci.ci_freed);
+		free(w->w_val);
+	}
+	free(w);
+	free(pm);
+	if (q != NULL)
+		dtx_req__free_unpacked(q, NULL);
+	return rc2;
+}
+
+/*
+ * Decide id (COMMITTED or ABORTED) here.  Returns the state the record is
+ * in after (a decided record keeps its decision), or a negative code
+ * (the record stays PREPARED: asked again later).
+ */
+static int part_decide(struct srv_dtx *d, const struct clovis_dtx_id *id,
+		       uint32_t decision)
+{
+	struct srv *s = d->d_srv;
+	struct drec rec;
+	int rc;
+
+	pthread_mutex_lock(id_lock(d, id));
+	rc = rec_get(s, id, &rec);
+	if (rc == -ENOENT) {
+		/* Never prepared: an ABORT is logged so a late PREPARE is
+		 * refused; a COMMIT cannot be (it needed our YES). */
+		if (decision == DTM_ABORTED) {
+			uint16_t self = (uint16_t)s->s_self;
+
+			rc = rec_put(s, id, DTM_ABORTED, &self, 1, NULL, 0);
+			rc = rc == 0 ? DTM_ABORTED : rc;
+		} else {
+			rc = err_set(-EPROTO, "dtx: COMMIT of a dtx server %s "
+				     "never prepared", s->s_me->cs_name);
+		}
+	} else if (rc == 0 && rec.r_h.dr_state != DTM_PREPARED) {
+		rc = rec.r_h.dr_state;
+	} else if (rc == 0) {
+		if (FAULT_HIT("dtx.part.decide.before")) {
+			LOG_WARNING("fault point dtx.part.decide.before: "
+				    "SIGKILL");
+			raise(SIGKILL);
+		}
+		if (decision == DTM_COMMITTED) {
+			rc = part_commit(s, id, &rec);
+			if (rc == -ENOENT) {
+				/* A member's entity was deleted since the
+				 * PREPARE (no isolation): nothing of this
+				 * participant's members can be applied. */
+				LOG_ERROR("dtx: COMMIT on server %s: %s: "
+					  "members not applied",
+					  s->s_me->cs_name, err_msg());
+				rc = rec_put(s, id, DTM_COMMITTED, rec.r_parts,
+					     rec.r_h.dr_nr_parts, NULL, 0);
+			}
+		} else
+			rc = rec_put(s, id, DTM_ABORTED, rec.r_parts,
+				     rec.r_h.dr_nr_parts, NULL, 0);
+		if (rc == 0) {
+			doubt_del(d, id);
+			rc = (int)decision;
+			if (FAULT_HIT("dtx.part.decide.after")) {
+				LOG_WARNING("fault point dtx.part.decide.after"
+					    ": SIGKILL");
+				raise(SIGKILL);
+			}
+		}
+	}
+	drec_fini(&rec);
+	pthread_mutex_unlock(id_lock(d, id));
+	return rc;
+}
+
+/* ------------------------------------------------------------ handlers */
+
+static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
+		     size_t len, struct clovis_dtx_id *id)
+{
+	struct srv *s = d->d_srv;
+	uint16_t parts[DTM_PARTS_MAX];
+	struct pmem *pm = calloc(q->n_members, sizeof *pm);
+	bool member = false;
+	int rc = pm == NULL ? err_set(-ENOMEM, "dtx prepare") : 0;
+
+	for (size_t i = 0; i < q->n_parts; i++) {
+		parts[i] = (uint16_t)q->parts[i];
+		member |= q->parts[i] == s->s_self;
+	}
+	if (rc == 0 && !member)
+		rc = err_set(-EINVAL, "dtx request: server %s is not among "
+			     "the participants", s->s_me->cs_name);
+	for (size_t i = 0; rc == 0 && i < q->n_members; i++) {
+		rc = pmem_check(s, q->members[i], (uint32_t)i, &pm[i]);
+		if (rc == 0 && pm[i].pm_ri != NULL &&
+		    !srv_ridx_orderable(s, pm[i].pm_ri))
+			rc = err_set(-ESTALE, "member %zu: index %s must be "
+				     "verified against its replicas first",
+				     i, eng_id_str(&pm[i].pm_m.mr_req.er_id));
+	}
+	for (size_t i = 0; pm != NULL && i < q->n_members; i++)
+		pmem_fini(&pm[i]);
+	free(pm);
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(id_lock(d, id));
+	{
+		uint32_t st = rec_state(s, id);
+
+		if (!dtm_prepare_allowed(st))
+			rc = err_set(-ECANCELED, "dtx: server %s already has "
+				     "it %s", s->s_me->cs_name,
+				     st == DTM_ABORTED ? "ABORTED" :
+				     st == DTM_COMMITTED ? "COMMITTED" :
+				     "PREPARED");
+	}
+	if (rc == 0)
+		rc = rec_put(s, id, DTM_PREPARED, parts, (uint32_t)q->n_parts,
+			     body, len);
+	if (rc == 0)
+		doubt_add(d, id, false);
+	pthread_mutex_unlock(id_lock(d, id));
+	if (rc == 0 && FAULT_HIT("dtx.part.prepared")) {
+		LOG_WARNING("fault point dtx.part.prepared: SIGKILL");
+		raise(SIGKILL);
+	}
+	return rc;
+}
+
+static int h_query(struct srv_dtx *d, const struct clovis_dtx_id *id)
+{
+	struct srv *s = d->d_srv;
+	uint32_t st;
+	bool log_it;
+	int rc = 0;
+
+	pthread_mutex_lock(id_lock(d, id));
+	st = rec_state(s, id);
+	dtm_query_answer(&st, &log_it);
+	if (log_it) {
+		uint16_t self = (uint16_t)s->s_self;
+
+		rc = rec_put(s, id, DTM_ABORTED, &self, 1, NULL, 0);
+	}
+	pthread_mutex_unlock(id_lock(d, id));
+	return rc != 0 ? rc : (int)st;
+}
+
+static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
+{
+	struct srv *s = d->d_srv;
+	struct meta *mt = eng_meta(s->s_eng);
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k = {4, "dtx/"}, v;
+	int rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+	size_t n = 0;
+
+	if (limit == 0 || limit > DTM_LIST_MAX)
+		limit = DTM_LIST_MAX;
+	if (rc != 0)
+		return meta_err(rc, "dtx list: begin");
+	rc = mdb_cursor_open(txn, mt->m_sys, &cur);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return meta_err(rc, "dtx list: cursor");
+	}
+	rp->list = calloc(limit, sizeof *rp->list);
+	/* newest last in key order: walk back from the end of "dtx/" */
+	k = (MDB_val){4, "dtx0"}; /* '0' follows '/' */
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV)
+		     : mdb_cursor_get(cur, &k, &v, MDB_LAST);
+	for (; rp->list != NULL && rc == 0 && n < limit &&
+	       k.mv_size >= 4 && memcmp(k.mv_data, "dtx/", 4) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
+		struct dtm_rec h;
+		uint16_t parts[DTM_PARTS_MAX];
+		DtxInfo *e;
+
+		if (dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0)
+			continue;
+		e = calloc(1, sizeof *e + h.dr_nr_parts * sizeof(uint32_t));
+		if (e == NULL)
+			break;
+		dtx_info__init(e);
+		e->hlc = h.dr_hlc;
+		e->node = h.dr_node;
+		e->state = h.dr_state;
+		e->time_us = h.dr_time_us;
+		e->parts = (uint32_t *)(e + 1);
+		e->n_parts = h.dr_nr_parts;
+		for (uint32_t i = 0; i < h.dr_nr_parts; i++)
+			e->parts[i] = parts[i];
+		if (h.dr_state == DTM_PREPARED) {
+			size_t hl = sizeof h + h.dr_nr_parts * 2;
+			DtxReq *q = dtx_req__unpack(NULL, v.mv_size - hl,
+						    (uint8_t *)v.mv_data + hl);
+
+			e->members = q != NULL ? (uint32_t)q->n_members : 0;
+			if (q != NULL)
+				dtx_req__free_unpacked(q, NULL);
+		}
+		rp->list[n++] = e;
+	}
+	rp->n_list = n;
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	pthread_mutex_lock(&d->d_lock);
+	rp->dead = d->d_dead;
+	pthread_mutex_unlock(&d->d_lock);
+	return rp->list == NULL ? err_set(-ENOMEM, "dtx list") : 0;
+}
+
+static int h_dead(struct srv_dtx *d, uint32_t server, bool alive)
+{
+	uint64_t dead;
+
+	pthread_mutex_lock(&d->d_lock);
+	if (alive)
+		d->d_dead &= ~(1ull << server);
+	else
+		d->d_dead |= 1ull << server;
+	dead = d->d_dead;
+	pthread_mutex_unlock(&d->d_lock);
+	LOG_WARNING("dtx: server %s marked %s by the operator",
+		    d->d_srv->s_conf->cc_servers[server].cs_name,
+		    alive ? "alive" : "dead");
+	return eng_sys_save(d->d_srv->s_eng, DTX_DEAD_NAME, &dead,
+			    sizeof dead);
+}
+
+static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
+{
+	struct srv *s = arg;
+	struct srv_dtx *d = s->s_dtx;
+	size_t len;
+	const void *body = rpc_sreq_body(req, &len);
+	DtxReply rp = DTX_REPLY__INIT;
+	struct clovis_dtx_id id;
+	uint8_t *out = NULL;
+	size_t out_len = 0;
+	DtxReq *q = NULL;
+	int rc;
+
+	srv_thread_enter();
+	if (d == NULL || __atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
+		return;
+	}
+	err_clear();
+	rc = dtm_req_decode(body, len, s->s_conf->cc_nr_servers, &q);
+	if (rc != 0) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		rpc_sreq_reply(req, rc, NULL, 0, err_msg());
+		return;
+	}
+	dtm_hlc_observe(q->clock);
+	id = (struct clovis_dtx_id){.di_hlc = q->hlc, .di_node = q->node};
+	switch (q->kind) {
+	case DTM_MSG_PREPARE:
+		rc = h_prepare(d, q, body, len, &id);
+		rp.state = DTM_PREPARED;
+		break;
+	case DTM_MSG_DECIDE:
+		rc = part_decide(d, &id, q->decision);
+		break;
+	case DTM_MSG_QUERY:
+		rc = h_query(d, &id);
+		break;
+	case DTM_MSG_LIST:
+		rc = h_list(d, q->limit, &rp);
+		break;
+	default:
+		rc = h_dead(d, q->server, q->decision == 1);
+		break;
+	}
+	if (rc > 0) {
+		rp.state = (uint32_t)rc;
+		rc = 0;
+	}
+	rp.clock = dtm_hlc_now();
+	if (rc == 0)
+		rc = dtm_pack(&rp.base, &out, &out_len);
+	rpc_sreq_reply(req, rc, out, out_len, rc != 0 ? err_msg() : NULL);
+	if (rc == 0 && q->kind == DTM_MSG_PREPARE &&
+	    FAULT_HIT("dtx.part.voted")) {
+		usleep(100000); /* let the YES leave */
+		LOG_WARNING("fault point dtx.part.voted: SIGKILL");
+		raise(SIGKILL);
+	}
+	for (size_t i = 0; i < rp.n_list; i++)
+		free(rp.list[i]);
+	free(rp.list);
+	free(out);
+	dtx_req__free_unpacked(q, NULL);
+}
+
+int srv_dtx_register(struct srv *s)
+{
+	return rpc_handler_set(s->s_ep, DTM_OP, srv_dtx_handle, s);
+}
+
+/* ------------------------------------------------------------ termination */
+
+/* Ask server j what it knows of id. */
+static void term_ask(struct srv *s, uint32_t j, const struct clovis_dtx_id *id,
+		     struct dtm_answer *a)
+{
+	DtxReq q = DTX_REQ__INIT;
+	struct rpc_result res;
+	DtxReply *rp = NULL;
+	uint8_t *b;
+	size_t bl;
+
+	q.kind = DTM_MSG_QUERY;
+	q.hlc = id->di_hlc;
+	q.node = id->di_node;
+	q.clock = dtm_hlc_now();
+	if (dtm_pack(&q.base, &b, &bl) != 0)
+		return;
+	if (peers_call_ms(s->s_peers, j, DTM_OP, b, bl, NULL, DTX_QUERY_MS,
+			  &res) == 0 &&
+	    dtm_reply_decode(res.rr_body, res.rr_len, &rp) == 0) {
+		a->da_replied = true;
+		a->da_state = rp->state;
+		dtm_hlc_observe(rp->clock);
+		dtx_reply__free_unpacked(rp, NULL);
+	}
+	free(res.rr_body);
+	free(b);
+}
+
+/* Resolve one in-doubt dtx if the rule allows. */
+static void term_one(struct srv_dtx *d, const struct clovis_dtx_id *id)
+{
+	struct srv *s = d->d_srv;
+	struct dtm_answer ans[DTM_PARTS_MAX];
+	enum dtm_verdict v;
+	struct drec rec;
+	uint32_t n = 0;
+	uint64_t dead;
+	char buf[DTM_ID_STR_LEN];
+	int rc = rec_get(s, id, &rec);
+
+	if (rc != 0 || rec.r_h.dr_state != DTM_PREPARED) {
+		if (rc == 0 || rc == -ENOENT)
+			doubt_del(d, id);
+		drec_fini(&rec);
+		return;
+	}
+	pthread_mutex_lock(&d->d_lock);
+	dead = d->d_dead;
+	pthread_mutex_unlock(&d->d_lock);
+	if (rec.r_parts[0] == s->s_self) {
+		v = dtm_term_decider(DTM_PREPARED, true);
+	} else {
+		for (uint32_t i = 0; i < rec.r_h.dr_nr_parts; i++) {
+			uint32_t j = rec.r_parts[i];
+
+			if (j == s->s_self)
+				continue;
+			ans[n] = (struct dtm_answer){0};
+			if (dead & (1ull << j))
+				ans[n].da_dead = true;
+			else
+				term_ask(s, j, id, &ans[n]);
+			n++;
+		}
+		v = dtm_term_decide(DTM_PREPARED, ans, n);
+	}
+	drec_fini(&rec);
+	if (v == DTM_V_WAIT)
+		return;
+	rc = part_decide(d, id, v == DTM_V_COMMIT ? DTM_COMMITTED
+						  : DTM_ABORTED);
+	if (rc < 0)
+		LOG_WARNING("dtx %s: termination could not %s it: %s",
+			    dtm_id_format(id, buf),
+			    v == DTM_V_COMMIT ? "commit" : "abort", err_msg());
+	else
+		LOG_INFO("dtx %s: in doubt, resolved by termination: %s",
+			 dtm_id_format(id, buf),
+			 rc == DTM_COMMITTED ? "COMMITTED" : "ABORTED");
+}
+
+/* Delete decided records older than DTX_KEEP_S, and the oldest beyond
+ * DTX_KEEP_MAX. */
+static void term_trim(struct srv_dtx *d)
+{
+	struct srv *s = d->d_srv;
+	struct meta *mt = eng_meta(s->s_eng);
+	uint64_t now = dtm_hlc_us(dtm_hlc_now()), total = 0, del = 0;
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k = {4, "dtx/"}, v;
+	int rc;
+
+	/* count first (read), then delete in one write transaction */
+	if (mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn) != 0)
+		return;
+	if (mdb_cursor_open(txn, mt->m_sys, &cur) == 0) {
+		for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+		     rc == 0 && k.mv_size >= 4 &&
+		     memcmp(k.mv_data, "dtx/", 4) == 0;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
+			total++;
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(txn);
+	if (mdb_txn_begin(mt->m_env, NULL, 0, &txn) != 0)
+		return;
+	if (mdb_cursor_open(txn, mt->m_sys, &cur) != 0) {
+		mdb_txn_abort(txn);
+		return;
+	}
+	k = (MDB_val){4, "dtx/"};
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	     rc == 0 && k.mv_size >= 4 && memcmp(k.mv_data, "dtx/", 4) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct dtm_rec h;
+		uint16_t parts[DTM_PARTS_MAX];
+
+		if (dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0 ||
+		    h.dr_state == DTM_PREPARED)
+			continue;
+		if (total - del > DTX_KEEP_MAX ||
+		    now - h.dr_time_us > (uint64_t)DTX_KEEP_S * 1000000u) {
+			if (mdb_cursor_del(cur, 0) == 0)
+				del++;
+		} else if (dtm_hlc_us(h.dr_hlc) + (uint64_t)DTX_KEEP_S *
+			   1000000u > now) {
+			break; /* key order is id (time) order */
+		}
+	}
+	mdb_cursor_close(cur);
+	if (del > 0 && mdb_txn_commit(txn) == 0)
+		LOG_INFO("dtx: trimmed %" PRIu64 " decided records", del);
+	else if (del == 0)
+		mdb_txn_abort(txn);
+}
+
+static void *term_main(void *arg)
+{
+	struct srv_dtx *d = arg;
+	struct srv *s = d->d_srv;
+
+	eng_thread_enter();
+	for (;;) {
+		struct clovis_dtx_id ids[256];
+		uint32_t n = 0;
+		uint64_t now = srv_now_ms();
+		struct timespec ts;
+
+		pthread_mutex_lock(&d->d_lock);
+		for (struct pdtx *p = d->d_doubt; p != NULL && n < 256;
+		     p = p->pd_next)
+			if (now - p->pd_since_ms >= DTX_TERM_MS)
+				ids[n++] = p->pd_id;
+		pthread_mutex_unlock(&d->d_lock);
+		for (uint32_t i = 0; i < n && !d->d_stop; i++)
+			term_one(d, &ids[i]);
+		if (now - d->d_trim_ms >= DTX_TRIM_EVERY_MS) {
+			d->d_trim_ms = now;
+			term_trim(d);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)DTX_TERM_TICK_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_mutex_lock(&d->d_lock);
+		if (!d->d_stop && n < 256)
+			pthread_cond_timedwait(&d->d_cond, &d->d_lock, &ts);
+		if (d->d_stop) {
+			pthread_mutex_unlock(&d->d_lock);
+			break;
+		}
+		pthread_mutex_unlock(&d->d_lock);
+	}
+	(void)s;
+	eng_thread_leave();
+	return NULL;
+}
+
+/* Load PREPARED records: in doubt from now. */
+static int dtx_replay(struct srv_dtx *d)
+{
+	struct srv *s = d->d_srv;
+	struct meta *mt = eng_meta(s->s_eng);
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k = {4, "dtx/"}, v;
+	uint32_t n = 0;
+	int rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "dtx replay: begin");
+	rc = mdb_cursor_open(txn, mt->m_sys, &cur);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return meta_err(rc, "dtx replay: cursor");
+	}
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	     rc == 0 && k.mv_size >= 4 && memcmp(k.mv_data, "dtx/", 4) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		struct dtm_rec h;
+		uint16_t parts[DTM_PARTS_MAX];
+		struct clovis_dtx_id id;
+
+		if (dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0) {
+			LOG_WARNING("dtx replay: %.*s: %s", (int)k.mv_size,
+				    (char *)k.mv_data, err_msg());
+			continue;
+		}
+		dtm_hlc_observe(h.dr_hlc);
+		if (h.dr_state != DTM_PREPARED)
+			continue;
+		id = (struct clovis_dtx_id){.di_hlc = h.dr_hlc,
+					    .di_node = h.dr_node};
+		doubt_add(d, &id, true); /* restart: ask at once */
+		n++;
+	}
+	mdb_cursor_close(cur);
+	mdb_txn_abort(txn);
+	if (n > 0)
+		LOG_INFO("server %s: %u dtx in doubt at start", s->s_me->cs_name,
+			 n);
+	return 0;
+}
+
+int srv_dtx_start(struct srv *s)
+{
+	struct srv_dtx *d = calloc(1, sizeof *d);
+	int rc;
+
+	if (d == NULL)
+		return err_set(-ENOMEM, "server: dtx state");
+	d->d_srv = s;
+	pthread_mutex_init(&d->d_lock, NULL);
+	pthread_cond_init(&d->d_cond, NULL);
+	for (uint32_t i = 0; i < DTX_LOCKS; i++)
+		pthread_mutex_init(&d->d_idlock[i], NULL);
+	if (eng_sys_load(s->s_eng, DTX_DEAD_NAME, &d->d_dead,
+			 sizeof d->d_dead) != 0)
+		d->d_dead = 0;
+	rc = dtx_replay(d);
+	d->d_trim_ms = srv_now_ms();
+	if (rc == 0) {
+		rc = pthread_create(&d->d_term, NULL, term_main, d);
+		if (rc != 0)
+			rc = err_set(-rc, "server: dtx termination thread");
+		else
+			d->d_term_on = true;
+	}
+	__atomic_store_n(&s->s_dtx, d, __ATOMIC_RELEASE);
+	return rc;
+}
+
+void srv_dtx_stop(struct srv *s)
+{
+	struct srv_dtx *d = s->s_dtx;
+
+	if (d == NULL)
+		return;
+	pthread_mutex_lock(&d->d_lock);
+	d->d_stop = true;
+	pthread_cond_broadcast(&d->d_cond);
+	pthread_mutex_unlock(&d->d_lock);
+	if (d->d_term_on)
+		pthread_join(d->d_term, NULL);
+	s->s_dtx = NULL;
+	while (d->d_doubt != NULL) {
+		struct pdtx *p = d->d_doubt;
+
+		d->d_doubt = p->pd_next;
+		free(p);
+	}
+	free(d);
+}

@@ -1,0 +1,125 @@
+/*
+ * dtm_msg.c — the dtx protocol's codecs (dtm_msg.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "core/errors.h"
+#include "core/server/msg.h"
+#include "dtm/dtm_msg.h"
+
+int dtm_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len)
+{
+	size_t n = protobuf_c_message_get_packed_size(m);
+
+	*buf = malloc(n ? n : 1);
+	if (*buf == NULL)
+		return err_set(-ENOMEM, "dtx message of %zu bytes", n);
+	*len = protobuf_c_message_pack(m, *buf);
+	return 0;
+}
+
+static int req_check(const DtxReq *q, uint32_t nr_servers)
+{
+	uint64_t seen = 0, bytes = 0;
+
+	if (q->kind < DTM_MSG_PREPARE || q->kind > DTM_MSG_DEAD)
+		return err_set(-EINVAL, "dtx request: kind %u", q->kind);
+	if (q->kind != DTM_MSG_LIST && q->kind != DTM_MSG_DEAD &&
+	    q->hlc == 0)
+		return err_set(-EINVAL, "dtx request: hlc 0 (no id)");
+	if (q->n_parts > DTM_PARTS_MAX ||
+	    (q->kind == DTM_MSG_PREPARE && q->n_parts == 0))
+		return err_set(-EINVAL, "dtx request: %zu participants "
+			       "(1..%u)", q->n_parts, DTM_PARTS_MAX);
+	for (size_t i = 0; i < q->n_parts; i++) {
+		if (q->parts[i] >= nr_servers || q->parts[i] >= 64)
+			return err_set(-EINVAL, "dtx request: parts[%zu] = %u "
+				       "(servers 0..%u)", i, q->parts[i],
+				       nr_servers - 1);
+		if (seen & (1ull << q->parts[i]))
+			return err_set(-EINVAL, "dtx request: parts[%zu] = %u "
+				       "given twice", i, q->parts[i]);
+		seen |= 1ull << q->parts[i];
+	}
+	if (q->kind != DTM_MSG_PREPARE && q->n_members != 0)
+		return err_set(-EINVAL, "dtx request: members outside "
+			       "PREPARE");
+	if (q->kind == DTM_MSG_PREPARE &&
+	    (q->n_members == 0 || q->n_members > CLOVIS_DTX_OPS_MAX))
+		return err_set(-E2BIG, "dtx request: %zu members (1..%u)",
+			       q->n_members, CLOVIS_DTX_OPS_MAX);
+	for (size_t i = 0; i < q->n_members; i++) {
+		const DtxMember *m = q->members[i];
+
+		if (m->op != SOP_OBJ && m->op != SOP_IDX)
+			return err_set(-EINVAL, "dtx request: members[%zu].op "
+				       "%u", i, m->op);
+		if (m->body.len == 0)
+			return err_set(-EINVAL, "dtx request: members[%zu].body"
+				       " empty", i);
+		if (m->op != SOP_OBJ && m->data.len != 0)
+			return err_set(-EINVAL, "dtx request: members[%zu].data"
+				       " on an index update", i);
+		bytes += m->body.len + m->data.len;
+	}
+	if (bytes > DTM_PREPARE_BYTES_MAX)
+		return err_set(-E2BIG, "dtx request: %" PRIu64 " bytes of "
+			       "members (at most %u per participant)", bytes,
+			       DTM_PREPARE_BYTES_MAX);
+	if (q->kind == DTM_MSG_DECIDE && q->decision != DTM_COMMITTED &&
+	    q->decision != DTM_ABORTED)
+		return err_set(-EINVAL, "dtx request: decision %u",
+			       q->decision);
+	if (q->kind == DTM_MSG_DEAD && q->decision > 1)
+		return err_set(-EINVAL, "dtx request: DEAD with decision %u "
+			       "(0 dead, 1 alive)", q->decision);
+	if (q->kind == DTM_MSG_DEAD && q->server >= nr_servers)
+		return err_set(-EINVAL, "dtx request: server %u (servers "
+			       "0..%u)", q->server, nr_servers - 1);
+	return 0;
+}
+
+int dtm_req_decode(const void *body, size_t len, uint32_t nr_servers,
+		   DtxReq **out)
+{
+	DtxReq *q = dtx_req__unpack(NULL, len, body);
+	int rc;
+
+	*out = NULL;
+	if (q == NULL)
+		return err_set(-EBADMSG, "dtx request: %zu bytes do not "
+			       "decode", len);
+	rc = req_check(q, nr_servers);
+	if (rc != 0) {
+		dtx_req__free_unpacked(q, NULL);
+		return rc;
+	}
+	*out = q;
+	return 0;
+}
+
+int dtm_reply_decode(const void *body, size_t len, DtxReply **out)
+{
+	DtxReply *rp = dtx_reply__unpack(NULL, len, body);
+
+	*out = NULL;
+	if (rp == NULL)
+		return err_set(-EBADMSG, "dtx reply: %zu bytes do not decode",
+			       len);
+	if (rp->state > DTM_ABORTED || rp->n_list > DTM_LIST_MAX) {
+		dtx_reply__free_unpacked(rp, NULL);
+		return err_set(-EBADMSG, "dtx reply: state %u, %zu entries",
+			       rp->state, rp->n_list);
+	}
+	for (size_t i = 0; i < rp->n_list; i++)
+		if (rp->list[i]->state > DTM_ABORTED ||
+		    rp->list[i]->n_parts > DTM_PARTS_MAX) {
+			dtx_reply__free_unpacked(rp, NULL);
+			return err_set(-EBADMSG, "dtx reply: list[%zu]: state "
+				       "%u", i, rp->list[i]->state);
+		}
+	*out = rp;
+	return 0;
+}

@@ -1,0 +1,52 @@
+/*
+ * dtm_msg.h — encoding and bounds-checked decoding of the dtx protocol
+ * (dtm/dtm.proto), shared by the coordinator (clovis/dtx.c), the
+ * participant (core/server/srv_dtx.c) and the CLI (clovis/cli/cli_dtx.c).
+ */
+#ifndef STRATA_DTM_DTM_MSG_H
+#define STRATA_DTM_DTM_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rpc/rpc.h"
+#include "dtm/dtm.h"
+#include "dtm/dtm.pb-c.h"
+
+/** The one opcode of the protocol (apart from strata.proto's). */
+#define DTM_OP (RPC_OP_USER_MIN + 96u)
+
+enum dtm_msg_kind {
+	DTM_MSG_PREPARE = 1, /**< client -> participant: reply state PREPARED */
+	DTM_MSG_DECIDE = 2,  /**< client -> participant */
+	DTM_MSG_QUERY = 3,   /**< participant -> participant */
+	DTM_MSG_LIST = 4,    /**< CLI -> server: in-doubt and recent dtxs */
+	DTM_MSG_DEAD = 5,    /**< CLI -> server: mark a server dead */
+};
+
+/** Bytes of all member bodies and data of one PREPARE (inside one
+ *  message: the RPC layer's default message size). */
+#define DTM_PREPARE_BYTES_MAX (48u << 10)
+/** Most LIST entries in one reply. */
+#define DTM_LIST_MAX 1000u
+
+/**
+ * Decode and check a request body for a cluster of nr_servers: kind known,
+ * id set, participants 1..DTM_PARTS_MAX distinct servers below nr_servers,
+ * members only in PREPARE (1..CLOVIS_DTX_OPS_MAX, op SOP_OBJ or SOP_IDX,
+ * body not empty, data only for objects, at most DTM_PREPARE_BYTES_MAX in
+ * all), decision COMMITTED or ABORTED in DECIDE, server below nr_servers in
+ * DEAD.  Returns 0 and *out (dtx_req__free_unpacked(*out, NULL)), or
+ * -EBADMSG / -EINVAL / -E2BIG with a message naming the field.
+ */
+int dtm_req_decode(const void *body, size_t len, uint32_t nr_servers,
+		   DtxReq **out);
+
+/** Decode and check a reply (state known, list entries' states and
+ *  participant counts).  0 and *out, or -EBADMSG with a message. */
+int dtm_reply_decode(const void *body, size_t len, DtxReply **out);
+
+/** Pack m into a malloc'd buffer.  0 or -ENOMEM. */
+int dtm_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
+
+#endif

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# dtx_cluster_test.sh BUILD — distributed transactions on a 3-server
+# loopback cluster (dtm/README.md), with real processes and SIGKILL:
+#
+#   1. strata cluster up --nodes 3, then the servers restarted as
+#      strata-server-test (fault points compiled in) with 4 s call timeouts;
+#      dtx_crash init makes 16 accounts twice (index records on one server,
+#      4 KiB blocks of a plain object on another, a transfer log index on
+#      the third: every transfer is a dtx with 3 participants);
+#   2. transfers with no fault: check (totals exact in both forms, no
+#      account torn, every STABLE transfer in the log, no failed one);
+#   3. client fault points dtx.cli.prepared, dtx.cli.decide.partial: the
+#      client is SIGKILLed there (by the fault point itself), `strata dtx
+#      ls` must show no dtx in doubt within 20 s (termination), the client
+#      runs again, check;
+#   4. participant fault points dtx.part.prepared, dtx.part.voted,
+#      dtx.part.decide.before, dtx.part.decide.after, dtx.part.apply on
+#      server s1 (the accounts index): s1 is SIGKILLed there, restarted
+#      without the fault, no dtx in doubt within 20 s, check; and
+#      dtx.part.prepared on s0 (the deciding participant of every dtx);
+#   5. the dead-participant rule: the client dies at dtx.cli.prepared with
+#      s0 (the decider) SIGKILLed just after, so s1 and s2 stay in doubt
+#      (all PREPARED, the decider silent); `strata dtx resolve dead s0`
+#      lets them abort without s0 within 20 s; s0 comes back (resolve
+#      alive s0), aborts its own record, check;
+#   6. strata dtx ls --json, and a negative control: a torn account must
+#      fail the check.
+# Every wait is bounded; the servers are killed on any exit (trap).
+# Ends with "N passed, N failed".
+set -u
+
+B=${1:-build}
+BD=$(cd "$B" 2>/dev/null && pwd)
+S=$BD/strata
+X=$BD/dtx_crash
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-dtx-cluster.XXXXXX")
+D=$T/cl
+F=$D/fast.yaml
+PORT=$((26000 + ($$ % 1000) * 4))
+NACC=16
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
+
+spid() { cat "$D/s$1.pid" 2>/dev/null; }
+
+cleanup() {
+	local f
+	for f in "$D"/s*.pid; do
+		[ -f "$f" ] || continue
+		kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+for x in strata strata-server-test dtx_crash; do
+	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
+done
+
+# wait_gone PID: until the process is gone (at most 20 s).
+wait_gone() {
+	local i
+	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+
+# start I [FAULT]: start server sI (test build), fault points armed.
+start() {
+	rm -f "$D/s$1.pid"
+	STRATA_FAULT=${2:-} "$BD/strata-server-test" --config "$F" --name "s$1" \
+		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log" --log-level 3
+}
+
+# wait_up: until every server answers dtx ls (at most ~30 s).
+wait_up() {
+	local i
+	for i in $(seq 1 60); do
+		timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
+			! grep -q DOWN "$T/ls" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# settled: no dtx in doubt on any server within 20 s (all must answer).
+settled() {
+	local i
+	for i in $(seq 1 40); do
+		if timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
+		   grep -q "in doubt: 0, servers down: 0" "$T/ls"; then
+			return 0
+		fi
+		sleep 0.5
+	done
+	cat "$T/ls"
+	return 1
+}
+
+# kill9 I: SIGKILL server sI and wait until it is gone.
+kill9() { local p; p=$(spid "$1"); kill -9 "$p" 2>/dev/null; wait_gone "$p"; }
+
+acheck() {
+	timeout 60 "$X" check "$F" "$T/ack" $NACC >"$T/check" 2>&1
+	local rc=$?
+	cat "$T/check"
+	return $rc
+}
+
+echo "--- cluster of 3, servers with fault points"
+timeout 90 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+for s in 0 1 2; do kill9 $s; done
+sed 's/call_timeout: .*/call_timeout: 4s/' "$D/cluster.yaml" >"$F"
+for s in 0 1 2; do start $s; done
+check "test servers up" wait_up
+timeout 120 "$X" init "$F" $NACC >"$T/init" 2>&1
+check "init: $NACC accounts" test $? -eq 0
+cat "$T/init"
+
+echo "--- transfers, no fault"
+t0=$(date +%s)
+timeout 120 "$X" run "$F" "$T/ack" 1 5 $NACC >"$T/run" 2>&1
+check "20 transfers ran" test $? -eq 0
+echo "  ($(($(date +%s) - t0)) s, $(grep -vc ' [FU]' "$T/ack") STABLE)"
+check "no transfer failed" test "$(grep -c ' [FU]' "$T/ack")" -eq 0
+check "check after plain run" acheck
+timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1
+check "dtx ls: 3 participants, COMMITTED" grep -qE "COMMITTED +parts s0,s1,s2" "$T/ls"
+
+seed=2
+echo "--- client fault points"
+for fp in dtx.cli.prepared dtx.cli.decide.partial; do
+	STRATA_FAULT=$fp:3:1 timeout 120 "$X" run "$F" "$T/ack" $seed 5 $NACC \
+		>"$T/run" 2>&1
+	check "$fp: client SIGKILLed there" test $? -eq 137
+	seed=$((seed + 1))
+	check "$fp: in-doubt dtx resolved within 20 s" settled
+	timeout 120 "$X" run "$F" "$T/ack" $seed 2 $NACC >"$T/run" 2>&1
+	check "$fp: client runs again" test $? -eq 0
+	seed=$((seed + 1))
+	check "$fp: check" acheck
+done
+
+echo "--- participant fault points (s1: accounts index; s0: decider)"
+for spec in 1:dtx.part.prepared 1:dtx.part.voted 1:dtx.part.decide.before \
+	    1:dtx.part.decide.after 1:dtx.part.apply 0:dtx.part.prepared; do
+	s=${spec%%:*}
+	fp=${spec#*:}
+	kill9 "$s"
+	start "$s" "$fp:2:1"
+	wait_up >/dev/null
+	timeout 120 "$X" run "$F" "$T/ack" $seed 5 $NACC >"$T/run" 2>&1 &
+	cpid=$!
+	seed=$((seed + 1))
+	p=$(spid "$s")
+	wait_gone "$p"
+	check "s$s $fp: server SIGKILLed there" grep -q "fault point $fp" "$D/s$s.log"
+	start "$s"
+	wait "$cpid"
+	crc=$?
+	check "s$s $fp: client finished (rc $crc)" test $crc -eq 0
+	check "s$s $fp: in-doubt dtx resolved within 20 s" settled
+	check "s$s $fp: check" acheck
+done
+
+echo "--- dead participant: the others do not wait for it"
+STRATA_FAULT=dtx.cli.prepared:0:1 timeout 60 "$X" run "$F" "$T/ack" $seed 1 $NACC \
+	>"$T/run" 2>&1
+check "client SIGKILLed at dtx.cli.prepared" test $? -eq 137
+seed=$((seed + 1))
+kill9 0
+sleep 3
+timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1
+check "s1 and s2 in doubt with the decider down" \
+	test "$(grep -c 'IN DOUBT' "$T/ls")" -ge 2
+timeout 20 "$S" --cluster "$F" dtx resolve dead s0 >"$T/res" 2>&1
+check "dtx resolve dead s0" grep -q "marked dead on 2 of 2" "$T/res"
+ok=1
+for i in $(seq 1 40); do
+	timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1
+	[ "$(grep -c 'IN DOUBT' "$T/ls")" -eq 0 ] && { ok=0; break; }
+	sleep 0.5
+done
+check "s1, s2 resolved without s0 within 20 s (aborted)" test $ok -eq 0
+start 0
+wait_up >/dev/null
+timeout 20 "$S" --cluster "$F" dtx resolve alive s0 >"$T/res" 2>&1
+check "dtx resolve alive s0" grep -q "marked alive on 2 of 2" "$T/res"
+check "s0 back: nothing in doubt" settled
+check "check after the dead-participant round" acheck
+
+echo "--- dtx ls --json, negative control"
+timeout 20 "$S" --cluster "$F" --json dtx ls >"$T/ls.json" 2>&1
+check "dtx ls --json parses" python3 -c "import json,sys; d=json.load(open('$T/ls.json')); sys.exit(0 if d['in_doubt']==0 and len(d['servers'])==3 else 1)"
+timeout 60 "$X" tear "$F" >/dev/null 2>&1
+timeout 60 "$X" check "$F" "$T/ack" $NACC >/dev/null 2>&1
+check "a torn account fails the check" test $? -ne 0
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
