@@ -70,6 +70,9 @@
 #define BC_FIGS 24u
 #define BC_LAT_BLOCKS 4096u     /* 16 MiB region of 4 KiB ops */
 #define BC_BW_REGION 64u        /* MiB rewritten by the 1 MiB writers */
+#define BC_THR_REGION 16u       /* MiB rewritten by each of the threads
+				 * (16 threads: 256 MiB live, with room for
+				 * out-of-place copies and redundancy) */
 #define BC_KEYS_LOADED 20000u   /* records PUT before GET/NEXT, at most */
 #define BC_VAL_LEN 64u
 #define BC_EMU "tcp;ofi_rxm, 3 servers on 127.0.0.1, flash = files on " \
@@ -357,8 +360,8 @@ static void bc_obj_create(struct clovis_obj *o, uint64_t n)
 	bc_die(rc == 0 ? clovis_op_sync(op) : rc, "create object");
 }
 
-/* One synchronous op of blks blocks at blk; its latency in us. */
-static double bc_obj_io(struct clovis_obj *o, enum clovis_obj_opcode opc,
+/* One synchronous op of blks blocks at blk: 0 or its error. */
+static int bc_obj_io_rc(struct clovis_obj *o, enum clovis_obj_opcode opc,
 			uint64_t blk, uint64_t blks, void *buf)
 {
 	uint64_t start = blk, nr = blks;
@@ -366,11 +369,20 @@ static double bc_obj_io(struct clovis_obj *o, enum clovis_obj_opcode opc,
 	struct clovis_extvec ev = { 1, &start, &nr };
 	struct clovis_bufvec bv = { 1, &buf, &len };
 	struct clovis_op *op = NULL;
-	double t = bc_now();
 	int rc;
 
 	rc = clovis_obj_op(o, opc, &ev, &bv, 0, &op);
-	bc_die(rc == 0 ? clovis_op_sync(op) : rc, "object I/O");
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* bc_obj_io_rc() from the main thread, which dies on an error; the
+ * op's latency in us. */
+static double bc_obj_io(struct clovis_obj *o, enum clovis_obj_opcode opc,
+			uint64_t blk, uint64_t blks, void *buf)
+{
+	double t = bc_now();
+
+	bc_die(bc_obj_io_rc(o, opc, blk, blks, buf), "object I/O");
 	return (bc_now() - t) * 1e6;
 }
 
@@ -449,6 +461,8 @@ struct bc_thr {
 	bool t_big;             /* 1 MiB writes, else 4 KiB random */
 	double t_end;
 	uint64_t t_ops;
+	int t_rc;               /* first error: the thread stops */
+	char t_msg[256];        /* its Clovis message */
 };
 
 static void *bc_thr_run(void *arg)
@@ -459,10 +473,17 @@ static void *bc_thr_run(void *arg)
 	uint64_t rnd = (uint64_t)(uintptr_t)t | 1, i = 0;
 
 	while (bc_now() < t->t_end) {
-		uint64_t blk = t->t_big ? (i++ % BC_BW_REGION) * per :
+		uint64_t blk = t->t_big ? (i++ % BC_THR_REGION) * per :
 					  bc_rand(&rnd) % BC_LAT_BLOCKS;
 
-		bc_obj_io(t->t_obj, CLOVIS_OC_WRITE, blk, per, buf);
+		t->t_rc = bc_obj_io_rc(t->t_obj, CLOVIS_OC_WRITE, blk, per,
+				       buf);
+		if (t->t_rc != 0) {
+			/* Never exit() here: the other threads still run. */
+			snprintf(t->t_msg, sizeof t->t_msg, "%s",
+				 clovis_errmsg());
+			break;
+		}
 		t->t_ops++;
 	}
 	free(buf);
@@ -485,6 +506,14 @@ static double bc_threads(struct clovis_obj *objs, uint32_t nthr, bool big)
 		pthread_join(t[i].t_th, NULL);
 		ops += t[i].t_ops;
 	}
+	/* Every thread has stopped: now an error may end the run. */
+	for (uint32_t i = 0; i < nthr; i++)
+		if (t[i].t_rc != 0) {
+			fprintf(stderr, "strata_bench_cluster: thread %u of %u "
+				"(%s): %s\n", i, nthr, big ? "1 MiB" : "4 KiB",
+				t[i].t_msg);
+			bc_die(t[i].t_rc, "object I/O in a thread");
+		}
 	return ops / (bc_now() - t0);
 }
 
