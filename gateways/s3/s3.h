@@ -387,8 +387,18 @@ struct s3_rd {
 	void *r_rec; size_t r_rec_len; /* owned copy of the record */
 	struct s3_orec r_or;
 	uint64_t r_start, r_end;       /* byte range [start, end) to serve */
-	char *r_buf;                   /* S3_CHUNK */
+	uint32_t r_chunk;              /* bytes per read op */
+	char *r_buf;                   /* r_chunk bytes */
 	uint64_t r_bstart, r_blen;     /* object bytes r_buf holds */
+	/* read-ahead: the next chunk of the same object, in flight while
+	 * r_buf is being sent */
+	char *r_pbuf;
+	uint64_t r_pstart, r_plen;
+	struct clovis_op *r_pop;
+	uint64_t r_pblk, r_pnblk;
+	void *r_pbv; size_t r_pbl;
+	struct clovis_extvec r_pev;
+	struct clovis_bufvec r_pbvec;
 	struct clovis_obj r_o;
 	int r_part;                    /* part open in r_o, -1 none */
 	uint64_t r_part_off;           /* object offset of that part */

@@ -325,10 +325,11 @@ int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
 		s3_rd_close(r);
 		return s3_reply_err(rq, 500, "InternalError", "out of memory");
 	}
+	r->r_end = start + len;
 	c->rc_rd = *r;
 	c->rc_start = start;
 	c->rc_rq = rq;
-	resp = MHD_create_response_from_callback(len, 64 << 10, rd_cb, c,
+	resp = MHD_create_response_from_callback(len, 256 << 10, rd_cb, c,
 						 rd_free);
 	if (resp == NULL)
 		rd_free(c);

@@ -1146,6 +1146,8 @@ int s3_rd_open(struct s3_rd *r, struct s3_bucket *b, void *rec, size_t len)
 	r->r_rec_len = len;
 	r->r_part = -1;
 	rc = s3_orec_decode(rec, len, &r->r_or);
+	r->r_end = r->r_or.or_size;
+	r->r_chunk = r->r_or.or_size >= S3_BIG ? S3_BIG_CHUNK : S3_CHUNK;
 	return rc;
 }
 
@@ -1178,20 +1180,27 @@ static int rd_segment(struct s3_rd *r, uint64_t off, int *part,
 	return -EINVAL;
 }
 
-static int rd_load(struct s3_rd *r, uint64_t off)
+/*
+ * Make (not launch) a READ of the chunk holding object byte off into buf:
+ * the op's vectors in *blk.. *bvec (kept by the caller while it runs);
+ * *start and *len: the object bytes it will hold.  Opens the segment's
+ * object when it is not the open one, unless same_part (read-ahead stays
+ * in the open object: -EAGAIN).
+ */
+static int rd_make(struct s3_rd *r, uint64_t off, char *buf, bool same_part,
+		   uint64_t *blk, uint64_t *nblk, void **bv, size_t *bl,
+		   struct clovis_extvec *ev, struct clovis_bufvec *bvec,
+		   uint64_t *start, uint64_t *len, struct clovis_op **op)
 {
 	struct clovis_id id;
-	uint64_t ss, sz, rel, bs, len, blk, nblk;
-	struct clovis_op *op;
-	void *bv;
-	size_t bl;
+	uint64_t ss, sz, rel, bs;
 	int part, rc = rd_segment(r, off, &part, &id, &ss, &sz);
-	struct clovis_extvec ev = {1, &blk, &nblk};
-	struct clovis_bufvec bvec = {1, &bv, &bl};
 
 	if (rc != 0)
 		return rc;
 	if (r->r_part != part) {
+		if (same_part)
+			return -EAGAIN;
 		rc = clovis_obj_init(&r->r_o, &r->r_bk->bk_cont.co_realm, &id,
 				     NULL);
 		if (rc == 0)
@@ -1200,26 +1209,94 @@ static int rd_load(struct s3_rd *r, uint64_t off)
 			return rc;
 		r->r_part = part;
 	}
-	if (r->r_buf == NULL &&
-	    posix_memalign((void **)&r->r_buf, 4096, S3_CHUNK) != 0) {
-		r->r_buf = NULL;
+	bs = 1ull << r->r_o.ob_attr.oa_block_shift;
+	if (bs > r->r_chunk)
+		return -EINVAL;
+	rel = (off - ss) / r->r_chunk * r->r_chunk;
+	*len = sz - rel < r->r_chunk ? sz - rel : r->r_chunk;
+	*blk = rel / bs;
+	*nblk = (*len + bs - 1) / bs;
+	*bv = buf;
+	*bl = *nblk * bs;
+	*ev = (struct clovis_extvec){1, blk, nblk};
+	*bvec = (struct clovis_bufvec){1, bv, bl};
+	*start = ss + rel;
+	return clovis_obj_op(&r->r_o, CLOVIS_OC_READ, ev, bvec, 0, op);
+}
+
+static int rd_alloc(struct s3_rd *r, char **buf)
+{
+	if (*buf == NULL &&
+	    posix_memalign((void **)buf, 4096, r->r_chunk) != 0) {
+		*buf = NULL;
 		return -ENOMEM;
 	}
-	bs = 1ull << r->r_o.ob_attr.oa_block_shift;
-	rel = (off - ss) & ~((uint64_t)S3_CHUNK - 1);
-	if (bs > S3_CHUNK)
-		return -EINVAL;
-	len = sz - rel < S3_CHUNK ? sz - rel : S3_CHUNK;
-	blk = rel / bs;
-	nblk = (len + bs - 1) / bs;
-	bv = r->r_buf;
-	bl = nblk * bs;
-	rc = clovis_obj_op(&r->r_o, CLOVIS_OC_READ, &ev, &bvec, 0, &op);
+	return 0;
+}
+
+/* Wait for the read-ahead; 0 when it holds its bytes, -ENOENT: none. */
+static int rd_ahead_wait(struct s3_rd *r)
+{
+	int rc;
+
+	if (r->r_pop == NULL)
+		return -ENOENT;
+	rc = clovis_op_wait(r->r_pop, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
+	clovis_op_free(r->r_pop);
+	r->r_pop = NULL;
+	return rc;
+}
+
+/* Start reading the chunk after r_buf's when the range goes on in the
+ * same object; errors are left to the synchronous read that follows. */
+static void rd_ahead(struct s3_rd *r)
+{
+	uint64_t next = r->r_bstart + r->r_blen;
+
+	if (r->r_pop != NULL || next >= r->r_end || r->r_blen < r->r_chunk ||
+	    rd_alloc(r, &r->r_pbuf) != 0)
+		return;
+	if (rd_make(r, next, r->r_pbuf, true, &r->r_pblk, &r->r_pnblk,
+		    &r->r_pbv, &r->r_pbl, &r->r_pev, &r->r_pbvec, &r->r_pstart,
+		    &r->r_plen, &r->r_pop) != 0 ||
+	    clovis_op_launch(&r->r_pop, 1) != 0) {
+		clovis_op_free(r->r_pop);
+		r->r_pop = NULL;
+	}
+}
+
+/* Make r_buf hold the chunk of byte off: the read-ahead when it is that
+ * chunk, else a synchronous read. */
+static int rd_load(struct s3_rd *r, uint64_t off)
+{
+	uint64_t blk, nblk, start, len;
+	struct clovis_extvec ev;
+	struct clovis_bufvec bvec;
+	struct clovis_op *op = NULL;
+	void *bv;
+	size_t bl;
+	bool hit = r->r_pop != NULL && off >= r->r_pstart &&
+		   off < r->r_pstart + r->r_plen;
+	int rc = rd_ahead_wait(r);
+
+	if (hit && rc == 0) {
+		char *t = r->r_buf;
+
+		r->r_buf = r->r_pbuf;
+		r->r_pbuf = t;
+		r->r_bstart = r->r_pstart;
+		r->r_blen = r->r_plen;
+		return 0;
+	}
+	rc = rd_alloc(r, &r->r_buf);
+	if (rc == 0)
+		rc = rd_make(r, off, r->r_buf, false, &blk, &nblk, &bv, &bl,
+			     &ev, &bvec, &start, &len, &op);
 	if (rc == 0)
 		rc = clovis_op_sync(op);
 	if (rc != 0)
 		return rc;
-	r->r_bstart = ss + rel;
+	r->r_bstart = start;
 	r->r_blen = len;
 	return 0;
 }
@@ -1242,6 +1319,7 @@ long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n)
 		rc = rd_load(r, off);
 		if (rc != 0)
 			return rc;
+		rd_ahead(r);
 	}
 	avail = r->r_bstart + r->r_blen - off;
 	if (n > avail)
@@ -1252,6 +1330,9 @@ long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n)
 
 void s3_rd_close(struct s3_rd *r)
 {
+	rd_ahead_wait(r);
+	free(r->r_pbuf);
+	r->r_pbuf = NULL;
 	free(r->r_buf);
 	free(r->r_rec);
 	r->r_buf = NULL;
