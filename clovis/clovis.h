@@ -690,12 +690,31 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  * Embedded mode: a dtx is one local atomic commit (its updates are applied
  * in one LMDB write transaction).  Cluster mode: the client is the
  * coordinator of a two-phase commit among the servers holding the members
- * (dtm/README.md).
+ * (object: its home server; index: its first live replica, which applies
+ * the update at the commit and copies it to the other replicas as a plain
+ * update would be); dtm/README.md.  The first participant (lowest server)
+ * decides: its COMMITTED record is the commit point.  Cluster mode adds
+ * these outcomes of the commit op:
+ *   -ETIMEDOUT    the decider did not answer the COMMIT: the outcome is
+ *                 unknown to this client (in doubt until the participants
+ *                 resolve it by cooperative termination, within seconds
+ *                 while the decider is up; `strata dtx ls` shows it);
+ *   -EINPROGRESS  committed (the decider logged it) but some participant
+ *                 did not acknowledge it applied yet: it will apply it when
+ *                 it learns the outcome; the updates are then all there;
+ *   -ECANCELED    the decider had aborted it (it was in doubt longer than
+ *                 the termination timeout, 2 s): nothing applied;
+ *   -ESTALE       an index replica could not verify its copy after a few
+ *                 tries: nothing applied.
+ * Member index PUT/DEL get per-record rcs of 0 when the dtx commits.
  *
  * Limits and restrictions: at most CLOVIS_DTX_OPS_MAX members; objects
  * with a unit layout (PDCLUST, MIRROR, COMPOSITE) cannot be written in a
  * dtx yet (clovis_dtx_add() refuses them with -ENOTSUP): their parity-group
- * locks would be held across the dtx.
+ * locks would be held across the dtx.  Cluster mode also refuses entity
+ * CREATE, DELETE and SETATTR members (-ENOTSUP), and a participant's
+ * members must fit DTM_PREPARE_BYTES_MAX (48 KiB of requests and object
+ * data per server: -E2BIG); index records of a member travel inline.
  */
 
 /** Most member ops of one dtx. */
@@ -713,9 +732,8 @@ struct clovis_dtx_id {
 
 /**
  * Open an empty dtx over the client of realm r (its container does not
- * limit the members).  Returns 0 and sets *dtx, -EINVAL (NULL argument),
- * -ENOMEM, or -ENOTSUP in cluster mode when the servers do not speak the
- * dtx protocol.
+ * limit the members).  Returns 0 and sets *dtx, -EINVAL (NULL argument)
+ * or -ENOMEM.  Works in both modes.
  */
 CLOVIS_API int clovis_dtx_open(struct clovis_dtx **dtx, struct clovis_realm *r);
 

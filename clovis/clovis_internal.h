@@ -132,4 +132,8 @@ void cluster_idx_touch(struct clovis *cl, uint32_t server,
 uint32_t cluster_call_ms(struct clovis *cl);
 const char *cluster_server_name(struct clovis *cl, uint32_t s);
 
+/* dtx.c: benchmarks only — the coordinator stops after all votes, as a
+ * client dying there would (no DECIDE; the commit op fails -ETIMEDOUT). */
+extern bool dtx_abandon_after_prepare;
+
 #endif

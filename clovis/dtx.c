@@ -641,6 +641,11 @@ void clovis_dtx_abort(struct clovis_dtx *dx)
  * at most the cluster's call timeout).
  */
 #define DTX_CLU_CALL_MS 10000u
+
+/* Benchmarks (tests/bench/bench_dtx.c --cluster): behave as a client that
+ * dies after all votes (dtx.cli.prepared) without dying: no DECIDE is
+ * sent and the commit op fails with -ETIMEDOUT.  Off by default. */
+bool dtx_abandon_after_prepare;
 #define DTX_CLU_TRIES 5u
 
 struct dtx_part {
@@ -879,6 +884,10 @@ static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
 		return rc;
 	}
 	dtx_clu_kill("dtx.cli.prepared");
+	if (__atomic_load_n(&dtx_abandon_after_prepare, __ATOMIC_RELAXED)) {
+		snprintf(msg, msz, "abandoned after the votes (benchmark)");
+		return -ETIMEDOUT;
+	}
 	/* The decider first: its COMMITTED record is the commit point. */
 	dtx_parts_call(c, 0, 1, DTM_MSG_DECIDE, DTM_COMMITTED, ms);
 	if (c->dc_p[0].dp_rc == 0 && c->dc_p[0].dp_state == DTM_ABORTED) {

@@ -92,11 +92,14 @@ int cmd_dtx_ls(struct cli *c)
 		}
 		if (c->c_json)
 			printf("%s{\"server\": \"%s\", \"up\": true, \"dead\": "
-			       "%" PRIu64 ", \"dtx\": [", s ? ", " : "", name,
-			       rp->dead);
+			       "%" PRIu64 ", \"in_doubt\": %" PRIu64 ", "
+			       "\"dtx\": [", s ? ", " : "", name, rp->dead,
+			       rp->in_doubt);
 		else
-			printf("%s: %zu records%s\n", name, rp->n_list,
+			printf("%s: %zu records shown, %" PRIu64 " in doubt%s\n",
+			       name, rp->n_list, rp->in_doubt,
 			       rp->dead ? " (servers marked dead)" : "");
+		doubt += rp->in_doubt;
 		first = true;
 		for (size_t i = 0; i < rp->n_list; i++) {
 			const DtxInfo *e = rp->list[i];
@@ -107,7 +110,6 @@ int cmd_dtx_ls(struct cli *c)
 			double age = now > e->time_us ?
 				     (double)(now - e->time_us) / 1e6 : 0;
 
-			doubt += e->state == DTM_PREPARED;
 			for (size_t k = 0; k < e->n_parts && pl < 400; k++)
 				pl += (size_t)snprintf(parts + pl,
 						       sizeof parts - pl,

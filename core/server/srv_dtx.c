@@ -871,6 +871,7 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 	mdb_txn_abort(txn);
 	pthread_mutex_lock(&d->d_lock);
 	rp->dead = d->d_dead;
+	rp->in_doubt = d->d_nr_doubt;
 	pthread_mutex_unlock(&d->d_lock);
 	return rp->list == NULL ? err_set(-ENOMEM, "dtx list") : 0;
 }

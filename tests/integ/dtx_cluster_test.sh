@@ -135,8 +135,8 @@ check "dtx ls: 3 participants, COMMITTED" grep -qE "COMMITTED +parts s0,s1,s2" "
 seed=2
 echo "--- client fault points"
 for fp in dtx.cli.prepared dtx.cli.decide.partial; do
-	STRATA_FAULT=$fp:3:1 timeout 120 "$X" run "$F" "$T/ack" $seed 5 $NACC \
-		>"$T/run" 2>&1
+	(STRATA_FAULT=$fp:3:1 timeout 120 "$X" run "$F" "$T/ack" $seed 5 $NACC \
+		>"$T/run" 2>&1) 2>/dev/null
 	check "$fp: client SIGKILLed there" test $? -eq 137
 	seed=$((seed + 1))
 	check "$fp: in-doubt dtx resolved within 20 s" settled
@@ -169,8 +169,8 @@ for spec in 1:dtx.part.prepared 1:dtx.part.voted 1:dtx.part.decide.before \
 done
 
 echo "--- dead participant: the others do not wait for it"
-STRATA_FAULT=dtx.cli.prepared:0:1 timeout 60 "$X" run "$F" "$T/ack" $seed 1 $NACC \
-	>"$T/run" 2>&1
+(STRATA_FAULT=dtx.cli.prepared:0:1 timeout 60 "$X" run "$F" "$T/ack" $seed 1 \
+	$NACC >"$T/run" 2>&1) 2>/dev/null
 check "client SIGKILLed at dtx.cli.prepared" test $? -eq 137
 seed=$((seed + 1))
 kill9 0
