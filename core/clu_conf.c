@@ -25,6 +25,7 @@
 #include "core/clu_conf.h"
 #include "core/conf.h"
 #include "core/errors.h"
+#include "core/limits.h"
 
 #define CLU_CONNECT_MS_DEFAULT 2000u
 #define CLU_CALL_MS_DEFAULT 30000u
@@ -496,6 +497,176 @@ static int clu_server(struct clu_px *p, const yaml_node_t *map, uint32_t i)
 	return rc != 0 ? rc : clu_store_check(s, key);
 }
 
+/* ------------------------------------- devices across servers (2a) */
+
+/* The data size a server's engine gives device d of conf b. */
+static uint64_t clu_dev_size(const struct conf *b, const struct conf_dev *d)
+{
+	return d->cd_size ? d->cd_size :
+	       b->c_dev_size ? b->c_dev_size : LIM_DEV_SIZE_DEFAULT;
+}
+
+/* Can server j's device d be seen by other servers?  Not zoned (SMR
+ * appends at a write pointer of its own), not kept local (local: true),
+ * and a slice of at least LIM_DEV_SIZE_MIN. */
+static bool clu_dev_exported(const struct conf *b, const struct conf_dev *d,
+			     uint32_t slices)
+{
+	return d->cd_tier != CLOVIS_TIER_SMR && !d->cd_local &&
+	       conf_slice_size(clu_dev_size(b, d), slices) >= LIM_DEV_SIZE_MIN;
+}
+
+/* Add the remote image of device dd of server j (conf bj) to x. */
+static void clu_remote_dev(const struct clu_conf *c, uint32_t j,
+			   const struct conf *bj, uint32_t dd,
+			   struct conf *x)
+{
+	const struct conf_dev *src = &bj->c_devs[dd];
+	struct conf_dev *d = &x->c_devs[x->c_nr_devs];
+	const char *sn = c->cc_servers[j].cs_name;
+	char name[2 * CONF_NAME_MAX + 8];
+
+	memset(d, 0, sizeof *d);
+	snprintf(name, sizeof name, "%s.%s", sn, src->cd_name);
+	if (strlen(name) > CONF_NAME_MAX)
+		snprintf(name, sizeof name, "r%u.%u", j, dd);
+	memcpy(d->cd_name, name, strlen(name) + 1);
+	d->cd_tier = src->cd_tier;
+	d->cd_size = conf_slice_size(clu_dev_size(bj, src), c->cc_nr_servers);
+	snprintf(d->cd_remote, sizeof d->cd_remote, "%s:%u", sn, dd);
+	d->cd_domain = j + 1;
+	x->c_nr_devs++;
+}
+
+/* Pool p of x (a copy of b's pool p) spans, beyond b's own devices, the
+ * remote images of the devices of the same-named pool of every other
+ * server: img[j][dd] is the index in x of server j's device dd (or -1). */
+static int clu_pool_span(const struct clu_conf *c, const struct conf *base,
+			 uint32_t self, int (*img)[LIM_DEV_MAX],
+			 const struct conf_pool *bp, struct conf_pool *xp)
+{
+	uint32_t *v = malloc(LIM_DEV_MAX * sizeof *v), n = bp->cp_nr;
+
+	if (v == NULL)
+		return err_set(-ENOMEM, "cluster: pools");
+	memcpy(v, bp->cp_devs, n * sizeof *v);
+	for (uint32_t j = 0; j < c->cc_nr_servers; j++) {
+		int q = j == self ? -1 : conf_pool_find(&base[j], bp->cp_name);
+
+		for (uint32_t k = 0; q >= 0 && k < base[j].c_pools[q].cp_nr;
+		     k++) {
+			int at = img[j][base[j].c_pools[q].cp_devs[k]];
+
+			if (at >= 0 && n < LIM_DEV_MAX)
+				v[n++] = (uint32_t)at;
+		}
+	}
+	*xp = *bp;
+	xp->cp_devs = v;
+	xp->cp_nr = n;
+	return 0;
+}
+
+/* Server self's store configuration in a cluster of several: its own
+ * devices first (indices unchanged, domain self + 1), then one remote
+ * device per exported device of every other server, pools spanning them,
+ * and its slice.  Into *out (malloc'd text). */
+static int clu_store_span(const struct clu_conf *c, const struct conf *base,
+			  uint32_t self, char **out)
+{
+	const struct conf *b = &base[self];
+	struct conf x = *b;
+	int (*img)[LIM_DEV_MAX] = malloc(CLU_SERVERS_MAX * sizeof *img);
+	uint32_t total = b->c_nr_devs, np = 0;
+	int rc = 0;
+
+	x.c_devs = calloc(LIM_DEV_MAX, sizeof *x.c_devs);
+	x.c_pools = calloc(b->c_nr_pools ? b->c_nr_pools : 1,
+			   sizeof *x.c_pools);
+	if (img == NULL || x.c_devs == NULL || x.c_pools == NULL) {
+		rc = err_set(-ENOMEM, "cluster: store configuration");
+		goto out;
+	}
+	for (uint32_t j = 0; j < c->cc_nr_servers; j++)
+		for (uint32_t d = 0; d < base[j].c_nr_devs; d++)
+			total += j != self &&
+				 clu_dev_exported(&base[j], &base[j].c_devs[d],
+						  c->cc_nr_servers);
+	if (total > LIM_DEV_MAX) {
+		rc = err_set(-EINVAL, "cluster line %u: server %s would see %u "
+			     "devices (its own and the other servers'), more "
+			     "than %u", c->cc_servers[self].cs_line,
+			     c->cc_servers[self].cs_name, total, LIM_DEV_MAX);
+		goto out;
+	}
+	memcpy(x.c_devs, b->c_devs, b->c_nr_devs * sizeof *x.c_devs);
+	for (uint32_t d = 0; d < b->c_nr_devs; d++)
+		x.c_devs[d].cd_domain = self + 1;
+	for (uint32_t j = 0; j < c->cc_nr_servers; j++)
+		for (uint32_t d = 0; d < LIM_DEV_MAX; d++) {
+			img[j][d] = -1;
+			if (j == self || d >= base[j].c_nr_devs ||
+			    !clu_dev_exported(&base[j], &base[j].c_devs[d],
+					      c->cc_nr_servers))
+				continue;
+			img[j][d] = (int)x.c_nr_devs;
+			clu_remote_dev(c, j, &base[j], d, &x);
+		}
+	for (; rc == 0 && np < b->c_nr_pools; np++)
+		rc = clu_pool_span(c, base, self, img, &b->c_pools[np],
+				   &x.c_pools[np]);
+	x.c_slice = self;
+	x.c_slices = c->cc_nr_servers;
+	if (rc == 0)
+		rc = conf_emit(&x, out);
+out:
+	for (uint32_t q = 0; x.c_pools != NULL && q < np; q++)
+		free(x.c_pools[q].cp_devs);
+	free(x.c_pools);
+	free(x.c_devs);
+	free(img);
+	return rc;
+}
+
+/* Phase 2a: every server's configuration gets the other servers' devices
+ * as remote devices (docs/cluster.md "Placement across servers"). */
+static int clu_stores_span(struct clu_conf *c)
+{
+	uint32_t n = c->cc_nr_servers;
+	struct conf *base;
+	char **text;
+	int rc = 0;
+
+	if (n < 2)
+		return 0;
+	base = calloc(n, sizeof *base);
+	text = calloc(n, sizeof *text);
+	if (base == NULL || text == NULL) {
+		free(base);
+		free(text);
+		return err_set(-ENOMEM, "cluster: store configurations");
+	}
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		rc = conf_parse(&base[i], c->cc_servers[i].cs_store_yaml,
+				strlen(c->cc_servers[i].cs_store_yaml));
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		rc = clu_store_span(c, base, i, &text[i]);
+	for (uint32_t i = 0; i < n; i++) {
+		if (rc == 0) {
+			free(c->cc_servers[i].cs_store_yaml);
+			c->cc_servers[i].cs_store_yaml = text[i];
+		} else {
+			free(text[i]);
+		}
+		conf_fini(&base[i]);
+	}
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		rc = clu_store_check(&c->cc_servers[i], "servers");
+	free(base);
+	free(text);
+	return rc;
+}
+
 static int clu_servers(struct clu_px *p, const yaml_node_t *seq)
 {
 	size_t nr;
@@ -517,7 +688,7 @@ static int clu_servers(struct clu_px *p, const yaml_node_t *seq)
 		if (rc != 0)
 			return rc;
 	}
-	return 0;
+	return clu_stores_span(p->px_c);
 }
 
 static int clu_top(struct clu_px *p, const yaml_node_t *root)

@@ -484,10 +484,79 @@ static int px_name(struct conf_px *p, const char *key, const yaml_node_t *n,
 
 /* ------------------------------------------------------------ devices */
 
-enum { DK_NAME, DK_TIER, DK_SIZE, DK_PATH, DK_ZONE, DK_NR };
+enum { DK_NAME, DK_TIER, DK_SIZE, DK_PATH, DK_ZONE, DK_REMOTE, DK_DOMAIN,
+       DK_LOCAL, DK_NR };
 static const char *const conf_dev_keys[DK_NR] = {
-	"name", "tier", "size", "path", "zone_size",
+	"name", "tier", "size", "path", "zone_size", "remote", "domain",
+	"local",
 };
+
+/* local: true or false. */
+static int px_dev_local(struct conf_px *p, const yaml_node_t *n,
+			struct conf_dev *d)
+{
+	size_t old = px_key(p, "local");
+	const char *s;
+	int rc;
+
+	rc = px_text(p, n, &s);
+	if (rc != 0)
+		return rc;
+	if (strcmp(s, "true") != 0 && strcmp(s, "false") != 0)
+		return px_fail(p, n, "\"%.40s\": expected true or false", s);
+	d->cd_local = s[0] == 't';
+	px_pop(p, old);
+	return 0;
+}
+
+/* remote: "SERVER:INDEX" (a server name, a device index); not smr, no
+ * path. */
+static int px_dev_remote(struct conf_px *p, const yaml_node_t *n,
+			 struct conf_dev *d)
+{
+	size_t old = px_key(p, "remote");
+	const char *s, *colon;
+	char *end;
+	int rc;
+
+	rc = px_text(p, n, &s);
+	if (rc != 0)
+		return rc;
+	colon = strrchr(s, ':');
+	if (strlen(s) >= sizeof d->cd_remote || colon == NULL || colon == s ||
+	    colon[1] < '0' || colon[1] > '9' ||
+	    (strtoul(colon + 1, &end, 10), *end != '\0'))
+		return px_fail(p, n, "\"%.40s\": expected SERVER:INDEX", s);
+	if (d->cd_tier == CLOVIS_TIER_SMR || d->cd_path[0] != '\0')
+		return px_fail(p, n, "a remote device has no path and is not "
+			       "smr");
+	memcpy(d->cd_remote, s, strlen(s) + 1);
+	px_pop(p, old);
+	return 0;
+}
+
+/* domain: 1..CONF_SLICES_MAX. */
+static int px_dev_domain(struct conf_px *p, const yaml_node_t *n,
+			 struct conf_dev *d)
+{
+	size_t old = px_key(p, "domain");
+	unsigned long v;
+	const char *s;
+	char *end;
+	int rc;
+
+	rc = px_text(p, n, &s);
+	if (rc != 0)
+		return rc;
+	v = strtoul(s, &end, 10);
+	if (end == s || *end != '\0' || s[0] < '0' || s[0] > '9' || v < 1 ||
+	    v > CONF_SLICES_MAX)
+		return px_fail(p, n, "\"%.40s\": expected 1..%u", s,
+			       CONF_SLICES_MAX);
+	d->cd_domain = (uint32_t)v;
+	px_pop(p, old);
+	return 0;
+}
 
 static int px_dev_path(struct conf_px *p, const yaml_node_t *n,
 		       struct conf_dev *d)
@@ -553,6 +622,12 @@ static int px_dev(struct conf_px *p, const yaml_node_t *n, struct conf_dev *d)
 		rc = px_dev_path(p, v[DK_PATH], d);
 	if (rc == 0 && v[DK_ZONE] != NULL)
 		rc = px_dev_zone(p, v[DK_ZONE], d);
+	if (rc == 0 && v[DK_REMOTE] != NULL)
+		rc = px_dev_remote(p, v[DK_REMOTE], d);
+	if (rc == 0 && v[DK_DOMAIN] != NULL)
+		rc = px_dev_domain(p, v[DK_DOMAIN], d);
+	if (rc == 0 && v[DK_LOCAL] != NULL)
+		rc = px_dev_local(p, v[DK_LOCAL], d);
 	return rc;
 }
 
@@ -1081,10 +1156,36 @@ static int px_models(struct conf_px *p, const yaml_node_t *n)
 
 /* ------------------------------------------------------------ the top */
 
-enum { TK_DEV_SIZE, TK_DEVICES, TK_POOLS, TK_LAYOUTS, TK_MODEL, TK_NR };
+enum { TK_DEV_SIZE, TK_DEVICES, TK_POOLS, TK_LAYOUTS, TK_MODEL, TK_SLICE,
+       TK_NR };
 static const char *const conf_top_keys[TK_NR] = {
-	"device_size", "devices", "pools", "layouts", "device_model",
+	"device_size", "devices", "pools", "layouts", "device_model", "slice",
 };
+
+/* slice: "I/N", 0 <= I < N, 2 <= N <= CONF_SLICES_MAX (cluster stores). */
+static int px_slice(struct conf_px *p, const yaml_node_t *n)
+{
+	size_t old = px_key(p, "slice");
+	unsigned long i, nr;
+	const char *s;
+	char *end;
+	int rc;
+
+	rc = px_text(p, n, &s);
+	if (rc != 0)
+		return rc;
+	i = strtoul(s, &end, 10);
+	if (end == s || *end != '/' || end[1] < '0' || end[1] > '9')
+		return px_fail(p, n, "\"%.40s\": expected I/N", s);
+	nr = strtoul(end + 1, &end, 10);
+	if (*end != '\0' || nr < 2 || nr > CONF_SLICES_MAX || i >= nr)
+		return px_fail(p, n, "\"%.40s\": expected I/N with 2 <= N <= "
+			       "%u and I < N", s, CONF_SLICES_MAX);
+	p->px_c->c_slice = (uint32_t)i;
+	p->px_c->c_slices = (uint32_t)nr;
+	px_pop(p, old);
+	return 0;
+}
 
 /* Walk the whole document into p->px_c, in dependency order: sizes, then
  * devices, pools (which name devices), layouts (which name pools). */
@@ -1126,6 +1227,8 @@ static int px_top(struct conf_px *p, const yaml_node_t *root)
 		rc = px_layouts(p, root, v[TK_LAYOUTS]);
 	if (rc == 0 && v[TK_MODEL] != NULL)
 		rc = px_models(p, v[TK_MODEL]);
+	if (rc == 0 && v[TK_SLICE] != NULL)
+		rc = px_slice(p, v[TK_SLICE]);
 	return rc;
 }
 
@@ -1459,6 +1562,12 @@ static void em_devices(struct conf_em *e, const struct conf *c)
 		if (d->cd_zone_size != 0)
 			em_num(e, "zone_size", d->cd_zone_size,
 			       conf_size_units);
+		if (d->cd_remote[0] != '\0')
+			em_kv(e, "remote", d->cd_remote);
+		if (d->cd_domain != 0)
+			em_count(e, "domain", d->cd_domain);
+		if (d->cd_local)
+			em_kv(e, "local", "true");
 		em_map_end(e);
 	}
 	em_seq_end(e);
@@ -1606,6 +1715,10 @@ int conf_emit(const struct conf *c, char **out)
 	em_pools(&e, c);
 	em_layouts(&e, c);
 	em_models(&e, c);
+	if (c->c_slices != 0) {
+		snprintf(size, sizeof size, "%u/%u", c->c_slice, c->c_slices);
+		em_kv(&e, "slice", size);
+	}
 	em_map_end(&e);
 	em_event(&e, &ev, yaml_document_end_event_initialize(&ev, 1));
 	em_event(&e, &ev, yaml_stream_end_event_initialize(&ev));

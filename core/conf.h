@@ -27,6 +27,12 @@
 #define CONF_NAME_MAX 31
 /* Longest container text kept as written (cc_name), with its NUL. */
 #define CONF_CONT_NAME_LEN 64
+/* Longest remote device reference "SERVER:INDEX", with its NUL. */
+#define CONF_REMOTE_LEN 48
+/* Most slices a cluster store's devices are cut into (CLU_SERVERS_MAX). */
+#define CONF_SLICES_MAX 64u
+/* Slices start at multiples of this (and are as long): 64 KiB. */
+#define CONF_SLICE_ALIGN (64ull << 10)
 /* Longest device path, with its NUL (LIM_PATH_MAX + 1, the size of
  * clovis_dev_info.di_path). */
 #define CONF_PATH_LEN 256
@@ -63,6 +69,19 @@ struct conf_dev {
 	 *  no size; 0 only when neither is given (= the store's default). */
 	uint64_t cd_size;
 	uint64_t cd_zone_size; /**< SMR only; 0 = the driver's default */
+	/** Cluster stores only (core/clu_conf.c makes them): "SERVER:INDEX",
+	 *  device INDEX of server SERVER seen through the remote driver
+	 *  (core/server/rdev.c) as this home's slice of it; "" = a local
+	 *  device.  YAML key remote. */
+	char cd_remote[CONF_REMOTE_LEN];
+	/** Failure domain, 1 + the index of the server that holds the
+	 *  device (cluster stores); 0 = none (embedded).  YAML key domain.
+	 *  Unit layouts put the units of a group in distinct domains first
+	 *  (layouts/pdclust.h). */
+	uint32_t cd_domain;
+	/** Cluster stores: never lent to the other servers (not sliced, the
+	 *  whole device is this server's).  YAML key local: true. */
+	bool cd_local;
 };
 
 /** A layout: the fields of struct clovis_obj_attr it sets. */
@@ -112,7 +131,22 @@ struct conf {
 	struct conf_container *c_conts; /**< owned; ids distinct */
 	uint64_t c_dev_size;           /**< device_size; 0 = unset */
 	struct conf_model c_model[CLOVIS_TIER_NR]; /**< per-tier device model */
+	/** Cluster stores (YAML "slice: I/N"): the data area of every local
+	 *  device that is not zoned is cut into c_slices equal slices
+	 *  (conf_slice_size()); this store allocates only in slice c_slice,
+	 *  the others belong to the other servers (their remote devices).
+	 *  c_slices 0 = not sliced (embedded stores). */
+	uint32_t c_slice;
+	uint32_t c_slices;
 };
+
+/** Bytes of one slice of a device of size bytes cut into nr slices:
+ *  size / nr rounded down to CONF_SLICE_ALIGN (0 when that is nothing).
+ *  Slice i is [i * slice, (i + 1) * slice) of the data area. */
+static inline uint64_t conf_slice_size(uint64_t size, uint32_t nr)
+{
+	return nr == 0 ? size : size / nr / CONF_SLICE_ALIGN * CONF_SLICE_ALIGN;
+}
 
 /**
  * Parse len bytes of YAML text into *c.  Returns 0, or -EINVAL with an

@@ -109,6 +109,8 @@ struct eng {
 	struct eng_ucounters e_uc;
 	pthread_mutex_t e_dev_lock; /* device state changes and replace */
 	bool e_model; /* device model on for every tier */
+	/* cluster stores: failure domain of each device (conf cd_domain) */
+	uint32_t e_dev_domain[LIM_DEV_MAX];
 	uint64_t e_serial; /* eng_serial() */
 };
 
@@ -858,7 +860,8 @@ bool eng_dev_usable(struct eng *e, uint32_t i)
 {
 	return i < e->e_nr_devs &&
 	       __atomic_load_n(&e->e_devs[i].ed_state, __ATOMIC_ACQUIRE) ==
-		       ED_ONLINE;
+		       ED_ONLINE &&
+	       tier_dev_reachable(e->e_devs[i].ed_dev);
 }
 
 /* Write device i's record with its state (caller holds e_dev_lock). */
@@ -1095,6 +1098,12 @@ static int store_make_devices(struct eng *e, const struct eng_conf *c,
 		struct dev_rec dr = {.dr_tier = cd->cd_tier,
 				     .dr_size = cd->cd_size ? cd->cd_size : size};
 
+		if (cd->cd_remote[0] != '\0') {
+			/* Another server's device: nothing to make here. */
+			snprintf(dr.dr_path, sizeof dr.dr_path, "%s%s",
+				 ENG_REMOTE_PREFIX, cd->cd_remote);
+			goto record;
+		}
 		dev_path_make(dr.dr_path, sizeof dr.dr_path, c,
 			      e->e_store.st_uuid, cd);
 		unlink(dr.dr_path); /* left by an interrupted create */
@@ -1102,6 +1111,7 @@ static int store_make_devices(struct eng *e, const struct eng_conf *c,
 					  e->e_store.st_uuid, i, dr.dr_size, &fo);
 		if (rc != 0)
 			return rc;
+record:
 		snprintf(name, sizeof name, "dev.%u", i);
 		rc = meta_sys_put(txn, &e->e_meta, name, &dr, sizeof dr);
 		if (rc != 0)
@@ -1170,6 +1180,60 @@ static int store_create(struct eng *e, const struct eng_conf *c)
 	return rc == 0 ? 0 : meta_err(rc, "commit create");
 }
 
+static bool dev_path_remote(const char *path)
+{
+	return strncmp(path, ENG_REMOTE_PREFIX,
+		       sizeof ENG_REMOTE_PREFIX - 1) == 0;
+}
+
+/* Open device i recorded as dr: a file, or a remote device through the
+ * hook of a cluster server. */
+static int store_open_device(struct eng *e, uint32_t i,
+			     const struct dev_rec *dr)
+{
+	struct eng_dev *d = &e->e_devs[i];
+	const struct tier_ops *ops;
+
+	if (!dev_path_remote(dr->dr_path))
+		return tier_dev_open(&d->ed_dev, dr->dr_path, dr->dr_tier,
+				     e->e_store.st_uuid, i);
+	ops = tier_driver_find(ENG_REMOTE_DRIVER);
+	if (ops == NULL)
+		return err_set(-ENOTSUP, "store %s: device %u is %s, another "
+			       "server's: this store belongs to a cluster "
+			       "server (strata-server opens it)", e->e_dir, i,
+			       dr->dr_path);
+	return tier_dev_attach(&d->ed_dev, ops, dr->dr_path, dr->dr_tier, i,
+			       dr->dr_size, NULL);
+}
+
+/* A local device of a sliced (cluster) store: only its own slice is this
+ * store's to allocate from; mark the rest used (never mapped, so the
+ * rebuild from the maps cannot collide with it). */
+static int store_slice_mark(struct eng *e, uint32_t i)
+{
+	struct eng_dev *d = &e->e_devs[i];
+	uint64_t size = tier_dev_size(d->ed_dev);
+	uint64_t sl = conf_slice_size(size, e->e_conf.c_slices);
+	uint64_t lo = sl * e->e_conf.c_slice, hi = lo + sl;
+	int rc = 0;
+
+	if (e->e_conf.c_slices == 0 || tier_dev_zoned(d->ed_dev) ||
+	    i >= e->e_conf.c_nr_devs || e->e_conf.c_devs[i].cd_remote[0] ||
+	    e->e_conf.c_devs[i].cd_local)
+		return 0;
+	if (lo > 0)
+		rc = alloc_mark(&d->ed_alloc, 0, lo >> LIM_ALLOC_UNIT_SHIFT);
+	if (rc == 0 && hi < size)
+		rc = alloc_mark(&d->ed_alloc, hi >> LIM_ALLOC_UNIT_SHIFT,
+				(size - hi) >> LIM_ALLOC_UNIT_SHIFT);
+	if (rc != 0)
+		return err_set(-CLOVIS_ECORRUPT, "store %s: device %u: slice "
+			       "%u of %u cannot be set apart", e->e_dir, i,
+			       e->e_conf.c_slice, e->e_conf.c_slices);
+	return 0;
+}
+
 /* Open every device recorded in the store. */
 static int store_open_devices(struct eng *e, MDB_txn *txn)
 {
@@ -1191,8 +1255,7 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 		if (rc != 0)
 			return rc;
 		dr.dr_path[LIM_PATH_MAX] = '\0';
-		rc = tier_dev_open(&d->ed_dev, dr.dr_path, dr.dr_tier,
-				   e->e_store.st_uuid, i);
+		rc = store_open_device(e, i, &dr);
 		if (rc != 0)
 			return rc;
 		d->ed_tier = dr.dr_tier;
@@ -1203,11 +1266,44 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 		e->e_nr_devs = i + 1;
 		rc = alloc_init(&d->ed_alloc,
 				tier_dev_size(d->ed_dev) >> LIM_ALLOC_UNIT_SHIFT);
+		if (rc == 0)
+			rc = store_slice_mark(e, i);
 		if (rc != 0)
 			return rc;
+		if (i < e->e_conf.c_nr_devs)
+			e->e_dev_domain[i] = e->e_conf.c_devs[i].cd_domain;
 	}
-	e->e_pool = (struct layout_pool){e->e_nr_devs, e->e_dev_tier};
+	/* Plain objects are placed over the local devices only (they come
+	 * first in a cluster store): one server's data, its own failure. */
+	e->e_pool = (struct layout_pool){e->e_nr_devs, e->e_dev_tier,
+					 e->e_dev_domain};
+	for (uint32_t i = 0; i < e->e_conf.c_nr_devs && i < e->e_nr_devs; i++)
+		if (e->e_conf.c_devs[i].cd_remote[0] != '\0') {
+			e->e_pool.lp_nr = i;
+			break;
+		}
 	return 0;
+}
+
+/* The failure domains of pool ep (cluster stores): every device's domain
+ * numbered in order of first appearance; none when a device has none. */
+static void store_pool_domains(struct eng *e, struct eng_pool *ep)
+{
+	uint32_t seen[LIM_DEV_MAX], nr = 0;
+
+	ep->ep_nr_dom = 0;
+	for (uint32_t i = 0; i < ep->ep_nr; i++) {
+		uint32_t dm = e->e_dev_domain[ep->ep_devs[i]], j;
+
+		if (dm == 0)
+			return;
+		for (j = 0; j < nr && seen[j] != dm; j++)
+			;
+		if (j == nr)
+			seen[nr++] = dm;
+		ep->ep_dom[i] = (uint8_t)j;
+	}
+	ep->ep_nr_dom = nr >= 2 ? nr : 0;
 }
 
 /* Parse the configuration saved in sys/conf. */
@@ -1260,6 +1356,7 @@ static int store_pools_make(struct eng *e)
 					       c->c_pools[p].cp_devs[i]);
 			ep->ep_devs[i] = c->c_pools[p].cp_devs[i];
 		}
+		store_pool_domains(e, ep);
 	}
 	e->e_nr_pools = c->c_nr_pools;
 	for (uint32_t i = 0; i < e->e_nr_devs; i++)
@@ -1470,6 +1567,8 @@ static int store_unlink_devices(struct eng *e)
 		if (meta_sys_get(txn, &e->e_meta, name, &dr, sizeof dr) != 0)
 			continue;
 		dr.dr_path[LIM_PATH_MAX] = '\0';
+		if (dev_path_remote(dr.dr_path))
+			continue; /* another server's */
 		if (unlink(dr.dr_path) != 0 && errno != ENOENT)
 			LOG_WARNING("destroy: %s: %s", dr.dr_path,
 				    strerror(errno));

@@ -67,6 +67,15 @@ struct eng_conf {
 	bool ec_model;            /**< device model on for every tier */
 };
 
+/** Prefix of the recorded path of a remote device ("remote:s1:0":
+ *  device 0 of server s1, core/conf.h cd_remote).  Such a device is
+ *  attached with the tier driver registered as ENG_REMOTE_DRIVER
+ *  (tier_dev_attach; cluster servers register it, core/server/rdev.c);
+ *  in a process without it, a store with remote devices refuses to open
+ *  (-ENOTSUP: it belongs to a strata-server). */
+#define ENG_REMOTE_PREFIX "remote:"
+#define ENG_REMOTE_DRIVER "remote"
+
 /** A range of device space, in bytes (multiples of LIM_ALLOC_UNIT). */
 struct eng_space {
 	uint32_t sp_dev;
@@ -296,9 +305,16 @@ struct eng_pool {
 	char ep_name[32];
 	uint32_t ep_nr;
 	uint32_t ep_devs[LIM_DEV_MAX];
+	/** Failure domains of the pool's devices (cluster stores: servers),
+	 *  numbered 0..ep_nr_dom-1 in order of first appearance;
+	 *  ep_nr_dom 0 = no domains (embedded), placement as before. */
+	uint32_t ep_nr_dom;
+	uint8_t ep_dom[LIM_DEV_MAX];
 };
 
-/** Is device i usable for I/O (online)? */
+/** Is device i usable for I/O: online, and reachable now (a remote
+ *  device whose server is known to be down is not, for the ops of that
+ *  moment: its state stays ONLINE, tier_dev_reachable())? */
 bool eng_dev_usable(struct eng *e, uint32_t i);
 /** Mark device i failed (persisted); reason goes to the log. */
 int eng_dev_fail(struct eng *e, uint32_t i, const char *reason);

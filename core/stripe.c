@@ -111,7 +111,9 @@ static void group_place(const struct sctx *sc, struct sgroup *sg, uint64_t g)
 	uint32_t pd[UMAX];
 
 	sg->sg_g = g;
-	pd_group_map(&sc->sc_geom, &sc->sc_r->er_id, g, pd);
+	pd_group_map_dom(&sc->sc_geom, sc->sc_pool->ep_nr_dom ?
+			 sc->sc_pool->ep_dom : NULL, sc->sc_pool->ep_nr_dom,
+			 &sc->sc_r->er_id, g, pd);
 	for (uint32_t i = 0; i < sc->sc_width; i++)
 		sg->sg_devs[i] = sc->sc_pool->ep_devs[pd[i]];
 }
@@ -483,32 +485,21 @@ static int unit_space(struct eng *e, uint32_t d, uint8_t *buf, uint64_t len,
 }
 
 /*
- * Write the slots in dirty (data slots whose content changed) and every
- * parity slot of sg from sc_bufs: parity computed here, each unit to its
- * device out of place, records queued on the request.  Data slots in drop
- * (wholly zeroed by FREE or ALLOC; their buffers hold zeros) are not
- * written: their records are deleted, so their space is released and they
- * read as zeros (a data slot without a record).
+ * One try of group_write(): place the slots in wset (parity already in
+ * sc_bufs), write them, queue the records.  *transport: the try failed
+ * only in the transport to remote devices.
  */
-static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
-		       uint32_t drop)
+static int group_write_try(struct sctx *sc, struct sgroup *sg, uint32_t wset,
+			   uint32_t keep, uint32_t drop, bool *transport)
 {
 	struct eng_req *r = sc->sc_r;
 	struct tier_io io[UMAX];
 	uint32_t used[UMAX + LIM_DEV_MAX], nused = 0, nr = 0, lost = 0;
-	uint32_t wset = (dirty & ~drop) |
-			(((1u << sc->sc_w) - 1) & ~((1u << sc->sc_n) - 1));
-	uint32_t keep = sg->sg_has & ~wset & ~drop;
 	struct unit_upd upd[UMAX];
 	uint32_t nupd = 0;
 	int rc = 0;
 
-	if (sc->sc_mirror)
-		for (uint32_t j = 1; j < sc->sc_w; j++)
-			memcpy(sc->sc_bufs[j], sc->sc_bufs[0], sc->sc_unit);
-	else if (sc->sc_k > 0)
-		ec_encode(sc->sc_codec, sc->sc_unit, sc->sc_bufs,
-			  sc->sc_bufs + sc->sc_n);
+	*transport = false;
 	/* Units that stay where they are keep their devices. */
 	for (uint32_t j = 0; j < sc->sc_w; j++)
 		if ((keep >> j & 1) && !(sg->sg_rec[j].mu_flags & MU_LOST))
@@ -528,6 +519,10 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 		u.uu_new.mu_crc = ec_crc(sc->sc_bufs[j], sc->sc_unit);
 		d = slot_target(sc, sg, j, used, &nused);
 		if (d == UINT32_MAX) {
+			/* Nothing is written for the slot, and its record
+			 * says so: an older record of the slot (data that
+			 * would pass its checksum but is stale) is replaced,
+			 * never left behind. */
 			u.uu_new.mu_dev = (uint16_t)sg->sg_devs[j];
 			u.uu_new.mu_dev_off = UINT64_MAX;
 			u.uu_new.mu_flags = MU_LOST;
@@ -575,10 +570,12 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 			       "units would be unavailable, at most %u may be",
 			       sc_id(sc), sg->sg_g, lost, sc->sc_w, sc->sc_k);
 	if (nr > 0 && tier_io_run(io, nr) != 0) {
+		*transport = true;
 		for (uint32_t i = 0; i < nr; i++)
 			if (io[i].io_rc != 0) {
 				uint32_t d = io[i].io_dev->td_sb.sb_index;
 
+				*transport &= tier_rc_transport(io[i].io_rc);
 				eng_dev_io_error(sc->sc_e, d);
 				rc = err_set(io[i].io_rc, "object %s: group %" PRIu64
 					     ": write to device %u (%s) failed",
@@ -589,6 +586,45 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 	}
 	for (uint32_t i = 0; rc == 0 && i < nupd; i++)
 		rc = req_upd_add(r, &upd[i]);
+	return rc;
+}
+
+/*
+ * Write the slots in dirty (data slots whose content changed) and every
+ * parity slot of sg from sc_bufs: parity computed here, each unit to its
+ * device out of place, records queued on the request.  Data slots in drop
+ * (wholly zeroed by FREE or ALLOC; their buffers hold zeros) are not
+ * written: their records are deleted, so their space is released and they
+ * read as zeros (a data slot without a record).
+ *
+ * A try whose only failures are transport failures of remote devices
+ * (cluster mode: a server became unreachable during the op; the remote
+ * driver now reports its devices unreachable) is placed and written again
+ * once, around them: the op goes on degraded.  The space the failed try
+ * took stays taken until the store reopens (a late write of the failed
+ * try may still land there).
+ */
+static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
+		       uint32_t drop)
+{
+	uint32_t wset = (dirty & ~drop) |
+			(((1u << sc->sc_w) - 1) & ~((1u << sc->sc_n) - 1));
+	uint32_t keep = sg->sg_has & ~wset & ~drop;
+	bool transport;
+	int rc;
+
+	if (sc->sc_mirror)
+		for (uint32_t j = 1; j < sc->sc_w; j++)
+			memcpy(sc->sc_bufs[j], sc->sc_bufs[0], sc->sc_unit);
+	else if (sc->sc_k > 0)
+		ec_encode(sc->sc_codec, sc->sc_unit, sc->sc_bufs,
+			  sc->sc_bufs + sc->sc_n);
+	rc = group_write_try(sc, sg, wset, keep, drop, &transport);
+	if (rc != 0 && transport) {
+		LOG_WARNING("%s; writing the group again around the "
+			    "unreachable device", err_msg());
+		rc = group_write_try(sc, sg, wset, keep, drop, &transport);
+	}
 	return rc;
 }
 

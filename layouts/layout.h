@@ -38,6 +38,11 @@ struct layout_target {
 struct layout_pool {
 	uint32_t lp_nr;
 	const uint32_t *lp_tier; /**< lp_tier[i] = tier of device i */
+	/** Optional (NULL: none): lp_domain[i] = failure domain of device i,
+	 *  0 = none, else 1 + the index of the server holding it (cluster
+	 *  mode); unit layouts spread a group over distinct domains first
+	 *  (pd_group_map_dom, layouts/pdclust.h). */
+	const uint32_t *lp_domain;
 };
 
 struct layout_ops {

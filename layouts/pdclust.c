@@ -114,3 +114,74 @@ int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
 			return (int)i;
 	return -1;
 }
+
+/*
+ * Placement over failure domains (pdclust.h): draw a permutation of the
+ * domains for (id, group), then fill the slots round by round: round r
+ * takes, from every domain in permutation order that still has a device
+ * left, its device (h + r) mod c, h a hash of (id, group, domain) and c the
+ * domain's device count.  Round 0 gives the first min(width, domains)
+ * slots distinct domains.
+ */
+void pd_group_map_dom(const struct pd_geom *g, const uint8_t *dom,
+		      uint32_t nr_dom, const struct clovis_id *id,
+		      uint64_t group, uint32_t *devs)
+{
+	uint32_t p = g->pg_p, w = pd_width(g), cnt[PD_POOL_MAX] = {0};
+	uint32_t first[PD_POOL_MAX + 1], mem[PD_POOL_MAX], at[PD_POOL_MAX];
+	uint64_t state, hid = layout_id_hash(id), hd[PD_POOL_MAX];
+	uint8_t perm[PD_POOL_MAX];
+	uint32_t filled = 0;
+
+	if (dom == NULL || nr_dom < 2) {
+		pd_group_map(g, id, group, devs);
+		return;
+	}
+	PRE(w >= 1 && w <= p && p <= PD_POOL_MAX && nr_dom <= p);
+	for (uint32_t i = 0; i < p; i++)
+		cnt[dom[i]]++;
+	first[0] = 0;
+	for (uint32_t d = 0; d < nr_dom; d++)
+		first[d + 1] = first[d] + cnt[d];
+	for (uint32_t d = 0; d < nr_dom; d++)
+		at[d] = first[d];
+	for (uint32_t i = 0; i < p; i++)
+		mem[at[dom[i]]++] = i;
+	state = hid ^ (group * 0x9e3779b97f4a7c15ull);
+	for (uint32_t d = 0; d < nr_dom; d++)
+		perm[d] = (uint8_t)d;
+	for (uint32_t j = 0; j + 1 < nr_dom; j++) {
+		uint32_t pick = j + pd_below((uint32_t)pd_next(&state),
+					     nr_dom - j);
+		uint8_t t = perm[j];
+
+		perm[j] = perm[pick];
+		perm[pick] = t;
+	}
+	for (uint32_t d = 0; d < nr_dom; d++)
+		hd[d] = pd_next(&state);
+	for (uint32_t r = 0; filled < w; r++)
+		for (uint32_t j = 0; j < nr_dom && filled < w; j++) {
+			uint32_t d = perm[j], c = cnt[d];
+
+			if (r < c)
+				devs[filled++] = mem[first[d] +
+						     (uint32_t)((hd[d] + r) % c)];
+		}
+}
+
+int pd_dev_slot_dom(const struct pd_geom *g, const uint8_t *dom,
+		    uint32_t nr_dom, const struct clovis_id *id,
+		    uint64_t group, uint32_t dev)
+{
+	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t w = pd_width(g);
+
+	if (dev >= g->pg_p)
+		return -1;
+	pd_group_map_dom(g, dom, nr_dom, id, group, devs);
+	for (uint32_t i = 0; i < w; i++)
+		if (devs[i] == dev)
+			return (int)i;
+	return -1;
+}

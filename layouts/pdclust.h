@@ -106,4 +106,36 @@ void pd_group_map(const struct pd_geom *g, const struct clovis_id *id,
 int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
 		uint64_t group, uint32_t dev);
 
+/*
+ * Failure domains (cluster mode: a domain is a server).  A pool whose
+ * devices are spread over several domains (dom[i] = domain 0..nr_dom-1 of
+ * pool device i, every domain 0..nr_dom-1 holding at least one device)
+ * places a group so that its first min(width, nr_dom) slots lie in
+ * distinct domains, and every further slot in the domain holding the
+ * fewest slots of the group so far among those with a device left (round
+ * robin over the domains): a domain lost costs a group at most
+ * ceil(width / nr_dom) units, so with nr_dom >= width at most one.
+ *
+ * How: a permutation of the domains drawn per (id, group) (splitmix64, as
+ * above), then round r takes from each domain in that order its device
+ * (h + r) mod c, h drawn per (id, group, domain), c the domain's devices.
+ * Distinct: yes (a domain gives each of its devices at most once).
+ * Balance: every domain is first equally often in expectation, and each
+ * device of a domain of c devices holds 1/c of the domain's units in
+ * expectation; there is no exact per-tile balance as without domains.
+ * Cost: O(p) per call, no allocation.
+ *
+ * dom NULL or nr_dom < 2: exactly pd_group_map() (embedded pools map as
+ * before).  Pure and thread-safe.
+ */
+void pd_group_map_dom(const struct pd_geom *g, const uint8_t *dom,
+		      uint32_t nr_dom, const struct clovis_id *id,
+		      uint64_t group, uint32_t *devs);
+
+/** The inverse of pd_group_map_dom(), as pd_dev_slot() is of
+ *  pd_group_map(). */
+int pd_dev_slot_dom(const struct pd_geom *g, const uint8_t *dom,
+		    uint32_t nr_dom, const struct clovis_id *id,
+		    uint64_t group, uint32_t dev);
+
 #endif

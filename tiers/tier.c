@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,45 @@ static const struct tier_ops *const tier_drivers[] = {
 	&tier_smr_ops,
 };
 
+/* Drivers registered from above (tier_driver_register): devices without a
+ * superblock file here, such as cluster mode's remote devices.  Appended
+ * under tier_reg_lock, read without it once published (the count is
+ * stored after the slot, with release order). */
+#define TIER_REG_MAX 8u
+static const struct tier_ops *tier_reg[TIER_REG_MAX];
+static uint32_t tier_reg_nr;
+static pthread_mutex_t tier_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int tier_driver_register(const struct tier_ops *ops)
+{
+	uint32_t n;
+	int rc = 0;
+
+	if (ops == NULL || ops->to_name == NULL || ops->to_write == NULL ||
+	    ops->to_read == NULL || ops->to_sync == NULL ||
+	    ops->to_close == NULL)
+		return err_set(-EINVAL, "driver register: name, write, read, "
+			       "sync and close are required");
+	pthread_mutex_lock(&tier_reg_lock);
+	n = __atomic_load_n(&tier_reg_nr, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++)
+		if (tier_reg[i] == ops)
+			goto out;
+	if (tier_driver_find(ops->to_name) != NULL)
+		rc = err_set(-EEXIST, "driver %s: a driver of that name exists",
+			     ops->to_name);
+	else if (n == TIER_REG_MAX)
+		rc = err_set(-ENOSPC, "driver %s: %u drivers registered "
+			     "already", ops->to_name, TIER_REG_MAX);
+	else {
+		tier_reg[n] = ops;
+		__atomic_store_n(&tier_reg_nr, n + 1, __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&tier_reg_lock);
+	return rc;
+}
+
 /* The default driver of each tier: memory-mapped for NVRAM, files for the
  * block-device classes, zones for shingled disks. */
 const struct tier_ops *tier_driver_for(enum clovis_tier tier)
@@ -78,6 +118,10 @@ const struct tier_ops *tier_driver_find(const char *name)
 	     i++)
 		if (strcmp(tier_drivers[i]->to_name, name) == 0)
 			return tier_drivers[i];
+	for (uint32_t i = 0, n = __atomic_load_n(&tier_reg_nr, __ATOMIC_ACQUIRE);
+	     i < n; i++)
+		if (strcmp(tier_reg[i]->to_name, name) == 0)
+			return tier_reg[i];
 	return NULL;
 }
 
@@ -399,6 +443,9 @@ static int tier_sb_read_checked(struct tier_dev *d, const char *path,
 	if (rc != 0)
 		return rc;
 	d->td_ops = tier_driver_find(d->td_sb.sb_driver);
+	if (d->td_ops != NULL && (d->td_ops->to_open == NULL ||
+				  d->td_ops->to_read_sb == NULL))
+		d->td_ops = NULL; /* an attach-only driver has no files */
 	if (d->td_ops == NULL)
 		return err_set(-CLOVIS_ECORRUPT, "device %s: unknown driver "
 			       "\"%s\"", path, d->td_sb.sb_driver);
@@ -474,6 +521,66 @@ out_free:
 	free(d);
 out:
 	return rc;
+}
+
+/* A device served by a registered driver with no superblock file: its
+ * identity is the caller's word (tier, index, size), the wrappers of
+ * tier.c apply as to any device. */
+int tier_dev_attach(struct tier_dev **out, const struct tier_ops *ops,
+		    const char *name, enum clovis_tier tier, uint32_t index,
+		    uint64_t size_bytes, void *priv)
+{
+	static const uint8_t none[16];
+	struct tier_dev *d;
+
+	if (out == NULL || ops == NULL || name == NULL ||
+	    tier_driver_find(ops->to_name) != ops)
+		return err_set(-EINVAL, "device attach: out, name and a "
+			       "registered driver are required");
+	if (strlen(name) == 0 || strlen(name) > LIM_PATH_MAX)
+		return err_set(-EINVAL, "device %s: name length must be 1..%u",
+			       name, LIM_PATH_MAX);
+	if (tier_driver_for(tier) == NULL)
+		return err_set(-EINVAL, "device %s: unknown tier %d", name,
+			       (int)tier);
+	if (size_bytes == 0 || size_bytes > LIM_DEV_SIZE_MAX ||
+	    size_bytes % LIM_ALLOC_UNIT != 0)
+		return err_set(-EINVAL, "device %s: size %llu must be in "
+			       "1..%llu and a multiple of %u", name,
+			       (unsigned long long)size_bytes,
+			       LIM_DEV_SIZE_MAX, LIM_ALLOC_UNIT);
+	d = calloc(1, sizeof *d);
+	if (d == NULL)
+		return err_set(-ENOMEM, "device %s: no memory", name);
+	snprintf(d->td_path, sizeof d->td_path, "%s", name);
+	d->td_ioq = tier_ioq_create(d);
+	if (d->td_ioq == NULL) {
+		free(d);
+		return err_set(-ENOMEM, "device %s: no memory", name);
+	}
+	tier_sb_fill(&d->td_sb, tier, none, index, size_bytes, ops->to_name);
+	d->td_ops = ops;
+	d->td_priv = priv;
+	if (ops->to_open != NULL) {
+		int rc = ops->to_open(d, name);
+
+		if (rc != 0) {
+			tier_ioq_destroy(d->td_ioq);
+			free(d);
+			return rc;
+		}
+	}
+	LOG_INFO("device %s: attached, tier %s, index %u, %llu bytes, driver "
+		 "%s", name, tier_name(tier), index,
+		 (unsigned long long)size_bytes, ops->to_name);
+	*out = d;
+	return 0;
+}
+
+/* Can requests reach d now (a driver without to_reachable: always)? */
+bool tier_dev_reachable(struct tier_dev *d)
+{
+	return d->td_ops->to_reachable == NULL || d->td_ops->to_reachable(d);
 }
 
 /* Stop the queue's threads, close the driver and free the handle.  Does
@@ -568,9 +675,31 @@ static int tier_count(struct tier_dev *d, int rc, uint64_t *ok)
 {
 	if (rc == 0 && ok != NULL)
 		__atomic_fetch_add(ok, 1, __ATOMIC_RELAXED);
-	else if (rc != 0 && rc != -EINVAL && rc != -ENOSPC)
+	else if (rc != 0 && rc != -EINVAL && rc != -ENOSPC &&
+		 !tier_rc_transport(rc))
 		__atomic_fetch_add(&d->td_nr_errors, 1, __ATOMIC_RELAXED);
 	return rc;
+}
+
+/* Codes a driver that reaches its device over a network returns when the
+ * network, not the device, failed (see tier.h). */
+bool tier_rc_transport(int rc)
+{
+	switch (rc) {
+	case -ETIMEDOUT:
+	case -EHOSTDOWN:
+	case -EHOSTUNREACH:
+	case -ENETUNREACH:
+	case -ECONNREFUSED:
+	case -ECONNRESET:
+	case -ECONNABORTED:
+	case -ENOTCONN:
+	case -ESHUTDOWN:
+	case -ECANCELED:
+		return true;
+	default:
+		return false;
+	}
 }
 
 /* Failed requests of d (see tier.h). */

@@ -145,6 +145,12 @@ struct tier_ops {
 	int (*to_zone_reset)(struct tier_dev *d, uint32_t zone);
 	int (*to_zone_append)(struct tier_dev *d, uint32_t zone,
 			      const void *buf, size_t len, uint64_t *off);
+	/** Optional (NULL: always true): can requests reach the device now?
+	 *  A driver of a device behind a network (cluster mode's remote
+	 *  devices, core/server/rdev.c) answers false while the device's
+	 *  server is known to be down; the engine then treats the device as
+	 *  failed for the ops of that moment only (tier_dev_reachable). */
+	bool (*to_reachable)(struct tier_dev *d);
 };
 
 /** An open device.  Fields are read-only outside tiers/. */
@@ -173,6 +179,49 @@ const struct tier_ops *tier_driver_for(enum clovis_tier tier);
 
 /** The driver called name, or NULL. */
 const struct tier_ops *tier_driver_find(const char *name);
+
+/**
+ * Register a driver from above tiers/ (cluster mode registers "remote",
+ * core/server/rdev.c), so that tier_driver_find() finds it and
+ * tier_dev_attach() accepts it.  ops must stay valid for the process's
+ * life; to_name, to_write, to_read, to_sync and to_close are required
+ * (to_format and to_read_sb may be NULL: attached devices have no
+ * superblock file; a driver without to_read_sb never opens a file, so a
+ * superblock naming it is refused as corrupt).  Registering the same table again is a no-op.
+ * Returns 0, -EINVAL, -EEXIST (another driver has the name) or -ENOSPC
+ * (8 registered drivers at most).  Thread-safe.
+ */
+int tier_driver_register(const struct tier_ops *ops);
+
+/**
+ * Make a device of registered driver ops that has no superblock file: the
+ * caller vouches for its identity (tier, store index) and data size
+ * (1..LIM_DEV_SIZE_MAX bytes, a multiple of LIM_ALLOC_UNIT).  name goes to
+ * td_path (messages, `strata devices`); priv to td_priv (the driver's,
+ * freed by its to_close).  td_sb is filled as a superblock would be
+ * (store uuid all zeros).  When the driver has to_open, it runs with
+ * path = name and may set td_priv from it (a failure is returned, nothing
+ * kept).  Every wrapper of tier.c applies as to any
+ * device: request checks, fault points by index ("tier.write.devN" ...),
+ * the device model, the counters and the queues of tier_io_run().  Close
+ * with tier_dev_close().  Returns 0 and *out, -EINVAL (message naming the
+ * field), -ENOMEM.
+ */
+int tier_dev_attach(struct tier_dev **out, const struct tier_ops *ops,
+		    const char *name, enum clovis_tier tier, uint32_t index,
+		    uint64_t size_bytes, void *priv);
+
+/** Can requests reach d now?  True unless its driver's to_reachable says
+ *  no (a remote device whose server is known to be down). */
+bool tier_dev_reachable(struct tier_dev *d);
+
+/**
+ * Is rc one of the codes a network driver returns when the way to the
+ * device failed rather than the device (-ETIMEDOUT, -EHOSTDOWN,
+ * -EHOSTUNREACH, -ENETUNREACH, -ECONNREFUSED, -ECONNRESET, -ECONNABORTED,
+ * -ENOTCONN, -ESHUTDOWN, -ECANCELED)?  Local drivers never return them.
+ */
+bool tier_rc_transport(int rc);
 
 /**
  * Make a new device at path for store uuid `store`, index `index`, of tier
@@ -252,7 +301,9 @@ static inline uint64_t tier_dev_size(const struct tier_dev *d)
  * was opened, injected faults included (td_nr_errors, atomic), so the
  * engine can fail a device after too many.  Refused requests (-EINVAL:
  * malformed, or against a zone's wp rule; -ENOSPC of a full zone) say
- * nothing about the device and are not counted.
+ * nothing about the device and are not counted; nor are transport failures
+ * of a network driver (tier_rc_transport()): a server cut off for a while
+ * must not make its devices count as failing media.
  */
 uint64_t tier_dev_errors(const struct tier_dev *d);
 

@@ -64,10 +64,15 @@ static int write_secret(struct cli *c, const char *dir)
 
 /* D/cluster.yaml for N servers with emulated devices of 128 MiB (room
  * for a 64 MiB block on every tier; the SMR device 256 MiB: 64 MiB zones;
- * device files are fallocated). */
+ * device files are fallocated).  The flash devices are lent to the other
+ * servers: each server allocates in its own slice of 1/N of them
+ * (docs/cluster.md "Placement across servers"), so they are made 96 MiB x
+ * N (at most 288 MiB: a 64 MiB block fits up to 4 servers); nvram and sas
+ * are kept local (local: true), whole. */
 static int write_conf(struct cli *c, const char *dir)
 {
 	char path[PATH_MAX + 64];
+	unsigned fl;
 	FILE *f;
 
 	snprintf(path, sizeof path, "%s/cluster.yaml", dir);
@@ -80,6 +85,7 @@ static int write_conf(struct cli *c, const char *dir)
 		"  call_timeout: 20s\n"
 		"device_size: 128MiB\nservers:\n",
 		c->c_nodes < 3 ? (unsigned)c->c_nodes : 3u);
+	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)
 		fprintf(f, "  - name: s%" PRIu64 "\n"
 			"    address: 127.0.0.1\n"
@@ -87,13 +93,17 @@ static int write_conf(struct cli *c, const char *dir)
 			"    data_dir: s%" PRIu64 "\n"
 			"    nvram_dir: s%" PRIu64 "\n"
 			"    devices:\n"
-			"      - { tier: nvram }\n"
-			"      - { tier: flash }\n      - { tier: flash }\n"
-			"      - { tier: flash }\n      - { tier: flash }\n"
-			"      - { tier: flash }\n      - { tier: flash }\n"
-			"      - { tier: sas }\n      - { tier: sas }\n"
+			"      - { tier: nvram, local: true }\n"
+			"      - { tier: flash, size: %uMiB }\n"
+			"      - { tier: flash, size: %uMiB }\n"
+			"      - { tier: flash, size: %uMiB }\n"
+			"      - { tier: flash, size: %uMiB }\n"
+			"      - { tier: flash, size: %uMiB }\n"
+			"      - { tier: flash, size: %uMiB }\n"
+			"      - { tier: sas, local: true }\n"
+			"      - { tier: sas, local: true }\n"
 			"      - { tier: smr, size: 256MiB }\n",
-			i, c->c_base_port + i, i, i);
+			i, c->c_base_port + i, i, i, fl, fl, fl, fl, fl, fl);
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
 }
 

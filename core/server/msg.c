@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/errors.h"
+#include "core/clu_conf.h"
 #include "core/server/msg.h"
 
 /* An id as text for messages ("HI:LO" in hex).  Here, not eng_id_str(),
@@ -546,5 +547,50 @@ int msg_reply_decode(const void *body, size_t len, uint32_t want_rcs,
 			       want_rcs);
 	}
 	*out = rp;
+	return 0;
+}
+
+/* ------------------------------------------------- remote devices */
+
+int msg_rdev_decode(uint32_t op, const void *body, size_t len,
+		    size_t bulk_len, RdevReq **out)
+{
+	RdevReq *q;
+	int rc = 0;
+
+	*out = NULL;
+	if (op < SOP_RDEV_WRITE || op >= SOP_RDEV_END)
+		return err_set(-EINVAL, "request: opcode %u is not a remote "
+			       "device opcode", op);
+	q = rdev_req__unpack(NULL, len, body);
+	if (q == NULL)
+		return err_set(-EBADMSG, "request: opcode %u: body of %zu bytes "
+			       "is not an RdevReq", op, len);
+	if (q->home >= CLU_SERVERS_MAX)
+		rc = err_set(-EINVAL, "request: rdev.home %u: at most %u "
+			     "servers", q->home, CLU_SERVERS_MAX);
+	else if (q->off % LIM_ALLOC_UNIT != 0 || q->len % LIM_ALLOC_UNIT != 0)
+		rc = err_set(-EINVAL, "request: rdev.off %" PRIu64 " / rdev.len "
+			     "%" PRIu64 ": not multiples of %u", q->off, q->len,
+			     LIM_ALLOC_UNIT);
+	else if (q->off > UINT64_MAX - q->len)
+		rc = err_set(-EINVAL, "request: rdev.off %" PRIu64 " + len %"
+			     PRIu64 " overflows", q->off, q->len);
+	else if (op == SOP_RDEV_SYNC && (q->len != 0 || bulk_len != 0))
+		rc = err_set(-EINVAL, "request: rdev sync with %" PRIu64
+			     " bytes (len and bulk must be 0)", q->len);
+	else if (op != SOP_RDEV_SYNC &&
+		 (q->len == 0 || q->len > MSG_RDEV_MAX))
+		rc = err_set(q->len > MSG_RDEV_MAX ? -E2BIG : -EINVAL,
+			     "request: rdev.len %" PRIu64 ": expected 1..%llu",
+			     q->len, MSG_RDEV_MAX);
+	else if (op != SOP_RDEV_SYNC && q->len != bulk_len)
+		rc = err_set(-EINVAL, "request: rdev.len %" PRIu64 " but %zu "
+			     "bytes of bulk", q->len, bulk_len);
+	if (rc != 0) {
+		rdev_req__free_unpacked(q, NULL);
+		return rc;
+	}
+	*out = q;
 	return 0;
 }

@@ -36,6 +36,26 @@ enum msg_op {
 	SOP_END
 };
 
+/* Opcodes of remote device I/O between servers (RdevReq; served by
+ * core/server/srv_rdev.c, called by core/server/rdev.c).  Apart from the
+ * engine-request opcodes so that both lists may grow. */
+enum msg_rdev_op {
+	SOP_RDEV_WRITE = RPC_OP_USER_MIN + 64, /**< RdevReq + OUT bulk */
+	SOP_RDEV_READ,                         /**< RdevReq + IN bulk */
+	SOP_RDEV_SYNC,                         /**< RdevReq, len 0 */
+	SOP_RDEV_END
+};
+/* Management opcodes between a management client and a server. */
+enum msg_mgmt_op {
+	SOP_WALK = RPC_OP_USER_MIN + 80, /**< WalkReq: Reply.text = WalkStats */
+};
+/* WalkReq.kind */
+enum msg_walk_kind { SWK_REPAIR = 1, SWK_REBALANCE = 2, SWK_SCRUB = 3 };
+
+/* Largest remote unit I/O: one unit of the largest unit size
+ * (CLOVIS_UNIT_SHIFT_MAX). */
+#define MSG_RDEV_MAX (1ull << CLOVIS_UNIT_SHIFT_MAX)
+
 /* Replica flags (EntReq.rflags, IdxReq.rflags). */
 enum msg_rflags {
 	/** A copy of an update to a further replica: Reply.seq of the first
@@ -112,6 +132,18 @@ void msg_id_in(const SId *s, struct clovis_id *id);
  */
 int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		   size_t len, size_t bulk_len);
+
+/**
+ * Decode a remote device request of opcode op (SOP_RDEV_*) and check its
+ * shape: home below CLU_SERVERS_MAX, off and len multiples of
+ * LIM_ALLOC_UNIT, len 1..MSG_RDEV_MAX and equal to bulk_len for WRITE and
+ * READ, len and bulk_len 0 for SYNC, off + len without overflow.  The
+ * device and slice bounds are the handler's (they need the store).
+ * Returns 0 and *out (free with rdev_req__free_unpacked(*out, NULL)), or
+ * -EINVAL/-EBADMSG with a message naming the field; *out is then NULL.
+ */
+int msg_rdev_decode(uint32_t op, const void *body, size_t len,
+		    size_t bulk_len, RdevReq **out);
 
 /** Point the key/value vectors into m->mr_recs (after a bulk pull). */
 void msg_req_recs_bind(struct msg_req *m);

@@ -31,7 +31,12 @@
 
 #include "core/errors.h"
 #include "core/log.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
 #include "core/server/srv.h"
+
+/* A walk reads and rewrites a whole store's units: allow it an hour. */
+#define WALK_CALL_MS 3600000u
 
 struct srv_args {
 	const char *sa_config;
@@ -41,13 +46,16 @@ struct srv_args {
 	int sa_log_level;
 	bool sa_foreground;
 	bool sa_model;
+	const char *sa_walk;   /* --walk KIND: management client */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strata-server --config FILE --name NAME "
 		"[--foreground] [--pid-file F] [--log-file F] "
-		"[--log-level 0-4] [--model]\n");
+		"[--log-level 0-4] [--model]\n"
+		"       strata-server --config FILE --walk repair|rebalance|scrub "
+		"[--name NAME]\n");
 }
 
 static int parse_args(int argc, char **argv, struct srv_args *a)
@@ -60,13 +68,14 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		{"log-file", required_argument, NULL, 'l'},
 		{"log-level", required_argument, NULL, 'v'},
 		{"model", no_argument, NULL, 'm'},
+		{"walk", required_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int o;
 
 	a->sa_log_level = LOG_WARN;
-	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mh", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mw:h", opts, NULL)) != -1) {
 		switch (o) {
 		case 'c': a->sa_config = optarg; break;
 		case 'n': a->sa_name = optarg; break;
@@ -75,14 +84,82 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		case 'l': a->sa_log_file = optarg; break;
 		case 'v': a->sa_log_level = atoi(optarg); break;
 		case 'm': a->sa_model = true; break;
+		case 'w': a->sa_walk = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
 	}
-	if (a->sa_config == NULL || a->sa_name == NULL || optind != argc ||
+	if (a->sa_config == NULL || (a->sa_name == NULL && a->sa_walk == NULL) ||
+	    optind != argc ||
 	    a->sa_log_level < 0 || a->sa_log_level > LOG_DBG)
 		return -1;
 	return 0;
+}
+
+/*
+ * --walk KIND: ask every server (or the one named) to run a repair,
+ * rebalance or scrub of its engine (SOP_WALK), one after the other, and
+ * print what each did.  Each server walks the units of the objects homed
+ * on it, on every server's devices (docs/cluster.md).  Exit 0 when every
+ * server answered success.
+ */
+static int walk_all(const struct clu_conf *c, const char *kind,
+		    const char *only)
+{
+	uint32_t k = strcmp(kind, "repair") == 0 ? SWK_REPAIR :
+		     strcmp(kind, "rebalance") == 0 ? SWK_REBALANCE :
+		     strcmp(kind, "scrub") == 0 ? SWK_SCRUB : 0;
+	WalkReq q = WALK_REQ__INIT;
+	struct msg_buf b = {0};
+	struct peers *p = NULL;
+	int bad = 0;
+
+	if (k == 0) {
+		fprintf(stderr, "strata-server: --walk %s: expected repair, "
+			"rebalance or scrub\n", kind);
+		return 2;
+	}
+	q.kind = k;
+	if (msg_pack(&q.base, &b) != 0 || peers_create(&p, c, NULL) != 0) {
+		fprintf(stderr, "strata-server: --walk: %s\n", err_msg());
+		free(b.mb_p);
+		return 1;
+	}
+	for (uint32_t i = 0; i < c->cc_nr_servers; i++) {
+		const char *name = c->cc_servers[i].cs_name;
+		struct rpc_result res;
+		WalkStats *ws = NULL;
+		Reply *rp = NULL;
+		int rc;
+
+		if (only != NULL && strcmp(only, name) != 0)
+			continue;
+		rc = peers_call_ms(p, i, SOP_WALK, b.mb_p, b.mb_len, NULL,
+				   WALK_CALL_MS, &res);
+		if (rc == 0)
+			rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+		if (rc == 0 && (ws = walk_stats__unpack(NULL, rp->text.len,
+							rp->text.data)) == NULL)
+			rc = err_set(-EPROTO, "server %s: bad walk answer", name);
+		if (rc == 0)
+			printf("%s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
+			       PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
+			       " unrepairable, %.2f s\n", name, kind, ws->units,
+			       ws->rebuilt, ws->moved, ws->corrupt,
+			       ws->unrepairable, ws->elapsed_ns / 1e9);
+		else
+			printf("%s: %s failed: %s (%d)\n", name, kind,
+			       err_msg(), rc);
+		bad += rc != 0;
+		if (ws != NULL)
+			walk_stats__free_unpacked(ws, NULL);
+		if (rp != NULL)
+			reply__free_unpacked(rp, NULL);
+		free(res.rr_body);
+	}
+	peers_destroy(p);
+	free(b.mb_p);
+	return bad == 0 ? 0 : 1;
 }
 
 /* Write our pid; refuse when the file names a live process. */
@@ -158,6 +235,11 @@ int main(int argc, char **argv)
 	}
 	log_level_set(a.sa_log_level);
 	rc = clu_conf_load(&c, a.sa_config);
+	if (rc == 0 && a.sa_walk != NULL) {
+		rc = walk_all(&c, a.sa_walk, a.sa_name);
+		clu_conf_fini(&c);
+		return rc;
+	}
 	idx = rc == 0 ? clu_server_find(&c, a.sa_name) : rc;
 	if (idx < 0) {
 		fprintf(stderr, "strata-server: %s\n", err_msg());

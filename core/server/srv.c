@@ -23,6 +23,7 @@
 
 #include "core/errors.h"
 #include "core/log.h"
+#include "core/server/rdev.h"
 #include "core/server/srv_internal.h"
 
 static pthread_key_t srv_tls_key;
@@ -365,13 +366,17 @@ static void srv_list(struct srv *s, struct srv_op *so)
 static void srv_status_devs(struct srv *s, SStatus *st, SDev *devs,
 			    SDev **dp)
 {
-	uint32_t n = eng_dev_nr(s->s_eng);
+	uint32_t n = eng_dev_nr(s->s_eng), k = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
 		struct clovis_dev_info di;
-		SDev *d = &devs[i];
+		SDev *d = &devs[k];
 
 		eng_dev_info(s->s_eng, i, &di);
+		/* Remote devices are other servers' slices: their owners
+		 * report the devices (docs/cluster.md). */
+		if (strcmp(di.di_driver, ENG_REMOTE_DRIVER) == 0)
+			continue;
 		sdev__init(d);
 		d->index = di.di_index;
 		d->tier = di.di_tier;
@@ -387,9 +392,9 @@ static void srv_status_devs(struct srv *s, SStatus *st, SDev *devs,
 		d->zone_size = di.di_zone_size;
 		d->zones = di.di_zones;
 		d->zones_empty = di.di_zones_empty;
-		dp[i] = d;
+		dp[k++] = d;
 	}
-	st->n_devs = n;
+	st->n_devs = k;
 	st->devs = dp;
 }
 
@@ -514,8 +519,8 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 	case SOP_ENT:
 		srv_ent(s, so);
 		break;
-	case SOP_OBJ:
-		srv_obj(s, so);
+	case SOP_OBJ: /* unit I/O may wait on other servers: off handlers */
+		srv_exec_defer(s, so, srv_obj);
 		break;
 	case SOP_IDX:
 		srv_idx(s, so);
@@ -593,6 +598,8 @@ static int srv_open_ep(struct srv *s)
 	for (uint32_t op = SOP_ENT; rc == 0 && op < SOP_END; op++)
 		rc = rpc_handler_set(s->s_ep, op, srv_handle, s);
 	if (rc == 0)
+		rc = srv_rdev_register(s);
+	if (rc == 0)
 		rc = srv_dtx_register(s);
 	if (rc == 0)
 		rc = peers_create(&s->s_peers, c, s->s_ep);
@@ -617,6 +624,12 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	s->s_start_ms = srv_now_ms();
 	s->s_model = (flags & SRV_F_MODEL) != 0;
 	rc = srv_ridx_init(s);
+	/* Remote devices (the other servers' slices) attach as the store
+	 * opens; the executor must run before requests arrive. */
+	if (rc == 0)
+		rc = rdev_start(c, self);
+	if (rc == 0)
+		rc = srv_exec_start(s);
 	if (rc == 0)
 		rc = srv_open_store(s);
 	/* The syncer calls peers at once (srv_sync_all): the endpoint and the
@@ -657,8 +670,10 @@ void srv_stop(struct srv *s)
 	srv_syncer_stop(s);
 	peers_destroy(s->s_peers);
 	rpc_ep_close(s->s_ep);
+	srv_exec_stop(s);
 	if (s->s_eng != NULL)
 		eng_close(s->s_eng);
+	rdev_stop();
 	srv_ridx_fini(s);
 	free(s);
 }

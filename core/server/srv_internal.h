@@ -27,6 +27,10 @@
  * cluster's): a cut-off peer is found within about two seconds.  Shorter
  * ones saw false timeouts on an idle loopback cluster. */
 #define SRV_PROBE_MS 2000u
+/* Threads that run object requests off the RPC handler threads
+ * (srv_rdev.c: an object op waits for unit I/O on other servers, whose
+ * RDEV requests need free handlers). */
+#define SRV_EXEC_THREADS 8u
 /* Records per page when copying an index from a peer. */
 #define SRV_SYNC_PAGE 256u
 
@@ -94,6 +98,8 @@ struct srv {
 	pthread_cond_t s_hbcond;
 	/* distributed transactions: the participant (srv_dtx.c) */
 	struct srv_dtx *s_dtx;
+	/* object requests' executor and remote device service (srv_rdev.c) */
+	struct srv_exec *s_exec;
 };
 
 uint64_t srv_now_ms(void);
@@ -105,6 +111,16 @@ void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg);
 void srv_reply_err(struct srv_op *so, int rc);
 void srv_run_prepared(struct srv_op *so);
 void srv_obj_read_reply(struct srv_op *so);
+
+/* srv_rdev.c */
+/** Serve SOP_RDEV_* on s's endpoint. */
+int srv_rdev_register(struct srv *s);
+/** Start / stop the executor of object requests. */
+int srv_exec_start(struct srv *s);
+void srv_exec_stop(struct srv *s);
+/** Run fn(s, so) on an executor thread (it must answer so). */
+void srv_exec_defer(struct srv *s, struct srv_op *so,
+		    void (*fn)(struct srv *s, struct srv_op *so));
 
 /* srv_idx.c */
 int srv_ridx_init(struct srv *s);

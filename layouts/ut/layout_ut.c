@@ -18,7 +18,7 @@ static const uint32_t tiers6[] = {CLOVIS_TIER_NVRAM, CLOVIS_TIER_FLASH,
 /* Objects land only on their tier, spread evenly over its devices. */
 static void test_plain_place_spread(void)
 {
-	struct layout_pool pool = {6, tiers6};
+	struct layout_pool pool = {6, tiers6, NULL};
 	uint32_t count[6] = {0};
 
 	for (uint64_t i = 0; i < 30000; i++) {
@@ -39,7 +39,7 @@ static void test_plain_place_spread(void)
 /* The same id always maps to the same device. */
 static void test_plain_place_stable(void)
 {
-	struct layout_pool pool = {6, tiers6};
+	struct layout_pool pool = {6, tiers6, NULL};
 	struct clovis_id id = {42, 4242};
 	struct layout a, b;
 
@@ -54,7 +54,7 @@ static void test_plain_place_stable(void)
 static void test_plain_errors(void)
 {
 	static const uint32_t flash_only[] = {CLOVIS_TIER_FLASH};
-	struct layout_pool pool = {1, flash_only};
+	struct layout_pool pool = {1, flash_only, NULL};
 	struct clovis_id id = {1, 2};
 	struct layout l;
 

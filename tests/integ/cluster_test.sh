@@ -16,12 +16,19 @@
 #   5. index replica catch-up: a replica is killed, records are written
 #      and deleted while it is down, it is restarted, the other replicas
 #      are stopped (SIGSTOP), and the changes must be read from it alone;
-#   6. SIGTERM drains: the servers, restarted with --model (device model:
+#   6. SIGTERM drains (after 7 below): the servers, restarted with --model (device model:
 #      a 64 MiB write to sas takes ~0.5 s), are stopped while such a write
 #      is in flight (the timing retried, 3 rounds at most); the server
 #      reports it drained, the client gets success, the data reads back
 #      after a restart; servers log "stopped cleanly", pid files go;
-#   7. strata cluster down; status then exits non-zero.
+#   7. placement across servers (phase 2a): the servers restarted with
+#      4 s call timeouts; pdclust 2+1 objects have units on every server
+#      (each server logs the first unit it gets from each home); s2 is
+#      stopped (SIGSTOP): objects homed elsewhere read byte-exact and are
+#      written, degraded; those homed on s2 fail within 9 s naming it; s2
+#      continues, is seen again, everything reads back; repair and scrub
+#      run on every server (strata-server --walk), everything reads back;
+#   8. strata cluster down; status then exits non-zero.
 #
 # Every wait is bounded; the servers are killed on any exit (trap).
 # Ends with "N passed, N failed".
@@ -190,6 +197,128 @@ check "s2 alone has the 3 records it missed" \
 	test "$(echo "$out" | grep -cE '^k1[123]')" -eq 3
 check "s2 alone has the delete it missed" test "$(echo "$out" | grep -c '^k1	')" -eq 0
 check "s2 alone has the older records" test "$(echo "$out" | grep -c '^k')" -eq 12
+
+echo "--- placement across servers: units on every server, one stopped"
+# The same cluster with 4 s call timeouts (servers and client), so that a
+# stopped server costs seconds, not the 20 s of the file from cluster up.
+sed 's/call_timeout: .*/call_timeout: 4s/' "$D/cluster.yaml" >"$D/fast.yaml"
+cf() {
+	out=$(timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
+for s in 0 1 2; do
+	"$BD/strata-server" --config "$D/fast.yaml" --name "s$s" \
+		--pid-file "$D/s$s.pid" --log-file "$D/s$s.log" --log-level 3
+done
+check "servers restarted (4 s timeouts, info log)" wait_up
+head -c 1000000 /dev/urandom >"$T/pblob"
+for i in $(seq 1 9); do
+	cf obj put "@pa$i" "$T/pblob" --layout pdclust --data 2 --parity 1
+	[ "$rc" -eq 0 ] || break
+done
+check "9 pdclust 2+1 objects put" test "$rc" -eq 0
+# Every server that is a home of one of them logs its object writes; each
+# other server logs the first unit it got from that home: a group's three
+# units lie on three servers (failure domains).
+homes=0; spread=0
+for h in 0 1 2; do
+	grep -q "server s$h: write" "$D/s$h.log" || continue
+	homes=$((homes + 1))
+	n=0
+	for t in 0 1 2; do
+		[ "$t" = "$h" ] && continue
+		grep -q "first unit from home s$h " "$D/s$t.log" && n=$((n + 1))
+	done
+	[ "$n" -eq 2 ] && spread=$((spread + 1))
+done
+check "units of every home on both other servers ($spread of $homes homes)" \
+	test "$homes" -ge 2 -a "$spread" -eq "$homes"
+# Stop s2 and wait for the others to notice (probes every 0.2 s, 2 s
+# timeout): objects homed on s0/s1 read and write degraded, those homed on
+# s2 fail within the call timeout with a message naming it.
+kill -STOP "$(spid 2)"
+for i in $(seq 1 100); do
+	[ "$(grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" |
+	     grep -c ':[1-9]')" -eq 2 ] && break
+	sleep 0.1
+done
+check "s0 and s1 noticed s2 is unreachable" \
+	test "$(grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]')" -eq 2
+good=0; bad=0; slow=0; unnamed=0
+for i in $(seq 1 9); do
+	rm -f "$T/pback"
+	t0=$(date +%s%N)
+	cf obj get "@pa$i" "$T/pback"
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	if [ "$rc" -eq 0 ] && cmp -s "$T/pblob" "$T/pback"; then
+		good=$((good + 1)); echo "$i" >>"$T/pa_good"
+	elif [ "$rc" -ne 0 ]; then
+		bad=$((bad + 1))
+		grep -q "s2" "$T/err" || unnamed=$((unnamed + 1))
+		[ "$ms" -le 9000 ] || slow=$((slow + 1))
+	else
+		no "@pa$i: read with s2 stopped returned other bytes"
+	fi
+done
+echo "     reads with s2 stopped: $good byte-exact, $bad failed"
+check "reads with s2 stopped: objects homed elsewhere read degraded" test "$good" -ge 1
+check "reads with s2 stopped: failures name s2" test "$unnamed" -eq 0
+check "reads with s2 stopped: failures within 9 s" test "$slow" -eq 0
+check "reads with s2 stopped: good + failed = 9" test $((good + bad)) -eq 9
+wgood=0; wbad=0; wunnamed=0
+for i in $(seq 1 9); do
+	cf obj put "@pb$i" "$T/pblob" --layout pdclust --data 2 --parity 1
+	if [ "$rc" -eq 0 ]; then
+		wgood=$((wgood + 1)); echo "$i" >>"$T/pb_good"
+	else
+		wbad=$((wbad + 1)); grep -q "s2" "$T/err" || wunnamed=$((wunnamed + 1))
+	fi
+done
+echo "     writes with s2 stopped: $wgood acknowledged, $wbad failed"
+check "writes with s2 stopped: as many succeed as reads did" test "$wgood" -ge 1
+check "writes with s2 stopped: failures name s2" test "$wunnamed" -eq 0
+kill -CONT "$(spid 2)"
+for i in $(seq 1 100); do
+	[ "$(grep -c "server s2: remote devices reachable again" "$D/s0.log" "$D/s1.log" |
+	     grep -c ':[1-9]')" -eq 2 ] && break
+	sleep 0.1
+done
+check "s0 and s1 see s2 again" \
+	test "$(grep -c "server s2: remote devices reachable again" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]')" -eq 2
+back=0
+for i in $(seq 1 9); do
+	for o in pa pb; do
+		[ "$o" = pb ] && ! grep -qx "$i" "$T/pb_good" && continue
+		rm -f "$T/pback"
+		cf obj get "@$o$i" "$T/pback"
+		if cmp -s "$T/pblob" "$T/pback"; then back=$((back + 1));
+		else no "@$o$i reads back after s2 is back ($(cat "$T/err"))"; fi
+	done
+done
+check "every object reads back after s2 is back ($back)" \
+	test "$back" -eq $((9 + wgood))
+# Repair and scrub on every home (management RPC SOP_WALK), then read all.
+timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk repair \
+	>"$T/walk" 2>&1
+check "repair on every server (strata-server --walk repair)" \
+	test $? -eq 0 -a "$(grep -c ': repair: .* 0 unrepairable' "$T/walk")" -eq 3
+sed 's/^/     /' "$T/walk"
+timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk scrub \
+	>"$T/walk" 2>&1
+check "scrub on every server: nothing corrupt" \
+	test $? -eq 0 -a "$(grep -c ' 0 corrupt' "$T/walk")" -eq 3
+back=0
+for i in $(seq 1 9); do
+	for o in pa pb; do
+		[ "$o" = pb ] && ! grep -qx "$i" "$T/pb_good" && continue
+		rm -f "$T/pback"
+		cf obj get "@$o$i" "$T/pback"
+		cmp -s "$T/pblob" "$T/pback" && back=$((back + 1))
+	done
+done
+check "every object reads back after repair and scrub ($back)" \
+	test "$back" -eq $((9 + wgood))
 
 echo "--- SIGTERM drains an op in flight"
 # start_all [ARGS]: start s0..s2 (they daemonize) and wait until they answer.

@@ -29,6 +29,12 @@
  *                   must succeed.
  *   --down-any      as --down, for any server (servers killed and
  *                   restarted during the run); index ops may fail too.
+ *   --home I/N      with --down: NAME is server I of the N in the cluster
+ *                   file, and an object op may fail only when the object's
+ *                   home server (clu_home(): the placement hash, the same
+ *                   on every machine, mirrored in obj_home() here) is I;
+ *                   an op on an object homed elsewhere must succeed, its
+ *                   units on NAME read or written degraded (phase 2a).
  *   --need-both     with --down: at least one object op must fail and at
  *                   least one must succeed (the cut is visible and the
  *                   other servers go on); write and verify.
@@ -101,6 +107,29 @@ static void pattern(const char *name, void *buf, size_t len)
 	}
 }
 
+static int home_down = -1;         /* --home I/N */
+static unsigned home_nr;
+
+/* The home server of an object: core/clu_conf.c clu_home(), whose hash is
+ * part of the cluster's contract (stable on every machine and version). */
+static uint64_t home_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static int obj_home(const char *name)
+{
+	struct clovis_id id;
+
+	if (home_nr == 0 || clovis_id_parse(name, &id) != 0)
+		return -1;
+	return (int)(home_mix(id.ci_hi ^ home_mix(id.ci_lo)) % home_nr);
+}
+
 static bool rc_transport(int rc)
 {
 	return rc == -ETIMEDOUT || rc == -EHOSTDOWN || rc == -EHOSTUNREACH ||
@@ -113,18 +142,25 @@ static bool rc_transport(int rc)
  * a server is down, with a transport code, a message naming that server
  * (unless --down-any), and within the deadline.
  */
-static void judge_failure(const char *what, bool is_obj, int rc,
+static void judge_failure(const char *what, const char *obj, int rc,
 			  const char *msg, int64_t ms)
 {
 	char line[1024];
-	bool allowed = down_any || (down_name != NULL && is_obj);
+	bool is_obj = obj != NULL;
+	bool allowed = down_any || (down_name != NULL && is_obj &&
+				    (home_down < 0 || obj_home(obj) == home_down));
 	bool named = down_any || (down_name != NULL &&
 				  strstr(msg, down_name) != NULL);
 
 	snprintf(line, sizeof line, "%s failed in %" PRId64 " ms: %d (%s): %s",
 		 what, ms, rc, clovis_strerror(rc), msg);
 	if (!allowed) {
-		no(line);
+		char why[1200];
+
+		snprintf(why, sizeof why, "%s [home s%d: must succeed while "
+			 "%s is cut off]", line, obj_home(obj ? obj : ""),
+			 down_name ? down_name : "a server");
+		no(is_obj && home_down >= 0 ? why : line);
 		return;
 	}
 	if (!rc_transport(rc) || !named || ms > deadline_ms) {
@@ -342,7 +378,7 @@ static int cmd_write(struct clovis *cl, const char *prefix, unsigned count,
 			rc = journal_add(j, line);
 			(rc == 0 ? ok : no)(what);
 		} else {
-			judge_failure(what, true, rc, msg, now_ms() - t0);
+			judge_failure(what, name, rc, msg, now_ms() - t0);
 		}
 		t0 = now_ms();
 		rc = idx_open(cl, &ix, i % nidx, false, msg, sizeof msg);
@@ -355,7 +391,7 @@ static int cmd_write(struct clovis *cl, const char *prefix, unsigned count,
 			rc = journal_add(j, line);
 			(rc == 0 ? ok : no)(what);
 		} else {
-			judge_failure(what, false, rc, msg, now_ms() - t0);
+			judge_failure(what, NULL, rc, msg, now_ms() - t0);
 		}
 		if (pace_ms > 0)
 			usleep((useconds_t)pace_ms * 1000);
@@ -398,7 +434,7 @@ static int cmd_verify(struct clovis *cl, const char *jpath)
 				obj_ok++;
 				ok(what);
 			} else {
-				judge_failure(what, true, rc, msg,
+				judge_failure(what, name, rc, msg,
 					      now_ms() - t0);
 			}
 		} else if (sscanf(line, "r %u %95s", &in, name) == 2) {
@@ -413,7 +449,7 @@ static int cmd_verify(struct clovis *cl, const char *jpath)
 			if (rc == 0)
 				ok(what);
 			else
-				judge_failure(what, false, rc, msg,
+				judge_failure(what, NULL, rc, msg,
 					      now_ms() - t0);
 		} else {
 			snprintf(what, sizeof what, "journal line: %s", line);
@@ -480,7 +516,8 @@ static int usage(void)
 		"       netns_client CONF write PREFIX COUNT NIDX JOURNAL [opts]\n"
 		"       netns_client CONF verify JOURNAL [opts]\n"
 		"       netns_client CONF wrongsecret ADDR:PORT\n"
-		"opts: --down NAME | --down-any, --need-both, --deadline-ms M,"
+		"opts: --down NAME [--home I/N] | --down-any, --need-both, "
+		"--deadline-ms M,"
 		" --pace-ms M\n");
 	return 2;
 }
@@ -493,7 +530,11 @@ static int parse_opts(int argc, char **argv, int from)
 			down_name = argv[++i];
 		else if (strcmp(argv[i], "--down-any") == 0)
 			down_any = true;
-		else if (strcmp(argv[i], "--need-both") == 0)
+		else if (strcmp(argv[i], "--home") == 0 && i + 1 < argc) {
+			if (sscanf(argv[++i], "%d/%u", &home_down, &home_nr) != 2 ||
+			    home_down < 0 || (unsigned)home_down >= home_nr)
+				return -1;
+		} else if (strcmp(argv[i], "--need-both") == 0)
 			need_both = true;
 		else if (strcmp(argv[i], "--deadline-ms") == 0 && i + 1 < argc)
 			deadline_ms = atoll(argv[++i]);

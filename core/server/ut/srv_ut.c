@@ -68,8 +68,13 @@ static int su_write_conf(const char *path, unsigned port)
 		"device_size: 32MiB\n"
 		"servers:\n  - name: s0\n    address: 127.0.0.1\n"
 		"    port: %u\n    data_dir: store\n"
+		"    devices: [ { tier: flash }, { tier: flash } ]\n"
+		/* s1 never runs: it gives s0 two remote devices (store
+		 * devices 2 and 3) and slices of 16 MiB (t_bad_rdev). */
+		"  - name: s1\n    address: 127.0.0.99\n"
+		"    port: %u\n    data_dir: store1\n"
 		"    devices: [ { tier: flash }, { tier: flash } ]\n",
-		SU_SECRET, port);
+		SU_SECRET, port, port);
 	return fclose(f);
 }
 
@@ -516,6 +521,90 @@ static void t_still_serving(void)
 	CU_ASSERT_EQUAL(kill(su_pid, 0), 0);
 }
 
+/* A remote device request (RdevReq) the server must refuse. */
+static void su_bad_rdev(const char *name, uint32_t op, uint32_t home,
+			uint32_t dev, uint64_t off, uint64_t len,
+			const struct rpc_bulk *bulk, int want, const char *what)
+{
+	RdevReq q = RDEV_REQ__INIT;
+
+	q.home = home;
+	q.dev = dev;
+	q.off = off;
+	q.len = len;
+	su_bad(name, op, &q.base, NULL, 0, bulk, want, what);
+}
+
+/* Remote device I/O (SOP_RDEV_*): every request outside the caller's
+ * slice of a device this server lends is refused with a message naming
+ * the field; one inside it round-trips byte for byte. */
+static void t_bad_rdev(void)
+{
+	static uint8_t w[8192], r[8192];
+	const uint64_t slice = 16ull << 20; /* 32 MiB devices, 2 servers */
+	struct iovec wi = {w, sizeof w}, ri = {r, sizeof r};
+	struct rpc_bulk wb = {RPC_BULK_OUT, &wi, 1}, rb = {RPC_BULK_IN, &ri, 1};
+	RdevReq q = RDEV_REQ__INIT;
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	SStatus *st;
+	Reply *rp;
+
+	su_bad("rdev junk", SOP_RDEV_WRITE, NULL, "\xff\xff\xff", 3, NULL,
+	       -EBADMSG, "not an RdevReq");
+	su_bad_rdev("rdev home self", SOP_RDEV_WRITE, 0, 0, 0, sizeof w, &wb,
+		    -EINVAL, "rdev.home 0");
+	su_bad_rdev("rdev home out", SOP_RDEV_WRITE, 7, 0, 0, sizeof w, &wb,
+		    -EINVAL, "rdev.home 7");
+	su_bad_rdev("rdev home max", SOP_RDEV_READ, 64, 0, 0, sizeof r, &rb,
+		    -EINVAL, "rdev.home 64");
+	su_bad_rdev("rdev bad dev", SOP_RDEV_WRITE, 1, 99, 0, sizeof w, &wb,
+		    -EINVAL, "rdev.dev 99");
+	su_bad_rdev("rdev remote dev", SOP_RDEV_READ, 1, 2, 0, sizeof r, &rb,
+		    -EINVAL, "not a device this server lends");
+	su_bad_rdev("rdev past slice", SOP_RDEV_WRITE, 1, 0, slice, sizeof w,
+		    &wb, -EINVAL, "leaves the slice");
+	su_bad_rdev("rdev across slice", SOP_RDEV_READ, 1, 1, slice - 4096,
+		    sizeof r, &rb, -EINVAL, "leaves the slice");
+	su_bad_rdev("rdev unaligned", SOP_RDEV_WRITE, 1, 0, 100, sizeof w,
+		    &wb, -EINVAL, "not multiples of 512");
+	su_bad_rdev("rdev overflow", SOP_RDEV_READ, 1, 0, UINT64_MAX - 511,
+		    sizeof r, &rb, -EINVAL, "overflows");
+	su_bad_rdev("rdev oversize", SOP_RDEV_WRITE, 1, 0, 0, 32ull << 20,
+		    NULL, -E2BIG, "rdev.len");
+	su_bad_rdev("rdev no bulk", SOP_RDEV_WRITE, 1, 0, 0, sizeof w, NULL,
+		    -EINVAL, "bytes of bulk");
+	su_bad_rdev("rdev sync len", SOP_RDEV_SYNC, 1, 0, 0, 4096, NULL,
+		    -EINVAL, "rdev sync");
+	/* Inside slice 1 of device 0: written, synced, read back. */
+	for (size_t i = 0; i < sizeof w; i++)
+		w[i] = (uint8_t)(i * 7 + 3);
+	q.home = 1;
+	q.dev = 0;
+	q.off = slice - sizeof w;
+	q.len = sizeof w;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q.base, &b), 0);
+	CU_ASSERT_EQUAL(su_call(SOP_RDEV_WRITE, b.mb_p, b.mb_len, &wb, &res,
+				SU_CALL_MS), 0);
+	free(res.rr_body);
+	CU_ASSERT_EQUAL(su_call(SOP_RDEV_READ, b.mb_p, b.mb_len, &rb, &res,
+				SU_CALL_MS), 0);
+	free(res.rr_body);
+	free(b.mb_p);
+	CU_ASSERT(memcmp(w, r, sizeof w) == 0);
+	q.len = 0;
+	q.off = 0;
+	b = (struct msg_buf){0};
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q.base, &b), 0);
+	CU_ASSERT_EQUAL(su_call(SOP_RDEV_SYNC, b.mb_p, b.mb_len, NULL, &res,
+				SU_CALL_MS), 0);
+	free(res.rr_body);
+	free(b.mb_p);
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	reply__free_unpacked(rp, NULL);
+}
+
 /* SIGTERM: the server stops cleanly (exit 0) within the bound. */
 static void t_sigterm(void)
 {
@@ -549,6 +638,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "bad_index", t_bad_index) == NULL ||
 	    CU_add_test(s, "bad_list", t_bad_list) == NULL ||
 	    CU_add_test(s, "oversize", t_oversize) == NULL ||
+	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
 	    CU_add_test(s, "sigterm", t_sigterm) == NULL)
 		return -1;

@@ -1,0 +1,305 @@
+/*
+ * rdev.c — the remote device driver (see rdev.h): the client half of unit
+ * I/O on another server's device, run by the home server's engine.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <time.h>
+
+#include "core/engine.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+#include "core/server/rdev.h"
+#include "tiers/tier.h"
+
+/** The process's cluster context. */
+struct rdev_ctx {
+	const struct clu_conf *rc_conf;
+	uint32_t rc_self;
+	uint32_t rc_call_ms;
+	struct peers *rc_data;   /* unit I/O */
+	struct peers *rc_probe;  /* probes: never held up by data */
+	uint32_t rc_down[CLU_SERVERS_MAX]; /* atomic: 1 = unreachable */
+	pthread_t rc_thr;
+	bool rc_thr_on;
+	bool rc_stop;
+	pthread_mutex_t rc_lock;
+	pthread_cond_t rc_cond;
+};
+
+/** One remote device: device rd_dev of server rd_srv. */
+struct rdev {
+	uint32_t rd_srv;
+	uint32_t rd_dev;
+};
+
+static struct rdev_ctx *rdev_g;
+
+static const char *rdev_name(uint32_t i)
+{
+	return rdev_g->rc_conf->cc_servers[i].cs_name;
+}
+
+bool rdev_server_down(uint32_t i)
+{
+	return rdev_g != NULL && i < CLU_SERVERS_MAX &&
+	       __atomic_load_n(&rdev_g->rc_down[i], __ATOMIC_ACQUIRE) != 0;
+}
+
+/* Server i answered (up true) or failed in the transport: log the
+ * transitions only. */
+static void rdev_mark(uint32_t i, bool up, const char *why)
+{
+	uint32_t want = up ? 0 : 1;
+	uint32_t old = __atomic_exchange_n(&rdev_g->rc_down[i], want,
+					   __ATOMIC_ACQ_REL);
+
+	if (old == want)
+		return;
+	if (up) {
+		peers_retry_now(rdev_g->rc_data, i);
+		LOG_WARNING("server %s: remote devices reachable again",
+			 rdev_name(i));
+	} else {
+		LOG_WARNING("server %s unreachable, its remote devices are "
+			    "skipped (degraded) until it answers: %s",
+			    rdev_name(i), why);
+	}
+}
+
+/* ------------------------------------------------------------ driver */
+
+/* path: "remote:SERVER:INDEX". */
+static int rdev_open(struct tier_dev *d, const char *path)
+{
+	const char *ref = path + sizeof ENG_REMOTE_PREFIX - 1;
+	const char *colon = strrchr(ref, ':');
+	char name[CLU_NAME_MAX + 1];
+	struct rdev *rd;
+	char *end;
+	unsigned long idx;
+	int srv;
+
+	if (rdev_g == NULL)
+		return err_set(-ENOTSUP, "device %s: no cluster context in "
+			       "this process", path);
+	if (strncmp(path, ENG_REMOTE_PREFIX, sizeof ENG_REMOTE_PREFIX - 1) ||
+	    colon == NULL || (size_t)(colon - ref) > CLU_NAME_MAX ||
+	    colon == ref)
+		return err_set(-EINVAL, "device %s: expected remote:SERVER:INDEX",
+			       path);
+	idx = strtoul(colon + 1, &end, 10);
+	if (*end != '\0' || end == colon + 1 || idx >= LIM_DEV_MAX)
+		return err_set(-EINVAL, "device %s: bad device index", path);
+	memcpy(name, ref, (size_t)(colon - ref));
+	name[colon - ref] = '\0';
+	srv = clu_server_find(rdev_g->rc_conf, name);
+	if (srv < 0 || (uint32_t)srv == rdev_g->rc_self)
+		return err_set(-EINVAL, "device %s: server \"%s\" is not another "
+			       "server of cluster %s", path, name,
+			       rdev_g->rc_conf->cc_name);
+	rd = calloc(1, sizeof *rd);
+	if (rd == NULL)
+		return err_set(-ENOMEM, "device %s", path);
+	rd->rd_srv = (uint32_t)srv;
+	rd->rd_dev = (uint32_t)idx;
+	d->td_priv = rd;
+	return 0;
+}
+
+static void rdev_close(struct tier_dev *d)
+{
+	free(d->td_priv);
+	d->td_priv = NULL;
+}
+
+static bool rdev_reachable(struct tier_dev *d)
+{
+	const struct rdev *rd = d->td_priv;
+
+	return !rdev_server_down(rd->rd_srv);
+}
+
+/* One unit I/O call to the owning server. */
+static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
+		     void *buf, size_t len)
+{
+	const struct rdev *rd = d->td_priv;
+	RdevReq q = RDEV_REQ__INIT;
+	struct iovec iov = {buf, len};
+	struct rpc_bulk bulk = {op == SOP_RDEV_WRITE ? RPC_BULK_OUT
+						     : RPC_BULK_IN, &iov, 1};
+	struct rpc_result res;
+	struct msg_buf b = {0};
+	int rc;
+
+	if (rdev_server_down(rd->rd_srv))
+		return err_set(-EHOSTDOWN, "device %s: server %s is unreachable "
+			       "(its device %u)", d->td_path,
+			       rdev_name(rd->rd_srv), rd->rd_dev);
+	q.home = rdev_g->rc_self;
+	q.dev = rd->rd_dev;
+	q.off = off;
+	q.len = len;
+	rc = msg_pack(&q.base, &b);
+	if (rc != 0)
+		return rc;
+	rc = peers_call_ms(rdev_g->rc_data, rd->rd_srv, op, b.mb_p, b.mb_len,
+			   len > 0 ? &bulk : NULL, rdev_g->rc_call_ms, &res);
+	free(res.rr_body);
+	free(b.mb_p);
+	if (rc == 0)
+		return 0;
+	if (peers_rc_transport(rc) || tier_rc_transport(rc)) {
+		if (!tier_rc_transport(rc))
+			rc = -EHOSTDOWN;
+		rc = err_set(rc, "device %s: server %s (its device %u): %s",
+			     d->td_path, rdev_name(rd->rd_srv), rd->rd_dev,
+			     err_msg());
+		rdev_mark(rd->rd_srv, false, err_msg());
+		return rc;
+	}
+	return err_set(rc, "device %s: server %s (its device %u): %s",
+		       d->td_path, rdev_name(rd->rd_srv), rd->rd_dev,
+		       res.rr_msg[0] != '\0' ? res.rr_msg : err_msg());
+}
+
+static int rdev_write(struct tier_dev *d, uint64_t off, const void *buf,
+		      size_t len)
+{
+	return rdev_call(d, SOP_RDEV_WRITE, off, (void *)buf, len);
+}
+
+static int rdev_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
+{
+	return rdev_call(d, SOP_RDEV_READ, off, buf, len);
+}
+
+static int rdev_sync(struct tier_dev *d)
+{
+	return rdev_call(d, SOP_RDEV_SYNC, 0, NULL, 0);
+}
+
+static const struct tier_ops rdev_ops = {
+	.to_name = ENG_REMOTE_DRIVER,
+	.to_open = rdev_open,
+	.to_close = rdev_close,
+	.to_write = rdev_write,
+	.to_read = rdev_read,
+	.to_sync = rdev_sync,
+	.to_reachable = rdev_reachable,
+};
+
+/* ------------------------------------------------------------- probes */
+
+/* Every RDEV_PROBE_EVERY_MS: call every other server; a server found
+ * down is tried again at once each round (peers_retry_now), so it is
+ * reachable again as soon as it answers. */
+static void *rdev_probe_main(void *arg)
+{
+	struct rdev_ctx *g = arg;
+
+	for (;;) {
+		struct timespec ts;
+
+		for (uint32_t j = 0; j < g->rc_conf->cc_nr_servers; j++) {
+			struct rpc_result res;
+			int rc;
+
+			if (j == g->rc_self)
+				continue;
+			if (rdev_server_down(j))
+				peers_retry_now(g->rc_probe, j);
+			rc = peers_call_ms(g->rc_probe, j, RPC_OP_NOOP, NULL, 0,
+					   NULL, RDEV_PROBE_MS, &res);
+			free(res.rr_body);
+			if (rc == 0)
+				rdev_mark(j, true, NULL);
+			else if (peers_rc_transport(rc))
+				rdev_mark(j, false, err_msg());
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)RDEV_PROBE_EVERY_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_mutex_lock(&g->rc_lock);
+		if (!g->rc_stop)
+			pthread_cond_timedwait(&g->rc_cond, &g->rc_lock, &ts);
+		if (g->rc_stop) {
+			pthread_mutex_unlock(&g->rc_lock);
+			break;
+		}
+		pthread_mutex_unlock(&g->rc_lock);
+	}
+	return NULL;
+}
+
+/* ---------------------------------------------------------- lifecycle */
+
+int rdev_start(const struct clu_conf *c, uint32_t self)
+{
+	struct rdev_ctx *g;
+	int rc;
+
+	if (rdev_g != NULL)
+		return err_set(-EBUSY, "remote devices: started already");
+	rc = tier_driver_register(&rdev_ops);
+	if (rc != 0)
+		return rc;
+	g = calloc(1, sizeof *g);
+	if (g == NULL)
+		return err_set(-ENOMEM, "remote devices");
+	g->rc_conf = c;
+	g->rc_self = self;
+	g->rc_call_ms = c->cc_call_ms / 3;
+	if (g->rc_call_ms < RDEV_CALL_MS_MIN)
+		g->rc_call_ms = RDEV_CALL_MS_MIN;
+	if (g->rc_call_ms > RDEV_CALL_MS_MAX)
+		g->rc_call_ms = RDEV_CALL_MS_MAX;
+	pthread_mutex_init(&g->rc_lock, NULL);
+	pthread_cond_init(&g->rc_cond, NULL);
+	rdev_g = g;
+	if (c->cc_nr_servers < 2)
+		return 0;
+	rc = peers_create(&g->rc_data, c, NULL);
+	if (rc == 0)
+		rc = peers_create(&g->rc_probe, c, NULL);
+	if (rc == 0) {
+		rc = -pthread_create(&g->rc_thr, NULL, rdev_probe_main, g);
+		if (rc != 0)
+			err_set(rc, "remote devices: probe thread: %s",
+				strerror(-rc));
+		g->rc_thr_on = rc == 0;
+	}
+	if (rc != 0)
+		rdev_stop();
+	return rc;
+}
+
+void rdev_stop(void)
+{
+	struct rdev_ctx *g = rdev_g;
+
+	if (g == NULL)
+		return;
+	if (g->rc_thr_on) {
+		pthread_mutex_lock(&g->rc_lock);
+		g->rc_stop = true;
+		pthread_cond_broadcast(&g->rc_cond);
+		pthread_mutex_unlock(&g->rc_lock);
+		pthread_join(g->rc_thr, NULL);
+	}
+	peers_destroy(g->rc_probe);
+	peers_destroy(g->rc_data);
+	pthread_mutex_destroy(&g->rc_lock);
+	pthread_cond_destroy(&g->rc_cond);
+	rdev_g = NULL;
+	free(g);
+}

@@ -1,0 +1,60 @@
+/*
+ * rdev.h — the remote device driver of cluster mode (phase 2a,
+ * docs/cluster.md "Placement across servers").
+ *
+ * A server's store lists, after its own devices, one remote device per
+ * device of every other server (core/clu_conf.c): its slice of that
+ * device, recorded with the path "remote:SERVER:INDEX".  The engine
+ * attaches it with the tier driver "remote" registered here
+ * (tier_dev_attach), so stripe_exec() and the walks place units on it as on
+ * any device; the driver turns tier_dev_write/read/sync into SOP_RDEV_*
+ * calls to the owning server (core/server/srv_rdev.c), data as bulk (RMA
+ * above the RPC layer's inline threshold).
+ *
+ * Reachability: a transport failure of a call, or a failed probe, marks
+ * the server unreachable; its remote devices then answer
+ * tier_dev_reachable() false (the engine skips them: degraded reads and
+ * writes) and fail at once with -EHOSTDOWN naming the server and device.
+ * A probe thread calls every other server (RPC_OP_NOOP, RDEV_PROBE_MS
+ * timeout) every RDEV_PROBE_EVERY_MS from an endpoint of its own, so a cut
+ * is noticed without data ops paying for it, and a server that answers
+ * again is reachable again at once.  Transport failures are not counted as
+ * device errors (tiers/tier.h tier_dev_errors): a remote device is never
+ * FAILED because its server was away.
+ *
+ * One cluster context per process (a strata-server runs one store):
+ * rdev_start() before the store opens, rdev_stop() after it closed.
+ */
+#ifndef STRATA_CORE_SERVER_RDEV_H
+#define STRATA_CORE_SERVER_RDEV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/clu_conf.h"
+
+/* Probe period and timeout (the timeout as srv_idx's: shorter ones saw
+ * false timeouts on a loaded loopback cluster). */
+#define RDEV_PROBE_EVERY_MS 200u
+#define RDEV_PROBE_MS 2000u
+/* Unit I/O call timeout: a third of the cluster's call timeout, within
+ * these bounds, so that the home can still go on degraded and answer its
+ * client within the client's own call timeout. */
+#define RDEV_CALL_MS_MIN 1000u
+#define RDEV_CALL_MS_MAX 10000u
+
+/**
+ * Register the "remote" tier driver for server self of c (c must outlive
+ * rdev_stop()), open its peer tables (endpoints of their own) and start the
+ * probe thread.  Returns 0 or a negative code with a message.
+ */
+int rdev_start(const struct clu_conf *c, uint32_t self);
+
+/** Stop the probe thread and close the peer tables (after the store that
+ *  used the remote devices is closed).  Safe when not started. */
+void rdev_stop(void);
+
+/** Is server i known to be unreachable for unit I/O? */
+bool rdev_server_down(uint32_t i);
+
+#endif

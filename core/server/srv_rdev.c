@@ -1,0 +1,358 @@
+/*
+ * srv_rdev.c — the target half of remote devices (docs/cluster.md
+ * "Placement across servers"): SOP_RDEV_WRITE/READ/SYNC from a home server
+ * on its slice of one of this server's devices; and the executor threads
+ * that run object requests off the RPC handler threads.
+ *
+ * Why the executor: an object op of a pdclust/mirror object does unit I/O
+ * on other servers' devices (core/server/rdev.c) and waits for it.  Were it
+ * run on an RPC handler thread, servers whose handlers all wait on each
+ * other's unit I/O would have none left to serve it: RDEV requests, which
+ * only do local device I/O, must always find a free handler.  So object
+ * requests are handed to SRV_EXEC_THREADS threads of their own (queued at
+ * most as many as the RPC layer accepts unanswered, rc_queue_depth).
+ *
+ * Checks of an RDEV request, each refused with -EINVAL and a message
+ * naming the field and counted as a bad request: the shape
+ * (msg_rdev_decode), home a server of the cluster other than this one,
+ * device an existing local device of this store (not remote, not zoned),
+ * and the range [off, off + len) inside one slice (the caller's slice of
+ * that device, conf_slice_size()).  The caller proved the cluster secret
+ * (every peer does); the bounds keep a buggy or hostile peer out of the
+ * other homes' slices and of this server's own.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/stripe.h"
+#include "core/server/rdev.h"
+#include "core/server/srv_internal.h"
+
+/** The executor of object requests. */
+struct srv_exec {
+	pthread_mutex_t sx_lock;
+	pthread_cond_t sx_cond;
+	struct srv_xitem *sx_head, *sx_tail;
+	bool sx_stop;
+	uint32_t sx_nr_thr;
+	pthread_t sx_thr[SRV_EXEC_THREADS];
+	/* first write of each home to each device, logged once per run */
+	uint8_t sx_seen[CLU_SERVERS_MAX][LIM_DEV_MAX];
+};
+
+struct srv_xitem {
+	struct srv_xitem *xi_next;
+	struct srv *xi_srv;
+	struct srv_op *xi_so;
+	void (*xi_fn)(struct srv *s, struct srv_op *so);
+};
+
+/* --------------------------------------------------- RDEV requests */
+
+/* The device and byte offset q addresses, or -EINVAL with a message. */
+static int srv_rdev_check(struct srv *s, const RdevReq *q,
+			  struct tier_dev **out, uint64_t *base)
+{
+	const struct clu_conf *c = s->s_conf;
+	struct eng_dev *ed;
+	uint64_t slice;
+
+	if (q->home >= c->cc_nr_servers || q->home == s->s_self)
+		return err_set(-EINVAL, "request: rdev.home %u: not another "
+			       "server of cluster %s (%u servers, this is %u)",
+			       q->home, c->cc_name, c->cc_nr_servers,
+			       s->s_self);
+	ed = q->dev < eng_dev_nr(s->s_eng) ? eng_dev_get(s->s_eng, q->dev)
+					   : NULL;
+	if (ed == NULL)
+		return err_set(-EINVAL, "request: rdev.dev %u: server %s has "
+			       "%u devices", q->dev, s->s_me->cs_name,
+			       eng_dev_nr(s->s_eng));
+	if (strcmp(ed->ed_dev->td_ops->to_name, ENG_REMOTE_DRIVER) == 0 ||
+	    tier_dev_zoned(ed->ed_dev))
+		return err_set(-EINVAL, "request: rdev.dev %u (%s): not a "
+			       "device this server lends (remote or zoned)",
+			       q->dev, ed->ed_dev->td_path);
+	slice = conf_slice_size(tier_dev_size(ed->ed_dev), c->cc_nr_servers);
+	if (q->off > slice || q->len > slice - q->off)
+		return err_set(-EINVAL, "request: rdev.off %" PRIu64 " + len %"
+			       PRIu64 " leaves the slice of %" PRIu64 " bytes "
+			       "of server %s on device %u", q->off, q->len,
+			       slice, c->cc_servers[q->home].cs_name, q->dev);
+	*out = ed->ed_dev;
+	*base = slice * q->home;
+	return 0;
+}
+
+/* Do the I/O of a checked request. */
+static int srv_rdev_io(struct srv *s, struct rpc_sreq *req, uint32_t op,
+		       const RdevReq *q, struct tier_dev *d, uint64_t base)
+{
+	void *buf = NULL;
+	int rc;
+
+	if (op == SOP_RDEV_SYNC)
+		return tier_dev_sync(d);
+	if (posix_memalign(&buf, 4096, q->len) != 0)
+		return err_set(-ENOMEM, "rdev: %" PRIu64 " bytes", q->len);
+	if (op == SOP_RDEV_WRITE) {
+		rc = rpc_sreq_bulk_pull(req, 0, buf, q->len);
+		if (rc == 0)
+			rc = tier_dev_write(d, base + q->off, buf, q->len);
+		if (rc == 0 && !s->s_exec->sx_seen[q->home][q->dev]) {
+			s->s_exec->sx_seen[q->home][q->dev] = 1;
+			LOG_INFO("server %s: device %u (%s): first unit from "
+				 "home %s (slice %u)", s->s_me->cs_name, q->dev,
+				 d->td_path, s->s_conf->cc_servers[q->home].cs_name,
+				 q->home);
+		}
+	} else {
+		rc = tier_dev_read(d, base + q->off, buf, q->len);
+		if (rc == 0)
+			rc = rpc_sreq_bulk_push(req, 0, buf, q->len);
+	}
+	free(buf);
+	return rc;
+}
+
+static void srv_rdev_handle(struct rpc_sreq *req, void *arg)
+{
+	struct srv *s = arg;
+	uint32_t op = rpc_sreq_opcode(req);
+	struct tier_dev *d = NULL;
+	uint64_t base = 0;
+	RdevReq *q = NULL;
+	size_t len;
+	const void *body = rpc_sreq_body(req, &len);
+	int rc;
+
+	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
+		return;
+	}
+	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	err_clear();
+	rc = msg_rdev_decode(op, body, len, rpc_sreq_bulk_len(req), &q);
+	if (rc == 0)
+		rc = srv_rdev_check(s, q, &d, &base);
+	if (rc != 0) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		LOG_INFO("server %s: refused a remote device request from %s: "
+			 "%s", s->s_me->cs_name, rpc_sreq_peer(req), err_msg());
+	} else {
+		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
+		rc = srv_rdev_io(s, req, op, q, d, base);
+	}
+	rpc_sreq_reply(req, rc, NULL, 0, rc != 0 ? err_msg() : NULL);
+	if (q != NULL)
+		rdev_req__free_unpacked(q, NULL);
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+}
+
+int srv_walk_register(struct srv *s);
+
+int srv_rdev_register(struct srv *s)
+{
+	int rc = srv_walk_register(s);
+
+	for (uint32_t op = SOP_RDEV_WRITE; rc == 0 && op < SOP_RDEV_END; op++)
+		rc = rpc_handler_set(s->s_ep, op, srv_rdev_handle, s);
+	return rc;
+}
+
+/* ------------------------------------------------------------ executor */
+
+static void *srv_exec_main(void *arg)
+{
+	struct srv_exec *x = arg;
+
+	eng_thread_enter();
+	for (;;) {
+		struct srv_xitem *it;
+
+		pthread_mutex_lock(&x->sx_lock);
+		while (x->sx_head == NULL && !x->sx_stop)
+			pthread_cond_wait(&x->sx_cond, &x->sx_lock);
+		it = x->sx_head;
+		if (it != NULL) {
+			x->sx_head = it->xi_next;
+			if (x->sx_head == NULL)
+				x->sx_tail = NULL;
+		}
+		pthread_mutex_unlock(&x->sx_lock);
+		if (it == NULL)
+			break; /* stopping, queue empty */
+		err_clear();
+		it->xi_fn(it->xi_srv, it->xi_so);
+		free(it);
+	}
+	eng_thread_leave();
+	return NULL;
+}
+
+int srv_exec_start(struct srv *s)
+{
+	struct srv_exec *x = calloc(1, sizeof *x);
+	int rc = 0;
+
+	if (x == NULL)
+		return err_set(-ENOMEM, "server: executor");
+	pthread_mutex_init(&x->sx_lock, NULL);
+	pthread_cond_init(&x->sx_cond, NULL);
+	s->s_exec = x;
+	for (uint32_t i = 0; rc == 0 && i < SRV_EXEC_THREADS; i++) {
+		rc = -pthread_create(&x->sx_thr[i], NULL, srv_exec_main, x);
+		if (rc == 0)
+			x->sx_nr_thr++;
+	}
+	if (rc != 0)
+		return err_set(rc, "server: executor thread: %s",
+			       strerror(-rc));
+	return 0;
+}
+
+void srv_exec_stop(struct srv *s)
+{
+	struct srv_exec *x = s->s_exec;
+
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&x->sx_lock);
+	x->sx_stop = true;
+	pthread_cond_broadcast(&x->sx_cond);
+	pthread_mutex_unlock(&x->sx_lock);
+	for (uint32_t i = 0; i < x->sx_nr_thr; i++)
+		pthread_join(x->sx_thr[i], NULL);
+	pthread_mutex_destroy(&x->sx_lock);
+	pthread_cond_destroy(&x->sx_cond);
+	s->s_exec = NULL;
+	free(x);
+}
+
+void srv_exec_defer(struct srv *s, struct srv_op *so,
+		    void (*fn)(struct srv *s, struct srv_op *so))
+{
+	struct srv_exec *x = s->s_exec;
+	struct srv_xitem *it = calloc(1, sizeof *it);
+
+	if (it == NULL) {
+		srv_reply_err(so, err_set(-ENOMEM, "server: executor item"));
+		return;
+	}
+	*it = (struct srv_xitem){NULL, s, so, fn};
+	pthread_mutex_lock(&x->sx_lock);
+	if (x->sx_tail != NULL)
+		x->sx_tail->xi_next = it;
+	else
+		x->sx_head = it;
+	x->sx_tail = it;
+	pthread_cond_signal(&x->sx_cond);
+	pthread_mutex_unlock(&x->sx_lock);
+}
+
+/* ------------------------------------------------------------- walks */
+
+/* SOP_WALK: a repair, rebalance or scrub of this server's engine (the
+ * units of the objects homed here, on every server's devices), on a
+ * thread of its own: a walk takes long, and must hold neither an RPC
+ * handler nor an executor thread. */
+struct srv_walk {
+	struct srv *sw_srv;
+	struct rpc_sreq *sw_req;
+	uint32_t sw_kind;
+};
+
+static void *srv_walk_main(void *arg)
+{
+	struct srv_walk *w = arg;
+	struct srv *s = w->sw_srv;
+	struct stripe_walk_stats st = {0};
+	WalkStats ws = WALK_STATS__INIT;
+	Reply rp = REPLY__INIT;
+	struct msg_buf wb = {0}, rb = {0};
+	int rc;
+
+	/* The walks register their thread with the engine themselves. */
+	err_clear();
+	rc = w->sw_kind == SWK_REPAIR ? stripe_repair(s->s_eng, NULL, NULL, &st)
+	   : w->sw_kind == SWK_REBALANCE ? stripe_rebalance(s->s_eng, NULL,
+							   NULL, &st)
+	   : stripe_scrub(s->s_eng, NULL, NULL, &st);
+	LOG_WARNING("server %s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
+		    PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
+		    " unrepairable: %d", s->s_me->cs_name,
+		    w->sw_kind == SWK_REPAIR ? "repair" :
+		    w->sw_kind == SWK_REBALANCE ? "rebalance" : "scrub",
+		    st.sw_units, st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
+		    st.sw_unrepairable, rc);
+	ws.units = st.sw_units;
+	ws.rebuilt = st.sw_rebuilt;
+	ws.moved = st.sw_moved;
+	ws.corrupt = st.sw_corrupt;
+	ws.unrepairable = st.sw_unrepairable;
+	ws.elapsed_ns = st.sw_elapsed_ns;
+	if (rc == 0 && msg_pack(&ws.base, &wb) == 0) {
+		rp.text.data = wb.mb_p;
+		rp.text.len = wb.mb_len;
+		rc = msg_pack(&rp.base, &rb);
+	}
+	rpc_sreq_reply(w->sw_req, rc, rb.mb_p, rb.mb_len,
+		       rc != 0 ? err_msg() : NULL);
+	free(wb.mb_p);
+	free(rb.mb_p);
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	free(w);
+	return NULL;
+}
+
+static void srv_walk_handle(struct rpc_sreq *req, void *arg)
+{
+	struct srv *s = arg;
+	struct srv_walk *w;
+	pthread_attr_t at;
+	pthread_t t;
+	size_t len;
+	const void *body = rpc_sreq_body(req, &len);
+	WalkReq *q = walk_req__unpack(NULL, len, body);
+	uint32_t kind = q != NULL ? q->kind : 0;
+	int rc;
+
+	if (q != NULL)
+		walk_req__free_unpacked(q, NULL);
+	if (kind < SWK_REPAIR || kind > SWK_SCRUB) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		rpc_sreq_reply(req, -EINVAL, NULL, 0, q == NULL ?
+			       "request: body is not a WalkReq" :
+			       "request: walk.kind: expected 1 (repair), 2 "
+			       "(rebalance) or 3 (scrub)");
+		return;
+	}
+	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE) ||
+	    (w = calloc(1, sizeof *w)) == NULL) {
+		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping "
+			       "or out of memory");
+		return;
+	}
+	*w = (struct srv_walk){s, req, kind};
+	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = pthread_create(&t, &at, srv_walk_main, w);
+	pthread_attr_destroy(&at);
+	if (rc != 0) {
+		__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+		free(w);
+		rpc_sreq_reply(req, -rc, NULL, 0, "server: walk thread");
+	}
+}
+
+int srv_walk_register(struct srv *s)
+{
+	return rpc_handler_set(s->s_ep, SOP_WALK, srv_walk_handle, s);
+}
