@@ -1015,7 +1015,7 @@ int main(int argc, char **argv)
 	int sig, rc;
 
 	*c = (struct s3_conf){.sc_listen = "127.0.0.1", .sc_port = 8333,
-			      .sc_inline_max = 64 << 10,
+			      .sc_inline_max = 128 << 10, /* measured: bench_s3.py --inline */
 			      .sc_layout = CLOVIS_LAYOUT_PDCLUST,
 			      .sc_part_min = 5ull << 20, .sc_timeout_s = 60,
 			      .sc_skew_s = 900, .sc_gw_id = "s3"};

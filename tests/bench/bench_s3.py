@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""bench_s3.py BUILD DIR [--json] [--list-keys N] — S3 gateway benchmark.
+"""bench_s3.py BUILD DIR [--json] [--list-keys N] [--sizes 4K,1M,64M] [--no-list] [--inline]
+— S3 gateway benchmark.  --inline: the inline-threshold measurement
+(PUT/GET of 1..256 KiB objects inline in their record vs as objects).
 
 Starts BUILD/strata-s3 on a fresh embedded store in DIR/s3-bench (objects
 with the store's default layout: plain on flash, the layout `strata bench`
@@ -34,6 +36,7 @@ SIZES = None  # --sizes 4K,1M,64M: only these (default all); --sizes none
 if "--sizes" in sys.argv:
     SIZES = sys.argv[sys.argv.index("--sizes") + 1].split(",")
 NOLIST = "--no-list" in sys.argv
+INLINE = "--inline" in sys.argv  # the inline-threshold measurement instead
 try:
     import boto3
     from botocore.config import Config
@@ -54,7 +57,7 @@ def destroy(d):
         shutil.rmtree(d, ignore_errors=True)
 
 
-def start():
+def start(extra=()):
     creds = os.path.join(DIR, "s3-bench.creds")
     with open(creds, "w") as f:
         f.write("bench AKBENCH0000000000001 benchsecret0000000000000000000000000000\n")
@@ -62,7 +65,7 @@ def start():
     if os.path.exists(pf):
         os.unlink(pf)
     p = subprocess.Popen([GW, "--data", D, "--dev-size", "256M", "--port", "0", "--port-file", pf,
-                          "--creds", creds, "--layout", "plain"], stdout=subprocess.PIPE,
+                          "--creds", creds, "--layout", "plain"] + list(extra), stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
     p.stdout.readline()
     return p, int(open(pf).read())
@@ -126,6 +129,50 @@ def measure_list(s3, port):
     return list_s, load_s
 
 
+def inline_main():
+    """PUT and GET of 1..256 KiB objects kept inline in their index record
+    (--inline-max 256K) beside the same as Clovis objects (--inline-max
+    0), 16 clients; the object path is the baseline of the ratio."""
+    sizes = [1 * KiB, 4 * KiB, 16 * KiB, 64 * KiB, 128 * KiB, 256 * KiB]
+    res = {}
+    for mode, imax in (("inline", str(256 * KiB)), ("object", "0")):
+        destroy(D)
+        os.makedirs(DIR, exist_ok=True)
+        p, port = start(["--inline-max", imax])
+        s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port,
+                          aws_access_key_id="AKBENCH0000000000001",
+                          aws_secret_access_key="benchsecret0000000000000000000000000000", region_name="us-east-1",
+                          config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
+        try:
+            s3.create_bucket(Bucket="bench")
+            for size in sizes:
+                body = os.urandom(size)
+                keys = ["i%d-%d" % (size, i) for i in range(400)]
+                pu = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+                      .split(str(port), 1)[1] for k in keys]
+                gu = [s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+                      .split(str(port), 1)[1] for k in keys]
+                res[(size, mode, "PUT")] = run(port, "PUT", pu, body, 16)
+                res[(size, mode, "GET")] = run(port, "GET", gu, body, 16)
+                s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys]})
+        finally:
+            p.send_signal(signal.SIGTERM)
+            p.wait(120)
+            destroy(D)
+    for size in sizes:
+        for op in ("PUT", "GET"):
+            a, b = res[(size, "inline", op)][0], res[(size, "object", op)][0]
+            results.append({"test": "s3 inline %s %d KiB x16" % (op, size // KiB), "ops_per_s": round(a, 1),
+                            "object_ops_per_s": round(b, 1), "ratio": round(a / b, 3)})
+    if JSON:
+        print(json.dumps(results, indent=1))
+    else:
+        print("S3 gateway: objects kept inline in the index record beside Clovis objects (16 clients, ops/s):")
+        for r in results:
+            print("  %-26s inline %8.1f   object %8.1f   ratio %.3f" % (r["test"], r["ops_per_s"],
+                                                                     r["object_ops_per_s"], r["ratio"]))
+
+
 def main():
     destroy(D)
     os.makedirs(DIR, exist_ok=True)
@@ -181,4 +228,4 @@ def main():
                                                                         r["load_puts_per_s"]))
 
 
-main()
+inline_main() if INLINE else main()
