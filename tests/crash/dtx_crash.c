@@ -45,7 +45,9 @@
 #include <unistd.h>
 
 #include "clovis/clovis.h"
+#include "clovis/clovis_internal.h"
 #include "core/clu_conf.h"
+#include "dtm/dtm_msg.h"
 
 #define BS 4096u
 #define START 1000
@@ -54,7 +56,67 @@
 static struct clovis_id ACCT_IDX = {0xdd, 0x1001};
 static struct clovis_id ACCT_OBJ = {0xdd, 0x1002};
 static struct clovis_id TXLOG = {0xdd, 0x1003};
+static struct clovis *cl;
 static bool cluster;
+static uint32_t first;  /* first account of this process (cluster runs) */
+
+/*
+ * Cluster mode: wait (at most 60 s) until every server answers and holds no
+ * dtx in doubt for more than a second — one this process left in doubt
+ * (a transfer whose outcome it does not know, or a run killed before)
+ * could otherwise commit later over a newer transfer of the same accounts
+ * (a dtx gives no isolation).  Sleeps 1.5 s first so that such a dtx is
+ * older than a second by then.
+ */
+static void fence(void)
+{
+	uint32_t n = 64;
+	struct clovis_server_info si[64];
+
+	if (!cluster)
+		return;
+	usleep(1500000);
+	if (clovis_server_list(cl, si, &n) != 0)
+		n = 3;
+	for (int t = 0; t < 300; t++) {
+		uint64_t now = dtm_hlc_us(dtm_hlc_now());
+		bool clear = true;
+
+		for (uint32_t s = 0; s < n && clear; s++) {
+			DtxReq q = DTX_REQ__INIT;
+			DtxReply *rp = NULL;
+			uint8_t *b;
+			size_t bl, rl = 0;
+			void *rb = NULL;
+			int rc;
+
+			q.kind = DTM_MSG_LIST;
+			q.limit = DTM_LIST_MAX;
+			if (dtm_pack(&q.base, &b, &bl) != 0)
+				exit(2);
+			rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, 4000, &rb,
+					      &rl);
+			if (rc == 0)
+				rc = dtm_reply_decode(rb, rl, &rp);
+			free(rb);
+			free(b);
+			if (rc != 0) {
+				clear = false;
+				break;
+			}
+			for (size_t i = 0; i < rp->n_list; i++)
+				if (rp->list[i]->state == DTM_PREPARED &&
+				    now > rp->list[i]->time_us + 1000000)
+					clear = false;
+			dtx_reply__free_unpacked(rp, NULL);
+		}
+		if (clear)
+			return;
+		usleep(200000);
+	}
+	fprintf(stderr, "dtx_crash: dtxs still in doubt after 60 s\n");
+	exit(4);
+}
 
 /* Cluster mode: ids whose homes on 3 servers are 0, 1 and 2. */
 static void cluster_ids(void)
@@ -74,7 +136,6 @@ static void cluster_ids(void)
 		}
 }
 
-static struct clovis *cl;
 static struct clovis_idx accts, txlog;
 static struct clovis_obj obj;
 static FILE *ack;
@@ -294,17 +355,21 @@ static int transfer(uint32_t a, uint32_t b, int64_t ba, int64_t bb,
 static void *worker(void *arg)
 {
 	uint32_t t = (uint32_t)(uintptr_t)arg, per = nacc / THREADS;
+	int last = 0;
 	unsigned int rs = (unsigned int)(seed * 31 + t);
 
 	for (uint64_t n = 0; nper == 0 || n < nper; n++) {
-		uint32_t a = t * per + (uint32_t)rand_r(&rs) % per;
-		uint32_t b = t * per + (uint32_t)rand_r(&rs) % per;
+		uint32_t a = first + t * per + (uint32_t)rand_r(&rs) % per;
+		uint32_t b = first + t * per + (uint32_t)rand_r(&rs) % per;
 		int64_t ia, oa, ib, ob, amt = 1 + rand_r(&rs) % 50;
 		uint64_t txid = seed << 40 | (uint64_t)t << 32 | n;
 		int rc;
 
 		if (a == b)
 			continue;
+		if (last == -ETIMEDOUT || last == -EINPROGRESS)
+			fence(); /* that transfer may still land */
+		last = 0;
 		for (int w = 0; w < (cluster ? 150 : 1); w++) {
 			if (w > 0)
 				usleep(100000); /* in doubt: termination */
@@ -319,6 +384,7 @@ static void *worker(void *arg)
 			exit(3);
 		}
 		rc = transfer(a, b, ia, ib, amt, txid);
+		last = rc;
 		pthread_mutex_lock(&ack_lock);
 		/* " F": the transfer FAILED (fault rounds): no trace allowed */
 		/* " U": outcome unknown to the client (cluster mode) */
@@ -336,6 +402,7 @@ static void run(const char *dir, const char *ackf)
 
 	store_open(dir, false);
 	handles(CLOVIS_EO_OPEN);
+	fence(); /* a run killed before may have left dtxs in doubt */
 	ack = fopen(ackf, "a");
 	if (ack == NULL)
 		die("ack file", -errno);
@@ -456,6 +523,7 @@ int main(int argc, char **argv)
 		seed = strtoull(argv[4], NULL, 10);
 		nper = argc >= 6 ? strtoull(argv[5], NULL, 10) : 0;
 		nacc = argc >= 7 ? (uint32_t)atoi(argv[6]) : 64;
+		first = argc >= 8 ? (uint32_t)atoi(argv[7]) : 0;
 		run(argv[2], argv[3]);
 		return 0;
 	}
@@ -464,6 +532,6 @@ int main(int argc, char **argv)
 		return check(argv[2], argv[3]);
 	}
 	fprintf(stderr, "usage: dtx_crash init STORE NACC | run STORE ACK SEED "
-		"[N [NACC]] | check STORE ACK NACC\n");
+		"[N [NACC [FIRST]]] | check STORE ACK NACC\n");
 	return 2;
 }

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# dtx_bank_test.sh BUILD [SECONDS] — bank transfers in dtxs on a 3-server
+# loopback cluster while servers and clients are SIGKILLed and restarted at
+# random (dtm/README.md):
+#
+#   3 client processes (dtx_crash run, 4 threads each, 16 accounts each,
+#   every transfer = 3 participants: accounts index, accounts object,
+#   transfer log) run for SECONDS (default 45); every 2-4 s one random
+#   server or client process is SIGKILLed, and restarted 1-3 s later
+#   (servers as strata-server-test, clients as a new dtx_crash run that
+#   first waits until nothing is in doubt); at the end the clients are
+#   killed, every server is up, nothing may stay in doubt past 30 s, and
+#   dtx_crash check must find both totals exact, no account torn, every
+#   STABLE transfer in the log and no failed transfer in it.
+# Bounded: SECONDS of chaos (at most 120), every wait bounded; servers and
+# clients killed on any exit.  Ends with "N passed, N failed".
+set -u
+
+B=${1:-build}
+SECS=${2:-45}
+[ "$SECS" -gt 120 ] && SECS=120
+BD=$(cd "$B" 2>/dev/null && pwd)
+S=$BD/strata
+X=$BD/dtx_crash
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-dtx-bank.XXXXXX")
+D=$T/cl
+F=$D/fast.yaml
+PORT=$((27000 + ($$ % 1000) * 4))
+NCLI=3
+PER=16
+NACC=$((NCLI * PER))
+pass=0
+fail=0
+declare -a CPID
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
+
+spid() { cat "$D/s$1.pid" 2>/dev/null; }
+
+cleanup() {
+	local f p
+	for p in "${CPID[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
+	for f in "$D"/s*.pid; do
+		[ -f "$f" ] || continue
+		kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+for x in strata strata-server-test dtx_crash; do
+	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
+done
+
+wait_gone() {
+	local i
+	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+start() {
+	rm -f "$D/s$1.pid"
+	"$BD/strata-server-test" --config "$F" --name "s$1" \
+		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log" --log-level 3
+}
+kill9() { local p; p=$(spid "$1"); [ -n "$p" ] && kill -9 "$p" 2>/dev/null && wait_gone "$p"; }
+wait_up() {
+	local i
+	for i in $(seq 1 60); do
+		timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
+			! grep -q DOWN "$T/ls" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+seed=100
+client() { # client I: a new run over accounts I*PER..
+	seed=$((seed + 1))
+	(exec "$X" run "$F" "$T/ack$1" "$seed" 0 $PER $(($1 * PER)) \
+		>>"$T/client$1.log" 2>&1) &
+	CPID[$1]=$!
+}
+
+echo "--- cluster of 3, $NCLI clients, $SECS s of random SIGKILLs"
+timeout 90 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+for s in 0 1 2; do kill9 $s; done
+sed 's/call_timeout: .*/call_timeout: 4s/' "$D/cluster.yaml" >"$F"
+for s in 0 1 2; do start $s; done
+check "servers up" wait_up
+timeout 120 "$X" init "$F" $NACC >"$T/init" 2>&1
+check "init: $NACC accounts" test $? -eq 0
+for c in $(seq 0 $((NCLI - 1))); do client "$c"; done
+
+end=$(($(date +%s) + SECS))
+kills_s=0
+kills_c=0
+RANDOM=$$
+while [ "$(date +%s)" -lt "$end" ]; do
+	sleep $((2 + RANDOM % 3))
+	if [ $((RANDOM % 2)) -eq 0 ]; then
+		s=$((RANDOM % 3))
+		kill9 "$s"
+		kills_s=$((kills_s + 1))
+		sleep $((1 + RANDOM % 3))
+		start "$s"
+	else
+		c=$((RANDOM % NCLI))
+		kill -9 "${CPID[$c]}" 2>/dev/null
+		wait "${CPID[$c]}" 2>/dev/null
+		kills_c=$((kills_c + 1))
+		sleep $((1 + RANDOM % 3))
+		client "$c"
+	fi
+done
+echo "  $kills_s server kills, $kills_c client kills"
+for c in $(seq 0 $((NCLI - 1))); do kill -9 "${CPID[$c]}" 2>/dev/null; wait "${CPID[$c]}" 2>/dev/null; done
+for s in 0 1 2; do kill -0 "$(spid $s)" 2>/dev/null || start "$s"; done
+check "every server up at the end" wait_up
+ok=1
+for i in $(seq 1 60); do
+	if timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
+	   grep -q "in doubt: 0, servers down: 0" "$T/ls"; then ok=0; break; fi
+	sleep 0.5
+done
+check "nothing in doubt within 30 s" test $ok -eq 0
+check "clients never saw a torn account" \
+	test "$(cat "$T"/client*.log 2>/dev/null | grep -c torn)" -eq 0
+cat "$T"/ack? >"$T/ack" 2>/dev/null
+echo "  transfers: $(grep -vc ' [FU]' "$T/ack") STABLE, $(grep -c ' F' "$T/ack") failed, $(grep -c ' U' "$T/ack") unknown"
+check "some transfers STABLE" test "$(grep -vc ' [FU]' "$T/ack")" -gt 20
+timeout 120 "$X" check "$F" "$T/ack" $NACC >"$T/check" 2>&1
+rc=$?
+cat "$T/check"
+check "totals exact, no half transfer, every STABLE transfer present" test $rc -eq 0
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
