@@ -527,6 +527,7 @@ static struct eng_citem *commit_sync_devices(struct eng *e,
 	uint64_t mask[ENG_DEVMASK_WORDS] = {0}, bad[ENG_DEVMASK_WORDS] = {0};
 	struct eng_citem *keep = NULL, **tail = &keep, *next;
 	uint32_t nr = 0;
+	int why = -EIO;
 
 	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
 		for (uint32_t w = 0; w < ENG_DEVMASK_WORDS; w++)
@@ -542,8 +543,13 @@ static struct eng_citem *commit_sync_devices(struct eng *e,
 	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t d = e->e_syncdev[i];
 
-		if (e->e_syncio[i].io_rc != 0)
+		if (e->e_syncio[i].io_rc != 0) {
 			bad[d / 64] |= 1ull << (d % 64);
+			/* A remote device's server unreachable: say so (the
+			 * client sees a transport code, not a media error). */
+			if (tier_rc_transport(e->e_syncio[i].io_rc))
+				why = e->e_syncio[i].io_rc;
+		}
 	}
 	for (struct eng_citem *ci = batch; ci != NULL; ci = next) {
 		bool failed = false;
@@ -552,7 +558,7 @@ static struct eng_citem *commit_sync_devices(struct eng *e,
 		for (uint32_t w = 0; w < ENG_DEVMASK_WORDS; w++)
 			failed |= (ci->ci_devmask[w] & bad[w]) != 0;
 		if (failed) {
-			commit_fail(e, ci, -EIO);
+			commit_fail(e, ci, why);
 			continue;
 		}
 		*tail = ci;

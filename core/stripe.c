@@ -610,9 +610,13 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 	uint32_t wset = (dirty & ~drop) |
 			(((1u << sc->sc_w) - 1) & ~((1u << sc->sc_n) - 1));
 	uint32_t keep = sg->sg_has & ~wset & ~drop;
+	uint64_t mask[ENG_DEVMASK_WORDS];
 	bool transport;
 	int rc;
 
+	/* The devices the failed try wrote to must not be synced for this
+	 * op: its units there are abandoned. */
+	memcpy(mask, sc->sc_r->er_ci.ci_devmask, sizeof mask);
 	if (sc->sc_mirror)
 		for (uint32_t j = 1; j < sc->sc_w; j++)
 			memcpy(sc->sc_bufs[j], sc->sc_bufs[0], sc->sc_unit);
@@ -623,6 +627,7 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 	if (rc != 0 && transport) {
 		LOG_WARNING("%s; writing the group again around the "
 			    "unreachable device", err_msg());
+		memcpy(sc->sc_r->er_ci.ci_devmask, mask, sizeof mask);
 		rc = group_write_try(sc, sg, wset, keep, drop, &transport);
 	}
 	return rc;
