@@ -57,8 +57,12 @@ struct s3_rd;
 #define S3_PUT_MAX (5ull << 30)
 /** Parts of one multipart upload (S3: 10,000). */
 #define S3_PARTS_MAX 10000u
-/** Most records asked of one NEXT op while listing. */
+/** Records asked of one NEXT op while listing with a delimiter (the walk
+ *  jumps past each common prefix, dropping the rest of the batch). */
 #define S3_NEXT_BATCH 256u
+/** Most records asked of one NEXT op while listing without a delimiter:
+ *  a page of 1,000 keys (and the one that tells it is truncated) in one. */
+#define S3_NEXT_MAX 1024u
 
 /* ------------------------------------------------------- configuration */
 

@@ -1116,7 +1116,7 @@ struct lst {
 	uint32_t l_count;
 	bool l_trunc;
 	char *l_last;          /* last item emitted (malloc) */
-	size_t l_lastl;
+	size_t l_lastl, l_lastcap;
 	char *l_cp;            /* last common prefix (malloc) */
 	size_t l_cpl;
 };
@@ -1143,8 +1143,11 @@ static int bcmp_len(const char *a, size_t al, const char *b, size_t bl)
 
 static void lst_last(struct lst *l, const char *s, size_t n)
 {
-	free(l->l_last);
-	l->l_last = malloc(n + 1);
+	if (l->l_last == NULL || l->l_lastcap < n + 1) {
+		free(l->l_last);
+		l->l_lastcap = n + 1 < 256 ? 256 : n + 1;
+		l->l_last = malloc(l->l_lastcap);
+	}
 	if (l->l_last != NULL) {
 		memcpy(l->l_last, s, n);
 		l->l_last[n] = 0;
@@ -1192,10 +1195,17 @@ static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
 	uint8_t cur[CLOVIS_KEY_MAX + 1];
 	size_t curl = 0;
 	bool excl = false, started = false;
-	void *keys[S3_NEXT_BATCH], *vals[S3_NEXT_BATCH];
-	size_t kls[S3_NEXT_BATCH], vls[S3_NEXT_BATCH];
+	void **keys, **vals;
+	size_t *kls, *vls;
 	uint32_t rounds = 0;
 	int rc = 0;
+
+	keys = malloc(S3_NEXT_MAX * (2 * sizeof(void *) + 2 * sizeof(size_t)));
+	if (keys == NULL)
+		return -ENOMEM;
+	vals = keys + S3_NEXT_MAX;
+	kls = (size_t *)(vals + S3_NEXT_MAX);
+	vls = kls + S3_NEXT_MAX;
 
 	if (l->l_pl > 0) {
 		curl = s3_ikey(l->l_prefix, l->l_pl, cur);
@@ -1208,13 +1218,16 @@ static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
 		started = true;
 	}
 	while (rounds++ < 100000000) {
-		uint32_t nr = S3_NEXT_BATCH, k;
+		uint32_t want = l->l_max - l->l_count + 1, nr, k;
 		bool done = false, jump = false;
 
+		if (l->l_dl > 0 || want > S3_NEXT_MAX)
+			want = l->l_dl > 0 ? S3_NEXT_BATCH : S3_NEXT_MAX;
+		nr = want;
 		rc = s3_idx_next(&rq->rq_bk->bk_idx, started ? cur : NULL, curl,
 				 excl, keys, kls, vals, vls, &nr);
 		if (rc != 0)
-			return rc;
+			break;
 		for (k = 0; k < nr; k++) {
 			struct s3_orec r;
 			const char *key = keys[k];
@@ -1292,10 +1305,11 @@ next:
 			free(vals[k]);
 		}
 		started = true;
-		if (done || (!jump && nr < S3_NEXT_BATCH))
+		if (done || (!jump && nr < want))
 			break;
 	}
-	return 0;
+	free(keys);
+	return rc;
 }
 
 static int list_objects(struct s3_req *rq)
