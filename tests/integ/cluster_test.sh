@@ -213,11 +213,11 @@ for s in 0 1 2; do
 done
 check "servers restarted (4 s timeouts, info log)" wait_up
 head -c 1000000 /dev/urandom >"$T/pblob"
-for i in $(seq 1 9); do
+for i in $(seq 1 6); do
 	cf obj put "@pa$i" "$T/pblob" --layout pdclust --data 2 --parity 1
 	[ "$rc" -eq 0 ] || break
 done
-check "9 pdclust 2+1 objects put" test "$rc" -eq 0
+check "6 pdclust 2+1 objects put" test "$rc" -eq 0
 # Every server that is a home of one of them logs its object writes; each
 # other server logs the first unit it got from that home: a group's three
 # units lie on three servers (failure domains).
@@ -246,7 +246,7 @@ done
 check "s0 and s1 noticed s2 is unreachable" \
 	test "$(grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]')" -eq 2
 good=0; bad=0; slow=0; unnamed=0
-for i in $(seq 1 9); do
+for i in $(seq 1 6); do
 	rm -f "$T/pback"
 	t0=$(date +%s%N)
 	cf obj get "@pa$i" "$T/pback"
@@ -265,9 +265,9 @@ echo "     reads with s2 stopped: $good byte-exact, $bad failed"
 check "reads with s2 stopped: objects homed elsewhere read degraded" test "$good" -ge 1
 check "reads with s2 stopped: failures name s2" test "$unnamed" -eq 0
 check "reads with s2 stopped: failures within 9 s" test "$slow" -eq 0
-check "reads with s2 stopped: good + failed = 9" test $((good + bad)) -eq 9
+check "reads with s2 stopped: good + failed = 6" test $((good + bad)) -eq 6
 wgood=0; wbad=0; wunnamed=0
-for i in $(seq 1 9); do
+for i in $(seq 1 6); do
 	cf obj put "@pb$i" "$T/pblob" --layout pdclust --data 2 --parity 1
 	if [ "$rc" -eq 0 ]; then
 		wgood=$((wgood + 1)); echo "$i" >>"$T/pb_good"
@@ -287,7 +287,7 @@ done
 check "s0 and s1 see s2 again" \
 	test "$(grep -c "server s2: remote devices reachable again" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]')" -eq 2
 back=0
-for i in $(seq 1 9); do
+for i in $(seq 1 6); do
 	for o in pa pb; do
 		[ "$o" = pb ] && ! grep -qx "$i" "$T/pb_good" && continue
 		rm -f "$T/pback"
@@ -297,7 +297,7 @@ for i in $(seq 1 9); do
 	done
 done
 check "every object reads back after s2 is back ($back)" \
-	test "$back" -eq $((9 + wgood))
+	test "$back" -eq $((6 + wgood))
 # Repair and scrub on every home (management RPC SOP_WALK), then read all.
 timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk repair \
 	>"$T/walk" 2>&1
@@ -309,7 +309,7 @@ timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk scrub \
 check "scrub on every server: nothing corrupt" \
 	test $? -eq 0 -a "$(grep -c ' 0 corrupt' "$T/walk")" -eq 3
 back=0
-for i in $(seq 1 9); do
+for i in $(seq 1 6); do
 	for o in pa pb; do
 		[ "$o" = pb ] && ! grep -qx "$i" "$T/pb_good" && continue
 		rm -f "$T/pback"
@@ -318,7 +318,7 @@ for i in $(seq 1 9); do
 	done
 done
 check "every object reads back after repair and scrub ($back)" \
-	test "$back" -eq $((9 + wgood))
+	test "$back" -eq $((6 + wgood))
 
 echo "--- SIGTERM drains an op in flight"
 # start_all [ARGS]: start s0..s2 (they daemonize) and wait until they answer.
