@@ -11,7 +11,8 @@ uses), and measures over HTTP on 127.0.0.1:
   so that the client's signing cost is not counted), and LIST throughput
   (ListObjectsV2 pages of 1,000) over a bucket of N keys (default 20,000 to
   keep `make bench` short; --list-keys 100000 for the issue's figure).
-Then, on a second fresh store in the same directory, the raw baseline:
+After each size, on a second fresh store in the same directory, the raw
+baseline:
 `strata bench --block-size S` — single-object Clovis writes and reads of
 the same size with 16 ops in flight — and prints each gateway figure beside
 it with the ratio.  The clients are Python threads on the same 2 cores as
@@ -190,7 +191,8 @@ def main():
     names = {4 * KiB: "4K", MiB: "1M", 64 * MiB: "64M"}
     if SIZES is not None:
         plan = [x for x in plan if names[x[0]] in SIZES]
-    gw, lst = {}, None
+    gw, lst, raw = {}, None, {}
+    ops = {4 * KiB: 4000, MiB: 256, 64 * MiB: 16}
     try:
         for size, n1, n16 in plan:
             body = os.urandom(size)
@@ -204,14 +206,14 @@ def main():
                 gw[(size, nt, "GET")] = run(port, "GET", gu, body, nt)
                 for i in range(0, len(keys), 1000):
                     s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
+            # the raw baseline right after the same size (the shared machine's load drifts)
+            raw[size] = raw_bench(size, ops[size])
         if not NOLIST:
             lst = measure_list(s3, port)
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(120)
         destroy(D)
-    ops = {4 * KiB: 4000, MiB: 256, 64 * MiB: 16}
-    raw = {size: raw_bench(size, ops[size]) for size, _, _ in plan}
     for (size, nt, op), (ops_s, mib_s) in sorted(gw.items()):
         base = raw[size][0 if op == "PUT" else 1]
         results.append({"test": "s3 %s %s x%d" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt),
