@@ -594,3 +594,62 @@ int msg_rdev_decode(uint32_t op, const void *body, size_t len,
 	*out = q;
 	return 0;
 }
+
+int msg_rdev_range(const RdevReq *q, uint32_t self, uint32_t nr_servers,
+		   uint64_t dev_size, uint64_t *base)
+{
+	uint64_t slice;
+
+	if (nr_servers == 0 || nr_servers > CLU_SERVERS_MAX ||
+	    q->home >= nr_servers || q->home == self)
+		return err_set(-EINVAL, "request: rdev.home %u: not another "
+			       "server of the cluster (%u servers, this is %u)",
+			       q->home, nr_servers, self);
+	slice = conf_slice_size(dev_size, nr_servers);
+	if (q->off > slice || q->len > slice - q->off)
+		return err_set(-EINVAL, "request: rdev.off %" PRIu64 " + len %"
+			       PRIu64 " leaves the slice of %" PRIu64 " bytes "
+			       "of home %u", q->off, q->len, slice, q->home);
+	*base = slice * q->home;
+	return 0;
+}
+
+/* ------------------------------------------------------------- walks */
+
+int msg_walk_decode(const void *body, size_t len, uint32_t *kind)
+{
+	WalkReq *q = walk_req__unpack(NULL, len, body);
+	uint32_t k;
+
+	*kind = 0;
+	if (q == NULL)
+		return err_set(-EBADMSG, "request: body of %zu bytes is not a "
+			       "WalkReq", len);
+	k = q->kind;
+	walk_req__free_unpacked(q, NULL);
+	if (k < SWK_REPAIR || k > SWK_SCRUB)
+		return err_set(-EINVAL, "request: walk.kind %u: expected 1 "
+			       "(repair), 2 (rebalance) or 3 (scrub)", k);
+	*kind = k;
+	return 0;
+}
+
+int msg_walk_stats_decode(const Reply *rp, WalkStats **out)
+{
+	WalkStats *ws;
+
+	*out = NULL;
+	ws = walk_stats__unpack(NULL, rp->text.len, rp->text.data);
+	if (ws == NULL)
+		return err_set(-EBADMSG, "reply: text of %zu bytes is not "
+			       "WalkStats", rp->text.len);
+	if (ws->resumed > 1 || ws->devices > LIM_DEV_MAX) {
+		uint32_t r = ws->resumed, d = ws->devices;
+
+		walk_stats__free_unpacked(ws, NULL);
+		return err_set(-EBADMSG, "reply: walk stats: resumed %u or "
+			       "devices %u out of range", r, d);
+	}
+	*out = ws;
+	return 0;
+}

@@ -145,6 +145,25 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 int msg_rdev_decode(uint32_t op, const void *body, size_t len,
 		    size_t bulk_len, RdevReq **out);
 
+/**
+ * The slice check of a decoded RdevReq q on a server self of nr_servers
+ * whose device is dev_size bytes: home another server of the cluster, and
+ * [off, off + len) inside the caller's slice (conf_slice_size()).  Returns
+ * 0 and *base (the slice's first byte on the device), or -EINVAL with a
+ * message naming the field.  Kept here, apart from the handler, so that
+ * the fuzz target checks it (tests/fuzz/fuzz_srv_rdev.c).
+ */
+int msg_rdev_range(const RdevReq *q, uint32_t self, uint32_t nr_servers,
+		   uint64_t dev_size, uint64_t *base);
+
+/** Decode a SOP_WALK body: 0 and *kind (SWK_*), or -EBADMSG / -EINVAL
+ *  with a message naming walk.kind. */
+int msg_walk_decode(const void *body, size_t len, uint32_t *kind);
+
+/** Decode the WalkStats in the text of a SOP_WALK reply (resumed 0 or
+ *  1, devices at most LIM_DEV_MAX).  0 and *out (walk_stats__free_unpacked(*out, NULL)), or -EBADMSG. */
+int msg_walk_stats_decode(const Reply *rp, WalkStats **out);
+
 /** Point the key/value vectors into m->mr_recs (after a bulk pull). */
 void msg_req_recs_bind(struct msg_req *m);
 

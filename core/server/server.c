@@ -138,9 +138,9 @@ static int walk_all(const struct clu_conf *c, const char *kind,
 				   WALK_CALL_MS, &res);
 		if (rc == 0)
 			rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
-		if (rc == 0 && (ws = walk_stats__unpack(NULL, rp->text.len,
-							rp->text.data)) == NULL)
-			rc = err_set(-EPROTO, "server %s: bad walk answer", name);
+		if (rc == 0 && msg_walk_stats_decode(rp, &ws) != 0)
+			rc = err_set(-EPROTO, "server %s: bad walk answer: %s",
+				     name, err_msg());
 		if (rc == 0)
 			printf("%s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
 			       PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64

@@ -61,7 +61,6 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 {
 	const struct clu_conf *c = s->s_conf;
 	struct eng_dev *ed;
-	uint64_t slice;
 
 	if (q->home >= c->cc_nr_servers || q->home == s->s_self)
 		return err_set(-EINVAL, "request: rdev.home %u: not another "
@@ -79,14 +78,11 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 		return err_set(-EINVAL, "request: rdev.dev %u (%s): not a "
 			       "device this server lends (remote or zoned)",
 			       q->dev, ed->ed_dev->td_path);
-	slice = conf_slice_size(tier_dev_size(ed->ed_dev), c->cc_nr_servers);
-	if (q->off > slice || q->len > slice - q->off)
-		return err_set(-EINVAL, "request: rdev.off %" PRIu64 " + len %"
-			       PRIu64 " leaves the slice of %" PRIu64 " bytes "
-			       "of server %s on device %u", q->off, q->len,
-			       slice, c->cc_servers[q->home].cs_name, q->dev);
+	if (msg_rdev_range(q, s->s_self, c->cc_nr_servers,
+			   tier_dev_size(ed->ed_dev), base) != 0)
+		return err_set(-EINVAL, "%s (server %s, device %u)", err_msg(),
+			       s->s_me->cs_name, q->dev);
 	*out = ed->ed_dev;
-	*base = slice * q->home;
 	return 0;
 }
 
@@ -297,6 +293,14 @@ static void *srv_walk_main(void *arg)
 	ws.corrupt = st.sw_corrupt;
 	ws.unrepairable = st.sw_unrepairable;
 	ws.elapsed_ns = st.sw_elapsed_ns;
+	ws.bytes = st.sw_bytes;
+	ws.resumed = (uint32_t)st.sw_resumed;
+	ws.devices = st.sw_devices;
+	ws.walk_units = st.sw_walk_units;
+	ws.walk_rebuilt = st.sw_walk_rebuilt;
+	ws.walk_moved = st.sw_walk_moved;
+	ws.walk_corrupt = st.sw_walk_corrupt;
+	ws.walk_unrepairable = st.sw_walk_unrepairable;
 	if (rc == 0 && msg_pack(&ws.base, &wb) == 0) {
 		rp.text.data = wb.mb_p;
 		rp.text.len = wb.mb_len;
@@ -319,18 +323,16 @@ static void srv_walk_handle(struct rpc_sreq *req, void *arg)
 	pthread_t t;
 	size_t len;
 	const void *body = rpc_sreq_body(req, &len);
-	WalkReq *q = walk_req__unpack(NULL, len, body);
-	uint32_t kind = q != NULL ? q->kind : 0;
+	uint32_t kind;
 	int rc;
 
-	if (q != NULL)
-		walk_req__free_unpacked(q, NULL);
-	if (kind < SWK_REPAIR || kind > SWK_SCRUB) {
+	err_clear();
+	rc = msg_walk_decode(body, len, &kind);
+	if (rc != 0) {
 		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
-		rpc_sreq_reply(req, -EINVAL, NULL, 0, q == NULL ?
-			       "request: body is not a WalkReq" :
-			       "request: walk.kind: expected 1 (repair), 2 "
-			       "(rebalance) or 3 (scrub)");
+		LOG_INFO("server %s: refused a walk request from %s: %s",
+			 s->s_me->cs_name, rpc_sreq_peer(req), err_msg());
+		rpc_sreq_reply(req, rc, NULL, 0, err_msg());
 		return;
 	}
 	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE) ||

@@ -576,6 +576,18 @@ static void t_bad_rdev(void)
 		    -EINVAL, "bytes of bulk");
 	su_bad_rdev("rdev sync len", SOP_RDEV_SYNC, 1, 0, 0, 4096, NULL,
 		    -EINVAL, "rdev sync");
+	/* SOP_WALK: a body that is not a WalkReq, kinds 0 and 4. */
+	{
+		WalkReq wq = WALK_REQ__INIT;
+
+		su_bad("walk junk", SOP_WALK, NULL, "\xff\xff\xff", 3, NULL,
+		       -EBADMSG, "not a WalkReq");
+		su_bad("walk kind 0", SOP_WALK, &wq.base, NULL, 0, NULL,
+		       -EINVAL, "walk.kind 0");
+		wq.kind = 4;
+		su_bad("walk kind 4", SOP_WALK, &wq.base, NULL, 0, NULL,
+		       -EINVAL, "walk.kind 4");
+	}
 	/* Inside slice 1 of device 0: written, synced, read back. */
 	for (size_t i = 0; i < sizeof w; i++)
 		w[i] = (uint8_t)(i * 7 + 3);
