@@ -341,10 +341,20 @@ static int transfer(uint32_t a, uint32_t b, int64_t ba, int64_t bb,
 		rc = clovis_op_launch(ops, 5); /* data I/O now */
 	if (rc == 0)
 		rc = clovis_dtx_commit(dx, &cop);
-	if (rc == 0)
-		rc = clovis_op_sync(cop);
-	else
+	if (rc == 0) {
+		rc = clovis_op_launch(&cop, 1);
+		if (rc == 0)
+			rc = clovis_op_wait(cop, CLOVIS_OS_STABLE,
+					    CLOVIS_TIME_NEVER);
+		if (rc == 0)
+			rc = clovis_op_rc(cop);
+		if (rc != 0)
+			fprintf(stderr, "dtx_crash: transfer %" PRIx64 ": %d "
+				"%s\n", txid, rc, clovis_op_errmsg(cop));
+		clovis_op_free(cop);
+	} else {
 		clovis_dtx_abort(dx);
+	}
 	for (int i = 0; i < 5; i++) {
 		clovis_op_free(ops[i]);
 		free(s[i].blk);
