@@ -341,6 +341,16 @@ struct s3_wr {
 	struct clovis_bufvec w_ikv, w_ivv;
 	int32_t w_irc;
 	uint64_t w_t[4];        /* profile: begin, created, body in, stable */
+	/* objects of S3_BIG and more: the MD5 runs on its own thread, over
+	 * each full buffer in order, overlapped with the receive; a buffer
+	 * is reused once its write is STABLE and it is hashed */
+	bool w_hasher;
+	pthread_t w_hth;
+	pthread_mutex_t w_hlock;
+	pthread_cond_t w_hcond;
+	uint64_t w_hposted, w_hdone; /* buffers handed over / hashed */
+	size_t w_hlen[S3_NBUF];
+	bool w_hstop;
 	uint8_t w_ikey[64];     /* in-flight record key */
 	const uint8_t *w_rk, *w_pk; /* index key, part key (caller's) */
 	size_t w_rkl, w_pkl;

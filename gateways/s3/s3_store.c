@@ -852,6 +852,75 @@ int s3_store_recover(uint64_t *freed)
 
 /* -------------------------------------------------------------- writer */
 
+static void *wr_hash_main(void *arg)
+{
+	struct s3_wr *w = arg;
+
+	pthread_mutex_lock(&w->w_hlock);
+	for (;;) {
+		uint32_t i;
+
+		while (w->w_hdone == w->w_hposted && !w->w_hstop)
+			pthread_cond_wait(&w->w_hcond, &w->w_hlock);
+		if (w->w_hdone == w->w_hposted)
+			break;
+		i = (uint32_t)(w->w_hdone % S3_NBUF);
+		pthread_mutex_unlock(&w->w_hlock);
+		EVP_DigestUpdate(w->w_md5, w->w_buf[i], w->w_hlen[i]);
+		pthread_mutex_lock(&w->w_hlock);
+		w->w_hdone++;
+		pthread_cond_broadcast(&w->w_hcond);
+	}
+	pthread_mutex_unlock(&w->w_hlock);
+	return NULL;
+}
+
+/* Start the hashing thread; without it the receive thread hashes. */
+static void wr_hash_start(struct s3_wr *w)
+{
+	pthread_mutex_init(&w->w_hlock, NULL);
+	pthread_cond_init(&w->w_hcond, NULL);
+	w->w_hasher = pthread_create(&w->w_hth, NULL, wr_hash_main, w) == 0;
+	if (!w->w_hasher) {
+		pthread_mutex_destroy(&w->w_hlock);
+		pthread_cond_destroy(&w->w_hcond);
+	}
+}
+
+/* Hand buffer i (len bytes, the next in stream order) to the hasher. */
+static void wr_hash_post(struct s3_wr *w, uint32_t i, size_t len)
+{
+	pthread_mutex_lock(&w->w_hlock);
+	w->w_hlen[i] = len;
+	w->w_hposted++;
+	pthread_cond_broadcast(&w->w_hcond);
+	pthread_mutex_unlock(&w->w_hlock);
+}
+
+/* Wait until at most `left` posted buffers are still to be hashed. */
+static void wr_hash_wait(struct s3_wr *w, uint64_t left)
+{
+	pthread_mutex_lock(&w->w_hlock);
+	while (w->w_hposted - w->w_hdone > left)
+		pthread_cond_wait(&w->w_hcond, &w->w_hlock);
+	pthread_mutex_unlock(&w->w_hlock);
+}
+
+/* Hash what was posted, then end the thread. */
+static void wr_hash_stop(struct s3_wr *w)
+{
+	if (!w->w_hasher)
+		return;
+	pthread_mutex_lock(&w->w_hlock);
+	w->w_hstop = true;
+	pthread_cond_broadcast(&w->w_hcond);
+	pthread_mutex_unlock(&w->w_hlock);
+	pthread_join(w->w_hth, NULL);
+	pthread_mutex_destroy(&w->w_hlock);
+	pthread_cond_destroy(&w->w_hcond);
+	w->w_hasher = false;
+}
+
 static int wr_wait(struct s3_wr *w, uint32_t i)
 {
 	int rc;
@@ -1006,6 +1075,8 @@ static int wr_create(struct s3_wr *w)
 	}
 	w->w_obj = true;
 	w->w_inline = false;
+	if (w->w_chunk == S3_BIG_CHUNK && w->w_len == 0)
+		wr_hash_start(w);
 	return 0;
 }
 
@@ -1052,8 +1123,12 @@ static int wr_stream(struct s3_wr *w, const char *p, size_t n)
 		if (w->w_fill == w->w_chunk) {
 			if (wr_submit(w, w->w_cur, w->w_chunk) != 0)
 				break;
+			if (w->w_hasher)
+				wr_hash_post(w, w->w_cur, w->w_chunk);
 			w->w_cur = (w->w_cur + 1) % S3_NBUF;
 			w->w_fill = 0;
+			if (w->w_hasher) /* buffer w_cur hashed */
+				wr_hash_wait(w, S3_NBUF - 1);
 			wr_wait(w, w->w_cur);
 		}
 	}
@@ -1065,7 +1140,8 @@ int s3_wr_data(struct s3_wr *w, const void *p, size_t n)
 	if (w->w_rc != 0)
 		return w->w_rc;
 	w->w_len += n;
-	EVP_DigestUpdate(w->w_md5, p, n);
+	if (!w->w_hasher)
+		EVP_DigestUpdate(w->w_md5, p, n);
 	if (w->w_inline) {
 		if (w->w_len <= s3g.g_conf.sc_inline_max) {
 			s3_buf_add(&w->w_ibuf, p, n);
@@ -1087,8 +1163,10 @@ int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
 	uint32_t i;
 
 	w->w_t[2] = s3_now_ns();
-	if (!w->w_inline && w->w_rc == 0 && w->w_fill > 0)
-		wr_submit(w, w->w_cur, w->w_fill);
+	if (!w->w_inline && w->w_rc == 0 && w->w_fill > 0 &&
+	    wr_submit(w, w->w_cur, w->w_fill) == 0 && w->w_hasher)
+		wr_hash_post(w, w->w_cur, w->w_fill);
+	wr_hash_stop(w);
 	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++)
 		wr_wait(w, i);
@@ -1101,6 +1179,7 @@ static void wr_release(struct s3_wr *w)
 {
 	uint32_t i;
 
+	wr_hash_stop(w);
 	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++) {
 		wr_wait(w, i);

@@ -65,7 +65,7 @@ def start(extra=()):
     pf = os.path.join(DIR, "s3-bench.port")
     if os.path.exists(pf):
         os.unlink(pf)
-    p = subprocess.Popen([GW, "--data", D, "--dev-size", "256M", "--port", "0", "--port-file", pf,
+    p = subprocess.Popen([GW, "--data", D, "--dev-size", "512M", "--port", "0", "--port-file", pf,
                           "--creds", creds, "--layout", "plain"] + list(extra), stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
     p.stdout.readline()
