@@ -15,6 +15,7 @@
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
 #include "core/stripe.h"
+#include "core/server/msg.h"
 #include "core/log.h"
 
 #define STATS_VERSION 1u
@@ -1006,12 +1007,21 @@ static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
 		     void *arg, struct clovis_walk_stats *st, const char *what)
 {
 	struct stripe_walk_stats ss;
+	struct clovis_walk_stats cs;
 	int rc;
 
 	if (cl == NULL)
 		return err_set(-EINVAL, "%s: NULL instance", what);
-	if (store_only(cl, what) != 0)
-		return -ENOTSUP;
+	if (cl->cl_eng == NULL) {
+		/* Cluster mode: every server walks the objects homed on it
+		 * (SOP_WALK); pf is not called. */
+		rc = cluster_walk(cl, fn == stripe_repair ? SWK_REPAIR :
+				  fn == stripe_rebalance ? SWK_REBALANCE :
+				  SWK_SCRUB, what, &cs);
+		if (st != NULL)
+			*st = cs;
+		return rc;
+	}
 	rc = fn(cl->cl_eng, pf, arg, &ss);
 	if (st != NULL)
 		*st = (struct clovis_walk_stats){

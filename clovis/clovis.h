@@ -223,10 +223,11 @@ struct clovis_op;
  * mixed fields, bad file: message names the line and key), -ENOENT (no
  * file), the transport's codes when cc_server cannot be reached or refuses
  * the secret (-EACCES).  Management calls that act on one store (dev_fail,
- * dev_replace, repair, rebalance, scrub, smr_clean, layers, unit counters)
- * return -ENOTSUP in cluster mode; dev_list and pool_list aggregate the
- * servers (device paths are prefixed "SERVER:", indices run on from one
- * server to the next).
+ * dev_replace, smr_clean, layers, unit counters) return -ENOTSUP in
+ * cluster mode; repair, rebalance and scrub run on every server (see
+ * clovis_repair()); dev_list and pool_list aggregate the servers (device
+ * paths are prefixed "SERVER:", indices run on from one server to the
+ * next).
  *
  * Embedded mode: opens the data directory cc_data_dir.  When it holds no
  * store and CLOVIS_CONF_CREATE is set, a new store is made there with the
@@ -1012,6 +1013,17 @@ typedef int (*clovis_progress_fn)(void *arg, uint64_t done, uint64_t total);
  * Returns 0, -EIO (some units had more than K units of their group lost:
  * message and ws_unrepairable say how many), -EINTR (fn stopped it), or
  * another negative code.
+ *
+ * Cluster mode (the same for clovis_rebalance() and clovis_scrub()): every
+ * server walks the objects homed on it, all at once (management RPC
+ * SOP_WALK); *st is the sum of their figures (ws_elapsed_ns: the longest,
+ * ws_resumed: 1 if any resumed, ws_devices: summed per server).  fn is
+ * not called.  A server must answer within the cluster's call timeout
+ * before its walk starts; one that fails or cannot be reached fails the
+ * call with its code (the transport's: -ETIMEDOUT, -EHOSTDOWN, ...) and a
+ * message naming it, after the other servers finished (*st then holds
+ * theirs).  -EIO when any server had units it could not rebuild.  A
+ * server runs one walk at a time: -EBUSY while another client's runs.
  */
 CLOVIS_API int clovis_repair(struct clovis *cl, clovis_progress_fn fn,
 			     void *arg, struct clovis_walk_stats *st);

@@ -115,6 +115,13 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
+/** Repair, rebalance or scrub (kind SWK_*) on every server at once
+ *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
+ *  that fails or cannot be reached fails the call with its code and a
+ *  message naming it, after the others finished; -EIO when units could not
+ *  be rebuilt. */
+int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
+		 struct clovis_walk_stats *st);
 
 /* cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object

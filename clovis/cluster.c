@@ -21,6 +21,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -998,4 +999,137 @@ uint32_t cluster_call_ms(struct clovis *cl)
 const char *cluster_server_name(struct clovis *cl, uint32_t s)
 {
 	return clu_of(cl)->cc_conf.cc_servers[s].cs_name;
+}
+
+/* ------------------------------------------------------------- walks */
+
+/* A walk (SOP_WALK) may read and rewrite every unit a home holds: allow
+ * it an hour, as strata-server --walk does.  Before it, the server must
+ * answer a STATUS within the cluster's call timeout, so that a stopped or
+ * cut-off server fails the call in that time, not in an hour. */
+#define CLU_WALK_MS 3600000u
+
+struct clu_walk {
+	struct clu_client *w_c;
+	uint32_t w_server;
+	uint32_t w_kind;
+	pthread_t w_thr;
+	bool w_started;
+	int w_rc;
+	char w_msg[256];
+	WalkStats *w_ws;
+};
+
+static void *clu_walk_main(void *arg)
+{
+	struct clu_walk *w = arg;
+	struct clu_client *c = w->w_c;
+	WalkReq q = WALK_REQ__INIT;
+	struct msg_buf b = {0};
+	struct rpc_result res = {0};
+	Reply *rp = NULL;
+	int rc;
+
+	err_clear();
+	rc = clu_status(c, w->w_server, &rp);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	rp = NULL;
+	q.kind = w->w_kind;
+	if (rc == 0)
+		rc = msg_pack(&q.base, &b);
+	if (rc == 0) {
+		rc = peers_call_ms(c->cc_peers, w->w_server, SOP_WALK, b.mb_p,
+				   b.mb_len, NULL, CLU_WALK_MS, &res);
+		if (rc == 0)
+			rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+		if (rc == 0)
+			rc = msg_walk_stats_decode(rp, &w->w_ws);
+		free(res.rr_body);
+	}
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	free(b.mb_p);
+	w->w_rc = rc;
+	if (rc != 0)
+		snprintf(w->w_msg, sizeof w->w_msg, "%s", err_msg());
+	return NULL;
+}
+
+int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
+		 struct clovis_walk_stats *st)
+{
+	struct clu_client *c = clu_of(cl);
+	uint32_t n = c->cc_conf.cc_nr_servers, bad = UINT32_MAX;
+	uint32_t unrep = UINT32_MAX;
+	struct clu_walk *w = calloc(n, sizeof *w);
+	int rc = 0;
+
+	memset(st, 0, sizeof *st);
+	if (w == NULL)
+		return err_set(-ENOMEM, "%s: %u servers", what, n);
+	/* Every server walks the objects homed on it, all at once: each
+	 * home's engine owns its own units' records. */
+	for (uint32_t i = 0; i < n; i++) {
+		w[i] = (struct clu_walk){.w_c = c, .w_server = i,
+					 .w_kind = kind};
+		w[i].w_rc = -pthread_create(&w[i].w_thr, NULL, clu_walk_main,
+					    &w[i]);
+		w[i].w_started = w[i].w_rc == 0;
+		if (w[i].w_rc != 0)
+			snprintf(w[i].w_msg, sizeof w[i].w_msg, "thread: %s",
+				 strerror(-w[i].w_rc));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		const WalkStats *ws;
+
+		if (w[i].w_started)
+			pthread_join(w[i].w_thr, NULL);
+		if (w[i].w_rc != 0) {
+			if (bad == UINT32_MAX)
+				bad = i;
+			continue;
+		}
+		ws = w[i].w_ws;
+		st->ws_units += ws->units;
+		st->ws_bytes += ws->bytes;
+		st->ws_rebuilt += ws->rebuilt;
+		st->ws_moved += ws->moved;
+		st->ws_corrupt += ws->corrupt;
+		st->ws_unrepairable += ws->unrepairable;
+		if (ws->elapsed_ns > st->ws_elapsed_ns)
+			st->ws_elapsed_ns = ws->elapsed_ns;
+		st->ws_resumed |= ws->resumed;
+		st->ws_devices += ws->devices;
+		st->ws_walk_units += ws->walk_units;
+		st->ws_walk_rebuilt += ws->walk_rebuilt;
+		st->ws_walk_moved += ws->walk_moved;
+		st->ws_walk_corrupt += ws->walk_corrupt;
+		st->ws_walk_unrepairable += ws->walk_unrepairable;
+		if (ws->walk_unrepairable > 0 && unrep == UINT32_MAX)
+			unrep = i;
+	}
+	if (bad != UINT32_MAX) {
+		const struct clu_server *cs = &c->cc_conf.cc_servers[bad];
+		char name[CLU_NAME_MAX + 16];
+
+		/* The transport's messages name the server already. */
+		snprintf(name, sizeof name, "server %s ", cs->cs_name);
+		if (strstr(w[bad].w_msg, name) != NULL)
+			rc = err_set(w[bad].w_rc, "%s: %s", what, w[bad].w_msg);
+		else
+			rc = err_set(w[bad].w_rc, "%s: server %s (%s:%u): %s",
+				     what, cs->cs_name, cs->cs_addr,
+				     cs->cs_port, w[bad].w_msg);
+	}
+	else if (unrep != UINT32_MAX)
+		rc = err_set(-EIO, "%s: %" PRIu64 " units could not be rebuilt "
+			     "(more than K units of their groups lost; first "
+			     "on server %s)", what, st->ws_walk_unrepairable,
+			     c->cc_conf.cc_servers[unrep].cs_name);
+	for (uint32_t i = 0; i < n; i++)
+		if (w[i].w_ws != NULL)
+			walk_stats__free_unpacked(w[i].w_ws, NULL);
+	free(w);
+	return rc;
 }

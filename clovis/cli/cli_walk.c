@@ -9,6 +9,13 @@
  * whether it resumed a walk that a crash or a stop interrupted.  SIGINT and
  * SIGTERM stop a walk cleanly after its current batch; it keeps its place
  * and the next run of the command resumes it.
+ *
+ * Cluster mode (strata --cluster F): every server walks the objects homed
+ * on it at once (SOP_WALK) and the summary adds their figures up (elapsed:
+ * the longest); no progress line, and a signal does not stop the servers'
+ * walks (kill the command and they still run to their end).  A server
+ * that cannot be reached fails the command with its code, named in the
+ * message, after the others finished.
  */
 #include <errno.h>
 #include <signal.h>

@@ -141,13 +141,17 @@ static int walk_all(const struct clu_conf *c, const char *kind,
 		if (rc == 0 && msg_walk_stats_decode(rp, &ws) != 0)
 			rc = err_set(-EPROTO, "server %s: bad walk answer: %s",
 				     name, err_msg());
-		if (rc == 0)
+		if (rc == 0 && ws->walk_unrepairable > 0)
+			rc = err_set(-EIO, "server %s: %" PRIu64 " units could "
+				     "not be rebuilt", name,
+				     ws->walk_unrepairable);
+		if (ws != NULL)
 			printf("%s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
 			       PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
 			       " unrepairable, %.2f s\n", name, kind, ws->units,
 			       ws->rebuilt, ws->moved, ws->corrupt,
 			       ws->unrepairable, ws->elapsed_ns / 1e9);
-		else
+		if (rc != 0)
 			printf("%s: %s failed: %s (%d)\n", name, kind,
 			       err_msg(), rc);
 		bad += rc != 0;

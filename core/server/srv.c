@@ -666,6 +666,7 @@ void srv_stop(struct srv *s)
 	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0 &&
 	       srv_now_ms() < until)
 		usleep(10000);
+	srv_walk_stop(s);
 	srv_dtx_stop(s);
 	srv_syncer_stop(s);
 	peers_destroy(s->s_peers);

@@ -118,6 +118,9 @@ int srv_rdev_register(struct srv *s);
 /** Start / stop the executor of object requests. */
 int srv_exec_start(struct srv *s);
 void srv_exec_stop(struct srv *s);
+/** Wait until the SOP_WALK thread (if any) is done: it stops at its next
+ *  batch once s_draining is set.  Before the endpoint closes. */
+void srv_walk_stop(struct srv *s);
 /** Run fn(s, so) on an executor thread (it must answer so). */
 void srv_exec_defer(struct srv *s, struct srv_op *so,
 		    void (*fn)(struct srv *s, struct srv_op *so));

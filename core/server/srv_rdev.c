@@ -42,6 +42,10 @@ struct srv_exec {
 	bool sx_stop;
 	uint32_t sx_nr_thr;
 	pthread_t sx_thr[SRV_EXEC_THREADS];
+	/* SOP_WALK threads running (at most one: a second walk is refused
+	 * with -EBUSY); srv_walk_stop() waits for it under sx_lock. */
+	uint32_t sx_walks;
+	pthread_cond_t sx_walk_cond;
 	/* first write of each home to each device, logged once per run */
 	uint8_t sx_seen[CLU_SERVERS_MAX][LIM_DEV_MAX];
 };
@@ -201,6 +205,7 @@ int srv_exec_start(struct srv *s)
 		return err_set(-ENOMEM, "server: executor");
 	pthread_mutex_init(&x->sx_lock, NULL);
 	pthread_cond_init(&x->sx_cond, NULL);
+	pthread_cond_init(&x->sx_walk_cond, NULL);
 	s->s_exec = x;
 	for (uint32_t i = 0; rc == 0 && i < SRV_EXEC_THREADS; i++) {
 		rc = -pthread_create(&x->sx_thr[i], NULL, srv_exec_main, x);
@@ -227,6 +232,7 @@ void srv_exec_stop(struct srv *s)
 		pthread_join(x->sx_thr[i], NULL);
 	pthread_mutex_destroy(&x->sx_lock);
 	pthread_cond_destroy(&x->sx_cond);
+	pthread_cond_destroy(&x->sx_walk_cond);
 	s->s_exec = NULL;
 	free(x);
 }
@@ -264,10 +270,32 @@ struct srv_walk {
 	uint32_t sw_kind;
 };
 
+static const char *srv_walk_name(uint32_t kind)
+{
+	return kind == SWK_REPAIR ? "repair" :
+	       kind == SWK_REBALANCE ? "rebalance" : "scrub";
+}
+
+/* Between batches: stop (the walk keeps its place, -EINTR) once the
+ * server is stopping, so that SIGTERM does not wait for a whole walk. */
+static int srv_walk_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct srv *s = arg;
+
+	(void)total;
+	if (!__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE))
+		return 0;
+	LOG_WARNING("server %s: stopping: walk stopped after %" PRIu64
+		    " units (the next one resumes it)", s->s_me->cs_name,
+		    done);
+	return 1;
+}
+
 static void *srv_walk_main(void *arg)
 {
 	struct srv_walk *w = arg;
 	struct srv *s = w->sw_srv;
+	struct srv_exec *x = s->s_exec;
 	struct stripe_walk_stats st = {0};
 	WalkStats ws = WALK_STATS__INIT;
 	Reply rp = REPLY__INIT;
@@ -276,15 +304,17 @@ static void *srv_walk_main(void *arg)
 
 	/* The walks register their thread with the engine themselves. */
 	err_clear();
-	rc = w->sw_kind == SWK_REPAIR ? stripe_repair(s->s_eng, NULL, NULL, &st)
-	   : w->sw_kind == SWK_REBALANCE ? stripe_rebalance(s->s_eng, NULL,
-							   NULL, &st)
-	   : stripe_scrub(s->s_eng, NULL, NULL, &st);
+	LOG_WARNING("server %s: %s started", s->s_me->cs_name,
+		    srv_walk_name(w->sw_kind));
+	rc = w->sw_kind == SWK_REPAIR ?
+		stripe_repair(s->s_eng, srv_walk_progress, s, &st) :
+	     w->sw_kind == SWK_REBALANCE ?
+		stripe_rebalance(s->s_eng, srv_walk_progress, s, &st) :
+		stripe_scrub(s->s_eng, srv_walk_progress, s, &st);
 	LOG_WARNING("server %s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
 		    PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
 		    " unrepairable: %d", s->s_me->cs_name,
-		    w->sw_kind == SWK_REPAIR ? "repair" :
-		    w->sw_kind == SWK_REBALANCE ? "rebalance" : "scrub",
+		    srv_walk_name(w->sw_kind),
 		    st.sw_units, st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
 		    st.sw_unrepairable, rc);
 	ws.units = st.sw_units;
@@ -301,6 +331,11 @@ static void *srv_walk_main(void *arg)
 	ws.walk_moved = st.sw_walk_moved;
 	ws.walk_corrupt = st.sw_walk_corrupt;
 	ws.walk_unrepairable = st.sw_walk_unrepairable;
+	/* Units that could not be rebuilt: the walk itself ran to its end,
+	 * so answer its figures (the caller sees walk_unrepairable and
+	 * fails with -EIO itself). */
+	if (rc == -EIO && st.sw_walk_unrepairable > 0)
+		rc = 0;
 	if (rc == 0 && msg_pack(&ws.base, &wb) == 0) {
 		rp.text.data = wb.mb_p;
 		rp.text.len = wb.mb_len;
@@ -310,9 +345,27 @@ static void *srv_walk_main(void *arg)
 		       rc != 0 ? err_msg() : NULL);
 	free(wb.mb_p);
 	free(rb.mb_p);
-	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
 	free(w);
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	/* The last touch of the server: srv_walk_stop() may free it once
+	 * this is seen. */
+	pthread_mutex_lock(&x->sx_lock);
+	x->sx_walks--;
+	pthread_cond_broadcast(&x->sx_walk_cond);
+	pthread_mutex_unlock(&x->sx_lock);
 	return NULL;
+}
+
+void srv_walk_stop(struct srv *s)
+{
+	struct srv_exec *x = s->s_exec;
+
+	if (x == NULL)
+		return;
+	pthread_mutex_lock(&x->sx_lock);
+	while (x->sx_walks > 0)
+		pthread_cond_wait(&x->sx_walk_cond, &x->sx_lock);
+	pthread_mutex_unlock(&x->sx_lock);
 }
 
 static void srv_walk_handle(struct rpc_sreq *req, void *arg)
@@ -342,6 +395,16 @@ static void srv_walk_handle(struct rpc_sreq *req, void *arg)
 		return;
 	}
 	*w = (struct srv_walk){s, req, kind};
+	pthread_mutex_lock(&s->s_exec->sx_lock);
+	if (s->s_exec->sx_walks > 0) {
+		pthread_mutex_unlock(&s->s_exec->sx_lock);
+		free(w);
+		rpc_sreq_reply(req, -EBUSY, NULL, 0, "server is running a walk "
+			       "already (one at a time)");
+		return;
+	}
+	s->s_exec->sx_walks++;
+	pthread_mutex_unlock(&s->s_exec->sx_lock);
 	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -349,6 +412,9 @@ static void srv_walk_handle(struct rpc_sreq *req, void *arg)
 	pthread_attr_destroy(&at);
 	if (rc != 0) {
 		__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+		pthread_mutex_lock(&s->s_exec->sx_lock);
+		s->s_exec->sx_walks--;
+		pthread_mutex_unlock(&s->s_exec->sx_lock);
 		free(w);
 		rpc_sreq_reply(req, -rc, NULL, 0, "server: walk thread");
 	}

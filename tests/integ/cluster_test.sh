@@ -26,8 +26,11 @@
 #      (each server logs the first unit it gets from each home); s2 is
 #      stopped (SIGSTOP): objects homed elsewhere read byte-exact and are
 #      written, degraded; those homed on s2 fail within 9 s naming it; s2
-#      continues, is seen again, everything reads back; repair and scrub
-#      run on every server (strata-server --walk), everything reads back;
+#      continues, is seen again, everything reads back; strata --cluster
+#      repair and scrub (every server, figures summed), strata-server
+#      --walk rebalance; with s2 stopped again the repair fails naming s2
+#      within 15 s, and s0 stops cleanly on SIGTERM during a walk;
+#      everything reads back;
 #   8. strata cluster down; status then exits non-zero.
 #
 # Every wait is bounded; the servers are killed on any exit (trap).
@@ -298,16 +301,54 @@ for i in $(seq 1 6); do
 done
 check "every object reads back after s2 is back ($back)" \
 	test "$back" -eq $((6 + wgood))
-# Repair and scrub on every home (management RPC SOP_WALK), then read all.
-timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk repair \
+# Repair and scrub through the Clovis API (strata --cluster F: SOP_WALK to
+# every server at once, figures summed), rebalance through strata-server
+# --walk; then read all.
+jnum() { echo "$out" | grep -oE "\"$1\": [0-9]+" | head -1 | grep -oE '[0-9]+$'; }
+cf --json repair
+check "strata --cluster repair after SIGSTOP/SIGCONT: success" test "$rc" -eq 0
+echo "     $out"
+check "repair: units visited, 0 unrepairable" \
+	test "$(jnum units)" -gt 0 -a "$(jnum unrepairable)" = 0
+cf --json scrub
+check "strata --cluster scrub: success, 0 corrupt" \
+	test "$rc" -eq 0 -a "$(jnum corrupt)" = 0 -a "$(jnum units)" -gt 0
+timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk rebalance \
 	>"$T/walk" 2>&1
-check "repair on every server (strata-server --walk repair)" \
-	test $? -eq 0 -a "$(grep -c ': repair: .* 0 unrepairable' "$T/walk")" -eq 3
-sed 's/^/     /' "$T/walk"
-timeout 120 "$BD/strata-server" --config "$D/fast.yaml" --walk scrub \
-	>"$T/walk" 2>&1
-check "scrub on every server: nothing corrupt" \
-	test $? -eq 0 -a "$(grep -c ' 0 corrupt' "$T/walk")" -eq 3
+check "rebalance on every server (strata-server --walk rebalance)" \
+	test $? -eq 0 -a "$(grep -c ': rebalance: .* 0 unrepairable' "$T/walk")" -eq 3
+# s2 stopped: the repair fails naming it, after s0 and s1 walked, within
+# the call timeout (4 s) plus margin.  Then SIGTERM s0 while a walk of its
+# own runs (strata-server --walk scrub --name s0): it stops cleanly, in
+# bounded time (the walk stops at its next batch and is waited for).
+kill -STOP "$(spid 2)"
+t0=$(date +%s%N)
+cf --json repair
+ms=$((($(date +%s%N) - t0) / 1000000))
+sed 's/^/     /' "$T/err"
+check "repair with s2 stopped: fails" test "$rc" -ne 0
+check "repair with s2 stopped: message names s2" grep -q "server s2 " "$T/err"
+check "repair with s2 stopped: within 15 s ($ms ms)" test "$ms" -le 15000
+w0=$(grep -c "server s0: scrub started" "$D/s0.log")
+timeout 60 "$BD/strata-server" --config "$D/fast.yaml" --walk scrub --name s0 \
+	>"$T/walk" 2>&1 &
+wbg=$!
+for i in $(seq 1 200); do
+	[ "$(grep -c "server s0: scrub started" "$D/s0.log")" -gt "$w0" ] && break
+	sleep 0.02
+done
+p=$(spid 0); t0=$(date +%s%N)
+kill -TERM "$p"
+check "s0 gone within 15 s of SIGTERM during a walk" wait_gone "$p"
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait "$wbg"
+check "s0 stopped cleanly during a walk ($ms ms)" \
+	test "$(tail -5 "$D/s0.log" | grep -c "stopped cleanly")" -eq 1
+grep -h "walk stopped after\|s0: scrub:" "$D/s0.log" | tail -2 | sed 's/^/     /'
+kill -CONT "$(spid 2)"
+"$BD/strata-server" --config "$D/fast.yaml" --name s0 --pid-file "$D/s0.pid" \
+	--log-file "$D/s0.log" --log-level 3
+check "s0 restarted" wait_up
 back=0
 for i in $(seq 1 6); do
 	for o in pa pb; do
