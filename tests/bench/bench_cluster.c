@@ -3,7 +3,8 @@
  * through the Clovis API beside raw baselines (make bench).
  *
  * The bench writes DIR/bench-cluster/cluster.yaml (3 servers on 127.0.0.1,
- * provider tcp;ofi_rxm, four 256 MiB flash devices each: files on the disk
+ * provider tcp;ofi_rxm, four 512 MiB flash devices each, each lent in
+ * slices of a third to the other two (phase 2a): files on the disk
  * of DIR, O_DIRECT), starts the three strata-servers found beside this
  * program, runs the figures as one cluster client, stops the servers
  * (SIGTERM, then SIGKILL after 15 s) and removes what it made.
@@ -22,6 +23,10 @@
  *                             same figures beside raw O_DIRECT 1 MiB
  *                             pwrite + fdatasync / pread on the disk of
  *                             DIR, 4 threads: what the devices allow.
+ *   ... pdclust 2+1           the same 1 MiB figures on a pdclust 2+1
+ *                             object (256 KiB units): a group's three
+ *                             units on the three servers, so data goes
+ *                             client -> home -> the other two servers.
  *   aggregate T threads       T = 1, 4, 16 client threads, each one op at a
  *                             time on its own object (objects hash to all 3
  *                             servers): 1 MiB writes (MB/s) and 4 KiB
@@ -189,7 +194,7 @@ static int bc_write_conf(const char *path)
 	fprintf(f, "cluster:\n  name: bench\n  secret_file: secret\n"
 		"  provider: \"%s\"\n  index_replicas: 3\n"
 		"  connect_timeout: 2s\n  call_timeout: 30s\n"
-		"device_size: 256MiB\nservers:\n", BC_PROV);
+		"device_size: 512MiB\nservers:\n", BC_PROV);
 	for (uint32_t i = 0; i < BC_SERVERS; i++)
 		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
 			"    port: %u\n    data_dir: s%u\n    devices:\n"
@@ -344,17 +349,44 @@ static void bc_cluster_up(const char *dir)
 
 /* ------------------------------------------------------ our side */
 
+/* Object n with attributes a (layout, tier). */
+static void bc_obj_create_attr(struct clovis_obj *o, uint64_t n,
+			       struct clovis_obj_attr *a);
+
+/* Object n with the plain layout on flash: its units stay on its home
+ * server. */
 static void bc_obj_create(struct clovis_obj *o, uint64_t n)
 {
 	struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
 				     .oa_layout = CLOVIS_LAYOUT_PLAIN,
 				     .oa_tier = CLOVIS_TIER_FLASH };
+
+	bc_obj_create_attr(o, n, &a);
+}
+
+/* Object n with pdclust 2+1, 256 KiB units: the three units of a group
+ * on the three servers (docs/cluster.md, phase 2a). */
+static void bc_obj_create_pd(struct clovis_obj *o, uint64_t n)
+{
+	struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
+				     .oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				     .oa_tier = CLOVIS_TIER_FLASH,
+				     .oa_data_units = 2,
+				     .oa_parity_units = 1,
+				     .oa_unit_shift = 18 };
+
+	bc_obj_create_attr(o, n, &a);
+}
+
+static void bc_obj_create_attr(struct clovis_obj *o, uint64_t n,
+			       struct clovis_obj_attr *a)
+{
 	struct clovis_id id = { .ci_hi = 0xbc00000000000000ull |
 				(uint64_t)getpid() << 20, .ci_lo = n };
 	struct clovis_op *op = NULL;
 	int rc;
 
-	rc = clovis_obj_init(o, clovis_default_realm(bc_cl), &id, &a);
+	rc = clovis_obj_init(o, clovis_default_realm(bc_cl), &id, a);
 	if (rc == 0)
 		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op);
 	bc_die(rc == 0 ? clovis_op_sync(op) : rc, "create object");
@@ -778,6 +810,27 @@ static void bc_figs_bw(const char *dir, struct clovis_obj *o)
 	       BC_EMU "; raw: O_DIRECT pread 1 MiB, 4 threads");
 }
 
+/* The same 1 MiB figures on a pdclust 2+1 object: data crosses the
+ * network twice (client -> home -> the other servers' devices) and a
+ * third more is written (parity). */
+static void bc_figs_bw_pd(void)
+{
+	struct clovis_obj o;
+	double ow, orr, rr, rw;
+
+	bc_obj_create_pd(&o, 2);
+	ow = bc_bw(&o, CLOVIS_OC_WRITE);
+	orr = bc_bw(&o, CLOVIS_OC_READ);
+	rr = bc_raw_bw(false);
+	rw = bc_raw_bw(true);
+	bc_fig("obj 1MiB write bw, pdclust 2+1", ow, rr, "MB/s", 0.8, false,
+	       BC_EMU "; units on all 3 servers, 256 KiB units; 4 x 1 MiB "
+	       "in flight; raw: fi_read 1 MiB x 4");
+	bc_fig("obj 1MiB read bw, pdclust 2+1", orr, rw, "MB/s", 0.8, false,
+	       BC_EMU "; units on all 3 servers, 256 KiB units; 4 x 1 MiB "
+	       "in flight; raw: fi_write 1 MiB x 4");
+}
+
 static void bc_figs_threads(void)
 {
 	static const uint32_t nthr[] = { 1, 4, 16 };
@@ -910,6 +963,7 @@ int main(int argc, char **argv)
 	bc_obj_create(&o, 1);
 	bc_figs_lat(dir, &o);
 	bc_figs_bw(dir, &o);
+	bc_figs_bw_pd();
 	bc_figs_threads();
 	bc_figs_idx();
 	bc_servers_stop();
