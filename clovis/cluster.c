@@ -87,6 +87,38 @@ static uint32_t clu_replicas(const struct clu_client *c)
  * replicas before it serves (it may have been cut off without noticing,
  * while another replica ordered updates).
  */
+/*
+ * For tests (cluster_test.sh, asymmetric partitions): STRATA_TEST_SKIP_SERVERS
+ * ("s0,s2") makes this client treat those servers as unreachable for index
+ * requests (as if cut off from this client alone, while the servers still
+ * see each other), and STRATA_TEST_VERIFY=1 sets SRF_VERIFY on every index
+ * request, as a client does at its next request to a server it could not
+ * reach (a CLI process does not remember that from one run to the next).
+ */
+static bool clu_test_skip(const struct clu_client *c, uint32_t s)
+{
+	const char *e = getenv("STRATA_TEST_SKIP_SERVERS");
+	const char *name = c->cc_conf.cc_servers[s].cs_name;
+	size_t len = strlen(name);
+
+	for (const char *p = e; p != NULL && *p != '\0';) {
+		const char *end = strchr(p, ',');
+		size_t l = end != NULL ? (size_t)(end - p) : strlen(p);
+
+		if (l == len && memcmp(p, name, l) == 0)
+			return true;
+		p = end != NULL ? end + 1 : NULL;
+	}
+	return false;
+}
+
+static bool clu_test_verify(void)
+{
+	const char *e = getenv("STRATA_TEST_VERIFY");
+
+	return e != NULL && strcmp(e, "1") == 0;
+}
+
 static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
 			  uint32_t nr, uint32_t op, const ProtobufCMessage *pb,
 			  const struct rpc_bulk *bulk, uint32_t want, Reply **rp,
@@ -99,9 +131,11 @@ static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
 		uint32_t s = clu_ring(c, id, i);
 		bool verify;
 
-		if (!peers_live(c->cc_peers, s) && i + 1 < nr)
+		if ((!peers_live(c->cc_peers, s) ||
+		     (rflags != NULL && clu_test_skip(c, s))) && i + 1 < nr)
 			continue;
-		verify = rflags != NULL && peers_was_down(c->cc_peers, s);
+		verify = rflags != NULL && (peers_was_down(c->cc_peers, s) ||
+					    clu_test_verify());
 		if (verify)
 			*rflags |= SRF_VERIFY;
 		rc = clu_call(c, s, op, pb, bulk, want, rp);
@@ -454,10 +488,12 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 	memcpy(r->er_rcs, rp->rcs, nr * sizeof(int32_t));
 	m.im_q.rflags = SRF_REPLICA;
 	m.im_q.seq = rp->seq;
+	m.im_q.term = rp->term;
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = clu_ring(c, &r->er_id, i);
 
-		if (s == who || !peers_live(c->cc_peers, s))
+		if (s == who || !peers_live(c->cc_peers, s) ||
+		    clu_test_skip(c, s))
 			continue;
 		if (clu_call(c, s, SOP_IDX, &m.im_q.base, clu_idx_bulk(&m), nr,
 			     NULL) != 0)

@@ -343,6 +343,11 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 	if (q->flags & ~allowed)
 		return err_set(-EINVAL, "request: index %s: flags 0x%x not "
 			       "allowed for kind %u", id, q->flags, q->kind);
+	if ((q->rflags & SRF_VERSIONS) &&
+	    (q->kind != ER_IDX_NEXT || !(q->rflags & SRF_INTERNAL)))
+		return err_set(-EINVAL, "request: index %s: rflags 0x%x: "
+			       "versions only on an internal NEXT", id,
+			       q->rflags);
 	rc = msg_idx_lens(m, q, bulk_len, id);
 	if (rc == 0)
 		rc = msg_idx_alloc(m, q->nr, id);
@@ -355,6 +360,7 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 	m->mr_start_null = q->start_null;
 	m->mr_incarnation = q->incarnation;
 	m->mr_seq = q->seq;
+	m->mr_term = q->term;
 	r->er_keys = &m->mr_keys;
 	r->er_vals = q->kind == ER_IDX_DEL ? NULL : &m->mr_vals;
 	r->er_rcs = m->mr_rcs;
@@ -436,6 +442,7 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 			     ? err_set(-EINVAL, "request: idx_state: id missing")
 			     : 0;
 		msg_id_in(((IdxReq *)pb)->id, &m->mr_req.er_id);
+		m->mr_rflags = ((IdxReq *)pb)->rflags & SRF_VERIFY;
 		break;
 	default:
 		rc = msg_list_decode(m, (ListReq *)pb);

@@ -68,8 +68,12 @@ enum msg_rflags {
 	/** The client could not reach this server since its last answer:
 	 *  verify the index against the peer replicas before serving. */
 	SRF_VERIFY = 1u << 3,
+	/** With SRF_INTERNAL on a NEXT: page the index's version entries
+	 *  (records and tombstones with their (term, seq), catch-up merge). */
+	SRF_VERSIONS = 1u << 4,
 };
-#define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY)
+#define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY | \
+		 SRF_VERSIONS)
 
 /* Packed index records up to this size travel inside the message; larger
  * ones as bulk (the RPC layer moves big bulk by RMA).  Well under the RPC
@@ -91,6 +95,7 @@ struct msg_req {
 	uint32_t mr_rflags;         /**< SRF_* */
 	uint64_t mr_incarnation;    /**< EntReq/IdxReq incarnation */
 	uint64_t mr_seq;            /**< IdxReq.seq */
+	uint64_t mr_term;           /**< IdxReq.term */
 	/* objects */
 	struct clovis_extvec mr_ext;
 	uint64_t mr_blocks;         /**< blocks the extents cover */

@@ -105,6 +105,7 @@ static void srv_reply_attr(struct srv_op *so, uint64_t seq)
 	rp.attr = &a;
 	rp.bytes = r->er_bytes;
 	rp.seq = seq;
+	rp.term = so->so_term;
 	if (r->er_rcs != NULL && (r->er_kind == ER_IDX_PUT ||
 				  r->er_kind == ER_IDX_DEL)) {
 		rp.n_rcs = so->so_m.mr_nr;

@@ -115,6 +115,265 @@ static bool ridx_stale(struct srv *s, struct ridx *ri)
 	return stale;
 }
 
+/* ------------------------------------------------------- versions */
+
+/*
+ * Versions (docs/cluster.md "Index replicas: terms and merge").  Each
+ * update of an index is versioned by (term, seq): seq is the ordering
+ * replica's seq, term the ordering replica's term.  Terms are unique to
+ * one ordering replica (term % servers == its index): a replica about to
+ * order while the highest term it knows belongs to another replica (or to
+ * none) first takes the next term of its own, durably.  Per index, the
+ * sys table holds "rver:HI:LO" = {highest term seen, digest} and, per key,
+ * VKEY_TAG id(16, big-endian) key -> struct vent {term, seq, tombstone}:
+ * written by the replica record's commit item after each PUT and DEL (a
+ * delete leaves a tombstone), dropped with the index.  The digest is the
+ * XOR of a hash of every version entry, so two replicas with the same
+ * entries have the same digest whatever the order they applied them in.
+ * Catch-up merges: per key the newest (term, seq) wins, a tombstone
+ * deleting the record.  Keys over 494 bytes (the sys table's key limit
+ * less 17) are not versioned, nor are records a cluster dtx applied on
+ * its ordering replica: merged only into replicas that lack them.
+ */
+struct rver {
+	uint64_t rv_term;
+	uint64_t rv_digest;
+};
+_Static_assert(sizeof(struct rver) == 16, "rver record size");
+
+struct vent {
+	uint64_t ve_term;
+	uint64_t ve_seq;
+	uint64_t ve_tomb; /* 1: deleted */
+};
+_Static_assert(sizeof(struct vent) == 24, "version entry size");
+
+#define VKEY_TAG 0x01u
+#define VKEY_HEAD 17u
+
+static void rver_name(char *buf, size_t size, const struct clovis_id *id)
+{
+	snprintf(buf, size, "rver:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
+		 id->ci_lo);
+}
+
+static void be64_out(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+/* The sys key of key's version entry, in buf (VKEY_HEAD + CLOVIS_KEY_MAX
+ * bytes); false when it would be over LMDB's key size (not versioned). */
+static bool vkey(const struct meta *m, uint8_t *buf, const struct clovis_id *id,
+		 const void *key, size_t klen, MDB_val *out)
+{
+	if (VKEY_HEAD + klen > m->m_maxkey)
+		return false;
+	buf[0] = VKEY_TAG;
+	be64_out(buf + 1, id->ci_hi);
+	be64_out(buf + 9, id->ci_lo);
+	if (klen > 0)
+		memcpy(buf + VKEY_HEAD, key, klen);
+	*out = (MDB_val){VKEY_HEAD + klen, buf};
+	return true;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* One version entry's share of the digest. */
+static uint64_t vent_hash(const void *key, size_t klen, const struct vent *v)
+{
+	const uint8_t *p = key;
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < klen; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return mix64(h ^ mix64(v->ve_term ^ mix64(v->ve_seq * 2 +
+						 (v->ve_tomb & 1))));
+}
+
+static int vcmp(uint64_t t1, uint64_t s1, uint64_t t2, uint64_t s2)
+{
+	if (t1 != t2)
+		return t1 < t2 ? -1 : 1;
+	return s1 == s2 ? 0 : s1 < s2 ? -1 : 1;
+}
+
+/* The stored version of key: 0, -ENOENT (none, or not versioned). */
+static int vent_get(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+		    const void *key, size_t klen, struct vent *out)
+{
+	uint8_t buf[VKEY_HEAD + CLOVIS_KEY_MAX];
+	MDB_val k, v;
+	int rc;
+
+	if (!vkey(m, buf, id, key, klen, &k))
+		return -ENOENT;
+	rc = mdb_get(txn, m->m_sys, &k, &v);
+	if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != sizeof *out))
+		return -ENOENT;
+	if (rc != 0)
+		return meta_err(rc, "version entry");
+	memcpy(out, v.mv_data, sizeof *out);
+	return 0;
+}
+
+/* In txn: store nv as key's version (unless newer_only and the stored one
+ * is as new), XOR-ing the digest change into *dig.  1: stored, 0: not. */
+static int vent_put(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+		    const void *key, size_t klen, const struct vent *nv,
+		    bool newer_only, uint64_t *dig)
+{
+	uint8_t buf[VKEY_HEAD + CLOVIS_KEY_MAX];
+	MDB_val k, v;
+	struct vent old;
+	int rc;
+
+	if (!vkey(m, buf, id, key, klen, &k))
+		return 0;
+	rc = mdb_get(txn, m->m_sys, &k, &v);
+	if (rc == 0 && v.mv_size == sizeof old) {
+		memcpy(&old, v.mv_data, sizeof old);
+		if (newer_only && vcmp(old.ve_term, old.ve_seq, nv->ve_term,
+				       nv->ve_seq) >= 0)
+			return 0;
+		*dig ^= vent_hash(key, klen, &old);
+	} else if (rc != 0 && rc != MDB_NOTFOUND) {
+		return meta_err(rc, "version entry");
+	}
+	v = (MDB_val){sizeof *nv, (void *)nv};
+	rc = mdb_put(txn, m->m_sys, &k, &v, 0);
+	if (rc != 0)
+		return meta_err(rc, "version entry put");
+	*dig ^= vent_hash(key, klen, nv);
+	return 1;
+}
+
+/* In txn: raise the index's term to at least term, XOR dig into its
+ * digest. */
+static int rver_update(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+		       uint64_t term, uint64_t dig)
+{
+	struct rver rv = {0, 0};
+	char name[48];
+	int rc;
+
+	rver_name(name, sizeof name, id);
+	rc = meta_sys_get(txn, m, name, &rv, sizeof rv);
+	if (rc != 0 && rc != -ENOENT)
+		return rc;
+	if (term > rv.rv_term)
+		rv.rv_term = term;
+	rv.rv_digest ^= dig;
+	return meta_sys_put(txn, m, name, &rv, sizeof rv);
+}
+
+static struct rver rver_load(struct srv *s, const struct clovis_id *id)
+{
+	struct rver rv = {0, 0};
+	char name[48];
+
+	rver_name(name, sizeof name, id);
+	if (eng_sys_load(s->s_eng, name, &rv, sizeof rv) != 0)
+		rv = (struct rver){0, 0};
+	return rv;
+}
+
+/* In txn: drop every version entry of id and its rver record. */
+static int ver_drop(struct meta *m, MDB_txn *txn, const struct clovis_id *id)
+{
+	uint8_t pre[VKEY_HEAD];
+	MDB_cursor *cur;
+	MDB_val k, v;
+	char name[48];
+	int rc;
+
+	vkey(m, pre, id, NULL, 0, &k);
+	rc = mdb_cursor_open(txn, m->m_sys, &cur);
+	if (rc != 0)
+		return meta_err(rc, "version cursor");
+	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	     rc == 0 && k.mv_size >= VKEY_HEAD &&
+	     memcmp(k.mv_data, pre, VKEY_HEAD) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		rc = mdb_cursor_del(cur, 0);
+		if (rc != 0)
+			break;
+	}
+	mdb_cursor_close(cur);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "version entries delete");
+	rver_name(name, sizeof name, id);
+	k = (MDB_val){strlen(name), name};
+	rc = mdb_del(txn, m->m_sys, &k, NULL);
+	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, "rver delete");
+}
+
+/* In txn: the version entries of a PUT or DEL this replica applied. */
+static int ver_apply_op(struct meta *m, MDB_txn *txn, struct srv_op *so)
+{
+	struct eng_req *r = &so->so_m.mr_req;
+	struct vent nv = {so->so_term, so->so_vseq, r->er_kind == ER_IDX_DEL};
+	uint64_t dig = 0;
+	int rc = 0;
+
+	for (uint32_t i = 0; rc >= 0 && i < so->so_m.mr_nr; i++)
+		if (r->er_rcs[i] == 0)
+			rc = vent_put(m, txn, &r->er_id, r->er_keys->bv_buf[i],
+				      r->er_keys->bv_len[i], &nv, false, &dig);
+	return rc < 0 ? rc : rver_update(m, txn, &r->er_id, so->so_term, dig);
+}
+
+/* Before this replica orders an update of ri: the highest term it knows
+ * must be its own; if not, take the next term of its own, durably. */
+static int ridx_claim(struct srv *s, struct ridx *ri)
+{
+	uint32_t n = s->s_conf->cc_nr_servers;
+	struct meta *m = eng_meta(s->s_eng);
+	MDB_txn *txn;
+	uint64_t t, t0;
+	int rc;
+
+	pthread_mutex_lock(&s->s_rlock);
+	t0 = ri->ri_term;
+	pthread_mutex_unlock(&s->s_rlock);
+	if (t0 != 0 && t0 % n == s->s_self)
+		return 0;
+	t = t0 - t0 % n + s->s_self;
+	if (t <= t0)
+		t += n;
+	rc = mdb_txn_begin(m->m_env, NULL, 0, &txn);
+	if (rc != 0)
+		return meta_err(rc, "index term");
+	rc = rver_update(m, txn, &ri->ri_id, t, 0);
+	if (rc != 0) {
+		mdb_txn_abort(txn);
+		return rc;
+	}
+	rc = mdb_txn_commit(txn);
+	if (rc != 0)
+		return meta_err(rc, "index term commit");
+	pthread_mutex_lock(&s->s_rlock);
+	if (t > ri->ri_term)
+		ri->ri_term = t;
+	pthread_mutex_unlock(&s->s_rlock);
+	LOG_INFO("server %s: index %s: ordering updates in term %" PRIu64,
+		 s->s_me->cs_name, eng_id_str(&ri->ri_id), t);
+	return 0;
+}
+
 /* The in-memory record of id, loaded from the store on first use. */
 static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 {
@@ -135,6 +394,7 @@ static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 			ri->ri_inc = rec.rr_inc;
 			ri->ri_seq = rec.rr_seq;
 		}
+		ri->ri_term = rver_load(s, id).rv_term;
 		ri->ri_next = s->s_ridx[b];
 		s->s_ridx[b] = ri;
 	}
@@ -153,13 +413,21 @@ static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	MDB_val k;
 	int rc;
 
+	uint32_t kind = so->so_m.mr_req.er_kind;
+
 	ridx_name(name, sizeof name, &so->so_m.mr_req.er_id);
-	if (!so->so_rec_del)
-		return meta_sys_put(txn, eng_meta(e), name, &so->so_rec,
-				    sizeof so->so_rec);
+	if (!so->so_rec_del) {
+		rc = meta_sys_put(txn, eng_meta(e), name, &so->so_rec,
+				  sizeof so->so_rec);
+		if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL))
+			rc = ver_apply_op(eng_meta(e), txn, so);
+		return rc;
+	}
 	k = (MDB_val){strlen(name), name};
 	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, "ridx delete");
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "ridx delete");
+	return ver_drop(eng_meta(e), txn, &so->so_m.mr_req.er_id);
 }
 
 void srv_seq_done_cb(struct eng_citem *ci, int rc);
@@ -179,17 +447,30 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 		ri->ri_seq = 0;
 		ri->ri_exists = ri->ri_verified = true;
 	} else if (r->er_kind == ER_ENT_DELETE) {
-		ri->ri_inc = ri->ri_seq = 0;
+		ri->ri_inc = ri->ri_seq = ri->ri_term = 0;
 		ri->ri_exists = false;
 		so->so_rec_del = true;
 	} else if (!replica) {
 		ri->ri_seq++;
-	} else if (so->so_m.mr_seq == ri->ri_seq + 1) {
-		ri->ri_seq = so->so_m.mr_seq;
+		so->so_term = ri->ri_term;
+		so->so_vseq = ri->ri_seq;
 	} else {
-		/* A gap: some update of the first replica's never came here
-		 * (or not yet).  Verify before serving it again. */
-		ri->ri_verified = false;
+		uint64_t t = so->so_m.mr_term ? so->so_m.mr_term : ri->ri_term;
+
+		/* A gap (some update of the ordering replica's never came
+		 * here, or not yet) or another term (another replica orders
+		 * now, maybe beside the one this replica followed): verify
+		 * before serving it again. */
+		if (so->so_m.mr_seq == ri->ri_seq + 1)
+			ri->ri_seq = so->so_m.mr_seq;
+		else
+			ri->ri_verified = false;
+		if (t != ri->ri_term)
+			ri->ri_verified = false;
+		if (t > ri->ri_term)
+			ri->ri_term = t;
+		so->so_term = t;
+		so->so_vseq = so->so_m.mr_seq;
 	}
 	so->so_rec = (struct ridx_rec){ri->ri_inc, ri->ri_seq};
 	so->so_new_seq = ri->ri_seq;
@@ -288,6 +569,8 @@ struct idx_peer {
 	int ip_server;       /* -1: none */
 	uint64_t ip_seq;
 	uint64_t ip_inc;
+	uint64_t ip_term;
+	uint64_t ip_digest;
 	struct clovis_id ip_cont;
 };
 
@@ -325,70 +608,61 @@ static int idx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
 	rc = rp->exists ? 1 : 0;
 	out->ip_server = (int)j;
 	out->ip_seq = rp->seq;
+	out->ip_term = rp->term;
+	out->ip_digest = rp->digest;
 	out->ip_inc = rp->attr != NULL ? rp->attr->ctime_ns : 0;
 	msg_id_in(rp->attr != NULL ? rp->attr->container : NULL, &out->ip_cont);
 	reply__free_unpacked(rp, NULL);
 	return rc;
 }
 
-/* PUT one page of records (from a peer's NEXT reply) into the local copy. */
-static int idx_put_page(struct srv *s, const struct clovis_id *id,
-			uint64_t ctime, const Reply *rp, uint32_t nr)
+/* Run a PUT (overwrite) or DEL of nr records on the local copy. */
+static int idx_local_kv(struct srv *s, const struct clovis_id *id,
+			uint64_t ctime, uint32_t kind, uint32_t nr, void **kb,
+			size_t *kl, void **vb, size_t *vl)
 {
 	struct srv_wait w = {0};
-	void **kb = calloc(nr * 2, sizeof(void *));
-	size_t *kl = calloc(nr * 2, sizeof(size_t));
-	int32_t *rcs = calloc(nr, sizeof *rcs);
-	struct clovis_bufvec keys = {nr, kb, kl}, vals = {nr, kb + nr, kl + nr};
-	uint8_t *p = rp->recs.data;
+	int32_t *rcs = calloc(nr ? nr : 1, sizeof *rcs);
+	struct clovis_bufvec keys = {nr, kb, kl}, vals = {nr, vb, vl};
 	int rc;
 
-	if (kb == NULL || kl == NULL || rcs == NULL) {
-		rc = err_set(-ENOMEM, "index %s: copy page", eng_id_str(id));
-		goto out;
-	}
-	for (uint32_t i = 0; i < nr; i++) {
-		kb[i] = p;
-		kl[i] = rp->klen[i];
-		p += rp->klen[i];
-	}
-	for (uint32_t i = 0; i < nr; i++) {
-		kb[nr + i] = p;
-		kl[nr + i] = rp->vlen[i];
-		p += rp->vlen[i];
-	}
-	w.w_req.er_kind = ER_IDX_PUT;
+	if (nr == 0)
+		return 0;
+	if (rcs == NULL)
+		return err_set(-ENOMEM, "index %s: merge page", eng_id_str(id));
+	w.w_req.er_kind = kind;
 	w.w_req.er_type = CLOVIS_ET_IDX;
 	w.w_req.er_id = *id;
 	w.w_req.er_ent.me_ctime_ns = ctime;
 	w.w_req.er_keys = &keys;
-	w.w_req.er_vals = &vals;
+	w.w_req.er_vals = kind == ER_IDX_PUT ? &vals : NULL;
 	w.w_req.er_rcs = rcs;
-	w.w_req.er_flags = CLOVIS_IF_OVERWRITE;
+	w.w_req.er_flags = kind == ER_IDX_PUT ? CLOVIS_IF_OVERWRITE : 0;
 	rc = srv_exec_wait(s, &w);
-out:
-	free(kb);
-	free(kl);
 	free(rcs);
-	return rc;
+	return rc == -ENOENT && kind == ER_IDX_DEL ? 0 : rc;
 }
 
-/* One NEXT page from peer j after key (NULL: from the first record). */
+/* One NEXT page from peer j after key (NULL: from the first record);
+ * rflags SRF_VERSIONS: of its version entries. */
 static int idx_peer_page(struct srv *s, uint32_t j, const struct clovis_id *id,
-			 const uint8_t *key, uint32_t klen, Reply **out)
+			 const uint8_t *key, uint32_t klen, uint32_t rflags,
+			 Reply **out)
 {
 	IdxReq q = IDX_REQ__INIT;
 	SId sid;
 	struct msg_buf b;
 	struct rpc_result res;
-	uint32_t kl[1] = {klen};
+	uint32_t kl[1] = {key != NULL ? klen : 0};
 	int rc;
 
+	if (key == NULL)
+		klen = 0;
 	msg_id_out(&sid, id);
 	q.id = &sid;
 	q.kind = ER_IDX_NEXT;
 	q.nr = SRV_SYNC_PAGE;
-	q.rflags = SRF_INTERNAL;
+	q.rflags = SRF_INTERNAL | rflags;
 	q.n_klen = 1;
 	q.klen = kl;
 	q.start_null = key == NULL;
@@ -406,16 +680,170 @@ static int idx_peer_page(struct srv *s, uint32_t j, const struct clovis_id *id,
 	return rc;
 }
 
-/* Copy every record of id from peer p into a fresh local index. */
-static int idx_copy(struct srv *s, struct ridx *ri, const struct idx_peer *p,
-		    bool have_local)
+/* Merge one page of a peer (version entries, or with !versioned plain
+ * records) into the local copy; *taken counts what was taken. */
+static int idx_merge_page(struct srv *s, const struct clovis_id *id,
+			  uint64_t ctime, const Reply *rp, uint32_t n,
+			  bool versioned, uint64_t *taken)
+{
+	struct meta *m = eng_meta(s->s_eng);
+	void **pk = calloc(4 * (size_t)n, sizeof(void *));
+	size_t *pl = calloc(4 * (size_t)n, sizeof(size_t));
+	struct vent *tv = calloc(n, sizeof *tv);
+	uint32_t *ti = calloc(n, sizeof *ti);
+	void **pv = pk + n, **dk = pk + 2 * n;
+	size_t *pvl = pl + n, *dkl = pl + 2 * n;
+	const uint8_t **kp = calloc(n, sizeof *kp);
+	uint32_t np = 0, nd = 0, nt = 0;
+	const uint8_t *k = rp->recs.data, *v = rp->recs.data;
+	uint8_t ib[16 + CLOVIS_KEY_MAX];
+	MDB_txn *txn = NULL;
+	int rc = 0;
+
+	if (pk == NULL || pl == NULL || tv == NULL || ti == NULL || kp == NULL) {
+		rc = err_set(-ENOMEM, "index %s: merge page", eng_id_str(id));
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		v += rp->klen[i];
+	rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0) {
+		rc = meta_err(rc, "index merge");
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; k += rp->klen[i], v += rp->vlen[i], i++) {
+		struct vent lv, nv = {0, 0, 0};
+		MDB_val ik, iv;
+		bool have_v;
+
+		kp[i] = k;
+		have_v = vent_get(m, txn, id, k, rp->klen[i], &lv) == 0;
+		if (versioned) {
+			nv = (struct vent){rp->vterm[i], rp->vseq[i],
+					   rp->rcs[i] == 1};
+			if (have_v && vcmp(lv.ve_term, lv.ve_seq, nv.ve_term,
+					   nv.ve_seq) >= 0)
+				continue;
+		} else {
+			if (have_v)
+				continue;
+			ik = meta_idx_key(ib, id, k, rp->klen[i]);
+			if (mdb_get(txn, m->m_idx, &ik, &iv) == 0)
+				continue;
+		}
+		tv[nt] = nv;
+		ti[nt++] = i;
+		if (nv.ve_tomb) {
+			dk[nd] = (void *)k;
+			dkl[nd++] = rp->klen[i];
+		} else {
+			pk[np] = (void *)k;
+			pl[np] = rp->klen[i];
+			pv[np] = (void *)v;
+			pvl[np++] = rp->vlen[i];
+		}
+	}
+	mdb_txn_abort(txn);
+	txn = NULL;
+	rc = idx_local_kv(s, id, ctime, ER_IDX_PUT, np, pk, pl, pv, pvl);
+	if (rc == 0)
+		rc = idx_local_kv(s, id, ctime, ER_IDX_DEL, nd, dk, dkl, NULL,
+				  NULL);
+	if (rc == 0 && versioned && nt > 0) {
+		uint64_t dig = 0, term = 0;
+
+		rc = mdb_txn_begin(m->m_env, NULL, 0, &txn);
+		if (rc != 0) {
+			rc = meta_err(rc, "index merge");
+			txn = NULL;
+		}
+		for (uint32_t t = 0; rc >= 0 && t < nt; t++) {
+			rc = vent_put(m, txn, id, kp[ti[t]], rp->klen[ti[t]],
+				      &tv[t], true, &dig);
+			if (tv[t].ve_term > term)
+				term = tv[t].ve_term;
+		}
+		if (rc >= 0)
+			rc = rver_update(m, txn, id, term, dig);
+		if (rc == 0) {
+			rc = mdb_txn_commit(txn);
+			txn = NULL;
+			if (rc != 0)
+				rc = meta_err(rc, "index merge commit");
+		}
+	}
+	if (rc == 0)
+		*taken += nt;
+out:
+	if (txn != NULL)
+		mdb_txn_abort(txn);
+	free(pk);
+	free(pl);
+	free(tv);
+	free(ti);
+	free(kp);
+	return rc;
+}
+
+/* Merge peer j's copy of ri into the local one: its version entries
+ * (per key the newest (term, seq) wins, tombstones delete), then its
+ * records that have no version entry and are missing here. */
+static int idx_merge(struct srv *s, struct ridx *ri, uint32_t j,
+		     uint64_t ctime, uint64_t *taken)
+{
+	const struct clovis_id *id = &ri->ri_id;
+	uint8_t last[CLOVIS_KEY_MAX];
+	uint32_t last_len = 0;
+	int rc = 0;
+
+	for (uint32_t pass = 0; rc == 0 && pass < 2; pass++) {
+		bool first = true;
+
+		/* Bounded: every page moves the start key forward. */
+		for (uint32_t pg = 0; rc == 0 && pg < (1u << 24); pg++) {
+			Reply *rp = NULL;
+			uint32_t n;
+
+			rc = idx_peer_page(s, j, id, first ? NULL : last,
+					   last_len, pass == 0 ? SRF_VERSIONS : 0,
+					   &rp);
+			if (rc != 0)
+				break;
+			n = rp->done;
+			if (n > 0 && (rp->n_klen != n || rp->n_vlen != n ||
+				      (pass == 0 && (rp->n_vterm != n ||
+						     rp->n_vseq != n ||
+						     rp->n_rcs != n))))
+				rc = err_set(-EPROTO, "index %s: bad merge page"
+					     " from server %s", eng_id_str(id),
+					     s->s_conf->cc_servers[j].cs_name);
+			if (rc == 0 && n > 0)
+				rc = idx_merge_page(s, id, ctime, rp, n,
+						    pass == 0, taken);
+			if (rc == 0 && n > 0) {
+				const uint8_t *k = rp->recs.data;
+
+				for (uint32_t i = 0; i + 1 < n; i++)
+					k += rp->klen[i];
+				last_len = rp->klen[n - 1];
+				memcpy(last, k, last_len);
+				first = false;
+			}
+			reply__free_unpacked(rp, NULL);
+			if (n == 0)
+				break;
+		}
+	}
+	return rc;
+}
+
+/* Make a fresh, empty local copy of ri as peer p has it (incarnation,
+ * container), replacing a local one of another incarnation. */
+static int idx_fresh(struct srv *s, struct ridx *ri, const struct idx_peer *p,
+		     bool have_local, struct meta_ent *me)
 {
 	const struct clovis_id *id = &ri->ri_id;
 	struct ridx_rec rec = {p->ip_inc, 0};
-	struct meta_ent me;
-	uint8_t last[CLOVIS_KEY_MAX];
-	uint32_t last_len = 0;
-	bool first = true;
 	char name[48];
 	int rc = 0;
 
@@ -427,58 +855,43 @@ static int idx_copy(struct srv *s, struct ridx *ri, const struct idx_peer *p,
 		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
 	if (rc == 0) {
 		rc = srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_IDX, id,
-				   &p->ip_cont, &me);
+				   &p->ip_cont, me);
 		if (rc == -ENOENT) { /* its container was made while away */
 			srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_CONTAINER,
 				      &p->ip_cont, NULL, NULL);
 			rc = srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_IDX, id,
-					   &p->ip_cont, &me);
+					   &p->ip_cont, me);
 		}
-	}
-	/* Bounded: every page moves the start key forward. */
-	for (uint32_t pg = 0; rc == 0 && pg < (1u << 24); pg++) {
-		Reply *rp = NULL;
-		uint32_t n;
-
-		rc = idx_peer_page(s, (uint32_t)p->ip_server, id,
-				   first ? NULL : last, last_len, &rp);
-		if (rc != 0)
-			break;
-		n = rp->done;
-		if (n > 0 && (rp->n_klen != n || rp->n_vlen != n))
-			rc = err_set(-EPROTO, "index %s: bad copy page",
-				     eng_id_str(id));
-		if (rc == 0 && n > 0)
-			rc = idx_put_page(s, id, me.me_ctime_ns, rp, n);
-		if (rc == 0 && n > 0) {
-			const uint8_t *k = rp->recs.data;
-
-			for (uint32_t i = 0; i + 1 < n; i++)
-				k += rp->klen[i];
-			last_len = rp->klen[n - 1];
-			memcpy(last, k, last_len);
-			first = false;
-		}
-		reply__free_unpacked(rp, NULL);
-		if (n == 0)
-			break;
-	}
-	if (rc == 0) {
-		rec.rr_seq = p->ip_seq;
-		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
 	}
 	if (rc == 0) {
 		pthread_mutex_lock(&s->s_rlock);
 		ri->ri_inc = rec.rr_inc;
-		ri->ri_seq = rec.rr_seq;
+		ri->ri_seq = 0;
+		ri->ri_term = 0;
 		ri->ri_exists = true;
 		pthread_mutex_unlock(&s->s_rlock);
-		__atomic_add_fetch(&s->s_cnt.sc_syncs, 1, __ATOMIC_RELAXED);
-		LOG_WARNING("server %s: index %s copied from server %s (seq %"
-			 PRIu64 ")", s->s_me->cs_name, eng_id_str(id),
-			 s->s_conf->cc_servers[p->ip_server].cs_name, p->ip_seq);
 	}
 	return rc;
+}
+
+/* Ask peer j to verify its copy of id before it serves it next (its
+ * digest differs from the one this server just merged to). */
+static void idx_nudge(struct srv *s, uint32_t j, const struct clovis_id *id)
+{
+	IdxReq q = IDX_REQ__INIT;
+	SId sid;
+	struct msg_buf b;
+	struct rpc_result res = {0};
+
+	msg_id_out(&sid, id);
+	q.id = &sid;
+	q.rflags = SRF_INTERNAL | SRF_VERIFY;
+	if (msg_pack(&q.base, &b) != 0)
+		return;
+	peers_call_ms(s->s_peers, j, SOP_IDX_STATE, b.mb_p, b.mb_len, NULL,
+		      srv_probe_ms(s), &res);
+	free(b.mb_p);
+	free(res.rr_body);
 }
 
 /* Verify ri against the other replicas (see the top of this file). */
@@ -487,12 +900,12 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	const struct clu_conf *c = s->s_conf;
 	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ? c->cc_replicas : n;
 	uint32_t home = clu_home(c, &ri->ri_id), asked = 0, reached = 0, with = 0;
-	struct idx_peer best = {.ip_server = -1}, pst;
+	struct idx_peer best = {.ip_server = -1}, pst, ps[CLU_SERVERS_MAX];
 	struct meta_ent me;
-	bool local = idx_local(s, &ri->ri_id, &me) == 0;
-	uint64_t lseq = ri->ri_exists ? ri->ri_seq : 0;
-	uint64_t gen = ridx_gen(s, &ri->ri_id);
-	int rc = 0;
+	bool local = idx_local(s, &ri->ri_id, &me) == 0, fresh = false;
+	uint64_t lseq = ri->ri_exists ? ri->ri_seq : 0, taken = 0, seq, term;
+	uint64_t gen = ridx_gen(s, &ri->ri_id), dig;
+	int rc = 0, from = -1;
 
 	/* Two rounds at most: the second only if no peer answered the first
 	 * (a lost call must not make this replica refuse to order). */
@@ -518,24 +931,84 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 			continue;
 		reached++;
 		if (got == 1) {
-			with++;
+			ps[with++] = pst;
 			if (best.ip_server < 0 || pst.ip_seq > best.ip_seq)
 				best = pst;
 		}
 	}
 	if (best.ip_server >= 0 &&
-	    (!local || best.ip_seq > lseq ||
-	     (ri->ri_exists && best.ip_inc != ri->ri_inc)))
-		rc = idx_copy(s, ri, &best, local);
-	else if (local && with == 0 && asked > 0 && reached == asked) {
+	    (!local || (ri->ri_exists && best.ip_inc != ri->ri_inc))) {
+		rc = idx_fresh(s, ri, &best, local, &me);
+		fresh = local = rc == 0;
+		lseq = 0;
+	}
+	seq = lseq;
+	term = ri->ri_term;
+	dig = rver_load(s, &ri->ri_id).rv_digest;
+	for (uint32_t i = 0; rc == 0 && local && i < with; i++) {
+		if (ps[i].ip_inc != ri->ri_inc && ri->ri_exists)
+			continue; /* another incarnation: not this index */
+		if (!fresh && ps[i].ip_digest == dig && ps[i].ip_seq <= lseq)
+			continue;
+		rc = idx_merge(s, ri, (uint32_t)ps[i].ip_server,
+			       me.me_ctime_ns, &taken);
+		if (rc == 0 && from < 0)
+			from = ps[i].ip_server;
+		if (ps[i].ip_seq > seq)
+			seq = ps[i].ip_seq;
+		if (ps[i].ip_term > term)
+			term = ps[i].ip_term;
+		dig = rver_load(s, &ri->ri_id).rv_digest;
+	}
+	if (rc == 0 && local && from >= 0) {
+		struct ridx_rec rec = {ri->ri_inc, seq};
+		char name[48];
+
+		ridx_name(name, sizeof name, &ri->ri_id);
+		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
+		pthread_mutex_lock(&s->s_rlock);
+		ri->ri_seq = seq;
+		if (term > ri->ri_term)
+			ri->ri_term = term;
+		ri->ri_exists = true;
+		pthread_mutex_unlock(&s->s_rlock);
+		if (taken > 0 || fresh) {
+			__atomic_add_fetch(&s->s_cnt.sc_syncs, 1,
+					   __ATOMIC_RELAXED);
+			LOG_WARNING("server %s: index %s copied from server %s "
+				    "(merged %" PRIu64 " entries of %u peer "
+				    "replicas, seq %" PRIu64 ", term %" PRIu64
+				    ")", s->s_me->cs_name,
+				    eng_id_str(&ri->ri_id),
+				    c->cc_servers[from].cs_name, taken, with,
+				    seq, term);
+		}
+		for (uint32_t i = 0; rc == 0 && i < with; i++)
+			if (ps[i].ip_digest != dig)
+				idx_nudge(s, (uint32_t)ps[i].ip_server,
+					  &ri->ri_id);
+	} else if (rc == 0 && local && with == 0 && asked > 0 &&
+		   reached == asked) {
 		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, &ri->ri_id,
 				   NULL, NULL);
 		if (rc == 0) {
 			char name[48];
+			MDB_txn *txn;
 
 			ridx_name(name, sizeof name, &ri->ri_id);
 			eng_sys_del(s->s_eng, name);
+			if (mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, 0,
+					  &txn) == 0) {
+				if (ver_drop(eng_meta(s->s_eng), txn,
+					     &ri->ri_id) == 0)
+					mdb_txn_commit(txn);
+				else
+					mdb_txn_abort(txn);
+			}
+			pthread_mutex_lock(&s->s_rlock);
 			ri->ri_exists = false;
+			ri->ri_term = 0;
+			pthread_mutex_unlock(&s->s_rlock);
 		}
 	}
 	if (rc != 0)
@@ -807,15 +1280,146 @@ static int idx_lonely_check(struct srv *s, struct srv_op *so)
 
 static void srv_idx_go(struct srv *s, struct srv_op *so)
 {
+	uint32_t kind = so->so_m.mr_req.er_kind;
 	int rc = idx_lonely_check(s, so);
 
 	if (rc == 0)
 		rc = idx_prepare(s, so);
+	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
+	    !(so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL)))
+		rc = ridx_claim(s, so->so_ridx);
 
 	if (rc != 0)
 		srv_reply_err(so, rc);
 	else
 		srv_run_prepared(so);
+}
+
+/* An internal NEXT with SRF_VERSIONS: a page of id's version entries
+ * after the start key, each with its (term, seq) and, unless a tombstone
+ * (rcs 1), the record's value (catch-up merge, idx_merge()). */
+static void srv_idx_versions(struct srv *s, struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	const struct clovis_id *id = &m->mr_req.er_id;
+	struct meta *mt = eng_meta(s->s_eng);
+	uint32_t cap = m->mr_nr < SRV_SYNC_PAGE ? m->mr_nr : SRV_SYNC_PAGE;
+	uint8_t pre[VKEY_HEAD], sk[VKEY_HEAD + CLOVIS_KEY_MAX];
+	uint8_t ib[16 + CLOVIS_KEY_MAX];
+	Reply rp = REPLY__INIT;
+	uint32_t *kl = calloc(cap ? cap : 1, sizeof *kl);
+	uint32_t *vl = calloc(cap ? cap : 1, sizeof *vl);
+	int32_t *rcs = calloc(cap ? cap : 1, sizeof *rcs);
+	uint64_t *vt = calloc(cap ? cap : 1, sizeof *vt);
+	uint64_t *vs = calloc(cap ? cap : 1, sizeof *vs);
+	uint8_t *kb = malloc((size_t)(cap ? cap : 1) * CLOVIS_KEY_MAX);
+	uint8_t *vb = NULL, *out = NULL;
+	size_t kbytes = 0, vbytes = 0, vcap = 0;
+	uint32_t nr = 0;
+	MDB_txn *txn = NULL;
+	MDB_cursor *cur = NULL;
+	MDB_val k, v, pk;
+	int rc = 0;
+
+	if (kl == NULL || vl == NULL || rcs == NULL || vt == NULL ||
+	    vs == NULL || kb == NULL) {
+		rc = err_set(-ENOMEM, "index %s: versions page", eng_id_str(id));
+		goto out;
+	}
+	vkey(mt, pre, id, NULL, 0, &pk);
+	if (m->mr_start_null || !vkey(mt, sk, id, m->mr_keys.bv_buf[0],
+				      m->mr_keys.bv_len[0], &k))
+		k = pk;
+	rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc == 0)
+		rc = mdb_cursor_open(txn, mt->m_sys, &cur);
+	if (rc != 0) {
+		rc = meta_err(rc, "index versions page");
+		goto out;
+	}
+	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
+	if (rc == 0 && !m->mr_start_null && k.mv_size ==
+	    VKEY_HEAD + m->mr_keys.bv_len[0] &&
+	    memcmp((uint8_t *)k.mv_data + VKEY_HEAD, m->mr_keys.bv_buf[0],
+		   m->mr_keys.bv_len[0]) == 0)
+		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
+	for (; rc == 0 && nr < cap && k.mv_size >= VKEY_HEAD &&
+	       memcmp(k.mv_data, pre, VKEY_HEAD) == 0;
+	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+		const uint8_t *key = (const uint8_t *)k.mv_data + VKEY_HEAD;
+		size_t klen = k.mv_size - VKEY_HEAD;
+		struct vent ve;
+		MDB_val ik, iv = {0, NULL};
+
+		if (v.mv_size != sizeof ve || klen > CLOVIS_KEY_MAX)
+			continue;
+		memcpy(&ve, v.mv_data, sizeof ve);
+		if (!ve.ve_tomb) {
+			ik = meta_idx_key(ib, id, key, klen);
+			if (mdb_get(txn, mt->m_idx, &ik, &iv) != 0)
+				continue; /* its record is not durable here */
+		}
+		if (nr > 0 && kbytes + vbytes + klen + iv.mv_size >
+			      MSG_REPLY_BUDGET)
+			break;
+		if (vbytes + iv.mv_size > vcap) {
+			size_t nc = (vbytes + iv.mv_size) * 2 + 1;
+			void *np = realloc(vb, nc);
+
+			if (np == NULL) {
+				rc = err_set(-ENOMEM, "index %s: versions page",
+					     eng_id_str(id));
+				goto out;
+			}
+			vb = np;
+			vcap = nc;
+		}
+		memcpy(kb + kbytes, key, klen);
+		kbytes += klen;
+		if (iv.mv_size > 0)
+			memcpy(vb + vbytes, iv.mv_data, iv.mv_size);
+		vbytes += iv.mv_size;
+		kl[nr] = (uint32_t)klen;
+		vl[nr] = (uint32_t)iv.mv_size;
+		rcs[nr] = ve.ve_tomb ? 1 : 0;
+		vt[nr] = ve.ve_term;
+		vs[nr++] = ve.ve_seq;
+	}
+	rc = 0;
+	out = malloc(kbytes + vbytes + 1);
+	if (out == NULL) {
+		rc = err_set(-ENOMEM, "index %s: versions page", eng_id_str(id));
+		goto out;
+	}
+	memcpy(out, kb, kbytes);
+	if (vbytes > 0)
+		memcpy(out + kbytes, vb, vbytes);
+	rp.recs.data = out;
+	rp.recs.len = kbytes + vbytes;
+	rp.n_klen = rp.n_vlen = rp.n_rcs = rp.n_vterm = rp.n_vseq = nr;
+	rp.klen = kl;
+	rp.vlen = vl;
+	rp.rcs = rcs;
+	rp.vterm = vt;
+	rp.vseq = vs;
+	rp.done = nr;
+out:
+	if (cur != NULL)
+		mdb_cursor_close(cur);
+	if (txn != NULL)
+		mdb_txn_abort(txn);
+	if (rc != 0)
+		srv_reply_err(so, rc);
+	else
+		srv_reply(so, 0, &rp, NULL);
+	free(kl);
+	free(vl);
+	free(rcs);
+	free(vt);
+	free(vs);
+	free(kb);
+	free(vb);
+	free(out);
 }
 
 void srv_idx(struct srv *s, struct srv_op *so)
@@ -847,7 +1451,9 @@ void srv_idx(struct srv *s, struct srv_op *so)
 		srv_reply_err(so, rc);
 		return;
 	}
-	if (srv_needs_sync(s, so))
+	if (m->mr_rflags & SRF_VERSIONS)
+		srv_idx_versions(s, so);
+	else if (srv_needs_sync(s, so))
 		srv_park(s, so);
 	else
 		srv_idx_go(s, so);
@@ -924,11 +1530,23 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 		srv_reply_err(so, rc);
 		return;
 	}
+	if (so->so_m.mr_rflags & SRF_VERIFY) {
+		/* A peer replica merged to another digest: verify. */
+		pthread_mutex_lock(&s->s_rlock);
+		ri->ri_verified = false;
+		pthread_mutex_unlock(&s->s_rlock);
+	}
 	rp.exists = rc == 0;
 	me.me_ctime_ns = rc == 0 ? idx_inc(ri, &me) : 0;
 	msg_attr_out(&a, &c, &me);
 	rp.attr = &a;
 	rp.seq = ri->ri_exists ? ri->ri_seq : 0;
+	if (rc == 0) {
+		struct rver rv = rver_load(s, &r->er_id);
+
+		rp.term = rv.rv_term > ri->ri_term ? rv.rv_term : ri->ri_term;
+		rp.digest = rv.rv_digest;
+	}
 	srv_reply(so, 0, &rp, NULL);
 }
 
@@ -1006,7 +1624,8 @@ bool srv_ridx_orderable(struct srv *s, struct ridx *ri)
 	pthread_mutex_lock(&s->s_rlock);
 	lonely = ri->ri_lonely;
 	pthread_mutex_unlock(&s->s_rlock);
-	return !lonely;
+	/* It will order: in a term of its own (see "Versions"). */
+	return !lonely && ridx_claim(s, ri) == 0;
 }
 
 int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct clovis_id *id,

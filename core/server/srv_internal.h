@@ -46,6 +46,8 @@ struct ridx {
 	struct clovis_id ri_id;
 	uint64_t ri_inc;
 	uint64_t ri_seq;
+	uint64_t ri_term;   /**< highest term seen (term % servers: its
+			     *   ordering replica), "rver:" record */
 	bool ri_exists;     /**< a replica record is stored */
 	bool ri_verified;   /**< compared with the peers in this run */
 	uint64_t ri_vgen;   /**< peer replicas' peers_gen() sum then */
@@ -65,6 +67,8 @@ struct srv_op {
 	struct ridx_rec so_rec;     /* what so_seq_ci stores */
 	bool so_rec_del;            /* so_seq_ci deletes the record */
 	uint64_t so_new_seq;
+	uint64_t so_term;           /* the update's version: (so_term, */
+	uint64_t so_vseq;           /*  so_vseq), stored per key */
 };
 
 struct srv {

@@ -215,6 +215,54 @@ for s in 0 1 2; do
 		--pid-file "$D/s$s.pid" --log-file "$D/s$s.log" --log-level 3
 done
 check "servers restarted (4 s timeouts, info log)" wait_up
+echo "--- index replicas ordering at once: terms, merge by version"
+# Two clients that disagree on the first live replica while the servers
+# still see each other (an asymmetric partition, test-only
+# STRATA_TEST_SKIP_SERVERS): X reaches s0 only, Y everything but s0, so s0
+# orders X's updates and the first of s1/s2 in @it's ring orders Y's, both
+# at once from the same seq, each in a term of its own.  Afterwards each
+# replica is read alone (the other two skipped; STRATA_TEST_VERIFY: the
+# SRF_VERIFY a client sends to a server it could not reach): every record
+# either side acknowledged reads back from every replica, a key Y deleted
+# is gone, and a key both wrote holds the value of the higher term.
+cxy() { # cxy SKIP ARGS...
+	local sk=$1; shift
+	out=$(STRATA_TEST_SKIP_SERVERS=$sk timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+cf idx create @it; check "idx @it created" test "$rc" -eq 0
+for k in 1 2 3; do cf idx put @it "b$k" "base$k"; [ "$rc" -eq 0 ] || break; done
+check "3 base records of @it" test "$rc" -eq 0
+acked=" b2 b3"; bad=0
+for i in 1 2 3 4 5; do
+	cxy s1,s2 idx put @it "x$i" "X$i"; [ "$rc" -eq 0 ] && acked="$acked x$i" || bad=$((bad + 1))
+	cxy s0 idx put @it "y$i" "Y$i"; [ "$rc" -eq 0 ] && acked="$acked y$i" || bad=$((bad + 1))
+done
+cxy s0 idx del @it b1; [ "$rc" -eq 0 ] || bad=$((bad + 1))
+cxy s0 idx put @it kc vY --overwrite; [ "$rc" -eq 0 ] || bad=$((bad + 1))
+cxy s1,s2 idx put @it kc vX --overwrite; [ "$rc" -eq 0 ] || bad=$((bad + 1))
+check "both sides acknowledged every update ($bad failed)" test "$bad" -eq 0
+# The terms each orderer took (its log: "ordering updates in term N"):
+# s0 for X, and the one of s1/s2 that ordered Y (home: the base records).
+lastterm() { grep -o "index [0-9a-f:]*: ordering updates in term [0-9]*" "$D/s$1.log" | awk '{t=$NF} END {print t+0}'; }
+t0=$(lastterm 0); t1=$(lastterm 1); t2=$(lastterm 2)
+[ "$t1" -gt "$t2" ] && ty=$t1 || ty=$t2
+check "s0 and another replica both ordered (terms $t0 $t1 $t2)" \
+	test "$t0" -gt 0 -a "$ty" -gt 0 -a "$t0" -ne "$ty"
+[ "$ty" -gt "$t0" ] && want=vY || want=vX
+for r in 0 1 2; do
+	sk=$(echo s0 s1 s2 | tr ' ' '\n' | grep -v "^s$r\$" | paste -sd,)
+	out=$(STRATA_TEST_VERIFY=1 STRATA_TEST_SKIP_SERVERS=$sk timeout 60 \
+		"$S" --cluster "$D/fast.yaml" idx dump @it 2>"$T/err"); rc=$?
+	miss=""
+	for k in $acked; do echo "$out" | grep -q "^$k	" || miss="$miss $k"; done
+	check "s$r alone: every acknowledged record of both sides (missing:$miss)" \
+		test "$rc" -eq 0 -a -z "$miss"
+	check "s$r alone: b1 deleted by Y is gone" test "$(echo "$out" | grep -c '^b1	')" -eq 0
+	check "s$r alone: kc holds $want (higher term wins)" \
+		test "$(echo "$out" | grep '^kc	' | cut -f2)" = "$want"
+done
+grep -q "merged" "$D/s0.log"; check "s0 logged a merge" test $? -eq 0
 head -c 1000000 /dev/urandom >"$T/pblob"
 for i in $(seq 1 6); do
 	cf obj put "@pa$i" "$T/pblob" --layout pdclust --data 2 --parity 1

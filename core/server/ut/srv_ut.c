@@ -381,6 +381,15 @@ static void t_bad_index(void)
 	su_bad("NEXT flag on PUT", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
 	       "not allowed");
 	q.flags = 0;
+	q.rflags = SRF_INTERNAL | SRF_VERSIONS;
+	su_bad("version page on PUT", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "versions only on an internal NEXT");
+	q.rflags = SRF_VERSIONS;
+	q.kind = ER_IDX_NEXT;
+	q.nr = 2;
+	su_bad("version page not internal", SOP_IDX, &q.base, NULL, 0, NULL,
+	       -EINVAL, "versions only on an internal NEXT");
+	q.rflags = 0;
 	q.kind = ER_ENT_CREATE;
 	su_bad("entity kind on SOP_IDX", SOP_IDX, &q.base, NULL, 0, NULL,
 	       -EINVAL, "kind 9");
