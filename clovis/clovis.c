@@ -634,7 +634,9 @@ int clovis_obj_op(struct clovis_obj *o, enum clovis_obj_opcode opcode,
 /* ------------------------------------------------------------ index ops */
 
 /* Keys (and values for PUT): present, within limits. */
-static int records_check(const char *id, enum clovis_idx_opcode opcode,
+/* (The id string is made only for a message: a GET costs little more.) */
+static int records_check(const struct clovis_id *cid,
+			 enum clovis_idx_opcode opcode,
 			 const struct clovis_bufvec *keys,
 			 const struct clovis_bufvec *vals)
 {
@@ -645,20 +647,22 @@ static int records_check(const char *id, enum clovis_idx_opcode opcode,
 			break;
 		if (keys->bv_buf[k] == NULL && keys->bv_len[k] != 0 && !start)
 			return err_set(-EINVAL, "index %s: record %u: NULL key "
-				       "of %zu bytes", id, k, keys->bv_len[k]);
+				       "of %zu bytes", eng_id_str(cid), k,
+				       keys->bv_len[k]);
 		if (keys->bv_buf[k] != NULL && keys->bv_len[k] > CLOVIS_KEY_MAX)
 			return err_set(-E2BIG, "index %s: record %u: key of %zu "
-				       "bytes > %u", id, k, keys->bv_len[k],
-				       CLOVIS_KEY_MAX);
+				       "bytes > %u", eng_id_str(cid), k,
+				       keys->bv_len[k], CLOVIS_KEY_MAX);
 		if (opcode != CLOVIS_IC_PUT)
 			continue;
 		if (vals->bv_buf[k] == NULL && vals->bv_len[k] != 0)
 			return err_set(-EINVAL, "index %s: record %u: NULL value "
-				       "of %zu bytes", id, k, vals->bv_len[k]);
+				       "of %zu bytes", eng_id_str(cid), k,
+				       vals->bv_len[k]);
 		if (vals->bv_len[k] > CLOVIS_VAL_MAX)
 			return err_set(-E2BIG, "index %s: record %u: value of %zu"
-				       " bytes > %u", id, k, vals->bv_len[k],
-				       CLOVIS_VAL_MAX);
+				       " bytes > %u", eng_id_str(cid), k,
+				       vals->bv_len[k], CLOVIS_VAL_MAX);
 	}
 	return 0;
 }
@@ -669,34 +673,37 @@ static int idx_op_check(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 {
 	uint32_t allowed = opcode == CLOVIS_IC_PUT ? CLOVIS_IF_OVERWRITE :
 			   opcode == CLOVIS_IC_NEXT ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
-	const char *id;
+	const struct clovis_id *cid;
 
 	if (i == NULL || !entity_valid(&i->in_entity) ||
 	    i->in_entity.en_type != CLOVIS_ET_IDX)
 		return err_set(-EINVAL, "idx_op: not an index handle");
-	id = eng_id_str(&i->in_entity.en_id);
+	cid = &i->in_entity.en_id;
 	if (i->in_entity.en_state != CLOVIS_ES_OPEN)
-		return err_set(-EINVAL, "index %s: handle not open", id);
+		return err_set(-EINVAL, "index %s: handle not open",
+			       eng_id_str(cid));
 	if (opcode < CLOVIS_IC_GET || opcode > CLOVIS_IC_NEXT)
-		return err_set(-EINVAL, "index %s: opcode %d unknown", id,
-			       (int)opcode);
+		return err_set(-EINVAL, "index %s: opcode %d unknown",
+			       eng_id_str(cid), (int)opcode);
 	if (flags & ~allowed)
 		return err_set(-EINVAL, "index %s: flags 0x%x not allowed for "
-			       "this opcode", id, flags);
+			       "this opcode", eng_id_str(cid), flags);
 	if (keys == NULL || keys->bv_nr == 0 || keys->bv_buf == NULL ||
 	    keys->bv_len == NULL || rcs == NULL)
-		return err_set(-EINVAL, "index %s: keys or rcs missing", id);
+		return err_set(-EINVAL, "index %s: keys or rcs missing",
+			       eng_id_str(cid));
 	if (keys->bv_nr > CLOVIS_VEC_MAX)
-		return err_set(-E2BIG, "index %s: %u records > %u", id,
-			       keys->bv_nr, CLOVIS_VEC_MAX);
+		return err_set(-E2BIG, "index %s: %u records > %u",
+			       eng_id_str(cid), keys->bv_nr, CLOVIS_VEC_MAX);
 	if (opcode == CLOVIS_IC_DEL && vals != NULL)
-		return err_set(-EINVAL, "index %s: DEL takes no values", id);
+		return err_set(-EINVAL, "index %s: DEL takes no values",
+			       eng_id_str(cid));
 	if (opcode != CLOVIS_IC_DEL &&
 	    (vals == NULL || vals->bv_nr != keys->bv_nr ||
 	     vals->bv_buf == NULL || vals->bv_len == NULL))
 		return err_set(-EINVAL, "index %s: values missing or not one "
-			       "per key", id);
-	return records_check(id, opcode, keys, vals);
+			       "per key", eng_id_str(cid));
+	return records_check(cid, opcode, keys, vals);
 }
 
 int clovis_idx_op(struct clovis_idx *i, enum clovis_idx_opcode opcode,

@@ -20,7 +20,8 @@
 #define STATS_BUCKETS 312u
 
 struct stats_hist {
-	uint64_t sh_count;
+	uint64_t sh_count;  /* not updated: the count is the buckets' sum (one
+			     * atomic less per op); kept for the saved layout */
 	uint64_t sh_failed;
 	uint64_t sh_bytes;
 	uint64_t sh_sum_us;
@@ -59,6 +60,10 @@ struct clovis {
 	pthread_cond_t cl_oidle;
 	struct clovis_op *cl_ops;
 	uint64_t cl_inflight;
+	/* freed ops kept for reuse (op.c: op_alloc, clovis_op_free), at most
+	 * OP_CACHE_MAX, linked by op_cnext, under cl_olock */
+	struct clovis_op *cl_ofree;
+	uint32_t cl_nr_ofree;
 	struct stats cl_stats;
 };
 
@@ -74,8 +79,6 @@ struct clovis_op {
 	struct clovis_op_cbs op_cbs;
 	void *op_datum;
 	uint64_t op_launch_ns;
-	pthread_mutex_t op_lock;
-	pthread_cond_t op_cond;
 	struct clovis_op *op_qnext;  /* work queue */
 	struct clovis_op *op_prev;   /* cl_ops list */
 	struct clovis_op *op_next;
@@ -85,6 +88,11 @@ struct clovis_op {
 	 * cl_exec for it (NULL: cl_exec) */
 	struct clovis_dtx *op_dtx;
 	int (*op_run)(struct clovis_op *op);
+	/* Kept initialised while the op sits in the instance's cache of freed
+	 * ops: everything above is zeroed on reuse (op_alloc), these are not. */
+	pthread_mutex_t op_lock;
+	pthread_cond_t op_cond;
+	struct clovis_op *op_cnext;  /* cl_ofree list */
 };
 
 /* op.c */
@@ -92,7 +100,7 @@ int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 	     struct clovis_op **out);
 int workers_start(struct clovis *cl, uint32_t nr);
 void workers_stop(struct clovis *cl);
-void ops_drain_and_free(struct clovis *cl);
+void ops_drain_and_free(struct clovis *cl); /* also empties the op cache */
 uint64_t op_now_ns(void);
 int exec_embedded(struct clovis *cl, struct eng_req *r);
 

@@ -15,6 +15,7 @@
  * its STABLE callback or wait never races with the library.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,28 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/stripe.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define OP_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define OP_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define OP_POISON(p, n) ((void)(p), (void)(n))
+#define OP_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+/*
+ * Freed ops kept per instance for reuse: an op is about 1 KiB with a mutex
+ * and a condition variable, and allocating, zeroing, initialising and
+ * destroying them cost about as much as an index GET.  A cached op keeps
+ * its lock and condition variable initialised (no thread waits on them:
+ * clovis_op_free() waited for the library to finish with the op); the
+ * rest is zeroed when it is reused.  Under AddressSanitizer the whole op
+ * but its cache link is poisoned while cached, so a use after
+ * clovis_op_free() is still reported.
+ */
+#define OP_CACHE_MAX 64u
+#define OP_CACHED_LEN offsetof(struct clovis_op, op_cnext)
 
 uint64_t op_now_ns(void)
 {
@@ -38,26 +61,100 @@ static bool op_valid(const struct clovis_op *op)
 	return op != NULL && op->op_magic == CLOVIS_OP_MAGIC;
 }
 
-/* Link op into its instance's list of live ops. */
+/* Link op into the instance's list of live ops; cl_olock held. */
 static void op_link(struct clovis *cl, struct clovis_op *op)
 {
-	pthread_mutex_lock(&cl->cl_olock);
 	op->op_next = cl->cl_ops;
 	if (cl->cl_ops != NULL)
 		cl->cl_ops->op_prev = op;
 	cl->cl_ops = op;
-	pthread_mutex_unlock(&cl->cl_olock);
 }
 
+/* Unlink op from the live ops; cl_olock held. */
 static void op_unlink(struct clovis *cl, struct clovis_op *op)
 {
-	pthread_mutex_lock(&cl->cl_olock);
 	if (op->op_prev != NULL)
 		op->op_prev->op_next = op->op_next;
 	else
 		cl->cl_ops = op->op_next;
 	if (op->op_next != NULL)
 		op->op_next->op_prev = op->op_prev;
+}
+
+/* A new op: from the cache (zeroed but for its lock and condition
+ * variable), else allocated and initialised; linked into the live ops. */
+static struct clovis_op *op_get(struct clovis *cl)
+{
+	struct clovis_op *op;
+	pthread_condattr_t ca;
+
+	pthread_mutex_lock(&cl->cl_olock);
+	op = cl->cl_ofree;
+	if (op != NULL) {
+		cl->cl_ofree = op->op_cnext;
+		cl->cl_nr_ofree--;
+		OP_UNPOISON(op, OP_CACHED_LEN);
+		memset(op, 0, offsetof(struct clovis_op, op_lock));
+		op->op_cnext = NULL;
+		op_link(cl, op);
+	}
+	pthread_mutex_unlock(&cl->cl_olock);
+	if (op != NULL)
+		return op;
+	op = calloc(1, sizeof *op);
+	if (op == NULL)
+		return NULL;
+	pthread_mutex_init(&op->op_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&op->op_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_mutex_lock(&cl->cl_olock);
+	op_link(cl, op);
+	pthread_mutex_unlock(&cl->cl_olock);
+	return op;
+}
+
+/* Destroy and free an op that is in no list. */
+static void op_destroy(struct clovis_op *op)
+{
+	pthread_mutex_destroy(&op->op_lock);
+	pthread_cond_destroy(&op->op_cond);
+	free(op);
+}
+
+/* Unlink a finished op and keep it in the cache, or destroy it when the
+ * cache is full.  Its resources are released and op_magic is 0. */
+static void op_put(struct clovis *cl, struct clovis_op *op)
+{
+	bool cached = false;
+
+	pthread_mutex_lock(&cl->cl_olock);
+	op_unlink(cl, op);
+	if (cl->cl_nr_ofree < OP_CACHE_MAX) {
+		op->op_cnext = cl->cl_ofree;
+		cl->cl_ofree = op;
+		cl->cl_nr_ofree++;
+		OP_POISON(op, OP_CACHED_LEN);
+		cached = true;
+	}
+	pthread_mutex_unlock(&cl->cl_olock);
+	if (!cached)
+		op_destroy(op);
+}
+
+/* Free every cached op (clovis_fini, no op live). */
+static void op_cache_empty(struct clovis *cl)
+{
+	struct clovis_op *op;
+
+	pthread_mutex_lock(&cl->cl_olock);
+	while ((op = cl->cl_ofree) != NULL) {
+		cl->cl_ofree = op->op_cnext;
+		cl->cl_nr_ofree--;
+		OP_UNPOISON(op, OP_CACHED_LEN);
+		op_destroy(op);
+	}
 	pthread_mutex_unlock(&cl->cl_olock);
 }
 
@@ -67,8 +164,7 @@ static void op_visible(struct eng_citem *ci);
 int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 	     struct clovis_op **out)
 {
-	struct clovis_op *op = calloc(1, sizeof *op);
-	pthread_condattr_t ca;
+	struct clovis_op *op = op_get(e->en_cl);
 
 	if (op == NULL)
 		return err_set(-ENOMEM, "op allocation");
@@ -82,12 +178,6 @@ int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 	op->op_req.er_id = e->en_id;
 	op->op_req.er_ci.ci_done = op_committed;
 	op->op_req.er_ci.ci_executed = op_visible;
-	pthread_mutex_init(&op->op_lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&op->op_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	op_link(e->en_cl, op);
 	*out = op;
 	return 0;
 }
@@ -276,6 +366,7 @@ void ops_drain_and_free(struct clovis *cl)
 	pthread_mutex_unlock(&cl->cl_olock);
 	while (cl->cl_ops != NULL)
 		clovis_op_free(cl->cl_ops);
+	op_cache_empty(cl);
 }
 
 /* ------------------------------------------------------------ public */
@@ -345,39 +436,51 @@ static bool op_runs_inline(const struct clovis_op *op, uint32_t nr)
 }
 
 /*
- * Run a launched op here, through the backend hook as a worker would, and
- * complete it.  No callback is set and no other thread may use the op
- * while it is being launched (clovis.h), so it goes straight to STABLE or
- * FAILED under one hold of its lock (EXECUTED is passed within it), and
- * it is not counted in cl_inflight: it is finished before launch returns.
- * The thread's own message (clovis_errmsg) is kept.
+ * Launch op and run it here, through the backend hook as a worker would,
+ * to STABLE or FAILED.  No callback is set and no other thread may use the
+ * op while it is being launched (clovis.h), so the whole run happens under
+ * one hold of the op's lock (a clovis_op_state() from another thread waits
+ * for the outcome; EXECUTED is passed within it), and the op is not
+ * counted in cl_inflight: it is finished before launch returns.  The
+ * thread's own message (clovis_errmsg) is kept.  0, or an error when the
+ * op cannot be launched.
  */
-static void op_run_inline(struct clovis *cl, struct clovis_op *op)
+static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 {
 	char saved[LIM_ERRMSG_LEN];
-	size_t len = strlen(err_msg());
+	size_t len;
 	int rc;
 
-	memcpy(saved, err_msg(), len + 1);
+	pthread_mutex_lock(&op->op_lock);
+	if (op->op_state != CLOVIS_OS_INIT || op->op_busy) {
+		pthread_mutex_unlock(&op->op_lock);
+		return err_set(-CLOVIS_ESTATE, "op_launch: op is not in INIT "
+			       "state");
+	}
+	op->op_launch_ns = op_now_ns();
+	len = strlen(err_msg());
+	if (len != 0)
+		memcpy(saved, err_msg(), len + 1);
 	err_clear();
 	rc = cl->cl_exec(cl, &op->op_req);
 	ASSERT(rc != ENG_PENDING);
 	stats_record(&cl->cl_stats, op->op_stat,
 		     (op_now_ns() - op->op_launch_ns) / 1000,
 		     op->op_req.er_bytes, rc != 0);
-	if (rc == 0)
+	if (rc == 0) {
 		op_entity_update(op);
-	pthread_mutex_lock(&op->op_lock);
-	if (rc != 0) {
+	} else {
 		snprintf(op->op_msg, sizeof op->op_msg, "%s", err_msg());
 		op->op_rc = rc;
 	}
 	op->op_state = rc != 0 ? CLOVIS_OS_FAILED : CLOVIS_OS_STABLE;
-	op->op_busy = false;
 	pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
-	if (len != 0 || err_msg()[0] != '\0')
+	if (len != 0)
 		err_set(rc, "%s", saved);
+	else if (err_msg()[0] != '\0')
+		err_clear();
+	return 0;
 }
 
 int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
@@ -389,17 +492,19 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 	for (uint32_t i = 0; i < nr; i++) {
 		struct clovis_op *op = ops[i];
 		struct clovis *cl;
-		int rc = op_launch_one(op);
+		int rc;
 
+		if (op_valid(op) && op_runs_inline(op, nr)) {
+			rc = op_run_inline(op->op_cl, op);
+			ret = ret ? ret : rc;
+			continue;
+		}
+		rc = op_launch_one(op);
 		if (rc != 0) {
 			ret = ret ? ret : rc;
 			continue;
 		}
 		cl = op->op_cl;
-		if (op_runs_inline(op, nr)) {
-			op_run_inline(cl, op);
-			continue;
-		}
 		pthread_mutex_lock(&cl->cl_olock);
 		cl->cl_inflight++;
 		pthread_mutex_unlock(&cl->cl_olock);
@@ -494,14 +599,11 @@ void clovis_op_free(struct clovis_op *op)
 	pthread_mutex_unlock(&op->op_lock);
 	if (op->op_dtx != NULL)
 		dtx_op_free(op);
-	op_unlink(op->op_cl, op);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_freed);
 	stripe_req_fini(&op->op_req);
-	pthread_mutex_destroy(&op->op_lock);
-	pthread_cond_destroy(&op->op_cond);
 	op->op_magic = 0;
-	free(op);
+	op_put(op->op_cl, op);
 }
 
 int clovis_op_sync(struct clovis_op *op)
