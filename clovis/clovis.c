@@ -672,7 +672,8 @@ static int idx_op_check(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 			int32_t *rcs, uint32_t flags)
 {
 	uint32_t allowed = opcode == CLOVIS_IC_PUT ? CLOVIS_IF_OVERWRITE :
-			   opcode == CLOVIS_IC_NEXT ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
+			   opcode == CLOVIS_IC_NEXT ? CLOVIS_IF_EXCLUDE_START_KEY |
+						      CLOVIS_IF_CALLER_BUFS : 0;
 	const struct clovis_id *cid;
 
 	if (i == NULL || !entity_valid(&i->in_entity) ||
@@ -703,6 +704,15 @@ static int idx_op_check(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 	     vals->bv_buf == NULL || vals->bv_len == NULL))
 		return err_set(-EINVAL, "index %s: values missing or not one "
 			       "per key", eng_id_str(cid));
+	if (flags & CLOVIS_IF_CALLER_BUFS)
+		for (uint32_t k = 0; k < keys->bv_nr; k++)
+			if (keys->bv_buf[k] == NULL || vals->bv_buf[k] == NULL)
+				return err_set(-EINVAL, "index %s: record %u: "
+					       "NULL %s buffer with "
+					       "CLOVIS_IF_CALLER_BUFS",
+					       eng_id_str(cid), k,
+					       keys->bv_buf[k] == NULL ? "key" :
+					       "value");
 	return records_check(cid, opcode, keys, vals);
 }
 

@@ -535,6 +535,9 @@ enum clovis_idx_flags {
 	CLOVIS_IF_OVERWRITE = 1u << 0,
 	/** NEXT: start after the start key, not at it. */
 	CLOVIS_IF_EXCLUDE_START_KEY = 1u << 1,
+	/** NEXT: write keys and values into the caller's buffers instead of
+	 *  malloc()ed ones (see NEXT below). */
+	CLOVIS_IF_CALLER_BUFS = 1u << 2,
 };
 
 /**
@@ -560,17 +563,37 @@ enum clovis_idx_flags {
  *       value (caller frees both with free(); slot 0's start key pointer
  *       is overwritten, so keep your own copy), rcs[k] = 0; slots past the
  *       last record get rcs[k] = -ENOENT and NULL buffers.
+ * NEXT with CLOVIS_IF_CALLER_BUFS: the same walk, but nothing is allocated:
+ *       every keys->bv_buf[k] and vals->bv_buf[k] must be a caller buffer
+ *       (non-NULL).  Slot 0's key buffer holds the start key on input
+ *       (keys->bv_len[0] bytes; length 0 starts at the first record, as
+ *       the empty key sorts first) and must have room for CLOVIS_KEY_MAX
+ *       bytes, as the first record's key replaces it; slot k >= 1 has room
+ *       for keys->bv_len[k] bytes, every value buffer for vals->bv_len[k].
+ *       For each record found, keys->bv_len[k] and vals->bv_len[k] are set
+ *       to the record's key and value sizes and rcs[k] is
+ *         0          key and value copied;
+ *         -ENOBUFS   the value did not fit (the key was copied: GET it
+ *                    with a larger buffer, or walk again from it);
+ *         -EMSGSIZE  the key did not fit (nothing copied into the slot).
+ *       A short slot does not stop the walk: slot k+1 holds the record
+ *       after slot k's.  Slots past the last record get rcs[k] = -ENOENT
+ *       and lengths 0 (their buffers are left as they were).  Reset the
+ *       lengths to the buffers' sizes before reusing the vectors.  Both
+ *       modes (embedded and cluster).
  *
  * Checked here (nothing queued on error):
  *   -EINVAL  NULL or not-open handle, bad opcode, keys NULL or nr == 0,
  *            vals missing or of another nr (GET, PUT, NEXT), vals given to
  *            DEL, rcs NULL, a NULL key buffer with non-zero length, flags
- *            not allowed for the opcode;
+ *            not allowed for the opcode, a NULL key or value buffer in any
+ *            slot of a NEXT with CLOVIS_IF_CALLER_BUFS;
  *   -E2BIG   a key longer than CLOVIS_KEY_MAX or value longer than
  *            CLOVIS_VAL_MAX (message names the record), nr past
  *            CLOVIS_VEC_MAX.
- * Key and value buffers of PUT, DEL and GET keys are caller-owned and must
- * stay valid until the op is STABLE or FAILED.  At run time the op fails
+ * Key and value buffers of PUT, DEL and GET keys, and all buffers of a NEXT
+ * with CLOVIS_IF_CALLER_BUFS, are caller-owned and must stay valid until
+ * the op is STABLE or FAILED.  At run time the op fails
  * with -ENOENT when the index does not exist (any more).
  */
 CLOVIS_API int clovis_idx_op(struct clovis_idx *i,

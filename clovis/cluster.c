@@ -563,6 +563,53 @@ static int clu_idx_get(struct clu_client *c, struct eng_req *r)
 	return rc;
 }
 
+/* Bytes of the records a NEXT reply announces. */
+static uint64_t clu_next_len(const Reply *rp)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < rp->done; i++)
+		n += (uint64_t)rp->klen[i] + rp->vlen[i];
+	return n;
+}
+
+/* The reply's rp->done records (keys, then values) into slots got..:
+ * malloc()ed buffers.  (Keys and values are stored one after the other.) */
+static int clu_next_alloc(struct eng_req *r, const Reply *rp, uint32_t got)
+{
+	const uint8_t *p = rp->recs.data;
+
+	for (uint32_t i = 0, g = got; i < rp->done; i++, g++) {
+		r->er_keys->bv_buf[g] = NULL;
+		r->er_vals->bv_buf[g] = NULL;
+		r->er_rcs[g] = clu_val_out(r->er_keys, g, p, rp->klen[i]);
+		p += rp->klen[i];
+	}
+	for (uint32_t i = 0, g = got; i < rp->done; i++, g++) {
+		if (r->er_rcs[g] == 0)
+			r->er_rcs[g] = clu_val_out(r->er_vals, g, p,
+						   rp->vlen[i]);
+		p += rp->vlen[i];
+	}
+	return 0;
+}
+
+/* The same into the caller's buffers (CLOVIS_IF_CALLER_BUFS). */
+static int clu_next_into(struct eng_req *r, const Reply *rp, uint32_t got)
+{
+	const uint8_t *kp = rp->recs.data, *vp = kp;
+
+	for (uint32_t i = 0; i < rp->done; i++)
+		vp += rp->klen[i];
+	for (uint32_t i = 0, g = got; i < rp->done; i++, g++) {
+		r->er_rcs[g] = eng_idx_rec_into(r->er_keys, r->er_vals, g, kp,
+						rp->klen[i], vp, rp->vlen[i]);
+		kp += rp->klen[i];
+		vp += rp->vlen[i];
+	}
+	return 0;
+}
+
 /* NEXT: pages from the first live replica, each after the last key. */
 static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 {
@@ -572,16 +619,21 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 	void *skb[1];
 	size_t skl[1];
 	uint8_t last[CLOVIS_KEY_MAX];
+	bool into = (r->er_flags & CLOVIS_IF_CALLER_BUFS) != 0;
 	int rc = 0;
 
 	skb[0] = r->er_keys->bv_buf[0];
 	skl[0] = skb[0] != NULL ? r->er_keys->bv_len[0] : 0;
+	if (into && skl[0] > 0) { /* slot 0 is overwritten by record 0 */
+		memcpy(last, skb[0], skl[0]);
+		skb[0] = last;
+	}
 	sk = (struct clovis_bufvec){1, skb, skl};
 	q.er_keys = &sk;
+	q.er_flags &= ~(uint32_t)CLOVIS_IF_CALLER_BUFS; /* a client option */
 	while (rc == 0 && got < nr) {
 		struct clu_idx_msg m;
 		Reply *rp = NULL;
-		const uint8_t *p;
 
 		rc = clu_idx_msg(&m, &q, ER_IDX_NEXT, 0, nr - got, 1);
 		m.im_q.start_null = skb[0] == NULL;
@@ -599,25 +651,28 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 				reply__free_unpacked(rp, NULL);
 			break;
 		}
-		p = rp->recs.data;
-		for (uint32_t i = 0; i < rp->done; i++, got++) {
-			r->er_keys->bv_buf[got] = NULL;
-			r->er_vals->bv_buf[got] = NULL;
-			r->er_rcs[got] = clu_val_out(r->er_keys, got, p,
-						     rp->klen[i]);
-			p += rp->klen[i];
+		if (clu_next_len(rp) > rp->recs.len)
+			rc = err_set(-EPROTO, "index %s: NEXT reply shorter "
+				     "than its records", eng_id_str(&r->er_id));
+		else if (into)
+			rc = clu_next_into(r, rp, got);
+		else
+			rc = clu_next_alloc(r, rp, got);
+		if (rc != 0) {
+			reply__free_unpacked(rp, NULL);
+			break;
 		}
-		for (uint32_t i = 0, g = got - rp->done; i < rp->done; i++, g++) {
-			if (r->er_rcs[g] == 0)
-				r->er_rcs[g] = clu_val_out(r->er_vals, g, p,
-							   rp->vlen[i]);
-			p += rp->vlen[i];
-		}
+		got += rp->done;
 		if (rp->done > 0) {
-			memcpy(last, r->er_keys->bv_buf[got - 1],
-			       r->er_keys->bv_len[got - 1]);
+			/* the last key, from the reply: a caller buffer may
+			 * not have held it */
+			const uint8_t *lk = rp->recs.data;
+
+			for (uint32_t i = 0; i + 1 < rp->done; i++)
+				lk += rp->klen[i];
+			memcpy(last, lk, rp->klen[rp->done - 1]);
 			skb[0] = last;
-			skl[0] = r->er_keys->bv_len[got - 1];
+			skl[0] = rp->klen[rp->done - 1];
 			q.er_flags = CLOVIS_IF_EXCLUDE_START_KEY;
 		}
 		/* The server found rp->bytes records; fewer came: ask again. */
@@ -628,11 +683,7 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 		reply__free_unpacked(rp, NULL);
 	}
 	r->er_bytes = got;
-	for (uint32_t i = got; i < nr; i++) {
-		r->er_keys->bv_buf[i] = r->er_vals->bv_buf[i] = NULL;
-		r->er_keys->bv_len[i] = r->er_vals->bv_len[i] = 0;
-		r->er_rcs[i] = -ENOENT;
-	}
+	eng_idx_next_tail(r, got);
 	return rc;
 }
 

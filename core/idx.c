@@ -146,6 +146,9 @@ static int idx_next_fill(struct eng_req *r, uint32_t i, const MDB_val *k,
 	MDB_val uk = {.mv_size = k->mv_size - 16,
 		      .mv_data = (uint8_t *)k->mv_data + 16};
 
+	if (r->er_flags & CLOVIS_IF_CALLER_BUFS)
+		return eng_idx_rec_into(r->er_keys, r->er_vals, i, uk.mv_data,
+					uk.mv_size, v->mv_data, v->mv_size);
 	r->er_keys->bv_buf[i] = NULL;
 	r->er_vals->bv_buf[i] = NULL;
 	if (idx_copy_out(r->er_keys, i, &uk) != 0 ||
@@ -153,6 +156,37 @@ static int idx_next_fill(struct eng_req *r, uint32_t i, const MDB_val *k,
 		return err_set(-ENOMEM, "index %s: next: out of memory",
 			       eng_id_str(&r->er_id));
 	return 0;
+}
+
+int32_t eng_idx_rec_into(struct clovis_bufvec *keys,
+			 struct clovis_bufvec *vals, uint32_t i,
+			 const void *key, size_t klen, const void *val,
+			 size_t vlen)
+{
+	size_t room = i == 0 ? CLOVIS_KEY_MAX : keys->bv_len[i];
+	size_t vroom = vals->bv_len[i];
+
+	keys->bv_len[i] = klen;
+	vals->bv_len[i] = vlen;
+	if (klen > room)
+		return -EMSGSIZE;
+	memcpy(keys->bv_buf[i], key, klen);
+	if (vlen > vroom)
+		return -ENOBUFS;
+	memcpy(vals->bv_buf[i], val, vlen);
+	return 0;
+}
+
+void eng_idx_next_tail(struct eng_req *r, uint32_t from)
+{
+	bool mine = !(r->er_flags & CLOVIS_IF_CALLER_BUFS);
+
+	for (uint32_t i = from; i < r->er_keys->bv_nr; i++) {
+		if (mine)
+			r->er_keys->bv_buf[i] = r->er_vals->bv_buf[i] = NULL;
+		r->er_keys->bv_len[i] = r->er_vals->bv_len[i] = 0;
+		r->er_rcs[i] = -ENOENT;
+	}
 }
 
 static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
@@ -170,7 +204,7 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 	     k.mv_size >= 16 && memcmp(k.mv_data, kb, 16) == 0;
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		r->er_rcs[i] = idx_next_fill(r, i, &k, &v);
-		if (r->er_rcs[i] != 0)
+		if (r->er_rcs[i] == -ENOMEM)
 			break;
 		i++;
 	}
@@ -178,11 +212,7 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return meta_err(rc, "index next");
 	r->er_bytes = i;
-	for (; i < r->er_keys->bv_nr; i++) {
-		r->er_keys->bv_buf[i] = r->er_vals->bv_buf[i] = NULL;
-		r->er_keys->bv_len[i] = r->er_vals->bv_len[i] = 0;
-		r->er_rcs[i] = -ENOENT;
-	}
+	eng_idx_next_tail(r, i);
 	return 0;
 }
 

@@ -1218,6 +1218,44 @@ static void bad_idx_op_buffers(void)
 	CU_ASSERT(bad_store_same());
 }
 
+/* NEXT into caller buffers (CLOVIS_IF_CALLER_BUFS): every key and value
+ * buffer must be given; the flag is NEXT's only; the message names the
+ * slot. */
+static void bad_idx_next_caller_bufs(void)
+{
+	struct bad_recs r;
+	struct clovis_bufvec *k = &r.br_kv.bv_vec, *v = &r.br_vv.bv_vec;
+
+	bad_recs(&r, 3, 0);
+	r.br_kv.bv_bufs[0] = NULL;   /* no slot-0 buffer for record 0's key */
+	r.br_kv.bv_lens[0] = 0;
+	BAD_IDX(&bad_idx, CLOVIS_IC_NEXT, k, v, r.br_rcs,
+		CLOVIS_IF_CALLER_BUFS, -EINVAL);
+	bad_recs(&r, 3, 0);
+	r.br_kv.bv_bufs[2] = NULL;
+	r.br_kv.bv_lens[2] = 0;
+	BAD_CALL(clovis_idx_op(&bad_idx, CLOVIS_IC_NEXT, k, v, r.br_rcs,
+			       CLOVIS_IF_CALLER_BUFS, &bad_op), -EINVAL);
+	bad_recs(&r, 3, 0);
+	r.br_vv.bv_bufs[1] = NULL;
+	r.br_vv.bv_lens[1] = 0;
+	bad_mark();
+	CU_ASSERT_EQUAL(clovis_idx_op(&bad_idx, CLOVIS_IC_NEXT, k, v, r.br_rcs,
+				      CLOVIS_IF_CALLER_BUFS |
+				      CLOVIS_IF_EXCLUDE_START_KEY, &bad_op),
+			-EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "record 1: NULL value"));
+	bad_drop();
+	bad_recs(&r, 3, 0);
+	BAD_IDX(&bad_idx, CLOVIS_IC_GET, k, v, r.br_rcs,
+		CLOVIS_IF_CALLER_BUFS, -EINVAL);
+	BAD_IDX(&bad_idx, CLOVIS_IC_PUT, k, v, r.br_rcs,
+		CLOVIS_IF_CALLER_BUFS, -EINVAL);
+	BAD_IDX(&bad_idx, CLOVIS_IC_DEL, k, NULL, r.br_rcs,
+		CLOVIS_IF_CALLER_BUFS, -EINVAL);
+	CU_ASSERT(bad_store_same());
+}
+
 /* Keys past CLOVIS_KEY_MAX, values past CLOVIS_VAL_MAX, too many records. */
 static void bad_idx_too_big(void)
 {
@@ -1841,6 +1879,7 @@ static const struct bad_test {
 	{"obj_deleted", bad_obj_deleted},
 	{"idx_op_vectors", bad_idx_op_vectors},
 	{"idx_op_buffers", bad_idx_op_buffers},
+	{"idx_next_caller_bufs", bad_idx_next_caller_bufs},
 	{"idx_too_big", bad_idx_too_big},
 	{"idx_not_open", bad_idx_not_open},
 	{"idx_deleted", bad_idx_deleted},

@@ -392,6 +392,115 @@ static void test_idx_next_paging(void)
 	CU_ASSERT_EQUAL(seen, 1000);
 }
 
+/* NEXT of 8 slots into caller buffers (CLOVIS_IF_CALLER_BUFS) from start
+ * (slen bytes); key rooms kroom (slot 0: CLOVIS_KEY_MAX), value rooms
+ * vroom.  Keys and values land in kb and vb. */
+struct nb_slots {
+	char kb[8][CLOVIS_KEY_MAX];
+	char vb[8][16];
+	void *kp[8], *vp[8];
+	size_t kl[8], vl[8];
+	int32_t rcs[8];
+};
+
+static int next_bufs(struct clovis_idx *ix, struct nb_slots *n,
+		     const char *start, size_t slen, const size_t *kroom,
+		     const size_t *vroom, uint32_t flags)
+{
+	struct clovis_bufvec k = {8, n->kp, n->kl}, v = {8, n->vp, n->vl};
+
+	memset(n->kb, '#', sizeof n->kb);
+	memset(n->vb, '#', sizeof n->vb);
+	for (int i = 0; i < 8; i++) {
+		n->kp[i] = n->kb[i];
+		n->vp[i] = n->vb[i];
+		n->kl[i] = kroom != NULL ? kroom[i] : 8;
+		n->vl[i] = vroom != NULL ? vroom[i] : 16;
+		n->rcs[i] = 1;
+	}
+	memcpy(n->kb[0], start, slen);
+	n->kl[0] = slen;
+	return idx_sync(ix, CLOVIS_IC_NEXT, &k, &v, n->rcs,
+			flags | CLOVIS_IF_CALLER_BUFS);
+}
+
+/* Slot i holds record r ("key%05d" -> "val%d") in the caller's buffers. */
+static bool nb_holds(const struct nb_slots *n, int i, int r)
+{
+	char k[16], v[16];
+	int kl = snprintf(k, sizeof k, "key%05d", r);
+	int vl = snprintf(v, sizeof v, "val%d", r);
+
+	return n->rcs[i] == 0 && n->kp[i] == n->kb[i] &&
+	       n->vp[i] == n->vb[i] && n->kl[i] == (size_t)kl &&
+	       n->vl[i] == (size_t)vl && memcmp(n->kb[i], k, (size_t)kl) == 0 &&
+	       memcmp(n->vb[i], v, (size_t)vl) == 0;
+}
+
+/* NEXT into caller buffers: exact fit, short value (-ENOBUFS, key given),
+ * short key (-EMSGSIZE, nothing copied), the walk going on past short
+ * slots, -ENOENT past the end with buffers left alone, EXCLUDE_START_KEY,
+ * an empty start key, and paging through every record. */
+static void test_idx_next_caller_bufs(void)
+{
+	static struct nb_slots n;
+	/* rooms: slot 3's value exactly "val13", slot 4's one byte short,
+	 * slot 5's key one byte short */
+	size_t kroom[8] = {0, 8, 8, 8, 8, 7, 8, 8};
+	size_t vroom[8] = {16, 16, 16, 5, 4, 16, 16, 16};
+	struct clovis_idx ix;
+	char last[16];
+	int seen = 0, pages = 0;
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 402, true), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_fill(&ix, 0, 100), 0);
+
+	CU_ASSERT_EQUAL(next_bufs(&ix, &n, "key00010", 8, kroom, vroom, 0), 0);
+	for (int i = 0; i < 8; i++)
+		if (i != 4 && i != 5)
+			CU_ASSERT(nb_holds(&n, i, 10 + i));
+	CU_ASSERT(nb_holds(&n, 3, 13));                 /* exact fit */
+	CU_ASSERT_EQUAL(n.rcs[4], -ENOBUFS);            /* value short */
+	CU_ASSERT(n.kl[4] == 8 && memcmp(n.kb[4], "key00014", 8) == 0);
+	CU_ASSERT_EQUAL(n.vl[4], 5);                    /* size needed */
+	CU_ASSERT(n.vb[4][0] == '#');                   /* not written */
+	CU_ASSERT_EQUAL(n.rcs[5], -EMSGSIZE);           /* key short */
+	CU_ASSERT(n.kl[5] == 8 && n.vl[5] == 5);        /* sizes needed */
+	CU_ASSERT(n.kb[5][0] == '#' && n.vb[5][0] == '#');
+
+	CU_ASSERT_EQUAL(next_bufs(&ix, &n, "key00010", 8, NULL, NULL,
+				  CLOVIS_IF_EXCLUDE_START_KEY), 0);
+	CU_ASSERT(nb_holds(&n, 0, 11) && nb_holds(&n, 7, 18));
+
+	CU_ASSERT_EQUAL(next_bufs(&ix, &n, "key00097", 8, NULL, NULL, 0), 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT(nb_holds(&n, i, 97 + i));
+	for (int i = 3; i < 8; i++) {
+		CU_ASSERT_EQUAL(n.rcs[i], -ENOENT);
+		CU_ASSERT(n.kl[i] == 0 && n.vl[i] == 0);
+		CU_ASSERT(n.kp[i] == n.kb[i] && n.vp[i] == n.vb[i]);
+		CU_ASSERT(n.kb[i][0] == '#' && n.vb[i][0] == '#');
+	}
+	CU_ASSERT_EQUAL(next_bufs(&ix, &n, "zz", 2, NULL, NULL, 0), 0);
+	CU_ASSERT_EQUAL(n.rcs[0], -ENOENT);
+
+	/* every record, 8 at a time, from the empty key */
+	memcpy(last, "", 1);
+	while (pages++ < 20 && seen < 100) {
+		CU_ASSERT_EQUAL_FATAL(next_bufs(&ix, &n, last, strlen(last),
+						NULL, NULL, seen ?
+						CLOVIS_IF_EXCLUDE_START_KEY :
+						0), 0);
+		for (int i = 0; i < 8 && n.rcs[i] == 0; i++, seen++) {
+			CU_ASSERT(nb_holds(&n, i, seen));
+			memcpy(last, n.kb[i], n.kl[i]);
+			last[n.kl[i]] = '\0';
+		}
+	}
+	CU_ASSERT_EQUAL(seen, 100);
+	CU_ASSERT_EQUAL(ent_sync(&ix.in_entity, CLOVIS_EO_DELETE), 0);
+}
+
 /* Unsigned byte order, empty key, OVERWRITE, DEL, GET into small buffers. */
 static void test_idx_semantics(void)
 {
@@ -651,6 +760,8 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "size_attr", test_size_attr) ||
 	    !CU_add_test(s, "idx_next_paging", test_idx_next_paging) ||
 	    !CU_add_test(s, "idx_semantics", test_idx_semantics) ||
+	    !CU_add_test(s, "idx_next_caller_bufs",
+			 test_idx_next_caller_bufs) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||
