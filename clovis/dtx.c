@@ -25,6 +25,7 @@
  * than one group-commit batch (LIM_BATCH_MAX) is still one LMDB commit.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/stripe.h"
 #include "dtm/dtm.h"
 #include "dtm/dtm_msg.h"
 
@@ -52,6 +54,8 @@ enum dtx_mstate {
 	DM_INIT = 0, /* not run yet */
 	DM_HELD = 1, /* ran: data written, commit item held */
 	DM_FAILED = 2, /* failed on its own, FAILED already */
+	DM_DEFER = 3,  /* unit layout (embedded): runs at the commit, under
+			  the dtx's group locks (dtx_run_deferred) */
 };
 
 struct dtx_member {
@@ -70,6 +74,9 @@ struct clovis_dtx {
 	uint32_t dx_nr;
 	uint32_t dx_cap;
 	uint32_t dx_ran;         /* members HELD or FAILED */
+	uint32_t dx_defer;       /* members DEFER */
+	uint32_t *dx_locks;      /* group lock slots held (sorted, distinct) */
+	uint32_t dx_nr_locks;
 	uint32_t dx_bad;         /* index of the member that failed the dtx */
 	bool dx_submitted;
 	bool dx_aborting;
@@ -156,15 +163,15 @@ static void dtx_destroy(struct clovis_dtx *dx)
 
 /* Objects whose writes take parity-group locks in eng_exec() and keep them
  * until the commit: they would be held across the dtx (clovis.h). */
-static bool op_unit_layout(const struct clovis_op *op)
+static uint32_t op_unit_layout(const struct clovis_op *op)
 {
 	const struct clovis_obj *o;
 
 	if (op->op_req.er_type != CLOVIS_ET_OBJ ||
 	    op->op_req.er_kind >= ER_IDX_GET)
-		return false;
+		return CLOVIS_LAYOUT_PLAIN;
 	o = (const struct clovis_obj *)op->op_entity;
-	return o->ob_attr.oa_layout != CLOVIS_LAYOUT_PLAIN;
+	return o->ob_attr.oa_layout;
 }
 
 /* ------------------------------------------------------------ members */
@@ -173,7 +180,7 @@ static bool op_unit_layout(const struct clovis_op *op)
 static bool dtx_ready_locked(struct clovis_dtx *dx)
 {
 	if (dx->dx_state != DX_COMMITTING || dx->dx_submitted ||
-	    dx->dx_ran < dx->dx_nr)
+	    dx->dx_ran + dx->dx_defer < dx->dx_nr)
 		return false;
 	dx->dx_submitted = true;
 	return true;
@@ -198,8 +205,13 @@ static void dtx_hold(struct eng_citem *ci)
 	struct clovis_dtx *dx = op->op_dtx;
 	bool go;
 
+	struct dtx_member *m;
+
 	pthread_mutex_lock(&dx->dx_lock);
-	dtx_member_find(dx, op)->dm_state = DM_HELD;
+	m = dtx_member_find(dx, op);
+	if (m->dm_state == DM_DEFER)
+		dx->dx_defer--; /* ran at the commit (dtx_run_deferred) */
+	m->dm_state = DM_HELD;
 	dx->dx_ran++;
 	go = dtx_ready_locked(dx);
 	pthread_cond_broadcast(&dx->dx_cond);
@@ -224,6 +236,18 @@ static int dtx_member_run(struct clovis_op *op)
 		pthread_mutex_lock(&dx->dx_lock);
 		dtx_member_find(dx, op)->dm_state = DM_HELD;
 		dx->dx_ran++;
+		go = dtx_ready_locked(dx);
+		pthread_cond_broadcast(&dx->dx_cond);
+		pthread_mutex_unlock(&dx->dx_lock);
+		if (go)
+			dtx_submit(dx);
+		return ENG_PENDING;
+	}
+	if (op_unit_layout(op) != CLOVIS_LAYOUT_PLAIN) {
+		/* Its group locks are taken with the others' at the commit. */
+		pthread_mutex_lock(&dx->dx_lock);
+		dtx_member_find(dx, op)->dm_state = DM_DEFER;
+		dx->dx_defer++;
 		go = dtx_ready_locked(dx);
 		pthread_cond_broadcast(&dx->dx_cond);
 		pthread_mutex_unlock(&dx->dx_lock);
@@ -284,10 +308,15 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 		return err_set(-ENOTSUP, "dtx_add: dtx %s: entity CREATE, "
 			       "DELETE and SETATTR are not supported in a dtx "
 			       "in cluster mode yet", dtx_str(dx));
-	if (op_unit_layout(op))
+	if (op_unit_layout(op) == CLOVIS_LAYOUT_COMPOSITE)
 		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
-			       "unit layout (pdclust, mirror or composite): "
-			       "not supported in a dtx yet", dtx_str(dx),
+			       "composite layout: not supported in a dtx yet",
+			       dtx_str(dx), eng_id_str(&op->op_req.er_id));
+	if (op_unit_layout(op) != CLOVIS_LAYOUT_PLAIN &&
+	    op->op_cl->cl_eng == NULL)
+		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
+			       "unit layout (pdclust or mirror): not supported "
+			       "in a dtx in cluster mode yet", dtx_str(dx),
 			       eng_id_str(&op->op_req.er_id));
 	pthread_mutex_lock(&dx->dx_lock);
 	if (dx->dx_state != DX_OPEN || dx->dx_aborting) {
@@ -351,6 +380,151 @@ void dtx_op_free(struct clovis_op *op)
 
 /* ------------------------------------------------------------ outcome */
 
+/* Release the group locks the dtx took for its unit-layout members: when
+ * its commit is applied (visible), or when it failed. */
+static void dtx_unlock(struct clovis_dtx *dx)
+{
+	if (dx->dx_locks == NULL)
+		return;
+	eng_gunlock(dx->dx_cl->cl_eng, dx->dx_locks, dx->dx_nr_locks);
+	free(dx->dx_locks);
+	dx->dx_locks = NULL;
+	dx->dx_nr_locks = 0;
+}
+
+/* A member that will not run: FAILED with rc, out of the dtx. */
+static void dtx_member_fail(struct clovis_dtx *dx, struct dtx_member *m,
+			    int rc, const char *msg)
+{
+	struct eng_citem *ci = member_ci(m);
+
+	m->dm_state = DM_FAILED;
+	m->dm_op->op_dtx = NULL;
+	snprintf(ci->ci_msg, sizeof ci->ci_msg, "%s", msg);
+	ci->ci_done(ci, rc);
+}
+
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Embedded mode, every member has run but the unit-layout ones (DEFER):
+ * take all their group locks at once (one sorted set, so dtxs and single
+ * writes over the same groups never wait for each other in a cycle), then
+ * run them under the locks, each as it would run alone.  Two members over
+ * one parity group of one object are refused (the second's
+ * read-modify-write would not see the first's units, which are not
+ * applied before the commit).  0, or the dtx's failure (dx_rc set; the
+ * deferred members are FAILED). */
+static int dtx_run_deferred(struct clovis_dtx *dx)
+{
+	struct eng *e = dx->dx_cl->cl_eng;
+	uint64_t **g = calloc(dx->dx_nr, sizeof *g);
+	uint32_t *ng = calloc(dx->dx_nr, sizeof *ng), *all = NULL, nall = 0;
+	uint32_t bad = UINT32_MAX;
+	int rc = g == NULL || ng == NULL ?
+		 err_set(-ENOMEM, "dtx %s: group locks", dtx_str(dx)) : 0;
+
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
+		struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
+		uint32_t *na;
+
+		if (dx->dx_m[i].dm_state != DM_DEFER)
+			continue;
+		rc = stripe_req_groups(e, r, &g[i], &ng[i]);
+		for (uint32_t j = 0; rc == 0 && j < i; j++) {
+			struct eng_req *q = &dx->dx_m[j].dm_op->op_req;
+
+			if (g[j] == NULL || clovis_id_cmp(&q->er_id,
+							  &r->er_id) != 0)
+				continue;
+			for (uint32_t a = 0; rc == 0 && a < ng[i]; a++)
+				for (uint32_t b = 0; rc == 0 && b < ng[j]; b++)
+					if (g[i][a] == g[j][b])
+						rc = err_set(-EINVAL, "dtx %s: "
+							"ops %u and %u both "
+							"update parity group "
+							"%" PRIu64 " of object "
+							"%s (one update per "
+							"group in a dtx)",
+							dtx_str(dx), j + 1,
+							i + 1, g[i][a],
+							eng_id_str(&r->er_id));
+		}
+		na = rc != 0 ? NULL : realloc(all, (nall + r->er_nr_locks + 1) *
+					      sizeof *all);
+		if (rc == 0 && na == NULL)
+			rc = err_set(-ENOMEM, "dtx %s: group locks",
+				     dtx_str(dx));
+		if (rc == 0) {
+			all = na;
+			memcpy(all + nall, r->er_locks,
+			       r->er_nr_locks * sizeof *all);
+			nall += r->er_nr_locks;
+		}
+		free(r->er_locks);
+		r->er_locks = NULL;
+		r->er_nr_locks = 0;
+		if (rc != 0)
+			bad = i;
+	}
+	if (rc == 0) {
+		uint32_t n = 0;
+
+		qsort(all, nall, sizeof *all, u32_cmp);
+		for (uint32_t i = 0; i < nall; i++)
+			if (n == 0 || all[n - 1] != all[i])
+				all[n++] = all[i];
+		eng_glock(e, all, n);
+		dx->dx_locks = all;
+		dx->dx_nr_locks = n;
+		all = NULL;
+	}
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
+		struct clovis_op *op = dx->dx_m[i].dm_op;
+
+		if (dx->dx_m[i].dm_state != DM_DEFER)
+			continue;
+		op->op_req.er_glocked = true;
+		rc = dx->dx_cl->cl_exec(dx->dx_cl, &op->op_req);
+		if (rc == ENG_PENDING) {
+			rc = 0; /* held: dtx_hold() made it HELD */
+		} else {
+			if (rc == 0)
+				rc = err_set(-EPROTO, "dtx %s: update ran "
+					     "without a commit", dtx_str(dx));
+			bad = i;
+		}
+	}
+	if (rc != 0) {
+		pthread_mutex_lock(&dx->dx_lock);
+		dx->dx_rc = rc;
+		snprintf(dx->dx_msg, sizeof dx->dx_msg, "%s", err_msg());
+		dx->dx_bad = UINT32_MAX; /* the failed member is FAILED */
+		pthread_mutex_unlock(&dx->dx_lock);
+		for (uint32_t i = 0; i < dx->dx_nr; i++) {
+			struct dtx_member *m = &dx->dx_m[i];
+
+			if (m->dm_state != DM_DEFER)
+				continue;
+			dx->dx_defer--;
+			dx->dx_ran++;
+			dtx_member_fail(dx, m, i == bad ? rc : -ECANCELED,
+					i == bad ? dx->dx_msg : "dtx not "
+					"committed: another member failed");
+		}
+	}
+	for (uint32_t i = 0; g != NULL && i < dx->dx_nr; i++)
+		free(g[i]);
+	free(g);
+	free(ng);
+	free(all);
+	return rc;
+}
+
 /* Pass the outcome to every held member (they leave the dtx), then to the
  * commit op.  rc < 0: nothing was applied; the member that failed the
  * dtx gets rc, the others -ECANCELED. */
@@ -362,6 +536,9 @@ static void dtx_finish(struct clovis_dtx *dx, int rc, const char *msg)
 		struct dtx_member *m = &dx->dx_m[i];
 		struct eng_citem *ci;
 
+		if (m->dm_state == DM_DEFER) /* never ran: another failed */
+			dtx_member_fail(dx, m, -ECANCELED, "dtx not committed: "
+					"another member failed");
 		if (m->dm_state != DM_HELD)
 			continue;
 		ci = member_ci(m);
@@ -373,6 +550,7 @@ static void dtx_finish(struct clovis_dtx *dx, int rc, const char *msg)
 				 "committed: %.200s", dtx_str(dx), msg);
 		ci->ci_done(ci, rc == 0 || i == dx->dx_bad ? rc : -ECANCELED);
 	}
+	dtx_unlock(dx);
 	dx->dx_state = DX_DONE;
 	cci->ci_done = dx->dx_cop_done;
 	cci->ci_executed = dx->dx_cop_executed;
@@ -437,6 +615,7 @@ static void dtx_executed(struct eng_citem *ci)
 {
 	struct clovis_dtx *dx = ((struct clovis_op *)ci)->op_dtx;
 
+	dtx_unlock(dx); /* applied: visible to the next writer */
 	for (uint32_t i = 0; i < dx->dx_nr; i++) {
 		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
 
@@ -468,6 +647,8 @@ static void dtx_submit(struct clovis_dtx *dx)
 		dtx_clu_submit(dx);
 		return;
 	}
+	if (rc == 0 && dx->dx_defer > 0)
+		rc = dtx_run_deferred(dx);
 
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
@@ -584,13 +765,15 @@ static void dtx_cancel(struct clovis_dtx *dx)
 		else
 			launched++;
 	}
-	while (dx->dx_ran < launched)
+	while (dx->dx_ran + dx->dx_defer < launched)
 		pthread_cond_wait(&dx->dx_cond, &dx->dx_lock);
 	pthread_mutex_unlock(&dx->dx_lock);
 	for (uint32_t i = 0; i < dx->dx_nr; i++) {
 		struct dtx_member *m = &dx->dx_m[i];
 		struct eng_citem *ci;
 
+		if (m->dm_state == DM_DEFER) /* never ran, took nothing */
+			dtx_member_fail(dx, m, -ECANCELED, "dtx aborted");
 		if (m->dm_state != DM_HELD)
 			continue;
 		ci = member_ci(m);
@@ -637,7 +820,10 @@ void clovis_dtx_abort(struct clovis_dtx *dx)
  *               applied and durable.
  * A NO with -ESTALE (an index replica must verify first) makes the client
  * send that replica a GET (which verifies it) and try again with a new id,
- * DTX_CLU_TRIES times at most.  Every call has a deadline (DTX_CLU_CALL_MS,
+ * DTX_CLU_TRIES times and for one call timeout at most.  The PREPARE
+ * announces the decision deadline (wait_ms: call timeout + slack) and the
+ * client keeps it (votes later than that: ABORT); participants start
+ * termination only past it.  Every call has a deadline (DTX_CLU_CALL_MS,
  * at most the cluster's call timeout).
  */
 #define DTX_CLU_CALL_MS 10000u
@@ -646,7 +832,24 @@ void clovis_dtx_abort(struct clovis_dtx *dx)
  * dies after all votes (dtx.cli.prepared) without dying: no DECIDE is
  * sent and the commit op fails with -ETIMEDOUT.  Off by default. */
 bool dtx_abandon_after_prepare;
-#define DTX_CLU_TRIES 5u
+/* -ESTALE (an index replica verifying) is retried with a new id while the
+ * first attempt began less than the call timeout ago, this often at most:
+ * under load a verification can take longer than a few quick retries. */
+#define DTX_CLU_TRIES 40u
+#define DTX_CLU_BACKOFF_MAX_MS 500u
+/* The PREPARE announces the decision deadline: the call timeout plus this
+ * (thread start-up, scheduling), and the client keeps it: votes that came
+ * later make it abort, so a participant's termination (which waits for the
+ * deadline, srv_dtx.c) never races a live client. */
+#define DTX_CLU_SLACK_MS 1000u
+
+static uint64_t dtx_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 struct dtx_part {
 	struct clovis_dtx *dp_dx;
@@ -668,6 +871,7 @@ struct dtx_clu {
 	struct dtx_part *dc_p;
 	uint32_t dc_nr;
 	uint32_t dc_parts[DTM_PARTS_MAX];
+	uint32_t dc_wait_ms;    /* PREPARE: the decision deadline announced */
 	uint8_t **dc_bodies;    /* per member */
 	uint8_t **dc_data;
 };
@@ -716,6 +920,7 @@ static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
 		q.parts = c->dc_parts;
 		q.n_members = p->dp_nr;
 		q.members = p->dp_mp;
+		q.wait_ms = c->dc_wait_ms;
 	}
 	q.decision = decision;
 	return dtm_pack(&q.base, &p->dp_req, &p->dp_len);
@@ -864,11 +1069,13 @@ static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
 {
 	uint32_t ms = cluster_call_ms(dx->dx_cl);
 	struct dtx_part *bad = NULL;
+	uint64_t t0 = dtx_mono_ms();
 	int rc;
 
 	if (ms == 0 || ms > DTX_CLU_CALL_MS)
 		ms = DTX_CLU_CALL_MS;
 	*stale = NULL;
+	c->dc_wait_ms = ms + DTX_CLU_SLACK_MS;
 	dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_PREPARE, 0, ms);
 	for (uint32_t i = 0; i < c->dc_nr && bad == NULL; i++)
 		if (c->dc_p[i].dp_rc != 0 ||
@@ -882,6 +1089,15 @@ static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
 			*stale = bad;
 		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
 		return rc;
+	}
+	if (dtx_mono_ms() - t0 > c->dc_wait_ms) {
+		/* Past the deadline the PREPARE announced: the decider may
+		 * have aborted alone by now; never send it a COMMIT. */
+		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
+		snprintf(msg, msz, "the votes took %" PRIu64 " ms, longer than "
+			 "the decision deadline (%u ms): aborted",
+			 dtx_mono_ms() - t0, c->dc_wait_ms);
+		return -ECANCELED;
 	}
 	dtx_clu_kill("dtx.cli.prepared");
 	if (__atomic_load_n(&dtx_abandon_after_prepare, __ATOMIC_RELAXED)) {
@@ -922,7 +1138,11 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 	char msg[LIM_ERRMSG_LEN] = "";
 	struct dtx_clu c = {0};
 	int rc = dx->dx_rc;
+	uint64_t t0 = dtx_mono_ms();
+	uint32_t ms = cluster_call_ms(dx->dx_cl);
 
+	if (ms == 0 || ms > DTX_CLU_CALL_MS)
+		ms = DTX_CLU_CALL_MS;
 	if (rc != 0)
 		snprintf(msg, sizeof msg, "%s", dx->dx_msg);
 	for (uint32_t t = 0; rc == 0 && t < DTX_CLU_TRIES; t++) {
@@ -936,12 +1156,16 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 			break;
 		}
 		rc = dtx_clu_attempt(dx, &c, &stale, msg, sizeof msg);
-		if (rc == -ESTALE && t + 1 < DTX_CLU_TRIES) {
+		if (rc == -ESTALE && t + 1 < DTX_CLU_TRIES &&
+		    dtx_mono_ms() - t0 < ms) {
+			uint32_t back = 50u * t;
+
 			cluster_idx_touch(dx->dx_cl, stale->dp_server,
 					  &dx->dx_m[stale->dp_mi[0]].dm_op->op_req);
 			rc = 0;
 			dtx_clu_fini(&c, dx->dx_nr);
-			usleep(50000u * t);
+			usleep(1000u * (back < DTX_CLU_BACKOFF_MAX_MS ? back :
+					DTX_CLU_BACKOFF_MAX_MS));
 			continue;
 		}
 		break;

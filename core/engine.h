@@ -167,6 +167,9 @@ struct eng_req {
 	uint32_t er_cap_upd;
 	uint32_t *er_locks;          /**< group lock slots held */
 	uint32_t er_nr_locks;
+	bool er_glocked;             /**< its group locks are held by the
+					  submitter (a dtx, stripe_req_groups):
+					  the update takes and frees none */
 	void (*er_executed)(struct eng_citem *ci); /**< wrapped callbacks */
 	void (*er_done)(struct eng_citem *ci, int rc);
 };

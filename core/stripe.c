@@ -789,11 +789,12 @@ static int stripe_update(struct sctx *sc)
 		rc = bv_prefix(sc);
 	if (rc == 0)
 		rc = ranges_groups(sc, br, nbr, &groups, &ng);
-	if (rc == 0)
+	if (rc == 0 && !r->er_glocked) /* else held by its dtx */
 		rc = lock_slots(r, groups, ng);
 	if (rc != 0)
 		goto out;
-	eng_glock(e, r->er_locks, r->er_nr_locks);
+	if (!r->er_glocked)
+		eng_glock(e, r->er_locks, r->er_nr_locks);
 	r->er_eng = e;
 	for (uint32_t i = 0; rc == 0 && i < ng; i++) {
 		struct sgroup sg;
@@ -1012,6 +1013,43 @@ int stripe_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent)
 	if (rc == 0)
 		rc = r->er_kind == ER_OBJ_READ ? stripe_read(&sc)
 					       : stripe_update(&sc);
+	sctx_fini(&sc);
+	return rc;
+}
+
+int stripe_req_groups(struct eng *e, struct eng_req *r, uint64_t **groups,
+		      uint32_t *ng)
+{
+	struct meta_ent cur;
+	struct brange *br = NULL;
+	struct sctx sc;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+
+	*groups = NULL;
+	*ng = 0;
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = ent_check(e, txn, r, &cur);
+	mdb_txn_abort(txn);
+	if (rc != 0 || !stripe_layout(cur.me_layout) ||
+	    r->er_kind == ER_OBJ_READ)
+		return rc;
+	rc = sctx_init(&sc, e, r, &cur);
+	if (rc == 0)
+		rc = sc_ranges(&sc, &br);
+	if (rc == 0)
+		rc = ranges_groups(&sc, br, r->er_ext->ev_nr, groups, ng);
+	if (rc == 0) {
+		free(r->er_locks);
+		rc = lock_slots(r, *groups, *ng);
+	}
+	if (rc != 0) {
+		free(*groups);
+		*groups = NULL;
+		*ng = 0;
+	}
+	free(br);
 	sctx_fini(&sc);
 	return rc;
 }

@@ -55,6 +55,15 @@ static inline bool stripe_layout(uint32_t type)
 /** READ/WRITE/ALLOC/FREE of an object with a unit layout (obj_exec()). */
 int stripe_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent);
 
+/** The parity groups an update (WRITE/ALLOC/FREE) of an object with a
+ *  unit layout would lock, without running it: *groups (malloc'd, *ng of
+ *  them) and its lock slots in r->er_locks (sorted, distinct; the caller
+ *  takes them over).  *ng = 0 and no slots for other layouts.  For a dtx
+ *  (clovis/dtx.c), which takes every member's slots at once at its commit
+ *  and runs the members with r->er_glocked.  0 or a negative code. */
+int stripe_req_groups(struct eng *e, struct eng_req *r, uint64_t **groups,
+		      uint32_t *ng);
+
 /** In obj_apply(): apply the request's unit records. */
 int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
 

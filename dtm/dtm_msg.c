@@ -64,6 +64,10 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 				       " on an index update", i);
 		bytes += m->body.len + m->data.len;
 	}
+	if (q->wait_ms > DTM_WAIT_MS_MAX ||
+	    (q->kind != DTM_MSG_PREPARE && q->wait_ms != 0))
+		return err_set(-EINVAL, "dtx request: wait_ms %u (0..%u, "
+			       "PREPARE only)", q->wait_ms, DTM_WAIT_MS_MAX);
 	if (bytes > DTM_PREPARE_BYTES_MAX)
 		return err_set(-E2BIG, "dtx request: %" PRIu64 " bytes of "
 			       "members (at most %u per participant)", bytes,

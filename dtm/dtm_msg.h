@@ -29,6 +29,8 @@ enum dtm_msg_kind {
 #define DTM_PREPARE_BYTES_MAX (48u << 10)
 /** Most LIST entries in one reply. */
 #define DTM_LIST_MAX 1000u
+/* Longest decision deadline a PREPARE may announce (DtxReq.wait_ms). */
+#define DTM_WAIT_MS_MAX 60000u
 
 /**
  * Decode and check a request body for a cluster of nr_servers: kind known,

@@ -23,7 +23,9 @@
  *             (dtm_query_answer), so a late PREPARE is refused.
  *   restart   srv_dtx_start() loads PREPARED records: in doubt.
  *   termination  a thread looks at in-doubt records every
- *             DTX_TERM_TICK_MS: older than DTX_TERM_MS, the deciding
+ *             DTX_TERM_TICK_MS: past its due time (the coordinator's
+ *             decision deadline announced in the PREPARE, wait_ms, plus
+ *             DTX_TERM_MS; at once for records loaded at start), the deciding
  *             participant (parts[0]) aborts alone (dtm_term_decider: it is
  *             the commit point), the others ask the other participants
  *             (dtm_term_decide, with servers marked dead).
@@ -46,7 +48,8 @@
 #include "core/server/srv_internal.h"
 #include "dtm/dtm_msg.h"
 
-#define DTX_TERM_MS 2000u      /* in doubt this long: termination */
+#define DTX_TERM_MS 2000u      /* in doubt this long past the client's
+				  decision deadline: termination */
 #define DTX_TERM_TICK_MS 250u
 #define DTX_QUERY_MS 1000u     /* call timeout of a QUERY */
 #define DTX_FWD_MS 2000u       /* call timeout of a replica copy */
@@ -60,7 +63,7 @@
 /* An in-doubt dtx of this server (memory; the record is the truth). */
 struct pdtx {
 	struct clovis_dtx_id pd_id;
-	uint64_t pd_since_ms;  /* srv_now_ms() when prepared or loaded */
+	uint64_t pd_due_ms;    /* srv_now_ms() from which termination may act */
 	struct pdtx *pd_next;
 };
 
@@ -266,15 +269,19 @@ static int rec_put(struct srv *s, const struct clovis_dtx_id *id,
 
 /* ------------------------------------------------------------ in doubt */
 
+/* In doubt from now; termination may act wait_ms + DTX_TERM_MS from now
+ * (wait_ms: the coordinator's decision deadline, from its PREPARE), or at
+ * once (now: loaded at a restart, the coordinator's calls were lost). */
 static void doubt_add(struct srv_dtx *d, const struct clovis_dtx_id *id,
-		      bool now)
+		      bool now, uint32_t wait_ms)
 {
 	struct pdtx *p = calloc(1, sizeof *p);
 
 	if (p == NULL)
 		return; /* found again at the next start */
 	p->pd_id = *id;
-	p->pd_since_ms = srv_now_ms() - (now ? DTX_TERM_MS : 0);
+	p->pd_due_ms = srv_now_ms() + (now ? 0 : (uint64_t)wait_ms +
+				       DTX_TERM_MS);
 	pthread_mutex_lock(&d->d_lock);
 	p->pd_next = d->d_doubt;
 	d->d_doubt = p;
@@ -781,7 +788,7 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 		rc = rec_put(s, id, DTM_PREPARED, parts, (uint32_t)q->n_parts,
 			     body, len);
 	if (rc == 0)
-		doubt_add(d, id, false);
+		doubt_add(d, id, false, q->wait_ms);
 	pthread_mutex_unlock(id_lock(d, id));
 	if (rc == 0 && FAULT_HIT("dtx.part.prepared")) {
 		LOG_WARNING("fault point dtx.part.prepared: SIGKILL");
@@ -1119,7 +1126,7 @@ static void *term_main(void *arg)
 		pthread_mutex_lock(&d->d_lock);
 		for (struct pdtx *p = d->d_doubt; p != NULL && n < 256;
 		     p = p->pd_next)
-			if (now - p->pd_since_ms >= DTX_TERM_MS)
+			if (now >= p->pd_due_ms)
 				ids[n++] = p->pd_id;
 		pthread_mutex_unlock(&d->d_lock);
 		for (uint32_t i = 0; i < n && !d->d_stop; i++)
@@ -1181,7 +1188,7 @@ static int dtx_replay(struct srv_dtx *d)
 			continue;
 		id = (struct clovis_dtx_id){.di_hlc = h.dr_hlc,
 					    .di_node = h.dr_node};
-		doubt_add(d, &id, true); /* restart: ask at once */
+		doubt_add(d, &id, true, 0); /* restart: ask at once */
 		n++;
 	}
 	mdb_cursor_close(cur);

@@ -8,6 +8,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,14 +492,143 @@ static void test_bad_args(void)
 					       &op), 0);
 	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
 	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 0, 1, &op), 0);
-	CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
-	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "unit layout"));
-	clovis_op_free(op);
+	if (ut_cluster_mode()) { /* embedded: test_unit_layouts */
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "unit layout"));
+	} else {
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0);
+	}
+	clovis_op_free(op); /* in INIT: leaves the dtx */
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
 	CU_ASSERT_EQUAL(clovis_dtx_commit(dx, &op), -CLOVIS_ESTATE);
 	clovis_dtx_abort(dx); /* refused: committed */
 	CU_ASSERT_EQUAL(clovis_op_sync(cop), 0); /* empty after the free */
 	free(w.buf);
+}
+
+/* ------------------------------------------------------ unit layouts */
+
+static int mobj_make(struct clovis_obj *o)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_MIRROR};
+	struct clovis_id id = newid();
+	struct clovis_op *op;
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+static __thread char unit_msg[256]; /* the last failed commit's message */
+
+/* One dtx: block b1 of o1 := c, block b2 of o2 := c, PUT key -> val. */
+static int unit_dtx(struct clovis_obj *o1, uint64_t b1, struct clovis_obj *o2,
+		    uint64_t b2, int c, struct clovis_idx *ix, const char *key)
+{
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[3] = {0}, *cop;
+	struct blk w1 = {0}, w2 = {0};
+	struct rec r;
+	char val[8];
+	int rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+
+	snprintf(val, sizeof val, "%d", c);
+	if (rc == 0)
+		rc = blk_op(o1, &w1, CLOVIS_OC_WRITE, b1, c, &ops[0]);
+	if (rc == 0)
+		rc = blk_op(o2, &w2, CLOVIS_OC_WRITE, b2, c, &ops[1]);
+	if (rc == 0)
+		rc = rec_op(ix, &r, CLOVIS_IC_PUT, key, val, &ops[2]);
+	for (int i = 0; rc == 0 && i < 3; i++)
+		rc = clovis_dtx_add(dx, ops[i]);
+	if (rc == 0)
+		rc = clovis_op_launch(ops, 1); /* one early: deferred */
+	if (rc == 0)
+		rc = clovis_dtx_commit(dx, &cop);
+	if (rc == 0) {
+		rc = clovis_op_launch(&cop, 1);
+		if (rc == 0)
+			rc = clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS);
+		if (rc == 0)
+			rc = clovis_op_rc(cop);
+		if (rc != 0)
+			snprintf(unit_msg, sizeof unit_msg, "%s",
+				 clovis_op_errmsg(cop));
+		clovis_op_free(cop);
+	} else {
+		clovis_dtx_abort(dx);
+	}
+	for (int i = 0; i < 3; i++)
+		clovis_op_free(ops[i]);
+	free(w1.buf);
+	free(w2.buf);
+	return rc;
+}
+
+static struct clovis_obj uo1, uo2;
+static struct clovis_idx uix;
+static int unit_fail;
+
+static void *unit_worker(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	char key[16];
+
+	for (int n = 0; n < 10; n++) {
+		snprintf(key, sizeof key, "t%d", t);
+		/* half the threads in the other object order */
+		if ((t & 1 ? unit_dtx(&uo2, 8 + t, &uo1, 8 + t, 0x40 + n, &uix,
+				      key)
+			   : unit_dtx(&uo1, 8 + t, &uo2, 8 + t, 0x40 + n, &uix,
+				      key)) != 0)
+			__atomic_add_fetch(&unit_fail, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Writes to objects with unit layouts in a dtx (embedded): their group
+ * locks are taken together at the commit. */
+static void test_unit_layouts(void)
+{
+	pthread_t th[4];
+	char v[32];
+
+	if (ut_cluster_mode())
+		return; /* -ENOTSUP there (test_bad_args) */
+	CU_ASSERT_EQUAL_FATAL(mobj_make(&uo1), 0);
+	CU_ASSERT_EQUAL_FATAL(mobj_make(&uo2), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&uix), 0);
+	/* commit: all visible */
+	CU_ASSERT_EQUAL(unit_dtx(&uo1, 0, &uo2, 5, 0x11, &uix, "u"), 0);
+	CU_ASSERT_EQUAL(blk_read(&uo1, 0), 0x11);
+	CU_ASSERT_EQUAL(blk_read(&uo2, 5), 0x11);
+	CU_ASSERT_EQUAL(get(&uix, "u", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "17");
+	/* a failing member (two updates of one group): none applied */
+	CU_ASSERT_EQUAL(unit_dtx(&uo1, 0, &uo1, 0, 0x22, &uix, "u"), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(unit_msg, "parity group"));
+	CU_ASSERT_EQUAL(blk_read(&uo1, 0), 0x11);
+	CU_ASSERT_EQUAL(get(&uix, "u", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "17");
+	/* concurrent dtxs over the same groups, in both object orders: no
+	 * deadlock (each commit waited for WAIT_NS at most) */
+	for (intptr_t t = 0; t < 4; t++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL, unit_worker,
+						     (void *)t), 0);
+	for (int t = 0; t < 4; t++)
+		pthread_join(th[t], NULL);
+	CU_ASSERT_EQUAL(unit_fail, 0);
+	for (int t = 0; t < 4; t++) {
+		char key[16];
+
+		snprintf(key, sizeof key, "t%d", t);
+		CU_ASSERT_EQUAL(blk_read(&uo1, 8 + t), 0x40 + 9);
+		CU_ASSERT_EQUAL(blk_read(&uo2, 8 + t), 0x40 + 9);
+		CU_ASSERT_EQUAL(get(&uix, key, v, sizeof v), 0);
+		CU_ASSERT_EQUAL(atoi(v), 0x40 + 9);
+	}
 }
 
 /* ------------------------------------------------- termination rule */
@@ -574,6 +704,7 @@ static int msg_round(DtxReq *q, uint32_t nr)
 	if (rc == 0) {
 		CU_ASSERT_EQUAL(out->kind, q->kind);
 		CU_ASSERT_EQUAL(out->hlc, q->hlc);
+		CU_ASSERT_EQUAL(out->wait_ms, q->wait_ms);
 		dtx_req__free_unpacked(out, NULL);
 	} else {
 		CU_ASSERT_PTR_NULL(out);
@@ -605,6 +736,12 @@ static void test_msg_codec(void)
 	m.body.data = junk;
 	m.body.len = 3;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), 0);
+	q.wait_ms = DTM_WAIT_MS_MAX;                  /* decision deadline */
+	CU_ASSERT_EQUAL(msg_round(&q, 3), 0);
+	q.wait_ms = DTM_WAIT_MS_MAX + 1;
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "wait_ms"));
+	q.wait_ms = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 2), -EINVAL);   /* server 2 of 2 */
 	parts[1] = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* given twice */
@@ -630,6 +767,9 @@ static void test_msg_codec(void)
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* decision */
 	q.decision = DTM_COMMITTED;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), 0);
+	q.wait_ms = 100;                              /* PREPARE only */
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);
+	q.wait_ms = 0;
 	q.hlc = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* no id */
 	q.kind = 99;
@@ -688,7 +828,8 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "deleted_entity", test_deleted_entity) ||
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
 	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
-	    !CU_add_test(s, "bad_args", test_bad_args))
+	    !CU_add_test(s, "bad_args", test_bad_args) ||
+	    !CU_add_test(s, "unit_layouts", test_unit_layouts))
 		return -1;
 	return 0;
 }

@@ -164,6 +164,8 @@ for spec in 1:dtx.part.prepared 1:dtx.part.voted 1:dtx.part.decide.before \
 	wait "$cpid"
 	crc=$?
 	check "s$s $fp: client finished (rc $crc)" test $crc -eq 0
+	# what failed, for the log (transfers that failed are allowed here)
+	grep -m 3 "dtx_crash:" "$T/run" | cut -c1-240
 	check "s$s $fp: in-doubt dtx resolved within 20 s" settled
 	check "s$s $fp: check" acheck
 done
