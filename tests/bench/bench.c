@@ -26,7 +26,14 @@
  *   idx_{put,get,next}_qdQ_rR   index records with 16-byte keys and 64-byte
  *        values, Q ops in flight of R records each; raw: LMDB in the same
  *        directory from Q threads, one txn per op of R records (durable
- *        commits for PUT, a read txn with mdb_get or a cursor walk else).
+ *        commits for PUT, a read txn with mdb_get or a cursor walk else,
+ *        every key and value found copied out).  NEXT fills the caller's
+ *        buffers (CLOVIS_IF_CALLER_BUFS); idx_next_malloc_qd1_r64 is the
+ *        same walk with every key and value in its own malloc()ed buffer.
+ *        GET and NEXT at 16 in flight from 16 application threads, one op
+ *        each (as raw); _1thr: one thread keeping 16 launched one by one
+ *        (run inline in it); _array: one thread launching arrays of 16
+ *        (run by the worker threads).
  *
  * Then that store is destroyed and bench_ec.c makes the second one, on
  * which bench_tier.c and bench_ec.c measure the figures of issue 3.
@@ -316,6 +323,27 @@ static int bn_make_next(struct bn_job *j, struct bn_slot *s)
 			     s->s_rcs, 0, &s->s_op);
 }
 
+/* NEXT of j_recs records from a random loaded key into the slot's own
+ * buffers (CLOVIS_IF_CALLER_BUFS: no allocation per record). */
+static int bn_make_next_into(struct bn_job *j, struct bn_slot *s)
+{
+	bn_recs(j, s, bn_rand(&j->j_rand) % j->j_keys, true);
+	memcpy(s->s_key0, s->s_keys[0], BN_KEY_LEN);
+	s->s_kb[0] = s->s_key0;
+	s->s_op = NULL;
+	return clovis_idx_op(j->j_idx, CLOVIS_IC_NEXT, &s->s_kv, &s->s_vv,
+			     s->s_rcs, CLOVIS_IF_CALLER_BUFS, &s->s_op);
+}
+
+/* Check what a NEXT into caller buffers returned (the walk may run off the
+ * end of the loaded keys). */
+static void bn_done_next_into(struct bn_job *j, struct bn_slot *s)
+{
+	for (uint32_t r = 0; r < j->j_recs; r++)
+		if (s->s_rcs[r] != -ENOENT)
+			bn_check(s->s_rcs[r], "record");
+}
+
 /* Check every record of a finished PUT or GET. */
 static void bn_done_recs(struct bn_job *j, struct bn_slot *s)
 {
@@ -476,11 +504,14 @@ static int bn_raw_get(struct bn_raw *r, uint64_t *rnd, uint64_t i,
 	return bn_mdb(rc);
 }
 
-/* One read txn walking r_recs records with a cursor from a random key. */
+/* One read txn walking r_recs records with a cursor from a random key,
+ * each record's key and value copied out (to buf, BN_RAW_NEXT_BUF bytes),
+ * as the caller-buffer NEXT does. */
 static int bn_raw_next(struct bn_raw *r, uint64_t *rnd, uint64_t i,
 		       void *buf)
 {
 	char key[BN_KEY_LEN + 1];
+	uint8_t *out = buf;
 	MDB_txn *txn;
 	MDB_cursor *c;
 	MDB_val k = {BN_KEY_LEN, key}, v;
@@ -491,9 +522,12 @@ static int bn_raw_next(struct bn_raw *r, uint64_t *rnd, uint64_t i,
 		rc = mdb_cursor_open(txn, r->r_dbi, &c);
 	if (rc == 0) {
 		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
-		for (uint32_t n = 1; rc == 0 && n < r->r_recs; n++) {
-			memcpy(buf, v.mv_data, v.mv_size);
-			rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
+		for (uint32_t n = 0; rc == 0 && n < r->r_recs; n++) {
+			memcpy(out, k.mv_data, k.mv_size);
+			memcpy(out + BN_KEY_LEN, v.mv_data, v.mv_size);
+			out += BN_KEY_LEN + BN_VAL_LEN;
+			if (n + 1 < r->r_recs)
+				rc = mdb_cursor_get(c, &k, &v, MDB_NEXT);
 		}
 		rc = rc == MDB_NOTFOUND ? 0 : rc;
 		mdb_cursor_close(c);
@@ -745,6 +779,93 @@ static double bn_ours_idx(int (*make)(struct bn_job *, struct bn_slot *),
 	return r;
 }
 
+/* One application thread of bn_ours_idx_threads: its own job, qd 1. */
+struct bn_idx_thr {
+	struct bn_job t_job;
+	double t_rate;              /* ops per second */
+};
+
+static void *bn_idx_thread(void *arg)
+{
+	struct bn_idx_thr *t = arg;
+
+	t->t_rate = bn_run_for(&t->t_job, bn_secs);
+	return NULL;
+}
+
+/*
+ * Ours for a GET or NEXT job with qd ops in flight from qd application
+ * threads, each launching one op and waiting for it (as raw LMDB runs qd
+ * threads, one read txn each): records per second, summed.
+ */
+static double bn_ours_idx_threads(int (*make)(struct bn_job *,
+					      struct bn_slot *),
+				  void (*done)(struct bn_job *,
+					       struct bn_slot *),
+				  uint32_t qd, uint32_t recs)
+{
+	struct bn_idx_thr *ts = calloc(qd, sizeof *ts);
+	pthread_t tids[BN_QD_MAX];
+	double sum = 0;
+
+	if (ts == NULL)
+		bn_check(-ENOMEM, "jobs");
+	for (uint32_t t = 0; t < qd; t++) {
+		ts[t].t_job = (struct bn_job){
+			.j_make = make, .j_done = done, .j_qd = 1,
+			.j_recs = recs, .j_idx = &bn_idx,
+			.j_next = bn_idx_keys, .j_keys = bn_idx_keys,
+			.j_rand = 0x9e3779b97f4a7c15ull * (t + 1)};
+		pthread_create(&tids[t], NULL, bn_idx_thread, &ts[t]);
+	}
+	for (uint32_t t = 0; t < qd; t++) {
+		pthread_join(tids[t], NULL);
+		sum += ts[t].t_rate * recs;
+		bn_job_fini(&ts[t].t_job);
+	}
+	free(ts);
+	return sum;
+}
+
+/*
+ * Ours for a GET or NEXT job from one thread, qd ops made and launched
+ * together as one array (clovis_op_launch(ops, qd): they go to the worker
+ * threads, none inline), then waited for: records per second.
+ */
+static double bn_ours_idx_array(int (*make)(struct bn_job *,
+					    struct bn_slot *),
+				void (*done)(struct bn_job *,
+					     struct bn_slot *),
+				uint32_t qd, uint32_t recs)
+{
+	static struct bn_job j;
+	struct clovis_op *ops[BN_QD_MAX];
+	double t0 = bn_now(), end = t0 + bn_secs;
+	uint64_t n = 0;
+
+	memset(&j, 0, sizeof j);
+	j = (struct bn_job){.j_make = make, .j_done = done, .j_qd = qd,
+			    .j_recs = recs, .j_idx = &bn_idx,
+			    .j_next = bn_idx_keys, .j_keys = bn_idx_keys,
+			    .j_rand = 0x9e3779b97f4a7c15ull};
+	while (bn_now() < end) {
+		for (uint32_t i = 0; i < qd; i++) {
+			bn_check(make(&j, &j.j_slots[i]), "op");
+			ops[i] = j.j_slots[i].s_op;
+		}
+		bn_check(clovis_op_launch(ops, qd), "launch");
+		for (uint32_t i = 0; i < qd; i++) {
+			bn_check(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+						CLOVIS_TIME_NEVER), "wait");
+			done(&j, &j.j_slots[i]);
+			clovis_op_free(ops[i]);
+		}
+		n += qd;
+	}
+	bn_job_fini(&j);
+	return (double)n * recs / (bn_now() - t0);
+}
+
 /* Keys PUT into raw LMDB so far. */
 static uint64_t bn_raw_keys;
 
@@ -753,7 +874,8 @@ static double bn_raw_idx(int (*op)(struct bn_raw *, uint64_t *, uint64_t,
 				   void *),
 			 uint32_t threads, uint32_t recs)
 {
-	struct bn_raw r = {.r_op = op, .r_threads = threads, .r_len = 64,
+	struct bn_raw r = {.r_op = op, .r_threads = threads,
+			   .r_len = BN_REC_MAX * (BN_KEY_LEN + BN_VAL_LEN),
 			   .r_env = bn_env, .r_dbi = bn_dbi, .r_recs = recs,
 			   .r_loaded = bn_raw_keys};
 	double rate;
@@ -784,17 +906,52 @@ static void bn_idx_preload(void)
 static void bn_fig_idx1(const char *name, int kind, uint32_t qd,
 			uint32_t recs)
 {
-	static int (*const make[3])(struct bn_job *, struct bn_slot *) = {
-		bn_make_put, bn_make_get, bn_make_next};
-	static void (*const done[3])(struct bn_job *, struct bn_slot *) = {
-		bn_done_recs, bn_done_recs, bn_done_next};
-	static int (*const raw[3])(struct bn_raw *, uint64_t *, uint64_t,
+	static int (*const make[4])(struct bn_job *, struct bn_slot *) = {
+		bn_make_put, bn_make_get, bn_make_next_into, bn_make_next};
+	static void (*const done[4])(struct bn_job *, struct bn_slot *) = {
+		bn_done_recs, bn_done_recs, bn_done_next_into, bn_done_next};
+	static int (*const raw[4])(struct bn_raw *, uint64_t *, uint64_t,
 				   void *) = {bn_raw_put, bn_raw_get,
-					      bn_raw_next};
+					      bn_raw_next, bn_raw_next};
 	double ours = bn_ours_idx(make[kind], done[kind], qd, recs, 0);
 
 	bn_fig_add(name, ours, bn_raw_idx(raw[kind], qd, recs), "records/s",
 		   qd, recs, BN_EMU_LMDB);
+}
+
+/*
+ * GET (kind 1) or NEXT (2) with 16 in flight, three ways against the same
+ * raw LMDB side (16 threads, one read txn each):
+ *   NAME           16 application threads, each launching one op and
+ *                  waiting (the op runs inline in its thread, on either
+ *                  core), the same threads as raw;
+ *   NAME_1thr      one thread keeping 16 launched one by one (each runs
+ *                  inline in that thread: one core);
+ *   NAME_array     one thread launching arrays of 16 and waiting for all
+ *                  (the ops go to the worker threads).
+ */
+static void bn_fig_idx16(const char *name, int kind)
+{
+	static int (*const make[3])(struct bn_job *, struct bn_slot *) = {
+		NULL, bn_make_get, bn_make_next_into};
+	static void (*const done[3])(struct bn_job *, struct bn_slot *) = {
+		NULL, bn_done_recs, bn_done_next_into};
+	int (*raw)(struct bn_raw *, uint64_t *, uint64_t, void *) =
+		kind == 1 ? bn_raw_get : bn_raw_next;
+	char n1[64], n2[64];
+	double thr, one, arr;
+
+	snprintf(n1, sizeof n1, "%s_1thr", name);
+	snprintf(n2, sizeof n2, "%s_array", name);
+	thr = bn_ours_idx_threads(make[kind], done[kind], 16, 1);
+	bn_fig_add(name, thr, bn_raw_idx(raw, 16, 1), "records/s", 16, 1,
+		   BN_EMU_LMDB);
+	one = bn_ours_idx(make[kind], done[kind], 16, 1, 0);
+	bn_fig_add(n1, one, bn_raw_idx(raw, 16, 1), "records/s", 16, 1,
+		   BN_EMU_LMDB);
+	arr = bn_ours_idx_array(make[kind], done[kind], 16, 1);
+	bn_fig_add(n2, arr, bn_raw_idx(raw, 16, 1), "records/s", 16, 1,
+		   BN_EMU_LMDB);
 }
 
 /* (d): index PUT, GET, NEXT at 1 and 16 in flight, and 64 per op. */
@@ -805,11 +962,12 @@ static void bn_fig_idx(void)
 	bn_fig_idx1("idx_put_qd16_r1", 0, 16, 1);
 	bn_fig_idx1("idx_put_qd1_r64", 0, 1, 64);
 	bn_fig_idx1("idx_get_qd1_r1", 1, 1, 1);
-	bn_fig_idx1("idx_get_qd16_r1", 1, 16, 1);
+	bn_fig_idx16("idx_get_qd16_r1", 1);
 	bn_fig_idx1("idx_get_qd1_r64", 1, 1, 64);
 	bn_fig_idx1("idx_next_qd1_r1", 2, 1, 1);
-	bn_fig_idx1("idx_next_qd16_r1", 2, 16, 1);
+	bn_fig_idx16("idx_next_qd16_r1", 2);
 	bn_fig_idx1("idx_next_qd1_r64", 2, 1, 64);
+	bn_fig_idx1("idx_next_malloc_qd1_r64", 3, 1, 64);
 }
 
 /* ------------------------------------------------------------- output */

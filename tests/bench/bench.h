@@ -80,6 +80,7 @@ struct bn_slot {
 	size_t s_lens[1];
 	struct clovis_bufvec s_bv;
 	char s_keys[BN_REC_MAX][BN_KEY_LEN + 1];
+	char s_key0[CLOVIS_KEY_MAX]; /* NEXT into caller buffers: slot 0 */
 	void *s_kb[BN_REC_MAX], *s_vb[BN_REC_MAX];
 	size_t s_kl[BN_REC_MAX], s_vl[BN_REC_MAX];
 	uint8_t s_vals[BN_REC_MAX][BN_VAL_LEN];
