@@ -726,16 +726,22 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  *   -EINPROGRESS  committed (the decider logged it) but some participant
  *                 did not acknowledge it applied yet: it will apply it when
  *                 it learns the outcome; the updates are then all there;
- *   -ECANCELED    the decider had aborted it (it was in doubt longer than
- *                 the termination timeout, 2 s): nothing applied;
- *   -ESTALE       an index replica could not verify its copy after a few
- *                 tries: nothing applied.
+ *   -ECANCELED    the votes took longer than the decision deadline the
+ *                 PREPARE announced (call timeout + 1 s; the client then
+ *                 aborts), or the decider had aborted it (in doubt 2 s
+ *                 past that deadline): nothing applied;
+ *   -ESTALE       an index replica could not verify its copy within one
+ *                 call timeout of retries: nothing applied.
  * Member index PUT/DEL get per-record rcs of 0 when the dtx commits.
  *
- * Limits and restrictions: at most CLOVIS_DTX_OPS_MAX members; objects
- * with a unit layout (PDCLUST, MIRROR, COMPOSITE) cannot be written in a
- * dtx yet (clovis_dtx_add() refuses them with -ENOTSUP): their parity-group
- * locks would be held across the dtx.  Cluster mode also refuses entity
+ * Limits and restrictions: at most CLOVIS_DTX_OPS_MAX members.  Objects
+ * with a PDCLUST or MIRROR layout (embedded mode): their updates run at the
+ * commit, after the parity-group locks of all of them were taken at once
+ * (one sorted set: no deadlock against other dtxs or single writes), held
+ * until the dtx is applied; two members updating one parity group of one
+ * object fail the commit with -EINVAL (nothing applied).  COMPOSITE
+ * objects, and unit layouts in cluster mode, are refused by
+ * clovis_dtx_add() with -ENOTSUP.  Cluster mode also refuses entity
  * CREATE, DELETE and SETATTR members (-ENOTSUP), and a participant's
  * members must fit DTM_PREPARE_BYTES_MAX (48 KiB of requests and object
  * data per server: -E2BIG); index records of a member travel inline.
@@ -765,7 +771,8 @@ CLOVIS_API int clovis_dtx_open(struct clovis_dtx **dtx, struct clovis_realm *r);
  * Make op (in INIT, of the same client) a member of dtx (open).  Returns 0,
  * -EINVAL (NULL, not an op, another client's op), -CLOVIS_ESTATE (op not
  * in INIT, already in a dtx, or dtx committed), -E2BIG (past
- * CLOVIS_DTX_OPS_MAX), -ENOTSUP (a write to an object with a unit layout).
+ * CLOVIS_DTX_OPS_MAX), -ENOTSUP (a write to a COMPOSITE object, or to a
+ * PDCLUST/MIRROR one in cluster mode).
  * On error nothing changed.
  */
 CLOVIS_API int clovis_dtx_add(struct clovis_dtx *dtx, struct clovis_op *op);
