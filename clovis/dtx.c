@@ -86,6 +86,11 @@ struct clovis_dtx {
 	void (*dx_cop_executed)(struct eng_citem *ci);
 	void (*dx_cop_done)(struct eng_citem *ci, int rc);
 	struct clovis_entity dx_ent; /* the commit op's entity: the client */
+	/* References: the application's (dropped by clovis_dtx_abort() or
+	 * by freeing the commit op) and the commit op's run while it may
+	 * still touch the dtx (members it launched can complete the dtx,
+	 * and the application free it, before that run returns). */
+	uint32_t dx_refs;
 };
 
 /* Cluster mode: this client's node id in dtx ids (random, not 0). */
@@ -133,6 +138,7 @@ int clovis_dtx_open(struct clovis_dtx **out, struct clovis_realm *r)
 	if (dx == NULL)
 		return err_set(-ENOMEM, "dtx allocation");
 	dx->dx_magic = DTX_MAGIC;
+	dx->dx_refs = 1; /* the application's */
 	dx->dx_cl = r->re_cl;
 	dtm_id_make(&dx->dx_id, r->re_cl->cl_eng == NULL ? dtx_clu_node() : 0);
 	pthread_mutex_init(&dx->dx_lock, NULL);
@@ -150,6 +156,20 @@ int clovis_dtx_id(const struct clovis_dtx *dx, struct clovis_dtx_id *out)
 			       "out is NULL" : "not a dtx");
 	*out = dx->dx_id;
 	return 0;
+}
+
+static void dtx_destroy(struct clovis_dtx *dx);
+
+static void dtx_get(struct clovis_dtx *dx)
+{
+	__atomic_add_fetch(&dx->dx_refs, 1, __ATOMIC_RELAXED);
+}
+
+/* Drop a reference; the last one frees the dtx. */
+static void dtx_put(struct clovis_dtx *dx)
+{
+	if (__atomic_sub_fetch(&dx->dx_refs, 1, __ATOMIC_ACQ_REL) == 0)
+		dtx_destroy(dx);
 }
 
 static void dtx_destroy(struct clovis_dtx *dx)
@@ -363,8 +383,8 @@ void dtx_op_free(struct clovis_op *op)
 	if (dx->dx_cop == op) {
 		if (dx->dx_state == DX_OPEN)
 			dtx_cancel(dx); /* commit op freed unlaunched */
-		dtx_destroy(dx);
 		op->op_dtx = NULL;
+		dtx_put(dx);
 		return;
 	}
 	/* A member freed in INIT while its dtx is open leaves it. */
@@ -688,6 +708,7 @@ static void dtx_submit(struct clovis_dtx *dx)
  * member to run submits the dtx (or this does, if all ran before). */
 static int dtx_commit_run(struct clovis_op *cop)
 {
+	int rc;
 	struct clovis_dtx *dx = cop->op_dtx;
 	struct clovis_op **todo = NULL;
 	uint32_t n = 0;
@@ -700,6 +721,9 @@ static int dtx_commit_run(struct clovis_op *cop)
 		pthread_mutex_unlock(&dx->dx_lock);
 		return 0; /* empty: trivially committed */
 	}
+	/* The members launched below may complete the dtx, and the
+	 * application free it, before this function is done with it. */
+	dtx_get(dx);
 	todo = malloc(dx->dx_nr * sizeof *todo);
 	for (uint32_t i = 0; todo != NULL && i < dx->dx_nr; i++)
 		if (dx->dx_m[i].dm_state == DM_INIT &&
@@ -708,7 +732,9 @@ static int dtx_commit_run(struct clovis_op *cop)
 	if (todo == NULL) {
 		dx->dx_state = DX_OPEN;
 		pthread_mutex_unlock(&dx->dx_lock);
-		return err_set(-ENOMEM, "dtx %s: commit", dtx_str(dx));
+		rc = err_set(-ENOMEM, "dtx %s: commit", dtx_str(dx));
+		dtx_put(dx);
+		return rc;
 	}
 	pthread_mutex_unlock(&dx->dx_lock);
 	if (n > 0)
@@ -719,6 +745,7 @@ static int dtx_commit_run(struct clovis_op *cop)
 	pthread_mutex_unlock(&dx->dx_lock);
 	if (go)
 		dtx_submit(dx);
+	dtx_put(dx);
 	return ENG_PENDING;
 }
 
@@ -798,7 +825,7 @@ void clovis_dtx_abort(struct clovis_dtx *dx)
 		return;
 	}
 	dtx_cancel(dx);
-	dtx_destroy(dx);
+	dtx_put(dx);
 }
 
 /* ================================================= cluster mode: 2PC
