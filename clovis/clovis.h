@@ -33,10 +33,11 @@
  * process or of the machine.  Ops run asynchronously on the library's own
  * threads; the launching thread never waits in clovis_op_launch() for I/O
  * or for other ops.  One exception, for latency: an index GET or NEXT, or an
- * entity OPEN or GETATTR, launched alone and without callbacks on an
- * embedded instance runs in the launching thread and is already STABLE (or
- * FAILED) when clovis_op_launch() returns (metadata reads only; no device
- * I/O).
+ * entity OPEN or GETATTR, launched without callbacks on an embedded
+ * instance runs in the launching thread and is already STABLE (or FAILED)
+ * when clovis_op_launch() returns (metadata reads only; no device I/O).
+ * In an array, such reads run after the array's other ops are queued, one
+ * after the other, in array order.
  *
  * Errors
  * ------

@@ -310,14 +310,19 @@ static int bn_make_get(struct bn_job *j, struct bn_slot *s)
 			     s->s_rcs, 0, &s->s_op);
 }
 
-/* NEXT of j_recs records from a random loaded key. */
+/* NEXT of j_recs records from a random loaded key (only that key is made:
+ * the raw walk makes one too). */
 static int bn_make_next(struct bn_job *j, struct bn_slot *s)
 {
-	bn_recs(j, s, bn_rand(&j->j_rand) % j->j_keys, false);
-	for (uint32_t r = 1; r < j->j_recs; r++) {
-		s->s_kb[r] = NULL;
-		s->s_kl[r] = 0;
+	bn_key(bn_rand(&j->j_rand) % j->j_keys, s->s_keys[0]);
+	for (uint32_t r = 0; r < j->j_recs; r++) {
+		s->s_kb[r] = r == 0 ? s->s_keys[0] : NULL;
+		s->s_kl[r] = r == 0 ? BN_KEY_LEN : 0;
+		s->s_vb[r] = NULL;
+		s->s_vl[r] = 0;
 	}
+	s->s_kv = (struct clovis_bufvec){j->j_recs, s->s_kb, s->s_kl};
+	s->s_vv = (struct clovis_bufvec){j->j_recs, s->s_vb, s->s_vl};
 	s->s_op = NULL;
 	return clovis_idx_op(j->j_idx, CLOVIS_IC_NEXT, &s->s_kv, &s->s_vv,
 			     s->s_rcs, 0, &s->s_op);
@@ -327,9 +332,15 @@ static int bn_make_next(struct bn_job *j, struct bn_slot *s)
  * buffers (CLOVIS_IF_CALLER_BUFS: no allocation per record). */
 static int bn_make_next_into(struct bn_job *j, struct bn_slot *s)
 {
-	bn_recs(j, s, bn_rand(&j->j_rand) % j->j_keys, true);
-	memcpy(s->s_key0, s->s_keys[0], BN_KEY_LEN);
-	s->s_kb[0] = s->s_key0;
+	bn_key(bn_rand(&j->j_rand) % j->j_keys, s->s_key0);
+	for (uint32_t r = 0; r < j->j_recs; r++) {
+		s->s_kb[r] = r == 0 ? s->s_key0 : s->s_keys[r];
+		s->s_kl[r] = BN_KEY_LEN;
+		s->s_vb[r] = s->s_vals[r];
+		s->s_vl[r] = BN_VAL_LEN;
+	}
+	s->s_kv = (struct clovis_bufvec){j->j_recs, s->s_kb, s->s_kl};
+	s->s_vv = (struct clovis_bufvec){j->j_recs, s->s_vb, s->s_vl};
 	s->s_op = NULL;
 	return clovis_idx_op(j->j_idx, CLOVIS_IC_NEXT, &s->s_kv, &s->s_vv,
 			     s->s_rcs, CLOVIS_IF_CALLER_BUFS, &s->s_op);
