@@ -320,6 +320,7 @@ struct pmem {
 	bool pm_held;
 	struct ridx *pm_ri;
 	struct ridx_rec pm_rec; /* index members: the replica record after */
+	uint64_t pm_term;       /* index members: version {term, seq} */
 	uint64_t pm_seq;
 	const DtxMember *pm_src;
 };
@@ -488,9 +489,10 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 				 "%.200s", i, mci->ci_msg[0] ? mci->ci_msg
 							     : err_msg());
 		if (rc == 0 && w->w_m[i].pm_ri != NULL)
-			rc = srv_ridx_store(e, child,
-					    &w->w_m[i].pm_m.mr_req.er_id,
-					    &w->w_m[i].pm_rec);
+			rc = srv_ridx_store(e, child, &w->w_m[i].pm_m,
+					    &w->w_m[i].pm_rec,
+					    w->w_m[i].pm_term,
+					    w->w_m[i].pm_seq);
 	}
 	if (rc == 0)
 		rc = rec_put_apply(e, child, ci);
@@ -521,7 +523,8 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
-/* Copy index member pm to the index's other live replicas with its seq. */
+/* Copy index member pm to the index's other live replicas with its
+ * version (term, seq), as a client copies an ordinary PUT/DEL. */
 static void forward_idx(struct srv *s, struct pmem *pm)
 {
 	const struct clu_conf *c = s->s_conf;
@@ -536,6 +539,7 @@ static void forward_idx(struct srv *s, struct pmem *pm)
 		return;
 	q->rflags = SRF_REPLICA;
 	q->seq = pm->pm_seq;
+	q->term = pm->pm_term;
 	if (msg_pack(&q->base, &b) == 0) {
 		for (uint32_t i = 0; i < r; i++) {
 			uint32_t j = (home + i) % n;
@@ -583,6 +587,9 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 		pm[i].pm_cond = &cond;
 		pm[i].pm_ran = &ran;
 		rc = pmem_check(s, q->members[i], i, &pm[i]);
+		/* ordered here in a term of its own, like a PUT/DEL */
+		if (rc == 0 && pm[i].pm_ri != NULL)
+			rc = srv_ridx_claim(s, pm[i].pm_ri);
 	}
 	/* Run each member to its held item (data out of place). */
 	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
@@ -611,6 +618,13 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 		if (pm[i].pm_rc != 0)
 			rc = err_set(pm[i].pm_rc, "member %u: %s", i,
 				     w->w_ci.ci_msg);
+	/* Index members: their version {term, seq} (term claimed above). */
+	for (uint32_t i = 0; rc == 0 && i < nr; i++)
+		if (pm[i].pm_ri != NULL)
+			rc = srv_ridx_order(s, pm[i].pm_ri,
+					    pm[i].pm_m.mr_req.er_ent.me_ctime_ns,
+					    &pm[i].pm_rec, &pm[i].pm_term,
+					    &pm[i].pm_seq);
 	if (rc == 0) {
 		struct eng_citem *ci = &w->w_ci;
 
@@ -626,20 +640,6 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 						      mci->ci_alloc.sv_v[j].sp_off,
 						      mci->ci_alloc.sv_v[j].sp_len);
 			mci->ci_alloc.sv_nr = 0;
-			if (pm[i].pm_ri != NULL) {
-				struct ridx *ri = pm[i].pm_ri;
-
-				pthread_mutex_lock(&s->s_rlock);
-				if (!ri->ri_exists) {
-					ri->ri_inc = pm[i].pm_m.mr_req
-						.er_ent.me_ctime_ns;
-					ri->ri_exists = true;
-				}
-				pm[i].pm_seq = ++ri->ri_seq;
-				pm[i].pm_rec = (struct ridx_rec){ri->ri_inc,
-								 ri->ri_seq};
-				pthread_mutex_unlock(&s->s_rlock);
-			}
 		}
 	}
 	if (rc == 0) {

@@ -132,8 +132,10 @@ static bool ridx_stale(struct srv *s, struct ridx *ri)
  * entries have the same digest whatever the order they applied them in.
  * Catch-up merges: per key the newest (term, seq) wins, a tombstone
  * deleting the record.  Keys over 494 bytes (the sys table's key limit
- * less 17) are not versioned, nor are records a cluster dtx applied on
- * its ordering replica: merged only into replicas that lack them.
+ * less 17) are not versioned: merged only into replicas that lack them.
+ * Index members of a cluster dtx are versioned exactly like PUT and DEL
+ * (srv_ridx_order, srv_ridx_store): the ordering replica's term and seq,
+ * forwarded with the term to the other replicas.
  */
 struct rver {
 	uint64_t rv_term;
@@ -321,19 +323,26 @@ static int ver_drop(struct meta *m, MDB_txn *txn, const struct clovis_id *id)
 	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, "rver delete");
 }
 
-/* In txn: the version entries of a PUT or DEL this replica applied. */
-static int ver_apply_op(struct meta *m, MDB_txn *txn, struct srv_op *so)
+/* In txn: the version entries {term, seq} of a PUT or DEL m this replica
+ * applied (ordinary or a dtx member alike). */
+static int ver_apply(struct meta *m, MDB_txn *txn, const struct msg_req *mr,
+		     uint64_t term, uint64_t seq)
 {
-	struct eng_req *r = &so->so_m.mr_req;
-	struct vent nv = {so->so_term, so->so_vseq, r->er_kind == ER_IDX_DEL};
+	const struct eng_req *r = &mr->mr_req;
+	struct vent nv = {term, seq, r->er_kind == ER_IDX_DEL};
 	uint64_t dig = 0;
 	int rc = 0;
 
-	for (uint32_t i = 0; rc >= 0 && i < so->so_m.mr_nr; i++)
+	for (uint32_t i = 0; rc >= 0 && i < mr->mr_nr; i++)
 		if (r->er_rcs[i] == 0)
 			rc = vent_put(m, txn, &r->er_id, r->er_keys->bv_buf[i],
 				      r->er_keys->bv_len[i], &nv, false, &dig);
-	return rc < 0 ? rc : rver_update(m, txn, &r->er_id, so->so_term, dig);
+	return rc < 0 ? rc : rver_update(m, txn, &r->er_id, term, dig);
+}
+
+static int ver_apply_op(struct meta *m, MDB_txn *txn, struct srv_op *so)
+{
+	return ver_apply(m, txn, &so->so_m, so->so_term, so->so_vseq);
 }
 
 /* Before this replica orders an update of ri: the highest term it knows
@@ -1628,11 +1637,45 @@ bool srv_ridx_orderable(struct srv *s, struct ridx *ri)
 	return !lonely && ridx_claim(s, ri) == 0;
 }
 
-int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
-		   const struct ridx_rec *rec)
+int srv_ridx_claim(struct srv *s, struct ridx *ri)
+{
+	return ridx_claim(s, ri);
+}
+
+/* Order an update of ri here, as srv_ridx_after_update does for a PUT or
+ * DEL this replica orders: the next seq, in the term of its own that
+ * srv_ridx_claim took (-ESTALE if another replica's term came in since:
+ * the COMMIT is asked again and claims anew). */
+int srv_ridx_order(struct srv *s, struct ridx *ri, uint64_t inc,
+		   struct ridx_rec *rec, uint64_t *term, uint64_t *seq)
+{
+	uint32_t n = s->s_conf->cc_nr_servers;
+
+	pthread_mutex_lock(&s->s_rlock);
+	if (ri->ri_term == 0 || ri->ri_term % n != s->s_self) {
+		pthread_mutex_unlock(&s->s_rlock);
+		return err_set(-ESTALE, "index %s: another replica's term "
+			       "came in: no term of its own to order in",
+			       eng_id_str(&ri->ri_id));
+	}
+	if (!ri->ri_exists) {
+		ri->ri_inc = inc;
+		ri->ri_exists = true;
+	}
+	*seq = ++ri->ri_seq;
+	*term = ri->ri_term;
+	*rec = (struct ridx_rec){ri->ri_inc, ri->ri_seq};
+	pthread_mutex_unlock(&s->s_rlock);
+	return 0;
+}
+
+int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
+		   const struct ridx_rec *rec, uint64_t term, uint64_t seq)
 {
 	char name[48];
+	int rc;
 
-	ridx_name(name, sizeof name, id);
-	return meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
+	ridx_name(name, sizeof name, &m->mr_req.er_id);
+	rc = meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
+	return rc != 0 ? rc : ver_apply(eng_meta(e), txn, m, term, seq);
 }

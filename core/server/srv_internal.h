@@ -154,9 +154,18 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
 struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id);
 /** May this server order updates of ri now (verified, fresh, not lonely)? */
 bool srv_ridx_orderable(struct srv *s, struct ridx *ri);
-/** Store ri's record {inc, seq} in txn. */
-int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
-		   const struct ridx_rec *rec);
+/** Before ordering here: the highest term ri knows must be this
+ * server's own; if not, take the next one of its own, durably. */
+int srv_ridx_claim(struct srv *s, struct ridx *ri);
+/** Order an index member here: the next seq in the term of its own
+ * srv_ridx_claim took (-ESTALE if another's came in); *rec the replica
+ * record after. */
+int srv_ridx_order(struct srv *s, struct ridx *ri, uint64_t inc,
+		   struct ridx_rec *rec, uint64_t *term, uint64_t *seq);
+/** Store the replica record rec and the version entries {term, seq} of
+ * the applied PUT/DEL m in txn. */
+int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
+		   const struct ridx_rec *rec, uint64_t term, uint64_t seq);
 
 /* srv_dtx.c: the dtx participant (dtm/README.md) */
 /** Serve DTM_OP on s's endpoint. */
