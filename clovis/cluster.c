@@ -353,6 +353,23 @@ static int clu_ent(struct clu_client *c, struct eng_req *r)
 
 /* ------------------------------------------------------------ objects */
 
+/* The object request of r, pointing into the caller's id, cont, a and ac
+ * (they must outlive q); the data, if any, is the caller's to attach. */
+static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
+			 SId *cont, SAttr *a, SId *ac)
+{
+	msg_id_out(id, &r->er_id);
+	msg_id_out(cont, &r->er_container);
+	msg_attr_out(a, ac, &r->er_ent);
+	q->kind = r->er_kind;
+	q->id = id;
+	q->container = cont;
+	q->attr = a;
+	q->n_start = q->n_count = r->er_ext->ev_nr;
+	q->start = r->er_ext->ev_start_blk;
+	q->count = r->er_ext->ev_nr_blks;
+}
+
 static int clu_obj(struct clu_client *c, struct eng_req *r)
 {
 	ObjReq q = OBJ_REQ__INIT;
@@ -363,16 +380,7 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 	Reply *rp = NULL;
 	int rc;
 
-	msg_id_out(&id, &r->er_id);
-	msg_id_out(&cont, &r->er_container);
-	msg_attr_out(&a, &ac, &r->er_ent);
-	q.kind = r->er_kind;
-	q.id = &id;
-	q.container = &cont;
-	q.attr = &a;
-	q.n_start = q.n_count = r->er_ext->ev_nr;
-	q.start = r->er_ext->ev_start_blk;
-	q.count = r->er_ext->ev_nr_blks;
+	obj_req_fill(&q, r, &id, &cont, &a, &ac);
 	if (r->er_data != NULL) {
 		iov = calloc(r->er_data->bv_nr, sizeof *iov);
 		if (iov == NULL)
@@ -1001,16 +1009,7 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 		SId id, cont, ac;
 		SAttr a;
 
-		msg_id_out(&id, &r->er_id);
-		msg_id_out(&cont, &r->er_container);
-		msg_attr_out(&a, &ac, &r->er_ent);
-		q.kind = r->er_kind;
-		q.id = &id;
-		q.container = &cont;
-		q.attr = &a;
-		q.n_start = q.n_count = r->er_ext->ev_nr;
-		q.start = r->er_ext->ev_start_blk;
-		q.count = r->er_ext->ev_nr_blks;
+		obj_req_fill(&q, r, &id, &cont, &a, &ac);
 		rc = msg_pack(&q.base, &b);
 		*server = clu_ring(c, &r->er_id, 0);
 		*sop = SOP_OBJ;
