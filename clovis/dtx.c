@@ -710,7 +710,7 @@ static int dtx_commit_run(struct clovis_op *cop)
 {
 	int rc;
 	struct clovis_dtx *dx = cop->op_dtx;
-	struct clovis_op **todo = NULL;
+	struct clovis_op **launch = NULL;
 	uint32_t n = 0;
 	bool go;
 
@@ -724,12 +724,12 @@ static int dtx_commit_run(struct clovis_op *cop)
 	/* The members launched below may complete the dtx, and the
 	 * application free it, before this function is done with it. */
 	dtx_get(dx);
-	todo = malloc(dx->dx_nr * sizeof *todo);
-	for (uint32_t i = 0; todo != NULL && i < dx->dx_nr; i++)
+	launch = malloc(dx->dx_nr * sizeof *launch);
+	for (uint32_t i = 0; launch != NULL && i < dx->dx_nr; i++)
 		if (dx->dx_m[i].dm_state == DM_INIT &&
 		    clovis_op_state(dx->dx_m[i].dm_op) == CLOVIS_OS_INIT)
-			todo[n++] = dx->dx_m[i].dm_op;
-	if (todo == NULL) {
+			launch[n++] = dx->dx_m[i].dm_op;
+	if (launch == NULL) {
 		dx->dx_state = DX_OPEN;
 		pthread_mutex_unlock(&dx->dx_lock);
 		rc = err_set(-ENOMEM, "dtx %s: commit", dtx_str(dx));
@@ -738,8 +738,8 @@ static int dtx_commit_run(struct clovis_op *cop)
 	}
 	pthread_mutex_unlock(&dx->dx_lock);
 	if (n > 0)
-		clovis_op_launch(todo, n);
-	free(todo);
+		clovis_op_launch(launch, n);
+	free(launch);
 	pthread_mutex_lock(&dx->dx_lock);
 	go = dtx_ready_locked(dx);
 	pthread_mutex_unlock(&dx->dx_lock);
