@@ -23,6 +23,14 @@
  *                                     each account agrees in both forms
  *                                     (nothing half-applied), and every
  *                                     acknowledged id is in "txlog".
+ *   dtx_crash fence STORE SECS        (cluster) wait at most SECS until
+ *                                     no dtx is in doubt (the rule the
+ *                                     runs use); exit 0, or 4 if one still
+ *                                     is
+ *   dtx_crash touch STORE N           N small dtxs on the accounts' servers
+ *                                     (no account changed, no fence)
+ *   dtx_crash stale STORE mk|dtx|read (cluster) the stale index replica
+ *                                     scenario, see stale()
  * Exit status 0 when all holds; the check prints what it found.
  *
  * Cluster mode (tests/integ/dtx_cluster_test.sh): STORE names a cluster
@@ -61,24 +69,37 @@ static bool cluster;
 static uint32_t first;  /* first account of this process (cluster runs) */
 
 /*
- * Cluster mode: wait (at most 60 s) until every server answers and holds no
- * dtx in doubt for more than a second — one this process left in doubt
- * (a transfer whose outcome it does not know, or a run killed before)
- * could otherwise commit later over a newer transfer of the same accounts
- * (a dtx gives no isolation).  Sleeps 1.5 s first so that such a dtx is
- * older than a second by then.
+ * Cluster mode: wait (at most tries rounds of 200 ms) until every server
+ * answers and holds no dtx in doubt for more than a second — one this
+ * process left in doubt (a transfer whose outcome it does not know, or a
+ * run killed before) could otherwise commit later over a newer transfer of
+ * the same accounts (a dtx gives no isolation).  Sleeps 1.5 s first so
+ * that such a dtx is older than a second by then.  0 when clear, -1 not.
+ *
+ * Why this covers every dtx of a dead or unsure client that can still
+ * commit (dtm/README.md "What a client must wait for"): such a dtx had
+ * all its votes, so every participant holds a durable PREPARED record
+ * (older than 1.5 s here) until it learns the outcome, restarts included;
+ * a server that does not answer is waited for; a dtx that did not get
+ * every vote can only abort.  The servers list in-doubt records first
+ * (srv_dtx.c h_list); a list that is full and holds fewer PREPARED
+ * entries than the server has in doubt is not taken as clear.
+ * STRATA_TEST_DTX_LIST_LIMIT (tests) asks for shorter lists.
  */
-static void fence(void)
+static int fence_wait(uint32_t tries)
 {
-	uint32_t n = 64;
+	uint32_t n = 64, limit = DTM_LIST_MAX;
 	struct clovis_server_info si[64];
+	const char *e = getenv("STRATA_TEST_DTX_LIST_LIMIT");
 
 	if (!cluster)
-		return;
+		return 0;
+	if (e != NULL && atoi(e) > 0 && (uint32_t)atoi(e) < limit)
+		limit = (uint32_t)atoi(e);
 	usleep(1500000);
 	if (clovis_server_list(cl, si, &n) != 0)
 		n = 3;
-	for (int t = 0; t < 300; t++) {
+	for (uint32_t t = 0; t < tries; t++) {
 		uint64_t now = dtm_hlc_us(dtm_hlc_now());
 		bool clear = true;
 
@@ -88,10 +109,11 @@ static void fence(void)
 			uint8_t *b;
 			size_t bl, rl = 0;
 			void *rb = NULL;
+			uint64_t prepared = 0;
 			int rc;
 
 			q.kind = DTM_MSG_LIST;
-			q.limit = DTM_LIST_MAX;
+			q.limit = limit;
 			if (dtm_pack(&q.base, &b, &bl) != 0)
 				exit(2);
 			rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, 4000, &rb,
@@ -104,18 +126,30 @@ static void fence(void)
 				clear = false;
 				break;
 			}
-			for (size_t i = 0; i < rp->n_list; i++)
-				if (rp->list[i]->state == DTM_PREPARED &&
-				    now > rp->list[i]->time_us + 1000000)
+			for (size_t i = 0; i < rp->n_list; i++) {
+				if (rp->list[i]->state != DTM_PREPARED)
+					continue;
+				prepared++;
+				if (now > rp->list[i]->time_us + 1000000)
 					clear = false;
+			}
+			if (rp->n_list >= limit && prepared < rp->in_doubt)
+				clear = false; /* some in doubt not listed */
 			dtx_reply__free_unpacked(rp, NULL);
 		}
 		if (clear)
-			return;
+			return 0;
 		usleep(200000);
 	}
-	fprintf(stderr, "dtx_crash: dtxs still in doubt after 60 s\n");
-	exit(4);
+	return -1;
+}
+
+static void fence(void)
+{
+	if (fence_wait(300) != 0) {
+		fprintf(stderr, "dtx_crash: dtxs still in doubt after 60 s\n");
+		exit(4);
+	}
 }
 
 /* Cluster mode: ids whose homes on 3 servers are 0, 1 and 2. */
@@ -220,7 +254,8 @@ static int rec_op(struct clovis_idx *ix, struct slot *s, uint32_t opc,
 	s->vb[0] = s->v;
 	s->vl[0] = opc == CLOVIS_IC_GET ? sizeof s->v - 1 : strlen(s->v);
 	s->vv = (struct clovis_bufvec){1, s->vb, s->vl};
-	return clovis_idx_op(ix, opc, &s->kv, &s->vv, s->rc,
+	return clovis_idx_op(ix, opc, &s->kv, opc == CLOVIS_IC_DEL ? NULL :
+			     &s->vv, s->rc,
 			     opc == CLOVIS_IC_PUT ? CLOVIS_IF_OVERWRITE : 0, op);
 }
 
@@ -493,6 +528,154 @@ static int check(const char *dir, const char *ackf)
 	       missing == 0 && traces == 0 ? 0 : 1;
 }
 
+/* Commit a dtx of nr member ops (made by the caller); 0 when STABLE. */
+static int dtx_run(struct clovis_dtx *dx, struct clovis_op **ops, int nr)
+{
+	struct clovis_op *cop;
+	int rc = 0;
+
+	for (int i = 0; rc == 0 && i < nr; i++)
+		rc = clovis_dtx_add(dx, ops[i]);
+	if (rc == 0)
+		rc = clovis_dtx_commit(dx, &cop);
+	else
+		clovis_dtx_abort(dx);
+	if (rc == 0)
+		rc = clovis_op_sync(cop); /* frees it */
+	return rc;
+}
+
+/* touch STORE N: N small dtxs (an index record "z<i>" of the accounts
+ * index and a block of the accounts object past every account), logged on
+ * the same servers as the transfers: newer dtxs, no fence, no account
+ * touched. */
+static int touch(const char *dir, uint32_t n)
+{
+	store_open(dir, false);
+	handles(CLOVIS_EO_OPEN);
+	for (uint32_t i = 0; i < n; i++) {
+		struct slot s[2];
+		struct clovis_op *ops[2] = {0};
+		struct clovis_dtx *dx;
+		char k[24];
+		int rc;
+
+		memset(s, 0, sizeof s);
+		snprintf(k, sizeof k, "z%05u", i);
+		rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+		if (rc == 0)
+			rc = rec_op(&accts, &s[0], CLOVIS_IC_PUT, k, i, &ops[0]);
+		if (rc == 0)
+			rc = blk_op(&s[1], CLOVIS_OC_WRITE, 100000 + i % 8, i,
+				    &ops[1]);
+		if (rc == 0)
+			rc = dtx_run(dx, ops, 2);
+		for (int j = 0; j < 2; j++) {
+			clovis_op_free(ops[j]);
+			free(s[j].blk);
+		}
+		if (rc != 0)
+			die("touch dtx", rc);
+	}
+	clovis_fini(cl);
+	return 0;
+}
+
+/*
+ * stale STORE mk|dtx|read — the stale index replica after dtx commits
+ * (commit 536781a, docs/cluster.md): an index whose home (its ordering
+ * replica) is server 1 of 3 and whose other replicas are servers 2 and 0.
+ *   mk    create it, plain PUTs k0..k9 = "old<i>" (versioned everywhere)
+ *   dtx   three dtxs (run while a replica is down): PUT k0..k3 = "new<i>"
+ *         (overwrite), DEL k4 and k5, PUT n0 and n1 = "new<i>"
+ *   read  GET every key: k0..k3 and n0, n1 new, k4, k5 gone, k6..k9 old;
+ *         prints each key that differs, exit 1 if any.
+ */
+static struct clovis_id STALE_IDX = {0xde, 0};
+
+static int stale(const char *dir, const char *what)
+{
+	static struct clu_conf c3 = {.cc_nr_servers = 3};
+	struct clovis_idx ix;
+	bool mk = strcmp(what, "mk") == 0, dtx = strcmp(what, "dtx") == 0;
+	int bad = 0, rc = 0;
+
+	for (uint64_t lo = 0x7000; STALE_IDX.ci_lo == 0; lo++) {
+		struct clovis_id id = {0xde, lo};
+
+		if (clu_home(&c3, &id) == 1)
+			STALE_IDX = id;
+	}
+	store_open(dir, false);
+	if (!cluster)
+		die("stale: needs a cluster file", -EINVAL);
+	clovis_idx_init(&ix, clovis_default_realm(cl), &STALE_IDX);
+	ent_sync(&ix.in_entity, mk ? CLOVIS_EO_CREATE : CLOVIS_EO_OPEN);
+	for (int i = 0; mk && rc == 0 && i < 10; i++) {
+		struct slot s = {0};
+		struct clovis_op *op;
+		char k[8];
+
+		snprintf(k, sizeof k, "k%d", i);
+		rc = rec_op(&ix, &s, CLOVIS_IC_PUT, k, 1000 + i, &op);
+		if (rc == 0)
+			rc = clovis_op_sync(op);
+		if (rc == 0)
+			rc = s.rc[0];
+	}
+	for (int d = 0; dtx && rc == 0 && d < 3; d++) {
+		/* d 0: PUT k0..k3; 1: DEL k4, k5; 2: PUT n0, n1 */
+		struct slot s[4];
+		struct clovis_op *ops[4] = {0};
+		struct clovis_dtx *dx;
+		int nr = d == 0 ? 4 : 2;
+
+		memset(s, 0, sizeof s);
+		rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+		for (int i = 0; rc == 0 && i < nr; i++) {
+			char k[8];
+
+			snprintf(k, sizeof k, "%c%d", d == 2 ? 'n' : 'k',
+				 d == 1 ? 4 + i : i);
+			rc = rec_op(&ix, &s[i], d == 1 ? CLOVIS_IC_DEL :
+				    CLOVIS_IC_PUT, k, 2000 + i, &ops[i]);
+		}
+		if (rc == 0)
+			rc = dtx_run(dx, ops, nr);
+		for (int i = 0; i < nr; i++)
+			clovis_op_free(ops[i]);
+	}
+	for (int i = 0; !mk && !dtx && rc == 0 && i < 12; i++) {
+		struct slot s = {0};
+		struct clovis_op *op;
+		char k[8], want[24];
+		bool gone = i == 4 || i == 5;
+
+		snprintf(k, sizeof k, "%c%d", i < 10 ? 'k' : 'n',
+			 i < 10 ? i : i - 10);
+		snprintf(want, sizeof want, "%d", i >= 10 ? 2000 + i - 10 :
+			 i < 4 ? 2000 + i : 1000 + i);
+		rc = rec_op(&ix, &s, CLOVIS_IC_GET, k, 0, &op);
+		if (rc == 0)
+			rc = clovis_op_sync(op);
+		if (rc != 0)
+			break;
+		if (gone ? s.rc[0] != -ENOENT
+			 : s.rc[0] != 0 || strcmp(s.v, want) != 0) {
+			printf("dtx_crash: stale: key %s: rc %d value '%s', "
+			       "expected %s\n", k, s.rc[0], s.rc[0] ? "" : s.v,
+			       gone ? "none (deleted)" : want);
+			bad++;
+		}
+	}
+	if (rc != 0)
+		die(what, rc);
+	clovis_fini(cl);
+	if (!mk && !dtx)
+		printf("dtx_crash: stale: 12 keys read, %d differ\n", bad);
+	return bad == 0 ? 0 : 1;
+}
+
 /* Negative control for the script: one account changed in the index only,
  * outside any dtx (a torn transfer); check must then fail. */
 static void tear(const char *dir)
@@ -522,6 +705,20 @@ int main(int argc, char **argv)
 		tear(argv[2]);
 		return 0;
 	}
+	if (argc >= 4 && strcmp(argv[1], "touch") == 0)
+		return touch(argv[2], (uint32_t)atoi(argv[3]));
+	if (argc >= 4 && strcmp(argv[1], "stale") == 0)
+		return stale(argv[2], argv[3]);
+	if (argc >= 4 && strcmp(argv[1], "fence") == 0) {
+		int rc;
+
+		store_open(argv[2], false);
+		rc = fence_wait((uint32_t)atoi(argv[3]) * 5);
+		printf("dtx_crash: %s\n", rc == 0 ? "nothing in doubt" :
+		       "a dtx is still in doubt");
+		clovis_fini(cl);
+		return rc == 0 ? 0 : 4;
+	}
 	if (argc >= 4 && strcmp(argv[1], "init") == 0) {
 		nacc = (uint32_t)atoi(argv[3]);
 		if (nacc < THREADS * 2 || nacc > 100000)
@@ -542,6 +739,7 @@ int main(int argc, char **argv)
 		return check(argv[2], argv[3]);
 	}
 	fprintf(stderr, "usage: dtx_crash init STORE NACC | run STORE ACK SEED "
-		"[N [NACC [FIRST]]] | check STORE ACK NACC\n");
+		"[N [NACC [FIRST]]] | check STORE ACK NACC | fence STORE SECS | "
+		"touch STORE N | stale STORE mk|dtx|read\n");
 	return 2;
 }

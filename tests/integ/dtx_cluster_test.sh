@@ -18,6 +18,14 @@
 #      server s1 (the accounts index): s1 is SIGKILLed there, restarted
 #      without the fault, no dtx in doubt within 20 s, check; and
 #      dtx.part.prepared on s0 (the deciding participant of every dtx);
+#   4b. a dtx in doubt behind newer ones: s1 and s2 hold termination
+#      (fault point dtx.part.term.hold), the client dies after the decider's
+#      COMMIT, 12 newer dtxs are logged; the fence of dtx_crash (lists of 8)
+#      must still see it in doubt and the next run must wait for it until
+#      s1 and s2 come back and commit it; check;
+#   4c. stale index replica: an index homed on s1, replica s2 killed while
+#      dtxs overwrite, delete and add records; s2 restarted, catches up,
+#      and read alone (s0, s1 stopped) has every change;
 #   5. the dead-participant rule: the client dies at dtx.cli.prepared with
 #      s0 (the decider) SIGKILLed just after, so s1 and s2 stay in doubt
 #      (all PREPARED, the decider silent); `strata dtx resolve dead s0`
@@ -169,6 +177,68 @@ for spec in 1:dtx.part.prepared 1:dtx.part.voted 1:dtx.part.decide.before \
 	check "s$s $fp: in-doubt dtx resolved within 20 s" settled
 	check "s$s $fp: check" acheck
 done
+
+echo "--- a dtx in doubt behind newer dtxs: the clients' fence still sees it"
+# s1 and s2 hold termination (test-only fault point dtx.part.term.hold);
+# the client dies at dtx.cli.decide.partial: the decider s0 logged COMMITTED,
+# s1 and s2 stay PREPARED.  12 newer dtxs are logged on s1 and s2 and the
+# fence asks for lists of 8 (STRATA_TEST_DTX_LIST_LIMIT; the real lists
+# hold 1,000, a few seconds of the bank run).  Before the fix a server
+# listed its newest records only: the fence saw nothing in doubt, the next
+# run rewrote the accounts, and the dtx committed over them when s1 and s2
+# resolved it (dtm/README.md "What a client must wait for").
+for s in 1 2; do kill9 $s; start $s dtx.part.term.hold; done
+wait_up >/dev/null
+(STRATA_FAULT=dtx.cli.decide.partial:0:1 timeout 60 "$X" run "$F" "$T/ack" \
+	$seed 1 $NACC >"$T/run" 2>&1) 2>/dev/null
+check "client SIGKILLed after the decider's COMMIT" test $? -eq 137
+seed=$((seed + 1))
+timeout 60 "$X" touch "$F" 12 >"$T/touch" 2>&1
+check "12 newer dtxs on s1 and s2" test $? -eq 0
+STRATA_TEST_DTX_LIST_LIMIT=8 timeout 60 "$X" fence "$F" 3 >"$T/fence" 2>&1
+check "fence (lists of 8): the dtx is still in doubt" test $? -eq 4
+cat "$T/fence"
+STRATA_TEST_DTX_LIST_LIMIT=8 timeout 120 "$X" run "$F" "$T/ack" $seed 5 \
+	$NACC >"$T/run" 2>&1 &
+cpid=$!
+seed=$((seed + 1))
+sleep 4
+check "the next run waits for it" kill -0 $cpid
+check "and has not written a transfer yet" \
+	test "$(grep -c "^$(printf '%06x' $((seed - 1)))" "$T/ack")" -eq 0
+for s in 1 2; do kill9 $s; start $s; done
+wait "$cpid"
+crc=$?
+check "the run goes on once s1 and s2 resolved it (rc $crc)" test $crc -eq 0
+check "in-doubt dtx resolved within 20 s" settled
+check "check after the dtx in doubt behind newer ones" acheck
+
+echo "--- stale index replica after dtx commits (536781a)"
+# An index homed on s1 (its ordering replica), replicas s2 and s0: plain
+# records, then s2 is killed and dtxs overwrite, delete and add records;
+# s2 comes back, catches up, and read alone (s0 and s1 stopped, and
+# skipped by the client) must show every committed change.
+timeout 60 "$X" stale "$F" mk >"$T/stale" 2>&1
+check "stale: index made, 10 records" test $? -eq 0
+ncopy=$(grep -c "copied from server" "$D/s2.log")
+kill9 2
+timeout 60 "$X" stale "$F" dtx >>"$T/stale" 2>&1
+check "stale: 3 dtxs (overwrite, delete, add) with replica s2 down" test $? -eq 0
+start 2
+wait_up >/dev/null
+for i in $(seq 1 100); do
+	[ "$(grep -c "copied from server" "$D/s2.log")" -gt "$ncopy" ] && break
+	sleep 0.2
+done
+check "stale: s2 logged the catch-up" \
+	test "$(grep -c "copied from server" "$D/s2.log")" -gt "$ncopy"
+for s in 0 1; do kill -STOP "$(spid $s)"; done
+STRATA_TEST_SKIP_SERVERS=s0,s1 timeout 60 "$X" stale "$F" read >"$T/stale" 2>&1
+crc=$?
+for s in 0 1; do kill -CONT "$(spid $s)"; done
+cat "$T/stale"
+check "stale: s2 alone has every committed change" test $crc -eq 0
+wait_up >/dev/null
 
 echo "--- dead participant: the others do not wait for it"
 (STRATA_FAULT=dtx.cli.prepared:0:1 timeout 60 "$X" run "$F" "$T/ack" $seed 1 \

@@ -44,7 +44,7 @@ VICTIM=2                  # the server cut off in step 4
 pass=0
 fail=0
 bgpids=""
-made_ns=""
+. "$(dirname "$0")/netns_lib.sh"
 
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
 no() { fail=$((fail + 1)); echo "FAIL $*"; }
@@ -59,11 +59,7 @@ cleanup() {
 		p=$(spid "$i")
 		[ -n "$p" ] && kill -9 "$p" 2>/dev/null
 	done
-	# Anything else still running inside our namespaces.
-	for n in $made_ns; do
-		for p in $(ip netns pids "$n" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-	done
-	for n in $made_ns; do ip netns del "$n" 2>/dev/null; done
+	nl_teardown # and anything else still running inside our namespaces
 	if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
@@ -79,36 +75,17 @@ for x in strata strata-server netns_client; do
 	[ -x "$BD/$x" ] || { no "$x built"; finish; }
 done
 
-# nsx NS CMD...: run CMD in namespace ${P}NS.
-nsx() { local n=$1; shift; ip netns exec "$P$n" "$@"; }
-
-# ---------------------------------------------------------------- network
-mkns() {
-	ip netns add "$P$1" 2>"$T/nserr" || return 1
-	made_ns="$made_ns $P$1"
-	ip -n "$P$1" link set lo up
-}
-
-# host NAME IP: a namespace with eth0 = IP/24, linked to the hub bridge.
-host() {
-	mkns "$1" || return 1
-	ip -n "${P}hub" link add "h$1" type veth peer name eth0 netns "$P$1" &&
-	ip -n "${P}hub" link set "h$1" master br0 &&
-	ip -n "${P}hub" link set "h$1" up &&
-	ip -n "$P$1" addr add "$2/24" dev eth0 &&
-	ip -n "$P$1" link set eth0 up
-}
-
-if [ "$(id -u)" -ne 0 ] || ! mkns hub; then
-	echo "SKIP: cannot create network namespaces here (need root and" \
-		"'ip netns add': $(cat "$T/nserr" 2>/dev/null))"
+nl_hub
+hub_rc=$?
+if [ "$hub_rc" -eq 1 ]; then
+	echo "SKIP: cannot create network namespaces here ($nl_why)"
 	echo "0 passed, 0 failed"
 	exit 0
 fi
 
 echo "--- network: hub bridge, 6 server hosts, 1 client host (198.51.100.0/24)"
 net_ok=1
-ip -n "${P}hub" link add br0 type bridge && ip -n "${P}hub" link set br0 up || net_ok=0
+[ "$hub_rc" -eq 0 ] || net_ok=0
 for i in $(seq 0 $((NS - 1))); do
 	host "s$i" "198.51.100.$((i + 1))" || net_ok=0
 done
