@@ -139,6 +139,9 @@ int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 		       uint32_t *server, uint32_t *sop, uint8_t **body,
 		       size_t *len);
+/* A CREATE member of a committed dtx: its attributes (incarnation,
+ * placement) as the object's home made them, into r->er_ent (an OPEN). */
+int cluster_dtx_created(struct clovis *cl, struct eng_req *r);
 int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
 		     const void *body, size_t len, uint32_t ms,
 		     void **rbody, size_t *rlen);

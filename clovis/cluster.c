@@ -1013,6 +1013,18 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 		rc = msg_pack(&q.base, &b);
 		*server = clu_ring(c, &r->er_id, 0);
 		*sop = SOP_OBJ;
+	} else if (r->er_type == CLOVIS_ET_OBJ &&
+		   (r->er_kind == ER_ENT_CREATE ||
+		    r->er_kind == ER_ENT_DELETE)) {
+		EntReq q;
+		SId id, cont, ac;
+		SAttr a;
+
+		/* the object's home creates or deletes it, as alone */
+		clu_ent_req(&q, &id, &cont, &a, &ac, r, 0);
+		rc = msg_pack(&q.base, &b);
+		*server = clu_ring(c, &r->er_id, 0);
+		*sop = SOP_ENT;
 	} else if (r->er_type == CLOVIS_ET_IDX && (r->er_kind == ER_IDX_PUT ||
 						   r->er_kind == ER_IDX_DEL)) {
 		uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c);
@@ -1042,6 +1054,32 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 	}
 	*body = b.mb_p;
 	*len = b.mb_len;
+	return rc;
+}
+
+int cluster_dtx_created(struct clovis *cl, struct eng_req *r)
+{
+	struct clu_client *c = clu_of(cl);
+	EntReq q;
+	SId id, cont, ac;
+	SAttr a;
+	Reply *rp = NULL;
+	int rc;
+
+	clu_ent_req(&q, &id, &cont, &a, &ac, r, 0);
+	q.kind = ER_ENT_OPEN;
+	rc = clu_call(c, clu_ring(c, &r->er_id, 0), SOP_ENT, &q.base, NULL, 0,
+		      &rp);
+	if (rc == 0 && rp != NULL && rp->attr != NULL) {
+		struct clovis_id cn = r->er_container;
+
+		msg_attr_in(rp->attr, &r->er_ent);
+		r->er_ent.me_type = r->er_type;
+		if (rp->attr->container == NULL)
+			r->er_ent.me_container = cn;
+	}
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
 	return rc;
 }
 

@@ -194,6 +194,38 @@ static uint32_t op_unit_layout(const struct clovis_op *op)
 	return o->ob_attr.oa_layout;
 }
 
+/* Cluster mode: the kinds a participant applies (dtm/README.md). */
+static bool dtx_clu_kind(const struct eng_req *r)
+{
+	if (r->er_type == CLOVIS_ET_OBJ)
+		return r->er_kind == ER_OBJ_WRITE || r->er_kind == ER_OBJ_ALLOC ||
+		       r->er_kind == ER_OBJ_FREE ||
+		       r->er_kind == ER_ENT_CREATE ||
+		       r->er_kind == ER_ENT_DELETE;
+	if (r->er_type == CLOVIS_ET_IDX)
+		return r->er_kind == ER_IDX_PUT || r->er_kind == ER_IDX_DEL;
+	return false;
+}
+
+static const char *dtx_type_name(uint32_t type)
+{
+	return type == CLOVIS_ET_OBJ ? "object" :
+	       type == CLOVIS_ET_IDX ? "index" : "container";
+}
+
+static const char *dtx_kind_name(uint32_t kind)
+{
+	static const char *const n[] = {
+		[ER_OBJ_WRITE] = "WRITE", [ER_OBJ_ALLOC] = "ALLOC",
+		[ER_OBJ_FREE] = "FREE", [ER_IDX_PUT] = "PUT",
+		[ER_IDX_DEL] = "DEL", [ER_ENT_CREATE] = "CREATE",
+		[ER_ENT_DELETE] = "DELETE", [ER_ENT_SETATTR] = "SETATTR",
+	};
+
+	return kind < sizeof n / sizeof n[0] && n[kind] != NULL ? n[kind]
+								 : "this kind";
+}
+
 /* ------------------------------------------------------------ members */
 
 /* True when the commit op may go on: every member has run. */
@@ -317,27 +349,20 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 			       "not in INIT state" : "already in a dtx");
 	if (eng_req_readonly(&op->op_req))
 		return 0; /* reads are not held (clovis.h) */
-	if (op->op_cl->cl_eng == NULL &&
-	    !((op->op_req.er_type == CLOVIS_ET_OBJ &&
-	       (op->op_req.er_kind == ER_OBJ_WRITE ||
-		op->op_req.er_kind == ER_OBJ_ALLOC ||
-		op->op_req.er_kind == ER_OBJ_FREE)) ||
-	      (op->op_req.er_type == CLOVIS_ET_IDX &&
-	       (op->op_req.er_kind == ER_IDX_PUT ||
-		op->op_req.er_kind == ER_IDX_DEL))))
-		return err_set(-ENOTSUP, "dtx_add: dtx %s: entity CREATE, "
-			       "DELETE and SETATTR are not supported in a dtx "
-			       "in cluster mode yet", dtx_str(dx));
+	if (op->op_cl->cl_eng == NULL && !dtx_clu_kind(&op->op_req))
+		return err_set(-ENOTSUP, "dtx_add: dtx %s: %s %s: %s is not "
+			       "supported in a dtx in cluster mode (members: "
+			       "object WRITE, ALLOC, FREE, CREATE, DELETE; "
+			       "index PUT, DEL)", dtx_str(dx),
+			       dtx_type_name(op->op_req.er_type),
+			       eng_id_str(&op->op_req.er_id),
+			       dtx_kind_name(op->op_req.er_kind));
 	if (op_unit_layout(op) == CLOVIS_LAYOUT_COMPOSITE)
 		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
-			       "composite layout: not supported in a dtx yet",
+			       "composite layout: not supported in a dtx (its "
+			       "layers are written as requests of their own, "
+			       "each with its own commit; dtm/README.md)",
 			       dtx_str(dx), eng_id_str(&op->op_req.er_id));
-	if (op_unit_layout(op) != CLOVIS_LAYOUT_PLAIN &&
-	    op->op_cl->cl_eng == NULL)
-		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
-			       "unit layout (pdclust or mirror): not supported "
-			       "in a dtx in cluster mode yet", dtx_str(dx),
-			       eng_id_str(&op->op_req.er_id));
 	pthread_mutex_lock(&dx->dx_lock);
 	if (dx->dx_state != DX_OPEN || dx->dx_aborting) {
 		rc = err_set(-CLOVIS_ESTATE, "dtx_add: dtx %s is committed",
@@ -424,13 +449,6 @@ static void dtx_member_fail(struct clovis_dtx *dx, struct dtx_member *m,
 	ci->ci_done(ci, rc);
 }
 
-static int u32_cmp(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Embedded mode, every member has run but the unit-layout ones (DEFER):
  * take all their group locks at once (one sorted set, so dtxs and single
  * writes over the same groups never wait for each other in a cycle), then
@@ -442,66 +460,27 @@ static int u32_cmp(const void *a, const void *b)
 static int dtx_run_deferred(struct clovis_dtx *dx)
 {
 	struct eng *e = dx->dx_cl->cl_eng;
-	uint64_t **g = calloc(dx->dx_nr, sizeof *g);
-	uint32_t *ng = calloc(dx->dx_nr, sizeof *ng), *all = NULL, nall = 0;
+	struct eng_req **reqs = calloc(dx->dx_nr, sizeof *reqs);
+	uint32_t *all = NULL, n = 0;
 	uint32_t bad = UINT32_MAX;
-	int rc = g == NULL || ng == NULL ?
+	int rc = reqs == NULL ?
 		 err_set(-ENOMEM, "dtx %s: group locks", dtx_str(dx)) : 0;
 
-	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
-		struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
-		uint32_t *na;
+	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++)
+		if (dx->dx_m[i].dm_state == DM_DEFER)
+			reqs[i] = &dx->dx_m[i].dm_op->op_req;
+	if (rc == 0)
+		rc = stripe_reqs_locks(e, reqs, dx->dx_nr, &all, &n, &bad);
+	free(reqs);
+	if (rc != 0) {
+		char m[LIM_ERRMSG_LEN];
 
-		if (dx->dx_m[i].dm_state != DM_DEFER)
-			continue;
-		rc = stripe_req_groups(e, r, &g[i], &ng[i]);
-		for (uint32_t j = 0; rc == 0 && j < i; j++) {
-			struct eng_req *q = &dx->dx_m[j].dm_op->op_req;
-
-			if (g[j] == NULL || clovis_id_cmp(&q->er_id,
-							  &r->er_id) != 0)
-				continue;
-			for (uint32_t a = 0; rc == 0 && a < ng[i]; a++)
-				for (uint32_t b = 0; rc == 0 && b < ng[j]; b++)
-					if (g[i][a] == g[j][b])
-						rc = err_set(-EINVAL, "dtx %s: "
-							"ops %u and %u both "
-							"update parity group "
-							"%" PRIu64 " of object "
-							"%s (one update per "
-							"group in a dtx)",
-							dtx_str(dx), j + 1,
-							i + 1, g[i][a],
-							eng_id_str(&r->er_id));
-		}
-		na = rc != 0 ? NULL : realloc(all, (nall + r->er_nr_locks + 1) *
-					      sizeof *all);
-		if (rc == 0 && na == NULL)
-			rc = err_set(-ENOMEM, "dtx %s: group locks",
-				     dtx_str(dx));
-		if (rc == 0) {
-			all = na;
-			memcpy(all + nall, r->er_locks,
-			       r->er_nr_locks * sizeof *all);
-			nall += r->er_nr_locks;
-		}
-		free(r->er_locks);
-		r->er_locks = NULL;
-		r->er_nr_locks = 0;
-		if (rc != 0)
-			bad = i;
-	}
-	if (rc == 0) {
-		uint32_t n = 0;
-
-		qsort(all, nall, sizeof *all, u32_cmp);
-		for (uint32_t i = 0; i < nall; i++)
-			if (n == 0 || all[n - 1] != all[i])
-				all[n++] = all[i];
+		snprintf(m, sizeof m, "%s", err_msg());
+		err_set(rc, "dtx %s: %s", dtx_str(dx), m);
+	} else {
 		eng_glock(e, all, n);
 		dx->dx_locks = all;
 		dx->dx_nr_locks = n;
-		all = NULL;
 	}
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct clovis_op *op = dx->dx_m[i].dm_op;
@@ -537,11 +516,6 @@ static int dtx_run_deferred(struct clovis_dtx *dx)
 					"committed: another member failed");
 		}
 	}
-	for (uint32_t i = 0; g != NULL && i < dx->dx_nr; i++)
-		free(g[i]);
-	free(g);
-	free(ng);
-	free(all);
 	return rc;
 }
 
@@ -1205,6 +1179,14 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 			if (r->er_rcs != NULL && r->er_keys != NULL)
 				memset(r->er_rcs, 0,
 				       r->er_keys->bv_nr * sizeof *r->er_rcs);
+			if (r->er_kind == ER_ENT_CREATE &&
+			    cluster_dtx_created(dx->dx_cl, r) != 0)
+				LOG_WARNING("dtx %s: %s %s created, but its "
+					    "attributes could not be read "
+					    "back (open it again): %s",
+					    dtx_str(dx),
+					    dtx_type_name(r->er_type),
+					    eng_id_str(&r->er_id), err_msg());
 			if (r->er_ci.ci_executed != NULL)
 				r->er_ci.ci_executed(&r->er_ci);
 		}

@@ -1054,6 +1054,83 @@ int stripe_req_groups(struct eng *e, struct eng_req *r, uint64_t **groups,
 	return rc;
 }
 
+static int slot_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int stripe_reqs_locks(struct eng *e, struct eng_req **reqs, uint32_t nr,
+		      uint32_t **slots, uint32_t *nslots, uint32_t *bad)
+{
+	uint64_t **g = calloc(nr ? nr : 1, sizeof *g);
+	uint32_t *ng = calloc(nr ? nr : 1, sizeof *ng), *all = NULL;
+	uint32_t nall = 0, n = 0;
+	int rc = g == NULL || ng == NULL ?
+		 err_set(-ENOMEM, "group locks of %u updates", nr) : 0;
+
+	*slots = NULL;
+	*nslots = 0;
+	*bad = UINT32_MAX;
+	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
+		struct eng_req *r = reqs[i];
+		uint32_t *na;
+
+		if (r == NULL)
+			continue;
+		rc = stripe_req_groups(e, r, &g[i], &ng[i]);
+		for (uint32_t j = 0; rc == 0 && j < i; j++) {
+			if (g[j] == NULL ||
+			    clovis_id_cmp(&reqs[j]->er_id, &r->er_id) != 0)
+				continue;
+			for (uint32_t a = 0; rc == 0 && a < ng[i]; a++)
+				for (uint32_t b = 0; rc == 0 && b < ng[j]; b++)
+					if (g[i][a] == g[j][b])
+						rc = err_set(-EINVAL, "ops %u "
+							"and %u both update "
+							"parity group %" PRIu64
+							" of object %s (one "
+							"update per group in "
+							"a dtx)", j + 1, i + 1,
+							g[i][a],
+							eng_id_str(&r->er_id));
+		}
+		na = rc != 0 ? NULL : realloc(all, (nall + r->er_nr_locks + 1) *
+					      sizeof *all);
+		if (rc == 0 && na == NULL)
+			rc = err_set(-ENOMEM, "group locks");
+		if (rc == 0) {
+			all = na;
+			if (r->er_nr_locks > 0)
+				memcpy(all + nall, r->er_locks,
+				       r->er_nr_locks * sizeof *all);
+			nall += r->er_nr_locks;
+		}
+		free(r->er_locks);
+		r->er_locks = NULL;
+		r->er_nr_locks = 0;
+		if (rc != 0)
+			*bad = i;
+	}
+	if (rc == 0) {
+		if (nall > 0)
+			qsort(all, nall, sizeof *all, slot_cmp);
+		for (uint32_t i = 0; i < nall; i++)
+			if (n == 0 || all[n - 1] != all[i])
+				all[n++] = all[i];
+		*slots = all;
+		*nslots = n;
+		all = NULL;
+	}
+	for (uint32_t i = 0; g != NULL && i < nr; i++)
+		free(g[i]);
+	free(g);
+	free(ng);
+	free(all);
+	return rc;
+}
+
 void stripe_req_fini(struct eng_req *r)
 {
 	free(r->er_upd);

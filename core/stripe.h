@@ -64,6 +64,20 @@ int stripe_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent);
 int stripe_req_groups(struct eng *e, struct eng_req *r, uint64_t **groups,
 		      uint32_t *ng);
 
+/** The group lock slots of updates that run together under one set of
+ *  locks (the unit-layout members of a dtx, embedded or on a cluster
+ *  participant): each request's groups (stripe_req_groups(); NULL entries
+ *  and requests of other layouts contribute nothing), the union sorted and
+ *  distinct in *slots (malloc'd, *nslots of them; the caller takes them
+ *  with eng_glock(), runs the requests with er_glocked and releases them
+ *  with eng_gunlock()).  Two requests over one parity group of one object
+ *  are refused with -EINVAL naming them (1-based, as "ops I and J"): the
+ *  second's read-modify-write would not see the first's units, which are
+ *  not applied before the commit.  On failure *bad is the index of the
+ *  request at fault.  0 or a negative code. */
+int stripe_reqs_locks(struct eng *e, struct eng_req **reqs, uint32_t nr,
+		      uint32_t **slots, uint32_t *nslots, uint32_t *bad);
+
 /** In obj_apply(): apply the request's unit records. */
 int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
 

@@ -46,6 +46,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/server/srv_internal.h"
+#include "core/stripe.h"
 #include "dtm/dtm_msg.h"
 
 #define DTX_TERM_MS 2000u      /* in doubt this long past the client's
@@ -325,6 +326,80 @@ struct pmem {
 	const DtxMember *pm_src;
 };
 
+/* Member i is an object CREATE or DELETE (EntReq): this server is the
+ * object's home; CREATE: the object does not exist; DELETE: it exists in
+ * the incarnation the client opened. */
+static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
+{
+	struct msg_req *m = &pm->pm_m;
+	struct eng_req *r = &m->mr_req;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc;
+
+	if (r->er_type != CLOVIS_ET_OBJ ||
+	    (r->er_kind != ER_ENT_CREATE && r->er_kind != ER_ENT_DELETE) ||
+	    m->mr_rflags != 0)
+		return err_set(-ENOTSUP, "member %u: entity %s: kind %u of "
+			       "type %u in a dtx (object CREATE and DELETE "
+			       "only)", i, eng_id_str(&r->er_id), r->er_kind,
+			       r->er_type);
+	if (clu_home(s->s_conf, &r->er_id) != s->s_self)
+		return err_set(-EINVAL, "member %u: object %s: server %s is "
+			       "not its home", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
+	mdb_txn_abort(txn);
+	if (rc != 0 && rc != -ENOENT)
+		return rc;
+	if (r->er_kind == ER_ENT_CREATE)
+		return rc == -ENOENT ? 0 :
+		       err_set(-EEXIST, "member %u: object %s exists on "
+			       "server %s", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (rc == -ENOENT || me.me_type != CLOVIS_ET_OBJ)
+		return err_set(-ENOENT, "member %u: object %s does not exist "
+			       "on server %s", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (me.me_ctime_ns != m->mr_incarnation)
+		return err_set(-ENOENT, "member %u: object %s was deleted (and "
+			       "made again) since this handle opened it", i,
+			       eng_id_str(&r->er_id));
+	r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	return 0;
+}
+
+/* Another member of the same participant on an entity that member i
+ * creates or deletes: refused at the PREPARE, since at the COMMIT one of
+ * them would fail after the others' participants applied theirs (an
+ * update of an entity the dtx creates is checked against the store as it
+ * was, as in embedded mode). */
+static int pmem_check_pairs(const struct pmem *pm, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++) {
+		const struct eng_req *a = &pm[i].pm_m.mr_req;
+
+		if (pm[i].pm_src->op != SOP_ENT)
+			continue;
+		for (size_t j = 0; j < nr; j++) {
+			const struct eng_req *b = &pm[j].pm_m.mr_req;
+
+			if (j != i && clovis_id_cmp(&a->er_id, &b->er_id) == 0)
+				return err_set(a->er_kind == ER_ENT_CREATE ?
+					       -ENOENT : -EINVAL,
+					       "member %zu: object %s is %s by "
+					       "member %zu of the same dtx", j,
+					       eng_id_str(&b->er_id),
+					       a->er_kind == ER_ENT_CREATE ?
+					       "created" : "deleted", i);
+		}
+	}
+	return 0;
+}
+
 /* Decode member i and check it against the store: entity and incarnation,
  * kind, and that this server may apply it (object home, index replica
  * allowed to order). */
@@ -343,6 +418,11 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 	if (rc != 0)
 		return err_set(rc, "member %u: %s", i, err_msg());
 	r->er_eng = s->s_eng;
+	if (src->op == SOP_ENT)
+		return pmem_check_ent(s, i, pm);
+	if (src->op != SOP_OBJ && src->op != SOP_IDX)
+		return err_set(-EINVAL, "member %u: opcode %u in a dtx", i,
+			       src->op);
 	if (src->op == SOP_OBJ && r->er_kind != ER_OBJ_WRITE &&
 	    r->er_kind != ER_OBJ_ALLOC && r->er_kind != ER_OBJ_FREE)
 		return err_set(-ENOTSUP, "member %u: object %s: kind %u in a "
@@ -384,9 +464,9 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 				       "deleted (and made again) since this "
 				       "handle opened it", i,
 				       eng_id_str(&r->er_id));
-		if (me.me_layout != CLOVIS_LAYOUT_PLAIN)
+		if (me.me_layout == CLOVIS_LAYOUT_COMPOSITE)
 			return err_set(-ENOTSUP, "member %u: object %s has a "
-				       "unit layout: not in a dtx", i,
+				       "composite layout: not in a dtx", i,
 				       eng_id_str(&r->er_id));
 		r->er_ent = me;
 		if (r->er_kind == ER_OBJ_WRITE) {
@@ -437,6 +517,7 @@ static void pmem_fini(struct pmem *pm)
 	if (pm->pm_m.mr_data == NULL)
 		pm->pm_m.mr_req.er_data = NULL;
 	msg_req_fini(&pm->pm_m);
+	stripe_req_fini(&pm->pm_m.mr_req);
 	eng_spacevec_fini(&ci->ci_alloc);
 	eng_spacevec_fini(&ci->ci_freed);
 }
@@ -559,6 +640,54 @@ static void forward_idx(struct srv *s, struct pmem *pm)
 	idx_req__free_unpacked(q, NULL);
 }
 
+/* The group lock slots of the unit-layout (pdclust, mirror) object
+ * members of pm (stripe_reqs_locks: -EINVAL when two update one parity
+ * group of one object).  With take, they are taken (eng_glock) and the
+ * members marked er_glocked; else only computed (the PREPARE's check).
+ * 0 or a negative code. */
+static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
+			    bool take, uint32_t **locks, uint32_t *nlocks)
+{
+	struct eng_req **reqs = calloc(nr ? nr : 1, sizeof *reqs);
+	uint32_t bad;
+	bool any = false;
+	int rc;
+
+	*locks = NULL;
+	*nlocks = 0;
+	if (reqs == NULL)
+		return err_set(-ENOMEM, "dtx group locks");
+	for (uint32_t i = 0; i < nr; i++)
+		if (pm[i].pm_src->op == SOP_OBJ &&
+		    stripe_layout(pm[i].pm_m.mr_req.er_ent.me_layout)) {
+			reqs[i] = &pm[i].pm_m.mr_req;
+			any = true;
+		}
+	rc = any ? stripe_reqs_locks(s->s_eng, reqs, nr, locks, nlocks, &bad)
+		 : 0;
+	if (rc != 0) {
+		char m[LIM_ERRMSG_LEN];
+
+		snprintf(m, sizeof m, "%s", err_msg());
+		rc = err_set(rc, "members %s", m + (strncmp(m, "ops ", 4) ?
+							 0 : 4));
+	}
+	if (rc == 0 && take && *nlocks > 0) {
+		eng_glock(s->s_eng, *locks, *nlocks);
+		for (uint32_t i = 0; i < nr; i++)
+			if (reqs[i] != NULL)
+				reqs[i]->er_glocked = true;
+	}
+	free(reqs);
+	return rc;
+}
+
+static int pmem_glock(struct srv *s, struct pmem *pm, uint32_t nr,
+		      uint32_t **locks, uint32_t *nlocks)
+{
+	return pmem_glock_slots(s, pm, nr, true, locks, nlocks);
+}
+
 /* COMMIT a PREPARED record (caller holds the id lock). */
 static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 		       struct drec *rec)
@@ -568,7 +697,7 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 	struct pmem *pm = NULL;
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
-	uint32_t ran = 0, launched = 0, nr;
+	uint32_t ran = 0, launched = 0, nr, *locks = NULL, nlocks = 0;
 	int rc = 0, rc2;
 
 	if (q == NULL || q->n_members == 0)
@@ -591,7 +720,12 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 		if (rc == 0 && pm[i].pm_ri != NULL)
 			rc = srv_ridx_claim(s, pm[i].pm_ri);
 	}
-	/* Run each member to its held item (data out of place). */
+	/* Unit-layout members: their parity-group locks at once, one sorted
+	 * set (as embedded mode's dtx), held until the commit is durable. */
+	if (rc == 0)
+		rc = pmem_glock(s, pm, nr, &locks, &nlocks);
+	/* Run each member to its held item (data out of place; unit layouts
+	 * on this server's and the other servers' devices). */
 	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
 		struct eng_req *r = &pm[i].pm_m.mr_req;
 
@@ -663,6 +797,9 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 		for (uint32_t i = 0; i < nr; i++)
 			if (pm[i].pm_ri != NULL)
 				forward_idx(s, &pm[i]);
+	if (nlocks > 0)
+		eng_gunlock(s->s_eng, locks, nlocks);
+	free(locks);
 	rc2 = rc;
 	for (uint32_t i = 0; pm != NULL && i < nr; i++)
 		pmem_fini(&pm[i]);
@@ -714,10 +851,14 @@ static int part_decide(struct srv_dtx *d, const struct clovis_dtx_id *id,
 		}
 		if (decision == DTM_COMMITTED) {
 			rc = part_commit(s, id, &rec);
-			if (rc == -ENOENT) {
-				/* A member's entity was deleted since the
-				 * PREPARE (no isolation): nothing of this
-				 * participant's members can be applied. */
+			if (rc == -ENOENT || rc == -EEXIST || rc == -EINVAL) {
+				/* A member's entity was deleted (or one it
+				 * creates made) since the PREPARE (no
+				 * isolation), or a member can never be
+				 * applied (-EINVAL: attributes a CREATE
+				 * refuses): nothing of this participant's
+				 * members is applied, and the record must
+				 * not stay in doubt for ever. */
 				LOG_ERROR("dtx: COMMIT on server %s: %s: "
 					  "members not applied",
 					  s->s_me->cs_name, err_msg());
@@ -767,6 +908,15 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 			rc = err_set(-ESTALE, "member %zu: index %s must be "
 				     "verified against its replicas first",
 				     i, eng_id_str(&pm[i].pm_m.mr_req.er_id));
+	}
+	if (rc == 0)
+		rc = pmem_check_pairs(pm, q->n_members);
+	if (rc == 0) {
+		uint32_t *slots, nslots;
+
+		rc = pmem_glock_slots(s, pm, (uint32_t)q->n_members, false,
+				      &slots, &nslots);
+		free(slots);
 	}
 	for (size_t i = 0; pm != NULL && i < q->n_members; i++)
 		pmem_fini(&pm[i]);
@@ -956,6 +1106,84 @@ static int h_dead(struct srv_dtx *d, uint32_t server, bool alive)
 			    sizeof dead);
 }
 
+/* Answer q (rc: a state when > 0, else 0 or a failure) and free it. */
+static void dtx_answer(struct srv *s, struct rpc_sreq *req, DtxReq *q,
+		       int rc, DtxReply *rp)
+{
+	uint8_t *out = NULL;
+	size_t out_len = 0;
+
+	if (rc > 0) {
+		rp->state = (uint32_t)rc;
+		rc = 0;
+	}
+	rp->clock = dtm_hlc_now();
+	if (rc == 0)
+		rc = dtm_pack(&rp->base, &out, &out_len);
+	rpc_sreq_reply(req, rc, out, out_len, rc != 0 ? err_msg() : NULL);
+	if (rc == 0 && q->kind == DTM_MSG_PREPARE &&
+	    FAULT_HIT("dtx.part.voted")) {
+		usleep(100000); /* let the YES leave */
+		LOG_WARNING("fault point dtx.part.voted: SIGKILL");
+		raise(SIGKILL);
+	}
+	for (size_t i = 0; i < rp->n_list; i++)
+		free(rp->list[i]);
+	free(rp->list);
+	free(out);
+	dtx_req__free_unpacked(q, NULL);
+	(void)s;
+}
+
+/* A DECIDE COMMIT runs on a thread of its own, not on an RPC handler:
+ * unit-layout members write units on the other servers' devices, whose
+ * SOP_RDEV requests must find a free handler there (docs/cluster.md). */
+struct decide_job {
+	struct srv *j_srv;
+	struct rpc_sreq *j_req;
+	DtxReq *j_q;
+};
+
+static void *decide_main(void *arg)
+{
+	struct decide_job *j = arg;
+	struct srv *s = j->j_srv;
+	DtxReply rp = DTX_REPLY__INIT;
+	struct clovis_dtx_id id = {.di_hlc = j->j_q->hlc,
+				   .di_node = j->j_q->node};
+	int rc;
+
+	srv_thread_enter();
+	err_clear();
+	rc = part_decide(s->s_dtx, &id, j->j_q->decision);
+	dtx_answer(s, j->j_req, j->j_q, rc, &rp);
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELEASE);
+	free(j);
+	return NULL;
+}
+
+static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
+{
+	struct decide_job *j = malloc(sizeof *j);
+	pthread_attr_t at;
+	pthread_t th;
+	bool ok;
+
+	if (j == NULL)
+		return false;
+	*j = (struct decide_job){s, req, q};
+	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	ok = pthread_create(&th, &at, decide_main, j) == 0;
+	pthread_attr_destroy(&at);
+	if (!ok) {
+		__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+		free(j);
+	}
+	return ok; /* else the handler decides itself */
+}
+
 static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -964,8 +1192,6 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	const void *body = rpc_sreq_body(req, &len);
 	DtxReply rp = DTX_REPLY__INIT;
 	struct clovis_dtx_id id;
-	uint8_t *out = NULL;
-	size_t out_len = 0;
 	DtxReq *q = NULL;
 	int rc;
 
@@ -989,6 +1215,8 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 		rp.state = DTM_PREPARED;
 		break;
 	case DTM_MSG_DECIDE:
+		if (q->decision == DTM_COMMITTED && decide_spawn(s, req, q))
+			return;
 		rc = part_decide(d, &id, q->decision);
 		break;
 	case DTM_MSG_QUERY:
@@ -1001,25 +1229,7 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 		rc = h_dead(d, q->server, q->decision == 1);
 		break;
 	}
-	if (rc > 0) {
-		rp.state = (uint32_t)rc;
-		rc = 0;
-	}
-	rp.clock = dtm_hlc_now();
-	if (rc == 0)
-		rc = dtm_pack(&rp.base, &out, &out_len);
-	rpc_sreq_reply(req, rc, out, out_len, rc != 0 ? err_msg() : NULL);
-	if (rc == 0 && q->kind == DTM_MSG_PREPARE &&
-	    FAULT_HIT("dtx.part.voted")) {
-		usleep(100000); /* let the YES leave */
-		LOG_WARNING("fault point dtx.part.voted: SIGKILL");
-		raise(SIGKILL);
-	}
-	for (size_t i = 0; i < rp.n_list; i++)
-		free(rp.list[i]);
-	free(rp.list);
-	free(out);
-	dtx_req__free_unpacked(q, NULL);
+	dtx_answer(s, req, q, rc, &rp);
 }
 
 int srv_dtx_register(struct srv *s)
