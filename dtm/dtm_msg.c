@@ -53,7 +53,7 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 	for (size_t i = 0; i < q->n_members; i++) {
 		const DtxMember *m = q->members[i];
 
-		if (m->op != SOP_OBJ && m->op != SOP_IDX)
+		if (m->op != SOP_OBJ && m->op != SOP_IDX && m->op != SOP_ENT)
 			return err_set(-EINVAL, "dtx request: members[%zu].op "
 				       "%u", i, m->op);
 		if (m->body.len == 0)
@@ -61,7 +61,7 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 				       " empty", i);
 		if (m->op != SOP_OBJ && m->data.len != 0)
 			return err_set(-EINVAL, "dtx request: members[%zu].data"
-				       " on an index update", i);
+				       " on an index or entity update", i);
 		bytes += m->body.len + m->data.len;
 	}
 	if (q->wait_ms > DTM_WAIT_MS_MAX ||

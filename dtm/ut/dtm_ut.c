@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "clovis/clovis.h"
 #include "core/fault.h"
@@ -36,6 +37,8 @@ static int suite_init(void)
 
 	if (d == NULL)
 		return -1;
+	if (ut_cluster_mode()) /* a cluster outlives a run: fresh ids */
+		next_lo = (uint64_t)time(NULL) << 24;
 	snprintf(dir, sizeof dir, "%s/store", d);
 	c.cc_data_dir = dir;
 	if (clovis_init(&cl, &c) != 0) {
@@ -356,9 +359,13 @@ static void test_deleted_entity(void)
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
 	CU_ASSERT_EQUAL(clovis_op_sync(cop), -ENOENT);
 	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "dtx"));
-	CU_ASSERT_EQUAL(clovis_op_wait(wr, CLOVIS_OS_STABLE, WAIT_NS), -ENOENT);
-	CU_ASSERT_EQUAL(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS),
-			-ECANCELED);
+	/* (cluster mode: the commit op's rc is the outcome; which member gets
+	 * it is the failing participant's first) */
+	CU_ASSERT(clovis_op_wait(wr, CLOVIS_OS_STABLE, WAIT_NS) ==
+		  (ut_cluster_mode() ? clovis_op_rc(wr) : -ENOENT));
+	CU_ASSERT(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS) ==
+		  (ut_cluster_mode() ? clovis_op_rc(put) : -ECANCELED));
+	CU_ASSERT(clovis_op_rc(wr) < 0 && clovis_op_rc(put) < 0);
 	clovis_op_free(wr);
 	clovis_op_free(put);
 	CU_ASSERT_EQUAL(get(&ix, "p", v, sizeof v), -ENOENT);
@@ -379,12 +386,14 @@ static void test_deleted_entity(void)
 		CU_ASSERT_EQUAL(ent_delete(&ix3.in_entity), 0);
 		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
 		CU_ASSERT_EQUAL(clovis_op_sync(cop), -ENOENT);
-		CU_ASSERT_EQUAL(clovis_op_wait(put2, CLOVIS_OS_STABLE, WAIT_NS),
-				-ENOENT);
+		CU_ASSERT(clovis_op_wait(put2, CLOVIS_OS_STABLE, WAIT_NS) ==
+			  (ut_cluster_mode() ? clovis_op_rc(put2) : -ENOENT));
+		CU_ASSERT(clovis_op_rc(put2) < 0);
 		clovis_op_free(put2);
 	}
-	CU_ASSERT_EQUAL(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS),
-			-ECANCELED);
+	CU_ASSERT(clovis_op_wait(put, CLOVIS_OS_STABLE, WAIT_NS) ==
+		  (ut_cluster_mode() ? clovis_op_rc(put) : -ECANCELED));
+	CU_ASSERT(clovis_op_rc(put) < 0);
 	clovis_op_free(put);
 	CU_ASSERT_EQUAL(get(&ix, "q", v, sizeof v), -ENOENT);
 	free(w.buf);
@@ -428,6 +437,9 @@ static void test_larger_than_batch(void)
 	uint32_t n = LIM_BATCH_MAX * 2 + 37, found = 0;
 	char k[32], v[32];
 
+	if (ut_cluster_skip("dtm larger_than_batch", "a PREPARE carries at "
+			    "most DTM_PREPARE_BYTES_MAX per participant"))
+		return;
 	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
 	CU_ASSERT_EQUAL(big_dtx(&ix, n), 0);
 	for (uint32_t i = 0; i < n; i++) {
@@ -492,13 +504,17 @@ static void test_bad_args(void)
 					       &op), 0);
 	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
 	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 0, 1, &op), 0);
-	if (ut_cluster_mode()) { /* embedded: test_unit_layouts */
-		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
-		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "unit layout"));
-	} else {
-		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0);
-	}
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0); /* test_unit_layouts */
 	clovis_op_free(op); /* in INIT: leaves the dtx */
+	if (ut_cluster_mode()) {
+		/* Kinds no participant applies are refused, naming them. */
+		CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&ix.in_entity,
+						       CLOVIS_EO_DELETE, &op), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "index"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "DELETE"));
+		clovis_op_free(op);
+	}
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
 	CU_ASSERT_EQUAL(clovis_dtx_commit(dx, &op), -CLOVIS_ESTATE);
 	clovis_dtx_abort(dx); /* refused: committed */
@@ -588,15 +604,15 @@ static void *unit_worker(void *arg)
 	return NULL;
 }
 
-/* Writes to objects with unit layouts in a dtx (embedded): their group
- * locks are taken together at the commit. */
+/* Writes to objects with unit layouts in a dtx: their group locks are
+ * taken together at the commit (embedded: by the client's engine; cluster:
+ * by the object's home, which writes the units on every server's
+ * devices). */
 static void test_unit_layouts(void)
 {
 	pthread_t th[4];
 	char v[32];
 
-	if (ut_cluster_mode())
-		return; /* -ENOTSUP there (test_bad_args) */
 	CU_ASSERT_EQUAL_FATAL(mobj_make(&uo1), 0);
 	CU_ASSERT_EQUAL_FATAL(mobj_make(&uo2), 0);
 	CU_ASSERT_EQUAL_FATAL(idx_make(&uix), 0);
@@ -629,6 +645,211 @@ static void test_unit_layouts(void)
 		CU_ASSERT_EQUAL(get(&uix, key, v, sizeof v), 0);
 		CU_ASSERT_EQUAL(atoi(v), 0x40 + 9);
 	}
+}
+
+/* ------------------------------------------------- entity members */
+
+/* A pdclust 2+1 object of 4 KiB units (3 servers: one unit on each). */
+static int pobj_init(struct clovis_obj *o, struct clovis_id id)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				    .oa_data_units = 2, .oa_parity_units = 1,
+				    .oa_unit_shift = 12};
+
+	return clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+}
+
+static int pobj_make(struct clovis_obj *o)
+{
+	struct clovis_op *op;
+	int rc = pobj_init(o, newid());
+
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_CREATE, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* Does object id exist?  1, 0, or a negative rc. */
+static int obj_exists(struct clovis_id id)
+{
+	struct clovis_obj o;
+	struct clovis_op *op;
+	int rc = clovis_obj_init(&o, clovis_default_realm(cl), &id, NULL);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+/* Up to 6 ops in one dtx, committed: the commit op's rc (unit_msg set on
+ * failure); every op freed. */
+static int dtx_run(struct clovis_op **ops, int n)
+{
+	struct clovis_dtx *dx;
+	struct clovis_op *cop;
+	int rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+
+	for (int i = 0; rc == 0 && i < n; i++)
+		rc = clovis_dtx_add(dx, ops[i]);
+	if (rc == 0)
+		rc = clovis_dtx_commit(dx, &cop);
+	if (rc != 0) {
+		clovis_dtx_abort(dx);
+	} else {
+		rc = clovis_op_launch(&cop, 1);
+		if (rc == 0)
+			rc = clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS);
+		if (rc == 0)
+			rc = clovis_op_rc(cop);
+		if (rc != 0)
+			snprintf(unit_msg, sizeof unit_msg, "%s",
+				 clovis_op_errmsg(cop));
+		clovis_op_free(cop);
+	}
+	for (int i = 0; i < n; i++) {
+		if (rc == 0)
+			CU_ASSERT_EQUAL(clovis_op_state(ops[i]),
+					CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	return rc;
+}
+
+/* Object CREATE and DELETE as members, with a pdclust write and an index
+ * PUT: all or nothing; a created object is invisible until the commit, a
+ * deleted one stays until then. */
+static void test_entity_members(void)
+{
+	struct clovis_obj po, nw, nw2, del, del2, gone, o3;
+	struct clovis_idx ix;
+	struct clovis_id nid = newid(), nid2 = newid(), nid3 = newid();
+	struct clovis_op *ops[6];
+	struct blk w = {0}, w2 = {0};
+	struct rec r;
+	struct clovis_dtx *dx;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(pobj_make(&po), 0);
+	CU_ASSERT_EQUAL_FATAL(pobj_make(&del), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&del2), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&del, &w, CLOVIS_OC_WRITE, 0, 0x31, &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(ops[0]), 0);
+
+	/* Mixed: pdclust write + PUT + CREATE (pdclust) + DELETE (pdclust). */
+	CU_ASSERT_EQUAL_FATAL(pobj_init(&nw, nid), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&po, &w, CLOVIS_OC_WRITE, 2, 0x5a, &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r, CLOVIS_IC_PUT, "m", "1", &ops[1]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nw.ob_entity, CLOVIS_EO_CREATE,
+					       &ops[2]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&del.ob_entity, CLOVIS_EO_DELETE,
+					       &ops[3]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&ops[2], 1), 0); /* CREATE early */
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[2], CLOVIS_OS_EXECUTED, 100000000ll),
+			-ETIMEDOUT);
+	CU_ASSERT_EQUAL(obj_exists(nid), 0);     /* not before the commit */
+	CU_ASSERT_EQUAL(blk_read(&del, 0), 0x31); /* still there */
+	{
+		struct clovis_op *cop;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+		CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS),
+				0);
+		if (clovis_op_rc(cop) != 0)
+			fprintf(stderr, "dtm entity_members: %s\n",
+				clovis_op_errmsg(cop));
+		clovis_op_free(cop);
+	}
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	CU_ASSERT_EQUAL(blk_read(&po, 2), 0x5a);
+	CU_ASSERT_EQUAL(get(&ix, "m", v, sizeof v), 0);
+	CU_ASSERT_EQUAL(obj_exists(nid), 1);
+	CU_ASSERT_EQUAL(obj_exists(del.ob_entity.en_id), 0);
+	/* The created object's handle is usable: attributes read back. */
+	CU_ASSERT_EQUAL(nw.ob_attr.oa_layout, CLOVIS_LAYOUT_PDCLUST);
+	CU_ASSERT(nw.ob_attr.oa_ctime_ns != 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&nw, &w2, CLOVIS_OC_WRITE, 1, 0x6b,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL(blk_read(&nw, 1), 0x6b);
+
+	/* A member fails (PUT on a deleted index): the CREATE and the DELETE
+	 * are not applied either. */
+	CU_ASSERT_EQUAL_FATAL(pobj_init(&nw2, nid2), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nw2.ob_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&del2.ob_entity, CLOVIS_EO_DELETE,
+					       &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&po, &w, CLOVIS_OC_WRITE, 2, 0x77, &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r, CLOVIS_IC_PUT, "m", "2", &ops[3]),
+			      0);
+	{
+		struct clovis_idx ix2 = ix;
+
+		CU_ASSERT_EQUAL(ent_delete(&ix2.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 4), -ENOENT);
+	CU_ASSERT_EQUAL(obj_exists(nid2), 0);
+	CU_ASSERT_EQUAL(obj_exists(del2.ob_entity.en_id), 1);
+	CU_ASSERT_EQUAL(blk_read(&po, 2), 0x5a);
+
+	/* Aborted before the commit: nothing. */
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nw2.ob_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+	clovis_dtx_abort(dx);
+	clovis_op_free(ops[0]);
+	CU_ASSERT_EQUAL(obj_exists(nid2), 0);
+
+	/* Ops in a dtx on an entity the same dtx deletes: embedded, the
+	 * update applied after the DELETE fails (-ENOENT); cluster, the home
+	 * refuses the pair at the PREPARE (-EINVAL).  Nothing applied. */
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o3), 0);
+	gone = o3;
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&gone.ob_entity, CLOVIS_EO_DELETE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o3, &w2, CLOVIS_OC_WRITE, 0, 0x12,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&po, &w, CLOVIS_OC_WRITE, 2, 0x13, &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), ut_cluster_mode() ? -EINVAL : -ENOENT);
+	CU_ASSERT_EQUAL(obj_exists(o3.ob_entity.en_id), 1);
+	CU_ASSERT_EQUAL(blk_read(&o3, 0), 0);
+	CU_ASSERT_EQUAL(blk_read(&po, 2), 0x5a);
+	(void)nid3;
+
+	/* Ops in a dtx on a deleted entity (deleted before the commit): the
+	 * pdclust write fails cleanly, the other member is not applied. */
+	{
+		struct clovis_obj po2 = po;
+
+		CU_ASSERT_EQUAL_FATAL(blk_op(&po, &w, CLOVIS_OC_WRITE, 4, 0x44,
+					     &ops[0]), 0);
+		CU_ASSERT_EQUAL_FATAL(blk_op(&o3, &w2, CLOVIS_OC_WRITE, 0, 0x45,
+					     &ops[1]), 0);
+		CU_ASSERT_EQUAL(ent_delete(&po2.ob_entity), 0);
+		CU_ASSERT_EQUAL(dtx_run(ops, 2), -ENOENT);
+		CU_ASSERT_PTR_NOT_NULL(strstr(unit_msg, "dtx"));
+		CU_ASSERT_EQUAL(blk_read(&o3, 0), 0);
+		CU_ASSERT_EQUAL(obj_exists(po.ob_entity.en_id), 0);
+	}
+	free(w.buf);
+	free(w2.buf);
 }
 
 /* ------------------------------------------------- termination rule */
@@ -829,7 +1050,8 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
 	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
 	    !CU_add_test(s, "bad_args", test_bad_args) ||
-	    !CU_add_test(s, "unit_layouts", test_unit_layouts))
+	    !CU_add_test(s, "unit_layouts", test_unit_layouts) ||
+	    !CU_add_test(s, "entity_members", test_entity_members))
 		return -1;
 	return 0;
 }
