@@ -12,6 +12,13 @@ TEST_BINS += $(BUILD)/dtx_crash
 $(BUILD)/dtx_crash: $(BUILD)/tobj/tests/crash/dtx_crash.o $(BUILD)/libstrata-test.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 
+# dtx_units: a pdclust member and entity members in cluster dtxs, for the
+# crash rounds of tests/integ/dtx_cluster_test.sh.
+TEST_BINS += $(BUILD)/dtx_units
+
+$(BUILD)/dtx_units: $(BUILD)/tobj/tests/crash/dtx_units.o $(BUILD)/libstrata-test.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
 # strata_bench_dtx: dtx commit beside plain updates (tests/bench/run-bench.sh).
 TEST_BINS += $(BUILD)/strata_bench_dtx
 

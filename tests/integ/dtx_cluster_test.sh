@@ -31,7 +31,13 @@
 #      (all PREPARED, the decider silent); `strata dtx resolve dead s0`
 #      lets them abort without s0 within 20 s; s0 comes back (resolve
 #      alive s0), aborts its own record, check;
-#   6. strata dtx ls --json, and a negative control: a torn account must
+#   6. unit-layout and entity members: suite dtm against the cluster, then
+#      dtx_units (a pdclust 2+1 write, an object CREATE, an object DELETE
+#      on s1 and an index PUT on s2 in each dtx) with s1 SIGKILLed at
+#      dtx.part.prepared and at dtx.part.apply: after the restart, all or
+#      nothing (one generation in every form), the next dtx commits, and
+#      the pools' free bytes are back to what they were (no space leaked);
+#   7. strata dtx ls --json, and a negative control: a torn account must
 #      fail the check.
 # Every wait is bounded; the servers are killed on any exit (trap).
 # Ends with "N passed, N failed".
@@ -66,7 +72,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-for x in strata strata-server-test dtx_crash; do
+for x in strata strata-server-test dtx_crash dtx_units ut_main; do
 	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
 done
 
@@ -265,6 +271,57 @@ timeout 20 "$S" --cluster "$F" dtx resolve alive s0 >"$T/res" 2>&1
 check "dtx resolve alive s0" grep -q "marked alive on 2 of 2" "$T/res"
 check "s0 back: nothing in doubt" settled
 check "check after the dead-participant round" acheck
+
+echo "--- unit-layout and entity members (suite dtm; dtx_units: pdclust P and C<g> homed on s1, index L on s2)"
+U=$BD/dtx_units
+STRATA_UT_CLUSTER=$F timeout 300 "$BD/ut_main" -s dtm >"$T/ut" 2>&1
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
+check "suite dtm against the cluster: $line" \
+	test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
+timeout 60 "$U" init "$F" >"$T/uinit" 2>&1
+check "dtx_units init" test $? -eq 0
+g=0
+for i in 1 2; do
+	g=$((g + 1))
+	timeout 60 "$U" step "$F" $g >>"$T/ustep" 2>&1
+	check "units: step $g committed" test $? -eq 0
+done
+check "units: check after plain steps" timeout 60 "$U" check "$F" $g
+free0=$(timeout 30 "$U" free "$F")
+for fp in dtx.part.prepared dtx.part.apply; do
+	kill9 1
+	start 1 "$fp:1:1"
+	wait_up >/dev/null
+	p=$(spid 1)
+	for i in 1 2; do
+		g=$((g + 1))
+		timeout 60 "$U" step "$F" $g >>"$T/ustep" 2>&1
+	done
+	wait_gone "$p"
+	check "s1 $fp (pdclust + entity members): SIGKILLed there" \
+		grep -q "fault point $fp" "$D/s1.log"
+	start 1
+	wait_up >/dev/null
+	check "s1 $fp (units): in-doubt dtx resolved within 20 s" settled
+	timeout 60 "$U" check "$F" $g >"$T/ucheck" 2>&1
+	check "s1 $fp (units): all or nothing ($(tail -1 "$T/ucheck"))" \
+		test $? -eq 0
+	g=$((g + 1))
+	timeout 60 "$U" step "$F" $g >>"$T/ustep" 2>&1
+	check "s1 $fp (units): a dtx after the restart commits" test $? -eq 0
+	timeout 60 "$U" check "$F" $g >"$T/ucheck" 2>&1
+	check "s1 $fp (units): check ($(tail -1 "$T/ucheck"))" \
+		grep -qx "gen $g" "$T/ucheck"
+done
+grep "^step" "$T/ustep" | cut -c1-200
+ok=1
+for i in $(seq 1 40); do
+	free1=$(timeout 30 "$U" free "$F")
+	[ "$free1" = "$free0" ] && { ok=0; break; }
+	sleep 0.5
+done
+check "units: no space leaked (pool free bytes $free0 before, $free1 after)" \
+	test $ok -eq 0
 
 echo "--- dtx ls --json, negative control"
 timeout 20 "$S" --cluster "$F" --json dtx ls >"$T/ls.json" 2>&1
