@@ -736,16 +736,22 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  * Member index PUT/DEL get per-record rcs of 0 when the dtx commits.
  *
  * Limits and restrictions: at most CLOVIS_DTX_OPS_MAX members.  Objects
- * with a PDCLUST or MIRROR layout (embedded mode): their updates run at the
- * commit, after the parity-group locks of all of them were taken at once
- * (one sorted set: no deadlock against other dtxs or single writes), held
- * until the dtx is applied; two members updating one parity group of one
- * object fail the commit with -EINVAL (nothing applied).  COMPOSITE
- * objects, and unit layouts in cluster mode, are refused by
- * clovis_dtx_add() with -ENOTSUP.  Cluster mode also refuses entity
- * CREATE, DELETE and SETATTR members (-ENOTSUP), and a participant's
- * members must fit DTM_PREPARE_BYTES_MAX (48 KiB of requests and object
- * data per server: -E2BIG); index records of a member travel inline.
+ * with a PDCLUST or MIRROR layout: their updates run at the commit (cluster
+ * mode: on the object's home, at the COMMIT), after the parity-group locks
+ * of all of them were taken at once (one sorted set: no deadlock against
+ * other dtxs or single writes), held until the dtx is applied; two members
+ * updating one parity group of one object fail the commit with -EINVAL
+ * (nothing applied).  COMPOSITE objects are refused by clovis_dtx_add()
+ * with -ENOTSUP naming the object (both modes).  Cluster mode: object
+ * CREATE and DELETE are members (a created object is invisible until the
+ * commit, its handle's attributes are read back after it; a deleted one
+ * stays until the commit); a member on an object another member creates
+ * fails the commit with -ENOENT, one on an object another member deletes
+ * with -EINVAL (nothing applied); index CREATE and DELETE, SETATTR and
+ * container members are refused by clovis_dtx_add() with -ENOTSUP naming
+ * the entity and kind; a participant's members must fit
+ * DTM_PREPARE_BYTES_MAX (48 KiB of requests and object data per server:
+ * -E2BIG); index records of a member travel inline.
  */
 
 /** Most member ops of one dtx. */
