@@ -7,8 +7,10 @@
  *                                  bytes 0; plain object C0 (home s1);
  *                                  index L (home s2) with "gen" -> 0
  *   dtx_units step  CLUSTER G      one dtx: blocks 0-1 of P := byte G,
- *                                  CREATE C<G>, DELETE C<G-1>, PUT "gen" ->
- *                                  G in L (participants s1 and s2).  Exit 0
+ *                                  CREATE C<G>, DELETE C<g> (g: the
+ *                                  generation L holds now), PUT "gen" -> G
+ *                                  in L (participants s1 and s2); G must
+ *                                  be new (1..255).  Exit 0
  *                                  committed, 3 outcome unknown (in doubt,
  *                                  or not yet applied everywhere), 1 failed
  *   dtx_units check CLUSTER GMAX   all or nothing: P's two blocks hold one
@@ -161,6 +163,8 @@ static void init(void)
 	free(b);
 }
 
+static uint32_t gen_now(struct clovis_idx *l);
+
 static int step(uint32_t g)
 {
 	struct clovis_obj p, cn, co;
@@ -173,12 +177,13 @@ static int step(uint32_t g)
 
 	p_init(&p);
 	c_init(&cn, g);
-	c_init(&co, g - 1);
 	clovis_idx_init(&l, clovis_default_realm(cl), &lid);
 	if ((rc = ent_op(&p.ob_entity, CLOVIS_EO_OPEN)) != 0 ||
-	    (rc = ent_op(&co.ob_entity, CLOVIS_EO_OPEN)) != 0 ||
 	    (rc = ent_op(&l.in_entity, CLOVIS_EO_OPEN)) != 0)
 		die("open", rc);
+	c_init(&co, gen_now(&l));
+	if ((rc = ent_op(&co.ob_entity, CLOVIS_EO_OPEN)) != 0)
+		die("open C of the current generation", rc);
 	rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
 	if (rc == 0)
 		rc = blocks_op(&p, b, CLOVIS_OC_WRITE, (int)g, &ops[0]);
@@ -200,6 +205,25 @@ static int step(uint32_t g)
 		clovis_op_free(ops[i]);
 	free(b);
 	return rc == 0 ? 0 : rc == -ETIMEDOUT || rc == -EINPROGRESS ? 3 : 1;
+}
+
+/* The generation L holds. */
+static uint32_t gen_now(struct clovis_idx *l)
+{
+	struct bufs *b = calloc(1, sizeof *b);
+	struct clovis_op *op;
+	uint32_t g;
+	int rc = b == NULL ? -ENOMEM : gen_op(l, b, CLOVIS_IC_GET, 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc == 0)
+		rc = b->rc[0];
+	if (rc != 0)
+		die("get gen", rc);
+	g = (uint32_t)strtoul(b->v, NULL, 10);
+	free(b);
+	return g;
 }
 
 static int check(uint32_t gmax)
@@ -230,14 +254,7 @@ static int check(uint32_t gmax)
 			bad = 1;
 			break;
 		}
-	rc = gen_op(&l, b, CLOVIS_IC_GET, 0, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
-	if (rc == 0)
-		rc = b->rc[0];
-	if (rc != 0)
-		die("get gen", rc);
-	lg = (unsigned)strtoul(b->v, NULL, 10);
+	lg = gen_now(&l);
 	if (lg != g) {
 		printf("torn: P holds generation %u, L says %u\n", g, lg);
 		bad = 1;

@@ -278,6 +278,8 @@ STRATA_UT_CLUSTER=$F timeout 300 "$BD/ut_main" -s dtm >"$T/ut" 2>&1
 line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
 check "suite dtm against the cluster: $line" \
 	test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
+[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
+	grep -E "FAILED|^    [0-9]+\. |dtm " "$T/ut" | head -20
 timeout 60 "$U" init "$F" >"$T/uinit" 2>&1
 check "dtx_units init" test $? -eq 0
 g=0
