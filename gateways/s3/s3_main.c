@@ -105,6 +105,10 @@ static void stats_json(struct s3_buf *b)
 	pthread_mutex_unlock(&st_lock);
 }
 
+/* The status of the last error reply libmicrohttpd made on this thread
+ * (log_cb), 0 when none: see refused_note(). */
+static __thread int mhd_err_status;
+
 static void access_line(struct s3_req *rq, uint64_t us)
 {
 	char t[48];
@@ -391,6 +395,31 @@ static void req_free(struct s3_req *rq)
 	free(rq);
 }
 
+/*
+ * A request libmicrohttpd refused itself while parsing its header (a
+ * malformed or too large Content-Length, a bad header line): the access
+ * handler was never called and the client got libmicrohttpd's own reply
+ * (see README.md, "Requests refused by libmicrohttpd").  It is still
+ * counted and logged, under its request id, as op "MalformedRequest" with
+ * the status libmicrohttpd sent (mhd_err_status, read from its log
+ * message on this connection's thread; 400 when none was seen).
+ */
+static void refused_note(struct s3_req *rq, struct MHD_Connection *con)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	rq->rq_op = "MalformedRequest";
+	rq->rq_method = "-";
+	rq->rq_status = mhd_err_status != 0 ? (unsigned)mhd_err_status : 400;
+	ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (ci != NULL && ci->client_addr->sa_family == AF_INET)
+		inet_ntop(AF_INET,
+			  &((struct sockaddr_in *)ci->client_addr)->sin_addr,
+			  rq->rq_remote, sizeof rq->rq_remote);
+	else
+		snprintf(rq->rq_remote, sizeof rq->rq_remote, "-");
+}
+
 static void completed_cb(void *cls, struct MHD_Connection *con, void **cc,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -399,8 +428,12 @@ static void completed_cb(void *cls, struct MHD_Connection *con, void **cc,
 
 	if (rq == NULL)
 		return;
-	if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK && rq->rq_status < 400)
+	if (rq->rq_method == NULL && toe == MHD_REQUEST_TERMINATED_WITH_ERROR)
+		refused_note(rq, con);
+	else if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK &&
+		 rq->rq_status < 400)
 		rq->rq_status = 499; /* client went away or timed out */
+	mhd_err_status = 0;
 	us = (s3_now_ns() - rq->rq_t0_ns) / 1000;
 	if (rq->rq_method != NULL) {
 		stats_add(rq, us);
@@ -937,8 +970,16 @@ static char *slurp(const char *path)
 
 static void log_cb(void *cls, const char *fmt, va_list ap)
 {
-	fprintf(stderr, "strata-s3: http: ");
-	vfprintf(stderr, fmt, ap);
+	char msg[512];
+	const char *p;
+
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	fprintf(stderr, "strata-s3: http: %s", msg);
+	/* libmicrohttpd's own error replies say their status here, on the
+	 * connection's thread (thread per connection): refused_note(). */
+	p = strstr(msg, "HTTP response code is ");
+	if (p != NULL)
+		mhd_err_status = atoi(p + 22);
 }
 
 static struct MHD_Daemon *server_start(struct s3_conf *c, char **tls)

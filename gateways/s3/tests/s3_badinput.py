@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""s3_badinput.py ENDPOINT CREDS — hostile requests to strata-s3.
+"""s3_badinput.py ENDPOINT CREDS [ACCESS_LOG] — hostile requests to strata-s3.
 
 Each request is built by hand over a raw socket (with its own SigV4 signer,
 so that dates, signatures, lengths and bodies can be wrong on purpose); each
@@ -110,12 +110,39 @@ def check(name, cond, detail=""):
         print("FAIL %s %s" % (name, detail))
 
 
+def s3_error_ok(head, body):
+    """An S3 error document: Code, Message, Resource and a RequestId equal
+    to the x-amz-request-id header."""
+    rid = re.search(r"(?im)^x-amz-request-id: *(\S+)", head)
+    xrid = re.search(r"<RequestId>(.*?)</RequestId>", body)
+    return (rid is not None and xrid is not None and rid.group(1) == xrid.group(1) and
+            all(re.search(r"<%s>.*?</%s>" % (t, t), body, re.S) for t in ("Code", "Message", "Resource")))
+
+
 def expect(name, r, status, code):
     st, head, body = r
     got = re.search(r"<Code>(.*?)</Code>", body)
     got = got.group(1) if got else None
-    check(name, st == status and got == code and "x-amz-request-id" in head.lower(),
+    check(name, st == status and got == code and s3_error_ok(head, body),
           "want %d %s, got %d %s: %s" % (status, code, st, got, body[:200]))
+
+
+ACCESS_LOG = sys.argv[3] if len(sys.argv) > 3 else None
+
+
+def logged(pattern, wait=3.0):
+    """Is there an access log line matching pattern (regex)?  True when no
+    log was given (nothing to check)."""
+    if ACCESS_LOG is None:
+        return True
+    end = time.time() + wait
+    while True:
+        with open(ACCESS_LOG) as f:
+            if any(re.search(pattern, l) for l in f):
+                return True
+        if time.time() > end:
+            return False
+        time.sleep(0.1)
 
 
 BK = "bad-input"
@@ -153,10 +180,32 @@ expect("malformed XML (CompleteMultipartUpload)", request("POST", "/%s/k" % BK, 
        body=b"<CompleteMultipartUpload><Part>"), 400, "MalformedXML")
 expect("bad Content-MD5", request("PUT", "/%s/md5" % BK, body=b"abc", headers={"Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="}),
        400, "BadDigest")
-# libmicrohttpd refuses a malformed Content-Length itself (plain 400, no
-# S3 XML: the request never reaches the gateway)
-st, _, _ = request("PUT", "/%s/cl" % BK, body=b"", cl="12abc")
-check("Content-Length not a number: 400", st == 400, str(st))
+# A malformed Content-Length is refused by libmicrohttpd itself while it
+# parses the header, before the gateway sees the request: its own reply
+# (400, or 413 for a number over 2^64 - 1), not S3 XML; the gateway only
+# logs it as MalformedRequest (README.md, "Requests refused by
+# libmicrohttpd").  What is asserted: the status, the connection closed,
+# nothing stored, the server still up, the access log line.
+for bad, want in (("12abc", 400), ("-1", 400), ("0x10", 400), ("1 2", 400),
+                  ("99999999999999999999999", 413)):
+    st, head, body = request("PUT", "/%s/cl" % BK, body=b"", cl=bad)
+    st2, _, _ = request("GET", "/%s/cl" % BK)
+    check("Content-Length %r: %d from libmicrohttpd, nothing stored" % (bad, want),
+          st == want and st2 == 404 and "<Error>" not in body, "%d %d %s" % (st, st2, body[:120]))
+check("Content-Length refusals logged as MalformedRequest 400 and 413",
+      logged(r" MalformedRequest - - / 400 ") and logged(r" MalformedRequest - - / 413 "))
+# Where the gateway parses a length itself it answers in S3 XML.
+expect("x-amz-decoded-content-length not a number", request(
+    "PUT", "/%s/chunk-cl" % BK, body=b"3\r\nabc\r\n0\r\n\r\n", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+    headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "12abc"}), 400, "InvalidArgument")
+expect("x-amz-decoded-content-length larger than the chunks", request(
+    "PUT", "/%s/chunk-cl" % BK, body=b"3\r\nabc\r\n0\r\n\r\n", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+    headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "10"}), 400, "IncompleteBody")
+expect("x-amz-decoded-content-length smaller than the chunks", request(
+    "PUT", "/%s/chunk-cl" % BK, body=b"3\r\nabc\r\n0\r\n\r\n", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+    headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "2"}), 400, "IncompleteBody")
+st, _, _ = request("GET", "/%s/chunk-cl" % BK)
+check("decoded-length lies: nothing visible", st == 404, str(st))
 expect("object too large", request("PUT", "/%s/huge" % BK, body=b"", cl=str(6 << 30)), 400, "EntityTooLarge")
 expect("1025-byte key", request("PUT", "/%s/%s" % (BK, "x" * 1025), body=b"k"), 400, "KeyTooLongError")
 st, _, _ = request("PUT", "/%s/%s" % (BK, "y" * 1024), body=b"k")
@@ -188,6 +237,7 @@ s.close()  # the client goes away mid-body
 time.sleep(0.5)
 st, _, _ = request("GET", "/%s/trunc" % BK)
 check("truncated body: nothing visible", st == 404, str(st))
+check("truncated body: logged as PutObject 499", logged(r" PutObject PUT %s /trunc 499 " % BK))
 s = raw(("PUT /%s/lie HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in
         sign("PUT", "/%s/lie" % BK, (), {}, "UNSIGNED-PAYLOAD").items()) +
         "Content-Length: 5000\r\n\r\n").encode() + b"short", read=False)
@@ -196,6 +246,42 @@ s.close()
 time.sleep(0.5)
 st, _, _ = request("GET", "/%s/lie" % BK)
 check("Content-Length larger than body: nothing visible", st == 404, str(st))
+# The same lie, but the client half-closes and waits for an answer: the
+# end of the stream comes before the announced length, libmicrohttpd ends
+# the request as a client abort and closes without calling the gateway
+# again, so no reply at all (no partial S3 reply either); logged as 499.
+s = raw(("PUT /%s/lie2 HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in
+        sign("PUT", "/%s/lie2" % BK, (), {}, "UNSIGNED-PAYLOAD").items()) +
+        "Content-Length: 5000\r\n\r\n").encode() + b"short", read=False)
+s.shutdown(socket.SHUT_WR)
+s.settimeout(10)
+got = b""
+try:
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        got += c
+except (socket.timeout, ConnectionResetError):
+    pass
+s.close()
+st, _, _ = request("GET", "/%s/lie2" % BK)
+check("Content-Length larger than body, half-close: no reply, nothing visible, 499 logged",
+      got == b"" and st == 404 and logged(r" PutObject PUT %s /lie2 499 " % BK), "%r %d" % (got[:100], st))
+# Content-Length smaller than the body: the gateway takes Content-Length
+# bytes, whose SHA-256 is not the signed one: S3 XML; the rest of the bytes
+# are not a request (libmicrohttpd closes the connection after the reply).
+body = b"0123456789"
+h = sign("PUT", "/%s/short" % BK, (), {}, hashlib.sha256(body).hexdigest())
+h["Content-Length"] = "4"
+expect("Content-Length smaller than body (signed payload)",
+       raw(("PUT /%s/short HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in h.items()) +
+            "\r\n").encode() + body), 400, "XAmzContentSHA256Mismatch")
+expect("Content-Length smaller than body (Content-MD5)",
+       request("PUT", "/%s/short" % BK, body=b"0123", payload_hash="UNSIGNED-PAYLOAD", extra=b"456789",
+               headers={"Content-MD5": "eB5eJF1ptWaXm4bijSPyxw=="}), 400, "BadDigest")
+st, _, _ = request("GET", "/%s/short" % BK)
+check("Content-Length smaller than body: nothing visible", st == 404, str(st))
 expect("aws-chunked malformed", request("PUT", "/%s/chunk" % BK, body=b"zz;chunk-signature=x\r\nabc\r\n",
        payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
        headers={"Content-Encoding": "aws-chunked", "x-amz-decoded-content-length": "3"}), 400, "IncompleteBody")

@@ -101,7 +101,7 @@ gw_start || { no "gateway start: $(cat "$T/gw.err")"; echo "$pass passed, $fail 
 ok "gateway listens on $EP"
 
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds"
-part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds"
+part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds" "$T/access.log"
 
 # ---- aws cli and s3cmd smoke tests (skipped, not counted, if absent)
 AK=$(awk 'NR==1{print $2}' "$T/creds")
