@@ -877,6 +877,12 @@ struct clovis_server_info {
 				   *  cluster secret) */
 	uint64_t si_inflight;     /**< requests it has not answered yet
 				   *  (this STATUS not counted) */
+	uint64_t si_idx_syncs;    /**< index replicas it refreshed from a
+				   *  peer (catch-up merges that took
+				   *  something) */
+	uint64_t si_idx_tombs;    /**< index tombstones it collected (dropped
+				   *  once every replica held them,
+				   *  docs/cluster.md) */
 };
 
 /**

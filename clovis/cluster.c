@@ -984,6 +984,8 @@ void cluster_status(struct clovis *cl, uint32_t s,
 		si->si_rpc_dropped = rp->status->rpc_dropped;
 		si->si_auth_failed = rp->status->auth_failed;
 		si->si_inflight = rp->status->inflight;
+		si->si_idx_syncs = rp->status->idx_syncs;
+		si->si_idx_tombs = rp->status->idx_tombs;
 	}
 	if (rp != NULL)
 		reply__free_unpacked(rp, NULL);

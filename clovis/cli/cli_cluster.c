@@ -302,11 +302,13 @@ int cmd_cluster_status(struct cli *c)
 			printf("%-28s up    %8" PRIu64 " s  %10" PRIu64
 			       " requests  %6" PRIu64 " refused  %6" PRIu64
 			       " dropped  %6" PRIu64 " auth-failed  %4" PRIu64
-			       " in flight\n",
+			       " in flight  %4" PRIu64 " idx-syncs  %6" PRIu64
+			       " tombstones-collected\n",
 			       si[i].si_name, si[i].si_uptime_ms / 1000,
 			       si[i].si_requests, si[i].si_bad_requests,
 			       si[i].si_rpc_dropped, si[i].si_auth_failed,
-			       si[i].si_inflight);
+			       si[i].si_inflight, si[i].si_idx_syncs,
+			       si[i].si_idx_tombs);
 		else
 			printf("%-28s DOWN\n", si[i].si_name);
 	}

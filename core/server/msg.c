@@ -442,7 +442,9 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 			     ? err_set(-EINVAL, "request: idx_state: id missing")
 			     : 0;
 		msg_id_in(((IdxReq *)pb)->id, &m->mr_req.er_id);
-		m->mr_rflags = ((IdxReq *)pb)->rflags & SRF_VERIFY;
+		m->mr_rflags = ((IdxReq *)pb)->rflags &
+			       (SRF_VERIFY | SRF_TOMB_GC);
+		m->mr_seq = ((IdxReq *)pb)->seq; /* SRF_TOMB_GC: digest */
 		break;
 	default:
 		rc = msg_list_decode(m, (ListReq *)pb);

@@ -71,9 +71,13 @@ enum msg_rflags {
 	/** With SRF_INTERNAL on a NEXT: page the index's version entries
 	 *  (records and tombstones with their (term, seq), catch-up merge). */
 	SRF_VERSIONS = 1u << 4,
+	/** On IDX_STATE, from the index's first replica: drop the index's
+	 *  tombstones if its digest is still IdxReq.seq (every replica had
+	 *  that digest: docs/cluster.md "Collecting tombstones"). */
+	SRF_TOMB_GC = 1u << 5,
 };
 #define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY | \
-		 SRF_VERSIONS)
+		 SRF_VERSIONS | SRF_TOMB_GC)
 
 /* Packed index records up to this size travel inside the message; larger
  * ones as bulk (the RPC layer moves big bulk by RMA).  Well under the RPC

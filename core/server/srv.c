@@ -454,6 +454,7 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	st.inflight = __atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_RELAXED);
 	st.inflight = st.inflight > 0 ? st.inflight - 1 : 0;
 	st.idx_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
+	st.idx_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
 	st.draining = s->s_draining;
 	rpc_ep_stats(s->s_ep, &rs);
 	st.rpc_dropped = rs.rs_bad_msgs;
@@ -688,4 +689,5 @@ void srv_counters_get(struct srv *s, struct srv_counters *out)
 	out->sc_inflight = __atomic_load_n(&s->s_cnt.sc_inflight,
 					   __ATOMIC_RELAXED);
 	out->sc_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
+	out->sc_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
 }

@@ -33,6 +33,14 @@
 #define SRV_EXEC_THREADS 8u
 /* Records per page when copying an index from a peer. */
 #define SRV_SYNC_PAGE 256u
+/* Tombstone collection (srv_idx.c, docs/cluster.md "Collecting
+ * tombstones"): the syncer looks at the indices this server is the first
+ * replica of this often; at most this many indices per look (the rest the
+ * next time), and at most this many tombstones dropped per index and
+ * commit (one LMDB write transaction must stay short). */
+#define SRV_TOMB_PASS_MS 1000u
+#define SRV_TOMB_PASS_MAX 256u
+#define SRV_TOMB_BATCH 4096u
 
 /** An index replica record: stored in the sys table as "ridx:HI:LO". */
 struct ridx_rec {
@@ -53,6 +61,11 @@ struct ridx {
 	uint64_t ri_vgen;   /**< peer replicas' peers_gen() sum then */
 	uint64_t ri_vms;    /**< srv_now_ms() of the last verification */
 	bool ri_lonely;     /**< no peer replica answered it: reads only */
+	bool ri_tombs;      /**< may hold tombstones to collect */
+	bool ri_gc_req;     /**< the first replica asked to collect ... */
+	uint64_t ri_gc_req_dig; /**< ... if the digest is still this */
+	uint64_t ri_gc_dig; /**< first replica: every replica's digest at */
+	uint64_t ri_gc_ms;  /**< this time (0: not yet seen equal) */
 	struct ridx *ri_next;
 };
 
@@ -94,6 +107,7 @@ struct srv {
 	struct srv_op *s_qtail;
 	uint32_t s_qnr;
 	bool s_qstop;
+	bool s_tomb_kick;   /* a collection was asked for (srv_idx.c) */
 	uint64_t s_vepoch;  /* SRF_VERIFY requests seen (atomic) */
 	/* heartbeat (under s_qlock) */
 	pthread_t s_hb;

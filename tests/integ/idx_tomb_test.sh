@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# idx_tomb_test.sh BUILD — index tombstones are collected, and only when
+# safe (docs/cluster.md "Collecting tombstones"), on a 3-server loopback
+# cluster (strata cluster up, index_replicas 3, call timeout cut to 3 s so
+# that a collection settles within seconds):
+#
+#   1. all replicas up: 40 records PUT, 30 of them DELeted: every server
+#      reports 30 tombstones collected (strata cluster status), the 10
+#      others read back, the 30 do not;
+#   2. one replica (not the index's first, which orders and collects) is
+#      killed with SIGKILL; 20 more records, PUT before the kill, are
+#      DELeted while it is down: no server collects anything for 12 s;
+#   3. it is restarted and catches up; with the other two stopped
+#      (SIGSTOP) it alone serves the index: none of the 20 comes back;
+#   4. then the 20 are collected on every server (the restarted one counts
+#      from 0: 20; the others 50), and after SIGKILL and restart of all
+#      three the index holds exactly the 10 records.
+#
+# Every wait is bounded; the servers are killed and the directory removed
+# on any exit (the NVRAM devices are in the cluster directory: nvram_dir);
+# KEEP=1 keeps the directory with the server logs.
+# Ends with "N passed, N failed".
+set -u
+B=${1:-build}
+BD=$(cd "$B" 2>/dev/null && pwd)
+S=$BD/strata
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-tomb-test.XXXXXX")
+D=$T/cl
+PORT=$((26000 + ($$ % 1000) * 4))
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
+
+cleanup() {
+	local f
+	for f in "$D"/s*.pid; do
+		[ -f "$f" ] || continue
+		kill -CONT "$(cat "$f")" 2>/dev/null
+		kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+cl() {
+	out=$(timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+spid() { cat "$D/s$1.pid" 2>/dev/null; }
+wait_gone() {
+	local i
+	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+wait_up() {
+	local i
+	for i in $(seq 1 100); do
+		timeout 20 "$S" cluster status --dir "$D" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+start() {
+	STRATA_LOG=3 "$BD/strata-server" --config "$D/cluster.yaml" --name "s$1" \
+		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log"
+}
+# tombs I: tombstones server sI collected in its current run ("-" if down)
+tombs() {
+	timeout 20 "$S" cluster status --dir "$D" 2>/dev/null |
+		awk -v n="s$1" '$1 == n && /tombstones-collected/ {
+			for (i = 2; i <= NF; i++) if ($i == "tombstones-collected") v = $(i - 1)
+		} END { print (v == "" ? "-" : v) }'
+}
+# wait_tombs A B C [SECS]: until servers s0 s1 s2 report A B C.
+wait_tombs() {
+	local i want="$1 $2 $3" got
+	for i in $(seq 1 $((${4:-40} * 2))); do
+		got="$(tombs 0) $(tombs 1) $(tombs 2)"
+		[ "$got" = "$want" ] && return 0
+		sleep 0.5
+	done
+	echo "     tombstones collected: want $want, got $got"
+	return 1
+}
+count_keys() { echo "$out" | grep -cE "^$1"; }
+
+for x in strata strata-server; do
+	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
+done
+
+echo "--- cluster up, call timeout 3 s"
+timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+sed -i 's/call_timeout: .*/call_timeout: 3s/' "$D/cluster.yaml"
+for i in 0 1 2; do start $i; done
+check "three servers up with 3 s call timeouts" wait_up
+check "no tombstone collected yet" wait_tombs 0 0 0 5
+
+echo "--- all replicas up: tombstones collected"
+cl idx create @tb; check "idx create" test "$rc" -eq 0
+for k in $(seq 1 40); do cl idx put @tb "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
+check "40 records put" test "$rc" -eq 0
+for k in $(seq 1 30); do cl idx del @tb "k$k"; [ "$rc" -eq 0 ] || break; done
+check "30 records deleted" test "$rc" -eq 0
+check "30 tombstones collected on each server" wait_tombs 30 30 30
+cl idx dump @tb
+check "the 10 live records read back" test "$(count_keys k)" -eq 10
+cl idx get @tb k7
+check "a collected key stays deleted" test "$rc" -ne 0
+
+echo "--- one replica down: nothing collected"
+for k in $(seq 1 20); do cl idx put @tb "j$k" "w$k"; [ "$rc" -eq 0 ] || break; done
+check "20 more records put (all up)" test "$rc" -eq 0
+# The first replica orders (and collects): it logged its term.
+first=$(grep -l "ordering updates in term" "$D"/s*.log | head -1 | sed 's/.*s\([0-9]\)\.log/\1/')
+victim=$(( (${first:-0} + 1) % 3 ))
+echo "     first replica s$first, killing s$victim"
+p=$(spid $victim); kill -9 "$p"; check "s$victim killed" wait_gone "$p"
+for k in $(seq 1 20); do cl idx del @tb "j$k"; [ "$rc" -eq 0 ] || break; done
+check "20 records deleted with s$victim down" test "$rc" -eq 0
+sleep 12
+want0=30; want1=30; want2=30; eval "want$victim=-"
+check "nothing collected in 12 s with s$victim down" wait_tombs $want0 $want1 $want2 2
+
+echo "--- the replica comes back: no resurrection, then collected"
+start $victim
+check "s$victim restarted" wait_up
+for i in $(seq 1 100); do grep -q "copied from server" "$D/s$victim.log" && break; sleep 0.1; done
+check "s$victim caught up (log)" grep -q "copied from server" "$D/s$victim.log"
+others=$(echo 0 1 2 | tr ' ' '\n' | grep -v "^$victim$")
+# The client waits 20 s per call here: s$victim verifies the index against
+# its stopped peers (probes time out) before it answers.
+sed 's/call_timeout: .*/call_timeout: 20s/' "$D/cluster.yaml" >"$D/slow.yaml"
+for s in $others; do kill -STOP "$(spid $s)"; done
+out=$(timeout 90 "$S" --cluster "$D/slow.yaml" idx dump @tb 2>"$T/err")
+rc=$?
+for s in $others; do kill -CONT "$(spid $s)"; done
+check "s$victim alone answers" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
+check "s$victim alone: none of the 20 deleted comes back" test "$(count_keys j)" -eq 0
+check "s$victim alone: the 10 live records" test "$(count_keys k)" -eq 10
+want0=50; want1=50; want2=50; eval "want$victim=20"
+check "then the 20 tombstones are collected on every server" wait_tombs $want0 $want1 $want2 60
+cl idx dump @tb
+check "after collection: exactly the 10 live records" \
+	test "$(count_keys k)" -eq 10 -a "$(count_keys j)" -eq 0
+for v in 0 1 2; do p=$(spid $v); kill -9 "$p"; wait_gone "$p"; done
+for v in 0 1 2; do start $v; done
+check "all three killed and restarted" wait_up
+cl idx dump @tb
+check "after a full restart: exactly the 10 live records" \
+	test "$rc" -eq 0 -a "$(count_keys k)" -eq 10 -a "$(count_keys j)" -eq 0
+for k in 3 17; do cl idx get @tb "j$k"; [ "$rc" -ne 0 ] || break; done
+check "deleted keys stay deleted" test "$rc" -ne 0
+
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+check "cluster down" test $? -eq 0
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
