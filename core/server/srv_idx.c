@@ -127,7 +127,8 @@ static bool ridx_stale(struct srv *s, struct ridx *ri)
  * sys table holds "rver:HI:LO" = {highest term seen, digest} and, per key,
  * VKEY_TAG id(16, big-endian) key -> struct vent {term, seq, tombstone}:
  * written by the replica record's commit item after each PUT and DEL (a
- * delete leaves a tombstone), dropped with the index.  The digest is the
+ * delete leaves a tombstone), dropped with the index; tombstones go
+ * earlier once every replica holds them ("tombstones" below).  The digest is the
  * XOR of a hash of every version entry, so two replicas with the same
  * entries have the same digest whatever the order they applied them in.
  * Catch-up merges: per key the newest (term, seq) wins, a tombstone
