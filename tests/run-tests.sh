@@ -13,6 +13,10 @@ top=$(cd "$here/.." && pwd)
 cd "$top" || exit 2
 export B
 pass=0 fail=0
+# NVRAM devices of test stores (/dev/shm/strata-*) present before the run:
+# anything new still there at the end is named in a warning (not counted
+# as a failure; another job running at the same time may own it).
+shm_before=$(ls -d /dev/shm/strata-* 2>/dev/null | sort)
 log_dir="$B/test-logs"
 mkdir -p "$log_dir"
 while IFS= read -r step; do
@@ -40,5 +44,11 @@ while IFS= read -r step; do
 		echo "----"
 	fi
 done < "$here/steps.list"
+for f in $(comm -13 <(echo "$shm_before") \
+	   <(ls -d /dev/shm/strata-* 2>/dev/null | sort)); do
+	echo "WARNING: $f was made during this run and is still there" \
+	     "(a test did not remove its store's NVRAM device, or another" \
+	     "job's)"
+done
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clovis/clovis.h"
 #include "core/fault.h"
@@ -282,6 +283,40 @@ static void test_enospc(void)
 	cl = big;
 	free(buf);
 	free(r);
+}
+
+/* clovis_store_destroy() removes every file of the store: each device
+ * (the NVRAM device is outside the directory, in /dev/shm by default) and
+ * the directory itself. */
+static void test_destroy_files(void)
+{
+	struct clovis_dev_info *di = calloc(64, sizeof *di);
+	struct clovis *c2;
+	uint32_t nr = 64, nv = 0;
+	char d2[600];
+
+	if (ut_cluster_skip("destroy_files", "needs a local store"))
+		return free(di);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(di);
+	snprintf(d2, sizeof d2, "%s-destroy", dir);
+	c2 = open_store(d2, 4ull << 20);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c2);
+	CU_ASSERT_EQUAL(clovis_dev_list(c2, di, &nr), 0);
+	clovis_fini(c2);
+	CU_ASSERT(nr > 0 && nr <= 64);
+	for (uint32_t i = 0; i < nr && i < 64; i++) {
+		CU_ASSERT_EQUAL(access(di[i].di_path, F_OK), 0);
+		nv += di[i].di_tier == CLOVIS_TIER_NVRAM;
+	}
+	CU_ASSERT(nv >= 1);
+	CU_ASSERT_EQUAL(clovis_store_destroy(d2), 0);
+	for (uint32_t i = 0; i < nr && i < 64; i++) {
+		CU_ASSERT(access(di[i].di_path, F_OK) != 0 && errno == ENOENT);
+		if (access(di[i].di_path, F_OK) == 0)
+			fprintf(stderr, "destroy left %s\n", di[i].di_path);
+	}
+	CU_ASSERT(access(d2, F_OK) != 0 && errno == ENOENT);
+	free(di);
 }
 
 /* Byte size: follows blocks until SETATTR, then stays as set. */
@@ -757,6 +792,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "vectors", test_vectors) ||
 	    !CU_add_test(s, "space_accounting", test_space_accounting) ||
 	    !CU_add_test(s, "enospc", test_enospc) ||
+	    !CU_add_test(s, "destroy_files", test_destroy_files) ||
 	    !CU_add_test(s, "size_attr", test_size_attr) ||
 	    !CU_add_test(s, "idx_next_paging", test_idx_next_paging) ||
 	    !CU_add_test(s, "idx_semantics", test_idx_semantics) ||
