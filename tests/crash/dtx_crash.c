@@ -29,8 +29,9 @@
  *                                     is
  *   dtx_crash touch STORE N           N small dtxs on the accounts' servers
  *                                     (no account changed, no fence)
- *   dtx_crash stale STORE mk|dtx|read (cluster) the stale index replica
- *                                     scenario, see stale()
+ *   dtx_crash stale STORE mk|dtx|read [N]  (cluster) the stale index
+ *                                     replica scenario on index N (0 if
+ *                                     not given), see stale()
  * Exit status 0 when all holds; the check prints what it found.
  *
  * Cluster mode (tests/integ/dtx_cluster_test.sh): STORE names a cluster
@@ -582,9 +583,10 @@ static int touch(const char *dir, uint32_t n)
 }
 
 /*
- * stale STORE mk|dtx|read — the stale index replica after dtx commits
- * (commit 536781a, docs/cluster.md): an index whose home (its ordering
- * replica) is server 1 of 3 and whose other replicas are servers 2 and 0.
+ * stale STORE mk|dtx|read [N] — the stale index replica after dtx commits
+ * (commit 536781a, docs/cluster.md): the N-th index (of those the loop
+ * below finds) whose home (its ordering replica) is server 1 of 3 and
+ * whose other replicas are servers 2 and 0.
  *   mk    create it, plain PUTs k0..k9 = "old<i>" (versioned everywhere)
  *   dtx   three dtxs (run while a replica is down): PUT k0..k3 = "new<i>"
  *         (overwrite), DEL k4 and k5, PUT n0 and n1 = "new<i>"
@@ -593,7 +595,7 @@ static int touch(const char *dir, uint32_t n)
  */
 static struct clovis_id STALE_IDX = {0xde, 0};
 
-static int stale(const char *dir, const char *what)
+static int stale(const char *dir, const char *what, uint32_t nth)
 {
 	static struct clu_conf c3 = {.cc_nr_servers = 3};
 	struct clovis_idx ix;
@@ -603,7 +605,7 @@ static int stale(const char *dir, const char *what)
 	for (uint64_t lo = 0x7000; STALE_IDX.ci_lo == 0; lo++) {
 		struct clovis_id id = {0xde, lo};
 
-		if (clu_home(&c3, &id) == 1)
+		if (clu_home(&c3, &id) == 1 && nth-- == 0)
 			STALE_IDX = id;
 	}
 	store_open(dir, false);
@@ -708,7 +710,8 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "touch") == 0)
 		return touch(argv[2], (uint32_t)atoi(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "stale") == 0)
-		return stale(argv[2], argv[3]);
+		return stale(argv[2], argv[3],
+			     argc >= 5 ? (uint32_t)atoi(argv[4]) : 0);
 	if (argc >= 4 && strcmp(argv[1], "fence") == 0) {
 		int rc;
 
@@ -740,6 +743,6 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: dtx_crash init STORE NACC | run STORE ACK SEED "
 		"[N [NACC [FIRST]]] | check STORE ACK NACC | fence STORE SECS | "
-		"touch STORE N | stale STORE mk|dtx|read\n");
+		"touch STORE N | stale STORE mk|dtx|read [N]\n");
 	return 2;
 }
