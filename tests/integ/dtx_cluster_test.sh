@@ -254,6 +254,9 @@ echo "--- replica frozen while dtxs commit, then read alone (536781a, behind mar
 # see the dtx members' versions there: 536781a), and s0 is read alone.
 timeout 60 "$X" stale "$F" mk 1 >"$T/stale" 2>&1
 check "frozen: index 1 made, 10 records" test $? -eq 0
+# s0 serves index 1 once, so that it is verified as of now
+STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" peek 1 >>"$T/stale" 2>&1
+check "frozen: s0 alone serves index 1" test $? -eq 0
 kill -STOP "$(spid 0)"
 timeout 60 "$X" stale "$F" dtx 1 >>"$T/stale" 2>&1
 check "frozen: 3 dtxs with replica s0 frozen" test $? -eq 0
