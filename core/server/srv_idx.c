@@ -1845,6 +1845,8 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 			       (1ull << s->s_conf->cc_nr_servers) - 1;
 
 		if (so->so_m.mr_behind & ~all) {
+			__atomic_add_fetch(&s->s_cnt.sc_bad, 1,
+					   __ATOMIC_RELAXED);
 			srv_reply_err(so, err_set(-EINVAL, "request: idx_state"
 						  " %s: behind mask 0x%" PRIx64
 						  " names no server of %u",
