@@ -53,6 +53,7 @@ int srv_ridx_init(struct srv *s)
 	pthread_mutex_init(&s->s_qlock, NULL);
 	pthread_cond_init(&s->s_qcond, NULL);
 	pthread_cond_init(&s->s_hbcond, NULL);
+	s->s_hb_peer = -1;
 	/* Before the server's own endpoint: once that answers, the server
 	 * is up (tests wait for that, then for its "serving" line). */
 	return peers_create(&s->s_hbpeers, s->s_conf, NULL);
@@ -113,13 +114,22 @@ static bool ridx_unheard(struct srv *s, const struct clovis_id *id,
 {
 	const struct clu_conf *c = s->s_conf;
 	uint32_t n = c->cc_nr_servers, home = clu_home(c, id), live = 0;
+	int32_t hp = __atomic_load_n(&s->s_hb_peer, __ATOMIC_ACQUIRE);
+	uint64_t hs = __atomic_load_n(&s->s_hb_since, __ATOMIC_ACQUIRE);
 
+	/* The heartbeat calls its peers one after the other: while a call
+	 * to one hangs (that peer cut or dead), the others are not called,
+	 * and count as heard. */
+	if (hp >= 0 && hs + SRV_LEASE_MS >= peers_clock_ms())
+		hp = -1;
 	for (uint32_t i = 0; i < srv_replicas(s); i++) {
 		uint32_t j = (home + i) % n;
 		uint64_t a, b;
 
 		if (j == s->s_self || peers_down(s->s_hbpeers, j))
 			continue;
+		if (hp >= 0 && j != (uint32_t)hp)
+			return false;
 		live++;
 		a = peers_ok_ms(s->s_hbpeers, j);
 		b = peers_ok_ms(s->s_peers, j);
@@ -1409,8 +1419,13 @@ static void *srv_hb_main(void *arg)
 
 			if (j == s->s_self || (fwd >= r && n - fwd >= r))
 				continue;
+			__atomic_store_n(&s->s_hb_since, peers_clock_ms(),
+					 __ATOMIC_RELEASE);
+			__atomic_store_n(&s->s_hb_peer, (int32_t)j,
+					 __ATOMIC_RELEASE);
 			peers_call_ms(s->s_hbpeers, j, RPC_OP_NOOP, NULL, 0,
 				      NULL, srv_probe_ms(s), &res);
+			__atomic_store_n(&s->s_hb_peer, -1, __ATOMIC_RELEASE);
 			free(res.rr_body);
 		}
 		srv_ridx_marks_serve(s);

@@ -112,6 +112,8 @@ struct srv {
 	pthread_t s_hb;
 	struct peers *s_hbpeers;  /* the heartbeat's own endpoint */
 	bool s_hb_on;
+	int32_t s_hb_peer;        /* heartbeat call in flight to (-1: none), */
+	uint64_t s_hb_since;      /* sent at (peers_clock_ms(); atomics) */
 	pthread_cond_t s_hbcond;
 	/* distributed transactions: the participant (srv_dtx.c) */
 	struct srv_dtx *s_dtx;

@@ -1,0 +1,4 @@
+build2/obj/clovis/cli/strata.o: clovis/cli/strata.c clovis/cli/cli.h \
+ clovis/clovis.h
+clovis/cli/cli.h:
+clovis/clovis.h:

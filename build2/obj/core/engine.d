@@ -1,0 +1,18 @@
+build2/obj/core/engine.o: core/engine.c core/engine.h clovis/clovis.h \
+ core/alloc.h core/conf.h core/limits.h core/meta.h layouts/layout.h \
+ tiers/tier.h tiers/tier_limits.h core/errors.h core/fault.h core/log.h \
+ core/stripe.h layouts/ec.h
+core/engine.h:
+clovis/clovis.h:
+core/alloc.h:
+core/conf.h:
+core/limits.h:
+core/meta.h:
+layouts/layout.h:
+tiers/tier.h:
+tiers/tier_limits.h:
+core/errors.h:
+core/fault.h:
+core/log.h:
+core/stripe.h:
+layouts/ec.h:

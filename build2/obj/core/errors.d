@@ -1,0 +1,6 @@
+build2/obj/core/errors.o: core/errors.c core/errors.h clovis/clovis.h \
+ core/limits.h core/log.h
+core/errors.h:
+clovis/clovis.h:
+core/limits.h:
+core/log.h:

@@ -1,0 +1,1 @@
+build2/obj/core/fault.o: core/fault.c

@@ -1,0 +1,6 @@
+build2/obj/dtm/hlc.o: dtm/hlc.c core/errors.h clovis/clovis.h \
+ core/limits.h dtm/dtm.h
+core/errors.h:
+clovis/clovis.h:
+core/limits.h:
+dtm/dtm.h:

@@ -1,0 +1,4 @@
+build2/obj/gen/core/server/strata.pb-c.o: \
+ build2/gen/core/server/strata.pb-c.c \
+ build2/gen/core/server/strata.pb-c.h
+build2/gen/core/server/strata.pb-c.h:

@@ -1,0 +1,3 @@
+build2/obj/gen/dtm/dtm.pb-c.o: build2/gen/dtm/dtm.pb-c.c \
+ build2/gen/dtm/dtm.pb-c.h
+build2/gen/dtm/dtm.pb-c.h:

@@ -1,0 +1,2 @@
+build2/tobj/core/fault.o: core/fault.c core/fault.h
+core/fault.h:

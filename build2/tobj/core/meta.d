@@ -1,0 +1,7 @@
+build2/tobj/core/meta.o: core/meta.c core/errors.h clovis/clovis.h \
+ core/limits.h core/log.h core/meta.h
+core/errors.h:
+clovis/clovis.h:
+core/limits.h:
+core/log.h:
+core/meta.h:

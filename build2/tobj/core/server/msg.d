@@ -1,0 +1,19 @@
+build2/tobj/core/server/msg.o: core/server/msg.c core/errors.h \
+ clovis/clovis.h core/limits.h core/clu_conf.h core/server/msg.h \
+ core/engine.h core/alloc.h core/conf.h core/meta.h layouts/layout.h \
+ tiers/tier.h tiers/tier_limits.h core/rpc/rpc.h \
+ build2/gen/core/server/strata.pb-c.h
+core/errors.h:
+clovis/clovis.h:
+core/limits.h:
+core/clu_conf.h:
+core/server/msg.h:
+core/engine.h:
+core/alloc.h:
+core/conf.h:
+core/meta.h:
+layouts/layout.h:
+tiers/tier.h:
+tiers/tier_limits.h:
+core/rpc/rpc.h:
+build2/gen/core/server/strata.pb-c.h:
