@@ -472,10 +472,40 @@ static const struct rpc_bulk *clu_idx_bulk(const struct clu_idx_msg *m)
 	return m->im_bulk.rb_nr != 0 ? &m->im_bulk : NULL;
 }
 
+/*
+ * An update acknowledged by the replicas of got did not reach those of
+ * missed: before it is reported done, the replicas that have it record the
+ * others as behind (IDX_STATE + SRF_BEHIND), so that a replica that missed
+ * it learns so from them and serves nothing of the index until it caught
+ * up (docs/cluster.md "Replicas that missed updates").  Best effort: a
+ * replica that cannot be told is logged.
+ */
+static void clu_idx_missed(struct clu_client *c, const struct clovis_id *id,
+			   uint64_t missed, uint64_t got, uint64_t term,
+			   uint64_t seq)
+{
+	IdxReq q = IDX_REQ__INIT;
+	SId sid;
+
+	msg_id_out(&sid, id);
+	q.id = &sid;
+	q.rflags = SRF_BEHIND;
+	q.behind = missed;
+	q.term = term;
+	q.seq = seq;
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++)
+		if ((got & (1ull << s)) &&
+		    clu_call(c, s, SOP_IDX_STATE, &q.base, NULL, 0, NULL) != 0)
+			LOG_INFO("index %s: server %s not told of the replicas "
+				 "that missed an update: %s", eng_id_str(id),
+				 c->cc_conf.cc_servers[s].cs_name, err_msg());
+}
+
 /* PUT, DEL: the first live replica orders it, the others follow. */
 static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 {
 	uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c), who = 0;
+	uint64_t missed = 0, got = 0;
 	struct clu_idx_msg m;
 	Reply *rp = NULL;
 	int rc = clu_idx_msg(&m, r, r->er_kind, 0, nr, nr);
@@ -500,16 +530,26 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t s = clu_ring(c, &r->er_id, i);
 
-		if (s == who || !peers_live(c->cc_peers, s) ||
-		    clu_test_skip(c, s))
+		if (s == who)
 			continue;
+		if (!peers_live(c->cc_peers, s) || clu_test_skip(c, s)) {
+			missed |= 1ull << s;
+			continue;
+		}
 		if (clu_call(c, s, SOP_IDX, &m.im_q.base, clu_idx_bulk(&m), nr,
-			     NULL) != 0)
+			     NULL) != 0) {
 			LOG_INFO("index %s: replica on %s missed an update: %s",
 				 eng_id_str(&r->er_id),
 				 c->cc_conf.cc_servers[s].cs_name, err_msg());
+			missed |= 1ull << s;
+		} else {
+			got |= 1ull << s;
+		}
 	}
 	clu_idx_msg_fini(&m);
+	if (missed != 0)
+		clu_idx_missed(c, &r->er_id, missed, got | 1ull << who,
+			       rp->term, rp->seq);
 	return clu_finish(r, 0, rp);
 }
 

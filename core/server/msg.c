@@ -348,6 +348,9 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 		return err_set(-EINVAL, "request: index %s: rflags 0x%x: "
 			       "versions only on an internal NEXT", id,
 			       q->rflags);
+	if (q->rflags & SRF_BEHIND)
+		return err_set(-EINVAL, "request: index %s: rflags 0x%x: "
+			       "SRF_BEHIND only on IDX_STATE", id, q->rflags);
 	rc = msg_idx_lens(m, q, bulk_len, id);
 	if (rc == 0)
 		rc = msg_idx_alloc(m, q->nr, id);
@@ -443,8 +446,20 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 			     : 0;
 		msg_id_in(((IdxReq *)pb)->id, &m->mr_req.er_id);
 		m->mr_rflags = ((IdxReq *)pb)->rflags &
-			       (SRF_VERIFY | SRF_TOMB_GC);
+			       (SRF_VERIFY | SRF_TOMB_GC | SRF_BEHIND);
+		m->mr_behind = ((IdxReq *)pb)->behind;
 		m->mr_seq = ((IdxReq *)pb)->seq; /* SRF_TOMB_GC: digest */
+		m->mr_term = ((IdxReq *)pb)->term;
+		if (rc == 0 && (m->mr_rflags & SRF_BEHIND) &&
+		    (m->mr_rflags & SRF_TOMB_GC))
+			rc = err_set(-EINVAL, "request: idx_state %s: "
+				     "SRF_BEHIND and SRF_TOMB_GC together",
+				     msg_id_str(&m->mr_req.er_id));
+		if (rc == 0 && (m->mr_rflags & SRF_BEHIND) &&
+		    m->mr_behind == 0)
+			rc = err_set(-EINVAL, "request: idx_state %s: "
+				     "SRF_BEHIND with an empty behind mask",
+				     msg_id_str(&m->mr_req.er_id));
 		break;
 	default:
 		rc = msg_list_decode(m, (ListReq *)pb);

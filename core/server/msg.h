@@ -75,9 +75,14 @@ enum msg_rflags {
 	 *  tombstones if its digest is still IdxReq.seq (every replica had
 	 *  that digest: docs/cluster.md "Collecting tombstones"). */
 	SRF_TOMB_GC = 1u << 5,
+	/** IDX_STATE only: the replicas of IdxReq.behind (a mask of server
+	 *  indices) missed the acknowledged update (IdxReq.term, .seq): a
+	 *  server whose bit is set is behind (verifies, and serves nothing of
+	 *  the index until it caught up); the others record the mark. */
+	SRF_BEHIND = 1u << 6,
 };
 #define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY | \
-		 SRF_VERSIONS | SRF_TOMB_GC)
+		 SRF_VERSIONS | SRF_TOMB_GC | SRF_BEHIND)
 
 /* Packed index records up to this size travel inside the message; larger
  * ones as bulk (the RPC layer moves big bulk by RMA).  Well under the RPC
@@ -100,6 +105,7 @@ struct msg_req {
 	uint64_t mr_incarnation;    /**< EntReq/IdxReq incarnation */
 	uint64_t mr_seq;            /**< IdxReq.seq */
 	uint64_t mr_term;           /**< IdxReq.term */
+	uint64_t mr_behind;         /**< IdxReq.behind (IDX_STATE) */
 	/* objects */
 	struct clovis_extvec mr_ext;
 	uint64_t mr_blocks;         /**< blocks the extents cover */

@@ -23,6 +23,7 @@ struct peer_slot {
 	bool ps_down;               /* the last contact failed */
 	bool ps_was_down;           /* failed since peers_was_down() cleared */
 	uint64_t ps_gen;            /* up/down transitions (atomic reads) */
+	uint64_t ps_ok_ms;          /* sent at: the latest answered call */
 };
 
 struct peers {
@@ -51,10 +52,12 @@ static void slot_mark_down(struct peer_slot *s)
 	}
 }
 
-/* A call to server i got an answer: it is up. */
-static void slot_mark_up(struct peer_slot *s)
+/* A call to server i sent at sent_ms got an answer: it is up. */
+static void slot_mark_up(struct peer_slot *s, uint64_t sent_ms)
 {
 	pthread_mutex_lock(&s->ps_lock);
+	if (sent_ms > s->ps_ok_ms)
+		s->ps_ok_ms = sent_ms;
 	if (s->ps_down) {
 		s->ps_down = false;
 		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
@@ -289,6 +292,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 {
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct rpc_peer *peer;
+	uint64_t sent = peers_now_ms();
 	int rc;
 
 	memset(res, 0, sizeof *res);
@@ -312,6 +316,22 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 			peers_fail(p, i, peer);
 	}
 	if (!peers_rc_transport(rc))
-		slot_mark_up(&p->p_slots[i]);
+		slot_mark_up(&p->p_slots[i], sent);
 	return rc;
+}
+
+uint64_t peers_clock_ms(void)
+{
+	return peers_now_ms();
+}
+
+uint64_t peers_ok_ms(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	uint64_t v;
+
+	pthread_mutex_lock(&s->ps_lock);
+	v = s->ps_ok_ms;
+	pthread_mutex_unlock(&s->ps_lock);
+	return v;
 }

@@ -69,6 +69,17 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
  */
 uint64_t peers_gen(struct peers *p, uint32_t i);
 
+/**
+ * When (peers_clock_ms()) the latest call to server i that got an answer
+ * was sent, 0 if none: the server was reachable at some moment after it.
+ * A call sent before a link cut and answered after it (TCP retransmits)
+ * shows an old time, so a gap here means "not heard from since".
+ */
+uint64_t peers_ok_ms(struct peers *p, uint32_t i);
+
+/** The monotonic clock of peers_ok_ms(), in ms. */
+uint64_t peers_clock_ms(void);
+
 /** Did the last contact with server i fail (it is not known to be up)? */
 bool peers_down(struct peers *p, uint32_t i);
 

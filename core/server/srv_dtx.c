@@ -615,6 +615,7 @@ static void forward_idx(struct srv *s, struct pmem *pm)
 	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ?
 		     c->cc_replicas : n, home = clu_home(c, id);
 	struct msg_buf b = {0};
+	uint64_t missed = 0, got = 0;
 
 	if (q == NULL)
 		return;
@@ -626,16 +627,32 @@ static void forward_idx(struct srv *s, struct pmem *pm)
 			uint32_t j = (home + i) % n;
 			struct rpc_result res;
 
-			if (j == s->s_self || !peers_live(s->s_peers, j))
+			if (j == s->s_self)
 				continue;
+			if (!peers_live(s->s_peers, j)) {
+				missed |= 1ull << j;
+				continue;
+			}
 			if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p,
-					  b.mb_len, NULL, DTX_FWD_MS, &res) != 0)
+					  b.mb_len, NULL, DTX_FWD_MS, &res) != 0) {
 				LOG_INFO("dtx: index %s: replica on %s missed "
 					 "an update: %s", eng_id_str(id),
 					 c->cc_servers[j].cs_name, err_msg());
+				missed |= 1ull << j;
+			} else {
+				got |= 1ull << j;
+			}
 			free(res.rr_body);
 		}
+	} else {
+		for (uint32_t i = 0; i < r; i++)
+			missed |= 1ull << ((home + i) % n);
 	}
+	/* before the COMMIT is answered: the replicas that have it mark the
+	 * others behind (docs/cluster.md "Replicas that missed updates") */
+	if (missed != 0)
+		srv_ridx_missed(s, pm->pm_ri, missed, got, pm->pm_term,
+				pm->pm_seq);
 	free(b.mb_p);
 	idx_req__free_unpacked(q, NULL);
 }

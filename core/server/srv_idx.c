@@ -38,6 +38,9 @@
 
 /* ------------------------------------------------------- replica records */
 
+static uint32_t srv_probe_ms(const struct srv *s);
+static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id);
+
 static void ridx_name(char *buf, size_t size, const struct clovis_id *id)
 {
 	snprintf(buf, size, "ridx:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
@@ -50,6 +53,7 @@ int srv_ridx_init(struct srv *s)
 	pthread_mutex_init(&s->s_qlock, NULL);
 	pthread_cond_init(&s->s_qcond, NULL);
 	pthread_cond_init(&s->s_hbcond, NULL);
+	s->s_hb_peer = -1;
 	/* Before the server's own endpoint: once that answers, the server
 	 * is up (tests wait for that, then for its "serving" line). */
 	return peers_create(&s->s_hbpeers, s->s_conf, NULL);
@@ -100,17 +104,57 @@ static uint64_t ridx_gen(struct srv *s, const struct clovis_id *id)
 	return g;
 }
 
+/* Has this server heard from none of id's peer replicas that are not known
+ * down for SRV_LEASE_MS (no call sent since then answered)?  It was frozen
+ * or its link cut while its calls hung (a call sent before a cut is
+ * answered after it by TCP retransmits, so no failure shows): the others
+ * may have ordered updates meanwhile. */
+static bool ridx_unheard(struct srv *s, const struct clovis_id *id,
+			 uint64_t now)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers, home = clu_home(c, id), live = 0;
+	int32_t hp = __atomic_load_n(&s->s_hb_peer, __ATOMIC_ACQUIRE);
+	uint64_t hs = __atomic_load_n(&s->s_hb_since, __ATOMIC_ACQUIRE);
+
+	/* The heartbeat calls its peers one after the other: while a call
+	 * to one hangs (that peer cut or dead), the others are not called,
+	 * and count as heard. */
+	if (hp >= 0 && hs + SRV_LEASE_MS >= peers_clock_ms())
+		hp = -1;
+	for (uint32_t i = 0; i < srv_replicas(s); i++) {
+		uint32_t j = (home + i) % n;
+		uint64_t a, b;
+
+		if (j == s->s_self || peers_down(s->s_hbpeers, j))
+			continue;
+		if (hp >= 0 && j != (uint32_t)hp)
+			return false;
+		live++;
+		a = peers_ok_ms(s->s_hbpeers, j);
+		b = peers_ok_ms(s->s_peers, j);
+		if ((a > b ? a : b) + SRV_LEASE_MS >= now)
+			return false;
+	}
+	return live > 0;
+}
+
 /* May ri be stale: not verified in this run, a peer replica was out of
  * reach at some moment since it was, or it was verified with no peer
  * replica answering (then it is tried again every SRV_HEARTBEAT_MS)? */
 static bool ridx_stale(struct srv *s, struct ridx *ri)
 {
-	uint64_t g = ridx_gen(s, &ri->ri_id);
+	uint64_t g = ridx_gen(s, &ri->ri_id), now = srv_now_ms();
 	bool stale;
 
 	pthread_mutex_lock(&s->s_rlock);
 	stale = !ri->ri_verified || ri->ri_vgen != g ||
-		(ri->ri_lonely && srv_now_ms() - ri->ri_vms >= SRV_HEARTBEAT_MS);
+		(ri->ri_behind && now - ri->ri_vms >= SRV_HEARTBEAT_MS) ||
+		(ri->ri_lonely && now - ri->ri_vms >= SRV_HEARTBEAT_MS);
+	if (!stale && now - ri->ri_vms >= SRV_LEASE_MS) {
+		pthread_mutex_unlock(&s->s_rlock);
+		return ridx_unheard(s, &ri->ri_id, now);
+	}
 	pthread_mutex_unlock(&s->s_rlock);
 	return stale;
 }
@@ -384,6 +428,215 @@ static int ridx_claim(struct srv *s, struct ridx *ri)
 	return 0;
 }
 
+/* ------------------------------------------------------- behind marks */
+
+/*
+ * Behind marks (docs/cluster.md "Replicas that missed updates").  A writer
+ * that acknowledged an update without some replica (its call failed or it
+ * was skipped as down) has the replicas that have it record "rbeh:HI:LO" =
+ * {mask of the servers that missed it, the newest missed version}.  Each
+ * holder calls the marked servers from its heartbeat thread
+ * (srv_ridx_marks_serve()) with IDX_STATE + SRF_BEHIND: a replica told so
+ * is behind (ri_behind) until it holds that version, verifies before it
+ * serves the index, and refuses it (-ESTALE) while no peer with the update
+ * was reachable.  The holder drops the bit once the marked replica answers
+ * that it is verified and has that version (or a newer one).  A mark lives
+ * with the index (dropped when it is deleted here).
+ */
+struct rbeh {
+	uint64_t rb_mask;
+	uint64_t rb_term;
+	uint64_t rb_seq;
+};
+_Static_assert(sizeof(struct rbeh) == 24, "rbeh record size");
+
+static void rbeh_name(char *buf, size_t size, const struct clovis_id *id)
+{
+	snprintf(buf, size, "rbeh:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
+		 id->ci_lo);
+}
+
+/* Under s_rlock (or before ri is shared): load ri's marks. */
+static void rbeh_load(struct srv *s, struct ridx *ri)
+{
+	struct rbeh rb;
+	char name[48];
+
+	rbeh_name(name, sizeof name, &ri->ri_id);
+	if (eng_sys_load(s->s_eng, name, &rb, sizeof rb) != 0)
+		return;
+	ri->ri_bmask = rb.rb_mask;
+	ri->ri_bterm = rb.rb_term;
+	ri->ri_bseq = rb.rb_seq;
+}
+
+/* Store ri's marks as they are now (none: the record is deleted). */
+static int rbeh_save(struct srv *s, struct ridx *ri)
+{
+	struct rbeh rb;
+	char name[48];
+
+	pthread_mutex_lock(&s->s_rlock);
+	rb = (struct rbeh){ri->ri_bmask, ri->ri_bterm, ri->ri_bseq};
+	pthread_mutex_unlock(&s->s_rlock);
+	rbeh_name(name, sizeof name, &ri->ri_id);
+	if (rb.rb_mask == 0) {
+		eng_sys_del(s->s_eng, name);
+		return 0;
+	}
+	return eng_sys_save(s->s_eng, name, &rb, sizeof rb);
+}
+
+/* Record the replicas of mask (other than this server) as behind ri up to
+ * (term, seq); this server's own bit makes it behind. */
+static int rbeh_note(struct srv *s, struct ridx *ri, uint64_t mask,
+		     uint64_t term, uint64_t seq)
+{
+	uint64_t self = 1ull << s->s_self, before;
+	bool me = false, save;
+
+	pthread_mutex_lock(&s->s_rlock);
+	if ((mask & self) &&
+	    vcmp(ri->ri_term, ri->ri_seq, term, seq) < 0) {
+		me = !ri->ri_behind;
+		ri->ri_behind = true;
+		if (vcmp(ri->ri_nterm, ri->ri_nseq, term, seq) < 0) {
+			ri->ri_nterm = term;
+			ri->ri_nseq = seq;
+		}
+		ri->ri_verified = false;
+	}
+	before = ri->ri_bmask;
+	ri->ri_bmask |= mask & ~self;
+	save = ri->ri_bmask != before;
+	if ((mask & ~self) &&
+	    vcmp(ri->ri_bterm, ri->ri_bseq, term, seq) < 0) {
+		ri->ri_bterm = term;
+		ri->ri_bseq = seq;
+		save = true;
+	}
+	pthread_mutex_unlock(&s->s_rlock);
+	if (me)
+		LOG_WARNING("server %s: index %s: missed updates up to term %"
+			    PRIu64 " seq %" PRIu64 ": catching up before "
+			    "serving it", s->s_me->cs_name,
+			    eng_id_str(&ri->ri_id), term, seq);
+	if (save) {
+		LOG_INFO("server %s: index %s: replicas 0x%" PRIx64 " behind "
+			 "(term %" PRIu64 " seq %" PRIu64 ")", s->s_me->cs_name,
+			 eng_id_str(&ri->ri_id), mask & ~self, term, seq);
+		pthread_cond_broadcast(&s->s_hbcond); /* tell them soon */
+		return rbeh_save(s, ri);
+	}
+	return 0;
+}
+
+/* Send IDX_STATE + SRF_BEHIND (mask, term, seq) for id to server j from
+ * peer table p; the reply in *out (NULL: not wanted). */
+static int rbeh_call(struct srv *s, struct peers *p, uint32_t j,
+		     const struct clovis_id *id, uint64_t mask, uint64_t term,
+		     uint64_t seq, Reply **out)
+{
+	IdxReq q = IDX_REQ__INIT;
+	SId sid;
+	struct msg_buf b;
+	struct rpc_result res;
+	int rc;
+
+	msg_id_out(&sid, id);
+	q.id = &sid;
+	q.rflags = SRF_INTERNAL | SRF_BEHIND;
+	q.behind = mask;
+	q.term = term;
+	q.seq = seq;
+	if (msg_pack(&q.base, &b) != 0)
+		return -ENOMEM;
+	rc = peers_call_ms(p, j, SOP_IDX_STATE, b.mb_p, b.mb_len, NULL,
+			   srv_probe_ms(s), &res);
+	free(b.mb_p);
+	if (rc == 0 && out != NULL)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, out);
+	free(res.rr_body);
+	return rc;
+}
+
+void srv_ridx_missed(struct srv *s, struct ridx *ri, uint64_t mask,
+		     uint64_t told, uint64_t term, uint64_t seq)
+{
+	mask &= ~(1ull << s->s_self);
+	if (mask == 0)
+		return;
+	if (rbeh_note(s, ri, mask, term, seq) != 0)
+		LOG_WARNING("server %s: index %s: behind mark not stored: %s",
+			    s->s_me->cs_name, eng_id_str(&ri->ri_id),
+			    err_msg());
+	for (uint32_t j = 0; j < s->s_conf->cc_nr_servers; j++)
+		if (j != s->s_self && (told & (1ull << j)) &&
+		    rbeh_call(s, s->s_peers, j, &ri->ri_id, mask, term, seq,
+			      NULL) != 0)
+			LOG_INFO("server %s: index %s: behind mark not sent to"
+				 " server %s: %s", s->s_me->cs_name,
+				 eng_id_str(&ri->ri_id),
+				 s->s_conf->cc_servers[j].cs_name, err_msg());
+}
+
+/* Heartbeat thread: tell every marked replica that answers heartbeats
+ * that it is behind; drop the mark once it answers caught up. */
+static void srv_ridx_marks_serve(struct srv *s)
+{
+	enum { BATCH = 64 };
+	struct { struct clovis_id id; uint64_t mask, term, seq; } m[BATCH];
+	uint32_t nr = 0;
+
+	pthread_mutex_lock(&s->s_rlock);
+	for (uint32_t b = 0; b < SRV_RIDX_BUCKETS && nr < BATCH; b++)
+		for (struct ridx *ri = s->s_ridx[b]; ri != NULL && nr < BATCH;
+		     ri = ri->ri_next)
+			if (ri->ri_bmask != 0)
+				m[nr++] = (typeof(m[0])){ri->ri_id,
+					ri->ri_bmask, ri->ri_bterm,
+					ri->ri_bseq};
+	pthread_mutex_unlock(&s->s_rlock);
+	for (uint32_t k = 0; k < nr && !s->s_qstop; k++) {
+		struct ridx *ri = ridx_get(s, &m[k].id);
+
+		for (uint32_t j = 0; ri != NULL &&
+		     j < s->s_conf->cc_nr_servers; j++) {
+			Reply *rp = NULL;
+			bool done;
+
+			if (!(m[k].mask & (1ull << j)) ||
+			    peers_down(s->s_hbpeers, j))
+				continue;
+			if (rbeh_call(s, s->s_hbpeers, j, &m[k].id, 1ull << j,
+				      m[k].term, m[k].seq, &rp) != 0)
+				continue;
+			/* caught up: verified, and as new as the mark, or
+			 * the index is gone there (deleted since) */
+			done = !rp->exists ||
+			       (rp->verified && vcmp(rp->term, rp->seq,
+						     m[k].term, m[k].seq) >= 0);
+			reply__free_unpacked(rp, NULL);
+			if (!done)
+				continue;
+			pthread_mutex_lock(&s->s_rlock);
+			done = vcmp(ri->ri_bterm, ri->ri_bseq, m[k].term,
+				    m[k].seq) == 0;
+			if (done)
+				ri->ri_bmask &= ~(1ull << j);
+			pthread_mutex_unlock(&s->s_rlock);
+			if (done) {
+				LOG_INFO("server %s: index %s: replica on "
+					 "server %s caught up",
+					 s->s_me->cs_name,
+					 eng_id_str(&m[k].id),
+					 s->s_conf->cc_servers[j].cs_name);
+				rbeh_save(s, ri);
+			}
+		}
+	}
+}
+
 /* The in-memory record of id, loaded from the store on first use. */
 static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 {
@@ -406,6 +659,7 @@ static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 		}
 		ri->ri_term = rver_load(s, id).rv_term;
 		ri->ri_tombs = true; /* unknown until looked at */
+		rbeh_load(s, ri);
 		ri->ri_next = s->s_ridx[b];
 		s->s_ridx[b] = ri;
 	}
@@ -438,6 +692,11 @@ static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return meta_err(rc, "ridx delete");
+	rbeh_name(name, sizeof name, &so->so_m.mr_req.er_id);
+	k = (MDB_val){strlen(name), name};
+	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "rbeh delete");
 	return ver_drop(eng_meta(e), txn, &so->so_m.mr_req.er_id);
 }
 
@@ -460,6 +719,9 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 	} else if (r->er_kind == ER_ENT_DELETE) {
 		ri->ri_inc = ri->ri_seq = ri->ri_term = 0;
 		ri->ri_exists = false;
+		ri->ri_behind = false;
+		ri->ri_nterm = ri->ri_nseq = 0;
+		ri->ri_bmask = ri->ri_bterm = ri->ri_bseq = 0;
 		so->so_rec_del = true;
 	} else if (!replica) {
 		ri->ri_seq++;
@@ -919,6 +1181,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	uint64_t lseq = ri->ri_exists ? ri->ri_seq : 0, taken = 0, seq, term;
 	uint64_t gen = ridx_gen(s, &ri->ri_id), dig;
 	int rc = 0, from = -1;
+	bool behind;
 
 	/* Two rounds at most: the second only if no peer answered the first
 	 * (a lost call must not make this replica refuse to order). */
@@ -1034,7 +1297,20 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	ri->ri_vgen = gen;
 	ri->ri_vms = srv_now_ms();
 	ri->ri_lonely = asked > 0 && reached == 0;
+	behind = ri->ri_behind;
+	if (behind && (!ri->ri_exists ||
+		       vcmp(ri->ri_term, ri->ri_seq, ri->ri_nterm,
+			    ri->ri_nseq) >= 0)) {
+		ri->ri_behind = false;
+		ri->ri_nterm = ri->ri_nseq = 0;
+	}
+	behind = behind && ri->ri_behind;
 	pthread_mutex_unlock(&s->s_rlock);
+	if (behind)
+		LOG_WARNING("server %s: index %s: still behind after catch-up "
+			    "(%u of %u peer replicas reached): refusing it",
+			    s->s_me->cs_name, eng_id_str(&ri->ri_id), reached,
+			    asked);
 }
 
 /* ------------------------------------------------------- tombstones */
@@ -1091,6 +1367,11 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 	int rc;
 
 	pthread_mutex_lock(&s->s_rlock);
+	if (ri->ri_behind || ri->ri_bmask != 0) {
+		/* docs/cluster.md "Replicas that missed updates" */
+		pthread_mutex_unlock(&s->s_rlock);
+		return 0;
+	}
 	ri->ri_tombs = false; /* a DEL from now on sets it again */
 	pthread_mutex_unlock(&s->s_rlock);
 	rc = mdb_txn_begin(m->m_env, NULL, 0, &txn);
@@ -1192,7 +1473,10 @@ static void tomb_round(struct srv *s, struct ridx *ri)
 	if (ridx_stale(s, ri))
 		idx_sync(s, ri); /* a peer was away: verify (merge) first */
 	pthread_mutex_lock(&s->s_rlock);
-	exists = ri->ri_exists && !ri->ri_lonely && ri->ri_verified;
+	/* A behind mark (held or against this replica) means some replica
+	 * misses an update: its tombstones must stay until it caught up. */
+	exists = ri->ri_exists && !ri->ri_lonely && ri->ri_verified &&
+		 !ri->ri_behind && ri->ri_bmask == 0;
 	inc = ri->ri_inc;
 	pthread_mutex_unlock(&s->s_rlock);
 	if (!exists)
@@ -1231,7 +1515,7 @@ static void tomb_round(struct srv *s, struct ridx *ri)
  * tombstones, at most SRV_TOMB_PASS_MAX of them. */
 static void tomb_pass(struct srv *s, bool rounds)
 {
-	struct ridx *todo[SRV_TOMB_PASS_MAX];
+	struct ridx *pick[SRV_TOMB_PASS_MAX];
 	uint64_t req_dig[SRV_TOMB_PASS_MAX];
 	bool req[SRV_TOMB_PASS_MAX];
 	uint32_t nr = 0;
@@ -1250,20 +1534,20 @@ static void tomb_pass(struct srv *s, bool rounds)
 			req[nr] = ri->ri_gc_req;
 			req_dig[nr] = ri->ri_gc_req_dig;
 			ri->ri_gc_req = false;
-			todo[nr++] = ri;
+			pick[nr++] = ri;
 		}
 	pthread_mutex_unlock(&s->s_rlock);
 	/* Records stay in the table until the server stops: the pointers
 	 * remain valid. */
 	for (uint32_t i = 0; i < nr && !s->s_qstop; i++) {
-		int rc = req[i] ? tomb_collect(s, todo[i], req_dig[i]) : 0;
+		int rc = req[i] ? tomb_collect(s, pick[i], req_dig[i]) : 0;
 
 		if (rc < 0)
 			LOG_WARNING("server %s: index %s: tombstones: %s",
 				    s->s_me->cs_name,
-				    eng_id_str(&todo[i]->ri_id), err_msg());
+				    eng_id_str(&pick[i]->ri_id), err_msg());
 		else if (!req[i])
-			tomb_round(s, todo[i]);
+			tomb_round(s, pick[i]);
 	}
 }
 
@@ -1405,10 +1689,16 @@ static void *srv_hb_main(void *arg)
 
 			if (j == s->s_self || (fwd >= r && n - fwd >= r))
 				continue;
+			__atomic_store_n(&s->s_hb_since, peers_clock_ms(),
+					 __ATOMIC_RELEASE);
+			__atomic_store_n(&s->s_hb_peer, (int32_t)j,
+					 __ATOMIC_RELEASE);
 			peers_call_ms(s->s_hbpeers, j, RPC_OP_NOOP, NULL, 0,
 				      NULL, srv_probe_ms(s), &res);
+			__atomic_store_n(&s->s_hb_peer, -1, __ATOMIC_RELEASE);
 			free(res.rr_body);
 		}
+		srv_ridx_marks_serve(s);
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)SRV_HEARTBEAT_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
@@ -1528,6 +1818,28 @@ static int idx_prepare(struct srv *s, struct srv_op *so)
 	return 0;
 }
 
+/* A client's request of an index this replica missed acknowledged updates
+ * of and could not catch up on (no peer that has them reachable): it
+ * serves none of it.  -ESTALE sends the client on to the next replica. */
+static int idx_behind_check(struct srv *s, struct srv_op *so)
+{
+	struct ridx *ri = so->so_ridx;
+	uint64_t t, q;
+	bool behind;
+
+	pthread_mutex_lock(&s->s_rlock);
+	behind = ri->ri_behind;
+	t = ri->ri_nterm;
+	q = ri->ri_nseq;
+	pthread_mutex_unlock(&s->s_rlock);
+	if (!behind)
+		return 0;
+	return err_set(-ESTALE, "server %s: index %s: this replica missed "
+		       "updates (up to term %" PRIu64 " seq %" PRIu64 ") and "
+		       "could not catch up yet; try another replica",
+		       s->s_me->cs_name, eng_id_str(&ri->ri_id), t, q);
+}
+
 /* A client's PUT or DEL of an index no peer replica answered for: this
  * server may be the one cut off, and must not order updates from what it
  * holds.  -ESTALE sends the client on to the next replica. */
@@ -1535,10 +1847,13 @@ static int idx_lonely_check(struct srv *s, struct srv_op *so)
 {
 	struct eng_req *r = &so->so_m.mr_req;
 	bool lonely;
+	int rc;
 
-	if (so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL) ||
-	    (r->er_kind != ER_IDX_PUT && r->er_kind != ER_IDX_DEL))
+	if (so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL))
 		return 0;
+	rc = idx_behind_check(s, so);
+	if (rc != 0 || (r->er_kind != ER_IDX_PUT && r->er_kind != ER_IDX_DEL))
+		return rc;
 	pthread_mutex_lock(&s->s_rlock);
 	lonely = so->so_ridx->ri_lonely;
 	pthread_mutex_unlock(&s->s_rlock);
@@ -1739,6 +2054,9 @@ static void srv_idx_ent_go(struct srv *s, struct srv_op *so)
 	if (r->er_kind == ER_ENT_OPEN || r->er_kind == ER_ENT_GETATTR ||
 	    r->er_kind == ER_ENT_SETATTR) {
 		rc = idx_local(s, &r->er_id, &me);
+		if (rc == 0 && !(so->so_m.mr_rflags &
+				 (SRF_REPLICA | SRF_INTERNAL)))
+			rc = idx_behind_check(s, so);
 		if (rc == -ENOENT)
 			rc = err_set(-ENOENT, "index %s does not exist",
 				     eng_id_str(&r->er_id));
@@ -1809,6 +2127,31 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 	}
 	if ((so->so_m.mr_rflags & SRF_TOMB_GC) && rc == 0)
 		tomb_request(s, ri, so->so_m.mr_seq);
+	if (so->so_m.mr_rflags & SRF_BEHIND) {
+		uint64_t all = s->s_conf->cc_nr_servers >= 64 ? ~0ull :
+			       (1ull << s->s_conf->cc_nr_servers) - 1;
+
+		if (so->so_m.mr_behind & ~all) {
+			__atomic_add_fetch(&s->s_cnt.sc_bad, 1,
+					   __ATOMIC_RELAXED);
+			srv_reply_err(so, err_set(-EINVAL, "request: idx_state"
+						  " %s: behind mask 0x%" PRIx64
+						  " names no server of %u",
+						  eng_id_str(&r->er_id),
+						  so->so_m.mr_behind,
+						  s->s_conf->cc_nr_servers));
+			return;
+		}
+		/* an index not here: nothing to be behind on or to mark */
+		if (rc == 0 && rbeh_note(s, ri, so->so_m.mr_behind,
+					 so->so_m.mr_term,
+					 so->so_m.mr_seq) != 0) {
+			srv_reply_err(so, err_set(-EIO, "index %s: behind mark:"
+						  " %s", eng_id_str(&r->er_id),
+						  err_msg()));
+			return;
+		}
+	}
 	rp.exists = rc == 0;
 	me.me_ctime_ns = rc == 0 ? idx_inc(ri, &me) : 0;
 	msg_attr_out(&a, &c, &me);
@@ -1820,6 +2163,9 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 		rp.term = rv.rv_term > ri->ri_term ? rv.rv_term : ri->ri_term;
 		rp.digest = rv.rv_digest;
 	}
+	pthread_mutex_lock(&s->s_rlock);
+	rp.verified = ri->ri_verified && !ri->ri_behind;
+	pthread_mutex_unlock(&s->s_rlock);
 	srv_reply(so, 0, &rp, NULL);
 }
 
@@ -1895,7 +2241,7 @@ bool srv_ridx_orderable(struct srv *s, struct ridx *ri)
 	if (ridx_stale(s, ri))
 		return false;
 	pthread_mutex_lock(&s->s_rlock);
-	lonely = ri->ri_lonely;
+	lonely = ri->ri_lonely || ri->ri_behind;
 	pthread_mutex_unlock(&s->s_rlock);
 	/* It will order: in a term of its own (see "Versions"). */
 	return !lonely && ridx_claim(s, ri) == 0;

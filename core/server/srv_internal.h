@@ -27,6 +27,11 @@
  * cluster's): a cut-off peer is found within about two seconds.  Shorter
  * ones saw false timeouts on an idle loopback cluster. */
 #define SRV_PROBE_MS 2000u
+/* An index replica that has not heard from any of its live peer replicas
+ * for this long (a call sent since then answered: frozen, or its link cut
+ * while every call hung) and was not verified for as long verifies before
+ * it serves the index again (srv_idx.c ridx_stale()). */
+#define SRV_LEASE_MS 600u
 /* Threads that run object requests off the RPC handler threads
  * (srv_rdev.c: an object op waits for unit I/O on other servers, whose
  * RDEV requests need free handlers). */
@@ -66,6 +71,14 @@ struct ridx {
 	uint64_t ri_gc_req_dig; /**< ... if the digest is still this */
 	uint64_t ri_gc_dig; /**< first replica: every replica's digest at */
 	uint64_t ri_gc_ms;  /**< this time (0: not yet seen equal) */
+	/* Behind marks (docs/cluster.md "Replicas that missed updates"). */
+	bool ri_behind;     /**< this replica missed an acknowledged update */
+	uint64_t ri_nterm;  /**< ... up to this version: it serves nothing */
+	uint64_t ri_nseq;   /**<     of the index until it holds as much */
+	uint64_t ri_bmask;  /**< servers whose replica missed an update this
+			     *   one has ("rbeh:" record, durable) */
+	uint64_t ri_bterm;  /**< the newest such update's version */
+	uint64_t ri_bseq;
 	struct ridx *ri_next;
 };
 
@@ -113,6 +126,8 @@ struct srv {
 	pthread_t s_hb;
 	struct peers *s_hbpeers;  /* the heartbeat's own endpoint */
 	bool s_hb_on;
+	int32_t s_hb_peer;        /* heartbeat call in flight to (-1: none), */
+	uint64_t s_hb_since;      /* sent at (peers_clock_ms(); atomics) */
 	pthread_cond_t s_hbcond;
 	/* distributed transactions: the participant (srv_dtx.c) */
 	struct srv_dtx *s_dtx;
@@ -168,6 +183,12 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
 struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id);
 /** May this server order updates of ri now (verified, fresh, not lonely)? */
 bool srv_ridx_orderable(struct srv *s, struct ridx *ri);
+/** An update of ri with version (term, seq), acknowledged here, did not
+ *  reach the replicas of mask (bit j: server j): record them behind here,
+ *  durably, and tell the replicas in told (that have it) to record it too
+ *  (docs/cluster.md "Replicas that missed updates"). */
+void srv_ridx_missed(struct srv *s, struct ridx *ri, uint64_t mask,
+		     uint64_t told, uint64_t term, uint64_t seq);
 /** Before ordering here: the highest term ri knows must be this
  * server's own; if not, take the next one of its own, durably. */
 int srv_ridx_claim(struct srv *s, struct ridx *ri);

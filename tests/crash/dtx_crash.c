@@ -29,8 +29,9 @@
  *                                     is
  *   dtx_crash touch STORE N           N small dtxs on the accounts' servers
  *                                     (no account changed, no fence)
- *   dtx_crash stale STORE mk|dtx|read (cluster) the stale index replica
- *                                     scenario, see stale()
+ *   dtx_crash stale STORE mk|dtx|read [N]  (cluster) the stale index
+ *                                     replica scenario on index N (0 if
+ *                                     not given), see stale()
  * Exit status 0 when all holds; the check prints what it found.
  *
  * Cluster mode (tests/integ/dtx_cluster_test.sh): STORE names a cluster
@@ -582,28 +583,31 @@ static int touch(const char *dir, uint32_t n)
 }
 
 /*
- * stale STORE mk|dtx|read — the stale index replica after dtx commits
- * (commit 536781a, docs/cluster.md): an index whose home (its ordering
- * replica) is server 1 of 3 and whose other replicas are servers 2 and 0.
+ * stale STORE mk|dtx|read [N] — the stale index replica after dtx commits
+ * (commit 536781a, docs/cluster.md): the N-th index (of those the loop
+ * below finds) whose home (its ordering replica) is server 1 of 3 and
+ * whose other replicas are servers 2 and 0.
  *   mk    create it, plain PUTs k0..k9 = "old<i>" (versioned everywhere)
  *   dtx   three dtxs (run while a replica is down): PUT k0..k3 = "new<i>"
  *         (overwrite), DEL k4 and k5, PUT n0 and n1 = "new<i>"
  *   read  GET every key: k0..k3 and n0, n1 new, k4, k5 gone, k6..k9 old;
  *         prints each key that differs, exit 1 if any.
+ *   peek  GET k0 (any value): the replica read serves the index once
  */
 static struct clovis_id STALE_IDX = {0xde, 0};
 
-static int stale(const char *dir, const char *what)
+static int stale(const char *dir, const char *what, uint32_t nth)
 {
 	static struct clu_conf c3 = {.cc_nr_servers = 3};
 	struct clovis_idx ix;
 	bool mk = strcmp(what, "mk") == 0, dtx = strcmp(what, "dtx") == 0;
+	bool peek = strcmp(what, "peek") == 0;
 	int bad = 0, rc = 0;
 
 	for (uint64_t lo = 0x7000; STALE_IDX.ci_lo == 0; lo++) {
 		struct clovis_id id = {0xde, lo};
 
-		if (clu_home(&c3, &id) == 1)
+		if (clu_home(&c3, &id) == 1 && nth-- == 0)
 			STALE_IDX = id;
 	}
 	store_open(dir, false);
@@ -645,7 +649,7 @@ static int stale(const char *dir, const char *what)
 		for (int i = 0; i < nr; i++)
 			clovis_op_free(ops[i]);
 	}
-	for (int i = 0; !mk && !dtx && rc == 0 && i < 12; i++) {
+	for (int i = 0; !mk && !dtx && rc == 0 && i < (peek ? 1 : 12); i++) {
 		struct slot s = {0};
 		struct clovis_op *op;
 		char k[8], want[24];
@@ -658,7 +662,7 @@ static int stale(const char *dir, const char *what)
 		rc = rec_op(&ix, &s, CLOVIS_IC_GET, k, 0, &op);
 		if (rc == 0)
 			rc = clovis_op_sync(op);
-		if (rc != 0)
+		if (rc != 0 || peek)
 			break;
 		if (gone ? s.rc[0] != -ENOENT
 			 : s.rc[0] != 0 || strcmp(s.v, want) != 0) {
@@ -671,7 +675,7 @@ static int stale(const char *dir, const char *what)
 	if (rc != 0)
 		die(what, rc);
 	clovis_fini(cl);
-	if (!mk && !dtx)
+	if (!mk && !dtx && !peek)
 		printf("dtx_crash: stale: 12 keys read, %d differ\n", bad);
 	return bad == 0 ? 0 : 1;
 }
@@ -708,7 +712,8 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "touch") == 0)
 		return touch(argv[2], (uint32_t)atoi(argv[3]));
 	if (argc >= 4 && strcmp(argv[1], "stale") == 0)
-		return stale(argv[2], argv[3]);
+		return stale(argv[2], argv[3],
+			     argc >= 5 ? (uint32_t)atoi(argv[4]) : 0);
 	if (argc >= 4 && strcmp(argv[1], "fence") == 0) {
 		int rc;
 
@@ -740,6 +745,6 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: dtx_crash init STORE NACC | run STORE ACK SEED "
 		"[N [NACC [FIRST]]] | check STORE ACK NACC | fence STORE SECS | "
-		"touch STORE N | stale STORE mk|dtx|read\n");
+		"touch STORE N | stale STORE mk|dtx|read [N]\n");
 	return 2;
 }

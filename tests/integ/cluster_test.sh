@@ -263,6 +263,31 @@ for r in 0 1 2; do
 		test "$(echo "$out" | grep '^kc	' | cut -f2)" = "$want"
 done
 grep -q "merged" "$D/s0.log"; check "s0 logged a merge" test $? -eq 0
+
+echo "--- a replica a writer could not reach: never read stale"
+# The writer cannot reach s2 (STRATA_TEST_SKIP_SERVERS) while the servers
+# see each other: no heartbeat fails, s2 is never restarted, so nothing
+# but the behind marks tells s2 it missed the updates (docs/cluster.md
+# "Replicas that missed updates").  s2 read alone (no STRATA_TEST_VERIFY)
+# must serve the new values, or refuse; never the old ones.
+cf idx create @iw; check "idx @iw created" test "$rc" -eq 0
+cf idx put @iw w1 old1; cf idx put @iw w2 old2
+cxy s0,s1 idx get @iw w1 # s2 serves @iw once: verified, as of now
+check "s2 alone before: w1 is old1 (got: $out)" test "$rc" -eq 0 -a "$out" = old1
+bad=0
+cxy s2 idx put @iw w1 new1 --overwrite; [ "$rc" -eq 0 ] || bad=$((bad + 1))
+cxy s2 idx del @iw w2; [ "$rc" -eq 0 ] || bad=$((bad + 1))
+cxy s2 idx put @iw w3 new3; [ "$rc" -eq 0 ] || bad=$((bad + 1))
+check "3 updates acknowledged without s2 ($bad failed)" test "$bad" -eq 0
+cxy s0,s1 idx dump @iw
+check "s2 alone: w1 new1, w2 gone, w3 new3 (got: $(echo $out))" \
+	test "$rc" -eq 0 -a "$(echo "$out" | grep -c '^w1	new1$')" -eq 1 \
+	-a "$(echo "$out" | grep -c '^w2	')" -eq 0 \
+	-a "$(echo "$out" | grep -c '^w3	new3$')" -eq 1
+cxy s0,s1 idx get @iw w1
+check "s2 alone: GET w1 is new1 (got: $out)" test "$rc" -eq 0 -a "$out" = new1
+grep -q "missed updates up to" "$D/s2.log"
+check "s2 logged that it missed updates" test $? -eq 0
 head -c 1000000 /dev/urandom >"$T/pblob"
 for i in $(seq 1 6); do
 	cf obj put "@pa$i" "$T/pblob" --layout pdclust --data 2 --parity 1

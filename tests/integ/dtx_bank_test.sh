@@ -196,16 +196,7 @@ check "some transfers STABLE" test "$(grep -vc ' [FU]' "$T/ack")" -gt 20
 inc timeout 120 "$X" check "$F" "$T/ack" $NACC >"$T/check" 2>&1
 rc=$?
 cat "$T/check"
-# KNOWN BUG (netns mode only; dtm/README.md "Open defects"): after link
-# cuts the final check found accounts whose two forms differ by one
-# transfer (totals exact).  Until it is fixed a failure of this check in
-# netns mode is shown as KNOWN BUG and not counted, unless
-# STRATA_UT_KNOWN_BUGS=1; a pass always counts.
-if [ $rc -eq 0 ] || [ "$NETNS" -eq 0 ] || [ "${STRATA_UT_KNOWN_BUGS:-0}" = 1 ]; then
-	check "totals exact, no half transfer, every STABLE transfer present" test $rc -eq 0
-else
-	echo "KNOWN BUG (not counted; STRATA_UT_KNOWN_BUGS=1 counts it): totals exact, no half transfer, every STABLE transfer present"
-fi
+check "totals exact, no half transfer, every STABLE transfer present" test $rc -eq 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

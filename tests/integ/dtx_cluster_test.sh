@@ -26,6 +26,11 @@
 #   4c. stale index replica: an index homed on s1, replica s2 killed while
 #      dtxs overwrite, delete and add records; s2 restarted, catches up,
 #      and read alone (s0, s1 stopped) has every change;
+#   4d. frozen index replica: s0 SIGSTOPped while dtxs commit on an index
+#      homed on s1, resumed; with s2 frozen in turn, s0 read alone must
+#      have every change (it was told it missed them, and catches up from
+#      s1 by the per-key merge; fails before 536781a and without behind
+#      marks);
 #   5. the dead-participant rule: the client dies at dtx.cli.prepared with
 #      s0 (the decider) SIGKILLed just after, so s1 and s2 stay in doubt
 #      (all PREPARED, the decider silent); `strata dtx resolve dead s0`
@@ -244,6 +249,36 @@ crc=$?
 for s in 0 1; do kill -CONT "$(spid $s)"; done
 cat "$T/stale"
 check "stale: s2 alone has every committed change" test $crc -eq 0
+wait_up >/dev/null
+
+echo "--- replica frozen while dtxs commit, then read alone (536781a, behind marks)"
+# Index 1 homed on s1 (ordering replica), replicas s2 and s0.  s0 is
+# frozen (SIGSTOP: alive, never restarted, so nothing makes it catch up
+# by itself) while three dtxs overwrite, delete and add records: s1's copy
+# to s0 times out, later ones skip it.  s0 resumes; then s2 is frozen so
+# that s0 can catch up only from s1, the ordering replica (the merge must
+# see the dtx members' versions there: 536781a), and s0 is read alone.
+timeout 60 "$X" stale "$F" mk 1 >"$T/stale" 2>&1
+check "frozen: index 1 made, 10 records" test $? -eq 0
+# s0 serves index 1 once, so that it is verified as of now
+STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" peek 1 >>"$T/stale" 2>&1
+check "frozen: s0 alone serves index 1" test $? -eq 0
+kill -STOP "$(spid 0)"
+timeout 60 "$X" stale "$F" dtx 1 >>"$T/stale" 2>&1
+check "frozen: 3 dtxs with replica s0 frozen" test $? -eq 0
+kill -CONT "$(spid 0)"
+for i in $(seq 1 50); do
+	grep -q "missed updates up to" "$D/s0.log" && break
+	sleep 0.2
+done
+check "frozen: s0 was told it missed updates (within 10 s)" \
+	grep -q "missed updates up to" "$D/s0.log"
+kill -STOP "$(spid 2)"
+STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" read 1 >"$T/stale" 2>&1
+crc=$?
+kill -CONT "$(spid 2)"
+cat "$T/stale"
+check "frozen: s0 read alone has every committed change" test $crc -eq 0
 wait_up >/dev/null
 
 echo "--- dead participant: the others do not wait for it"

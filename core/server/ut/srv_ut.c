@@ -397,6 +397,15 @@ static void t_bad_index(void)
 	q.id = NULL;
 	su_bad("state without id", SOP_IDX_STATE, &q.base, NULL, 0, NULL,
 	       -EINVAL, "id missing");
+	q.id = &su_id;
+	q.rflags = SRF_BEHIND;
+	su_bad("behind mark on SOP_IDX", SOP_IDX, &q.base, NULL, 0, NULL,
+	       -EINVAL, "SRF_BEHIND only on IDX_STATE");
+	su_bad("behind mark, empty mask", SOP_IDX_STATE, &q.base, NULL, 0,
+	       NULL, -EINVAL, "empty behind mask");
+	q.behind = 1ull << 40;
+	su_bad("behind mark, no such server", SOP_IDX_STATE, &q.base, NULL, 0,
+	       NULL, -EINVAL, "names no server");
 }
 
 /* LIST out of range. */
