@@ -6,3 +6,11 @@ BINS += $(BUILD)/strata-s3
 $(S3_OBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 $(BUILD)/strata-s3: $(S3_OBJS) $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd 2>/dev/null) $(PKG_LIBS) -lpthread
+# strata-s3-test: the same gateway with fault points (the test library, and
+# the gateway's own points "s3.dtx.before" / "s3.dtx.after", which SIGKILL
+# it around the commit of a change), for the kill test.
+S3_TOBJS := $(S3_SRCS:%.c=$(BUILD)/tobj/%.o)
+TEST_BINS += $(BUILD)/strata-s3-test
+$(S3_TOBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+$(BUILD)/strata-s3-test: $(S3_TOBJS) $(BUILD)/libstrata-test.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd 2>/dev/null) $(PKG_LIBS) $(TEST_LIBS) -lpthread

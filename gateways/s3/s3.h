@@ -366,8 +366,13 @@ int s3_wr_data(struct s3_wr *w, const void *p, size_t n);
 int s3_wr_finish(struct s3_wr *w, uint8_t md5[16]);
 /** Drop an uncommitted object (delete it and its in-flight record). */
 void s3_wr_abort(struct s3_wr *w);
-/** After the record referencing the object is durable. */
-void s3_wr_done(struct s3_wr *w);
+/** After the record referencing the object is durable.  ifl_gone: its
+ *  in-flight record was deleted with it (s3_tx_inflight_del()); else it
+ *  is deleted after the reply. */
+void s3_wr_done(struct s3_wr *w, bool ifl_gone);
+/** The change recording the object has an unknown outcome: keep the
+ *  object and its in-flight record (the restart rule settles them). */
+void s3_wr_keep(struct s3_wr *w);
 
 /** Record intent: object id must be freed unless the record under ikey
  *  (bucket index) or pkey (parts index) references it. */
@@ -392,6 +397,56 @@ void s3_inflight_del_later(const uint8_t *rkey);
 /** Wait until every queued janitor job (s3_orec_free, deferred in-flight
  *  record deletions) is done. */
 void s3_janitor_flush(void);
+/*
+ * An atomic change (s3_store.c): index PUTs and DELs, DELETEs of the
+ * objects of a replaced or deleted record, and DELs of in-flight records,
+ * made visible and durable together by one Clovis dtx (embedded mode: one
+ * local atomic commit; cluster mode: a two-phase commit).  The first PUT or
+ * DEL added is the primary change (the one a client sees).  Policy, in
+ * s3_tx_commit(): a change that is a single index update (plus in-flight
+ * DELs, in cluster mode, where a dtx costs a two-phase commit) runs as that
+ * update alone, the in-flight DELs after the reply (janitor); everything
+ * else is one dtx.  A dtx the cluster refuses as too large (-E2BIG: the
+ * PREPARE payload limit) is redone the pre-dtx way: in-flight records hold
+ * the objects to free, the index updates run in order, the janitor frees
+ * the objects after.
+ */
+struct s3_tx;
+
+/** A new empty change; NULL when out of memory. */
+struct s3_tx *s3_tx_new(void);
+/** Add a PUT (OVERWRITE) / DEL of one record of index i (copied). */
+int s3_tx_put(struct s3_tx *t, struct clovis_idx *i, const void *k,
+	      size_t kl, const void *v, size_t vl);
+int s3_tx_del(struct s3_tx *t, struct clovis_idx *i, const void *k,
+	      size_t kl);
+/** Delete the objects record r holds (in bucket b).  ikey / pkey: the
+ *  bucket-index / parts-index key that referenced them (named by the
+ *  in-flight records of the fallback; NULL: freed whatever references). */
+int s3_tx_free(struct s3_tx *t, struct s3_bucket *b, const struct s3_orec *r,
+	       const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+	       size_t pkl);
+/** Delete the in-flight record rkey with the change (the object it names
+ *  is referenced by the change's primary record). */
+int s3_tx_inflight_del(struct s3_tx *t, const uint8_t *rkey);
+/**
+ * Apply t and free it.  Returns 0 (applied, durable), or the failure:
+ * nothing applied, except for s3_tx_doubt(rc) codes (cluster mode: the
+ * outcome is unknown, -ETIMEDOUT, or committed but not yet applied
+ * everywhere, -EINPROGRESS): then the change is applied entirely or not at
+ * all within the dtx termination bound, and what it leaves unreferenced is
+ * reclaimed by the restart rule (s3_store_recover()).
+ */
+int s3_tx_commit(struct s3_tx *t);
+/** Free t unapplied. */
+void s3_tx_drop(struct s3_tx *t);
+/** rc of s3_tx_commit() (or of an index op) leaves the outcome unknown. */
+bool s3_tx_doubt(int rc);
+/** Seconds after which a dtx this gateway left in doubt is resolved while
+ *  its participants are up: the longest decision deadline (call timeout
+ *  10 s + 1 s) plus the participants' termination delay (2 s) plus 2 s. */
+#define S3_DTX_SETTLE_S 15u
+
 /** Profile PUT stages to stderr (STRATA_S3_PROFILE set in the environment). */
 extern bool s3_profile;
 

@@ -37,6 +37,51 @@ static pthread_mutex_t *key_lock(const uint8_t *k, size_t kl)
 	return &s3g.g_key_locks[h & 255];
 }
 
+/*
+ * Keys whose last change ended in doubt (cluster mode: the dtx outcome is
+ * unknown, or committed and not yet applied everywhere), per lock stripe:
+ * until the dtx is surely resolved (S3_DTX_SETTLE_S), a new change of a
+ * key of the stripe could read a record the dtx is about to replace and
+ * lose track of an object, so it is refused with 503 SlowDown.  Guarded
+ * by the stripe's lock.
+ */
+static uint64_t key_doubt_until[256];
+
+static uint64_t *key_doubt(pthread_mutex_t *l)
+{
+	return &key_doubt_until[l - s3g.g_key_locks];
+}
+
+/* Under lock l: is the stripe still settling a change in doubt? */
+static bool key_in_doubt(pthread_mutex_t *l)
+{
+	return s3_now_ns() < *key_doubt(l);
+}
+
+static void key_doubt_set(pthread_mutex_t *l)
+{
+	*key_doubt(l) = s3_now_ns() + S3_DTX_SETTLE_S * 1000000000ull;
+}
+
+/* The reply to a change refused or left in doubt (-EAGAIN: a change of
+ * the key is settling; s3_tx_doubt(rc): this one's outcome is unknown). */
+static int reply_doubt(struct s3_req *rq, int rc, const char *what)
+{
+	if (rc == -EAGAIN)
+		return s3_reply_err(rq, 503, "SlowDown", "%s: an earlier change "
+				    "of this key is not settled yet (cluster "
+				    "transaction in doubt): retry later", what);
+	return s3_reply_err(rq, 503, "SlowDown", "%s: %s: the outcome is not "
+			    "known yet (it is applied entirely or not at all "
+			    "within seconds): retry", what,
+			    clovis_strerror(rc));
+}
+
+static bool is_doubt(int rc)
+{
+	return rc == -EAGAIN || s3_tx_doubt(rc);
+}
+
 static bool bucket_name_ok(const char *n)
 {
 	size_t l = strlen(n), i, digits = 0, dots = 0;
@@ -248,41 +293,54 @@ static int rec_get(struct s3_bucket *b, const char *k, size_t kl,
 }
 
 /*
- * Make rec the record of key ik: under the key's lock, read the old record,
- * check If-None-Match: *, hold the old record's objects, PUT, then free
- * them.  Returns 0, -EEXIST (precondition failed) or a Clovis error.
+ * Make rec the record of key ik, atomically: under the key's lock, read the
+ * old record, check If-None-Match: *, then one change (s3_tx, one dtx):
+ * the PUT of rec, the DELETE of the old record's objects, the DEL of the
+ * in-flight record of w's object (w: the writer of the new data, or NULL),
+ * and whatever the caller put in t already (NULL: nothing).  t is consumed.
+ * Returns 0, -EEXIST (precondition failed), -EAGAIN (an earlier change of
+ * the key is in doubt), an s3_tx_doubt() code (this one is: the key's
+ * stripe is then refused until it is settled) or a Clovis error (nothing
+ * changed).
  */
 static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
-		      const struct s3_buf *rec, bool if_none)
+		      const struct s3_buf *rec, bool if_none,
+		      const struct s3_wr *w, struct s3_tx *t)
 {
 	pthread_mutex_t *l = key_lock(ik, il);
 	struct s3_orec old;
 	void *ov = NULL;
 	size_t ol;
-	bool have = false;
 	int rc;
 
+	if (t == NULL && (t = s3_tx_new()) == NULL)
+		return -ENOMEM;
 	pthread_mutex_lock(l);
-	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
-	if (rc == 0) {
-		have = s3_orec_decode(ov, ol, &old) == 0;
-		if (if_none) {
-			rc = -EEXIST;
-			goto out;
-		}
-	} else if (rc != -ENOENT) {
+	if (key_in_doubt(l)) {
+		rc = -EAGAIN;
 		goto out;
 	}
-	rc = have ? s3_orec_hold(b, &old, ik, il, NULL, 0) : 0;
-	if (rc == 0)
-		rc = s3_idx_put(&b->bk_idx, ik, il, rec->b_data, rec->b_len,
-				true);
-	if (rc != 0 && have)
-		s3_orec_unhold(&old);
+	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
+	if (rc == 0 && if_none) {
+		rc = -EEXIST;
+		goto out;
+	} else if (rc != 0 && rc != -ENOENT) {
+		goto out;
+	}
+	rc = s3_tx_put(t, &b->bk_idx, ik, il, rec->b_data, rec->b_len);
+	if (rc == 0 && ov != NULL && s3_orec_decode(ov, ol, &old) == 0)
+		rc = s3_tx_free(t, b, &old, ik, il, NULL, 0);
+	if (rc == 0 && w != NULL && w->w_obj)
+		rc = s3_tx_inflight_del(t, w->w_ikey);
+	if (rc == 0) {
+		rc = s3_tx_commit(t);
+		t = NULL;
+		if (s3_tx_doubt(rc))
+			key_doubt_set(l);
+	}
 out:
 	pthread_mutex_unlock(l);
-	if (rc == 0 && have)
-		s3_orec_free(b, &old);
+	s3_tx_drop(t);
 	free(ov);
 	return rc;
 }
@@ -496,9 +554,25 @@ static void drop_writer(struct s3_req *rq)
 	}
 }
 
+/* The change recording rq_wr's object: done (rc 0), in doubt (the object
+ * is kept for the restart rule), or failed (the object is dropped). */
+static void end_writer(struct s3_req *rq, int rc)
+{
+	if (rc != 0 && !s3_tx_doubt(rc)) {
+		drop_writer(rq);
+		return;
+	}
+	if (rc == 0)
+		s3_wr_done(rq->rq_wr, true);
+	else
+		s3_wr_keep(rq->rq_wr);
+	free(rq->rq_wr);
+	rq->rq_wr = NULL;
+}
+
 static void done_writer(struct s3_req *rq)
 {
-	s3_wr_done(rq->rq_wr);
+	s3_wr_done(rq->rq_wr, false);
 	free(rq->rq_wr);
 	rq->rq_wr = NULL;
 }
@@ -544,14 +618,17 @@ static int put_end(struct s3_req *rq)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	rc = rec.b_oom ? -ENOMEM
 		       : rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec,
-				    inm != NULL && strcmp(inm, "*") == 0);
+				    inm != NULL && strcmp(inm, "*") == 0,
+				    rq->rq_wr, NULL);
 	s3_buf_fini(&rec);
 	if (rc != 0) {
-		drop_writer(rq);
+		end_writer(rq, rc);
 		if (rc == -EEXIST)
 			return s3_reply_err(rq, 412, "PreconditionFailed", "At "
 					    "least one of the pre-conditions you "
 					    "specified did not hold");
+		if (is_doubt(rc))
+			return reply_doubt(rq, rc, "recording the object");
 		return s3_reply_clovis(rq, rc, "recording the object");
 	}
 	if (s3_profile) {
@@ -565,7 +642,7 @@ static int put_end(struct s3_req *rq)
 			(unsigned long long)((t[3] - t[2]) / 1000),
 			(unsigned long long)((t4 - t[3]) / 1000));
 	}
-	done_writer(rq);
+	end_writer(rq, 0);
 	etag_hdr(rq, etag);
 	return s3_reply_empty(rq, 200);
 }
@@ -799,37 +876,47 @@ static int get_object(struct s3_req *rq)
 	return s3_reply_reader(rq, rr == 0 ? 206 : 200, &rd, s, e - s, head);
 }
 
-/* Delete key (k, kl) of b; 0 also when it does not exist. */
+/* Delete key (k, kl) of b; 0 also when it does not exist.  The record DEL
+ * and the DELETE of its objects are one change (one dtx).  Returns as
+ * rec_commit(). */
 static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 {
 	uint8_t ik[CLOVIS_KEY_MAX];
 	size_t il = s3_ikey(k, kl, ik);
 	pthread_mutex_t *l = key_lock(ik, il);
+	struct s3_tx *t = s3_tx_new();
 	struct s3_orec old;
 	void *ov = NULL;
 	size_t ol;
-	bool have = false;
 	int rc;
 
+	if (t == NULL)
+		return -ENOMEM;
 	pthread_mutex_lock(l);
-	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
-	if (rc == 0) {
-		have = s3_orec_decode(ov, ol, &old) == 0;
-		if (have && old.or_key != NULL &&
-		    (old.or_key_len != kl || memcmp(old.or_key, k, kl) != 0)) {
-			pthread_mutex_unlock(l);
-			free(ov);
-			return 0;
-		}
-		rc = have ? s3_orec_hold(b, &old, ik, il, NULL, 0) : 0;
-		if (rc == 0)
-			rc = s3_idx_del(&b->bk_idx, ik, il);
-		if (rc != 0 && have)
-			s3_orec_unhold(&old);
+	if (key_in_doubt(l)) {
+		rc = -EAGAIN;
+		goto out;
 	}
+	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
+	if (rc != 0)
+		goto out;
+	if (s3_orec_decode(ov, ol, &old) == 0) {
+		if (old.or_key != NULL &&
+		    (old.or_key_len != kl || memcmp(old.or_key, k, kl) != 0))
+			goto out; /* another long key's slot: k is not there */
+		rc = s3_tx_free(t, b, &old, ik, il, NULL, 0);
+	}
+	if (rc == 0)
+		rc = s3_tx_del(t, &b->bk_idx, ik, il);
+	if (rc == 0) {
+		rc = s3_tx_commit(t);
+		t = NULL;
+		if (s3_tx_doubt(rc))
+			key_doubt_set(l);
+	}
+out:
 	pthread_mutex_unlock(l);
-	if (rc == 0 && have)
-		s3_orec_free(b, &old);
+	s3_tx_drop(t);
 	free(ov);
 	return rc == -ENOENT ? 0 : rc;
 }
@@ -842,6 +929,8 @@ static int delete_object(struct s3_req *rq)
 	if (need_bucket(rq) != 0 || need_key(rq) != 0)
 		return 0;
 	rc = delete_key(rq->rq_bk, rq->rq_key, rq->rq_key_len);
+	if (is_doubt(rc))
+		return reply_doubt(rq, rc, "deleting the key");
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "deleting the key");
 	return s3_reply_empty(rq, 204);
@@ -898,7 +987,15 @@ static int delete_objects_end(struct s3_req *rq)
 			continue;
 		}
 		rc = delete_key(rq->rq_bk, k->x_text, k->x_text_len);
-		if (rc != 0) {
+		if (is_doubt(rc)) {
+			s3_buf_str(&out, "<Error><Key>");
+			s3_buf_xml(&out, k->x_text, k->x_text_len);
+			s3_buf_printf(&out, "</Key><Code>SlowDown</Code>"
+				      "<Message>%s: retry</Message></Error>",
+				      rc == -EAGAIN ? "an earlier change of "
+				      "this key is not settled yet"
+				      : "the outcome is not known yet");
+		} else if (rc != 0) {
 			s3_buf_str(&out, "<Error><Key>");
 			s3_buf_xml(&out, k->x_text, k->x_text_len);
 			s3_buf_printf(&out, "</Key><Code>InternalError</Code>"
@@ -1072,14 +1169,17 @@ static int copy_object(struct s3_req *rq, const char *src)
 	}
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
-	rc = rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec, false);
+	rc = rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec, false,
+			rq->rq_wr, NULL);
 	s3_buf_fini(&rec);
+	end_writer(rq, rc);
 	if (rc != 0) {
-		drop_writer(rq);
-		s3_reply_clovis(rq, rc, "recording the copy");
+		if (is_doubt(rc))
+			reply_doubt(rq, rc, "recording the copy");
+		else
+			s3_reply_clovis(rq, rc, "recording the copy");
 		goto out;
 	}
-	done_writer(rq);
 	s3_time_iso(s3_now_ns(), t);
 	{
 		struct s3_buf x = {0};
@@ -1819,6 +1919,78 @@ out:
 	return rc == 0 ? 0 : -1;
 }
 
+/*
+ * The bookkeeping of upload upid that its completion removes, as a change
+ * *t (made here) that the manifest record's PUT then joins: the DEL of
+ * every parts record of the upload and of the upload record, and the
+ * DELETE of the parts the manifest man does not use.  So the manifest, the
+ * end of the upload and the freeing of unused parts are one dtx.
+ */
+static int complete_tx(struct s3_bucket *b, const char *upid, const char *key,
+		       size_t kl, const struct s3_buf *man, struct s3_tx **t)
+{
+	uint8_t start[40], uk[CLOVIS_KEY_MAX];
+	void *keys[64], *vals[64];
+	size_t kls[64], vls[64];
+	struct s3_orec cur;
+	uint32_t nr, k;
+	int rc;
+
+	*t = s3_tx_new();
+	if (*t == NULL)
+		return -ENOMEM;
+	rc = s3_orec_decode(man->b_data, man->b_len, &cur);
+	partkey(upid, 0, start);
+	while (rc == 0) {
+		bool more;
+
+		nr = 64;
+		rc = s3_idx_next(&s3g.g_parts, start, 36, true, keys, kls, vals,
+				 vls, &nr);
+		if (rc != 0)
+			break;
+		more = nr == 64;
+		for (k = 0; k < nr; k++) {
+			struct s3_orec p;
+			bool mine = kls[k] == 36 &&
+				    memcmp(keys[k], upid, 32) == 0;
+
+			if (mine && rc == 0)
+				rc = s3_tx_del(*t, &s3g.g_parts, keys[k], kls[k]);
+			if (mine && rc == 0 &&
+			    s3_orec_decode(vals[k], vls[k], &p) == 0) {
+				bool used = false;
+				uint32_t j;
+
+				for (j = 0; j < cur.or_nparts && !used; j++)
+					used = s3_u64(cur.or_parts + S3_PART_STRIDE * j) ==
+						p.or_id.ci_hi &&
+					       s3_u64(cur.or_parts + S3_PART_STRIDE * j + 8) ==
+						p.or_id.ci_lo;
+				if (!used)
+					rc = s3_tx_free(*t, b, &p, NULL, 0,
+							NULL, 0);
+			}
+			if (!mine)
+				more = false;
+			else
+				memcpy(start, keys[k], 36);
+			free(keys[k]);
+			free(vals[k]);
+		}
+		if (!more)
+			break;
+	}
+	if (rc == 0)
+		rc = s3_tx_del(*t, &s3g.g_uploads, uk,
+			       upkey(b->bk_name, key, kl, upid, uk));
+	if (rc != 0) {
+		s3_tx_drop(*t);
+		*t = NULL;
+	}
+	return rc;
+}
+
 static int complete_end(struct s3_req *rq)
 {
 	struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data
@@ -1827,6 +1999,7 @@ static int complete_end(struct s3_req *rq)
 	uint8_t ik[CLOVIS_KEY_MAX];
 	const char *upid = s3_q(rq, "uploadId");
 	char etag[48];
+	struct s3_tx *t = NULL;
 	void *uv;
 	size_t uvl, il;
 	int rc;
@@ -1856,12 +2029,15 @@ static int complete_end(struct s3_req *rq)
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&man, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	il = s3_ikey(rq->rq_key, rq->rq_key_len, ik);
-	rc = man.b_oom ? -ENOMEM : rec_commit(rq->rq_bk, ik, il, &man, false);
+	rc = man.b_oom ? -ENOMEM : complete_tx(rq->rq_bk, upid, rq->rq_key,
+					       rq->rq_key_len, &man, &t);
+	if (rc == 0)
+		rc = rec_commit(rq->rq_bk, ik, il, &man, false, NULL, t);
 	s3_buf_fini(&man);
+	if (is_doubt(rc))
+		return reply_doubt(rq, rc, "recording the object");
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "recording the object");
-	/* parts the manifest uses stay; others are freed; records go */
-	abort_upload_rec(rq->rq_bk, upid, rq->rq_key, rq->rq_key_len);
 	s3_buf_printf(&out, XHDR "<CompleteMultipartUploadResult xmlns=\""
 		      XMLNS "\"><Location>/%s/", rq->rq_bucket);
 	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);

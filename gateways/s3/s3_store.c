@@ -15,19 +15,25 @@
  * readers see the old or the new object, never a mix.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 #include <openssl/sha.h>
 
 #include "gateways/s3/s3.h"
+#ifdef STRATA_FAULT_INJECT
+#include "core/fault.h" /* test builds (strata-s3-test) only */
+#endif
 
 struct s3_gw s3g;
 
 static void jan_start(void);
 static void jan_stop(void);
 static size_t inflight_key(const struct clovis_id *id, uint8_t *out);
+static size_t run_key(uint8_t *out);
 
 /* ------------------------------------------------------- index helpers */
 
@@ -229,6 +235,11 @@ int s3_store_open(void)
 void s3_store_close(void)
 {
 	jan_stop();
+	if (s3g.g_conf.sc_cluster[0] != 0) { /* stopped cleanly */
+		uint8_t rk[64];
+
+		s3_idx_del(&s3g.g_inflight, rk, run_key(rk));
+	}
 	clovis_fini(s3g.g_cl);
 	s3g.g_cl = NULL;
 }
@@ -735,6 +746,404 @@ void s3_inflight_del_later(const uint8_t *rkey)
 	jan_add(NULL, &id, false);
 }
 
+/* ------------------------------------------------------ atomic changes */
+
+enum { TX_PUT, TX_DEL, TX_IFL, TX_OBJ };
+
+struct tx_m {
+	int m_kind;
+	struct clovis_idx *m_idx;      /* TX_PUT, TX_DEL, TX_IFL */
+	void *m_kp, *m_vp;             /* copies */
+	size_t m_kl, m_vl;
+	struct clovis_bufvec m_kv, m_vv;
+	int32_t m_rc;
+	struct s3_bucket *m_bk;        /* TX_OBJ */
+	struct clovis_id m_id;
+	struct clovis_obj m_o;
+	bool m_gone;                   /* TX_OBJ: it does not exist */
+	uint8_t *m_ik, *m_pk;          /* TX_OBJ: fallback's hold keys */
+	size_t m_ikl, m_pkl;
+	struct clovis_op *m_op;
+};
+
+struct s3_tx {
+	struct tx_m **t_m;
+	uint32_t t_nr, t_cap;
+	int t_rc;                      /* first failure while adding */
+};
+
+struct s3_tx *s3_tx_new(void)
+{
+	return calloc(1, sizeof(struct s3_tx));
+}
+
+static void *dup_bytes(const void *p, size_t n)
+{
+	void *d = malloc(n ? n : 1);
+
+	if (d != NULL && n > 0)
+		memcpy(d, p, n);
+	return d;
+}
+
+static struct tx_m *tx_add(struct s3_tx *t, int kind)
+{
+	struct tx_m *m;
+
+	if (t->t_rc != 0)
+		return NULL;
+	if (t->t_nr == t->t_cap) {
+		uint32_t cap = t->t_cap ? t->t_cap * 2 : 8;
+		struct tx_m **n = realloc(t->t_m, cap * sizeof *n);
+
+		if (n == NULL) {
+			t->t_rc = -ENOMEM;
+			return NULL;
+		}
+		t->t_m = n;
+		t->t_cap = cap;
+	}
+	m = calloc(1, sizeof *m);
+	if (m == NULL) {
+		t->t_rc = -ENOMEM;
+		return NULL;
+	}
+	m->m_kind = kind;
+	t->t_m[t->t_nr++] = m;
+	return m;
+}
+
+static int tx_rec(struct s3_tx *t, int kind, struct clovis_idx *i,
+		  const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct tx_m *m = tx_add(t, kind);
+
+	if (m == NULL)
+		return t->t_rc;
+	m->m_idx = i;
+	m->m_kl = kl;
+	m->m_kp = dup_bytes(k, kl);
+	if (kind == TX_PUT) {
+		m->m_vl = vl;
+		m->m_vp = dup_bytes(v, vl);
+	}
+	if (m->m_kp == NULL || (kind == TX_PUT && m->m_vp == NULL))
+		t->t_rc = -ENOMEM;
+	return t->t_rc;
+}
+
+int s3_tx_put(struct s3_tx *t, struct clovis_idx *i, const void *k,
+	      size_t kl, const void *v, size_t vl)
+{
+	return tx_rec(t, TX_PUT, i, k, kl, v, vl);
+}
+
+int s3_tx_del(struct s3_tx *t, struct clovis_idx *i, const void *k,
+	      size_t kl)
+{
+	return tx_rec(t, TX_DEL, i, k, kl, NULL, 0);
+}
+
+int s3_tx_inflight_del(struct s3_tx *t, const uint8_t *rkey)
+{
+	return tx_rec(t, TX_IFL, &s3g.g_inflight, rkey,
+		      strlen(s3g.g_conf.sc_gw_id) + 17, NULL, 0);
+}
+
+int s3_tx_free(struct s3_tx *t, struct s3_bucket *b, const struct s3_orec *r,
+	       const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
+	       size_t pkl)
+{
+	struct clovis_id id;
+	uint32_t k, n = orec_ids(r, UINT32_MAX, &id);
+
+	for (k = 0; k < n; k++) {
+		struct tx_m *m = tx_add(t, TX_OBJ);
+
+		if (m == NULL)
+			break;
+		orec_ids(r, k, &m->m_id);
+		m->m_bk = b;
+		if (ikey != NULL) {
+			m->m_ik = dup_bytes(ikey, ikl);
+			m->m_ikl = ikl;
+		}
+		if (pkey != NULL) {
+			m->m_pk = dup_bytes(pkey, pkl);
+			m->m_pkl = pkl;
+		}
+		if ((ikey != NULL && m->m_ik == NULL) ||
+		    (pkey != NULL && m->m_pk == NULL))
+			t->t_rc = -ENOMEM;
+	}
+	return t->t_rc;
+}
+
+void s3_tx_drop(struct s3_tx *t)
+{
+	uint32_t k;
+
+	if (t == NULL)
+		return;
+	for (k = 0; k < t->t_nr; k++) {
+		struct tx_m *m = t->t_m[k];
+
+		clovis_op_free(m->m_op);
+		free(m->m_kp);
+		free(m->m_vp);
+		free(m->m_ik);
+		free(m->m_pk);
+		free(m);
+	}
+	free(t->t_m);
+	free(t);
+}
+
+bool s3_tx_doubt(int rc)
+{
+	return rc == -ETIMEDOUT || rc == -EINPROGRESS;
+}
+
+/* Test builds: SIGKILL the gateway at a named point of a change. */
+static void tx_fault(const char *point)
+{
+#ifdef STRATA_FAULT_INJECT
+	if (FAULT_HIT(point)) {
+		fprintf(stderr, "strata-s3: fault point %s: SIGKILL\n", point);
+		raise(SIGKILL);
+	}
+#else
+	(void)point;
+#endif
+}
+
+/* Make (not launch) the op of record member m. */
+static int tx_rec_op(struct tx_m *m)
+{
+	m->m_kv = (struct clovis_bufvec){1, &m->m_kp, &m->m_kl};
+	m->m_vv = (struct clovis_bufvec){1, &m->m_vp, &m->m_vl};
+	return clovis_idx_op(m->m_idx, m->m_kind == TX_PUT ? CLOVIS_IC_PUT
+							   : CLOVIS_IC_DEL,
+			     &m->m_kv, m->m_kind == TX_PUT ? &m->m_vv : NULL,
+			     &m->m_rc, m->m_kind == TX_PUT ? CLOVIS_IF_OVERWRITE
+							   : 0, &m->m_op);
+}
+
+/* Run record member m alone; its rc. */
+static int tx_rec_sync(struct tx_m *m)
+{
+	int rc = tx_rec_op(m);
+
+	if (rc == 0) {
+		rc = clovis_op_sync(m->m_op);
+		m->m_op = NULL;
+	}
+	return rc != 0 ? rc : m->m_rc;
+}
+
+/*
+ * OPEN every object member (in parallel): a DELETE in a dtx names the
+ * incarnation it deletes (cluster mode checks it).  One that does not
+ * exist is left out (m_gone).
+ */
+static int tx_open_objs(struct s3_tx *t)
+{
+	uint32_t k;
+	int rc = 0;
+
+	for (k = 0; k < t->t_nr && rc == 0; k++) {
+		struct tx_m *m = t->t_m[k];
+
+		if (m->m_kind != TX_OBJ)
+			continue;
+		rc = clovis_obj_init(&m->m_o, &m->m_bk->bk_cont.co_realm,
+				     &m->m_id, NULL);
+		if (rc == 0)
+			rc = clovis_entity_op(&m->m_o.ob_entity, CLOVIS_EO_OPEN,
+					      &m->m_op);
+		if (rc == 0)
+			rc = clovis_op_launch(&m->m_op, 1);
+		if (rc != 0) {
+			clovis_op_free(m->m_op);
+			m->m_op = NULL;
+		}
+	}
+	for (k = 0; k < t->t_nr; k++) {
+		struct tx_m *m = t->t_m[k];
+		int r;
+
+		if (m->m_kind != TX_OBJ || m->m_op == NULL)
+			continue;
+		r = clovis_op_wait(m->m_op, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
+		clovis_op_free(m->m_op);
+		m->m_op = NULL;
+		if (r == -ENOENT)
+			m->m_gone = true;
+		else if (r != 0 && rc == 0)
+			rc = r;
+	}
+	return rc;
+}
+
+/* The change as one dtx. */
+static int tx_dtx(struct s3_tx *t)
+{
+	struct clovis_dtx *dx = NULL;
+	struct clovis_op *cop = NULL;
+	uint32_t k;
+	int rc = tx_open_objs(t);
+
+	if (rc == 0)
+		rc = clovis_dtx_open(&dx, clovis_default_realm(s3g.g_cl));
+	for (k = 0; k < t->t_nr && rc == 0; k++) {
+		struct tx_m *m = t->t_m[k];
+
+		if (m->m_kind == TX_OBJ) {
+			if (m->m_gone)
+				continue;
+			rc = clovis_entity_op(&m->m_o.ob_entity,
+					      CLOVIS_EO_DELETE, &m->m_op);
+		} else {
+			rc = tx_rec_op(m);
+		}
+		if (rc == 0)
+			rc = clovis_dtx_add(dx, m->m_op);
+	}
+	if (rc != 0) {
+		clovis_dtx_abort(dx);
+		for (k = 0; k < t->t_nr; k++) {
+			clovis_op_free(t->t_m[k]->m_op);
+			t->t_m[k]->m_op = NULL;
+		}
+		return rc;
+	}
+	tx_fault("s3.dtx.before");
+	rc = clovis_dtx_commit(dx, &cop);
+	if (rc != 0) {
+		clovis_dtx_abort(dx);
+		for (k = 0; k < t->t_nr; k++) {
+			clovis_op_free(t->t_m[k]->m_op);
+			t->t_m[k]->m_op = NULL;
+		}
+		return rc;
+	}
+	rc = clovis_op_launch(&cop, 1);
+	if (rc == 0)
+		rc = clovis_op_wait(cop, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
+	if (rc != 0)
+		fprintf(stderr, "strata-s3: dtx of %u updates: %s: %s\n",
+			t->t_nr, clovis_strerror(rc), clovis_op_errmsg(cop));
+	clovis_op_free(cop);
+	/* the members go with their dtx's commit op; free them now */
+	for (k = 0; k < t->t_nr; k++) {
+		clovis_op_free(t->t_m[k]->m_op);
+		t->t_m[k]->m_op = NULL;
+	}
+	if (rc == 0)
+		tx_fault("s3.dtx.after");
+	return rc;
+}
+
+/*
+ * The change without a dtx (a dtx too large for the cluster's PREPARE):
+ * in-flight records hold the objects to free (a crash after the primary
+ * change still frees them at the next start), then the index updates in
+ * the order given (the primary first: nothing is visible before it), then
+ * the janitor frees the objects and removes those records.
+ */
+static int tx_plain(struct s3_tx *t)
+{
+	struct tx_m *p = NULL;   /* the primary change: first PUT, or DEL */
+	uint8_t rkey[64];
+	uint32_t k;
+	int rc = 0;
+
+	for (k = 0; k < t->t_nr && rc == 0; k++) {
+		struct tx_m *m = t->t_m[k];
+
+		if (m->m_kind == TX_OBJ)
+			rc = s3_inflight_put(m->m_bk, &m->m_id, m->m_ik,
+					     m->m_ikl, m->m_pk, m->m_pkl, rkey);
+	}
+	for (k = 0; k < t->t_nr && p == NULL; k++)
+		if (t->t_m[k]->m_kind == TX_PUT)
+			p = t->t_m[k];
+	for (k = 0; k < t->t_nr && p == NULL; k++)
+		if (t->t_m[k]->m_kind == TX_DEL)
+			p = t->t_m[k];
+	if (rc == 0 && p != NULL) {
+		rc = tx_rec_sync(p);
+		if (rc == -ENOENT && p->m_kind == TX_DEL)
+			rc = 0;
+	}
+	for (k = 0; k < t->t_nr && rc == 0; k++) {
+		struct tx_m *m = t->t_m[k];
+		int r;
+
+		if (m == p || (m->m_kind != TX_PUT && m->m_kind != TX_DEL))
+			continue;
+		r = tx_rec_sync(m);
+		if (r != 0 && r != -ENOENT)
+			fprintf(stderr, "strata-s3: a bookkeeping record of a "
+				"change: %s (left to the next start)\n",
+				clovis_strerror(r));
+	}
+	for (k = 0; k < t->t_nr; k++) {
+		struct tx_m *m = t->t_m[k];
+
+		if (m->m_kind == TX_OBJ && rc == 0) {
+			jan_add(m->m_bk, &m->m_id, true);
+		} else if (m->m_kind == TX_OBJ && !s3_tx_doubt(rc)) {
+			inflight_key(&m->m_id, rkey);  /* not changed: unhold */
+			s3_inflight_del(rkey);
+		} else if (m->m_kind == TX_IFL && rc == 0) {
+			s3_inflight_del_later(m->m_kp);
+		}
+	}
+	return rc;
+}
+
+int s3_tx_commit(struct s3_tx *t)
+{
+	uint32_t k, nrec = 0, nifl = 0, nobj = 0;
+	bool cluster = s3g.g_conf.sc_cluster[0] != 0;
+	int rc = t->t_rc;
+
+	for (k = 0; k < t->t_nr; k++) {
+		int kd = t->t_m[k]->m_kind;
+
+		nrec += kd == TX_PUT || kd == TX_DEL;
+		nifl += kd == TX_IFL;
+		nobj += kd == TX_OBJ;
+	}
+	if (rc != 0) {
+		/* nothing launched */
+	} else if (nrec == 1 && nobj == 0 && (cluster || nifl == 0)) {
+		struct tx_m *m = NULL;
+
+		for (k = 0; k < t->t_nr; k++)
+			if (t->t_m[k]->m_kind != TX_IFL)
+				m = t->t_m[k];
+		tx_fault("s3.dtx.before");
+		rc = tx_rec_sync(m);
+		if (rc == 0)
+			tx_fault("s3.dtx.after");
+		for (k = 0; k < t->t_nr && rc == 0; k++)
+			if (t->t_m[k]->m_kind == TX_IFL)
+				s3_inflight_del_later(t->t_m[k]->m_kp);
+	} else if (nrec + nifl + nobj > 0) {
+		rc = tx_dtx(t);
+		if (rc == -E2BIG) {
+			fprintf(stderr, "strata-s3: a change of %u updates is "
+				"too large for one dtx here: done without\n",
+				t->t_nr);
+			rc = tx_plain(t);
+		}
+	}
+	s3_tx_drop(t);
+	return rc;
+}
+
 /* Does the record (object or part) v reference id? */
 static bool rec_refs(const void *v, size_t vl, const struct clovis_id *id)
 {
@@ -804,6 +1213,46 @@ static int recover_one(const uint8_t *k, size_t kl, const void *v, size_t vl,
 	return s3_idx_del(&s3g.g_inflight, k, kl);
 }
 
+/* Cluster mode: the "running" marker of this gateway, gateway id "!" in
+ * the in-flight index (outside the "id:" range the walk reads). */
+static size_t run_key(uint8_t *out)
+{
+	size_t n = strlen(s3g.g_conf.sc_gw_id);
+
+	memcpy(out, s3g.g_conf.sc_gw_id, n);
+	out[n] = '!';
+	return n + 1;
+}
+
+/*
+ * Cluster mode: a gateway that did not stop cleanly (its marker is there)
+ * may have left a dtx in doubt.  Such a dtx can still commit: freeing an
+ * object it would reference, or rewriting a key it changes, before it is
+ * resolved could leave a record naming a freed object or leak an object.
+ * So the walk waits S3_DTX_SETTLE_S first (the decider aborts a dtx its
+ * coordinator abandoned within that bound while it is up; dtm/README.md).
+ */
+static void settle_doubt(void)
+{
+	uint8_t rk[64];
+	size_t rkl = run_key(rk);
+	void *v;
+	size_t vl;
+
+	if (s3g.g_conf.sc_cluster[0] == 0)
+		return;
+	if (s3_idx_get(&s3g.g_inflight, rk, rkl, &v, &vl) == 0) {
+		free(v);
+		fprintf(stderr, "strata-s3: gateway %s did not stop cleanly: "
+			"waiting %u s for dtxs it may have left in doubt\n",
+			s3g.g_conf.sc_gw_id, S3_DTX_SETTLE_S);
+		sleep(S3_DTX_SETTLE_S);
+	}
+	if (s3_idx_put(&s3g.g_inflight, rk, rkl, "1", 1, true) != 0)
+		fprintf(stderr, "strata-s3: the running marker: %s: %s\n",
+			clovis_strerror(-EIO), clovis_errmsg());
+}
+
 int s3_store_recover(uint64_t *freed)
 {
 	uint8_t start[64];
@@ -814,6 +1263,7 @@ int s3_store_recover(uint64_t *freed)
 	int rc = 0;
 
 	*freed = 0;
+	settle_doubt();
 	memcpy(start, s3g.g_conf.sc_gw_id, sl);
 	start[sl++] = ':';
 	do {
@@ -1202,13 +1652,22 @@ void s3_wr_abort(struct s3_wr *w)
 	w->w_bk = NULL;
 }
 
-/* The record naming the object is durable: its in-flight record goes
- * after the reply (janitor). */
-void s3_wr_done(struct s3_wr *w)
+/* The record naming the object is durable: its in-flight record went
+ * with it, or goes after the reply (janitor). */
+void s3_wr_done(struct s3_wr *w, bool ifl_gone)
 {
 	w->w_committed = true;
-	if (w->w_obj)
+	if (w->w_obj && !ifl_gone)
 		s3_inflight_del_later(w->w_ikey);
+	wr_release(w);
+	w->w_bk = NULL;
+}
+
+/* Outcome unknown: the object may be referenced; its in-flight record
+ * (gone if the change committed) leaves it to the restart rule. */
+void s3_wr_keep(struct s3_wr *w)
+{
+	w->w_committed = true;
 	wr_release(w);
 	w->w_bk = NULL;
 }
