@@ -47,14 +47,18 @@ def check(name, cond, detail=""):
         print("FAIL kill: %s %s" % (name, detail))
 
 
-def start():
+def start(gw=GW, fault=None):
     pf = os.path.join(T, "kill.port")
     if os.path.exists(pf):
         os.unlink(pf)
     out = open(os.path.join(T, "kill.out"), "a")
-    p = subprocess.Popen([GW] + STORE + (["--dev-size", "128M"] if not CL else []) + ["--port", "0", "--port-file", pf,
+    env = dict(os.environ)
+    env.pop("STRATA_FAULT", None)
+    if fault:
+        env["STRATA_FAULT"] = fault
+    p = subprocess.Popen([gw] + STORE + (["--dev-size", "128M"] if not CL else []) + ["--port", "0", "--port-file", pf,
                           "--creds", os.path.join(T, "creds"), "--timeout", "5"],
-                         stdout=subprocess.PIPE, stderr=out, text=True)
+                         stdout=subprocess.PIPE, stderr=out, text=True, env=env)
     line = p.stdout.readline()
     port = int(open(pf).read())
     return p, port, line
@@ -137,7 +141,54 @@ check("listing shows only complete objects", ks == ["keep", "old"], ks)
 parts = [x["PartNumber"] for x in s3.list_parts(Bucket="kill", Key="mp", UploadId=up).get("Parts", [])]
 check("multipart: finished part kept, interrupted part gone", parts == [1], parts)
 s3.abort_multipart_upload(Bucket="kill", Key="mp", UploadId=up)
+
+# ---- the switch killed around its dtx (strata-s3-test, fault points)
+GWT = GW + "-test"
+cur = old
+victim = os.urandom(2 * MiB + 3)
+s3.put_object(Bucket="kill", Key="victim", Body=victim)
 stop(p)
+points = [("s3.dtx.before", False), ("s3.dtx.after", True)]
+if CL:
+    points += [("dtx.cli.prepared", False), ("dtx.cli.decide.partial", True)]
+for point, applied in points:
+    new = os.urandom(len(old))  # same size: free space comparable
+    p, port, _ = start(GWT, point)
+    try:
+        client(port).put_object(Bucket="kill", Key="old", Body=new)
+        answered = True
+    except Exception:
+        answered = False
+    p.wait(60)
+    check("overwrite killed at %s" % point, not answered and p.returncode == -signal.SIGKILL,
+          "answered %s rc %s" % (answered, p.returncode))
+    p, port, line = start()
+    g = client(port).get_object(Bucket="kill", Key="old")["Body"].read()
+    want = new if applied else cur
+    check("after %s the key reads entirely %s" % (point, "new" if applied else "old"),
+          hashlib.md5(g).digest() == hashlib.md5(want).digest(),
+          "len %d old %s new %s" % (len(g), g == cur, g == new))
+    if g == new:
+        cur = new
+    stop(p)
+for point, applied in points[:2]:
+    p, port, _ = start(GWT, point)
+    try:
+        client(port).delete_object(Bucket="kill", Key="victim")
+        answered = True
+    except Exception:
+        answered = False
+    p.wait(60)
+    check("delete killed at %s" % point, not answered and p.returncode == -signal.SIGKILL,
+          "answered %s rc %s" % (answered, p.returncode))
+    p, port, line = start()
+    try:
+        g = client(port).get_object(Bucket="kill", Key="victim")["Body"].read()
+    except ClientError as e:
+        g = e.response["Error"]["Code"]
+    check("after %s the deleted key is %s" % (point, "gone" if applied else "whole"),
+          g == ("NoSuchKey" if applied else victim), g if isinstance(g, str) else len(g))
+    stop(p)
 after = free_bytes()
 check("no space leaked (free %d before, %d after)" % (before, after), before == after)
 if not CL:
