@@ -1238,6 +1238,7 @@ static void settle_doubt(void)
 	size_t rkl = run_key(rk);
 	void *v;
 	size_t vl;
+	int rc;
 
 	if (s3g.g_conf.sc_cluster[0] == 0)
 		return;
@@ -1248,9 +1249,10 @@ static void settle_doubt(void)
 			s3g.g_conf.sc_gw_id, S3_DTX_SETTLE_S);
 		sleep(S3_DTX_SETTLE_S);
 	}
-	if (s3_idx_put(&s3g.g_inflight, rk, rkl, "1", 1, true) != 0)
+	rc = s3_idx_put(&s3g.g_inflight, rk, rkl, "1", 1, true);
+	if (rc != 0)
 		fprintf(stderr, "strata-s3: the running marker: %s: %s\n",
-			clovis_strerror(-EIO), clovis_errmsg());
+			clovis_strerror(rc), clovis_errmsg());
 }
 
 int s3_store_recover(uint64_t *freed)
