@@ -984,6 +984,7 @@ static void ep_free(struct rpc_ep *ep)
 	ep_tracked_free(ep);
 	rpc_srv_fini(ep);
 	rpc_mr_close(ep->ep_rbuf_mr);
+	rpc_pool_free(ep);
 	if (ep->ep_cq != NULL)
 		fi_close(&ep->ep_cq->fid);
 	if (ep->ep_av != NULL)

@@ -203,6 +203,11 @@ struct rpc_ep {
 	struct rpc_ctx ep_tracked;  /* sends and RMA not yet completed */
 	uint64_t ep_next_key;
 	struct rpc_stats ep_stats;
+	/* bulk buffer pool (pool.c), under ep_lock; made on first use */
+	unsigned char *ep_pool;     /* RPC_BUF_SLOTS x RPC_BUF_SLOT */
+	struct fid_mr *ep_pool_mr;  /* NULL: no registration needed */
+	uint32_t ep_pool_free;      /* bit i: slot i is free */
+	bool ep_pool_tried;         /* made (or failed to be) */
 
 	/* client */
 	uint64_t ep_next_xid;
@@ -252,6 +257,10 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
 	       struct fid_mr **mr);
 void rpc_mr_close(struct fid_mr *mr);
+/* pool.c: the registration descriptor covering [buf, buf + len) when it
+ * lies in the pool, else NULL (*in false). */
+void *rpc_pool_desc(struct rpc_ep *ep, const void *buf, size_t len, bool *in);
+void rpc_pool_free(struct rpc_ep *ep);
 void rpc_wake(struct rpc_ep *ep);
 /* Drop backlogged messages to dest (ep_lock held; before removing dest
  * from the address vector). */

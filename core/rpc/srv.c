@@ -475,10 +475,16 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 	struct fid_mr *mr = NULL;
 	uint64_t soff = 0, pos = 0;
 	int nr = 0, rc = 0;
+	bool pooled;
+	void *desc = rpc_pool_desc(ep, buf, len, &pooled);
 
-	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
-	    (rc = rpc_mr_reg(ep, buf, len, wr ? FI_WRITE : FI_READ, &mr)) != 0)
-		return rc;
+	/* A pool buffer is registered already; others for this transfer. */
+	if (!pooled && (ep->ep_mr_mode & FI_MR_LOCAL)) {
+		rc = rpc_mr_reg(ep, buf, len, wr ? FI_WRITE : FI_READ, &mr);
+		if (rc != 0)
+			return rc;
+		desc = fi_mr_desc(mr);
+	}
 	for (size_t i = 0; i < b->n_segs && pos < len && rc == 0; i++) {
 		const RpcSeg *s = b->segs[i];
 
@@ -509,8 +515,7 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 			}
 			ra[nr]->ra_ctx.cx_type = RPC_CTX_RMA;
 			rc = srv_rma_post(r, ra[nr], wr, (char *)buf + pos, n,
-					  mr ? fi_mr_desc(mr) : NULL,
-					  s->addr + in, s->key);
+					  desc, s->addr + in, s->key);
 			if (rc != 0) {
 				free(ra[nr]);
 				break;
