@@ -3,7 +3,7 @@
  *
  * One arena of RPC_BUF_SLOTS slots of RPC_BUF_SLOT bytes, page-aligned and
  * registered once for local RMA access; a bitmap of free slots under
- * ep_lock.  Buffers that do not fit a slot, or come when every slot is
+ * ep_pool_lock.  Buffers that do not fit a slot, or come when every slot is
  * taken, are plain page-aligned allocations that srv.c registers per
  * transfer as before.  A buffer whose transfer was abandoned may still be
  * written by the provider: it is never handed out again.
@@ -19,7 +19,7 @@ _Static_assert(RPC_BUF_SLOTS <= 32, "free-slot bitmap is 32 bits");
 
 #define POOL_BYTES ((size_t)RPC_BUF_SLOTS * RPC_BUF_SLOT)
 
-/* Make and register the arena (under ep_lock, once).  On failure the pool
+/* Make and register the arena (under ep_pool_lock, once).  On failure the pool
  * stays empty and every buffer is a fallback one. */
 static void pool_make(struct rpc_ep *ep)
 {
@@ -57,7 +57,7 @@ void *rpc_buf_get(struct rpc_ep *ep, size_t len)
 							       : "0 bytes");
 		return NULL;
 	}
-	pthread_mutex_lock(&ep->ep_lock);
+	pthread_mutex_lock(&ep->ep_pool_lock);
 	if (!ep->ep_pool_tried)
 		pool_make(ep);
 	if (len <= RPC_BUF_SLOT && ep->ep_pool_free != 0) {
@@ -65,11 +65,11 @@ void *rpc_buf_get(struct rpc_ep *ep, size_t len)
 
 		ep->ep_pool_free &= ~(1u << i);
 		p = ep->ep_pool + (size_t)i * RPC_BUF_SLOT;
-		ep->ep_stats.rs_buf_pooled++;
+		ep->ep_pool_pooled++;
 	} else {
-		ep->ep_stats.rs_buf_fallback++;
+		ep->ep_pool_fallback++;
 	}
-	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_mutex_unlock(&ep->ep_pool_lock);
 	if (p == NULL && posix_memalign(&p, 4096, len) != 0) {
 		err_set(-ENOMEM, "rpc %s: bulk buffer of %zu bytes",
 			ep->ep_self, len);
@@ -84,14 +84,14 @@ void rpc_buf_put(struct rpc_ep *ep, void *buf, bool lost)
 
 	if (ep == NULL || buf == NULL)
 		return;
-	pthread_mutex_lock(&ep->ep_lock);
+	pthread_mutex_lock(&ep->ep_pool_lock);
 	in = pool_has(ep, buf);
 	if (lost)
-		ep->ep_stats.rs_buf_lost++;
+		ep->ep_pool_lost++;
 	else if (in)
 		ep->ep_pool_free |= 1u << (((unsigned char *)buf - ep->ep_pool) /
 					   RPC_BUF_SLOT);
-	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_mutex_unlock(&ep->ep_pool_lock);
 	if (!in && !lost)
 		free(buf);
 }
@@ -102,9 +102,9 @@ bool rpc_buf_pooled(struct rpc_ep *ep, const void *buf)
 
 	if (ep == NULL)
 		return false;
-	pthread_mutex_lock(&ep->ep_lock);
+	pthread_mutex_lock(&ep->ep_pool_lock);
 	in = pool_has(ep, buf);
-	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_mutex_unlock(&ep->ep_pool_lock);
 	return in;
 }
 
@@ -122,6 +122,15 @@ void *rpc_pool_desc(struct rpc_ep *ep, const void *buf, size_t len, bool *in)
 					     : NULL;
 }
 
+void rpc_pool_stats(struct rpc_ep *ep, struct rpc_stats *st)
+{
+	pthread_mutex_lock(&ep->ep_pool_lock);
+	st->rs_buf_pooled = ep->ep_pool_pooled;
+	st->rs_buf_fallback = ep->ep_pool_fallback;
+	st->rs_buf_lost = ep->ep_pool_lost;
+	pthread_mutex_unlock(&ep->ep_pool_lock);
+}
+
 /* At close, after the endpoint and its CQ are gone: nothing can land. */
 void rpc_pool_free(struct rpc_ep *ep)
 {
@@ -129,4 +138,5 @@ void rpc_pool_free(struct rpc_ep *ep)
 	ep->ep_pool_mr = NULL;
 	free(ep->ep_pool);
 	ep->ep_pool = NULL;
+	pthread_mutex_destroy(&ep->ep_pool_lock);
 }

@@ -38,8 +38,20 @@
  *                             records/s.  No raw column (the transport
  *                             floor is strata_bench_rpc's).
  *
- *   strata_bench_cluster --dir DIR [--json] [--seconds S]
- * (other options, meant for strata_bench, are ignored).
+ *   1MiB ..., qd16            the plain 1 MiB write and read with 16 ops
+ *                             in flight, beside raw fi_read / fi_write of
+ *                             1 MiB with 16 in flight (group bw16).
+ *   1MiB ..., tmpfs           a second cluster whose devices are files on
+ *                             /dev/shm (2 x 384 MiB per server: no disk,
+ *                             an fdatasync costs nothing): the same 1 MiB
+ *                             figures with 4 and 16 in flight, each beside
+ *                             its raw RMA figure (group shm).  What is left
+ *                             there is the transfer path and the server's
+ *                             own work, not the disk.
+ *
+ *   strata_bench_cluster --dir DIR [--json] [--seconds S] [--figs G,...]
+ * G: lat bw pd thr idx bw16 shm; default all (other options, meant for
+ * strata_bench, are ignored).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -333,6 +345,15 @@ static void bc_servers_stop(void)
 	usleep(100000);
 	nftw(bc_dir, bc_rm, 16, FTW_DEPTH | FTW_PHYS);
 	bc_dir[0] = '\0';
+}
+
+static char bc_shm_dir[64];     /* the tmpfs cluster's parent */
+
+static void bc_at_exit(void)
+{
+	bc_servers_stop();
+	if (bc_shm_dir[0] != '\0')
+		rmdir(bc_shm_dir);
 }
 
 /* Make the cluster, start it, open bc_cl and wait (30 s) until all 3
@@ -875,23 +896,15 @@ static void bc_figs_bw_pd(void)
  * raw fi_read / fi_write of 1 MiB with qd in flight in the same run.  On
  * the tmpfs cluster (bc_shm) the devices cost memory copies only: what
  * is left is the transfer path and the server's own work. */
-static void bc_figs_bw_more(uint32_t qd, uint64_t objn)
+static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 {
-	struct clovis_obj o;
 	const char *emu = bc_shm ? BC_EMU_SHM : BC_EMU;
 	const char *where = bc_shm ? ", tmpfs" : "";
 	char name[64], e[192];
 	double ow, orr, rr, rw;
-	void *buf = bc_alloc(BC_MIB);
 
-	bc_obj_create(&o, objn);
-	/* Written once first: reads then read data, as in bc_figs_bw(). */
-	for (uint64_t b = 0; b < BC_BW_REGION; b++)
-		bc_obj_io(&o, CLOVIS_OC_WRITE, b * (BC_MIB >> BC_BLK_SHIFT),
-			  BC_MIB >> BC_BLK_SHIFT, buf);
-	free(buf);
-	ow = bc_bw_qd(&o, CLOVIS_OC_WRITE, qd);
-	orr = bc_bw_qd(&o, CLOVIS_OC_READ, qd);
+	ow = bc_bw_qd(o, CLOVIS_OC_WRITE, qd);
+	orr = bc_bw_qd(o, CLOVIS_OC_READ, qd);
 	rr = bc_raw_bw_qd(false, qd);
 	rw = bc_raw_bw_qd(true, qd);
 	snprintf(name, sizeof name, "obj 1MiB write bw, qd%u%s", qd, where);
@@ -902,6 +915,19 @@ static void bc_figs_bw_more(uint32_t qd, uint64_t objn)
 	snprintf(e, sizeof e, "%s; %u x 1 MiB in flight; raw: fi_write 1 MiB "
 		 "x %u", emu, qd, qd);
 	bc_fig(name, orr, rw, "MB/s", 0.8, false, e);
+}
+
+/* Object n, plain, its BC_BW_REGION MiB written once (reads then read
+ * data, as in bc_figs_bw()). */
+static void bc_obj_filled(struct clovis_obj *o, uint64_t n)
+{
+	void *buf = bc_alloc(BC_MIB);
+
+	bc_obj_create(o, n);
+	for (uint64_t b = 0; b < BC_BW_REGION; b++)
+		bc_obj_io(o, CLOVIS_OC_WRITE, b * (BC_MIB >> BC_BLK_SHIFT),
+			  BC_MIB >> BC_BLK_SHIFT, buf);
+	free(buf);
 }
 
 static void bc_figs_threads(void)
@@ -1032,6 +1058,8 @@ int main(int argc, char **argv)
 	if (bc_secs <= 0)
 		bc_secs = 2.0;
 	signal(SIGPIPE, SIG_IGN);
+	/* bench_fi.c exits on its own errors: stop the servers then too. */
+	atexit(bc_at_exit);
 	/* 40 ports per run: the disk cluster's 3 servers, the tmpfs
 	 * cluster's 3, then 2 per raw figure (bfi_*: at most 26). */
 	bc_port = (uint16_t)(24000 + (getpid() % 1000) * 40);
@@ -1050,8 +1078,12 @@ int main(int argc, char **argv)
 			bc_figs_bw(dir, &o);
 		if (bc_want("pd"))
 			bc_figs_bw_pd();
-		if (bc_want("bw16"))
-			bc_figs_bw_more(BC_QD_BW_DEEP, 3);
+		if (bc_want("bw16")) {
+			struct clovis_obj o3;
+
+			bc_obj_filled(&o3, 3);
+			bc_figs_bw_more(&o3, BC_QD_BW_DEEP);
+		}
 		if (bc_want("thr"))
 			bc_figs_threads();
 		if (bc_want("idx"))
@@ -1059,20 +1091,21 @@ int main(int argc, char **argv)
 		bc_servers_stop();
 	}
 	if (bc_want("shm")) {
-		char shm[64];
-
 		/* A second cluster, its devices on tmpfs. */
-		snprintf(shm, sizeof shm, "/dev/shm/strata-bench-%d",
-			 (int)getpid());
-		if (mkdir(shm, 0700) != 0 && errno != EEXIST)
-			bc_die(-errno, shm);
+		snprintf(bc_shm_dir, sizeof bc_shm_dir,
+			 "/dev/shm/strata-bench-%d", (int)getpid());
+		if (mkdir(bc_shm_dir, 0700) != 0 && errno != EEXIST)
+			bc_die(-errno, bc_shm_dir);
 		bc_shm = true;
 		bc_port = (uint16_t)(bc_port + BC_SERVERS);
-		bc_cluster_up(shm);
-		bc_figs_bw_more(BC_QD_BW, 4);
-		bc_figs_bw_more(BC_QD_BW_DEEP, 5);
+		bc_cluster_up(bc_shm_dir);
+		/* One object for both (the tmpfs devices are small). */
+		bc_obj_filled(&o, 4);
+		bc_figs_bw_more(&o, BC_QD_BW);
+		bc_figs_bw_more(&o, BC_QD_BW_DEEP);
 		bc_servers_stop();
-		rmdir(shm);
+		rmdir(bc_shm_dir);
+		bc_shm_dir[0] = '\0';
 	}
 	bc_print();
 	fprintf(bc_json ? stderr : stdout, "# elapsed %.1f s\n",
