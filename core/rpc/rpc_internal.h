@@ -150,6 +150,8 @@ struct rpc_rma {
 	int ra_rc;
 	int ra_abandoned;
 	struct fid_mr *ra_mr;
+	pthread_cond_t *ra_cv;      /* its waiter's own (under ep_lock; NULL
+				     * once abandoned) */
 };
 
 struct rpc_call;

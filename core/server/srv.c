@@ -363,7 +363,7 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 		/* A registered, page-aligned buffer: the RMA lands where
 		 * the O_DIRECT device I/O reads or fills it (no bounce). */
 		m->mr_data_len = bulk;
-		m->mr_data = rpc_buf_get(s->s_ep, bulk);
+		m->mr_data = rpc_buf_get(s->s_ep, bulk > 0 ? bulk : 1);
 		if (m->mr_data == NULL) {
 			srv_reply_err(so, err_set(-ENOMEM, "object %s: %zu "
 						  "bytes", eng_id_str(&r->er_id),

@@ -85,7 +85,7 @@
 #define BC_NEXT_RECS 16u        /* records per NEXT */
 #define BC_THREADS_MAX 16u
 #define BC_LAT_MAX 200000u
-#define BC_FIGS 40u
+#define BC_FIGS 48u
 #define BC_LAT_BLOCKS 4096u     /* 16 MiB region of 4 KiB ops */
 #define BC_BW_REGION 64u        /* MiB rewritten by the 1 MiB writers */
 #define BC_THR_REGION 16u       /* MiB rewritten by each of the threads
@@ -539,6 +539,44 @@ static double bc_bw(struct clovis_obj *o, enum clovis_obj_opcode opc)
 	return bc_bw_qd(o, opc, BC_QD_BW);
 }
 
+/* CPU time (user + system) the three servers used so far, in us. */
+static double bc_srv_cpu_us(void)
+{
+	double us = 0;
+
+	for (uint32_t i = 0; i < BC_SERVERS; i++) {
+		char path[64], line[1024], *p;
+		unsigned long ut = 0, st = 0;
+		FILE *f;
+
+		snprintf(path, sizeof path, "/proc/%d/stat",
+			 (int)bc_server_pid(i));
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		/* Fields 14 and 15, after the ")" that ends the name. */
+		if (fgets(line, sizeof line, f) != NULL &&
+		    (p = strrchr(line, ')')) != NULL &&
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u "
+			   "%*u %lu %lu", &ut, &st) == 2)
+			us += (ut + st) * 1e6 / sysconf(_SC_CLK_TCK);
+		fclose(f);
+	}
+	return us;
+}
+
+/* bc_bw_qd(), and the servers' CPU time per MiB moved in *cpu (us). */
+static double bc_bw_cpu(struct clovis_obj *o, enum clovis_obj_opcode opc,
+			uint32_t qd, double *cpu)
+{
+	double c0 = bc_srv_cpu_us(), t0 = bc_now();
+	double mbs = bc_bw_qd(o, opc, qd);
+	double mib = mbs * (bc_now() - t0) * 1e6 / BC_MIB;
+
+	*cpu = mib > 0 ? (bc_srv_cpu_us() - c0) / mib : 0;
+	return mbs;
+}
+
 struct bc_thr {
 	pthread_t t_th;
 	struct clovis_obj *t_obj;
@@ -857,7 +895,9 @@ static void bc_figs_lat(const char *dir, struct clovis_obj *o, bool figs)
 
 static void bc_figs_bw(const char *dir, struct clovis_obj *o)
 {
-	double ow = bc_bw(o, CLOVIS_OC_WRITE), orr = bc_bw(o, CLOVIS_OC_READ);
+	double cw, cr;
+	double ow = bc_bw_cpu(o, CLOVIS_OC_WRITE, BC_QD_BW, &cw);
+	double orr = bc_bw_cpu(o, CLOVIS_OC_READ, BC_QD_BW, &cr);
 	double rr = bc_raw_bw(false), rw = bc_raw_bw(true);
 	double dw = bc_raw_disk_bw(dir, true), dr = bc_raw_disk_bw(dir, false);
 
@@ -869,6 +909,10 @@ static void bc_figs_bw(const char *dir, struct clovis_obj *o)
 	       BC_EMU "; raw: O_DIRECT pwrite+fdatasync 1 MiB, 4 threads");
 	bc_fig("obj 1MiB read bw vs disk", orr, dr, "MB/s", 0, false,
 	       BC_EMU "; raw: O_DIRECT pread 1 MiB, 4 threads");
+	bc_fig("srv CPU/MiB write, qd4", cw, 0, "us/MiB", 0, true,
+	       BC_EMU "; user+sys of the 3 servers per MiB written (/proc)");
+	bc_fig("srv CPU/MiB read, qd4", cr, 0, "us/MiB", 0, true,
+	       BC_EMU "; user+sys of the 3 servers per MiB read (/proc)");
 }
 
 /* The same 1 MiB figures on a pdclust 2+1 object: data crosses the
@@ -903,8 +947,10 @@ static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 	char name[64], e[192];
 	double ow, orr, rr, rw;
 
-	ow = bc_bw_qd(o, CLOVIS_OC_WRITE, qd);
-	orr = bc_bw_qd(o, CLOVIS_OC_READ, qd);
+	double cw, cr;
+
+	ow = bc_bw_cpu(o, CLOVIS_OC_WRITE, qd, &cw);
+	orr = bc_bw_cpu(o, CLOVIS_OC_READ, qd, &cr);
 	rr = bc_raw_bw_qd(false, qd);
 	rw = bc_raw_bw_qd(true, qd);
 	snprintf(name, sizeof name, "obj 1MiB write bw, qd%u%s", qd, where);
@@ -915,6 +961,14 @@ static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 	snprintf(e, sizeof e, "%s; %u x 1 MiB in flight; raw: fi_write 1 MiB "
 		 "x %u", emu, qd, qd);
 	bc_fig(name, orr, rw, "MB/s", 0.8, false, e);
+	snprintf(name, sizeof name, "srv CPU/MiB write, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of the 3 servers per MiB "
+		 "written (/proc)", emu);
+	bc_fig(name, cw, 0, "us/MiB", 0, true, e);
+	snprintf(name, sizeof name, "srv CPU/MiB read, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of the 3 servers per MiB read "
+		 "(/proc)", emu);
+	bc_fig(name, cr, 0, "us/MiB", 0, true, e);
 }
 
 /* Object n, plain, its BC_BW_REGION MiB written once (reads then read
