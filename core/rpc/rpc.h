@@ -142,9 +142,11 @@ size_t rpc_sreq_bulk_len(const struct rpc_sreq *req);
 /** Copy len bytes at off of the caller's OUT bulk buffer into buf (RMA
  *  read, or from the inline copy); blocks until done.  -EINVAL past its end
  *  or when the call has no OUT bulk; -ETIMEDOUT when the transfer has not
- *  finished 2 s after the caller's deadline; -ECONNRESET/-EHOSTUNREACH when
- *  the transport fails.  buf must stay valid until rpc_sreq_reply() (a
- *  transfer abandoned at -ETIMEDOUT may still land). */
+ *  finished 2 s after the caller's deadline (also when another part of
+ *  it failed: -ETIMEDOUT always means a part may still land in buf);
+ *  -ECONNRESET/-EHOSTUNREACH when the transport fails.  buf must stay
+ *  valid until rpc_sreq_reply(), and after -ETIMEDOUT must never be
+ *  reused (rpc_buf_put() with lost). */
 int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
 		       size_t len);
 /** Write len bytes of buf into the caller's IN bulk buffer at off (RMA

@@ -440,6 +440,7 @@ static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr,
 	uint64_t until = r->sr_deadline_ms + RPC_RMA_GRACE_MS;
 	struct timespec ts;
 	int rc = 0, done;
+	bool abandoned = false;
 
 	pthread_mutex_lock(&ep->ep_lock);
 	for (;;) {
@@ -461,13 +462,16 @@ static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr,
 			ra[i]->ra_abandoned = 1;
 			ra[i]->ra_cv = NULL;
 			ra[i] = NULL;
-			rc = rc ? rc : -ETIMEDOUT;
+			abandoned = true;
 		} else if (ra[i]->ra_rc != 0 && rc == 0) {
 			rc = ra[i]->ra_rc;
 		}
 	}
 	pthread_mutex_unlock(&ep->ep_lock);
-	return rc;
+	/* A chunk still running may land later: say -ETIMEDOUT whatever
+	 * else failed, so that the caller never reuses the buffer (nor
+	 * srv_rma() closes its MR). */
+	return abandoned ? -ETIMEDOUT : rc;
 }
 
 /* Move len bytes between buf and the caller's segments from offset off. */
