@@ -984,6 +984,7 @@ static void ep_free(struct rpc_ep *ep)
 	ep_tracked_free(ep);
 	rpc_srv_fini(ep);
 	rpc_mr_close(ep->ep_rbuf_mr);
+	rpc_pool_free(ep);
 	if (ep->ep_cq != NULL)
 		fi_close(&ep->ep_cq->fid);
 	if (ep->ep_av != NULL)
@@ -1019,6 +1020,7 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 		return err_set(-ENOMEM, "rpc: no memory for an endpoint");
 	ep->ep_epfd = ep->ep_evfd = ep->ep_cq_fd = -1;
 	pthread_mutex_init(&ep->ep_lock, NULL);
+	pthread_mutex_init(&ep->ep_pool_lock, NULL);
 	pthread_cond_init(&ep->ep_cv, NULL);
 	pthread_cond_init(&ep->ep_pcv, NULL);
 	pthread_mutex_init(&ep->ep_cq_lock, NULL);
@@ -1129,4 +1131,5 @@ void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out)
 	pthread_mutex_lock(&ep->ep_lock);
 	*out = ep->ep_stats;
 	pthread_mutex_unlock(&ep->ep_lock);
+	rpc_pool_stats(ep, out);
 }

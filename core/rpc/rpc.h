@@ -82,6 +82,11 @@ struct rpc_stats {
 	uint64_t rs_rma_bytes;      /**< bytes moved by RMA (server) */
 	uint64_t rs_unauth;         /**< requests from no authenticated
 				     *  session, dropped (also in bad_msgs) */
+	uint64_t rs_buf_pooled;     /**< rpc_buf_get() served from the pool */
+	uint64_t rs_buf_fallback;   /**< rpc_buf_get() served by malloc: too
+				     *  big, or every slot taken */
+	uint64_t rs_buf_lost;       /**< buffers given back after an
+				     *  abandoned transfer, never reused */
 };
 
 /**
@@ -137,15 +142,44 @@ size_t rpc_sreq_bulk_len(const struct rpc_sreq *req);
 /** Copy len bytes at off of the caller's OUT bulk buffer into buf (RMA
  *  read, or from the inline copy); blocks until done.  -EINVAL past its end
  *  or when the call has no OUT bulk; -ETIMEDOUT when the transfer has not
- *  finished 2 s after the caller's deadline; -ECONNRESET/-EHOSTUNREACH when
- *  the transport fails.  buf must stay valid until rpc_sreq_reply() (a
- *  transfer abandoned at -ETIMEDOUT may still land). */
+ *  finished 2 s after the caller's deadline (also when another part of
+ *  it failed: -ETIMEDOUT always means a part may still land in buf);
+ *  -ECONNRESET/-EHOSTUNREACH when the transport fails.  buf must stay
+ *  valid until rpc_sreq_reply(), and after -ETIMEDOUT must never be
+ *  reused (rpc_buf_put() with lost). */
 int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
 		       size_t len);
 /** Write len bytes of buf into the caller's IN bulk buffer at off (RMA
  *  write, or into the inline reply); same rules as rpc_sreq_bulk_pull(). */
 int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
 		       size_t len);
+
+/* ------------------------------------------------------ bulk buffers */
+
+/** Slots of an endpoint's bulk buffer pool, and their size: one
+ *  page-aligned arena, registered for RMA once (on the first
+ *  rpc_buf_get()), which rpc_sreq_bulk_pull/push use without registering
+ *  memory per call, and whose addresses suit O_DIRECT devices. */
+#define RPC_BUF_SLOTS 16u
+#define RPC_BUF_SLOT (1u << 20)
+
+/**
+ * A page-aligned buffer of len bytes (1 .. any) for bulk data: a free
+ * slot of ep's pool when len <= RPC_BUF_SLOT, else — bigger, every slot
+ * taken, or the pool could not be registered — a fresh page-aligned
+ * allocation (counted in rs_buf_fallback).  Never waits.  NULL with
+ * -ENOMEM in err_msg() when out of memory, or -EINVAL for len 0.  Give it
+ * back with rpc_buf_put() before rpc_ep_close().
+ */
+void *rpc_buf_get(struct rpc_ep *ep, size_t len);
+/** Give back a buffer of rpc_buf_get() (NULL ignored).  lost: a transfer
+ *  into or out of it was abandoned (-ETIMEDOUT) and may still land, so the
+ *  memory is never reused (a slot stays taken until rpc_ep_close(), a
+ *  fallback buffer is not freed); counted in rs_buf_lost. */
+void rpc_buf_put(struct rpc_ep *ep, void *buf, bool lost);
+/** True when buf lies in ep's registered pool (tests, stats). */
+bool rpc_buf_pooled(struct rpc_ep *ep, const void *buf);
+
 /** The caller's address as text ("127.0.0.1:40211"), for messages. */
 const char *rpc_sreq_peer(const struct rpc_sreq *req);
 /** Milliseconds left before the caller's deadline (0: passed). */

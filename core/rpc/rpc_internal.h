@@ -150,6 +150,8 @@ struct rpc_rma {
 	int ra_rc;
 	int ra_abandoned;
 	struct fid_mr *ra_mr;
+	pthread_cond_t *ra_cv;      /* its waiter's own (under ep_lock; NULL
+				     * once abandoned) */
 };
 
 struct rpc_call;
@@ -203,6 +205,14 @@ struct rpc_ep {
 	struct rpc_ctx ep_tracked;  /* sends and RMA not yet completed */
 	uint64_t ep_next_key;
 	struct rpc_stats ep_stats;
+	/* bulk buffer pool (pool.c), under ep_pool_lock (not ep_lock, which
+	 * the progress thread holds often); made on first use */
+	pthread_mutex_t ep_pool_lock;
+	unsigned char *ep_pool;     /* RPC_BUF_SLOTS x RPC_BUF_SLOT */
+	struct fid_mr *ep_pool_mr;  /* NULL: no registration needed */
+	uint32_t ep_pool_free;      /* bit i: slot i is free */
+	bool ep_pool_tried;         /* made (or failed to be) */
+	uint64_t ep_pool_pooled, ep_pool_fallback, ep_pool_lost;
 
 	/* client */
 	uint64_t ep_next_xid;
@@ -252,6 +262,11 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
 	       struct fid_mr **mr);
 void rpc_mr_close(struct fid_mr *mr);
+/* pool.c: the registration descriptor covering [buf, buf + len) when it
+ * lies in the pool, else NULL (*in false). */
+void *rpc_pool_desc(struct rpc_ep *ep, const void *buf, size_t len, bool *in);
+void rpc_pool_free(struct rpc_ep *ep);
+void rpc_pool_stats(struct rpc_ep *ep, struct rpc_stats *st);
 void rpc_wake(struct rpc_ep *ep);
 /* Drop backlogged messages to dest (ep_lock held; before removing dest
  * from the address vector). */

@@ -384,8 +384,11 @@ void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc)
 	}
 	ra->ra_done = 1;
 	ra->ra_rc = rc;
+	/* Only its own waiter: not every thread asleep on ep_cv.  Under
+	 * the lock: the waiter's condition lives on its stack. */
+	if (ra->ra_cv != NULL)
+		pthread_cond_signal(ra->ra_cv);
 	pthread_mutex_unlock(&ep->ep_lock);
-	pthread_cond_broadcast(&ep->ep_cv);
 }
 
 /* Post one RMA chunk; retries while the provider pushes back, until the
@@ -430,12 +433,14 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 
 /* Wait for nr posted chunks until the deadline plus a grace; those still
  * running are then abandoned (freed when the provider completes them). */
-static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr)
+static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr,
+			pthread_cond_t *cv)
 {
 	struct rpc_ep *ep = r->sr_ep;
 	uint64_t until = r->sr_deadline_ms + RPC_RMA_GRACE_MS;
 	struct timespec ts;
 	int rc = 0, done;
+	bool abandoned = false;
 
 	pthread_mutex_lock(&ep->ep_lock);
 	for (;;) {
@@ -450,19 +455,23 @@ static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}
-		pthread_cond_timedwait(&ep->ep_cv, &ep->ep_lock, &ts);
+		pthread_cond_timedwait(cv, &ep->ep_lock, &ts);
 	}
 	for (int i = 0; i < nr; i++) {
 		if (!ra[i]->ra_done) {
 			ra[i]->ra_abandoned = 1;
+			ra[i]->ra_cv = NULL;
 			ra[i] = NULL;
-			rc = rc ? rc : -ETIMEDOUT;
+			abandoned = true;
 		} else if (ra[i]->ra_rc != 0 && rc == 0) {
 			rc = ra[i]->ra_rc;
 		}
 	}
 	pthread_mutex_unlock(&ep->ep_lock);
-	return rc;
+	/* A chunk still running may land later: say -ETIMEDOUT whatever
+	 * else failed, so that the caller never reuses the buffer (nor
+	 * srv_rma() closes its MR). */
+	return abandoned ? -ETIMEDOUT : rc;
 }
 
 /* Move len bytes between buf and the caller's segments from offset off. */
@@ -475,10 +484,18 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 	struct fid_mr *mr = NULL;
 	uint64_t soff = 0, pos = 0;
 	int nr = 0, rc = 0;
+	bool pooled;
+	void *desc = rpc_pool_desc(ep, buf, len, &pooled);
+	pthread_cond_t cv;
 
-	if ((ep->ep_mr_mode & FI_MR_LOCAL) &&
-	    (rc = rpc_mr_reg(ep, buf, len, wr ? FI_WRITE : FI_READ, &mr)) != 0)
-		return rc;
+	/* A pool buffer is registered already; others for this transfer. */
+	if (!pooled && (ep->ep_mr_mode & FI_MR_LOCAL)) {
+		rc = rpc_mr_reg(ep, buf, len, wr ? FI_WRITE : FI_READ, &mr);
+		if (rc != 0)
+			return rc;
+		desc = fi_mr_desc(mr);
+	}
+	pthread_cond_init(&cv, NULL);
 	for (size_t i = 0; i < b->n_segs && pos < len && rc == 0; i++) {
 		const RpcSeg *s = b->segs[i];
 
@@ -495,7 +512,7 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 			if (n > ep->ep_rma_max)
 				n = ep->ep_rma_max;
 			if (nr == 64) {
-				rc = srv_rma_wait(r, ra, nr);
+				rc = srv_rma_wait(r, ra, nr, &cv);
 				for (int k = 0; k < nr; k++)
 					free(ra[k]);
 				nr = 0;
@@ -508,9 +525,9 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 				break;
 			}
 			ra[nr]->ra_ctx.cx_type = RPC_CTX_RMA;
+			ra[nr]->ra_cv = &cv;
 			rc = srv_rma_post(r, ra[nr], wr, (char *)buf + pos, n,
-					  mr ? fi_mr_desc(mr) : NULL,
-					  s->addr + in, s->key);
+					  desc, s->addr + in, s->key);
 			if (rc != 0) {
 				free(ra[nr]);
 				break;
@@ -521,7 +538,7 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 		soff += s->len;
 	}
 	if (nr > 0) {
-		int wrc = srv_rma_wait(r, ra, nr);
+		int wrc = srv_rma_wait(r, ra, nr, &cv);
 
 		if (rc == 0 && wrc != 0)
 			rc = err_set(wrc, "rpc %s: RMA %s of %zu bytes for "
@@ -538,6 +555,9 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 		ep->ep_stats.rs_rma_bytes += len;
 		pthread_mutex_unlock(&ep->ep_lock);
 	}
+	/* Every chunk is done or abandoned (ra_cv cleared): nothing signals
+	 * cv any more. */
+	pthread_cond_destroy(&cv);
 	if (mr != NULL && rc != -ETIMEDOUT)
 		rpc_mr_close(mr);
 	return rc;

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/server/rdev.h"
 #include "core/server/srv_internal.h"
@@ -59,12 +60,100 @@ uint64_t srv_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* ------------------------------------------------------------ profile */
+
+/* STRATA_SRV_PROFILE=FILE: object requests note when each stage ends
+ * (so_t); the sums per class are appended to FILE at srv_stop(). */
+
+static uint64_t srv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void srv_prof_mark(struct srv_op *so, enum srv_stage st)
+{
+	if (so->so_srv->s_prof_path != NULL)
+		so->so_t[st] = srv_now_ns();
+}
+
+static uint32_t srv_prof_class(const struct srv_op *so)
+{
+	const struct eng_req *r = &so->so_m.mr_req;
+
+	return (r->er_kind == ER_OBJ_WRITE ? 4u : 0u) |
+	       (so->so_m.mr_data_len >= (256u << 10) ? 2u : 0u) |
+	       (r->er_ent.me_layout != CLOVIS_LAYOUT_PLAIN ? 1u : 0u);
+}
+
+/* Add so's stage times (each from the previous stage it passed). */
+static void srv_prof_add(struct srv_op *so)
+{
+	struct srv_prof *p = &so->so_srv->s_prof;
+	uint32_t c = srv_prof_class(so);
+	uint64_t prev = so->so_t[SRV_T_RECV];
+
+	if (prev == 0 || (so->so_m.mr_req.er_kind != ER_OBJ_WRITE &&
+			  so->so_m.mr_req.er_kind != ER_OBJ_READ))
+		return;
+	__atomic_add_fetch(&p->sp_nr[c], 1, __ATOMIC_RELAXED);
+	for (uint32_t st = SRV_T_RECV + 1; st < SRV_T_END; st++) {
+		if (so->so_t[st] == 0 || st == SRV_T_ENG)
+			continue;
+		__atomic_add_fetch(&p->sp_ns[c][st], so->so_t[st] - prev,
+				   __ATOMIC_RELAXED);
+		prev = so->so_t[st];
+	}
+}
+
+static void srv_prof_print(struct srv *s)
+{
+	static const char *const names[SRV_T_END] = {
+		"recv", "exec-queue", "buffer", "rma-pull", "eng-exec",
+		"commit+sync", "rma-push", "reply"};
+	FILE *f;
+
+	if (s->s_prof_path == NULL || (f = fopen(s->s_prof_path, "a")) == NULL)
+		return;
+	for (uint32_t c = 0; c < SRV_PROF_CLASSES; c++) {
+		uint64_t nr = s->s_prof.sp_nr[c], tot = 0;
+
+		if (nr == 0)
+			continue;
+		fprintf(f, "server %s: %s %s %s: %" PRIu64 " ops, mean us:",
+			s->s_me->cs_name, c & 4 ? "write" : "read",
+			c & 2 ? ">=256KiB" : "<256KiB",
+			c & 1 ? "units" : "plain", nr);
+		for (uint32_t st = SRV_T_RECV + 1; st < SRV_T_END; st++) {
+			uint64_t ns = s->s_prof.sp_ns[c][st];
+
+			/* eng-exec was summed on its own: the stage after
+			 * it (durable for writes, push for reads) ran from
+			 * before it. */
+			if (st == (c & 4 ? SRV_T_DURABLE : SRV_T_PUSH))
+				ns -= s->s_prof.sp_ns[c][SRV_T_ENG];
+			tot += ns;
+			fprintf(f, " %s %.1f", names[st], ns / 1e3 / nr);
+		}
+		fprintf(f, " total %.1f\n", tot / 1e3 / nr);
+	}
+	fclose(f);
+}
+
 /* ------------------------------------------------------------ replies */
 
 static void srv_op_free(struct srv_op *so)
 {
 	struct srv *s = so->so_srv;
 
+	if (s->s_prof_path != NULL)
+		srv_prof_add(so);
+	if (so->so_rbuf) {
+		rpc_buf_put(s->s_ep, so->so_m.mr_data, so->so_rbuf_lost);
+		so->so_m.mr_data = NULL;
+	}
 	msg_req_fini(&so->so_m);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_freed);
@@ -82,6 +171,7 @@ void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg)
 	}
 	rpc_sreq_reply(so->so_req, rc, b.mb_p, b.mb_len,
 		       rc != 0 ? (msg != NULL ? msg : err_msg()) : NULL);
+	srv_prof_mark(so, SRV_T_REPLY);
 	free(b.mb_p);
 	srv_op_free(so);
 }
@@ -134,6 +224,7 @@ static void srv_upd_done(struct eng_citem *ci, int rc)
 	struct srv_op *so = (struct srv_op *)ci;
 	struct srv *s = so->so_srv;
 
+	srv_prof_mark(so, SRV_T_DURABLE);
 	if (rc != 0) {
 		srv_reply(so, rc, NULL, ci->ci_msg);
 		return;
@@ -155,7 +246,18 @@ static void srv_run(struct srv_op *so)
 	r->er_ci.ci_done = srv_upd_done;
 	r->er_ci.ci_executed = NULL;
 	err_clear();
-	rc = eng_exec(s->s_eng, r);
+	if (s->s_prof_path != NULL && so->so_t[SRV_T_RECV] != 0) {
+		/* A pending update may be answered (so freed) before
+		 * eng_exec() returns: its time goes straight to the sums. */
+		uint32_t c = srv_prof_class(so);
+		uint64_t t0 = srv_now_ns();
+
+		rc = eng_exec(s->s_eng, r);
+		__atomic_add_fetch(&s->s_prof.sp_ns[c][SRV_T_ENG],
+				   srv_now_ns() - t0, __ATOMIC_RELAXED);
+	} else {
+		rc = eng_exec(s->s_eng, r);
+	}
 	if (rc == ENG_PENDING)
 		return;
 	if (rc != 0) {
@@ -214,7 +316,9 @@ void srv_obj_read_reply(struct srv_op *so)
 	int rc = rpc_sreq_bulk_push(so->so_req, 0, so->so_m.mr_data,
 				    so->so_m.mr_data_len);
 
+	srv_prof_mark(so, SRV_T_PUSH);
 	if (rc != 0) {
+		so->so_rbuf_lost = so->so_rbuf && rc == -ETIMEDOUT;
 		srv_reply_err(so, rc);
 		return;
 	}
@@ -227,7 +331,11 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 	struct msg_req *m = &so->so_m;
 	struct eng_req *r = &m->mr_req;
 	size_t bulk = rpc_sreq_bulk_len(so->so_req);
-	int rc = srv_obj_attrs(s, so);
+	int rc;
+
+	if (so->so_t[SRV_T_RECV] != 0)
+		srv_prof_mark(so, SRV_T_EXEC);
+	rc = srv_obj_attrs(s, so);
 
 	if (rc != 0) {
 		srv_reply_err(so, rc);
@@ -252,20 +360,30 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 			 s->s_me->cs_name, r->er_kind == ER_OBJ_WRITE ?
 			 "write" : "read", eng_id_str(&r->er_id),
 			 m->mr_blocks, rpc_sreq_peer(so->so_req));
+		/* A registered, page-aligned buffer: the RMA lands where
+		 * the O_DIRECT device I/O reads or fills it (no bounce). */
 		m->mr_data_len = bulk;
-		m->mr_data = malloc(bulk);
+		m->mr_data = rpc_buf_get(s->s_ep, bulk > 0 ? bulk : 1);
 		if (m->mr_data == NULL) {
 			srv_reply_err(so, err_set(-ENOMEM, "object %s: %zu "
 						  "bytes", eng_id_str(&r->er_id),
 						  bulk));
 			return;
 		}
+		so->so_rbuf = true;
+		srv_prof_mark(so, SRV_T_BUF);
 		if (r->er_kind == ER_OBJ_WRITE) {
 			rc = rpc_sreq_bulk_pull(so->so_req, 0, m->mr_data, bulk);
-			if (rc != 0) {
-				srv_reply_err(so, rc);
+			if (rc != 0 || FAULT_HIT("srv.obj.pull")) {
+				/* Nothing is written nor mapped. */
+				so->so_rbuf_lost = rc == -ETIMEDOUT;
+				srv_reply_err(so, rc != 0 ? rc :
+					      err_set(-EIO, "object %s: fault "
+						      "point srv.obj.pull",
+						      eng_id_str(&r->er_id)));
 				return;
 			}
+			srv_prof_mark(so, SRV_T_PULL);
 		}
 		m->mr_databuf[0] = m->mr_data;
 		m->mr_datalen[0] = bulk;
@@ -522,6 +640,7 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		srv_ent(s, so);
 		break;
 	case SOP_OBJ: /* unit I/O may wait on other servers: off handlers */
+		srv_prof_mark(so, SRV_T_RECV);
 		srv_exec_defer(s, so, srv_obj);
 		break;
 	case SOP_IDX:
@@ -625,6 +744,9 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	s->s_me = &c->cc_servers[self];
 	s->s_start_ms = srv_now_ms();
 	s->s_model = (flags & SRV_F_MODEL) != 0;
+	s->s_prof_path = getenv("STRATA_SRV_PROFILE");
+	if (s->s_prof_path != NULL && s->s_prof_path[0] == '\0')
+		s->s_prof_path = NULL;
 	rc = srv_ridx_init(s);
 	/* Remote devices (the other servers' slices) attach as the store
 	 * opens; the executor must run before requests arrive. */
@@ -668,6 +790,7 @@ void srv_stop(struct srv *s)
 	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0 &&
 	       srv_now_ms() < until)
 		usleep(10000);
+	srv_prof_print(s);
 	srv_walk_stop(s);
 	srv_dtx_stop(s);
 	srv_syncer_stop(s);

@@ -82,6 +82,20 @@ struct ridx {
 	struct ridx *ri_next;
 };
 
+/* Stages of an object request timed under STRATA_SRV_PROFILE (srv.c):
+ * the monotonic time each one ended, in ns. */
+enum srv_stage {
+	SRV_T_RECV,     /* handler thread has the decoded request */
+	SRV_T_EXEC,     /* an executor thread picked it up */
+	SRV_T_BUF,      /* data buffer ready */
+	SRV_T_PULL,     /* write: the client's data is here (RMA read) */
+	SRV_T_ENG,      /* eng_exec() returned: data written or read */
+	SRV_T_DURABLE,  /* write: the group commit reported it durable */
+	SRV_T_PUSH,     /* read: the data is in the client's buffer */
+	SRV_T_REPLY,    /* the reply is sent */
+	SRV_T_END
+};
+
 /** One request being served. */
 struct srv_op {
 	struct msg_req so_m;        /* first: &so_m.mr_req.er_ci is the item */
@@ -95,6 +109,16 @@ struct srv_op {
 	uint64_t so_new_seq;
 	uint64_t so_term;           /* the update's version: (so_term, */
 	uint64_t so_vseq;           /*  so_vseq), stored per key */
+	bool so_rbuf;               /* so_m.mr_data is from rpc_buf_get() */
+	bool so_rbuf_lost;          /* ... and an RMA of it was abandoned */
+	uint64_t so_t[SRV_T_END];   /* STRATA_SRV_PROFILE: stage times, ns */
+};
+
+/* Sums of stage times of object requests, by class (srv.c). */
+#define SRV_PROF_CLASSES 8u  /* read/write x below/from 256 KiB x layout */
+struct srv_prof {
+	uint64_t sp_nr[SRV_PROF_CLASSES];
+	uint64_t sp_ns[SRV_PROF_CLASSES][SRV_T_END];
 };
 
 struct srv {
@@ -108,6 +132,8 @@ struct srv {
 	bool s_model;       /* SRV_F_MODEL */
 	uint32_t s_draining;
 	struct srv_counters s_cnt;
+	const char *s_prof_path;  /* STRATA_SRV_PROFILE: append sums there */
+	struct srv_prof s_prof;   /* atomics */
 	/* index replicas */
 	pthread_mutex_t s_rlock;
 	struct ridx *s_ridx[SRV_RIDX_BUCKETS];
@@ -144,6 +170,8 @@ void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg);
 void srv_reply_err(struct srv_op *so, int rc);
 void srv_run_prepared(struct srv_op *so);
 void srv_obj_read_reply(struct srv_op *so);
+/** Note the end of stage st of so when profiling (STRATA_SRV_PROFILE). */
+void srv_prof_mark(struct srv_op *so, enum srv_stage st);
 
 /* srv_rdev.c */
 /** Serve SOP_RDEV_* on s's endpoint. */

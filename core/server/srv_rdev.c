@@ -94,12 +94,15 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 static int srv_rdev_io(struct srv *s, struct rpc_sreq *req, uint32_t op,
 		       const RdevReq *q, struct tier_dev *d, uint64_t base)
 {
-	void *buf = NULL;
+	void *buf;
 	int rc;
 
 	if (op == SOP_RDEV_SYNC)
 		return tier_dev_sync(d);
-	if (posix_memalign(&buf, 4096, q->len) != 0)
+	/* Registered and page-aligned (the pool): no registration per
+	 * unit, and the O_DIRECT device I/O uses it as is. */
+	buf = rpc_buf_get(s->s_ep, q->len);
+	if (buf == NULL)
 		return err_set(-ENOMEM, "rdev: %" PRIu64 " bytes", q->len);
 	if (op == SOP_RDEV_WRITE) {
 		rc = rpc_sreq_bulk_pull(req, 0, buf, q->len);
@@ -117,7 +120,9 @@ static int srv_rdev_io(struct srv *s, struct rpc_sreq *req, uint32_t op,
 		if (rc == 0)
 			rc = rpc_sreq_bulk_push(req, 0, buf, q->len);
 	}
-	free(buf);
+	/* A transfer abandoned at its deadline may still land: never
+	 * reuse that memory. */
+	rpc_buf_put(s->s_ep, buf, rc == -ETIMEDOUT);
 	return rc;
 }
 

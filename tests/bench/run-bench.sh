@@ -20,8 +20,8 @@ mkdir -p "$dir"
 rc=$?
 [ -x "$B/strata_bench_rpc" ] && { "$B/strata_bench_rpc" "$@" || rc=1; }  # RPC vs raw libfabric
 # --figs GROUP,...: strata_bench_rpc picks its own groups (rpc, rpc-rtt,
-# rpc-bw, rpc-thr); strata_bench_cluster has none and runs, without --figs,
-# only when none is given or "cluster" is named.
+# rpc-bw, rpc-thr); strata_bench_cluster runs whole (its own --figs groups
+# are for running it by hand), only when none is given or "cluster" is named.
 figs=; prev=; nofigs=()
 for a in "$@"; do
 	if [ "$prev" = --figs ]; then figs=$a

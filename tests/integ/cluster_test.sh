@@ -502,6 +502,35 @@ else
 	sed 's/^/     /' "$T/bigout"
 fi
 
+echo "--- a failed RMA pull: clear error, nothing written or mapped"
+# Test-build servers whose first object pull fails after the transfer
+# (fault point srv.obj.pull, once per server): the write is refused with
+# the point's message, the object keeps no data, the next write works.
+if [ -x "$BD/strata-server-test" ]; then
+	term_all
+	for s in 0 1 2; do
+		STRATA_FAULT=srv.obj.pull:0:1 "$BD/strata-server-test" \
+			--config "$D/cluster.yaml" --name "s$s" \
+			--pid-file "$D/s$s.pid" --log-file "$D/s$s.log"
+	done
+	check "test-build servers up" wait_up
+	head -c $((1 << 20)) /dev/urandom >"$T/pf"
+	cl obj create @pullfail --block-size 4096
+	check "pullfail: created" test "$rc" -eq 0
+	cl obj write @pullfail 0 "$T/pf"
+	check "pullfail: the write is refused" test "$rc" -ne 0
+	check "pullfail: message names the object and the fault" \
+		grep -q "object .*fault point srv.obj.pull" "$T/err"
+	sed 's/^/     /' "$T/err" | head -3
+	cl obj read @pullfail 0 256 "$T/pfback"
+	check "pullfail: nothing mapped (reads zeros)" \
+		cmp -s "$T/pfback" <(head -c $((1 << 20)) /dev/zero)
+	cl obj write @pullfail 0 "$T/pf"
+	check "pullfail: the next write is served" test "$rc" -eq 0
+	cl obj read @pullfail 0 256 "$T/pfback"
+	check "pullfail: and reads back" cmp -s "$T/pf" "$T/pfback"
+fi
+
 echo "--- cluster down"
 timeout 60 "$S" cluster down --dir "$D" >"$T/down" 2>&1
 check "cluster down" grep -q "3 servers stopped" "$T/down"

@@ -164,6 +164,39 @@ static void h_async(struct rpc_sreq *r, void *arg)
 		pthread_detach(t);
 }
 
+/* OP_POOL (OUT) and OP_POOL + 100 (IN): as h_bulk, through a buffer of
+ * the server's pool (rpc_buf_get), whole. */
+#define OP_POOL 69u
+
+static void h_pool(struct rpc_sreq *r, void *arg)
+{
+	struct rpc_ep *ep = arg;
+	size_t len, n = rpc_sreq_bulk_len(r);
+	const void *b = rpc_sreq_body(r, &len);
+	uint64_t seed = 0;
+	uint8_t *buf = rpc_buf_get(ep, n);
+	int rc = 0;
+
+	if (buf == NULL || len != sizeof seed) {
+		rpc_buf_put(ep, buf, false);
+		rpc_sreq_reply(r, -EINVAL, NULL, 0, "bad pool request");
+		return;
+	}
+	memcpy(&seed, b, sizeof seed);
+	if (rpc_sreq_opcode(r) == OP_POOL) {
+		rc = rpc_sreq_bulk_pull(r, 0, buf, n);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			if (buf[i] != ut_pat(seed, i))
+				rc = -EILSEQ;
+	} else {
+		for (size_t i = 0; i < n; i++)
+			buf[i] = ut_pat(seed, i);
+		rc = rpc_sreq_bulk_push(r, 0, buf, n);
+	}
+	rpc_buf_put(ep, buf, rc == -ETIMEDOUT);
+	rpc_sreq_reply(r, rc, NULL, 0, rc ? err_msg() : NULL);
+}
+
 /* ------------------------------------------------------------- helpers */
 
 static uint16_t ut_port_base;
@@ -191,6 +224,8 @@ static struct rpc_ep *ut_server(const struct rpc_conf *c, uint16_t *port)
 	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_SLEEP, h_sleep, NULL), 0);
 	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_HOLD, h_hold, NULL), 0);
 	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_ASYNC, h_async, NULL), 0);
+	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_POOL, h_pool, ep), 0);
+	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_POOL + 100, h_pool, ep), 0);
 	return ep;
 }
 
@@ -414,6 +449,92 @@ static void t_bulk(void)
 	b.rb_nr = 1;
 	b.rb_dir = 7;
 	CU_ASSERT_EQUAL(rpc_call(p, OP_BULK, NULL, 0, &b, 1000, NULL), -EINVAL);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+/* One 1 MiB call through the server's pool handler: OUT checked there,
+ * IN checked here. */
+static int ut_pool_call(struct rpc_peer *p, uint32_t dir, uint64_t seed)
+{
+	size_t n = 1u << 20;
+	uint8_t *buf = malloc(n);
+	struct iovec iov = { buf, n };
+	struct rpc_bulk b = { .rb_dir = dir, .rb_iov = &iov, .rb_nr = 1 };
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = dir == RPC_BULK_OUT ? ut_pat(seed, i) : 0xEE;
+	rc = rpc_call(p, dir == RPC_BULK_OUT ? OP_POOL : OP_POOL + 100, &seed,
+		      sizeof seed, &b, 10000, NULL);
+	for (size_t i = 0; rc == 0 && dir == RPC_BULK_IN && i < n; i++)
+		if (buf[i] != ut_pat(seed, i))
+			rc = -EILSEQ;
+	free(buf);
+	return rc;
+}
+
+/* The bulk buffer pool: slots page-aligned and distinct; once every slot
+ * is taken, buffers still come (fallback) and bulk transfers through them
+ * still move the right bytes; a slot given back is reused; one given
+ * back as lost is never handed out again. */
+static void t_bufpool(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	void *slot[RPC_BUF_SLOTS], *extra, *big;
+	struct rpc_stats st;
+
+	CU_ASSERT_PTR_NULL(rpc_buf_get(srv, 0));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "0 bytes"));
+	CU_ASSERT_EQUAL(ut_pool_call(p, RPC_BULK_OUT, 1), 0);
+	CU_ASSERT_EQUAL(ut_pool_call(p, RPC_BULK_IN, 2), 0);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_buf_pooled, 2);
+	CU_ASSERT_EQUAL(st.rs_buf_fallback, 0);
+	for (uint32_t i = 0; i < RPC_BUF_SLOTS; i++) {
+		slot[i] = rpc_buf_get(srv, RPC_BUF_SLOT);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(slot[i]);
+		CU_ASSERT(rpc_buf_pooled(srv, slot[i]));
+		CU_ASSERT_EQUAL((uintptr_t)slot[i] % 4096, 0);
+		for (uint32_t k = 0; k < i; k++)
+			CU_ASSERT(slot[k] != slot[i]);
+	}
+	/* Exhausted: a fallback buffer, aligned too; transfers still work. */
+	extra = rpc_buf_get(srv, 4096);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(extra);
+	CU_ASSERT(!rpc_buf_pooled(srv, extra));
+	CU_ASSERT_EQUAL((uintptr_t)extra % 4096, 0);
+	CU_ASSERT_EQUAL(ut_pool_call(p, RPC_BULK_OUT, 3), 0);
+	CU_ASSERT_EQUAL(ut_pool_call(p, RPC_BULK_IN, 4), 0);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_buf_fallback, 3);
+	rpc_buf_put(srv, extra, false);
+	/* Bigger than a slot: never pooled. */
+	rpc_buf_put(srv, slot[0], false);
+	big = rpc_buf_get(srv, RPC_BUF_SLOT + 1);
+	CU_ASSERT(big != NULL && !rpc_buf_pooled(srv, big));
+	rpc_buf_put(srv, big, false);
+	/* The slot given back is handed out again. */
+	slot[0] = rpc_buf_get(srv, 100);
+	CU_ASSERT(rpc_buf_pooled(srv, slot[0]));
+	/* Slot 1 lost: after all are back, one slot fewer. */
+	rpc_buf_put(srv, slot[1], true);
+	for (uint32_t i = 0; i < RPC_BUF_SLOTS; i++)
+		if (i != 1)
+			rpc_buf_put(srv, slot[i], false);
+	for (uint32_t i = 0; i < RPC_BUF_SLOTS; i++) {
+		slot[i] = rpc_buf_get(srv, 1);
+		CU_ASSERT_EQUAL(rpc_buf_pooled(srv, slot[i]),
+				i + 1 < RPC_BUF_SLOTS);
+	}
+	for (uint32_t i = 0; i < RPC_BUF_SLOTS; i++)
+		rpc_buf_put(srv, slot[i], false);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_buf_lost, 1);
+	CU_ASSERT_EQUAL(ut_pool_call(p, RPC_BULK_OUT, 5), 0);
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
 }
@@ -1367,6 +1488,7 @@ int rpc_ut_add(void)
 	if (CU_add_test(s, "roundtrip", t_roundtrip) == NULL ||
 	    CU_add_test(s, "concurrent", t_concurrent) == NULL ||
 	    CU_add_test(s, "bulk", t_bulk) == NULL ||
+	    CU_add_test(s, "bufpool", t_bufpool) == NULL ||
 	    CU_add_test(s, "deadline", t_deadline) == NULL ||
 	    CU_add_test(s, "busy", t_busy) == NULL ||
 	    CU_add_test(s, "inflight", t_inflight) == NULL ||
