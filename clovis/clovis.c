@@ -1053,7 +1053,8 @@ static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
 			.ws_walk_rebuilt = ss.sw_walk_rebuilt,
 			.ws_walk_moved = ss.sw_walk_moved,
 			.ws_walk_corrupt = ss.sw_walk_corrupt,
-			.ws_walk_unrepairable = ss.sw_walk_unrepairable};
+			.ws_walk_unrepairable = ss.sw_walk_unrepairable,
+			.ws_shared = ss.sw_shared};
 	return rc;
 }
 

@@ -883,6 +883,15 @@ struct clovis_server_info {
 	uint64_t si_idx_tombs;    /**< index tombstones it collected (dropped
 				   *  once every replica held them,
 				   *  docs/cluster.md) */
+	uint64_t si_late_writes;  /**< remote unit writes it refused past
+				   *  their deadline or from an earlier run
+				   *  of their home (the write fence,
+				   *  docs/cluster.md) */
+	uint64_t si_fenced_bytes; /**< as a home: space of abandoned unit
+				   *  writes waiting for their fence */
+	uint64_t si_slice_free[64]; /**< as a home: [j] free bytes of its
+				   *  slices on server j's devices (0 for
+				   *  itself and beyond the cluster) */
 };
 
 /**
@@ -1038,6 +1047,10 @@ struct clovis_walk_stats {
 	uint64_t ws_walk_moved;
 	uint64_t ws_walk_corrupt;
 	uint64_t ws_walk_unrepairable;
+	uint64_t ws_shared;       /**< groups this call left with two units
+				   *  on one server although the pool has
+				   *  servers enough (cluster mode; 0 after a
+				   *  complete rebalance, every server up) */
 };
 
 /** Progress of a walk: units done and units in the store; return non-zero

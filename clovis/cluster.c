@@ -1026,6 +1026,10 @@ void cluster_status(struct clovis *cl, uint32_t s,
 		si->si_inflight = rp->status->inflight;
 		si->si_idx_syncs = rp->status->idx_syncs;
 		si->si_idx_tombs = rp->status->idx_tombs;
+		si->si_late_writes = rp->status->late_writes;
+		si->si_fenced_bytes = rp->status->fenced_bytes;
+		for (size_t j = 0; j < rp->status->n_slice_free && j < 64; j++)
+			si->si_slice_free[j] = rp->status->slice_free[j];
 	}
 	if (rp != NULL)
 		reply__free_unpacked(rp, NULL);
@@ -1272,6 +1276,7 @@ int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 		st->ws_walk_moved += ws->walk_moved;
 		st->ws_walk_corrupt += ws->walk_corrupt;
 		st->ws_walk_unrepairable += ws->walk_unrepairable;
+		st->ws_shared += ws->shared;
 		if (ws->walk_unrepairable > 0 && unrep == UINT32_MAX)
 			unrep = i;
 	}

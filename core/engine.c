@@ -92,6 +92,9 @@ struct eng {
 	pthread_mutex_t e_rlock;
 	pthread_cond_t e_rcond;
 	struct eng_deferred *e_rhead;
+	/* fenced: space of abandoned writes, released at df_at (e_rlock) */
+	struct eng_deferred *e_fhead;
+	uint64_t e_fenced_bytes;
 	bool e_rstop;
 	bool e_rrunning;
 	/* configuration: pools and default layouts (sys/conf, YAML) */
@@ -121,6 +124,8 @@ static uint64_t eng_serial_next;
 struct eng_deferred {
 	struct eng_deferred *df_next;
 	struct eng_spacevec df_sv;
+	uint64_t df_at;    /* fenced: not before this time (0: after RCU) */
+	uint64_t df_bytes; /* fenced: the bytes of df_sv */
 };
 
 uint64_t eng_now_ns(void)
@@ -171,6 +176,11 @@ struct meta *eng_meta(struct eng *e)
 struct eng_dev *eng_dev_get(struct eng *e, uint32_t i)
 {
 	return i < e->e_nr_devs ? &e->e_devs[i] : NULL;
+}
+
+uint32_t eng_dev_domain(struct eng *e, uint32_t d)
+{
+	return d < e->e_nr_devs ? e->e_dev_domain[d] : 0;
 }
 
 uint32_t eng_dev_nr(struct eng *e)
@@ -274,23 +284,50 @@ void eng_space_release(struct eng *e, struct eng_spacevec *sv)
 	}
 }
 
-/* Take every queued deferral; NULL when stopping and none is left. */
+/* Take every queued deferral and every fenced one whose time has come;
+ * NULL when stopping and none is left.  Waits until the earliest fence. */
 static struct eng_deferred *reclaim_take(struct eng *e)
 {
 	struct eng_deferred *list;
 
 	pthread_mutex_lock(&e->e_rlock);
-	while (e->e_rhead == NULL && !e->e_rstop)
-		pthread_cond_wait(&e->e_rcond, &e->e_rlock);
-	list = e->e_rhead;
-	e->e_rhead = NULL;
+	for (;;) {
+		struct eng_deferred **pp = &e->e_fhead, *df;
+		uint64_t now = eng_now_ns(), next = UINT64_MAX;
+		struct timespec ts;
+
+		list = e->e_rhead;
+		e->e_rhead = NULL;
+		while ((df = *pp) != NULL) {
+			if (df->df_at <= now) {
+				*pp = df->df_next;
+				df->df_next = list;
+				list = df;
+				e->e_fenced_bytes -= df->df_bytes;
+			} else {
+				next = df->df_at < next ? df->df_at : next;
+				pp = &df->df_next;
+			}
+		}
+		if (list != NULL || e->e_rstop)
+			break;
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&e->e_rcond, &e->e_rlock);
+			continue;
+		}
+		ts.tv_sec = (time_t)(next / 1000000000ull);
+		ts.tv_nsec = (long)(next % 1000000000ull);
+		pthread_cond_timedwait(&e->e_rcond, &e->e_rlock, &ts);
+	}
 	pthread_mutex_unlock(&e->e_rlock);
 	return list;
 }
 
 /* The reclaimer: one grace period per round serves every deferral queued
  * before it started.  A thread of our own (rather than call_rcu()) keeps the
- * hand-off visible to ThreadSanitizer and bounded in memory by the queue. */
+ * hand-off visible to ThreadSanitizer and bounded in memory by the queue.
+ * Fenced space (eng_space_release_at) comes back the same way once its
+ * time has passed. */
 static void *reclaimer_main(void *arg)
 {
 	struct eng *e = arg;
@@ -300,12 +337,61 @@ static void *reclaimer_main(void *arg)
 		synchronize_rcu();
 		for (; list != NULL; list = next) {
 			next = list->df_next;
+			if (list->df_at != 0)
+				LOG_INFO("store %s: %" PRIu64 " bytes of abandoned "
+					 "unit writes released (their fence "
+					 "passed)", e->e_dir, list->df_bytes);
 			eng_space_release(e, &list->df_sv);
 			eng_spacevec_fini(&list->df_sv);
 			free(list);
 		}
 	}
 	return NULL;
+}
+
+void eng_space_release_at(struct eng *e, struct eng_spacevec *sv,
+			  uint64_t not_before_ns)
+{
+	struct eng_deferred *df;
+	uint64_t bytes = 0;
+
+	if (sv->sv_nr == 0)
+		return;
+	if (not_before_ns <= eng_now_ns()) {
+		eng_space_release(e, sv);
+		eng_spacevec_fini(sv);
+		return;
+	}
+	df = calloc(1, sizeof *df);
+	if (df == NULL) {
+		/* Kept in use until the next open, which is safe. */
+		LOG_WARNING("store %s: out of memory: %u abandoned runs kept "
+			    "in use until the next open", e->e_dir, sv->sv_nr);
+		eng_spacevec_fini(sv);
+		return;
+	}
+	for (uint32_t i = 0; i < sv->sv_nr; i++)
+		bytes += sv->sv_v[i].sp_len;
+	df->df_sv = *sv;
+	df->df_at = not_before_ns;
+	df->df_bytes = bytes;
+	memset(sv, 0, sizeof *sv);
+	pthread_mutex_lock(&e->e_rlock);
+	df->df_next = e->e_fhead;
+	e->e_fhead = df;
+	e->e_fenced_bytes += bytes;
+	pthread_cond_signal(&e->e_rcond);
+	pthread_mutex_unlock(&e->e_rlock);
+}
+
+uint64_t eng_space_fenced(struct eng *e)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&e->e_rlock);
+	v = e->e_fenced_bytes;
+	pthread_mutex_unlock(&e->e_rlock);
+	return v;
 }
 
 /* Release sv once no reader can still see a map pointing into it.  sv is
@@ -1535,6 +1621,16 @@ void eng_close(struct eng *e)
 		pthread_cond_signal(&e->e_rcond);
 		pthread_mutex_unlock(&e->e_rlock);
 		pthread_join(e->e_reclaimer, NULL);
+		/* Fenced space not yet due: the next open rebuilds the
+		 * allocator from the maps (where it is free), and the owners'
+		 * epoch fence keeps late writes out (docs/cluster.md). */
+		while (e->e_fhead != NULL) {
+			struct eng_deferred *df = e->e_fhead;
+
+			e->e_fhead = df->df_next;
+			eng_spacevec_fini(&df->df_sv);
+			free(df);
+		}
 		pthread_mutex_destroy(&e->e_rlock);
 		pthread_cond_destroy(&e->e_rcond);
 	}

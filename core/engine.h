@@ -357,6 +357,20 @@ void eng_space_release(struct eng *e, struct eng_spacevec *sv);
 /* After a direct LMDB commit that unmapped sv: make it durable, wait for
  * readers (RCU grace period), then release sv. */
 void eng_space_release_durable(struct eng *e, struct eng_spacevec *sv);
+/*
+ * Release sv (space no record maps: an abandoned write's) not before
+ * not_before_ns (CLOCK_REALTIME, eng_now_ns()), when no late write of it
+ * can land any more (tier_dev_fence_ns); at once when that time has passed.
+ * sv is taken over (emptied).  Kept in memory only: at the next open the
+ * allocator is rebuilt from the maps, where the space is free.
+ */
+void eng_space_release_at(struct eng *e, struct eng_spacevec *sv,
+			  uint64_t not_before_ns);
+/* Bytes waiting in eng_space_release_at() for their time. */
+uint64_t eng_space_fenced(struct eng *e);
+/* The failure domain of device d (cluster stores: its server + 1; 0 when
+ * the store has no domains). */
+uint32_t eng_dev_domain(struct eng *e, uint32_t d);
 int eng_spacevec_add(struct eng_spacevec *sv, uint32_t dev, uint64_t off,
 		     uint64_t len);
 void eng_spacevec_fini(struct eng_spacevec *sv);

@@ -601,9 +601,46 @@ static int group_write_try(struct sctx *sc, struct sgroup *sg, uint32_t wset,
  * (cluster mode: a server became unreachable during the op; the remote
  * driver now reports its devices unreachable) is placed and written again
  * once, around them: the op goes on degraded.  The space the failed try
- * took stays taken until the store reopens (a late write of the failed
- * try may still land there).
+ * took is mapped by no record; it goes back to the allocator once no late
+ * write of that try can land any more (group_abandon()).
  */
+/*
+ * The runs from ci_alloc[first] on belong to a try that failed: no record
+ * will map them.  Take them out of the op (so that neither its commit nor
+ * its failure accounts for them) and release them when every write of the
+ * try that may still be queued at a remote device's server is past its
+ * fence (tier_dev_fence_ns(): the latest deadline the owner honours, plus
+ * the margin); runs on local devices, whose writes ended with the try,
+ * at once.
+ */
+static void group_abandon(struct sctx *sc, uint32_t first)
+{
+	struct eng_spacevec *al = &sc->sc_r->er_ci.ci_alloc;
+	struct eng_spacevec now = {0}, later = {0};
+	uint64_t fence = 0;
+
+	for (uint32_t i = first; i < al->sv_nr; i++) {
+		const struct eng_space *sp = &al->sv_v[i];
+		uint64_t f = tier_dev_fence_ns(eng_dev_get(sc->sc_e,
+							   sp->sp_dev)->ed_dev);
+		int rc = eng_spacevec_add(f != 0 ? &later : &now, sp->sp_dev,
+					  sp->sp_off, sp->sp_len);
+
+		if (rc != 0) {
+			/* Kept taken until the next open: safe, only a
+			 * leak until then. */
+			LOG_WARNING("object %s: %s: abandoned run kept in use "
+				    "until the next open", sc_id(sc), err_msg());
+			continue;
+		}
+		fence = f > fence ? f : fence;
+	}
+	al->sv_nr = first;
+	eng_space_release(sc->sc_e, &now);
+	eng_spacevec_fini(&now);
+	eng_space_release_at(sc->sc_e, &later, fence);
+}
+
 static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 		       uint32_t drop)
 {
@@ -611,6 +648,7 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 			(((1u << sc->sc_w) - 1) & ~((1u << sc->sc_n) - 1));
 	uint32_t keep = sg->sg_has & ~wset & ~drop;
 	uint64_t mask[ENG_DEVMASK_WORDS];
+	uint32_t first;
 	bool transport;
 	int rc;
 
@@ -623,13 +661,18 @@ static int group_write(struct sctx *sc, struct sgroup *sg, uint32_t dirty,
 	else if (sc->sc_k > 0)
 		ec_encode(sc->sc_codec, sc->sc_unit, sc->sc_bufs,
 			  sc->sc_bufs + sc->sc_n);
+	first = sc->sc_r->er_ci.ci_alloc.sv_nr;
 	rc = group_write_try(sc, sg, wset, keep, drop, &transport);
 	if (rc != 0 && transport) {
 		LOG_WARNING("%s; writing the group again around the "
 			    "unreachable device", err_msg());
 		memcpy(sc->sc_r->er_ci.ci_devmask, mask, sizeof mask);
+		group_abandon(sc, first);
+		first = sc->sc_r->er_ci.ci_alloc.sv_nr;
 		rc = group_write_try(sc, sg, wset, keep, drop, &transport);
 	}
+	if (rc != 0 && transport)
+		group_abandon(sc, first);
 	return rc;
 }
 
@@ -1419,7 +1462,7 @@ struct walk_grp {
 /** What this call did (the totals of the whole walk are in wk_rec). */
 struct walk_call {
 	uint64_t wc_units, wc_bytes, wc_rebuilt, wc_moved, wc_corrupt,
-		 wc_unrepairable;
+		 wc_unrepairable, wc_shared;
 };
 
 struct walk {
@@ -1532,6 +1575,76 @@ static int walk_cm_wait(struct walk *w, struct walk_cm *wc)
 	return rc;
 }
 
+/*
+ * Rebalance by failure domain (cluster pools, whose devices carry
+ * domains): the unit of slot is moved back to its placed device
+ * (pd_group_map_dom(): the group's units on distinct domains where the
+ * pool allows) when that device is usable, holds no other unit of the
+ * group, and the move leaves fewer units of the group sharing a domain:
+ * more of its other units share the unit's present domain than the placed
+ * device's.  Groups written while a server was away (their units placed on
+ * the other servers) so spread out again once it is back.  Reads the
+ * group's loaded records (sg_rec).
+ */
+static bool walk_dom_move(struct walk *w, const struct sgroup *sg,
+			  uint32_t slot, const struct meta_unit *u)
+{
+	struct eng *e = w->wk_e;
+	struct sctx *sc = &w->wk_sc;
+	uint32_t p = sg->sg_devs[slot], here, there, nhere = 0, nthere = 0;
+
+	if (sc->sc_pool->ep_nr_dom == 0 || (u->mu_flags & MU_LOST) ||
+	    u->mu_dev == p || !eng_dev_usable(e, p))
+		return false;
+	here = eng_dev_domain(e, u->mu_dev);
+	there = eng_dev_domain(e, p);
+	if (here == 0 || there == 0 || here == there)
+		return false;
+	for (uint32_t k = 0; k < sc->sc_w; k++) {
+		const struct meta_unit *o = &sg->sg_rec[k];
+		uint32_t dk;
+
+		if (k == slot || !(sg->sg_has >> k & 1) || (o->mu_flags & MU_LOST))
+			continue;
+		if (o->mu_dev == p)
+			return false;
+		dk = eng_dev_domain(e, o->mu_dev);
+		nhere += dk == here;
+		nthere += dk == there;
+	}
+	return nhere > nthere;
+}
+
+/*
+ * Does group wg, its slot j on dest[j] (where this flush leaves it), keep
+ * two units on one failure domain although the pool has domains enough
+ * for them all?  Counted once per group: in the flush that visited its
+ * first record.
+ */
+static bool walk_group_shared(struct walk *w, const struct walk_grp *wg,
+			      const uint32_t *dest)
+{
+	struct eng *e = w->wk_e;
+	struct sctx *sc = &w->wk_sc;
+	uint32_t has = 0, dom[UMAX], nr = 0;
+
+	if (sc->sc_pool->ep_nr_dom == 0 || wg->wg_sg.sg_has == 0 ||
+	    !(wg->wg_cand >> __builtin_ctz(wg->wg_sg.sg_has) & 1))
+		return false;
+	for (uint32_t j = 0; j < sc->sc_w; j++)
+		if ((wg->wg_sg.sg_has >> j & 1) &&
+		    !(wg->wg_sg.sg_rec[j].mu_flags & MU_LOST) &&
+		    dest[j] != UINT32_MAX)
+			dom[nr++] = eng_dev_domain(e, dest[j]), has++;
+	if (has > sc->sc_pool->ep_nr_dom)
+		return false; /* sharing is unavoidable */
+	for (uint32_t a = 0; a < nr; a++)
+		for (uint32_t b = a + 1; b < nr; b++)
+			if (dom[a] == dom[b])
+				return true;
+	return false;
+}
+
 /* Does this record need the walk's attention? */
 static bool walk_wants(struct walk *w, const struct sgroup *sg, uint32_t slot,
 		       const struct meta_unit *u)
@@ -1544,9 +1657,11 @@ static bool walk_wants(struct walk *w, const struct sgroup *sg, uint32_t slot,
 		return (u->mu_flags & MU_LOST) || !eng_dev_usable(e, u->mu_dev);
 	case WK_REBALANCE:
 		d = eng_dev_get(e, sg->sg_devs[slot]);
-		return d != NULL && (d->ed_flags & EDF_REBALANCE) &&
-		       eng_dev_usable(e, sg->sg_devs[slot]) &&
-		       u->mu_dev != sg->sg_devs[slot];
+		if (d != NULL && (d->ed_flags & EDF_REBALANCE) &&
+		    eng_dev_usable(e, sg->sg_devs[slot]) &&
+		    u->mu_dev != sg->sg_devs[slot])
+			return true;
+		return walk_dom_move(w, sg, slot, u);
 	case WK_SCRUB:
 		return !(u->mu_flags & MU_LOST) && eng_dev_usable(e, u->mu_dev);
 	}
@@ -1706,9 +1821,14 @@ static int walk_groups_write(struct walk *w)
 	for (uint32_t i = 0; rc == 0 && i < w->wk_ngrp; i++) {
 		struct walk_grp *wg = &w->wk_grp[i];
 		uint32_t used[UMAX + LIM_DEV_MAX], nused = 0, put;
+		uint32_t dest[UMAX];
 
-		if (wg->wg_want == 0)
+		for (uint32_t j = 0; j < sc->sc_w; j++)
+			dest[j] = wg->wg_sg.sg_rec[j].mu_dev;
+		if (wg->wg_want == 0) {
+			w->wk_call.wc_shared += walk_group_shared(w, wg, dest);
 			continue;
+		}
 		put = walk_group_finish(w, wg);
 		for (uint32_t j = 0; j < sc->sc_w; j++)
 			if (!(put >> j & 1) && (wg->wg_sg.sg_has >> j & 1) &&
@@ -1746,8 +1866,9 @@ static int walk_groups_write(struct walk *w)
 					     "%u: %s", walk_names[w->wk_kind], d,
 					     err_msg());
 			else
-				nupd++;
+				nupd++, dest[j] = d;
 		}
+		w->wk_call.wc_shared += walk_group_shared(w, wg, dest);
 	}
 	if (rc == 0 && nio > 0 && tier_io_run(w->wk_io, nio) != 0) {
 		for (uint32_t i = 0; i < nio; i++)
@@ -2036,6 +2157,7 @@ static void walk_stats(const struct walk *w, struct stripe_walk_stats *st)
 	st->sw_bytes = w->wk_call.wc_bytes;
 	st->sw_rebuilt = w->wk_call.wc_rebuilt;
 	st->sw_moved = w->wk_call.wc_moved;
+	st->sw_shared = w->wk_call.wc_shared;
 	st->sw_corrupt = w->wk_call.wc_corrupt;
 	st->sw_unrepairable = w->wk_call.wc_unrepairable;
 	st->sw_walk_units = w->wk_rec.wr_done;

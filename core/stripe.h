@@ -131,6 +131,11 @@ struct stripe_walk_stats {
 	uint64_t sw_resumed;      /**< 1 if the walk continued a saved one */
 	uint64_t sw_elapsed_ns;   /**< this call's time */
 	uint32_t sw_devices;      /**< devices this call read from */
+	uint64_t sw_shared;       /**< groups this call left with two units
+				   *  on one failure domain (cluster pools)
+				   *  although the pool has domains enough:
+				   *  0 after a complete rebalance with every
+				   *  server reachable */
 	/* The whole walk, including the calls before a resume. */
 	uint64_t sw_walk_units;
 	uint64_t sw_walk_rebuilt;

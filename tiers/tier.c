@@ -583,6 +583,12 @@ bool tier_dev_reachable(struct tier_dev *d)
 	return d->td_ops->to_reachable == NULL || d->td_ops->to_reachable(d);
 }
 
+/* When every write issued to d so far has landed or never will. */
+uint64_t tier_dev_fence_ns(struct tier_dev *d)
+{
+	return d->td_ops->to_fence == NULL ? 0 : d->td_ops->to_fence(d);
+}
+
 /* Stop the queue's threads, close the driver and free the handle.  Does
  * not sync: durability is what tier_dev_sync() promises, and callers sync
  * before they commit. */

@@ -151,6 +151,14 @@ struct tier_ops {
 	 *  server is known to be down; the engine then treats the device as
 	 *  failed for the ops of that moment only (tier_dev_reachable). */
 	bool (*to_reachable)(struct tier_dev *d);
+	/** Optional (NULL: 0): the time (CLOCK_REALTIME ns) after which no
+	 *  write issued to d so far can still land on the medium.  A local
+	 *  write ends with its call; a network driver's write abandoned at
+	 *  its call timeout may still be queued at the far end (cluster
+	 *  mode's remote devices: the latest deadline it gave a write plus
+	 *  the fence margin, core/server/rdev.h).  The engine frees the space
+	 *  of an abandoned write only after that time (tier_dev_fence_ns). */
+	uint64_t (*to_fence)(struct tier_dev *d);
 };
 
 /** An open device.  Fields are read-only outside tiers/. */
@@ -214,6 +222,11 @@ int tier_dev_attach(struct tier_dev **out, const struct tier_ops *ops,
 /** Can requests reach d now?  True unless its driver's to_reachable says
  *  no (a remote device whose server is known to be down). */
 bool tier_dev_reachable(struct tier_dev *d);
+
+/** The time (CLOCK_REALTIME ns) after which no write issued to d so far can
+ *  still land (its driver's to_fence); 0 for a device whose writes end with
+ *  their calls (every local driver). */
+uint64_t tier_dev_fence_ns(struct tier_dev *d);
 
 /**
  * Is rc one of the codes a network driver returns when the way to the

@@ -309,8 +309,18 @@ int cmd_cluster_status(struct cli *c)
 			       si[i].si_rpc_dropped, si[i].si_auth_failed,
 			       si[i].si_inflight, si[i].si_idx_syncs,
 			       si[i].si_idx_tombs);
-		else
+		if (si[i].si_up) {
+			printf("  fence: %" PRIu64 " late-writes-refused  %"
+			       PRIu64 " bytes-fenced  slice-free:",
+			       si[i].si_late_writes, si[i].si_fenced_bytes);
+			for (uint32_t j = 0; j < nr && j < 64; j++)
+				if (j != i)
+					printf(" %u=%" PRIu64, j,
+					       si[i].si_slice_free[j]);
+			printf("\n");
+		} else {
 			printf("%-28s DOWN\n", si[i].si_name);
+		}
 	}
 	if (rc == 0) {
 		printf("servers: %u up, %u down\n", up, nr - up);

@@ -75,7 +75,8 @@ static void summary_json(const char *name, const struct clovis_walk_stats *st,
 	printf("{\"walk\": \"%s\", \"complete\": %s, \"resumed\": %s, "
 	       "\"units\": %llu, \"bytes\": %llu, \"rebuilt\": %llu, "
 	       "\"moved\": %llu, \"corrupt\": %llu, \"unrepairable\": %llu, "
-	       "\"devices_read\": %u, \"elapsed_ns\": %llu, "
+	       "\"devices_read\": %u, \"groups_sharing_server\": %llu, "
+	       "\"elapsed_ns\": %llu, "
 	       "\"seconds\": %.3f, \"mib_per_s\": %.1f, "
 	       "\"walk_total\": {\"units\": %llu, \"rebuilt\": %llu, "
 	       "\"moved\": %llu, \"corrupt\": %llu, "
@@ -87,6 +88,7 @@ static void summary_json(const char *name, const struct clovis_walk_stats *st,
 	       (unsigned long long)st->ws_moved,
 	       (unsigned long long)st->ws_corrupt,
 	       (unsigned long long)st->ws_unrepairable, st->ws_devices,
+	       (unsigned long long)st->ws_shared,
 	       (unsigned long long)st->ws_elapsed_ns, sec, mbs,
 	       (unsigned long long)st->ws_walk_units,
 	       (unsigned long long)st->ws_walk_rebuilt,
@@ -112,6 +114,11 @@ static void summary_text(const char *name, const struct clovis_walk_stats *st,
 	       (unsigned long long)st->ws_corrupt,
 	       (unsigned long long)st->ws_unrepairable, st->ws_devices, sec,
 	       mbs);
+	if (st->ws_shared > 0)
+		printf("%s: %llu groups keep two units on one server (the pool "
+		       "has servers enough: rebalance with every server up "
+		       "spreads them)\n", name,
+		       (unsigned long long)st->ws_shared);
 	if (st->ws_resumed)
 		printf("%s, whole walk: %llu units, %llu rebuilt, %llu moved, "
 		       "%llu corrupt, %llu unrepairable\n", name,

@@ -611,6 +611,10 @@ int msg_rdev_decode(uint32_t op, const void *body, size_t len,
 	else if (op != SOP_RDEV_SYNC && q->len != bulk_len)
 		rc = err_set(-EINVAL, "request: rdev.len %" PRIu64 " but %zu "
 			     "bytes of bulk", q->len, bulk_len);
+	else if (op == SOP_RDEV_WRITE && (q->deadline_ns == 0 || q->epoch == 0))
+		rc = err_set(-EINVAL, "request: rdev write without its %s "
+			     "(the fence needs it)", q->deadline_ns == 0 ?
+			     "rdev.deadline_ns" : "rdev.epoch");
 	if (rc != 0) {
 		rdev_req__free_unpacked(q, NULL);
 		return rc;

@@ -152,7 +152,8 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
  * Decode a remote device request of opcode op (SOP_RDEV_*) and check its
  * shape: home below CLU_SERVERS_MAX, off and len multiples of
  * LIM_ALLOC_UNIT, len 1..MSG_RDEV_MAX and equal to bulk_len for WRITE and
- * READ, len and bulk_len 0 for SYNC, off + len without overflow.  The
+ * READ, len and bulk_len 0 for SYNC, off + len without overflow, and a
+ * WRITE carrying its fence (deadline_ns and epoch not 0).  The
  * device and slice bounds are the handler's (they need the store).
  * Returns 0 and *out (free with rdev_req__free_unpacked(*out, NULL)), or
  * -EINVAL/-EBADMSG with a message naming the field; *out is then NULL.

@@ -24,6 +24,7 @@ struct rdev_ctx {
 	const struct clu_conf *rc_conf;
 	uint32_t rc_self;
 	uint32_t rc_call_ms;
+	uint64_t rc_epoch;       /* this incarnation: rdev_start() time */
 	struct peers *rc_data;   /* unit I/O */
 	struct peers *rc_probe;  /* probes: never held up by data */
 	uint32_t rc_down[CLU_SERVERS_MAX]; /* atomic: 1 = unreachable */
@@ -38,6 +39,7 @@ struct rdev_ctx {
 struct rdev {
 	uint32_t rd_srv;
 	uint32_t rd_dev;
+	uint64_t rd_deadline; /* atomic: latest deadline given to a WRITE */
 };
 
 static struct rdev_ctx *rdev_g;
@@ -120,6 +122,20 @@ static void rdev_close(struct tier_dev *d)
 	d->td_priv = NULL;
 }
 
+/* No WRITE given to d so far can land after this (0: none was given). */
+static uint64_t rdev_fence(struct tier_dev *d)
+{
+	struct rdev *rd = d->td_priv;
+	uint64_t dl = __atomic_load_n(&rd->rd_deadline, __ATOMIC_ACQUIRE);
+
+	return dl == 0 ? 0 : dl + (uint64_t)RDEV_FENCE_MARGIN_MS * 1000000ull;
+}
+
+uint64_t rdev_epoch(void)
+{
+	return rdev_g != NULL ? rdev_g->rc_epoch : 0;
+}
+
 static bool rdev_reachable(struct tier_dev *d)
 {
 	const struct rdev *rd = d->td_priv;
@@ -131,7 +147,7 @@ static bool rdev_reachable(struct tier_dev *d)
 static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
 		     void *buf, size_t len)
 {
-	const struct rdev *rd = d->td_priv;
+	struct rdev *rd = d->td_priv;
 	RdevReq q = RDEV_REQ__INIT;
 	struct iovec iov = {buf, len};
 	struct rpc_bulk bulk = {op == SOP_RDEV_WRITE ? RPC_BULK_OUT
@@ -148,6 +164,22 @@ static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
 	q.dev = rd->rd_dev;
 	q.off = off;
 	q.len = len;
+	if (op == SOP_RDEV_WRITE) {
+		uint64_t dl = eng_now_ns() +
+			      (uint64_t)rdev_g->rc_call_ms * 1000000ull;
+		uint64_t old = __atomic_load_n(&rd->rd_deadline,
+					       __ATOMIC_RELAXED);
+
+		/* Recorded before the call is sent: to_fence never misses
+		 * a write that may be queued at the owner. */
+		while (old < dl &&
+		       !__atomic_compare_exchange_n(&rd->rd_deadline, &old, dl,
+						    false, __ATOMIC_ACQ_REL,
+						    __ATOMIC_RELAXED))
+			;
+		q.deadline_ns = dl;
+		q.epoch = rdev_g->rc_epoch;
+	}
 	rc = msg_pack(&q.base, &b);
 	if (rc != 0)
 		return rc;
@@ -195,6 +227,7 @@ static const struct tier_ops rdev_ops = {
 	.to_read = rdev_read,
 	.to_sync = rdev_sync,
 	.to_reachable = rdev_reachable,
+	.to_fence = rdev_fence,
 };
 
 /* ------------------------------------------------------------- probes */
@@ -258,6 +291,7 @@ int rdev_start(const struct clu_conf *c, uint32_t self)
 		return err_set(-ENOMEM, "remote devices");
 	g->rc_conf = c;
 	g->rc_self = self;
+	g->rc_epoch = eng_now_ns();
 	g->rc_call_ms = c->cc_call_ms / 3;
 	if (g->rc_call_ms < RDEV_CALL_MS_MIN)
 		g->rc_call_ms = RDEV_CALL_MS_MIN;

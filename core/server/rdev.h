@@ -42,6 +42,21 @@
  * client within the client's own call timeout. */
 #define RDEV_CALL_MS_MIN 1000u
 #define RDEV_CALL_MS_MAX 10000u
+/*
+ * The deadline fence (docs/cluster.md): every WRITE carries its call's
+ * absolute deadline (CLOCK_REALTIME ns of the home: now + the unit call
+ * timeout) and the home's incarnation (its start time).  The owner
+ * refuses a WRITE once its own clock is past the deadline, checked before
+ * the data is pulled and again just before the device write.  The home
+ * releases the space of an abandoned write RDEV_FENCE_MARGIN_MS after the
+ * latest deadline it gave a write to that device (to_fence).  Assumes the
+ * servers' clocks agree within the margin, less the time an owner takes
+ * from its last check to the device write (milliseconds).  An owner whose
+ * clock finds a deadline more than RDEV_CALL_MS_MAX + RDEV_FENCE_MARGIN_MS
+ * ahead refuses the write as malformed (skew too large to trust the
+ * fence): loud failures instead of a fence that no longer holds.
+ */
+#define RDEV_FENCE_MARGIN_MS 1000u
 
 /**
  * Register the "remote" tier driver for server self of c (c must outlive
@@ -53,6 +68,11 @@ int rdev_start(const struct clu_conf *c, uint32_t self);
 /** Stop the probe thread and close the peer tables (after the store that
  *  used the remote devices is closed).  Safe when not started. */
 void rdev_stop(void);
+
+/** This process's incarnation as a home (its rdev_start() time, ns): sent
+ *  with every WRITE; owners refuse writes of an earlier incarnation once
+ *  they have seen a later one. */
+uint64_t rdev_epoch(void);
 
 /** Is server i known to be unreachable for unit I/O? */
 bool rdev_server_down(uint32_t i);

@@ -547,6 +547,38 @@ static void srv_status_pools(struct srv *s, SStatus *st, SPool *pools,
 	st->pools = pp;
 }
 
+/* Free bytes of this home's slices on each server's devices (its remote
+ * devices "remote:NAME:I", by server). */
+static void srv_status_slices(struct srv *s, SStatus *st, uint64_t *sf)
+{
+	uint32_t n = s->s_eng != NULL ? eng_dev_nr(s->s_eng) : 0;
+
+	memset(sf, 0, CLU_SERVERS_MAX * sizeof *sf);
+	for (uint32_t i = 0; i < n; i++) {
+		struct clovis_dev_info di;
+		const char *ref, *colon;
+		char name[CLU_NAME_MAX + 1];
+		int j;
+
+		eng_dev_info(s->s_eng, i, &di);
+		if (strcmp(di.di_driver, ENG_REMOTE_DRIVER) != 0 ||
+		    strncmp(di.di_path, ENG_REMOTE_PREFIX,
+			    sizeof ENG_REMOTE_PREFIX - 1) != 0)
+			continue;
+		ref = di.di_path + sizeof ENG_REMOTE_PREFIX - 1;
+		colon = strrchr(ref, ':');
+		if (colon == NULL || (size_t)(colon - ref) > CLU_NAME_MAX)
+			continue;
+		memcpy(name, ref, (size_t)(colon - ref));
+		name[colon - ref] = '\0';
+		j = clu_server_find(s->s_conf, name);
+		if (j >= 0)
+			sf[j] += di.di_free_bytes;
+	}
+	st->n_slice_free = s->s_conf->cc_nr_servers;
+	st->slice_free = sf;
+}
+
 static void srv_status(struct srv *s, struct srv_op *so)
 {
 	SStatus st = SSTATUS__INIT;
@@ -555,6 +587,7 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	SDev devs[LIM_DEV_MAX], *dp[LIM_DEV_MAX];
 	SPool *pools = calloc(LIM_DEV_MAX + 8, sizeof *pools);
 	SPool **pp = calloc(LIM_DEV_MAX + 8, sizeof *pp);
+	uint64_t slice_free[CLU_SERVERS_MAX];
 
 	if (pools == NULL || pp == NULL) {
 		free(pools);
@@ -573,6 +606,9 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	st.inflight = st.inflight > 0 ? st.inflight - 1 : 0;
 	st.idx_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
 	st.idx_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
+	st.late_writes = __atomic_load_n(&s->s_cnt.sc_late, __ATOMIC_RELAXED);
+	st.fenced_bytes = s->s_eng != NULL ? eng_space_fenced(s->s_eng) : 0;
+	srv_status_slices(s, &st, slice_free);
 	st.draining = s->s_draining;
 	rpc_ep_stats(s->s_ep, &rs);
 	st.rpc_dropped = rs.rs_bad_msgs;
@@ -813,4 +849,5 @@ void srv_counters_get(struct srv *s, struct srv_counters *out)
 					   __ATOMIC_RELAXED);
 	out->sc_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
 	out->sc_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
+	out->sc_late = __atomic_load_n(&s->s_cnt.sc_late, __ATOMIC_RELAXED);
 }

@@ -40,6 +40,9 @@ struct srv_counters {
 	uint64_t sc_bad;        /**< malformed requests refused */
 	uint64_t sc_inflight;   /**< requests not yet answered */
 	uint64_t sc_syncs;      /**< index replicas copied from a peer */
+	uint64_t sc_late;       /**< remote unit writes refused by the
+				 *   fence (past their deadline, or of an
+				 *   earlier incarnation of their home) */
 	uint64_t sc_tombs;      /**< index tombstones collected (dropped
 				 *   once every replica had them) */
 };

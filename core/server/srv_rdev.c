@@ -20,6 +20,17 @@
  * that device, conf_slice_size()).  The caller proved the cluster secret
  * (every peer does); the bounds keep a buggy or hostile peer out of the
  * other homes' slices and of this server's own.
+ *
+ * The WRITE fence (docs/cluster.md "The deadline fence"): a WRITE is
+ * refused with -ETIMEDOUT once this server's clock is past the deadline it
+ * carries (checked before the pull and again just before the device
+ * write), and with -ESTALE when it comes from an earlier incarnation
+ * (epoch) of its home than one already seen; both counted as sc_late.  The
+ * device write runs under a read lock of its home's fence; a request of a
+ * new incarnation takes that lock for writing to raise the epoch, so no
+ * write of an earlier incarnation lands after one of the new one.  A
+ * deadline further ahead than any the home can give (skewed clocks) is
+ * refused as malformed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,6 +59,10 @@ struct srv_exec {
 	pthread_cond_t sx_walk_cond;
 	/* first write of each home to each device, logged once per run */
 	uint8_t sx_seen[CLU_SERVERS_MAX][LIM_DEV_MAX];
+	/* the WRITE fence of each home: latest incarnation seen (written
+	 * under the lock held for writing) */
+	pthread_rwlock_t sx_fence[CLU_SERVERS_MAX];
+	uint64_t sx_epoch[CLU_SERVERS_MAX];
 };
 
 struct srv_xitem {
@@ -90,6 +105,82 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 	return 0;
 }
 
+/* The deadline half of the fence: 0, or -ETIMEDOUT (counted, logged). */
+static int srv_rdev_deadline(struct srv *s, const RdevReq *q, const char *when)
+{
+	uint64_t now = eng_now_ns();
+
+	if (now <= q->deadline_ns)
+		return 0;
+	__atomic_add_fetch(&s->s_cnt.sc_late, 1, __ATOMIC_RELAXED);
+	LOG_WARNING("server %s: refused a late unit write of home %s (device "
+		    "%u, offset %" PRIu64 ", %" PRIu64 " bytes): %" PRIu64
+		    " ms past its deadline %s", s->s_me->cs_name,
+		    s->s_conf->cc_servers[q->home].cs_name, q->dev, q->off,
+		    q->len, (now - q->deadline_ns) / 1000000, when);
+	return err_set(-ETIMEDOUT, "rdev write: %" PRIu64 " ms past its "
+		       "deadline (server %s)", (now - q->deadline_ns) / 1000000,
+		       s->s_me->cs_name);
+}
+
+/*
+ * Admit a checked WRITE through its home's fence: 0 with the fence's read
+ * lock held (srv_rdev_io() drops it after the device write), or a negative
+ * code with nothing held.
+ */
+static int srv_rdev_admit(struct srv *s, const RdevReq *q)
+{
+	struct srv_exec *x = s->s_exec;
+	pthread_rwlock_t *l = &x->sx_fence[q->home];
+	uint64_t now = eng_now_ns();
+	int rc;
+
+	if (q->deadline_ns > now + (uint64_t)(RDEV_CALL_MS_MAX +
+					      RDEV_FENCE_MARGIN_MS) * 1000000ull) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		return err_set(-EINVAL, "request: rdev.deadline_ns %" PRIu64
+			       " is %" PRIu64 " ms ahead of server %s's clock "
+			       "(at most %u): clocks too far apart for the "
+			       "write fence", q->deadline_ns,
+			       (q->deadline_ns - now) / 1000000,
+			       s->s_me->cs_name,
+			       RDEV_CALL_MS_MAX + RDEV_FENCE_MARGIN_MS);
+	}
+	pthread_rwlock_rdlock(l);
+	while (q->epoch > x->sx_epoch[q->home]) {
+		pthread_rwlock_unlock(l);
+		pthread_rwlock_wrlock(l);
+		if (q->epoch > x->sx_epoch[q->home]) {
+			if (x->sx_epoch[q->home] != 0)
+				LOG_WARNING("server %s: home %s restarted: unit "
+					    "writes of its earlier run are "
+					    "refused from now on",
+					    s->s_me->cs_name,
+					    s->s_conf->cc_servers[q->home].cs_name);
+			x->sx_epoch[q->home] = q->epoch;
+		}
+		pthread_rwlock_unlock(l);
+		pthread_rwlock_rdlock(l);
+	}
+	if (q->epoch < x->sx_epoch[q->home]) {
+		pthread_rwlock_unlock(l);
+		__atomic_add_fetch(&s->s_cnt.sc_late, 1, __ATOMIC_RELAXED);
+		LOG_WARNING("server %s: refused a unit write of an earlier run "
+			    "of home %s (device %u, offset %" PRIu64 ")",
+			    s->s_me->cs_name,
+			    s->s_conf->cc_servers[q->home].cs_name, q->dev,
+			    q->off);
+		return err_set(-ESTALE, "rdev write of an earlier run of home "
+			       "%s (epoch %" PRIu64 ", now %" PRIu64 ")",
+			       s->s_conf->cc_servers[q->home].cs_name, q->epoch,
+			       x->sx_epoch[q->home]);
+	}
+	rc = srv_rdev_deadline(s, q, "on arrival");
+	if (rc != 0)
+		pthread_rwlock_unlock(l);
+	return rc;
+}
+
 /* Do the I/O of a checked request. */
 static int srv_rdev_io(struct srv *s, struct rpc_sreq *req, uint32_t op,
 		       const RdevReq *q, struct tier_dev *d, uint64_t base)
@@ -105,9 +196,17 @@ static int srv_rdev_io(struct srv *s, struct rpc_sreq *req, uint32_t op,
 	if (buf == NULL)
 		return err_set(-ENOMEM, "rdev: %" PRIu64 " bytes", q->len);
 	if (op == SOP_RDEV_WRITE) {
+		rc = srv_rdev_admit(s, q);
+		if (rc != 0) {
+			rpc_buf_put(s->s_ep, buf, false);
+			return rc;
+		}
 		rc = rpc_sreq_bulk_pull(req, 0, buf, q->len);
 		if (rc == 0)
+			rc = srv_rdev_deadline(s, q, "after its data came");
+		if (rc == 0)
 			rc = tier_dev_write(d, base + q->off, buf, q->len);
+		pthread_rwlock_unlock(&s->s_exec->sx_fence[q->home]);
 		if (rc == 0 && !s->s_exec->sx_seen[q->home][q->dev]) {
 			s->s_exec->sx_seen[q->home][q->dev] = 1;
 			LOG_INFO("server %s: device %u (%s): first unit from "
@@ -211,6 +310,8 @@ int srv_exec_start(struct srv *s)
 	pthread_mutex_init(&x->sx_lock, NULL);
 	pthread_cond_init(&x->sx_cond, NULL);
 	pthread_cond_init(&x->sx_walk_cond, NULL);
+	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++)
+		pthread_rwlock_init(&x->sx_fence[i], NULL);
 	s->s_exec = x;
 	for (uint32_t i = 0; rc == 0 && i < SRV_EXEC_THREADS; i++) {
 		rc = -pthread_create(&x->sx_thr[i], NULL, srv_exec_main, x);
@@ -238,6 +339,8 @@ void srv_exec_stop(struct srv *s)
 	pthread_mutex_destroy(&x->sx_lock);
 	pthread_cond_destroy(&x->sx_cond);
 	pthread_cond_destroy(&x->sx_walk_cond);
+	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++)
+		pthread_rwlock_destroy(&x->sx_fence[i]);
 	s->s_exec = NULL;
 	free(x);
 }
@@ -318,10 +421,10 @@ static void *srv_walk_main(void *arg)
 		stripe_scrub(s->s_eng, srv_walk_progress, s, &st);
 	LOG_WARNING("server %s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
 		    PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
-		    " unrepairable: %d", s->s_me->cs_name,
-		    srv_walk_name(w->sw_kind),
+		    " unrepairable, %" PRIu64 " groups sharing a server: %d",
+		    s->s_me->cs_name, srv_walk_name(w->sw_kind),
 		    st.sw_units, st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
-		    st.sw_unrepairable, rc);
+		    st.sw_unrepairable, st.sw_shared, rc);
 	ws.units = st.sw_units;
 	ws.rebuilt = st.sw_rebuilt;
 	ws.moved = st.sw_moved;
@@ -336,6 +439,7 @@ static void *srv_walk_main(void *arg)
 	ws.walk_moved = st.sw_walk_moved;
 	ws.walk_corrupt = st.sw_walk_corrupt;
 	ws.walk_unrepairable = st.sw_walk_unrepairable;
+	ws.shared = st.sw_shared;
 	/* Units that could not be rebuilt: the walk itself ran to its end,
 	 * so answer its figures (the caller sees walk_unrepairable and
 	 * fails with -EIO itself). */
