@@ -889,9 +889,11 @@ struct clovis_server_info {
 				   *  docs/cluster.md) */
 	uint64_t si_fenced_bytes; /**< as a home: space of abandoned unit
 				   *  writes waiting for their fence */
+	uint64_t si_nr_slices;    /**< entries of si_slice_free it set (its
+				   *  cluster's servers, at most 64) */
 	uint64_t si_slice_free[64]; /**< as a home: [j] free bytes of its
 				   *  slices on server j's devices (0 for
-				   *  itself and beyond the cluster) */
+				   *  itself) */
 };
 
 /**

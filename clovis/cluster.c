@@ -1029,7 +1029,8 @@ void cluster_status(struct clovis *cl, uint32_t s,
 		si->si_late_writes = rp->status->late_writes;
 		si->si_fenced_bytes = rp->status->fenced_bytes;
 		for (size_t j = 0; j < rp->status->n_slice_free && j < 64; j++)
-			si->si_slice_free[j] = rp->status->slice_free[j];
+			si->si_slice_free[si->si_nr_slices++] =
+				rp->status->slice_free[j];
 	}
 	if (rp != NULL)
 		reply__free_unpacked(rp, NULL);

@@ -410,6 +410,8 @@ static void eng_space_release_deferred(struct eng *e, struct eng_spacevec *sv)
 		return;
 	}
 	df->df_sv = *sv;
+	df->df_at = 0;
+	df->df_bytes = 0;
 	memset(sv, 0, sizeof *sv);
 	pthread_mutex_lock(&e->e_rlock);
 	df->df_next = e->e_rhead;

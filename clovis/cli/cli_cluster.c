@@ -313,10 +313,8 @@ int cmd_cluster_status(struct cli *c)
 			printf("  fence: %" PRIu64 " late-writes-refused  %"
 			       PRIu64 " bytes-fenced  slice-free:",
 			       si[i].si_late_writes, si[i].si_fenced_bytes);
-			for (uint32_t j = 0; j < nr && j < 64; j++)
-				if (j != i)
-					printf(" %u=%" PRIu64, j,
-					       si[i].si_slice_free[j]);
+			for (uint32_t j = 0; j < si[i].si_nr_slices; j++)
+				printf(" %u=%" PRIu64, j, si[i].si_slice_free[j]);
 			printf("\n");
 		} else {
 			printf("%-28s DOWN\n", si[i].si_name);

@@ -1,0 +1,241 @@
+#!/bin/bash
+# rdev_fence_test.sh BUILD — remote unit writes on a 3-server loopback
+# cluster (docs/cluster.md "The deadline fence", "Rebalance by failure
+# domain"), real servers, 4 s call timeouts (unit calls 1.33 s):
+#   1. the deadline fence: an object's home H writes a pdclust 2+1 object
+#      while another server V is stopped (SIGSTOP) but not yet known to be
+#      down, so that unit writes to V are in flight when they time out; the
+#      write completes degraded; H holds the abandoned space fenced, then
+#      releases it after the deadline plus margin, without a restart (its
+#      free space on V's devices back to the value before the write); V,
+#      continued after the deadline, refuses the late writes (late-writes
+#      counter in cluster status, log); the object reads back exactly and
+#      a scrub finds nothing corrupt;
+#   2. rebalance by failure domain: objects written while s2 is stopped
+#      (units placed on s0/s1 only) leave groups with two units on one
+#      server (a scrub counts them: groups_sharing_server); s2 continues,
+#      strata --cluster rebalance moves units back (moved > 0) and leaves no
+#      group sharing a server, a second rebalance moves nothing; every
+#      object reads back; then s0 is killed (SIGKILL) and the objects homed
+#      on s1 read back degraded (before the rebalance two of a group's three
+#      units could be on s0: the read would have failed).
+# Every wait is bounded; servers are killed on any exit.  Ends with
+# "N passed, N failed".
+set -u
+
+B=${1:-build}
+BD=$(cd "$B" 2>/dev/null && pwd)
+S=$BD/strata
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-fence-test.XXXXXX")
+D=$T/cl
+PORT=$((26000 + ($$ % 1500) * 4))
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
+
+cleanup() {
+	local f
+	for f in "$D"/s*.pid; do
+		[ -f "$f" ] || continue
+		kill -CONT "$(cat "$f")" 2>/dev/null
+		kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+spid() { cat "$D/s$1.pid" 2>/dev/null; }
+wait_gone() {
+	local i
+	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+wait_up() {
+	local i
+	for i in $(seq 1 100); do
+		timeout 20 "$S" cluster status --cluster "$D/fast.yaml" >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	return 1
+}
+# cf ARGS...: the CLI against the cluster (4 s timeouts); sets rc and out.
+cf() {
+	out=$(timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+jnum() { echo "$out" | grep -oE "\"$1\": [0-9]+" | head -1 | grep -oE '[0-9]+$'; }
+# home_of ID: put nothing, but find which server logged the last write of ID
+# (each server logs the object writes it serves at log level 3).
+writes_of() { grep -c "server s$1: write " "$D/s$1.log"; }
+# put_home ID FILE: obj put, sets rc and home (the server that served it).
+put_home() {
+	local a0 a1 a2
+	a0=$(writes_of 0); a1=$(writes_of 1); a2=$(writes_of 2)
+	cf obj put "$1" "$2" --layout pdclust --data 2 --parity 1
+	home=-1
+	[ "$(writes_of 0)" -gt "$a0" ] && home=0
+	[ "$(writes_of 1)" -gt "$a1" ] && home=1
+	[ "$(writes_of 2)" -gt "$a2" ] && home=2
+}
+# fence_line I: server sI's "fence:" status line (a stopped server costs the
+# call timeout, 4 s).
+fence_line() {
+	timeout 20 "$S" cluster status --cluster "$D/fast.yaml" 2>/dev/null |
+		grep -A1 "^s$1 " | grep -m1 "^  fence:"
+}
+fenced() { fence_line "$1" | grep -oE '[0-9]+ bytes-fenced' | grep -oE '^[0-9]+'; }
+slice_free() { fence_line "$1" | grep -oE " $2=[0-9]+" | cut -d= -f2; }
+late_of() {
+	timeout 20 "$S" cluster status --cluster "$D/fast.yaml" 2>/dev/null |
+		grep -A1 "^s$1 " | grep -oE '[0-9]+ late-writes-refused' | grep -oE '^[0-9]+'
+}
+
+for x in strata strata-server; do
+	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
+done
+
+echo "--- cluster up (4 s call timeouts, info log)"
+timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+sed 's/call_timeout: .*/call_timeout: 4s/' "$D/cluster.yaml" >"$D/fast.yaml"
+for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
+for s in 0 1 2; do
+	"$BD/strata-server" --config "$D/fast.yaml" --name "s$s" \
+		--pid-file "$D/s$s.pid" --log-file "$D/s$s.log" --log-level 3
+done
+check "servers up" wait_up
+
+echo "--- the deadline fence"
+head -c $((1 << 20)) /dev/urandom >"$T/a"
+head -c $((1 << 20)) /dev/urandom >"$T/b"
+put_home @fz "$T/a"
+check "@fz written (home s$home)" test "$rc" -eq 0 -a "$home" -ge 0
+H=$home; V=$(((H + 1) % 3))
+fence_line "$H" >"$T/fl0"; sed 's/^/     /' "$T/fl0"
+before=$(slice_free "$H" "$V")
+echo "     home s$H, stopped server s$V; free space of s$H's slices on s$V: $before"
+check "slice free space reported" test -n "$before"
+late0=$(late_of "$V")
+hpid=$(spid "$H")
+kill -STOP "$(spid "$V")"
+t0=$(date +%s%N)
+cf obj write @fz 0 "$T/b"
+ms=$((($(date +%s%N) - t0) / 1000000))
+check "write with s$V stopped in flight completes degraded ($ms ms)" test "$rc" -eq 0
+sed 's/^/     /' "$T/err" | head -3
+check "the unit writes to s$V were in flight: timed out, written again" \
+	grep -q "writing the group again around the unreachable device" "$D/s$H.log"
+# The fence: deadline (1.33 s after each unit call began) + 1 s margin.
+for i in $(seq 1 10); do
+	[ "$(fenced "$H")" = 0 ] && break
+	sleep 0.5
+done
+check "s$H released the abandoned space after the fence" test "$(fenced "$H")" = 0
+# The log's times: the failed try, then the release of its space (N > 0
+# bytes) at least the margin (1 s) later: the space was held fenced.
+tfail=$(grep -m1 "writing the group again around" "$D/s$H.log" | awk '{print $2}')
+rel=$(grep -m1 "[1-9][0-9]* bytes of abandoned unit writes released" "$D/s$H.log")
+trel=$(echo "$rel" | awk '{print $2}')
+echo "     failed try at $tfail, released at $trel: $(echo "$rel" | grep -oE '[0-9]+ bytes')"
+check "s$H released the abandoned space once, after the margin" \
+	awk -v a="${tfail:-0}" -v b="${trel:-0}" 'BEGIN { exit !(a > 0 && b - a >= 0.95) }'
+check "nothing else released as fenced" \
+	test "$(grep -c "bytes of abandoned unit writes released" "$D/s$H.log")" -eq 1
+after=$(slice_free "$H" "$V")
+check "free space of s$H's slices on s$V back to its value ($after)" \
+	test "$after" = "$before"
+check "s$H was not restarted" test "$(spid "$H")" = "$hpid" -a -n "$hpid"
+kill -0 "$hpid" 2>/dev/null || no "s$H is running"
+kill -CONT "$(spid "$V")"
+for i in $(seq 1 100); do
+	grep -q "refused a late unit write of home s$H" "$D/s$V.log" && break
+	sleep 0.1
+done
+check "s$V, continued after the deadline, refused the late writes" \
+	grep -q "refused a late unit write of home s$H" "$D/s$V.log"
+grep -m2 "refused a late unit write" "$D/s$V.log" | sed 's/^/     /'
+late1=$(late_of "$V")
+check "s$V's late-writes counter rose ($late0 -> $late1)" \
+	test "${late1:-0}" -gt "${late0:-0}"
+rm -f "$T/back"
+cf obj get @fz "$T/back"
+check "@fz reads back exactly" cmp -s "$T/b" "$T/back"
+# The released space is used again: new objects, then nothing corrupt.
+for i in 1 2 3; do cf obj put "@fy$i" "$T/a" --layout pdclust --data 2 --parity 1; done
+cf --json scrub
+check "scrub after the fence: nothing corrupt" \
+	test "$rc" -eq 0 -a "$(jnum corrupt)" = 0
+rm -f "$T/back"
+cf obj get @fz "$T/back"
+check "@fz still reads back exactly" cmp -s "$T/b" "$T/back"
+
+echo "--- rebalance by failure domain"
+kill -STOP "$(spid 2)"
+for i in $(seq 1 100); do
+	[ "$(grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" |
+	     grep -c ':[1-9]')" -eq 2 ] && break
+	sleep 0.1
+done
+check "s0 and s1 noticed s2 is unreachable" \
+	test "$(grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]')" -eq 2
+: >"$T/objs"
+on1=0
+for i in $(seq 1 24); do
+	put_home "@rb$i" "$T/a"
+	[ "$rc" -eq 0 ] && echo "rb$i $home" >>"$T/objs"
+	[ "$rc" -eq 0 ] && [ "$home" = 1 ] && on1=$((on1 + 1))
+	[ "$on1" -ge 3 ] && [ "$(wc -l <"$T/objs")" -ge 6 ] && break
+done
+n=$(wc -l <"$T/objs")
+echo "     written with s2 stopped: $n objects, $on1 homed on s1"
+check "objects written with s2 stopped (some homed on s1)" test "$n" -ge 2 -a "$on1" -ge 1
+kill -CONT "$(spid 2)"
+for i in $(seq 1 100); do
+	[ "$(grep -c "server s2: remote devices reachable again" "$D/s0.log" "$D/s1.log" |
+	     grep -c ':[1-9]')" -eq 2 ] && break
+	sleep 0.1
+done
+cf --json scrub
+sh0=$(jnum groups_sharing_server)
+check "before rebalance: groups with two units on one server ($sh0)" \
+	test "$rc" -eq 0 -a "${sh0:-0}" -gt 0
+cf --json rebalance
+echo "     $out"
+check "rebalance: success, units moved ($(jnum moved))" \
+	test "$rc" -eq 0 -a "$(jnum moved)" -gt 0
+check "rebalance: no group left sharing a server" \
+	test "$(jnum groups_sharing_server)" = 0
+cf --json rebalance
+check "second rebalance: nothing to move, none sharing" \
+	test "$rc" -eq 0 -a "$(jnum moved)" = 0 -a "$(jnum groups_sharing_server)" = 0
+back=0
+while read -r o h; do
+	rm -f "$T/back"
+	cf obj get "@$o" "$T/back"
+	if cmp -s "$T/a" "$T/back"; then back=$((back + 1));
+	else no "@$o reads back after rebalance ($(cat "$T/err"))"; fi
+done <"$T/objs"
+check "every object reads back after rebalance ($back of $n)" test "$back" -eq "$n"
+kill -9 "$(spid 0)"
+wait_gone "$(spid 0)"
+for i in $(seq 1 100); do
+	grep -q "server s0 unreachable" "$D/s1.log" && break
+	sleep 0.1
+done
+good=0
+while read -r o h; do
+	[ "$h" = 1 ] || continue
+	rm -f "$T/back"
+	cf obj get "@$o" "$T/back"
+	if cmp -s "$T/a" "$T/back"; then good=$((good + 1));
+	else no "@$o (home s1) reads degraded with s0 killed ($(cat "$T/err"))"; fi
+done <"$T/objs"
+check "s0 killed: every object homed on s1 reads degraded ($good of $on1)" \
+	test "$good" -eq "$on1"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
