@@ -8,7 +8,8 @@
  * number of servers (0..255), bytes 7..14 the device's size; the rest is
  * the body.
  *
- * RDEV: msg_rdev_decode() (shape), then, as the handler does,
+ * RDEV: msg_rdev_decode() (shape; an accepted WRITE carries its fence,
+ * deadline_ns and epoch), then, as the handler does,
  * msg_rdev_range() (home another server, range inside the caller's
  * slice).  An accepted request must address bytes inside the device and
  * inside the slice of its home, never this server's own slice or
@@ -47,6 +48,9 @@ static void check_rdev(uint32_t op, const RdevReq *q, uint32_t self,
 	if (op == SOP_RDEV_SYNC ? (q->len != 0 || bulk != 0)
 				: (q->len == 0 || q->len > MSG_RDEV_MAX ||
 				   q->len != bulk))
+		abort();
+	/* a WRITE always carries its fence (deadline and incarnation) */
+	if (op == SOP_RDEV_WRITE && (q->deadline_ns == 0 || q->epoch == 0))
 		abort();
 	if (msg_rdev_range(q, self, nr, size, &base) != 0)
 		return;

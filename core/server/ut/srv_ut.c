@@ -44,6 +44,15 @@ static uint64_t su_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* The clock the write fence compares (CLOCK_REALTIME, ns). */
+static uint64_t su_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /* strata-server beside this program. */
 static int su_bin(char *buf, size_t size)
 {
@@ -550,7 +559,34 @@ static void su_bad_rdev(const char *name, uint32_t op, uint32_t home,
 	q.dev = dev;
 	q.off = off;
 	q.len = len;
+	if (op == SOP_RDEV_WRITE) {
+		q.deadline_ns = su_now_ns() + 5000000000ull;
+		q.epoch = 1;
+	}
 	su_bad(name, op, &q.base, NULL, 0, bulk, want, what);
+}
+
+/* One RDEV WRITE of w (bulk wb) at off of slice 1 of device 0 with the
+ * given fence fields; returns the call's code. */
+static int su_rdev_write(uint64_t off, uint64_t len, struct rpc_bulk *wb,
+			 uint64_t deadline, uint64_t epoch)
+{
+	RdevReq q = RDEV_REQ__INIT;
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	q.home = 1;
+	q.dev = 0;
+	q.off = off;
+	q.len = len;
+	q.deadline_ns = deadline;
+	q.epoch = epoch;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q.base, &b), 0);
+	rc = su_call(SOP_RDEV_WRITE, b.mb_p, b.mb_len, wb, &res, SU_CALL_MS);
+	free(res.rr_body);
+	free(b.mb_p);
+	return rc;
 }
 
 /* Remote device I/O (SOP_RDEV_*): every request outside the caller's
@@ -594,6 +630,25 @@ static void t_bad_rdev(void)
 		    -EINVAL, "bytes of bulk");
 	su_bad_rdev("rdev sync len", SOP_RDEV_SYNC, 1, 0, 0, 4096, NULL,
 		    -EINVAL, "rdev sync");
+	/* The write fence: a WRITE without it, and one whose deadline is
+	 * further ahead than any home gives (skewed clocks). */
+	{
+		RdevReq fq = RDEV_REQ__INIT;
+
+		fq.home = 1;
+		fq.len = sizeof w;
+		fq.epoch = 1;
+		su_bad("rdev write without deadline", SOP_RDEV_WRITE, &fq.base,
+		       NULL, 0, &wb, -EINVAL, "rdev.deadline_ns");
+		fq.deadline_ns = su_now_ns() + 5000000000ull;
+		fq.epoch = 0;
+		su_bad("rdev write without epoch", SOP_RDEV_WRITE, &fq.base,
+		       NULL, 0, &wb, -EINVAL, "rdev.epoch");
+		fq.deadline_ns = su_now_ns() + 60000000000ull;
+		fq.epoch = 1;
+		su_bad("rdev write skewed deadline", SOP_RDEV_WRITE, &fq.base,
+		       NULL, 0, &wb, -EINVAL, "clocks too far apart");
+	}
 	/* SOP_WALK: a body that is not a WalkReq, kinds 0 and 4. */
 	{
 		WalkReq wq = WALK_REQ__INIT;
@@ -609,14 +664,28 @@ static void t_bad_rdev(void)
 	/* Inside slice 1 of device 0: written, synced, read back. */
 	for (size_t i = 0; i < sizeof w; i++)
 		w[i] = (uint8_t)(i * 7 + 3);
+	CU_ASSERT_EQUAL(su_rdev_write(slice - sizeof w, sizeof w, &wb,
+				      su_now_ns() + 5000000000ull, 100), 0);
+	/* Refused by the fence, counted as late writes, not as malformed:
+	 * past its deadline, and of an earlier incarnation (epoch 50 after
+	 * 100); neither lands (the read below sees w). */
+	memset(r, 0xee, sizeof r);
+	{
+		struct iovec li = {r, sizeof r};
+		struct rpc_bulk lb = {RPC_BULK_OUT, &li, 1};
+
+		CU_ASSERT_EQUAL(su_rdev_write(slice - sizeof w, sizeof w, &lb,
+					      su_now_ns() - 1000000000ull, 100),
+				-ETIMEDOUT);
+		CU_ASSERT_EQUAL(su_rdev_write(slice - sizeof w, sizeof w, &lb,
+					      su_now_ns() + 5000000000ull, 50),
+				-ESTALE);
+	}
 	q.home = 1;
 	q.dev = 0;
 	q.off = slice - sizeof w;
 	q.len = sizeof w;
 	CU_ASSERT_EQUAL_FATAL(msg_pack(&q.base, &b), 0);
-	CU_ASSERT_EQUAL(su_call(SOP_RDEV_WRITE, b.mb_p, b.mb_len, &wb, &res,
-				SU_CALL_MS), 0);
-	free(res.rr_body);
 	CU_ASSERT_EQUAL(su_call(SOP_RDEV_READ, b.mb_p, b.mb_len, &rb, &res,
 				SU_CALL_MS), 0);
 	free(res.rr_body);
@@ -632,6 +701,7 @@ static void t_bad_rdev(void)
 	free(b.mb_p);
 	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
 	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	CU_ASSERT_EQUAL(st->late_writes, 2);
 	reply__free_unpacked(rp, NULL);
 }
 
