@@ -150,6 +150,10 @@ typedef int (*stripe_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
 int stripe_repair(struct eng *e, stripe_progress_fn fn, void *arg,
 		  struct stripe_walk_stats *st);
+/* Rebalance: moves units back to their placed devices when those were
+ * replaced (flagged for rebalance), and, in pools with failure domains,
+ * when the move leaves fewer of the group's units sharing a domain
+ * (docs/cluster.md "Rebalance by failure domain"). */
 int stripe_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
 		     struct stripe_walk_stats *st);
 int stripe_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
