@@ -171,11 +171,12 @@ static int conf_check(const struct clovis_conf *conf)
 /* Load the statistics saved by earlier sessions (none is fine). */
 static void stats_load(struct clovis *cl)
 {
-	if (eng_sys_load(cl->cl_eng, "stats", &cl->cl_stats,
-			 sizeof cl->cl_stats) != 0 ||
-	    cl->cl_stats.st_version != STATS_VERSION)
-		memset(&cl->cl_stats, 0, sizeof cl->cl_stats);
-	cl->cl_stats.st_version = STATS_VERSION;
+	struct stats *base = &cl->cl_stats.ss_base;
+
+	if (eng_sys_load(cl->cl_eng, "stats", base, sizeof *base) != 0 ||
+	    base->st_version != STATS_VERSION)
+		memset(base, 0, sizeof *base);
+	base->st_version = STATS_VERSION;
 }
 
 /* Group commits are recorded as their own op class. */
@@ -261,7 +262,7 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 	if (rc != 0)
 		goto out_free;
 	cl->cl_default = (struct clovis_realm){cl, CLOVIS_ID_DEFAULT_CONTAINER};
-	cl->cl_stats.st_version = STATS_VERSION;
+	cl->cl_stats.ss_base.st_version = STATS_VERSION;
 	rc = workers_start(cl, conf->cc_nr_workers ? conf->cc_nr_workers
 						   : LIM_WORKERS_DEFAULT);
 	if (rc != 0)
@@ -284,8 +285,9 @@ void clovis_fini(struct clovis *cl)
 	workers_stop(cl);
 	if (cl->cl_eng != NULL) {
 		eng_commit_hook_set(cl->cl_eng, NULL, NULL);
-		if (eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
-				 sizeof cl->cl_stats) != 0)
+		stats_fold(&cl->cl_stats);
+		if (eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats.ss_base,
+				 sizeof cl->cl_stats.ss_base) != 0)
 			LOG_WARNING("statistics not saved: %s", err_msg());
 		eng_close(cl->cl_eng);
 	}
@@ -294,6 +296,7 @@ void clovis_fini(struct clovis *cl)
 	pthread_cond_destroy(&cl->cl_qcond);
 	pthread_mutex_destroy(&cl->cl_olock);
 	pthread_cond_destroy(&cl->cl_oidle);
+	stats_fini(&cl->cl_stats);
 	free(cl);
 }
 
@@ -1088,11 +1091,11 @@ int clovis_stats_reset(struct clovis *cl)
 {
 	if (cl == NULL)
 		return err_set(-EINVAL, "stats_reset: NULL argument");
-	memset(cl->cl_stats.st_h, 0, sizeof cl->cl_stats.st_h);
+	stats_zero(&cl->cl_stats);
 	if (cl->cl_eng == NULL)
 		return 0; /* cluster mode: this client's figures only */
-	return eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats,
-			    sizeof cl->cl_stats);
+	return eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats.ss_base,
+			    sizeof cl->cl_stats.ss_base);
 }
 
 int clovis_server_list(struct clovis *cl, struct clovis_server_info *info,

@@ -35,9 +35,29 @@ struct stats {
 	struct stats_hist st_h[CLOVIS_STAT_NR];
 };
 
-void stats_record(struct stats *s, uint32_t cls, uint64_t lat_us,
+/* Counters are recorded into shards, one per thread up to STATS_SHARDS
+ * threads (then shared), each allocated at its first use, so that threads
+ * do not write the same cache lines; the base (struct stats, loaded and
+ * saved with the store) takes what a shard could not (no memory) and the
+ * shards when they are folded (stats_fold).  A report sums them all. */
+#define STATS_SHARDS 16u
+
+struct stats_set {
+	struct stats ss_base;
+	struct stats_hist *ss_shard[STATS_SHARDS]; /* CLOVIS_STAT_NR each */
+};
+
+void stats_record(struct stats_set *s, uint32_t cls, uint64_t lat_us,
 		  uint64_t bytes, bool failed);
-void stats_report(const struct stats *s, struct clovis_stat *out);
+void stats_report(const struct stats_set *s, struct clovis_stat *out);
+/* Add the shards into the base and zero them (no recording meanwhile). */
+void stats_fold(struct stats_set *s);
+/* Zero the base and the shards. */
+void stats_zero(struct stats_set *s);
+/* Free the shards (clovis_fini). */
+void stats_fini(struct stats_set *s);
+
+struct op_tcache;
 
 struct clovis {
 	struct eng *cl_eng;      /* embedded mode: the engine (else NULL) */
@@ -55,16 +75,22 @@ struct clovis {
 	struct clovis_op *cl_qhead;
 	struct clovis_op *cl_qtail;
 	bool cl_stop;
-	/* every live op, for clovis_fini() */
+	/* Every allocated op, live or cached (op_alink), which owns their
+	 * memory: clovis_fini() frees each of them once; and the count of
+	 * ops launched to the workers.  Under cl_olock. */
 	pthread_mutex_t cl_olock;
 	pthread_cond_t cl_oidle;
-	struct clovis_op *cl_ops;
+	struct clovis_op *cl_all;
 	uint64_t cl_inflight;
-	/* freed ops kept for reuse (op.c: op_alloc, clovis_op_free), at most
-	 * OP_CACHE_MAX, linked by op_cnext, under cl_olock */
+	/* freed ops kept for reuse (op.c: op_alloc, clovis_op_free): per
+	 * thread (op.c, struct op_tcache, registered here) and here, at most
+	 * OP_CACHE_MAX (unbounded once cl_closing), linked by op_cnext, under
+	 * cl_olock */
 	struct clovis_op *cl_ofree;
 	uint32_t cl_nr_ofree;
-	struct stats cl_stats;
+	struct op_tcache *cl_tcaches;
+	bool cl_closing;         /* clovis_fini() is freeing the ops */
+	struct stats_set cl_stats;
 };
 
 struct clovis_op {
@@ -80,19 +106,21 @@ struct clovis_op {
 	void *op_datum;
 	uint64_t op_launch_ns;
 	struct clovis_op *op_qnext;  /* work queue */
-	struct clovis_op *op_prev;   /* cl_ops list */
-	struct clovis_op *op_next;
 	char op_msg[LIM_ERRMSG_LEN];
 	/* distributed transactions (dtx.c): the dtx this op belongs to (a
 	 * member, or its commit op), and what a worker runs instead of
 	 * cl_exec for it (NULL: cl_exec) */
 	struct clovis_dtx *op_dtx;
 	int (*op_run)(struct clovis_op *op);
-	/* Kept initialised while the op sits in the instance's cache of freed
-	 * ops: everything above is zeroed on reuse (op_alloc), these are not. */
+	/* Kept initialised while the op sits in a cache of freed ops:
+	 * everything above is zeroed on reuse (op_alloc), these are not. */
 	pthread_mutex_t op_lock;
 	pthread_cond_t op_cond;
-	struct clovis_op *op_cnext;  /* cl_ofree list */
+	/* Never poisoned while cached (op.c): */
+	struct clovis_op *op_cnext;  /* a cache's list */
+	struct clovis_op *op_aprev;  /* cl_all, under cl_olock */
+	struct clovis_op *op_anext;
+	bool op_cached;              /* in a cache, not live */
 };
 
 /* op.c */

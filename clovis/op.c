@@ -36,17 +36,55 @@
 #endif
 
 /*
- * Freed ops kept per instance for reuse: an op is about 1 KiB with a mutex
- * and a condition variable, and allocating, zeroing, initialising and
- * destroying them cost about as much as an index GET.  A cached op keeps
- * its lock and condition variable initialised (no thread waits on them:
+ * Freed ops kept for reuse: an op is about 1 KiB with a mutex and a
+ * condition variable, and allocating, zeroing, initialising and destroying
+ * them cost about as much as an index GET.  A cached op keeps its lock and
+ * condition variable initialised (no thread waits on them:
  * clovis_op_free() waited for the library to finish with the op); the
  * rest is zeroed when it is reused.  Under AddressSanitizer the whole op
- * but its cache link is poisoned while cached, so a use after
+ * but its tail of links is poisoned while cached, so a use after
  * clovis_op_free() is still reported.
+ *
+ * Ownership.  The instance's list cl_all (under cl_olock) holds every op
+ * allocated for it, live or cached, and only it owns their memory: an op
+ * is destroyed after being unlinked from it (a cache overflowing) or by
+ * clovis_fini(), which destroys each op of the list once.  Caches only
+ * refer to ops of the list:
+ *
+ *   per thread   struct op_tcache, up to OP_TCACHE_MAX ops, used by its
+ *                thread alone without a lock: clovis_op_free() puts there,
+ *                op_alloc() takes from there.  It is registered with the
+ *                instance (cl_tcaches, under op_tlock and cl_olock) at the
+ *                thread's first free, and detached once, by whichever
+ *                comes first: the thread's exit (a pthread key destructor
+ *                hands its ops to the instance's cache) or clovis_fini()
+ *                (which drops the references, the ops staying on cl_all).
+ *   instance     cl_ofree, up to OP_CACHE_MAX, under cl_olock.
+ *
+ * So an op launched, run inline and freed by one thread takes no shared
+ * lock at all.
  */
 #define OP_CACHE_MAX 64u
+#define OP_TCACHE_MAX 32u
+#define OP_TLS_INSTANCES 4u
 #define OP_CACHED_LEN offsetof(struct clovis_op, op_cnext)
+
+struct op_tcache {
+	struct clovis *tc_cl;    /* relaxed atomic; NULL: free */
+	struct clovis_op *tc_free;
+	uint32_t tc_nr;
+	struct op_tcache *tc_prev, *tc_next; /* cl_tcaches */
+};
+
+struct op_tls {
+	struct op_tcache t_c[OP_TLS_INSTANCES];
+};
+
+static pthread_mutex_t op_tlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t op_tonce = PTHREAD_ONCE_INIT;
+static pthread_key_t op_tkey;
+static bool op_tkey_ok;
+static __thread struct op_tls *t_ops;
 
 uint64_t op_now_ns(void)
 {
@@ -61,46 +99,197 @@ static bool op_valid(const struct clovis_op *op)
 	return op != NULL && op->op_magic == CLOVIS_OP_MAGIC;
 }
 
-/* Link op into the instance's list of live ops; cl_olock held. */
+/* Link a new op into cl_all; cl_olock held. */
 static void op_link(struct clovis *cl, struct clovis_op *op)
 {
-	op->op_next = cl->cl_ops;
-	if (cl->cl_ops != NULL)
-		cl->cl_ops->op_prev = op;
-	cl->cl_ops = op;
+	op->op_aprev = NULL;
+	op->op_anext = cl->cl_all;
+	if (cl->cl_all != NULL)
+		cl->cl_all->op_aprev = op;
+	cl->cl_all = op;
 }
 
-/* Unlink op from the live ops; cl_olock held. */
+/* Unlink op from cl_all before destroying it; cl_olock held. */
 static void op_unlink(struct clovis *cl, struct clovis_op *op)
 {
-	if (op->op_prev != NULL)
-		op->op_prev->op_next = op->op_next;
+	if (op->op_aprev != NULL)
+		op->op_aprev->op_anext = op->op_anext;
 	else
-		cl->cl_ops = op->op_next;
-	if (op->op_next != NULL)
-		op->op_next->op_prev = op->op_prev;
+		cl->cl_all = op->op_anext;
+	if (op->op_anext != NULL)
+		op->op_anext->op_aprev = op->op_aprev;
 }
 
-/* A new op: from the cache (zeroed but for its lock and condition
- * variable), else allocated and initialised; linked into the live ops. */
+/* Destroy and free an op that is in no list. */
+static void op_destroy(struct clovis_op *op)
+{
+	OP_UNPOISON(op, OP_CACHED_LEN);
+	pthread_mutex_destroy(&op->op_lock);
+	pthread_cond_destroy(&op->op_cond);
+	free(op);
+}
+
+/* The calling thread's cache for cl, or NULL. */
+static struct op_tcache *tcache_find(struct clovis *cl)
+{
+	struct op_tls *tl = t_ops;
+
+	if (tl == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < OP_TLS_INSTANCES; i++)
+		if (__atomic_load_n(&tl->t_c[i].tc_cl, __ATOMIC_RELAXED) == cl)
+			return &tl->t_c[i];
+	return NULL;
+}
+
+/*
+ * Hand the ops of tc to its instance and unlink it; op_tlock and the
+ * instance's cl_olock held.  The instance's cache takes them up to
+ * OP_CACHE_MAX (without limit once it is closing); the rest are unlinked
+ * from cl_all and put on *doomed for op_destroy() after the locks.
+ */
+static void tcache_detach(struct op_tcache *tc, struct clovis_op **doomed)
+{
+	struct clovis *cl = tc->tc_cl;
+	struct clovis_op *op;
+
+	while ((op = tc->tc_free) != NULL) {
+		tc->tc_free = op->op_cnext;
+		if (cl->cl_closing || cl->cl_nr_ofree < OP_CACHE_MAX) {
+			op->op_cnext = cl->cl_ofree;
+			cl->cl_ofree = op;
+			cl->cl_nr_ofree++;
+		} else {
+			op_unlink(cl, op);
+			op->op_cnext = *doomed;
+			*doomed = op;
+		}
+	}
+	tc->tc_nr = 0;
+	if (tc->tc_prev != NULL)
+		tc->tc_prev->tc_next = tc->tc_next;
+	else
+		cl->cl_tcaches = tc->tc_next;
+	if (tc->tc_next != NULL)
+		tc->tc_next->tc_prev = tc->tc_prev;
+	tc->tc_prev = tc->tc_next = NULL;
+	__atomic_store_n(&tc->tc_cl, NULL, __ATOMIC_RELAXED);
+}
+
+static void op_destroy_list(struct clovis_op *op)
+{
+	while (op != NULL) {
+		struct clovis_op *next = op->op_cnext;
+
+		op_destroy(op);
+		op = next;
+	}
+}
+
+/* Key destructor: the thread exits; its caches go back to their
+ * instances. */
+static void op_tls_exit(void *arg)
+{
+	struct op_tls *tl = arg;
+	struct clovis_op *doomed = NULL;
+
+	pthread_mutex_lock(&op_tlock);
+	for (uint32_t i = 0; i < OP_TLS_INSTANCES; i++) {
+		struct op_tcache *tc = &tl->t_c[i];
+		struct clovis *cl = tc->tc_cl;
+
+		if (cl == NULL)
+			continue;
+		pthread_mutex_lock(&cl->cl_olock);
+		tcache_detach(tc, &doomed);
+		pthread_mutex_unlock(&cl->cl_olock);
+	}
+	pthread_mutex_unlock(&op_tlock);
+	op_destroy_list(doomed);
+	if (t_ops == tl)
+		t_ops = NULL;
+	free(tl);
+}
+
+static void op_tkey_make(void)
+{
+	op_tkey_ok = pthread_key_create(&op_tkey, op_tls_exit) == 0;
+}
+
+/* Register a cache of the calling thread with cl; NULL when the thread
+ * has none to spare (or no memory): the instance's cache serves it. */
+static struct op_tcache *tcache_register(struct clovis *cl)
+{
+	struct op_tcache *tc = NULL;
+
+	pthread_once(&op_tonce, op_tkey_make);
+	if (!op_tkey_ok)
+		return NULL;
+	if (t_ops == NULL) {
+		struct op_tls *tl = calloc(1, sizeof *tl);
+
+		if (tl == NULL)
+			return NULL;
+		if (pthread_setspecific(op_tkey, tl) != 0) {
+			free(tl);
+			return NULL;
+		}
+		t_ops = tl;
+	}
+	for (uint32_t i = 0; i < OP_TLS_INSTANCES && tc == NULL; i++)
+		if (__atomic_load_n(&t_ops->t_c[i].tc_cl, __ATOMIC_RELAXED) ==
+		    NULL)
+			tc = &t_ops->t_c[i];
+	if (tc == NULL)
+		return NULL;
+	pthread_mutex_lock(&op_tlock);
+	pthread_mutex_lock(&cl->cl_olock);
+	tc->tc_free = NULL;
+	tc->tc_nr = 0;
+	tc->tc_prev = NULL;
+	tc->tc_next = cl->cl_tcaches;
+	if (cl->cl_tcaches != NULL)
+		cl->cl_tcaches->tc_prev = tc;
+	cl->cl_tcaches = tc;
+	__atomic_store_n(&tc->tc_cl, cl, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&cl->cl_olock);
+	pthread_mutex_unlock(&op_tlock);
+	return tc;
+}
+
+/* Make a cached op live: unpoisoned, zeroed but for its lock and
+ * condition variable and links. */
+static struct clovis_op *op_revive(struct clovis_op *op)
+{
+	OP_UNPOISON(op, OP_CACHED_LEN);
+	memset(op, 0, offsetof(struct clovis_op, op_lock));
+	op->op_cnext = NULL;
+	op->op_cached = false;
+	return op;
+}
+
+/* A new op: from the thread's cache, else the instance's, else allocated,
+ * initialised and linked into cl_all. */
 static struct clovis_op *op_get(struct clovis *cl)
 {
+	struct op_tcache *tc = tcache_find(cl);
 	struct clovis_op *op;
 	pthread_condattr_t ca;
 
+	if (tc != NULL && (op = tc->tc_free) != NULL) {
+		tc->tc_free = op->op_cnext;
+		tc->tc_nr--;
+		return op_revive(op);
+	}
 	pthread_mutex_lock(&cl->cl_olock);
 	op = cl->cl_ofree;
 	if (op != NULL) {
 		cl->cl_ofree = op->op_cnext;
 		cl->cl_nr_ofree--;
-		OP_UNPOISON(op, OP_CACHED_LEN);
-		memset(op, 0, offsetof(struct clovis_op, op_lock));
-		op->op_cnext = NULL;
-		op_link(cl, op);
 	}
 	pthread_mutex_unlock(&cl->cl_olock);
 	if (op != NULL)
-		return op;
+		return op_revive(op);
 	op = calloc(1, sizeof *op);
 	if (op == NULL)
 		return NULL;
@@ -115,46 +304,72 @@ static struct clovis_op *op_get(struct clovis *cl)
 	return op;
 }
 
-/* Destroy and free an op that is in no list. */
-static void op_destroy(struct clovis_op *op)
-{
-	pthread_mutex_destroy(&op->op_lock);
-	pthread_cond_destroy(&op->op_cond);
-	free(op);
-}
-
-/* Unlink a finished op and keep it in the cache, or destroy it when the
- * cache is full.  Its resources are released and op_magic is 0. */
+/* Keep a finished op (its resources released, op_magic 0) in the thread's
+ * cache, else the instance's, else destroy it. */
 static void op_put(struct clovis *cl, struct clovis_op *op)
 {
+	struct op_tcache *tc = NULL;
 	bool cached = false;
 
+	op->op_cached = true;
+	if (!cl->cl_closing) {
+		tc = tcache_find(cl);
+		if (tc == NULL)
+			tc = tcache_register(cl);
+	}
+	if (tc != NULL && tc->tc_nr < OP_TCACHE_MAX) {
+		op->op_cnext = tc->tc_free;
+		tc->tc_free = op;
+		tc->tc_nr++;
+		OP_POISON(op, OP_CACHED_LEN);
+		return;
+	}
 	pthread_mutex_lock(&cl->cl_olock);
-	op_unlink(cl, op);
-	if (cl->cl_nr_ofree < OP_CACHE_MAX) {
+	if (cl->cl_closing || cl->cl_nr_ofree < OP_CACHE_MAX) {
 		op->op_cnext = cl->cl_ofree;
 		cl->cl_ofree = op;
 		cl->cl_nr_ofree++;
 		OP_POISON(op, OP_CACHED_LEN);
 		cached = true;
+	} else {
+		op_unlink(cl, op);
 	}
 	pthread_mutex_unlock(&cl->cl_olock);
 	if (!cached)
 		op_destroy(op);
 }
 
-/* Free every cached op (clovis_fini, no op live). */
+/* clovis_fini, no op in flight: every thread's cache of cl detached (its
+ * ops to the instance's cache), and from now on frees go to the
+ * instance's cache. */
+static void op_tcaches_close(struct clovis *cl)
+{
+	struct clovis_op *doomed = NULL;
+
+	pthread_mutex_lock(&op_tlock);
+	pthread_mutex_lock(&cl->cl_olock);
+	cl->cl_closing = true;
+	while (cl->cl_tcaches != NULL)
+		tcache_detach(cl->cl_tcaches, &doomed);
+	pthread_mutex_unlock(&cl->cl_olock);
+	pthread_mutex_unlock(&op_tlock);
+	op_destroy_list(doomed);
+}
+
+/* clovis_fini, every op cached: destroy each op of cl_all once. */
 static void op_cache_empty(struct clovis *cl)
 {
-	struct clovis_op *op;
+	struct clovis_op *op, *next;
 
 	pthread_mutex_lock(&cl->cl_olock);
-	while ((op = cl->cl_ofree) != NULL) {
-		cl->cl_ofree = op->op_cnext;
-		cl->cl_nr_ofree--;
-		OP_UNPOISON(op, OP_CACHED_LEN);
+	for (op = cl->cl_all; op != NULL; op = next) {
+		next = op->op_anext;
+		ASSERT(op->op_cached);
 		op_destroy(op);
 	}
+	cl->cl_all = NULL;
+	cl->cl_ofree = NULL;
+	cl->cl_nr_ofree = 0;
 	pthread_mutex_unlock(&cl->cl_olock);
 }
 
@@ -364,8 +579,14 @@ void ops_drain_and_free(struct clovis *cl)
 	while (cl->cl_inflight > 0)
 		pthread_cond_wait(&cl->cl_oidle, &cl->cl_olock);
 	pthread_mutex_unlock(&cl->cl_olock);
-	while (cl->cl_ops != NULL)
-		clovis_op_free(cl->cl_ops);
+	op_tcaches_close(cl);
+	/* Ops never freed by the caller: freeing one touches no other op's
+	 * place in cl_all (it goes to the instance's cache). */
+	for (struct clovis_op *op = cl->cl_all, *next; op != NULL; op = next) {
+		next = op->op_anext;
+		if (!op->op_cached)
+			clovis_op_free(op);
+	}
 	op_cache_empty(cl);
 }
 

@@ -195,10 +195,10 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 	MDB_cursor *cur;
 	MDB_val k, v;
 	uint32_t i = 0;
-	int rc = mdb_cursor_open(txn, eng_meta(e)->m_idx, &cur);
+	int rc = meta_rcursor_get(eng_meta(e), txn, eng_meta(e)->m_idx, &cur);
 
 	if (rc != 0)
-		return meta_err(rc, "index cursor");
+		return rc;
 	for (rc = idx_next_start(r, cur, kb, &k, &v);
 	     rc == 0 && i < r->er_keys->bv_nr &&
 	     k.mv_size >= 16 && memcmp(k.mv_data, kb, 16) == 0;
@@ -208,7 +208,7 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 			break;
 		i++;
 	}
-	mdb_cursor_close(cur);
+	meta_rcursor_put(eng_meta(e), cur);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return meta_err(rc, "index next");
 	r->er_bytes = i;

@@ -2,6 +2,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -74,6 +75,161 @@ static int meta_tables_open(struct meta *m, bool create)
 	return rc == 0 ? 0 : meta_err(rc, "commit table creation");
 }
 
+/*
+ * Per-thread read transactions.
+ *
+ * A thread's state (struct meta_tls, allocated at its first registration,
+ * freed by the pthread key destructor when the thread exits) has one
+ * entry per environment for up to META_TLS_ENVS environments.  An entry
+ * names its environment by address and open serial (te_m, te_serial: an
+ * environment closed and another opened at the same address never
+ * matches).  A linked entry is on its environment's m_tents list and holds
+ * at most one reset transaction and one cursor, idle, which only the
+ * owning thread takes and gives back, without a lock.
+ *
+ * Linking and unlinking, and releasing what a linked entry holds, happen
+ * under meta_tlock (one lock for the process), at three rare events: a
+ * thread's first meta_rtxn_put() on an environment (registration), the
+ * thread's exit (meta_tls_exit: every linked entry released, so a thread
+ * that exits before the close leaves no reader slot behind), and
+ * meta_close() (every entry of the environment released before
+ * mdb_env_close()).  Whichever comes first releases; the other finds the
+ * entry unlinked.  An entry refused at registration (META_RTXN_THREADS
+ * reached) stays unlinked and sends that thread to the shared cache.
+ */
+struct meta_tent {
+	struct meta *te_m;     /* relaxed atomic: meta_close() clears it */
+	uint64_t te_serial;
+	bool te_linked;
+	MDB_txn *te_txn;       /* idle, reset; NULL when taken or none */
+	MDB_cursor *te_cur;    /* idle; NULL when taken or none */
+	MDB_dbi te_dbi;        /* te_cur's table */
+	struct meta_tent *te_prev, *te_next;
+};
+
+struct meta_tls {
+	struct meta_tent t_ent[META_TLS_ENVS];
+};
+
+static uint64_t meta_serials;
+static pthread_mutex_t meta_tlock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t meta_tonce = PTHREAD_ONCE_INIT;
+static pthread_key_t meta_tkey;
+static bool meta_tkey_ok;
+static __thread struct meta_tls *t_meta;
+
+/* The calling thread's entry for m, or NULL. */
+static struct meta_tent *tent_find(struct meta *m)
+{
+	struct meta_tls *tl = t_meta;
+
+	if (tl == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < META_TLS_ENVS; i++) {
+		struct meta_tent *te = &tl->t_ent[i];
+
+		if (__atomic_load_n(&te->te_m, __ATOMIC_RELAXED) == m &&
+		    te->te_serial == m->m_serial)
+			return te;
+	}
+	return NULL;
+}
+
+/* Abort what a linked entry holds and unlink it; meta_tlock held. */
+static void tent_release(struct meta_tent *te)
+{
+	struct meta *m = te->te_m;
+
+	if (te->te_cur != NULL)
+		mdb_cursor_close(te->te_cur);
+	if (te->te_txn != NULL)
+		mdb_txn_abort(te->te_txn);
+	te->te_cur = NULL;
+	te->te_txn = NULL;
+	if (te->te_prev != NULL)
+		te->te_prev->te_next = te->te_next;
+	else
+		m->m_tents = te->te_next;
+	if (te->te_next != NULL)
+		te->te_next->te_prev = te->te_prev;
+	te->te_prev = te->te_next = NULL;
+	m->m_nr_tents--;
+	te->te_linked = false;
+	__atomic_store_n(&te->te_m, NULL, __ATOMIC_RELAXED);
+}
+
+/* Key destructor: the thread exits; release its linked entries. */
+static void meta_tls_exit(void *arg)
+{
+	struct meta_tls *tl = arg;
+
+	pthread_mutex_lock(&meta_tlock);
+	for (uint32_t i = 0; i < META_TLS_ENVS; i++)
+		if (tl->t_ent[i].te_linked)
+			tent_release(&tl->t_ent[i]);
+	pthread_mutex_unlock(&meta_tlock);
+	if (t_meta == tl)
+		t_meta = NULL;
+	free(tl);
+}
+
+static void meta_tkey_make(void)
+{
+	meta_tkey_ok = pthread_key_create(&meta_tkey, meta_tls_exit) == 0;
+}
+
+/* Give the calling thread an entry for m: linked when m has room, else
+ * unlinked (shared path from then on).  NULL when the thread has no
+ * entry to spare or no memory (shared path, registration tried again). */
+static struct meta_tent *tent_register(struct meta *m)
+{
+	struct meta_tent *te = NULL;
+
+	pthread_once(&meta_tonce, meta_tkey_make);
+	if (!meta_tkey_ok)
+		return NULL;
+	if (t_meta == NULL) {
+		struct meta_tls *tl = calloc(1, sizeof *tl);
+
+		if (tl == NULL)
+			return NULL;
+		if (pthread_setspecific(meta_tkey, tl) != 0) {
+			free(tl);
+			return NULL;
+		}
+		t_meta = tl;
+	}
+	pthread_mutex_lock(&meta_tlock);
+	for (uint32_t i = 0; i < META_TLS_ENVS && te == NULL; i++)
+		if (!t_meta->t_ent[i].te_linked)
+			te = &t_meta->t_ent[i];
+	if (te != NULL) {
+		te->te_serial = m->m_serial;
+		__atomic_store_n(&te->te_m, m, __ATOMIC_RELAXED);
+		if (m->m_nr_tents < META_RTXN_THREADS) {
+			te->te_prev = NULL;
+			te->te_next = m->m_tents;
+			if (m->m_tents != NULL)
+				m->m_tents->te_prev = te;
+			m->m_tents = te;
+			m->m_nr_tents++;
+			te->te_linked = true;
+		}
+	}
+	pthread_mutex_unlock(&meta_tlock);
+	return te;
+}
+
+uint32_t meta_rtxn_threads(struct meta *m)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&meta_tlock);
+	n = m->m_nr_tents;
+	pthread_mutex_unlock(&meta_tlock);
+	return n;
+}
+
 int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create)
 {
 	char path[4096];
@@ -91,7 +247,7 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create)
 	if (rc != 0)
 		return meta_err(rc, "create environment");
 	mdb_env_set_maxdbs(m->m_env, 8);
-	mdb_env_set_maxreaders(m->m_env, 256);
+	mdb_env_set_maxreaders(m->m_env, META_MAXREADERS);
 	mdb_env_set_mapsize(m->m_env, map_size);
 	/* NOMETASYNC: a commit syncs its data pages but not its meta page;
 	 * the next commit's sync (or mdb_env_sync) makes it durable.  The
@@ -107,6 +263,7 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create)
 	if (rc != 0)
 		goto out_close;
 	pthread_mutex_init(&m->m_rlock, NULL);
+	m->m_serial = __atomic_add_fetch(&meta_serials, 1, __ATOMIC_RELAXED);
 	return 0;
 out_close:
 	mdb_env_close(m->m_env);
@@ -118,6 +275,10 @@ void meta_close(struct meta *m)
 {
 	if (m->m_env == NULL)
 		return;
+	pthread_mutex_lock(&meta_tlock);
+	while (m->m_tents != NULL)
+		tent_release(m->m_tents);
+	pthread_mutex_unlock(&meta_tlock);
 	for (uint32_t i = 0; i < m->m_rnr; i++)
 		mdb_txn_abort(m->m_rtxn[i]);
 	m->m_rnr = 0;
@@ -128,9 +289,20 @@ void meta_close(struct meta *m)
 
 int meta_rtxn_get(struct meta *m, MDB_txn **txn)
 {
+	struct meta_tent *te = tent_find(m);
 	MDB_txn *t = NULL;
 	int rc;
 
+	if (te != NULL && te->te_txn != NULL) {
+		t = te->te_txn;
+		te->te_txn = NULL;
+		if (mdb_txn_renew(t) == 0) {
+			*txn = t;
+			return 0;
+		}
+		mdb_txn_abort(t);
+		t = NULL;
+	}
 	pthread_mutex_lock(&m->m_rlock);
 	if (m->m_rnr > 0)
 		t = m->m_rtxn[--m->m_rnr];
@@ -149,7 +321,15 @@ int meta_rtxn_get(struct meta *m, MDB_txn **txn)
 
 void meta_rtxn_put(struct meta *m, MDB_txn *txn)
 {
+	struct meta_tent *te = tent_find(m);
+
 	mdb_txn_reset(txn);
+	if (te == NULL)
+		te = tent_register(m);
+	if (te != NULL && te->te_linked && te->te_txn == NULL) {
+		te->te_txn = txn;
+		return;
+	}
 	pthread_mutex_lock(&m->m_rlock);
 	if (m->m_rnr < META_RTXN_CACHE) {
 		m->m_rtxn[m->m_rnr++] = txn;
@@ -158,6 +338,38 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn)
 	pthread_mutex_unlock(&m->m_rlock);
 	if (txn != NULL)
 		mdb_txn_abort(txn);
+}
+
+int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,
+		     MDB_cursor **cur)
+{
+	struct meta_tent *te = tent_find(m);
+	int rc;
+
+	if (te != NULL && te->te_cur != NULL && te->te_dbi == dbi) {
+		MDB_cursor *c = te->te_cur;
+
+		te->te_cur = NULL;
+		if (mdb_cursor_renew(txn, c) == 0) {
+			*cur = c;
+			return 0;
+		}
+		mdb_cursor_close(c);
+	}
+	rc = mdb_cursor_open(txn, dbi, cur);
+	return rc == 0 ? 0 : meta_err(rc, "open cursor");
+}
+
+void meta_rcursor_put(struct meta *m, MDB_cursor *cur)
+{
+	struct meta_tent *te = tent_find(m);
+
+	if (te != NULL && te->te_linked && te->te_cur == NULL) {
+		te->te_dbi = mdb_cursor_dbi(cur);
+		te->te_cur = cur;
+		return;
+	}
+	mdb_cursor_close(cur);
 }
 
 void meta_id_enc(uint8_t out[16], const struct clovis_id *id)

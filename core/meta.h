@@ -30,6 +30,16 @@
 
 /** Read transactions kept reset for reuse (meta_rtxn_get/put). */
 #define META_RTXN_CACHE 16u
+/** LMDB reader slots of the environment (mdb_env_set_maxreaders). */
+#define META_MAXREADERS 256u
+/** Threads that may each keep a read transaction of their own (a reader
+ *  slot each); the others share the cache.  Half the slots, so that the
+ *  shared path, listings and checks always find slots. */
+#define META_RTXN_THREADS (META_MAXREADERS / 2u)
+/** Environments per thread that get a per-thread read transaction. */
+#define META_TLS_ENVS 4u
+
+struct meta_tent;
 
 struct meta {
 	MDB_env *m_env;
@@ -45,6 +55,12 @@ struct meta {
 	pthread_mutex_t m_rlock;
 	uint32_t m_rnr;
 	MDB_txn *m_rtxn[META_RTXN_CACHE];
+	/* Per-thread read transactions (meta.c, "per-thread"): this open's
+	 * serial (never reused), and the threads' entries registered with it
+	 * (under the process-wide registry lock in meta.c). */
+	uint64_t m_serial;
+	struct meta_tent *m_tents;
+	uint32_t m_nr_tents;
 };
 
 /** meta_ent.me_flags */
@@ -139,11 +155,32 @@ void meta_close(struct meta *m);
  * Returns 0 and *txn, or a negative code with a message.  Give it back
  * with meta_rtxn_put() (never mdb_txn_abort()), from any thread (the
  * environment is MDB_NOTLS).
+ *
+ * Each thread keeps one reset transaction of its own per environment
+ * (for up to META_TLS_ENVS environments and META_RTXN_THREADS threads
+ * per environment), taken and given back without a lock; the others go
+ * through a cache of META_RTXN_CACHE under a mutex.  A thread's own
+ * transaction is aborted when the thread exits (a pthread key
+ * destructor: its reader slot is freed) or at meta_close(), whichever
+ * comes first.  A thread past the limits, or whose renewal fails, takes
+ * the shared path: no call fails for it.
  */
 int meta_rtxn_get(struct meta *m, MDB_txn **txn);
-/** End a transaction of meta_rtxn_get(): reset and cached, or aborted
- *  when the cache is full. */
+/** End a transaction of meta_rtxn_get(): reset and kept as the thread's
+ *  own, or cached, or aborted when the cache is full. */
 void meta_rtxn_put(struct meta *m, MDB_txn *txn);
+/**
+ * A cursor on dbi in txn (a transaction of meta_rtxn_get()): the calling
+ * thread's kept cursor renewed (mdb_cursor_renew: no allocation) or a new
+ * one.  0 and *cur, or a negative code with a message.  End it with
+ * meta_rcursor_put() before meta_rtxn_put() of its transaction.
+ */
+int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,
+		     MDB_cursor **cur);
+/** End a cursor of meta_rcursor_get(): kept by the thread, or closed. */
+void meta_rcursor_put(struct meta *m, MDB_cursor *cur);
+/** Threads holding a per-thread transaction of m now (tests). */
+uint32_t meta_rtxn_threads(struct meta *m);
 
 /** Map an LMDB error to a negative errno, recording a message about what. */
 int meta_err(int mdb_rc, const char *what);
