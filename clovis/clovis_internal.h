@@ -129,6 +129,7 @@ int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 int workers_start(struct clovis *cl, uint32_t nr);
 void workers_stop(struct clovis *cl);
 void ops_drain_and_free(struct clovis *cl); /* also empties the op cache */
+uint32_t op_tcaches_count(struct clovis *cl); /* threads' caches (tests) */
 uint64_t op_now_ns(void);
 int exec_embedded(struct clovis *cl, struct eng_req *r);
 

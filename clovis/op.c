@@ -356,6 +356,17 @@ static void op_tcaches_close(struct clovis *cl)
 	op_destroy_list(doomed);
 }
 
+uint32_t op_tcaches_count(struct clovis *cl)
+{
+	uint32_t n = 0;
+
+	pthread_mutex_lock(&cl->cl_olock);
+	for (struct op_tcache *tc = cl->cl_tcaches; tc != NULL; tc = tc->tc_next)
+		n++;
+	pthread_mutex_unlock(&cl->cl_olock);
+	return n;
+}
+
 /* clovis_fini, every op cached: destroy each op of cl_all once. */
 static void op_cache_empty(struct clovis *cl)
 {

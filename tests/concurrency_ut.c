@@ -15,6 +15,10 @@
  *
  * inline_reads: index reads that run in the launching thread, racing a
  * writer (see cc_inline_reads).
+ *
+ * thread_teardown: what threads keep per instance (a read transaction and
+ * cursor in core/meta.c, a cache of freed ops in clovis/op.c) is released
+ * when they exit and when the instance goes first (see cc_teardown).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +29,8 @@
 #include <time.h>
 
 #include "clovis/clovis.h"
+#include "clovis/clovis_internal.h"
+#include "core/meta.h"
 #include "tests/ut.h"
 
 #define CC_THREADS 4
@@ -921,6 +927,164 @@ static void cc_inline_reads(void)
 	ci_failure();
 }
 
+/* ------------------------------------------------------- thread_teardown */
+
+#define TD_SEQ (META_MAXREADERS + 44u)      /* threads one after another */
+#define TD_PAR (META_RTXN_THREADS + 12u)    /* threads alive at once */
+
+static struct clovis *td_cl;
+static struct clovis_idx td_idx;
+static atomic_uint td_bad;
+static pthread_barrier_t td_bar;
+
+/* A GET of "k" and a NEXT into caller buffers from it, both inline;
+ * *left: leave the GET's op unfreed (clovis_fini frees it). */
+static void td_reads(struct clovis_op **left)
+{
+	uint8_t val[CC_VAL_LEN], k0[CLOVIS_KEY_MAX], v0[CC_VAL_LEN];
+	void *kb[1] = {"k"}, *vb[1] = {val}, *nk[1] = {k0}, *nv[1] = {v0};
+	size_t kl[1] = {1}, vl[1] = {CC_VAL_LEN}, nkl[1] = {1};
+	size_t nvl[1] = {CC_VAL_LEN};
+	struct clovis_bufvec kv = {1, kb, kl}, vv = {1, vb, vl};
+	struct clovis_bufvec nkv = {1, nk, nkl}, nvv = {1, nv, nvl};
+	struct clovis_op *op = NULL;
+	int32_t rc = 1, nrc = 1;
+
+	k0[0] = 'k';
+	if (clovis_idx_op(&td_idx, CLOVIS_IC_GET, &kv, &vv, &rc, 0, &op) != 0 ||
+	    clovis_op_launch(&op, 1) != 0 ||
+	    clovis_op_state(op) != CLOVIS_OS_STABLE || rc != 0 ||
+	    val[0] != 0x5a)
+		atomic_fetch_add(&td_bad, 1);
+	if (left != NULL)
+		*left = op;
+	else
+		clovis_op_free(op);
+	op = NULL;
+	if (clovis_idx_op(&td_idx, CLOVIS_IC_NEXT, &nkv, &nvv, &nrc,
+			  CLOVIS_IF_CALLER_BUFS, &op) != 0 ||
+	    clovis_op_sync(op) != 0 || nrc != 0 || nkl[0] != 1 ||
+	    k0[0] != 'k' || v0[0] != 0x5a)
+		atomic_fetch_add(&td_bad, 1);
+}
+
+/* Reads, then exit: what the thread kept goes back. */
+static void *td_short(void *arg)
+{
+	td_reads(NULL);
+	td_reads(NULL);
+	return NULL;
+}
+
+/* Reads, wait for all others to hold theirs, read again, exit. */
+static void *td_wide(void *arg)
+{
+	td_reads(NULL);
+	pthread_barrier_wait(&td_bar);
+	td_reads(NULL);
+	pthread_barrier_wait(&td_bar);
+	return NULL;
+}
+
+/* Reads, leaving an op live; then waits while the instance is closed. */
+static void *td_linger(void *arg)
+{
+	td_reads(arg);
+	pthread_barrier_wait(&td_bar);
+	pthread_barrier_wait(&td_bar); /* clovis_fini ran */
+	return NULL;
+}
+
+/*
+ * TD_SEQ threads, more than LMDB has reader slots, run one after another:
+ * each one's read transaction is aborted at its exit (else the slots run
+ * out and reads fail with -EAGAIN).  Then TD_PAR threads at once, more
+ * than may keep a transaction of their own: the rest take the shared
+ * path without failing.  Last, clovis_fini() while a thread that read
+ * (and left an op live) is still alive: its transaction, cursor and op
+ * cache are released by the instance, and its exit afterwards finds them
+ * gone (ASan: no leak, no double free).
+ */
+static void cc_teardown(void)
+{
+	struct clovis_conf conf = {0};
+	struct clovis_id iid = {CC_HI, 9};
+	const char *dir = ut_tmpdir("teardown");
+	struct clovis_op *op = NULL, *left = NULL;
+	pthread_t *th;
+	uint8_t val[CC_VAL_LEN];
+	void *kb[1] = {"k"}, *vb[1] = {val};
+	size_t kl[1] = {1}, vl[1] = {CC_VAL_LEN};
+	struct clovis_bufvec kv = {1, kb, kl}, vv = {1, vb, vl};
+	struct meta *m;
+	MDB_envinfo info;
+	int32_t rc = 1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	conf.cc_data_dir = dir;
+	conf.cc_nvram_dir = dir;
+	conf.cc_flags = CLOVIS_CONF_CREATE;
+	conf.cc_dev_size = 64ull << 20;
+	conf.cc_meta_size = 64ull << 20;
+	CU_ASSERT_EQUAL_FATAL(clovis_init(&td_cl, &conf), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&td_idx,
+					      clovis_default_realm(td_cl),
+					      &iid), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&td_idx.in_entity,
+					       CLOVIS_EO_CREATE, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	memset(val, 0x5a, sizeof val);
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&td_idx, CLOVIS_IC_PUT, &kv, &vv,
+					    &rc, 0, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL(rc, 0);
+	m = eng_meta(td_cl->cl_eng);
+	atomic_store(&td_bad, 0);
+
+	th = calloc(TD_PAR + 1, sizeof *th);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(th);
+	for (uint32_t i = 0; i < TD_SEQ; i++) {
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, td_short,
+						     NULL), 0);
+		pthread_join(th[0], NULL);
+	}
+	CU_ASSERT_EQUAL(atomic_load(&td_bad), 0);
+	CU_ASSERT_EQUAL(meta_rtxn_threads(m), 0);
+	CU_ASSERT_EQUAL(mdb_env_info(m->m_env, &info), 0);
+	CU_ASSERT(info.me_numreaders < 32); /* slots reused, not leaked */
+	CU_ASSERT_EQUAL(op_tcaches_count(td_cl), 1); /* this thread's */
+
+	CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&td_bar, NULL, TD_PAR + 1),
+			      0);
+	for (uint32_t i = 0; i < TD_PAR; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, td_wide,
+						     NULL), 0);
+	pthread_barrier_wait(&td_bar);
+	CU_ASSERT_EQUAL(meta_rtxn_threads(m), META_RTXN_THREADS);
+	pthread_barrier_wait(&td_bar);
+	for (uint32_t i = 0; i < TD_PAR; i++)
+		pthread_join(th[i], NULL);
+	pthread_barrier_destroy(&td_bar);
+	CU_ASSERT_EQUAL(atomic_load(&td_bad), 0);
+	CU_ASSERT_EQUAL(meta_rtxn_threads(m), 0);
+	CU_ASSERT_EQUAL(op_tcaches_count(td_cl), 1); /* this thread's */
+
+	CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&td_bar, NULL, 2), 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, td_linger, &left),
+			      0);
+	pthread_barrier_wait(&td_bar);
+	CU_ASSERT_EQUAL(meta_rtxn_threads(m), 1);
+	CU_ASSERT_EQUAL(op_tcaches_count(td_cl), 2);
+	CU_ASSERT_PTR_NOT_NULL(left);
+	clovis_fini(td_cl);
+	td_cl = NULL;
+	pthread_barrier_wait(&td_bar);
+	pthread_join(th[0], NULL);
+	pthread_barrier_destroy(&td_bar);
+	CU_ASSERT_EQUAL(atomic_load(&td_bad), 0);
+	free(th);
+}
+
 /* Open a store with the shared object and index. */
 static int cc_suite_init(void)
 {
@@ -971,7 +1135,8 @@ int concurrency_ut_add(void)
 				   cc_suite_fini);
 
 	if (s == NULL || CU_add_test(s, "mixed", cc_mixed) == NULL ||
-	    CU_add_test(s, "inline_reads", cc_inline_reads) == NULL)
+	    CU_add_test(s, "inline_reads", cc_inline_reads) == NULL ||
+	    CU_add_test(s, "thread_teardown", cc_teardown) == NULL)
 		return -1;
 	return 0;
 }
