@@ -252,7 +252,10 @@ CLOVIS_API int clovis_init(struct clovis **out, const struct clovis_conf *conf);
  * Close an instance: waits for every launched op to finish (reach STABLE or
  * FAILED), saves the statistics and releases everything.  Ops created on cl
  * and not freed are freed.  Entity handles must not be used afterwards.
- * cl may be NULL.
+ * cl may be NULL.  What threads keep for cl (a cache of freed ops, a
+ * reset LMDB read transaction in embedded mode) is released here for
+ * threads still running, and at their exit for threads that end before;
+ * no other thread may be using cl during the call.
  */
 CLOVIS_API void clovis_fini(struct clovis *cl);
 
