@@ -806,6 +806,50 @@ CLOVIS_API void clovis_dtx_abort(struct clovis_dtx *dtx);
 CLOVIS_API int clovis_dtx_id(const struct clovis_dtx *dtx,
 			     struct clovis_dtx_id *out);
 
+/**
+ * Wait until no dtx in doubt below a bound is still undecided on any
+ * server: the wait a client needs before it reads and rewrites records a
+ * dtx of its own may still change (dtx gives no isolation): after a commit
+ * op ended with -ETIMEDOUT or -EINPROGRESS, or at a restart after a crash
+ * with dtxs possibly in flight (dtm/README.md, "What a client must wait
+ * for").
+ *
+ * before: a dtx id (clovis_dtx_id.di_hlc): the call waits for every dtx
+ * whose id is lower; 0: every dtx that was in doubt when the call started
+ * (the bound of each server is then the higher of this client's clock at
+ * the call and that server's clock at its first answer, so that every dtx
+ * the server had logged by then is below it).  timeout_ms: how long to
+ * wait (0: ask each server once).
+ *
+ * Cluster mode: asks every server for its dtx LIST (in-doubt records
+ * first, as `strata dtx ls`), again with a growing pause (20 ms to 0.5 s)
+ * until each one answered once with no PREPARED record below its bound
+ * and a full list hides none.  A server that answered clear is not asked
+ * again: a dtx below the bound that can still commit had every
+ * participant's PREPARED record durable before the server's answer.
+ * Returns:
+ *   0             no dtx below the bound is in doubt anywhere: each one
+ *                 is applied on every participant or aborted everywhere
+ *                 (its updates are visible, or will never be);
+ *   -ETIMEDOUT    not within timeout_ms, with a message naming the first
+ *                 server not clear and why: the oldest dtx in doubt there
+ *                 ("NODE:HLC", its age and participant count), or that it
+ *                 holds more in-doubt records than one LIST shows;
+ *   -EHOSTDOWN, -ETIMEDOUT, ... (the transport's code)  a server did not
+ *                 answer the LIST by the end, with a message naming it: a
+ *                 server that cannot be reached may hold an in-doubt record
+ *                 and is never taken as clear;
+ *   -EINVAL       cl NULL;  -ENOMEM.
+ * It does not guarantee that a dtx started after the call (or above the
+ * bound) is decided, nor anything about a PREPARE still in transit to a
+ * server (that dtx can only abort: its coordinator never got the vote).
+ * A participant marked dead (`strata dtx resolve dead`) is still asked.
+ * Embedded mode: returns 0 at once (a dtx is one local commit, never in
+ * doubt).  Thread-safe; it blocks the calling thread only.
+ */
+CLOVIS_API int clovis_dtx_settle(struct clovis *cl, uint64_t before,
+				 uint32_t timeout_ms);
+
 /* ======================================== end: distributed transactions */
 
 /* ---------------------------------------------------------- management */

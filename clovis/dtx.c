@@ -1199,3 +1199,168 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 	}
 	dtx_finish(dx, rc, cci->ci_msg);
 }
+
+/* ============================================================ settle
+ *
+ * clovis_dtx_settle(): every server's LIST (in-doubt records first, then the
+ * newest decided ones) is read until none holds a PREPARED record of a dtx
+ * below the bound.  A server that answered clear once is not asked again:
+ * a PREPARED record is durable before its YES, so a dtx below the bound that
+ * can still commit had its record logged before the server's first answer
+ * (a PREPARE logged later belongs to a dtx that can only abort, or to one
+ * still being committed by a live coordinator, which was not in doubt).
+ */
+
+#define SETTLE_PAUSE_MIN_MS 20u
+#define SETTLE_PAUSE_MAX_MS 500u
+
+/* Entries asked for in one LIST.  Test builds: STRATA_TEST_DTX_LIST_LIMIT
+ * makes it smaller (the "in doubt behind newer dtxs" reproducer). */
+static uint32_t settle_list_limit(void)
+{
+	uint32_t limit = DTM_LIST_MAX;
+#ifdef STRATA_FAULT_INJECT
+	const char *e = getenv("STRATA_TEST_DTX_LIST_LIMIT");
+
+	if (e != NULL && atoi(e) > 0 && (uint32_t)atoi(e) < limit)
+		limit = (uint32_t)atoi(e);
+#endif
+	return limit;
+}
+
+/* One server's state during a settle. */
+struct settle_srv {
+	uint64_t ss_bound;  /* dtxs below this id are waited for (0: unset) */
+	bool ss_clear;
+	int ss_rc;          /* why not clear: a call failure or -ETIMEDOUT */
+	char ss_msg[LIM_ERRMSG_LEN];
+};
+
+/* Ask server s once; 0 when it holds nothing below its bound. */
+static int settle_ask(struct clovis *cl, uint32_t s, struct settle_srv *st,
+		      uint64_t before, uint64_t start, uint32_t limit,
+		      uint32_t ms)
+{
+	DtxReq q = DTX_REQ__INIT;
+	DtxReply *rp = NULL;
+	uint8_t *b = NULL;
+	size_t bl = 0, rl = 0;
+	void *rb = NULL;
+	uint64_t prepared = 0, below = 0;
+	const DtxInfo *old = NULL;
+	int rc;
+
+	q.kind = DTM_MSG_LIST;
+	q.limit = limit;
+	q.clock = dtm_hlc_now();
+	rc = dtm_pack(&q.base, &b, &bl);
+	if (rc == 0)
+		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, ms, &rb, &rl);
+	if (rc == 0)
+		rc = dtm_reply_decode(rb, rl, &rp);
+	free(rb);
+	free(b);
+	if (rc != 0) {
+		snprintf(st->ss_msg, sizeof st->ss_msg, "server %s did not "
+			 "answer the dtx LIST (%s): it may hold a dtx in doubt",
+			 cluster_server_name(cl, s), err_msg());
+		return st->ss_rc = rc;
+	}
+	dtm_hlc_observe(rp->clock);
+	if (st->ss_bound == 0)
+		st->ss_bound = before != 0 ? before
+			       : (rp->clock > start ? rp->clock : start);
+	for (size_t i = 0; i < rp->n_list; i++) {
+		const DtxInfo *e = rp->list[i];
+
+		if (e->state != DTM_PREPARED)
+			continue;
+		prepared++;
+		if (e->hlc >= st->ss_bound)
+			continue;
+		below++;
+		if (old == NULL || e->hlc < old->hlc)
+			old = e;
+	}
+	if (old != NULL) {
+		struct clovis_dtx_id id = {.di_hlc = old->hlc,
+					   .di_node = old->node};
+		char ids[DTM_ID_STR_LEN];
+		uint64_t now = dtm_hlc_us(dtm_hlc_now());
+
+		snprintf(st->ss_msg, sizeof st->ss_msg, "server %s holds %" PRIu64
+			 " dtx(s) in doubt, the oldest %s (PREPARED %" PRIu64
+			 " ms ago, %u participants)", cluster_server_name(cl, s),
+			 below, dtm_id_format(&id, ids),
+			 now > old->time_us ? (now - old->time_us) / 1000 : 0,
+			 (unsigned)old->n_parts);
+		rc = -ETIMEDOUT;
+	} else if (rp->n_list >= limit && prepared < rp->in_doubt) {
+		snprintf(st->ss_msg, sizeof st->ss_msg, "server %s holds %"
+			 PRIu64 " dtxs in doubt, more than one LIST shows (%u)",
+			 cluster_server_name(cl, s), rp->in_doubt, limit);
+		rc = -ETIMEDOUT;
+	}
+	dtx_reply__free_unpacked(rp, NULL);
+	st->ss_rc = rc;
+	st->ss_clear = rc == 0;
+	return rc;
+}
+
+int clovis_dtx_settle(struct clovis *cl, uint64_t before, uint32_t timeout_ms)
+{
+	uint64_t t0 = dtx_mono_ms(), start, pause = SETTLE_PAUSE_MIN_MS;
+	uint32_t n, limit = settle_list_limit(), call_ms;
+	struct settle_srv *st;
+	int rc = 0;
+
+	if (cl == NULL)
+		return err_set(-EINVAL, "dtx settle: NULL client");
+	if (cl->cl_eng != NULL)
+		return 0; /* embedded: a dtx is one local commit */
+	n = cluster_nr_servers(cl);
+	call_ms = cluster_call_ms(cl);
+	st = calloc(n, sizeof *st);
+	if (st == NULL)
+		return err_set(-ENOMEM, "dtx settle: %u servers", n);
+	start = dtm_hlc_now();
+	for (;;) {
+		uint64_t el = dtx_mono_ms() - t0;
+		uint32_t left = el >= timeout_ms ? 0 : timeout_ms - (uint32_t)el;
+		bool clear = true;
+
+		for (uint32_t s = 0; s < n; s++) {
+			uint32_t ms = call_ms;
+
+			if (st[s].ss_clear)
+				continue;
+			/* the last round still asks with a short timeout */
+			if (left < ms)
+				ms = left > 100 ? left : 100;
+			if (settle_ask(cl, s, &st[s], before, start, limit,
+				       ms) != 0)
+				clear = false;
+		}
+		if (clear)
+			break;
+		el = dtx_mono_ms() - t0;
+		if (el >= timeout_ms) {
+			for (uint32_t s = 0; s < n; s++)
+				if (!st[s].ss_clear) {
+					rc = err_set(st[s].ss_rc, "dtx settle: "
+						     "not settled in %u ms: %s",
+						     timeout_ms,
+						     st[s].ss_msg);
+					break;
+				}
+			break;
+		}
+		if (pause > timeout_ms - el)
+			pause = timeout_ms - el;
+		usleep((useconds_t)pause * 1000u);
+		pause = pause * 2 > SETTLE_PAUSE_MAX_MS ? SETTLE_PAUSE_MAX_MS
+							: pause * 2;
+	}
+	free(st);
+	return rc;
+}

@@ -1033,6 +1033,36 @@ static void test_rec_codec(void)
 	CU_ASSERT_EQUAL(dtm_rec_encode(&r, parts, buf, sizeof buf), -EINVAL);
 }
 
+/* clovis_dtx_settle(): NULL refused; embedded mode returns 0 at once, also
+ * right after dtxs committed (cluster mode: once they are decided). */
+static void test_settle(void)
+{
+	struct clovis_idx ix;
+	struct clovis_dtx *dx;
+	struct clovis_op *op, *cop;
+	struct rec r1;
+	struct timespec t0, t1;
+
+	CU_ASSERT_EQUAL(clovis_dtx_settle(NULL, 0, 0), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "settle"));
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "s", "1", &op), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS), 0);
+	clovis_op_free(op);
+	clovis_op_free(cop);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	CU_ASSERT_EQUAL(clovis_dtx_settle(cl, 0, 10000), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_settle(cl, UINT64_MAX, 10000), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!ut_cluster_mode()) /* at once: no server asked, no pause */
+		CU_ASSERT_TRUE((t1.tv_sec - t0.tv_sec) * 1000 +
+			       (t1.tv_nsec - t0.tv_nsec) / 1000000 < 50);
+}
+
 int dtm_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("dtm", suite_init, suite_fini);
@@ -1050,6 +1080,7 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
 	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
 	    !CU_add_test(s, "bad_args", test_bad_args) ||
+	    !CU_add_test(s, "settle", test_settle) ||
 	    !CU_add_test(s, "unit_layouts", test_unit_layouts) ||
 	    !CU_add_test(s, "entity_members", test_entity_members))
 		return -1;

@@ -285,8 +285,27 @@ extern struct s3_gw s3g;
 
 int s3_store_open(void);
 void s3_store_close(void);
-/** Reclaim what interrupted uploads left (in-flight records). */
-int s3_store_recover(uint64_t *objs_freed);
+/**
+ * Reclaim what interrupted uploads of an earlier run left (its in-flight
+ * records).  Embedded mode: done before it returns (*objs_freed).  Cluster
+ * mode: the records are read now (*queued) and reclaimed by the settle
+ * thread once clovis_dtx_settle() returned 0 (a dtx the earlier run left in
+ * doubt may still make a key reference one of their objects); meanwhile
+ * s3_settle_held() names the keys they belong to.
+ */
+int s3_store_recover(uint64_t *objs_freed, uint64_t *queued);
+
+/* The settle thread (cluster mode, s3_store.c "settle"). */
+/** A change of this gateway ended in doubt (s3_tx_doubt()): a mark that
+ *  stays pending until a later clovis_dtx_settle() returned 0. */
+uint64_t s3_settle_mark(void);
+/** Longest wait of a GET whose record names an object already gone. */
+#define S3_GET_SETTLE_MS 20000u
+/** Is mark (from s3_settle_mark()) not settled yet? */
+bool s3_settle_pending(uint64_t mark);
+/** Is bucket index key ik named by an in-flight record of the earlier run
+ *  not reclaimed yet (its change may be in doubt: writes wait)? */
+bool s3_settle_held(const uint8_t *ik, size_t il);
 
 int s3_idx_get(struct clovis_idx *i, const void *k, size_t kl, void **v,
 	       size_t *vl);
@@ -434,18 +453,15 @@ int s3_tx_inflight_del(struct s3_tx *t, const uint8_t *rkey);
  * nothing applied, except for s3_tx_doubt(rc) codes (cluster mode: the
  * outcome is unknown, -ETIMEDOUT, or committed but not yet applied
  * everywhere, -EINPROGRESS): then the change is applied entirely or not at
- * all within the dtx termination bound, and what it leaves unreferenced is
- * reclaimed by the restart rule (s3_store_recover()).
+ * all, decided once clovis_dtx_settle() returns 0 (the settle thread), and
+ * what it leaves unreferenced is reclaimed by the restart rule
+ * (s3_store_recover()).
  */
 int s3_tx_commit(struct s3_tx *t);
 /** Free t unapplied. */
 void s3_tx_drop(struct s3_tx *t);
 /** rc of s3_tx_commit() (or of an index op) leaves the outcome unknown. */
 bool s3_tx_doubt(int rc);
-/** Seconds after which a dtx this gateway left in doubt is resolved while
- *  its participants are up: the longest decision deadline (call timeout
- *  10 s + 1 s) plus the participants' termination delay (2 s) plus 2 s. */
-#define S3_DTX_SETTLE_S 15u
 
 /** Profile PUT stages to stderr (STRATA_S3_PROFILE set in the environment). */
 extern bool s3_profile;
@@ -475,6 +491,11 @@ struct s3_rd {
 };
 
 int s3_rd_open(struct s3_rd *r, struct s3_bucket *b, void *rec, size_t len);
+/** Open the object holding byte off (before the reply is started): 0
+ *  (also for an inline record), -ENOENT when the record names an object
+ *  that is gone (a change of the key in progress or in doubt), or the
+ *  Clovis error. */
+int s3_rd_first(struct s3_rd *r, uint64_t off);
 /** Copy object bytes [off, off+n) into out; returns bytes or -errno. */
 long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n);
 void s3_rd_close(struct s3_rd *r);

@@ -1051,7 +1051,7 @@ int main(int argc, char **argv)
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *di;
 	char *tls[2] = {NULL, NULL};
-	uint64_t freed = 0;
+	uint64_t freed = 0, queued = 0;
 	sigset_t set;
 	int sig, rc;
 
@@ -1083,7 +1083,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (s3_store_open() != 0)
 		return 1;
-	rc = s3_store_recover(&freed);
+	rc = s3_store_recover(&freed, &queued);
 	if (rc != 0)
 		fprintf(stderr, "strata-s3: recovery: %s: %s\n",
 			clovis_strerror(rc), clovis_errmsg());
@@ -1105,10 +1105,15 @@ int main(int argc, char **argv)
 			fclose(f);
 		}
 	}
-	printf("strata-s3: listening on %s:%u (%s %s), %lu interrupted "
-	       "upload objects reclaimed\n", c->sc_listen, c->sc_port,
-	       c->sc_cluster[0] ? "cluster" : "store",
-	       c->sc_cluster[0] ? c->sc_cluster : c->sc_data_dir, freed);
+	if (c->sc_cluster[0])
+		printf("strata-s3: listening on %s:%u (cluster %s), %lu "
+		       "in-flight records of the earlier run reclaimed in the "
+		       "background once its dtxs are settled\n", c->sc_listen,
+		       c->sc_port, c->sc_cluster, (unsigned long)queued);
+	else
+		printf("strata-s3: listening on %s:%u (store %s), %lu "
+		       "interrupted upload objects reclaimed\n", c->sc_listen,
+		       c->sc_port, c->sc_data_dir, (unsigned long)freed);
 	fflush(stdout);
 	sigwait(&set, &sig);
 	MHD_stop_daemon(d);

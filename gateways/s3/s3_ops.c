@@ -40,27 +40,33 @@ static pthread_mutex_t *key_lock(const uint8_t *k, size_t kl)
 /*
  * Keys whose last change ended in doubt (cluster mode: the dtx outcome is
  * unknown, or committed and not yet applied everywhere), per lock stripe:
- * until the dtx is surely resolved (S3_DTX_SETTLE_S), a new change of a
- * key of the stripe could read a record the dtx is about to replace and
- * lose track of an object, so it is refused with 503 SlowDown.  Guarded
- * by the stripe's lock.
+ * until the dtx is surely decided (the settle thread's next
+ * clovis_dtx_settle() returned 0), a new change of a key of the stripe
+ * could read a record the dtx is about to replace and lose track of an
+ * object, so it is refused with 503 SlowDown.  So is a change of a key
+ * named by an in-flight record of an earlier run not reclaimed yet (that
+ * run may have left its change in doubt).  Guarded by the stripe's lock.
  */
-static uint64_t key_doubt_until[256];
+static uint64_t key_doubt_mark[256];
 
 static uint64_t *key_doubt(pthread_mutex_t *l)
 {
-	return &key_doubt_until[l - s3g.g_key_locks];
+	return &key_doubt_mark[l - s3g.g_key_locks];
 }
 
-/* Under lock l: is the stripe still settling a change in doubt? */
-static bool key_in_doubt(pthread_mutex_t *l)
+/* Under lock l: is key ik (of stripe l) still settling a change in doubt? */
+static bool key_in_doubt(pthread_mutex_t *l, const uint8_t *ik, size_t il)
 {
-	return s3_now_ns() < *key_doubt(l);
+	uint64_t m = *key_doubt(l);
+
+	if (m != 0 && !s3_settle_pending(m))
+		*key_doubt(l) = m = 0;
+	return m != 0 || s3_settle_held(ik, il);
 }
 
 static void key_doubt_set(pthread_mutex_t *l)
 {
-	*key_doubt(l) = s3_now_ns() + S3_DTX_SETTLE_S * 1000000000ull;
+	*key_doubt(l) = s3_settle_mark();
 }
 
 /* The reply to a change refused or left in doubt (-EAGAIN: a change of
@@ -316,7 +322,7 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 	if (t == NULL && (t = s3_tx_new()) == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l)) {
+	if (key_in_doubt(l, ik, il)) {
 		rc = -EAGAIN;
 		goto out;
 	}
@@ -808,20 +814,56 @@ static void response_overrides(struct s3_req *rq)
 	}
 }
 
+/* Drop what get_object() holds: the reader when opened, else the record. */
+static void get_drop(struct s3_rd *rd, bool opened, void *v)
+{
+	if (opened)
+		s3_rd_close(rd);
+	else
+		free(v);
+}
+
 static int get_object(struct s3_req *rq)
 {
-	bool head = strcmp(rq->rq_method, "HEAD") == 0;
+	bool head = strcmp(rq->rq_method, "HEAD") == 0, opened = false;
 	struct s3_orec r;
 	struct s3_rd rd;
 	void *v;
 	size_t vl;
 	uint64_t s = 0, e;
-	int rc, pre, rr;
+	int rc, pre, rr, tries = 0;
 
 	rq->rq_op = head ? "HeadObject" : "GetObject";
 	if (need_bucket(rq) != 0 || need_key(rq) != 0)
 		return 0;
+again:
 	rc = rec_get(rq->rq_bk, rq->rq_key, rq->rq_key_len, &v, &vl, &r);
+	if (rc == 0 && !head) {
+		/* The record's first object gone: a change of the key
+		 * replaced it meanwhile, or is in doubt with part of it
+		 * applied (its DELETE of the old object on one server, its
+		 * record PUT not yet on another).  Once every dtx in doubt now
+		 * is decided, the record read again is the new one. */
+		rc = s3_rd_open(&rd, rq->rq_bk, v, vl);
+		opened = true;
+		if (rc == 0)
+			rc = s3_rd_first(&rd, 0);
+		if (rc == -ENOENT && tries++ == 0) {
+			s3_rd_close(&rd);
+			opened = false;
+			rc = clovis_dtx_settle(s3g.g_cl, 0, S3_GET_SETTLE_MS);
+			if (rc != 0)
+				return s3_reply_err(rq, 503, "SlowDown",
+						    "reading the key: a change "
+						    "of it is in doubt (%s): "
+						    "retry", clovis_errmsg());
+			goto again;
+		}
+		if (rc != 0) {
+			s3_rd_close(&rd);
+			return s3_reply_clovis(rq, rc, "opening the object");
+		}
+	}
 	if (rc == -ENOENT)
 		return s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
 				    "does not exist.");
@@ -830,7 +872,7 @@ static int get_object(struct s3_req *rq)
 	pre = preconditions(rq, &r, "If-Match", "If-None-Match",
 			    "If-Modified-Since", "If-Unmodified-Since");
 	if (pre == 412) {
-		free(v);
+		get_drop(&rd, opened, v);
 		return s3_reply_err(rq, 412, "PreconditionFailed", "At least "
 				    "one of the pre-conditions you specified "
 				    "did not hold");
@@ -840,7 +882,7 @@ static int get_object(struct s3_req *rq)
 	if (rr < 0) {
 		char cr[48];
 
-		free(v);
+		get_drop(&rd, opened, v);
 		snprintf(cr, sizeof cr, "bytes */%lu", r.or_size);
 		rc = s3_reply_err(rq, 416, "InvalidRange", "The requested range "
 				  "is not satisfiable");
@@ -850,7 +892,7 @@ static int get_object(struct s3_req *rq)
 	rq->rq_hdrs.b_len = 0;
 	rec_attrs_reply(rq, &r);
 	if (pre == 304) {
-		free(v);
+		get_drop(&rd, opened, v);
 		return s3_reply_empty(rq, 304);
 	}
 	s3_reply_hdr(rq, "Accept-Ranges", "bytes");
@@ -868,10 +910,12 @@ static int get_object(struct s3_req *rq)
 			 r.or_size);
 		s3_reply_hdr(rq, "Content-Range", cr);
 	}
-	rc = s3_rd_open(&rd, rq->rq_bk, v, vl);
-	if (rc != 0) {
-		free(v);
-		return s3_reply_clovis(rq, rc, "decoding the record");
+	if (!opened) {
+		rc = s3_rd_open(&rd, rq->rq_bk, v, vl);
+		if (rc != 0) {
+			free(v);
+			return s3_reply_clovis(rq, rc, "decoding the record");
+		}
 	}
 	return s3_reply_reader(rq, rr == 0 ? 206 : 200, &rd, s, e - s, head);
 }
@@ -893,7 +937,7 @@ static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 	if (t == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l)) {
+	if (key_in_doubt(l, ik, il)) {
 		rc = -EAGAIN;
 		goto out;
 	}

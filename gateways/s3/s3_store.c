@@ -33,7 +33,7 @@ struct s3_gw s3g;
 static void jan_start(void);
 static void jan_stop(void);
 static size_t inflight_key(const struct clovis_id *id, uint8_t *out);
-static size_t run_key(uint8_t *out);
+static void settle_stop(void);
 
 /* ------------------------------------------------------- index helpers */
 
@@ -235,11 +235,7 @@ int s3_store_open(void)
 void s3_store_close(void)
 {
 	jan_stop();
-	if (s3g.g_conf.sc_cluster[0] != 0) { /* stopped cleanly */
-		uint8_t rk[64];
-
-		s3_idx_del(&s3g.g_inflight, rk, run_key(rk));
-	}
+	settle_stop();
 	clovis_fini(s3g.g_cl);
 	s3g.g_cl = NULL;
 }
@@ -1213,59 +1209,250 @@ static int recover_one(const uint8_t *k, size_t kl, const void *v, size_t vl,
 	return s3_idx_del(&s3g.g_inflight, k, kl);
 }
 
-/* Cluster mode: the "running" marker of this gateway, gateway id "!" in
- * the in-flight index (outside the "id:" range the walk reads). */
-static size_t run_key(uint8_t *out)
-{
-	size_t n = strlen(s3g.g_conf.sc_gw_id);
-
-	memcpy(out, s3g.g_conf.sc_gw_id, n);
-	out[n] = '!';
-	return n + 1;
-}
+/* ------------------------------------------------------------- settle */
 
 /*
- * Cluster mode: a gateway that did not stop cleanly (its marker is there)
- * may have left a dtx in doubt.  Such a dtx can still commit: freeing an
- * object it would reference, or rewriting a key it changes, before it is
- * resolved could leave a record naming a freed object or leak an object.
- * So the walk waits S3_DTX_SETTLE_S first (the decider aborts a dtx its
- * coordinator abandoned within that bound while it is up; dtm/README.md).
+ * Cluster mode: a dtx this gateway left in doubt (a change that ended with
+ * an s3_tx_doubt() code, or one of an earlier run killed inside its commit)
+ * can still commit.  Freeing an object it would reference, or rewriting a
+ * key it changes, before it is decided could leave a record naming a freed
+ * object or leak one.  One thread (settle_main) settles them: it calls
+ * clovis_dtx_settle() (every dtx in doubt when the call started is decided
+ * on every server), again with a growing pause while it fails (saying why
+ * on stderr), then
+ *   - marks every doubt mark taken before that call settled (the key
+ *     stripes refused since a change ended in doubt serve again);
+ *   - at the first success after a start, reclaims the in-flight records
+ *     the earlier run left (the snapshot taken at start, before serving:
+ *     records this run makes are not in it), and lets the keys they name be
+ *     written again (until then s3_settle_held() refuses them).
+ * Embedded mode has none of this: a dtx is one local commit, the walk runs
+ * before serving.
  */
-static void settle_doubt(void)
-{
-	uint8_t rk[64];
-	size_t rkl = run_key(rk);
-	void *v;
-	size_t vl;
-	int rc;
+#define SETTLE_TRY_MS 3000u       /* one clovis_dtx_settle() */
+#define SETTLE_PAUSE_MAX_S 8u     /* longest pause between tries */
+#define SETTLE_LOG_EVERY_S 30u    /* a failing settle is logged this often */
 
-	if (s3g.g_conf.sc_cluster[0] == 0)
-		return;
-	if (s3_idx_get(&s3g.g_inflight, rk, rkl, &v, &vl) == 0) {
-		free(v);
-		fprintf(stderr, "strata-s3: gateway %s did not stop cleanly: "
-			"waiting %u s for dtxs it may have left in doubt\n",
-			s3g.g_conf.sc_gw_id, S3_DTX_SETTLE_S);
-		sleep(S3_DTX_SETTLE_S);
-	}
-	rc = s3_idx_put(&s3g.g_inflight, rk, rkl, "1", 1, true);
-	if (rc != 0)
-		fprintf(stderr, "strata-s3: the running marker: %s: %s\n",
-			clovis_strerror(rc), clovis_errmsg());
+struct settle_rec {
+	void *sr_k, *sr_v;
+	size_t sr_kl, sr_vl;
+};
+
+static struct {
+	pthread_mutex_t s_lock;
+	pthread_cond_t s_cond;
+	pthread_t s_th;
+	bool s_started, s_stop;
+	uint64_t s_marked;        /* latest doubt mark */
+	uint64_t s_settled;       /* marks up to this one are settled */
+	bool s_recovering;        /* the start's snapshot not reclaimed yet */
+	struct settle_rec *s_recs; /* that snapshot */
+	size_t s_nr, s_cap;
+	struct s3_buf s_held;     /* keys it names: (be32 length, key)... */
+} st = {.s_lock = PTHREAD_MUTEX_INITIALIZER,
+	.s_cond = PTHREAD_COND_INITIALIZER};
+
+uint64_t s3_settle_mark(void)
+{
+	uint64_t m;
+
+	pthread_mutex_lock(&st.s_lock);
+	m = ++st.s_marked;
+	pthread_cond_broadcast(&st.s_cond);
+	pthread_mutex_unlock(&st.s_lock);
+	return m;
 }
 
-int s3_store_recover(uint64_t *freed)
+bool s3_settle_pending(uint64_t mark)
+{
+	uint64_t s = __atomic_load_n(&st.s_settled, __ATOMIC_ACQUIRE);
+
+	return mark > s;
+}
+
+bool s3_settle_held(const uint8_t *ik, size_t il)
+{
+	bool held = false;
+	size_t pos = 0;
+
+	if (!__atomic_load_n(&st.s_recovering, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&st.s_lock);
+	while (st.s_recovering && !held && pos + 4 <= st.s_held.b_len) {
+		const uint8_t *p = (const uint8_t *)st.s_held.b_data + pos;
+		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+			     (uint32_t)p[2] << 8 | p[3];
+
+		held = n == il && memcmp(p + 4, ik, il) == 0;
+		pos += 4 + n;
+	}
+	pthread_mutex_unlock(&st.s_lock);
+	return held;
+}
+
+/* Keep in-flight record (k, v) of the earlier run for the reclamation, and
+ * the bucket key it names as held. */
+static int settle_keep(const void *k, size_t kl, const void *v, size_t vl)
+{
+	struct settle_rec *r;
+	const uint8_t *val;
+	size_t pos = 0;
+	uint32_t n;
+	uint8_t tag, len[4];
+
+	if (st.s_nr == st.s_cap) {
+		size_t cap = st.s_cap ? st.s_cap * 2 : 64;
+
+		r = realloc(st.s_recs, cap * sizeof *r);
+		if (r == NULL)
+			return -ENOMEM;
+		st.s_recs = r;
+		st.s_cap = cap;
+	}
+	r = &st.s_recs[st.s_nr];
+	r->sr_k = malloc(kl);
+	r->sr_v = malloc(vl ? vl : 1);
+	if (r->sr_k == NULL || r->sr_v == NULL) {
+		free(r->sr_k);
+		free(r->sr_v);
+		return -ENOMEM;
+	}
+	memcpy(r->sr_k, k, kl);
+	memcpy(r->sr_v, v, vl);
+	r->sr_kl = kl;
+	r->sr_vl = vl;
+	st.s_nr++;
+	while (s3_tlv_next(v, vl, &pos, &tag, &val, &n) == 1)
+		if (tag == T_KEY) {
+			len[0] = (uint8_t)(n >> 24);
+			len[1] = (uint8_t)(n >> 16);
+			len[2] = (uint8_t)(n >> 8);
+			len[3] = (uint8_t)n;
+			s3_buf_add(&st.s_held, len, 4);
+			s3_buf_add(&st.s_held, val, n);
+		}
+	return 0;
+}
+
+static void settle_reclaim(void)
+{
+	uint64_t freed = 0;
+
+	for (size_t i = 0; i < st.s_nr; i++) {
+		recover_one(st.s_recs[i].sr_k, st.s_recs[i].sr_kl,
+			    st.s_recs[i].sr_v, st.s_recs[i].sr_vl, &freed);
+		free(st.s_recs[i].sr_k);
+		free(st.s_recs[i].sr_v);
+	}
+	fprintf(stderr, "strata-s3: dtxs settled: %zu in-flight records of "
+		"the earlier run settled, %lu interrupted upload objects "
+		"reclaimed\n", st.s_nr, (unsigned long)freed);
+	pthread_mutex_lock(&st.s_lock);
+	free(st.s_recs);
+	st.s_recs = NULL;
+	st.s_nr = st.s_cap = 0;
+	free(st.s_held.b_data);
+	st.s_held = (struct s3_buf){0};
+	__atomic_store_n(&st.s_recovering, false, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&st.s_lock);
+}
+
+static void *settle_main(void *arg)
+{
+	uint32_t pause = 1, fails = 0;
+	uint64_t t_log = 0;
+
+	(void)arg;
+	pthread_mutex_lock(&st.s_lock);
+	while (!st.s_stop) {
+		uint64_t target = st.s_marked;
+		bool recovering = st.s_recovering;
+		struct timespec ts;
+		int rc;
+
+		if (!recovering && st.s_settled >= target) {
+			pthread_cond_wait(&st.s_cond, &st.s_lock);
+			continue;
+		}
+		pthread_mutex_unlock(&st.s_lock);
+		rc = clovis_dtx_settle(s3g.g_cl, 0, SETTLE_TRY_MS);
+		if (rc == 0) {
+			if (fails > 0)
+				fprintf(stderr, "strata-s3: dtxs settled after "
+					"%u tries\n", fails + 1);
+			fails = 0;
+			pause = 1;
+			__atomic_store_n(&st.s_settled, target,
+					 __ATOMIC_RELEASE);
+			if (recovering)
+				settle_reclaim();
+			pthread_mutex_lock(&st.s_lock);
+			continue;
+		}
+		if (fails++ == 0 || s3_now_ns() / 1000000000ull >=
+				    t_log + SETTLE_LOG_EVERY_S) {
+			t_log = s3_now_ns() / 1000000000ull;
+			fprintf(stderr, "strata-s3: waiting for dtxs in doubt "
+				"(%s): %s: %s\n", recovering ? "the earlier "
+				"run's in-flight records and their keys wait"
+				: "keys whose change ended in doubt wait",
+				clovis_strerror(rc), clovis_errmsg());
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += pause;
+		pause = pause * 2 > SETTLE_PAUSE_MAX_S ? SETTLE_PAUSE_MAX_S
+						       : pause * 2;
+		pthread_mutex_lock(&st.s_lock);
+		if (!st.s_stop)
+			pthread_cond_timedwait(&st.s_cond, &st.s_lock, &ts);
+	}
+	pthread_mutex_unlock(&st.s_lock);
+	return NULL;
+}
+
+static int settle_start(void)
+{
+	int rc = pthread_create(&st.s_th, NULL, settle_main, NULL);
+
+	if (rc != 0)
+		return -rc;
+	st.s_started = true;
+	return 0;
+}
+
+static void settle_stop(void)
+{
+	if (!st.s_started)
+		return;
+	pthread_mutex_lock(&st.s_lock);
+	st.s_stop = true;
+	pthread_cond_broadcast(&st.s_cond);
+	pthread_mutex_unlock(&st.s_lock);
+	pthread_join(st.s_th, NULL);
+	st.s_started = false;
+	for (size_t i = 0; i < st.s_nr; i++) {
+		free(st.s_recs[i].sr_k);
+		free(st.s_recs[i].sr_v);
+	}
+	free(st.s_recs);
+	free(st.s_held.b_data);
+	st.s_recs = NULL;
+	st.s_held = (struct s3_buf){0};
+	st.s_nr = st.s_cap = 0;
+}
+
+int s3_store_recover(uint64_t *freed, uint64_t *queued)
 {
 	uint8_t start[64];
 	size_t sl = strlen(s3g.g_conf.sc_gw_id);
 	void *keys[64], *vals[64];
 	size_t kls[64], vls[64];
 	uint32_t nr, k, rounds = 0;
+	bool cluster = s3g.g_conf.sc_cluster[0] != 0;
 	int rc = 0;
 
 	*freed = 0;
-	settle_doubt();
+	*queued = 0;
 	memcpy(start, s3g.g_conf.sc_gw_id, sl);
 	start[sl++] = ':';
 	do {
@@ -1281,8 +1468,12 @@ int s3_store_recover(uint64_t *freed)
 			if (kls[k] > 0 && kls[k] < sizeof start &&
 			    memcmp(keys[k], s3g.g_conf.sc_gw_id,
 				   strlen(s3g.g_conf.sc_gw_id)) == 0) {
-				recover_one(keys[k], kls[k], vals[k], vls[k],
-					    freed);
+				if (!cluster)
+					recover_one(keys[k], kls[k], vals[k],
+						    vls[k], freed);
+				else if (rc == 0)
+					rc = settle_keep(keys[k], kls[k],
+							 vals[k], vls[k]);
 				memcpy(start, keys[k], kls[k]);
 				sl = kls[k];
 			} else {
@@ -1296,9 +1487,23 @@ int s3_store_recover(uint64_t *freed)
 			if (sl < sizeof start)
 				start[sl++] = 0;
 		}
-		if (!more)
+		if (!more || rc != 0)
 			break;
 	} while (++rounds < 1000000);
+	if (!cluster)
+		return rc;
+	*queued = st.s_nr;
+	/* reclaimed after the settle, even when the walk failed part way
+	 * (the rest waits for the next start) */
+	st.s_recovering = true;
+	if (settle_start() != 0) {
+		/* no thread: settle here, before serving */
+		while (clovis_dtx_settle(s3g.g_cl, 0, SETTLE_TRY_MS) != 0)
+			fprintf(stderr, "strata-s3: waiting for dtxs in doubt "
+				"before the reclamation: %s\n",
+				clovis_errmsg());
+		settle_reclaim();
+	}
 	return rc;
 }
 
@@ -1762,6 +1967,26 @@ static int rd_make(struct s3_rd *r, uint64_t off, char *buf, bool same_part,
 	*bvec = (struct clovis_bufvec){1, bv, bl};
 	*start = ss + rel;
 	return clovis_obj_op(&r->r_o, CLOVIS_OC_READ, ev, bvec, 0, op);
+}
+
+int s3_rd_first(struct s3_rd *r, uint64_t off)
+{
+	struct clovis_id id;
+	uint64_t ss, sz;
+	int part, rc;
+
+	if ((!r->r_or.or_has_id && r->r_or.or_nparts == 0) ||
+	    off >= r->r_or.or_size || r->r_part >= 0)
+		return 0;
+	rc = rd_segment(r, off, &part, &id, &ss, &sz);
+	if (rc == 0)
+		rc = clovis_obj_init(&r->r_o, &r->r_bk->bk_cont.co_realm, &id,
+				     NULL);
+	if (rc == 0)
+		rc = entity_sync(&r->r_o.ob_entity, CLOVIS_EO_OPEN);
+	if (rc == 0)
+		r->r_part = part;
+	return rc;
 }
 
 static int rd_alloc(struct s3_rd *r, char **buf)

@@ -70,84 +70,32 @@ static bool cluster;
 static uint32_t first;  /* first account of this process (cluster runs) */
 
 /*
- * Cluster mode: wait (at most tries rounds of 200 ms) until every server
- * answers and holds no dtx in doubt for more than a second — one this
- * process left in doubt (a transfer whose outcome it does not know, or a
- * run killed before) could otherwise commit later over a newer transfer of
- * the same accounts (a dtx gives no isolation).  Sleeps 1.5 s first so
- * that such a dtx is older than a second by then.  0 when clear, -1 not.
- *
- * Why this covers every dtx of a dead or unsure client that can still
- * commit (dtm/README.md "What a client must wait for"): such a dtx had
- * all its votes, so every participant holds a durable PREPARED record
- * (older than 1.5 s here) until it learns the outcome, restarts included;
- * a server that does not answer is waited for; a dtx that did not get
- * every vote can only abort.  The servers list in-doubt records first
- * (srv_dtx.c h_list); a list that is full and holds fewer PREPARED
- * entries than the server has in doubt is not taken as clear.
- * STRATA_TEST_DTX_LIST_LIMIT (tests) asks for shorter lists.
+ * Wait until no dtx in doubt when the call started is undecided on any
+ * server (cluster mode): one of ours (a commit op that ended -ETIMEDOUT or
+ * -EINPROGRESS, or a dtx of a run killed before) could otherwise commit
+ * later over a newer transfer of the same accounts (a dtx gives no
+ * isolation).  clovis_dtx_settle() (clovis.h) is the rule: every server
+ * answers its dtx LIST with no PREPARED record older than the call, a
+ * server that does not answer is waited for, and a full list holding fewer
+ * PREPARED entries than the server has in doubt is not taken as clear;
+ * STRATA_TEST_DTX_LIST_LIMIT (test builds of the library) asks for
+ * shorter lists.  0 when clear, else the settle's code (message printed).
  */
-static int fence_wait(uint32_t tries)
+static int fence_wait(uint32_t secs)
 {
-	uint32_t n = 64, limit = DTM_LIST_MAX;
-	struct clovis_server_info si[64];
-	const char *e = getenv("STRATA_TEST_DTX_LIST_LIMIT");
+	int rc;
 
 	if (!cluster)
 		return 0;
-	if (e != NULL && atoi(e) > 0 && (uint32_t)atoi(e) < limit)
-		limit = (uint32_t)atoi(e);
-	usleep(1500000);
-	if (clovis_server_list(cl, si, &n) != 0)
-		n = 3;
-	for (uint32_t t = 0; t < tries; t++) {
-		uint64_t now = dtm_hlc_us(dtm_hlc_now());
-		bool clear = true;
-
-		for (uint32_t s = 0; s < n && clear; s++) {
-			DtxReq q = DTX_REQ__INIT;
-			DtxReply *rp = NULL;
-			uint8_t *b;
-			size_t bl, rl = 0;
-			void *rb = NULL;
-			uint64_t prepared = 0;
-			int rc;
-
-			q.kind = DTM_MSG_LIST;
-			q.limit = limit;
-			if (dtm_pack(&q.base, &b, &bl) != 0)
-				exit(2);
-			rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, 4000, &rb,
-					      &rl);
-			if (rc == 0)
-				rc = dtm_reply_decode(rb, rl, &rp);
-			free(rb);
-			free(b);
-			if (rc != 0) {
-				clear = false;
-				break;
-			}
-			for (size_t i = 0; i < rp->n_list; i++) {
-				if (rp->list[i]->state != DTM_PREPARED)
-					continue;
-				prepared++;
-				if (now > rp->list[i]->time_us + 1000000)
-					clear = false;
-			}
-			if (rp->n_list >= limit && prepared < rp->in_doubt)
-				clear = false; /* some in doubt not listed */
-			dtx_reply__free_unpacked(rp, NULL);
-		}
-		if (clear)
-			return 0;
-		usleep(200000);
-	}
-	return -1;
+	rc = clovis_dtx_settle(cl, 0, secs * 1000u);
+	if (rc != 0)
+		fprintf(stderr, "dtx_crash: %s\n", clovis_errmsg());
+	return rc;
 }
 
 static void fence(void)
 {
-	if (fence_wait(300) != 0) {
+	if (fence_wait(60) != 0) {
 		fprintf(stderr, "dtx_crash: dtxs still in doubt after 60 s\n");
 		exit(4);
 	}
@@ -718,7 +666,7 @@ int main(int argc, char **argv)
 		int rc;
 
 		store_open(argv[2], false);
-		rc = fence_wait((uint32_t)atoi(argv[3]) * 5);
+		rc = fence_wait((uint32_t)atoi(argv[3]));
 		printf("dtx_crash: %s\n", rc == 0 ? "nothing in doubt" :
 		       "a dtx is still in doubt");
 		clovis_fini(cl);
