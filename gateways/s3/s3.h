@@ -45,6 +45,8 @@ struct s3_rd;
 /** Stream buffers (write ops in flight) per request: memory per upload is
  *  at most S3_NBUF * S3_BIG_CHUNK, whatever the object size. */
 #define S3_NBUF 4u
+/** The hashing thread is handed received bytes at least this often. */
+#define S3_HASH_STEP (128u << 10)
 /** Largest XML request body (DeleteObjects, CompleteMultipartUpload). */
 #define S3_XML_MAX (2u << 20)
 /** Most keys in one DeleteObjects request, as in S3. */
@@ -360,15 +362,18 @@ struct s3_wr {
 	struct clovis_bufvec w_ikv, w_ivv;
 	int32_t w_irc;
 	uint64_t w_t[4];        /* profile: begin, created, body in, stable */
-	/* objects of S3_BIG and more: the MD5 runs on its own thread, over
-	 * each full buffer in order, overlapped with the receive; a buffer
-	 * is reused once its write is STABLE and it is hashed */
+	/* objects of S3_CHUNK and more (size known): the MD5 runs on its
+	 * own thread over the buffers, in stream order, up to the bytes
+	 * received (posted every S3_HASH_STEP and at each full buffer), so
+	 * it overlaps the receive and the writes with no copy; a buffer is
+	 * reused once its write is STABLE and it is hashed */
 	bool w_hasher;
 	pthread_t w_hth;
 	pthread_mutex_t w_hlock;
 	pthread_cond_t w_hcond;
-	uint64_t w_hposted, w_hdone; /* buffers handed over / hashed */
-	size_t w_hlen[S3_NBUF];
+	uint64_t w_hposted, w_hdone; /* stream bytes handed over / hashed */
+	uint64_t w_spos;        /* stream bytes copied into the buffers */
+	uint64_t w_hmark;       /* w_hposted as the receive thread last set */
 	bool w_hstop;
 	uint8_t w_ikey[64];     /* in-flight record key */
 	const uint8_t *w_rk, *w_pk; /* index key, part key (caller's) */

@@ -1515,17 +1515,23 @@ static void *wr_hash_main(void *arg)
 
 	pthread_mutex_lock(&w->w_hlock);
 	for (;;) {
+		uint64_t at, n;
 		uint32_t i;
 
 		while (w->w_hdone == w->w_hposted && !w->w_hstop)
 			pthread_cond_wait(&w->w_hcond, &w->w_hlock);
 		if (w->w_hdone == w->w_hposted)
 			break;
-		i = (uint32_t)(w->w_hdone % S3_NBUF);
+		/* the stream bytes posted, up to the end of their buffer */
+		at = w->w_hdone % w->w_chunk;
+		n = w->w_hposted - w->w_hdone;
+		if (n > w->w_chunk - at)
+			n = w->w_chunk - at;
+		i = (uint32_t)(w->w_hdone / w->w_chunk % S3_NBUF);
 		pthread_mutex_unlock(&w->w_hlock);
-		EVP_DigestUpdate(w->w_md5, w->w_buf[i], w->w_hlen[i]);
+		EVP_DigestUpdate(w->w_md5, w->w_buf[i] + at, n);
 		pthread_mutex_lock(&w->w_hlock);
-		w->w_hdone++;
+		w->w_hdone += n;
 		pthread_cond_broadcast(&w->w_hcond);
 	}
 	pthread_mutex_unlock(&w->w_hlock);
@@ -1544,17 +1550,18 @@ static void wr_hash_start(struct s3_wr *w)
 	}
 }
 
-/* Hand buffer i (len bytes, the next in stream order) to the hasher. */
-static void wr_hash_post(struct s3_wr *w, uint32_t i, size_t len)
+/* Hand the stream bytes up to pos (in the buffers, in order) to the
+ * hasher. */
+static void wr_hash_post(struct s3_wr *w, uint64_t pos)
 {
 	pthread_mutex_lock(&w->w_hlock);
-	w->w_hlen[i] = len;
-	w->w_hposted++;
+	w->w_hposted = pos;
 	pthread_cond_broadcast(&w->w_hcond);
 	pthread_mutex_unlock(&w->w_hlock);
+	w->w_hmark = pos;
 }
 
-/* Wait until at most `left` posted buffers are still to be hashed. */
+/* Wait until at most `left` posted bytes are still to be hashed. */
 static void wr_hash_wait(struct s3_wr *w, uint64_t left)
 {
 	pthread_mutex_lock(&w->w_hlock);
@@ -1732,7 +1739,11 @@ static int wr_create(struct s3_wr *w)
 	}
 	w->w_obj = true;
 	w->w_inline = false;
-	if (w->w_chunk == S3_BIG_CHUNK && w->w_len == 0)
+	/* an object of S3_CHUNK or more: its MD5 on a thread of its own,
+	 * overlapped with the receive and the writes (smaller ones, and
+	 * bodies of unknown size, are hashed by the receive thread) */
+	if (w->w_len == 0 && w->w_expect != UINT64_MAX &&
+	    w->w_expect >= S3_CHUNK)
 		wr_hash_start(w);
 	return 0;
 }
@@ -1775,17 +1786,21 @@ static int wr_stream(struct s3_wr *w, const char *p, size_t n)
 			c = n;
 		memcpy(w->w_buf[w->w_cur] + w->w_fill, p, c);
 		w->w_fill += c;
+		w->w_spos += c;
 		p += c;
 		n -= c;
+		/* the hasher follows the receive within S3_HASH_STEP */
+		if (w->w_hasher && (w->w_fill == w->w_chunk ||
+				    w->w_spos - w->w_hmark >= S3_HASH_STEP))
+			wr_hash_post(w, w->w_spos);
 		if (w->w_fill == w->w_chunk) {
 			if (wr_submit(w, w->w_cur, w->w_chunk) != 0)
 				break;
-			if (w->w_hasher)
-				wr_hash_post(w, w->w_cur, w->w_chunk);
 			w->w_cur = (w->w_cur + 1) % S3_NBUF;
 			w->w_fill = 0;
 			if (w->w_hasher) /* buffer w_cur hashed */
-				wr_hash_wait(w, S3_NBUF - 1);
+				wr_hash_wait(w, (uint64_t)(S3_NBUF - 1) *
+						w->w_chunk);
 			wr_wait(w, w->w_cur);
 		}
 	}
@@ -1820,9 +1835,10 @@ int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
 	uint32_t i;
 
 	w->w_t[2] = s3_now_ns();
-	if (!w->w_inline && w->w_rc == 0 && w->w_fill > 0 &&
-	    wr_submit(w, w->w_cur, w->w_fill) == 0 && w->w_hasher)
-		wr_hash_post(w, w->w_cur, w->w_fill);
+	if (!w->w_inline && w->w_rc == 0 && w->w_fill > 0)
+		wr_submit(w, w->w_cur, w->w_fill);
+	if (w->w_hasher && w->w_rc == 0)
+		wr_hash_post(w, w->w_spos);
 	wr_hash_stop(w);
 	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++)

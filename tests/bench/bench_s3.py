@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench_s3.py BUILD DIR [--json] [--list-keys N] [--sizes 4K,1M,64M] [--no-list] [--inline]
-— S3 gateway benchmark.  --inline: the inline-threshold measurement
-(PUT/GET of 1..256 KiB objects inline in their record vs as objects).
+[--gw BINARY] — S3 gateway benchmark.  --inline: the inline-threshold
+measurement (PUT/GET of 1..256 KiB objects inline in their record vs as
+objects).  --gw: the gateway binary to measure (default BUILD/strata-s3).
 
 Starts BUILD/strata-s3 on a fresh embedded store in DIR/s3-bench (objects
 with the store's default layout: plain on flash, the layout `strata bench`
@@ -16,8 +17,15 @@ baseline:
 `strata bench --block-size S` — single-object Clovis writes and reads of
 the same size with 16 ops in flight — and prints each gateway figure beside
 it with the ratio.  The clients are Python threads on the same 2 cores as
-the gateway: client CPU is part of what is measured.
+the gateway: client CPU is part of what is measured.  Beside each Python
+figure, the same requests (other keys) from BUILD/bench_s3_put, a C client
+that costs little CPU ("c client" column), when it is built.  And a raw
+MD5 baseline measured in the same run: OpenSSL MD5 (Python's hashlib) over
+the same sizes on one core, with the ceiling it implies for a PUT with one
+client, min(raw Clovis write, raw MD5): the gateway computes the ETag over
+every byte it receives.
 """
+import hashlib
 import http.client
 import json
 import os
@@ -47,6 +55,9 @@ except ImportError:
 
 KiB, MiB = 1 << 10, 1 << 20
 GW, S = os.path.join(B, "strata-s3"), os.path.join(B, "strata")
+if "--gw" in sys.argv:
+    GW = os.path.abspath(sys.argv[sys.argv.index("--gw") + 1])
+CCLI = os.path.join(B, "bench_s3_put")
 D = os.path.join(DIR, "s3-bench")
 RAWD = os.path.join(DIR, "s3-bench-raw")
 results = []
@@ -96,6 +107,30 @@ def run(port, method, urls, body, nthreads):
     if errs:
         raise SystemExit("bench_s3: %d requests failed (%s)" % (len(errs), errs[:3]))
     return len(urls) / dt, len(urls) * size / dt / MiB
+
+
+def run_c(port, method, urls, size, nthreads):
+    """The same as run() from the C client; (ops/s, MiB/s) or None."""
+    if not os.path.exists(CCLI):
+        return None
+    f = os.path.join(DIR, "s3-bench.urls")
+    with open(f, "w") as o:
+        o.write("\n".join(urls) + "\n")
+    r = subprocess.run([CCLI, method, str(port), str(nthreads), str(size), f], capture_output=True, text=True)
+    w = r.stdout.split()
+    if r.returncode != 0 or len(w) < 8:
+        raise SystemExit("bench_s3: C client: %s %s" % (r.stdout, r.stderr))
+    return int(w[1]) / float(w[3]), float(w[5])
+
+
+def md5_rate(size):
+    """OpenSSL MD5 (hashlib) over size-byte buffers on one core, MiB/s."""
+    body = os.urandom(min(size, 64 * MiB))
+    n, t0 = 0, time.time()
+    while time.time() - t0 < 0.5 or n == 0:
+        hashlib.md5(body).digest()
+        n += 1
+    return n * len(body) / (time.time() - t0) / MiB
 
 
 def raw_bench(size, ops):
@@ -191,7 +226,7 @@ def main():
     names = {4 * KiB: "4K", MiB: "1M", 64 * MiB: "64M"}
     if SIZES is not None:
         plan = [x for x in plan if names[x[0]] in SIZES]
-    gw, lst, raw = {}, None, {}
+    gw, gwc, lst, raw, md5 = {}, {}, None, {}, {}
     ops = {4 * KiB: 4000, MiB: 256, 64 * MiB: 16}
     try:
         for size, n1, n16 in plan:
@@ -204,10 +239,19 @@ def main():
                       .split(str(port), 1)[1] for k in keys]
                 gw[(size, nt, "PUT")] = run(port, "PUT", pu, body, nt)
                 gw[(size, nt, "GET")] = run(port, "GET", gu, body, nt)
+                ckeys = ["c" + k for k in keys]
+                cpu = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+                       .split(str(port), 1)[1] for k in ckeys]
+                cgu = [s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+                       .split(str(port), 1)[1] for k in ckeys]
+                gwc[(size, nt, "PUT")] = run_c(port, "PUT", cpu, size, nt)
+                gwc[(size, nt, "GET")] = run_c(port, "GET", cgu, size, nt)
+                keys += ckeys
                 for i in range(0, len(keys), 1000):
                     s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
             # the raw baseline right after the same size (the shared machine's load drifts)
             raw[size] = raw_bench(size, ops[size])
+            md5[size] = md5_rate(size)
         if not NOLIST:
             lst = measure_list(s3, port)
     finally:
@@ -216,9 +260,17 @@ def main():
         destroy(D)
     for (size, nt, op), (ops_s, mib_s) in sorted(gw.items()):
         base = raw[size][0 if op == "PUT" else 1]
-        results.append({"test": "s3 %s %s x%d" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt),
-                        "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
-                        "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0})
+        r = {"test": "s3 %s %s x%d" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt),
+             "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
+             "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0}
+        c = gwc.get((size, nt, op))
+        if c is not None:
+            r["c_client_mib_per_s"] = round(c[1], 2)
+            r["c_client_ratio"] = round(c[1] / base, 3) if base else 0
+        if op == "PUT":
+            r["raw_md5_mib_per_s"] = round(md5[size], 1)
+            r["ceiling_mib_per_s"] = round(min(base, md5[size]), 1)
+        results.append(r)
     if lst is not None:
         results.append({"test": "s3 LIST %d keys (pages of 1000)" % NKEYS, "keys_per_s": round(NKEYS / lst[0]),
                         "seconds": round(lst[0], 3), "load_puts_per_s": round(NKEYS / lst[1]),
@@ -229,8 +281,13 @@ def main():
         print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight):")
         for r in results:
             if "ratio" in r:
-                print("  %-22s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f" % (
-                    r["test"], r["ops_per_s"], r["mib_per_s"], r["raw_clovis_mib_per_s"], r["ratio"]))
+                print("  %-22s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f%s%s" % (
+                    r["test"], r["ops_per_s"], r["mib_per_s"], r["raw_clovis_mib_per_s"], r["ratio"],
+                    "   c client %9.2f MiB/s ratio %.3f" % (r["c_client_mib_per_s"], r["c_client_ratio"])
+                    if "c_client_mib_per_s" in r else "",
+                    "   raw MD5 %.0f MiB/s, ceiling min(raw, MD5) %.0f" % (r["raw_md5_mib_per_s"],
+                                                                      r["ceiling_mib_per_s"])
+                    if "raw_md5_mib_per_s" in r else ""))
             else:
                 print("  %-22s %9d keys/s (%.2f s; loaded at %d PUT/s); in the gateway alone %d keys/s" % (
                     r["test"], r["keys_per_s"], r["seconds"], r["load_puts_per_s"], r["gateway_keys_per_s"]))

@@ -12,3 +12,5 @@ TEST_BINS += $(BUILD)/strata_bench_rpc  # bench_rpc.c: RPC vs raw libfabric (iss
 $(BUILD)/strata_bench_rpc: $(BUILD)/obj/tests/bench/bench_rpc.o $(BUILD)/obj/tests/bench/bench_fi.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 TEST_BINS += $(BUILD)/strata_bench_cluster  # bench_cluster.c: 3-server loopback cluster (issue 4)
 $(BUILD)/strata_bench_cluster: $(BUILD)/obj/tests/bench/bench_cluster.o $(BUILD)/obj/tests/bench/bench_fi.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+TEST_BINS += $(BUILD)/bench_s3_put  # bench_s3_put.c: low-CPU HTTP client of bench_s3.py (issue 6)
+$(BUILD)/bench_s3_put: $(BUILD)/obj/tests/bench/bench_s3_put.o ; $(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread

@@ -22,7 +22,9 @@
 #      (fault point dtx.part.term.hold), the client dies after the decider's
 #      COMMIT, 12 newer dtxs are logged; the fence of dtx_crash (lists of 8)
 #      must still see it in doubt and the next run must wait for it until
-#      s1 and s2 come back and commit it; check;
+#      s1 and s2 come back and commit it; check; clovis_dtx_settle() (the
+#      fence) times out naming the server and that dtx, returns 0 after
+#      the release, and does not return 0 with s2 SIGSTOPped;
 #   4c. stale index replica: an index homed on s1, replica s2 killed while
 #      dtxs overwrite, delete and add records; s2 restarted, catches up,
 #      and read alone (s0, s1 stopped) has every change;
@@ -209,6 +211,14 @@ check "12 newer dtxs on s1 and s2" test $? -eq 0
 STRATA_TEST_DTX_LIST_LIMIT=8 timeout 60 "$X" fence "$F" 3 >"$T/fence" 2>&1
 check "fence (lists of 8): the dtx is still in doubt" test $? -eq 4
 cat "$T/fence"
+# clovis_dtx_settle() (the fence is it): times out naming the server and
+# the dtx in doubt, the one `strata dtx ls` lists as PREPARED there
+did=$(timeout 20 "$S" --cluster "$F" dtx ls 2>/dev/null |
+	awk '/PREPARED/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9a-f]+:[0-9a-f]+$/) {print $i; exit}}')
+check "settle: -ETIMEDOUT names a server holding it and the dtx ($did)" \
+	grep -qE "not settled in 3000 ms: server s[12] holds [0-9]+ dtx\(s\) in doubt, the oldest ${did:-none} " "$T/fence"
+timeout 60 "$X" fence "$F" 2 >"$T/fence" 2>&1
+check "settle (full lists): still not settled while it is held" test $? -eq 4
 STRATA_TEST_DTX_LIST_LIMIT=8 timeout 120 "$X" run "$F" "$T/ack" $seed 5 \
 	$NACC >"$T/run" 2>&1 &
 cpid=$!
@@ -222,6 +232,19 @@ wait "$cpid"
 crc=$?
 check "the run goes on once s1 and s2 resolved it (rc $crc)" test $crc -eq 0
 check "in-doubt dtx resolved within 20 s" settled
+timeout 60 "$X" fence "$F" 10 >"$T/fence" 2>&1
+check "settle after the release: 0 ($(tail -1 "$T/fence"))" test $? -eq 0
+# a server that does not answer is never taken as clear
+kill -STOP "$(spid 2)"
+t0=$(date +%s)
+timeout 60 "$X" fence "$F" 3 >"$T/fence" 2>&1
+crc=$?
+kill -CONT "$(spid 2)"
+check "settle with s2 SIGSTOPped: not 0 (rc $crc, $(($(date +%s) - t0)) s)" test $crc -eq 4
+check "settle with s2 SIGSTOPped: names s2 as not answering" \
+	grep -q "server s2 did not answer the dtx LIST" "$T/fence"
+head -c 400 "$T/fence"; echo
+wait_up >/dev/null
 check "check after the dtx in doubt behind newer ones" acheck
 
 echo "--- stale index replica after dtx commits (536781a)"

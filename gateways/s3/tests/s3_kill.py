@@ -76,6 +76,24 @@ def client(port):
                                       signature_version="s3v4"))
 
 
+def reclaimed(secs):
+    """Cluster mode: wait (at most secs) for the settle thread's line in the
+    gateway's stderr; the objects it reclaimed, or -1."""
+    end = time.time() + secs
+    out = os.path.join(T, "kill.out")
+    while time.time() < end:
+        with open(out) as f:
+            ls = [l for l in f if "dtxs settled:" in l]
+        if len(ls) > reclaimed.seen:
+            reclaimed.seen = len(ls)
+            return int(ls[-1].split("reclaimed")[0].split(",")[-1].split()[0])
+        time.sleep(0.2)
+    return -1
+
+
+reclaimed.seen = 0
+
+
 def free_bytes():
     out = subprocess.run([S] + STORE + ["--json", "devices"], capture_output=True, text=True, check=True).stdout
     return sum(d["free_bytes"] for d in json.loads(out))
@@ -124,9 +142,18 @@ for s in socks:
     s.close()
 check("gateway killed with uploads in flight", p.returncode == -signal.SIGKILL, str(p.returncode))
 
+t0 = time.time()
 p, port, line = start()
 s3 = client(port)
-n = int(line.split(",")[1].split()[0]) if "reclaimed" in line else -1
+if CL:
+    # cluster mode: served at once; the earlier run's in-flight records are
+    # reclaimed in the background once clovis_dtx_settle() returned 0
+    q = int(line.split(",")[1].split()[0]) if "in the background" in line else -1
+    check("restart serves at once (%.1f s), %d in-flight records queued" % (time.time() - t0, q),
+          q >= 3 and time.time() - t0 < 10, line)
+    n = reclaimed(60)
+else:
+    n = int(line.split(",")[1].split()[0]) if "reclaimed" in line else -1
 check("restart reclaims interrupted objects (%d)" % n, n >= 3, line)
 try:
     s3.head_object(Bucket="kill", Key="partial")
@@ -162,7 +189,34 @@ for point, applied in points:
     p.wait(60)
     check("overwrite killed at %s" % point, not answered and p.returncode == -signal.SIGKILL,
           "answered %s rc %s" % (answered, p.returncode))
+    t0 = time.time()
     p, port, line = start()
+    if CL:
+        # served at once, the dtx possibly still in doubt: a GET reads the
+        # old or the new object, whole, never an error; a write of the key
+        # (named by the killed run's in-flight record) gets 503 SlowDown
+        # until the settle
+        check("after %s: restart serves at once (%.1f s)" % (point, time.time() - t0), time.time() - t0 < 10, line)
+        try:
+            g = client(port).get_object(Bucket="kill", Key="old")["Body"].read()
+            got = "new" if g == new else "old" if g == cur else "torn (len %d)" % len(g)
+        except ClientError as e:
+            got = e.response["Error"]["Code"] + " " + str(e.response["ResponseMetadata"]["HTTPStatusCode"])
+        check("after %s, before the settle: the key reads old or new (%s)" % (point, got), got in ("old", "new"), got)
+        try:
+            client(port).put_object(Bucket="kill", Key="old", Body=new)
+            put = "200"
+        except ClientError as e:
+            put = e.response["Error"]["Code"]
+        # a 200 is right only if the settle came first (its line is printed
+        # before the keys are released)
+        settled_before = sum(1 for l in open(os.path.join(T, "kill.out")) if "dtxs settled:" in l) > reclaimed.seen
+        check("after %s: a write of the key before the settle gets 503 SlowDown (%s)" % (point, put),
+              put == "SlowDown" or (put == "200" and settled_before), put)
+        if put == "200":
+            applied = True  # the PUT wrote new itself
+        n = reclaimed(60)
+        check("after %s: the settle thread reclaims (%d objects)" % (point, n), n >= 0)
     g = client(port).get_object(Bucket="kill", Key="old")["Body"].read()
     want = new if applied else cur
     check("after %s the key reads entirely %s" % (point, "new" if applied else "old"),
@@ -182,6 +236,8 @@ for point, applied in points[:2]:
     check("delete killed at %s" % point, not answered and p.returncode == -signal.SIGKILL,
           "answered %s rc %s" % (answered, p.returncode))
     p, port, line = start()
+    if CL:
+        reclaimed(60)
     try:
         g = client(port).get_object(Bucket="kill", Key="victim")["Body"].read()
     except ClientError as e:
