@@ -239,14 +239,15 @@ def main():
                       .split(str(port), 1)[1] for k in keys]
                 gw[(size, nt, "PUT")] = run(port, "PUT", pu, body, nt)
                 gw[(size, nt, "GET")] = run(port, "GET", gu, body, nt)
-                ckeys = ["c" + k for k in keys]
+                for i in range(0, len(keys), 1000):
+                    s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
+                keys = ckeys = ["c" + k for k in keys]
                 cpu = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
                        .split(str(port), 1)[1] for k in ckeys]
                 cgu = [s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
                        .split(str(port), 1)[1] for k in ckeys]
                 gwc[(size, nt, "PUT")] = run_c(port, "PUT", cpu, size, nt)
                 gwc[(size, nt, "GET")] = run_c(port, "GET", cgu, size, nt)
-                keys += ckeys
                 for i in range(0, len(keys), 1000):
                     s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
             # the raw baseline right after the same size (the shared machine's load drifts)

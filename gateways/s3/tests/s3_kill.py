@@ -47,11 +47,15 @@ def check(name, cond, detail=""):
         print("FAIL kill: %s %s" % (name, detail))
 
 
+out_off = [0]  # where the latest start's stderr begins in kill.out
+
+
 def start(gw=GW, fault=None):
     pf = os.path.join(T, "kill.port")
     if os.path.exists(pf):
         os.unlink(pf)
     out = open(os.path.join(T, "kill.out"), "a")
+    out_off[0] = out.tell()
     env = dict(os.environ)
     env.pop("STRATA_FAULT", None)
     if fault:
@@ -76,22 +80,25 @@ def client(port):
                                       signature_version="s3v4"))
 
 
+def settled_line():
+    """Cluster mode: the settle thread's line of the latest start (in the
+    gateway's stderr after the start), or None."""
+    with open(os.path.join(T, "kill.out")) as f:
+        f.seek(out_off[0])
+        ls = [l for l in f.read().splitlines() if "dtxs settled:" in l]
+    return ls[0] if ls else None
+
+
 def reclaimed(secs):
-    """Cluster mode: wait (at most secs) for the settle thread's line in the
-    gateway's stderr; the objects it reclaimed, or -1."""
+    """Cluster mode: wait (at most secs) for the settle thread's line of the
+    latest start; the objects it reclaimed, or -1."""
     end = time.time() + secs
-    out = os.path.join(T, "kill.out")
     while time.time() < end:
-        with open(out) as f:
-            ls = [l for l in f if "dtxs settled:" in l]
-        if len(ls) > reclaimed.seen:
-            reclaimed.seen = len(ls)
-            return int(ls[-1].split("reclaimed")[0].split(",")[-1].split()[0])
+        line = settled_line()
+        if line is not None:
+            return int(line.split("reclaimed")[0].split(",")[-1].split()[0])
         time.sleep(0.2)
     return -1
-
-
-reclaimed.seen = 0
 
 
 def free_bytes():
@@ -181,6 +188,8 @@ if CL:
 for point, applied in points:
     new = os.urandom(len(old))  # same size: free space comparable
     p, port, _ = start(GWT, point)
+    if CL:
+        reclaimed(60)  # the key is refused until the earlier run is settled
     try:
         client(port).put_object(Bucket="kill", Key="old", Body=new)
         answered = True
@@ -210,13 +219,15 @@ for point, applied in points:
             put = e.response["Error"]["Code"]
         # a 200 is right only if the settle came first (its line is printed
         # before the keys are released)
-        settled_before = sum(1 for l in open(os.path.join(T, "kill.out")) if "dtxs settled:" in l) > reclaimed.seen
+        settled_before = settled_line() is not None
         check("after %s: a write of the key before the settle gets 503 SlowDown (%s)" % (point, put),
               put == "SlowDown" or (put == "200" and settled_before), put)
+        n = reclaimed(60)
+        # the killed change's new object: freed unless its dtx committed
+        check("after %s: the settle thread reclaims %d object(s) (%d)" % (point, 0 if applied else 1, n),
+              n == (0 if applied else 1))
         if put == "200":
             applied = True  # the PUT wrote new itself
-        n = reclaimed(60)
-        check("after %s: the settle thread reclaims (%d objects)" % (point, n), n >= 0)
     g = client(port).get_object(Bucket="kill", Key="old")["Body"].read()
     want = new if applied else cur
     check("after %s the key reads entirely %s" % (point, "new" if applied else "old"),
@@ -227,6 +238,8 @@ for point, applied in points:
     stop(p)
 for point, applied in points[:2]:
     p, port, _ = start(GWT, point)
+    if CL:
+        reclaimed(60)
     try:
         client(port).delete_object(Bucket="kill", Key="victim")
         answered = True
