@@ -212,11 +212,11 @@ STRATA_TEST_DTX_LIST_LIMIT=8 timeout 60 "$X" fence "$F" 3 >"$T/fence" 2>&1
 check "fence (lists of 8): the dtx is still in doubt" test $? -eq 4
 cat "$T/fence"
 # clovis_dtx_settle() (the fence is it): times out naming the server and
-# the dtx in doubt, the one `strata dtx ls` lists as PREPARED there
-did=$(timeout 20 "$S" --cluster "$F" dtx ls 2>/dev/null |
-	awk '/PREPARED/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9a-f]+:[0-9a-f]+$/) {print $i; exit}}')
-check "settle: -ETIMEDOUT names a server holding it and the dtx ($did)" \
-	grep -qE "not settled in 3000 ms: server s[0-2] holds [0-9]+ dtx\(s\) in doubt, the oldest ${did:-none} " "$T/fence"
+# the oldest dtx in doubt there, one `strata dtx ls` lists as PREPARED
+did=$(sed -n 's/.*not settled in 3000 ms: server s[0-2] holds [0-9]* dtx(s) in doubt, the oldest \([0-9a-f]*:[0-9a-f]*\) .*/\1/p' "$T/fence")
+timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1
+check "settle: -ETIMEDOUT names a server and a dtx in doubt there (${did:-none})" \
+	grep -q "^ *${did:-none} *PREPARED" "$T/ls"
 timeout 60 "$X" fence "$F" 2 >"$T/fence" 2>&1
 check "settle (full lists): still not settled while it is held" test $? -eq 4
 STRATA_TEST_DTX_LIST_LIMIT=8 timeout 120 "$X" run "$F" "$T/ack" $seed 5 \
