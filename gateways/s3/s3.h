@@ -293,7 +293,7 @@ void s3_store_close(void);
  * mode: the records are read now (*queued) and reclaimed by the settle
  * thread once clovis_dtx_settle() returned 0 (a dtx the earlier run left in
  * doubt may still make a key reference one of their objects); meanwhile
- * s3_settle_held() names the keys they belong to.
+ * s3_settle_held() is true.
  */
 int s3_store_recover(uint64_t *objs_freed, uint64_t *queued);
 
@@ -305,9 +305,10 @@ uint64_t s3_settle_mark(void);
 #define S3_GET_SETTLE_MS 20000u
 /** Is mark (from s3_settle_mark()) not settled yet? */
 bool s3_settle_pending(uint64_t mark);
-/** Is bucket index key ik named by an in-flight record of the earlier run
- *  not reclaimed yet (its change may be in doubt: writes wait)? */
-bool s3_settle_held(const uint8_t *ik, size_t il);
+/** Is the earlier run not settled yet (cluster mode, after a start: its
+ *  in-flight records are not reclaimed, and a dtx it left in doubt may
+ *  still change any key it was changing: changes of keys wait)? */
+bool s3_settle_held(void);
 
 int s3_idx_get(struct clovis_idx *i, const void *k, size_t kl, void **v,
 	       size_t *vl);

@@ -43,9 +43,9 @@ static pthread_mutex_t *key_lock(const uint8_t *k, size_t kl)
  * until the dtx is surely decided (the settle thread's next
  * clovis_dtx_settle() returned 0), a new change of a key of the stripe
  * could read a record the dtx is about to replace and lose track of an
- * object, so it is refused with 503 SlowDown.  So is a change of a key
- * named by an in-flight record of an earlier run not reclaimed yet (that
- * run may have left its change in doubt).  Guarded by the stripe's lock.
+ * object, so it is refused with 503 SlowDown.  So is a change of any key
+ * while the earlier run is not settled (s3_settle_held(): after a start in
+ * cluster mode, until the first settle).  Guarded by the stripe's lock.
  */
 static uint64_t key_doubt_mark[256];
 
@@ -54,14 +54,14 @@ static uint64_t *key_doubt(pthread_mutex_t *l)
 	return &key_doubt_mark[l - s3g.g_key_locks];
 }
 
-/* Under lock l: is key ik (of stripe l) still settling a change in doubt? */
-static bool key_in_doubt(pthread_mutex_t *l, const uint8_t *ik, size_t il)
+/* Under lock l: is a change of a key of stripe l to wait (503)? */
+static bool key_in_doubt(pthread_mutex_t *l)
 {
 	uint64_t m = *key_doubt(l);
 
 	if (m != 0 && !s3_settle_pending(m))
 		*key_doubt(l) = m = 0;
-	return m != 0 || s3_settle_held(ik, il);
+	return m != 0 || s3_settle_held();
 }
 
 static void key_doubt_set(pthread_mutex_t *l)
@@ -322,7 +322,7 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 	if (t == NULL && (t = s3_tx_new()) == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l, ik, il)) {
+	if (key_in_doubt(l)) {
 		rc = -EAGAIN;
 		goto out;
 	}
@@ -937,7 +937,7 @@ static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 	if (t == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l, ik, il)) {
+	if (key_in_doubt(l)) {
 		rc = -EAGAIN;
 		goto out;
 	}

@@ -1224,8 +1224,11 @@ static int recover_one(const uint8_t *k, size_t kl, const void *v, size_t vl,
  *     stripes refused since a change ended in doubt serve again);
  *   - at the first success after a start, reclaims the in-flight records
  *     the earlier run left (the snapshot taken at start, before serving:
- *     records this run makes are not in it), and lets the keys they name be
- *     written again (until then s3_settle_held() refuses them).
+ *     records this run makes are not in it), and lets changes of keys run
+ *     again (until then s3_settle_held() refuses every one: a dtx of the
+ *     earlier run may have applied its in-flight DEL on one server while
+ *     its record PUT is still undecided on another, so the in-flight
+ *     records do not name every key it may still change).
  * Embedded mode has none of this: a dtx is one local commit, the walk runs
  * before serving.
  */
@@ -1248,7 +1251,6 @@ static struct {
 	bool s_recovering;        /* the start's snapshot not reclaimed yet */
 	struct settle_rec *s_recs; /* that snapshot */
 	size_t s_nr, s_cap;
-	struct s3_buf s_held;     /* keys it names: (be32 length, key)... */
 } st = {.s_lock = PTHREAD_MUTEX_INITIALIZER,
 	.s_cond = PTHREAD_COND_INITIALIZER};
 
@@ -1270,35 +1272,15 @@ bool s3_settle_pending(uint64_t mark)
 	return mark > s;
 }
 
-bool s3_settle_held(const uint8_t *ik, size_t il)
+bool s3_settle_held(void)
 {
-	bool held = false;
-	size_t pos = 0;
-
-	if (!__atomic_load_n(&st.s_recovering, __ATOMIC_ACQUIRE))
-		return false;
-	pthread_mutex_lock(&st.s_lock);
-	while (st.s_recovering && !held && pos + 4 <= st.s_held.b_len) {
-		const uint8_t *p = (const uint8_t *)st.s_held.b_data + pos;
-		uint32_t n = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-			     (uint32_t)p[2] << 8 | p[3];
-
-		held = n == il && memcmp(p + 4, ik, il) == 0;
-		pos += 4 + n;
-	}
-	pthread_mutex_unlock(&st.s_lock);
-	return held;
+	return __atomic_load_n(&st.s_recovering, __ATOMIC_ACQUIRE);
 }
 
-/* Keep in-flight record (k, v) of the earlier run for the reclamation, and
- * the bucket key it names as held. */
+/* Keep in-flight record (k, v) of the earlier run for the reclamation. */
 static int settle_keep(const void *k, size_t kl, const void *v, size_t vl)
 {
 	struct settle_rec *r;
-	const uint8_t *val;
-	size_t pos = 0;
-	uint32_t n;
-	uint8_t tag, len[4];
 
 	if (st.s_nr == st.s_cap) {
 		size_t cap = st.s_cap ? st.s_cap * 2 : 64;
@@ -1322,15 +1304,6 @@ static int settle_keep(const void *k, size_t kl, const void *v, size_t vl)
 	r->sr_kl = kl;
 	r->sr_vl = vl;
 	st.s_nr++;
-	while (s3_tlv_next(v, vl, &pos, &tag, &val, &n) == 1)
-		if (tag == T_KEY) {
-			len[0] = (uint8_t)(n >> 24);
-			len[1] = (uint8_t)(n >> 16);
-			len[2] = (uint8_t)(n >> 8);
-			len[3] = (uint8_t)n;
-			s3_buf_add(&st.s_held, len, 4);
-			s3_buf_add(&st.s_held, val, n);
-		}
 	return 0;
 }
 
@@ -1351,8 +1324,6 @@ static void settle_reclaim(void)
 	free(st.s_recs);
 	st.s_recs = NULL;
 	st.s_nr = st.s_cap = 0;
-	free(st.s_held.b_data);
-	st.s_held = (struct s3_buf){0};
 	__atomic_store_n(&st.s_recovering, false, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&st.s_lock);
 }
@@ -1435,9 +1406,7 @@ static void settle_stop(void)
 		free(st.s_recs[i].sr_v);
 	}
 	free(st.s_recs);
-	free(st.s_held.b_data);
 	st.s_recs = NULL;
-	st.s_held = (struct s3_buf){0};
 	st.s_nr = st.s_cap = 0;
 }
 

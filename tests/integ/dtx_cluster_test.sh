@@ -23,8 +23,9 @@
 #      COMMIT, 12 newer dtxs are logged; the fence of dtx_crash (lists of 8)
 #      must still see it in doubt and the next run must wait for it until
 #      s1 and s2 come back and commit it; check; clovis_dtx_settle() (the
-#      fence) times out naming the server and that dtx, returns 0 after
-#      the release, and does not return 0 with s2 SIGSTOPped;
+#      fence) times out naming the server and that dtx, and returns 0
+#      after the release (and, at the end, does not return 0 with s2
+#      SIGSTOPped);
 #   4c. stale index replica: an index homed on s1, replica s2 killed while
 #      dtxs overwrite, delete and add records; s2 restarted, catches up,
 #      and read alone (s0, s1 stopped) has every change;
@@ -234,17 +235,6 @@ check "the run goes on once s1 and s2 resolved it (rc $crc)" test $crc -eq 0
 check "in-doubt dtx resolved within 20 s" settled
 timeout 60 "$X" fence "$F" 10 >"$T/fence" 2>&1
 check "settle after the release: 0 ($(tail -1 "$T/fence"))" test $? -eq 0
-# a server that does not answer is never taken as clear
-kill -STOP "$(spid 2)"
-t0=$(date +%s)
-timeout 60 "$X" fence "$F" 3 >"$T/fence" 2>&1
-crc=$?
-kill -CONT "$(spid 2)"
-check "settle with s2 SIGSTOPped: not 0 (rc $crc, $(($(date +%s) - t0)) s)" test $crc -eq 4
-check "settle with s2 SIGSTOPped: names s2 as not answering" \
-	grep -q "server s2 did not answer the dtx LIST" "$T/fence"
-head -c 400 "$T/fence"; echo
-wait_up >/dev/null
 check "check after the dtx in doubt behind newer ones" acheck
 
 echo "--- stale index replica after dtx commits (536781a)"
@@ -253,7 +243,7 @@ echo "--- stale index replica after dtx commits (536781a)"
 # s2 comes back, catches up, and read alone (s0 and s1 stopped, and
 # skipped by the client) must show every committed change.
 timeout 60 "$X" stale "$F" mk >"$T/stale" 2>&1
-check "stale: index made, 10 records" test $? -eq 0
+check "stale: index made, 10 records" test $? -eq 0 || tail -3 "$T/stale"
 ncopy=$(grep -c "copied from server" "$D/s2.log")
 kill9 2
 timeout 60 "$X" stale "$F" dtx >>"$T/stale" 2>&1
@@ -383,6 +373,19 @@ done
 check "units: no space leaked (pool free bytes $free0 before, $free1 after)" \
 	test $ok -eq 0
 
+echo "--- settle with a server frozen"
+# clovis_dtx_settle(): a server that does not answer is never taken as
+# clear (last: the freeze disturbs index replicas the sections above use)
+kill -STOP "$(spid 2)"
+t0=$(date +%s)
+timeout 60 "$X" fence "$F" 3 >"$T/fence" 2>&1
+crc=$?
+kill -CONT "$(spid 2)"
+check "settle with s2 SIGSTOPped: not 0 (rc $crc, $(($(date +%s) - t0)) s)" test $crc -eq 4
+check "settle with s2 SIGSTOPped: names s2 as not answering" \
+	grep -q "server s2 did not answer the dtx LIST" "$T/fence"
+head -c 400 "$T/fence"; echo
+wait_up >/dev/null
 echo "--- dtx ls --json, negative control"
 timeout 20 "$S" --cluster "$F" --json dtx ls >"$T/ls.json" 2>&1
 check "dtx ls --json parses" python3 -c "import json,sys; d=json.load(open('$T/ls.json')); sys.exit(0 if d['in_doubt']==0 and len(d['servers'])==3 else 1)"

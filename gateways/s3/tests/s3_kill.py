@@ -202,9 +202,8 @@ for point, applied in points:
     p, port, line = start()
     if CL:
         # served at once, the dtx possibly still in doubt: a GET reads the
-        # old or the new object, whole, never an error; a write of the key
-        # (named by the killed run's in-flight record) gets 503 SlowDown
-        # until the settle
+        # old or the new object, whole, never an error; a write gets 503
+        # SlowDown until the settle
         check("after %s: restart serves at once (%.1f s)" % (point, time.time() - t0), time.time() - t0 < 10, line)
         try:
             g = client(port).get_object(Bucket="kill", Key="old")["Body"].read()
