@@ -32,6 +32,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -321,6 +324,302 @@ static int main_cluster(const char *file, uint32_t nrec)
 	return 0;
 }
 
+/* ------------------------------------------- recovery after a crash */
+
+/* In-doubt records on server s (UINT64_MAX: it did not answer). */
+static uint64_t in_doubt_on(uint32_t s, uint32_t ms)
+{
+	DtxReq q = DTX_REQ__INIT;
+	DtxReply *rp = NULL;
+	uint8_t *b;
+	size_t bl, rl = 0;
+	void *rb = NULL;
+	uint64_t v;
+	int rc;
+
+	q.kind = DTM_MSG_LIST;
+	q.limit = 1;
+	check(dtm_pack(&q.base, &b, &bl), "pack");
+	rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, ms, &rb, &rl);
+	if (rc == 0)
+		rc = dtm_reply_decode(rb, rl, &rp);
+	free(rb);
+	free(b);
+	if (rc != 0)
+		return UINT64_MAX;
+	v = rp->in_doubt;
+	dtx_reply__free_unpacked(rp, NULL);
+	return v;
+}
+
+/* n dtxs of 2 members (ix[0], ix[1]) abandoned after all votes, 32 in
+ * flight; returns how many were left in doubt (-ETIMEDOUT). */
+static uint32_t make_in_doubt(uint32_t n)
+{
+	const uint32_t depth = 32;
+	struct rec *r = calloc(2 * depth, sizeof *r);
+	struct clovis_op **ops = calloc(2 * depth, sizeof *ops);
+	struct clovis_op **cops = calloc(depth, sizeof *cops);
+	uint32_t made = 0;
+
+	if (r == NULL || ops == NULL || cops == NULL)
+		check(-ENOMEM, "make_in_doubt");
+	dtx_abandon_after_prepare = true;
+	for (uint32_t k = 0; k < n; k += depth) {
+		uint32_t m = n - k < depth ? n - k : depth;
+
+		for (uint32_t j = 0; j < m; j++) {
+			struct clovis_dtx *dx;
+
+			check(clovis_dtx_open(&dx, clovis_default_realm(cl)),
+			      "dtx_open");
+			for (uint32_t i = 0; i < 2; i++) {
+				struct rec *x = &r[2 * j + i];
+
+				snprintf(x->k, sizeof x->k, "c%u", k + j);
+				memset(x->v, 'c', sizeof x->v);
+				x->kb[0] = x->k;
+				x->kl[0] = strlen(x->k);
+				x->vb[0] = x->v;
+				x->vl[0] = sizeof x->v;
+				x->kv = (struct clovis_bufvec){1, x->kb, x->kl};
+				x->vv = (struct clovis_bufvec){1, x->vb, x->vl};
+				check(clovis_idx_op(&ix[i], CLOVIS_IC_PUT, &x->kv,
+						    &x->vv, x->rc,
+						    CLOVIS_IF_OVERWRITE,
+						    &ops[2 * j + i]), "put");
+				check(clovis_dtx_add(dx, ops[2 * j + i]), "add");
+			}
+			check(clovis_dtx_commit(dx, &cops[j]), "commit");
+		}
+		check(clovis_op_launch(cops, m), "launch");
+		for (uint32_t j = 0; j < m; j++) {
+			clovis_op_wait(cops[j], CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER);
+			made += clovis_op_rc(cops[j]) == -ETIMEDOUT;
+			clovis_op_free(cops[j]);
+			clovis_op_free(ops[2 * j]);
+			clovis_op_free(ops[2 * j + 1]);
+		}
+	}
+	dtx_abandon_after_prepare = false;
+	free(r);
+	free(ops);
+	free(cops);
+	return made;
+}
+
+/* Start strata-server NAME of the development cluster in dir the way
+ * 'strata cluster up' does (it daemonizes; the first child is reaped). */
+static int start_server(const char *bin, const char *dir, const char *name)
+{
+	char conf[PATH_MAX + 16], pid[PATH_MAX + 80], log[PATH_MAX + 80];
+	pid_t p;
+	int st;
+
+	snprintf(conf, sizeof conf, "%s/cluster.yaml", dir);
+	snprintf(pid, sizeof pid, "%s/%s.pid", dir, name);
+	snprintf(log, sizeof log, "%s/%s.log", dir, name);
+	p = fork();
+	if (p < 0)
+		return -errno;
+	if (p == 0) {
+		execl(bin, bin, "--config", conf, "--name", name, "--pid-file",
+		      pid, "--log-file", log, (char *)NULL);
+		_exit(127);
+	}
+	if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -EIO;
+	return 0;
+}
+
+/* The pid in dir/NAME.pid, or 0. */
+static pid_t server_pid(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 80];
+	long p = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/%s.pid", dir, name);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fscanf(f, "%ld", &p) != 1)
+		p = 0;
+	fclose(f);
+	return (pid_t)p;
+}
+
+/* pid has exited (gone, or a zombie nobody reaps: a daemon's parent is
+ * init, which in a container may never reap it). */
+static bool pid_gone(pid_t pid)
+{
+	char path[64], buf[512], *e;
+	FILE *f;
+	size_t l;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return true;
+	l = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[l] = '\0';
+	e = strrchr(buf, ')');
+	return e != NULL && e[1] == ' ' && (e[2] == 'Z' || e[2] == 'X');
+}
+
+/*
+ * --recovery-crash DIR: DIR is a development cluster ('strata cluster up
+ * --dir DIR', pids in DIR/sI.pid).  n dtxs over 2 participants (homes s0
+ * and s1; s0, the lower, is the decider) abandoned after all votes; the
+ * decider's strata-server SIGKILLed at once (the PREPARE's decision
+ * deadline, call timeout + 1 s, and the 2 s before termination acts are
+ * not over yet for most records: the counts at the kill say how many),
+ * restarted with the command line 'strata cluster up' used; then the time
+ * until it answers, and until no server holds an in-doubt record (each
+ * server's DTX LIST, every 0.1 s), confirmed by clovis_dtx_settle().
+ * Every wait is bounded (300 s in all).
+ */
+static int main_crash(const char *dir, uint32_t n)
+{
+	char conf[PATH_MAX + 16], bin[PATH_MAX + 32], self[PATH_MAX], name[64];
+	struct clovis_conf c = {.cc_mode = CLOVIS_MODE_CLUSTER};
+	struct clovis_server_info si[64];
+	static struct clu_conf hc;
+	uint64_t at_kill[64], left = UINT64_MAX, last = 0;
+	double t0, t1, tk, tr, tu = 0, td = 0, tend;
+	const char *env = getenv("STRATA_SERVER");
+	uint32_t made, dec = 0;
+	ssize_t sl;
+	pid_t pid;
+	int rc, src = 1;
+
+	snprintf(conf, sizeof conf, "%s/cluster.yaml", dir);
+	c.cc_cluster_conf = conf;
+	if (env != NULL) {
+		snprintf(bin, sizeof bin, "%s", env);
+	} else {
+		sl = readlink("/proc/self/exe", self, sizeof self - 1);
+		if (sl <= 0)
+			check(-errno, "readlink /proc/self/exe");
+		self[sl] = '\0';
+		*strrchr(self, '/') = '\0';
+		snprintf(bin, sizeof bin, "%s/strata-server", self);
+	}
+	if (access(bin, X_OK) != 0)
+		check(-ENOENT, "strata-server beside the bench ($STRATA_SERVER)");
+	check(clovis_init(&cl, &c), "clovis_init (cluster)");
+	nsrv = 64;
+	check(clovis_server_list(cl, si, &nsrv), "server list");
+	if (nsrv < 2)
+		check(-EINVAL, "--recovery-crash needs 2 servers or more");
+	hc.cc_nr_servers = nsrv;
+	for (uint32_t i = 0; i < 2; i++) {
+		uint64_t base = (uint64_t)time(NULL) << 20;
+		struct clovis_id id;
+		struct clovis_op *op;
+
+		for (uint64_t lo = base + (i + 16) * 4096; ; lo++) {
+			id = (struct clovis_id){0xbe4f, lo};
+			if (clu_home(&hc, &id) == i)
+				break;
+		}
+		check(clovis_idx_init(&ix[i], clovis_default_realm(cl), &id),
+		      "idx_init");
+		check(clovis_entity_op(&ix[i].in_entity, CLOVIS_EO_CREATE, &op),
+		      "create");
+		check(clovis_op_sync(op), "create");
+	}
+	/* the participant list is sorted by server: home 0 decides */
+	sscanf(si[dec].si_name, "%63s", name);
+	pid = server_pid(dir, name);
+	if (pid <= 0 || kill(pid, 0) != 0)
+		check(-ESRCH, "decider's pid file (DIR/NAME.pid)");
+	t0 = now();
+	made = make_in_doubt(n);
+	t1 = now();
+	for (uint32_t s = 0; s < nsrv; s++)
+		at_kill[s] = in_doubt_on(s, 5000);
+	tk = now();
+	check(kill(pid, SIGKILL) != 0 ? -errno : 0, "SIGKILL the decider");
+	for (int i = 0; i < 1000 && !pid_gone(pid); i++)
+		usleep(5000);
+	/* as 'strata cluster down' after a SIGKILL: a zombie's pid file
+	 * would make the new server refuse to start */
+	snprintf(self, sizeof self, "%s/%s.pid", dir, name);
+	unlink(self);
+	tr = now();
+	rc = start_server(bin, dir, name);
+	if (rc != 0)
+		check(rc, "restart the decider (see its log in DIR)");
+	while (now() - tk < 300) {
+		if (tu == 0 && in_doubt_on(dec, 1000) != UINT64_MAX)
+			tu = now();
+		if (tu == 0 && now() - tr > 60)
+			break;
+		if (tu != 0) {
+			left = 0;
+			for (uint32_t s = 0; s < nsrv && left != UINT64_MAX; s++) {
+				uint64_t v = in_doubt_on(s, 5000);
+
+				left = v == UINT64_MAX ? v : left + v;
+			}
+			if (left == 0) {
+				td = now();
+				break;
+			}
+			if (left != UINT64_MAX)
+				last = left;
+		}
+		usleep(100000);
+	}
+	if (td != 0)
+		src = clovis_dtx_settle(cl, 0, 30000);
+	tend = now();
+	if (json) {
+		printf("{\"bench\": \"dtx-recovery-crash\", \"emulation\": "
+		       "\"cluster of %u servers (%s), decider %s SIGKILLed and "
+		       "restarted\", \"dtx\": %u, \"abandoned\": %u, "
+		       "\"prepare_s\": %.2f, \"in_doubt_at_kill\": [", nsrv,
+		       conf, name, n, made, t1 - t0);
+		for (uint32_t s = 0; s < nsrv; s++)
+			printf("%s%" PRId64, s ? ", " : "",
+			       at_kill[s] == UINT64_MAX ? -1 : (int64_t)at_kill[s]);
+		printf("], \"kill_to_restart_s\": %.3f, \"restart_s\": %.2f, \"resolved_from_restart_s\": "
+		       "%.2f, \"resolved_from_kill_s\": %.2f, "
+		       "\"resolved_per_s\": %.0f, \"settle_rc\": %d, "
+		       "\"left\": %" PRId64 "}\n", tr - tk, tu ? tu - tr : -1,
+		       td ? td - tr : -1, td ? td - tk : -1,
+		       td ? at_kill[dec] / (td - tr) : 0, src,
+		       td ? 0 : (int64_t)last);
+	} else {
+		printf("bench_dtx: recovery after a crash: cluster of %u "
+		       "servers (%s)\n", nsrv, conf);
+		printf("  %u dtxs of 2 participants abandoned after the votes "
+		       "(%u in doubt, made in %.2f s)\n", n, made, t1 - t0);
+		printf("  in doubt at the kill (records per server):");
+		for (uint32_t s = 0; s < nsrv; s++)
+			printf(" %s%" PRId64, s == dec ? "*" : "",
+			       at_kill[s] == UINT64_MAX ? -1 : (int64_t)at_kill[s]);
+		printf("  (* = decider %s, SIGKILLed)\n", name);
+		printf("  restart %.3f s after the kill; %s answers %.2f s after "
+		       "its restart (%.2f s after the kill)\n", tr - tk, name,
+		       tu ? tu - tr : -1.0,
+		       tu ? tu - tk : -1.0);
+		if (td != 0)
+			printf("  all resolved %.2f s after the restart (%.2f s "
+			       "after the kill): %.0f dtx/s; clovis_dtx_settle "
+			       "%d (%.2f s)\n", td - tr, td - tk,
+			       at_kill[dec] / (td - tr), src, tend - td);
+		else
+			printf("  NOT resolved within 300 s of the kill: %" PRIu64
+			       " records left in doubt\n", last);
+	}
+	clovis_fini(cl);
+	return td != 0 && src == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = "build/bench-data";
@@ -330,6 +629,7 @@ int main(int argc, char **argv)
 	const uint32_t ns[] = {1, 2, 4, 8};
 	const char *cfile = NULL;
 	uint32_t nrec = 10000;
+	const char *crash = NULL;
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {
@@ -338,6 +638,10 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(argv[i], "--recovery") == 0 && i + 1 < argc) {
 			nrec = (uint32_t)atoi(argv[++i]);
+			continue;
+		}
+		if (strcmp(argv[i], "--recovery-crash") == 0 && i + 1 < argc) {
+			crash = argv[++i];
 			continue;
 		}
 		if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
@@ -349,6 +653,8 @@ int main(int argc, char **argv)
 	}
 	if (secs <= 0 || secs > 600)
 		secs = 2.0;
+	if (crash != NULL)
+		return main_crash(crash, nrec);
 	if (cfile != NULL)
 		return main_cluster(cfile, nrec);
 	snprintf(path, sizeof path, "%s/store-dtx", dir);
