@@ -13,6 +13,7 @@
  *
  *   strata_bench_dtx [--dir D] [--seconds S] [--json]
  *   strata_bench_dtx --cluster FILE [--seconds S] [--recovery N] [--json]
+ *   strata_bench_dtx --recovery-crash DIR [--recovery N] [--json]
  *
  * Emulation: embedded mode, devices are files in D (page cache, fsync),
  * so a dtx's "participants" are its members on one node: the figures show
@@ -29,6 +30,7 @@
  * every server's termination resolved them (in doubt 0 in DTX LIST).
  * Servers are not restarted by the bench: a restarted participant goes
  * through the same termination path with its replayed records.
+ * --recovery-crash DIR does restart one (main_crash() below).
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -32,6 +32,23 @@ case ",$figs," in
 ,,|*,cluster,*) [ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;  # 3-server cluster (issue 4)
 esac
 [ -x "$B/strata_bench_dtx" ] && { "$B/strata_bench_dtx" --dir "$dir" "$@" || rc=1; }  # dtx vs plain updates (issue 5)
+# dtx recovery after a participant crash (issue 5): a 3-server loopback
+# cluster of our own, the decider SIGKILLed and restarted by the bench;
+# at most 300 s, the cluster stopped and removed whatever happened.
+if [ -x "$B/strata_bench_dtx" ] && [ -x "$B/strata" ] && [ -x "$B/strata-server" ]; then
+	cdir=$dir/dtx-crash
+	rm -rf "$cdir"
+	if timeout 60 "$B/strata" cluster up --nodes 3 --dir "$cdir" \
+		--base-port "${BENCH_DTX_PORT:-27470}" >/dev/null; then
+		timeout 300 "$B/strata_bench_dtx" --recovery-crash "$cdir" \
+			--recovery 10000 "$@" || rc=1
+	else
+		echo "run-bench: dtx crash recovery: cluster up failed" >&2
+		rc=1
+	fi
+	timeout 60 "$B/strata" cluster down --dir "$cdir" >/dev/null 2>&1
+	rm -rf "$cdir"
+fi
 [ -x "$B/strata-s3" ] && { python3 tests/bench/bench_s3.py "$B" "$dir" "$@" || rc=1; }  # S3 gateway beside direct Clovis (issue 6)
 rm -rf "$dir/raw-lmdb"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
