@@ -1131,13 +1131,15 @@ int cluster_dtx_created(struct clovis *cl, struct eng_req *r)
 }
 
 int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
-		     const void *body, size_t len, uint32_t ms,
-		     void **rbody, size_t *rlen)
+		     const void *body, size_t len, const void *bulk,
+		     size_t bulk_len, uint32_t ms, void **rbody, size_t *rlen)
 {
 	struct clu_client *c = clu_of(cl);
 	struct rpc_result res;
-	int rc = peers_call_ms(c->cc_peers, server, op, body, len, NULL, ms,
-			       &res);
+	struct iovec iov = {(void *)bulk, bulk_len};
+	struct rpc_bulk b = {RPC_BULK_OUT, &iov, 1};
+	int rc = peers_call_ms(c->cc_peers, server, op, body, len,
+			       bulk_len > 0 ? &b : NULL, ms, &res);
 
 	*rbody = res.rr_body;
 	*rlen = res.rr_len;

@@ -861,6 +861,9 @@ struct dtx_part {
 	size_t dp_nr;
 	uint8_t *dp_req;        /* the packed request of the current phase */
 	size_t dp_len;
+	uint8_t *dp_bulk;       /* a PREPARE above DTM_PREPARE_INLINE_MAX:
+				   the packed PREPARE (dp_req its envelope) */
+	size_t dp_bulk_len;
 	uint32_t dp_ms;
 	int dp_rc;
 	uint32_t dp_state;
@@ -885,7 +888,8 @@ static void *dtx_part_call(void *arg)
 	size_t rl = 0;
 	DtxReply *rp = NULL;
 	int rc = cluster_dtx_call(cl, p->dp_server, DTM_OP, p->dp_req,
-				  p->dp_len, p->dp_ms, &rb, &rl);
+				  p->dp_len, p->dp_bulk, p->dp_bulk_len,
+				  p->dp_ms, &rb, &rl);
 
 	if (rc == 0)
 		rc = dtm_reply_decode(rb, rl, &rp);
@@ -909,9 +913,12 @@ static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
 {
 	struct clovis_dtx *dx = p->dp_dx;
 	DtxReq q = DTX_REQ__INIT;
+	int rc;
 
 	free(p->dp_req);
-	p->dp_req = NULL;
+	free(p->dp_bulk);
+	p->dp_req = p->dp_bulk = NULL;
+	p->dp_bulk_len = 0;
 	q.kind = kind;
 	q.hlc = dx->dx_id.di_hlc;
 	q.node = dx->dx_id.di_node;
@@ -924,6 +931,21 @@ static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
 		q.wait_ms = c->dc_wait_ms;
 	}
 	q.decision = decision;
+	rc = dtm_pack(&q.base, &p->dp_req, &p->dp_len);
+	if (rc != 0 || kind != DTM_MSG_PREPARE ||
+	    p->dp_len <= DTM_PREPARE_INLINE_MAX)
+		return rc;
+	/* Too big for one message: the PREPARE becomes the call's bulk
+	 * (pulled by the participant), behind an envelope. */
+	p->dp_bulk = p->dp_req;
+	p->dp_bulk_len = p->dp_len;
+	p->dp_req = NULL;
+	q.n_parts = 0;
+	q.parts = NULL;
+	q.n_members = 0;
+	q.members = NULL;
+	q.wait_ms = 0;
+	q.bulk_len = p->dp_bulk_len;
 	return dtm_pack(&q.base, &p->dp_req, &p->dp_len);
 }
 
@@ -964,6 +986,7 @@ static void dtx_clu_fini(struct dtx_clu *c, uint32_t nr_members)
 		free(c->dc_p[i].dp_mp);
 		free(c->dc_p[i].dp_mi);
 		free(c->dc_p[i].dp_req);
+		free(c->dc_p[i].dp_bulk);
 	}
 	for (uint32_t i = 0; c->dc_bodies != NULL && i < nr_members; i++) {
 		free(c->dc_bodies[i]);
@@ -1042,6 +1065,24 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 		p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
 		p->dp_mi[p->dp_nr] = i;
 		p->dp_nr++;
+	}
+	/* The documented bound: DTM_PREPARE_BYTES_MAX per participant. */
+	for (uint32_t k = 0; rc == 0 && k < c->dc_nr; k++) {
+		const struct dtx_part *p = &c->dc_p[k];
+		uint64_t n = 0;
+
+		for (size_t j = 0; j < p->dp_nr; j++)
+			n += p->dp_m[j].body.len + p->dp_m[j].data.len;
+		if (n > DTM_PREPARE_BYTES_MAX) {
+			dx->dx_bad = p->dp_mi[0];
+			rc = err_set(-E2BIG, "dtx %s: %" PRIu64 " bytes of "
+				     "members for server %s, more than a "
+				     "PREPARE may carry (DTM_PREPARE_BYTES_MAX,"
+				     " %u bytes per participant)", dtx_str(dx),
+				     n, cluster_server_name(dx->dx_cl,
+							    p->dp_server),
+				     DTM_PREPARE_BYTES_MAX);
+		}
 	}
 	if (rc == 0) {
 		qsort(c->dc_p, c->dc_nr, sizeof *c->dc_p, dtx_part_cmp);
@@ -1255,7 +1296,8 @@ static int settle_ask(struct clovis *cl, uint32_t s, struct settle_srv *st,
 	q.clock = dtm_hlc_now();
 	rc = dtm_pack(&q.base, &b, &bl);
 	if (rc == 0)
-		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, ms, &rb, &rl);
+		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, ms, &rb,
+				      &rl);
 	if (rc == 0)
 		rc = dtm_reply_decode(rb, rl, &rp);
 	free(rb);

@@ -1201,6 +1201,42 @@ static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
 	return ok; /* else the handler decides itself */
 }
 
+/* A PREPARE above DTM_PREPARE_INLINE_MAX: env is its envelope; the packed
+ * PREPARE is the call's bulk, pulled whole (RMA) before anything is
+ * checked, so the record written before the vote holds all of it. */
+static int h_prepare_bulk(struct srv_dtx *d, struct rpc_sreq *req,
+			  const DtxReq *env, struct clovis_dtx_id *id)
+{
+	struct srv *s = d->d_srv;
+	size_t len = rpc_sreq_bulk_len(req);
+	uint8_t *buf = NULL;
+	DtxReq *q = NULL;
+	char ids[DTM_ID_STR_LEN];
+	int rc = 0;
+
+	if (len != env->bulk_len)
+		rc = err_set(-EBADMSG, "dtx %s: PREPARE announced %" PRIu64
+			     " bytes of bulk, the call carries %zu",
+			     dtm_id_format(id, ids), env->bulk_len, len);
+	if (rc == 0 && (buf = malloc(len)) == NULL)
+		rc = err_set(-ENOMEM, "dtx %s: PREPARE of %zu bytes",
+			     dtm_id_format(id, ids), len);
+	if (rc == 0)
+		rc = rpc_sreq_bulk_pull(req, 0, buf, len);
+	if (rc == 0)
+		rc = dtm_prepare_decode(env, buf, len, s->s_conf->cc_nr_servers,
+					&q);
+	else if (buf != NULL)
+		rc = err_set(rc, "dtx %s: pulling its PREPARE of %zu bytes: %s",
+			     dtm_id_format(id, ids), len, err_msg());
+	if (rc == 0)
+		rc = h_prepare(d, q, buf, len, id);
+	if (q != NULL)
+		dtx_req__free_unpacked(q, NULL);
+	free(buf);
+	return rc;
+}
+
 static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -1228,7 +1264,11 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	id = (struct clovis_dtx_id){.di_hlc = q->hlc, .di_node = q->node};
 	switch (q->kind) {
 	case DTM_MSG_PREPARE:
-		rc = h_prepare(d, q, body, len, &id);
+		if (q->bulk_len != 0) {
+			rc = h_prepare_bulk(d, req, q, &id);
+		} else {
+			rc = h_prepare(d, q, body, len, &id);
+		}
 		rp.state = DTM_PREPARED;
 		break;
 	case DTM_MSG_DECIDE:

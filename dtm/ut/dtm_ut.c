@@ -437,9 +437,6 @@ static void test_larger_than_batch(void)
 	uint32_t n = LIM_BATCH_MAX * 2 + 37, found = 0;
 	char k[32], v[32];
 
-	if (ut_cluster_skip("dtm larger_than_batch", "a PREPARE carries at "
-			    "most DTM_PREPARE_BYTES_MAX per participant"))
-		return;
 	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
 	CU_ASSERT_EQUAL(big_dtx(&ix, n), 0);
 	for (uint32_t i = 0; i < n; i++) {
@@ -447,6 +444,155 @@ static void test_larger_than_batch(void)
 		found += get(&ix, k, v, sizeof v) == 0;
 	}
 	CU_ASSERT_EQUAL(found, n);
+}
+
+/* A write of nblk blocks of byte c from block blk (one buffer). */
+struct mwr {
+	uint64_t s[1], n[1];
+	struct clovis_extvec ev;
+	void *b[1];
+	size_t l[1];
+	struct clovis_bufvec bv;
+};
+
+static int mwr_op(struct clovis_obj *o, struct mwr *w, uint32_t opc,
+		  uint64_t blk, uint64_t nblk, void *buf, struct clovis_op **op)
+{
+	w->s[0] = blk;
+	w->n[0] = nblk;
+	w->ev = (struct clovis_extvec){1, w->s, w->n};
+	w->b[0] = buf;
+	w->l[0] = nblk * BS;
+	w->bv = (struct clovis_bufvec){1, w->b, w->l};
+	return clovis_obj_op(o, opc, &w->ev, &w->bv, 0, op);
+}
+
+#define MIB_OPS 4u              /* 1 MiB each: 4 MiB to the object's home */
+#define MIB_BLKS (256u)
+
+/* A dtx of MIB_OPS 1-MiB writes of o (byte c + i) and a PUT of key into
+ * ix (with kill, ix is deleted before the dtx is launched: the dtx
+ * fails).  Its commit rc. */
+static int mib_dtx(struct clovis_obj *o, struct clovis_idx *ix,
+		   const char *key, int c, bool kill)
+{
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[MIB_OPS + 1], *cop;
+	struct mwr w[MIB_OPS];
+	struct rec r;
+	uint8_t *buf = malloc((size_t)MIB_OPS * MIB_BLKS * BS);
+	int rc;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	for (uint32_t i = 0; i < MIB_OPS; i++) {
+		uint8_t *b = buf + (size_t)i * MIB_BLKS * BS;
+
+		memset(b, c + (int)i, (size_t)MIB_BLKS * BS);
+		CU_ASSERT_EQUAL_FATAL(mwr_op(o, &w[i], CLOVIS_OC_WRITE,
+					     i * MIB_BLKS, MIB_BLKS, b,
+					     &ops[i]), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rec_op(ix, &r, CLOVIS_IC_PUT, key, "mib",
+				     &ops[MIB_OPS]), 0);
+	for (uint32_t i = 0; i <= MIB_OPS; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	if (kill)
+		CU_ASSERT_EQUAL(ent_delete(&ix->in_entity), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, MIB_OPS + 1), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	rc = clovis_op_sync(cop);
+	for (uint32_t i = 0; i <= MIB_OPS; i++) {
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+					       WAIT_NS) == 0, rc == 0);
+		clovis_op_free(ops[i]);
+	}
+	clovis_op_free(cop);
+	free(buf);
+	return rc;
+}
+
+/* Every block of the MIB_OPS MiB holds byte c + (its MiB): 0, or the
+ * first block that does not. */
+static int mib_check(struct clovis_obj *o, int c)
+{
+	uint8_t *buf = malloc((size_t)MIB_BLKS * BS);
+	int bad = 0;
+
+	for (uint32_t i = 0; buf != NULL && i < MIB_OPS && bad == 0; i++) {
+		struct mwr r;
+		struct clovis_op *op;
+
+		memset(buf, 0x5a, (size_t)MIB_BLKS * BS);
+		if (mwr_op(o, &r, CLOVIS_OC_READ, i * MIB_BLKS, MIB_BLKS, buf,
+			   &op) != 0 || clovis_op_sync(op) != 0) {
+			bad = -1;
+			break;
+		}
+		for (uint32_t k = 0; k < MIB_BLKS * BS; k++)
+			if (buf[k] != (uint8_t)(c + (int)i)) {
+				bad = (int)(i * MIB_BLKS + k / BS) + 1;
+				break;
+			}
+	}
+	free(buf);
+	return buf == NULL ? -ENOMEM : bad;
+}
+
+/* A dtx of several MiB: in cluster mode its PREPARE to the object's home
+ * is far above one message (DTM_PREPARE_INLINE_MAX) and moves by RMA.
+ * Commit: all of it visible; a failing member: none of it; past
+ * DTM_PREPARE_BYTES_MAX per participant: -E2BIG naming the dtx. */
+static void test_multi_mib(void)
+{
+	struct clovis_idx ix, dead;
+	struct clovis_obj o;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dead), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL(mib_dtx(&o, &ix, "m1", 0x30, false), 0);
+	CU_ASSERT_EQUAL(mib_check(&o, 0x30), 0);
+	CU_ASSERT_EQUAL(get(&ix, "m1", v, sizeof v), 0);
+	/* a member on a deleted index: nothing of the 4 MiB applied */
+	CU_ASSERT_NOT_EQUAL(mib_dtx(&o, &dead, "m2", 0x60, true), 0);
+	CU_ASSERT_EQUAL(mib_check(&o, 0x30), 0);
+	/* and the next one commits */
+	CU_ASSERT_EQUAL(mib_dtx(&o, &ix, "m3", 0x40, false), 0);
+	CU_ASSERT_EQUAL(mib_check(&o, 0x40), 0);
+	CU_ASSERT_EQUAL(get(&ix, "m3", v, sizeof v), 0);
+	if (ut_cluster_mode()) {
+		/* the bound: one write above DTM_PREPARE_BYTES_MAX */
+		uint64_t nblk = DTM_PREPARE_BYTES_MAX / BS + 1;
+		uint8_t *buf = calloc(nblk, BS);
+		struct clovis_dtx *dx;
+		struct clovis_op *op, *cop;
+		struct clovis_dtx_id id;
+		char ids[DTM_ID_STR_LEN];
+		struct mwr w;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx,
+					clovis_default_realm(cl)), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_id(dx, &id), 0);
+		CU_ASSERT_EQUAL_FATAL(mwr_op(&o, &w, CLOVIS_OC_WRITE, 0, nblk,
+					     buf, &op), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_sync(cop), -E2BIG);
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_op_errmsg(cop),
+					      dtm_id_format(&id, ids)));
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_op_errmsg(cop),
+					      "DTM_PREPARE_BYTES_MAX"));
+		CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, WAIT_NS),
+				-ECANCELED);
+		clovis_op_free(op);
+		clovis_op_free(cop);
+		free(buf);
+		CU_ASSERT_EQUAL(mib_check(&o, 0x40), 0);
+	}
 }
 
 static void test_fault_apply(void)
@@ -941,7 +1087,7 @@ static void test_msg_codec(void)
 	DtxReq q = DTX_REQ__INIT;
 	DtxMember m = DTX_MEMBER__INIT, *mp[1] = {&m};
 	uint32_t parts[3] = {0, 2, 1};
-	static uint8_t big[DTM_PREPARE_BYTES_MAX + 1];
+	uint8_t *big = malloc(DTM_PREPARE_BYTES_MAX + 1);
 	uint8_t junk[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
 	DtxReq *out;
 	DtxReply *rp;
@@ -974,9 +1120,51 @@ static void test_msg_codec(void)
 	m.data.len = 1;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* data on index */
 	m.op = SOP_OBJ;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
 	m.data.data = big;
-	m.data.len = sizeof big;
+	m.data.len = DTM_PREPARE_BYTES_MAX + 1;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -E2BIG);    /* too many bytes */
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "DTM_PREPARE_BYTES_MAX"));
+	free(big);
+	m.data.data = NULL;
+	m.data.len = 0;
+	/* A PREPARE envelope: no members or participants, bulk_len bounded;
+	 * its bulk must be the PREPARE of the same dtx. */
+	{
+		DtxReq env = DTX_REQ__INIT;
+		uint8_t *pb;
+		size_t pl;
+
+		CU_ASSERT_EQUAL_FATAL(dtm_pack(&q.base, &pb, &pl), 0);
+		env.kind = DTM_MSG_PREPARE;
+		env.hlc = q.hlc;
+		env.node = q.node;
+		env.bulk_len = pl;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), 0);
+		CU_ASSERT_EQUAL(dtm_prepare_decode(&env, pb, pl, 3, &out), 0);
+		CU_ASSERT(out != NULL && out->n_members == 1);
+		if (out != NULL)
+			dtx_req__free_unpacked(out, NULL);
+		CU_ASSERT_EQUAL(dtm_prepare_decode(&env, pb, pl - 1, 3, &out),
+				-EBADMSG);                /* length */
+		env.hlc++;
+		CU_ASSERT_EQUAL(dtm_prepare_decode(&env, pb, pl, 3, &out),
+				-EINVAL);                 /* another dtx */
+		CU_ASSERT_PTR_NULL(out);
+		env.hlc--;
+		env.bulk_len = (uint64_t)DTM_PREPARE_WIRE_MAX + 1;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), -E2BIG);
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "bulk_len"));
+		env.bulk_len = pl;
+		env.n_members = 1;
+		env.members = mp;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), -EINVAL); /* members too */
+		env.n_members = 0;
+		env.kind = DTM_MSG_DECIDE;
+		env.decision = DTM_COMMITTED;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), -EINVAL); /* not PREPARE */
+		free(pb);
+	}
 	m.data.len = 0;
 	m.body.len = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* empty body */
@@ -1078,6 +1266,7 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||
 	    !CU_add_test(s, "deleted_entity", test_deleted_entity) ||
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
+	    !CU_add_test(s, "multi_mib", test_multi_mib) ||
 	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
 	    !CU_add_test(s, "bad_args", test_bad_args) ||
 	    !CU_add_test(s, "settle", test_settle) ||

@@ -174,7 +174,8 @@ static uint64_t in_doubt(void)
 		q.kind = DTM_MSG_LIST;
 		q.limit = 1;
 		check(dtm_pack(&q.base, &b, &bl), "pack");
-		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, 5000, &rb, &rl);
+		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, 5000,
+				      &rb, &rl);
 		if (rc == 0)
 			rc = dtm_reply_decode(rb, rl, &rp);
 		free(rb);
