@@ -1044,14 +1044,35 @@ uint32_t cluster_nr_servers(struct clovis *cl)
 /* ------------------------------------------------------------ dtx hooks */
 
 int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
-		       uint32_t *server, uint32_t *sop, uint8_t **body,
-		       size_t *len)
+		       uint32_t *server, uint32_t *nsrv, uint32_t *sop,
+		       uint8_t **body, size_t *len)
 {
 	struct clu_client *c = clu_of(cl);
 	struct msg_buf b = {0};
 	int rc;
 
-	if (r->er_type == CLOVIS_ET_OBJ && r->er_kind < ER_IDX_GET) {
+	*nsrv = 1;
+	if (r->er_type == CLOVIS_ET_IDX && (r->er_kind == ER_ENT_CREATE ||
+					    r->er_kind == ER_ENT_DELETE)) {
+		EntReq q;
+		SId id, cont, ac;
+		SAttr a;
+		uint32_t n = clu_replicas(c);
+
+		/* every live replica applies it, as the replica copy of a
+		 * plain CREATE/DELETE with the incarnation given */
+		clu_ent_req(&q, &id, &cont, &a, &ac, r,
+			    SRF_INDEX | SRF_REPLICA);
+		rc = msg_pack(&q.base, &b);
+		*nsrv = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (peers_live(c->cc_peers, clu_ring(c, &r->er_id, i)))
+				server[(*nsrv)++] = clu_ring(c, &r->er_id, i);
+		if (rc == 0 && *nsrv == 0)
+			rc = err_set(-EHOSTDOWN, "index %s: no replica "
+				     "reachable", eng_id_str(&r->er_id));
+		*sop = SOP_ENT;
+	} else if (r->er_type == CLOVIS_ET_OBJ && r->er_kind < ER_IDX_GET) {
 		ObjReq q = OBJ_REQ__INIT;
 		SId id, cont, ac;
 		SAttr a;

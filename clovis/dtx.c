@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "clovis/clovis_internal.h"
+#include "core/clu_conf.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -203,7 +204,9 @@ static bool dtx_clu_kind(const struct eng_req *r)
 		       r->er_kind == ER_ENT_CREATE ||
 		       r->er_kind == ER_ENT_DELETE;
 	if (r->er_type == CLOVIS_ET_IDX)
-		return r->er_kind == ER_IDX_PUT || r->er_kind == ER_IDX_DEL;
+		return r->er_kind == ER_IDX_PUT || r->er_kind == ER_IDX_DEL ||
+		       r->er_kind == ER_ENT_CREATE ||
+		       r->er_kind == ER_ENT_DELETE;
 	return false;
 }
 
@@ -353,7 +356,7 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 		return err_set(-ENOTSUP, "dtx_add: dtx %s: %s %s: %s is not "
 			       "supported in a dtx in cluster mode (members: "
 			       "object WRITE, ALLOC, FREE, CREATE, DELETE; "
-			       "index PUT, DEL)", dtx_str(dx),
+			       "index PUT, DEL, CREATE, DELETE)", dtx_str(dx),
 			       dtx_type_name(op->op_req.er_type),
 			       eng_id_str(&op->op_req.er_id),
 			       dtx_kind_name(op->op_req.er_kind));
@@ -1001,7 +1004,9 @@ static void dtx_clu_fini(struct dtx_clu *c, uint32_t nr_members)
 /* Encode the members and group them by participant. */
 static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 {
-	uint32_t *srv = calloc(dx->dx_nr, sizeof *srv);
+	uint32_t *srv = calloc((size_t)dx->dx_nr * CLU_REPLICAS_MAX,
+			       sizeof *srv);
+	uint32_t *nsrv = calloc(dx->dx_nr, sizeof *nsrv);
 	uint32_t *sop = calloc(dx->dx_nr, sizeof *sop);
 	size_t *blen = calloc(dx->dx_nr, sizeof *blen);
 	size_t *dlen = calloc(dx->dx_nr, sizeof *dlen);
@@ -1010,15 +1015,22 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 	c->dc_bodies = calloc(dx->dx_nr, sizeof *c->dc_bodies);
 	c->dc_data = calloc(dx->dx_nr, sizeof *c->dc_data);
 	c->dc_p = calloc(DTM_PARTS_MAX, sizeof *c->dc_p);
-	if (srv == NULL || sop == NULL || blen == NULL || dlen == NULL ||
+	if (srv == NULL || nsrv == NULL || sop == NULL || blen == NULL ||
+	    dlen == NULL ||
 	    c->dc_bodies == NULL || c->dc_data == NULL || c->dc_p == NULL)
 		rc = err_set(-ENOMEM, "dtx %s: members", dtx_str(dx));
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
-		struct dtx_part *p = NULL;
 
-		rc = cluster_dtx_member(dx->dx_cl, r, &srv[i], &sop[i],
-					&c->dc_bodies[i], &blen[i]);
+		if (r->er_type == CLOVIS_ET_IDX && r->er_kind == ER_ENT_CREATE)
+			/* every replica creates it with this incarnation:
+			 * the dtx id's time in ns, unique to this attempt */
+			r->er_ent.me_ctime_ns = dtm_hlc_us(dx->dx_id.di_hlc) *
+				1000u + (dx->dx_id.di_hlc & 0xffffu) % 1000u;
+		rc = cluster_dtx_member(dx->dx_cl, r,
+					&srv[(size_t)i * CLU_REPLICAS_MAX],
+					&nsrv[i], &sop[i], &c->dc_bodies[i],
+					&blen[i]);
 		if (rc == 0 && r->er_kind == ER_OBJ_WRITE && r->er_data) {
 			size_t n = 0;
 
@@ -1040,31 +1052,37 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 			dx->dx_bad = i;
 			break;
 		}
-		for (uint32_t k = 0; k < c->dc_nr; k++)
-			if (c->dc_p[k].dp_server == srv[i])
-				p = &c->dc_p[k];
-		if (p == NULL) {
-			p = &c->dc_p[c->dc_nr++];
-			p->dp_dx = dx;
-			p->dp_server = srv[i];
-			p->dp_m = calloc(dx->dx_nr, sizeof *p->dp_m);
-			p->dp_mp = calloc(dx->dx_nr, sizeof *p->dp_mp);
-			p->dp_mi = calloc(dx->dx_nr, sizeof *p->dp_mi);
-			if (p->dp_m == NULL || p->dp_mp == NULL ||
-			    p->dp_mi == NULL) {
-				rc = err_set(-ENOMEM, "dtx %s", dtx_str(dx));
-				break;
+		for (uint32_t n = 0; rc == 0 && n < nsrv[i]; n++) {
+			uint32_t sv = srv[(size_t)i * CLU_REPLICAS_MAX + n];
+			struct dtx_part *p = NULL;
+
+			for (uint32_t k = 0; k < c->dc_nr; k++)
+				if (c->dc_p[k].dp_server == sv)
+					p = &c->dc_p[k];
+			if (p == NULL) {
+				p = &c->dc_p[c->dc_nr++];
+				p->dp_dx = dx;
+				p->dp_server = sv;
+				p->dp_m = calloc(dx->dx_nr, sizeof *p->dp_m);
+				p->dp_mp = calloc(dx->dx_nr, sizeof *p->dp_mp);
+				p->dp_mi = calloc(dx->dx_nr, sizeof *p->dp_mi);
+				if (p->dp_m == NULL || p->dp_mp == NULL ||
+				    p->dp_mi == NULL) {
+					rc = err_set(-ENOMEM, "dtx %s",
+						     dtx_str(dx));
+					break;
+				}
 			}
+			dtx_member__init(&p->dp_m[p->dp_nr]);
+			p->dp_m[p->dp_nr].op = sop[i];
+			p->dp_m[p->dp_nr].body.data = c->dc_bodies[i];
+			p->dp_m[p->dp_nr].body.len = blen[i];
+			p->dp_m[p->dp_nr].data.data = c->dc_data[i];
+			p->dp_m[p->dp_nr].data.len = dlen[i];
+			p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
+			p->dp_mi[p->dp_nr] = i;
+			p->dp_nr++;
 		}
-		dtx_member__init(&p->dp_m[p->dp_nr]);
-		p->dp_m[p->dp_nr].op = sop[i];
-		p->dp_m[p->dp_nr].body.data = c->dc_bodies[i];
-		p->dp_m[p->dp_nr].body.len = blen[i];
-		p->dp_m[p->dp_nr].data.data = c->dc_data[i];
-		p->dp_m[p->dp_nr].data.len = dlen[i];
-		p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
-		p->dp_mi[p->dp_nr] = i;
-		p->dp_nr++;
 	}
 	/* The documented bound: DTM_PREPARE_BYTES_MAX per participant. */
 	for (uint32_t k = 0; rc == 0 && k < c->dc_nr; k++) {
@@ -1090,6 +1108,7 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 			c->dc_parts[k] = c->dc_p[k].dp_server;
 	}
 	free(srv);
+	free(nsrv);
 	free(sop);
 	free(blen);
 	free(dlen);
@@ -1221,6 +1240,7 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 				memset(r->er_rcs, 0,
 				       r->er_keys->bv_nr * sizeof *r->er_rcs);
 			if (r->er_kind == ER_ENT_CREATE &&
+			    r->er_type == CLOVIS_ET_OBJ &&
 			    cluster_dtx_created(dx->dx_cl, r) != 0)
 				LOG_WARNING("dtx %s: %s %s created, but its "
 					    "attributes could not be read "

@@ -323,12 +323,66 @@ struct pmem {
 	struct ridx_rec pm_rec; /* index members: the replica record after */
 	uint64_t pm_term;       /* index members: version {term, seq} */
 	uint64_t pm_seq;
+	struct ridx *pm_eri;    /* index CREATE/DELETE members: the replica */
+	uint64_t pm_inc;        /* and the incarnation */
 	const DtxMember *pm_src;
 };
 
+/* Member i is an index CREATE or DELETE (EntReq with SRF_INDEX |
+ * SRF_REPLICA, the incarnation chosen by the coordinator): this server is
+ * one of the index's replicas (each live replica is a participant and
+ * applies it); CREATE: the index does not exist here; DELETE: it exists in
+ * the incarnation the client opened. */
+static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
+{
+	struct msg_req *m = &pm->pm_m;
+	struct eng_req *r = &m->mr_req;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc;
+
+	if (m->mr_rflags != (SRF_INDEX | SRF_REPLICA) ||
+	    m->mr_incarnation == 0)
+		return err_set(-EINVAL, "member %u: index %s: %s without the "
+			       "replica flags or an incarnation", i,
+			       eng_id_str(&r->er_id), r->er_kind ==
+			       ER_ENT_CREATE ? "CREATE" : "DELETE");
+	if (!srv_ridx_mine(s, &r->er_id))
+		return err_set(-EINVAL, "member %u: index %s: server %s is not "
+			       "one of its replicas", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	pm->pm_eri = srv_ridx_find(s, &r->er_id);
+	if (pm->pm_eri == NULL)
+		return -ENOMEM;
+	pm->pm_inc = m->mr_incarnation;
+	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
+	mdb_txn_abort(txn);
+	if (rc != 0 && rc != -ENOENT)
+		return rc;
+	if (r->er_kind == ER_ENT_CREATE)
+		return rc == -ENOENT ? 0 :
+		       err_set(-EEXIST, "member %u: index %s: id already used "
+			       "on server %s", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (rc == -ENOENT || me.me_type != CLOVIS_ET_IDX)
+		return err_set(-ENOENT, "member %u: index %s does not exist "
+			       "on server %s", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (srv_ridx_inc(s, pm->pm_eri, &me) != m->mr_incarnation)
+		return err_set(-ENOENT, "member %u: index %s was deleted (and "
+			       "made again) since this handle opened it", i,
+			       eng_id_str(&r->er_id));
+	r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	return 0;
+}
+
 /* Member i is an object CREATE or DELETE (EntReq): this server is the
  * object's home; CREATE: the object does not exist; DELETE: it exists in
- * the incarnation the client opened. */
+ * the incarnation the client opened.  Or an index CREATE or DELETE
+ * (pmem_check_ient). */
 static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 {
 	struct msg_req *m = &pm->pm_m;
@@ -337,13 +391,16 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 	MDB_txn *txn;
 	int rc;
 
+	if (r->er_type == CLOVIS_ET_IDX &&
+	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
+		return pmem_check_ient(s, i, pm);
 	if (r->er_type != CLOVIS_ET_OBJ ||
 	    (r->er_kind != ER_ENT_CREATE && r->er_kind != ER_ENT_DELETE) ||
 	    m->mr_rflags != 0)
 		return err_set(-ENOTSUP, "member %u: entity %s: kind %u of "
-			       "type %u in a dtx (object CREATE and DELETE "
-			       "only)", i, eng_id_str(&r->er_id), r->er_kind,
-			       r->er_type);
+			       "type %u in a dtx (object and index CREATE and "
+			       "DELETE only)", i, eng_id_str(&r->er_id),
+			       r->er_kind, r->er_type);
 	if (clu_home(s->s_conf, &r->er_id) != s->s_self)
 		return err_set(-EINVAL, "member %u: object %s: server %s is "
 			       "not its home", i, eng_id_str(&r->er_id),
@@ -390,8 +447,10 @@ static int pmem_check_pairs(const struct pmem *pm, size_t nr)
 			if (j != i && clovis_id_cmp(&a->er_id, &b->er_id) == 0)
 				return err_set(a->er_kind == ER_ENT_CREATE ?
 					       -ENOENT : -EINVAL,
-					       "member %zu: object %s is %s by "
+					       "member %zu: %s %s is %s by "
 					       "member %zu of the same dtx", j,
+					       a->er_type == CLOVIS_ET_IDX ?
+					       "index" : "object",
 					       eng_id_str(&b->er_id),
 					       a->er_kind == ER_ENT_CREATE ?
 					       "created" : "deleted", i);
@@ -574,6 +633,11 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 					    &w->w_m[i].pm_rec,
 					    w->w_m[i].pm_term,
 					    w->w_m[i].pm_seq);
+		if (rc == 0 && w->w_m[i].pm_eri != NULL)
+			rc = srv_ridx_ent_store(e, child,
+						&w->w_m[i].pm_m.mr_req.er_id,
+						w->w_m[i].pm_m.mr_req.er_kind,
+						w->w_m[i].pm_inc);
 	}
 	if (rc == 0)
 		rc = rec_put_apply(e, child, ci);
@@ -810,6 +874,12 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 				eng_space_release(s->s_eng,
 						  &pm[i].pm_m.mr_req.er_ci.ci_alloc);
 	}
+	if (rc == 0)
+		for (uint32_t i = 0; i < nr; i++)
+			if (pm[i].pm_eri != NULL)
+				srv_ridx_ent_done(s, pm[i].pm_eri,
+						  pm[i].pm_m.mr_req.er_kind,
+						  pm[i].pm_inc);
 	if (rc == 0)
 		for (uint32_t i = 0; i < nr; i++)
 			if (pm[i].pm_ri != NULL)

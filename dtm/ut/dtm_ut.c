@@ -655,10 +655,11 @@ static void test_bad_args(void)
 	if (ut_cluster_mode()) {
 		/* Kinds no participant applies are refused, naming them. */
 		CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&ix.in_entity,
-						       CLOVIS_EO_DELETE, &op), 0);
+						       CLOVIS_EO_SETATTR, &op),
+				      0);
 		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
 		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "index"));
-		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "DELETE"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "SETATTR"));
 		clovis_op_free(op);
 	}
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
@@ -1251,6 +1252,161 @@ static void test_settle(void)
 			       (t1.tv_nsec - t0.tv_nsec) / 1000000 < 50);
 }
 
+/* ------------------------------------------------------ index members */
+
+static int idx_exists(struct clovis_id id)
+{
+	struct clovis_idx ix;
+	struct clovis_op *op;
+	int rc = clovis_idx_init(&ix, clovis_default_realm(cl), &id);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&ix.in_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+/* Index CREATE and DELETE as members (cluster: every live replica of the
+ * index is a participant and applies them at the COMMIT). */
+static void test_index_members(void)
+{
+	struct clovis_idx nx, dx1, px, dead, nx2, dx2;
+	struct clovis_id nid = newid(), nid2 = newid(), nid3 = newid();
+	struct clovis_op *ops[4];
+	struct clovis_dtx *dx;
+	struct rec r0, r1, r2, r3;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dx1), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&px), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dx1, &r0, CLOVIS_IC_PUT, "d", "1", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(ops[0]), 0);
+
+	/* CREATE nx + DELETE dx1 + PUT in px: invisible until the commit,
+	 * then all of it. */
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&nx, clovis_default_realm(cl),
+					      &nid), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nx.in_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&dx1.in_entity, CLOVIS_EO_DELETE,
+					       &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&px, &r1, CLOVIS_IC_PUT, "p", "1", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, 2), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_EXECUTED, 100000000ll),
+			-ETIMEDOUT);
+	CU_ASSERT_EQUAL(idx_exists(nid), 0);          /* not before */
+	CU_ASSERT_EQUAL(get(&dx1, "d", v, sizeof v), 0); /* still there */
+	{
+		struct clovis_op *cop;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+		CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS),
+				0);
+		if (clovis_op_rc(cop) != 0)
+			fprintf(stderr, "dtm index_members: %s\n",
+				clovis_op_errmsg(cop));
+		clovis_op_free(cop);
+	}
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	CU_ASSERT_EQUAL(idx_exists(nid), 1);
+	CU_ASSERT_EQUAL(idx_exists(dx1.in_entity.en_id), 0);
+	CU_ASSERT_EQUAL(get(&px, "p", v, sizeof v), 0);
+	/* the created index's handle is usable at once */
+	CU_ASSERT_EQUAL_FATAL(rec_op(&nx, &r1, CLOVIS_IC_PUT, "n", "1", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL(get(&nx, "n", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "1");
+
+	/* A member fails (PUT on an index deleted meanwhile): the CREATE and
+	 * the DELETE are not applied. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dx2), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dx2, &r0, CLOVIS_IC_PUT, "d", "2", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dead), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&nx2, clovis_default_realm(cl),
+					      &nid2), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nx2.in_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&dx2.in_entity, CLOVIS_EO_DELETE,
+					       &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dead, &r2, CLOVIS_IC_PUT, "x", "1",
+				     &ops[2]), 0);
+	{
+		struct clovis_idx d2 = dead;
+
+		CU_ASSERT_EQUAL(ent_delete(&d2.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -ENOENT);
+	CU_ASSERT_EQUAL(idx_exists(nid2), 0);
+	CU_ASSERT_EQUAL(get(&dx2, "d", v, sizeof v), 0);
+
+	/* A PUT on an index the same dtx creates (a handle of the id's
+	 * previous incarnation): -ENOENT (checked against the store as it
+	 * was); nothing applied. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&nx2), 0);
+	nid3 = nx2.in_entity.en_id;
+	{
+		struct clovis_idx old = nx2;
+
+		CU_ASSERT_EQUAL(ent_delete(&old.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&nx, clovis_default_realm(cl),
+					      &nid3), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nx.in_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&nx2, &r2, CLOVIS_IC_PUT, "y", "1",
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&px, &r3, CLOVIS_IC_PUT, "q", "1", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -ENOENT);
+	CU_ASSERT_EQUAL(idx_exists(nid3), 0);
+	CU_ASSERT_EQUAL(get(&px, "q", v, sizeof v), -ENOENT);
+
+	/* A PUT on an index the same dtx deletes: embedded, the PUT applied
+	 * after the DELETE fails (-ENOENT); cluster, the replica refuses the
+	 * pair at the PREPARE (-EINVAL).  Nothing applied. */
+	{
+		struct clovis_idx gone = dx2;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&gone.in_entity,
+						       CLOVIS_EO_DELETE,
+						       &ops[0]), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dx2, &r2, CLOVIS_IC_PUT, "z", "1",
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&px, &r3, CLOVIS_IC_PUT, "q", "2", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), ut_cluster_mode() ? -EINVAL : -ENOENT);
+	CU_ASSERT_EQUAL(idx_exists(dx2.in_entity.en_id), 1);
+	CU_ASSERT_EQUAL(get(&dx2, "d", v, sizeof v), 0);
+	CU_ASSERT_EQUAL(get(&dx2, "z", v, sizeof v), -ENOENT);
+	CU_ASSERT_EQUAL(get(&px, "q", v, sizeof v), -ENOENT);
+
+	/* Aborted before the commit: nothing. */
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&dx2.in_entity, CLOVIS_EO_DELETE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, 1), 0);
+	clovis_dtx_abort(dx);
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_STABLE, WAIT_NS),
+			-ECANCELED);
+	clovis_op_free(ops[0]);
+	CU_ASSERT_EQUAL(idx_exists(dx2.in_entity.en_id), 1);
+}
+
 int dtm_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("dtm", suite_init, suite_fini);
@@ -1271,7 +1427,8 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "bad_args", test_bad_args) ||
 	    !CU_add_test(s, "settle", test_settle) ||
 	    !CU_add_test(s, "unit_layouts", test_unit_layouts) ||
-	    !CU_add_test(s, "entity_members", test_entity_members))
+	    !CU_add_test(s, "entity_members", test_entity_members) ||
+	    !CU_add_test(s, "index_members", test_index_members))
 		return -1;
 	return 0;
 }
