@@ -183,7 +183,8 @@ static void dtx_destroy(struct clovis_dtx *dx)
 }
 
 /* Objects whose writes take parity-group locks in eng_exec() and keep them
- * until the commit: they would be held across the dtx (clovis.h). */
+ * until the commit: they would be held across the dtx (clovis.h).  A
+ * composite's write takes its top layer's (comp_resolve). */
 static uint32_t op_unit_layout(const struct clovis_op *op)
 {
 	const struct clovis_obj *o;
@@ -360,12 +361,6 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 			       dtx_type_name(op->op_req.er_type),
 			       eng_id_str(&op->op_req.er_id),
 			       dtx_kind_name(op->op_req.er_kind));
-	if (op_unit_layout(op) == CLOVIS_LAYOUT_COMPOSITE)
-		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
-			       "composite layout: not supported in a dtx (its "
-			       "layers are written as requests of their own, "
-			       "each with its own commit; dtm/README.md)",
-			       dtx_str(dx), eng_id_str(&op->op_req.er_id));
 	pthread_mutex_lock(&dx->dx_lock);
 	if (dx->dx_state != DX_OPEN || dx->dx_aborting) {
 		rc = err_set(-CLOVIS_ESTATE, "dtx_add: dtx %s is committed",
@@ -469,9 +464,15 @@ static int dtx_run_deferred(struct clovis_dtx *dx)
 	int rc = reqs == NULL ?
 		 err_set(-ENOMEM, "dtx %s: group locks", dtx_str(dx)) : 0;
 
+	/* A composite WRITE is aimed at its top layer first, so that the
+	 * layer's groups join the one sorted set (comp_resolve). */
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++)
-		if (dx->dx_m[i].dm_state == DM_DEFER)
+		if (dx->dx_m[i].dm_state == DM_DEFER) {
 			reqs[i] = &dx->dx_m[i].dm_op->op_req;
+			rc = comp_resolve(e, reqs[i]);
+			if (rc != 0)
+				bad = i;
+		}
 	if (rc == 0)
 		rc = stripe_reqs_locks(e, reqs, dx->dx_nr, &all, &n, &bad);
 	free(reqs);

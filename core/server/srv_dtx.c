@@ -523,10 +523,6 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 				       "deleted (and made again) since this "
 				       "handle opened it", i,
 				       eng_id_str(&r->er_id));
-		if (me.me_layout == CLOVIS_LAYOUT_COMPOSITE)
-			return err_set(-ENOTSUP, "member %u: object %s has a "
-				       "composite layout: not in a dtx", i,
-				       eng_id_str(&r->er_id));
 		r->er_ent = me;
 		if (r->er_kind == ER_OBJ_WRITE) {
 			uint32_t sh = me.me_block_shift;
@@ -722,7 +718,8 @@ static void forward_idx(struct srv *s, struct pmem *pm)
 }
 
 /* The group lock slots of the unit-layout (pdclust, mirror) object
- * members of pm (stripe_reqs_locks: -EINVAL when two update one parity
+ * members of pm, composite writes aimed at their top layer first
+ * (stripe_reqs_locks: -EINVAL when two update one parity
  * group of one object).  With take, they are taken (eng_glock) and the
  * members marked er_glocked; else only computed (the PREPARE's check).
  * 0 or a negative code. */
@@ -738,6 +735,16 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 	*nlocks = 0;
 	if (reqs == NULL)
 		return err_set(-ENOMEM, "dtx group locks");
+	/* a composite WRITE is aimed at its top layer first: that layer's
+	 * groups join the set (comp_resolve) */
+	rc = 0;
+	for (uint32_t i = 0; rc == 0 && i < nr; i++)
+		if (pm[i].pm_src->op == SOP_OBJ)
+			rc = comp_resolve(s->s_eng, &pm[i].pm_m.mr_req);
+	if (rc != 0) {
+		free(reqs);
+		return rc;
+	}
 	for (uint32_t i = 0; i < nr; i++)
 		if (pm[i].pm_src->op == SOP_OBJ &&
 		    stripe_layout(pm[i].pm_m.mr_req.er_ent.me_layout)) {

@@ -1413,6 +1413,130 @@ static void test_index_members(void)
 	CU_ASSERT_EQUAL(idx_exists(dx2.in_entity.en_id), 1);
 }
 
+/* ------------------------------------------------------ composites */
+
+/* Composite object co: embedded, layers plain (10) and pdclust 2+1 (20,
+ * the top one: writes take its parity-group locks); in cluster mode layer
+ * management is -ENOTSUP, and co keeps no layer. */
+static int cobj_make(struct clovis_obj *co, bool *layered)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_COMPOSITE};
+	struct clovis_obj_attr lp = {.oa_layout = CLOVIS_LAYOUT_PLAIN};
+	struct clovis_obj_attr ld = {.oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				     .oa_data_units = 2, .oa_parity_units = 1,
+				     .oa_unit_shift = 12};
+	struct clovis_id id = newid();
+	struct clovis_op *op;
+	uint32_t l1, l2;
+	int rc = clovis_obj_init(co, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&co->ob_entity, CLOVIS_EO_CREATE, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		return rc;
+	rc = clovis_obj_layer_add(co, &lp, 10, &l1);
+	if (rc == 0)
+		rc = clovis_obj_layer_add(co, &ld, 20, &l2);
+	*layered = rc == 0;
+	return rc == -ENOTSUP && ut_cluster_mode() ? 0 : rc;
+}
+
+/* Composite object writes as members: they commit and abort atomically
+ * with an index PUT and a pdclust write (the top layer's groups join the
+ * dtx's one lock set: comp_resolve). */
+static void test_composite_members(void)
+{
+	struct clovis_obj co, po;
+	struct clovis_idx ix, dead;
+	struct clovis_op *ops[4];
+	struct blk w[3];
+	struct rec r;
+	bool layered = false;
+	char v[32];
+
+	memset(w, 0, sizeof w);
+	CU_ASSERT_EQUAL_FATAL(cobj_make(&co, &layered), 0);
+	CU_ASSERT_EQUAL_FATAL(pobj_make(&po), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x21,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[1], CLOVIS_OC_WRITE, 8, 0x22,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&po, &w[2], CLOVIS_OC_WRITE, 0, 0x23,
+				     &ops[2]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r, CLOVIS_IC_PUT, "c", "1", &ops[3]),
+			      0);
+	if (!layered) {
+		/* cluster: a composite with no layer; its write member fails
+		 * at the PREPARE as the write alone would (-EINVAL), and
+		 * nothing of the dtx is applied */
+		CU_ASSERT_EQUAL(dtx_run(ops, 4), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(unit_msg, "no layer"));
+		CU_ASSERT_EQUAL(get(&ix, "c", v, sizeof v), -ENOENT);
+		CU_ASSERT_EQUAL(blk_read(&po, 0), 0);
+		goto out;
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 4), 0);
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+	CU_ASSERT_EQUAL(blk_read(&co, 8), 0x22);
+	CU_ASSERT_EQUAL(blk_read(&po, 0), 0x23);
+	CU_ASSERT_EQUAL(get(&ix, "c", v, sizeof v), 0);
+
+	/* A failing member (PUT on an index deleted meanwhile): neither
+	 * composite write is applied. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dead), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x31,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[1], CLOVIS_OC_WRITE, 8, 0x32,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dead, &r, CLOVIS_IC_PUT, "c", "2",
+				     &ops[2]), 0);
+	{
+		struct clovis_idx d2 = dead;
+
+		CU_ASSERT_EQUAL(ent_delete(&d2.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -ENOENT);
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+	CU_ASSERT_EQUAL(blk_read(&co, 8), 0x22);
+
+	/* Two members over one parity group of the top layer: refused,
+	 * nothing applied. */
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x41,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[1], CLOVIS_OC_WRITE, 1, 0x42,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r, CLOVIS_IC_PUT, "c", "3", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -EINVAL);
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+	CU_ASSERT_EQUAL(get(&ix, "c", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "1");
+
+	/* Aborted after launch: nothing. */
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x51,
+				     &ops[0]), 0);
+	{
+		struct clovis_dtx *dx;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx,
+					clovis_default_realm(cl)), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(ops, 1), 0);
+		clovis_dtx_abort(dx);
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_STABLE,
+					       WAIT_NS), -ECANCELED);
+		clovis_op_free(ops[0]);
+	}
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+out:
+	for (int i = 0; i < 3; i++)
+		free(w[i].buf);
+}
+
 int dtm_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("dtm", suite_init, suite_fini);
@@ -1434,7 +1558,8 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "settle", test_settle) ||
 	    !CU_add_test(s, "unit_layouts", test_unit_layouts) ||
 	    !CU_add_test(s, "entity_members", test_entity_members) ||
-	    !CU_add_test(s, "index_members", test_index_members))
+	    !CU_add_test(s, "index_members", test_index_members) ||
+	    !CU_add_test(s, "composite_members", test_composite_members))
 		return -1;
 	return 0;
 }
