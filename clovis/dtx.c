@@ -38,6 +38,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/server/msg.h"
 #include "core/stripe.h"
 #include "dtm/dtm.h"
 #include "dtm/dtm_msg.h"
@@ -847,6 +848,17 @@ bool dtx_abandon_after_prepare;
  * later make it abort, so a participant's termination (which waits for the
  * deadline, srv_dtx.c) never races a live client. */
 #define DTX_CLU_SLACK_MS 1000u
+/* A participant's PREPARE and DECIDE calls get this much more than the
+ * call timeout per member and per MiB of members (a COMMIT runs each
+ * member and copies each index member to its other replicas, one durable
+ * update after the other), at most
+ * DTX_CLU_EXTRA_MAX_MS: the decision deadline the PREPARE announces
+ * (wait_ms, at most DTM_WAIT_MS_MAX) grows with it. */
+#define DTX_CLU_MEMBER_MS 4u
+#define DTX_CLU_IDX_MS 12u      /* an index member: its copy to each other
+				   replica is a durable update there */
+#define DTX_CLU_MIB_MS 250u
+#define DTX_CLU_EXTRA_MAX_MS 40000u
 
 static uint64_t dtx_mono_ms(void)
 {
@@ -869,6 +881,8 @@ struct dtx_part {
 				   the packed PREPARE (dp_req its envelope) */
 	size_t dp_bulk_len;
 	uint32_t dp_ms;
+	uint32_t dp_extra_ms;   /* its calls' deadline above the call timeout:
+				   the work of a large PREPARE or COMMIT */
 	int dp_rc;
 	uint32_t dp_state;
 	char dp_msg[LIM_ERRMSG_LEN];
@@ -960,7 +974,7 @@ static void dtx_parts_call(struct dtx_clu *c, uint32_t from, uint32_t to,
 	for (uint32_t i = from; i < to; i++) {
 		struct dtx_part *p = &c->dc_p[i];
 
-		p->dp_ms = ms;
+		p->dp_ms = ms + p->dp_extra_ms;
 		p->dp_rc = dtx_part_req(c, p, kind, decision);
 		if (p->dp_rc == 0 && (to - from == 1 ||
 				      pthread_create(&p->dp_th, NULL,
@@ -1085,13 +1099,21 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 			p->dp_nr++;
 		}
 	}
-	/* The documented bound: DTM_PREPARE_BYTES_MAX per participant. */
+	/* The documented bound: DTM_PREPARE_BYTES_MAX per participant; and
+	 * the deadline its calls get beyond the call timeout. */
 	for (uint32_t k = 0; rc == 0 && k < c->dc_nr; k++) {
-		const struct dtx_part *p = &c->dc_p[k];
-		uint64_t n = 0;
+		struct dtx_part *p = &c->dc_p[k];
+		uint64_t n = 0, extra;
 
-		for (size_t j = 0; j < p->dp_nr; j++)
+		extra = 0;
+		for (size_t j = 0; j < p->dp_nr; j++) {
 			n += p->dp_m[j].body.len + p->dp_m[j].data.len;
+			extra += p->dp_m[j].op == SOP_IDX ? DTX_CLU_IDX_MS
+							  : DTX_CLU_MEMBER_MS;
+		}
+		extra += (n >> 20) * DTX_CLU_MIB_MS;
+		p->dp_extra_ms = (uint32_t)(extra < DTX_CLU_EXTRA_MAX_MS ?
+					    extra : DTX_CLU_EXTRA_MAX_MS);
 		if (n > DTM_PREPARE_BYTES_MAX) {
 			dx->dx_bad = p->dp_mi[0];
 			rc = err_set(-E2BIG, "dtx %s: %" PRIu64 " bytes of "
@@ -1138,6 +1160,11 @@ static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
 		ms = DTX_CLU_CALL_MS;
 	*stale = NULL;
 	c->dc_wait_ms = ms + DTX_CLU_SLACK_MS;
+	for (uint32_t i = 0; i < c->dc_nr; i++)
+		if (ms + c->dc_p[i].dp_extra_ms + DTX_CLU_SLACK_MS >
+		    c->dc_wait_ms)
+			c->dc_wait_ms = ms + c->dc_p[i].dp_extra_ms +
+					DTX_CLU_SLACK_MS;
 	dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_PREPARE, 0, ms);
 	for (uint32_t i = 0; i < c->dc_nr && bad == NULL; i++)
 		if (c->dc_p[i].dp_rc != 0 ||
@@ -1222,8 +1249,21 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 		    dtx_mono_ms() - t0 < ms) {
 			uint32_t back = 50u * t;
 
-			cluster_idx_touch(dx->dx_cl, stale->dp_server,
-					  &dx->dx_m[stale->dp_mi[0]].dm_op->op_req);
+			/* every index that participant orders (which one
+			 * must verify is not known here), once each */
+			for (size_t k = 0; k < stale->dp_nr; k++) {
+				const struct eng_req *rk =
+					&dx->dx_m[stale->dp_mi[k]].dm_op->op_req;
+				bool seen = rk->er_keys == NULL;
+
+				for (size_t j = 0; !seen && j < k; j++)
+					seen = clovis_id_cmp(&rk->er_id,
+						&dx->dx_m[stale->dp_mi[j]].
+						dm_op->op_req.er_id) == 0;
+				if (!seen)
+					cluster_idx_touch(dx->dx_cl,
+							  stale->dp_server, rk);
+			}
 			rc = 0;
 			dtx_clu_fini(&c, dx->dx_nr);
 			usleep(1000u * (back < DTX_CLU_BACKOFF_MAX_MS ? back :

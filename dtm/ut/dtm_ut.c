@@ -420,6 +420,8 @@ static int big_dtx(struct clovis_idx *ix, uint32_t n)
 	CU_ASSERT_EQUAL(clovis_op_launch(ops, n / 2), 0);
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
 	rc = clovis_op_sync(cop);
+	if (rc != 0 && rc != -EIO)
+		fprintf(stderr, "dtm big_dtx: %d %s\n", rc, clovis_errmsg());
 	for (uint32_t i = 0; i < n; i++) {
 		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE, WAIT_NS),
 				rc == 0 ? 0 : rc == -EIO && i == 0 ? -EIO :
@@ -725,6 +727,8 @@ static int unit_dtx(struct clovis_obj *o1, uint64_t b1, struct clovis_obj *o2,
 		if (rc != 0)
 			snprintf(unit_msg, sizeof unit_msg, "%s",
 				 clovis_op_errmsg(cop));
+		if (rc != 0 && rc != -EINVAL && rc != -ENOENT)
+			fprintf(stderr, "dtm unit_dtx: %d %s\n", rc, unit_msg);
 		clovis_op_free(cop);
 	} else {
 		clovis_dtx_abort(dx);
