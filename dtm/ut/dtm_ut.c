@@ -1448,6 +1448,20 @@ static int cobj_make(struct clovis_obj *co, bool *layered)
 	return rc == -ENOTSUP && ut_cluster_mode() ? 0 : rc;
 }
 
+static void *comp_worker(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	char key[16];
+
+	snprintf(key, sizeof key, "ct%d", t);
+	for (int n = 0; n < 10; n++)
+		if ((t & 1 ? unit_dtx(&uo2, 40, &uo1, 40, 0x60 + n, &uix, key)
+			   : unit_dtx(&uo1, 40, &uo2, 40, 0x60 + n, &uix,
+				      key)) != 0)
+			__atomic_add_fetch(&unit_fail, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
 /* Composite object writes as members: they commit and abort atomically
  * with an index PUT and a pdclust write (the top layer's groups join the
  * dtx's one lock set: comp_resolve). */
@@ -1536,6 +1550,25 @@ static void test_composite_members(void)
 		clovis_op_free(ops[0]);
 	}
 	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+
+	/* No deadlock: 4 threads x 10 dtxs over the same groups of the
+	 * composite's top layer and of a pdclust object, in both orders. */
+	uo1 = co;
+	uo2 = po;
+	uix = ix;
+	unit_fail = 0;
+	{
+		pthread_t th[4];
+
+		for (int t = 0; t < 4; t++)
+			CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL,
+					      comp_worker, (void *)(intptr_t)t),
+					      0);
+		for (int t = 0; t < 4; t++)
+			pthread_join(th[t], NULL);
+	}
+	CU_ASSERT_EQUAL(unit_fail, 0);
+	CU_ASSERT(blk_read(&co, 40) == blk_read(&po, 40));
 out:
 	for (int i = 0; i < 3; i++)
 		free(w[i].buf);
