@@ -855,7 +855,7 @@ bool dtx_abandon_after_prepare;
  * DTX_CLU_EXTRA_MAX_MS: the decision deadline the PREPARE announces
  * (wait_ms, at most DTM_WAIT_MS_MAX) grows with it. */
 #define DTX_CLU_MEMBER_MS 4u
-#define DTX_CLU_IDX_MS 12u      /* an index member: its copy to each other
+#define DTX_CLU_IDX_MS 20u      /* an index member: its copy to each other
 				   replica is a durable update there */
 #define DTX_CLU_MIB_MS 250u
 #define DTX_CLU_EXTRA_MAX_MS 40000u

@@ -664,18 +664,16 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
-/* Copy index member pm to the index's other live replicas with its
- * version (term, seq), as a client copies an ordinary PUT/DEL. */
-static void forward_idx(struct srv *s, struct pmem *pm)
+/* Copy index member pm to server j, one of the index's other replicas,
+ * with its version (term, seq), as a client copies an ordinary PUT/DEL. */
+static void forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 {
 	const struct clu_conf *c = s->s_conf;
 	const struct clovis_id *id = &pm->pm_m.mr_req.er_id;
 	IdxReq *q = idx_req__unpack(NULL, pm->pm_src->body.len,
 				    pm->pm_src->body.data);
-	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ?
-		     c->cc_replicas : n, home = clu_home(c, id);
 	struct msg_buf b = {0};
-	uint64_t missed = 0, got = 0;
+	struct rpc_result res;
 
 	if (q == NULL)
 		return;
@@ -683,38 +681,82 @@ static void forward_idx(struct srv *s, struct pmem *pm)
 	q->seq = pm->pm_seq;
 	q->term = pm->pm_term;
 	if (msg_pack(&q->base, &b) == 0) {
-		for (uint32_t i = 0; i < r; i++) {
-			uint32_t j = (home + i) % n;
-			struct rpc_result res;
-
-			if (j == s->s_self)
-				continue;
-			if (!peers_live(s->s_peers, j)) {
-				missed |= 1ull << j;
-				continue;
-			}
-			if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p,
-					  b.mb_len, NULL, DTX_FWD_MS, &res) != 0) {
-				LOG_INFO("dtx: index %s: replica on %s missed "
-					 "an update: %s", eng_id_str(id),
-					 c->cc_servers[j].cs_name, err_msg());
-				missed |= 1ull << j;
-			} else {
-				got |= 1ull << j;
-			}
-			free(res.rr_body);
-		}
-	} else {
-		for (uint32_t i = 0; i < r; i++)
-			missed |= 1ull << ((home + i) % n);
+		if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p, b.mb_len,
+				  NULL, DTX_FWD_MS, &res) != 0)
+			LOG_INFO("dtx: index %s: replica on %s missed an "
+				 "update: %s", eng_id_str(id),
+				 c->cc_servers[j].cs_name, err_msg());
+		free(res.rr_body);
 	}
-	/* before the COMMIT is answered: the replicas that have it mark the
-	 * others behind (docs/cluster.md "Replicas that missed updates") */
-	if (missed != 0)
-		srv_ridx_missed(s, pm->pm_ri, missed, got, pm->pm_term,
-				pm->pm_seq);
 	free(b.mb_p);
 	idx_req__free_unpacked(q, NULL);
+}
+
+/* Is server j one of the other replicas of index member pm? */
+static bool forward_to(struct srv *s, const struct pmem *pm, uint32_t j)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ?
+		     c->cc_replicas : n;
+
+	return pm->pm_ri != NULL && j != s->s_self &&
+	       (j + n - clu_home(c, &pm->pm_m.mr_req.er_id)) % n < r;
+}
+
+struct fwd_job {
+	struct srv *f_srv;
+	struct pmem *f_pm;
+	uint32_t f_nr;
+	uint32_t f_server;
+	pthread_t f_th;
+	bool f_started;
+};
+
+/* Every index member replicated on server f_server, in member (seq)
+ * order: one durable update there after the other. */
+static void *fwd_main(void *arg)
+{
+	struct fwd_job *f = arg;
+
+	srv_thread_enter();
+	for (uint32_t i = 0; i < f->f_nr; i++)
+		if (forward_to(f->f_srv, &f->f_pm[i], f->f_server) &&
+		    peers_live(f->f_srv->s_peers, f->f_server))
+			forward_idx(f->f_srv, &f->f_pm[i], f->f_server);
+	return NULL;
+}
+
+/* Copy the index members of a COMMIT to their other live replicas: one
+ * thread per other server, so the servers apply their copies at once
+ * while each gets them in seq order. */
+static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
+{
+	uint32_t n = s->s_conf->cc_nr_servers;
+	struct fwd_job *f = calloc(n, sizeof *f);
+
+	for (uint32_t j = 0; j < n; j++) {
+		bool any = false;
+
+		for (uint32_t i = 0; i < nr && !any; i++)
+			any = forward_to(s, &pm[i], j);
+		if (!any)
+			continue;
+		if (f == NULL) {
+			struct fwd_job one = {s, pm, nr, j, 0, false};
+
+			fwd_main(&one);
+			continue;
+		}
+		f[j] = (struct fwd_job){s, pm, nr, j, 0, false};
+		f[j].f_started = pthread_create(&f[j].f_th, NULL, fwd_main,
+						&f[j]) == 0;
+		if (!f[j].f_started)
+			fwd_main(&f[j]);
+	}
+	for (uint32_t j = 0; f != NULL && j < n; j++)
+		if (f[j].f_started)
+			pthread_join(f[j].f_th, NULL);
+	free(f);
 }
 
 /* The group lock slots of the unit-layout (pdclust, mirror) object
@@ -888,9 +930,7 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 						  pm[i].pm_m.mr_req.er_kind,
 						  pm[i].pm_inc);
 	if (rc == 0)
-		for (uint32_t i = 0; i < nr; i++)
-			if (pm[i].pm_ri != NULL)
-				forward_idx(s, &pm[i]);
+		forward_all(s, pm, nr);
 	if (nlocks > 0)
 		eng_gunlock(s->s_eng, locks, nlocks);
 	free(locks);
