@@ -10,7 +10,11 @@
  *             PREPARE body}; the vote YES is sent after it is durable.
  *             Nothing is visible and no space is taken: the record holds
  *             the members themselves (their redo), so a restart needs
- *             nothing else.
+ *             nothing else.  A PREPARE above DTM_PREPARE_INLINE_MAX comes
+ *             as an envelope whose call's bulk is the whole PREPARE, pulled
+ *             (RMA) before anything is checked (h_prepare_bulk).  Index
+ *             CREATE/DELETE members come to every live replica of the
+ *             index; each applies it with its replica record.
  *   DECIDE    COMMIT: the members run through the engine with the hold
  *             hook (data written out of place, items held), then ONE
  *             commit item applies them all in a nested transaction, moves
