@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "clovis/clovis.h"
+#include "clovis/clovis_internal.h"
 #include "core/fault.h"
 #include "core/limits.h"
 #include "core/server/msg.h"
@@ -596,6 +597,52 @@ static void test_multi_mib(void)
 		free(buf);
 		CU_ASSERT_EQUAL(mib_check(&o, 0x40), 0);
 	}
+}
+
+/* Cluster: a participant refuses a malformed PREPARE envelope (bulk
+ * missing, of another length, or not a PREPARE) with -EBADMSG or -EINVAL
+ * and a message, logs nothing, and goes on serving. */
+static void test_bad_bulk(void)
+{
+	DtxReq env = DTX_REQ__INIT;
+	uint8_t junk[60000], *b;
+	size_t bl;
+	void *rb = NULL;
+	size_t rl = 0;
+	struct clovis_idx ix;
+	char v[32];
+
+	if (!ut_cluster_mode()) {
+		printf("skipped in embedded mode (no participant) ");
+		return;
+	}
+	memset(junk, 0xa5, sizeof junk);
+	env.kind = DTM_MSG_PREPARE;
+	env.hlc = 0x77777;
+	env.node = 3;
+	env.bulk_len = sizeof junk;
+	CU_ASSERT_EQUAL_FATAL(dtm_pack(&env.base, &b, &bl), 0);
+	/* no bulk at all */
+	CU_ASSERT_EQUAL(cluster_dtx_call(cl, 0, DTM_OP, b, bl, NULL, 0, 4000,
+					 &rb, &rl), -EBADMSG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "bulk"));
+	free(rb);
+	rb = NULL;
+	/* a bulk of another length */
+	CU_ASSERT_EQUAL(cluster_dtx_call(cl, 0, DTM_OP, b, bl, junk,
+					 sizeof junk - 1, 4000, &rb, &rl),
+			-EBADMSG);
+	free(rb);
+	rb = NULL;
+	/* a bulk that is no PREPARE */
+	CU_ASSERT(cluster_dtx_call(cl, 0, DTM_OP, b, bl, junk, sizeof junk,
+				   4000, &rb, &rl) < 0);
+	CU_ASSERT(strstr(clovis_errmsg(), "bulk") != NULL);
+	free(rb);
+	free(b);
+	/* still serving */
+	CU_ASSERT_EQUAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL(get(&ix, "none", v, sizeof v), -ENOENT);
 }
 
 static void test_fault_apply(void)
@@ -1590,6 +1637,7 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "deleted_entity", test_deleted_entity) ||
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
 	    !CU_add_test(s, "multi_mib", test_multi_mib) ||
+	    !CU_add_test(s, "bad_bulk", test_bad_bulk) ||
 	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
 	    !CU_add_test(s, "bad_args", test_bad_args) ||
 	    !CU_add_test(s, "settle", test_settle) ||
