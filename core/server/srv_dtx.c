@@ -669,8 +669,9 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 }
 
 /* Copy index member pm to server j, one of the index's other replicas,
- * with its version (term, seq), as a client copies an ordinary PUT/DEL. */
-static void forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
+ * with its version (term, seq), as a client copies an ordinary PUT/DEL.
+ * True when j has it. */
+static bool forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 {
 	const struct clu_conf *c = s->s_conf;
 	const struct clovis_id *id = &pm->pm_m.mr_req.er_id;
@@ -678,9 +679,10 @@ static void forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 				    pm->pm_src->body.data);
 	struct msg_buf b = {0};
 	struct rpc_result res;
+	bool ok = false;
 
 	if (q == NULL)
-		return;
+		return false;
 	q->rflags = SRF_REPLICA;
 	q->seq = pm->pm_seq;
 	q->term = pm->pm_term;
@@ -690,10 +692,13 @@ static void forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 			LOG_INFO("dtx: index %s: replica on %s missed an "
 				 "update: %s", eng_id_str(id),
 				 c->cc_servers[j].cs_name, err_msg());
+		else
+			ok = true;
 		free(res.rr_body);
 	}
 	free(b.mb_p);
 	idx_req__free_unpacked(q, NULL);
+	return ok;
 }
 
 /* Is server j one of the other replicas of index member pm? */
@@ -712,6 +717,8 @@ struct fwd_job {
 	struct pmem *f_pm;
 	uint32_t f_nr;
 	uint32_t f_server;
+	uint64_t *f_missed;     /* per member: replicas without the copy */
+	uint64_t *f_got;        /* and with it */
 	pthread_t f_th;
 	bool f_started;
 };
@@ -721,22 +728,33 @@ struct fwd_job {
 static void *fwd_main(void *arg)
 {
 	struct fwd_job *f = arg;
+	uint64_t bit = 1ull << f->f_server;
 
 	srv_thread_enter();
-	for (uint32_t i = 0; i < f->f_nr; i++)
-		if (forward_to(f->f_srv, &f->f_pm[i], f->f_server) &&
-		    peers_live(f->f_srv->s_peers, f->f_server))
-			forward_idx(f->f_srv, &f->f_pm[i], f->f_server);
+	for (uint32_t i = 0; i < f->f_nr; i++) {
+		if (!forward_to(f->f_srv, &f->f_pm[i], f->f_server))
+			continue;
+		if (peers_live(f->f_srv->s_peers, f->f_server) &&
+		    forward_idx(f->f_srv, &f->f_pm[i], f->f_server))
+			__atomic_or_fetch(&f->f_got[i], bit, __ATOMIC_RELAXED);
+		else
+			__atomic_or_fetch(&f->f_missed[i], bit,
+					  __ATOMIC_RELAXED);
+	}
 	return NULL;
 }
 
 /* Copy the index members of a COMMIT to their other live replicas: one
  * thread per other server, so the servers apply their copies at once
- * while each gets them in seq order. */
+ * while each gets them in seq order.  Then, before the COMMIT is
+ * answered, the replicas that missed a copy are marked behind
+ * (srv_ridx_missed, docs/cluster.md "Replicas that missed updates"). */
 static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
 {
 	uint32_t n = s->s_conf->cc_nr_servers;
 	struct fwd_job *f = calloc(n, sizeof *f);
+	uint64_t *missed = calloc(nr ? nr : 1, sizeof *missed);
+	uint64_t *got = calloc(nr ? nr : 1, sizeof *got);
 
 	for (uint32_t j = 0; j < n; j++) {
 		bool any = false;
@@ -745,13 +763,14 @@ static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
 			any = forward_to(s, &pm[i], j);
 		if (!any)
 			continue;
-		if (f == NULL) {
-			struct fwd_job one = {s, pm, nr, j, 0, false};
-
-			fwd_main(&one);
+		if (f == NULL || missed == NULL || got == NULL) {
+			/* no memory: every copy missed, marked below */
+			for (uint32_t i = 0; missed != NULL && i < nr; i++)
+				if (forward_to(s, &pm[i], j))
+					missed[i] |= 1ull << j;
 			continue;
 		}
-		f[j] = (struct fwd_job){s, pm, nr, j, 0, false};
+		f[j] = (struct fwd_job){s, pm, nr, j, missed, got, 0, false};
 		f[j].f_started = pthread_create(&f[j].f_th, NULL, fwd_main,
 						&f[j]) == 0;
 		if (!f[j].f_started)
@@ -760,6 +779,13 @@ static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
 	for (uint32_t j = 0; f != NULL && j < n; j++)
 		if (f[j].f_started)
 			pthread_join(f[j].f_th, NULL);
+	for (uint32_t i = 0; missed != NULL && i < nr; i++)
+		if (missed[i] != 0)
+			srv_ridx_missed(s, pm[i].pm_ri, missed[i],
+					got != NULL ? got[i] : 0,
+					pm[i].pm_term, pm[i].pm_seq);
+	free(missed);
+	free(got);
 	free(f);
 }
 
