@@ -2,7 +2,8 @@
  * dtx_units.c — dtxs with a pdclust member and entity members on a 3-server
  * cluster, for the crash rounds of tests/integ/dtx_cluster_test.sh.
  *
- *   dtx_units init  CLUSTER        pdclust 2+1 object P (4 KiB units, home
+ *   dtx_units init  CLUSTER        (again after a failure: what exists is
+ *                                  kept) pdclust 2+1 object P (4 KiB units, home
  *                                  s1), blocks 0-1 (one parity group) all
  *                                  bytes 0; plain object C0 (home s1);
  *                                  index L (home s2) with "gen" -> 0;
@@ -73,6 +74,14 @@ static int ent_op(struct clovis_entity *e, uint32_t opc)
 	int rc = clovis_entity_op(e, opc, &op);
 
 	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* init may be run again after a failed attempt: what exists is kept. */
+static int ent_make(struct clovis_entity *e)
+{
+	int rc = ent_op(e, CLOVIS_EO_CREATE);
+
+	return rc == -EEXIST ? ent_op(e, CLOVIS_EO_OPEN) : rc;
 }
 
 static void p_init(struct clovis_obj *o)
@@ -182,7 +191,7 @@ static void init(void)
 	p_init(&p);
 	c_init(&c0, 0);
 	q_init(&q);
-	if ((rc = ent_op(&q.ob_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&q.ob_entity)) != 0)
 		die("create Q", rc);
 	rc = q_op(&q, b, CLOVIS_OC_WRITE, 0, &op);
 	if (rc == 0)
@@ -190,11 +199,11 @@ static void init(void)
 	if (rc != 0)
 		die("write Q", rc);
 	clovis_idx_init(&l, clovis_default_realm(cl), &lid);
-	if ((rc = ent_op(&p.ob_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&p.ob_entity)) != 0)
 		die("create P", rc);
-	if ((rc = ent_op(&c0.ob_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&c0.ob_entity)) != 0)
 		die("create C0", rc);
-	if ((rc = ent_op(&l.in_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&l.in_entity)) != 0)
 		die("create L", rc);
 	rc = blocks_op(&p, b, CLOVIS_OC_WRITE, 0, &op);
 	if (rc == 0)
