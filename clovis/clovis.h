@@ -744,17 +744,33 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  * of all of them were taken at once (one sorted set: no deadlock against
  * other dtxs or single writes), held until the dtx is applied; two members
  * updating one parity group of one object fail the commit with -EINVAL
- * (nothing applied).  COMPOSITE objects are refused by clovis_dtx_add()
- * with -ENOTSUP naming the object (both modes).  Cluster mode: object
- * CREATE and DELETE are members (a created object is invisible until the
- * commit, its handle's attributes are read back after it; a deleted one
- * stays until the commit); a member on an object another member creates
- * fails the commit with -ENOENT, one on an object another member deletes
- * with -EINVAL (nothing applied); index CREATE and DELETE, SETATTR and
- * container members are refused by clovis_dtx_add() with -ENOTSUP naming
- * the entity and kind; a participant's members must fit
- * DTM_PREPARE_BYTES_MAX (48 KiB of requests and object data per server:
- * -E2BIG); index records of a member travel inline.
+ * (nothing applied).  COMPOSITE objects are members too (both modes): a
+ * WRITE goes to the top layer as when alone, and is aimed at it when the
+ * dtx takes its locks, so the layer's parity groups join the one sorted
+ * set (two members over one group of that layer: -EINVAL); a layer added
+ * or dropped between then and the commit fails the commit (nothing
+ * applied).  A composite without a layer fails the commit with -EINVAL
+ * (in cluster mode layer management is -ENOTSUP, so a composite there has
+ * none).  Cluster mode: object CREATE and DELETE are members (a created
+ * object is invisible until the commit, its handle's attributes are read
+ * back after it; a deleted one stays until the commit), and so are index
+ * CREATE and DELETE (every live replica of the index is a participant and
+ * creates or deletes it at the COMMIT, with its replica record, in one
+ * commit with the dtx's; the incarnation of a created index is chosen by
+ * the client from the dtx id and is in the handle after the commit; the
+ * index is invisible until the commit, a deleted one stays until it; a
+ * replica down at the time catches up as after a plain CREATE or DELETE);
+ * a member on an entity another member creates fails the commit with
+ * -ENOENT, one on an entity another member deletes with -EINVAL (nothing
+ * applied); SETATTR and container members are refused by clovis_dtx_add()
+ * with -ENOTSUP naming the entity and kind.  A participant's members may
+ * be up to DTM_PREPARE_BYTES_MAX (32 MiB of requests and object data per
+ * server; above 48 KiB the PREPARE moves by RMA as the call's bulk); past
+ * it the commit fails with -E2BIG and a message naming the dtx, the
+ * server and the size (nothing sent).  Index records of one member travel
+ * inline (at most MSG_RECS_INLINE bytes).  A large dtx's PREPARE and
+ * COMMIT calls get a deadline beyond the call timeout that grows with its
+ * members (dtm/README.md).
  */
 
 /** Most member ops of one dtx. */

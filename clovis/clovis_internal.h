@@ -162,18 +162,21 @@ int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 
 /* cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object
- * data apart) and the server that applies it (object home, index first live
- * replica); a call with a timeout; an index GET that makes a replica
+ * data apart) and the servers that apply it, *nsrv of them in server[]
+ * (room for CLU_REPLICAS_MAX): object home, index first live replica; an
+ * index CREATE or DELETE goes to every live replica as the replica copy
+ * (SRF_REPLICA) with the incarnation in r->er_ent.me_ctime_ns; a call with a timeout (and an OUT bulk when bulk_len > 0);
+ * an index GET that makes a replica
  * verify the index; the cluster's call timeout; a server's name. */
 int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
-		       uint32_t *server, uint32_t *sop, uint8_t **body,
-		       size_t *len);
+		       uint32_t *server, uint32_t *nsrv, uint32_t *sop,
+		       uint8_t **body, size_t *len);
 /* A CREATE member of a committed dtx: its attributes (incarnation,
  * placement) as the object's home made them, into r->er_ent (an OPEN). */
 int cluster_dtx_created(struct clovis *cl, struct eng_req *r);
 int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
-		     const void *body, size_t len, uint32_t ms,
-		     void **rbody, size_t *rlen);
+		     const void *body, size_t len, const void *bulk,
+		     size_t bulk_len, uint32_t ms, void **rbody, size_t *rlen);
 void cluster_idx_touch(struct clovis *cl, uint32_t server,
 		       const struct eng_req *r);
 uint32_t cluster_call_ms(struct clovis *cl);

@@ -1044,14 +1044,35 @@ uint32_t cluster_nr_servers(struct clovis *cl)
 /* ------------------------------------------------------------ dtx hooks */
 
 int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
-		       uint32_t *server, uint32_t *sop, uint8_t **body,
-		       size_t *len)
+		       uint32_t *server, uint32_t *nsrv, uint32_t *sop,
+		       uint8_t **body, size_t *len)
 {
 	struct clu_client *c = clu_of(cl);
 	struct msg_buf b = {0};
 	int rc;
 
-	if (r->er_type == CLOVIS_ET_OBJ && r->er_kind < ER_IDX_GET) {
+	*nsrv = 1;
+	if (r->er_type == CLOVIS_ET_IDX && (r->er_kind == ER_ENT_CREATE ||
+					    r->er_kind == ER_ENT_DELETE)) {
+		EntReq q;
+		SId id, cont, ac;
+		SAttr a;
+		uint32_t n = clu_replicas(c);
+
+		/* every live replica applies it, as the replica copy of a
+		 * plain CREATE/DELETE with the incarnation given */
+		clu_ent_req(&q, &id, &cont, &a, &ac, r,
+			    SRF_INDEX | SRF_REPLICA);
+		rc = msg_pack(&q.base, &b);
+		*nsrv = 0;
+		for (uint32_t i = 0; i < n; i++)
+			if (peers_live(c->cc_peers, clu_ring(c, &r->er_id, i)))
+				server[(*nsrv)++] = clu_ring(c, &r->er_id, i);
+		if (rc == 0 && *nsrv == 0)
+			rc = err_set(-EHOSTDOWN, "index %s: no replica "
+				     "reachable", eng_id_str(&r->er_id));
+		*sop = SOP_ENT;
+	} else if (r->er_type == CLOVIS_ET_OBJ && r->er_kind < ER_IDX_GET) {
 		ObjReq q = OBJ_REQ__INIT;
 		SId id, cont, ac;
 		SAttr a;
@@ -1131,13 +1152,15 @@ int cluster_dtx_created(struct clovis *cl, struct eng_req *r)
 }
 
 int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
-		     const void *body, size_t len, uint32_t ms,
-		     void **rbody, size_t *rlen)
+		     const void *body, size_t len, const void *bulk,
+		     size_t bulk_len, uint32_t ms, void **rbody, size_t *rlen)
 {
 	struct clu_client *c = clu_of(cl);
 	struct rpc_result res;
-	int rc = peers_call_ms(c->cc_peers, server, op, body, len, NULL, ms,
-			       &res);
+	struct iovec iov = {(void *)bulk, bulk_len};
+	struct rpc_bulk b = {RPC_BULK_OUT, &iov, 1};
+	int rc = peers_call_ms(c->cc_peers, server, op, body, len,
+			       bulk_len > 0 ? &b : NULL, ms, &res);
 
 	*rbody = res.rr_body;
 	*rlen = res.rr_len;

@@ -34,9 +34,11 @@
 #include <unistd.h>
 
 #include "clovis/clovis_internal.h"
+#include "core/clu_conf.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/server/msg.h"
 #include "core/stripe.h"
 #include "dtm/dtm.h"
 #include "dtm/dtm_msg.h"
@@ -182,7 +184,8 @@ static void dtx_destroy(struct clovis_dtx *dx)
 }
 
 /* Objects whose writes take parity-group locks in eng_exec() and keep them
- * until the commit: they would be held across the dtx (clovis.h). */
+ * until the commit: they would be held across the dtx (clovis.h).  A
+ * composite's write takes its top layer's (comp_resolve). */
 static uint32_t op_unit_layout(const struct clovis_op *op)
 {
 	const struct clovis_obj *o;
@@ -203,7 +206,9 @@ static bool dtx_clu_kind(const struct eng_req *r)
 		       r->er_kind == ER_ENT_CREATE ||
 		       r->er_kind == ER_ENT_DELETE;
 	if (r->er_type == CLOVIS_ET_IDX)
-		return r->er_kind == ER_IDX_PUT || r->er_kind == ER_IDX_DEL;
+		return r->er_kind == ER_IDX_PUT || r->er_kind == ER_IDX_DEL ||
+		       r->er_kind == ER_ENT_CREATE ||
+		       r->er_kind == ER_ENT_DELETE;
 	return false;
 }
 
@@ -353,16 +358,10 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 		return err_set(-ENOTSUP, "dtx_add: dtx %s: %s %s: %s is not "
 			       "supported in a dtx in cluster mode (members: "
 			       "object WRITE, ALLOC, FREE, CREATE, DELETE; "
-			       "index PUT, DEL)", dtx_str(dx),
+			       "index PUT, DEL, CREATE, DELETE)", dtx_str(dx),
 			       dtx_type_name(op->op_req.er_type),
 			       eng_id_str(&op->op_req.er_id),
 			       dtx_kind_name(op->op_req.er_kind));
-	if (op_unit_layout(op) == CLOVIS_LAYOUT_COMPOSITE)
-		return err_set(-ENOTSUP, "dtx_add: dtx %s: object %s has a "
-			       "composite layout: not supported in a dtx (its "
-			       "layers are written as requests of their own, "
-			       "each with its own commit; dtm/README.md)",
-			       dtx_str(dx), eng_id_str(&op->op_req.er_id));
 	pthread_mutex_lock(&dx->dx_lock);
 	if (dx->dx_state != DX_OPEN || dx->dx_aborting) {
 		rc = err_set(-CLOVIS_ESTATE, "dtx_add: dtx %s is committed",
@@ -466,9 +465,15 @@ static int dtx_run_deferred(struct clovis_dtx *dx)
 	int rc = reqs == NULL ?
 		 err_set(-ENOMEM, "dtx %s: group locks", dtx_str(dx)) : 0;
 
+	/* A composite WRITE is aimed at its top layer first, so that the
+	 * layer's groups join the one sorted set (comp_resolve). */
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++)
-		if (dx->dx_m[i].dm_state == DM_DEFER)
+		if (dx->dx_m[i].dm_state == DM_DEFER) {
 			reqs[i] = &dx->dx_m[i].dm_op->op_req;
+			rc = comp_resolve(e, reqs[i]);
+			if (rc != 0)
+				bad = i;
+		}
 	if (rc == 0)
 		rc = stripe_reqs_locks(e, reqs, dx->dx_nr, &all, &n, &bad);
 	free(reqs);
@@ -843,6 +848,17 @@ bool dtx_abandon_after_prepare;
  * later make it abort, so a participant's termination (which waits for the
  * deadline, srv_dtx.c) never races a live client. */
 #define DTX_CLU_SLACK_MS 1000u
+/* A participant's PREPARE and DECIDE calls get this much more than the
+ * call timeout per member and per MiB of members (a COMMIT runs each
+ * member and copies each index member to its other replicas, one durable
+ * update after the other), at most
+ * DTX_CLU_EXTRA_MAX_MS: the decision deadline the PREPARE announces
+ * (wait_ms, at most DTM_WAIT_MS_MAX) grows with it. */
+#define DTX_CLU_MEMBER_MS 4u
+#define DTX_CLU_IDX_MS 20u      /* an index member: its copy to each other
+				   replica is a durable update there */
+#define DTX_CLU_MIB_MS 250u
+#define DTX_CLU_EXTRA_MAX_MS 40000u
 
 static uint64_t dtx_mono_ms(void)
 {
@@ -861,7 +877,12 @@ struct dtx_part {
 	size_t dp_nr;
 	uint8_t *dp_req;        /* the packed request of the current phase */
 	size_t dp_len;
+	uint8_t *dp_bulk;       /* a PREPARE above DTM_PREPARE_INLINE_MAX:
+				   the packed PREPARE (dp_req its envelope) */
+	size_t dp_bulk_len;
 	uint32_t dp_ms;
+	uint32_t dp_extra_ms;   /* its calls' deadline above the call timeout:
+				   the work of a large PREPARE or COMMIT */
 	int dp_rc;
 	uint32_t dp_state;
 	char dp_msg[LIM_ERRMSG_LEN];
@@ -885,7 +906,8 @@ static void *dtx_part_call(void *arg)
 	size_t rl = 0;
 	DtxReply *rp = NULL;
 	int rc = cluster_dtx_call(cl, p->dp_server, DTM_OP, p->dp_req,
-				  p->dp_len, p->dp_ms, &rb, &rl);
+				  p->dp_len, p->dp_bulk, p->dp_bulk_len,
+				  p->dp_ms, &rb, &rl);
 
 	if (rc == 0)
 		rc = dtm_reply_decode(rb, rl, &rp);
@@ -909,9 +931,12 @@ static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
 {
 	struct clovis_dtx *dx = p->dp_dx;
 	DtxReq q = DTX_REQ__INIT;
+	int rc;
 
 	free(p->dp_req);
-	p->dp_req = NULL;
+	free(p->dp_bulk);
+	p->dp_req = p->dp_bulk = NULL;
+	p->dp_bulk_len = 0;
 	q.kind = kind;
 	q.hlc = dx->dx_id.di_hlc;
 	q.node = dx->dx_id.di_node;
@@ -924,6 +949,21 @@ static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
 		q.wait_ms = c->dc_wait_ms;
 	}
 	q.decision = decision;
+	rc = dtm_pack(&q.base, &p->dp_req, &p->dp_len);
+	if (rc != 0 || kind != DTM_MSG_PREPARE ||
+	    p->dp_len <= DTM_PREPARE_INLINE_MAX)
+		return rc;
+	/* Too big for one message: the PREPARE becomes the call's bulk
+	 * (pulled by the participant), behind an envelope. */
+	p->dp_bulk = p->dp_req;
+	p->dp_bulk_len = p->dp_len;
+	p->dp_req = NULL;
+	q.n_parts = 0;
+	q.parts = NULL;
+	q.n_members = 0;
+	q.members = NULL;
+	q.wait_ms = 0;
+	q.bulk_len = p->dp_bulk_len;
 	return dtm_pack(&q.base, &p->dp_req, &p->dp_len);
 }
 
@@ -934,7 +974,7 @@ static void dtx_parts_call(struct dtx_clu *c, uint32_t from, uint32_t to,
 	for (uint32_t i = from; i < to; i++) {
 		struct dtx_part *p = &c->dc_p[i];
 
-		p->dp_ms = ms;
+		p->dp_ms = ms + p->dp_extra_ms;
 		p->dp_rc = dtx_part_req(c, p, kind, decision);
 		if (p->dp_rc == 0 && (to - from == 1 ||
 				      pthread_create(&p->dp_th, NULL,
@@ -964,6 +1004,7 @@ static void dtx_clu_fini(struct dtx_clu *c, uint32_t nr_members)
 		free(c->dc_p[i].dp_mp);
 		free(c->dc_p[i].dp_mi);
 		free(c->dc_p[i].dp_req);
+		free(c->dc_p[i].dp_bulk);
 	}
 	for (uint32_t i = 0; c->dc_bodies != NULL && i < nr_members; i++) {
 		free(c->dc_bodies[i]);
@@ -978,7 +1019,9 @@ static void dtx_clu_fini(struct dtx_clu *c, uint32_t nr_members)
 /* Encode the members and group them by participant. */
 static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 {
-	uint32_t *srv = calloc(dx->dx_nr, sizeof *srv);
+	uint32_t *srv = calloc((size_t)dx->dx_nr * CLU_REPLICAS_MAX,
+			       sizeof *srv);
+	uint32_t *nsrv = calloc(dx->dx_nr, sizeof *nsrv);
 	uint32_t *sop = calloc(dx->dx_nr, sizeof *sop);
 	size_t *blen = calloc(dx->dx_nr, sizeof *blen);
 	size_t *dlen = calloc(dx->dx_nr, sizeof *dlen);
@@ -987,15 +1030,22 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 	c->dc_bodies = calloc(dx->dx_nr, sizeof *c->dc_bodies);
 	c->dc_data = calloc(dx->dx_nr, sizeof *c->dc_data);
 	c->dc_p = calloc(DTM_PARTS_MAX, sizeof *c->dc_p);
-	if (srv == NULL || sop == NULL || blen == NULL || dlen == NULL ||
+	if (srv == NULL || nsrv == NULL || sop == NULL || blen == NULL ||
+	    dlen == NULL ||
 	    c->dc_bodies == NULL || c->dc_data == NULL || c->dc_p == NULL)
 		rc = err_set(-ENOMEM, "dtx %s: members", dtx_str(dx));
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
-		struct dtx_part *p = NULL;
 
-		rc = cluster_dtx_member(dx->dx_cl, r, &srv[i], &sop[i],
-					&c->dc_bodies[i], &blen[i]);
+		if (r->er_type == CLOVIS_ET_IDX && r->er_kind == ER_ENT_CREATE)
+			/* every replica creates it with this incarnation:
+			 * the dtx id's time in ns, unique to this attempt */
+			r->er_ent.me_ctime_ns = dtm_hlc_us(dx->dx_id.di_hlc) *
+				1000u + (dx->dx_id.di_hlc & 0xffffu) % 1000u;
+		rc = cluster_dtx_member(dx->dx_cl, r,
+					&srv[(size_t)i * CLU_REPLICAS_MAX],
+					&nsrv[i], &sop[i], &c->dc_bodies[i],
+					&blen[i]);
 		if (rc == 0 && r->er_kind == ER_OBJ_WRITE && r->er_data) {
 			size_t n = 0;
 
@@ -1017,31 +1067,63 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 			dx->dx_bad = i;
 			break;
 		}
-		for (uint32_t k = 0; k < c->dc_nr; k++)
-			if (c->dc_p[k].dp_server == srv[i])
-				p = &c->dc_p[k];
-		if (p == NULL) {
-			p = &c->dc_p[c->dc_nr++];
-			p->dp_dx = dx;
-			p->dp_server = srv[i];
-			p->dp_m = calloc(dx->dx_nr, sizeof *p->dp_m);
-			p->dp_mp = calloc(dx->dx_nr, sizeof *p->dp_mp);
-			p->dp_mi = calloc(dx->dx_nr, sizeof *p->dp_mi);
-			if (p->dp_m == NULL || p->dp_mp == NULL ||
-			    p->dp_mi == NULL) {
-				rc = err_set(-ENOMEM, "dtx %s", dtx_str(dx));
-				break;
+		for (uint32_t n = 0; rc == 0 && n < nsrv[i]; n++) {
+			uint32_t sv = srv[(size_t)i * CLU_REPLICAS_MAX + n];
+			struct dtx_part *p = NULL;
+
+			for (uint32_t k = 0; k < c->dc_nr; k++)
+				if (c->dc_p[k].dp_server == sv)
+					p = &c->dc_p[k];
+			if (p == NULL) {
+				p = &c->dc_p[c->dc_nr++];
+				p->dp_dx = dx;
+				p->dp_server = sv;
+				p->dp_m = calloc(dx->dx_nr, sizeof *p->dp_m);
+				p->dp_mp = calloc(dx->dx_nr, sizeof *p->dp_mp);
+				p->dp_mi = calloc(dx->dx_nr, sizeof *p->dp_mi);
+				if (p->dp_m == NULL || p->dp_mp == NULL ||
+				    p->dp_mi == NULL) {
+					rc = err_set(-ENOMEM, "dtx %s",
+						     dtx_str(dx));
+					break;
+				}
 			}
+			dtx_member__init(&p->dp_m[p->dp_nr]);
+			p->dp_m[p->dp_nr].op = sop[i];
+			p->dp_m[p->dp_nr].body.data = c->dc_bodies[i];
+			p->dp_m[p->dp_nr].body.len = blen[i];
+			p->dp_m[p->dp_nr].data.data = c->dc_data[i];
+			p->dp_m[p->dp_nr].data.len = dlen[i];
+			p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
+			p->dp_mi[p->dp_nr] = i;
+			p->dp_nr++;
 		}
-		dtx_member__init(&p->dp_m[p->dp_nr]);
-		p->dp_m[p->dp_nr].op = sop[i];
-		p->dp_m[p->dp_nr].body.data = c->dc_bodies[i];
-		p->dp_m[p->dp_nr].body.len = blen[i];
-		p->dp_m[p->dp_nr].data.data = c->dc_data[i];
-		p->dp_m[p->dp_nr].data.len = dlen[i];
-		p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
-		p->dp_mi[p->dp_nr] = i;
-		p->dp_nr++;
+	}
+	/* The documented bound: DTM_PREPARE_BYTES_MAX per participant; and
+	 * the deadline its calls get beyond the call timeout. */
+	for (uint32_t k = 0; rc == 0 && k < c->dc_nr; k++) {
+		struct dtx_part *p = &c->dc_p[k];
+		uint64_t n = 0, extra;
+
+		extra = 0;
+		for (size_t j = 0; j < p->dp_nr; j++) {
+			n += p->dp_m[j].body.len + p->dp_m[j].data.len;
+			extra += p->dp_m[j].op == SOP_IDX ? DTX_CLU_IDX_MS
+							  : DTX_CLU_MEMBER_MS;
+		}
+		extra += (n >> 20) * DTX_CLU_MIB_MS;
+		p->dp_extra_ms = (uint32_t)(extra < DTX_CLU_EXTRA_MAX_MS ?
+					    extra : DTX_CLU_EXTRA_MAX_MS);
+		if (n > DTM_PREPARE_BYTES_MAX) {
+			dx->dx_bad = p->dp_mi[0];
+			rc = err_set(-E2BIG, "dtx %s: %" PRIu64 " bytes of "
+				     "members for server %s, more than a "
+				     "PREPARE may carry (DTM_PREPARE_BYTES_MAX,"
+				     " %u bytes per participant)", dtx_str(dx),
+				     n, cluster_server_name(dx->dx_cl,
+							    p->dp_server),
+				     DTM_PREPARE_BYTES_MAX);
+		}
 	}
 	if (rc == 0) {
 		qsort(c->dc_p, c->dc_nr, sizeof *c->dc_p, dtx_part_cmp);
@@ -1049,6 +1131,7 @@ static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
 			c->dc_parts[k] = c->dc_p[k].dp_server;
 	}
 	free(srv);
+	free(nsrv);
 	free(sop);
 	free(blen);
 	free(dlen);
@@ -1077,6 +1160,11 @@ static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
 		ms = DTX_CLU_CALL_MS;
 	*stale = NULL;
 	c->dc_wait_ms = ms + DTX_CLU_SLACK_MS;
+	for (uint32_t i = 0; i < c->dc_nr; i++)
+		if (ms + c->dc_p[i].dp_extra_ms + DTX_CLU_SLACK_MS >
+		    c->dc_wait_ms)
+			c->dc_wait_ms = ms + c->dc_p[i].dp_extra_ms +
+					DTX_CLU_SLACK_MS;
 	dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_PREPARE, 0, ms);
 	for (uint32_t i = 0; i < c->dc_nr && bad == NULL; i++)
 		if (c->dc_p[i].dp_rc != 0 ||
@@ -1161,8 +1249,21 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 		    dtx_mono_ms() - t0 < ms) {
 			uint32_t back = 50u * t;
 
-			cluster_idx_touch(dx->dx_cl, stale->dp_server,
-					  &dx->dx_m[stale->dp_mi[0]].dm_op->op_req);
+			/* every index that participant orders (which one
+			 * must verify is not known here), once each */
+			for (size_t k = 0; k < stale->dp_nr; k++) {
+				const struct eng_req *rk =
+					&dx->dx_m[stale->dp_mi[k]].dm_op->op_req;
+				bool seen = rk->er_keys == NULL;
+
+				for (size_t j = 0; !seen && j < k; j++)
+					seen = clovis_id_cmp(&rk->er_id,
+						&dx->dx_m[stale->dp_mi[j]].
+						dm_op->op_req.er_id) == 0;
+				if (!seen)
+					cluster_idx_touch(dx->dx_cl,
+							  stale->dp_server, rk);
+			}
 			rc = 0;
 			dtx_clu_fini(&c, dx->dx_nr);
 			usleep(1000u * (back < DTX_CLU_BACKOFF_MAX_MS ? back :
@@ -1180,6 +1281,7 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 				memset(r->er_rcs, 0,
 				       r->er_keys->bv_nr * sizeof *r->er_rcs);
 			if (r->er_kind == ER_ENT_CREATE &&
+			    r->er_type == CLOVIS_ET_OBJ &&
 			    cluster_dtx_created(dx->dx_cl, r) != 0)
 				LOG_WARNING("dtx %s: %s %s created, but its "
 					    "attributes could not be read "
@@ -1255,7 +1357,8 @@ static int settle_ask(struct clovis *cl, uint32_t s, struct settle_srv *st,
 	q.clock = dtm_hlc_now();
 	rc = dtm_pack(&q.base, &b, &bl);
 	if (rc == 0)
-		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, ms, &rb, &rl);
+		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, ms, &rb,
+				      &rl);
 	if (rc == 0)
 		rc = dtm_reply_decode(rb, rl, &rp);
 	free(rb);

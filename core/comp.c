@@ -478,27 +478,33 @@ static int comp_self_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
-int comp_exec(struct eng *e, struct eng_req *r)
+/* The composite's record and layers, in a read transaction of its own. */
+static int comp_load_now(struct eng *e, struct eng_req *r,
+			 struct meta_ent *cur, struct comp_layers *ls)
 {
-	struct comp_layers ls;
-	struct comp_layer *top;
-	struct meta_ent cur;
 	MDB_txn *txn;
 	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
 
 	if (rc != 0)
 		return meta_err(rc, "begin read");
-	rc = comp_load(e, txn, r, &cur, &ls);
+	rc = comp_load(e, txn, r, cur, ls);
 	mdb_txn_abort(txn);
+	return rc;
+}
+
+int comp_resolve(struct eng *e, struct eng_req *r)
+{
+	struct comp_layers ls;
+	struct comp_layer *top;
+	struct meta_ent cur;
+	int rc;
+
+	if (r->er_comp || r->er_kind != ER_OBJ_WRITE ||
+	    r->er_ent.me_layout != CLOVIS_LAYOUT_COMPOSITE)
+		return 0;
+	rc = comp_load_now(e, r, &cur, &ls);
 	if (rc != 0)
 		return rc;
-	if (r->er_kind == ER_OBJ_READ)
-		return comp_read(e, r, &ls, cur.me_block_shift);
-	if (r->er_kind != ER_OBJ_WRITE) {
-		r->er_ci.ci_apply = comp_self_apply;
-		eng_commit_submit(e, &r->er_ci);
-		return ENG_PENDING;
-	}
 	top = layer_top(&ls);
 	if (top == NULL)
 		return err_set(-EINVAL, "object %s: composite object has no "
@@ -510,7 +516,27 @@ int comp_exec(struct eng *e, struct eng_req *r)
 	r->er_comp_layer = top->cl_id;
 	r->er_id = top->cl_rec.ml_sub;
 	r->er_ent = top->cl_ent;
-	return obj_exec(e, r);
+	return 0;
+}
+
+int comp_exec(struct eng *e, struct eng_req *r)
+{
+	struct comp_layers ls;
+	struct meta_ent cur;
+	int rc;
+
+	if (r->er_kind == ER_OBJ_WRITE) {
+		rc = comp_resolve(e, r);
+		return rc != 0 ? rc : obj_exec(e, r);
+	}
+	rc = comp_load_now(e, r, &cur, &ls);
+	if (rc != 0)
+		return rc;
+	if (r->er_kind == ER_OBJ_READ)
+		return comp_read(e, r, &ls, cur.me_block_shift);
+	r->er_ci.ci_apply = comp_self_apply;
+	eng_commit_submit(e, &r->er_ci);
+	return ENG_PENDING;
 }
 
 /* --------------------------------------------------------- management */

@@ -403,6 +403,14 @@ uint64_t req_blocks(const struct eng_req *r);
 
 /* Composite objects (core/comp.c). */
 int comp_exec(struct eng *e, struct eng_req *r);
+/** The sub-layout request of a composite WRITE: r is aimed at the top
+ *  layer's sub-object (er_comp set; er_id and er_ent the sub-object's), as
+ *  comp_exec() does before it writes, so its parity groups and lock slots
+ *  are the layer's (stripe_req_groups()) and eng_exec() then writes that
+ *  layer (with er_glocked, under locks its caller holds: a dtx).  Other
+ *  kinds, other layouts and requests already aimed: nothing.  0,
+ *  -EINVAL (no layer yet), -ENOENT (deleted) or another negative code. */
+int comp_resolve(struct eng *e, struct eng_req *r);
 /** In obj_apply() of a layer's write: map the blocks to the layer in the
  *  composite and grow its size (r->er_comp set). */
 int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);

@@ -30,7 +30,8 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 	    q->hlc == 0)
 		return err_set(-EINVAL, "dtx request: hlc 0 (no id)");
 	if (q->n_parts > DTM_PARTS_MAX ||
-	    (q->kind == DTM_MSG_PREPARE && q->n_parts == 0))
+	    (q->kind == DTM_MSG_PREPARE && q->bulk_len == 0 &&
+	     q->n_parts == 0))
 		return err_set(-EINVAL, "dtx request: %zu participants "
 			       "(1..%u)", q->n_parts, DTM_PARTS_MAX);
 	for (size_t i = 0; i < q->n_parts; i++) {
@@ -46,7 +47,15 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 	if (q->kind != DTM_MSG_PREPARE && q->n_members != 0)
 		return err_set(-EINVAL, "dtx request: members outside "
 			       "PREPARE");
-	if (q->kind == DTM_MSG_PREPARE &&
+	if (q->bulk_len != 0 &&
+	    (q->kind != DTM_MSG_PREPARE || q->n_members != 0 ||
+	     q->n_parts != 0 || q->bulk_len > DTM_PREPARE_WIRE_MAX))
+		return err_set(q->bulk_len > DTM_PREPARE_WIRE_MAX ? -E2BIG :
+			       -EINVAL, "dtx request: bulk_len %" PRIu64
+			       " (a PREPARE envelope without members or "
+			       "participants, at most %u bytes)", q->bulk_len,
+			       DTM_PREPARE_WIRE_MAX);
+	if (q->kind == DTM_MSG_PREPARE && q->bulk_len == 0 &&
 	    (q->n_members == 0 || q->n_members > CLOVIS_DTX_OPS_MAX))
 		return err_set(-E2BIG, "dtx request: %zu members (1..%u)",
 			       q->n_members, CLOVIS_DTX_OPS_MAX);
@@ -70,7 +79,8 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 			       "PREPARE only)", q->wait_ms, DTM_WAIT_MS_MAX);
 	if (bytes > DTM_PREPARE_BYTES_MAX)
 		return err_set(-E2BIG, "dtx request: %" PRIu64 " bytes of "
-			       "members (at most %u per participant)", bytes,
+			       "members (at most %u per participant, "
+			       "DTM_PREPARE_BYTES_MAX)", bytes,
 			       DTM_PREPARE_BYTES_MAX);
 	if (q->kind == DTM_MSG_DECIDE && q->decision != DTM_COMMITTED &&
 	    q->decision != DTM_ABORTED)
@@ -101,6 +111,30 @@ int dtm_req_decode(const void *body, size_t len, uint32_t nr_servers,
 		return rc;
 	}
 	*out = q;
+	return 0;
+}
+
+int dtm_prepare_decode(const DtxReq *env, const void *buf, size_t len,
+		       uint32_t nr_servers, DtxReq **out)
+{
+	int rc;
+
+	*out = NULL;
+	if (len != env->bulk_len)
+		return err_set(-EBADMSG, "dtx request: bulk of %zu bytes, the "
+			       "envelope announced %" PRIu64, len,
+			       env->bulk_len);
+	rc = dtm_req_decode(buf, len, nr_servers, out);
+	if (rc != 0)
+		return err_set(rc, "dtx request bulk: %s", err_msg());
+	if ((*out)->kind != DTM_MSG_PREPARE || (*out)->bulk_len != 0 ||
+	    (*out)->hlc != env->hlc || (*out)->node != env->node) {
+		dtx_req__free_unpacked(*out, NULL);
+		*out = NULL;
+		return err_set(-EINVAL, "dtx request bulk: not the PREPARE "
+			       "of the envelope's dtx (kind, id or a bulk of "
+			       "its own)");
+	}
 	return 0;
 }
 

@@ -24,9 +24,18 @@ enum dtm_msg_kind {
 	DTM_MSG_DEAD = 5,    /**< CLI -> server: mark a server dead */
 };
 
-/** Bytes of all member bodies and data of one PREPARE (inside one
- *  message: the RPC layer's default message size). */
-#define DTM_PREPARE_BYTES_MAX (48u << 10)
+/** Bytes of all member bodies and data of one PREPARE, per participant
+ *  (the dtx's upper bound: past it the commit fails -E2BIG naming the dtx,
+ *  the server and the size).  The participant holds a PREPARE in memory
+ *  (pulled, decoded) and in its log record, so a few times this much. */
+#define DTM_PREPARE_BYTES_MAX (32u << 20)
+/** A packed PREPARE up to this many bytes travels inline in one message
+ *  (the RPC layer's default message size); a larger one is the call's
+ *  bulk (DtxReq.bulk_len), moved by RMA. */
+#define DTM_PREPARE_INLINE_MAX (48u << 10)
+/** Most bytes of a packed PREPARE moved as bulk: the members' bytes plus
+ *  their framing (a few bytes per member and field). */
+#define DTM_PREPARE_WIRE_MAX (DTM_PREPARE_BYTES_MAX + (4u << 20))
 /** Most LIST entries in one reply. */
 #define DTM_LIST_MAX 1000u
 /* Longest decision deadline a PREPARE may announce (DtxReq.wait_ms). */
@@ -37,12 +46,23 @@ enum dtm_msg_kind {
  * id set, participants 1..DTM_PARTS_MAX distinct servers below nr_servers,
  * members only in PREPARE (1..CLOVIS_DTX_OPS_MAX, op SOP_OBJ or SOP_IDX,
  * body not empty, data only for objects, at most DTM_PREPARE_BYTES_MAX in
- * all), decision COMMITTED or ABORTED in DECIDE, server below nr_servers in
+ * all) or, in a PREPARE envelope, none and bulk_len 1..DTM_PREPARE_WIRE_MAX
+ * (the packed PREPARE is the call's bulk: decode it with
+ * dtm_prepare_decode), decision COMMITTED or ABORTED in DECIDE, server below nr_servers in
  * DEAD.  Returns 0 and *out (dtx_req__free_unpacked(*out, NULL)), or
  * -EBADMSG / -EINVAL / -E2BIG with a message naming the field.
  */
 int dtm_req_decode(const void *body, size_t len, uint32_t nr_servers,
 		   DtxReq **out);
+
+/**
+ * The PREPARE an envelope env announced, pulled from the call's bulk into
+ * buf (len == env->bulk_len): decoded and checked as dtm_req_decode()
+ * does, and it must be a PREPARE with members of the same id, without a
+ * bulk_len of its own.  0 and *out, or -EBADMSG / -EINVAL / -E2BIG.
+ */
+int dtm_prepare_decode(const DtxReq *env, const void *buf, size_t len,
+		       uint32_t nr_servers, DtxReq **out);
 
 /** Decode and check a reply (state known, list entries' states and
  *  participant counts).  0 and *out, or -EBADMSG with a message. */

@@ -51,7 +51,7 @@ static int dtx_call(struct cli *c, uint32_t s, const DtxReq *q, DtxReply **rp)
 
 	*rp = NULL;
 	if (rc == 0)
-		rc = cluster_dtx_call(c->c_cl, s, DTM_OP, b, bl, DTX_CLI_MS,
+		rc = cluster_dtx_call(c->c_cl, s, DTM_OP, b, bl, NULL, 0, DTX_CLI_MS,
 				      &rb, &rl);
 	if (rc == 0)
 		rc = dtm_reply_decode(rb, rl, rp);

@@ -10,7 +10,11 @@
  *             PREPARE body}; the vote YES is sent after it is durable.
  *             Nothing is visible and no space is taken: the record holds
  *             the members themselves (their redo), so a restart needs
- *             nothing else.
+ *             nothing else.  A PREPARE above DTM_PREPARE_INLINE_MAX comes
+ *             as an envelope whose call's bulk is the whole PREPARE, pulled
+ *             (RMA) before anything is checked (h_prepare_bulk).  Index
+ *             CREATE/DELETE members come to every live replica of the
+ *             index; each applies it with its replica record.
  *   DECIDE    COMMIT: the members run through the engine with the hold
  *             hook (data written out of place, items held), then ONE
  *             commit item applies them all in a nested transaction, moves
@@ -323,12 +327,66 @@ struct pmem {
 	struct ridx_rec pm_rec; /* index members: the replica record after */
 	uint64_t pm_term;       /* index members: version {term, seq} */
 	uint64_t pm_seq;
+	struct ridx *pm_eri;    /* index CREATE/DELETE members: the replica */
+	uint64_t pm_inc;        /* and the incarnation */
 	const DtxMember *pm_src;
 };
 
+/* Member i is an index CREATE or DELETE (EntReq with SRF_INDEX |
+ * SRF_REPLICA, the incarnation chosen by the coordinator): this server is
+ * one of the index's replicas (each live replica is a participant and
+ * applies it); CREATE: the index does not exist here; DELETE: it exists in
+ * the incarnation the client opened. */
+static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
+{
+	struct msg_req *m = &pm->pm_m;
+	struct eng_req *r = &m->mr_req;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc;
+
+	if (m->mr_rflags != (SRF_INDEX | SRF_REPLICA) ||
+	    m->mr_incarnation == 0)
+		return err_set(-EINVAL, "member %u: index %s: %s without the "
+			       "replica flags or an incarnation", i,
+			       eng_id_str(&r->er_id), r->er_kind ==
+			       ER_ENT_CREATE ? "CREATE" : "DELETE");
+	if (!srv_ridx_mine(s, &r->er_id))
+		return err_set(-EINVAL, "member %u: index %s: server %s is not "
+			       "one of its replicas", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	pm->pm_eri = srv_ridx_find(s, &r->er_id);
+	if (pm->pm_eri == NULL)
+		return -ENOMEM;
+	pm->pm_inc = m->mr_incarnation;
+	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
+	mdb_txn_abort(txn);
+	if (rc != 0 && rc != -ENOENT)
+		return rc;
+	if (r->er_kind == ER_ENT_CREATE)
+		return rc == -ENOENT ? 0 :
+		       err_set(-EEXIST, "member %u: index %s: id already used "
+			       "on server %s", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (rc == -ENOENT || me.me_type != CLOVIS_ET_IDX)
+		return err_set(-ENOENT, "member %u: index %s does not exist "
+			       "on server %s", i, eng_id_str(&r->er_id),
+			       s->s_me->cs_name);
+	if (srv_ridx_inc(s, pm->pm_eri, &me) != m->mr_incarnation)
+		return err_set(-ENOENT, "member %u: index %s was deleted (and "
+			       "made again) since this handle opened it", i,
+			       eng_id_str(&r->er_id));
+	r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	return 0;
+}
+
 /* Member i is an object CREATE or DELETE (EntReq): this server is the
  * object's home; CREATE: the object does not exist; DELETE: it exists in
- * the incarnation the client opened. */
+ * the incarnation the client opened.  Or an index CREATE or DELETE
+ * (pmem_check_ient). */
 static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 {
 	struct msg_req *m = &pm->pm_m;
@@ -337,13 +395,16 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 	MDB_txn *txn;
 	int rc;
 
+	if (r->er_type == CLOVIS_ET_IDX &&
+	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
+		return pmem_check_ient(s, i, pm);
 	if (r->er_type != CLOVIS_ET_OBJ ||
 	    (r->er_kind != ER_ENT_CREATE && r->er_kind != ER_ENT_DELETE) ||
 	    m->mr_rflags != 0)
 		return err_set(-ENOTSUP, "member %u: entity %s: kind %u of "
-			       "type %u in a dtx (object CREATE and DELETE "
-			       "only)", i, eng_id_str(&r->er_id), r->er_kind,
-			       r->er_type);
+			       "type %u in a dtx (object and index CREATE and "
+			       "DELETE only)", i, eng_id_str(&r->er_id),
+			       r->er_kind, r->er_type);
 	if (clu_home(s->s_conf, &r->er_id) != s->s_self)
 		return err_set(-EINVAL, "member %u: object %s: server %s is "
 			       "not its home", i, eng_id_str(&r->er_id),
@@ -390,8 +451,10 @@ static int pmem_check_pairs(const struct pmem *pm, size_t nr)
 			if (j != i && clovis_id_cmp(&a->er_id, &b->er_id) == 0)
 				return err_set(a->er_kind == ER_ENT_CREATE ?
 					       -ENOENT : -EINVAL,
-					       "member %zu: object %s is %s by "
+					       "member %zu: %s %s is %s by "
 					       "member %zu of the same dtx", j,
+					       a->er_type == CLOVIS_ET_IDX ?
+					       "index" : "object",
 					       eng_id_str(&b->er_id),
 					       a->er_kind == ER_ENT_CREATE ?
 					       "created" : "deleted", i);
@@ -463,10 +526,6 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 			return err_set(-ENOENT, "member %u: object %s was "
 				       "deleted (and made again) since this "
 				       "handle opened it", i,
-				       eng_id_str(&r->er_id));
-		if (me.me_layout == CLOVIS_LAYOUT_COMPOSITE)
-			return err_set(-ENOTSUP, "member %u: object %s has a "
-				       "composite layout: not in a dtx", i,
 				       eng_id_str(&r->er_id));
 		r->er_ent = me;
 		if (r->er_kind == ER_OBJ_WRITE) {
@@ -574,6 +633,11 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 					    &w->w_m[i].pm_rec,
 					    w->w_m[i].pm_term,
 					    w->w_m[i].pm_seq);
+		if (rc == 0 && w->w_m[i].pm_eri != NULL)
+			rc = srv_ridx_ent_store(e, child,
+						&w->w_m[i].pm_m.mr_req.er_id,
+						w->w_m[i].pm_m.mr_req.er_kind,
+						w->w_m[i].pm_inc);
 	}
 	if (rc == 0)
 		rc = rec_put_apply(e, child, ci);
@@ -604,61 +668,130 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
-/* Copy index member pm to the index's other live replicas with its
- * version (term, seq), as a client copies an ordinary PUT/DEL. */
-static void forward_idx(struct srv *s, struct pmem *pm)
+/* Copy index member pm to server j, one of the index's other replicas,
+ * with its version (term, seq), as a client copies an ordinary PUT/DEL.
+ * True when j has it. */
+static bool forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 {
 	const struct clu_conf *c = s->s_conf;
 	const struct clovis_id *id = &pm->pm_m.mr_req.er_id;
 	IdxReq *q = idx_req__unpack(NULL, pm->pm_src->body.len,
 				    pm->pm_src->body.data);
-	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ?
-		     c->cc_replicas : n, home = clu_home(c, id);
 	struct msg_buf b = {0};
-	uint64_t missed = 0, got = 0;
+	struct rpc_result res;
+	bool ok = false;
 
 	if (q == NULL)
-		return;
+		return false;
 	q->rflags = SRF_REPLICA;
 	q->seq = pm->pm_seq;
 	q->term = pm->pm_term;
 	if (msg_pack(&q->base, &b) == 0) {
-		for (uint32_t i = 0; i < r; i++) {
-			uint32_t j = (home + i) % n;
-			struct rpc_result res;
-
-			if (j == s->s_self)
-				continue;
-			if (!peers_live(s->s_peers, j)) {
-				missed |= 1ull << j;
-				continue;
-			}
-			if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p,
-					  b.mb_len, NULL, DTX_FWD_MS, &res) != 0) {
-				LOG_INFO("dtx: index %s: replica on %s missed "
-					 "an update: %s", eng_id_str(id),
-					 c->cc_servers[j].cs_name, err_msg());
-				missed |= 1ull << j;
-			} else {
-				got |= 1ull << j;
-			}
-			free(res.rr_body);
-		}
-	} else {
-		for (uint32_t i = 0; i < r; i++)
-			missed |= 1ull << ((home + i) % n);
+		if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p, b.mb_len,
+				  NULL, DTX_FWD_MS, &res) != 0)
+			LOG_INFO("dtx: index %s: replica on %s missed an "
+				 "update: %s", eng_id_str(id),
+				 c->cc_servers[j].cs_name, err_msg());
+		else
+			ok = true;
+		free(res.rr_body);
 	}
-	/* before the COMMIT is answered: the replicas that have it mark the
-	 * others behind (docs/cluster.md "Replicas that missed updates") */
-	if (missed != 0)
-		srv_ridx_missed(s, pm->pm_ri, missed, got, pm->pm_term,
-				pm->pm_seq);
 	free(b.mb_p);
 	idx_req__free_unpacked(q, NULL);
+	return ok;
+}
+
+/* Is server j one of the other replicas of index member pm? */
+static bool forward_to(struct srv *s, const struct pmem *pm, uint32_t j)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers, r = c->cc_replicas < n ?
+		     c->cc_replicas : n;
+
+	return pm->pm_ri != NULL && j != s->s_self &&
+	       (j + n - clu_home(c, &pm->pm_m.mr_req.er_id)) % n < r;
+}
+
+struct fwd_job {
+	struct srv *f_srv;
+	struct pmem *f_pm;
+	uint32_t f_nr;
+	uint32_t f_server;
+	uint64_t *f_missed;     /* per member: replicas without the copy */
+	uint64_t *f_got;        /* and with it */
+	pthread_t f_th;
+	bool f_started;
+};
+
+/* Every index member replicated on server f_server, in member (seq)
+ * order: one durable update there after the other. */
+static void *fwd_main(void *arg)
+{
+	struct fwd_job *f = arg;
+	uint64_t bit = 1ull << f->f_server;
+
+	srv_thread_enter();
+	for (uint32_t i = 0; i < f->f_nr; i++) {
+		if (!forward_to(f->f_srv, &f->f_pm[i], f->f_server))
+			continue;
+		if (peers_live(f->f_srv->s_peers, f->f_server) &&
+		    forward_idx(f->f_srv, &f->f_pm[i], f->f_server))
+			__atomic_or_fetch(&f->f_got[i], bit, __ATOMIC_RELAXED);
+		else
+			__atomic_or_fetch(&f->f_missed[i], bit,
+					  __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Copy the index members of a COMMIT to their other live replicas: one
+ * thread per other server, so the servers apply their copies at once
+ * while each gets them in seq order.  Then, before the COMMIT is
+ * answered, the replicas that missed a copy are marked behind
+ * (srv_ridx_missed, docs/cluster.md "Replicas that missed updates"). */
+static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
+{
+	uint32_t n = s->s_conf->cc_nr_servers;
+	struct fwd_job *f = calloc(n, sizeof *f);
+	uint64_t *missed = calloc(nr ? nr : 1, sizeof *missed);
+	uint64_t *got = calloc(nr ? nr : 1, sizeof *got);
+
+	for (uint32_t j = 0; j < n; j++) {
+		bool any = false;
+
+		for (uint32_t i = 0; i < nr && !any; i++)
+			any = forward_to(s, &pm[i], j);
+		if (!any)
+			continue;
+		if (f == NULL || missed == NULL || got == NULL) {
+			/* no memory: every copy missed, marked below */
+			for (uint32_t i = 0; missed != NULL && i < nr; i++)
+				if (forward_to(s, &pm[i], j))
+					missed[i] |= 1ull << j;
+			continue;
+		}
+		f[j] = (struct fwd_job){s, pm, nr, j, missed, got, 0, false};
+		f[j].f_started = pthread_create(&f[j].f_th, NULL, fwd_main,
+						&f[j]) == 0;
+		if (!f[j].f_started)
+			fwd_main(&f[j]);
+	}
+	for (uint32_t j = 0; f != NULL && j < n; j++)
+		if (f[j].f_started)
+			pthread_join(f[j].f_th, NULL);
+	for (uint32_t i = 0; missed != NULL && i < nr; i++)
+		if (missed[i] != 0)
+			srv_ridx_missed(s, pm[i].pm_ri, missed[i],
+					got != NULL ? got[i] : 0,
+					pm[i].pm_term, pm[i].pm_seq);
+	free(missed);
+	free(got);
+	free(f);
 }
 
 /* The group lock slots of the unit-layout (pdclust, mirror) object
- * members of pm (stripe_reqs_locks: -EINVAL when two update one parity
+ * members of pm, composite writes aimed at their top layer first
+ * (stripe_reqs_locks: -EINVAL when two update one parity
  * group of one object).  With take, they are taken (eng_glock) and the
  * members marked er_glocked; else only computed (the PREPARE's check).
  * 0 or a negative code. */
@@ -674,6 +807,16 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 	*nlocks = 0;
 	if (reqs == NULL)
 		return err_set(-ENOMEM, "dtx group locks");
+	/* a composite WRITE is aimed at its top layer first: that layer's
+	 * groups join the set (comp_resolve) */
+	rc = 0;
+	for (uint32_t i = 0; rc == 0 && i < nr; i++)
+		if (pm[i].pm_src->op == SOP_OBJ)
+			rc = comp_resolve(s->s_eng, &pm[i].pm_m.mr_req);
+	if (rc != 0) {
+		free(reqs);
+		return rc;
+	}
 	for (uint32_t i = 0; i < nr; i++)
 		if (pm[i].pm_src->op == SOP_OBJ &&
 		    stripe_layout(pm[i].pm_m.mr_req.er_ent.me_layout)) {
@@ -812,8 +955,12 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 	}
 	if (rc == 0)
 		for (uint32_t i = 0; i < nr; i++)
-			if (pm[i].pm_ri != NULL)
-				forward_idx(s, &pm[i]);
+			if (pm[i].pm_eri != NULL)
+				srv_ridx_ent_done(s, pm[i].pm_eri,
+						  pm[i].pm_m.mr_req.er_kind,
+						  pm[i].pm_inc);
+	if (rc == 0)
+		forward_all(s, pm, nr);
 	if (nlocks > 0)
 		eng_gunlock(s->s_eng, locks, nlocks);
 	free(locks);
@@ -1201,6 +1348,42 @@ static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
 	return ok; /* else the handler decides itself */
 }
 
+/* A PREPARE above DTM_PREPARE_INLINE_MAX: env is its envelope; the packed
+ * PREPARE is the call's bulk, pulled whole (RMA) before anything is
+ * checked, so the record written before the vote holds all of it. */
+static int h_prepare_bulk(struct srv_dtx *d, struct rpc_sreq *req,
+			  const DtxReq *env, struct clovis_dtx_id *id)
+{
+	struct srv *s = d->d_srv;
+	size_t len = rpc_sreq_bulk_len(req);
+	uint8_t *buf = NULL;
+	DtxReq *q = NULL;
+	char ids[DTM_ID_STR_LEN];
+	int rc = 0;
+
+	if (len != env->bulk_len)
+		rc = err_set(-EBADMSG, "dtx %s: PREPARE announced %" PRIu64
+			     " bytes of bulk, the call carries %zu",
+			     dtm_id_format(id, ids), env->bulk_len, len);
+	if (rc == 0 && (buf = malloc(len)) == NULL)
+		rc = err_set(-ENOMEM, "dtx %s: PREPARE of %zu bytes",
+			     dtm_id_format(id, ids), len);
+	if (rc == 0)
+		rc = rpc_sreq_bulk_pull(req, 0, buf, len);
+	if (rc == 0)
+		rc = dtm_prepare_decode(env, buf, len, s->s_conf->cc_nr_servers,
+					&q);
+	else if (buf != NULL)
+		rc = err_set(rc, "dtx %s: pulling its PREPARE of %zu bytes: %s",
+			     dtm_id_format(id, ids), len, err_msg());
+	if (rc == 0)
+		rc = h_prepare(d, q, buf, len, id);
+	if (q != NULL)
+		dtx_req__free_unpacked(q, NULL);
+	free(buf);
+	return rc;
+}
+
 static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -1228,7 +1411,11 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	id = (struct clovis_dtx_id){.di_hlc = q->hlc, .di_node = q->node};
 	switch (q->kind) {
 	case DTM_MSG_PREPARE:
-		rc = h_prepare(d, q, body, len, &id);
+		if (q->bulk_len != 0) {
+			rc = h_prepare_bulk(d, req, q, &id);
+		} else {
+			rc = h_prepare(d, q, body, len, &id);
+		}
 		rp.state = DTM_PREPARED;
 		break;
 	case DTM_MSG_DECIDE:

@@ -669,35 +669,61 @@ static struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 	return ri;
 }
 
+/* In txn: the replica record of id := rec, or (del) deleted with every
+ * version entry of id. */
+static int ridx_rec_write(struct eng *e, MDB_txn *txn,
+			  const struct clovis_id *id,
+			  const struct ridx_rec *rec, bool del)
+{
+	char name[48];
+	MDB_val k;
+	int rc;
+
+	ridx_name(name, sizeof name, id);
+	if (!del)
+		return meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
+	k = (MDB_val){strlen(name), name};
+	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "ridx delete");
+	rbeh_name(name, sizeof name, id);
+	k = (MDB_val){strlen(name), name};
+	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "rbeh delete");
+	return ver_drop(eng_meta(e), txn, id);
+}
+
 /* Commit item: store (or delete) the replica record of so. */
 static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct srv_op *so = (struct srv_op *)((char *)ci -
 					      offsetof(struct srv_op, so_seq_ci));
-	char name[48];
-	MDB_val k;
-	int rc;
-
 	uint32_t kind = so->so_m.mr_req.er_kind;
+	int rc = ridx_rec_write(e, txn, &so->so_m.mr_req.er_id, &so->so_rec,
+				so->so_rec_del);
 
-	ridx_name(name, sizeof name, &so->so_m.mr_req.er_id);
-	if (!so->so_rec_del) {
-		rc = meta_sys_put(txn, eng_meta(e), name, &so->so_rec,
-				  sizeof so->so_rec);
-		if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL))
-			rc = ver_apply_op(eng_meta(e), txn, so);
-		return rc;
+	if (rc == 0 && !so->so_rec_del &&
+	    (kind == ER_IDX_PUT || kind == ER_IDX_DEL))
+		rc = ver_apply_op(eng_meta(e), txn, so);
+	return rc;
+}
+
+/* In memory (s_rlock held): index ri created here with incarnation inc,
+ * or deleted. */
+static void ridx_ent_mem(struct ridx *ri, uint32_t kind, uint64_t inc)
+{
+	if (kind == ER_ENT_CREATE) {
+		ri->ri_inc = inc;
+		ri->ri_seq = 0;
+		ri->ri_exists = ri->ri_verified = true;
+	} else {
+		ri->ri_inc = ri->ri_seq = ri->ri_term = 0;
+		ri->ri_exists = false;
+		ri->ri_behind = false;
+		ri->ri_nterm = ri->ri_nseq = 0;
+		ri->ri_bmask = ri->ri_bterm = ri->ri_bseq = 0;
 	}
-	k = (MDB_val){strlen(name), name};
-	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return meta_err(rc, "ridx delete");
-	rbeh_name(name, sizeof name, &so->so_m.mr_req.er_id);
-	k = (MDB_val){strlen(name), name};
-	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return meta_err(rc, "rbeh delete");
-	return ver_drop(eng_meta(e), txn, &so->so_m.mr_req.er_id);
 }
 
 void srv_seq_done_cb(struct eng_citem *ci, int rc);
@@ -712,16 +738,10 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 		return false;
 	pthread_mutex_lock(&s->s_rlock);
 	if (r->er_kind == ER_ENT_CREATE) {
-		ri->ri_inc = replica ? so->so_m.mr_incarnation
-				     : r->er_ent.me_ctime_ns;
-		ri->ri_seq = 0;
-		ri->ri_exists = ri->ri_verified = true;
+		ridx_ent_mem(ri, r->er_kind, replica ? so->so_m.mr_incarnation
+						     : r->er_ent.me_ctime_ns);
 	} else if (r->er_kind == ER_ENT_DELETE) {
-		ri->ri_inc = ri->ri_seq = ri->ri_term = 0;
-		ri->ri_exists = false;
-		ri->ri_behind = false;
-		ri->ri_nterm = ri->ri_nseq = 0;
-		ri->ri_bmask = ri->ri_bterm = ri->ri_bseq = 0;
+		ridx_ent_mem(ri, r->er_kind, 0);
 		so->so_rec_del = true;
 	} else if (!replica) {
 		ri->ri_seq++;
@@ -2289,4 +2309,45 @@ int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
 	ridx_name(name, sizeof name, &m->mr_req.er_id);
 	rc = meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
 	return rc != 0 ? rc : ver_apply(eng_meta(e), txn, m, term, seq);
+}
+
+/* A dtx member index CREATE (incarnation inc) or DELETE, in the COMMIT's
+ * transaction: the replica record a plain CREATE or DELETE stores by its
+ * second commit item (ridx_apply), here in the same commit. */
+int srv_ridx_ent_store(struct eng *e, MDB_txn *txn,
+		       const struct clovis_id *id, uint32_t kind, uint64_t inc)
+{
+	struct ridx_rec rec = {inc, 0};
+
+	return ridx_rec_write(e, txn, id, &rec, kind != ER_ENT_CREATE);
+}
+
+/* After that commit is durable: the in-memory state, as for a plain one. */
+void srv_ridx_ent_done(struct srv *s, struct ridx *ri, uint32_t kind,
+		       uint64_t inc)
+{
+	pthread_mutex_lock(&s->s_rlock);
+	ridx_ent_mem(ri, kind, inc);
+	pthread_mutex_unlock(&s->s_rlock);
+}
+
+/* The incarnation clients hold of index ri, whose local record is me. */
+uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
+		      const struct meta_ent *me)
+{
+	uint64_t inc;
+
+	pthread_mutex_lock(&s->s_rlock);
+	inc = idx_inc(ri, me);
+	pthread_mutex_unlock(&s->s_rlock);
+	return inc;
+}
+
+/* Is this server one of the R replicas of index id? */
+bool srv_ridx_mine(struct srv *s, const struct clovis_id *id)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers;
+
+	return (s->s_self + n - clu_home(c, id)) % n < srv_replicas(s);
 }

@@ -229,6 +229,19 @@ int srv_ridx_order(struct srv *s, struct ridx *ri, uint64_t inc,
  * the applied PUT/DEL m in txn. */
 int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
 		   const struct ridx_rec *rec, uint64_t term, uint64_t seq);
+/* dtx members: an index CREATE (incarnation inc) or DELETE applied in the
+ * COMMIT's txn stores (deletes) its replica record there; after it is
+ * durable, srv_ridx_ent_done sets the in-memory state as a plain CREATE or
+ * DELETE does. */
+int srv_ridx_ent_store(struct eng *e, MDB_txn *txn,
+		       const struct clovis_id *id, uint32_t kind, uint64_t inc);
+void srv_ridx_ent_done(struct srv *s, struct ridx *ri, uint32_t kind,
+		       uint64_t inc);
+/* The incarnation clients hold of index ri (local record me). */
+uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
+		      const struct meta_ent *me);
+/* This server is one of the R replicas of index id. */
+bool srv_ridx_mine(struct srv *s, const struct clovis_id *id);
 
 /* srv_dtx.c: the dtx participant (dtm/README.md) */
 /** Serve DTM_OP on s's endpoint. */

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "clovis/clovis.h"
+#include "clovis/clovis_internal.h"
 #include "core/fault.h"
 #include "core/limits.h"
 #include "core/server/msg.h"
@@ -420,6 +421,8 @@ static int big_dtx(struct clovis_idx *ix, uint32_t n)
 	CU_ASSERT_EQUAL(clovis_op_launch(ops, n / 2), 0);
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
 	rc = clovis_op_sync(cop);
+	if (rc != 0 && rc != -EIO)
+		fprintf(stderr, "dtm big_dtx: %d %s\n", rc, clovis_errmsg());
 	for (uint32_t i = 0; i < n; i++) {
 		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE, WAIT_NS),
 				rc == 0 ? 0 : rc == -EIO && i == 0 ? -EIO :
@@ -437,9 +440,6 @@ static void test_larger_than_batch(void)
 	uint32_t n = LIM_BATCH_MAX * 2 + 37, found = 0;
 	char k[32], v[32];
 
-	if (ut_cluster_skip("dtm larger_than_batch", "a PREPARE carries at "
-			    "most DTM_PREPARE_BYTES_MAX per participant"))
-		return;
 	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
 	CU_ASSERT_EQUAL(big_dtx(&ix, n), 0);
 	for (uint32_t i = 0; i < n; i++) {
@@ -447,6 +447,202 @@ static void test_larger_than_batch(void)
 		found += get(&ix, k, v, sizeof v) == 0;
 	}
 	CU_ASSERT_EQUAL(found, n);
+}
+
+/* A write of nblk blocks of byte c from block blk (one buffer). */
+struct mwr {
+	uint64_t s[1], n[1];
+	struct clovis_extvec ev;
+	void *b[1];
+	size_t l[1];
+	struct clovis_bufvec bv;
+};
+
+static int mwr_op(struct clovis_obj *o, struct mwr *w, uint32_t opc,
+		  uint64_t blk, uint64_t nblk, void *buf, struct clovis_op **op)
+{
+	w->s[0] = blk;
+	w->n[0] = nblk;
+	w->ev = (struct clovis_extvec){1, w->s, w->n};
+	w->b[0] = buf;
+	w->l[0] = nblk * BS;
+	w->bv = (struct clovis_bufvec){1, w->b, w->l};
+	return clovis_obj_op(o, opc, &w->ev, &w->bv, 0, op);
+}
+
+#define MIB_OPS 4u              /* 1 MiB each: 4 MiB to the object's home */
+#define MIB_BLKS (256u)
+
+/* A dtx of MIB_OPS 1-MiB writes of o (byte c + i) and a PUT of key into
+ * ix (with kill, ix is deleted before the dtx is launched: the dtx
+ * fails).  Its commit rc. */
+static int mib_dtx(struct clovis_obj *o, struct clovis_idx *ix,
+		   const char *key, int c, bool kill)
+{
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[MIB_OPS + 1], *cop;
+	struct mwr w[MIB_OPS];
+	struct rec r;
+	uint8_t *buf = malloc((size_t)MIB_OPS * MIB_BLKS * BS);
+	int rc;
+
+	if (buf == NULL)
+		return -ENOMEM;
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	for (uint32_t i = 0; i < MIB_OPS; i++) {
+		uint8_t *b = buf + (size_t)i * MIB_BLKS * BS;
+
+		memset(b, c + (int)i, (size_t)MIB_BLKS * BS);
+		CU_ASSERT_EQUAL_FATAL(mwr_op(o, &w[i], CLOVIS_OC_WRITE,
+					     i * MIB_BLKS, MIB_BLKS, b,
+					     &ops[i]), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rec_op(ix, &r, CLOVIS_IC_PUT, key, "mib",
+				     &ops[MIB_OPS]), 0);
+	for (uint32_t i = 0; i <= MIB_OPS; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	if (kill)
+		CU_ASSERT_EQUAL(ent_delete(&ix->in_entity), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, MIB_OPS + 1), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	rc = clovis_op_sync(cop);
+	for (uint32_t i = 0; i <= MIB_OPS; i++) {
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+					       WAIT_NS) == 0, rc == 0);
+		clovis_op_free(ops[i]);
+	}
+	free(buf);
+	return rc;
+}
+
+/* Every block of the MIB_OPS MiB holds byte c + (its MiB): 0, or the
+ * first block that does not. */
+static int mib_check(struct clovis_obj *o, int c)
+{
+	uint8_t *buf = malloc((size_t)MIB_BLKS * BS);
+	int bad = 0;
+
+	for (uint32_t i = 0; buf != NULL && i < MIB_OPS && bad == 0; i++) {
+		struct mwr r;
+		struct clovis_op *op;
+
+		memset(buf, 0x5a, (size_t)MIB_BLKS * BS);
+		if (mwr_op(o, &r, CLOVIS_OC_READ, i * MIB_BLKS, MIB_BLKS, buf,
+			   &op) != 0 || clovis_op_sync(op) != 0) {
+			bad = -1;
+			break;
+		}
+		for (uint32_t k = 0; k < MIB_BLKS * BS; k++)
+			if (buf[k] != (uint8_t)(c + (int)i)) {
+				bad = (int)(i * MIB_BLKS + k / BS) + 1;
+				break;
+			}
+	}
+	free(buf);
+	return buf == NULL ? -ENOMEM : bad;
+}
+
+/* A dtx of several MiB: in cluster mode its PREPARE to the object's home
+ * is far above one message (DTM_PREPARE_INLINE_MAX) and moves by RMA.
+ * Commit: all of it visible; a failing member: none of it; past
+ * DTM_PREPARE_BYTES_MAX per participant: -E2BIG naming the dtx. */
+static void test_multi_mib(void)
+{
+	struct clovis_idx ix, dead;
+	struct clovis_obj o;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dead), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL(mib_dtx(&o, &ix, "m1", 0x30, false), 0);
+	CU_ASSERT_EQUAL(mib_check(&o, 0x30), 0);
+	CU_ASSERT_EQUAL(get(&ix, "m1", v, sizeof v), 0);
+	/* a member on a deleted index: nothing of the 4 MiB applied */
+	CU_ASSERT_NOT_EQUAL(mib_dtx(&o, &dead, "m2", 0x60, true), 0);
+	CU_ASSERT_EQUAL(mib_check(&o, 0x30), 0);
+	/* and the next one commits */
+	CU_ASSERT_EQUAL(mib_dtx(&o, &ix, "m3", 0x40, false), 0);
+	CU_ASSERT_EQUAL(mib_check(&o, 0x40), 0);
+	CU_ASSERT_EQUAL(get(&ix, "m3", v, sizeof v), 0);
+	if (ut_cluster_mode()) {
+		/* the bound: one write above DTM_PREPARE_BYTES_MAX */
+		uint64_t nblk = DTM_PREPARE_BYTES_MAX / BS + 1;
+		uint8_t *buf = calloc(nblk, BS);
+		struct clovis_dtx *dx;
+		struct clovis_op *op, *cop;
+		struct clovis_dtx_id id;
+		char ids[DTM_ID_STR_LEN];
+		struct mwr w;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx,
+					clovis_default_realm(cl)), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_id(dx, &id), 0);
+		CU_ASSERT_EQUAL_FATAL(mwr_op(&o, &w, CLOVIS_OC_WRITE, 0, nblk,
+					     buf, &op), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_sync(cop), -E2BIG); /* frees cop */
+		if (strstr(clovis_errmsg(), "DTM_PREPARE_BYTES_MAX") == NULL)
+			fprintf(stderr, "dtm multi_mib: %s\n",
+				clovis_errmsg());
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(),
+					      dtm_id_format(&id, ids)));
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(),
+					      "DTM_PREPARE_BYTES_MAX"));
+		CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, WAIT_NS),
+				-E2BIG);
+		clovis_op_free(op);
+		free(buf);
+		CU_ASSERT_EQUAL(mib_check(&o, 0x40), 0);
+	}
+}
+
+/* Cluster: a participant refuses a malformed PREPARE envelope (bulk
+ * missing, of another length, or not a PREPARE) with -EBADMSG or -EINVAL
+ * and a message, logs nothing, and goes on serving. */
+static void test_bad_bulk(void)
+{
+	DtxReq env = DTX_REQ__INIT;
+	uint8_t junk[60000], *b;
+	size_t bl;
+	void *rb = NULL;
+	size_t rl = 0;
+	struct clovis_idx ix;
+	char v[32];
+
+	if (!ut_cluster_mode()) {
+		printf("skipped in embedded mode (no participant) ");
+		return;
+	}
+	memset(junk, 0xa5, sizeof junk);
+	env.kind = DTM_MSG_PREPARE;
+	env.hlc = 0x77777;
+	env.node = 3;
+	env.bulk_len = sizeof junk;
+	CU_ASSERT_EQUAL_FATAL(dtm_pack(&env.base, &b, &bl), 0);
+	/* no bulk at all */
+	CU_ASSERT_EQUAL(cluster_dtx_call(cl, 0, DTM_OP, b, bl, NULL, 0, 4000,
+					 &rb, &rl), -EBADMSG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "bulk"));
+	free(rb);
+	rb = NULL;
+	/* a bulk of another length */
+	CU_ASSERT_EQUAL(cluster_dtx_call(cl, 0, DTM_OP, b, bl, junk,
+					 sizeof junk - 1, 4000, &rb, &rl),
+			-EBADMSG);
+	free(rb);
+	rb = NULL;
+	/* a bulk that is no PREPARE */
+	CU_ASSERT(cluster_dtx_call(cl, 0, DTM_OP, b, bl, junk, sizeof junk,
+				   4000, &rb, &rl) < 0);
+	CU_ASSERT(strstr(clovis_errmsg(), "bulk") != NULL);
+	free(rb);
+	free(b);
+	/* still serving */
+	CU_ASSERT_EQUAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL(get(&ix, "none", v, sizeof v), -ENOENT);
 }
 
 static void test_fault_apply(void)
@@ -508,11 +704,17 @@ static void test_bad_args(void)
 	clovis_op_free(op); /* in INIT: leaves the dtx */
 	if (ut_cluster_mode()) {
 		/* Kinds no participant applies are refused, naming them. */
-		CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&ix.in_entity,
-						       CLOVIS_EO_DELETE, &op), 0);
+		struct clovis_container ct;
+		struct clovis_id ctid = newid();
+
+		CU_ASSERT_EQUAL_FATAL(clovis_container_init(&ct, cl, &ctid),
+				      0);
+		CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&ct.co_entity,
+						       CLOVIS_EO_CREATE, &op),
+				      0);
 		CU_ASSERT_EQUAL(clovis_dtx_add(dx, op), -ENOTSUP);
-		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "index"));
-		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "DELETE"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "container"));
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "CREATE"));
 		clovis_op_free(op);
 	}
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
@@ -572,6 +774,8 @@ static int unit_dtx(struct clovis_obj *o1, uint64_t b1, struct clovis_obj *o2,
 		if (rc != 0)
 			snprintf(unit_msg, sizeof unit_msg, "%s",
 				 clovis_op_errmsg(cop));
+		if (rc != 0 && rc != -EINVAL && rc != -ENOENT)
+			fprintf(stderr, "dtm unit_dtx: %d %s\n", rc, unit_msg);
 		clovis_op_free(cop);
 	} else {
 		clovis_dtx_abort(dx);
@@ -941,7 +1145,7 @@ static void test_msg_codec(void)
 	DtxReq q = DTX_REQ__INIT;
 	DtxMember m = DTX_MEMBER__INIT, *mp[1] = {&m};
 	uint32_t parts[3] = {0, 2, 1};
-	static uint8_t big[DTM_PREPARE_BYTES_MAX + 1];
+	uint8_t *big = malloc(DTM_PREPARE_BYTES_MAX + 1);
 	uint8_t junk[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
 	DtxReq *out;
 	DtxReply *rp;
@@ -974,9 +1178,51 @@ static void test_msg_codec(void)
 	m.data.len = 1;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* data on index */
 	m.op = SOP_OBJ;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(big);
 	m.data.data = big;
-	m.data.len = sizeof big;
+	m.data.len = DTM_PREPARE_BYTES_MAX + 1;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -E2BIG);    /* too many bytes */
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "DTM_PREPARE_BYTES_MAX"));
+	free(big);
+	m.data.data = NULL;
+	m.data.len = 0;
+	/* A PREPARE envelope: no members or participants, bulk_len bounded;
+	 * its bulk must be the PREPARE of the same dtx. */
+	{
+		DtxReq env = DTX_REQ__INIT;
+		uint8_t *pb;
+		size_t pl;
+
+		CU_ASSERT_EQUAL_FATAL(dtm_pack(&q.base, &pb, &pl), 0);
+		env.kind = DTM_MSG_PREPARE;
+		env.hlc = q.hlc;
+		env.node = q.node;
+		env.bulk_len = pl;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), 0);
+		CU_ASSERT_EQUAL(dtm_prepare_decode(&env, pb, pl, 3, &out), 0);
+		CU_ASSERT(out != NULL && out->n_members == 1);
+		if (out != NULL)
+			dtx_req__free_unpacked(out, NULL);
+		CU_ASSERT_EQUAL(dtm_prepare_decode(&env, pb, pl - 1, 3, &out),
+				-EBADMSG);                /* length */
+		env.hlc++;
+		CU_ASSERT_EQUAL(dtm_prepare_decode(&env, pb, pl, 3, &out),
+				-EINVAL);                 /* another dtx */
+		CU_ASSERT_PTR_NULL(out);
+		env.hlc--;
+		env.bulk_len = (uint64_t)DTM_PREPARE_WIRE_MAX + 1;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), -E2BIG);
+		CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "bulk_len"));
+		env.bulk_len = pl;
+		env.n_members = 1;
+		env.members = mp;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), -EINVAL); /* members too */
+		env.n_members = 0;
+		env.kind = DTM_MSG_DECIDE;
+		env.decision = DTM_COMMITTED;
+		CU_ASSERT_EQUAL(msg_round(&env, 3), -EINVAL); /* not PREPARE */
+		free(pb);
+	}
 	m.data.len = 0;
 	m.body.len = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* empty body */
@@ -1063,6 +1309,318 @@ static void test_settle(void)
 			       (t1.tv_nsec - t0.tv_nsec) / 1000000 < 50);
 }
 
+/* ------------------------------------------------------ index members */
+
+static int idx_exists(struct clovis_id id)
+{
+	struct clovis_idx ix;
+	struct clovis_op *op;
+	int rc = clovis_idx_init(&ix, clovis_default_realm(cl), &id);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&ix.in_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	return rc == 0 ? 1 : rc == -ENOENT ? 0 : rc;
+}
+
+/* Index CREATE and DELETE as members (cluster: every live replica of the
+ * index is a participant and applies them at the COMMIT). */
+static void test_index_members(void)
+{
+	struct clovis_idx nx, dx1, px, dead, nx2, dx2;
+	struct clovis_id nid = newid(), nid2 = newid(), nid3 = newid();
+	struct clovis_op *ops[4];
+	struct clovis_dtx *dx;
+	struct rec r0, r1, r2, r3;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dx1), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&px), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dx1, &r0, CLOVIS_IC_PUT, "d", "1", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(ops[0]), 0);
+
+	/* CREATE nx + DELETE dx1 + PUT in px: invisible until the commit,
+	 * then all of it. */
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&nx, clovis_default_realm(cl),
+					      &nid), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nx.in_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&dx1.in_entity, CLOVIS_EO_DELETE,
+					       &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&px, &r1, CLOVIS_IC_PUT, "p", "1", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, 2), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_EXECUTED, 100000000ll),
+			-ETIMEDOUT);
+	CU_ASSERT_EQUAL(idx_exists(nid), 0);          /* not before */
+	CU_ASSERT_EQUAL(get(&dx1, "d", v, sizeof v), 0); /* still there */
+	{
+		struct clovis_op *cop;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+		CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS),
+				0);
+		if (clovis_op_rc(cop) != 0)
+			fprintf(stderr, "dtm index_members: %s\n",
+				clovis_op_errmsg(cop));
+		clovis_op_free(cop);
+	}
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	CU_ASSERT_EQUAL(idx_exists(nid), 1);
+	CU_ASSERT_EQUAL(idx_exists(dx1.in_entity.en_id), 0);
+	CU_ASSERT_EQUAL(get(&px, "p", v, sizeof v), 0);
+	/* the created index's handle is usable at once */
+	CU_ASSERT_EQUAL_FATAL(rec_op(&nx, &r1, CLOVIS_IC_PUT, "n", "1", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL(get(&nx, "n", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "1");
+
+	/* A member fails (PUT on an index deleted meanwhile): the CREATE and
+	 * the DELETE are not applied. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dx2), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dx2, &r0, CLOVIS_IC_PUT, "d", "2", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dead), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&nx2, clovis_default_realm(cl),
+					      &nid2), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nx2.in_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&dx2.in_entity, CLOVIS_EO_DELETE,
+					       &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dead, &r2, CLOVIS_IC_PUT, "x", "1",
+				     &ops[2]), 0);
+	{
+		struct clovis_idx d2 = dead;
+
+		CU_ASSERT_EQUAL(ent_delete(&d2.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -ENOENT);
+	CU_ASSERT_EQUAL(idx_exists(nid2), 0);
+	CU_ASSERT_EQUAL(get(&dx2, "d", v, sizeof v), 0);
+
+	/* A PUT on an index the same dtx creates (a handle of the id's
+	 * previous incarnation): -ENOENT (checked against the store as it
+	 * was); nothing applied. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&nx2), 0);
+	nid3 = nx2.in_entity.en_id;
+	{
+		struct clovis_idx old = nx2;
+
+		CU_ASSERT_EQUAL(ent_delete(&old.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&nx, clovis_default_realm(cl),
+					      &nid3), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&nx.in_entity, CLOVIS_EO_CREATE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&nx2, &r2, CLOVIS_IC_PUT, "y", "1",
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&px, &r3, CLOVIS_IC_PUT, "q", "1", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -ENOENT);
+	CU_ASSERT_EQUAL(idx_exists(nid3), 0);
+	CU_ASSERT_EQUAL(get(&px, "q", v, sizeof v), -ENOENT);
+
+	/* A PUT on an index the same dtx deletes: embedded, the PUT applied
+	 * after the DELETE fails (-ENOENT); cluster, the replica refuses the
+	 * pair at the PREPARE (-EINVAL).  Nothing applied. */
+	{
+		struct clovis_idx gone = dx2;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&gone.in_entity,
+						       CLOVIS_EO_DELETE,
+						       &ops[0]), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dx2, &r2, CLOVIS_IC_PUT, "z", "1",
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&px, &r3, CLOVIS_IC_PUT, "q", "2", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), ut_cluster_mode() ? -EINVAL : -ENOENT);
+	CU_ASSERT_EQUAL(idx_exists(dx2.in_entity.en_id), 1);
+	CU_ASSERT_EQUAL(get(&dx2, "d", v, sizeof v), 0);
+	CU_ASSERT_EQUAL(get(&dx2, "z", v, sizeof v), -ENOENT);
+	CU_ASSERT_EQUAL(get(&px, "q", v, sizeof v), -ENOENT);
+
+	/* Aborted before the commit: nothing. */
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&dx2.in_entity, CLOVIS_EO_DELETE,
+					       &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, 1), 0);
+	clovis_dtx_abort(dx);
+	CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_STABLE, WAIT_NS),
+			-ECANCELED);
+	clovis_op_free(ops[0]);
+	CU_ASSERT_EQUAL(idx_exists(dx2.in_entity.en_id), 1);
+}
+
+/* ------------------------------------------------------ composites */
+
+/* Composite object co: embedded, layers plain (10) and pdclust 2+1 (20,
+ * the top one: writes take its parity-group locks); in cluster mode layer
+ * management is -ENOTSUP, and co keeps no layer. */
+static int cobj_make(struct clovis_obj *co, bool *layered)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_COMPOSITE};
+	struct clovis_obj_attr lp = {.oa_layout = CLOVIS_LAYOUT_PLAIN};
+	struct clovis_obj_attr ld = {.oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				     .oa_data_units = 2, .oa_parity_units = 1,
+				     .oa_unit_shift = 12};
+	struct clovis_id id = newid();
+	struct clovis_op *op;
+	uint32_t l1, l2;
+	int rc = clovis_obj_init(co, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = clovis_entity_op(&co->ob_entity, CLOVIS_EO_CREATE, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		return rc;
+	rc = clovis_obj_layer_add(co, &lp, 10, &l1);
+	if (rc == 0)
+		rc = clovis_obj_layer_add(co, &ld, 20, &l2);
+	*layered = rc == 0;
+	return rc == -ENOTSUP && ut_cluster_mode() ? 0 : rc;
+}
+
+static void *comp_worker(void *arg)
+{
+	int t = (int)(intptr_t)arg;
+	char key[16];
+
+	snprintf(key, sizeof key, "ct%d", t);
+	for (int n = 0; n < 10; n++)
+		if ((t & 1 ? unit_dtx(&uo2, 40, &uo1, 40, 0x60 + n, &uix, key)
+			   : unit_dtx(&uo1, 40, &uo2, 40, 0x60 + n, &uix,
+				      key)) != 0)
+			__atomic_add_fetch(&unit_fail, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+/* Composite object writes as members: they commit and abort atomically
+ * with an index PUT and a pdclust write (the top layer's groups join the
+ * dtx's one lock set: comp_resolve). */
+static void test_composite_members(void)
+{
+	struct clovis_obj co, po;
+	struct clovis_idx ix, dead;
+	struct clovis_op *ops[4];
+	struct blk w[3];
+	struct rec r;
+	bool layered = false;
+	char v[32];
+
+	memset(w, 0, sizeof w);
+	CU_ASSERT_EQUAL_FATAL(cobj_make(&co, &layered), 0);
+	CU_ASSERT_EQUAL_FATAL(pobj_make(&po), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x21,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[1], CLOVIS_OC_WRITE, 8, 0x22,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&po, &w[2], CLOVIS_OC_WRITE, 0, 0x23,
+				     &ops[2]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r, CLOVIS_IC_PUT, "c", "1", &ops[3]),
+			      0);
+	if (!layered) {
+		/* cluster: a composite with no layer; its write member fails
+		 * at the PREPARE as the write alone would (-EINVAL), and
+		 * nothing of the dtx is applied */
+		CU_ASSERT_EQUAL(dtx_run(ops, 4), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(unit_msg, "no layer"));
+		CU_ASSERT_EQUAL(get(&ix, "c", v, sizeof v), -ENOENT);
+		CU_ASSERT_EQUAL(blk_read(&po, 0), 0);
+		goto out;
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 4), 0);
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+	CU_ASSERT_EQUAL(blk_read(&co, 8), 0x22);
+	CU_ASSERT_EQUAL(blk_read(&po, 0), 0x23);
+	CU_ASSERT_EQUAL(get(&ix, "c", v, sizeof v), 0);
+
+	/* A failing member (PUT on an index deleted meanwhile): neither
+	 * composite write is applied. */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&dead), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x31,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[1], CLOVIS_OC_WRITE, 8, 0x32,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&dead, &r, CLOVIS_IC_PUT, "c", "2",
+				     &ops[2]), 0);
+	{
+		struct clovis_idx d2 = dead;
+
+		CU_ASSERT_EQUAL(ent_delete(&d2.in_entity), 0);
+	}
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -ENOENT);
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+	CU_ASSERT_EQUAL(blk_read(&co, 8), 0x22);
+
+	/* Two members over one parity group of the top layer: refused,
+	 * nothing applied. */
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x41,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[1], CLOVIS_OC_WRITE, 1, 0x42,
+				     &ops[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r, CLOVIS_IC_PUT, "c", "3", &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL(dtx_run(ops, 3), -EINVAL);
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+	CU_ASSERT_EQUAL(get(&ix, "c", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "1");
+
+	/* Aborted after launch: nothing. */
+	CU_ASSERT_EQUAL_FATAL(blk_op(&co, &w[0], CLOVIS_OC_WRITE, 0, 0x51,
+				     &ops[0]), 0);
+	{
+		struct clovis_dtx *dx;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx,
+					clovis_default_realm(cl)), 0);
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(ops, 1), 0);
+		clovis_dtx_abort(dx);
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[0], CLOVIS_OS_STABLE,
+					       WAIT_NS), -ECANCELED);
+		clovis_op_free(ops[0]);
+	}
+	CU_ASSERT_EQUAL(blk_read(&co, 0), 0x21);
+
+	/* No deadlock: 4 threads x 10 dtxs over the same groups of the
+	 * composite's top layer and of a pdclust object, in both orders. */
+	uo1 = co;
+	uo2 = po;
+	uix = ix;
+	unit_fail = 0;
+	{
+		pthread_t th[4];
+
+		for (int t = 0; t < 4; t++)
+			CU_ASSERT_EQUAL_FATAL(pthread_create(&th[t], NULL,
+					      comp_worker, (void *)(intptr_t)t),
+					      0);
+		for (int t = 0; t < 4; t++)
+			pthread_join(th[t], NULL);
+	}
+	CU_ASSERT_EQUAL(unit_fail, 0);
+	CU_ASSERT(blk_read(&co, 40) == blk_read(&po, 40));
+out:
+	for (int i = 0; i < 3; i++)
+		free(w[i].buf);
+}
+
 int dtm_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("dtm", suite_init, suite_fini);
@@ -1078,11 +1636,15 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||
 	    !CU_add_test(s, "deleted_entity", test_deleted_entity) ||
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||
+	    !CU_add_test(s, "multi_mib", test_multi_mib) ||
+	    !CU_add_test(s, "bad_bulk", test_bad_bulk) ||
 	    !CU_add_test(s, "fault_apply", test_fault_apply) ||
 	    !CU_add_test(s, "bad_args", test_bad_args) ||
 	    !CU_add_test(s, "settle", test_settle) ||
 	    !CU_add_test(s, "unit_layouts", test_unit_layouts) ||
-	    !CU_add_test(s, "entity_members", test_entity_members))
+	    !CU_add_test(s, "entity_members", test_entity_members) ||
+	    !CU_add_test(s, "index_members", test_index_members) ||
+	    !CU_add_test(s, "composite_members", test_composite_members))
 		return -1;
 	return 0;
 }

@@ -23,7 +23,11 @@
  * indices chosen with N different home servers, so a dtx of N members has
  * N participants (N = 1, 2, 4, 8 up to the number of servers, and that
  * number); "plain" is the same N PUTs without a dtx (each ordered by its
- * first replica and copied by the client to the others).  Then recovery:
+ * first replica and copied by the client to the others).  Then the
+ * pdclust figure: rounds of a pdclust 2+1 write of one 8 KiB parity group
+ * (object homed on s1, units on every server) and a PUT into an index
+ * homed on s0 — 2 participants — beside the same two updates issued
+ * plainly (launched together).  Then recovery:
  * --recovery N dtxs (default 10000) over 2 participants abandoned after
  * all votes (the coordinator stops there, as a client killed at
  * dtx.cli.prepared would: dtx_abandon_after_prepare), and the time until
@@ -90,17 +94,38 @@ struct rec {
 	int32_t rc[1];
 };
 
-/* One round of n PUTs, in a dtx or not; returns seconds. */
-static double round_run(uint32_t n, bool dtx, uint64_t seq)
+/* --cluster: pdclust 2+1 object, 4 KiB units, homed on server 1 (index 0
+ * is homed on server 0): the pdclust figure's rounds write one of its
+ * parity groups (2 blocks, 8 KiB) and PUT one record into index 0. */
+static struct clovis_obj pobj;
+#define PD_GROUPS 64u
+
+/* One round of n PUTs, in a dtx or not (pd: PUT into index 0 and a write
+ * of one parity group of pobj, n = 2); returns seconds. */
+static double round_run(uint32_t n, bool dtx, uint64_t seq, bool pd)
 {
 	struct rec r[NMAX];
 	struct clovis_op *ops[NMAX], *cop = NULL;
 	struct clovis_dtx *dx = NULL;
+	static char pbuf[2 * 4096];
+	uint64_t ps[1] = {2 * (seq % PD_GROUPS)}, pn[1] = {2};
+	struct clovis_extvec pev = {1, ps, pn};
+	void *pb[1] = {pbuf};
+	size_t pl[1] = {sizeof pbuf};
+	struct clovis_bufvec pbv = {1, pb, pl};
 	double t0 = now();
 
 	if (dtx)
 		check(clovis_dtx_open(&dx, clovis_default_realm(cl)), "dtx_open");
-	for (uint32_t i = 0; i < n; i++) {
+	if (pd) {
+		n = 2;
+		memset(pbuf, (int)(seq & 0xff), sizeof pbuf);
+		check(clovis_obj_op(&pobj, CLOVIS_OC_WRITE, &pev, &pbv, 0,
+				    &ops[1]), "pdclust write");
+		if (dtx)
+			check(clovis_dtx_add(dx, ops[1]), "dtx_add");
+	}
+	for (uint32_t i = 0; i < (pd ? 1u : n); i++) {
 		snprintf(r[i].k, sizeof r[i].k, "k%u", (unsigned)(seq % 64));
 		memset(r[i].v, 'a' + (int)(seq % 26), sizeof r[i].v);
 		r[i].kb[0] = r[i].k;
@@ -127,8 +152,9 @@ static double round_run(uint32_t n, bool dtx, uint64_t seq)
 	return now() - t0;
 }
 
-/* Median latency (us) and rate (rounds/s) of both sides for n members. */
-static void figure(uint32_t n, bool first)
+/* Median latency (us) and rate (rounds/s) of both sides for n members
+ * (pd: the pdclust write + PUT rounds). */
+static void figure(uint32_t n, bool first, bool pd)
 {
 	static double lat[2][LAT_MAX];
 	uint32_t nr[2] = {0, 0};
@@ -138,7 +164,7 @@ static void figure(uint32_t n, bool first)
 	while (now() < end && nr[0] < LAT_MAX && nr[1] < LAT_MAX)
 		for (int side = 0; side < 2; side++)
 			for (int b = 0; b < 16; b++) {
-				double t = round_run(n, side == 1, seq++);
+				double t = round_run(n, side == 1, seq++, pd);
 
 				lat[side][nr[side]++] = t;
 				busy[side] += t;
@@ -148,7 +174,22 @@ static void figure(uint32_t n, bool first)
 		med[side] = lat[side][nr[side] / 2] * 1e6;
 		rate[side] = nr[side] / busy[side];
 	}
-	if (json)
+	if (pd && json)
+		printf("%s{\"members\": 2, \"pdclust\": \"2+1 write of one "
+		       "8 KiB parity group (home s1) + PUT (home s0)\", "
+		       "\"plain_lat_us\": %.1f, \"dtx_lat_us\": %.1f, "
+		       "\"lat_ratio\": %.2f, \"plain_rounds_s\": %.0f, "
+		       "\"dtx_rounds_s\": %.0f, \"rate_ratio\": %.2f, "
+		       "\"rounds\": %u}", first ? "" : ",\n", med[0], med[1],
+		       med[1] / med[0], rate[0], rate[1], rate[1] / rate[0],
+		       nr[1]);
+	else if (pd)
+		printf("dtx of 2 participants, pdclust 2+1 write of one 8 KiB "
+		       "group + PUT: latency %8.1f us vs plain %8.1f us (ratio "
+		       "%.2f); %7.0f vs %7.0f rounds/s (ratio %.2f); %u rounds "
+		       "each\n", med[1], med[0], med[1] / med[0], rate[1],
+		       rate[0], rate[1] / rate[0], nr[1]);
+	else if (json)
 		printf("%s{\"members\": %u, \"plain_lat_us\": %.1f, "
 		       "\"dtx_lat_us\": %.1f, \"lat_ratio\": %.2f, "
 		       "\"plain_rounds_s\": %.0f, \"dtx_rounds_s\": %.0f, "
@@ -179,7 +220,8 @@ static uint64_t in_doubt(void)
 		q.kind = DTM_MSG_LIST;
 		q.limit = 1;
 		check(dtm_pack(&q.base, &b, &bl), "pack");
-		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, 5000, &rb, &rl);
+		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, 5000,
+				      &rb, &rl);
 		if (rc == 0)
 			rc = dtm_reply_decode(rb, rl, &rp);
 		free(rb);
@@ -317,7 +359,29 @@ static int main_cluster(const char *file, uint32_t nrec)
 		       "index PUTs on N servers, queue depth 1, %.1f s per "
 		       "side\n", nsrv, file, secs);
 	for (uint32_t i = 0; i < nn; i++)
-		figure(ns[i], i == 0);
+		figure(ns[i], i == 0, false);
+	if (nsrv >= 2) {
+		struct clovis_obj_attr a = {.oa_block_shift = 12,
+					    .oa_layout = CLOVIS_LAYOUT_PDCLUST,
+					    .oa_data_units = 2,
+					    .oa_parity_units = 1,
+					    .oa_unit_shift = 12};
+		uint64_t base = ((uint64_t)time(NULL) << 20) + 0xf0000;
+		struct clovis_id id;
+		struct clovis_op *op;
+
+		for (uint64_t lo = base; ; lo++) {
+			id = (struct clovis_id){0xbe4f, lo};
+			if (clu_home(&hc, &id) == 1)
+				break;
+		}
+		check(clovis_obj_init(&pobj, clovis_default_realm(cl), &id, &a),
+		      "obj_init");
+		check(clovis_entity_op(&pobj.ob_entity, CLOVIS_EO_CREATE, &op),
+		      "create pdclust");
+		check(clovis_op_sync(op), "create pdclust");
+		figure(2, false, true);
+	}
 	if (nsrv >= 2 && nrec > 0)
 		recovery(nrec);
 	if (json)
@@ -682,7 +746,7 @@ int main(int argc, char **argv)
 		       "round = N index PUTs, queue depth 1, %.1f s per side\n",
 		       dir, secs);
 	for (uint32_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
-		figure(ns[i], i == 0);
+		figure(ns[i], i == 0, false);
 	if (json)
 		printf("\n], \"recovery\": \"cluster only (--cluster)\"}\n");
 	else

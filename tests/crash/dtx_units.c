@@ -2,19 +2,26 @@
  * dtx_units.c — dtxs with a pdclust member and entity members on a 3-server
  * cluster, for the crash rounds of tests/integ/dtx_cluster_test.sh.
  *
- *   dtx_units init  CLUSTER        pdclust 2+1 object P (4 KiB units, home
+ *   dtx_units init  CLUSTER        (again after a failure: what exists is
+ *                                  kept) pdclust 2+1 object P (4 KiB units, home
  *                                  s1), blocks 0-1 (one parity group) all
  *                                  bytes 0; plain object C0 (home s1);
- *                                  index L (home s2) with "gen" -> 0
+ *                                  index L (home s2) with "gen" -> 0;
+ *                                  plain object Q (home s1), QMIB MiB of
+ *                                  byte 0
  *   dtx_units step  CLUSTER G      one dtx: blocks 0-1 of P := byte G,
+ *                                  the QMIB MiB of Q := byte G (so s1's
+ *                                  PREPARE is far above one message and
+ *                                  moves by RMA),
  *                                  CREATE C<G>, DELETE C<g> (g: the
  *                                  generation L holds now), PUT "gen" -> G
  *                                  in L (participants s1 and s2); G must
  *                                  be new (1..255).  Exit 0
  *                                  committed, 3 outcome unknown (in doubt,
  *                                  or not yet applied everywhere), 1 failed
- *   dtx_units check CLUSTER GMAX   all or nothing: P's two blocks hold one
- *                                  byte g throughout, L says g, C<g> exists
+ *   dtx_units check CLUSTER GMAX   all or nothing: P's two blocks and Q's
+ *                                  QMIB MiB hold one byte g throughout, L
+ *                                  says g, C<g> exists
  *                                  and no other C<k> (k <= GMAX) does;
  *                                  prints "gen g"
  *   dtx_units free  CLUSTER        prints the free bytes of every pool of
@@ -32,6 +39,8 @@
 
 #define BS 4096u
 #define NBLK 2u
+#define QMIB 4u
+#define QBLK (QMIB * 256u)
 
 static struct clovis *cl;
 
@@ -57,6 +66,7 @@ static struct clovis_id home_id(uint64_t base, uint32_t home, uint32_t k)
 static struct clovis_id p_id(void) { return home_id(0x10000, 1, 0); }
 static struct clovis_id l_id(void) { return home_id(0x20000, 2, 0); }
 static struct clovis_id c_id(uint32_t g) { return home_id(0x30000, 1, g); }
+static struct clovis_id q_id(void) { return home_id(0x40000, 1, 0); }
 
 static int ent_op(struct clovis_entity *e, uint32_t opc)
 {
@@ -64,6 +74,14 @@ static int ent_op(struct clovis_entity *e, uint32_t opc)
 	int rc = clovis_entity_op(e, opc, &op);
 
 	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* init may be run again after a failed attempt: what exists is kept. */
+static int ent_make(struct clovis_entity *e)
+{
+	int rc = ent_op(e, CLOVIS_EO_CREATE);
+
+	return rc == -EEXIST ? ent_op(e, CLOVIS_EO_OPEN) : rc;
 }
 
 static void p_init(struct clovis_obj *o)
@@ -86,6 +104,15 @@ static void c_init(struct clovis_obj *o, uint32_t g)
 	clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
 }
 
+static void q_init(struct clovis_obj *o)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_PLAIN};
+	struct clovis_id id = q_id();
+
+	clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+}
+
 /* Buffers of the blocks op and the record op. */
 struct bufs {
 	uint64_t s[1], n[1];
@@ -99,7 +126,27 @@ struct bufs {
 	size_t kl[1], vl[1];
 	struct clovis_bufvec kv, vv;
 	int32_t rc[1];
+	uint64_t qs[1], qn[1];
+	struct clovis_extvec qev;
+	void *qb[1];
+	size_t ql[1];
+	struct clovis_bufvec qbv;
+	char q[QBLK * BS];
 };
+
+/* All QMIB MiB of Q: write byte c, or read. */
+static int q_op(struct clovis_obj *o, struct bufs *b, uint32_t opc, int c,
+		struct clovis_op **op)
+{
+	b->qs[0] = 0;
+	b->qn[0] = QBLK;
+	b->qev = (struct clovis_extvec){1, b->qs, b->qn};
+	memset(b->q, c, sizeof b->q);
+	b->qb[0] = b->q;
+	b->ql[0] = sizeof b->q;
+	b->qbv = (struct clovis_bufvec){1, b->qb, b->ql};
+	return clovis_obj_op(o, opc, &b->qev, &b->qbv, 0, op);
+}
 
 static int blocks_op(struct clovis_obj *o, struct bufs *b, uint32_t opc,
 		     int c, struct clovis_op **op)
@@ -134,7 +181,7 @@ static int gen_op(struct clovis_idx *ix, struct bufs *b, uint32_t opc,
 
 static void init(void)
 {
-	struct clovis_obj p, c0;
+	struct clovis_obj p, c0, q;
 	struct clovis_idx l;
 	struct clovis_id lid = l_id();
 	struct bufs *b = calloc(1, sizeof *b);
@@ -143,12 +190,20 @@ static void init(void)
 
 	p_init(&p);
 	c_init(&c0, 0);
+	q_init(&q);
+	if ((rc = ent_make(&q.ob_entity)) != 0)
+		die("create Q", rc);
+	rc = q_op(&q, b, CLOVIS_OC_WRITE, 0, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		die("write Q", rc);
 	clovis_idx_init(&l, clovis_default_realm(cl), &lid);
-	if ((rc = ent_op(&p.ob_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&p.ob_entity)) != 0)
 		die("create P", rc);
-	if ((rc = ent_op(&c0.ob_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&c0.ob_entity)) != 0)
 		die("create C0", rc);
-	if ((rc = ent_op(&l.in_entity, CLOVIS_EO_CREATE)) != 0)
+	if ((rc = ent_make(&l.in_entity)) != 0)
 		die("create L", rc);
 	rc = blocks_op(&p, b, CLOVIS_OC_WRITE, 0, &op);
 	if (rc == 0)
@@ -167,18 +222,20 @@ static uint32_t gen_now(struct clovis_idx *l);
 
 static int step(uint32_t g)
 {
-	struct clovis_obj p, cn, co;
+	struct clovis_obj p, cn, co, q;
 	struct clovis_idx l;
 	struct clovis_id lid = l_id();
 	struct bufs *b = calloc(1, sizeof *b);
-	struct clovis_op *ops[4], *cop;
+	struct clovis_op *ops[5], *cop;
 	struct clovis_dtx *dx;
 	int rc;
 
 	p_init(&p);
 	c_init(&cn, g);
+	q_init(&q);
 	clovis_idx_init(&l, clovis_default_realm(cl), &lid);
 	if ((rc = ent_op(&p.ob_entity, CLOVIS_EO_OPEN)) != 0 ||
+	    (rc = ent_op(&q.ob_entity, CLOVIS_EO_OPEN)) != 0 ||
 	    (rc = ent_op(&l.in_entity, CLOVIS_EO_OPEN)) != 0)
 		die("open", rc);
 	c_init(&co, gen_now(&l));
@@ -193,7 +250,9 @@ static int step(uint32_t g)
 		rc = clovis_entity_op(&co.ob_entity, CLOVIS_EO_DELETE, &ops[2]);
 	if (rc == 0)
 		rc = gen_op(&l, b, CLOVIS_IC_PUT, g, &ops[3]);
-	for (int i = 0; rc == 0 && i < 4; i++)
+	if (rc == 0)
+		rc = q_op(&q, b, CLOVIS_OC_WRITE, (int)g, &ops[4]);
+	for (int i = 0; rc == 0 && i < 5; i++)
 		rc = clovis_dtx_add(dx, ops[i]);
 	if (rc == 0)
 		rc = clovis_dtx_commit(dx, &cop);
@@ -201,7 +260,7 @@ static int step(uint32_t g)
 		die("dtx", rc);
 	rc = clovis_op_sync(cop);
 	printf("step %u: %d %s\n", g, rc, rc ? clovis_errmsg() : "");
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 5; i++)
 		clovis_op_free(ops[i]);
 	free(b);
 	return rc == 0 ? 0 : rc == -ETIMEDOUT || rc == -EINPROGRESS ? 3 : 1;
@@ -228,7 +287,7 @@ static uint32_t gen_now(struct clovis_idx *l)
 
 static int check(uint32_t gmax)
 {
-	struct clovis_obj p;
+	struct clovis_obj p, q;
 	struct clovis_idx l;
 	struct clovis_id lid = l_id();
 	struct bufs *b = calloc(1, sizeof *b);
@@ -237,6 +296,9 @@ static int check(uint32_t gmax)
 	int rc, bad = 0;
 
 	p_init(&p);
+	q_init(&q);
+	if ((rc = ent_op(&q.ob_entity, CLOVIS_EO_OPEN)) != 0)
+		die("open Q", rc);
 	clovis_idx_init(&l, clovis_default_realm(cl), &lid);
 	if ((rc = ent_op(&p.ob_entity, CLOVIS_EO_OPEN)) != 0 ||
 	    (rc = ent_op(&l.in_entity, CLOVIS_EO_OPEN)) != 0)
@@ -251,6 +313,18 @@ static int check(uint32_t gmax)
 		if ((unsigned char)b->blk[i] != g) {
 			printf("P torn: byte %zu is %u, byte 0 is %u\n", i,
 			       (unsigned char)b->blk[i], g);
+			bad = 1;
+			break;
+		}
+	rc = q_op(&q, b, CLOVIS_OC_READ, 0x55, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		die("read Q", rc);
+	for (size_t i = 0; i < sizeof b->q; i++)
+		if ((unsigned char)b->q[i] != g) {
+			printf("torn: Q byte %zu is %u, P holds %u\n", i,
+			       (unsigned char)b->q[i], g);
 			bad = 1;
 			break;
 		}
