@@ -204,52 +204,62 @@ static void figure(uint32_t n, bool first, bool pd)
 		       nr[1]);
 }
 
+/* In-doubt records on server s, asked with a call timeout of ms
+ * (UINT64_MAX: it did not answer). */
+static uint64_t in_doubt_on(uint32_t s, uint32_t ms)
+{
+	DtxReq q = DTX_REQ__INIT;
+	DtxReply *rp = NULL;
+	uint8_t *b;
+	size_t bl, rl = 0;
+	void *rb = NULL;
+	uint64_t v;
+	int rc;
+
+	q.kind = DTM_MSG_LIST;
+	q.limit = 1;
+	check(dtm_pack(&q.base, &b, &bl), "pack");
+	rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, ms, &rb, &rl);
+	if (rc == 0)
+		rc = dtm_reply_decode(rb, rl, &rp);
+	free(rb);
+	free(b);
+	if (rc != 0)
+		return UINT64_MAX;
+	v = rp->in_doubt;
+	dtx_reply__free_unpacked(rp, NULL);
+	return v;
+}
+
 /* Sum of the servers' in-doubt counts (UINT64_MAX: one did not answer). */
 static uint64_t in_doubt(void)
 {
 	uint64_t sum = 0;
 
 	for (uint32_t s = 0; s < nsrv; s++) {
-		DtxReq q = DTX_REQ__INIT;
-		DtxReply *rp = NULL;
-		uint8_t *b;
-		size_t bl, rl = 0;
-		void *rb = NULL;
-		int rc;
+		uint64_t v = in_doubt_on(s, 5000);
 
-		q.kind = DTM_MSG_LIST;
-		q.limit = 1;
-		check(dtm_pack(&q.base, &b, &bl), "pack");
-		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, 5000,
-				      &rb, &rl);
-		if (rc == 0)
-			rc = dtm_reply_decode(rb, rl, &rp);
-		free(rb);
-		free(b);
-		if (rc != 0)
+		if (v == UINT64_MAX)
 			return UINT64_MAX;
-		sum += rp->in_doubt;
-		dtx_reply__free_unpacked(rp, NULL);
+		sum += v;
 	}
 	return sum;
 }
 
-/* n dtxs of 2 members (ix[0], ix[1]: 2 participants) left in doubt after
- * all votes; then the time until all are resolved. */
-static void recovery(uint32_t n)
+/* n dtxs of 2 members (ix[0], ix[1]: 2 participants) abandoned after all
+ * votes, 32 in flight; keys "<tag><number>", values of tag bytes.  Returns
+ * how many were left in doubt (-ETIMEDOUT). */
+static uint32_t abandon_dtxs(uint32_t n, char tag)
 {
 	const uint32_t depth = 32;
 	struct rec *r = calloc(2 * depth, sizeof *r);
 	struct clovis_op **ops = calloc(2 * depth, sizeof *ops);
 	struct clovis_op **cops = calloc(depth, sizeof *cops);
-	double t0, t1, t2 = 0;
-	uint64_t left = 0, last = 0;
 	uint32_t made = 0;
 
 	if (r == NULL || ops == NULL || cops == NULL)
-		check(-ENOMEM, "recovery");
+		check(-ENOMEM, "abandon_dtxs");
 	dtx_abandon_after_prepare = true;
-	t0 = now();
 	for (uint32_t k = 0; k < n; k += depth) {
 		uint32_t m = n - k < depth ? n - k : depth;
 
@@ -261,8 +271,8 @@ static void recovery(uint32_t n)
 			for (uint32_t i = 0; i < 2; i++) {
 				struct rec *x = &r[2 * j + i];
 
-				snprintf(x->k, sizeof x->k, "r%u", k + j);
-				memset(x->v, 'r', sizeof x->v);
+				snprintf(x->k, sizeof x->k, "%c%u", tag, k + j);
+				memset(x->v, tag, sizeof x->v);
 				x->kb[0] = x->k;
 				x->kl[0] = strlen(x->k);
 				x->vb[0] = x->v;
@@ -288,6 +298,22 @@ static void recovery(uint32_t n)
 		}
 	}
 	dtx_abandon_after_prepare = false;
+	free(r);
+	free(ops);
+	free(cops);
+	return made;
+}
+
+/* n dtxs of 2 members (ix[0], ix[1]: 2 participants) left in doubt after
+ * all votes; then the time until all are resolved. */
+static void recovery(uint32_t n)
+{
+	double t0, t1, t2 = 0;
+	uint64_t left = 0, last = 0;
+	uint32_t made;
+
+	t0 = now();
+	made = abandon_dtxs(n, 'r');
 	t1 = now();
 	while (now() - t1 < 300) {
 		left = in_doubt();
@@ -312,9 +338,6 @@ static void recovery(uint32_t n)
 		       t2 ? "all resolved in" : "NOT resolved within",
 		       t2 ? t2 - t1 : now() - t1,
 		       t2 ? made / (t2 - t1) : 0, t2 ? "" : " — left in doubt");
-	free(r);
-	free(ops);
-	free(cops);
 }
 
 static int main_cluster(const char *file, uint32_t nrec)
@@ -391,89 +414,6 @@ static int main_cluster(const char *file, uint32_t nrec)
 }
 
 /* ------------------------------------------- recovery after a crash */
-
-/* In-doubt records on server s (UINT64_MAX: it did not answer). */
-static uint64_t in_doubt_on(uint32_t s, uint32_t ms)
-{
-	DtxReq q = DTX_REQ__INIT;
-	DtxReply *rp = NULL;
-	uint8_t *b;
-	size_t bl, rl = 0;
-	void *rb = NULL;
-	uint64_t v;
-	int rc;
-
-	q.kind = DTM_MSG_LIST;
-	q.limit = 1;
-	check(dtm_pack(&q.base, &b, &bl), "pack");
-	rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, ms, &rb, &rl);
-	if (rc == 0)
-		rc = dtm_reply_decode(rb, rl, &rp);
-	free(rb);
-	free(b);
-	if (rc != 0)
-		return UINT64_MAX;
-	v = rp->in_doubt;
-	dtx_reply__free_unpacked(rp, NULL);
-	return v;
-}
-
-/* n dtxs of 2 members (ix[0], ix[1]) abandoned after all votes, 32 in
- * flight; returns how many were left in doubt (-ETIMEDOUT). */
-static uint32_t make_in_doubt(uint32_t n)
-{
-	const uint32_t depth = 32;
-	struct rec *r = calloc(2 * depth, sizeof *r);
-	struct clovis_op **ops = calloc(2 * depth, sizeof *ops);
-	struct clovis_op **cops = calloc(depth, sizeof *cops);
-	uint32_t made = 0;
-
-	if (r == NULL || ops == NULL || cops == NULL)
-		check(-ENOMEM, "make_in_doubt");
-	dtx_abandon_after_prepare = true;
-	for (uint32_t k = 0; k < n; k += depth) {
-		uint32_t m = n - k < depth ? n - k : depth;
-
-		for (uint32_t j = 0; j < m; j++) {
-			struct clovis_dtx *dx;
-
-			check(clovis_dtx_open(&dx, clovis_default_realm(cl)),
-			      "dtx_open");
-			for (uint32_t i = 0; i < 2; i++) {
-				struct rec *x = &r[2 * j + i];
-
-				snprintf(x->k, sizeof x->k, "c%u", k + j);
-				memset(x->v, 'c', sizeof x->v);
-				x->kb[0] = x->k;
-				x->kl[0] = strlen(x->k);
-				x->vb[0] = x->v;
-				x->vl[0] = sizeof x->v;
-				x->kv = (struct clovis_bufvec){1, x->kb, x->kl};
-				x->vv = (struct clovis_bufvec){1, x->vb, x->vl};
-				check(clovis_idx_op(&ix[i], CLOVIS_IC_PUT, &x->kv,
-						    &x->vv, x->rc,
-						    CLOVIS_IF_OVERWRITE,
-						    &ops[2 * j + i]), "put");
-				check(clovis_dtx_add(dx, ops[2 * j + i]), "add");
-			}
-			check(clovis_dtx_commit(dx, &cops[j]), "commit");
-		}
-		check(clovis_op_launch(cops, m), "launch");
-		for (uint32_t j = 0; j < m; j++) {
-			clovis_op_wait(cops[j], CLOVIS_OS_STABLE,
-				       CLOVIS_TIME_NEVER);
-			made += clovis_op_rc(cops[j]) == -ETIMEDOUT;
-			clovis_op_free(cops[j]);
-			clovis_op_free(ops[2 * j]);
-			clovis_op_free(ops[2 * j + 1]);
-		}
-	}
-	dtx_abandon_after_prepare = false;
-	free(r);
-	free(ops);
-	free(cops);
-	return made;
-}
 
 /* Start strata-server NAME of the development cluster in dir the way
  * 'strata cluster up' does (it daemonizes; the first child is reaped). */
@@ -603,7 +543,7 @@ static int main_crash(const char *dir, uint32_t n)
 	if (pid <= 0 || kill(pid, 0) != 0)
 		check(-ESRCH, "decider's pid file (DIR/NAME.pid)");
 	t0 = now();
-	made = make_in_doubt(n);
+	made = abandon_dtxs(n, 'c');
 	t1 = now();
 	for (uint32_t s = 0; s < nsrv; s++)
 		at_kill[s] = in_doubt_on(s, 5000);
