@@ -37,71 +37,19 @@
 # Ends with "N passed, N failed".
 set -u
 
-B=${1:-build}
-BD=$(cd "$B" 2>/dev/null && pwd)
-S=$BD/strata
-T=$(mktemp -d "${TMPDIR:-/tmp}/strata-cluster-test.XXXXXX")
-D=$T/cl
-PORT=$((22000 + ($$ % 2000) * 4))
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-no() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
-
-cleanup() {
-	local f
-	for f in "$D"/s*.pid; do
-		[ -f "$f" ] || continue
-		kill -CONT "$(cat "$f")" 2>/dev/null
-		kill -9 "$(cat "$f")" 2>/dev/null
-	done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-# cl ARGS...: the CLI against the cluster; sets rc and out.
-cl() {
-	out=$(timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
-	rc=$?
-}
-
-# pid of server sI
-spid() { cat "$D/s$1.pid" 2>/dev/null; }
-
-# wait_gone PID: until the process is gone (at most 20 s).
-wait_gone() {
-	local i
-	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-	return 1
-}
-
-# wait_up: until every server answers (at most ~20 s).
-wait_up() {
-	local i
-	for i in $(seq 1 100); do
-		timeout 20 "$S" cluster status --dir "$D" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" cluster 22000 2000
 
 # restart I: start server sI again (it daemonizes), wait until all answer.
 restart() {
-	"$BD/strata-server" --config "$D/cluster.yaml" --name "s$1" \
-		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log" || return 1
+	srv_start "$1" "$D/cluster.yaml" || return 1
 	wait_up
 }
 
-for x in strata strata-server ut_main; do
-	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
-done
+cl_need strata strata-server ut_main
 
 echo "--- cluster up"
-timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
-check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+cl_up
 grep -q "cluster of 3 servers up" "$T/up" || cat "$T/up"
 check "three pid files" test -f "$D/s0.pid" -a -f "$D/s1.pid" -a -f "$D/s2.pid"
 check "servers listen on loopback only" \
@@ -204,16 +152,9 @@ check "s2 alone has the older records" test "$(echo "$out" | grep -c '^k')" -eq 
 echo "--- placement across servers: units on every server, one stopped"
 # The same cluster with 4 s call timeouts (servers and client), so that a
 # stopped server costs seconds, not the 20 s of the file from cluster up.
-sed 's/call_timeout: .*/call_timeout: 4s/' "$D/cluster.yaml" >"$D/fast.yaml"
-cf() {
-	out=$(timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
-	rc=$?
-}
+cl_fast 4
 for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
-for s in 0 1 2; do
-	"$BD/strata-server" --config "$D/fast.yaml" --name "s$s" \
-		--pid-file "$D/s$s.pid" --log-file "$D/s$s.log" --log-level 3
-done
+for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
 check "servers restarted (4 s timeouts, info log)" wait_up
 echo "--- index replicas ordering at once: terms, merge by version"
 # Two clients that disagree on the first live replica while the servers
@@ -438,10 +379,7 @@ echo "--- SIGTERM drains an op in flight"
 # start_all [ARGS]: start s0..s2 (they daemonize) and wait until they answer.
 start_all() {
 	local s
-	for s in 0 1 2; do
-		"$BD/strata-server" --config "$D/cluster.yaml" --name "s$s" \
-			--pid-file "$D/s$s.pid" --log-file "$D/s$s.log" "$@"
-	done
+	for s in 0 1 2; do srv_start $s "$D/cluster.yaml" "$@"; done
 	wait_up
 }
 # term_all: SIGTERM every server, wait until they are gone.

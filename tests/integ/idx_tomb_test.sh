@@ -21,53 +21,9 @@
 # KEEP=1 keeps the directory with the server logs.
 # Ends with "N passed, N failed".
 set -u
-B=${1:-build}
-BD=$(cd "$B" 2>/dev/null && pwd)
-S=$BD/strata
-T=$(mktemp -d "${TMPDIR:-/tmp}/strata-tomb-test.XXXXXX")
-D=$T/cl
-PORT=$((26000 + ($$ % 1000) * 4))
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-no() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
-
-cleanup() {
-	local f
-	for f in "$D"/s*.pid; do
-		[ -f "$f" ] || continue
-		kill -CONT "$(cat "$f")" 2>/dev/null
-		kill -9 "$(cat "$f")" 2>/dev/null
-	done
-	if [ -n "${KEEP:-}" ]; then echo "kept $T"; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-cl() {
-	out=$(timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
-	rc=$?
-}
-spid() { cat "$D/s$1.pid" 2>/dev/null; }
-wait_gone() {
-	local i
-	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-	return 1
-}
-wait_up() {
-	local i
-	for i in $(seq 1 100); do
-		timeout 20 "$S" cluster status --dir "$D" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
-start() {
-	STRATA_LOG=3 "$BD/strata-server" --config "$D/cluster.yaml" --name "s$1" \
-		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log"
-}
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" tomb 26000 1000
+start() { STRATA_LOG=3 srv_start "$1" "$D/cluster.yaml"; }
 # tombs I: tombstones server sI collected in its current run ("-" if down)
 tombs() {
 	timeout 20 "$S" cluster status --dir "$D" 2>/dev/null |
@@ -88,13 +44,10 @@ wait_tombs() {
 }
 count_keys() { echo "$out" | grep -cE "^$1"; }
 
-for x in strata strata-server; do
-	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
-done
+cl_need strata strata-server
 
 echo "--- cluster up, call timeout 3 s"
-timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
-check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+cl_up
 timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
 sed -i 's/call_timeout: .*/call_timeout: 3s/' "$D/cluster.yaml"
 for i in 0 1 2; do start $i; done

@@ -23,50 +23,9 @@
 # "N passed, N failed".
 set -u
 
-B=${1:-build}
-BD=$(cd "$B" 2>/dev/null && pwd)
-S=$BD/strata
-T=$(mktemp -d "${TMPDIR:-/tmp}/strata-fence-test.XXXXXX")
-D=$T/cl
-PORT=$((26000 + ($$ % 1500) * 4))
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-no() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
-
-cleanup() {
-	local f
-	for f in "$D"/s*.pid; do
-		[ -f "$f" ] || continue
-		kill -CONT "$(cat "$f")" 2>/dev/null
-		kill -9 "$(cat "$f")" 2>/dev/null
-	done
-	if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-spid() { cat "$D/s$1.pid" 2>/dev/null; }
-wait_gone() {
-	local i
-	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-	return 1
-}
-wait_up() {
-	local i
-	for i in $(seq 1 100); do
-		timeout 20 "$S" cluster status --cluster "$D/fast.yaml" >/dev/null 2>&1 && return 0
-		sleep 0.2
-	done
-	return 1
-}
-# cf ARGS...: the CLI against the cluster (4 s timeouts); sets rc and out.
-cf() {
-	out=$(timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
-	rc=$?
-}
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" fence 26000 1500
+UPCONF=$D/fast.yaml
 jnum() { echo "$out" | grep -oE "\"$1\": [0-9]+" | head -1 | grep -oE '[0-9]+$'; }
 # home_of ID: put nothing, but find which server logged the last write of ID
 # (each server logs the object writes it serves at log level 3).
@@ -94,19 +53,13 @@ late_of() {
 		grep -A1 "^s$1 " | grep -oE '[0-9]+ late-writes-refused' | grep -oE '^[0-9]+'
 }
 
-for x in strata strata-server; do
-	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
-done
+cl_need strata strata-server
 
 echo "--- cluster up (4 s call timeouts, info log)"
-timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
-check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
-sed 's/call_timeout: .*/call_timeout: 4s/' "$D/cluster.yaml" >"$D/fast.yaml"
+cl_up
+cl_fast 4
 for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
-for s in 0 1 2; do
-	"$BD/strata-server" --config "$D/fast.yaml" --name "s$s" \
-		--pid-file "$D/s$s.pid" --log-file "$D/s$s.log" --log-level 3
-done
+for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
 check "servers up" wait_up
 
 echo "--- the deadline fence"

@@ -1,0 +1,104 @@
+# cluster_lib.sh — a 3-server loopback cluster for the integration tests
+# (sourced by cluster_test.sh, idx_tomb_test.sh and rdev_fence_test.sh).
+#
+# The caller sources it after 'set -u' and calls cl_init first; then
+#
+#   cl_init BUILD TAG BASE SPREAD
+#                  set BD (BUILD made absolute), S (the CLI), T (a new
+#                  temporary directory strata-TAG-test.*), D (the cluster
+#                  directory, $T/cl), PORT (BASE + (pid % SPREAD) * 4),
+#                  pass and fail; kill the servers and remove T on any exit
+#                  (KEEP=1 keeps T and says so)
+#   ok/no TEXT     count and print a pass / a failure
+#   check TEXT CMD run CMD, ok or no
+#   cl_need BIN... every BIN built in BD, or a failure and exit 1
+#   cl_up          strata cluster up --nodes 3 in D, checked
+#   cl_fast SECS   $D/fast.yaml: the cluster file with SECS s call timeouts
+#   cl/cf ARGS...  the CLI against $D/cluster.yaml / $D/fast.yaml; sets rc
+#                  and out (stderr in $T/err)
+#   srv_start I FILE [ARGS...]
+#                  start server sI with cluster file FILE (it daemonizes)
+#   spid I         pid of server sI
+#   wait_gone PID  until the process is gone (at most 20 s)
+#   wait_up        until every server answers (at most ~20 s), asked through
+#                  the cluster file $UPCONF if the caller set it, else
+#                  through --dir $D
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
+
+cl_cleanup() {
+	local f
+	for f in "$D"/s*.pid; do
+		[ -f "$f" ] || continue
+		kill -CONT "$(cat "$f")" 2>/dev/null
+		kill -9 "$(cat "$f")" 2>/dev/null
+	done
+	if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+}
+
+cl_init() {
+	BD=$(cd "$1" 2>/dev/null && pwd)
+	S=$BD/strata
+	T=$(mktemp -d "${TMPDIR:-/tmp}/strata-$2-test.XXXXXX")
+	D=$T/cl
+	PORT=$(($3 + ($$ % $4) * 4))
+	pass=0
+	fail=0
+	trap cl_cleanup EXIT
+	trap 'exit 1' INT TERM
+}
+
+cl_need() {
+	local x
+	for x in "$@"; do
+		[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
+	done
+}
+
+cl_up() {
+	timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+	check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+}
+
+cl_fast() {
+	sed "s/call_timeout: .*/call_timeout: $1s/" "$D/cluster.yaml" >"$D/fast.yaml"
+}
+
+cl() {
+	out=$(timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+cf() {
+	out=$(timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+
+srv_start() {
+	local i=$1 f=$2
+	shift 2
+	"$BD/strata-server" --config "$f" --name "s$i" \
+		--pid-file "$D/s$i.pid" --log-file "$D/s$i.log" "$@"
+}
+
+spid() { cat "$D/s$1.pid" 2>/dev/null; }
+
+wait_gone() {
+	local i
+	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+
+wait_up() {
+	local i
+	for i in $(seq 1 100); do
+		if [ -n "${UPCONF:-}" ]; then
+			timeout 20 "$S" cluster status --cluster "$UPCONF" >/dev/null 2>&1 && return 0
+		else
+			timeout 20 "$S" cluster status --dir "$D" >/dev/null 2>&1 && return 0
+		fi
+		sleep 0.2
+	done
+	return 1
+}
