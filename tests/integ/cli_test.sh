@@ -494,7 +494,7 @@ check "repair summary is one line" test "$(wc -l <"$T/out")" -eq 1
 good "devices after repair" --json devices
 check "flash3 repaired" test "$(json_get '[x["state"] for x in d if x["name"] == "flash3"]' <"$T/out")" = "['repaired']"
 good "repair --json with nothing left" --json repair
-check "repair JSON" test "$(json_get 'd["walk"], d["complete"], d["resumed"], d["rebuilt"], d["unrepairable"], d["units"] > 0, sorted(d)' <"$T/out")" = "repair True False 0 0 True ['bytes', 'complete', 'corrupt', 'devices_read', 'elapsed_ns', 'mib_per_s', 'moved', 'rebuilt', 'resumed', 'seconds', 'units', 'unrepairable', 'walk', 'walk_total']"
+check "repair JSON" test "$(json_get 'd["walk"], d["complete"], d["resumed"], d["rebuilt"], d["unrepairable"], d["units"] > 0, d["groups_sharing_server"], sorted(d)' <"$T/out")" = "repair True False 0 0 True 0 ['bytes', 'complete', 'corrupt', 'devices_read', 'elapsed_ns', 'groups_sharing_server', 'mib_per_s', 'moved', 'rebuilt', 'resumed', 'seconds', 'units', 'unrepairable', 'walk', 'walk_total']"
 check "repair JSON whole-walk totals equal this call's (not resumed)" test "$(json_get 'd["walk_total"]["units"] == d["units"], d["walk_total"]["rebuilt"] == d["rebuilt"], sorted(d["walk_total"])' <"$T/out")" = "True True ['corrupt', 'moved', 'rebuilt', 'units', 'unrepairable']"
 bad "replace onto an existing file" 1 "device replace flash3: File exists: " device replace flash3 "$T/small"
 (cd "$T" && "$S" --data "$D2" device replace flash3 nf3.dev >"$T/out" 2>"$T/err")
