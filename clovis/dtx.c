@@ -277,6 +277,25 @@ static void dtx_hold(struct eng_citem *ci)
 		dtx_submit(dx);
 }
 
+
+/* A member that runs later (cluster: in its PREPARE; a unit layout: with
+ * the others' group locks at the commit): mark it, count it in *counter,
+ * and submit the dtx if it was the last one to run. */
+static int dtx_member_park(struct clovis_dtx *dx, struct clovis_op *op,
+			   uint32_t state, uint32_t *counter)
+{
+	bool go;
+
+	pthread_mutex_lock(&dx->dx_lock);
+	dtx_member_find(dx, op)->dm_state = state;
+	(*counter)++;
+	go = dtx_ready_locked(dx);
+	pthread_cond_broadcast(&dx->dx_cond);
+	pthread_mutex_unlock(&dx->dx_lock);
+	if (go)
+		dtx_submit(dx);
+	return ENG_PENDING;
+}
 /* A member's worker run: the backend, then failures are noted in the dtx
  * (the member is FAILED at once; the dtx will fail). */
 static int dtx_member_run(struct clovis_op *op)
@@ -290,27 +309,11 @@ static int dtx_member_run(struct clovis_op *op)
 	if (cl->cl_eng == NULL) {
 		/* Cluster mode: the member travels in its participant's
 		 * PREPARE, encoded when every member has run. */
-		pthread_mutex_lock(&dx->dx_lock);
-		dtx_member_find(dx, op)->dm_state = DM_HELD;
-		dx->dx_ran++;
-		go = dtx_ready_locked(dx);
-		pthread_cond_broadcast(&dx->dx_cond);
-		pthread_mutex_unlock(&dx->dx_lock);
-		if (go)
-			dtx_submit(dx);
-		return ENG_PENDING;
+		return dtx_member_park(dx, op, DM_HELD, &dx->dx_ran);
 	}
 	if (op_unit_layout(op) != CLOVIS_LAYOUT_PLAIN) {
 		/* Its group locks are taken with the others' at the commit. */
-		pthread_mutex_lock(&dx->dx_lock);
-		dtx_member_find(dx, op)->dm_state = DM_DEFER;
-		dx->dx_defer++;
-		go = dtx_ready_locked(dx);
-		pthread_cond_broadcast(&dx->dx_cond);
-		pthread_mutex_unlock(&dx->dx_lock);
-		if (go)
-			dtx_submit(dx);
-		return ENG_PENDING;
+		return dtx_member_park(dx, op, DM_DEFER, &dx->dx_defer);
 	}
 	rc = cl->cl_exec(cl, &op->op_req);
 	if (rc == ENG_PENDING)

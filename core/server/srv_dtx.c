@@ -332,6 +332,22 @@ struct pmem {
 	const DtxMember *pm_src;
 };
 
+
+/* The entity record of id on this server, from a read transaction of its
+ * own: 0, -ENOENT, or an error. */
+static int pmem_ent_get(struct srv *s, const struct clovis_id *id,
+			struct meta_ent *me)
+{
+	MDB_txn *txn;
+	int rc;
+
+	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	rc = meta_ent_get(txn, eng_meta(s->s_eng), id, me);
+	mdb_txn_abort(txn);
+	return rc;
+}
 /* Member i is an index CREATE or DELETE (EntReq with SRF_INDEX |
  * SRF_REPLICA, the incarnation chosen by the coordinator): this server is
  * one of the index's replicas (each live replica is a participant and
@@ -342,7 +358,6 @@ static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
 	struct msg_req *m = &pm->pm_m;
 	struct eng_req *r = &m->mr_req;
 	struct meta_ent me;
-	MDB_txn *txn;
 	int rc;
 
 	if (m->mr_rflags != (SRF_INDEX | SRF_REPLICA) ||
@@ -359,11 +374,7 @@ static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
 	if (pm->pm_eri == NULL)
 		return -ENOMEM;
 	pm->pm_inc = m->mr_incarnation;
-	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
-	if (rc != 0)
-		return meta_err(rc, "begin read");
-	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
-	mdb_txn_abort(txn);
+	rc = pmem_ent_get(s, &r->er_id, &me);
 	if (rc != 0 && rc != -ENOENT)
 		return rc;
 	if (r->er_kind == ER_ENT_CREATE)
@@ -392,7 +403,6 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 	struct msg_req *m = &pm->pm_m;
 	struct eng_req *r = &m->mr_req;
 	struct meta_ent me;
-	MDB_txn *txn;
 	int rc;
 
 	if (r->er_type == CLOVIS_ET_IDX &&
@@ -409,11 +419,7 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 		return err_set(-EINVAL, "member %u: object %s: server %s is "
 			       "not its home", i, eng_id_str(&r->er_id),
 			       s->s_me->cs_name);
-	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
-	if (rc != 0)
-		return meta_err(rc, "begin read");
-	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
-	mdb_txn_abort(txn);
+	rc = pmem_ent_get(s, &r->er_id, &me);
 	if (rc != 0 && rc != -ENOENT)
 		return rc;
 	if (r->er_kind == ER_ENT_CREATE)
