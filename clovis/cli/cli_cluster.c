@@ -249,6 +249,23 @@ int cmd_cluster_down(struct cli *c)
 static const char *const tier_names[CLOVIS_TIER_NR] = {"nvram", "flash",
 						       "sas", "smr"};
 
+#define CLU_STATUS_DEVS 4096
+
+/* What cluster status gathers before it prints. */
+struct clu_status {
+	struct clovis_server_info cs_si[64];
+	uint32_t cs_nr;                /* servers in the cluster file */
+	uint32_t cs_up;
+	struct clovis_dev_info *cs_dev; /* CLU_STATUS_DEVS entries */
+	uint32_t cs_nd;                /* devices listed */
+};
+
+/* Tier index of a device, clamped for the tables above. */
+static uint32_t dev_tier(const struct clovis_dev_info *d)
+{
+	return d->di_tier < CLOVIS_TIER_NR ? d->di_tier : 0;
+}
+
 /* Devices and tiers per server (paths are "SERVER:PATH"). */
 static void status_devs(const struct clovis_dev_info *d, uint32_t nr)
 {
@@ -257,7 +274,7 @@ static void status_devs(const struct clovis_dev_info *d, uint32_t nr)
 
 	printf("devices: %u\n", nr);
 	for (uint32_t i = 0; i < nr; i++) {
-		uint32_t t = d[i].di_tier < CLOVIS_TIER_NR ? d[i].di_tier : 0;
+		uint32_t t = dev_tier(&d[i]);
 
 		printf("  %3u %-6s %10" PRIu64 " MiB free of %10" PRIu64
 		       " MiB %s %s\n", d[i].di_index, tier_names[t],
@@ -279,55 +296,233 @@ static void status_devs(const struct clovis_dev_info *d, uint32_t nr)
 		printf("%u devices not online\n", bad);
 }
 
+/* One server as text: its counters and fence figures, or DOWN. */
+static void status_server_text(const struct clovis_server_info *si)
+{
+	if (!si->si_up) {
+		printf("%-28s DOWN\n", si->si_name);
+		return;
+	}
+	printf("%-28s up    %8" PRIu64 " s  %10" PRIu64 " requests  %6"
+	       PRIu64 " refused  %6" PRIu64 " dropped  %6" PRIu64
+	       " auth-failed  %4" PRIu64 " in flight  %4" PRIu64
+	       " idx-syncs  %6" PRIu64 " tombstones-collected\n",
+	       si->si_name, si->si_uptime_ms / 1000, si->si_requests,
+	       si->si_bad_requests, si->si_rpc_dropped, si->si_auth_failed,
+	       si->si_inflight, si->si_idx_syncs, si->si_idx_tombs);
+	printf("  fence: %" PRIu64 " late-writes-refused  %" PRIu64
+	       " bytes-fenced  slice-free:", si->si_late_writes,
+	       si->si_fenced_bytes);
+	for (uint32_t j = 0; j < si->si_nr_slices && j < 64; j++)
+		printf(" %u=%" PRIu64, j, si->si_slice_free[j]);
+	printf("\n");
+}
+
+/* The JSON name of a device state (as strata devices prints it). */
+static const char *dev_state_json(uint32_t state)
+{
+	switch (state) {
+	case CLOVIS_DEV_ONLINE:
+		return "online";
+	case CLOVIS_DEV_FAILED:
+		return "failed";
+	case CLOVIS_DEV_REPAIRED:
+		return "repaired";
+	}
+	return "unknown";
+}
+
+/* One device of a server as a JSON object. */
+static void status_dev_json(const struct clovis_dev_info *d, bool first)
+{
+	printf("%s{\"index\": %u, \"tier\": \"%s\", \"path\": ",
+	       first ? "" : ", ", d->di_index, tier_names[dev_tier(d)]);
+	cli_json_str(stdout, d->di_path, strnlen(d->di_path,
+						 sizeof d->di_path));
+	printf(", \"driver\": ");
+	cli_json_str(stdout, d->di_driver, strnlen(d->di_driver,
+						   sizeof d->di_driver));
+	printf(", \"state\": \"%s\", \"size_bytes\": %" PRIu64
+	       ", \"free_bytes\": %" PRIu64 ", \"errors\": %" PRIu64
+	       ", \"rebalance\": %s}", dev_state_json(d->di_state),
+	       d->di_size_bytes, d->di_free_bytes, d->di_errors,
+	       d->di_rebalance ? "true" : "false");
+}
+
+/*
+ * The devices of server name (paths "NAME:PATH") as a JSON array: a
+ * server's devices are the ones whose path starts with its name and a
+ * colon (clovis_dev_list() in cluster mode).
+ */
+static void status_devs_json(const struct clu_status *st, const char *name,
+			     size_t len)
+{
+	bool first = true;
+
+	printf("[");
+	for (uint32_t i = 0; i < st->cs_nd; i++) {
+		const char *p = st->cs_dev[i].di_path;
+
+		if (strncmp(p, name, len) != 0 || p[len] != ':')
+			continue;
+		status_dev_json(&st->cs_dev[i], first);
+		first = false;
+	}
+	printf("]");
+}
+
+/* A counter of a server that answered, or null for one that did not. */
+static void json_u64_or_null(const char *key, uint64_t v, bool up)
+{
+	if (up)
+		printf(", \"%s\": %" PRIu64, key, v);
+	else
+		printf(", \"%s\": null", key);
+}
+
+/*
+ * One server as a JSON object.  si_name is "NAME ADDR:PORT"; every key is
+ * present for a server that is down too (counters null, no devices).
+ */
+static void status_server_json(const struct clu_status *st,
+			       const struct clovis_server_info *si, bool first)
+{
+	const char *sp = memchr(si->si_name, ' ', sizeof si->si_name);
+	size_t all = strnlen(si->si_name, sizeof si->si_name);
+	size_t len = sp != NULL ? (size_t)(sp - si->si_name) : all;
+	bool up = si->si_up != 0;
+
+	printf("%s{\"name\": ", first ? "" : ",\n  ");
+	cli_json_str(stdout, si->si_name, len);
+	printf(", \"address\": ");
+	cli_json_str(stdout, sp != NULL ? sp + 1 : "",
+		     sp != NULL ? all - len - 1 : 0);
+	printf(", \"state\": \"%s\", \"up\": %s", up ? "up" : "down",
+	       up ? "true" : "false");
+	json_u64_or_null("uptime_ms", si->si_uptime_ms, up);
+	json_u64_or_null("requests", si->si_requests, up);
+	json_u64_or_null("refused", si->si_bad_requests, up);
+	json_u64_or_null("dropped", si->si_rpc_dropped, up);
+	json_u64_or_null("auth_failed", si->si_auth_failed, up);
+	json_u64_or_null("in_flight", si->si_inflight, up);
+	json_u64_or_null("idx_syncs", si->si_idx_syncs, up);
+	json_u64_or_null("tombstones_collected", si->si_idx_tombs, up);
+	json_u64_or_null("late_writes_refused", si->si_late_writes, up);
+	json_u64_or_null("bytes_fenced", si->si_fenced_bytes, up);
+	printf(", \"slice_free\": ");
+	if (up) {
+		printf("[");
+		for (uint32_t j = 0; j < si->si_nr_slices && j < 64; j++)
+			printf("%s%" PRIu64, j ? ", " : "",
+			       si->si_slice_free[j]);
+		printf("]");
+	} else {
+		printf("null");
+	}
+	printf(", \"devices\": ");
+	status_devs_json(st, si->si_name, len);
+	printf("}");
+}
+
+/* The sums of the tiers as a JSON array (tiers without devices left out). */
+static void status_tiers_json(const struct clu_status *st)
+{
+	uint64_t size[CLOVIS_TIER_NR] = {0}, fr[CLOVIS_TIER_NR] = {0};
+	uint32_t cnt[CLOVIS_TIER_NR] = {0};
+	bool first = true;
+
+	for (uint32_t i = 0; i < st->cs_nd; i++) {
+		uint32_t t = dev_tier(&st->cs_dev[i]);
+
+		size[t] += st->cs_dev[i].di_size_bytes;
+		fr[t] += st->cs_dev[i].di_free_bytes;
+		cnt[t]++;
+	}
+	printf("[");
+	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+		if (cnt[t] == 0)
+			continue;
+		printf("%s{\"tier\": \"%s\", \"devices\": %u, \"size_bytes\": %"
+		       PRIu64 ", \"free_bytes\": %" PRIu64 "}",
+		       first ? "" : ", ", tier_names[t], cnt[t], size[t], fr[t]);
+		first = false;
+	}
+	printf("]");
+}
+
+static void status_json(const struct clu_status *st)
+{
+	uint32_t bad = 0;
+
+	for (uint32_t i = 0; i < st->cs_nd; i++)
+		bad += st->cs_dev[i].di_state != CLOVIS_DEV_ONLINE;
+	printf("{\"servers\": [");
+	for (uint32_t i = 0; i < st->cs_nr; i++)
+		status_server_json(st, &st->cs_si[i], i == 0);
+	printf("],\n \"servers_up\": %u, \"servers_down\": %u, \"devices\": %u, "
+	       "\"devices_not_online\": %u, \"tiers\": ", st->cs_up,
+	       st->cs_nr - st->cs_up, st->cs_nd, bad);
+	status_tiers_json(st);
+	printf("}\n");
+}
+
+/*
+ * Ask every server for its status, then the devices of those that answer.
+ * Text prints the servers before it asks for the devices; JSON prints
+ * once both answered, so its output is whole or nothing.
+ */
+static int status_fetch(struct cli *c, struct clu_status *st)
+{
+	uint32_t nd = CLU_STATUS_DEVS;
+	int rc;
+
+	st->cs_nr = 64;
+	rc = cli_call(c, clovis_server_list(c->c_cl, st->cs_si, &st->cs_nr));
+	if (rc != 0)
+		return rc;
+	if (st->cs_nr > 64)
+		st->cs_nr = 64;
+	for (uint32_t i = 0; i < st->cs_nr; i++)
+		st->cs_up += st->cs_si[i].si_up != 0;
+	if (!c->c_json) {
+		for (uint32_t i = 0; i < st->cs_nr; i++)
+			status_server_text(&st->cs_si[i]);
+		printf("servers: %u up, %u down\n", st->cs_up,
+		       st->cs_nr - st->cs_up);
+	}
+	rc = cli_call(c, clovis_dev_list(c->c_cl, st->cs_dev, &nd));
+	st->cs_nd = nd < CLU_STATUS_DEVS ? nd : CLU_STATUS_DEVS;
+	return rc;
+}
+
 int cmd_cluster_status(struct cli *c)
 {
 	char conf[PATH_MAX + 64];
-	struct clovis_server_info si[64];
-	struct clovis_dev_info *d = calloc(4096, sizeof *d);
-	uint32_t nr = 64, nd = 4096, up = 0;
+	struct clu_status *st = calloc(1, sizeof *st);
 	int rc;
 
-	if (d == NULL)
+	if (st != NULL)
+		st->cs_dev = calloc(CLU_STATUS_DEVS, sizeof *st->cs_dev);
+	if (st == NULL || st->cs_dev == NULL) {
+		free(st);
 		return cli_sys(ENOMEM, "device table");
+	}
 	if (c->c_cluster == NULL && c->c_server == NULL) {
 		snprintf(conf, sizeof conf, "%s/cluster.yaml", c->c_dir);
 		c->c_cluster = conf;
 	}
 	rc = cli_cluster_open(c);
 	if (rc == 0)
-		rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
-	for (uint32_t i = 0; rc == 0 && i < nr && i < 64; i++) {
-		up += si[i].si_up;
-		if (si[i].si_up)
-			printf("%-28s up    %8" PRIu64 " s  %10" PRIu64
-			       " requests  %6" PRIu64 " refused  %6" PRIu64
-			       " dropped  %6" PRIu64 " auth-failed  %4" PRIu64
-			       " in flight  %4" PRIu64 " idx-syncs  %6" PRIu64
-			       " tombstones-collected\n",
-			       si[i].si_name, si[i].si_uptime_ms / 1000,
-			       si[i].si_requests, si[i].si_bad_requests,
-			       si[i].si_rpc_dropped, si[i].si_auth_failed,
-			       si[i].si_inflight, si[i].si_idx_syncs,
-			       si[i].si_idx_tombs);
-		if (si[i].si_up) {
-			printf("  fence: %" PRIu64 " late-writes-refused  %"
-			       PRIu64 " bytes-fenced  slice-free:",
-			       si[i].si_late_writes, si[i].si_fenced_bytes);
-			for (uint32_t j = 0; j < si[i].si_nr_slices; j++)
-				printf(" %u=%" PRIu64, j, si[i].si_slice_free[j]);
-			printf("\n");
-		} else {
-			printf("%-28s DOWN\n", si[i].si_name);
-		}
-	}
-	if (rc == 0) {
-		printf("servers: %u up, %u down\n", up, nr - up);
-		rc = cli_call(c, clovis_dev_list(c->c_cl, d, &nd));
-	}
-	if (rc == 0)
-		status_devs(d, nd < 4096 ? nd : 4096);
-	free(d);
-	if (rc != 0 && rc != CLI_FAIL)
+		rc = status_fetch(c, st);
+	if (rc == 0 && c->c_json)
+		status_json(st);
+	else if (rc == 0)
+		status_devs(st->cs_dev, st->cs_nd);
+	if (rc == 0 && st->cs_up < st->cs_nr)
+		rc = CLI_FAIL;
+	else if (rc != 0 && rc != CLI_FAIL)
 		rc = cli_fail(c, rc, "cluster status");
-	return rc == 0 && up < nr ? CLI_FAIL : rc;
+	free(st->cs_dev);
+	free(st);
+	return rc;
 }

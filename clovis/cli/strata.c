@@ -33,7 +33,7 @@ static const struct cli_cmd cmds[] = {
 	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
 	  "Show each server (up or down, uptime, requests served, malformed "
 	  "requests refused), then the devices, tiers and free space of the "
-	  "servers that answered." },
+	  "servers that answered; with --json as one JSON object." },
 	{ "dtx", "ls", 0, 0, CO_CLUSTER, false, cmd_dtx_ls,
 	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
 	  "Show the distributed transactions each server of the cluster "

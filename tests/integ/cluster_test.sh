@@ -60,6 +60,104 @@ check "status lists tiers" grep -qE "^  flash +18 devices" "$T/st"
 check "status: no request refused yet" \
 	test "$(grep -c ' 0 refused ' "$T/st")" -eq 3
 
+# st_json DOWN [free]: strata cluster status --json, checked against the
+# cluster file (names, addresses), the text form just before it in $T/st
+# (servers up/down, refused/dropped/auth-failed, every device line: index,
+# tier, size, state, path; free too with "free", for an idle cluster) and
+# DOWN, the comma list of servers that must show as down.  Prints each
+# mismatch; returns 1 if there was one.
+st_json() {
+	timeout 60 "$S" cluster status --dir "$D" --json >"$T/stj" 2>"$T/stj.err"
+	echo $? >"$T/stj.rc"
+	python3 - "$T/stj" "$T/st" "$PORT" "$1" "${2:-}" <<'PY'
+import json, re, sys
+jf, tf, port, down, free = sys.argv[1], sys.argv[2], int(sys.argv[3]), \
+	[x for x in sys.argv[4].split(",") if x], sys.argv[5] == "free"
+bad = []
+try:
+	d = json.load(open(jf))
+except ValueError as e:
+	print("     not valid JSON: %s" % e); sys.exit(1)
+top = {"servers", "servers_up", "servers_down", "devices",
+       "devices_not_online", "tiers"}
+skeys = {"name", "address", "state", "up", "uptime_ms", "requests",
+	 "refused", "dropped", "auth_failed", "in_flight", "idx_syncs",
+	 "tombstones_collected", "late_writes_refused", "bytes_fenced",
+	 "slice_free", "devices"}
+dkeys = {"index", "tier", "path", "driver", "state", "size_bytes",
+	 "free_bytes", "errors", "rebalance"}
+if set(d) != top:
+	bad.append("top-level keys %s" % sorted(d))
+text = open(tf).read()
+m = re.search(r"servers: (\d+) up, (\d+) down", text)
+if not m or (int(m.group(1)), int(m.group(2))) != \
+		(d.get("servers_up"), d.get("servers_down")):
+	bad.append("servers_up/down %s/%s, text %s" % (d.get("servers_up"),
+		   d.get("servers_down"), m and m.group(0)))
+devs = []
+for i, s in enumerate(d.get("servers", [])):
+	name = "s%d" % i
+	if set(s) != skeys:
+		bad.append("%s keys %s" % (name, sorted(s))); continue
+	isdown = name in down
+	if s["name"] != name or s["address"] != "127.0.0.1:%d" % (port + i):
+		bad.append("server %d is %s %s" % (i, s["name"], s["address"]))
+	if s["up"] == isdown or s["state"] != ("down" if isdown else "up"):
+		bad.append("%s up %s state %s, want %s" % (name, s["up"],
+			   s["state"], "down" if isdown else "up"))
+	if isdown:
+		if s["requests"] is not None or s["slice_free"] is not None or \
+		   s["devices"] != []:
+			bad.append("%s down but has counters or devices" % name)
+		if not re.search(r"^%s 127\.0\.0\.1:%d +DOWN$" % (name, port + i),
+				 text, re.M):
+			bad.append("%s not DOWN in the text form" % name)
+		continue
+	t = re.search(r"^%s 127\.0\.0\.1:%d +up +\d+ s +\d+ requests +(\d+) "
+		      r"refused +(\d+) dropped +(\d+) auth-failed" %
+		      (name, port + i), text, re.M)
+	if not t or [int(x) for x in t.groups()] != \
+			[s["refused"], s["dropped"], s["auth_failed"]]:
+		bad.append("%s refused/dropped/auth_failed %s %s %s, text %s" %
+			   (name, s["refused"], s["dropped"], s["auth_failed"],
+			    t and t.group(0)))
+	if len(s["slice_free"]) != 3 or s["slice_free"][i] != 0:
+		bad.append("%s slice_free %s" % (name, s["slice_free"]))
+	if not s["devices"]:
+		bad.append("%s has no devices" % name)
+	for v in s["devices"]:
+		if set(v) != dkeys or not v["path"].startswith(name + ":"):
+			bad.append("%s device %s" % (name, v))
+	devs += s["devices"]
+lines = re.findall(r"^ +(\d+) (\w+) +(\d+) MiB free of +(\d+) MiB (\w+) (\S+)$",
+		   text, re.M)
+if d.get("devices") != len(devs) or len(lines) != len(devs):
+	bad.append("devices %s, listed %d, text lines %d" % (d.get("devices"),
+		   len(devs), len(lines)))
+for v, l in zip(devs, lines):
+	got = [str(v["index"]), v["tier"], str(v["size_bytes"] >> 20),
+	       "online" if v["state"] == "online" else "FAILED", v["path"]]
+	want = [l[0], l[1], l[3], l[4], l[5]]
+	if free:
+		got.append(str(v["free_bytes"] >> 20)); want.append(l[2])
+	if got != want:
+		bad.append("device %s, text %s" % (got, want))
+tiers = {t["tier"]: t["devices"] for t in d.get("tiers", [])}
+for tier, n in re.findall(r"^  (\w+) +(\d+) devices", text, re.M):
+	if tiers.get(tier) != int(n):
+		bad.append("tier %s: %s devices, text %s" % (tier, tiers.get(tier), n))
+for b in bad:
+	print("     " + b)
+sys.exit(1 if bad else 0)
+PY
+}
+st_json "" free
+check "status --json: valid, every key, matches the text form" test $? -eq 0
+check "status --json: exit 0 with every server up" test "$(cat "$T/stj.rc")" -eq 0
+timeout 20 "$S" cluster status --dir "$D" --jsn >/dev/null 2>"$T/stj.err"
+check "status --jsn: usage error (exit 2)" test $? -eq 2
+check "status --jsn: names the option" grep -q "unknown option '--jsn'" "$T/stj.err"
+
 echo "--- Clovis suites against the cluster"
 # ut RESULT_NAME ARGS...: one ut_main run against the cluster, checked.
 ut() {
@@ -132,6 +230,13 @@ check "10 records after SIGKILL" test "$(echo "$out" | grep -c '^k')" -eq 10
 echo "--- index replica catch-up"
 # @ix lives on all 3 servers (R = 3).  Kill s2, write while it is down.
 p=$(spid 2); kill -9 "$p"; wait_gone "$p"
+timeout 60 "$S" cluster status --dir "$D" >"$T/st" 2>&1
+check "status with s2 killed: exit 1" test $? -eq 1
+st_json s2
+check "status --json with s2 killed: s2 down, s0 and s1 up, matches the text form" \
+	test $? -eq 0
+check "status --json with s2 killed: exit 1, valid JSON on stdout" \
+	test "$(cat "$T/stj.rc")" -eq 1
 for k in 11 12 13; do cl idx put @ix "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
 check "puts with one replica down" test "$rc" -eq 0
 cl idx del @ix k1; check "del with one replica down" test "$rc" -eq 0
@@ -363,13 +468,41 @@ kill -CONT "$(spid 2)"
 "$BD/strata-server" --config "$D/fast.yaml" --name s0 --pid-file "$D/s0.pid" \
 	--log-file "$D/s0.log" --log-level 3
 check "s0 restarted" wait_up
+# rb_diag OBJ: why OBJ did not read back: the get's exit code and error,
+# expected and got sizes, the first differing byte with its block (4 KiB)
+# and unit (64 KiB), its home's id, which servers answer, and the last log
+# lines of every server that name it or a peer's reachability.
+rb_diag() {
+	local id
+	echo "     $1: get exit $rc: $(cat "$T/err")"
+	echo "     $1: expected $(stat -c %s "$T/pblob") bytes, got $(stat -c %s "$T/pback" 2>/dev/null || echo no file)"
+	cmp "$T/pblob" "$T/pback" 2>&1 | awk '/differ/ {b = $5 + 0;
+		printf "     first difference at byte %d: block %d, unit %d\n",
+		b - 1, (b - 1) / 4096, (b - 1) / 65536; next} {print "     " $0}'
+	cf --json obj stat "$1"
+	id=$(echo "$out" | grep -oE '"id": "[0-9a-f:]+"' | cut -d'"' -f4)
+	echo "     $1: id ${id:-unknown} ($(echo "$out" | grep -oE '"layout": "[a-z]+"'))"
+	timeout 60 "$S" cluster status --dir "$D" --json 2>/dev/null |
+		python3 -c 'import json,sys
+for s in json.load(sys.stdin)["servers"]:
+	print("     %s %s up %s late_writes_refused %s bytes_fenced %s" % (s["name"],
+	      s["address"], s["up"], s["late_writes_refused"], s["bytes_fenced"]))' 2>&1
+	for s in 0 1 2; do
+		grep -hE "${id:-no-id}|unreachable|reachable again|walk|scrub|repair" \
+			"$D/s$s.log" | tail -6 | sed "s/^/     s$s: /"
+	done
+}
 back=0
 for i in $(seq 1 6); do
 	for o in pa pb; do
 		[ "$o" = pb ] && ! grep -qx "$i" "$T/pb_good" && continue
 		rm -f "$T/pback"
 		cf obj get "@$o$i" "$T/pback"
-		cmp -s "$T/pblob" "$T/pback" && back=$((back + 1))
+		if [ "$rc" -eq 0 ] && cmp -s "$T/pblob" "$T/pback"; then
+			back=$((back + 1))
+		else
+			rb_diag "@$o$i"
+		fi
 	done
 done
 check "every object reads back after repair and scrub ($back)" \
@@ -475,6 +608,10 @@ check "cluster down" grep -q "3 servers stopped" "$T/down"
 timeout 20 "$S" cluster status --dir "$D" >"$T/st2" 2>&1
 check "status after down: exit non-zero" test $? -ne 0
 check "status after down: 0 up" grep -q "servers: 0 up, 3 down" "$T/st2"
+cp "$T/st2" "$T/st"
+st_json s0,s1,s2
+check "status --json after down: every server down, no device" test $? -eq 0
+check "status --json after down: exit 1" test "$(cat "$T/stj.rc")" -eq 1
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
