@@ -488,7 +488,7 @@ for s in json.load(sys.stdin)["servers"]:
 	print("     %s %s up %s late_writes_refused %s bytes_fenced %s" % (s["name"],
 	      s["address"], s["up"], s["late_writes_refused"], s["bytes_fenced"]))' 2>&1
 	for s in 0 1 2; do
-		grep -hE "${id:-no-id}|unreachable|reachable again|walk|scrub|repair" \
+		grep -hE "${id:-no-id}|unreachable|reachable again|marked down|walk|scrub|repair" \
 			"$D/s$s.log" | tail -6 | sed "s/^/     s$s: /"
 	done
 }

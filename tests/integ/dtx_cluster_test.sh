@@ -325,12 +325,25 @@ check "check after the dead-participant round" acheck
 
 echo "--- unit-layout and entity members, multi-MiB dtxs (suite dtm; dtx_units: pdclust P, 4 MiB Q and C<g> homed on s1, index L on s2)"
 U=$BD/dtx_units
+for s in 0 1 2; do wc -l <"$D/s$s.log" >"$T/ut.l$s"; done
 STRATA_UT_CLUSTER=$F timeout 300 "$BD/ut_main" -s dtm >"$T/ut" 2>&1
 line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
 check "suite dtm against the cluster: $line" \
 	test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
-[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
+# On a failure: the failed tests and assertions, then what the servers
+# warned of during the run, which dtxs they hold, and whether each answers.
+if [ "$(echo "$line" | awk '{print $3}')" != 0 ]; then
 	grep -E "FAILED|^    [0-9]+\. |dtm " "$T/ut" | head -20
+	for s in 0 1 2; do
+		tail -n +$(($(cat "$T/ut.l$s") + 1)) "$D/s$s.log" |
+			grep -E " (warn|error) " | tail -12 | cut -c1-300 |
+			sed "s/^/     s$s: /"
+	done
+	timeout 20 "$S" --cluster "$F" dtx ls 2>&1 | tail -12 | sed 's/^/     /'
+	timeout 60 "$S" cluster status --cluster "$F" --json 2>&1 |
+		grep -oE '"name": "s[0-9]+", "address": "[^"]*", "state": "[a-z]+"' |
+		sed 's/^/     /'
+fi
 # init: at most 3 attempts (a call can time out on a loaded machine; init
 # keeps what an earlier attempt made)
 urc=1
