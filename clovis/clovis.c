@@ -147,7 +147,9 @@ static int conf_check(const struct clovis_conf *conf)
 			       "cc_server and cc_secret are for cluster mode");
 	if (conf->cc_data_dir == NULL || conf->cc_data_dir[0] == '\0')
 		return err_set(-EINVAL, "clovis_init: cc_data_dir is empty");
-	if (conf->cc_flags & ~(uint32_t)(CLOVIS_CONF_CREATE | CLOVIS_CONF_DEVICE_MODEL))
+	if (conf->cc_flags & ~(uint32_t)(CLOVIS_CONF_CREATE |
+					 CLOVIS_CONF_DEVICE_MODEL |
+					 CLOVIS_CONF_META_NVRAM))
 		return err_set(-EINVAL, "clovis_init: cc_flags 0x%x unknown",
 			       conf->cc_flags);
 	if (conf->cc_nr_workers > LIM_WORKERS_MAX)
@@ -221,11 +223,15 @@ static int backend_open(struct clovis *cl, const struct clovis_conf *conf)
 
 	if (conf->cc_mode == CLOVIS_MODE_CLUSTER)
 		return cluster_open(cl, conf, conf->cc_cluster_conf);
-	ec = (struct eng_conf){conf->cc_data_dir,
-			       (conf->cc_flags & CLOVIS_CONF_CREATE) != 0,
-			       conf->cc_dev_size, conf->cc_nvram_dir,
-			       conf->cc_meta_size, conf->cc_config,
-			       (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0};
+	ec = (struct eng_conf){
+		.ec_dir = conf->cc_data_dir,
+		.ec_create = (conf->cc_flags & CLOVIS_CONF_CREATE) != 0,
+		.ec_dev_size = conf->cc_dev_size,
+		.ec_nvram_dir = conf->cc_nvram_dir,
+		.ec_meta_size = conf->cc_meta_size,
+		.ec_config = conf->cc_config,
+		.ec_model = (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0,
+		.ec_meta_nvram = (conf->cc_flags & CLOVIS_CONF_META_NVRAM) != 0};
 	cl->cl_exec = exec_embedded;
 	rc = eng_open(&cl->cl_eng, &ec);
 	if (rc != 0)

@@ -166,6 +166,28 @@ enum clovis_conf_flags {
 	 *  the store configuration sets figures): emulated devices then take
 	 *  the latency and bandwidth of their class.  Off by default. */
 	CLOVIS_CONF_DEVICE_MODEL = 1u << 1,
+	/**
+	 * Metadata on the NVRAM tier (create-time; ignored when the store
+	 * exists).  The store's metadata (its LMDB environment: every
+	 * entity, extent map and index record) is kept in the NVRAM device
+	 * directory cc_nvram_dir ("/dev/shm" by default) as
+	 * NVDIR/strata-UUID-meta, and cc_data_dir/meta is a symbolic link to
+	 * it.  A durable update then pays one sync on a slow tier (its data)
+	 * instead of three (data, metadata pages, metadata meta page), and an
+	 * update is STABLE as soon as its commit returns.  The order of
+	 * durability is unchanged: data before the commit that maps it.
+	 *
+	 * The store is only as persistent as that directory: on emulated
+	 * NVRAM (tmpfs such as /dev/shm) the metadata, hence the whole store,
+	 * does not survive a reboot, exactly like the NVRAM tier's own
+	 * device.  Opening a store whose metadata directory is gone (a
+	 * dangling link) fails with -ENOENT and a message naming the data
+	 * directory and the missing path, and changes nothing; remove such a
+	 * store's directory by hand (clovis_store_destroy() refuses it the
+	 * same way).  A process killed at any instant (no reboot) loses
+	 * nothing that was STABLE, as without the flag.
+	 */
+	CLOVIS_CONF_META_NVRAM = 1u << 2,
 };
 
 /**
@@ -181,7 +203,8 @@ struct clovis_conf {
 	/** Size of each emulated device made at create; 0 = the
 	 *  configuration's device_size, else 256 MiB. */
 	uint64_t cc_dev_size;
-	/** Directory for the NVRAM device at create; NULL = "/dev/shm". */
+	/** Directory for the NVRAM device (and, with CLOVIS_CONF_META_NVRAM,
+	 *  the metadata) at create; NULL = "/dev/shm". */
 	const char *cc_nvram_dir;
 	/** Upper bound of the metadata (LMDB) map; 0 = 4 GiB. */
 	uint64_t cc_meta_size;
@@ -233,13 +256,15 @@ struct clovis_op;
  * Embedded mode: opens the data directory cc_data_dir.  When it holds no
  * store and CLOVIS_CONF_CREATE is set, a new store is made there with the
  * devices of cc_config (or the default set: nvram on cc_nvram_dir through
- * PMDK, flash, sas and smr as files in the directory).  Only one process may have a store open at a
- * time.
+ * PMDK, flash, sas and smr as files in the directory), its metadata in the
+ * directory or, with CLOVIS_CONF_META_NVRAM, on cc_nvram_dir.  Only one
+ * process may have a store open at a time.
  *
  * Returns 0 and sets *out, or:
  *   -EINVAL     conf is NULL, cc_data_dir missing, or a field out of range;
  *   -ENOENT     no store in cc_data_dir and CLOVIS_CONF_CREATE not set, or
- *               one of its devices is missing;
+ *               one of its devices is missing, or its metadata on NVRAM
+ *               is missing (CLOVIS_CONF_META_NVRAM: lost at a reboot);
  *   -EBUSY      another process has the store open;
  *   -CLOVIS_ECORRUPT  a device superblock or the metadata failed its check;
  *   -CLOVIS_EVERSION  the store was made by an incompatible version;
@@ -261,9 +286,12 @@ CLOVIS_API void clovis_fini(struct clovis *cl);
 
 /**
  * Remove the store in data_dir: every device file it recorded (including
- * the NVRAM device outside the directory), its metadata, and the directory
- * itself when nothing else is left in it.  The store must not be open.
- * Returns 0, -ENOENT (no store there), -EBUSY (open by a process), -errno.
+ * the NVRAM device outside the directory), its metadata (including a
+ * metadata directory on NVRAM, CLOVIS_CONF_META_NVRAM, and the link to
+ * it), and the directory itself when nothing else is left in it.  The
+ * store must not be open.  Returns 0, -ENOENT (no store there, or its
+ * metadata on NVRAM is missing: nothing is removed), -EBUSY (open by a
+ * process), -errno.
  */
 CLOVIS_API int clovis_store_destroy(const char *data_dir);
 

@@ -100,6 +100,20 @@ static int clu_name(const yaml_node_t *n, const char *key, char *buf)
 	return rc;
 }
 
+/* A boolean: true or false. */
+static int clu_bool(const yaml_node_t *n, const char *key, bool *out)
+{
+	const char *s = clu_scalar(n);
+
+	if (s != NULL && strcmp(s, "true") == 0)
+		*out = true;
+	else if (s != NULL && strcmp(s, "false") == 0)
+		*out = false;
+	else
+		return clu_fail(n, key, "expected true or false", s);
+	return 0;
+}
+
 /* An unsigned decimal number in lo..hi. */
 static int clu_uint(const yaml_node_t *n, const char *key, uint64_t lo,
 		    uint64_t hi, uint64_t *out)
@@ -447,6 +461,8 @@ static int clu_server_key(struct clu_px *p, struct clu_server *s,
 	if (strcmp(k, "nvram_dir") == 0)
 		return clu_path(p, v, kk, s->cs_nvram_dir,
 				sizeof s->cs_nvram_dir);
+	if (strcmp(k, "meta_nvram") == 0)
+		return clu_bool(v, kk, &s->cs_meta_nvram);
 	if (strcmp(k, "devices") == 0) {
 		*devs = v;
 		return v->type == YAML_SEQUENCE_NODE ? 0 :

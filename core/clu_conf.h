@@ -18,6 +18,7 @@
  *       port: 21000
  *       data_dir: /var/lib/strata/s0
  *       nvram_dir: /dev/shm        # optional
+ *       meta_nvram: true           # optional: metadata on nvram_dir
  *       device_size: 64MiB         # optional (else the top-level one)
  *       devices: [ ... ]           # the store syntax (docs/configuration.md)
  *   device_size: 256MiB            # optional default for every server
@@ -64,6 +65,9 @@ struct clu_server {
 	uint16_t cs_port;
 	char cs_data_dir[256];     /**< absolute */
 	char cs_nvram_dir[256];    /**< "" = the store's default */
+	/** meta_nvram: its store is created with the metadata on
+	 *  cs_nvram_dir (CLOVIS_CONF_META_NVRAM) */
+	bool cs_meta_nvram;
 	char *cs_store_yaml;       /**< its store configuration (owned) */
 	uint32_t cs_line;          /**< line of its entry in the file */
 };

@@ -112,6 +112,10 @@ struct eng {
 	struct eng_ucounters e_uc;
 	pthread_mutex_t e_dev_lock; /* device state changes and replace */
 	bool e_model; /* device model on for every tier */
+	/* the LMDB environment is on NVRAM (DATA_DIR/meta a link to it,
+	 * meta_nv_make): every commit syncs its meta page (META_SYNC_META) and
+	 * is durable at once, so STABLE comes with EXECUTED (commit_batch) */
+	bool e_meta_nv;
 	/* cluster stores: failure domain of each device (conf cd_domain) */
 	uint32_t e_dev_domain[LIM_DEV_MAX];
 	uint64_t e_serial; /* eng_serial() */
@@ -782,7 +786,8 @@ static bool cq_empty(struct eng_cqueue *q)
 
 /* One batch: apply all maps in one transaction, commit.  The commit's own
  * data sync makes the previous commit durable; the last one of a burst is
- * synced explicitly. */
+ * synced explicitly.  With the metadata on NVRAM the commit synced its
+ * meta page too: the batch is durable at once. */
 static void commit_batch(struct eng *e, struct eng_citem *batch)
 {
 	struct eng_citem *hard = NULL, *prev;
@@ -822,6 +827,10 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	if (e->e_chook != NULL)
 		e->e_chook(e->e_chook_arg, mono_us() - t0, list_len(batch));
 	commit_executed(batch);
+	if (e->e_meta_nv) {
+		commit_finish(e, batch);
+		return;
+	}
 	prev = e->e_unstable;
 	e->e_unstable = batch;
 	if (prev != NULL)
@@ -833,15 +842,19 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
  * nothing queued for either stage, no commit waiting to become durable)
  * and the committer is idle, the syncer commits the batch and makes it
  * durable itself, saving two thread hand-offs on the path of a lone
- * update.  Same steps, same order, under the committer's lock.  Returns
- * whether it did.
+ * update.  Same steps, same order, under the committer's lock.  With the
+ * metadata on NVRAM a commit costs little next to a device sync, so the
+ * syncer commits every batch so whenever the committer is idle and has
+ * nothing queued (batches still commit in order).  Returns whether it did.
  */
 static bool commit_direct(struct eng *e, struct eng_citem *batch)
 {
 	bool done = false;
 
-	if (__atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
-	    !cq_empty(&e->e_syncq) || !cq_empty(&e->e_commitq) ||
+	if ((!e->e_meta_nv &&
+	     (__atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
+	      !cq_empty(&e->e_syncq))) ||
+	    !cq_empty(&e->e_commitq) ||
 	    pthread_mutex_trylock(&e->e_cmlock) != 0)
 		return false;
 	if (e->e_unstable == NULL && cq_empty(&e->e_commitq)) {
@@ -1244,11 +1257,9 @@ static int store_create(struct eng *e, const struct eng_conf *c)
 	MDB_txn *txn;
 	int rc;
 
-	e->e_store = (struct store_rec){.st_magic = STORE_MAGIC,
-					.st_version = META_FORMAT_VERSION,
-					.st_ctime_ns = eng_now_ns()};
-	if (getrandom(e->e_store.st_uuid, 16, 0) != 16)
-		return err_set(-errno, "store uuid: %s", strerror(errno));
+	e->e_store.st_magic = STORE_MAGIC; /* st_uuid: eng_start() */
+	e->e_store.st_version = META_FORMAT_VERSION;
+	e->e_store.st_ctime_ns = eng_now_ns();
 	rc = c->ec_config ? conf_load(&e->e_conf, c->ec_config)
 			  : conf_default(&e->e_conf, c->ec_dev_size);
 	if (rc != 0)
@@ -1507,11 +1518,14 @@ static int store_lock(struct eng *e)
 	return 0;
 }
 
-/* Check the directory exists (or make it) and whether it holds a store. */
-static int store_dir_check(const struct eng_conf *c, bool *exists)
+/* Check the directory exists (or make it), whether it holds a store, and
+ * whether its metadata is on NVRAM (*linked; a dangling link fails). */
+static int store_dir_check(const struct eng_conf *c, bool *exists,
+			   bool *linked)
 {
 	char path[LIM_PATH_MAX + 32];
 	struct stat st;
+	int rc;
 
 	if (stat(c->ec_dir, &st) != 0) {
 		if (errno != ENOENT || !c->ec_create)
@@ -1524,6 +1538,9 @@ static int store_dir_check(const struct eng_conf *c, bool *exists)
 		return err_set(-ENOTDIR, "data directory %s: not a directory",
 			       c->ec_dir);
 	}
+	rc = meta_nv_check(c->ec_dir, linked);
+	if (rc != 0)
+		return rc;
 	snprintf(path, sizeof path, "%s/meta/data.mdb", c->ec_dir);
 	*exists = stat(path, &st) == 0;
 	if (!*exists && !c->ec_create)
@@ -1532,21 +1549,36 @@ static int store_dir_check(const struct eng_conf *c, bool *exists)
 	return 0;
 }
 
+/* A new store: its uuid, and its metadata directory on NVRAM when asked
+ * (c->ec_meta_nvram: DATA_DIR/meta links to NVDIR/strata-UUID-meta). */
+static int store_prepare(struct eng *e, const struct eng_conf *c)
+{
+	if (getrandom(e->e_store.st_uuid, 16, 0) != 16)
+		return err_set(-errno, "store uuid: %s", strerror(errno));
+	if (!c->ec_meta_nvram)
+		return 0;
+	e->e_meta_nv = true;
+	return meta_nv_make(c->ec_dir, c->ec_nvram_dir, e->e_store.st_uuid);
+}
+
 static int eng_start(struct eng *e, const struct eng_conf *c)
 {
 	char mdir[LIM_PATH_MAX + 16];
 	bool exists;
 	int rc;
 
-	rc = store_dir_check(c, &exists);
+	rc = store_dir_check(c, &exists, &e->e_meta_nv);
 	if (rc == 0)
 		rc = store_lock(e);
+	if (rc == 0 && !exists)
+		rc = store_prepare(e, c);
 	if (rc != 0)
 		return rc;
 	snprintf(mdir, sizeof mdir, "%s/meta", c->ec_dir);
 	rc = meta_open(&e->e_meta, mdir,
 		       c->ec_meta_size ? c->ec_meta_size : LIM_META_SIZE_DEFAULT,
-		       !exists);
+		       (exists ? 0 : META_CREATE) |
+		       (e->e_meta_nv ? META_SYNC_META : 0));
 	if (rc == 0 && !exists)
 		rc = store_create(e, c);
 	if (rc == 0)
@@ -1688,19 +1720,19 @@ int eng_destroy(const char *dir)
 	struct eng_conf c = {.ec_dir = dir};
 	char mdir[LIM_PATH_MAX + 16], path[LIM_PATH_MAX + 32];
 	struct eng *e = calloc(1, sizeof *e);
-	bool exists;
+	bool exists, linked;
 	int rc;
 
 	if (e == NULL)
 		return err_set(-ENOMEM, "destroy");
 	e->e_lockfd = -1;
 	snprintf(e->e_dir, sizeof e->e_dir, "%s", dir);
-	rc = store_dir_check(&c, &exists);
+	rc = store_dir_check(&c, &exists, &linked);
 	if (rc == 0)
 		rc = store_lock(e);
 	snprintf(mdir, sizeof mdir, "%s/meta", dir);
 	if (rc == 0)
-		rc = meta_open(&e->e_meta, mdir, LIM_META_SIZE_MIN, false);
+		rc = meta_open(&e->e_meta, mdir, LIM_META_SIZE_MIN, 0);
 	if (rc == 0)
 		rc = store_unlink_devices(e);
 	if (rc == 0) {
@@ -1714,6 +1746,8 @@ int eng_destroy(const char *dir)
 		}
 	}
 	eng_close(e);
+	if (rc == 0)
+		meta_nv_remove(dir); /* the metadata on NVRAM, and the link */
 	for (size_t i = 0; rc == 0 && i < sizeof files / sizeof files[0]; i++) {
 		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
 		if (remove(path) != 0 && errno != ENOENT)

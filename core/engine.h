@@ -65,6 +65,9 @@ struct eng_conf {
 	const char *ec_config;    /**< YAML configuration at create (NULL:
 				   *  the built-in default, core/conf.h) */
 	bool ec_model;            /**< device model on for every tier */
+	/** At create: the LMDB environment on ec_nvram_dir (DATA_DIR/meta a
+	 *  link to it, meta_nv_make()); ignored when the store exists. */
+	bool ec_meta_nvram;
 };
 
 /** Prefix of the recorded path of a remote device ("remote:s1:0":

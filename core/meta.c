@@ -1,12 +1,15 @@
 /* meta.c — the LMDB metadata store (see meta.h). */
 #include <endian.h>
+#include <limits.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/errors.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/meta.h"
 
@@ -230,8 +233,11 @@ uint32_t meta_rtxn_threads(struct meta *m)
 	return n;
 }
 
-int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create)
+int meta_open(struct meta *m, const char *dir, uint64_t map_size,
+	      uint32_t flags)
 {
+	bool create = (flags & META_CREATE) != 0;
+	unsigned int eflags = MDB_NOTLS | MDB_NORDAHEAD;
 	char path[4096];
 	struct stat st;
 	int rc;
@@ -251,9 +257,11 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create)
 	mdb_env_set_mapsize(m->m_env, map_size);
 	/* NOMETASYNC: a commit syncs its data pages but not its meta page;
 	 * the next commit's sync (or mdb_env_sync) makes it durable.  The
-	 * engine reports STABLE only then (engine.c, commit_make_stable). */
-	rc = mdb_env_open(m->m_env, dir,
-			  MDB_NOTLS | MDB_NORDAHEAD | MDB_NOMETASYNC, 0644);
+	 * engine reports STABLE only then (engine.c, commit_make_stable).
+	 * On NVRAM (META_SYNC_META) the second sync is cheap: paid at once. */
+	if ((flags & META_SYNC_META) == 0)
+		eflags |= MDB_NOMETASYNC;
+	rc = mdb_env_open(m->m_env, dir, eflags, 0644);
 	if (rc != 0) {
 		rc = meta_err(rc, dir);
 		goto out_close;
@@ -285,6 +293,126 @@ void meta_close(struct meta *m)
 	pthread_mutex_destroy(&m->m_rlock);
 	mdb_env_close(m->m_env);
 	m->m_env = NULL;
+}
+
+/* ------------------------------------------------ metadata on NVRAM */
+
+/* The target of dir/meta in out when it is a link: 1; 0 when it is not
+ * (a directory, or nothing); or a negative code. */
+static int nv_link_read(const char *dir, char *out, size_t len)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(path, sizeof path, "%s/meta", dir);
+	if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode))
+		return 0;
+	n = readlink(path, out, len - 1);
+	if (n < 0)
+		return err_set(-errno, "store %s: link %s: %s", dir, path,
+			       strerror(errno));
+	if ((size_t)n >= len - 1)
+		return err_set(-ENAMETOOLONG, "store %s: link %s: target too "
+			       "long", dir, path);
+	out[n] = '\0';
+	return 1;
+}
+
+int meta_nv_check(const char *data_dir, bool *linked)
+{
+	char target[PATH_MAX];
+	struct stat st;
+	int rc = nv_link_read(data_dir, target, sizeof target);
+
+	*linked = rc == 1;
+	if (rc <= 0 || (stat(target, &st) == 0 && S_ISDIR(st.st_mode)))
+		return rc < 0 ? rc : 0;
+	return err_set(-ENOENT, "store %s: its metadata is on NVRAM at %s "
+		       "(%s/meta links there), which is missing: the NVRAM "
+		       "content was lost (emulated NVRAM on tmpfs does not "
+		       "survive a reboot); the store cannot be opened and "
+		       "nothing was changed", data_dir, target, data_dir);
+}
+
+/* Remove the environment's files in dir, then dir (best effort). */
+static void nv_dir_remove(const char *dir)
+{
+	static const char *const files[] = {"data.mdb", "lock.mdb"};
+	char path[PATH_MAX + 16];
+
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+		snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+		if (unlink(path) != 0 && errno != ENOENT)
+			LOG_WARNING("%s: %s", path, strerror(errno));
+	}
+	if (rmdir(dir) != 0 && errno != ENOENT)
+		LOG_WARNING("%s: %s", dir, strerror(errno));
+}
+
+/* Remove what an interrupted create left at dir/meta (no data.mdb): a
+ * link and its target, or an empty directory. */
+static void nv_leftover_clear(const char *dir)
+{
+	char target[PATH_MAX], path[PATH_MAX + 16];
+
+	if (nv_link_read(dir, target, sizeof target) == 1) {
+		snprintf(path, sizeof path, "%s/data.mdb", target);
+		if (access(path, F_OK) == 0)
+			return; /* not a leftover: leave it */
+		nv_dir_remove(target);
+		snprintf(path, sizeof path, "%s/meta", dir);
+		unlink(path);
+		return;
+	}
+	snprintf(path, sizeof path, "%s/meta/lock.mdb", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/meta", dir);
+	rmdir(path);
+}
+
+int meta_nv_make(const char *data_dir, const char *nv_dir,
+		 const uint8_t uuid[16])
+{
+	char nv[PATH_MAX], target[PATH_MAX], link[PATH_MAX];
+	const char *base = nv_dir != NULL ? nv_dir : "/dev/shm";
+	int n, rc;
+
+	if (realpath(base, nv) == NULL)
+		return err_set(-errno, "store %s: NVRAM directory %s: %s",
+			       data_dir, base, strerror(errno));
+	n = snprintf(target, sizeof target, "%s/strata-", nv);
+	for (int k = 0; k < 16 && n + 2 < (int)sizeof target; k++)
+		n += snprintf(target + n, sizeof target - (size_t)n, "%02x",
+			      uuid[k]);
+	if (snprintf(target + n, sizeof target - (size_t)n, "-meta") >=
+	    (int)sizeof target - n || strlen(target) > LIM_PATH_MAX)
+		return err_set(-ENAMETOOLONG, "store %s: NVRAM directory %s: "
+			       "path too long", data_dir, nv);
+	snprintf(link, sizeof link, "%s/meta", data_dir);
+	nv_leftover_clear(data_dir);
+	if (mkdir(target, 0755) != 0)
+		return err_set(-errno, "store %s: metadata directory %s: %s",
+			       data_dir, target, strerror(errno));
+	if (symlink(target, link) != 0) {
+		rc = err_set(-errno, "store %s: link %s to %s: %s", data_dir,
+			     link, target, strerror(errno));
+		rmdir(target);
+		return rc;
+	}
+	return 0;
+}
+
+void meta_nv_remove(const char *data_dir)
+{
+	char target[PATH_MAX], link[PATH_MAX + 16];
+
+	if (nv_link_read(data_dir, target, sizeof target) != 1)
+		return;
+	nv_dir_remove(target);
+	snprintf(link, sizeof link, "%s/meta", data_dir);
+	if (unlink(link) != 0 && errno != ENOENT)
+		LOG_WARNING("%s: %s", link, strerror(errno));
 }
 
 int meta_rtxn_get(struct meta *m, MDB_txn **txn)

@@ -141,13 +141,54 @@ _Static_assert(sizeof(struct meta_unit) == 24, "meta_unit on-disk size");
 #define META_EXT_KEY_LEN 24u
 #define META_MEMBER_KEY_LEN 33u
 
+/** meta_open() flags. */
+enum meta_open_flags {
+	META_CREATE = 1u << 0, /**< create the environment if absent */
+	/** Every commit syncs its meta page too (no MDB_NOMETASYNC): for an
+	 *  environment on NVRAM, where a sync costs little, so a commit is
+	 *  durable when mdb_txn_commit() returns. */
+	META_SYNC_META = 1u << 1,
+};
+
 /**
- * Open (create == true: create if absent) the environment in dir with a map
- * of map_size bytes.  Returns 0, -ENOENT (absent and !create),
- * -CLOVIS_ECORRUPT (LMDB says the file is not a valid environment), -errno.
+ * Open the environment in dir with a map of map_size bytes; flags are
+ * META_* (without META_SYNC_META a commit leaves its meta page unsynced:
+ * the next commit's sync or mdb_env_sync() makes it durable).  Returns 0,
+ * -ENOENT (absent and not META_CREATE), -CLOVIS_ECORRUPT (LMDB says the
+ * file is not a valid environment), -errno.
  */
-int meta_open(struct meta *m, const char *dir, uint64_t map_size, bool create);
+int meta_open(struct meta *m, const char *dir, uint64_t map_size,
+	      uint32_t flags);
 void meta_close(struct meta *m);
+
+/*
+ * Metadata on NVRAM (CLOVIS_CONF_META_NVRAM, eng_conf.ec_meta_nvram): the
+ * store's "DATA_DIR/meta" is a symbolic link to "NVDIR/strata-UUID-meta"
+ * (NVDIR absolute, UUID the store's), so every path that opens DATA_DIR/meta
+ * follows it unchanged.  A store without the option has a directory there.
+ */
+
+/**
+ * Whether data_dir/meta is a link (*linked) and, if so, that its target is
+ * a directory.  Returns 0, or -ENOENT with a message naming data_dir and
+ * the missing target when the link dangles (the NVRAM lost, e.g. tmpfs at
+ * a reboot); nothing is changed either way.
+ */
+int meta_nv_check(const char *data_dir, bool *linked);
+/**
+ * Make NVDIR/strata-UUID-meta (nv_dir NULL: /dev/shm) for a new store and
+ * link data_dir/meta to it.  A leftover of an interrupted create (a link
+ * whose target holds no data.mdb, or an empty meta directory) is removed
+ * first.  Returns 0 or a negative code with a message (nothing left made).
+ */
+int meta_nv_make(const char *data_dir, const char *nv_dir,
+		 const uint8_t uuid[16]);
+/**
+ * Remove the NVRAM directory data_dir/meta links to (its data.mdb and
+ * lock.mdb, then itself) and the link (store destroy; the environment must
+ * be closed).  No link: nothing to do.  Failures are logged as warnings.
+ */
+void meta_nv_remove(const char *data_dir);
 
 /**
  * A read-only transaction on a fresh snapshot: a cached one renewed

@@ -80,6 +80,7 @@ struct cli {
 	uint64_t c_dev_size;
 	const char *c_config;  /* --config: YAML used when the store is made */
 	bool c_model;          /* --model: device model on for every tier */
+	bool c_meta_nvram;     /* --meta-nvram: metadata on NVRAM at create */
 	const char *c_cluster; /* --cluster FILE: cluster mode */
 	const char *c_server;  /* --server ADDR:PORT: cluster mode */
 	const char *c_secret;  /* $STRATA_SECRET, with --server */

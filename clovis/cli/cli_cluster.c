@@ -92,6 +92,7 @@ static int write_conf(struct cli *c, const char *dir)
 			"    port: %" PRIu64 "\n"
 			"    data_dir: s%" PRIu64 "\n"
 			"    nvram_dir: s%" PRIu64 "\n"
+			"%s"
 			"    devices:\n"
 			"      - { tier: nvram, local: true }\n"
 			"      - { tier: flash, size: %uMiB }\n"
@@ -103,7 +104,9 @@ static int write_conf(struct cli *c, const char *dir)
 			"      - { tier: sas, local: true }\n"
 			"      - { tier: sas, local: true }\n"
 			"      - { tier: smr, size: 256MiB }\n",
-			i, c->c_base_port + i, i, i, fl, fl, fl, fl, fl, fl);
+			i, c->c_base_port + i, i, i,
+			c->c_meta_nvram ? "    meta_nvram: true\n" : "",
+			fl, fl, fl, fl, fl, fl);
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
 }
 

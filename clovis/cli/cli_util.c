@@ -226,6 +226,8 @@ int cli_store_open(struct cli *c)
 	conf.cc_flags = CLOVIS_CONF_CREATE;
 	if (c->c_model)
 		conf.cc_flags |= CLOVIS_CONF_DEVICE_MODEL;
+	if (c->c_meta_nvram)
+		conf.cc_flags |= CLOVIS_CONF_META_NVRAM;
 	conf.cc_dev_size = c->c_dev_size;
 	conf.cc_config = c->c_config;
 	/* Library log lines only with -v: without it every failure is the

@@ -171,7 +171,7 @@ enum opt_id {
 	O_MODEL, O_HEX, O_OVERWRITE, O_EXCLUDE, O_RESET, O_BLOCK_SIZE,
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
-	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_NR
+	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -216,6 +216,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_NODES] = { "nodes", 0, CO_CLUSTER, true },
 	[O_DIR] = { "dir", 0, CO_CLUSTER, true },
 	[O_BASE_PORT] = { "base-port", 0, CO_CLUSTER, true },
+	[O_META_NVRAM] = { "meta-nvram", 0, 0, false },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -451,8 +452,9 @@ static void help_global(void)
 {
 	printf("strata — command-line client of the Strata tiered object "
 	       "store\n\n"
-	       "usage: strata [--data DIR] [--config FILE] [--model] [--json] "
-	       "[-q] [-v] COMMAND ...\n\n"
+	       "usage: strata [--data DIR] [--config FILE] [--model] "
+	       "[--meta-nvram]\n"
+	       "              [--json] [-q] [-v] COMMAND ...\n\n"
 	       "global options:\n"
 	       "  --data DIR       store directory (default $STRATA_DATA, "
 	       "else %s);\n"
@@ -468,6 +470,12 @@ static void help_global(void)
 	       "  --model          device model on: devices take the latency "
 	       "and bandwidth\n"
 	       "                   of their class (this run only)\n"
+	       "  --meta-nvram     when the store is created: keep its "
+	       "metadata on the\n"
+	       "                   NVRAM tier (/dev/shm); on emulated NVRAM "
+	       "the store does\n"
+	       "                   not survive a reboot ('cluster up': every "
+	       "server's)\n"
 	       "  --cluster FILE   cluster mode: run against the servers of "
 	       "this cluster\n"
 	       "                   file (docs/cluster.md) instead of --data\n"
@@ -801,6 +809,7 @@ static void apply_global(struct cli *c, const struct raw *r)
 	c->c_json = r->r_set[O_JSON];
 	c->c_config = r->r_set[O_CONFIG] ? r->r_val[O_CONFIG] : NULL;
 	c->c_model = r->r_set[O_MODEL];
+	c->c_meta_nvram = r->r_set[O_META_NVRAM];
 	c->c_cluster = r->r_set[O_CLUSTER] ? r->r_val[O_CLUSTER] : NULL;
 	c->c_server = r->r_set[O_SERVER] ? r->r_val[O_SERVER] : NULL;
 	c->c_secret = getenv("STRATA_SECRET");

@@ -708,6 +708,7 @@ static int srv_open_store(struct srv *s)
 					? s->s_me->cs_nvram_dir : NULL,
 		.ec_config = NULL,
 		.ec_model = s->s_model,
+		.ec_meta_nvram = s->s_me->cs_meta_nvram,
 	};
 	char path[512];
 	FILE *f;

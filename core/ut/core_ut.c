@@ -168,7 +168,7 @@ static void test_rtxn_cache(void)
 	char buf[2];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
-	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 16ull << 20, true), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 16ull << 20, META_CREATE), 0);
 	CU_ASSERT_EQUAL(rtxn_put(&m, "a"), 0);
 	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t[0]), 0);
 	CU_ASSERT_EQUAL(meta_sys_get(t[0], &m, "k", buf, 2), 0);
