@@ -1564,7 +1564,7 @@ static int store_prepare(struct eng *e, const struct eng_conf *c)
 static int eng_start(struct eng *e, const struct eng_conf *c)
 {
 	char mdir[LIM_PATH_MAX + 16];
-	bool exists;
+	bool exists = true;
 	int rc;
 
 	rc = store_dir_check(c, &exists, &e->e_meta_nv);
@@ -1583,6 +1583,10 @@ static int eng_start(struct eng *e, const struct eng_conf *c)
 		rc = store_create(e, c);
 	if (rc == 0)
 		rc = store_load(e);
+	if (rc != 0 && !exists && e->e_meta_nv) {
+		meta_close(&e->e_meta); /* a failed create: leave no metadata */
+		meta_nv_remove(c->ec_dir);
+	}
 	if (rc != 0)
 		return rc;
 	pthread_mutex_init(&e->e_rlock, NULL);

@@ -87,7 +87,9 @@ void crash_val_fill(uint8_t *buf, size_t len, uint32_t e, uint32_t k,
 int crash_val_check(const uint8_t *buf, size_t len, uint32_t e, uint32_t k,
 		    uint64_t *gen);
 
-/** Fill conf for the store in dir (NVRAM device in dir too). */
+/** Fill conf for the store in dir (NVRAM device in dir too; with
+ *  CRASH_META_NVRAM=NVDIR in the environment, the NVRAM device there and,
+ *  at create, the metadata too: CLOVIS_CONF_META_NVRAM). */
 void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags);
 
 #endif

@@ -3,6 +3,7 @@
  * and checker (see crash.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tests/crash/crash.h"
@@ -196,10 +197,18 @@ int crash_val_check(const uint8_t *buf, size_t len, uint32_t e, uint32_t k,
 
 void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags)
 {
+	const char *nv = getenv("CRASH_META_NVRAM");
+
 	memset(conf, 0, sizeof *conf);
 	conf->cc_data_dir = dir;
 	conf->cc_nvram_dir = dir;
 	conf->cc_flags = flags;
+	if (nv != NULL && nv[0] != '\0') {
+		/* crash_test.sh ... metanv: the metadata on NVRAM there */
+		conf->cc_nvram_dir = nv;
+		if (flags & CLOVIS_CONF_CREATE)
+			conf->cc_flags |= CLOVIS_CONF_META_NVRAM;
+	}
 	conf->cc_dev_size = CRASH_DEV_SIZE;
 	conf->cc_meta_size = 256ull << 20;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# crash_test.sh BUILD [ROUNDS] — crash-consistency test of Strata.
+# crash_test.sh BUILD [ROUNDS] [metanv] — crash-consistency test of Strata.
 #
 # Makes a store with crash_writer --init, then ROUNDS times (default 50):
 # starts crash_writer, lets it run a random 20-300 ms, kills it with
@@ -13,10 +13,14 @@
 # Prints the seed
 # (set CRASH_SEED to replay), the elapsed time and "N passed, N failed".
 # The store lives under $TMPDIR (default /tmp) and is removed at the end,
-# unless CRASH_KEEP is set.
+# unless CRASH_KEEP is set.  With "metanv" the store is made with its
+# metadata on NVRAM (CLOVIS_CONF_META_NVRAM) in a directory of /dev/shm
+# made for the run (CRASH_META_NVRAM, tests/crash/crash_common.c), also
+# removed at the end; the test checks that STORE/meta links there.
 set -u
 B=${1:-build}
 ROUNDS=${2:-50}
+MODE=${3:-}
 writer=$B/crash_writer
 checker=$B/crash_check
 seed=${CRASH_SEED:-$$}
@@ -33,18 +37,31 @@ done
 work=$(mktemp -d "${TMPDIR:-/tmp}/strata-crash.XXXXXX")
 store=$work/store
 ack=$work/ack.log
+nvdir=
+if [ "$MODE" = metanv ]; then
+	nvdir=$(mktemp -d /dev/shm/strata-crash-nv.XXXXXX) || exit 1
+	export CRASH_META_NVRAM=$nvdir
+fi
 cleanup() {
-	[ -n "${CRASH_KEEP:-}" ] && { echo "crash_test: kept $work"; return; }
+	[ -n "${CRASH_KEEP:-}" ] && { echo "crash_test: kept $work $nvdir"; return; }
 	rm -rf "$work"
+	[ -n "$nvdir" ] && rm -rf "$nvdir"
 }
 trap cleanup EXIT
 : > "$ack"
 
-echo "crash_test: seed $seed, $ROUNDS rounds, store $store"
+echo "crash_test: seed $seed, $ROUNDS rounds, store $store${nvdir:+, metadata on NVRAM in $nvdir}"
 if ! "$writer" --init "$store" > "$work/init.log" 2>&1; then
 	cat "$work/init.log"
 	echo "0 passed, 1 failed"
 	exit 1
+fi
+if [ -n "$nvdir" ]; then
+	case "$(readlink "$store/meta")" in
+	"$nvdir"/strata-*-meta) echo "crash_test: $store/meta -> $(readlink "$store/meta")" ;;
+	*) echo "crash_test: $store/meta does not link into $nvdir"
+	   echo "0 passed, 1 failed"; exit 1 ;;
+	esac
 fi
 
 pass=0
