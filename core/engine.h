@@ -22,7 +22,9 @@
  *                         at all): space
  *                         the batch unmapped goes to the reclaimer (released
  *                         after an RCU grace period) and ci_done() runs
- *                         (op STABLE).
+ *                         (op STABLE).  A store with its metadata on NVRAM
+ *                         (ec_meta_nvram) syncs the meta page in the commit
+ *                         itself: STABLE at once, with EXECUTED.
  * A crash before the commit leaves the old maps, and the new space is free
  * again at the next open (the allocator is rebuilt from the maps); after it,
  * the new maps.  Nothing is ever half-applied.

@@ -5,8 +5,8 @@
  *                [--figs GROUP[,GROUP...]]
  *
  * --figs measures only the named groups of figures (for targeted runs while
- * tuning): 1m, 4k, idx (store 1), tier, ecw (EC writes only), ec (every EC
- * figure) (store 2).  A store none of whose groups is named is skipped.
+ * tuning): 1m, 4k, idx (store 1), metanv (store 1 with its metadata on
+ * NVRAM), tier, ecw (EC writes only), ec (every EC figure) (store 2).  A store none of whose groups is named is skipped.
  *
  * One process, one file system: the stores live in DIR (their NVRAM devices
  * on /dev/shm through PMDK), the raw baselines in DIR too.  Each figure is
@@ -35,6 +35,12 @@
  *        (run inline in it); _array: one thread launching arrays of 16
  *        (run by the worker threads).
  *
+ * Group metanv (DIR/store-metanv, made with CLOVIS_CONF_META_NVRAM: the
+ * metadata on /dev/shm): 1m_seqwrite_flash_metanv and
+ * 4k_stable_qd16_vs_sync_qd1_metanv, the flash figures above on that
+ * store, each with its raw baseline (the same raw file on ext4) measured
+ * again right after it in the same run.
+ *
  * Then that store is destroyed and bench_ec.c makes the second one, on
  * which bench_tier.c and bench_ec.c measure the figures of issue 3.
  */
@@ -62,6 +68,7 @@
 #define BN_EMU_DISK "flash: file, ext4, O_DIRECT"
 #define BN_EMU_SHM "nvram: /dev/shm via PMDK"
 #define BN_EMU_LMDB "LMDB on ext4"
+#define BN_EMU_METANV "flash: file, ext4, O_DIRECT; metadata on /dev/shm"
 
 static struct bn_fig bn_figs[BN_FIGS_MAX];
 static unsigned bn_nr_figs;
@@ -988,7 +995,7 @@ static double bn_goal(const char *name)
 {
 	if (strncmp(name, "1m_", 3) == 0)
 		return 0.8;
-	if (strcmp(name, "4k_stable_qd16_vs_sync_qd1") == 0)
+	if (strncmp(name, "4k_stable_qd16_vs_sync_qd1", 26) == 0)
 		return 3.0;
 	if (strncmp(name, "idx_put", 7) == 0)
 		return 0.5;
@@ -1103,8 +1110,44 @@ static int bn_args(int argc, char **argv)
 usage:
 	fprintf(stderr, "usage: strata_bench --dir DIR [--json] "
 		"[--seconds S] [--only store1|store2]\n"
-		"       [--figs 1m,4k,idx,tier,ecw,ec]\n");
+		"       [--figs 1m,4k,idx,metanv,tier,ecw,ec]\n");
 	return 2;
+}
+
+/* Group metanv: the flash write figures on a store made with its metadata
+ * on NVRAM (/dev/shm), each beside its raw baseline measured right after
+ * it; the store is destroyed afterwards. */
+static void bn_figs_metanv(void)
+{
+	struct bn_raw rw = {0}, r1 = {0};
+	struct clovis_obj o1m, o4k;
+	double w1m, w4k, raw_w, raw_1;
+	char path[600];
+
+	if (bn_raw_fd < 0)
+		bn_raw_file_setup();
+	snprintf(path, sizeof path, "%s/store-metanv", bn_dir);
+	(void)clovis_store_destroy(path);
+	bn_store_open(path, NULL, CLOVIS_CONF_CREATE | CLOVIS_CONF_META_NVRAM);
+	fprintf(bn_json ? stderr : stdout, "# store %s: metadata on NVRAM "
+		"(CLOVIS_CONF_META_NVRAM, /dev/shm)\n", path);
+	bn_obj_create(&o1m, 3, 20, CLOVIS_TIER_FLASH);
+	bn_obj_create(&o4k, 1, 12, CLOVIS_TIER_FLASH);
+	bn_obj_prefill(&o1m, BN_BIG_BLKS);
+	bn_obj_prefill(&o4k, BN_SMALL_BLKS);
+	rw = bn_raw_file(bn_raw_seq_write, 1, 1u << 20);
+	r1 = bn_raw_file(bn_raw_rand_write, 1, 4096);
+	w1m = bn_ours_obj(bn_make_seq_write, &o1m, 1, BN_BIG_BLKS);
+	raw_w = bn_raw_run(&rw);
+	w4k = bn_ours_obj(bn_make_rand_write, &o4k, 16, BN_SMALL_BLKS);
+	raw_1 = bn_raw_run(&r1);
+	bn_fig_add("1m_seqwrite_flash_metanv", w1m, raw_w, "MiB/s", 1, 1,
+		   BN_EMU_METANV);
+	bn_fig_add("4k_stable_qd16_vs_sync_qd1_metanv", w4k, raw_1, "IOPS", 16,
+		   1, BN_EMU_METANV);
+	clovis_fini(bn_cl);
+	bn_cl = NULL;
+	bn_check(clovis_store_destroy(path), "store-metanv destroy");
 }
 
 /* The issue-2 figures on store 1, which is destroyed afterwards. */
@@ -1161,6 +1204,9 @@ int main(int argc, char **argv)
 	if ((bn_only == NULL || strcmp(bn_only, "store1") == 0) &&
 	    (bn_want("1m") || bn_want("4k") || bn_want("idx")))
 		bn_figs_store1();
+	if ((bn_only == NULL || strcmp(bn_only, "store1") == 0) &&
+	    bn_want("metanv"))
+		bn_figs_metanv();
 	if ((bn_only == NULL || strcmp(bn_only, "store2") == 0) &&
 	    (bn_want("tier") || bn_want("ec") || bn_want("ecw")))
 		bn_figs_store2();

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# metanv_cluster_test.sh BUILD — cluster servers whose stores keep their
+# metadata on the NVRAM device directory (cluster key servers[].meta_nvram,
+# written by 'strata --meta-nvram cluster up'), on a 3-server loopback
+# cluster:
+#
+#   1. the cluster file says meta_nvram: true for every server, and each
+#      server's DATA_DIR/meta is a link to NVDIR/strata-UUID-meta (here
+#      NVDIR is the server's nvram_dir in the cluster directory);
+#   2. an object of 64 blocks and 8 index records are written and read
+#      back;
+#   3. every server is killed with SIGKILL and restarted: the object and
+#      the records read back the same.
+#
+# Every wait is bounded; the servers are killed and the directory removed
+# on any exit; KEEP=1 keeps it.  Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" metanv 28000 1000
+cl_need strata strata-server
+
+echo "--- strata --meta-nvram cluster up"
+timeout 60 "$S" --meta-nvram cluster up --nodes 3 --dir "$D" \
+	--base-port "$PORT" >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+check "cluster file: meta_nvram for 3 servers" \
+	test "$(grep -c 'meta_nvram: true' "$D/cluster.yaml")" -eq 3
+links=0
+for i in 0 1 2; do
+	case "$(readlink "$D/s$i/meta")" in
+	"$D"/s$i/strata-*-meta) [ -f "$D/s$i/meta/data.mdb" ] && links=$((links + 1)) ;;
+	esac
+done
+check "each server's meta links to its NVRAM directory" test "$links" -eq 3
+
+echo "--- write and read"
+head -c $((64 * 4096)) /dev/urandom >"$T/data"
+cl obj create @mo --block-size 4096; check "obj create" test "$rc" -eq 0
+cl obj write @mo 0 "$T/data"; check "obj write 64 blocks" test "$rc" -eq 0
+cl idx create @mi; check "idx create" test "$rc" -eq 0
+for k in $(seq 1 8); do cl idx put @mi "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
+check "8 records put" test "$rc" -eq 0
+readback() {
+	local k
+	cl obj read @mo 0 64 "$T/back"
+	[ "$rc" -eq 0 ] && cmp -s "$T/data" "$T/back" || return 1
+	for k in $(seq 1 8); do
+		cl idx get @mi "k$k"
+		[ "$rc" -eq 0 ] && [ "$out" = "v$k" ] || return 1
+	done
+}
+check "object and records read back" readback
+
+echo "--- SIGKILL and restart of every server"
+for i in 0 1 2; do
+	p=$(spid $i)
+	kill -9 "$p" 2>/dev/null
+	wait_gone "$p" || no "s$i gone after SIGKILL"
+done
+for i in 0 1 2; do srv_start $i "$D/cluster.yaml"; done
+check "three servers up again" wait_up
+check "object and records read back after the restart" readback
+
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
