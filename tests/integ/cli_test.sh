@@ -25,7 +25,10 @@ fail=0
 # Remove the store with its devices (NVRAM included) and the temp dir.
 cleanup() {
 	local d
-	for d in "$D" "$D2" "$C" "$T/c2" "$T/c3"; do
+	# the --meta-nvram case moves the store's NVRAM metadata away for a
+	# moment: put it back so that the destroy below removes it
+	[ -n "${mnlink:-}" ] && [ -d "$mnlink.away" ] && mv "$mnlink.away" "$mnlink"
+	for d in "$D" "$D2" "$C" "$T/c2" "$T/c3" "$T/metanv"; do
 		[ -d "$d" ] && "$S" --data "$d" -q destroy --yes 2>/dev/null
 	done
 	rm -rf "$T"
@@ -460,6 +463,22 @@ check "NVRAM device exists" test -f "$nvram"
 good "destroy --yes" destroy --yes
 check "destroy removed the directory" test ! -e "$D"
 check "destroy removed the NVRAM device" test ! -e "$nvram"
+
+echo "--- --meta-nvram: a store with its metadata on NVRAM (/dev/shm)"
+STORE=$T/metanv
+good "--meta-nvram idx create" --meta-nvram idx create @mn
+good "idx put" idx put @mn k1 v1
+good "reopen (no flag): idx get" idx get @mn k1
+check "the record read back" test "$out" = v1
+mnlink=$(readlink "$STORE/meta")
+case "$mnlink" in /dev/shm/strata-*-meta) ok "meta links to $mnlink" ;;
+*) no "meta links to /dev/shm/strata-*-meta (got '$mnlink')" ;; esac
+mv "$mnlink" "$mnlink.away"
+bad "metadata on NVRAM missing" 1 "$mnlink.*missing" idx get @mn k1
+mv "$mnlink.away" "$mnlink"
+good "destroy --yes (metadata on NVRAM)" destroy --yes
+check "destroy removed the NVRAM metadata" test ! -e "$mnlink"
+STORE=$D
 
 echo "--- devices, repair, rebalance, scrub, smr clean (second store)"
 STORE=$D2
