@@ -362,7 +362,9 @@ struct s3_wr {
 	size_t w_ikl, w_ivl;
 	struct clovis_bufvec w_ikv, w_ivv;
 	int32_t w_irc;
-	uint64_t w_t[4];        /* profile: begin, created, body in, stable */
+	bool w_cwaited;         /* wr_created() ran */
+	uint64_t w_t[4];        /* profile: begin, created, body in, data
+				 * applied (ordered mode) or stable */
 	/* objects of S3_CHUNK and more (size known): the MD5 runs on its
 	 * own thread over the buffers, in stream order, up to the bytes
 	 * received (posted every S3_HASH_STEP and at each full buffer), so
@@ -387,7 +389,10 @@ int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
 		const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
 		size_t pkl);
 int s3_wr_data(struct s3_wr *w, const void *p, size_t n);
-/** Flush everything; the data is durable on return 0; md5 out. */
+/** Flush everything; md5 out.  On return 0 the data is applied: durable
+ *  (cluster mode), or (embedded mode, ordered durability) durable no later
+ *  than any update launched after the return; the writes are waited for
+ *  STABLE by s3_wr_done() / s3_wr_keep() / s3_wr_abort(). */
 int s3_wr_finish(struct s3_wr *w, uint8_t md5[16]);
 /** Drop an uncommitted object (delete it and its in-flight record). */
 void s3_wr_abort(struct s3_wr *w);

@@ -641,7 +641,7 @@ static int put_end(struct s3_req *rq)
 		const uint64_t *t = rq->rq_wr->w_t, t4 = s3_now_ns();
 
 		fprintf(stderr, "strata-s3: profile PUT %llu B: created +%llu "
-			"us, body in +%llu us, data stable +%llu us, record "
+			"us, body in +%llu us, data applied +%llu us, record "
 			"+%llu us\n", (unsigned long long)rq->rq_wr->w_len,
 			(unsigned long long)(t[1] ? (t[1] - t[0]) / 1000 : 0),
 			(unsigned long long)((t[2] - t[0]) / 1000),

@@ -1554,6 +1554,38 @@ static void wr_hash_stop(struct s3_wr *w)
 	w->w_hasher = false;
 }
 
+/*
+ * Ordered durability (embedded mode): one engine applies every update of
+ * the store in one sequence of LMDB commits, each durable only with all
+ * before it, and an update's data is durable before its commit (clovis.h,
+ * "Durability order").  So an op launched after another op is EXECUTED
+ * never survives a crash without it: the writer starts the data writes once
+ * the in-flight record and the CREATE are EXECUTED, and the change that
+ * records the object is launched once the writes are EXECUTED; each waits
+ * for STABLE only before its buffers are reused or freed.  Cluster mode
+ * gives no order across ops (other servers): every step waits for STABLE.
+ */
+static bool wr_ordered(void)
+{
+	return s3g.g_conf.sc_cluster[0] == 0;
+}
+
+/* The state a step waits for before the next one starts. */
+static uint32_t wr_step_state(void)
+{
+	return wr_ordered() ? CLOVIS_OS_EXECUTED : CLOVIS_OS_STABLE;
+}
+
+/* Note the first failure of the writer (op's message, or msg). */
+static void wr_fail(struct s3_wr *w, int rc, const char *msg)
+{
+	if (rc != 0 && w->w_rc == 0) {
+		w->w_rc = rc;
+		snprintf(w->w_msg, sizeof w->w_msg, "%s", msg);
+	}
+}
+
+/* Wait until write op i is STABLE (its buffer may be reused) and free it. */
 static int wr_wait(struct s3_wr *w, uint32_t i)
 {
 	int rc;
@@ -1561,43 +1593,72 @@ static int wr_wait(struct s3_wr *w, uint32_t i)
 	if (w->w_op[i] == NULL)
 		return 0;
 	rc = clovis_op_wait(w->w_op[i], CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
-	if (rc != 0 && w->w_rc == 0) {
-		w->w_rc = rc;
-		snprintf(w->w_msg, sizeof w->w_msg, "%s",
-			 clovis_op_errmsg(w->w_op[i]));
-	}
+	if (rc != 0 && w->w_rc == 0 && w->w_committed)
+		fprintf(stderr, "strata-s3: a write of a recorded object did "
+			"not become durable: %s\n",
+			clovis_op_errmsg(w->w_op[i]));
+	wr_fail(w, rc, clovis_op_errmsg(w->w_op[i]));
 	clovis_op_free(w->w_op[i]);
 	w->w_op[i] = NULL;
 	return w->w_rc;
 }
 
+/* Wait until write op i is applied (wr_step_state()); it stays in w_op. */
+static int wr_wait_step(struct s3_wr *w, uint32_t i)
+{
+	int rc;
+
+	if (w->w_op[i] == NULL)
+		return w->w_rc;
+	rc = clovis_op_wait(w->w_op[i], wr_step_state(), CLOVIS_TIME_NEVER);
+	wr_fail(w, rc, clovis_op_errmsg(w->w_op[i]));
+	return w->w_rc;
+}
+
+/* Wait until the in-flight PUT and the CREATE are STABLE (or FAILED) and
+ * free them with the record's value (ordered mode keeps them after
+ * wr_created() until the object is done with). */
+static void wr_cops_free(struct s3_wr *w)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		if (w->w_cop[k] != NULL && clovis_op_wait(w->w_cop[k],
+		    CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER) != 0 && w->w_obj)
+			fprintf(stderr, "strata-s3: %s of a new object did not "
+				"become durable: %s\n", k ? "the CREATE" :
+				"the in-flight record",
+				clovis_op_errmsg(w->w_cop[k]));
+		clovis_op_free(w->w_cop[k]);
+		w->w_cop[k] = NULL;
+	}
+	s3_buf_fini(&w->w_irec);
+}
+
 /*
  * Wait for the in-flight record PUT and the object CREATE launched by
- * wr_create() (both STABLE: the record is durable before any data is
- * written).  On failure, undo whichever of the two succeeded.
+ * wr_create(): applied (wr_step_state()) before any data is written, so the
+ * record is durable before any data can be.  On failure, undo whichever of
+ * the two succeeded.
  */
 static int wr_created(struct s3_wr *w)
 {
 	int rc[2] = {0, 0}, k;
 
-	if (w->w_cop[0] == NULL && w->w_cop[1] == NULL)
+	if (w->w_cwaited)
 		return w->w_rc;
+	w->w_cwaited = true;
 	for (k = 0; k < 2; k++) {
 		if (w->w_cop[k] == NULL)
 			continue;
-		rc[k] = clovis_op_wait(w->w_cop[k], CLOVIS_OS_STABLE,
+		rc[k] = clovis_op_wait(w->w_cop[k], wr_step_state(),
 				       CLOVIS_TIME_NEVER);
 		if (rc[k] == 0 && k == 0)
 			rc[k] = w->w_irc;
-		if (rc[k] != 0 && w->w_rc == 0) {
-			w->w_rc = rc[k];
-			snprintf(w->w_msg, sizeof w->w_msg, "%s",
-				 clovis_op_errmsg(w->w_cop[k]));
-		}
-		clovis_op_free(w->w_cop[k]);
-		w->w_cop[k] = NULL;
+		wr_fail(w, rc[k], clovis_op_errmsg(w->w_cop[k]));
 	}
-	s3_buf_fini(&w->w_irec);
+	if (rc[0] != 0 || rc[1] != 0 || !wr_ordered())
+		wr_cops_free(w);
 	if (rc[1] != 0) {          /* no object: drop the record */
 		w->w_obj = false;
 		if (rc[0] == 0)
@@ -1811,7 +1872,7 @@ int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
 	wr_hash_stop(w);
 	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++)
-		wr_wait(w, i);
+		wr_wait_step(w, i);
 	w->w_t[3] = s3_now_ns();
 	EVP_DigestFinal_ex(w->w_md5, md5, &ml);
 	return w->w_rc;
@@ -1828,6 +1889,7 @@ static void wr_release(struct s3_wr *w)
 		free(w->w_buf[i]);
 		w->w_buf[i] = NULL;
 	}
+	wr_cops_free(w);
 	s3_buf_fini(&w->w_ibuf);
 	EVP_MD_CTX_free(w->w_md5);
 	w->w_md5 = NULL;
