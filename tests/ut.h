@@ -20,6 +20,7 @@ int smr_ut_add(void);
 int rpc_ut_add(void);
 int server_ut_add(void);
 int dtm_ut_add(void);
+int s3_ut_add(void);
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

@@ -1,6 +1,6 @@
 # gateways/s3 — strata-s3, the S3 protocol gateway (libmicrohttpd), a plain
 # Clovis client linked with the release library.
-S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_ops.c s3_util.c)
+S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_ops.c s3_util.c s3_sum.c)
 S3_OBJS := $(S3_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata-s3
 $(S3_OBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
@@ -14,3 +14,6 @@ TEST_BINS += $(BUILD)/strata-s3-test
 $(S3_TOBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
 $(BUILD)/strata-s3-test: $(S3_TOBJS) $(BUILD)/libstrata-test.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd 2>/dev/null) $(PKG_LIBS) $(TEST_LIBS) -lpthread
+# Unit tests of the gateway's checksums (suite "s3sum", module "s3" of
+# ut_main), with the two files they need.
+UT_SRCS += gateways/s3/ut/s3_sum_ut.c gateways/s3/s3_sum.c gateways/s3/s3_util.c

@@ -88,6 +88,7 @@ struct s3_conf {
 	uint32_t sc_skew_s;       /* allowed clock skew (900 s) */
 	uint32_t sc_threads;      /* clovis workers */
 	char sc_gw_id[32];        /* names this gateway's in-flight records */
+	uint32_t sc_etag;         /* S3_ETAG_*: single-part ETags */
 };
 
 /* ------------------------------------------------------------- records */
@@ -161,6 +162,60 @@ struct s3_orec {
 };
 
 int s3_orec_decode(const void *v, size_t n, struct s3_orec *r);
+
+/* ----------------------------------------------------------- checksums */
+/*
+ * Checksums of an object's bytes (s3_sum.c): the ETag's MD5, and the S3
+ * additional checksums a client may send as x-amz-checksum-crc64nvme,
+ * -crc32c or -crc32 (base64 of the big-endian value).  Each is verified
+ * when sent, stored with the object's record (a kept header, T_HDR) and
+ * returned on the PUT and on a GET or HEAD of the whole object.
+ */
+enum {
+	S3_SUM_MD5 = 1u << 0,
+	S3_SUM_CRC64NVME = 1u << 1,
+	S3_SUM_CRC32C = 1u << 2,
+	S3_SUM_CRC32 = 1u << 3,
+};
+
+/** Running checksums (s_algs: the S3_SUM_* computed), or expected values. */
+struct s3_sums {
+	uint32_t s_algs;
+	EVP_MD_CTX *s_md5;
+	uint8_t s_md5v[16];     /* after s3_sums_final() */
+	bool s_md5_done;
+	uint64_t s_crc64;
+	uint32_t s_crc32c, s_crc32;
+};
+
+/** Running CRCs: crc is the value of the bytes before (0 for none). */
+uint64_t s3_crc64nvme(uint64_t crc, const void *buf, size_t n);
+uint32_t s3_crc32c(uint32_t crc, const void *buf, size_t n);
+uint32_t s3_crc32(uint32_t crc, const void *buf, size_t n);
+/** Header name / S3 name of algorithm bit (one S3_SUM_CRC*), or NULL. */
+const char *s3_sum_hdr(uint32_t bit);
+const char *s3_sum_name(uint32_t bit);
+/** The S3_SUM_CRC* of a header name (case-insensitive), 0 when none. */
+uint32_t s3_sum_of_hdr(const char *h);
+/** Parse a header's base64 value into want (sets its bit): 0, -EINVAL. */
+int s3_sum_parse(uint32_t bit, const char *b64, struct s3_sums *want);
+/** The base64 of algorithm bit's value (NUL-terminated). */
+void s3_sum_b64(const struct s3_sums *s, uint32_t bit, char out[16]);
+/** Start sums of algs (S3_SUM_*): 0 or -ENOMEM (then s3_sums_fini()). */
+int s3_sums_init(struct s3_sums *s, uint32_t algs);
+void s3_sums_update(struct s3_sums *s, const void *p, size_t n);
+/** Finish the MD5 (into s_md5v); the CRCs are final at any time. */
+void s3_sums_final(struct s3_sums *s);
+/** The first CRC of want that got does not match, 0 when all do. */
+uint32_t s3_sums_mismatch(const struct s3_sums *got,
+			  const struct s3_sums *want);
+void s3_sums_fini(struct s3_sums *s);
+
+/** etag option: how single-part objects' ETags are made. */
+enum {
+	S3_ETAG_MD5 = 0,   /* hex MD5 of the bytes (S3's) */
+	S3_ETAG_CRC64 = 1, /* "c64-" + 16 hex digits of the CRC64-NVMe */
+};
 
 /* --------------------------------------------------------------- users */
 
@@ -351,7 +406,7 @@ struct s3_wr {
 	uint64_t w_off;         /* object offset of w_buf[w_cur] */
 	int w_rc;
 	char w_msg[256];
-	EVP_MD_CTX *w_md5;
+	struct s3_sums w_sums;  /* of the bytes received */
 	bool w_committed;
 	uint32_t w_chunk;       /* bytes per write op */
 	/* the in-flight record PUT and the object CREATE, launched together
@@ -365,7 +420,7 @@ struct s3_wr {
 	bool w_cwaited;         /* wr_created() ran */
 	uint64_t w_t[4];        /* profile: begin, created, body in, data
 				 * applied (ordered mode) or stable */
-	/* objects of S3_CHUNK and more (size known): the MD5 runs on its
+	/* objects of S3_CHUNK and more (size known): the sums run on its
 	 * own thread over the buffers, in stream order, up to the bytes
 	 * received (posted every S3_HASH_STEP and at each full buffer), so
 	 * it overlaps the receive and the writes with no copy; a buffer is
@@ -383,17 +438,19 @@ struct s3_wr {
 	size_t w_rkl, w_pkl;
 };
 
-/** ikey: the index key the object will be recorded under; pkey: for a
- *  part, its parts-index key (both copied into the in-flight record). */
+/** algs: the checksums to compute (S3_SUM_*, in w_sums, final after
+ *  s3_wr_finish()).  ikey: the index key the object will be recorded
+ *  under; pkey: for a part, its parts-index key (both copied into the
+ *  in-flight record). */
 int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
-		const uint8_t *ikey, size_t ikl, const uint8_t *pkey,
-		size_t pkl);
+		uint32_t algs, const uint8_t *ikey, size_t ikl,
+		const uint8_t *pkey, size_t pkl);
 int s3_wr_data(struct s3_wr *w, const void *p, size_t n);
-/** Flush everything; md5 out.  On return 0 the data is applied: durable
- *  (cluster mode), or (embedded mode, ordered durability) durable no later
+/** Flush everything; the sums are final.  On return 0 the data is
+ *  applied: durable (cluster mode), or (embedded mode, ordered durability) durable no later
  *  than any update launched after the return; the writes are waited for
  *  STABLE by s3_wr_done() / s3_wr_keep() / s3_wr_abort(). */
-int s3_wr_finish(struct s3_wr *w, uint8_t md5[16]);
+int s3_wr_finish(struct s3_wr *w);
 /** Drop an uncommitted object (delete it and its in-flight record). */
 void s3_wr_abort(struct s3_wr *w);
 /** After the record referencing the object is durable.  ifl_gone: its

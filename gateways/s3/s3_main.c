@@ -828,6 +828,15 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 				*(uint64_t *)nums[i].p = x;
 			return 0;
 		}
+	if (strcmp(k, "etag") == 0) {
+		if (strcmp(v, "md5") == 0)
+			c->sc_etag = S3_ETAG_MD5;
+		else if (strcmp(v, "crc64") == 0)
+			c->sc_etag = S3_ETAG_CRC64;
+		else
+			return -EINVAL;
+		return 0;
+	}
 	if (strcmp(k, "layout") == 0) {
 		if (strcmp(v, "plain") == 0)
 			c->sc_layout = CLOVIS_LAYOUT_PLAIN;
@@ -913,7 +922,8 @@ static void usage(void)
 		"                 [--host-suffix S] [--tls-cert F --tls-key F] "
 		"[--part-min BYTES]\n"
 		"                 [--timeout S] [--skew S] [--gateway-id ID] "
-		"[--dev-size BYTES]\n");
+		"[--dev-size BYTES]\n"
+		"                 [--etag md5|crc64]\n");
 }
 
 static int conf_args(struct s3_conf *c, int argc, char **argv)

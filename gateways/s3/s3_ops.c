@@ -228,7 +228,63 @@ static int rec_attrs_from_req(struct s3_req *rq, struct s3_buf *rec)
 	return m.mc_bytes > S3_META_MAX ? -EFBIG : 0;
 }
 
-/* Copy the attribute fields (type, meta, headers) of record src. */
+/* The S3_SUM_* of a stored header "name\0value" (0: not a checksum). */
+static uint32_t hdr_sum(const uint8_t *val, uint32_t n)
+{
+	return memchr(val, 0, n) != NULL ? s3_sum_of_hdr((const char *)val)
+					 : 0;
+}
+
+/* The checksums record r stores (S3_SUM_* bits). */
+static uint32_t rec_sum_algs(const struct s3_orec *r)
+{
+	const uint8_t *val;
+	size_t pos = 0;
+	uint32_t n, algs = 0;
+	uint8_t tag;
+
+	while (s3_tlv_next(r->or_rec, r->or_rec_len, &pos, &tag, &val, &n) == 1)
+		if (tag == T_HDR)
+			algs |= hdr_sum(val, n);
+	return algs;
+}
+
+/* Each CRC of s as a stored header of rec (returned on GET and HEAD). */
+static void rec_sums(struct s3_buf *rec, const struct s3_sums *s)
+{
+	uint32_t bit;
+
+	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
+		struct s3_buf f = {0};
+		char b64[16];
+
+		if (!(s->s_algs & bit))
+			continue;
+		s3_sum_b64(s, bit, b64);
+		s3_buf_add(&f, s3_sum_hdr(bit), strlen(s3_sum_hdr(bit)) + 1);
+		s3_buf_str(&f, b64);
+		s3_tlv_add(rec, T_HDR, f.b_data, (uint32_t)f.b_len);
+		s3_buf_fini(&f);
+	}
+}
+
+/* Each CRC of s as a reply header. */
+static void sums_reply(struct s3_req *rq, const struct s3_sums *s)
+{
+	uint32_t bit;
+
+	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
+		char b64[16];
+
+		if (s->s_algs & bit) {
+			s3_sum_b64(s, bit, b64);
+			s3_reply_hdr(rq, s3_sum_hdr(bit), b64);
+		}
+	}
+}
+
+/* Copy the attribute fields (type, meta, headers) of record src, but not
+ * its checksums. */
 static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec)
 {
 	const uint8_t *val;
@@ -237,12 +293,15 @@ static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec)
 	uint8_t tag;
 
 	while (s3_tlv_next(src, sl, &pos, &tag, &val, &n) == 1)
-		if (tag == T_CTYPE || tag == T_META || tag == T_HDR)
+		if (tag == T_CTYPE || tag == T_META ||
+		    (tag == T_HDR && hdr_sum(val, n) == 0))
 			s3_tlv_add(rec, tag, val, n);
 }
 
-/* Response headers from a record: type, meta, kept headers. */
-static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r)
+/* Response headers from a record: type, meta, kept headers; its
+ * checksums only when sums (the whole object is served). */
+static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
+			    bool sums)
 {
 	const uint8_t *val;
 	size_t pos = 0;
@@ -260,7 +319,8 @@ static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r)
 			v[n] = 0;
 			s3_reply_hdr(rq, "Content-Type", v);
 		}
-		if ((tag != T_META && tag != T_HDR) || z == NULL)
+		if ((tag != T_META && tag != T_HDR) || z == NULL ||
+		    (tag == T_HDR && !sums && hdr_sum(val, n) != 0))
 			continue;
 		nl = (size_t)(z - (const char *)val);
 		vl = n - nl - 1;
@@ -502,6 +562,7 @@ struct put_ctx {
 	size_t pc_il;
 	bool pc_md5_set;
 	uint8_t pc_md5[16];
+	struct s3_sums pc_want;  /* x-amz-checksum-* sent (CRCs only) */
 	uint64_t pc_expect;
 	/* multipart part */
 	bool pc_part;
@@ -531,11 +592,51 @@ static int content_md5(struct s3_req *rq, struct put_ctx *pc)
 	return 0;
 }
 
-/* Finish the writer; check length and digest.  Replies on failure. */
+/* The x-amz-checksum-* headers of the request into pc->pc_want; replies
+ * InvalidRequest when one is malformed. */
+static int content_sums(struct s3_req *rq, struct put_ctx *pc)
+{
+	uint32_t bit;
+
+	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
+		const char *h = s3_sum_hdr(bit), *v = s3_hdr(rq, h);
+
+		if (v != NULL && s3_sum_parse(bit, v, &pc->pc_want) != 0)
+			return s3_reply_err(rq, 400, "InvalidRequest", "Value "
+					    "for %s header is invalid (key "
+					    "'%.300s')", h, rq->rq_key),
+			       -EINVAL;
+	}
+	return 0;
+}
+
+/* The sums a PUT computes: the ETag's (MD5, or CRC64-NVMe for a single
+ * part object with etag crc64), the MD5 when Content-MD5 was sent, and
+ * every CRC sent. */
+static uint32_t put_algs(const struct put_ctx *pc)
+{
+	bool c64 = !pc->pc_part && s3g.g_conf.sc_etag == S3_ETAG_CRC64;
+
+	return pc->pc_want.s_algs | (c64 ? S3_SUM_CRC64NVME : S3_SUM_MD5) |
+	       (pc->pc_md5_set ? S3_SUM_MD5 : 0);
+}
+
+/* The ETag of an object with sums s: hex MD5, or (etag crc64, single
+ * part) "c64-" and the CRC64-NVMe in 16 hex digits. */
+static void make_etag(const struct s3_sums *s, bool part, char etag[33])
+{
+	if (!part && s3g.g_conf.sc_etag == S3_ETAG_CRC64)
+		snprintf(etag, 33, "c64-%016llx", (unsigned long long)s->s_crc64);
+	else
+		s3_hex(s->s_md5v, 16, etag);
+}
+
+/* Finish the writer; check length and digests.  Replies on failure. */
 static int put_finish(struct s3_req *rq, struct put_ctx *pc, char etag[33])
 {
-	uint8_t md5[16];
-	int rc = s3_wr_finish(rq->rq_wr, md5);
+	const struct s3_sums *got = &rq->rq_wr->w_sums;
+	int rc = s3_wr_finish(rq->rq_wr);
+	uint32_t bad;
 
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "writing the object"), rc;
@@ -543,11 +644,18 @@ static int put_finish(struct s3_req *rq, struct put_ctx *pc, char etag[33])
 		return s3_reply_err(rq, 400, "IncompleteBody", "You did not "
 				    "provide the number of bytes specified by "
 				    "the Content-Length HTTP header"), -EINVAL;
-	if (pc->pc_md5_set && memcmp(md5, pc->pc_md5, 16) != 0)
+	if (pc->pc_md5_set && memcmp(got->s_md5v, pc->pc_md5, 16) != 0)
 		return s3_reply_err(rq, 400, "BadDigest", "The Content-MD5 you "
 				    "specified did not match what we "
-				    "received."), -EINVAL;
-	s3_hex(md5, 16, etag);
+				    "received (key '%.300s').", rq->rq_key),
+		       -EINVAL;
+	bad = s3_sums_mismatch(got, &pc->pc_want);
+	if (bad != 0)
+		return s3_reply_err(rq, 400, "BadDigest", "The %s you "
+				    "specified did not match the calculated "
+				    "checksum (key '%.300s').",
+				    s3_sum_name(bad), rq->rq_key), -EINVAL;
+	make_etag(got, pc->pc_part, etag);
 	return 0;
 }
 
@@ -620,6 +728,7 @@ static int put_end(struct s3_req *rq)
 	}
 	rec_data(rq, &rec, etag);
 	rec_attrs_from_req(rq, &rec);
+	rec_sums(&rec, &rq->rq_wr->w_sums);
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	rc = rec.b_oom ? -ENOMEM
@@ -648,6 +757,7 @@ static int put_end(struct s3_req *rq)
 			(unsigned long long)((t[3] - t[2]) / 1000),
 			(unsigned long long)((t4 - t[3]) / 1000));
 	}
+	sums_reply(rq, &rq->rq_wr->w_sums);
 	end_writer(rq, 0);
 	etag_hdr(rq, etag);
 	return s3_reply_empty(rq, 200);
@@ -688,13 +798,14 @@ static int put_begin(struct s3_req *rq, struct put_ctx *pc)
 {
 	int rc;
 
-	if (content_md5(rq, pc) != 0 || body_len(rq, &pc->pc_expect) != 0)
+	if (content_md5(rq, pc) != 0 || content_sums(rq, pc) != 0 ||
+	    body_len(rq, &pc->pc_expect) != 0)
 		return -EINVAL;
 	rq->rq_wr = calloc(1, sizeof *rq->rq_wr);
 	if (rq->rq_wr == NULL)
 		return s3_reply_err(rq, 500, "InternalError", "out of memory"),
 		       -ENOMEM;
-	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, pc->pc_expect,
+	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, pc->pc_expect, put_algs(pc),
 			 pc->pc_part ? NULL : pc->pc_ik, pc->pc_il,
 			 pc->pc_part ? pc->pc_pk : NULL, pc->pc_pkl);
 	if (rc != 0) {
@@ -890,7 +1001,7 @@ again:
 		return rc;
 	}
 	rq->rq_hdrs.b_len = 0;
-	rec_attrs_reply(rq, &r);
+	rec_attrs_reply(rq, &r, rr != 0);
 	if (pre == 304) {
 		get_drop(&rd, opened, v);
 		return s3_reply_empty(rq, 304);
@@ -1077,7 +1188,6 @@ static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
 		     size_t svl, const struct s3_orec *sr, char etag[33])
 {
 	struct s3_rd rd;
-	uint8_t md5[16];
 	uint64_t off = 0;
 	char *buf;
 	int rc;
@@ -1091,7 +1201,8 @@ static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
 	{
 		struct put_ctx *pc = rq->rq_ctx;
 
-		rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, sr->or_size, pc->pc_ik,
+		rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, sr->or_size,
+				 put_algs(pc) | rec_sum_algs(sr), pc->pc_ik,
 				 pc->pc_il, NULL, 0);
 	}
 	if (rc == 0)
@@ -1112,9 +1223,9 @@ static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
 		s3_rd_close(&rd);
 	free(buf);
 	if (rc == 0)
-		rc = s3_wr_finish(rq->rq_wr, md5);
+		rc = s3_wr_finish(rq->rq_wr);
 	if (rc == 0)
-		s3_hex(md5, 16, etag);
+		make_etag(&rq->rq_wr->w_sums, false, etag);
 	return rc;
 }
 
@@ -1208,6 +1319,7 @@ static int copy_object(struct s3_req *rq, const char *src)
 		}
 		rec_data(rq, &data, etag);
 		s3_buf_add(&data, rec.b_data, rec.b_len);
+		rec_sums(&data, &rq->rq_wr->w_sums);
 		s3_buf_fini(&rec);
 		rec = data;
 	}
@@ -1742,6 +1854,7 @@ static int part_end(struct s3_req *rq)
 		drop_writer(rq);
 		return s3_reply_clovis(rq, rc, "recording the part");
 	}
+	sums_reply(rq, &rq->rq_wr->w_sums);
 	done_writer(rq);
 	if (have)
 		s3_orec_free(rq->rq_bk, &old);

@@ -1498,7 +1498,7 @@ static void *wr_hash_main(void *arg)
 			n = w->w_chunk - at;
 		i = (uint32_t)(w->w_hdone / w->w_chunk % S3_NBUF);
 		pthread_mutex_unlock(&w->w_hlock);
-		EVP_DigestUpdate(w->w_md5, w->w_buf[i] + at, n);
+		s3_sums_update(&w->w_sums, w->w_buf[i] + at, n);
 		pthread_mutex_lock(&w->w_hlock);
 		w->w_hdone += n;
 		pthread_cond_broadcast(&w->w_hcond);
@@ -1779,7 +1779,8 @@ static int wr_create(struct s3_wr *w)
 }
 
 int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
-		const uint8_t *ikey, size_t ikl, const uint8_t *pkey, size_t pkl)
+		uint32_t algs, const uint8_t *ikey, size_t ikl,
+		const uint8_t *pkey, size_t pkl)
 {
 	memset(w, 0, sizeof *w);
 	w->w_t[0] = s3_now_ns();
@@ -1790,8 +1791,7 @@ int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
 	w->w_pkl = pkl;
 	w->w_expect = expect;
 	w->w_chunk = S3_CHUNK;
-	w->w_md5 = EVP_MD_CTX_new();
-	if (w->w_md5 == NULL || !EVP_DigestInit_ex(w->w_md5, EVP_md5(), NULL))
+	if (s3_sums_init(&w->w_sums, algs) != 0)
 		return -ENOMEM;
 	w->w_inline = true;
 	if (pkey != NULL ||
@@ -1843,7 +1843,7 @@ int s3_wr_data(struct s3_wr *w, const void *p, size_t n)
 		return w->w_rc;
 	w->w_len += n;
 	if (!w->w_hasher)
-		EVP_DigestUpdate(w->w_md5, p, n);
+		s3_sums_update(&w->w_sums, p, n);
 	if (w->w_inline) {
 		if (w->w_len <= s3g.g_conf.sc_inline_max) {
 			s3_buf_add(&w->w_ibuf, p, n);
@@ -1859,9 +1859,8 @@ int s3_wr_data(struct s3_wr *w, const void *p, size_t n)
 	return wr_stream(w, p, n);
 }
 
-int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
+int s3_wr_finish(struct s3_wr *w)
 {
-	unsigned int ml = 16;
 	uint32_t i;
 
 	w->w_t[2] = s3_now_ns();
@@ -1874,7 +1873,7 @@ int s3_wr_finish(struct s3_wr *w, uint8_t md5[16])
 	for (i = 0; i < S3_NBUF; i++)
 		wr_wait_step(w, i);
 	w->w_t[3] = s3_now_ns();
-	EVP_DigestFinal_ex(w->w_md5, md5, &ml);
+	s3_sums_final(&w->w_sums);
 	return w->w_rc;
 }
 
@@ -1891,8 +1890,7 @@ static void wr_release(struct s3_wr *w)
 	}
 	wr_cops_free(w);
 	s3_buf_fini(&w->w_ibuf);
-	EVP_MD_CTX_free(w->w_md5);
-	w->w_md5 = NULL;
+	s3_sums_fini(&w->w_sums);
 }
 
 void s3_wr_abort(struct s3_wr *w)
