@@ -19,6 +19,9 @@ import traceback
 import urllib.error
 import urllib.request
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import s3_crc  # noqa: E402
+
 try:
     import boto3
     from botocore.config import Config
@@ -278,11 +281,76 @@ def put_content_md5_malformed():
     err("InvalidDigest", put, "md5mal", b"x", ContentMD5="not-base64!")
 
 
+def raw_put(key, data, headers, bucket=B):
+    """PUT over a presigned URL with extra headers: (status, headers, body)."""
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": key}, ExpiresIn=600)
+    rq = urllib.request.Request(url, data=data, method="PUT", headers=headers)
+    try:
+        with urllib.request.urlopen(rq, timeout=60) as r:
+            return r.status, r.headers, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read()
+
+
+def sum_hdrs(d):
+    return {"x-amz-checksum-crc64nvme": s3_crc.hdr64(s3_crc.crc64nvme(d)),
+            "x-amz-checksum-crc32c": s3_crc.hdr32(s3_crc.crc32c(d))}
+
+
 @case
-def put_checksum_crc32_accepted():
-    r = put("crc", b"with checksum", ChecksumAlgorithm="CRC32")
-    assert r["ETag"] == '"%s"' % md5(b"with checksum")
-    assert body(s3.get_object(Bucket=B, Key="crc")) == b"with checksum"
+def put_checksum_crc32_verified():
+    d = b"with checksum"
+    r = put("crc", d, ChecksumAlgorithm="CRC32")
+    assert r["ETag"] == '"%s"' % md5(d)
+    h = r["ResponseMetadata"]["HTTPHeaders"]
+    assert h.get("x-amz-checksum-crc32") == s3_crc.hdr32(s3_crc.crc32(d)), h
+    g = s3.get_object(Bucket=B, Key="crc")
+    assert g["ResponseMetadata"]["HTTPHeaders"].get("x-amz-checksum-crc32") == s3_crc.hdr32(s3_crc.crc32(d))
+
+
+@case
+def put_checksum_crc64nvme_crc32c():
+    for key, d in (("c64-small", b"tiny body"), ("c64-big", os.urandom(MiB + 12345))):
+        want = sum_hdrs(d)
+        st, h, _ = raw_put(key, d, want)
+        assert st == 200, st
+        for n, v in want.items():
+            assert h.get(n) == v, (key, n, h.get(n), v)
+        assert h["ETag"] == '"%s"' % md5(d), h["ETag"]
+        g = s3.get_object(Bucket=B, Key=key, ChecksumMode="ENABLED")
+        gh = g["ResponseMetadata"]["HTTPHeaders"]
+        assert body(g) == d
+        for n, v in want.items():
+            assert gh.get(n) == v, (key, n, gh.get(n))
+        hh = s3.head_object(Bucket=B, Key=key)["ResponseMetadata"]["HTTPHeaders"]
+        assert hh.get("x-amz-checksum-crc64nvme") == want["x-amz-checksum-crc64nvme"], hh
+        rg = s3.get_object(Bucket=B, Key=key, Range="bytes=0-3")
+        assert "x-amz-checksum-crc64nvme" not in rg["ResponseMetadata"]["HTTPHeaders"]
+        assert body(rg) == d[:4]
+
+
+@case
+def put_checksum_mismatch_bad_digest():
+    put("sum-old", b"old content")
+    for key, n in (("sum-new", "x-amz-checksum-crc64nvme"), ("sum-old", "x-amz-checksum-crc32c"),
+                   ("sum-new", "x-amz-checksum-crc32")):
+        for d in (b"short body", os.urandom(2 * MiB + 7)):
+            bad = {"x-amz-checksum-crc64nvme": s3_crc.hdr64(s3_crc.crc64nvme(d) ^ 1),
+                   "x-amz-checksum-crc32c": s3_crc.hdr32(s3_crc.crc32c(d) ^ 1),
+                   "x-amz-checksum-crc32": s3_crc.hdr32(s3_crc.crc32(d) ^ 1)}[n]
+            st, _, b = raw_put(key, d, {n: bad})
+            assert st == 400 and b"<Code>BadDigest</Code>" in b, (st, b)
+            assert key.encode() in b and n.split("-")[-1].upper().encode() in b, b
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="sum-new")
+    assert body(s3.get_object(Bucket=B, Key="sum-old")) == b"old content"
+
+
+@case
+def put_checksum_malformed():
+    st, _, b = raw_put("sum-mal", b"x", {"x-amz-checksum-crc64nvme": "AAAA"})
+    assert st == 400 and b"<Code>InvalidRequest</Code>" in b, (st, b)
+    assert b"x-amz-checksum-crc64nvme" in b and b"sum-mal" in b, b
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="sum-mal")
 
 
 @case

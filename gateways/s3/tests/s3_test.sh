@@ -8,7 +8,10 @@
 #   1. s3_conformance.py — the boto3 conformance suite;
 #   2. s3_badinput.py    — malformed and hostile requests over raw HTTP;
 #   3. CLI smoke tests   — aws cli and s3cmd, when installed;
-#   4. the kill test     — SIGKILL of the gateway during uploads, restart,
+#   4. s3_etag.py        — the gateway restarted with --etag crc64: ETags
+#                          from the CRC64-NVMe, Content-MD5 still checked,
+#                          multipart unchanged;
+#   5. the kill test     — SIGKILL of the gateway during uploads, restart,
 #                          nothing partial visible, no space leaked.
 # Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
 # Ends with "N passed, N failed".
@@ -145,6 +148,14 @@ n=$(wc -l <"$T/access.log")
 gw_stop
 [ -s "$T/stats.json" ] && grep -q '"op":"ListObjectsV2"' "$T/stats.json" &&
 	ok "statistics written at exit" || no "statistics file"
+
+# ---- the same store served with `etag: crc64` (s3_etag.py)
+if gw_start --etag crc64; then
+	part etag "$HERE/s3_etag.py" "$EP" "$T/creds"
+	gw_stop
+else
+	no "gateway start with --etag crc64: $(tail -3 "$T/gw.err")"
+fi
 
 # ---- kill test: its own store in $T/kill
 part kill "$HERE/s3_kill.py" "$T" "$GW" "$S"
