@@ -1001,7 +1001,7 @@ again:
 		return rc;
 	}
 	rq->rq_hdrs.b_len = 0;
-	rec_attrs_reply(rq, &r, rr != 0);
+	rec_attrs_reply(rq, &r, rr != 0 && pre != 304);
 	if (pre == 304) {
 		get_drop(&rd, opened, v);
 		return s3_reply_empty(rq, 304);

@@ -14,3 +14,6 @@ TEST_BINS += $(BUILD)/strata_bench_cluster  # bench_cluster.c: 3-server loopback
 $(BUILD)/strata_bench_cluster: $(BUILD)/obj/tests/bench/bench_cluster.o $(BUILD)/obj/tests/bench/bench_fi.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 TEST_BINS += $(BUILD)/bench_s3_put  # bench_s3_put.c: low-CPU HTTP client of bench_s3.py (issue 6)
 $(BUILD)/bench_s3_put: $(BUILD)/obj/tests/bench/bench_s3_put.o ; $(CC) $(LDFLAGS_ALL) -o $@ $^ -lpthread
+TEST_BINS += $(BUILD)/bench_s3_sum  # bench_s3_sum.c: one core's MD5 / CRC64-NVMe / CRC32C rate for bench_s3.py
+$(BUILD)/bench_s3_sum: $(BUILD)/obj/tests/bench/bench_s3_sum.o $(BUILD)/obj/gateways/s3/s3_sum.o $(BUILD)/obj/gateways/s3/s3_util.o
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
