@@ -39,6 +39,14 @@
  * In an array, such reads run after the array's other ops are queued, one
  * after the other, in array order.
  *
+ * Durability order.  Embedded mode: one engine commits every update of the
+ * store in one sequence (LMDB transactions, group-committed), each durable
+ * only together with every one before it, and an update's data is durable
+ * before its commit; so an update launched after another one is EXECUTED
+ * is never found after a crash without it (the S3 gateway relies on this,
+ * gateways/s3/README.md).  Cluster mode gives no order across ops: wait for
+ * STABLE where one update must not survive without another.
+ *
  * Errors
  * ------
  * Functions returning int return 0 or a negative errno (or a negative

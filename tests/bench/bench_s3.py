@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """bench_s3.py BUILD DIR [--json] [--list-keys N] [--sizes 4K,1M,64M] [--no-list] [--inline]
-[--gw BINARY] — S3 gateway benchmark.  --inline: the inline-threshold
+[--gw BINARY] [--etag md5,crc64] — S3 gateway benchmark.  --etag: the
+gateway's etag modes to measure, one gateway run each (default both: md5
+and crc64; LIST runs with the first).  --inline: the inline-threshold
 measurement (PUT/GET of 1..256 KiB objects inline in their record vs as
 objects).  --gw: the gateway binary to measure (default BUILD/strata-s3).
 
@@ -20,9 +22,11 @@ it with the ratio.  The clients are Python threads on the same 2 cores as
 the gateway: client CPU is part of what is measured.  Beside each Python
 figure, the same requests (other keys) from BUILD/bench_s3_put, a C client
 that costs little CPU ("c client" column), when it is built.  And a raw
-MD5 baseline measured in the same run: OpenSSL MD5 (Python's hashlib) over
-the same sizes on one core, with the ceiling it implies for a PUT with one
-client, min(raw Clovis write, raw MD5): the gateway computes the ETag over
+checksum baseline measured in the same run: one core's rate of the ETag's
+checksum over the same sizes (BUILD/bench_s3_sum: OpenSSL MD5 for etag
+md5, the gateway's CRC64-NVMe for etag crc64; Python's hashlib MD5 when
+it is not built), with the ceiling it implies for a PUT with one client,
+min(raw Clovis write, raw checksum): the gateway computes the ETag over
 every byte it receives.
 """
 import hashlib
@@ -46,6 +50,9 @@ if "--sizes" in sys.argv:
     SIZES = sys.argv[sys.argv.index("--sizes") + 1].split(",")
 NOLIST = "--no-list" in sys.argv
 INLINE = "--inline" in sys.argv  # the inline-threshold measurement instead
+ETAGS = ["md5", "crc64"]
+if "--etag" in sys.argv:
+    ETAGS = sys.argv[sys.argv.index("--etag") + 1].split(",")
 try:
     import boto3
     from botocore.config import Config
@@ -58,6 +65,7 @@ GW, S = os.path.join(B, "strata-s3"), os.path.join(B, "strata")
 if "--gw" in sys.argv:
     GW = os.path.abspath(sys.argv[sys.argv.index("--gw") + 1])
 CCLI = os.path.join(B, "bench_s3_put")
+CSUM = os.path.join(B, "bench_s3_sum")
 D = os.path.join(DIR, "s3-bench")
 RAWD = os.path.join(DIR, "s3-bench-raw")
 results = []
@@ -123,8 +131,12 @@ def run_c(port, method, urls, size, nthreads):
     return int(w[1]) / float(w[3]), float(w[5])
 
 
-def md5_rate(size):
-    """OpenSSL MD5 (hashlib) over size-byte buffers on one core, MiB/s."""
+def sum_rate(size, etag):
+    """One core's rate of the ETag checksum over size-byte buffers, MiB/s:
+    bench_s3_sum (the gateway's own code), else hashlib's MD5."""
+    if os.path.exists(CSUM):
+        w = subprocess.run([CSUM, str(min(size, 64 * MiB))], capture_output=True, text=True).stdout.split()
+        return float(w[w.index("md5" if etag == "md5" else "crc64nvme") + 1])
     body = os.urandom(min(size, 64 * MiB))
     n, t0 = 0, time.time()
     while time.time() - t0 < 0.5 or n == 0:
@@ -214,54 +226,62 @@ def inline_main():
                                                                      r["object_ops_per_s"], r["ratio"]))
 
 
-def main():
+def presigned(s3, port, op, keys):
+    return [s3.generate_presigned_url(op, Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
+            .split(str(port), 1)[1] for k in keys]
+
+
+def drop_keys(s3, keys):
+    for i in range(0, len(keys), 1000):
+        s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
+
+
+def measure_size(s3, port, size, n1, n16, gw, gwc):
+    """PUT then GET of one size with 1 and 16 clients, Python and C."""
+    body = os.urandom(size)
+    for nt, n in ((1, n1), (16, n16)):
+        keys = ["o%d-%d-%d" % (size, nt, i) for i in range(n)]
+        gw[(size, nt, "PUT")] = run(port, "PUT", presigned(s3, port, "put_object", keys), body, nt)
+        gw[(size, nt, "GET")] = run(port, "GET", presigned(s3, port, "get_object", keys), body, nt)
+        drop_keys(s3, keys)
+        keys = ["c" + k for k in keys]
+        gwc[(size, nt, "PUT")] = run_c(port, "PUT", presigned(s3, port, "put_object", keys), size, nt)
+        gwc[(size, nt, "GET")] = run_c(port, "GET", presigned(s3, port, "get_object", keys), size, nt)
+        drop_keys(s3, keys)
+
+
+def measure_mode(etag, plan, raw, csum, with_list):
+    """One gateway run with `--etag etag`: every size of plan; the raw
+    Clovis baseline and the checksum rate right after each size (the raw
+    one only once per size over all modes)."""
     destroy(D)
     os.makedirs(DIR, exist_ok=True)
-    p, port = start()
+    p, port = start([] if etag == "md5" else ["--etag", etag])
     s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id="AKBENCH0000000000001",
                       aws_secret_access_key="benchsecret0000000000000000000000000000", region_name="us-east-1",
                       config=Config(s3={"addressing_style": "path"}, signature_version="s3v4"))
     s3.create_bucket(Bucket="bench")
-    plan = [(4 * KiB, 2000, 4000), (MiB, 64, 256), (64 * MiB, 3, 16)]
-    names = {4 * KiB: "4K", MiB: "1M", 64 * MiB: "64M"}
-    if SIZES is not None:
-        plan = [x for x in plan if names[x[0]] in SIZES]
-    gw, gwc, lst, raw, md5 = {}, {}, None, {}, {}
+    gw, gwc, lst = {}, {}, None
     ops = {4 * KiB: 4000, MiB: 256, 64 * MiB: 16}
     try:
         for size, n1, n16 in plan:
-            body = os.urandom(size)
-            for nt, n in ((1, n1), (16, n16)):
-                keys = ["o%d-%d-%d" % (size, nt, i) for i in range(n)]
-                pu = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
-                      .split(str(port), 1)[1] for k in keys]
-                gu = [s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
-                      .split(str(port), 1)[1] for k in keys]
-                gw[(size, nt, "PUT")] = run(port, "PUT", pu, body, nt)
-                gw[(size, nt, "GET")] = run(port, "GET", gu, body, nt)
-                for i in range(0, len(keys), 1000):
-                    s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
-                keys = ckeys = ["c" + k for k in keys]
-                cpu = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
-                       .split(str(port), 1)[1] for k in ckeys]
-                cgu = [s3.generate_presigned_url("get_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600)
-                       .split(str(port), 1)[1] for k in ckeys]
-                gwc[(size, nt, "PUT")] = run_c(port, "PUT", cpu, size, nt)
-                gwc[(size, nt, "GET")] = run_c(port, "GET", cgu, size, nt)
-                for i in range(0, len(keys), 1000):
-                    s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
-            # the raw baseline right after the same size (the shared machine's load drifts)
-            raw[size] = raw_bench(size, ops[size])
-            md5[size] = md5_rate(size)
-        if not NOLIST:
+            measure_size(s3, port, size, n1, n16, gw, gwc)
+            if size not in raw:  # right after the same size: the load drifts
+                raw[size] = raw_bench(size, ops[size])
+            csum[(size, etag)] = sum_rate(size, etag)
+        if with_list:
             lst = measure_list(s3, port)
     finally:
         p.send_signal(signal.SIGTERM)
         p.wait(120)
         destroy(D)
+    return gw, gwc, lst
+
+
+def report(etag, gw, gwc, raw, csum):
     for (size, nt, op), (ops_s, mib_s) in sorted(gw.items()):
         base = raw[size][0 if op == "PUT" else 1]
-        r = {"test": "s3 %s %s x%d" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt),
+        r = {"test": "s3 %s %s x%d etag %s" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt, etag),
              "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
              "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0}
         c = gwc.get((size, nt, op))
@@ -269,29 +289,41 @@ def main():
             r["c_client_mib_per_s"] = round(c[1], 2)
             r["c_client_ratio"] = round(c[1] / base, 3) if base else 0
         if op == "PUT":
-            r["raw_md5_mib_per_s"] = round(md5[size], 1)
-            r["ceiling_mib_per_s"] = round(min(base, md5[size]), 1)
+            r["raw_sum_mib_per_s"] = round(csum[(size, etag)], 1)
+            r["ceiling_mib_per_s"] = round(min(base, csum[(size, etag)]), 1)
         results.append(r)
+
+
+def main():
+    plan = [(4 * KiB, 2000, 4000), (MiB, 64, 256), (64 * MiB, 3, 16)]
+    names = {4 * KiB: "4K", MiB: "1M", 64 * MiB: "64M"}
+    if SIZES is not None:
+        plan = [x for x in plan if names[x[0]] in SIZES]
+    raw, csum, lst = {}, {}, None
+    for i, etag in enumerate(ETAGS):
+        gw, gwc, l = measure_mode(etag, plan, raw, csum, i == 0 and not NOLIST)
+        lst = lst or l
+        report(etag, gw, gwc, raw, csum)
     if lst is not None:
         results.append({"test": "s3 LIST %d keys (pages of 1000)" % NKEYS, "keys_per_s": round(NKEYS / lst[0]),
                         "seconds": round(lst[0], 3), "load_puts_per_s": round(NKEYS / lst[1]),
                         "gateway_keys_per_s": round(NKEYS / lst[2]) if lst[2] else 0})
     if JSON:
         print(json.dumps(results, indent=1))
-    else:
-        print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight):")
-        for r in results:
-            if "ratio" in r:
-                print("  %-22s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f%s%s" % (
-                    r["test"], r["ops_per_s"], r["mib_per_s"], r["raw_clovis_mib_per_s"], r["ratio"],
-                    "   c client %9.2f MiB/s ratio %.3f" % (r["c_client_mib_per_s"], r["c_client_ratio"])
-                    if "c_client_mib_per_s" in r else "",
-                    "   raw MD5 %.0f MiB/s, ceiling min(raw, MD5) %.0f" % (r["raw_md5_mib_per_s"],
-                                                                      r["ceiling_mib_per_s"])
-                    if "raw_md5_mib_per_s" in r else ""))
-            else:
-                print("  %-22s %9d keys/s (%.2f s; loaded at %d PUT/s); in the gateway alone %d keys/s" % (
-                    r["test"], r["keys_per_s"], r["seconds"], r["load_puts_per_s"], r["gateway_keys_per_s"]))
+        return
+    print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight):")
+    for r in results:
+        if "ratio" in r:
+            print("  %-32s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f%s%s" % (
+                r["test"], r["ops_per_s"], r["mib_per_s"], r["raw_clovis_mib_per_s"], r["ratio"],
+                "   c client %9.2f MiB/s ratio %.3f" % (r["c_client_mib_per_s"], r["c_client_ratio"])
+                if "c_client_mib_per_s" in r else "",
+                "   raw ETag sum %.0f MiB/s, ceiling min(raw, sum) %.0f" % (r["raw_sum_mib_per_s"],
+                                                                     r["ceiling_mib_per_s"])
+                if "raw_sum_mib_per_s" in r else ""))
+        else:
+            print("  %-32s %9d keys/s (%.2f s; loaded at %d PUT/s); in the gateway alone %d keys/s" % (
+                r["test"], r["keys_per_s"], r["seconds"], r["load_puts_per_s"], r["gateway_keys_per_s"]))
 
 
 inline_main() if INLINE else main()
