@@ -19,6 +19,7 @@ int stripe_ut_add(void);
 int smr_ut_add(void);
 int rpc_ut_add(void);
 int server_ut_add(void);
+int peers_ut_add(void);     /* called by server_ut_add() */
 int dtm_ut_add(void);
 int s3_ut_add(void);
 

@@ -114,6 +114,16 @@ int rpc_msg_tag(const uint8_t *key, const void *buf, size_t len,
 	return 0;
 }
 
+int rpc_welcome_tag(const uint8_t *key, uint64_t inc, uint8_t *tag)
+{
+	uint8_t msg[1 + sizeof inc];
+
+	msg[0] = 'I';
+	for (unsigned i = 0; i < sizeof inc; i++)
+		msg[1 + i] = (uint8_t)(inc >> (8 * i));
+	return rpc_msg_tag(key, msg, sizeof msg, tag);
+}
+
 /* Whether xid is new in s's window, and note it (ep_lock held). */
 static bool auth_replay_ok(struct rpc_sess *s, uint64_t xid)
 {
@@ -311,10 +321,14 @@ void rpc_srv_hello(struct rpc_ep *ep, RpcEnvelope *env)
 	rpc_envelope__free_unpacked(env, NULL);
 }
 
-static void auth_send_reply(struct rpc_ep *ep, fi_addr_t to, uint64_t token,
-			    uint64_t xid, int status)
+/* AUTH_REPLY; when status is 0 its body is RpcWelcome: this endpoint's
+ * incarnation, tagged with the session key. */
+static void auth_send_reply(struct rpc_ep *ep, uint64_t token,
+			    const uint8_t *key, uint64_t xid, int status)
 {
 	RpcEnvelope env = RPC_ENVELOPE__INIT;
+	RpcWelcome w = RPC_WELCOME__INIT;
+	uint8_t tag[RPC_TAG_LEN], body[64];
 
 	env.kind = RPC_K_AUTH_REPLY;
 	env.xid = xid;
@@ -325,16 +339,27 @@ static void auth_send_reply(struct rpc_ep *ep, fi_addr_t to, uint64_t token,
 	if (status != 0)
 		env.message = "rpc server refused the client's proof of the "
 			      "cluster secret";
-	(void)to;
+	_Static_assert(sizeof body >= 2 + 8 + 2 + RPC_TAG_LEN,
+		       "RpcWelcome fits its buffer");
+	if (status == 0 &&
+	    rpc_welcome_tag(key, ep->ep_incarnation, tag) == 0) {
+		w.has_incarnation = true;
+		w.incarnation = ep->ep_incarnation;
+		w.has_mac = true;
+		w.mac.data = tag;
+		w.mac.len = RPC_TAG_LEN;
+		env.has_body = true;
+		env.body.data = body;
+		env.body.len = rpc_welcome__pack(&w, body);
+	}
 	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0, NULL) != 0)
 		LOG_INFO("rpc %s: AUTH_REPLY: %s", ep->ep_self, err_msg());
 }
 
 void rpc_srv_auth(struct rpc_ep *ep, RpcEnvelope *env)
 {
-	uint8_t mac[RPC_MAC_LEN];
+	uint8_t mac[RPC_MAC_LEN], key[RPC_KEY_LEN];
 	struct rpc_sess *s;
-	fi_addr_t to;
 	RpcAuth *a;
 	bool ok;
 
@@ -351,7 +376,7 @@ void rpc_srv_auth(struct rpc_ep *ep, RpcEnvelope *env)
 	}
 	ok = rpc_auth_mac(ep, 'C', s->se_cnonce, s->se_snonce, mac) == 0 &&
 	     CRYPTO_memcmp(mac, a->mac.data, RPC_MAC_LEN) == 0;
-	to = s->se_addr;
+	memcpy(key, s->se_key, sizeof key);
 	if (ok) {
 		s->se_authed = true;
 	} else {
@@ -361,7 +386,8 @@ void rpc_srv_auth(struct rpc_ep *ep, RpcEnvelope *env)
 			    ep->ep_self, s->se_str);
 	}
 	pthread_mutex_unlock(&ep->ep_lock);
-	auth_send_reply(ep, to, a->session, env->xid, ok ? 0 : -EACCES);
+	auth_send_reply(ep, a->session, key, env->xid, ok ? 0 : -EACCES);
+	OPENSSL_cleanse(key, sizeof key);
 	rpc_auth__free_unpacked(a, NULL);
 	rpc_envelope__free_unpacked(env, NULL);
 }

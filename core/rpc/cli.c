@@ -27,6 +27,7 @@ struct rpc_peer {
 	uint64_t pe_session;
 	uint8_t pe_key[RPC_KEY_LEN]; /* session key (pe_keyed) */
 	bool pe_keyed;
+	uint64_t pe_incarnation;    /* the server run's (RpcWelcome), 0: untold */
 	uint32_t pe_inflight;
 	bool pe_closed;
 	char pe_str[96];
@@ -685,7 +686,22 @@ static int cli_hello(struct rpc_peer *p, const uint8_t *cnonce,
 	return 0;
 }
 
-static int cli_auth(struct rpc_peer *p, const uint8_t *mac, int timeout_ms)
+/* The body of a successful AUTH_REPLY (RpcWelcome, absent from servers
+ * that predate it): kept in *out for cli_handshake() to check, NULL when
+ * absent or malformed (the incarnation then stays unknown). */
+static void cli_welcome(struct rpc_peer *p, const RpcEnvelope *env,
+			RpcWelcome **out)
+{
+	*out = NULL;
+	if (!env->has_body || env->body.len == 0)
+		return;
+	if (rpc_wire_welcome_decode(env->body.data, env->body.len, out) != 0)
+		LOG_INFO("rpc: connect to %s: %s (its incarnation stays "
+			 "unknown)", p->pe_str, err_msg());
+}
+
+static int cli_auth(struct rpc_peer *p, const uint8_t *mac, int timeout_ms,
+		    RpcWelcome **welcome)
 {
 	RpcAuth a = RPC_AUTH__INIT;
 	RpcEnvelope *env = NULL;
@@ -705,6 +721,8 @@ static int cli_auth(struct rpc_peer *p, const uint8_t *mac, int timeout_ms)
 			       p->pe_str, rc ? res.rr_msg : "no AUTH_REPLY");
 	rc = env->kind != RPC_K_AUTH_REPLY ? -EPROTO :
 	     env->has_status ? env->status : -EPROTO;
+	if (rc == 0)
+		cli_welcome(p, env, welcome);
 	rpc_envelope__free_unpacked(env, NULL);
 	if (rc == -EACCES)
 		return err_set(rc, "rpc: server %s refused our proof of the "
@@ -715,11 +733,29 @@ static int cli_auth(struct rpc_peer *p, const uint8_t *mac, int timeout_ms)
 	return 0;
 }
 
+/* The server's incarnation from its RpcWelcome w, if its tag under the
+ * session key holds (else it stays 0: unknown). */
+static void cli_incarnation(struct rpc_peer *p, const RpcWelcome *w)
+{
+	uint8_t tag[RPC_TAG_LEN];
+
+	if (w == NULL || !p->pe_keyed ||
+	    rpc_welcome_tag(p->pe_key, w->incarnation, tag) != 0)
+		return;
+	if (CRYPTO_memcmp(tag, w->mac.data, RPC_TAG_LEN) != 0) {
+		LOG_WARNING("rpc: connect to %s: the server's incarnation "
+			    "fails its MAC; left unknown", p->pe_str);
+		return;
+	}
+	p->pe_incarnation = w->incarnation;
+}
+
 /* HELLO, check the server's proof, AUTH with ours. */
 static int cli_handshake(struct rpc_peer *p, int timeout_ms)
 {
 	struct rpc_ep *ep = p->pe_ep;
 	uint8_t cnonce[RPC_NONCE_LEN], snonce[RPC_NONCE_LEN], mac[RPC_MAC_LEN];
+	RpcWelcome *w = NULL;
 	RpcChallenge *ch = NULL;
 	bool ok;
 	int rc;
@@ -738,13 +774,16 @@ static int cli_handshake(struct rpc_peer *p, int timeout_ms)
 	rpc_challenge__free_unpacked(ch, NULL);
 	if (rc != 0)
 		return rc;
-	rc = cli_auth(p, mac, timeout_ms);
+	rc = cli_auth(p, mac, timeout_ms, &w);
 	if (ok && rc == 0) {
 		rc = rpc_auth_mac(ep, 'K', cnonce, snonce, p->pe_key);
 		pthread_mutex_lock(&ep->ep_lock);
 		p->pe_keyed = rc == 0;
 		pthread_mutex_unlock(&ep->ep_lock);
+		cli_incarnation(p, w);
 	}
+	if (w != NULL)
+		rpc_welcome__free_unpacked(w, NULL);
 	OPENSSL_cleanse(snonce, sizeof snonce);
 	if (!ok) {
 		pthread_mutex_lock(&ep->ep_lock);
@@ -827,6 +866,11 @@ void rpc_peer_close(struct rpc_peer *p)
 	pthread_mutex_unlock(&ep->ep_lock);
 	OPENSSL_cleanse(p->pe_key, sizeof p->pe_key);
 	free(p);
+}
+
+uint64_t rpc_peer_incarnation(const struct rpc_peer *p)
+{
+	return p != NULL ? p->pe_incarnation : 0;
 }
 
 void rpc_cli_fini(struct rpc_ep *ep)

@@ -1059,6 +1059,11 @@ int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
 	if ((rc = ep_alloc(&ep, &conf)) != 0)
 		goto out_free;
 	ep->ep_server = port != 0;
+	/* A server's incarnation (RpcWelcome): random, odd so never 0. */
+	if (ep->ep_server && (rc = rpc_random(&ep->ep_incarnation,
+					      sizeof ep->ep_incarnation)) != 0)
+		goto out_free;
+	ep->ep_incarnation |= ep->ep_server ? 1 : 0;
 	if ((rc = ep_provider(ep, c->rc_provider)) != 0 ||
 	    (rc = ep_getinfo(ep, addr, port)) != 0 ||
 	    (rc = ep_fabric_open(ep, addr, port)) != 0 ||
@@ -1122,6 +1127,11 @@ void rpc_ep_close(struct rpc_ep *ep)
 	ep_poll(ep, false);
 	ep_defer_run(ep);
 	ep_free(ep);
+}
+
+uint64_t rpc_ep_incarnation(const struct rpc_ep *ep)
+{
+	return ep != NULL ? ep->ep_incarnation : 0;
 }
 
 void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out)

@@ -117,6 +117,14 @@ void rpc_ep_close(struct rpc_ep *ep);
 /** Copy the endpoint's counters into *out. */
 void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out);
 
+/**
+ * A server endpoint's incarnation: a random number (never 0) drawn when it
+ * was opened and told to every client at connect (RpcWelcome), so that a
+ * client knows a server restarted at the same address from the run it
+ * connected to (rpc_peer_incarnation()).  0 for a client endpoint.
+ */
+uint64_t rpc_ep_incarnation(const struct rpc_ep *ep);
+
 /* ------------------------------------------------------------- server */
 
 /**
@@ -206,6 +214,17 @@ int rpc_connect(struct rpc_ep *ep, const char *addr, uint16_t port,
 /** Forget the peer (calls in flight complete with -ESHUTDOWN).  Not from
  *  a done() callback of that peer's calls.  NULL is ignored. */
 void rpc_peer_close(struct rpc_peer *p);
+
+/**
+ * The incarnation (rpc_ep_incarnation()) of the server run that p was
+ * connected to, as that server told it in the handshake under the session
+ * key; 0 when it did not (a server that predates RpcWelcome).  Requests
+ * on p reach only that run: a server restarted at the same address knows
+ * none of its sessions and drops them (each call then ends at its
+ * deadline), so a caller that learns a newer incarnation, e.g. from a
+ * fresh connect, replaces p.
+ */
+uint64_t rpc_peer_incarnation(const struct rpc_peer *p);
 
 /** Bulk data of a call: the server pulls OUT buffers, pushes into IN. */
 enum rpc_bulk_dir { RPC_BULK_NONE = 0, RPC_BULK_OUT = 1, RPC_BULK_IN = 2 };

@@ -108,6 +108,7 @@ int rpc_wire_hello_decode(const void *buf, size_t len, RpcHello **out);
 int rpc_wire_challenge_decode(const void *buf, size_t len,
 			      RpcChallenge **out);
 int rpc_wire_auth_decode(const void *buf, size_t len, RpcAuth **out);
+int rpc_wire_welcome_decode(const void *buf, size_t len, RpcWelcome **out);
 /* Encode env into a fresh malloc'd buffer of *len bytes (NULL: ENOMEM). */
 void *rpc_wire_env_encode(const RpcEnvelope *env, size_t *len);
 
@@ -223,6 +224,7 @@ struct rpc_ep {
 	struct rpc_peer *ep_peers;
 
 	/* server */
+	uint64_t ep_incarnation;    /* drawn at open, never 0 (RpcWelcome) */
 	struct rpc_handler_slot *ep_handlers; /* by opcode, RPC_OP_MAX */
 	struct rpc_sess *ep_sess;   /* list */
 	uint32_t ep_nr_sess;
@@ -288,6 +290,9 @@ int rpc_map_cq_err(int prov_err);
 int rpc_auth_mac(struct rpc_ep *ep, char dir, const uint8_t *cnonce,
 		 const uint8_t *snonce, uint8_t *mac);
 int rpc_random(void *buf, size_t len);
+/* The MAC of RpcWelcome: HMAC-SHA256(key, "I" inc little-endian), cut to
+ * RPC_TAG_LEN bytes. */
+int rpc_welcome_tag(const uint8_t *key, uint64_t inc, uint8_t *tag);
 /* tag = HMAC-SHA256(key, buf[0..len)) cut to RPC_TAG_LEN; 0 or -EIO. */
 int rpc_msg_tag(const uint8_t *key, const void *buf, size_t len,
 		uint8_t *tag);

@@ -179,6 +179,24 @@ int rpc_wire_auth_decode(const void *buf, size_t len, RpcAuth **out)
 	return 0;
 }
 
+int rpc_wire_welcome_decode(const void *buf, size_t len, RpcWelcome **out)
+{
+	RpcWelcome *w = rpc_welcome__unpack(NULL, len, buf);
+
+	*out = NULL;
+	if (w == NULL)
+		return err_set(-EPROTO, "rpc: undecodable WELCOME");
+	if (!w->has_incarnation || !w->has_mac ||
+	    w->mac.len != RPC_TAG_LEN || wire_unknown(&w->base)) {
+		err_set(-EPROTO, "rpc: WELCOME without incarnation or with a "
+			"mac of %zu bytes", w->has_mac ? w->mac.len : 0);
+		rpc_welcome__free_unpacked(w, NULL);
+		return -EPROTO;
+	}
+	*out = w;
+	return 0;
+}
+
 void *rpc_wire_env_encode(const RpcEnvelope *env, size_t *len)
 {
 	size_t n = rpc_envelope__get_packed_size(env);

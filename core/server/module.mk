@@ -7,8 +7,9 @@ LIB_SRCS += core/clu_conf.c core/server/msg.c core/server/peers.c \
 PROTOS += core/server/strata.proto
 SRV_OBJS := $(BUILD)/obj/core/server/server.o
 BINS += $(BUILD)/strata-server
-# Suite "server": malformed requests against a real strata-server.
-UT_SRCS += core/server/ut/srv_ut.c
+# Suite "server": malformed requests against a real strata-server; suite
+# "peers": the peer tables across a server's restart.
+UT_SRCS += core/server/ut/srv_ut.c core/server/ut/peers_ut.c
 
 $(BUILD)/strata-server: $(SRV_OBJS) $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

@@ -3,6 +3,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -16,9 +17,20 @@
 #include "core/log.h"
 #include "core/server/peers.h"
 
+/*
+ * One connection to a server: held by its slot while current and by each
+ * call on it (pc_refs, under the slot's ps_lock); the last put closes it,
+ * so a call never uses a peer that another thread closed.
+ */
+struct peer_conn {
+	struct rpc_peer *pc_peer;
+	uint64_t pc_inc;            /* rpc_peer_incarnation(), 0: untold */
+	uint32_t pc_refs;
+};
+
 struct peer_slot {
 	pthread_mutex_t ps_lock;
-	struct rpc_peer *ps_peer;
+	struct peer_conn *ps_conn;  /* NULL: connect at the next call */
 	uint64_t ps_down_until_ms;  /* 0: not known down */
 	bool ps_down;               /* the last contact failed */
 	bool ps_was_down;           /* failed since peers_was_down() cleared */
@@ -32,6 +44,79 @@ struct peers {
 	bool p_own_ep;
 	struct peer_slot p_slots[CLU_SERVERS_MAX];
 };
+
+/*
+ * The incarnation of each server address that this process learned last,
+ * at a connect of any table (rdev's probe and data tables, a server's own,
+ * a client's): one table's fresh connection to a restarted server tells
+ * every other table that its connection to that address is stale.  Not
+ * keyed by table or cluster: an address serves one run at a time.
+ */
+struct peers_book_ent {
+	char be_addr[sizeof ((struct clu_server *)0)->cs_addr];
+	uint16_t be_port;
+	uint64_t be_inc;
+};
+
+static struct {
+	pthread_mutex_t pb_lock;
+	uint32_t pb_nr;
+	struct peers_book_ent pb_ent[PEERS_BOOK_MAX];
+} peers_book = {.pb_lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* The entry of sv (pb_lock held), NULL if none. */
+static struct peers_book_ent *book_find(const struct clu_server *sv)
+{
+	for (uint32_t k = 0; k < peers_book.pb_nr; k++) {
+		struct peers_book_ent *e = &peers_book.pb_ent[k];
+
+		if (e->be_port == sv->cs_port &&
+		    strcmp(e->be_addr, sv->cs_addr) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* The latest incarnation learned of sv, 0 if none. */
+static uint64_t book_get(const struct clu_server *sv)
+{
+	const struct peers_book_ent *e;
+	uint64_t inc;
+
+	pthread_mutex_lock(&peers_book.pb_lock);
+	e = book_find(sv);
+	inc = e != NULL ? e->be_inc : 0;
+	pthread_mutex_unlock(&peers_book.pb_lock);
+	return inc;
+}
+
+/* A connect to sv found incarnation inc (0: untold, nothing learned).  A
+ * full book learns no new address: those keep the behaviour of a server
+ * that does not tell its incarnation. */
+static void book_note(const struct clu_server *sv, uint64_t inc)
+{
+	struct peers_book_ent *e;
+
+	if (inc == 0)
+		return;
+	pthread_mutex_lock(&peers_book.pb_lock);
+	e = book_find(sv);
+	if (e == NULL && peers_book.pb_nr < PEERS_BOOK_MAX) {
+		e = &peers_book.pb_ent[peers_book.pb_nr++];
+		snprintf(e->be_addr, sizeof e->be_addr, "%s", sv->cs_addr);
+		e->be_port = sv->cs_port;
+	}
+	if (e != NULL)
+		e->be_inc = inc;
+	pthread_mutex_unlock(&peers_book.pb_lock);
+}
+
+/* Is c a connection to an earlier run of a server whose latest learned
+ * incarnation is book? */
+static bool conn_stale(const struct peer_conn *c, uint64_t book)
+{
+	return c->pc_inc != 0 && book != 0 && c->pc_inc != book;
+}
 
 static uint64_t peers_now_ms(void)
 {
@@ -49,6 +134,30 @@ static void slot_mark_down(struct peer_slot *s)
 	if (!s->ps_down) {
 		s->ps_down = true;
 		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
+	}
+}
+
+/* Under ps_lock: the server restarted (a newer incarnation is known).  It
+ * was away for a while, which peers_gen() and peers_was_down() must show
+ * (index replicas, srv_idx.c); it is up now, so it is not marked down. */
+static void slot_note_restart(struct peer_slot *s)
+{
+	s->ps_was_down = true;
+	if (!s->ps_down)
+		__atomic_add_fetch(&s->ps_gen, 2, __ATOMIC_RELEASE);
+}
+
+/* Drop a reference to c; the last one closes its peer. */
+static void conn_put(struct peer_slot *s, struct peer_conn *c)
+{
+	bool last;
+
+	pthread_mutex_lock(&s->ps_lock);
+	last = --c->pc_refs == 0;
+	pthread_mutex_unlock(&s->ps_lock);
+	if (last) {
+		rpc_peer_close(c->pc_peer);
+		free(c);
 	}
 }
 
@@ -130,9 +239,11 @@ void peers_destroy(struct peers *p)
 	if (p == NULL)
 		return;
 	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++) {
-		if (p->p_slots[i].ps_peer != NULL)
-			rpc_peer_close(p->p_slots[i].ps_peer);
-		pthread_mutex_destroy(&p->p_slots[i].ps_lock);
+		struct peer_slot *s = &p->p_slots[i];
+
+		if (s->ps_conn != NULL)
+			conn_put(s, s->ps_conn);
+		pthread_mutex_destroy(&s->ps_lock);
 	}
 	if (p->p_own_ep)
 		rpc_ep_close(p->p_ep);
@@ -177,61 +288,111 @@ bool peers_live(struct peers *p, uint32_t i)
 	return live;
 }
 
-/* The connection to server i (made now if needed), or an error. */
-static int peers_get(struct peers *p, uint32_t i, struct rpc_peer **out)
+/* Under ps_lock: connect to server i unless it was found down less than
+ * PEERS_RETRY_MS ago; the new connection becomes the slot's. */
+static int slot_connect(struct peers *p, uint32_t i)
 {
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
+	struct peer_conn *c;
+	int rc;
+
+	if (s->ps_down_until_ms != 0 && peers_now_ms() < s->ps_down_until_ms)
+		return err_set(-EHOSTDOWN, "server %s (%s:%u) is down "
+			       "(retried every %u ms)", sv->cs_name,
+			       sv->cs_addr, sv->cs_port, PEERS_RETRY_MS);
+	c = calloc(1, sizeof *c);
+	if (c == NULL)
+		return err_set(-ENOMEM, "server %s: connection", sv->cs_name);
+	rc = rpc_connect(p->p_ep, sv->cs_addr, sv->cs_port,
+			 (int)p->p_conf->cc_connect_ms, &c->pc_peer);
+	if (rc != 0) {
+		free(c);
+		slot_mark_down(s);
+		return err_set(rc, "server %s (%s:%u): %s%s", sv->cs_name,
+			       sv->cs_addr, sv->cs_port, rc == -EACCES ?
+			       "wrong cluster secret (this side's and the "
+			       "server's differ): " : "", err_msg());
+	}
+	c->pc_inc = rpc_peer_incarnation(c->pc_peer);
+	c->pc_refs = 1;
+	s->ps_conn = c;
+	s->ps_down_until_ms = 0;
+	book_note(sv, c->pc_inc);
+	return 0;
+}
+
+/*
+ * The connection to server i, referenced (conn_put() it), made now if
+ * there is none or if the one there reaches an earlier run of the server
+ * (this process learned a newer incarnation since it was made); or an
+ * error.
+ */
+static int peers_get(struct peers *p, uint32_t i, struct peer_conn **out)
+{
+	const struct clu_server *sv = &p->p_conf->cc_servers[i];
+	struct peer_slot *s = &p->p_slots[i];
+	uint64_t book = book_get(sv), was = 0;
+	struct peer_conn *stale = NULL;
 	int rc = 0;
 
+	*out = NULL;
 	pthread_mutex_lock(&s->ps_lock);
-	if (s->ps_peer == NULL) {
-		if (s->ps_down_until_ms != 0 &&
-		    peers_now_ms() < s->ps_down_until_ms) {
-			rc = err_set(-EHOSTDOWN, "server %s (%s:%u) is down "
-				     "(retried every %u ms)", sv->cs_name,
-				     sv->cs_addr, sv->cs_port, PEERS_RETRY_MS);
-		} else {
-			rc = rpc_connect(p->p_ep, sv->cs_addr, sv->cs_port,
-					 (int)p->p_conf->cc_connect_ms,
-					 &s->ps_peer);
-			if (rc != 0) {
-				s->ps_peer = NULL;
-				slot_mark_down(s);
-				rc = err_set(rc, "server %s (%s:%u): %s%s",
-					     sv->cs_name, sv->cs_addr,
-					     sv->cs_port, rc == -EACCES ?
-					     "wrong cluster secret (this "
-					     "side's and the server's differ): "
-					     : "", err_msg());
-			} else {
-				s->ps_down_until_ms = 0;
-			}
-		}
+	if (s->ps_conn != NULL && conn_stale(s->ps_conn, book)) {
+		stale = s->ps_conn;
+		was = stale->pc_inc;
+		s->ps_conn = NULL;
+		slot_note_restart(s);
 	}
-	*out = s->ps_peer;
+	if (s->ps_conn == NULL)
+		rc = slot_connect(p, i);
+	if (rc == 0) {
+		s->ps_conn->pc_refs++;
+		*out = s->ps_conn;
+	}
 	pthread_mutex_unlock(&s->ps_lock);
+	if (stale != NULL) {
+		LOG_INFO("server %s restarted (incarnation %016" PRIx64 ", "
+			 "was %016" PRIx64 "): its connection is replaced",
+			 sv->cs_name, book, was);
+		conn_put(s, stale);
+	}
 	return rc;
 }
 
-/* A transport failure on peer: forget it and mark the server down. */
-static void peers_fail(struct peers *p, uint32_t i, struct rpc_peer *peer)
+/*
+ * A call on c failed in the transport: forget c.  If this process learned
+ * a newer incarnation of the server meanwhile, it restarted and is up:
+ * returns true and does not mark it down; else marks it down (false).
+ */
+static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c)
 {
+	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
-	struct rpc_peer *old = NULL;
+	bool restarted = conn_stale(c, book_get(sv));
+	struct peer_conn *old = NULL;
 
 	pthread_mutex_lock(&s->ps_lock);
-	if (s->ps_peer == peer) {
-		old = peer;
-		s->ps_peer = NULL;
-		slot_mark_down(s);
+	if (s->ps_conn == c) {
+		old = c;
+		s->ps_conn = NULL;
+		if (restarted)
+			slot_note_restart(s);
+		else
+			slot_mark_down(s);
 	}
 	pthread_mutex_unlock(&s->ps_lock);
-	if (old != NULL) {
-		LOG_WARNING("server %s marked down: %s",
-			    p->p_conf->cc_servers[i].cs_name, err_msg());
-		rpc_peer_close(old);
-	}
+	if (old == NULL)
+		return restarted;
+	if (restarted)
+		LOG_INFO("server %s restarted: a call on the connection to its "
+			 "earlier run failed (%s); connection replaced",
+			 sv->cs_name, err_msg());
+	else
+		LOG_WARNING("server %s marked down: %s", sv->cs_name,
+			    err_msg());
+	conn_put(s, old);
+	return restarted;
 }
 
 uint64_t peers_gen(struct peers *p, uint32_t i)
@@ -291,20 +452,23 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		  struct rpc_result *res)
 {
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
-	struct rpc_peer *peer;
+	struct peer_slot *s = &p->p_slots[i];
+	struct peer_conn *c;
 	uint64_t sent = peers_now_ms();
 	int rc;
 
 	memset(res, 0, sizeof *res);
-	for (uint32_t t = 0; t <= PEERS_BUSY_RETRIES; t++) {
-		rc = peers_get(p, i, &peer);
+	for (uint32_t t = 0;; t++) {
+		rc = peers_get(p, i, &c);
 		if (rc != 0)
 			return rc;
-		rc = rpc_call(peer, op, body, len, bulk, (int)call_ms, res);
+		rc = rpc_call(c->pc_peer, op, body, len, bulk, (int)call_ms,
+			      res);
 		if (rc == 0)
 			rc = res->rr_status;
-		if (rc != -EBUSY)
+		if (rc != -EBUSY || t == PEERS_BUSY_RETRIES)
 			break;
+		conn_put(s, c);
 		free(res->rr_body);
 		memset(res, 0, sizeof *res);
 		usleep(PEERS_BUSY_PAUSE_MS * 1000);
@@ -313,11 +477,17 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		err_set(rc, "server %s: %s", sv->cs_name,
 			res->rr_msg[0] != '\0' ? res->rr_msg : err_msg());
 		if (peers_rc_transport(rc))
-			peers_fail(p, i, peer);
+			peers_fail(p, i, c);
 	}
 	if (!peers_rc_transport(rc))
-		slot_mark_up(&p->p_slots[i], sent);
+		slot_mark_up(s, sent);
+	conn_put(s, c);
 	return rc;
+}
+
+uint64_t peers_incarnation(struct peers *p, uint32_t i)
+{
+	return book_get(&p->p_conf->cc_servers[i]);
 }
 
 uint64_t peers_clock_ms(void)

@@ -7,9 +7,21 @@
  * connect timeout) and kept.  A call that fails in the transport (timeout,
  * refused, reset, shut down, authentication) closes the connection and
  * marks the server down for PEERS_RETRY_MS: calls to it fail at once with
- * -EHOSTDOWN until then, after which the next call connects afresh (a
- * restarted server is picked up this way).  -EBUSY (the server's queue is
- * full) is retried a bounded number of times with a short pause.
+ * -EHOSTDOWN until then, after which the next call connects afresh.
+ * -EBUSY (the server's queue is full) is retried a bounded number of times
+ * with a short pause.
+ *
+ * Restarted servers: each connect learns the incarnation of the server run
+ * it reached (rpc_peer_incarnation()) and notes it, per server address, in
+ * a book shared by every table of the process.  A connection made to an
+ * earlier incarnation than the book's reaches a run that is gone (the new
+ * one drops its requests: they would end at their deadline), so the next
+ * call replaces it with a fresh connection before it is sent, and a call
+ * that failed on it meanwhile does not mark the server down.  Either
+ * counts as the server having been away (peers_gen(), peers_was_down()).
+ * So once any table of the process (e.g. rdev's probes) has reconnected to
+ * a restarted server, the others follow without a timeout.  A server that
+ * does not tell its incarnation (older builds) is handled as before.
  */
 #ifndef STRATA_CORE_SERVER_PEERS_H
 #define STRATA_CORE_SERVER_PEERS_H
@@ -23,6 +35,10 @@
 /* A server found down is not tried again for this long: long enough that a
  * dead server costs one timeout per second, not one per op. */
 #define PEERS_RETRY_MS 1000u
+/* Server addresses whose incarnation the process remembers: a few
+ * clusters' worth (CLU_SERVERS_MAX each); past it, new addresses are
+ * handled like servers that do not tell their incarnation. */
+#define PEERS_BOOK_MAX 256u
 /* -EBUSY retries of one call, PEERS_BUSY_PAUSE_MS apart. */
 #define PEERS_BUSY_RETRIES 20u
 #define PEERS_BUSY_PAUSE_MS 5u
@@ -86,6 +102,15 @@ bool peers_down(struct peers *p, uint32_t i);
 /** Did a contact with server i fail since peers_clear_was_down()? */
 bool peers_was_down(struct peers *p, uint32_t i);
 void peers_clear_was_down(struct peers *p, uint32_t i);
+
+/**
+ * The latest incarnation of server i (rpc_ep_incarnation() of its
+ * endpoint) that a connect of any table in this process learned, 0 if none.
+ * A caller that reads it before a call and finds it changed after the call
+ * failed in the transport knows that the server restarted meanwhile (and
+ * is up): an idempotent call may be sent once more (core/server/rdev.c).
+ */
+uint64_t peers_incarnation(struct peers *p, uint32_t i);
 
 /** Let the next call to server i connect even if it was found down less
  *  than PEERS_RETRY_MS ago. */

@@ -143,9 +143,11 @@ static bool rdev_reachable(struct tier_dev *d)
 	return !rdev_server_down(rd->rd_srv);
 }
 
-/* One unit I/O call to the owning server. */
-static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
-		     void *buf, size_t len)
+/* One unit I/O call to the owning server; *transport tells whether it
+ * failed in the transport (then rc is -EHOSTDOWN or a tier transport code,
+ * with a message). */
+static int rdev_call_once(struct tier_dev *d, uint32_t op, uint64_t off,
+			  void *buf, size_t len, bool *transport)
 {
 	struct rdev *rd = d->td_priv;
 	RdevReq q = RDEV_REQ__INIT;
@@ -156,6 +158,7 @@ static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
 	struct msg_buf b = {0};
 	int rc;
 
+	*transport = false;
 	if (rdev_server_down(rd->rd_srv))
 		return err_set(-EHOSTDOWN, "device %s: server %s is unreachable "
 			       "(its device %u)", d->td_path,
@@ -190,17 +193,49 @@ static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
 	if (rc == 0)
 		return 0;
 	if (peers_rc_transport(rc) || tier_rc_transport(rc)) {
+		*transport = true;
 		if (!tier_rc_transport(rc))
 			rc = -EHOSTDOWN;
-		rc = err_set(rc, "device %s: server %s (its device %u): %s",
-			     d->td_path, rdev_name(rd->rd_srv), rd->rd_dev,
-			     err_msg());
-		rdev_mark(rd->rd_srv, false, err_msg());
-		return rc;
+		return err_set(rc, "device %s: server %s (its device %u): %s",
+			       d->td_path, rdev_name(rd->rd_srv), rd->rd_dev,
+			       err_msg());
 	}
 	return err_set(rc, "device %s: server %s (its device %u): %s",
 		       d->td_path, rdev_name(rd->rd_srv), rd->rd_dev,
 		       res.rr_msg[0] != '\0' ? res.rr_msg : err_msg());
+}
+
+/*
+ * One unit I/O call.  A transport failure marks the owner unreachable,
+ * unless this process learned a newer incarnation of the owner during the
+ * call (peers.h): then the owner restarted and is up, only the connection
+ * the call went on reached its earlier run; the call (idempotent: a unit
+ * write of the same bytes, a read, a sync) is sent once more, on a fresh
+ * connection, a WRITE with a new deadline.
+ */
+static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
+		     void *buf, size_t len)
+{
+	const struct rdev *rd = d->td_priv;
+	bool transport;
+	int rc;
+
+	for (uint32_t t = 0;; t++) {
+		uint64_t inc = peers_incarnation(rdev_g->rc_data, rd->rd_srv);
+		uint64_t now;
+
+		rc = rdev_call_once(d, op, off, buf, len, &transport);
+		if (!transport)
+			return rc;
+		now = peers_incarnation(rdev_g->rc_data, rd->rd_srv);
+		if (now == inc || now == 0 || t == RDEV_RESTART_RETRIES)
+			break;
+		LOG_INFO("device %s: server %s restarted during a unit call "
+			 "(%s); sent again on a fresh connection", d->td_path,
+			 rdev_name(rd->rd_srv), err_msg());
+	}
+	rdev_mark(rd->rd_srv, false, err_msg());
+	return rc;
 }
 
 static int rdev_write(struct tier_dev *d, uint64_t off, const void *buf,

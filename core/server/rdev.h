@@ -18,9 +18,12 @@
  * A probe thread calls every other server (RPC_OP_NOOP, RDEV_PROBE_MS
  * timeout) every RDEV_PROBE_EVERY_MS from an endpoint of its own, so a cut
  * is noticed without data ops paying for it, and a server that answers
- * again is reachable again at once.  Transport failures are not counted as
- * device errors (tiers/tier.h tier_dev_errors): a remote device is never
- * FAILED because its server was away.
+ * again is reachable again at once.  A unit call that failed in the
+ * transport because its owner restarted meanwhile (a newer incarnation
+ * learned, peers.h) does not mark it unreachable: it is sent once more on
+ * a fresh connection (RDEV_RESTART_RETRIES).  Transport failures are not
+ * counted as device errors (tiers/tier.h tier_dev_errors): a remote device
+ * is never FAILED because its server was away.
  *
  * One cluster context per process (a strata-server runs one store):
  * rdev_start() before the store opens, rdev_stop() after it closed.
@@ -42,6 +45,11 @@
  * client within the client's own call timeout. */
 #define RDEV_CALL_MS_MIN 1000u
 #define RDEV_CALL_MS_MAX 10000u
+/* A unit call that failed on a connection to its owner's earlier run
+ * (the owner restarted during the call) is sent again this many times:
+ * one, so that the home's wait stays within two unit call timeouts, under
+ * the client's call timeout. */
+#define RDEV_RESTART_RETRIES 1u
 /*
  * The deadline fence (docs/cluster.md): every WRITE carries its call's
  * absolute deadline (CLOCK_REALTIME ns of the home: now + the unit call

@@ -978,9 +978,13 @@ static void t_restart(void)
 	uint16_t port;
 	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
 	struct rpc_peer *p = ut_connect(cli, port), *p2 = NULL;
-	uint64_t t0;
+	uint64_t t0, inc1 = rpc_ep_incarnation(srv);
 	int rc = -1;
 
+	/* Each run tells its incarnation at connect (RpcWelcome). */
+	CU_ASSERT(inc1 != 0);
+	CU_ASSERT_EQUAL(rpc_ep_incarnation(cli), 0);
+	CU_ASSERT_EQUAL(rpc_peer_incarnation(p), inc1);
 	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "a", 1, NULL, 2000, NULL), 0);
 	rpc_ep_close(srv);
 	t0 = ut_ms();
@@ -1000,6 +1004,10 @@ static void t_restart(void)
 	if (rc != 0)
 		fprintf(stderr, "reconnect: %s\n", err_msg());
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT(rpc_ep_incarnation(srv) != 0 &&
+		  rpc_ep_incarnation(srv) != inc1);
+	CU_ASSERT_EQUAL(rpc_peer_incarnation(p2), rpc_ep_incarnation(srv));
+	CU_ASSERT_EQUAL(rpc_peer_incarnation(p), inc1);
 	CU_ASSERT_EQUAL(rpc_call(p2, OP_ECHO, "b", 1, NULL, 3000, NULL), 0);
 	rpc_peer_close(p);
 	CU_ASSERT_EQUAL(rpc_call(p2, OP_ECHO, "c", 1, NULL, 3000, NULL), 0);

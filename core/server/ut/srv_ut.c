@@ -742,5 +742,5 @@ int server_ut_add(void)
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
 	    CU_add_test(s, "sigterm", t_sigterm) == NULL)
 		return -1;
-	return 0;
+	return peers_ut_add();
 }

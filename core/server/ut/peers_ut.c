@@ -1,0 +1,159 @@
+/*
+ * peers_ut.c — suite "peers" (run with -s server): the peer tables
+ * (core/server/peers.h) against a server endpoint that is closed and
+ * opened again on the same address, as a restarted strata-server is.
+ *
+ * restart: two tables A and B hold connections to the first run.  A
+ * learns the second run by connecting afresh (as rdev's probes do after
+ * a failed probe); B's next call must then go out on a fresh connection
+ * at once (well under its call timeout) and succeed, without marking the
+ * server down, while peers_gen() and peers_was_down() show that it was
+ * away.  Before, B's call went on its old connection, which the new run
+ * drops: it waited for its timeout and marked the server down.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "core/server/peers.h"
+#include "tests/ut.h"
+
+#define PU_SECRET "strata-peers-unit-test-secret-0123"
+
+static uint64_t pu_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static struct rpc_conf pu_rpc_conf(void)
+{
+	struct rpc_conf c = {0};
+
+	c.rc_provider = "tcp;ofi_rxm";
+	c.rc_secret = PU_SECRET;
+	c.rc_secret_len = strlen(PU_SECRET);
+	return c;
+}
+
+/* A server endpoint on 127.0.0.1 at *port (0: a free one, chosen), at
+ * most 50 tries 100 ms apart (a closed endpoint's port may linger). */
+static struct rpc_ep *pu_server(uint16_t *port)
+{
+	struct rpc_conf c = pu_rpc_conf();
+	struct rpc_ep *ep = NULL;
+	bool pick = *port == 0;
+	int rc = -EADDRINUSE;
+
+	if (pick)
+		*port = (uint16_t)(20000 + (getpid() * 7919u) % 9000);
+	for (int i = 0; i < 50 && rc != 0; i++) {
+		rc = rpc_ep_open(&ep, &c, "127.0.0.1", *port);
+		if (rc != 0 && pick)
+			(*port)++;
+		else if (rc != 0)
+			usleep(100000);
+	}
+	if (rc != 0)
+		fprintf(stderr, "peers: server open: %s\n", err_msg());
+	return ep;
+}
+
+static void pu_cluster(struct clu_conf *cc, struct clu_server *sv,
+		       uint16_t port)
+{
+	memset(cc, 0, sizeof *cc);
+	memset(sv, 0, sizeof *sv);
+	snprintf(cc->cc_name, sizeof cc->cc_name, "pu");
+	memcpy(cc->cc_secret, PU_SECRET, strlen(PU_SECRET));
+	cc->cc_secret_len = strlen(PU_SECRET);
+	snprintf(cc->cc_provider, sizeof cc->cc_provider, "tcp;ofi_rxm");
+	cc->cc_replicas = 1;
+	cc->cc_connect_ms = 3000;
+	cc->cc_call_ms = 3000;
+	cc->cc_nr_servers = 1;
+	cc->cc_servers = sv;
+	snprintf(sv->cs_name, sizeof sv->cs_name, "p0");
+	snprintf(sv->cs_addr, sizeof sv->cs_addr, "127.0.0.1");
+	sv->cs_port = port;
+}
+
+static int pu_noop(struct peers *p, uint32_t ms)
+{
+	struct rpc_result res;
+	int rc = peers_call_ms(p, 0, RPC_OP_NOOP, NULL, 0, NULL, ms, &res);
+
+	free(res.rr_body);
+	return rc;
+}
+
+static void t_restart(void)
+{
+	struct clu_conf cc;
+	struct clu_server sv;
+	struct peers *a = NULL, *b = NULL;
+	uint16_t port = 0;
+	struct rpc_ep *srv = pu_server(&port);
+	uint64_t inc1, inc2, gen, t0;
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+	inc1 = rpc_ep_incarnation(srv);
+	CU_ASSERT(inc1 != 0);
+	pu_cluster(&cc, &sv, port);
+	CU_ASSERT_EQUAL_FATAL(peers_create(&a, &cc, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(peers_create(&b, &cc, NULL), 0);
+	CU_ASSERT_EQUAL(rpc_ep_incarnation(peers_ep(a)), 0);
+	CU_ASSERT_EQUAL(pu_noop(a, 2000), 0);
+	CU_ASSERT_EQUAL(pu_noop(b, 2000), 0);
+	CU_ASSERT_EQUAL(peers_incarnation(a, 0), inc1);
+	CU_ASSERT_EQUAL(peers_incarnation(b, 0), inc1);
+
+	/* The server's second run on the same address. */
+	rpc_ep_close(srv);
+	srv = pu_server(&port);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+	inc2 = rpc_ep_incarnation(srv);
+	CU_ASSERT(inc2 != 0 && inc2 != inc1);
+
+	/* A's old connection fails (its requests are dropped) and marks
+	 * the server down; its next call connects and learns the new run. */
+	rc = pu_noop(a, 300);
+	CU_ASSERT(peers_rc_transport(rc));
+	CU_ASSERT(peers_down(a, 0));
+	peers_retry_now(a, 0);
+	CU_ASSERT_EQUAL(pu_noop(a, 2000), 0);
+	CU_ASSERT_EQUAL(peers_incarnation(a, 0), inc2);
+	CU_ASSERT_FALSE(peers_down(a, 0));
+
+	/* B follows at once: a fresh connection before its call is sent. */
+	gen = peers_gen(b, 0);
+	peers_clear_was_down(b, 0);
+	t0 = pu_ms();
+	CU_ASSERT_EQUAL(pu_noop(b, 2000), 0);
+	CU_ASSERT(pu_ms() - t0 < 1000);
+	CU_ASSERT_FALSE(peers_down(b, 0));
+	CU_ASSERT_EQUAL(peers_gen(b, 0), gen + 2);
+	CU_ASSERT(peers_was_down(b, 0));
+	CU_ASSERT_EQUAL(pu_noop(b, 2000), 0);
+	CU_ASSERT_EQUAL(peers_gen(b, 0), gen + 2);
+
+	peers_destroy(a);
+	peers_destroy(b);
+	rpc_ep_close(srv);
+}
+
+int peers_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("peers", NULL, NULL);
+
+	if (s == NULL || CU_add_test(s, "restart", t_restart) == NULL)
+		return -1;
+	return 0;
+}
