@@ -339,6 +339,10 @@ const char *cli_pool_name(struct cli *c, uint32_t p, char *buf, size_t size);
 int cli_devs_fetch(struct cli *c, struct clovis_dev_info **out,
 		   uint32_t *nr);
 
+/* Name of a device state (CLOVIS_DEV_*): online, failed, repaired or
+ * unknown, as every device listing and its JSON print it. */
+const char *cli_dev_state(uint32_t state);
+
 /**
  * The name of device d as 'strata devices' shows it: the file name of its
  * path without the directory, a ".dev" suffix and the "strata-UUID-"

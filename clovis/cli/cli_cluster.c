@@ -321,20 +321,6 @@ static void status_server_text(const struct clovis_server_info *si)
 	printf("\n");
 }
 
-/* The JSON name of a device state (as strata devices prints it). */
-static const char *dev_state_json(uint32_t state)
-{
-	switch (state) {
-	case CLOVIS_DEV_ONLINE:
-		return "online";
-	case CLOVIS_DEV_FAILED:
-		return "failed";
-	case CLOVIS_DEV_REPAIRED:
-		return "repaired";
-	}
-	return "unknown";
-}
-
 /* One device of a server as a JSON object. */
 static void status_dev_json(const struct clovis_dev_info *d, bool first)
 {
@@ -347,7 +333,7 @@ static void status_dev_json(const struct clovis_dev_info *d, bool first)
 						   sizeof d->di_driver));
 	printf(", \"state\": \"%s\", \"size_bytes\": %" PRIu64
 	       ", \"free_bytes\": %" PRIu64 ", \"errors\": %" PRIu64
-	       ", \"rebalance\": %s}", dev_state_json(d->di_state),
+	       ", \"rebalance\": %s}", cli_dev_state(d->di_state),
 	       d->di_size_bytes, d->di_free_bytes, d->di_errors,
 	       d->di_rebalance ? "true" : "false");
 }

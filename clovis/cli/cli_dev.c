@@ -120,8 +120,7 @@ const char *cli_dev_name(const struct clovis_dev_info *d, char *buf,
 	return buf;
 }
 
-/* Name of a device state. */
-static const char *state_name(uint32_t s)
+const char *cli_dev_state(uint32_t s)
 {
 	switch (s) {
 	case CLOVIS_DEV_ONLINE:
@@ -226,7 +225,7 @@ static void dev_json(const struct clovis_dev_info *d, bool first)
 	       "\"zones\": %u, \"zones_empty\": %u}",
 	       (unsigned long long)d->di_size_bytes,
 	       (unsigned long long)d->di_free_bytes,
-	       d->di_direct_io ? "true" : "false", state_name(d->di_state),
+	       d->di_direct_io ? "true" : "false", cli_dev_state(d->di_state),
 	       (unsigned long long)d->di_errors,
 	       d->di_rebalance ? "true" : "false",
 	       d->di_model ? "true" : "false",
@@ -258,7 +257,7 @@ static void dev_text(const struct clovis_dev_info *d)
 	       d->di_driver, cli_human(d->di_size_bytes, size, sizeof size),
 	       cli_human(d->di_free_bytes, avail, sizeof avail),
 	       used_pct(d->di_size_bytes, d->di_free_bytes),
-	       state_name(d->di_state), (unsigned long long)d->di_errors,
+	       cli_dev_state(d->di_state), (unsigned long long)d->di_errors,
 	       d->di_rebalance ? "yes" : "no", d->di_model ? "on" : "off",
 	       d->di_direct_io ? "yes" : "no", zone, zones, empty,
 	       d->di_path);
@@ -458,7 +457,7 @@ static void dev_report(const struct clovis_dev_info *d, bool changed)
 	cli_json_str(stdout, d->di_path, strnlen(d->di_path,
 						 sizeof d->di_path));
 	printf(", \"state\": \"%s\", \"rebalance\": %s, \"changed\": %s}\n",
-	       state_name(d->di_state), d->di_rebalance ? "true" : "false",
+	       cli_dev_state(d->di_state), d->di_rebalance ? "true" : "false",
 	       changed ? "true" : "false");
 }
 
@@ -490,7 +489,7 @@ int cmd_dev_fail(struct cli *c)
 		       "until 'strata repair' rebuilds them\n", dev, name);
 	else if (!c->c_quiet)
 		printf("device %u (%s) is already %s\n", dev, name,
-		       state_name(d.di_state));
+		       cli_dev_state(d.di_state));
 	return CLI_OK;
 }
 
@@ -538,7 +537,7 @@ int cmd_dev_replace(struct cli *c)
 	else if (!c->c_quiet)
 		printf("device %u replaced by %s (now %s, named %s); "
 		       "'strata rebalance' moves its units back\n", dev, path,
-		       state_name(d.di_state),
+		       cli_dev_state(d.di_state),
 		       cli_dev_name(&d, name, sizeof name));
 	return CLI_OK;
 }

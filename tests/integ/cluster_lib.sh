@@ -1,5 +1,6 @@
 # cluster_lib.sh — a 3-server loopback cluster for the integration tests
-# (sourced by cluster_test.sh, idx_tomb_test.sh and rdev_fence_test.sh).
+# (sourced by cluster_test.sh, idx_tomb_test.sh, rdev_fence_test.sh and
+# peer_restart_test.sh).
 #
 # The caller sources it after 'set -u' and calls cl_init first; then
 #
@@ -14,6 +15,9 @@
 #   cl_need BIN... every BIN built in BD, or a failure and exit 1
 #   cl_up          strata cluster up --nodes 3 in D, checked
 #   cl_fast SECS   $D/fast.yaml: the cluster file with SECS s call timeouts
+#   cl_restart_fast TEXT
+#                  cl_fast 4, then stop every server and start it again on
+#                  fast.yaml with info logging; checked as TEXT
 #   cl/cf ARGS...  the CLI against $D/cluster.yaml / $D/fast.yaml; sets rc
 #                  and out (stderr in $T/err)
 #   srv_start I FILE [ARGS...]
@@ -64,6 +68,14 @@ cl_up() {
 
 cl_fast() {
 	sed "s/call_timeout: .*/call_timeout: $1s/" "$D/cluster.yaml" >"$D/fast.yaml"
+}
+
+cl_restart_fast() {
+	local s p
+	cl_fast 4
+	for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
+	for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
+	check "$1" wait_up
 }
 
 cl() {

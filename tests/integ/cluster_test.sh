@@ -257,10 +257,7 @@ check "s2 alone has the older records" test "$(echo "$out" | grep -c '^k')" -eq 
 echo "--- placement across servers: units on every server, one stopped"
 # The same cluster with 4 s call timeouts (servers and client), so that a
 # stopped server costs seconds, not the 20 s of the file from cluster up.
-cl_fast 4
-for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
-for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
-check "servers restarted (4 s timeouts, info log)" wait_up
+cl_restart_fast "servers restarted (4 s timeouts, info log)"
 echo "--- index replicas ordering at once: terms, merge by version"
 # Two clients that disagree on the first live replica while the servers
 # still see each other (an asymmetric partition, test-only

@@ -57,10 +57,7 @@ cl_need strata strata-server
 
 echo "--- cluster up (4 s call timeouts, info log)"
 cl_up
-cl_fast 4
-for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
-for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
-check "servers up" wait_up
+cl_restart_fast "servers up"
 
 echo "--- the deadline fence"
 head -c $((1 << 20)) /dev/urandom >"$T/a"
