@@ -48,10 +48,25 @@
  *                             its raw RMA figure (group shm).  What is left
  *                             there is the transfer path and the server's
  *                             own work, not the disk.
+ *   1MiB ..., meta nvram      a third cluster, its devices on the disk as
+ *                             in the first, each server's metadata (LMDB)
+ *                             on NVRAM (meta_nvram: true, nvram_dir: a
+ *                             /dev/shm directory of this run; tmpfs
+ *                             emulates NVRAM): the same 1 MiB figures with
+ *                             4 and 16 in flight, each beside its raw RMA
+ *                             figure (group metanv).  A STABLE write then
+ *                             waits for the device sync and a commit to
+ *                             memory instead of two more disk syncs.
+ *
+ * The /dev/shm directory of a run (/dev/shm/strata-bench-PID: the tmpfs
+ * cluster's devices, the metanv cluster's metadata) is removed when the
+ * run ends, fails (exit) or is stopped by SIGINT, SIGTERM or SIGHUP (a
+ * thread of its own waits for those, stops the servers and removes what
+ * the run made); only SIGKILL leaves it.
  *
  *   strata_bench_cluster --dir DIR [--json] [--seconds S] [--figs G,...]
- * G: lat bw pd thr idx bw16 shm; default all (other options, meant for
- * strata_bench, are ignored).
+ * G: lat bw pd thr idx bw16 shm metanv; default all (other options, meant
+ * for strata_bench, are ignored).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +113,11 @@
 #define BC_EMU_SHM "tcp;ofi_rxm, 3 servers on 127.0.0.1, flash = files " \
 	       "on tmpfs (/dev/shm: no disk, no real sync), servers and " \
 	       "client share 2 cores"
+#define BC_EMU_MNV "tcp;ofi_rxm, 3 servers on 127.0.0.1, flash = files " \
+	       "on one disk (O_DIRECT), metadata on /dev/shm (tmpfs as " \
+	       "NVRAM), servers and client share 2 cores"
 #define BC_SHM_DEV_MB 384u      /* tmpfs cluster: 2 devices of this */
+#define BC_EMU_LEN 256u
 
 struct bc_fig {
 	char name[64];
@@ -106,7 +125,14 @@ struct bc_fig {
 	const char *unit;
 	double goal;            /* 0: none */
 	bool lower_better;
-	char emu[192];
+	char emu[BC_EMU_LEN];
+};
+
+/* Which cluster is up: its devices and where its metadata lives. */
+enum bc_kind {
+	BC_K_DISK,              /* flash on the disk of DIR, meta there */
+	BC_K_SHM,               /* flash on /dev/shm */
+	BC_K_METANV,            /* flash on the disk, meta on /dev/shm */
 };
 
 static struct bc_fig bc_figs[BC_FIGS];
@@ -115,10 +141,15 @@ static double bc_secs = 2.0;
 static bool bc_json;
 static char bc_dir[PATH_MAX];   /* DIR/bench-cluster */
 static struct clovis *bc_cl;
-static uint16_t bc_port;
+static uint16_t bc_port0;       /* the first of the run's 40 ports */
+static uint16_t bc_port;        /* the cluster up: its 3 servers' first */
 static uint16_t bc_raw_port;
 static const char *bc_only;     /* --figs: groups to run, NULL: all */
-static bool bc_shm;             /* the cluster up is the tmpfs one */
+static enum bc_kind bc_kind;    /* the cluster up */
+static char bc_shm_dir[64];     /* /dev/shm/strata-bench-PID, "": none */
+/* Held while servers are started or stopped and while the directories
+ * are removed, so the signal thread sees every server this run made. */
+static pthread_mutex_t bc_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Is figure group g selected (--figs a,b,...; none given: all)? */
 static bool bc_want(const char *g)
@@ -220,8 +251,12 @@ static void *bc_alloc(size_t len)
 
 /* ---------------------------------------------------------- servers */
 
+/* cluster.yaml of the cluster of kind bc_kind.  tmpfs: two devices per
+ * server (RAM: 3 x 2 x 384 MiB); metanv: the metadata of every server in
+ * bc_shm_dir (each store's own strata-UUID-meta there). */
 static int bc_write_conf(const char *path)
 {
+	bool shm = bc_kind == BC_K_SHM;
 	FILE *f = fopen(path, "w");
 
 	if (f == NULL)
@@ -230,14 +265,17 @@ static int bc_write_conf(const char *path)
 		"  provider: \"%s\"\n  index_replicas: 3\n"
 		"  connect_timeout: 2s\n  call_timeout: 30s\n"
 		"device_size: %uMiB\nservers:\n", BC_PROV,
-		bc_shm ? BC_SHM_DEV_MB : 512u);
-	/* tmpfs: two devices per server (RAM: 3 x 2 x 384 MiB). */
-	for (uint32_t i = 0; i < BC_SERVERS; i++)
+		shm ? BC_SHM_DEV_MB : 512u);
+	for (uint32_t i = 0; i < BC_SERVERS; i++) {
 		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
-			"    port: %u\n    data_dir: s%u\n    devices:\n"
-			"      - { tier: flash }\n      - { tier: flash }\n%s",
-			i, bc_port + i, i, bc_shm ? "" :
+			"    port: %u\n    data_dir: s%u\n", i, bc_port + i, i);
+		if (bc_kind == BC_K_METANV)
+			fprintf(f, "    nvram_dir: %s\n    meta_nvram: true\n",
+				bc_shm_dir);
+		fprintf(f, "    devices:\n      - { tier: flash }\n"
+			"      - { tier: flash }\n%s", shm ? "" :
 			"      - { tier: flash }\n      - { tier: flash }\n");
+	}
 	return fclose(f) == 0 ? 0 : -errno;
 }
 
@@ -278,6 +316,12 @@ static int bc_server_start(uint32_t i)
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
+		sigset_t none;
+
+		/* The bench blocks its stop signals (bc_sig_run() waits
+		 * for them); exec keeps the mask: the server needs them. */
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
 		execl(bin, "strata-server", "--config", conf, "--name", name,
 		      "--pid-file", pidf, "--log-file", logf, (char *)NULL);
 		_exit(127);
@@ -313,17 +357,14 @@ static int bc_rm(const char *p, const struct stat *s, int flag,
 	return remove(p);
 }
 
-/* SIGTERM each server, SIGKILL after 15 s; remove the directory. */
-static void bc_servers_stop(void)
+/* SIGTERM each server of the cluster in bc_dir, SIGKILL after 15 s;
+ * remove bc_dir.  Under bc_lock. */
+static void bc_servers_kill(void)
 {
 	pid_t pids[BC_SERVERS];
 	double end = bc_now() + 15;
 	bool alive = true;
 
-	if (bc_cl != NULL) {
-		clovis_fini(bc_cl);
-		bc_cl = NULL;
-	}
 	if (bc_dir[0] == '\0')
 		return;
 	for (uint32_t i = 0; i < BC_SERVERS; i++) {
@@ -347,13 +388,83 @@ static void bc_servers_stop(void)
 	bc_dir[0] = '\0';
 }
 
-static char bc_shm_dir[64];     /* the tmpfs cluster's parent */
+/* Make bc_shm_dir, /dev/shm/strata-bench-PID (tmpfs: the tmpfs
+ * cluster's devices or the metanv cluster's metadata). */
+static void bc_shm_make(void)
+{
+	pthread_mutex_lock(&bc_lock);
+	snprintf(bc_shm_dir, sizeof bc_shm_dir, "/dev/shm/strata-bench-%d",
+		 (int)getpid());
+	pthread_mutex_unlock(&bc_lock);
+	if (mkdir(bc_shm_dir, 0700) != 0 && errno != EEXIST)
+		bc_die(-errno, bc_shm_dir);
+}
+
+/* Remove bc_shm_dir and everything in it (the servers' stores there are
+ * not destroyed: their servers are gone).  Under bc_lock. */
+static void bc_shm_remove(void)
+{
+	if (bc_shm_dir[0] == '\0')
+		return;
+	nftw(bc_shm_dir, bc_rm, 16, FTW_DEPTH | FTW_PHYS);
+	bc_shm_dir[0] = '\0';
+}
+
+/* Close the client, stop the servers, remove the cluster directory and
+ * the run's /dev/shm directory. */
+static void bc_servers_stop(void)
+{
+	if (bc_cl != NULL) {
+		clovis_fini(bc_cl);
+		bc_cl = NULL;
+	}
+	pthread_mutex_lock(&bc_lock);
+	bc_servers_kill();
+	bc_shm_remove();
+	pthread_mutex_unlock(&bc_lock);
+}
 
 static void bc_at_exit(void)
 {
 	bc_servers_stop();
-	if (bc_shm_dir[0] != '\0')
-		rmdir(bc_shm_dir);
+}
+
+/* Waits for SIGINT, SIGTERM or SIGHUP (blocked in every other thread):
+ * stops the servers, removes what the run made and ends the process with
+ * status 128 + the signal.  The client is left open: the main thread may
+ * be in it. */
+static void *bc_sig_run(void *arg)
+{
+	const sigset_t *set = arg;
+	int sig = 0;
+
+	if (sigwait(set, &sig) != 0)
+		return NULL;
+	fprintf(stderr, "strata_bench_cluster: signal %d: stopping the "
+		"servers, removing the run's directories\n", sig);
+	pthread_mutex_lock(&bc_lock);
+	bc_servers_kill();
+	bc_shm_remove();
+	_exit(128 + sig);
+}
+
+/* Block the stop signals in this thread (every thread started later
+ * inherits that) and start bc_sig_run() to take them. */
+static void bc_sig_start(void)
+{
+	static sigset_t set;
+	pthread_t th;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (pthread_create(&th, NULL, bc_sig_run, &set) != 0) {
+		pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+		return;
+	}
+	pthread_detach(th);
 }
 
 /* Make the cluster, start it, open bc_cl and wait (30 s) until all 3
@@ -365,8 +476,11 @@ static void bc_cluster_up(const char *dir)
 	char conf[PATH_MAX + 32], sec[PATH_MAX + 32];
 	double end;
 	uint32_t up = 0;
+	int rc = 0;
 
+	pthread_mutex_lock(&bc_lock);
 	snprintf(bc_dir, sizeof bc_dir, "%s/bench-cluster", dir);
+	pthread_mutex_unlock(&bc_lock);
 	nftw(bc_dir, bc_rm, 16, FTW_DEPTH | FTW_PHYS);
 	if (mkdir(bc_dir, 0700) != 0)
 		bc_die(-errno, bc_dir);
@@ -374,8 +488,12 @@ static void bc_cluster_up(const char *dir)
 	snprintf(sec, sizeof sec, "%s/secret", bc_dir);
 	bc_die(bc_write_conf(conf), "write cluster.yaml");
 	bc_die(bc_write_secret(sec), "write secret");
-	for (uint32_t i = 0; i < BC_SERVERS; i++)
-		bc_die(bc_server_start(i), "start strata-server");
+	/* Under the lock: a stop signal meanwhile finds every pid file. */
+	pthread_mutex_lock(&bc_lock);
+	for (uint32_t i = 0; i < BC_SERVERS && rc == 0; i++)
+		rc = bc_server_start(i);
+	pthread_mutex_unlock(&bc_lock);
+	bc_die(rc, "start strata-server");
 	c.cc_cluster_conf = conf;
 	bc_die(clovis_init(&bc_cl, &c), "clovis_init (cluster)");
 	end = bc_now() + 30;
@@ -938,16 +1056,16 @@ static void bc_figs_bw_pd(void)
 
 /* 1 MiB write and read of a plain object with qd in flight, each beside
  * raw fi_read / fi_write of 1 MiB with qd in flight in the same run.  On
- * the tmpfs cluster (bc_shm) the devices cost memory copies only: what
- * is left is the transfer path and the server's own work. */
+ * the tmpfs cluster (BC_K_SHM) the devices cost memory copies only: what
+ * is left is the transfer path and the server's own work; on the metanv
+ * cluster the devices are on the disk and the metadata in memory. */
 static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 {
-	const char *emu = bc_shm ? BC_EMU_SHM : BC_EMU;
-	const char *where = bc_shm ? ", tmpfs" : "";
-	char name[64], e[192];
-	double ow, orr, rr, rw;
-
-	double cw, cr;
+	static const char *const emus[] = { BC_EMU, BC_EMU_SHM, BC_EMU_MNV };
+	static const char *const wheres[] = { "", ", tmpfs", ", meta nvram" };
+	const char *emu = emus[bc_kind], *where = wheres[bc_kind];
+	char name[64], e[BC_EMU_LEN];
+	double ow, orr, rr, rw, cw, cr;
 
 	ow = bc_bw_cpu(o, CLOVIS_OC_WRITE, qd, &cw);
 	orr = bc_bw_cpu(o, CLOVIS_OC_READ, qd, &cr);
@@ -1106,18 +1224,23 @@ int main(int argc, char **argv)
 			"[--json] [--seconds S] [--figs G,...]\n"
 			"groups: lat bw pd thr idx (the disk cluster), bw16 "
 			"(1 MiB, 16 in flight), shm (1 MiB, 4 and 16 in "
-			"flight, devices on /dev/shm); default all\n");
+			"flight, devices on /dev/shm), metanv (1 MiB, 4 and "
+			"16 in flight, devices on the disk, metadata on "
+			"/dev/shm); default all\n");
 		return 2;
 	}
 	if (bc_secs <= 0)
 		bc_secs = 2.0;
 	signal(SIGPIPE, SIG_IGN);
+	bc_sig_start();
 	/* bench_fi.c exits on its own errors: stop the servers then too. */
 	atexit(bc_at_exit);
 	/* 40 ports per run: the disk cluster's 3 servers, the tmpfs
-	 * cluster's 3, then 2 per raw figure (bfi_*: at most 26). */
-	bc_port = (uint16_t)(24000 + (getpid() % 1000) * 40);
-	bc_raw_port = (uint16_t)(bc_port + 6);
+	 * cluster's 3, the metanv cluster's 3, then 2 per raw figure
+	 * (bfi_*: 15 figures at most, 30 ports). */
+	bc_port0 = (uint16_t)(24000 + (getpid() % 1000) * 40);
+	bc_port = bc_port0;
+	bc_raw_port = (uint16_t)(bc_port0 + 3 * BC_SERVERS);
 	fprintf(bc_json ? stderr : stdout, "# strata_bench_cluster: %u "
 		"servers on 127.0.0.1:%u.., provider %s, %.1f s per figure\n",
 		BC_SERVERS, bc_port, BC_PROV, bc_secs);
@@ -1146,20 +1269,26 @@ int main(int argc, char **argv)
 	}
 	if (bc_want("shm")) {
 		/* A second cluster, its devices on tmpfs. */
-		snprintf(bc_shm_dir, sizeof bc_shm_dir,
-			 "/dev/shm/strata-bench-%d", (int)getpid());
-		if (mkdir(bc_shm_dir, 0700) != 0 && errno != EEXIST)
-			bc_die(-errno, bc_shm_dir);
-		bc_shm = true;
-		bc_port = (uint16_t)(bc_port + BC_SERVERS);
+		bc_shm_make();
+		bc_kind = BC_K_SHM;
+		bc_port = (uint16_t)(bc_port0 + BC_SERVERS);
 		bc_cluster_up(bc_shm_dir);
 		/* One object for both (the tmpfs devices are small). */
 		bc_obj_filled(&o, 4);
 		bc_figs_bw_more(&o, BC_QD_BW);
 		bc_figs_bw_more(&o, BC_QD_BW_DEEP);
+		bc_servers_stop();      /* removes bc_shm_dir too */
+	}
+	if (bc_want("metanv")) {
+		/* A third: devices on the disk, metadata on tmpfs. */
+		bc_shm_make();
+		bc_kind = BC_K_METANV;
+		bc_port = (uint16_t)(bc_port0 + 2 * BC_SERVERS);
+		bc_cluster_up(dir);
+		bc_obj_filled(&o, 5);
+		bc_figs_bw_more(&o, BC_QD_BW);
+		bc_figs_bw_more(&o, BC_QD_BW_DEEP);
 		bc_servers_stop();
-		rmdir(bc_shm_dir);
-		bc_shm_dir[0] = '\0';
 	}
 	bc_print();
 	fprintf(bc_json ? stderr : stdout, "# elapsed %.1f s\n",
