@@ -88,6 +88,7 @@ struct cli {
 	uint64_t c_nodes;
 	const char *c_dir;
 	uint64_t c_base_port;
+	const char *c_nvram_dir; /* cluster up --nvram-dir: NULL = D/sI */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;

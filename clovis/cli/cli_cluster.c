@@ -68,8 +68,9 @@ static int write_secret(struct cli *c, const char *dir)
  * servers: each server allocates in its own slice of 1/N of them
  * (docs/cluster.md "Placement across servers"), so they are made 96 MiB x
  * N (at most 288 MiB: a 64 MiB block fits up to 4 servers); nvram and sas
- * are kept local (local: true), whole. */
-static int write_conf(struct cli *c, const char *dir)
+ * are kept local (local: true), whole.  nv: the absolute --nvram-dir
+ * (each server's nvram_dir is nv/sI), NULL: sI, inside D. */
+static int write_conf(struct cli *c, const char *dir, const char *nv)
 {
 	char path[PATH_MAX + 64];
 	unsigned fl;
@@ -91,7 +92,7 @@ static int write_conf(struct cli *c, const char *dir)
 			"    address: 127.0.0.1\n"
 			"    port: %" PRIu64 "\n"
 			"    data_dir: s%" PRIu64 "\n"
-			"    nvram_dir: s%" PRIu64 "\n"
+			"    nvram_dir: %s%ss%" PRIu64 "\n"
 			"%s"
 			"    devices:\n"
 			"      - { tier: nvram, local: true }\n"
@@ -104,7 +105,8 @@ static int write_conf(struct cli *c, const char *dir)
 			"      - { tier: sas, local: true }\n"
 			"      - { tier: sas, local: true }\n"
 			"      - { tier: smr, size: 256MiB }\n",
-			i, c->c_base_port + i, i, i,
+			i, c->c_base_port + i, i, nv ? nv : "", nv ? "/" : "",
+			i,
 			c->c_meta_nvram ? "    meta_nvram: true\n" : "",
 			fl, fl, fl, fl, fl, fl);
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
@@ -179,11 +181,59 @@ static int wait_up(struct cli *c, const char *dir)
 	return rc;
 }
 
-int cmd_cluster_up(struct cli *c)
+/* Is path fit for the cluster file, where it is written unquoted and a
+ * path holds at most 255 bytes (with /sI after it)?  Else a message. */
+static int nvram_dir_check(struct cli *c, const char *path)
 {
-	char dir[PATH_MAX], bin[PATH_MAX];
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyz"
+				 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._+-";
+
+	if (strlen(path) > 200)
+		return cli_fail(c, -ENAMETOOLONG, "--nvram-dir: '%s': path "
+				"longer than 200 bytes", path);
+	if (path[strspn(path, ok)] != '\0')
+		return cli_fail(c, -EINVAL, "--nvram-dir: '%s': only letters, "
+				"digits and / . _ + - are accepted", path);
+	return 0;
+}
+
+/* --nvram-dir: make NV (if missing) and NV/sI for every server; the
+ * absolute path of NV into nv (the cluster file's nvram_dir is NV/sI).
+ * The caller checked NV as given; here it is checked once resolved. */
+static int nvram_dirs_make(struct cli *c, char *nv)
+{
+	char path[PATH_MAX + 32];
 	int rc;
 
+	if (mkdir(c->c_nvram_dir, 0700) != 0 && errno != EEXIST)
+		return cli_sys(errno, "--nvram-dir: create '%s'",
+			       c->c_nvram_dir);
+	if (realpath(c->c_nvram_dir, nv) == NULL)
+		return cli_sys(errno, "--nvram-dir: resolve '%s'",
+			       c->c_nvram_dir);
+	rc = nvram_dir_check(c, nv);
+	if (rc != 0)
+		return rc;
+	for (uint64_t i = 0; i < c->c_nodes; i++) {
+		snprintf(path, sizeof path, "%s/s%" PRIu64, nv, i);
+		if (mkdir(path, 0700) != 0 && errno != EEXIST)
+			return cli_sys(errno, "--nvram-dir: create '%s'",
+				       path);
+	}
+	return 0;
+}
+
+int cmd_cluster_up(struct cli *c)
+{
+	char dir[PATH_MAX], bin[PATH_MAX], nv[PATH_MAX];
+	int rc;
+
+	/* A bad --nvram-dir is refused before anything is made. */
+	if (c->c_nvram_dir != NULL) {
+		rc = nvram_dir_check(c, c->c_nvram_dir);
+		if (rc != 0)
+			return rc;
+	}
 	if (mkdir(c->c_dir, 0700) != 0 && errno != EEXIST)
 		return cli_sys(errno, "create '%s'", c->c_dir);
 	if (realpath(c->c_dir, dir) == NULL)
@@ -191,9 +241,11 @@ int cmd_cluster_up(struct cli *c)
 	if (server_path(bin, sizeof bin) != 0)
 		return cli_fail(c, -ENOENT, "strata-server not found beside "
 				"this program");
-	rc = write_secret(c, dir);
+	rc = c->c_nvram_dir != NULL ? nvram_dirs_make(c, nv) : 0;
 	if (rc == 0)
-		rc = write_conf(c, dir);
+		rc = write_secret(c, dir);
+	if (rc == 0)
+		rc = write_conf(c, dir, c->c_nvram_dir != NULL ? nv : NULL);
 	for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++)
 		rc = start_server(c, dir, bin, i);
 	if (rc == 0)

@@ -18,12 +18,14 @@
 /* Every command of the tool. */
 static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
-	  "[--nodes N] [--dir D] [--base-port P]",
+	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
 	  "secret, then start them (strata-server, pid files D/sI.pid, logs "
-	  "D/sI.log) and wait until each answers." },
+	  "D/sI.log) and wait until each answers.  --nvram-dir NV: each "
+	  "server's NVRAM directory (its NVRAM device; with --meta-nvram its "
+	  "metadata) is NV/sI instead of D/sI, e.g. NV on /dev/shm." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
@@ -171,7 +173,8 @@ enum opt_id {
 	O_MODEL, O_HEX, O_OVERWRITE, O_EXCLUDE, O_RESET, O_BLOCK_SIZE,
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
-	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM, O_NR
+	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
+	O_NVRAM_DIR, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -217,6 +220,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_DIR] = { "dir", 0, CO_CLUSTER, true },
 	[O_BASE_PORT] = { "base-port", 0, CO_CLUSTER, true },
 	[O_META_NVRAM] = { "meta-nvram", 0, 0, false },
+	[O_NVRAM_DIR] = { "nvram-dir", 0, CO_CLUSTER, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -779,6 +783,7 @@ static int apply_opts(struct cli *c, const struct raw *r)
 	c->c_nodes = 3;
 	c->c_base_port = 21000;
 	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";
+	c->c_nvram_dir = r->r_set[O_NVRAM_DIR] ? r->r_val[O_NVRAM_DIR] : NULL;
 	if (rc == 0 && r->r_set[O_NODES] &&
 	    (!cli_parse_u64(r->r_val[O_NODES], &c->c_nodes) ||
 	     c->c_nodes == 0 || c->c_nodes > 16))

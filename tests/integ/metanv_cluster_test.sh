@@ -10,14 +10,26 @@
 #   2. an object of 64 blocks and 8 index records are written and read
 #      back;
 #   3. every server is killed with SIGKILL and restarted: the object and
-#      the records read back the same.
+#      the records read back the same;
+#   4. 'cluster up --nvram-dir NV' (NV on /dev/shm, made by the test):
+#      a path with a space is refused naming --nvram-dir before anything
+#      is made; then each server's nvram_dir is NV/sI, its DATA_DIR/meta
+#      links to NV/sI/strata-UUID-meta, and the object and records are
+#      written and read back on that cluster.
 #
-# Every wait is bounded; the servers are killed and the directory removed
-# on any exit; KEEP=1 keeps it.  Ends with "N passed, N failed".
+# Every wait is bounded; the servers are killed and the directories (T and
+# NV) removed on any exit; KEEP=1 keeps them.  Ends with "N passed, N
+# failed".
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" metanv 28000 1000
 cl_need strata strata-server
+NV=/dev/shm/strata-metanv-test.$$
+metanv_cleanup() {
+	cl_cleanup
+	if [ "${KEEP:-0}" = 1 ]; then echo "kept $NV"; else rm -rf "$NV"; fi
+}
+trap metanv_cleanup EXIT
 
 echo "--- strata --meta-nvram cluster up"
 timeout 60 "$S" --meta-nvram cluster up --nodes 3 --dir "$D" \
@@ -35,11 +47,14 @@ check "each server's meta links to its NVRAM directory" test "$links" -eq 3
 
 echo "--- write and read"
 head -c $((64 * 4096)) /dev/urandom >"$T/data"
-cl obj create @mo --block-size 4096; check "obj create" test "$rc" -eq 0
-cl obj write @mo 0 "$T/data"; check "obj write 64 blocks" test "$rc" -eq 0
-cl idx create @mi; check "idx create" test "$rc" -eq 0
-for k in $(seq 1 8); do cl idx put @mi "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
-check "8 records put" test "$rc" -eq 0
+write_all() {
+	cl obj create @mo --block-size 4096; check "obj create" test "$rc" -eq 0
+	cl obj write @mo 0 "$T/data"; check "obj write 64 blocks" test "$rc" -eq 0
+	cl idx create @mi; check "idx create" test "$rc" -eq 0
+	for k in $(seq 1 8); do cl idx put @mi "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
+	check "8 records put" test "$rc" -eq 0
+}
+write_all
 readback() {
 	local k
 	cl obj read @mo 0 64 "$T/back"
@@ -61,6 +76,31 @@ for i in 0 1 2; do srv_start $i "$D/cluster.yaml"; done
 check "three servers up again" wait_up
 check "object and records read back after the restart" readback
 
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+
+echo "--- cluster up --nvram-dir $NV"
+rm -rf "$D"
+timeout 60 "$S" --meta-nvram cluster up --nodes 3 --dir "$D" \
+	--base-port "$PORT" --nvram-dir "$T/nv dir" >"$T/up" 2>&1
+rc=$?
+check "--nvram-dir with a space refused, naming the option" \
+	grep -q -- "--nvram-dir: '$T/nv dir': only letters" "$T/up"
+check "... exit status 1, neither D nor the directory made" \
+	test "$rc" -eq 1 -a ! -e "$T/nv dir" -a ! -e "$D"
+timeout 60 "$S" --meta-nvram cluster up --nodes 3 --dir "$D" \
+	--base-port "$PORT" --nvram-dir "$NV" >"$T/up" 2>&1
+check "cluster up --nvram-dir" grep -q "cluster of 3 servers up" "$T/up"
+check "cluster file: nvram_dir NV/sI for 3 servers" \
+	test "$(grep -c "nvram_dir: $NV/s[012]\$" "$D/cluster.yaml")" -eq 3
+links=0
+for i in 0 1 2; do
+	case "$(readlink "$D/s$i/meta")" in
+	"$NV"/s$i/strata-*-meta) [ -f "$D/s$i/meta/data.mdb" ] && links=$((links + 1)) ;;
+	esac
+done
+check "each server's meta links to NV/sI" test "$links" -eq 3
+write_all
+check "object and records read back" readback
 timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
