@@ -1183,7 +1183,7 @@ static void bc_print(void)
 		fprintf(o, "]\n");
 		return;
 	}
-	fprintf(o, "%-30s %11s %11s %7s  %-9s %-10s %s\n", "name", "ours",
+	fprintf(o, "%-36s %11s %11s %7s  %-9s %-10s %s\n", "name", "ours",
 		"raw", "ratio", "unit", "goal", "provider + emulation");
 	for (uint32_t i = 0; i < bc_nr; i++) {
 		struct bc_fig *f = &bc_figs[i];
@@ -1197,7 +1197,7 @@ static void bc_print(void)
 		if (f->goal > 0)
 			snprintf(goal, sizeof goal, ">=%.2f %s", f->goal,
 				 f->ours / f->raw >= f->goal ? "met" : "NOT");
-		fprintf(o, "%-30s %11.1f %11s %7s  %-9s %-10s %s\n", f->name,
+		fprintf(o, "%-36s %11.1f %11s %7s  %-9s %-10s %s\n", f->name,
 			f->ours, raw, ratio, f->unit, goal, f->emu);
 	}
 }
