@@ -828,6 +828,17 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 				*(uint64_t *)nums[i].p = x;
 			return 0;
 		}
+	if (strcmp(k, "meta_nvram") == 0) {
+		if (strcmp(v, "true") == 0 || strcmp(v, "yes") == 0 ||
+		    strcmp(v, "1") == 0)
+			c->sc_meta_nvram = true;
+		else if (strcmp(v, "false") == 0 || strcmp(v, "no") == 0 ||
+			 strcmp(v, "0") == 0)
+			c->sc_meta_nvram = false;
+		else
+			return -EINVAL;
+		return 0;
+	}
 	if (strcmp(k, "etag") == 0) {
 		if (strcmp(v, "md5") == 0)
 			c->sc_etag = S3_ETAG_MD5;
@@ -923,7 +934,7 @@ static void usage(void)
 		"[--part-min BYTES]\n"
 		"                 [--timeout S] [--skew S] [--gateway-id ID] "
 		"[--dev-size BYTES]\n"
-		"                 [--etag md5|crc64]\n");
+		"                 [--etag md5|crc64] [--meta-nvram]\n");
 }
 
 static int conf_args(struct s3_conf *c, int argc, char **argv)
@@ -937,6 +948,12 @@ static int conf_args(struct s3_conf *c, int argc, char **argv)
 				return rc;
 		}
 	for (i = 1; i < argc; i += 2) {
+		/* The one flag without a value: --meta-nvram. */
+		if (strcmp(argv[i], "--meta-nvram") == 0) {
+			c->sc_meta_nvram = true;
+			i--;
+			continue;
+		}
 		if (strncmp(argv[i], "--", 2) != 0 || i + 1 >= argc) {
 			usage();
 			return -EINVAL;
@@ -951,6 +968,13 @@ static int conf_args(struct s3_conf *c, int argc, char **argv)
 	}
 	if (c->sc_data_dir[0] && c->sc_cluster[0]) {
 		fprintf(stderr, "strata-s3: give --data or --cluster, not both\n");
+		return -EINVAL;
+	}
+	if (c->sc_meta_nvram && c->sc_cluster[0]) {
+		fprintf(stderr, "strata-s3: meta-nvram applies to an embedded "
+			"store (--data), not with --cluster '%s': there each "
+			"server's entry of the cluster file says meta_nvram\n",
+			c->sc_cluster);
 		return -EINVAL;
 	}
 	if (!c->sc_data_dir[0] && !c->sc_cluster[0])

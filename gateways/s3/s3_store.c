@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <openssl/sha.h>
 
@@ -191,6 +192,25 @@ static int sys_idx(struct clovis_idx *i, const char *name)
 	return rc;
 }
 
+/*
+ * With meta-nvram and a store that already exists, say how it was made:
+ * the flag only applies when this run creates the store.  A store made
+ * with its metadata on NVRAM has DIR/meta as a symbolic link to it
+ * (clovis.h, CLOVIS_CONF_META_NVRAM).
+ */
+static void meta_nvram_note(const char *dir)
+{
+	char path[300];
+	struct stat st;
+
+	snprintf(path, sizeof path, "%s/meta", dir);
+	if (lstat(path, &st) != 0 || S_ISLNK(st.st_mode))
+		return;
+	fprintf(stderr, "strata-s3: the store in '%s' exists with its "
+		"metadata in the directory: meta-nvram applies only when a "
+		"store is created, the store keeps how it was made\n", dir);
+}
+
 int s3_store_open(void)
 {
 	struct clovis_conf cc = {0};
@@ -202,6 +222,10 @@ int s3_store_open(void)
 	} else {
 		cc.cc_data_dir = s3g.g_conf.sc_data_dir;
 		cc.cc_flags = CLOVIS_CONF_CREATE;
+		if (s3g.g_conf.sc_meta_nvram) {
+			cc.cc_flags |= CLOVIS_CONF_META_NVRAM;
+			meta_nvram_note(cc.cc_data_dir);
+		}
 		cc.cc_dev_size = s3g.g_conf.sc_dev_size;
 	}
 	cc.cc_nr_workers = s3g.g_conf.sc_threads;
@@ -1701,6 +1725,27 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 }
 
 /*
+ * Bytes per write op for an object of `expect` bytes (UINT64_MAX:
+ * unknown): S3_BIG_CHUNK for big objects (fewer commits per byte),
+ * S3_CHUNK by default, and for an object under S3_NBUF * S3_CHUNK a
+ * quarter of it (a multiple of 64 KiB, at least S3_MIN_CHUNK): its first
+ * write is launched after a quarter of the body has arrived, not after
+ * all of it, and its writes run S3_NBUF in parallel.
+ */
+static uint32_t wr_chunk(uint64_t expect)
+{
+	uint64_t c;
+
+	if (expect == UINT64_MAX)
+		return S3_CHUNK;
+	if (expect >= S3_BIG)
+		return S3_BIG_CHUNK;
+	c = (expect / S3_NBUF + 0xffff) & ~(uint64_t)0xffff;
+	return c < S3_MIN_CHUNK ? S3_MIN_CHUNK : c > S3_CHUNK ? S3_CHUNK
+							    : (uint32_t)c;
+}
+
+/*
  * Create the object and its in-flight record: both ops are launched
  * together (one group commit instead of two in series) and waited for in
  * wr_created(), before the first write, so that the first buffer of the
@@ -1717,8 +1762,7 @@ static int wr_create(struct s3_wr *w)
 
 	w->w_bshift = w->w_expect != UINT64_MAX && w->w_expect < (1u << 20)
 			      ? 12 : 16;
-	w->w_chunk = w->w_expect != UINT64_MAX && w->w_expect >= S3_BIG
-			     ? S3_BIG_CHUNK : S3_CHUNK;
+	w->w_chunk = wr_chunk(w->w_expect);
 	a.oa_block_shift = w->w_bshift;
 	a.oa_layout = w->w_bk->bk_layout;
 	a.oa_tier = CLOVIS_TIER_FLASH;

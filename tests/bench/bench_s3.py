@@ -1,10 +1,15 @@
 #!/usr/bin/env python3
 """bench_s3.py BUILD DIR [--json] [--list-keys N] [--sizes 4K,1M,64M] [--no-list] [--inline]
-[--gw BINARY] [--etag md5,crc64] — S3 gateway benchmark.  --etag: the
+[--gw BINARY] [--etag md5,crc64] [--meta-nvram] — S3 gateway benchmark.  --etag: the
 gateway's etag modes to measure, one gateway run each (default both: md5
 and crc64; LIST runs with the first).  --inline: the inline-threshold
 measurement (PUT/GET of 1..256 KiB objects inline in their record vs as
 objects).  --gw: the gateway binary to measure (default BUILD/strata-s3).
+--meta-nvram: both stores, the gateway's and the raw baseline's, made with
+their metadata on NVRAM (strata-s3 --meta-nvram, strata --meta-nvram
+bench: LMDB in /dev/shm), so that both sides have the same durability;
+without it neither is.  Every store is removed with `strata destroy`, and
+the run fails if a /dev/shm/strata-* entry it made is left behind.
 
 Starts BUILD/strata-s3 on a fresh embedded store in DIR/s3-bench (objects
 with the store's default layout: plain on flash, the layout `strata bench`
@@ -50,6 +55,7 @@ if "--sizes" in sys.argv:
     SIZES = sys.argv[sys.argv.index("--sizes") + 1].split(",")
 NOLIST = "--no-list" in sys.argv
 INLINE = "--inline" in sys.argv  # the inline-threshold measurement instead
+METANV = "--meta-nvram" in sys.argv  # both stores: metadata on NVRAM
 ETAGS = ["md5", "crc64"]
 if "--etag" in sys.argv:
     ETAGS = sys.argv[sys.argv.index("--etag") + 1].split(",")
@@ -72,9 +78,19 @@ results = []
 
 
 def destroy(d):
-    if os.path.exists(d):
-        subprocess.run([S, "--data", d, "-q", "destroy", "--yes"], capture_output=True)
+    if os.path.lexists(d):
+        r = subprocess.run([S, "--data", d, "-q", "destroy", "--yes"], capture_output=True, text=True)
+        if r.returncode != 0 and os.path.exists(os.path.join(d, "meta")):
+            raise SystemExit("bench_s3: strata destroy %s: %s" % (d, r.stderr.strip()))
         shutil.rmtree(d, ignore_errors=True)
+
+
+def shm_names():
+    """The strata-* entries of /dev/shm (NVRAM devices, metadata on NVRAM)."""
+    try:
+        return set(x for x in os.listdir("/dev/shm") if x.startswith("strata-"))
+    except FileNotFoundError:
+        return set()
 
 
 def start(extra=()):
@@ -84,6 +100,11 @@ def start(extra=()):
     pf = os.path.join(DIR, "s3-bench.port")
     if os.path.exists(pf):
         os.unlink(pf)
+    if METANV:  # made by strata, so that a --gw binary without the option measures the same store
+        r = subprocess.run([S, "--data", D, "--dev-size", "512M", "--meta-nvram", "-q", "pools"],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.islink(os.path.join(D, "meta")):
+            raise SystemExit("bench_s3: strata --meta-nvram could not make %s: %s" % (D, r.stderr.strip()))
     p = subprocess.Popen([GW, "--data", D, "--dev-size", "512M", "--port", "0", "--port-file", pf,
                           "--creds", creds, "--layout", "plain"] + list(extra), stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True)
@@ -147,8 +168,9 @@ def sum_rate(size, etag):
 
 def raw_bench(size, ops):
     destroy(RAWD)
-    out = subprocess.run([S, "--data", RAWD, "--dev-size", "256M", "--json", "bench", "--block-size",
-                          str(size), "--ops", str(ops)], capture_output=True, text=True).stdout
+    out = subprocess.run([S, "--data", RAWD, "--dev-size", "256M"] + (["--meta-nvram"] if METANV else [])
+                         + ["--json", "bench", "--block-size", str(size), "--ops", str(ops)],
+                         capture_output=True, text=True).stdout
     destroy(RAWD)
     os.sync()  # the deleted raw store's writeback must not land in the next figure
     r = {x["test"].split()[1]: x for x in json.loads(out) if x["test"].startswith("obj")}
@@ -285,7 +307,8 @@ def report(etag, gw, gwc, raw, csum):
         base = raw[size][0 if op == "PUT" else 1]
         r = {"test": "s3 %s %s x%d etag %s" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt, etag),
              "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
-             "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0}
+             "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0,
+             "meta_nvram": METANV}
         c = gwc.get((size, nt, op))
         if c is not None:
             r["c_client_mib_per_s"] = round(c[1], 2)
@@ -313,7 +336,8 @@ def main():
     if JSON:
         print(json.dumps(results, indent=1))
         return
-    print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight):")
+    print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight)%s:"
+          % (", both stores with metadata on NVRAM (/dev/shm)" if METANV else ""))
     for r in results:
         if "ratio" in r:
             print("  %-32s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f%s%s" % (
@@ -328,4 +352,17 @@ def main():
                 r["test"], r["keys_per_s"], r["seconds"], r["load_puts_per_s"], r["gateway_keys_per_s"]))
 
 
-inline_main() if INLINE else main()
+def checked(fn):
+    """fn(), then: no /dev/shm/strata-* entry made meanwhile is left."""
+    before = shm_names()
+    try:
+        fn()
+    finally:
+        destroy(D)
+        destroy(RAWD)
+        left = sorted(shm_names() - before)
+        if left:
+            raise SystemExit("bench_s3: left in /dev/shm: %s" % " ".join(left))
+
+
+checked(inline_main if INLINE else main)

@@ -11,7 +11,10 @@
 #   4. s3_etag.py        — the gateway restarted with --etag crc64: ETags
 #                          from the CRC64-NVMe, Content-MD5 still checked,
 #                          multipart unchanged;
-#   5. the kill test     — SIGKILL of the gateway during uploads, restart,
+#   5. meta-nvram        — refused with --cluster, noted on an existing
+#                          store, a new store (config key) with its
+#                          metadata in /dev/shm: PUT/GET, destroyed whole;
+#   6. the kill test     — SIGKILL of the gateway during uploads, restart,
 #                          nothing partial visible, no space leaked.
 # Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
 # Ends with "N passed, N failed".
@@ -38,6 +41,7 @@ no() { fail=$((fail + 1)); echo "FAIL $*"; }
 cleanup() {
 	[ -n "$gw_pid" ] && kill -9 "$gw_pid" 2>/dev/null
 	[ -d "$T/data" ] && "$S" --data "$T/data" -q destroy --yes 2>/dev/null
+	[ -d "$T/nv" ] && "$S" --data "$T/nv" -q destroy --yes 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -156,6 +160,59 @@ if gw_start --etag crc64; then
 else
 	no "gateway start with --etag crc64: $(tail -3 "$T/gw.err")"
 fi
+
+# ---- meta-nvram: refused with --cluster; noted on an existing store; a
+# new store made with its metadata on NVRAM (config key), used, destroyed
+if "$GW" --cluster "$T/none.yaml" --meta-nvram --creds "$T/creds" \
+	>/dev/null 2>"$T/nv.err"; then
+	no "meta-nvram with --cluster accepted"
+elif grep -q "meta-nvram applies to an embedded store" "$T/nv.err"; then
+	ok "meta-nvram with --cluster refused"
+else
+	no "meta-nvram with --cluster: $(cat "$T/nv.err")"
+fi
+if gw_start --meta-nvram; then
+	gw_stop
+	grep -q "exists with its metadata in the directory" "$T/gw.err" &&
+		[ ! -L "$T/data/meta" ] &&
+		ok "meta-nvram on an existing store: noted, store unchanged" ||
+		no "meta-nvram on an existing store"
+else
+	no "gateway start with --meta-nvram: $(tail -3 "$T/gw.err")"
+fi
+printf 'data: %s\nmeta-nvram: true\n' "$T/nv" >"$T/nv.conf"
+rm -f "$T/port"
+"$GW" --config "$T/nv.conf" --dev-size 256M --port 0 --port-file "$T/port" \
+	--creds "$T/creds" >>"$T/gw.out" 2>>"$T/gw.err" &
+gw_pid=$!
+for i in $(seq 1 600); do
+	[ -s "$T/port" ] && break
+	kill -0 "$gw_pid" 2>/dev/null || break
+	sleep 0.1
+done
+nvdir=$(readlink "$T/nv/meta" 2>/dev/null)
+if [ -s "$T/port" ] && [ -n "$nvdir" ] && [ -d "$nvdir" ] &&
+	EP=http://127.0.0.1:$(cat "$T/port") python3 - "$T/creds" <<'PYEOF'
+import os, sys, boto3
+from botocore.config import Config
+ak, sk = open(sys.argv[1]).readline().split()[1:3]
+s3 = boto3.client("s3", endpoint_url=os.environ["EP"], aws_access_key_id=ak, aws_secret_access_key=sk,
+                  region_name="us-east-1", config=Config(s3={"addressing_style": "path"}))
+s3.create_bucket(Bucket="metanv")
+body = os.urandom(3 << 20)
+s3.put_object(Bucket="metanv", Key="k", Body=body)
+assert s3.get_object(Bucket="metanv", Key="k")["Body"].read() == body
+PYEOF
+then
+	ok "meta-nvram: key of the config file, metadata in $nvdir, PUT/GET"
+else
+	no "meta-nvram store ($nvdir): $(tail -3 "$T/gw.err")"
+fi
+gw_stop
+"$S" --data "$T/nv" -q destroy --yes 2>/dev/null
+[ -n "$nvdir" ] && [ ! -e "$nvdir" ] && [ ! -e "$T/nv" ] &&
+	ok "meta-nvram store destroyed, nothing left in ${nvdir%/*}" ||
+	no "meta-nvram store destroy left $nvdir or $T/nv"
 
 # ---- kill test: its own store in $T/kill
 part kill "$HERE/s3_kill.py" "$T" "$GW" "$S"
