@@ -31,19 +31,26 @@ metanv_cleanup() {
 }
 trap metanv_cleanup EXIT
 
+# meta_links DIR: every server's DATA_DIR/meta links to
+# DIR/sI/strata-UUID-meta holding a data.mdb
+meta_links() {
+	local i n=0
+	for i in 0 1 2; do
+		case "$(readlink "$D/s$i/meta")" in
+		"$1"/s$i/strata-*-meta)
+			[ -f "$D/s$i/meta/data.mdb" ] && n=$((n + 1)) ;;
+		esac
+	done
+	[ "$n" -eq 3 ]
+}
+
 echo "--- strata --meta-nvram cluster up"
 timeout 60 "$S" --meta-nvram cluster up --nodes 3 --dir "$D" \
 	--base-port "$PORT" >"$T/up" 2>&1
 check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
 check "cluster file: meta_nvram for 3 servers" \
 	test "$(grep -c 'meta_nvram: true' "$D/cluster.yaml")" -eq 3
-links=0
-for i in 0 1 2; do
-	case "$(readlink "$D/s$i/meta")" in
-	"$D"/s$i/strata-*-meta) [ -f "$D/s$i/meta/data.mdb" ] && links=$((links + 1)) ;;
-	esac
-done
-check "each server's meta links to its NVRAM directory" test "$links" -eq 3
+check "each server's meta links to its NVRAM directory" meta_links "$D"
 
 echo "--- write and read"
 head -c $((64 * 4096)) /dev/urandom >"$T/data"
@@ -92,13 +99,7 @@ timeout 60 "$S" --meta-nvram cluster up --nodes 3 --dir "$D" \
 check "cluster up --nvram-dir" grep -q "cluster of 3 servers up" "$T/up"
 check "cluster file: nvram_dir NV/sI for 3 servers" \
 	test "$(grep -c "nvram_dir: $NV/s[012]\$" "$D/cluster.yaml")" -eq 3
-links=0
-for i in 0 1 2; do
-	case "$(readlink "$D/s$i/meta")" in
-	"$NV"/s$i/strata-*-meta) [ -f "$D/s$i/meta/data.mdb" ] && links=$((links + 1)) ;;
-	esac
-done
-check "each server's meta links to NV/sI" test "$links" -eq 3
+check "each server's meta links to NV/sI" meta_links "$NV"
 write_all
 check "object and records read back" readback
 timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
