@@ -18,6 +18,8 @@
 #   cl_restart_fast TEXT
 #                  cl_fast 4, then stop every server and start it again on
 #                  fast.yaml with info logging; checked as TEXT
+#   cl_freeze_s2   SIGSTOP server s2 and wait (at most 10 s) until s0 and s1
+#                  log it unreachable; checked
 #   cl/cf ARGS...  the CLI against $D/cluster.yaml / $D/fast.yaml; sets rc
 #                  and out (stderr in $T/err)
 #   srv_start I FILE [ARGS...]
@@ -76,6 +78,21 @@ cl_restart_fast() {
 	for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
 	for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
 	check "$1" wait_up
+}
+
+# How many of s0 and s1 have logged s2 unreachable.
+s2_noticed() {
+	grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]'
+}
+
+cl_freeze_s2() {
+	local i
+	kill -STOP "$(spid 2)"
+	for i in $(seq 1 100); do
+		[ "$(s2_noticed)" -eq 2 ] && break
+		sleep 0.1
+	done
+	check "s0 and s1 noticed s2 is unreachable" test "$(s2_noticed)" -eq 2
 }
 
 cl() {
