@@ -237,6 +237,41 @@ struct s3_user {
 /** (Re)load the credentials file when it changed: lines "NAME ACCESS_KEY
  *  SECRET_KEY", '#' comments.  Returns 0 or -errno. */
 int s3_creds_load(const char *path);
+/** x-amz-content-sha256 of a body in signed aws-chunked form; with
+ * "-TRAILER" after it the body ends in trailers signed too. */
+#define S3_STREAM_SIGNED "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
+
+/**
+ * The signature chain of a signed aws-chunked body (s3_auth.c).  Every
+ * chunk header carries ";chunk-signature=SIG": the HMAC, with the
+ * request's signing key, of "AWS4-HMAC-SHA256-PAYLOAD", the date, the
+ * scope, the previous signature (the request's own for the first chunk),
+ * the SHA-256 of nothing and the SHA-256 of the chunk's data; the final
+ * chunk is the one of size 0.  Signed trailers end with
+ * "x-amz-trailer-signature:SIG" over "AWS4-HMAC-SHA256-TRAILER", the date,
+ * the scope, the last chunk's signature and the SHA-256 of the trailer
+ * lines before it, each as "name:value\n".
+ */
+struct s3_ck_sig {
+	uint8_t cs_key[32];     /* signing key of the request's scope */
+	char cs_date[32];       /* x-amz-date of the request */
+	char cs_scope[128];     /* DATE/REGION/SERVICE/aws4_request */
+	char cs_prev[65];       /* the previous signature, hex */
+	char cs_want[65];       /* the signature the chunk header sent */
+	bool cs_trailer;        /* the -TRAILER form */
+	bool cs_tsig;           /* its trailer signature came */
+	EVP_MD_CTX *cs_sha;     /* SHA-256 of the chunk (or trailer) so far */
+};
+
+struct s3_req;
+/** Check the signature want (hex; NULL: none sent) of the chunk, or with
+ * trailer of the trailer lines, whose bytes went into rq_cks->cs_sha; on
+ * success it becomes the previous signature and cs_sha starts again.
+ * 0, or -EACCES when missing or not the one computed. */
+int s3_auth_chunk(struct s3_req *rq, bool trailer, const char *want);
+/** Free rq_cks (any time; NULL is fine). */
+void s3_auth_chunk_fini(struct s3_req *rq);
+
 /** Copy the user of access key akey into *u; -ENOENT if none. */
 int s3_user_find(const char *akey, struct s3_user *u);
 
@@ -275,6 +310,8 @@ struct s3_req {
 	uint64_t rq_ck_left;
 	char rq_ck_line[512];
 	size_t rq_ck_ll;
+	struct s3_ck_sig *rq_cks;   /* signed aws-chunked: the chain */
+	struct s3_buf rq_trailers;  /* aws-chunked trailers "name\0value\0" */
 	EVP_MD_CTX *rq_sha;         /* payload hash being checked */
 	bool rq_failed;             /* the body stream failed; reply ready */
 	/* the operation */
@@ -288,6 +325,10 @@ struct s3_req {
 };
 
 enum { S3_BODY_NONE = 0, S3_BODY_XML = 1, S3_BODY_STREAM = 2 };
+
+/** The value of aws-chunked trailer name (case-insensitive) once the body
+ * is in, or NULL. */
+const char *s3_trailer(struct s3_req *rq, const char *name);
 
 /* Replies (s3_main.c); each sets rq_resp once. */
 void s3_reply_hdr(struct s3_req *rq, const char *name, const char *value);

@@ -198,17 +198,14 @@ static bool string_to_sign(struct s3_req *rq, const char *signed_hdrs,
 	return ok;
 }
 
-/* Signature of sts with the secret and scope "DATE/REGION/SERVICE/aws4_request". */
-static void sign(const char *secret, const char *scope, const char *sts,
-		 char hex[65])
+/* The SigV4 signing key of secret and scope "DATE/REGION/SERVICE/aws4_request". */
+static void signing_key(const char *secret, const char *scope, uint8_t k[32])
 {
 	char k0[160], part[64];
-	uint8_t k[32];
 	const char *p = scope;
 	int i;
 
 	snprintf(k0, sizeof k0, "AWS4%s", secret);
-	memcpy(k, k0, 0);
 	for (i = 0; i < 4; i++) {
 		const char *e = strchr(p, '/');
 		size_t n = e ? (size_t)(e - p) : strlen(p);
@@ -223,8 +220,15 @@ static void sign(const char *secret, const char *scope, const char *sts,
 			hmac(k, 32, part, n, k);
 		p += n + (e ? 1 : 0);
 	}
-	hmac(k, 32, sts, strlen(sts), k);
-	s3_hex(k, 32, hex);
+}
+
+/* Signature (hex) of sts with signing key k. */
+static void sign_with(const uint8_t k[32], const char *sts, char hex[65])
+{
+	uint8_t h[32];
+
+	hmac(k, 32, sts, strlen(sts), h);
+	s3_hex(h, 32, hex);
 }
 
 /* Credential "AKID/DATE/REGION/s3/aws4_request": akey and scope out. */
@@ -297,6 +301,79 @@ static int check_time(const char *amzdate, int64_t skew_s, int64_t expires,
 	return 0;
 }
 
+/* ------------------------------------------------- signed aws-chunked */
+
+/* A signed aws-chunked body: keep what each chunk's signature needs (the
+ * request's signing key, date and scope, and its signature, the seed of
+ * the chain).  Only the payload forms AWS documents are taken. */
+static int chunk_start(struct s3_req *rq, const uint8_t key[32],
+		       const char *amzdate, const char *scope,
+		       const char *seed, const char **code, char *msg,
+		       size_t ml)
+{
+	struct s3_ck_sig *cs;
+	const char *form = rq->rq_payload_hash + strlen(S3_STREAM_SIGNED);
+
+	if (strcmp(form, "") != 0 && strcmp(form, "-TRAILER") != 0) {
+		*code = "InvalidArgument";
+		snprintf(msg, ml, "x-amz-content-sha256 '%.60s' is not a "
+			 "payload form this gateway takes",
+			 rq->rq_payload_hash);
+		return -EINVAL;
+	}
+	cs = calloc(1, sizeof *cs);
+	if (cs == NULL || (cs->cs_sha = EVP_MD_CTX_new()) == NULL) {
+		free(cs);
+		*code = "InternalError";
+		snprintf(msg, ml, "out of memory");
+		return -ENOMEM;
+	}
+	memcpy(cs->cs_key, key, 32);
+	snprintf(cs->cs_date, sizeof cs->cs_date, "%s", amzdate);
+	snprintf(cs->cs_scope, sizeof cs->cs_scope, "%s", scope);
+	snprintf(cs->cs_prev, sizeof cs->cs_prev, "%s", seed);
+	cs->cs_trailer = form[0] != 0;
+	EVP_DigestInit_ex(cs->cs_sha, EVP_sha256(), NULL);
+	rq->rq_cks = cs;
+	return 0;
+}
+
+int s3_auth_chunk(struct s3_req *rq, bool trailer, const char *want)
+{
+	static const char empty[] = "e3b0c44298fc1c149afbf4c8996fb924"
+				    "27ae41e4649b934ca495991b7852b855";
+	struct s3_ck_sig *cs = rq->rq_cks;
+	uint8_t h[32];
+	unsigned int hl = 32;
+	char hx[65], sts[512], got[65];
+
+	EVP_DigestFinal_ex(cs->cs_sha, h, &hl);
+	EVP_DigestInit_ex(cs->cs_sha, EVP_sha256(), NULL);
+	s3_hex(h, 32, hx);
+	if (trailer)
+		snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n"
+			 "%s\n%s", cs->cs_date, cs->cs_scope, cs->cs_prev, hx);
+	else
+		snprintf(sts, sizeof sts, "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n"
+			 "%s\n%s\n%s", cs->cs_date, cs->cs_scope, cs->cs_prev,
+			 empty, hx);
+	sign_with(cs->cs_key, sts, got);
+	if (want == NULL || strlen(want) != 64 || strcasecmp(want, got) != 0)
+		return -EACCES;
+	memcpy(cs->cs_prev, got, sizeof got);
+	return 0;
+}
+
+void s3_auth_chunk_fini(struct s3_req *rq)
+{
+	if (rq->rq_cks == NULL)
+		return;
+	EVP_MD_CTX_free(rq->rq_cks->cs_sha);
+	explicit_bzero(rq->rq_cks->cs_key, sizeof rq->rq_cks->cs_key);
+	free(rq->rq_cks);
+	rq->rq_cks = NULL;
+}
+
 static int verify(struct s3_req *rq, const char *akey, const char *scope,
 		  const char *sh, const char *amzdate, const char *payload,
 		  const char *sig, const char *skipq, const char **code,
@@ -304,6 +381,7 @@ static int verify(struct s3_req *rq, const char *akey, const char *scope,
 {
 	struct s3_buf sts = {0};
 	char want[65];
+	uint8_t key[32];
 	bool ok;
 
 	if (s3_user_find(akey, &rq->rq_user) != 0)
@@ -316,7 +394,8 @@ static int verify(struct s3_req *rq, const char *akey, const char *scope,
 		return deny(code, "AccessDenied", msg, ml,
 			    "a signed header is missing from the request");
 	}
-	sign(rq->rq_user.u_skey, scope, sts.b_data, want);
+	signing_key(rq->rq_user.u_skey, scope, key);
+	sign_with(key, sts.b_data, want);
 	s3_buf_fini(&sts);
 	if (strlen(sig) != 64 || strcasecmp(want, sig) != 0)
 		return deny(code, "SignatureDoesNotMatch", msg, ml,
@@ -324,6 +403,9 @@ static int verify(struct s3_req *rq, const char *akey, const char *scope,
 			    "match the signature you provided. Check your key "
 			    "and signing method.");
 	rq->rq_authed = true;
+	if (strncmp(payload, S3_STREAM_SIGNED, strlen(S3_STREAM_SIGNED)) == 0)
+		return chunk_start(rq, key, amzdate, scope, want, code, msg,
+				   ml);
 	return 0;
 }
 

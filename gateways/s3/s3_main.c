@@ -13,6 +13,7 @@
  * 127.0.0.1 unless told otherwise; port 0 takes a free port, written to
  * --port-file and printed on stdout as "strata-s3: listening on A:P".
  */
+#include <ctype.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -387,6 +388,8 @@ static void req_free(struct s3_req *rq)
 		free(rq->rq_qv[k]);
 	}
 	EVP_MD_CTX_free(rq->rq_sha);
+	s3_auth_chunk_fini(rq);
+	s3_buf_fini(&rq->rq_trailers);
 	s3_buf_fini(&rq->rq_xml);
 	s3_buf_fini(&rq->rq_hdrs);
 	free(rq->rq_path);
@@ -591,29 +594,110 @@ static void req_start(struct s3_req *rq, struct MHD_Connection *con,
 		if (rq->rq_sha != NULL)
 			EVP_DigestInit_ex(rq->rq_sha, EVP_sha256(), NULL);
 	}
-	if (strncmp(rq->rq_payload_hash, "STREAMING-", 10) == 0)
+	if (strncmp(rq->rq_payload_hash, "STREAMING-", 10) == 0) {
+		if (rq->rq_cks == NULL &&
+		    strcmp(rq->rq_payload_hash,
+			   "STREAMING-UNSIGNED-PAYLOAD-TRAILER") != 0) {
+			s3_reply_err(rq, 400, "InvalidArgument",
+				     "x-amz-content-sha256 '%.60s' is not a "
+				     "payload form this gateway takes",
+				     rq->rq_payload_hash);
+			return;
+		}
 		rq->rq_chunked = true;
+	}
 	s3_route(rq);
 }
 
-/* aws-chunked: "HEX[;chunk-signature=..]\r\n" DATA "\r\n" ... "0\r\n"
- * trailers "\r\n".  Decoded bytes go to the writer. */
+/*
+ * aws-chunked: "HEX[;chunk-signature=SIG]\r\n" DATA "\r\n" ..., the chunk
+ * of size 0, trailer lines "name:value\r\n", then "\r\n".  Decoded bytes
+ * go to the writer, trailers to rq_trailers.  A signed body (rq_cks) has
+ * each chunk's signature checked when its data is in, before the next
+ * chunk is taken, and its trailers' at x-amz-trailer-signature: -EACCES
+ * when one is missing or wrong, -EINVAL when the framing is.
+ */
 enum { CK_HDR, CK_DATA, CK_CRLF, CK_TRAILER, CK_DONE };
+
+/* Bytes of trailer lines kept (names and values). */
+#define S3_TRAILERS_MAX 2048
+
+/* A chunk header line: its size, and its signature into want (empty when
+ * it has none). */
+static int ck_header(struct s3_req *rq, const char *line, char want[65])
+{
+	const char *sig = strstr(line, ";chunk-signature=");
+	char *e;
+	unsigned long long v = strtoull(line, &e, 16);
+
+	if (e == line || (*e && *e != ';') || v > S3_PUT_MAX)
+		return -EINVAL;
+	want[0] = 0;
+	if (sig != NULL)
+		snprintf(want, 65, "%s", sig + 17);
+	rq->rq_ck_left = v;
+	return 0;
+}
+
+/* One trailer line "name:value" (NUL-terminated, no CRLF). */
+static int ck_trailer(struct s3_req *rq, char *line)
+{
+	struct s3_ck_sig *cs = rq->rq_cks;
+	char *colon = strchr(line, ':'), *v, *c;
+
+	if (colon == NULL || colon == line)
+		return -EINVAL;
+	*colon = 0;
+	for (c = line; *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	v = colon + 1;
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (strcmp(line, "x-amz-trailer-signature") == 0) {
+		if (cs == NULL || !cs->cs_trailer || cs->cs_tsig)
+			return -EINVAL;
+		cs->cs_tsig = true;
+		return s3_auth_chunk(rq, true, v);
+	}
+	if (cs != NULL && (!cs->cs_trailer || cs->cs_tsig))
+		return -EINVAL; /* unsigned, or after the signature */
+	if (rq->rq_trailers.b_len + strlen(line) + strlen(v) + 2 >
+	    S3_TRAILERS_MAX)
+		return -EINVAL;
+	if (cs != NULL) {
+		EVP_DigestUpdate(cs->cs_sha, line, strlen(line));
+		EVP_DigestUpdate(cs->cs_sha, ":", 1);
+		EVP_DigestUpdate(cs->cs_sha, v, strlen(v));
+		EVP_DigestUpdate(cs->cs_sha, "\n", 1);
+	}
+	s3_buf_add(&rq->rq_trailers, line, strlen(line) + 1);
+	s3_buf_add(&rq->rq_trailers, v, strlen(v) + 1);
+	return rq->rq_trailers.b_oom ? -ENOMEM : 0;
+}
 
 static int ck_feed(struct s3_req *rq, const char *p, size_t n)
 {
+	struct s3_ck_sig *cs = rq->rq_cks;
+	int rc;
+
 	while (n > 0) {
 		if (rq->rq_ck_state == CK_DATA) {
 			size_t c = n < rq->rq_ck_left ? n : rq->rq_ck_left;
-			int rc = s3_wr_data(rq->rq_wr, p, c);
 
+			if (cs != NULL)
+				EVP_DigestUpdate(cs->cs_sha, p, c);
+			rc = s3_wr_data(rq->rq_wr, p, c);
 			if (rc != 0)
 				return rc;
 			p += c;
 			n -= c;
 			rq->rq_ck_left -= c;
-			if (rq->rq_ck_left == 0)
-				rq->rq_ck_state = CK_CRLF;
+			if (rq->rq_ck_left > 0)
+				continue;
+			rq->rq_ck_state = CK_CRLF;
+			if (cs != NULL &&
+			    s3_auth_chunk(rq, false, cs->cs_want) != 0)
+				return -EACCES;
 			continue;
 		}
 		if (rq->rq_ck_state == CK_DONE)
@@ -627,25 +711,50 @@ static int ck_feed(struct s3_req *rq, const char *p, size_t n)
 		if (rq->rq_ck_ll < 2 || rq->rq_ck_line[rq->rq_ck_ll - 2] != '\r')
 			return -EINVAL;
 		rq->rq_ck_line[rq->rq_ck_ll - 2] = 0;
+		rc = 0;
 		if (rq->rq_ck_state == CK_CRLF) {
 			if (rq->rq_ck_ll != 2)
 				return -EINVAL;
 			rq->rq_ck_state = CK_HDR;
 		} else if (rq->rq_ck_state == CK_HDR) {
-			char *e;
-			unsigned long long v = strtoull(rq->rq_ck_line, &e, 16);
+			char want[65];
 
-			if (e == rq->rq_ck_line || (*e && *e != ';'))
-				return -EINVAL;
-			rq->rq_ck_left = v;
-			rq->rq_ck_state = v ? CK_DATA : CK_TRAILER;
+			rc = ck_header(rq, rq->rq_ck_line, want);
+			if (rc == 0 && cs != NULL)
+				memcpy(cs->cs_want, want, sizeof want);
+			if (rc == 0 && cs != NULL && want[0] == 0)
+				rc = -EACCES;
+			if (rc == 0 && rq->rq_ck_left == 0 && cs != NULL)
+				rc = s3_auth_chunk(rq, false, want);
+			rq->rq_ck_state = rq->rq_ck_left ? CK_DATA : CK_TRAILER;
 		} else if (rq->rq_ck_state == CK_TRAILER) {
-			if (rq->rq_ck_ll == 2)
+			if (rq->rq_ck_ll > 2)
+				rc = ck_trailer(rq, rq->rq_ck_line);
+			else if (cs != NULL && cs->cs_trailer && !cs->cs_tsig)
+				rc = -EACCES; /* signed trailers, unsigned end */
+			else
 				rq->rq_ck_state = CK_DONE;
 		}
+		if (rc != 0)
+			return rc;
 		rq->rq_ck_ll = 0;
 	}
 	return 0;
+}
+
+const char *s3_trailer(struct s3_req *rq, const char *name)
+{
+	const char *p = rq->rq_trailers.b_data,
+		   *end = p + rq->rq_trailers.b_len;
+
+	while (p != NULL && p < end) {
+		const char *v = p + strlen(p) + 1;
+
+		if (strcasecmp(p, name) == 0)
+			return v;
+		p = v + strlen(v) + 1;
+	}
+	return NULL;
 }
 
 static void body_fail(struct s3_req *rq, int rc)
@@ -654,6 +763,11 @@ static void body_fail(struct s3_req *rq, int rc)
 	if (rc == -EINVAL)
 		s3_reply_err(rq, 400, "IncompleteBody",
 			     "the aws-chunked body is malformed");
+	else if (rc == -EACCES)
+		s3_reply_err(rq, 403, "SignatureDoesNotMatch",
+			     "The chunk signature we calculated does not "
+			     "match the signature you provided (key "
+			     "'%.300s').", rq->rq_key ? rq->rq_key : "");
 	else if (rc == -E2BIG)
 		s3_reply_err(rq, 400, "EntityTooLarge",
 			     "Your proposed upload exceeds the maximum allowed "

@@ -563,6 +563,7 @@ struct put_ctx {
 	bool pc_md5_set;
 	uint8_t pc_md5[16];
 	struct s3_sums pc_want;  /* x-amz-checksum-* sent (CRCs only) */
+	uint32_t pc_trail;       /* S3_SUM_CRC* announced as trailers */
 	uint64_t pc_expect;
 	/* multipart part */
 	bool pc_part;
@@ -592,6 +593,76 @@ static int content_md5(struct s3_req *rq, struct put_ctx *pc)
 	return 0;
 }
 
+/* x-amz-trailer: the checksum an aws-chunked body sends after its data
+ * (one name, or several separated by commas).  CRCs are computed and
+ * checked at the end (put_trailer_sums()); SHA-1 and SHA-256 are taken
+ * as their headers are, neither verified nor stored.  Replies
+ * InvalidRequest on anything else. */
+static int content_trailer(struct s3_req *rq, struct put_ctx *pc)
+{
+	const char *t = s3_hdr(rq, "x-amz-trailer");
+	char name[64];
+
+	if (t == NULL)
+		return 0;
+	if (!rq->rq_chunked)
+		return s3_reply_err(rq, 400, "InvalidRequest", "x-amz-trailer "
+				    "needs an aws-chunked body (key '%.300s')",
+				    rq->rq_key), -EINVAL;
+	while (*t != 0) {
+		size_t n;
+		uint32_t bit;
+
+		t += strspn(t, " \t,");
+		n = strcspn(t, " \t,");
+		if (n == 0)
+			break;
+		if (n >= sizeof name)
+			n = sizeof name - 1;
+		memcpy(name, t, n);
+		name[n] = 0;
+		t += strcspn(t, ",");
+		bit = s3_sum_of_hdr(name);
+		if (bit != 0)
+			pc->pc_trail |= bit;
+		else if (strcasecmp(name, "x-amz-checksum-sha1") != 0 &&
+			 strcasecmp(name, "x-amz-checksum-sha256") != 0)
+			return s3_reply_err(rq, 400, "InvalidRequest",
+					    "x-amz-trailer names '%.60s', which "
+					    "is not a checksum this gateway "
+					    "takes (key '%.300s')", name,
+					    rq->rq_key), -EINVAL;
+	}
+	return 0;
+}
+
+/* The trailer checksums announced (pc_trail) into pc->pc_want, once the
+ * body is in; replies InvalidRequest when one is missing or malformed. */
+static int put_trailer_sums(struct s3_req *rq, struct put_ctx *pc)
+{
+	uint32_t bit;
+
+	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
+		const char *h = s3_sum_hdr(bit), *v;
+
+		if (!(pc->pc_trail & bit))
+			continue;
+		v = s3_trailer(rq, h);
+		if (v == NULL)
+			return s3_reply_err(rq, 400, "InvalidRequest", "the "
+					    "trailer %s announced in "
+					    "x-amz-trailer was not sent (key "
+					    "'%.300s')", h, rq->rq_key),
+			       -EINVAL;
+		if (s3_sum_parse(bit, v, &pc->pc_want) != 0)
+			return s3_reply_err(rq, 400, "InvalidRequest", "Value "
+					    "for %s trailer is invalid (key "
+					    "'%.300s')", h, rq->rq_key),
+			       -EINVAL;
+	}
+	return 0;
+}
+
 /* The x-amz-checksum-* headers of the request into pc->pc_want; replies
  * InvalidRequest when one is malformed. */
 static int content_sums(struct s3_req *rq, struct put_ctx *pc)
@@ -607,7 +678,7 @@ static int content_sums(struct s3_req *rq, struct put_ctx *pc)
 					    "'%.300s')", h, rq->rq_key),
 			       -EINVAL;
 	}
-	return 0;
+	return content_trailer(rq, pc);
 }
 
 /* The sums a PUT computes: the ETag's (MD5, or CRC64-NVMe for a single
@@ -617,7 +688,8 @@ static uint32_t put_algs(const struct put_ctx *pc)
 {
 	bool c64 = !pc->pc_part && s3g.g_conf.sc_etag == S3_ETAG_CRC64;
 
-	return pc->pc_want.s_algs | (c64 ? S3_SUM_CRC64NVME : S3_SUM_MD5) |
+	return pc->pc_want.s_algs | pc->pc_trail |
+	       (c64 ? S3_SUM_CRC64NVME : S3_SUM_MD5) |
 	       (pc->pc_md5_set ? S3_SUM_MD5 : 0);
 }
 
@@ -644,6 +716,8 @@ static int put_finish(struct s3_req *rq, struct put_ctx *pc, char etag[33])
 		return s3_reply_err(rq, 400, "IncompleteBody", "You did not "
 				    "provide the number of bytes specified by "
 				    "the Content-Length HTTP header"), -EINVAL;
+	if (put_trailer_sums(rq, pc) != 0)
+		return -EINVAL;
 	if (pc->pc_md5_set && memcmp(got->s_md5v, pc->pc_md5, 16) != 0)
 		return s3_reply_err(rq, 400, "BadDigest", "The Content-MD5 you "
 				    "specified did not match what we "

@@ -291,6 +291,123 @@ st, _, _ = request("PUT", "/%s/chunk-ok" % BK, body=b"3\r\nabc\r\n0\r\nx-amz-che
                             "x-amz-trailer": "x-amz-checksum-crc32"})
 st2, _, body = request("GET", "/%s/chunk-ok" % BK)
 check("aws-chunked with trailer decoded", st == 200 and body == "abc", "%d %s" % (st, body))
+# ---- signed aws-chunked bodies (STREAMING-AWS4-HMAC-SHA256-PAYLOAD[-TRAILER])
+# and trailer checksums: each chunk's signature chains from the request's.
+EMPTY_SHA = hashlib.sha256(b"").hexdigest()
+
+
+def signing_key(day, secret=SK):
+    k = ("AWS4" + secret).encode()
+    for part in (day, "us-east-1", "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    return k
+
+
+def chunked_put(key, chunks, form="STREAMING-AWS4-HMAC-SHA256-PAYLOAD", trailers=(), tamper=None,
+                trailer_hdr=None, drop_sig=None, bad_tsig=False, no_tsig=False):
+    """PUT key with chunks (list of bytes) as a signed aws-chunked body.
+    tamper: index of a chunk whose data is changed after signing; drop_sig:
+    index of a chunk sent without its signature; trailers: (name, value)
+    lines sent after the last chunk (signed in the -TRAILER form)."""
+    signed = form.startswith("STREAMING-AWS4-HMAC-SHA256-PAYLOAD")
+    path = "/%s/%s" % (BK, key)
+    hdrs = {"Content-Encoding": "aws-chunked",
+            "x-amz-decoded-content-length": str(sum(len(c) for c in chunks))}
+    if trailer_hdr:
+        hdrs["x-amz-trailer"] = trailer_hdr
+    h = sign("PUT", path, (), hdrs, form)
+    amz = h["x-amz-date"]
+    scope = "%s/us-east-1/s3/aws4_request" % amz[:8]
+    prev = re.search(r"Signature=([0-9a-f]{64})", h["Authorization"]).group(1)
+    k = signing_key(amz[:8])
+    body = b""
+    for i, c in enumerate(list(chunks) + [b""]):
+        sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz, scope, prev, EMPTY_SHA,
+                         hashlib.sha256(c).hexdigest()])
+        sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+        prev = sig
+        if tamper == i:
+            c = bytes([c[0] ^ 1]) + c[1:]
+        ext = "" if (not signed or drop_sig == i) else ";chunk-signature=" + sig
+        body += ("%x%s\r\n" % (len(c), ext)).encode() + c + (b"\r\n" if c else b"")
+    canon = "".join("%s:%s\n" % t for t in trailers)
+    for name, value in trailers:
+        body += ("%s:%s\r\n" % (name, value)).encode()
+    if signed and form.endswith("-TRAILER") and not no_tsig:
+        sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz, scope, prev,
+                         hashlib.sha256(canon.encode()).hexdigest()])
+        tsig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+        if bad_tsig:
+            tsig = tsig[:-1] + ("0" if tsig[-1] != "0" else "1")
+        body += ("x-amz-trailer-signature:%s\r\n" % tsig).encode()
+    body += b"\r\n"
+    h["Content-Length"] = str(len(body))
+    head = "PUT %s HTTP/1.1\r\n" % q(path) + "".join("%s: %s\r\n" % kv for kv in h.items())
+    return raw((head + "Connection: close\r\n\r\n").encode() + body)
+
+
+def b64crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 if crc & 1 else 0)
+    import base64
+    return base64.b64encode((crc ^ 0xFFFFFFFF).to_bytes(4, "big")).decode()
+
+
+def visible(key):
+    st, _, body = request("GET", "/%s/%s" % (BK, key))
+    return st, body
+
+
+parts = [bytes((i * 7 + j) % 251 for j in range(65536)) for i in range(2)] + [b"tail-bytes"]
+whole = b"".join(parts)
+st, head, body = chunked_put("sc-ok", parts)
+st2, _ = visible("sc-ok")
+check("signed aws-chunked: 3 chunks, each signature checked, stored (ETag = MD5 of the data)",
+      st == 200 and st2 == 200 and
+      re.search(r'(?im)^etag: *"%s"' % hashlib.md5(whole).hexdigest(), head) is not None,
+      "%d %d %s" % (st, st2, head[:300]))
+expect("signed aws-chunked: a chunk's data changed after signing", chunked_put("sc-tamper", parts, tamper=1),
+       403, "SignatureDoesNotMatch")
+check("signed aws-chunked: changed chunk leaves nothing visible", visible("sc-tamper")[0] == 404)
+expect("signed aws-chunked: a chunk without its signature", chunked_put("sc-nosig", parts, drop_sig=2),
+       403, "SignatureDoesNotMatch")
+expect("signed aws-chunked: the final chunk without its signature", chunked_put("sc-nosig0", parts, drop_sig=3),
+       403, "SignatureDoesNotMatch")
+check("signed aws-chunked: unsigned final chunk leaves nothing visible", visible("sc-nosig0")[0] == 404)
+tr = ("x-amz-checksum-crc32c", b64crc32c(whole))
+st, head, body = chunked_put("sc-tr", parts, form="STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER",
+                             trailers=[tr], trailer_hdr="x-amz-checksum-crc32c")
+check("signed trailer: crc32c trailer checked and returned",
+      st == 200 and re.search(r"(?im)^x-amz-checksum-crc32c: *%s" % re.escape(tr[1]), head) is not None
+      and visible("sc-tr")[0] == 200, "%d %s" % (st, head[:300]))
+expect("signed trailer: wrong trailer signature",
+       chunked_put("sc-trbad", parts, form="STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", trailers=[tr],
+                   trailer_hdr="x-amz-checksum-crc32c", bad_tsig=True), 403, "SignatureDoesNotMatch")
+expect("signed trailer: trailer signature missing",
+       chunked_put("sc-trnone", parts, form="STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER", trailers=[tr],
+                   trailer_hdr="x-amz-checksum-crc32c", no_tsig=True), 403, "SignatureDoesNotMatch")
+check("signed trailer: refused uploads leave nothing visible",
+      visible("sc-trbad")[0] == 404 and visible("sc-trnone")[0] == 404)
+expect("unsigned trailer: crc32c that does not match",
+       chunked_put("ut-bad", parts, form="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+                   trailers=[("x-amz-checksum-crc32c", b64crc32c(whole + b"x"))],
+                   trailer_hdr="x-amz-checksum-crc32c"), 400, "BadDigest")
+check("unsigned trailer: bad checksum leaves nothing visible", visible("ut-bad")[0] == 404)
+expect("unsigned trailer: announced, never sent",
+       chunked_put("ut-none", parts, form="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+                   trailer_hdr="x-amz-checksum-crc32"), 400, "InvalidRequest")
+expect("x-amz-trailer naming something that is not a checksum",
+       chunked_put("ut-what", parts, form="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
+                   trailer_hdr="x-amz-meta-color"), 400, "InvalidRequest")
+expect("x-amz-trailer without an aws-chunked body",
+       request("PUT", "/%s/ut-plain" % BK, body=b"abc", headers={"x-amz-trailer": "x-amz-checksum-crc32"}),
+       400, "InvalidRequest")
+expect("a STREAMING-* payload form the gateway does not take",
+       chunked_put("ut-ecdsa", parts, form="STREAMING-AWS4-ECDSA-P256-SHA256-PAYLOAD"), 400, "InvalidArgument")
+
 st, head, _ = raw(("PUT /%s/expect HTTP/1.1\r\n" % BK + "".join("%s: %s\r\n" % kv for kv in
                   sign("PUT", "/%s/expect" % BK, (), {}, "UNSIGNED-PAYLOAD").items()) +
                   "Content-Length: 5\r\nExpect: 100-continue\r\nConnection: close\r\n\r\nhello").encode())
