@@ -6,7 +6,11 @@
 # to a port file), with two users in a credentials file made by
 # `strata s3 user add`.  Then runs, each asserting:
 #   1. s3_conformance.py — the boto3 conformance suite;
-#   2. s3_badinput.py    — malformed and hostile requests over raw HTTP;
+#   2. s3_badinput.py    — malformed and hostile requests over raw HTTP
+#                          (signed aws-chunked bodies and trailers too);
+#      s3_tls.py         — a second gateway with TLS (a self-signed
+#                          certificate made here): boto3 over HTTPS, whose
+#                          bodies carry their checksums as trailers;
 #   3. CLI smoke tests   — aws cli and s3cmd, when installed;
 #   4. s3_etag.py        — the gateway restarted with --etag crc64: ETags
 #                          from the CRC64-NVMe, Content-MD5 still checked,
@@ -109,6 +113,35 @@ ok "gateway listens on $EP"
 
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds"
 part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds" "$T/access.log"
+
+# ---- TLS: a second gateway on its own store with a self-signed
+# certificate for 127.0.0.1; boto3 over HTTPS (its checksums as trailers)
+if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+	-addext subjectAltName=IP:127.0.0.1 -keyout "$T/tls.key" \
+	-out "$T/tls.crt" >"$T/tls.out" 2>&1; then
+	"$GW" --data "$T/tls-data" --dev-size 128M --port 0 \
+		--port-file "$T/tls-port" --creds "$T/creds" --timeout 5 \
+		--tls-cert "$T/tls.crt" --tls-key "$T/tls.key" \
+		>>"$T/tls-gw.out" 2>>"$T/tls-gw.err" &
+	tls_pid=$!
+	for i in $(seq 1 600); do
+		[ -s "$T/tls-port" ] && break
+		kill -0 "$tls_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -s "$T/tls-port" ]; then
+		ok "TLS gateway listens on https://127.0.0.1:$(cat "$T/tls-port")"
+		part tls "$HERE/s3_tls.py" "https://127.0.0.1:$(cat "$T/tls-port")" \
+			"$T/creds" "$T/tls.crt"
+	else
+		no "TLS gateway start: $(tail -3 "$T/tls-gw.err")"
+	fi
+	kill -TERM "$tls_pid" 2>/dev/null
+	wait "$tls_pid" 2>/dev/null
+	"$S" --data "$T/tls-data" -q destroy --yes 2>/dev/null
+else
+	no "openssl could not make a test certificate: $(tail -3 "$T/tls.out")"
+fi
 
 # ---- aws cli and s3cmd smoke tests (skipped, not counted, if absent)
 AK=$(awk 'NR==1{print $2}' "$T/creds")
