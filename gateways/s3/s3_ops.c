@@ -1258,33 +1258,25 @@ static int delete_objects(struct s3_req *rq)
 
 /* ---------------------------------------------------------- CopyObject */
 
-static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
-		     size_t svl, const struct s3_orec *sr, char etag[33])
+/* Bytes [off, off + len) of the source object (record sv of bucket sb,
+ * taken over) into the writer rq_wr, begun for len bytes; then finished. */
+static int copy_bytes(struct s3_req *rq, struct s3_bucket *sb, void *sv,
+		      size_t svl, uint64_t off, uint64_t len)
 {
 	struct s3_rd rd;
-	uint64_t off = 0;
-	char *buf;
+	uint64_t end = off + len;
+	char *buf = malloc(S3_CHUNK);
 	int rc;
 
-	rq->rq_wr = calloc(1, sizeof *rq->rq_wr);
-	buf = malloc(S3_CHUNK);
-	if (rq->rq_wr == NULL || buf == NULL) {
-		free(buf);
+	if (buf == NULL) {
+		free(sv);
 		return -ENOMEM;
 	}
-	{
-		struct put_ctx *pc = rq->rq_ctx;
-
-		rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, sr->or_size,
-				 put_algs(pc) | rec_sum_algs(sr), pc->pc_ik,
-				 pc->pc_il, NULL, 0);
-	}
-	if (rc == 0)
-		rc = s3_rd_open(&rd, sb, sv, svl);
-	else
-		free(sv);
-	while (rc == 0 && off < sr->or_size) {
-		long n = s3_rd_read(&rd, off, buf, S3_CHUNK);
+	rc = s3_rd_open(&rd, sb, sv, svl);
+	while (rc == 0 && off < end) {
+		size_t want = end - off < S3_CHUNK ? (size_t)(end - off)
+						   : S3_CHUNK;
+		long n = s3_rd_read(&rd, off, buf, want);
 
 		if (n <= 0) {
 			rc = n < 0 ? (int)n : -EIO;
@@ -1296,16 +1288,95 @@ static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
 	if (rc == 0 || rd.r_rec != NULL)
 		s3_rd_close(&rd);
 	free(buf);
-	if (rc == 0)
-		rc = s3_wr_finish(rq->rq_wr);
+	return rc == 0 ? s3_wr_finish(rq->rq_wr) : rc;
+}
+
+/* The whole source object into a new writer for the request's key. */
+static int copy_data(struct s3_req *rq, struct s3_bucket *sb, void *sv,
+		     size_t svl, const struct s3_orec *sr, char etag[33])
+{
+	struct put_ctx *pc = rq->rq_ctx;
+	int rc;
+
+	rq->rq_wr = calloc(1, sizeof *rq->rq_wr);
+	if (rq->rq_wr == NULL) {
+		free(sv);
+		return -ENOMEM;
+	}
+	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, sr->or_size,
+			 put_algs(pc) | rec_sum_algs(sr), pc->pc_ik, pc->pc_il,
+			 NULL, 0);
+	if (rc != 0) {
+		free(sv);
+		return rc;
+	}
+	rc = copy_bytes(rq, sb, sv, svl, 0, sr->or_size);
 	if (rc == 0)
 		make_etag(&rq->rq_wr->w_sums, false, etag);
 	return rc;
 }
 
+/*
+ * The source of a copy, x-amz-copy-source "[/]bucket/key[?versionId=..]"
+ * (URL-encoded): its bucket, its decoded key (*dec, to free), its record
+ * (*sv, to free) and decoded record, the x-amz-copy-source-if-*
+ * preconditions checked.  Replies on failure (InvalidArgument,
+ * NoSuchBucket, AccessDenied, NoSuchKey, PreconditionFailed): -errno.
+ */
+static int copy_source(struct s3_req *rq, const char *src,
+		       struct s3_bucket **sb, char **dec, const char **skey,
+		       void **sv, size_t *svl, struct s3_orec *sr)
+{
+	char *k, *q;
+	int rc;
+
+	*dec = malloc(strlen(src) + 1);
+	if (*dec == NULL)
+		return s3_reply_err(rq, 500, "InternalError", "out of memory"),
+		       -ENOMEM;
+	q = strchr(src, '?');
+	if (s3_urldec(src, q ? (size_t)(q - src) : strlen(src), *dec, false)
+	    < 0)
+		goto bad_src;
+	k = *dec + (**dec == '/');
+	q = strchr(k, '/');
+	if (q == NULL || q[1] == 0)
+		goto bad_src;
+	*q++ = 0;
+	if (!bucket_name_ok(k) || s3_bucket_get(k, sb) != 0)
+		return s3_reply_err(rq, 404, "NoSuchBucket", "The specified "
+				    "bucket does not exist"), -ENOENT;
+	if (strcmp((*sb)->bk_owner, rq->rq_user.u_name) != 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied"),
+		       -EACCES;
+	rc = rec_get(*sb, q, strlen(q), sv, svl, sr);
+	if (rc != 0) {
+		if (rc == -ENOENT)
+			s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
+				     "does not exist.");
+		else
+			s3_reply_clovis(rq, rc, "looking up the source");
+		return rc;
+	}
+	*skey = q;
+	if (preconditions(rq, sr, "x-amz-copy-source-if-match",
+			  "x-amz-copy-source-if-none-match",
+			  "x-amz-copy-source-if-modified-since",
+			  "x-amz-copy-source-if-unmodified-since") != 0)
+		return s3_reply_err(rq, 412, "PreconditionFailed", "At least "
+				    "one of the pre-conditions you specified "
+				    "did not hold"), -EAGAIN;
+	return 0;
+bad_src:
+	return s3_reply_err(rq, 400, "InvalidArgument", "Copy Source must "
+			    "mention the source bucket and key: "
+			    "sourcebucket/sourcekey"), -EINVAL;
+}
+
 static int copy_object(struct s3_req *rq, const char *src)
 {
-	char *dec = malloc(strlen(src) + 1), *k, *q;
+	char *dec = NULL;
+	const char *q;
 	struct s3_bucket *sb;
 	struct s3_orec sr;
 	struct s3_buf rec = {0};
@@ -1315,33 +1386,18 @@ static int copy_object(struct s3_req *rq, const char *src)
 	void *sv = NULL;
 	size_t svl;
 	char etag[33], t[32];
-	int rc, pre;
+	int rc;
 
 	rq->rq_op = "CopyObject";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0 || dec == NULL)
+	if (need_bucket(rq) != 0 || need_key(rq) != 0)
 		goto out;
 	if (dir != NULL && !replace && strcasecmp(dir, "COPY") != 0) {
 		s3_reply_err(rq, 400, "InvalidArgument", "Unknown metadata "
 			     "directive.");
 		goto out;
 	}
-	q = strchr(src, '?');
-	if (s3_urldec(src, q ? (size_t)(q - src) : strlen(src), dec, false) < 0)
-		goto bad_src;
-	k = dec + (*dec == '/');
-	q = strchr(k, '/');
-	if (q == NULL || q[1] == 0)
-		goto bad_src;
-	*q++ = 0;
-	if (!bucket_name_ok(k) || s3_bucket_get(k, &sb) != 0) {
-		s3_reply_err(rq, 404, "NoSuchBucket", "The specified bucket "
-			     "does not exist");
+	if (copy_source(rq, src, &sb, &dec, &q, &sv, &svl, &sr) != 0)
 		goto out;
-	}
-	if (strcmp(sb->bk_owner, rq->rq_user.u_name) != 0) {
-		s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
-		goto out;
-	}
 	if (strcmp(sb->bk_name, rq->rq_bk->bk_name) == 0 &&
 	    strlen(q) == rq->rq_key_len && memcmp(q, rq->rq_key, rq->rq_key_len)
 	    == 0 && !replace) {
@@ -1350,24 +1406,6 @@ static int copy_object(struct s3_req *rq, const char *src)
 			     "itself without changing the object's metadata, "
 			     "storage class, website redirect location or "
 			     "encryption attributes.");
-		goto out;
-	}
-	rc = rec_get(sb, q, strlen(q), &sv, &svl, &sr);
-	if (rc != 0) {
-		if (rc == -ENOENT)
-			s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
-				     "does not exist.");
-		else
-			s3_reply_clovis(rq, rc, "looking up the source");
-		goto out;
-	}
-	pre = preconditions(rq, &sr, "x-amz-copy-source-if-match",
-			    "x-amz-copy-source-if-none-match",
-			    "x-amz-copy-source-if-modified-since",
-			    "x-amz-copy-source-if-unmodified-since");
-	if (pre != 0) {
-		s3_reply_err(rq, 412, "PreconditionFailed", "At least one of "
-			     "the pre-conditions you specified did not hold");
 		goto out;
 	}
 	pc = calloc(1, sizeof *pc);
@@ -1419,10 +1457,6 @@ static int copy_object(struct s3_req *rq, const char *src)
 			      "&quot;</ETag></CopyObjectResult>", t, etag);
 		s3_reply_xml(rq, 200, &x);
 	}
-	goto out;
-bad_src:
-	s3_reply_err(rq, 400, "InvalidArgument", "Copy Source must mention the "
-		     "source bucket and key: sourcebucket/sourcekey");
 out:
 	free(sv);
 	free(dec);
@@ -1893,7 +1927,10 @@ static int create_upload(struct s3_req *rq)
 	return s3_reply_xml(rq, 200, &x);
 }
 
-static int part_end(struct s3_req *rq)
+/* Record the part just written (rq_wr) under pc_pk, replacing an earlier
+ * upload of the same part number (whose object is then freed); the part's
+ * checksums go into the reply.  Replies on failure: -errno. */
+static int part_record(struct s3_req *rq, const char *etag)
 {
 	struct put_ctx *pc = rq->rq_ctx;
 	struct s3_buf rec = {0};
@@ -1902,13 +1939,8 @@ static int part_end(struct s3_req *rq)
 	void *ov = NULL;
 	size_t ol;
 	bool have = false;
-	char etag[33];
 	int rc;
 
-	if (put_finish(rq, pc, etag) != 0) {
-		drop_writer(rq);
-		return 0;
-	}
 	rec_data(rq, &rec, etag);
 	pthread_mutex_lock(l);
 	rc = s3_idx_get(&s3g.g_parts, pc->pc_pk, pc->pc_pkl, &ov, &ol);
@@ -1926,15 +1958,128 @@ static int part_end(struct s3_req *rq)
 	if (rc != 0) {
 		free(ov);
 		drop_writer(rq);
-		return s3_reply_clovis(rq, rc, "recording the part");
+		return s3_reply_clovis(rq, rc, "recording the part"), rc;
 	}
 	sums_reply(rq, &rq->rq_wr->w_sums);
 	done_writer(rq);
 	if (have)
 		s3_orec_free(rq->rq_bk, &old);
 	free(ov);
+	return 0;
+}
+
+static int part_end(struct s3_req *rq)
+{
+	char etag[33];
+
+	if (put_finish(rq, rq->rq_ctx, etag) != 0) {
+		drop_writer(rq);
+		return 0;
+	}
+	if (part_record(rq, etag) != 0)
+		return 0;
 	etag_hdr(rq, etag);
 	return s3_reply_empty(rq, 200);
+}
+
+/* x-amz-copy-source-range "bytes=FIRST-LAST" of a source of size bytes
+ * into [*off, *off + *len); the whole source when absent.  Replies
+ * InvalidArgument (form) or InvalidRange (outside the source): -EINVAL. */
+static int copy_range(struct s3_req *rq, uint64_t size, uint64_t *off,
+		      uint64_t *len)
+{
+	const char *h = s3_hdr(rq, "x-amz-copy-source-range");
+	unsigned long long a, b;
+	char *e;
+
+	*off = 0;
+	*len = size;
+	if (h == NULL)
+		return 0;
+	if (strncmp(h, "bytes=", 6) != 0 || !isdigit((unsigned char)h[6]))
+		goto form;
+	a = strtoull(h + 6, &e, 10);
+	if (*e != '-' || !isdigit((unsigned char)e[1]))
+		goto form;
+	b = strtoull(e + 1, &e, 10);
+	if (*e != 0 || b < a)
+		goto form;
+	if (b >= size)
+		return s3_reply_err(rq, 416, "InvalidRange", "The requested "
+				    "range %s is not satisfiable: the source "
+				    "object has %llu bytes (key '%.300s')", h,
+				    (unsigned long long)size, rq->rq_key),
+		       -EINVAL;
+	*off = a;
+	*len = b - a + 1;
+	return 0;
+form:
+	return s3_reply_err(rq, 400, "InvalidArgument", "The "
+			    "x-amz-copy-source-range value must be of the form "
+			    "bytes=first-last where first and last are the "
+			    "zero-based offsets of the first and last bytes to "
+			    "copy (got '%.80s')", h), -EINVAL;
+}
+
+/* UploadPartCopy: part n of the upload from bytes of an existing object;
+ * the part's size rules are UploadPart's, checked at completion. */
+static int upload_part_copy(struct s3_req *rq, uint32_t n, const char *src)
+{
+	struct s3_bucket *sb;
+	struct s3_orec sr;
+	struct put_ctx *pc;
+	const char *skey;
+	char *dec = NULL, etag[33], t[32];
+	void *sv = NULL;
+	size_t svl;
+	uint64_t off, len;
+	int rc;
+
+	rq->rq_op = "UploadPartCopy";
+	if (copy_source(rq, src, &sb, &dec, &skey, &sv, &svl, &sr) != 0 ||
+	    copy_range(rq, sr.or_size, &off, &len) != 0)
+		goto out;
+	pc = calloc(1, sizeof *pc);
+	rq->rq_wr = calloc(1, sizeof *rq->rq_wr);
+	if (pc == NULL || rq->rq_wr == NULL) {
+		free(pc);
+		s3_reply_err(rq, 500, "InternalError", "out of memory");
+		goto out;
+	}
+	rq->rq_ctx = pc;
+	rq->rq_cleanup = put_cleanup;
+	pc->pc_part = true;
+	pc->pc_expect = len;
+	pc->pc_pkl = partkey(s3_q(rq, "uploadId"), n, pc->pc_pk);
+	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, len, put_algs(pc), NULL, 0,
+			 pc->pc_pk, pc->pc_pkl);
+	if (rc == 0) {
+		rc = copy_bytes(rq, sb, sv, svl, off, len);
+		sv = NULL;
+	}
+	if (rc == 0 && rq->rq_wr->w_len != len)
+		rc = -EIO;
+	if (rc != 0) {
+		drop_writer(rq);
+		s3_reply_clovis(rq, rc, "copying the part");
+		goto out;
+	}
+	make_etag(&rq->rq_wr->w_sums, true, etag);
+	if (part_record(rq, etag) != 0)
+		goto out;
+	s3_time_iso(s3_now_ns(), t);
+	{
+		struct s3_buf x = {0};
+
+		s3_buf_printf(&x, XHDR "<CopyPartResult xmlns=\"" XMLNS "\">"
+			      "<LastModified>%s</LastModified><ETag>&quot;%s"
+			      "&quot;</ETag></CopyPartResult>", t, etag);
+		s3_reply_xml(rq, 200, &x);
+	}
+out:
+	free(sv);
+	free(dec);
+	return 0;
 }
 
 static int upload_part(struct s3_req *rq)
@@ -1954,12 +2099,12 @@ static int upload_part(struct s3_req *rq)
 		return s3_reply_err(rq, 400, "InvalidArgument", "Part number "
 				    "must be an integer between 1 and %u, "
 				    "inclusive", S3_PARTS_MAX);
-	if (s3_hdr(rq, "x-amz-copy-source") != NULL)
-		return s3_reply_err(rq, 501, "NotImplemented", "UploadPartCopy "
-				    "is not implemented");
 	if (need_upload(rq, &uv, &uvl) != 0)
 		return 0;
 	free(uv);
+	if (s3_hdr(rq, "x-amz-copy-source") != NULL)
+		return upload_part_copy(rq, (uint32_t)n,
+					s3_hdr(rq, "x-amz-copy-source"));
 	pc = calloc(1, sizeof *pc);
 	if (pc == NULL)
 		return s3_reply_err(rq, 500, "InternalError", "out of memory");

@@ -1055,6 +1055,65 @@ def multipart_upload_gone_after_complete():
 
 
 @case
+def upload_part_copy_ranges():
+    """UploadPartCopy: parts from the whole of one object and from byte
+    ranges of another (also across the parts of a multipart source); the
+    completed object is the bytes copied, its ETag md5-of-md5s-N."""
+    src = os.urandom(6 * MiB + 3)
+    put("upc-src", src)
+    u = mp_start("upc")
+    r1 = s3.upload_part_copy(Bucket=B, Key="upc", UploadId=u, PartNumber=1,
+                             CopySource={"Bucket": B, "Key": "upc-src"})["CopyPartResult"]
+    a, b = 10, 5 * MiB + 9                    # 5 MiB across the source multipart's parts
+    r2 = s3.upload_part_copy(Bucket=B, Key="upc", UploadId=u, PartNumber=2,
+                             CopySource={"Bucket": B, "Key": "mp"},
+                             CopySourceRange="bytes=%d-%d" % (a, b))["CopyPartResult"]
+    r3 = s3.upload_part_copy(Bucket=B, Key="upc", UploadId=u, PartNumber=3,
+                             CopySource="%s/upc-src" % B, CopySourceRange="bytes=0-0")["CopyPartResult"]
+    pieces = [src, (P5 + P1)[a:b + 1], src[:1]]
+    for r, d in zip((r1, r2, r3), pieces):
+        assert r["ETag"] == '"%s"' % md5(d), (r["ETag"], md5(d))
+        assert r["LastModified"] is not None
+    lp = s3.list_parts(Bucket=B, Key="upc", UploadId=u)["Parts"]
+    assert [(p["PartNumber"], p["Size"]) for p in lp] == [(1, len(src)), (2, 5 * MiB), (3, 1)], lp
+    c = s3.complete_multipart_upload(Bucket=B, Key="upc", UploadId=u, MultipartUpload={"Parts": [
+        {"PartNumber": n, "ETag": r["ETag"]} for n, r in ((1, r1), (2, r2), (3, r3))]})
+    want = hashlib.md5(b"".join(hashlib.md5(d).digest() for d in pieces)).hexdigest() + "-3"
+    assert c["ETag"] == '"%s"' % want, c["ETag"]
+    assert body(s3.get_object(Bucket=B, Key="upc")) == b"".join(pieces)
+
+
+@case
+def upload_part_copy_errors():
+    """UploadPartCopy errors: range outside the source (InvalidRange), a
+    malformed range (InvalidArgument), a missing source key (NoSuchKey) or
+    bucket (NoSuchBucket), another user's bucket (AccessDenied), a failed
+    source precondition (PreconditionFailed), an unknown upload
+    (NoSuchUpload); none leaves a part behind."""
+    put("upc-small", b"0123456789")
+    u = mp_start("upc-err")
+    cp = dict(Bucket=B, Key="upc-err", UploadId=u, PartNumber=1)
+    err("InvalidRange", s3.upload_part_copy, CopySource="%s/upc-small" % B,
+        CopySourceRange="bytes=5-10", **cp)
+    for bad in ("bytes=5", "bytes=-3", "bytes=7-2", "items=0-1", "bytes=0-1,3-4"):
+        err("InvalidArgument", s3.upload_part_copy, CopySource="%s/upc-small" % B,
+            CopySourceRange=bad, **cp)
+    err("NoSuchKey", s3.upload_part_copy, CopySource="%s/no-such-key" % B, **cp)
+    err("NoSuchBucket", s3.upload_part_copy, CopySource="no-such-bucket-x/k", **cp)
+    s3b.create_bucket(Bucket="conf-upc-bob")
+    s3b.put_object(Bucket="conf-upc-bob", Key="k", Body=b"bob")
+    err("AccessDenied", s3.upload_part_copy, CopySource="conf-upc-bob/k", **cp)
+    s3b.delete_object(Bucket="conf-upc-bob", Key="k")
+    s3b.delete_bucket(Bucket="conf-upc-bob")
+    err("PreconditionFailed", s3.upload_part_copy, CopySource="%s/upc-small" % B,
+        CopySourceIfMatch='"0000"', **cp)
+    err("NoSuchUpload", s3.upload_part_copy, CopySource="%s/upc-small" % B,
+        Bucket=B, Key="upc-err", UploadId="0" * 32, PartNumber=1)
+    assert s3.list_parts(Bucket=B, Key="upc-err", UploadId=u).get("Parts", []) == []
+    s3.abort_multipart_upload(Bucket=B, Key="upc-err", UploadId=u)
+
+
+@case
 def multipart_list_parts():
     u = mp_start("mp-lp")
     for n in (1, 2, 3):

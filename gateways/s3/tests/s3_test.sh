@@ -155,6 +155,13 @@ if command -v aws >/dev/null; then
 	$A s3 ls s3://cli-aws/dir/ 2>"$T/aws.err" | grep -q "3000000 f.bin" && ok "aws s3 ls" || no "aws s3 ls: $(cat "$T/aws.err")"
 	$A s3 cp s3://cli-aws/dir/f.bin "$T/f.aws" >/dev/null 2>"$T/aws.err" && cmp -s "$T/f.bin" "$T/f.aws" &&
 		ok "aws s3 cp down (cmp)" || no "aws s3 cp down: $(cat "$T/aws.err")"
+	# a copy above the multipart threshold: aws cli copies by UploadPartCopy
+	printf '[default]\ns3 =\n  multipart_threshold = 1MB\n  multipart_chunksize = 5MB\n' >"$T/aws.conf"
+	AWS_CONFIG_FILE=$T/aws.conf $A s3 cp s3://cli-aws/dir/f.bin s3://cli-aws/dir/g.bin >/dev/null 2>"$T/aws.err" &&
+		$A s3 cp s3://cli-aws/dir/g.bin "$T/g.aws" >/dev/null 2>>"$T/aws.err" && cmp -s "$T/f.bin" "$T/g.aws" &&
+		grep -q " UploadPartCopy PUT cli-aws /dir/g.bin 200 " "$T/access.log" &&
+		ok "aws s3 cp s3->s3 over the multipart threshold (UploadPartCopy, cmp)" ||
+		no "aws s3 cp s3->s3 multipart: $(cat "$T/aws.err"; grep UploadPartCopy "$T/access.log" | tail -2)"
 	$A s3api head-object --bucket cli-aws --key dir/f.bin 2>"$T/aws.err" | grep -q '"ContentLength": 3000000' &&
 		ok "aws s3api head-object" || no "aws s3api head-object: $(cat "$T/aws.err")"
 	$A s3 rm --recursive s3://cli-aws >/dev/null 2>"$T/aws.err" && $A s3 rb s3://cli-aws >/dev/null 2>>"$T/aws.err" &&
