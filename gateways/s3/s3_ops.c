@@ -1373,6 +1373,19 @@ bad_src:
 			    "sourcebucket/sourcekey"), -EINVAL;
 }
 
+/* The 200 reply of a copy: element el with the time and the ETag. */
+static void copy_reply(struct s3_req *rq, const char *el, const char *etag)
+{
+	struct s3_buf x = {0};
+	char t[32];
+
+	s3_time_iso(s3_now_ns(), t);
+	s3_buf_printf(&x, XHDR "<%s xmlns=\"" XMLNS "\"><LastModified>%s"
+		      "</LastModified><ETag>&quot;%s&quot;</ETag></%s>", el, t,
+		      etag, el);
+	s3_reply_xml(rq, 200, &x);
+}
+
 static int copy_object(struct s3_req *rq, const char *src)
 {
 	char *dec = NULL;
@@ -1385,7 +1398,7 @@ static int copy_object(struct s3_req *rq, const char *src)
 	bool replace = dir != NULL && strcasecmp(dir, "REPLACE") == 0;
 	void *sv = NULL;
 	size_t svl;
-	char etag[33], t[32];
+	char etag[33];
 	int rc;
 
 	rq->rq_op = "CopyObject";
@@ -1448,15 +1461,7 @@ static int copy_object(struct s3_req *rq, const char *src)
 			s3_reply_clovis(rq, rc, "recording the copy");
 		goto out;
 	}
-	s3_time_iso(s3_now_ns(), t);
-	{
-		struct s3_buf x = {0};
-
-		s3_buf_printf(&x, XHDR "<CopyObjectResult xmlns=\"" XMLNS "\">"
-			      "<LastModified>%s</LastModified><ETag>&quot;%s"
-			      "&quot;</ETag></CopyObjectResult>", t, etag);
-		s3_reply_xml(rq, 200, &x);
-	}
+	copy_reply(rq, "CopyObjectResult", etag);
 out:
 	free(sv);
 	free(dec);
@@ -2029,7 +2034,7 @@ static int upload_part_copy(struct s3_req *rq, uint32_t n, const char *src)
 	struct s3_orec sr;
 	struct put_ctx *pc;
 	const char *skey;
-	char *dec = NULL, etag[33], t[32];
+	char *dec = NULL, etag[33];
 	void *sv = NULL;
 	size_t svl;
 	uint64_t off, len;
@@ -2067,15 +2072,7 @@ static int upload_part_copy(struct s3_req *rq, uint32_t n, const char *src)
 	make_etag(&rq->rq_wr->w_sums, true, etag);
 	if (part_record(rq, etag) != 0)
 		goto out;
-	s3_time_iso(s3_now_ns(), t);
-	{
-		struct s3_buf x = {0};
-
-		s3_buf_printf(&x, XHDR "<CopyPartResult xmlns=\"" XMLNS "\">"
-			      "<LastModified>%s</LastModified><ETag>&quot;%s"
-			      "&quot;</ETag></CopyPartResult>", t, etag);
-		s3_reply_xml(rq, 200, &x);
-	}
+	copy_reply(rq, "CopyPartResult", etag);
 out:
 	free(sv);
 	free(dec);
