@@ -687,6 +687,9 @@ static void ep_sleep(struct rpc_ep *ep, int wait_ms, unsigned *idle)
 	if (fi_trywait(ep->ep_fabric, &f, 1) != FI_SUCCESS)
 		return;
 	n = epoll_wait(ep->ep_epfd, ev, 2, wait_ms);
+	if (n > 0)
+		__atomic_add_fetch(&ep->ep_stats.rs_wakeups, 1,
+				   __ATOMIC_RELAXED);
 	for (int i = 0; i < n; i++)
 		if (ev[i].data.fd == ep->ep_evfd &&
 		    read(ep->ep_evfd, &v, sizeof v) < 0)

@@ -87,6 +87,15 @@ struct rpc_stats {
 				     *  big, or every slot taken */
 	uint64_t rs_buf_lost;       /**< buffers given back after an
 				     *  abandoned transfer, never reused */
+	/** Server's bulk transfers, [0] pulls (fi_read), [1] pushes
+	 *  (fi_write): how many, the sum of their durations, and the time
+	 *  during which at least one ran (sum / busy = mean in flight;
+	 *  bytes / busy = the rate while transferring). */
+	uint64_t rs_xfers[2];
+	uint64_t rs_xfer_us[2];
+	uint64_t rs_xfer_busy_us[2];
+	uint64_t rs_xfer_bytes[2];
+	uint64_t rs_wakeups;        /**< progress thread woke from its wait */
 };
 
 /**

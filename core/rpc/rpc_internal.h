@@ -206,6 +206,8 @@ struct rpc_ep {
 	struct rpc_ctx ep_tracked;  /* sends and RMA not yet completed */
 	uint64_t ep_next_key;
 	struct rpc_stats ep_stats;
+	uint32_t ep_xfer_active[2]; /* srv_rma() running: pulls, pushes */
+	uint64_t ep_xfer_t0_us[2];  /* when the first of them began */
 	/* bulk buffer pool (pool.c), under ep_pool_lock (not ep_lock, which
 	 * the progress thread holds often); made on first use */
 	pthread_mutex_t ep_pool_lock;

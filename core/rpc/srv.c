@@ -474,6 +474,43 @@ static int srv_rma_wait(struct rpc_sreq *r, struct rpc_rma **ra, int nr,
 	return abandoned ? -ETIMEDOUT : rc;
 }
 
+static uint64_t srv_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Transfer accounting (rs_xfer_*): begin returns the start time. */
+static uint64_t srv_xfer_begin(struct rpc_ep *ep, bool wr)
+{
+	uint64_t t = srv_now_us();
+
+	pthread_mutex_lock(&ep->ep_lock);
+	if (ep->ep_xfer_active[wr]++ == 0)
+		ep->ep_xfer_t0_us[wr] = t;
+	pthread_mutex_unlock(&ep->ep_lock);
+	return t;
+}
+
+static void srv_xfer_end(struct rpc_ep *ep, bool wr, uint64_t t0,
+			 size_t len, int rc)
+{
+	uint64_t t = srv_now_us();
+
+	pthread_mutex_lock(&ep->ep_lock);
+	if (--ep->ep_xfer_active[wr] == 0)
+		ep->ep_stats.rs_xfer_busy_us[wr] += t - ep->ep_xfer_t0_us[wr];
+	if (rc == 0) {
+		ep->ep_stats.rs_rma_bytes += len;
+		ep->ep_stats.rs_xfers[wr]++;
+		ep->ep_stats.rs_xfer_us[wr] += t - t0;
+		ep->ep_stats.rs_xfer_bytes[wr] += len;
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
+}
+
 /* Move len bytes between buf and the caller's segments from offset off. */
 static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 		   bool wr)
@@ -487,12 +524,15 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 	bool pooled;
 	void *desc = rpc_pool_desc(ep, buf, len, &pooled);
 	pthread_cond_t cv;
+	uint64_t t0 = srv_xfer_begin(ep, wr);
 
 	/* A pool buffer is registered already; others for this transfer. */
 	if (!pooled && (ep->ep_mr_mode & FI_MR_LOCAL)) {
 		rc = rpc_mr_reg(ep, buf, len, wr ? FI_WRITE : FI_READ, &mr);
-		if (rc != 0)
+		if (rc != 0) {
+			srv_xfer_end(ep, wr, t0, len, rc);
 			return rc;
+		}
 		desc = fi_mr_desc(mr);
 	}
 	pthread_cond_init(&cv, NULL);
@@ -550,11 +590,7 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 		for (int k = 0; k < nr; k++)
 			free(ra[k]);
 	}
-	if (rc == 0) {
-		pthread_mutex_lock(&ep->ep_lock);
-		ep->ep_stats.rs_rma_bytes += len;
-		pthread_mutex_unlock(&ep->ep_lock);
-	}
+	srv_xfer_end(ep, wr, t0, len, rc);
 	/* Every chunk is done or abandoned (ra_cv cleared): nothing signals
 	 * cv any more. */
 	pthread_cond_destroy(&cv);

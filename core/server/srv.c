@@ -108,6 +108,29 @@ static void srv_prof_add(struct srv_op *so)
 	}
 }
 
+/* The endpoint's bulk transfers: how many ran at once, and their rate
+ * while any ran (core/rpc rs_xfer_*), beside the raw RMA figure. */
+static void srv_prof_print_xfer(struct srv *s, FILE *f)
+{
+	struct rpc_stats st;
+
+	rpc_ep_stats(s->s_ep, &st);
+	for (int w = 0; w < 2; w++) {
+		if (st.rs_xfers[w] == 0 || st.rs_xfer_busy_us[w] == 0)
+			continue;
+		fprintf(f, "server %s: rma %s: %" PRIu64 " transfers, %.1f MiB,"
+			" mean %.1f us each, busy %.1f ms, %.1f in flight, "
+			"%.1f MB/s while busy; %" PRIu64 " progress wake-ups\n",
+			s->s_me->cs_name, w ? "push" : "pull", st.rs_xfers[w],
+			st.rs_xfer_bytes[w] / 1048576.0,
+			(double)st.rs_xfer_us[w] / st.rs_xfers[w],
+			st.rs_xfer_busy_us[w] / 1e3,
+			(double)st.rs_xfer_us[w] / st.rs_xfer_busy_us[w],
+			(double)st.rs_xfer_bytes[w] / st.rs_xfer_busy_us[w],
+			st.rs_wakeups);
+	}
+}
+
 static void srv_prof_print(struct srv *s)
 {
 	static const char *const names[SRV_T_END] = {
@@ -139,6 +162,7 @@ static void srv_prof_print(struct srv *s)
 		}
 		fprintf(f, " total %.1f\n", tot / 1e3 / nr);
 	}
+	srv_prof_print_xfer(s, f);
 	fclose(f);
 }
 

@@ -683,15 +683,20 @@ static double bc_srv_cpu_us(void)
 	return us;
 }
 
-/* bc_bw_qd(), and the servers' CPU time per MiB moved in *cpu (us). */
+/* The client's CPU time per MiB of the last bc_bw_cpu() (us). */
+static double bc_cli_cpu;
+
+/* bc_bw_qd(), and the servers' CPU time per MiB moved in *cpu (us); the
+ * client's (this process: nothing else runs meanwhile) in bc_cli_cpu. */
 static double bc_bw_cpu(struct clovis_obj *o, enum clovis_obj_opcode opc,
 			uint32_t qd, double *cpu)
 {
-	double c0 = bc_srv_cpu_us(), t0 = bc_now();
+	double c0 = bc_srv_cpu_us(), k0 = bfi_cpu_us(), t0 = bc_now();
 	double mbs = bc_bw_qd(o, opc, qd);
 	double mib = mbs * (bc_now() - t0) * 1e6 / BC_MIB;
 
 	*cpu = mib > 0 ? (bc_srv_cpu_us() - c0) / mib : 0;
+	bc_cli_cpu = mib > 0 ? (bfi_cpu_us() - k0) / mib : 0;
 	return mbs;
 }
 
@@ -1065,12 +1070,16 @@ static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 	static const char *const wheres[] = { "", ", tmpfs", ", meta nvram" };
 	const char *emu = emus[bc_kind], *where = wheres[bc_kind];
 	char name[64], e[BC_EMU_LEN];
-	double ow, orr, rr, rw, cw, cr;
+	double ow, orr, rr, rw, cw, cr, kw, kr, xr, xw;
 
 	ow = bc_bw_cpu(o, CLOVIS_OC_WRITE, qd, &cw);
+	kw = bc_cli_cpu;
 	orr = bc_bw_cpu(o, CLOVIS_OC_READ, qd, &cr);
+	kr = bc_cli_cpu;
 	rr = bc_raw_bw_qd(false, qd);
+	xr = bfi_rma_cpu_per_mib();
 	rw = bc_raw_bw_qd(true, qd);
+	xw = bfi_rma_cpu_per_mib();
 	snprintf(name, sizeof name, "obj 1MiB write bw, qd%u%s", qd, where);
 	snprintf(e, sizeof e, "%s; %u x 1 MiB in flight; raw: fi_read 1 MiB "
 		 "x %u", emu, qd, qd);
@@ -1087,6 +1096,24 @@ static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 	snprintf(e, sizeof e, "%s; user+sys of the 3 servers per MiB read "
 		 "(/proc)", emu);
 	bc_fig(name, cr, 0, "us/MiB", 0, true, e);
+	/* Client and raw CPU: with the servers', the CPU a MiB costs on
+	 * each side against raw RMA's two sides (docs/performance.md). */
+	snprintf(name, sizeof name, "cli CPU/MiB write, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of the client per MiB written "
+		 "(getrusage)", emu);
+	bc_fig(name, kw, 0, "us/MiB", 0, true, e);
+	snprintf(name, sizeof name, "cli CPU/MiB read, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of the client per MiB read "
+		 "(getrusage)", emu);
+	bc_fig(name, kr, 0, "us/MiB", 0, true, e);
+	snprintf(name, sizeof name, "raw CPU/MiB fi_read, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of both raw endpoints (one "
+		 "process) per MiB, fi_read 1 MiB x %u", emu, qd);
+	bc_fig(name, xr, 0, "us/MiB", 0, true, e);
+	snprintf(name, sizeof name, "raw CPU/MiB fi_write, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of both raw endpoints (one "
+		 "process) per MiB, fi_write 1 MiB x %u", emu, qd);
+	bc_fig(name, xw, 0, "us/MiB", 0, true, e);
 }
 
 /* Object n, plain, its BC_BW_REGION MiB written once (reads then read

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <rdma/fi_cm.h>
@@ -204,6 +205,22 @@ uint32_t bfi_rtt(const char *prov, uint16_t *port, size_t len, bool sleep,
 	return n;
 }
 
+static double bfi_rma_cpu;
+
+double bfi_cpu_us(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+	       ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
+double bfi_rma_cpu_per_mib(void)
+{
+	return bfi_rma_cpu;
+}
+
 double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 		  size_t blk, bool sleep, double secs)
 {
@@ -215,7 +232,7 @@ double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 	struct fid_mr *lmr, *rmr;
 	uint64_t raddr, key, ops = 0, inflight = 0;
 	pthread_t th;
-	double t0, end;
+	double t0, end, c0;
 	ssize_t rc;
 
 	if (lbuf == NULL || rbuf == NULL || ctx == NULL)
@@ -232,6 +249,7 @@ double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 		(uint64_t)(uintptr_t)rbuf : 0;
 	atomic_store(&far.f_stop, false);
 	bfi_die(pthread_create(&th, NULL, bfi_far_main, &far), "thread");
+	c0 = bfi_cpu_us();
 	t0 = bfi_now();
 	end = t0 + secs;
 	while (bfi_now() < end || inflight > 0) {
@@ -260,6 +278,8 @@ double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 		inflight--;
 	}
 	t0 = bfi_now() - t0;
+	bfi_rma_cpu = ops > 0 ? (bfi_cpu_us() - c0) * (1048576.0 / blk) / ops :
+				0;
 	atomic_store(&far.f_stop, true);
 	pthread_join(th, NULL);
 	fi_close(&lmr->fid);

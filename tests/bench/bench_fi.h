@@ -58,6 +58,11 @@ uint32_t bfi_rtt(const char *prov, uint16_t *port, size_t len, bool sleep,
  * MB/s. */
 double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 		  size_t blk, bool sleep, double secs);
+/* CPU time (user + system, both endpoints: this process) per MiB moved
+ * by the last bfi_rma_bw(), in us. */
+double bfi_rma_cpu_per_mib(void);
+/* CPU time (user + system) this process used so far, in us. */
+double bfi_cpu_us(void);
 /* The p-th percentile (0..100) of v[0..n) (sorts v). */
 double bfi_pct(double *v, uint32_t n, double p);
 

@@ -443,6 +443,15 @@ static void t_bulk(void)
 	ut_bulk_all(p, inl);
 	rpc_ep_stats(srv, &st);
 	CU_ASSERT(st.rs_rma_bytes >= 2 * ((4u << 20) + (1u << 20)));
+	/* Transfer accounting: pulls and pushes counted, their bytes add up
+	 * to rs_rma_bytes, and busy time is at most the sum of durations
+	 * (at least one transfer ran during each busy microsecond). */
+	CU_ASSERT(st.rs_xfers[0] > 0 && st.rs_xfers[1] > 0);
+	CU_ASSERT_EQUAL(st.rs_xfer_bytes[0] + st.rs_xfer_bytes[1],
+			st.rs_rma_bytes);
+	CU_ASSERT(st.rs_xfer_busy_us[0] <= st.rs_xfer_us[0]);
+	CU_ASSERT(st.rs_xfer_busy_us[1] <= st.rs_xfer_us[1]);
+	CU_ASSERT(st.rs_xfer_us[0] > 0 && st.rs_xfer_us[1] > 0);
 	/* Too many iovecs, or a bad direction: refused, nothing sent. */
 	memset(iov, 0, sizeof iov);
 	CU_ASSERT_EQUAL(rpc_call(p, OP_BULK, NULL, 0, &b, 1000, NULL), -EINVAL);
