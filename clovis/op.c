@@ -263,6 +263,7 @@ static struct clovis_op *op_revive(struct clovis_op *op)
 {
 	OP_UNPOISON(op, OP_CACHED_LEN);
 	memset(op, 0, offsetof(struct clovis_op, op_lock));
+	op->op_msg[0] = '\0';
 	op->op_cnext = NULL;
 	op->op_cached = false;
 	return op;
@@ -711,6 +712,8 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 	op->op_state = rc != 0 ? CLOVIS_OS_FAILED : CLOVIS_OS_STABLE;
 	pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
+	/* After the unlock: a thread that sees it may free the op at once. */
+	__atomic_store_n(&op->op_inline_done, true, __ATOMIC_RELEASE);
 	if (len != 0)
 		err_set(rc, "%s", saved);
 	else if (err_msg()[0] != '\0')
@@ -796,6 +799,12 @@ int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 		dl.tv_sec = (time_t)(t / 1000000000ull);
 		dl.tv_nsec = (long)(t % 1000000000ull);
 	}
+	/* Run inline and finished: its state no longer changes, and no
+	 * other thread touches the op (no lock, no wake-up to wait for). */
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE) &&
+	    op_reached(op, states | CLOVIS_OS_FAILED))
+		return op->op_state == CLOVIS_OS_FAILED &&
+		       !(states & CLOVIS_OS_FAILED) ? op->op_rc : 0;
 	pthread_mutex_lock(&op->op_lock);
 	while (rc == 0 && !op_reached(op, states | CLOVIS_OS_FAILED)) {
 		if (timeout_ns == CLOVIS_TIME_NEVER)
@@ -817,6 +826,8 @@ enum clovis_op_state clovis_op_state(const struct clovis_op *op)
 
 	if (!op_valid(op))
 		return CLOVIS_OS_FAILED;
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE))
+		return op->op_state;
 	pthread_mutex_lock((pthread_mutex_t *)&op->op_lock);
 	st = op->op_state;
 	pthread_mutex_unlock((pthread_mutex_t *)&op->op_lock);
@@ -829,6 +840,8 @@ int clovis_op_rc(const struct clovis_op *op)
 
 	if (!op_valid(op))
 		return -EINVAL;
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE))
+		return op->op_rc;
 	pthread_mutex_lock((pthread_mutex_t *)&op->op_lock);
 	rc = op->op_rc;
 	pthread_mutex_unlock((pthread_mutex_t *)&op->op_lock);
@@ -844,10 +857,12 @@ void clovis_op_free(struct clovis_op *op)
 {
 	if (!op_valid(op))
 		return;
-	pthread_mutex_lock(&op->op_lock);
-	while (op->op_busy)
-		pthread_cond_wait(&op->op_cond, &op->op_lock);
-	pthread_mutex_unlock(&op->op_lock);
+	if (!__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&op->op_lock);
+		while (op->op_busy)
+			pthread_cond_wait(&op->op_cond, &op->op_lock);
+		pthread_mutex_unlock(&op->op_lock);
+	}
 	if (op->op_dtx != NULL)
 		dtx_op_free(op);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_alloc);
