@@ -110,6 +110,10 @@ struct clovis_op {
 	 * last touch of op_lock, so wait, state, rc and free read the
 	 * outcome without the lock */
 	bool op_inline_done;
+	/* threads in clovis_op_wait() and the union of the states they wait
+	 * for (op_lock): EXECUTED wakes them only when one waits for it */
+	uint32_t op_nwait;
+	uint32_t op_wmask;
 	/* distributed transactions (dtx.c): the dtx this op belongs to (a
 	 * member, or its commit op), and what a worker runs instead of
 	 * cl_exec for it (NULL: cl_exec) */

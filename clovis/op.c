@@ -445,11 +445,16 @@ static void op_entity_update(struct clovis_op *op)
 	}
 }
 
+/* Set op's state; the waiters are woken when it is final or one of them
+ * waits for it (op_wmask): a thread waiting for STABLE sleeps on through
+ * EXECUTED. */
 static void op_set_state(struct clovis_op *op, uint32_t state)
 {
 	pthread_mutex_lock(&op->op_lock);
 	op->op_state = state;
-	pthread_cond_broadcast(&op->op_cond);
+	if (state == CLOVIS_OS_STABLE || state == CLOVIS_OS_FAILED ||
+	    (op->op_wmask & state) != 0)
+		pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
 }
 
@@ -467,6 +472,8 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 {
 	struct clovis *cl = op->op_cl;
 	uint64_t lat_us = (op_now_ns() - op->op_launch_ns) / 1000;
+	void (*cb)(struct clovis_op *);
+	uint32_t state;
 	bool executed;
 
 	if (op->op_stat < CLOVIS_STAT_NR) /* dtx commit ops: not counted */
@@ -475,21 +482,28 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	if (rc != 0) {
 		snprintf(op->op_msg, sizeof op->op_msg, "%s", msg);
 		op->op_rc = rc;
-		op_set_state(op, CLOVIS_OS_FAILED);
-		if (op->op_cbs.oc_failed != NULL)
-			op->op_cbs.oc_failed(op);
+		state = CLOVIS_OS_FAILED;
+		cb = op->op_cbs.oc_failed;
 	} else {
 		pthread_mutex_lock(&op->op_lock);
 		executed = op->op_state == CLOVIS_OS_EXECUTED;
 		pthread_mutex_unlock(&op->op_lock);
 		if (!executed)
 			op_executed(op);
-		op_set_state(op, CLOVIS_OS_STABLE);
-		if (op->op_cbs.oc_stable != NULL)
-			op->op_cbs.oc_stable(op);
+		state = CLOVIS_OS_STABLE;
+		cb = op->op_cbs.oc_stable;
+	}
+	/* With a callback, the state first and the callback before the op is
+	 * released; without, the state and the release in one hold and one
+	 * wake-up (a waiter for STABLE that goes on to clovis_op_free() does
+	 * not sleep again for op_busy). */
+	if (cb != NULL) {
+		op_set_state(op, state);
+		cb(op);
 	}
 	pthread_mutex_lock(&cl->cl_olock);
 	pthread_mutex_lock(&op->op_lock);
+	op->op_state = state;
 	op->op_busy = false;
 	pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
@@ -806,6 +820,8 @@ int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 		return op->op_state == CLOVIS_OS_FAILED &&
 		       !(states & CLOVIS_OS_FAILED) ? op->op_rc : 0;
 	pthread_mutex_lock(&op->op_lock);
+	op->op_nwait++;
+	op->op_wmask |= states;
 	while (rc == 0 && !op_reached(op, states | CLOVIS_OS_FAILED)) {
 		if (timeout_ns == CLOVIS_TIME_NEVER)
 			pthread_cond_wait(&op->op_cond, &op->op_lock);
@@ -813,6 +829,8 @@ int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 						&dl) == ETIMEDOUT)
 			rc = -ETIMEDOUT;
 	}
+	if (--op->op_nwait == 0)
+		op->op_wmask = 0;
 	if (rc == 0 && op->op_state == CLOVIS_OS_FAILED &&
 	    !(states & CLOVIS_OS_FAILED))
 		rc = op->op_rc;
