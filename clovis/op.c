@@ -724,7 +724,8 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 		op->op_rc = rc;
 	}
 	op->op_state = rc != 0 ? CLOVIS_OS_FAILED : CLOVIS_OS_STABLE;
-	pthread_cond_broadcast(&op->op_cond);
+	if (op->op_nwait != 0) /* another thread in clovis_op_wait() */
+		pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
 	/* After the unlock: a thread that sees it may free the op at once. */
 	__atomic_store_n(&op->op_inline_done, true, __ATOMIC_RELEASE);
@@ -763,6 +764,8 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 
 	if (ops == NULL)
 		return err_set(-EINVAL, "op_launch: ops is NULL");
+	if (nr == 1 && op_valid(ops[0]) && op_runs_inline(ops[0]))
+		return op_run_inline(ops[0]->op_cl, ops[0]);
 	for (uint32_t i = 0; i < nr; i++) {
 		struct clovis_op *op = ops[i];
 
