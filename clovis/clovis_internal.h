@@ -106,7 +106,14 @@ struct clovis_op {
 	void *op_datum;
 	uint64_t op_launch_ns;
 	struct clovis_op *op_qnext;  /* work queue */
-	char op_msg[LIM_ERRMSG_LEN];
+	/* run inline (op_run_inline) and finished: set (release) after its
+	 * last touch of op_lock, so wait, state, rc and free read the
+	 * outcome without the lock */
+	bool op_inline_done;
+	/* threads in clovis_op_wait() and the union of the states they wait
+	 * for (op_lock): EXECUTED wakes them only when one waits for it */
+	uint32_t op_nwait;
+	uint32_t op_wmask;
 	/* distributed transactions (dtx.c): the dtx this op belongs to (a
 	 * member, or its commit op), and what a worker runs instead of
 	 * cl_exec for it (NULL: cl_exec) */
@@ -116,6 +123,9 @@ struct clovis_op {
 	 * everything above is zeroed on reuse (op_alloc), these are not. */
 	pthread_mutex_t op_lock;
 	pthread_cond_t op_cond;
+	/* Not zeroed on reuse (256 bytes): op_alloc clears its first byte,
+	 * and only a failure writes it. */
+	char op_msg[LIM_ERRMSG_LEN];
 	/* Never poisoned while cached (op.c): */
 	struct clovis_op *op_cnext;  /* a cache's list */
 	struct clovis_op *op_aprev;  /* cl_all, under cl_olock */

@@ -263,6 +263,7 @@ static struct clovis_op *op_revive(struct clovis_op *op)
 {
 	OP_UNPOISON(op, OP_CACHED_LEN);
 	memset(op, 0, offsetof(struct clovis_op, op_lock));
+	op->op_msg[0] = '\0';
 	op->op_cnext = NULL;
 	op->op_cached = false;
 	return op;
@@ -444,11 +445,16 @@ static void op_entity_update(struct clovis_op *op)
 	}
 }
 
+/* Set op's state; the waiters are woken when it is final or one of them
+ * waits for it (op_wmask): a thread waiting for STABLE sleeps on through
+ * EXECUTED. */
 static void op_set_state(struct clovis_op *op, uint32_t state)
 {
 	pthread_mutex_lock(&op->op_lock);
 	op->op_state = state;
-	pthread_cond_broadcast(&op->op_cond);
+	if (state == CLOVIS_OS_STABLE || state == CLOVIS_OS_FAILED ||
+	    (op->op_wmask & state) != 0)
+		pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
 }
 
@@ -466,6 +472,8 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 {
 	struct clovis *cl = op->op_cl;
 	uint64_t lat_us = (op_now_ns() - op->op_launch_ns) / 1000;
+	void (*cb)(struct clovis_op *);
+	uint32_t state;
 	bool executed;
 
 	if (op->op_stat < CLOVIS_STAT_NR) /* dtx commit ops: not counted */
@@ -474,21 +482,28 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	if (rc != 0) {
 		snprintf(op->op_msg, sizeof op->op_msg, "%s", msg);
 		op->op_rc = rc;
-		op_set_state(op, CLOVIS_OS_FAILED);
-		if (op->op_cbs.oc_failed != NULL)
-			op->op_cbs.oc_failed(op);
+		state = CLOVIS_OS_FAILED;
+		cb = op->op_cbs.oc_failed;
 	} else {
 		pthread_mutex_lock(&op->op_lock);
 		executed = op->op_state == CLOVIS_OS_EXECUTED;
 		pthread_mutex_unlock(&op->op_lock);
 		if (!executed)
 			op_executed(op);
-		op_set_state(op, CLOVIS_OS_STABLE);
-		if (op->op_cbs.oc_stable != NULL)
-			op->op_cbs.oc_stable(op);
+		state = CLOVIS_OS_STABLE;
+		cb = op->op_cbs.oc_stable;
+	}
+	/* With a callback, the state first and the callback before the op is
+	 * released; without, the state and the release in one hold and one
+	 * wake-up (a waiter for STABLE that goes on to clovis_op_free() does
+	 * not sleep again for op_busy). */
+	if (cb != NULL) {
+		op_set_state(op, state);
+		cb(op);
 	}
 	pthread_mutex_lock(&cl->cl_olock);
 	pthread_mutex_lock(&op->op_lock);
+	op->op_state = state;
 	op->op_busy = false;
 	pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
@@ -709,8 +724,11 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 		op->op_rc = rc;
 	}
 	op->op_state = rc != 0 ? CLOVIS_OS_FAILED : CLOVIS_OS_STABLE;
-	pthread_cond_broadcast(&op->op_cond);
+	if (op->op_nwait != 0) /* another thread in clovis_op_wait() */
+		pthread_cond_broadcast(&op->op_cond);
 	pthread_mutex_unlock(&op->op_lock);
+	/* After the unlock: a thread that sees it may free the op at once. */
+	__atomic_store_n(&op->op_inline_done, true, __ATOMIC_RELEASE);
 	if (len != 0)
 		err_set(rc, "%s", saved);
 	else if (err_msg()[0] != '\0')
@@ -746,6 +764,8 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 
 	if (ops == NULL)
 		return err_set(-EINVAL, "op_launch: ops is NULL");
+	if (nr == 1 && op_valid(ops[0]) && op_runs_inline(ops[0]))
+		return op_run_inline(ops[0]->op_cl, ops[0]);
 	for (uint32_t i = 0; i < nr; i++) {
 		struct clovis_op *op = ops[i];
 
@@ -796,7 +816,15 @@ int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 		dl.tv_sec = (time_t)(t / 1000000000ull);
 		dl.tv_nsec = (long)(t % 1000000000ull);
 	}
+	/* Run inline and finished: its state no longer changes, and no
+	 * other thread touches the op (no lock, no wake-up to wait for). */
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE) &&
+	    op_reached(op, states | CLOVIS_OS_FAILED))
+		return op->op_state == CLOVIS_OS_FAILED &&
+		       !(states & CLOVIS_OS_FAILED) ? op->op_rc : 0;
 	pthread_mutex_lock(&op->op_lock);
+	op->op_nwait++;
+	op->op_wmask |= states;
 	while (rc == 0 && !op_reached(op, states | CLOVIS_OS_FAILED)) {
 		if (timeout_ns == CLOVIS_TIME_NEVER)
 			pthread_cond_wait(&op->op_cond, &op->op_lock);
@@ -804,6 +832,8 @@ int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 						&dl) == ETIMEDOUT)
 			rc = -ETIMEDOUT;
 	}
+	if (--op->op_nwait == 0)
+		op->op_wmask = 0;
 	if (rc == 0 && op->op_state == CLOVIS_OS_FAILED &&
 	    !(states & CLOVIS_OS_FAILED))
 		rc = op->op_rc;
@@ -817,6 +847,8 @@ enum clovis_op_state clovis_op_state(const struct clovis_op *op)
 
 	if (!op_valid(op))
 		return CLOVIS_OS_FAILED;
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE))
+		return op->op_state;
 	pthread_mutex_lock((pthread_mutex_t *)&op->op_lock);
 	st = op->op_state;
 	pthread_mutex_unlock((pthread_mutex_t *)&op->op_lock);
@@ -829,6 +861,8 @@ int clovis_op_rc(const struct clovis_op *op)
 
 	if (!op_valid(op))
 		return -EINVAL;
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE))
+		return op->op_rc;
 	pthread_mutex_lock((pthread_mutex_t *)&op->op_lock);
 	rc = op->op_rc;
 	pthread_mutex_unlock((pthread_mutex_t *)&op->op_lock);
@@ -844,10 +878,12 @@ void clovis_op_free(struct clovis_op *op)
 {
 	if (!op_valid(op))
 		return;
-	pthread_mutex_lock(&op->op_lock);
-	while (op->op_busy)
-		pthread_cond_wait(&op->op_cond, &op->op_lock);
-	pthread_mutex_unlock(&op->op_lock);
+	if (!__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&op->op_lock);
+		while (op->op_busy)
+			pthread_cond_wait(&op->op_cond, &op->op_lock);
+		pthread_mutex_unlock(&op->op_lock);
+	}
 	if (op->op_dtx != NULL)
 		dtx_op_free(op);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_alloc);

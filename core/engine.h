@@ -213,6 +213,12 @@ bool eng_req_readonly(const struct eng_req *r);
 
 /** Queue a commit item; its ci_done() reports the outcome. */
 void eng_commit_submit(struct eng *e, struct eng_citem *ci);
+/** eng_commit_submit(), but a lone update on a store whose metadata is on
+ *  NVRAM is synced and committed in the calling thread, and its ci_done()
+ *  called before this returns (the caller must not touch ci after).
+ *  Call it only from the thread that ran the update's eng_exec(), holding
+ *  no engine lock. */
+void eng_commit_submit_here(struct eng *e, struct eng_citem *ci);
 
 /** Call hook(arg, latency_us, items) after every group commit (NULL: none).
  *  Set it before launching work, clear it after draining. */

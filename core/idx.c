@@ -341,7 +341,7 @@ int idx_exec(struct eng *e, struct eng_req *r)
 	if (r->er_kind == ER_IDX_GET || r->er_kind == ER_IDX_NEXT)
 		return idx_read(e, r);
 	r->er_ci.ci_apply = idx_apply;
-	eng_commit_submit(e, &r->er_ci);
+	eng_commit_submit_here(e, &r->er_ci); /* r may be done on return */
 	return ENG_PENDING;
 }
 

@@ -417,7 +417,7 @@ static int obj_update(struct eng *e, struct eng_req *r)
 	}
 	r->er_bytes = r->er_kind == ER_OBJ_WRITE ?
 		      req_blocks(r) << r->er_ent.me_block_shift : 0;
-	eng_commit_submit(e, &r->er_ci);
+	eng_commit_submit_here(e, &r->er_ci); /* r may be done when it returns */
 	return ENG_PENDING;
 }
 

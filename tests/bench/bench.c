@@ -39,7 +39,12 @@
  * metadata on /dev/shm): 1m_seqwrite_flash_metanv and
  * 4k_stable_qd16_vs_sync_qd1_metanv, the flash figures above on that
  * store, each with its raw baseline (the same raw file on ext4) measured
- * again right after it in the same run.
+ * again right after it in the same run; and idx_{put,get,next}_qdQ_rR_metanv
+ * (qd1_r1, qd16_r1, qd1_r64 as above; GET/NEXT at 16 in flight from 16
+ * threads) on an index of that store beside raw LMDB on the same tmpfs
+ * with equal durability: /dev/shm/strata-bench-lmdb-PID, opened without
+ * MDB_NOSYNC or MDB_NOMETASYNC (every commit synced, as the store's), the
+ * same batching as the raw side of group idx; removed after.
  *
  * Then that store is destroyed and bench_ec.c makes the second one, on
  * which bench_tier.c and bench_ec.c measure the figures of issue 3.
@@ -69,6 +74,7 @@
 #define BN_EMU_SHM "nvram: /dev/shm via PMDK"
 #define BN_EMU_LMDB "LMDB on ext4"
 #define BN_EMU_METANV "flash: file, ext4, O_DIRECT; metadata on /dev/shm"
+#define BN_EMU_LMDB_SHM "LMDB on /dev/shm, durable commits; raw LMDB the same"
 
 static struct bn_fig bn_figs[BN_FIGS_MAX];
 static unsigned bn_nr_figs;
@@ -621,12 +627,23 @@ void bn_store_open(const char *path, const char *conf, uint32_t flags)
 	bn_check(clovis_init(&bn_cl, &cc), path);
 }
 
+/* Create index 100 of the default realm of bn_cl as bn_idx. */
+static void bn_idx_create(void)
+{
+	struct clovis_id iid = {BN_HI, 100};
+	struct clovis_op *op = NULL;
+
+	bn_check(clovis_idx_init(&bn_idx, clovis_default_realm(bn_cl), &iid),
+		 "idx init");
+	bn_check(clovis_entity_op(&bn_idx.in_entity, CLOVIS_EO_CREATE, &op),
+		 "idx create");
+	bn_check(clovis_op_sync(op), "idx create");
+}
+
 /* Open the store (made fresh) with its objects and index. */
 static void bn_store_setup(void)
 {
 	char path[600];
-	struct clovis_id iid = {BN_HI, 100};
-	struct clovis_op *op = NULL;
 
 	snprintf(path, sizeof path, "%s/store", bn_dir);
 	(void)clovis_store_destroy(path);
@@ -641,11 +658,7 @@ static void bn_store_setup(void)
 		if (bn_want("1m"))
 			bn_obj_prefill(&bn_obj1m[t], BN_BIG_BLKS);
 	}
-	bn_check(clovis_idx_init(&bn_idx, clovis_default_realm(bn_cl), &iid),
-		 "idx init");
-	bn_check(clovis_entity_op(&bn_idx.in_entity, CLOVIS_EO_CREATE, &op),
-		 "idx create");
-	bn_check(clovis_op_sync(op), "idx create");
+	bn_idx_create();
 }
 
 int bn_raw_file_make(const char *path, uint64_t len, int flags)
@@ -678,13 +691,13 @@ static void bn_raw_file_setup(void)
 	bn_raw_fd = bn_raw_file_make(path, BN_RAW_SIZE, O_DIRECT);
 }
 
-/* Open raw LMDB (durable commits) in DIR/raw-lmdb, emptied first. */
-static void bn_raw_lmdb_setup(void)
+/* Open raw LMDB (durable commits: no MDB_NOSYNC, no MDB_NOMETASYNC) in
+ * directory path, emptied first. */
+static void bn_raw_lmdb_setup(const char *path)
 {
-	char path[600], file[700];
+	char file[700];
 	MDB_txn *txn;
 
-	snprintf(path, sizeof path, "%s/raw-lmdb", bn_dir);
 	mkdir(path, 0755);
 	snprintf(file, sizeof file, "%s/data.mdb", path);
 	unlink(file);
@@ -697,7 +710,21 @@ static void bn_raw_lmdb_setup(void)
 	    mdb_txn_begin(bn_env, NULL, 0, &txn) != 0 ||
 	    mdb_dbi_open(txn, NULL, 0, &bn_dbi) != 0 ||
 	    mdb_txn_commit(txn) != 0)
-		bn_check(-EIO, "raw lmdb");
+		bn_check(-EIO, path);
+}
+
+/* Close raw LMDB and remove its files and directory path. */
+static void bn_raw_lmdb_remove(const char *path)
+{
+	char file[700];
+
+	mdb_env_close(bn_env);
+	bn_env = NULL;
+	snprintf(file, sizeof file, "%s/data.mdb", path);
+	unlink(file);
+	snprintf(file, sizeof file, "%s/lock.mdb", path);
+	unlink(file);
+	rmdir(path);
 }
 
 /* -------------------------------------------------------- the figures */
@@ -972,6 +999,53 @@ static void bn_fig_idx16(const char *name, int kind)
 		   BN_EMU_LMDB);
 }
 
+/*
+ * Index figures of group metanv, names with suffix "_metanv": PUT, GET and
+ * NEXT (caller buffers) in the three shapes of group idx; at 16 in flight
+ * GET and NEXT from 16 application threads (the figure of group idx, not
+ * its _1thr and _array variants).  Raw: LMDB on the same tmpfs.
+ */
+static void bn_fig_idx_metanv(void)
+{
+	static const struct {
+		const char *name;
+		int kind;
+		uint32_t qd, recs;
+	} f[] = {
+		{"idx_put_qd1_r1_metanv", 0, 1, 1},
+		{"idx_put_qd16_r1_metanv", 0, 16, 1},
+		{"idx_put_qd1_r64_metanv", 0, 1, 64},
+		{"idx_get_qd1_r1_metanv", 1, 1, 1},
+		{"idx_get_qd16_r1_metanv", 1, 16, 1},
+		{"idx_get_qd1_r64_metanv", 1, 1, 64},
+		{"idx_next_qd1_r1_metanv", 2, 1, 1},
+		{"idx_next_qd16_r1_metanv", 2, 16, 1},
+		{"idx_next_qd1_r64_metanv", 2, 1, 64},
+	};
+	static int (*const make[3])(struct bn_job *, struct bn_slot *) = {
+		bn_make_put, bn_make_get, bn_make_next_into};
+	static void (*const done[3])(struct bn_job *, struct bn_slot *) = {
+		bn_done_recs, bn_done_recs, bn_done_next_into};
+	static int (*const raw[3])(struct bn_raw *, uint64_t *, uint64_t,
+				   void *) = {bn_raw_put, bn_raw_get,
+					      bn_raw_next};
+
+	bn_idx_keys = 0;
+	bn_raw_keys = 0;
+	bn_idx_preload();
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		int k = f[i].kind;
+		double ours = k != 0 && f[i].qd > 1 ?
+			bn_ours_idx_threads(make[k], done[k], f[i].qd,
+					    f[i].recs) :
+			bn_ours_idx(make[k], done[k], f[i].qd, f[i].recs, 0);
+
+		bn_fig_add(f[i].name, ours,
+			   bn_raw_idx(raw[k], f[i].qd, f[i].recs),
+			   "records/s", f[i].qd, f[i].recs, BN_EMU_LMDB_SHM);
+	}
+}
+
 /* (d): index PUT, GET, NEXT at 1 and 16 in flight, and 64 per op. */
 static void bn_fig_idx(void)
 {
@@ -1122,7 +1196,7 @@ static void bn_figs_metanv(void)
 	struct bn_raw rw = {0}, r1 = {0};
 	struct clovis_obj o1m, o4k;
 	double w1m, w4k, raw_w, raw_1;
-	char path[600];
+	char path[600], lmdb[64];
 
 	if (bn_raw_fd < 0)
 		bn_raw_file_setup();
@@ -1145,6 +1219,14 @@ static void bn_figs_metanv(void)
 		   BN_EMU_METANV);
 	bn_fig_add("4k_stable_qd16_vs_sync_qd1_metanv", w4k, raw_1, "IOPS", 16,
 		   1, BN_EMU_METANV);
+	/* Index figures beside raw LMDB on the same tmpfs (run-bench.sh
+	 * removes this directory too, should the run stop half-way). */
+	snprintf(lmdb, sizeof lmdb, "/dev/shm/strata-bench-lmdb-%d",
+		 (int)getpid());
+	bn_raw_lmdb_setup(lmdb);
+	bn_idx_create();
+	bn_fig_idx_metanv();
+	bn_raw_lmdb_remove(lmdb);
 	clovis_fini(bn_cl);
 	bn_cl = NULL;
 	bn_check(clovis_store_destroy(path), "store-metanv destroy");
@@ -1157,7 +1239,8 @@ static void bn_figs_store1(void)
 
 	bn_store_setup();
 	bn_raw_file_setup();
-	bn_raw_lmdb_setup();
+	snprintf(path, sizeof path, "%s/raw-lmdb", bn_dir);
+	bn_raw_lmdb_setup(path);
 	bn_print_setup();
 	/* 1 MiB first: the 4 KiB random overwrites leave the free space of
 	 * the one nvram device (shared by both nvram objects) in 4 KiB
@@ -1171,6 +1254,7 @@ static void bn_figs_store1(void)
 	clovis_fini(bn_cl);
 	bn_cl = NULL;
 	mdb_env_close(bn_env);
+	bn_env = NULL;
 	snprintf(path, sizeof path, "%s/store", bn_dir);
 	bn_check(clovis_store_destroy(path), "store destroy");
 }

@@ -16,8 +16,14 @@ if [ ! -x "$bin" ]; then
 	exit 1
 fi
 mkdir -p "$dir"
-"$bin" --dir "$dir" "$@"
+# strata_bench keeps the raw LMDB of group metanv in
+# /dev/shm/strata-bench-lmdb-PID and removes it; removed here too in case
+# it stopped half-way.
+"$bin" --dir "$dir" "$@" &
+bpid=$!
+wait "$bpid"
 rc=$?
+rm -rf "/dev/shm/strata-bench-lmdb-$bpid"
 [ -x "$B/strata_bench_rpc" ] && { "$B/strata_bench_rpc" "$@" || rc=1; }  # RPC vs raw libfabric
 # --figs GROUP,...: strata_bench_rpc picks its own groups (rpc, rpc-rtt,
 # rpc-bw, rpc-thr); strata_bench_cluster runs whole (its own --figs groups
