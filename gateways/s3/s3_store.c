@@ -1813,11 +1813,13 @@ static int wr_create(struct s3_wr *w)
 	}
 	w->w_obj = true;
 	w->w_inline = false;
-	/* an object of S3_CHUNK or more: its MD5 on a thread of its own,
-	 * overlapped with the receive and the writes (smaller ones, and
-	 * bodies of unknown size, are hashed by the receive thread) */
+	/* an object of S3_CHUNK or more whose sums include MD5: the sums on
+	 * a thread of its own, overlapped with the receive and the writes
+	 * (smaller ones, bodies of unknown size, and sums of CRCs only, at
+	 * several GiB/s on one core, are computed by the receive thread: a
+	 * thread and its hand-offs cost more than they save then) */
 	if (w->w_len == 0 && w->w_expect != UINT64_MAX &&
-	    w->w_expect >= S3_CHUNK)
+	    w->w_expect >= S3_CHUNK && (w->w_sums.s_algs & S3_SUM_MD5))
 		wr_hash_start(w);
 	return 0;
 }

@@ -19,11 +19,17 @@ uses), and measures over HTTP on 127.0.0.1:
   so that the client's signing cost is not counted), and LIST throughput
   (ListObjectsV2 pages of 1,000) over a bucket of N keys (default 20,000 to
   keep `make bench` short; --list-keys 100000 for the issue's figure).
-After each size, on a second fresh store in the same directory, the raw
-baseline:
-`strata bench --block-size S` — single-object Clovis writes and reads of
-the same size with 16 ops in flight — and prints each gateway figure beside
-it with the ratio.  The clients are Python threads on the same 2 cores as
+After each size, on a second fresh store in the same directory, the
+direct-Clovis baseline at the same concurrency, BUILD/bench_s3_direct
+(tests/bench/bench_s3_direct.c): W writers (W = the clients of the
+gateway figure, 1 or 16), each storing the same number of objects of the
+same size one at a time as an application keeping named objects through
+Clovis does — CREATE the object, WRITE it (ops of at most 4 MiB, 4 in
+flight), index PUT of its name -> record, each step STABLE before the
+next — then reading them back (index GET, OPEN, READ); the gateway
+figure's "ratio" is against it.  Beside it, the earlier baseline, kept
+and labelled "raw16": `strata bench --block-size S`, single-object
+Clovis writes and reads of the same size with 16 ops in flight.  The clients are Python threads on the same 2 cores as
 the gateway: client CPU is part of what is measured.  Beside each Python
 figure, the same requests (other keys) from BUILD/bench_s3_put, a C client
 that costs little CPU ("c client" column), when it is built.  And a raw
@@ -72,6 +78,7 @@ if "--gw" in sys.argv:
     GW = os.path.abspath(sys.argv[sys.argv.index("--gw") + 1])
 CCLI = os.path.join(B, "bench_s3_put")
 CSUM = os.path.join(B, "bench_s3_sum")
+CDIRECT = os.path.join(B, "bench_s3_direct")
 D = os.path.join(DIR, "s3-bench")
 RAWD = os.path.join(DIR, "s3-bench-raw")
 results = []
@@ -177,6 +184,20 @@ def raw_bench(size, ops):
     return r["write"]["mib_per_s"], r["read"]["mib_per_s"]
 
 
+def direct_bench(size, writers, count):
+    """bench_s3_direct: (PUT MiB/s, GET MiB/s) of `writers` direct-Clovis
+    writers storing `count` named objects of `size` bytes in all."""
+    destroy(RAWD)
+    r = subprocess.run([CDIRECT, RAWD, str(size), str(writers), str(count), "--dev-size", "512"]
+                       + (["--meta-nvram"] if METANV else []), capture_output=True, text=True)
+    destroy(RAWD)
+    os.sync()
+    w = {l.split()[0]: l.split() for l in r.stdout.splitlines() if l.strip()}
+    if r.returncode != 0 or "put" not in w or "get" not in w:
+        raise SystemExit("bench_s3: bench_s3_direct: %s %s" % (r.stdout, r.stderr))
+    return float(w["put"][6]), float(w["get"][6])
+
+
 def measure_list(s3, port):
     """Load NKEYS empty objects with 16 clients, then page through them."""
     s3.create_bucket(Bucket="list")
@@ -259,10 +280,14 @@ def drop_keys(s3, keys):
         s3.delete_objects(Bucket="bench", Delete={"Quiet": True, "Objects": [{"Key": k} for k in keys[i:i + 1000]]})
 
 
-def measure_size(s3, port, size, n1, n16, gw, gwc):
-    """PUT then GET of one size with 1 and 16 clients, Python and C."""
+def measure_size(s3, port, size, n1, n16, gw, gwc, direct):
+    """PUT then GET of one size with 1 and 16 clients, Python and C; the
+    direct baseline of each (1 and 16 writers, the same count) right after
+    the gateway's, once per size over all etag modes."""
     body = os.urandom(size)
     for nt, n in ((1, n1), (16, n16)):
+        if (size, nt) not in direct:
+            direct[(size, nt)] = direct_bench(size, nt, n)
         keys = ["o%d-%d-%d" % (size, nt, i) for i in range(n)]
         gw[(size, nt, "PUT")] = run(port, "PUT", presigned(s3, port, "put_object", keys), body, nt)
         gw[(size, nt, "GET")] = run(port, "GET", presigned(s3, port, "get_object", keys), body, nt)
@@ -273,7 +298,7 @@ def measure_size(s3, port, size, n1, n16, gw, gwc):
         drop_keys(s3, keys)
 
 
-def measure_mode(etag, plan, raw, csum, with_list):
+def measure_mode(etag, plan, raw, csum, with_list, direct):
     """One gateway run with `--etag etag`: every size of plan; the raw
     Clovis baseline and the checksum rate right after each size (the raw
     one only once per size over all modes)."""
@@ -289,7 +314,7 @@ def measure_mode(etag, plan, raw, csum, with_list):
     ops = {4 * KiB: 4000, MiB: 256, 64 * MiB: 16}
     try:
         for size, n1, n16 in plan:
-            measure_size(s3, port, size, n1, n16, gw, gwc)
+            measure_size(s3, port, size, n1, n16, gw, gwc, direct)
             if size not in raw:  # right after the same size: the load drifts
                 raw[size] = raw_bench(size, ops[size])
             csum[(size, etag)] = sum_rate(size, etag)
@@ -302,12 +327,14 @@ def measure_mode(etag, plan, raw, csum, with_list):
     return gw, gwc, lst
 
 
-def report(etag, gw, gwc, raw, csum):
+def report(etag, gw, gwc, raw, csum, direct):
     for (size, nt, op), (ops_s, mib_s) in sorted(gw.items()):
-        base = raw[size][0 if op == "PUT" else 1]
+        base = direct[(size, nt)][0 if op == "PUT" else 1]
+        raw16 = raw[size][0 if op == "PUT" else 1]
         r = {"test": "s3 %s %s x%d etag %s" % (op, "4 KiB" if size < MiB else "%d MiB" % (size // MiB), nt, etag),
              "ops_per_s": round(ops_s, 1), "mib_per_s": round(mib_s, 2),
-             "raw_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0,
+             "direct_clovis_mib_per_s": base, "ratio": round(mib_s / base, 3) if base else 0,
+             "raw16_clovis_mib_per_s": raw16, "ratio_raw16": round(mib_s / raw16, 3) if raw16 else 0,
              "meta_nvram": METANV}
         c = gwc.get((size, nt, op))
         if c is not None:
@@ -315,7 +342,7 @@ def report(etag, gw, gwc, raw, csum):
             r["c_client_ratio"] = round(c[1] / base, 3) if base else 0
         if op == "PUT":
             r["raw_sum_mib_per_s"] = round(csum[(size, etag)], 1)
-            r["ceiling_mib_per_s"] = round(min(base, csum[(size, etag)]), 1)
+            r["ceiling_mib_per_s"] = round(min(base, csum[(size, etag)]), 1)  # vs the direct writers
         results.append(r)
 
 
@@ -324,11 +351,11 @@ def main():
     names = {4 * KiB: "4K", MiB: "1M", 64 * MiB: "64M"}
     if SIZES is not None:
         plan = [x for x in plan if names[x[0]] in SIZES]
-    raw, csum, lst = {}, {}, None
+    raw, csum, lst, direct = {}, {}, None, {}
     for i, etag in enumerate(ETAGS):
-        gw, gwc, l = measure_mode(etag, plan, raw, csum, i == 0 and not NOLIST)
+        gw, gwc, l = measure_mode(etag, plan, raw, csum, i == 0 and not NOLIST, direct)
         lst = lst or l
-        report(etag, gw, gwc, raw, csum)
+        report(etag, gw, gwc, raw, csum, direct)
     if lst is not None:
         results.append({"test": "s3 LIST %d keys (pages of 1000)" % NKEYS, "keys_per_s": round(NKEYS / lst[0]),
                         "seconds": round(lst[0], 3), "load_puts_per_s": round(NKEYS / lst[1]),
@@ -336,12 +363,14 @@ def main():
     if JSON:
         print(json.dumps(results, indent=1))
         return
-    print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis (strata bench, 16 in flight)%s:"
-          % (", both stores with metadata on NVRAM (/dev/shm)" if METANV else ""))
+    print("S3 gateway (HTTP on 127.0.0.1, python clients) beside direct Clovis: as many writers as clients,"
+          " one named object at a time (bench_s3_direct), and raw16 (strata bench, 16 in flight)%s:"
+          % (", all stores with metadata on NVRAM (/dev/shm)" if METANV else ""))
     for r in results:
         if "ratio" in r:
-            print("  %-32s %9.1f ops/s %9.2f MiB/s   raw %9.2f MiB/s   ratio %.3f%s%s" % (
-                r["test"], r["ops_per_s"], r["mib_per_s"], r["raw_clovis_mib_per_s"], r["ratio"],
+            print("  %-32s %9.1f ops/s %9.2f MiB/s   direct %9.2f MiB/s   ratio %.3f   raw16 %9.2f ratio %.3f%s%s" % (
+                r["test"], r["ops_per_s"], r["mib_per_s"], r["direct_clovis_mib_per_s"], r["ratio"],
+                r["raw16_clovis_mib_per_s"], r["ratio_raw16"],
                 "   c client %9.2f MiB/s ratio %.3f" % (r["c_client_mib_per_s"], r["c_client_ratio"])
                 if "c_client_mib_per_s" in r else "",
                 "   raw ETag sum %.0f MiB/s, ceiling min(raw, sum) %.0f" % (r["raw_sum_mib_per_s"],

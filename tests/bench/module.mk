@@ -17,3 +17,5 @@ $(BUILD)/bench_s3_put: $(BUILD)/obj/tests/bench/bench_s3_put.o ; $(CC) $(LDFLAGS
 TEST_BINS += $(BUILD)/bench_s3_sum  # bench_s3_sum.c: one core's MD5 / CRC64-NVMe / CRC32C rate for bench_s3.py
 $(BUILD)/bench_s3_sum: $(BUILD)/obj/tests/bench/bench_s3_sum.o $(BUILD)/obj/gateways/s3/s3_sum.o $(BUILD)/obj/gateways/s3/s3_util.o
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+TEST_BINS += $(BUILD)/bench_s3_direct  # bench_s3_direct.c: direct-Clovis named-object writers, bench_s3.py's baseline (issue 6)
+$(BUILD)/bench_s3_direct: $(BUILD)/obj/tests/bench/bench_s3_direct.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

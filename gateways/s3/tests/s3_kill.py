@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""s3_kill.py TMPDIR STRATA_S3 STRATA — SIGKILL strata-s3 during uploads.
+"""s3_kill.py TMPDIR STRATA_S3 STRATA [CLUSTER] [--meta-nvram] — SIGKILL
+strata-s3 during uploads.
 
 On its own store (TMPDIR/kill): objects "keep" and "old" are stored and the
 devices' free space measured with the gateway stopped.  Then, with uploads
@@ -10,6 +11,11 @@ interrupted objects are not visible, "old" and "keep" read back whole and
 unchanged, the gateway reports the objects it reclaimed, and once the
 multipart upload is aborted and the gateway stopped the free space is what
 it was before.  Ends with "N passed, N failed".
+
+--meta-nvram: the same on a store made by the gateway's first start with
+its metadata on NVRAM (TMPDIR/kill-nv; strata-s3 --meta-nvram, LMDB in
+/dev/shm/strata-UUID-meta): checked to be such a store, and at the end
+destroyed with `strata destroy`, its /dev/shm directory checked gone.
 """
 import hashlib
 import json
@@ -24,8 +30,11 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+METANV = "--meta-nvram" in sys.argv
+if METANV:
+    sys.argv.remove("--meta-nvram")
 T, GW, S = sys.argv[1:4]
-D = os.path.join(T, "kill")
+D = os.path.join(T, "kill-nv" if METANV else "kill")
 # With a 4th argument, a cluster file: the gateway runs against that
 # cluster (cluster mode) instead of its own store, and free space is read
 # from the cluster's devices.
@@ -50,7 +59,7 @@ def check(name, cond, detail=""):
 out_off = [0]  # where the latest start's stderr begins in kill.out
 
 
-def start(gw=GW, fault=None):
+def start(gw=GW, fault=None, create=False):
     pf = os.path.join(T, "kill.port")
     if os.path.exists(pf):
         os.unlink(pf)
@@ -61,7 +70,8 @@ def start(gw=GW, fault=None):
     if fault:
         env["STRATA_FAULT"] = fault
     p = subprocess.Popen([gw] + STORE + (["--dev-size", "128M"] if not CL else []) + ["--port", "0", "--port-file", pf,
-                          "--creds", os.path.join(T, "creds"), "--timeout", "5"],
+                          "--creds", os.path.join(T, "creds"), "--timeout", "5"]
+                         + (["--meta-nvram"] if create and METANV else []),
                          stdout=subprocess.PIPE, stderr=out, text=True, env=env)
     line = p.stdout.readline()
     port = int(open(pf).read())
@@ -121,8 +131,12 @@ def half_put(port, path, size, sent, query=""):
 
 old = os.urandom(3 * MiB + 5)
 keep = os.urandom(2 * MiB)
-p, port, _ = start()
+p, port, _ = start(create=True)
 s3 = client(port)
+nvdir = os.readlink(os.path.join(D, "meta")) if os.path.islink(os.path.join(D, "meta")) else None
+if METANV:
+    check("store made with its metadata on NVRAM (%s)" % nvdir,
+          nvdir is not None and nvdir.startswith("/dev/shm/strata-") and os.path.isdir(nvdir), nvdir)
 s3.create_bucket(Bucket="kill")
 s3.put_object(Bucket="kill", Key="keep", Body=keep)
 s3.put_object(Bucket="kill", Key="old", Body=old)
@@ -260,6 +274,10 @@ for point, applied in points[:2]:
 after = free_bytes()
 check("no space leaked (free %d before, %d after)" % (before, after), before == after)
 if not CL:
-    subprocess.run([S, "--data", D, "-q", "destroy", "--yes"])
+    r = subprocess.run([S, "--data", D, "-q", "destroy", "--yes"], capture_output=True, text=True)
+    if METANV:
+        check("metanv store destroyed, %s gone" % nvdir,
+              r.returncode == 0 and nvdir is not None and not os.path.exists(nvdir) and not os.path.exists(D),
+              r.stderr.strip())
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)

@@ -19,7 +19,9 @@
 #                          store, a new store (config key) with its
 #                          metadata in /dev/shm: PUT/GET, destroyed whole;
 #   6. the kill test     — SIGKILL of the gateway during uploads, restart,
-#                          nothing partial visible, no space leaked.
+#                          nothing partial visible, no space leaked; on a
+#                          default store, then on a store with its
+#                          metadata on NVRAM (--meta-nvram, destroyed).
 # Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
 # Ends with "N passed, N failed".
 set -u
@@ -46,6 +48,7 @@ cleanup() {
 	[ -n "$gw_pid" ] && kill -9 "$gw_pid" 2>/dev/null
 	[ -d "$T/data" ] && "$S" --data "$T/data" -q destroy --yes 2>/dev/null
 	[ -d "$T/nv" ] && "$S" --data "$T/nv" -q destroy --yes 2>/dev/null
+	[ -d "$T/kill-nv" ] && "$S" --data "$T/kill-nv" -q destroy --yes 2>/dev/null
 	rm -rf "$T"
 }
 trap cleanup EXIT
@@ -256,5 +259,9 @@ gw_stop
 
 # ---- kill test: its own store in $T/kill
 part kill "$HERE/s3_kill.py" "$T" "$GW" "$S"
+# ---- the kill test again on a store with its metadata on NVRAM ($T/kill-nv)
+t0=$(date +%s)
+part kill-nv "$HERE/s3_kill.py" "$T" "$GW" "$S" --meta-nvram
+echo "kill test on the metanv store: $(($(date +%s) - t0)) s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
