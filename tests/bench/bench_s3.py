@@ -9,7 +9,8 @@ objects).  --gw: the gateway binary to measure (default BUILD/strata-s3).
 their metadata on NVRAM (strata-s3 --meta-nvram, strata --meta-nvram
 bench: LMDB in /dev/shm), so that both sides have the same durability;
 without it neither is.  Every store is removed with `strata destroy`, and
-the run fails if a /dev/shm/strata-* entry it made is left behind.
+the run fails if a /dev/shm entry of one of its stores (metadata, NVRAM
+device; noted before each destroy) is left behind.
 
 Starts BUILD/strata-s3 on a fresh embedded store in DIR/s3-bench (objects
 with the store's default layout: plain on flash, the layout `strata bench`
@@ -84,20 +85,26 @@ RAWD = os.path.join(DIR, "s3-bench-raw")
 results = []
 
 
+OURS = set()  # the /dev/shm paths of the stores this run made
+
+
+def note_store(d):
+    """Add store d's /dev/shm entries (metadata link, NVRAM device) to OURS."""
+    m = os.path.join(d, "meta")
+    if os.path.islink(m):
+        OURS.add(os.readlink(m))
+    r = subprocess.run([S, "--data", d, "--json", "devices"], capture_output=True, text=True)
+    if r.returncode == 0:
+        OURS.update(x["path"] for x in json.loads(r.stdout) if x.get("path", "").startswith("/dev/shm/"))
+
+
 def destroy(d):
     if os.path.lexists(d):
+        note_store(d)
         r = subprocess.run([S, "--data", d, "-q", "destroy", "--yes"], capture_output=True, text=True)
         if r.returncode != 0 and os.path.exists(os.path.join(d, "meta")):
             raise SystemExit("bench_s3: strata destroy %s: %s" % (d, r.stderr.strip()))
         shutil.rmtree(d, ignore_errors=True)
-
-
-def shm_names():
-    """The strata-* entries of /dev/shm (NVRAM devices, metadata on NVRAM)."""
-    try:
-        return set(x for x in os.listdir("/dev/shm") if x.startswith("strata-"))
-    except FileNotFoundError:
-        return set()
 
 
 def start(extra=()):
@@ -188,7 +195,7 @@ def direct_bench(size, writers, count):
     """bench_s3_direct: (PUT MiB/s, GET MiB/s) of `writers` direct-Clovis
     writers storing `count` named objects of `size` bytes in all."""
     destroy(RAWD)
-    r = subprocess.run([CDIRECT, RAWD, str(size), str(writers), str(count), "--dev-size", "512"]
+    r = subprocess.run([CDIRECT, RAWD, str(size), str(writers), str(count), "--dev-size", "1024", "--keep"]
                        + (["--meta-nvram"] if METANV else []), capture_output=True, text=True)
     destroy(RAWD)
     os.sync()
@@ -382,17 +389,17 @@ def main():
 
 
 def checked(fn):
-    """fn(), then: no /dev/shm/strata-* entry made meanwhile is left."""
-    before = shm_names()
+    """fn(), then: no /dev/shm entry of a store this run made is left
+    (each store's entries are noted before it is destroyed; entries of
+    other processes' stores are not looked at)."""
     try:
         fn()
     finally:
         destroy(D)
         destroy(RAWD)
-        left = sorted(shm_names() - before)
+        left = sorted(x for x in OURS if os.path.lexists(x))
         if left:
-            # (an entry another process made during the run shows too)
-            raise SystemExit("bench_s3: new in /dev/shm since the start: %s" % " ".join(left))
+            raise SystemExit("bench_s3: left in /dev/shm by this run's stores: %s" % " ".join(left))
 
 
 checked(inline_main if INLINE else main)

@@ -4,7 +4,8 @@
  * time, the way an application that keeps objects under names does it
  * through Clovis with no gateway in between.
  *
- *   bench_s3_direct DIR SIZE WRITERS COUNT [--meta-nvram] [--dev-size N]
+ *   bench_s3_direct DIR SIZE WRITERS COUNT [--meta-nvram] [--dev-size MIB]
+ *                   [--keep]
  *
  * Makes a fresh embedded store in DIR (CLOVIS_CONF_META_NVRAM with
  * --meta-nvram), an index, then measures:
@@ -27,7 +28,9 @@
  *   "put ops N seconds S mib_per_s M cpu_us_per_op C"
  *   "get ops N seconds S mib_per_s M cpu_us_per_op C"
  * (cpu: this process's user + system time, getrusage), then removes the
- * store (clovis_store_destroy(), also its metadata in /dev/shm).  Exits
+ * store (clovis_store_destroy(), also its metadata in /dev/shm) unless
+ * --keep (bench_s3.py removes it with `strata destroy`, noting its
+ * /dev/shm entries first).  Exits
  * 0, 1 on a Clovis error (message on stderr), 2 on bad usage.
  */
 #include <errno.h>
@@ -36,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -52,7 +56,7 @@ static struct clovis_idx idx;
 static char *body;
 static uint64_t size;
 static uint32_t writers, count;
-static int failed;
+static int failed, keep;
 
 static void fail(const char *what, uint32_t n, int rc)
 {
@@ -152,6 +156,10 @@ static int direct_put(uint32_t n)
 	int32_t rcs[1];
 	int rc;
 
+	/* a random id, as the gateway's: plain objects are spread over the
+	 * tier's devices by id */
+	if (getrandom(&id, sizeof id, 0) != sizeof id || id.ci_hi == 0)
+		id.ci_hi = DIRECT_HI ^ (uint64_t)n;
 	rc = clovis_obj_init(&o, clovis_default_realm(cl), &id, &a);
 	if (rc == 0)
 		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE, &op);
@@ -270,7 +278,7 @@ int main(int argc, char **argv)
 
 	if (argc < 5) {
 		fprintf(stderr, "usage: bench_s3_direct DIR SIZE WRITERS COUNT "
-			"[--meta-nvram] [--dev-size N]\n");
+			"[--meta-nvram] [--dev-size MIB] [--keep]\n");
 		return 2;
 	}
 	size = strtoull(argv[2], NULL, 10);
@@ -281,6 +289,8 @@ int main(int argc, char **argv)
 	for (int i = 5; i < argc; i++)
 		if (strcmp(argv[i], "--meta-nvram") == 0)
 			cc.cc_flags |= CLOVIS_CONF_META_NVRAM;
+		else if (strcmp(argv[i], "--keep") == 0)
+			keep = 1;
 		else if (strcmp(argv[i], "--dev-size") == 0 && i + 1 < argc)
 			cc.cc_dev_size = strtoull(argv[++i], NULL, 10) << 20;
 		else {
@@ -320,7 +330,7 @@ int main(int argc, char **argv)
 	if (!failed)
 		phase(0);
 	clovis_fini(cl);
-	rc = clovis_store_destroy(argv[1]);
+	rc = keep ? 0 : clovis_store_destroy(argv[1]);
 	if (rc != 0) {
 		fprintf(stderr, "bench_s3_direct: destroy %s: %s\n", argv[1],
 			clovis_strerror(rc));
