@@ -195,7 +195,7 @@ def direct_bench(size, writers, count):
     """bench_s3_direct: (PUT MiB/s, GET MiB/s) of `writers` direct-Clovis
     writers storing `count` named objects of `size` bytes in all."""
     destroy(RAWD)
-    r = subprocess.run([CDIRECT, RAWD, str(size), str(writers), str(count), "--dev-size", "1024", "--keep"]
+    r = subprocess.run([CDIRECT, RAWD, str(size), str(writers), str(count), "--dev-size", "256" if size * count <= 512 * MiB else "512", "--keep"]
                        + (["--meta-nvram"] if METANV else []), capture_output=True, text=True)
     destroy(RAWD)
     os.sync()
