@@ -1237,6 +1237,24 @@ static int store_conf_save(struct eng *e, MDB_txn *txn)
 }
 
 /* Make the configured devices and record them in the store's metadata. */
+/* A create that failed: remove the device files of its first nr devices
+ * (an NVRAM device's file lives outside the data directory, in the NVRAM
+ * directory, and would be left there otherwise). */
+static void store_unmake_devices(struct eng *e, const struct eng_conf *c,
+				 uint32_t nr)
+{
+	char path[LIM_PATH_MAX + 1];
+
+	for (uint32_t j = 0; j < nr && j < e->e_conf.c_nr_devs; j++) {
+		const struct conf_dev *cd = &e->e_conf.c_devs[j];
+
+		if (cd->cd_remote[0] != '\0')
+			continue;
+		dev_path_make(path, sizeof path, c, e->e_store.st_uuid, cd);
+		unlink(path);
+	}
+}
+
 static int store_make_devices(struct eng *e, const struct eng_conf *c,
 			      MDB_txn *txn)
 {
@@ -1266,16 +1284,27 @@ static int store_make_devices(struct eng *e, const struct eng_conf *c,
 		unlink(dr.dr_path); /* left by an interrupted create */
 		rc = tier_dev_format_opts(dr.dr_path, cd->cd_tier,
 					  e->e_store.st_uuid, i, dr.dr_size, &fo);
-		if (rc != 0)
+		if (rc == 0 && FAULT_HIT("store.create.dev"))
+			rc = err_set(-ENOSPC, "store %s: device %u (%s): no "
+				     "space left (fault point store.create.dev)",
+				     c->ec_dir, i, dr.dr_path);
+		if (rc != 0) {
+			store_unmake_devices(e, c, i + 1);
 			return rc;
+		}
 record:
 		snprintf(name, sizeof name, "dev.%u", i);
 		rc = meta_sys_put(txn, &e->e_meta, name, &dr, sizeof dr);
-		if (rc != 0)
+		if (rc != 0) {
+			store_unmake_devices(e, c, i + 1);
 			return rc;
+		}
 	}
 	e->e_store.st_nr_devs = e->e_conf.c_nr_devs;
-	return store_conf_save(e, txn);
+	rc = store_conf_save(e, txn);
+	if (rc != 0)
+		store_unmake_devices(e, c, e->e_conf.c_nr_devs);
+	return rc;
 }
 
 /* Write the default container's entity record. */

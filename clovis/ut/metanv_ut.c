@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "clovis/clovis.h"
+#include "core/fault.h"
 #include "tests/ut.h"
 
 #define NV_DEV_SIZE (16ull << 20)
@@ -285,6 +286,61 @@ static void test_plain_and_bad_dir(void)
 	CU_ASSERT(lstat(meta, &st) != 0 && errno == ENOENT);
 }
 
+/* Entries in directory d (0 when it is empty or missing). */
+static unsigned nv_dir_count(const char *d)
+{
+	struct dirent *de;
+	unsigned n = 0;
+	DIR *dh = opendir(d);
+
+	if (dh == NULL)
+		return 0;
+	while ((de = readdir(dh)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(dh);
+	return n;
+}
+
+/* A create that fails after k of its devices were made (fault point
+ * store.create.dev: -ENOSPC at device k) leaves nothing in the NVRAM
+ * directory: neither the metadata nor an NVRAM device file; the first k
+ * that does not fire creates the store, whose files are all there. */
+static void test_create_fails_clean(void)
+{
+	char d[600], nv[128];
+	struct clovis_conf c = {.cc_flags = CLOVIS_CONF_CREATE |
+					    CLOVIS_CONF_META_NVRAM,
+				.cc_dev_size = NV_DEV_SIZE};
+	struct clovis *cl = NULL;
+	uint32_t k, failed = 0;
+	int rc = -1;
+
+	snprintf(d, sizeof d, "%s-nofit", nv_dir);
+	snprintf(nv, sizeof nv, "/dev/shm/strata-ut-nvfail-%d", (int)getpid());
+	CU_ASSERT_EQUAL_FATAL(mkdir(nv, 0700), 0);
+	c.cc_data_dir = d;
+	c.cc_nvram_dir = nv;
+	for (k = 0; k < 16; k++) {
+		fault_arm("store.create.dev", k, 1);
+		rc = clovis_init(&cl, &c);
+		fault_reset();
+		if (rc == 0)
+			break;
+		failed++;
+		CU_ASSERT_EQUAL(rc, -ENOSPC);
+		CU_ASSERT(strstr(clovis_errmsg(), "store.create.dev") != NULL);
+		CU_ASSERT_PTR_NULL(cl);
+		CU_ASSERT_EQUAL(nv_dir_count(nv), 0);
+	}
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT(failed >= 2); /* an NVRAM device and a flash one at least */
+	CU_ASSERT(nv_dir_count(nv) >= 2); /* the metadata, the NVRAM device */
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL(clovis_store_destroy(d), 0);
+	CU_ASSERT_EQUAL(nv_dir_count(nv), 0);
+	rmdir(nv);
+}
+
 static int suite_init(void)
 {
 	const char *d = ut_tmpdir("metanv");
@@ -307,7 +363,8 @@ int metanv_ut_add(void)
 	    !CU_add_test(s, "reopen", test_reopen) ||
 	    !CU_add_test(s, "dangling", test_dangling) ||
 	    !CU_add_test(s, "destroy", test_destroy) ||
-	    !CU_add_test(s, "plain_and_bad_dir", test_plain_and_bad_dir))
+	    !CU_add_test(s, "plain_and_bad_dir", test_plain_and_bad_dir) ||
+	    !CU_add_test(s, "create_fails_clean", test_create_fails_clean))
 		return -1;
 	return 0;
 }
