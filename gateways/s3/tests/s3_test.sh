@@ -53,6 +53,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Wait (60 s at most) until gateway PID has written its port to FILE:
+# 0, or 1 when it exits or the time runs out first.
+port_wait() {
+	local i
+	for i in $(seq 1 600); do
+		[ -s "$1" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	[ -s "$1" ]
+}
+
 # Start the gateway on $T/data; sets gw_pid and EP.  Returns non-zero if it
 # does not announce its port within 60 s.
 gw_start() {
@@ -63,12 +75,7 @@ gw_start() {
 		>>"$T/gw.out" 2>>"$T/gw.err" &
 	gw_pid=$!
 	local i
-	for i in $(seq 1 600); do
-		[ -s "$T/port" ] && break
-		kill -0 "$gw_pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	[ -s "$T/port" ] || return 1
+	port_wait "$T/port" "$gw_pid" || return 1
 	EP=http://127.0.0.1:$(cat "$T/port")
 	export EP
 }
@@ -127,12 +134,7 @@ if openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
 		--tls-cert "$T/tls.crt" --tls-key "$T/tls.key" \
 		>>"$T/tls-gw.out" 2>>"$T/tls-gw.err" &
 	tls_pid=$!
-	for i in $(seq 1 600); do
-		[ -s "$T/tls-port" ] && break
-		kill -0 "$tls_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	if [ -s "$T/tls-port" ]; then
+	if port_wait "$T/tls-port" "$tls_pid"; then
 		ok "TLS gateway listens on https://127.0.0.1:$(cat "$T/tls-port")"
 		part tls "$HERE/s3_tls.py" "https://127.0.0.1:$(cat "$T/tls-port")" \
 			"$T/creds" "$T/tls.crt"
@@ -228,11 +230,7 @@ rm -f "$T/port"
 "$GW" --config "$T/nv.conf" --dev-size 256M --port 0 --port-file "$T/port" \
 	--creds "$T/creds" >>"$T/gw.out" 2>>"$T/gw.err" &
 gw_pid=$!
-for i in $(seq 1 600); do
-	[ -s "$T/port" ] && break
-	kill -0 "$gw_pid" 2>/dev/null || break
-	sleep 0.1
-done
+port_wait "$T/port" "$gw_pid"
 nvdir=$(readlink "$T/nv/meta" 2>/dev/null)
 if [ -s "$T/port" ] && [ -n "$nvdir" ] && [ -d "$nvdir" ] &&
 	EP=http://127.0.0.1:$(cat "$T/port") python3 - "$T/creds" <<'PYEOF'
