@@ -58,6 +58,14 @@
 #define DTX_TERM_TICK_MS 250u
 #define DTX_QUERY_MS 1000u     /* call timeout of a QUERY */
 #define DTX_FWD_MS 2000u       /* call timeout of a replica copy */
+#define DTX_FWD_RECS_MAX 256u  /* records in one copy of a run of index
+				  members (also at most MSG_RECS_INLINE
+				  bytes of them) */
+#define DTX_FWD_SLOW_US 30000u /* test fault dtx.part.fwd.slow: each copy
+				  takes this much longer (a slow durable
+				  update on the replica) */
+#define DTX_SLOW_MS 1000u      /* a COMMIT this long logs where its time
+				  went (part_commit) */
 #define DTX_KEEP_S 600u        /* decided records kept this long */
 #define DTX_KEEP_MAX 100000u   /* and at most this many */
 #define DTX_TRIM_EVERY_MS 10000u
@@ -87,6 +95,14 @@ struct srv_dtx {
 };
 
 /* ------------------------------------------------------------ records */
+
+static uint64_t dtx_mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 static void dtx_key(char *buf, const struct clovis_dtx_id *id)
 {
@@ -327,6 +343,9 @@ struct pmem {
 	struct ridx_rec pm_rec; /* index members: the replica record after */
 	uint64_t pm_term;       /* index members: version {term, seq} */
 	uint64_t pm_seq;
+	uint32_t pm_run;        /* index members: members from this one that
+				   share its version and are copied as one
+				   update (0: in the run of an earlier one) */
 	struct ridx *pm_eri;    /* index CREATE/DELETE members: the replica */
 	uint64_t pm_inc;        /* and the incarnation */
 	const DtxMember *pm_src;
@@ -674,25 +693,157 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
-/* Copy index member pm to server j, one of the index's other replicas,
- * with its version (term, seq), as a client copies an ordinary PUT/DEL.
- * True when j has it. */
+/* Records and bytes of index member pm. */
+static void pmem_recs(const struct pmem *pm, uint32_t *recs, size_t *bytes)
+{
+	const struct eng_req *r = &pm->pm_m.mr_req;
+
+	*recs = r->er_keys->bv_nr;
+	*bytes = 0;
+	for (uint32_t k = 0; k < r->er_keys->bv_nr; k++)
+		*bytes += r->er_keys->bv_len[k] +
+			  (r->er_vals != NULL ? r->er_vals->bv_len[k] : 0);
+}
+
+/* Can index member b join the run of index member a: the same index,
+ * kind (PUT or DEL), flags and incarnation? */
+static bool run_joins(const struct pmem *a, const struct pmem *b)
+{
+	const struct eng_req *x = &a->pm_m.mr_req, *y = &b->pm_m.mr_req;
+
+	return a->pm_ri != NULL && a->pm_ri == b->pm_ri &&
+	       clovis_id_cmp(&x->er_id, &y->er_id) == 0 &&
+	       (x->er_kind == ER_IDX_PUT || x->er_kind == ER_IDX_DEL) &&
+	       y->er_kind == x->er_kind && y->er_flags == x->er_flags &&
+	       a->pm_m.mr_incarnation == b->pm_m.mr_incarnation;
+}
+
+/* Does a key of member i occur in members [h, i)?  (One update carries
+ * each key once: a run ends before a member that repeats a key.) */
+static bool run_has_key(const struct pmem *pm, uint32_t h, uint32_t i)
+{
+	const struct clovis_bufvec *ki = pm[i].pm_m.mr_req.er_keys;
+
+	for (uint32_t m = h; m < i; m++) {
+		const struct clovis_bufvec *km = pm[m].pm_m.mr_req.er_keys;
+
+		for (uint32_t a = 0; a < ki->bv_nr; a++)
+			for (uint32_t b = 0; b < km->bv_nr; b++)
+				if (ki->bv_len[a] == km->bv_len[b] &&
+				    memcmp(ki->bv_buf[a], km->bv_buf[b],
+					   ki->bv_len[a]) == 0)
+					return true;
+	}
+	return false;
+}
+
+/* Group the members into runs (pm_run): consecutive index members of one
+ * index that one update can carry (run_joins, no key twice, at most
+ * DTX_FWD_RECS_MAX records and MSG_RECS_INLINE bytes).  A run is ordered
+ * as one update (one version, as a PUT of many records) and copied to
+ * each other replica in one call, so a COMMIT of many members pays one
+ * durable update per replica per run, not per member. */
+static void runs_make(struct pmem *pm, uint32_t nr)
+{
+	uint32_t h = 0, recs = 0, r;
+	size_t bytes = 0, b;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		pm[i].pm_run = 1;
+		if (pm[i].pm_ri == NULL)
+			continue;
+		pmem_recs(&pm[i], &r, &b);
+		if (i > 0 && h < i && pm[h].pm_run > 0 &&
+		    run_joins(&pm[h], &pm[i]) && h + pm[h].pm_run == i &&
+		    recs + r <= DTX_FWD_RECS_MAX &&
+		    bytes + b <= MSG_RECS_INLINE && !run_has_key(pm, h, i)) {
+			pm[h].pm_run++;
+			pm[i].pm_run = 0;
+			recs += r;
+			bytes += b;
+			continue;
+		}
+		h = i;
+		recs = r;
+		bytes = b;
+	}
+}
+
+/* The records of the run of nr members from pm into q (its own lengths
+ * and records replaced: the caller restores them before freeing q).
+ * *lens and *recs: the arrays, the caller's to free. */
+static int run_req(IdxReq *q, const struct pmem *pm, uint32_t nr,
+		   uint32_t **lens, uint8_t **recs)
+{
+	bool vals = pm->pm_m.mr_req.er_vals != NULL;
+	uint32_t n = 0, k = 0, r;
+	size_t bytes = 0, b, off = 0;
+
+	for (uint32_t m = 0; m < nr; m++) {
+		pmem_recs(&pm[m], &r, &b);
+		n += r;
+		bytes += b;
+	}
+	*lens = malloc(2u * n * sizeof **lens);
+	*recs = malloc(bytes ? bytes : 1);
+	if (*lens == NULL || *recs == NULL)
+		return err_set(-ENOMEM, "dtx: index %s: copy of %u records",
+			       eng_id_str(&pm->pm_m.mr_req.er_id), n);
+	for (uint32_t m = 0; m < nr; m++) {
+		const struct clovis_bufvec *kv = pm[m].pm_m.mr_req.er_keys;
+
+		for (uint32_t a = 0; a < kv->bv_nr; a++, k++) {
+			(*lens)[k] = (uint32_t)kv->bv_len[a];
+			memcpy(*recs + off, kv->bv_buf[a], kv->bv_len[a]);
+			off += kv->bv_len[a];
+		}
+	}
+	for (uint32_t m = 0, v = n; vals && m < nr; m++) {
+		const struct clovis_bufvec *vv = pm[m].pm_m.mr_req.er_vals;
+
+		for (uint32_t a = 0; a < vv->bv_nr; a++, v++) {
+			(*lens)[v] = (uint32_t)vv->bv_len[a];
+			memcpy(*recs + off, vv->bv_buf[a], vv->bv_len[a]);
+			off += vv->bv_len[a];
+		}
+	}
+	q->nr = n;
+	q->n_klen = n;
+	q->klen = *lens;
+	q->n_vlen = vals ? n : 0;
+	q->vlen = vals ? *lens + n : NULL;
+	q->recs.data = *recs;
+	q->recs.len = bytes;
+	return 0;
+}
+
+/* Copy the run of index members from pm (pm->pm_run of them) to server
+ * j, one of the index's other replicas, with its version (term, seq), as
+ * a client copies an ordinary PUT/DEL.  True when j has it. */
 static bool forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 {
 	const struct clu_conf *c = s->s_conf;
 	const struct clovis_id *id = &pm->pm_m.mr_req.er_id;
 	IdxReq *q = idx_req__unpack(NULL, pm->pm_src->body.len,
 				    pm->pm_src->body.data);
+	IdxReq keep;
 	struct msg_buf b = {0};
-	struct rpc_result res;
+	struct rpc_result res = {0};
+	uint32_t *lens = NULL;
+	uint8_t *recs = NULL;
 	bool ok = false;
 
 	if (q == NULL)
 		return false;
+	keep = *q;
 	q->rflags = SRF_REPLICA;
 	q->seq = pm->pm_seq;
 	q->term = pm->pm_term;
-	if (msg_pack(&q->base, &b) == 0) {
+	if (FAULT_HIT("dtx.part.fwd.slow"))
+		usleep(DTX_FWD_SLOW_US);
+	if ((pm->pm_run <= 1 || run_req(q, pm, pm->pm_run, &lens,
+					&recs) == 0) &&
+	    msg_pack(&q->base, &b) == 0) {
 		if (peers_call_ms(s->s_peers, j, SOP_IDX, b.mb_p, b.mb_len,
 				  NULL, DTX_FWD_MS, &res) != 0)
 			LOG_INFO("dtx: index %s: replica on %s missed an "
@@ -702,6 +853,14 @@ static bool forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 			ok = true;
 		free(res.rr_body);
 	}
+	q->nr = keep.nr;
+	q->n_klen = keep.n_klen;
+	q->klen = keep.klen;
+	q->n_vlen = keep.n_vlen;
+	q->vlen = keep.vlen;
+	q->recs = keep.recs;
+	free(lens);
+	free(recs);
 	free(b.mb_p);
 	idx_req__free_unpacked(q, NULL);
 	return ok;
@@ -725,6 +884,8 @@ struct fwd_job {
 	uint32_t f_server;
 	uint64_t *f_missed;     /* per member: replicas without the copy */
 	uint64_t *f_got;        /* and with it */
+	uint32_t f_copies;      /* copies sent to f_server */
+	uint32_t f_max_ms;      /* the slowest of them */
 	pthread_t f_th;
 	bool f_started;
 };
@@ -737,15 +898,21 @@ static void *fwd_main(void *arg)
 	uint64_t bit = 1ull << f->f_server;
 
 	srv_thread_enter();
-	for (uint32_t i = 0; i < f->f_nr; i++) {
+	for (uint32_t i = 0, run; i < f->f_nr; i += run) {
+		uint64_t t0 = dtx_mono_ms();
+		bool ok;
+
+		run = f->f_pm[i].pm_run > 0 ? f->f_pm[i].pm_run : 1;
 		if (!forward_to(f->f_srv, &f->f_pm[i], f->f_server))
 			continue;
-		if (peers_live(f->f_srv->s_peers, f->f_server) &&
-		    forward_idx(f->f_srv, &f->f_pm[i], f->f_server))
-			__atomic_or_fetch(&f->f_got[i], bit, __ATOMIC_RELAXED);
-		else
-			__atomic_or_fetch(&f->f_missed[i], bit,
-					  __ATOMIC_RELAXED);
+		ok = peers_live(f->f_srv->s_peers, f->f_server) &&
+		     forward_idx(f->f_srv, &f->f_pm[i], f->f_server);
+		f->f_copies++;
+		if (dtx_mono_ms() - t0 > f->f_max_ms)
+			f->f_max_ms = (uint32_t)(dtx_mono_ms() - t0);
+		for (uint32_t k = i; k < i + run; k++)
+			__atomic_or_fetch(ok ? &f->f_got[k] : &f->f_missed[k],
+					  bit, __ATOMIC_RELAXED);
 	}
 	return NULL;
 }
@@ -754,8 +921,10 @@ static void *fwd_main(void *arg)
  * thread per other server, so the servers apply their copies at once
  * while each gets them in seq order.  Then, before the COMMIT is
  * answered, the replicas that missed a copy are marked behind
- * (srv_ridx_missed, docs/cluster.md "Replicas that missed updates"). */
-static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
+ * (srv_ridx_missed, docs/cluster.md "Replicas that missed updates").
+ * *copies: how many were sent, *max_ms: the slowest one. */
+static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr,
+			uint32_t *copies, uint32_t *max_ms)
 {
 	uint32_t n = s->s_conf->cc_nr_servers;
 	struct fwd_job *f = calloc(n, sizeof *f);
@@ -776,15 +945,21 @@ static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr)
 					missed[i] |= 1ull << j;
 			continue;
 		}
-		f[j] = (struct fwd_job){s, pm, nr, j, missed, got, 0, false};
+		f[j] = (struct fwd_job){s, pm, nr, j, missed, got, 0, 0, 0,
+					false};
 		f[j].f_started = pthread_create(&f[j].f_th, NULL, fwd_main,
 						&f[j]) == 0;
 		if (!f[j].f_started)
 			fwd_main(&f[j]);
 	}
-	for (uint32_t j = 0; f != NULL && j < n; j++)
+	*copies = *max_ms = 0;
+	for (uint32_t j = 0; f != NULL && j < n; j++) {
 		if (f[j].f_started)
 			pthread_join(f[j].f_th, NULL);
+		*copies += f[j].f_copies;
+		if (f[j].f_max_ms > *max_ms)
+			*max_ms = f[j].f_max_ms;
+	}
 	for (uint32_t i = 0; missed != NULL && i < nr; i++)
 		if (missed[i] != 0)
 			srv_ridx_missed(s, pm[i].pm_ri, missed[i],
@@ -854,6 +1029,27 @@ static int pmem_glock(struct srv *s, struct pmem *pm, uint32_t nr,
 	return pmem_glock_slots(s, pm, nr, true, locks, nlocks);
 }
 
+/* A COMMIT that took DTX_SLOW_MS or more: say where its time went (the
+ * members' run, their durable commit, the copies of index members to
+ * their other replicas, ms since t[0]), so a client's timeout can be told
+ * apart from a lost request by the participant's log. */
+static void commit_slow_log(struct srv *s, const struct clovis_dtx_id *id,
+			    uint32_t nr, const uint64_t t[4], uint32_t copies,
+			    uint32_t max_ms)
+{
+	char k[DTX_KEY_LEN];
+
+	if (t[3] - t[0] < DTX_SLOW_MS)
+		return;
+	dtx_key(k, id);
+	LOG_WARNING("dtx: COMMIT of %s (%u members) on server %s took %" PRIu64
+		    " ms: members run %" PRIu64 " ms, durable commit %" PRIu64
+		    " ms, %u copies to other replicas %" PRIu64 " ms (one "
+		    "after the other per replica, slowest %u ms)", k + 4, nr,
+		    s->s_me->cs_name, t[3] - t[0], t[1] - t[0], t[2] - t[1],
+		    copies, t[3] - t[2], max_ms);
+}
+
 /* COMMIT a PREPARED record (caller holds the id lock). */
 static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 		       struct drec *rec)
@@ -864,6 +1060,8 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 	uint32_t ran = 0, launched = 0, nr, *locks = NULL, nlocks = 0;
+	uint32_t copies = 0, max_ms = 0;
+	uint64_t t[4] = {dtx_mono_ms(), 0, 0, 0};
 	int rc = 0, rc2;
 
 	if (q == NULL || q->n_members == 0)
@@ -914,17 +1112,28 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 	while (ran < launched)
 		pthread_cond_wait(&cond, &lock);
 	pthread_mutex_unlock(&lock);
+	t[1] = dtx_mono_ms();
 	for (uint32_t i = 0; rc == 0 && i < nr; i++)
 		if (pm[i].pm_rc != 0)
 			rc = err_set(pm[i].pm_rc, "member %u: %s", i,
 				     w->w_ci.ci_msg);
-	/* Index members: their version {term, seq} (term claimed above). */
-	for (uint32_t i = 0; rc == 0 && i < nr; i++)
-		if (pm[i].pm_ri != NULL)
-			rc = srv_ridx_order(s, pm[i].pm_ri,
-					    pm[i].pm_m.mr_req.er_ent.me_ctime_ns,
-					    &pm[i].pm_rec, &pm[i].pm_term,
-					    &pm[i].pm_seq);
+	/* Index members: their version {term, seq} (term claimed above),
+	 * one per run (runs_make). */
+	if (rc == 0)
+		runs_make(pm, nr);
+	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
+		if (pm[i].pm_ri == NULL || pm[i].pm_run == 0)
+			continue;
+		rc = srv_ridx_order(s, pm[i].pm_ri,
+				    pm[i].pm_m.mr_req.er_ent.me_ctime_ns,
+				    &pm[i].pm_rec, &pm[i].pm_term,
+				    &pm[i].pm_seq);
+		for (uint32_t k = i + 1; rc == 0 && k < i + pm[i].pm_run; k++) {
+			pm[k].pm_rec = pm[i].pm_rec;
+			pm[k].pm_term = pm[i].pm_term;
+			pm[k].pm_seq = pm[i].pm_seq;
+		}
+	}
 	if (rc == 0) {
 		struct eng_citem *ci = &w->w_ci;
 
@@ -965,8 +1174,12 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 				srv_ridx_ent_done(s, pm[i].pm_eri,
 						  pm[i].pm_m.mr_req.er_kind,
 						  pm[i].pm_inc);
+	t[2] = dtx_mono_ms();
 	if (rc == 0)
-		forward_all(s, pm, nr);
+		forward_all(s, pm, nr, &copies, &max_ms);
+	t[3] = dtx_mono_ms();
+	if (rc == 0)
+		commit_slow_log(s, id, nr, t, copies, max_ms);
 	if (nlocks > 0)
 		eng_gunlock(s->s_eng, locks, nlocks);
 	free(locks);

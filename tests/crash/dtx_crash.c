@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clovis/clovis.h"
@@ -628,6 +629,107 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 	return bad == 0 ? 0 : 1;
 }
 
+/*
+ * big STORE mk|dtx|read N — a dtx of many index members (dtm/README.md
+ * "Copies of index members in runs"): an index homed on server 1 of 3.
+ *   mk    create it
+ *   dtx   one dtx: PUT k0..k<N-1> = i, PUT k20 = 900020 (a key twice),
+ *         DEL k0..k9; prints how long the commit took
+ *   read  GET k0..k<N-1>: k0..k9 gone, k20 900020, the others i; prints
+ *         how many differ, exit 1 if any.
+ * Read with STRATA_TEST_SKIP_SERVERS, it checks one replica alone.
+ */
+static struct clovis_id BIG_IDX = {0xdf, 0};
+
+static int big_dtx(struct clovis_idx *ix, uint32_t n)
+{
+	struct slot *s = calloc(n + 11, sizeof *s);
+	struct clovis_op **ops = calloc(n + 11, sizeof *ops);
+	struct clovis_dtx *dx;
+	struct timespec t0, t1;
+	char k[16];
+	int rc = s == NULL || ops == NULL ? -ENOMEM : 0;
+
+	if (rc == 0)
+		rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+	for (uint32_t i = 0; rc == 0 && i < n + 11; i++) {
+		uint32_t key = i < n ? i : i == n ? 20 : i - n - 1;
+
+		snprintf(k, sizeof k, "k%u", key);
+		rc = rec_op(ix, &s[i], i <= n ? CLOVIS_IC_PUT : CLOVIS_IC_DEL,
+			    k, i < n ? (int64_t)i : 900020, &ops[i]);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (rc == 0)
+		rc = dtx_run(dx, ops, (int)n + 11);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	printf("dtx_crash: big: dtx of %u members: rc %d in %ld ms\n", n + 11,
+	       rc, (long)((t1.tv_sec - t0.tv_sec) * 1000 +
+			  (t1.tv_nsec - t0.tv_nsec) / 1000000));
+	for (uint32_t i = 0; ops != NULL && i < n + 11; i++)
+		clovis_op_free(ops[i]);
+	free(ops);
+	free(s);
+	return rc;
+}
+
+static int big_read(struct clovis_idx *ix, uint32_t n)
+{
+	uint32_t bad = 0;
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		struct slot s = {0};
+		struct clovis_op *op;
+		char k[16], want[24];
+
+		snprintf(k, sizeof k, "k%u", i);
+		snprintf(want, sizeof want, "%u", i == 20 ? 900020 : i);
+		rc = rec_op(ix, &s, CLOVIS_IC_GET, k, 0, &op);
+		if (rc == 0)
+			rc = clovis_op_sync(op);
+		if (rc == 0 && (i < 10 ? s.rc[0] != -ENOENT :
+				s.rc[0] != 0 || strcmp(s.v, want) != 0)) {
+			if (bad++ < 5)
+				printf("dtx_crash: big: key %s: rc %d value "
+				       "'%s', expected %s\n", k, s.rc[0],
+				       s.rc[0] ? "" : s.v,
+				       i < 10 ? "none (deleted)" : want);
+		}
+	}
+	if (rc == 0)
+		printf("dtx_crash: big: %u keys read, %u differ\n", n, bad);
+	return rc != 0 ? rc : bad == 0 ? 0 : 1;
+}
+
+static int big(const char *dir, const char *what, uint32_t n)
+{
+	static struct clu_conf c3 = {.cc_nr_servers = 3};
+	struct clovis_idx ix;
+	bool mk = strcmp(what, "mk") == 0;
+	int rc = 0;
+
+	for (uint64_t lo = 0x9000; BIG_IDX.ci_lo == 0; lo++) {
+		struct clovis_id id = {0xdf, lo};
+
+		if (clu_home(&c3, &id) == 1)
+			BIG_IDX = id;
+	}
+	store_open(dir, false);
+	if (!cluster)
+		die("big: needs a cluster file", -EINVAL);
+	clovis_idx_init(&ix, clovis_default_realm(cl), &BIG_IDX);
+	ent_sync(&ix.in_entity, mk ? CLOVIS_EO_CREATE : CLOVIS_EO_OPEN);
+	if (strcmp(what, "dtx") == 0)
+		rc = big_dtx(&ix, n);
+	else if (!mk)
+		rc = big_read(&ix, n);
+	if (rc < 0)
+		die(what, rc);
+	clovis_fini(cl);
+	return rc;
+}
+
 /* Negative control for the script: one account changed in the index only,
  * outside any dtx (a torn transfer); check must then fail. */
 static void tear(const char *dir)
@@ -662,6 +764,8 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "stale") == 0)
 		return stale(argv[2], argv[3],
 			     argc >= 5 ? (uint32_t)atoi(argv[4]) : 0);
+	if (argc >= 5 && strcmp(argv[1], "big") == 0)
+		return big(argv[2], argv[3], (uint32_t)atoi(argv[4]));
 	if (argc >= 4 && strcmp(argv[1], "fence") == 0) {
 		int rc;
 
@@ -693,6 +797,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: dtx_crash init STORE NACC | run STORE ACK SEED "
 		"[N [NACC [FIRST]]] | check STORE ACK NACC | fence STORE SECS | "
-		"touch STORE N | stale STORE mk|dtx|read [N]\n");
+		"touch STORE N | stale STORE mk|dtx|read [N] | "
+		"big STORE mk|dtx|read N\n");
 	return 2;
 }
