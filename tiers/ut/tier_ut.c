@@ -107,21 +107,34 @@ uint8_t *tut_alloc(size_t len)
 	return posix_memalign(&p, 4096, len) == 0 ? p : NULL;
 }
 
+/* Assert cond (CUnit reports the line) and fold it into ok: the checking
+ * helpers below return whether all their checks held, which the test
+ * functions assert in turn. */
+#define TUT_CHECK(ok, cond) \
+	do { \
+		bool c_ = (cond); \
+		CU_ASSERT(c_); \
+		(ok) = (ok) && c_; \
+	} while (0)
+
 /* Write len pattern bytes at off from a buffer at byte offset wmis of a
- * page-aligned allocation, read them back into one at rmis, and compare. */
-static void tut_rw_check(struct tier_dev *d, uint64_t off, size_t len,
+ * page-aligned allocation, read them back into one at rmis, and compare:
+ * true when all three held. */
+static bool tut_rw_check(struct tier_dev *d, uint64_t off, size_t len,
 			 size_t wmis, size_t rmis, uint64_t seed)
 {
+	bool ok = true;
 	uint8_t *wb = tut_alloc(len + 64), *rb = tut_alloc(len + 64);
 
 	CU_ASSERT_FATAL(wb != NULL && rb != NULL);
 	tut_fill(wb + wmis, len, seed);
 	memset(rb, 0xee, len + 64);
-	CU_ASSERT_EQUAL(tier_dev_write(d, off, wb + wmis, len), 0);
-	CU_ASSERT_EQUAL(tier_dev_read(d, off, rb + rmis, len), 0);
-	CU_ASSERT_EQUAL(memcmp(wb + wmis, rb + rmis, len), 0);
+	TUT_CHECK(ok, tier_dev_write(d, off, wb + wmis, len) == 0);
+	TUT_CHECK(ok, tier_dev_read(d, off, rb + rmis, len) == 0);
+	TUT_CHECK(ok, memcmp(wb + wmis, rb + rmis, len) == 0);
 	free(wb);
 	free(rb);
+	return ok;
 }
 
 /* Read a superblock straight from the file at path. */
@@ -209,35 +222,50 @@ static void test_sb_fill_crc(void)
 
 /* Format, open, check the superblock copy, write and read at both ends of
  * the data area, sync, and count. */
-static void tut_roundtrip(enum clovis_tier t)
+static bool tut_roundtrip(enum clovis_tier t)
 {
+	bool ok = true;
 	char path[512];
 	struct tier_dev *d;
 
 	tut_path(path, sizeof path, t, "rt");
 	d = tut_make(path, t, TUT_DEV_SIZE);
-	CU_ASSERT_EQUAL(tier_dev_size(d), TUT_DEV_SIZE);
-	CU_ASSERT_EQUAL(d->td_sb.sb_tier, (uint32_t)t);
-	CU_ASSERT_EQUAL(d->td_sb.sb_index, 7);
+	TUT_CHECK(ok, tier_dev_size(d) == TUT_DEV_SIZE);
+	TUT_CHECK(ok, d->td_sb.sb_tier == (uint32_t)t);
+	TUT_CHECK(ok, d->td_sb.sb_index == 7);
 	CU_ASSERT_STRING_EQUAL(d->td_path, path);
 	CU_ASSERT_PTR_EQUAL(d->td_ops, tier_driver_for(t));
-	tut_rw_check(d, 0, 65536, 0, 0, 1);
-	tut_rw_check(d, TUT_DEV_SIZE - 65536, 65536, 0, 0, 2);
-	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
-	CU_ASSERT_EQUAL(d->td_nr_writes, 2);
-	CU_ASSERT_EQUAL(d->td_nr_reads, 2);
-	CU_ASSERT_EQUAL(d->td_nr_syncs, 1);
+	TUT_CHECK(ok, tut_rw_check(d, 0, 65536, 0, 0, 1));
+	TUT_CHECK(ok, tut_rw_check(d, TUT_DEV_SIZE - 65536, 65536, 0, 0,
+				      2));
+	TUT_CHECK(ok, tier_dev_sync(d) == 0);
+	TUT_CHECK(ok, d->td_nr_writes == 2);
+	TUT_CHECK(ok, d->td_nr_reads == 2);
+	TUT_CHECK(ok, d->td_nr_syncs == 1);
 	tier_dev_close(d);
+	return ok;
 }
 
-static void test_roundtrip_flash(void) { tut_roundtrip(CLOVIS_TIER_FLASH); }
-static void test_roundtrip_sas(void) { tut_roundtrip(CLOVIS_TIER_SAS); }
-static void test_roundtrip_nvram(void) { tut_roundtrip(CLOVIS_TIER_NVRAM); }
+static void test_roundtrip_flash(void)
+{
+	CU_ASSERT(tut_roundtrip(CLOVIS_TIER_FLASH));
+}
+
+static void test_roundtrip_sas(void)
+{
+	CU_ASSERT(tut_roundtrip(CLOVIS_TIER_SAS));
+}
+
+static void test_roundtrip_nvram(void)
+{
+	CU_ASSERT(tut_roundtrip(CLOVIS_TIER_NVRAM));
+}
 
 /* Data-area offsets start after the superblock area: the bytes written at
  * offset 0 sit at file offset sb_data_off, and the superblock is intact. */
-static void tut_data_offset(enum clovis_tier t)
+static bool tut_data_offset(enum clovis_tier t)
 {
+	bool ok = true;
 	uint8_t wb[4096], fb[4096];
 	struct tier_sb sb;
 	char path[512];
@@ -247,46 +275,64 @@ static void tut_data_offset(enum clovis_tier t)
 	tut_path(path, sizeof path, t, "off");
 	d = tut_make(path, t, TUT_DEV_SIZE);
 	tut_fill(wb, sizeof wb, 9);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 0, wb, sizeof wb), 0);
-	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
+	TUT_CHECK(ok, tier_dev_write(d, 0, wb, sizeof wb) == 0);
+	TUT_CHECK(ok, tier_dev_sync(d) == 0);
 	fd = open(path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(pread(fd, fb, sizeof fb, LIM_DEV_SB_SIZE),
-			(ssize_t)sizeof fb);
+	TUT_CHECK(ok, pread(fd, fb, sizeof fb, LIM_DEV_SB_SIZE) ==
+		      (ssize_t)sizeof fb);
 	close(fd);
-	CU_ASSERT_EQUAL(memcmp(wb, fb, sizeof wb), 0);
+	TUT_CHECK(ok, memcmp(wb, fb, sizeof wb) == 0);
 	tut_sb_get(path, &sb);
-	CU_ASSERT_EQUAL(memcmp(&sb, &d->td_sb, sizeof sb), 0);
+	TUT_CHECK(ok, memcmp(&sb, &d->td_sb, sizeof sb) == 0);
 	tier_dev_close(d);
+	return ok;
 }
 
-static void test_data_offset_flash(void) { tut_data_offset(CLOVIS_TIER_FLASH); }
-static void test_data_offset_nvram(void) { tut_data_offset(CLOVIS_TIER_NVRAM); }
+static void test_data_offset_flash(void)
+{
+	CU_ASSERT(tut_data_offset(CLOVIS_TIER_FLASH));
+}
+
+static void test_data_offset_nvram(void)
+{
+	CU_ASSERT(tut_data_offset(CLOVIS_TIER_NVRAM));
+}
 
 /* Buffers at odd addresses, in both directions and mixed with aligned
  * ones; small and multi-block requests. */
-static void tut_unaligned_buf(enum clovis_tier t)
+static bool tut_unaligned_buf(enum clovis_tier t)
 {
+	bool ok = true;
 	char path[512];
 	struct tier_dev *d;
 
 	tut_path(path, sizeof path, t, "ubuf");
 	d = tut_make(path, t, TUT_DEV_SIZE);
-	tut_rw_check(d, 4096, 8192, 1, 3, 11);
-	tut_rw_check(d, 0, 512, 7, 0, 12);
-	tut_rw_check(d, 65536, 4096, 0, 13, 13);
-	tut_rw_check(d, 1 << 20, 3 * 512, 33, 17, 14);
+	TUT_CHECK(ok, tut_rw_check(d, 4096, 8192, 1, 3, 11));
+	TUT_CHECK(ok, tut_rw_check(d, 0, 512, 7, 0, 12));
+	TUT_CHECK(ok, tut_rw_check(d, 65536, 4096, 0, 13, 13));
+	TUT_CHECK(ok, tut_rw_check(d, 1 << 20, 3 * 512, 33, 17, 14));
 	tier_dev_close(d);
+	return ok;
 }
 
-static void test_unaligned_buf_flash(void) { tut_unaligned_buf(CLOVIS_TIER_FLASH); }
-static void test_unaligned_buf_nvram(void) { tut_unaligned_buf(CLOVIS_TIER_NVRAM); }
+static void test_unaligned_buf_flash(void)
+{
+	CU_ASSERT(tut_unaligned_buf(CLOVIS_TIER_FLASH));
+}
+
+static void test_unaligned_buf_nvram(void)
+{
+	CU_ASSERT(tut_unaligned_buf(CLOVIS_TIER_NVRAM));
+}
 
 /* Offsets and lengths that are multiples of 512 but not of 4096, over a
  * background pattern: the written bytes land exactly, neighbours keep
  * theirs. */
-static void tut_off_512(enum clovis_tier t)
+static bool tut_off_512(enum clovis_tier t)
 {
+	bool ok = true;
 	size_t span = 16384;
 	uint8_t *exp = tut_alloc(span), *got = tut_alloc(span);
 	char path[512];
@@ -296,44 +342,65 @@ static void tut_off_512(enum clovis_tier t)
 	tut_path(path, sizeof path, t, "o512");
 	d = tut_make(path, t, TUT_DEV_SIZE);
 	tut_fill(exp, span, 21);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 0, exp, span), 0);
+	TUT_CHECK(ok, tier_dev_write(d, 0, exp, span) == 0);
 	tut_fill(exp + 512, 1536, 22);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 512, exp + 512, 1536), 0);
+	TUT_CHECK(ok, tier_dev_write(d, 512, exp + 512, 1536) == 0);
 	tut_fill(exp + 4096 + 512, 512, 23);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 4096 + 512, exp + 4096 + 512, 512),
-			0);
-	CU_ASSERT_EQUAL(tier_dev_read(d, 0, got, span), 0);
-	CU_ASSERT_EQUAL(memcmp(exp, got, span), 0);
-	CU_ASSERT_EQUAL(tier_dev_read(d, 1024, got, 2560), 0);
-	CU_ASSERT_EQUAL(memcmp(exp + 1024, got, 2560), 0);
+	TUT_CHECK(ok, tier_dev_write(d, 4096 + 512, exp + 4096 + 512, 512)
+		      == 0);
+	TUT_CHECK(ok, tier_dev_read(d, 0, got, span) == 0);
+	TUT_CHECK(ok, memcmp(exp, got, span) == 0);
+	TUT_CHECK(ok, tier_dev_read(d, 1024, got, 2560) == 0);
+	TUT_CHECK(ok, memcmp(exp + 1024, got, 2560) == 0);
 	tier_dev_close(d);
 	free(exp);
 	free(got);
+	return ok;
 }
 
-static void test_off_512_flash(void) { tut_off_512(CLOVIS_TIER_FLASH); }
-static void test_off_512_sas(void) { tut_off_512(CLOVIS_TIER_SAS); }
-static void test_off_512_nvram(void) { tut_off_512(CLOVIS_TIER_NVRAM); }
+static void test_off_512_flash(void)
+{
+	CU_ASSERT(tut_off_512(CLOVIS_TIER_FLASH));
+}
+
+static void test_off_512_sas(void)
+{
+	CU_ASSERT(tut_off_512(CLOVIS_TIER_SAS));
+}
+
+static void test_off_512_nvram(void)
+{
+	CU_ASSERT(tut_off_512(CLOVIS_TIER_NVRAM));
+}
 
 /* Requests larger than LIM_IO_CHUNK (split by the drivers), with aligned
  * and misaligned buffers (the bounce path), at 4096- and 512-aligned
  * offsets. */
-static void tut_large_io(enum clovis_tier t)
+static bool tut_large_io(enum clovis_tier t)
 {
+	bool ok = true;
 	size_t len = 2 * LIM_IO_CHUNK + 3 * 512;
 	char path[512];
 	struct tier_dev *d;
 
 	tut_path(path, sizeof path, t, "big");
 	d = tut_make(path, t, TUT_BIG_SIZE);
-	tut_rw_check(d, 4096, len, 0, 0, 31);
-	tut_rw_check(d, 512, len, 5, 9, 32);
-	tut_rw_check(d, TUT_BIG_SIZE - len, len, 0, 1, 33);
+	TUT_CHECK(ok, tut_rw_check(d, 4096, len, 0, 0, 31));
+	TUT_CHECK(ok, tut_rw_check(d, 512, len, 5, 9, 32));
+	TUT_CHECK(ok, tut_rw_check(d, TUT_BIG_SIZE - len, len, 0, 1, 33));
 	tier_dev_close(d);
+	return ok;
 }
 
-static void test_large_io_flash(void) { tut_large_io(CLOVIS_TIER_FLASH); }
-static void test_large_io_nvram(void) { tut_large_io(CLOVIS_TIER_NVRAM); }
+static void test_large_io_flash(void)
+{
+	CU_ASSERT(tut_large_io(CLOVIS_TIER_FLASH));
+}
+
+static void test_large_io_nvram(void)
+{
+	CU_ASSERT(tut_large_io(CLOVIS_TIER_NVRAM));
+}
 
 /* A flash device on tmpfs: whatever direct-I/O support the kernel gives
  * tmpfs, 512-aligned requests (buffered there) and 4096-aligned ones
@@ -345,10 +412,11 @@ static void test_flash_on_shm(void)
 
 	snprintf(path, sizeof path, "%s/flash-on-shm", tut_shm);
 	d = tut_make(path, CLOVIS_TIER_FLASH, TUT_BIG_SIZE);
-	tut_rw_check(d, 0, 8192, 0, 0, 41);
-	tut_rw_check(d, 512, 1024, 0, 0, 42);
-	tut_rw_check(d, 0, 8192, 3, 0, 43);
-	tut_rw_check(d, 4096 + 512, 2 * LIM_IO_CHUNK - 4096, 1, 2, 44);
+	CU_ASSERT(tut_rw_check(d, 0, 8192, 0, 0, 41));
+	CU_ASSERT(tut_rw_check(d, 512, 1024, 0, 0, 42));
+	CU_ASSERT(tut_rw_check(d, 0, 8192, 3, 0, 43));
+	CU_ASSERT(tut_rw_check(d, 4096 + 512, 2 * LIM_IO_CHUNK - 4096, 1, 2,
+			       44));
 	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
 	tier_dev_close(d);
 }
@@ -405,7 +473,7 @@ static void test_format_eexist(void)
 
 	tut_path(path, sizeof path, CLOVIS_TIER_SAS, "exist");
 	d = tut_make(path, CLOVIS_TIER_SAS, TUT_DEV_SIZE);
-	tut_rw_check(d, 0, 4096, 0, 0, 51);
+	CU_ASSERT(tut_rw_check(d, 0, 4096, 0, 0, 51));
 	tier_dev_close(d);
 	CU_ASSERT_EQUAL(tier_dev_format(path, CLOVIS_TIER_SAS, tut_store, 7,
 					TUT_DEV_SIZE), -EEXIST);
@@ -469,18 +537,21 @@ static void test_open_enoent(void)
 /* ------------------------------------------------------- superblock checks */
 
 /* Open path as the test devices are made and expect rc, with a message
- * naming the path and what. */
-static void tut_open_fails(const char *path, enum clovis_tier t,
+ * naming the path and what: true when all held. */
+static bool tut_open_fails(const char *path, enum clovis_tier t,
 			   const uint8_t store[16], uint32_t index, int rc,
 			   const char *what)
 {
 	struct tier_dev *d = NULL;
 
+	bool ok = true;
+
 	err_clear();
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, t, store, index), rc);
-	CU_ASSERT_PTR_NULL(d);
-	CU_ASSERT(tut_msg_has(path));
-	CU_ASSERT(tut_msg_has(what));
+	TUT_CHECK(ok, tier_dev_open(&d, path, t, store, index) == rc);
+	TUT_CHECK(ok, d == NULL);
+	TUT_CHECK(ok, tut_msg_has(path));
+	TUT_CHECK(ok, tut_msg_has(what));
+	return ok;
 }
 
 /* Format a device at a fresh path of tier t and close it. */
@@ -565,14 +636,14 @@ static void test_sb_corrupt(void)
 	tut_sb_get(path, &sb);
 	((uint8_t *)&sb)[offsetof(struct tier_sb, sb_data_size) + 2] ^= 0x04;
 	tut_sb_put(path, &sb, false);
-	tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "crc");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "crc"));
 	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
 	tut_sb_get(path, &sb);
 	sb.sb_magic ^= 1;
 	tut_sb_put(path, &sb, true);
-	tut_open_fails(path, CLOVIS_TIER_NVRAM, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "magic");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_NVRAM, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "magic"));
 }
 
 /* A file too short for its superblock, or for the data area its
@@ -583,11 +654,11 @@ static void test_sb_truncated(void)
 
 	tut_make_closed(path, sizeof path, CLOVIS_TIER_SAS);
 	CU_ASSERT_EQUAL(truncate(path, LIM_DEV_SB_SIZE + TUT_DEV_SIZE / 2), 0);
-	tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "bytes");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "bytes"));
 	CU_ASSERT_EQUAL(truncate(path, 50), 0);
-	tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "short");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "short"));
 }
 
 /* A device of another store, index or tier is refused, naming the field. */
@@ -599,15 +670,15 @@ static void test_sb_identity(void)
 	memcpy(other, tut_store, sizeof other);
 	other[15] ^= 0xff;
 	tut_make_closed(path, sizeof path, CLOVIS_TIER_FLASH);
-	tut_open_fails(path, CLOVIS_TIER_FLASH, other, 7, -CLOVIS_ECORRUPT,
-		       "store uuid");
-	tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 8, -CLOVIS_ECORRUPT,
-		       "index");
-	tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "tier");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, other, 7,
+				 -CLOVIS_ECORRUPT, "store uuid"));
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 8,
+				 -CLOVIS_ECORRUPT, "index"));
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "tier"));
 	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
-	tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "tier");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "tier"));
 }
 
 /* A later superblock version, crc valid, is an incompatible version. */
@@ -620,8 +691,8 @@ static void test_sb_version(void)
 	tut_sb_get(path, &sb);
 	sb.sb_version = TIER_SB_VERSION + 1;
 	tut_sb_put(path, &sb, true);
-	tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7, -CLOVIS_EVERSION,
-		       "version");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
+				 -CLOVIS_EVERSION, "version"));
 }
 
 /* A crc-valid superblock naming no known driver, or an impossible data
@@ -636,13 +707,13 @@ static void test_sb_fields(void)
 	sb = orig;
 	snprintf(sb.sb_driver, sizeof sb.sb_driver, "bogus");
 	tut_sb_put(path, &sb, true);
-	tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "driver");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "driver"));
 	sb = orig;
 	sb.sb_data_off = 512;
 	tut_sb_put(path, &sb, true);
-	tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7, -CLOVIS_ECORRUPT,
-		       "data offset");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
+				 -CLOVIS_ECORRUPT, "data offset"));
 }
 
 /* --------------------------------------------------------- persistence */
@@ -825,8 +896,8 @@ static void test_fault_pmem2_map(void)
 
 	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
 	fault_arm("tier.pmem2.map", 0, 1);
-	tut_open_fails(path, CLOVIS_TIER_NVRAM, tut_store, 7, -EIO,
-		       "granularity");
+	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_NVRAM, tut_store, 7,
+				 -EIO, "granularity"));
 	fault_reset();
 	CU_ASSERT(tut_msg_has("pmem2"));
 	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_NVRAM, tut_store,
@@ -856,15 +927,15 @@ static void test_fault_nodirect(void)
 					    tut_store, 7), 0);
 	fault_reset();
 	CU_ASSERT_FALSE(d->td_direct);
-	tut_rw_check(d, 0, 8192, 0, 0, 81);
-	tut_rw_check(d, 512, 1024, 3, 5, 82);
+	CU_ASSERT(tut_rw_check(d, 0, 8192, 0, 0, 81));
+	CU_ASSERT(tut_rw_check(d, 512, 1024, 3, 5, 82));
 	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
 	tier_dev_close(d);
 	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, CLOVIS_TIER_FLASH,
 					    tut_store, 7), 0);
 	if (tut_fs_has_direct(path))
 		CU_ASSERT_TRUE(d->td_direct);
-	tut_rw_check(d, 512, 1024, 3, 5, 83);
+	CU_ASSERT(tut_rw_check(d, 512, 1024, 3, 5, 83));
 	tier_dev_close(d);
 }
 
