@@ -392,7 +392,11 @@ struct clovis_obj_attr {
 	 *  (from the store configuration; PLAIN if none).  When that default
 	 *  is PLAIN, oa_tier still chooses the tier. */
 	uint32_t oa_layout;
-	uint32_t oa_tier;        /**< enum clovis_tier for PLAIN; default FLASH */
+	/** enum clovis_tier for PLAIN.  FLASH when clovis_obj_init() is
+	 *  given no attributes; in a struct the caller fills, 0 is
+	 *  CLOVIS_TIER_NVRAM, so a zeroed struct places the object on NVRAM:
+	 *  name the tier. */
+	uint32_t oa_tier;
 	uint32_t oa_dev;         /**< out: device index holding the data (PLAIN) */
 	/** PDCLUST/MIRROR: the pool (index in clovis_pool_list()) whose
 	 *  devices hold the units; 0 = the default pool: the configured

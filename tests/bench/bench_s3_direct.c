@@ -146,7 +146,11 @@ static void key_of(uint32_t n, char *k, size_t cap)
 static int direct_put(uint32_t n)
 {
 	struct clovis_id id = {DIRECT_HI, 4096 + (uint64_t)n};
-	struct clovis_obj_attr a = {.oa_block_shift = bshift()};
+	/* plain on flash, as the gateway's objects: oa_tier must be set,
+	 * since 0 is CLOVIS_TIER_NVRAM (tmpfs here, not the disk) */
+	struct clovis_obj_attr a = {.oa_block_shift = bshift(),
+				    .oa_layout = CLOVIS_LAYOUT_PLAIN,
+				    .oa_tier = CLOVIS_TIER_FLASH};
 	struct clovis_obj o;
 	struct clovis_op *op = NULL;
 	char key[64], rec[DIRECT_REC] = {0};
