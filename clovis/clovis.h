@@ -938,6 +938,11 @@ struct clovis_dev_info {
 	uint64_t di_zone_size;  /**< SMR: zone bytes; 0 for other tiers */
 	uint32_t di_zones;      /**< SMR: zones */
 	uint32_t di_zones_empty; /**< SMR: zones with nothing written */
+	/** Read and write requests the device served since it was opened
+	 *  (by this process, or in cluster mode by its server): a read of
+	 *  blocks that lie one after another on the device counts once. */
+	uint64_t di_reads;
+	uint64_t di_writes;
 };
 
 /** clovis_dev_info.di_state */

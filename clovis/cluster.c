@@ -956,6 +956,8 @@ int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 			di->di_zone_size = d->zone_size;
 			di->di_zones = d->zones;
 			di->di_zones_empty = d->zones_empty;
+			di->di_reads = d->reads;
+			di->di_writes = d->writes;
 		}
 		reply__free_unpacked(rp, NULL);
 	}

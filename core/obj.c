@@ -421,7 +421,20 @@ static int obj_update(struct eng *e, struct eng_req *r)
 	return ENG_PENDING;
 }
 
-/* Fill [s, s + n) of the caller's buffers from the map (zeros for holes). */
+/* Does b go on where a ends: the next blocks, written, on the same device
+ * at the next bytes (extents of consecutive writes often do)? */
+static bool ext_follows(const struct ext_rec *a, const struct ext_rec *b,
+			uint32_t shift)
+{
+	return b->xr_blk == a->xr_blk + a->xr_ext.mx_nr_blks &&
+	       b->xr_ext.mx_dev == a->xr_ext.mx_dev &&
+	       b->xr_ext.mx_flags == a->xr_ext.mx_flags &&
+	       b->xr_ext.mx_dev_off ==
+		       a->xr_ext.mx_dev_off + (a->xr_ext.mx_nr_blks << shift);
+}
+
+/* Fill [s, s + n) of the caller's buffers from the map (zeros for holes).
+ * Extents that follow each other on a device are read in one request. */
 static int obj_read_range(struct eng *e, const struct ext_list *l,
 			  uint64_t s, uint64_t n, uint32_t shift,
 			  struct bufcur *bc)
@@ -441,7 +454,11 @@ static int obj_read_range(struct eng *e, const struct ext_list *l,
 			upto = xs + x->xr_ext.mx_nr_blks;
 			off = x->xr_ext.mx_dev_off + ((pos - xs) << shift);
 			d = eng_dev_get(e, x->xr_ext.mx_dev)->ed_dev;
-			i++;
+			for (i++; i < l->xl_nr && upto < end &&
+				  ext_follows(x, &l->xl_v[i], shift); i++) {
+				x = &l->xl_v[i];
+				upto += x->xr_ext.mx_nr_blks;
+			}
 		} else {
 			upto = xs;
 		}

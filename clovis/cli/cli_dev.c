@@ -222,7 +222,8 @@ static void dev_json(const struct clovis_dev_info *d, bool first)
 	printf(", \"size_bytes\": %llu, \"free_bytes\": %llu, "
 	       "\"direct_io\": %s, \"state\": \"%s\", \"errors\": %llu, "
 	       "\"rebalance\": %s, \"model\": %s, \"zone_size\": %llu, "
-	       "\"zones\": %u, \"zones_empty\": %u}",
+	       "\"zones\": %u, \"zones_empty\": %u, \"reads\": %llu, "
+	       "\"writes\": %llu}",
 	       (unsigned long long)d->di_size_bytes,
 	       (unsigned long long)d->di_free_bytes,
 	       d->di_direct_io ? "true" : "false", cli_dev_state(d->di_state),
@@ -230,7 +231,8 @@ static void dev_json(const struct clovis_dev_info *d, bool first)
 	       d->di_rebalance ? "true" : "false",
 	       d->di_model ? "true" : "false",
 	       (unsigned long long)d->di_zone_size, d->di_zones,
-	       d->di_zones_empty);
+	       d->di_zones_empty, (unsigned long long)d->di_reads,
+	       (unsigned long long)d->di_writes);
 }
 
 /* Percentage of a device or group in use. */

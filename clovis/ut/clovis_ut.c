@@ -257,6 +257,77 @@ static void test_space_accounting(void)
 	CU_ASSERT_EQUAL(dev_free(CLOVIS_TIER_FLASH), before);
 }
 
+/* Read requests device dev has served (clovis_dev_info.di_reads). */
+static uint64_t dev_reads(struct clovis *c, uint32_t dev)
+{
+	struct clovis_dev_info di[16];
+	uint32_t n = 16;
+
+	if (clovis_dev_list(c, di, &n) != 0 || dev >= n)
+		return UINT64_MAX;
+	return di[dev].di_reads;
+}
+
+/*
+ * Blocks written by separate ops that lie one after another on the device
+ * are read back in one device request; a hole, an overwrite (written
+ * elsewhere) or a gap in the object's blocks starts a new request, and
+ * every byte comes back right.  On a fresh store, so that four writes in
+ * a row take consecutive space.
+ */
+static void test_read_runs(void)
+{
+	enum { BS = 65536 };
+	uint8_t *w = malloc(6 * BS), *r = malloc(6 * BS);
+	struct clovis *keep = cl;
+	struct clovis_obj o;
+	uint64_t before;
+	char d2[600];
+	uint32_t dev;
+
+	if (ut_cluster_skip("read_runs", "needs a fresh local store"))
+		return free(w), free(r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	snprintf(d2, sizeof d2, "%s-runs", dir);
+	cl = open_store(d2, 16ull << 20);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 304, 16, CLOVIS_TIER_FLASH), 0);
+	for (uint64_t b = 0; b < 6; b++)
+		pattern(w + b * BS, BS, 9, b);
+	for (uint64_t b = 0; b < 4; b++)
+		CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, b, 1, w + b * BS),
+				0);
+	dev = o.ob_attr.oa_dev;
+	before = dev_reads(cl, dev);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, 4, r), 0);
+	CU_ASSERT(memcmp(r, w, 4 * BS) == 0);
+	CU_ASSERT_EQUAL(dev_reads(cl, dev) - before, 1);
+
+	/* block 5 after a hole at 4: its space follows block 3's on the
+	 * device, but not its place in the object: two requests, zeros
+	 * between */
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 5, 1, w + 5 * BS), 0);
+	memset(w + 4 * BS, 0, BS);
+	before = dev_reads(cl, dev);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, 6, r), 0);
+	CU_ASSERT(memcmp(r, w, 6 * BS) == 0);
+	CU_ASSERT_EQUAL(dev_reads(cl, dev) - before, 2);
+
+	/* block 1 rewritten (out of place): 0, 1 and 2-3 are three runs */
+	pattern(w + BS, BS, 10, 1);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, 1, 1, w + BS), 0);
+	before = dev_reads(cl, dev);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, 4, r), 0);
+	CU_ASSERT(memcmp(r, w, 4 * BS) == 0);
+	CU_ASSERT_EQUAL(dev_reads(cl, dev) - before, 3);
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL(clovis_store_destroy(d2), 0);
+	cl = keep;
+	free(w);
+	free(r);
+}
+
 /* A device that fills up refuses the write and changes nothing. */
 static void test_enospc(void)
 {
@@ -792,6 +863,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "overwrite_model", test_overwrite_model) ||
 	    !CU_add_test(s, "vectors", test_vectors) ||
 	    !CU_add_test(s, "space_accounting", test_space_accounting) ||
+	    !CU_add_test(s, "read_runs", test_read_runs) ||
 	    !CU_add_test(s, "enospc", test_enospc) ||
 	    !CU_add_test(s, "destroy_files", test_destroy_files) ||
 	    !CU_add_test(s, "size_attr", test_size_attr) ||

@@ -535,6 +535,8 @@ static void srv_status_devs(struct srv *s, SStatus *st, SDev *devs,
 		d->zone_size = di.di_zone_size;
 		d->zones = di.di_zones;
 		d->zones_empty = di.di_zones_empty;
+		d->reads = di.di_reads;
+		d->writes = di.di_writes;
 		dp[k++] = d;
 	}
 	st->n_devs = k;
