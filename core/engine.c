@@ -1861,6 +1861,10 @@ void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out)
 	out->di_direct_io = d->ed_dev->td_direct;
 	out->di_state = __atomic_load_n(&d->ed_state, __ATOMIC_ACQUIRE);
 	out->di_errors = tier_dev_errors(d->ed_dev);
+	out->di_reads = __atomic_load_n(&d->ed_dev->td_nr_reads,
+					__ATOMIC_RELAXED);
+	out->di_writes = __atomic_load_n(&d->ed_dev->td_nr_writes,
+					 __ATOMIC_RELAXED);
 	out->di_rebalance = (d->ed_flags & EDF_REBALANCE) != 0;
 	out->di_model = tier_dev_model_on(d->ed_dev);
 	if (tier_dev_zoned(d->ed_dev)) {
