@@ -232,6 +232,9 @@ uint64_t eng_serial(struct eng *e);
 /** Metadata of the engine (read transactions for listing). */
 struct meta *eng_meta(struct eng *e);
 
+/** Is the store's metadata on NVRAM (every commit durable at once)? */
+bool eng_meta_on_nvram(const struct eng *e);
+
 /** Number of devices, and information about device i. */
 uint32_t eng_dev_nr(struct eng *e);
 void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out);
