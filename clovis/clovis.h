@@ -32,12 +32,21 @@
  * of the store; STABLE means it is also durable: it survives a crash of the
  * process or of the machine.  Ops run asynchronously on the library's own
  * threads; the launching thread never waits in clovis_op_launch() for I/O
- * or for other ops.  One exception, for latency: an index GET or NEXT, or an
+ * or for other ops.  Two exceptions, for latency: an index GET or NEXT, or an
  * entity OPEN or GETATTR, launched without callbacks on an embedded
  * instance runs in the launching thread and is already STABLE (or FAILED)
  * when clovis_op_launch() returns (metadata reads only; no device I/O).
  * In an array, such reads run after the array's other ops are queued, one
- * after the other, in array order.
+ * after the other, in array order.  And an index PUT or DEL launched
+ * alone (nr 1), without callbacks and outside a dtx, on an embedded
+ * instance whose store keeps its metadata on NVRAM
+ * (CLOVIS_CONF_META_NVRAM) runs in the launching thread: when no other
+ * update of the store is on its way it is committed there and is already
+ * STABLE (or FAILED) when clovis_op_launch() returns (the commit is one
+ * metadata transaction synced to NVRAM; it may wait for another thread's
+ * metadata commit, never for device I/O); otherwise it joins the group
+ * commit as from a library thread and launch returns at once.  Its place
+ * in the durability order below is the same either way.
  *
  * Durability order.  Embedded mode: one engine commits every update of the
  * store in one sequence (LMDB transactions, group-committed), each durable

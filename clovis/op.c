@@ -736,6 +736,61 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 	return 0;
 }
 
+/*
+ * Does op run in the launching thread although it is an update?  An index
+ * PUT or DEL launched alone, without callbacks, outside a dtx, on an
+ * embedded instance whose metadata is on NVRAM: its eng_exec() does no
+ * device I/O (the records are applied at the commit) and a commit there is
+ * durable at once, so when no other update is on its way the engine
+ * commits it in this thread (eng_commit_submit_here) and the op is STABLE
+ * when launch returns; the two thread hand-offs of a worker run (launch to
+ * worker, commit to waiter) cost several times the commit itself (qd1 PUT:
+ * about 20 us through a worker against 4.4 us for a durable raw LMDB
+ * commit, most of the difference futex wake-ups).  Otherwise the engine
+ * queues its commit item as from a worker and launch returns at once.
+ */
+static bool op_runs_here(const struct clovis_op *op)
+{
+	uint32_t kind = op->op_req.er_kind;
+
+	return op->op_cl->cl_eng != NULL && op->op_run == NULL &&
+	       op->op_dtx == NULL && op->op_cbs.oc_executed == NULL &&
+	       op->op_cbs.oc_stable == NULL && op->op_cbs.oc_failed == NULL &&
+	       (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
+	       eng_meta_on_nvram(op->op_cl->cl_eng);
+}
+
+/*
+ * Launch op and execute it here as a worker would (counted in cl_inflight,
+ * finished by op_complete() here or in the commit stages).  The thread's
+ * own message (clovis_errmsg) is kept.  0, or an error when the op cannot
+ * be launched.
+ */
+static int op_run_here(struct clovis *cl, struct clovis_op *op)
+{
+	char saved[LIM_ERRMSG_LEN];
+	size_t len;
+	int rc = op_launch_one(op);
+
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&cl->cl_olock);
+	cl->cl_inflight++;
+	pthread_mutex_unlock(&cl->cl_olock);
+	len = strlen(err_msg());
+	if (len != 0)
+		memcpy(saved, err_msg(), len + 1);
+	err_clear();
+	rc = cl->cl_exec(cl, &op->op_req); /* op may be finished on return */
+	if (rc != ENG_PENDING)
+		op_complete(op, rc, err_msg());
+	if (len != 0)
+		(void)err_set(0, "%s", saved);
+	else if (err_msg()[0] != '\0')
+		err_clear();
+	return 0;
+}
+
 /* Queue a launched op for the workers. */
 static void op_queue(struct clovis *cl, struct clovis_op *op)
 {
@@ -766,6 +821,8 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 		return err_set(-EINVAL, "op_launch: ops is NULL");
 	if (nr == 1 && op_valid(ops[0]) && op_runs_inline(ops[0]))
 		return op_run_inline(ops[0]->op_cl, ops[0]);
+	if (nr == 1 && op_valid(ops[0]) && op_runs_here(ops[0]))
+		return op_run_here(ops[0]->op_cl, ops[0]);
 	for (uint32_t i = 0; i < nr; i++) {
 		struct clovis_op *op = ops[i];
 

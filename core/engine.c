@@ -180,6 +180,11 @@ struct meta *eng_meta(struct eng *e)
 	return &e->e_meta;
 }
 
+bool eng_meta_on_nvram(const struct eng *e)
+{
+	return e->e_meta_nv;
+}
+
 struct eng_dev *eng_dev_get(struct eng *e, uint32_t i)
 {
 	return i < e->e_nr_devs ? &e->e_devs[i] : NULL;

@@ -216,8 +216,10 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci);
 /** eng_commit_submit(), but a lone update on a store whose metadata is on
  *  NVRAM is synced and committed in the calling thread, and its ci_done()
  *  called before this returns (the caller must not touch ci after).
- *  Call it only from the thread that ran the update's eng_exec(), holding
- *  no engine lock. */
+ *  Call it only from the thread that ran the update's eng_exec(): a
+ *  worker, or the application's thread (clovis op_run_here), which may be
+ *  running an op's callback inside a commit stage: the stages' locks are
+ *  only tried here, so the item is then queued instead. */
 void eng_commit_submit_here(struct eng *e, struct eng_citem *ci);
 
 /** Call hook(arg, latency_us, items) after every group commit (NULL: none).
@@ -231,6 +233,9 @@ uint64_t eng_serial(struct eng *e);
 
 /** Metadata of the engine (read transactions for listing). */
 struct meta *eng_meta(struct eng *e);
+
+/** Is the store's metadata on NVRAM (every commit durable at once)? */
+bool eng_meta_on_nvram(const struct eng *e);
 
 /** Number of devices, and information about device i. */
 uint32_t eng_dev_nr(struct eng *e);

@@ -4,11 +4,19 @@
  * records across close and reopen, the refusal of a store whose metadata
  * directory is gone (nothing changed), and a destroy that leaves nothing
  * in the NVRAM directory.  The NVRAM directory is the default, /dev/shm.
+ * Lone index updates (lone_put, lone_put_callbacks, lone_put_threads): a
+ * PUT or DEL launched alone without callbacks runs in the launching thread
+ * and is STABLE when launch returns; with callbacks it goes to a worker
+ * (and a lone PUT launched from its oc_stable, inside a commit stage, is
+ * queued, not deadlocked); from several threads at once; all found again
+ * after close and reopen.
  */
 #include <CUnit/CUnit.h>
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +203,309 @@ static void test_reopen(void)
 	clovis_fini(cl);
 }
 
+/* One record "<tag><n>" -> "val<n>" (klen, vlen set), in the caller's
+ * buffers kb and vb, for a PUT (or a GET into vb, or a DEL). */
+struct nv_rec {
+	char r_kb[24], r_vb[24];
+	void *r_kp, *r_vp;
+	size_t r_kl, r_vl;
+	int32_t r_rc;
+	struct clovis_bufvec r_keys, r_vals;
+};
+
+static void nv_rec_make(struct nv_rec *r, const char *tag, uint32_t n,
+			bool get)
+{
+	snprintf(r->r_kb, sizeof r->r_kb, "%s%u", tag, n);
+	snprintf(r->r_vb, sizeof r->r_vb, "val%u", n);
+	r->r_kp = r->r_kb;
+	r->r_kl = strlen(r->r_kb);
+	r->r_vp = r->r_vb;
+	r->r_vl = get ? sizeof r->r_vb : strlen(r->r_vb);
+	if (get)
+		memset(r->r_vb, 0, sizeof r->r_vb);
+	r->r_rc = 1;
+	r->r_keys = (struct clovis_bufvec){1, &r->r_kp, &r->r_kl};
+	r->r_vals = (struct clovis_bufvec){1, &r->r_vp, &r->r_vl};
+}
+
+/* GET "<tag><n>": 0 when it holds "val<n>", else the op's or record's rc
+ * (-EIO for a wrong value). */
+static int nv_get(struct clovis_idx *ix, const char *tag, uint32_t n)
+{
+	struct nv_rec r;
+	char want[24];
+	struct clovis_op *op = NULL;
+	int rc;
+
+	nv_rec_make(&r, tag, n, true);
+	snprintf(want, sizeof want, "val%u", n);
+	rc = clovis_idx_op(ix, CLOVIS_IC_GET, &r.r_keys, &r.r_vals, &r.r_rc,
+			   0, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc == 0 && r.r_rc != 0)
+		rc = r.r_rc;
+	if (rc == 0 && (r.r_vl != strlen(want) ||
+			memcmp(r.r_vb, want, r.r_vl) != 0))
+		rc = -EIO;
+	return rc;
+}
+
+/* Launch one single-record PUT (or DEL) of "<tag><n>" with no callbacks;
+ * *stable_now tells whether it was STABLE when launch returned; then wait
+ * for it.  Returns the wait's rc, or the record's. */
+static int nv_lone(struct clovis_idx *ix, enum clovis_idx_opcode oc,
+		   const char *tag, uint32_t n, bool *stable_now)
+{
+	struct nv_rec r;
+	struct clovis_op *op = NULL;
+	int rc;
+
+	nv_rec_make(&r, tag, n, false);
+	rc = clovis_idx_op(ix, oc, &r.r_keys,
+			   oc == CLOVIS_IC_DEL ? NULL : &r.r_vals, &r.r_rc, 0,
+			   &op);
+	if (rc != 0)
+		return rc;
+	rc = clovis_op_launch(&op, 1);
+	*stable_now = clovis_op_state(op) == CLOVIS_OS_STABLE;
+	if (rc == 0)
+		rc = clovis_op_wait(op, CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
+	if (rc == 0 && clovis_op_state(op) != CLOVIS_OS_STABLE)
+		rc = -EIO;
+	clovis_op_free(op);
+	return rc == 0 ? r.r_rc : rc;
+}
+
+#define NV_LONE_NR 16u
+
+/* Lone PUTs, one at a time with nothing else in flight, are committed in
+ * the launching thread: STABLE when launch returns, visible at once; a
+ * lone DEL too; a lone PUT into a deleted index fails at launch with the
+ * index named.  All of it is found again after close and reopen. */
+static void test_lone_put(void)
+{
+	struct clovis_idx ix, gone, gone2;
+	struct clovis_id gid = {0x4e56, 101};
+	struct clovis_op *op = NULL;
+	struct clovis *cl;
+	uint32_t stable_now = 0;
+	bool now;
+
+	CU_ASSERT_EQUAL_FATAL(nv_open(nv_dir, 0, &cl), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(cl, &ix, CLOVIS_EO_OPEN), 0);
+	for (uint32_t i = 0; i < NV_LONE_NR; i++) {
+		now = false;
+		CU_ASSERT_EQUAL(nv_lone(&ix, CLOVIS_IC_PUT, "lone", i, &now),
+				0);
+		stable_now += now;
+		CU_ASSERT_EQUAL(nv_get(&ix, "lone", i), 0);
+	}
+	CU_ASSERT_EQUAL(stable_now, NV_LONE_NR);
+	now = false;
+	CU_ASSERT_EQUAL(nv_lone(&ix, CLOVIS_IC_DEL, "lone", 0, &now), 0);
+	CU_ASSERT(now);
+	CU_ASSERT_EQUAL(nv_get(&ix, "lone", 0), -ENOENT);
+	/* An index deleted through another handle: the PUT fails (-ENOENT),
+	 * its message naming the index. */
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&gone, clovis_default_realm(cl),
+					      &gid), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&gone.in_entity,
+					       CLOVIS_EO_CREATE, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_init(&gone2, clovis_default_realm(cl),
+					      &gid), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&gone2.in_entity,
+					       CLOVIS_EO_OPEN, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&gone2.in_entity,
+					       CLOVIS_EO_DELETE, &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+	{
+		struct nv_rec r;
+
+		nv_rec_make(&r, "gone", 1, false);
+		op = NULL;
+		CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&gone, CLOVIS_IC_PUT,
+						    &r.r_keys, &r.r_vals,
+						    &r.r_rc, 0, &op), 0);
+		/* Not asserted FAILED at launch: the DELETE just before ran
+		 * on a worker, whose commit stage may still hold its locks
+		 * for a moment after the wake-up (then this PUT is queued). */
+		CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+		CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+					       CLOVIS_TIME_NEVER), -ENOENT);
+		CU_ASSERT_EQUAL(clovis_op_rc(op), -ENOENT);
+		CU_ASSERT(strstr(clovis_op_errmsg(op), "4e56:65") != NULL);
+		clovis_op_free(op);
+	}
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL_FATAL(nv_open(nv_dir, 0, &cl), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(cl, &ix, CLOVIS_EO_OPEN), 0);
+	CU_ASSERT_EQUAL(nv_get(&ix, "lone", 0), -ENOENT);
+	for (uint32_t i = 1; i < NV_LONE_NR; i++)
+		CU_ASSERT_EQUAL(nv_get(&ix, "lone", i), 0);
+	CU_ASSERT_EQUAL(idx_rw(&ix, CLOVIS_IC_GET), 0); /* test_create's */
+	clovis_fini(cl);
+}
+
+/* What the callbacks of test_lone_put_callbacks saw. */
+struct nv_cb {
+	uint32_t c_executed, c_stable, c_failed;
+	uint32_t c_state_at_stable;
+	pthread_t c_thread;
+	/* launched by oc_stable when c_ix is set: a lone PUT "nest<c_n>"
+	 * (runs in the callback's thread, inside a commit stage) */
+	struct clovis_idx *c_ix;
+	uint32_t c_n;
+	struct nv_rec c_rec;
+	struct clovis_op *c_op;
+	int c_rc;
+};
+
+static void nv_cb_executed(struct clovis_op *op)
+{
+	struct nv_cb *c = clovis_op_datum(op);
+
+	__atomic_add_fetch(&c->c_executed, 1, __ATOMIC_RELAXED);
+}
+
+static void nv_cb_stable(struct clovis_op *op)
+{
+	struct nv_cb *c = clovis_op_datum(op);
+
+	c->c_state_at_stable = clovis_op_state(op);
+	c->c_thread = pthread_self();
+	if (c->c_ix != NULL) {
+		nv_rec_make(&c->c_rec, "nest", c->c_n, false);
+		c->c_rc = clovis_idx_op(c->c_ix, CLOVIS_IC_PUT,
+					&c->c_rec.r_keys, &c->c_rec.r_vals,
+					&c->c_rec.r_rc, 0, &c->c_op);
+		if (c->c_rc == 0)
+			c->c_rc = clovis_op_launch(&c->c_op, 1);
+	}
+	__atomic_add_fetch(&c->c_stable, 1, __ATOMIC_RELEASE);
+}
+
+static void nv_cb_failed(struct clovis_op *op)
+{
+	struct nv_cb *c = clovis_op_datum(op);
+
+	__atomic_add_fetch(&c->c_failed, 1, __ATOMIC_RELAXED);
+}
+
+/* A lone PUT with callbacks goes to a worker (callbacks run on library
+ * threads): EXECUTED then STABLE once each, never FAILED; STABLE when its
+ * wait returns; found after close and reopen.  Its oc_stable launches a
+ * lone PUT without callbacks (run in that library thread, which is inside
+ * a commit stage: queued, no deadlock), waited for here. */
+static void test_lone_put_callbacks(void)
+{
+	static const struct clovis_op_cbs cbs = {nv_cb_executed, nv_cb_stable,
+						 nv_cb_failed};
+	struct clovis_idx ix;
+	struct clovis_op *op = NULL;
+	struct clovis *cl;
+	struct nv_cb c;
+	struct nv_rec r;
+
+	CU_ASSERT_EQUAL_FATAL(nv_open(nv_dir, 0, &cl), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(cl, &ix, CLOVIS_EO_OPEN), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		memset(&c, 0, sizeof c);
+		c.c_ix = &ix;
+		c.c_n = i;
+		nv_rec_make(&r, "cb", i, false);
+		op = NULL;
+		CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&ix, CLOVIS_IC_PUT,
+						    &r.r_keys, &r.r_vals,
+						    &r.r_rc, 0, &op), 0);
+		CU_ASSERT_EQUAL(clovis_op_setup(op, &cbs, &c), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+		CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+					       CLOVIS_TIME_NEVER), 0);
+		CU_ASSERT_EQUAL(clovis_op_state(op), CLOVIS_OS_STABLE);
+		clovis_op_free(op); /* waits for the callbacks to end */
+		CU_ASSERT_EQUAL(r.r_rc, 0);
+		CU_ASSERT_EQUAL(c.c_executed, 1);
+		CU_ASSERT_EQUAL(__atomic_load_n(&c.c_stable, __ATOMIC_ACQUIRE),
+				1);
+		CU_ASSERT_EQUAL(c.c_failed, 0);
+		CU_ASSERT_EQUAL(c.c_state_at_stable, CLOVIS_OS_STABLE);
+		CU_ASSERT(!pthread_equal(c.c_thread, pthread_self()));
+		CU_ASSERT_EQUAL(nv_get(&ix, "cb", i), 0);
+		CU_ASSERT_EQUAL(c.c_rc, 0);
+		if (c.c_rc == 0 && c.c_op != NULL) {
+			CU_ASSERT_EQUAL(clovis_op_wait(c.c_op, CLOVIS_OS_STABLE,
+						       5000000000ll), 0);
+			clovis_op_free(c.c_op);
+			CU_ASSERT_EQUAL(c.c_rec.r_rc, 0);
+			CU_ASSERT_EQUAL(nv_get(&ix, "nest", i), 0);
+		}
+	}
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL_FATAL(nv_open(nv_dir, 0, &cl), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(cl, &ix, CLOVIS_EO_OPEN), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(nv_get(&ix, "cb", i), 0);
+		CU_ASSERT_EQUAL(nv_get(&ix, "nest", i), 0);
+	}
+	clovis_fini(cl);
+}
+
+#define NV_THR_NR 6u
+#define NV_THR_PUTS 200u
+
+struct nv_thr {
+	struct clovis_idx *t_ix;
+	uint32_t t_nr;
+	uint32_t t_ok;
+	char t_tag[8];
+};
+
+static void *nv_thr_main(void *arg)
+{
+	struct nv_thr *t = arg;
+	bool now;
+
+	for (uint32_t i = 0; i < NV_THR_PUTS; i++)
+		t->t_ok += nv_lone(t->t_ix, CLOVIS_IC_PUT, t->t_tag, i,
+				   &now) == 0;
+	return NULL;
+}
+
+/* Single-record PUTs from several threads at once (some committed in
+ * their thread, the others queued to the group commit behind them): every
+ * one STABLE when its wait returns, all found after close and reopen. */
+static void test_lone_put_threads(void)
+{
+	struct nv_thr t[NV_THR_NR];
+	pthread_t tid[NV_THR_NR];
+	struct clovis_idx ix;
+	struct clovis *cl;
+
+	CU_ASSERT_EQUAL_FATAL(nv_open(nv_dir, 0, &cl), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(cl, &ix, CLOVIS_EO_OPEN), 0);
+	for (uint32_t i = 0; i < NV_THR_NR; i++) {
+		t[i] = (struct nv_thr){.t_ix = &ix};
+		snprintf(t[i].t_tag, sizeof t[i].t_tag, "t%u.", i);
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&tid[i], NULL,
+						     nv_thr_main, &t[i]), 0);
+	}
+	for (uint32_t i = 0; i < NV_THR_NR; i++) {
+		pthread_join(tid[i], NULL);
+		CU_ASSERT_EQUAL(t[i].t_ok, NV_THR_PUTS);
+	}
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL_FATAL(nv_open(nv_dir, 0, &cl), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(cl, &ix, CLOVIS_EO_OPEN), 0);
+	for (uint32_t i = 0; i < NV_THR_NR; i++)
+		for (uint32_t n = 0; n < NV_THR_PUTS; n++)
+			CU_ASSERT_EQUAL(nv_get(&ix, t[i].t_tag, n), 0);
+	clovis_fini(cl);
+}
+
 /* The names in directory d, sorted, joined by '/'. */
 static void nv_list(const char *d, char *out, size_t len)
 {
@@ -361,6 +672,9 @@ int metanv_ut_add(void)
 	if (s == NULL ||
 	    !CU_add_test(s, "create", test_create) ||
 	    !CU_add_test(s, "reopen", test_reopen) ||
+	    !CU_add_test(s, "lone_put", test_lone_put) ||
+	    !CU_add_test(s, "lone_put_callbacks", test_lone_put_callbacks) ||
+	    !CU_add_test(s, "lone_put_threads", test_lone_put_threads) ||
 	    !CU_add_test(s, "dangling", test_dangling) ||
 	    !CU_add_test(s, "destroy", test_destroy) ||
 	    !CU_add_test(s, "plain_and_bad_dir", test_plain_and_bad_dir) ||

@@ -7,8 +7,9 @@
  *                                  WAVES waves)
  *
  * Each wave launches one update per entity (a multi-extent WRITE per
- * object, a multi-record PUT per index) in one clovis_op_launch() call, all
- * with generation ROUND << 24 | wave (see crash.h).  Once every op of the
+ * object, a multi-record PUT per index) in one clovis_op_launch() call (odd
+ * waves: the objects' in one, then each index PUT alone once the writes
+ * finished), all with generation ROUND << 24 | wave (see crash.h).  Once every op of the
  * wave has finished it appends one line per update to ACKLOG and
  * fdatasyncs it: "gen entity" claims the update is durable (it reached
  * STABLE), "gen entity F" that it FAILED and so must have left no trace.
@@ -212,10 +213,17 @@ static unsigned wr_wave(int ack_fd, uint64_t gen)
 			wr_idx_op(&ops[e], e, gen);
 		launch[e] = ops[e].wo_op;
 	}
-	rc = clovis_op_launch(launch, CRASH_NR_ENT);
+	/* Odd waves: the objects' writes together, then each index PUT
+	 * launched alone once nothing else is in flight (on a store with its
+	 * metadata on NVRAM it is committed in this thread, clovis_op_launch()
+	 * returning with it STABLE: a kill lands inside that commit too). */
+	rc = clovis_op_launch(launch, gen & 1 ? CRASH_NR_OBJ : CRASH_NR_ENT);
 	if (rc != 0)
 		wr_die("launch", rc);
 	for (uint32_t e = 0; e < CRASH_NR_ENT; e++) {
+		if (e >= CRASH_NR_OBJ && (gen & 1) &&
+		    (rc = clovis_op_launch(&launch[e], 1)) != 0)
+			wr_die("launch", rc);
 		failed[e] = wr_wait(&ops[e], e);
 		nr_failed += failed[e];
 	}
