@@ -177,6 +177,7 @@ struct eng_req {
 					  the update takes and frees none */
 	void (*er_executed)(struct eng_citem *ci); /**< wrapped callbacks */
 	void (*er_done)(struct eng_citem *ci, int rc);
+	bool er_coming;              /**< counted by eng_update_coming() */
 };
 
 /** eng_exec() result when the request went to the committer. */
@@ -210,6 +211,12 @@ int eng_exec(struct eng *e, struct eng_req *r);
 /** True for the request kinds that change nothing: object READ, index GET
  *  and NEXT, entity OPEN and GETATTR. */
 bool eng_req_readonly(const struct eng_req *r);
+
+/** r, an update, was queued for a thread that will pass it to eng_exec():
+ *  count it as on its way to the group commit until eng_exec() starts it,
+ *  so that a batch waits for it (cq_gather).  Every request so counted
+ *  must reach eng_exec(). */
+void eng_update_coming(struct eng *e, struct eng_req *r);
 
 /** Queue a commit item; its ci_done() reports the outcome. */
 void eng_commit_submit(struct eng *e, struct eng_citem *ci);
