@@ -80,6 +80,7 @@ struct eng_cqueue {
 	struct eng_citem *cq_head;
 	struct eng_citem *cq_tail;
 	bool cq_stop;
+	bool cq_gathering; /* the syncer is in cq_gather() */
 };
 
 struct eng {
@@ -614,6 +615,7 @@ static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 	gap = gap < LIM_GATHER_US ? LIM_GATHER_US :
 	      gap > ENG_GATHER_MAX_US ? ENG_GATHER_MAX_US : gap;
 	pthread_mutex_lock(&q->cq_lock);
+	q->cq_gathering = true;
 	while (n < LIM_BATCH_MAX && !q->cq_stop) {
 		uint64_t now;
 
@@ -641,6 +643,7 @@ static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 			break;
 		}
 	}
+	q->cq_gathering = false;
 	pthread_mutex_unlock(&q->cq_lock);
 	return batch;
 }
@@ -660,6 +663,26 @@ static struct eng_citem *list_last(struct eng_citem *ci)
 	return ci;
 }
 
+/* Queue one item for the syncer.  While the syncer gathers a batch it is
+ * woken only when no other update is on its way (gc_coming); the items
+ * before that it finds when its gap times out, so that a batch of 16 costs
+ * the syncer a few wake-ups, not 16. */
+static void sq_put(struct eng *e, struct eng_citem *ci)
+{
+	struct eng_cqueue *q = &e->e_syncq;
+
+	pthread_mutex_lock(&q->cq_lock);
+	ci->ci_next = NULL;
+	if (q->cq_tail != NULL)
+		q->cq_tail->ci_next = ci;
+	else
+		q->cq_head = ci;
+	q->cq_tail = ci;
+	if (!q->cq_gathering || gc_coming(e) == 0)
+		pthread_cond_signal(&q->cq_cond);
+	pthread_mutex_unlock(&q->cq_lock);
+}
+
 /* The engine whose e_inexec counts the update this thread is executing in
  * eng_exec() (NULL: none, or its item is already queued). */
 static __thread struct eng *t_inexec;
@@ -674,7 +697,7 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci)
 		ci->ci_hold(ci); /* a member of a dtx: held until its commit */
 		return;
 	}
-	cq_put(&e->e_syncq, ci, ci, false);
+	sq_put(e, ci);
 }
 
 /* eng_exec() time of this thread's update up to eng_commit_submit_here()

@@ -7,9 +7,11 @@
  *                         the target device and writes the data there
  *                         (tier_dev_write) — out of place, never over live data;
  *   eng_commit_submit()   queues the request's commit item;
- *   syncer thread         takes a batch (waiting up to LIM_GATHER_US for
- *                         more items only while other updates are still in
- *                         eng_exec()) and syncs every device it wrote, all
+ *   syncer thread         takes a batch (waiting for more items while other
+ *                         updates are on their way, eng_update_coming(), or
+ *                         updates just reported done may come back: at most
+ *                         a gap of about one update's execution per item,
+ *                         2 ms in all) and syncs every device it wrote, all
  *                         in parallel (TIO_SYNC requests of tier_io_run), so
  *                         its data is durable;
  *   committer thread      applies all items of the batch in ONE LMDB write
@@ -19,7 +21,8 @@
  *                         MDB_NOMETASYNC: the next commit's sync, or an
  *                         mdb_env_sync when no batch follows within
  *                         ENG_STABLE_WAIT_US, 300 us, or none is on its way
- *                         at all): space
+ *                         at all, or the batch's own ops are the next batch,
+ *                         a closed loop): space
  *                         the batch unmapped goes to the reclaimer (released
  *                         after an RCU grace period) and ci_done() runs
  *                         (op STABLE).  A store with its metadata on NVRAM
