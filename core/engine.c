@@ -577,10 +577,9 @@ static uint32_t gc_coming(struct eng *e)
 	       __atomic_load_n(&e->e_coming, __ATOMIC_ACQUIRE);
 }
 
-/* Updates reported done that may come back: a thread that waited for one
- * of its updates often issues the next at once (an application keeping N
- * requests in flight).  Counted only for ENG_GATHER_MAX_US after the last
- * report, so that a guess that is wrong fades. */
+/* Has an update been reported done within ENG_GATHER_MAX_US?  Then the
+ * updates on their way may include the next ones of threads that wait for
+ * theirs (a closed loop). */
 static bool gc_loop(struct eng *e)
 {
 	uint64_t at = __atomic_load_n(&e->e_rep_us, __ATOMIC_ACQUIRE);
@@ -588,6 +587,10 @@ static bool gc_loop(struct eng *e)
 	return mono_us() - at < ENG_GATHER_MAX_US;
 }
 
+/* Updates reported done that may come back: a thread that waited for one
+ * of its updates often issues the next at once (an application keeping N
+ * requests in flight).  Counted only for ENG_GATHER_MAX_US after the last
+ * report, so that a guess that is wrong fades. */
 static uint32_t gc_returning(struct eng *e)
 {
 	return gc_loop(e) ? __atomic_load_n(&e->e_rep_n, __ATOMIC_ACQUIRE) : 0;
@@ -598,11 +601,12 @@ static uint32_t gc_returning(struct eng *e)
  * ops in flight make one batch, not two or three), and while updates
  * reported done are likely to come back (gc_returning: their threads
  * issue the next ones, which join this batch instead of making the next
- * one).  Each wait for the next
- * item lasts at most the gap: the time an update usually spends in
- * eng_exec() (e_exec_ns, a moving average), at least LIM_GATHER_US; the
- * whole window at most ENG_GATHER_MAX_US.  With nothing on its way the
- * batch goes at once (a lone write pays no window). */
+ * one), or a commit of such a loop is still unstable (the committer syncs
+ * it at once, and its updates come back to this batch).  Each wait for
+ * the next item lasts at most the gap: the time an update usually spends
+ * in eng_exec() (e_exec_ns, a moving average), at least LIM_GATHER_US;
+ * the whole window at most ENG_GATHER_MAX_US.  With nothing on its way
+ * the batch goes at once (a lone write pays no window). */
 static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 				   struct eng_citem *batch)
 {
