@@ -797,6 +797,9 @@ static void op_queue(struct clovis *cl, struct clovis_op *op)
 	pthread_mutex_lock(&cl->cl_olock);
 	cl->cl_inflight++;
 	pthread_mutex_unlock(&cl->cl_olock);
+	/* an update for the embedded engine: a batch may wait for it */
+	if (op->op_run == NULL && cl->cl_exec == exec_embedded)
+		eng_update_coming(cl->cl_eng, &op->op_req);
 	pthread_mutex_lock(&cl->cl_qlock);
 	op->op_qnext = NULL;
 	if (cl->cl_qtail != NULL)

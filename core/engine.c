@@ -52,6 +52,27 @@ struct dev_rec {
 };
 _Static_assert(sizeof(struct dev_rec) == 272, "dev_rec on-disk size");
 
+/** Group-commit profile: totals since open, logged at close (LOG_INFO,
+ *  STRATA_LOG=3), so a benchmark shows where a batch's time goes.  Times
+ *  in microseconds, summed over batches; relaxed atomic adds. */
+struct eng_gcprof {
+	uint64_t gp_sbatches;   /* batches through the sync stage */
+	uint64_t gp_sitems;     /* their items */
+	uint64_t gp_gather_us;  /* cq_gather: waiting for more items */
+	uint64_t gp_gend[3];    /* gathers ended: none coming, gap, window */
+	uint64_t gp_dsync_us;   /* commit_sync_devices */
+	uint64_t gp_direct;     /* batches committed by commit_direct */
+	uint64_t gp_cbatches;   /* LMDB commits (commit_batch) */
+	uint64_t gp_apply_us;   /* mdb_txn_begin + commit_apply */
+	uint64_t gp_commit_us;  /* mdb_txn_commit */
+	uint64_t gp_msync;      /* explicit meta syncs (mdb_env_sync) */
+	uint64_t gp_msync_us;
+	uint64_t gp_swait;      /* committer waits with a commit unstable */
+	uint64_t gp_swait_us;
+	uint64_t gp_swait_hit;  /* of which a batch came */
+	uint64_t gp_cb_us;      /* EXECUTED and STABLE reports (callbacks) */
+};
+
 /** A queue of commit items between two stages of the group commit. */
 struct eng_cqueue {
 	pthread_mutex_t cq_lock;
@@ -59,6 +80,7 @@ struct eng_cqueue {
 	struct eng_citem *cq_head;
 	struct eng_citem *cq_tail;
 	bool cq_stop;
+	bool cq_gathering; /* the syncer is in cq_gather() */
 };
 
 struct eng {
@@ -77,7 +99,14 @@ struct eng {
 	pthread_t e_committer;
 	bool e_crunning;
 	struct eng_citem *e_unstable; /* committed, meta page not yet synced */
+	bool e_unstable_any;          /* e_unstable != NULL (atomic copy) */
 	uint32_t e_inexec;  /* updates in eng_exec() not yet queued (atomic) */
+	uint32_t e_coming;  /* updates queued for eng_exec() (atomic) */
+	/* updates reported done (commit_finish) whose threads have not yet
+	 * started another (eng_exec), and when the last report was (mono_us;
+	 * both atomic): gc_returning() */
+	uint32_t e_rep_n;
+	uint64_t e_rep_us;
 	uint64_t e_exec_ns; /* moving average of an update's eng_exec() */
 	bool e_sbusy;       /* the syncer holds a batch (atomic) */
 	/* held while a batch goes through the sync stage (syncer, or the
@@ -90,6 +119,7 @@ struct eng {
 	uint32_t e_syncdev[LIM_DEV_MAX];      /* device of e_syncio[i] */
 	void (*e_chook)(void *, uint64_t, uint32_t);
 	void *e_chook_arg;
+	struct eng_gcprof e_gp;
 	/* reclaimer: releases unmapped space after an RCU grace period */
 	pthread_t e_reclaimer;
 	pthread_mutex_t e_rlock;
@@ -436,6 +466,13 @@ static void eng_space_release_deferred(struct eng *e, struct eng_spacevec *sv)
 
 static struct eng_citem *list_last(struct eng_citem *ci);
 static uint32_t list_len(const struct eng_citem *ci);
+static uint64_t mono_us(void);
+
+/* Add v to a profile counter (e_gp). */
+static void gp_add(uint64_t *c, uint64_t v)
+{
+	__atomic_add_fetch(c, v, __ATOMIC_RELAXED);
+}
 
 static void cq_init(struct eng_cqueue *q)
 {
@@ -532,29 +569,60 @@ static struct eng_citem *cq_take_within(struct eng_cqueue *q, uint32_t us)
 	return head;
 }
 
-/* Group-commit window: when a batch starts small and other updates are
- * still doing their data I/O in eng_exec() (e_inexec), wait for them to
- * join it, so one round of device syncs serves them all: up to the time an
- * update usually spends in eng_exec() (e_exec_ns, a moving average) but at
- * least LIM_GATHER_US and at most ENG_GATHER_MAX_US.  With no update in
- * execution nothing can join soon: the batch goes at once (a lone write
- * pays no window). */
+/* Updates on their way to the syncer: queued for a worker (e_coming) or
+ * doing their data I/O in eng_exec() (e_inexec). */
+static uint32_t gc_coming(struct eng *e)
+{
+	return __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) +
+	       __atomic_load_n(&e->e_coming, __ATOMIC_ACQUIRE);
+}
+
+/* Has an update been reported done within ENG_GATHER_MAX_US?  Then the
+ * updates on their way may include the next ones of threads that wait for
+ * theirs (a closed loop). */
+static bool gc_loop(struct eng *e)
+{
+	uint64_t at = __atomic_load_n(&e->e_rep_us, __ATOMIC_ACQUIRE);
+
+	return mono_us() - at < ENG_GATHER_MAX_US;
+}
+
+/* Updates reported done that may come back: a thread that waited for one
+ * of its updates often issues the next at once (an application keeping N
+ * requests in flight).  Counted only for ENG_GATHER_MAX_US after the last
+ * report, so that a guess that is wrong fades. */
+static uint32_t gc_returning(struct eng *e)
+{
+	return gc_loop(e) ? __atomic_load_n(&e->e_rep_n, __ATOMIC_ACQUIRE) : 0;
+}
+
+/* Group-commit window: while other updates are on their way (gc_coming),
+ * the batch waits for them, so that one round of syncs serves them all (16
+ * ops in flight make one batch, not two or three), and while updates
+ * reported done are likely to come back (gc_returning: their threads
+ * issue the next ones, which join this batch instead of making the next
+ * one), or a commit of such a loop is still unstable (the committer syncs
+ * it at once, and its updates come back to this batch).  Each wait for
+ * the next item lasts at most the gap: the time an update usually spends
+ * in eng_exec() (e_exec_ns, a moving average), at least LIM_GATHER_US;
+ * the whole window at most ENG_GATHER_MAX_US.  With nothing on its way
+ * the batch goes at once (a lone write pays no window). */
 static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 				   struct eng_citem *batch)
 {
 	struct eng_citem *last = list_last(batch);
 	uint32_t n = list_len(batch);
+	uint64_t gap = __atomic_load_n(&e->e_exec_ns, __ATOMIC_RELAXED) / 1000;
+	uint64_t end = mono_us() + ENG_GATHER_MAX_US;
 	struct timespec dl;
 
-	uint64_t win = __atomic_load_n(&e->e_exec_ns, __ATOMIC_RELAXED) / 1000;
-
-	if (n >= LIM_GATHER_MIN)
-		return batch;
-	win = win < LIM_GATHER_US ? LIM_GATHER_US :
-	      win > ENG_GATHER_MAX_US ? ENG_GATHER_MAX_US : win;
-	deadline_us(&dl, (uint32_t)win);
+	gap = gap < LIM_GATHER_US ? LIM_GATHER_US :
+	      gap > ENG_GATHER_MAX_US ? ENG_GATHER_MAX_US : gap;
 	pthread_mutex_lock(&q->cq_lock);
-	while (n < LIM_GATHER_MIN && !q->cq_stop) {
+	q->cq_gathering = true;
+	while (n < LIM_BATCH_MAX && !q->cq_stop) {
+		uint64_t now;
+
 		while (q->cq_head != NULL && n < LIM_BATCH_MAX) {
 			last->ci_next = q->cq_head;
 			last = q->cq_head;
@@ -564,11 +632,22 @@ static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 		last->ci_next = NULL;
 		if (q->cq_head == NULL)
 			q->cq_tail = NULL;
-		if (n >= LIM_GATHER_MIN ||
-		    __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) == 0 ||
-		    pthread_cond_timedwait(&q->cq_cond, &q->cq_lock, &dl) != 0)
+		now = mono_us();
+		if (n >= LIM_BATCH_MAX || now >= end ||
+		    (gc_coming(e) == 0 && gc_returning(e) == 0 &&
+		     !(gc_loop(e) && __atomic_load_n(&e->e_unstable_any,
+						     __ATOMIC_ACQUIRE)))) {
+			gp_add(&e->e_gp.gp_gend[now >= end ? 2 : 0], 1);
 			break;
+		}
+		deadline_us(&dl, (uint32_t)(end - now < gap ? end - now : gap));
+		if (pthread_cond_timedwait(&q->cq_cond, &q->cq_lock, &dl) != 0 &&
+		    q->cq_head == NULL) {
+			gp_add(&e->e_gp.gp_gend[1], 1);
+			break;
+		}
 	}
+	q->cq_gathering = false;
 	pthread_mutex_unlock(&q->cq_lock);
 	return batch;
 }
@@ -588,6 +667,26 @@ static struct eng_citem *list_last(struct eng_citem *ci)
 	return ci;
 }
 
+/* Queue one item for the syncer.  While the syncer gathers a batch it is
+ * woken only when no other update is on its way (gc_coming); the items
+ * before that it finds when its gap times out, so that a batch of 16 costs
+ * the syncer a few wake-ups, not 16. */
+static void sq_put(struct eng *e, struct eng_citem *ci)
+{
+	struct eng_cqueue *q = &e->e_syncq;
+
+	pthread_mutex_lock(&q->cq_lock);
+	ci->ci_next = NULL;
+	if (q->cq_tail != NULL)
+		q->cq_tail->ci_next = ci;
+	else
+		q->cq_head = ci;
+	q->cq_tail = ci;
+	if (!q->cq_gathering || gc_coming(e) == 0)
+		pthread_cond_signal(&q->cq_cond);
+	pthread_mutex_unlock(&q->cq_lock);
+}
+
 /* The engine whose e_inexec counts the update this thread is executing in
  * eng_exec() (NULL: none, or its item is already queued). */
 static __thread struct eng *t_inexec;
@@ -602,7 +701,7 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci)
 		ci->ci_hold(ci); /* a member of a dtx: held until its commit */
 		return;
 	}
-	cq_put(&e->e_syncq, ci, ci, false);
+	sq_put(e, ci);
 }
 
 /* eng_exec() time of this thread's update up to eng_commit_submit_here()
@@ -610,7 +709,6 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci)
  * e_exec_ns. */
 static __thread uint64_t t_exec_end;
 
-static uint64_t mono_us(void);
 static bool cq_empty(struct eng_cqueue *q);
 static void sync_stage(struct eng *e, struct eng_citem *batch);
 
@@ -736,11 +834,20 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem **batch,
 	return 0;
 }
 
-/* After a durable commit: defer the frees, report success. */
+/* After a durable commit: defer the frees, report success (counted for
+ * gc_returning). */
 static void commit_finish(struct eng *e, struct eng_citem *batch)
 {
 	struct eng_citem *next;
+	uint32_t n = 0;
 
+	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
+		n++;
+	if (mono_us() - __atomic_load_n(&e->e_rep_us, __ATOMIC_ACQUIRE) >=
+	    ENG_GATHER_MAX_US)
+		__atomic_store_n(&e->e_rep_n, 0, __ATOMIC_RELEASE);
+	__atomic_add_fetch(&e->e_rep_n, n, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->e_rep_us, mono_us(), __ATOMIC_RELEASE);
 	for (struct eng_citem *ci = batch; ci != NULL; ci = next) {
 		next = ci->ci_next;
 		eng_space_release_deferred(e, &ci->ci_freed);
@@ -798,18 +905,25 @@ static void commit_executed(struct eng_citem *batch)
 static void commit_make_stable(struct eng *e)
 {
 	struct eng_citem *batch = e->e_unstable;
+	uint64_t t0, t1;
 	int rc = 0;
 
 	if (batch == NULL)
 		return;
 	e->e_unstable = NULL;
+	__atomic_store_n(&e->e_unstable_any, false, __ATOMIC_RELEASE);
+	t0 = mono_us();
 	for (int i = 0; i < 3; i++) {
 		rc = mdb_env_sync(e->e_meta.m_env, 1);
 		if (rc == 0)
 			break;
 	}
+	t1 = mono_us();
+	gp_add(&e->e_gp.gp_msync, 1);
+	gp_add(&e->e_gp.gp_msync_us, t1 - t0);
 	if (rc == 0) {
 		commit_finish(e, batch);
+		gp_add(&e->e_gp.gp_cb_us, mono_us() - t1);
 		return;
 	}
 	err_set(-EIO, "metadata sync failed (%s): the update is visible but "
@@ -837,7 +951,7 @@ static bool cq_empty(struct eng_cqueue *q)
 static void commit_batch(struct eng *e, struct eng_citem *batch)
 {
 	struct eng_citem *hard = NULL, *prev;
-	uint64_t t0 = mono_us();
+	uint64_t t0 = mono_us(), t1, t2;
 	MDB_txn *txn;
 	int rc;
 
@@ -847,6 +961,8 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		return;
 	}
 	rc = commit_apply(e, txn, &batch, &hard);
+	t1 = mono_us();
+	gp_add(&e->e_gp.gp_apply_us, t1 - t0);
 	if (rc != 0 || batch == NULL) {
 		mdb_txn_abort(txn);
 		if (hard != NULL)
@@ -870,21 +986,26 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		commit_make_stable(e);
 		return;
 	}
+	t2 = mono_us();
+	gp_add(&e->e_gp.gp_cbatches, 1);
+	gp_add(&e->e_gp.gp_commit_us, t2 - t1);
 	if (e->e_chook != NULL)
-		e->e_chook(e->e_chook_arg, mono_us() - t0, list_len(batch));
+		e->e_chook(e->e_chook_arg, t2 - t0, list_len(batch));
 	commit_executed(batch);
 	if (e->e_meta_nv) {
 		commit_finish(e, batch);
-		return;
+	} else {
+		prev = e->e_unstable;
+		e->e_unstable = batch;
+		__atomic_store_n(&e->e_unstable_any, true, __ATOMIC_RELEASE);
+		if (prev != NULL)
+			commit_finish(e, prev);
 	}
-	prev = e->e_unstable;
-	e->e_unstable = batch;
-	if (prev != NULL)
-		commit_finish(e, prev);
+	gp_add(&e->e_gp.gp_cb_us, mono_us() - t2);
 }
 
 /*
- * A lone batch: when nothing else is on its way (no update in eng_exec(),
+ * A lone batch: when nothing else is on its way (gc_coming() zero,
  * nothing queued for either stage, no commit waiting to become durable)
  * and the committer is idle, the syncer commits the batch and makes it
  * durable itself, saving two thread hand-offs on the path of a lone
@@ -897,15 +1018,14 @@ static bool commit_direct(struct eng *e, struct eng_citem *batch)
 {
 	bool done = false;
 
-	if ((!e->e_meta_nv &&
-	     (__atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
-	      !cq_empty(&e->e_syncq))) ||
+	if ((!e->e_meta_nv && (gc_coming(e) != 0 || !cq_empty(&e->e_syncq))) ||
 	    !cq_empty(&e->e_commitq) ||
 	    pthread_mutex_trylock(&e->e_cmlock) != 0)
 		return false;
 	if (e->e_unstable == NULL && cq_empty(&e->e_commitq)) {
 		commit_batch(e, batch);
 		commit_make_stable(e);
+		gp_add(&e->e_gp.gp_direct, 1);
 		done = true;
 	}
 	pthread_mutex_unlock(&e->e_cmlock);
@@ -916,7 +1036,12 @@ static bool commit_direct(struct eng *e, struct eng_citem *batch)
  * committed here (commit_direct) or handed to the committer. */
 static void sync_stage(struct eng *e, struct eng_citem *batch)
 {
+	uint64_t t0 = mono_us();
+
+	gp_add(&e->e_gp.gp_sbatches, 1);
+	gp_add(&e->e_gp.gp_sitems, list_len(batch));
 	batch = commit_sync_devices(e, batch);
+	gp_add(&e->e_gp.gp_dsync_us, mono_us() - t0);
 	if (batch != NULL && !commit_direct(e, batch))
 		cq_put(&e->e_commitq, batch, list_last(batch), false);
 }
@@ -932,8 +1057,11 @@ static void *syncer_main(void *arg)
 	eng_thread_enter();
 	while ((batch = cq_take(&e->e_syncq)) != NULL) {
 		pthread_mutex_lock(&e->e_slock);
+		uint64_t t0 = mono_us();
+
 		__atomic_store_n(&e->e_sbusy, true, __ATOMIC_RELEASE);
 		batch = cq_gather(e, &e->e_syncq, batch);
+		gp_add(&e->e_gp.gp_gather_us, mono_us() - t0);
 		sync_stage(e, batch);
 		__atomic_store_n(&e->e_sbusy, false, __ATOMIC_RELEASE);
 		pthread_mutex_unlock(&e->e_slock);
@@ -943,11 +1071,12 @@ static void *syncer_main(void *arg)
 	return NULL;
 }
 
-/* Is anything on its way to the committer: updates in execution, items
- * queued for the syncer or a batch being synced? */
+/* Is anything on its way to the committer: updates queued for
+ * eng_exec() or in it (gc_coming), items queued for the syncer or a batch
+ * being synced? */
 static bool commit_upstream_busy(struct eng *e)
 {
-	return __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
+	return gc_coming(e) != 0 ||
 	       __atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE) ||
 	       !cq_empty(&e->e_syncq);
 }
@@ -969,12 +1098,19 @@ static void *committer_main(void *arg)
 		pthread_mutex_lock(&e->e_cmlock);
 		unstable = e->e_unstable != NULL;
 		pthread_mutex_unlock(&e->e_cmlock);
-		if (!unstable)
+		if (!unstable) {
 			batch = cq_take(&e->e_commitq);
-		else
+		} else {
+			uint64_t t0 = mono_us();
+
 			batch = cq_take_within(&e->e_commitq,
-					       commit_upstream_busy(e) ?
+					       commit_upstream_busy(e) &&
+					       !gc_loop(e) ?
 					       ENG_STABLE_WAIT_US : 0);
+			gp_add(&e->e_gp.gp_swait, 1);
+			gp_add(&e->e_gp.gp_swait_us, mono_us() - t0);
+			gp_add(&e->e_gp.gp_swait_hit, batch != NULL);
+		}
 		pthread_mutex_lock(&e->e_cmlock);
 		if (batch != NULL)
 			commit_batch(e, batch);
@@ -1724,6 +1860,35 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 	return 0;
 }
 
+/* Log the group-commit profile (LOG_INFO): per batch, its items and the
+ * mean time of each stage. */
+static void gcprof_log(struct eng *e)
+{
+	const struct eng_gcprof *g = &e->e_gp;
+	double sb = g->gp_sbatches ? (double)g->gp_sbatches : 1;
+	double cb = g->gp_cbatches ? (double)g->gp_cbatches : 1;
+
+	if (g->gp_sbatches == 0)
+		return;
+	LOG_INFO("group commit: %" PRIu64 " sync batches, %.2f items each, "
+		 "gather %.0f us (ended: %" PRIu64 " none coming, %" PRIu64
+		 " gap, %" PRIu64 " window), device sync %.0f us, direct %"
+		 PRIu64 "; "
+		 "%" PRIu64 " commits: apply %.0f us, commit %.0f us, reports "
+		 "%.0f us; %" PRIu64 " meta syncs %.0f us each; %" PRIu64
+		 " stable waits %.0f us each, %" PRIu64 " got a batch; "
+		 "update exec %.0f us",
+		 g->gp_sbatches, g->gp_sitems / sb, g->gp_gather_us / sb,
+		 g->gp_gend[0], g->gp_gend[1], g->gp_gend[2],
+		 g->gp_dsync_us / sb, g->gp_direct, g->gp_cbatches,
+		 g->gp_apply_us / cb, g->gp_commit_us / cb, g->gp_cb_us / cb,
+		 g->gp_msync, g->gp_msync ? g->gp_msync_us / (double)g->gp_msync
+					  : 0.0,
+		 g->gp_swait, g->gp_swait ? g->gp_swait_us / (double)g->gp_swait
+					  : 0.0,
+		 g->gp_swait_hit, e->e_exec_ns / 1000.0);
+}
+
 void eng_close(struct eng *e)
 {
 	if (e == NULL)
@@ -1734,6 +1899,7 @@ void eng_close(struct eng *e)
 		cq_stop(&e->e_syncq);
 		pthread_join(e->e_syncer, NULL);
 		pthread_join(e->e_committer, NULL);
+		gcprof_log(e);
 		cq_fini(&e->e_syncq);
 		cq_fini(&e->e_commitq);
 		pthread_mutex_destroy(&e->e_cmlock);
@@ -1959,6 +2125,25 @@ static int eng_exec_kind(struct eng *e, struct eng_req *r)
 	}
 }
 
+/* An update starts: one reported update fewer may come back. */
+static void rep_back(struct eng *e)
+{
+	uint32_t n = __atomic_load_n(&e->e_rep_n, __ATOMIC_ACQUIRE);
+
+	while (n > 0 && !__atomic_compare_exchange_n(&e->e_rep_n, &n, n - 1,
+						     false, __ATOMIC_ACQ_REL,
+						     __ATOMIC_ACQUIRE))
+		;
+}
+
+void eng_update_coming(struct eng *e, struct eng_req *r)
+{
+	if (eng_req_readonly(r) || r->er_coming)
+		return;
+	r->er_coming = true;
+	__atomic_add_fetch(&e->e_coming, 1, __ATOMIC_RELEASE);
+}
+
 /* Updates are counted in e_inexec from here until their commit item is
  * queued (eng_commit_submit) or they fail, so that the group-commit window
  * knows whether anything may still join a batch. */
@@ -1972,6 +2157,11 @@ int eng_exec(struct eng *e, struct eng_req *r)
 		return eng_exec_kind(e, r);
 	t0 = mono_us();
 	__atomic_add_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
+	if (r->er_coming) {
+		r->er_coming = false;
+		__atomic_sub_fetch(&e->e_coming, 1, __ATOMIC_RELEASE);
+	}
+	rep_back(e);
 	t_inexec = e;
 	rc = eng_exec_kind(e, r);
 	if (t_inexec == e) {

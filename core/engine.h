@@ -7,9 +7,11 @@
  *                         the target device and writes the data there
  *                         (tier_dev_write) — out of place, never over live data;
  *   eng_commit_submit()   queues the request's commit item;
- *   syncer thread         takes a batch (waiting up to LIM_GATHER_US for
- *                         more items only while other updates are still in
- *                         eng_exec()) and syncs every device it wrote, all
+ *   syncer thread         takes a batch (waiting for more items while other
+ *                         updates are on their way, eng_update_coming(), or
+ *                         updates just reported done may come back: at most
+ *                         a gap of about one update's execution per item,
+ *                         2 ms in all) and syncs every device it wrote, all
  *                         in parallel (TIO_SYNC requests of tier_io_run), so
  *                         its data is durable;
  *   committer thread      applies all items of the batch in ONE LMDB write
@@ -19,7 +21,8 @@
  *                         MDB_NOMETASYNC: the next commit's sync, or an
  *                         mdb_env_sync when no batch follows within
  *                         ENG_STABLE_WAIT_US, 300 us, or none is on its way
- *                         at all): space
+ *                         at all, or the batch's own ops are the next batch,
+ *                         a closed loop): space
  *                         the batch unmapped goes to the reclaimer (released
  *                         after an RCU grace period) and ci_done() runs
  *                         (op STABLE).  A store with its metadata on NVRAM
@@ -177,6 +180,7 @@ struct eng_req {
 					  the update takes and frees none */
 	void (*er_executed)(struct eng_citem *ci); /**< wrapped callbacks */
 	void (*er_done)(struct eng_citem *ci, int rc);
+	bool er_coming;              /**< counted by eng_update_coming() */
 };
 
 /** eng_exec() result when the request went to the committer. */
@@ -210,6 +214,12 @@ int eng_exec(struct eng *e, struct eng_req *r);
 /** True for the request kinds that change nothing: object READ, index GET
  *  and NEXT, entity OPEN and GETATTR. */
 bool eng_req_readonly(const struct eng_req *r);
+
+/** r, an update, was queued for a thread that will pass it to eng_exec():
+ *  count it as on its way to the group commit until eng_exec() starts it,
+ *  so that a batch waits for it (cq_gather).  Every request so counted
+ *  must reach eng_exec(). */
+void eng_update_coming(struct eng *e, struct eng_req *r);
 
 /** Queue a commit item; its ci_done() reports the outcome. */
 void eng_commit_submit(struct eng *e, struct eng_citem *ci);

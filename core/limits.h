@@ -42,11 +42,10 @@
  * batches amortise the sync further but delay the first op of the batch. */
 #define LIM_BATCH_MAX 512u
 
-/* Group-commit window: a batch smaller than LIM_GATHER_MIN items waits up
- * to LIM_GATHER_US microseconds for more before its device sync (about a
+/* Group-commit window (cq_gather): while updates are on their way, a batch
+ * waits for the next item at least LIM_GATHER_US microseconds (about a
  * third of one fdatasync on the disks we measured: the wait pays for itself
- * as soon as one more op joins). */
-#define LIM_GATHER_MIN 8u
+ * as soon as one more op joins), longer when updates take longer. */
 #define LIM_GATHER_US 50u
 
 /* Metadata map: LMDB reserves address space up front; 4 GiB by default holds

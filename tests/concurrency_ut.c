@@ -21,6 +21,7 @@
  * when they exit and when the instance goes first (see cc_teardown).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -1129,6 +1130,79 @@ static int cc_suite_fini(void)
 	return 0;
 }
 
+/*
+ * batch16: 16 WRITEs launched in one clovis_op_launch() are committed in
+ * one group commit, not cut in two (core/README.md "Group commit": the
+ * window waits for every update launched to a worker).  Five rounds, a
+ * fresh object; the commit statistics must show fewer than two commits per
+ * round on average and every write counted in one.
+ */
+#define BT_OPS 16u
+#define BT_ROUNDS 5u
+
+static void cc_batch16(void)
+{
+	struct clovis_id oid = {CC_HI, 3};
+	struct clovis_stat st0[CLOVIS_STAT_NR], st1[CLOVIS_STAT_NR];
+	static uint8_t buf[BT_OPS][CC_BLK];
+	struct clovis_op *ops[BT_OPS], *op = NULL;
+	uint64_t blk[BT_OPS], nr[BT_OPS];
+	struct clovis_extvec ev[BT_OPS];
+	void *bp[BT_OPS];
+	size_t bl[BT_OPS];
+	struct clovis_bufvec bv[BT_OPS];
+	struct clovis_obj o;
+	uint64_t commits, items;
+	int rc;
+
+	if (ut_cluster_skip("batch16", "counts the commits of a local store"))
+		return;
+	rc = clovis_obj_init(&o, cc_realm, &oid, NULL);
+	if (rc == 0)
+		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_stats_get(cc_cl, st0), 0);
+	for (uint32_t r = 0; r < BT_ROUNDS; r++) {
+		for (uint32_t i = 0; i < BT_OPS; i++) {
+			memset(buf[i], (int)(r * BT_OPS + i), CC_BLK);
+			blk[i] = i;
+			nr[i] = 1;
+			ev[i] = (struct clovis_extvec){1, &blk[i], &nr[i]};
+			bp[i] = buf[i];
+			bl[i] = CC_BLK;
+			bv[i] = (struct clovis_bufvec){1, &bp[i], &bl[i]};
+			ops[i] = NULL;
+			CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE,
+							    &ev[i], &bv[i], 0,
+							    &ops[i]), 0);
+		}
+		CU_ASSERT_EQUAL(clovis_op_launch(ops, BT_OPS), 0);
+		for (uint32_t i = 0; i < BT_OPS; i++) {
+			CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+						       CC_WAIT_S * 1000000000ll),
+					0);
+			clovis_op_free(ops[i]);
+		}
+	}
+	CU_ASSERT_EQUAL(clovis_stats_get(cc_cl, st1), 0);
+	commits = st1[CLOVIS_STAT_COMMIT].cs_count -
+		  st0[CLOVIS_STAT_COMMIT].cs_count;
+	items = st1[CLOVIS_STAT_COMMIT].cs_bytes -
+		st0[CLOVIS_STAT_COMMIT].cs_bytes;
+	if (commits >= 2 * BT_ROUNDS)
+		fprintf(stderr, "batch16: %" PRIu64 " commits for %" PRIu64
+			" writes\n", commits, items);
+	CU_ASSERT_EQUAL(items, BT_OPS * BT_ROUNDS);
+	CU_ASSERT(commits >= BT_ROUNDS && commits < 2 * BT_ROUNDS);
+	op = NULL;
+	rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_DELETE, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	CU_ASSERT_EQUAL(rc, 0);
+}
+
 int concurrency_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("concurrency", cc_suite_init,
@@ -1136,7 +1210,8 @@ int concurrency_ut_add(void)
 
 	if (s == NULL || CU_add_test(s, "mixed", cc_mixed) == NULL ||
 	    CU_add_test(s, "inline_reads", cc_inline_reads) == NULL ||
-	    CU_add_test(s, "thread_teardown", cc_teardown) == NULL)
+	    CU_add_test(s, "thread_teardown", cc_teardown) == NULL ||
+	    CU_add_test(s, "batch16", cc_batch16) == NULL)
 		return -1;
 	return 0;
 }
