@@ -353,28 +353,73 @@ void srv_obj_read_reply(struct srv_op *so)
 	srv_reply_attr(so, 0);
 }
 
+/* A held zero-copy write whose pull failed: nothing was mapped.  Its
+ * space goes back, unless a pull into it was abandoned and may still
+ * land: then it stays taken until the server restarts (the allocator is
+ * rebuilt from the maps at open, where it is free). */
+static void srv_obj_zc_fail(struct srv_op *so, struct srv_zc_xfer *x, int rc)
+{
+	struct srv *s = so->so_srv;
+	struct eng_citem *ci = &so->so_m.mr_req.er_ci;
+
+	if (!x->zx_lost) {
+		eng_space_release(s->s_eng, &ci->ci_alloc);
+	} else {
+		LOG_WARNING("server %s: object %s: a zero-copy pull was "
+			    "abandoned at its deadline: its space stays out "
+			    "of use until the server restarts",
+			    s->s_me->cs_name, eng_id_str(&so->so_m.mr_req.er_id));
+	}
+	ci->ci_alloc.sv_nr = 0;
+	srv_reply_err(so, rc);
+}
+
 /*
  * Run a plain object's write or read with the zero-copy hook (srv_zc.c):
  * the engine's device I/O on a registered NVRAM device moves the bytes
- * straight between the client and the device map.  A write's pull happens
- * inside eng_exec(), into the allocated, not yet mapped space; it fails
- * as a device write would, before anything is mapped.  so may be freed
- * when srv_run() returns (an update answered at once): x is ours.
+ * straight between the client and the device map.  A read pushes from
+ * the map inside eng_exec(), under its snapshot.  A write's device write
+ * only records where each range goes, and its commit item is held
+ * (ci_hold): after eng_exec() the client's bytes are pulled straight into
+ * that allocated, not yet mapped space and persisted, and only then is the
+ * item queued for the commit that maps it.  The pull is thus not counted
+ * as engine execution (e_inexec), so other writes' group commits do not
+ * wait for it.  A failed pull maps nothing.  so may be freed once it is
+ * answered or its item queued: x is ours.
  */
 static void srv_obj_run_zc(struct srv_op *so)
 {
-	const char *name = so->so_srv->s_me->cs_name;
+	struct srv *s = so->so_srv;
+	struct eng_citem *ci = &so->so_m.mr_req.er_ci;
 	struct srv_zc_xfer x;
+	int rc;
 
 	srv_zc_hook_init(&x, so);
-	if (so->so_m.mr_req.er_kind == ER_OBJ_READ)
-		so->so_zc = &x;
+	so->so_zc = &x;
+	if (so->so_m.mr_req.er_kind == ER_OBJ_WRITE)
+		ci->ci_hold = srv_zc_hold;
 	nvram_xfer_set(&x.zx_hook);
 	srv_run(so);
 	nvram_xfer_set(NULL);
-	if (x.zx_lost)
-		LOG_WARNING("server %s: a zero-copy object transfer was "
-			    "abandoned at its deadline", name);
+	if (!x.zx_held) {
+		/* answered already: a read, or a write that failed */
+		if (x.zx_lost)
+			LOG_WARNING("server %s: a zero-copy transfer was "
+				    "abandoned at its deadline",
+				    s->s_me->cs_name);
+		return;
+	}
+	so->so_zc = NULL;
+	ci->ci_hold = NULL;
+	rc = srv_zc_pull_held(&x);
+	if (rc == 0 && FAULT_HIT("srv.obj.pull"))
+		rc = err_set(-EIO, "object %s: fault point srv.obj.pull",
+			     eng_id_str(&so->so_m.mr_req.er_id));
+	if (rc != 0) {
+		srv_obj_zc_fail(so, &x, rc);
+		return;
+	}
+	eng_commit_submit(s->s_eng, ci);
 }
 
 static void srv_obj(struct srv *s, struct srv_op *so)

@@ -188,8 +188,13 @@ struct srv_zc_xfer {
 	struct srv_op *zx_so;
 	uint64_t zx_bytes;                 /* moved straight to/from maps */
 	bool zx_lost;                      /* a transfer was abandoned */
-	uint32_t zx_nr;                    /* reads: ranges pushed, in order */
+	uint32_t zx_nr;                    /* reads: ranges pushed, in order;
+					    * writes: ranges to pull */
 	uint64_t zx_off[SRV_ZC_RANGES], zx_len[SRV_ZC_RANGES];
+	void *zx_dst[SRV_ZC_RANGES];       /* writes: where each goes */
+	struct tier_dev *zx_dev[SRV_ZC_RANGES];
+	bool zx_held;                      /* writes: the engine handed us
+					    * the commit item (ci_hold) */
 };
 /** Register the local pmem2 devices (after the store and the endpoint
  *  opened; failures only log).  0 or -ENOMEM. */
@@ -205,6 +210,12 @@ void srv_zc_hook_init(struct srv_zc_xfer *x, struct srv_op *so);
 /** After a zero-copy read: push what the hook did not (holes, other
  *  devices) from the buffer.  0 or the transfer's code. */
 int srv_zc_push_rest(struct srv_zc_xfer *x);
+/** The ci_hold of a zero-copy write's commit item: notes it held. */
+void srv_zc_hold(struct eng_citem *ci);
+/** After eng_exec() of a zero-copy write whose item is held: pull every
+ *  recorded range straight into its device space and persist it.  0 or
+ *  the first failure's code (later ranges not tried). */
+int srv_zc_pull_held(struct srv_zc_xfer *x);
 /** Remote unit READ on registered device d: tier_dev_read() of len bytes
  *  at off (its checks, fault points, model and counters) whose pmem2
  *  driver pushes them to the caller straight from the map (buf, len bytes,

@@ -184,10 +184,48 @@ static int srv_zc_hook_write(void *arg, struct tier_dev *d, uint64_t boff,
 		x->zx_lost |= rc == -ETIMEDOUT;
 		return rc != 0 ? rc : 1;
 	}
+	if (x->zx_nr < SRV_ZC_RANGES) {
+		/* Pulled after eng_exec(), while the item is held: the
+		 * engine does not count the transfer as execution, so
+		 * other commits do not wait for it (srv_obj_run_zc). */
+		x->zx_off[x->zx_nr] = boff;
+		x->zx_len[x->zx_nr] = len;
+		x->zx_dst[x->zx_nr] = dst;
+		x->zx_dev[x->zx_nr++] = d;
+		return 2;
+	}
 	rc = rpc_sreq_bulk_pull_mem(req, boff, srv_zc_mem(s, d), dst, len);
 	srv_zc_count(s, true, d, len, rc);
+	x->zx_lost |= rc == -ETIMEDOUT;
 	if (rc == 0)
 		x->zx_bytes += len;
+	return rc;
+}
+
+void srv_zc_hold(struct eng_citem *ci)
+{
+	struct srv_op *so = (struct srv_op *)ci;
+
+	so->so_zc->zx_held = true;
+}
+
+int srv_zc_pull_held(struct srv_zc_xfer *x)
+{
+	struct srv *s = x->zx_so->so_srv;
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < x->zx_nr; i++) {
+		rc = rpc_sreq_bulk_pull_mem(x->zx_so->so_req, x->zx_off[i],
+					    srv_zc_mem(s, x->zx_dev[i]),
+					    x->zx_dst[i], x->zx_len[i]);
+		srv_zc_count(s, true, x->zx_dev[i], x->zx_len[i], rc);
+		x->zx_lost |= rc == -ETIMEDOUT;
+		if (rc == 0) {
+			nvram_dev_persist(x->zx_dev[i], x->zx_dst[i],
+					  x->zx_len[i]);
+			x->zx_bytes += x->zx_len[i];
+		}
+	}
 	return rc;
 }
 

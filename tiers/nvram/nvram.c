@@ -273,7 +273,7 @@ static int nvram_write(struct tier_dev *d, uint64_t off, const void *buf,
 		return rc;
 	if (rc == 0)
 		nv->nv_persist(dst, len);
-	else
+	else if (rc == 1)
 		nv->nv_memcpy(dst, buf, len, 0);
 	return 0;
 }

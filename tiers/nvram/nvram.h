@@ -53,8 +53,11 @@ void nvram_dev_persist(struct tier_dev *d, const void *addr, size_t len);
  * xh_write(arg, d, boff, dst, len): the engine writes bytes
  * [boff, boff + len) of the buffer to dst, in d's map.  Return 0 when the
  * hook put them at dst itself (the driver then persists them), 1 when it
- * filled the buffer instead (the driver then copies from it as usual), or
- * a negative code (the write fails with it).
+ * filled the buffer instead (the driver then copies from it as usual), 2
+ * when it takes them over (the driver does nothing: the hook's owner puts
+ * the bytes at dst and persists them, nvram_dev_persist(), before the
+ * request's commit item is queued — it holds the item until then), or a
+ * negative code (the write fails with it).
  *
  * xh_read(arg, d, boff, src, len): the engine reads len bytes at src of
  * d's map into the buffer at boff.  Return 0 when the hook moved them
