@@ -216,13 +216,6 @@ void srv_zc_hold(struct eng_citem *ci);
  *  recorded range straight into its device space and persist it.  0 or
  *  the first failure's code (later ranges not tried). */
 int srv_zc_pull_held(struct srv_zc_xfer *x);
-/** Remote unit READ on registered device d: tier_dev_read() of len bytes
- *  at off (its checks, fault points, model and counters) whose pmem2
- *  driver pushes them to the caller straight from the map (buf, len bytes,
- *  is used only if the driver declines).  0 or a negative code. */
-int srv_zc_read_dev(struct srv *s, struct rpc_sreq *req, struct tier_dev *d,
-		    uint64_t off, void *buf, size_t len);
-
 /* srv_rdev.c */
 /** Serve SOP_RDEV_* on s's endpoint. */
 int srv_rdev_register(struct srv *s);

@@ -214,12 +214,6 @@ static int srv_rdev_io(struct srv *s, struct rpc_sreq *req, uint32_t op,
 				 d->td_path, s->s_conf->cc_servers[q->home].cs_name,
 				 q->home);
 		}
-	} else if (srv_zc_mem(s, d) != NULL) {
-		/* A registered NVRAM device: pushed straight from its map.
-		 * WRITEs keep the buffer: the fence's second deadline check
-		 * must come after the data arrived and before it reaches the
-		 * device, and a pull into the map lands it before that. */
-		rc = srv_zc_read_dev(s, req, d, base + q->off, buf, q->len);
 	} else {
 		rc = tier_dev_read(d, base + q->off, buf, q->len);
 		if (rc == 0)

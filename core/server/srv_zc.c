@@ -18,8 +18,8 @@
  * them.  Reads push straight from the mapped extents (RMA write) while the
  * engine holds its read snapshot, so the space cannot be reused meanwhile;
  * holes and extents on other devices still go through the buffer and are
- * pushed after (srv_zc_push_rest).  Remote unit I/O on a registered
- * device (srv_rdev.c) pulls into and pushes from the map directly.
+ * pushed after (srv_zc_push_rest).  Remote unit I/O (srv_rdev.c) keeps
+ * its buffer: see docs/data-path.md for why.
  *
  * Checks kept: the engine's and tier.c's (the range inside the device's
  * data area, fault points, the device model), and the RPC layer's (the
@@ -127,43 +127,6 @@ static void srv_zc_count(struct srv *s, bool wr, const struct tier_dev *d,
 		LOG_WARNING("server %s: device %s: a zero-copy %s of %zu bytes "
 			    "was abandoned at its deadline", s->s_me->cs_name,
 			    d->td_path, wr ? "pull" : "push", len);
-}
-
-/* A device read's hook (srv_zc_read_dev): push from the map. */
-struct srv_zc_dread {
-	struct srv *zd_srv;
-	struct rpc_sreq *zd_req;
-	bool zd_pushed;
-};
-
-static int srv_zc_dread_cb(void *arg, struct tier_dev *d, uint64_t boff,
-			   const void *src, size_t len)
-{
-	struct srv_zc_dread *z = arg;
-	struct rpc_mem *m = srv_zc_mem(z->zd_srv, d);
-	int rc;
-
-	if (m == NULL || boff != 0)
-		return 1;
-	rc = rpc_sreq_bulk_push_mem(z->zd_req, 0, m, src, len);
-	srv_zc_count(z->zd_srv, false, d, len, rc);
-	z->zd_pushed = rc == 0;
-	return rc;
-}
-
-int srv_zc_read_dev(struct srv *s, struct rpc_sreq *req, struct tier_dev *d,
-		    uint64_t off, void *buf, size_t len)
-{
-	struct srv_zc_dread z = {s, req, false};
-	struct nvram_xfer_hook h = {buf, len, NULL, srv_zc_dread_cb, &z};
-	int rc;
-
-	nvram_xfer_set(&h);
-	rc = tier_dev_read(d, off, buf, len);
-	nvram_xfer_set(NULL);
-	if (rc == 0 && !z.zd_pushed)
-		rc = rpc_sreq_bulk_push(req, 0, buf, len);
-	return rc;
 }
 
 /* ------------------------------------------------------ the hook */

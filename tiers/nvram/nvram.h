@@ -4,21 +4,17 @@
  * docs/data-path.md "Zero-copy units on NVRAM").
  *
  * A strata-server registers the data area of each pmem2 device with its
- * RPC endpoint once (nvram_dev_data), so that RMA moves a unit's bytes
- * straight between a client's buffer and the device:
- *
- *  - remote unit I/O (core/server/srv_rdev.c) addresses the device
- *    itself: the server pulls into (or pushes from) the map and persists
- *    with nvram_dev_persist() before it answers;
- *  - object requests go through the engine, which allocates the unit's
- *    space and then calls tier_dev_write/read with the request's buffer.
- *    A thread about to run such a request installs a transfer hook
- *    (nvram_xfer_set): when a pmem2 write or read of that thread names a
- *    buffer inside the hook's buffer, the driver hands the hook the
- *    device address instead of copying, and the hook moves the bytes by
- *    RMA.  The space is the engine's freshly allocated, not yet mapped
- *    space (out of place), so the pulled bytes are persisted here before
- *    the commit that maps them, exactly as a copy would have been.
+ * RPC endpoint once (nvram_dev_data), so that RMA moves an object's bytes
+ * straight between a client's buffer and the device.  Object requests go
+ * through the engine, which allocates the space and then calls
+ * tier_dev_write/read with the request's buffer.  A thread about to run
+ * such a request installs a transfer hook (nvram_xfer_set): when a pmem2
+ * write or read of that thread names a buffer inside the hook's buffer,
+ * the driver hands the hook the device address instead of copying, and
+ * the hook moves the bytes by RMA (or takes a write over, to move it
+ * later).  The space is the engine's freshly allocated, not yet mapped
+ * space (out of place), so the pulled bytes are persisted before the
+ * commit that maps them, exactly as a copy would have been.
  *
  * Only this driver knows its map; the engine and tier.c are unchanged
  * (their checks — range inside the data area, fault points, device model,
