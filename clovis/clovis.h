@@ -1011,6 +1011,10 @@ struct clovis_server_info {
 	uint64_t si_slice_free[64]; /**< as a home: [j] free bytes of its
 				   *  slices on server j's devices (0 for
 				   *  itself) */
+	uint64_t si_zc_write_bytes; /**< bytes it pulled straight into its
+				   *  NVRAM devices' maps (zero-copy,
+				   *  docs/data-path.md) */
+	uint64_t si_zc_read_bytes; /**< bytes it pushed straight from them */
 };
 
 /**

@@ -1030,6 +1030,8 @@ void cluster_status(struct clovis *cl, uint32_t s,
 		si->si_idx_tombs = rp->status->idx_tombs;
 		si->si_late_writes = rp->status->late_writes;
 		si->si_fenced_bytes = rp->status->fenced_bytes;
+		si->si_zc_write_bytes = rp->status->zc_write_bytes;
+		si->si_zc_read_bytes = rp->status->zc_read_bytes;
 		for (size_t j = 0; j < rp->status->n_slice_free && j < 64; j++)
 			si->si_slice_free[si->si_nr_slices++] =
 				rp->status->slice_free[j];

@@ -371,6 +371,8 @@ static void status_server_text(const struct clovis_server_info *si)
 	for (uint32_t j = 0; j < si->si_nr_slices && j < 64; j++)
 		printf(" %u=%" PRIu64, j, si->si_slice_free[j]);
 	printf("\n");
+	printf("  zero-copy: %" PRIu64 " bytes-written  %" PRIu64
+	       " bytes-read\n", si->si_zc_write_bytes, si->si_zc_read_bytes);
 }
 
 /* One device of a server as a JSON object. */
@@ -450,6 +452,8 @@ static void status_server_json(const struct clu_status *st,
 	json_u64_or_null("tombstones_collected", si->si_idx_tombs, up);
 	json_u64_or_null("late_writes_refused", si->si_late_writes, up);
 	json_u64_or_null("bytes_fenced", si->si_fenced_bytes, up);
+	json_u64_or_null("zc_write_bytes", si->si_zc_write_bytes, up);
+	json_u64_or_null("zc_read_bytes", si->si_zc_read_bytes, up);
 	printf(", \"slice_free\": ");
 	if (up) {
 		printf("[");

@@ -197,6 +197,33 @@ void rpc_buf_put(struct rpc_ep *ep, void *buf, bool lost);
 /** True when buf lies in ep's registered pool (tests, stats). */
 bool rpc_buf_pooled(struct rpc_ep *ep, const void *buf);
 
+/* ------------------------------------------------- registered memory */
+
+/**
+ * Memory of the caller registered once with an endpoint for local RMA
+ * access (a server's NVRAM device map: bulk data moves straight between
+ * the caller's segments and that memory, docs/data-path.md "Zero-copy
+ * units on NVRAM").  Opaque; owned by the caller, who keeps the memory
+ * mapped until rpc_mem_dereg(), which must come before rpc_ep_close().
+ */
+struct rpc_mem;
+
+/** Register [addr, addr + len) with ep (fi_mr_reg, local read and write
+ *  access).  0, -EINVAL (NULL, len 0), -ENOMEM, or the provider's refusal
+ *  with a message naming the endpoint and the length. */
+int rpc_mem_reg(struct rpc_ep *ep, void *addr, size_t len,
+		struct rpc_mem **out);
+/** Close the registration (NULL ignored); the memory is the caller's. */
+void rpc_mem_dereg(struct rpc_mem *m);
+/** rpc_sreq_bulk_pull() into buf, which must lie inside m (-EINVAL with a
+ *  message otherwise): no registration per transfer.  After -ETIMEDOUT a
+ *  part may still land in buf, as for rpc_sreq_bulk_pull(). */
+int rpc_sreq_bulk_pull_mem(struct rpc_sreq *req, uint64_t off,
+			   struct rpc_mem *m, void *buf, size_t len);
+/** rpc_sreq_bulk_push() from buf inside m (-EINVAL otherwise). */
+int rpc_sreq_bulk_push_mem(struct rpc_sreq *req, uint64_t off,
+			   struct rpc_mem *m, const void *buf, size_t len);
+
 /** The caller's address as text ("127.0.0.1:40211"), for messages. */
 const char *rpc_sreq_peer(const struct rpc_sreq *req);
 /** Milliseconds left before the caller's deadline (0: passed). */

@@ -263,6 +263,13 @@ bool rpc_in_progress_thread(struct rpc_ep *ep);
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 		 uint64_t xid, const uint8_t *key);
 /* Register buf for access; *desc for local use when FI_MR_LOCAL. */
+/* Memory registered once by a caller (rpc.h, rpc_mem_reg). */
+struct rpc_mem {
+	struct fid_mr *mm_mr;
+	char *mm_addr;
+	size_t mm_len;
+};
+
 int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
 	       struct fid_mr **mr);
 void rpc_mr_close(struct fid_mr *mr);

@@ -511,9 +511,10 @@ static void srv_xfer_end(struct rpc_ep *ep, bool wr, uint64_t t0,
 	pthread_mutex_unlock(&ep->ep_lock);
 }
 
-/* Move len bytes between buf and the caller's segments from offset off. */
+/* Move len bytes between buf and the caller's segments from offset off.
+ * m: buf lies in that registered memory (NULL: the pool or per transfer). */
 static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
-		   bool wr)
+		   bool wr, const struct rpc_mem *m)
 {
 	struct rpc_ep *ep = r->sr_ep;
 	const RpcBulkDesc *b = r->sr_env->bulk;
@@ -521,8 +522,9 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 	struct fid_mr *mr = NULL;
 	uint64_t soff = 0, pos = 0;
 	int nr = 0, rc = 0;
-	bool pooled;
-	void *desc = rpc_pool_desc(ep, buf, len, &pooled);
+	bool pooled = m != NULL;
+	void *desc = m != NULL ? (m->mm_mr != NULL ? fi_mr_desc(m->mm_mr) : NULL)
+			       : rpc_pool_desc(ep, buf, len, &pooled);
 	pthread_cond_t cv;
 	uint64_t t0 = srv_xfer_begin(ep, wr);
 
@@ -634,7 +636,7 @@ int rpc_sreq_bulk_pull(struct rpc_sreq *req, uint64_t off, void *buf,
 		memcpy(buf, b->data.data + off, len);
 		return 0;
 	}
-	return srv_rma(req, off, buf, len, false);
+	return srv_rma(req, off, buf, len, false, NULL);
 }
 
 int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
@@ -657,5 +659,87 @@ int rpc_sreq_bulk_push(struct rpc_sreq *req, uint64_t off, const void *buf,
 		memcpy(req->sr_inbuf + off, buf, len);
 		return 0;
 	}
-	return srv_rma(req, off, (void *)buf, len, true);
+	return srv_rma(req, off, (void *)buf, len, true, NULL);
+}
+
+/* ------------------------------------------------- registered memory */
+
+int rpc_mem_reg(struct rpc_ep *ep, void *addr, size_t len,
+		struct rpc_mem **out)
+{
+	struct rpc_mem *m;
+	int rc;
+
+	if (ep == NULL || addr == NULL || len == 0 || out == NULL)
+		return err_set(-EINVAL, "rpc_mem_reg: %s", len == 0 ?
+			       "0 bytes" : "NULL argument");
+	m = calloc(1, sizeof *m);
+	if (m == NULL)
+		return err_set(-ENOMEM, "rpc %s: registered memory", ep->ep_self);
+	rc = rpc_mr_reg(ep, addr, len, FI_READ | FI_WRITE, &m->mm_mr);
+	if (rc != 0) {
+		free(m);
+		return rc;
+	}
+	m->mm_addr = addr;
+	m->mm_len = len;
+	*out = m;
+	return 0;
+}
+
+void rpc_mem_dereg(struct rpc_mem *m)
+{
+	if (m == NULL)
+		return;
+	rpc_mr_close(m->mm_mr);
+	free(m);
+}
+
+/* Is [buf, buf + len) inside m? */
+static int srv_mem_check(const struct rpc_mem *m, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	if (m == NULL || p < m->mm_addr || len > m->mm_len ||
+	    (size_t)(p - m->mm_addr) > m->mm_len - len)
+		return err_set(-EINVAL, "rpc: bulk buffer %p+%zu outside its "
+			       "registered memory", buf, len);
+	return 0;
+}
+
+int rpc_sreq_bulk_pull_mem(struct rpc_sreq *req, uint64_t off,
+			   struct rpc_mem *m, void *buf, size_t len)
+{
+	int rc;
+
+	if (req == NULL || buf == NULL)
+		return err_set(-EINVAL, "rpc_sreq_bulk_pull_mem: NULL argument");
+	if ((rc = srv_mem_check(m, buf, len)) != 0 ||
+	    (rc = srv_bulk_check(req, RPC_BULK_OUT, off, len)) != 0)
+		return rc;
+	if (len == 0)
+		return 0;
+	if (req->sr_env->bulk->has_data) {
+		memcpy(buf, req->sr_env->bulk->data.data + off, len);
+		return 0;
+	}
+	return srv_rma(req, off, buf, len, false, m);
+}
+
+int rpc_sreq_bulk_push_mem(struct rpc_sreq *req, uint64_t off,
+			   struct rpc_mem *m, const void *buf, size_t len)
+{
+	int rc;
+
+	if (req == NULL || buf == NULL)
+		return err_set(-EINVAL, "rpc_sreq_bulk_push_mem: NULL argument");
+	if ((rc = srv_mem_check(m, buf, len)) != 0)
+		return rc;
+	if (req->sr_env->bulk != NULL && req->sr_env->bulk->n_segs == 0)
+		return rpc_sreq_bulk_push(req, off, buf, len);
+	if ((rc = srv_bulk_check(req, RPC_BULK_IN, off, len)) != 0)
+		return rc;
+	if (len == 0)
+		return 0;
+	return srv_rma(req, off, (void *)buf, len, true, m);
 }

@@ -3,7 +3,7 @@
 # cluster client), the request handlers, and the daemon.
 LIB_SRCS += core/clu_conf.c core/server/msg.c core/server/peers.c \
 	core/server/srv.c core/server/srv_idx.c core/server/rdev.c \
-	core/server/srv_rdev.c
+	core/server/srv_rdev.c core/server/srv_zc.c
 PROTOS += core/server/strata.proto
 SRV_OBJS := $(BUILD)/obj/core/server/server.o
 BINS += $(BUILD)/strata-server

@@ -336,18 +336,90 @@ static int srv_obj_attrs(struct srv *s, struct srv_op *so)
 
 void srv_obj_read_reply(struct srv_op *so)
 {
-	struct eng_req *r = &so->so_m.mr_req;
-	int rc = rpc_sreq_bulk_push(so->so_req, 0, so->so_m.mr_data,
-				    so->so_m.mr_data_len);
+	int rc;
 
+	/* A zero-copy read pushed its mapped extents already: the rest. */
+	if (so->so_zc != NULL)
+		rc = srv_zc_push_rest(so->so_zc);
+	else
+		rc = rpc_sreq_bulk_push(so->so_req, 0, so->so_m.mr_data,
+					so->so_m.mr_data_len);
 	srv_prof_mark(so, SRV_T_PUSH);
 	if (rc != 0) {
 		so->so_rbuf_lost = so->so_rbuf && rc == -ETIMEDOUT;
 		srv_reply_err(so, rc);
 		return;
 	}
-	(void)r;
 	srv_reply_attr(so, 0);
+}
+
+/* A held zero-copy write whose pull failed: nothing was mapped.  Its
+ * space goes back, unless a pull into it was abandoned and may still
+ * land: then it stays taken until the server restarts (the allocator is
+ * rebuilt from the maps at open, where it is free). */
+static void srv_obj_zc_fail(struct srv_op *so, struct srv_zc_xfer *x, int rc)
+{
+	struct srv *s = so->so_srv;
+	struct eng_citem *ci = &so->so_m.mr_req.er_ci;
+
+	if (!x->zx_lost) {
+		eng_space_release(s->s_eng, &ci->ci_alloc);
+	} else {
+		LOG_WARNING("server %s: object %s: a zero-copy pull was "
+			    "abandoned at its deadline: its space stays out "
+			    "of use until the server restarts",
+			    s->s_me->cs_name, eng_id_str(&so->so_m.mr_req.er_id));
+	}
+	ci->ci_alloc.sv_nr = 0;
+	srv_reply_err(so, rc);
+}
+
+/*
+ * Run a plain object's write or read with the zero-copy hook (srv_zc.c):
+ * the engine's device I/O on a registered NVRAM device moves the bytes
+ * straight between the client and the device map.  A read pushes from
+ * the map inside eng_exec(), under its snapshot.  A write's device write
+ * only records where each range goes, and its commit item is held
+ * (ci_hold): after eng_exec() the client's bytes are pulled straight into
+ * that allocated, not yet mapped space and persisted, and only then is the
+ * item queued for the commit that maps it.  The pull is thus not counted
+ * as engine execution (e_inexec), so other writes' group commits do not
+ * wait for it.  A failed pull maps nothing.  so may be freed once it is
+ * answered or its item queued: x is ours.
+ */
+static void srv_obj_run_zc(struct srv_op *so)
+{
+	struct srv *s = so->so_srv;
+	struct eng_citem *ci = &so->so_m.mr_req.er_ci;
+	struct srv_zc_xfer x;
+	int rc;
+
+	srv_zc_hook_init(&x, so);
+	so->so_zc = &x;
+	if (so->so_m.mr_req.er_kind == ER_OBJ_WRITE)
+		ci->ci_hold = srv_zc_hold;
+	nvram_xfer_set(&x.zx_hook);
+	srv_run(so);
+	nvram_xfer_set(NULL);
+	if (!x.zx_held) {
+		/* answered already: a read, or a write that failed */
+		if (x.zx_lost)
+			LOG_WARNING("server %s: a zero-copy transfer was "
+				    "abandoned at its deadline",
+				    s->s_me->cs_name);
+		return;
+	}
+	so->so_zc = NULL;
+	ci->ci_hold = NULL;
+	rc = srv_zc_pull_held(&x);
+	if (rc == 0 && FAULT_HIT("srv.obj.pull"))
+		rc = err_set(-EIO, "object %s: fault point srv.obj.pull",
+			     eng_id_str(&so->so_m.mr_req.er_id));
+	if (rc != 0) {
+		srv_obj_zc_fail(so, &x, rc);
+		return;
+	}
+	eng_commit_submit(s->s_eng, ci);
 }
 
 static void srv_obj(struct srv *s, struct srv_op *so)
@@ -355,6 +427,7 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 	struct msg_req *m = &so->so_m;
 	struct eng_req *r = &m->mr_req;
 	size_t bulk = rpc_sreq_bulk_len(so->so_req);
+	bool zc = false;
 	int rc;
 
 	if (so->so_t[SRV_T_RECV] != 0)
@@ -396,7 +469,8 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 		}
 		so->so_rbuf = true;
 		srv_prof_mark(so, SRV_T_BUF);
-		if (r->er_kind == ER_OBJ_WRITE) {
+		zc = srv_zc_obj_ok(s, so);
+		if (r->er_kind == ER_OBJ_WRITE && !zc) {
 			rc = rpc_sreq_bulk_pull(so->so_req, 0, m->mr_data, bulk);
 			if (rc != 0 || FAULT_HIT("srv.obj.pull")) {
 				/* Nothing is written nor mapped. */
@@ -415,7 +489,10 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 						      m->mr_datalen};
 		r->er_data = &m->mr_databv;
 	}
-	srv_run(so);
+	if (zc)
+		srv_obj_run_zc(so);
+	else
+		srv_run(so);
 }
 
 /* ------------------------------------------------------------ entities */
@@ -634,6 +711,10 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	st.idx_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
 	st.late_writes = __atomic_load_n(&s->s_cnt.sc_late, __ATOMIC_RELAXED);
 	st.fenced_bytes = s->s_eng != NULL ? eng_space_fenced(s->s_eng) : 0;
+	st.zc_write_bytes = __atomic_load_n(&s->s_cnt.sc_zc_wr_bytes,
+					    __ATOMIC_RELAXED);
+	st.zc_read_bytes = __atomic_load_n(&s->s_cnt.sc_zc_rd_bytes,
+					   __ATOMIC_RELAXED);
 	srv_status_slices(s, &st, slice_free);
 	st.draining = s->s_draining;
 	rpc_ep_stats(s->s_ep, &rs);
@@ -782,6 +863,8 @@ static int srv_open_ep(struct srv *s)
 	for (uint32_t op = SOP_ENT; rc == 0 && op < SOP_END; op++)
 		rc = rpc_handler_set(s->s_ep, op, srv_handle, s);
 	if (rc == 0)
+		rc = srv_zc_start(s);
+	if (rc == 0)
 		rc = srv_rdev_register(s);
 	if (rc == 0)
 		rc = srv_dtx_register(s);
@@ -858,6 +941,7 @@ void srv_stop(struct srv *s)
 	srv_dtx_stop(s);
 	srv_syncer_stop(s);
 	peers_destroy(s->s_peers);
+	srv_zc_stop(s);
 	rpc_ep_close(s->s_ep);
 	srv_exec_stop(s);
 	if (s->s_eng != NULL)
@@ -877,4 +961,8 @@ void srv_counters_get(struct srv *s, struct srv_counters *out)
 	out->sc_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
 	out->sc_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
 	out->sc_late = __atomic_load_n(&s->s_cnt.sc_late, __ATOMIC_RELAXED);
+	out->sc_zc_wr_bytes = __atomic_load_n(&s->s_cnt.sc_zc_wr_bytes,
+					      __ATOMIC_RELAXED);
+	out->sc_zc_rd_bytes = __atomic_load_n(&s->s_cnt.sc_zc_rd_bytes,
+					      __ATOMIC_RELAXED);
 }

@@ -45,6 +45,9 @@ struct srv_counters {
 				 *   earlier incarnation of their home) */
 	uint64_t sc_tombs;      /**< index tombstones collected (dropped
 				 *   once every replica had them) */
+	uint64_t sc_zc_wr_bytes; /**< bytes pulled straight into NVRAM
+				  *   device maps (zero-copy, srv_zc.c) */
+	uint64_t sc_zc_rd_bytes; /**< bytes pushed straight from them */
 };
 
 /** srv_start() flags. */

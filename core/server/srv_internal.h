@@ -12,6 +12,7 @@
 #include "core/server/msg.h"
 #include "core/server/peers.h"
 #include "core/server/srv.h"
+#include "tiers/nvram/nvram.h"
 
 /* RPC handler threads: enough for a few clients' workers each; the engine
  * has its own I/O threads behind them. */
@@ -111,6 +112,7 @@ struct srv_op {
 	uint64_t so_vseq;           /*  so_vseq), stored per key */
 	bool so_rbuf;               /* so_m.mr_data is from rpc_buf_get() */
 	bool so_rbuf_lost;          /* ... and an RMA of it was abandoned */
+	struct srv_zc_xfer *so_zc;  /* zero-copy read in progress (srv_obj) */
 	uint64_t so_t[SRV_T_END];   /* STRATA_SRV_PROFILE: stage times, ns */
 };
 
@@ -159,6 +161,8 @@ struct srv {
 	struct srv_dtx *s_dtx;
 	/* object requests' executor and remote device service (srv_rdev.c) */
 	struct srv_exec *s_exec;
+	/* pmem2 devices registered for zero-copy transfers (srv_zc.c) */
+	struct srv_zc *s_zc;
 };
 
 uint64_t srv_now_ms(void);
@@ -173,6 +177,45 @@ void srv_obj_read_reply(struct srv_op *so);
 /** Note the end of stage st of so when profiling (STRATA_SRV_PROFILE). */
 void srv_prof_mark(struct srv_op *so, enum srv_stage st);
 
+/* srv_zc.c: zero-copy transfers to and from pmem2 devices */
+#define SRV_ZC_RANGES 16u  /* ranges one read pushes straight from the map
+			    * (a plain 1 MiB read has one per extent); past
+			    * this, the rest goes through the buffer */
+/** One object request's transfer hook (on the executor's stack while the
+ *  engine runs it). */
+struct srv_zc_xfer {
+	struct nvram_xfer_hook zx_hook;
+	struct srv_op *zx_so;
+	uint64_t zx_bytes;                 /* moved straight to/from maps */
+	bool zx_lost;                      /* a transfer was abandoned */
+	uint32_t zx_nr;                    /* reads: ranges pushed, in order;
+					    * writes: ranges to pull */
+	uint64_t zx_off[SRV_ZC_RANGES], zx_len[SRV_ZC_RANGES];
+	void *zx_dst[SRV_ZC_RANGES];       /* writes: where each goes */
+	struct tier_dev *zx_dev[SRV_ZC_RANGES];
+	bool zx_held;                      /* writes: the engine handed us
+					    * the commit item (ci_hold) */
+};
+/** Register the local pmem2 devices (after the store and the endpoint
+ *  opened; failures only log).  0 or -ENOMEM. */
+int srv_zc_start(struct srv *s);
+/** Drop the registrations (before the endpoint closes). */
+void srv_zc_stop(struct srv *s);
+/** d's registration, NULL when it has none. */
+struct rpc_mem *srv_zc_mem(struct srv *s, const struct tier_dev *d);
+/** Can so (an object read or write, attributes loaded) use the hook? */
+bool srv_zc_obj_ok(struct srv *s, const struct srv_op *so);
+/** Set x up for so, whose pool buffer is so_m.mr_data. */
+void srv_zc_hook_init(struct srv_zc_xfer *x, struct srv_op *so);
+/** After a zero-copy read: push what the hook did not (holes, other
+ *  devices) from the buffer.  0 or the transfer's code. */
+int srv_zc_push_rest(struct srv_zc_xfer *x);
+/** The ci_hold of a zero-copy write's commit item: notes it held. */
+void srv_zc_hold(struct eng_citem *ci);
+/** After eng_exec() of a zero-copy write whose item is held: pull every
+ *  recorded range straight into its device space and persist it.  0 or
+ *  the first failure's code (later ranges not tried). */
+int srv_zc_pull_held(struct srv_zc_xfer *x);
 /* srv_rdev.c */
 /** Serve SOP_RDEV_* on s's endpoint. */
 int srv_rdev_register(struct srv *s);

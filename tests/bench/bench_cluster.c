@@ -57,6 +57,18 @@
  *                             figure (group metanv).  A STABLE write then
  *                             waits for the device sync and a commit to
  *                             memory instead of two more disk syncs.
+ *   1MiB ..., nvram           a fourth cluster whose one device per server
+ *                             is an NVRAM-tier (pmem2) device on /dev/shm
+ *                             (libpmem2 maps the file; tmpfs emulates
+ *                             NVRAM), metadata there too: a plain object
+ *                             on the NVRAM tier, 1 MiB writes and reads
+ *                             with 1, 4 and 16 in flight, each beside its
+ *                             raw RMA figure, and the servers' CPU per MiB
+ *                             (group nvram).  strata-server moves these
+ *                             bytes straight between the client and the
+ *                             device map (docs/data-path.md "Zero-copy
+ *                             units on NVRAM"); STRATA_SRV_ZC=0 in the
+ *                             environment gives the bounce path for A/B.
  *
  * The /dev/shm directory of a run (/dev/shm/strata-bench-PID: the tmpfs
  * cluster's devices, the metanv cluster's metadata) is removed when the
@@ -65,7 +77,7 @@
  * the run made); only SIGKILL leaves it.
  *
  *   strata_bench_cluster --dir DIR [--json] [--seconds S] [--figs G,...]
- * G: lat bw pd thr idx bw16 shm metanv; default all (other options, meant
+ * G: lat bw pd thr idx bw16 shm metanv nvram; default all (other options, meant
  * for strata_bench, are ignored).
  */
 #include <errno.h>
@@ -100,7 +112,7 @@
 #define BC_NEXT_RECS 16u        /* records per NEXT */
 #define BC_THREADS_MAX 16u
 #define BC_LAT_MAX 200000u
-#define BC_FIGS 48u
+#define BC_FIGS 96u
 #define BC_LAT_BLOCKS 4096u     /* 16 MiB region of 4 KiB ops */
 #define BC_BW_REGION 64u        /* MiB rewritten by the 1 MiB writers */
 #define BC_THR_REGION 16u       /* MiB rewritten by each of the threads
@@ -116,7 +128,12 @@
 #define BC_EMU_MNV "tcp;ofi_rxm, 3 servers on 127.0.0.1, flash = files " \
 	       "on one disk (O_DIRECT), metadata on /dev/shm (tmpfs as " \
 	       "NVRAM), servers and client share 2 cores"
+#define BC_EMU_NV "tcp;ofi_rxm, 3 servers on 127.0.0.1, NVRAM = " \
+	       "/dev/shm files through PMDK (libpmem2), metadata there too, " \
+	       "servers and client share 2 cores"
 #define BC_SHM_DEV_MB 384u      /* tmpfs cluster: 2 devices of this */
+#define BC_NV_DEV_MB 256u       /* nvram cluster: 1 NVRAM device of this */
+#define BC_PORTS 60u            /* ports per run: 4 clusters, raw figures */
 #define BC_EMU_LEN 256u
 
 struct bc_fig {
@@ -133,6 +150,7 @@ enum bc_kind {
 	BC_K_DISK,              /* flash on the disk of DIR, meta there */
 	BC_K_SHM,               /* flash on /dev/shm */
 	BC_K_METANV,            /* flash on the disk, meta on /dev/shm */
+	BC_K_NVRAM,             /* one NVRAM device, meta: all on /dev/shm */
 };
 
 static struct bc_fig bc_figs[BC_FIGS];
@@ -251,13 +269,40 @@ static void *bc_alloc(size_t len)
 
 /* ---------------------------------------------------------- servers */
 
+/* cluster.yaml of the NVRAM cluster: one pmem2 device per server and its
+ * metadata, both in bc_shm_dir. */
+static int bc_write_conf_nv(const char *path)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		return -errno;
+	fprintf(f, "cluster:\n  name: bench\n  secret_file: secret\n"
+		"  provider: \"%s\"\n  index_replicas: 3\n"
+		"  connect_timeout: 2s\n  call_timeout: 30s\n"
+		"device_size: %uMiB\n"
+		"layouts:\n  default: { type: plain, tier: nvram }\n"
+		"servers:\n", BC_PROV, BC_NV_DEV_MB);
+	for (uint32_t i = 0; i < BC_SERVERS; i++)
+		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
+			"    port: %u\n    data_dir: s%u\n"
+			"    nvram_dir: %s\n    meta_nvram: true\n"
+			"    devices:\n      - { tier: nvram, local: true }\n",
+			i, bc_port + i, i, bc_shm_dir);
+	return fclose(f) == 0 ? 0 : -errno;
+}
+
 /* cluster.yaml of the cluster of kind bc_kind.  tmpfs: two devices per
  * server (RAM: 3 x 2 x 384 MiB); metanv: the metadata of every server in
  * bc_shm_dir (each store's own strata-UUID-meta there). */
 static int bc_write_conf(const char *path)
 {
 	bool shm = bc_kind == BC_K_SHM;
-	FILE *f = fopen(path, "w");
+	FILE *f;
+
+	if (bc_kind == BC_K_NVRAM)
+		return bc_write_conf_nv(path);
+	f = fopen(path, "w");
 
 	if (f == NULL)
 		return -errno;
@@ -1066,8 +1111,10 @@ static void bc_figs_bw_pd(void)
  * cluster the devices are on the disk and the metadata in memory. */
 static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 {
-	static const char *const emus[] = { BC_EMU, BC_EMU_SHM, BC_EMU_MNV };
-	static const char *const wheres[] = { "", ", tmpfs", ", meta nvram" };
+	static const char *const emus[] = { BC_EMU, BC_EMU_SHM, BC_EMU_MNV,
+					    BC_EMU_NV };
+	static const char *const wheres[] = { "", ", tmpfs", ", meta nvram",
+					      ", nvram" };
 	const char *emu = emus[bc_kind], *where = wheres[bc_kind];
 	char name[64], e[BC_EMU_LEN];
 	double ow, orr, rr, rw, cw, cr, kw, kr, xr, xw;
@@ -1122,7 +1169,15 @@ static void bc_obj_filled(struct clovis_obj *o, uint64_t n)
 {
 	void *buf = bc_alloc(BC_MIB);
 
-	bc_obj_create(o, n);
+	if (bc_kind == BC_K_NVRAM) {
+		struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
+					     .oa_layout = CLOVIS_LAYOUT_PLAIN,
+					     .oa_tier = CLOVIS_TIER_NVRAM };
+
+		bc_obj_create_attr(o, n, &a);
+	} else {
+		bc_obj_create(o, n);
+	}
 	for (uint64_t b = 0; b < BC_BW_REGION; b++)
 		bc_obj_io(o, CLOVIS_OC_WRITE, b * (BC_MIB >> BC_BLK_SHIFT),
 			  BC_MIB >> BC_BLK_SHIFT, buf);
@@ -1253,7 +1308,9 @@ int main(int argc, char **argv)
 			"(1 MiB, 16 in flight), shm (1 MiB, 4 and 16 in "
 			"flight, devices on /dev/shm), metanv (1 MiB, 4 and "
 			"16 in flight, devices on the disk, metadata on "
-			"/dev/shm); default all\n");
+			"/dev/shm), nvram (1 MiB, 1, 4 and 16 in flight, a "
+			"plain object on NVRAM devices on /dev/shm); default "
+			"all\n");
 		return 2;
 	}
 	if (bc_secs <= 0)
@@ -1262,12 +1319,12 @@ int main(int argc, char **argv)
 	bc_sig_start();
 	/* bench_fi.c exits on its own errors: stop the servers then too. */
 	atexit(bc_at_exit);
-	/* 40 ports per run: the disk cluster's 3 servers, the tmpfs
-	 * cluster's 3, the metanv cluster's 3, then 2 per raw figure
-	 * (bfi_*: 15 figures at most, 30 ports). */
-	bc_port0 = (uint16_t)(24000 + (getpid() % 1000) * 40);
+	/* BC_PORTS ports per run: the disk cluster's 3, the tmpfs
+	 * cluster's 3, the metanv cluster's 3, the nvram cluster's 3, then
+	 * 2 per raw figure (bfi_*: 21 figures at most, 42 ports). */
+	bc_port0 = (uint16_t)(24000 + (getpid() % 600) * BC_PORTS);
 	bc_port = bc_port0;
-	bc_raw_port = (uint16_t)(bc_port0 + 3 * BC_SERVERS);
+	bc_raw_port = (uint16_t)(bc_port0 + 4 * BC_SERVERS);
 	fprintf(bc_json ? stderr : stdout, "# strata_bench_cluster: %u "
 		"servers on 127.0.0.1:%u.., provider %s, %.1f s per figure\n",
 		BC_SERVERS, bc_port, BC_PROV, bc_secs);
@@ -1313,6 +1370,18 @@ int main(int argc, char **argv)
 		bc_port = (uint16_t)(bc_port0 + 2 * BC_SERVERS);
 		bc_cluster_up(dir);
 		bc_obj_filled(&o, 5);
+		bc_figs_bw_more(&o, BC_QD_BW);
+		bc_figs_bw_more(&o, BC_QD_BW_DEEP);
+		bc_servers_stop();
+	}
+	if (bc_want("nvram")) {
+		/* A fourth: NVRAM devices and metadata, all on tmpfs. */
+		bc_shm_make();
+		bc_kind = BC_K_NVRAM;
+		bc_port = (uint16_t)(bc_port0 + 3 * BC_SERVERS);
+		bc_cluster_up(dir);
+		bc_obj_filled(&o, 6);
+		bc_figs_bw_more(&o, 1);
 		bc_figs_bw_more(&o, BC_QD_BW);
 		bc_figs_bw_more(&o, BC_QD_BW_DEEP);
 		bc_servers_stop();

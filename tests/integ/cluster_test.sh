@@ -83,6 +83,7 @@ top = {"servers", "servers_up", "servers_down", "devices",
 skeys = {"name", "address", "state", "up", "uptime_ms", "requests",
 	 "refused", "dropped", "auth_failed", "in_flight", "idx_syncs",
 	 "tombstones_collected", "late_writes_refused", "bytes_fenced",
+	 "zc_write_bytes", "zc_read_bytes",
 	 "slice_free", "devices"}
 dkeys = {"index", "tier", "path", "driver", "state", "size_bytes",
 	 "free_bytes", "errors", "rebalance"}

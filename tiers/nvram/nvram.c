@@ -30,6 +30,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "tiers/nvram/nvram.h"
 #include "tiers/tier.h"
 
 /* Driver state of one open device (d->td_priv). */
@@ -38,8 +39,14 @@ struct nvram_dev {
 	char *nv_base;             /**< start of the mapped file */
 	size_t nv_size;            /**< bytes mapped */
 	pmem2_memcpy_fn nv_memcpy; /**< persisting copy into the map */
+	pmem2_persist_fn nv_persist; /**< flush and drain a range */
 	pmem2_drain_fn nv_drain;   /**< wait for flushed stores */
 };
+
+extern const struct tier_ops tier_pmem2_ops;
+
+/* The calling thread's transfer hook (nvram.h), NULL: none. */
+static __thread const struct nvram_xfer_hook *nvram_hook;
 
 /* Record a libpmem2 failure: its own message, and an errno for callers.
  * libpmem2 returns either -errno or one of its PMEM2_E_* codes (all below
@@ -163,6 +170,7 @@ static int nvram_attach(struct tier_dev *d, struct nvram_dev *nv)
 	nv->nv_base = pmem2_map_get_address(nv->nv_map);
 	nv->nv_size = pmem2_map_get_size(nv->nv_map);
 	nv->nv_memcpy = pmem2_get_memcpy_fn(nv->nv_map);
+	nv->nv_persist = pmem2_get_persist_fn(nv->nv_map);
 	nv->nv_drain = pmem2_get_drain_fn(nv->nv_map);
 	if (nv->nv_size < need)
 		return err_set(-CLOVIS_ECORRUPT, "device %s: mapped %zu bytes, "
@@ -232,25 +240,59 @@ static int nvram_read_sb(struct tier_dev *d, struct tier_sb *sb)
 	return 0;
 }
 
+/* The offset of [buf, buf + len) in the thread's hook buffer, or -1 when
+ * there is no hook or buf is not inside its buffer. */
+static int64_t nvram_hook_off(const struct nvram_xfer_hook *h, const void *buf,
+			      size_t len)
+{
+	const char *p = buf;
+
+	if (h == NULL || p < h->xh_buf || len > h->xh_len ||
+	    (size_t)(p - h->xh_buf) > h->xh_len - len)
+		return -1;
+	return (int64_t)(p - h->xh_buf);
+}
+
 /* to_write: persisting memcpy (flags 0: flush and drain before return; see
  * the top of the file for what that means per granularity).  tier.c has
  * checked the range against the data area, and nvram_attach that the map
- * covers it. */
+ * covers it.  With a transfer hook over buf (nvram.h), the hook may put
+ * the bytes in place itself: they are persisted here all the same. */
 static int nvram_write(struct tier_dev *d, uint64_t off, const void *buf,
 		       size_t len)
 {
 	struct nvram_dev *nv = d->td_priv;
+	const struct nvram_xfer_hook *h = nvram_hook;
+	char *dst = nv->nv_base + d->td_sb.sb_data_off + off;
+	int64_t boff = nvram_hook_off(h, buf, len);
+	int rc = 1;
 
-	nv->nv_memcpy(nv->nv_base + d->td_sb.sb_data_off + off, buf, len, 0);
+	if (boff >= 0 && h->xh_write != NULL)
+		rc = h->xh_write(h->xh_arg, d, (uint64_t)boff, dst, len);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		nv->nv_persist(dst, len);
+	else if (rc == 1)
+		nv->nv_memcpy(dst, buf, len, 0);
 	return 0;
 }
 
-/* to_read: plain memcpy out of the map. */
+/* to_read: plain memcpy out of the map, or the hook moves the bytes on. */
 static int nvram_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
 {
 	struct nvram_dev *nv = d->td_priv;
+	const struct nvram_xfer_hook *h = nvram_hook;
+	const char *src = nv->nv_base + d->td_sb.sb_data_off + off;
+	int64_t boff = nvram_hook_off(h, buf, len);
+	int rc = 1;
 
-	memcpy(buf, nv->nv_base + d->td_sb.sb_data_off + off, len);
+	if (boff >= 0 && h->xh_read != NULL)
+		rc = h->xh_read(h->xh_arg, d, (uint64_t)boff, src, len);
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		memcpy(buf, src, len);
 	return 0;
 }
 
@@ -262,6 +304,36 @@ static int nvram_sync(struct tier_dev *d)
 
 	nv->nv_drain();
 	return 0;
+}
+
+bool nvram_dev_is(const struct tier_dev *d)
+{
+	return d != NULL && d->td_ops == &tier_pmem2_ops;
+}
+
+int nvram_dev_data(struct tier_dev *d, void **addr, uint64_t *len)
+{
+	struct nvram_dev *nv;
+
+	if (!nvram_dev_is(d) || d->td_priv == NULL)
+		return err_set(-EINVAL, "device %s: not an open pmem2 device",
+			       d != NULL ? d->td_path : "(none)");
+	nv = d->td_priv;
+	*addr = nv->nv_base + d->td_sb.sb_data_off;
+	*len = d->td_sb.sb_data_size;
+	return 0;
+}
+
+void nvram_dev_persist(struct tier_dev *d, const void *addr, size_t len)
+{
+	struct nvram_dev *nv = d->td_priv;
+
+	nv->nv_persist(addr, len);
+}
+
+void nvram_xfer_set(const struct nvram_xfer_hook *h)
+{
+	nvram_hook = h;
 }
 
 /* The driver table, reached through tier_driver_for/find (tier.c). */

@@ -197,6 +197,49 @@ static void h_pool(struct rpc_sreq *r, void *arg)
 	rpc_sreq_reply(r, rc, NULL, 0, rc ? err_msg() : NULL);
 }
 
+/* OP_MEM (OUT) and OP_MEM + 100 (IN): as h_pool, straight into / out of
+ * ut_mem (registered with the server endpoint, rpc_mem_reg) at offset
+ * 4096; first a transfer whose buffer passes the region's end, which must
+ * be refused with -EINVAL before anything moves. */
+#define OP_MEM 70u
+#define UT_MEM_LEN (2u << 20)
+static struct rpc_mem *ut_mem;
+static uint8_t *ut_mem_addr;
+
+static void h_mem(struct rpc_sreq *r, void *arg)
+{
+	size_t len, n = rpc_sreq_bulk_len(r);
+	const void *b = rpc_sreq_body(r, &len);
+	uint8_t *buf = ut_mem_addr + 4096;
+	uint64_t seed = 0;
+	bool out = rpc_sreq_opcode(r) == OP_MEM;
+	int rc;
+
+	(void)arg;
+	if (len != sizeof seed || n > UT_MEM_LEN - 4096) {
+		rpc_sreq_reply(r, -EINVAL, NULL, 0, "bad mem request");
+		return;
+	}
+	memcpy(&seed, b, sizeof seed);
+	rc = out ? rpc_sreq_bulk_pull_mem(r, 0, ut_mem, ut_mem_addr +
+					  UT_MEM_LEN - 1, 2)
+		 : rpc_sreq_bulk_push_mem(r, 0, ut_mem, ut_mem_addr +
+					  UT_MEM_LEN - 1, 2);
+	rc = rc == -EINVAL && strstr(err_msg(), "outside its registered") ?
+	     0 : -EPROTO;
+	if (rc == 0 && out) {
+		rc = rpc_sreq_bulk_pull_mem(r, 0, ut_mem, buf, n);
+		for (size_t i = 0; rc == 0 && i < n; i++)
+			if (buf[i] != ut_pat(seed, i))
+				rc = -EILSEQ;
+	} else if (rc == 0) {
+		for (size_t i = 0; i < n; i++)
+			buf[i] = ut_pat(seed, i);
+		rc = rpc_sreq_bulk_push_mem(r, 0, ut_mem, buf, n);
+	}
+	rpc_sreq_reply(r, rc, NULL, 0, rc ? err_msg() : NULL);
+}
+
 /* ------------------------------------------------------------- helpers */
 
 static uint16_t ut_port_base;
@@ -226,6 +269,8 @@ static struct rpc_ep *ut_server(const struct rpc_conf *c, uint16_t *port)
 	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_ASYNC, h_async, NULL), 0);
 	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_POOL, h_pool, ep), 0);
 	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_POOL + 100, h_pool, ep), 0);
+	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_MEM, h_mem, ep), 0);
+	CU_ASSERT_EQUAL(rpc_handler_set(ep, OP_MEM + 100, h_mem, ep), 0);
 	return ep;
 }
 
@@ -546,6 +591,63 @@ static void t_bufpool(void)
 	CU_ASSERT_EQUAL(ut_pool_call(p, RPC_BULK_OUT, 5), 0);
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
+}
+
+/* One call of n bytes through h_mem: OUT checked there, IN here. */
+static int ut_mem_call(struct rpc_peer *p, uint32_t dir, size_t n,
+		       uint64_t seed)
+{
+	uint8_t *buf = malloc(n);
+	struct iovec iov = { buf, n };
+	struct rpc_bulk b = { .rb_dir = dir, .rb_iov = &iov, .rb_nr = 1 };
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		buf[i] = dir == RPC_BULK_OUT ? ut_pat(seed, i) : 0xEE;
+	rc = rpc_call(p, dir == RPC_BULK_OUT ? OP_MEM : OP_MEM + 100, &seed,
+		      sizeof seed, &b, 10000, NULL);
+	for (size_t i = 0; rc == 0 && dir == RPC_BULK_IN && i < n; i++)
+		if (buf[i] != ut_pat(seed, i))
+			rc = -EILSEQ;
+	free(buf);
+	return rc;
+}
+
+/* Caller memory registered once (rpc_mem_reg, what strata-server does
+ * with its NVRAM device maps): bad arguments refused; RMA (1 MiB) and
+ * inline (1000 bytes) transfers move the right bytes straight into and
+ * out of it; a buffer passing its end is refused (h_mem); no pool buffer
+ * is used for any of it. */
+static void t_mem(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	struct rpc_mem *m = NULL;
+	struct rpc_stats st;
+
+	ut_mem_addr = aligned_alloc(4096, UT_MEM_LEN);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ut_mem_addr);
+	CU_ASSERT_EQUAL(rpc_mem_reg(srv, ut_mem_addr, 0, &m), -EINVAL);
+	CU_ASSERT_EQUAL(rpc_mem_reg(srv, NULL, 4096, &m), -EINVAL);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_EQUAL_FATAL(rpc_mem_reg(srv, ut_mem_addr, UT_MEM_LEN,
+					  &ut_mem), 0);
+	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_OUT, 1u << 20, 21), 0);
+	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_IN, 1u << 20, 22), 0);
+	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_OUT, 1000, 23), 0);
+	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_IN, 1000, 24), 0);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT(st.rs_xfer_bytes[0] >= 1u << 20);
+	CU_ASSERT(st.rs_xfer_bytes[1] >= 1u << 20);
+	CU_ASSERT_EQUAL(st.rs_buf_pooled + st.rs_buf_fallback, 0);
+	rpc_ep_close(cli);
+	rpc_mem_dereg(ut_mem);
+	ut_mem = NULL;
+	rpc_ep_close(srv);
+	free(ut_mem_addr);
+	ut_mem_addr = NULL;
 }
 
 /* A handler that does not reply: -ETIMEDOUT at the deadline with a message
@@ -1506,6 +1608,7 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "concurrent", t_concurrent) == NULL ||
 	    CU_add_test(s, "bulk", t_bulk) == NULL ||
 	    CU_add_test(s, "bufpool", t_bufpool) == NULL ||
+	    CU_add_test(s, "mem", t_mem) == NULL ||
 	    CU_add_test(s, "deadline", t_deadline) == NULL ||
 	    CU_add_test(s, "busy", t_busy) == NULL ||
 	    CU_add_test(s, "inflight", t_inflight) == NULL ||
