@@ -827,9 +827,11 @@ static double bn_run_any(struct bn_job *j)
 	return done / (bn_now() - t0);
 }
 
-/* bn_ours_obj() with the ops relaunched in the order they finish. */
-static double bn_ours_obj_any(int (*make)(struct bn_job *, struct bn_slot *),
-			      struct clovis_obj *o, uint32_t qd, uint64_t blks)
+/* Ours for an object job of the given kind; any: each op relaunched as
+ * soon as it finishes (bn_run_any), else in launch order (bn_run). */
+static double bn_ours_obj_how(int (*make)(struct bn_job *, struct bn_slot *),
+			      struct clovis_obj *o, uint32_t qd,
+			      uint64_t blks, bool any)
 {
 	static struct bn_job j;
 	double r;
@@ -837,24 +839,21 @@ static double bn_ours_obj_any(int (*make)(struct bn_job *, struct bn_slot *),
 	memset(&j, 0, sizeof j);
 	j = (struct bn_job){.j_make = make, .j_qd = qd, .j_obj = o,
 			    .j_blks = blks, .j_rand = 0x2545f4914f6cdd1dull};
-	r = bn_run_any(&j);
+	r = any ? bn_run_any(&j) : bn_run(&j);
 	bn_job_fini(&j);
 	return r;
 }
 
-/* Ours for an object job of the given kind. */
 static double bn_ours_obj(int (*make)(struct bn_job *, struct bn_slot *),
 			  struct clovis_obj *o, uint32_t qd, uint64_t blks)
 {
-	static struct bn_job j;
-	double r;
+	return bn_ours_obj_how(make, o, qd, blks, false);
+}
 
-	memset(&j, 0, sizeof j);
-	j = (struct bn_job){.j_make = make, .j_qd = qd, .j_obj = o,
-			    .j_blks = blks, .j_rand = 0x2545f4914f6cdd1dull};
-	r = bn_run(&j);
-	bn_job_fini(&j);
-	return r;
+static double bn_ours_obj_any(int (*make)(struct bn_job *, struct bn_slot *),
+			      struct clovis_obj *o, uint32_t qd, uint64_t blks)
+{
+	return bn_ours_obj_how(make, o, qd, blks, true);
 }
 
 /* (a) and (c): 4 KiB random blocks. */

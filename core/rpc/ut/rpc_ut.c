@@ -419,10 +419,10 @@ static void t_concurrent(void)
 	rpc_ep_close(srv);
 }
 
-/* One bulk call of n bytes split over nr iovecs; IN data checked here,
- * OUT data checked by the server. */
-static int ut_bulk_call(struct rpc_peer *p, uint32_t dir, size_t n, int nr,
-			uint64_t seed)
+/* One call of n bytes split over nr iovecs to handler op (OUT: op, IN:
+ * op + 100); IN data checked here, OUT data checked by the server. */
+static int ut_op_call(struct rpc_peer *p, uint32_t op, uint32_t dir,
+		      size_t n, int nr, uint64_t seed)
 {
 	uint8_t *buf = malloc(n + 1);
 	struct iovec iov[16];
@@ -440,7 +440,7 @@ static int ut_bulk_call(struct rpc_peer *p, uint32_t dir, size_t n, int nr,
 		iov[i].iov_len = len;
 		pos += len;
 	}
-	rc = rpc_call(p, dir == RPC_BULK_OUT ? OP_BULK : OP_BULK + 100, &seed,
+	rc = rpc_call(p, dir == RPC_BULK_OUT ? op : op + 100, &seed,
 		      sizeof seed, &b, 10000, &res);
 	if (rc != 0)
 		fprintf(stderr, "bulk %s %zu/%d: %s\n", dir == RPC_BULK_OUT ?
@@ -450,6 +450,12 @@ static int ut_bulk_call(struct rpc_peer *p, uint32_t dir, size_t n, int nr,
 			rc = -EILSEQ;
 	free(buf);
 	return rc;
+}
+
+static int ut_bulk_call(struct rpc_peer *p, uint32_t dir, size_t n, int nr,
+			uint64_t seed)
+{
+	return ut_op_call(p, OP_BULK, dir, n, nr, seed);
 }
 
 static void ut_bulk_all(struct rpc_peer *p, uint32_t inl)
@@ -507,25 +513,10 @@ static void t_bulk(void)
 	rpc_ep_close(srv);
 }
 
-/* One 1 MiB call through the server's pool handler: OUT checked there,
- * IN checked here. */
+/* One 1 MiB call through the server's pool handler. */
 static int ut_pool_call(struct rpc_peer *p, uint32_t dir, uint64_t seed)
 {
-	size_t n = 1u << 20;
-	uint8_t *buf = malloc(n);
-	struct iovec iov = { buf, n };
-	struct rpc_bulk b = { .rb_dir = dir, .rb_iov = &iov, .rb_nr = 1 };
-	int rc;
-
-	for (size_t i = 0; i < n; i++)
-		buf[i] = dir == RPC_BULK_OUT ? ut_pat(seed, i) : 0xEE;
-	rc = rpc_call(p, dir == RPC_BULK_OUT ? OP_POOL : OP_POOL + 100, &seed,
-		      sizeof seed, &b, 10000, NULL);
-	for (size_t i = 0; rc == 0 && dir == RPC_BULK_IN && i < n; i++)
-		if (buf[i] != ut_pat(seed, i))
-			rc = -EILSEQ;
-	free(buf);
-	return rc;
+	return ut_op_call(p, OP_POOL, dir, 1u << 20, 1, seed);
 }
 
 /* The bulk buffer pool: slots page-aligned and distinct; once every slot
@@ -593,26 +584,6 @@ static void t_bufpool(void)
 	rpc_ep_close(srv);
 }
 
-/* One call of n bytes through h_mem: OUT checked there, IN here. */
-static int ut_mem_call(struct rpc_peer *p, uint32_t dir, size_t n,
-		       uint64_t seed)
-{
-	uint8_t *buf = malloc(n);
-	struct iovec iov = { buf, n };
-	struct rpc_bulk b = { .rb_dir = dir, .rb_iov = &iov, .rb_nr = 1 };
-	int rc;
-
-	for (size_t i = 0; i < n; i++)
-		buf[i] = dir == RPC_BULK_OUT ? ut_pat(seed, i) : 0xEE;
-	rc = rpc_call(p, dir == RPC_BULK_OUT ? OP_MEM : OP_MEM + 100, &seed,
-		      sizeof seed, &b, 10000, NULL);
-	for (size_t i = 0; rc == 0 && dir == RPC_BULK_IN && i < n; i++)
-		if (buf[i] != ut_pat(seed, i))
-			rc = -EILSEQ;
-	free(buf);
-	return rc;
-}
-
 /* Caller memory registered once (rpc_mem_reg, what strata-server does
  * with its NVRAM device maps): bad arguments refused; RMA (1 MiB) and
  * inline (1000 bytes) transfers move the right bytes straight into and
@@ -634,10 +605,10 @@ static void t_mem(void)
 	CU_ASSERT_PTR_NULL(m);
 	CU_ASSERT_EQUAL_FATAL(rpc_mem_reg(srv, ut_mem_addr, UT_MEM_LEN,
 					  &ut_mem), 0);
-	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_OUT, 1u << 20, 21), 0);
-	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_IN, 1u << 20, 22), 0);
-	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_OUT, 1000, 23), 0);
-	CU_ASSERT_EQUAL(ut_mem_call(p, RPC_BULK_IN, 1000, 24), 0);
+	CU_ASSERT_EQUAL(ut_op_call(p, OP_MEM, RPC_BULK_OUT, 1u << 20, 1, 21), 0);
+	CU_ASSERT_EQUAL(ut_op_call(p, OP_MEM, RPC_BULK_IN, 1u << 20, 1, 22), 0);
+	CU_ASSERT_EQUAL(ut_op_call(p, OP_MEM, RPC_BULK_OUT, 1000, 1, 23), 0);
+	CU_ASSERT_EQUAL(ut_op_call(p, OP_MEM, RPC_BULK_IN, 1000, 1, 24), 0);
 	rpc_ep_stats(srv, &st);
 	CU_ASSERT(st.rs_xfer_bytes[0] >= 1u << 20);
 	CU_ASSERT(st.rs_xfer_bytes[1] >= 1u << 20);
