@@ -718,34 +718,52 @@ static void test_sb_fields(void)
 
 /* --------------------------------------------------------- persistence */
 
-/* Bytes written and synced are read back after close and reopen. */
-static void tut_persist(enum clovis_tier t)
+/* Bytes written and synced are read back after close and reopen;
+ * whether every check held. */
+static bool tut_persist(enum clovis_tier t)
 {
 	size_t len = 3 * 4096 + 512;
 	uint8_t *wb = malloc(len), *rb = malloc(len);
 	struct tier_dev *d;
 	char path[512];
+	bool ok = true;
 
-	CU_ASSERT_FATAL(wb != NULL && rb != NULL);
+	TUT_CHECK(ok, wb != NULL && rb != NULL);
+	if (!ok)
+		return free(wb), free(rb), false;
 	tut_path(path, sizeof path, t, "persist");
 	d = tut_make(path, t, TUT_DEV_SIZE);
 	tut_fill(wb, len, 61);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 8192 + 512, wb, len), 0);
-	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
+	TUT_CHECK(ok, tier_dev_write(d, 8192 + 512, wb, len) == 0);
+	TUT_CHECK(ok, tier_dev_sync(d) == 0);
 	tier_dev_close(d);
 	d = NULL;
-	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, t, tut_store, 7), 0);
-	CU_ASSERT_EQUAL(tier_dev_read(d, 8192 + 512, rb, len), 0);
-	CU_ASSERT_EQUAL(memcmp(wb, rb, len), 0);
-	CU_ASSERT_EQUAL(d->td_nr_writes, 0);
-	tier_dev_close(d);
+	TUT_CHECK(ok, tier_dev_open(&d, path, t, tut_store, 7) == 0);
+	if (d != NULL) {
+		TUT_CHECK(ok, tier_dev_read(d, 8192 + 512, rb, len) == 0);
+		TUT_CHECK(ok, memcmp(wb, rb, len) == 0);
+		TUT_CHECK(ok, d->td_nr_writes == 0);
+		tier_dev_close(d);
+	}
 	free(wb);
 	free(rb);
+	return ok;
 }
 
-static void test_persist_flash(void) { tut_persist(CLOVIS_TIER_FLASH); }
-static void test_persist_sas(void) { tut_persist(CLOVIS_TIER_SAS); }
-static void test_persist_nvram(void) { tut_persist(CLOVIS_TIER_NVRAM); }
+static void test_persist_flash(void)
+{
+	CU_ASSERT(tut_persist(CLOVIS_TIER_FLASH));
+}
+
+static void test_persist_sas(void)
+{
+	CU_ASSERT(tut_persist(CLOVIS_TIER_SAS));
+}
+
+static void test_persist_nvram(void)
+{
+	CU_ASSERT(tut_persist(CLOVIS_TIER_NVRAM));
+}
 
 /* --------------------------------------------------------- concurrency */
 
@@ -784,89 +802,116 @@ static void *tut_worker_run(void *arg)
 	return NULL;
 }
 
-/* Concurrent I/O on distinct ranges of one device; counters add up. */
-static void tut_threads(enum clovis_tier t)
+/* Concurrent I/O on distinct ranges of one device; counters add up;
+ * whether every check held. */
+static bool tut_threads(enum clovis_tier t)
 {
 	struct tut_worker w[TUT_THREADS];
 	pthread_t th[TUT_THREADS];
 	struct tier_dev *d;
 	char path[512];
+	unsigned started = 0;
+	bool ok = true;
 
 	tut_path(path, sizeof path, t, "mt");
 	d = tut_make(path, t, TUT_DEV_SIZE);
-	for (unsigned i = 0; i < TUT_THREADS; i++) {
+	for (unsigned i = 0; ok && i < TUT_THREADS; i++, started++) {
 		w[i] = (struct tut_worker){.tw_dev = d, .tw_id = i};
-		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL,
-						     tut_worker_run, &w[i]), 0);
+		TUT_CHECK(ok, pthread_create(&th[i], NULL, tut_worker_run,
+					     &w[i]) == 0);
+		if (!ok)
+			break;
 	}
-	for (unsigned i = 0; i < TUT_THREADS; i++) {
+	for (unsigned i = 0; i < started; i++) {
 		pthread_join(th[i], NULL);
-		CU_ASSERT_EQUAL(w[i].tw_failures, 0);
+		TUT_CHECK(ok, w[i].tw_failures == 0);
 	}
-	CU_ASSERT_EQUAL(d->td_nr_writes, TUT_THREADS * TUT_ROUNDS);
-	CU_ASSERT_EQUAL(d->td_nr_reads, TUT_THREADS * TUT_ROUNDS);
+	if (ok) {
+		TUT_CHECK(ok, d->td_nr_writes == TUT_THREADS * TUT_ROUNDS);
+		TUT_CHECK(ok, d->td_nr_reads == TUT_THREADS * TUT_ROUNDS);
+	}
 	tier_dev_close(d);
+	return ok;
 }
 
-static void test_threads_flash(void) { tut_threads(CLOVIS_TIER_FLASH); }
-static void test_threads_nvram(void) { tut_threads(CLOVIS_TIER_NVRAM); }
+static void test_threads_flash(void)
+{
+	CU_ASSERT(tut_threads(CLOVIS_TIER_FLASH));
+}
+
+static void test_threads_nvram(void)
+{
+	CU_ASSERT(tut_threads(CLOVIS_TIER_NVRAM));
+}
 
 /* ---------------------------------------------------------- fault points */
 
 #ifdef STRATA_FAULT_INJECT
 /* Each of write, read and sync fails once with -EIO when its point is
- * armed for one hit, and works on the next call. */
-static void tut_fault_io(enum clovis_tier t)
+ * armed for one hit, and works on the next call; whether every check held. */
+static bool tut_fault_io(enum clovis_tier t)
 {
 	uint8_t buf[4096];
 	struct tier_dev *d;
 	char path[512];
+	bool ok = true;
 
 	tut_path(path, sizeof path, t, "fault");
 	d = tut_make(path, t, TUT_DEV_SIZE);
 	tut_fill(buf, sizeof buf, 71);
 	fault_arm("tier.write", 0, 1);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 0, buf, sizeof buf), -EIO);
-	CU_ASSERT(tut_msg_has(path));
-	CU_ASSERT_EQUAL(fault_fired("tier.write"), 1);
-	CU_ASSERT_EQUAL(tier_dev_write(d, 0, buf, sizeof buf), 0);
+	TUT_CHECK(ok, tier_dev_write(d, 0, buf, sizeof buf) == -EIO);
+	TUT_CHECK(ok, tut_msg_has(path));
+	TUT_CHECK(ok, fault_fired("tier.write") == 1);
+	TUT_CHECK(ok, tier_dev_write(d, 0, buf, sizeof buf) == 0);
 	fault_arm("tier.read", 0, 1);
-	CU_ASSERT_EQUAL(tier_dev_read(d, 0, buf, sizeof buf), -EIO);
-	CU_ASSERT_EQUAL(tier_dev_read(d, 0, buf, sizeof buf), 0);
+	TUT_CHECK(ok, tier_dev_read(d, 0, buf, sizeof buf) == -EIO);
+	TUT_CHECK(ok, tier_dev_read(d, 0, buf, sizeof buf) == 0);
 	fault_arm("tier.sync", 0, 1);
-	CU_ASSERT_EQUAL(tier_dev_sync(d), -EIO);
-	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
+	TUT_CHECK(ok, tier_dev_sync(d) == -EIO);
+	TUT_CHECK(ok, tier_dev_sync(d) == 0);
 	fault_reset();
-	CU_ASSERT_EQUAL(d->td_nr_writes, 1);
-	CU_ASSERT_EQUAL(d->td_nr_reads, 1);
-	CU_ASSERT_EQUAL(d->td_nr_syncs, 1);
+	TUT_CHECK(ok, d->td_nr_writes == 1);
+	TUT_CHECK(ok, d->td_nr_reads == 1);
+	TUT_CHECK(ok, d->td_nr_syncs == 1);
 	tier_dev_close(d);
+	return ok;
 }
 
-static void test_fault_io_flash(void) { tut_fault_io(CLOVIS_TIER_FLASH); }
-static void test_fault_io_nvram(void) { tut_fault_io(CLOVIS_TIER_NVRAM); }
+static void test_fault_io_flash(void)
+{
+	CU_ASSERT(tut_fault_io(CLOVIS_TIER_FLASH));
+}
 
-/* A format that fails at any stage leaves no file behind. */
-static void tut_fault_format(enum clovis_tier t, const char *point)
+static void test_fault_io_nvram(void)
+{
+	CU_ASSERT(tut_fault_io(CLOVIS_TIER_NVRAM));
+}
+
+/* A format that fails at any stage leaves no file behind; whether every
+ * check held. */
+static bool tut_fault_format(enum clovis_tier t, const char *point)
 {
 	char path[512];
 	struct stat st;
+	bool ok = true;
 
 	tut_path(path, sizeof path, t, "ffmt");
 	fault_arm(point, 0, 1);
-	CU_ASSERT_EQUAL(tier_dev_format(path, t, tut_store, 7, TUT_DEV_SIZE),
-			-EIO);
+	TUT_CHECK(ok, tier_dev_format(path, t, tut_store, 7, TUT_DEV_SIZE) ==
+			      -EIO);
 	fault_reset();
-	CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
-	CU_ASSERT_EQUAL(tier_dev_format(path, t, tut_store, 7, TUT_DEV_SIZE),
-			0);
+	TUT_CHECK(ok, stat(path, &st) != 0);
+	TUT_CHECK(ok, tier_dev_format(path, t, tut_store, 7, TUT_DEV_SIZE) ==
+			      0);
+	return ok;
 }
 
 static void test_fault_format(void)
 {
-	tut_fault_format(CLOVIS_TIER_FLASH, "tier.file.format");
-	tut_fault_format(CLOVIS_TIER_NVRAM, "tier.pmem2.format");
-	tut_fault_format(CLOVIS_TIER_SAS, "tier.format");
+	CU_ASSERT(tut_fault_format(CLOVIS_TIER_FLASH, "tier.file.format"));
+	CU_ASSERT(tut_fault_format(CLOVIS_TIER_NVRAM, "tier.pmem2.format"));
+	CU_ASSERT(tut_fault_format(CLOVIS_TIER_SAS, "tier.format"));
 }
 
 /* An open that fails after the driver opened closes it again; the next
