@@ -65,6 +65,32 @@ static void fail(const char *what, uint32_t n, int rc)
 	__atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
 }
 
+/* An entity op (e already initialised, rc its init's result), waited
+ * for: 0 or the first error. */
+static int ent_sync(int rc, struct clovis_entity *e,
+		    enum clovis_entity_opcode oc)
+{
+	struct clovis_op *op = NULL;
+
+	if (rc == 0)
+		rc = clovis_entity_op(e, oc, &op);
+	return rc == 0 ? clovis_op_sync(op) : rc;
+}
+
+/* A one-record index op on the bench index, waited for: 0, the op's
+ * error or the record's. */
+static int idx_sync(enum clovis_idx_opcode oc, struct clovis_bufvec *kv,
+		    struct clovis_bufvec *vv, uint32_t flags)
+{
+	struct clovis_op *op = NULL;
+	int32_t rcs[1];
+	int rc = clovis_idx_op(&idx, oc, kv, vv, rcs, flags, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	return rc == 0 ? rcs[0] : rc;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -152,23 +178,18 @@ static int direct_put(uint32_t n)
 				    .oa_layout = CLOVIS_LAYOUT_PLAIN,
 				    .oa_tier = CLOVIS_TIER_FLASH};
 	struct clovis_obj o;
-	struct clovis_op *op = NULL;
 	char key[64], rec[DIRECT_REC] = {0};
 	void *kp = key, *vp = rec;
 	size_t kl, vl = sizeof rec;
 	struct clovis_bufvec kv = {1, &kp, &kl}, vv = {1, &vp, &vl};
-	int32_t rcs[1];
 	int rc;
 
 	/* a random id, as the gateway's: plain objects are spread over the
 	 * tier's devices by id */
 	if (getrandom(&id, sizeof id, 0) != sizeof id || id.ci_hi == 0)
 		id.ci_hi = DIRECT_HI ^ (uint64_t)n;
-	rc = clovis_obj_init(&o, clovis_default_realm(cl), &id, &a);
-	if (rc == 0)
-		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
+	rc = ent_sync(clovis_obj_init(&o, clovis_default_realm(cl), &id, &a),
+		      &o.ob_entity, CLOVIS_EO_CREATE);
 	if (rc != 0)
 		return fail("CREATE", n, rc), rc;
 	rc = direct_io(&o, CLOVIS_OC_WRITE, body, CLOVIS_OS_STABLE);
@@ -178,12 +199,7 @@ static int direct_put(uint32_t n)
 	kl = strlen(key);
 	memcpy(rec, &id, sizeof id);
 	memcpy(rec + sizeof id, &size, sizeof size);
-	rc = clovis_idx_op(&idx, CLOVIS_IC_PUT, &kv, &vv, rcs,
-			   CLOVIS_IF_OVERWRITE, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
-	if (rc == 0)
-		rc = rcs[0];
+	rc = idx_sync(CLOVIS_IC_PUT, &kv, &vv, CLOVIS_IF_OVERWRITE);
 	if (rc != 0)
 		return fail("index PUT", n, rc), rc;
 	return 0;
@@ -193,29 +209,20 @@ static int direct_get(uint32_t n, char *buf)
 {
 	struct clovis_id id;
 	struct clovis_obj o;
-	struct clovis_op *op = NULL;
 	char key[64], rec[DIRECT_REC];
 	void *kp = key, *vp = rec;
 	size_t kl, vl = sizeof rec;
 	struct clovis_bufvec kv = {1, &kp, &kl}, vv = {1, &vp, &vl};
-	int32_t rcs[1];
 	int rc;
 
 	key_of(n, key, sizeof key);
 	kl = strlen(key);
-	rc = clovis_idx_op(&idx, CLOVIS_IC_GET, &kv, &vv, rcs, 0, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
-	if (rc == 0)
-		rc = rcs[0];
+	rc = idx_sync(CLOVIS_IC_GET, &kv, &vv, 0);
 	if (rc != 0)
 		return fail("index GET", n, rc), rc;
 	memcpy(&id, rec, sizeof id);
-	rc = clovis_obj_init(&o, clovis_default_realm(cl), &id, NULL);
-	if (rc == 0)
-		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
+	rc = ent_sync(clovis_obj_init(&o, clovis_default_realm(cl), &id, NULL),
+		      &o.ob_entity, CLOVIS_EO_OPEN);
 	if (rc != 0)
 		return fail("OPEN", n, rc), rc;
 	rc = direct_io(&o, CLOVIS_OC_READ, buf, CLOVIS_OS_EXECUTED);
@@ -277,7 +284,6 @@ int main(int argc, char **argv)
 {
 	struct clovis_conf cc = {0};
 	struct clovis_id iid = {DIRECT_HI, 1024};
-	struct clovis_op *op = NULL;
 	int rc;
 
 	if (argc < 5) {
@@ -319,11 +325,8 @@ int main(int argc, char **argv)
 			clovis_strerror(rc), clovis_errmsg());
 		return 1;
 	}
-	rc = clovis_idx_init(&idx, clovis_default_realm(cl), &iid);
-	if (rc == 0)
-		rc = clovis_entity_op(&idx.in_entity, CLOVIS_EO_CREATE, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
+	rc = ent_sync(clovis_idx_init(&idx, clovis_default_realm(cl), &iid),
+		      &idx.in_entity, CLOVIS_EO_CREATE);
 	if (rc != 0) {
 		fprintf(stderr, "bench_s3_direct: index CREATE: %s (%s)\n",
 			clovis_strerror(rc), clovis_errmsg());
