@@ -487,11 +487,11 @@ static void cq_fini(struct eng_cqueue *q)
 	pthread_cond_destroy(&q->cq_cond);
 }
 
-/* Append the list [first .. last] (front: put it before what is queued). */
-static void cq_put(struct eng_cqueue *q, struct eng_citem *first,
-		   struct eng_citem *last, bool front)
+/* Link the list [first .. last] into q, lock held: at its tail, or before
+ * what is queued (front). */
+static void cq_link_locked(struct eng_cqueue *q, struct eng_citem *first,
+			   struct eng_citem *last, bool front)
 {
-	pthread_mutex_lock(&q->cq_lock);
 	if (front) {
 		last->ci_next = q->cq_head;
 		q->cq_head = first;
@@ -505,6 +505,14 @@ static void cq_put(struct eng_cqueue *q, struct eng_citem *first,
 			q->cq_head = first;
 		q->cq_tail = last;
 	}
+}
+
+/* cq_link_locked() under the lock, and wake the stage. */
+static void cq_put(struct eng_cqueue *q, struct eng_citem *first,
+		   struct eng_citem *last, bool front)
+{
+	pthread_mutex_lock(&q->cq_lock);
+	cq_link_locked(q, first, last, front);
 	pthread_cond_signal(&q->cq_cond);
 	pthread_mutex_unlock(&q->cq_lock);
 }
@@ -676,12 +684,7 @@ static void sq_put(struct eng *e, struct eng_citem *ci)
 	struct eng_cqueue *q = &e->e_syncq;
 
 	pthread_mutex_lock(&q->cq_lock);
-	ci->ci_next = NULL;
-	if (q->cq_tail != NULL)
-		q->cq_tail->ci_next = ci;
-	else
-		q->cq_head = ci;
-	q->cq_tail = ci;
+	cq_link_locked(q, ci, ci, false);
 	if (!q->cq_gathering || gc_coming(e) == 0)
 		pthread_cond_signal(&q->cq_cond);
 	pthread_mutex_unlock(&q->cq_lock);
@@ -839,10 +842,8 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem **batch,
 static void commit_finish(struct eng *e, struct eng_citem *batch)
 {
 	struct eng_citem *next;
-	uint32_t n = 0;
+	uint32_t n = list_len(batch);
 
-	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
-		n++;
 	if (mono_us() - __atomic_load_n(&e->e_rep_us, __ATOMIC_ACQUIRE) >=
 	    ENG_GATHER_MAX_US)
 		__atomic_store_n(&e->e_rep_n, 0, __ATOMIC_RELEASE);
