@@ -1140,29 +1140,20 @@ static int cc_suite_fini(void)
 #define BT_OPS 16u
 #define BT_ROUNDS 5u
 
-static void cc_batch16(void)
+/* BT_ROUNDS rounds of BT_OPS writes of one object launched together, each
+ * round waited to STABLE: the commits and committed items they made. */
+static void bt_rounds(struct clovis_obj *o, uint64_t *commits,
+		      uint64_t *items)
 {
-	struct clovis_id oid = {CC_HI, 3};
 	struct clovis_stat st0[CLOVIS_STAT_NR], st1[CLOVIS_STAT_NR];
 	static uint8_t buf[BT_OPS][CC_BLK];
-	struct clovis_op *ops[BT_OPS], *op = NULL;
+	struct clovis_op *ops[BT_OPS];
 	uint64_t blk[BT_OPS], nr[BT_OPS];
 	struct clovis_extvec ev[BT_OPS];
 	void *bp[BT_OPS];
 	size_t bl[BT_OPS];
 	struct clovis_bufvec bv[BT_OPS];
-	struct clovis_obj o;
-	uint64_t commits, items;
-	int rc;
 
-	if (ut_cluster_skip("batch16", "counts the commits of a local store"))
-		return;
-	rc = clovis_obj_init(&o, cc_realm, &oid, NULL);
-	if (rc == 0)
-		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op);
-	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	CU_ASSERT_EQUAL_FATAL(clovis_stats_get(cc_cl, st0), 0);
 	for (uint32_t r = 0; r < BT_ROUNDS; r++) {
 		for (uint32_t i = 0; i < BT_OPS; i++) {
@@ -1174,7 +1165,7 @@ static void cc_batch16(void)
 			bl[i] = CC_BLK;
 			bv[i] = (struct clovis_bufvec){1, &bp[i], &bl[i]};
 			ops[i] = NULL;
-			CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE,
+			CU_ASSERT_EQUAL_FATAL(clovis_obj_op(o, CLOVIS_OC_WRITE,
 							    &ev[i], &bv[i], 0,
 							    &ops[i]), 0);
 		}
@@ -1186,15 +1177,44 @@ static void cc_batch16(void)
 			clovis_op_free(ops[i]);
 		}
 	}
-	CU_ASSERT_EQUAL(clovis_stats_get(cc_cl, st1), 0);
-	commits = st1[CLOVIS_STAT_COMMIT].cs_count -
-		  st0[CLOVIS_STAT_COMMIT].cs_count;
-	items = st1[CLOVIS_STAT_COMMIT].cs_bytes -
-		st0[CLOVIS_STAT_COMMIT].cs_bytes;
-	if (commits >= 2 * BT_ROUNDS)
-		fprintf(stderr, "batch16: %" PRIu64 " commits for %" PRIu64
-			" writes\n", commits, items);
-	CU_ASSERT_EQUAL(items, BT_OPS * BT_ROUNDS);
+	CU_ASSERT_EQUAL_FATAL(clovis_stats_get(cc_cl, st1), 0);
+	*commits = st1[CLOVIS_STAT_COMMIT].cs_count -
+		   st0[CLOVIS_STAT_COMMIT].cs_count;
+	*items = st1[CLOVIS_STAT_COMMIT].cs_bytes -
+		 st0[CLOVIS_STAT_COMMIT].cs_bytes;
+}
+
+/* 16 writes launched together make one batch, not two or three: fewer
+ * than 2 commits per round.  A batch can still split when a thread of
+ * the test is descheduled past the gathering window (2 ms) on a loaded
+ * machine, so the rounds are measured up to BT_TRIES times; the old
+ * gathering rules (8-item cut) fail every try (12-15 commits). */
+#define BT_TRIES 3u
+
+static void cc_batch16(void)
+{
+	struct clovis_id oid = {CC_HI, 3};
+	struct clovis_op *op = NULL;
+	struct clovis_obj o;
+	uint64_t commits = 0, items = 0;
+	int rc;
+
+	if (ut_cluster_skip("batch16", "counts the commits of a local store"))
+		return;
+	rc = clovis_obj_init(&o, cc_realm, &oid, NULL);
+	if (rc == 0)
+		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_CREATE, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	for (uint32_t t = 0; t < BT_TRIES; t++) {
+		bt_rounds(&o, &commits, &items);
+		CU_ASSERT_EQUAL(items, BT_OPS * BT_ROUNDS);
+		if (commits < 2 * BT_ROUNDS)
+			break;
+		fprintf(stderr, "batch16: try %u: %" PRIu64 " commits for %"
+			PRIu64 " writes\n", t + 1, commits, items);
+	}
 	CU_ASSERT(commits >= BT_ROUNDS && commits < 2 * BT_ROUNDS);
 	op = NULL;
 	rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_DELETE, &op);
