@@ -62,6 +62,7 @@ struct eng_gcprof {
 	uint64_t gp_gend[3];    /* gathers ended: none coming, gap, window */
 	uint64_t gp_dsync_us;   /* commit_sync_devices */
 	uint64_t gp_direct;     /* batches committed by commit_direct */
+	uint64_t gp_release_here; /* held items run here (eng_commit_release) */
 	uint64_t gp_cbatches;   /* LMDB commits (commit_batch) */
 	uint64_t gp_apply_us;   /* mdb_txn_begin + commit_apply */
 	uint64_t gp_commit_us;  /* mdb_txn_commit */
@@ -742,6 +743,43 @@ void eng_commit_submit_here(struct eng *e, struct eng_citem *ci)
 	ci->ci_next = NULL;
 	sync_stage(e, ci);
 	pthread_mutex_unlock(&e->e_slock);
+}
+
+/* Are all devices of ci's mask NVRAM-tier (a sync there only drains)? */
+static bool citem_nvram_only(const struct eng *e, const struct eng_citem *ci)
+{
+	for (uint32_t d = 0; d < e->e_nr_devs; d++)
+		if ((ci->ci_devmask[d / 64] >> (d % 64) & 1) &&
+		    e->e_dev_tier[d] != CLOVIS_TIER_NVRAM)
+			return false;
+	return true;
+}
+
+/*
+ * A released held item (its update's eng_exec() returned long ago, so it
+ * is no longer counted in e_inexec): the same own-thread path as
+ * eng_commit_submit_here() when nothing else is executing or queued and
+ * the syncer is idle.  Without the metadata on NVRAM the commit needs an
+ * explicit meta sync (commit_direct makes it stable here), so only an
+ * item on NVRAM devices alone with nothing on its way takes it.
+ */
+bool eng_commit_release(struct eng *e, struct eng_citem *ci)
+{
+	if (t_inexec == e || ci->ci_hold != NULL ||
+	    (!e->e_meta_nv &&
+	     (!citem_nvram_only(e, ci) || gc_coming(e) != 0)) ||
+	    __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
+	    __atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE) ||
+	    !cq_empty(&e->e_syncq) || !cq_empty(&e->e_commitq) ||
+	    pthread_mutex_trylock(&e->e_slock) != 0) {
+		eng_commit_submit(e, ci);
+		return false;
+	}
+	gp_add(&e->e_gp.gp_release_here, 1);
+	ci->ci_next = NULL;
+	sync_stage(e, ci);
+	pthread_mutex_unlock(&e->e_slock);
+	return true;
 }
 
 /* Fail one item: give back its space and report. */
@@ -1874,14 +1912,15 @@ static void gcprof_log(struct eng *e)
 	LOG_INFO("group commit: %" PRIu64 " sync batches, %.2f items each, "
 		 "gather %.0f us (ended: %" PRIu64 " none coming, %" PRIu64
 		 " gap, %" PRIu64 " window), device sync %.0f us, direct %"
-		 PRIu64 "; "
+		 PRIu64 " (released here %" PRIu64 "); "
 		 "%" PRIu64 " commits: apply %.0f us, commit %.0f us, reports "
 		 "%.0f us; %" PRIu64 " meta syncs %.0f us each; %" PRIu64
 		 " stable waits %.0f us each, %" PRIu64 " got a batch; "
 		 "update exec %.0f us",
 		 g->gp_sbatches, g->gp_sitems / sb, g->gp_gather_us / sb,
 		 g->gp_gend[0], g->gp_gend[1], g->gp_gend[2],
-		 g->gp_dsync_us / sb, g->gp_direct, g->gp_cbatches,
+		 g->gp_dsync_us / sb, g->gp_direct, g->gp_release_here,
+		 g->gp_cbatches,
 		 g->gp_apply_us / cb, g->gp_commit_us / cb, g->gp_cb_us / cb,
 		 g->gp_msync, g->gp_msync ? g->gp_msync_us / (double)g->gp_msync
 					  : 0.0,

@@ -231,6 +231,18 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci);
  *  running an op's callback inside a commit stage: the stages' locks are
  *  only tried here, so the item is then queued instead. */
 void eng_commit_submit_here(struct eng *e, struct eng_citem *ci);
+/** Commit an item its holder (ci_hold) took and now releases, with
+ *  ci_hold cleared and its data already on the devices (a zero-copy write
+ *  pulled and persisted after eng_exec(): core/server/srv_zc.c).  When it
+ *  is alone (no update in eng_exec(), nothing queued for either stage, the
+ *  syncer idle) on a store whose metadata is on NVRAM, or whose devices
+ *  are all NVRAM-tier with nothing else on its way, it is synced and
+ *  committed in the calling thread like eng_commit_submit_here() (durable
+ *  before ci_done(ci, 0); the caller must not touch ci after).  Otherwise
+ *  it is queued (eng_commit_submit).  Not from inside a commit stage nor
+ *  with an update of this thread in eng_exec().  Returns whether it ran
+ *  here. */
+bool eng_commit_release(struct eng *e, struct eng_citem *ci);
 
 /** Call hook(arg, latency_us, items) after every group commit (NULL: none).
  *  Set it before launching work, clear it after draining. */

@@ -382,7 +382,8 @@ static void srv_obj_zc_fail(struct srv_op *so, struct srv_zc_xfer *x, int rc)
  * only records where each range goes, and its commit item is held
  * (ci_hold): after eng_exec() the client's bytes are pulled straight into
  * that allocated, not yet mapped space and persisted, and only then is the
- * item queued for the commit that maps it.  The pull is thus not counted
+ * item released to the commit that maps it (srv_zc_commit: in this thread
+ * when nothing else is on its way, else queued).  The pull is not counted
  * as engine execution (e_inexec), so other writes' group commits do not
  * wait for it.  A failed pull maps nothing.  so may be freed once it is
  * answered or its item queued: x is ours.
@@ -419,7 +420,7 @@ static void srv_obj_run_zc(struct srv_op *so)
 		srv_obj_zc_fail(so, &x, rc);
 		return;
 	}
-	eng_commit_submit(s->s_eng, ci);
+	srv_zc_commit(&x);
 }
 
 static void srv_obj(struct srv *s, struct srv_op *so)

@@ -216,6 +216,10 @@ void srv_zc_hold(struct eng_citem *ci);
  *  recorded range straight into its device space and persist it.  0 or
  *  the first failure's code (later ranges not tried). */
 int srv_zc_pull_held(struct srv_zc_xfer *x);
+/** After a successful srv_zc_pull_held(): release the held item to the
+ *  engine's commit (eng_commit_release: in this thread when it is alone,
+ *  else queued), counted either way.  so may be freed on return. */
+void srv_zc_commit(struct srv_zc_xfer *x);
 /* srv_rdev.c */
 /** Serve SOP_RDEV_* on s's endpoint. */
 int srv_rdev_register(struct srv *s);

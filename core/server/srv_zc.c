@@ -43,6 +43,10 @@ struct srv_zc {
 	uint32_t zc_nr;
 	struct tier_dev *zc_dev[LIM_DEV_MAX];
 	struct rpc_mem *zc_mem[LIM_DEV_MAX];
+	/* held writes committed in the pulling thread / queued (atomic;
+	 * logged at stop): srv_zc_commit */
+	uint64_t zc_here;
+	uint64_t zc_queued;
 };
 
 /* Register device i if it is a local pmem2 device; failures only log. */
@@ -97,6 +101,10 @@ void srv_zc_stop(struct srv *s)
 
 	if (z == NULL)
 		return;
+	LOG_INFO("server %s: zero-copy writes: %" PRIu64 " committed in "
+		 "their pulling thread, %" PRIu64 " queued to the group commit",
+		 s->s_me->cs_name, __atomic_load_n(&z->zc_here, __ATOMIC_RELAXED),
+		 __atomic_load_n(&z->zc_queued, __ATOMIC_RELAXED));
 	for (uint32_t i = 0; i < z->zc_nr; i++)
 		rpc_mem_dereg(z->zc_mem[i]);
 	s->s_zc = NULL;
@@ -190,6 +198,23 @@ int srv_zc_pull_held(struct srv_zc_xfer *x)
 		}
 	}
 	return rc;
+}
+
+void srv_zc_commit(struct srv_zc_xfer *x)
+{
+	struct srv *s = x->zx_so->so_srv;
+	struct eng_citem *ci = &x->zx_so->so_m.mr_req.er_ci;
+	struct clovis_id id = x->zx_so->so_m.mr_req.er_id;
+	struct srv_zc *z = s->s_zc;
+	bool here;
+
+	here = eng_commit_release(s->s_eng, ci); /* so may be freed now */
+	__atomic_add_fetch(here ? &z->zc_here : &z->zc_queued, 1,
+			   __ATOMIC_RELAXED);
+	LOG_INFO("server %s: zero-copy write %s: %" PRIu64 " bytes pulled, "
+		 "%s", s->s_me->cs_name, eng_id_str(&id), x->zx_bytes,
+		 here ? "committed in its pulling thread" :
+		 "queued to the group commit");
 }
 
 /* The engine reads len bytes at src of d's map into the buffer at boff:

@@ -12,7 +12,10 @@
 #      counters do not move (the bounce path);
 #   3. an acknowledged overwrite, then SIGKILL of every server and a
 #      restart: the overwritten data reads back (persisted before the
-#      commit that mapped it), counters start again from 0;
+#      commit that mapped it), counters start again from 0; that lone
+#      write, and one after the restart, were committed in the thread that
+#      pulled them (eng_commit_release; the servers' info log says so per
+#      write, and the count at a clean stop);
 #   4. the servers restarted with STRATA_SRV_ZC=0: the same bytes read
 #      back through the bounce path, a write and read work, counters stay
 #      0 (the counter reflects the path, not the request);
@@ -81,10 +84,21 @@ check "flash read back the same" cmp -s "$T/big" "$T/back"
 check "zero-copy counters unchanged" \
 	test "$(zc zc_write_bytes)" = "$w1" -a "$(zc zc_read_bytes)" = "$r1"
 
+# here: how many zero-copy writes the servers' logs say were committed in
+# their pulling thread (eng_commit_release; logged at --log-level 3)
+here() { cat "$D"/s?.log 2>/dev/null | grep -c "committed in its pulling thread"; }
+
 echo "--- acknowledged overwrite, SIGKILL of every server, restart"
+for i in 0 1 2; do p=$(spid $i); kill "$p"; wait_gone "$p"; done
+for i in 0 1 2; do srv_start $i "$D/cluster.yaml" --log-level 3; done
+check "three servers up (info logging)" wait_up
+h0=$(here)
 head -c $((1 << 20)) /dev/urandom >"$T/over"
 cl obj write @zn 256 "$T/over"
 check "overwrite 1 MiB at block 256 acknowledged" test "$rc" -eq 0
+h1=$(here)
+check "that lone write committed in its pulling thread ($h0 -> $h1)" \
+	test "$h1" -gt "$h0"
 { head -c $((1 << 20)) "$T/big"; cat "$T/over"
   tail -c +$(((2 << 20) + 1)) "$T/big"; } >"$T/expect"
 for i in 0 1 2; do
@@ -92,7 +106,7 @@ for i in 0 1 2; do
 	kill -9 "$p" 2>/dev/null
 	wait_gone "$p" || no "s$i gone after SIGKILL"
 done
-for i in 0 1 2; do srv_start $i "$D/cluster.yaml"; done
+for i in 0 1 2; do srv_start $i "$D/cluster.yaml" --log-level 3; done
 check "three servers up again" wait_up
 check "counters from 0 in the new run" test "$(zc zc_write_bytes)" = 0
 cl obj read @zn 0 768 "$T/back"
@@ -100,9 +114,16 @@ check "overwritten object reads back after SIGKILL" cmp -s "$T/expect" "$T/back"
 cl obj read @zn 1024 2 "$T/back"
 check "8 KiB reads back after SIGKILL" cmp -s "$T/small" "$T/back"
 check "that read went zero-copy" test "$(zc zc_read_bytes)" -ge $((3 << 20))
+h0=$(here)
+cl obj write @zn 256 "$T/over"
+check "the same 1 MiB written again after the restart" test "$rc" -eq 0
+check "committed in its pulling thread" test "$(here)" -gt "$h0"
 
 echo "--- the same servers with STRATA_SRV_ZC=0"
 for i in 0 1 2; do p=$(spid $i); kill "$p"; wait_gone "$p"; done
+check "a stopped server counted it (zero-copy writes: N >= 1 committed in their pulling thread)" \
+	grep -Eq "zero-copy writes: [1-9][0-9]* committed in their pulling" \
+	"$D"/s?.log
 for i in 0 1 2; do STRATA_SRV_ZC=0 srv_start $i "$D/cluster.yaml"; done
 check "three servers up (zero-copy off)" wait_up
 cl obj read @zn 0 768 "$T/back"
