@@ -614,6 +614,10 @@ int s3_rd_open(struct s3_rd *r, struct s3_bucket *b, void *rec, size_t len);
  *  that is gone (a change of the key in progress or in doubt), or the
  *  Clovis error. */
 int s3_rd_first(struct s3_rd *r, uint64_t off);
+/** Read object bytes [off, off+n) in one op into the reader's buffer,
+ *  *p: their first byte (valid until s3_rd_close()); -EAGAIN when they
+ *  need more than one op (inline, multipart, or over a chunk boundary). */
+int s3_rd_span(struct s3_rd *r, uint64_t off, uint64_t n, const char **p);
 /** Copy object bytes [off, off+n) into out; returns bytes or -errno. */
 long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n);
 void s3_rd_close(struct s3_rd *r);

@@ -313,6 +313,8 @@ int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
 {
 	struct rd_ctx *c;
 	struct MHD_Response *resp;
+	const char *p = NULL;
+	int rc;
 
 	if (len == 0) {
 		s3_rd_close(r);
@@ -331,11 +333,22 @@ int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
 		return s3_reply_err(rq, 500, "InternalError", "out of memory");
 	}
 	r->r_end = start + len;
+	/* in one read: sent from the read buffer, the header with it */
+	rc = s3_rd_span(r, start, len, &p);
+	if (rc != 0 && rc != -EAGAIN) {
+		free(c);
+		s3_rd_close(r);
+		return s3_reply_clovis(rq, rc, "reading the object");
+	}
 	c->rc_rd = *r;
 	c->rc_start = start;
 	c->rc_rq = rq;
-	resp = MHD_create_response_from_callback(len, 256 << 10, rd_cb, c,
-						 rd_free);
+	if (rc == 0)
+		resp = MHD_create_response_from_buffer_with_free_callback_cls(
+			len, (void *)p, rd_free, c);
+	else
+		resp = MHD_create_response_from_callback(len, 256 << 10, rd_cb,
+							 c, rd_free);
 	if (resp == NULL)
 		rd_free(c);
 	rq->rq_out += len;

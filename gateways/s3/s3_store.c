@@ -2157,6 +2157,28 @@ static int rd_load(struct s3_rd *r, uint64_t off)
 	return 0;
 }
 
+/*
+ * A range that one read op holds (an object of one segment, the range
+ * inside one chunk: a GET of an object up to S3_CHUNK): read it into r_buf
+ * and point *p at its first byte, so that the reply is sent from the read
+ * buffer (no copy into libmicrohttpd's, header and body in one writev).
+ * -EAGAIN: the range needs several reads and is streamed (s3_rd_read()).
+ */
+int s3_rd_span(struct s3_rd *r, uint64_t off, uint64_t n, const char **p)
+{
+	int rc;
+
+	if (r->r_or.or_is_inline || !r->r_or.or_has_id || n == 0 ||
+	    off + n > r->r_or.or_size ||
+	    off / r->r_chunk != (off + n - 1) / r->r_chunk)
+		return -EAGAIN;
+	rc = rd_load(r, off);
+	if (rc != 0)
+		return rc;
+	*p = r->r_buf + (off - r->r_bstart);
+	return 0;
+}
+
 long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n)
 {
 	uint64_t avail;
