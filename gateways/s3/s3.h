@@ -42,11 +42,6 @@ struct s3_rd;
  *  (fewer commits per byte; measured in docs/performance.md). */
 #define S3_BIG (8u << 20)
 #define S3_BIG_CHUNK (4u << 20)
-/** Smallest write op of an object of known size: one under
- *  S3_NBUF * S3_CHUNK is split in S3_NBUF ops (of at least this many
- *  bytes), so its writes start while its body is still arriving and run
- *  in parallel instead of one op after the whole body. */
-#define S3_MIN_CHUNK (256u << 10)
 /** Stream buffers (write ops in flight) per request: memory per upload is
  *  at most S3_NBUF * S3_BIG_CHUNK, whatever the object size. */
 #define S3_NBUF 4u

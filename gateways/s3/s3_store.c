@@ -1727,8 +1727,11 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 /*
  * Bytes per write op for an object of `expect` bytes (UINT64_MAX:
  * unknown): S3_BIG_CHUNK for big objects (fewer commits per byte),
- * S3_CHUNK by default, and for an object under S3_NBUF * S3_CHUNK a
- * quarter of it (a multiple of 64 KiB, at least S3_MIN_CHUNK): its first
+ * S3_CHUNK by default and for an object of at most S3_CHUNK (one op: four
+ * ops of a quarter cost ~36 more syscalls, 25 of them futex, and a third
+ * more gateway CPU per 1 MiB PUT than one, docs/performance.md "one write
+ * op per 1 MiB object"), and for an object between S3_CHUNK and
+ * S3_NBUF * S3_CHUNK a quarter of it (a multiple of 64 KiB): its first
  * write is launched after a quarter of the body has arrived, not after
  * all of it, and its writes run S3_NBUF in parallel.
  */
@@ -1736,13 +1739,12 @@ static uint32_t wr_chunk(uint64_t expect)
 {
 	uint64_t c;
 
-	if (expect == UINT64_MAX)
+	if (expect == UINT64_MAX || expect <= S3_CHUNK)
 		return S3_CHUNK;
 	if (expect >= S3_BIG)
 		return S3_BIG_CHUNK;
 	c = (expect / S3_NBUF + 0xffff) & ~(uint64_t)0xffff;
-	return c < S3_MIN_CHUNK ? S3_MIN_CHUNK : c > S3_CHUNK ? S3_CHUNK
-							    : (uint32_t)c;
+	return c > S3_CHUNK ? S3_CHUNK : (uint32_t)c; /* > 256 KiB here */
 }
 
 /*
