@@ -22,6 +22,9 @@
 #                          nothing partial visible, no space leaked; on a
 #                          default store, then on a store with its
 #                          metadata on NVRAM (--meta-nvram, destroyed).
+#   7. s3_fault.py       — device writes failing: PUTs of 1 and 3 MiB get
+#                          500, nothing visible, no space leaked; device
+#                          reads failing: a GET of 1 MiB gets a whole 500.
 # Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
 # Ends with "N passed, N failed".
 set -u
@@ -261,5 +264,7 @@ part kill "$HERE/s3_kill.py" "$T" "$GW" "$S"
 t0=$(date +%s)
 part kill-nv "$HERE/s3_kill.py" "$T" "$GW" "$S" --meta-nvram
 echo "kill test on the metanv store: $(($(date +%s) - t0)) s"
+# ---- device write and read errors under the gateway ($T/fault)
+part fault "$HERE/s3_fault.py" "$T" "$GW" "$S"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
