@@ -90,46 +90,51 @@ def fresh():
 
 
 fresh()
-keep, small, big = os.urandom(MiB), b"inline bytes", os.urandom(MiB)
-p, s3 = start(GW)
-s3.create_bucket(Bucket="fault")
-etag = s3.put_object(Bucket="fault", Key="keep", Body=keep)["ETag"]
-stop(p)
-before = free_bytes()
+p = None
+try:
+    keep, small, big = os.urandom(MiB), b"inline bytes", os.urandom(MiB)
+    p, s3 = start(GW)
+    s3.create_bucket(Bucket="fault")
+    etag = s3.put_object(Bucket="fault", Key="keep", Body=keep)["ETag"]
+    stop(p)
+    before = free_bytes()
 
-p, s3 = start(GWT, "tier.write")
-for key, n in (("new1", MiB), ("new3", 3 * MiB), ("keep", MiB)):
-    st, code = status(s3.put_object, Bucket="fault", Key=key, Body=os.urandom(n))
-    check("PUT %s (%d MiB) with device writes failing: 500" % (key, n // MiB),
-          st == 500 and code == "InternalError", (st, code))
-for key in ("new1", "new3"):
-    check("failed PUT %s not visible" % key, status(s3.head_object, Bucket="fault", Key=key)[0] == 404)
-h = s3.head_object(Bucket="fault", Key="keep")
-check("keep's record unchanged by its failed replacement", h["ETag"] == etag and h["ContentLength"] == MiB,
-      (h["ETag"], etag))
-stop(p)
-after = free_bytes()
-check("free space unchanged by the failed PUTs", after == before, (before, after))
+    p, s3 = start(GWT, "tier.write")
+    for key, n in (("new1", MiB), ("new3", 3 * MiB), ("keep", MiB)):
+        st, code = status(s3.put_object, Bucket="fault", Key=key, Body=os.urandom(n))
+        check("PUT %s (%d MiB) with device writes failing: 500" % (key, n // MiB),
+              st == 500 and code == "InternalError", (st, code))
+    for key in ("new1", "new3"):
+        check("failed PUT %s not visible" % key, status(s3.head_object, Bucket="fault", Key=key)[0] == 404)
+    h = s3.head_object(Bucket="fault", Key="keep")
+    check("keep's record unchanged by its failed replacement", h["ETag"] == etag and h["ContentLength"] == MiB,
+          (h["ETag"], etag))
+    stop(p)
+    after = free_bytes()
+    check("free space unchanged by the failed PUTs", after == before, (before, after))
 
-# device reads failing, on a fresh store (the write faults above leave the
-# engine counting those devices as failed)
-fresh()
-p, s3 = start(GW)
-s3.create_bucket(Bucket="fault")
-s3.put_object(Bucket="fault", Key="small", Body=small)
-s3.put_object(Bucket="fault", Key="big", Body=big)
-stop(p)
-p, s3 = start(GWT, "tier.read")
-st, code = status(s3.get_object, Bucket="fault", Key="big")
-check("GET 1 MiB with device reads failing: a whole 500 reply", st == 500 and code == "InternalError",
-      (st, code))
-check("inline object still served with device reads failing",
-      s3.get_object(Bucket="fault", Key="small")["Body"].read() == small)
-stop(p)
-p, s3 = start(GW)
-check("GET 1 MiB once reads work again",
-      s3.get_object(Bucket="fault", Key="big")["Body"].read() == big)
-stop(p)
-fresh()
+    # device reads failing, on a fresh store (the write faults above leave the
+    # engine counting those devices as failed)
+    fresh()
+    p, s3 = start(GW)
+    s3.create_bucket(Bucket="fault")
+    s3.put_object(Bucket="fault", Key="small", Body=small)
+    s3.put_object(Bucket="fault", Key="big", Body=big)
+    stop(p)
+    p, s3 = start(GWT, "tier.read")
+    st, code = status(s3.get_object, Bucket="fault", Key="big")
+    check("GET 1 MiB with device reads failing: a whole 500 reply", st == 500 and code == "InternalError",
+          (st, code))
+    check("inline object still served with device reads failing",
+          s3.get_object(Bucket="fault", Key="small")["Body"].read() == small)
+    stop(p)
+    p, s3 = start(GW)
+    check("GET 1 MiB once reads work again",
+          s3.get_object(Bucket="fault", Key="big")["Body"].read() == big)
+    stop(p)
+finally:  # the store (and its /dev/shm device) removed whatever happened
+    if p is not None and p.poll() is None:
+        stop(p)
+    fresh()
 print("%d passed, %d failed" % (passed, failed))
 sys.exit(1 if failed else 0)
