@@ -465,6 +465,12 @@ struct s3_wr {
 	bool w_cwaited;         /* wr_created() ran */
 	uint64_t w_t[4];        /* profile: begin, created, body in, data
 				 * applied (ordered mode) or stable */
+	/* w_hold (set by the caller after s3_wr_begin(), ordered mode):
+	 * the one write of an object of known size up to w_chunk is made
+	 * but not launched (w_held), so that the change recording the
+	 * object takes it as a dtx member (s3_tx_write()): data and record
+	 * in one commit instead of two in series */
+	bool w_hold, w_held;
 	/* objects of S3_CHUNK and more (size known): the sums run on its
 	 * own thread over the buffers, in stream order, up to the bytes
 	 * received (posted every S3_HASH_STEP and at each full buffer), so
@@ -561,6 +567,11 @@ int s3_tx_free(struct s3_tx *t, struct s3_bucket *b, const struct s3_orec *r,
 /** Delete the in-flight record rkey with the change (the object it names
  *  is referenced by the change's primary record). */
 int s3_tx_inflight_del(struct s3_tx *t, const uint8_t *rkey);
+/** Add the write w holds (w_held: made, not launched) to the change: it is
+ *  launched as the first member of the change's dtx, and applied and made
+ *  durable with it (a failed change leaves no data).  0 when w holds none.
+ *  The op stays w's (s3_wr_done/keep/abort wait for it and free it). */
+int s3_tx_write(struct s3_tx *t, const struct s3_wr *w);
 /**
  * Apply t and free it.  Returns 0 (applied, durable), or the failure:
  * nothing applied, except for s3_tx_doubt(rc) codes (cluster mode: the

@@ -398,6 +398,8 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 		rc = s3_tx_free(t, b, &old, ik, il, NULL, 0);
 	if (rc == 0 && w != NULL && w->w_obj)
 		rc = s3_tx_inflight_del(t, w->w_ikey);
+	if (rc == 0 && w != NULL && w->w_obj)
+		rc = s3_tx_write(t, w);
 	if (rc == 0) {
 		rc = s3_tx_commit(t);
 		t = NULL;
@@ -887,6 +889,9 @@ static int put_begin(struct s3_req *rq, struct put_ctx *pc)
 		drop_writer(rq);
 		return rc;
 	}
+	/* PutObject: its one write (object up to a chunk) joins the dtx
+	 * that records it (s3_tx_write(), in rec_commit()) */
+	rq->rq_wr->w_hold = !pc->pc_part;
 	rq->rq_body = S3_BODY_STREAM;
 	return 0;
 }

@@ -768,7 +768,7 @@ void s3_inflight_del_later(const uint8_t *rkey)
 
 /* ------------------------------------------------------ atomic changes */
 
-enum { TX_PUT, TX_DEL, TX_IFL, TX_OBJ };
+enum { TX_PUT, TX_DEL, TX_IFL, TX_OBJ, TX_WOP };
 
 struct tx_m {
 	int m_kind;
@@ -784,6 +784,7 @@ struct tx_m {
 	uint8_t *m_ik, *m_pk;          /* TX_OBJ: fallback's hold keys */
 	size_t m_ikl, m_pkl;
 	struct clovis_op *m_op;
+	struct clovis_op *m_wop;       /* TX_WOP: a writer's (not freed) */
 };
 
 struct s3_tx {
@@ -868,6 +869,18 @@ int s3_tx_inflight_del(struct s3_tx *t, const uint8_t *rkey)
 {
 	return tx_rec(t, TX_IFL, &s3g.g_inflight, rkey,
 		      strlen(s3g.g_conf.sc_gw_id) + 17, NULL, 0);
+}
+
+int s3_tx_write(struct s3_tx *t, const struct s3_wr *w)
+{
+	struct tx_m *m;
+
+	if (!w->w_held)
+		return t->t_rc;
+	m = tx_add(t, TX_WOP);
+	if (m != NULL)
+		m->m_wop = w->w_op[0];
+	return t->t_rc;
 }
 
 int s3_tx_free(struct s3_tx *t, struct s3_bucket *b, const struct s3_orec *r,
@@ -1011,13 +1024,26 @@ static int tx_dtx(struct s3_tx *t)
 	struct clovis_dtx *dx = NULL;
 	struct clovis_op *cop = NULL;
 	uint32_t k;
-	int rc = tx_open_objs(t);
+	int rc = clovis_dtx_open(&dx, clovis_default_realm(s3g.g_cl));
 
-	if (rc == 0)
-		rc = clovis_dtx_open(&dx, clovis_default_realm(s3g.g_cl));
+	/* a writer's held write first, launched: its data I/O starts now,
+	 * it is applied with the commit */
 	for (k = 0; k < t->t_nr && rc == 0; k++) {
 		struct tx_m *m = t->t_m[k];
 
+		if (m->m_kind != TX_WOP)
+			continue;
+		rc = clovis_dtx_add(dx, m->m_wop);
+		if (rc == 0)
+			rc = clovis_op_launch(&m->m_wop, 1);
+	}
+	if (rc == 0)
+		rc = tx_open_objs(t);
+	for (k = 0; k < t->t_nr && rc == 0; k++) {
+		struct tx_m *m = t->t_m[k];
+
+		if (m->m_kind == TX_WOP)
+			continue;
 		if (m->m_kind == TX_OBJ) {
 			if (m->m_gone)
 				continue;
@@ -1125,7 +1151,7 @@ static int tx_plain(struct s3_tx *t)
 
 int s3_tx_commit(struct s3_tx *t)
 {
-	uint32_t k, nrec = 0, nifl = 0, nobj = 0;
+	uint32_t k, nrec = 0, nifl = 0, nobj = 0, nwop = 0;
 	bool cluster = s3g.g_conf.sc_cluster[0] != 0;
 	int rc = t->t_rc;
 
@@ -1135,10 +1161,12 @@ int s3_tx_commit(struct s3_tx *t)
 		nrec += kd == TX_PUT || kd == TX_DEL;
 		nifl += kd == TX_IFL;
 		nobj += kd == TX_OBJ;
+		nwop += kd == TX_WOP;
 	}
 	if (rc != 0) {
 		/* nothing launched */
-	} else if (nrec == 1 && nobj == 0 && (cluster || nifl == 0)) {
+	} else if (nrec == 1 && nobj == 0 && nwop == 0 &&
+		   (cluster || nifl == 0)) {
 		struct tx_m *m = NULL;
 
 		for (k = 0; k < t->t_nr; k++)
@@ -1153,7 +1181,8 @@ int s3_tx_commit(struct s3_tx *t)
 				s3_inflight_del_later(t->t_m[k]->m_kp);
 	} else if (nrec + nifl + nobj > 0) {
 		rc = tx_dtx(t);
-		if (rc == -E2BIG) {
+		/* without a dtx a held write would not run: failed then */
+		if (rc == -E2BIG && nwop == 0) {
 			fprintf(stderr, "strata-s3: a change of %u updates is "
 				"too large for one dtx here: done without\n",
 				t->t_nr);
@@ -1616,6 +1645,13 @@ static int wr_wait(struct s3_wr *w, uint32_t i)
 
 	if (w->w_op[i] == NULL)
 		return 0;
+	if (w->w_held && clovis_op_state(w->w_op[i]) == CLOVIS_OS_INIT) {
+		/* held for a change that did not run: no data written */
+		clovis_op_free(w->w_op[i]);
+		w->w_op[i] = NULL;
+		w->w_held = false;
+		return w->w_rc;
+	}
 	rc = clovis_op_wait(w->w_op[i], CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
 	if (rc != 0 && w->w_rc == 0 && w->w_committed)
 		fprintf(stderr, "strata-s3: a write of a recorded object did "
@@ -1632,8 +1668,8 @@ static int wr_wait_step(struct s3_wr *w, uint32_t i)
 {
 	int rc;
 
-	if (w->w_op[i] == NULL)
-		return w->w_rc;
+	if (w->w_op[i] == NULL || w->w_held)
+		return w->w_rc;   /* a held write is applied with the change */
 	rc = clovis_op_wait(w->w_op[i], wr_step_state(), CLOVIS_TIME_NEVER);
 	wr_fail(w, rc, clovis_op_errmsg(w->w_op[i]));
 	return w->w_rc;
@@ -1712,7 +1748,12 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 	w->w_bvec[i] = (struct clovis_bufvec){1, &w->w_bv[i], &w->w_bl[i]};
 	rc = clovis_obj_op(&w->w_o, CLOVIS_OC_WRITE, &w->w_ev[i], &w->w_bvec[i],
 			   0, &w->w_op[i]);
-	if (rc == 0)
+	/* the only write of the object: held for the change's dtx (the
+	 * CREATE is EXECUTED: the dtx may write the object) */
+	if (rc == 0 && w->w_hold && wr_ordered() && w->w_off == 0 &&
+	    w->w_expect != UINT64_MAX && w->w_expect <= w->w_chunk)
+		w->w_held = true;
+	else if (rc == 0)
 		rc = clovis_op_launch(&w->w_op[i], 1);
 	if (rc != 0) {
 		clovis_op_free(w->w_op[i]);
@@ -1918,6 +1959,11 @@ int s3_wr_finish(struct s3_wr *w)
 		wr_hash_post(w, w->w_spos);
 	wr_hash_stop(w);
 	wr_created(w);
+	/* a body longer than announced had more writes: the held one alone */
+	if (w->w_held && w->w_rc == 0 && w->w_len != w->w_expect) {
+		w->w_held = false;
+		wr_fail(w, clovis_op_launch(&w->w_op[0], 1), "write launch");
+	}
 	for (i = 0; i < S3_NBUF; i++)
 		wr_wait_step(w, i);
 	w->w_t[3] = s3_now_ns();
