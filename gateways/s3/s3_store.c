@@ -1959,10 +1959,12 @@ int s3_wr_finish(struct s3_wr *w)
 		wr_hash_post(w, w->w_spos);
 	wr_hash_stop(w);
 	wr_created(w);
-	/* a body longer than announced had more writes: the held one alone */
-	if (w->w_held && w->w_rc == 0 && w->w_len != w->w_expect) {
+	/* a failed writer, or a body not of the announced length (the PUT is
+	 * refused, IncompleteBody): the held write is dropped unlaunched */
+	if (w->w_held && (w->w_rc != 0 || w->w_len != w->w_expect)) {
+		clovis_op_free(w->w_op[0]);
+		w->w_op[0] = NULL;
 		w->w_held = false;
-		wr_fail(w, clovis_op_launch(&w->w_op[0], 1), "write launch");
 	}
 	for (i = 0; i < S3_NBUF; i++)
 		wr_wait_step(w, i);
