@@ -547,18 +547,26 @@ struct cli_wait {
 	pthread_mutex_t cw_lock;
 	pthread_cond_t cw_cv;
 	bool cw_done;               /* read unlocked by a reaping caller */
+	bool cw_sleeping;           /* a solo reaper in poll() (cw_lock) */
+	struct rpc_ep *cw_ep;
 	struct rpc_result *cw_res;
 };
 
 static void cli_wait_done(void *arg, struct rpc_result *res)
 {
 	struct cli_wait *w = arg;
+	struct rpc_ep *ep = w->cw_ep;
+	bool kick;
 
 	pthread_mutex_lock(&w->cw_lock);
 	*w->cw_res = *res;
 	__atomic_store_n(&w->cw_done, true, __ATOMIC_RELEASE);
+	kick = w->cw_sleeping;
 	pthread_cond_signal(&w->cw_cv);
 	pthread_mutex_unlock(&w->cw_lock);
+	/* w may be gone now (its caller saw cw_done): only ep from here. */
+	if (kick)
+		rpc_solo_kick(ep);
 }
 
 static int cli_call_sync(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
@@ -566,7 +574,8 @@ static int cli_call_sync(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 			 const struct rpc_bulk *bulk, int timeout_ms,
 			 struct rpc_result *res, RpcEnvelope **raw)
 {
-	struct cli_wait w = { .cw_res = res };
+	struct rpc_ep *ep = p != NULL ? p->pe_ep : NULL;
+	struct cli_wait w = { .cw_res = res, .cw_ep = ep };
 	int rc;
 
 	memset(res, 0, sizeof *res);
@@ -583,6 +592,14 @@ static int cli_call_sync(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 		while (!__atomic_load_n(&w.cw_done, __ATOMIC_ACQUIRE))
 			rpc_reap(p->pe_ep);
 		rpc_reap_end(p->pe_ep);
+	} else if (rc == 0 && rpc_solo_begin(ep)) {
+		/* Default mode, no other caller reaping: read the CQ and
+		 * sleep on its descriptor here, rather than sleep until the
+		 * progress thread wakes us (a second wake-up per call).  Past
+		 * the deadline (+1 s) the condition below takes over. */
+		rpc_solo_reap(ep, &w.cw_lock, &w.cw_done, &w.cw_sleeping,
+			      rpc_now_ms() + (uint64_t)timeout_ms + 1000u);
+		rpc_solo_end(ep); /* not p: a closed peer may be freed */
 	}
 	if (rc == 0) {
 		pthread_mutex_lock(&w.cw_lock);

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -506,6 +507,10 @@ static void ep_defer(struct rpc_ep *ep, RpcEnvelope *env, struct rpc_ctx *cx,
 	ep->ep_defer_tail = &d->df_next;
 	pthread_mutex_unlock(&ep->ep_lock);
 	pthread_cond_signal(&ep->ep_pcv);
+	/* A solo reaper's progress thread may sleep in epoll_wait (it
+	 * entered before the reaper came): the eventfd reaches it there. */
+	if (!ep->ep_conf.rc_polling)
+		rpc_wake(ep);
 }
 
 static void ep_complete(struct rpc_ep *ep, struct rpc_ctx *cx, size_t len,
@@ -658,6 +663,91 @@ void rpc_reap(struct rpc_ep *ep)
 void rpc_reap_end(struct rpc_ep *ep)
 {
 	__atomic_sub_fetch(&ep->ep_reapers, 1, __ATOMIC_ACQ_REL);
+}
+
+/* ------------------------------------------- solo reaper (wait-fd mode) */
+
+bool rpc_solo_begin(struct rpc_ep *ep)
+{
+	uint32_t free_ = 0;
+
+	if (ep->ep_conf.rc_polling || !ep->ep_wait_fd || ep->ep_revfd < 0 ||
+	    rpc_in_progress_thread(ep))
+		return false;
+	if (!__atomic_compare_exchange_n(&ep->ep_solo, &free_, 1, false,
+					 __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+		return false;
+	__atomic_add_fetch(&ep->ep_reapers, 1, __ATOMIC_ACQ_REL);
+	return true;
+}
+
+void rpc_solo_kick(struct rpc_ep *ep)
+{
+	uint64_t one = 1;
+
+	if (write(ep->ep_revfd, &one, sizeof one) < 0)
+		LOG_DEBUG("rpc: eventfd write failed");
+}
+
+/* Read the CQ; when nothing of ours came, fi_trywait() and sleep in
+ * poll() on the CQ's descriptor and ep_revfd, at most 1 s at a time.
+ * The progress thread stands aside meanwhile (ep_reapers > 0) but still
+ * expires deadlines and runs what we defer; it kicks ep_revfd when it
+ * completes our call (a deadline, close, a failed send). */
+void rpc_solo_reap(struct rpc_ep *ep, pthread_mutex_t *lock, bool *done,
+		   bool *sleeping, uint64_t until_ms)
+{
+	struct pollfd pf[2] = { { .fd = ep->ep_cq_fd, .events = POLLIN },
+				{ .fd = ep->ep_revfd, .events = POLLIN } };
+	struct fid *f = &ep->ep_cq->fid;
+	uint64_t now, v;
+	bool sleep, first = true;
+
+	for (;; first = false) {
+		/* Just after the send the CQ is almost always empty and
+		 * fi_trywait() finds out as well: the first read is left to
+		 * it (one fi_cq_read, i.e. provider progress, less). */
+		if (!first) {
+			pthread_mutex_lock(&ep->ep_cq_lock);
+			ep_poll(ep, true);
+			pthread_mutex_unlock(&ep->ep_cq_lock);
+		}
+		now = rpc_now_ms();
+		pthread_mutex_lock(lock);
+		sleep = !*done && now < until_ms;
+		*sleeping = sleep;
+		pthread_mutex_unlock(lock);
+		if (!sleep)
+			return;
+		pf[1].revents = 0;
+		if (fi_trywait(ep->ep_fabric, &f, 1) == FI_SUCCESS &&
+		    poll(pf, 2, until_ms - now > 1000 ? 1000 :
+			 (int)(until_ms - now)) < 0)
+			pf[1].revents = 0;
+		pthread_mutex_lock(lock);
+		*sleeping = false;
+		pthread_mutex_unlock(lock);
+		if ((pf[1].revents & POLLIN) &&
+		    read(ep->ep_revfd, &v, sizeof v) < 0)
+			LOG_DEBUG("rpc: eventfd read failed");
+	}
+}
+
+/* The last solo reaper leaves.  With other calls in flight the progress
+ * thread takes the CQ back at once (else it would within 1 ms). */
+void rpc_solo_end(struct rpc_ep *ep)
+{
+	bool others;
+
+	__atomic_store_n(&ep->ep_solo, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&ep->ep_lock);
+	__atomic_sub_fetch(&ep->ep_reapers, 1, __ATOMIC_ACQ_REL);
+	others = ep->ep_nr_calls > 0;
+	if (others)
+		pthread_cond_signal(&ep->ep_pcv);
+	pthread_mutex_unlock(&ep->ep_lock);
+	if (others)
+		rpc_wake(ep);
 }
 
 /* Sleep until the CQ has something, a wake, or wait_ms passes. */
@@ -875,7 +965,8 @@ static int ep_cq_open(struct rpc_ep *ep)
 		ep->ep_wait_fd = true;
 		ep->ep_epfd = epoll_create1(EPOLL_CLOEXEC);
 		ep->ep_evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (ep->ep_epfd < 0 || ep->ep_evfd < 0)
+		ep->ep_revfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (ep->ep_epfd < 0 || ep->ep_evfd < 0 || ep->ep_revfd < 0)
 			return err_set(-errno, "rpc: epoll/eventfd: %s",
 				       strerror(errno));
 		ev.data.fd = ep->ep_cq_fd;
@@ -1002,6 +1093,8 @@ static void ep_free(struct rpc_ep *ep)
 		close(ep->ep_epfd);
 	if (ep->ep_evfd >= 0)
 		close(ep->ep_evfd);
+	if (ep->ep_revfd >= 0)
+		close(ep->ep_revfd);
 	free(ep->ep_rbufs);
 	free(ep->ep_rbuf_mem);
 	free(ep->ep_calls);
@@ -1021,7 +1114,7 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 	*out = ep;
 	if (ep == NULL)
 		return err_set(-ENOMEM, "rpc: no memory for an endpoint");
-	ep->ep_epfd = ep->ep_evfd = ep->ep_cq_fd = -1;
+	ep->ep_epfd = ep->ep_evfd = ep->ep_revfd = ep->ep_cq_fd = -1;
 	pthread_mutex_init(&ep->ep_lock, NULL);
 	pthread_mutex_init(&ep->ep_pool_lock, NULL);
 	pthread_cond_init(&ep->ep_cv, NULL);

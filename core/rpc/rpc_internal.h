@@ -178,6 +178,7 @@ struct rpc_ep {
 	int ep_cq_fd;
 	int ep_epfd;
 	int ep_evfd;                /* wakes the progress thread */
+	int ep_revfd;               /* wakes a solo reaper (wait-fd mode) */
 	unsigned char ep_name[RPC_NAME_MAX];
 	size_t ep_name_len;
 	struct rpc_rbuf *ep_rbufs;
@@ -200,6 +201,10 @@ struct rpc_ep {
 	 * (ep_defer, signalled on ep_pcv). */
 	pthread_mutex_t ep_cq_lock;
 	uint32_t ep_reapers;
+	/* Default (wait-fd) mode: 1 while one synchronous caller reads the
+	 * CQ itself and sleeps on its descriptor (a solo reaper; counted in
+	 * ep_reapers too).  Others wait on their condition as before. */
+	uint32_t ep_solo;
 	uint64_t ep_reaped;         /* replies a waiting caller took itself */
 	struct rpc_defer *ep_defer, **ep_defer_tail;
 	pthread_cond_t ep_pcv;
@@ -251,6 +256,17 @@ struct rpc_handler_slot {
 bool rpc_reap_begin(struct rpc_ep *ep);
 void rpc_reap(struct rpc_ep *ep);
 void rpc_reap_end(struct rpc_ep *ep);
+/* Default (wait-fd) mode: rpc_solo_begin() true when the caller may reap
+ * alone (no other solo reaper, not the progress thread); then
+ * rpc_solo_reap() reads the CQ and sleeps on its descriptor until *done
+ * or until_ms (*sleeping set while it sleeps, under the waiter's lock: a
+ * thread that completes the call then calls rpc_solo_kick()), then
+ * rpc_solo_end(). */
+bool rpc_solo_begin(struct rpc_ep *ep);
+void rpc_solo_reap(struct rpc_ep *ep, pthread_mutex_t *lock, bool *done,
+		   bool *sleeping, uint64_t until_ms);
+void rpc_solo_kick(struct rpc_ep *ep);
+void rpc_solo_end(struct rpc_ep *ep);
 /* Monotonic milliseconds. */
 uint64_t rpc_now_ms(void);
 bool rpc_in_progress_thread(struct rpc_ep *ep);

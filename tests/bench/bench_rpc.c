@@ -7,6 +7,10 @@
  *                           message of the same size, polling (goal <= 1.5x)
  *   rpc noop rtt, wait fd   the same call with the default progress (the
  *                           progress threads sleep in epoll) vs the same raw
+ *                           (polling), and, like for like, vs a raw
+ *                           ping-pong whose both sides sleep in epoll_wait
+ *                           on their CQ's FI_WAIT_FD after fi_trywait, by
+ *                           fi_inject both ways (goal <= 1.5x)
  *   rpc 1 MiB write/read    bandwidth of calls carrying 1 MiB OUT (server
  *                           pulls, fi_read) or IN (server pushes, fi_write),
  *                           4 in flight, vs raw fi_read / fi_write of 1 MiB
@@ -23,13 +27,18 @@
  * group of strata_bench only).  Other options, meant for strata_bench, are
  * ignored.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
 
 #include "core/errors.h"
 #include "core/rpc/rpc.h"
@@ -238,6 +247,128 @@ static double br_raw_rtt(size_t len)
 	return br_median(lat, (int)n);
 }
 
+/* The raw ping-pong that sleeps as our default progress does: each CQ
+ * has a FI_WAIT_FD wait object, and a side with nothing to read calls
+ * fi_trywait() and sleeps in epoll_wait() on the CQ's descriptor.  Both
+ * directions go by fi_inject (our NOOP request and reply do: no send
+ * completion), the far side on its own thread. */
+struct br_wfd {
+	struct bfi_ep *w_ep;
+	int w_epfd;
+	uint8_t w_buf[64];
+	struct fi_context2 w_rctx;
+	atomic_bool w_stop;
+};
+
+static void br_wfd_setup(struct br_wfd *w, struct bfi_ep *r)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	enum fi_wait_obj obj = FI_WAIT_NONE;
+	int fd = -1;
+
+	w->w_ep = r;
+	br_die(fi_control(&r->cq->fid, FI_GETWAITOBJ, &obj), "FI_GETWAITOBJ");
+	if (obj != FI_WAIT_FD)
+		br_die(-ENOTSUP, "raw CQ has no FI_WAIT_FD wait object");
+	br_die(fi_control(&r->cq->fid, FI_GETWAIT, &fd), "FI_GETWAIT");
+	w->w_epfd = epoll_create1(EPOLL_CLOEXEC);
+	ev.data.fd = fd;
+	if (w->w_epfd < 0 || epoll_ctl(w->w_epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		br_die(-errno, "epoll");
+	br_die((int)fi_recv(r->ep, w->w_buf, sizeof w->w_buf, NULL,
+			    FI_ADDR_UNSPEC, &w->w_rctx), "fi_recv");
+}
+
+/* The next received message on w (1), or 0 after about ms milliseconds;
+ * reposts the receive. */
+static int br_wfd_recv(struct br_wfd *w, int ms)
+{
+	struct fi_cq_msg_entry e;
+	struct epoll_event ev;
+	struct fid *f = &w->w_ep->cq->fid;
+	ssize_t n;
+
+	for (int tries = 0; tries < 1000; tries++) {
+		n = fi_cq_read(w->w_ep->cq, &e, 1);
+		if (n == 1 && e.op_context == &w->w_rctx) {
+			br_die((int)fi_recv(w->w_ep->ep, w->w_buf,
+					    sizeof w->w_buf, NULL,
+					    FI_ADDR_UNSPEC, &w->w_rctx),
+			       "fi_recv");
+			return 1;
+		}
+		if (n == 1)
+			continue;
+		if (n != -FI_EAGAIN)
+			br_die((int)n, "raw fi_cq_read");
+		if (fi_trywait(w->w_ep->fab, &f, 1) == FI_SUCCESS &&
+		    epoll_wait(w->w_epfd, &ev, 1, ms) == 0)
+			return 0;
+	}
+	return 0;
+}
+
+static void br_wfd_send(struct br_wfd *w, size_t len)
+{
+	ssize_t rc;
+
+	for (int i = 0; i < 100000; i++) {
+		rc = fi_inject(w->w_ep->ep, w->w_buf, len, w->w_ep->peer);
+		if (rc != -FI_EAGAIN) {
+			br_die((int)rc, "raw fi_inject");
+			return;
+		}
+		fi_cq_read(w->w_ep->cq, NULL, 0);
+	}
+	br_die(-EAGAIN, "raw fi_inject");
+}
+
+static void *br_wfd_far(void *arg)
+{
+	struct br_wfd *w = arg;
+
+	while (!atomic_load(&w->w_stop))
+		if (br_wfd_recv(w, 20) == 1)
+			br_wfd_send(w, 24);
+	return NULL;
+}
+
+/* Median microseconds of a len-byte raw ping-pong in wait-fd mode. */
+static double br_raw_rtt_wfd(size_t len)
+{
+	static double lat[BR_LAT_MAX];
+	struct br_wfd near, far;
+	struct bfi_ep a, b;
+	pthread_t th;
+	double end, t;
+	int n = 0;
+
+	bfi_open(&a, br_prov, ++br_port, true);
+	bfi_open(&b, br_prov, ++br_port, true);
+	bfi_link(&a, &b);
+	memset(&near, 0, sizeof near);
+	memset(&far, 0, sizeof far);
+	br_wfd_setup(&near, &a);
+	br_wfd_setup(&far, &b);
+	atomic_store(&far.w_stop, false);
+	br_die(pthread_create(&th, NULL, br_wfd_far, &far), "thread");
+	end = br_now() + br_secs;
+	while (br_now() < end && n < BR_LAT_MAX) {
+		t = br_now();
+		br_wfd_send(&near, len);
+		if (br_wfd_recv(&near, 10000) != 1)
+			br_die(-ETIMEDOUT, "raw wait-fd ping-pong");
+		lat[n++] = (br_now() - t) * 1e6;
+	}
+	atomic_store(&far.w_stop, true);
+	pthread_join(th, NULL);
+	bfi_close(&a);
+	bfi_close(&b);
+	close(near.w_epfd);
+	close(far.w_epfd);
+	return br_median(lat, n);
+}
+
 /* Raw 1 MiB fi_read (or fi_write) bandwidth, BR_QD in flight, MB/s; both
  * sides sleep in fi_cq_sread like our progress threads (shm: spin). */
 static double br_raw_bw(bool wr)
@@ -263,6 +394,13 @@ static void br_rtt(void)
 	ours = br_call_lat(bp.p, RPC_OP_NOOP, 0, NULL, 0, br_secs);
 	br_pair_close(&bp);
 	br_fig("rpc noop rtt (wait fd)", ours, raw, "us p50", 0, true, emu);
+	if (!bfi_can_sleep(br_prov))
+		return; /* shm: no wait object, nothing like-for-like */
+	raw = br_raw_rtt_wfd(24);
+	snprintf(emu, sizeof emu, "%s, loopback, raw epoll on FI_WAIT_FD",
+		 br_prov);
+	br_fig("rpc noop rtt (wait fd, like)", ours, raw, "us p50", 1.5, true,
+	       emu);
 }
 
 static void br_bw(void)

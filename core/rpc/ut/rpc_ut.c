@@ -1414,7 +1414,9 @@ static void *ut_reap_async(void *arg)
 	return NULL;
 }
 
-static void t_reap(void)
+/* Polling mode, or (solo) the default wait-fd mode, where a synchronous
+ * caller alone reads the CQ and sleeps on its descriptor. */
+static void ut_reap_run(bool polling)
 {
 	struct rpc_conf c = ut_conf();
 	uint16_t port;
@@ -1424,7 +1426,7 @@ static void t_reap(void)
 	pthread_t th;
 	uint64_t t0, dt, reaped;
 
-	c.rc_polling = true;
+	c.rc_polling = polling;
 	srv = ut_server(&c, &port);
 	cli = ut_client(&c);
 	p = ut_connect(cli, port);
@@ -1464,6 +1466,108 @@ static void t_reap(void)
 			-ETIMEDOUT);
 	dt = ut_ms() - t0;
 	CU_ASSERT(dt >= 190 && dt < 1000);
+	ut_release_held(0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+static void t_reap(void)
+{
+	ut_reap_run(true);
+}
+
+/* Default mode: many threads call at once (one reaps, the others wait on
+ * their condition and are served by it or by the progress thread). */
+#define UT_SOLO_THREADS 8
+#define UT_SOLO_CALLS 150
+
+static atomic_int ut_solo_ok, ut_solo_bad;
+
+static void *ut_solo_caller(void *arg)
+{
+	struct rpc_peer *p = arg;
+	struct rpc_result res;
+	char b[16];
+	int n;
+
+	for (int i = 0; i < UT_SOLO_CALLS; i++) {
+		n = snprintf(b, sizeof b, "%p:%d", (void *)&res, i);
+		if (rpc_call(p, OP_ECHO, b, (size_t)n, NULL, 5000, &res) == 0 &&
+		    res.rr_len == (size_t)n && memcmp(res.rr_body, b, n) == 0)
+			atomic_fetch_add(&ut_solo_ok, 1);
+		else
+			atomic_fetch_add(&ut_solo_bad, 1);
+		free(res.rr_body);
+	}
+	return NULL;
+}
+
+struct ut_solo_hold {
+	struct rpc_peer *p;
+	int rc;
+};
+
+static void *ut_solo_holder(void *arg)
+{
+	struct ut_solo_hold *h = arg;
+
+	h->rc = rpc_call(h->p, OP_HOLD, NULL, 0, NULL, 5000, NULL);
+	return NULL;
+}
+
+static void t_solo(void)
+{
+	struct rpc_conf c = ut_conf();
+	pthread_t th[UT_SOLO_THREADS];
+	struct ut_solo_hold h;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+	uint16_t port;
+	uint64_t t0, dt;
+
+	ut_reap_run(false);
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	atomic_store(&ut_solo_ok, 0);
+	atomic_store(&ut_solo_bad, 0);
+	t0 = ut_ms();
+	for (int i = 0; i < UT_SOLO_THREADS; i++)
+		CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL,
+						     ut_solo_caller, p), 0);
+	for (int i = 0; i < UT_SOLO_THREADS; i++)
+		pthread_join(th[i], NULL);
+	dt = ut_ms() - t0;
+	CU_ASSERT_EQUAL(atomic_load(&ut_solo_ok),
+			UT_SOLO_THREADS * UT_SOLO_CALLS);
+	CU_ASSERT_EQUAL(atomic_load(&ut_solo_bad), 0);
+	/* 1200 echoes; a lost wake-up would cost 200 ms or a 5 s deadline
+	 * each.  Bound generous for a loaded 2-core host. */
+	CU_ASSERT(dt < 20000);
+	if (dt >= 20000)
+		fprintf(stderr, "solo: %d x %d calls took %llu ms\n",
+			UT_SOLO_THREADS, UT_SOLO_CALLS,
+			(unsigned long long)dt);
+	/* A peer closed while its caller sleeps on the CQ: the closing
+	 * thread completes the call and kicks the caller awake at once. */
+	h.p = p;
+	h.rc = 1;
+	atomic_store(&ut_nr_held, 0);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th[0], NULL, ut_solo_holder, &h),
+			      0);
+	for (int i = 0; i < 200 && atomic_load(&ut_nr_held) < 1; i++)
+		usleep(5000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_nr_held), 1);
+	usleep(20000); /* the caller is asleep in poll() by now */
+	t0 = ut_ms();
+	rpc_peer_close(p);
+	pthread_join(th[0], NULL);
+	dt = ut_ms() - t0;
+	CU_ASSERT_EQUAL(h.rc, -ESHUTDOWN);
+	CU_ASSERT(dt < 500); /* unkicked, it would sleep its 1 s out */
+	if (dt >= 500)
+		fprintf(stderr, "solo: woke %llu ms after the close\n",
+			(unsigned long long)dt);
 	ut_release_held(0);
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
@@ -1594,6 +1698,7 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "polling", t_polling) == NULL ||
 	    CU_add_test(s, "isolate", t_isolate) == NULL ||
 	    CU_add_test(s, "reap", t_reap) == NULL ||
+	    CU_add_test(s, "solo", t_solo) == NULL ||
 	    CU_add_test(s, "mac", t_mac) == NULL)
 		return -1;
 	return 0;
