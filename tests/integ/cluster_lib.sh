@@ -13,6 +13,8 @@
 #   ok/no TEXT     count and print a pass / a failure
 #   check TEXT CMD run CMD, ok or no
 #   cl_need BIN... every BIN built in BD, or a failure and exit 1
+#   cl_shm         NV=/dev/shm/strata-TAG-test.PID, removed on any exit with
+#                  T (kept with it under KEEP=1)
 #   cl_up          strata cluster up --nodes 3 in D, checked
 #   cl_fast SECS   $D/fast.yaml: the cluster file with SECS s call timeouts
 #   cl_restart_fast TEXT
@@ -42,6 +44,8 @@ cl_cleanup() {
 		kill -9 "$(cat "$f")" 2>/dev/null
 	done
 	if [ "${KEEP:-0}" = 1 ]; then echo "kept $T"; else rm -rf "$T"; fi
+	[ -z "${NV:-}" ] && return
+	if [ "${KEEP:-0}" = 1 ]; then echo "kept $NV"; else rm -rf "$NV"; fi
 }
 
 cl_init() {
@@ -49,11 +53,16 @@ cl_init() {
 	S=$BD/strata
 	T=$(mktemp -d "${TMPDIR:-/tmp}/strata-$2-test.XXXXXX")
 	D=$T/cl
+	CL_NAME=$2
 	PORT=$(($3 + ($$ % $4) * 4))
 	pass=0
 	fail=0
 	trap cl_cleanup EXIT
 	trap 'exit 1' INT TERM
+}
+
+cl_shm() {
+	NV=/dev/shm/strata-$CL_NAME-test.$$
 }
 
 cl_need() {

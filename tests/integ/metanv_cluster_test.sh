@@ -24,12 +24,7 @@ set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" metanv 28000 1000
 cl_need strata strata-server
-NV=/dev/shm/strata-metanv-test.$$
-metanv_cleanup() {
-	cl_cleanup
-	if [ "${KEEP:-0}" = 1 ]; then echo "kept $NV"; else rm -rf "$NV"; fi
-}
-trap metanv_cleanup EXIT
+cl_shm
 
 # meta_links DIR: every server's DATA_DIR/meta links to
 # DIR/sI/strata-UUID-meta holding a data.mdb

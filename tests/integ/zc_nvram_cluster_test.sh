@@ -28,12 +28,7 @@ set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" zc 29600 1000
 cl_need strata strata-server ut_main
-NV=/dev/shm/strata-zc-test.$$
-zc_cleanup() {
-	cl_cleanup
-	if [ "${KEEP:-0}" = 1 ]; then echo "kept $NV"; else rm -rf "$NV"; fi
-}
-trap zc_cleanup EXIT
+cl_shm
 
 # zc FIELD: the sum of FIELD over the servers of cluster status --json
 zc() {
