@@ -725,15 +725,22 @@ static void sync_stage(struct eng *e, struct eng_citem *batch);
  * The same steps in the same order as the syncer's, under e_slock.
  * Otherwise, or if the syncer holds e_slock, the item is queued.
  */
+/* Both commit stages idle (the syncer not busy, both queues empty) and
+ * e_slock taken by this thread: the caller may run the sync stage here. */
+static bool stages_idle_take(struct eng *e)
+{
+	return !__atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE) &&
+	       cq_empty(&e->e_syncq) && cq_empty(&e->e_commitq) &&
+	       pthread_mutex_trylock(&e->e_slock) == 0;
+}
+
 void eng_commit_submit_here(struct eng *e, struct eng_citem *ci)
 {
 	bool mine = t_inexec == e;
 
 	if (!mine || !e->e_meta_nv || ci->ci_hold != NULL ||
 	    __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 1 ||
-	    __atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE) ||
-	    !cq_empty(&e->e_syncq) || !cq_empty(&e->e_commitq) ||
-	    pthread_mutex_trylock(&e->e_slock) != 0) {
+	    !stages_idle_take(e)) {
 		eng_commit_submit(e, ci);
 		return;
 	}
@@ -769,9 +776,7 @@ bool eng_commit_release(struct eng *e, struct eng_citem *ci)
 	    (!e->e_meta_nv &&
 	     (!citem_nvram_only(e, ci) || gc_coming(e) != 0)) ||
 	    __atomic_load_n(&e->e_inexec, __ATOMIC_ACQUIRE) != 0 ||
-	    __atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE) ||
-	    !cq_empty(&e->e_syncq) || !cq_empty(&e->e_commitq) ||
-	    pthread_mutex_trylock(&e->e_slock) != 0) {
+	    !stages_idle_take(e)) {
 		eng_commit_submit(e, ci);
 		return false;
 	}
