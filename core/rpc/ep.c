@@ -508,7 +508,10 @@ static void ep_defer(struct rpc_ep *ep, RpcEnvelope *env, struct rpc_ctx *cx,
 	pthread_mutex_unlock(&ep->ep_lock);
 	pthread_cond_signal(&ep->ep_pcv);
 	/* A solo reaper's progress thread may sleep in epoll_wait (it
-	 * entered before the reaper came): the eventfd reaches it there. */
+	 * entered before the reaper came): the eventfd reaches it there.
+	 * Only reapers defer (ep_poll(ep, true)), and in default mode the
+	 * only reaper is a solo one, so this write happens only while a
+	 * solo reaper is reading the CQ: never on the ordinary path. */
 	if (!ep->ep_conf.rc_polling)
 		rpc_wake(ep);
 }
