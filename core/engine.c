@@ -72,6 +72,10 @@ struct eng_gcprof {
 	uint64_t gp_swait_us;
 	uint64_t gp_swait_hit;  /* of which a batch came */
 	uint64_t gp_cb_us;      /* EXECUTED and STABLE reports (callbacks) */
+	uint64_t gp_ret;        /* batches whose first item came back within
+				 * ENG_GATHER_MAX_US of a report (a loop) */
+	uint64_t gp_ret_us;     /* their time from that report to the first
+				 * item reaching the syncer */
 };
 
 /** A queue of commit items between two stages of the group commit. */
@@ -1100,8 +1104,15 @@ static void *syncer_main(void *arg)
 
 	eng_thread_enter();
 	while ((batch = cq_take(&e->e_syncq)) != NULL) {
-		pthread_mutex_lock(&e->e_slock);
 		uint64_t t0 = mono_us();
+		uint64_t rep = __atomic_load_n(&e->e_rep_us, __ATOMIC_ACQUIRE);
+
+		if (rep != 0 && t0 >= rep && t0 - rep < ENG_GATHER_MAX_US) {
+			gp_add(&e->e_gp.gp_ret, 1);
+			gp_add(&e->e_gp.gp_ret_us, t0 - rep);
+		}
+		pthread_mutex_lock(&e->e_slock);
+		t0 = mono_us();
 
 		__atomic_store_n(&e->e_sbusy, true, __ATOMIC_RELEASE);
 		batch = cq_gather(e, &e->e_syncq, batch);
@@ -1921,7 +1932,8 @@ static void gcprof_log(struct eng *e)
 		 "%" PRIu64 " commits: apply %.0f us, commit %.0f us, reports "
 		 "%.0f us; %" PRIu64 " meta syncs %.0f us each; %" PRIu64
 		 " stable waits %.0f us each, %" PRIu64 " got a batch; "
-		 "update exec %.0f us",
+		 "update exec %.0f us; %" PRIu64 " batches came back after "
+		 "a report, %.0f us each",
 		 g->gp_sbatches, g->gp_sitems / sb, g->gp_gather_us / sb,
 		 g->gp_gend[0], g->gp_gend[1], g->gp_gend[2],
 		 g->gp_dsync_us / sb, g->gp_direct, g->gp_release_here,
@@ -1931,7 +1943,8 @@ static void gcprof_log(struct eng *e)
 					  : 0.0,
 		 g->gp_swait, g->gp_swait ? g->gp_swait_us / (double)g->gp_swait
 					  : 0.0,
-		 g->gp_swait_hit, e->e_exec_ns / 1000.0);
+		 g->gp_swait_hit, e->e_exec_ns / 1000.0, g->gp_ret,
+		 g->gp_ret ? g->gp_ret_us / (double)g->gp_ret : 0.0);
 }
 
 void eng_close(struct eng *e)
