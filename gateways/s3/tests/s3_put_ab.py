@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""s3_put_ab.py BUILD OLD_GW NEW_GW ROUNDS N - two strata-s3 binaries,
-alternated (ROUNDS rounds, a fresh store each run): N PUTs of 1 MiB by one
-client (build's bench_s3_put, after 20 warm-up PUTs) on a --meta-nvram
+"""s3_put_ab.py BUILD OLD_GW NEW_GW ROUNDS N [CLIENTS] - two strata-s3
+binaries, alternated (ROUNDS rounds, a fresh store each run): N PUTs of 1
+MiB by CLIENTS clients (default 1; build's bench_s3_put, one keep-alive
+connection each, after 20 warm-up PUTs) on a --meta-nvram
 store, plain layout, etag crc64.  Per run: wall ms per PUT, the gateway's
 CPU ms per PUT (/proc/PID/stat) and the medians of its STRATA_S3_PROFILE
 stages; then the medians over the rounds.  Work files under
@@ -9,6 +10,7 @@ stages; then the medians over the rounds.  Work files under
 import os, subprocess, sys, time, shutil, statistics, re, boto3
 from botocore.config import Config
 B, ROUNDS, N = sys.argv[1], int(sys.argv[4]), int(sys.argv[5])
+NCL = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 GWS = {"old": sys.argv[2], "new": sys.argv[3]}
 S = os.path.join(B, "strata"); C = os.path.join(B, "bench_s3_put")
 AK, SK = "AKBENCH0000000000001", "benchsecret0000000000000000000000000000"
@@ -39,7 +41,7 @@ def one(name, rnd):
         def go(keys):
             u = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600).split(str(port), 1)[1] for k in keys]
             f = os.path.join(d, "urls"); open(f, "w").write("\n".join(u) + "\n")
-            c0 = cpu(); r = subprocess.run([C, "PUT", str(port), "1", str(1 << 20), f], capture_output=True, text=True, timeout=300); c1 = cpu()
+            c0 = cpu(); r = subprocess.run([C, "PUT", str(port), str(NCL), str(1 << 20), f], capture_output=True, text=True, timeout=300); c1 = cpu()
             w = r.stdout.split()
             assert r.returncode == 0 and w[7] == "0", r.stdout + r.stderr
             return float(w[3]) / len(keys) * 1e3, (c1 - c0) / len(keys) * 1e3
