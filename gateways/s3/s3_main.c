@@ -1143,17 +1143,6 @@ static void log_cb(void *cls, const char *fmt, va_list ap)
 		mhd_err_status = atoi(p + 22);
 }
 
-/*
- * Memory of one connection (libmicrohttpd's pool): its read buffer is
- * half of it, so a request body arrives in recv()s of up to 512 KiB (two
- * to three per 1 MiB PUT, with one select() each) instead of ~128 KiB
- * with the earlier 256 KiB (8-10 recv()s and selects per 1 MiB PUT;
- * docs/performance.md "Issue 6: PUT x16, the connection read buffer").
- * The pool's pages are touched only as a body fills them: 16 uploading
- * connections hold 16 MiB.
- */
-#define S3_CONN_MEM (1u << 20)
-
 static struct MHD_Daemon *server_start(struct s3_conf *c, char **tls)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
@@ -1172,7 +1161,7 @@ static struct MHD_Daemon *server_start(struct s3_conf *c, char **tls)
 					   (intptr_t)log_cb, NULL};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &sa};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-					   S3_CONN_MEM, NULL};
+					   256 << 10, NULL};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
 					   c->sc_timeout_s, NULL};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 1000,
