@@ -1638,6 +1638,14 @@ static void wr_fail(struct s3_wr *w, int rc, const char *msg)
 	}
 }
 
+/* Free the write w holds (op i, made, never launched): no data written. */
+static void wr_drop_held(struct s3_wr *w, uint32_t i)
+{
+	clovis_op_free(w->w_op[i]);
+	w->w_op[i] = NULL;
+	w->w_held = false;
+}
+
 /* Wait until write op i is STABLE (its buffer may be reused) and free it. */
 static int wr_wait(struct s3_wr *w, uint32_t i)
 {
@@ -1646,10 +1654,7 @@ static int wr_wait(struct s3_wr *w, uint32_t i)
 	if (w->w_op[i] == NULL)
 		return 0;
 	if (w->w_held && clovis_op_state(w->w_op[i]) == CLOVIS_OS_INIT) {
-		/* held for a change that did not run: no data written */
-		clovis_op_free(w->w_op[i]);
-		w->w_op[i] = NULL;
-		w->w_held = false;
+		wr_drop_held(w, i); /* held for a change that did not run */
 		return w->w_rc;
 	}
 	rc = clovis_op_wait(w->w_op[i], CLOVIS_OS_STABLE, CLOVIS_TIME_NEVER);
@@ -1961,11 +1966,8 @@ int s3_wr_finish(struct s3_wr *w)
 	wr_created(w);
 	/* a failed writer, or a body not of the announced length (the PUT is
 	 * refused, IncompleteBody): the held write is dropped unlaunched */
-	if (w->w_held && (w->w_rc != 0 || w->w_len != w->w_expect)) {
-		clovis_op_free(w->w_op[0]);
-		w->w_op[0] = NULL;
-		w->w_held = false;
-	}
+	if (w->w_held && (w->w_rc != 0 || w->w_len != w->w_expect))
+		wr_drop_held(w, 0);
 	for (i = 0; i < S3_NBUF; i++)
 		wr_wait_step(w, i);
 	w->w_t[3] = s3_now_ns();
