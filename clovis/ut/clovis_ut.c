@@ -607,6 +607,94 @@ static void test_idx_next_caller_bufs(void)
 	CU_ASSERT_EQUAL(ent_sync(&ix.in_entity, CLOVIS_EO_DELETE), 0);
 }
 
+/* NEXT into caller buffers, the edges of the engine's walk: a short value
+ * in slot 0 (-ENOBUFS, its key copied, the walk going on), keys and values
+ * of every copy size class (1-7, 8-16, 17-32, 33-64 and past 64 bytes,
+ * exact fits), and a walk that stops at the end of its index although the
+ * next index's records follow in the table. */
+static void test_idx_next_bufs_edges(void)
+{
+	static const size_t ks[8] = {1, 7, 8, 16, 17, 32, 33, 64};
+	static const size_t vs[8] = {3, 12, 20, 33, 64, 65, 200, 1};
+	static uint8_t kb[8][CLOVIS_KEY_MAX], vb[8][256], want[256];
+	void *kp[8], *vp[8], *pkp[8], *pvp[8];
+	size_t kl[8], vl[8], pkl[8], pvl[8];
+	int32_t rcs[8], prcs[8];
+	struct clovis_bufvec k = {8, kp, kl}, v = {8, vp, vl};
+	struct clovis_bufvec pk = {8, pkp, pkl}, pv = {8, pvp, pvl};
+	struct clovis_idx a, b;
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&a, 404, true), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&b, 405, true), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_fill(&b, 0, 4), 0);  /* right after a */
+	/* record i of a: key of ks[i] bytes ('a'+i, then i), value of vs[i]
+	 * bytes (i + j) */
+	for (int i = 0; i < 8; i++) {
+		pkp[i] = kb[i];
+		pvp[i] = vb[i];
+		pkl[i] = ks[i];
+		pvl[i] = vs[i];
+		memset(kb[i], i, ks[i]);
+		kb[i][0] = (uint8_t)('a' + i);
+		for (size_t j = 0; j < vs[i]; j++)
+			vb[i][j] = (uint8_t)(i + j);
+	}
+	CU_ASSERT_EQUAL_FATAL(idx_sync(&a, CLOVIS_IC_PUT, &pk, &pv, prcs, 0),
+			      0);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(prcs[i], 0);
+
+	/* from the first record; slot 0's value one byte short, the others
+	 * exact fits */
+	memset(kb, '#', sizeof kb);
+	memset(vb, '#', sizeof vb);
+	for (int i = 0; i < 8; i++) {
+		kp[i] = kb[i];
+		vp[i] = vb[i];
+		kl[i] = i == 0 ? 0 : ks[i];
+		vl[i] = i == 0 ? vs[0] - 1 : vs[i];
+		rcs[i] = 1;
+	}
+	CU_ASSERT_EQUAL(idx_sync(&a, CLOVIS_IC_NEXT, &k, &v, rcs,
+				 CLOVIS_IF_CALLER_BUFS), 0);
+	CU_ASSERT_EQUAL(rcs[0], -ENOBUFS);
+	CU_ASSERT(kl[0] == ks[0] && kb[0][0] == 'a' && vl[0] == vs[0]);
+	CU_ASSERT(vb[0][0] == '#');                     /* value not written */
+	for (int i = 1; i < 8; i++) {
+		memset(want, i, ks[i]);
+		want[0] = (uint8_t)('a' + i);
+		CU_ASSERT_EQUAL(rcs[i], 0);
+		CU_ASSERT(kl[i] == ks[i] && memcmp(kb[i], want, ks[i]) == 0);
+		CU_ASSERT(kb[i][ks[i]] == '#');         /* nothing past it */
+		for (size_t j = 0; j < vs[i]; j++)
+			want[j] = (uint8_t)(i + j);
+		CU_ASSERT(vl[i] == vs[i] && memcmp(vb[i], want, vs[i]) == 0);
+		CU_ASSERT(vb[i][vs[i]] == '#');
+	}
+
+	/* from record 6 (exclusive of record 5): two records, then the end of
+	 * index a, not index b's first record */
+	for (int i = 0; i < 8; i++) {
+		kp[i] = kb[i];
+		vp[i] = vb[i];
+		kl[i] = ks[7];
+		vl[i] = 256;
+		rcs[i] = 1;
+	}
+	memset(kb[0], 5, ks[5]);
+	kb[0][0] = 'a' + 5;
+	kl[0] = ks[5];
+	CU_ASSERT_EQUAL(idx_sync(&a, CLOVIS_IC_NEXT, &k, &v, rcs,
+				 CLOVIS_IF_CALLER_BUFS |
+				 CLOVIS_IF_EXCLUDE_START_KEY), 0);
+	CU_ASSERT(rcs[0] == 0 && kl[0] == ks[6] && kb[0][0] == 'a' + 6);
+	CU_ASSERT(rcs[1] == 0 && kl[1] == ks[7] && vl[1] == vs[7]);
+	for (int i = 2; i < 8; i++)
+		CU_ASSERT(rcs[i] == -ENOENT && kl[i] == 0 && vl[i] == 0);
+	CU_ASSERT_EQUAL(ent_sync(&a.in_entity, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(ent_sync(&b.in_entity, CLOVIS_EO_DELETE), 0);
+}
+
 /* Unsigned byte order, empty key, OVERWRITE, DEL, GET into small buffers. */
 static void test_idx_semantics(void)
 {
@@ -871,6 +959,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "idx_semantics", test_idx_semantics) ||
 	    !CU_add_test(s, "idx_next_caller_bufs",
 			 test_idx_next_caller_bufs) ||
+	    !CU_add_test(s, "idx_next_bufs_edges", test_idx_next_bufs_edges) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||
