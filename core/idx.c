@@ -230,6 +230,34 @@ static inline bool idx_in(const MDB_val *k, const uint64_t p[2])
 	return a == p[0] && b == p[1];
 }
 
+/*
+ * The LMDB page that holds a leaf key: pages are IDX_PAGE-aligned slices
+ * of the map (LMDB's page size is the OS page size unless the file was
+ * made elsewhere; a larger page only makes the prefetch below partial).
+ */
+#define IDX_PAGE 4096u
+
+static inline const uint8_t *idx_page_of(const void *key)
+{
+	return (const uint8_t *)((uintptr_t)key & ~(uintptr_t)(IDX_PAGE - 1));
+}
+
+/*
+ * Ask for every cache line of the leaf page holding key.  A walk reads
+ * each record's node at a place in its page set by insertion order, not
+ * key order, so on a cold page the cursor's steps and our copies take
+ * one dependent cache miss after another; asking for the whole page when
+ * the walk enters it lets those misses overlap.  A prefetch never faults
+ * and changes nothing but timing.
+ */
+static inline void idx_page_prefetch(const void *key)
+{
+	const uint8_t *pg = idx_page_of(key);
+
+	for (uint32_t off = 0; off < IDX_PAGE; off += 64)
+		__builtin_prefetch(pg + off, 0, 3);
+}
+
 /* Copy one found record into slot i whose key buffer has room for kroom
  * bytes: its rc (0, -EMSGSIZE, -ENOBUFS); the lengths are set either way. */
 static inline int32_t idx_slot_fill(uint8_t *kb, size_t *klen, size_t kroom,
@@ -273,10 +301,15 @@ static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
 		return 0;
 	rcs[0] = idx_slot_fill(kbuf[0], &klen[0], CLOVIS_KEY_MAX, vbuf[0],
 			       &vlen[0], k, v);
+	idx_page_prefetch(k->mv_data);
 	for (i = 1; i < nr; i++) {
+		const uint8_t *page = idx_page_of(k->mv_data);
+
 		rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
 		if (rc != 0 || !idx_in(k, (const uint64_t[2]){p0, p1}))
 			break;
+		if (idx_page_of(k->mv_data) != page)
+			idx_page_prefetch(k->mv_data);
 		rcs[i] = idx_slot_fill(kbuf[i], &klen[i], klen[i], vbuf[i],
 				       &vlen[i], k, v);
 	}
