@@ -177,23 +177,25 @@ static inline void idx_copy(uint8_t *d, const uint8_t *s, size_t n)
 	}
 }
 
-/* eng_idx_rec_into() for the engine's own loop (inlined). */
-static inline int32_t idx_rec_into(void **kbuf, size_t *klen_out,
-				   void **vbuf, size_t *vlen_out, uint32_t i,
-				   const void *key, size_t klen,
-				   const void *val, size_t vlen)
+/* Copy one found record (key of klen bytes, value of vlen) into a caller's
+ * slot whose key buffer has room for kroom bytes and value buffer for
+ * *vlen_io: its rc (0, -EMSGSIZE, -ENOBUFS); both lengths are set to the
+ * record's either way.  The one rule of every NEXT into caller buffers. */
+static inline int32_t idx_slot_fill(uint8_t *kb, size_t *klen_io,
+				    size_t kroom, uint8_t *vb,
+				    size_t *vlen_io, const void *key,
+				    size_t klen, const void *val, size_t vlen)
 {
-	size_t room = i == 0 ? CLOVIS_KEY_MAX : klen_out[i];
-	size_t vroom = vlen_out[i];
+	size_t vroom = *vlen_io;
 
-	klen_out[i] = klen;
-	vlen_out[i] = vlen;
-	if (klen > room)
+	*klen_io = klen;
+	*vlen_io = vlen;
+	if (klen > kroom)
 		return -EMSGSIZE;
-	idx_copy(kbuf[i], key, klen);
+	idx_copy(kb, key, klen);
 	if (vlen > vroom)
 		return -ENOBUFS;
-	idx_copy(vbuf[i], val, vlen);
+	idx_copy(vb, val, vlen);
 	return 0;
 }
 
@@ -202,8 +204,10 @@ int32_t eng_idx_rec_into(struct clovis_bufvec *keys,
 			 const void *key, size_t klen, const void *val,
 			 size_t vlen)
 {
-	return idx_rec_into(keys->bv_buf, keys->bv_len, vals->bv_buf,
-			    vals->bv_len, i, key, klen, val, vlen);
+	return idx_slot_fill(keys->bv_buf[i], &keys->bv_len[i],
+			     i == 0 ? CLOVIS_KEY_MAX : keys->bv_len[i],
+			     vals->bv_buf[i], &vals->bv_len[i], key, klen, val,
+			     vlen);
 }
 
 void eng_idx_next_tail(struct eng_req *r, uint32_t from)
@@ -258,23 +262,16 @@ static inline void idx_page_prefetch(const void *key)
 		__builtin_prefetch(pg + off, 0, 3);
 }
 
-/* Copy one found record into slot i whose key buffer has room for kroom
- * bytes: its rc (0, -EMSGSIZE, -ENOBUFS); the lengths are set either way. */
-static inline int32_t idx_slot_fill(uint8_t *kb, size_t *klen, size_t kroom,
-				    uint8_t *vb, size_t *vlen,
-				    const MDB_val *k, const MDB_val *v)
+/* idx_slot_fill() of the record at the cursor (k holds the index's
+ * 16-byte prefix before the user key). */
+static inline int32_t idx_slot_fill_kv(uint8_t *kb, size_t *klen,
+				       size_t kroom, uint8_t *vb,
+				       size_t *vlen, const MDB_val *k,
+				       const MDB_val *v)
 {
-	size_t kl = k->mv_size - 16, vl = v->mv_size, vroom = *vlen;
-
-	*klen = kl;
-	*vlen = vl;
-	if (kl > kroom)
-		return -EMSGSIZE;
-	idx_copy(kb, (const uint8_t *)k->mv_data + 16, kl);
-	if (vl > vroom)
-		return -ENOBUFS;
-	idx_copy(vb, v->mv_data, vl);
-	return 0;
+	return idx_slot_fill(kb, klen, kroom, vb, vlen,
+			     (const uint8_t *)k->mv_data + 16,
+			     k->mv_size - 16, v->mv_data, v->mv_size);
 }
 
 /*
@@ -299,8 +296,8 @@ static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
 
 	if (rc != 0 || !idx_in(k, (const uint64_t[2]){p0, p1}))
 		return 0;
-	rcs[0] = idx_slot_fill(kbuf[0], &klen[0], CLOVIS_KEY_MAX, vbuf[0],
-			       &vlen[0], k, v);
+	rcs[0] = idx_slot_fill_kv(kbuf[0], &klen[0], CLOVIS_KEY_MAX, vbuf[0],
+				  &vlen[0], k, v);
 	idx_page_prefetch(k->mv_data);
 	for (i = 1; i < nr; i++) {
 		const uint8_t *page = idx_page_of(k->mv_data);
@@ -310,8 +307,8 @@ static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
 			break;
 		if (idx_page_of(k->mv_data) != page)
 			idx_page_prefetch(k->mv_data);
-		rcs[i] = idx_slot_fill(kbuf[i], &klen[i], klen[i], vbuf[i],
-				       &vlen[i], k, v);
+		rcs[i] = idx_slot_fill_kv(kbuf[i], &klen[i], klen[i], vbuf[i],
+					  &vlen[i], k, v);
 	}
 	*rcp = rc;
 	return i;
