@@ -730,7 +730,7 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 	/* After the unlock: a thread that sees it may free the op at once. */
 	__atomic_store_n(&op->op_inline_done, true, __ATOMIC_RELEASE);
 	if (len != 0)
-		err_set(rc, "%s", saved);
+		err_restore(saved, len);
 	else if (err_msg()[0] != '\0')
 		err_clear();
 	return 0;
@@ -785,7 +785,7 @@ static int op_run_here(struct clovis *cl, struct clovis_op *op)
 	if (rc != ENG_PENDING)
 		op_complete(op, rc, err_msg());
 	if (len != 0)
-		(void)err_set(0, "%s", saved);
+		err_restore(saved, len);
 	else if (err_msg()[0] != '\0')
 		err_clear();
 	return 0;

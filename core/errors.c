@@ -50,3 +50,11 @@ void err_clear(void)
 {
 	err_buf[0] = '\0';
 }
+
+void err_restore(const char *msg, size_t len)
+{
+	if (len >= sizeof err_buf)
+		len = sizeof err_buf - 1;
+	memcpy(err_buf, msg, len);
+	err_buf[len] = '\0';
+}

@@ -28,4 +28,13 @@ const char *err_msg(void);
 /** Forget the calling thread's message. */
 void err_clear(void);
 
+/**
+ * Put back a message saved earlier from err_msg() (len bytes, its
+ * strlen()): a copy, without formatting or logging, for code that runs
+ * work under a cleared message and then keeps the caller's (the inline
+ * op paths in clovis/op.c, where err_set(0, "%s", saved) cost a
+ * vsnprintf per op).  len is cut to the buffer's size.
+ */
+void err_restore(const char *msg, size_t len);
+
 #endif
