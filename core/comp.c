@@ -555,7 +555,7 @@ static int comp_txn(struct eng *e, int (*fn)(struct eng *, MDB_txn *, void *),
 		mdb_txn_abort(txn);
 		return rc;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(eng_meta(e), txn);
 	return rc == 0 ? 0 : meta_err(rc, "commit layer change");
 }
 

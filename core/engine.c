@@ -1028,7 +1028,7 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		commit_make_stable(e);
 		return;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(&e->e_meta, txn);
 	if (rc != 0) {
 		commit_fail_all(e, batch, meta_err(rc, "group commit"));
 		commit_make_stable(e);
@@ -1556,7 +1556,7 @@ static int store_create(struct eng *e, const struct eng_conf *c)
 		mdb_txn_abort(txn);
 		return rc;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(&e->e_meta, txn);
 	return rc == 0 ? 0 : meta_err(rc, "commit create");
 }
 
@@ -2121,7 +2121,7 @@ int eng_sys_save(struct eng *e, const char *name, const void *buf, size_t len)
 		mdb_txn_abort(txn);
 		return rc;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(&e->e_meta, txn);
 	return rc == 0 ? 0 : meta_err(rc, "commit save");
 }
 
@@ -2150,7 +2150,7 @@ int eng_sys_del(struct eng *e, const char *name)
 		mdb_txn_abort(txn);
 		return meta_err(rc, "delete");
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(&e->e_meta, txn);
 	return rc == 0 ? 0 : meta_err(rc, "commit delete");
 }
 

@@ -87,8 +87,33 @@ static int meta_tables_open(struct meta *m, bool create)
  * names its environment by address and open serial (te_m, te_serial: an
  * environment closed and another opened at the same address never
  * matches).  A linked entry is on its environment's m_tents list and holds
- * at most one reset transaction and one cursor, idle, which only the
- * owning thread takes and gives back, without a lock.
+ * at most one read transaction and one cursor, which only the owning
+ * thread uses.
+ *
+ * Kept snapshots.  Between two reads of the owner the transaction stays
+ * live (TE_LIVE), not reset: when no write transaction has committed
+ * since it began (its mdb_txn_id() is the environment's last committed
+ * one, meta_last_txnid()), the next meta_rtxn_get() hands it out as it
+ * is: no mdb_txn_renew(), and no new lookup of the named table's record
+ * (LMDB marks every named table stale at a renewal, and the first access
+ * to it looks its record up in the main table again: ~600 instructions,
+ * half the cost of a one-record GET beyond raw LMDB); the thread's cursor
+ * stays valid too.  Otherwise it is reset and renewed.  Because the check
+ * reads LMDB's own last committed id, every commit counts, whoever makes
+ * it: a read launched after a write's commit returned sees the write.
+ *
+ * An idle live snapshot would keep LMDB from reusing the pages that
+ * commits after it free (the file grows, MDB_MAP_FULL at last), and the
+ * owner may idle for ever.  So meta_txn_commit() releases, after its
+ * commit, every idle live snapshot older than it: te_state moves
+ * TE_LIVE -> TE_RECLAIM by compare-and-swap (only one of the committer and
+ * the owner, who takes it TE_LIVE -> TE_TAKEN, wins), the committer resets
+ * the transaction (the environment is MDB_NOTLS: a read transaction may
+ * be used by another thread while its use is exclusive) and stores
+ * TE_RESET.  An owner that finds TE_RECLAIM takes the shared path for that
+ * read.  Commits not made through meta_txn_commit() (cluster servers'
+ * version records, rare) are covered at the next one, so at most the pages
+ * one commit frees wait for the next commit.
  *
  * Linking and unlinking, and releasing what a linked entry holds, happen
  * under meta_tlock (one lock for the process), at three rare events: a
@@ -97,16 +122,30 @@ static int meta_tables_open(struct meta *m, bool create)
  * that exits before the close leaves no reader slot behind), and
  * meta_close() (every entry of the environment released before
  * mdb_env_close()).  Whichever comes first releases; the other finds the
- * entry unlinked.  An entry refused at registration (META_RTXN_THREADS
- * reached) stays unlinked and sends that thread to the shared cache.
+ * entry unlinked.  meta_txn_commit() walks the list under the same lock,
+ * so a release never meets a reclaim.  An entry refused at registration
+ * (META_RTXN_THREADS reached) stays unlinked and sends that thread to the
+ * shared cache.
  */
+enum meta_te_state {
+	TE_EMPTY,   /* te_txn NULL */
+	TE_RESET,   /* te_txn idle, reset */
+	TE_LIVE,    /* te_txn idle, live: a snapshot kept for the next read */
+	TE_TAKEN,   /* te_txn in use by the owner */
+	TE_RECLAIM, /* te_txn being reset by a committer */
+};
+
 struct meta_tent {
 	struct meta *te_m;     /* relaxed atomic: meta_close() clears it */
 	uint64_t te_serial;
 	bool te_linked;
-	MDB_txn *te_txn;       /* idle, reset; NULL when taken or none */
+	uint32_t te_state;     /* enum meta_te_state; atomic */
+	MDB_txn *te_txn;       /* set and cleared by the owner only */
+	uint64_t te_gen;       /* renewals of te_txn (owner only) */
 	MDB_cursor *te_cur;    /* idle; NULL when taken or none */
 	MDB_dbi te_dbi;        /* te_cur's table */
+	MDB_txn *te_cur_txn;   /* te_cur's transaction when it was put */
+	uint64_t te_cur_gen;   /* and that transaction's te_gen then */
 	struct meta_tent *te_prev, *te_next;
 };
 
@@ -149,6 +188,7 @@ static void tent_release(struct meta_tent *te)
 		mdb_txn_abort(te->te_txn);
 	te->te_cur = NULL;
 	te->te_txn = NULL;
+	__atomic_store_n(&te->te_state, TE_EMPTY, __ATOMIC_RELAXED);
 	if (te->te_prev != NULL)
 		te->te_prev->te_next = te->te_next;
 	else
@@ -415,22 +455,61 @@ void meta_nv_remove(const char *data_dir)
 		LOG_WARNING("%s: %s", link, strerror(errno));
 }
 
+/* The id of the environment's last committed write transaction (LMDB's
+ * newer meta page; no lock).  Never less than the last commit that
+ * returned before the call. */
+static size_t meta_last_txnid(struct meta *m)
+{
+	MDB_envinfo ei;
+
+	mdb_env_info(m->m_env, &ei);
+	return ei.me_last_txnid;
+}
+
+/*
+ * Take the thread's own transaction te_txn for a read (TE_TAKEN): as it is
+ * when its snapshot is still the last commit, else renewed.  false when it
+ * cannot be had (none, being reclaimed, renewal failed): the shared path.
+ */
+static bool tent_take(struct meta *m, struct meta_tent *te, MDB_txn **txn)
+{
+	uint32_t st = __atomic_load_n(&te->te_state, __ATOMIC_ACQUIRE);
+	MDB_txn *t = te->te_txn;
+
+	if (st == TE_LIVE) {
+		if (!__atomic_compare_exchange_n(&te->te_state, &st, TE_TAKEN,
+						 false, __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			return false; /* a committer is resetting it */
+		if (mdb_txn_id(t) == meta_last_txnid(m)) {
+			*txn = t;
+			return true;
+		}
+		mdb_txn_reset(t);
+	} else if (st == TE_RESET) {
+		__atomic_store_n(&te->te_state, TE_TAKEN, __ATOMIC_RELAXED);
+	} else {
+		return false;
+	}
+	te->te_gen++;
+	if (mdb_txn_renew(t) == 0) {
+		*txn = t;
+		return true;
+	}
+	mdb_txn_abort(t);
+	te->te_txn = NULL;
+	__atomic_store_n(&te->te_state, TE_EMPTY, __ATOMIC_RELEASE);
+	return false;
+}
+
 int meta_rtxn_get(struct meta *m, MDB_txn **txn)
 {
 	struct meta_tent *te = tent_find(m);
 	MDB_txn *t = NULL;
 	int rc;
 
-	if (te != NULL && te->te_txn != NULL) {
-		t = te->te_txn;
-		te->te_txn = NULL;
-		if (mdb_txn_renew(t) == 0) {
-			*txn = t;
-			return 0;
-		}
-		mdb_txn_abort(t);
-		t = NULL;
-	}
+	if (te != NULL && te->te_txn != NULL && tent_take(m, te, txn))
+		return 0;
 	pthread_mutex_lock(&m->m_rlock);
 	if (m->m_rnr > 0)
 		t = m->m_rtxn[--m->m_rnr];
@@ -451,11 +530,17 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn)
 {
 	struct meta_tent *te = tent_find(m);
 
+	if (te != NULL && txn == te->te_txn) {
+		/* the thread's own: kept live for its next read */
+		__atomic_store_n(&te->te_state, TE_LIVE, __ATOMIC_RELEASE);
+		return;
+	}
 	mdb_txn_reset(txn);
 	if (te == NULL)
 		te = tent_register(m);
 	if (te != NULL && te->te_linked && te->te_txn == NULL) {
 		te->te_txn = txn;
+		__atomic_store_n(&te->te_state, TE_RESET, __ATOMIC_RELEASE);
 		return;
 	}
 	pthread_mutex_lock(&m->m_rlock);
@@ -468,6 +553,34 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn)
 		mdb_txn_abort(txn);
 }
 
+int meta_txn_commit(struct meta *m, MDB_txn *txn)
+{
+	int rc = mdb_txn_commit(txn);
+	size_t last;
+
+	if (rc != 0)
+		return rc;
+	last = meta_last_txnid(m);
+	pthread_mutex_lock(&meta_tlock);
+	for (struct meta_tent *te = m->m_tents; te != NULL; te = te->te_next) {
+		uint32_t st = TE_LIVE;
+
+		if (!__atomic_compare_exchange_n(&te->te_state, &st,
+						 TE_RECLAIM, false,
+						 __ATOMIC_ACQUIRE,
+						 __ATOMIC_RELAXED))
+			continue;
+		st = TE_LIVE;
+		if (mdb_txn_id(te->te_txn) < last) {
+			mdb_txn_reset(te->te_txn);
+			st = TE_RESET;
+		}
+		__atomic_store_n(&te->te_state, st, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&meta_tlock);
+	return 0;
+}
+
 int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,
 		     MDB_cursor **cur)
 {
@@ -478,6 +591,12 @@ int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,
 		MDB_cursor *c = te->te_cur;
 
 		te->te_cur = NULL;
+		/* still bound to this very snapshot: valid as it is */
+		if (txn == te->te_txn && te->te_cur_txn == txn &&
+		    te->te_cur_gen == te->te_gen) {
+			*cur = c;
+			return 0;
+		}
 		if (mdb_cursor_renew(txn, c) == 0) {
 			*cur = c;
 			return 0;
@@ -495,6 +614,8 @@ void meta_rcursor_put(struct meta *m, MDB_cursor *cur)
 	if (te != NULL && te->te_linked && te->te_cur == NULL) {
 		te->te_dbi = mdb_cursor_dbi(cur);
 		te->te_cur = cur;
+		te->te_cur_txn = mdb_cursor_txn(cur);
+		te->te_cur_gen = te->te_gen;
 		return;
 	}
 	mdb_cursor_close(cur);

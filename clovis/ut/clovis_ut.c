@@ -7,6 +7,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -774,6 +775,139 @@ static void test_idx_semantics(void)
 
 /* ------------------------------------------------------------ containers */
 
+/* One-record GET of key "k" of ix into an int: its rc (0, -ENOENT). */
+static int rap_get(struct clovis_idx *ix, int *val)
+{
+	void *kp[1] = {"k"}, *vp[1] = {val};
+	size_t kl[1] = {1}, vl[1] = {sizeof *val};
+	struct clovis_bufvec k = {1, kp, kl}, v = {1, vp, vl};
+	int32_t rcs[1] = {1};
+	int rc = idx_sync(ix, CLOVIS_IC_GET, &k, &v, rcs, 0);
+
+	return rc != 0 ? rc : rcs[0];
+}
+
+/* One-record NEXT from "" of ix into caller buffers: the first record's
+ * value, or its rc. */
+static int rap_next(struct clovis_idx *ix, int *val)
+{
+	char key[CLOVIS_KEY_MAX];
+	void *kp[1] = {key}, *vp[1] = {val};
+	size_t kl[1] = {0}, vl[1] = {sizeof *val};
+	struct clovis_bufvec k = {1, kp, kl}, v = {1, vp, vl};
+	int32_t rcs[1] = {1};
+	int rc = idx_sync(ix, CLOVIS_IC_NEXT, &k, &v, rcs,
+			  CLOVIS_IF_CALLER_BUFS);
+
+	return rc != 0 ? rc : rcs[0];
+}
+
+/* PUT "k" = val (overwrite); returns once the op is EXECUTED, the op in
+ * *op for the caller to wait STABLE and free. */
+static int rap_put(struct clovis_idx *ix, int val, struct clovis_op **op)
+{
+	static int v;
+	void *kp[1] = {"k"}, *vp[1] = {&v};
+	size_t kl[1] = {1}, vl[1] = {sizeof v};
+	struct clovis_bufvec k = {1, kp, kl}, vv = {1, vp, vl};
+	static int32_t rcs[1];
+	int rc;
+
+	v = val;
+	*op = NULL;
+	rc = clovis_idx_op(ix, CLOVIS_IC_PUT, &k, &vv, rcs,
+			   CLOVIS_IF_OVERWRITE, op);
+	if (rc == 0)
+		rc = clovis_op_launch(op, 1);
+	if (rc == 0)
+		rc = clovis_op_wait(*op, CLOVIS_OS_EXECUTED,
+				    CLOVIS_TIME_NEVER);
+	return rc;
+}
+
+/* The other reader of test_idx_read_after_put: at each round it is told,
+ * reads "k" by GET and by NEXT and reports both. */
+struct rap_reader {
+	struct clovis_idx *rr_ix;
+	pthread_mutex_t rr_lock;
+	pthread_cond_t rr_cond;
+	int rr_round;     /* set by the writer: read now */
+	int rr_done;      /* set by the reader: rounds read */
+	int rr_get, rr_next;
+	bool rr_ok;       /* every read returned 0 */
+};
+
+/* Wait on r's condition until *what reaches want (at most 30 s). */
+static bool rap_wait(struct rap_reader *r, const int *what, int want)
+{
+	for (int i = 0; i < 30 && *what < want; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&r->rr_cond, &r->rr_lock, &ts);
+	}
+	return *what >= want;
+}
+
+static void *rap_main(void *arg)
+{
+	struct rap_reader *r = arg;
+
+	pthread_mutex_lock(&r->rr_lock);
+	for (int n = 1; n <= 40 && rap_wait(r, &r->rr_round, n); n++) {
+		pthread_mutex_unlock(&r->rr_lock);
+		if (rap_get(r->rr_ix, &r->rr_get) != 0 ||
+		    rap_next(r->rr_ix, &r->rr_next) != 0)
+			r->rr_ok = false;
+		pthread_mutex_lock(&r->rr_lock);
+		r->rr_done = n;
+		pthread_cond_broadcast(&r->rr_cond);
+	}
+	pthread_mutex_unlock(&r->rr_lock);
+	return NULL;
+}
+
+/* A GET or NEXT launched after a PUT is EXECUTED sees the PUT, in the
+ * writing thread and in another that read before the PUT and idled (a
+ * reading thread keeps its snapshot between reads; core/meta.c). */
+static void test_idx_read_after_put(void)
+{
+	struct rap_reader r = {.rr_lock = PTHREAD_MUTEX_INITIALIZER,
+			       .rr_cond = PTHREAD_COND_INITIALIZER,
+			       .rr_ok = true};
+	struct clovis_idx ix;
+	struct clovis_op *op;
+	pthread_t tid;
+	int val = -1;
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 410, true), 0);
+	CU_ASSERT_EQUAL(rap_get(&ix, &val), -ENOENT);
+	CU_ASSERT_EQUAL(rap_next(&ix, &val), -ENOENT);
+	r.rr_ix = &ix;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&tid, NULL, rap_main, &r), 0);
+	for (int n = 1; n <= 40; n++) {
+		CU_ASSERT_EQUAL_FATAL(rap_put(&ix, 1000 + n, &op), 0);
+		CU_ASSERT_EQUAL(rap_get(&ix, &val), 0);
+		CU_ASSERT_EQUAL(val, 1000 + n);
+		CU_ASSERT_EQUAL(rap_next(&ix, &val), 0);
+		CU_ASSERT_EQUAL(val, 1000 + n);
+		pthread_mutex_lock(&r.rr_lock);
+		r.rr_round = n;
+		pthread_cond_broadcast(&r.rr_cond);
+		CU_ASSERT(rap_wait(&r, &r.rr_done, n));
+		CU_ASSERT_EQUAL(r.rr_get, 1000 + n);
+		CU_ASSERT_EQUAL(r.rr_next, 1000 + n);
+		pthread_mutex_unlock(&r.rr_lock);
+		CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+					       CLOVIS_TIME_NEVER), 0);
+		clovis_op_free(op);
+	}
+	pthread_join(tid, NULL);
+	CU_ASSERT(r.rr_ok);
+	CU_ASSERT_EQUAL(r.rr_done, 40);
+}
+
 static void test_containers(void)
 {
 	struct clovis_id cid = mkid(500), ids[8], oid = mkid(501);
@@ -960,6 +1094,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "idx_next_caller_bufs",
 			 test_idx_next_caller_bufs) ||
 	    !CU_add_test(s, "idx_next_bufs_edges", test_idx_next_bufs_edges) ||
+	    !CU_add_test(s, "idx_read_after_put", test_idx_read_after_put) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||

@@ -1,10 +1,11 @@
 /*
  * core_ut.c — unit tests of core/: the allocator, metadata key encoding,
- * the read-transaction cache, id strings, error strings and fault points.
+ * the read-transaction cache and kept snapshots, id strings, error strings and fault points.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,222 @@ static void test_rtxn_cache(void)
 	CU_ASSERT_PTR_NULL(m.m_env);
 }
 
+/* sys/name = len bytes of val, committed by meta_txn_commit() (via_meta)
+ * or by a plain mdb_txn_commit(). */
+static int kept_put(struct meta *m, const char *name, const void *val,
+		    size_t len, bool via_meta)
+{
+	MDB_txn *t;
+	int rc = mdb_txn_begin(m->m_env, NULL, 0, &t);
+
+	if (rc != 0)
+		return rc;
+	rc = meta_sys_put(t, m, name, val, len);
+	if (rc != 0) {
+		mdb_txn_abort(t);
+		return rc;
+	}
+	return via_meta ? meta_txn_commit(m, t) : mdb_txn_commit(t);
+}
+
+/* The one-byte value of sys/k through a kept cursor of txn; -1 on error. */
+static int kept_cursor_read(struct meta *m, MDB_txn *txn, MDB_cursor **out)
+{
+	MDB_val k = {1, "k"}, v;
+	MDB_cursor *c;
+
+	if (meta_rcursor_get(m, txn, m->m_sys, &c) != 0)
+		return -1;
+	*out = c;
+	if (mdb_cursor_get(c, &k, &v, MDB_SET_RANGE) != 0 || v.mv_size != 2) {
+		meta_rcursor_put(m, c);
+		return -1;
+	}
+	meta_rcursor_put(m, c);
+	return ((const char *)v.mv_data)[0];
+}
+
+/* A thread's own transaction is kept live between reads while nothing
+ * commits (same transaction, same snapshot id, same cursor), and any
+ * commit, through meta_txn_commit() or not, is seen by the next read;
+ * a commit while the owner holds its transaction leaves it alone. */
+static void test_rtxn_kept(void)
+{
+	const char *dir = ut_tmpdir("rtxn-kept");
+	MDB_cursor *c0, *c1;
+	MDB_txn *t0, *t1;
+	struct meta m;
+	size_t id0;
+	char buf[2];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 16ull << 20, META_CREATE), 0);
+	CU_ASSERT_EQUAL(kept_put(&m, "k", "a", 2, true), 0);
+	/* the first read registers the thread: its transaction is reset */
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t0), 0);
+	meta_rtxn_put(&m, t0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t0), 0);
+	id0 = mdb_txn_id(t0);
+	CU_ASSERT_EQUAL(kept_cursor_read(&m, t0, &c0), 'a');
+	meta_rtxn_put(&m, t0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t1), 0);
+	CU_ASSERT_PTR_EQUAL(t1, t0);
+	CU_ASSERT_EQUAL(mdb_txn_id(t1), id0);
+	CU_ASSERT_EQUAL(kept_cursor_read(&m, t1, &c1), 'a');
+	CU_ASSERT_PTR_EQUAL(c1, c0);
+	meta_rtxn_put(&m, t1);
+	/* a plain commit: the kept snapshot is stale, the next read renews */
+	CU_ASSERT_EQUAL(kept_put(&m, "k", "b", 2, false), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t1), 0);
+	CU_ASSERT_PTR_EQUAL(t1, t0);
+	CU_ASSERT(mdb_txn_id(t1) > id0);
+	CU_ASSERT_EQUAL(meta_sys_get(t1, &m, "k", buf, 2), 0);
+	CU_ASSERT_EQUAL(buf[0], 'b');
+	CU_ASSERT_EQUAL(kept_cursor_read(&m, t1, &c1), 'b');
+	meta_rtxn_put(&m, t1);
+	/* through meta_txn_commit: reset while idle, renewed at the read */
+	CU_ASSERT_EQUAL(kept_put(&m, "k", "c", 2, true), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t1), 0);
+	CU_ASSERT_EQUAL(meta_sys_get(t1, &m, "k", buf, 2), 0);
+	CU_ASSERT_EQUAL(buf[0], 'c');
+	CU_ASSERT_EQUAL(kept_cursor_read(&m, t1, &c1), 'c');
+	/* a commit while the owner reads: its snapshot stays, untouched */
+	CU_ASSERT_EQUAL(kept_put(&m, "k", "d", 2, true), 0);
+	CU_ASSERT_EQUAL(meta_sys_get(t1, &m, "k", buf, 2), 0);
+	CU_ASSERT_EQUAL(buf[0], 'c');
+	CU_ASSERT_EQUAL(kept_cursor_read(&m, t1, &c1), 'c');
+	meta_rtxn_put(&m, t1);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_get(&m, &t1), 0);
+	CU_ASSERT_EQUAL(meta_sys_get(t1, &m, "k", buf, 2), 0);
+	CU_ASSERT_EQUAL(buf[0], 'd');
+	CU_ASSERT_EQUAL(kept_cursor_read(&m, t1, &c1), 'd');
+	meta_rtxn_put(&m, t1);
+	meta_close(&m);
+	CU_ASSERT_PTR_NULL(m.m_env);
+}
+
+#define PIN_VAL 16384u  /* overflow pages: every overwrite frees four */
+#define PIN_COMMITS 200u
+#define PIN_BOUND 64u   /* pages the file may grow by without a pin */
+
+/* A reader thread: reads twice (its snapshot kept live), then idles until
+ * told to go on, reads once more and exits. */
+struct pin_reader {
+	struct meta *pr_m;
+	pthread_mutex_t pr_lock;
+	pthread_cond_t pr_cond;
+	int pr_step;      /* 1: idling, 2: go on */
+	uint8_t pr_seen;  /* first byte of sys/big at the last read */
+	int pr_rc;
+};
+
+static int pin_read(struct pin_reader *r)
+{
+	uint8_t v[PIN_VAL];
+	MDB_txn *t;
+	int rc = meta_rtxn_get(r->pr_m, &t);
+
+	if (rc != 0)
+		return rc;
+	rc = meta_sys_get(t, r->pr_m, "big", v, sizeof v);
+	meta_rtxn_put(r->pr_m, t);
+	r->pr_seen = v[0];
+	return rc;
+}
+
+static void *pin_main(void *arg)
+{
+	struct pin_reader *r = arg;
+	int rc = pin_read(r);
+
+	if (rc == 0)
+		rc = pin_read(r);
+	pthread_mutex_lock(&r->pr_lock);
+	r->pr_step = 1;
+	pthread_cond_broadcast(&r->pr_cond);
+	for (int i = 0; i < 100 && r->pr_step != 2; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&r->pr_cond, &r->pr_lock, &ts);
+	}
+	pthread_mutex_unlock(&r->pr_lock);
+	if (rc == 0)
+		rc = pin_read(r);
+	r->pr_rc = rc;
+	return NULL;
+}
+
+/* PIN_COMMITS overwrites of sys/big through meta_txn_commit(), the i-th
+ * filled with byte first + i; the growth of the file in pages. */
+static uint64_t pin_overwrite(struct meta *m, uint32_t first)
+{
+	static uint8_t v[PIN_VAL];
+	MDB_envinfo a, b;
+
+	mdb_env_info(m->m_env, &a);
+	for (uint32_t i = 0; i < PIN_COMMITS; i++) {
+		memset(v, (int)(first + i), sizeof v);
+		CU_ASSERT_EQUAL_FATAL(kept_put(m, "big", v, sizeof v, true), 0);
+	}
+	mdb_env_info(m->m_env, &b);
+	return b.me_last_pgno - a.me_last_pgno;
+}
+
+/* A thread that read (its snapshot kept live) and then idles does not
+ * keep LMDB from reusing freed pages: meta_txn_commit() resets it.  The
+ * control, a read transaction held open by hand, shows the measure sees a
+ * pin; the idle thread's next read sees the last commit. */
+static void test_rtxn_idle_pin(void)
+{
+	const char *dir = ut_tmpdir("rtxn-pin");
+	struct pin_reader r = {.pr_lock = PTHREAD_MUTEX_INITIALIZER,
+			       .pr_cond = PTHREAD_COND_INITIALIZER};
+	static uint8_t v[PIN_VAL];
+	uint64_t grown, pinned;
+	struct meta m;
+	pthread_t tid;
+	MDB_txn *held;
+	uint32_t before;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 64ull << 20, META_CREATE), 0);
+	memset(v, 0xee, sizeof v);
+	CU_ASSERT_EQUAL_FATAL(kept_put(&m, "big", v, sizeof v, true), 0);
+	before = meta_rtxn_threads(&m);
+	r.pr_m = &m;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&tid, NULL, pin_main, &r), 0);
+	pthread_mutex_lock(&r.pr_lock);
+	for (int i = 0; i < 100 && r.pr_step != 1; i++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&r.pr_cond, &r.pr_lock, &ts);
+	}
+	pthread_mutex_unlock(&r.pr_lock);
+	CU_ASSERT_EQUAL(r.pr_step, 1);
+	CU_ASSERT_EQUAL(r.pr_seen, 0xee);
+	CU_ASSERT_EQUAL(meta_rtxn_threads(&m), before + 1);
+	grown = pin_overwrite(&m, 0);
+	CU_ASSERT(grown < PIN_BOUND);
+	CU_ASSERT_EQUAL_FATAL(mdb_txn_begin(m.m_env, NULL, MDB_RDONLY, &held),
+			      0);
+	pinned = pin_overwrite(&m, 0);
+	mdb_txn_abort(held);
+	CU_ASSERT(pinned > 4 * PIN_BOUND);
+	pthread_mutex_lock(&r.pr_lock);
+	r.pr_step = 2;
+	pthread_cond_broadcast(&r.pr_cond);
+	pthread_mutex_unlock(&r.pr_lock);
+	pthread_join(tid, NULL);
+	CU_ASSERT_EQUAL(r.pr_rc, 0);
+	CU_ASSERT_EQUAL(r.pr_seen, (uint8_t)(PIN_COMMITS - 1));
+	CU_ASSERT_EQUAL(meta_rtxn_threads(&m), before);
+	meta_close(&m);
+}
+
 static void test_fault_points(void)
 {
 #ifdef STRATA_FAULT_INJECT
@@ -221,6 +438,8 @@ int core_ut_add(void)
 	    !CU_add_test(s, "errors", test_errors) ||
 	    !CU_add_test(s, "id_str", test_id_str) ||
 	    !CU_add_test(s, "rtxn_cache", test_rtxn_cache) ||
+	    !CU_add_test(s, "rtxn_kept", test_rtxn_kept) ||
+	    !CU_add_test(s, "rtxn_idle_pin", test_rtxn_idle_pin) ||
 	    !CU_add_test(s, "fault_points", test_fault_points))
 		return -1;
 	return conf_ut_add();
