@@ -298,7 +298,8 @@ static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
 		return 0;
 	rcs[0] = idx_slot_fill_kv(kbuf[0], &klen[0], CLOVIS_KEY_MAX, vbuf[0],
 				  &vlen[0], k, v);
-	idx_page_prefetch(k->mv_data);
+	if (nr > 1) /* a walk of one record reads no further */
+		idx_page_prefetch(k->mv_data);
 	for (i = 1; i < nr; i++) {
 		const uint8_t *page = idx_page_of(k->mv_data);
 
