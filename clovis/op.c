@@ -663,6 +663,41 @@ static int op_launch_one(struct clovis_op *op)
 }
 
 /*
+ * The launching thread's message around an op run in that thread (the
+ * thread's own message is kept, clovis.h): the op runs on a fresh level
+ * of the message stack (err_push: no copy), or, when the stack is full
+ * (ops launched from callbacks of ops run here), under a cleared message
+ * with the caller's copied aside.  err_set(0, "%s", saved), used before,
+ * cost a vsnprintf per op; the copy, an inlined rep movs, ~35 ns.
+ */
+struct op_msg_keep {
+	bool mk_pushed;
+	size_t mk_len;
+	char mk_saved[LIM_ERRMSG_LEN];
+};
+
+static void op_msg_keep(struct op_msg_keep *k)
+{
+	k->mk_pushed = err_push();
+	if (k->mk_pushed)
+		return;
+	k->mk_len = strlen(err_msg());
+	if (k->mk_len != 0)
+		memcpy(k->mk_saved, err_msg(), k->mk_len + 1);
+	err_clear();
+}
+
+static void op_msg_back(struct op_msg_keep *k)
+{
+	if (k->mk_pushed)
+		err_pop();
+	else if (k->mk_len != 0)
+		err_restore(k->mk_saved, k->mk_len);
+	else if (err_msg()[0] != '\0')
+		err_clear();
+}
+
+/*
  * Does op run inline, in the launching thread?  Only a metadata-only read
  * (index GET and NEXT, entity OPEN and GETATTR: an LMDB lookup of a few
  * microseconds, no device I/O, no lock another thread holds for long), on
@@ -697,8 +732,7 @@ static bool op_runs_inline(const struct clovis_op *op)
  */
 static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 {
-	char saved[LIM_ERRMSG_LEN];
-	size_t len;
+	struct op_msg_keep mk;
 	int rc;
 
 	pthread_mutex_lock(&op->op_lock);
@@ -708,10 +742,7 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 			       "state");
 	}
 	op->op_launch_ns = op_now_ns();
-	len = strlen(err_msg());
-	if (len != 0)
-		memcpy(saved, err_msg(), len + 1);
-	err_clear();
+	op_msg_keep(&mk);
 	rc = cl->cl_exec(cl, &op->op_req);
 	ASSERT(rc != ENG_PENDING);
 	stats_record(&cl->cl_stats, op->op_stat,
@@ -729,10 +760,7 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 	pthread_mutex_unlock(&op->op_lock);
 	/* After the unlock: a thread that sees it may free the op at once. */
 	__atomic_store_n(&op->op_inline_done, true, __ATOMIC_RELEASE);
-	if (len != 0)
-		err_restore(saved, len);
-	else if (err_msg()[0] != '\0')
-		err_clear();
+	op_msg_back(&mk);
 	return 0;
 }
 
@@ -768,8 +796,7 @@ static bool op_runs_here(const struct clovis_op *op)
  */
 static int op_run_here(struct clovis *cl, struct clovis_op *op)
 {
-	char saved[LIM_ERRMSG_LEN];
-	size_t len;
+	struct op_msg_keep mk;
 	int rc = op_launch_one(op);
 
 	if (rc != 0)
@@ -777,17 +804,11 @@ static int op_run_here(struct clovis *cl, struct clovis_op *op)
 	pthread_mutex_lock(&cl->cl_olock);
 	cl->cl_inflight++;
 	pthread_mutex_unlock(&cl->cl_olock);
-	len = strlen(err_msg());
-	if (len != 0)
-		memcpy(saved, err_msg(), len + 1);
-	err_clear();
+	op_msg_keep(&mk);
 	rc = cl->cl_exec(cl, &op->op_req); /* op may be finished on return */
 	if (rc != ENG_PENDING)
 		op_complete(op, rc, err_msg());
-	if (len != 0)
-		err_restore(saved, len);
-	else if (err_msg()[0] != '\0')
-		err_clear();
+	op_msg_back(&mk);
 	return 0;
 }
 

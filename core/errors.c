@@ -6,7 +6,10 @@
 #include "core/errors.h"
 #include "core/log.h"
 
-static __thread char err_buf[LIM_ERRMSG_LEN];
+/* The thread's messages: err_lvls[err_lvl] is the current one; the levels
+ * below belong to callers that ran work under err_push(). */
+static __thread char err_lvls[ERR_LEVELS][LIM_ERRMSG_LEN];
+static __thread uint32_t err_lvl;
 
 const char *err_str(int rc)
 {
@@ -36,25 +39,39 @@ int err_set(int rc, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(tmp, sizeof tmp, fmt, ap);
 	va_end(ap);
-	memcpy(err_buf, tmp, sizeof err_buf);
-	LOG_DEBUG("error %d (%s): %s", rc, err_str(rc), err_buf);
+	memcpy(err_lvls[err_lvl], tmp, LIM_ERRMSG_LEN);
+	LOG_DEBUG("error %d (%s): %s", rc, err_str(rc), err_lvls[err_lvl]);
 	return rc;
 }
 
 const char *err_msg(void)
 {
-	return err_buf;
+	return err_lvls[err_lvl];
 }
 
 void err_clear(void)
 {
-	err_buf[0] = '\0';
+	err_lvls[err_lvl][0] = '\0';
+}
+
+bool err_push(void)
+{
+	if (err_lvl + 1 >= ERR_LEVELS)
+		return false;
+	err_lvls[++err_lvl][0] = '\0';
+	return true;
+}
+
+void err_pop(void)
+{
+	ASSERT(err_lvl > 0);
+	err_lvl--;
 }
 
 void err_restore(const char *msg, size_t len)
 {
-	if (len >= sizeof err_buf)
-		len = sizeof err_buf - 1;
-	memcpy(err_buf, msg, len);
-	err_buf[len] = '\0';
+	if (len >= LIM_ERRMSG_LEN)
+		len = LIM_ERRMSG_LEN - 1;
+	memcpy(err_lvls[err_lvl], msg, len);
+	err_lvls[err_lvl][len] = '\0';
 }

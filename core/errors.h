@@ -9,6 +9,8 @@
 #define STRATA_CORE_ERRORS_H
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include "clovis/clovis.h"
 #include "core/limits.h"
 
@@ -28,12 +30,25 @@ const char *err_msg(void);
 /** Forget the calling thread's message. */
 void err_clear(void);
 
+/** Levels of the per-thread message stack (err_push). */
+#define ERR_LEVELS 4u
+
+/**
+ * Run work under a fresh, empty message and keep the caller's: err_push()
+ * starts a new level (true), and err_pop() goes back to the caller's
+ * message as it was, with no copy either way (the inline op paths in
+ * clovis/op.c, once per op).  false when ERR_LEVELS levels are in use:
+ * nothing changed, and the caller saves the message itself (err_msg(),
+ * err_clear(), err_restore()).  Every true err_push() is matched by one
+ * err_pop() in the same thread.
+ */
+bool err_push(void);
+void err_pop(void);
+
 /**
  * Put back a message saved earlier from err_msg() (len bytes, its
- * strlen()): a copy, without formatting or logging, for code that runs
- * work under a cleared message and then keeps the caller's (the inline
- * op paths in clovis/op.c, where err_set(0, "%s", saved) cost a
- * vsnprintf per op).  len is cut to the buffer's size.
+ * strlen()): a copy, without formatting or logging.  len is cut to the
+ * buffer's size.
  */
 void err_restore(const char *msg, size_t len);
 

@@ -126,6 +126,34 @@ static void test_errors(void)
 	CU_ASSERT_STRING_EQUAL(err_msg(), "");
 }
 
+/* The message stack: each level starts empty and popping gives back the
+ * level below as it was; past ERR_LEVELS err_push() refuses and changes
+ * nothing; err_restore() copies a saved message back. */
+static void test_err_levels(void)
+{
+	char name[16];
+	uint32_t pushed = 0;
+
+	err_set(-EIO, "level 0");
+	for (uint32_t i = 1; i < ERR_LEVELS; i++) {
+		CU_ASSERT_TRUE_FATAL(err_push());
+		pushed++;
+		CU_ASSERT_STRING_EQUAL(err_msg(), "");
+		err_set(-EIO, "level %u", i);
+	}
+	CU_ASSERT_FALSE(err_push());
+	snprintf(name, sizeof name, "level %u", ERR_LEVELS - 1);
+	CU_ASSERT_STRING_EQUAL(err_msg(), name);
+	err_restore("saved one", 5);
+	CU_ASSERT_STRING_EQUAL(err_msg(), "saved");
+	for (uint32_t i = pushed; i > 0; i--) {
+		err_pop();
+		snprintf(name, sizeof name, "level %u", i - 1);
+		CU_ASSERT_STRING_EQUAL(err_msg(), name);
+	}
+	err_clear();
+}
+
 /* eng_id_str() formats by hand: it must say what "%x:%x" says. */
 static void test_id_str(void)
 {
@@ -436,6 +464,7 @@ int core_ut_add(void)
 	    !CU_add_test(s, "alloc_words", test_alloc_words) ||
 	    !CU_add_test(s, "meta_key_order", test_meta_key_order) ||
 	    !CU_add_test(s, "errors", test_errors) ||
+	    !CU_add_test(s, "err_levels", test_err_levels) ||
 	    !CU_add_test(s, "id_str", test_id_str) ||
 	    !CU_add_test(s, "rtxn_cache", test_rtxn_cache) ||
 	    !CU_add_test(s, "rtxn_kept", test_rtxn_kept) ||
