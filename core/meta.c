@@ -565,6 +565,10 @@ int meta_txn_commit(struct meta *m, MDB_txn *txn)
 	for (struct meta_tent *te = m->m_tents; te != NULL; te = te->te_next) {
 		uint32_t st = TE_LIVE;
 
+		/* a plain look first: no exclusive hold of other threads'
+		 * entries that are not idle and live */
+		if (__atomic_load_n(&te->te_state, __ATOMIC_RELAXED) != TE_LIVE)
+			continue;
 		if (!__atomic_compare_exchange_n(&te->te_state, &st,
 						 TE_RECLAIM, false,
 						 __ATOMIC_ACQUIRE,
