@@ -97,8 +97,11 @@ static int meta_tables_open(struct meta *m, bool create)
  * is: no mdb_txn_renew(), and no new lookup of the named table's record
  * (LMDB marks every named table stale at a renewal, and the first access
  * to it looks its record up in the main table again: ~600 instructions,
- * half the cost of a one-record GET beyond raw LMDB); the thread's cursor
- * stays valid too.  Otherwise it is reset and renewed.  Because the check
+ * half the cost of a one-record GET beyond raw LMDB), and renewing the
+ * thread's cursor in it costs ~50 (mdb_cursor_renew() is still called: a
+ * cursor left initialised makes MDB_SET_RANGE first compare the key with
+ * its old page's first and last keys, more work than the renewal).
+ * Otherwise it is reset and renewed.  Because the check
  * reads LMDB's own last committed id, every commit counts, whoever makes
  * it: a read launched after a write's commit returned sees the write.
  *
@@ -141,11 +144,8 @@ struct meta_tent {
 	bool te_linked;
 	uint32_t te_state;     /* enum meta_te_state; atomic */
 	MDB_txn *te_txn;       /* set and cleared by the owner only */
-	uint64_t te_gen;       /* renewals of te_txn (owner only) */
 	MDB_cursor *te_cur;    /* idle; NULL when taken or none */
 	MDB_dbi te_dbi;        /* te_cur's table */
-	MDB_txn *te_cur_txn;   /* te_cur's transaction when it was put */
-	uint64_t te_cur_gen;   /* and that transaction's te_gen then */
 	struct meta_tent *te_prev, *te_next;
 };
 
@@ -491,7 +491,6 @@ static bool tent_take(struct meta *m, struct meta_tent *te, MDB_txn **txn)
 	} else {
 		return false;
 	}
-	te->te_gen++;
 	if (mdb_txn_renew(t) == 0) {
 		*txn = t;
 		return true;
@@ -595,12 +594,6 @@ int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,
 		MDB_cursor *c = te->te_cur;
 
 		te->te_cur = NULL;
-		/* still bound to this very snapshot: valid as it is */
-		if (txn == te->te_txn && te->te_cur_txn == txn &&
-		    te->te_cur_gen == te->te_gen) {
-			*cur = c;
-			return 0;
-		}
 		if (mdb_cursor_renew(txn, c) == 0) {
 			*cur = c;
 			return 0;
@@ -618,8 +611,6 @@ void meta_rcursor_put(struct meta *m, MDB_cursor *cur)
 	if (te != NULL && te->te_linked && te->te_cur == NULL) {
 		te->te_dbi = mdb_cursor_dbi(cur);
 		te->te_cur = cur;
-		te->te_cur_txn = mdb_cursor_txn(cur);
-		te->te_cur_gen = te->te_gen;
 		return;
 	}
 	mdb_cursor_close(cur);

@@ -228,9 +228,8 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn);
 int meta_txn_commit(struct meta *m, MDB_txn *txn);
 /**
  * A cursor on dbi in txn (a transaction of meta_rtxn_get()): the calling
- * thread's kept cursor as it is when it was last used in this same kept
- * snapshot (its position is not to be relied on), else renewed
- * (mdb_cursor_renew: no allocation), or a new one.  0 and *cur, or a negative code with a message.  End it with
+ * thread's kept cursor renewed (mdb_cursor_renew: no allocation; in a
+ * kept snapshot no table lookup either) or a new one.  0 and *cur, or a negative code with a message.  End it with
  * meta_rcursor_put() before meta_rtxn_put() of its transaction.
  */
 int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,

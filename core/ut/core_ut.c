@@ -255,7 +255,8 @@ static int kept_cursor_read(struct meta *m, MDB_txn *txn, MDB_cursor **out)
 }
 
 /* A thread's own transaction is kept live between reads while nothing
- * commits (same transaction, same snapshot id, same cursor), and any
+ * commits (same transaction, same snapshot id; the same cursor, renewed
+ * in it), and any
  * commit, through meta_txn_commit() or not, is seen by the next read;
  * a commit while the owner holds its transaction leaves it alone. */
 static void test_rtxn_kept(void)
