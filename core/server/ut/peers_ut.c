@@ -52,7 +52,7 @@ static struct rpc_ep *pu_server(uint16_t *port)
 	int rc = -EADDRINUSE;
 
 	if (pick)
-		*port = (uint16_t)(20000 + (getpid() * 7919u) % 9000);
+		*port = (uint16_t)(54000 + (getpid() * 7919u) % 3000);
 	for (int i = 0; i < 50 && rc != 0; i++) {
 		rc = rpc_ep_open(&ep, &c, "127.0.0.1", *port);
 		if (rc != 0 && pick)

@@ -1,7 +1,7 @@
 /*
  * srv_ut.c — suite "server": malformed and oversize engine requests sent
  * to a real strata-server process (the binary beside ut_main, started in
- * the foreground on 127.0.0.1 at a port picked in 24000-27999 and retried
+ * the foreground on 127.0.0.1 at a port picked in 57000-59999 and retried
  * when taken).
  *
  * Every bad request must be answered with its error code and a message
@@ -139,7 +139,7 @@ static int su_init(void)
 	if (rpc_ep_open(&su_ep, &c, NULL, 0) != 0)
 		return -1;
 	for (unsigned t = 0; t < 5; t++) {
-		unsigned port = 24000 + ((unsigned)getpid() * 7 + t * 613) % 4000;
+		unsigned port = 57000 + ((unsigned)getpid() * 7 + t * 613) % 3000;
 
 		if (su_start(bin, port) == 0)
 			return 0;
