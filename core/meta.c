@@ -114,9 +114,10 @@ static int meta_tables_open(struct meta *m, bool create)
  * the transaction (the environment is MDB_NOTLS: a read transaction may
  * be used by another thread while its use is exclusive) and stores
  * TE_RESET.  An owner that finds TE_RECLAIM takes the shared path for that
- * read.  Commits not made through meta_txn_commit() (cluster servers'
- * version records, rare) are covered at the next one, so at most the pages
- * one commit frees wait for the next commit.
+ * read.  Every top-level write transaction commits through
+ * meta_txn_commit() (the engine's, the composite layer's and the cluster
+ * servers'); only the tables' creation at open does not, before any
+ * reader exists.
  *
  * Linking and unlinking, and releasing what a linked entry holds, happen
  * under meta_tlock (one lock for the process), at three rare events: a

@@ -222,14 +222,16 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn);
  * mdb_txn_commit() of write transaction txn of m, then reset every idle
  * kept read snapshot (meta_rtxn_get) older than the commit: those would
  * keep LMDB from reusing the pages it freed.  Returns mdb_txn_commit()'s
- * code (LMDB's, 0 on success); txn is ended either way.  Every write
- * transaction of the engine commits through it.
+ * code (LMDB's, 0 on success); txn is ended either way.  Every
+ * top-level write transaction (engine, composite layer, cluster
+ * servers) commits through it; nested ones keep mdb_txn_commit().
  */
 int meta_txn_commit(struct meta *m, MDB_txn *txn);
 /**
  * A cursor on dbi in txn (a transaction of meta_rtxn_get()): the calling
  * thread's kept cursor renewed (mdb_cursor_renew: no allocation; in a
- * kept snapshot no table lookup either) or a new one.  0 and *cur, or a negative code with a message.  End it with
+ * kept snapshot no table lookup either) or a new one.  0 and *cur, or a
+ * negative code with a message.  End it with
  * meta_rcursor_put() before meta_rtxn_put() of its transaction.
  */
 int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,

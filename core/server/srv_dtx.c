@@ -1793,7 +1793,7 @@ static void term_trim(struct srv_dtx *d)
 		}
 	}
 	mdb_cursor_close(cur);
-	if (del > 0 && mdb_txn_commit(txn) == 0)
+	if (del > 0 && meta_txn_commit(mt, txn) == 0)
 		LOG_INFO("dtx: trimmed %" PRIu64 " decided records", del);
 	else if (del == 0)
 		mdb_txn_abort(txn);

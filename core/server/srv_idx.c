@@ -416,7 +416,7 @@ static int ridx_claim(struct srv *s, struct ridx *ri)
 		mdb_txn_abort(txn);
 		return rc;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(m, txn);
 	if (rc != 0)
 		return meta_err(rc, "index term commit");
 	pthread_mutex_lock(&s->s_rlock);
@@ -1061,7 +1061,7 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 		if (rc >= 0)
 			rc = rver_update(m, txn, id, term, dig);
 		if (rc == 0) {
-			rc = mdb_txn_commit(txn);
+			rc = meta_txn_commit(m, txn);
 			txn = NULL;
 			if (rc != 0)
 				rc = meta_err(rc, "index merge commit");
@@ -1290,16 +1290,15 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, &ri->ri_id,
 				   NULL, NULL);
 		if (rc == 0) {
+			struct meta *m = eng_meta(s->s_eng);
 			char name[48];
 			MDB_txn *txn;
 
 			ridx_name(name, sizeof name, &ri->ri_id);
 			eng_sys_del(s->s_eng, name);
-			if (mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, 0,
-					  &txn) == 0) {
-				if (ver_drop(eng_meta(s->s_eng), txn,
-					     &ri->ri_id) == 0)
-					mdb_txn_commit(txn);
+			if (mdb_txn_begin(m->m_env, NULL, 0, &txn) == 0) {
+				if (ver_drop(m, txn, &ri->ri_id) == 0)
+					meta_txn_commit(m, txn);
 				else
 					mdb_txn_abort(txn);
 			}
@@ -1446,7 +1445,7 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 		mdb_txn_abort(txn);
 		return rc;
 	}
-	rc = mdb_txn_commit(txn);
+	rc = meta_txn_commit(m, txn);
 	if (rc != 0)
 		return meta_err(rc, "index tombstones commit");
 	if (more) {
