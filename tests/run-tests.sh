@@ -66,7 +66,7 @@ $(tail -25 "$log")
 
 # run_lane LANE: the steps of LANE ("" for all) in list order.
 run_lane() {
-	local lane step
+	local step
 	while IFS= read -r step; do
 		case "$step" in ''|'#'*) continue ;; esac
 		[ -n "$1" ] && [ "${step%% *}" != "$1" ] && continue
