@@ -9,7 +9,10 @@
 #                  temporary directory strata-TAG-test.*), D (the cluster
 #                  directory, $T/cl), PORT (BASE + (pid % SPREAD) * 4),
 #                  pass and fail; kill the servers and remove T on any exit
-#                  (KEEP=1 keeps T and says so)
+#                  (KEEP=1 keeps T and says so); after a failure, print
+#                  each server's pid file and last log lines (cl_diag)
+#   cl_port_note P a note when P..P+2 reach the kernel's ephemeral port
+#                  range (a restart could find its port taken)
 #   ok/no TEXT     count and print a pass / a failure
 #   check TEXT CMD run CMD, ok or no
 #   cl_need BIN... every BIN built in BD, or a failure and exit 1
@@ -27,6 +30,8 @@
 #   srv_start I FILE [ARGS...]
 #                  start server sI with cluster file FILE (it daemonizes)
 #   spid I         pid of server sI
+#   srv_stop I     SIGTERM to sI and wait until it is gone; a failure if it
+#                  had no pid file or stays
 #   wait_gone PID  until the process is gone (at most 20 s)
 #   wait_up        until every server answers (at most ~20 s), asked through
 #                  the cluster file $UPCONF if the caller set it, else
@@ -36,8 +41,22 @@ ok() { pass=$((pass + 1)); echo "ok   $*"; }
 no() { fail=$((fail + 1)); echo "FAIL $*"; }
 check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
 
+# After a failure: each server's pid file and the last lines of its log,
+# printed after the summary line (the step's log tail shows them).
+cl_diag() {
+	local f n
+	for f in "$D"/s*.log; do
+		[ -f "$f" ] || continue
+		n=$(basename "$f" .log)
+		echo "--- $n: pid file $(cat "$D/$n.pid" 2>/dev/null || echo missing)," \
+			"last lines of its log:"
+		tail -n 4 "$f" | cut -c1-200
+	done
+}
+
 cl_cleanup() {
 	local f
+	[ "${fail:-0}" -gt 0 ] && cl_diag
 	for f in "$D"/s*.pid; do
 		[ -f "$f" ] || continue
 		kill -CONT "$(cat "$f")" 2>/dev/null
@@ -55,10 +74,23 @@ cl_init() {
 	D=$T/cl
 	CL_NAME=$2
 	PORT=$(($3 + ($$ % $4) * 4))
+	cl_port_note "$PORT"
 	pass=0
 	fail=0
 	trap cl_cleanup EXIT
 	trap 'exit 1' INT TERM
+}
+
+# Fixed server ports must stay below the kernel's ephemeral range: a port
+# in it can be taken by any outgoing connection (the servers' own calls to
+# each other included) between a server's stop and its restart, or before
+# its first start.  Say so when PORT+2 is in it.
+cl_port_note() {
+	local lo
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	[ -n "$lo" ] && [ $(($1 + 2)) -ge "$lo" ] &&
+		echo "note: base port $1 is in the kernel's ephemeral range (from $lo)"
+	return 0
 }
 
 cl_shm() {
@@ -84,7 +116,7 @@ cl_fast() {
 cl_restart_fast() {
 	local s p
 	cl_fast 4
-	for s in 0 1 2; do p=$(spid $s); kill "$p"; wait_gone "$p"; done
+	for s in 0 1 2; do srv_stop $s; done
 	for s in 0 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
 	check "$1" wait_up
 }
@@ -121,6 +153,19 @@ srv_start() {
 }
 
 spid() { cat "$D/s$1.pid" 2>/dev/null; }
+
+# Stop server sI (SIGTERM) and wait until it is gone; a failure when it
+# has no pid file (it was not running) or does not go within 20 s.
+srv_stop() {
+	local p
+	p=$(spid "$1")
+	if [ -z "$p" ]; then
+		no "s$1 was running before its stop (no pid file)"
+		return 1
+	fi
+	kill "$p" 2>/dev/null
+	wait_gone "$p" || { no "s$1 gone within 20 s of SIGTERM"; return 1; }
+}
 
 wait_gone() {
 	local i

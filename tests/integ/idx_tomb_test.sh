@@ -22,7 +22,7 @@
 # Ends with "N passed, N failed".
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" tomb 26000 1000
+cl_init "${1:-build}" tomb 24000 1000
 start() { STRATA_LOG=3 srv_start "$1" "$D/cluster.yaml"; }
 # tombs I: tombstones server sI collected in its current run ("-" if down)
 tombs() {

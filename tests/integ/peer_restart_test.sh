@@ -22,7 +22,7 @@
 set -u
 
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" peer-restart 20000 500
+cl_init "${1:-build}" peer-restart 16000 1000
 ROUNDS=${2:-5}
 UPCONF=$D/fast.yaml
 NOBJ=6

@@ -26,7 +26,7 @@
 # N failed".
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" zc 29600 1000
+cl_init "${1:-build}" zc 28000 1000
 cl_need strata strata-server ut_main
 cl_shm
 
@@ -84,7 +84,7 @@ check "zero-copy counters unchanged" \
 here() { cat "$D"/s?.log 2>/dev/null | grep -c "committed in its pulling thread"; }
 
 echo "--- acknowledged overwrite, SIGKILL of every server, restart"
-for i in 0 1 2; do p=$(spid $i); kill "$p"; wait_gone "$p"; done
+for i in 0 1 2; do srv_stop $i; done
 for i in 0 1 2; do srv_start $i "$D/cluster.yaml" --log-level 3; done
 check "three servers up (info logging)" wait_up
 h0=$(here)
@@ -115,7 +115,7 @@ check "the same 1 MiB written again after the restart" test "$rc" -eq 0
 check "committed in its pulling thread" test "$(here)" -gt "$h0"
 
 echo "--- the same servers with STRATA_SRV_ZC=0"
-for i in 0 1 2; do p=$(spid $i); kill "$p"; wait_gone "$p"; done
+for i in 0 1 2; do srv_stop $i; done
 check "a stopped server counted it (zero-copy writes: N >= 1 committed in their pulling thread)" \
 	grep -Eq "zero-copy writes: [1-9][0-9]* committed in their pulling" \
 	"$D"/s?.log
@@ -128,7 +128,7 @@ cl obj read @zn 0 256 "$T/back"
 check "write and read with zero-copy off" cmp -s "$T/over" "$T/back"
 check "counters stay 0 with zero-copy off" \
 	test "$(zc zc_write_bytes)" = 0 -a "$(zc zc_read_bytes)" = 0
-for i in 0 1 2; do p=$(spid $i); kill "$p"; wait_gone "$p"; done
+for i in 0 1 2; do srv_stop $i; done
 for i in 0 1 2; do srv_start $i "$D/cluster.yaml"; done
 check "three servers up (zero-copy on)" wait_up
 

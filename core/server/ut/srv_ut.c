@@ -714,6 +714,8 @@ static void t_sigterm(void)
 
 	rpc_peer_close(su_peer);
 	su_peer = NULL;
+	/* Never kill(-1, ...): that would signal every process we may. */
+	CU_ASSERT_FATAL(su_pid > 0);
 	CU_ASSERT_EQUAL_FATAL(kill(su_pid, SIGTERM), 0);
 	while (got == 0 && su_ms() < until) {
 		got = waitpid(su_pid, &st, WNOHANG);
