@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,9 @@
  * within the drain bound after SIGTERM. */
 #define CLU_UP_WAIT_MS 30000
 #define CLU_DOWN_WAIT_MS 15000
+/* A started server writes its pid file within this (it is written right
+ * after it detaches, before the store is opened). */
+#define CLU_PID_GRACE_MS 3000
 
 static uint64_t now_ms(void)
 {
@@ -150,11 +154,45 @@ static int start_server(struct cli *c, const char *dir, const char *bin,
 	return 0;
 }
 
-/* Wait until every server answers STATUS (bounded). */
+static pid_t read_pid(const char *path);
+
+/*
+ * Has server i of D given up at start?  Its pid file is written at once
+ * after it detaches and removed when its start fails (a port taken, a bad
+ * store): missing past CLU_PID_GRACE_MS, or naming a process that is gone,
+ * means it will never answer.  Then msg holds the last line of its log.
+ */
+static bool server_gone(const char *dir, uint64_t i, uint64_t t0, char *msg,
+			size_t size)
+{
+	char path[PATH_MAX + 64], line[512];
+	pid_t p;
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/s%" PRIu64 ".pid", dir, i);
+	p = read_pid(path);
+	if (p > 0 ? kill(p, 0) == 0 || errno != ESRCH :
+		    now_ms() < t0 + CLU_PID_GRACE_MS)
+		return false;
+	snprintf(msg, size, "no message in its log");
+	snprintf(path, sizeof path, "%s/s%" PRIu64 ".log", dir, i);
+	f = fopen(path, "r");
+	while (f != NULL && fgets(line, sizeof line, f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] != '\0')
+			snprintf(msg, size, "%s", line);
+	}
+	if (f != NULL)
+		fclose(f);
+	return true;
+}
+
+/* Wait until every server answers STATUS (bounded); fail at once, naming
+ * it, when a server has given up at start. */
 static int wait_up(struct cli *c, const char *dir)
 {
-	char conf[PATH_MAX + 64];
-	uint64_t until = now_ms() + CLU_UP_WAIT_MS;
+	char conf[PATH_MAX + 64], msg[512];
+	uint64_t t0 = now_ms(), until = t0 + CLU_UP_WAIT_MS;
 	int rc;
 
 	snprintf(conf, sizeof conf, "%s/cluster.yaml", dir);
@@ -168,6 +206,13 @@ static int wait_up(struct cli *c, const char *dir)
 		for (uint32_t i = 0; rc == 0 && i < nr; i++)
 			up += si[i].si_up;
 		if (rc == 0 && up == nr)
+			break;
+		for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++)
+			if (server_gone(dir, i, t0, msg, sizeof msg))
+				rc = cli_fail(c, -ESRCH, "server s%" PRIu64
+					      " did not start: %s (see %s/s%"
+					      PRIu64 ".log)", i, msg, dir, i);
+		if (rc != 0)
 			break;
 		if (now_ms() >= until)
 			rc = cli_fail(c, -ETIMEDOUT, "%u of %u servers answer "
