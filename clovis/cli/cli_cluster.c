@@ -271,6 +271,7 @@ static int nvram_dirs_make(struct cli *c, char *nv)
 int cmd_cluster_up(struct cli *c)
 {
 	char dir[PATH_MAX], bin[PATH_MAX], nv[PATH_MAX];
+	uint64_t started = 0;
 	int rc;
 
 	/* A bad --nvram-dir is refused before anything is made. */
@@ -291,10 +292,20 @@ int cmd_cluster_up(struct cli *c)
 		rc = write_secret(c, dir);
 	if (rc == 0)
 		rc = write_conf(c, dir, c->c_nvram_dir != NULL ? nv : NULL);
-	for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++)
+	for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++) {
 		rc = start_server(c, dir, bin, i);
+		started += rc == 0;
+	}
 	if (rc == 0)
 		rc = wait_up(c, dir);
+	/* All or nothing: the servers that did start are stopped again. */
+	if (rc != 0 && started > 0) {
+		const char *dir_was = c->c_dir;
+
+		c->c_dir = dir;
+		cmd_cluster_down(c);
+		c->c_dir = dir_was;
+	}
 	if (rc == 0 && !c->c_quiet)
 		printf("cluster of %" PRIu64 " servers up: %s/cluster.yaml\n",
 		       c->c_nodes, dir);

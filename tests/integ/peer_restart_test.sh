@@ -12,7 +12,10 @@
 #   data connections to V).  Asserted in each round: every read succeeds
 #   byte-exact, a server replaced a connection to V's earlier run (log
 #   "server sV restarted"), and after that moment no server logs V marked
-#   down or unreachable, nor a unit call to V that timed out.  Before the fix each
+#   down or unreachable, nor a unit call to V that timed out.  Last, with
+#   s1's port held by another socket, strata cluster up fails naming s1
+#   and quoting its log ("Address already in use"), and stops s0 and s2
+#   again.  Before the fix each
 #   home's data connection still named V's previous run: its first unit
 #   read there waited for its timeout, marked V down, and groups that had
 #   lost another unit too failed ("only 1 of 3 units readable").
@@ -105,6 +108,32 @@ for r in $(seq 1 "$ROUNDS"); do
 	check "round $r: no server marks s$V down after it is back" \
 		test ! -s "$T/stale"
 done
+
+# strata cluster up names a server that gave up at start and stops the
+# others again: here s1's port is held by a listener (as an outgoing
+# connection holding a port of the kernel's ephemeral range would), so s1
+# cannot bind.
+echo "--- cluster up with s1's port taken"
+for s in 0 1 2; do srv_stop $s; done
+python3 -c 'import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); print("held", flush=True)
+time.sleep(60)' $((PORT + 1)) >"$T/held" 2>&1 &
+holder=$!
+for i in $(seq 1 50); do grep -q held "$T/held" && break; sleep 0.1; done
+D=$T/cu   # cl_cleanup now stops this directory's servers on any exit
+timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/cu.out" 2>&1
+rc=$?
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+sed 's/^/     /' "$T/cu.out" | cut -c1-240
+check "cluster up fails when s1 cannot bind" test "$rc" -ne 0
+check "the error names s1 and quotes its log (the port in use)" \
+	grep -q "server s1 did not start: .*Address already in use" "$T/cu.out"
+check "s1 left no pid file" test ! -e "$D/s1.pid"
+check "s0 and s2, which had started, were stopped again" \
+	grep -q "^2 servers stopped" "$T/cu.out"
+check "no pid file left" test -z "$(ls "$D"/s*.pid 2>/dev/null)"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
