@@ -88,14 +88,24 @@ static const struct cli_cmd cmds[] = {
 	  "List the ids of all objects in the default container." },
 	{ "idx", "create", 1, 1, 0, true, cmd_idx_create, "ID",
 	  "Create an empty index." },
-	{ "idx", "put", 3, 3, CO_OVERWRITE | CO_HEX, true, cmd_idx_put,
-	  "ID KEY VALUE [--overwrite] [--hex]",
-	  "Store one record.  An existing key is an error unless --overwrite "
-	  "is given.  Keys are at most 495 bytes, values at most 1 MiB." },
+	{ "idx", "put", 3, CLI_POS_MAX, CO_OVERWRITE | CO_HEX | CO_RECORDS,
+	  true, cmd_idx_put,
+	  "ID KEY VALUE [KEY VALUE ...] [--overwrite] [--hex]",
+	  "Store records, one op each, in the order given (at most 512).  An "
+	  "existing key is an error unless --overwrite is given.  Keys are at "
+	  "most 495 bytes, values at most 1 MiB; in a list of several records "
+	  "no key may be empty.  Bad input (a key without its value, bad hex, "
+	  "a key or value too long) is refused before anything is stored.  "
+	  "The first record that fails stops the command (exit 1, its key "
+	  "named); the records before it stay stored." },
 	{ "idx", "get", 2, 2, CO_HEX, true, cmd_idx_get, "ID KEY [--hex]",
 	  "Print the value stored under KEY." },
-	{ "idx", "del", 2, 2, CO_HEX, true, cmd_idx_del, "ID KEY [--hex]",
-	  "Delete the record of KEY." },
+	{ "idx", "del", 2, CLI_RECS_MAX + 1, CO_HEX | CO_RECORDS, true,
+	  cmd_idx_del, "ID KEY [KEY ...] [--hex]",
+	  "Delete the records of the KEYs, one op each, in the order given (at "
+	  "most 512; in a list of several no key may be empty).  The first "
+	  "key that fails (no such key) stops the command (exit 1, the key "
+	  "named); the records deleted before it stay deleted." },
 	{ "idx", "next", 1, 2, CO_COUNT | CO_EXCLUDE | CO_HEX, true,
 	  cmd_idx_next,
 	  "ID [START_KEY] [--count N] [--exclude-start] [--hex]",
@@ -852,21 +862,23 @@ static int resolve(struct cli *c, const struct raw *r)
 	return check_opts(c, r);
 }
 
-/* Run the command of c: open the store, call it, close the store. */
+/* Run the command of c: decode its records (CO_RECORDS), open the store,
+ * call it, close the store. */
 static int run(struct cli *c)
 {
-	int rc;
+	int rc = 0;
 
-	if (c->c_cmd->cc_store) {
+	if (c->c_cmd->cc_opts & CO_RECORDS)
+		rc = cli_recs_parse(c);
+	if (rc == 0 && c->c_cmd->cc_store)
 		rc = cli_store_open(c);
-		if (rc != 0)
-			return rc;
-	}
-	rc = c->c_cmd->cc_fn(c);
+	if (rc == 0)
+		rc = c->c_cmd->cc_fn(c);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = cli_sys(errno, "write output");
 	clovis_fini(c->c_cl);
 	c->c_cl = NULL;
+	cli_recs_free(c);
 	return rc;
 }
 
