@@ -413,9 +413,9 @@ int cmd_idx_ls(struct cli *c);
  * Decode and check the records of a CO_RECORDS command (idx put: KEY VALUE
  * pairs, idx del: KEYs) into c_recs, before the store is opened: an odd
  * count of put arguments, bad hex, an empty key in a list of several
- * records, a key or value past CLOVIS_KEY_MAX / CLOVIS_VAL_MAX and more
- * than CLI_RECS_MAX records are reported (naming the record) and nothing
- * is done.  Returns 0, CLI_USAGE or CLI_FAIL.
+ * records, a key past CLOVIS_KEY_MAX and more than CLI_RECS_MAX records
+ * are reported (naming the record) and nothing is done.  Returns 0,
+ * CLI_USAGE or CLI_FAIL.
  */
 int cli_recs_parse(struct cli *c);
 

@@ -169,7 +169,9 @@ static int rec_arg(struct cli *c, const char *s, const char *what,
 
 /*
  * Check decoded record i of n: no empty key in a list of several (an
- * unset shell variable, most likely), key and value within the limits.
+ * unset shell variable, most likely), the key within CLOVIS_KEY_MAX.  (A
+ * value cannot pass CLOVIS_VAL_MAX here: the kernel limits one argument
+ * to 128 KiB; the library checks it anyway.)
  */
 static int rec_check(struct cli *c, const struct cli_rec *r, uint32_t i,
 		     uint32_t n)
@@ -184,12 +186,6 @@ static int rec_check(struct cli *c, const struct cli_rec *r, uint32_t i,
 	if (r->cr_klen > CLOVIS_KEY_MAX) {
 		cli_msg(c, "key of %zu bytes is longer than %u bytes; nothing "
 			"changed", r->cr_klen, CLOVIS_KEY_MAX);
-		return rec_fail(c, -E2BIG, recs_cmd(c), r->cr_key, r->cr_klen,
-				NULL, where);
-	}
-	if (r->cr_val != NULL && r->cr_vlen > CLOVIS_VAL_MAX) {
-		cli_msg(c, "value of %zu bytes is longer than %u bytes; "
-			"nothing changed", r->cr_vlen, CLOVIS_VAL_MAX);
 		return rec_fail(c, -E2BIG, recs_cmd(c), r->cr_key, r->cr_klen,
 				NULL, where);
 	}

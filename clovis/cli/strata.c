@@ -100,7 +100,7 @@ static const struct cli_cmd cmds[] = {
 	  "named); the records before it stay stored." },
 	{ "idx", "get", 2, 2, CO_HEX, true, cmd_idx_get, "ID KEY [--hex]",
 	  "Print the value stored under KEY." },
-	{ "idx", "del", 2, CLI_RECS_MAX + 1, CO_HEX | CO_RECORDS, true,
+	{ "idx", "del", 2, CLI_POS_MAX, CO_HEX | CO_RECORDS, true,
 	  cmd_idx_del, "ID KEY [KEY ...] [--hex]",
 	  "Delete the records of the KEYs, one op each, in the order given (at "
 	  "most 512; in a list of several no key may be empty).  The first "
