@@ -39,7 +39,8 @@ enum cli_opt {
 	CO_LAYOUT = 1u << 9,    /* --layout, --pool, --data N, --parity,
 				 * --spare, --copies, --unit */
 	CO_LIVE = 1u << 10,     /* --live */
-	CO_CLUSTER = 1u << 11,  /* --nodes, --dir, --base-port (cluster) */
+	CO_CLUSTER = 1u << 11,  /* --nodes, --dir, --base-port,
+				 * --nvram-dir, --call-timeout (cluster) */
 	CO_RECORDS = 1u << 12,  /* no option: the arguments after the ID are
 				 * records (idx put, idx del), decoded and
 				 * checked before the store is opened */
@@ -108,6 +109,7 @@ struct cli {
 	const char *c_dir;
 	uint64_t c_base_port;
 	const char *c_nvram_dir; /* cluster up --nvram-dir: NULL = D/sI */
+	uint32_t c_call_ms;      /* cluster up --call-timeout: 0 = 20 s */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;

@@ -73,7 +73,8 @@ static int write_secret(struct cli *c, const char *dir)
  * (docs/cluster.md "Placement across servers"), so they are made 96 MiB x
  * N (at most 288 MiB: a 64 MiB block fits up to 4 servers); nvram and sas
  * are kept local (local: true), whole.  nv: the absolute --nvram-dir
- * (each server's nvram_dir is nv/sI), NULL: sI, inside D. */
+ * (each server's nvram_dir is nv/sI), NULL: sI, inside D.  call_timeout
+ * 20 s, or --call-timeout. */
 static int write_conf(struct cli *c, const char *dir, const char *nv)
 {
 	char path[PATH_MAX + 64];
@@ -86,10 +87,13 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 		return cli_sys(errno, "write '%s'", path);
 	fprintf(f, "# Development cluster written by 'strata cluster up'.\n"
 		"cluster:\n  name: dev\n  secret_file: secret\n"
-		"  index_replicas: %u\n  connect_timeout: 2s\n"
-		"  call_timeout: 20s\n"
-		"device_size: 128MiB\nservers:\n",
+		"  index_replicas: %u\n  connect_timeout: 2s\n",
 		c->c_nodes < 3 ? (unsigned)c->c_nodes : 3u);
+	if (c->c_call_ms != 0)
+		fprintf(f, "  call_timeout: %ums\n", c->c_call_ms);
+	else
+		fprintf(f, "  call_timeout: 20s\n");
+	fprintf(f, "device_size: 128MiB\nservers:\n");
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)
 		fprintf(f, "  - name: s%" PRIu64 "\n"
@@ -591,6 +595,10 @@ static int status_fetch(struct cli *c, struct clu_status *st)
 		printf("servers: %u up, %u down\n", st->cs_up,
 		       st->cs_nr - st->cs_up);
 	}
+	/* With no server up there is no device to list, and asking would
+	 * wait out every server's connect timeout once more. */
+	if (st->cs_up == 0)
+		return 0;
 	rc = cli_call(c, clovis_dev_list(c->c_cl, st->cs_dev, &nd));
 	st->cs_nd = nd < CLU_STATUS_DEVS ? nd : CLU_STATUS_DEVS;
 	return rc;

@@ -18,14 +18,17 @@
 /* Every command of the tool. */
 static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
-	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV]",
+	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
+	  "[--call-timeout T]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
 	  "secret, then start them (strata-server, pid files D/sI.pid, logs "
 	  "D/sI.log) and wait until each answers.  --nvram-dir NV: each "
 	  "server's NVRAM directory (its NVRAM device; with --meta-nvram its "
-	  "metadata) is NV/sI instead of D/sI, e.g. NV on /dev/shm." },
+	  "metadata) is NV/sI instead of D/sI, e.g. NV on /dev/shm.  "
+	  "--call-timeout T: the cluster file's call_timeout (servers and "
+	  "clients), e.g. 3s or 500ms, instead of 20s." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
@@ -184,7 +187,7 @@ enum opt_id {
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
-	O_NVRAM_DIR, O_NR
+	O_NVRAM_DIR, O_CALL_TIMEOUT, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -231,6 +234,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_BASE_PORT] = { "base-port", 0, CO_CLUSTER, true },
 	[O_META_NVRAM] = { "meta-nvram", 0, 0, false },
 	[O_NVRAM_DIR] = { "nvram-dir", 0, CO_CLUSTER, true },
+	[O_CALL_TIMEOUT] = { "call-timeout", 0, CO_CLUSTER, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -762,6 +766,39 @@ static int apply_live(struct cli *c, const struct raw *r)
 	return 0;
 }
 
+/* Longest --call-timeout: one hour, as the cluster file allows. */
+#define CALL_TIMEOUT_MS_MAX 3600000ull
+
+/*
+ * Turn --call-timeout into c_call_ms: digits and "ms" or "s" (bare
+ * digits are milliseconds, as in the cluster file), 1 ms .. 1 h.
+ */
+static int apply_call_timeout(struct cli *c, const struct raw *r)
+{
+	const char *s = r->r_val[O_CALL_TIMEOUT];
+	unsigned long long v;
+	uint64_t mult = 1;
+	char *end;
+
+	c->c_call_ms = 0;
+	if (!r->r_set[O_CALL_TIMEOUT])
+		return 0;
+	if (s[0] < '0' || s[0] > '9')
+		return cli_usage(c, "--call-timeout '%s' is not a duration "
+				 "(500ms, 3s)", s);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (*end != '\0' && strcmp(end, "ms") != 0)
+		return cli_usage(c, "--call-timeout '%s': the unit must be ms "
+				 "or s", s);
+	if (errno != 0 || v == 0 || v > CALL_TIMEOUT_MS_MAX / mult)
+		return cli_usage(c, "--call-timeout %s is outside 1ms..1h", s);
+	c->c_call_ms = (uint32_t)(v * mult);
+	return 0;
+}
+
 /* Turn the command's option values into fields of c. */
 static int apply_opts(struct cli *c, const struct raw *r)
 {
@@ -790,6 +827,8 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_layout(c, r);
 	if (rc == 0)
 		rc = apply_live(c, r);
+	if (rc == 0)
+		rc = apply_call_timeout(c, r);
 	c->c_nodes = 3;
 	c->c_base_port = 21000;
 	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";

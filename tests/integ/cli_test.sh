@@ -486,6 +486,12 @@ bad "put list of 513 records" 2 "too many arguments" idx put @i $(seq 1 1026)
 bad "put list to a missing index" 1 "open index @nolist" idx put @nolist a 1 b 2
 bad "put list to no store" 2 "KEY VALUE pairs expected" --data "$T/nolist" idx put @i a 1 b
 check "a refused list made no store" test ! -e "$T/nolist"
+bad "cluster up --call-timeout without a number" 2 "--call-timeout 'soon' is not a duration" cluster up --dir "$T/nocl" --call-timeout soon
+bad "cluster up --call-timeout bad unit" 2 "--call-timeout '3h': the unit must be ms or s" cluster up --dir "$T/nocl" --call-timeout 3h
+bad "cluster up --call-timeout 0" 2 "--call-timeout 0s is outside 1ms..1h" cluster up --dir "$T/nocl" --call-timeout 0s
+bad "cluster up --call-timeout past 1 h" 2 "--call-timeout 3601s is outside 1ms..1h" cluster up --dir "$T/nocl" --call-timeout 3601s
+check "a refused cluster up made no directory" test ! -e "$T/nocl"
+bad "--call-timeout is for cluster up" 2 "--call-timeout does not apply" idx ls --call-timeout 3s
 bad "dump of deleted index" 1 "open index @deli" idx dump @deli
 bad "rm of deleted index" 1 "open index @deli" idx rm @deli
 bad "read of deleted object" 1 "open object @del" obj read @del 0 1

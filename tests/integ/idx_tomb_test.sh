@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # idx_tomb_test.sh BUILD — index tombstones are collected, and only when
 # safe (docs/cluster.md "Collecting tombstones"), on a 3-server loopback
-# cluster (strata cluster up, index_replicas 3, call timeout cut to 3 s so
-# that a collection settles within seconds):
+# cluster (strata cluster up --call-timeout 3s, index_replicas 3: a
+# collection settles within seconds):
 #
 #   1. all replicas up: 40 records PUT, 30 of them DELeted (one strata
 #      call for each list, one op per record): every server
@@ -81,11 +81,13 @@ count_keys() { echo "$out" | grep -cE "^$1"; }
 cl_need strata strata-server
 
 echo "--- cluster up, call timeout 3 s"
-cl_up
-timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
-sed -i 's/call_timeout: .*/call_timeout: 3s/' "$D/cluster.yaml"
-for i in 0 1 2; do start $i; done
-check "three servers up with 3 s call timeouts" wait_up
+# The servers log at info level (STRATA_LOG, inherited from cluster up).
+STRATA_LOG=3 timeout 60 "$S" cluster up --nodes 3 --dir "$D" \
+	--base-port "$PORT" --call-timeout 3s >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+check "three servers up with 3 s call timeouts" \
+	test "$(grep -c '^  call_timeout: 3000ms$' "$D/cluster.yaml")" -eq 1
+check "every server answers" wait_up
 check "no tombstone collected yet" wait_tombs 0 0 0 5
 
 echo "--- all replicas up: tombstones collected"
