@@ -330,24 +330,42 @@ static pid_t read_pid(const char *path)
 	return (pid_t)p;
 }
 
+/* Most servers cluster down looks for (D/s0.pid .. D/s63.pid). */
+#define CLU_DOWN_MAX 64
+
+/*
+ * strata cluster down: SIGTERM to every server with a pid file, all at
+ * once (each drains and closes its store on its own, as when an init
+ * system stops them), then wait for all of them together; SIGKILL to
+ * those still there CLU_DOWN_WAIT_MS after the signal.
+ */
 int cmd_cluster_down(struct cli *c)
 {
-	int stopped = 0, killed = 0;
+	pid_t pids[CLU_DOWN_MAX] = { 0 };
+	uint64_t until = now_ms() + CLU_DOWN_WAIT_MS;
+	int stopped = 0, killed = 0, i, left;
+	char path[PATH_MAX];
 
-	for (int i = 0; i < 64; i++) {
-		char path[PATH_MAX];
-		pid_t p;
-		uint64_t until = now_ms() + CLU_DOWN_WAIT_MS;
-
+	for (i = 0; i < CLU_DOWN_MAX; i++) {
 		snprintf(path, sizeof path, "%s/s%d.pid", c->c_dir, i);
-		p = read_pid(path);
-		if (p <= 0 || kill(p, SIGTERM) != 0)
-			continue;
-		while (kill(p, 0) == 0 && now_ms() < until)
+		pids[i] = read_pid(path);
+		if (pids[i] <= 0 || kill(pids[i], SIGTERM) != 0)
+			pids[i] = 0;
+	}
+	do {
+		left = 0;
+		for (i = 0; i < CLU_DOWN_MAX; i++)
+			left += pids[i] > 0 && kill(pids[i], 0) == 0;
+		if (left > 0)
 			usleep(50000);
-		if (kill(p, 0) == 0) {
-			kill(p, SIGKILL);
+	} while (left > 0 && now_ms() < until);
+	for (i = 0; i < CLU_DOWN_MAX; i++) {
+		if (pids[i] <= 0)
+			continue;
+		if (kill(pids[i], 0) == 0) {
+			kill(pids[i], SIGKILL);
 			killed++;
+			snprintf(path, sizeof path, "%s/s%d.pid", c->c_dir, i);
 			unlink(path);
 		} else {
 			stopped++;

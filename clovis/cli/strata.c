@@ -32,8 +32,8 @@ static const struct cli_cmd cmds[] = {
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
-	  "SIGTERM (they drain and close their stores), then SIGKILL past "
-	  "15 seconds." },
+	  "SIGTERM to all of them at once (each drains and closes its "
+	  "store), then SIGKILL to those still there after 15 seconds." },
 	{ "cluster", "status", 0, 0, CO_CLUSTER, false, cmd_cluster_status,
 	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
 	  "Show each server (up or down, uptime, requests served, malformed "
