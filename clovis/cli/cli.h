@@ -39,11 +39,23 @@ enum cli_opt {
 	CO_LAYOUT = 1u << 9,    /* --layout, --pool, --data N, --parity,
 				 * --spare, --copies, --unit */
 	CO_LIVE = 1u << 10,     /* --live */
-	CO_CLUSTER = 1u << 11,  /* --nodes, --dir, --base-port (cluster) */
+	CO_CLUSTER = 1u << 11,  /* --nodes, --dir, --base-port,
+				 * --nvram-dir, --call-timeout (cluster) */
+	CO_RECORDS = 1u << 12,  /* no option: the arguments after the ID are
+				 * records (idx put, idx del), decoded and
+				 * checked before the store is opened */
 };
 
-/** Most positional arguments any command takes, plus group and name. */
-#define CLI_POS_MAX 8
+/**
+ * Most records one "idx put" or "idx del" takes from its command line:
+ * each is one op, so a longer list belongs in a program; 512 pairs stay
+ * far below the kernel's argument limit (ARG_MAX) for keys of any size.
+ */
+#define CLI_RECS_MAX 512
+
+/** Most positional arguments any command takes (idx put: ID and
+ *  CLI_RECS_MAX pairs), plus group and name. */
+#define CLI_POS_MAX (1 + 2 * CLI_RECS_MAX)
 
 /** Longest message kept from a failed call or op. */
 #define CLI_MSG_MAX 512
@@ -69,6 +81,14 @@ struct cli_cmd {
 	const char *cc_help;   /* one-paragraph description */
 };
 
+/** One record of idx put or idx del, decoded from the command line. */
+struct cli_rec {
+	void *cr_key;          /* malloc()ed */
+	size_t cr_klen;
+	void *cr_val;          /* malloc()ed; NULL for idx del */
+	size_t cr_vlen;
+};
+
 /** Everything one invocation knows: options, arguments, the open store. */
 struct cli {
 	/* global options */
@@ -89,6 +109,7 @@ struct cli {
 	const char *c_dir;
 	uint64_t c_base_port;
 	const char *c_nvram_dir; /* cluster up --nvram-dir: NULL = D/sI */
+	uint32_t c_call_ms;      /* cluster up --call-timeout: 0 = 20 s */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;
@@ -119,6 +140,9 @@ struct cli {
 	/* positional arguments after the command words */
 	int c_nargs;
 	const char *c_args[CLI_POS_MAX];
+	/* CO_RECORDS commands: the records after the ID (cli_recs_parse()) */
+	struct cli_rec *c_recs;
+	uint32_t c_nrecs;
 	/* the command being run (or its group while unresolved), the store */
 	const struct cli_cmd *c_cmd;
 	const char *c_group;
@@ -386,6 +410,19 @@ int cmd_idx_next(struct cli *c);
 int cmd_idx_dump(struct cli *c);
 int cmd_idx_rm(struct cli *c);
 int cmd_idx_ls(struct cli *c);
+
+/**
+ * Decode and check the records of a CO_RECORDS command (idx put: KEY VALUE
+ * pairs, idx del: KEYs) into c_recs, before the store is opened: an odd
+ * count of put arguments, bad hex, an empty key in a list of several
+ * records, a key past CLOVIS_KEY_MAX and more than CLI_RECS_MAX records
+ * are reported (naming the record) and nothing is done.  Returns 0,
+ * CLI_USAGE or CLI_FAIL.
+ */
+int cli_recs_parse(struct cli *c);
+
+/** Free c_recs. */
+void cli_recs_free(struct cli *c);
 int cmd_stats(struct cli *c);
 int cmd_devices(struct cli *c);
 int cmd_tiers(struct cli *c);

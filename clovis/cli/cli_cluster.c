@@ -73,7 +73,8 @@ static int write_secret(struct cli *c, const char *dir)
  * (docs/cluster.md "Placement across servers"), so they are made 96 MiB x
  * N (at most 288 MiB: a 64 MiB block fits up to 4 servers); nvram and sas
  * are kept local (local: true), whole.  nv: the absolute --nvram-dir
- * (each server's nvram_dir is nv/sI), NULL: sI, inside D. */
+ * (each server's nvram_dir is nv/sI), NULL: sI, inside D.  call_timeout
+ * 20 s, or --call-timeout. */
 static int write_conf(struct cli *c, const char *dir, const char *nv)
 {
 	char path[PATH_MAX + 64];
@@ -86,10 +87,13 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 		return cli_sys(errno, "write '%s'", path);
 	fprintf(f, "# Development cluster written by 'strata cluster up'.\n"
 		"cluster:\n  name: dev\n  secret_file: secret\n"
-		"  index_replicas: %u\n  connect_timeout: 2s\n"
-		"  call_timeout: 20s\n"
-		"device_size: 128MiB\nservers:\n",
+		"  index_replicas: %u\n  connect_timeout: 2s\n",
 		c->c_nodes < 3 ? (unsigned)c->c_nodes : 3u);
+	if (c->c_call_ms != 0)
+		fprintf(f, "  call_timeout: %ums\n", c->c_call_ms);
+	else
+		fprintf(f, "  call_timeout: 20s\n");
+	fprintf(f, "device_size: 128MiB\nservers:\n");
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)
 		fprintf(f, "  - name: s%" PRIu64 "\n"
@@ -326,24 +330,42 @@ static pid_t read_pid(const char *path)
 	return (pid_t)p;
 }
 
+/* Most servers cluster down looks for (D/s0.pid .. D/s63.pid). */
+#define CLU_DOWN_MAX 64
+
+/*
+ * strata cluster down: SIGTERM to every server with a pid file, all at
+ * once (each drains and closes its store on its own, as when an init
+ * system stops them), then wait for all of them together; SIGKILL to
+ * those still there CLU_DOWN_WAIT_MS after the signal.
+ */
 int cmd_cluster_down(struct cli *c)
 {
-	int stopped = 0, killed = 0;
+	pid_t pids[CLU_DOWN_MAX] = { 0 };
+	uint64_t until = now_ms() + CLU_DOWN_WAIT_MS;
+	int stopped = 0, killed = 0, i, left;
+	char path[PATH_MAX];
 
-	for (int i = 0; i < 64; i++) {
-		char path[PATH_MAX];
-		pid_t p;
-		uint64_t until = now_ms() + CLU_DOWN_WAIT_MS;
-
+	for (i = 0; i < CLU_DOWN_MAX; i++) {
 		snprintf(path, sizeof path, "%s/s%d.pid", c->c_dir, i);
-		p = read_pid(path);
-		if (p <= 0 || kill(p, SIGTERM) != 0)
-			continue;
-		while (kill(p, 0) == 0 && now_ms() < until)
+		pids[i] = read_pid(path);
+		if (pids[i] <= 0 || kill(pids[i], SIGTERM) != 0)
+			pids[i] = 0;
+	}
+	do {
+		left = 0;
+		for (i = 0; i < CLU_DOWN_MAX; i++)
+			left += pids[i] > 0 && kill(pids[i], 0) == 0;
+		if (left > 0)
 			usleep(50000);
-		if (kill(p, 0) == 0) {
-			kill(p, SIGKILL);
+	} while (left > 0 && now_ms() < until);
+	for (i = 0; i < CLU_DOWN_MAX; i++) {
+		if (pids[i] <= 0)
+			continue;
+		if (kill(pids[i], 0) == 0) {
+			kill(pids[i], SIGKILL);
 			killed++;
+			snprintf(path, sizeof path, "%s/s%d.pid", c->c_dir, i);
 			unlink(path);
 		} else {
 			stopped++;
@@ -591,6 +613,10 @@ static int status_fetch(struct cli *c, struct clu_status *st)
 		printf("servers: %u up, %u down\n", st->cs_up,
 		       st->cs_nr - st->cs_up);
 	}
+	/* With no server up there is no device to list, and asking would
+	 * wait out every server's connect timeout once more. */
+	if (st->cs_up == 0)
+		return 0;
 	rc = cli_call(c, clovis_dev_list(c->c_cl, st->cs_dev, &nd));
 	st->cs_nd = nd < CLU_STATUS_DEVS ? nd : CLU_STATUS_DEVS;
 	return rc;

@@ -1,6 +1,8 @@
 /*
  * cli_idx.c — the "strata idx ..." commands: create, put, get, del, next,
- * dump, rm and ls of indices in the default container.
+ * dump, rm and ls of indices in the default container.  put and del take
+ * a list of records, decoded and checked before the store is opened
+ * (cli_recs_parse()) and applied one op per record, in order.
  *
  * Keys and values come from the command line as text, or as hex digits
  * with --hex; they are printed the same way (see cli_bytes_out()).
@@ -131,47 +133,197 @@ static int rec_op(struct cli *c, struct clovis_idx *ix,
 
 /*
  * Report a failed record of command cmd on key k; why replaces the kept
- * message unless it is NULL.
+ * message unless it is NULL.  where follows the key in the report ("" or
+ * the record's place in a list).
  */
 static int rec_fail(struct cli *c, int rc, const char *cmd, const void *k,
-		    size_t klen, const char *why)
+		    size_t klen, const char *why, const char *where)
 {
 	char q[IDX_QUOTE_MAX * 4 + 64];
 
 	key_quote(k, klen, c->c_hex, q, sizeof q);
 	if (why != NULL)
 		cli_msg(c, "%s", why);
-	return cli_fail(c, rc, "idx %s %s key %s", cmd, c->c_args[0], q);
+	return cli_fail(c, rc, "idx %s %s key %s%s", cmd, c->c_args[0], q,
+			where);
 }
 
-/* strata idx put ID KEY VALUE: store one record. */
+/* The command word of a CO_RECORDS command: "put" or "del". */
+static const char *recs_cmd(const struct cli *c)
+{
+	return c->c_cmd->cc_name;
+}
+
+/* Decode the KEY (or VALUE) of record i of n from argument s. */
+static int rec_arg(struct cli *c, const char *s, const char *what,
+		   uint32_t i, uint32_t n, void **buf, size_t *len)
+{
+	char name[64];
+
+	if (n > 1)
+		snprintf(name, sizeof name, "%s of record %u", what, i + 1);
+	else
+		snprintf(name, sizeof name, "%s", what);
+	return arg_bytes(c, s, name, buf, len);
+}
+
+/*
+ * Check decoded record i of n: no empty key in a list of several (an
+ * unset shell variable, most likely), the key within CLOVIS_KEY_MAX.  (A
+ * value cannot pass CLOVIS_VAL_MAX here: the kernel limits one argument
+ * to 128 KiB; the library checks it anyway.)
+ */
+static int rec_check(struct cli *c, const struct cli_rec *r, uint32_t i,
+		     uint32_t n)
+{
+	char where[48] = "";
+
+	if (n > 1 && r->cr_klen == 0)
+		return cli_usage(c, "KEY of record %u of %u is empty (a list "
+				 "of records takes no empty key)", i + 1, n);
+	if (n > 1)
+		snprintf(where, sizeof where, " (record %u of %u)", i + 1, n);
+	if (r->cr_klen > CLOVIS_KEY_MAX) {
+		cli_msg(c, "key of %zu bytes is longer than %u bytes; nothing "
+			"changed", r->cr_klen, CLOVIS_KEY_MAX);
+		return rec_fail(c, -E2BIG, recs_cmd(c), r->cr_key, r->cr_klen,
+				NULL, where);
+	}
+	return 0;
+}
+
+/* Decode record i of n: its key from argument a, its value from a + 1
+ * when put. */
+static int rec_decode(struct cli *c, uint32_t i, uint32_t n, int a, bool put)
+{
+	struct cli_rec *r = &c->c_recs[i];
+	int rc;
+
+	rc = rec_arg(c, c->c_args[a], "KEY", i, n, &r->cr_key, &r->cr_klen);
+	if (rc == 0 && put)
+		rc = rec_arg(c, c->c_args[a + 1], "VALUE", i, n, &r->cr_val,
+			     &r->cr_vlen);
+	if (rc == 0)
+		rc = rec_check(c, r, i, n);
+	return rc;
+}
+
+int cli_recs_parse(struct cli *c)
+{
+	bool put = strcmp(recs_cmd(c), "put") == 0;
+	int per = put ? 2 : 1, left = c->c_nargs - 1, rc = 0;
+	uint32_t i, n;
+
+	if (put && left % 2 != 0) {
+		const char *last = c->c_args[c->c_nargs - 1];
+		char q[IDX_QUOTE_MAX * 4 + 64];
+
+		key_quote(last, strlen(last), false, q, sizeof q);
+		return cli_usage(c, "KEY VALUE pairs expected after the ID: "
+				 "%d arguments, the last key %s has no value",
+				 left, q);
+	}
+	n = (uint32_t)(left / per);
+	if (n > CLI_RECS_MAX)
+		return cli_usage(c, "%u records: at most %u per command", n,
+				 CLI_RECS_MAX);
+	c->c_recs = calloc(n, sizeof c->c_recs[0]);
+	if (c->c_recs == NULL)
+		return cli_sys(ENOMEM, "%u records", n);
+	c->c_nrecs = n;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = rec_decode(c, i, n, 1 + (int)i * per, put);
+	return rc;
+}
+
+void cli_recs_free(struct cli *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->c_nrecs; i++) {
+		free(c->c_recs[i].cr_key);
+		free(c->c_recs[i].cr_val);
+	}
+	free(c->c_recs);
+	c->c_recs = NULL;
+	c->c_nrecs = 0;
+}
+
+/* Why record op opcode failed with rec, for the report. */
+static const char *rec_why(enum clovis_idx_opcode opcode, int32_t rec)
+{
+	if (opcode == CLOVIS_IC_PUT)
+		return rec == -EEXIST ? "key exists (use --overwrite to "
+					"replace it)" : "record refused";
+	return rec == -ENOENT ? "no such key" : "delete failed";
+}
+
+/*
+ * Run one op per record of c_recs, in order, on the opened index; stop at
+ * the first that fails and report it with its place in the list and what
+ * was done before it.
+ */
+static int recs_run(struct cli *c, struct clovis_idx *ix,
+		    enum clovis_idx_opcode opcode, uint32_t flags)
+{
+	bool put = opcode == CLOVIS_IC_PUT;
+	char where[96] = "";
+	int32_t rec = 0;
+	uint32_t i;
+	int rc = 0;
+
+	for (i = 0; i < c->c_nrecs; i++) {
+		struct cli_rec *r = &c->c_recs[i];
+
+		rc = rec_op(c, ix, opcode, r->cr_key, r->cr_klen,
+			    put ? &r->cr_val : NULL, put ? &r->cr_vlen : NULL,
+			    flags, &rec);
+		if (rc == 0 && rec == 0)
+			continue;
+		if (c->c_nrecs > 1)
+			snprintf(where, sizeof where, " (record %u of %u; the "
+				 "%u before it %s)", i + 1, c->c_nrecs, i,
+				 put ? "stored" : "deleted");
+		if (rc < 0)
+			return rec_fail(c, rc, recs_cmd(c), r->cr_key,
+					r->cr_klen, NULL, where);
+		return rec_fail(c, rec, recs_cmd(c), r->cr_key, r->cr_klen,
+				rec_why(opcode, rec), where);
+	}
+	return 0;
+}
+
+/* Print the result of idx put or idx del of c_nrecs records. */
+static void recs_done(const struct cli *c, const struct clovis_idx *ix,
+		      const char *verb, const char *prep)
+{
+	char id[CLOVIS_ID_STR_LEN];
+
+	clovis_id_format(&ix->in_entity.en_id, id);
+	if (c->c_json)
+		printf("{\"id\": \"%s\", \"%s\": true, \"records\": %u}\n", id,
+		       verb, c->c_nrecs);
+	else if (c->c_quiet)
+		return;
+	else if (c->c_nrecs == 1)
+		printf("%s record %s %s\n", verb, prep, c->c_args[0]);
+	else
+		printf("%s %u records %s %s\n", verb, c->c_nrecs, prep,
+		       c->c_args[0]);
+}
+
+/* strata idx put ID KEY VALUE [KEY VALUE ...]: store records in order. */
 int cmd_idx_put(struct cli *c)
 {
 	struct clovis_idx ix;
-	void *k = NULL, *v = NULL;
-	size_t klen = 0, vlen = 0;
-	int32_t rec = 0;
 	int rc;
 
-	rc = arg_bytes(c, c->c_args[1], "KEY", &k, &klen);
+	rc = idx_arg_open(c, &ix);
 	if (rc == 0)
-		rc = arg_bytes(c, c->c_args[2], "VALUE", &v, &vlen);
+		rc = recs_run(c, &ix, CLOVIS_IC_PUT,
+			      c->c_overwrite ? CLOVIS_IF_OVERWRITE : 0);
 	if (rc == 0)
-		rc = idx_arg_open(c, &ix);
-	if (rc == 0) {
-		rc = rec_op(c, &ix, CLOVIS_IC_PUT, k, klen, &v, &vlen,
-			    c->c_overwrite ? CLOVIS_IF_OVERWRITE : 0, &rec);
-		if (rc < 0)
-			rc = rec_fail(c, rc, "put", k, klen, NULL);
-		else if (rec < 0)
-			rc = rec_fail(c, rec, "put", k, klen,
-				      rec == -EEXIST ? "key exists (use --overwrite to replace it)"
-						     : "record refused");
-	}
-	if (rc == 0)
-		idx_done(c, &ix, "stored", "record in");
-	free(k);
-	free(v);
+		recs_done(c, &ix, "stored", "in");
 	return rc;
 }
 
@@ -208,10 +360,11 @@ int cmd_idx_get(struct cli *c)
 	if (rc == 0) {
 		rc = rec_op(c, &ix, CLOVIS_IC_GET, k, klen, &v, &vlen, 0, &rec);
 		if (rc < 0)
-			rc = rec_fail(c, rc, "get", k, klen, NULL);
+			rc = rec_fail(c, rc, "get", k, klen, NULL, "");
 		else if (rec < 0)
 			rc = rec_fail(c, rec, "get", k, klen,
-				      rec == -ENOENT ? "no such key" : "lookup failed");
+				      rec == -ENOENT ? "no such key" : "lookup failed",
+				      "");
 	}
 	if (rc == 0 && c->c_json) {
 		rec_print(c, k, klen, v, vlen, true);
@@ -225,29 +378,17 @@ int cmd_idx_get(struct cli *c)
 	return rc;
 }
 
-/* strata idx del ID KEY: remove one record. */
+/* strata idx del ID KEY [KEY ...]: remove records in order. */
 int cmd_idx_del(struct cli *c)
 {
 	struct clovis_idx ix;
-	void *k = NULL;
-	size_t klen = 0;
-	int32_t rec = 0;
 	int rc;
 
-	rc = arg_bytes(c, c->c_args[1], "KEY", &k, &klen);
+	rc = idx_arg_open(c, &ix);
 	if (rc == 0)
-		rc = idx_arg_open(c, &ix);
-	if (rc == 0) {
-		rc = rec_op(c, &ix, CLOVIS_IC_DEL, k, klen, NULL, NULL, 0, &rec);
-		if (rc < 0)
-			rc = rec_fail(c, rc, "del", k, klen, NULL);
-		else if (rec < 0)
-			rc = rec_fail(c, rec, "del", k, klen,
-				      rec == -ENOENT ? "no such key" : "delete failed");
-	}
+		rc = recs_run(c, &ix, CLOVIS_IC_DEL, 0);
 	if (rc == 0)
-		idx_done(c, &ix, "deleted", "record from");
-	free(k);
+		recs_done(c, &ix, "deleted", "from");
 	return rc;
 }
 

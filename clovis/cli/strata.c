@@ -18,19 +18,22 @@
 /* Every command of the tool. */
 static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
-	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV]",
+	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
+	  "[--call-timeout T]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
 	  "secret, then start them (strata-server, pid files D/sI.pid, logs "
 	  "D/sI.log) and wait until each answers.  --nvram-dir NV: each "
 	  "server's NVRAM directory (its NVRAM device; with --meta-nvram its "
-	  "metadata) is NV/sI instead of D/sI, e.g. NV on /dev/shm." },
+	  "metadata) is NV/sI instead of D/sI, e.g. NV on /dev/shm.  "
+	  "--call-timeout T: the cluster file's call_timeout (servers and "
+	  "clients), e.g. 3s or 500ms, instead of 20s." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
-	  "SIGTERM (they drain and close their stores), then SIGKILL past "
-	  "15 seconds." },
+	  "SIGTERM to all of them at once (each drains and closes its "
+	  "store), then SIGKILL to those still there after 15 seconds." },
 	{ "cluster", "status", 0, 0, CO_CLUSTER, false, cmd_cluster_status,
 	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
 	  "Show each server (up or down, uptime, requests served, malformed "
@@ -88,14 +91,24 @@ static const struct cli_cmd cmds[] = {
 	  "List the ids of all objects in the default container." },
 	{ "idx", "create", 1, 1, 0, true, cmd_idx_create, "ID",
 	  "Create an empty index." },
-	{ "idx", "put", 3, 3, CO_OVERWRITE | CO_HEX, true, cmd_idx_put,
-	  "ID KEY VALUE [--overwrite] [--hex]",
-	  "Store one record.  An existing key is an error unless --overwrite "
-	  "is given.  Keys are at most 495 bytes, values at most 1 MiB." },
+	{ "idx", "put", 3, CLI_POS_MAX, CO_OVERWRITE | CO_HEX | CO_RECORDS,
+	  true, cmd_idx_put,
+	  "ID KEY VALUE [KEY VALUE ...] [--overwrite] [--hex]",
+	  "Store records, one op each, in the order given (at most 512).  An "
+	  "existing key is an error unless --overwrite is given.  Keys are at "
+	  "most 495 bytes, values at most 1 MiB; in a list of several records "
+	  "no key may be empty.  Bad input (a key without its value, bad hex, "
+	  "a key or value too long) is refused before anything is stored.  "
+	  "The first record that fails stops the command (exit 1, its key "
+	  "named); the records before it stay stored." },
 	{ "idx", "get", 2, 2, CO_HEX, true, cmd_idx_get, "ID KEY [--hex]",
 	  "Print the value stored under KEY." },
-	{ "idx", "del", 2, 2, CO_HEX, true, cmd_idx_del, "ID KEY [--hex]",
-	  "Delete the record of KEY." },
+	{ "idx", "del", 2, CLI_POS_MAX, CO_HEX | CO_RECORDS, true,
+	  cmd_idx_del, "ID KEY [KEY ...] [--hex]",
+	  "Delete the records of the KEYs, one op each, in the order given (at "
+	  "most 512; in a list of several no key may be empty).  The first "
+	  "key that fails (no such key) stops the command (exit 1, the key "
+	  "named); the records deleted before it stay deleted." },
 	{ "idx", "next", 1, 2, CO_COUNT | CO_EXCLUDE | CO_HEX, true,
 	  cmd_idx_next,
 	  "ID [START_KEY] [--count N] [--exclude-start] [--hex]",
@@ -174,7 +187,7 @@ enum opt_id {
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
-	O_NVRAM_DIR, O_NR
+	O_NVRAM_DIR, O_CALL_TIMEOUT, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -221,6 +234,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_BASE_PORT] = { "base-port", 0, CO_CLUSTER, true },
 	[O_META_NVRAM] = { "meta-nvram", 0, 0, false },
 	[O_NVRAM_DIR] = { "nvram-dir", 0, CO_CLUSTER, true },
+	[O_CALL_TIMEOUT] = { "call-timeout", 0, CO_CLUSTER, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -752,6 +766,39 @@ static int apply_live(struct cli *c, const struct raw *r)
 	return 0;
 }
 
+/* Longest --call-timeout: one hour, as the cluster file allows. */
+#define CALL_TIMEOUT_MS_MAX 3600000ull
+
+/*
+ * Turn --call-timeout into c_call_ms: digits and "ms" or "s" (bare
+ * digits are milliseconds, as in the cluster file), 1 ms .. 1 h.
+ */
+static int apply_call_timeout(struct cli *c, const struct raw *r)
+{
+	const char *s = r->r_val[O_CALL_TIMEOUT];
+	unsigned long long v;
+	uint64_t mult = 1;
+	char *end;
+
+	c->c_call_ms = 0;
+	if (!r->r_set[O_CALL_TIMEOUT])
+		return 0;
+	if (s[0] < '0' || s[0] > '9')
+		return cli_usage(c, "--call-timeout '%s' is not a duration "
+				 "(500ms, 3s)", s);
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (strcmp(end, "s") == 0)
+		mult = 1000;
+	else if (*end != '\0' && strcmp(end, "ms") != 0)
+		return cli_usage(c, "--call-timeout '%s': the unit must be ms "
+				 "or s", s);
+	if (errno != 0 || v == 0 || v > CALL_TIMEOUT_MS_MAX / mult)
+		return cli_usage(c, "--call-timeout %s is outside 1ms..1h", s);
+	c->c_call_ms = (uint32_t)(v * mult);
+	return 0;
+}
+
 /* Turn the command's option values into fields of c. */
 static int apply_opts(struct cli *c, const struct raw *r)
 {
@@ -780,6 +827,8 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_layout(c, r);
 	if (rc == 0)
 		rc = apply_live(c, r);
+	if (rc == 0)
+		rc = apply_call_timeout(c, r);
 	c->c_nodes = 3;
 	c->c_base_port = 21000;
 	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";
@@ -852,21 +901,23 @@ static int resolve(struct cli *c, const struct raw *r)
 	return check_opts(c, r);
 }
 
-/* Run the command of c: open the store, call it, close the store. */
+/* Run the command of c: decode its records (CO_RECORDS), open the store,
+ * call it, close the store. */
 static int run(struct cli *c)
 {
-	int rc;
+	int rc = 0;
 
-	if (c->c_cmd->cc_store) {
+	if (c->c_cmd->cc_opts & CO_RECORDS)
+		rc = cli_recs_parse(c);
+	if (rc == 0 && c->c_cmd->cc_store)
 		rc = cli_store_open(c);
-		if (rc != 0)
-			return rc;
-	}
-	rc = c->c_cmd->cc_fn(c);
+	if (rc == 0)
+		rc = c->c_cmd->cc_fn(c);
 	if (fflush(stdout) != 0 && rc == 0)
 		rc = cli_sys(errno, "write output");
 	clovis_fini(c->c_cl);
 	c->c_cl = NULL;
+	cli_recs_free(c);
 	return rc;
 }
 

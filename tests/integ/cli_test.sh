@@ -111,6 +111,10 @@ check "obj create help has the layout options" test "$(grep -cE -- '--(layout|po
 good "help device" help device && check "device group help" grep -q "device replace" "$T/out"
 good "smr clean --help" smr clean --help && check "smr clean help has --live" grep -q -- "--live PCT" "$T/out"
 good "repair --help" repair --help && check "repair help says it resumes" grep -q "resumes" "$T/out"
+good "help idx put" help idx put
+check "idx put help shows the list form" grep -qF "ID KEY VALUE [KEY VALUE ...]" "$T/out"
+good "help idx del" help idx del
+check "idx del help shows the list form" grep -qF "ID KEY [KEY ...]" "$T/out"
 check "help made no store" test ! -e "$D"
 bad "no command" 2 "no command" 
 bad "unknown command" 2 "unknown command 'frob'" frob
@@ -315,6 +319,40 @@ good "idx dump empty index" idx dump @i2 && check "empty dump prints nothing" te
 good "idx rm" idx rm @i2
 good "idx ls after rm" idx ls && check "idx ls lists 1" test "$(wc -l <"$T/out")" -eq 1
 
+echo "--- idx put and idx del of several records"
+good "idx create @L" idx create @L
+good "idx put of 3 records" idx put @L a 1 b 2 c 3
+check "put list says how many" test "$out" = "stored 3 records in @L"
+good "idx dump @L" idx dump @L
+check "the 3 records in order" test "$(tr '\t\n' ':,' <"$T/out")" = "a:1,b:2,c:3,"
+good "idx put list --json" --json idx put @L d 4 e 5
+check "put list JSON counts the records" test "$(json_get 'd["stored"], d["records"]' <"$T/out")" = "True 2"
+good "idx put list --overwrite" idx put @L a 10 b 20 --overwrite
+good "idx get a overwritten" idx get @L a && check "a is 10" test "$out" = "10"
+good "idx put list --hex" idx put @L --hex 00 01 0102 0304
+good "idx get --hex from the list" idx get @L --hex 0102 && check "hex list value" test "$out" = "0304"
+bad "a del list in hex of text keys" 2 "KEY of record 1 'd' is not an even number of hex digits" idx del @L --hex d e
+good "idx del of 2 records" idx del @L d e
+check "del list output" test "$out" = "deleted 2 records from @L"
+good "idx del --json list" --json idx del @L --hex 00 0102
+check "del list JSON counts the records" test "$(json_get 'd["deleted"], d["records"]' <"$T/out")" = "True 2"
+bad "put list stops at the first existing key" 1 \
+	"idx put @L key 'b' \(record 2 of 3; the 1 before it stored\): File exists: key exists" \
+	idx put @L f 6 b 99 g 7
+good "dump after the failed put list" idx dump @L
+check "the record before it stored, b kept, the one after not stored" \
+	test "$(tr '\t\n' ':,' <"$T/out")" = "a:10,b:20,c:3,f:6,"
+bad "del list stops at the first missing key" 1 \
+	"idx del @L key 'zz' \(record 2 of 3; the 1 before it deleted\): .*no such key" \
+	idx del @L f zz c
+good "dump after the failed del list" idx dump @L
+check "the key before it deleted, the one after kept" \
+	test "$(tr '\t\n' ':,' <"$T/out")" = "a:10,b:20,c:3,"
+good "idx put of 512 records" idx put @L $(for n in $(seq 1 512); do echo "m$n x$n"; done)
+good "idx dump of 515 records" idx dump @L && check "515 records" test "$(wc -l <"$T/out")" -eq 515
+good "idx del of 512 records" idx del @L $(seq -f 'm%g' 1 512)
+good "idx dump after" idx dump @L && check "3 records left" test "$(wc -l <"$T/out")" -eq 3
+
 echo "--- management"
 good "devices" devices
 check "devices lists four tiers" test "$(awk 'NR > 1 { print $3 }' "$T/out" | sort -u | tr '\n' ' ')" = "flash nvram sas smr "
@@ -436,6 +474,24 @@ bad "bad hex key" 2 "not an even number of hex digits" idx put @i --hex 0g 00
 bad "odd hex key" 2 "not an even number of hex digits" idx get @i --hex abc
 bad "ops of missing index" 1 "open index @missing" idx get @missing k
 bad "put to deleted index" 1 "open index @deli" idx put @deli k v
+bad "put list: a key without value" 2 "KEY VALUE pairs expected after the ID: 3 arguments, the last key 'nk2' has no value" idx put @i nk1 v nk2
+bad "put list: empty key" 2 "KEY of record 2 of 2 is empty" idx put @i nk1 v "" v
+bad "del list: empty key" 2 "KEY of record 2 of 2 is empty" idx del @i k01 ""
+bad "put list: bad hex in record 2" 2 "KEY of record 2 '0g' is not an even number of hex digits" idx put @i --hex 0a0a 01 0g 02
+bad "put list: bad hex value" 2 "VALUE of record 1 'zz' is not an even number of hex digits" idx put @i --hex 0a0a zz 0b0b 01
+bad "put list: key too long in record 3" 1 "idx put @i key 'k+'\.\.\. \(496 bytes\) \(record 3 of 3\): .*longer than 495 bytes; nothing changed" idx put @i nk1 v nk2 v "$long" v
+bad "del list: key too long" 1 "idx del @i key .*\(record 2 of 2\): .*longer than 495" idx del @i k01 "$long"
+bad "del list of 513 keys" 2 "513 records: at most 512 per command" idx del @i $(seq 1 513)
+bad "put list of 513 records" 2 "too many arguments" idx put @i $(seq 1 1026)
+bad "put list to a missing index" 1 "open index @nolist" idx put @nolist a 1 b 2
+bad "put list to no store" 2 "KEY VALUE pairs expected" --data "$T/nolist" idx put @i a 1 b
+check "a refused list made no store" test ! -e "$T/nolist"
+bad "cluster up --call-timeout without a number" 2 "--call-timeout 'soon' is not a duration" cluster up --dir "$T/nocl" --call-timeout soon
+bad "cluster up --call-timeout bad unit" 2 "--call-timeout '3h': the unit must be ms or s" cluster up --dir "$T/nocl" --call-timeout 3h
+bad "cluster up --call-timeout 0" 2 "--call-timeout 0s is outside 1ms..1h" cluster up --dir "$T/nocl" --call-timeout 0s
+bad "cluster up --call-timeout past 1 h" 2 "--call-timeout 3601s is outside 1ms..1h" cluster up --dir "$T/nocl" --call-timeout 3601s
+check "a refused cluster up made no directory" test ! -e "$T/nocl"
+bad "--call-timeout is for cluster up" 2 "--call-timeout does not apply" idx ls --call-timeout 3s
 bad "dump of deleted index" 1 "open index @deli" idx dump @deli
 bad "rm of deleted index" 1 "open index @deli" idx rm @deli
 bad "read of deleted object" 1 "open object @del" obj read @del 0 1

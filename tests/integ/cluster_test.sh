@@ -208,11 +208,9 @@ done
 cl obj put @pd "$T/blob" --layout pdclust --data 4 --parity 2
 check "put @pd (pdclust 4+2)" test "$rc" -eq 0
 cl idx create @ix; check "idx create" test "$rc" -eq 0
-for k in 1 2 3 4 5 6 7 8 9 10; do
-	cl idx put @ix "k$k" "v$k"
-	[ "$rc" -eq 0 ] || break
-done
-check "10 records put" test "$rc" -eq 0
+# shellcheck disable=SC2046
+cl idx put @ix $(for k in $(seq 1 10); do echo "k$k v$k"; done)
+check "10 records put (one call, one op each)" test "$rc" -eq 0
 for victim in 0 1 2; do
 	p=$(spid $victim)
 	kill -9 "$p"; check "server s$victim killed" wait_gone "$p"
@@ -238,7 +236,7 @@ check "status --json with s2 killed: s2 down, s0 and s1 up, matches the text for
 	test $? -eq 0
 check "status --json with s2 killed: exit 1, valid JSON on stdout" \
 	test "$(cat "$T/stj.rc")" -eq 1
-for k in 11 12 13; do cl idx put @ix "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
+cl idx put @ix k11 v11 k12 v12 k13 v13
 check "puts with one replica down" test "$rc" -eq 0
 cl idx del @ix k1; check "del with one replica down" test "$rc" -eq 0
 check "restart s2" restart 2
@@ -275,7 +273,7 @@ cxy() { # cxy SKIP ARGS...
 	rc=$?
 }
 cf idx create @it; check "idx @it created" test "$rc" -eq 0
-for k in 1 2 3; do cf idx put @it "b$k" "base$k"; [ "$rc" -eq 0 ] || break; done
+cf idx put @it b1 base1 b2 base2 b3 base3
 check "3 base records of @it" test "$rc" -eq 0
 acked=" b2 b3"; bad=0
 for i in 1 2 3 4 5; do

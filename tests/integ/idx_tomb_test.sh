@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # idx_tomb_test.sh BUILD — index tombstones are collected, and only when
 # safe (docs/cluster.md "Collecting tombstones"), on a 3-server loopback
-# cluster (strata cluster up, index_replicas 3, call timeout cut to 3 s so
-# that a collection settles within seconds):
+# cluster (strata cluster up --call-timeout 3s, index_replicas 3: a
+# collection settles within seconds):
 #
-#   1. all replicas up: 40 records PUT, 30 of them DELeted: every server
+#   1. all replicas up: 40 records PUT, 30 of them DELeted (one strata
+#      call for each list, one op per record): every server
 #      reports 30 tombstones collected (strata cluster status), the 10
 #      others read back, the 30 do not;
 #   2. one replica (not the index's first, which orders and collects) is
 #      killed with SIGKILL; 20 more records, PUT before the kill, are
-#      DELeted while it is down: no server collects anything for 12 s;
+#      DELeted while it is down: no server collects anything for 12 s
+#      (cluster status polled all along);
 #   3. it is restarted and catches up; with the other two stopped
 #      (SIGSTOP) it alone serves the index: none of the 20 comes back;
 #   4. then the 20 are collected on every server (the restarted one counts
@@ -24,42 +26,80 @@ set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" tomb 24000 1000
 start() { STRATA_LOG=3 srv_start "$1" "$D/cluster.yaml"; }
-# tombs I: tombstones server sI collected in its current run ("-" if down)
-tombs() {
+# tombs_all: "A B C", the tombstones s0 s1 s2 collected in their current
+# runs ("-" for one that is down), from one strata cluster status call
+# (with a server down each call waits out its connect timeout: one call
+# per poll, not one per server).
+tombs_all() {
 	timeout 20 "$S" cluster status --dir "$D" 2>/dev/null |
-		awk -v n="s$1" '$1 == n && /tombstones-collected/ {
-			for (i = 2; i <= NF; i++) if ($i == "tombstones-collected") v = $(i - 1)
-		} END { print (v == "" ? "-" : v) }'
+		awk '$1 ~ /^s[0-2]$/ && /tombstones-collected/ {
+			for (i = 2; i <= NF; i++) if ($i == "tombstones-collected") v[$1] = $(i - 1)
+		} END {
+			for (s = 0; s < 3; s++)
+				printf "%s%s", (s ? " " : ""), (("s" s) in v ? v["s" s] : "-")
+			print ""
+		}'
 }
-# wait_tombs A B C [SECS]: until servers s0 s1 s2 report A B C.
+# wait_tombs A B C [SECS]: until servers s0 s1 s2 report A B C (at most
+# SECS seconds, default 40, and 400 polls).
 wait_tombs() {
-	local i want="$1 $2 $3" got
-	for i in $(seq 1 $((${4:-40} * 2))); do
-		got="$(tombs 0) $(tombs 1) $(tombs 2)"
+	local want="$1 $2 $3" got end=$((SECONDS + ${4:-40})) n=0
+	while :; do
+		got=$(tombs_all)
+		n=$((n + 1))
 		[ "$got" = "$want" ] && return 0
-		sleep 0.5
+		[ "$SECONDS" -lt "$end" ] && [ "$n" -lt 400 ] || break
+		sleep 0.2
 	done
 	echo "     tombstones collected: want $want, got $got"
 	return 1
 }
+# hold_tombs A B C SECS: servers s0 s1 s2 report A B C at every poll from
+# now until at least SECS seconds have passed (the last poll starts after
+# them; at most 400 polls).
+hold_tombs() {
+	local want="$1 $2 $3" got end=$((SECONDS + $4 + 1)) n=0
+	while [ "$n" -lt 400 ]; do
+		got=$(tombs_all)
+		n=$((n + 1))
+		if [ "$got" != "$want" ]; then
+			echo "     tombstones collected: want $want, got $got (poll $n)"
+			return 1
+		fi
+		[ "$SECONDS" -ge "$end" ] && return 0
+		sleep 0.5
+	done
+	echo "     still polling after $n polls"
+	return 1
+}
+# puts PREFIX VPREFIX N / dels PREFIX N: the arguments of one idx put
+# (KEY VALUE pairs PREFIX1 VPREFIX1 ...) or idx del (PREFIX1 ...).
+puts() { local k; for k in $(seq 1 "$3"); do echo "$1$k $2$k"; done; }
+dels() { seq -f "$1%g" 1 "$2"; }
 count_keys() { echo "$out" | grep -cE "^$1"; }
 
 cl_need strata strata-server
 
 echo "--- cluster up, call timeout 3 s"
-cl_up
-timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
-sed -i 's/call_timeout: .*/call_timeout: 3s/' "$D/cluster.yaml"
-for i in 0 1 2; do start $i; done
-check "three servers up with 3 s call timeouts" wait_up
+# The servers log at info level (STRATA_LOG, inherited from cluster up).
+STRATA_LOG=3 timeout 60 "$S" cluster up --nodes 3 --dir "$D" \
+	--base-port "$PORT" --call-timeout 3s >"$T/up" 2>&1
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+check "three servers up with 3 s call timeouts" \
+	test "$(grep -c '^  call_timeout: 3000ms$' "$D/cluster.yaml")" -eq 1
+check "every server answers" wait_up
 check "no tombstone collected yet" wait_tombs 0 0 0 5
 
 echo "--- all replicas up: tombstones collected"
 cl idx create @tb; check "idx create" test "$rc" -eq 0
-for k in $(seq 1 40); do cl idx put @tb "k$k" "v$k"; [ "$rc" -eq 0 ] || break; done
-check "40 records put" test "$rc" -eq 0
-for k in $(seq 1 30); do cl idx del @tb "k$k"; [ "$rc" -eq 0 ] || break; done
-check "30 records deleted" test "$rc" -eq 0
+# shellcheck disable=SC2046
+cl idx put @tb $(puts k v 40)
+check "40 records put (one op each)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
+# shellcheck disable=SC2046
+cl idx del @tb $(dels k 30)
+check "30 records deleted (one op each)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
 check "30 tombstones collected on each server" wait_tombs 30 30 30
 cl idx dump @tb
 check "the 10 live records read back" test "$(count_keys k)" -eq 10
@@ -67,18 +107,21 @@ cl idx get @tb k7
 check "a collected key stays deleted" test "$rc" -ne 0
 
 echo "--- one replica down: nothing collected"
-for k in $(seq 1 20); do cl idx put @tb "j$k" "w$k"; [ "$rc" -eq 0 ] || break; done
+# shellcheck disable=SC2046
+cl idx put @tb $(puts j w 20)
 check "20 more records put (all up)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
 # The first replica orders (and collects): it logged its term.
 first=$(grep -l "ordering updates in term" "$D"/s*.log | head -1 | sed 's/.*s\([0-9]\)\.log/\1/')
 victim=$(( (${first:-0} + 1) % 3 ))
 echo "     first replica s$first, killing s$victim"
 p=$(spid $victim); kill -9 "$p"; check "s$victim killed" wait_gone "$p"
-for k in $(seq 1 20); do cl idx del @tb "j$k"; [ "$rc" -eq 0 ] || break; done
+# shellcheck disable=SC2046
+cl idx del @tb $(dels j 20)
 check "20 records deleted with s$victim down" test "$rc" -eq 0
-sleep 12
+[ "$rc" -eq 0 ] || cat "$T/err"
 want0=30; want1=30; want2=30; eval "want$victim=-"
-check "nothing collected in 12 s with s$victim down" wait_tombs $want0 $want1 $want2 2
+check "nothing collected in 12 s with s$victim down (polled)" hold_tombs $want0 $want1 $want2 12
 
 echo "--- the replica comes back: no resurrection, then collected"
 start $victim
