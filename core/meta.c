@@ -468,12 +468,13 @@ static size_t meta_last_txnid(struct meta *m)
  * renewed.  false when it cannot be had (none, being reclaimed, renewal
  * failed): the shared path.
  *
- * A live snapshot is not handed out as it is, even when its mdb_txn_id()
- * is the environment's last committed id: with that shortcut the cluster
- * servers read stale index state now and then (cluster_test.sh's
- * "concurrency mixed": an index acknowledged as made was "not there" on a
- * replica, or one deleted was listed; 1 run in 3, against 0 in 16 before
- * the shortcut and 0 in 8 without it), for a cause not yet found.
+ * A live snapshot (none is left live now: meta_rtxn_put() resets) would
+ * not be handed out as it is either, even when its mdb_txn_id() were the
+ * environment's last committed id: with that shortcut cluster_test.sh's
+ * "concurrency mixed" failed 4 runs in 15 (an index acknowledged as made
+ * "not there" on a replica, or a deleted one listed), against 2 in 24
+ * without it and 0 in 16 before it; the cause is not found, and the
+ * remaining failures point at the index catch-up.
  */
 static bool tent_take(struct meta *m, struct meta_tent *te, MDB_txn **txn)
 {
