@@ -192,45 +192,39 @@ void meta_nv_remove(const char *data_dir);
 
 /**
  * A read-only transaction on a snapshot that holds every commit that
- * returned before the call: the thread's own kept one when no write
- * transaction has committed since it began (no call into LMDB beyond a
- * look at its last committed id), else one renewed (mdb_txn_renew: no
- * allocation, its reader slot kept) or a new one.  Returns 0 and *txn, or
+ * returned before the call: the thread's own or a cached one renewed
+ * (mdb_txn_renew: no allocation, its reader slot kept), or a new one.  Returns 0 and *txn, or
  * a negative code with a message.  Give it back with meta_rtxn_put()
  * (never mdb_txn_abort()), from the thread that took it when it is the
  * thread's own (else from any thread: the environment is MDB_NOTLS).
  *
  * Each thread keeps one transaction of its own per environment (for up
  * to META_TLS_ENVS environments and META_RTXN_THREADS threads per
- * environment), taken and given back without a lock and kept live
- * between reads (meta.c, "Kept snapshots"); the others go through a
- * cache of META_RTXN_CACHE reset transactions under a mutex.  An idle
- * kept snapshot older than a commit of meta_txn_commit() is reset by
- * that commit, so an idle thread never keeps LMDB from reusing freed
- * pages for longer than until the next such commit.  A thread's own
+ * environment), taken and given back without a lock and reset between
+ * reads (meta.c, "Kept snapshots, withdrawn"), so an idle thread never
+ * keeps LMDB from reusing freed pages; the others go through a cache of
+ * META_RTXN_CACHE reset transactions under a mutex.  A thread's own
  * transaction is aborted when the thread exits (a pthread key
  * destructor: its reader slot is freed) or at meta_close(), whichever
  * comes first.  A thread past the limits, or whose renewal fails, takes
  * the shared path: no call fails for it.
  */
 int meta_rtxn_get(struct meta *m, MDB_txn **txn);
-/** End a transaction of meta_rtxn_get(): the thread's own kept live;
- *  another reset and kept as the thread's own (it has none), or cached,
- *  or aborted when the cache is full. */
+/** End a transaction of meta_rtxn_get(): reset, and kept as the
+ *  thread's own (it holds none), or cached, or aborted when the cache is
+ *  full. */
 void meta_rtxn_put(struct meta *m, MDB_txn *txn);
 /**
- * mdb_txn_commit() of write transaction txn of m, then reset every idle
- * kept read snapshot (meta_rtxn_get) older than the commit: those would
- * keep LMDB from reusing the pages it freed.  Returns mdb_txn_commit()'s
- * code (LMDB's, 0 on success); txn is ended either way.  Every
- * top-level write transaction (engine, composite layer, cluster
- * servers) commits through it; nested ones keep mdb_txn_commit().
+ * mdb_txn_commit() of write transaction txn of m.  Returns its code
+ * (LMDB's, 0 on success); txn is ended either way.  Every top-level write
+ * transaction (engine, composite layer, cluster servers) commits through
+ * it, the one place for work a commit owes the readers (none since read
+ * snapshots are no longer kept); nested ones keep mdb_txn_commit().
  */
 int meta_txn_commit(struct meta *m, MDB_txn *txn);
 /**
  * A cursor on dbi in txn (a transaction of meta_rtxn_get()): the calling
- * thread's kept cursor renewed (mdb_cursor_renew: no allocation; in a
- * kept snapshot no table lookup either) or a new one.  0 and *cur, or a
+ * thread's kept cursor renewed (mdb_cursor_renew: no allocation) or a new one.  0 and *cur, or a
  * negative code with a message.  End it with
  * meta_rcursor_put() before meta_rtxn_put() of its transaction.
  */
