@@ -5,22 +5,25 @@
 # "N passed, N failed"; this script adds them up and ends with the same line
 # for the whole run.  A step that exits non-zero without such a line counts
 # as one failed test.  Steps are listed in tests/steps.list, one per line:
-# a lane ("local" or "net") and the command ("$B" is the build directory).
+# a group and the command ("$B" is the build directory).
 #
-# The two lanes run side by side, each lane's steps one after another in
-# list order: most steps wait far more than they compute (servers' call
-# timeouts, restarts, SIGKILL loops), so on 2 cores two lanes take about
-# half the time of one.  The lanes keep apart what two steps could share:
-# every step that starts servers on a fixed loopback port range is in
-# lane "net", but for two whose ranges no other step uses (steps.list).
-# TEST_JOBS=1 runs every step in list order, one at a time.
+# TEST_JOBS workers (default 3) take steps from one queue in list order:
+# most steps wait far more than they compute (servers' call timeouts,
+# restarts, SIGKILL loops), so on 2 cores three workers take about a third
+# of the time of one.  Steps of one group (a loopback port range, or
+# anything else two steps must not share) never run at the same time: a
+# free worker takes the first step not yet run whose group is not running;
+# group "-" shares nothing.  The list is ordered longest first, so the
+# short steps fill the ends.  TEST_JOBS=1 runs every step in list order,
+# one at a time.
 set -u
 B=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 cd "$top" || exit 2
 export B
-jobs=${TEST_JOBS:-2}
+jobs=${TEST_JOBS:-3}
+case "$jobs" in ''|*[!0-9]*|0) echo "run-tests.sh: TEST_JOBS='$jobs' is not a count of 1 or more" >&2; exit 2 ;; esac
 # NVRAM devices of test stores (/dev/shm/strata-*) present before the run:
 # anything new still there at the end is named in a warning (not counted
 # as a failure; another job running at the same time may own it).
@@ -30,15 +33,64 @@ mkdir -p "$log_dir"
 res_dir=$(mktemp -d "${TMPDIR:-/tmp}/strata-run-tests.XXXXXX") || exit 2
 trap 'rm -rf "$res_dir"' EXIT
 
-# run_step STEP RESULTS: run one step, append "passed failed" to RESULTS
-# and print its line (and the tail of its log on failure) as one block.
+# queue_make: $res_dir/queue gets one line per step, "LOG GROUP COMMAND",
+# in list order; a step named twice (other arguments) gets a second log.
+queue_make() {
+	local grp cmd name log
+	declare -A seen=()
+	while read -r grp cmd; do
+		case "$grp" in ''|'#'*) continue ;; esac
+		name=$(echo "$cmd" | awk '{print $1}' | xargs basename)
+		log="$log_dir/$name.log"
+		[ -n "${seen[$name]:-}" ] && log="$log_dir/$name.${seen[$name]}.log"
+		seen[$name]=$(( ${seen[$name]:-0} + 1 ))
+		printf '%s %s %s\n' "$log" "$grp" "$cmd"
+	done < "$here/steps.list" > "$res_dir/queue"
+	: > "$res_dir/busy"
+}
+
+# queue_take: under the queue lock, print the first queued step whose
+# group is not running and take it off the queue (its group marked busy);
+# print "wait" when every queued step's group is running, "" when none is
+# left.
+queue_take() {
+	local line grp took=""
+	exec 9>"$res_dir/queue.lock"
+	flock 9
+	: > "$res_dir/queue.new"
+	while IFS= read -r line; do
+		grp=$(echo "$line" | awk '{print $2}')
+		if [ -z "$took" ] && { [ "$grp" = - ] ||
+		   ! grep -qxF -- "$grp" "$res_dir/busy"; }; then
+			took=$line
+			[ "$grp" = - ] || echo "$grp" >> "$res_dir/busy"
+		else
+			echo "$line" >> "$res_dir/queue.new"
+		fi
+	done < "$res_dir/queue"
+	mv "$res_dir/queue.new" "$res_dir/queue"
+	if [ -n "$took" ]; then echo "$took"
+	elif [ -s "$res_dir/queue" ]; then echo wait
+	fi
+	exec 9>&-
+}
+
+# queue_done GROUP: the group's step ended; others of it may start.
+queue_done() {
+	[ "$1" = - ] && return
+	exec 9>"$res_dir/queue.lock"
+	flock 9
+	grep -vxF -- "$1" "$res_dir/busy" > "$res_dir/busy.new"
+	mv "$res_dir/busy.new" "$res_dir/busy"
+	exec 9>&-
+}
+
+# run_step LOG COMMAND RESULTS: run one step, append "passed failed" to
+# RESULTS and print its line (and the tail of its log on failure) as one
+# block.
 run_step() {
-	local step=$1 res=$2 name log start rc line p f out
-	name=$(echo "$step" | awk '{print $1}' | xargs basename)
-	log="$log_dir/$name.log"
-	# a step listed twice (other arguments) keeps both logs
-	[ -e "$res_dir/seen.$name" ] && log="$log_dir/$name.$(wc -l <"$res_dir/seen.$name").log"
-	echo >>"$res_dir/seen.$name"
+	local log=$1 step=$2 res=$3 name start rc line p f out
+	name=$(basename "$log" .log)
 	start=$(date +%s)
 	eval "$step" </dev/null >"$log" 2>&1
 	rc=$?
@@ -60,28 +112,33 @@ run_step() {
 $(tail -25 "$log")
 ----"
 	fi
-	# one write per block, so that the lanes' lines do not interleave
+	# one write per block, so that the workers' lines do not interleave
 	flock "$res_dir/print.lock" printf '%s\n' "$out"
 }
 
-# run_lane LANE: the steps of LANE ("" for all) in list order.
-run_lane() {
-	local step
-	while IFS= read -r step; do
-		case "$step" in ''|'#'*) continue ;; esac
-		[ -n "$1" ] && [ "${step%% *}" != "$1" ] && continue
-		run_step "${step#* }" "$res_dir/res.${1:-all}"
-	done < "$here/steps.list"
+# worker N: take steps until the queue is empty.  A worker with nothing
+# it may start looks again each second (bounded: every running step ends).
+worker() {
+	local t log grp cmd
+	while :; do
+		t=$(queue_take)
+		case "$t" in
+		'') return ;;
+		wait) sleep 1; continue ;;
+		esac
+		read -r log grp cmd <<<"$t"
+		run_step "$log" "$cmd" "$res_dir/res.$1"
+		queue_done "$grp"
+	done
 }
 
 start=$(date +%s)
-if [ "$jobs" -le 1 ]; then
-	run_lane ""
-else
-	run_lane local & lpid=$!
-	run_lane net & npid=$!
-	wait "$lpid" "$npid"
-fi
+queue_make
+pids=()
+for ((i = 1; i <= jobs; i++)); do
+	worker "$i" & pids+=($!)
+done
+wait "${pids[@]}"
 pass=0 fail=0
 while read -r p f; do
 	pass=$((pass + p)); fail=$((fail + f))
@@ -98,6 +155,6 @@ for f in $(comm -13 <(echo "$shm_before") \
 	     "(a test did not remove its store's NVRAM device, or another" \
 	     "job's)"
 done
-echo "all steps: $(( $(date +%s) - start ))s with $jobs lane(s)"
+echo "all steps: $(( $(date +%s) - start ))s with $jobs worker(s)"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -38,7 +38,7 @@
 set -u
 
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" cluster 20000 2000
+cl_init "${1:-build}" cluster 20000 1000
 
 # restart I: start server sI again (it daemonizes), wait until all answer.
 restart() {

@@ -22,7 +22,7 @@
 # failed".
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" metanv 28000 1000
+cl_init "${1:-build}" metanv 20000 1000
 cl_need strata strata-server
 cl_shm
 

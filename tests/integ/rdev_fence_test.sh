@@ -24,7 +24,7 @@
 set -u
 
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" fence 26000 1500
+cl_init "${1:-build}" fence 16000 1000
 UPCONF=$D/fast.yaml
 jnum() { echo "$out" | grep -oE "\"$1\": [0-9]+" | head -1 | grep -oE '[0-9]+$'; }
 # home_of ID: put nothing, but find which server logged the last write of ID
