@@ -5,7 +5,8 @@ set -euo pipefail
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libpmemobj-dev libisal-dev liburcu-dev libyaml-dev libcunit1-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
-      libssl-dev clang-14 libmicrohttpd-dev python3-boto3 awscli s3cmd)
+      libssl-dev clang-14 libclang-rt-14-dev libmicrohttpd-dev python3-boto3
+      awscli s3cmd)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
