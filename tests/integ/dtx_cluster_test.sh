@@ -265,8 +265,15 @@ for i in $(seq 1 100); do
 done
 check "stale: s2 logged the catch-up" \
 	test "$(grep -c "copied from server" "$D/s2.log")" -gt "$ncopy"
+# With s0 and s1 frozen, s2 re-verifies the index before it answers once
+# it has not heard from them for SRV_LEASE_MS (600 ms): each of its calls
+# to a frozen peer waits out its probe timeout (2 s, up to four calls), so
+# the read uses the cluster file's own call timeout (20 s), not the 4 s of
+# $F: with 4 s this check depended on the read arriving within the lease
+# (it failed so under load, 2026-11-28: the client's call to s2 timed out,
+# and the last replica tried, s0, is frozen).
 for s in 0 1; do kill -STOP "$(spid $s)"; done
-STRATA_TEST_SKIP_SERVERS=s0,s1 timeout 60 "$X" stale "$F" read >"$T/stale" 2>&1
+STRATA_TEST_SKIP_SERVERS=s0,s1 timeout 60 "$X" stale "$D/cluster.yaml" read >"$T/stale" 2>&1
 crc=$?
 for s in 0 1; do kill -CONT "$(spid $s)"; done
 cat "$T/stale"
