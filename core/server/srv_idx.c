@@ -1239,12 +1239,13 @@ static bool idx_ent_keep(struct srv *s, struct ridx *ri, uint32_t eops,
 			 uint32_t reached)
 {
 	const char *me = s->s_me->cs_name, *id = eng_id_str(&ri->ri_id);
-	bool ahead;
+	bool ahead, moved;
 
 	pthread_mutex_lock(&s->s_rlock);
-	ahead = ri->ri_eops != eops || (eops > 0 && ri->ri_egen == gen);
+	moved = ri->ri_eops != eops;
+	ahead = moved || (eops > 0 && ri->ri_egen == gen);
 	pthread_mutex_unlock(&s->s_rlock);
-	if (ridx_ent_moved(s, ri, eops)) {
+	if (moved) {
 		LOG_INFO("server %s: index %s: made or deleted here during its "
 			 "catch-up: left as that op left it", me, id);
 		*local = false;

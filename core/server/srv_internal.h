@@ -84,9 +84,9 @@ struct ridx {
 			     *   one has ("rbeh:" record, durable) */
 	uint64_t ri_bterm;  /**< the newest such update's version */
 	uint64_t ri_bseq;
-	/* Entity ops applied here (docs/cluster.md "Index replicas and
-	 * catch-up"): a CREATE or DELETE is ahead of the replicas its
-	 * client has not reached yet. */
+	/* Entity ops applied here (docs/cluster.md "Index CREATE and DELETE
+	 * in flight"): a CREATE or DELETE is ahead of the replicas its
+	 * client has not reached yet (srv_idx.c idx_ent_keep()). */
 	uint32_t ri_eops;   /**< CREATEs and DELETEs applied here this run */
 	uint64_t ri_egen;   /**< ridx_gen() when the last one was applied */
 	uint64_t ri_dinc;   /**< incarnation the last DELETE here removed */
