@@ -230,12 +230,26 @@ static void srv_reply_attr(struct srv_op *so, uint64_t seq)
 
 /* ------------------------------------------------------------ updates */
 
-/* Second stage of an update: its replica record is durable. */
+/* Second stage of an update: its replica record is durable.  Test
+ * builds: fault srv.idx.ent.slow holds the answer to a client's index
+ * CREATE or DELETE applied here first for SRV_ENT_SLOW_US, so that this
+ * server's catch-up runs before the client reaches the other replicas
+ * (tests/integ/idx_race_test.sh). */
 void srv_seq_done_cb(struct eng_citem *ci, int rc)
 {
 	struct srv_op *so = (struct srv_op *)((char *)ci -
 					      offsetof(struct srv_op, so_seq_ci));
+	uint32_t kind = so->so_m.mr_req.er_kind;
 
+	if ((kind == ER_ENT_CREATE || kind == ER_ENT_DELETE) &&
+	    !(so->so_m.mr_rflags & SRF_REPLICA) &&
+	    FAULT_HIT("srv.idx.ent.slow")) {
+		LOG_INFO("index %s: fault srv.idx.ent.slow: %s applied, answer "
+			 "held %u ms", eng_id_str(&so->so_m.mr_req.er_id),
+			 kind == ER_ENT_CREATE ? "CREATE" : "DELETE",
+			 SRV_ENT_SLOW_US / 1000);
+		usleep(SRV_ENT_SLOW_US);
+	}
 	if (rc != 0)
 		LOG_WARNING("index %s: replica record not saved: %s",
 			    eng_id_str(&so->so_m.mr_req.er_id), ci->ci_msg);

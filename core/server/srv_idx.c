@@ -23,7 +23,9 @@
  * reachable peer is newer (higher seq, another incarnation, or the index is
  * missing here) the index is copied from the newest peer, page by page.
  * An index found here but on no other replica, all of them reachable, was
- * deleted while this server was away: it is deleted here too.
+ * deleted while this server was away: it is deleted here too.  Neither
+ * that nor a fresh copy undoes a CREATE or DELETE applied here whose
+ * client may not have reached the other replicas yet (idx_ent_keep()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -710,14 +712,21 @@ static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 }
 
 /* In memory (s_rlock held): index ri created here with incarnation inc,
- * or deleted. */
-static void ridx_ent_mem(struct ridx *ri, uint32_t kind, uint64_t inc)
+ * or deleted, while its peer replicas' generation was gen (ridx_gen():
+ * the catch-up keeps what this op decided while gen holds, see
+ * idx_ent_keep()). */
+static void ridx_ent_mem(struct ridx *ri, uint32_t kind, uint64_t inc,
+			 uint64_t gen)
 {
+	ri->ri_eops++;
+	ri->ri_egen = gen;
 	if (kind == ER_ENT_CREATE) {
 		ri->ri_inc = inc;
 		ri->ri_seq = 0;
 		ri->ri_exists = ri->ri_verified = true;
 	} else {
+		if (ri->ri_exists)
+			ri->ri_dinc = ri->ri_inc;
 		ri->ri_inc = ri->ri_seq = ri->ri_term = 0;
 		ri->ri_exists = false;
 		ri->ri_behind = false;
@@ -733,15 +742,18 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 	struct eng_req *r = &so->so_m.mr_req;
 	struct ridx *ri = so->so_ridx;
 	bool replica = (so->so_m.mr_rflags & SRF_REPLICA) != 0;
+	uint64_t gen;
 
 	if (ri == NULL)
 		return false;
+	gen = ridx_gen(s, &ri->ri_id);
 	pthread_mutex_lock(&s->s_rlock);
 	if (r->er_kind == ER_ENT_CREATE) {
 		ridx_ent_mem(ri, r->er_kind, replica ? so->so_m.mr_incarnation
-						     : r->er_ent.me_ctime_ns);
+						     : r->er_ent.me_ctime_ns,
+			     gen);
 	} else if (r->er_kind == ER_ENT_DELETE) {
-		ridx_ent_mem(ri, r->er_kind, 0);
+		ridx_ent_mem(ri, r->er_kind, 0, gen);
 		so->so_rec_del = true;
 	} else if (!replica) {
 		ri->ri_seq++;
@@ -1189,6 +1201,71 @@ static void idx_nudge(struct srv *s, uint32_t j, const struct clovis_id *id)
 	free(res.rr_body);
 }
 
+/* Was a CREATE or DELETE of ri applied here since it had eops of them? */
+static bool ridx_ent_moved(struct srv *s, struct ridx *ri, uint32_t eops)
+{
+	bool moved;
+
+	pthread_mutex_lock(&s->s_rlock);
+	moved = ri->ri_eops != eops;
+	pthread_mutex_unlock(&s->s_rlock);
+	return moved;
+}
+
+/*
+ * Must the catch-up of ri leave whether it exists here (and in which
+ * incarnation) as it is, whatever the peers said?  It began with eops
+ * CREATEs and DELETEs applied here, in generation gen (ridx_gen()), with
+ * dinc the incarnation last deleted here; *local says whether the index
+ * was found here then, best is the newest peer that holds it (with of
+ * the reached peers do).  A client makes or drops an index on the first
+ * live replica, then on the others one by one: until it has reached them
+ * all, the replicas it reached are ahead of the others, not behind.  So:
+ *
+ *  - an op applied here since the catch-up began: what it read here is
+ *    older than that op (*local := false: nothing is merged or saved);
+ *  - the last op applied here is newer than the last time a peer replica
+ *    was out of reach (or a client asked this server to verify): the
+ *    peers that differ are not reached yet;
+ *  - a peer holds the incarnation deleted here: its DELETE has not
+ *    reached it yet (an incarnation deleted never comes back).
+ *
+ * Otherwise (a peer replica was out of reach since, so this server may
+ * have missed a later op) the peers decide, as before.
+ */
+static bool idx_ent_keep(struct srv *s, struct ridx *ri, uint32_t eops,
+			 uint64_t gen, uint64_t dinc, bool *local,
+			 const struct idx_peer *best, uint32_t with,
+			 uint32_t reached)
+{
+	const char *me = s->s_me->cs_name, *id = eng_id_str(&ri->ri_id);
+	bool ahead, moved;
+
+	pthread_mutex_lock(&s->s_rlock);
+	moved = ri->ri_eops != eops;
+	ahead = moved || (eops > 0 && ri->ri_egen == gen);
+	pthread_mutex_unlock(&s->s_rlock);
+	if (moved) {
+		LOG_INFO("server %s: index %s: made or deleted here during its "
+			 "catch-up: left as that op left it", me, id);
+		*local = false;
+	} else if (ahead && *local != (with > 0)) {
+		LOG_INFO("server %s: index %s: %s here since a peer replica "
+			 "was last out of reach, and %s on the %u peer "
+			 "replicas that answered: kept (they were not reached "
+			 "yet)", me, id, *local ? "made" : "deleted",
+			 *local ? "missing" : "present", reached);
+	} else if (!ahead && best->ip_server >= 0 && dinc != 0 &&
+		   best->ip_inc == dinc) {
+		LOG_INFO("server %s: index %s: server %s still holds the "
+			 "incarnation deleted here (its DELETE has not reached "
+			 "it yet): not copied back", me, id,
+			 s->s_conf->cc_servers[best->ip_server].cs_name);
+		ahead = true;
+	}
+	return ahead;
+}
+
 /* Verify ri against the other replicas (see the top of this file). */
 static void idx_sync(struct srv *s, struct ridx *ri)
 {
@@ -1197,11 +1274,20 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	uint32_t home = clu_home(c, &ri->ri_id), asked = 0, reached = 0, with = 0;
 	struct idx_peer best = {.ip_server = -1}, pst, ps[CLU_SERVERS_MAX];
 	struct meta_ent me;
-	bool local = idx_local(s, &ri->ri_id, &me) == 0, fresh = false;
-	uint64_t lseq = ri->ri_exists ? ri->ri_seq : 0, taken = 0, seq, term;
-	uint64_t gen = ridx_gen(s, &ri->ri_id), dig;
+	uint64_t gen = ridx_gen(s, &ri->ri_id), dig, dinc;
+	uint64_t lseq, taken = 0, seq, term;
 	int rc = 0, from = -1;
-	bool behind;
+	uint32_t eops;
+	bool local, fresh = false, behind, keep;
+
+	/* The entity ops applied here so far, before the local copy is
+	 * read: one applied later shows as moved (ridx_ent_moved()). */
+	pthread_mutex_lock(&s->s_rlock);
+	eops = ri->ri_eops;
+	dinc = ri->ri_dinc;
+	pthread_mutex_unlock(&s->s_rlock);
+	local = idx_local(s, &ri->ri_id, &me) == 0;
+	lseq = ri->ri_exists ? ri->ri_seq : 0;
 
 	/* Two rounds at most: the second only if no peer answered the first
 	 * (a lost call must not make this replica refuse to order). */
@@ -1232,7 +1318,9 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 				best = pst;
 		}
 	}
-	if (best.ip_server >= 0 &&
+	keep = idx_ent_keep(s, ri, eops, gen, dinc, &local, &best, with,
+			    reached);
+	if (!keep && best.ip_server >= 0 &&
 	    (!local || (ri->ri_exists && best.ip_inc != ri->ri_inc))) {
 		rc = idx_fresh(s, ri, &best, local, &me);
 		fresh = local = rc == 0;
@@ -1256,7 +1344,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 			term = ps[i].ip_term;
 		dig = rver_load(s, &ri->ri_id).rv_digest;
 	}
-	if (rc == 0 && local && from >= 0) {
+	if (rc == 0 && local && from >= 0 && !ridx_ent_moved(s, ri, eops)) {
 		struct ridx_rec rec = {ri->ri_inc, seq};
 		char name[48];
 
@@ -1285,8 +1373,12 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 			if (ps[i].ip_digest != dig)
 				idx_nudge(s, (uint32_t)ps[i].ip_server,
 					  &ri->ri_id);
-	} else if (rc == 0 && local && with == 0 && asked > 0 &&
+	} else if (rc == 0 && local && !keep && with == 0 && asked > 0 &&
 		   reached == asked) {
+		LOG_WARNING("server %s: index %s: on none of the %u other "
+			    "replicas: deleted while this server was away, "
+			    "deleting it here", s->s_me->cs_name,
+			    eng_id_str(&ri->ri_id), asked);
 		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, &ri->ri_id,
 				   NULL, NULL);
 		if (rc == 0) {
@@ -2325,8 +2417,10 @@ int srv_ridx_ent_store(struct eng *e, MDB_txn *txn,
 void srv_ridx_ent_done(struct srv *s, struct ridx *ri, uint32_t kind,
 		       uint64_t inc)
 {
+	uint64_t gen = ridx_gen(s, &ri->ri_id);
+
 	pthread_mutex_lock(&s->s_rlock);
-	ridx_ent_mem(ri, kind, inc);
+	ridx_ent_mem(ri, kind, inc, gen);
 	pthread_mutex_unlock(&s->s_rlock);
 }
 

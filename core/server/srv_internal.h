@@ -47,6 +47,10 @@
 #define SRV_TOMB_PASS_MS 1000u
 #define SRV_TOMB_PASS_MAX 256u
 #define SRV_TOMB_BATCH 4096u
+/* Test fault srv.idx.ent.slow (srv.c): a client's index CREATE or DELETE
+ * is answered this late by the replica that applied it first, longer
+ * than two tombstone passes (each may verify the index). */
+#define SRV_ENT_SLOW_US 3000000u
 
 /** An index replica record: stored in the sys table as "ridx:HI:LO". */
 struct ridx_rec {
@@ -80,6 +84,12 @@ struct ridx {
 			     *   one has ("rbeh:" record, durable) */
 	uint64_t ri_bterm;  /**< the newest such update's version */
 	uint64_t ri_bseq;
+	/* Entity ops applied here (docs/cluster.md "Index CREATE and DELETE
+	 * in flight"): a CREATE or DELETE is ahead of the replicas its
+	 * client has not reached yet (srv_idx.c idx_ent_keep()). */
+	uint32_t ri_eops;   /**< CREATEs and DELETEs applied here this run */
+	uint64_t ri_egen;   /**< ridx_gen() when the last one was applied */
+	uint64_t ri_dinc;   /**< incarnation the last DELETE here removed */
 	struct ridx *ri_next;
 };
 

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# idx_race_test.sh BUILD — an index's catch-up must not undo a CREATE or
+# DELETE whose client has not reached every replica yet (docs/cluster.md
+# "Index replicas and catch-up": a CREATE or DELETE applied here is ahead
+# of the replicas the client has not reached).  A 3-server loopback
+# cluster of test servers (strata-server-test, info logging) with fault
+# srv.idx.ent.slow armed: the replica that applies a client's index
+# CREATE or DELETE first (s0 for the indices used here) answers it 3 s
+# late, so its catch-up sees the peers before the client reaches them.
+#
+#   1. CREATE: s0's view of its peers moves (a client request to another
+#      index of s0 with SRF_VERIFY, STRATA_TEST_VERIFY), then index X is
+#      made; meanwhile s0's tombstone pass verifies X and finds it on no
+#      peer: s0 must log that it kept X; the create succeeds, and X takes
+#      a record on s0 and reads it back.  Before the fix s0 deleted X
+#      ("index ... does not exist": an acknowledged create lost).
+#   2. DELETE: index Z is made, then one client deletes it while, once
+#      s0 applied the delete and holds its answer, another client reads Z
+#      with SRF_VERIFY (s0 verifies Z while s1 and s2 still hold it): s0
+#      must log that it did not copy Z back; the read finds no index, the
+#      delete succeeds, Z is listed by no server and reads as missing.
+#      Before the fix s0 copied Z back from a peer (a deleted index still
+#      listed).
+#   3. no server logs a failed catch-up.
+#
+# Every wait is bounded (about 30 s in all); the servers are killed and
+# the directory removed on any exit (KEEP=1 keeps it).
+# Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" race 30000 400
+
+cl_need strata strata-server strata-server-test
+
+# Three ids whose first replica is s0 (clu_home(): splitmix64, mirrored).
+ids=$(python3 - <<'PY'
+M = (1 << 64) - 1
+def mix(x):
+	x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+	x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+	return x ^ (x >> 31)
+print(" ".join(["e1:%x" % lo for lo in range(1, 64)
+		if mix(0xe1 ^ mix(lo)) % 3 == 0][:3]))
+PY
+)
+read -r X Y Z <<<"$ids"
+check "three index ids homed on s0 ($X $Y $Z)" test -n "${Z:-}"
+
+echo "--- test servers with fault srv.idx.ent.slow"
+cl_up
+for s in 0 1 2; do srv_stop $s; done
+for s in 0 1 2; do
+	STRATA_FAULT=srv.idx.ent.slow "$BD/strata-server-test" \
+		--config "$D/cluster.yaml" --name "s$s" --log-level 3 \
+		--pid-file "$D/s$s.pid" --log-file "$D/s$s.log"
+done
+check "test servers up" wait_up
+
+echo "--- CREATE: the first replica keeps what its peers lack yet"
+out=$(STRATA_TEST_VERIFY=1 timeout 60 "$S" --cluster "$D/cluster.yaml" \
+	idx get "$Y" k 2>"$T/err")
+check "a request with SRF_VERIFY to s0 (index $Y does not exist)" \
+	grep -q "does not exist" "$T/err"
+cl idx create "$X"
+check "idx create $X (answered 3 s late)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || sed 's/^/     /' "$T/err"
+check "s0 held the create's answer (fault)" \
+	grep -q "index $X: fault srv.idx.ent.slow: CREATE applied" "$D/s0.log"
+check "s0's catch-up found $X on no peer and kept it" \
+	grep -q "index $X: made here since a peer replica was last out of reach" \
+	"$D/s0.log"
+cl idx put "$X" k1 v1
+check "$X takes a record" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || sed 's/^/     /' "$T/err"
+cl idx get "$X" k1
+check "$X reads it back" test "$rc" -eq 0 -a "$out" = v1
+
+echo "--- DELETE: the first replica copies back nothing"
+cl idx create "$Z"
+check "idx create $Z" test "$rc" -eq 0
+timeout 60 "$S" --cluster "$D/cluster.yaml" idx rm "$Z" >"$T/rm.out" \
+	2>"$T/rm.err" &
+rmpid=$!
+for i in $(seq 1 100); do
+	grep -q "index $Z: fault srv.idx.ent.slow: DELETE applied" \
+		"$D/s0.log" && break
+	sleep 0.1
+done
+check "s0 applied the delete and holds its answer" \
+	grep -q "index $Z: fault srv.idx.ent.slow: DELETE applied" "$D/s0.log"
+out=$(STRATA_TEST_VERIFY=1 timeout 60 "$S" --cluster "$D/cluster.yaml" \
+	idx get "$Z" k 2>"$T/err")
+check "meanwhile a read with SRF_VERIFY finds no index $Z" \
+	grep -q "index $Z does not exist" "$T/err"
+[ -s "$T/err" ] && sed 's/^/     /' "$T/err" | head -2
+check "s0's catch-up did not copy $Z back from a peer" \
+	grep -q "index $Z: server s[12] still holds the incarnation deleted here" \
+	"$D/s0.log"
+wait "$rmpid"
+check "idx rm $Z" test $? -eq 0
+cl idx ls
+check "no server lists $Z" test "$rc" -eq 0 -a -z "$(echo "$out" | grep -F "$Z")"
+check "the list has $X" test -n "$(echo "$out" | grep -F "$X")"
+cl idx get "$Z" k
+check "$Z reads as missing" grep -q "index $Z does not exist" "$T/err"
+
+echo "--- logs"
+check "no server logs a failed catch-up" \
+	test "$(cat "$D"/s*.log | grep -c "catch-up failed")" -eq 0
+
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+check "cluster down" test $? -eq 0
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
