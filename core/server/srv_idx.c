@@ -151,6 +151,7 @@ static bool ridx_stale(struct srv *s, struct ridx *ri)
 
 	pthread_mutex_lock(&s->s_rlock);
 	stale = !ri->ri_verified || ri->ri_vgen != g ||
+		(ri->ri_kept_ms != 0 && now >= ri->ri_kept_ms) ||
 		(ri->ri_behind && now - ri->ri_vms >= SRV_HEARTBEAT_MS) ||
 		(ri->ri_lonely && now - ri->ri_vms >= SRV_HEARTBEAT_MS);
 	if (!stale && now - ri->ri_vms >= SRV_LEASE_MS) {
@@ -711,15 +712,37 @@ static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return rc;
 }
 
-/* In memory (s_rlock held): index ri created here with incarnation inc,
- * or deleted, while its peer replicas' generation was gen (ridx_gen():
- * the catch-up keeps what this op decided while gen holds, see
- * idx_ent_keep()). */
-static void ridx_ent_mem(struct ridx *ri, uint32_t kind, uint64_t inc,
-			 uint64_t gen)
+/* How long a CREATE or DELETE applied here may be ahead of the replicas
+ * its client has not reached yet: the client calls them one after the
+ * other, each call bounded by the call timeout, and then is done (it
+ * reports success even when one failed: that replica catches up later). */
+static uint64_t srv_ent_window_ms(const struct srv *s)
+{
+	return (uint64_t)srv_replicas(s) * s->s_conf->cc_call_ms +
+	       SRV_LEASE_MS;
+}
+
+/* (s_rlock held) A CREATE or DELETE of ri starts or is applied here while
+ * its peer replicas' generation is gen (ridx_gen()).  What a catch-up
+ * decided before it is void: verify again (a replica CREATE of another
+ * incarnation than the one made here means a client timed out here and
+ * made the index on the next replica: the peers' incarnation wins then). */
+static void ridx_ent_event(struct ridx *ri, uint64_t gen)
 {
 	ri->ri_eops++;
 	ri->ri_egen = gen;
+	ri->ri_ems = srv_now_ms();
+	ri->ri_verified = false;
+	ri->ri_kept_ms = 0;
+}
+
+/* In memory (s_rlock held): index ri created here with incarnation inc,
+ * or deleted, while its peer replicas' generation was gen (the catch-up
+ * keeps what this op decided for a while, see idx_ent_keep()). */
+static void ridx_ent_mem(struct ridx *ri, uint32_t kind, uint64_t inc,
+			 uint64_t gen)
+{
+	ridx_ent_event(ri, gen);
 	if (kind == ER_ENT_CREATE) {
 		ri->ri_inc = inc;
 		ri->ri_seq = 0;
@@ -746,7 +769,8 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 
 	if (ri == NULL)
 		return false;
-	gen = ridx_gen(s, &ri->ri_id);
+	gen = r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE ?
+	      ridx_gen(s, &ri->ri_id) : 0;
 	pthread_mutex_lock(&s->s_rlock);
 	if (r->er_kind == ER_ENT_CREATE) {
 		ridx_ent_mem(ri, r->er_kind, replica ? so->so_m.mr_incarnation
@@ -1202,7 +1226,7 @@ static void idx_nudge(struct srv *s, uint32_t j, const struct clovis_id *id)
 }
 
 /* Was a CREATE or DELETE of ri applied here since it had eops of them? */
-static bool ridx_ent_moved(struct srv *s, struct ridx *ri, uint32_t eops)
+static bool ridx_ent_moved(struct srv *s, struct ridx *ri, uint64_t eops)
 {
 	bool moved;
 
@@ -1215,55 +1239,74 @@ static bool ridx_ent_moved(struct srv *s, struct ridx *ri, uint32_t eops)
 /*
  * Must the catch-up of ri leave whether it exists here (and in which
  * incarnation) as it is, whatever the peers said?  It began with eops
- * CREATEs and DELETEs applied here, in generation gen (ridx_gen()), with
- * dinc the incarnation last deleted here; *local says whether the index
- * was found here then, best is the newest peer that holds it (with of
- * the reached peers do).  A client makes or drops an index on the first
- * live replica, then on the others one by one: until it has reached them
- * all, the replicas it reached are ahead of the others, not behind.  So:
+ * CREATE/DELETE events here (ridx_ent_event()), in generation gen
+ * (ridx_gen()), with dinc the incarnation last deleted here; *local says
+ * whether the index was found here then, best is the newest peer that
+ * holds it (with of the reached peers do).  A client makes or drops an
+ * index on the first live replica, then on the others one by one: until
+ * it has reached them all, the replicas it reached are ahead of the
+ * others, not behind.  So:
  *
- *  - an op applied here since the catch-up began: what it read here is
- *    older than that op (*local := false: nothing is merged or saved);
- *  - the last op applied here is newer than the last time a peer replica
- *    was out of reach (or a client asked this server to verify): the
- *    peers that differ are not reached yet;
+ *  - an op started or applied here since the catch-up began: what it read
+ *    here may be older than that op (*local := false: nothing is merged,
+ *    copied or saved);
+ *  - the last op here is newer than the last time a peer replica was out
+ *    of reach (or a client asked this server to verify), and younger than
+ *    srv_ent_window_ms(): the peers that lack it (or still hold it) are
+ *    not reached yet; *until is set to when that stops holding, so that
+ *    the index is verified again then;
  *  - a peer holds the incarnation deleted here: its DELETE has not
  *    reached it yet (an incarnation deleted never comes back).
  *
- * Otherwise (a peer replica was out of reach since, so this server may
- * have missed a later op) the peers decide, as before.
+ * Otherwise the peers decide, as before: a peer replica was out of reach
+ * since the op (this server may have missed a later one), the op is older
+ * than a client's whole round of calls, or the index exists here and on
+ * the peers in different incarnations that are not the one deleted here
+ * (two CREATEs raced, e.g. a client timed out on this server and made it
+ * on the next replica).
  */
-static bool idx_ent_keep(struct srv *s, struct ridx *ri, uint32_t eops,
+static bool idx_ent_keep(struct srv *s, struct ridx *ri, uint64_t eops,
 			 uint64_t gen, uint64_t dinc, bool *local,
 			 const struct idx_peer *best, uint32_t with,
-			 uint32_t reached)
+			 uint32_t reached, uint64_t *until)
 {
 	const char *me = s->s_me->cs_name, *id = eng_id_str(&ri->ri_id);
-	bool ahead, moved;
+	uint64_t now = srv_now_ms(), win = srv_ent_window_ms(s), ems;
+	bool recent, moved;
 
 	pthread_mutex_lock(&s->s_rlock);
 	moved = ri->ri_eops != eops;
-	ahead = moved || (eops > 0 && ri->ri_egen == gen);
+	ems = ri->ri_ems;
+	/* ridx_gen() only grows: an op applied after gen was read counts */
+	recent = eops > 0 && ems != 0 && ri->ri_egen >= gen &&
+		 now - ems < win;
 	pthread_mutex_unlock(&s->s_rlock);
+	*until = 0;
 	if (moved) {
 		LOG_INFO("server %s: index %s: made or deleted here during its "
 			 "catch-up: left as that op left it", me, id);
 		*local = false;
-	} else if (ahead && *local != (with > 0)) {
-		LOG_INFO("server %s: index %s: %s here since a peer replica "
-			 "was last out of reach, and %s on the %u peer "
-			 "replicas that answered: kept (they were not reached "
-			 "yet)", me, id, *local ? "made" : "deleted",
-			 *local ? "missing" : "present", reached);
-	} else if (!ahead && best->ip_server >= 0 && dinc != 0 &&
-		   best->ip_inc == dinc) {
+		return true;
+	}
+	if (best->ip_server >= 0 && dinc != 0 && best->ip_inc == dinc) {
 		LOG_INFO("server %s: index %s: server %s still holds the "
 			 "incarnation deleted here (its DELETE has not reached "
 			 "it yet): not copied back", me, id,
 			 s->s_conf->cc_servers[best->ip_server].cs_name);
-		ahead = true;
+		return true;
 	}
-	return ahead;
+	if (recent && *local != (with > 0)) {
+		if (reached > 0)
+			LOG_INFO("server %s: index %s: %s here %" PRIu64 " ms "
+				 "ago, since a peer replica was last out of "
+				 "reach, and %s on the %u peer replicas that "
+				 "answered: kept (not reached yet)", me, id,
+				 *local ? "made" : "deleted", now - ems,
+				 *local ? "missing" : "present", reached);
+		*until = ems + win;
+		return true;
+	}
+	return false;
 }
 
 /* Verify ri against the other replicas (see the top of this file). */
@@ -1275,9 +1318,8 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	struct idx_peer best = {.ip_server = -1}, pst, ps[CLU_SERVERS_MAX];
 	struct meta_ent me;
 	uint64_t gen = ridx_gen(s, &ri->ri_id), dig, dinc;
-	uint64_t lseq, taken = 0, seq, term;
+	uint64_t lseq, taken = 0, seq, term, eops, until;
 	int rc = 0, from = -1;
-	uint32_t eops;
 	bool local, fresh = false, behind, keep;
 
 	/* The entity ops applied here so far, before the local copy is
@@ -1319,9 +1361,10 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 		}
 	}
 	keep = idx_ent_keep(s, ri, eops, gen, dinc, &local, &best, with,
-			    reached);
+			    reached, &until);
 	if (!keep && best.ip_server >= 0 &&
-	    (!local || (ri->ri_exists && best.ip_inc != ri->ri_inc))) {
+	    (!local || (ri->ri_exists && best.ip_inc != ri->ri_inc)) &&
+	    !ridx_ent_moved(s, ri, eops)) {
 		rc = idx_fresh(s, ri, &best, local, &me);
 		fresh = local = rc == 0;
 		lseq = 0;
@@ -1374,7 +1417,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 				idx_nudge(s, (uint32_t)ps[i].ip_server,
 					  &ri->ri_id);
 	} else if (rc == 0 && local && !keep && with == 0 && asked > 0 &&
-		   reached == asked) {
+		   reached == asked && !ridx_ent_moved(s, ri, eops)) {
 		LOG_WARNING("server %s: index %s: on none of the %u other "
 			    "replicas: deleted while this server was away, "
 			    "deleting it here", s->s_me->cs_name,
@@ -1397,6 +1440,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 			pthread_mutex_lock(&s->s_rlock);
 			ri->ri_exists = false;
 			ri->ri_term = 0;
+			ri->ri_ems = 0; /* no op of its own is ahead now */
 			pthread_mutex_unlock(&s->s_rlock);
 		}
 	}
@@ -1407,6 +1451,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	ri->ri_verified = true;
 	ri->ri_vgen = gen;
 	ri->ri_vms = srv_now_ms();
+	ri->ri_kept_ms = until;
 	ri->ri_lonely = asked > 0 && reached == 0;
 	behind = ri->ri_behind;
 	if (behind && (!ri->ri_exists ||
@@ -2203,9 +2248,16 @@ void srv_idx_ent(struct srv *s, struct srv_op *so)
 					  eng_id_str(&m->mr_req.er_id)));
 		return;
 	}
-	if (kind == ER_ENT_CREATE || kind == ER_ENT_DELETE)
+	if (kind == ER_ENT_CREATE || kind == ER_ENT_DELETE) {
+		/* Counted before its commit makes it visible to a catch-up
+		 * (idx_ent_keep()); counted again once applied. */
+		uint64_t gen = ridx_gen(s, &m->mr_req.er_id);
+
+		pthread_mutex_lock(&s->s_rlock);
+		ridx_ent_event(so->so_ridx, gen);
+		pthread_mutex_unlock(&s->s_rlock);
 		srv_run_prepared(so);
-	else if (srv_needs_sync(s, so))
+	} else if (srv_needs_sync(s, so))
 		srv_park(s, so);
 	else
 		srv_idx_ent_go(s, so);
@@ -2253,7 +2305,17 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 						  s->s_conf->cc_nr_servers));
 			return;
 		}
-		/* an index not here: nothing to be behind on or to mark */
+		/* An index not here that a peer orders updates of: this
+		 * replica lacks it (a client that timed out here made it on
+		 * the next replica, and skipped this one): verify it at the
+		 * next request, which copies it unless it is the incarnation
+		 * deleted here (idx_ent_keep()).  Nothing to mark. */
+		if (rc == -ENOENT &&
+		    (so->so_m.mr_behind & (1ull << s->s_self))) {
+			pthread_mutex_lock(&s->s_rlock);
+			ri->ri_verified = false;
+			pthread_mutex_unlock(&s->s_rlock);
+		}
 		if (rc == 0 && rbeh_note(s, ri, so->so_m.mr_behind,
 					 so->so_m.mr_term,
 					 so->so_m.mr_seq) != 0) {

@@ -84,12 +84,17 @@ struct ridx {
 			     *   one has ("rbeh:" record, durable) */
 	uint64_t ri_bterm;  /**< the newest such update's version */
 	uint64_t ri_bseq;
-	/* Entity ops applied here (docs/cluster.md "Index CREATE and DELETE
-	 * in flight"): a CREATE or DELETE is ahead of the replicas its
-	 * client has not reached yet (srv_idx.c idx_ent_keep()). */
-	uint32_t ri_eops;   /**< CREATEs and DELETEs applied here this run */
-	uint64_t ri_egen;   /**< ridx_gen() when the last one was applied */
+	/* Entity ops here (docs/cluster.md "Index CREATE and DELETE in
+	 * flight"): a CREATE or DELETE is ahead of the replicas its client
+	 * has not reached yet, for at most srv_ent_window_ms() (srv_idx.c
+	 * idx_ent_keep()).  Each op counts twice: when it starts (before its
+	 * commit makes it visible) and when it is applied. */
+	uint64_t ri_eops;   /**< CREATE/DELETE starts and applies this run */
+	uint64_t ri_egen;   /**< ridx_gen() at the last of them */
+	uint64_t ri_ems;    /**< srv_now_ms() at the last of them */
 	uint64_t ri_dinc;   /**< incarnation the last DELETE here removed */
+	uint64_t ri_kept_ms; /**< a catch-up kept an op's outcome until
+			      *   then: verify again from then (0: none) */
 	struct ridx *ri_next;
 };
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # idx_race_test.sh BUILD — an index's catch-up must not undo a CREATE or
 # DELETE whose client has not reached every replica yet (docs/cluster.md
-# "Index replicas and catch-up": a CREATE or DELETE applied here is ahead
-# of the replicas the client has not reached).  A 3-server loopback
+# "Index CREATE and DELETE in flight": a CREATE or DELETE applied here is
+# ahead of the replicas the client has not reached).  A 3-server loopback
 # cluster of test servers (strata-server-test, info logging) with fault
 # srv.idx.ent.slow armed: the replica that applies a client's index
 # CREATE or DELETE first (s0 for the indices used here) answers it 3 s
@@ -21,7 +21,15 @@
 #      delete succeeds, Z is listed by no server and reads as missing.
 #      Before the fix s0 copied Z back from a peer (a deleted index still
 #      listed).
-#   3. no server logs a failed catch-up.
+#   3. CREATE raced by its own client: s1 and s2 restarted without the
+#      fault; a client with a 2 s call timeout makes index Y: s0 applies
+#      it (incarnation A) and holds the answer 3 s, the client times out
+#      and makes Y on s1 (incarnation B), which copies it to s2 and s0.
+#      The replicas must converge within 20 s: a record put through s0
+#      reads back from s1 or s2 alone (s0 skipped), and one put with s0
+#      skipped reads back through s0.  (Review of the first fix: s0 kept A
+#      and s1 B for good, s1 and s2 refusing the index as behind.)
+#   4. no server logs a failed catch-up.
 #
 # Every wait is bounded (about 30 s in all); the servers are killed and
 # the directory removed on any exit (KEEP=1 keeps it).
@@ -67,7 +75,7 @@ check "idx create $X (answered 3 s late)" test "$rc" -eq 0
 check "s0 held the create's answer (fault)" \
 	grep -q "index $X: fault srv.idx.ent.slow: CREATE applied" "$D/s0.log"
 check "s0's catch-up found $X on no peer and kept it" \
-	grep -q "index $X: made here since a peer replica was last out of reach" \
+	grep -qE "index $X: made here [0-9]+ ms ago, since a peer replica was last out of reach" \
 	"$D/s0.log"
 cl idx put "$X" k1 v1
 check "$X takes a record" test "$rc" -eq 0
@@ -103,6 +111,36 @@ check "no server lists $Z" test "$rc" -eq 0 -a -z "$(echo "$out" | grep -F "$Z")
 check "the list has $X" test -n "$(echo "$out" | grep -F "$X")"
 cl idx get "$Z" k
 check "$Z reads as missing" grep -q "index $Z does not exist" "$T/err"
+
+echo "--- CREATE raced by its own client (timed out on s0): the replicas converge"
+for s in 1 2; do srv_stop $s; done
+for s in 1 2; do
+	"$BD/strata-server-test" --config "$D/cluster.yaml" --name "s$s" \
+		--log-level 3 --pid-file "$D/s$s.pid" --log-file "$D/s$s.log"
+done
+check "s1 and s2 back without the fault" wait_up
+cl_fast 2
+cf idx create "$Y"
+check "idx create $Y (s0 timed out, made on s1)" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || sed 's/^/     /' "$T/err" | head -3
+ok0=1 ok1=1
+for i in $(seq 1 20); do
+	cl idx put "$Y" a"$i" v"$i" --overwrite
+	ok0=$rc
+	out=$(STRATA_TEST_SKIP_SERVERS=s0 timeout 30 "$S" --cluster \
+	      "$D/cluster.yaml" idx get "$Y" a"$i" 2>"$T/err")
+	[ "$ok0" -eq 0 ] && [ "$out" = v"$i" ] && ok0=0 || ok0=1
+	STRATA_TEST_SKIP_SERVERS=s0 timeout 30 "$S" --cluster \
+		"$D/cluster.yaml" idx put "$Y" b"$i" w"$i" >/dev/null 2>&1
+	ok1=$?
+	cl idx get "$Y" b"$i"
+	[ "$ok1" -eq 0 ] && [ "$rc" -eq 0 ] && [ "$out" = w"$i" ] && ok1=0 || ok1=1
+	[ "$ok0" -eq 0 ] && [ "$ok1" -eq 0 ] && break
+	sleep 1
+done
+check "a record put through s0 reads back with s0 skipped (converged in $i s)" \
+	test "$ok0" -eq 0
+check "a record put with s0 skipped reads back through s0" test "$ok1" -eq 0
 
 echo "--- logs"
 check "no server logs a failed catch-up" \
