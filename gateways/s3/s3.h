@@ -195,6 +195,12 @@ uint64_t s3_crc64nvme(uint64_t crc, const void *buf, size_t n);
 uint32_t s3_crc32c(uint32_t crc, const void *buf, size_t n);
 /** s3_crc64nvme() by its tables alone (no folding): the tests' reference. */
 uint64_t s3_crc64nvme_tab(uint64_t crc, const void *buf, size_t n);
+/** s3_crc64nvme() with 128-bit folding (PCLMULQDQ) only, never the
+ *  512-bit path: the path of CPUs without VPCLMULQDQ/AVX-512, for tests. */
+uint64_t s3_crc64nvme_narrow(uint64_t crc, const void *buf, size_t n);
+/** Does s3_crc64nvme() fold buffers of 256 bytes and more with VPCLMULQDQ
+ *  on 512-bit registers (the CPU has VPCLMULQDQ, AVX512F and AVX512VL)? */
+bool s3_crc64nvme_wide(void);
 uint32_t s3_crc32(uint32_t crc, const void *buf, size_t n);
 /** Header name / S3 name of algorithm bit (one S3_SUM_CRC*), or NULL. */
 const char *s3_sum_hdr(uint32_t bit);
