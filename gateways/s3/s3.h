@@ -45,6 +45,13 @@ struct s3_rd;
 /** Stream buffers (write ops in flight) per request: memory per upload is
  *  at most S3_NBUF * S3_BIG_CHUNK, whatever the object size. */
 #define S3_NBUF 4u
+/** Idle stream buffers kept for the next uploads (bytes): a buffer back
+ *  from an upload is reused, not unmapped and faulted in again (page
+ *  faults, zeroing, munmap: ~5 % of gateway CPU per 1 MiB PUT at 16
+ *  clients before the pool, docs/performance.md "Issue 6: PUT x16 ...
+ *  (branch s3put)"); the working set of 16 uploads of big objects
+ *  (16 * S3_NBUF * S3_BIG_CHUNK).  Beyond it, buffers are unmapped. */
+#define S3_WBUF_IDLE_MAX (256u << 20)
 /** The hashing thread is handed received bytes at least this often. */
 #define S3_HASH_STEP (128u << 10)
 /** Largest XML request body (DeleteObjects, CompleteMultipartUpload). */
