@@ -46,7 +46,18 @@
  * metadata transaction synced to NVRAM; it may wait for another thread's
  * metadata commit, never for device I/O); otherwise it joins the group
  * commit as from a library thread and launch returns at once.  Its place
- * in the durability order below is the same either way.
+ * in the durability order below is the same either way.  Third, a dtx's
+ * commit op (clovis_dtx_commit()) launched without callbacks on an
+ * embedded instance runs its start in the launching thread: it launches
+ * the members still in INIT, and those that are index PUT or DEL without
+ * callbacks run in that thread too (each only prepares its records, held
+ * for the commit; no device I/O, no commit), in member order after the
+ * other members are queued; once every member has run, the dtx joins the
+ * group commit and launch returns (the commit op is then LAUNCHED; it
+ * never waits there for I/O or for the commit).  The same member index
+ * ops launched by the application before the commit, alone or in an
+ * array, run in the launching thread as well.  Other members (object
+ * updates, entity ops, any op with callbacks) run on library threads.
  *
  * Durability order.  Embedded mode: one engine commits every update of the
  * store in one sequence (LMDB transactions, group-committed), each durable

@@ -245,6 +245,7 @@ static bool dtx_ready_locked(struct clovis_dtx *dx)
 
 static void dtx_submit(struct clovis_dtx *dx);
 static void dtx_cancel(struct clovis_dtx *dx);
+static int dtx_commit_run(struct clovis_op *cop);
 
 static struct dtx_member *dtx_member_find(struct clovis_dtx *dx,
 					  const struct clovis_op *op)
@@ -392,6 +393,31 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 	}
 	pthread_mutex_unlock(&dx->dx_lock);
 	return rc;
+}
+
+/*
+ * Which dtx ops run in the thread that launches them (embedded mode, no
+ * callbacks): the commit op (dtx_commit_run() only launches the members
+ * left in INIT and hands the dtx to the group commit when every member
+ * has run) and member index PUT/DEL (their run builds the commit item
+ * and holds it: no device I/O, the records are applied at the commit).
+ * Each would otherwise cost a hand-off to a worker and its wake-up: three
+ * per gateway PUT (the commit op, the record PUT, the in-flight DEL).
+ * Member object updates keep running on workers: their data I/O runs in
+ * parallel there.
+ */
+bool dtx_op_runs_here(const struct clovis_op *op)
+{
+	uint32_t kind = op->op_req.er_kind;
+
+	if (op->op_cl->cl_eng == NULL || op->op_dtx == NULL ||
+	    op->op_cbs.oc_executed != NULL || op->op_cbs.oc_stable != NULL ||
+	    op->op_cbs.oc_failed != NULL)
+		return false;
+	if (op->op_run == dtx_commit_run)
+		return true;
+	return op->op_run == dtx_member_run &&
+	       (kind == ER_IDX_PUT || kind == ER_IDX_DEL);
 }
 
 /* Take op out of its dtx (it stays an ordinary op in INIT). */
