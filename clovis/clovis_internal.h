@@ -119,6 +119,7 @@ struct clovis_op {
 	 * cl_exec for it (NULL: cl_exec) */
 	struct clovis_dtx *op_dtx;
 	int (*op_run)(struct clovis_op *op);
+	bool op_here;                /* CLOVIS_OF_HERE (op.c op_runs_here) */
 	/* Kept initialised while the op sits in a cache of freed ops:
 	 * everything above is zeroed on reuse (op_alloc), these are not. */
 	pthread_mutex_t op_lock;

@@ -783,6 +783,12 @@ static bool op_runs_here(const struct clovis_op *op)
 
 	if (op->op_dtx != NULL)
 		return dtx_op_runs_here(op);
+	if (op->op_here && op->op_cl->cl_eng != NULL && op->op_run == NULL &&
+	    op->op_cbs.oc_executed == NULL && op->op_cbs.oc_stable == NULL &&
+	    op->op_cbs.oc_failed == NULL &&
+	    ((const struct clovis_obj *)op->op_entity)->ob_attr.oa_layout ==
+	    CLOVIS_LAYOUT_PLAIN)
+		return true; /* CLOVIS_OF_HERE; others take RCU read sections */
 	return op->op_cl->cl_eng != NULL && op->op_run == NULL &&
 	       op->op_dtx == NULL && op->op_cbs.oc_executed == NULL &&
 	       op->op_cbs.oc_stable == NULL && op->op_cbs.oc_failed == NULL &&
@@ -844,7 +850,8 @@ static void op_queue(struct clovis *cl, struct clovis_op *op)
 static bool op_runs_here_in_array(const struct clovis_op *op)
 {
 	return op_valid(op) && (op_runs_inline(op) ||
-				(op->op_dtx != NULL && dtx_op_runs_here(op)));
+				((op->op_dtx != NULL || op->op_here) &&
+				 op_runs_here(op)));
 }
 
 /*

@@ -1824,6 +1824,7 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 {
 	uint64_t bs = 1ull << w->w_bshift;
 	size_t pad = (size_t)((len + bs - 1) & ~(bs - 1));
+	bool hold;
 	int rc;
 
 	if (wr_created(w) != 0)
@@ -1835,12 +1836,16 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 	w->w_bv[i] = w->w_buf[i];
 	w->w_bl[i] = pad;
 	w->w_bvec[i] = (struct clovis_bufvec){1, &w->w_bv[i], &w->w_bl[i]};
-	rc = clovis_obj_op(&w->w_o, CLOVIS_OC_WRITE, &w->w_ev[i], &w->w_bvec[i],
-			   0, &w->w_op[i]);
 	/* the only write of the object: held for the change's dtx (the
-	 * CREATE is EXECUTED: the dtx may write the object) */
-	if (rc == 0 && w->w_hold && wr_ordered() && w->w_off == 0 &&
-	    w->w_expect != UINT64_MAX && w->w_expect <= w->w_chunk)
+	 * CREATE is EXECUTED: the dtx may write the object); the thread
+	 * that launches it (tx_dtx(), this one) waits for the dtx next, so
+	 * its data I/O runs there (CLOVIS_OF_HERE: no hand-off to a worker
+	 * and back) */
+	hold = w->w_hold && wr_ordered() && w->w_off == 0 &&
+	       w->w_expect != UINT64_MAX && w->w_expect <= w->w_chunk;
+	rc = clovis_obj_op(&w->w_o, CLOVIS_OC_WRITE, &w->w_ev[i], &w->w_bvec[i],
+			   hold ? CLOVIS_OF_HERE : 0, &w->w_op[i]);
+	if (rc == 0 && hold)
 		w->w_held = true;
 	else if (rc == 0)
 		rc = clovis_op_launch(&w->w_op[i], 1);
