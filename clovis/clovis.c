@@ -605,8 +605,11 @@ static int obj_op_check(struct clovis_obj *o, enum clovis_obj_opcode opcode,
 	if (opcode < CLOVIS_OC_READ || opcode > CLOVIS_OC_FREE)
 		return err_set(-EINVAL, "object %s: opcode %d unknown", id,
 			       (int)opcode);
-	if (flags != 0)
+	if ((flags & ~(uint32_t)CLOVIS_OF_HERE) != 0)
 		return err_set(-EINVAL, "object %s: flags 0x%x unknown", id, flags);
+	if (flags != 0 && opcode != CLOVIS_OC_WRITE)
+		return err_set(-EINVAL, "object %s: CLOVIS_OF_HERE is for WRITE "
+			       "only", id);
 	rc = extvec_check(o, ext, &blocks);
 	if (rc != 0)
 		return rc;
@@ -637,6 +640,7 @@ int clovis_obj_op(struct clovis_obj *o, enum clovis_obj_opcode opcode,
 	req_from_handle(&(*op)->op_req, &o->ob_entity);
 	(*op)->op_req.er_ext = ext;
 	(*op)->op_req.er_data = data;
+	(*op)->op_here = (flags & CLOVIS_OF_HERE) != 0;
 	return 0;
 }
 

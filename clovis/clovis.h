@@ -46,7 +46,21 @@
  * metadata transaction synced to NVRAM; it may wait for another thread's
  * metadata commit, never for device I/O); otherwise it joins the group
  * commit as from a library thread and launch returns at once.  Its place
- * in the durability order below is the same either way.
+ * in the durability order below is the same either way.  Third, a dtx's
+ * commit op (clovis_dtx_commit()) launched without callbacks on an
+ * embedded instance runs its start in the launching thread: it launches
+ * the members still in INIT, and those that are index PUT or DEL without
+ * callbacks run in that thread too (each only prepares its records, held
+ * for the commit; no device I/O, no commit), in member order after the
+ * other members are queued; once every member has run, the dtx joins the
+ * group commit and launch returns (the commit op is then LAUNCHED; it
+ * never waits there for I/O or for the commit).  The same member index
+ * ops launched by the application before the commit, alone or in an
+ * array, run in the launching thread as well.  Other members (object
+ * updates unless CLOVIS_OF_HERE, entity ops, any op with callbacks) run
+ * on library threads, and so does every op of a dtx that has a member
+ * on a PDCLUST, MIRROR or COMPOSITE object (those run at the commit, in
+ * the thread that completes the members).
  *
  * Durability order.  Embedded mode: one engine commits every update of the
  * store in one sequence (LMDB transactions, group-committed), each durable
@@ -553,17 +567,45 @@ enum clovis_op_state {
 	CLOVIS_OS_FAILED = 1u << 4,
 };
 
+/** Flags of object ops. */
+enum clovis_obj_flags {
+	/**
+	 * WRITE only.  Embedded mode, op without callbacks: the op runs in
+	 * the thread that launches it, inside clovis_op_launch() (checks,
+	 * space, the data written to the devices, as a library thread would
+	 * run it), instead of being queued to a library thread; launch
+	 * returns once the data is written and the op's commit is queued
+	 * (or, for a dtx member, held for the dtx), so it may block for the
+	 * device write (for a lone write on a store whose metadata is on
+	 * NVRAM with nothing else on its way, also for its commit, and the
+	 * op is then already STABLE or FAILED on return).  The op's states,
+	 * outcome, durability order and dtx semantics are those it has
+	 * without the flag; only the thread differs.  For a caller that
+	 * would wait for the op (or its dtx) right away anyway: one thread
+	 * hand-off and wake-up fewer (the S3 gateway's held write,
+	 * docs/performance.md "Issue 6: PUT x16 ... (branch s3put)").  In an
+	 * array the op runs after the array's queued ops, in array order.
+	 * Ignored (the op goes to a library thread) with callbacks, in
+	 * cluster mode, for an object whose layout is not PLAIN, and for a
+	 * member of a dtx with a member of a PDCLUST, MIRROR or COMPOSITE
+	 * object.
+	 */
+	CLOVIS_OF_HERE = 1u << 0,
+};
+
 /**
  * Create an I/O op on object o, which must be OPEN (after a successful
  * CREATE or OPEN through this handle).
  *
  * ext: the blocks; data: the buffers (READ, WRITE) or NULL (ALLOC, FREE).
- * flags: must be 0.
+ * flags: 0, or CLOVIS_OF_HERE for a WRITE.
  * Everything is checked here, before anything is queued:
  *   -EINVAL  NULL or not-open handle, bad opcode, empty or overlapping
  *            extents, zero-length extent, extent past CLOVIS_BLOCK_NR_MAX,
  *            buffer lengths not whole blocks or not adding up to the
- *            extents' size, data given to ALLOC/FREE, flags != 0;
+ *            extents' size, data given to ALLOC/FREE, a flag other
+ *            than CLOVIS_OF_HERE, or CLOVIS_OF_HERE on another opcode
+ *            than WRITE;
  *   -E2BIG   more than CLOVIS_VEC_MAX extents or buffers, or more than
  *            CLOVIS_OP_BYTES_MAX bytes in one READ or WRITE.
  * When the op runs it fails with -ENOENT if the object was deleted meanwhile

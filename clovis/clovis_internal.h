@@ -119,6 +119,7 @@ struct clovis_op {
 	 * cl_exec for it (NULL: cl_exec) */
 	struct clovis_dtx *op_dtx;
 	int (*op_run)(struct clovis_op *op);
+	bool op_here;                /* CLOVIS_OF_HERE (op.c op_runs_here) */
 	/* Kept initialised while the op sits in a cache of freed ops:
 	 * everything above is zeroed on reuse (op_alloc), these are not. */
 	pthread_mutex_t op_lock;
@@ -145,6 +146,13 @@ int exec_embedded(struct clovis *cl, struct eng_req *r);
 
 /* dtx.c: an op of a dtx is being freed (member or commit op). */
 void dtx_op_free(struct clovis_op *op);
+/* Embedded mode, op without callbacks: a dtx's commit op, or a member
+ * index PUT/DEL (its run only holds its commit item): may run in the
+ * launching thread (clovis_op_launch(), op.c "op_runs_here"). */
+bool dtx_op_runs_here(const struct clovis_op *op);
+/* Ops this thread ran in op_run_here() (launched and run in the launching
+ * thread, not queued to a worker): for tests. */
+extern __thread uint64_t op_here_runs;
 
 /* cluster.c: the cluster-mode backend (cl_backend, cl_exec). */
 int cluster_open(struct clovis *cl, const struct clovis_conf *conf,

@@ -245,6 +245,7 @@ static bool dtx_ready_locked(struct clovis_dtx *dx)
 
 static void dtx_submit(struct clovis_dtx *dx);
 static void dtx_cancel(struct clovis_dtx *dx);
+static int dtx_commit_run(struct clovis_op *cop);
 
 static struct dtx_member *dtx_member_find(struct clovis_dtx *dx,
 					  const struct clovis_op *op)
@@ -392,6 +393,46 @@ int clovis_dtx_add(struct clovis_dtx *dx, struct clovis_op *op)
 	}
 	pthread_mutex_unlock(&dx->dx_lock);
 	return rc;
+}
+
+/*
+ * Which dtx ops run in the thread that launches them (embedded mode, no
+ * callbacks): the commit op (dtx_commit_run() only launches the members
+ * left in INIT and hands the dtx to the group commit when every member
+ * has run) and member index PUT/DEL (their run builds the commit item
+ * and holds it: no device I/O, the records are applied at the commit).
+ * Each would otherwise cost a hand-off to a worker and its wake-up: three
+ * per gateway PUT (the commit op, the record PUT, the in-flight DEL).
+ * Member object updates keep running on workers, where their data I/O
+ * runs in parallel, unless made with CLOVIS_OF_HERE (plain layout: its
+ * data I/O then runs in this thread).  None of them in a dtx with a
+ * member of a unit layout (see below).
+ */
+bool dtx_op_runs_here(const struct clovis_op *op)
+{
+	uint32_t kind = op->op_req.er_kind;
+	struct clovis_dtx *dx = op->op_dtx;
+	bool plain = true;
+
+	if (op->op_cl->cl_eng == NULL || dx == NULL ||
+	    op->op_cbs.oc_executed != NULL || op->op_cbs.oc_stable != NULL ||
+	    op->op_cbs.oc_failed != NULL)
+		return false;
+	/* Not with a member of a unit layout (pdclust, mirror, composite):
+	 * the thread that completes the members runs those at the commit
+	 * (dtx_run_deferred()), with RCU read sections that need a library
+	 * thread (eng_thread_enter()). */
+	pthread_mutex_lock(&dx->dx_lock);
+	for (uint32_t i = 0; plain && i < dx->dx_nr; i++)
+		plain = op_unit_layout(dx->dx_m[i].dm_op) == CLOVIS_LAYOUT_PLAIN;
+	pthread_mutex_unlock(&dx->dx_lock);
+	if (!plain)
+		return false;
+	if (op->op_run == dtx_commit_run)
+		return true;
+	return op->op_run == dtx_member_run &&
+	       (kind == ER_IDX_PUT || kind == ER_IDX_DEL ||
+		(op->op_here && op_unit_layout(op) == CLOVIS_LAYOUT_PLAIN));
 }
 
 /* Take op out of its dtx (it stays an ordinary op in INIT). */

@@ -781,6 +781,14 @@ static bool op_runs_here(const struct clovis_op *op)
 {
 	uint32_t kind = op->op_req.er_kind;
 
+	if (op->op_dtx != NULL)
+		return dtx_op_runs_here(op);
+	if (op->op_here && op->op_cl->cl_eng != NULL && op->op_run == NULL &&
+	    op->op_cbs.oc_executed == NULL && op->op_cbs.oc_stable == NULL &&
+	    op->op_cbs.oc_failed == NULL &&
+	    ((const struct clovis_obj *)op->op_entity)->ob_attr.oa_layout ==
+	    CLOVIS_LAYOUT_PLAIN)
+		return true; /* CLOVIS_OF_HERE; others take RCU read sections */
 	return op->op_cl->cl_eng != NULL && op->op_run == NULL &&
 	       op->op_dtx == NULL && op->op_cbs.oc_executed == NULL &&
 	       op->op_cbs.oc_stable == NULL && op->op_cbs.oc_failed == NULL &&
@@ -794,6 +802,8 @@ static bool op_runs_here(const struct clovis_op *op)
  * own message (clovis_errmsg) is kept.  0, or an error when the op cannot
  * be launched.
  */
+__thread uint64_t op_here_runs;
+
 static int op_run_here(struct clovis *cl, struct clovis_op *op)
 {
 	struct op_msg_keep mk;
@@ -801,11 +811,13 @@ static int op_run_here(struct clovis *cl, struct clovis_op *op)
 
 	if (rc != 0)
 		return rc;
+	op_here_runs++;
 	pthread_mutex_lock(&cl->cl_olock);
 	cl->cl_inflight++;
 	pthread_mutex_unlock(&cl->cl_olock);
 	op_msg_keep(&mk);
-	rc = cl->cl_exec(cl, &op->op_req); /* op may be finished on return */
+	/* op may be finished on return */
+	rc = op->op_run != NULL ? op->op_run(op) : cl->cl_exec(cl, &op->op_req);
 	if (rc != ENG_PENDING)
 		op_complete(op, rc, err_msg());
 	op_msg_back(&mk);
@@ -832,9 +844,20 @@ static void op_queue(struct clovis *cl, struct clovis_op *op)
 	pthread_mutex_unlock(&cl->cl_qlock);
 }
 
+/* In an array, ops run here are reads run inline and dtx ops
+ * (dtx_op_runs_here); a lone update outside a dtx goes to a worker there,
+ * so that the array's updates make one batch. */
+static bool op_runs_here_in_array(const struct clovis_op *op)
+{
+	return op_valid(op) && (op_runs_inline(op) ||
+				((op->op_dtx != NULL || op->op_here) &&
+				 op_runs_here(op)));
+}
+
 /*
- * Ops for the workers are queued first, then the inline ones run here in
- * array order, so that the queued ones proceed meanwhile.
+ * Ops for the workers are queued first, then the ones run here (reads
+ * inline, dtx ops) in array order, so that the queued ones proceed
+ * meanwhile.
  */
 int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 {
@@ -850,7 +873,7 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 	for (uint32_t i = 0; i < nr; i++) {
 		struct clovis_op *op = ops[i];
 
-		if (op_valid(op) && op_runs_inline(op)) {
+		if (op_runs_here_in_array(op)) {
 			nr_inline++;
 			continue;
 		}
@@ -864,10 +887,11 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 	for (uint32_t i = 0; nr_inline > 0 && i < nr; i++) {
 		struct clovis_op *op = ops[i];
 
-		if (!op_valid(op) || !op_runs_inline(op))
+		if (!op_runs_here_in_array(op))
 			continue;
 		nr_inline--;
-		rc = op_run_inline(op->op_cl, op);
+		rc = op_runs_inline(op) ? op_run_inline(op->op_cl, op) :
+					  op_run_here(op->op_cl, op);
 		ret = ret ? ret : rc;
 	}
 	return ret;

@@ -894,7 +894,12 @@ static void bad_obj_op_args(void)
 			       bad_bufs(&v, 1, BAD_BLK, 0), 0, &bad_op),
 		 -EINVAL);
 	BAD_CALL(clovis_obj_op(&bad_obj, CLOVIS_OC_WRITE, ev,
-			       bad_bufs(&v, 1, BAD_BLK, 0), 1, &bad_op),
+			       bad_bufs(&v, 1, BAD_BLK, 0), 2, &bad_op),
+		 -EINVAL);
+	/* CLOVIS_OF_HERE is for WRITE only */
+	BAD_CALL(clovis_obj_op(&bad_obj, CLOVIS_OC_READ, ev,
+			       bad_bufs(&v, 1, BAD_BLK, 0), CLOVIS_OF_HERE,
+			       &bad_op),
 		 -EINVAL);
 	BAD_CALL(clovis_obj_op(&bad_obj, CLOVIS_OC_READ, ev,
 			       bad_bufs(&v, 1, BAD_BLK, 0), 0x80000000u,

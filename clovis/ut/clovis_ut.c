@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clovis/clovis.h"
+#include "clovis/clovis_internal.h" /* op_here_runs */
 #include "core/fault.h"
 #include "tests/ut.h"
 
@@ -995,6 +996,65 @@ static void test_async_launch(void)
 	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
 }
 
+/* CLOVIS_OF_HERE: a WRITE without callbacks runs in the launching thread
+ * (counted in op_here_runs; its data written when launch returns); with
+ * callbacks it goes to a worker; the flag is refused on other opcodes and
+ * unknown flags are refused. */
+static void test_of_here(void)
+{
+	struct clovis_op_cbs cbs = {on_exec, on_stable, on_failed};
+	static uint8_t w[2][4096];
+	uint64_t s[2] = {4, 9}, n[2] = {1, 1};
+	void *bp[2] = {w[0], w[1]};
+	size_t bl[2] = {4096, 4096};
+	struct clovis_extvec ev[2] = {{1, &s[0], &n[0]}, {1, &s[1], &n[1]}};
+	struct clovis_bufvec bv[2] = {{1, &bp[0], &bl[0]}, {1, &bp[1], &bl[1]}};
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_tier = CLOVIS_TIER_FLASH,
+				    .oa_layout = CLOVIS_LAYOUT_PLAIN};
+	struct clovis_id id = mkid(650);
+	struct clovis_op *op;
+	struct clovis_obj o;
+	uint8_t r[4096];
+	uint64_t before;
+
+	cb_exec = cb_stable = cb_failed = 0;
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o, clovis_default_realm(cl),
+					      &id, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(ent_sync(&o.ob_entity, CLOVIS_EO_CREATE), 0);
+	pattern(w[0], 4096, 21, 4);
+	pattern(w[1], 4096, 22, 9);
+	CU_ASSERT_EQUAL(clovis_obj_op(&o, CLOVIS_OC_READ, &ev[0], &bv[0],
+				      CLOVIS_OF_HERE, &op), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[0], &bv[0],
+				      1u << 7, &op), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[0], &bv[0],
+					    CLOVIS_OF_HERE, &op), 0);
+	before = op_here_runs;
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+	CU_ASSERT_EQUAL(op_here_runs - before, 1);
+	CU_ASSERT_NOT_EQUAL(clovis_op_state(op), CLOVIS_OS_INIT);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, 10ll * 1000000000),
+			0);
+	clovis_op_free(op);
+	/* with callbacks: a worker runs it, the callbacks are called */
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[1], &bv[1],
+					    CLOVIS_OF_HERE, &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_setup(op, &cbs, NULL), 0);
+	before = op_here_runs;
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+	CU_ASSERT_EQUAL(op_here_runs - before, 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, 10ll * 1000000000),
+			0);
+	clovis_op_free(op);
+	CU_ASSERT_EQUAL(cb_stable, 1);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 4, 1, r), 0);
+	CU_ASSERT(memcmp(r, w[0], 4096) == 0);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 9, 1, r), 0);
+	CU_ASSERT(memcmp(r, w[1], 4096) == 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+}
+
 /* Wait with a timeout on an op never launched times out. */
 static void test_wait_timeout(void)
 {
@@ -1095,6 +1155,7 @@ int clovis_ut_add(void)
 			 test_idx_next_caller_bufs) ||
 	    !CU_add_test(s, "idx_next_bufs_edges", test_idx_next_bufs_edges) ||
 	    !CU_add_test(s, "idx_read_after_put", test_idx_read_after_put) ||
+	    !CU_add_test(s, "of_here", test_of_here) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||

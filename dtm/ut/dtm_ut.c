@@ -248,6 +248,68 @@ static void test_commit_obj_idx(void)
 	free(w.buf);
 }
 
+static void noop_cb(struct clovis_op *op)
+{
+	(void)op;
+}
+
+/* Embedded mode: a commit op launched without callbacks runs in the
+ * launching thread, and so do its member index PUT/DEL left in INIT (no
+ * device I/O: they only hold their commit items), with no hand-off to a
+ * worker; a member WRITE and a member with callbacks go to the workers.
+ * The outcome is the same dtx. */
+static void test_run_here(void)
+{
+	struct clovis_idx ix;
+	struct clovis_obj o;
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[4], *cop;
+	struct clovis_op_cbs cbs = {0};
+	struct rec r0, r1, r2, r3;
+	struct blk w = {0};
+	uint64_t before;
+	char v[32];
+
+	cbs.oc_stable = noop_cb;
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r0, CLOVIS_IC_PUT, "x", "0", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "y", "1", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r2, CLOVIS_IC_DEL, "x", NULL, &ops[1]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 5, 0x5a, &ops[2]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r3, CLOVIS_IC_PUT, "z", "3", &ops[3]),
+			      0);
+	CU_ASSERT_EQUAL(clovis_op_setup(ops[3], &cbs, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	before = op_here_runs;
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	/* the commit op and the two index members without callbacks */
+	CU_ASSERT_EQUAL(op_here_runs - before, 3);
+	CU_ASSERT_NOT_EQUAL(clovis_op_state(ops[0]), CLOVIS_OS_INIT);
+	CU_ASSERT_NOT_EQUAL(clovis_op_state(ops[1]), CLOVIS_OS_INIT);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS), 0);
+	for (int i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	clovis_op_free(cop);
+	CU_ASSERT_EQUAL(get(&ix, "x", v, sizeof v), -ENOENT);
+	CU_ASSERT_EQUAL(get(&ix, "y", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "1");
+	CU_ASSERT_EQUAL(get(&ix, "z", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "3");
+	CU_ASSERT_EQUAL(blk_read(&o, 5), 0x5a);
+	free(w.buf);
+}
+
 static void test_abort(void)
 {
 	struct clovis_idx ix;
@@ -862,6 +924,79 @@ static int pobj_init(struct clovis_obj *o, struct clovis_id id)
 				    .oa_unit_shift = 12};
 
 	return clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+}
+
+static int pobj_make(struct clovis_obj *o);
+
+/* A member WRITE made with CLOVIS_OF_HERE and launched before the commit
+ * runs in the launching thread and waits, held, for its dtx; in a dtx
+ * with a member on a pdclust object nothing runs in the launching thread
+ * (those members run at the commit, on library threads). */
+static void test_run_here_write(void)
+{
+	struct clovis_obj o, po;
+	struct clovis_idx ix;
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[3], *cop;
+	struct blk w = {0}, pw = {0};
+	struct rec r0;
+	uint64_t before;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(obj_make(&o), 0);
+	CU_ASSERT_EQUAL_FATAL(pobj_make(&po), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	/* plain: the flagged write runs here, held until the commit */
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&o, &w, CLOVIS_OC_WRITE, 2, 0x3c, &ops[0]),
+			      0);
+	clovis_op_free(ops[0]);  /* blk_op makes it unflagged: again */
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &w.ev, &w.bv,
+					    CLOVIS_OF_HERE, &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r0, CLOVIS_IC_PUT, "w", "1", &ops[1]),
+			      0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[0]), 0);
+	CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[1]), 0);
+	before = op_here_runs;
+	CU_ASSERT_EQUAL(clovis_op_launch(&ops[0], 1), 0);
+	CU_ASSERT_EQUAL(op_here_runs - before, 1);
+	CU_ASSERT_EQUAL(clovis_op_state(ops[0]), CLOVIS_OS_LAUNCHED);
+	CU_ASSERT_EQUAL(blk_read(&o, 2), 0);     /* held: not applied */
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	CU_ASSERT_EQUAL(op_here_runs - before, 3);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS), 0);
+	clovis_op_free(cop);
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	CU_ASSERT_EQUAL(blk_read(&o, 2), 0x3c);
+	CU_ASSERT_EQUAL(get(&ix, "w", v, sizeof v), 0);
+	/* with a pdclust member: every op of the dtx on library threads */
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(blk_op(&po, &pw, CLOVIS_OC_WRITE, 1, 0x4d,
+				     &ops[0]), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r0, CLOVIS_IC_PUT, "p", "2", &ops[1]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &w.ev, &w.bv,
+					    CLOVIS_OF_HERE, &ops[2]), 0);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	before = op_here_runs;
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	CU_ASSERT_EQUAL(op_here_runs - before, 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS), 0);
+	clovis_op_free(cop);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_STABLE);
+		clovis_op_free(ops[i]);
+	}
+	CU_ASSERT_EQUAL(blk_read(&po, 1), 0x4d);
+	CU_ASSERT_EQUAL(get(&ix, "p", v, sizeof v), 0);
+	free(w.buf);
+	free(pw.buf);
 }
 
 static int pobj_make(struct clovis_obj *o)
@@ -1633,6 +1768,8 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "msg_codec", test_msg_codec) ||
 	    !CU_add_test(s, "commit_obj_idx", test_commit_obj_idx) ||
 	    !CU_add_test(s, "abort", test_abort) ||
+	    !CU_add_test(s, "run_here", test_run_here) ||
+	    !CU_add_test(s, "run_here_write", test_run_here_write) ||
 	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||
 	    !CU_add_test(s, "deleted_entity", test_deleted_entity) ||
 	    !CU_add_test(s, "larger_than_batch", test_larger_than_batch) ||

@@ -45,6 +45,13 @@ struct s3_rd;
 /** Stream buffers (write ops in flight) per request: memory per upload is
  *  at most S3_NBUF * S3_BIG_CHUNK, whatever the object size. */
 #define S3_NBUF 4u
+/** Idle stream buffers kept for the next uploads (bytes): a buffer back
+ *  from an upload is reused, not unmapped and faulted in again (page
+ *  faults, zeroing, munmap: ~5 % of gateway CPU per 1 MiB PUT at 16
+ *  clients before the pool, docs/performance.md "Issue 6: PUT x16 ...
+ *  (branch s3put)"); the working set of 16 uploads of big objects
+ *  (16 * S3_NBUF * S3_BIG_CHUNK).  Beyond it, buffers are unmapped. */
+#define S3_WBUF_IDLE_MAX (256u << 20)
 /** The hashing thread is handed received bytes at least this often. */
 #define S3_HASH_STEP (128u << 10)
 /** Largest XML request body (DeleteObjects, CompleteMultipartUpload). */
@@ -195,6 +202,12 @@ uint64_t s3_crc64nvme(uint64_t crc, const void *buf, size_t n);
 uint32_t s3_crc32c(uint32_t crc, const void *buf, size_t n);
 /** s3_crc64nvme() by its tables alone (no folding): the tests' reference. */
 uint64_t s3_crc64nvme_tab(uint64_t crc, const void *buf, size_t n);
+/** s3_crc64nvme() with 128-bit folding (PCLMULQDQ) only, never the
+ *  512-bit path: the path of CPUs without VPCLMULQDQ/AVX-512, for tests. */
+uint64_t s3_crc64nvme_narrow(uint64_t crc, const void *buf, size_t n);
+/** Does s3_crc64nvme() fold buffers of 256 bytes and more with VPCLMULQDQ
+ *  on 512-bit registers (the CPU has VPCLMULQDQ, AVX512F and AVX512VL)? */
+bool s3_crc64nvme_wide(void);
 uint32_t s3_crc32(uint32_t crc, const void *buf, size_t n);
 /** Header name / S3 name of algorithm bit (one S3_SUM_CRC*), or NULL. */
 const char *s3_sum_hdr(uint32_t bit);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -1531,6 +1532,89 @@ int s3_store_recover(uint64_t *freed, uint64_t *queued)
 
 /* -------------------------------------------------------------- writer */
 
+/*
+ * Stream buffers: two sizes, S3_CHUNK (every write op of at most S3_CHUNK
+ * bytes) and S3_BIG_CHUNK, mapped page-aligned (O_DIRECT takes them as
+ * they are), the big ones on 2 MiB boundaries with MADV_HUGEPAGE (a fresh
+ * 4 MiB buffer is then two page faults, not 1,024).  A buffer an upload
+ * is done with goes on a LIFO list of its size (the most recently used
+ * first: likely still in cache) while the lists hold at most
+ * S3_WBUF_IDLE_MAX bytes; the next upload takes it from there.  Its
+ * first word is the list link while it is idle.
+ */
+static struct {
+	pthread_mutex_t wp_lock;
+	void *wp_free[2];       /* S3_CHUNK, S3_BIG_CHUNK */
+	uint64_t wp_idle;       /* bytes on the lists */
+} wpool = {.wp_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static uint32_t wbuf_class(uint32_t chunk)
+{
+	return chunk <= S3_CHUNK ? 0 : 1;
+}
+
+static size_t wbuf_bytes(uint32_t cls)
+{
+	return cls == 0 ? S3_CHUNK : S3_BIG_CHUNK;
+}
+
+/* A fresh buffer of class cls, or NULL. */
+static void *wbuf_map(uint32_t cls)
+{
+	size_t sz = wbuf_bytes(cls), al = cls == 0 ? 0 : 2u << 20;
+	uint8_t *p, *a;
+
+	p = mmap(NULL, sz + al, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (al == 0)
+		return p;
+	a = (uint8_t *)(((uintptr_t)p + al - 1) & ~(uintptr_t)(al - 1));
+	if (a > p)
+		munmap(p, (size_t)(a - p));
+	if (p + sz + al > a + sz)
+		munmap(a + sz, (size_t)(p + sz + al - (a + sz)));
+	madvise(a, sz, MADV_HUGEPAGE); /* a hint: no THP is no error */
+	return a;
+}
+
+/* A stream buffer of at least chunk bytes (chunk <= S3_BIG_CHUNK). */
+static void *wbuf_get(uint32_t chunk)
+{
+	uint32_t cls = wbuf_class(chunk);
+	void *p;
+
+	pthread_mutex_lock(&wpool.wp_lock);
+	p = wpool.wp_free[cls];
+	if (p != NULL) {
+		memcpy(&wpool.wp_free[cls], p, sizeof(void *));
+		wpool.wp_idle -= wbuf_bytes(cls);
+	}
+	pthread_mutex_unlock(&wpool.wp_lock);
+	return p != NULL ? p : wbuf_map(cls);
+}
+
+/* Give back a buffer of wbuf_get(chunk) (NULL: nothing). */
+static void wbuf_put(void *p, uint32_t chunk)
+{
+	uint32_t cls = wbuf_class(chunk);
+	size_t sz = wbuf_bytes(cls);
+
+	if (p == NULL)
+		return;
+	pthread_mutex_lock(&wpool.wp_lock);
+	if (wpool.wp_idle + sz <= S3_WBUF_IDLE_MAX) {
+		memcpy(p, &wpool.wp_free[cls], sizeof(void *));
+		wpool.wp_free[cls] = p;
+		wpool.wp_idle += sz;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&wpool.wp_lock);
+	if (p != NULL)
+		munmap(p, sz);
+}
+
 static void *wr_hash_main(void *arg)
 {
 	struct s3_wr *w = arg;
@@ -1740,6 +1824,7 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 {
 	uint64_t bs = 1ull << w->w_bshift;
 	size_t pad = (size_t)((len + bs - 1) & ~(bs - 1));
+	bool hold;
 	int rc;
 
 	if (wr_created(w) != 0)
@@ -1751,12 +1836,16 @@ static int wr_submit(struct s3_wr *w, uint32_t i, size_t len)
 	w->w_bv[i] = w->w_buf[i];
 	w->w_bl[i] = pad;
 	w->w_bvec[i] = (struct clovis_bufvec){1, &w->w_bv[i], &w->w_bl[i]};
-	rc = clovis_obj_op(&w->w_o, CLOVIS_OC_WRITE, &w->w_ev[i], &w->w_bvec[i],
-			   0, &w->w_op[i]);
 	/* the only write of the object: held for the change's dtx (the
-	 * CREATE is EXECUTED: the dtx may write the object) */
-	if (rc == 0 && w->w_hold && wr_ordered() && w->w_off == 0 &&
-	    w->w_expect != UINT64_MAX && w->w_expect <= w->w_chunk)
+	 * CREATE is EXECUTED: the dtx may write the object); the thread
+	 * that launches it (tx_dtx(), this one) waits for the dtx next, so
+	 * its data I/O runs there (CLOVIS_OF_HERE: no hand-off to a worker
+	 * and back) */
+	hold = w->w_hold && wr_ordered() && w->w_off == 0 &&
+	       w->w_expect != UINT64_MAX && w->w_expect <= w->w_chunk;
+	rc = clovis_obj_op(&w->w_o, CLOVIS_OC_WRITE, &w->w_ev[i], &w->w_bvec[i],
+			   hold ? CLOVIS_OF_HERE : 0, &w->w_op[i]);
+	if (rc == 0 && hold)
 		w->w_held = true;
 	else if (rc == 0)
 		rc = clovis_op_launch(&w->w_op[i], 1);
@@ -1900,11 +1989,8 @@ static int wr_stream(struct s3_wr *w, const char *p, size_t n)
 		size_t c;
 
 		if (w->w_buf[w->w_cur] == NULL &&
-		    posix_memalign((void **)&w->w_buf[w->w_cur], 4096,
-				   w->w_chunk) != 0) {
-			w->w_buf[w->w_cur] = NULL;
+		    (w->w_buf[w->w_cur] = wbuf_get(w->w_chunk)) == NULL)
 			return w->w_rc = -ENOMEM;
-		}
 		c = w->w_chunk - w->w_fill;
 		if (c > n)
 			c = n;
@@ -1983,7 +2069,7 @@ static void wr_release(struct s3_wr *w)
 	wr_created(w);
 	for (i = 0; i < S3_NBUF; i++) {
 		wr_wait(w, i);
-		free(w->w_buf[i]);
+		wbuf_put(w->w_buf[i], w->w_chunk);
 		w->w_buf[i] = NULL;
 	}
 	wr_cops_free(w);

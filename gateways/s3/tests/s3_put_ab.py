@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""s3_put_ab.py BUILD OLD_GW NEW_GW ROUNDS N [CLIENTS] - two strata-s3
-binaries, alternated (ROUNDS rounds, a fresh store each run): N PUTs of 1
-MiB by CLIENTS clients (default 1; build's bench_s3_put, one keep-alive
+"""s3_put_ab.py BUILD OLD_GW NEW_GW ROUNDS N [CLIENTS [SIZE]] - two strata-s3
+binaries, alternated (ROUNDS rounds, a fresh store each run): N PUTs of
+SIZE bytes (default 1 MiB; devices of 1 GiB instead of 512 MiB when
+N * SIZE is over 1 GiB) by CLIENTS clients (default 1; build's bench_s3_put, one keep-alive
 connection each, after 20 warm-up PUTs) on a --meta-nvram
 store, plain layout, etag crc64.  Per run: wall ms per PUT, the gateway's
 CPU ms per PUT (/proc/PID/stat) and the medians of its STRATA_S3_PROFILE
@@ -11,6 +12,8 @@ import os, subprocess, sys, time, shutil, statistics, re, boto3
 from botocore.config import Config
 B, ROUNDS, N = sys.argv[1], int(sys.argv[4]), int(sys.argv[5])
 NCL = int(sys.argv[6]) if len(sys.argv) > 6 else 1
+SIZE = int(sys.argv[7]) if len(sys.argv) > 7 else 1 << 20
+DEV = "1G" if N * SIZE > (1 << 30) else "512M"
 GWS = {"old": sys.argv[2], "new": sys.argv[3]}
 S = os.path.join(B, "strata"); C = os.path.join(B, "bench_s3_put")
 AK, SK = "AKBENCH0000000000001", "benchsecret0000000000000000000000000000"
@@ -21,10 +24,10 @@ def one(name, rnd):
     shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
     st = os.path.join(d, "st"); creds = os.path.join(d, "c"); pf = os.path.join(d, "port")
     open(creds, "w").write("bench %s %s\n" % (AK, SK))
-    subprocess.run([S, "--data", st, "--dev-size", "512M", "--meta-nvram", "-q", "pools"], check=True, capture_output=True, timeout=60)
+    subprocess.run([S, "--data", st, "--dev-size", DEV, "--meta-nvram", "-q", "pools"], check=True, capture_output=True, timeout=60)
     env = dict(os.environ, STRATA_S3_PROFILE="1")
     err = open(os.path.join(d, "err"), "w")
-    p = subprocess.Popen([GWS[name], "--data", st, "--dev-size", "512M", "--port", "0", "--port-file", pf,
+    p = subprocess.Popen([GWS[name], "--data", st, "--dev-size", DEV, "--port", "0", "--port-file", pf,
                           "--creds", creds, "--layout", "plain", "--etag", "crc64", "--meta-nvram"],
                          stdout=subprocess.DEVNULL, stderr=err, env=env)
     try:
@@ -41,16 +44,16 @@ def one(name, rnd):
         def go(keys):
             u = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600).split(str(port), 1)[1] for k in keys]
             f = os.path.join(d, "urls"); open(f, "w").write("\n".join(u) + "\n")
-            c0 = cpu(); r = subprocess.run([C, "PUT", str(port), str(NCL), str(1 << 20), f], capture_output=True, text=True, timeout=300); c1 = cpu()
+            c0 = cpu(); r = subprocess.run([C, "PUT", str(port), str(NCL), str(SIZE), f], capture_output=True, text=True, timeout=300); c1 = cpu()
             w = r.stdout.split()
             assert r.returncode == 0 and w[7] == "0", r.stdout + r.stderr
             return float(w[3]) / len(keys) * 1e3, (c1 - c0) / len(keys) * 1e3
-        go(["w%d" % i for i in range(20)])
+        go(["w%d" % i for i in range(20 if SIZE <= 1 << 20 else NCL)])
         err.flush(); skip = len(PR.findall(open(os.path.join(d, "err")).read()))
         wall, cp = go(["k%d" % i for i in range(N)])
         # every key reads back whole
         b = s3.get_object(Bucket="bench", Key="k%d" % (N - 1))["Body"].read()
-        assert len(b) == 1 << 20, "GET of k%d: %d bytes" % (N - 1, len(b))
+        assert len(b) == SIZE, "GET of k%d: %d bytes" % (N - 1, len(b))
     finally:
         p.terminate(); p.wait(timeout=60)
         subprocess.run([S, "--data", st, "-q", "destroy", "--yes"], capture_output=True, timeout=60)
