@@ -8,55 +8,29 @@ store, plain layout, etag crc64.  Per run: wall ms per PUT, the gateway's
 CPU ms per PUT (/proc/PID/stat) and the medians of its STRATA_S3_PROFILE
 stages; then the medians over the rounds.  Work files under
 /tmp/s3-put-ab-*, removed with the store (and its /dev/shm directory)."""
-import os, subprocess, sys, time, shutil, statistics, re, boto3
-from botocore.config import Config
+import os, sys, shutil, statistics, re
+from s3_gwrun import GwRun
 B, ROUNDS, N = sys.argv[1], int(sys.argv[4]), int(sys.argv[5])
 NCL = int(sys.argv[6]) if len(sys.argv) > 6 else 1
 SIZE = int(sys.argv[7]) if len(sys.argv) > 7 else 1 << 20
 DEV = "1G" if N * SIZE > (1 << 30) else "512M"
 GWS = {"old": sys.argv[2], "new": sys.argv[3]}
-S = os.path.join(B, "strata"); C = os.path.join(B, "bench_s3_put")
-AK, SK = "AKBENCH0000000000001", "benchsecret0000000000000000000000000000"
 PR = re.compile(r"created \+(\d+) us, body in \+(\d+) us, data applied \+(\d+) us, record \+(\d+) us")
 
 def one(name, rnd):
     d = "/tmp/s3-put-ab-%d-%s-%d" % (os.getpid(), name, rnd)
     shutil.rmtree(d, ignore_errors=True); os.makedirs(d)
-    st = os.path.join(d, "st"); creds = os.path.join(d, "c"); pf = os.path.join(d, "port")
-    open(creds, "w").write("bench %s %s\n" % (AK, SK))
-    subprocess.run([S, "--data", st, "--dev-size", DEV, "--meta-nvram", "-q", "pools"], check=True, capture_output=True, timeout=60)
-    env = dict(os.environ, STRATA_S3_PROFILE="1")
-    err = open(os.path.join(d, "err"), "w")
-    p = subprocess.Popen([GWS[name], "--data", st, "--dev-size", DEV, "--port", "0", "--port-file", pf,
-                          "--creds", creds, "--layout", "plain", "--etag", "crc64", "--meta-nvram"],
-                         stdout=subprocess.DEVNULL, stderr=err, env=env)
+    g = GwRun(B, GWS[name], d, DEV, ["--meta-nvram"], dict(os.environ, STRATA_S3_PROFILE="1"))
     try:
-        t0 = time.time()
-        while (not os.path.exists(pf) or not open(pf).read().strip()) and time.time() - t0 < 30:
-            time.sleep(0.05)
-        port = int(open(pf).read())
-        s3 = boto3.client("s3", endpoint_url="http://127.0.0.1:%d" % port, aws_access_key_id=AK,
-                          aws_secret_access_key=SK, region_name="us-east-1", config=Config(signature_version="s3v4"))
-        s3.create_bucket(Bucket="bench")
-        def cpu():
-            w = open("/proc/%d/stat" % p.pid).read().rsplit(")", 1)[1].split()
-            return (int(w[11]) + int(w[12])) / os.sysconf("SC_CLK_TCK")
-        def go(keys):
-            u = [s3.generate_presigned_url("put_object", Params={"Bucket": "bench", "Key": k}, ExpiresIn=3600).split(str(port), 1)[1] for k in keys]
-            f = os.path.join(d, "urls"); open(f, "w").write("\n".join(u) + "\n")
-            c0 = cpu(); r = subprocess.run([C, "PUT", str(port), str(NCL), str(SIZE), f], capture_output=True, text=True, timeout=300); c1 = cpu()
-            w = r.stdout.split()
-            assert r.returncode == 0 and w[7] == "0", r.stdout + r.stderr
-            return float(w[3]) / len(keys) * 1e3, (c1 - c0) / len(keys) * 1e3
-        go(["w%d" % i for i in range(20 if SIZE <= 1 << 20 else NCL)])
-        err.flush(); skip = len(PR.findall(open(os.path.join(d, "err")).read()))
-        wall, cp = go(["k%d" % i for i in range(N)])
+        g.go(["w%d" % i for i in range(20 if SIZE <= 1 << 20 else NCL)], "PUT", SIZE, NCL, timeout=300)
+        g.err.flush(); skip = len(PR.findall(open(os.path.join(d, "err")).read()))
+        secs, cp = g.go(["k%d" % i for i in range(N)], "PUT", SIZE, NCL, timeout=300)
+        wall = secs / N * 1e3
         # every key reads back whole
-        b = s3.get_object(Bucket="bench", Key="k%d" % (N - 1))["Body"].read()
+        b = g.s3.get_object(Bucket="bench", Key="k%d" % (N - 1))["Body"].read()
         assert len(b) == SIZE, "GET of k%d: %d bytes" % (N - 1, len(b))
     finally:
-        p.terminate(); p.wait(timeout=60)
-        subprocess.run([S, "--data", st, "-q", "destroy", "--yes"], capture_output=True, timeout=60)
+        g.close()
     prof = PR.findall(open(os.path.join(d, "err")).read())[skip:]
     shutil.rmtree(d, ignore_errors=True)
     med = [statistics.median(int(x[k]) for x in prof) for k in range(4)]
