@@ -144,6 +144,15 @@ uint32_t op_tcaches_count(struct clovis *cl); /* threads' caches (tests) */
 uint64_t op_now_ns(void);
 int exec_embedded(struct clovis *cl, struct eng_req *r);
 
+/* An op of an embedded instance launched without callbacks: nothing tells
+ * its caller which thread runs it, so it may run in the launching one
+ * (op.c op_runs_inline, op_runs_here; dtx.c dtx_op_runs_here). */
+static inline bool op_embedded_nocb(const struct clovis_op *op)
+{
+	return op->op_cl->cl_eng != NULL && op->op_cbs.oc_executed == NULL &&
+	       op->op_cbs.oc_stable == NULL && op->op_cbs.oc_failed == NULL;
+}
+
 /* dtx.c: an op of a dtx is being freed (member or commit op). */
 void dtx_op_free(struct clovis_op *op);
 /* Embedded mode, op without callbacks: a dtx's commit op, or a member

@@ -414,9 +414,7 @@ bool dtx_op_runs_here(const struct clovis_op *op)
 	struct clovis_dtx *dx = op->op_dtx;
 	bool plain = true;
 
-	if (op->op_cl->cl_eng == NULL || dx == NULL ||
-	    op->op_cbs.oc_executed != NULL || op->op_cbs.oc_stable != NULL ||
-	    op->op_cbs.oc_failed != NULL)
+	if (dx == NULL || !op_embedded_nocb(op))
 		return false;
 	/* Not with a member of a unit layout (pdclust, mirror, composite):
 	 * the thread that completes the members runs those at the commit

@@ -713,9 +713,7 @@ static bool op_runs_inline(const struct clovis_op *op)
 {
 	uint32_t kind = op->op_req.er_kind;
 
-	return op->op_cl->cl_eng != NULL && op->op_run == NULL &&
-	       op->op_cbs.oc_executed == NULL && op->op_cbs.oc_stable == NULL &&
-	       op->op_cbs.oc_failed == NULL &&
+	return op_embedded_nocb(op) && op->op_run == NULL &&
 	       (kind == ER_IDX_GET || kind == ER_IDX_NEXT ||
 		kind == ER_ENT_OPEN || kind == ER_ENT_GETATTR);
 }
@@ -783,16 +781,12 @@ static bool op_runs_here(const struct clovis_op *op)
 
 	if (op->op_dtx != NULL)
 		return dtx_op_runs_here(op);
-	if (op->op_here && op->op_cl->cl_eng != NULL && op->op_run == NULL &&
-	    op->op_cbs.oc_executed == NULL && op->op_cbs.oc_stable == NULL &&
-	    op->op_cbs.oc_failed == NULL &&
-	    ((const struct clovis_obj *)op->op_entity)->ob_attr.oa_layout ==
-	    CLOVIS_LAYOUT_PLAIN)
-		return true; /* CLOVIS_OF_HERE; others take RCU read sections */
-	return op->op_cl->cl_eng != NULL && op->op_run == NULL &&
-	       op->op_dtx == NULL && op->op_cbs.oc_executed == NULL &&
-	       op->op_cbs.oc_stable == NULL && op->op_cbs.oc_failed == NULL &&
-	       (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
+	if (!op_embedded_nocb(op) || op->op_run != NULL)
+		return false;
+	if (op->op_here) /* CLOVIS_OF_HERE; others take RCU read sections */
+		return ((const struct clovis_obj *)op->op_entity)->ob_attr
+			       .oa_layout == CLOVIS_LAYOUT_PLAIN;
+	return (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
 	       eng_meta_on_nvram(op->op_cl->cl_eng);
 }
 
