@@ -1225,7 +1225,8 @@ static void idx_nudge(struct srv *s, uint32_t j, const struct clovis_id *id)
 	free(res.rr_body);
 }
 
-/* Was a CREATE or DELETE of ri applied here since it had eops of them? */
+/* Did a CREATE or DELETE of ri start or apply here since it had eops of
+ * those events (ridx_ent_event())? */
 static bool ridx_ent_moved(struct srv *s, struct ridx *ri, uint64_t eops)
 {
 	bool moved;
@@ -1277,9 +1278,9 @@ static bool idx_ent_keep(struct srv *s, struct ridx *ri, uint64_t eops,
 	pthread_mutex_lock(&s->s_rlock);
 	moved = ri->ri_eops != eops;
 	ems = ri->ri_ems;
-	/* ridx_gen() only grows: an op applied after gen was read counts */
-	recent = eops > 0 && ems != 0 && ri->ri_egen >= gen &&
-		 now - ems < win;
+	/* ems is 0 before any event and after the catch-up deleted the
+	 * index here; ridx_gen() only grows: an op after gen was read counts */
+	recent = ems != 0 && ri->ri_egen >= gen && now - ems < win;
 	pthread_mutex_unlock(&s->s_rlock);
 	*until = 0;
 	if (moved) {
