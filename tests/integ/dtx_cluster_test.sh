@@ -278,6 +278,8 @@ crc=$?
 for s in 0 1; do kill -CONT "$(spid $s)"; done
 cat "$T/stale"
 check "stale: s2 alone has every committed change" test $crc -eq 0
+# on failure: what the replica read alone logged of the test indices
+[ "$crc" -eq 0 ] || grep -h "index de:" "$D/s2.log" | tail -20 | sed "s/^/     /"
 wait_up >/dev/null
 
 echo "--- replica frozen while dtxs commit, then read alone (536781a, behind marks)"
@@ -308,6 +310,8 @@ crc=$?
 kill -CONT "$(spid 2)"
 cat "$T/stale"
 check "frozen: s0 read alone has every committed change" test $crc -eq 0
+# on failure: what the replica read alone logged of the test indices
+[ "$crc" -eq 0 ] || grep -h "index de:" "$D/s0.log" | tail -20 | sed "s/^/     /"
 wait_up >/dev/null
 
 echo "--- dead participant: the others do not wait for it"
