@@ -1,8 +1,8 @@
 /*
  * bench.c — Strata benchmarks beside raw baselines measured in the same run.
  *
- *   strata_bench --dir DIR [--json] [--seconds S] [--only store1|store2]
- *                [--figs GROUP[,GROUP...]]
+ *   strata_bench --dir DIR [--json] [--seconds S] [--rounds K]
+ *                [--only store1|store2] [--figs GROUP[,GROUP...]]
  *
  * --figs measures only the named groups of figures (for targeted runs while
  * tuning): 1m, 4k, idx (store 1), metanv (store 1 with its metadata on
@@ -11,7 +11,10 @@
  * One process, one file system: the stores live in DIR (their NVRAM devices
  * on /dev/shm through PMDK), the raw baselines in DIR too.  Each figure is
  * measured for S seconds (default 1.5) on our side and on the raw side, and
- * printed as: name, ours, raw, ratio (ours / raw), unit, emulation.
+ * printed as: name, ours, raw, ratio (ours / raw), unit, emulation.  The
+ * 4k and 1m figures are measured in K alternated rounds (default 5) of S/K
+ * seconds per side (see bn_fig_add_rr: medians, and the median of the
+ * rounds' ratios with their range).
  *
  * This file: the shared op loops and the issue-2 figures on a store made
  * with the built-in default configuration (DIR/store):
@@ -81,6 +84,7 @@ static unsigned bn_nr_figs;
 static const char *bn_only;     /* "store1", "store2" or NULL: both */
 static const char *bn_sel;      /* --figs: groups to measure, NULL: all */
 double bn_secs = 1.5;
+unsigned bn_rounds = 5;
 bool bn_json;
 char bn_dir[512];
 struct clovis *bn_cl;
@@ -856,52 +860,115 @@ static double bn_ours_obj_any(int (*make)(struct bn_job *, struct bn_slot *),
 	return bn_ours_obj_how(make, o, qd, blks, true);
 }
 
-/* (a) and (c): 4 KiB random blocks. */
+/*
+ * Alternated rounds.  The disk behind the flash figures is shared (other
+ * virtual machines, other processes): its speed moves by 2-10x within
+ * minutes, and a figure whose two sides were measured a few seconds apart
+ * took that swing as its ratio (one 1m_seqwrite_flash run gave 5.06, the
+ * next 0.43).  So the 4k and 1m figures are measured in bn_rounds rounds,
+ * each side for bn_secs / bn_rounds per round in the same order every
+ * round; a figure is the median of each side, its ratio the median of the
+ * rounds' own ratios (each round's two sides a few hundred milliseconds
+ * apart), with their range.
+ */
+struct bn_rr {
+	double r_ours[BN_ROUNDS_MAX], r_raw[BN_ROUNDS_MAX];
+	uint32_t r_nr;
+};
+
+static void bn_rr_put(struct bn_rr *a, double ours, double raw)
+{
+	a->r_ours[a->r_nr] = ours;
+	a->r_raw[a->r_nr++] = raw;
+}
+
+/* Add the figure measured in the rounds of a. */
+static void bn_fig_add_rr(const char *name, struct bn_rr *a,
+			  const char *unit, uint32_t qd, const char *emu)
+{
+	double q[BN_ROUNDS_MAX];
+	struct bn_fig *f;
+
+	for (uint32_t k = 0; k < a->r_nr; k++)
+		q[k] = a->r_raw[k] > 0 ? a->r_ours[k] / a->r_raw[k] : 0;
+	bn_fig_add(name, bn_median(a->r_ours, a->r_nr),
+		   bn_median(a->r_raw, a->r_nr), unit, qd, 1, emu);
+	f = &bn_figs[bn_nr_figs - 1];
+	f->f_rounds = a->r_nr;
+	f->f_ratio = bn_median(q, a->r_nr); /* sorts q */
+	f->f_rmin = q[0];
+	f->f_rmax = q[a->r_nr - 1];
+}
+
+/* (a) and (c): 4 KiB random blocks, in alternated rounds. */
 static void bn_fig_4k(void)
 {
 	struct bn_raw rw = bn_raw_file(bn_raw_rand_write, 16, 4096);
 	struct bn_raw rr = bn_raw_file(bn_raw_rand_read, 16, 4096);
 	struct bn_raw r1 = bn_raw_file(bn_raw_rand_write, 1, 4096);
-	double wf = bn_ours_obj_any(bn_make_rand_write, &bn_obj4k[0], 16,
-				    BN_SMALL_BLKS);
-	double wn = bn_ours_obj_any(bn_make_rand_write, &bn_obj4k[1], 16,
-				    BN_SMALL_BLKS);
-	double raw_w = bn_raw_run(&rw);
-	double rf = bn_ours_obj(bn_make_rand_read, &bn_obj4k[0], 16,
-				BN_SMALL_BLKS);
-	double rn = bn_ours_obj(bn_make_rand_read, &bn_obj4k[1], 16,
-				BN_SMALL_BLKS);
-	double raw_r = bn_raw_run(&rr);
-	double raw_1 = bn_raw_run(&r1);
+	struct bn_rr wf = {0}, wn = {0}, rf = {0}, rn = {0}, st = {0};
+	double secs = bn_secs;
 
-	bn_fig_add("4k_randwrite_flash", wf, raw_w, "IOPS", 16, 1, BN_EMU_DISK);
-	bn_fig_add("4k_randwrite_nvram", wn, raw_w, "IOPS", 16, 1, BN_EMU_SHM);
-	bn_fig_add("4k_randread_flash", rf, raw_r, "IOPS", 16, 1, BN_EMU_DISK);
-	bn_fig_add("4k_randread_nvram", rn, raw_r, "IOPS", 16, 1, BN_EMU_SHM);
-	bn_fig_add("4k_stable_qd16_vs_sync_qd1", wf, raw_1, "IOPS", 16, 1,
-		   BN_EMU_DISK);
+	bn_secs = secs / bn_rounds;
+	for (unsigned k = 0; k < bn_rounds; k++) {
+		double f = bn_ours_obj_any(bn_make_rand_write, &bn_obj4k[0],
+					   16, BN_SMALL_BLKS);
+		double raw_1 = bn_raw_run(&r1);
+		double n = bn_ours_obj_any(bn_make_rand_write, &bn_obj4k[1],
+					   16, BN_SMALL_BLKS);
+		double raw_w = bn_raw_run(&rw);
+
+		bn_rr_put(&st, f, raw_1);
+		bn_rr_put(&wf, f, raw_w);
+		bn_rr_put(&wn, n, raw_w);
+		f = bn_ours_obj(bn_make_rand_read, &bn_obj4k[0], 16,
+				BN_SMALL_BLKS);
+		n = bn_ours_obj(bn_make_rand_read, &bn_obj4k[1], 16,
+				BN_SMALL_BLKS);
+		raw_w = bn_raw_run(&rr);
+		bn_rr_put(&rf, f, raw_w);
+		bn_rr_put(&rn, n, raw_w);
+	}
+	bn_secs = secs;
+	bn_fig_add_rr("4k_randwrite_flash", &wf, "IOPS", 16, BN_EMU_DISK);
+	bn_fig_add_rr("4k_randwrite_nvram", &wn, "IOPS", 16, BN_EMU_SHM);
+	bn_fig_add_rr("4k_randread_flash", &rf, "IOPS", 16, BN_EMU_DISK);
+	bn_fig_add_rr("4k_randread_nvram", &rn, "IOPS", 16, BN_EMU_SHM);
+	bn_fig_add_rr("4k_stable_qd16_vs_sync_qd1", &st, "IOPS", 16,
+		      BN_EMU_DISK);
 }
 
-/* (b): 1 MiB sequential, one at a time. */
+/* (b): 1 MiB sequential, one at a time, in alternated rounds. */
 static void bn_fig_1m(void)
 {
 	struct bn_raw rw = bn_raw_file(bn_raw_seq_write, 1, 1u << 20);
 	struct bn_raw rr = bn_raw_file(bn_raw_seq_read, 1, 1u << 20);
-	double wf = bn_ours_obj(bn_make_seq_write, &bn_obj1m[0], 1,
-				BN_BIG_BLKS);
-	double wn = bn_ours_obj(bn_make_seq_write, &bn_obj1m[1], 1,
-				BN_BIG_BLKS);
-	double raw_w = bn_raw_run(&rw);
-	double rf = bn_ours_obj(bn_make_seq_read, &bn_obj1m[0], 1,
-				BN_BIG_BLKS);
-	double rn = bn_ours_obj(bn_make_seq_read, &bn_obj1m[1], 1,
-				BN_BIG_BLKS);
-	double raw_r = bn_raw_run(&rr);
+	struct bn_rr wf = {0}, wn = {0}, rf = {0}, rn = {0};
+	double secs = bn_secs;
 
-	bn_fig_add("1m_seqwrite_flash", wf, raw_w, "MiB/s", 1, 1, BN_EMU_DISK);
-	bn_fig_add("1m_seqwrite_nvram", wn, raw_w, "MiB/s", 1, 1, BN_EMU_SHM);
-	bn_fig_add("1m_seqread_flash", rf, raw_r, "MiB/s", 1, 1, BN_EMU_DISK);
-	bn_fig_add("1m_seqread_nvram", rn, raw_r, "MiB/s", 1, 1, BN_EMU_SHM);
+	bn_secs = secs / bn_rounds;
+	for (unsigned k = 0; k < bn_rounds; k++) {
+		double f = bn_ours_obj(bn_make_seq_write, &bn_obj1m[0], 1,
+				       BN_BIG_BLKS);
+		double raw = bn_raw_run(&rw);
+		double n = bn_ours_obj(bn_make_seq_write, &bn_obj1m[1], 1,
+				       BN_BIG_BLKS);
+
+		bn_rr_put(&wf, f, raw);
+		bn_rr_put(&wn, n, raw);
+		f = bn_ours_obj(bn_make_seq_read, &bn_obj1m[0], 1,
+				BN_BIG_BLKS);
+		raw = bn_raw_run(&rr);
+		n = bn_ours_obj(bn_make_seq_read, &bn_obj1m[1], 1,
+				BN_BIG_BLKS);
+		bn_rr_put(&rf, f, raw);
+		bn_rr_put(&rn, n, raw);
+	}
+	bn_secs = secs;
+	bn_fig_add_rr("1m_seqwrite_flash", &wf, "MiB/s", 1, BN_EMU_DISK);
+	bn_fig_add_rr("1m_seqwrite_nvram", &wn, "MiB/s", 1, BN_EMU_SHM);
+	bn_fig_add_rr("1m_seqread_flash", &rf, "MiB/s", 1, BN_EMU_DISK);
+	bn_fig_add_rr("1m_seqread_nvram", &rn, "MiB/s", 1, BN_EMU_SHM);
 }
 
 /* Our index job state: keys PUT so far. */
@@ -1184,6 +1251,13 @@ static double bn_goal(const char *name)
 	return 0;
 }
 
+/* A figure's ratio: the median of its rounds' ratios when it was
+ * measured in alternated rounds, else ours / raw. */
+static double bn_ratio(const struct bn_fig *f)
+{
+	return f->f_rounds > 0 ? f->f_ratio : f->f_ours / f->f_raw;
+}
+
 /* Whether a figure's ratio is "lower is better" (latencies). */
 static bool bn_lower_better(const struct bn_fig *f)
 {
@@ -1195,18 +1269,23 @@ static void bn_print_json(void)
 	printf("[\n");
 	for (unsigned i = 0; i < bn_nr_figs; i++) {
 		const struct bn_fig *f = &bn_figs[i];
-		double g = bn_goal(f->f_name);
+		double g = bn_goal(f->f_name), ratio = bn_ratio(f);
 
 		printf("  {\"name\": \"%s\", \"ours\": %.1f, \"raw\": %.1f, "
 		       "\"ratio\": %.3f, \"unit\": \"%s\", \"in_flight\": %u, "
 		       "\"records_per_op\": %u, \"emulation\": \"%s\", "
-		       "\"lower_is_better\": %s, \"goal\": ", f->f_name,
-		       f->f_ours, f->f_raw, f->f_ours / f->f_raw, f->f_unit,
+		       "\"lower_is_better\": %s, ", f->f_name,
+		       f->f_ours, f->f_raw, ratio, f->f_unit,
 		       f->f_qd, f->f_recs, f->f_emu,
 		       bn_lower_better(f) ? "true" : "false");
+		if (f->f_rounds > 0)
+			printf("\"rounds\": %u, \"ratio_min\": %.3f, "
+			       "\"ratio_max\": %.3f, ", f->f_rounds, f->f_rmin,
+			       f->f_rmax);
+		printf("\"goal\": ");
 		if (g > 0)
 			printf("%.2f, \"met\": %s}", g,
-			       f->f_ours / f->f_raw >= g ? "true" : "false");
+			       ratio >= g ? "true" : "false");
 		else
 			printf("null, \"met\": null}");
 		printf("%s\n", i + 1 < bn_nr_figs ? "," : "");
@@ -1220,14 +1299,18 @@ static void bn_print_table(void)
 	       "ratio", "unit", "goal", "emulation");
 	for (unsigned i = 0; i < bn_nr_figs; i++) {
 		const struct bn_fig *f = &bn_figs[i];
-		double g = bn_goal(f->f_name), ratio = f->f_ours / f->f_raw;
+		double g = bn_goal(f->f_name), ratio = bn_ratio(f);
 		char goal[32] = "";
 
 		if (g > 0)
 			snprintf(goal, sizeof goal, ">=%.2f %s", g,
 				 ratio >= g ? "met" : "NOT");
-		printf("%-32s %11.1f %11.1f %7.2f  %-9s %-14s %s\n", f->f_name,
+		printf("%-32s %11.1f %11.1f %7.2f  %-9s %-14s %s", f->f_name,
 		       f->f_ours, f->f_raw, ratio, f->f_unit, goal, f->f_emu);
+		if (f->f_rounds > 0)
+			printf("; median of %u alternated rounds, ratios "
+			       "%.2f-%.2f", f->f_rounds, f->f_rmin, f->f_rmax);
+		printf("\n");
 	}
 }
 
@@ -1254,6 +1337,9 @@ static void bn_print_setup(void)
 
 	fprintf(out, "# strata_bench: %s, %.1f s per figure, NVRAM emulated "
 		"on /dev/shm (tmpfs) through PMDK\n", bn_dir, bn_secs);
+	fprintf(out, "# 4k and 1m figures: %u alternated rounds of %.2f s "
+		"per side; medians, ratio = median of the rounds' ratios\n",
+		bn_rounds, bn_secs / bn_rounds);
 	fprintf(out, "# store 1 (issue-2 figures), the built-in default "
 		"configuration:\n");
 	bn_print_devs(out);
@@ -1271,6 +1357,8 @@ static int bn_args(int argc, char **argv)
 			snprintf(bn_dir, sizeof bn_dir, "%s", argv[++i]);
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			bn_secs = strtod(argv[++i], NULL);
+		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+			bn_rounds = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
 			bn_only = argv[++i];
 		else if (strcmp(argv[i], "--figs") == 0 && i + 1 < argc)
@@ -1281,11 +1369,12 @@ static int bn_args(int argc, char **argv)
 	if (bn_only != NULL && strcmp(bn_only, "store1") != 0 &&
 	    strcmp(bn_only, "store2") != 0)
 		goto usage;
-	if (bn_dir[0] != '\0' && bn_secs > 0)
+	if (bn_dir[0] != '\0' && bn_secs > 0 && bn_rounds >= 1 &&
+	    bn_rounds <= BN_ROUNDS_MAX)
 		return 0;
 usage:
 	fprintf(stderr, "usage: strata_bench --dir DIR [--json] "
-		"[--seconds S] [--only store1|store2]\n"
+		"[--seconds S] [--rounds K] [--only store1|store2]\n"
 		"       [--figs 1m,4k,idx,metanv,tier,ecw,ec]\n");
 	return 2;
 }

@@ -25,6 +25,7 @@
 #define BN_ALIGN 4096u
 #define BN_HI 0xbe4c000000000000ull
 #define BN_FIGS_MAX 128u
+#define BN_ROUNDS_MAX 32u            /* --rounds at most */
 #define BN_EMU_LEN 160u
 #define BN_NAME_LEN 48u
 #define BN_LAT_MAX 65536u             /* latency samples kept per figure */
@@ -36,9 +37,15 @@ struct bn_fig {
 	const char *f_unit;
 	uint32_t f_qd, f_recs;
 	char f_emu[BN_EMU_LEN]; /* emulation of the devices behind "ours" */
+	/* Measured in f_rounds alternated rounds (0: one measurement each
+	 * side): f_ours and f_raw are the medians, f_ratio the median of the
+	 * rounds' own ratios, f_rmin..f_rmax their range. */
+	uint32_t f_rounds;
+	double f_ratio, f_rmin, f_rmax;
 };
 
 extern double bn_secs;      /* seconds per side of a figure */
+extern unsigned bn_rounds;  /* --rounds: alternated rounds (1m, 4k figures) */
 extern bool bn_json;
 extern char bn_dir[512];
 extern struct clovis *bn_cl; /* the store being measured */
