@@ -249,7 +249,7 @@ static int auth_sess_new(struct rpc_ep *ep, const RpcHello *h,
 		rc = rpc_auth_mac(ep, 'K', s->se_cnonce, s->se_snonce,
 				  s->se_key);
 	if (rc == 0)
-		rc = rpc_av_insert(ep, s->se_name, &s->se_addr);
+		rc = rpc_av_insert(ep, s->se_name, false, &s->se_addr);
 	if (rc != 0) {
 		free(s);
 		return rc;

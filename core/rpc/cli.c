@@ -665,7 +665,7 @@ static int cli_resolve(struct rpc_ep *ep, const char *addr, uint16_t port,
 			       port, ep->ep_provider,
 			       rc ? fi_strerror(-rc) : "no address");
 	}
-	rc = rpc_av_insert(ep, info->dest_addr, out);
+	rc = rpc_av_insert(ep, info->dest_addr, true, out);
 	fi_freeinfo(info);
 	return rc;
 }

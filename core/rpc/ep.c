@@ -8,6 +8,7 @@
  * provider whose CQ has no file descriptor (shm) it polls with a sleep that
  * grows from 20 us to 1 ms while idle; with rc_polling it spins.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,10 +99,85 @@ void rpc_name_str(struct rpc_ep *ep, const void *name, size_t len, char *buf,
 	snprintf(buf, size, "%s", s != NULL ? s + 3 : tmp);
 }
 
-int rpc_av_insert(struct rpc_ep *ep, const void *name, fi_addr_t *out)
+/* shm: a peer name without its "fi_shm://" (or any "x://") prefix: the
+ * name of its region in /dev/shm. */
+static const char *av_shm_name(const void *name)
 {
-	int rc = fi_av_insert(ep->ep_av, name, 1, out, 0, NULL);
+	const char *n = name, *s = strstr(n, "://");
 
+	return s != NULL ? s + 3 : n;
+}
+
+/*
+ * shm: may a peer's region be mapped now?  libfabric 1.17's shm provider
+ * keeps an AV entry whose region it could not map (the peer not up yet:
+ * "shm_open error"; or still setting it up: "peer not initialized") and
+ * a later send through it dereferences an unmapped region: every server
+ * of a 3-server cluster on provider shm, started together, died of SIGSEGV
+ * in fi_inject within seconds (2026-11-28; never with 2 servers, nor when
+ * started seconds apart).  So a name this endpoint calls (rpc_connect)
+ * goes into the AV only once its region exists (else the connect fails
+ * with -ECONNREFUSED and its caller tries again later) and is at least
+ * RPC_SHM_REGION_AGE_MS old by its birth time (smr_create() sets it up
+ * within microseconds of creating it): a younger one is waited for, and
+ * where the file system keeps no birth time every such connect waits that
+ * long.  A name that called this endpoint (a hello) goes in at once: a
+ * message came from its region.
+ */
+#define RPC_SHM_REGION_AGE_MS 100
+
+static int av_shm_ready(struct rpc_ep *ep, const char *n)
+{
+	char path[RPC_NAME_MAX + 16];
+	struct timespec now, nap;
+	struct statx sx;
+	int64_t age_ms = -1;
+
+	if (strchr(n, '/') != NULL || strlen(n) >= RPC_NAME_MAX)
+		return err_set(-EINVAL, "rpc %s: shm peer name '%.64s' is not "
+			       "a region name", ep->ep_self, n);
+	snprintf(path, sizeof path, "/dev/shm/%s", n);
+	if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_SIZE, &sx) != 0)
+		return err_set(-ECONNREFUSED, "rpc %s: shm peer %s is not up "
+			       "(no region %s)", ep->ep_self, n, path);
+	/* Birth time where the file system keeps it (tmpfs since Linux
+	 * 6.x); its change time moves with every write to the region. */
+	if (sx.stx_mask & STATX_BTIME) {
+		clock_gettime(CLOCK_REALTIME, &now);
+		age_ms = (int64_t)(now.tv_sec - sx.stx_btime.tv_sec) * 1000 +
+			 ((int64_t)now.tv_nsec - sx.stx_btime.tv_nsec) /
+			 1000000;
+	}
+	if (age_ms < 0 || age_ms < RPC_SHM_REGION_AGE_MS || sx.stx_size == 0) {
+		int64_t ms = age_ms < 0 || age_ms > RPC_SHM_REGION_AGE_MS ?
+			     RPC_SHM_REGION_AGE_MS :
+			     RPC_SHM_REGION_AGE_MS - age_ms;
+
+		nap = (struct timespec){0, (long)ms * 1000000L};
+		nanosleep(&nap, NULL);
+		if (stat(path, &(struct stat){0}) != 0)
+			return err_set(-ECONNREFUSED, "rpc %s: shm peer %s went "
+				       "away while starting", ep->ep_self, n);
+	}
+	return 0;
+}
+
+static bool ep_is_shm(const struct rpc_ep *ep)
+{
+	return strcmp(ep->ep_provider, "shm") == 0;
+}
+
+int rpc_av_insert(struct rpc_ep *ep, const void *name, bool calling,
+		  fi_addr_t *out)
+{
+	int rc;
+
+	if (calling && ep_is_shm(ep) &&
+	    (rc = av_shm_ready(ep, av_shm_name(name))) != 0) {
+		*out = FI_ADDR_NOTAVAIL;
+		return rc;
+	}
+	rc = fi_av_insert(ep->ep_av, name, 1, out, 0, NULL);
 	if (rc != 1)
 		return err_set(rc < 0 ? rpc_fi_err(rc) : -EINVAL,
 			       "rpc %s: address vector refused a peer name (%s)",

@@ -302,8 +302,12 @@ void rpc_backlog_purge(struct rpc_ep *ep, fi_addr_t dest);
  * close frees what the provider never completed. */
 void rpc_track(struct rpc_ep *ep, struct rpc_ctx *cx);
 void rpc_untrack(struct rpc_ep *ep, struct rpc_ctx *cx);
-int rpc_av_insert(struct rpc_ep *ep, const void *name, fi_addr_t *out);
+/* Insert a peer's name (calling: this endpoint connects to it, else it
+ * said hello here; shm: a called peer's region must be set up, ep.c). */
+int rpc_av_insert(struct rpc_ep *ep, const void *name, bool calling,
+		  fi_addr_t *out);
 void rpc_av_remove(struct rpc_ep *ep, fi_addr_t a);
+
 void rpc_name_str(struct rpc_ep *ep, const void *name, size_t len, char *buf,
 		  size_t size);
 int rpc_fi_err(int fi_rc);

@@ -76,9 +76,12 @@
  * thread of its own waits for those, stops the servers and removes what
  * the run made); only SIGKILL leaves it.
  *
- *   strata_bench_cluster --dir DIR [--json] [--seconds S] [--figs G,...]
+ *   strata_bench_cluster --dir DIR [--json] [--seconds S] [--provider P]
+ *                        [--figs G,...]
  * G: lat bw pd thr idx bw16 shm metanv nvram; default all (other options, meant
- * for strata_bench, are ignored).
+ * for strata_bench, are ignored).  --provider: the servers' and the raw
+ * endpoints' libfabric provider (default tcp;ofi_rxm; shm: one host, the
+ * raw side polls as shm has no wait object).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -102,7 +105,8 @@
 #include "tests/bench/bench_fi.h"
 
 #define BC_SERVERS 3u
-#define BC_PROV "tcp;ofi_rxm"
+/* --provider: the servers' and the raw endpoints' provider */
+static const char *bc_prov = "tcp;ofi_rxm";
 #define BC_MIB (1u << 20)
 #define BC_BLK_SHIFT 12u
 #define BC_BLK (1u << BC_BLK_SHIFT)
@@ -282,7 +286,7 @@ static int bc_write_conf_nv(const char *path)
 		"  connect_timeout: 2s\n  call_timeout: 30s\n"
 		"device_size: %uMiB\n"
 		"layouts:\n  default: { type: plain, tier: nvram }\n"
-		"servers:\n", BC_PROV, BC_NV_DEV_MB);
+		"servers:\n", bc_prov, BC_NV_DEV_MB);
 	for (uint32_t i = 0; i < BC_SERVERS; i++)
 		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
 			"    port: %u\n    data_dir: s%u\n"
@@ -309,7 +313,7 @@ static int bc_write_conf(const char *path)
 	fprintf(f, "cluster:\n  name: bench\n  secret_file: secret\n"
 		"  provider: \"%s\"\n  index_replicas: 3\n"
 		"  connect_timeout: 2s\n  call_timeout: 30s\n"
-		"device_size: %uMiB\nservers:\n", BC_PROV,
+		"device_size: %uMiB\nservers:\n", bc_prov,
 		shm ? BC_SHM_DEV_MB : 512u);
 	for (uint32_t i = 0; i < BC_SERVERS; i++) {
 		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
@@ -905,7 +909,7 @@ static double bc_idx_run(struct clovis_idx *ix, enum clovis_idx_opcode opc,
 static void bc_raw_rtt(double *p50, double *p99)
 {
 	static double lat[BC_LAT_MAX];
-	uint32_t n = bfi_rtt(BC_PROV, &bc_raw_port, BC_BLK, true, bc_secs,
+	uint32_t n = bfi_rtt(bc_prov, &bc_raw_port, BC_BLK, bfi_can_sleep(bc_prov), bc_secs,
 			     lat, BC_LAT_MAX);
 
 	*p99 = bc_pct(lat, n, 99);
@@ -915,14 +919,14 @@ static void bc_raw_rtt(double *p50, double *p99)
 /* Raw 1 MiB fi_read (or fi_write) bandwidth, BC_QD_BW in flight, MB/s. */
 static double bc_raw_bw(bool wr)
 {
-	return bfi_rma_bw(BC_PROV, &bc_raw_port, wr, BC_QD_BW, BC_MIB, true,
+	return bfi_rma_bw(bc_prov, &bc_raw_port, wr, BC_QD_BW, BC_MIB, bfi_can_sleep(bc_prov),
 			  bc_secs);
 }
 
 /* The same with qd in flight. */
 static double bc_raw_bw_qd(bool wr, uint32_t qd)
 {
-	return bfi_rma_bw(BC_PROV, &bc_raw_port, wr, qd, BC_MIB, true,
+	return bfi_rma_bw(bc_prov, &bc_raw_port, wr, qd, BC_MIB, bfi_can_sleep(bc_prov),
 			  bc_secs);
 }
 
@@ -1253,7 +1257,7 @@ static void bc_print(void)
 				fprintf(o, "null, \"ratio\": null");
 			fprintf(o, ", \"unit\": \"%s\", \"provider\": \"%s\", "
 				"\"emulation\": \"%s\", \"lower_is_better\": "
-				"%s, \"goal\": ", f->unit, BC_PROV, f->emu,
+				"%s, \"goal\": ", f->unit, bc_prov, f->emu,
 				f->lower_better ? "true" : "false");
 			if (f->goal > 0)
 				fprintf(o, "%.2f, \"met\": %s}", f->goal,
@@ -1299,11 +1303,13 @@ int main(int argc, char **argv)
 			dir = argv[++i];
 		else if (strcmp(argv[i], "--figs") == 0 && i + 1 < argc)
 			bc_only = argv[++i];
+		else if (strcmp(argv[i], "--provider") == 0 && i + 1 < argc)
+			bc_prov = argv[++i];
 		/* Other options are strata_bench's: ignored. */
 	}
 	if (dir == NULL) {
 		fprintf(stderr, "usage: strata_bench_cluster --dir DIR "
-			"[--json] [--seconds S] [--figs G,...]\n"
+			"[--json] [--seconds S] [--provider P] [--figs G,...]\n"
 			"groups: lat bw pd thr idx (the disk cluster), bw16 "
 			"(1 MiB, 16 in flight), shm (1 MiB, 4 and 16 in "
 			"flight, devices on /dev/shm), metanv (1 MiB, 4 and "
@@ -1327,7 +1333,7 @@ int main(int argc, char **argv)
 	bc_raw_port = (uint16_t)(bc_port0 + 4 * BC_SERVERS);
 	fprintf(bc_json ? stderr : stdout, "# strata_bench_cluster: %u "
 		"servers on 127.0.0.1:%u.., provider %s, %.1f s per figure\n",
-		BC_SERVERS, bc_port, BC_PROV, bc_secs);
+		BC_SERVERS, bc_port, bc_prov, bc_secs);
 	if (bc_want("lat") || bc_want("bw") || bc_want("pd") ||
 	    bc_want("thr") || bc_want("idx") || bc_want("bw16")) {
 		bc_cluster_up(dir);

@@ -1378,6 +1378,34 @@ static void t_shm(void)
 	ut_prov = saved;
 }
 
+/* shm: one client endpoint, two servers (a cluster's peer table). */
+static void t_shm_two(void)
+{
+	const char *saved = ut_prov;
+	struct rpc_conf c;
+	uint16_t port1, port2;
+	struct rpc_ep *s1, *s2, *cli;
+	struct rpc_peer *p1, *p2;
+
+	ut_prov = "shm";
+	c = ut_conf();
+	s1 = ut_server(&c, &port1);
+	s2 = ut_server(&c, &port2);
+	cli = ut_client(&c);
+	p1 = ut_connect(cli, port1);
+	p2 = ut_connect(cli, port2);
+	for (int i = 0; i < 20; i++) {
+		CU_ASSERT_EQUAL(rpc_call(p1, OP_ECHO, "a", 1, NULL, 2000, NULL),
+				0);
+		CU_ASSERT_EQUAL(rpc_call(p2, OP_ECHO, "b", 1, NULL, 2000, NULL),
+				0);
+	}
+	rpc_ep_close(cli);
+	rpc_ep_close(s1);
+	rpc_ep_close(s2);
+	ut_prov = saved;
+}
+
 static void t_polling(void)
 {
 	struct rpc_conf c = ut_conf();
@@ -1713,6 +1741,7 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "restart", t_restart) == NULL ||
 	    CU_add_test(s, "kill", t_kill) == NULL ||
 	    CU_add_test(s, "shm", t_shm) == NULL ||
+	    CU_add_test(s, "shm_two", t_shm_two) == NULL ||
 	    CU_add_test(s, "polling", t_polling) == NULL ||
 	    CU_add_test(s, "isolate", t_isolate) == NULL ||
 	    CU_add_test(s, "reap", t_reap) == NULL ||

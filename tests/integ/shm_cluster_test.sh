@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# shm_cluster_test.sh BUILD — a 3-server cluster on libfabric provider shm
+# (between processes on one host, core/rpc/README.md), end to end:
+#
+#   1. strata cluster up --nodes 3 writes the cluster file (devices of every
+#      tier); its tcp servers are stopped, the file switched to provider
+#      shm, and the three servers started together, three rounds (stopped
+#      with SIGTERM between them): every server must come up and stay up.
+#      Before the shm region check of core/rpc/ep.c (av_shm_ready) every
+#      server of such a start died of SIGSEGV in fi_inject within seconds
+#      (libfabric 1.17 mapping a peer region that did not exist yet);
+#   2. status shows 3 servers up;
+#   3. the Clovis suites run unchanged against it (as cluster_test.sh does
+#      on tcp: -s clovis,clovis_bad -x composite);
+#   4. objects (plain and pdclust 2+1) and index records through the CLI
+#      read back byte-exact;
+#   5. s1 and s2 SIGKILLed and restarted (their stale regions left in
+#      /dev/shm): all three up again, everything reads back, no server
+#      died;
+#   6. SIGTERM: every server stops cleanly.
+#
+# Region names are the servers' "127.0.0.1:PORT" (no TCP port is bound on
+# shm), ports 32000-32767 (no other step uses them).  Every wait is bounded;
+# the servers are killed on any exit (trap).  Ends with "N passed, N failed".
+set -u
+
+B=${1:-build}
+BD=$(cd "$B" 2>/dev/null && pwd)
+S=$BD/strata
+T=$(mktemp -d "${TMPDIR:-/tmp}/strata-shm-cluster.XXXXXX")
+D=$T/cl
+PORT=$((32000 + ($$ % 250) * 3))
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+no() { fail=$((fail + 1)); echo "FAIL $*"; }
+check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
+
+spid() { cat "$D/s$1.pid" 2>/dev/null; }
+
+cleanup() {
+	local i p
+	for i in 0 1 2; do
+		p=$(spid $i)
+		[ -n "$p" ] && kill -9 "$p" 2>/dev/null
+	done
+	for i in 0 1 2; do rm -f "/dev/shm/127.0.0.1:$((PORT + i))"; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+for x in strata strata-server ut_main; do
+	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
+done
+
+# wait_gone PID: until the process is gone (at most 20 s).
+wait_gone() {
+	local i
+	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	return 1
+}
+
+# up3: until status shows 3 servers up (at most 30 s).
+up3() {
+	local i
+	for i in $(seq 1 30); do
+		timeout 20 "$S" --cluster "$D/cluster.yaml" cluster status \
+			>"$T/st" 2>&1
+		grep -q "servers: 3 up, 0 down" "$T/st" && return 0
+		sleep 1
+	done
+	cat "$T/st"
+	return 1
+}
+
+start() {
+	rm -f "$D/s$1.pid"
+	"$BD/strata-server" --config "$D/cluster.yaml" --name "s$1" \
+		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log" --log-level 3
+}
+
+# stop_all SIG: signal every server and wait until each is gone.
+stop_all() {
+	local i p
+	for i in 0 1 2; do
+		p=$(spid $i)
+		[ -n "$p" ] || continue
+		kill "-$1" "$p" 2>/dev/null
+		wait_gone "$p"
+	done
+}
+
+died() { grep -l "terminated with signal" "$D"/s*.log 2>/dev/null | wc -l; }
+
+echo "--- cluster file from strata cluster up, switched to shm"
+timeout 90 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
+	--call-timeout 10s >"$T/up" 2>&1
+check "cluster up (tcp)" grep -q "cluster of 3 servers up" "$T/up"
+stop_all 9
+sed -i 's/^\(  *provider: \).*/\1"shm"/' "$D/cluster.yaml"
+grep -q 'provider: "shm"' "$D/cluster.yaml" ||
+	sed -i 's/^cluster:$/cluster:\n  provider: "shm"/' "$D/cluster.yaml"
+check "cluster file names provider shm" grep -q 'provider: "shm"' "$D/cluster.yaml"
+
+echo "--- three servers started together, three rounds"
+for r in 1 2 3; do
+	for i in 0 1 2; do start $i & done
+	wait
+	check "round $r: 3 servers up" up3
+	sleep 2
+	check "round $r: no server died (SIGSEGV in fi_inject before the fix)" \
+		test "$(died)" -eq 0
+	[ "$r" -lt 3 ] && stop_all TERM
+done
+grep -h "terminated with signal" "$D"/s*.log 2>/dev/null | head -3
+
+echo "--- Clovis suites against the cluster on shm"
+STRATA_UT_CLUSTER=$D/cluster.yaml timeout 300 "$BD/ut_main" \
+	-s clovis,clovis_bad -x composite >"$T/ut" 2>&1
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
+echo "     ut_main -s clovis,clovis_bad -x composite: $line"
+check "clovis suites ran" test -n "$line"
+check "clovis suites pass on shm" \
+	test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
+[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
+	grep -E "FAILED|^    [0-9]+\. " "$T/ut" | head -20
+
+echo "--- objects and index records through the CLI"
+C="timeout 60 $S --cluster $D/cluster.yaml"
+head -c 3000000 /dev/urandom >"$T/in"
+$C obj put 5:1 "$T/in" >"$T/o" 2>&1
+check "plain object put" test $? -eq 0
+$C obj put 5:2 "$T/in" --layout pdclust --data 2 --parity 1 >"$T/o" 2>&1
+check "pdclust 2+1 object put" test $? -eq 0
+$C idx create 5:3 >"$T/o" 2>&1
+check "index create" test $? -eq 0
+for k in 1 2 3; do $C idx put 5:3 "k$k" "v$k" >"$T/o" 2>&1 || break; done
+check "3 records put" test $? -eq 0
+
+# readback: both objects byte-exact and the three records in order.
+readback() {
+	rm -f "$T/o1" "$T/o2"
+	$C obj get 5:1 "$T/o1" >/dev/null 2>&1 && cmp -s "$T/in" "$T/o1" &&
+	$C obj get 5:2 "$T/o2" >/dev/null 2>&1 && cmp -s "$T/in" "$T/o2" &&
+	test "$($C idx get 5:3 k2 2>/dev/null)" = v2 &&
+	test "$($C idx next 5:3 k1 --count 3 2>/dev/null | grep -c "^k[123]")" -eq 3
+}
+check "objects and records read back" readback
+
+echo "--- s1 and s2 SIGKILLed and restarted"
+for i in 1 2; do p=$(spid $i); kill -9 "$p"; wait_gone "$p"; done
+check "their regions stay behind in /dev/shm" \
+	test -e "/dev/shm/127.0.0.1:$((PORT + 1))"
+for i in 1 2; do start $i; done
+check "3 servers up after the restart" up3
+check "everything reads back after the restart" readback
+check "no server died" test "$(died)" -eq 0
+
+echo "--- SIGTERM"
+stop_all TERM
+check "every server stopped cleanly" \
+	test "$(grep -l "stopped cleanly" "$D"/s*.log | wc -l)" -eq 3
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
