@@ -16,9 +16,10 @@
  * Catch-up: an index is verified on the syncer thread before this server
  * reads it or orders an update of it, once per server run and again
  * whenever one of its peer replicas was out of reach since (peers_gen(),
- * fed by a heartbeat to the ring neighbours) or a client says it could not
- * reach this server (SRF_VERIFY): a server cut off without a restart must
- * not serve what it held before the cut.  Verification: the other
+ * fed by a heartbeat to the ring neighbours), a client says it could not
+ * reach this server (SRF_VERIFY) or this process stalled (the stall
+ * watch, srv_tick_main()): a server cut off or frozen without a restart
+ * must not serve what it held before.  Verification: the other
  * replicas' {exists, inc, seq} are asked for (SOP_IDX_STATE), and if a
  * reachable peer is newer (higher seq, another incarnation, or the index is
  * missing here) the index is copied from the newest peer, page by page.
@@ -35,6 +36,7 @@
 #include <time.h>
 
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/server/srv_internal.h"
 
@@ -56,6 +58,7 @@ int srv_ridx_init(struct srv *s)
 	pthread_cond_init(&s->s_qcond, NULL);
 	pthread_cond_init(&s->s_hbcond, NULL);
 	s->s_hb_peer = -1;
+	s->s_tick_ms = srv_now_ms();
 	/* Before the server's own endpoint: once that answers, the server
 	 * is up (tests wait for that, then for its "serving" line). */
 	return peers_create(&s->s_hbpeers, s->s_conf, NULL);
@@ -141,16 +144,32 @@ static bool ridx_unheard(struct srv *s, const struct clovis_id *id,
 	return live > 0;
 }
 
+/* Did this process stall (not run) for SRV_LEASE_MS since ri's last
+ * verification began, or is it in such a stall the stall watch has not
+ * noted yet (srv_tick_main())?  Frozen, it may have been skipped by
+ * writers; once it runs again, answers to calls it sent before the stall
+ * make its peers look heard (ridx_unheard()), so the lease alone misses
+ * it.  The tick is read before the count: the watch counts a stall
+ * before it notes the time. */
+static bool ridx_stalled(struct srv *s, const struct ridx *ri)
+{
+	uint64_t tick = __atomic_load_n(&s->s_tick_ms, __ATOMIC_ACQUIRE);
+	uint64_t stalls = __atomic_load_n(&s->s_stalls, __ATOMIC_ACQUIRE);
+
+	return tick + SRV_LEASE_MS < srv_now_ms() || ri->ri_vstalls != stalls;
+}
+
 /* May ri be stale: not verified in this run, a peer replica was out of
- * reach at some moment since it was, or it was verified with no peer
- * replica answering (then it is tried again every SRV_HEARTBEAT_MS)? */
+ * reach at some moment since it was, this process stalled since then, or
+ * it was verified with no peer replica answering (then it is tried again
+ * every SRV_HEARTBEAT_MS)? */
 static bool ridx_stale(struct srv *s, struct ridx *ri)
 {
 	uint64_t g = ridx_gen(s, &ri->ri_id), now = srv_now_ms();
 	bool stale;
 
 	pthread_mutex_lock(&s->s_rlock);
-	stale = !ri->ri_verified || ri->ri_vgen != g ||
+	stale = !ri->ri_verified || ri->ri_vgen != g || ridx_stalled(s, ri) ||
 		(ri->ri_kept_ms != 0 && now >= ri->ri_kept_ms) ||
 		(ri->ri_behind && now - ri->ri_vms >= SRV_HEARTBEAT_MS) ||
 		(ri->ri_lonely && now - ri->ri_vms >= SRV_HEARTBEAT_MS);
@@ -1318,6 +1337,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	uint32_t home = clu_home(c, &ri->ri_id), asked = 0, reached = 0, with = 0;
 	struct idx_peer best = {.ip_server = -1}, pst, ps[CLU_SERVERS_MAX];
 	struct meta_ent me;
+	uint64_t stalls = __atomic_load_n(&s->s_stalls, __ATOMIC_ACQUIRE);
 	uint64_t gen = ridx_gen(s, &ri->ri_id), dig, dinc;
 	uint64_t lseq, taken = 0, seq, term, eops, until;
 	int rc = 0, from = -1;
@@ -1451,6 +1471,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	pthread_mutex_lock(&s->s_rlock);
 	ri->ri_verified = true;
 	ri->ri_vgen = gen;
+	ri->ri_vstalls = stalls;
 	ri->ri_vms = srv_now_ms();
 	ri->ri_kept_ms = until;
 	ri->ri_lonely = asked > 0 && reached == 0;
@@ -1872,6 +1893,44 @@ static void *srv_hb_main(void *arg)
 	return NULL;
 }
 
+/*
+ * Stall watch: note the time every SRV_TICK_MS; a gap above SRV_LEASE_MS
+ * since the last note means this process did not run for that long
+ * (SIGSTOP, a long pause, starved): count it, so that every index
+ * verifies before it is next served (ridx_stalled()).  Writers may have
+ * skipped this server meanwhile; the behind marks they left reach it a
+ * heartbeat or more after it runs again, and the contact lease does not
+ * see the stall once a heartbeat sent after it is answered.  The count
+ * goes up before the time is noted.
+ */
+static void *srv_tick_main(void *arg)
+{
+	struct srv *s = arg;
+
+	pthread_mutex_lock(&s->s_qlock);
+	while (!s->s_qstop) {
+		uint64_t now = srv_now_ms();
+		uint64_t last = __atomic_load_n(&s->s_tick_ms, __ATOMIC_RELAXED);
+		struct timespec ts;
+
+		if (now > last + SRV_LEASE_MS) {
+			__atomic_add_fetch(&s->s_stalls, 1, __ATOMIC_RELEASE);
+			LOG_WARNING("server %s: did not run for %" PRIu64 " ms "
+				    "(stopped or starved): verifying every "
+				    "index before serving it",
+				    s->s_me->cs_name, now - last);
+		}
+		__atomic_store_n(&s->s_tick_ms, now, __ATOMIC_RELEASE);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)SRV_TICK_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&s->s_hbcond, &s->s_qlock, &ts);
+	}
+	pthread_mutex_unlock(&s->s_qlock);
+	return NULL;
+}
+
 int srv_syncer_start(struct srv *s)
 {
 	int rc = pthread_create(&s->s_syncer, NULL, srv_syncer_main, s);
@@ -1884,6 +1943,12 @@ int srv_syncer_start(struct srv *s)
 		return err_set(-rc, "server: heartbeat thread: %s",
 			       strerror(rc));
 	s->s_hb_on = true;
+	__atomic_store_n(&s->s_tick_ms, srv_now_ms(), __ATOMIC_RELEASE);
+	rc = pthread_create(&s->s_tick, NULL, srv_tick_main, s);
+	if (rc != 0)
+		return err_set(-rc, "server: stall watch thread: %s",
+			       strerror(rc));
+	s->s_tick_on = true;
 	return 0;
 }
 
@@ -1901,6 +1966,9 @@ void srv_syncer_stop(struct srv *s)
 	if (s->s_hb_on)
 		pthread_join(s->s_hb, NULL);
 	s->s_hb_on = false;
+	if (s->s_tick_on)
+		pthread_join(s->s_tick, NULL);
+	s->s_tick_on = false;
 }
 
 /* Park so until its index is verified. */
@@ -2304,6 +2372,18 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 						  eng_id_str(&r->er_id),
 						  so->so_m.mr_behind,
 						  s->s_conf->cc_nr_servers));
+			return;
+		}
+		/* Test builds: fault srv.idx.behind.drop refuses marks
+		 * against this server (the holders keep them), so that
+		 * only its own rules can stop it serving what it missed
+		 * (dtx_cluster_test.sh, "resumed" section). */
+		if ((so->so_m.mr_behind & (1ull << s->s_self)) &&
+		    FAULT_HIT("srv.idx.behind.drop")) {
+			srv_reply_err(so, err_set(-EAGAIN, "index %s: fault "
+						  "srv.idx.behind.drop: behind "
+						  "mark refused",
+						  eng_id_str(&r->er_id)));
 			return;
 		}
 		/* An index not here that a peer orders updates of: this

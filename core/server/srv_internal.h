@@ -33,6 +33,12 @@
  * while every call hung) and was not verified for as long verifies before
  * it serves the index again (srv_idx.c ridx_stale()). */
 #define SRV_LEASE_MS 600u
+/* The stall watch (srv_idx.c srv_tick_main()) notes the time this often;
+ * a gap above SRV_LEASE_MS between two notes means the process did not
+ * run that long (SIGSTOP, a long pause, starved): every index verifies
+ * again before it is served (its peers may have skipped it meanwhile, and
+ * answers to calls it sent before the stall renew the lease above). */
+#define SRV_TICK_MS 50u
 /* Threads that run object requests off the RPC handler threads
  * (srv_rdev.c: an object op waits for unit I/O on other servers, whose
  * RDEV requests need free handlers). */
@@ -70,6 +76,7 @@ struct ridx {
 	bool ri_verified;   /**< compared with the peers in this run */
 	uint64_t ri_vgen;   /**< peer replicas' peers_gen() sum then */
 	uint64_t ri_vms;    /**< srv_now_ms() of the last verification */
+	uint64_t ri_vstalls; /**< s_stalls when it began */
 	bool ri_lonely;     /**< no peer replica answered it: reads only */
 	bool ri_tombs;      /**< may hold tombstones to collect */
 	bool ri_gc_req;     /**< the first replica asked to collect ... */
@@ -172,6 +179,11 @@ struct srv {
 	int32_t s_hb_peer;        /* heartbeat call in flight to (-1: none), */
 	uint64_t s_hb_since;      /* sent at (peers_clock_ms(); atomics) */
 	pthread_cond_t s_hbcond;
+	/* stall watch (srv_idx.c srv_tick_main(); atomics) */
+	pthread_t s_tick;
+	bool s_tick_on;
+	uint64_t s_tick_ms;       /* srv_now_ms() of its latest note */
+	uint64_t s_stalls;        /* stalls above SRV_LEASE_MS seen */
 	/* distributed transactions: the participant (srv_dtx.c) */
 	struct srv_dtx *s_dtx;
 	/* object requests' executor and remote device service (srv_rdev.c) */

@@ -34,6 +34,9 @@
 #      have every change (it was told it missed them, and catches up from
 #      s1 by the per-key merge; fails before 536781a and without behind
 #      marks);
+#   4e. the same with s0 read as soon as it resumes and refusing every
+#       behind mark (fault srv.idx.behind.drop): its heartbeats answered
+#       again, only its stall watch makes it verify before it serves;
 #   5. the dead-participant rule: the client dies at dtx.cli.prepared with
 #      s0 (the decider) SIGKILLed just after, so s1 and s2 stay in doubt
 #      (all PREPARED, the decider silent); `strata dtx resolve dead s0`
@@ -297,13 +300,19 @@ check "frozen: s0 alone serves index 1" test $? -eq 0
 kill -STOP "$(spid 0)"
 timeout 60 "$X" stale "$F" dtx 1 >>"$T/stale" 2>&1
 check "frozen: 3 dtxs with replica s0 frozen" test $? -eq 0
+# the mark must be one s0 got after it resumed, for a test index: a line
+# of an earlier section (s0 may miss a copy under load) does not count
+n0=$(wc -l <"$D/s0.log")
 kill -CONT "$(spid 0)"
+told() {
+	tail -n +$((n0 + 1)) "$D/s0.log" |
+		grep -q "index de:[0-9a-f]*: missed updates up to"
+}
 for i in $(seq 1 50); do
-	grep -q "missed updates up to" "$D/s0.log" && break
+	told && break
 	sleep 0.2
 done
-check "frozen: s0 was told it missed updates (within 10 s)" \
-	grep -q "missed updates up to" "$D/s0.log"
+check "frozen: s0 was told it missed updates (within 10 s)" told
 kill -STOP "$(spid 2)"
 STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" read 1 >"$T/stale" 2>&1
 crc=$?
@@ -312,6 +321,43 @@ cat "$T/stale"
 check "frozen: s0 read alone has every committed change" test $crc -eq 0
 # on failure: what the replica read alone logged of the test indices
 [ "$crc" -eq 0 ] || grep -h "index de:" "$D/s0.log" | tail -20 | sed "s/^/     /"
+wait_up >/dev/null
+
+# 4e. The same, but s0 is read as soon as it resumes and no behind mark
+# reaches it (fault srv.idx.behind.drop on s0: it refuses them).  Once it
+# runs again, its first heartbeats are answered at once, so the contact
+# lease alone lets it serve what it held before the freeze; its stall
+# watch must make it verify first (it served the values from before the
+# dtxs without it).
+echo "--- replica frozen while dtxs commit, read as soon as it resumes"
+kill9 0
+start 0 srv.idx.behind.drop
+wait_up >/dev/null
+timeout 60 "$X" stale "$F" mk 2 >"$T/stale" 2>&1
+check "resumed: index 2 made, 10 records" test $? -eq 0
+STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" peek 2 >>"$T/stale" 2>&1
+check "resumed: s0 alone serves index 2" test $? -eq 0
+kill -STOP "$(spid 0)"
+timeout 60 "$X" stale "$F" dtx 2 >>"$T/stale" 2>&1
+check "resumed: 3 dtxs with replica s0 frozen" test $? -eq 0
+n0=$(wc -l <"$D/s0.log")
+kill -CONT "$(spid 0)"
+# long enough for s0's heartbeats to be answered again (the lease renewed)
+sleep 1
+kill -STOP "$(spid 2)"
+STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" read 2 >"$T/stale" 2>&1
+crc=$?
+kill -CONT "$(spid 2)"
+cat "$T/stale"
+check "resumed: s0 read alone at once has every committed change" \
+	test $crc -eq 0
+[ "$crc" -eq 0 ] || grep -h "index de:" "$D/s0.log" | tail -20 | sed "s/^/     /"
+check "resumed: s0 noted its stall" \
+	sh -c "tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'did not run for'"
+check "resumed: no behind mark reached s0 (refused)" \
+	sh -c "! tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'missed updates up to'"
+kill9 0
+start 0
 wait_up >/dev/null
 
 echo "--- dead participant: the others do not wait for it"
