@@ -228,7 +228,11 @@ static void bc_fig(const char *name, double ours, double raw,
 	f->unit = unit;
 	f->goal = goal;
 	f->lower_better = lower_better;
-	snprintf(f->emu, sizeof f->emu, "%s", emu);
+	/* The emulation strings name the default provider: the one run. */
+	if (strncmp(emu, "tcp;ofi_rxm", 11) == 0)
+		snprintf(f->emu, sizeof f->emu, "%s%s", bc_prov, emu + 11);
+	else
+		snprintf(f->emu, sizeof f->emu, "%s", emu);
 	if (!bc_json)
 		fprintf(stderr, "# %s: %.1f %s\n", name, ours, unit);
 }
