@@ -144,6 +144,15 @@ static bool ridx_unheard(struct srv *s, const struct clovis_id *id,
 	return live > 0;
 }
 
+/* s_rlock held: ri must be verified again before it is next served; a
+ * verification running now does not count (idx_sync() compares ri_unver
+ * from its start with its end). */
+static void ridx_unverify(struct ridx *ri)
+{
+	ri->ri_verified = false;
+	ri->ri_unver++;
+}
+
 /* Did this process stall (not run) for SRV_LEASE_MS since ri's last
  * verification began, or is it in such a stall the stall watch has not
  * noted yet (srv_tick_main())?  Frozen, it may have been skipped by
@@ -526,7 +535,7 @@ static int rbeh_note(struct srv *s, struct ridx *ri, uint64_t mask,
 			ri->ri_nterm = term;
 			ri->ri_nseq = seq;
 		}
-		ri->ri_verified = false;
+		ridx_unverify(ri);
 	}
 	before = ri->ri_bmask;
 	ri->ri_bmask |= mask & ~self;
@@ -751,7 +760,7 @@ static void ridx_ent_event(struct ridx *ri, uint64_t gen)
 	ri->ri_eops++;
 	ri->ri_egen = gen;
 	ri->ri_ems = srv_now_ms();
-	ri->ri_verified = false;
+	ridx_unverify(ri);
 	ri->ri_kept_ms = 0;
 }
 
@@ -812,9 +821,9 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 		if (so->so_m.mr_seq == ri->ri_seq + 1)
 			ri->ri_seq = so->so_m.mr_seq;
 		else
-			ri->ri_verified = false;
+			ridx_unverify(ri);
 		if (t != ri->ri_term)
-			ri->ri_verified = false;
+			ridx_unverify(ri);
 		if (t > ri->ri_term)
 			ri->ri_term = t;
 		so->so_term = t;
@@ -1339,7 +1348,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	struct meta_ent me;
 	uint64_t stalls = __atomic_load_n(&s->s_stalls, __ATOMIC_ACQUIRE);
 	uint64_t gen = ridx_gen(s, &ri->ri_id), dig, dinc;
-	uint64_t lseq, taken = 0, seq, term, eops, until;
+	uint64_t lseq, taken = 0, seq, term, eops, until, unver;
 	int rc = 0, from = -1;
 	bool local, fresh = false, behind, keep;
 
@@ -1348,6 +1357,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	pthread_mutex_lock(&s->s_rlock);
 	eops = ri->ri_eops;
 	dinc = ri->ri_dinc;
+	unver = ri->ri_unver;
 	pthread_mutex_unlock(&s->s_rlock);
 	local = idx_local(s, &ri->ri_id, &me) == 0;
 	lseq = ri->ri_exists ? ri->ri_seq : 0;
@@ -1469,7 +1479,11 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 		LOG_WARNING("server %s: index %s: catch-up failed: %s",
 			    s->s_me->cs_name, eng_id_str(&ri->ri_id), err_msg());
 	pthread_mutex_lock(&s->s_rlock);
-	ri->ri_verified = true;
+	/* Asked to verify again while this ran (a behind mark, a nudge, a
+	 * gap or another term in a replica copy, a CREATE or DELETE): what
+	 * was read may be older than that, so it stays unverified and the
+	 * next request verifies it again. */
+	ri->ri_verified = ri->ri_unver == unver;
 	ri->ri_vgen = gen;
 	ri->ri_vstalls = stalls;
 	ri->ri_vms = srv_now_ms();
@@ -2354,7 +2368,7 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 	if (so->so_m.mr_rflags & SRF_VERIFY) {
 		/* A peer replica merged to another digest: verify. */
 		pthread_mutex_lock(&s->s_rlock);
-		ri->ri_verified = false;
+		ridx_unverify(ri);
 		pthread_mutex_unlock(&s->s_rlock);
 	}
 	if ((so->so_m.mr_rflags & SRF_TOMB_GC) && rc == 0)
@@ -2394,7 +2408,7 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 		if (rc == -ENOENT &&
 		    (so->so_m.mr_behind & (1ull << s->s_self))) {
 			pthread_mutex_lock(&s->s_rlock);
-			ri->ri_verified = false;
+			ridx_unverify(ri);
 			pthread_mutex_unlock(&s->s_rlock);
 		}
 		if (rc == 0 && rbeh_note(s, ri, so->so_m.mr_behind,

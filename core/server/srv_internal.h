@@ -77,6 +77,9 @@ struct ridx {
 	uint64_t ri_vgen;   /**< peer replicas' peers_gen() sum then */
 	uint64_t ri_vms;    /**< srv_now_ms() of the last verification */
 	uint64_t ri_vstalls; /**< s_stalls when it began */
+	uint64_t ri_unver;  /**< times ri_verified was cleared (a
+			     *   verification that saw it move leaves the
+			     *   index unverified: ridx_unverify()) */
 	bool ri_lonely;     /**< no peer replica answered it: reads only */
 	bool ri_tombs;      /**< may hold tombstones to collect */
 	bool ri_gc_req;     /**< the first replica asked to collect ... */
