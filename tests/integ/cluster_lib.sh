@@ -1,6 +1,6 @@
 # cluster_lib.sh — a 3-server loopback cluster for the integration tests
-# (sourced by cluster_test.sh, idx_tomb_test.sh, rdev_fence_test.sh and
-# peer_restart_test.sh).
+# (sourced by cluster_test.sh, idx_tomb_test.sh, rdev_fence_test.sh,
+# peer_restart_test.sh and shm_cluster_test.sh).
 #
 # The caller sources it after 'set -u' and calls cl_init first; then
 #

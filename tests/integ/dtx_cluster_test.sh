@@ -292,18 +292,24 @@ echo "--- replica frozen while dtxs commit, then read alone (536781a, behind mar
 # to s0 times out, later ones skip it.  s0 resumes; then s2 is frozen so
 # that s0 can catch up only from s1, the ordering replica (the merge must
 # see the dtx members' versions there: 536781a), and s0 is read alone.
-timeout 60 "$X" stale "$F" mk 1 >"$T/stale" 2>&1
-check "frozen: index 1 made, 10 records" test $? -eq 0
-# s0 serves index 1 once, so that it is verified as of now
-STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" peek 1 >>"$T/stale" 2>&1
-check "frozen: s0 alone serves index 1" test $? -eq 0
-kill -STOP "$(spid 0)"
-timeout 60 "$X" stale "$F" dtx 1 >>"$T/stale" 2>&1
-check "frozen: 3 dtxs with replica s0 frozen" test $? -eq 0
+# frozen_dtxs N LABEL: index N (homed on s1) made with 10 records and
+# served once by s0 alone (verified as of now), 3 dtxs with s0 frozen,
+# s0 resumed; n0: s0's log lines before the resume.
+frozen_dtxs() {
+	timeout 60 "$X" stale "$F" mk "$1" >"$T/stale" 2>&1
+	check "$2: index $1 made, 10 records" test $? -eq 0
+	STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" peek "$1" \
+		>>"$T/stale" 2>&1
+	check "$2: s0 alone serves index $1" test $? -eq 0
+	kill -STOP "$(spid 0)"
+	timeout 60 "$X" stale "$F" dtx "$1" >>"$T/stale" 2>&1
+	check "$2: 3 dtxs with replica s0 frozen" test $? -eq 0
+	n0=$(wc -l <"$D/s0.log")
+	kill -CONT "$(spid 0)"
+}
 # the mark must be one s0 got after it resumed, for a test index: a line
 # of an earlier section (s0 may miss a copy under load) does not count
-n0=$(wc -l <"$D/s0.log")
-kill -CONT "$(spid 0)"
+frozen_dtxs 1 frozen
 told() {
 	tail -n +$((n0 + 1)) "$D/s0.log" |
 		grep -q "index de:[0-9a-f]*: missed updates up to"
@@ -333,15 +339,7 @@ echo "--- replica frozen while dtxs commit, read as soon as it resumes"
 kill9 0
 start 0 srv.idx.behind.drop
 wait_up >/dev/null
-timeout 60 "$X" stale "$F" mk 2 >"$T/stale" 2>&1
-check "resumed: index 2 made, 10 records" test $? -eq 0
-STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" peek 2 >>"$T/stale" 2>&1
-check "resumed: s0 alone serves index 2" test $? -eq 0
-kill -STOP "$(spid 0)"
-timeout 60 "$X" stale "$F" dtx 2 >>"$T/stale" 2>&1
-check "resumed: 3 dtxs with replica s0 frozen" test $? -eq 0
-n0=$(wc -l <"$D/s0.log")
-kill -CONT "$(spid 0)"
+frozen_dtxs 2 resumed
 # long enough for s0's heartbeats to be answered again (the lease renewed)
 sleep 1
 kill -STOP "$(spid 2)"

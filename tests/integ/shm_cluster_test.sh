@@ -20,47 +20,15 @@
 #   6. SIGTERM: every server stops cleanly.
 #
 # Region names are the servers' "127.0.0.1:PORT" (no TCP port is bound on
-# shm), ports 32000-32767 (no other step uses them).  Every wait is bounded;
+# shm), ports 32000-32758 (no other step uses them).  Every wait is bounded;
 # the servers are killed on any exit (trap).  Ends with "N passed, N failed".
 set -u
 
-B=${1:-build}
-BD=$(cd "$B" 2>/dev/null && pwd)
-S=$BD/strata
-T=$(mktemp -d "${TMPDIR:-/tmp}/strata-shm-cluster.XXXXXX")
-D=$T/cl
-PORT=$((32000 + ($$ % 250) * 3))
-pass=0
-fail=0
-
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-no() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
-
-spid() { cat "$D/s$1.pid" 2>/dev/null; }
-
-cleanup() {
-	local i p
-	for i in 0 1 2; do
-		p=$(spid $i)
-		[ -n "$p" ] && kill -9 "$p" 2>/dev/null
-	done
-	for i in 0 1 2; do rm -f "/dev/shm/127.0.0.1:$((PORT + i))"; done
-	rm -rf "$T"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-for x in strata strata-server ut_main; do
-	[ -x "$BD/$x" ] || { no "$x built"; echo "$pass passed, $fail failed"; exit 1; }
-done
-
-# wait_gone PID: until the process is gone (at most 20 s).
-wait_gone() {
-	local i
-	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
-	return 1
-}
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" shm 32000 190    # ports 32000-32758
+cl_need strata strata-server ut_main
+# The servers' regions (/dev/shm/127.0.0.1:PORT) go too on any exit.
+trap 'cl_cleanup; rm -f /dev/shm/127.0.0.1:$PORT /dev/shm/127.0.0.1:$((PORT + 1)) /dev/shm/127.0.0.1:$((PORT + 2))' EXIT
 
 # up3: until status shows 3 servers up (at most 30 s).
 up3() {
@@ -75,11 +43,7 @@ up3() {
 	return 1
 }
 
-start() {
-	rm -f "$D/s$1.pid"
-	"$BD/strata-server" --config "$D/cluster.yaml" --name "s$1" \
-		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log" --log-level 3
-}
+start() { rm -f "$D/s$1.pid"; srv_start "$1" "$D/cluster.yaml" --log-level 3; }
 
 # stop_all SIG: signal every server and wait until each is gone.
 stop_all() {
@@ -95,9 +59,7 @@ stop_all() {
 died() { grep -l "terminated with signal" "$D"/s*.log 2>/dev/null | wc -l; }
 
 echo "--- cluster file from strata cluster up, switched to shm"
-timeout 90 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
-	--call-timeout 10s >"$T/up" 2>&1
-check "cluster up (tcp)" grep -q "cluster of 3 servers up" "$T/up"
+cl_up
 stop_all 9
 sed -i 's/^\(  *provider: \).*/\1"shm"/' "$D/cluster.yaml"
 grep -q 'provider: "shm"' "$D/cluster.yaml" ||
