@@ -900,40 +900,56 @@ static void bn_fig_add_rr(const char *name, struct bn_rr *a,
 	f->f_rmax = q[a->r_nr - 1];
 }
 
-/* (a) and (c): 4 KiB random blocks, in alternated rounds. */
+/* The four figures W_flash, W_nvram, R_flash, R_nvram of q (that order). */
+static void bn_fig_add_quad(const char *w, const char *r, struct bn_rr q[4],
+			    const char *unit, uint32_t qd)
+{
+	static const char *const emu[2] = {BN_EMU_DISK, BN_EMU_SHM};
+	static const char *const dev[2] = {"flash", "nvram"};
+	char name[BN_NAME_LEN];
+
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof name, "%s_%s", i < 2 ? w : r,
+			 dev[i % 2]);
+		bn_fig_add_rr(name, &q[i], unit, qd, emu[i % 2]);
+	}
+}
+
+/* One round of a flash and an NVRAM figure beside one raw job: ours on
+ * o[0], the raw job, ours on o[1], each for bn_secs. */
+static void bn_rr_pair(struct bn_rr *f, struct bn_rr *n, struct bn_raw *raw,
+		       int (*make)(struct bn_job *, struct bn_slot *),
+		       struct clovis_obj o[2], uint32_t qd, uint64_t blks,
+		       bool any)
+{
+	double a = bn_ours_obj_how(make, &o[0], qd, blks, any);
+	double r = bn_raw_run(raw);
+
+	bn_rr_put(f, a, r);
+	bn_rr_put(n, bn_ours_obj_how(make, &o[1], qd, blks, any), r);
+}
+
+/* (a) and (c): 4 KiB random blocks, in alternated rounds; the goal's
+ * figure pairs each round's flash writes with a raw one-at-a-time run
+ * right after that round's writes. */
 static void bn_fig_4k(void)
 {
 	struct bn_raw rw = bn_raw_file(bn_raw_rand_write, 16, 4096);
 	struct bn_raw rr = bn_raw_file(bn_raw_rand_read, 16, 4096);
 	struct bn_raw r1 = bn_raw_file(bn_raw_rand_write, 1, 4096);
-	struct bn_rr wf = {0}, wn = {0}, rf = {0}, rn = {0}, st = {0};
+	struct bn_rr q[4] = {0}, st = {0};  /* write, read x flash, nvram */
 	double secs = bn_secs;
 
 	bn_secs = secs / bn_rounds;
 	for (unsigned k = 0; k < bn_rounds; k++) {
-		double f = bn_ours_obj_any(bn_make_rand_write, &bn_obj4k[0],
-					   16, BN_SMALL_BLKS);
-		double raw_1 = bn_raw_run(&r1);
-		double n = bn_ours_obj_any(bn_make_rand_write, &bn_obj4k[1],
-					   16, BN_SMALL_BLKS);
-		double raw_w = bn_raw_run(&rw);
-
-		bn_rr_put(&st, f, raw_1);
-		bn_rr_put(&wf, f, raw_w);
-		bn_rr_put(&wn, n, raw_w);
-		f = bn_ours_obj(bn_make_rand_read, &bn_obj4k[0], 16,
-				BN_SMALL_BLKS);
-		n = bn_ours_obj(bn_make_rand_read, &bn_obj4k[1], 16,
-				BN_SMALL_BLKS);
-		raw_w = bn_raw_run(&rr);
-		bn_rr_put(&rf, f, raw_w);
-		bn_rr_put(&rn, n, raw_w);
+		bn_rr_pair(&q[0], &q[1], &rw, bn_make_rand_write, bn_obj4k,
+			   16, BN_SMALL_BLKS, true);
+		bn_rr_put(&st, q[0].r_ours[k], bn_raw_run(&r1));
+		bn_rr_pair(&q[2], &q[3], &rr, bn_make_rand_read, bn_obj4k,
+			   16, BN_SMALL_BLKS, false);
 	}
 	bn_secs = secs;
-	bn_fig_add_rr("4k_randwrite_flash", &wf, "IOPS", 16, BN_EMU_DISK);
-	bn_fig_add_rr("4k_randwrite_nvram", &wn, "IOPS", 16, BN_EMU_SHM);
-	bn_fig_add_rr("4k_randread_flash", &rf, "IOPS", 16, BN_EMU_DISK);
-	bn_fig_add_rr("4k_randread_nvram", &rn, "IOPS", 16, BN_EMU_SHM);
+	bn_fig_add_quad("4k_randwrite", "4k_randread", q, "IOPS", 16);
 	bn_fig_add_rr("4k_stable_qd16_vs_sync_qd1", &st, "IOPS", 16,
 		      BN_EMU_DISK);
 }
@@ -943,32 +959,18 @@ static void bn_fig_1m(void)
 {
 	struct bn_raw rw = bn_raw_file(bn_raw_seq_write, 1, 1u << 20);
 	struct bn_raw rr = bn_raw_file(bn_raw_seq_read, 1, 1u << 20);
-	struct bn_rr wf = {0}, wn = {0}, rf = {0}, rn = {0};
+	struct bn_rr q[4] = {0};  /* write, read x flash, nvram */
 	double secs = bn_secs;
 
 	bn_secs = secs / bn_rounds;
 	for (unsigned k = 0; k < bn_rounds; k++) {
-		double f = bn_ours_obj(bn_make_seq_write, &bn_obj1m[0], 1,
-				       BN_BIG_BLKS);
-		double raw = bn_raw_run(&rw);
-		double n = bn_ours_obj(bn_make_seq_write, &bn_obj1m[1], 1,
-				       BN_BIG_BLKS);
-
-		bn_rr_put(&wf, f, raw);
-		bn_rr_put(&wn, n, raw);
-		f = bn_ours_obj(bn_make_seq_read, &bn_obj1m[0], 1,
-				BN_BIG_BLKS);
-		raw = bn_raw_run(&rr);
-		n = bn_ours_obj(bn_make_seq_read, &bn_obj1m[1], 1,
-				BN_BIG_BLKS);
-		bn_rr_put(&rf, f, raw);
-		bn_rr_put(&rn, n, raw);
+		bn_rr_pair(&q[0], &q[1], &rw, bn_make_seq_write, bn_obj1m, 1,
+			   BN_BIG_BLKS, false);
+		bn_rr_pair(&q[2], &q[3], &rr, bn_make_seq_read, bn_obj1m, 1,
+			   BN_BIG_BLKS, false);
 	}
 	bn_secs = secs;
-	bn_fig_add_rr("1m_seqwrite_flash", &wf, "MiB/s", 1, BN_EMU_DISK);
-	bn_fig_add_rr("1m_seqwrite_nvram", &wn, "MiB/s", 1, BN_EMU_SHM);
-	bn_fig_add_rr("1m_seqread_flash", &rf, "MiB/s", 1, BN_EMU_DISK);
-	bn_fig_add_rr("1m_seqread_nvram", &rn, "MiB/s", 1, BN_EMU_SHM);
+	bn_fig_add_quad("1m_seqwrite", "1m_seqread", q, "MiB/s", 1);
 }
 
 /* Our index job state: keys PUT so far. */

@@ -33,6 +33,10 @@
 #   srv_stop I     SIGTERM to sI and wait until it is gone; a failure if it
 #                  had no pid file or stays
 #   wait_gone PID  until the process is gone (at most 20 s)
+#   cl_ut NAME ARGS...
+#                  one ut_main run (ARGS: its suites) against the cluster
+#                  file $D/cluster.yaml, checked as NAME: it ran, and every
+#                  test passed (the failures printed otherwise)
 #   wait_up        until every server answers (at most ~20 s), asked through
 #                  the cluster file $UPCONF if the caller set it, else
 #                  through --dir $D
@@ -184,4 +188,19 @@ wait_up() {
 		sleep 0.2
 	done
 	return 1
+}
+
+cl_ut() {
+	local name=$1 line
+	shift
+	STRATA_UT_CLUSTER=$D/cluster.yaml timeout 120 "$BD/ut_main" "$@" \
+		>"$T/ut" 2>&1
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
+	echo "     ut_main $*: $line"
+	check "$name ran" test -n "$line"
+	check "$name pass against the cluster" \
+		test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
+	[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
+		grep -E "FAILED|^    [0-9]+\. " "$T/ut" | head -20
+	grep -o "skipped in cluster mode ([^)]*)" "$T/ut" | sed 's/^/     /'
 }

@@ -160,23 +160,8 @@ check "status --jsn: usage error (exit 2)" test $? -eq 2
 check "status --jsn: names the option" grep -q "unknown option '--jsn'" "$T/stj.err"
 
 echo "--- Clovis suites against the cluster"
-# ut RESULT_NAME ARGS...: one ut_main run against the cluster, checked.
-ut() {
-	local name=$1 line
-	shift
-	STRATA_UT_CLUSTER=$D/cluster.yaml timeout 120 "$BD/ut_main" "$@" \
-		>"$T/ut" 2>&1
-	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
-	echo "     ut_main $*: $line"
-	check "$name ran" test -n "$line"
-	check "$name pass against the cluster" \
-		test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
-	[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
-		grep -E "FAILED|^    [0-9]+\. " "$T/ut" | head -20
-	grep -o "skipped in cluster mode ([^)]*)" "$T/ut" | sed 's/^/     /'
-}
-ut "concurrency mixed" -s concurrency -t mixed
-ut "clovis suites" -s clovis,clovis_bad -x composite
+cl_ut "concurrency mixed" -s concurrency -t mixed
+cl_ut "clovis suites" -s clovis,clovis_bad -x composite
 
 echo "--- wrong secret refused"
 mkdir -p "$T/bad"

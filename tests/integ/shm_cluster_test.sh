@@ -79,15 +79,7 @@ done
 grep -h "terminated with signal" "$D"/s*.log 2>/dev/null | head -3
 
 echo "--- Clovis suites against the cluster on shm"
-STRATA_UT_CLUSTER=$D/cluster.yaml timeout 300 "$BD/ut_main" \
-	-s clovis,clovis_bad -x composite >"$T/ut" 2>&1
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
-echo "     ut_main -s clovis,clovis_bad -x composite: $line"
-check "clovis suites ran" test -n "$line"
-check "clovis suites pass on shm" \
-	test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
-[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
-	grep -E "FAILED|^    [0-9]+\. " "$T/ut" | head -20
+cl_ut "clovis suites on shm" -s clovis,clovis_bad -x composite
 
 echo "--- objects and index records through the CLI"
 C="timeout 60 $S --cluster $D/cluster.yaml"
