@@ -8,8 +8,10 @@
  * provider whose CQ has no file descriptor (shm) it polls with a sleep that
  * grows from 20 us to 1 ms while idle; with rc_polling it spins.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <poll.h>
@@ -1218,6 +1220,39 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 	return 0;
 }
 
+/*
+ * shm: remove the regions a killed process left in /dev/shm.  An endpoint
+ * opened without a name gets the region "PID:0:N" (16 MiB, sparse), which
+ * libfabric unlinks when the endpoint closes, and never if its process is
+ * SIGKILLed.  Only names of exactly that form whose PID no process has
+ * now go (kill(PID, 0) says ESRCH); a server's named region ("ADDR:PORT")
+ * is taken back by the server itself when it starts again.  Returns how
+ * many went.
+ */
+static unsigned ep_shm_sweep(void)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *de;
+	unsigned gone = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		unsigned long pid, a, b;
+		char path[300], tail;
+
+		if (sscanf(de->d_name, "%lu:%lu:%lu%c", &pid, &a, &b,
+			   &tail) != 3 || pid == 0 || pid > INT32_MAX ||
+		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof path, "/dev/shm/%s", de->d_name);
+		if (unlink(path) == 0)
+			gone++;
+	}
+	closedir(d);
+	return gone;
+}
+
 int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
 		const char *addr, uint16_t port)
 {
@@ -1240,8 +1275,16 @@ int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
 					      sizeof ep->ep_incarnation)) != 0)
 		goto out_free;
 	ep->ep_incarnation |= ep->ep_server ? 1 : 0;
-	if ((rc = ep_provider(ep, c->rc_provider)) != 0 ||
-	    (rc = ep_getinfo(ep, addr, port)) != 0 ||
+	if ((rc = ep_provider(ep, c->rc_provider)) != 0)
+		goto out_free;
+	if (ep_is_shm(ep)) {
+		unsigned gone = ep_shm_sweep();
+
+		if (gone > 0)
+			LOG_INFO("rpc: removed %u shm region(s) of processes "
+				 "that are gone", gone);
+	}
+	if ((rc = ep_getinfo(ep, addr, port)) != 0 ||
 	    (rc = ep_fabric_open(ep, addr, port)) != 0 ||
 	    (rc = ep_recv_setup(ep)) != 0 ||
 	    (rc = rpc_srv_start(ep)) != 0)

@@ -15,8 +15,9 @@
 #   4. objects (plain and pdclust 2+1) and index records through the CLI
 #      read back byte-exact;
 #   5. s1 and s2 SIGKILLed and restarted (their stale regions left in
-#      /dev/shm): all three up again, everything reads back, no server
-#      died;
+#      /dev/shm): all three up again, the regions of the killed processes'
+#      unnamed endpoints removed by the next endpoint opened on shm,
+#      everything reads back, no server died;
 #   6. SIGTERM: every server stops cleanly.
 #
 # Region names are the servers' "127.0.0.1:PORT" (no TCP port is bound on
@@ -104,11 +105,21 @@ readback() {
 check "objects and records read back" readback
 
 echo "--- s1 and s2 SIGKILLed and restarted"
-for i in 1 2; do p=$(spid $i); kill -9 "$p"; wait_gone "$p"; done
-check "their regions stay behind in /dev/shm" \
-	test -e "/dev/shm/127.0.0.1:$((PORT + 1))"
+killed=""
+for i in 1 2; do
+	p=$(spid $i)
+	killed="$killed $p"
+	kill -9 "$p"
+	wait_gone "$p"
+done
+# left(): the regions of the killed servers' unnamed endpoints (PID:0:N)
+left() { local p; for p in $killed; do ls /dev/shm | grep "^$p:"; done; }
+check "their regions stay behind in /dev/shm ($(left | wc -l) unnamed)" \
+	test -e "/dev/shm/127.0.0.1:$((PORT + 1))" -a "$(left | wc -l)" -gt 0
 for i in 1 2; do start $i; done
 check "3 servers up after the restart" up3
+check "the regions of the killed processes were removed (ep_shm_sweep)" \
+	test "$(left | wc -l)" -eq 0
 check "everything reads back after the restart" readback
 check "no server died" test "$(died)" -eq 0
 
