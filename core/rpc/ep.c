@@ -123,8 +123,10 @@ static const char *av_shm_name(const void *name)
  * RPC_SHM_REGION_AGE_MS old by its birth time (smr_create() sets it up
  * within microseconds of creating it): a younger one is waited for, and
  * where the file system keeps no birth time every such connect waits that
- * long.  A name that called this endpoint (a hello) goes in at once: a
- * message came from its region.
+ * long.  A name that said hello here is checked without a wait (the
+ * hello is not authenticated yet: a local process could name a region
+ * that does not exist): it must end within RPC_NAME_MAX and its region
+ * must exist and not be empty (av_shm_hello_ok()).
  */
 #define RPC_SHM_REGION_AGE_MS 100
 
@@ -155,12 +157,37 @@ static int av_shm_ready(struct rpc_ep *ep, const char *n)
 			     RPC_SHM_REGION_AGE_MS :
 			     RPC_SHM_REGION_AGE_MS - age_ms;
 
-		nap = (struct timespec){0, (long)ms * 1000000L};
+		nap = (struct timespec){0, (long)(ms > 0 ? ms : 1) * 1000000L};
 		nanosleep(&nap, NULL);
-		if (stat(path, &(struct stat){0}) != 0)
-			return err_set(-ECONNREFUSED, "rpc %s: shm peer %s went "
-				       "away while starting", ep->ep_self, n);
+		if (statx(AT_FDCWD, path, 0, STATX_SIZE, &sx) != 0 ||
+		    sx.stx_size == 0)
+			return err_set(-ECONNREFUSED, "rpc %s: shm peer %s is not "
+				       "up (region %s gone or empty)",
+				       ep->ep_self, n, path);
 	}
+	return 0;
+}
+
+/* shm: a name that said hello here (its HELLO is not authenticated yet):
+ * a NUL-terminated region name whose region exists and is not empty, or
+ * it is refused without a sleep (the server's own thread runs this). */
+static int av_shm_hello_ok(struct rpc_ep *ep, const char *name)
+{
+	char path[RPC_NAME_MAX + 16];
+	const char *n;
+	struct stat st;
+
+	if (strnlen(name, RPC_NAME_MAX) == RPC_NAME_MAX)
+		return err_set(-EINVAL, "rpc %s: shm hello name without an "
+			       "end", ep->ep_self);
+	n = av_shm_name(name);
+	if (strchr(n, '/') != NULL)
+		return err_set(-EINVAL, "rpc %s: shm hello name '%.64s' is not "
+			       "a region name", ep->ep_self, n);
+	snprintf(path, sizeof path, "/dev/shm/%s", n);
+	if (stat(path, &st) != 0 || st.st_size == 0)
+		return err_set(-ECONNREFUSED, "rpc %s: shm hello from %s, "
+			       "which has no region", ep->ep_self, n);
 	return 0;
 }
 
@@ -174,8 +201,12 @@ int rpc_av_insert(struct rpc_ep *ep, const void *name, bool calling,
 {
 	int rc;
 
-	if (calling && ep_is_shm(ep) &&
-	    (rc = av_shm_ready(ep, av_shm_name(name))) != 0) {
+	if (ep_is_shm(ep) &&
+	    (rc = calling ? (strnlen(name, RPC_NAME_MAX) == RPC_NAME_MAX ?
+			     err_set(-EINVAL, "rpc %s: shm peer name "
+				     "without an end", ep->ep_self) :
+			     av_shm_ready(ep, av_shm_name(name))) :
+			    av_shm_hello_ok(ep, name)) != 0) {
 		*out = FI_ADDR_NOTAVAIL;
 		return rc;
 	}
@@ -1222,12 +1253,13 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 
 /*
  * shm: remove the regions a killed process left in /dev/shm.  An endpoint
- * opened without a name gets the region "PID:0:N" (16 MiB, sparse), which
- * libfabric unlinks when the endpoint closes, and never if its process is
- * SIGKILLed.  Only names of exactly that form whose PID no process has
- * now go (kill(PID, 0) says ESRCH); a server's named region ("ADDR:PORT")
- * is taken back by the server itself when it starts again.  Returns how
- * many went.
+ * opened without a name gets the region "PID:X:N" (16 MiB, sparse; X is 0
+ * here, its meaning varies with the libfabric version), which libfabric
+ * unlinks when the endpoint closes, and never if its process is SIGKILLed.
+ * Only this user's files named exactly so whose PID no process has now go
+ * (kill(PID, 0) says ESRCH); a server's named region ("ADDR:PORT") is
+ * taken back by the server itself when it starts again.  Returns how many
+ * went.
  */
 static unsigned ep_shm_sweep(void)
 {
@@ -1241,12 +1273,16 @@ static unsigned ep_shm_sweep(void)
 		unsigned long pid, a, b;
 		char path[300], tail;
 
+		struct stat st;
+
 		if (sscanf(de->d_name, "%lu:%lu:%lu%c", &pid, &a, &b,
 			   &tail) != 3 || pid == 0 || pid > INT32_MAX ||
 		    kill((pid_t)pid, 0) == 0 || errno != ESRCH)
 			continue;
 		snprintf(path, sizeof path, "/dev/shm/%s", de->d_name);
-		if (unlink(path) == 0)
+		/* Only this user's: root would reach every user's files. */
+		if (stat(path, &st) == 0 && st.st_uid == geteuid() &&
+		    unlink(path) == 0)
 			gone++;
 	}
 	closedir(d);

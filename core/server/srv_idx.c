@@ -1919,13 +1919,15 @@ static void *srv_hb_main(void *arg)
  */
 static void *srv_tick_main(void *arg)
 {
+	const struct timespec tick = {0, (long)SRV_TICK_MS * 1000000L};
 	struct srv *s = arg;
 
-	pthread_mutex_lock(&s->s_qlock);
-	while (!s->s_qstop) {
+	/* A relative sleep on the monotonic clock: a step of the wall
+	 * clock neither stretches the tick nor counts as a stall.  Stops
+	 * within a tick of s_qstop. */
+	while (!__atomic_load_n(&s->s_qstop, __ATOMIC_ACQUIRE)) {
 		uint64_t now = srv_now_ms();
 		uint64_t last = __atomic_load_n(&s->s_tick_ms, __ATOMIC_RELAXED);
-		struct timespec ts;
 
 		if (now > last + SRV_LEASE_MS) {
 			__atomic_add_fetch(&s->s_stalls, 1, __ATOMIC_RELEASE);
@@ -1935,13 +1937,8 @@ static void *srv_tick_main(void *arg)
 				    s->s_me->cs_name, now - last);
 		}
 		__atomic_store_n(&s->s_tick_ms, now, __ATOMIC_RELEASE);
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)SRV_TICK_MS * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&s->s_hbcond, &s->s_qlock, &ts);
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &tick, NULL);
 	}
-	pthread_mutex_unlock(&s->s_qlock);
 	return NULL;
 }
 
@@ -1971,7 +1968,7 @@ void srv_syncer_stop(struct srv *s)
 	if (!s->s_syncer_on)
 		return;
 	pthread_mutex_lock(&s->s_qlock);
-	s->s_qstop = true;
+	__atomic_store_n(&s->s_qstop, true, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&s->s_qcond);
 	pthread_cond_broadcast(&s->s_hbcond);
 	pthread_mutex_unlock(&s->s_qlock);

@@ -876,8 +876,12 @@ struct bn_rr {
 	uint32_t r_nr;
 };
 
+/* One round's two sides; a round whose raw side did nothing (a stalled
+ * disk: 0 ops in the slice) has no ratio and is left out. */
 static void bn_rr_put(struct bn_rr *a, double ours, double raw)
 {
+	if (raw <= 0)
+		return;
 	a->r_ours[a->r_nr] = ours;
 	a->r_raw[a->r_nr++] = raw;
 }
@@ -889,8 +893,10 @@ static void bn_fig_add_rr(const char *name, struct bn_rr *a,
 	double q[BN_ROUNDS_MAX];
 	struct bn_fig *f;
 
+	if (a->r_nr == 0)
+		bn_check(-EIO, "a figure's raw side did nothing in every round");
 	for (uint32_t k = 0; k < a->r_nr; k++)
-		q[k] = a->r_raw[k] > 0 ? a->r_ours[k] / a->r_raw[k] : 0;
+		q[k] = a->r_ours[k] / a->r_raw[k];
 	bn_fig_add(name, bn_median(a->r_ours, a->r_nr),
 		   bn_median(a->r_raw, a->r_nr), unit, qd, 1, emu);
 	f = &bn_figs[bn_nr_figs - 1];
@@ -916,8 +922,9 @@ static void bn_fig_add_quad(const char *w, const char *r, struct bn_rr q[4],
 }
 
 /* One round of a flash and an NVRAM figure beside one raw job: ours on
- * o[0], the raw job, ours on o[1], each for bn_secs. */
-static void bn_rr_pair(struct bn_rr *f, struct bn_rr *n, struct bn_raw *raw,
+ * o[0], the raw job, ours on o[1], each for bn_secs.  Returns ours on
+ * o[0]. */
+static double bn_rr_pair(struct bn_rr *f, struct bn_rr *n, struct bn_raw *raw,
 		       int (*make)(struct bn_job *, struct bn_slot *),
 		       struct clovis_obj o[2], uint32_t qd, uint64_t blks,
 		       bool any)
@@ -927,6 +934,7 @@ static void bn_rr_pair(struct bn_rr *f, struct bn_rr *n, struct bn_raw *raw,
 
 	bn_rr_put(f, a, r);
 	bn_rr_put(n, bn_ours_obj_how(make, &o[1], qd, blks, any), r);
+	return a;
 }
 
 /* (a) and (c): 4 KiB random blocks, in alternated rounds; the goal's
@@ -942,9 +950,10 @@ static void bn_fig_4k(void)
 
 	bn_secs = secs / bn_rounds;
 	for (unsigned k = 0; k < bn_rounds; k++) {
-		bn_rr_pair(&q[0], &q[1], &rw, bn_make_rand_write, bn_obj4k,
-			   16, BN_SMALL_BLKS, true);
-		bn_rr_put(&st, q[0].r_ours[k], bn_raw_run(&r1));
+		double f = bn_rr_pair(&q[0], &q[1], &rw, bn_make_rand_write,
+				      bn_obj4k, 16, BN_SMALL_BLKS, true);
+
+		bn_rr_put(&st, f, bn_raw_run(&r1));
 		bn_rr_pair(&q[2], &q[3], &rr, bn_make_rand_read, bn_obj4k,
 			   16, BN_SMALL_BLKS, false);
 	}
@@ -1359,8 +1368,15 @@ static int bn_args(int argc, char **argv)
 			snprintf(bn_dir, sizeof bn_dir, "%s", argv[++i]);
 		else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
 			bn_secs = strtod(argv[++i], NULL);
-		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
-			bn_rounds = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
+			char *end;
+			unsigned long k = strtoul(argv[++i], &end, 10);
+
+			if (*end != '\0' || end == argv[i] ||
+			    k > BN_ROUNDS_MAX)
+				goto usage;
+			bn_rounds = (unsigned)k;
+		}
 		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
 			bn_only = argv[++i];
 		else if (strcmp(argv[i], "--figs") == 0 && i + 1 < argc)
