@@ -190,16 +190,39 @@ static int pid_file_write(const char *path)
 	return fclose(f) == 0 ? 0 : err_set(-EIO, "pid file %s: write", path);
 }
 
-/* Detach: fork, new session, stdin from /dev/null. */
+/* The detached child's end of the pipe its parent waits on (-1: none). */
+static int detach_fd = -1;
+
+/*
+ * Detach: fork, new session, stdin from /dev/null.  The parent exits only
+ * when the child says so (detached()): after its pid file is written, so
+ * that whoever started it (strata cluster up) finds the pid file as soon
+ * as the start command returns, however late the child runs on a loaded
+ * host (it counted a pid file still missing 3 s after the start as a
+ * server that gave up: `cluster up` failed so once in a loaded make
+ * check).  Exit status 0 once the child is under way, 1 if it failed
+ * first (its message is in the log).
+ */
 static int daemonize(void)
 {
-	pid_t pid = fork();
-	int fd;
+	int fd, p[2];
+	pid_t pid;
 
+	if (pipe(p) != 0)
+		return err_set(-errno, "pipe: %s", strerror(errno));
+	pid = fork();
 	if (pid < 0)
 		return err_set(-errno, "fork: %s", strerror(errno));
-	if (pid > 0)
-		_exit(0);
+	if (pid > 0) {
+		char ok = 0;
+
+		close(p[1]);
+		while (read(p[0], &ok, 1) < 0 && errno == EINTR)
+			;
+		_exit(ok == 1 ? 0 : 1);
+	}
+	close(p[0]);
+	detach_fd = p[1];
 	if (setsid() < 0)
 		return err_set(-errno, "setsid: %s", strerror(errno));
 	fd = open("/dev/null", O_RDWR);
@@ -210,6 +233,20 @@ static int daemonize(void)
 			close(fd);
 	}
 	return 0;
+}
+
+/* Tell the waiting parent (daemonize()) whether the start got this far
+ * (ok) or failed; once. */
+static void detached(bool ok)
+{
+	char b = ok ? 1 : 0;
+
+	if (detach_fd < 0)
+		return;
+	if (write(detach_fd, &b, 1) != 1)
+		LOG_DEBUG("strata-server: could not tell the parent");
+	close(detach_fd);
+	detach_fd = -1;
 }
 
 static int log_to_file(const char *path)
@@ -268,9 +305,11 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (a.sa_pid_file != NULL && pid_file_write(a.sa_pid_file) != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
+		detached(false);
 		clu_conf_fini(&c);
 		return 1;
 	}
+	detached(true);
 	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0);
 	if (rc != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());

@@ -110,7 +110,13 @@ cl_need() {
 
 cl_up() {
 	timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
-	check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+	echo "rc $?" >>"$T/up"
+	if grep -q "cluster of 3 servers up" "$T/up"; then
+		ok "cluster up"
+	else
+		no "cluster up"
+		sed 's/^/     up: /' "$T/up" | tail -8
+	fi
 }
 
 cl_fast() {
