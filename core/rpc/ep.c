@@ -126,69 +126,75 @@ static const char *av_shm_name(const void *name)
  * long.  A name that said hello here is checked without a wait (the
  * hello is not authenticated yet: a local process could name a region
  * that does not exist): it must end within RPC_NAME_MAX and its region
- * must exist and not be empty (av_shm_hello_ok()).
+ * must exist and not be empty (av_shm_check()).
  */
 #define RPC_SHM_REGION_AGE_MS 100
 
-static int av_shm_ready(struct rpc_ep *ep, const char *n)
+/* shm: /dev/shm/NAME of peer name into path, or -EINVAL when name does
+ * not end within RPC_NAME_MAX or is no region name. */
+static int av_shm_path(struct rpc_ep *ep, const char *name, char *path,
+		       size_t size)
 {
-	char path[RPC_NAME_MAX + 16];
-	struct timespec now, nap;
-	struct statx sx;
-	int64_t age_ms = -1;
+	const char *n;
 
-	if (strchr(n, '/') != NULL || strlen(n) >= RPC_NAME_MAX)
+	if (strnlen(name, RPC_NAME_MAX) == RPC_NAME_MAX)
+		return err_set(-EINVAL, "rpc %s: shm peer name without an end",
+			       ep->ep_self);
+	n = av_shm_name(name);
+	if (strchr(n, '/') != NULL)
 		return err_set(-EINVAL, "rpc %s: shm peer name '%.64s' is not "
 			       "a region name", ep->ep_self, n);
-	snprintf(path, sizeof path, "/dev/shm/%s", n);
-	if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_SIZE, &sx) != 0)
+	snprintf(path, size, "/dev/shm/%s", n);
+	return 0;
+}
+
+/* shm: the region at path exists and, unless empty_ok, is not empty
+ * (-ECONNREFUSED else); *age_ms its age by birth time, -1 where the file
+ * system keeps none, 0 when it is empty (not set up yet). */
+static int av_shm_region(struct rpc_ep *ep, const char *path, bool empty_ok,
+			 int64_t *age_ms)
+{
+	struct timespec now;
+	struct statx sx;
+
+	*age_ms = -1;
+	if (statx(AT_FDCWD, path, 0, STATX_BTIME | STATX_SIZE, &sx) != 0 ||
+	    (sx.stx_size == 0 && !empty_ok))
 		return err_set(-ECONNREFUSED, "rpc %s: shm peer %s is not up "
-			       "(no region %s)", ep->ep_self, n, path);
+			       "(no region, or an empty one)", ep->ep_self,
+			       path);
 	/* Birth time where the file system keeps it (tmpfs since Linux
 	 * 6.x); its change time moves with every write to the region. */
-	if (sx.stx_mask & STATX_BTIME) {
+	if (sx.stx_size == 0) {
+		*age_ms = 0;
+	} else if (sx.stx_mask & STATX_BTIME) {
 		clock_gettime(CLOCK_REALTIME, &now);
-		age_ms = (int64_t)(now.tv_sec - sx.stx_btime.tv_sec) * 1000 +
-			 ((int64_t)now.tv_nsec - sx.stx_btime.tv_nsec) /
-			 1000000;
-	}
-	if (age_ms < 0 || age_ms < RPC_SHM_REGION_AGE_MS || sx.stx_size == 0) {
-		int64_t ms = age_ms < 0 || age_ms > RPC_SHM_REGION_AGE_MS ?
-			     RPC_SHM_REGION_AGE_MS :
-			     RPC_SHM_REGION_AGE_MS - age_ms;
-
-		nap = (struct timespec){0, (long)(ms > 0 ? ms : 1) * 1000000L};
-		nanosleep(&nap, NULL);
-		if (statx(AT_FDCWD, path, 0, STATX_SIZE, &sx) != 0 ||
-		    sx.stx_size == 0)
-			return err_set(-ECONNREFUSED, "rpc %s: shm peer %s is not "
-				       "up (region %s gone or empty)",
-				       ep->ep_self, n, path);
+		*age_ms = (int64_t)(now.tv_sec - sx.stx_btime.tv_sec) * 1000 +
+			  ((int64_t)now.tv_nsec - sx.stx_btime.tv_nsec) /
+			  1000000;
 	}
 	return 0;
 }
 
-/* shm: a name that said hello here (its HELLO is not authenticated yet):
- * a NUL-terminated region name whose region exists and is not empty, or
- * it is refused without a sleep (the server's own thread runs this). */
-static int av_shm_hello_ok(struct rpc_ep *ep, const char *name)
+/* shm: may peer name go into the AV now (see above)?  calling: this
+ * endpoint connects to it (a young region is waited for); else it said
+ * hello here (checked without a wait). */
+static int av_shm_check(struct rpc_ep *ep, const char *name, bool calling)
 {
 	char path[RPC_NAME_MAX + 16];
-	const char *n;
-	struct stat st;
+	int64_t age_ms, wait_ms;
+	int rc;
 
-	if (strnlen(name, RPC_NAME_MAX) == RPC_NAME_MAX)
-		return err_set(-EINVAL, "rpc %s: shm hello name without an "
-			       "end", ep->ep_self);
-	n = av_shm_name(name);
-	if (strchr(n, '/') != NULL)
-		return err_set(-EINVAL, "rpc %s: shm hello name '%.64s' is not "
-			       "a region name", ep->ep_self, n);
-	snprintf(path, sizeof path, "/dev/shm/%s", n);
-	if (stat(path, &st) != 0 || st.st_size == 0)
-		return err_set(-ECONNREFUSED, "rpc %s: shm hello from %s, "
-			       "which has no region", ep->ep_self, n);
-	return 0;
+	if ((rc = av_shm_path(ep, name, path, sizeof path)) != 0 ||
+	    (rc = av_shm_region(ep, path, calling, &age_ms)) != 0 ||
+	    !calling)
+		return rc;
+	wait_ms = age_ms < 0 ? RPC_SHM_REGION_AGE_MS :
+			       RPC_SHM_REGION_AGE_MS - age_ms;
+	if (wait_ms <= 0)
+		return 0;
+	nanosleep(&(struct timespec){0, (long)wait_ms * 1000000L}, NULL);
+	return av_shm_region(ep, path, false, &age_ms);
 }
 
 static bool ep_is_shm(const struct rpc_ep *ep)
@@ -201,12 +207,7 @@ int rpc_av_insert(struct rpc_ep *ep, const void *name, bool calling,
 {
 	int rc;
 
-	if (ep_is_shm(ep) &&
-	    (rc = calling ? (strnlen(name, RPC_NAME_MAX) == RPC_NAME_MAX ?
-			     err_set(-EINVAL, "rpc %s: shm peer name "
-				     "without an end", ep->ep_self) :
-			     av_shm_ready(ep, av_shm_name(name))) :
-			    av_shm_hello_ok(ep, name)) != 0) {
+	if (ep_is_shm(ep) && (rc = av_shm_check(ep, name, calling)) != 0) {
 		*out = FI_ADDR_NOTAVAIL;
 		return rc;
 	}
@@ -1272,7 +1273,6 @@ static unsigned ep_shm_sweep(void)
 	while ((de = readdir(d)) != NULL) {
 		unsigned long pid, a, b;
 		char path[300], tail;
-
 		struct stat st;
 
 		if (sscanf(de->d_name, "%lu:%lu:%lu%c", &pid, &a, &b,

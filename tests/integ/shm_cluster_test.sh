@@ -6,7 +6,7 @@
 #      tier); its tcp servers are stopped, the file switched to provider
 #      shm, and the three servers started together, three rounds (stopped
 #      with SIGTERM between them): every server must come up and stay up.
-#      Before the shm region check of core/rpc/ep.c (av_shm_ready) every
+#      Before the shm region check of core/rpc/ep.c (av_shm_check) every
 #      server of such a start died of SIGSEGV in fi_inject within seconds
 #      (libfabric 1.17 mapping a peer region that did not exist yet);
 #   2. status shows 3 servers up;
