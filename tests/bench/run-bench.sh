@@ -56,7 +56,7 @@ if [ -x "$B/strata_bench_dtx" ] && [ -x "$B/strata" ] && [ -x "$B/strata-server"
 	rm -rf "$cdir"
 fi
 [ -x "$B/strata-s3" ] && { python3 tests/bench/bench_s3.py "$B" "$dir" "$@" || rc=1; }  # S3 gateway beside direct Clovis (issue 6)
-rm -rf "$dir/raw-lmdb"
+rm -rf "$dir/raw-lmdb" "$dir/raw-floor"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
 	"$dir"/store-ec.yaml
 rmdir "$dir" 2>/dev/null
