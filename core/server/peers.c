@@ -126,10 +126,25 @@ static uint64_t peers_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Under ps_lock: a contact with the server failed. */
-static void slot_mark_down(struct peer_slot *s)
+/* Under ps_lock: a contact with the server, begun at since_ms, failed.
+ * It is not tried again for PEERS_RETRY_MS; from a client's table (p_own_ep)
+ * for twice what the failed contact cost (a connect or call that ran into
+ * its timeout) when that is longer, at most PEERS_RETRY_MAX_MS: so a
+ * server that answers nothing costs a client at most a third of its time,
+ * not one timeout per op.  A server's own tables (heartbeats, catch-up,
+ * unit I/O) keep the short retry: they must see a peer back soon. */
+static void slot_mark_down(const struct peers *p, struct peer_slot *s,
+			   uint64_t since_ms)
 {
-	s->ps_down_until_ms = peers_now_ms() + PEERS_RETRY_MS;
+	uint64_t now = peers_now_ms();
+	uint64_t wait = p->p_own_ep && now > since_ms ? 2 * (now - since_ms)
+						       : 0;
+
+	if (wait < PEERS_RETRY_MS)
+		wait = PEERS_RETRY_MS;
+	if (wait > PEERS_RETRY_MAX_MS)
+		wait = PEERS_RETRY_MAX_MS;
+	s->ps_down_until_ms = now + wait;
 	s->ps_was_down = true;
 	if (!s->ps_down) {
 		s->ps_down = true;
@@ -295,20 +310,23 @@ static int slot_connect(struct peers *p, uint32_t i)
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
 	struct peer_conn *c;
+	uint64_t since;
 	int rc;
 
 	if (s->ps_down_until_ms != 0 && peers_now_ms() < s->ps_down_until_ms)
-		return err_set(-EHOSTDOWN, "server %s (%s:%u) is down "
-			       "(retried every %u ms)", sv->cs_name,
-			       sv->cs_addr, sv->cs_port, PEERS_RETRY_MS);
+		return err_set(-EHOSTDOWN, "server %s (%s:%u) is down (tried "
+			       "again in %" PRIu64 " ms)", sv->cs_name,
+			       sv->cs_addr, sv->cs_port,
+			       s->ps_down_until_ms - peers_now_ms());
 	c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return err_set(-ENOMEM, "server %s: connection", sv->cs_name);
+	since = peers_now_ms();
 	rc = rpc_connect(p->p_ep, sv->cs_addr, sv->cs_port,
 			 (int)p->p_conf->cc_connect_ms, &c->pc_peer);
 	if (rc != 0) {
 		free(c);
-		slot_mark_down(s);
+		slot_mark_down(p, s, since);
 		return err_set(rc, "server %s (%s:%u): %s%s", sv->cs_name,
 			       sv->cs_addr, sv->cs_port, rc == -EACCES ?
 			       "wrong cluster secret (this side's and the "
@@ -365,7 +383,8 @@ static int peers_get(struct peers *p, uint32_t i, struct peer_conn **out)
  * a newer incarnation of the server meanwhile, it restarted and is up:
  * returns true and does not mark it down; else marks it down (false).
  */
-static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c)
+static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c,
+		       uint64_t since_ms)
 {
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
@@ -379,7 +398,7 @@ static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c)
 		if (restarted)
 			slot_note_restart(s);
 		else
-			slot_mark_down(s);
+			slot_mark_down(p, s, since_ms);
 	}
 	pthread_mutex_unlock(&s->ps_lock);
 	if (old == NULL)
@@ -477,7 +496,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		err_set(rc, "server %s: %s", sv->cs_name,
 			res->rr_msg[0] != '\0' ? res->rr_msg : err_msg());
 		if (peers_rc_transport(rc))
-			peers_fail(p, i, c);
+			peers_fail(p, i, c, sent);
 	}
 	if (!peers_rc_transport(rc))
 		slot_mark_up(s, sent);

@@ -6,7 +6,8 @@
  * A connection is made on first use (rpc_connect() with the cluster's
  * connect timeout) and kept.  A call that fails in the transport (timeout,
  * refused, reset, shut down, authentication) closes the connection and
- * marks the server down for PEERS_RETRY_MS: calls to it fail at once with
+ * marks the server down (PEERS_RETRY_MS: 1 s, or in a client twice what
+ * the failed contact took, up to 10 s): calls to it fail at once with
  * -EHOSTDOWN until then, after which the next call connects afresh.
  * -EBUSY (the server's queue is full) is retried a bounded number of times
  * with a short pause.
@@ -32,9 +33,14 @@
 #include "core/clu_conf.h"
 #include "core/rpc/rpc.h"
 
-/* A server found down is not tried again for this long: long enough that a
- * dead server costs one timeout per second, not one per op. */
+/* A server found down is not tried again for PEERS_RETRY_MS; by a client
+ * (a table that opened its own endpoint), for twice what the failed
+ * contact took (a connect or call that ran into its timeout) when that is
+ * longer, at most PEERS_RETRY_MAX_MS: a server that answers nothing costs
+ * a client at most a third of its time, not one timeout per op.  A
+ * server's tables keep the short retry (heartbeats, catch-up). */
 #define PEERS_RETRY_MS 1000u
+#define PEERS_RETRY_MAX_MS 10000u
 /* Server addresses whose incarnation the process remembers: a few
  * clusters' worth (CLU_SERVERS_MAX each); past it, new addresses are
  * handled like servers that do not tell their incarnation. */
@@ -112,8 +118,8 @@ void peers_clear_was_down(struct peers *p, uint32_t i);
  */
 uint64_t peers_incarnation(struct peers *p, uint32_t i);
 
-/** Let the next call to server i connect even if it was found down less
- *  than PEERS_RETRY_MS ago. */
+/** Let the next call to server i connect even if it was found down
+ *  recently (PEERS_RETRY_MS). */
 void peers_retry_now(struct peers *p, uint32_t i);
 
 /** The endpoint the table calls from. */
