@@ -135,6 +135,10 @@ struct eng {
 	uint64_t e_fenced_bytes;
 	bool e_rstop;
 	bool e_rrunning;
+	/* deferrals queued (e_rq_gen) and released (e_rd_gen), for
+	 * eng_reclaim_drain(); e_rdone signals a finished round */
+	uint64_t e_rq_gen, e_rd_gen;
+	pthread_cond_t e_rdone;
 	/* configuration: pools and default layouts (sys/conf, YAML) */
 	struct conf e_conf;
 	bool e_conf_loaded;
@@ -281,6 +285,7 @@ int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 	struct alloc *a = &e->e_devs[dev].ed_alloc;
 	uint64_t want = bytes >> LIM_ALLOC_UNIT_SHIFT;
 	uint32_t first = sv->sv_nr;
+	bool drained = false;
 	int rc = 0;
 
 	while (want > 0 && rc == 0) {
@@ -288,6 +293,16 @@ int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 
 		rc = alloc_take(a, want, gran >> LIM_ALLOC_UNIT_SHIFT, &start,
 				&got);
+		/* Space freed by commits already reported may still be on
+		 * its way back (the reclaimer's grace period): wait for it
+		 * once before saying -ENOSPC. */
+		if (rc == -ENOSPC && !drained) {
+			drained = true;
+			if (eng_reclaim_drain(e)) {
+				rc = 0;
+				continue;
+			}
+		}
 		if (rc == 0) {
 			rc = eng_spacevec_add(sv, dev, start << LIM_ALLOC_UNIT_SHIFT,
 					      got << LIM_ALLOC_UNIT_SHIFT);
@@ -332,8 +347,10 @@ void eng_space_release(struct eng *e, struct eng_spacevec *sv)
 }
 
 /* Take every queued deferral and every fenced one whose time has come;
- * NULL when stopping and none is left.  Waits until the earliest fence. */
-static struct eng_deferred *reclaim_take(struct eng *e)
+ * NULL when stopping and none is left.  Waits until the earliest fence.
+ * *gen: e_rq_gen when the queue was taken (every deferral up to it is in
+ * the list). */
+static struct eng_deferred *reclaim_take(struct eng *e, uint64_t *gen)
 {
 	struct eng_deferred *list;
 
@@ -345,6 +362,7 @@ static struct eng_deferred *reclaim_take(struct eng *e)
 
 		list = e->e_rhead;
 		e->e_rhead = NULL;
+		*gen = e->e_rq_gen;
 		while ((df = *pp) != NULL) {
 			if (df->df_at <= now) {
 				*pp = df->df_next;
@@ -379,8 +397,12 @@ static void *reclaimer_main(void *arg)
 {
 	struct eng *e = arg;
 	struct eng_deferred *list, *next;
+	uint64_t gen;
 
-	while ((list = reclaim_take(e)) != NULL) {
+	while ((list = reclaim_take(e, &gen)) != NULL) {
+		/* Test builds: a slow grace period (tests/smr_ut.c enospc). */
+		if (FAULT_HIT("eng.reclaim.slow"))
+			usleep(300 * 1000);
 		synchronize_rcu();
 		for (; list != NULL; list = next) {
 			next = list->df_next;
@@ -392,8 +414,37 @@ static void *reclaimer_main(void *arg)
 			eng_spacevec_fini(&list->df_sv);
 			free(list);
 		}
+		pthread_mutex_lock(&e->e_rlock);
+		e->e_rd_gen = gen;
+		pthread_cond_broadcast(&e->e_rdone);
+		pthread_mutex_unlock(&e->e_rlock);
 	}
+	pthread_mutex_lock(&e->e_rlock);
+	e->e_rd_gen = UINT64_MAX; /* stopped: nobody waits any more */
+	pthread_cond_broadcast(&e->e_rdone);
+	pthread_mutex_unlock(&e->e_rlock);
 	return NULL;
+}
+
+bool eng_reclaim_drain(struct eng *e)
+{
+	uint64_t until = eng_now_ns() + ENG_DRAIN_MAX_NS, target;
+	struct timespec ts = {(time_t)(until / 1000000000ull),
+			      (long)(until % 1000000000ull)};
+	bool pending;
+
+	/* A reader inside an RCU read-side section would hold up the grace
+	 * period the reclaimer waits for: never wait there. */
+	if (rcu_read_ongoing() || !e->e_rrunning)
+		return false;
+	pthread_mutex_lock(&e->e_rlock);
+	target = e->e_rq_gen;
+	pending = e->e_rd_gen < target;
+	while (e->e_rd_gen < target &&
+	       pthread_cond_timedwait(&e->e_rdone, &e->e_rlock, &ts) == 0)
+		;
+	pthread_mutex_unlock(&e->e_rlock);
+	return pending;
 }
 
 void eng_space_release_at(struct eng *e, struct eng_spacevec *sv,
@@ -461,6 +512,7 @@ static void eng_space_release_deferred(struct eng *e, struct eng_spacevec *sv)
 	df->df_bytes = 0;
 	memset(sv, 0, sizeof *sv);
 	pthread_mutex_lock(&e->e_rlock);
+	e->e_rq_gen++;
 	df->df_next = e->e_rhead;
 	e->e_rhead = df;
 	pthread_cond_signal(&e->e_rcond);
@@ -1866,6 +1918,7 @@ static int eng_start(struct eng *e, const struct eng_conf *c)
 		return rc;
 	pthread_mutex_init(&e->e_rlock, NULL);
 	pthread_cond_init(&e->e_rcond, NULL);
+	pthread_cond_init(&e->e_rdone, NULL);
 	rc = pthread_create(&e->e_reclaimer, NULL, reclaimer_main, e);
 	if (rc != 0)
 		return err_set(-rc, "reclaimer thread: %s", strerror(rc));

@@ -156,8 +156,12 @@ int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
 	     round++) {
 		uint32_t first = sv->sv_nr;
 
-		if (round > 0 && zone_reclaim(e, dev) != 0)
-			break; /* nothing to reclaim: the -ENOSPC stands */
+		/* Nothing dead to reclaim: space freed by commits already
+		 * reported may still be on its way (the reclaimer's grace
+		 * period); once that is back, try again, else -ENOSPC. */
+		if (round > 0 && zone_reclaim(e, dev) != 0 &&
+		    !eng_reclaim_drain(e))
+			break;
 		rc = eng_space_append(e, dev, p, len, gran, sv);
 		for (uint32_t i = first; i < sv->sv_nr; i++) {
 			p += sv->sv_v[i].sp_len;

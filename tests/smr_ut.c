@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "clovis/clovis.h"
+#include "core/fault.h"
 #include "tests/ut.h"
 
 #define ID_HI 0x53e7ull
@@ -351,9 +352,19 @@ static void test_enospc(void)
 	CU_ASSERT(cs.cs_zones_reset > 0);
 	CU_ASSERT_EQUAL(smr_info().di_zones_empty, 1);
 	CU_ASSERT(sobj_check(&big));
+	/* The space of a DELETE that reached STABLE comes back after an RCU
+	 * grace period, on the reclaimer thread; a write right after it must
+	 * wait for that space rather than fail -ENOSPC (eng_reclaim_drain()).
+	 * The fault point makes the grace period 300 ms long. */
+	fault_arm("eng.reclaim.slow", 0, 0);
 	CU_ASSERT_EQUAL(ent_sync(&big.so_o.ob_entity, CLOVIS_EO_DELETE), 0);
 	free(big.so_model);
-	CU_ASSERT_EQUAL(sobj_write(&s3, 0, 16, 399, msg), 0);
+	rc = sobj_write(&s3, 0, 16, 399, msg);
+	if (rc != 0)
+		fprintf(stderr, "smr: write after delete: %d %s\n", rc, msg);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT(fault_fired("eng.reclaim.slow") > 0);
+	fault_reset();
 	CU_ASSERT(sobj_check(&s3));
 	CU_ASSERT(sobj_check(&s1));
 	CU_ASSERT(sobj_check(&s2));
