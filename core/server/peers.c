@@ -127,18 +127,20 @@ static uint64_t peers_now_ms(void)
 }
 
 /* Under ps_lock: a contact with the server, begun at since_ms, failed.
- * It is not tried again for PEERS_RETRY_MS; from a client's table (p_own_ep)
- * for twice what the failed contact cost (a connect or call that ran into
- * its timeout) when that is longer, at most PEERS_RETRY_MAX_MS: so a
- * server that answers nothing costs a client at most a third of its time,
- * not one timeout per op.  A server's own tables (heartbeats, catch-up,
- * unit I/O) keep the short retry: they must see a peer back soon. */
+ * It is not tried again for PEERS_RETRY_MS.  In a client's table
+ * (p_own_ep), when the contact before this one failed too (ps_down), for
+ * twice what this one cost (a connect or call that ran into its timeout)
+ * if that is longer, at most PEERS_RETRY_MAX_MS: a server that stays away
+ * costs a client at most a third of its time, not one timeout per op,
+ * while one that was away briefly (a restart) is tried again after 1 s.
+ * A server's own tables (heartbeats, catch-up, unit I/O) keep the short
+ * retry: they must see a peer back soon. */
 static void slot_mark_down(const struct peers *p, struct peer_slot *s,
 			   uint64_t since_ms)
 {
 	uint64_t now = peers_now_ms();
-	uint64_t wait = p->p_own_ep && now > since_ms ? 2 * (now - since_ms)
-						       : 0;
+	uint64_t wait = p->p_own_ep && s->ps_down && now > since_ms ?
+			2 * (now - since_ms) : 0;
 
 	if (wait < PEERS_RETRY_MS)
 		wait = PEERS_RETRY_MS;

@@ -6,8 +6,9 @@
  * A connection is made on first use (rpc_connect() with the cluster's
  * connect timeout) and kept.  A call that fails in the transport (timeout,
  * refused, reset, shut down, authentication) closes the connection and
- * marks the server down (PEERS_RETRY_MS: 1 s, or in a client twice what
- * the failed contact took, up to 10 s): calls to it fail at once with
+ * marks the server down (PEERS_RETRY_MS: 1 s; in a client, after a second
+ * failure in a row, twice what the failed contact took, up to 10 s): calls
+ * to it fail at once with
  * -EHOSTDOWN until then, after which the next call connects afresh.
  * -EBUSY (the server's queue is full) is retried a bounded number of times
  * with a short pause.
@@ -34,11 +35,12 @@
 #include "core/rpc/rpc.h"
 
 /* A server found down is not tried again for PEERS_RETRY_MS; by a client
- * (a table that opened its own endpoint), for twice what the failed
- * contact took (a connect or call that ran into its timeout) when that is
- * longer, at most PEERS_RETRY_MAX_MS: a server that answers nothing costs
- * a client at most a third of its time, not one timeout per op.  A
- * server's tables keep the short retry (heartbeats, catch-up). */
+ * (a table that opened its own endpoint) whose contact before failed too,
+ * for twice what the failed contact took (a connect or call that ran into
+ * its timeout) when that is longer, at most PEERS_RETRY_MAX_MS: a server
+ * that stays away costs a client at most a third of its time, not one
+ * timeout per op, and one back from a restart is tried again after 1 s.
+ * A server's tables keep the short retry (heartbeats, catch-up). */
 #define PEERS_RETRY_MS 1000u
 #define PEERS_RETRY_MAX_MS 10000u
 /* Server addresses whose incarnation the process remembers: a few
