@@ -700,9 +700,11 @@ static void bn_raw_file_setup(void)
 	bn_raw_fd = bn_raw_file_make(path, BN_RAW_SIZE, O_DIRECT);
 }
 
-/* Open raw LMDB (durable commits: no MDB_NOSYNC, no MDB_NOMETASYNC) in
- * directory path, emptied first. */
-static void bn_raw_lmdb_setup(const char *path)
+/* Open an LMDB environment in directory path, emptied first, with flags
+ * (0: durable commits, no MDB_NOSYNC nor MDB_NOMETASYNC), and its main
+ * table. */
+static void bn_lmdb_open(const char *path, unsigned flags, MDB_env **env,
+			 MDB_dbi *dbi)
 {
 	char file[700];
 	MDB_txn *txn;
@@ -712,28 +714,39 @@ static void bn_raw_lmdb_setup(const char *path)
 	unlink(file);
 	snprintf(file, sizeof file, "%s/lock.mdb", path);
 	unlink(file);
-	if (mdb_env_create(&bn_env) != 0 ||
-	    mdb_env_set_mapsize(bn_env, 1ull << 30) != 0 ||
-	    mdb_env_set_maxreaders(bn_env, 64) != 0 ||
-	    mdb_env_open(bn_env, path, 0, 0644) != 0 ||
-	    mdb_txn_begin(bn_env, NULL, 0, &txn) != 0 ||
-	    mdb_dbi_open(txn, NULL, 0, &bn_dbi) != 0 ||
+	if (mdb_env_create(env) != 0 ||
+	    mdb_env_set_mapsize(*env, 1ull << 30) != 0 ||
+	    mdb_env_set_maxreaders(*env, 64) != 0 ||
+	    mdb_env_open(*env, path, flags, 0644) != 0 ||
+	    mdb_txn_begin(*env, NULL, 0, &txn) != 0 ||
+	    mdb_dbi_open(txn, NULL, 0, dbi) != 0 ||
 	    mdb_txn_commit(txn) != 0)
 		bn_check(-EIO, path);
 }
 
-/* Close raw LMDB and remove its files and directory path. */
-static void bn_raw_lmdb_remove(const char *path)
+/* Close *env and remove its files and directory path. */
+static void bn_lmdb_remove(const char *path, MDB_env **env)
 {
 	char file[700];
 
-	mdb_env_close(bn_env);
-	bn_env = NULL;
+	mdb_env_close(*env);
+	*env = NULL;
 	snprintf(file, sizeof file, "%s/data.mdb", path);
 	unlink(file);
 	snprintf(file, sizeof file, "%s/lock.mdb", path);
 	unlink(file);
 	rmdir(path);
+}
+
+/* Raw LMDB (durable commits) in directory path, emptied first. */
+static void bn_raw_lmdb_setup(const char *path)
+{
+	bn_lmdb_open(path, 0, &bn_env, &bn_dbi);
+}
+
+static void bn_raw_lmdb_remove(const char *path)
+{
+	bn_lmdb_remove(path, &bn_env);
 }
 
 /* -------------------------------------------------------- the figures */
@@ -786,23 +799,15 @@ static int bn_floor_map(MDB_txn *txn, uint64_t n, bool small)
  * KiB block of the working set. */
 static void bn_floor_setup(void)
 {
-	char path[600], file[700];
+	char path[600];
 	MDB_txn *txn;
 	int rc;
 
 	if (bn_fenv != NULL)
 		return;
 	snprintf(path, sizeof path, "%s/raw-floor", bn_dir);
-	mkdir(path, 0755);
-	snprintf(file, sizeof file, "%s/data.mdb", path);
-	unlink(file);
-	if (mdb_env_create(&bn_fenv) != 0 ||
-	    mdb_env_set_mapsize(bn_fenv, 1ull << 30) != 0 ||
-	    mdb_env_open(bn_fenv, path, MDB_NOMETASYNC, 0644) != 0 ||
-	    mdb_txn_begin(bn_fenv, NULL, 0, &txn) != 0 ||
-	    mdb_dbi_open(txn, NULL, 0, &bn_fdbi) != 0)
-		bn_check(-EIO, path);
-	rc = 0;
+	bn_lmdb_open(path, MDB_NOMETASYNC, &bn_fenv, &bn_fdbi);
+	rc = mdb_txn_begin(bn_fenv, NULL, 0, &txn);
 	for (uint64_t n = 0; rc == 0 && n < BN_SMALL_BLKS; n++)
 		rc = bn_floor_map(txn, n, true);
 	if (rc != 0 || mdb_txn_commit(txn) != 0 ||
@@ -814,19 +819,13 @@ static void bn_floor_setup(void)
 
 static void bn_floor_remove(void)
 {
-	char path[600], file[700];
+	char path[600];
 
 	if (bn_fenv == NULL)
 		return;
 	syscall(SYS_io_destroy, bn_aio);
-	mdb_env_close(bn_fenv);
-	bn_fenv = NULL;
 	snprintf(path, sizeof path, "%s/raw-floor", bn_dir);
-	snprintf(file, sizeof file, "%s/data.mdb", path);
-	unlink(file);
-	snprintf(file, sizeof file, "%s/lock.mdb", path);
-	unlink(file);
-	rmdir(path);
+	bn_lmdb_remove(path, &bn_fenv);
 }
 
 /* The LMDB half of a floor op: one txn mapping nr blocks, committed (its
