@@ -1112,6 +1112,51 @@ static void bc_figs_bw_pd(void)
 	       "in flight; raw: fi_write 1 MiB x 4");
 }
 
+/* The protocol's floor (bench_fi.h, bfi_floor_bw()) at qd in flight, in
+ * the same run: raw request + RMA + reply between two processes with no
+ * code of ours, beside raw RMA (what the goal compares with), and ours
+ * beside it: how much of the gap to raw the protocol itself costs on this
+ * machine and how much our server and client add. */
+static void bc_figs_floor(double ow, double orr, double rr, double rw,
+			  uint32_t qd, const char *emu, const char *where)
+{
+	bool sl = bfi_can_sleep(bc_prov);
+	double fw = bfi_floor_bw(bc_prov, &bc_raw_port, true, qd, BC_MIB, sl,
+				 bc_secs);
+	double cw = bfi_floor_cpu_per_mib();
+	double fr = bfi_floor_bw(bc_prov, &bc_raw_port, false, qd, BC_MIB, sl,
+				 bc_secs);
+	double cr = bfi_floor_cpu_per_mib();
+	char name[64], e[BC_EMU_LEN];
+
+	snprintf(name, sizeof name, "floor 1MiB write, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; raw request + fi_read 1 MiB + 8-byte reply, "
+		 "%u in flight, two processes, one server thread, no code of "
+		 "ours; raw: fi_read 1 MiB x %u", emu, qd, qd);
+	bc_fig(name, fw, rr, "MB/s", 0, false, e);
+	snprintf(name, sizeof name, "floor 1MiB read, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; raw request + fi_write 1 MiB + 8-byte reply,"
+		 " %u in flight, two processes, one server thread, no code of "
+		 "ours; raw: fi_write 1 MiB x %u", emu, qd, qd);
+	bc_fig(name, fr, rw, "MB/s", 0, false, e);
+	snprintf(name, sizeof name, "floor CPU/MiB write, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of both floor processes per MiB "
+		 "written", emu);
+	bc_fig(name, cw, 0, "us/MiB", 0, true, e);
+	snprintf(name, sizeof name, "floor CPU/MiB read, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; user+sys of both floor processes per MiB "
+		 "read", emu);
+	bc_fig(name, cr, 0, "us/MiB", 0, true, e);
+	snprintf(name, sizeof name, "obj write vs floor, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; ours (obj 1MiB write bw) against the floor "
+		 "of the same run", emu);
+	bc_fig(name, ow, fw, "MB/s", 0, false, e);
+	snprintf(name, sizeof name, "obj read vs floor, qd%u%s", qd, where);
+	snprintf(e, sizeof e, "%s; ours (obj 1MiB read bw) against the floor "
+		 "of the same run", emu);
+	bc_fig(name, orr, fr, "MB/s", 0, false, e);
+}
+
 /* 1 MiB write and read of a plain object with qd in flight, each beside
  * raw fi_read / fi_write of 1 MiB with qd in flight in the same run.  On
  * the tmpfs cluster (BC_K_SHM) the devices cost memory copies only: what
@@ -1143,6 +1188,8 @@ static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 	snprintf(e, sizeof e, "%s; %u x 1 MiB in flight; raw: fi_write 1 MiB "
 		 "x %u", emu, qd, qd);
 	bc_fig(name, orr, rw, "MB/s", 0.8, false, e);
+	if (bc_kind == BC_K_NVRAM)
+		bc_figs_floor(ow, orr, rr, rw, qd, emu, where);
 	snprintf(name, sizeof name, "srv CPU/MiB write, qd%u%s", qd, where);
 	snprintf(e, sizeof e, "%s; user+sys of the 3 servers per MiB "
 		 "written (/proc)", emu);
@@ -1297,6 +1344,8 @@ int main(int argc, char **argv)
 	const char *dir = NULL;
 	struct clovis_obj o;
 	double t0 = bc_now();
+
+	bfi_floor_main(argc, argv);     /* the floor's server: never returns */
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--json") == 0)

@@ -7,9 +7,14 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_endpoint.h>
@@ -289,6 +294,287 @@ double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 	free(lbuf);
 	free(rbuf);
 	free(ctx);
+	return ops * (blk / 1e6) / t0;
+}
+
+/* ----------------------------------------------- the protocol's floor */
+
+/* A request of the floor: which slot of the server's buffer, and the
+ * client's registered slot (address, key) to pull from or push into. */
+struct bfi_preq {
+	uint64_t slot;
+	uint64_t addr;
+	uint64_t key;
+};
+
+/* Hex of n bytes of p as one line on f. */
+static void bfi_hex_put(FILE *f, const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%02x", p[i]);
+	fputc('\n', f);
+	fflush(f);
+}
+
+/* One hex line from fd (within 10 s) into p; its length in bytes. */
+static size_t bfi_hex_get(int fd, uint8_t *p, size_t max, const char *who)
+{
+	char line[2 * 256 + 2];
+	size_t n = 0, i;
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	ssize_t r;
+
+	while (n < sizeof line - 1 && (n == 0 || line[n - 1] != '\n')) {
+		if (poll(&pf, 1, 10000) != 1)
+			bfi_die(-ETIMEDOUT, who);
+		r = read(fd, line + n, 1);
+		if (r != 1)
+			bfi_die(r == 0 ? -EPIPE : -errno, who);
+		n++;
+	}
+	line[n] = '\0';
+	for (i = 0; i < max && 2 * i + 1 < n && line[2 * i] != '\n'; i++) {
+		unsigned v;
+
+		if (sscanf(line + 2 * i, "%2x", &v) != 1)
+			bfi_die(-EPROTO, who);
+		p[i] = (uint8_t)v;
+	}
+	return i;
+}
+
+/* The floor's server: one thread, no code of ours.  A request names a
+ * slot: the server pulls (fi_read, the client's write) or pushes
+ * (fi_write, the client's read) blk bytes between that slot of its buffer
+ * and the client's, and when the transfer completes answers with 8 bytes
+ * by fi_inject. */
+static void bfi_floor_serve(const char *prov, uint16_t port, bool wr,
+			    uint32_t qd, size_t blk, bool sleep)
+{
+	uint32_t nrx = qd + 4;
+	struct bfi_ep b;
+	struct bfi_preq *rq = calloc(nrx, sizeof *rq);
+	struct fi_context2 *rc = calloc(nrx, sizeof *rc);
+	struct fi_context2 *xc = calloc(qd, sizeof *xc);
+	uint64_t *rep = calloc(qd, sizeof *rep);
+	uint8_t *buf = aligned_alloc(4096, (size_t)qd * blk);
+	struct fi_cq_msg_entry e;
+	struct fi_cq_err_entry ee;
+	struct fid_mr *mr;
+	ssize_t n;
+
+	if (rq == NULL || rc == NULL || xc == NULL || rep == NULL ||
+	    buf == NULL)
+		bfi_die(-ENOMEM, "floor server buffers");
+	memset(buf, 3, (size_t)qd * blk);
+	bfi_open(&b, prov, port, sleep);
+	mr = bfi_mr(&b, buf, (size_t)qd * blk, FI_READ | FI_WRITE);
+	bfi_hex_put(stdout, b.name, b.name_len);
+	{
+		uint8_t name[256];
+		if (bfi_hex_get(0, name, sizeof name,
+				"floor server: client name") == 0)
+			bfi_die(-EPROTO, "floor server: client name");
+		if (fi_av_insert(b.av, name, 1, &b.peer, 0, NULL) != 1)
+			bfi_die(-EINVAL, "floor server: fi_av_insert");
+	}
+	for (uint32_t i = 0; i < nrx; i++)
+		bfi_die(fi_recv(b.ep, &rq[i], sizeof rq[i], NULL,
+				FI_ADDR_UNSPEC, &rc[i]), "floor server: fi_recv");
+	for (;;) {
+		n = sleep ? fi_cq_sread(b.cq, &e, 1, NULL, 100) :
+			    fi_cq_read(b.cq, &e, 1);
+		if (n == -FI_EAVAIL) {
+			memset(&ee, 0, sizeof ee);
+			fi_cq_readerr(b.cq, &ee, 0);
+			bfi_die(-(long)ee.err, "floor server: completion");
+		}
+		if (n != 1)
+			continue;
+		if (e.op_context >= (void *)rc &&
+		    e.op_context < (void *)(rc + nrx)) {
+			uint32_t i = (uint32_t)((struct fi_context2 *)
+						e.op_context - rc);
+			uint64_t s = rq[i].slot;
+			uint8_t *l = buf + s * blk;
+			ssize_t r;
+
+			if (s >= qd)
+				bfi_die(-EPROTO, "floor server: slot");
+			while ((r = wr ? fi_read(b.ep, l, blk, fi_mr_desc(mr),
+						 b.peer, rq[i].addr, rq[i].key,
+						 &xc[s]) :
+					 fi_write(b.ep, l, blk, fi_mr_desc(mr),
+						  b.peer, rq[i].addr,
+						  rq[i].key, &xc[s])) ==
+			       -FI_EAGAIN)
+				fi_cq_read(b.cq, NULL, 0);
+			bfi_die((long)r, "floor server: RMA");
+			bfi_die(fi_recv(b.ep, &rq[i], sizeof rq[i], NULL,
+					FI_ADDR_UNSPEC, &rc[i]),
+				"floor server: fi_recv");
+		} else if (e.op_context >= (void *)xc &&
+			   e.op_context < (void *)(xc + qd)) {
+			uint32_t s = (uint32_t)((struct fi_context2 *)
+						e.op_context - xc);
+
+			rep[s] = s;
+			while (fi_inject(b.ep, &rep[s], sizeof rep[s],
+					 b.peer) == -FI_EAGAIN)
+				fi_cq_read(b.cq, NULL, 0);
+		}
+	}
+}
+
+void bfi_floor_main(int argc, char **argv)
+{
+	if (argc != 8 || strcmp(argv[1], BFI_FLOOR_ARG) != 0)
+		return;
+	/* Never outlive the benchmark, whatever happens to it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm((unsigned)atoi(argv[7]));
+	bfi_floor_serve(argv[2], (uint16_t)atoi(argv[3]), atoi(argv[4]) != 0,
+			(uint32_t)atoi(argv[5]), (size_t)atol(argv[6]),
+			bfi_can_sleep(argv[2]));
+	exit(0);
+}
+
+static double bfi_floor_cpu;
+
+double bfi_floor_cpu_per_mib(void)
+{
+	return bfi_floor_cpu;
+}
+
+double bfi_floor_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
+		    size_t blk, bool sleep, double secs)
+{
+	struct rusage ru;
+	double c0;
+	int to[2], from[2], st;
+	char a_port[16], a_wr[4], a_qd[16], a_blk[32], a_lim[16];
+	uint16_t sport = ++*port;
+	struct bfi_ep a;
+	uint8_t name[256];
+	size_t nlen;
+	uint64_t *rep = calloc(qd, sizeof *rep), ops = 0, inflight = 0;
+	uint32_t *free_ = calloc(qd, sizeof *free_), nfree = qd;
+	struct fi_context2 *rc = calloc(qd, sizeof *rc);
+	struct bfi_preq *rq = calloc(qd, sizeof *rq);
+	uint8_t *lbuf = aligned_alloc(4096, (size_t)qd * blk);
+	struct fi_cq_msg_entry e;
+	struct fi_cq_err_entry ee;
+	struct fid_mr *mr;
+	uint64_t raddr;
+	double t0, end;
+	pid_t pid;
+	FILE *out;
+	ssize_t n;
+
+	if (rep == NULL || free_ == NULL || rc == NULL || rq == NULL ||
+	    lbuf == NULL || qd == 0)
+		bfi_die(-ENOMEM, "floor buffers");
+	memset(lbuf, 1, (size_t)qd * blk);
+	snprintf(a_port, sizeof a_port, "%u", sport);
+	snprintf(a_wr, sizeof a_wr, "%d", wr ? 1 : 0);
+	snprintf(a_qd, sizeof a_qd, "%u", qd);
+	snprintf(a_blk, sizeof a_blk, "%zu", blk);
+	snprintf(a_lim, sizeof a_lim, "%u", (unsigned)secs + 60u);
+	if (pipe(to) != 0 || pipe(from) != 0)
+		bfi_die(-errno, "floor pipes");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		bfi_die(-errno, "floor fork");
+	if (pid == 0) {
+		dup2(to[0], 0);
+		dup2(from[1], 1);
+		close(to[1]);
+		close(from[0]);
+		execl("/proc/self/exe", "strata-bench-floor", BFI_FLOOR_ARG,
+		      prov, a_port, a_wr, a_qd, a_blk, a_lim, (char *)NULL);
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	nlen = bfi_hex_get(from[0], name, sizeof name, "floor: server name");
+	if (nlen == 0)
+		bfi_die(-EPROTO, "floor: server name");
+	bfi_open(&a, prov, ++*port, sleep);
+	if (fi_av_insert(a.av, name, 1, &a.peer, 0, NULL) != 1)
+		bfi_die(-EINVAL, "floor: fi_av_insert");
+	out = fdopen(to[1], "w");
+	if (out == NULL)
+		bfi_die(-errno, "floor: fdopen");
+	bfi_hex_put(out, a.name, a.name_len);
+	mr = bfi_mr(&a, lbuf, (size_t)qd * blk, FI_READ | FI_WRITE |
+		    FI_REMOTE_READ | FI_REMOTE_WRITE);
+	raddr = (a.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+		(uint64_t)(uintptr_t)lbuf : 0;
+	for (uint32_t i = 0; i < qd; i++) {
+		free_[i] = i;
+		bfi_die(fi_recv(a.ep, &rep[i], sizeof rep[i], NULL,
+				FI_ADDR_UNSPEC, &rc[i]), "floor: fi_recv");
+	}
+	c0 = bfi_cpu_us();
+	t0 = bfi_now();
+	end = t0 + secs;
+	while (bfi_now() < end || inflight > 0) {
+		if (bfi_now() < end && nfree > 0) {
+			uint32_t s = free_[--nfree];
+
+			rq[s] = (struct bfi_preq){ s, raddr + (uint64_t)s * blk,
+						   fi_mr_key(mr) };
+			while ((n = fi_inject(a.ep, &rq[s], sizeof rq[s],
+					      a.peer)) == -FI_EAGAIN)
+				fi_cq_read(a.cq, NULL, 0);
+			bfi_die((long)n, "floor: fi_inject");
+			inflight++;
+			continue;
+		}
+		n = sleep ? fi_cq_sread(a.cq, &e, 1, NULL, 100) :
+			    fi_cq_read(a.cq, &e, 1);
+		if (n == -FI_EAVAIL) {
+			memset(&ee, 0, sizeof ee);
+			fi_cq_readerr(a.cq, &ee, 0);
+			bfi_die(-(long)ee.err, "floor: completion");
+		}
+		if (bfi_now() > end + 10)
+			bfi_die(-ETIMEDOUT, "floor: replies");
+		if (n != 1 || e.op_context < (void *)rc ||
+		    e.op_context >= (void *)(rc + qd))
+			continue;
+		{
+			uint32_t i = (uint32_t)((struct fi_context2 *)
+						e.op_context - rc);
+
+			if (rep[i] >= qd)
+				bfi_die(-EPROTO, "floor: reply slot");
+			free_[nfree++] = (uint32_t)rep[i];
+			bfi_die(fi_recv(a.ep, &rep[i], sizeof rep[i], NULL,
+					FI_ADDR_UNSPEC, &rc[i]),
+				"floor: fi_recv");
+		}
+		inflight--;
+		ops++;
+	}
+	t0 = bfi_now() - t0;
+	c0 = bfi_cpu_us() - c0;
+	kill(pid, SIGKILL);
+	memset(&ru, 0, sizeof ru);
+	if (wait4(pid, &st, 0, &ru) == pid)
+		c0 += (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+		      ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+	bfi_floor_cpu = ops > 0 ? c0 * (1048576.0 / blk) / ops : 0;
+	fclose(out);
+	close(from[0]);
+	fi_close(&mr->fid);
+	bfi_close(&a);
+	free(rep);
+	free(free_);
+	free(rc);
+	free(rq);
+	free(lbuf);
 	return ops * (blk / 1e6) / t0;
 }
 

@@ -58,6 +58,30 @@ uint32_t bfi_rtt(const char *prov, uint16_t *port, size_t len, bool sleep,
  * MB/s. */
 double bfi_rma_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 		  size_t blk, bool sleep, double secs);
+/*
+ * The floor of the RPC protocol's bulk path, raw: request, RMA, reply
+ * between two processes, no code of ours.  The server is this program run
+ * again (fork + exec of /proc/self/exe with BFI_FLOOR_ARG: every program
+ * that calls bfi_floor_bw() calls bfi_floor_main() first in main()), one
+ * thread that sleeps on its CQ as our progress threads do (spins for shm):
+ * on a 24-byte request (slot, the client's address and key) it pulls
+ * (wr: fi_read, as a server does for a write) or pushes (fi_write, a read)
+ * blk bytes between its own registered buffer and the client's, and when
+ * that completes answers with 8 bytes by fi_inject.  The client keeps qd
+ * requests in flight for secs seconds; MB/s.  Ports *port+1 (server) and
+ * *port+2; the server is killed at the end (and never outlives this
+ * process: PR_SET_PDEATHSIG, alarm).
+ */
+#define BFI_FLOOR_ARG "--bfi-floor-server"
+double bfi_floor_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
+		    size_t blk, bool sleep, double secs);
+/* CPU time (user + system) of both processes of the last bfi_floor_bw()
+ * per MiB moved, in us (the server's over its whole life: its set-up is a
+ * few ms of a run of seconds). */
+double bfi_floor_cpu_per_mib(void);
+/* When argv is the floor server's (BFI_FLOOR_ARG ...), serve and exit;
+ * else return at once. */
+void bfi_floor_main(int argc, char **argv);
 /* CPU time (user + system, both endpoints: this process) per MiB moved
  * by the last bfi_rma_bw(), in us. */
 double bfi_rma_cpu_per_mib(void);
