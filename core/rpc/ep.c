@@ -935,6 +935,9 @@ static void *ep_progress_main(void *arg)
 					  __ATOMIC_ACQUIRE);
 		if (backlog)
 			ep_backlog_flush(ep);
+		if (__atomic_load_n(&ep->ep_has_rq, __ATOMIC_ACQUIRE) &&
+		    rpc_rma_flush(ep))
+			backlog = true; /* pushed back: retry soon */
 		if (__atomic_load_n(&ep->ep_reapers, __ATOMIC_ACQUIRE) > 0) {
 			/* A synchronous caller polls the CQ itself (polling
 			 * mode): no second spinner; run what it hands over,
@@ -1236,6 +1239,7 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 	pthread_mutex_init(&ep->ep_cq_lock, NULL);
 	ep->ep_defer_tail = &ep->ep_defer;
 	ep->ep_backlog_tail = &ep->ep_backlog;
+	ep->ep_rq_tail = &ep->ep_rq;
 	ep->ep_tracked.cx_next = ep->ep_tracked.cx_prev = &ep->ep_tracked;
 	ep->ep_conf = *c;
 	ep->ep_calls = calloc(RPC_CALL_BUCKETS, sizeof *ep->ep_calls);
@@ -1379,6 +1383,7 @@ void rpc_ep_close(struct rpc_ep *ep)
 	rpc_wake(ep);
 	if (ep->ep_progress_started)
 		pthread_join(ep->ep_progress, NULL);
+	rpc_rma_purge(ep);
 	ep_poll(ep, false);
 	ep_defer_run(ep);
 	ep_free(ep);

@@ -153,6 +153,16 @@ struct rpc_rma {
 	struct fid_mr *ra_mr;
 	pthread_cond_t *ra_cv;      /* its waiter's own (under ep_lock; NULL
 				     * once abandoned) */
+	/* A transfer the progress thread posts (ep_rq, srv.c): */
+	struct rpc_rma *ra_next;
+	bool ra_wr;
+	void *ra_buf;
+	size_t ra_len;
+	void *ra_desc;
+	uint64_t ra_raddr;
+	uint64_t ra_key;
+	uint64_t ra_session;
+	uint64_t ra_expire_ms;
 };
 
 struct rpc_call;
@@ -195,6 +205,10 @@ struct rpc_ep {
 	bool ep_closing;            /* rpc_ep_close started */
 	struct rpc_sbuf *ep_backlog, **ep_backlog_tail;
 	bool ep_has_backlog;        /* ep_backlog != NULL, read unlocked */
+	/* RMA transfers for the progress thread to post (srv.c), oldest
+	 * first, under ep_lock; ep_has_rq read unlocked by its loop. */
+	struct rpc_rma *ep_rq, **ep_rq_tail;
+	bool ep_has_rq;
 	/* Polling mode: synchronous callers poll the CQ themselves while
 	 * they wait (ep_cq_lock: one reader at a time); the progress thread
 	 * stands aside while ep_reapers > 0 and runs what they hand over
@@ -362,6 +376,11 @@ int rpc_srv_start(struct rpc_ep *ep);
 void rpc_srv_drain(struct rpc_ep *ep);
 void rpc_srv_fini(struct rpc_ep *ep);
 void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc);
+/* Progress thread: post the queued RMA transfers (srv.c).  true when
+ * some are still queued (the provider pushed back). */
+bool rpc_rma_flush(struct rpc_ep *ep);
+/* Close: fail the queued transfers with -ESHUTDOWN. */
+void rpc_rma_purge(struct rpc_ep *ep);
 
 /* ---- cli.c ----------------------------------------------------------- */
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/rpc/rpc_internal.h"
 
@@ -391,6 +392,72 @@ void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc)
 	pthread_mutex_unlock(&ep->ep_lock);
 }
 
+/* Post ra (ep_lock held): 0, -ECONNRESET when its session is gone, or
+ * the provider's code. */
+static ssize_t srv_rma_fi(struct rpc_ep *ep, struct rpc_rma *ra)
+{
+	struct rpc_sess *s = rpc_sess_find(ep, ra->ra_session);
+
+	if (s == NULL)
+		return -ECONNRESET;
+	return ra->ra_wr ? fi_write(ep->ep_ep, ra->ra_buf, ra->ra_len,
+				    ra->ra_desc, s->se_addr, ra->ra_raddr,
+				    ra->ra_key, &ra->ra_ctx) :
+			   fi_read(ep->ep_ep, ra->ra_buf, ra->ra_len,
+				   ra->ra_desc, s->se_addr, ra->ra_raddr,
+				   ra->ra_key, &ra->ra_ctx);
+}
+
+bool rpc_rma_flush(struct rpc_ep *ep)
+{
+	struct rpc_rma *ra, *done = NULL;
+	ssize_t rc;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	while ((ra = ep->ep_rq) != NULL) {
+		/* Test builds: hold the queue (its waiters see their deadline
+		 * pass; a held transfer abandoned meanwhile is never posted). */
+		if (FAULT_HIT("rpc.push.hold"))
+			break;
+		rc = ra->ra_abandoned ? -ECANCELED : srv_rma_fi(ep, ra);
+		if (rc == -FI_EAGAIN && rpc_now_ms() < ra->ra_expire_ms)
+			break;  /* the next turn of the progress loop */
+		ep->ep_rq = ra->ra_next;
+		if (rc != 0) {
+			ra->ra_rc = rc == -FI_EAGAIN ? -ETIMEDOUT :
+				    rc == -ECONNRESET || rc == -ECANCELED ?
+				    (int)rc : rpc_fi_err((int)rc);
+			ra->ra_next = done;
+			done = ra;
+		}
+	}
+	if (ep->ep_rq == NULL)
+		ep->ep_rq_tail = &ep->ep_rq;
+	__atomic_store_n(&ep->ep_has_rq, ep->ep_rq != NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ep->ep_lock);
+	for (; done != NULL; done = ra) {
+		ra = done->ra_next;
+		rpc_rma_complete(ep, done, done->ra_rc);
+	}
+	return __atomic_load_n(&ep->ep_has_rq, __ATOMIC_ACQUIRE);
+}
+
+void rpc_rma_purge(struct rpc_ep *ep)
+{
+	struct rpc_rma *ra, *next;
+
+	pthread_mutex_lock(&ep->ep_lock);
+	ra = ep->ep_rq;
+	ep->ep_rq = NULL;
+	ep->ep_rq_tail = &ep->ep_rq;
+	__atomic_store_n(&ep->ep_has_rq, false, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&ep->ep_lock);
+	for (; ra != NULL; ra = next) {
+		next = ra->ra_next;
+		rpc_rma_complete(ep, ra, -ESHUTDOWN);
+	}
+}
+
 /* Post one RMA chunk; retries while the provider pushes back, until the
  * request's deadline. */
 static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
@@ -400,6 +467,44 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 	struct rpc_ep *ep = r->sr_ep;
 	struct rpc_sess *s;
 	ssize_t rc;
+
+	/* A push (1 MiB: the provider's sendmsg copies it, in the posting
+	 * thread, under its endpoint lock) is posted by the progress
+	 * thread, so that pushes go out one after another from one thread
+	 * rather than from every handler at once, each contending for the
+	 * socket and the provider's lock with the others and with the
+	 * progress thread.  A pull (a small read request) is posted here:
+	 * through the queue it only costs a hand-off (core/rpc/README.md
+	 * "Bulk transfers", docs/performance.md). */
+	if (wr && !rpc_in_progress_thread(ep) && !ep->ep_conf.rc_polling) {
+		ra->ra_wr = wr;
+		ra->ra_buf = buf;
+		ra->ra_len = n;
+		ra->ra_desc = desc;
+		ra->ra_raddr = raddr;
+		ra->ra_key = key;
+		ra->ra_session = r->sr_env->session;
+		ra->ra_expire_ms = r->sr_deadline_ms;
+		pthread_mutex_lock(&ep->ep_lock);
+		if (rpc_sess_find(ep, ra->ra_session) == NULL) {
+			pthread_mutex_unlock(&ep->ep_lock);
+			return err_set(-ECONNRESET, "rpc %s: session of %s gone "
+				       "before the RMA of opcode %u",
+				       ep->ep_self, r->sr_peer,
+				       r->sr_env->opcode);
+		}
+		rpc_track(ep, &ra->ra_ctx);
+		ra->ra_next = NULL;
+		if (ep->ep_rq_tail == NULL)
+			ep->ep_rq_tail = &ep->ep_rq;
+		*ep->ep_rq_tail = ra;
+		ep->ep_rq_tail = &ra->ra_next;
+		__atomic_store_n(&ep->ep_has_rq, true, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&ep->ep_lock);
+		pthread_cond_signal(&ep->ep_pcv);
+		rpc_wake(ep);
+		return 0;
+	}
 
 	for (;;) {
 		pthread_mutex_lock(&ep->ep_lock);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/rpc/rpc.h"
 #include "core/rpc/rpc_internal.h"
 #include "tests/ut.h"
@@ -656,6 +657,91 @@ static void t_deadline(void)
 	CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000, NULL), 0);
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
+}
+
+/* Pushes are posted by the server's progress thread (srv.c, the push
+ * queue).  Held there (fault point rpc.push.hold): the call fails at its
+ * deadline, the server's handler gives up 2 s later (RPC_RMA_GRACE_MS)
+ * and never posts the abandoned push; released, pushes go again with the
+ * right bytes.  A server closed while a push is held closes within the
+ * deadline and grace, and fails the call. */
+struct ut_pq {
+	atomic_int a_done;
+	int a_rc;
+};
+
+static void ut_pq_done(void *arg, struct rpc_result *res)
+{
+	struct ut_pq *a = arg;
+
+	a->a_rc = res->rr_status;
+	free(res->rr_body);
+	atomic_store(&a->a_done, 1);
+}
+
+static void t_pushq(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	size_t n = 1u << 20;
+	uint8_t *buf = malloc(n);
+	struct iovec iov = { buf, n };
+	struct rpc_bulk b = { .rb_dir = RPC_BULK_IN, .rb_iov = &iov,
+			      .rb_nr = 1 };
+	uint64_t seed = 7, t0, dt;
+	struct rpc_stats st0, st;
+	struct ut_pq a = { 0 };
+
+	CU_ASSERT_FATAL(buf != NULL);
+	memset(buf, 0xEE, n);
+	/* A push goes through the queue and lands. */
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, n, 1, 1), 0);
+	rpc_ep_stats(srv, &st0);
+	fault_arm("rpc.push.hold", 0, 0);
+	t0 = ut_ms();
+	CU_ASSERT_EQUAL(rpc_call(p, OP_BULK + 100, &seed, sizeof seed, &b, 400,
+				 NULL), -ETIMEDOUT);
+	dt = ut_ms() - t0;
+	CU_ASSERT(dt >= 390 && dt < 2000);
+	CU_ASSERT(fault_fired("rpc.push.hold") > 0);
+	/* The handler gives up at deadline + grace; its reply comes late. */
+	for (int i = 0; i < 400; i++) {
+		rpc_ep_stats(cli, &st);
+		if (st.rs_late_replies > 0)
+			break;
+		usleep(10000);
+	}
+	CU_ASSERT_EQUAL(st.rs_late_replies, 1);
+	fault_reset();
+	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, n, 1, 2), 0);
+	/* Only the two pushes of the last call (h_bulk pushes in 2
+	 * pieces) are counted: the held one failed, and was dropped rather
+	 * than posted after its caller gave up (its bytes never landed). */
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_xfers[1], st0.rs_xfers[1] + 2);
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] != 0xEE) {
+			CU_FAIL("a held push landed after its call failed");
+			break;
+		}
+	/* Closing the server while a push is held. */
+	fault_arm("rpc.push.hold", 0, 0);
+	CU_ASSERT_EQUAL(rpc_call_async(p, OP_BULK + 100, &seed, sizeof seed,
+				       &b, 300, ut_pq_done, &a), 0);
+	usleep(100000);
+	t0 = ut_ms();
+	rpc_ep_close(srv);
+	dt = ut_ms() - t0;
+	CU_ASSERT(dt < 300 + RPC_RMA_GRACE_MS + 2000);
+	for (int i = 0; i < 500 && !atomic_load(&a.a_done); i++)
+		usleep(10000);
+	CU_ASSERT(atomic_load(&a.a_done));
+	CU_ASSERT(a.a_rc < 0);
+	fault_reset();
+	rpc_ep_close(cli);
+	free(buf);
 }
 
 /* Server queue of 2 with 1 handler: the third request is refused at once. */
@@ -1731,6 +1817,7 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "bufpool", t_bufpool) == NULL ||
 	    CU_add_test(s, "mem", t_mem) == NULL ||
 	    CU_add_test(s, "deadline", t_deadline) == NULL ||
+	    CU_add_test(s, "pushq", t_pushq) == NULL ||
 	    CU_add_test(s, "busy", t_busy) == NULL ||
 	    CU_add_test(s, "inflight", t_inflight) == NULL ||
 	    CU_add_test(s, "auth", t_auth) == NULL ||
