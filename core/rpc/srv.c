@@ -458,6 +458,23 @@ void rpc_rma_purge(struct rpc_ep *ep)
 	}
 }
 
+static int srv_rma_gone(const struct rpc_sreq *r)
+{
+	return err_set(-ECONNRESET, "rpc %s: session of %s gone before the "
+		       "RMA of opcode %u", r->sr_ep->ep_self, r->sr_peer,
+		       r->sr_env->opcode);
+}
+
+/* Queue ra for the progress thread (ep_lock held). */
+static void srv_rma_queue(struct rpc_ep *ep, struct rpc_rma *ra)
+{
+	rpc_track(ep, &ra->ra_ctx);
+	ra->ra_next = NULL;
+	*ep->ep_rq_tail = ra;
+	ep->ep_rq_tail = &ra->ra_next;
+	__atomic_store_n(&ep->ep_has_rq, true, __ATOMIC_RELEASE);
+}
+
 /* Post one RMA chunk; retries while the provider pushes back, until the
  * request's deadline. */
 static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
@@ -475,7 +492,7 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 	 * socket and the provider's lock with the others and with the
 	 * progress thread.  A pull (a small read request) is posted here:
 	 * through the queue it only costs a hand-off (core/rpc/README.md
-	 * "Bulk transfers", docs/performance.md). */
+	 * "Who posts", docs/performance.md). */
 	if (wr && !rpc_in_progress_thread(ep) && !ep->ep_conf.rc_polling) {
 		ra->ra_wr = wr;
 		ra->ra_buf = buf;
@@ -486,21 +503,12 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 		ra->ra_session = r->sr_env->session;
 		ra->ra_expire_ms = r->sr_deadline_ms;
 		pthread_mutex_lock(&ep->ep_lock);
-		if (rpc_sess_find(ep, ra->ra_session) == NULL) {
-			pthread_mutex_unlock(&ep->ep_lock);
-			return err_set(-ECONNRESET, "rpc %s: session of %s gone "
-				       "before the RMA of opcode %u",
-				       ep->ep_self, r->sr_peer,
-				       r->sr_env->opcode);
-		}
-		rpc_track(ep, &ra->ra_ctx);
-		ra->ra_next = NULL;
-		if (ep->ep_rq_tail == NULL)
-			ep->ep_rq_tail = &ep->ep_rq;
-		*ep->ep_rq_tail = ra;
-		ep->ep_rq_tail = &ra->ra_next;
-		__atomic_store_n(&ep->ep_has_rq, true, __ATOMIC_RELEASE);
+		s = rpc_sess_find(ep, ra->ra_session);
+		if (s != NULL)
+			srv_rma_queue(ep, ra);
 		pthread_mutex_unlock(&ep->ep_lock);
+		if (s == NULL)
+			return srv_rma_gone(r);
 		pthread_cond_signal(&ep->ep_pcv);
 		rpc_wake(ep);
 		return 0;
@@ -511,10 +519,7 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 		s = rpc_sess_find(ep, r->sr_env->session);
 		if (s == NULL) {
 			pthread_mutex_unlock(&ep->ep_lock);
-			return err_set(-ECONNRESET, "rpc %s: session of %s gone "
-				       "before the RMA of opcode %u",
-				       ep->ep_self, r->sr_peer,
-				       r->sr_env->opcode);
+			return srv_rma_gone(r);
 		}
 		rpc_track(ep, &ra->ra_ctx);
 		rc = wr ? fi_write(ep->ep_ep, buf, n, desc, s->se_addr, raddr,

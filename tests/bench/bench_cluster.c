@@ -1112,6 +1112,19 @@ static void bc_figs_bw_pd(void)
 	       "in flight; raw: fi_write 1 MiB x 4");
 }
 
+/* A CPU-per-MiB row: "WHO CPU/MiB WHAT, qdQD WHERE", emulation "EMU; HOW". */
+static void bc_cpu_fig(const char *who, const char *what, uint32_t qd,
+		       const char *where, const char *emu, double v,
+		       const char *how)
+{
+	char name[64], e[2 * BC_EMU_LEN];
+
+	snprintf(name, sizeof name, "%s CPU/MiB %s, qd%u%s", who, what, qd,
+		 where);
+	snprintf(e, sizeof e, "%s; %s", emu, how);
+	bc_fig(name, v, 0, "us/MiB", 0, true, e);
+}
+
 /* The protocol's floor (bench_fi.h, bfi_floor_bw()) at qd in flight, in
  * the same run: raw request + RMA + reply between two processes with no
  * code of ours, beside raw RMA (what the goal compares with), and ours
@@ -1139,14 +1152,10 @@ static void bc_figs_floor(double ow, double orr, double rr, double rw,
 		 " %u in flight, two processes, one server thread, no code of "
 		 "ours; raw: fi_write 1 MiB x %u", emu, qd, qd);
 	bc_fig(name, fr, rw, "MB/s", 0, false, e);
-	snprintf(name, sizeof name, "floor CPU/MiB write, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of both floor processes per MiB "
-		 "written", emu);
-	bc_fig(name, cw, 0, "us/MiB", 0, true, e);
-	snprintf(name, sizeof name, "floor CPU/MiB read, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of both floor processes per MiB "
-		 "read", emu);
-	bc_fig(name, cr, 0, "us/MiB", 0, true, e);
+	bc_cpu_fig("floor", "write", qd, where, emu, cw,
+		   "user+sys of both floor processes per MiB written");
+	bc_cpu_fig("floor", "read", qd, where, emu, cr,
+		   "user+sys of both floor processes per MiB read");
 	snprintf(name, sizeof name, "obj write vs floor, qd%u%s", qd, where);
 	snprintf(e, sizeof e, "%s; ours (obj 1MiB write bw) against the floor "
 		 "of the same run", emu);
@@ -1190,32 +1199,24 @@ static void bc_figs_bw_more(struct clovis_obj *o, uint32_t qd)
 	bc_fig(name, orr, rw, "MB/s", 0.8, false, e);
 	if (bc_kind == BC_K_NVRAM)
 		bc_figs_floor(ow, orr, rr, rw, qd, emu, where);
-	snprintf(name, sizeof name, "srv CPU/MiB write, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of the 3 servers per MiB "
-		 "written (/proc)", emu);
-	bc_fig(name, cw, 0, "us/MiB", 0, true, e);
-	snprintf(name, sizeof name, "srv CPU/MiB read, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of the 3 servers per MiB read "
-		 "(/proc)", emu);
-	bc_fig(name, cr, 0, "us/MiB", 0, true, e);
+	bc_cpu_fig("srv", "write", qd, where, emu, cw,
+		   "user+sys of the 3 servers per MiB written (/proc)");
+	bc_cpu_fig("srv", "read", qd, where, emu, cr,
+		   "user+sys of the 3 servers per MiB read (/proc)");
 	/* Client and raw CPU: with the servers', the CPU a MiB costs on
 	 * each side against raw RMA's two sides (docs/performance.md). */
-	snprintf(name, sizeof name, "cli CPU/MiB write, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of the client per MiB written "
-		 "(getrusage)", emu);
-	bc_fig(name, kw, 0, "us/MiB", 0, true, e);
-	snprintf(name, sizeof name, "cli CPU/MiB read, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of the client per MiB read "
-		 "(getrusage)", emu);
-	bc_fig(name, kr, 0, "us/MiB", 0, true, e);
-	snprintf(name, sizeof name, "raw CPU/MiB fi_read, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of both raw endpoints (one "
-		 "process) per MiB, fi_read 1 MiB x %u", emu, qd);
-	bc_fig(name, xr, 0, "us/MiB", 0, true, e);
-	snprintf(name, sizeof name, "raw CPU/MiB fi_write, qd%u%s", qd, where);
-	snprintf(e, sizeof e, "%s; user+sys of both raw endpoints (one "
-		 "process) per MiB, fi_write 1 MiB x %u", emu, qd);
-	bc_fig(name, xw, 0, "us/MiB", 0, true, e);
+	bc_cpu_fig("cli", "write", qd, where, emu, kw,
+		   "user+sys of the client per MiB written (getrusage)");
+	bc_cpu_fig("cli", "read", qd, where, emu, kr,
+		   "user+sys of the client per MiB read (getrusage)");
+	for (int w = 0; w < 2; w++) {
+		const char *op = w ? "fi_write" : "fi_read";
+		char how[128];
+
+		snprintf(how, sizeof how, "user+sys of both raw endpoints (one "
+			 "process) per MiB, %s 1 MiB x %u", op, qd);
+		bc_cpu_fig("raw", op, qd, where, emu, w ? xw : xr, how);
+	}
 }
 
 /* Object n, plain, its BC_BW_REGION MiB written once (reads then read

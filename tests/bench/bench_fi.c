@@ -138,6 +138,23 @@ static void bfi_wait(struct bfi_ep *r, const char *what)
 	bfi_die(-ETIMEDOUT, what);
 }
 
+/* One CQ entry of r into *e, waiting up to 100 ms when r sleeps: 1, or
+ * 0 when none came; a completion error stops the program. */
+static ssize_t bfi_cq_next(struct bfi_ep *r, struct fi_cq_msg_entry *e,
+			   const char *what)
+{
+	struct fi_cq_err_entry ee;
+	ssize_t n = r->sleep ? fi_cq_sread(r->cq, e, 1, NULL, 100) :
+			       fi_cq_read(r->cq, e, 1);
+
+	if (n == -FI_EAVAIL) {
+		memset(&ee, 0, sizeof ee);
+		fi_cq_readerr(r->cq, &ee, 0);
+		bfi_die(-(long)ee.err, what);
+	}
+	return n == 1 ? 1 : 0;
+}
+
 /* The far side: echoes messages (up to bufsz bytes) and progresses its
  * provider, so that tcp;ofi_rxm answers RMA aimed at it. */
 struct bfi_far {
@@ -359,9 +376,7 @@ static void bfi_floor_serve(const char *prov, uint16_t port, bool wr,
 	uint64_t *rep = calloc(qd, sizeof *rep);
 	uint8_t *buf = aligned_alloc(4096, (size_t)qd * blk);
 	struct fi_cq_msg_entry e;
-	struct fi_cq_err_entry ee;
 	struct fid_mr *mr;
-	ssize_t n;
 
 	if (rq == NULL || rc == NULL || xc == NULL || rep == NULL ||
 	    buf == NULL)
@@ -382,14 +397,7 @@ static void bfi_floor_serve(const char *prov, uint16_t port, bool wr,
 		bfi_die(fi_recv(b.ep, &rq[i], sizeof rq[i], NULL,
 				FI_ADDR_UNSPEC, &rc[i]), "floor server: fi_recv");
 	for (;;) {
-		n = sleep ? fi_cq_sread(b.cq, &e, 1, NULL, 100) :
-			    fi_cq_read(b.cq, &e, 1);
-		if (n == -FI_EAVAIL) {
-			memset(&ee, 0, sizeof ee);
-			fi_cq_readerr(b.cq, &ee, 0);
-			bfi_die(-(long)ee.err, "floor server: completion");
-		}
-		if (n != 1)
+		if (bfi_cq_next(&b, &e, "floor server: completion") == 0)
 			continue;
 		if (e.op_context >= (void *)rc &&
 		    e.op_context < (void *)(rc + nrx)) {
@@ -463,7 +471,6 @@ double bfi_floor_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 	struct bfi_preq *rq = calloc(qd, sizeof *rq);
 	uint8_t *lbuf = aligned_alloc(4096, (size_t)qd * blk);
 	struct fi_cq_msg_entry e;
-	struct fi_cq_err_entry ee;
 	struct fid_mr *mr;
 	uint64_t raddr;
 	double t0, end;
@@ -532,13 +539,7 @@ double bfi_floor_bw(const char *prov, uint16_t *port, bool wr, uint32_t qd,
 			inflight++;
 			continue;
 		}
-		n = sleep ? fi_cq_sread(a.cq, &e, 1, NULL, 100) :
-			    fi_cq_read(a.cq, &e, 1);
-		if (n == -FI_EAVAIL) {
-			memset(&ee, 0, sizeof ee);
-			fi_cq_readerr(a.cq, &ee, 0);
-			bfi_die(-(long)ee.err, "floor: completion");
-		}
+		n = bfi_cq_next(&a, &e, "floor: completion");
 		if (bfi_now() > end + 10)
 			bfi_die(-ETIMEDOUT, "floor: replies");
 		if (n != 1 || e.op_context < (void *)rc ||

@@ -625,6 +625,17 @@ static void t_mem(void)
 
 /* A handler that does not reply: -ETIMEDOUT at the deadline with a message
  * naming peer and opcode; its reply later is dropped and counted. */
+/* Wait (at most ms) until cli counts a late reply; its stats in *st. */
+static void ut_wait_late(struct rpc_ep *cli, struct rpc_stats *st, int ms)
+{
+	for (int i = 0; i < ms / 10; i++) {
+		rpc_ep_stats(cli, st);
+		if (st->rs_late_replies > 0)
+			return;
+		usleep(10000);
+	}
+}
+
 static void t_deadline(void)
 {
 	struct rpc_conf c = ut_conf();
@@ -645,12 +656,7 @@ static void t_deadline(void)
 	CU_ASSERT(strstr(res.rr_msg, "opcode 67") != NULL);
 	CU_ASSERT(strstr(res.rr_msg, "timed out") != NULL);
 	ut_release_held(0);
-	for (int i = 0; i < 200; i++) {
-		rpc_ep_stats(cli, &st);
-		if (st.rs_late_replies > 0)
-			break;
-		usleep(10000);
-	}
+	ut_wait_late(cli, &st, 2000);
 	CU_ASSERT_EQUAL(st.rs_late_replies, 1);
 	CU_ASSERT_EQUAL(st.rs_timeouts, 1);
 	/* The peer still works. */
@@ -707,12 +713,7 @@ static void t_pushq(void)
 	CU_ASSERT(dt >= 390 && dt < 2000);
 	CU_ASSERT(fault_fired("rpc.push.hold") > 0);
 	/* The handler gives up at deadline + grace; its reply comes late. */
-	for (int i = 0; i < 400; i++) {
-		rpc_ep_stats(cli, &st);
-		if (st.rs_late_replies > 0)
-			break;
-		usleep(10000);
-	}
+	ut_wait_late(cli, &st, 4000);
 	CU_ASSERT_EQUAL(st.rs_late_replies, 1);
 	fault_reset();
 	CU_ASSERT_EQUAL(ut_bulk_call(p, RPC_BULK_IN, n, 1, 2), 0);
