@@ -153,7 +153,8 @@ struct rpc_rma {
 	struct fid_mr *ra_mr;
 	pthread_cond_t *ra_cv;      /* its waiter's own (under ep_lock; NULL
 				     * once abandoned) */
-	/* A transfer the progress thread posts (ep_rq, srv.c): */
+	/* What to post (srv_rma_fi), by its handler or, for a push, by the
+	 * progress thread from ep_rq (ra_next): */
 	struct rpc_rma *ra_next;
 	bool ra_wr;
 	void *ra_buf;

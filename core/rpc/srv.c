@@ -392,14 +392,16 @@ void rpc_rma_complete(struct rpc_ep *ep, struct rpc_rma *ra, int rc)
 	pthread_mutex_unlock(&ep->ep_lock);
 }
 
-/* Post ra (ep_lock held): 0, -ECONNRESET when its session is gone, or
- * the provider's code. */
+/* srv_rma_fi(): ra's session is gone. */
+#define SRV_RMA_GONE 1
+
+/* Post ra (ep_lock held): 0, SRV_RMA_GONE, or the provider's code. */
 static ssize_t srv_rma_fi(struct rpc_ep *ep, struct rpc_rma *ra)
 {
 	struct rpc_sess *s = rpc_sess_find(ep, ra->ra_session);
 
 	if (s == NULL)
-		return -ECONNRESET;
+		return SRV_RMA_GONE;
 	return ra->ra_wr ? fi_write(ep->ep_ep, ra->ra_buf, ra->ra_len,
 				    ra->ra_desc, s->se_addr, ra->ra_raddr,
 				    ra->ra_key, &ra->ra_ctx) :
@@ -425,8 +427,9 @@ bool rpc_rma_flush(struct rpc_ep *ep)
 		ep->ep_rq = ra->ra_next;
 		if (rc != 0) {
 			ra->ra_rc = rc == -FI_EAGAIN ? -ETIMEDOUT :
-				    rc == -ECONNRESET || rc == -ECANCELED ?
-				    (int)rc : rpc_fi_err((int)rc);
+				    rc == SRV_RMA_GONE ? -ECONNRESET :
+				    rc == -ECANCELED ? -ECANCELED :
+				    rpc_fi_err((int)rc);
 			ra->ra_next = done;
 			done = ra;
 		}
@@ -475,14 +478,11 @@ static void srv_rma_queue(struct rpc_ep *ep, struct rpc_rma *ra)
 	__atomic_store_n(&ep->ep_has_rq, true, __ATOMIC_RELEASE);
 }
 
-/* Post one RMA chunk; retries while the provider pushes back, until the
- * request's deadline. */
-static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
-			void *buf, size_t n, void *desc, uint64_t raddr,
-			uint64_t key)
+/* Post one RMA chunk (ra filled by srv_rma()); retries while the provider
+ * pushes back, until the request's deadline. */
+static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra)
 {
 	struct rpc_ep *ep = r->sr_ep;
-	struct rpc_sess *s;
 	ssize_t rc;
 
 	/* A push (1 MiB: the provider's sendmsg copies it, in the posting
@@ -493,21 +493,16 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 	 * progress thread.  A pull (a small read request) is posted here:
 	 * through the queue it only costs a hand-off (core/rpc/README.md
 	 * "Who posts", docs/performance.md). */
-	if (wr && !rpc_in_progress_thread(ep) && !ep->ep_conf.rc_polling) {
-		ra->ra_wr = wr;
-		ra->ra_buf = buf;
-		ra->ra_len = n;
-		ra->ra_desc = desc;
-		ra->ra_raddr = raddr;
-		ra->ra_key = key;
-		ra->ra_session = r->sr_env->session;
-		ra->ra_expire_ms = r->sr_deadline_ms;
+	if (ra->ra_wr && !rpc_in_progress_thread(ep) &&
+	    !ep->ep_conf.rc_polling) {
+		bool gone;
+
 		pthread_mutex_lock(&ep->ep_lock);
-		s = rpc_sess_find(ep, ra->ra_session);
-		if (s != NULL)
+		gone = rpc_sess_find(ep, ra->ra_session) == NULL;
+		if (!gone)
 			srv_rma_queue(ep, ra);
 		pthread_mutex_unlock(&ep->ep_lock);
-		if (s == NULL)
+		if (gone)
 			return srv_rma_gone(r);
 		pthread_cond_signal(&ep->ep_pcv);
 		rpc_wake(ep);
@@ -516,19 +511,13 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 
 	for (;;) {
 		pthread_mutex_lock(&ep->ep_lock);
-		s = rpc_sess_find(ep, r->sr_env->session);
-		if (s == NULL) {
-			pthread_mutex_unlock(&ep->ep_lock);
-			return srv_rma_gone(r);
-		}
 		rpc_track(ep, &ra->ra_ctx);
-		rc = wr ? fi_write(ep->ep_ep, buf, n, desc, s->se_addr, raddr,
-				   key, &ra->ra_ctx) :
-			  fi_read(ep->ep_ep, buf, n, desc, s->se_addr, raddr,
-				  key, &ra->ra_ctx);
+		rc = srv_rma_fi(ep, ra);
 		if (rc != 0)
 			rpc_untrack(ep, &ra->ra_ctx);
 		pthread_mutex_unlock(&ep->ep_lock);
+		if (rc == SRV_RMA_GONE)
+			return srv_rma_gone(r);
 		if (rc != -FI_EAGAIN || rpc_sreq_ms_left(r) == 0)
 			break;
 		usleep(20);
@@ -536,8 +525,9 @@ static int srv_rma_post(struct rpc_sreq *r, struct rpc_rma *ra, bool wr,
 	if (rc != 0)
 		return err_set(rpc_fi_err((int)rc), "rpc %s: fi_%s of %zu bytes "
 			       "for opcode %u from %s: %s", ep->ep_self,
-			       wr ? "write" : "read", n, r->sr_env->opcode,
-			       r->sr_peer, fi_strerror((int)-rc));
+			       ra->ra_wr ? "write" : "read", ra->ra_len,
+			       r->sr_env->opcode, r->sr_peer,
+			       fi_strerror((int)-rc));
 	return 0;
 }
 
@@ -676,10 +666,19 @@ static int srv_rma(struct rpc_sreq *r, uint64_t off, void *buf, size_t len,
 				rc = err_set(-ENOMEM, "rpc: RMA context");
 				break;
 			}
-			ra[nr]->ra_ctx.cx_type = RPC_CTX_RMA;
-			ra[nr]->ra_cv = &cv;
-			rc = srv_rma_post(r, ra[nr], wr, (char *)buf + pos, n,
-					  desc, s->addr + in, s->key);
+			*ra[nr] = (struct rpc_rma){
+				.ra_ctx.cx_type = RPC_CTX_RMA,
+				.ra_cv = &cv,
+				.ra_wr = wr,
+				.ra_buf = (char *)buf + pos,
+				.ra_len = n,
+				.ra_desc = desc,
+				.ra_raddr = s->addr + in,
+				.ra_key = s->key,
+				.ra_session = r->sr_env->session,
+				.ra_expire_ms = r->sr_deadline_ms,
+			};
+			rc = srv_rma_post(r, ra[nr]);
 			if (rc != 0) {
 				free(ra[nr]);
 				break;
