@@ -104,6 +104,7 @@ run_step() {
 		[ "$rc" -eq 0 ] && { p=1; f=0; }
 	fi
 	echo "$p $f" >>"$res"
+	[ "$f" -ne 0 ] && echo "$name $f $log" >>"$res_dir/failed"
 	out=$(printf '%-28s %4d passed, %3d failed  (%ss)  log: %s' "$name" \
 		"$p" "$f" "$(( $(date +%s) - start ))" "$log")
 	if [ "$f" -ne 0 ]; then
@@ -156,5 +157,16 @@ for f in $(comm -13 <(echo "$shm_before") \
 	     "job's)"
 done
 echo "all steps: $(( $(date +%s) - start ))s with $jobs worker(s)"
+# The failed steps again, with their failing lines, just above the total:
+# a reader of only the last lines (a CI summary) still sees what failed.
+if [ -s "$res_dir/failed" ]; then
+	echo "failed steps:"
+	while read -r name f log; do
+		echo "  $name: $f failed (log: $log)"
+		grep -E 'FAIL|[Ff]ailed|failures|^ +[0-9]+\. .*:[0-9]+ |ASSERT|ERROR|Assertion|not ok' "$log" |
+			grep -vE '^[0-9]+ passed, [0-9]+ failed' | tail -6 |
+			sed 's/^/    /'
+	done < "$res_dir/failed"
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
