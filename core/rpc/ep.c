@@ -472,6 +472,31 @@ static int ep_inject(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	return rc == 0 ? 1 : 0;
 }
 
+/*
+ * Whether env, a message about to be sent from this thread, is left to the
+ * progress thread to post (through the backlog) instead: a server's reply
+ * from a handler or executor thread while other requests are outstanding.
+ * The tcp provider posts under its endpoint lock, which the progress
+ * thread holds while it copies a 1 MiB push into the socket or a pulled
+ * 1 MiB out of it; a handler posting its reply meanwhile sleeps on that
+ * lock (a futex wait and a wake-up per reply), and its post makes the
+ * provider signal the progress thread's wait set, which wakes it only to
+ * wait for the same lock.  Queued, the reply goes out in the progress
+ * thread's next turn, after what it is doing, and the handler goes on.
+ * With one request outstanding the reply is posted here, at once: a
+ * hand-off then only adds the progress thread's wake-up to the round trip
+ * (core/rpc/README.md "Who posts").  Not in polling mode (callers reap)
+ * nor without a wait object to wake the progress thread by (shm).
+ */
+static bool ep_reply_queued(struct rpc_ep *ep, const RpcEnvelope *env,
+			    fi_addr_t dest)
+{
+	return env->kind == RPC_K_REPLY && dest == FI_ADDR_NOTAVAIL &&
+	       ep->ep_evfd >= 0 && !ep->ep_conf.rc_polling &&
+	       __atomic_load_n(&ep->ep_outstanding, __ATOMIC_RELAXED) > 1 &&
+	       !rpc_in_progress_thread(ep);
+}
+
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 		 uint64_t xid, const uint8_t *key)
 {
@@ -479,6 +504,7 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	uint8_t skey[RPC_KEY_LEN];
 	struct rpc_sbuf *sb;
 	struct rpc_sess *s;
+	bool queued;
 	int rc;
 
 	if (key == NULL && env->kind == RPC_K_REPLY &&
@@ -500,7 +526,9 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 		return err_set(-EMSGSIZE, "rpc %s: message of %zu bytes for "
 			       "opcode %u exceeds rc_max_msg %u", ep->ep_self,
 			       n, env->opcode, ep->ep_conf.rc_max_msg);
-	if (n <= ep->ep_inject_max && ep_inject(ep, dest, env, key) == 1) {
+	queued = ep_reply_queued(ep, env, dest);
+	if (!queued && n <= ep->ep_inject_max &&
+	    ep_inject(ep, dest, env, key) == 1) {
 		if (key == skey)
 			memset(skey, 0, sizeof skey);
 		return 0;
@@ -530,9 +558,11 @@ int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 	}
 	pthread_mutex_lock(&ep->ep_lock);
 	rpc_track(ep, &sb->sb_ctx);
-	rc = ep->ep_backlog != NULL &&
-	     ep_backlogged(ep, ep_backlog_key(sb)) ? -FI_EAGAIN :
-						     ep_post(ep, sb);
+	if (queued)
+		ep->ep_stats.rs_replies_queued++;
+	rc = queued || (ep->ep_backlog != NULL &&
+			ep_backlogged(ep, ep_backlog_key(sb))) ?
+		-FI_EAGAIN : ep_post(ep, sb);
 	if (rc == -FI_EAGAIN)
 		ep_backlog_add(ep, sb);
 	pthread_mutex_unlock(&ep->ep_lock);
@@ -933,8 +963,12 @@ static void *ep_progress_main(void *arg)
 	while (!__atomic_load_n(&ep->ep_stop, __ATOMIC_ACQUIRE)) {
 		backlog = __atomic_load_n(&ep->ep_has_backlog,
 					  __ATOMIC_ACQUIRE);
-		if (backlog)
+		if (backlog) {
 			ep_backlog_flush(ep);
+			/* Still there: pushed back, retry soon (below). */
+			backlog = __atomic_load_n(&ep->ep_has_backlog,
+						  __ATOMIC_ACQUIRE);
+		}
 		if (__atomic_load_n(&ep->ep_has_rq, __ATOMIC_ACQUIRE) &&
 		    rpc_rma_flush(ep))
 			backlog = true; /* pushed back: retry soon */

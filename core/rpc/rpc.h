@@ -96,6 +96,10 @@ struct rpc_stats {
 	uint64_t rs_xfer_busy_us[2];
 	uint64_t rs_xfer_bytes[2];
 	uint64_t rs_wakeups;        /**< progress thread woke from its wait */
+	uint64_t rs_replies_queued; /**< replies of handlers left to the
+				     *  progress thread to post (others were
+				     *  outstanding; core/rpc/README.md
+				     *  "Who posts") */
 };
 
 /**

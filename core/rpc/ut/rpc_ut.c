@@ -745,6 +745,67 @@ static void t_pushq(void)
 	free(buf);
 }
 
+/* A handler's reply while other requests are outstanding is left to the
+ * progress thread to post (ep.c, ep_reply_queued): it arrives whole and
+ * is counted; a reply with nothing else outstanding is posted by its
+ * handler (not counted), and in polling mode none is queued. */
+static void ut_replyq(bool polling)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv, *cli;
+	struct rpc_peer *p;
+	struct rpc_result res;
+	struct rpc_stats st0, st;
+	char body[3000];
+
+	c.rc_polling = polling;
+	srv = ut_server(&c, &port);
+	cli = ut_client(&c);
+	p = ut_connect(cli, port);
+	for (size_t i = 0; i < sizeof body; i++)
+		body[i] = (char)('a' + i % 26);
+	rpc_ep_stats(srv, &st0);
+	/* Alone: posted by the handler. */
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 2000, &res), 0);
+	free(res.rr_body);
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_replies_queued, st0.rs_replies_queued);
+	/* One request held: the echoes' replies are queued (default). */
+	atomic_store(&ut_async_done, 0);
+	atomic_store(&ut_async_ok, 0);
+	CU_ASSERT_EQUAL(rpc_call_async(p, OP_HOLD, NULL, 0, NULL, 5000,
+				       ut_async_cb, NULL), 0);
+	for (int i = 0; i < 200 && atomic_load(&ut_nr_held) < 1; i++)
+		usleep(5000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_nr_held), 1);
+	for (int k = 0; k < 3; k++) {
+		size_t len = k == 0 ? 5 : sizeof body;
+
+		memset(&res, 0, sizeof res);
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, body, len, NULL, 2000,
+					 &res), 0);
+		CU_ASSERT_EQUAL(res.rr_len, len);
+		CU_ASSERT(res.rr_body != NULL &&
+			  memcmp(res.rr_body, body, len) == 0);
+		free(res.rr_body);
+	}
+	rpc_ep_stats(srv, &st);
+	CU_ASSERT_EQUAL(st.rs_replies_queued,
+			st0.rs_replies_queued + (polling ? 0 : 3));
+	ut_release_held(0);
+	ut_wait_count(&ut_async_done, 1, 3000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 1);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
+
+static void t_replyq(void)
+{
+	ut_replyq(false);
+	ut_replyq(true);
+}
+
 /* Server queue of 2 with 1 handler: the third request is refused at once. */
 static void t_busy(void)
 {
@@ -1819,6 +1880,7 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "mem", t_mem) == NULL ||
 	    CU_add_test(s, "deadline", t_deadline) == NULL ||
 	    CU_add_test(s, "pushq", t_pushq) == NULL ||
+	    CU_add_test(s, "replyq", t_replyq) == NULL ||
 	    CU_add_test(s, "busy", t_busy) == NULL ||
 	    CU_add_test(s, "inflight", t_inflight) == NULL ||
 	    CU_add_test(s, "auth", t_auth) == NULL ||
