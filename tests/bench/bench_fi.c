@@ -115,29 +115,6 @@ struct fid_mr *bfi_mr(struct bfi_ep *r, void *buf, size_t len, uint64_t acc)
 	return mr;
 }
 
-/* One completion on r within 10 s (sleeping or spinning as r was
- * opened); 0, or the program stops. */
-static void bfi_wait(struct bfi_ep *r, const char *what)
-{
-	struct fi_cq_msg_entry e;
-	struct fi_cq_err_entry ee;
-	double end = bfi_now() + 10;
-	ssize_t n;
-
-	do {
-		n = r->sleep ? fi_cq_sread(r->cq, &e, 1, NULL, 100) :
-			       fi_cq_read(r->cq, &e, 1);
-		if (n == 1)
-			return;
-		if (n == -FI_EAVAIL) {
-			memset(&ee, 0, sizeof ee);
-			fi_cq_readerr(r->cq, &ee, 0);
-			bfi_die(-(long)ee.err, what);
-		}
-	} while (bfi_now() < end);
-	bfi_die(-ETIMEDOUT, what);
-}
-
 /* One CQ entry of r into *e, waiting up to 100 ms when r sleeps: 1, or
  * 0 when none came; a completion error stops the program. */
 static ssize_t bfi_cq_next(struct bfi_ep *r, struct fi_cq_msg_entry *e,
@@ -153,6 +130,20 @@ static ssize_t bfi_cq_next(struct bfi_ep *r, struct fi_cq_msg_entry *e,
 		bfi_die(-(long)ee.err, what);
 	}
 	return n == 1 ? 1 : 0;
+}
+
+/* One completion on r within 10 s (sleeping or spinning as r was
+ * opened), or the program stops. */
+static void bfi_wait(struct bfi_ep *r, const char *what)
+{
+	struct fi_cq_msg_entry e;
+	double end = bfi_now() + 10;
+
+	do {
+		if (bfi_cq_next(r, &e, what) == 1)
+			return;
+	} while (bfi_now() < end);
+	bfi_die(-ETIMEDOUT, what);
 }
 
 /* The far side: echoes messages (up to bufsz bytes) and progresses its
