@@ -448,6 +448,7 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		m->mr_rflags = ((IdxReq *)pb)->rflags &
 			       (SRF_VERIFY | SRF_TOMB_GC | SRF_BEHIND);
 		m->mr_behind = ((IdxReq *)pb)->behind;
+		m->mr_from = ((IdxReq *)pb)->from;
 		m->mr_seq = ((IdxReq *)pb)->seq; /* SRF_TOMB_GC: digest */
 		m->mr_term = ((IdxReq *)pb)->term;
 		if (rc == 0 && (m->mr_rflags & SRF_BEHIND) &&

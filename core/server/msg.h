@@ -106,6 +106,10 @@ struct msg_req {
 	uint64_t mr_seq;            /**< IdxReq.seq */
 	uint64_t mr_term;           /**< IdxReq.term */
 	uint64_t mr_behind;         /**< IdxReq.behind (IDX_STATE) */
+	uint32_t mr_from;           /**< IdxReq.from (IDX_STATE): server
+				     *   index + 1 of a verifying replica, 0:
+				     *   not told (checked against the
+				     *   cluster's servers by the handler) */
 	/* objects */
 	struct clovis_extvec mr_ext;
 	uint64_t mr_blocks;         /**< blocks the extents cover */

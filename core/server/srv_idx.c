@@ -171,14 +171,21 @@ static bool ridx_stalled(struct srv *s, const struct ridx *ri)
 /* May ri be stale: not verified in this run, a peer replica was out of
  * reach at some moment since it was, this process stalled since then, or
  * it was verified with no peer replica answering (then it is tried again
- * every SRV_HEARTBEAT_MS)? */
-static bool ridx_stale(struct srv *s, struct ridx *ri)
+ * every SRV_HEARTBEAT_MS)?  With vmark (a client request: ri_vbegun when
+ * it came in), also while ri is in doubt (ri_doubt: a peer replica's
+ * heartbeat marked this server down at the last verification) unless a
+ * verification begun after the request came in ended verified: one
+ * verification serves every request that waited for it.  Without (a dtx
+ * member to order: a PREPARE refuses a stale index; its members are
+ * versioned and merged like any update), doubt does not count. */
+static bool ridx_stale(struct srv *s, struct ridx *ri, const uint64_t *vmark)
 {
 	uint64_t g = ridx_gen(s, &ri->ri_id), now = srv_now_ms();
 	bool stale;
 
 	pthread_mutex_lock(&s->s_rlock);
-	stale = !ri->ri_verified || ri->ri_vgen != g || ridx_stalled(s, ri) ||
+	stale = (vmark != NULL && ri->ri_doubt && ri->ri_vok <= *vmark) ||
+		!ri->ri_verified || ri->ri_vgen != g || ridx_stalled(s, ri) ||
 		(ri->ri_kept_ms != 0 && now >= ri->ri_kept_ms) ||
 		(ri->ri_behind && now - ri->ri_vms >= SRV_HEARTBEAT_MS) ||
 		(ri->ri_lonely && now - ri->ri_vms >= SRV_HEARTBEAT_MS);
@@ -931,6 +938,7 @@ struct idx_peer {
 	uint64_t ip_term;
 	uint64_t ip_digest;
 	struct clovis_id ip_cont;
+	bool ip_doubt;       /* its heartbeat marks this server down */
 };
 
 static uint32_t srv_probe_ms(const struct srv *s)
@@ -954,6 +962,7 @@ static int idx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
 	msg_id_out(&sid, id);
 	q.id = &sid;
 	q.rflags = SRF_INTERNAL;
+	q.from = s->s_self + 1;
 	if (msg_pack(&q.base, &b) != 0)
 		return -ENOMEM;
 	rc = peers_call_ms(s->s_peers, j, SOP_IDX_STATE, b.mb_p, b.mb_len,
@@ -970,6 +979,7 @@ static int idx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
 	out->ip_term = rp->term;
 	out->ip_digest = rp->digest;
 	out->ip_inc = rp->attr != NULL ? rp->attr->ctime_ns : 0;
+	out->ip_doubt = rp->doubt;
 	msg_id_in(rp->attr != NULL ? rp->attr->container : NULL, &out->ip_cont);
 	reply__free_unpacked(rp, NULL);
 	return rc;
@@ -1348,9 +1358,9 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	struct meta_ent me;
 	uint64_t stalls = __atomic_load_n(&s->s_stalls, __ATOMIC_ACQUIRE);
 	uint64_t gen = ridx_gen(s, &ri->ri_id), dig, dinc;
-	uint64_t lseq, taken = 0, seq, term, eops, until, unver;
+	uint64_t lseq, taken = 0, seq, term, eops, until, unver, vbegun;
 	int rc = 0, from = -1;
-	bool local, fresh = false, behind, keep;
+	bool local, fresh = false, behind, keep, doubt = false;
 
 	/* The entity ops applied here so far, before the local copy is
 	 * read: one applied later shows as moved (ridx_ent_moved()). */
@@ -1358,6 +1368,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	eops = ri->ri_eops;
 	dinc = ri->ri_dinc;
 	unver = ri->ri_unver;
+	vbegun = ++ri->ri_vbegun;
 	pthread_mutex_unlock(&s->s_rlock);
 	local = idx_local(s, &ri->ri_id, &me) == 0;
 	lseq = ri->ri_exists ? ri->ri_seq : 0;
@@ -1385,6 +1396,7 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 		if (got < 0)
 			continue;
 		reached++;
+		doubt |= pst.ip_doubt;
 		if (got == 1) {
 			ps[with++] = pst;
 			if (best.ip_server < 0 || pst.ip_seq > best.ip_seq)
@@ -1484,6 +1496,13 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	 * was read may be older than that, so it stays unverified and the
 	 * next request verifies it again. */
 	ri->ri_verified = ri->ri_unver == unver;
+	if (ri->ri_verified && vbegun > ri->ri_vok)
+		ri->ri_vok = vbegun;
+	if (doubt && !ri->ri_doubt)
+		LOG_INFO("server %s: index %s: a peer replica marks this "
+			 "server down: verifying before each request until "
+			 "none does", s->s_me->cs_name, eng_id_str(&ri->ri_id));
+	ri->ri_doubt = doubt;
 	ri->ri_vgen = gen;
 	ri->ri_vstalls = stalls;
 	ri->ri_vms = srv_now_ms();
@@ -1662,7 +1681,7 @@ static void tomb_round(struct srv *s, struct ridx *ri)
 	uint64_t inc, dig, now;
 	bool exists, equal = true, go = false;
 
-	if (ridx_stale(s, ri))
+	if (ridx_stale(s, ri, NULL))
 		idx_sync(s, ri); /* a peer was away: verify (merge) first */
 	pthread_mutex_lock(&s->s_rlock);
 	/* A behind mark (held or against this replica) means some replica
@@ -1846,7 +1865,7 @@ static void *srv_syncer_main(void *arg)
 		}
 		if (so == NULL)
 			break;
-		if (ridx_stale(s, so->so_ridx))
+		if (ridx_stale(s, so->so_ridx, &so->so_vmark))
 			idx_sync(s, so->so_ridx);
 		if (so->so_m.mr_op == SOP_ENT)
 			srv_idx_ent_go(s, so);
@@ -1878,17 +1897,40 @@ static void *srv_hb_main(void *arg)
 		for (uint32_t j = 0; j < n; j++) {
 			uint32_t fwd = (j + n - s->s_self) % n;
 			struct rpc_result res;
+			bool was;
+			int rc;
 
 			if (j == s->s_self || (fwd >= r && n - fwd >= r))
+				continue;
+			/* Test builds: fault srv.hb.down.keep leaves a peer
+			 * found down uncalled, so this table keeps it down
+			 * (and the marks held for it) while it is up, as
+			 * when its calls keep failing from here only
+			 * (dtx_cluster_test.sh 4f). */
+			if (peers_down(s->s_hbpeers, j) &&
+			    FAULT_HIT("srv.hb.down.keep"))
 				continue;
 			__atomic_store_n(&s->s_hb_since, peers_clock_ms(),
 					 __ATOMIC_RELEASE);
 			__atomic_store_n(&s->s_hb_peer, (int32_t)j,
 					 __ATOMIC_RELEASE);
-			peers_call_ms(s->s_hbpeers, j, RPC_OP_NOOP, NULL, 0,
-				      NULL, srv_probe_ms(s), &res);
+			was = peers_down(s->s_hbpeers, j);
+			rc = peers_call_ms(s->s_hbpeers, j, RPC_OP_NOOP, NULL,
+					   0, NULL, srv_probe_ms(s), &res);
 			__atomic_store_n(&s->s_hb_peer, -1, __ATOMIC_RELEASE);
 			free(res.rr_body);
+			if (was != peers_down(s->s_hbpeers, j)) {
+				if (was)
+					LOG_INFO("server %s: server %s answers "
+						 "again", s->s_me->cs_name,
+						 s->s_conf->cc_servers[j].cs_name);
+				else
+					LOG_WARNING("server %s: server %s does "
+						    "not answer: %s",
+						    s->s_me->cs_name,
+						    s->s_conf->cc_servers[j].cs_name,
+						    rc != 0 ? err_msg() : "?");
+			}
 		}
 		srv_ridx_marks_serve(s);
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -2017,7 +2059,10 @@ static bool srv_needs_sync(struct srv *s, struct srv_op *so)
 		__atomic_add_fetch(&s->s_vepoch, 1, __ATOMIC_ACQ_REL);
 		return true;
 	}
-	return ridx_stale(s, so->so_ridx);
+	pthread_mutex_lock(&s->s_rlock);
+	so->so_vmark = so->so_ridx->ri_vbegun;
+	pthread_mutex_unlock(&s->s_rlock);
+	return ridx_stale(s, so->so_ridx, &so->so_vmark);
 }
 
 /* ------------------------------------------------------- handlers */
@@ -2362,6 +2407,15 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 		srv_reply_err(so, rc);
 		return;
 	}
+	if (so->so_m.mr_from > s->s_conf->cc_nr_servers) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		srv_reply_err(so, err_set(-EINVAL, "request: idx_state %s: "
+					  "from %u names no server of %u",
+					  eng_id_str(&r->er_id),
+					  so->so_m.mr_from,
+					  s->s_conf->cc_nr_servers));
+		return;
+	}
 	if (so->so_m.mr_rflags & SRF_VERIFY) {
 		/* A peer replica merged to another digest: verify. */
 		pthread_mutex_lock(&s->s_rlock);
@@ -2431,6 +2485,12 @@ void srv_idx_state(struct srv *s, struct srv_op *so)
 	pthread_mutex_lock(&s->s_rlock);
 	rp.verified = ri->ri_verified && !ri->ri_behind;
 	pthread_mutex_unlock(&s->s_rlock);
+	/* A verifying replica this server's heartbeat marks down: behind
+	 * marks held here for it wait for the heartbeat to reach it, so it
+	 * must not trust this verification beyond the request it serves. */
+	rp.doubt = so->so_m.mr_from != 0 &&
+		   so->so_m.mr_from - 1 != s->s_self &&
+		   peers_down(s->s_hbpeers, so->so_m.mr_from - 1);
 	srv_reply(so, 0, &rp, NULL);
 }
 
@@ -2503,7 +2563,7 @@ bool srv_ridx_orderable(struct srv *s, struct ridx *ri)
 {
 	bool lonely;
 
-	if (ridx_stale(s, ri))
+	if (ridx_stale(s, ri, NULL))
 		return false;
 	pthread_mutex_lock(&s->s_rlock);
 	lonely = ri->ri_lonely || ri->ri_behind;

@@ -80,6 +80,12 @@ struct ridx {
 	uint64_t ri_unver;  /**< times ri_verified was cleared (a
 			     *   verification that saw it move leaves the
 			     *   index unverified: ridx_unverify()) */
+	uint64_t ri_vbegun; /**< verifications begun (idx_sync()) */
+	uint64_t ri_vok;    /**< ri_vbegun of the latest that ended verified */
+	bool ri_doubt;      /**< at the last verification a peer replica's
+			     *   heartbeat marked this server down: marks it
+			     *   holds may not reach this one, so each client
+			     *   request verifies first (ridx_stale()) */
 	bool ri_lonely;     /**< no peer replica answered it: reads only */
 	bool ri_tombs;      /**< may hold tombstones to collect */
 	bool ri_gc_req;     /**< the first replica asked to collect ... */
@@ -129,6 +135,7 @@ struct srv_op {
 	struct rpc_sreq *so_req;
 	struct srv_op *so_next;     /* syncer queue */
 	struct ridx *so_ridx;       /* index requests */
+	uint64_t so_vmark;          /* so_ridx->ri_vbegun when it came in */
 	struct eng_citem so_seq_ci; /* second stage: the replica record */
 	struct ridx_rec so_rec;     /* what so_seq_ci stores */
 	bool so_rec_del;            /* so_seq_ci deletes the record */

@@ -37,6 +37,10 @@
 #   4e. the same with s0 read as soon as it resumes and refusing every
 #       behind mark (fault srv.idx.behind.drop): its heartbeats answered
 #       again, only its stall watch makes it verify before it serves;
+#   4f. s1 and s2 keep s0 marked down after a freeze (fault
+#       srv.hb.down.keep), so the behind mark of a writer that skips s0
+#       does not reach it: s0 read alone at once must have the record (it
+#       verifies before each request while a peer marks it down);
 #   5. the dead-participant rule: the client dies at dtx.cli.prepared with
 #      s0 (the decider) SIGKILLed just after, so s1 and s2 stay in doubt
 #      (all PREPARED, the decider silent); `strata dtx resolve dead s0`
@@ -356,6 +360,54 @@ check "resumed: no behind mark reached s0 (refused)" \
 	sh -c "! tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'missed updates up to'"
 kill9 0
 start 0
+wait_up >/dev/null
+
+# 4f. A replica its peers' heartbeats still mark down, though it is up:
+# a writer skips it, and the behind mark the writer leaves at the others
+# waits for their heartbeat to reach it.  netns_test read two acknowledged
+# records -ENOENT so from a replica right after its cut link came back
+# (2026-11-28).  Here s1 and s2 keep s0 marked down once they found it so
+# (fault srv.hb.down.keep: their heartbeat no longer calls it), s0 is
+# frozen until they do, resumed, verified by a read; then a writer that
+# skips s0 puts k1, and s0 read alone at once must have it: a replica that
+# a peer replica marks down verifies before every client request until
+# none does (ri_doubt; it served k1 -ENOENT without).
+echo "--- replica skipped while its peers mark it down (doubt)"
+for s in 1 2; do kill9 $s; start $s srv.hb.down.keep; done
+wait_up >/dev/null
+SI=@doubt
+"$S" --cluster "$F" -q idx create $SI >"$T/si" 2>&1 &&
+	"$S" --cluster "$F" -q idx put $SI k0 v0 >>"$T/si" 2>&1
+check "doubt: index made, one record" test $? -eq 0 || cat "$T/si"
+sget() { # sget KEY: read KEY of $SI from s0 alone, into $T/si
+	STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$S" --cluster "$F" -q \
+		idx get $SI "$1" >"$T/si" 2>&1
+}
+sget k0
+check "doubt: s0 alone serves it" grep -qx v0 "$T/si"
+n0=$(wc -l <"$D/s0.log")
+n1=$(wc -l <"$D/s1.log")
+n2=$(wc -l <"$D/s2.log")
+kill -STOP "$(spid 0)"
+downat() { tail -n +$(($2 + 1)) "$D/s$1.log" | grep -q "server s0 does not answer"; }
+for i in $(seq 1 100); do downat 1 "$n1" && downat 2 "$n2" && break; sleep 0.1; done
+check "doubt: s1 found s0 not answering (SIGSTOP)" downat 1 "$n1"
+check "doubt: s2 found s0 not answering (SIGSTOP)" downat 2 "$n2"
+kill -CONT "$(spid 0)"
+sleep 1
+sget k0
+check "doubt: s0 alone serves it after it resumed" grep -qx v0 "$T/si"
+check "doubt: s0 logged that a peer marks it down" \
+	sh -c "tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'a peer replica marks this server down'"
+STRATA_TEST_SKIP_SERVERS=s0 timeout 60 "$S" --cluster "$F" -q \
+	idx put $SI k1 v1 >"$T/sp" 2>&1
+check "doubt: a writer that skips s0 puts k1" test $? -eq 0 || cat "$T/sp"
+sget k1
+check "doubt: s0 read alone at once has k1 ($(head -c 200 "$T/si"))" \
+	grep -qx v1 "$T/si"
+check "doubt: the behind mark did not reach s0 (held by s1 and s2)" \
+	sh -c "! tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'missed updates up to'"
+for s in 1 2; do kill9 $s; start $s; done
 wait_up >/dev/null
 
 echo "--- dead participant: the others do not wait for it"

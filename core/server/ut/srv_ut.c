@@ -415,6 +415,12 @@ static void t_bad_index(void)
 	q.behind = 1ull << 40;
 	su_bad("behind mark, no such server", SOP_IDX_STATE, &q.base, NULL, 0,
 	       NULL, -EINVAL, "names no server");
+	q.rflags = SRF_INTERNAL;
+	q.behind = 0;
+	q.from = 200;
+	su_bad("state from no such server", SOP_IDX_STATE, &q.base, NULL, 0,
+	       NULL, -EINVAL, "from 200 names no server");
+	q.from = 0;
 }
 
 /* LIST out of range. */
