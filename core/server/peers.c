@@ -42,6 +42,7 @@ struct peers {
 	const struct clu_conf *p_conf;
 	struct rpc_ep *p_ep;
 	bool p_own_ep;
+	bool p_server;      /* peers_set_server(): the short retry only */
 	struct peer_slot p_slots[CLU_SERVERS_MAX];
 };
 
@@ -133,13 +134,15 @@ static uint64_t peers_now_ms(void)
  * if that is longer, at most PEERS_RETRY_MAX_MS: a server that stays away
  * costs a client at most a third of its time, not one timeout per op,
  * while one that was away briefly (a restart) is tried again after 1 s.
- * A server's own tables (heartbeats, catch-up, unit I/O) keep the short
- * retry: they must see a peer back soon. */
+ * A server's own tables (heartbeats, catch-up, unit I/O: the one on its
+ * endpoint, and those peers_set_server() marks) keep the short retry:
+ * they must see a peer back soon. */
 static void slot_mark_down(const struct peers *p, struct peer_slot *s,
 			   uint64_t since_ms)
 {
 	uint64_t now = peers_now_ms();
-	uint64_t wait = p->p_own_ep && s->ps_down && now > since_ms ?
+	uint64_t wait = p->p_own_ep && !p->p_server && s->ps_down &&
+			now > since_ms ?
 			2 * (now - since_ms) : 0;
 
 	if (wait < PEERS_RETRY_MS)
@@ -419,6 +422,11 @@ static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c,
 uint64_t peers_gen(struct peers *p, uint32_t i)
 {
 	return __atomic_load_n(&p->p_slots[i].ps_gen, __ATOMIC_ACQUIRE);
+}
+
+void peers_set_server(struct peers *p)
+{
+	p->p_server = true;
 }
 
 bool peers_down(struct peers *p, uint32_t i)

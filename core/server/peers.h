@@ -40,7 +40,8 @@
  * its timeout) when that is longer, at most PEERS_RETRY_MAX_MS: a server
  * that stays away costs a client at most a third of its time, not one
  * timeout per op, and one back from a restart is tried again after 1 s.
- * A server's tables keep the short retry (heartbeats, catch-up). */
+ * A server's tables keep the short retry (heartbeats, catch-up, remote
+ * devices: the table on its endpoint, and those peers_set_server() marks). */
 #define PEERS_RETRY_MS 1000u
 #define PEERS_RETRY_MAX_MS 10000u
 /* Server addresses whose incarnation the process remembers: a few
@@ -63,6 +64,13 @@ struct peers;
 int peers_create(struct peers **out, const struct clu_conf *c,
 		 struct rpc_ep *ep);
 
+/**
+ * The table belongs to a server process (its heartbeats, remote devices):
+ * a server found down is tried again after PEERS_RETRY_MS whatever the
+ * failed contact took, as in the table on the server's own endpoint, not
+ * the client's longer wait.  Call before the table is used.
+ */
+void peers_set_server(struct peers *p);
 /** Close every connection (and the endpoint if peers_create() opened it). */
 void peers_destroy(struct peers *p);
 

@@ -341,6 +341,8 @@ int rdev_start(const struct clu_conf *c, uint32_t self)
 	if (rc == 0)
 		rc = peers_create(&g->rc_probe, c, NULL);
 	if (rc == 0) {
+		peers_set_server(g->rc_data);
+		peers_set_server(g->rc_probe);
 		rc = -pthread_create(&g->rc_thr, NULL, rdev_probe_main, g);
 		if (rc != 0)
 			err_set(rc, "remote devices: probe thread: %s",

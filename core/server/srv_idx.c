@@ -53,6 +53,8 @@ static void ridx_name(char *buf, size_t size, const struct clovis_id *id)
 
 int srv_ridx_init(struct srv *s)
 {
+	int rc;
+
 	pthread_mutex_init(&s->s_rlock, NULL);
 	pthread_mutex_init(&s->s_qlock, NULL);
 	pthread_cond_init(&s->s_qcond, NULL);
@@ -61,7 +63,10 @@ int srv_ridx_init(struct srv *s)
 	s->s_tick_ms = srv_now_ms();
 	/* Before the server's own endpoint: once that answers, the server
 	 * is up (tests wait for that, then for its "serving" line). */
-	return peers_create(&s->s_hbpeers, s->s_conf, NULL);
+	rc = peers_create(&s->s_hbpeers, s->s_conf, NULL);
+	if (rc == 0)
+		peers_set_server(s->s_hbpeers);
+	return rc;
 }
 
 void srv_ridx_fini(struct srv *s)

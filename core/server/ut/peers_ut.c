@@ -10,6 +10,14 @@
  * server down, while peers_gen() and peers_was_down() show that it was
  * away.  Before, B's call went on its old connection, which the new run
  * drops: it waited for its timeout and marked the server down.
+ *
+ * retry: a server whose calls run into their timeout twice in a row is
+ * not tried again for twice what the failed call took in a client's
+ * table, but only for PEERS_RETRY_MS in a server's (peers_set_server():
+ * heartbeats, remote devices), which must see a peer back soon.  Before,
+ * a server's heartbeat table created with its own endpoint waited like a
+ * client's, so a peer back from a freeze or a cut link stayed down there
+ * (and the behind marks held for it undelivered) for up to 10 s.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -149,11 +157,80 @@ static void t_restart(void)
 	rpc_ep_close(srv);
 }
 
+#define PU_OP_SLOW (RPC_OP_USER_MIN + 7)
+#define PU_SLOW_MS 1300u
+
+/* Answers after PU_SLOW_MS: every call with a shorter timeout fails. */
+static void pu_slow(struct rpc_sreq *req, void *arg)
+{
+	usleep(PU_SLOW_MS * 1000);
+	rpc_sreq_reply(req, 0, NULL, 0, NULL);
+}
+
+/* Two calls of call_ms to the slow op on p, in a row: the wait (ms) the
+ * second failure left, read from the -EHOSTDOWN of the call after it. */
+static uint64_t pu_wait_after_two(struct peers *p, uint32_t call_ms)
+{
+	struct rpc_result res;
+	unsigned long long left = 0;
+	const char *m;
+	int rc;
+
+	for (int i = 0; i < 2; i++) {
+		peers_retry_now(p, 0);
+		rc = peers_call_ms(p, 0, PU_OP_SLOW, NULL, 0, NULL, call_ms,
+				   &res);
+		free(res.rr_body);
+		CU_ASSERT(peers_rc_transport(rc));
+	}
+	rc = peers_call_ms(p, 0, PU_OP_SLOW, NULL, 0, NULL, call_ms, &res);
+	free(res.rr_body);
+	CU_ASSERT_EQUAL(rc, -EHOSTDOWN);
+	m = strstr(err_msg(), "tried again in ");
+	CU_ASSERT_PTR_NOT_NULL(m);
+	if (m != NULL)
+		sscanf(m, "tried again in %llu ms", &left);
+	return left;
+}
+
+static void t_retry(void)
+{
+	struct clu_conf cc;
+	struct clu_server sv;
+	struct peers *cli = NULL, *srvt = NULL;
+	uint16_t port = 0;
+	struct rpc_ep *srv = pu_server(&port);
+	uint64_t w_cli, w_srv;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
+			      0);
+	pu_cluster(&cc, &sv, port);
+	CU_ASSERT_EQUAL_FATAL(peers_create(&cli, &cc, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(peers_create(&srvt, &cc, NULL), 0);
+	peers_set_server(srvt);
+	/* each failed call takes its 800 ms timeout: a client waits
+	 * 2 x 800 ms, a server's table PEERS_RETRY_MS */
+	w_cli = pu_wait_after_two(cli, 800);
+	w_srv = pu_wait_after_two(srvt, 800);
+	if (w_cli <= PEERS_RETRY_MS || w_srv > PEERS_RETRY_MS)
+		fprintf(stderr, "peers: retry waits: client %llu ms, server "
+			"table %llu ms\n", (unsigned long long)w_cli,
+			(unsigned long long)w_srv);
+	CU_ASSERT(w_cli > PEERS_RETRY_MS && w_cli <= PEERS_RETRY_MAX_MS);
+	CU_ASSERT(w_srv > 0 && w_srv <= PEERS_RETRY_MS);
+	peers_destroy(cli);
+	peers_destroy(srvt);
+	usleep(PU_SLOW_MS * 1000); /* the handlers answer before the close */
+	rpc_ep_close(srv);
+}
+
 int peers_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("peers", NULL, NULL);
 
-	if (s == NULL || CU_add_test(s, "restart", t_restart) == NULL)
+	if (s == NULL || CU_add_test(s, "restart", t_restart) == NULL ||
+	    CU_add_test(s, "retry", t_retry) == NULL)
 		return -1;
 	return 0;
 }
