@@ -47,22 +47,36 @@ static struct clu_client *clu_of(struct clovis *cl)
 /* ------------------------------------------------------------ calls */
 
 /* Call server i with message pb; on success *rp is the decoded reply. */
-static int clu_call(struct clu_client *c, uint32_t i, uint32_t op,
-		    const ProtobufCMessage *pb, const struct rpc_bulk *bulk,
-		    uint32_t want_rcs, Reply **rp)
+/* clu_call(); *answered (if not NULL): the server answered (a negative
+ * rc is its answer, not a transport failure of this call). */
+static int clu_call_ans(struct clu_client *c, uint32_t i, uint32_t op,
+			const ProtobufCMessage *pb,
+			const struct rpc_bulk *bulk, uint32_t want_rcs,
+			Reply **rp, bool *answered)
 {
 	struct msg_buf b = {0};
 	struct rpc_result res;
 	int rc = pb != NULL ? msg_pack(pb, &b) : 0;
 
+	if (answered != NULL)
+		*answered = false;
 	if (rc != 0)
 		return rc;
 	rc = peers_call(c->cc_peers, i, op, b.mb_p, b.mb_len, bulk, &res);
 	free(b.mb_p);
+	if (answered != NULL)
+		*answered = res.rr_answered;
 	if (rc == 0 && rp != NULL)
 		rc = msg_reply_decode(res.rr_body, res.rr_len, want_rcs, rp);
 	free(res.rr_body);
 	return rc;
+}
+
+static int clu_call(struct clu_client *c, uint32_t i, uint32_t op,
+		    const ProtobufCMessage *pb, const struct rpc_bulk *bulk,
+		    uint32_t want_rcs, Reply **rp)
+{
+	return clu_call_ans(c, i, op, pb, bulk, want_rcs, rp, NULL);
 }
 
 /* The i-th server in ring order from the home of id. */
@@ -370,6 +384,16 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
 	q->count = r->er_ext->ev_nr_blks;
 }
 
+/* Sends of an object op on blocks after its home answered a transport
+ * code (clu_obj()). */
+#define CLU_OBJ_RETRIES 1u
+
+static bool clu_obj_blocks(uint32_t kind)
+{
+	return kind == ER_OBJ_READ || kind == ER_OBJ_WRITE ||
+	       kind == ER_OBJ_ALLOC || kind == ER_OBJ_FREE;
+}
+
 static int clu_obj(struct clu_client *c, struct eng_req *r)
 {
 	ObjReq q = OBJ_REQ__INIT;
@@ -393,8 +417,27 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 					 RPC_BULK_IN : RPC_BULK_OUT,
 					 iov, r->er_data->bv_nr};
 	}
-	rc = clu_call(c, clu_ring(c, &r->er_id, 0), SOP_OBJ, &q.base,
-		      r->er_data != NULL ? &bulk : NULL, 0, &rp);
+	/*
+	 * The home answered a transport code: its call to another server
+	 * (a remote device of the object's units) failed, e.g. a link cut
+	 * between its unit write and the commit's sync there.  Nothing of
+	 * the op was committed, and the home now places around that server:
+	 * an op on blocks (READ, WRITE, ALLOC, FREE: the same bytes again)
+	 * is sent once more, and goes on degraded.
+	 */
+	for (uint32_t t = 0;; t++) {
+		bool answered;
+
+		rc = clu_call_ans(c, clu_ring(c, &r->er_id, 0), SOP_OBJ,
+				  &q.base, r->er_data != NULL ? &bulk : NULL,
+				  0, &rp, &answered);
+		if (rc == 0 || !answered || !peers_rc_transport(rc) ||
+		    t == CLU_OBJ_RETRIES || !clu_obj_blocks(r->er_kind))
+			break;
+		LOG_INFO("object %s: %s; sent again (the server places around"
+			 " the unreachable one)", eng_id_str(&r->er_id),
+			 err_msg());
+	}
 	free(iov);
 	if (rc == 0 && rp != NULL)
 		r->er_bytes = rp->bytes;

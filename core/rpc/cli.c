@@ -140,6 +140,7 @@ static void cli_finish(struct rpc_ep *ep, struct rpc_call *c, int status,
 	struct rpc_peer *p = c->ca_peer;
 
 	memset(&res, 0, sizeof res);
+	res.rr_answered = env != NULL;
 	cli_release_mrs(c);
 	if (env != NULL && c->ca_raw) {
 		*c->ca_raw_env = env;

@@ -280,6 +280,10 @@ struct rpc_bulk {
  *  RPC layer's) message when status < 0. */
 struct rpc_result {
 	int rr_status;
+	bool rr_answered;   /**< the server's reply arrived: rr_status is its
+			     *   answer (even a transport-like code, e.g. its
+			     *   own call to another server timed out), not
+			     *   a failure of this call */
 	void *rr_body;
 	size_t rr_len;
 	char rr_msg[256];

@@ -484,6 +484,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	struct peer_slot *s = &p->p_slots[i];
 	struct peer_conn *c;
 	uint64_t sent = peers_now_ms();
+	bool answered;
 	int rc;
 
 	memset(res, 0, sizeof *res);
@@ -495,6 +496,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 			      res);
 		if (rc == 0)
 			rc = res->rr_status;
+		answered = res->rr_answered;
 		if (rc != -EBUSY || t == PEERS_BUSY_RETRIES)
 			break;
 		conn_put(s, c);
@@ -502,13 +504,16 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		memset(res, 0, sizeof *res);
 		usleep(PEERS_BUSY_PAUSE_MS * 1000);
 	}
+	/* An answer is no transport failure, whatever its code: a server
+	 * answers -ETIMEDOUT or -EHOSTDOWN when *its* call to another server
+	 * failed (remote devices); this one is up. */
 	if (rc != 0) {
 		err_set(rc, "server %s: %s", sv->cs_name,
 			res->rr_msg[0] != '\0' ? res->rr_msg : err_msg());
-		if (peers_rc_transport(rc))
+		if (!answered && peers_rc_transport(rc))
 			peers_fail(p, i, c, sent);
 	}
-	if (!peers_rc_transport(rc))
+	if (answered || !peers_rc_transport(rc))
 		slot_mark_up(s, sent);
 	conn_put(s, c);
 	return rc;

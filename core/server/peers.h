@@ -83,7 +83,10 @@ bool peers_rc_transport(int rc);
 /**
  * Call server i (see rpc_call()).  Returns the call's status: the server's
  * answer (0 or negative, message in res->rr_msg and err_msg()) or a
- * transport failure (-ETIMEDOUT, -EHOSTDOWN, ...).  res->rr_body is the
+ * transport failure (-ETIMEDOUT, -EHOSTDOWN, ...).  res->rr_answered
+ * tells them apart: an answer means the server is up, even when its code
+ * is one of transport (its own call to another server failed), and
+ * neither marks it down nor closes the connection.  res->rr_body is the
  * caller's to free() whatever the status.
  */
 int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,

@@ -13,6 +13,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
@@ -159,6 +160,16 @@ static int rdev_call_once(struct tier_dev *d, uint32_t op, uint64_t off,
 	int rc;
 
 	*transport = false;
+	/* Test builds: fault rdev.sync.cut fails a sync as a link cut
+	 * between the unit writes and the commit's sync would (the home
+	 * answers -ETIMEDOUT; rdev_fence_test.sh "sync cut"). */
+	if (op == SOP_RDEV_SYNC && FAULT_HIT("rdev.sync.cut")) {
+		*transport = true;
+		return err_set(-ETIMEDOUT, "device %s: server %s (its device "
+			       "%u): fault point rdev.sync.cut: sync timed "
+			       "out", d->td_path, rdev_name(rd->rd_srv),
+			       rd->rd_dev);
+	}
 	if (rdev_server_down(rd->rd_srv))
 		return err_set(-EHOSTDOWN, "device %s: server %s is unreachable "
 			       "(its device %u)", d->td_path,

@@ -18,7 +18,10 @@
 #      group sharing a server, a second rebalance moves nothing; every
 #      object reads back; then s0 is killed (SIGKILL) and the objects homed
 #      on s1 read back degraded (before the rebalance two of a group's three
-#      units could be on s0: the read would have failed).
+#      units could be on s0: the read would have failed);
+#   3. sync cut: test servers whose first remote sync fails as a cut link's
+#      (fault rdev.sync.cut): the home answers -ETIMEDOUT, the client sends
+#      the write once more, and it succeeds degraded and reads back.
 # Every wait is bounded; servers are killed on any exit.  Ends with
 # "N passed, N failed".
 set -u
@@ -53,7 +56,7 @@ late_of() {
 		grep -A1 "^s$1 " | grep -oE '[0-9]+ late-writes-refused' | grep -oE '^[0-9]+'
 }
 
-cl_need strata strata-server
+cl_need strata strata-server strata-server-test
 
 echo "--- cluster up (4 s call timeouts, info log)"
 cl_up
@@ -187,6 +190,34 @@ while read -r o h; do
 done <"$T/objs"
 check "s0 killed: every object homed on s1 reads degraded ($good of $on1)" \
 	test "$good" -eq "$on1"
+
+echo "--- sync cut: a link cut between the unit writes and the commit's sync"
+# Test servers with fault rdev.sync.cut armed once each: the home's first
+# sync of a remote device fails as a cut link's would, so its commit fails
+# and it answers -ETIMEDOUT.  The client sends the write once more (the
+# home answered: it is up, and places around the server now marked
+# unreachable), so the put succeeds degraded; before, it failed -110
+# (netns_test.sh, 2026-11-28: "@W-2 ... call opcode 130 timed out").
+for s in 1 2; do srv_stop $s; done
+for s in 0 1 2; do
+	rm -f "$D/s$s.pid"
+	STRATA_FAULT=rdev.sync.cut:0:1 "$BD/strata-server-test" \
+		--config "$D/fast.yaml" --name "s$s" --pid-file "$D/s$s.pid" \
+		--log-file "$D/s$s.log" --log-level 3
+done
+check "test servers up (fault rdev.sync.cut armed)" wait_up
+cf -v -v -v obj put @fsync "$T/a" --layout pdclust --data 2 --parity 1
+cp "$T/err" "$T/put.err"
+check "put with the home's first remote sync cut: succeeds (rc $rc)" \
+	test "$rc" -eq 0
+grep -m2 "fault point rdev.sync.cut\|sent again" "$T/put.err" | cut -c1-240 | sed 's/^/     /'
+check "the client sent it again after the home's -ETIMEDOUT" \
+	grep -q "fault point rdev.sync.cut.*sent again" "$T/put.err"
+check "the client did not mark the home down for its answer" \
+	sh -c "! grep -q 'marked down' '$T/put.err'"
+rm -f "$T/back"
+cf obj get @fsync "$T/back"
+check "@fsync reads back exactly" cmp -s "$T/a" "$T/back"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -18,6 +18,8 @@
  * a server's heartbeat table created with its own endpoint waited like a
  * client's, so a peer back from a freeze or a cut link stayed down there
  * (and the behind marks held for it undelivered) for up to 10 s.
+ * First, a server's answer of -ETIMEDOUT (its own call to another server
+ * timed out) is an answer: rr_answered, the server is not marked down.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -158,6 +160,13 @@ static void t_restart(void)
 }
 
 #define PU_OP_SLOW (RPC_OP_USER_MIN + 7)
+#define PU_OP_TIMEDOUT (RPC_OP_USER_MIN + 8)
+
+/* Answers -ETIMEDOUT at once, as a server whose own call timed out. */
+static void pu_timedout(struct rpc_sreq *req, void *arg)
+{
+	rpc_sreq_reply(req, -ETIMEDOUT, NULL, 0, "its call timed out");
+}
 #define PU_SLOW_MS 1300u
 
 /* Answers after PU_SLOW_MS: every call with a shorter timeout fails. */
@@ -205,12 +214,31 @@ static void t_retry(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
 	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
 			      0);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_TIMEDOUT, pu_timedout,
+					      NULL), 0);
 	pu_cluster(&cc, &sv, port);
 	CU_ASSERT_EQUAL_FATAL(peers_create(&cli, &cc, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(peers_create(&srvt, &cc, NULL), 0);
 	peers_set_server(srvt);
 	/* each failed call takes its 800 ms timeout: a client waits
 	 * 2 x 800 ms, a server's table PEERS_RETRY_MS */
+	/* an answered -ETIMEDOUT is the server's answer: it is up */
+	{
+		struct rpc_result res;
+		uint64_t gen;
+		int rc;
+
+		CU_ASSERT_EQUAL(pu_noop(cli, 2000), 0);
+		gen = peers_gen(cli, 0);
+		rc = peers_call_ms(cli, 0, PU_OP_TIMEDOUT, NULL, 0, NULL, 2000,
+				   &res);
+		free(res.rr_body);
+		CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+		CU_ASSERT(res.rr_answered);
+		CU_ASSERT_FALSE(peers_down(cli, 0));
+		CU_ASSERT_EQUAL(peers_gen(cli, 0), gen);
+		CU_ASSERT_EQUAL(pu_noop(cli, 2000), 0);
+	}
 	w_cli = pu_wait_after_two(cli, 800);
 	w_srv = pu_wait_after_two(srvt, 800);
 	if (w_cli <= PEERS_RETRY_MS || w_srv > PEERS_RETRY_MS)
