@@ -94,13 +94,22 @@ static void pu_cluster(struct clu_conf *cc, struct clu_server *sv,
 	sv->cs_port = port;
 }
 
-static int pu_noop(struct peers *p, uint32_t ms)
+/* Call op on server 0 of p with a timeout of ms; *answered (if not
+ * NULL): the server's answer came (rr_answered). */
+static int pu_op(struct peers *p, uint32_t op, uint32_t ms, bool *answered)
 {
 	struct rpc_result res;
-	int rc = peers_call_ms(p, 0, RPC_OP_NOOP, NULL, 0, NULL, ms, &res);
+	int rc = peers_call_ms(p, 0, op, NULL, 0, NULL, ms, &res);
 
+	if (answered != NULL)
+		*answered = res.rr_answered;
 	free(res.rr_body);
 	return rc;
+}
+
+static int pu_noop(struct peers *p, uint32_t ms)
+{
+	return pu_op(p, RPC_OP_NOOP, ms, NULL);
 }
 
 static void t_restart(void)
@@ -180,21 +189,15 @@ static void pu_slow(struct rpc_sreq *req, void *arg)
  * second failure left, read from the -EHOSTDOWN of the call after it. */
 static uint64_t pu_wait_after_two(struct peers *p, uint32_t call_ms)
 {
-	struct rpc_result res;
 	unsigned long long left = 0;
 	const char *m;
-	int rc;
 
 	for (int i = 0; i < 2; i++) {
 		peers_retry_now(p, 0);
-		rc = peers_call_ms(p, 0, PU_OP_SLOW, NULL, 0, NULL, call_ms,
-				   &res);
-		free(res.rr_body);
-		CU_ASSERT(peers_rc_transport(rc));
+		CU_ASSERT(peers_rc_transport(pu_op(p, PU_OP_SLOW, call_ms,
+						   NULL)));
 	}
-	rc = peers_call_ms(p, 0, PU_OP_SLOW, NULL, 0, NULL, call_ms, &res);
-	free(res.rr_body);
-	CU_ASSERT_EQUAL(rc, -EHOSTDOWN);
+	CU_ASSERT_EQUAL(pu_op(p, PU_OP_SLOW, call_ms, NULL), -EHOSTDOWN);
 	m = strstr(err_msg(), "tried again in ");
 	CU_ASSERT_PTR_NOT_NULL(m);
 	if (m != NULL)
@@ -209,7 +212,8 @@ static void t_retry(void)
 	struct peers *cli = NULL, *srvt = NULL;
 	uint16_t port = 0;
 	struct rpc_ep *srv = pu_server(&port);
-	uint64_t w_cli, w_srv;
+	uint64_t w_cli, w_srv, gen;
+	bool answered;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
 	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
@@ -223,22 +227,13 @@ static void t_retry(void)
 	/* each failed call takes its 800 ms timeout: a client waits
 	 * 2 x 800 ms, a server's table PEERS_RETRY_MS */
 	/* an answered -ETIMEDOUT is the server's answer: it is up */
-	{
-		struct rpc_result res;
-		uint64_t gen;
-		int rc;
-
-		CU_ASSERT_EQUAL(pu_noop(cli, 2000), 0);
-		gen = peers_gen(cli, 0);
-		rc = peers_call_ms(cli, 0, PU_OP_TIMEDOUT, NULL, 0, NULL, 2000,
-				   &res);
-		free(res.rr_body);
-		CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
-		CU_ASSERT(res.rr_answered);
-		CU_ASSERT_FALSE(peers_down(cli, 0));
-		CU_ASSERT_EQUAL(peers_gen(cli, 0), gen);
-		CU_ASSERT_EQUAL(pu_noop(cli, 2000), 0);
-	}
+	CU_ASSERT_EQUAL(pu_noop(cli, 2000), 0);
+	gen = peers_gen(cli, 0);
+	CU_ASSERT_EQUAL(pu_op(cli, PU_OP_TIMEDOUT, 2000, &answered), -ETIMEDOUT);
+	CU_ASSERT(answered);
+	CU_ASSERT_FALSE(peers_down(cli, 0));
+	CU_ASSERT_EQUAL(peers_gen(cli, 0), gen);
+	CU_ASSERT_EQUAL(pu_noop(cli, 2000), 0);
 	w_cli = pu_wait_after_two(cli, 800);
 	w_srv = pu_wait_after_two(srvt, 800);
 	if (w_cli <= PEERS_RETRY_MS || w_srv > PEERS_RETRY_MS)
