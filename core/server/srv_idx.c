@@ -2059,14 +2059,16 @@ static bool srv_needs_sync(struct srv *s, struct srv_op *so)
 {
 	if (so->so_m.mr_rflags & (SRF_INTERNAL | SRF_REPLICA))
 		return false;
+	/* Before anything that asks for a verification: one that begins
+	 * after this counts for this request (ridx_stale()). */
+	pthread_mutex_lock(&s->s_rlock);
+	so->so_vmark = so->so_ridx->ri_vbegun;
+	pthread_mutex_unlock(&s->s_rlock);
 	if (so->so_m.mr_rflags & SRF_VERIFY) {
 		/* Every index here may be stale, not only this one. */
 		__atomic_add_fetch(&s->s_vepoch, 1, __ATOMIC_ACQ_REL);
 		return true;
 	}
-	pthread_mutex_lock(&s->s_rlock);
-	so->so_vmark = so->so_ridx->ri_vbegun;
-	pthread_mutex_unlock(&s->s_rlock);
 	return ridx_stale(s, so->so_ridx, &so->so_vmark);
 }
 
