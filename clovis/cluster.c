@@ -46,9 +46,9 @@ static struct clu_client *clu_of(struct clovis *cl)
 
 /* ------------------------------------------------------------ calls */
 
-/* Call server i with message pb; on success *rp is the decoded reply. */
-/* clu_call(); *answered (if not NULL): the server answered (a negative
- * rc is its answer, not a transport failure of this call). */
+/* Call server i with message pb; on success *rp is the decoded reply.
+ * *answered (if not NULL): the server answered (a negative rc is its
+ * answer, not a transport failure of this call: rpc_result.rr_answered). */
 static int clu_call_ans(struct clu_client *c, uint32_t i, uint32_t op,
 			const ProtobufCMessage *pb,
 			const struct rpc_bulk *bulk, uint32_t want_rcs,
@@ -72,6 +72,7 @@ static int clu_call_ans(struct clu_client *c, uint32_t i, uint32_t op,
 	return rc;
 }
 
+/* clu_call_ans() without *answered. */
 static int clu_call(struct clu_client *c, uint32_t i, uint32_t op,
 		    const ProtobufCMessage *pb, const struct rpc_bulk *bulk,
 		    uint32_t want_rcs, Reply **rp)
