@@ -1057,6 +1057,10 @@ struct clovis_server_info {
 				   *  NVRAM devices' maps (zero-copy,
 				   *  docs/data-path.md) */
 	uint64_t si_zc_read_bytes; /**< bytes it pushed straight from them */
+	uint64_t si_idx_doubts;   /**< index verifications in which a peer
+				   *  replica's heartbeat marked it down: it
+				   *  then verifies before each request
+				   *  (docs/cluster.md "doubt") */
 };
 
 /**

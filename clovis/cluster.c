@@ -1076,6 +1076,7 @@ void cluster_status(struct clovis *cl, uint32_t s,
 		si->si_fenced_bytes = rp->status->fenced_bytes;
 		si->si_zc_write_bytes = rp->status->zc_write_bytes;
 		si->si_zc_read_bytes = rp->status->zc_read_bytes;
+		si->si_idx_doubts = rp->status->idx_doubts;
 		for (size_t j = 0; j < rp->status->n_slice_free && j < 64; j++)
 			si->si_slice_free[si->si_nr_slices++] =
 				rp->status->slice_free[j];

@@ -439,10 +439,12 @@ static void status_server_text(const struct clovis_server_info *si)
 	printf("%-28s up    %8" PRIu64 " s  %10" PRIu64 " requests  %6"
 	       PRIu64 " refused  %6" PRIu64 " dropped  %6" PRIu64
 	       " auth-failed  %4" PRIu64 " in flight  %4" PRIu64
-	       " idx-syncs  %6" PRIu64 " tombstones-collected\n",
+	       " idx-syncs  %6" PRIu64 " tombstones-collected  %4" PRIu64
+	       " idx-doubts\n",
 	       si->si_name, si->si_uptime_ms / 1000, si->si_requests,
 	       si->si_bad_requests, si->si_rpc_dropped, si->si_auth_failed,
-	       si->si_inflight, si->si_idx_syncs, si->si_idx_tombs);
+	       si->si_inflight, si->si_idx_syncs, si->si_idx_tombs,
+	       si->si_idx_doubts);
 	printf("  fence: %" PRIu64 " late-writes-refused  %" PRIu64
 	       " bytes-fenced  slice-free:", si->si_late_writes,
 	       si->si_fenced_bytes);
@@ -528,6 +530,7 @@ static void status_server_json(const struct clu_status *st,
 	json_u64_or_null("in_flight", si->si_inflight, up);
 	json_u64_or_null("idx_syncs", si->si_idx_syncs, up);
 	json_u64_or_null("tombstones_collected", si->si_idx_tombs, up);
+	json_u64_or_null("idx_doubts", si->si_idx_doubts, up);
 	json_u64_or_null("late_writes_refused", si->si_late_writes, up);
 	json_u64_or_null("bytes_fenced", si->si_fenced_bytes, up);
 	json_u64_or_null("zc_write_bytes", si->si_zc_write_bytes, up);

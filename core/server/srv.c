@@ -730,6 +730,8 @@ static void srv_status(struct srv *s, struct srv_op *so)
 					    __ATOMIC_RELAXED);
 	st.zc_read_bytes = __atomic_load_n(&s->s_cnt.sc_zc_rd_bytes,
 					   __ATOMIC_RELAXED);
+	st.idx_doubts = __atomic_load_n(&s->s_cnt.sc_doubts,
+					__ATOMIC_RELAXED);
 	srv_status_slices(s, &st, slice_free);
 	st.draining = s->s_draining;
 	rpc_ep_stats(s->s_ep, &rs);
@@ -980,4 +982,6 @@ void srv_counters_get(struct srv *s, struct srv_counters *out)
 					      __ATOMIC_RELAXED);
 	out->sc_zc_rd_bytes = __atomic_load_n(&s->s_cnt.sc_zc_rd_bytes,
 					      __ATOMIC_RELAXED);
+	out->sc_doubts = __atomic_load_n(&s->s_cnt.sc_doubts,
+					 __ATOMIC_RELAXED);
 }

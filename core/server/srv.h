@@ -48,6 +48,9 @@ struct srv_counters {
 	uint64_t sc_zc_wr_bytes; /**< bytes pulled straight into NVRAM
 				  *   device maps (zero-copy, srv_zc.c) */
 	uint64_t sc_zc_rd_bytes; /**< bytes pushed straight from them */
+	uint64_t sc_doubts;     /**< index verifications that heard a peer
+				 *   replica's heartbeat mark this server
+				 *   down (srv_idx.c, "doubt") */
 };
 
 /** srv_start() flags. */

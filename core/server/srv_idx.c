@@ -1503,6 +1503,8 @@ static void idx_sync(struct srv *s, struct ridx *ri)
 	ri->ri_verified = ri->ri_unver == unver;
 	if (ri->ri_verified && vbegun > ri->ri_vok)
 		ri->ri_vok = vbegun;
+	if (doubt)
+		__atomic_add_fetch(&s->s_cnt.sc_doubts, 1, __ATOMIC_RELAXED);
 	if (doubt && !ri->ri_doubt)
 		LOG_INFO("server %s: index %s: a peer replica marks this "
 			 "server down: verifying before each request until "

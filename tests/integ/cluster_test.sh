@@ -82,7 +82,8 @@ top = {"servers", "servers_up", "servers_down", "devices",
        "devices_not_online", "tiers"}
 skeys = {"name", "address", "state", "up", "uptime_ms", "requests",
 	 "refused", "dropped", "auth_failed", "in_flight", "idx_syncs",
-	 "tombstones_collected", "late_writes_refused", "bytes_fenced",
+	 "tombstones_collected", "idx_doubts", "late_writes_refused",
+	 "bytes_fenced",
 	 "zc_write_bytes", "zc_read_bytes",
 	 "slice_free", "devices"}
 dkeys = {"index", "tier", "path", "driver", "state", "size_bytes",

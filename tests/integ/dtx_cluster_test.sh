@@ -399,12 +399,22 @@ sget k0
 check "doubt: s0 alone serves it after it resumed" grep -qx v0 "$T/si"
 check "doubt: s0 logged that a peer marks it down" \
 	sh -c "tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'a peer replica marks this server down'"
+doubts() {
+	timeout 20 "$S" cluster status --cluster "$F" --json 2>/dev/null |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["servers"][0]["idx_doubts"])'
+}
+d0=$(doubts)
+check "doubt: cluster status counts s0's verifications in doubt (${d0:-none})" \
+	test "${d0:-0}" -ge 1
 STRATA_TEST_SKIP_SERVERS=s0 timeout 60 "$S" --cluster "$F" -q \
 	idx put $SI k1 v1 >"$T/sp" 2>&1
 check "doubt: a writer that skips s0 puts k1" test $? -eq 0 || cat "$T/sp"
 sget k1
 check "doubt: s0 read alone at once has k1 ($(head -c 200 "$T/si"))" \
 	grep -qx v1 "$T/si"
+d1=$(doubts)
+check "doubt: the read verified in doubt again (idx_doubts ${d0:-none} -> ${d1:-none})" \
+	test "${d1:-0}" -gt "${d0:-0}"
 check "doubt: the behind mark did not reach s0 (held by s1 and s2)" \
 	sh -c "! tail -n +$((n0 + 1)) '$D/s0.log' | grep -q 'missed updates up to'"
 for s in 1 2; do kill9 $s; start $s; done
