@@ -389,12 +389,6 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
  * code (clu_obj()). */
 #define CLU_OBJ_RETRIES 1u
 
-static bool clu_obj_blocks(uint32_t kind)
-{
-	return kind == ER_OBJ_READ || kind == ER_OBJ_WRITE ||
-	       kind == ER_OBJ_ALLOC || kind == ER_OBJ_FREE;
-}
-
 static int clu_obj(struct clu_client *c, struct eng_req *r)
 {
 	ObjReq q = OBJ_REQ__INIT;
@@ -423,8 +417,9 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 	 * (a remote device of the object's units) failed, e.g. a link cut
 	 * between its unit write and the commit's sync there.  Nothing of
 	 * the op was committed, and the home now places around that server:
-	 * an op on blocks (READ, WRITE, ALLOC, FREE: the same bytes again)
-	 * is sent once more, and goes on degraded.
+	 * the op (READ, WRITE, ALLOC or FREE, the only kinds sent here: the
+	 * same blocks, the same bytes again) is sent once more, and goes on
+	 * degraded.
 	 */
 	for (uint32_t t = 0;; t++) {
 		bool answered;
@@ -433,7 +428,7 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 				  &q.base, r->er_data != NULL ? &bulk : NULL,
 				  0, &rp, &answered);
 		if (rc == 0 || !answered || !peers_rc_transport(rc) ||
-		    t == CLU_OBJ_RETRIES || !clu_obj_blocks(r->er_kind))
+		    t == CLU_OBJ_RETRIES)
 			break;
 		LOG_INFO("object %s: %s; sent again (the server places around"
 			 " the unreachable one)", eng_id_str(&r->er_id),

@@ -701,6 +701,7 @@ static void srv_status(struct srv *s, struct srv_op *so)
 {
 	SStatus st = SSTATUS__INIT;
 	struct rpc_stats rs;
+	struct srv_counters cnt;
 	Reply rp = REPLY__INIT;
 	SDev devs[LIM_DEV_MAX], *dp[LIM_DEV_MAX];
 	SPool *pools = calloc(LIM_DEV_MAX + 8, sizeof *pools);
@@ -717,21 +718,18 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	st.uptime_ms = srv_now_ms() - s->s_start_ms;
 	srv_status_devs(s, &st, devs, dp);
 	srv_status_pools(s, &st, pools, pp);
-	st.requests = __atomic_load_n(&s->s_cnt.sc_requests, __ATOMIC_RELAXED);
-	st.bad_requests = __atomic_load_n(&s->s_cnt.sc_bad, __ATOMIC_RELAXED);
+	srv_counters_get(s, &cnt);
+	st.requests = cnt.sc_requests;
+	st.bad_requests = cnt.sc_bad;
 	/* Not counting this STATUS request itself. */
-	st.inflight = __atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_RELAXED);
-	st.inflight = st.inflight > 0 ? st.inflight - 1 : 0;
-	st.idx_syncs = __atomic_load_n(&s->s_cnt.sc_syncs, __ATOMIC_RELAXED);
-	st.idx_tombs = __atomic_load_n(&s->s_cnt.sc_tombs, __ATOMIC_RELAXED);
-	st.late_writes = __atomic_load_n(&s->s_cnt.sc_late, __ATOMIC_RELAXED);
+	st.inflight = cnt.sc_inflight > 0 ? cnt.sc_inflight - 1 : 0;
+	st.idx_syncs = cnt.sc_syncs;
+	st.idx_tombs = cnt.sc_tombs;
+	st.late_writes = cnt.sc_late;
 	st.fenced_bytes = s->s_eng != NULL ? eng_space_fenced(s->s_eng) : 0;
-	st.zc_write_bytes = __atomic_load_n(&s->s_cnt.sc_zc_wr_bytes,
-					    __ATOMIC_RELAXED);
-	st.zc_read_bytes = __atomic_load_n(&s->s_cnt.sc_zc_rd_bytes,
-					   __ATOMIC_RELAXED);
-	st.idx_doubts = __atomic_load_n(&s->s_cnt.sc_doubts,
-					__ATOMIC_RELAXED);
+	st.zc_write_bytes = cnt.sc_zc_wr_bytes;
+	st.zc_read_bytes = cnt.sc_zc_rd_bytes;
+	st.idx_doubts = cnt.sc_doubts;
 	srv_status_slices(s, &st, slice_free);
 	st.draining = s->s_draining;
 	rpc_ep_stats(s->s_ep, &rs);
