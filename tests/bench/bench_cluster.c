@@ -163,7 +163,7 @@ static double bc_secs = 2.0;
 static bool bc_json;
 static char bc_dir[PATH_MAX];   /* DIR/bench-cluster */
 static struct clovis *bc_cl;
-static uint16_t bc_port0;       /* the first of the run's 40 ports */
+static uint16_t bc_port0;       /* the first of the run's BC_PORTS */
 static uint16_t bc_port;        /* the cluster up: its 3 servers' first */
 static uint16_t bc_raw_port;
 static const char *bc_only;     /* --figs: groups to run, NULL: all */
@@ -1381,8 +1381,11 @@ int main(int argc, char **argv)
 	atexit(bc_at_exit);
 	/* BC_PORTS ports per run: the disk cluster's 3, the tmpfs
 	 * cluster's 3, the metanv cluster's 3, the nvram cluster's 3, then
-	 * 2 per raw figure (bfi_*: 21 figures at most, 42 ports). */
-	bc_port0 = (uint16_t)(24000 + (getpid() % 600) * BC_PORTS);
+	 * 2 per raw figure (bfi_*: 21 figures at most, 42 ports).  All
+	 * below 32768, the start of the kernel's ephemeral range: a fixed
+	 * port inside it can already be the local end of one of the run's
+	 * own connections (a raw endpoint failed with EADDRINUSE so). */
+	bc_port0 = (uint16_t)(24000 + (getpid() % 130) * BC_PORTS);
 	bc_port = bc_port0;
 	bc_raw_port = (uint16_t)(bc_port0 + 4 * BC_SERVERS);
 	fprintf(bc_json ? stderr : stdout, "# strata_bench_cluster: %u "
