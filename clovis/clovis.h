@@ -60,7 +60,13 @@
  * updates unless CLOVIS_OF_HERE, entity ops, any op with callbacks) run
  * on library threads, and so does every op of a dtx that has a member
  * on a PDCLUST, MIRROR or COMPOSITE object (those run at the commit, in
- * the thread that completes the members).
+ * the thread that completes the members).  In cluster mode, an object
+ * READ or WRITE without callbacks, outside a dtx, is sent to its home
+ * server by clovis_op_launch() itself (the request only, never waiting
+ * for it: the server moves the data by RMA from or into the op's buffers,
+ * which must stay until the op is final) and finishes on a library
+ * thread when the server answers; launch waits neither for a connection
+ * nor for a free call slot (the op then goes to a library thread).
  *
  * Durability order.  Embedded mode: one engine commits every update of the
  * store in one sequence (LMDB transactions, group-committed), each durable

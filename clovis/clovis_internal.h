@@ -120,6 +120,9 @@ struct clovis_op {
 	struct clovis_dtx *op_dtx;
 	int (*op_run)(struct clovis_op *op);
 	bool op_here;                /* CLOVIS_OF_HERE (op.c op_runs_here) */
+	void *op_actx;               /* cluster.c: an object op's started
+				      * call's end, for the worker that
+				      * finishes it (clu_obj_redo) */
 	/* Kept initialised while the op sits in a cache of freed ops:
 	 * everything above is zeroed on reuse (op_alloc), these are not. */
 	pthread_mutex_t op_lock;
@@ -143,6 +146,13 @@ void ops_drain_and_free(struct clovis *cl); /* also empties the op cache */
 uint32_t op_tcaches_count(struct clovis *cl); /* threads' caches (tests) */
 uint64_t op_now_ns(void);
 int exec_embedded(struct clovis *cl, struct eng_req *r);
+/* The end of a launched op run off the workers (clu_obj_start): rc 0 or
+ * negative with its message; on any thread, e.g. the RPC progress one
+ * (ops without callbacks only: nothing here blocks). */
+void op_finish(struct clovis_op *op, int rc, const char *msg);
+/* Hand a launched, counted op to a worker, which runs run(op) (as
+ * op_run); from any thread. */
+void op_requeue(struct clovis_op *op, int (*run)(struct clovis_op *op));
 
 /* An op of an embedded instance launched without callbacks: nothing tells
  * its caller which thread runs it, so it may run in the launching one
@@ -168,6 +178,15 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		 const char *file);
 void cluster_close(struct clovis *cl);
 int exec_cluster(struct clovis *cl, struct eng_req *r);
+/** Start op (a launched, counted object READ or WRITE without callbacks)
+ *  as a call to its home from this thread; it ends on the RPC progress
+ *  thread (op_finish) or is handed to a worker there (op_requeue).  0:
+ *  started; -EAGAIN: nothing sent, run it the blocking way. */
+int clu_obj_start(struct clovis_op *op);
+/** Object ops started by clu_obj_start() and, of them, handed to a
+ *  worker at their end (tests, docs/cluster.md). */
+void clu_async_counts(struct clovis *cl, uint64_t *started,
+		      uint64_t *redone);
 int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 			uint32_t type, const struct clovis_id *after,
 			struct clovis_id *ids, uint32_t *nr);

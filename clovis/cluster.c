@@ -34,9 +34,16 @@
 #include "core/server/msg.h"
 #include "core/server/peers.h"
 
+/* Buffers of an object op started without a worker (the RPC layer's
+ * limit per call; an op with more goes the blocking way, clu_obj()). */
+#define CLU_ASYNC_IOV 16u
+
 struct clu_client {
 	struct clu_conf cc_conf;
 	struct peers *cc_peers;
+	bool cc_async;          /* clu_obj_start(); STRATA_CLU_ASYNC=0: off */
+	uint64_t cc_started;    /* object ops started there (atomic) */
+	uint64_t cc_redone;     /* of those, handed to a worker at their end */
 };
 
 static struct clu_client *clu_of(struct clovis *cl)
@@ -389,7 +396,8 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
  * code (clu_obj()). */
 #define CLU_OBJ_RETRIES 1u
 
-static int clu_obj(struct clu_client *c, struct eng_req *r)
+static int clu_obj_from(struct clu_client *c, struct eng_req *r,
+			uint32_t t0)
 {
 	ObjReq q = OBJ_REQ__INIT;
 	SId id, cont, ac;
@@ -421,7 +429,7 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 	 * same blocks, the same bytes again) is sent once more, and goes on
 	 * degraded.
 	 */
-	for (uint32_t t = 0;; t++) {
+	for (uint32_t t = t0;; t++) {
 		bool answered;
 
 		rc = clu_call_ans(c, clu_ring(c, &r->er_id, 0), SOP_OBJ,
@@ -442,6 +450,136 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 	if (rc != 0)
 		return rc;
 	return clu_is_update(r->er_kind) ? clu_done(r) : 0;
+}
+
+static int clu_obj(struct clu_client *c, struct eng_req *r)
+{
+	return clu_obj_from(c, r, 0);
+}
+
+/*
+ * Object READ and WRITE started from the launching thread
+ * (docs/cluster.md "Object ops without a worker").  The request goes to
+ * the home at once (peers_call_async) and the op ends on the RPC progress
+ * thread when the answer comes: no worker thread is woken for it, none
+ * waits on the call, and every op launched is in flight at once whatever
+ * the number of workers.  An end that needs a blocking step goes to a
+ * worker (clu_obj_redo): an unreachable home (its table records it, which
+ * may close the connection), a transport code answered by the home (the
+ * op is sent once more, as clu_obj() does), a busy home (clu_obj() from
+ * the start: its pauses and retries).
+ */
+static int clu_obj_redo(struct clovis_op *op)
+{
+	struct clu_client *c = clu_of(op->op_cl);
+	struct eng_req *r = &op->op_req;
+	struct peers_end *e = op->op_actx;
+	uint32_t t0 = 0;
+	int rc;
+
+	op->op_actx = NULL;
+	op->op_run = NULL;
+	if (e->pe_unreachable) {
+		peers_call_failed(c->cc_peers, e);
+		rc = err_set(e->pe_rc, "%s", e->pe_msg);
+		free(e);
+		return rc;
+	}
+	if (e->pe_answered && peers_rc_transport(e->pe_rc)) {
+		LOG_INFO("object %s: %s; sent again (the server places around"
+			 " the unreachable one)", eng_id_str(&r->er_id),
+			 e->pe_msg);
+		t0 = 1;
+	}
+	free(e);
+	return clu_obj_from(c, r, t0);
+}
+
+static void clu_obj_end(void *arg, struct peers_end *e)
+{
+	struct clovis_op *op = arg;
+	struct clu_client *c = clu_of(op->op_cl);
+	struct eng_req *r = &op->op_req;
+	Reply *rp = NULL;
+	int rc = e->pe_rc;
+
+	if (e->pe_unreachable || rc == -EBUSY ||
+	    (e->pe_answered && peers_rc_transport(rc))) {
+		struct peers_end *keep = malloc(sizeof *keep);
+
+		free(e->pe_body);
+		if (keep != NULL) {
+			*keep = *e;
+			keep->pe_body = NULL;
+			op->op_actx = keep;
+			__atomic_add_fetch(&c->cc_redone, 1, __ATOMIC_RELAXED);
+			op_requeue(op, clu_obj_redo);
+			return;
+		}
+		op_finish(op, rc, e->pe_msg);
+		return;
+	}
+	if (rc != 0) {
+		free(e->pe_body);
+		op_finish(op, rc, e->pe_msg);
+		return;
+	}
+	err_clear();
+	rc = msg_reply_decode(e->pe_body, e->pe_len, 0, &rp);
+	free(e->pe_body);
+	if (rc != 0) {
+		op_finish(op, rc, err_msg());
+		return;
+	}
+	r->er_bytes = rp->bytes;
+	reply__free_unpacked(rp, NULL);
+	if (clu_is_update(r->er_kind))
+		clu_done(r); /* op_committed(): finishes op */
+	else
+		op_finish(op, 0, "");
+}
+
+int clu_obj_start(struct clovis_op *op)
+{
+	struct clu_client *c = clu_of(op->op_cl);
+	struct eng_req *r = &op->op_req;
+	ObjReq q = OBJ_REQ__INIT;
+	SId id, cont, ac;
+	SAttr a;
+	struct iovec iov[CLU_ASYNC_IOV];
+	struct rpc_bulk bulk;
+	struct msg_buf b = {0};
+	int rc;
+
+	if (!c->cc_async || r->er_data == NULL ||
+	    r->er_data->bv_nr > CLU_ASYNC_IOV ||
+	    (r->er_kind != ER_OBJ_READ && r->er_kind != ER_OBJ_WRITE))
+		return -EAGAIN;
+	obj_req_fill(&q, r, &id, &cont, &a, &ac);
+	for (uint32_t i = 0; i < r->er_data->bv_nr; i++)
+		iov[i] = (struct iovec){r->er_data->bv_buf[i],
+					r->er_data->bv_len[i]};
+	bulk = (struct rpc_bulk){r->er_kind == ER_OBJ_READ ? RPC_BULK_IN :
+				 RPC_BULK_OUT, iov, r->er_data->bv_nr};
+	if (msg_pack(&q.base, &b) != 0)
+		return -EAGAIN;
+	rc = peers_call_async(c->cc_peers, clu_ring(c, &r->er_id, 0), SOP_OBJ,
+			      b.mb_p, b.mb_len, &bulk, clu_obj_end, op);
+	free(b.mb_p);
+	if (rc != 0)
+		return -EAGAIN;
+	__atomic_add_fetch(&c->cc_started, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+void clu_async_counts(struct clovis *cl, uint64_t *started, uint64_t *redone)
+{
+	struct clu_client *c = clu_of(cl);
+
+	*started = c != NULL ? __atomic_load_n(&c->cc_started,
+					       __ATOMIC_RELAXED) : 0;
+	*redone = c != NULL ? __atomic_load_n(&c->cc_redone,
+					      __ATOMIC_RELAXED) : 0;
 }
 
 /* ------------------------------------------------------------ indices */
@@ -868,6 +1006,11 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		clu_conf_fini(&c->cc_conf);
 		free(c);
 		return rc;
+	}
+	{
+		const char *env = getenv("STRATA_CLU_ASYNC");
+
+		c->cc_async = env == NULL || strcmp(env, "0") != 0;
 	}
 	cl->cl_backend = c;
 	cl->cl_exec = exec_cluster;

@@ -512,6 +512,11 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	pthread_mutex_unlock(&cl->cl_olock);
 }
 
+void op_finish(struct clovis_op *op, int rc, const char *msg)
+{
+	op_complete(op, rc, msg);
+}
+
 /* Committer callback: the update is visible. */
 static void op_visible(struct eng_citem *ci)
 {
@@ -818,15 +823,9 @@ static int op_run_here(struct clovis *cl, struct clovis_op *op)
 	return 0;
 }
 
-/* Queue a launched op for the workers. */
-static void op_queue(struct clovis *cl, struct clovis_op *op)
+/* Put a launched, counted op on the work queue. */
+static void op_enqueue(struct clovis *cl, struct clovis_op *op)
 {
-	pthread_mutex_lock(&cl->cl_olock);
-	cl->cl_inflight++;
-	pthread_mutex_unlock(&cl->cl_olock);
-	/* an update for the embedded engine: a batch may wait for it */
-	if (op->op_run == NULL && cl->cl_exec == exec_embedded)
-		eng_update_coming(cl->cl_eng, &op->op_req);
 	pthread_mutex_lock(&cl->cl_qlock);
 	op->op_qnext = NULL;
 	if (cl->cl_qtail != NULL)
@@ -836,6 +835,62 @@ static void op_queue(struct clovis *cl, struct clovis_op *op)
 	cl->cl_qtail = op;
 	pthread_cond_signal(&cl->cl_qcond);
 	pthread_mutex_unlock(&cl->cl_qlock);
+}
+
+/* Queue a launched op for the workers. */
+static void op_queue(struct clovis *cl, struct clovis_op *op)
+{
+	pthread_mutex_lock(&cl->cl_olock);
+	cl->cl_inflight++;
+	pthread_mutex_unlock(&cl->cl_olock);
+	/* an update for the embedded engine: a batch may wait for it */
+	if (op->op_run == NULL && cl->cl_exec == exec_embedded)
+		eng_update_coming(cl->cl_eng, &op->op_req);
+	op_enqueue(cl, op);
+}
+
+void op_requeue(struct clovis_op *op, int (*run)(struct clovis_op *op))
+{
+	op->op_run = run;
+	op_enqueue(op->op_cl, op);
+}
+
+/*
+ * Does op start from the launching thread, without a worker?  An object
+ * READ or WRITE of a cluster client, without callbacks (its end runs on
+ * the RPC progress thread, where a callback must not run: clovis.h
+ * promises callbacks on library threads that may block), outside a dtx:
+ * clu_obj_start() sends it to its home at once.  A worker per op made
+ * three thread hand-offs of each 1 MiB op (launch to worker, the reply
+ * to the waiting worker, the worker to the caller) and capped the ops in
+ * flight at the number of workers (docs/cluster.md "Object ops without
+ * a worker", docs/performance.md).
+ */
+static bool op_starts_async(const struct clovis_op *op)
+{
+	uint32_t kind = op->op_req.er_kind;
+
+	return op->op_cl->cl_exec == exec_cluster && op->op_dtx == NULL &&
+	       op->op_run == NULL && op->op_cbs.oc_executed == NULL &&
+	       op->op_cbs.oc_stable == NULL && op->op_cbs.oc_failed == NULL &&
+	       (kind == ER_OBJ_READ || kind == ER_OBJ_WRITE);
+}
+
+/* Launch op and start it from here (op_starts_async), or queue it for a
+ * worker when it cannot start so. */
+static int op_start_async(struct clovis *cl, struct clovis_op *op)
+{
+	int rc = op_launch_one(op);
+
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&cl->cl_olock);
+	cl->cl_inflight++;
+	pthread_mutex_unlock(&cl->cl_olock);
+	/* op may be finished on return */
+	if (clu_obj_start(op) != 0)
+		op_enqueue(cl, op);
+	return 0;
 }
 
 /* In an array, ops run here are reads run inline and dtx ops
@@ -869,6 +924,11 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 
 		if (op_runs_here_in_array(op)) {
 			nr_inline++;
+			continue;
+		}
+		if (op_valid(op) && op_starts_async(op)) {
+			rc = op_start_async(op->op_cl, op);
+			ret = ret ? ret : rc;
 			continue;
 		}
 		rc = op_launch_one(op);

@@ -1019,8 +1019,9 @@ static void test_of_here(void)
 	uint64_t before;
 
 	if (ut_cluster_skip("clovis of_here", "ops run in the launching thread "
-			    "only embedded (a cluster client runs every "
-			    "op on library threads)"))
+			    "only embedded (a cluster client starts object "
+			    "ops there and ends them on library threads: "
+			    "cluster_start)"))
 		return;
 
 	cb_exec = cb_stable = cb_failed = 0;
@@ -1058,6 +1059,99 @@ static void test_of_here(void)
 	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 9, 1, r), 0);
 	CU_ASSERT(memcmp(r, w[1], 4096) == 0);
 	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+}
+
+/*
+ * Cluster mode: object READs and WRITEs without callbacks start from the
+ * launching thread (clu_obj_start, counted): an array of 16 is sent at
+ * once, beyond the 8 workers, and every byte comes back; a home's answer
+ * (-ENOENT through a handle whose object was deleted) fails the op with
+ * the object named, without a worker; ops with callbacks go to a worker
+ * (not counted) and their callbacks run.  Embedded: nothing to check.
+ */
+static void test_cluster_start(void)
+{
+	enum { N = 16 };
+	struct clovis_op_cbs cbs = {on_exec, on_stable, on_failed};
+	static uint8_t w[N][4096], r[N][4096];
+	uint64_t s[N], n[N], st0, rd0, st1, rd1;
+	void *bp[N], *rp[N];
+	size_t bl[N];
+	struct clovis_extvec ev[N];
+	struct clovis_bufvec bv[N], rv[N];
+	struct clovis_op *ops[N], *op;
+	struct clovis_obj o, o2;
+	struct clovis_id id = mkid(660);
+
+	if (!ut_cluster_mode())
+		return; /* embedded: no cluster calls */
+	cb_exec = cb_stable = cb_failed = 0;
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 660, 12, CLOVIS_TIER_FLASH), 0);
+	for (uint32_t i = 0; i < N; i++) {
+		s[i] = 3 * i + 1;
+		n[i] = 1;
+		bl[i] = 4096;
+		bp[i] = w[i];
+		rp[i] = r[i];
+		pattern(w[i], 4096, 66, s[i]);
+		ev[i] = (struct clovis_extvec){1, &s[i], &n[i]};
+		bv[i] = (struct clovis_bufvec){1, &bp[i], &bl[i]};
+		rv[i] = (struct clovis_bufvec){1, &rp[i], &bl[i]};
+	}
+	clu_async_counts(cl, &st0, &rd0);
+	for (uint32_t i = 0; i < N; i++)
+		CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[i],
+						    &bv[i], 0, &ops[i]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, N), 0);
+	for (uint32_t i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+					       30ll * 1000000000), 0);
+		clovis_op_free(ops[i]);
+	}
+	for (uint32_t i = 0; i < N; i++)
+		CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_READ, &ev[i],
+						    &rv[i], 0, &ops[i]), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(ops, N), 0);
+	for (uint32_t i = 0; i < N; i++) {
+		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+					       30ll * 1000000000), 0);
+		clovis_op_free(ops[i]);
+		CU_ASSERT(memcmp(r[i], w[i], 4096) == 0);
+	}
+	clu_async_counts(cl, &st1, &rd1);
+	CU_ASSERT_EQUAL(st1 - st0, 2 * N);
+	CU_ASSERT_EQUAL(rd1 - rd0, 0);
+
+	/* with callbacks: a worker, not counted; the callbacks run */
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[0], &bv[1],
+					    0, &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_setup(op, &cbs, NULL), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, 30ll * 1000000000),
+			0);
+	clovis_op_free(op);
+	CU_ASSERT_EQUAL(cb_stable, 1);
+	clu_async_counts(cl, &st0, &rd0);
+	CU_ASSERT_EQUAL(st0, st1);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, s[0], 1, r[0]), 0);
+	CU_ASSERT(memcmp(r[0], w[1], 4096) == 0);
+
+	/* the home's answer ends the op: failed, the object named */
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o2, clovis_default_realm(cl),
+					      &id, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(ent_sync(&o2.ob_entity, CLOVIS_EO_OPEN), 0);
+	CU_ASSERT_EQUAL_FATAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o2, CLOVIS_OC_WRITE, &ev[2],
+					    &bv[2], 0, &op), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, 30ll * 1000000000),
+			-ENOENT);
+	CU_ASSERT_EQUAL(clovis_op_state(op), CLOVIS_OS_FAILED);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_op_errmsg(op), "5eed:"));
+	clovis_op_free(op);
+	clu_async_counts(cl, &st1, &rd1);
+	CU_ASSERT_EQUAL(st1 - st0, 2); /* the read above and this write */
+	CU_ASSERT_EQUAL(rd1 - rd0, 0);
 }
 
 /* Wait with a timeout on an op never launched times out. */
@@ -1161,6 +1255,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "idx_next_bufs_edges", test_idx_next_bufs_edges) ||
 	    !CU_add_test(s, "idx_read_after_put", test_idx_read_after_put) ||
 	    !CU_add_test(s, "of_here", test_of_here) ||
+	    !CU_add_test(s, "cluster_start", test_cluster_start) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||

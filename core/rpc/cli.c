@@ -299,7 +299,7 @@ static void cli_fail_all(struct rpc_ep *ep, struct rpc_peer *p, int rc)
 
 /* Wait for a free slot on p until deadline (ep_lock held). */
 static int cli_slot(struct rpc_peer *p, uint32_t opcode, int timeout_ms,
-		    uint64_t deadline)
+		    uint64_t deadline, bool nowait)
 {
 	struct rpc_ep *ep = p->pe_ep;
 	struct timespec ts;
@@ -309,6 +309,10 @@ static int cli_slot(struct rpc_peer *p, uint32_t opcode, int timeout_ms,
 		if (ep->ep_closing || p->pe_closed)
 			return err_set(-ESHUTDOWN, "rpc: call opcode %u to %s: "
 				       "closing", opcode, p->pe_str);
+		if (nowait)
+			return err_set(-EAGAIN, "rpc: call opcode %u to %s: "
+				       "%u calls in flight", opcode, p->pe_str,
+				       p->pe_inflight);
 		if (rpc_in_progress_thread(ep))
 			return err_set(-EAGAIN, "rpc: call opcode %u to %s from "
 				       "a done() callback with %u calls in "
@@ -477,7 +481,7 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 static int cli_start(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 		     const void *body, size_t len, const struct rpc_bulk *bulk,
 		     int timeout_ms, rpc_done_fn done, void *arg,
-		     RpcEnvelope **raw)
+		     RpcEnvelope **raw, bool nowait)
 {
 	struct rpc_ep *ep;
 	struct rpc_call *c;
@@ -515,7 +519,7 @@ static int cli_start(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 		memcpy(c->ca_iov, bulk->rb_iov, bulk->rb_nr * sizeof *c->ca_iov);
 	}
 	pthread_mutex_lock(&ep->ep_lock);
-	rc = cli_slot(p, opcode, timeout_ms, c->ca_deadline_ms);
+	rc = cli_slot(p, opcode, timeout_ms, c->ca_deadline_ms, nowait);
 	pthread_mutex_unlock(&ep->ep_lock);
 	if (rc != 0) {
 		free(c);
@@ -540,7 +544,17 @@ int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
 	if (opcode != RPC_OP_NOOP && opcode < RPC_OP_USER_MIN)
 		return err_set(-EINVAL, "rpc: opcode %u is reserved", opcode);
 	return cli_start(p, RPC_K_REQUEST, opcode, body, len, bulk, timeout_ms,
-			 done, arg, NULL);
+			 done, arg, NULL, false);
+}
+
+int rpc_call_try(struct rpc_peer *p, uint32_t opcode, const void *body,
+		 size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+		 rpc_done_fn done, void *arg)
+{
+	if (opcode != RPC_OP_NOOP && opcode < RPC_OP_USER_MIN)
+		return err_set(-EINVAL, "rpc: opcode %u is reserved", opcode);
+	return cli_start(p, RPC_K_REQUEST, opcode, body, len, bulk, timeout_ms,
+			 done, arg, NULL, true);
 }
 
 /* A synchronous call waits on its own condition variable. */
@@ -586,7 +600,7 @@ static int cli_call_sync(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 	pthread_mutex_init(&w.cw_lock, NULL);
 	pthread_cond_init(&w.cw_cv, NULL);
 	rc = cli_start(p, kind, opcode, body, len, bulk, timeout_ms,
-		       cli_wait_done, &w, raw);
+		       cli_wait_done, &w, raw, false);
 	if (rc == 0 && rpc_reap_begin(p->pe_ep)) {
 		/* Polling mode: drive the CQ here rather than sleep until
 		 * the progress thread wakes us (a thread hand-off). */

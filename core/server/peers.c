@@ -26,6 +26,9 @@ struct peer_conn {
 	struct rpc_peer *pc_peer;
 	uint64_t pc_inc;            /* rpc_peer_incarnation(), 0: untold */
 	uint32_t pc_refs;
+	uint64_t pc_serial;         /* the slot's count of connections: names
+				     * it to an asynchronous call, which holds
+				     * no reference (peers_call_async) */
 };
 
 struct peer_slot {
@@ -36,6 +39,7 @@ struct peer_slot {
 	bool ps_was_down;           /* failed since peers_was_down() cleared */
 	uint64_t ps_gen;            /* up/down transitions (atomic reads) */
 	uint64_t ps_ok_ms;          /* sent at: the latest answered call */
+	uint64_t ps_serial;         /* connections made (pc_serial) */
 };
 
 struct peers {
@@ -339,6 +343,7 @@ static int slot_connect(struct peers *p, uint32_t i)
 	}
 	c->pc_inc = rpc_peer_incarnation(c->pc_peer);
 	c->pc_refs = 1;
+	c->pc_serial = ++s->ps_serial;
 	s->ps_conn = c;
 	s->ps_down_until_ms = 0;
 	book_note(sv, c->pc_inc);
@@ -517,6 +522,111 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		slot_mark_up(s, sent);
 	conn_put(s, c);
 	return rc;
+}
+
+/* ------------------------------------------------- asynchronous calls */
+
+/* An asynchronous call in flight: it holds no reference on its
+ * connection (the RPC layer ends every call of a peer before the peer
+ * goes), so its end never closes one on the progress thread. */
+struct peers_acall {
+	struct peers *pa_p;
+	uint32_t pa_i;
+	uint64_t pa_serial;
+	uint64_t pa_sent;
+	peers_done_fn pa_done;
+	void *pa_arg;
+};
+
+static void peers_async_done(void *arg, struct rpc_result *res)
+{
+	struct peers_acall a = *(struct peers_acall *)arg;
+	const struct clu_server *sv = &a.pa_p->p_conf->cc_servers[a.pa_i];
+	struct peers_end e = {
+		.pe_rc = res->rr_status,
+		.pe_answered = res->rr_answered,
+		.pe_body = res->rr_body,
+		.pe_len = res->rr_len,
+		.pe_srv = a.pa_i,
+		.pe_serial = a.pa_serial,
+		.pe_sent = a.pa_sent,
+	};
+
+	free(arg);
+	if (e.pe_rc != 0)
+		snprintf(e.pe_msg, sizeof e.pe_msg, "server %s: %s",
+			 sv->cs_name, res->rr_msg);
+	e.pe_unreachable = !e.pe_answered && peers_rc_transport(e.pe_rc);
+	if (!e.pe_unreachable)
+		slot_mark_up(&a.pa_p->p_slots[a.pa_i], a.pa_sent);
+	a.pa_done(a.pa_arg, &e);
+}
+
+int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
+		     const void *body, size_t len,
+		     const struct rpc_bulk *bulk, peers_done_fn done,
+		     void *arg)
+{
+	const struct clu_server *sv = &p->p_conf->cc_servers[i];
+	struct peer_slot *s = &p->p_slots[i];
+	uint64_t book = book_get(sv);
+	struct peers_acall *a;
+	struct peer_conn *c = NULL;
+	int rc;
+
+	pthread_mutex_lock(&s->ps_lock);
+	if (s->ps_conn != NULL && !s->ps_down &&
+	    !conn_stale(s->ps_conn, book)) {
+		c = s->ps_conn;
+		c->pc_refs++;
+	}
+	pthread_mutex_unlock(&s->ps_lock);
+	if (c == NULL)
+		return err_set(-EAGAIN, "server %s: no current connection to "
+			       "start a call on", sv->cs_name);
+	a = malloc(sizeof *a);
+	if (a == NULL) {
+		conn_put(s, c);
+		return err_set(-EAGAIN, "server %s: no memory for a call",
+			       sv->cs_name);
+	}
+	*a = (struct peers_acall){p, i, c->pc_serial, peers_now_ms(), done,
+				  arg};
+	rc = rpc_call_try(c->pc_peer, op, body, len, bulk,
+			  (int)p->p_conf->cc_call_ms, peers_async_done, a);
+	/* Started: done() may have run already, on any thread. */
+	if (rc != 0)
+		free(a);
+	conn_put(s, c);
+	return rc != 0 ? -EAGAIN : 0;
+}
+
+void peers_call_failed(struct peers *p, const struct peers_end *e)
+{
+	const struct clu_server *sv = &p->p_conf->cc_servers[e->pe_srv];
+	struct peer_slot *s = &p->p_slots[e->pe_srv];
+	struct peer_conn *c = NULL;
+
+	if (!e->pe_unreachable)
+		return;
+	/* peers_fail() of the connection the call went on, if it is still
+	 * the slot's; a later one is not blamed for it. */
+	pthread_mutex_lock(&s->ps_lock);
+	if (s->ps_conn != NULL && s->ps_conn->pc_serial == e->pe_serial) {
+		c = s->ps_conn;
+		c->pc_refs++;
+	}
+	pthread_mutex_unlock(&s->ps_lock);
+	if (c == NULL) {
+		/* Replaced already: the server restarted (a newer
+		 * incarnation was learned) or another call failed it. */
+		LOG_INFO("server %s: %s (its connection was replaced "
+			 "meanwhile)", sv->cs_name, e->pe_msg);
+		return;
+	}
+	err_set(e->pe_rc, "%s", e->pe_msg);
+	peers_fail(p, e->pe_srv, c, e->pe_sent);
+	conn_put(s, c);
 }
 
 uint64_t peers_incarnation(struct peers *p, uint32_t i)

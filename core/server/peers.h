@@ -97,6 +97,49 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		  size_t len, const struct rpc_bulk *bulk, uint32_t call_ms,
 		  struct rpc_result *res);
 
+/** The end of an asynchronous call (peers_call_async). */
+struct peers_end {
+	int pe_rc;              /**< as peers_call() returns it */
+	bool pe_answered;       /**< as rpc_result.rr_answered */
+	/** Not answered, in the transport: the server is unreachable.  Its
+	 *  table records that only in peers_call_failed(), which the caller
+	 *  must call from a thread that is not the RPC progress thread
+	 *  (it may close the connection) before it reports the failure. */
+	bool pe_unreachable;
+	void *pe_body;          /**< the reply body: the caller free()s it */
+	size_t pe_len;
+	char pe_msg[320];       /**< when pe_rc < 0: "server NAME: reason" */
+	uint32_t pe_srv;        /* for peers_call_failed() */
+	uint64_t pe_serial;
+	uint64_t pe_sent;
+};
+
+typedef void (*peers_done_fn)(void *arg, struct peers_end *e);
+
+/**
+ * Start a call to server i on its current connection without waiting:
+ * no connect, no wait for an in-flight slot, no retry of a busy server
+ * (-EBUSY comes back as the answer it is).  0: sent; done() runs once,
+ * on the RPC progress thread (or the thread closing the connection),
+ * and must not block; the table has marked the server up if it
+ * answered.  -EAGAIN (nothing sent, done() never runs, err_msg() says
+ * why): no current connection (none yet, the server is marked down, or
+ * it restarted), no free slot, or no memory; the caller then makes the
+ * call the blocking way (peers_call()), which connects and waits.
+ * body is copied before the return; bulk's buffers must stay until
+ * done().  The timeout is the cluster's call timeout.
+ */
+int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
+		     const void *body, size_t len,
+		     const struct rpc_bulk *bulk, peers_done_fn done,
+		     void *arg);
+
+/** Record the failure of e (pe_unreachable): the server is marked down
+ *  and the connection the call went on forgotten, as peers_call() does
+ *  for its own failures.  Nothing for other ends.  Not from the RPC
+ *  progress thread. */
+void peers_call_failed(struct peers *p, const struct peers_end *e);
+
 /**
  * How many times server i went from answering to failing or back, as seen
  * by this table (monotonic).  A caller that remembers it knows whether the

@@ -848,7 +848,8 @@ static void t_busy(void)
 }
 
 /* At most rc_max_inflight calls per peer: a further one waits for a slot
- * and times out when none frees up; it goes as soon as one does. */
+ * and times out when none frees up (rpc_call_try() does not wait: -EAGAIN
+ * at once); it goes as soon as one does. */
 static void t_inflight(void)
 {
 	struct rpc_conf c = ut_conf();
@@ -873,10 +874,21 @@ static void t_inflight(void)
 			-ETIMEDOUT);
 	CU_ASSERT(ut_ms() - t0 >= 290);
 	CU_ASSERT(strstr(res.rr_msg, "no free slot") != NULL);
+	/* rpc_call_try(): no wait, nothing sent, done() never runs */
+	t0 = ut_ms();
+	CU_ASSERT_EQUAL(rpc_call_try(p, OP_ECHO, "x", 1, NULL, 2000,
+				     ut_async_cb, NULL), -EAGAIN);
+	CU_ASSERT(ut_ms() - t0 < 100);
+	CU_ASSERT(strstr(err_msg(), "2 calls in flight") != NULL);
 	ut_release_held(0);
 	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 2000, NULL), 0);
 	ut_wait_count(&ut_async_done, 2, 3000);
 	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 2);
+	/* a slot free: rpc_call_try() sends, done() runs once */
+	CU_ASSERT_EQUAL(rpc_call_try(p, OP_ECHO, "x", 1, NULL, 2000,
+				     ut_async_cb, NULL), 0);
+	ut_wait_count(&ut_async_done, 3, 3000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 3);
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
 }

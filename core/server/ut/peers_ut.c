@@ -20,6 +20,12 @@
  * (and the behind marks held for it undelivered) for up to 10 s.
  * First, a server's answer of -ETIMEDOUT (its own call to another server
  * timed out) is an answer: rr_answered, the server is not marked down.
+ *
+ * async: peers_call_async() starts only on a current connection (-EAGAIN
+ * before the first connect and while the server is marked down), ends
+ * with the server's answer (an answered -ETIMEDOUT is no failure of the
+ * server), and an unanswered call ends pe_unreachable without marking
+ * anything until peers_call_failed() records it, as peers_call() would.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -248,12 +254,92 @@ static void t_retry(void)
 	rpc_ep_close(srv);
 }
 
+static struct peers_end pu_end;
+static int pu_ended; /* atomic */
+
+static void pu_async_done(void *arg, struct peers_end *e)
+{
+	free(e->pe_body);
+	pu_end = *e;
+	__atomic_store_n(&pu_ended, 1, __ATOMIC_RELEASE);
+}
+
+/* Start op on server 0 of p; 0 and the end in pu_end, or the start's
+ * error. */
+static int pu_async(struct peers *p, uint32_t op)
+{
+	int rc;
+
+	__atomic_store_n(&pu_ended, 0, __ATOMIC_RELEASE);
+	rc = peers_call_async(p, 0, op, NULL, 0, NULL, pu_async_done, NULL);
+	if (rc != 0)
+		return rc;
+	for (int i = 0; i < 500 && !__atomic_load_n(&pu_ended,
+						     __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	CU_ASSERT_FATAL(__atomic_load_n(&pu_ended, __ATOMIC_ACQUIRE));
+	return 0;
+}
+
+static void t_async(void)
+{
+	struct clu_conf cc;
+	struct clu_server sv;
+	struct peers *p = NULL;
+	uint16_t port = 0;
+	struct rpc_ep *srv = pu_server(&port);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_TIMEDOUT, pu_timedout,
+					      NULL), 0);
+	pu_cluster(&cc, &sv, port);
+	cc.cc_call_ms = 800;
+	CU_ASSERT_EQUAL_FATAL(peers_create(&p, &cc, NULL), 0);
+	/* no connection yet: not started (the caller goes the blocking way) */
+	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), -EAGAIN);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "no current connection"));
+	CU_ASSERT_EQUAL(pu_noop(p, 2000), 0);
+	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), 0);
+	CU_ASSERT_EQUAL(pu_end.pe_rc, 0);
+	CU_ASSERT(pu_end.pe_answered);
+	CU_ASSERT_FALSE(pu_end.pe_unreachable);
+	/* the server's -ETIMEDOUT: an answer, named, nothing marked */
+	CU_ASSERT_EQUAL(pu_async(p, PU_OP_TIMEDOUT), 0);
+	CU_ASSERT_EQUAL(pu_end.pe_rc, -ETIMEDOUT);
+	CU_ASSERT(pu_end.pe_answered);
+	CU_ASSERT_FALSE(pu_end.pe_unreachable);
+	CU_ASSERT_PTR_NOT_NULL(strstr(pu_end.pe_msg, "server p0: its call "
+				      "timed out"));
+	CU_ASSERT_FALSE(peers_down(p, 0));
+	/* no answer within the call timeout: unreachable, recorded only by
+	 * peers_call_failed() */
+	CU_ASSERT_EQUAL(pu_async(p, PU_OP_SLOW), 0);
+	CU_ASSERT_EQUAL(pu_end.pe_rc, -ETIMEDOUT);
+	CU_ASSERT_FALSE(pu_end.pe_answered);
+	CU_ASSERT(pu_end.pe_unreachable);
+	CU_ASSERT_FALSE(peers_down(p, 0));
+	peers_call_failed(p, &pu_end);
+	CU_ASSERT(peers_down(p, 0));
+	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), -EAGAIN);
+	/* back: the blocking call connects again, then it starts */
+	usleep(PU_SLOW_MS * 1000);
+	peers_retry_now(p, 0);
+	CU_ASSERT_EQUAL(pu_noop(p, 2000), 0);
+	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), 0);
+	CU_ASSERT_EQUAL(pu_end.pe_rc, 0);
+	peers_destroy(p);
+	rpc_ep_close(srv);
+}
+
 int peers_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("peers", NULL, NULL);
 
 	if (s == NULL || CU_add_test(s, "restart", t_restart) == NULL ||
-	    CU_add_test(s, "retry", t_retry) == NULL)
+	    CU_add_test(s, "retry", t_retry) == NULL ||
+	    CU_add_test(s, "async", t_async) == NULL)
 		return -1;
 	return 0;
 }
