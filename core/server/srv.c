@@ -447,7 +447,7 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 
 	if (so->so_t[SRV_T_RECV] != 0)
 		srv_prof_mark(so, SRV_T_EXEC);
-	rc = so->so_attrs ? 0 : srv_obj_attrs(s, so);
+	rc = srv_obj_attrs(s, so);
 
 	if (rc != 0) {
 		srv_reply_err(so, rc);
@@ -508,42 +508,6 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 		srv_obj_run_zc(so);
 	else
 		srv_run(so);
-}
-
-/*
- * Run so on this handler thread instead of an executor?  A READ or WRITE
- * of a plain object whose device is a registered NVRAM device of this
- * server (the zero-copy path: it waits on no other server), while fewer
- * than SRV_OBJ_HERE_MAX handlers run one.  The hand-off to an executor
- * was a thread wake-up per op: 1 MiB ops 4 in flight +11-14 %, 1 in flight
- * +5-6 % without it (docs/performance.md, "Session 7").  The stored
- * record is then read here once (so_attrs); a request that goes to an
- * executor reads it again there, when it runs.  On true the caller runs
- * srv_obj() and gives the slot back.  STRATA_SRV_OBJ_HERE=0 in the
- * server's environment: never (A/B runs).
- */
-static bool srv_obj_here(struct srv *s, struct srv_op *so)
-{
-	struct eng_req *r = &so->so_m.mr_req;
-	struct eng_dev *ed;
-
-	if (!s->s_obj_here || s->s_zc == NULL ||
-	    (r->er_kind != ER_OBJ_READ && r->er_kind != ER_OBJ_WRITE))
-		return false;
-	if (__atomic_add_fetch(&s->s_obj_here_n, 1, __ATOMIC_ACQ_REL) >
-	    SRV_OBJ_HERE_MAX)
-		goto no;
-	if (srv_obj_attrs(s, so) != 0 ||
-	    r->er_ent.me_layout != CLOVIS_LAYOUT_PLAIN)
-		goto no;
-	ed = eng_dev_get(s->s_eng, r->er_ent.me_dev);
-	if (ed != NULL && srv_zc_mem(s, ed->ed_dev) != NULL) {
-		so->so_attrs = true;
-		return true;
-	}
-no:
-	__atomic_sub_fetch(&s->s_obj_here_n, 1, __ATOMIC_ACQ_REL);
-	return false;
 }
 
 /* ------------------------------------------------------------ entities */
@@ -835,17 +799,7 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		break;
 	case SOP_OBJ: /* unit I/O may wait on other servers: off handlers */
 		srv_prof_mark(so, SRV_T_RECV);
-		if (srv_obj_here(s, so)) {
-			__atomic_add_fetch(&s->s_obj_here_ops, 1,
-					   __ATOMIC_RELAXED);
-			srv_obj(s, so); /* so may be freed on return */
-			__atomic_sub_fetch(&s->s_obj_here_n, 1,
-					   __ATOMIC_ACQ_REL);
-		} else {
-			__atomic_add_fetch(&s->s_obj_exec_ops, 1,
-					   __ATOMIC_RELAXED);
-			srv_exec_defer(s, so, srv_obj);
-		}
+		srv_exec_defer(s, so, srv_obj);
 		break;
 	case SOP_IDX:
 		srv_idx(s, so);
@@ -914,16 +868,9 @@ static int srv_open_ep(struct srv *s)
 		.rc_nr_handlers = SRV_HANDLERS,
 		.rc_max_msg = 2u << 20,
 	};
-	const char *here = getenv("STRATA_SRV_OBJ_HERE");
-	int rc;
+	int rc = rpc_ep_open(&s->s_ep, &rconf, s->s_me->cs_addr,
+			     s->s_me->cs_port);
 
-	/* before the endpoint opens: requests may come at once */
-	s->s_obj_here = here == NULL || strcmp(here, "0") != 0;
-	if (!s->s_obj_here)
-		LOG_INFO("server %s: object requests on handler threads off "
-			 "(STRATA_SRV_OBJ_HERE=0)", s->s_me->cs_name);
-	rc = rpc_ep_open(&s->s_ep, &rconf, s->s_me->cs_addr,
-			 s->s_me->cs_port);
 	if (rc != 0)
 		return err_set(rc, "server %s: endpoint %s:%u: %s",
 			       s->s_me->cs_name, s->s_me->cs_addr,
@@ -1005,10 +952,6 @@ void srv_stop(struct srv *s)
 	       srv_now_ms() < until)
 		usleep(10000);
 	srv_prof_print(s);
-	LOG_INFO("server %s: object requests: %" PRIu64 " on their handler "
-		 "thread, %" PRIu64 " on executors", s->s_me->cs_name,
-		 __atomic_load_n(&s->s_obj_here_ops, __ATOMIC_RELAXED),
-		 __atomic_load_n(&s->s_obj_exec_ops, __ATOMIC_RELAXED));
 	srv_walk_stop(s);
 	srv_dtx_stop(s);
 	srv_syncer_stop(s);

@@ -43,12 +43,6 @@
  * (srv_rdev.c: an object op waits for unit I/O on other servers, whose
  * RDEV requests need free handlers). */
 #define SRV_EXEC_THREADS 8u
-/* Handler threads that may run object requests themselves at once
- * (srv.c srv_obj_here(): a plain object on a registered NVRAM device, no
- * wait on another server).  The rest stay free for index requests,
- * heartbeats and remote unit I/O while these wait on their transfers
- * (up to the call timeout + 2 s when a client's link is cut). */
-#define SRV_OBJ_HERE_MAX (SRV_HANDLERS / 2u)
 /* Records per page when copying an index from a peer. */
 #define SRV_SYNC_PAGE 256u
 /* Tombstone collection (srv_idx.c, docs/cluster.md "Collecting
@@ -151,8 +145,6 @@ struct srv_op {
 	bool so_rbuf;               /* so_m.mr_data is from rpc_buf_get() */
 	bool so_rbuf_lost;          /* ... and an RMA of it was abandoned */
 	struct srv_zc_xfer *so_zc;  /* zero-copy read in progress (srv_obj) */
-	bool so_attrs;              /* so_m.mr_req.er_ent is the stored
-				     * record already (srv_obj_here) */
 	uint64_t so_t[SRV_T_END];   /* STRATA_SRV_PROFILE: stage times, ns */
 };
 
@@ -208,11 +200,6 @@ struct srv {
 	struct srv_exec *s_exec;
 	/* pmem2 devices registered for zero-copy transfers (srv_zc.c) */
 	struct srv_zc *s_zc;
-	/* object requests run by handler threads (srv_obj_here) */
-	bool s_obj_here;          /* STRATA_SRV_OBJ_HERE=0: never */
-	uint32_t s_obj_here_n;    /* running now (atomic) */
-	uint64_t s_obj_here_ops;  /* object requests run so / deferred to */
-	uint64_t s_obj_exec_ops;  /* an executor (atomics; logged at stop) */
 };
 
 uint64_t srv_now_ms(void);

@@ -15,9 +15,7 @@
 #      commit that mapped it), counters start again from 0; that lone
 #      write, and one after the restart, were committed in the thread that
 #      pulled them (eng_commit_release; the servers' info log says so per
-#      write, and the count at a clean stop), and the requests ran on the
-#      RPC handler thread that took them, not an executor (srv_obj_here:
-#      the count logged at a clean stop);
+#      write, and the count at a clean stop);
 #   4. the servers restarted with STRATA_SRV_ZC=0: the same bytes read
 #      back through the bounce path, a write and read work, counters stay
 #      0 (the counter reflects the path, not the request);
@@ -120,9 +118,6 @@ echo "--- the same servers with STRATA_SRV_ZC=0"
 for i in 0 1 2; do srv_stop $i; done
 check "a stopped server counted it (zero-copy writes: N >= 1 committed in their pulling thread)" \
 	grep -Eq "zero-copy writes: [1-9][0-9]* committed in their pulling" \
-	"$D"/s?.log
-check "plain NVRAM object requests ran on handler threads (object requests: N >= 1 on their handler thread)" \
-	grep -Eq "object requests: [1-9][0-9]* on their handler thread" \
 	"$D"/s?.log
 for i in 0 1 2; do STRATA_SRV_ZC=0 srv_start $i "$D/cluster.yaml"; done
 check "three servers up (zero-copy off)" wait_up
