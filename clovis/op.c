@@ -877,9 +877,11 @@ static bool op_starts_async(const struct clovis_op *op)
 }
 
 /* Launch op and start it from here (op_starts_async), or queue it for a
- * worker when it cannot start so. */
+ * worker when it cannot start so.  The thread's own message
+ * (clovis_errmsg) is kept: why a start fell back is no failure. */
 static int op_start_async(struct clovis *cl, struct clovis_op *op)
 {
+	struct op_msg_keep mk;
 	int rc = op_launch_one(op);
 
 	if (rc != 0)
@@ -887,9 +889,11 @@ static int op_start_async(struct clovis *cl, struct clovis_op *op)
 	pthread_mutex_lock(&cl->cl_olock);
 	cl->cl_inflight++;
 	pthread_mutex_unlock(&cl->cl_olock);
+	op_msg_keep(&mk);
 	/* op may be finished on return */
 	if (clu_obj_start(op) != 0)
 		op_enqueue(cl, op);
+	op_msg_back(&mk);
 	return 0;
 }
 
