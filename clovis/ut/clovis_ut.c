@@ -1099,25 +1099,21 @@ static void test_cluster_start(void)
 		rv[i] = (struct clovis_bufvec){1, &rp[i], &bl[i]};
 	}
 	clu_async_counts(cl, &st0, &rd0);
-	for (uint32_t i = 0; i < N; i++)
-		CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev[i],
-						    &bv[i], 0, &ops[i]), 0);
-	CU_ASSERT_EQUAL(clovis_op_launch(ops, N), 0);
-	for (uint32_t i = 0; i < N; i++) {
-		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
-					       30ll * 1000000000), 0);
-		clovis_op_free(ops[i]);
+	for (int pass = 0; pass < 2; pass++) { /* N WRITEs, then N READs */
+		for (uint32_t i = 0; i < N; i++)
+			CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, pass == 0 ?
+					      CLOVIS_OC_WRITE : CLOVIS_OC_READ,
+					      &ev[i], pass == 0 ? &bv[i] :
+					      &rv[i], 0, &ops[i]), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(ops, N), 0);
+		for (uint32_t i = 0; i < N; i++) {
+			CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
+						       30ll * 1000000000), 0);
+			clovis_op_free(ops[i]);
+		}
 	}
 	for (uint32_t i = 0; i < N; i++)
-		CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_READ, &ev[i],
-						    &rv[i], 0, &ops[i]), 0);
-	CU_ASSERT_EQUAL(clovis_op_launch(ops, N), 0);
-	for (uint32_t i = 0; i < N; i++) {
-		CU_ASSERT_EQUAL(clovis_op_wait(ops[i], CLOVIS_OS_STABLE,
-					       30ll * 1000000000), 0);
-		clovis_op_free(ops[i]);
 		CU_ASSERT(memcmp(r[i], w[i], 4096) == 0);
-	}
 	clu_async_counts(cl, &st1, &rd1);
 	CU_ASSERT_EQUAL(st1 - st0, 2 * N);
 	CU_ASSERT_EQUAL(rd1 - rd0, 0);

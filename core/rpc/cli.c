@@ -537,24 +537,31 @@ static int cli_start(struct rpc_peer *p, uint32_t kind, uint32_t opcode,
 	return rc;
 }
 
-int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
-		   size_t len, const struct rpc_bulk *bulk, int timeout_ms,
-		   rpc_done_fn done, void *arg)
+/* An asynchronous request; nowait: -EAGAIN rather than wait for a slot. */
+static int cli_request(struct rpc_peer *p, uint32_t opcode, const void *body,
+		       size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+		       rpc_done_fn done, void *arg, bool nowait)
 {
 	if (opcode != RPC_OP_NOOP && opcode < RPC_OP_USER_MIN)
 		return err_set(-EINVAL, "rpc: opcode %u is reserved", opcode);
 	return cli_start(p, RPC_K_REQUEST, opcode, body, len, bulk, timeout_ms,
-			 done, arg, NULL, false);
+			 done, arg, NULL, nowait);
+}
+
+int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
+		   size_t len, const struct rpc_bulk *bulk, int timeout_ms,
+		   rpc_done_fn done, void *arg)
+{
+	return cli_request(p, opcode, body, len, bulk, timeout_ms, done, arg,
+			   false);
 }
 
 int rpc_call_try(struct rpc_peer *p, uint32_t opcode, const void *body,
 		 size_t len, const struct rpc_bulk *bulk, int timeout_ms,
 		 rpc_done_fn done, void *arg)
 {
-	if (opcode != RPC_OP_NOOP && opcode < RPC_OP_USER_MIN)
-		return err_set(-EINVAL, "rpc: opcode %u is reserved", opcode);
-	return cli_start(p, RPC_K_REQUEST, opcode, body, len, bulk, timeout_ms,
-			 done, arg, NULL, true);
+	return cli_request(p, opcode, body, len, bulk, timeout_ms, done, arg,
+			   true);
 }
 
 /* A synchronous call waits on its own condition variable. */

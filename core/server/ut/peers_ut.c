@@ -191,6 +191,19 @@ static void pu_slow(struct rpc_sreq *req, void *arg)
 	rpc_sreq_reply(req, 0, NULL, 0, NULL);
 }
 
+/* pu_server() answering PU_OP_SLOW and PU_OP_TIMEDOUT. */
+static struct rpc_ep *pu_server_ops(uint16_t *port)
+{
+	struct rpc_ep *srv = pu_server(port);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_TIMEDOUT, pu_timedout,
+					      NULL), 0);
+	return srv;
+}
+
 /* Two calls of call_ms to the slow op on p, in a row: the wait (ms) the
  * second failure left, read from the -EHOSTDOWN of the call after it. */
 static uint64_t pu_wait_after_two(struct peers *p, uint32_t call_ms)
@@ -217,15 +230,10 @@ static void t_retry(void)
 	struct clu_server sv;
 	struct peers *cli = NULL, *srvt = NULL;
 	uint16_t port = 0;
-	struct rpc_ep *srv = pu_server(&port);
+	struct rpc_ep *srv = pu_server_ops(&port);
 	uint64_t w_cli, w_srv, gen;
 	bool answered;
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
-	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
-			      0);
-	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_TIMEDOUT, pu_timedout,
-					      NULL), 0);
 	pu_cluster(&cc, &sv, port);
 	CU_ASSERT_EQUAL_FATAL(peers_create(&cli, &cc, NULL), 0);
 	CU_ASSERT_EQUAL_FATAL(peers_create(&srvt, &cc, NULL), 0);
@@ -287,13 +295,8 @@ static void t_async(void)
 	struct clu_server sv;
 	struct peers *p = NULL;
 	uint16_t port = 0;
-	struct rpc_ep *srv = pu_server(&port);
+	struct rpc_ep *srv = pu_server_ops(&port);
 
-	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
-	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_SLOW, pu_slow, NULL),
-			      0);
-	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_TIMEDOUT, pu_timedout,
-					      NULL), 0);
 	pu_cluster(&cc, &sv, port);
 	cc.cc_call_ms = 800;
 	CU_ASSERT_EQUAL_FATAL(peers_create(&p, &cc, NULL), 0);
