@@ -66,7 +66,8 @@
  * for it: the server moves the data by RMA from or into the op's buffers,
  * which must stay until the op is final) and finishes on a library
  * thread when the server answers; launch waits neither for a connection
- * nor for a free call slot (the op then goes to a library thread).
+ * (its own or another thread's connect) nor for a free call slot (the
+ * op then goes to a library thread).
  *
  * Durability order.  Embedded mode: one engine commits every update of the
  * store in one sequence (LMDB transactions, group-committed), each durable

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "clovis/clovis_internal.h"
 #include "core/clu_conf.h"
@@ -467,37 +468,53 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
  * worker (clu_obj_redo): an unreachable home (its table records it, which
  * may close the connection), a transport code answered by the home (the
  * op is sent once more, as clu_obj() does), a busy home (clu_obj() from
- * the start: its pauses and retries).
+ * the start after a pause: its pauses and retries).  The call holds a
+ * reference to its connection to its end (peers.c), so another call's
+ * failure on that connection does not end this one.
  */
+
+/* An object op started by clu_obj_start(): where its end is kept for the
+ * worker that finishes it (op_actx; allocated at the start, so that the
+ * end on the progress thread allocates nothing). */
+struct clu_actx {
+	struct clovis_op *ax_op;
+	struct peers_end ax_end;
+};
+
 static int clu_obj_redo(struct clovis_op *op)
 {
 	struct clu_client *c = clu_of(op->op_cl);
 	struct eng_req *r = &op->op_req;
-	struct peers_end *e = op->op_actx;
+	struct clu_actx *ax = op->op_actx;
+	const struct peers_end *e = &ax->ax_end;
 	uint32_t t0 = 0;
 	int rc;
 
 	op->op_actx = NULL;
 	op->op_run = NULL;
+	peers_call_failed(c->cc_peers, e);
 	if (e->pe_unreachable) {
-		peers_call_failed(c->cc_peers, e);
 		rc = err_set(e->pe_rc, "%s", e->pe_msg);
-		free(e);
+		free(ax);
 		return rc;
 	}
-	if (e->pe_answered && peers_rc_transport(e->pe_rc)) {
+	if (e->pe_rc == -EBUSY) {
+		/* as peers_call_ms() between its tries */
+		usleep(PEERS_BUSY_PAUSE_MS * 1000);
+	} else {
 		LOG_INFO("object %s: %s; sent again (the server places around"
 			 " the unreachable one)", eng_id_str(&r->er_id),
 			 e->pe_msg);
 		t0 = 1;
 	}
-	free(e);
+	free(ax);
 	return clu_obj_from(c, r, t0);
 }
 
 static void clu_obj_end(void *arg, struct peers_end *e)
 {
-	struct clovis_op *op = arg;
+	struct clu_actx *ax = arg;
+	struct clovis_op *op = ax->ax_op;
 	struct clu_client *c = clu_of(op->op_cl);
 	struct eng_req *r = &op->op_req;
 	Reply *rp = NULL;
@@ -505,20 +522,15 @@ static void clu_obj_end(void *arg, struct peers_end *e)
 
 	if (e->pe_unreachable || rc == -EBUSY ||
 	    (e->pe_answered && peers_rc_transport(rc))) {
-		struct peers_end *keep = malloc(sizeof *keep);
-
 		free(e->pe_body);
-		if (keep != NULL) {
-			*keep = *e;
-			keep->pe_body = NULL;
-			op->op_actx = keep;
-			__atomic_add_fetch(&c->cc_redone, 1, __ATOMIC_RELAXED);
-			op_requeue(op, clu_obj_redo);
-			return;
-		}
-		op_finish(op, rc, e->pe_msg);
+		ax->ax_end = *e;
+		ax->ax_end.pe_body = NULL;
+		__atomic_add_fetch(&c->cc_redone, 1, __ATOMIC_RELAXED);
+		op_requeue(op, clu_obj_redo); /* op_actx is ax */
 		return;
 	}
+	op->op_actx = NULL;
+	free(ax);
 	if (rc != 0) {
 		free(e->pe_body);
 		op_finish(op, rc, e->pe_msg);
@@ -549,6 +561,7 @@ int clu_obj_start(struct clovis_op *op)
 	struct iovec iov[CLU_ASYNC_IOV];
 	struct rpc_bulk bulk;
 	struct msg_buf b = {0};
+	struct clu_actx *ax;
 	int rc;
 
 	if (!c->cc_async || r->er_data == NULL ||
@@ -561,13 +574,23 @@ int clu_obj_start(struct clovis_op *op)
 					r->er_data->bv_len[i]};
 	bulk = (struct rpc_bulk){r->er_kind == ER_OBJ_READ ? RPC_BULK_IN :
 				 RPC_BULK_OUT, iov, r->er_data->bv_nr};
-	if (msg_pack(&q.base, &b) != 0)
+	ax = calloc(1, sizeof *ax);
+	if (ax == NULL)
 		return -EAGAIN;
+	if (msg_pack(&q.base, &b) != 0) {
+		free(ax);
+		return -EAGAIN;
+	}
+	ax->ax_op = op;
+	op->op_actx = ax;
 	rc = peers_call_async(c->cc_peers, clu_ring(c, &r->er_id, 0), SOP_OBJ,
-			      b.mb_p, b.mb_len, &bulk, clu_obj_end, op);
+			      b.mb_p, b.mb_len, &bulk, clu_obj_end, ax);
 	free(b.mb_p);
-	if (rc != 0)
+	if (rc != 0) { /* nothing sent: op and ax are still ours */
+		op->op_actx = NULL;
+		free(ax);
 		return -EAGAIN;
+	}
 	__atomic_add_fetch(&c->cc_started, 1, __ATOMIC_RELAXED);
 	return 0;
 }

@@ -19,16 +19,21 @@
 
 /*
  * One connection to a server: held by its slot while current and by each
- * call on it (pc_refs, under the slot's ps_lock); the last put closes it,
- * so a call never uses a peer that another thread closed.
+ * call on it, blocking or asynchronous (pc_refs, atomic; taken under the
+ * slot's ps_lock while the slot holds it); the last put closes it, so a
+ * call never uses a peer that another thread closed.  The RPC progress
+ * thread must not close one (rpc_peer_close() from a done() callback of
+ * its peer's calls): an asynchronous call's end that drops the last
+ * reference leaves the connection in the table's grave, closed by the
+ * next blocking call or peers_destroy() (grave_reap()).
  */
 struct peer_conn {
 	struct rpc_peer *pc_peer;
 	uint64_t pc_inc;            /* rpc_peer_incarnation(), 0: untold */
 	uint32_t pc_refs;
 	uint64_t pc_serial;         /* the slot's count of connections: names
-				     * it to an asynchronous call, which holds
-				     * no reference (peers_call_async) */
+				     * it to peers_call_failed() */
+	struct peer_conn *pc_gnext; /* in p_grave */
 };
 
 struct peer_slot {
@@ -40,6 +45,9 @@ struct peer_slot {
 	uint64_t ps_gen;            /* up/down transitions (atomic reads) */
 	uint64_t ps_ok_ms;          /* sent at: the latest answered call */
 	uint64_t ps_serial;         /* connections made (pc_serial) */
+	uint64_t ps_suspect;        /* pc_serial of a connection an async
+				     * call found unreachable, until
+				     * peers_call_failed() (atomic) */
 };
 
 struct peers {
@@ -48,6 +56,8 @@ struct peers {
 	bool p_own_ep;
 	bool p_server;      /* peers_set_server(): the short retry only */
 	struct peer_slot p_slots[CLU_SERVERS_MAX];
+	pthread_mutex_t p_glock;
+	struct peer_conn *p_grave;  /* unreferenced, to close (p_glock) */
 };
 
 /*
@@ -171,17 +181,50 @@ static void slot_note_restart(struct peer_slot *s)
 		__atomic_add_fetch(&s->ps_gen, 2, __ATOMIC_RELEASE);
 }
 
-/* Drop a reference to c; the last one closes its peer. */
-static void conn_put(struct peer_slot *s, struct peer_conn *c)
+/* Take a reference to c (ps_lock held, c in the slot or referenced). */
+static void conn_get(struct peer_conn *c)
 {
-	bool last;
+	__atomic_add_fetch(&c->pc_refs, 1, __ATOMIC_ACQ_REL);
+}
 
-	pthread_mutex_lock(&s->ps_lock);
-	last = --c->pc_refs == 0;
-	pthread_mutex_unlock(&s->ps_lock);
-	if (last) {
+/* Drop a reference to c; the last one closes its peer.  Not on the RPC
+ * progress thread: conn_put_later() there. */
+static void conn_put(struct peer_conn *c)
+{
+	if (__atomic_sub_fetch(&c->pc_refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		rpc_peer_close(c->pc_peer);
 		free(c);
+	}
+}
+
+/* conn_put() from any thread: the last reference leaves c in the grave. */
+static void conn_put_later(struct peers *p, struct peer_conn *c)
+{
+	if (__atomic_sub_fetch(&c->pc_refs, 1, __ATOMIC_ACQ_REL) != 0)
+		return;
+	pthread_mutex_lock(&p->p_glock);
+	c->pc_gnext = p->p_grave;
+	p->p_grave = c;
+	pthread_mutex_unlock(&p->p_glock);
+}
+
+/* Close the connections in the grave (not on the progress thread). */
+static void grave_reap(struct peers *p)
+{
+	struct peer_conn *c;
+
+	if (__atomic_load_n(&p->p_grave, __ATOMIC_RELAXED) == NULL)
+		return;
+	pthread_mutex_lock(&p->p_glock);
+	c = p->p_grave;
+	p->p_grave = NULL;
+	pthread_mutex_unlock(&p->p_glock);
+	while (c != NULL) {
+		struct peer_conn *next = c->pc_gnext;
+
+		rpc_peer_close(c->pc_peer);
+		free(c);
+		c = next;
 	}
 }
 
@@ -236,6 +279,7 @@ int peers_create(struct peers **out, const struct clu_conf *c,
 	p->p_conf = c;
 	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++)
 		pthread_mutex_init(&p->p_slots[i].ps_lock, NULL);
+	pthread_mutex_init(&p->p_glock, NULL);
 	if (ep == NULL) {
 		struct rpc_conf rc_conf = {
 			.rc_provider = c->cc_provider,
@@ -266,9 +310,11 @@ void peers_destroy(struct peers *p)
 		struct peer_slot *s = &p->p_slots[i];
 
 		if (s->ps_conn != NULL)
-			conn_put(s, s->ps_conn);
+			conn_put(s->ps_conn);
 		pthread_mutex_destroy(&s->ps_lock);
 	}
+	grave_reap(p);
+	pthread_mutex_destroy(&p->p_glock);
 	if (p->p_own_ep)
 		rpc_ep_close(p->p_ep);
 	free(p);
@@ -375,7 +421,7 @@ static int peers_get(struct peers *p, uint32_t i, struct peer_conn **out)
 	if (s->ps_conn == NULL)
 		rc = slot_connect(p, i);
 	if (rc == 0) {
-		s->ps_conn->pc_refs++;
+		conn_get(s->ps_conn);
 		*out = s->ps_conn;
 	}
 	pthread_mutex_unlock(&s->ps_lock);
@@ -383,7 +429,7 @@ static int peers_get(struct peers *p, uint32_t i, struct peer_conn **out)
 		LOG_INFO("server %s restarted (incarnation %016" PRIx64 ", "
 			 "was %016" PRIx64 "): its connection is replaced",
 			 sv->cs_name, book, was);
-		conn_put(s, stale);
+		conn_put(stale);
 	}
 	return rc;
 }
@@ -420,7 +466,7 @@ static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c,
 	else
 		LOG_WARNING("server %s marked down: %s", sv->cs_name,
 			    err_msg());
-	conn_put(s, old);
+	conn_put(old);
 	return restarted;
 }
 
@@ -493,6 +539,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	int rc;
 
 	memset(res, 0, sizeof *res);
+	grave_reap(p);
 	for (uint32_t t = 0;; t++) {
 		rc = peers_get(p, i, &c);
 		if (rc != 0)
@@ -504,7 +551,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		answered = res->rr_answered;
 		if (rc != -EBUSY || t == PEERS_BUSY_RETRIES)
 			break;
-		conn_put(s, c);
+		conn_put(c);
 		free(res->rr_body);
 		memset(res, 0, sizeof *res);
 		usleep(PEERS_BUSY_PAUSE_MS * 1000);
@@ -520,35 +567,54 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	}
 	if (answered || !peers_rc_transport(rc))
 		slot_mark_up(s, sent);
-	conn_put(s, c);
+	conn_put(c);
 	return rc;
 }
 
 /* ------------------------------------------------- asynchronous calls */
 
-/* An asynchronous call in flight: it holds no reference on its
- * connection (the RPC layer ends every call of a peer before the peer
- * goes), so its end never closes one on the progress thread. */
+/* An asynchronous call in flight: it holds a reference to its connection,
+ * dropped at its end with conn_put_later() (the end runs on the progress
+ * thread), so the connection stays open until every call on it ended,
+ * as for blocking calls. */
 struct peers_acall {
 	struct peers *pa_p;
 	uint32_t pa_i;
-	uint64_t pa_serial;
+	struct peer_conn *pa_conn;
 	uint64_t pa_sent;
 	peers_done_fn pa_done;
 	void *pa_arg;
 };
 
+/* slot_mark_up() if ps_lock is free: on the progress thread, which must
+ * not wait for it (a connect holds it through its handshake, whose
+ * messages the progress thread delivers).  A skipped mark is the next
+ * call's to make; ps_down is never set while an async call starts. */
+static void slot_mark_up_try(struct peer_slot *s, uint64_t sent_ms)
+{
+	if (pthread_mutex_trylock(&s->ps_lock) != 0)
+		return;
+	if (sent_ms > s->ps_ok_ms)
+		s->ps_ok_ms = sent_ms;
+	if (s->ps_down) {
+		s->ps_down = false;
+		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->ps_lock);
+}
+
 static void peers_async_done(void *arg, struct rpc_result *res)
 {
 	struct peers_acall a = *(struct peers_acall *)arg;
 	const struct clu_server *sv = &a.pa_p->p_conf->cc_servers[a.pa_i];
+	struct peer_slot *s = &a.pa_p->p_slots[a.pa_i];
 	struct peers_end e = {
 		.pe_rc = res->rr_status,
 		.pe_answered = res->rr_answered,
 		.pe_body = res->rr_body,
 		.pe_len = res->rr_len,
 		.pe_srv = a.pa_i,
-		.pe_serial = a.pa_serial,
+		.pe_serial = a.pa_conn->pc_serial,
 		.pe_sent = a.pa_sent,
 	};
 
@@ -557,8 +623,11 @@ static void peers_async_done(void *arg, struct rpc_result *res)
 		snprintf(e.pe_msg, sizeof e.pe_msg, "server %s: %s",
 			 sv->cs_name, res->rr_msg);
 	e.pe_unreachable = !e.pe_answered && peers_rc_transport(e.pe_rc);
-	if (!e.pe_unreachable)
-		slot_mark_up(&a.pa_p->p_slots[a.pa_i], a.pa_sent);
+	if (e.pe_unreachable) /* no more starts on it: peers_call_failed() */
+		__atomic_store_n(&s->ps_suspect, e.pe_serial, __ATOMIC_RELEASE);
+	else
+		slot_mark_up_try(s, a.pa_sent);
+	conn_put_later(a.pa_p, a.pa_conn);
 	a.pa_done(a.pa_arg, &e);
 }
 
@@ -570,35 +639,37 @@ int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
 	uint64_t book = book_get(sv);
-	struct peers_acall *a;
+	struct peers_acall *a = malloc(sizeof *a);
 	struct peer_conn *c = NULL;
 	int rc;
 
-	pthread_mutex_lock(&s->ps_lock);
-	if (s->ps_conn != NULL && !s->ps_down &&
-	    !conn_stale(s->ps_conn, book)) {
-		c = s->ps_conn;
-		c->pc_refs++;
-	}
-	pthread_mutex_unlock(&s->ps_lock);
-	if (c == NULL)
-		return err_set(-EAGAIN, "server %s: no current connection to "
-			       "start a call on", sv->cs_name);
-	a = malloc(sizeof *a);
-	if (a == NULL) {
-		conn_put(s, c);
+	if (a == NULL)
 		return err_set(-EAGAIN, "server %s: no memory for a call",
 			       sv->cs_name);
+	/* Never wait here: a connect holds ps_lock through its handshake. */
+	if (pthread_mutex_trylock(&s->ps_lock) == 0) {
+		c = s->ps_conn;
+		if (c != NULL && !s->ps_down && !conn_stale(c, book) &&
+		    c->pc_serial != __atomic_load_n(&s->ps_suspect,
+						    __ATOMIC_ACQUIRE))
+			conn_get(c);
+		else
+			c = NULL;
+		pthread_mutex_unlock(&s->ps_lock);
 	}
-	*a = (struct peers_acall){p, i, c->pc_serial, peers_now_ms(), done,
-				  arg};
+	if (c == NULL) {
+		free(a);
+		return err_set(-EAGAIN, "server %s: no current connection to "
+			       "start a call on", sv->cs_name);
+	}
+	*a = (struct peers_acall){p, i, c, peers_now_ms(), done, arg};
 	rc = rpc_call_try(c->pc_peer, op, body, len, bulk,
 			  (int)p->p_conf->cc_call_ms, peers_async_done, a);
-	/* Started: done() may have run already, on any thread. */
-	if (rc != 0)
-		free(a);
-	conn_put(s, c);
-	return rc != 0 ? -EAGAIN : 0;
+	if (rc == 0)
+		return 0; /* the reference is the call's; done() may have run */
+	free(a);
+	conn_put_later(p, c);
+	return -EAGAIN;
 }
 
 void peers_call_failed(struct peers *p, const struct peers_end *e)
@@ -607,6 +678,7 @@ void peers_call_failed(struct peers *p, const struct peers_end *e)
 	struct peer_slot *s = &p->p_slots[e->pe_srv];
 	struct peer_conn *c = NULL;
 
+	grave_reap(p);
 	if (!e->pe_unreachable)
 		return;
 	/* peers_fail() of the connection the call went on, if it is still
@@ -614,7 +686,7 @@ void peers_call_failed(struct peers *p, const struct peers_end *e)
 	pthread_mutex_lock(&s->ps_lock);
 	if (s->ps_conn != NULL && s->ps_conn->pc_serial == e->pe_serial) {
 		c = s->ps_conn;
-		c->pc_refs++;
+		conn_get(c);
 	}
 	pthread_mutex_unlock(&s->ps_lock);
 	if (c == NULL) {
@@ -626,7 +698,7 @@ void peers_call_failed(struct peers *p, const struct peers_end *e)
 	}
 	err_set(e->pe_rc, "%s", e->pe_msg);
 	peers_fail(p, e->pe_srv, c, e->pe_sent);
-	conn_put(s, c);
+	conn_put(c);
 }
 
 uint64_t peers_incarnation(struct peers *p, uint32_t i)

@@ -118,16 +118,23 @@ typedef void (*peers_done_fn)(void *arg, struct peers_end *e);
 
 /**
  * Start a call to server i on its current connection without waiting:
- * no connect, no wait for an in-flight slot, no retry of a busy server
+ * no connect, no wait for an in-flight slot nor for the slot's lock (a
+ * connect holds it through its handshake), no retry of a busy server
  * (-EBUSY comes back as the answer it is).  0: sent; done() runs once,
- * on the RPC progress thread (or the thread closing the connection),
- * and must not block; the table has marked the server up if it
- * answered.  -EAGAIN (nothing sent, done() never runs, err_msg() says
- * why): no current connection (none yet, the server is marked down, or
- * it restarted), no free slot, or no memory; the caller then makes the
- * call the blocking way (peers_call()), which connects and waits.
- * body is copied before the return; bulk's buffers must stay until
- * done().  The timeout is the cluster's call timeout.
+ * on the RPC progress thread (or the thread closing the endpoint), and
+ * must not block; the table has marked the server up if it answered (if
+ * its lock was free then).  The call holds a reference to the connection
+ * until its end, so another call's failure, which drops the connection
+ * from the table, does not end it; the last reference dropped there
+ * leaves the connection to be closed by the next blocking call or by
+ * peers_destroy().  A call that ends pe_unreachable stops further starts
+ * on its connection until peers_call_failed().  -EAGAIN (nothing sent,
+ * done() never runs, err_msg() says why): no current usable connection
+ * (none yet, marked down, restarted, being connected, or found
+ * unreachable by such a call), no free slot, or no memory; the caller
+ * then makes the call the blocking way (peers_call()), which connects
+ * and waits.  body is copied before the return; bulk's buffers must stay
+ * until done().  The timeout is the cluster's call timeout.
  */
 int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 		     const void *body, size_t len,

@@ -889,6 +889,8 @@ static void t_inflight(void)
 				     ut_async_cb, NULL), 0);
 	ut_wait_count(&ut_async_done, 3, 3000);
 	CU_ASSERT_EQUAL(atomic_load(&ut_async_ok), 3);
+	usleep(50000);
+	CU_ASSERT_EQUAL(atomic_load(&ut_async_done), 3); /* not the refused */
 	rpc_ep_close(cli);
 	rpc_ep_close(srv);
 }

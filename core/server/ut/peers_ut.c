@@ -25,7 +25,11 @@
  * before the first connect and while the server is marked down), ends
  * with the server's answer (an answered -ETIMEDOUT is no failure of the
  * server), and an unanswered call ends pe_unreachable without marking
- * anything until peers_call_failed() records it, as peers_call() would.
+ * anything until peers_call_failed() records it, as peers_call() would
+ * (no further start on that connection meanwhile).
+ *
+ * async_drop: an asynchronous call outlives its connection's removal from
+ * the table by another call's failure, and gets its answer.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -323,6 +327,8 @@ static void t_async(void)
 	CU_ASSERT_FALSE(pu_end.pe_answered);
 	CU_ASSERT(pu_end.pe_unreachable);
 	CU_ASSERT_FALSE(peers_down(p, 0));
+	/* no further start on that connection meanwhile */
+	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), -EAGAIN);
 	peers_call_failed(p, &pu_end);
 	CU_ASSERT(peers_down(p, 0));
 	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), -EAGAIN);
@@ -333,6 +339,39 @@ static void t_async(void)
 	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), 0);
 	CU_ASSERT_EQUAL(pu_end.pe_rc, 0);
 	peers_destroy(p);
+	usleep(PU_SLOW_MS * 1000); /* the handlers answer before the close */
+	rpc_ep_close(srv);
+}
+
+/* A blocking call's failure drops the connection from the table while an
+ * asynchronous call is in flight on it: that call keeps its reference and
+ * gets its answer (it used to end -ESHUTDOWN when the connection closed
+ * under it); the connection is closed after its end, not on the progress
+ * thread (the grave, emptied by peers_destroy()). */
+static void t_async_drop(void)
+{
+	struct clu_conf cc;
+	struct clu_server sv;
+	struct peers *p = NULL;
+	uint16_t port = 0;
+	struct rpc_ep *srv = pu_server_ops(&port);
+
+	pu_cluster(&cc, &sv, port);
+	CU_ASSERT_EQUAL_FATAL(peers_create(&p, &cc, NULL), 0);
+	CU_ASSERT_EQUAL(pu_noop(p, 2000), 0);
+	__atomic_store_n(&pu_ended, 0, __ATOMIC_RELEASE);
+	CU_ASSERT_EQUAL_FATAL(peers_call_async(p, 0, PU_OP_SLOW, NULL, 0, NULL,
+					       pu_async_done, NULL), 0);
+	CU_ASSERT(peers_rc_transport(pu_op(p, PU_OP_SLOW, 300, NULL)));
+	CU_ASSERT(peers_down(p, 0));
+	for (int i = 0; i < 300 && !__atomic_load_n(&pu_ended,
+						     __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	CU_ASSERT_FATAL(__atomic_load_n(&pu_ended, __ATOMIC_ACQUIRE));
+	CU_ASSERT_EQUAL(pu_end.pe_rc, 0);
+	CU_ASSERT(pu_end.pe_answered);
+	peers_destroy(p);
+	usleep(PU_SLOW_MS * 1000);
 	rpc_ep_close(srv);
 }
 
@@ -342,7 +381,8 @@ int peers_ut_add(void)
 
 	if (s == NULL || CU_add_test(s, "restart", t_restart) == NULL ||
 	    CU_add_test(s, "retry", t_retry) == NULL ||
-	    CU_add_test(s, "async", t_async) == NULL)
+	    CU_add_test(s, "async", t_async) == NULL ||
+	    CU_add_test(s, "async_drop", t_async_drop) == NULL)
 		return -1;
 	return 0;
 }
