@@ -204,7 +204,7 @@ static void conn_put_later(struct peers *p, struct peer_conn *c)
 		return;
 	pthread_mutex_lock(&p->p_glock);
 	c->pc_gnext = p->p_grave;
-	p->p_grave = c;
+	__atomic_store_n(&p->p_grave, c, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->p_glock);
 }
 
@@ -217,7 +217,7 @@ static void grave_reap(struct peers *p)
 		return;
 	pthread_mutex_lock(&p->p_glock);
 	c = p->p_grave;
-	p->p_grave = NULL;
+	__atomic_store_n(&p->p_grave, NULL, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->p_glock);
 	while (c != NULL) {
 		struct peer_conn *next = c->pc_gnext;
@@ -311,12 +311,19 @@ void peers_destroy(struct peers *p)
 
 		if (s->ps_conn != NULL)
 			conn_put(s->ps_conn);
-		pthread_mutex_destroy(&s->ps_lock);
 	}
 	grave_reap(p);
-	pthread_mutex_destroy(&p->p_glock);
 	if (p->p_own_ep)
 		rpc_ep_close(p->p_ep);
+	/* Calls the close ended (none after a drained client) left their
+	 * connections here; the endpoint freed their peers with it. */
+	for (struct peer_conn *c = p->p_grave, *next; c != NULL; c = next) {
+		next = c->pc_gnext;
+		free(c);
+	}
+	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++)
+		pthread_mutex_destroy(&p->p_slots[i].ps_lock);
+	pthread_mutex_destroy(&p->p_glock);
 	free(p);
 }
 

@@ -71,7 +71,9 @@ int peers_create(struct peers **out, const struct clu_conf *c,
  * the client's longer wait.  Call before the table is used.
  */
 void peers_set_server(struct peers *p);
-/** Close every connection (and the endpoint if peers_create() opened it). */
+/** Close every connection (and the endpoint if peers_create() opened it).
+ *  With an endpoint of the caller's, every peers_call_async() must have
+ *  ended first (its done() refers to the table). */
 void peers_destroy(struct peers *p);
 
 /** Is server i not known to be down? */
