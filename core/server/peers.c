@@ -228,16 +228,22 @@ static void grave_reap(struct peers *p)
 	}
 }
 
-/* A call to server i sent at sent_ms got an answer: it is up. */
-static void slot_mark_up(struct peer_slot *s, uint64_t sent_ms)
+/* A call to server i sent at sent_ms got an answer: it is up (ps_lock
+ * held). */
+static void slot_mark_up_locked(struct peer_slot *s, uint64_t sent_ms)
 {
-	pthread_mutex_lock(&s->ps_lock);
 	if (sent_ms > s->ps_ok_ms)
 		s->ps_ok_ms = sent_ms;
 	if (s->ps_down) {
 		s->ps_down = false;
 		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
 	}
+}
+
+static void slot_mark_up(struct peer_slot *s, uint64_t sent_ms)
+{
+	pthread_mutex_lock(&s->ps_lock);
+	slot_mark_up_locked(s, sent_ms);
 	pthread_mutex_unlock(&s->ps_lock);
 }
 
@@ -601,12 +607,7 @@ static void slot_mark_up_try(struct peer_slot *s, uint64_t sent_ms)
 {
 	if (pthread_mutex_trylock(&s->ps_lock) != 0)
 		return;
-	if (sent_ms > s->ps_ok_ms)
-		s->ps_ok_ms = sent_ms;
-	if (s->ps_down) {
-		s->ps_down = false;
-		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
-	}
+	slot_mark_up_locked(s, sent_ms);
 	pthread_mutex_unlock(&s->ps_lock);
 }
 

@@ -293,17 +293,28 @@ static int pu_async(struct peers *p, uint32_t op)
 	return 0;
 }
 
+/* A server (pu_server_ops) and a table of it whose calls time out after
+ * call_ms; cc and sv must outlive the table. */
+static struct rpc_ep *pu_table(struct clu_conf *cc, struct clu_server *sv,
+			       uint32_t call_ms, struct peers **p)
+{
+	uint16_t port = 0;
+	struct rpc_ep *srv = pu_server_ops(&port);
+
+	pu_cluster(cc, sv, port);
+	cc->cc_call_ms = call_ms;
+	*p = NULL;
+	CU_ASSERT_EQUAL_FATAL(peers_create(p, cc, NULL), 0);
+	return srv;
+}
+
 static void t_async(void)
 {
 	struct clu_conf cc;
 	struct clu_server sv;
-	struct peers *p = NULL;
-	uint16_t port = 0;
-	struct rpc_ep *srv = pu_server_ops(&port);
+	struct peers *p;
+	struct rpc_ep *srv = pu_table(&cc, &sv, 800, &p);
 
-	pu_cluster(&cc, &sv, port);
-	cc.cc_call_ms = 800;
-	CU_ASSERT_EQUAL_FATAL(peers_create(&p, &cc, NULL), 0);
 	/* no connection yet: not started (the caller goes the blocking way) */
 	CU_ASSERT_EQUAL(pu_async(p, RPC_OP_NOOP), -EAGAIN);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "no current connection"));
@@ -352,12 +363,9 @@ static void t_async_drop(void)
 {
 	struct clu_conf cc;
 	struct clu_server sv;
-	struct peers *p = NULL;
-	uint16_t port = 0;
-	struct rpc_ep *srv = pu_server_ops(&port);
+	struct peers *p;
+	struct rpc_ep *srv = pu_table(&cc, &sv, 3000, &p);
 
-	pu_cluster(&cc, &sv, port);
-	CU_ASSERT_EQUAL_FATAL(peers_create(&p, &cc, NULL), 0);
 	CU_ASSERT_EQUAL(pu_noop(p, 2000), 0);
 	__atomic_store_n(&pu_ended, 0, __ATOMIC_RELEASE);
 	CU_ASSERT_EQUAL_FATAL(peers_call_async(p, 0, PU_OP_SLOW, NULL, 0, NULL,
