@@ -397,6 +397,25 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
  * code (clu_obj()). */
 #define CLU_OBJ_RETRIES 1u
 
+/* The bulk of r's buffers (READ: into them, WRITE: from them), through
+ * iov (r->er_data->bv_nr entries). */
+static struct rpc_bulk clu_obj_bulk(const struct eng_req *r,
+				    struct iovec *iov)
+{
+	for (uint32_t i = 0; i < r->er_data->bv_nr; i++)
+		iov[i] = (struct iovec){r->er_data->bv_buf[i],
+					r->er_data->bv_len[i]};
+	return (struct rpc_bulk){r->er_kind == ER_OBJ_READ ? RPC_BULK_IN :
+				 RPC_BULK_OUT, iov, r->er_data->bv_nr};
+}
+
+/* The home answered msg, a transport code: r goes once more. */
+static void clu_obj_resend_note(const struct eng_req *r, const char *msg)
+{
+	LOG_INFO("object %s: %s; sent again (the server places around the "
+		 "unreachable one)", eng_id_str(&r->er_id), msg);
+}
+
 static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 			uint32_t t0)
 {
@@ -414,12 +433,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 		if (iov == NULL)
 			return err_set(-ENOMEM, "object %s: iovecs",
 				       eng_id_str(&r->er_id));
-		for (uint32_t i = 0; i < r->er_data->bv_nr; i++)
-			iov[i] = (struct iovec){r->er_data->bv_buf[i],
-						r->er_data->bv_len[i]};
-		bulk = (struct rpc_bulk){r->er_kind == ER_OBJ_READ ?
-					 RPC_BULK_IN : RPC_BULK_OUT,
-					 iov, r->er_data->bv_nr};
+		bulk = clu_obj_bulk(r, iov);
 	}
 	/*
 	 * The home answered a transport code: its call to another server
@@ -439,9 +453,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 		if (rc == 0 || !answered || !peers_rc_transport(rc) ||
 		    t == CLU_OBJ_RETRIES)
 			break;
-		LOG_INFO("object %s: %s; sent again (the server places around"
-			 " the unreachable one)", eng_id_str(&r->er_id),
-			 err_msg());
+		clu_obj_resend_note(r, err_msg());
 	}
 	free(iov);
 	if (rc == 0 && rp != NULL)
@@ -502,9 +514,7 @@ static int clu_obj_redo(struct clovis_op *op)
 		/* as peers_call_ms() between its tries */
 		usleep(PEERS_BUSY_PAUSE_MS * 1000);
 	} else {
-		LOG_INFO("object %s: %s; sent again (the server places around"
-			 " the unreachable one)", eng_id_str(&r->er_id),
-			 e->pe_msg);
+		clu_obj_resend_note(r, e->pe_msg);
 		t0 = 1;
 	}
 	free(ax);
@@ -564,16 +574,10 @@ int clu_obj_start(struct clovis_op *op)
 	struct clu_actx *ax;
 	int rc;
 
-	if (!c->cc_async || r->er_data == NULL ||
-	    r->er_data->bv_nr > CLU_ASYNC_IOV ||
-	    (r->er_kind != ER_OBJ_READ && r->er_kind != ER_OBJ_WRITE))
+	if (!c->cc_async || r->er_data->bv_nr > CLU_ASYNC_IOV)
 		return -EAGAIN;
 	obj_req_fill(&q, r, &id, &cont, &a, &ac);
-	for (uint32_t i = 0; i < r->er_data->bv_nr; i++)
-		iov[i] = (struct iovec){r->er_data->bv_buf[i],
-					r->er_data->bv_len[i]};
-	bulk = (struct rpc_bulk){r->er_kind == ER_OBJ_READ ? RPC_BULK_IN :
-				 RPC_BULK_OUT, iov, r->er_data->bv_nr};
+	bulk = clu_obj_bulk(r, iov);
 	ax = calloc(1, sizeof *ax);
 	if (ax == NULL)
 		return -EAGAIN;

@@ -1914,14 +1914,13 @@ static void *srv_hb_main(void *arg)
 			 * (and the marks held for it) while it is up, as
 			 * when its calls keep failing from here only
 			 * (dtx_cluster_test.sh 4f). */
-			if (peers_down(s->s_hbpeers, j) &&
-			    FAULT_HIT("srv.hb.down.keep"))
+			was = peers_down(s->s_hbpeers, j);
+			if (was && FAULT_HIT("srv.hb.down.keep"))
 				continue;
 			__atomic_store_n(&s->s_hb_since, peers_clock_ms(),
 					 __ATOMIC_RELEASE);
 			__atomic_store_n(&s->s_hb_peer, (int32_t)j,
 					 __ATOMIC_RELEASE);
-			was = peers_down(s->s_hbpeers, j);
 			rc = peers_call_ms(s->s_hbpeers, j, RPC_OP_NOOP, NULL,
 					   0, NULL, srv_probe_ms(s), &res);
 			__atomic_store_n(&s->s_hb_peer, -1, __ATOMIC_RELEASE);
