@@ -353,6 +353,10 @@ int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
 /* Operations (s3_ops.c). */
 /** Route an authenticated request: reply now, or set rq_body/rq_end. */
 int s3_route(struct s3_req *rq);
+/** An anonymous request (no Authorization header, no signature in the
+ * query): true when the bucket's ACL or policy lets anyone make it, so that
+ * it is routed with rq_authed false and an empty rq_user. */
+bool s3_anon_ok(struct s3_req *rq);
 
 /** Header value (case-insensitive name) or NULL. */
 const char *s3_hdr(struct s3_req *rq, const char *name);

@@ -2715,6 +2715,11 @@ static int route_object(struct s3_req *rq)
 			    "is not allowed against this resource.");
 }
 
+bool s3_anon_ok(struct s3_req *rq)
+{
+	return false;
+}
+
 int s3_route(struct s3_req *rq)
 {
 	if (rq->rq_bucket[0] == 0) {
