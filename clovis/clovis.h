@@ -533,7 +533,11 @@ struct clovis_extvec {
  * add up to the extents' total size; they are filled (READ) or consumed
  * (WRITE) in order, crossing extent boundaries freely.  Buffers of a WRITE
  * must stay untouched until the op is STABLE or FAILED; buffers of a READ
- * may be used once it is EXECUTED.
+ * may be used once it is EXECUTED.  Up to CLOVIS_VEC_MAX buffers in both
+ * modes, and an op keeps its semantics whatever their number (cluster
+ * mode: one request to the object's home, so a WRITE stays one atomic
+ * commit there; past 16 buffers the smaller ones are copied through a
+ * bounce buffer of the library, docs/cluster.md "Ops with many buffers").
  * Index ops: see clovis_idx_op().
  */
 struct clovis_bufvec {

@@ -36,7 +36,8 @@
 #include "core/server/peers.h"
 
 /* Buffers of an object op started without a worker (the RPC layer's
- * limit per call; an op with more goes the blocking way, clu_obj()). */
+ * limit per call; an op with more goes the blocking way, clu_obj(),
+ * which coalesces them: clu_bulk_init()). */
 #define CLU_ASYNC_IOV 16u
 
 struct clu_client {
@@ -398,7 +399,7 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
 #define CLU_OBJ_RETRIES 1u
 
 /* The bulk of r's buffers (READ: into them, WRITE: from them), through
- * iov (r->er_data->bv_nr entries). */
+ * iov (r->er_data->bv_nr entries, at most CLU_BULK_IOV). */
 static struct rpc_bulk clu_obj_bulk(const struct eng_req *r,
 				    struct iovec *iov)
 {
@@ -407,6 +408,121 @@ static struct rpc_bulk clu_obj_bulk(const struct eng_req *r,
 					r->er_data->bv_len[i]};
 	return (struct rpc_bulk){r->er_kind == ER_OBJ_READ ? RPC_BULK_IN :
 				 RPC_BULK_OUT, iov, r->er_data->bv_nr};
+}
+
+/*
+ * An op with more buffers than one call's bulk takes (CLU_BULK_IOV, the
+ * RPC layer's limit: clovis.h allows CLOVIS_VEC_MAX in both modes) goes
+ * in ONE call all the same, so that a WRITE stays one atomic commit on
+ * its home as clovis.h promises (splitting it into several calls would
+ * make it several commits, and a crash between them would leave part of
+ * it): its CLU_BULK_DIRECT largest buffers travel from or into the
+ * caller's memory as they are, and each run of the others between them
+ * through one slice of a bounce buffer (a WRITE copies them in before the
+ * call, a READ copies them out after its answer).  So at most
+ * 2 * CLU_BULK_DIRECT + 1 segments, and only the small buffers are
+ * copied.
+ */
+#define CLU_BULK_IOV 16u
+#define CLU_BULK_DIRECT 7u
+_Static_assert(2 * CLU_BULK_DIRECT + 1 <= CLU_BULK_IOV,
+	       "direct buffers and the runs between them fit one bulk");
+
+struct clu_bulk {
+	struct iovec cb_iov[CLU_BULK_IOV];
+	uint32_t cb_nr;
+	char *cb_bounce; /* the runs' copies (NULL: every buffer direct) */
+	size_t cb_len;
+	bool *cb_direct; /* per buffer (with cb_bounce) */
+};
+
+/* Mark the CLU_BULK_DIRECT largest buffers of bv direct (the first of
+ * equal ones); the bytes of the others in *copied. */
+static void clu_bulk_pick(const struct clovis_bufvec *bv, bool *direct,
+			  size_t *copied)
+{
+	size_t tot = 0;
+
+	for (uint32_t k = 0; k < CLU_BULK_DIRECT; k++) {
+		uint32_t best = UINT32_MAX;
+
+		for (uint32_t i = 0; i < bv->bv_nr; i++)
+			if (!direct[i] && (best == UINT32_MAX ||
+					   bv->bv_len[i] > bv->bv_len[best]))
+				best = i;
+		direct[best] = true;
+	}
+	for (uint32_t i = 0; i < bv->bv_nr; i++)
+		tot += direct[i] ? 0 : bv->bv_len[i];
+	*copied = tot;
+}
+
+/* Set up b for r's buffers: direct up to CLU_BULK_IOV, else the largest
+ * direct and runs of the others bounced (a WRITE's copied in). */
+static int clu_bulk_init(struct clu_bulk *b, const struct eng_req *r,
+			 struct rpc_bulk *out)
+{
+	const struct clovis_bufvec *bv = r->er_data;
+	size_t pos = 0;
+
+	memset(b, 0, sizeof *b);
+	if (bv->bv_nr <= CLU_BULK_IOV) {
+		*out = clu_obj_bulk(r, b->cb_iov);
+		return 0;
+	}
+	b->cb_direct = calloc(bv->bv_nr, sizeof *b->cb_direct);
+	if (b->cb_direct == NULL)
+		return err_set(-ENOMEM, "object %s: %u buffers",
+			       eng_id_str(&r->er_id), bv->bv_nr);
+	clu_bulk_pick(bv, b->cb_direct, &b->cb_len);
+	b->cb_bounce = malloc(b->cb_len);
+	if (b->cb_bounce == NULL) {
+		free(b->cb_direct);
+		return err_set(-ENOMEM, "object %s: bounce buffer of %zu "
+			       "bytes for %u buffers", eng_id_str(&r->er_id),
+			       b->cb_len, bv->bv_nr);
+	}
+	for (uint32_t i = 0; i < bv->bv_nr; i++) {
+		struct iovec *last = b->cb_nr ? &b->cb_iov[b->cb_nr - 1] : NULL;
+
+		if (b->cb_direct[i]) {
+			b->cb_iov[b->cb_nr++] = (struct iovec){bv->bv_buf[i],
+							       bv->bv_len[i]};
+			continue;
+		}
+		if (r->er_kind != ER_OBJ_READ)
+			memcpy(b->cb_bounce + pos, bv->bv_buf[i], bv->bv_len[i]);
+		if (last != NULL && i > 0 && !b->cb_direct[i - 1])
+			last->iov_len += bv->bv_len[i];
+		else
+			b->cb_iov[b->cb_nr++] = (struct iovec){
+				b->cb_bounce + pos, bv->bv_len[i]};
+		pos += bv->bv_len[i];
+	}
+	*out = (struct rpc_bulk){r->er_kind == ER_OBJ_READ ? RPC_BULK_IN :
+				 RPC_BULK_OUT, b->cb_iov, b->cb_nr};
+	return 0;
+}
+
+/* A READ that succeeded: its bounced buffers get their bytes. */
+static void clu_bulk_read_out(const struct clu_bulk *b,
+			      const struct eng_req *r)
+{
+	const struct clovis_bufvec *bv = r->er_data;
+	size_t pos = 0;
+
+	for (uint32_t i = 0; b->cb_bounce != NULL && i < bv->bv_nr; i++) {
+		if (b->cb_direct[i])
+			continue;
+		memcpy(bv->bv_buf[i], b->cb_bounce + pos, bv->bv_len[i]);
+		pos += bv->bv_len[i];
+	}
+}
+
+static void clu_bulk_fini(struct clu_bulk *b)
+{
+	free(b->cb_bounce);
+	free(b->cb_direct);
 }
 
 /* The home answered msg, a transport code: r goes once more. */
@@ -423,18 +539,13 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 	SId id, cont, ac;
 	SAttr a;
 	struct rpc_bulk bulk = {RPC_BULK_NONE, NULL, 0};
-	struct iovec *iov = NULL;
+	struct clu_bulk cb = {0};
 	Reply *rp = NULL;
 	int rc;
 
 	obj_req_fill(&q, r, &id, &cont, &a, &ac);
-	if (r->er_data != NULL) {
-		iov = calloc(r->er_data->bv_nr, sizeof *iov);
-		if (iov == NULL)
-			return err_set(-ENOMEM, "object %s: iovecs",
-				       eng_id_str(&r->er_id));
-		bulk = clu_obj_bulk(r, iov);
-	}
+	if (r->er_data != NULL && (rc = clu_bulk_init(&cb, r, &bulk)) != 0)
+		return rc;
 	/*
 	 * The home answered a transport code: its call to another server
 	 * (a remote device of the object's units) failed, e.g. a link cut
@@ -455,7 +566,9 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 			break;
 		clu_obj_resend_note(r, err_msg());
 	}
-	free(iov);
+	if (rc == 0 && r->er_kind == ER_OBJ_READ)
+		clu_bulk_read_out(&cb, r);
+	clu_bulk_fini(&cb);
 	if (rc == 0 && rp != NULL)
 		r->er_bytes = rp->bytes;
 	if (rp != NULL)

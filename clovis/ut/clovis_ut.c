@@ -235,6 +235,136 @@ static void test_vectors(void)
 	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
 }
 
+/* Blocks of buffer i of nr in test_many_bufs: 1 to 4, and one buffer of
+ * 16 in the middle of a vector of more than 16 (mixed sizes, so that a
+ * client that coalesces buffers meets large and small ones in any order). */
+static size_t mb_blocks(uint32_t i, uint32_t nr)
+{
+	if (nr > 16 && i == nr / 2)
+		return 16;
+	return 1 + (i * 7u + nr) % 4u;
+}
+
+/* Split tot blocks into nr buffers (mixed sizes, each at least one block)
+ * over the one area base: lens and ptrs filled. */
+static void mb_split(uint8_t *base, uint64_t tot, uint32_t nr, size_t bsz,
+		     void **ptrs, size_t *lens)
+{
+	uint64_t left = tot;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t want = mb_blocks(i, nr), rest = nr - i - 1;
+
+		if (want > left - rest)
+			want = left - rest;
+		if (i == nr - 1)
+			want = left;
+		ptrs[i] = base + (tot - left) * bsz;
+		lens[i] = (size_t)(want * bsz);
+		left -= want;
+	}
+}
+
+/* One op of opcode oc on o over ev with data bv (NULL: ALLOC/FREE), run
+ * to its end; returns its rc (the message printed when it failed). */
+static int mb_io(struct clovis_obj *o, enum clovis_obj_opcode oc,
+		 struct clovis_extvec *ev, struct clovis_bufvec *bv)
+{
+	struct clovis_op *op;
+	int rc = clovis_obj_op(o, oc, ev, bv, 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0)
+		fprintf(stderr, "many_bufs: opcode %d with %u buffers, %u "
+			"extents: %d %s\n", oc, bv ? bv->bv_nr : 0, ev->ev_nr,
+			rc, clovis_errmsg());
+	return rc;
+}
+
+/*
+ * Up to CLOVIS_VEC_MAX buffers per op, in both modes (issue 26 point 6:
+ * a cluster WRITE of 64 buffers failed with -EINVAL, the RPC layer's
+ * bulk taking 16 iovecs).  WRITEs of 1, 16, 17, 64 and 4,096 buffers of
+ * mixed sizes over several extents, read back byte-exact into the same
+ * split, into one buffer and into 67 buffers; then FREE and ALLOC over the
+ * same extents (up to 1,024) read back as zeros.  Run against a cluster by
+ * cluster_test.sh ("clovis suites").
+ */
+static void test_many_bufs(void)
+{
+	static const uint32_t nrs[] = {1, 16, 17, 64, CLOVIS_VEC_MAX};
+	const size_t bsz = 512;
+
+	for (size_t t = 0; t < sizeof nrs / sizeof nrs[0]; t++) {
+		uint32_t nr = nrs[t], ne = nr < 4 ? 1 : (nr + 3) / 4, rn;
+		uint64_t tot = 0, next = 5;
+		uint64_t *st = calloc(ne, sizeof *st), *cnt = calloc(ne, sizeof *cnt);
+		void **wp = calloc(nr, sizeof *wp), **rp = calloc(nr, sizeof *rp);
+		size_t *wl = calloc(nr, sizeof *wl), *rl = calloc(nr, sizeof *rl);
+		uint8_t *w, *r;
+		struct clovis_extvec ev = {ne, st, cnt};
+		struct clovis_bufvec wv = {nr, wp, wl}, rv;
+		struct clovis_obj o;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(st && cnt && wp && rp && wl && rl);
+		for (uint32_t i = 0; i < nr; i++)
+			tot += mb_blocks(i, nr);
+		w = malloc(tot * bsz);
+		r = malloc(tot * bsz);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(w && r);
+		pattern(w, tot * bsz, 40 + (uint32_t)t, 0);
+		/* ne extents with a gap of two blocks between them */
+		for (uint32_t j = 0; j < ne; j++) {
+			cnt[j] = tot / ne + (j < tot % ne ? 1 : 0);
+			st[j] = next;
+			next += cnt[j] + 2;
+		}
+		mb_split(w, tot, nr, bsz, wp, wl);
+		CU_ASSERT_EQUAL_FATAL(obj_create(&o, 320 + t, 9,
+						 CLOVIS_TIER_FLASH), 0);
+		CU_ASSERT_EQUAL(mb_io(&o, CLOVIS_OC_WRITE, &ev, &wv), 0);
+		/* read back: the same split, one buffer, 67 buffers */
+		for (int k = 0; k < 3; k++) {
+			rn = k == 0 ? nr : k == 1 ? 1 : 67;
+			if (rn > tot)
+				rn = (uint32_t)tot;
+			memset(r, 0xa5, tot * bsz);
+			if (k == 0) {
+				mb_split(r, tot, nr, bsz, rp, rl);
+			} else {
+				free(rp);
+				free(rl);
+				rp = calloc(rn, sizeof *rp);
+				rl = calloc(rn, sizeof *rl);
+				CU_ASSERT_PTR_NOT_NULL_FATAL(rp && rl);
+				mb_split(r, tot, rn, bsz, rp, rl);
+			}
+			rv = (struct clovis_bufvec){rn, rp, rl};
+			CU_ASSERT_EQUAL(mb_io(&o, CLOVIS_OC_READ, &ev, &rv), 0);
+			CU_ASSERT(memcmp(r, w, tot * bsz) == 0);
+		}
+		/* FREE, then ALLOC: the extents read as zeros */
+		for (int k = 0; k < 2; k++) {
+			CU_ASSERT_EQUAL(mb_io(&o, k == 0 ? CLOVIS_OC_FREE :
+					      CLOVIS_OC_ALLOC, &ev, NULL), 0);
+			memset(w, 0, tot * bsz);
+			memset(r, 0xa5, tot * bsz);
+			CU_ASSERT_EQUAL(mb_io(&o, CLOVIS_OC_READ, &ev, &rv), 0);
+			CU_ASSERT(memcmp(r, w, tot * bsz) == 0);
+		}
+		CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+		free(w);
+		free(r);
+		free(st);
+		free(cnt);
+		free(wp);
+		free(rp);
+		free(wl);
+		free(rl);
+	}
+}
+
 /* Space is given back: overwrites and deletes leak nothing. */
 static void test_space_accounting(void)
 {
@@ -1239,6 +1369,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "block_sizes_tiers", test_block_sizes_tiers) ||
 	    !CU_add_test(s, "overwrite_model", test_overwrite_model) ||
 	    !CU_add_test(s, "vectors", test_vectors) ||
+	    !CU_add_test(s, "many_bufs", test_many_bufs) ||
 	    !CU_add_test(s, "space_accounting", test_space_accounting) ||
 	    !CU_add_test(s, "read_runs", test_read_runs) ||
 	    !CU_add_test(s, "enospc", test_enospc) ||
