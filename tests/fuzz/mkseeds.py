@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+"""mkseeds.py — write the hand-made seeds of the fuzz targets added for
+issue 26 (dtm_msg, conf_yaml, clu_yaml, s3_xml, s3_auth, s3_chunked,
+s3_route) into tests/fuzz/corpus/NAME/seed-*.
+
+Run from anywhere: python3 tests/fuzz/mkseeds.py.  Deterministic: the same
+files every run (the signed S3 seeds use the fixed clock of the harnesses,
+FUZZ_S3_NOW, and the user of their credentials file).
+"""
+import hashlib
+import hmac
+import os
+import struct
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def put(target, name, data):
+    d = os.path.join(CORPUS, target)
+    os.makedirs(d, exist_ok=True)
+    if isinstance(data, str):
+        data = data.encode()
+    with open(os.path.join(d, "seed-" + name), "wb") as f:
+        f.write(data)
+
+
+# ------------------------------------------------------------ protobuf
+
+
+def varint(v):
+    out = b""
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def f_var(num, v):
+    return varint(num << 3) + varint(v)
+
+
+def f_fix64(num, v):
+    return varint(num << 3 | 1) + struct.pack("<Q", v)
+
+
+def f_bytes(num, b):
+    return varint(num << 3 | 2) + varint(len(b)) + b
+
+
+SOP_ENT, SOP_OBJ, SOP_IDX = 64, 65, 66
+PREPARE, DECIDE, QUERY, LIST, DEAD = 1, 2, 3, 4, 5
+PREPARED, COMMITTED, ABORTED = 1, 2, 3
+
+
+def srv_body(name):
+    """A request body from srv_req's corpus (its 5-byte head dropped)."""
+    with open(os.path.join(CORPUS, "srv_req", name), "rb") as f:
+        return f.read()[5:]
+
+
+def dtx_req(kind, hlc=0x1234, node=1, parts=(), members=(), decision=0,
+            server=0, limit=0, wait_ms=0, bulk_len=0):
+    m = f_var(1, kind) + f_fix64(2, hlc) + f_var(3, node) + f_fix64(4, 99)
+    if parts:
+        m += f_bytes(5, b"".join(varint(p) for p in parts))
+    for op, body, data in members:
+        mb = f_var(1, op) + f_bytes(2, body)
+        if data:
+            mb += f_bytes(3, data)
+        m += f_bytes(6, mb)
+    if decision:
+        m += f_var(7, decision)
+    if server:
+        m += f_var(8, server)
+    if limit:
+        m += f_var(9, limit)
+    if wait_ms:
+        m += f_var(10, wait_ms)
+    if bulk_len:
+        m += f_var(11, bulk_len)
+    return m
+
+
+def dtx_info(hlc, state, parts):
+    return (f_fix64(1, hlc) + f_var(2, 1) + f_var(3, state) +
+            f_bytes(4, b"".join(varint(p) for p in parts)) +
+            f_fix64(5, 1000) + f_var(6, 2))
+
+
+def seeds_dtm():
+    put_idx = (SOP_IDX, srv_body("idx_put_inline"), b"")
+    del_idx = (SOP_IDX, srv_body("idx_del"), b"")
+    wr_obj = (SOP_OBJ, srv_body("obj_kind2"), b"x" * 4096)
+    ent = (SOP_ENT, srv_body("ent_create_obj"), b"")
+    three = bytes([0, 3])
+    put("dtm_msg", "prepare_idx", three + dtx_req(
+        PREPARE, parts=(0, 1), members=(put_idx, del_idx), wait_ms=5000))
+    put("dtm_msg", "prepare_obj", three + dtx_req(
+        PREPARE, parts=(2, 0), members=(wr_obj, ent)))
+    put("dtm_msg", "prepare_bad_part", three + dtx_req(
+        PREPARE, parts=(0, 3), members=(put_idx,)))
+    put("dtm_msg", "prepare_dup_part", three + dtx_req(
+        PREPARE, parts=(1, 1), members=(put_idx,)))
+    put("dtm_msg", "decide_commit", three + dtx_req(
+        DECIDE, parts=(0, 1), decision=COMMITTED))
+    put("dtm_msg", "decide_abort", three + dtx_req(DECIDE, decision=ABORTED))
+    put("dtm_msg", "query", three + dtx_req(QUERY, parts=(1,)))
+    put("dtm_msg", "list", three + dtx_req(LIST, hlc=0, limit=100))
+    put("dtm_msg", "dead", three + dtx_req(DEAD, hlc=0, server=2,
+                                            decision=1))
+    inner = dtx_req(PREPARE, parts=(0, 1), members=(put_idx, wr_obj))
+    env = dtx_req(PREPARE, bulk_len=len(inner))
+    put("dtm_msg", "envelope", bytes([1, 3]) +
+        struct.pack("<H", len(env)) + env + inner)
+    put("dtm_msg", "envelope_short", bytes([1, 3]) +
+        struct.pack("<H", len(env)) + env + inner[:-3])
+    other = dtx_req(PREPARE, hlc=0x999, parts=(0,), members=(put_idx,))
+    env2 = dtx_req(PREPARE, bulk_len=len(other))
+    put("dtm_msg", "envelope_other_dtx", bytes([1, 3]) +
+        struct.pack("<H", len(env2)) + env2 + other)
+    put("dtm_msg", "reply_prepared", bytes([2, 3]) + f_var(1, PREPARED) +
+        f_fix64(2, 77))
+    put("dtm_msg", "reply_list", bytes([2, 3]) + f_var(1, 0) +
+        f_fix64(2, 77) + f_bytes(3, dtx_info(5, PREPARED, (0, 1))) +
+        f_bytes(3, dtx_info(6, COMMITTED, (2,))) + f_fix64(4, 2) +
+        f_var(5, 1))
+
+
+# ---------------------------------------------------------------- YAML
+
+CONF_SMALL = """device_size: 64MiB
+devices:
+  - { tier: nvram }
+  - { name: f0, tier: flash }
+  - { name: f1, tier: flash, size: 32MiB }
+  - { tier: sas, path: sas.dev }
+  - { name: z0, tier: smr, size: 256MiB, zone_size: 16MiB }
+pools:
+  - { name: p, devices: [f0, f1], domains: [a, b] }
+layouts:
+  default: { type: mirror, pool: p, copies: 2, unit: 4KiB }
+  containers:
+    - { container: "7:9", layout: { type: plain, tier: smr } }
+device_model:
+  smr: { on: false, read_latency: 2ms, write_bandwidth: 200MB/s }
+"""
+
+CLU_ONE = """cluster:
+  name: dev
+  secret: "0123456789abcdef0123"
+servers:
+  - { name: s0, address: 127.0.0.1, port: 21000, data_dir: s0,
+      devices: [ { tier: flash } ] }
+"""
+
+
+def docs_yaml(path):
+    """The ```yaml blocks of a document of docs/."""
+    import re
+    with open(os.path.join(HERE, "..", "..", "docs", path)) as f:
+        text = f.read()
+    return re.findall(r"```yaml\n(.*?)```", text, re.S)
+
+
+def seeds_yaml():
+    for i, y in enumerate(docs_yaml("configuration.md")):
+        put("conf_yaml", "docs_configuration_%d" % i,
+            y.replace("DEV_SIZE", "64MiB"))
+    for i, y in enumerate(docs_yaml("performance.md")):
+        put("conf_yaml", "docs_performance_%d" % i, y)
+    put("conf_yaml", "small", CONF_SMALL)
+    put("conf_yaml", "empty", "")
+    put("conf_yaml", "bad_tier", "devices:\n  - { tier: tape }\n")
+    put("conf_yaml", "anchors", "device_size: &s 64MiB\ndevices:\n"
+        "  - { tier: flash, size: *s }\n  - &d { tier: sas }\n  - *d\n")
+    doc = docs_yaml("cluster.md")[0]
+    doc = doc.replace("pools: [...]", "pools: [ { name: all, devices: "
+                      "[flash0] } ]").replace("layouts: {...}", "layouts: "
+                      "{ default: { type: plain, tier: flash } }").replace(
+                      "device_model: {...}", "device_model: { flash: "
+                      "{ on: true } }")
+    put("clu_yaml", "docs_cluster", b"\0" + doc.encode())
+    put("clu_yaml", "docs_cluster_nosecret", b"\1" + doc.encode())
+    put("clu_yaml", "one", b"\0" + CLU_ONE.encode())
+    three = CLU_ONE + "".join(
+        "  - { name: s%d, address: 127.0.0.%d, port: 2100%d, data_dir: s%d,"
+        " nvram_dir: /tmp/n%d, meta_nvram: true, device_size: 32MiB,\n"
+        "      devices: [ { tier: nvram }, { tier: flash },"
+        " { tier: sas, local: true } ] }\n" % (i, i + 1, i, i, i)
+        for i in (1, 2))
+    three = three.replace("cluster:\n", "cluster:\n  index_replicas: 2\n"
+                          "  connect_timeout: 500ms\n  call_timeout: 3s\n"
+                          "  provider: shm\n")
+    put("clu_yaml", "three", b"\0" + three.encode())
+    put("clu_yaml", "secret_file", b"\0" + CLU_ONE.replace(
+        'secret: "0123456789abcdef0123"', "secret_file: secret").encode())
+    put("clu_yaml", "dup_port", b"\1" + (CLU_ONE + CLU_ONE.split(
+        "servers:\n")[1].replace("s0", "s1")).encode())
+
+
+# ----------------------------------------------------------------- XML
+
+XMLNS = ' xmlns="http://s3.amazonaws.com/doc/2006-03-01/"'
+XHDR = '<?xml version="1.0" encoding="UTF-8"?>\n'
+
+# The request bodies the gateway reads, as real clients send them.
+BODIES = {
+    "complete": XHDR + "<CompleteMultipartUpload" + XMLNS + ">"
+    "<Part><PartNumber>1</PartNumber><ETag>\"0123456789abcdef0123456789abcdef"
+    "\"</ETag></Part><Part><PartNumber>2</PartNumber><ETag>"
+    "fedcba9876543210fedcba9876543210</ETag><ChecksumCRC32>AAAAAA==</Checksum"
+    "CRC32></Part></CompleteMultipartUpload>",
+    "delete": XHDR + "<Delete" + XMLNS + "><Quiet>false</Quiet><Object><Key>"
+    "a/b.txt</Key></Object><Object><Key>caf&#xe9; &amp; &lt;t&gt;</Key>"
+    "<VersionId>null</VersionId></Object></Delete>",
+    "tagging": XHDR + "<Tagging" + XMLNS + "><TagSet><Tag><Key>project</Key>"
+    "<Value>strata</Value></Tag><Tag><Key>empty</Key><Value></Value></Tag>"
+    "</TagSet></Tagging>",
+    "acl": XHDR + "<AccessControlPolicy" + XMLNS + "><Owner><ID>alice</ID>"
+    "<DisplayName>alice</DisplayName></Owner><AccessControlList><Grant>"
+    "<Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+    "xsi:type=\"CanonicalUser\"><ID>alice</ID></Grantee><Permission>"
+    "FULL_CONTROL</Permission></Grant><Grant><Grantee xmlns:xsi=\"http://"
+    "www.w3.org/2001/XMLSchema-instance\" xsi:type=\"Group\"><URI>http://"
+    "acs.amazonaws.com/groups/global/AllUsers</URI></Grantee><Permission>READ"
+    "</Permission></Grant></AccessControlList></AccessControlPolicy>",
+    "cors": "<CORSConfiguration><CORSRule><ID>r1</ID><AllowedOrigin>"
+    "https://example.com</AllowedOrigin><AllowedMethod>GET</AllowedMethod>"
+    "<AllowedMethod>PUT</AllowedMethod><AllowedHeader>*</AllowedHeader>"
+    "<ExposeHeader>ETag</ExposeHeader><MaxAgeSeconds>3000</MaxAgeSeconds>"
+    "</CORSRule></CORSConfiguration>",
+    "lifecycle": XHDR + "<LifecycleConfiguration" + XMLNS + "><Rule><ID>old"
+    "</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status>"
+    "<Expiration><Days>30</Days></Expiration><AbortIncompleteMultipartUpload>"
+    "<DaysAfterInitiation>7</DaysAfterInitiation>"
+    "</AbortIncompleteMultipartUpload></Rule><Rule><ID>tagged</ID><Filter>"
+    "<And><Prefix>t/</Prefix><Tag><Key>k</Key><Value>v</Value></Tag></And>"
+    "</Filter><Status>Disabled</Status><Expiration><Date>2030-01-01T00:00:00"
+    "Z</Date></Expiration></Rule></LifecycleConfiguration>",
+    "versioning": "<VersioningConfiguration" + XMLNS + "><Status>Enabled"
+    "</Status><MfaDelete>Disabled</MfaDelete></VersioningConfiguration>",
+    "ownership": "<OwnershipControls" + XMLNS + "><Rule><ObjectOwnership>"
+    "BucketOwnerEnforced</ObjectOwnership></Rule></OwnershipControls>",
+    "create_bucket": "<CreateBucketConfiguration" + XMLNS + ">"
+    "<LocationConstraint>us-east-1</LocationConstraint>"
+    "</CreateBucketConfiguration>",
+}
+
+
+def seeds_xml():
+    for k, v in BODIES.items():
+        put("s3_xml", k, v)
+    put("s3_xml", "comment_selfclose", "<!-- c --><a><b/><!--x--><c>t</c>"
+        "</a>\n")
+    put("s3_xml", "deep", "<a>" * 32 + "</a>" * 32)
+    put("s3_xml", "too_deep", "<a>" * 33 + "</a>" * 33)
+
+
+def main():
+    seeds_dtm()
+    seeds_yaml()
+    seeds_xml()
+
+
+if __name__ == "__main__":
+    main()
