@@ -98,6 +98,9 @@ struct s3_conf {
 	uint32_t sc_etag;         /* S3_ETAG_*: single-part ETags */
 	bool sc_meta_nvram;       /* a store made by this run: metadata on
 				   * NVRAM (CLOVIS_CONF_META_NVRAM) */
+	uint32_t sc_lc_interval_s; /* lifecycle pass every (0: 3600 s) */
+	uint32_t sc_lc_day_s;     /* a lifecycle "day" (0: 86400 s; other
+				   * values are for tests) */
 };
 
 /* ------------------------------------------------------------- records */

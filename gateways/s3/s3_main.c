@@ -26,6 +26,7 @@
 #include <microhttpd.h>
 
 #include "gateways/s3/s3.h"
+#include "gateways/s3/s3_bconf.h"
 
 /* ---------------------------------------------------------- statistics */
 
@@ -929,6 +930,8 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 		{"timeout", 1, 3600, &c->sc_timeout_s, 4},
 		{"skew", 1, 86400 * 7, &c->sc_skew_s, 4},
 		{"workers", 1, 256, &c->sc_threads, 4},
+		{"lifecycle_interval", 1, 86400 * 7, &c->sc_lc_interval_s, 4},
+		{"lifecycle_day", 1, 86400, &c->sc_lc_day_s, 4},
 	};
 	char *e;
 	size_t i;
@@ -1061,7 +1064,8 @@ static void usage(void)
 		"[--part-min BYTES]\n"
 		"                 [--timeout S] [--skew S] [--gateway-id ID] "
 		"[--dev-size BYTES]\n"
-		"                 [--etag md5|crc64] [--meta-nvram]\n");
+		"                 [--etag md5|crc64] [--meta-nvram] "
+		"[--lifecycle-interval S]\n");
 }
 
 static int conf_args(struct s3_conf *c, int argc, char **argv)
@@ -1248,10 +1252,15 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		fprintf(stderr, "strata-s3: recovery: %s: %s\n",
 			clovis_strerror(rc), clovis_errmsg());
+	rc = s3_lifecycle_start();
+	if (rc != 0)
+		fprintf(stderr, "strata-s3: lifecycle thread: %s\n",
+			clovis_strerror(rc));
 	d = server_start(c, tls);
 	if (d == NULL) {
 		fprintf(stderr, "strata-s3: cannot listen on %s:%u\n",
 			c->sc_listen, c->sc_port);
+		s3_lifecycle_stop();
 		s3_store_close();
 		return 1;
 	}
@@ -1279,6 +1288,7 @@ int main(int argc, char **argv)
 	sigwait(&set, &sig);
 	MHD_stop_daemon(d);
 	stats_write(c->sc_stats_file);
+	s3_lifecycle_stop();
 	s3_store_close();
 	if (access_log != NULL && access_log != stdout)
 		fclose(access_log);
