@@ -6,7 +6,26 @@
  * ?lifecycle here once the bucket is found and the requester may act on it;
  * OPTIONS requests (CORS preflight) come here before authentication.
  * Every function that takes an s3_req sends the reply itself (s3_reply_*)
- * and returns what that reply function returned.
+ * and returns what that reply function returned (a PUT sets rq_body to
+ * S3_BODY_XML and rq_end, and replies once the body is in).
+ *
+ * Storage: the system index "@s3.bconf" (opened or created on first use;
+ * embedded and cluster mode alike), key bucket name "\0" kind
+ * ("versioning", "cors", "lifecycle"), value a TLV record of the bucket's
+ * creation time and the document as normalised XML.  A document whose
+ * creation time is not the bucket's (left by an earlier bucket of the same
+ * name) is treated as absent.  Versioning status and CORS rules are cached
+ * per bucket (at most 1,024 buckets, each read again after 5 s: a change
+ * through another gateway is seen within 5 s, one through this gateway at
+ * once), so a bucket without CORS costs a table lookup per request that
+ * has an Origin header.
+ *
+ * Versioning: object versions are not implemented.  Status Suspended is
+ * stored (objects behave as in a never-versioned bucket, version id
+ * "null"); Status Enabled and MfaDelete Enabled are refused 501
+ * NotImplemented and change nothing.  Lifecycle: Expiration Days and Date
+ * rules are applied by s3_lifecycle_*; the other actions are validated and
+ * stored only.  README.md, "Bucket configuration", has the details.
  */
 #ifndef STRATA_S3_BCONF_H
 #define STRATA_S3_BCONF_H
@@ -20,13 +39,21 @@ struct s3_bucket;
 /** True when sub (a query sub-resource name) is one of this file's. */
 bool s3_bconf_owns(const char *sub);
 
-/** GET, PUT or DELETE (rq->rq_method) of bucket sub-resource sub on b. */
+/** GET, PUT or DELETE (rq->rq_method) of bucket sub-resource sub on b
+ *  (found, and the requester allowed to act on it).  Other methods, and
+ *  DELETE ?versioning, get 405 MethodNotAllowed. */
 int s3_bconf_op(struct s3_req *rq, struct s3_bucket *b, const char *sub);
 
-/** The bucket named name is being deleted: drop its documents. 0 or -errno. */
+/** The bucket named name is being deleted: drop its documents (and what
+ *  is cached of them).  0 or a Clovis error (then a document may stay,
+ *  ignored by a later bucket of the name: its creation time differs). */
 int s3_bconf_drop(const char *name);
 
-/** An OPTIONS request (CORS preflight) on /bucket or /bucket/key. */
+/** An OPTIONS request (CORS preflight) on /bucket or /bucket/key, not
+ *  authenticated: 200 with the Access-Control-Allow-* headers of the first
+ *  rule matching Origin, Access-Control-Request-Method and every name of
+ *  Access-Control-Request-Headers; 403 AccessForbidden when no rule, no
+ *  configuration or no such bucket; 400 without Origin or method. */
 int s3_cors_preflight(struct s3_req *rq);
 
 /** A request with an Origin header on bucket b: add the CORS reply headers
@@ -37,7 +64,11 @@ void s3_cors_reply_hdrs(struct s3_req *rq, struct s3_bucket *b);
 int s3_bconf_versioning(struct s3_bucket *b);
 
 /** The lifecycle thread (expiration rules), started once the store is open
- * and stopped before it closes.  0 or -errno. */
+ * and recovered, and stopped after the HTTP server and before the store
+ * closes.  Every lifecycle-interval seconds (sc_lc_interval_s, 0: 3600) it
+ * deletes the objects enabled Expiration rules match, as DeleteObject does,
+ * at most 100,000 records examined and 10,000 deleted per pass.  0 or
+ * -errno. */
 int s3_lifecycle_start(void);
 void s3_lifecycle_stop(void);
 
