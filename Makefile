@@ -149,3 +149,9 @@ clean:
 
 .PHONY: all tests deps check run bench coverage install clean fuzz
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+
+# ceph/s3-tests against a fresh gateway: make s3-tests S3TESTS=DIR (a checkout
+# at the commit pinned in gateways/s3/tests/s3tests_run.sh; not in the repo).
+s3-tests: all
+	@gateways/s3/tests/s3tests_run.sh $(BUILD) "$(S3TESTS)"
+.PHONY: s3-tests
