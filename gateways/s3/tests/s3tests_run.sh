@@ -50,7 +50,7 @@ done
 B=${1:-}
 D=${2:-}
 if [ -z "$B" ] || [ -z "$D" ]; then
-	echo "usage: s3tests_run.sh BUILD S3TESTS_DIR [PYTEST_ARGS...]" >&2
+	echo "usage: s3tests_run.sh BUILD S3TESTS_DIR [PYTEST_ARGS...] (make s3-tests S3TESTS=DIR)" >&2
 	exit 1
 fi
 shift 2
