@@ -363,15 +363,29 @@ bool s3_anon_ok(struct s3_req *rq);
 
 /** Header value (case-insensitive name) or NULL. */
 const char *s3_hdr(struct s3_req *rq, const char *name);
+/** Call cb on every request header (name as sent, value), in order, while
+ * it returns non-zero. */
+void s3_hdr_each(struct s3_req *rq,
+		 int (*cb)(void *cls, const char *name, const char *value),
+		 void *cls);
 /** Query parameter value, or NULL; *has tells if present at all. */
 const char *s3_q(struct s3_req *rq, const char *name);
 bool s3_qhas(struct s3_req *rq, const char *name);
 
 /**
- * Check the request's SigV4 signature (Authorization header or presigned
- * query).  Returns 0 and fills rq_user, or sets *code and msg (the S3 error
- * code: AccessDenied, SignatureDoesNotMatch, InvalidAccessKeyId,
- * RequestTimeTooSkewed, AuthorizationHeaderMalformed) and returns -EACCES.
+ * Authenticate the request: SigV4 (Authorization header, or a presigned
+ * query with X-Amz-*) or SigV2 ("Authorization: AWS AKEY:SIG", or a
+ * presigned query with AWSAccessKeyId, Signature and Expires).  Returns 0
+ * and fills rq_user (rq_authed true); the signature parameters of a query
+ * are then dropped from rq_qn/rq_qv.  A request with no signature at all
+ * returns 0 as anonymous (rq_authed false, rq_user empty) only when
+ * s3_anon_ok() says so, else AccessDenied "Access Denied"; a signature
+ * that is there and fails is never taken as anonymous.  On failure sets
+ * *code and msg (the S3 error code: AccessDenied — also "Request has
+ * expired" —, SignatureDoesNotMatch, InvalidAccessKeyId,
+ * RequestTimeTooSkewed, AuthorizationHeaderMalformed,
+ * AuthorizationQueryParametersError, InvalidArgument, InvalidRequest) and
+ * returns -EACCES (or -EINVAL, -ENOMEM).
  */
 int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
 		  size_t msglen);

@@ -1,5 +1,5 @@
 /*
- * s3_auth.c — users and AWS Signature Version 4 for the S3 gateway.
+ * s3_auth.c — users and AWS signatures (V4 and V2) for the S3 gateway.
  *
  * Users live in a credentials file (lines "NAME ACCESS_KEY SECRET_KEY"),
  * written by `strata s3 user add|rm` and re-read by the gateway when its
@@ -9,7 +9,12 @@
  * from x-amz-content-sha256, checked against the body by the caller) and
  * presigned URLs (X-Amz-* query parameters, UNSIGNED-PAYLOAD, expiry).
  * The region of the credential scope is taken as the client sends it.
+ * SigV2 too (HMAC-SHA1): presigned URLs (AWSAccessKeyId, Signature,
+ * Expires), which boto3, aws cli 1.x and s3cmd make by default, and the
+ * "Authorization: AWS AKEY:SIG" header.  A request with no signature is
+ * anonymous, let through only where s3_anon_ok() says the bucket allows.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <openssl/evp.h>
+#include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <openssl/sha.h>
 
@@ -548,24 +554,333 @@ static int check_presigned(struct s3_req *rq, const char **code, char *msg,
 		      "X-Amz-Signature", code, msg, ml);
 }
 
-int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
-		  size_t ml)
+/* ---------------------------------------------------------------- SigV2 */
+
+/*
+ * Signature Version 2 (the form `aws s3 presign` of aws cli 1.x, `s3cmd
+ * signurl` and boto3's generate_presigned_url() make by default): the
+ * base64 of HMAC-SHA1, under the secret key, of
+ *   METHOD \n Content-MD5 \n Content-Type \n DATE \n
+ *   x-amz-* headers (lower-case names, sorted, "name:value\n") RESOURCE
+ * where DATE is the Expires parameter of a presigned URL, or the Date
+ * header (empty when x-amz-date is sent) of an "Authorization: AWS
+ * AKEY:SIG" request, and RESOURCE is "/bucket" (virtual-host style) and
+ * the path as sent, then the signed sub-resources and response-*
+ * overrides present, sorted by name, with their decoded values.
+ */
+
+/* Query parameters that are part of the SigV2 resource. */
+static const char *const v2_subres[] = {
+	"accelerate", "acl", "analytics", "cors", "delete", "encryption",
+	"intelligent-tiering", "inventory", "legal-hold", "lifecycle",
+	"location", "logging", "metrics", "notification", "object-lock",
+	"ownershipControls", "partNumber", "policy", "policyStatus",
+	"publicAccessBlock", "replication", "requestPayment",
+	"response-cache-control", "response-content-disposition",
+	"response-content-encoding", "response-content-language",
+	"response-content-type", "response-expires", "restore", "retention",
+	"select", "select-type", "storageClass", "tagging", "torrent",
+	"uploadId", "uploads", "versionId", "versioning", "versions",
+	"website",
+};
+
+static bool v2_is_subres(const char *n)
 {
-	const char *h = s3_hdr(rq, "Authorization");
+	size_t i;
+
+	for (i = 0; i < sizeof v2_subres / sizeof v2_subres[0]; i++)
+		if (strcmp(n, v2_subres[i]) == 0)
+			return true;
+	return false;
+}
+
+/* Index order of query parameters by name (stable: equal names keep
+ * their order, as botocore's sort). */
+static void v2_order(struct s3_req *rq, uint32_t *ix, uint32_t *n)
+{
+	uint32_t k, j;
+
+	*n = 0;
+	for (k = 0; k < rq->rq_nq; k++) {
+		if (!v2_is_subres(rq->rq_qn[k]))
+			continue;
+		for (j = *n; j > 0 && strcmp(rq->rq_qn[ix[j - 1]],
+					     rq->rq_qn[k]) > 0; j--)
+			ix[j] = ix[j - 1];
+		ix[j] = k;
+		(*n)++;
+	}
+}
+
+/* Was the bucket named by the Host header (virtual-host style)? */
+static bool v2_vhost(struct s3_req *rq)
+{
+	const char *host = s3_hdr(rq, "Host"), *sfx = s3g.g_conf.sc_host_suffix;
+	size_t hl, sl = strlen(sfx);
+
+	if (sl == 0 || host == NULL || rq->rq_bucket[0] == 0)
+		return false;
+	hl = strcspn(host, ":");
+	return hl > sl + 1 && strncasecmp(host + hl - sl, sfx, sl) == 0 &&
+	       host[hl - sl - 1] == '.';
+}
+
+/* x-amz-* headers for the string to sign: "name:value\n", names in
+ * lower case, sorted, repeated names' values joined by ','. */
+struct v2_hdrs {
+	char *vh_n[S3_QMAX];
+	const char *vh_v[S3_QMAX];
+	uint32_t vh_nr;
+	bool vh_over;
+};
+
+static int v2_hdr_cb(void *cls, const char *k, const char *v)
+{
+	struct v2_hdrs *h = cls;
+	char *n;
+	size_t i;
+
+	if (strncasecmp(k, "x-amz-", 6) != 0)
+		return 1;
+	if (h->vh_nr == S3_QMAX) {
+		h->vh_over = true;
+		return 1;
+	}
+	n = strdup(k);
+	if (n == NULL) {
+		h->vh_over = true;
+		return 1;
+	}
+	for (i = 0; n[i]; i++)
+		n[i] = (char)tolower((unsigned char)n[i]);
+	h->vh_n[h->vh_nr] = n;
+	h->vh_v[h->vh_nr++] = v ? v : "";
+	return 1;
+}
+
+/* A header value without its leading and trailing blanks (SigV2 keeps
+ * inner runs of blanks, as botocore and s3cmd sign them). */
+static void trimmed(struct s3_buf *b, const char *v)
+{
+	size_t n;
+
+	v += strspn(v, " \t");
+	n = strlen(v);
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	s3_buf_add(b, v, n);
+}
+
+static void v2_amz_headers(struct s3_req *rq, struct s3_buf *sts, bool *ok)
+{
+	struct v2_hdrs h = {.vh_nr = 0};
+	uint32_t k, j;
+
+	s3_hdr_each(rq, v2_hdr_cb, &h);
+	if (h.vh_over)
+		*ok = false;
+	for (k = 1; k < h.vh_nr; k++) /* insertion sort, stable */
+		for (j = k; j > 0 && strcmp(h.vh_n[j - 1], h.vh_n[j]) > 0;
+		     j--) {
+			char *tn = h.vh_n[j];
+			const char *tv = h.vh_v[j];
+
+			h.vh_n[j] = h.vh_n[j - 1];
+			h.vh_v[j] = h.vh_v[j - 1];
+			h.vh_n[j - 1] = tn;
+			h.vh_v[j - 1] = tv;
+		}
+	for (k = 0; k < h.vh_nr; k++) {
+		bool same = k > 0 && strcmp(h.vh_n[k], h.vh_n[k - 1]) == 0;
+
+		if (same) {
+			sts->b_len--; /* the "\n" of the previous value */
+			s3_buf_add(sts, ",", 1);
+		} else {
+			s3_buf_str(sts, h.vh_n[k]);
+			s3_buf_add(sts, ":", 1);
+		}
+		trimmed(sts, h.vh_v[k]);
+		s3_buf_add(sts, "\n", 1);
+	}
+	for (k = 0; k < h.vh_nr; k++)
+		free(h.vh_n[k]);
+}
+
+/* Forms of the path in the SigV2 resource: as sent; as decoded (some
+ * clients sign that); a bucket's path with a '/' added (botocore signs
+ * "/bucket/" for a request sent to "/bucket"). */
+enum { V2_RAW, V2_DECODED, V2_SLASH, V2_FORMS };
+
+/* The SigV2 string to sign with date line date, the path in form. */
+static bool v2_string(struct s3_req *rq, const char *date, int form,
+		      struct s3_buf *sts)
+{
+	const char *md5 = s3_hdr(rq, "Content-MD5"),
+		   *ct = s3_hdr(rq, "Content-Type"),
+		   *q = strchr(rq->rq_raw, '?');
+	uint32_t ix[S3_QMAX], n, k;
+	bool ok = true;
+
+	s3_buf_printf(sts, "%s\n%s\n%s\n%s\n", rq->rq_method,
+		      md5 ? md5 : "", ct ? ct : "", date);
+	v2_amz_headers(rq, sts, &ok);
+	if (v2_vhost(rq)) {
+		s3_buf_add(sts, "/", 1);
+		s3_buf_str(sts, rq->rq_bucket);
+	}
+	if (form == V2_DECODED)
+		s3_buf_add(sts, rq->rq_path, rq->rq_path_len);
+	else
+		s3_buf_add(sts, rq->rq_raw, q ? (size_t)(q - rq->rq_raw)
+					      : strlen(rq->rq_raw));
+	if (form == V2_SLASH)
+		s3_buf_add(sts, "/", 1);
+	v2_order(rq, ix, &n);
+	for (k = 0; k < n; k++) {
+		s3_buf_add(sts, k == 0 ? "?" : "&", 1);
+		s3_buf_str(sts, rq->rq_qn[ix[k]]);
+		if (rq->rq_qhas[ix[k]]) {
+			s3_buf_add(sts, "=", 1);
+			s3_buf_str(sts, rq->rq_qv[ix[k]]);
+		}
+	}
+	return ok && !sts->b_oom;
+}
+
+/* Does sig (base64) sign the request as SigV2 with date line date, under
+ * rq_user's secret?  Each form of the path is tried. */
+static bool v2_match(struct s3_req *rq, const char *date, const char *sig)
+{
+	int form;
+
+	for (form = 0; form < V2_FORMS; form++) {
+		struct s3_buf sts = {0};
+		uint8_t mac[EVP_MAX_MD_SIZE];
+		unsigned int ml = 0;
+		char b64[64];
+		bool ok;
+
+		if (form == V2_SLASH && (rq->rq_key != NULL ||
+					 rq->rq_bucket[0] == 0 ||
+					 rq->rq_path[rq->rq_path_len - 1] == '/'))
+			continue;
+		ok = v2_string(rq, date, form, &sts) &&
+		     HMAC(EVP_sha1(), rq->rq_user.u_skey,
+			  (int)strlen(rq->rq_user.u_skey),
+			  (const unsigned char *)sts.b_data, sts.b_len, mac,
+			  &ml) != NULL;
+		s3_buf_fini(&sts);
+		if (!ok)
+			return false;
+		b64[s3_b64enc(mac, ml, b64)] = 0;
+		if (strlen(sig) == strlen(b64) &&
+		    CRYPTO_memcmp(sig, b64, strlen(b64)) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int v2_verify(struct s3_req *rq, const char *akey, const char *date,
+		     const char *sig, const char **code, char *msg, size_t ml)
+{
+	if (s3_user_find(akey, &rq->rq_user) != 0)
+		return deny(code, "InvalidAccessKeyId", msg, ml,
+			    "The AWS Access Key Id you provided does not exist "
+			    "in our records.");
+	if (!v2_match(rq, date, sig)) {
+		memset(&rq->rq_user, 0, sizeof rq->rq_user);
+		return deny(code, "SignatureDoesNotMatch", msg, ml,
+			    "The request signature we calculated does not "
+			    "match the signature you provided. Check your key "
+			    "and signing method.");
+	}
+	rq->rq_authed = true;
+	snprintf(rq->rq_payload_hash, sizeof rq->rq_payload_hash,
+		 "UNSIGNED-PAYLOAD");
+	return 0;
+}
+
+/* A SigV2 presigned URL: AWSAccessKeyId, Signature, Expires (seconds
+ * since the epoch). */
+static int check_presigned_v2(struct s3_req *rq, const char **code,
+			      char *msg, size_t ml)
+{
+	const char *akey = s3_q(rq, "AWSAccessKeyId"),
+		   *sig = s3_q(rq, "Signature"), *exp = s3_q(rq, "Expires");
+	char *e;
+	long long t;
+
+	if (akey == NULL || sig == NULL || exp == NULL || !akey[0] ||
+	    !sig[0])
+		return deny(code, "AccessDenied", msg, ml,
+			    "Query-string authentication requires the "
+			    "Signature, Expires and AWSAccessKeyId parameters");
+	t = strtoll(exp, &e, 10);
+	if (!exp[0] || *e || t < 0)
+		return deny(code, "AccessDenied", msg, ml,
+			    "Invalid date (should be seconds since epoch): "
+			    "Expires");
+	if ((long long)time(NULL) > t)
+		return deny(code, "AccessDenied", msg, ml,
+			    "Request has expired");
+	return v2_verify(rq, akey, exp, sig, code, msg, ml);
+}
+
+/* An RFC 1123 date as SigV2 clients send it, into out: s3cmd writes the
+ * zone as "+0000", which is "GMT". */
+static const char *v2_date(const char *d, char *out, size_t ol)
+{
+	size_t n = strlen(d);
+
+	if (n < 6 || n + 4 > ol || strcmp(d + n - 6, " +0000") != 0)
+		return d;
+	snprintf(out, ol, "%.*s GMT", (int)(n - 6), d);
+	return out;
+}
+
+/* "Authorization: AWS AKEY:SIG" (s3cmd with signature_v2, older tools):
+ * Date or x-amz-date within the allowed skew. */
+static int check_header_v2(struct s3_req *rq, const char *h,
+			   const char **code, char *msg, size_t ml)
+{
+	const char *colon = strrchr(h + 4, ':'),
+		   *xd = s3_hdr(rq, "x-amz-date"), *d = s3_hdr(rq, "Date");
+	char akey[64], date[64];
+	size_t al;
+	int rc;
+
+	al = colon ? (size_t)(colon - (h + 4)) : 0;
+	if (al == 0 || al >= sizeof akey || !colon[1])
+		return deny(code, "AuthorizationHeaderMalformed", msg, ml,
+			    "The authorization header is malformed");
+	memcpy(akey, h + 4, al);
+	akey[al] = 0;
+	if (xd == NULL && d == NULL)
+		return deny(code, "AccessDenied", msg, ml,
+			    "AWS authentication requires a valid Date or "
+			    "x-amz-date header");
+	rc = check_time(v2_date(xd ? xd : d, date, sizeof date),
+			s3g.g_conf.sc_skew_s, -1, code, msg, ml);
+	if (rc != 0)
+		return rc;
+	return v2_verify(rq, akey, xd ? "" : d, colon + 1, code, msg, ml);
+}
+
+/* The Authorization header: SigV4, or SigV2 ("AWS AKEY:SIG"). */
+static int check_header(struct s3_req *rq, const char *h, const char **code,
+			char *msg, size_t ml)
+{
 	const char *date, *payload;
 	char cred[256], sh[1024], sig[80], akey[64], scope[128];
 	int rc;
 
-	if (h == NULL) {
-		if (s3_q(rq, "X-Amz-Signature") != NULL)
-			return check_presigned(rq, code, msg, ml);
-		return deny(code, "AccessDenied", msg, ml,
-			    "Access Denied (anonymous requests are refused)");
-	}
+	if (strncmp(h, "AWS ", 4) == 0)
+		return check_header_v2(rq, h, code, msg, ml);
 	if (strncmp(h, "AWS4-HMAC-SHA256 ", 17) != 0)
 		return deny(code, "AccessDenied", msg, ml,
-			    "only AWS4-HMAC-SHA256 (SigV4) authorization is "
-			    "supported");
+			    "only AWS4-HMAC-SHA256 (SigV4) and AWS (SigV2) "
+			    "authorization are supported");
 	if (!auth_field(h, "Credential=", cred, sizeof cred) ||
 	    !auth_field(h, "SignedHeaders=", sh, sizeof sh) ||
 	    !auth_field(h, "Signature=", sig, sizeof sig) ||
@@ -595,4 +910,79 @@ int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
 		 payload);
 	return verify(rq, akey, scope, sh, date, payload, sig, NULL, code,
 		      msg, ml);
+}
+
+/* ------------------------------------------------------ the entry point */
+
+/* Query parameters that carry a signature (any makes a request signed). */
+static const char *const auth_params[] = {
+	"X-Amz-Algorithm", "X-Amz-Credential", "X-Amz-Date", "X-Amz-Expires",
+	"X-Amz-SignedHeaders", "X-Amz-Signature", "X-Amz-Security-Token",
+	"AWSAccessKeyId", "Signature", "Expires",
+};
+
+/* After a query signature was checked: drop its parameters, so that what
+ * the router sees is the request's own parameters. */
+static void auth_params_drop(struct s3_req *rq)
+{
+	uint32_t k = 0, j;
+	size_t i;
+
+	while (k < rq->rq_nq) {
+		bool drop = false;
+
+		for (i = 0; i < sizeof auth_params / sizeof auth_params[0]; i++)
+			drop |= strcmp(rq->rq_qn[k], auth_params[i]) == 0;
+		if (!drop) {
+			k++;
+			continue;
+		}
+		free(rq->rq_qn[k]);
+		free(rq->rq_qv[k]);
+		for (j = k; j + 1 < rq->rq_nq; j++) {
+			rq->rq_qn[j] = rq->rq_qn[j + 1];
+			rq->rq_qv[j] = rq->rq_qv[j + 1];
+			rq->rq_qhas[j] = rq->rq_qhas[j + 1];
+		}
+		rq->rq_nq--;
+	}
+}
+
+int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
+		  size_t ml)
+{
+	const char *h = s3_hdr(rq, "Authorization");
+	bool v4q = s3_q(rq, "X-Amz-Signature") != NULL ||
+		   s3_q(rq, "X-Amz-Credential") != NULL ||
+		   s3_q(rq, "X-Amz-Algorithm") != NULL;
+	bool v2q = s3_q(rq, "AWSAccessKeyId") != NULL ||
+		   s3_q(rq, "Signature") != NULL;
+	int rc;
+
+	if (h != NULL && (v4q || v2q))
+		return deny(code, "InvalidArgument", msg, ml,
+			    "Only one auth mechanism allowed; only the "
+			    "X-Amz-Algorithm query parameter, Signature query "
+			    "string parameter or the Authorization header "
+			    "should be specified");
+	if (h != NULL)
+		return check_header(rq, h, code, msg, ml);
+	if (v4q && v2q)
+		return deny(code, "InvalidArgument", msg, ml,
+			    "Only one auth mechanism allowed");
+	if (v4q || v2q) {
+		rc = v4q ? check_presigned(rq, code, msg, ml)
+			 : check_presigned_v2(rq, code, msg, ml);
+		if (rc == 0)
+			auth_params_drop(rq);
+		return rc;
+	}
+	/* no signature at all: anonymous, if the bucket lets anyone */
+	memset(&rq->rq_user, 0, sizeof rq->rq_user);
+	rq->rq_authed = false;
+	if (!s3_anon_ok(rq))
+		return deny(code, "AccessDenied", msg, ml, "Access Denied");
+	snprintf(rq->rq_payload_hash, sizeof rq->rq_payload_hash,
+		 "UNSIGNED-PAYLOAD");
+	return 0;
 }

@@ -141,6 +141,29 @@ const char *s3_hdr(struct s3_req *rq, const char *name)
 	return MHD_lookup_connection_value(rq->rq_conn, MHD_HEADER_KIND, name);
 }
 
+struct hdr_each {
+	int (*he_cb)(void *cls, const char *name, const char *value);
+	void *he_cls;
+};
+
+static enum MHD_Result hdr_each_cb(void *cls, enum MHD_ValueKind kind,
+				   const char *k, const char *v)
+{
+	struct hdr_each *he = cls;
+
+	return he->he_cb(he->he_cls, k, v ? v : "") ? MHD_YES : MHD_NO;
+}
+
+void s3_hdr_each(struct s3_req *rq,
+		 int (*cb)(void *cls, const char *name, const char *value),
+		 void *cls)
+{
+	struct hdr_each he = {cb, cls};
+
+	MHD_get_connection_values(rq->rq_conn, MHD_HEADER_KIND, hdr_each_cb,
+				  &he);
+}
+
 static const char *s3_hdr_c(struct MHD_Connection *con, const char *name)
 {
 	return MHD_lookup_connection_value(con, MHD_HEADER_KIND, name);

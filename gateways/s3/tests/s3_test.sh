@@ -8,6 +8,9 @@
 #   1. s3_conformance.py — the boto3 conformance suite;
 #   2. s3_badinput.py    — malformed and hostile requests over raw HTTP
 #                          (signed aws-chunked bodies and trailers too);
+#      s3_presign.py     — presigned URLs as boto3, aws cli and s3cmd make
+#                          them (SigV2 and SigV4), SigV2 headers, refusals,
+#                          anonymous requests;
 #      s3_tls.py         — a second gateway with TLS (a self-signed
 #                          certificate made here): boto3 over HTTPS, whose
 #                          bodies carry their checksums as trailers;
@@ -126,6 +129,7 @@ ok "gateway listens on $EP"
 
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds"
 part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds" "$T/access.log"
+part presign "$HERE/s3_presign.py" "$EP" "$T/creds"
 
 # ---- TLS: a second gateway on its own store with a self-signed
 # certificate for 127.0.0.1; boto3 over HTTPS (its checksums as trailers)
