@@ -109,7 +109,8 @@ extern "C" {
 
 /* ---------------------------------------------------------------- limits */
 
-/** Smallest and largest object block size, as log2 of bytes. */
+/** Smallest and largest object block size, as log2 of bytes
+ *  (clovis_obj_attr.oa_block_shift; 0 there means 12, 4 KiB). */
 #define CLOVIS_BLOCK_SHIFT_MIN 9u  /* 512 B */
 #define CLOVIS_BLOCK_SHIFT_MAX 26u /* 64 MiB */
 /** Longest index key in bytes (LMDB key limit less the 16-byte index id). */
@@ -417,7 +418,10 @@ enum clovis_layout_type {
  * oa_size_bytes at SETATTR.  Out: all fields after CREATE, OPEN or GETATTR.
  */
 struct clovis_obj_attr {
-	uint32_t oa_block_shift; /**< log2 block size, 9..26 */
+	/** log2 block size, CLOVIS_BLOCK_SHIFT_MIN..MAX (9..26); 0 = 12
+	 *  (4 KiB blocks, the default, as with no attributes); anything
+	 *  else is -EINVAL naming the field.  Out: the object's (never 0). */
+	uint32_t oa_block_shift;
 	/** enum clovis_layout_type; 0 = the container's default layout
 	 *  (from the store configuration; PLAIN if none).  When that default
 	 *  is PLAIN, oa_tier still chooses the tier. */
@@ -729,6 +733,9 @@ CLOVIS_API void *clovis_op_datum(const struct clovis_op *op);
  * Launch nr ops.  Each must be in INIT state; one that is not (or NULL) is
  * skipped and left as it is, and the call returns -CLOVIS_ESTATE (or
  * -EINVAL); the others are launched.  Returns 0 when all were launched.
+ * nr 0 launches nothing and returns 0 (ops is not read and may be NULL),
+ * so a caller may launch a batch it built without checking it is empty;
+ * ops NULL with nr > 0 is -EINVAL.
  * Ops run concurrently; launching several together lets the library batch
  * their commits.
  */
@@ -743,6 +750,12 @@ CLOVIS_API int clovis_op_launch(struct clovis_op **ops, uint32_t nr);
  * Returns 0 when one of states was reached, -ETIMEDOUT, -EINVAL (NULL op or
  * empty mask), or the op's rc if it FAILED and FAILED was not in states.
  * Waiting for EXECUTED returns as soon as the op is EXECUTED or later.
+ * An op still in INIT that nothing will launch (never given to
+ * clovis_op_launch(); a dtx's commit op not launched; a dtx member whose
+ * dtx's commit op is not launched yet) is refused at once with -EINVAL and
+ * a message naming the op, whatever timeout_ns (it could never leave
+ * INIT), unless CLOVIS_OS_INIT is in states (then 0).  A member of a dtx
+ * whose commit op was launched is waited on: that commit launches it.
  */
 CLOVIS_API int clovis_op_wait(struct clovis_op *op, uint32_t states,
 			      int64_t timeout_ns);

@@ -169,6 +169,9 @@ void dtx_op_free(struct clovis_op *op);
  * index PUT/DEL (its run only holds its commit item): may run in the
  * launching thread (clovis_op_launch(), op.c "op_runs_here"). */
 bool dtx_op_runs_here(const struct clovis_op *op);
+/* A member of a dtx whose commit op was launched: that commit launches
+ * it (or fails it), so clovis_op_wait() on it in INIT ends. */
+bool dtx_member_launch_due(const struct clovis_op *op);
 /* Ops this thread ran in op_run_here() (launched and run in the launching
  * thread, not queued to a worker): for tests. */
 extern __thread uint64_t op_here_runs;

@@ -433,6 +433,17 @@ bool dtx_op_runs_here(const struct clovis_op *op)
 		(op->op_here && op_unit_layout(op) == CLOVIS_LAYOUT_PLAIN));
 }
 
+/* Not under op_lock (dtx_commit_run() takes op locks under dx_lock): the
+ * state is read without dx_lock; the app does not free the dtx while it
+ * waits on one of its members. */
+bool dtx_member_launch_due(const struct clovis_op *op)
+{
+	const struct clovis_dtx *dx = op->op_dtx;
+
+	return dx != NULL && dx->dx_cop != op &&
+	       __atomic_load_n(&dx->dx_state, __ATOMIC_ACQUIRE) != DX_OPEN;
+}
+
 /* Take op out of its dtx (it stays an ordinary op in INIT). */
 static void member_detach(struct clovis_op *op)
 {

@@ -917,6 +917,8 @@ int clovis_op_launch(struct clovis_op **ops, uint32_t nr)
 	uint32_t nr_inline = 0;
 	int ret = 0, rc;
 
+	if (nr == 0)
+		return 0; /* nothing to launch (clovis.h); ops is not read */
 	if (ops == NULL)
 		return err_set(-EINVAL, "op_launch: ops is NULL");
 	if (nr == 1 && op_valid(ops[0]) && op_runs_inline(ops[0]))
@@ -965,6 +967,40 @@ static bool op_reached(const struct clovis_op *op, uint32_t mask)
 	return (st & mask) != 0;
 }
 
+/* What op is, for messages: "obj.write on object 5eed:64", "dtx commit". */
+static void op_describe(const struct clovis_op *op, char *buf, size_t len)
+{
+	static const char *const what[CLOVIS_STAT_NR] = {
+		"READ", "WRITE", "ALLOC", "FREE", "GET", "PUT", "DEL", "NEXT",
+		"CREATE", "OPEN", "DELETE", "GETATTR", "SETATTR", "commit"};
+	static const char *const type[] = {"entity", "container", "object",
+					   "index"};
+	uint32_t t = op->op_req.er_type;
+
+	if (op->op_stat >= CLOVIS_STAT_NR) {
+		snprintf(buf, len, "the dtx commit op");
+		return;
+	}
+	snprintf(buf, len, "%s op on %s %s", what[op->op_stat],
+		 type[t < sizeof type / sizeof type[0] ? t : 0],
+		 eng_id_str(&op->op_req.er_id));
+}
+
+/* Is op in INIT with nothing to launch it but the caller: not launched,
+ * and not a member of a dtx whose commit op was launched (that commit
+ * launches or fails it)?  Then a wait for a later state would never end. */
+static bool op_unlaunched(struct clovis_op *op)
+{
+	bool init;
+
+	if (__atomic_load_n(&op->op_inline_done, __ATOMIC_ACQUIRE))
+		return false;
+	pthread_mutex_lock(&op->op_lock);
+	init = op->op_state == CLOVIS_OS_INIT;
+	pthread_mutex_unlock(&op->op_lock);
+	return init && !dtx_member_launch_due(op);
+}
+
 int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 {
 	struct timespec dl;
@@ -973,6 +1009,13 @@ int clovis_op_wait(struct clovis_op *op, uint32_t states, int64_t timeout_ns)
 	if (!op_valid(op) || states == 0 || (states & ~0x1fu) != 0)
 		return err_set(-EINVAL, "op_wait: %s", op_valid(op) ?
 			       "bad state mask" : "not an op");
+	if (!(states & CLOVIS_OS_INIT) && op_unlaunched(op)) {
+		char d[96];
+
+		op_describe(op, d, sizeof d);
+		return err_set(-EINVAL, "op_wait: %s was never launched (state "
+			       "INIT): launch it first", d);
+	}
 	if (timeout_ns != CLOVIS_TIME_NEVER) {
 		uint64_t t = op_now_ns() + (uint64_t)(timeout_ns > 0 ? timeout_ns : 0);
 

@@ -644,8 +644,14 @@ static void bad_obj_init(void)
 			 -EINVAL);
 	a.oa_block_shift = 8;
 	BAD_CALL(clovis_obj_init(&o, bad_realm, &id, &a), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "block shift 8 outside "
+				      "9..26"));
 	a.oa_block_shift = 27;
 	BAD_CALL(clovis_obj_init(&o, bad_realm, &id, &a), -EINVAL);
+	/* 0 is the documented default (clovis.h): 12, 4 KiB blocks */
+	a.oa_block_shift = 0;
+	CU_ASSERT_EQUAL(clovis_obj_init(&o, bad_realm, &id, &a), 0);
+	CU_ASSERT_EQUAL(o.ob_attr.oa_block_shift, 12);
 	a.oa_block_shift = 12;
 	a.oa_layout = 99;
 	BAD_CALL(clovis_obj_init(&o, bad_realm, &id, &a), -EINVAL);

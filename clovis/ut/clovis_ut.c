@@ -1280,17 +1280,65 @@ static void test_cluster_start(void)
 	CU_ASSERT_EQUAL(rd1 - rd0, 0);
 }
 
-/* Wait with a timeout on an op never launched times out. */
+/*
+ * clovis_op_wait() on an op never launched (INIT) is refused with -EINVAL
+ * naming the op, with a timeout or CLOVIS_TIME_NEVER (which hung before,
+ * issue 26 point 11; a timeout gave -ETIMEDOUT), unless INIT is in the
+ * mask; launched, the same op is waited on as usual.  A dtx member in
+ * INIT counts as launched once its dtx's commit op is (the commit
+ * launches it).  clovis_op_launch() of 0 ops is a no-op returning 0 (ops
+ * not read, may be NULL) and launches nothing.
+ */
 static void test_wait_timeout(void)
 {
 	struct clovis_obj o;
-	struct clovis_op *op;
+	struct clovis_op *op, *cop, *none[1] = {NULL};
+	struct clovis_dtx *dx;
+	uint64_t s = 3, n = 1;
+	struct clovis_extvec ev = {1, &s, &n};
 
 	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 601, 12, CLOVIS_TIER_FLASH), 0);
 	CU_ASSERT_EQUAL_FATAL(clovis_entity_op(&o.ob_entity, CLOVIS_EO_GETATTR,
 					       &op), 0);
-	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE, 1000000), -ETIMEDOUT);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "never launched"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "GETATTR op on object "
+				      "5eed:"));
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_EXECUTED, 1000000),
+			-EINVAL);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_INIT | CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER), 0);
+	/* launching nothing: 0, nothing launched */
+	CU_ASSERT_EQUAL(clovis_op_launch(&op, 0), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(NULL, 0), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(none, 0), 0);
+	CU_ASSERT_EQUAL(clovis_op_state(op), CLOVIS_OS_INIT);
 	CU_ASSERT_EQUAL(clovis_op_sync(op), 0);
+
+	/* a dtx member: refused while its dtx is open, waited on once the
+	 * commit op (which launches it) is launched */
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_ALLOC, &ev, NULL, 0,
+					    &op), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_add(dx, op), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER), -EINVAL);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_errmsg(), "dtx commit op"));
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(op, CLOVIS_OS_STABLE,
+				       30ll * 1000000000), 0);
+	if (clovis_op_wait(cop, CLOVIS_OS_STABLE, 30ll * 1000000000) != 0)
+		fprintf(stderr, "wait_timeout: dtx: %d %s / %s\n",
+			clovis_op_rc(cop), clovis_op_errmsg(cop),
+			clovis_op_errmsg(op));
+	CU_ASSERT_EQUAL(clovis_op_rc(cop), 0);
+	clovis_op_free(op);
+	clovis_op_free(cop);
 	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
 }
 
