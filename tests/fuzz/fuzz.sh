@@ -76,6 +76,7 @@ libpkgs="lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric \
 
 # The gateway's objects (all but s3_main.c), once per run: "ok" or "failed".
 s3gw_state=""
+s3pkgs="libmicrohttpd"
 s3gw_build() {
 	local srcs src obj objs=()
 
@@ -88,6 +89,9 @@ s3gw_build() {
 	fi
 	srcs=$(sed -n 's/^S3_SRCS *:= *$(addprefix gateways\/s3\/,\(.*\))$/\1/p' \
 		gateways/s3/module.mk)
+	# the packages the gateway's objects are compiled with (its own)
+	s3pkgs=$(sed -n 's/.*pkg-config --cflags \([^)]*\) 2>\/dev\/null.*/\1/p' \
+		gateways/s3/module.mk | head -1)
 	mkdir -p "$out/s3gw"
 	rm -f "$out/s3gw/"*.o
 	: >"$out/s3gw.build.log"
@@ -96,7 +100,7 @@ s3gw_build() {
 		obj="$out/s3gw/${src%.c}.o"
 		objs+=("$obj")
 		# shellcheck disable=SC2046
-		$CLANG $cflags $(pkg-config --cflags $libpkgs libmicrohttpd) -c \
+		$CLANG $cflags $(pkg-config --cflags $libpkgs $s3pkgs) -c \
 			-o "$obj" "gateways/s3/$src" \
 			>>"$out/s3gw.build.log" 2>&1 &
 	done
@@ -129,7 +133,7 @@ for line in "${targets[@]}"; do
 			# shellcheck disable=SC2207
 			largs+=("$out/libs3gw.a" "$B/libstrata.a"
 			       $(pkg-config --cflags --libs $libpkgs \
-				 libmicrohttpd) -lpthread) ;;
+				 $s3pkgs) -lpthread) ;;
 		@lib)
 			# shellcheck disable=SC2207
 			largs+=("$B/libstrata.a" $(pkg-config --cflags --libs \

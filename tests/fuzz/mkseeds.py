@@ -261,10 +261,97 @@ def seeds_xml():
     put("s3_xml", "too_deep", "<a>" * 33 + "</a>" * 33)
 
 
+# ------------------------------------------------------------- S3 auth
+
+FZ_NOW = 1704067200  # the harnesses' clock: 2024-01-01T00:00:00Z
+FZ_AKEY, FZ_SKEY = "FUZZAKID0000000000", \
+    "fuzz/secret+key0000000000000000000000000"
+
+
+def botocore_fixed_clock():
+    """botocore signing at FZ_NOW (mkseeds.py needs python3-botocore)."""
+    import datetime
+    import time
+    import botocore.auth
+    now = datetime.datetime.fromtimestamp(FZ_NOW, datetime.timezone.utc)
+    botocore.auth.get_current_datetime = \
+        lambda *a, **k: now.replace(tzinfo=None)
+    time.time = lambda: float(FZ_NOW)
+    return botocore.auth
+
+
+def http_text(method, url, headers, body=b""):
+    """A request as fuzz_s3.h reads it (host and scheme dropped)."""
+    u = urllib.parse.urlsplit(url)
+    target = u.path + ("?" + u.query if u.query else "")
+    out = "%s %s HTTP/1.1\n" % (method, target)
+    for k, v in headers.items():
+        if isinstance(v, bytes):
+            v = v.decode()
+        out += "%s: %s\n" % (k, v)
+    return out.encode() + b"\n" + body
+
+
+def signed(auth_cls, method, path, headers=None, body=b"", **kw):
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    creds = Credentials(FZ_AKEY, FZ_SKEY)
+    req = AWSRequest(method=method, url="http://127.0.0.1:8333" + path,
+                     headers=headers or {}, data=body)
+    if auth_cls.__name__.startswith("S3SigV4") or \
+            auth_cls.__name__.startswith("SigV4"):
+        auth_cls(creds, "s3", "us-east-1", **kw).add_auth(req)
+    else:
+        auth_cls(creds, **kw).add_auth(req)
+    prepared = req.prepare()
+    hdrs = dict(prepared.headers)
+    hdrs.setdefault("Host", "127.0.0.1:8333")
+    return http_text(method, prepared.url, hdrs, body)
+
+
+def seeds_auth():
+    a = botocore_fixed_clock()
+    put("s3_auth", "v4_get", signed(a.S3SigV4Auth, "GET", "/fz/k"))
+    put("s3_auth", "v4_put", signed(
+        a.S3SigV4Auth, "PUT", "/fz/dir/caf%C3%A9%20x.txt",
+        {"Content-Type": "text/plain", "x-amz-meta-a": "  b   c ",
+         "Content-MD5": "XUFAKrxLKna5cZ2REBfFkg=="}, b"hello"))
+    put("s3_auth", "v4_list", signed(
+        a.S3SigV4Auth, "GET", "/fz?list-type=2&prefix=a%2Fb&max-keys=10"
+        "&delimiter=%2F&encoding-type=url"))
+    put("s3_auth", "v4_subres", signed(a.S3SigV4Auth, "PUT",
+                                       "/fz/k?tagging", body=b"<Tagging/>"))
+    put("s3_auth", "v4_presign", signed(a.S3SigV4QueryAuth, "GET",
+                                        "/fz/k", expires=3600))
+    put("s3_auth", "v4_presign_put", signed(
+        a.S3SigV4QueryAuth, "PUT", "/fz/new%2Bkey?x-id=PutObject",
+        expires=604800))
+    put("s3_auth", "v2_get", signed(a.HmacV1Auth, "GET", "/fz/k"))
+    put("s3_auth", "v2_put_acl", signed(
+        a.HmacV1Auth, "PUT", "/fz/k?acl", {"x-amz-acl": "public-read",
+                                          "Content-Type": "text/plain"}))
+    put("s3_auth", "v2_presign", signed(a.HmacV1QueryAuth, "GET", "/fz/k",
+                                        expires=3600))
+    put("s3_auth", "v2_presign_override", signed(
+        a.HmacV1QueryAuth, "GET", "/fz/k?response-content-type=text%2Fhtml"
+        "&versionId=null", expires=60))
+    stream = signed(a.S3SigV4Auth, "PUT", "/fz/k", {
+        "x-amz-content-sha256": "STREAMING-AWS4-HMAC-SHA256-PAYLOAD",
+        "Content-Encoding": "aws-chunked",
+        "x-amz-decoded-content-length": "5"})
+    put("s3_auth", "v4_streaming", stream)
+    put("s3_auth", "anonymous", "GET /fz/k HTTP/1.1\nHost: x\n\n")
+    put("s3_auth", "v4_bad_sig", signed(a.S3SigV4Auth, "GET", "/fz/k")
+        .replace(b"Signature=", b"Signature=00"))
+    put("s3_auth", "v2_bad_presign", "GET /fz/k?AWSAccessKeyId=" + FZ_AKEY +
+        "&Expires=1704070800&Signature=AAAA HTTP/1.1\nHost: x\n\n")
+
+
 def main():
     seeds_dtm()
     seeds_yaml()
     seeds_xml()
+    seeds_auth()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,105 @@
+/*
+ * fuzz_s3_auth.c — libFuzzer target: the S3 gateway's request
+ * authentication, s3_auth_check() (gateways/s3/s3_auth.c): the SigV4
+ * Authorization header, presigned query strings (SigV4 X-Amz-*, and SigV2
+ * AWSAccessKeyId/Signature/Expires where the gateway takes them), on a
+ * request parsed by the gateway's own parse_target() and parse_names().
+ *
+ * Input: request text (fuzz_s3.h); the body is not read.  The clock is
+ * fixed (time() wrapped: FZ_NOW, 2024-01-01T00:00:00Z) so that the signed
+ * seeds (mkseeds.py, users of fz_setup()) stay valid and reach the code
+ * after the signature check.  The harness aborts when:
+ *   - an accepted request has no user, or one not in the credentials file;
+ *   - a refusal has no S3 error code;
+ *   - a refused request that carried a signature (Authorization header,
+ *     Signature or X-Amz-Signature parameter) is told that anonymous
+ *     requests are refused (issue 26 point 2).
+ */
+#include "tests/fuzz/fuzz_s3.h"
+
+#define FZ_NOW 1704067200 /* 2024-01-01T00:00:00Z */
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+time_t __wrap_time(time_t *t);
+
+time_t __wrap_time(time_t *t)
+{
+	if (t != NULL)
+		*t = FZ_NOW;
+	return FZ_NOW;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	fz_setup();
+	return 0;
+}
+
+static void check(struct s3_req *rq, int rc, const char *code,
+		  const char *msg)
+{
+	bool signed_ = s3_hdr(rq, "Authorization") != NULL ||
+		       s3_qhas(rq, "Signature") ||
+		       s3_qhas(rq, "X-Amz-Signature");
+
+	if (rc == 0) {
+		if (strcmp(rq->rq_user.u_name, "fuzz") != 0 &&
+		    strcmp(rq->rq_user.u_name, "alice") != 0)
+			abort();
+		return;
+	}
+	if (code == NULL || code[0] == 0 || memchr(msg, 0, 256) == NULL)
+		abort();
+	if (signed_ && strstr(msg, "anonymous") != NULL)
+		abort();
+}
+
+/*
+ * Known finding (tests/fuzz/crashes-s3_auth/presign-v4-without-signature):
+ * a SigV4 presigned URL with X-Amz-Credential or X-Amz-Algorithm but no
+ * X-Amz-Signature reaches verify() with a NULL signature: strlen(NULL),
+ * the gateway dies (any client that knows an access key id).  Until
+ * s3_auth.c is fixed (check_presigned: refuse sig == NULL) such requests
+ * are not handed to it, so that the target keeps fuzzing the rest; delete
+ * this once fixed.
+ */
+static bool trips_null_sig(struct s3_req *rq)
+{
+	return s3_hdr(rq, "Authorization") == NULL &&
+	       s3_q(rq, "X-Amz-Signature") == NULL &&
+	       (s3_q(rq, "X-Amz-Credential") != NULL ||
+		s3_q(rq, "X-Amz-Algorithm") != NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct fz_con f;
+	struct s3_req *rq = NULL;
+	const char *code = NULL;
+	char msg[256];
+	int rc;
+
+	if (!fz_con_parse(&f, data, size))
+		goto out;
+	rq = uri_cb(NULL, f.fc_target, (struct MHD_Connection *)&f);
+	if (rq == NULL)
+		goto out;
+	rq->rq_conn = &f;
+	rq->rq_method = f.fc_method;
+	if (parse_target(rq) != 0 || parse_names(rq) != 0 ||
+	    trips_null_sig(rq))
+		goto out;
+	msg[0] = 0;
+	rc = s3_auth_check(rq, &code, msg, sizeof msg);
+	if (getenv("FZ_VERBOSE") != NULL) /* seeds: what each one reaches */
+		fprintf(stderr, "fz: %s %s: %d %s %s\n", f.fc_method,
+			f.fc_target, rc, rc ? code : rq->rq_user.u_name,
+			rc ? msg : "");
+	check(rq, rc, code, msg);
+out:
+	if (rq != NULL)
+		req_free(rq);
+	fz_con_fini(&f);
+	return 0;
+}
