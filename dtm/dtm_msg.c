@@ -147,16 +147,22 @@ int dtm_reply_decode(const void *body, size_t len, DtxReply **out)
 		return err_set(-EBADMSG, "dtx reply: %zu bytes do not decode",
 			       len);
 	if (rp->state > DTM_ABORTED || rp->n_list > DTM_LIST_MAX) {
+		uint32_t st = rp->state;
+		size_t nl = rp->n_list;
+
 		dtx_reply__free_unpacked(rp, NULL);
 		return err_set(-EBADMSG, "dtx reply: state %u, %zu entries",
-			       rp->state, rp->n_list);
+			       st, nl);
 	}
 	for (size_t i = 0; i < rp->n_list; i++)
 		if (rp->list[i]->state > DTM_ABORTED ||
 		    rp->list[i]->n_parts > DTM_PARTS_MAX) {
+			uint32_t st = rp->list[i]->state;
+			size_t np = rp->list[i]->n_parts;
+
 			dtx_reply__free_unpacked(rp, NULL);
 			return err_set(-EBADMSG, "dtx reply: list[%zu]: state "
-				       "%u", i, rp->list[i]->state);
+				       "%u, %zu parts", i, st, np);
 		}
 	*out = rp;
 	return 0;

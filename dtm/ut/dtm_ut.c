@@ -20,6 +20,7 @@
 #include "core/limits.h"
 #include "core/server/msg.h"
 #include "dtm/dtm.h"
+#include "core/errors.h"
 #include "dtm/dtm_msg.h"
 #include "tests/ut.h"
 
@@ -1292,6 +1293,7 @@ static void test_msg_codec(void)
 	uint32_t parts[3] = {0, 2, 1};
 	uint8_t *big = malloc(DTM_PREPARE_BYTES_MAX + 1);
 	uint8_t junk[5] = {0xff, 0xff, 0xff, 0xff, 0xff};
+	const uint8_t bad_state[2] = {0x08, 0x1e};      /* state = 30 */
 	DtxReq *out;
 	DtxReply *rp;
 
@@ -1391,6 +1393,13 @@ static void test_msg_codec(void)
 	CU_ASSERT_PTR_NULL(out);
 	CU_ASSERT_EQUAL(dtm_reply_decode(junk, sizeof junk, &rp), -EBADMSG);
 	CU_ASSERT_PTR_NULL(rp);
+	/* A reply with state 30: refused, and its message built from the
+	 * values read before the reply is freed (the fuzzer's finding, a
+	 * use after free that the ASan run of this suite catches). */
+	CU_ASSERT_EQUAL(dtm_reply_decode(bad_state, sizeof bad_state, &rp),
+			-EBADMSG);
+	CU_ASSERT_PTR_NULL(rp);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "state 30"));
 }
 
 static void test_rec_codec(void)
