@@ -9,9 +9,13 @@
  * as they are (targets.list "@s3gw").
  *
  * libmicrohttpd is real for responses; the connection is ours: the
- * functions that read a connection's headers and address and queue its
- * reply are defined here, and the program's definitions take precedence
- * over the shared library's.  A request comes from the fuzzer as text:
+ * functions that read a connection's headers and address are defined
+ * here, and the program's definitions take precedence over the shared
+ * library's.  Replies are queued to fz_queue(): the gateway's own
+ * MHD_queue_response() (which rewrites libmicrohttpd's error replies) finds
+ * "the library's" through dlsym(), which the harness answers with
+ * fz_queue; without it, fuzz_s3_mhd.c's weak MHD_queue_response() calls
+ * fz_queue.  A request comes from the fuzzer as text:
  *
  *   METHOD SP TARGET [SP VERSION] LF
  *   Name: value LF          (up to FZ_HDRS header lines; CR before LF dropped)
@@ -21,9 +25,25 @@
 #ifndef STRATA_TESTS_FUZZ_S3_H
 #define STRATA_TESTS_FUZZ_S3_H
 
+#include <dlfcn.h>
+#include <microhttpd.h>
+
+enum MHD_Result fz_queue(struct MHD_Connection *c, unsigned int status,
+			 struct MHD_Response *resp);
+static void *fz_dlsym(void *h, const char *name);
+
+#define dlsym fz_dlsym
 #define main s3_main_unused
 #include "gateways/s3/s3_main.c"
 #undef main
+#undef dlsym
+
+static void *fz_dlsym(void *h, const char *name)
+{
+	if (strcmp(name, "MHD_queue_response") == 0)
+		return (void *)fz_queue;
+	return dlsym(h, name);
+}
 
 #include <stdint.h>
 
@@ -88,9 +108,8 @@ MHD_get_connection_info(struct MHD_Connection *c,
 	return type == MHD_CONNECTION_INFO_CLIENT_ADDRESS ? &ci : NULL;
 }
 
-enum MHD_Result MHD_queue_response(struct MHD_Connection *c,
-				   unsigned int status,
-				   struct MHD_Response *resp)
+enum MHD_Result fz_queue(struct MHD_Connection *c, unsigned int status,
+			 struct MHD_Response *resp)
 {
 	struct fz_con *f = (struct fz_con *)c;
 	const char *et = MHD_get_response_header(resp, "ETag");

@@ -347,11 +347,65 @@ def seeds_auth():
         "&Expires=1704070800&Signature=AAAA HTTP/1.1\nHost: x\n\n")
 
 
+# ---------------------------------------------------------- aws-chunked
+
+CK_KEY = bytes(range(1, 33))
+CK_DATE, CK_SCOPE = "20240101T000000Z", "20240101/us-east-1/s3/aws4_request"
+CK_SEED = "4f5e3a2b1c0d9e8f7a6b5c4d3e2f1a0b" * 2
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def ck_sig(prev, data):
+    sts = "AWS4-HMAC-SHA256-PAYLOAD\n%s\n%s\n%s\n%s\n%s" % (
+        CK_DATE, CK_SCOPE, prev, EMPTY, hashlib.sha256(data).hexdigest())
+    return hmac.new(CK_KEY, sts.encode(), hashlib.sha256).hexdigest()
+
+
+def ck_body(chunks, trailers=(), signed=False, tsigned=False):
+    out, prev = b"", CK_SEED
+    for c in list(chunks) + [b""]:
+        if signed:
+            prev = ck_sig(prev, c)
+            out += b"%x;chunk-signature=%s\r\n" % (len(c), prev.encode())
+        else:
+            out += b"%x\r\n" % len(c)
+        if c:
+            out += c + b"\r\n"
+    lines = b"".join(b"%s:%s\n" % (k, v) for k, v in trailers)
+    for k, v in trailers:
+        out += b"%s:%s\r\n" % (k, v)
+    if tsigned:
+        sts = "AWS4-HMAC-SHA256-TRAILER\n%s\n%s\n%s\n%s" % (
+            CK_DATE, CK_SCOPE, prev, hashlib.sha256(lines).hexdigest())
+        tsig = hmac.new(CK_KEY, sts.encode(), hashlib.sha256).hexdigest()
+        out += b"x-amz-trailer-signature:%s\r\n" % tsig.encode()
+    return out + b"\r\n"
+
+
+def seeds_chunked():
+    crc = ((b"x-amz-checksum-crc32", b"NhCmhg=="),)
+    put("s3_chunked", "unsigned", b"\0\0" + ck_body([b"hello"]))
+    put("s3_chunked", "unsigned_trailer", b"\0\7" + ck_body(
+        [b"hello", b" world" * 50], crc))
+    put("s3_chunked", "signed", b"\1\0" + ck_body(
+        [b"a" * 65536, b"tail"], signed=True))
+    put("s3_chunked", "signed_split", b"\1\3" + ck_body(
+        [b"hello", b"x" * 100], signed=True))
+    put("s3_chunked", "signed_trailer", b"\2\5" + ck_body(
+        [b"hello"], crc, signed=True, tsigned=True))
+    put("s3_chunked", "signed_trailer_unsigned_end", b"\2\0" + ck_body(
+        [b"hello"], crc, signed=True))
+    put("s3_chunked", "bad_crlf", b"\0\0" + b"5\r\nhelloXX0\r\n\r\n")
+    put("s3_chunked", "after_end", b"\0\1" + ck_body([b"hi"]) + b"junk")
+    put("s3_chunked", "huge_size", b"\0\0" + b"ffffffffff\r\nab")
+
+
 def main():
     seeds_dtm()
     seeds_yaml()
     seeds_xml()
     seeds_auth()
+    seeds_chunked()
 
 
 if __name__ == "__main__":
