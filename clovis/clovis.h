@@ -823,6 +823,12 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  * applied; its rc is that of the first member that failed, or:
  *   -ENOENT       a member's entity does not exist (deleted before or
  *                 during the dtx);
+ *   -EEXIST       an index PUT member without CLOVIS_IF_OVERWRITE met a
+ *                 key that exists (message: the index and the key, quoted,
+ *                 other bytes as \xHH): the dtx fails whole, nothing of
+ *                 it is applied, rather than commit with that record left
+ *                 out as a PUT alone would (that member FAILED with
+ *                 -EEXIST, the others -ECANCELED; see below);
  *   -ECANCELED    (the other members) failed because the dtx did;
  *   -EIO, -ENOSPC ... the engine's codes.
  * A dtx with no update commits trivially (STABLE at once).  A dtx may be
@@ -851,7 +857,18 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  *                 past that deadline): nothing applied;
  *   -ESTALE       an index replica could not verify its copy within one
  *                 call timeout of retries: nothing applied.
- * Member index PUT/DEL get per-record rcs of 0 when the dtx commits.
+ * Member index PUT/DEL get per-record rcs of 0 when the dtx commits
+ * (rcs are not meaningful when it fails).  A member PUT without
+ * CLOVIS_IF_OVERWRITE requires each of its keys to be absent: embedded
+ * mode checks it in the dtx's commit, atomically with applying it; cluster
+ * mode checks it on the index's ordering replica at the PREPARE (a key
+ * present there votes NO: -EEXIST, nothing applied anywhere) and again at
+ * the COMMIT.  A key another client makes between the PREPARE and the
+ * COMMIT (a dtx gives no isolation) is found at the COMMIT: the decision is
+ * made by then, so the other participants' members are applied while this
+ * participant's are not (logged by the server "members not applied"), as
+ * for an entity deleted in that window; use CLOVIS_IF_OVERWRITE, or keys
+ * only this application writes, where that matters.
  *
  * Limits and restrictions: at most CLOVIS_DTX_OPS_MAX members.  Objects
  * with a PDCLUST or MIRROR layout: their updates run at the commit (cluster

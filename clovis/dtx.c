@@ -433,6 +433,31 @@ bool dtx_op_runs_here(const struct clovis_op *op)
 		(op->op_here && op_unit_layout(op) == CLOVIS_LAYOUT_PLAIN));
 }
 
+const char *dtx_key_str(char *buf, size_t len, const void *key, size_t klen)
+{
+	const uint8_t *k = key;
+	size_t o = 0;
+
+	if (len < 8) {
+		buf[0] = '\0';
+		return buf;
+	}
+	buf[o++] = '"';
+	for (size_t i = 0; i < klen; i++) {
+		if (o + 4 + 5 > len) { /* room for \xHH, then "..." and NUL */
+			memcpy(buf + o, "\"...", 5);
+			return buf;
+		}
+		if (k[i] >= 0x20 && k[i] < 0x7f && k[i] != '"' && k[i] != '\\')
+			buf[o++] = (char)k[i];
+		else
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", k[i]);
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
 /* Not under op_lock (dtx_commit_run() takes op locks under dx_lock): the
  * state is read without dx_lock; the app does not free the dtx while it
  * waits on one of its members. */
@@ -612,6 +637,30 @@ static void dtx_finish(struct clovis_dtx *dx, int rc, const char *msg)
 	cci->ci_done(cci, rc);
 }
 
+/* Member mci (an index PUT without CLOVIS_IF_OVERWRITE) just applied met
+ * an existing key (its record's rc -EEXIST): a dtx is atomic, so it fails
+ * whole rather than commit with that record left out (clovis.h).  0, or
+ * -EEXIST with the index and key in mci's message. */
+static int dtx_put_exists(struct eng_citem *mci)
+{
+	struct eng_req *r = (struct eng_req *)mci;
+	char k[DTX_KEY_STR_LEN];
+
+	if (r->er_kind != ER_IDX_PUT || (r->er_flags & CLOVIS_IF_OVERWRITE))
+		return 0;
+	for (uint32_t i = 0; i < r->er_keys->bv_nr; i++) {
+		if (r->er_rcs[i] != -EEXIST)
+			continue;
+		snprintf(mci->ci_msg, sizeof mci->ci_msg, "index %s: key %s "
+			 "(record %u) exists (PUT without CLOVIS_IF_OVERWRITE)",
+			 eng_id_str(&r->er_id),
+			 dtx_key_str(k, sizeof k, r->er_keys->bv_buf[i],
+				     r->er_keys->bv_len[i]), i);
+		return -EEXIST;
+	}
+	return 0;
+}
+
 /* Group commit: apply every member in one nested transaction. */
 static int dtx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
@@ -629,6 +678,8 @@ static int dtx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		mci->ci_msg[0] = '\0';
 		err_clear();
 		rc = mci->ci_apply(e, child, mci);
+		if (rc == 0)
+			rc = dtx_put_exists(mci);
 		if (rc == 0 && i == 0 && FAULT_HIT("dtx.apply.mid"))
 			rc = err_set(-EIO, "fault point dtx.apply.mid");
 		if (rc != 0) {

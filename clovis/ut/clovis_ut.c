@@ -1342,6 +1342,120 @@ static void test_wait_timeout(void)
 	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
 }
 
+/* GET key of ix into val (len *vlen in, out): the record's rc. */
+static int dpe_get(struct clovis_idx *ix, const char *key, char *val,
+		   size_t *vlen)
+{
+	void *kp = (void *)key, *vp = val;
+	size_t kl = strlen(key);
+	int32_t rc1 = 1;
+	struct clovis_bufvec k = {1, &kp, &kl}, v = {1, &vp, vlen};
+	int rc = idx_sync(ix, CLOVIS_IC_GET, &k, &v, &rc1, 0);
+
+	return rc != 0 ? rc : rc1;
+}
+
+/*
+ * A dtx whose index PUT member meets an existing key without
+ * CLOVIS_IF_OVERWRITE fails whole before anything applies (issue 26 point
+ * 11: it committed, with that record's rc -EEXIST and the other members
+ * applied): the commit op and that member FAILED with -EEXIST and a
+ * message naming the index and the key, the other members -ECANCELED,
+ * every entity unchanged (the member's new key absent, the existing one's
+ * value kept, the object member's blocks and the other index's record not
+ * written).  The same dtx with OVERWRITE commits.  Both modes (the clovis
+ * suite runs against a cluster in cluster_test.sh: there the index's
+ * replica refuses the PREPARE).
+ */
+static void test_dtx_put_exists(void)
+{
+	static uint8_t w[4096], r[4096], zero[4096];
+	char ids[CLOVIS_ID_STR_LEN], val[32];
+	void *kp[2] = {"dk-new", "dk-old"}, *vp[2] = {"nv1", "nv2"};
+	void *kp2[1] = {"other"}, *vp2[1] = {"ov"}, *bp = w;
+	size_t kl[2] = {6, 6}, vl[2] = {3, 3}, kl2 = 5, vl2 = 2, bl = 4096;
+	size_t vlen;
+	int32_t rcs[2], rcs2[1], rc1;
+	uint64_t s = 7, n = 1;
+	struct clovis_extvec ev = {1, &s, &n};
+	struct clovis_bufvec bv = {1, &bp, &bl}, k = {2, kp, kl}, v = {2, vp, vl};
+	struct clovis_bufvec k2 = {1, kp2, &kl2}, v2 = {1, vp2, &vl2};
+	struct clovis_bufvec ko = {1, &kp[1], &kl[1]}, vo = {1, &vp[1], &vl[1]};
+	struct clovis_idx ix, ix2;
+	struct clovis_obj o;
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 670, true), 0);
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix2, 671, true), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_create(&o, 672, 12, CLOVIS_TIER_FLASH), 0);
+	vp[1] = "old";
+	CU_ASSERT_EQUAL_FATAL(idx_sync(&ix, CLOVIS_IC_PUT, &ko, &vo, &rc1, 0),
+			      0);
+	CU_ASSERT_EQUAL(rc1, 0);
+	vp[1] = "nv2";
+	pattern(w, sizeof w, 67, 7);
+	for (int pass = 0; pass < 2; pass++) { /* without, with OVERWRITE */
+		uint32_t fl = pass == 0 ? 0 : CLOVIS_IF_OVERWRITE;
+		struct clovis_op *m[3], *cop;
+		struct clovis_dtx *dx;
+		int rc;
+
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx,
+					clovis_default_realm(cl)), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&o, CLOVIS_OC_WRITE, &ev,
+						    &bv, 0, &m[0]), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&ix, CLOVIS_IC_PUT, &k, &v,
+						    rcs, fl, &m[1]), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&ix2, CLOVIS_IC_PUT, &k2,
+						    &v2, rcs2, 0, &m[2]), 0);
+		for (int i = 0; i < 3; i++)
+			CU_ASSERT_EQUAL_FATAL(clovis_dtx_add(dx, m[i]), 0);
+		CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+		CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+		rc = clovis_op_wait(cop, CLOVIS_OS_STABLE, 60ll * 1000000000);
+		if (pass == 0) {
+			CU_ASSERT_EQUAL(rc, -EEXIST);
+			CU_ASSERT_EQUAL(clovis_op_state(cop), CLOVIS_OS_FAILED);
+			CU_ASSERT_PTR_NOT_NULL(strstr(clovis_op_errmsg(cop),
+				clovis_id_format(&ix.in_entity.en_id, ids)));
+			CU_ASSERT_PTR_NOT_NULL(strstr(clovis_op_errmsg(cop),
+						      "\"dk-old\""));
+			CU_ASSERT_EQUAL(clovis_op_wait(m[1], CLOVIS_OS_STABLE,
+					30ll * 1000000000), -EEXIST);
+			CU_ASSERT_EQUAL(clovis_op_wait(m[0], CLOVIS_OS_STABLE,
+					30ll * 1000000000), -ECANCELED);
+			CU_ASSERT_EQUAL(clovis_op_wait(m[2], CLOVIS_OS_STABLE,
+					30ll * 1000000000), -ECANCELED);
+			if (rc != -EEXIST)
+				fprintf(stderr, "dtx_put_exists: %d %s\n", rc,
+					clovis_op_errmsg(cop));
+		} else {
+			CU_ASSERT_EQUAL(rc, 0);
+			CU_ASSERT_EQUAL(rcs[0], 0);
+			CU_ASSERT_EQUAL(rcs[1], 0);
+			CU_ASSERT_EQUAL(rcs2[0], 0);
+		}
+		for (int i = 0; i < 3; i++)
+			clovis_op_free(m[i]);
+		clovis_op_free(cop);
+		/* nothing applied, or everything */
+		vlen = sizeof val;
+		CU_ASSERT_EQUAL(dpe_get(&ix, "dk-new", val, &vlen),
+				pass == 0 ? -ENOENT : 0);
+		vlen = sizeof val;
+		CU_ASSERT_EQUAL(dpe_get(&ix, "dk-old", val, &vlen), 0);
+		CU_ASSERT(vlen == 3 && memcmp(val, pass == 0 ? "old" : "nv2",
+					      3) == 0);
+		vlen = sizeof val;
+		CU_ASSERT_EQUAL(dpe_get(&ix2, "other", val, &vlen),
+				pass == 0 ? -ENOENT : 0);
+		CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 7, 1, r), 0);
+		CU_ASSERT(memcmp(r, pass == 0 ? zero : w, sizeof r) == 0);
+	}
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(ent_sync(&ix.in_entity, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(ent_sync(&ix2.in_entity, CLOVIS_EO_DELETE), 0);
+}
+
 /* Statistics count ops, survive reopen, and reset. */
 static void test_stats(void)
 {
@@ -1434,6 +1548,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||
+	    !CU_add_test(s, "dtx_put_exists", test_dtx_put_exists) ||
 	    !CU_add_test(s, "stats", test_stats) ||
 	    !CU_add_test(s, "faults", test_faults))
 		return -1;

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clovis/clovis_internal.h" /* dtx_key_str */
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -488,6 +489,43 @@ static int pmem_check_pairs(const struct pmem *pm, size_t nr)
 	return 0;
 }
 
+/* Member i is an index PUT without CLOVIS_IF_OVERWRITE: every key must be
+ * absent, else the whole dtx fails (-EEXIST naming the index and key; at
+ * the PREPARE the vote is NO and nothing applies anywhere), as in
+ * embedded mode: it must not commit with that record left out (clovis.h,
+ * "Distributed transactions"). */
+static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
+{
+	const struct eng_req *r = &pm->pm_m.mr_req;
+	struct meta *me = eng_meta(s->s_eng);
+	char ks[DTX_KEY_STR_LEN];
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(me->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	for (uint32_t k = 0; rc == 0 && k < r->er_keys->bv_nr; k++) {
+		uint8_t kb[16 + CLOVIS_KEY_MAX];
+		MDB_val key = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[k],
+					   r->er_keys->bv_len[k]), v;
+
+		rc = mdb_get(txn, me->m_idx, &key, &v);
+		if (rc == MDB_NOTFOUND) {
+			rc = 0;
+			continue;
+		}
+		rc = rc != 0 ? meta_err(rc, "index get") :
+		     err_set(-EEXIST, "member %u: index %s: key %s (record "
+			     "%u) exists (PUT without CLOVIS_IF_OVERWRITE) on "
+			     "server %s", i, eng_id_str(&r->er_id),
+			     dtx_key_str(ks, sizeof ks, r->er_keys->bv_buf[k],
+					 r->er_keys->bv_len[k]), k,
+			     s->s_me->cs_name);
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
 /* Decode member i and check it against the store: entity and incarnation,
  * kind, and that this server may apply it (object home, index replica
  * allowed to order). */
@@ -590,6 +628,8 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 				       eng_id_str(&r->er_id));
 	}
 	r->er_ent.me_ctime_ns = me.me_ctime_ns;
+	if (r->er_kind == ER_IDX_PUT && !(r->er_flags & CLOVIS_IF_OVERWRITE))
+		return pmem_check_absent(s, i, pm);
 	return 0;
 }
 
