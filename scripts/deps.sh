@@ -1,21 +1,31 @@
 #!/usr/bin/env bash
-# Install every build and test dependency of Strata from Debian packages.
+# Install every build and test dependency of Strata: the Debian packages
+# below (apt-get), then the test steps' Python virtual environment .venv
+# with the pinned packages of tests/requirements.txt (scripts/venv.sh).
 # Idempotent: prints nothing and installs nothing when all are present.
+#
+# iproute2: `ip netns` for the network-partition steps (netns_test.sh,
+# dtx_bank_test.sh netns); awscli and s3cmd: the gateway's tests run
+# Debian's own clients (/usr/bin/aws, /usr/bin/s3cmd, tests/tools.sh);
+# python3-venv: .venv.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libpmemobj-dev libisal-dev liburcu-dev libyaml-dev libcunit1-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
-      libssl-dev clang-14 libclang-rt-14-dev libmicrohttpd-dev python3-boto3
-      awscli s3cmd)
+      python3-venv libssl-dev clang-14 libclang-rt-14-dev
+      libmicrohttpd-dev python3-boto3 awscli s3cmd iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
 		|| missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
-echo "deps: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "deps: installing ${missing[*]}"
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+"$here/venv.sh"

@@ -4,8 +4,10 @@
 # Each step is a program or script that ends its output with the line
 # "N passed, N failed"; this script adds them up and ends with the same line
 # for the whole run.  A step that exits non-zero without such a line counts
-# as one failed test.  Steps are listed in tests/steps.list, one per line:
-# a group and the command ("$B" is the build directory).
+# as one failed test, and so does a step that reports "0 passed, 0 failed"
+# (it checked nothing: a tool it needs is missing).  Steps are listed in
+# tests/steps.list, one per line: a group and the command ("$B" is the
+# build directory).
 #
 # TEST_JOBS workers (default 3) take steps from one queue in list order:
 # most steps wait far more than they compute (servers' call timeouts,
@@ -99,6 +101,9 @@ run_step() {
 		p=$(echo "$line" | awk '{print $1}')
 		f=$(echo "$line" | awk '{print $3}')
 		[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+		# a step that checked nothing (a tool missing, nothing it
+		# could run) is a failure, never a silent pass
+		[ "$p" -eq 0 ] && [ "$f" -eq 0 ] && f=1
 	else
 		p=0; f=1
 		[ "$rc" -eq 0 ] && { p=1; f=0; }

@@ -9,7 +9,7 @@
 #
 #   nl_hub         make the hub and its bridge: 0; 1 (the reason in
 #                  $nl_why) when namespaces cannot be made here (not root,
-#                  no 'ip netns add': the caller skips); 2 when the bridge
+#                  no 'ip netns add': the caller fails); 2 when the bridge
 #                  could not be made (the caller fails)
 #   host NAME IP   a host namespace linked to the hub
 #   nsx NAME CMD   run CMD in ${P}NAME

@@ -11,7 +11,8 @@
 #      uploads, restart, nothing partial visible, the interrupted objects
 #      reclaimed, free space of the cluster's devices equal after;
 #   3. strata cluster down.
-# Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
+# Python is the venv of `make deps` (tests/tools.sh); when it cannot import
+# boto3 the step fails at once (one failure, nothing else run).
 # Every wait is bounded; servers and gateway are killed on any exit.
 # Ends with "N passed, N failed".
 set -u
@@ -27,10 +28,12 @@ pass=0
 fail=0
 gw_pid=
 
-if ! python3 -c 'import boto3' 2>/dev/null; then
-	echo "SKIP s3 gateway cluster tests: boto3 cannot be imported (python3-boto3)"
-	echo "0 passed, 0 failed"
-	exit 0
+. "$HERE/../../../tests/tools.sh"
+if ! tools_check py >"$T/tools.out"; then
+	echo "FAIL s3 gateway cluster tests cannot run: $(cat "$T/tools.out")"
+	echo "0 passed, 1 failed"
+	rm -rf "$T"
+	exit 1
 fi
 
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
@@ -55,7 +58,7 @@ finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
 part() {
 	local name=$1 line p f
 	shift
-	timeout 300 python3 "$@" >"$T/$name.log" 2>&1
+	timeout 300 "$STRATA_PY" "$@" >"$T/$name.log" 2>&1
 	grep -E '^(ok|FAIL|SKIP) ' "$T/$name.log" | sed "s/^\(ok  \|FAIL\) /\1 cluster: /"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/$name.log" | tail -1)
 	if [ -z "$line" ]; then

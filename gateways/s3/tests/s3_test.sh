@@ -14,7 +14,9 @@
 #      s3_tls.py         — a second gateway with TLS (a self-signed
 #                          certificate made here): boto3 over HTTPS, whose
 #                          bodies carry their checksums as trailers;
-#   3. CLI smoke tests   — aws cli and s3cmd, when installed;
+#   3. CLI smoke tests   — Debian's aws cli and s3cmd (/usr/bin/aws,
+#                          /usr/bin/s3cmd: tests/tools.sh), a failure
+#                          when missing;
 #   4. s3_etag.py        — the gateway restarted with --etag crc64: ETags
 #                          from the CRC64-NVMe, Content-MD5 still checked,
 #                          multipart unchanged;
@@ -28,7 +30,8 @@
 #   7. s3_fault.py       — device writes failing: PUTs of 1 and 3 MiB get
 #                          500, nothing visible, no space leaked; device
 #                          reads failing: a GET of 1 MiB gets a whole 500.
-# Skips (a SKIP line, nothing counted) only when boto3 cannot be imported.
+# Python is the venv of `make deps` (tests/tools.sh); when it cannot import
+# boto3 the step fails at once (one failure, nothing else run).
 # Ends with "N passed, N failed".
 set -u
 B=${1:-build}
@@ -41,10 +44,12 @@ pass=0
 fail=0
 gw_pid=
 
-if ! python3 -c 'import boto3' 2>/dev/null; then
-	echo "SKIP s3 gateway tests: boto3 cannot be imported (python3-boto3)"
-	echo "0 passed, 0 failed"
-	exit 0
+. "$HERE/../../../tests/tools.sh"
+if ! tools_check py >"$T/tools.out"; then
+	echo "FAIL s3 gateway tests cannot run: $(cat "$T/tools.out")"
+	echo "0 passed, 1 failed"
+	rm -rf "$T"
+	exit 1
 fi
 
 ok() { pass=$((pass + 1)); echo "ok   $*"; }
@@ -102,7 +107,7 @@ gw_stop() {
 part() {
 	local name=$1 line p f
 	shift
-	timeout 600 python3 "$@" >"$T/$name.log" 2>&1
+	timeout 600 "$STRATA_PY" "$@" >"$T/$name.log" 2>&1
 	grep -E '^(ok|FAIL|SKIP) ' "$T/$name.log"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/$name.log" | tail -1)
 	if [ -z "$line" ]; then
@@ -155,35 +160,35 @@ else
 	no "openssl could not make a test certificate: $(tail -3 "$T/tls.out")"
 fi
 
-# ---- aws cli and s3cmd smoke tests (skipped, not counted, if absent)
+# ---- Debian's aws cli and s3cmd (tests/tools.sh; a failure if absent)
 AK=$(awk 'NR==1{print $2}' "$T/creds")
 SK=$(awk 'NR==1{print $3}' "$T/creds")
 head -c 3000000 /dev/urandom >"$T/f.bin"
-if command -v aws >/dev/null; then
+if tools_check aws >"$T/tools.out"; then
 	export AWS_ACCESS_KEY_ID=$AK AWS_SECRET_ACCESS_KEY=$SK AWS_DEFAULT_REGION=us-east-1
-	A="aws --endpoint-url $EP"
-	$A s3 mb s3://cli-aws >/dev/null 2>"$T/aws.err" && ok "aws s3 mb" || no "aws s3 mb: $(cat "$T/aws.err")"
-	$A s3 cp "$T/f.bin" s3://cli-aws/dir/f.bin >/dev/null 2>"$T/aws.err" && ok "aws s3 cp up" || no "aws s3 cp up: $(cat "$T/aws.err")"
-	$A s3 ls s3://cli-aws/dir/ 2>"$T/aws.err" | grep -q "3000000 f.bin" && ok "aws s3 ls" || no "aws s3 ls: $(cat "$T/aws.err")"
+	A="$STRATA_AWS --endpoint-url $EP"
+	$A s3 mb s3://cli-aws >/dev/null 2>"$T/aws.err" && ok "aws s3 mb" || no "aws s3 mb: $(head -c 300 "$T/aws.err")"
+	$A s3 cp "$T/f.bin" s3://cli-aws/dir/f.bin >/dev/null 2>"$T/aws.err" && ok "aws s3 cp up" || no "aws s3 cp up: $(head -c 300 "$T/aws.err")"
+	$A s3 ls s3://cli-aws/dir/ 2>"$T/aws.err" | grep -q "3000000 f.bin" && ok "aws s3 ls" || no "aws s3 ls: $(head -c 300 "$T/aws.err")"
 	$A s3 cp s3://cli-aws/dir/f.bin "$T/f.aws" >/dev/null 2>"$T/aws.err" && cmp -s "$T/f.bin" "$T/f.aws" &&
-		ok "aws s3 cp down (cmp)" || no "aws s3 cp down: $(cat "$T/aws.err")"
+		ok "aws s3 cp down (cmp)" || no "aws s3 cp down: $(head -c 300 "$T/aws.err")"
 	# a copy above the multipart threshold: aws cli copies by UploadPartCopy
 	printf '[default]\ns3 =\n  multipart_threshold = 1MB\n  multipart_chunksize = 5MB\n' >"$T/aws.conf"
 	AWS_CONFIG_FILE=$T/aws.conf $A s3 cp s3://cli-aws/dir/f.bin s3://cli-aws/dir/g.bin >/dev/null 2>"$T/aws.err" &&
 		$A s3 cp s3://cli-aws/dir/g.bin "$T/g.aws" >/dev/null 2>>"$T/aws.err" && cmp -s "$T/f.bin" "$T/g.aws" &&
 		grep -q " UploadPartCopy PUT cli-aws /dir/g.bin 200 " "$T/access.log" &&
 		ok "aws s3 cp s3->s3 over the multipart threshold (UploadPartCopy, cmp)" ||
-		no "aws s3 cp s3->s3 multipart: $(cat "$T/aws.err"; grep UploadPartCopy "$T/access.log" | tail -2)"
+		no "aws s3 cp s3->s3 multipart: $(head -c 300 "$T/aws.err"; grep UploadPartCopy "$T/access.log" | tail -2)"
 	$A s3api head-object --bucket cli-aws --key dir/f.bin 2>"$T/aws.err" | grep -q '"ContentLength": 3000000' &&
-		ok "aws s3api head-object" || no "aws s3api head-object: $(cat "$T/aws.err")"
+		ok "aws s3api head-object" || no "aws s3api head-object: $(head -c 300 "$T/aws.err")"
 	$A s3 rm --recursive s3://cli-aws >/dev/null 2>"$T/aws.err" && $A s3 rb s3://cli-aws >/dev/null 2>>"$T/aws.err" &&
-		ok "aws s3 rm + rb" || no "aws s3 rm/rb: $(cat "$T/aws.err")"
+		ok "aws s3 rm + rb" || no "aws s3 rm/rb: $(head -c 300 "$T/aws.err")"
 else
-	echo "SKIP aws cli smoke: aws not installed"
+	no "aws cli smoke: $(cat "$T/tools.out")"
 fi
-if command -v s3cmd >/dev/null; then
+if tools_check s3cmd >"$T/tools.out"; then
 	H=${EP#http://}
-	SC="s3cmd --no-ssl --host=$H --host-bucket=$H --access_key=$AK --secret_key=$SK --region=us-east-1 -c /dev/null"
+	SC="$STRATA_S3CMD --no-ssl --host=$H --host-bucket=$H --access_key=$AK --secret_key=$SK --region=us-east-1 -c /dev/null"
 	$SC mb s3://cli-s3cmd >"$T/sc.out" 2>&1 && ok "s3cmd mb" || no "s3cmd mb: $(tail -3 "$T/sc.out")"
 	$SC put "$T/f.bin" s3://cli-s3cmd/f.bin >"$T/sc.out" 2>&1 && ok "s3cmd put" || no "s3cmd put: $(tail -3 "$T/sc.out")"
 	$SC get --force s3://cli-s3cmd/f.bin "$T/f.sc" >"$T/sc.out" 2>&1 && cmp -s "$T/f.bin" "$T/f.sc" &&
@@ -193,7 +198,7 @@ if command -v s3cmd >/dev/null; then
 	$SC del s3://cli-s3cmd/f.bin >"$T/sc.out" 2>&1 && $SC rb s3://cli-s3cmd >>"$T/sc.out" 2>&1 &&
 		ok "s3cmd del + rb" || no "s3cmd del/rb: $(tail -3 "$T/sc.out")"
 else
-	echo "SKIP s3cmd smoke: s3cmd not installed"
+	no "s3cmd smoke: $(cat "$T/tools.out")"
 fi
 
 # ---- access log and statistics
@@ -240,7 +245,7 @@ gw_pid=$!
 port_wait "$T/port" "$gw_pid"
 nvdir=$(readlink "$T/nv/meta" 2>/dev/null)
 if [ -s "$T/port" ] && [ -n "$nvdir" ] && [ -d "$nvdir" ] &&
-	EP=http://127.0.0.1:$(cat "$T/port") python3 - "$T/creds" <<'PYEOF'
+	EP=http://127.0.0.1:$(cat "$T/port") "$STRATA_PY" - "$T/creds" <<'PYEOF'
 import os, sys, boto3
 from botocore.config import Config
 ak, sk = open(sys.argv[1]).readline().split()[1:3]
