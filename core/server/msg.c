@@ -358,8 +358,10 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 		return rc;
 	r->er_type = CLOVIS_ET_IDX;
 	r->er_flags = q->flags;
-	memcpy(m->mr_klen, q->klen, q->n_klen * sizeof(uint32_t));
-	memcpy(m->mr_vlen, q->vlen, q->n_vlen * sizeof(uint32_t));
+	if (q->n_klen != 0) /* an empty repeated field's array is NULL */
+		memcpy(m->mr_klen, q->klen, q->n_klen * sizeof(uint32_t));
+	if (q->n_vlen != 0)
+		memcpy(m->mr_vlen, q->vlen, q->n_vlen * sizeof(uint32_t));
 	m->mr_start_null = q->start_null;
 	m->mr_incarnation = q->incarnation;
 	m->mr_seq = q->seq;
@@ -480,7 +482,10 @@ void msg_req_fini(struct msg_req *m)
 		for (uint32_t i = 0; i < m->mr_nr; i++) {
 			if (m->mr_rcs[i] != 0)
 				continue;
-			if ((uint8_t *)m->mr_keys.bv_buf[i] < m->mr_recs ||
+			/* A key that is not in the request's records (none
+			 * when mr_recs is NULL) was malloc'd by NEXT. */
+			if (m->mr_recs == NULL ||
+			    (uint8_t *)m->mr_keys.bv_buf[i] < m->mr_recs ||
 			    (uint8_t *)m->mr_keys.bv_buf[i] >=
 				    m->mr_recs + m->mr_recs_len)
 				free(m->mr_keys.bv_buf[i]);
