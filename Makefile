@@ -7,7 +7,9 @@
 #   make run        deps + build + the embedded demo (scripts/run-demo.sh)
 #   make bench      deps + build + benchmarks (tests/bench/)
 #   make SAN=asan|ubsan|tsan ...   sanitizer build in build-$(SAN)/
-#   make install [PREFIX=/usr/local]   headers, libraries, strata.pc, CLI
+#   make install [PREFIX=/usr/local] [DESTDIR=]   header, libraries,
+#                   strata.pc for PREFIX, strata, strata-server, strata-s3
+#   make uninstall [PREFIX=...]   remove what install put there
 #   make coverage   gcov build and report of the unit tests
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
@@ -31,7 +33,8 @@ CFLAGS_SAN_ubsan := -fsanitize=undefined -fno-sanitize-recover=all
 CFLAGS_SAN_tsan := -fsanitize=thread
 SANFLAGS := $(CFLAGS_SAN_$(SAN))$(if $(COV), --coverage)
 CFLAGS_ALL = -std=gnu11 $(CFLAGS_WARN) $(OPT) -g -fPIC -fvisibility=hidden \
-	-D_GNU_SOURCE -I. -I$(BUILD)/gen $(SANFLAGS) $(PKG_CFLAGS) $(CFLAGS)
+	-D_GNU_SOURCE -I. -I$(BUILD)/gen -I$(BUILD)/include $(SANFLAGS) \
+	$(PKG_CFLAGS) $(CFLAGS)
 LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 
 # Filled by the module.mk files.
@@ -93,16 +96,14 @@ $(BUILD)/libstrata-test.a: $(TLIB_OBJS)
 $(BUILD)/libstrata.so: $(LIB_OBJS)
 	$(CC) -shared -Wl,-soname,libstrata.so.0 -o $@ $^ $(LDFLAGS_ALL) $(PKG_LIBS) -lpthread
 
-$(BUILD)/strata.pc: Makefile
+# The public header where a program finds it once installed
+# (<strata/clovis.h>): the examples include it so, as any user program.
+$(BUILD)/include/strata/clovis.h: clovis/clovis.h
 	@mkdir -p $(@D)
-	@printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' \
-	 'includedir=$${prefix}/include' '' 'Name: strata' \
-	 'Description: Strata tiered object store — Clovis client API' \
-	 'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
-	 'Libs: -L$${libdir} -lstrata' 'Libs.private: -lpthread' \
-	 'Cflags: -I$${includedir}' > $@
+	cp $< $@
+$(EXAMPLES:%=$(BUILD)/obj/clovis/examples/%.o): | $(BUILD)/include/strata/clovis.h
 
-all: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BUILD)/strata.pc $(BINS)
+all: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BINS)
 tests: all $(BUILD)/libstrata-test.a $(TEST_BINS)
 
 deps:
@@ -134,20 +135,48 @@ coverage:
 	@cd build-cov && gcov -p $(addprefix ../,$(LIB_SRCS)) -o tobj 2>/dev/null | \
 	  grep -E "^(File|Lines)" | paste - - | sed 's/Lines executed://'
 
+# make install PREFIX=P [DESTDIR=D]: files go under D/P, and name P (the
+# .pc, found by pkg-config with PKG_CONFIG_PATH=P/lib/pkgconfig when P is
+# not a standard place).  strata-server is installed beside strata, where
+# `strata cluster up` looks for it.  The loader cache is refreshed
+# (ldconfig) when root installs into /usr or /usr/local without DESTDIR.
+# A prefix outside the
+# loader's paths needs LD_LIBRARY_PATH, or an rpath at link time:
+# -Wl,-rpath,$$(pkg-config --variable=libdir strata) (tests/integ/
+# install_test.sh).
+INST_LIB = $(DESTDIR)$(PREFIX)/lib
+INST_BINS := strata strata-server strata-s3
 install: all
-	install -d $(DESTDIR)$(PREFIX)/include/strata $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/bin
+	@case '$(PREFIX)' in /*) ;; *) echo "make install: PREFIX='$(PREFIX)'" \
+	  "must be an absolute path"; exit 1 ;; esac
+	install -d $(DESTDIR)$(PREFIX)/include/strata $(INST_LIB)/pkgconfig $(DESTDIR)$(PREFIX)/bin
 	install -m 644 clovis/clovis.h $(DESTDIR)$(PREFIX)/include/strata/
-	install -m 644 $(BUILD)/libstrata.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 755 $(BUILD)/libstrata.so $(DESTDIR)$(PREFIX)/lib/libstrata.so.$(VERSION)
-	ln -sf libstrata.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libstrata.so.0
-	ln -sf libstrata.so.0 $(DESTDIR)$(PREFIX)/lib/libstrata.so
-	install -m 644 $(BUILD)/strata.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 755 $(BUILD)/strata $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(BUILD)/libstrata.a $(INST_LIB)/
+	install -m 755 $(BUILD)/libstrata.so $(INST_LIB)/libstrata.so.$(VERSION)
+	ln -sfn libstrata.so.$(VERSION) $(INST_LIB)/libstrata.so.0
+	ln -sfn libstrata.so.0 $(INST_LIB)/libstrata.so
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' \
+	 'includedir=$${prefix}/include' '' 'Name: strata' \
+	 'Description: Strata tiered object store — Clovis client API' \
+	 'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
+	 'Libs: -L$${libdir} -lstrata' 'Libs.private: -lpthread' \
+	 'Cflags: -I$${includedir}' > $(INST_LIB)/pkgconfig/strata.pc
+	chmod 644 $(INST_LIB)/pkgconfig/strata.pc
+	install -m 755 $(INST_BINS:%=$(BUILD)/%) $(DESTDIR)$(PREFIX)/bin/
+	@case '$(DESTDIR):$(PREFIX)' in :/usr|:/usr/local) \
+	  [ "$$(id -u)" -ne 0 ] || ldconfig ;; esac
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/strata/clovis.h \
+	  $(INST_LIB)/libstrata.a $(INST_LIB)/libstrata.so.$(VERSION) \
+	  $(INST_LIB)/libstrata.so.0 $(INST_LIB)/libstrata.so \
+	  $(INST_LIB)/pkgconfig/strata.pc $(INST_BINS:%=$(DESTDIR)$(PREFIX)/bin/%)
+	rmdir $(DESTDIR)$(PREFIX)/include/strata 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan build-ubsan build-tsan build-cov
 
-.PHONY: all tests deps check run bench coverage install clean fuzz
+.PHONY: all tests deps check run bench coverage install uninstall clean fuzz
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 # ceph/s3-tests against a fresh gateway: make s3-tests S3TESTS=DIR (a checkout

@@ -24,7 +24,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clovis/clovis.h"
+/* Installed: cc hello.c $(pkg-config --cflags --libs strata) */
+#include <strata/clovis.h>
 
 #define BLOCK_SHIFT 12u
 #define BLOCK_SIZE (1u << BLOCK_SHIFT)
