@@ -1692,6 +1692,7 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 			return rc;
 		d->ed_tier = dr.dr_tier;
 		pthread_mutex_init(&d->ed_zlock, NULL);
+		d->ed_zclean = UINT32_MAX;
 		d->ed_state = dr.dr_state & 0xffffu;
 		d->ed_flags = dr.dr_state >> 16;
 		e->e_dev_tier[i] = dr.dr_tier;
@@ -1825,6 +1826,8 @@ static int store_load(struct eng *e)
 	if (rc == 0)
 		rc = stripe_rebuild_alloc(e, txn);
 	mdb_txn_abort(txn);
+	if (rc == 0)
+		rc = eng_smr_recover(e, NULL); /* zones with nothing live */
 	return rc;
 }
 

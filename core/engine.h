@@ -292,12 +292,16 @@ struct eng_dev {
 	/* zoned (SMR) devices: appends go to the open zone (core/zone.c) */
 	pthread_mutex_t ed_zlock;
 	uint32_t ed_zopen;
+	uint32_t ed_zclean;     /**< zone the cleaner empties, or UINT32_MAX:
+				 *   no append goes there (under ed_zlock) */
 };
 
 /**
- * Append len bytes of buf to zoned device dev (SMR): into its open zone, or
- * the next empty one, in runs that are whole multiples of gran bytes (a run
- * never crosses a zone).  Each run is marked used and added to sv, in
+ * Append len bytes of buf to zoned device dev (SMR): into its open zone,
+ * else the partly written zone with the most room (so the tails of zones
+ * left open by an earlier process, one killed among them, are used up),
+ * else the next empty one, in runs that are whole multiples of gran bytes
+ * (a run never crosses a zone).  Each run is marked used and added to sv, in
  * order.  Returns 0, -ENOSPC (no empty zone left: run the cleaner), or the
  * driver's error (runs already written stay in sv for the caller to give
  * back with eng_space_release()).
@@ -321,6 +325,17 @@ int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
 
 /** Is device dev zoned? */
 bool eng_dev_zoned(struct eng *e, uint32_t dev);
+
+/**
+ * Recovery of the zoned devices at open (core/zone.c), once the allocators
+ * are rebuilt from the maps: every written zone of a usable zoned device
+ * that holds no live byte (space appended by a process that died before
+ * its commit, or the dead remains of overwrites) is reset, since nothing
+ * can point into it; the open zone becomes the partly written zone with
+ * the most room.  A reset that fails is logged and the zone left for the
+ * cleaner.  *nr_reset (may be NULL) counts the zones reset.  Returns 0.
+ */
+int eng_smr_recover(struct eng *e, uint32_t *nr_reset);
 
 /** What the SMR cleaner did. */
 struct eng_clean_stats {

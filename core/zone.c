@@ -56,34 +56,59 @@ bool eng_dev_zoned(struct eng *e, uint32_t dev)
 #define ZONE_RECLAIM_ROUNDS 16u
 
 /*
- * Find room for an append: the open zone if it is partly written and not
- * full, else an empty zone (the open one first) provided more than reserve
- * zones are empty.  Sets *z (and makes it the open zone) and *room (a
- * multiple of gran).  Called under d->ed_zlock.
+ * Find room for an append: the open zone if it is partly written with room
+ * for a granule; else the partly written zone with the most such room (the
+ * tails of zones an earlier process left open: a process killed while
+ * appending leaves its zone partly written, and a new one starts with
+ * ed_zopen 0, so without this every restart would begin a fresh zone and
+ * leave the last one's tail unused until no empty zone is left); else an
+ * empty zone (the open one first) provided more than reserve zones are
+ * empty.  The zone the cleaner is emptying (ed_zclean) is never picked.
+ * Sets *z (and makes it the open zone) and *room (a multiple of gran).
+ * Called under d->ed_zlock.
  */
 static int zone_pick(struct eng_dev *d, uint32_t dev, uint64_t gran,
 		     uint32_t reserve, uint32_t *z, uint64_t *room)
 {
 	uint32_t nr = tier_dev_zone_nr(d->ed_dev), empty = 0, pick = UINT32_MAX;
+	uint32_t part = UINT32_MAX;
+	uint64_t part_room = 0;
 	struct tier_zone tz;
 	int rc = tier_dev_zone_get(d->ed_dev, d->ed_zopen, &tz);
 
 	if (rc != 0)
 		return rc;
 	*room = (tz.tz_start + tz.tz_len - tz.tz_wp) / gran * gran;
-	if (tz.tz_wp != tz.tz_start && *room > 0) {
+	if (tz.tz_wp != tz.tz_start && *room > 0 &&
+	    d->ed_zopen != d->ed_zclean) {
 		*z = d->ed_zopen;
 		return 0;
 	}
 	for (uint32_t c = 0; c < nr; c++) {
+		uint64_t r;
+
 		rc = tier_dev_zone_get(d->ed_dev, c, &tz);
 		if (rc != 0)
 			return rc;
-		if (tz.tz_wp != tz.tz_start || tz.tz_len < gran)
+		if (c == d->ed_zclean || tz.tz_len < gran)
 			continue;
+		if (tz.tz_wp != tz.tz_start) {
+			r = (tz.tz_start + tz.tz_len - tz.tz_wp) / gran * gran;
+			if (r > part_room) {
+				part = c;
+				part_room = r;
+			}
+			continue;
+		}
 		empty++;
 		if (pick == UINT32_MAX || c == d->ed_zopen)
 			pick = c;
+	}
+	if (part != UINT32_MAX) {
+		*room = part_room;
+		*z = part;
+		d->ed_zopen = part;
+		return 0;
 	}
 	if (empty <= reserve)
 		return err_set(-ENOSPC, "device %u (%s): no empty zone left "
@@ -468,6 +493,9 @@ static int zone_clean(struct eng *e, uint32_t dev, const struct tier_zone *tz,
 
 	pthread_mutex_init(&zc.zc_lock, NULL);
 	pthread_cond_init(&zc.zc_cond, NULL);
+	pthread_mutex_lock(&d->ed_zlock);
+	d->ed_zclean = (uint32_t)(tz->tz_start / tz->tz_len);
+	pthread_mutex_unlock(&d->ed_zlock);
 	zc.zc_ci.ci_apply = zc_apply;
 	zc.zc_ci.ci_done = zc_done;
 	rc = zc_plan(e, &zc, dev, tz->tz_start, tz->tz_start + tz->tz_len);
@@ -505,6 +533,9 @@ static int zone_clean(struct eng *e, uint32_t dev, const struct tier_zone *tz,
 	}
 	pthread_mutex_unlock(&d->ed_zlock);
 out:
+	pthread_mutex_lock(&d->ed_zlock);
+	d->ed_zclean = UINT32_MAX;
+	pthread_mutex_unlock(&d->ed_zlock);
 	eng_spacevec_fini(&zc.zc_ci.ci_alloc);
 	eng_spacevec_fini(&zc.zc_ci.ci_freed);
 	free(zc.zc_v);
@@ -603,4 +634,60 @@ int eng_smr_clean(struct eng *e, uint32_t dev, uint32_t live_pct,
 	}
 	eng_thread_leave();
 	return rc;
+}
+
+/* Recover device dev at open: reset its written zones with no live byte;
+ * open the partly written zone with the most room. */
+static uint32_t zone_recover_dev(struct eng_dev *d, uint32_t dev)
+{
+	uint32_t nr = tier_dev_zone_nr(d->ed_dev), reset = 0;
+	uint64_t most = 0;
+	struct tier_zone tz;
+
+	for (uint32_t z = 0; z < nr; z++) {
+		int rc = tier_dev_zone_get(d->ed_dev, z, &tz);
+
+		if (rc != 0 || tz.tz_wp == tz.tz_start)
+			continue;
+		if (zone_live(d, &tz) == 0) {
+			rc = tier_dev_zone_reset(d->ed_dev, z);
+			if (rc == 0) {
+				reset++;
+				continue;
+			}
+			LOG_WARNING("device %u (%s) zone %u: holds no live byte "
+				    "but its reset failed (%d %s); left to the "
+				    "cleaner", dev, d->ed_dev->td_path, z, rc,
+				    err_msg());
+		}
+		if (tz.tz_start + tz.tz_len - tz.tz_wp > most) {
+			most = tz.tz_start + tz.tz_len - tz.tz_wp;
+			d->ed_zopen = z;
+		}
+	}
+	return reset;
+}
+
+int eng_smr_recover(struct eng *e, uint32_t *nr_reset)
+{
+	uint32_t total = 0;
+
+	for (uint32_t i = 0; i < eng_dev_nr(e); i++) {
+		struct eng_dev *d = eng_dev_get(e, i);
+		uint32_t n;
+
+		if (!eng_dev_zoned(e, i) || !eng_dev_usable(e, i))
+			continue;
+		pthread_mutex_lock(&d->ed_zlock);
+		n = zone_recover_dev(d, i);
+		pthread_mutex_unlock(&d->ed_zlock);
+		if (n > 0)
+			LOG_INFO("device %u (%s): %u written zones held no live "
+				 "byte (appended before a crash, or dead); reset "
+				 "at open", i, d->ed_dev->td_path, n);
+		total += n;
+	}
+	if (nr_reset != NULL)
+		*nr_reset = total;
+	return 0;
 }

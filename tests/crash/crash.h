@@ -33,6 +33,7 @@
 #define CRASH_VAL_MAX 300u
 #define CRASH_ID_HI 0xc4a5400000000000ull
 #define CRASH_DEV_SIZE (512ull << 20)
+#define CRASH_SMR_DEV_SIZE (16ull << 20)
 
 /* Shape of object e (e < CRASH_NR_OBJ). */
 struct crash_obj_shape {
@@ -52,6 +53,11 @@ struct crash_layout {
 	uint32_t cl_vlen[CRASH_PUT_MAX];    /* indices: value lengths */
 	uint64_t cl_blocks;                 /* objects: total blocks */
 };
+
+/** The tier object e is made on: its shape's, or with CRASH_SMR set in the
+ *  environment (crash_test.sh smr) CLOVIS_TIER_SMR for every object of
+ *  blocks below 1 MiB and CLOVIS_TIER_FLASH for the others. */
+uint32_t crash_tier(uint32_t e);
 
 /** The id of entity e. */
 struct clovis_id crash_id(uint32_t e);
@@ -89,7 +95,10 @@ int crash_val_check(const uint8_t *buf, size_t len, uint32_t e, uint32_t k,
 
 /** Fill conf for the store in dir (NVRAM device in dir too; with
  *  CRASH_META_NVRAM=NVDIR in the environment, the NVRAM device there and,
- *  at create, the metadata too: CLOVIS_CONF_META_NVRAM). */
+ *  at create, the metadata too: CLOVIS_CONF_META_NVRAM; with CRASH_SMR,
+ *  the configuration file it names (crash_test.sh: a flash and an SMR
+ *  device in 1 MiB zones), devices of CRASH_SMR_DEV_SIZE: 16 zones that
+ *  the writer's waves fill and the cleaner empties within a few rounds). */
 void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags);
 
 #endif

@@ -249,6 +249,43 @@ static unsigned long ck_acks(const char *path)
 	return n;
 }
 
+/*
+ * With CRASH_SMR: the zone accounting of every SMR device once the store
+ * is open (recovery done): the cleaner's reserve zone is empty, and the
+ * written zones can hold the live bytes.  Before recovery reset the zones
+ * a killed writer had appended to, a device came back 99 % free with no
+ * empty zone, and the next write failed -ENOSPC.  Returns the errors.
+ */
+static unsigned ck_smr(struct clovis *cl)
+{
+	struct clovis_dev_info di[8];
+	uint32_t n = 8;
+	unsigned bad = 0;
+
+	if (getenv("CRASH_SMR") == NULL || clovis_dev_list(cl, di, &n) != 0)
+		return getenv("CRASH_SMR") == NULL ? 0 : 1;
+	for (uint32_t i = 0; i < n && i < 8; i++) {
+		const struct clovis_dev_info *d = &di[i];
+		uint64_t used = d->di_size_bytes - d->di_free_bytes;
+		uint64_t written = (uint64_t)(d->di_zones - d->di_zones_empty) *
+				   d->di_zone_size;
+
+		if (d->di_tier != CLOVIS_TIER_SMR)
+			continue;
+		printf("crash_check: SMR device %u: %u of %u zones empty, "
+		       "%llu of %llu bytes free\n", i, d->di_zones_empty,
+		       d->di_zones, (unsigned long long)d->di_free_bytes,
+		       (unsigned long long)d->di_size_bytes);
+		if (d->di_zones_empty < 1 || used > written) {
+			printf("crash_check: SMR device %u: zone accounting "
+			       "wrong (no empty zone, or live bytes beyond the "
+			       "written zones)\n", i);
+			bad++;
+		}
+	}
+	return bad;
+}
+
 int main(int argc, char **argv)
 {
 	struct clovis_conf conf;
@@ -270,6 +307,7 @@ int main(int argc, char **argv)
 	for (uint32_t e = 0; rc == 0 && e < CRASH_NR_ENT; e++)
 		rc = e < CRASH_NR_OBJ ? ck_read_obj(cl, e) : ck_read_idx(cl, e);
 	if (rc == 0) {
+		ck_errors += ck_smr(cl);
 		ck_torn();
 		acks = ck_acks(argv[2]);
 		printf("crash_check: %lu blocks and records, %lu acks, "

@@ -48,6 +48,17 @@ static uint64_t crash_fnv(const uint8_t *p, size_t len)
 	return h;
 }
 
+uint32_t crash_tier(uint32_t e)
+{
+	const char *smr = getenv("CRASH_SMR");
+
+	/* 1 MiB blocks stay off SMR: each would need a whole 1 MiB zone */
+	if (smr != NULL && smr[0] != '\0')
+		return crash_shapes[e].cs_shift < 20 ? CLOVIS_TIER_SMR
+						     : CLOVIS_TIER_FLASH;
+	return crash_shapes[e].cs_tier;
+}
+
 struct clovis_id crash_id(uint32_t e)
 {
 	return (struct clovis_id){CRASH_ID_HI, 1 + e};
@@ -198,6 +209,7 @@ int crash_val_check(const uint8_t *buf, size_t len, uint32_t e, uint32_t k,
 void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags)
 {
 	const char *nv = getenv("CRASH_META_NVRAM");
+	const char *smr = getenv("CRASH_SMR");
 
 	memset(conf, 0, sizeof *conf);
 	conf->cc_data_dir = dir;
@@ -210,5 +222,11 @@ void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags)
 			conf->cc_flags |= CLOVIS_CONF_META_NVRAM;
 	}
 	conf->cc_dev_size = CRASH_DEV_SIZE;
+	if (smr != NULL && smr[0] != '\0') {
+		/* crash_test.sh ... smr: CRASH_SMR names the configuration
+		 * (a flash device for the indices, an SMR device) */
+		conf->cc_config = smr;
+		conf->cc_dev_size = CRASH_SMR_DEV_SIZE;
+	}
 	conf->cc_meta_size = 256ull << 20;
 }

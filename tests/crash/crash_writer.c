@@ -77,7 +77,7 @@ static void wr_ent_init(struct clovis *cl, uint32_t e)
 	if (e < CRASH_NR_OBJ) {
 		a.oa_block_shift = crash_shapes[e].cs_shift;
 		a.oa_layout = CLOVIS_LAYOUT_PLAIN;
-		a.oa_tier = crash_shapes[e].cs_tier;
+		a.oa_tier = crash_tier(e);
 		rc = clovis_obj_init(&wr_ents[e].we_obj,
 				     clovis_default_realm(cl), &id, &a);
 	} else {
