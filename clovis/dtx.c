@@ -458,15 +458,20 @@ const char *dtx_key_str(char *buf, size_t len, const void *key, size_t klen)
 	return buf;
 }
 
-/* Not under op_lock (dtx_commit_run() takes op locks under dx_lock): the
- * state is read without dx_lock; the app does not free the dtx while it
- * waits on one of its members. */
+/* Due once the commit op left INIT (launched: its run, maybe still queued
+ * to a worker, launches the members).  Not under op_lock or dx_lock
+ * (dtx_commit_run() takes op locks under dx_lock); the app does not free
+ * the dtx while it waits on one of its members. */
 bool dtx_member_launch_due(const struct clovis_op *op)
 {
 	const struct clovis_dtx *dx = op->op_dtx;
+	struct clovis_op *cop;
 
-	return dx != NULL && dx->dx_cop != op &&
-	       __atomic_load_n(&dx->dx_state, __ATOMIC_ACQUIRE) != DX_OPEN;
+	if (dx == NULL)
+		return false;
+	cop = __atomic_load_n(&dx->dx_cop, __ATOMIC_ACQUIRE);
+	return cop != NULL && cop != op &&
+	       clovis_op_state(cop) != CLOVIS_OS_INIT;
 }
 
 /* Take op out of its dtx (it stays an ordinary op in INIT). */
