@@ -94,6 +94,9 @@ struct s3_conf {
 	uint32_t sc_timeout_s;    /* idle connection timeout */
 	uint32_t sc_skew_s;       /* allowed clock skew (900 s) */
 	uint32_t sc_threads;      /* clovis workers */
+	uint32_t sc_http_threads; /* HTTP threads (epoll, one pool) */
+	uint32_t sc_max_conns;    /* connections open at once */
+	uint32_t sc_max_conns_ip; /* of one client address; 0: no limit */
 	char sc_gw_id[32];        /* names this gateway's in-flight records */
 	uint32_t sc_etag;         /* S3_ETAG_*: single-part ETags */
 	bool sc_meta_nvram;       /* a store made by this run: metadata on

@@ -150,12 +150,20 @@ static void hmac(const void *key, size_t kl, const char *msg, size_t ml,
 }
 
 /* The canonical query string: every parameter but skip, names and values
- * strictly encoded, sorted by name then value. */
+ * strictly encoded, sorted by name then value.  Items are "name=value":
+ * names are compared on their own ("select" before "select-type", though
+ * '-' sorts before '='), then values. */
 static int qcmp(const void *a, const void *b)
 {
-	const char *const *x = a, *const *y = b;
+	const char *x = *(const char *const *)a, *y = *(const char *const *)b;
+	size_t xn = strcspn(x, "="), yn = strcspn(y, "=");
+	int c = memcmp(x, y, xn < yn ? xn : yn);
 
-	return strcmp(*x, *y);
+	if (c != 0)
+		return c;
+	if (xn != yn)
+		return xn < yn ? -1 : 1;
+	return strcmp(x + xn, y + yn);
 }
 
 static void canon_query(struct s3_req *rq, const char *skip,
@@ -174,7 +182,6 @@ static void canon_query(struct s3_req *rq, const char *skip,
 		s3_urlenc(&b, rq->rq_qv[k], strlen(rq->rq_qv[k]), false);
 		items[n++] = b.b_data ? b.b_data : strdup("=");
 	}
-	/* '=' sorts before every unreserved character: name order first */
 	qsort(items, n, sizeof items[0], qcmp);
 	for (k = 0; k < n; k++) {
 		if (k > 0)
@@ -536,11 +543,13 @@ static int check_presigned(struct s3_req *rq, const char **code, char *msg,
 
 	if (alg == NULL || strcmp(alg, "AWS4-HMAC-SHA256") != 0 ||
 	    cred == NULL || date == NULL || exp == NULL || sh == NULL ||
+	    sig == NULL ||
 	    !parse_cred(cred, strlen(cred), akey, sizeof akey, scope,
 			sizeof scope))
 		return deny(code, "AuthorizationQueryParametersError", msg, ml,
 			    "X-Amz-Algorithm, X-Amz-Credential, X-Amz-Date, "
-			    "X-Amz-Expires and X-Amz-SignedHeaders are needed");
+			    "X-Amz-Expires, X-Amz-SignedHeaders and "
+			    "X-Amz-Signature are needed");
 	e = strtol(exp, NULL, 10);
 	if (e < 1 || e > 604800)
 		return deny(code, "AuthorizationQueryParametersError", msg, ml,

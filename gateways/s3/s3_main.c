@@ -1,6 +1,6 @@
 /*
- * s3_main.c — strata-s3: configuration, the HTTP server (libmicrohttpd,
- * one thread per connection, keep-alive), request parsing, body streaming
+ * s3_main.c — strata-s3: configuration, the HTTP server (libmicrohttpd in
+ * epoll mode, a pool of threads, keep-alive), request parsing, body streaming
  * (aws-chunked decoding, payload SHA-256 and Content-MD5 checks), replies,
  * the access log and per-request statistics.
  *
@@ -21,8 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <dirent.h>
+#include <dlfcn.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/resource.h>
 #include <microhttpd.h>
 
 #include "gateways/s3/s3.h"
@@ -110,6 +113,17 @@ static void stats_json(struct s3_buf *b)
 /* The status of the last error reply libmicrohttpd made on this thread
  * (log_cb), 0 when none: see refused_note(). */
 static __thread int mhd_err_status;
+/* What that error reply was for (MHD_ERR_*, from its log message). */
+static __thread int mhd_err_kind;
+
+enum { MHD_ERR_OTHER = 1, MHD_ERR_HEADER, MHD_ERR_LINE, MHD_ERR_CHUNKED,
+       MHD_ERR_CHUNK_BIG };
+
+/* Per connection (libmicrohttpd's socket context): the request being
+ * read, so that a reply libmicrohttpd makes itself carries its id. */
+struct conn_ctx {
+	struct s3_req *cx_rq;
+};
 
 static void access_line(struct s3_req *rq, uint64_t us)
 {
@@ -393,6 +407,135 @@ static bool req_id_next(char *out)
 	return true;
 }
 
+/* The connection's context (conn_note()) points at rq; with old, only if
+ * it pointed at old. */
+static void conn_rq_set(struct MHD_Connection *con, struct s3_req *rq,
+			struct s3_req *old)
+{
+	const union MHD_ConnectionInfo *ci;
+	struct conn_ctx *cx;
+
+	ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cx = ci != NULL ? ci->socket_context : NULL;
+	if (cx != NULL && (old == NULL || cx->cx_rq == old))
+		cx->cx_rq = rq;
+}
+
+/* libmicrohttpd's connection start and end: the context. */
+static void conn_note(void *cls, struct MHD_Connection *con, void **sc,
+		      enum MHD_ConnectionNotificationCode toe)
+{
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		*sc = calloc(1, sizeof(struct conn_ctx));
+	} else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		free(*sc);
+		*sc = NULL;
+	}
+}
+
+/* ------------------------------------------ libmicrohttpd's own replies */
+
+/*
+ * libmicrohttpd 0.9.75 refuses some requests itself, before or while the
+ * access handler runs, with fixed HTML bodies (transmit_error_response_len()
+ * in its connection.c): a header section or request line larger than the
+ * connection's memory pool (431 / 414), a malformed chunked
+ * transfer-encoding (400), a chunk size over 2^64 (413); it offers no
+ * option or hook to choose those replies.  It logs each one on the
+ * connection's thread ("Error processing request (HTTP response code is
+ * N ('TEXT'))", log_cb() keeps N and what TEXT says in mhd_err_status /
+ * mhd_err_kind) and then queues it through its own exported
+ * MHD_queue_response(), which it calls through its PLT.  The gateway
+ * defines MHD_queue_response() (below): the dynamic linker binds the
+ * library's own calls to it, and the gateway's queue() calls the
+ * library's function directly (mhd_queue_real()).  So a call that reaches
+ * the definition below is the library's own reply: for the header-size
+ * and chunked-encoding refusals it queues S3 error XML instead (400
+ * RequestHeaderSectionTooLarge, 400 InvalidURI, 400 IncompleteBody, 400
+ * EntityTooLarge) under the request's id; any other goes out unchanged
+ * (README.md, "Requests refused by libmicrohttpd").
+ */
+typedef enum MHD_Result (*mhd_queue_fn)(struct MHD_Connection *,
+					unsigned int, struct MHD_Response *);
+
+static mhd_queue_fn mhd_queue_ptr;
+static pthread_once_t mhd_queue_once = PTHREAD_ONCE_INIT;
+
+static void mhd_queue_find(void)
+{
+	mhd_queue_ptr = (mhd_queue_fn)dlsym(RTLD_NEXT, "MHD_queue_response");
+}
+
+/* libmicrohttpd's MHD_queue_response(). */
+static mhd_queue_fn mhd_queue_real(void)
+{
+	pthread_once(&mhd_queue_once, mhd_queue_find);
+	if (mhd_queue_ptr == NULL) {
+		fprintf(stderr, "strata-s3: libmicrohttpd's MHD_queue_response "
+			"not found: %s\n", dlerror());
+		abort();
+	}
+	return mhd_queue_ptr;
+}
+
+/* The MHD_ERR_* of libmicrohttpd's error reply of status st, from the
+ * text of its log message p. */
+static int mhd_err_of(int st, const char *p)
+{
+	if (st == 431)
+		return MHD_ERR_HEADER;
+	if (st == 414)
+		return MHD_ERR_LINE;
+	if (st == 400 && strstr(p, "chunked encoding") != NULL)
+		return MHD_ERR_CHUNKED;
+	if (st == 413 && strstr(p, "chunk size") != NULL)
+		return MHD_ERR_CHUNK_BIG;
+	return MHD_ERR_OTHER;
+}
+
+__attribute__((visibility("default")))
+enum MHD_Result MHD_queue_response(struct MHD_Connection *con,
+				   unsigned int status,
+				   struct MHD_Response *response)
+{
+	static const char *const what[][2] = {
+		[MHD_ERR_HEADER] = {"RequestHeaderSectionTooLarge",
+			"Your request header section exceeds the maximum "
+			"allowed size."},
+		[MHD_ERR_LINE] = {"InvalidURI", "The request line is longer "
+			"than the server accepts."},
+		[MHD_ERR_CHUNKED] = {"IncompleteBody", "The chunked "
+			"transfer-encoding of the request body is malformed."},
+		[MHD_ERR_CHUNK_BIG] = {"EntityTooLarge", "A chunk size of the "
+			"chunked transfer-encoding is too large."},
+	};
+	const union MHD_ConnectionInfo *ci;
+	struct conn_ctx *cx;
+	struct s3_req tmp = {.rq_method = "-"}, *rq;
+	int kind = mhd_err_kind;
+	enum MHD_Result r;
+
+	mhd_err_kind = 0;
+	if (kind <= MHD_ERR_OTHER || (int)status != mhd_err_status)
+		return mhd_queue_real()(con, status, response);
+	ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cx = ci != NULL ? ci->socket_context : NULL;
+	rq = cx != NULL && cx->cx_rq != NULL ? cx->cx_rq : &tmp;
+	if (rq == &tmp)
+		req_id_next(tmp.rq_id);
+	if (rq->rq_resp != NULL) {
+		MHD_destroy_response(rq->rq_resp);
+		rq->rq_resp = NULL;
+	}
+	s3_reply_err(rq, 400, what[kind][0], "%s", what[kind][1]);
+	if (rq->rq_resp == NULL)
+		return mhd_queue_real()(con, status, response);
+	r = mhd_queue_real()(con, 400, rq->rq_resp);
+	MHD_destroy_response(rq->rq_resp);
+	rq->rq_resp = NULL;
+	return r;
+}
+
 /* First sight of a request (libmicrohttpd's URI log hook): the raw
  * target, before any unescaping. */
 static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *con)
@@ -405,6 +548,7 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *con)
 	rq->rq_t0_ns = s3_now_ns();
 	rq->rq_op = "Unknown";
 	req_id_next(rq->rq_id);
+	conn_rq_set(con, rq, NULL);
 	return rq;
 }
 
@@ -450,7 +594,9 @@ static void refused_note(struct s3_req *rq, struct MHD_Connection *con)
 
 	rq->rq_op = "MalformedRequest";
 	rq->rq_method = "-";
-	rq->rq_status = mhd_err_status != 0 ? (unsigned)mhd_err_status : 400;
+	if (rq->rq_status == 0)
+		rq->rq_status = mhd_err_status != 0 ? (unsigned)mhd_err_status
+						     : 400;
 	ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (ci != NULL && ci->client_addr->sa_family == AF_INET)
 		inet_ntop(AF_INET,
@@ -474,11 +620,13 @@ static void completed_cb(void *cls, struct MHD_Connection *con, void **cc,
 		 rq->rq_status < 400)
 		rq->rq_status = 499; /* client went away or timed out */
 	mhd_err_status = 0;
+	mhd_err_kind = 0;
 	us = (s3_now_ns() - rq->rq_t0_ns) / 1000;
 	if (rq->rq_method != NULL) {
 		stats_add(rq, us);
 		access_line(rq, us);
 	}
+	conn_rq_set(con, NULL, rq);
 	req_free(rq);
 	*cc = NULL;
 }
@@ -781,10 +929,12 @@ static int ck_feed(struct s3_req *rq, const char *p, size_t n)
 
 const char *s3_trailer(struct s3_req *rq, const char *name)
 {
-	const char *p = rq->rq_trailers.b_data,
-		   *end = p + rq->rq_trailers.b_len;
+	const char *p = rq->rq_trailers.b_data, *end;
 
-	while (p != NULL && p < end) {
+	if (p == NULL)
+		return NULL;
+	end = p + rq->rq_trailers.b_len;
+	while (p < end) {
 		const char *v = p + strlen(p) + 1;
 
 		if (strcasecmp(p, name) == 0)
@@ -888,7 +1038,7 @@ static enum MHD_Result queue(struct s3_req *rq, struct MHD_Connection *con)
 
 	if (rq->rq_resp == NULL)
 		s3_reply_err(rq, 500, "InternalError", "no reply was made");
-	r = MHD_queue_response(con, rq->rq_status, rq->rq_resp);
+	r = mhd_queue_real()(con, rq->rq_status, rq->rq_resp);
 	MHD_destroy_response(rq->rq_resp);
 	rq->rq_resp = NULL;
 	return r;
@@ -953,6 +1103,9 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 		{"timeout", 1, 3600, &c->sc_timeout_s, 4},
 		{"skew", 1, 86400 * 7, &c->sc_skew_s, 4},
 		{"workers", 1, 256, &c->sc_threads, 4},
+		{"threads", 1, 1024, &c->sc_http_threads, 4},
+		{"max_connections", 1, 1000000, &c->sc_max_conns, 4},
+		{"max_connections_per_ip", 0, 1000000, &c->sc_max_conns_ip, 4},
 		{"lifecycle_interval", 1, 86400 * 7, &c->sc_lc_interval_s, 4},
 		{"lifecycle_day", 1, 86400, &c->sc_lc_day_s, 4},
 	};
@@ -1164,18 +1317,84 @@ static void log_cb(void *cls, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	fprintf(stderr, "strata-s3: http: %s", msg);
 	/* libmicrohttpd's own error replies say their status here, on the
-	 * connection's thread (thread per connection): refused_note(). */
+	 * thread serving the connection, just before they are queued:
+	 * MHD_queue_response() below, refused_note(). */
 	p = strstr(msg, "HTTP response code is ");
-	if (p != NULL)
+	if (p != NULL) {
 		mhd_err_status = atoi(p + 22);
+		mhd_err_kind = mhd_err_of(mhd_err_status, p);
+	}
 }
 
+/* Descriptors kept free of connections: the store's files, the
+ * listening socket, each HTTP thread's epoll and wake-up descriptors, the
+ * access log, credentials re-reads, and some slack. */
+#define S3_FD_RESERVE 64u
+
+/* Descriptors open now (/proc/self/fd), or 0 when that cannot be read. */
+static uint32_t fds_open(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	uint32_t n = 0;
+
+	if (d == NULL)
+		return 0;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n > 3 ? n - 3 : 0; /* ".", ".." and the DIR's own */
+}
+
+/*
+ * Raise the soft RLIMIT_NOFILE to the hard limit, and cap
+ * max-connections to what the descriptors left allow (each connection is
+ * one descriptor), saying so on stderr when it is capped.
+ */
+static void fds_fit(struct s3_conf *c)
+{
+	struct rlimit rl;
+	uint64_t avail, need;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit up = {rl.rlim_max, rl.rlim_max};
+
+		if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+			rl = up;
+	}
+	need = (uint64_t)fds_open() + S3_FD_RESERVE +
+	       2ull * c->sc_http_threads;
+	avail = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > need
+			? (rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX
+							: rl.rlim_cur - need)
+			: 0;
+	if (avail < 16)
+		avail = 16;
+	if (c->sc_max_conns > avail) {
+		fprintf(stderr, "strata-s3: max-connections %u capped to %lu: "
+			"the descriptor limit (RLIMIT_NOFILE) is %lu, of which "
+			"%lu are kept for the store and the server\n",
+			c->sc_max_conns, (unsigned long)avail,
+			(unsigned long)rl.rlim_cur, (unsigned long)need);
+		c->sc_max_conns = (uint32_t)avail;
+	}
+}
+
+/*
+ * The HTTP server: libmicrohttpd in epoll mode with a pool of
+ * sc_http_threads threads, each with its own epoll set; a connection stays
+ * on the thread that accepted it, and a handler blocked on the store (a
+ * PUT waiting for its commit, a GET for its read) holds its thread, so
+ * the other connections of that thread wait meanwhile: the pool is sized
+ * for blocking handlers (README.md, "Connections").  Idle connections
+ * cost a descriptor and a little memory, no thread.
+ */
 static struct MHD_Daemon *server_start(struct s3_conf *c, char **tls)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
-	unsigned int flags = MHD_USE_THREAD_PER_CONNECTION |
-			     MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
-	struct MHD_OptionItem ops[12];
+	unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	struct MHD_OptionItem ops[16];
 	int n = 0;
 
 	if (inet_pton(AF_INET, c->sc_listen, &sa.sin_addr) != 1) {
@@ -1191,12 +1410,18 @@ static struct MHD_Daemon *server_start(struct s3_conf *c, char **tls)
 					   256 << 10, NULL};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT,
 					   c->sc_timeout_s, NULL};
-	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 1000,
-					   NULL};
+	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT,
+					   c->sc_max_conns, NULL};
+	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+					   c->sc_max_conns_ip, NULL};
+	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE,
+					   c->sc_http_threads, NULL};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED,
 					   (intptr_t)completed_cb, NULL};
 	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK,
 					   (intptr_t)uri_cb, NULL};
+	ops[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
+					   (intptr_t)conn_note, NULL};
 	if (c->sc_tls_cert[0]) {
 		tls[0] = slurp(c->sc_tls_cert);
 		tls[1] = slurp(c->sc_tls_key);
@@ -1247,6 +1472,7 @@ int main(int argc, char **argv)
 			      .sc_inline_max = 128 << 10, /* measured: bench_s3.py --inline */
 			      .sc_layout = CLOVIS_LAYOUT_PDCLUST,
 			      .sc_part_min = 5ull << 20, .sc_timeout_s = 60,
+			      .sc_http_threads = 32, .sc_max_conns = 16384,
 			      .sc_skew_s = 900, .sc_gw_id = "s3"};
 	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
 			  strcmp(argv[1], "-h") == 0)) {
@@ -1279,6 +1505,7 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		fprintf(stderr, "strata-s3: lifecycle thread: %s\n",
 			clovis_strerror(rc));
+	fds_fit(c);
 	d = server_start(c, tls);
 	if (d == NULL) {
 		fprintf(stderr, "strata-s3: cannot listen on %s:%u\n",

@@ -254,6 +254,10 @@ check(st == 403 and err_code(b) == "AccessDenied" and err_msg(b) == "Request has
       "SigV4 URL past its X-Amz-Expires: 403 'Request has expired'", (st, b[:300]))
 st, h, b = req("GET", u4.replace("/obj?", "/obj2?"))
 check(st == 403 and err_code(b) == "SignatureDoesNotMatch", "SigV4 URL tampered: SignatureDoesNotMatch", (st, b[:300]))
+u4n = re.sub(r"&X-Amz-Signature=[0-9a-f]+", "", u4)
+st, h, b = req("GET", u4n)
+check(st == 400 and err_code(b) == "AuthorizationQueryParametersError",
+      "SigV4 URL without X-Amz-Signature: 400 AuthorizationQueryParametersError", (st, b[:300]))
 # two mechanisms at once
 st, h, b = req("GET", v2_url("GET", "/%s/obj" % BK, now + 300), headers={"Authorization": "AWS %s:xx" % AK})
 check(st == 400 and err_code(b) == "InvalidArgument", "query signature and Authorization header: 400 InvalidArgument",

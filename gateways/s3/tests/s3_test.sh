@@ -11,6 +11,9 @@
 #      s3_presign.py     — presigned URLs as boto3, aws cli and s3cmd make
 #                          them (SigV2 and SigV4), SigV2 headers, refusals,
 #                          anonymous requests;
+#      s3_errbody.py     — what libmicrohttpd refuses itself (header
+#                          section too large, malformed chunked bodies)
+#                          answered in S3 XML;
 #      s3_tls.py         — a second gateway with TLS (a self-signed
 #                          certificate made here): boto3 over HTTPS, whose
 #                          bodies carry their checksums as trailers;
@@ -30,6 +33,9 @@
 #   7. s3_fault.py       — device writes failing: PUTs of 1 and 3 MiB get
 #                          500, nothing visible, no space leaked; device
 #                          reads failing: a GET of 1 MiB gets a whole 500.
+#   8. s3_conn.py        — its own gateway: 10,000 idle connections held
+#                          while a signed GET is served at once, the
+#                          per-IP limit, the idle timeout closing them.
 # Python is the venv of `make deps` (tests/tools.sh); when it cannot import
 # boto3 the step fails at once (one failure, nothing else run).
 # Ends with "N passed, N failed".
@@ -135,6 +141,7 @@ ok "gateway listens on $EP"
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds"
 part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds" "$T/access.log"
 part presign "$HERE/s3_presign.py" "$EP" "$T/creds"
+part errbody "$HERE/s3_errbody.py" "$EP" "$T/creds" "$T/access.log"
 
 # ---- TLS: a second gateway on its own store with a self-signed
 # certificate for 127.0.0.1; boto3 over HTTPS (its checksums as trailers)
@@ -275,5 +282,7 @@ part kill-nv "$HERE/s3_kill.py" "$T" "$GW" "$S" --meta-nvram
 echo "kill test on the metanv store: $(($(date +%s) - t0)) s"
 # ---- device write and read errors under the gateway ($T/fault)
 part fault "$HERE/s3_fault.py" "$T" "$GW" "$S"
+# ---- 10,000 idle connections, per-IP limit, idle timeout ($T/conn)
+part conn "$HERE/s3_conn.py" "$T" "$GW" "$S"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
