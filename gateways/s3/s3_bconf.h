@@ -36,6 +36,21 @@
 struct s3_req;
 struct s3_bucket;
 
+struct s3_buf;
+
+/**
+ * Validate n bytes of XML as the body of a PUT of sub ("versioning",
+ * "cors" or "lifecycle"; anything else is taken as versioning), touching
+ * no store.  0: valid, and (norm non-NULL) the document as it is stored
+ * appended to norm (nothing for a versioning body that sets no status).
+ * -EINVAL: refused, with the reply in *status (400, or 501 for versioning
+ * Enabled and MfaDelete Enabled; 500 when out of memory), *code (static
+ * S3 error code) and msg (ml bytes, NUL-terminated).
+ */
+int s3_bconf_check(const char *sub, const char *xml, size_t n,
+		   struct s3_buf *norm, uint32_t *status, const char **code,
+		   char *msg, size_t ml);
+
 /** True when sub (a query sub-resource name) is one of this file's. */
 bool s3_bconf_owns(const char *sub);
 
@@ -57,7 +72,9 @@ int s3_bconf_drop(const char *name);
 int s3_cors_preflight(struct s3_req *rq);
 
 /** A request with an Origin header on bucket b: add the CORS reply headers
- * its rules grant (none when no rule matches). */
+ * of the first rule matching the origin and the method (that of
+ * Access-Control-Request-Method when sent, as RGW; else the request's);
+ * none when no rule matches. */
 void s3_cors_reply_hdrs(struct s3_req *rq, struct s3_bucket *b);
 
 /** Versioning status of b: 0 never set, 1 Enabled, 2 Suspended. */

@@ -311,6 +311,12 @@ def cors_actual_request_headers():
     st, h, _ = raw("DELETE", "/%s/k" % b,
                    headers={"Origin": "https://app.example.com"})
     assert st == 204 and "access-control-allow-origin" not in h, h
+    # as RGW: the method of Access-Control-Request-Method when sent
+    st, h, _ = raw("DELETE", "/%s/k" % b, headers={
+        "Origin": "https://app.example.com",
+        "Access-Control-Request-Method": "GET"})
+    assert st == 204, st
+    assert h.get("access-control-allow-origin") == "https://app.example.com"
     s3.delete_bucket_cors(Bucket=b)
     s3.put_object(Bucket=b, Key="k", Body=b"x")
     st, h, _ = raw("GET", "/%s/k" % b,
@@ -440,10 +446,12 @@ def lifecycle_expiration_applied():
     b = fresh("bconf-exp")
     big = os.urandom(300 << 10)  # over inline-max: an object of its own
     objs = {"old/a": b"a", "old/b": big, "keep/c": b"c", "oldish": b"d",
-            "dated/e": b"e", "tagged/f": b"f", "size/small": b"s" * 10,
+            "dated/e": b"e", "tagged/f": b"f", "tagged/g": b"g",
+            "tagged/h": b"h", "size/small": b"s" * 10,
             "size/large": b"l" * 200}
+    tags = {"tagged/f": "t=v&u=w", "tagged/h": "t=other"}
     for k, v in objs.items():
-        s3.put_object(Bucket=b, Key=k, Body=v)
+        s3.put_object(Bucket=b, Key=k, Body=v, Tagging=tags.get(k, ""))
     t0 = time.time()
     s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={
         "Rules": [
@@ -461,7 +469,7 @@ def lifecycle_expiration_applied():
                 "Prefix": "size/", "ObjectSizeGreaterThan": 100}},
              "Status": "Enabled", "Expiration": {"Days": 1}},
         ]})
-    gone = {"old/a", "old/b", "dated/e", "size/large"}
+    gone = {"old/a", "old/b", "dated/e", "size/large", "tagged/f"}
 
     def listed():
         return {o["Key"] for o in
