@@ -7,6 +7,9 @@
  *   D/secret           the cluster secret (mode 0600), named by the file
  *   D/sI/              server I's store
  *   D/sI.pid, D/sI.log its pid file and log
+ *   D/sI.status        what it is doing while it starts (strata-server
+ *                      --status-file: "starting MIB TEXT", "serving ...",
+ *                      "failed 0 MESSAGE"), removed at a clean stop
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,9 +28,19 @@
 
 #include "clovis/cli/cli.h"
 
-/* Waits are bounded: servers answer within this after start, and stop
- * within the drain bound after SIGTERM. */
-#define CLU_UP_WAIT_MS 30000
+/*
+ * Waits are bounded.  cluster up waits on progress, not on a guess of the
+ * time a start takes: servers that create their stores write out GiBs of
+ * device files, which took more than 30 s on a busy disk.  It waits as
+ * long as every server not answering yet makes progress (its status file
+ * changes at least once per CLU_UP_STALL_MS), up to CLU_UP_MAX_MS in all,
+ * and gives up at once on a server that died or failed.  Servers stop
+ * within the drain bound after SIGTERM.
+ */
+#define CLU_UP_STALL_MS 60000
+#define CLU_UP_MAX_MS 600000
+/* cluster up says what it waits for every CLU_UP_SAY_MS (not quiet). */
+#define CLU_UP_SAY_MS 5000
 #define CLU_DOWN_WAIT_MS 15000
 /* A started server writes its pid file within this (it is written right
  * after it detaches, before the store is opened). */
@@ -120,12 +133,19 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
 }
 
-/* strata-server beside this program. */
+/* strata-server beside this program (an installed strata finds the one
+ * installed with it), or the program named by $STRATA_SERVER. */
 static int server_path(char *buf, size_t size)
 {
+	const char *env = getenv("STRATA_SERVER");
 	char self[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	ssize_t n;
 
+	if (env != NULL && env[0] != '\0') {
+		snprintf(buf, size, "%s", env);
+		return access(buf, X_OK) == 0 ? 0 : -ENOENT;
+	}
+	n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n <= 0)
 		return -errno;
 	self[n] = '\0';
@@ -138,6 +158,7 @@ static int start_server(struct cli *c, const char *dir, const char *bin,
 			uint64_t i)
 {
 	char name[32], conf[PATH_MAX + 64], pid[PATH_MAX + 64], log[PATH_MAX + 64];
+	char status[PATH_MAX + 64];
 	pid_t p;
 	int st;
 
@@ -145,12 +166,15 @@ static int start_server(struct cli *c, const char *dir, const char *bin,
 	snprintf(conf, sizeof conf, "%s/cluster.yaml", dir);
 	snprintf(pid, sizeof pid, "%s/%s.pid", dir, name);
 	snprintf(log, sizeof log, "%s/%s.log", dir, name);
+	snprintf(status, sizeof status, "%s/%s.status", dir, name);
+	unlink(status); /* a line left by an earlier run is not progress */
 	p = fork();
 	if (p < 0)
 		return cli_sys(errno, "fork");
 	if (p == 0) {
 		execl(bin, bin, "--config", conf, "--name", name, "--pid-file",
-		      pid, "--log-file", log, (char *)NULL);
+		      pid, "--log-file", log, "--status-file", status,
+		      (char *)NULL);
 		_exit(127);
 	}
 	if (waitpid(p, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
@@ -191,36 +215,156 @@ static bool server_gone(const char *dir, uint64_t i, uint64_t t0, char *msg,
 	return true;
 }
 
-/* Wait until every server answers STATUS (bounded); fail at once, naming
- * it, when a server has given up at start. */
+/* Most servers cluster up starts and watches. */
+#define CLU_UP_MAX_NODES 16
+
+/* What cluster up knows of a server it waits for. */
+struct clu_wait {
+	char cw_line[512];   /* its status line ("" before the first) */
+	uint64_t cw_moved;   /* when the line last changed (ms) */
+	bool cw_up;          /* answers STATUS */
+};
+
+/* Read server i's status line into line ("" when there is none yet). */
+static void status_read(const char *dir, uint64_t i, char *line,
+			size_t size)
+{
+	char path[PATH_MAX + 64];
+	FILE *f;
+
+	snprintf(path, sizeof path, "%s/s%" PRIu64 ".status", dir, i);
+	line[0] = '\0';
+	f = fopen(path, "r");
+	if (f == NULL)
+		return;
+	if (fgets(line, (int)size, f) == NULL)
+		line[0] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	fclose(f);
+}
+
+/* A status line as shown: its state and text, without the progress
+ * count ("starting: opening store ...", "serving: ADDR:PORT"). */
+static const char *status_show(const char *line, char *buf, size_t size)
+{
+	const char *sp = strchr(line, ' ');
+	const char *text = sp != NULL ? strchr(sp + 1, ' ') : NULL;
+
+	if (line[0] == '\0')
+		snprintf(buf, size, "no status yet");
+	else if (text == NULL)
+		snprintf(buf, size, "%s", line);
+	else
+		snprintf(buf, size, "%.*s: %s", (int)(sp - line), line,
+			 text + 1);
+	return buf;
+}
+
+/*
+ * One look at server i that does not answer yet: 0 while it may still
+ * come up, or a failure naming it: it died or gave up at start
+ * (server_gone, or a status "failed"), or its status has not changed for
+ * stall_ms (no progress).
+ */
+static int wait_one(struct cli *c, const char *dir, uint64_t i,
+		    struct clu_wait *w, uint64_t t0, uint64_t stall_ms)
+{
+	char line[512], msg[512], show[600];
+	uint64_t now = now_ms();
+
+	status_read(dir, i, line, sizeof line);
+	if (strcmp(line, w->cw_line) != 0) {
+		snprintf(w->cw_line, sizeof w->cw_line, "%s", line);
+		w->cw_moved = now;
+	}
+	if (strncmp(line, "failed ", 7) == 0)
+		return cli_fail(c, -EIO, "server s%" PRIu64 " did not start: "
+				"%s (see %s/s%" PRIu64 ".log)", i,
+				status_show(line, show, sizeof show), dir, i);
+	if (server_gone(dir, i, t0, msg, sizeof msg))
+		return cli_fail(c, -ESRCH, "server s%" PRIu64 " did not start:"
+				" %s; its process is gone, it last reported "
+				"%s (see %s/s%" PRIu64 ".log)", i, msg,
+				status_show(line, show, sizeof show), dir, i);
+	if (now - w->cw_moved >= stall_ms)
+		return cli_fail(c, -ETIMEDOUT, "server s%" PRIu64 " made no "
+				"progress for %" PRIu64 " s: %s (see %s/s%"
+				PRIu64 ".log)", i, stall_ms / 1000,
+				status_show(w->cw_line, show, sizeof show),
+				dir, i);
+	return 0;
+}
+
+/* Which servers answer STATUS now: w[i].cw_up; the count into up. */
+static int wait_poll(struct cli *c, struct clu_wait *w, uint32_t *up)
+{
+	struct clovis_server_info si[CLU_UP_MAX_NODES];
+	uint32_t nr = CLU_UP_MAX_NODES;
+	int rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
+
+	*up = 0;
+	for (uint32_t i = 0; rc == 0 && i < nr && i < c->c_nodes; i++) {
+		w[i].cw_up = si[i].si_up != 0;
+		*up += w[i].cw_up;
+	}
+	return rc;
+}
+
+/* Say which servers cluster up still waits for, and what each does. */
+static void wait_say(struct cli *c, const struct clu_wait *w, uint64_t t0)
+{
+	char show[600];
+
+	if (c->c_quiet)
+		return;
+	for (uint64_t i = 0; i < c->c_nodes; i++)
+		if (!w[i].cw_up)
+			printf("waiting %" PRIu64 " s for s%" PRIu64 ": %s\n",
+			       (now_ms() - t0) / 1000, i,
+			       status_show(w[i].cw_line, show, sizeof show));
+	fflush(stdout);
+}
+
+/*
+ * Wait until every server answers STATUS.  Bounded: a server that died,
+ * failed or made no progress for CLU_UP_STALL_MS fails it at once, naming
+ * the server; CLU_UP_MAX_MS in all.  $STRATA_TEST_UP_STALL_MS (tests)
+ * shortens the progress window.
+ */
 static int wait_up(struct cli *c, const char *dir)
 {
-	char conf[PATH_MAX + 64], msg[512];
-	uint64_t t0 = now_ms(), until = t0 + CLU_UP_WAIT_MS;
+	char conf[PATH_MAX + 64];
+	struct clu_wait w[CLU_UP_MAX_NODES];
+	const char *e = getenv("STRATA_TEST_UP_STALL_MS");
+	uint64_t t0 = now_ms(), said = t0, stall = CLU_UP_STALL_MS;
+	uint32_t up = 0;
 	int rc;
 
+	if (e != NULL && strtoull(e, NULL, 10) > 0)
+		stall = strtoull(e, NULL, 10);
+	memset(w, 0, sizeof w);
+	for (uint64_t i = 0; i < c->c_nodes; i++)
+		w[i].cw_moved = t0;
 	snprintf(conf, sizeof conf, "%s/cluster.yaml", dir);
 	c->c_cluster = conf;
 	rc = cli_cluster_open(c);
 	while (rc == 0) {
-		struct clovis_server_info si[16];
-		uint32_t nr = 16, up = 0;
-
-		rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
-		for (uint32_t i = 0; rc == 0 && i < nr; i++)
-			up += si[i].si_up;
-		if (rc == 0 && up == nr)
+		rc = wait_poll(c, w, &up);
+		if (rc != 0 || up == c->c_nodes)
 			break;
 		for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++)
-			if (server_gone(dir, i, t0, msg, sizeof msg))
-				rc = cli_fail(c, -ESRCH, "server s%" PRIu64
-					      " did not start: %s (see %s/s%"
-					      PRIu64 ".log)", i, msg, dir, i);
+			if (!w[i].cw_up)
+				rc = wait_one(c, dir, i, &w[i], t0, stall);
 		if (rc != 0)
 			break;
-		if (now_ms() >= until)
-			rc = cli_fail(c, -ETIMEDOUT, "%u of %u servers answer "
-				      "after %d s", up, nr, CLU_UP_WAIT_MS / 1000);
+		if (now_ms() - said >= CLU_UP_SAY_MS) {
+			wait_say(c, w, t0);
+			said = now_ms();
+		}
+		if (now_ms() - t0 >= CLU_UP_MAX_MS)
+			rc = cli_fail(c, -ETIMEDOUT, "%u of %" PRIu64 " servers "
+				      "answer after %d s", up, c->c_nodes,
+				      CLU_UP_MAX_MS / 1000);
 		else
 			usleep(200000);
 	}

@@ -3,6 +3,7 @@
  *
  *   strata-server --config FILE --name NAME [--foreground]
  *                 [--pid-file F] [--log-file F] [--log-level N] [--model]
+ *                 [--status-file F]
  *
  * Reads the cluster file, finds its own entry by NAME, detaches (unless
  * --foreground), writes the pid file, starts the server (srv_start(): opens
@@ -15,21 +16,44 @@
  * --model turns the device model on for every tier (class defaults) for
  * this run, as strata --model does for an embedded store.
  *
+ * --status-file F: one line saying what the server is doing, rewritten
+ * whole (write and rename) when it changes, for whoever waits on its start
+ * (strata cluster up):
+ *   "starting MIB TEXT"  opening or creating its store; MIB is the MiB the
+ *                        process has read and written so far (it grows
+ *                        while the store's devices are written out: a
+ *                        start that makes progress), TEXT says what, with
+ *                        the device files made so far
+ *   "serving 0 ADDR:PORT"  started, taking requests
+ *   "failed 0 MESSAGE"   the start failed (the message is in the log too)
+ * Checked every STATUS_EVERY_MS while starting; removed at a clean stop.
+ *
+ * Fault points (strata-server-test, STRATA_FAULT), per server NAME, hit
+ * just before the store is opened: srv.start.slow.NAME writes a scratch
+ * file beside the store at 1 MiB/s for STATUS_SLOW_MS (a start slowed by a
+ * busy disk, making progress), srv.start.stall.NAME waits without any
+ * progress, srv.start.die.NAME kills the process (SIGKILL).
+ *
  * Exit status: 0 after a clean stop, 1 when it could not start (the reason
  * on stderr or in the log file), 2 for bad arguments.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
@@ -37,6 +61,11 @@
 
 /* A walk reads and rewrites a whole store's units: allow it an hour. */
 #define WALK_CALL_MS 3600000u
+/* How often a starting server looks at its progress (--status-file). */
+#define STATUS_EVERY_MS 250u
+/* How long fault srv.start.slow.NAME slows a start: past the 30 s that
+ * `strata cluster up` used to allow. */
+#define STATUS_SLOW_MS 40000u
 
 struct srv_args {
 	const char *sa_config;
@@ -47,13 +76,14 @@ struct srv_args {
 	bool sa_foreground;
 	bool sa_model;
 	const char *sa_walk;   /* --walk KIND: management client */
+	const char *sa_status_file;
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strata-server --config FILE --name NAME "
 		"[--foreground] [--pid-file F] [--log-file F] "
-		"[--log-level 0-4] [--model]\n"
+		"[--log-level 0-4] [--model] [--status-file F]\n"
 		"       strata-server --config FILE --walk repair|rebalance|scrub "
 		"[--name NAME]\n");
 }
@@ -69,13 +99,15 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		{"log-level", required_argument, NULL, 'v'},
 		{"model", no_argument, NULL, 'm'},
 		{"walk", required_argument, NULL, 'w'},
+		{"status-file", required_argument, NULL, 's'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int o;
 
 	a->sa_log_level = LOG_WARN;
-	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mw:h", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mw:s:h", opts,
+				NULL)) != -1) {
 		switch (o) {
 		case 'c': a->sa_config = optarg; break;
 		case 'n': a->sa_name = optarg; break;
@@ -85,6 +117,7 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		case 'v': a->sa_log_level = atoi(optarg); break;
 		case 'm': a->sa_model = true; break;
 		case 'w': a->sa_walk = optarg; break;
+		case 's': a->sa_status_file = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -261,6 +294,185 @@ static int log_to_file(const char *path)
 	return 0;
 }
 
+/* What --status-file reports while the server starts (status_start()). */
+static struct {
+	const char *st_path;       /* NULL: no status file */
+	const char *st_data_dir;
+	pthread_t st_thr;
+	pthread_mutex_t st_lock;
+	pthread_cond_t st_cond;
+	bool st_stop;              /* under st_lock */
+	bool st_running;
+	char st_last[512];         /* the line last written */
+} status_g = { .st_lock = PTHREAD_MUTEX_INITIALIZER,
+	       .st_cond = PTHREAD_COND_INITIALIZER };
+
+/* Replace the status file with line (written beside it, then renamed, so a
+ * reader sees the old line or the new one, whole). */
+static void status_write(const char *line)
+{
+	char tmp[PATH_MAX];
+	FILE *f;
+
+	if (strcmp(line, status_g.st_last) == 0)
+		return;
+	snprintf(status_g.st_last, sizeof status_g.st_last, "%s", line);
+	snprintf(tmp, sizeof tmp, "%s.tmp", status_g.st_path);
+	f = fopen(tmp, "w");
+	if (f == NULL) {
+		LOG_WARNING("strata-server: status file %s: %s", tmp,
+			 strerror(errno));
+		return;
+	}
+	fprintf(f, "%s\n", line);
+	if (fclose(f) != 0 || rename(tmp, status_g.st_path) != 0)
+		LOG_WARNING("strata-server: status file %s: %s",
+			 status_g.st_path, strerror(errno));
+}
+
+/* MiB this process has read and written so far (/proc/self/io rchar +
+ * wchar): the store's devices are written out as it is created.  Idle
+ * background calls add a few hundred bytes a second, far below a MiB in
+ * the minute `cluster up` waits for progress. */
+static uint64_t status_io_mib(void)
+{
+	unsigned long long rc = 0, wc = 0, v;
+	char key[32];
+	FILE *f = fopen("/proc/self/io", "r");
+
+	while (f != NULL && fscanf(f, "%31s %llu", key, &v) == 2) {
+		if (strcmp(key, "rchar:") == 0)
+			rc = v;
+		else if (strcmp(key, "wchar:") == 0)
+			wc = v;
+	}
+	if (f != NULL)
+		fclose(f);
+	return (uint64_t)((rc + wc) >> 20);
+}
+
+/* Device files made so far in DATA_DIR/devices. */
+static unsigned status_dev_files(void)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	unsigned n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof path, "%s/devices", status_g.st_data_dir);
+	d = opendir(path);
+	while (d != NULL && (e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	if (d != NULL)
+		closedir(d);
+	return n;
+}
+
+/* Write the starting line as of now. */
+static void status_tick(void)
+{
+	char line[512];
+	uint64_t mib = status_io_mib();
+
+	snprintf(line, sizeof line, "starting %" PRIu64 " opening store %s: "
+		 "%u device files, %" PRIu64 " MiB read and written", mib,
+		 status_g.st_data_dir, status_dev_files(), mib);
+	status_write(line);
+}
+
+/* The starting line, every STATUS_EVERY_MS until status_end(). */
+static void *status_main(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	pthread_mutex_lock(&status_g.st_lock);
+	while (!status_g.st_stop) {
+		status_tick();
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)STATUS_EVERY_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&status_g.st_cond, &status_g.st_lock,
+				       &ts);
+	}
+	pthread_mutex_unlock(&status_g.st_lock);
+	return NULL;
+}
+
+/* Start reporting progress into path (NULL: no status file). */
+static void status_start(const char *path, const char *data_dir)
+{
+	if (path == NULL)
+		return;
+	status_g.st_path = path;
+	status_g.st_data_dir = data_dir;
+	status_tick(); /* there before anything else can happen */
+	status_g.st_running = pthread_create(&status_g.st_thr, NULL,
+					     status_main, NULL) == 0;
+	if (!status_g.st_running)
+		LOG_WARNING("strata-server: status thread not started");
+}
+
+/* Stop the progress thread; the file's last line becomes
+ * "STATE 0 TEXT". */
+static void status_end(const char *state, const char *text)
+{
+	char line[512];
+
+	if (status_g.st_path == NULL)
+		return;
+	pthread_mutex_lock(&status_g.st_lock);
+	status_g.st_stop = true;
+	pthread_cond_signal(&status_g.st_cond);
+	pthread_mutex_unlock(&status_g.st_lock);
+	if (status_g.st_running)
+		pthread_join(status_g.st_thr, NULL);
+	status_g.st_running = false;
+	snprintf(line, sizeof line, "%s 0 %s", state, text);
+	status_write(line);
+}
+
+/* Is fault srv.start.WHAT.NAME armed (test builds)? */
+static bool start_fault(const char *what, const char *name)
+{
+	char f[64];
+
+	snprintf(f, sizeof f, "srv.start.%s.%s", what, name);
+	return FAULT_HIT(f);
+}
+
+/*
+ * The start faults of test builds (the header comment): a slow start that
+ * makes progress (1 MiB/s into DATA_DIR.slow-fault, removed after), one
+ * that makes none, or a death.
+ */
+static void start_faults(const char *name, const char *data_dir)
+{
+	char path[PATH_MAX];
+	static char mib[1u << 20];
+	FILE *f;
+
+	if (start_fault("die", name))
+		raise(SIGKILL);
+	if (start_fault("stall", name))
+		for (unsigned i = 0; i < 3600; i++)
+			sleep(1);
+	if (!start_fault("slow", name))
+		return;
+	snprintf(path, sizeof path, "%s.slow-fault", data_dir);
+	f = fopen(path, "w");
+	for (unsigned t = 0; f != NULL && t < STATUS_SLOW_MS; t += 250) {
+		if (t % 1000 == 0 && (fwrite(mib, 1, sizeof mib, f) != sizeof mib
+				      || fflush(f) != 0))
+			break;
+		usleep(250000);
+	}
+	if (f != NULL)
+		fclose(f);
+	unlink(path);
+}
+
 int main(int argc, char **argv)
 {
 	struct srv_args a = {0};
@@ -310,9 +522,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	detached(true);
+	status_start(a.sa_status_file, c.cc_servers[idx].cs_data_dir);
+	start_faults(a.sa_name, c.cc_servers[idx].cs_data_dir);
 	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0);
 	if (rc != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
+		status_end("failed", err_msg());
 		if (a.sa_pid_file != NULL)
 			unlink(a.sa_pid_file);
 		clu_conf_fini(&c);
@@ -321,6 +536,13 @@ int main(int argc, char **argv)
 	fprintf(stderr, "strata-server %s: serving %s:%u (cluster %s, pid %ld)\n",
 		a.sa_name, c.cc_servers[idx].cs_addr, c.cc_servers[idx].cs_port,
 		c.cc_name, (long)getpid());
+	{
+		char where[64];
+
+		snprintf(where, sizeof where, "%s:%u", c.cc_servers[idx].cs_addr,
+			 c.cc_servers[idx].cs_port);
+		status_end("serving", where);
+	}
 	while (sig != SIGTERM && sig != SIGINT)
 		if (sigwait(&set, &sig) != 0)
 			break;
@@ -329,6 +551,8 @@ int main(int argc, char **argv)
 		" requests in flight\n", a.sa_name, sig, cnt.sc_inflight);
 	srv_stop(s);
 	fprintf(stderr, "strata-server %s: stopped cleanly\n", a.sa_name);
+	if (a.sa_status_file != NULL)
+		unlink(a.sa_status_file);
 	if (a.sa_pid_file != NULL)
 		unlink(a.sa_pid_file);
 	clu_conf_fini(&c);

@@ -18,7 +18,14 @@
 #   cl_need BIN... every BIN built in BD, or a failure and exit 1
 #   cl_shm         NV=/dev/shm/strata-TAG-test.PID, removed on any exit with
 #                  T (kept with it under KEEP=1)
-#   cl_up          strata cluster up --nodes 3 in D, checked
+#   cl_up          strata cluster up --nodes 3 in D, checked; when it
+#                  fails, the step ends there with that one failure (and
+#                  the servers' diagnostics): every later check would only
+#                  time out against servers that are not there
+#   cl_up_or_end TEXT FILE
+#                  after a `cluster up` run by the caller with its output
+#                  in FILE: ok TEXT when it said the cluster is up, else
+#                  the same single failure and end of the step
 #   cl_fast SECS   $D/fast.yaml: the cluster file with SECS s call timeouts
 #   cl_restart_fast TEXT
 #                  cl_fast 4, then stop every server and start it again on
@@ -108,15 +115,26 @@ cl_need() {
 	done
 }
 
+# cluster up waits on the servers' progress (at most 600 s in all, less
+# when a server dies or stops making progress): the bound here is above it.
+CL_UP_TIMEOUT=660
+
 cl_up() {
-	timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+	timeout "$CL_UP_TIMEOUT" "$S" cluster up --nodes 3 --dir "$D" \
+		--base-port "$PORT" >"$T/up" 2>&1
 	echo "rc $?" >>"$T/up"
-	if grep -q "cluster of 3 servers up" "$T/up"; then
-		ok "cluster up"
-	else
-		no "cluster up"
-		sed 's/^/     up: /' "$T/up" | tail -8
+	cl_up_or_end "cluster up" "$T/up"
+}
+
+cl_up_or_end() {
+	if grep -q "cluster of [0-9]* servers up" "$2"; then
+		ok "$1"
+		return 0
 	fi
+	no "$1: the step stops here (nothing else can be checked)"
+	sed 's/^/     up: /' "$2" | tail -12
+	echo "$pass passed, $fail failed"
+	exit 1
 }
 
 cl_fast() {

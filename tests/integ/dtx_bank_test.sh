@@ -127,8 +127,10 @@ if [ "$NETNS" -eq 1 ]; then
 else
 	echo "--- cluster of 3, $NCLI clients, $SECS s of random SIGKILLs"
 fi
-timeout 90 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
-check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+timeout 660 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+# a failed cluster up ends the step with that one failure (no cascade)
+check "cluster up" grep -q "cluster of 3 servers up" "$T/up" ||
+	{ tail -12 "$T/up"; echo "$pass passed, $fail failed"; exit 1; }
 for s in 0 1 2; do kill9 $s; done
 if [ "$NETNS" -eq 1 ]; then
 	# the stores cluster up made, served from the namespaces: server sI

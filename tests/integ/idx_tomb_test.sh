@@ -82,9 +82,9 @@ cl_need strata strata-server
 
 echo "--- cluster up, call timeout 3 s"
 # The servers log at info level (STRATA_LOG, inherited from cluster up).
-STRATA_LOG=3 timeout 60 "$S" cluster up --nodes 3 --dir "$D" \
+STRATA_LOG=3 timeout "$CL_UP_TIMEOUT" "$S" cluster up --nodes 3 --dir "$D" \
 	--base-port "$PORT" --call-timeout 3s >"$T/up" 2>&1
-check "cluster up" grep -q "cluster of 3 servers up" "$T/up"
+cl_up_or_end "cluster up" "$T/up"
 check "three servers up with 3 s call timeouts" \
 	test "$(grep -c '^  call_timeout: 3000ms$' "$D/cluster.yaml")" -eq 1
 check "every server answers" wait_up

@@ -38,10 +38,9 @@ d = json.load(sys.stdin)
 print(sum(s.get(sys.argv[1]) or 0 for s in d["servers"]))' "$1"
 }
 
-timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
+timeout "$CL_UP_TIMEOUT" "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
 	--nvram-dir "$NV" >"$T/up" 2>&1
-check "cluster up, NVRAM directories on /dev/shm" \
-	grep -q "cluster of 3 servers up" "$T/up"
+cl_up_or_end "cluster up, NVRAM directories on /dev/shm" "$T/up"
 check "each server's NVRAM device is in NV" \
 	test "$(ls "$NV"/s*/strata-*nvram*.dev 2>/dev/null | wc -l)" -eq 3
 

@@ -78,7 +78,7 @@ for x in strata strata-server strata-s3; do
 	[ -x "$B/$x" ] || { no "$x built"; finish; }
 done
 
-timeout 60 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+timeout 660 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1 # it waits on progress, 600 s at most
 if grep -q "cluster of 3 servers up" "$T/up"; then
 	ok "cluster of 3 servers up (loopback, base port $PORT)"
 else

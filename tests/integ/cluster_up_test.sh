@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# cluster_up_test.sh BUILD — `strata cluster up` waits on the servers'
+# progress, not on a fixed time (issue 26 point 13).
+#
+# Servers are strata-server-test ($STRATA_SERVER), whose start faults
+# (core/server/server.c) act on one server of two:
+#   1. slow: srv.start.slow.s1 keeps s1 writing (1 MiB/s) for 40 s before
+#      it opens its store, past the fixed 30 s cluster up used to allow:
+#      cluster up waits, saying what s1 is doing, and the cluster comes up;
+#   2. die: srv.start.die.s1 kills s1 (SIGKILL) as it starts: cluster up
+#      fails within seconds naming s1, and stops s0 again;
+#   3. stall: srv.start.stall.s0 keeps s0 still with no progress: with the
+#      progress window shortened to 8 s (STRATA_TEST_UP_STALL_MS), cluster
+#      up fails naming s0 and what it last reported.
+# Ports: base 16000-19999 from the PID (group pa, tests/steps.list).
+# Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" cluster-up 16000 1000
+cl_need strata strata-server-test
+
+# up NAME FAULT [ENV...]: cluster up --nodes 2 in $T/NAME with FAULT armed
+# in the servers; output in $T/NAME.out, exit status in rc, seconds in secs.
+up() {
+	local name=$1 fault=$2 t0
+	shift 2
+	D=$T/$name # cl_cleanup kills this directory's servers on any exit
+	t0=$(date +%s)
+	env STRATA_SERVER="$BD/strata-server-test" STRATA_FAULT="$fault" "$@" \
+		timeout "$CL_UP_TIMEOUT" "$S" cluster up --nodes 2 --dir "$D" \
+		--base-port "$PORT" >"$T/$name.out" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - t0))
+	sed 's/^/     /' "$T/$name.out" | tail -6 | cut -c1-200
+}
+
+# No process of D's servers is left (every pid file's process gone).
+none_left() {
+	local f
+	for f in "$D"/s*.pid; do
+		[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 1
+	done
+	return 0
+}
+
+echo "--- slow: s1 busy for 40 s before it opens its store"
+up slow srv.start.slow.s1
+check "cluster up succeeds ($secs s, rc $rc)" \
+	grep -q "cluster of 2 servers up" "$T/slow.out"
+check "it waited past the 30 s it used to allow" test "$secs" -ge 40
+check "it said what s1 was doing while it waited" \
+	grep -qE "^waiting [0-9]+ s for s1: starting: opening store .*MiB read and written" \
+	"$T/slow.out"
+check "both servers report serving" \
+	test "$(cat "$D"/s*.status 2>/dev/null | grep -c '^serving 0 127.0.0.1:')" -eq 2
+timeout 20 "$S" cluster status --dir "$D" >"$T/st" 2>&1
+check "status: 2 up" grep -q "servers: 2 up, 0 down" "$T/st"
+timeout 60 "$S" cluster down --dir "$D" >"$T/down" 2>&1
+check "cluster down" grep -q "^2 servers stopped" "$T/down"
+check "a clean stop removes the status files" \
+	test -z "$(ls "$D"/s*.status 2>/dev/null)"
+
+echo "--- die: s1 killed as it starts"
+up die srv.start.die.s1
+check "cluster up fails (rc $rc)" test "$rc" -ne 0
+check "naming s1" grep -q "server s1 did not start" "$T/die.out"
+check "fast: within 40 s (took $secs s)" test "$secs" -le 40
+check "s0 stopped again" none_left
+
+echo "--- stall: s0 makes no progress (window 8 s)"
+up stall srv.start.stall.s0 STRATA_TEST_UP_STALL_MS=8000
+check "cluster up fails (rc $rc)" test "$rc" -ne 0
+check "naming s0 and what it last reported" \
+	grep -q "server s0 made no progress for 8 s: starting: opening store" \
+	"$T/stall.out"
+check "within the window and the stop (took $secs s)" test "$secs" -le 60
+check "s0 and s1 stopped" none_left
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
