@@ -14,7 +14,7 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libpmemobj-dev libisal-dev liburcu-dev libyaml-dev libcunit1-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
-      libmicrohttpd-dev python3-boto3 awscli s3cmd iproute2)
+      libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

@@ -1,19 +1,19 @@
 # gateways/s3 — strata-s3, the S3 protocol gateway (libmicrohttpd), a plain
 # Clovis client linked with the release library.
-S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_ops.c s3_bconf.c s3_util.c s3_sum.c)
+S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_ops.c s3_acl.c s3_policy.c s3_tagging.c s3_bconf.c s3_util.c s3_sum.c)
 S3_OBJS := $(S3_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata-s3
-$(S3_OBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+$(S3_OBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd json-c 2>/dev/null)
 $(BUILD)/strata-s3: $(S3_OBJS) $(BUILD)/libstrata.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd 2>/dev/null) $(PKG_LIBS) -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd json-c 2>/dev/null) $(PKG_LIBS) -lpthread
 # strata-s3-test: the same gateway with fault points (the test library, and
 # the gateway's own points "s3.dtx.before" / "s3.dtx.after", which SIGKILL
 # it around the commit of a change), for the kill test.
 S3_TOBJS := $(S3_SRCS:%.c=$(BUILD)/tobj/%.o)
 TEST_BINS += $(BUILD)/strata-s3-test
-$(S3_TOBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd 2>/dev/null)
+$(S3_TOBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd json-c 2>/dev/null)
 $(BUILD)/strata-s3-test: $(S3_TOBJS) $(BUILD)/libstrata-test.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd 2>/dev/null) $(PKG_LIBS) $(TEST_LIBS) -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs libmicrohttpd json-c 2>/dev/null) $(PKG_LIBS) $(TEST_LIBS) -lpthread
 # Unit tests of the gateway's checksums (suite "s3sum", module "s3" of
 # ut_main), with the two files they need.
 UT_SRCS += gateways/s3/ut/s3_sum_ut.c gateways/s3/s3_sum.c gateways/s3/s3_util.c

@@ -8,7 +8,13 @@
  *   s3_auth.c   credentials file and AWS Signature V4 (headers, presigned);
  *   s3_store.c  the mapping onto Clovis: system indices, bucket records,
  *               object records, object data streams, recovery at start;
- *   s3_ops.c    the S3 operations (bucket, object, listing, multipart);
+ *   s3_ops.c    the S3 operations (bucket, object, listing, multipart)
+ *               and the router: (method, target, sub-resources) -> an
+ *               operation, or 501 NotImplemented with nothing changed;
+ *   s3_acl.c    ACLs, ownership controls, who may do what (s3_authz()),
+ *               anonymous requests (s3_anon_ok());
+ *   s3_policy.c bucket policies (json-c), their evaluation;
+ *   s3_tagging.c tag sets of objects and buckets;
  *   s3_util.c   records (TLV), XML out and in, encodings, time.
  * README.md beside this file describes the mapping and its invariants.
  */
@@ -127,6 +133,10 @@ enum s3_tag {
 	T_BUCKET = 15,/* bucket name */
 	T_UPLOAD = 16,/* upload id */
 	T_BSHIFT = 17,/* u32 block shift */
+	T_ACL = 18,   /* ACL grants, lines "PERM TYPE ID\n" (s3_acl.c) */
+	T_TAGS = 19,  /* tag set: "key\0value\0" pairs */
+	T_POLICY = 20,/* bucket policy, the JSON as sent */
+	T_OWNCTL = 21,/* bucket ownership controls: u64 S3_OWN_* */
 };
 
 /** A growable byte buffer. */
@@ -174,6 +184,11 @@ struct s3_orec {
 				    * S3_PART_STRIDE bytes (consecutive T_PART
 				    * fields) */
 	const uint8_t *or_rec; size_t or_rec_len;        /* whole record */
+	/* owner (T_OWNER; NULL: the bucket's owner), ACL grants (T_ACL;
+	 * NULL: the owner's alone), tag set (T_TAGS; NULL: none) */
+	const char *or_owner; uint32_t or_owner_len;
+	const char *or_acl; uint32_t or_acl_len;
+	const uint8_t *or_tags; uint32_t or_tags_len;
 };
 
 int s3_orec_decode(const void *v, size_t n, struct s3_orec *r);
@@ -360,9 +375,121 @@ int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
 /** Route an authenticated request: reply now, or set rq_body/rq_end. */
 int s3_route(struct s3_req *rq);
 /** An anonymous request (no Authorization header, no signature in the
- * query): true when the bucket's ACL or policy lets anyone make it, so that
- * it is routed with rq_authed false and an empty rq_user. */
+ * query): true when it may be routed with rq_authed false and an empty
+ * rq_user — a CORS preflight, or a request naming a bucket that exists,
+ * which the route then decides with s3_authz() (only AllUsers grants and
+ * policy statements for "*" serve it; everything else is 403
+ * AccessDenied).  False: the caller refuses it. */
 bool s3_anon_ok(struct s3_req *rq);
+
+/* --------------------------------------------------- access control */
+/*
+ * Who may do what (s3_acl.c, s3_policy.c).  A request is decided, in
+ * order: an explicit Deny of the bucket policy refuses it (for everyone,
+ * the bucket owner too, except the owner's own Get/Put/DeleteBucketPolicy,
+ * so that a policy can always be repaired); the bucket's owner may do
+ * everything in the bucket, and an object's owner everything on that
+ * object; an Allow of the policy grants it; otherwise the ACL grants
+ * (the object's for object reads and its ACL, the bucket's for listing,
+ * writes of objects and the bucket's ACL) decide.  Anonymous requests
+ * (rq_authed false, empty user name) are only ever granted by AllUsers
+ * grants and policy statements whose principal is "*".
+ */
+enum {
+	S3_P_READ = 1u << 0,       /* GetObject / ListBucket */
+	S3_P_WRITE = 1u << 1,      /* PutObject, DeleteObject (bucket) */
+	S3_P_READ_ACP = 1u << 2,   /* GetObjectAcl / GetBucketAcl */
+	S3_P_WRITE_ACP = 1u << 3,  /* PutObjectAcl / PutBucketAcl */
+	S3_P_FULL = 15u,           /* FULL_CONTROL */
+	S3_P_OWNER = 1u << 4,      /* the owner only (no grant gives it) */
+};
+
+/** May the requester act on bucket b, key (kl bytes; NULL: the bucket
+ *  itself), r (the key's record when the permission is the object's:
+ *  READ, READ_ACP, WRITE_ACP of an object; else NULL) with permission
+ *  perm (S3_P_*) as policy action action ("s3:GetObject")?  0, or
+ *  -EACCES. */
+int s3_authz(struct s3_req *rq, struct s3_bucket *b, const char *key,
+	     size_t kl, const struct s3_orec *r, uint32_t perm,
+	     const char *action);
+/** The owner of object record r in bucket b (its writer when that was
+ *  an authenticated user and the bucket does not enforce ownership,
+ *  else the bucket's owner); *n its length. */
+const char *s3_obj_owner(const struct s3_bucket *b, const struct s3_orec *r,
+			 size_t *n);
+/** The T_ACL field (grants) of a new object or bucket from the request's
+ *  x-amz-acl (canned) or x-amz-grant-* headers, for owner, into rec
+ *  (nothing added when neither is sent).  b: the bucket (NULL: a bucket
+ *  being created).  Replies on refusal (400 InvalidArgument,
+ *  AccessControlListNotSupported, 501 NotImplemented): -EINVAL. */
+int s3_acl_req(struct s3_req *rq, const struct s3_bucket *b,
+	       const char *owner, struct s3_buf *rec);
+/** ?acl (GET, PUT) of the request's bucket, ?ownershipControls (GET,
+ *  PUT, DELETE): the operations; each replies. */
+int s3_bucket_acl(struct s3_req *rq);
+int s3_object_acl(struct s3_req *rq);
+int s3_bucket_ownership(struct s3_req *rq);
+
+/** A bucket policy compiled (s3_policy.c). */
+struct s3_pol;
+/** Compile policy JSON (n bytes) of bucket: 0 and *out, or -EINVAL with
+ *  why in msg (the reply is 400 MalformedPolicy). */
+int s3_pol_compile(const char *json, size_t n, const char *bucket,
+		   struct s3_pol **out, char *msg, size_t ml);
+void s3_pol_free(struct s3_pol *p);
+enum { S3_POL_NONE = 0, S3_POL_ALLOW = 1, S3_POL_DENY = 2 };
+/** Evaluate p for user (NULL or "": anonymous), action ("s3:GetObject")
+ *  and resource ("bucket" or "bucket/key"): S3_POL_DENY when a Deny
+ *  statement matches, else S3_POL_ALLOW when an Allow one does. */
+int s3_pol_eval(const struct s3_pol *p, const char *user,
+		const char *action, const char *res, size_t resl);
+/** ?policy (GET, PUT, DELETE), ?policyStatus (GET); each replies. */
+int s3_bucket_policy(struct s3_req *rq);
+int s3_bucket_policy_status(struct s3_req *rq);
+
+/* ---------------------------------------------------------- tagging */
+
+/** Most tags of an object or a bucket, and the longest key and value
+ *  (characters), as in S3. */
+#define S3_TAGS_MAX 10u
+#define S3_TAG_KEY_MAX 128u
+#define S3_TAG_VALUE_MAX 256u
+/** The T_TAGS field of a new object from x-amz-tagging (URL query form
+ *  "k=v&k2=v2") into rec; nothing when absent.  Replies 400 InvalidTag
+ *  (or InvalidArgument) on a bad set: -EINVAL. */
+int s3_tags_req(struct s3_req *rq, struct s3_buf *rec);
+/** Number of tags in a T_TAGS value. */
+uint32_t s3_tags_count(const uint8_t *t, size_t n);
+/** ?tagging (GET, PUT, DELETE) of an object or a bucket; each replies. */
+int s3_object_tagging(struct s3_req *rq);
+int s3_bucket_tagging(struct s3_req *rq);
+
+/* Shared by the operations files (s3_ops.c). */
+/** The request's bucket into rq_bk, the requester allowed perm / action
+ *  on it (s3_authz() with no object; perm 0: existence only, the caller
+ *  checks the object).  Replies NoSuchBucket, AccessDenied: -errno. */
+int s3_need_bucket(struct s3_req *rq, uint32_t perm, const char *action);
+/** The request's bucket (rq_bk) and its key's record (*v, malloc()ed,
+ *  decoded into *r), the requester allowed perm / action on the object
+ *  (s3_authz()).  Replies NoSuchBucket, NoSuchKey, AccessDenied: -errno. */
+int s3_need_object(struct s3_req *rq, uint32_t perm, const char *action,
+		   void **v, size_t *vl, struct s3_orec *r);
+/** Look up key k of bucket b: 0 with the record (malloc()ed) decoded into
+ *  *r, -ENOENT, or the Clovis error. */
+int s3_rec_get(struct s3_bucket *b, const char *k, size_t kl, void **v,
+	       size_t *vl, struct s3_orec *r);
+/** Replace field tag (T_ACL, T_TAGS) of key k's record (v NULL: drop it),
+ *  under the key's lock, if the record still has etag; the object's data
+ *  is untouched.  0, -ENOENT (gone or replaced), -EAGAIN (a change of the
+ *  key is in doubt), or the Clovis error. */
+int s3_rec_set(struct s3_bucket *b, const char *k, size_t kl,
+	       const char *etag, uint8_t tag, const void *v, uint32_t n);
+/** Reply for the -errno of s3_rec_get()/s3_rec_set() (NoSuchKey, SlowDown,
+ *  InternalError). */
+int s3_reply_rec(struct s3_req *rq, int rc, const char *what);
+/** The parsed XML request body (rq_xml) whose root must be root: NULL
+ *  after a 400 MalformedXML reply. */
+struct s3_xel *s3_xml_body(struct s3_req *rq, const char *root);
 
 /** Header value (case-insensitive name) or NULL. */
 const char *s3_hdr(struct s3_req *rq, const char *name);
@@ -405,6 +532,26 @@ struct s3_bucket {
 	uint64_t bk_ctime_ns;
 	bool bk_dead;
 	struct s3_bucket *bk_next;
+	/* Sub-resources kept in the bucket record, cached here; read under
+	 * bk_conf (read lock), replaced by s3_bucket_set() (write lock).
+	 * Each is malloc()ed and owned by the bucket, NULL when not set. */
+	pthread_rwlock_t bk_conf;
+	char *bk_acl;              /* T_ACL grants (NULL: owner only) */
+	uint32_t bk_acl_len;
+	uint8_t *bk_tags;          /* T_TAGS pairs */
+	uint32_t bk_tags_len;
+	char *bk_policy;           /* T_POLICY JSON as sent */
+	uint32_t bk_policy_len;
+	struct s3_pol *bk_pol;     /* bk_policy compiled (s3_policy.c) */
+	uint32_t bk_ownctl;        /* S3_OWN_* (0: never set) */
+};
+
+/** Bucket ownership controls (ObjectOwnership). */
+enum {
+	S3_OWN_NONE = 0,           /* not set: ACLs apply (pre-2023 S3) */
+	S3_OWN_ENFORCED = 1,       /* BucketOwnerEnforced: ACLs off */
+	S3_OWN_PREFERRED = 2,      /* BucketOwnerPreferred */
+	S3_OWN_WRITER = 3,         /* ObjectWriter */
 };
 
 struct s3_gw {
@@ -460,9 +607,22 @@ int s3_idx_next(struct clovis_idx *i, const void *start, size_t sl, bool excl,
 
 void s3_rand_id(struct clovis_id *id);
 int s3_bucket_get(const char *name, struct s3_bucket **out);
-int s3_bucket_create(const char *name, const char *owner);
+/** Create bucket name of owner; extra: more fields of its record (T_ACL,
+ *  T_OWNCTL; NULL: none).  0, -EEXIST, or the Clovis error. */
+int s3_bucket_create(const char *name, const char *owner,
+		     const struct s3_buf *extra);
 int s3_bucket_delete(struct s3_bucket *b);
 int s3_bucket_empty(struct s3_bucket *b, bool *empty);
+/**
+ * Replace field tag (T_ACL, T_TAGS, T_POLICY, T_OWNCTL) of bucket b's
+ * record with (v, n) (v NULL: remove it), one index PUT, then update the
+ * cached copy in b (under bk_conf, with the policy compiled).  Bucket
+ * record changes are serialised by g_bk_create_lock.  0, -ENOENT (the
+ * bucket is gone), -EINVAL (a policy that does not compile), or the
+ * Clovis error: nothing changed.
+ */
+int s3_bucket_set(struct s3_bucket *b, uint8_t tag, const void *v,
+		  uint32_t n);
 
 /** Index key of S3 key k (hashed when long); returns its length. */
 size_t s3_ikey(const char *k, size_t kl, uint8_t *out);

@@ -2,8 +2,11 @@
  * s3_ops.c — the S3 operations of the gateway: routing, buckets, objects
  * (put, get with ranges and conditionals, head, delete, copy), listings
  * (ListObjectsV2, ListObjects, ListObjectVersions), DeleteObjects and
- * multipart uploads.  Each operation checks its input first and changes
- * nothing when it refuses it.
+ * multipart uploads; and the router (the end of the file): a request is
+ * dispatched on its method, target and full set of sub-resources, and
+ * anything not implemented is refused 501 before it reads or changes
+ * anything.  Each operation checks its input and the requester's rights
+ * (s3_authz(), s3_acl.c) first and changes nothing when it refuses.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -15,6 +18,7 @@
 #include <openssl/sha.h>
 
 #include "gateways/s3/s3.h"
+#include "gateways/s3/s3_bconf.h"
 
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XHDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -110,8 +114,7 @@ static bool bucket_name_ok(const char *n)
 	return !(dots == 3 && digits + dots == l); /* not an IP address */
 }
 
-/* The request's bucket, owned by its user; replies on failure. */
-static int need_bucket(struct s3_req *rq)
+int s3_need_bucket(struct s3_req *rq, uint32_t perm, const char *action)
 {
 	int rc;
 
@@ -124,7 +127,10 @@ static int need_bucket(struct s3_req *rq)
 				    "bucket does not exist"), rc;
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "bucket lookup"), rc;
-	if (strcmp(rq->rq_bk->bk_owner, rq->rq_user.u_name) != 0)
+	if (s3_hdr(rq, "Origin") != NULL)
+		s3_cors_reply_hdrs(rq, rq->rq_bk);
+	if (perm != 0 && s3_authz(rq, rq->rq_bk, rq->rq_key, rq->rq_key_len,
+				  NULL, perm, action) != 0)
 		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied"),
 		       -EACCES;
 	return 0;
@@ -284,8 +290,10 @@ static void sums_reply(struct s3_req *rq, const struct s3_sums *s)
 }
 
 /* Copy the attribute fields (type, meta, headers) of record src, but not
- * its checksums. */
-static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec)
+ * its checksums; with tags its tag set too, with own its (non-empty)
+ * owner and ACL. */
+static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec,
+			   bool tags, bool own)
 {
 	const uint8_t *val;
 	size_t pos = 0;
@@ -294,8 +302,40 @@ static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec)
 
 	while (s3_tlv_next(src, sl, &pos, &tag, &val, &n) == 1)
 		if (tag == T_CTYPE || tag == T_META ||
-		    (tag == T_HDR && hdr_sum(val, n) == 0))
+		    (tag == T_HDR && hdr_sum(val, n) == 0) ||
+		    (tags && tag == T_TAGS) ||
+		    (own && ((tag == T_OWNER && n > 0) || tag == T_ACL)))
 			s3_tlv_add(rec, tag, val, n);
+}
+
+/* The tag set of record src into rec. */
+static void rec_attrs_copy_tags(const void *src, size_t sl, struct s3_buf *rec)
+{
+	const uint8_t *val;
+	size_t pos = 0;
+	uint32_t n;
+	uint8_t tag;
+
+	while (s3_tlv_next(src, sl, &pos, &tag, &val, &n) == 1)
+		if (tag == T_TAGS)
+			s3_tlv_add(rec, tag, val, n);
+}
+
+/* The fields of a new object the request's headers give beyond its
+ * attributes: its owner (an authenticated writer), its ACL (x-amz-acl,
+ * x-amz-grant-*) and, unless notags, its tags (x-amz-tagging).  Replies
+ * on refusal: -EINVAL. */
+static int rec_extra_from_req(struct s3_req *rq, struct s3_buf *rec,
+			      bool notags)
+{
+	const char *own = rq->rq_authed ? rq->rq_user.u_name : "";
+
+	if (own[0] != 0)
+		s3_tlv_add(rec, T_OWNER, own, (uint32_t)strlen(own));
+	if (s3_acl_req(rq, rq->rq_bk, own[0] ? own : rq->rq_bk->bk_owner,
+		       rec) != 0)
+		return -EINVAL;
+	return notags ? 0 : s3_tags_req(rq, rec);
 }
 
 /* Response headers from a record: type, meta, kept headers; its
@@ -330,7 +370,10 @@ static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
 			 "x-amz-meta-" : "", (const char *)val);
 		memcpy(v, z + 1, vl);
 		v[vl] = 0;
-		s3_reply_hdr(rq, name, v);
+		/* libmicrohttpd refuses a header with an empty value: one
+		 * space, which HTTP parsers drop, keeps an empty x-amz-meta-*
+		 * value */
+		s3_reply_hdr(rq, name, vl == 0 ? " " : v);
 	}
 	etag_hdr(rq, r->or_etag);
 	s3_time_http(r->or_mtime_ns, t);
@@ -413,6 +456,80 @@ out:
 	return rc;
 }
 
+int s3_rec_get(struct s3_bucket *b, const char *k, size_t kl, void **v,
+	       size_t *vl, struct s3_orec *r)
+{
+	return rec_get(b, k, kl, v, vl, r);
+}
+
+int s3_rec_set(struct s3_bucket *b, const char *k, size_t kl,
+	       const char *etag, uint8_t tag, const void *v, uint32_t n)
+{
+	uint8_t ik[CLOVIS_KEY_MAX];
+	size_t il = s3_ikey(k, kl, ik), ol, pos = 0;
+	pthread_mutex_t *l = key_lock(ik, il);
+	struct s3_buf rec = {0};
+	struct s3_orec old;
+	const uint8_t *val;
+	uint32_t fl;
+	uint8_t t;
+	void *ov = NULL;
+	int rc;
+
+	pthread_mutex_lock(l);
+	if (key_in_doubt(l)) {
+		rc = -EAGAIN;
+		goto out;
+	}
+	rc = rec_get(b, k, kl, &ov, &ol, &old);
+	if (rc == 0 && strcmp(old.or_etag, etag) != 0)
+		rc = -ENOENT; /* replaced meanwhile */
+	if (rc != 0)
+		goto out;
+	while (s3_tlv_next(ov, ol, &pos, &t, &val, &fl) == 1)
+		if (t != tag)
+			s3_tlv_add(&rec, t, val, fl);
+	if (v != NULL)
+		s3_tlv_add(&rec, tag, v, n);
+	rc = rec.b_oom ? -ENOMEM : s3_idx_put(&b->bk_idx, ik, il, rec.b_data,
+					      rec.b_len, true);
+	if (s3_tx_doubt(rc))
+		key_doubt_set(l);
+out:
+	pthread_mutex_unlock(l);
+	s3_buf_fini(&rec);
+	free(ov);
+	return rc;
+}
+
+int s3_reply_rec(struct s3_req *rq, int rc, const char *what)
+{
+	if (rc == -ENOENT && rq->rq_key != NULL)
+		return s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
+				    "does not exist.");
+	if (rc == -ENOENT)
+		return s3_reply_err(rq, 404, "NoSuchBucket", "The specified "
+				    "bucket does not exist");
+	if (is_doubt(rc))
+		return reply_doubt(rq, rc, what);
+	return s3_reply_clovis(rq, rc, what);
+}
+
+struct s3_xel *s3_xml_body(struct s3_req *rq, const char *root)
+{
+	struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data
+					: "", rq->rq_xml.b_len);
+
+	if (x == NULL || strcmp(x->x_name, root) != 0) {
+		s3_xml_free(x);
+		s3_reply_err(rq, 400, "MalformedXML", "The XML you provided was "
+			     "not well-formed or did not validate against our "
+			     "published schema (expected a %s document)", root);
+		return NULL;
+	}
+	return x;
+}
+
 /* ------------------------------------------------------------- buckets */
 
 static int list_buckets(struct s3_req *rq)
@@ -426,6 +543,8 @@ static int list_buckets(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "ListBuckets";
+	if (!rq->rq_authed || rq->rq_user.u_name[0] == 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
 	s3_buf_str(&x, XHDR "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
 	s3_buf_printf(&x, "<Owner><ID>%s</ID><DisplayName>%s</DisplayName>"
 		      "</Owner><Buckets>", rq->rq_user.u_name,
@@ -477,8 +596,34 @@ static int list_buckets(struct s3_req *rq)
 	return s3_reply_xml(rq, 200, &x);
 }
 
+/* x-amz-object-ownership of a CreateBucket into extra (T_OWNCTL), then
+ * its ACL headers (T_ACL).  Replies on refusal: -EINVAL. */
+static int create_bucket_extra(struct s3_req *rq, struct s3_buf *extra)
+{
+	static const char *const names[] = {
+		"BucketOwnerEnforced", "BucketOwnerPreferred", "ObjectWriter",
+	};
+	const char *oo = s3_hdr(rq, "x-amz-object-ownership");
+	struct s3_bucket tmp = {.bk_ownctl = S3_OWN_NONE};
+	uint32_t i;
+
+	snprintf(tmp.bk_owner, sizeof tmp.bk_owner, "%s", rq->rq_user.u_name);
+	if (oo != NULL) {
+		for (i = 0; i < 3 && strcmp(oo, names[i]) != 0; i++)
+			;
+		if (i == 3)
+			return s3_reply_err(rq, 400, "InvalidArgument", "Invalid "
+					    "x-amz-object-ownership '%.64s'",
+					    oo), -EINVAL;
+		tmp.bk_ownctl = S3_OWN_ENFORCED + i;
+		s3_tlv_u64(extra, T_OWNCTL, tmp.bk_ownctl);
+	}
+	return s3_acl_req(rq, &tmp, rq->rq_user.u_name, extra);
+}
+
 static int create_bucket_end(struct s3_req *rq)
 {
+	struct s3_buf extra = {0};
 	struct s3_bucket *b;
 	int rc;
 
@@ -496,7 +641,14 @@ static int create_bucket_end(struct s3_req *rq)
 		}
 		s3_xml_free(x);
 	}
-	rc = s3_bucket_create(rq->rq_bucket, rq->rq_user.u_name);
+	if (create_bucket_extra(rq, &extra) != 0) {
+		s3_buf_fini(&extra);
+		return 0;
+	}
+	rc = extra.b_oom ? -ENOMEM : s3_bucket_create(rq->rq_bucket,
+						      rq->rq_user.u_name,
+						      &extra);
+	s3_buf_fini(&extra);
 	if (rc == -EEXIST) {
 		if (s3_bucket_get(rq->rq_bucket, &b) == 0 &&
 		    strcmp(b->bk_owner, rq->rq_user.u_name) == 0)
@@ -522,7 +674,13 @@ static int create_bucket_end(struct s3_req *rq)
 static int create_bucket(struct s3_req *rq)
 {
 	rq->rq_op = "CreateBucket";
-	if (!bucket_name_ok(rq->rq_bucket))
+	if (!rq->rq_authed || rq->rq_user.u_name[0] == 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied "
+				    "(a bucket is created by a user)");
+	if (!bucket_name_ok(rq->rq_bucket) ||
+	    strncmp(rq->rq_bucket, "xn--", 4) == 0 ||
+	    (strlen(rq->rq_bucket) > 8 &&
+	     strcmp(rq->rq_bucket + strlen(rq->rq_bucket) - 8, "-s3alias") == 0))
 		return s3_reply_err(rq, 400, "InvalidBucketName",
 				    "The specified bucket is not valid.");
 	rq->rq_body = S3_BODY_XML;
@@ -541,7 +699,7 @@ static int delete_bucket(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "DeleteBucket";
-	if (need_bucket(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_OWNER, "s3:DeleteBucket") != 0)
 		return 0;
 	rc = s3_bucket_empty(rq->rq_bk, &empty);
 	if (rc != 0)
@@ -552,6 +710,10 @@ static int delete_bucket(struct s3_req *rq)
 	rc = uploads_of_bucket(rq->rq_bk, true, &any);
 	if (rc == 0)
 		rc = s3_bucket_delete(rq->rq_bk);
+	if (rc == 0 && s3_bconf_drop(rq->rq_bk->bk_name) != 0)
+		fprintf(stderr, "strata-s3: %s bucket %s deleted, its "
+			"configuration documents not: they are ignored\n",
+			rq->rq_id, rq->rq_bk->bk_name);
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "deleting the bucket");
 	return s3_reply_empty(rq, 204);
@@ -567,6 +729,7 @@ struct put_ctx {
 	struct s3_sums pc_want;  /* x-amz-checksum-* sent (CRCs only) */
 	uint32_t pc_trail;       /* S3_SUM_CRC* announced as trailers */
 	uint64_t pc_expect;
+	struct s3_buf pc_extra;  /* owner, ACL, tags of the new object */
 	/* multipart part */
 	bool pc_part;
 	uint8_t pc_pk[48];
@@ -575,6 +738,10 @@ struct put_ctx {
 
 static void put_cleanup(struct s3_req *rq)
 {
+	struct put_ctx *pc = rq->rq_ctx;
+
+	if (pc != NULL)
+		s3_buf_fini(&pc->pc_extra);
 	free(rq->rq_ctx);
 	rq->rq_ctx = NULL;
 }
@@ -804,6 +971,7 @@ static int put_end(struct s3_req *rq)
 	}
 	rec_data(rq, &rec, etag);
 	rec_attrs_from_req(rq, &rec);
+	s3_buf_add(&rec, pc->pc_extra.b_data, pc->pc_extra.b_len);
 	rec_sums(&rec, &rq->rq_wr->w_sums);
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
@@ -902,7 +1070,8 @@ static int put_object(struct s3_req *rq)
 	struct s3_buf tmp = {0};
 
 	rq->rq_op = "PutObject";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
+	    need_key(rq) != 0)
 		return 0;
 	if (rec_attrs_from_req(rq, &tmp) != 0) {
 		s3_buf_fini(&tmp);
@@ -917,6 +1086,8 @@ static int put_object(struct s3_req *rq)
 		return s3_reply_err(rq, 500, "InternalError", "out of memory");
 	rq->rq_ctx = pc;
 	rq->rq_cleanup = put_cleanup;
+	if (rec_extra_from_req(rq, &pc->pc_extra, false) != 0)
+		return 0;
 	pc->pc_il = s3_ikey(rq->rq_key, rq->rq_key_len, pc->pc_ik);
 	if (put_begin(rq, pc) != 0)
 		return 0;
@@ -1024,10 +1195,18 @@ static int get_object(struct s3_req *rq)
 	int rc, pre, rr, tries = 0;
 
 	rq->rq_op = head ? "HeadObject" : "GetObject";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, 0, NULL) != 0 || need_key(rq) != 0)
 		return 0;
 again:
 	rc = rec_get(rq->rq_bk, rq->rq_key, rq->rq_key_len, &v, &vl, &r);
+	if (rc == 0 && s3_authz(rq, rq->rq_bk, rq->rq_key, rq->rq_key_len, &r,
+				S3_P_READ, "s3:GetObject") != 0) {
+		free(v);
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
+	}
+	if (rc == -ENOENT && s3_authz(rq, rq->rq_bk, NULL, 0, NULL, S3_P_READ,
+				      "s3:ListBucket") != 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
 	if (rc == 0 && !head) {
 		/* The record's first object gone: a change of the key
 		 * replaced it meanwhile, or is in doubt with part of it
@@ -1080,7 +1259,16 @@ again:
 		return rc;
 	}
 	rq->rq_hdrs.b_len = 0;
+	if (s3_hdr(rq, "Origin") != NULL)
+		s3_cors_reply_hdrs(rq, rq->rq_bk);
 	rec_attrs_reply(rq, &r, rr != 0 && pre != 304);
+	if (r.or_tags != NULL) {
+		char tc[16];
+
+		snprintf(tc, sizeof tc, "%u", s3_tags_count(r.or_tags,
+							    r.or_tags_len));
+		s3_reply_hdr(rq, "x-amz-tagging-count", tc);
+	}
 	if (pre == 304) {
 		get_drop(&rd, opened, v);
 		return s3_reply_empty(rq, 304);
@@ -1160,7 +1348,8 @@ static int delete_object(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "DeleteObject";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:DeleteObject") != 0 ||
+	    need_key(rq) != 0)
 		return 0;
 	rc = delete_key(rq->rq_bk, rq->rq_key, rq->rq_key_len);
 	if (is_doubt(rc))
@@ -1254,7 +1443,7 @@ malformed:
 static int delete_objects(struct s3_req *rq)
 {
 	rq->rq_op = "DeleteObjects";
-	if (need_bucket(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:DeleteObject") != 0)
 		return 0;
 	rq->rq_body = S3_BODY_XML;
 	rq->rq_end = delete_objects_end;
@@ -1340,6 +1529,11 @@ static int copy_source(struct s3_req *rq, const char *src,
 		return s3_reply_err(rq, 500, "InternalError", "out of memory"),
 		       -ENOMEM;
 	q = strchr(src, '?');
+	if (q != NULL && strcmp(q, "?versionId=null") != 0)
+		return s3_reply_err(rq, 501, "NotImplemented", "x-amz-copy-"
+				    "source '%.300s': only the current version "
+				    "(versionId=null) of an object can be "
+				    "copied by this gateway", src), -ENOTSUP;
 	if (s3_urldec(src, q ? (size_t)(q - src) : strlen(src), *dec, false)
 	    < 0)
 		goto bad_src;
@@ -1351,11 +1545,17 @@ static int copy_source(struct s3_req *rq, const char *src,
 	if (!bucket_name_ok(k) || s3_bucket_get(k, sb) != 0)
 		return s3_reply_err(rq, 404, "NoSuchBucket", "The specified "
 				    "bucket does not exist"), -ENOENT;
-	if (strcmp((*sb)->bk_owner, rq->rq_user.u_name) != 0)
-		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied"),
-		       -EACCES;
 	rc = rec_get(*sb, q, strlen(q), sv, svl, sr);
+	if (rc == 0 && s3_authz(rq, *sb, q, strlen(q), sr, S3_P_READ,
+				"s3:GetObject") != 0)
+		rc = -EACCES;
+	else if (rc == -ENOENT && s3_authz(rq, *sb, NULL, 0, NULL, S3_P_READ,
+					   "s3:ListBucket") != 0)
+		rc = -EACCES;
 	if (rc != 0) {
+		if (rc == -EACCES)
+			return s3_reply_err(rq, 403, "AccessDenied", "Access "
+					    "Denied"), rc;
 		if (rc == -ENOENT)
 			s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
 				     "does not exist.");
@@ -1400,14 +1600,17 @@ static int copy_object(struct s3_req *rq, const char *src)
 	struct s3_buf rec = {0};
 	struct put_ctx *pc;
 	const char *dir = s3_hdr(rq, "x-amz-metadata-directive");
+	const char *tdir = s3_hdr(rq, "x-amz-tagging-directive");
 	bool replace = dir != NULL && strcasecmp(dir, "REPLACE") == 0;
+	bool treplace = tdir != NULL && strcasecmp(tdir, "REPLACE") == 0;
 	void *sv = NULL;
 	size_t svl;
 	char etag[33];
 	int rc;
 
 	rq->rq_op = "CopyObject";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
+	    need_key(rq) != 0)
 		goto out;
 	if (dir != NULL && !replace && strcasecmp(dir, "COPY") != 0) {
 		s3_reply_err(rq, 400, "InvalidArgument", "Unknown metadata "
@@ -1432,10 +1635,21 @@ static int copy_object(struct s3_req *rq, const char *src)
 	rq->rq_ctx = pc;
 	rq->rq_cleanup = put_cleanup;
 	pc->pc_il = s3_ikey(rq->rq_key, rq->rq_key_len, pc->pc_ik);
+	if (tdir != NULL && strcasecmp(tdir, "COPY") != 0 && !treplace) {
+		s3_reply_err(rq, 400, "InvalidArgument", "Unknown tagging "
+			     "directive '%.32s'", tdir);
+		goto out;
+	}
+	if (rec_extra_from_req(rq, &rec, !treplace) != 0) {
+		s3_buf_fini(&rec);
+		goto out;
+	}
 	if (replace)
 		rc = rec_attrs_from_req(rq, &rec);
 	else
-		rec_attrs_copy(sv, svl, &rec);
+		rec_attrs_copy(sv, svl, &rec, false, false);
+	if (!treplace)
+		rec_attrs_copy_tags(sv, svl, &rec);
 	{
 		struct s3_buf data = {0};
 
@@ -1704,7 +1918,8 @@ static int list_objects(struct s3_req *rq)
 
 	rq->rq_op = versions ? "ListObjectVersions"
 			     : v2 ? "ListObjectsV2" : "ListObjects";
-	if (need_bucket(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_READ, versions ? "s3:ListBucketVersions"
+			   : "s3:ListBucket") != 0)
 		return 0;
 	l.l_kind = versions ? 3 : v2 ? 2 : 1;
 	l.l_max = 1000;
@@ -1727,7 +1942,7 @@ static int list_objects(struct s3_req *rq)
 	l.l_dl = strlen(l.l_delim);
 	l.l_owner = !v2 || (s3_q(rq, "fetch-owner") &&
 			    strcmp(s3_q(rq, "fetch-owner"), "true") == 0);
-	if (v2 && tok != NULL) {
+	if (v2 && tok != NULL && *tok != 0) {
 		tl = s3_b64dec(tok, strlen(tok), tokdec);
 		if (tl < 1 || tl > (long)S3_KEY_MAX + 1 || tokdec[0] != 'K')
 			return s3_reply_err(rq, 400, "InvalidArgument", "The "
@@ -1756,8 +1971,13 @@ static int list_objects(struct s3_req *rq)
 			free(l.l_cp);
 			return s3_reply_clovis(rq, rc, "listing the bucket");
 		}
+		/* ListObjects (v1) returns the Prefix as sent, encoding-type
+		 * or not (s3-tests, S3); V2 and versions encode it */
 		s3_buf_str(&x, "<Prefix>");
-		xml_name(&x, &l, l.l_prefix, l.l_pl);
+		if (l.l_kind == 1)
+			s3_buf_xml(&x, l.l_prefix, l.l_pl);
+		else
+			xml_name(&x, &l, l.l_prefix, l.l_pl);
 		s3_buf_str(&x, "</Prefix>");
 		if (l.l_dl) {
 			s3_buf_str(&x, "<Delimiter>");
@@ -1908,7 +2128,8 @@ static int create_upload(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "CreateMultipartUpload";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
+	    need_key(rq) != 0)
 		return 0;
 	s3_rand_id(&id);
 	memcpy(raw, &id, 16);
@@ -1919,10 +2140,12 @@ static int create_upload(struct s3_req *rq)
 				    "metadata headers exceed the maximum "
 				    "allowed metadata size");
 	}
+	if (rec_extra_from_req(rq, &rec, false) != 0) {
+		s3_buf_fini(&rec);
+		return 0;
+	}
 	s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	s3_tlv_u64(&rec, T_MTIME, s3_now_ns());
-	s3_tlv_add(&rec, T_OWNER, rq->rq_user.u_name,
-		   (uint32_t)strlen(rq->rq_user.u_name));
 	kl = upkey(rq->rq_bucket, rq->rq_key, rq->rq_key_len, upid, k);
 	rc = rec.b_oom ? -ENOMEM : s3_idx_put(&s3g.g_uploads, k, kl,
 					      rec.b_data, rec.b_len, false);
@@ -2094,7 +2317,8 @@ static int upload_part(struct s3_req *rq)
 	long n;
 
 	rq->rq_op = "UploadPart";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
+	    need_key(rq) != 0)
 		return 0;
 	n = strtol(pn, &e, 10);
 	if (*pn == 0 || *e || n < 1 || n > (long)S3_PARTS_MAX)
@@ -2184,7 +2408,8 @@ static int abort_upload(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "AbortMultipartUpload";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0 ||
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:AbortMultipartUpload") != 0 ||
+	    need_key(rq) != 0 ||
 	    need_upload(rq, &uv, &uvl) != 0)
 		return 0;
 	free(uv);
@@ -2369,6 +2594,68 @@ static int complete_tx(struct s3_bucket *b, const char *upid, const char *key,
 	return rc;
 }
 
+/* The reply to a completion of an upload already completed: the key's
+ * record was made by upload uploadId and its ETag is the one the part list
+ * x gives (the MD5 of the parts' MD5s).  Replies 200 with that ETag and
+ * returns true; false when it is not such a repeat (the upload is then
+ * looked up as usual). */
+static bool complete_again(struct s3_req *rq, struct s3_xel *x)
+{
+	const char *upid = s3_q(rq, "uploadId");
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	struct s3_buf out = {0};
+	struct s3_orec r;
+	struct s3_xel *p;
+	const uint8_t *val;
+	uint8_t bin[16], h[16];
+	unsigned int hl = 16;
+	char etag[48];
+	size_t vl, pos = 0;
+	uint32_t n = 0, fl;
+	uint8_t tag;
+	void *v = NULL;
+	bool same = false;
+
+	if (md == NULL || !EVP_DigestInit_ex(md, EVP_md5(), NULL) ||
+	    !upid_ok(upid) ||
+	    rec_get(rq->rq_bk, rq->rq_key, rq->rq_key_len, &v, &vl, &r) != 0)
+		goto out;
+	while (s3_tlv_next(v, vl, &pos, &tag, &val, &fl) == 1)
+		same |= tag == T_UPLOAD && fl == 32 && memcmp(val, upid, 32) == 0;
+	for (p = x->x_child; same && p != NULL; p = p->x_next) {
+		struct s3_xel *pe = s3_xml_child(p, "ETag");
+		const char *et;
+
+		if (strcmp(p->x_name, "Part") != 0)
+			continue;
+		et = pe ? pe->x_text + (pe->x_text[0] == '"') : "";
+		same = strlen(et) >= 32 && s3_unhex(et, 32, bin) == 0;
+		EVP_DigestUpdate(md, bin, 16);
+		n++;
+	}
+	if (!same || n == 0)
+		goto out;
+	EVP_DigestFinal_ex(md, h, &hl);
+	s3_hex(h, 16, etag);
+	snprintf(etag + 32, 16, "-%u", n);
+	same = strcmp(etag, r.or_etag) == 0;
+	if (!same)
+		goto out;
+	s3_buf_printf(&out, XHDR "<CompleteMultipartUploadResult xmlns=\""
+		      XMLNS "\"><Location>/%s/", rq->rq_bucket);
+	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, "</Location><Bucket>%s</Bucket><Key>",
+		      rq->rq_bucket);
+	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>"
+		      "</CompleteMultipartUploadResult>", etag);
+	s3_reply_xml(rq, 200, &out);
+out:
+	EVP_MD_CTX_free(md);
+	free(v);
+	return same;
+}
+
 static int complete_end(struct s3_req *rq)
 {
 	struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data
@@ -2388,6 +2675,10 @@ static int complete_end(struct s3_req *rq)
 				    "provided was not well-formed or did not "
 				    "validate against our published schema");
 	}
+	if (complete_again(rq, x)) {
+		s3_xml_free(x);
+		return 0;
+	}
 	if (need_upload(rq, &uv, &uvl) != 0) {
 		s3_xml_free(x);
 		return 0;
@@ -2402,7 +2693,7 @@ static int complete_end(struct s3_req *rq)
 	s3_tlv_u64(&man, T_MTIME, s3_now_ns());
 	s3_tlv_add(&man, T_ETAG, etag, (uint32_t)strlen(etag));
 	s3_tlv_add(&man, T_UPLOAD, upid, 32);
-	rec_attrs_copy(uv, uvl, &man);
+	rec_attrs_copy(uv, uvl, &man, true, true);
 	free(uv);
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&man, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
@@ -2430,7 +2721,8 @@ static int complete_end(struct s3_req *rq)
 static int complete_upload(struct s3_req *rq)
 {
 	rq->rq_op = "CompleteMultipartUpload";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
+	    need_key(rq) != 0)
 		return 0;
 	rq->rq_body = S3_BODY_XML;
 	rq->rq_end = complete_end;
@@ -2451,7 +2743,8 @@ static int list_parts(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "ListParts";
-	if (need_bucket(rq) != 0 || need_key(rq) != 0 ||
+	if (s3_need_bucket(rq, S3_P_WRITE, "s3:ListMultipartUploadParts") != 0 ||
+	    need_key(rq) != 0 ||
 	    need_upload(rq, &uv, &uvl) != 0)
 		return 0;
 	free(uv);
@@ -2578,7 +2871,7 @@ static int list_uploads(struct s3_req *rq)
 	int rc;
 
 	rq->rq_op = "ListMultipartUploads";
-	if (need_bucket(rq) != 0)
+	if (s3_need_bucket(rq, S3_P_READ, "s3:ListBucketMultipartUploads") != 0)
 		return 0;
 	if (max > 1000)
 		max = 1000;
@@ -2645,94 +2938,275 @@ static int list_uploads(struct s3_req *rq)
 }
 
 /* --------------------------------------------------------------- route */
+/*
+ * A request is dispatched on (method, target, the full set of its
+ * sub-resources).  Query parameters are of three kinds:
+ *   - sub-resources (subres[]): they name what the request acts on
+ *     (?acl, ?tagging, ?uploadId ...); every one present must be part of
+ *     the route that serves the request, else 501 NotImplemented before
+ *     anything is read or changed;
+ *   - ordinary parameters (plain[], and the prefixes response-, x-amz-):
+ *     arguments of an operation (prefix, max-keys, the signature of a
+ *     presigned URL, aws cli's x-id ...), never a reason to refuse;
+ *   - anything else: ignored on GET and HEAD (as S3 does: cache busters),
+ *     refused 501 on PUT, POST and DELETE, where an unknown sub-resource
+ *     run as the plain operation could change data.
+ * versionId=null names the current object (GET, HEAD, DELETE, ?tagging,
+ * ?acl of an object): it is dropped before the match; any other versionId
+ * is 501 (objects have no other version here).
+ */
+static const char *const subres[] = {
+	"accelerate", "acl", "analytics", "attributes", "cors", "delete",
+	"encryption", "intelligent-tiering", "inventory", "legal-hold",
+	"lifecycle", "location", "logging", "metadataConfiguration",
+	"metadataTable", "metrics", "notification", "object-lock",
+	"ownershipControls", "partNumber", "policy", "policyStatus",
+	"publicAccessBlock", "renameObject", "replication", "requestPayment",
+	"restore", "retention", "select", "select-type", "session", "tagging",
+	"torrent", "uploadId", "uploads", "versionId", "versioning",
+	"versions", "website", "abac", "inventoryConfiguration", "mtime",
+};
 
-static int bucket_get(struct s3_req *rq)
+static const char *const plain[] = {
+	"prefix", "delimiter", "marker", "max-keys", "list-type",
+	"continuation-token", "encoding-type", "fetch-owner", "start-after",
+	"key-marker", "version-id-marker", "upload-id-marker", "max-uploads",
+	"max-parts", "part-number-marker", "AWSAccessKeyId", "Signature",
+	"Expires", "x-id", "max-buckets", "bucket-region",
+	"allow-unordered", "id",
+};
+
+/* Where a request goes. */
+enum { ON_SERVICE, ON_BUCKET, ON_OBJECT };
+
+struct route {
+	const char *r_method;
+	uint8_t r_on;
+	const char *r_sub[2];     /* the sub-resources, exactly (NULL: none) */
+	int (*r_fn)(struct s3_req *rq);
+};
+
+static int head_bucket(struct s3_req *rq)
+{
+	rq->rq_op = "HeadBucket";
+	return s3_need_bucket(rq, S3_P_READ, "s3:ListBucket") != 0
+	       ? 0 : s3_reply_empty(rq, 200);
+}
+
+static int bucket_location(struct s3_req *rq)
 {
 	struct s3_buf x = {0};
 
-	if (s3_qhas(rq, "uploads"))
-		return list_uploads(rq);
-	if (s3_qhas(rq, "location")) {
-		rq->rq_op = "GetBucketLocation";
-		if (need_bucket(rq) != 0)
-			return 0;
-		s3_buf_str(&x, XHDR "<LocationConstraint xmlns=\"" XMLNS "\"/>");
-		return s3_reply_xml(rq, 200, &x);
-	}
-	if (s3_qhas(rq, "versioning")) {
-		rq->rq_op = "GetBucketVersioning";
-		if (need_bucket(rq) != 0)
-			return 0;
-		s3_buf_str(&x, XHDR "<VersioningConfiguration xmlns=\"" XMLNS
-			   "\"/>");
-		return s3_reply_xml(rq, 200, &x);
-	}
-	return list_objects(rq);
+	rq->rq_op = "GetBucketLocation";
+	if (s3_need_bucket(rq, S3_P_OWNER, "s3:GetBucketLocation") != 0)
+		return 0;
+	s3_buf_str(&x, XHDR "<LocationConstraint xmlns=\"" XMLNS "\"/>");
+	return s3_reply_xml(rq, 200, &x);
 }
 
-static int route_bucket(struct s3_req *rq)
+/* ?versioning, ?cors, ?lifecycle of a bucket: s3_bconf.c, for its owner. */
+static int bucket_conf(struct s3_req *rq)
 {
-	const char *m = rq->rq_method;
+	static const char *const subs[] = {"versioning", "cors", "lifecycle"};
+	const char *sub = NULL;
+	size_t i;
 
-	if (strcmp(m, "PUT") == 0)
-		return create_bucket(rq);
-	if (strcmp(m, "HEAD") == 0) {
-		rq->rq_op = "HeadBucket";
-		return need_bucket(rq) != 0 ? 0 : s3_reply_empty(rq, 200);
-	}
-	if (strcmp(m, "DELETE") == 0)
-		return delete_bucket(rq);
-	if (strcmp(m, "GET") == 0)
-		return bucket_get(rq);
-	if (strcmp(m, "POST") == 0 && s3_qhas(rq, "delete"))
-		return delete_objects(rq);
-	return s3_reply_err(rq, 405, "MethodNotAllowed", "The specified method "
-			    "is not allowed against this resource.");
+	for (i = 0; i < sizeof subs / sizeof subs[0]; i++)
+		if (s3_qhas(rq, subs[i]))
+			sub = subs[i];
+	rq->rq_op = "BucketConfiguration";
+	if (s3_need_bucket(rq, S3_P_OWNER, "s3:PutBucketConfiguration") != 0)
+		return 0;
+	return s3_bconf_op(rq, rq->rq_bk, sub);
 }
 
-static int route_object(struct s3_req *rq)
+static int put_or_copy(struct s3_req *rq)
 {
-	const char *m = rq->rq_method, *src;
+	const char *src = s3_hdr(rq, "x-amz-copy-source");
 
-	if (strcmp(m, "PUT") == 0) {
-		if (s3_qhas(rq, "partNumber") && s3_qhas(rq, "uploadId"))
-			return upload_part(rq);
-		src = s3_hdr(rq, "x-amz-copy-source");
-		return src ? copy_object(rq, src) : put_object(rq);
-	}
-	if (strcmp(m, "GET") == 0 && s3_qhas(rq, "uploadId"))
-		return list_parts(rq);
-	if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0)
-		return get_object(rq);
-	if (strcmp(m, "DELETE") == 0)
-		return s3_qhas(rq, "uploadId") ? abort_upload(rq)
-					       : delete_object(rq);
-	if (strcmp(m, "POST") == 0 && s3_qhas(rq, "uploads"))
-		return create_upload(rq);
-	if (strcmp(m, "POST") == 0 && s3_qhas(rq, "uploadId"))
-		return complete_upload(rq);
-	return s3_reply_err(rq, 405, "MethodNotAllowed", "The specified method "
-			    "is not allowed against this resource.");
+	return src ? copy_object(rq, src) : put_object(rq);
 }
 
+static int upload_part_route(struct s3_req *rq)
+{
+	return upload_part(rq);
+}
+
+static const struct route routes[] = {
+	{"GET", ON_SERVICE, {NULL, NULL}, list_buckets},
+	{"PUT", ON_BUCKET, {NULL, NULL}, create_bucket},
+	{"HEAD", ON_BUCKET, {NULL, NULL}, head_bucket},
+	{"DELETE", ON_BUCKET, {NULL, NULL}, delete_bucket},
+	{"GET", ON_BUCKET, {NULL, NULL}, list_objects},
+	{"GET", ON_BUCKET, {"versions", NULL}, list_objects},
+	{"GET", ON_BUCKET, {"uploads", NULL}, list_uploads},
+	{"GET", ON_BUCKET, {"location", NULL}, bucket_location},
+	{"POST", ON_BUCKET, {"delete", NULL}, delete_objects},
+	{"GET", ON_BUCKET, {"acl", NULL}, s3_bucket_acl},
+	{"PUT", ON_BUCKET, {"acl", NULL}, s3_bucket_acl},
+	{"GET", ON_BUCKET, {"tagging", NULL}, s3_bucket_tagging},
+	{"PUT", ON_BUCKET, {"tagging", NULL}, s3_bucket_tagging},
+	{"DELETE", ON_BUCKET, {"tagging", NULL}, s3_bucket_tagging},
+	{"GET", ON_BUCKET, {"policy", NULL}, s3_bucket_policy},
+	{"PUT", ON_BUCKET, {"policy", NULL}, s3_bucket_policy},
+	{"DELETE", ON_BUCKET, {"policy", NULL}, s3_bucket_policy},
+	{"GET", ON_BUCKET, {"policyStatus", NULL}, s3_bucket_policy_status},
+	{"GET", ON_BUCKET, {"ownershipControls", NULL}, s3_bucket_ownership},
+	{"PUT", ON_BUCKET, {"ownershipControls", NULL}, s3_bucket_ownership},
+	{"DELETE", ON_BUCKET, {"ownershipControls", NULL},
+	 s3_bucket_ownership},
+	{"GET", ON_BUCKET, {"versioning", NULL}, bucket_conf},
+	{"PUT", ON_BUCKET, {"versioning", NULL}, bucket_conf},
+	{"DELETE", ON_BUCKET, {"versioning", NULL}, bucket_conf},
+	{"GET", ON_BUCKET, {"cors", NULL}, bucket_conf},
+	{"PUT", ON_BUCKET, {"cors", NULL}, bucket_conf},
+	{"DELETE", ON_BUCKET, {"cors", NULL}, bucket_conf},
+	{"GET", ON_BUCKET, {"lifecycle", NULL}, bucket_conf},
+	{"PUT", ON_BUCKET, {"lifecycle", NULL}, bucket_conf},
+	{"DELETE", ON_BUCKET, {"lifecycle", NULL}, bucket_conf},
+	{"PUT", ON_OBJECT, {NULL, NULL}, put_or_copy},
+	{"GET", ON_OBJECT, {NULL, NULL}, get_object},
+	{"HEAD", ON_OBJECT, {NULL, NULL}, get_object},
+	{"DELETE", ON_OBJECT, {NULL, NULL}, delete_object},
+	{"PUT", ON_OBJECT, {"partNumber", "uploadId"}, upload_part_route},
+	{"GET", ON_OBJECT, {"uploadId", NULL}, list_parts},
+	{"DELETE", ON_OBJECT, {"uploadId", NULL}, abort_upload},
+	{"POST", ON_OBJECT, {"uploads", NULL}, create_upload},
+	{"POST", ON_OBJECT, {"uploadId", NULL}, complete_upload},
+	{"GET", ON_OBJECT, {"tagging", NULL}, s3_object_tagging},
+	{"PUT", ON_OBJECT, {"tagging", NULL}, s3_object_tagging},
+	{"DELETE", ON_OBJECT, {"tagging", NULL}, s3_object_tagging},
+	{"GET", ON_OBJECT, {"acl", NULL}, s3_object_acl},
+	{"PUT", ON_OBJECT, {"acl", NULL}, s3_object_acl},
+};
+
+static bool in_list(const char *const *l, size_t n, const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (l[i] != NULL && strcmp(l[i], s) == 0)
+			return true;
+	return false;
+}
+
+#define IN(l, s) in_list(l, sizeof l / sizeof l[0], s)
+
+/* Does route r serve the request's sub-resources sub[0..n)? */
+static bool route_subs(const struct route *r, const char **sub, uint32_t n)
+{
+	uint32_t want = (r->r_sub[0] != NULL) + (r->r_sub[1] != NULL), i;
+
+	if (n != want)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!IN(r->r_sub, sub[i]))
+			return false;
+	return true;
+}
+
+static bool is_plain(const char *q)
+{
+	return IN(plain, q) || strncmp(q, "response-", 9) == 0 ||
+	       strncasecmp(q, "x-amz-", 6) == 0;
+}
+
+/*
+ * The request's sub-resources into sub (*n of them), versionId=null of an
+ * object dropped.  Replies 501 (an unknown parameter on a change, another
+ * versionId): -ENOTSUP.
+ */
+static int route_collect(struct s3_req *rq, const char **sub, uint32_t *n)
+{
+	bool read = strcmp(rq->rq_method, "GET") == 0 ||
+		    strcmp(rq->rq_method, "HEAD") == 0;
+	uint32_t k;
+
+	*n = 0;
+	for (k = 0; k < rq->rq_nq; k++) {
+		const char *q = rq->rq_qn[k];
+
+		if (strcmp(q, "versionId") == 0 && rq->rq_key != NULL &&
+		    strcmp(rq->rq_qv[k], "null") == 0)
+			continue;
+		if (strcmp(q, "versionId") == 0)
+			return s3_reply_err(rq, 501, "NotImplemented", "versionId "
+					    "'%.64s': this gateway keeps one "
+					    "version of an object, named "
+					    "'null'", rq->rq_qv[k]), -ENOTSUP;
+		if (IN(subres, q)) {
+			if (*n < S3_QMAX)
+				sub[(*n)++] = q;
+			continue;
+		}
+		if (!is_plain(q) && !read)
+			return s3_reply_err(rq, 501, "NotImplemented", "query "
+					    "parameter '%.64s' is not "
+					    "implemented by this gateway for "
+					    "%s", q, rq->rq_method), -ENOTSUP;
+	}
+	return 0;
+}
+
+static const char *const methods[] = {"GET", "PUT", "HEAD", "DELETE", "POST",
+				      "OPTIONS"};
+
+/*
+ * Anonymous requests (no signature): routed with rq_authed false and an
+ * empty user when they name a bucket that exists (the route's checks then
+ * grant them only what AllUsers grants or a policy gives "*"), and CORS
+ * preflights.  Everything else is refused by the caller.
+ */
 bool s3_anon_ok(struct s3_req *rq)
 {
-	return false;
+	struct s3_bucket *b;
+
+	if (strcmp(rq->rq_method, "OPTIONS") == 0)
+		return true;
+	return rq->rq_bucket[0] != 0 && bucket_name_ok(rq->rq_bucket) &&
+	       s3_bucket_get(rq->rq_bucket, &b) == 0;
 }
 
 int s3_route(struct s3_req *rq)
 {
-	if (rq->rq_bucket[0] == 0) {
-		if (strcmp(rq->rq_method, "GET") == 0)
-			return list_buckets(rq);
-		return s3_reply_err(rq, 405, "MethodNotAllowed", "The specified "
-				    "method is not allowed against this "
-				    "resource.");
-	}
-	if (strlen(rq->rq_bucket) > S3_BUCKET_MAX)
+	const char *sub[S3_QMAX];
+	uint8_t on = rq->rq_bucket[0] == 0 ? ON_SERVICE
+		     : rq->rq_key == NULL ? ON_BUCKET : ON_OBJECT;
+	uint32_t n, i;
+	bool known = false;
+
+	if (!IN(methods, rq->rq_method))
+		return s3_reply_err(rq, 405, "MethodNotAllowed", "The "
+				    "specified method is not allowed against "
+				    "this resource.");
+	if (on != ON_SERVICE && strlen(rq->rq_bucket) > S3_BUCKET_MAX)
 		return s3_reply_err(rq, 400, "InvalidBucketName", "The "
 				    "specified bucket is not valid.");
-	if (rq->rq_key == NULL)
-		return route_bucket(rq);
-	return route_object(rq);
+	if (strcmp(rq->rq_method, "OPTIONS") == 0 && on != ON_SERVICE) {
+		rq->rq_op = "CorsPreflight";
+		return s3_cors_preflight(rq);
+	}
+	if (route_collect(rq, sub, &n) != 0)
+		return 0;
+	for (i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+		const struct route *r = &routes[i];
+
+		if (r->r_on != on || strcmp(r->r_method, rq->rq_method) != 0)
+			continue;
+		known = true;
+		if (route_subs(r, sub, n))
+			return r->r_fn(rq);
+	}
+	if (!known)
+		return s3_reply_err(rq, 405, "MethodNotAllowed", "The "
+				    "specified method is not allowed against "
+				    "this resource.");
+	rq->rq_op = "NotImplemented";
+	return s3_reply_err(rq, 501, "NotImplemented", "%s of %s with "
+			    "sub-resource%s %s%s%s is not implemented by "
+			    "this gateway; nothing was changed",
+			    rq->rq_method, on == ON_SERVICE ? "the service" :
+			    on == ON_BUCKET ? "a bucket" : "an object",
+			    n > 1 ? "s" : "", n > 0 ? sub[0] : "(none)",
+			    n > 1 ? ", " : "", n > 1 ? sub[1] : "");
 }

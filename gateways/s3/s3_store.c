@@ -267,6 +267,65 @@ void s3_store_close(void)
 
 /* ------------------------------------------------------------- buckets */
 
+/* Copy field tag of the bucket record into b's cache (v NULL: none).  A
+ * stored policy that no longer compiles is kept as text and evaluated as
+ * denying nothing and allowing nothing (logged). */
+static int bucket_conf_set(struct s3_bucket *b, uint8_t tag, const void *v,
+			   uint32_t n)
+{
+	void *copy = NULL;
+	struct s3_pol *pol = NULL;
+	char msg[160];
+
+	if (tag == T_OWNCTL) {
+		b->bk_ownctl = v != NULL && n == 8 ? (uint32_t)s3_u64(v) : 0;
+		return 0;
+	}
+	if (v != NULL) {
+		copy = malloc(n + 1);
+		if (copy == NULL)
+			return -ENOMEM;
+		memcpy(copy, v, n);
+		((char *)copy)[n] = 0;
+	}
+	if (tag == T_POLICY && v != NULL &&
+	    s3_pol_compile(copy, n, b->bk_name, &pol, msg, sizeof msg) != 0)
+		fprintf(stderr, "strata-s3: bucket %s: stored policy: %s\n",
+			b->bk_name, msg);
+	switch (tag) {
+	case T_ACL:
+		free(b->bk_acl);
+		b->bk_acl = copy;
+		b->bk_acl_len = n;
+		break;
+	case T_TAGS:
+		free(b->bk_tags);
+		b->bk_tags = copy;
+		b->bk_tags_len = n;
+		break;
+	case T_POLICY:
+		free(b->bk_policy);
+		s3_pol_free(b->bk_pol);
+		b->bk_policy = copy;
+		b->bk_policy_len = n;
+		b->bk_pol = pol;
+		break;
+	}
+	return 0;
+}
+
+/* Free a bucket never published (its cached documents too). */
+static void bucket_unload(struct s3_bucket *b)
+{
+	if (b == NULL)
+		return;
+	free(b->bk_acl);
+	free(b->bk_tags);
+	free(b->bk_policy);
+	s3_pol_free(b->bk_pol);
+	free(b);
+}
+
 static int bucket_load(const char *name, const void *v, size_t vl,
 		       struct s3_bucket **out)
 {
@@ -293,7 +352,11 @@ static int bucket_load(const char *name, const void *v, size_t vl,
 			b->bk_layout = (uint32_t)s3_u64(val);
 		else if (tag == T_MTIME && n == 8)
 			b->bk_ctime_ns = s3_u64(val);
+		else if (tag == T_ACL || tag == T_TAGS || tag == T_POLICY ||
+			 tag == T_OWNCTL)
+			bucket_conf_set(b, tag, val, n);
 	}
+	pthread_rwlock_init(&b->bk_conf, NULL);
 	if (rc == 0 && cid.ci_hi == 0)
 		rc = -EINVAL;
 	if (rc == 0)
@@ -307,7 +370,7 @@ static int bucket_load(const char *name, const void *v, size_t vl,
 	if (rc != 0) {
 		fprintf(stderr, "strata-s3: bucket %s: record or index bad: %s: "
 			"%s\n", name, clovis_strerror(rc), clovis_errmsg());
-		free(b);
+		bucket_unload(b);
 		return rc == -ENOENT ? -EIO : rc;
 	}
 	*out = b;
@@ -347,7 +410,7 @@ int s3_bucket_get(const char *name, struct s3_bucket **out)
 		nb = NULL;
 	}
 	pthread_rwlock_unlock(&s3g.g_bk_lock);
-	free(nb);
+	bucket_unload(nb);
 	*out = b;
 	return 0;
 }
@@ -360,7 +423,8 @@ static int entity_sync(struct clovis_entity *e, enum clovis_entity_opcode oc)
 	return rc == 0 ? clovis_op_sync(op) : rc;
 }
 
-int s3_bucket_create(const char *name, const char *owner)
+int s3_bucket_create(const char *name, const char *owner,
+		     const struct s3_buf *extra)
 {
 	struct clovis_container c;
 	struct clovis_idx i;
@@ -399,6 +463,8 @@ int s3_bucket_create(const char *name, const char *owner)
 	s3_tlv_add(&rec, T_IDX, raw, 16);
 	s3_tlv_u64(&rec, T_LAYOUT, s3g.g_conf.sc_layout);
 	s3_tlv_u64(&rec, T_MTIME, s3_now_ns());
+	if (extra != NULL && extra->b_len > 0)
+		s3_buf_add(&rec, extra->b_data, extra->b_len);
 	rc = rec.b_oom ? -ENOMEM
 		       : s3_idx_put(&s3g.g_buckets, name, strlen(name),
 				    rec.b_data, rec.b_len, false);
@@ -428,6 +494,51 @@ int s3_bucket_empty(struct s3_bucket *b, bool *empty)
 	}
 	*empty = nr == 0;
 	return 0;
+}
+
+int s3_bucket_set(struct s3_bucket *b, uint8_t tag, const void *v,
+		  uint32_t n)
+{
+	struct s3_buf rec = {0};
+	struct s3_pol *pol = NULL;
+	const uint8_t *val;
+	size_t pos = 0, ol;
+	uint32_t fl;
+	uint8_t t;
+	void *ov;
+	char msg[160];
+	int rc;
+
+	if (tag == T_POLICY && v != NULL) {
+		rc = s3_pol_compile(v, n, b->bk_name, &pol, msg, sizeof msg);
+		if (rc != 0)
+			return rc;
+		s3_pol_free(pol);
+	}
+	pthread_mutex_lock(&s3g.g_bk_create_lock);
+	rc = s3_idx_get(&s3g.g_buckets, b->bk_name, strlen(b->bk_name), &ov,
+			&ol);
+	if (rc != 0)
+		goto out;
+	while (s3_tlv_next(ov, ol, &pos, &t, &val, &fl) == 1)
+		if (t != tag)
+			s3_tlv_add(&rec, t, val, fl);
+	free(ov);
+	if (v != NULL)
+		s3_tlv_add(&rec, tag, v, n);
+	rc = rec.b_oom ? -ENOMEM
+		       : s3_idx_put(&s3g.g_buckets, b->bk_name,
+				    strlen(b->bk_name), rec.b_data, rec.b_len,
+				    true);
+	if (rc == 0) {
+		pthread_rwlock_wrlock(&b->bk_conf);
+		rc = bucket_conf_set(b, tag, v, n);
+		pthread_rwlock_unlock(&b->bk_conf);
+	}
+out:
+	pthread_mutex_unlock(&s3g.g_bk_create_lock);
+	s3_buf_fini(&rec);
+	return rc;
 }
 
 /* Remove the record first: the bucket disappears atomically; the empty

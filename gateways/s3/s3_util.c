@@ -185,6 +185,18 @@ static int orec_field(struct s3_orec *r, uint8_t tag, const uint8_t *v,
 		r->or_inline_len = n;
 		r->or_is_inline = true;
 		break;
+	case T_OWNER:
+		r->or_owner = (const char *)v;
+		r->or_owner_len = n;
+		break;
+	case T_ACL:
+		r->or_acl = (const char *)v;
+		r->or_acl_len = n;
+		break;
+	case T_TAGS:
+		r->or_tags = v;
+		r->or_tags_len = n;
+		break;
 	case T_PART:
 		if (n != 24)
 			return -EINVAL;
