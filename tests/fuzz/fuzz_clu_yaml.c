@@ -20,14 +20,17 @@
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char base[64];
+static char base[256];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char path[96];
+	char path[300];
 	FILE *f;
 
-	snprintf(base, sizeof base, "/tmp/strata-fuzz-clu-XXXXXX");
+	const char *scratch = getenv("FUZZ_SCRATCH");
+
+	snprintf(base, sizeof base, "%s/strata-fuzz-clu-XXXXXX",
+		 scratch != NULL ? scratch : "/tmp");
 	if (mkdtemp(base) == NULL)
 		abort();
 	snprintf(path, sizeof path, "%s/secret", base);

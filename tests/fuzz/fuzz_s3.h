@@ -192,7 +192,7 @@ static void fz_con_fini(struct fz_con *f)
 }
 
 /** A temporary directory for the target's files (credentials, store). */
-static char fz_dir[64];
+static char fz_dir[256];
 
 /* Users of the credentials file every S3 target loads. */
 #define FZ_AKEY "FUZZAKID0000000000"
@@ -208,7 +208,11 @@ static void fz_setup(void)
 	char path[128];
 	FILE *f;
 
-	snprintf(fz_dir, sizeof fz_dir, "/tmp/strata-fuzz-s3-XXXXXX");
+	const char *base = getenv("FUZZ_SCRATCH");
+
+	/* fuzz.sh gives a scratch directory it removes after the target */
+	snprintf(fz_dir, sizeof fz_dir, "%s/strata-fuzz-s3-XXXXXX",
+		 base != NULL ? base : "/tmp");
 	if (mkdtemp(fz_dir) == NULL)
 		abort();
 	snprintf(path, sizeof path, "%s/creds", fz_dir);
