@@ -1304,26 +1304,12 @@ static struct lc_rule *lc_rules(const struct s3_xel *x, uint32_t *n)
 	return v;
 }
 
-/* The tag set of record o: its field BC_T_TAGS, "key\0value\0" pairs
- * (*n bytes); NULL when none. */
-#define BC_T_TAGS 19 /* T_TAGS of s3.h (s3_ops.c's object tagging) */
-static const char *orec_tags(const struct s3_orec *o, uint32_t *n)
-{
-	const uint8_t *val;
-	size_t pos = 0;
-	uint8_t tag;
-
-	while (s3_tlv_next(o->or_rec, o->or_rec_len, &pos, &tag, &val, n) == 1)
-		if (tag == BC_T_TAGS)
-			return (const char *)val;
-	return NULL;
-}
-
-/* Does the tag set of record o hold key k with value v? */
+/* Does the tag set of record o (T_TAGS: "key\0value\0" pairs) hold key
+ * k with value v? */
 static bool obj_tag(const struct s3_orec *o, const char *k, const char *v)
 {
-	uint32_t n = 0;
-	const char *p = orec_tags(o, &n), *e = p != NULL ? p + n : NULL;
+	const char *p = (const char *)o->or_tags;
+	const char *e = p != NULL ? p + o->or_tags_len : NULL;
 
 	while (p != NULL && p < e) {
 		const char *kz = memchr(p, 0, (size_t)(e - p));
