@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -21,6 +23,10 @@
 #include "core/log.h"
 #include "core/stripe.h"
 #include "layouts/ec.h"
+
+/* Test builds: a point where the process kills itself with SIGKILL when
+ * armed (tests/crash/crash_test.sh: a create stopped there). */
+#define FAULT_KILL(name) (FAULT_HIT(name) && raise(SIGKILL) == 0)
 
 /* The committer waits this long for the next batch before it syncs the
  * last commit's meta page itself (only while updates are on their way):
@@ -1532,6 +1538,8 @@ static int store_make_devices(struct eng *e, const struct eng_conf *c,
 		unlink(dr.dr_path); /* left by an interrupted create */
 		rc = tier_dev_format_opts(dr.dr_path, cd->cd_tier,
 					  e->e_store.st_uuid, i, dr.dr_size, &fo);
+		if (rc == 0 && FAULT_KILL("store.create.kill"))
+			return 0;
 		if (rc == 0 && FAULT_HIT("store.create.dev"))
 			rc = err_set(-ENOSPC, "store %s: device %u (%s): no "
 				     "space left (fault point store.create.dev)",
@@ -1848,10 +1856,206 @@ static int store_lock(struct eng *e)
 	return 0;
 }
 
+/*
+ * Crash-safe creation.  A create writes DATA_DIR/CREATING (the store's
+ * uuid and NVRAM directory, synced with its directory) before anything
+ * else, then the metadata environment and the devices, then commits the
+ * identity record, the device records and the default container in ONE
+ * LMDB transaction, syncs it, and only then removes the marker.  So:
+ *   marker, identity record present   the create ended but for the
+ *                                      marker's removal: finished at the
+ *                                      next open (the record is synced,
+ *                                      the marker removed);
+ *   no identity record, no other      the create never committed, no
+ *   record in table sys                data can exist: an open with
+ *                                      CLOVIS_CONF_CREATE makes the store
+ *                                      again (same uuid, so the same
+ *                                      device names; what the first try
+ *                                      left is removed first), an open
+ *                                      without it fails -ENOENT naming
+ *                                      the directory;
+ *   no identity record, other sys     damage, never re-created:
+ *   records                            -CLOVIS_ECORRUPT as before.
+ * A store made before the marker existed and killed while being created
+ * (an environment with an empty sys table) is handled the same way.
+ */
+#define STORE_CREATING "CREATING"
+
+
+/* The error of an open without CREATE of a store whose create never
+ * ended. */
+static int store_incomplete(const char *dir)
+{
+	return err_set(-ENOENT, "data directory %s holds a store whose "
+		       "creation never completed (the process creating it "
+		       "stopped); nothing was stored in it: open it with "
+		       "CLOVIS_CONF_CREATE to create it again", dir);
+}
+
+/* fsync directory dir (names made or removed in it durable). */
+static int dir_sync(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0 || fsync(fd) != 0)
+		rc = err_set(-errno, "directory %s: sync: %s", dir,
+			     strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* Write the creation marker of e's store (uuid, NVRAM directory). */
+static int store_creating_mark(struct eng *e, const struct eng_conf *c)
+{
+	char path[LIM_PATH_MAX + 32], text[LIM_PATH_MAX + 96];
+	int fd, n = 0, rc = 0;
+
+	n += snprintf(text, sizeof text, "strata store being created\nuuid ");
+	for (int k = 0; k < 16; k++)
+		n += snprintf(text + n, sizeof text - (size_t)n, "%02x",
+			      e->e_store.st_uuid[k]);
+	n += snprintf(text + n, sizeof text - (size_t)n, "\nnvram_dir %s\n",
+		      c->ec_nvram_dir ? c->ec_nvram_dir : "/dev/shm");
+	snprintf(path, sizeof path, "%s/%s", c->ec_dir, STORE_CREATING);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(-errno, "store %s: %s: %s", c->ec_dir, path,
+			       strerror(errno));
+	if (write(fd, text, (size_t)n) != n || fsync(fd) != 0)
+		rc = err_set(errno ? -errno : -EIO, "store %s: %s: %s",
+			     c->ec_dir, path, strerror(errno));
+	close(fd);
+	return rc == 0 ? dir_sync(c->ec_dir) : rc;
+}
+
+/* Read the creation marker in dir: the uuid (*have false when the marker
+ * names none) and the NVRAM directory (nvdir, "" when none). */
+static void store_creating_read(const char *dir, uint8_t uuid[16],
+				bool *have, char *nvdir, size_t nvlen)
+{
+	char path[LIM_PATH_MAX + 32], line[LIM_PATH_MAX + 32];
+	FILE *f;
+
+	*have = false;
+	nvdir[0] = '\0';
+	snprintf(path, sizeof path, "%s/%s", dir, STORE_CREATING);
+	f = fopen(path, "re");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof line, f) != NULL) {
+		size_t len = strcspn(line, "\n");
+		unsigned v;
+
+		line[len] = '\0';
+		if (strncmp(line, "uuid ", 5) == 0 && len == 5 + 32) {
+			*have = true;
+			for (int k = 0; k < 16 && *have; k++)
+				if (sscanf(line + 5 + 2 * k, "%2x", &v) == 1)
+					uuid[k] = (uint8_t)v;
+				else
+					*have = false;
+		} else if (strncmp(line, "nvram_dir ", 10) == 0 &&
+			   len - 10 < nvlen) {
+			memcpy(nvdir, line + 10, len - 10 + 1);
+		}
+	}
+	fclose(f);
+}
+
+/* The create of the store in dir is complete: remove its marker. */
+static int store_creating_done(const char *dir)
+{
+	char path[LIM_PATH_MAX + 32];
+
+	snprintf(path, sizeof path, "%s/%s", dir, STORE_CREATING);
+	if (unlink(path) != 0 && errno != ENOENT)
+		return err_set(-errno, "store %s: %s: %s", dir, path,
+			       strerror(errno));
+	return dir_sync(dir);
+}
+
+/*
+ * What an interrupted create of the store in dir left, before it is made
+ * again: its metadata (the environment, or its NVRAM directory and the
+ * link), the device files of the data directory, and the NVRAM devices
+ * named by its uuid in the NVRAM directory the marker names.  Only for a
+ * store whose identity record was never committed (no data can exist).
+ */
+static void store_creating_clear(const char *dir, const uint8_t uuid[16],
+				 bool have_uuid, const char *nvdir)
+{
+	char path[LIM_PATH_MAX + 300], u[33];
+	struct dirent *de;
+	DIR *d;
+
+	meta_nv_remove(dir);
+	snprintf(path, sizeof path, "%s/meta/data.mdb", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/meta/lock.mdb", dir);
+	unlink(path);
+	snprintf(path, sizeof path, "%s/devices", dir);
+	d = opendir(path);
+	while (d != NULL && (de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (n > 4 && strcmp(de->d_name + n - 4, ".dev") == 0) {
+			snprintf(path, sizeof path, "%s/devices/%s", dir,
+				 de->d_name);
+			unlink(path);
+		}
+	}
+	if (d != NULL)
+		closedir(d);
+	if (!have_uuid || nvdir[0] == '\0')
+		return;
+	for (int k = 0; k < 16; k++)
+		snprintf(u + 2 * k, 3, "%02x", uuid[k]);
+	d = opendir(nvdir);
+	while (d != NULL && (de = readdir(d)) != NULL) {
+		size_t n = strlen(de->d_name);
+
+		if (strncmp(de->d_name, "strata-", 7) == 0 &&
+		    strncmp(de->d_name + 7, u, 32) == 0 &&
+		    de->d_name[39] == '-' && n > 4 &&
+		    strcmp(de->d_name + n - 4, ".dev") == 0) {
+			snprintf(path, sizeof path, "%s/%s", nvdir, de->d_name);
+			unlink(path);
+		}
+	}
+	if (d != NULL)
+		closedir(d);
+}
+
+/* Whether the store's create was committed: 1 (its identity record is
+ * there, or other sys records are: store_load judges them), 0 (table sys
+ * is empty: the create never committed), or a negative code. */
+static int store_committed(struct eng *e)
+{
+	MDB_cursor *cur;
+	MDB_txn *txn;
+	MDB_val k, v;
+	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin open");
+	rc = mdb_cursor_open(txn, e->e_meta.m_sys, &cur);
+	if (rc == 0) {
+		rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST);
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(txn);
+	if (rc == 0)
+		return 1;
+	return rc == MDB_NOTFOUND ? 0 : meta_err(rc, "read table sys");
+}
+
 /* Check the directory exists (or make it), whether it holds a store, and
- * whether its metadata is on NVRAM (*linked; a dangling link fails). */
+ * whether its metadata is on NVRAM (*linked; a dangling link fails), and
+ * whether a create of it began and may not have ended (*creating: the
+ * marker STORE_CREATING is there). */
 static int store_dir_check(const struct eng_conf *c, bool *exists,
-			   bool *linked)
+			   bool *linked, bool *creating)
 {
 	char path[LIM_PATH_MAX + 32];
 	struct stat st;
@@ -1871,46 +2075,130 @@ static int store_dir_check(const struct eng_conf *c, bool *exists,
 	rc = meta_nv_check(c->ec_dir, linked);
 	if (rc != 0)
 		return rc;
+	snprintf(path, sizeof path, "%s/%s", c->ec_dir, STORE_CREATING);
+	*creating = lstat(path, &st) == 0;
 	snprintf(path, sizeof path, "%s/meta/data.mdb", c->ec_dir);
 	*exists = stat(path, &st) == 0;
 	if (!*exists && !c->ec_create)
-		return err_set(-ENOENT, "data directory %s holds no store "
+		return *creating ? store_incomplete(c->ec_dir) :
+		       err_set(-ENOENT, "data directory %s holds no store "
 			       "(create one with CLOVIS_CONF_CREATE)", c->ec_dir);
 	return 0;
 }
 
-/* A new store: its uuid, and its metadata directory on NVRAM when asked
- * (c->ec_meta_nvram: DATA_DIR/meta links to NVDIR/strata-UUID-meta). */
-static int store_prepare(struct eng *e, const struct eng_conf *c)
+/* A new store: its uuid (uuid, when an interrupted create is made again,
+ * else a new one), its creation marker, and its metadata directory on
+ * NVRAM when asked (c->ec_meta_nvram: DATA_DIR/meta links to
+ * NVDIR/strata-UUID-meta). */
+static int store_prepare(struct eng *e, const struct eng_conf *c,
+			 const uint8_t *uuid)
 {
-	if (getrandom(e->e_store.st_uuid, 16, 0) != 16)
+	int rc;
+
+	if (uuid != NULL)
+		memcpy(e->e_store.st_uuid, uuid, 16);
+	else if (getrandom(e->e_store.st_uuid, 16, 0) != 16)
 		return err_set(-errno, "store uuid: %s", strerror(errno));
+	rc = store_creating_mark(e, c);
+	if (rc != 0 || FAULT_KILL("store.create.kill"))
+		return rc;
+	e->e_meta_nv = c->ec_meta_nvram;
 	if (!c->ec_meta_nvram)
 		return 0;
-	e->e_meta_nv = true;
 	return meta_nv_make(c->ec_dir, c->ec_nvram_dir, e->e_store.st_uuid);
 }
 
-static int eng_start(struct eng *e, const struct eng_conf *c)
+/*
+ * An existing environment, opened: finish a create that committed but
+ * kept its marker, or, for one that never committed, fail (no CREATE) or
+ * close and clear it for a new create (*exists = false, *redo true).
+ */
+static int store_resume(struct eng *e, const struct eng_conf *c,
+			bool creating, bool *exists, bool *redo)
 {
-	char mdir[LIM_PATH_MAX + 16];
-	bool exists = true;
+	int rc = store_committed(e);
+
+	if (rc == 1 && creating) {
+		/* The create committed: make it durable, drop the marker. */
+		rc = mdb_env_sync(e->e_meta.m_env, 1);
+		if (rc != 0)
+			return meta_err(rc, "sync created store");
+		LOG_INFO("store %s: finishing its create (marker left by a "
+			 "stopped process)", c->ec_dir);
+		return store_creating_done(c->ec_dir);
+	}
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	if (!c->ec_create)
+		return store_incomplete(c->ec_dir);
+	LOG_WARNING("store %s: its creation never completed; making it again",
+		    c->ec_dir);
+	meta_close(&e->e_meta);
+	*exists = false;
+	*redo = true;
+	return 0;
+}
+
+/* Make the store: marker, metadata, devices, one commit, synced, marker
+ * removed (see STORE_CREATING). */
+static int store_make(struct eng *e, const struct eng_conf *c, bool redo)
+{
+	char mdir[LIM_PATH_MAX + 16], nvdir[LIM_PATH_MAX + 1];
+	uint8_t uuid[16];
+	bool have = false;
 	int rc;
 
-	rc = store_dir_check(c, &exists, &e->e_meta_nv);
-	if (rc == 0)
-		rc = store_lock(e);
-	if (rc == 0 && !exists)
-		rc = store_prepare(e, c);
+	if (redo) {
+		store_creating_read(c->ec_dir, uuid, &have, nvdir,
+				    sizeof nvdir);
+		store_creating_clear(c->ec_dir, uuid, have, nvdir);
+	}
+	rc = store_prepare(e, c, have ? uuid : NULL);
 	if (rc != 0)
 		return rc;
 	snprintf(mdir, sizeof mdir, "%s/meta", c->ec_dir);
 	rc = meta_open(&e->e_meta, mdir,
 		       c->ec_meta_size ? c->ec_meta_size : LIM_META_SIZE_DEFAULT,
-		       (exists ? 0 : META_CREATE) |
-		       (e->e_meta_nv ? META_SYNC_META : 0));
-	if (rc == 0 && !exists)
+		       META_CREATE | (e->e_meta_nv ? META_SYNC_META : 0));
+	if (rc == 0 && FAULT_KILL("store.create.kill"))
+		return 0;
+	if (rc == 0)
 		rc = store_create(e, c);
+	if (rc == 0 && (rc = mdb_env_sync(e->e_meta.m_env, 1)) != 0)
+		rc = meta_err(rc, "sync created store");
+	if (rc == 0 && FAULT_KILL("store.create.kill"))
+		return 0;
+	if (rc == 0)
+		rc = store_creating_done(c->ec_dir);
+	return rc;
+}
+
+static int eng_start(struct eng *e, const struct eng_conf *c)
+{
+	char mdir[LIM_PATH_MAX + 16];
+	bool exists = true, creating = false, redo = false;
+	int rc;
+
+	rc = store_dir_check(c, &exists, &e->e_meta_nv, &creating);
+	if (rc == 0)
+		rc = store_lock(e);
+	if (rc != 0)
+		return rc;
+	if (exists) {
+		snprintf(mdir, sizeof mdir, "%s/meta", c->ec_dir);
+		rc = meta_open(&e->e_meta, mdir,
+			       c->ec_meta_size ? c->ec_meta_size :
+			       LIM_META_SIZE_DEFAULT,
+			       e->e_meta_nv ? META_SYNC_META : 0);
+		if (rc == 0)
+			rc = store_resume(e, c, creating, &exists, &redo);
+	} else if (creating) {
+		redo = true; /* stopped before its environment was made */
+		LOG_WARNING("store %s: its creation never completed; making it "
+			    "again", c->ec_dir);
+	}
+	if (rc == 0 && !exists)
+		rc = store_make(e, c, redo);
 	if (rc == 0)
 		rc = store_load(e);
 	if (rc != 0 && !exists && e->e_meta_nv) {
@@ -2086,25 +2374,41 @@ static int store_unlink_devices(struct eng *e)
 int eng_destroy(const char *dir)
 {
 	static const char *const files[] = {"meta/data.mdb", "meta/lock.mdb",
-					    "meta", "devices", "LOCK"};
+					    "meta", "devices", STORE_CREATING,
+					    "LOCK"};
 	struct eng_conf c = {.ec_dir = dir};
 	char mdir[LIM_PATH_MAX + 16], path[LIM_PATH_MAX + 32];
+	char nvdir[LIM_PATH_MAX + 1];
 	struct eng *e = calloc(1, sizeof *e);
-	bool exists, linked;
+	bool exists, linked, creating = false, have = false;
+	uint8_t uuid[16];
 	int rc;
 
 	if (e == NULL)
 		return err_set(-ENOMEM, "destroy");
 	e->e_lockfd = -1;
 	snprintf(e->e_dir, sizeof e->e_dir, "%s", dir);
-	rc = store_dir_check(&c, &exists, &linked);
+	/* A store whose create never ended has no device records to go by:
+	 * its marker names what to remove (store_creating_clear). */
+	c.ec_create = true; /* no mkdir: the directory is checked first */
+	rc = access(dir, F_OK) == 0 ? 0 : err_set(-errno, "data directory "
+		     "%s: %s", dir, strerror(errno));
+	if (rc == 0)
+		rc = store_dir_check(&c, &exists, &linked, &creating);
+	if (rc == 0 && !exists && !creating)
+		rc = err_set(-ENOENT, "data directory %s holds no store", dir);
 	if (rc == 0)
 		rc = store_lock(e);
 	snprintf(mdir, sizeof mdir, "%s/meta", dir);
-	if (rc == 0)
+	if (rc == 0 && exists)
 		rc = meta_open(&e->e_meta, mdir, LIM_META_SIZE_MIN, 0);
-	if (rc == 0)
+	if (rc == 0 && exists && (!creating || store_committed(e) == 1))
 		rc = store_unlink_devices(e);
+	else if (rc == 0) {
+		store_creating_read(dir, uuid, &have, nvdir, sizeof nvdir);
+		meta_close(&e->e_meta);
+		store_creating_clear(dir, uuid, have, nvdir);
+	}
 	if (rc == 0) {
 		snprintf(path, sizeof path, "%s/devices", dir);
 		for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {

@@ -479,7 +479,8 @@ static void test_reopen(void)
 	CU_ASSERT(sobj_check(&s1));
 	CU_ASSERT(sobj_check(&s2));
 	CU_ASSERT(sobj_check(&s3));
-	CU_ASSERT_EQUAL(smr_info().di_zones_empty, before.di_zones_empty);
+	/* recovery at open resets written zones with nothing live left */
+	CU_ASSERT(smr_info().di_zones_empty >= before.di_zones_empty);
 	CU_ASSERT_EQUAL(smr_live(), LIVE_ALL);
 	CU_ASSERT_EQUAL(clovis_smr_clean(cl, smr_dev, 100, &cs), 0);
 	CU_ASSERT(sobj_check(&s1));

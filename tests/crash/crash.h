@@ -98,7 +98,9 @@ int crash_val_check(const uint8_t *buf, size_t len, uint32_t e, uint32_t k,
  *  at create, the metadata too: CLOVIS_CONF_META_NVRAM; with CRASH_SMR,
  *  the configuration file it names (crash_test.sh: a flash and an SMR
  *  device in 1 MiB zones), devices of CRASH_SMR_DEV_SIZE: 16 zones that
- *  the writer's waves fill and the cleaner empties within a few rounds). */
+ *  the writer's waves fill and the cleaner empties within a few rounds;
+ *  CRASH_DEV_MIB=N: devices of N MiB and CRASH_CONFIG=FILE: that
+ *  configuration, for the creation tests). */
 void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags);
 
 #endif

@@ -222,6 +222,11 @@ void crash_conf(struct clovis_conf *conf, const char *dir, uint32_t flags)
 			conf->cc_flags |= CLOVIS_CONF_META_NVRAM;
 	}
 	conf->cc_dev_size = CRASH_DEV_SIZE;
+	if (getenv("CRASH_DEV_MIB") != NULL)
+		conf->cc_dev_size = strtoull(getenv("CRASH_DEV_MIB"), NULL,
+					     10) << 20;
+	if (getenv("CRASH_CONFIG") != NULL)
+		conf->cc_config = getenv("CRASH_CONFIG");
 	if (smr != NULL && smr[0] != '\0') {
 		/* crash_test.sh ... smr: CRASH_SMR names the configuration
 		 * (a flash device for the indices, an SMR device) */

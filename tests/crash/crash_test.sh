@@ -27,6 +27,18 @@
 # over left the device 99 % free with no empty zone, and every write failed
 # -ENOSPC).  In every mode a writer that exits by itself before its kill
 # has failed (it stops only on an error).
+#
+# Creation (issue 26 point 8), in every mode, before the rounds: a create
+# killed at each of its kill points in turn (STRATA_FAULT=store.create.kill,
+# core/engine.c: after the creation marker, after the metadata environment,
+# after each device, after the synced commit; until a create runs through)
+# and three creates killed at random 20-300 ms (a store of three 16 MiB
+# devices; not in the smr run); after each, an open without
+# CREATE must fail saying the creation never completed (or, past the
+# commit, succeed), and an open with CREATE must succeed and the store
+# take writes and pass the checker.  After the rounds, a creation marker
+# planted in the store full of data must be taken as a finished create:
+# the checker passes (nothing re-created) and the marker is gone.
 set -u
 B=${1:-build}
 ROUNDS=${2:-50}
@@ -81,6 +93,76 @@ fi
 
 pass=0
 fail=0
+
+# One killed create in directory $1 (already killed; $2 says how): an open
+# without CREATE fails clearly or succeeds, an open with CREATE succeeds,
+# and the store then works.
+create_check() {
+	local cdir=$1 how=$2 ok=1 msg
+	export CRASH_DEV_MIB=16 CRASH_CONFIG=$work/create.yaml
+	msg=$("$checker" "$cdir" /dev/null 2>&1 | grep 'init:')
+	case "$msg" in
+	""|*"creation never completed"*"CLOVIS_CONF_CREATE"*) ;;
+	*"data directory $cdir: No such file"*|*"$cdir holds no store"*) ;;
+	*) ok=0; echo "crash_test: create ($how): open without CREATE: $msg" ;;
+	esac
+	if ! "$writer" --create "$cdir" > "$work/create.log" 2>&1 ||
+	   ! "$writer" --init "$cdir" >> "$work/create.log" 2>&1 ||
+	   ! "$writer" "$cdir" "$work/cack.log" 1 3 >> "$work/create.log" 2>&1 ||
+	   ! "$checker" "$cdir" "$work/cack.log" >> "$work/create.log" 2>&1 ||
+	   [ -e "$cdir/CREATING" ]; then
+		ok=0
+		echo "crash_test: create ($how): the store did not come back"
+		sed 's/^/  create: /' "$work/create.log" | tail -5
+	fi
+	if [ "$ok" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+	rm -rf "$cdir" "$work/cack.log"
+	unset CRASH_DEV_MIB CRASH_CONFIG
+}
+
+# A store of three small devices: each create costs a few syncs.
+printf 'devices:\n  - { tier: nvram }\n  - { tier: flash }\n  - { tier: sas }\n' \
+	> "$work/create.yaml"
+points=0
+for k in $(seq 0 39); do
+	[ "$MODE" = smr ] && break # the creates of the plain and metanv runs
+	cdir=$work/create.$k
+	CRASH_DEV_MIB=16 CRASH_CONFIG=$work/create.yaml \
+	STRATA_FAULT=store.create.kill:$k:1 "$writer" --create "$cdir" \
+		> "$work/create.log" 2>&1
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		rm -rf "$cdir"
+		break
+	fi
+	if [ "$rc" -ne 137 ]; then
+		fail=$((fail + 1))
+		echo "crash_test: create killed at point $k: rc $rc"
+		sed 's/^/  create: /' "$work/create.log" | tail -5
+		rm -rf "$cdir"
+		continue
+	fi
+	points=$((points + 1))
+	create_check "$cdir" "killed at point $k"
+done
+if [ "$points" -lt 4 ] && [ "$MODE" != smr ]; then
+	fail=$((fail + 1))
+	echo "crash_test: create: only $points kill points fired"
+fi
+for k in 1 2 3; do
+	[ "$MODE" = smr ] && break
+	cdir=$work/create.r$k
+	CRASH_DEV_MIB=16 CRASH_CONFIG=$work/create.yaml \
+		"$writer" --create "$cdir" > "$work/create.log" 2>&1 &
+	pid=$!
+	ms=$((20 + RANDOM % 281))
+	sleep "$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))"
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	create_check "$cdir" "killed after $ms ms"
+done
+[ "$MODE" = smr ] ||
+	echo "crash_test: create: killed at $points points and 3 random moments"
 
 # One fault round: the writer runs 40 waves with point $1 armed and must
 # see failures; then the checker must pass.
@@ -142,6 +224,19 @@ if [ "$MODE" = smr ]; then
 			sed 's/^/  check: /' "$work/check.log" | tail -25
 		fi
 	done
+fi
+
+# A creation marker in a store full of data: a finished create, never
+# a reason to make the store again.
+printf 'strata store being created\nuuid 00000000000000000000000000000000\n' \
+	> "$store/CREATING"
+if "$checker" "$store" "$ack" > "$work/check.log" 2>&1 &&
+   [ ! -e "$store/CREATING" ]; then
+	pass=$((pass + 1))
+else
+	fail=$((fail + 1))
+	echo "crash_test: a planted creation marker was not taken as a finished create"
+	sed 's/^/  check: /' "$work/check.log" | tail -5
 fi
 
 acks=$(grep -vc ' F$' "$ack")

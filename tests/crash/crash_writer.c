@@ -2,6 +2,8 @@
  * crash_writer.c — the writer side of the crash-consistency test.
  *
  *   crash_writer --init DIR        make the store and its entities, exit
+ *   crash_writer --create DIR      open DIR with CLOVIS_CONF_CREATE, close
+ *                                  (crash_test.sh kills it while creating)
  *   crash_writer DIR ACKLOG ROUND [WAVES]
  *                                  write waves until killed (or 20 s, or
  *                                  WAVES waves)
@@ -265,6 +267,21 @@ static int wr_run(const char *dir, const char *ack, uint64_t round,
 	return 0;
 }
 
+/* Open (making it if needed) the store and close it again. */
+static int wr_create(const char *dir)
+{
+	struct clovis_conf conf;
+	struct clovis *cl = NULL;
+	int rc;
+
+	crash_conf(&conf, dir, CLOVIS_CONF_CREATE);
+	rc = clovis_init(&cl, &conf);
+	if (rc != 0)
+		wr_die("init", rc);
+	clovis_fini(cl);
+	return 0;
+}
+
 /* Make the store and create its entities. */
 static int wr_init(const char *dir)
 {
@@ -285,11 +302,13 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "--init") == 0)
 		return wr_init(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "--create") == 0)
+		return wr_create(argv[2]);
 	if ((argc == 4 || argc == 5) && strtoull(argv[3], NULL, 10) > 0)
 		return wr_run(argv[1], argv[2], strtoull(argv[3], NULL, 10),
 			      argc == 5 ? strtoull(argv[4], NULL, 10)
 					: (1u << 24) - 1);
-	fprintf(stderr, "usage: crash_writer --init DIR | "
+	fprintf(stderr, "usage: crash_writer --init DIR | --create DIR | "
 		"crash_writer DIR ACKLOG ROUND [WAVES]\n");
 	return 2;
 }
