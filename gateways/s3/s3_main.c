@@ -1241,7 +1241,9 @@ static void usage(void)
 		"                 [--timeout S] [--skew S] [--gateway-id ID] "
 		"[--dev-size BYTES]\n"
 		"                 [--etag md5|crc64] [--meta-nvram] "
-		"[--lifecycle-interval S]\n");
+		"[--lifecycle-interval S]\n"
+		"                 [--threads N] [--max-connections N] "
+		"[--max-connections-per-ip N]\n");
 }
 
 static int conf_args(struct s3_conf *c, int argc, char **argv)
