@@ -1275,6 +1275,81 @@ bool eng_dev_usable(struct eng *e, uint32_t i)
 	       tier_dev_reachable(e->e_devs[i].ed_dev);
 }
 
+static bool dev_path_remote(const char *path);
+
+/*
+ * Device paths in sys/dev.N (issue 26 point 9).  A device file inside the
+ * data directory is recorded relative to it ("devices/flash1.dev", or
+ * "strata-UUID-nvram0.dev" when the NVRAM directory is the data directory),
+ * so a store whose directory is renamed, moved or copied opens its own
+ * files; a device outside it (the NVRAM device in /dev/shm, a configured
+ * path elsewhere) is recorded absolute, as it was.  Stores made before
+ * recorded every path as made: absolute (or relative to the working
+ * directory for a relative data directory); dev_path_open() still finds
+ * those (below).
+ */
+
+/* The form of path to record for a device of e: relative to the data
+ * directory when inside it. */
+static void dev_path_store(const struct eng *e, const char *path, char *out,
+			   size_t len)
+{
+	size_t n = strlen(e->e_dir);
+
+	while (n > 1 && e->e_dir[n - 1] == '/')
+		n--;
+	if (strncmp(path, e->e_dir, n) == 0 && path[n] == '/' &&
+	    path[n + 1] != '\0' && !dev_path_remote(path))
+		snprintf(out, len, "%s", path + n + 1);
+	else
+		snprintf(out, len, "%s", path);
+}
+
+/* The path to open for a device recorded as rec: a relative record inside
+ * the data directory; an absolute one as recorded, but when it is outside
+ * the data directory and names X/devices/NAME while DIR/devices/NAME
+ * exists (or X/NAME while DIR/NAME exists: an NVRAM device kept in the
+ * data directory), that one (a store of the old format, moved or copied:
+ * the superblock's uuid and index are checked at open all the same); a
+ * relative record that is not in the data directory but exists from the
+ * working directory, as recorded (old format, relative data directory). */
+static void dev_path_open(const struct eng *e, const char *rec, char *out,
+			  size_t len)
+{
+	const char *base;
+	size_t n = strlen(e->e_dir);
+	int k;
+
+	while (n > 1 && e->e_dir[n - 1] == '/')
+		n--;
+	if (dev_path_remote(rec)) {
+		snprintf(out, len, "%s", rec);
+		return;
+	}
+	if (rec[0] != '/') {
+		snprintf(out, len, "%.*s/%s", (int)n, e->e_dir, rec);
+		if (access(out, F_OK) != 0 && access(rec, F_OK) == 0)
+			snprintf(out, len, "%s", rec);
+		return;
+	}
+	snprintf(out, len, "%s", rec);
+	if (strncmp(rec, e->e_dir, n) == 0 && rec[n] == '/')
+		return;
+	if (access(rec, F_OK) == 0 && strncmp(rec, "/dev/shm/", 9) == 0)
+		return; /* the NVRAM device of a store on /dev/shm */
+	base = strrchr(rec, '/');
+	if (base - rec >= 8 && strncmp(base - 8, "/devices", 8) == 0)
+		k = snprintf(out, len, "%.*s/devices%s", (int)n, e->e_dir,
+			     base);
+	else
+		k = snprintf(out, len, "%.*s%s", (int)n, e->e_dir, base);
+	if (k < 0 || (size_t)k >= len || access(out, F_OK) != 0)
+		snprintf(out, len, "%s", rec);
+	else
+		LOG_INFO("store %s: device recorded as %s opened as %s (the "
+			 "store was moved or copied)", e->e_dir, rec, out);
+}
+
 /* Write device i's record with its state (caller holds e_dev_lock). */
 static int dev_rec_save(struct eng *e, uint32_t i)
 {
@@ -1284,7 +1359,7 @@ static int dev_rec_save(struct eng *e, uint32_t i)
 			     .dr_size = tier_dev_size(d->ed_dev)};
 	char name[16];
 
-	snprintf(dr.dr_path, sizeof dr.dr_path, "%s", d->ed_dev->td_path);
+	dev_path_store(e, d->ed_dev->td_path, dr.dr_path, sizeof dr.dr_path);
 	snprintf(name, sizeof name, "dev.%u", i);
 	return eng_sys_save(e, name, &dr, sizeof dr);
 }
@@ -1512,7 +1587,7 @@ static void store_unmake_devices(struct eng *e, const struct eng_conf *c,
 static int store_make_devices(struct eng *e, const struct eng_conf *c,
 			      MDB_txn *txn)
 {
-	char dir[LIM_PATH_MAX + 16], name[16];
+	char dir[LIM_PATH_MAX + 16], name[16], path[LIM_PATH_MAX + 1];
 	uint64_t size = c->ec_dev_size ? c->ec_dev_size :
 			e->e_conf.c_dev_size ? e->e_conf.c_dev_size :
 			LIM_DEV_SIZE_DEFAULT;
@@ -1548,6 +1623,8 @@ static int store_make_devices(struct eng *e, const struct eng_conf *c,
 			store_unmake_devices(e, c, i + 1);
 			return rc;
 		}
+		dev_path_store(e, dr.dr_path, path, sizeof path);
+		snprintf(dr.dr_path, sizeof dr.dr_path, "%s", path);
 record:
 		snprintf(name, sizeof name, "dev.%u", i);
 		rc = meta_sys_put(txn, &e->e_meta, name, &dr, sizeof dr);
@@ -1633,10 +1710,23 @@ static int store_open_device(struct eng *e, uint32_t i,
 {
 	struct eng_dev *d = &e->e_devs[i];
 	const struct tier_ops *ops;
+	char path[LIM_PATH_MAX + 64];
+	int rc;
 
-	if (!dev_path_remote(dr->dr_path))
-		return tier_dev_open(&d->ed_dev, dr->dr_path, dr->dr_tier,
-				     e->e_store.st_uuid, i);
+	if (!dev_path_remote(dr->dr_path)) {
+		dev_path_open(e, dr->dr_path, path, sizeof path);
+		rc = tier_dev_open(&d->ed_dev, path, dr->dr_tier,
+				   e->e_store.st_uuid, i);
+		if (rc != 0 && dr->dr_path[0] == '/' &&
+		    strcmp(path, dr->dr_path) != 0) {
+			/* not this device after all: the path as recorded */
+			LOG_INFO("store %s: %s: %s; trying %s", e->e_dir, path,
+				 err_msg(), dr->dr_path);
+			rc = tier_dev_open(&d->ed_dev, dr->dr_path, dr->dr_tier,
+					   e->e_store.st_uuid, i);
+		}
+		return rc;
+	}
 	ops = tier_driver_find(ENG_REMOTE_DRIVER);
 	if (ops == NULL)
 		return err_set(-ENOTSUP, "store %s: device %u is %s, another "
@@ -2346,7 +2436,7 @@ void eng_close(struct eng *e)
 static int store_unlink_devices(struct eng *e)
 {
 	MDB_txn *txn;
-	char name[16];
+	char name[16], path[LIM_PATH_MAX + 64];
 	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, MDB_RDONLY, &txn);
 
 	if (rc != 0)
@@ -2363,9 +2453,9 @@ static int store_unlink_devices(struct eng *e)
 		dr.dr_path[LIM_PATH_MAX] = '\0';
 		if (dev_path_remote(dr.dr_path))
 			continue; /* another server's */
-		if (unlink(dr.dr_path) != 0 && errno != ENOENT)
-			LOG_WARNING("destroy: %s: %s", dr.dr_path,
-				    strerror(errno));
+		dev_path_open(e, dr.dr_path, path, sizeof path);
+		if (unlink(path) != 0 && errno != ENOENT)
+			LOG_WARNING("destroy: %s: %s", path, strerror(errno));
 	}
 	mdb_txn_abort(txn);
 	return rc == -ENOENT ? 0 : rc;
