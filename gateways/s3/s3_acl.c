@@ -359,7 +359,7 @@ int s3_acl_req(struct s3_req *rq, const struct s3_bucket *b,
 static void acl_doc(struct s3_buf *x, const char *owner, size_t on,
 		    const char *acl, size_t n)
 {
-	const char *p = acl, *end = acl + n;
+	const char *p = acl, *end = acl != NULL ? acl + n : NULL;
 	struct s3_buf priv = {0};
 
 	if (acl == NULL) {
@@ -653,7 +653,7 @@ static int ownership_end(struct s3_req *rq)
 				    "BucketOwnerEnforced, BucketOwnerPreferred "
 				    "or ObjectWriter");
 	for (k = 0; k < 8; k++)
-		v[k] = (uint8_t)(want >> (8 * k));
+		v[k] = (uint8_t)((uint64_t)want >> (8 * k));
 	rc = s3_bucket_set(rq->rq_bk, T_OWNCTL, v, 8);
 	if (rc != 0)
 		return s3_reply_rec(rq, rc, "recording the ownership controls");

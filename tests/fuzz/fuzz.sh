@@ -210,6 +210,26 @@ for line in "${targets[@]}"; do
 		fail=$((fail + 1))
 		continue
 	fi
+	# The findings saved in crashes-NAME/ (fixed since) replay first:
+	# each must now run clean.
+	if compgen -G "tests/fuzz/crashes-$name/*" >/dev/null; then
+		scratch=$(mktemp -d /dev/shm/strata-fuzz.XXXXXX 2>/dev/null ||
+			mktemp -d)
+		if (cd "$out" && FUZZ_SCRATCH=$scratch exec "./$name" \
+			-timeout=5 -rss_limit_mb=2048 \
+			"$top"/tests/fuzz/crashes-"$name"/*) </dev/null \
+			>"$out/$name.replay.log" 2>&1; then
+			echo "fuzz $name: reproducers of crashes-$name ok"
+			pass=$((pass + 1))
+		else
+			echo "fuzz $name: FAILED: a reproducer of crashes-$name" \
+				"(log $out/$name.replay.log)"
+			grep -E 'ERROR|SUMMARY|runtime error' \
+				"$out/$name.replay.log" | head -5
+			fail=$((fail + 1))
+		fi
+		rm -rf "$scratch"
+	fi
 	if [ "$long" -eq 1 ]; then
 		dirs=("$top/$corpus")
 	else
