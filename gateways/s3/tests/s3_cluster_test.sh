@@ -7,6 +7,8 @@
 #   1. a subset of s3_conformance.py (buckets, put/get/range/head/delete,
 #      copy, conditionals, long keys, listing with delimiter and
 #      continuation, DeleteObjects, multipart, access errors);
+#      s3_bconf.py (bucket versioning, CORS, lifecycle expiration: the
+#      gateway runs with a lifecycle pass every second, a 2 s "day");
 #   2. s3_kill.py against the cluster: SIGKILL of the gateway during
 #      uploads, restart, nothing partial visible, the interrupted objects
 #      reclaimed, free space of the cluster's devices equal after;
@@ -93,7 +95,8 @@ fi
 	[ "$(wc -l <"$T/creds")" -eq 2 ] && ok "two users" || { no "users"; finish; }
 
 "$GW" --cluster "$D/cluster.yaml" --port 0 --port-file "$T/port" \
-	--creds "$T/creds" --timeout 5 >"$T/gw.out" 2>"$T/gw.err" &
+	--creds "$T/creds" --timeout 5 --lifecycle-interval 1 \
+	--lifecycle-day 2 >"$T/gw.out" 2>"$T/gw.err" &
 gw_pid=$!
 for i in $(seq 1 600); do
 	[ -s "$T/port" ] && break
@@ -124,6 +127,7 @@ delete_objects_many,multipart_complete,multipart_range_across_parts,\
 multipart_abort,multipart_entity_too_small,multipart_part_replaced,\
 delete_bucket_aborts_pending_uploads
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds" "$CASES"
+part bconf "$HERE/s3_bconf.py" "$EP" "$T/creds" 2
 
 kill -TERM "$gw_pid" 2>/dev/null
 for i in $(seq 1 300); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done

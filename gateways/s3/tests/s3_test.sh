@@ -25,6 +25,9 @@
 #   4. s3_etag.py        — the gateway restarted with --etag crc64: ETags
 #                          from the CRC64-NVMe, Content-MD5 still checked,
 #                          multipart unchanged;
+#      s3_bconf.py       — restarted with a lifecycle pass every second
+#                          and a 2 s "day": bucket versioning, CORS
+#                          (preflight too) and lifecycle (expiration);
 #   5. meta-nvram        — refused with --cluster, noted on an existing
 #                          store, a new store (config key) with its
 #                          metadata in /dev/shm: PUT/GET, destroyed whole;
@@ -235,6 +238,15 @@ if gw_start --etag crc64; then
 	gw_stop
 else
 	no "gateway start with --etag crc64: $(tail -3 "$T/gw.err")"
+fi
+
+# ---- bucket configuration (s3_bconf.py): versioning, CORS, lifecycle; a
+# lifecycle pass every second and a "day" of 2 s
+if gw_start --lifecycle-interval 1 --lifecycle-day 2; then
+	part bconf "$HERE/s3_bconf.py" "$EP" "$T/creds" 2
+	gw_stop
+else
+	no "gateway start with --lifecycle-interval 1: $(tail -3 "$T/gw.err")"
 fi
 
 # ---- meta-nvram: refused with --cluster; noted on an existing store; a
