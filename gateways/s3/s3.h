@@ -594,6 +594,19 @@ bool s3_settle_pending(uint64_t mark);
  *  still change any key it was changing: changes of keys wait)? */
 bool s3_settle_held(void);
 
+/*
+ * Key lock stripes (s3_ops.c): every change of an object key (PUT, DELETE,
+ * Complete, a lifecycle expiration) holds s3_key_lock() of its index key.
+ * Under that lock, s3_key_in_doubt() is true while an earlier change of a
+ * key of the stripe is in doubt (cluster mode: its dtx not surely decided
+ * yet) or the earlier run is not settled: the change must not read the
+ * record (503 SlowDown, or skip it).  s3_key_doubt_set() marks the stripe
+ * after a change whose outcome is unknown (s3_tx_doubt()).
+ */
+pthread_mutex_t *s3_key_lock(const uint8_t *k, size_t kl);
+bool s3_key_in_doubt(pthread_mutex_t *l);
+void s3_key_doubt_set(pthread_mutex_t *l);
+
 int s3_idx_get(struct clovis_idx *i, const void *k, size_t kl, void **v,
 	       size_t *vl);
 int s3_idx_put(struct clovis_idx *i, const void *k, size_t kl, const void *v,

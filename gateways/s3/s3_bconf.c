@@ -1360,19 +1360,6 @@ static bool lc_expired(const struct lc_rule *l, const uint8_t *k, size_t kl,
 	return now >= at;
 }
 
-/* The key lock stripe of index key k: the same stripe as s3_ops.c's
- * key_lock() (FNV-1a of the index key over s3g.g_key_locks), so that an
- * expiration and a PUT or DELETE of the same key exclude each other. */
-static pthread_mutex_t *lc_key_lock(const uint8_t *k, size_t kl)
-{
-	uint32_t h = 2166136261u;
-	size_t i;
-
-	for (i = 0; i < kl; i++)
-		h = (h ^ k[i]) * 16777619u;
-	return &s3g.g_key_locks[h & 255];
-}
-
 /* Wait (stoppable) up to ms. */
 static void lc_sleep_ms(uint32_t ms)
 {
@@ -1405,13 +1392,14 @@ static bool lc_stopping(void)
  * Delete key ik of b as DeleteObject does (the record DEL and the DELETE
  * of its objects, one change), under the key's lock, and only if its
  * record is still the one the walk read (v): a PUT of the key since then
- * is never undone.  Returns 1 when deleted, 0 when not (changed, gone, or
- * changes refused while the earlier run settles), or a Clovis error.
+ * is never undone.  Returns 1 when deleted, 0 when not (changed, gone, a
+ * change of the stripe in doubt, or its own outcome in doubt: the stripe
+ * is then marked as s3_ops.c marks it), or a Clovis error.
  */
 static int lc_delete(struct s3_bucket *b, const uint8_t *ik, size_t il,
 		     const void *v, size_t vl)
 {
-	pthread_mutex_t *l = lc_key_lock(ik, il);
+	pthread_mutex_t *l = s3_key_lock(ik, il);
 	struct s3_tx *t = s3_tx_new();
 	struct s3_orec old;
 	void *cv = NULL;
@@ -1421,8 +1409,8 @@ static int lc_delete(struct s3_bucket *b, const uint8_t *ik, size_t il,
 	if (t == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (s3_settle_held()) {
-		rc = 0;
+	if (s3_key_in_doubt(l)) {
+		rc = 0; /* an earlier change of the stripe is in doubt: later */
 		goto out;
 	}
 	rc = s3_idx_get(&b->bk_idx, ik, il, &cv, &cl);
@@ -1439,21 +1427,10 @@ static int lc_delete(struct s3_bucket *b, const uint8_t *ik, size_t il,
 	rc = s3_tx_commit(t);
 	t = NULL;
 	if (s3_tx_doubt(rc)) {
-		/* Cluster mode, outcome unknown: keep the key's stripe until
-		 * the dtx is decided everywhere, so that no change of the key
-		 * reads the record meanwhile (s3_ops.c would refuse such a
-		 * change with 503; here it waits for the lock). */
-		uint64_t mark = s3_settle_mark();
-		uint32_t waited = 0;
-
-		while (s3_settle_pending(mark) && !lc_stopping()) {
-			lc_sleep_ms(100);
-			if (++waited % 300 == 0)
-				fprintf(stderr, "strata-s3: lifecycle: bucket "
-					"%s: an expiration in doubt, waiting "
-					"for the cluster's settle\n",
-					b->bk_name);
-		}
+		/* Cluster mode, outcome unknown: the stripe is marked, and
+		 * changes of its keys wait (503) until the dtx is decided
+		 * everywhere, as after a DeleteObject in doubt. */
+		s3_key_doubt_set(l);
 		rc = 0;
 	} else if (rc == 0) {
 		rc = 1;

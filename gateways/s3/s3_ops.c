@@ -31,7 +31,7 @@ static const char *const kept_hdrs[] = {
 
 /* ------------------------------------------------------------- helpers */
 
-static pthread_mutex_t *key_lock(const uint8_t *k, size_t kl)
+pthread_mutex_t *s3_key_lock(const uint8_t *k, size_t kl)
 {
 	uint32_t h = 2166136261u;
 	size_t i;
@@ -59,7 +59,7 @@ static uint64_t *key_doubt(pthread_mutex_t *l)
 }
 
 /* Under lock l: is a change of a key of stripe l to wait (503)? */
-static bool key_in_doubt(pthread_mutex_t *l)
+bool s3_key_in_doubt(pthread_mutex_t *l)
 {
 	uint64_t m = *key_doubt(l);
 
@@ -68,7 +68,7 @@ static bool key_in_doubt(pthread_mutex_t *l)
 	return m != 0 || s3_settle_held();
 }
 
-static void key_doubt_set(pthread_mutex_t *l)
+void s3_key_doubt_set(pthread_mutex_t *l)
 {
 	*key_doubt(l) = s3_settle_mark();
 }
@@ -416,7 +416,7 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 		      const struct s3_buf *rec, bool if_none,
 		      const struct s3_wr *w, struct s3_tx *t)
 {
-	pthread_mutex_t *l = key_lock(ik, il);
+	pthread_mutex_t *l = s3_key_lock(ik, il);
 	struct s3_orec old;
 	void *ov = NULL;
 	size_t ol;
@@ -425,7 +425,7 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 	if (t == NULL && (t = s3_tx_new()) == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l)) {
+	if (s3_key_in_doubt(l)) {
 		rc = -EAGAIN;
 		goto out;
 	}
@@ -447,7 +447,7 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 		rc = s3_tx_commit(t);
 		t = NULL;
 		if (s3_tx_doubt(rc))
-			key_doubt_set(l);
+			s3_key_doubt_set(l);
 	}
 out:
 	pthread_mutex_unlock(l);
@@ -467,7 +467,7 @@ int s3_rec_set(struct s3_bucket *b, const char *k, size_t kl,
 {
 	uint8_t ik[CLOVIS_KEY_MAX];
 	size_t il = s3_ikey(k, kl, ik), ol, pos = 0;
-	pthread_mutex_t *l = key_lock(ik, il);
+	pthread_mutex_t *l = s3_key_lock(ik, il);
 	struct s3_buf rec = {0};
 	struct s3_orec old;
 	const uint8_t *val;
@@ -477,7 +477,7 @@ int s3_rec_set(struct s3_bucket *b, const char *k, size_t kl,
 	int rc;
 
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l)) {
+	if (s3_key_in_doubt(l)) {
 		rc = -EAGAIN;
 		goto out;
 	}
@@ -494,7 +494,7 @@ int s3_rec_set(struct s3_bucket *b, const char *k, size_t kl,
 	rc = rec.b_oom ? -ENOMEM : s3_idx_put(&b->bk_idx, ik, il, rec.b_data,
 					      rec.b_len, true);
 	if (s3_tx_doubt(rc))
-		key_doubt_set(l);
+		s3_key_doubt_set(l);
 out:
 	pthread_mutex_unlock(l);
 	s3_buf_fini(&rec);
@@ -1305,7 +1305,7 @@ static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 {
 	uint8_t ik[CLOVIS_KEY_MAX];
 	size_t il = s3_ikey(k, kl, ik);
-	pthread_mutex_t *l = key_lock(ik, il);
+	pthread_mutex_t *l = s3_key_lock(ik, il);
 	struct s3_tx *t = s3_tx_new();
 	struct s3_orec old;
 	void *ov = NULL;
@@ -1315,7 +1315,7 @@ static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 	if (t == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);
-	if (key_in_doubt(l)) {
+	if (s3_key_in_doubt(l)) {
 		rc = -EAGAIN;
 		goto out;
 	}
@@ -1334,7 +1334,7 @@ static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 		rc = s3_tx_commit(t);
 		t = NULL;
 		if (s3_tx_doubt(rc))
-			key_doubt_set(l);
+			s3_key_doubt_set(l);
 	}
 out:
 	pthread_mutex_unlock(l);
@@ -2167,7 +2167,7 @@ static int part_record(struct s3_req *rq, const char *etag)
 {
 	struct put_ctx *pc = rq->rq_ctx;
 	struct s3_buf rec = {0};
-	pthread_mutex_t *l = key_lock(pc->pc_pk, pc->pc_pkl);
+	pthread_mutex_t *l = s3_key_lock(pc->pc_pk, pc->pc_pkl);
 	struct s3_orec old;
 	void *ov = NULL;
 	size_t ol;
