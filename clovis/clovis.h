@@ -299,9 +299,22 @@ struct clovis_op;
  * directory or, with CLOVIS_CONF_META_NVRAM, on cc_nvram_dir.  Only one
  * process may have a store open at a time.
  *
+ * Creation is crash-safe: a store is complete only once its one create
+ * commit is durable (a DATA_DIR/CREATING marker is written first and
+ * removed after it).  A store whose creation was interrupted (the process
+ * killed, the machine down) is made again from scratch, with the same
+ * uuid, by the next open with CLOVIS_CONF_CREATE, and refused with -ENOENT
+ * (message: the directory is incomplete, open with CLOVIS_CONF_CREATE)
+ * without it; a store that ever completed its creation is never made
+ * again (damage to it is -CLOVIS_ECORRUPT).  Device paths inside
+ * cc_data_dir are recorded relative to it, so a store may be renamed or
+ * moved whole (docs/configuration.md: what an NVRAM device outside the
+ * directory means for a copy).
+ *
  * Returns 0 and sets *out, or:
  *   -EINVAL     conf is NULL, cc_data_dir missing, or a field out of range;
- *   -ENOENT     no store in cc_data_dir and CLOVIS_CONF_CREATE not set, or
+ *   -ENOENT     no store in cc_data_dir, or one whose creation never
+ *               completed, and CLOVIS_CONF_CREATE not set, or
  *               one of its devices is missing, or its metadata on NVRAM
  *               is missing (CLOVIS_CONF_META_NVRAM: lost at a reboot);
  *   -EBUSY      another process has the store open;
@@ -327,7 +340,8 @@ CLOVIS_API void clovis_fini(struct clovis *cl);
  * Remove the store in data_dir: every device file it recorded (including
  * the NVRAM device outside the directory), its metadata (including a
  * metadata directory on NVRAM, CLOVIS_CONF_META_NVRAM, and the link to
- * it), and the directory itself when nothing else is left in it.  The
+ * it), and the directory itself when nothing else is left in it; a store
+ * whose creation never completed is removed too.  The
  * store must not be open.  Returns 0, -ENOENT (no store there, or its
  * metadata on NVRAM is missing: nothing is removed), -EBUSY (open by a
  * process), -errno.
