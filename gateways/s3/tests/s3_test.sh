@@ -22,6 +22,8 @@
 #   3. CLI smoke tests   — Debian's aws cli and s3cmd (/usr/bin/aws,
 #                          /usr/bin/s3cmd: tests/tools.sh), a failure
 #                          when missing;
+#      s3_clients.py     — aws cli, s3cmd and boto3 each through
+#                          mb/cp/ls/sync/presign/info/rb;
 #   4. s3_etag.py        — the gateway restarted with --etag crc64: ETags
 #                          from the CRC64-NVMe, Content-MD5 still checked,
 #                          multipart unchanged;
@@ -146,8 +148,8 @@ ok "gateway listens on $EP"
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds"
 part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds" "$T/access.log"
 part presign "$HERE/s3_presign.py" "$EP" "$T/creds"
-part subres "$HERE/s3_subres.py" "$EP" "$T/creds"
 part errbody "$HERE/s3_errbody.py" "$EP" "$T/creds" "$T/access.log"
+part subres "$HERE/s3_subres.py" "$EP" "$T/creds"
 
 # ---- TLS: a second gateway on its own store with a self-signed
 # certificate for 127.0.0.1; boto3 over HTTPS (its checksums as trailers)
@@ -221,6 +223,13 @@ if tools_check s3cmd >"$T/tools.out"; then
 		ok "s3cmd del + rb" || no "s3cmd del/rb: $(tail -3 "$T/sc.out")"
 else
 	no "s3cmd smoke: $(cat "$T/tools.out")"
+fi
+# the three clients users have, each through mb/cp/ls/sync/presign/info/rb
+if tools_check aws s3cmd >"$T/tools.out"; then
+	part clients "$HERE/s3_clients.py" "$EP" "$T/creds" "$STRATA_AWS" \
+		"$STRATA_S3CMD"
+else
+	no "clients: $(cat "$T/tools.out")"
 fi
 
 # ---- access log and statistics
