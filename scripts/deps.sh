@@ -7,14 +7,15 @@
 # iproute2: `ip netns` for the network-partition steps (netns_test.sh,
 # dtx_bank_test.sh netns); awscli and s3cmd: the gateway's tests run
 # Debian's own clients (/usr/bin/aws, /usr/bin/s3cmd, tests/tools.sh);
-# python3-venv: .venv.
+# python3-venv: .venv; curl: s3_presign.py fetches presigned URLs with it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libpmemobj-dev libisal-dev liburcu-dev libyaml-dev libcunit1-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
-      libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2)
+      libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
+      curl)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
