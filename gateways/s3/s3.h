@@ -438,11 +438,27 @@ int s3_pol_compile(const char *json, size_t n, const char *bucket,
 		   struct s3_pol **out, char *msg, size_t ml);
 void s3_pol_free(struct s3_pol *p);
 enum { S3_POL_NONE = 0, S3_POL_ALLOW = 1, S3_POL_DENY = 2 };
-/** Evaluate p for user (NULL or "": anonymous), action ("s3:GetObject")
- *  and resource ("bucket" or "bucket/key"): S3_POL_DENY when a Deny
- *  statement matches, else S3_POL_ALLOW when an Allow one does. */
-int s3_pol_eval(const struct s3_pol *p, const char *user,
-		const char *action, const char *res, size_t resl);
+/** What a policy's conditions read of one request: NULL members are
+ *  absent (every request key absent when pc_rq is NULL).  pc_obj: the
+ *  object's record when the caller has it; else, when the policy reads
+ *  s3:ExistingObjectTag/, the evaluation looks pc_key of pc_bk up. */
+struct s3_pol_cx {
+	struct s3_req *pc_rq;
+	struct s3_bucket *pc_bk;
+	const char *pc_key;
+	size_t pc_kl;
+	const struct s3_orec *pc_obj;
+};
+/** Evaluate p for the request cx (NULL: no request context), user (NULL
+ *  or "": anonymous), action ("s3:GetObject") and resource ("bucket" or
+ *  "bucket/key"): S3_POL_DENY when a Deny statement applies (principal,
+ *  action, resource match and every condition holds), else S3_POL_ALLOW
+ *  when an Allow one does, else S3_POL_NONE. */
+int s3_pol_eval(const struct s3_pol *p, const struct s3_pol_cx *cx,
+		const char *user, const char *action, const char *res,
+		size_t resl);
+/** Does p read s3:ExistingObjectTag/ (the object's record)? */
+bool s3_pol_reads_object(const struct s3_pol *p);
 /** ?policy (GET, PUT, DELETE), ?policyStatus (GET); each replies. */
 int s3_bucket_policy(struct s3_req *rq);
 int s3_bucket_policy_status(struct s3_req *rq);

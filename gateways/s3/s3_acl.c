@@ -139,7 +139,11 @@ static int authz_locked(struct s3_req *rq, struct s3_bucket *b,
 			s3_buf_str(&res, "/");
 			s3_buf_add(&res, key, kl);
 		}
-		pol = s3_pol_eval(b->bk_pol, user, action, res.b_data ?
+		struct s3_pol_cx cx = {.pc_rq = rq, .pc_bk = b,
+				       .pc_key = key, .pc_kl = kl,
+				       .pc_obj = r};
+
+		pol = s3_pol_eval(b->bk_pol, &cx, user, action, res.b_data ?
 				  res.b_data : "", res.b_len);
 		s3_buf_fini(&res);
 		if (pol == S3_POL_DENY && !(bowner && is_policy_admin(action)))

@@ -791,6 +791,8 @@ struct bc_ent {
 	uint32_t ce_ref;          /* the table's, and each user's */
 	int ce_vers;              /* BV_* */
 	struct s3_xel *ce_cors;   /* validated CORSConfiguration, or NULL */
+	struct s3_xel *ce_lc;     /* validated LifecycleConfiguration, or
+				   * NULL (for x-amz-expiration) */
 	struct bc_ent *ce_next;
 };
 
@@ -821,6 +823,7 @@ static void bc_put(struct bc_ent *e)
 	pthread_mutex_unlock(&bcc.cc_lock);
 	if (last) {
 		s3_xml_free(e->ce_cors);
+		s3_xml_free(e->ce_lc);
 		free(e);
 	}
 }
@@ -892,6 +895,18 @@ static int bc_load(const struct s3_bucket *b, struct bc_ent *e)
 		else
 			s3_xml_free(x);
 		free(doc);
+		doc = NULL;
+	}
+	if (rc == 0 || rc == -ENOENT)
+		rc = doc_get(b, "lifecycle", &doc);
+	if (rc == 0) {
+		x = s3_xml_parse(doc, strlen(doc));
+		xml_trim(x);
+		if (x != NULL && lc_parse(x, &err) == 0)
+			e->ce_lc = x;
+		else
+			s3_xml_free(x);
+		free(doc);
 	}
 	return rc == -ENOENT ? 0 : rc;
 }
@@ -924,6 +939,7 @@ static struct bc_ent *bc_get(const struct s3_bucket *b)
 	ne->ce_ref = 2;
 	if (bc_load(b, ne) != 0) {
 		s3_xml_free(ne->ce_cors);
+		s3_xml_free(ne->ce_lc);
 		free(ne);
 		return NULL;
 	}
@@ -1664,4 +1680,78 @@ void s3_lifecycle_stop(void)
 	pthread_join(lc.lc_thread, NULL);
 	lc.lc_started = false;
 	bc_forget(NULL);
+}
+
+/* When is the object (key k, record o) expired by rule l (seconds)? -1:
+ * the rule does not apply to it. */
+static int64_t lc_expiry(const struct lc_rule *l, const char *k, size_t kl,
+			 const struct s3_orec *o)
+{
+	size_t pl = strlen(l->lr_prefix);
+	uint64_t day = lc.lc_day_s != 0 ? lc.lc_day_s : 86400;
+	int64_t at;
+
+	if (!lc_tags_match(l, o) || kl < pl ||
+	    memcmp(k, l->lr_prefix, pl) != 0 ||
+	    (l->lr_has_gt && o->or_size <= l->lr_gt) ||
+	    (l->lr_has_lt && o->or_size >= l->lr_lt))
+		return -1;
+	if (l->lr_days == 0)
+		return l->lr_date;
+	at = (int64_t)(o->or_mtime_ns / 1000000000u) +
+	     (int64_t)(l->lr_days * day);
+	if (day == 86400)
+		at = (at + 86399) / 86400 * 86400;
+	return at;
+}
+
+void s3_lifecycle_hdr(struct s3_req *rq, struct s3_bucket *b,
+		      const char *key, size_t kl, const struct s3_orec *o)
+{
+	struct bc_ent *e = bc_get(b);
+	const struct s3_xel *r, *id = NULL;
+	struct lc_rule *rules;
+	int64_t best = -1;
+	uint32_t n = 0, i, k = 0;
+	char v[200], date[64];
+	struct tm tm;
+	time_t t;
+
+	if (e == NULL || e->ce_lc == NULL) {
+		bc_put(e);
+		return;
+	}
+	rules = lc_rules(e->ce_lc, &n);
+	for (i = 0; rules != NULL && i < n; i++) {
+		int64_t at = lc_expiry(&rules[i], key, kl, o);
+
+		if (at >= 0 && (best < 0 || at < best)) {
+			best = at;
+			k = i;
+		}
+	}
+	/* the rule-id: that of the k-th enabled expiration rule */
+	for (r = e->ce_lc->x_child, i = 0; best >= 0 && r != NULL;
+	     r = r->x_next) {
+		const struct s3_xel *ex = xchild(r, "Expiration");
+
+		if (strcmp(xchild(r, "Status")->x_text, "Enabled") != 0 ||
+		    ex == NULL || (xchild(ex, "Days") == NULL &&
+				   xchild(ex, "Date") == NULL))
+			continue;
+		if (i++ == k) {
+			id = xchild(r, "ID");
+			break;
+		}
+	}
+	if (best >= 0 && id != NULL) {
+		t = (time_t)best;
+		gmtime_r(&t, &tm);
+		strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		snprintf(v, sizeof v, "expiry-date=\"%s\", rule-id=\"%.100s\"",
+			 date, id->x_text);
+		s3_reply_hdr(rq, "x-amz-expiration", v);
+	}
+	free(rules);
+	bc_put(e);
 }

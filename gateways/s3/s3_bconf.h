@@ -37,6 +37,7 @@ struct s3_req;
 struct s3_bucket;
 
 struct s3_buf;
+struct s3_orec;
 
 /**
  * Validate n bytes of XML as the body of a PUT of sub ("versioning",
@@ -87,6 +88,12 @@ int s3_bconf_versioning(struct s3_bucket *b);
  * at most 100,000 records examined and 10,000 deleted per pass.  0 or
  * -errno. */
 int s3_lifecycle_start(void);
+/** The x-amz-expiration reply header (expiry-date="RFC 1123 date",
+ *  rule-id="ID") of the object key (kl bytes, record o) of b when an
+ *  enabled Expiration rule of b's lifecycle applies to it (the earliest
+ *  one); nothing otherwise.  For PutObject and GET/HEAD of an object. */
+void s3_lifecycle_hdr(struct s3_req *rq, struct s3_bucket *b,
+		      const char *key, size_t kl, const struct s3_orec *o);
 void s3_lifecycle_stop(void);
 
 #endif

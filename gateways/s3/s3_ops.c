@@ -979,6 +979,13 @@ static int put_end(struct s3_req *rq)
 		       : rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec,
 				    inm != NULL && strcmp(inm, "*") == 0,
 				    rq->rq_wr, NULL);
+	if (rc == 0) {
+		struct s3_orec lo;
+
+		if (s3_orec_decode(rec.b_data, rec.b_len, &lo) == 0)
+			s3_lifecycle_hdr(rq, rq->rq_bk, rq->rq_key,
+					 rq->rq_key_len, &lo);
+	}
 	s3_buf_fini(&rec);
 	if (rc != 0) {
 		end_writer(rq, rc);
@@ -1269,6 +1276,7 @@ again:
 							    r.or_tags_len));
 		s3_reply_hdr(rq, "x-amz-tagging-count", tc);
 	}
+	s3_lifecycle_hdr(rq, rq->rq_bk, rq->rq_key, rq->rq_key_len, &r);
 	if (pre == 304) {
 		get_drop(&rd, opened, v);
 		return s3_reply_empty(rq, 304);

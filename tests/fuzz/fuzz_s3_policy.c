@@ -26,24 +26,28 @@ static const char *acts[] = {"s3:GetObject", "s3:PutObject",
 			     "s3:GetBucketPolicy"};
 static const char *ress[] = {"fzb", "fzb/k", "fzb/a/b/c", "other/k"};
 
-static void eval_all(const struct s3_pol *p)
+static void eval_all(const struct s3_pol *p, const struct s3_pol_cx *cx)
 {
 	for (size_t u = 0; u < sizeof users / sizeof users[0]; u++)
 		for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
 			for (size_t r = 0; r < sizeof ress / sizeof ress[0];
 			     r++) {
 				size_t rl = strlen(ress[r]);
-				int v = s3_pol_eval(p, users[u], acts[a],
-						    ress[r], rl);
+				int v = s3_pol_eval(p, cx, users[u],
+						    acts[a], ress[r], rl);
 
 				if (v != S3_POL_NONE && v != S3_POL_ALLOW &&
 				    v != S3_POL_DENY)
 					abort();
-				if (s3_pol_eval(p, users[u], acts[a], ress[r],
-						rl) != v)
+				if (s3_pol_eval(p, cx, users[u], acts[a],
+						ress[r], rl) != v)
 					abort();
 			}
 }
+
+static const uint8_t tags[] = "security\0public\0k\0\0x";
+static const struct s3_orec obj = {.or_tags = tags,
+				   .or_tags_len = sizeof tags - 1};
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -61,7 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (p == NULL)
 		abort();
-	eval_all(p);
+	/* without a request, and with an object whose tags are read by
+	 * s3:ExistingObjectTag/ conditions */
+	eval_all(p, NULL);
+	eval_all(p, &(struct s3_pol_cx){.pc_obj = &obj});
 	s3_pol_free(p);
 	return 0;
 }

@@ -493,6 +493,55 @@ def lifecycle_expiration_applied():
 
 
 @case
+def lifecycle_expiration_header():
+    import email.utils
+    import re
+    b = fresh("bconf-exphdr")
+    s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={
+        "Rules": [
+            {"ID": "days", "Filter": {"Prefix": "hdr/"}, "Status": "Enabled",
+             "Expiration": {"Days": 1000}},
+            {"ID": "tagged", "Filter": {"Tag": {"Key": "k1", "Value": "v1"}},
+             "Status": "Enabled", "Expiration": {"Date":
+                                                 "2031-01-01T00:00:00Z"}},
+            {"ID": "off", "Filter": {"Prefix": "off/"}, "Status": "Disabled",
+             "Expiration": {"Days": 1}}]})
+
+    def hdr(r):
+        h = r["ResponseMetadata"]["HTTPHeaders"].get("x-amz-expiration")
+        if h is None:
+            return None
+        m = re.fullmatch(r'expiry-date="(.+)", rule-id="(.+)"', h)
+        assert m, h
+        return email.utils.parsedate_to_datetime(m.group(1)).timestamp(), \
+            m.group(2)
+
+    t0 = time.time()
+    at, rid = hdr(s3.put_object(Bucket=b, Key="hdr/a", Body=b"a"))
+    assert rid == "days" and abs(at - (t0 + 1000 * DAY)) < 5 + 86400 * (
+        DAY == 86400), (at, t0)
+    for r in (s3.head_object(Bucket=b, Key="hdr/a"),
+              s3.get_object(Bucket=b, Key="hdr/a")):
+        assert hdr(r) == (at, "days"), hdr(r)
+    # a tag rule: by the tags set later, and no more once they change
+    s3.put_object(Bucket=b, Key="t", Body=b"t")
+    assert hdr(s3.head_object(Bucket=b, Key="t")) is None
+    s3.put_object_tagging(Bucket=b, Key="t", Tagging={"TagSet": [
+        {"Key": "k1", "Value": "v1"}, {"Key": "k5", "Value": "v5"}]})
+    assert hdr(s3.head_object(Bucket=b, Key="t")) == (
+        1924992000.0, "tagged"), hdr(s3.head_object(Bucket=b, Key="t"))
+    s3.put_object_tagging(Bucket=b, Key="t", Tagging={"TagSet": [
+        {"Key": "k1", "Value": "v2"}]})
+    assert hdr(s3.head_object(Bucket=b, Key="t")) is None
+    # disabled rules and other keys: none
+    for k in ("off/x", "other"):
+        assert hdr(s3.put_object(Bucket=b, Key=k, Body=b"x")) is None, k
+        assert hdr(s3.head_object(Bucket=b, Key=k)) is None, k
+    s3.delete_bucket_lifecycle(Bucket=b)
+    assert hdr(s3.head_object(Bucket=b, Key="hdr/a")) is None
+
+
+@case
 def bucket_recreated_has_no_old_configuration():
     b = fresh("bconf-again")
     s3.put_bucket_cors(Bucket=b, CORSConfiguration=CORS)

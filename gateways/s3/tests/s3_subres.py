@@ -480,9 +480,25 @@ def policy_roundtrip_and_malformed():
                          "Resource": "arn:aws:s3:::subres-pol/*"}]),
                 policy([{"Effect": "Allow", "Principal": "*",
                          "Action": "s3:GetObject",
-                         "Resource": "arn:aws:s3:::other-bucket/*"}])):
+                         "Resource": "arn:aws:s3:::subres-pol/*",
+                         "Condition": {"StringEquals":
+                                       {"aws:NoSuchKey": "x"}}}]),
+                policy([{"Effect": "Allow", "Principal": "*",
+                         "Action": "s3:GetObject",
+                         "Resource": "arn:aws:s3:::subres-pol/*",
+                         "Condition": {"DateSoonish":
+                                       {"s3:x-amz-acl": "x"}}}])):
         err("MalformedPolicy", s3.put_bucket_policy, Bucket="subres-pol",
             Policy=bad)
+    # the refusal names the unknown key / operator
+    try:
+        s3.put_bucket_policy(Bucket="subres-pol", Policy=policy([
+            {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+             "Resource": "arn:aws:s3:::subres-pol/*",
+             "Condition": {"StringLike": {"aws:NoSuchKey": "x"}}}]))
+        raise AssertionError("unknown condition key accepted")
+    except ClientError as e:
+        assert "aws:NoSuchKey" in e.response["Error"]["Message"], e.response
     assert s3.get_bucket_policy(Bucket="subres-pol")["Policy"] == p
     err("AccessDenied", s3b.get_bucket_policy, Bucket="subres-pol")
     s3.delete_bucket_policy(Bucket="subres-pol")
@@ -520,6 +536,139 @@ def policy_allow_and_deny():
     # ... but the owner can still manage the policy
     s3.delete_bucket_policy(Bucket=b)
     assert s3.get_object(Bucket=b, Key="secret/s")["Body"].read() == b"S"
+
+
+
+def with_headers(u, event, hdrs):
+    """A client of user u sending hdrs on operation event (PutObject)."""
+    c = client(u)
+    c.meta.events.register("before-call.s3." + event,
+                           lambda **kw: kw["params"]["headers"].update(hdrs))
+    return c
+
+
+@case
+def policy_another_bucket_resource_never_matches():
+    b = fresh("subres-pol3")
+    s3.put_object(Bucket=b, Key="k", Body=b"K")
+    # resources of other buckets are accepted ...
+    s3.put_bucket_policy(Bucket=b, Policy=policy([
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::other-bucket/*"}]))
+    # ... and never match this one
+    err("AccessDenied", s3b.get_object, Bucket=b, Key="k")
+    s3.put_bucket_policy(Bucket=b, Policy=policy([
+        {"Effect": "Allow", "Principal": {"AWS": "*"},
+         "Action": "s3:ListBucket",
+         "Resource": ["arn:aws:s3:::*", "arn:aws:s3:::*/*"]}]))
+    assert len(s3b.list_objects(Bucket=b)["Contents"]) == 1
+    err("AccessDenied", s3b.get_object, Bucket=b, Key="k")
+
+
+@case
+def policy_condition_existing_object_tag():
+    b = fresh("subres-pol4")
+    for k, t in (("pub", "public"), ("priv", "private"), ("none", None)):
+        s3.put_object(Bucket=b, Key=k, Body=k.encode())
+        if t:
+            s3.put_object_tagging(Bucket=b, Key=k, Tagging={"TagSet": [
+                {"Key": "security", "Value": t}]})
+    s3.put_bucket_policy(Bucket=b, Policy=policy([
+        {"Effect": "Allow", "Principal": "*",
+         "Action": ["s3:GetObject", "s3:PutObjectTagging"],
+         "Resource": "arn:aws:s3:::%s/*" % b,
+         "Condition": {"StringEquals":
+                       {"s3:ExistingObjectTag/security": "public"}}}]))
+    assert s3b.get_object(Bucket=b, Key="pub")["Body"].read() == b"pub"
+    err("AccessDenied", s3b.get_object, Bucket=b, Key="priv")
+    err("AccessDenied", s3b.get_object, Bucket=b, Key="none")
+    s3b.put_object_tagging(Bucket=b, Key="pub", Tagging={"TagSet": [
+        {"Key": "security", "Value": "private"}]})
+    err("AccessDenied", s3b.get_object, Bucket=b, Key="pub")
+    err("AccessDenied", s3b.put_object_tagging, Bucket=b, Key="pub",
+        Tagging={"TagSet": [{"Key": "security", "Value": "public"}]})
+
+
+@case
+def policy_condition_request_headers():
+    b = fresh("subres-pol5")
+    s3.put_bucket_policy(Bucket=b, Policy=policy([
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::%s/*" % b},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::%s/*" % b,
+         "Condition": {"StringLike": {"s3:x-amz-acl": "public*"}}},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::%s/tagged/*" % b,
+         "Condition": {"StringNotEqualsIfExists":
+                       {"s3:RequestObjectTag/security": "public"}}},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::%s/*" % b},
+        {"Effect": "Deny", "NotPrincipal": {"AWS": ALICE},
+         "NotAction": "s3:PutObject", "Resource": "arn:aws:s3:::%s/*" % b},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObject",
+         "NotResource": ["arn:aws:s3:::%s/tagged/*" % b,
+                         "arn:aws:s3:::%s/p*" % b]}]))
+    s3b.put_object(Bucket=b, Key="plain", Body=b"x")
+    err("AccessDenied", with_headers(users[1], "PutObject",
+                                     {"x-amz-acl": "public-read"}).put_object,
+        Bucket=b, Key="public", Body=b"x")
+    with_headers(users[1], "PutObject", {"x-amz-acl": "private"}).put_object(
+        Bucket=b, Key="private", Body=b"x")
+    # IfExists: an absent tag set counts as not "public" (denied), the
+    # right tag passes, a wrong one is denied
+    err("AccessDenied", s3b.put_object, Bucket=b, Key="tagged/a", Body=b"x")
+    s3b.put_object(Bucket=b, Key="tagged/b", Body=b"x",
+                   Tagging="security=public")
+    err("AccessDenied", s3b.put_object, Bucket=b, Key="tagged/c", Body=b"x",
+        Tagging="security=private")
+    # NotResource: other keys are denied
+    err("AccessDenied", s3b.put_object, Bucket=b, Key="q", Body=b"x")
+    # NotPrincipal / NotAction: everyone but alice is denied the rest
+    err("AccessDenied", s3b.get_object, Bucket=b, Key="plain")
+    s3.put_object(Bucket=b, Key="pown", Body=b"o")
+    assert s3.get_object(Bucket=b, Key="pown")["Body"].read() == b"o"
+
+
+@case
+def policy_condition_copy_source_and_numeric():
+    src = fresh("subres-pol6")
+    dst = fresh("subres-pol7")
+    for k in ("public/foo", "private/foo"):
+        s3.put_object(Bucket=src, Key=k, Body=k.encode())
+    s3.put_bucket_policy(Bucket=src, Policy=policy([
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::%s/*" % src}]))
+    s3.put_bucket_policy(Bucket=dst, Policy=policy([
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject",
+         "Resource": "arn:aws:s3:::%s/*" % dst,
+         "Condition": {"StringLike": {"s3:x-amz-copy-source":
+                                      src + "/public/*"},
+                       "StringEqualsIfExists":
+                       {"s3:x-amz-metadata-directive": "COPY"}}},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:ListBucket",
+         "Resource": "arn:aws:s3:::%s" % dst,
+         "Condition": {"NumericLessThanEquals": {"s3:max-keys": 10},
+                       "StringEquals": {"s3:prefix": "new"},
+                       "Null": {"s3:delimiter": "true"},
+                       "Bool": {"aws:SecureTransport": "false"},
+                       "IpAddress": {"aws:SourceIp": "127.0.0.0/8"}}}]))
+    s3b.copy_object(Bucket=dst, Key="new", CopySource={"Bucket": src,
+                                                        "Key": "public/foo"})
+    assert s3b.get_object(Bucket=dst, Key="new")["Body"].read() == \
+        b"public/foo"
+    err("AccessDenied", s3b.copy_object, Bucket=dst, Key="new2",
+        CopySource={"Bucket": src, "Key": "private/foo"})
+    err("AccessDenied", s3b.copy_object, Bucket=dst, Key="new3",
+        CopySource={"Bucket": src, "Key": "public/foo"},
+        MetadataDirective="REPLACE", Metadata={"a": "b"})
+    assert len(s3b.list_objects(Bucket=dst, Prefix="new",
+                                MaxKeys=5)["Contents"]) == 1
+    err("AccessDenied", s3b.list_objects, Bucket=dst, Prefix="new",
+        MaxKeys=50)
+    err("AccessDenied", s3b.list_objects, Bucket=dst, Prefix="x", MaxKeys=5)
+    err("AccessDenied", s3b.list_objects, Bucket=dst, Prefix="new",
+        MaxKeys=5, Delimiter="/")
 
 # ------------------------------------------- issue 26 point 4: conformance
 
