@@ -136,12 +136,55 @@ int s3_need_bucket(struct s3_req *rq, uint32_t perm, const char *action)
 	return 0;
 }
 
+/* Whether key k[0..n) is UTF-8 without C1 control characters (U+0080 to
+ * U+009F), which S3 refuses in a URI. */
+static bool key_chars_ok(const char *k, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)k;
+	size_t i = 0;
+
+	while (i < n) {
+		size_t len, j;
+		uint32_t cp;
+
+		if (u[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if (u[i] >= 0xC2 && u[i] <= 0xDF)
+			len = 2, cp = u[i] & 0x1F;
+		else if (u[i] >= 0xE0 && u[i] <= 0xEF)
+			len = 3, cp = u[i] & 0x0F;
+		else if (u[i] >= 0xF0 && u[i] <= 0xF4)
+			len = 4, cp = u[i] & 0x07;
+		else
+			return false;
+		if (i + len > n)
+			return false;
+		for (j = 1; j < len; j++) {
+			if ((u[i + j] & 0xC0) != 0x80)
+				return false;
+			cp = cp << 6 | (u[i + j] & 0x3F);
+		}
+		if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+		    cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF) ||
+		    (cp >= 0x80 && cp <= 0x9F))
+			return false;
+		i += len;
+	}
+	return true;
+}
+
 static int need_key(struct s3_req *rq)
 {
 	if (rq->rq_key_len > S3_KEY_MAX)
 		return s3_reply_err(rq, 400, "KeyTooLongError",
 				    "Your key is too long (%zu bytes; at most "
 				    "%u)", rq->rq_key_len, S3_KEY_MAX), -E2BIG;
+	if (!key_chars_ok(rq->rq_key, rq->rq_key_len))
+		return s3_reply_err(rq, 400, "InvalidURI",
+				    "Couldn't parse the specified URI."),
+		       -EINVAL;
 	return 0;
 }
 
@@ -209,6 +252,30 @@ static enum MHD_Result meta_it(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
+/* The codings of Content-Encoding value v but aws-chunked (the transfer
+ * framing, which S3 does not store) into f, comma-separated, no NUL. */
+static void coding_kept(struct s3_buf *f, const char *v)
+{
+	bool first = true;
+
+	while (*v != 0) {
+		size_t n, e;
+
+		v += strspn(v, " \t,");
+		n = strcspn(v, ",");
+		for (e = n; e > 0 && (v[e - 1] == ' ' || v[e - 1] == '\t'); e--)
+			;
+		if (e > 0 && !(e == 11 &&
+			       strncasecmp(v, "aws-chunked", 11) == 0)) {
+			if (!first)
+				s3_buf_add(f, ", ", 2);
+			s3_buf_add(f, v, e);
+			first = false;
+		}
+		v += n;
+	}
+}
+
 /* Content type, x-amz-meta-* and kept headers of the request into rec.
  * Returns -EFBIG when the user metadata is past S3_META_MAX. */
 static int rec_attrs_from_req(struct s3_req *rq, struct s3_buf *rec)
@@ -224,10 +291,19 @@ static int rec_attrs_from_req(struct s3_req *rq, struct s3_buf *rec)
 		const char *v = s3_hdr(rq, kept_hdrs[i]);
 		struct s3_buf f = {0};
 
-		if (v == NULL || (i == 4 && strstr(v, "aws-chunked") != NULL))
+		if (v == NULL)
 			continue;
 		s3_buf_add(&f, kept_hdrs[i], strlen(kept_hdrs[i]) + 1);
-		s3_buf_str(&f, v);
+		if (i == 4) {
+			size_t l0 = f.b_len;
+
+			coding_kept(&f, v);
+			if (f.b_len == l0) {	/* only aws-chunked */
+				s3_buf_fini(&f);
+				continue;
+			}
+		} else
+			s3_buf_str(&f, v);
 		s3_tlv_add(rec, T_HDR, f.b_data, (uint32_t)f.b_len);
 		s3_buf_fini(&f);
 	}
@@ -338,6 +414,71 @@ static int rec_extra_from_req(struct s3_req *rq, struct s3_buf *rec,
 	return notags ? 0 : s3_tags_req(rq, rec);
 }
 
+/* A stored x-amz-meta-* value v[0..vl) (the UTF-8 the client sent) as a
+ * reply header value into out (cap bytes, NUL-terminated).  HTTP clients
+ * read header bytes as ISO-8859-1, so a value whose characters all are
+ * below U+0100 goes out in that charset; one with others as RFC 2047
+ * "=?UTF-8?B?...?=", as S3 does; ASCII or not UTF-8: as stored.  False
+ * if it does not fit. */
+static bool meta_value_out(const char *v, size_t vl, char *out, size_t cap)
+{
+	const unsigned char *u = (const unsigned char *)v;
+	size_t i, o = 0;
+	bool ascii = true, latin1 = true;
+
+	for (i = 0; i < vl; i++) {
+		if (u[i] < 0x80)
+			continue;
+		ascii = false;
+		if ((u[i] & 0xE0) == 0xC0 && u[i] >= 0xC2 && i + 1 < vl &&
+		    (u[i + 1] & 0xC0) == 0x80) {
+			latin1 = latin1 && u[i] <= 0xC3;
+			i++;
+			continue;
+		}
+		latin1 = false;
+		if ((u[i] & 0xF0) == 0xE0 && i + 2 < vl &&
+		    (u[i + 1] & 0xC0) == 0x80 && (u[i + 2] & 0xC0) == 0x80) {
+			i += 2;
+			continue;
+		}
+		if ((u[i] & 0xF8) == 0xF0 && u[i] <= 0xF4 && i + 3 < vl &&
+		    (u[i + 1] & 0xC0) == 0x80 && (u[i + 2] & 0xC0) == 0x80 &&
+		    (u[i + 3] & 0xC0) == 0x80) {
+			i += 3;
+			continue;
+		}
+		ascii = latin1 = true;	/* not UTF-8: as stored */
+		break;
+	}
+	if (i < vl || ascii) {
+		if (vl >= cap)
+			return false;
+		memcpy(out, v, vl);
+		out[vl] = 0;
+		return true;
+	}
+	if (latin1) {
+		for (i = 0; i < vl && o + 1 < cap; i++, o++) {
+			if (u[i] < 0x80) {
+				out[o] = (char)u[i];
+				continue;
+			}
+			out[o] = (char)(((u[i] & 0x03) << 6) |
+					(u[i + 1] & 0x3F));
+			i++;
+		}
+		out[o] = 0;
+		return i == vl;
+	}
+	if (10 + (vl + 2) / 3 * 4 + 3 > cap)
+		return false;
+	memcpy(out, "=?UTF-8?B?", 10);
+	o = 10 + s3_b64enc(u, vl, out + 10);
+	memcpy(out + o, "?=", 3);
+	return true;
+}
+
 /* Response headers from a record: type, meta, kept headers; its
  * checksums only when sums (the whole object is served). */
 static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
@@ -368,8 +509,13 @@ static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
 			continue;
 		snprintf(name, sizeof name, "%s%s", tag == T_META ?
 			 "x-amz-meta-" : "", (const char *)val);
-		memcpy(v, z + 1, vl);
-		v[vl] = 0;
+		if (tag == T_META) {
+			if (!meta_value_out(z + 1, vl, v, sizeof v))
+				continue;
+		} else {
+			memcpy(v, z + 1, vl);
+			v[vl] = 0;
+		}
 		/* libmicrohttpd refuses a header with an empty value: one
 		 * space, which HTTP parsers drop, keeps an empty x-amz-meta-*
 		 * value */
@@ -403,18 +549,20 @@ static int rec_get(struct s3_bucket *b, const char *k, size_t kl,
 
 /*
  * Make rec the record of key ik, atomically: under the key's lock, read the
- * old record, check If-None-Match: *, then one change (s3_tx, one dtx):
+ * old record, check the conditions im (If-Match) and inm (If-None-Match;
+ * NULL: none) against it, then one change (s3_tx, one dtx):
  * the PUT of rec, the DELETE of the old record's objects, the DEL of the
  * in-flight record of w's object (w: the writer of the new data, or NULL),
  * and whatever the caller put in t already (NULL: nothing).  t is consumed.
- * Returns 0, -EEXIST (precondition failed), -EAGAIN (an earlier change of
+ * Returns 0, -EEXIST (precondition failed), -ENODATA (If-Match and no
+ * such key), -EAGAIN (an earlier change of
  * the key is in doubt), an s3_tx_doubt() code (this one is: the key's
  * stripe is then refused until it is settled) or a Clovis error (nothing
  * changed).
  */
 static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
-		      const struct s3_buf *rec, bool if_none,
-		      const struct s3_wr *w, struct s3_tx *t)
+		      const struct s3_buf *rec, const char *im,
+		      const char *inm, const struct s3_wr *w, struct s3_tx *t)
 {
 	pthread_mutex_t *l = s3_key_lock(ik, il);
 	struct s3_orec old;
@@ -430,9 +578,19 @@ static int rec_commit(struct s3_bucket *b, const uint8_t *ik, size_t il,
 		goto out;
 	}
 	rc = s3_idx_get(&b->bk_idx, ik, il, &ov, &ol);
-	if (rc == 0 && if_none) {
-		rc = -EEXIST;
+	if (rc == -ENOENT && im != NULL) {
+		rc = -ENODATA;
 		goto out;
+	} else if (rc == 0 && (im != NULL || inm != NULL)) {
+		if (s3_orec_decode(ov, ol, &old) != 0) {
+			rc = -EIO;
+			goto out;
+		}
+		if ((im != NULL && !etag_in(im, old.or_etag)) ||
+		    (inm != NULL && etag_in(inm, old.or_etag))) {
+			rc = -EEXIST;
+			goto out;
+		}
 	} else if (rc != 0 && rc != -ENOENT) {
 		goto out;
 	}
@@ -454,6 +612,17 @@ out:
 	s3_tx_drop(t);
 	free(ov);
 	return rc;
+}
+
+/* The reply to a write whose If-Match or If-None-Match failed (rc of
+ * rec_commit(): -EEXIST, -ENODATA). */
+static int reply_cond(struct s3_req *rq, int rc)
+{
+	if (rc == -ENODATA)
+		return s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
+				    "does not exist (If-Match)");
+	return s3_reply_err(rq, 412, "PreconditionFailed", "At least one of "
+			    "the pre-conditions you specified did not hold");
 }
 
 int s3_rec_get(struct s3_bucket *b, const char *k, size_t kl, void **v,
@@ -977,8 +1146,8 @@ static int put_end(struct s3_req *rq)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	rc = rec.b_oom ? -ENOMEM
 		       : rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec,
-				    inm != NULL && strcmp(inm, "*") == 0,
-				    rq->rq_wr, NULL);
+				    s3_hdr(rq, "If-Match"), inm, rq->rq_wr,
+				    NULL);
 	if (rc == 0) {
 		struct s3_orec lo;
 
@@ -989,10 +1158,8 @@ static int put_end(struct s3_req *rq)
 	s3_buf_fini(&rec);
 	if (rc != 0) {
 		end_writer(rq, rc);
-		if (rc == -EEXIST)
-			return s3_reply_err(rq, 412, "PreconditionFailed", "At "
-					    "least one of the pre-conditions you "
-					    "specified did not hold");
+		if (rc == -EEXIST || rc == -ENODATA)
+			return reply_cond(rq, rc);
 		if (is_doubt(rc))
 			return reply_doubt(rq, rc, "recording the object");
 		return s3_reply_clovis(rq, rc, "recording the object");
@@ -1199,11 +1366,28 @@ static int get_object(struct s3_req *rq)
 	void *v;
 	size_t vl;
 	uint64_t s = 0, e;
+	unsigned long pnum = 0;
 	int rc, pre, rr, tries = 0;
 
 	rq->rq_op = head ? "HeadObject" : "GetObject";
 	if (s3_need_bucket(rq, 0, NULL) != 0 || need_key(rq) != 0)
 		return 0;
+	if (s3_q(rq, "partNumber") != NULL) {
+		const char *q = s3_q(rq, "partNumber");
+		char *end;
+
+		pnum = strtoul(q, &end, 10);
+		if (*q < '0' || *q > '9' || *end != 0 || pnum < 1 ||
+		    pnum > S3_PARTS_MAX)
+			return s3_reply_err(rq, 400, "InvalidArgument", "Part "
+					    "number must be an integer between "
+					    "1 and %u (partNumber=%s)",
+					    S3_PARTS_MAX, q);
+		if (s3_hdr(rq, "Range") != NULL)
+			return s3_reply_err(rq, 400, "InvalidRequest", "Cannot "
+					    "specify both Range header and "
+					    "partNumber query parameter");
+	}
 again:
 	rc = rec_get(rq->rq_bk, rq->rq_key, rq->rq_key_len, &v, &vl, &r);
 	if (rc == 0 && s3_authz(rq, rq->rq_bk, rq->rq_key, rq->rq_key_len, &r,
@@ -1254,7 +1438,25 @@ again:
 				    "did not hold");
 	}
 	e = r.or_size;
-	rr = parse_range(s3_hdr(rq, "Range"), r.or_size, &s, &e);
+	if (pnum > 0) {
+		/* ?partNumber=N: the bytes of part N of a multipart object;
+		 * 1 of any other is the whole object */
+		uint32_t np = r.or_nparts > 0 ? r.or_nparts : 1, k;
+
+		if (pnum > np) {
+			get_drop(&rd, opened, v);
+			return s3_reply_err(rq, 400, "InvalidPart", "Part %lu of "
+					    "%.*s does not exist (it has %u)",
+					    pnum, (int)rq->rq_key_len,
+					    rq->rq_key, np);
+		}
+		for (k = 0; k + 1 < pnum; k++)
+			s += s3_u64(r.or_parts + S3_PART_STRIDE * k + 16);
+		if (r.or_nparts > 0)
+			e = s + s3_u64(r.or_parts + S3_PART_STRIDE * k + 16);
+		rr = r.or_nparts > 0 ? 0 : 1;
+	} else
+		rr = parse_range(s3_hdr(rq, "Range"), r.or_size, &s, &e);
 	if (rr < 0) {
 		char cr[48];
 
@@ -1677,7 +1879,7 @@ static int copy_object(struct s3_req *rq, const char *src)
 	}
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
-	rc = rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec, false,
+	rc = rec_commit(rq->rq_bk, pc->pc_ik, pc->pc_il, &rec, NULL, NULL,
 			rq->rq_wr, NULL);
 	s3_buf_fini(&rec);
 	end_writer(rq, rc);
@@ -2428,6 +2630,21 @@ static int abort_upload(struct s3_req *rq)
 	return s3_reply_empty(rq, 204);
 }
 
+/* Whether the next Part after p in a CompleteMultipartUpload has the
+ * same PartNumber num: a part number listed twice in a row counts once,
+ * with its last entry (as S3 does; a client that re-sent a part lists
+ * both replies). */
+static bool part_repeated(struct s3_xel *p, const char *num)
+{
+	for (p = p->x_next; p != NULL; p = p->x_next)
+		if (strcmp(p->x_name, "Part") == 0) {
+			struct s3_xel *pn = s3_xml_child(p, "PartNumber");
+
+			return pn != NULL && strcmp(pn->x_text, num) == 0;
+		}
+	return false;
+}
+
 /* Check the client's part list against the parts index and build the
  * manifest; replies on failure. */
 static int complete_parts(struct s3_req *rq, struct s3_xel *x,
@@ -2460,6 +2677,8 @@ static int complete_parts(struct s3_req *rq, struct s3_xel *x,
 			continue;
 		if (pn == NULL || pe == NULL)
 			goto malformed;
+		if (part_repeated(p, pn->x_text))
+			continue;
 		num = strtol(pn->x_text, &e, 10);
 		if (*e || num < 1 || num > (long)S3_PARTS_MAX)
 			goto malformed;
@@ -2709,8 +2928,12 @@ static int complete_end(struct s3_req *rq)
 	rc = man.b_oom ? -ENOMEM : complete_tx(rq->rq_bk, upid, rq->rq_key,
 					       rq->rq_key_len, &man, &t);
 	if (rc == 0)
-		rc = rec_commit(rq->rq_bk, ik, il, &man, false, NULL, t);
+		rc = rec_commit(rq->rq_bk, ik, il, &man,
+				s3_hdr(rq, "If-Match"),
+				s3_hdr(rq, "If-None-Match"), NULL, t);
 	s3_buf_fini(&man);
+	if (rc == -EEXIST || rc == -ENODATA)
+		return reply_cond(rq, rc);
 	if (is_doubt(rc))
 		return reply_doubt(rq, rc, "recording the object");
 	if (rc != 0)
@@ -2737,6 +2960,27 @@ static int complete_upload(struct s3_req *rq)
 	return 0;
 }
 
+/* Initiator and Owner of the upload of record r: the user who created
+ * it (the bucket owner for an anonymous one), with ID and DisplayName. */
+static void upload_owner(struct s3_buf *x, struct s3_req *rq,
+			 const struct s3_orec *r)
+{
+	const char *o = r->or_owner_len > 0 ? r->or_owner
+					    : rq->rq_bk->bk_owner;
+	int ol = r->or_owner_len > 0 ? (int)r->or_owner_len
+				     : (int)strlen(rq->rq_bk->bk_owner);
+	const char *el[2] = {"Initiator", "Owner"};
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		s3_buf_printf(x, "<%s><ID>", el[i]);
+		s3_buf_xml(x, o, (size_t)ol);
+		s3_buf_str(x, "</ID><DisplayName>");
+		s3_buf_xml(x, o, (size_t)ol);
+		s3_buf_printf(x, "</DisplayName></%s>", el[i]);
+	}
+}
+
 static int list_parts(struct s3_req *rq)
 {
 	const char *upid = s3_q(rq, "uploadId"), *mp = s3_q(rq, "max-parts"),
@@ -2755,20 +2999,23 @@ static int list_parts(struct s3_req *rq)
 	    need_key(rq) != 0 ||
 	    need_upload(rq, &uv, &uvl) != 0)
 		return 0;
-	free(uv);
 	if (max > 1000)
 		max = 1000;
 	marker = pm ? (uint32_t)strtoul(pm, NULL, 10) : 0;
 	s3_buf_printf(&x, XHDR "<ListPartsResult xmlns=\"" XMLNS "\"><Bucket>"
 		      "%s</Bucket><Key>", rq->rq_bucket);
 	s3_buf_xml(&x, rq->rq_key, rq->rq_key_len);
-	s3_buf_printf(&x, "</Key><UploadId>%s</UploadId><Initiator><ID>%s</ID>"
-		      "<DisplayName>%s</DisplayName></Initiator><Owner><ID>%s"
-		      "</ID><DisplayName>%s</DisplayName></Owner><StorageClass>"
-		      "STANDARD</StorageClass><PartNumberMarker>%u"
-		      "</PartNumberMarker>", upid, rq->rq_user.u_name,
-		      rq->rq_user.u_name, rq->rq_user.u_name,
-		      rq->rq_user.u_name, marker);
+	s3_buf_printf(&x, "</Key><UploadId>%s</UploadId>", upid);
+	{
+		struct s3_orec ur;
+
+		if (s3_orec_decode(uv, uvl, &ur) != 0)
+			memset(&ur, 0, sizeof ur);
+		upload_owner(&x, rq, &ur);
+	}
+	free(uv);
+	s3_buf_printf(&x, "<StorageClass>STANDARD</StorageClass>"
+		      "<PartNumberMarker>%u</PartNumberMarker>", marker);
 	partkey(upid, marker, start);
 	do {
 		nr = 64;
@@ -2920,14 +3167,12 @@ static int list_uploads(struct s3_req *rq)
 					s3_buf_str(&x, "</Key><UploadId>");
 					s3_buf_add(&x, (char *)keys[k] + kls[k]
 						   - 32, 32);
-					s3_buf_printf(&x, "</UploadId><Initiator>"
-						      "<ID>%s</ID></Initiator>"
-						      "<Owner><ID>%s</ID></Owner>"
-						      "<StorageClass>STANDARD"
+					s3_buf_str(&x, "</UploadId>");
+					upload_owner(&x, rq, &r);
+					s3_buf_printf(&x, "<StorageClass>STANDARD"
 						      "</StorageClass><Initiated>"
 						      "%s</Initiated></Upload>",
-						      rq->rq_user.u_name,
-						      rq->rq_user.u_name, t);
+						      t);
 					count++;
 				}
 			}
@@ -3076,6 +3321,8 @@ static const struct route routes[] = {
 	{"GET", ON_OBJECT, {NULL, NULL}, get_object},
 	{"HEAD", ON_OBJECT, {NULL, NULL}, get_object},
 	{"DELETE", ON_OBJECT, {NULL, NULL}, delete_object},
+	{"GET", ON_OBJECT, {"partNumber", NULL}, get_object},
+	{"HEAD", ON_OBJECT, {"partNumber", NULL}, get_object},
 	{"PUT", ON_OBJECT, {"partNumber", "uploadId"}, upload_part_route},
 	{"GET", ON_OBJECT, {"uploadId", NULL}, list_parts},
 	{"DELETE", ON_OBJECT, {"uploadId", NULL}, abort_upload},

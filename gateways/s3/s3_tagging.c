@@ -1,10 +1,11 @@
 /*
  * s3_tagging.c — tag sets of objects and buckets (?tagging, x-amz-tagging,
  * x-amz-tagging-count).  A tag set is kept in its record as T_TAGS:
- * "key\0value\0" pairs in the order sent.  Limits as S3: 10 tags an object
- * (50 a bucket), keys of 1 to 128 characters, values up to 256, keys
- * unique and not starting with "aws:"; a set past them is refused with
- * 400 InvalidTag and changes nothing.
+ * "key\0value\0" pairs sorted by key (bytes), the order S3 returns them
+ * in.  Limits as S3: 10 tags an object (50 a bucket), keys of 1 to 128
+ * characters, values up to 256, keys unique and not starting with
+ * "aws:"; a set past them is refused with 400 InvalidTag and changes
+ * nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -33,7 +34,7 @@ static size_t utf8_chars(const char *s, size_t n)
 static const char *tag_add(struct s3_buf *t, const char *k, size_t kl,
 			   const char *v, size_t vl)
 {
-	size_t pos = 0;
+	size_t pos = 0, at = (size_t)-1, add = kl + vl + 2;
 
 	if (kl == 0 || utf8_chars(k, kl) > S3_TAG_KEY_MAX)
 		return "a tag key must have 1 to 128 characters";
@@ -47,15 +48,30 @@ static const char *tag_add(struct s3_buf *t, const char *k, size_t kl,
 		const char *ek = t->b_data + pos;
 		size_t ekl = strlen(ek);
 
-		if (ekl == kl && memcmp(ek, k, kl) == 0)
+		int c = memcmp(ek, k, ekl < kl ? ekl : kl);
+
+		if (ekl == kl && c == 0)
 			return "tag keys must be unique";
+		if (at == (size_t)-1 && (c > 0 || (c == 0 && ekl > kl)))
+			at = pos;
 		pos += ekl + 1;
 		pos += strlen(t->b_data + pos) + 1;
 	}
+	/* kept sorted by key (bytes), the order S3 returns a set in */
 	s3_buf_add(t, k, kl);
 	s3_buf_add(t, "", 1);
 	s3_buf_add(t, v, vl);
 	s3_buf_add(t, "", 1);
+	if (at != (size_t)-1 && !t->b_oom) {
+		char *d = t->b_data, *tmp = malloc(add);
+
+		if (tmp == NULL)
+			return "out of memory";
+		memcpy(tmp, d + t->b_len - add, add);
+		memmove(d + at + add, d + at, t->b_len - add - at);
+		memcpy(d + at, tmp, add);
+		free(tmp);
+	}
 	return NULL;
 }
 

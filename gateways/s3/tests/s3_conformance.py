@@ -404,6 +404,47 @@ def user_metadata_roundtrip():
 
 
 @case
+def user_metadata_non_ascii():
+    """UTF-8 x-amz-meta-* values come back as the client reads them: in
+    ISO-8859-1 when every character fits it, else RFC 2047."""
+    def hdr(**kw):
+        kw["params"]["headers"]["x-amz-meta-m1"] = "Hello World\xe9"
+        kw["params"]["headers"]["x-amz-meta-m2"] = "\u20ac5"
+    s3.meta.events.register("before-call.s3.PutObject", hdr)
+    try:
+        put("umeta", b"m")
+    finally:
+        s3.meta.events.unregister("before-call.s3.PutObject", hdr)
+    for r in (s3.get_object(Bucket=B, Key="umeta"), s3.head_object(Bucket=B, Key="umeta")):
+        assert r["Metadata"]["m1"] == "Hello World\xe9", r["Metadata"]
+        assert r["Metadata"]["m2"] == "=?UTF-8?B?%s?=" % base64.b64encode(
+            "\u20ac5".encode()).decode(), r["Metadata"]
+
+
+@case
+def key_not_utf8_or_c1_refused():
+    err("InvalidURI", s3.get_object, Bucket=B, Key="\xae\x8a-")
+    try:
+        s3.put_object(Bucket=B, Key="\x85x", Body=b"x")
+        assert False, "a key with U+0085 was accepted"
+    except ClientError as e:
+        assert e.response["Error"]["Code"] == "InvalidURI", e.response
+        assert e.response["Error"]["Message"] == "Couldn't parse the specified URI."
+    put("caf\xe9-\u20ac", b"ok")
+    assert body(s3.get_object(Bucket=B, Key="caf\xe9-\u20ac")) == b"ok"
+
+
+@case
+def content_encoding_drops_aws_chunked():
+    for sent, kept in (("gzip", "gzip"), ("deflate, gzip", "deflate, gzip"),
+                       ("gzip, aws-chunked", "gzip"), ("aws-chunked, gzip", "gzip"),
+                       ("aws-chunked", None), ("aws-chunked, aws-chunked", None)):
+        put("cenc", b"x", ContentEncoding=sent)
+        r = s3.head_object(Bucket=B, Key="cenc")
+        assert r.get("ContentEncoding") == kept, (sent, r.get("ContentEncoding"))
+
+
+@case
 def user_metadata_too_large():
     err("MetadataTooLarge", put, "bigmeta", b"x", Metadata={"a": "v" * 2100})
 
@@ -1049,6 +1090,30 @@ def multipart_head_and_list():
 
 
 @case
+def get_part_number():
+    """GET/HEAD ?partNumber=N: part N of a multipart object (206, its
+    bytes, PartsCount, the object's ETag); 1 of a plain object is all of
+    it; past the last part 400 InvalidPart."""
+    whole = P5 + P1
+    for n, (a, b) in ((1, (0, len(P5))), (2, (len(P5), len(whole)))):
+        g = s3.get_object(Bucket=B, Key="mp", PartNumber=n)
+        assert g["ResponseMetadata"]["HTTPStatusCode"] == 206, g["ResponseMetadata"]
+        assert g["PartsCount"] == 2 and g["ContentLength"] == b - a, (n, g)
+        assert g["ContentRange"] == "bytes %d-%d/%d" % (a, b - 1, len(whole)), g["ContentRange"]
+        assert body(g) == whole[a:b], n
+        h = s3.head_object(Bucket=B, Key="mp", PartNumber=n)
+        assert h["PartsCount"] == 2 and h["ContentLength"] == b - a, h
+        assert h["ETag"] == g["ETag"] == s3.head_object(Bucket=B, Key="mp")["ETag"]
+    err("InvalidPart", s3.get_object, Bucket=B, Key="mp", PartNumber=3)
+    put("plain-pn", b"body")
+    g = s3.get_object(Bucket=B, Key="plain-pn", PartNumber=1)
+    assert body(g) == b"body" and g["ResponseMetadata"]["HTTPStatusCode"] == 200
+    err("InvalidPart", s3.get_object, Bucket=B, Key="plain-pn", PartNumber=2)
+    err("NoSuchKey", s3.get_object, Bucket=B, Key="no-such-pn", PartNumber=1)
+    err("InvalidRequest", s3.get_object, Bucket=B, Key="mp", PartNumber=1, Range="bytes=0-1")
+
+
+@case
 def multipart_upload_gone_after_complete():
     ups = s3.list_multipart_uploads(Bucket=B).get("Uploads", [])
     assert all(x["Key"] != "mp" for x in ups), ups
@@ -1152,6 +1217,78 @@ def multipart_abort():
 @case
 def multipart_abort_unknown():
     err("NoSuchUpload", s3.abort_multipart_upload, Bucket=B, Key="x", UploadId="0" * 32)
+
+
+def mp_small(key, data, **kw):
+    """A one-part upload of data completed with kw (IfMatch, IfNoneMatch)."""
+    u = mp_start(key)
+    e = s3.upload_part(Bucket=B, Key=key, UploadId=u, PartNumber=1, Body=data)["ETag"]
+    try:
+        return s3.complete_multipart_upload(Bucket=B, Key=key, UploadId=u, MultipartUpload={
+            "Parts": [{"PartNumber": 1, "ETag": e}]}, **kw)
+    finally:
+        try:
+            s3.abort_multipart_upload(Bucket=B, Key=key, UploadId=u)
+        except ClientError:
+            pass
+
+
+@case
+def put_and_complete_if_match():
+    """If-Match / If-None-Match on PutObject and CompleteMultipartUpload:
+    412 when the ETag test fails, 404 NoSuchKey for If-Match on a missing
+    key; nothing changes on refusal."""
+    for wr in (lambda k, d, **kw: put(k, d, **kw), mp_small):
+        k = "ifm"
+        s3.delete_object(Bucket=B, Key=k)
+        err("NoSuchKey", wr, k, b"a", IfMatch="*")
+        err("NoSuchKey", wr, k, b"a", IfMatch="badetag")
+        err("NoSuchKey", s3.get_object, Bucket=B, Key=k)
+        et = wr(k, b"one", IfNoneMatch="*")["ETag"]
+        err("PreconditionFailed", wr, k, b"two", IfNoneMatch="*")
+        err("PreconditionFailed", wr, k, b"two", IfNoneMatch=et)
+        err("PreconditionFailed", wr, k, b"two", IfMatch="badetag")
+        err("PreconditionFailed", wr, k, b"two", IfMatch='"ABCORZ"')
+        assert body(s3.get_object(Bucket=B, Key=k)) == b"one"
+        et = wr(k, b"three", IfNoneMatch="badetag")["ETag"]
+        et = wr(k, b"four", IfMatch=et)["ETag"]
+        wr(k, b"five", IfMatch="*")
+        assert body(s3.get_object(Bucket=B, Key=k)) == b"five"
+        s3.delete_object(Bucket=B, Key=k)
+
+
+@case
+def multipart_list_uploads_owner():
+    """Initiator and Owner of an upload are who started it, with
+    DisplayName, whoever lists."""
+    bk = fresh("conf-mp-owner")
+    s3.put_bucket_acl(Bucket=bk, ACL="public-read-write")
+    u1 = s3.create_multipart_upload(Bucket=bk, Key="k1")["UploadId"]
+    u2 = s3b.create_multipart_upload(Bucket=bk, Key="k2")["UploadId"]
+    for c in (s3, s3b):
+        ups = c.list_multipart_uploads(Bucket=bk)["Uploads"]
+        got = [(x["Key"], x["UploadId"], x["Initiator"]["ID"], x["Initiator"]["DisplayName"],
+                x["Owner"]["ID"], x["Owner"]["DisplayName"]) for x in ups]
+        assert got == [("k1", u1) + (users[0][0],) * 4, ("k2", u2) + (users[1][0],) * 4], got
+        r = c.list_parts(Bucket=bk, Key="k1", UploadId=u1)
+        assert r["Initiator"]["ID"] == users[0][0] and r["Owner"]["DisplayName"] == users[0][0], r
+    s3.abort_multipart_upload(Bucket=bk, Key="k1", UploadId=u1)
+    s3b.abort_multipart_upload(Bucket=bk, Key="k2", UploadId=u2)
+    s3.delete_bucket(Bucket=bk)
+
+
+@case
+def multipart_part_listed_twice_last_counts():
+    """A part number listed twice in a row (a re-sent part, both replies
+    kept) counts once: the stored part must match its last entry."""
+    u = mp_start("mp-twice")
+    ea = s3.upload_part(Bucket=B, Key="mp-twice", UploadId=u, PartNumber=1, Body=b"AAAA")["ETag"]
+    eb = s3.upload_part(Bucket=B, Key="mp-twice", UploadId=u, PartNumber=1, Body=b"BBBB")["ETag"]
+    err("InvalidPart", s3.complete_multipart_upload, Bucket=B, Key="mp-twice", UploadId=u,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": eb}, {"PartNumber": 1, "ETag": ea}]})
+    s3.complete_multipart_upload(Bucket=B, Key="mp-twice", UploadId=u, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": ea}, {"PartNumber": 1, "ETag": eb}]})
+    assert body(s3.get_object(Bucket=B, Key="mp-twice")) == b"BBBB"
 
 
 @case

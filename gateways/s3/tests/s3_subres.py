@@ -206,7 +206,7 @@ def unimplemented_object_subresources_501():
                  ("GET", "attributes"), ("PUT", "versionId=abc"),
                  ("GET", "versionId=abc"), ("DELETE", "versionId=abc"),
                  ("PUT", "someNewThing"), ("DELETE", "someNewThing"),
-                 ("GET", "partNumber=1"), ("PUT", "tagging&acl"),
+                 ("PUT", "tagging&acl"),
                  ("PUT", "uploadId=%s" % ("0" * 32))):
         st, _, b = raw(m, "/%s/k" % B, q, b"x")
         assert st == 501 and code_of(b) == "NotImplemented", (m, q, st,
@@ -264,6 +264,18 @@ def object_tagging_roundtrip():
     s3.delete_object_tagging(Bucket=B, Key="k")
     assert s3.get_object_tagging(Bucket=B, Key="k")["TagSet"] == []
     same("k")
+
+
+@case
+def tagging_header_sorted_by_key():
+    s3.put_object(Bucket=B, Key="ts", Body=b"x", Tagging="foo=bar&bar")
+    t = s3.get_object_tagging(Bucket=B, Key="ts")["TagSet"]
+    assert t == [{"Key": "bar", "Value": ""}, {"Key": "foo", "Value": "bar"}], t
+    s3.put_object_tagging(Bucket=B, Key="ts", Tagging={"TagSet": [
+        {"Key": "z", "Value": "1"}, {"Key": "a", "Value": "2"}, {"Key": "ab", "Value": "3"}]})
+    t = s3.get_object_tagging(Bucket=B, Key="ts")["TagSet"]
+    assert [x["Key"] for x in t] == ["a", "ab", "z"], t
+    s3.delete_object(Bucket=B, Key="ts")
 
 
 @case
