@@ -137,6 +137,7 @@ enum s3_tag {
 	T_TAGS = 19,  /* tag set: "key\0value\0" pairs */
 	T_POLICY = 20,/* bucket policy, the JSON as sent */
 	T_OWNCTL = 21,/* bucket ownership controls: u64 S3_OWN_* */
+	T_LOCATION = 22,/* bucket LocationConstraint given at CreateBucket */
 };
 
 /** A growable byte buffer. */
@@ -376,10 +377,11 @@ int s3_reply_reader(struct s3_req *rq, uint32_t status, struct s3_rd *r,
 int s3_route(struct s3_req *rq);
 /** An anonymous request (no Authorization header, no signature in the
  * query): true when it may be routed with rq_authed false and an empty
- * rq_user — a CORS preflight, or a request naming a bucket that exists,
- * which the route then decides with s3_authz() (only AllUsers grants and
- * policy statements for "*" serve it; everything else is 403
- * AccessDenied).  False: the caller refuses it. */
+ * rq_user — a CORS preflight, or a request naming a bucket, which the
+ * route then decides: 404 NoSuchBucket when the bucket does not exist,
+ * else s3_authz() (only AllUsers grants and policy statements for "*"
+ * serve it; everything else is 403 AccessDenied).  False: the caller
+ * refuses it. */
 bool s3_anon_ok(struct s3_req *rq);
 
 /* --------------------------------------------------- access control */

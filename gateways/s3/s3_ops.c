@@ -116,6 +116,7 @@ static bool bucket_name_ok(const char *n)
 
 int s3_need_bucket(struct s3_req *rq, uint32_t perm, const char *action)
 {
+	const char *eo;
 	int rc;
 
 	if (!bucket_name_ok(rq->rq_bucket))
@@ -129,6 +130,11 @@ int s3_need_bucket(struct s3_req *rq, uint32_t perm, const char *action)
 		return s3_reply_clovis(rq, rc, "bucket lookup"), rc;
 	if (s3_hdr(rq, "Origin") != NULL)
 		s3_cors_reply_hdrs(rq, rq->rq_bk);
+	eo = s3_hdr(rq, "x-amz-expected-bucket-owner");
+	if (eo != NULL && strcmp(eo, rq->rq_bk->bk_owner) != 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied "
+				    "(x-amz-expected-bucket-owner is not the "
+				    "bucket's owner)"), -EACCES;
 	if (perm != 0 && s3_authz(rq, rq->rq_bk, rq->rq_key, rq->rq_key_len,
 				  NULL, perm, action) != 0)
 		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied"),
@@ -701,19 +707,43 @@ struct s3_xel *s3_xml_body(struct s3_req *rq, const char *root)
 
 /* ------------------------------------------------------------- buckets */
 
+/* ListBuckets: the requester's buckets in name order; max-buckets (1 to
+ * 10000) of them at most, then a ContinuationToken (the last name given)
+ * when more follow, which continuation-token resumes after. */
 static int list_buckets(struct s3_req *rq)
 {
 	struct s3_buf x = {0};
 	void *keys[64], *vals[64];
 	size_t kls[64], vls[64];
-	char start[S3_BUCKET_MAX + 1] = "";
-	uint32_t nr, k;
-	bool first = true;
+	char start[S3_BUCKET_MAX + 1] = "", last[S3_BUCKET_MAX + 1] = "";
+	const char *mb = s3_q(rq, "max-buckets");
+	const char *ct = s3_q(rq, "continuation-token");
+	uint32_t nr, k, given = 0, max = 10000;
+	bool first = true, more = false;
 	int rc;
 
 	rq->rq_op = "ListBuckets";
 	if (!rq->rq_authed || rq->rq_user.u_name[0] == 0)
 		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
+	if (mb != NULL) {
+		char *e;
+		unsigned long v = strtoul(mb, &e, 10);
+
+		if (mb[0] < '0' || mb[0] > '9' || *e != 0 || v < 1 ||
+		    v > 10000)
+			return s3_reply_err(rq, 400, "InvalidArgument",
+					    "max-buckets must be an integer "
+					    "from 1 to 10000");
+		max = (uint32_t)v;
+	}
+	if (ct != NULL && ct[0] != 0) {
+		if (strlen(ct) > S3_BUCKET_MAX)
+			return s3_reply_err(rq, 400, "InvalidArgument", "The "
+					    "continuation token provided is "
+					    "incorrect");
+		snprintf(start, sizeof start, "%s", ct);
+		first = false;
+	}
 	s3_buf_str(&x, XHDR "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
 	s3_buf_printf(&x, "<Owner><ID>%s</ID><DisplayName>%s</DisplayName>"
 		      "</Owner><Buckets>", rq->rq_user.u_name,
@@ -734,7 +764,7 @@ static int list_buckets(struct s3_req *rq)
 			uint32_t n;
 			uint8_t tag;
 			bool mine = false;
-			uint64_t ct = 0;
+			uint64_t ctime = 0;
 			char t[40];
 
 			while (s3_tlv_next(vals[k], vls[k], &pos, &tag, &val,
@@ -744,14 +774,21 @@ static int list_buckets(struct s3_req *rq)
 					       memcmp(val, rq->rq_user.u_name,
 						      n) == 0;
 				if (tag == T_MTIME && n == 8)
-					ct = s3_u64(val);
+					ctime = s3_u64(val);
 			}
-			if (mine) {
-				s3_time_iso(ct, t);
+			if (mine && given == max)
+				more = true;
+			if (mine && !more) {
+				s3_time_iso(ctime, t);
 				s3_buf_str(&x, "<Bucket><Name>");
 				s3_buf_xml(&x, keys[k], kls[k]);
 				s3_buf_printf(&x, "</Name><CreationDate>%s"
 					      "</CreationDate></Bucket>", t);
+				given++;
+				if (kls[k] < sizeof last) {
+					memcpy(last, keys[k], kls[k]);
+					last[kls[k]] = 0;
+				}
 			}
 			if (kls[k] < sizeof start) {
 				memcpy(start, keys[k], kls[k]);
@@ -760,8 +797,14 @@ static int list_buckets(struct s3_req *rq)
 			free(keys[k]);
 			free(vals[k]);
 		}
-	} while (nr == 64);
-	s3_buf_str(&x, "</Buckets></ListAllMyBucketsResult>");
+	} while (nr == 64 && !more);
+	s3_buf_str(&x, "</Buckets>");
+	if (more) {
+		s3_buf_str(&x, "<ContinuationToken>");
+		s3_buf_xml(&x, last, strlen(last));
+		s3_buf_str(&x, "</ContinuationToken>");
+	}
+	s3_buf_str(&x, "</ListAllMyBucketsResult>");
 	return s3_reply_xml(rq, 200, &x);
 }
 
@@ -790,53 +833,114 @@ static int create_bucket_extra(struct s3_req *rq, struct s3_buf *extra)
 	return s3_acl_req(rq, &tmp, rq->rq_user.u_name, extra);
 }
 
+/* The LocationConstraint of a CreateBucketConfiguration body into extra
+ * (T_LOCATION; none: nothing).  Replies on refusal: -EINVAL. */
+static int create_bucket_loc(struct s3_req *rq, struct s3_buf *extra)
+{
+	struct s3_xel *x, *l;
+	size_t i;
+
+	if (rq->rq_xml.b_len == 0)
+		return 0;
+	x = s3_xml_parse(rq->rq_xml.b_data, rq->rq_xml.b_len);
+	if (x == NULL || strcmp(x->x_name, "CreateBucketConfiguration") != 0) {
+		s3_xml_free(x);
+		return s3_reply_err(rq, 400, "MalformedXML", "The XML you "
+				    "provided was not well-formed or did not "
+				    "validate against our published schema"),
+		       -EINVAL;
+	}
+	l = s3_xml_child(x, "LocationConstraint");
+	for (i = 0; l != NULL && i < l->x_text_len; i++)
+		if (!isalnum((unsigned char)l->x_text[i]) &&
+		    l->x_text[i] != '-' && l->x_text[i] != '_')
+			break;
+	if (l != NULL && (i < l->x_text_len || l->x_text_len > 63)) {
+		s3_xml_free(x);
+		return s3_reply_err(rq, 400, "InvalidLocationConstraint", "The "
+				    "specified location-constraint is not "
+				    "valid (letters, digits, '-', '_', at "
+				    "most 63)"), -EINVAL;
+	}
+	if (l != NULL && l->x_text_len > 0)
+		s3_tlv_add(extra, T_LOCATION, l->x_text,
+			   (uint32_t)l->x_text_len);
+	s3_xml_free(x);
+	return 0;
+}
+
+/* Whether the fields extra of a CreateBucket of existing bucket b by its
+ * owner ask for what b has: the same ACL (none sent: private) and, when
+ * x-amz-object-ownership was sent, the same ownership. */
+static bool recreate_same(struct s3_bucket *b, const struct s3_buf *extra)
+{
+	const char *acl = NULL, *cur;
+	struct s3_buf priv = {0};
+	const uint8_t *val;
+	size_t pos = 0, al = 0, cl;
+	uint32_t n, own = S3_OWN_NONE;
+	uint8_t tag;
+	bool same, own_sent = false;
+
+	while (s3_tlv_next(extra->b_data, extra->b_len, &pos, &tag, &val,
+			   &n) == 1) {
+		if (tag == T_ACL) {
+			acl = (const char *)val;
+			al = n;
+		} else if (tag == T_OWNCTL && n == 8) {
+			own = (uint32_t)s3_u64(val);
+			own_sent = true;
+		}
+	}
+	s3_buf_printf(&priv, "FULL_CONTROL user %s\n", b->bk_owner);
+	if (acl == NULL) {
+		acl = priv.b_data;
+		al = priv.b_len;
+	}
+	pthread_rwlock_rdlock(&b->bk_conf);
+	cur = b->bk_acl != NULL && b->bk_acl_len > 0 ? b->bk_acl
+						    : priv.b_data;
+	cl = cur == priv.b_data ? priv.b_len : b->bk_acl_len;
+	same = acl != NULL && cur != NULL && al == cl &&
+	       memcmp(acl, cur, al) == 0 &&
+	       (!own_sent || own == b->bk_ownctl);
+	pthread_rwlock_unlock(&b->bk_conf);
+	s3_buf_fini(&priv);
+	return same;
+}
+
 static int create_bucket_end(struct s3_req *rq)
 {
 	struct s3_buf extra = {0};
 	struct s3_bucket *b;
+	char loc[80];
 	int rc;
 
-	if (rq->rq_xml.b_len > 0) {
-		struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data,
-						rq->rq_xml.b_len);
-
-		if (x == NULL || strcmp(x->x_name,
-					"CreateBucketConfiguration") != 0) {
-			s3_xml_free(x);
-			return s3_reply_err(rq, 400, "MalformedXML",
-					    "The XML you provided was not "
-					    "well-formed or did not validate "
-					    "against our published schema");
-		}
-		s3_xml_free(x);
-	}
-	if (create_bucket_extra(rq, &extra) != 0) {
+	if (create_bucket_loc(rq, &extra) != 0 ||
+	    create_bucket_extra(rq, &extra) != 0) {
 		s3_buf_fini(&extra);
 		return 0;
 	}
 	rc = extra.b_oom ? -ENOMEM : s3_bucket_create(rq->rq_bucket,
 						      rq->rq_user.u_name,
 						      &extra);
+	/* Re-created by its owner: 200 and nothing changed when it asks
+	 * for what the bucket has (us-east-1 S3), else BucketAlreadyExists
+	 * (an ACL or ownership it would not get); by anyone else:
+	 * BucketAlreadyExists. */
+	if (rc == -EEXIST && s3_bucket_get(rq->rq_bucket, &b) == 0 &&
+	    strcmp(b->bk_owner, rq->rq_user.u_name) == 0 &&
+	    recreate_same(b, &extra))
+		rc = 0;
 	s3_buf_fini(&extra);
-	if (rc == -EEXIST) {
-		if (s3_bucket_get(rq->rq_bucket, &b) == 0 &&
-		    strcmp(b->bk_owner, rq->rq_user.u_name) == 0)
-			return s3_reply_err(rq, 409, "BucketAlreadyOwnedByYou",
-					    "Your previous request to create "
-					    "the named bucket succeeded and you "
-					    "already own it.");
+	if (rc == -EEXIST)
 		return s3_reply_err(rq, 409, "BucketAlreadyExists",
 				    "The requested bucket name is not "
 				    "available.");
-	}
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "creating the bucket");
-	{
-		char loc[80];
-
-		snprintf(loc, sizeof loc, "/%s", rq->rq_bucket);
-		s3_reply_hdr(rq, "Location", loc);
-	}
+	snprintf(loc, sizeof loc, "/%s", rq->rq_bucket);
+	s3_reply_hdr(rq, "Location", loc);
 	return s3_reply_empty(rq, 200);
 }
 
@@ -3250,10 +3354,35 @@ static int bucket_location(struct s3_req *rq)
 {
 	struct s3_buf x = {0};
 
+	const uint8_t *val;
+	size_t pos = 0, vl;
+	uint32_t n;
+	uint8_t tag = 0;
+	bool found = false;
+	void *v;
+	int rc;
+
 	rq->rq_op = "GetBucketLocation";
 	if (s3_need_bucket(rq, S3_P_OWNER, "s3:GetBucketLocation") != 0)
 		return 0;
-	s3_buf_str(&x, XHDR "<LocationConstraint xmlns=\"" XMLNS "\"/>");
+	rc = s3_idx_get(&s3g.g_buckets, rq->rq_bk->bk_name,
+			strlen(rq->rq_bk->bk_name), &v, &vl);
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "reading the bucket record");
+	/* the LocationConstraint given at CreateBucket; none: us-east-1,
+	 * an empty element */
+	while (!found && s3_tlv_next(v, vl, &pos, &tag, &val, &n) == 1)
+		found = tag == T_LOCATION;
+	if (found) {
+		s3_buf_str(&x, XHDR "<LocationConstraint xmlns=\"" XMLNS
+			   "\">");
+		s3_buf_xml(&x, (const char *)val, n);
+		s3_buf_str(&x, "</LocationConstraint>");
+	} else {
+		s3_buf_str(&x, XHDR "<LocationConstraint xmlns=\"" XMLNS
+			   "\"/>");
+	}
+	free(v);
 	return s3_reply_xml(rq, 200, &x);
 }
 
@@ -3408,18 +3537,17 @@ static const char *const methods[] = {"GET", "PUT", "HEAD", "DELETE", "POST",
 
 /*
  * Anonymous requests (no signature): routed with rq_authed false and an
- * empty user when they name a bucket that exists (the route's checks then
- * grant them only what AllUsers grants or a policy gives "*"), and CORS
- * preflights.  Everything else is refused by the caller.
+ * empty user when they name a bucket (the route's checks then answer 404
+ * NoSuchBucket when it does not exist, as S3 does, and grant only what
+ * AllUsers grants or a policy gives "*"; CreateBucket refuses them), and
+ * CORS preflights.  Everything else (ListBuckets) is refused by the
+ * caller.
  */
 bool s3_anon_ok(struct s3_req *rq)
 {
-	struct s3_bucket *b;
-
 	if (strcmp(rq->rq_method, "OPTIONS") == 0)
 		return true;
-	return rq->rq_bucket[0] != 0 && bucket_name_ok(rq->rq_bucket) &&
-	       s3_bucket_get(rq->rq_bucket, &b) == 0;
+	return rq->rq_bucket[0] != 0;
 }
 
 int s3_route(struct s3_req *rq)

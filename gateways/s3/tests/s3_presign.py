@@ -268,7 +268,7 @@ st, h, b = req("GET", "%s/%s/obj" % (EP, BK))
 check(st == 403 and err_code(b) == "AccessDenied" and "anonymous" not in err_msg(b),
       "anonymous GET of a private object: 403 AccessDenied '%s'" % err_msg(b), (st, b[:300]))
 st, h, b = req("GET", "%s/no-such-bucket-pr/obj" % EP)
-check(st == 403 and err_code(b) == "AccessDenied", "anonymous GET in a missing bucket: 403 AccessDenied",
+check(st == 404 and err_code(b) == "NoSuchBucket", "anonymous GET in a missing bucket: 404 NoSuchBucket",
       (st, b[:300]))
 s3.put_object(Bucket=BK, Key="public", Body=b"for all", ACL="public-read")
 st, h, b = req("GET", "%s/%s/public" % (EP, BK))

@@ -8,6 +8,9 @@
 #   1. s3_conformance.py — the boto3 conformance suite;
 #      s3_subres.py      — sub-resources: 501 for what is not implemented,
 #                          tagging, ACLs, anonymous access, policies;
+#      s3_bucketacl.py   — ?acl documents as s3-tests compares them,
+#                          unknown grantees, re-created buckets, bucket
+#                          location, expected owner, missing buckets;
 #   2. s3_badinput.py    — malformed and hostile requests over raw HTTP
 #                          (signed aws-chunked bodies and trailers too);
 #      s3_presign.py     — presigned URLs as boto3, aws cli and s3cmd make
@@ -150,6 +153,7 @@ part badinput "$HERE/s3_badinput.py" "$EP" "$T/creds" "$T/access.log"
 part presign "$HERE/s3_presign.py" "$EP" "$T/creds"
 part errbody "$HERE/s3_errbody.py" "$EP" "$T/creds" "$T/access.log"
 part subres "$HERE/s3_subres.py" "$EP" "$T/creds"
+part bucketacl "$HERE/s3_bucketacl.py" "$EP" "$T/creds"
 
 # ---- TLS: a second gateway on its own store with a self-signed
 # certificate for 127.0.0.1; boto3 over HTTPS (its checksums as trailers)
