@@ -9,6 +9,8 @@
 #      continuation, DeleteObjects, multipart, access errors);
 #      s3_bconf.py (bucket versioning, CORS, lifecycle expiration: the
 #      gateway runs with a lifecycle pass every second, a 2 s "day");
+#      s3_subres.py (sub-resources: 501 for what is not implemented,
+#      tagging, ACLs, anonymous access, policies, on the cluster's indices);
 #   2. s3_kill.py against the cluster: SIGKILL of the gateway during
 #      uploads, restart, nothing partial visible, the interrupted objects
 #      reclaimed, free space of the cluster's devices equal after;
@@ -128,6 +130,7 @@ multipart_abort,multipart_entity_too_small,multipart_part_replaced,\
 delete_bucket_aborts_pending_uploads
 part conformance "$HERE/s3_conformance.py" "$EP" "$T/creds" "$CASES"
 part bconf "$HERE/s3_bconf.py" "$EP" "$T/creds" 2
+part subres "$HERE/s3_subres.py" "$EP" "$T/creds"
 
 kill -TERM "$gw_pid" 2>/dev/null
 for i in $(seq 1 300); do kill -0 "$gw_pid" 2>/dev/null || break; sleep 0.1; done
