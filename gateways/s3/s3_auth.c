@@ -12,7 +12,11 @@
  * SigV2 too (HMAC-SHA1): presigned URLs (AWSAccessKeyId, Signature,
  * Expires), which boto3, aws cli 1.x and s3cmd make by default, and the
  * "Authorization: AWS AKEY:SIG" header.  A request with no signature is
- * anonymous, let through only where s3_anon_ok() says the bucket allows.
+ * anonymous, let through only where s3_anon_ok() says the bucket allows;
+ * a CORS preflight (OPTIONS) is never authenticated, as at AWS: a
+ * signature it carries is ignored.  Refusals are 403 (-EACCES) but for a
+ * malformed request (-EINVAL, 400); an X-Amz-Expires out of 1..604800 is
+ * 403 AuthorizationQueryParametersError, as at AWS.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -386,12 +390,21 @@ static bool auth_field(const char *h, const char *name, char *out, size_t ol)
 	return true;
 }
 
+/* A refusal: 403 (-EACCES) from deny(), 400 (-EINVAL) from bad(), the
+ * status s3_auth_check()'s caller answers with. */
 static int deny(const char **code, const char *c, char *msg, size_t ml,
 		const char *m)
 {
 	*code = c;
 	snprintf(msg, ml, "%s", m);
 	return -EACCES;
+}
+
+static int bad(const char **code, const char *c, char *msg, size_t ml,
+	       const char *m)
+{
+	deny(code, c, msg, ml, m);
+	return -EINVAL;
 }
 
 static int check_time(const char *amzdate, int64_t skew_s, int64_t expires,
@@ -537,7 +550,7 @@ static int check_presigned(struct s3_req *rq, const char **code, char *msg,
 		   *exp = s3_q(rq, "X-Amz-Expires"),
 		   *sh = s3_q(rq, "X-Amz-SignedHeaders"),
 		   *sig = s3_q(rq, "X-Amz-Signature");
-	char akey[64], scope[128];
+	char akey[64], scope[128], *end;
 	long e;
 	int rc;
 
@@ -546,12 +559,13 @@ static int check_presigned(struct s3_req *rq, const char **code, char *msg,
 	    sig == NULL ||
 	    !parse_cred(cred, strlen(cred), akey, sizeof akey, scope,
 			sizeof scope))
-		return deny(code, "AuthorizationQueryParametersError", msg, ml,
-			    "X-Amz-Algorithm, X-Amz-Credential, X-Amz-Date, "
-			    "X-Amz-Expires, X-Amz-SignedHeaders and "
-			    "X-Amz-Signature are needed");
-	e = strtol(exp, NULL, 10);
-	if (e < 1 || e > 604800)
+		return bad(code, "AuthorizationQueryParametersError", msg, ml,
+			   "X-Amz-Algorithm, X-Amz-Credential, X-Amz-Date, "
+			   "X-Amz-Expires, X-Amz-SignedHeaders and "
+			   "X-Amz-Signature are needed");
+	/* as AWS: an X-Amz-Expires out of 1..604800 is a 403 */
+	e = strtol(exp, &end, 10);
+	if (!exp[0] || *end || e < 1 || e > 604800)
 		return deny(code, "AuthorizationQueryParametersError", msg, ml,
 			    "X-Amz-Expires must be 1..604800 seconds");
 	rc = check_time(date, s3g.g_conf.sc_skew_s, e, code, msg, ml);
@@ -836,13 +850,15 @@ static int check_presigned_v2(struct s3_req *rq, const char **code,
 	return v2_verify(rq, akey, exp, sig, code, msg, ml);
 }
 
-/* An RFC 1123 date as SigV2 clients send it, into out: s3cmd writes the
- * zone as "+0000", which is "GMT". */
+/* An RFC 1123 date as clients send it, into out: s3cmd writes the zone
+ * as "+0000", Python's email.utils.formatdate() (botocore's Date header)
+ * as "-0000"; both are "GMT". */
 static const char *v2_date(const char *d, char *out, size_t ol)
 {
 	size_t n = strlen(d);
 
-	if (n < 6 || n + 4 > ol || strcmp(d + n - 6, " +0000") != 0)
+	if (n < 6 || n + 4 > ol || (strcmp(d + n - 6, " +0000") != 0 &&
+				    strcmp(d + n - 6, " -0000") != 0))
 		return d;
 	snprintf(out, ol, "%.*s GMT", (int)(n - 6), d);
 	return out;
@@ -861,8 +877,8 @@ static int check_header_v2(struct s3_req *rq, const char *h,
 
 	al = colon ? (size_t)(colon - (h + 4)) : 0;
 	if (al == 0 || al >= sizeof akey || !colon[1])
-		return deny(code, "AuthorizationHeaderMalformed", msg, ml,
-			    "The authorization header is malformed");
+		return bad(code, "AuthorizationHeaderMalformed", msg, ml,
+			   "The authorization header is malformed");
 	memcpy(akey, h + 4, al);
 	akey[al] = 0;
 	if (xd == NULL && d == NULL)
@@ -881,7 +897,7 @@ static int check_header(struct s3_req *rq, const char *h, const char **code,
 			char *msg, size_t ml)
 {
 	const char *date, *payload;
-	char cred[256], sh[1024], sig[80], akey[64], scope[128];
+	char cred[256], sh[1024], sig[80], akey[64], scope[128], iso[32];
 	int rc;
 
 	if (strncmp(h, "AWS ", 4) == 0)
@@ -895,26 +911,40 @@ static int check_header(struct s3_req *rq, const char *h, const char **code,
 	    !auth_field(h, "Signature=", sig, sizeof sig) ||
 	    !parse_cred(cred, strlen(cred), akey, sizeof akey, scope,
 			sizeof scope))
-		return deny(code, "AuthorizationHeaderMalformed", msg, ml,
-			    "The authorization header is malformed");
+		return bad(code, "AuthorizationHeaderMalformed", msg, ml,
+			   "The authorization header is malformed");
+	/* x-amz-date wins; without it the Date header, whose time goes
+	 * into the string to sign in the ISO 8601 basic form (AWS, "Handling
+	 * dates in Signature Version 4") */
 	date = s3_hdr(rq, "x-amz-date");
-	if (date == NULL)
-		date = s3_hdr(rq, "Date");
-	if (date == NULL)
-		return deny(code, "AccessDenied", msg, ml,
-			    "AWS authentication requires a valid Date or "
-			    "x-amz-date header");
+	if (date == NULL) {
+		const char *d = s3_hdr(rq, "Date");
+		char rfc[64];
+		int64_t t;
+		struct tm tm;
+		time_t tt;
+
+		if (d == NULL || s3_time_parse(v2_date(d, rfc, sizeof rfc),
+					       &t) != 0)
+			return deny(code, "AccessDenied", msg, ml,
+				    "AWS authentication requires a valid Date "
+				    "or x-amz-date header");
+		tt = (time_t)t;
+		gmtime_r(&tt, &tm);
+		strftime(iso, sizeof iso, "%Y%m%dT%H%M%SZ", &tm);
+		date = iso;
+	}
 	rc = check_time(date, s3g.g_conf.sc_skew_s, -1, code, msg, ml);
 	if (rc != 0)
 		return rc;
 	payload = s3_hdr(rq, "x-amz-content-sha256");
 	if (payload == NULL)
-		return deny(code, "InvalidRequest", msg, ml,
-			    "Missing required header for this request: "
-			    "x-amz-content-sha256");
+		return bad(code, "InvalidRequest", msg, ml,
+			   "Missing required header for this request: "
+			   "x-amz-content-sha256");
 	if (strlen(payload) >= sizeof rq->rq_payload_hash)
-		return deny(code, "InvalidArgument", msg, ml,
-			    "x-amz-content-sha256 is too long");
+		return bad(code, "InvalidArgument", msg, ml,
+			   "x-amz-content-sha256 is too long");
 	snprintf(rq->rq_payload_hash, sizeof rq->rq_payload_hash, "%s",
 		 payload);
 	return verify(rq, akey, scope, sh, date, payload, sig, NULL, code,
@@ -968,17 +998,24 @@ int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
 		   s3_q(rq, "Signature") != NULL;
 	int rc;
 
+	/* A CORS preflight is not authenticated (AWS): a signature it
+	 * carries (a presigned URL's, say) is not checked, and its
+	 * parameters are dropped; s3_cors_preflight() answers it. */
+	if (rq->rq_method != NULL && strcmp(rq->rq_method, "OPTIONS") == 0) {
+		auth_params_drop(rq);
+		goto anon;
+	}
 	if (h != NULL && (v4q || v2q))
-		return deny(code, "InvalidArgument", msg, ml,
-			    "Only one auth mechanism allowed; only the "
-			    "X-Amz-Algorithm query parameter, Signature query "
-			    "string parameter or the Authorization header "
-			    "should be specified");
+		return bad(code, "InvalidArgument", msg, ml,
+			   "Only one auth mechanism allowed; only the "
+			   "X-Amz-Algorithm query parameter, Signature query "
+			   "string parameter or the Authorization header "
+			   "should be specified");
 	if (h != NULL)
 		return check_header(rq, h, code, msg, ml);
 	if (v4q && v2q)
-		return deny(code, "InvalidArgument", msg, ml,
-			    "Only one auth mechanism allowed");
+		return bad(code, "InvalidArgument", msg, ml,
+			   "Only one auth mechanism allowed");
 	if (v4q || v2q) {
 		rc = v4q ? check_presigned(rq, code, msg, ml)
 			 : check_presigned_v2(rq, code, msg, ml);
@@ -987,6 +1024,7 @@ int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
 		return rc;
 	}
 	/* no signature at all: anonymous, if the bucket lets anyone */
+anon:
 	memset(&rq->rq_user, 0, sizeof rq->rq_user);
 	rq->rq_authed = false;
 	if (!s3_anon_ok(rq))

@@ -117,7 +117,7 @@ static __thread int mhd_err_status;
 static __thread int mhd_err_kind;
 
 enum { MHD_ERR_OTHER = 1, MHD_ERR_HEADER, MHD_ERR_LINE, MHD_ERR_CHUNKED,
-       MHD_ERR_CHUNK_BIG };
+       MHD_ERR_CHUNK_BIG, MHD_ERR_CL_BAD, MHD_ERR_CL_BIG };
 
 /* Per connection (libmicrohttpd's socket context): the request being
  * read, so that a reply libmicrohttpd makes itself carries its id. */
@@ -267,6 +267,27 @@ int s3_reply_empty(struct s3_req *rq, uint32_t status)
 					     0, NULL, MHD_RESPMEM_PERSISTENT));
 }
 
+/* Drop the reply headers set so far but the CORS ones (Access-Control-*,
+ * Vary), which an error reply carries too, as AWS's do. */
+static void hdrs_keep_cors(struct s3_req *rq)
+{
+	size_t pos = 0;
+
+	while (pos < rq->rq_hdrs.b_len) {
+		char *n = rq->rq_hdrs.b_data + pos;
+		size_t len = strlen(n) + 1;
+
+		len += strlen(n + len) + 1;
+		if (strncasecmp(n, "Access-Control-", 15) == 0 ||
+		    strcasecmp(n, "Vary") == 0) {
+			pos += len;
+			continue;
+		}
+		memmove(n, n + len, rq->rq_hdrs.b_len - pos - len);
+		rq->rq_hdrs.b_len -= len;
+	}
+}
+
 int s3_reply_err(struct s3_req *rq, uint32_t status, const char *code,
 		 const char *fmt, ...)
 {
@@ -277,7 +298,7 @@ int s3_reply_err(struct s3_req *rq, uint32_t status, const char *code,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	rq->rq_hdrs.b_len = 0;
+	hdrs_keep_cors(rq);
 	s3_buf_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error>"
 		   "<Code>");
 	s3_buf_str(&b, code);
@@ -440,7 +461,8 @@ static void conn_note(void *cls, struct MHD_Connection *con, void **sc,
  * access handler runs, with fixed HTML bodies (transmit_error_response_len()
  * in its connection.c): a header section or request line larger than the
  * connection's memory pool (431 / 414), a malformed chunked
- * transfer-encoding (400), a chunk size over 2^64 (413); it offers no
+ * transfer-encoding (400), a chunk size over 2^64 (413), a malformed
+ * Content-Length (400) or one over 2^64 - 1 (413); it offers no
  * option or hook to choose those replies.  It logs each one on the
  * connection's thread ("Error processing request (HTTP response code is
  * N ('TEXT'))", log_cb() keeps N and what TEXT says in mhd_err_status /
@@ -450,9 +472,11 @@ static void conn_note(void *cls, struct MHD_Connection *con, void **sc,
  * library's own calls to it, and the gateway's queue() calls the
  * library's function directly (mhd_queue_real()).  So a call that reaches
  * the definition below is the library's own reply: for the header-size
- * and chunked-encoding refusals it queues S3 error XML instead (400
+ * and chunked-encoding refusals and a malformed or too large
+ * Content-Length it queues S3 error XML instead (400
  * RequestHeaderSectionTooLarge, 400 InvalidURI, 400 IncompleteBody, 400
- * EntityTooLarge) under the request's id; any other goes out unchanged
+ * EntityTooLarge, 400 InvalidArgument) under the request's id; any other
+ * goes out unchanged
  * (README.md, "Requests refused by libmicrohttpd").
  */
 typedef enum MHD_Result (*mhd_queue_fn)(struct MHD_Connection *,
@@ -490,6 +514,10 @@ static int mhd_err_of(int st, const char *p)
 		return MHD_ERR_CHUNKED;
 	if (st == 413 && strstr(p, "chunk size") != NULL)
 		return MHD_ERR_CHUNK_BIG;
+	if (st == 400 && strstr(p, "Content-Length") != NULL)
+		return MHD_ERR_CL_BAD;
+	if (st == 413 && strstr(p, "Content-Length") != NULL)
+		return MHD_ERR_CL_BIG;
 	return MHD_ERR_OTHER;
 }
 
@@ -508,6 +536,10 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *con,
 			"transfer-encoding of the request body is malformed."},
 		[MHD_ERR_CHUNK_BIG] = {"EntityTooLarge", "A chunk size of the "
 			"chunked transfer-encoding is too large."},
+		[MHD_ERR_CL_BAD] = {"InvalidArgument", "The Content-Length "
+			"header is not a decimal number."},
+		[MHD_ERR_CL_BIG] = {"EntityTooLarge", "The Content-Length "
+			"header is larger than the server takes."},
 	};
 	const union MHD_ConnectionInfo *ci;
 	struct conn_ctx *cx;
@@ -582,10 +614,11 @@ static void req_free(struct s3_req *rq)
 /*
  * A request libmicrohttpd refused itself while parsing its header (a
  * malformed or too large Content-Length, a bad header line): the access
- * handler was never called and the client got libmicrohttpd's own reply
- * (see README.md, "Requests refused by libmicrohttpd").  It is still
+ * handler was never called and the client got the reply queued by
+ * MHD_queue_response() above (S3 XML, rq_status set), or libmicrohttpd's
+ * own (see README.md, "Requests refused by libmicrohttpd").  It is still
  * counted and logged, under its request id, as op "MalformedRequest" with
- * the status libmicrohttpd sent (mhd_err_status, read from its log
+ * the status sent (rq_status, else mhd_err_status, read from its log
  * message on this connection's thread; 400 when none was seen).
  */
 static void refused_note(struct s3_req *rq, struct MHD_Connection *con)
@@ -767,11 +800,8 @@ static void req_start(struct s3_req *rq, struct MHD_Connection *con,
 	}
 	rc = s3_auth_check(rq, &code, msg, sizeof msg);
 	if (rc != 0) {
-		s3_reply_err(rq, strcmp(code, "AuthorizationHeaderMalformed") == 0
-				 || strcmp(code, "InvalidRequest") == 0 ||
-				 strcmp(code, "InvalidArgument") == 0 ||
-				 strcmp(code, "AuthorizationQueryParametersError")
-				 == 0 ? 400 : 403, code, "%s", msg);
+		s3_reply_err(rq, rc == -EINVAL ? 400 : rc == -ENOMEM ? 503
+				 : 403, code, "%s", msg);
 		return;
 	}
 	if (strlen(rq->rq_payload_hash) == 64) {

@@ -88,7 +88,8 @@ def request(method, path, query=(), headers=None, body=b"", when=None,
         headers = sign(method, path, query, headers, payload_hash, when, secret)
     qs = "&".join("%s=%s" % (q(k, "~"), q(v, "~")) for k, v in query)
     target = q(path) + ("?" + qs if qs else "")
-    headers["Content-Length"] = str(len(body) if cl is None else cl)
+    if cl is not False:  # False: no Content-Length header at all
+        headers["Content-Length"] = str(len(body) if cl is None else cl)
     head = "%s %s HTTP/1.1\r\n" % (method, target)
     head += "".join("%s: %s\r\n" % kv for kv in headers.items())
     head += "Connection: close\r\n\r\n"
@@ -181,19 +182,24 @@ expect("malformed XML (CompleteMultipartUpload)", request("POST", "/%s/k" % BK, 
 expect("bad Content-MD5", request("PUT", "/%s/md5" % BK, body=b"abc", headers={"Content-MD5": "AAAAAAAAAAAAAAAAAAAAAA=="}),
        400, "BadDigest")
 # A malformed Content-Length is refused by libmicrohttpd itself while it
-# parses the header, before the gateway sees the request: its own reply
-# (400, or 413 for a number over 2^64 - 1), not S3 XML; the gateway only
-# logs it as MalformedRequest (README.md, "Requests refused by
-# libmicrohttpd").  What is asserted: the status, the connection closed,
-# nothing stored, the server still up, the access log line.
-for bad, want in (("12abc", 400), ("-1", 400), ("0x10", 400), ("1 2", 400),
-                  ("99999999999999999999999", 413)):
+# parses the header, before the gateway sees the request; the gateway
+# turns that refusal into S3 XML (its MHD_queue_response(), README.md,
+# "Requests refused by libmicrohttpd"): 400 InvalidArgument, or 400
+# EntityTooLarge for a number over 2^64 - 1.  Also asserted: nothing
+# stored, the server still up, the access log line.
+for bad, code in (("12abc", "InvalidArgument"), ("-1", "InvalidArgument"), ("0x10", "InvalidArgument"),
+                  ("1 2", "InvalidArgument"), ("99999999999999999999999", "EntityTooLarge")):
     st, head, body = request("PUT", "/%s/cl" % BK, body=b"", cl=bad)
     st2, _, _ = request("GET", "/%s/cl" % BK)
-    check("Content-Length %r: %d from libmicrohttpd, nothing stored" % (bad, want),
-          st == want and st2 == 404 and "<Error>" not in body, "%d %d %s" % (st, st2, body[:120]))
-check("Content-Length refusals logged as MalformedRequest 400 and 413",
-      logged(r" MalformedRequest - - / 400 ") and logged(r" MalformedRequest - - / 413 "))
+    check("Content-Length %r: 400 %s in S3 XML, nothing stored" % (bad, code),
+          st == 400 and st2 == 404 and "<Code>%s</Code>" % code in body and s3_error_ok(head, body),
+          "%d %d %s" % (st, st2, body[:160]))
+check("Content-Length refusals logged as MalformedRequest 400",
+      logged(r" MalformedRequest - - / 400 "))
+expect("PUT of an object without Content-Length: 411 MissingContentLength",
+       request("PUT", "/%s/nocl" % BK, body=b"", cl=False), 411, "MissingContentLength")
+st, _, _ = request("GET", "/%s/nocl" % BK)
+check("no Content-Length: nothing stored", st == 404, str(st))
 # Where the gateway parses a length itself it answers in S3 XML.
 expect("x-amz-decoded-content-length not a number", request(
     "PUT", "/%s/chunk-cl" % BK, body=b"3\r\nabc\r\n0\r\n\r\n", payload_hash="STREAMING-UNSIGNED-PAYLOAD-TRAILER",
