@@ -533,7 +533,10 @@ bool s3_qhas(struct s3_req *rq, const char *name);
  * expired" —, SignatureDoesNotMatch, InvalidAccessKeyId,
  * RequestTimeTooSkewed, AuthorizationHeaderMalformed,
  * AuthorizationQueryParametersError, InvalidArgument, InvalidRequest) and
- * returns -EACCES (or -EINVAL, -ENOMEM).
+ * returns -EINVAL when the request is malformed (the reply is a 400) or
+ * -EACCES when it is refused (a 403; X-Amz-Expires outside 1..604800 is
+ * one), or -ENOMEM.  An OPTIONS request (CORS preflight) is never
+ * authenticated: it returns 0 as anonymous, as AWS does.
  */
 int s3_auth_check(struct s3_req *rq, const char **code, char *msg,
 		  size_t msglen);
