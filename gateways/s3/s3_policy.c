@@ -352,7 +352,13 @@ static void key_values(const struct pol_cond *c, const struct s3_pol_cx *cx,
 		}
 		break;
 	case K_PREFIX:
+		/* a GET or HEAD of a missing key asks for s3:ListBucket (404
+		 * rather than 403) with the key as the prefix, as S3 */
 		v = query(rq, "prefix");
+		if (v == NULL && rq->rq_key != NULL) {
+			kv_own(kv, rq->rq_key, rq->rq_key_len);
+			return;
+		}
 		break;
 	case K_DELIM:
 		v = query(rq, "delimiter");

@@ -682,6 +682,23 @@ def policy_condition_copy_source_and_numeric():
     err("AccessDenied", s3b.list_objects, Bucket=dst, Prefix="new",
         MaxKeys=5, Delimiter="/")
 
+
+
+@case
+def policy_condition_prefix_of_missing_key():
+    b = fresh("subres-pol8")
+    s3.put_bucket_policy(Bucket=b, Policy=policy([
+        {"Effect": "Allow", "Principal": {"AWS": "*"},
+         "Action": "s3:ListBucket", "Resource": "arn:aws:s3:::%s" % b,
+         "Condition": {"StringLike": {"s3:prefix": "public/*"}}}]))
+    # ListBucket allowed for the key as prefix: 404, else 403
+    for k, code in (("public/object", "404"), ("private/object", "403")):
+        try:
+            s3b.head_object(Bucket=b, Key=k)
+            raise AssertionError("HEAD of a missing key succeeded")
+        except ClientError as e:
+            assert e.response["Error"]["Code"] == code, (k, e.response)
+
 # ------------------------------------------- issue 26 point 4: conformance
 
 
