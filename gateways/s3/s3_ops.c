@@ -2925,6 +2925,22 @@ static int complete_tx(struct s3_bucket *b, const char *upid, const char *key,
 	return rc;
 }
 
+
+/* The 200 reply of a CompleteMultipartUpload of the request's key. */
+static int complete_reply(struct s3_req *rq, const char *etag)
+{
+	struct s3_buf out = {0};
+
+	s3_buf_printf(&out, XHDR "<CompleteMultipartUploadResult xmlns=\""
+		      XMLNS "\"><Location>/%s/", rq->rq_bucket);
+	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, "</Location><Bucket>%s</Bucket><Key>",
+		      rq->rq_bucket);
+	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
+	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>"
+		      "</CompleteMultipartUploadResult>", etag);
+	return s3_reply_xml(rq, 200, &out);
+}
 /* The reply to a completion of an upload already completed: the key's
  * record was made by upload uploadId and its ETag is the one the part list
  * x gives (the MD5 of the parts' MD5s).  Replies 200 with that ETag and
@@ -2934,7 +2950,6 @@ static bool complete_again(struct s3_req *rq, struct s3_xel *x)
 {
 	const char *upid = s3_q(rq, "uploadId");
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	struct s3_buf out = {0};
 	struct s3_orec r;
 	struct s3_xel *p;
 	const uint8_t *val;
@@ -2972,15 +2987,7 @@ static bool complete_again(struct s3_req *rq, struct s3_xel *x)
 	same = strcmp(etag, r.or_etag) == 0;
 	if (!same)
 		goto out;
-	s3_buf_printf(&out, XHDR "<CompleteMultipartUploadResult xmlns=\""
-		      XMLNS "\"><Location>/%s/", rq->rq_bucket);
-	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
-	s3_buf_printf(&out, "</Location><Bucket>%s</Bucket><Key>",
-		      rq->rq_bucket);
-	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
-	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>"
-		      "</CompleteMultipartUploadResult>", etag);
-	s3_reply_xml(rq, 200, &out);
+	complete_reply(rq, etag);
 out:
 	EVP_MD_CTX_free(md);
 	free(v);
@@ -2991,7 +2998,7 @@ static int complete_end(struct s3_req *rq)
 {
 	struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data
 				       : "", rq->rq_xml.b_len);
-	struct s3_buf man = {0}, out = {0};
+	struct s3_buf man = {0};
 	uint8_t ik[CLOVIS_KEY_MAX];
 	const char *upid = s3_q(rq, "uploadId");
 	char etag[48];
@@ -3042,15 +3049,7 @@ static int complete_end(struct s3_req *rq)
 		return reply_doubt(rq, rc, "recording the object");
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "recording the object");
-	s3_buf_printf(&out, XHDR "<CompleteMultipartUploadResult xmlns=\""
-		      XMLNS "\"><Location>/%s/", rq->rq_bucket);
-	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
-	s3_buf_printf(&out, "</Location><Bucket>%s</Bucket><Key>",
-		      rq->rq_bucket);
-	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
-	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>"
-		      "</CompleteMultipartUploadResult>", etag);
-	return s3_reply_xml(rq, 200, &out);
+	return complete_reply(rq, etag);
 }
 
 static int complete_upload(struct s3_req *rq)
