@@ -658,6 +658,17 @@ int s3_bucket_empty(struct s3_bucket *b, bool *empty);
 int s3_bucket_set(struct s3_bucket *b, uint8_t tag, const void *v,
 		  uint32_t n);
 
+/**
+ * The PUT and DELETE of a bucket document kept as field tag of the bucket
+ * record (?tagging, ?policy, ?ownershipControls), once s3_need_bucket()
+ * allowed the request: PUT takes its body whole and runs end() on it;
+ * DELETE removes the field and answers 204 (or the error of "removing the
+ * WHAT").  Returns true when the request was taken so, false for a GET,
+ * which the caller answers.
+ */
+bool s3_bucket_doc_put_del(struct s3_req *rq, uint8_t tag,
+			   int (*end)(struct s3_req *rq), const char *what);
+
 /** Index key of S3 key k (hashed when long); returns its length. */
 size_t s3_ikey(const char *k, size_t kl, uint8_t *out);
 

@@ -746,7 +746,6 @@ int s3_bucket_ownership(struct s3_req *rq)
 	const char *m = rq->rq_method;
 	struct s3_buf x = {0};
 	uint32_t cur;
-	int rc;
 
 	rq->rq_op = m[0] == 'G' ? "GetBucketOwnershipControls"
 		    : m[0] == 'P' ? "PutBucketOwnershipControls"
@@ -755,17 +754,9 @@ int s3_bucket_ownership(struct s3_req *rq)
 			   ? "s3:GetBucketOwnershipControls"
 			   : "s3:PutBucketOwnershipControls") != 0)
 		return 0;
-	if (m[0] == 'P') {
-		rq->rq_body = S3_BODY_XML;
-		rq->rq_end = ownership_end;
+	if (s3_bucket_doc_put_del(rq, T_OWNCTL, ownership_end,
+				  "ownership controls"))
 		return 0;
-	}
-	if (m[0] == 'D') {
-		rc = s3_bucket_set(rq->rq_bk, T_OWNCTL, NULL, 0);
-		return rc != 0 ? s3_reply_rec(rq, rc, "removing the ownership "
-					      "controls")
-			       : s3_reply_empty(rq, 204);
-	}
 	pthread_rwlock_rdlock(&rq->rq_bk->bk_conf);
 	cur = rq->rq_bk->bk_ownctl;
 	pthread_rwlock_unlock(&rq->rq_bk->bk_conf);

@@ -690,6 +690,29 @@ int s3_reply_rec(struct s3_req *rq, int rc, const char *what)
 	return s3_reply_clovis(rq, rc, what);
 }
 
+bool s3_bucket_doc_put_del(struct s3_req *rq, uint8_t tag,
+			   int (*end)(struct s3_req *rq), const char *what)
+{
+	char msg[80];
+	int rc;
+
+	if (rq->rq_method[0] == 'P') {
+		rq->rq_body = S3_BODY_XML;
+		rq->rq_end = end;
+		return true;
+	}
+	if (rq->rq_method[0] != 'D')
+		return false;
+	rc = s3_bucket_set(rq->rq_bk, tag, NULL, 0);
+	if (rc != 0) {
+		snprintf(msg, sizeof msg, "removing the %s", what);
+		s3_reply_rec(rq, rc, msg);
+	} else {
+		s3_reply_empty(rq, 204);
+	}
+	return true;
+}
+
 struct s3_xel *s3_xml_body(struct s3_req *rq, const char *root)
 {
 	struct s3_xel *x = s3_xml_parse(rq->rq_xml.b_data ? rq->rq_xml.b_data

@@ -896,7 +896,6 @@ int s3_bucket_policy(struct s3_req *rq)
 {
 	const char *m = rq->rq_method;
 	struct s3_buf x = {0};
-	int rc;
 
 	rq->rq_op = m[0] == 'G' ? "GetBucketPolicy" : m[0] == 'P'
 		    ? "PutBucketPolicy" : "DeleteBucketPolicy";
@@ -904,16 +903,8 @@ int s3_bucket_policy(struct s3_req *rq)
 			   : m[0] == 'P' ? "s3:PutBucketPolicy"
 			   : "s3:DeleteBucketPolicy") != 0)
 		return 0;
-	if (m[0] == 'P') {
-		rq->rq_body = S3_BODY_XML;
-		rq->rq_end = policy_end;
+	if (s3_bucket_doc_put_del(rq, T_POLICY, policy_end, "policy"))
 		return 0;
-	}
-	if (m[0] == 'D') {
-		rc = s3_bucket_set(rq->rq_bk, T_POLICY, NULL, 0);
-		return rc != 0 ? s3_reply_rec(rq, rc, "removing the policy")
-			       : s3_reply_empty(rq, 204);
-	}
 	pthread_rwlock_rdlock(&rq->rq_bk->bk_conf);
 	if (rq->rq_bk->bk_policy != NULL)
 		s3_buf_add(&x, rq->rq_bk->bk_policy, rq->rq_bk->bk_policy_len);

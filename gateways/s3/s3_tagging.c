@@ -284,17 +284,9 @@ int s3_bucket_tagging(struct s3_req *rq)
 	if (s3_need_bucket(rq, S3_P_OWNER, m[0] == 'G' ? "s3:GetBucketTagging"
 			   : "s3:PutBucketTagging") != 0)
 		return 0;
-	if (m[0] == 'P') {
-		rq->rq_body = S3_BODY_XML;
-		rq->rq_end = bucket_tagging_end;
+	if (s3_bucket_doc_put_del(rq, T_TAGS, bucket_tagging_end,
+				  "bucket tags"))
 		return 0;
-	}
-	if (m[0] == 'D') {
-		rc = s3_bucket_set(rq->rq_bk, T_TAGS, NULL, 0);
-		return rc != 0 ? s3_reply_rec(rq, rc, "removing the bucket "
-					      "tags")
-			       : s3_reply_empty(rq, 204);
-	}
 	pthread_rwlock_rdlock(&rq->rq_bk->bk_conf);
 	if (rq->rq_bk->bk_tags != NULL) {
 		n = rq->rq_bk->bk_tags_len;
