@@ -138,6 +138,8 @@ enum s3_tag {
 	T_POLICY = 20,/* bucket policy, the JSON as sent */
 	T_OWNCTL = 21,/* bucket ownership controls: u64 S3_OWN_* */
 	T_LOCATION = 22,/* bucket LocationConstraint given at CreateBucket */
+	T_PSUMS = 23, /* multipart checksums: u8 S3_SUM_* bit, u8 type, then
+		       * each part's raw value (s3_cksum.h) */
 };
 
 /** A growable byte buffer. */
@@ -198,16 +200,26 @@ int s3_orec_decode(const void *v, size_t n, struct s3_orec *r);
 /*
  * Checksums of an object's bytes (s3_sum.c): the ETag's MD5, and the S3
  * additional checksums a client may send as x-amz-checksum-crc64nvme,
- * -crc32c or -crc32 (base64 of the big-endian value).  Each is verified
- * when sent, stored with the object's record (a kept header, T_HDR) and
- * returned on the PUT and on a GET or HEAD of the whole object.
+ * -crc32c, -crc32 (base64 of the big-endian value), -sha1 or -sha256
+ * (base64 of the digest).  Each is verified when sent, stored with the
+ * object's record (a kept header, T_HDR) and returned on the PUT and on a
+ * GET or HEAD with x-amz-checksum-mode: ENABLED (s3_cksum.h).
  */
 enum {
 	S3_SUM_MD5 = 1u << 0,
 	S3_SUM_CRC64NVME = 1u << 1,
 	S3_SUM_CRC32C = 1u << 2,
 	S3_SUM_CRC32 = 1u << 3,
+	S3_SUM_SHA1 = 1u << 4,
+	S3_SUM_SHA256 = 1u << 5,
 };
+
+/** The additional checksums (every S3_SUM_* but MD5), lowest bit first. */
+#define S3_SUM_ADDL (S3_SUM_CRC64NVME | S3_SUM_CRC32C | S3_SUM_CRC32 | \
+		     S3_SUM_SHA1 | S3_SUM_SHA256)
+/** Bytes of the largest raw value (SHA-256), and of its base64 + NUL. */
+#define S3_SUM_RAW_MAX 32
+#define S3_SUM_B64_MAX 48
 
 /** Running checksums (s_algs: the S3_SUM_* computed), or expected values. */
 struct s3_sums {
@@ -217,6 +229,8 @@ struct s3_sums {
 	bool s_md5_done;
 	uint64_t s_crc64;
 	uint32_t s_crc32c, s_crc32;
+	EVP_MD_CTX *s_sha1, *s_sha256;
+	uint8_t s_sha1v[20], s_sha256v[32]; /* final after s3_sums_final() */
 };
 
 /** Running CRCs: crc is the value of the bytes before (0 for none). */
@@ -231,21 +245,28 @@ uint64_t s3_crc64nvme_narrow(uint64_t crc, const void *buf, size_t n);
  *  on 512-bit registers (the CPU has VPCLMULQDQ, AVX512F and AVX512VL)? */
 bool s3_crc64nvme_wide(void);
 uint32_t s3_crc32(uint32_t crc, const void *buf, size_t n);
-/** Header name / S3 name of algorithm bit (one S3_SUM_CRC*), or NULL. */
+/** Header name / S3 name of algorithm bit (one of S3_SUM_ADDL), or NULL. */
 const char *s3_sum_hdr(uint32_t bit);
 const char *s3_sum_name(uint32_t bit);
-/** The S3_SUM_CRC* of a header name (case-insensitive), 0 when none. */
+/** The S3_SUM_ADDL bit of a header name (case-insensitive), 0 when none. */
 uint32_t s3_sum_of_hdr(const char *h);
 /** Parse a header's base64 value into want (sets its bit): 0, -EINVAL. */
 int s3_sum_parse(uint32_t bit, const char *b64, struct s3_sums *want);
-/** The base64 of algorithm bit's value (NUL-terminated). */
-void s3_sum_b64(const struct s3_sums *s, uint32_t bit, char out[16]);
+/** The base64 of algorithm bit's value (NUL-terminated) into out, of
+ *  S3_SUM_B64_MAX bytes (16 are enough for a CRC). */
+void s3_sum_b64(const struct s3_sums *s, uint32_t bit, char *out);
+/** Bytes of algorithm bit's raw value (4, 8, 20 or 32; 0: not one). */
+uint32_t s3_sum_len(uint32_t bit);
+/** Algorithm bit's raw value in s (big-endian for a CRC) into out, of
+ *  S3_SUM_RAW_MAX bytes; returns its length. */
+uint32_t s3_sum_raw(const struct s3_sums *s, uint32_t bit, uint8_t *out);
 /** Start sums of algs (S3_SUM_*): 0 or -ENOMEM (then s3_sums_fini()). */
 int s3_sums_init(struct s3_sums *s, uint32_t algs);
 void s3_sums_update(struct s3_sums *s, const void *p, size_t n);
-/** Finish the MD5 (into s_md5v); the CRCs are final at any time. */
+/** Finish the MD5 and SHAs (into s_*v); the CRCs are final at any time. */
 void s3_sums_final(struct s3_sums *s);
-/** The first CRC of want that got does not match, 0 when all do. */
+/** The first checksum of want that got (final) does not match, 0 when
+ *  all do. */
 uint32_t s3_sums_mismatch(const struct s3_sums *got,
 			  const struct s3_sums *want);
 void s3_sums_fini(struct s3_sums *s);

@@ -19,6 +19,7 @@
 
 #include "gateways/s3/s3.h"
 #include "gateways/s3/s3_bconf.h"
+#include "gateways/s3/s3_cksum.h"
 
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XHDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -337,38 +338,55 @@ static uint32_t rec_sum_algs(const struct s3_orec *r)
 	return algs;
 }
 
-/* Each CRC of s as a stored header of rec (returned on GET and HEAD). */
-static void rec_sums(struct s3_buf *rec, const struct s3_sums *s)
+/* Stored header "name\0value" of rec. */
+static void rec_hdr_add(struct s3_buf *rec, const char *name, const char *v)
+{
+	struct s3_buf f = {0};
+
+	s3_buf_add(&f, name, strlen(name) + 1);
+	s3_buf_str(&f, v);
+	if (f.b_oom)
+		rec->b_oom = true;
+	else
+		s3_tlv_add(rec, T_HDR, f.b_data, (uint32_t)f.b_len);
+	s3_buf_fini(&f);
+}
+
+/* Each additional checksum of s as a stored header of rec (returned on
+ * GET and HEAD with x-amz-checksum-mode: ENABLED); with type, and one at
+ * least, x-amz-checksum-type FULL_OBJECT too. */
+static void rec_sums(struct s3_buf *rec, const struct s3_sums *s, bool type)
 {
 	uint32_t bit;
 
-	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
-		struct s3_buf f = {0};
-		char b64[16];
+	for (bit = S3_SUM_CRC64NVME; bit & S3_SUM_ADDL; bit <<= 1) {
+		char b64[S3_SUM_B64_MAX];
 
 		if (!(s->s_algs & bit))
 			continue;
 		s3_sum_b64(s, bit, b64);
-		s3_buf_add(&f, s3_sum_hdr(bit), strlen(s3_sum_hdr(bit)) + 1);
-		s3_buf_str(&f, b64);
-		s3_tlv_add(rec, T_HDR, f.b_data, (uint32_t)f.b_len);
-		s3_buf_fini(&f);
+		rec_hdr_add(rec, s3_sum_hdr(bit), b64);
 	}
+	if (type && (s->s_algs & S3_SUM_ADDL))
+		rec_hdr_add(rec, "x-amz-checksum-type", "FULL_OBJECT");
 }
 
-/* Each CRC of s as a reply header. */
-static void sums_reply(struct s3_req *rq, const struct s3_sums *s)
+/* Each additional checksum of s as a reply header; with type, and one at
+ * least, x-amz-checksum-type FULL_OBJECT (PutObject's reply). */
+static void sums_reply(struct s3_req *rq, const struct s3_sums *s, bool type)
 {
 	uint32_t bit;
 
-	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
-		char b64[16];
+	for (bit = S3_SUM_CRC64NVME; bit & S3_SUM_ADDL; bit <<= 1) {
+		char b64[S3_SUM_B64_MAX];
 
 		if (s->s_algs & bit) {
 			s3_sum_b64(s, bit, b64);
 			s3_reply_hdr(rq, s3_sum_hdr(bit), b64);
 		}
 	}
+	if (type && (s->s_algs & S3_SUM_ADDL))
+		s3_reply_hdr(rq, "x-amz-checksum-type", "FULL_OBJECT");
 }
 
 /* Copy the attribute fields (type, meta, headers) of record src, but not
@@ -384,7 +402,7 @@ static void rec_attrs_copy(const void *src, size_t sl, struct s3_buf *rec,
 
 	while (s3_tlv_next(src, sl, &pos, &tag, &val, &n) == 1)
 		if (tag == T_CTYPE || tag == T_META ||
-		    (tag == T_HDR && hdr_sum(val, n) == 0) ||
+		    (tag == T_HDR && !s3_ck_is_hdr(val, n)) ||
 		    (tags && tag == T_TAGS) ||
 		    (own && ((tag == T_OWNER && n > 0) || tag == T_ACL)))
 			s3_tlv_add(rec, tag, val, n);
@@ -486,7 +504,8 @@ static bool meta_value_out(const char *v, size_t vl, char *out, size_t cap)
 }
 
 /* Response headers from a record: type, meta, kept headers; its
- * checksums only when sums (the whole object is served). */
+ * checksums (x-amz-checksum-*) only when sums (the whole object is served
+ * and the request has x-amz-checksum-mode: ENABLED). */
 static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
 			    bool sums)
 {
@@ -507,7 +526,7 @@ static void rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
 			s3_reply_hdr(rq, "Content-Type", v);
 		}
 		if ((tag != T_META && tag != T_HDR) || z == NULL ||
-		    (tag == T_HDR && !sums && hdr_sum(val, n) != 0))
+		    (tag == T_HDR && !sums && s3_ck_is_hdr(val, n)))
 			continue;
 		nl = (size_t)(z - (const char *)val);
 		vl = n - nl - 1;
@@ -1022,8 +1041,9 @@ struct put_ctx {
 	size_t pc_il;
 	bool pc_md5_set;
 	uint8_t pc_md5[16];
-	struct s3_sums pc_want;  /* x-amz-checksum-* sent (CRCs only) */
-	uint32_t pc_trail;       /* S3_SUM_CRC* announced as trailers */
+	struct s3_sums pc_want;  /* x-amz-checksum-* sent */
+	uint32_t pc_trail;       /* S3_SUM_ADDL announced as trailers */
+	uint32_t pc_upalg;       /* part: the upload's algorithm (or 0) */
 	uint64_t pc_expect;
 	struct s3_buf pc_extra;  /* owner, ACL, tags of the new object */
 	/* multipart part */
@@ -1059,10 +1079,8 @@ static int content_md5(struct s3_req *rq, struct put_ctx *pc)
 }
 
 /* x-amz-trailer: the checksum an aws-chunked body sends after its data
- * (one name, or several separated by commas).  CRCs are computed and
- * checked at the end (put_trailer_sums()); SHA-1 and SHA-256 are taken
- * as their headers are, neither verified nor stored.  Replies
- * InvalidRequest on anything else. */
+ * (one name, or several separated by commas), computed and checked at the
+ * end (put_trailer_sums()).  Replies InvalidRequest on anything else. */
 static int content_trailer(struct s3_req *rq, struct put_ctx *pc)
 {
 	const char *t = s3_hdr(rq, "x-amz-trailer");
@@ -1090,8 +1108,7 @@ static int content_trailer(struct s3_req *rq, struct put_ctx *pc)
 		bit = s3_sum_of_hdr(name);
 		if (bit != 0)
 			pc->pc_trail |= bit;
-		else if (strcasecmp(name, "x-amz-checksum-sha1") != 0 &&
-			 strcasecmp(name, "x-amz-checksum-sha256") != 0)
+		else
 			return s3_reply_err(rq, 400, "InvalidRequest",
 					    "x-amz-trailer names '%.60s', which "
 					    "is not a checksum this gateway "
@@ -1101,13 +1118,25 @@ static int content_trailer(struct s3_req *rq, struct put_ctx *pc)
 	return 0;
 }
 
+/* A checksum value (header or trailer h) that is not the base64 of the
+ * algorithm's value: 400 BadDigest, as ceph/s3-tests expects (AWS answers
+ * InvalidRequest; both refuse and store nothing). */
+static int sum_malformed(struct s3_req *rq, const char *h, const char *what)
+{
+	return s3_reply_err(rq, 400, "BadDigest", "Value for %s %s is "
+			    "invalid: not the base64 of a %u-byte checksum "
+			    "(key '%.300s')", h, what,
+			    s3_sum_len(s3_sum_of_hdr(h)), rq->rq_key);
+}
+
 /* The trailer checksums announced (pc_trail) into pc->pc_want, once the
- * body is in; replies InvalidRequest when one is missing or malformed. */
+ * body is in; replies InvalidRequest when one is missing, BadDigest when
+ * one is malformed. */
 static int put_trailer_sums(struct s3_req *rq, struct put_ctx *pc)
 {
 	uint32_t bit;
 
-	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
+	for (bit = S3_SUM_CRC64NVME; bit & S3_SUM_ADDL; bit <<= 1) {
 		const char *h = s3_sum_hdr(bit), *v;
 
 		if (!(pc->pc_trail & bit))
@@ -1120,40 +1149,34 @@ static int put_trailer_sums(struct s3_req *rq, struct put_ctx *pc)
 					    "'%.300s')", h, rq->rq_key),
 			       -EINVAL;
 		if (s3_sum_parse(bit, v, &pc->pc_want) != 0)
-			return s3_reply_err(rq, 400, "InvalidRequest", "Value "
-					    "for %s trailer is invalid (key "
-					    "'%.300s')", h, rq->rq_key),
-			       -EINVAL;
+			return sum_malformed(rq, h, "trailer"), -EINVAL;
 	}
 	return 0;
 }
 
 /* The x-amz-checksum-* headers of the request into pc->pc_want; replies
- * InvalidRequest when one is malformed. */
+ * BadDigest when one is malformed. */
 static int content_sums(struct s3_req *rq, struct put_ctx *pc)
 {
 	uint32_t bit;
 
-	for (bit = S3_SUM_CRC64NVME; bit <= S3_SUM_CRC32; bit <<= 1) {
+	for (bit = S3_SUM_CRC64NVME; bit & S3_SUM_ADDL; bit <<= 1) {
 		const char *h = s3_sum_hdr(bit), *v = s3_hdr(rq, h);
 
 		if (v != NULL && s3_sum_parse(bit, v, &pc->pc_want) != 0)
-			return s3_reply_err(rq, 400, "InvalidRequest", "Value "
-					    "for %s header is invalid (key "
-					    "'%.300s')", h, rq->rq_key),
-			       -EINVAL;
+			return sum_malformed(rq, h, "header"), -EINVAL;
 	}
 	return content_trailer(rq, pc);
 }
 
 /* The sums a PUT computes: the ETag's (MD5, or CRC64-NVMe for a single
- * part object with etag crc64), the MD5 when Content-MD5 was sent, and
- * every CRC sent. */
+ * part object with etag crc64), the MD5 when Content-MD5 was sent, every
+ * checksum sent, and for a part its upload's algorithm. */
 static uint32_t put_algs(const struct put_ctx *pc)
 {
 	bool c64 = !pc->pc_part && s3g.g_conf.sc_etag == S3_ETAG_CRC64;
 
-	return pc->pc_want.s_algs | pc->pc_trail |
+	return pc->pc_want.s_algs | pc->pc_trail | pc->pc_upalg |
 	       (c64 ? S3_SUM_CRC64NVME : S3_SUM_MD5) |
 	       (pc->pc_md5_set ? S3_SUM_MD5 : 0);
 }
@@ -1268,7 +1291,7 @@ static int put_end(struct s3_req *rq)
 	rec_data(rq, &rec, etag);
 	rec_attrs_from_req(rq, &rec);
 	s3_buf_add(&rec, pc->pc_extra.b_data, pc->pc_extra.b_len);
-	rec_sums(&rec, &rq->rq_wr->w_sums);
+	rec_sums(&rec, &rq->rq_wr->w_sums, true);
 	if (rq->rq_key_len > S3_KEY_HASHED_PREFIX)
 		s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	rc = rec.b_oom ? -ENOMEM
@@ -1302,7 +1325,7 @@ static int put_end(struct s3_req *rq)
 			(unsigned long long)((t[3] - t[2]) / 1000),
 			(unsigned long long)((t4 - t[3]) / 1000));
 	}
-	sums_reply(rq, &rq->rq_wr->w_sums);
+	sums_reply(rq, &rq->rq_wr->w_sums, true);
 	end_writer(rq, 0);
 	etag_hdr(rq, etag);
 	return s3_reply_empty(rq, 200);
@@ -1485,9 +1508,31 @@ static void get_drop(struct s3_rd *rd, bool opened, void *v)
 		free(v);
 }
 
+/* With x-amz-checksum-mode: ENABLED, the checksum of part pnum of
+ * multipart record r (its T_PSUMS) and the object's checksum type. */
+static void part_sums_reply(struct s3_req *rq, const struct s3_orec *r,
+			    unsigned long pnum)
+{
+	const uint8_t *raws;
+	uint32_t bit, n, len;
+	int type;
+	char b64[S3_SUM_B64_MAX];
+	size_t bl;
+
+	if (!s3_ck_psums(r->or_rec, r->or_rec_len, &bit, &type, &raws, &n) ||
+	    n != r->or_nparts || pnum > n)
+		return;
+	len = s3_sum_len(bit);
+	bl = s3_b64enc(raws + (pnum - 1) * len, len, b64);
+	b64[bl] = 0;
+	s3_reply_hdr(rq, s3_sum_hdr(bit), b64);
+	s3_reply_hdr(rq, "x-amz-checksum-type", s3_ck_type_name(type));
+}
+
 static int get_object(struct s3_req *rq)
 {
 	bool head = strcmp(rq->rq_method, "HEAD") == 0, opened = false;
+	bool mode = s3_ck_mode(rq);
 	struct s3_orec r;
 	struct s3_rd rd;
 	void *v;
@@ -1597,7 +1642,9 @@ again:
 	rq->rq_hdrs.b_len = 0;
 	if (s3_hdr(rq, "Origin") != NULL)
 		s3_cors_reply_hdrs(rq, rq->rq_bk);
-	rec_attrs_reply(rq, &r, rr != 0 && pre != 304);
+	rec_attrs_reply(rq, &r, rr != 0 && pre != 304 && mode);
+	if (mode && pnum > 0 && r.or_nparts > 0 && pre != 304)
+		part_sums_reply(rq, &r, pnum);
 	if (r.or_tags != NULL) {
 		char tc[16];
 
@@ -2000,7 +2047,7 @@ static int copy_object(struct s3_req *rq, const char *src)
 		}
 		rec_data(rq, &data, etag);
 		s3_buf_add(&data, rec.b_data, rec.b_len);
-		rec_sums(&data, &rq->rq_wr->w_sums);
+		rec_sums(&data, &rq->rq_wr->w_sums, true);
 		s3_buf_fini(&rec);
 		rec = data;
 	}
@@ -2462,11 +2509,12 @@ static int create_upload(struct s3_req *rq)
 	struct s3_buf rec = {0}, x = {0};
 	struct clovis_id id;
 	size_t kl;
-	int rc;
+	uint32_t ckb;
+	int rc, ckt;
 
 	rq->rq_op = "CreateMultipartUpload";
 	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
-	    need_key(rq) != 0)
+	    need_key(rq) != 0 || s3_ck_upload_args(rq, &ckb, &ckt) != 0)
 		return 0;
 	s3_rand_id(&id);
 	memcpy(raw, &id, 16);
@@ -2483,12 +2531,18 @@ static int create_upload(struct s3_req *rq)
 	}
 	s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	s3_tlv_u64(&rec, T_MTIME, s3_now_ns());
+	if (ckb != 0)
+		s3_ck_psums_add(&rec, ckb, ckt, NULL, 0);
 	kl = upkey(rq->rq_bucket, rq->rq_key, rq->rq_key_len, upid, k);
 	rc = rec.b_oom ? -ENOMEM : s3_idx_put(&s3g.g_uploads, k, kl,
 					      rec.b_data, rec.b_len, false);
 	s3_buf_fini(&rec);
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "recording the upload");
+	if (ckb != 0) {
+		s3_reply_hdr(rq, "x-amz-checksum-algorithm", s3_sum_name(ckb));
+		s3_reply_hdr(rq, "x-amz-checksum-type", s3_ck_type_name(ckt));
+	}
 	s3_buf_printf(&x, XHDR "<InitiateMultipartUploadResult xmlns=\"" XMLNS
 		      "\"><Bucket>%s</Bucket><Key>", rq->rq_bucket);
 	s3_buf_xml(&x, rq->rq_key, rq->rq_key_len);
@@ -2512,6 +2566,7 @@ static int part_record(struct s3_req *rq, const char *etag)
 	int rc;
 
 	rec_data(rq, &rec, etag);
+	rec_sums(&rec, &rq->rq_wr->w_sums, false);
 	pthread_mutex_lock(l);
 	rc = s3_idx_get(&s3g.g_parts, pc->pc_pk, pc->pc_pkl, &ov, &ol);
 	if (rc == 0)
@@ -2530,7 +2585,7 @@ static int part_record(struct s3_req *rq, const char *etag)
 		drop_writer(rq);
 		return s3_reply_clovis(rq, rc, "recording the part"), rc;
 	}
-	sums_reply(rq, &rq->rq_wr->w_sums);
+	sums_reply(rq, &rq->rq_wr->w_sums, false);
 	done_writer(rq);
 	if (have)
 		s3_orec_free(rq->rq_bk, &old);
@@ -2593,7 +2648,8 @@ form:
 
 /* UploadPartCopy: part n of the upload from bytes of an existing object;
  * the part's size rules are UploadPart's, checked at completion. */
-static int upload_part_copy(struct s3_req *rq, uint32_t n, const char *src)
+static int upload_part_copy(struct s3_req *rq, uint32_t n, const char *src,
+			    uint32_t upalg)
 {
 	struct s3_bucket *sb;
 	struct s3_orec sr;
@@ -2619,6 +2675,7 @@ static int upload_part_copy(struct s3_req *rq, uint32_t n, const char *src)
 	rq->rq_ctx = pc;
 	rq->rq_cleanup = put_cleanup;
 	pc->pc_part = true;
+	pc->pc_upalg = upalg;
 	pc->pc_expect = len;
 	pc->pc_pkl = partkey(s3_q(rq, "uploadId"), n, pc->pc_pk);
 	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, len, put_algs(pc), NULL, 0,
@@ -2648,10 +2705,13 @@ static int upload_part(struct s3_req *rq)
 {
 	const char *pn = s3_q(rq, "partNumber");
 	struct put_ctx *pc;
+	const uint8_t *raws;
 	void *uv;
 	size_t uvl;
+	uint32_t upalg = 0, nr;
 	char *e;
 	long n;
+	int ckt;
 
 	rq->rq_op = "UploadPart";
 	if (s3_need_bucket(rq, S3_P_WRITE, "s3:PutObject") != 0 ||
@@ -2664,16 +2724,19 @@ static int upload_part(struct s3_req *rq)
 				    "inclusive", S3_PARTS_MAX);
 	if (need_upload(rq, &uv, &uvl) != 0)
 		return 0;
+	if (!s3_ck_psums(uv, uvl, &upalg, &ckt, &raws, &nr))
+		upalg = 0;
 	free(uv);
 	if (s3_hdr(rq, "x-amz-copy-source") != NULL)
 		return upload_part_copy(rq, (uint32_t)n,
-					s3_hdr(rq, "x-amz-copy-source"));
+					s3_hdr(rq, "x-amz-copy-source"), upalg);
 	pc = calloc(1, sizeof *pc);
 	if (pc == NULL)
 		return s3_reply_err(rq, 500, "InternalError", "out of memory");
 	rq->rq_ctx = pc;
 	rq->rq_cleanup = put_cleanup;
 	pc->pc_part = true;
+	pc->pc_upalg = upalg;
 	pc->pc_pkl = partkey(s3_q(rq, "uploadId"), (uint32_t)n, pc->pc_pk);
 	if (put_begin(rq, pc) != 0)
 		return 0;
@@ -2772,10 +2835,52 @@ static bool part_repeated(struct s3_xel *p, const char *num)
 	return false;
 }
 
+/*
+ * Part num's checksum of algorithm ckb (the upload's): its raw value from
+ * the part record (v, vl) appended to ck->raws, its size to ck->sizes.
+ * A ChecksumALG the client's Part element p gives must be the part's.
+ * Replies InvalidPart: -1.
+ */
+struct ck_parts {
+	uint32_t cp_bit;         /* the upload's algorithm, 0: none */
+	struct s3_buf cp_raws;   /* each part's raw value */
+	struct s3_buf cp_sizes;  /* each part's size (uint64_t) */
+};
+
+static int complete_part_sum(struct s3_req *rq, struct s3_xel *p, long num,
+			     const void *v, size_t vl, uint64_t size,
+			     struct ck_parts *ck)
+{
+	char sv[S3_CK_VAL_MAX], el[32];
+	uint8_t raw[S3_SUM_RAW_MAX];
+	struct s3_sums ps;
+	struct s3_xel *pc;
+
+	if (ck->cp_bit == 0)
+		return 0;
+	memset(&ps, 0, sizeof ps);
+	snprintf(el, sizeof el, "Checksum%s", s3_sum_name(ck->cp_bit));
+	pc = s3_xml_child(p, el);
+	if (!s3_ck_rec_value(v, vl, ck->cp_bit, sv) ||
+	    s3_sum_parse(ck->cp_bit, sv, &ps) != 0)
+		return s3_reply_err(rq, 400, "InvalidPart", "Part %ld has no "
+				    "%s checksum, which the upload's algorithm "
+				    "needs (key '%.300s')", num,
+				    s3_sum_name(ck->cp_bit), rq->rq_key), -1;
+	if (pc != NULL && strcmp(pc->x_text, sv) != 0)
+		return s3_reply_err(rq, 400, "InvalidPart", "The %s of part "
+				    "%ld you specified (%.60s) is not the "
+				    "part's (%s) (key '%.300s')",
+				    el, num, pc->x_text, sv, rq->rq_key), -1;
+	s3_buf_add(&ck->cp_raws, raw, s3_sum_raw(&ps, ck->cp_bit, raw));
+	s3_buf_add(&ck->cp_sizes, &size, sizeof size);
+	return 0;
+}
+
 /* Check the client's part list against the parts index and build the
- * manifest; replies on failure. */
+ * manifest, and each part's checksum into ck; replies on failure. */
 static int complete_parts(struct s3_req *rq, struct s3_xel *x,
-			  struct s3_buf *man, char *etag)
+			  struct s3_buf *man, char *etag, struct ck_parts *ck)
 {
 	const char *upid = s3_q(rq, "uploadId");
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
@@ -2833,6 +2938,11 @@ static int complete_parts(struct s3_req *rq, struct s3_xel *x,
 		    s3_unhex(r.or_etag, 32, bin) != 0) {
 			free(v);
 			goto invalid;
+		}
+		if (complete_part_sum(rq, p, num, v, vl, r.or_size, ck) != 0) {
+			free(v);
+			rc = -1;
+			goto out;
 		}
 		{
 			uint8_t ent[24];
@@ -2949,8 +3059,10 @@ static int complete_tx(struct s3_bucket *b, const char *upid, const char *key,
 }
 
 
-/* The 200 reply of a CompleteMultipartUpload of the request's key. */
-static int complete_reply(struct s3_req *rq, const char *etag)
+/* The 200 reply of a CompleteMultipartUpload of the request's key; with
+ * the object's checksum (value val of algorithm bit, type) when bit. */
+static int complete_reply(struct s3_req *rq, const char *etag, uint32_t bit,
+			  const char *val, int type)
 {
 	struct s3_buf out = {0};
 
@@ -2960,9 +3072,71 @@ static int complete_reply(struct s3_req *rq, const char *etag)
 	s3_buf_printf(&out, "</Location><Bucket>%s</Bucket><Key>",
 		      rq->rq_bucket);
 	s3_buf_xml(&out, rq->rq_key, rq->rq_key_len);
-	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>"
-		      "</CompleteMultipartUploadResult>", etag);
+	s3_buf_printf(&out, "</Key><ETag>&quot;%s&quot;</ETag>", etag);
+	if (bit != 0)
+		s3_buf_printf(&out, "<Checksum%s>%s</Checksum%s><ChecksumType>"
+			      "%s</ChecksumType>", s3_sum_name(bit), val,
+			      s3_sum_name(bit), s3_ck_type_name(type));
+	s3_buf_str(&out, "</CompleteMultipartUploadResult>");
 	return s3_reply_xml(rq, 200, &out);
+}
+
+/*
+ * The checksum headers of a CompleteMultipartUpload against the upload's
+ * algorithm bit and type and the object's value val ("BASE64" or, for
+ * COMPOSITE, "BASE64-N"): x-amz-checksum-type must be the upload's, a
+ * checksum of another algorithm (or of an upload with none) is refused
+ * 400 InvalidRequest; one of the algorithm must match val (its "-N" may
+ * be left out), else 400 BadDigest.  Replies on refusal: -EINVAL.
+ */
+static int complete_sums_check(struct s3_req *rq, uint32_t bit, int type,
+			       const char *val)
+{
+	const char *t = s3_hdr(rq, "x-amz-checksum-type"), *h, *d;
+	char base[S3_CK_VAL_MAX], mine[S3_SUM_B64_MAX];
+	struct s3_sums want;
+	uint32_t b;
+
+	if (t != NULL && (bit == 0 ||
+			  strcasecmp(t, s3_ck_type_name(type)) != 0))
+		return s3_reply_err(rq, 400, "InvalidRequest", "The upload "
+				    "was created with checksum type %s, not "
+				    "%.40s (key '%.300s')", bit ?
+				    s3_ck_type_name(type) : "(none)", t,
+				    rq->rq_key), -EINVAL;
+	for (b = S3_SUM_CRC64NVME; b & S3_SUM_ADDL; b <<= 1) {
+		h = s3_hdr(rq, s3_sum_hdr(b));
+		if (h == NULL)
+			continue;
+		if (b != bit)
+			return s3_reply_err(rq, 400, "InvalidRequest", "The "
+					    "upload was created with checksum "
+					    "algorithm %s: %s cannot be checked "
+					    "(key '%.300s')", bit ?
+					    s3_sum_name(bit) : "(none)",
+					    s3_sum_hdr(b), rq->rq_key),
+			       -EINVAL;
+		snprintf(base, sizeof base, "%s", h);
+		d = strchr(val, '-');
+		if (d != NULL && strchr(base, '-') != NULL &&
+		    strcmp(strchr(base, '-'), d) != 0)
+			goto bad;
+		if (strchr(base, '-') != NULL)
+			*strchr(base, '-') = 0;
+		memset(&want, 0, sizeof want);
+		if (s3_sum_parse(bit, base, &want) != 0)
+			goto bad;
+		s3_sum_b64(&want, bit, mine);
+		if (strncmp(mine, val, strlen(mine)) != 0 ||
+		    (val[strlen(mine)] != 0 && val[strlen(mine)] != '-'))
+			goto bad;
+	}
+	return 0;
+bad:
+	return s3_reply_err(rq, 400, "BadDigest", "The %s you specified "
+			    "(%.60s) did not match the calculated checksum "
+			    "%s (key '%.300s').", s3_sum_name(bit), h, val,
+			    rq->rq_key), -EINVAL;
 }
 /* The reply to a completion of an upload already completed: the key's
  * record was made by upload uploadId and its ETag is the one the part list
@@ -3010,7 +3184,19 @@ static bool complete_again(struct s3_req *rq, struct s3_xel *x)
 	same = strcmp(etag, r.or_etag) == 0;
 	if (!same)
 		goto out;
-	complete_reply(rq, etag);
+	{
+		char cv[S3_CK_VAL_MAX];
+		uint32_t bit;
+		int type = s3_ck_rec_type(v, vl);
+
+		for (bit = S3_SUM_CRC64NVME; bit & S3_SUM_ADDL; bit <<= 1)
+			if (s3_ck_rec_value(v, vl, bit, cv))
+				break;
+		if (!(bit & S3_SUM_ADDL))
+			bit = 0;
+		if (complete_sums_check(rq, bit, type, cv) == 0)
+			complete_reply(rq, etag, bit, cv, type);
+	}
 out:
 	EVP_MD_CTX_free(md);
 	free(v);
@@ -3026,10 +3212,15 @@ static int complete_end(struct s3_req *rq)
 	const char *upid = s3_q(rq, "uploadId");
 	char etag[48];
 	struct s3_tx *t = NULL;
+	struct ck_parts ck;
+	const uint8_t *nr_raws;
+	char ckv[S3_CK_VAL_MAX] = "";
 	void *uv;
 	size_t uvl, il;
-	int rc;
+	uint32_t nr;
+	int rc, ckt = S3_CK_NONE;
 
+	memset(&ck, 0, sizeof ck);
 	if (x == NULL || strcmp(x->x_name, "CompleteMultipartUpload") != 0) {
 		s3_xml_free(x);
 		return s3_reply_err(rq, 400, "MalformedXML", "The XML you "
@@ -3044,8 +3235,31 @@ static int complete_end(struct s3_req *rq)
 		s3_xml_free(x);
 		return 0;
 	}
-	rc = complete_parts(rq, x, &man, etag);
+	if (!s3_ck_psums(uv, uvl, &ck.cp_bit, &ckt, &nr_raws, &nr))
+		ck.cp_bit = 0;
+	rc = complete_parts(rq, x, &man, etag, &ck);
 	s3_xml_free(x);
+	if (rc == 0 && ck.cp_bit != 0) {
+		nr = (uint32_t)(ck.cp_sizes.b_len / sizeof(uint64_t));
+		rc = ck.cp_raws.b_oom || ck.cp_sizes.b_oom ? -ENOMEM :
+		     s3_ck_mp_value(ck.cp_bit, ckt,
+				    (const uint8_t *)ck.cp_raws.b_data,
+				    (const uint64_t *)(void *)ck.cp_sizes.b_data,
+				    nr, ckv);
+		if (rc != 0)
+			s3_reply_clovis(rq, rc, "computing the checksum");
+		else
+			rc = complete_sums_check(rq, ck.cp_bit, ckt, ckv);
+	} else if (rc == 0)
+		rc = complete_sums_check(rq, 0, S3_CK_NONE, "");
+	if (rc == 0 && ck.cp_bit != 0) {
+		rec_hdr_add(&man, s3_sum_hdr(ck.cp_bit), ckv);
+		rec_hdr_add(&man, "x-amz-checksum-type", s3_ck_type_name(ckt));
+		s3_ck_psums_add(&man, ck.cp_bit, ckt,
+				(const uint8_t *)ck.cp_raws.b_data, nr);
+	}
+	s3_buf_fini(&ck.cp_raws);
+	s3_buf_fini(&ck.cp_sizes);
 	if (rc != 0) {
 		free(uv);
 		s3_buf_fini(&man);
@@ -3072,7 +3286,7 @@ static int complete_end(struct s3_req *rq)
 		return reply_doubt(rq, rc, "recording the object");
 	if (rc != 0)
 		return s3_reply_clovis(rq, rc, "recording the object");
-	return complete_reply(rq, etag);
+	return complete_reply(rq, etag, ck.cp_bit, ckv, ckt);
 }
 
 static int complete_upload(struct s3_req *rq)
@@ -3424,6 +3638,37 @@ static int bucket_conf(struct s3_req *rq)
 	return s3_bconf_op(rq, rq->rq_bk, sub);
 }
 
+/* GetObjectAttributes (GET ?attributes): the record's attributes as
+ * x-amz-object-attributes asks (s3_ck_attributes_reply()). */
+static int object_attributes(struct s3_req *rq)
+{
+	struct s3_orec r;
+	void *v;
+	size_t vl;
+	int rc;
+
+	rq->rq_op = "GetObjectAttributes";
+	if (s3_need_bucket(rq, 0, NULL) != 0 || need_key(rq) != 0)
+		return 0;
+	rc = rec_get(rq->rq_bk, rq->rq_key, rq->rq_key_len, &v, &vl, &r);
+	if (rc == 0 && s3_authz(rq, rq->rq_bk, rq->rq_key, rq->rq_key_len, &r,
+				S3_P_READ, "s3:GetObjectAttributes") != 0) {
+		free(v);
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
+	}
+	if (rc == -ENOENT && s3_authz(rq, rq->rq_bk, NULL, 0, NULL, S3_P_READ,
+				      "s3:ListBucket") != 0)
+		return s3_reply_err(rq, 403, "AccessDenied", "Access Denied");
+	if (rc == -ENOENT)
+		return s3_reply_err(rq, 404, "NoSuchKey", "The specified key "
+				    "does not exist.");
+	if (rc != 0)
+		return s3_reply_clovis(rq, rc, "looking up the key");
+	rc = s3_ck_attributes_reply(rq, &r);
+	free(v);
+	return rc;
+}
+
 static int put_or_copy(struct s3_req *rq)
 {
 	const char *src = s3_hdr(rq, "x-amz-copy-source");
@@ -3473,6 +3718,7 @@ static const struct route routes[] = {
 	{"HEAD", ON_OBJECT, {NULL, NULL}, get_object},
 	{"DELETE", ON_OBJECT, {NULL, NULL}, delete_object},
 	{"GET", ON_OBJECT, {"partNumber", NULL}, get_object},
+	{"GET", ON_OBJECT, {"attributes", NULL}, object_attributes},
 	{"HEAD", ON_OBJECT, {"partNumber", NULL}, get_object},
 	{"PUT", ON_OBJECT, {"partNumber", "uploadId"}, upload_part_route},
 	{"GET", ON_OBJECT, {"uploadId", NULL}, list_parts},

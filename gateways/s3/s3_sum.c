@@ -1,7 +1,8 @@
 /*
  * s3_sum.c — the checksums of an object's bytes: the ETag's MD5 (OpenSSL),
- * and the S3 additional checksums CRC64-NVMe, CRC32C and CRC32 that
- * clients send as x-amz-checksum-* headers (s3.h, "checksums").
+ * and the S3 additional checksums CRC64-NVMe, CRC32C, CRC32, SHA-1 and
+ * SHA-256 (OpenSSL) that clients send as x-amz-checksum-* headers (s3.h,
+ * "checksums").
  *
  * CRC32C and CRC32 come from ISA-L (crc32_iscsi, crc32_gzip_refl: the
  * instructions of the CPU).  CRC64-NVMe (the "Rocksoft" polynomial of
@@ -308,6 +309,8 @@ static const struct s3_sum_alg {
 	{S3_SUM_CRC64NVME, "x-amz-checksum-crc64nvme", "CRC64NVME", 8},
 	{S3_SUM_CRC32C, "x-amz-checksum-crc32c", "CRC32C", 4},
 	{S3_SUM_CRC32, "x-amz-checksum-crc32", "CRC32", 4},
+	{S3_SUM_SHA1, "x-amz-checksum-sha1", "SHA1", 20},
+	{S3_SUM_SHA256, "x-amz-checksum-sha256", "SHA256", 32},
 };
 
 #define SUM_NALGS (sizeof sum_algs / sizeof sum_algs[0])
@@ -343,28 +346,55 @@ uint32_t s3_sum_of_hdr(const char *h)
 	return 0;
 }
 
+uint32_t s3_sum_len(uint32_t bit)
+{
+	uint32_t i;
+
+	for (i = 0; i < SUM_NALGS; i++)
+		if (sum_algs[i].sa_bit == bit)
+			return sum_algs[i].sa_len;
+	return 0;
+}
+
 /* Big-endian bytes of algorithm bit's value in s; their count. */
 static uint32_t sum_bytes(const struct s3_sums *s, uint32_t bit,
-			  uint8_t out[8])
+			  uint8_t out[S3_SUM_RAW_MAX])
 {
 	uint64_t v = bit == S3_SUM_CRC64NVME ? s->s_crc64 :
 		     bit == S3_SUM_CRC32C ? s->s_crc32c : s->s_crc32;
 	uint32_t n = bit == S3_SUM_CRC64NVME ? 8 : 4, i;
 
+	if (bit == S3_SUM_SHA1 || bit == S3_SUM_SHA256) {
+		n = s3_sum_len(bit);
+		memcpy(out, bit == S3_SUM_SHA1 ? s->s_sha1v : s->s_sha256v, n);
+		return n;
+	}
 	for (i = 0; i < n; i++)
 		out[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
 	return n;
 }
 
+uint32_t s3_sum_raw(const struct s3_sums *s, uint32_t bit, uint8_t *out)
+{
+	return sum_bytes(s, bit, out);
+}
+
 int s3_sum_parse(uint32_t bit, const char *b64, struct s3_sums *want)
 {
-	uint8_t raw[16];
-	uint32_t n = bit == S3_SUM_CRC64NVME ? 8 : 4, i;
+	uint8_t raw[S3_SUM_B64_MAX];
+	uint32_t n = s3_sum_len(bit), i;
 	uint64_t v = 0;
 	size_t bl = strlen(b64);
 
-	if (bl == 0 || bl > 16 || s3_b64dec(b64, bl, raw) != (long)n)
+	if (n == 0 || bl == 0 || bl > 4 * ((n + 2) / 3) ||
+	    s3_b64dec(b64, bl, raw) != (long)n)
 		return -EINVAL;
+	if (bit == S3_SUM_SHA1 || bit == S3_SUM_SHA256) {
+		memcpy(bit == S3_SUM_SHA1 ? want->s_sha1v : want->s_sha256v,
+		       raw, n);
+		want->s_algs |= bit;
+		return 0;
+	}
 	for (i = 0; i < n; i++)
 		v = v << 8 | raw[i];
 	if (bit == S3_SUM_CRC64NVME)
@@ -377,9 +407,9 @@ int s3_sum_parse(uint32_t bit, const char *b64, struct s3_sums *want)
 	return 0;
 }
 
-void s3_sum_b64(const struct s3_sums *s, uint32_t bit, char out[16])
+void s3_sum_b64(const struct s3_sums *s, uint32_t bit, char *out)
 {
-	uint8_t raw[8];
+	uint8_t raw[S3_SUM_RAW_MAX];
 	size_t n = s3_b64enc(raw, sum_bytes(s, bit, raw), out);
 
 	out[n] = 0;
@@ -391,11 +421,24 @@ int s3_sums_init(struct s3_sums *s, uint32_t algs)
 {
 	memset(s, 0, sizeof *s);
 	s->s_algs = algs;
-	if (!(algs & S3_SUM_MD5))
-		return 0;
-	s->s_md5 = EVP_MD_CTX_new();
-	if (s->s_md5 == NULL || !EVP_DigestInit_ex(s->s_md5, EVP_md5(), NULL))
-		return -ENOMEM;
+	if (algs & S3_SUM_MD5) {
+		s->s_md5 = EVP_MD_CTX_new();
+		if (s->s_md5 == NULL ||
+		    !EVP_DigestInit_ex(s->s_md5, EVP_md5(), NULL))
+			return -ENOMEM;
+	}
+	if (algs & S3_SUM_SHA1) {
+		s->s_sha1 = EVP_MD_CTX_new();
+		if (s->s_sha1 == NULL ||
+		    !EVP_DigestInit_ex(s->s_sha1, EVP_sha1(), NULL))
+			return -ENOMEM;
+	}
+	if (algs & S3_SUM_SHA256) {
+		s->s_sha256 = EVP_MD_CTX_new();
+		if (s->s_sha256 == NULL ||
+		    !EVP_DigestInit_ex(s->s_sha256, EVP_sha256(), NULL))
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -409,14 +452,24 @@ void s3_sums_update(struct s3_sums *s, const void *p, size_t n)
 		s->s_crc32c = s3_crc32c(s->s_crc32c, p, n);
 	if (s->s_algs & S3_SUM_CRC32)
 		s->s_crc32 = s3_crc32(s->s_crc32, p, n);
+	if (s->s_algs & S3_SUM_SHA1)
+		EVP_DigestUpdate(s->s_sha1, p, n);
+	if (s->s_algs & S3_SUM_SHA256)
+		EVP_DigestUpdate(s->s_sha256, p, n);
 }
 
 void s3_sums_final(struct s3_sums *s)
 {
-	unsigned int ml = 16;
+	unsigned int ml = 16, sl = 32;
 
-	if ((s->s_algs & S3_SUM_MD5) && !s->s_md5_done)
+	if (s->s_md5_done)
+		return;
+	if (s->s_algs & S3_SUM_MD5)
 		EVP_DigestFinal_ex(s->s_md5, s->s_md5v, &ml);
+	if (s->s_algs & S3_SUM_SHA1)
+		EVP_DigestFinal_ex(s->s_sha1, s->s_sha1v, &sl);
+	if (s->s_algs & S3_SUM_SHA256)
+		EVP_DigestFinal_ex(s->s_sha256, s->s_sha256v, &sl);
 	s->s_md5_done = true;
 }
 
@@ -427,7 +480,7 @@ uint32_t s3_sums_mismatch(const struct s3_sums *got,
 
 	for (i = 0; i < SUM_NALGS; i++) {
 		uint32_t bit = sum_algs[i].sa_bit;
-		uint8_t a[8], b[8];
+		uint8_t a[S3_SUM_RAW_MAX], b[S3_SUM_RAW_MAX];
 		uint32_t n;
 
 		if (!(want->s_algs & bit))
@@ -443,5 +496,7 @@ uint32_t s3_sums_mismatch(const struct s3_sums *got,
 void s3_sums_fini(struct s3_sums *s)
 {
 	EVP_MD_CTX_free(s->s_md5);
-	s->s_md5 = NULL;
+	EVP_MD_CTX_free(s->s_sha1);
+	EVP_MD_CTX_free(s->s_sha256);
+	s->s_md5 = s->s_sha1 = s->s_sha256 = NULL;
 }
