@@ -10,7 +10,11 @@
  * path.  Dead bytes stay in their zone until the cleaner resets it:
  *
  *   pick    a zone that is not open and whose live bytes are at most
- *           live_pct % of its written bytes;
+ *           live_pct % of its written bytes (a write that found no room:
+ *           the zone with the most dead bytes that is not held, i.e. has
+ *           no more bytes in use than the maps point at, since appended
+ *           bytes of a write in flight, its own or another's, cannot be
+ *           moved and would keep the zone from emptying; zone_choose);
  *   move    every record pointing into it: read the bytes, append them to
  *           another zone, and re-point the record in one commit item whose
  *           apply checks the record is unchanged (compare and swap), so a
@@ -54,6 +58,14 @@ bool eng_dev_zoned(struct eng *e, uint32_t dev)
 
 /* Rounds of cleaning one write may run to find room (each resets a zone). */
 #define ZONE_RECLAIM_ROUNDS 16u
+
+/*
+ * How long a write that found no room waits, in all, for dead space that is
+ * still held (zones holding appended bytes no record maps yet: other writes
+ * in flight, or frees on their way back) before it gives up with -EAGAIN.
+ */
+#define ZONE_HELD_WAIT_NS 5000000000ull
+#define ZONE_HELD_POLL_NS 2000000l
 
 /*
  * Find room for an append: the open zone if it is partly written with room
@@ -168,36 +180,105 @@ int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
 	return space_append(e, dev, buf, len, gran, ZONE_CLEAN_RESERVE, sv);
 }
 
-static int zone_reclaim(struct eng *e, uint32_t dev);
+/** Why zone_reclaim() found no zone to clean (bytes of each kind). */
+struct zwhy {
+	uint64_t zw_dead;       /* dead bytes in zones that can be cleaned */
+	uint64_t zw_held_own;   /* dead bytes sharing zones with own runs */
+	uint64_t zw_held;       /* dead bytes in zones held by others */
+};
 
+static int zone_reclaim(struct eng *e, uint32_t dev,
+			const struct eng_spacevec *own, struct zwhy *why);
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The -ENOSPC or -EAGAIN of a write that found no room, with its cause. */
+static int reclaim_fail(struct eng *e, uint32_t dev, int rc,
+			const struct zwhy *why)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+	uint64_t size = tier_dev_size(d->ed_dev);
+	uint64_t live = alloc_used_in(&d->ed_alloc, 0,
+				      size >> LIM_ALLOC_UNIT_SHIFT)
+			<< LIM_ALLOC_UNIT_SHIFT;
+
+	if (rc == -EAGAIN)
+		return err_set(rc, "device %u (%s): no empty zone left after "
+			       "%llu ms: the dead space the SMR cleaner could "
+			       "reclaim (%" PRIu64 " bytes) is held by writes "
+			       "in flight or frees on their way, or taken by "
+			       "other writes as fast as it is reclaimed; try "
+			       "again", dev, d->ed_dev->td_path,
+			       ZONE_HELD_WAIT_NS / 1000000, why->zw_held);
+	if (rc != -ENOSPC)
+		return rc;
+	if (why->zw_held_own > 0)
+		return err_set(rc, "device %u (%s): full: %" PRIu64 " of %"
+			       PRIu64 " bytes in use, and the SMR cleaner can "
+			       "reclaim no dead space (the %" PRIu64 " dead "
+			       "bytes left share zones with this write's own "
+			       "appended data)", dev, d->ed_dev->td_path, live,
+			       size, why->zw_held_own);
+	return err_set(rc, "device %u (%s): full: %" PRIu64 " of %" PRIu64
+		       " bytes live, no empty zone left but the one kept for "
+		       "the SMR cleaner, which found no dead space to reclaim",
+		       dev, d->ed_dev->td_path, live, size);
+}
+
+/*
+ * Append for an ordinary write; when no room is left, reclaim and go on.
+ * Each round either resets a zone (zone_reclaim), or waits for space on
+ * its way: frees queued to the reclaimer (eng_reclaim_drain) and zones
+ * held by other writes in flight, polled for at most ZONE_HELD_WAIT_NS in
+ * all.  -ENOSPC only when no zone holds dead bytes the cleaner could take.
+ */
 int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
 			     uint64_t len, uint64_t gran,
 			     struct eng_spacevec *sv)
 {
 	const uint8_t *p = buf;
+	uint64_t until = mono_ns() + ZONE_HELD_WAIT_NS;
+	uint32_t resets = 0;
+	struct zwhy why = {0};
 	int rc = -ENOSPC;
 
-	for (uint32_t round = 0; rc == -ENOSPC && round <= ZONE_RECLAIM_ROUNDS;
-	     round++) {
+	for (bool again = false; rc == -ENOSPC; again = true) {
 		uint32_t first = sv->sv_nr;
+		int r = again ? zone_reclaim(e, dev, sv, &why) : 0;
 
-		/* Nothing dead to reclaim: space freed by commits already
-		 * reported may still be on its way (the reclaimer's grace
-		 * period); once that is back, try again, else -ENOSPC. */
-		if (round > 0 && zone_reclaim(e, dev) != 0 &&
-		    !eng_reclaim_drain(e))
+		if (r == 0 && again && ++resets > ZONE_RECLAIM_ROUNDS) {
+			rc = -EAGAIN; /* others took what was reclaimed */
 			break;
+		}
+		if (r != 0 && r != -ENOSPC && r != -EAGAIN) {
+			rc = r;
+			break;
+		}
+		/* Space on its way: frees queued to the reclaimer, zones
+		 * held by other writes in flight (bounded in time). */
+		if (r != 0 && !eng_reclaim_drain(e)) {
+			if (r == -ENOSPC)
+				break;
+			nanosleep(&(struct timespec){0, ZONE_HELD_POLL_NS},
+				  NULL);
+		}
+		if (r != 0 && mono_ns() >= until) {
+			rc = r;
+			break;
+		}
 		rc = eng_space_append(e, dev, p, len, gran, sv);
 		for (uint32_t i = first; i < sv->sv_nr; i++) {
 			p += sv->sv_v[i].sp_len;
 			len -= sv->sv_v[i].sp_len;
 		}
 	}
-	if (rc == -ENOSPC)
-		err_set(rc, "device %u (%s): no empty zone left, and the SMR "
-			"cleaner found no dead space to reclaim", dev,
-			eng_dev_get(e, dev)->ed_dev->td_path);
-	return rc;
+	return reclaim_fail(e, dev, rc, &why);
 }
 
 /* ------------------------------------------------------------ cleaner */
@@ -560,44 +641,203 @@ static uint64_t zone_live(struct eng_dev *d, const struct tier_zone *tz)
 	       << LIM_ALLOC_UNIT_SHIFT;
 }
 
-/*
- * For a write that found no room: clean the zone of dev with the most dead
- * bytes (not the open one).  Returns 0 when a zone was reset, -ENOSPC when
- * no zone has dead bytes (cleaning would free nothing), or an error.
- */
-static int zone_reclaim(struct eng *e, uint32_t dev)
+/* Add the bytes of [off, off + len) to mapped[] of the zones they cover. */
+static void zone_count(uint64_t *mapped, uint32_t nr, uint64_t zlen,
+		       uint64_t off, uint64_t len)
 {
-	struct eng_dev *d = eng_dev_get(e, dev);
-	struct eng_clean_stats st = {0};
-	struct tier_zone best = {0}, tz;
-	uint64_t most = 0;
-	int rc = 0;
+	while (len > 0) {
+		uint64_t z = off / zlen, n = (z + 1) * zlen - off;
 
-	pthread_mutex_lock(&zone_clean_lock);
-	for (uint32_t z = 0; rc == 0 && z < tier_dev_zone_nr(d->ed_dev); z++) {
+		if (z >= nr)
+			return;
+		n = n < len ? n : len;
+		mapped[z] += n;
+		off += n;
+		len -= n;
+	}
+}
+
+/*
+ * Bytes each zone of dev holds mapped by an extent or unit record, in one
+ * snapshot of the maps: mapped[z] for z < nr, zones of zlen bytes.
+ */
+static int zone_mapped(struct eng *e, uint32_t dev, uint64_t zlen,
+		       uint32_t nr, uint64_t *mapped)
+{
+	struct meta *m = eng_meta(e);
+	uint8_t last[16] = {0};
+	uint32_t shift = 0;
+	bool have = false;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "cleaner read");
+	memset(mapped, 0, nr * sizeof *mapped);
+	for (int t = 0; rc == 0 && t < 2; t++) {
+		MDB_cursor *cur;
+		MDB_val k, v;
+
+		rc = mdb_cursor_open(txn, t ? m->m_unit : m->m_ext, &cur);
+		if (rc != 0) {
+			rc = meta_err(rc, "cleaner cursor");
+			break;
+		}
+		for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
+		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
+			struct meta_unit u;
+			struct meta_ext x;
+
+			if (k.mv_size != META_EXT_KEY_LEN || v.mv_size != 24)
+				continue;
+			if (t) {
+				memcpy(&u, v.mv_data, sizeof u);
+				if (u.mu_dev == dev && !(u.mu_flags & MU_LOST))
+					zone_count(mapped, nr, zlen,
+						   u.mu_dev_off, u.mu_len);
+				continue;
+			}
+			memcpy(&x, v.mv_data, sizeof x);
+			if (x.mx_dev != dev)
+				continue;
+			if (!have || memcmp(last, k.mv_data, 16) != 0) {
+				struct meta_ent me;
+				struct clovis_id id;
+
+				meta_id_dec(k.mv_data, &id);
+				rc = meta_ent_get(txn, m, &id, &me);
+				if (rc != 0)
+					break;
+				memcpy(last, k.mv_data, 16);
+				shift = me.me_block_shift;
+				have = true;
+			}
+			zone_count(mapped, nr, zlen, x.mx_dev_off,
+				   x.mx_nr_blks << shift);
+		}
+		mdb_cursor_close(cur);
+		if (rc == MDB_NOTFOUND)
+			rc = 0;
+	}
+	mdb_txn_abort(txn);
+	return rc;
+}
+
+/* Does own hold a run on dev inside zone tz? */
+static bool zone_own(const struct eng_spacevec *own, uint32_t dev,
+		     const struct tier_zone *tz)
+{
+	for (uint32_t i = 0; own != NULL && i < own->sv_nr; i++)
+		if (own->sv_v[i].sp_dev == dev &&
+		    own->sv_v[i].sp_off >= tz->tz_start &&
+		    own->sv_v[i].sp_off < tz->tz_start + tz->tz_len)
+			return true;
+	return false;
+}
+
+/*
+ * Choose the zone of d to clean: the one with the most dead bytes (written
+ * minus marked in use) among those not tried and not held.  A zone is held
+ * when it has more bytes marked in use than the maps point at (mapped[]):
+ * appended bytes whose commit is still to come (a write in flight: the
+ * caller's own earlier runs, own, or another thread's), or freed bytes on
+ * their way back.  Cleaning it could not empty it (its unmapped bytes are
+ * no record's to move), and waiting for it could wait on the very write
+ * that needs the room; its dead bytes are counted in why instead.  The
+ * chosen zone becomes d->ed_zclean at once, so no append goes there from
+ * now on.  Under d->ed_zlock.  Returns the zone or UINT32_MAX.
+ */
+static uint32_t zone_choose(struct eng_dev *d, uint32_t dev,
+			    const uint64_t *mapped, const uint8_t *tried,
+			    const struct eng_spacevec *own, struct zwhy *why)
+{
+	uint32_t nr = tier_dev_zone_nr(d->ed_dev), best = UINT32_MAX;
+	uint64_t most = 0;
+
+	memset(why, 0, sizeof *why);
+	for (uint32_t z = 0; z < nr; z++) {
+		struct tier_zone tz;
 		uint64_t written, live;
 
-		rc = tier_dev_zone_get(d->ed_dev, z, &tz);
-		if (rc != 0 || z == d->ed_zopen)
+		if (tier_dev_zone_get(d->ed_dev, z, &tz) != 0)
 			continue;
 		written = tz.tz_wp - tz.tz_start;
 		live = zone_live(d, &tz);
-		if (written > live && written - live > most) {
-			most = written - live;
-			best = tz;
+		if (written <= live)
+			continue;
+		if (live > mapped[z] && zone_own(own, dev, &tz)) {
+			why->zw_held_own += written - live;
+		} else if (live > mapped[z]) {
+			why->zw_held += written - live;
+		} else if (tried[z]) {
+			why->zw_held += written - live; /* not emptied */
+		} else {
+			why->zw_dead += written - live;
+			if (written - live > most) {
+				most = written - live;
+				best = z;
+			}
 		}
 	}
-	if (rc == 0 && most == 0)
-		rc = -ENOSPC;
-	if (rc == 0)
-		rc = zone_clean(e, dev, &best, &st);
-	if (rc == 0 && st.cs_zones_reset == 0)
-		rc = -ENOSPC;
+	if (best != UINT32_MAX)
+		d->ed_zclean = best;
+	return best;
+}
+
+/*
+ * For a write that found no room: clean the zone of dev with the most dead
+ * bytes that is not held (zone_choose; own: the write's runs so far), and
+ * if it could not be reset (written meanwhile, or no room for its live
+ * bytes), the next.  Returns 0 when a zone was reset; -EAGAIN when the
+ * only dead bytes are in zones other writes in flight (or frees on their
+ * way) hold, so waiting may help; -ENOSPC when no zone but those of the
+ * write's own runs has dead bytes; or an error.  *why: the dead bytes seen.
+ */
+static int zone_reclaim(struct eng *e, uint32_t dev,
+			const struct eng_spacevec *own, struct zwhy *why)
+{
+	struct eng_dev *d = eng_dev_get(e, dev);
+	uint32_t nr = tier_dev_zone_nr(d->ed_dev), z = UINT32_MAX;
+	uint64_t *mapped = calloc(nr, sizeof *mapped);
+	uint8_t *tried = calloc(nr, 1);
+	struct eng_clean_stats st = {0};
+	struct tier_zone tz = {0};
+	int rc = mapped == NULL || tried == NULL ?
+		 err_set(-ENOMEM, "cleaner zone table") :
+		 tier_dev_zone_get(d->ed_dev, 0, &tz);
+
+	pthread_mutex_lock(&zone_clean_lock);
+	for (uint32_t n = 0; rc == 0 && n < nr && st.cs_zones_reset == 0; n++) {
+		rc = zone_mapped(e, dev, tz.tz_len, nr, mapped);
+		if (rc != 0)
+			break;
+		pthread_mutex_lock(&d->ed_zlock);
+		z = zone_choose(d, dev, mapped, tried, own, why);
+		pthread_mutex_unlock(&d->ed_zlock);
+		if (z == UINT32_MAX) {
+			rc = why->zw_held > 0 ? -EAGAIN : -ENOSPC;
+			break;
+		}
+		tried[z] = 1;
+		rc = tier_dev_zone_get(d->ed_dev, z, &tz);
+		if (rc == 0) {
+			rc = zone_clean(e, dev, &tz, &st);
+		} else {
+			pthread_mutex_lock(&d->ed_zlock);
+			d->ed_zclean = UINT32_MAX;
+			pthread_mutex_unlock(&d->ed_zlock);
+		}
+		if (rc == -ENOSPC) /* no room for its live bytes: the next */
+			rc = 0;
+	}
+	if (rc == 0 && st.cs_zones_reset == 0) /* none could be emptied */
+		rc = -EAGAIN;
 	pthread_mutex_unlock(&zone_clean_lock);
 	if (rc == 0)
-		LOG_INFO("device %u: write found no room; cleaner reset the zone "
-			 "at %" PRIu64 " (%" PRIu64 " dead bytes)", dev,
-			 best.tz_start, most);
+		LOG_INFO("device %u: write found no room; cleaner reset zone %u "
+			 "(%" PRIu64 " bytes moved)", dev, z, st.cs_bytes_moved);
+	free(mapped);
+	free(tried);
 	return rc;
 }
 
