@@ -14,13 +14,17 @@
 # Store B (made from a YAML configuration: one flash and four sas devices)
 # holds a mirror object of many small units.  With one sas device failed,
 # 'strata --model repair' (sas latency: milliseconds per unit) is killed
-# with SIGKILL partway; the next repair must say it resumed, finish, and the
-# data must read back exactly.  Then a second device fails and a repair is
-# stopped with SIGTERM: it must exit 1 with one line saying so, and the next
-# repair must resume it.
+# with SIGKILL once its progress line (drawn on a pseudo-terminal) shows
+# that its first batch has committed; the next repair must say it resumed,
+# finish, and the data must read back exactly.  Then a second device fails
+# and a repair is stopped with SIGTERM as soon as it draws its progress
+# line: it must exit 1, erase that line and say so on one line, and the
+# next repair must resume it.  Both wait on the repair's progress, not on a
+# fixed sleep (under load a repair killed 1 s after its start had not
+# committed a batch yet, so it did not resume).
 #
 # Ends with "N passed, N failed"; exits non-zero if any check failed.  Every
-# strata run is bounded by timeout(1); the whole script takes about 20 s.
+# strata run and every wait is bounded; the whole script takes about 20 s.
 set -u
 
 B=${1:-build}
@@ -32,9 +36,13 @@ LIMIT=60
 pass=0
 fail=0
 
-# Remove both stores with their devices (NVRAM included) and the temp dir.
+# Kill a repair still running, remove both stores with their devices (NVRAM
+# included) and the temp dir.
 cleanup() {
-	local d
+	local d f
+	for f in "$T"/*.pid; do
+		[ -s "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
+	done
 	for d in "$A" "$K"; do
 		[ -d "$d" ] && timeout "$LIMIT" "$S" --data "$d" -q destroy --yes \
 			2>/dev/null
@@ -131,6 +139,70 @@ for path in sys.argv[1:]:
 EOF
 }
 
+# ptyrun PIDFILE TTYLOG CMD...: run CMD with its stderr on a
+# pseudo-terminal (so that a walk draws its progress line there), stdin
+# from /dev/null and stdout as given; write its pid to PIDFILE, copy what
+# it draws to TTYLOG, and exit with its status (128 + N after signal N).
+ptyrun() {
+	python3 - "$@" <<'EOF'
+import os, pty, subprocess, sys
+pidf, log, cmd = sys.argv[1], sys.argv[2], sys.argv[3:]
+m, s = pty.openpty()
+p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stderr=s)
+os.close(s)
+with open(pidf + ".tmp", "w") as f:
+    f.write("%d\n" % p.pid)
+os.rename(pidf + ".tmp", pidf)
+with open(log, "wb", buffering=0) as f:
+    while True:
+        try:
+            b = os.read(m, 4096)
+        except OSError:
+            break
+        if not b:
+            break
+        f.write(b)
+rc = p.wait()
+sys.exit(128 - rc if rc < 0 else rc)
+EOF
+}
+
+# wait_file FILE SECS: until FILE exists (at most SECS s).
+wait_file() {
+	local end=$((SECONDS + $2))
+	while [ ! -s "$1" ] && [ "$SECONDS" -lt "$end" ]; do sleep 0.05; done
+	[ -s "$1" ]
+}
+
+# units_drawn TTYLOG: the units done of the last progress line drawn
+# ("repair [###...]  NN% DONE / TOTAL units  S s"), empty before the first.
+units_drawn() {
+	tr '\r' '\n' <"$1" | grep -oE '[0-9]+ / [0-9]+ units' | tail -1 |
+		cut -d' ' -f1
+}
+
+# wait_units TTYLOG PID N SECS: until the progress line shows at least N
+# units done (0: success) or PID is gone or SECS s have passed (1).
+wait_units() {
+	local end=$((SECONDS + $4)) n
+	while [ "$SECONDS" -lt "$end" ] && kill -0 "$2" 2>/dev/null; do
+		n=$(units_drawn "$1")
+		[ "${n:-0}" -ge "$3" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# tty_err TTYLOG: what a terminal shows of stderr once the walk has erased
+# its progress line ("\r\e[K"): the lines after the last erase.
+tty_err() {
+	python3 - "$1" <<'EOF'
+import sys
+b = open(sys.argv[1], "rb").read().decode(errors="replace")
+sys.stdout.write(b.rsplit("\r\x1b[K", 1)[-1].replace("\r\n", "\n"))
+EOF
+}
+
 [ -x "$S" ] || { no "strata binary at $S"; echo "$pass passed, $fail failed"; exit 1; }
 command -v python3 >/dev/null || { no "python3 is needed"; echo "$pass passed, $fail failed"; exit 1; }
 
@@ -223,16 +295,23 @@ jtrue "configured device size" 'all(p["size_bytes"] == len(p["devices"]) * 48 * 
 good "put mirror of 8 KiB units on sas" "$K" obj put @many "$T/src.many" \
 	--layout mirror --pool sas --unit 8K
 good "device fail sas1" "$K" device fail sas1
-"$S" --data "$K" --model repair >"$T/killed.out" 2>"$T/killed.err" &
-pid=$!
 # 6144 unit records, 1536 of them on sas1: with the model (milliseconds
-# per sas I/O, 16 groups in flight) the repair takes about 3 s, and by 1 s
-# several batches of 256 records have committed their place.
-sleep 1
-kill -0 "$pid" 2>/dev/null
-check "repair with the device model still running after 1 s" test $? -eq 0
-kill -9 "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
+# per sas I/O, 16 groups in flight) the repair takes about 3 s alone, in
+# batches of 256 records.  Each batch's commit is queued once the one
+# before it is durable, and the progress line is drawn before each batch
+# (at most every 0.1 s): once it shows 512 units, the first batch's place
+# is durable and a kill must leave something to resume.
+ptyrun "$T/killed.pid" "$T/killed.tty" "$S" --data "$K" --model repair \
+	>"$T/killed.out" &
+hpid=$!
+wait_file "$T/killed.pid" 30
+pid=$(cat "$T/killed.pid" 2>/dev/null)
+wait_units "$T/killed.tty" "${pid:-0}" 512 60
+r=$?
+check "repair with the device model running, progress at $(units_drawn "$T/killed.tty") units (at least 512)" \
+	test "$r" -eq 0
+[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null
+wait "$hpid" 2>/dev/null
 check "repair was killed" test $? -eq 137
 good "repair after the kill" "$K" --json repair
 jtrue "repair resumed and completed" 'd["resumed"] and d["complete"] and d["unrepairable"] == 0'
@@ -242,14 +321,24 @@ verify "$K" "after the resumed repair" @many
 
 echo "--- store B: repair stopped with SIGTERM, then resumed"
 good "device fail sas2" "$K" device fail sas2
-"$S" --data "$K" --model --json repair >"$T/out" 2>"$T/err" &
-pid=$!
-sleep 1
-kill -TERM "$pid" 2>/dev/null
-wait "$pid"
+# SIGTERM once the walk draws its progress line: before that the walk has
+# not caught SIGTERM yet (a library of the process exits 1 on it, saying
+# nothing).  The walk stops after its current batch, which is committed.
+ptyrun "$T/term.pid" "$T/term.tty" "$S" --data "$K" --model --json repair \
+	>"$T/out" &
+hpid=$!
+wait_file "$T/term.pid" 30
+pid=$(cat "$T/term.pid" 2>/dev/null)
+wait_units "$T/term.tty" "${pid:-0}" 1 60
+r=$?
+check "repair running, progress drawn ($(units_drawn "$T/term.tty") units)" \
+	test "$r" -eq 0
+[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null
+wait "$hpid"
 rc=$?
+tty_err "$T/term.tty" >"$T/err"
 check "stopped repair exits 1" test "$rc" -eq 1
-check "stopped repair says so on one stderr line" test "$(wc -l <"$T/err")" -eq 1 -a -n "$(grep '^strata: repair: .*stopped after [0-9]* units; run it again to resume' "$T/err")"
+check "stopped repair erases its progress line and says so on one line" test "$(wc -l <"$T/err")" -eq 1 -a -n "$(grep '^strata: repair: .*stopped after [0-9]* units; run it again to resume' "$T/err")"
 jtrue "stopped repair prints an incomplete summary" 'not d["complete"] and d["units"] > 0'
 check "sas2 is still failed" test "$(state "$K" sas2)" = failed
 good "repair after the stop" "$K" --json repair
