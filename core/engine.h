@@ -313,11 +313,21 @@ int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
  * eng_space_append() for an ordinary write (core/zone.c).  Ordinary appends
  * never take the last ZONE_CLEAN_RESERVE empty zone(s): those are the
  * cleaner's, which needs room to move live bytes before it can reset a
- * zone.  When no room is left, this runs the cleaner on dev (the zone with
- * the most dead bytes) and goes on appending, for a bounded number of
- * rounds; -ENOSPC only when no zone has dead bytes left to reclaim.  The
- * caller must not be inside an RCU read-side section (the cleaner waits
- * for freed space to be released after a grace period).
+ * zone.  When no room is left, this runs the cleaner on dev and goes on
+ * appending, for a bounded number of rounds.  The cleaner takes the zone
+ * with the most dead bytes that is not held: a zone is held while more of
+ * its bytes are marked in use than the maps point at (appended bytes of a
+ * write in flight, among them the runs already in sv, the caller's own, or
+ * frees on their way back), since it could not be emptied; a zone that
+ * could not be reset is passed over for the next.  Returns 0; -ENOSPC only
+ * when no zone but those of sv's own runs holds dead bytes (the device is
+ * full of live data; the message gives live bytes and size); -EAGAIN when
+ * dead bytes exist only in zones held by others and stay held for
+ * ZONE_HELD_WAIT_NS (frees are drained and the zones polled meanwhile);
+ * or the driver's error.  Runs appended stay in sv for the caller to give
+ * back, as with eng_space_append().  The caller must not be inside an RCU
+ * read-side section (the cleaner waits for freed space to be released
+ * after a grace period).
  */
 int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
 			     uint64_t len, uint64_t gran,
