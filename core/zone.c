@@ -35,6 +35,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 
 bool eng_dev_zoned(struct eng *e, uint32_t dev)
@@ -278,6 +279,10 @@ int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
 			len -= sv->sv_v[i].sp_len;
 		}
 	}
+	/* Test builds: a write in flight that keeps its appended bytes a
+	 * second before its commit (tests/smr_ut.c held_zone). */
+	if (rc == 0 && FAULT_HIT("zone.append.slow"))
+		nanosleep(&(struct timespec){1, 0}, NULL);
 	return reclaim_fail(e, dev, rc, &why);
 }
 

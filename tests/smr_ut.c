@@ -628,6 +628,83 @@ static void test_own_zone(void)
 	snprintf(dir, sizeof dir, "%s/store", root);
 }
 
+/** A write on another thread: object, blocks, seed, result. */
+struct bgw {
+	struct sobj *bw_o;
+	uint64_t bw_s, bw_n, bw_seed;
+	int bw_rc;
+	char bw_msg[MSG_LEN];
+};
+
+static void *bgw_main(void *arg)
+{
+	struct bgw *b = arg;
+
+	b->bw_rc = sobj_write(b->bw_o, b->bw_s, b->bw_n, b->bw_seed, b->bw_msg);
+	return NULL;
+}
+
+/*
+ * A write that needs the cleaner while the only dead zone is held by
+ * another write in flight waits for that write's commit instead of
+ * failing.  Zones of 16 blocks: 0-12 live (L), Z = 13 with 7 dead and one
+ * block of room, 14 and 15 empty.  Thread A appends one block into Z and
+ * (fault point zone.append.slow) commits it only a second later; meanwhile
+ * B writes 17 blocks: 16 fill zone 14, the last finds only the reserve.
+ * The cleaner once took Z at once, moved its records, waited 2 s for it to
+ * empty (A's committed block never leaves), and B failed -ENOSPC with Z 7
+ * blocks dead.  Now Z is held until A's commit; then it is cleaned and B's
+ * write goes on.
+ */
+static void test_held_zone(void)
+{
+	struct clovis *shared = cl;
+	struct sobj l = {0}, w = {0}, f = {0};
+	struct bgw a = {0};
+	char msg[MSG_LEN] = "";
+	pthread_t at;
+	uint64_t free0;
+	int rc = 0, i;
+
+	snprintf(dir, sizeof dir, "%s/held", root);
+	CU_ASSERT_EQUAL_FATAL(store_open(), 0);
+	CU_ASSERT_EQUAL_FATAL(sobj_make(&l, 3100, 208, true), 0);
+	CU_ASSERT_EQUAL_FATAL(sobj_make(&w, 3101, 16, true), 0);
+	CU_ASSERT_EQUAL_FATAL(sobj_make(&f, 3102, 17, true), 0);
+	for (uint64_t b = 0; rc == 0 && b < 208; b += 16)
+		rc = sobj_write(&l, b, 16, 9000 + b, NULL);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_EQUAL(sobj_write(&w, 0, 8, 9300, NULL), 0);
+	CU_ASSERT_EQUAL(sobj_write(&w, 0, 7, 9301, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(smr_info().di_zones_empty, 2);
+	free0 = smr_info().di_free_bytes;
+	a = (struct bgw){.bw_o = &w, .bw_s = 8, .bw_n = 1, .bw_seed = 9302};
+	fault_arm("zone.append.slow", 0, 1);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&at, NULL, bgw_main, &a), 0);
+	for (i = 0; i < 2000 && smr_info().di_free_bytes == free0; i++)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	CU_ASSERT(smr_info().di_free_bytes < free0); /* A appended */
+	rc = sobj_write(&f, 0, 17, 9303, msg);
+	if (rc != 0)
+		fprintf(stderr, "smr: held zone: %d %s\n", rc, msg);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_EQUAL(pthread_join(at, NULL), 0);
+	CU_ASSERT_EQUAL(a.bw_rc, 0);
+	CU_ASSERT_EQUAL(fault_fired("zone.append.slow"), 1);
+	fault_reset();
+	CU_ASSERT(smr_info().di_zones_empty >= 1);
+	CU_ASSERT(sobj_check(&l));
+	CU_ASSERT(sobj_check(&w));
+	CU_ASSERT(sobj_check(&f));
+	free(l.so_model);
+	free(w.so_model);
+	free(f.so_model);
+	clovis_fini(cl);
+	CU_ASSERT_EQUAL(clovis_store_destroy(dir), 0);
+	cl = shared;
+	snprintf(dir, sizeof dir, "%s/store", root);
+}
+
 /*
  * A plain object on a tier without devices (sas, in this store) is refused
  * with a message that names the object once and gives the reason.  (It once
@@ -674,7 +751,8 @@ int smr_ut_add(void)
 	    !CU_add_test(s, "reopen", test_reopen) ||
 	    !CU_add_test(s, "errmsg_wrap", test_errmsg_wrap) ||
 	    !CU_add_test(s, "cleaner_reserve", test_cleaner_reserve) ||
-	    !CU_add_test(s, "own_zone", test_own_zone))
+	    !CU_add_test(s, "own_zone", test_own_zone) ||
+	    !CU_add_test(s, "held_zone", test_held_zone))
 		return -1;
 	return 0;
 }
