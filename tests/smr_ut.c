@@ -4,8 +4,10 @@
  * (clovis_smr_clean at 50 % and 100 % live), writes that run the cleaner
  * themselves when only the cleaner's reserved zone is left, -ENOSPC only
  * when live data fills the device, a reader thread checking objects while
- * the cleaner moves them, a reopen after cleaning, and a device whose zones
- * are all partly live (the cleaner's reserve).
+ * the cleaner moves them, a reopen after cleaning, a device whose zones
+ * are all partly live (the cleaner's reserve), and writes that need the
+ * cleaner while the deadest zone holds appended bytes not yet committed
+ * (their own, or another write's in flight: such a zone is not taken).
  *
  * The store has one flash device (for the default layout) and one SMR
  * device of 16 MiB in 1 MiB zones, so zones fill after a few writes.  The
