@@ -1155,10 +1155,26 @@ static int put_trailer_sums(struct s3_req *rq, struct put_ctx *pc)
 }
 
 /* The x-amz-checksum-* headers of the request into pc->pc_want; replies
- * BadDigest when one is malformed. */
+ * BadDigest when one is malformed, 501 NotImplemented for an algorithm
+ * newer S3 models name that the gateway does not compute (never taken
+ * unverified). */
 static int content_sums(struct s3_req *rq, struct put_ctx *pc)
 {
+	static const char *const unsup[] = {
+		"x-amz-checksum-sha512", "x-amz-checksum-md5",
+		"x-amz-checksum-xxhash64", "x-amz-checksum-xxhash3",
+		"x-amz-checksum-xxhash128"};
 	uint32_t bit;
+	size_t i;
+
+	for (i = 0; i < sizeof unsup / sizeof unsup[0]; i++)
+		if (s3_hdr(rq, unsup[i]) != NULL)
+			return s3_reply_err(rq, 501, "NotImplemented", "%s: "
+					    "this gateway computes CRC32, "
+					    "CRC32C, CRC64NVME, SHA1 and SHA256 "
+					    "checksums only; nothing was stored "
+					    "(key '%.300s')", unsup[i],
+					    rq->rq_key), -ENOTSUP;
 
 	for (bit = S3_SUM_CRC64NVME; bit & S3_SUM_ADDL; bit <<= 1) {
 		const char *h = s3_sum_hdr(bit), *v = s3_hdr(rq, h);
@@ -3118,8 +3134,8 @@ static int complete_sums_check(struct s3_req *rq, uint32_t bit, int type,
 			       -EINVAL;
 		snprintf(base, sizeof base, "%s", h);
 		d = strchr(val, '-');
-		if (d != NULL && strchr(base, '-') != NULL &&
-		    strcmp(strchr(base, '-'), d) != 0)
+		if (strchr(base, '-') != NULL &&
+		    (d == NULL || strcmp(strchr(base, '-'), d) != 0))
 			goto bad;
 		if (strchr(base, '-') != NULL)
 			*strchr(base, '-') = 0;
@@ -3185,7 +3201,7 @@ static bool complete_again(struct s3_req *rq, struct s3_xel *x)
 	if (!same)
 		goto out;
 	{
-		char cv[S3_CK_VAL_MAX];
+		char cv[S3_CK_VAL_MAX] = "";
 		uint32_t bit;
 		int type = s3_ck_rec_type(v, vl);
 

@@ -3,7 +3,8 @@
 
 Asserts: a single-part PUT (inline and object sizes) gets the ETag
 "c64-" + 16 hex digits of the CRC64-NVMe of its bytes, the same on GET,
-HEAD and in listings, with x-amz-checksum-crc64nvme stored and returned;
+HEAD and in listings, with x-amz-checksum-crc64nvme stored and returned
+(with x-amz-checksum-mode: ENABLED);
 Content-MD5 is still verified (BadDigest naming the key, nothing stored);
 CopyObject gets the copy's c64 ETag; multipart uploads keep MD5 part ETags
 and the md5-of-md5s-N ETag.  Ends with "N passed, N failed".
@@ -53,11 +54,14 @@ def single_part_etag():
         assert r["ETag"] == c64(d), (key, r["ETag"], c64(d))
         h = r["ResponseMetadata"]["HTTPHeaders"]
         assert h.get("x-amz-checksum-crc64nvme") == s3_crc.hdr64(s3_crc.crc64nvme(d)), h
-        g = s3.get_object(Bucket=B, Key=key)
+        g = s3.get_object(Bucket=B, Key=key, ChecksumMode="ENABLED")
         assert g["Body"].read() == d and g["ETag"] == c64(d)
         assert g["ResponseMetadata"]["HTTPHeaders"].get("x-amz-checksum-crc64nvme") == \
             s3_crc.hdr64(s3_crc.crc64nvme(d))
-        assert s3.head_object(Bucket=B, Key=key)["ETag"] == c64(d)
+        hh = s3.head_object(Bucket=B, Key=key)
+        assert hh["ETag"] == c64(d) and "ChecksumCRC64NVME" not in hh, hh
+        hh = s3.head_object(Bucket=B, Key=key, ChecksumMode="ENABLED")
+        assert hh["ChecksumCRC64NVME"] == s3_crc.hdr64(s3_crc.crc64nvme(d)), hh
         hit = [o for o in s3.list_objects_v2(Bucket=B)["Contents"] if o["Key"] == key]
         assert hit and hit[0]["ETag"] == c64(d), hit
         assert s3.head_object(Bucket=B, Key=key, IfMatch=c64(d))["ETag"] == c64(d)
@@ -104,7 +108,7 @@ def multipart_keeps_md5():
         "Parts": [{"PartNumber": 1, "ETag": e1}, {"PartNumber": 2, "ETag": e2}]})
     want = hashlib.md5(hashlib.md5(p1).digest() + hashlib.md5(p2).digest()).hexdigest() + "-2"
     assert r["ETag"] == '"%s"' % want, r["ETag"]
-    g = s3.get_object(Bucket=B, Key="mp")
+    g = s3.get_object(Bucket=B, Key="mp", ChecksumMode="ENABLED")
     assert g["Body"].read() == p1 + p2 and g["ETag"] == '"%s"' % want
     assert "x-amz-checksum-crc64nvme" not in g["ResponseMetadata"]["HTTPHeaders"]
 
