@@ -638,7 +638,9 @@ enum clovis_obj_flags {
  *   -E2BIG   more than CLOVIS_VEC_MAX extents or buffers, or more than
  *            CLOVIS_OP_BYTES_MAX bytes in one READ or WRITE.
  * When the op runs it fails with -ENOENT if the object was deleted meanwhile
- * and -ENOSPC if its device is full; nothing is changed then.
+ * and -ENOSPC if its device is full (an SMR device: full of live data; a
+ * write there may also fail -EAGAIN when the only dead space is held by
+ * writes in flight for 5 s, clovis_smr_clean()); nothing is changed then.
  */
 CLOVIS_API int clovis_obj_op(struct clovis_obj *o,
 			     enum clovis_obj_opcode opcode,
@@ -1235,8 +1237,12 @@ struct clovis_clean_stats {
  * at any point loses nothing (a zone is reset only after the commit that
  * moved its last live byte is durable).  Writes never take the last empty
  * zone (the cleaner's reserve); a write that finds no other room runs the
- * cleaner on the zone with the most dead bytes itself, and fails with
- * -ENOSPC only when no zone has dead bytes to reclaim.
+ * cleaner itself on the zone with the most dead bytes among those that hold
+ * no appended data of a write still in flight (it skips them), and fails
+ * with -ENOSPC only when the device is full of live data (no zone has dead
+ * bytes, apart from zones holding the write's own appends); when dead
+ * bytes are only in zones held by other writes in flight, it waits for
+ * them at most 5 s and then fails -EAGAIN saying so.
  * Returns 0, -EINVAL (not a zoned device, live_pct > 100), or a negative
  * code.
  */

@@ -1275,6 +1275,20 @@ bool eng_dev_usable(struct eng *e, uint32_t i)
 	       tier_dev_reachable(e->e_devs[i].ed_dev);
 }
 
+bool eng_dev_unreachable(struct eng *e, uint32_t i)
+{
+	return i < e->e_nr_devs &&
+	       __atomic_load_n(&e->e_devs[i].ed_state, __ATOMIC_ACQUIRE) ==
+		       ED_ONLINE &&
+	       !tier_dev_reachable(e->e_devs[i].ed_dev);
+}
+
+bool eng_dev_recheck(struct eng *e, uint32_t i)
+{
+	return eng_dev_unreachable(e, i) &&
+	       tier_dev_recheck(e->e_devs[i].ed_dev) && eng_dev_usable(e, i);
+}
+
 static bool dev_path_remote(const char *path);
 
 /*

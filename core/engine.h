@@ -382,6 +382,12 @@ struct eng_pool {
  *  device whose server is known to be down is not, for the ops of that
  *  moment: its state stays ONLINE, tier_dev_reachable())? */
 bool eng_dev_usable(struct eng *e, uint32_t i);
+/** Is device i online but not reachable now (its server known to be
+ *  down)? */
+bool eng_dev_unreachable(struct eng *e, uint32_t i);
+/** Device i online but unreachable: ask it again now (tier_dev_recheck,
+ *  at most its driver's call timeout).  True when it is usable after. */
+bool eng_dev_recheck(struct eng *e, uint32_t i);
 /** Mark device i failed (persisted); reason goes to the log. */
 int eng_dev_fail(struct eng *e, uint32_t i, const char *reason);
 /** Set state and flags of device i and persist them. */

@@ -196,7 +196,9 @@ static void group_fetch_prep(struct sctx *sc, struct sgroup *sg,
 /*
  * After tier_io_run() of what group_fetch_prep() queued: a slot whose read
  * failed or whose checksum does not match goes to *bad (the device's error
- * is counted), the others to *ok.
+ * is counted), the others to *ok; one whose read failed in the transport
+ * and whose device is unreachable now (a remote device whose server the
+ * call found away) goes to neither.
  */
 static void group_fetch_check(struct sctx *sc, struct sgroup *sg,
 			      uint8_t *const *bufs, const struct tier_io *io,
@@ -207,6 +209,16 @@ static void group_fetch_check(struct sctx *sc, struct sgroup *sg,
 		uint32_t j = slot[i];
 		const struct meta_unit *u = &sg->sg_rec[j];
 
+		if (io[i].io_rc != 0 && tier_rc_transport(io[i].io_rc) &&
+		    eng_dev_unreachable(sc->sc_e, u->mu_dev)) {
+			/* Its server is away (the driver marked it down):
+			 * not damaged, not repaired; group_finish() may ask
+			 * it again. */
+			LOG_WARNING("object %s group %" PRIu64 " slot %u: "
+				    "device %u unreachable (%d)", sc_id(sc),
+				    sg->sg_g, j, u->mu_dev, io[i].io_rc);
+			continue;
+		}
 		if (io[i].io_rc != 0) {
 			LOG_ERROR("object %s group %" PRIu64 " slot %u: read "
 				  "from device %u failed (%d)", sc_id(sc),
@@ -243,6 +255,73 @@ static void group_fetch(struct sctx *sc, struct sgroup *sg,
 	group_fetch_check(sc, sg, bufs, io, slot, nr, ok, bad);
 }
 
+static bool dev_in(const uint32_t *v, uint32_t nr, uint32_t d);
+
+/* Is slot j's unit recorded, not lost, not at hand, on a device that is
+ * online but unreachable now? */
+static bool slot_unreachable(struct sctx *sc, struct sgroup *sg, uint32_t j,
+			     uint32_t ok, uint32_t bad)
+{
+	return (sg->sg_has >> j & 1) && !((ok | bad) >> j & 1) &&
+	       !(sg->sg_rec[j].mu_flags & MU_LOST) &&
+	       eng_dev_unreachable(sc->sc_e, sg->sg_rec[j].mu_dev);
+}
+
+/* Ask each device of an unreachable slot again (eng_dev_recheck, once a
+ * device); true when one of them is usable now. */
+static bool group_recheck(struct sctx *sc, struct sgroup *sg, uint32_t ok,
+			  uint32_t bad)
+{
+	uint32_t asked[UMAX], nasked = 0;
+	bool back = false;
+
+	for (uint32_t j = 0; j < sc->sc_w; j++) {
+		uint32_t d = sg->sg_rec[j].mu_dev;
+
+		if (!slot_unreachable(sc, sg, j, ok, bad) ||
+		    dev_in(asked, nasked, d))
+			continue;
+		asked[nasked++] = d;
+		if (eng_dev_recheck(sc->sc_e, d))
+			back = true;
+	}
+	return back;
+}
+
+/*
+ * A group with fewer than N units at hand: -EHOSTDOWN when some missing
+ * unit is on a device that is unreachable (its server is away: the data
+ * may well be intact, the read can be tried again), naming those devices;
+ * -EIO when every missing unit is lost or damaged.
+ */
+static int group_short(struct sctx *sc, struct sgroup *sg, uint32_t nr_ok,
+		       uint32_t ok, uint32_t bad)
+{
+	char away[256] = "";
+	size_t at = 0;
+
+	for (uint32_t j = 0; j < sc->sc_w; j++)
+		if (slot_unreachable(sc, sg, j, ok, bad) && at < sizeof away) {
+			int n = snprintf(away + at, sizeof away - at, "%s%s",
+					 at > 0 ? ", " : "",
+					 eng_dev_get(sc->sc_e,
+						     sg->sg_rec[j].mu_dev)
+						 ->ed_dev->td_path);
+
+			if (n > 0)
+				at += (size_t)n;
+		}
+	return err_set(away[0] != '\0' ? -EHOSTDOWN : -EIO,
+		       "object %s: group %" PRIu64 " (blocks %" PRIu64 "..%"
+		       PRIu64 "): only %u of %u units readable, %u needed%s%s",
+		       sc_id(sc), sg->sg_g,
+		       (sg->sg_g * group_bytes(sc)) >> sc->sc_ent.me_block_shift,
+		       ((sg->sg_g + 1) * group_bytes(sc) >>
+			sc->sc_ent.me_block_shift) - 1,
+		       nr_ok, sc->sc_w, sc->sc_n,
+		       away[0] != '\0' ? "; unreachable now: " : "", away);
+}
+
 /*
  * Given the slots already fetched (*ok) and found damaged (*bad), make bufs
  * hold every slot in want: when some is missing and fewer than N units are
@@ -261,16 +340,16 @@ static int group_finish(struct sctx *sc, struct sgroup *sg, uint8_t **bufs,
 		return 0;
 	if ((uint32_t)__builtin_popcount(*ok) < sc->sc_n)
 		group_fetch(sc, sg, bufs, all, ok, bad);
+	/* Short of N units with some on devices whose server is marked down:
+	 * ask those again now (a cluster restarted as a whole: a peer not
+	 * listening yet when first called) rather than fail a read the
+	 * data is there for. */
+	if ((uint32_t)__builtin_popcount(*ok) < sc->sc_n &&
+	    group_recheck(sc, sg, *ok, *bad))
+		group_fetch(sc, sg, bufs, all, ok, bad);
 	nr_ok = (uint32_t)__builtin_popcount(*ok);
 	if (nr_ok < sc->sc_n)
-		return err_set(-EIO, "object %s: group %" PRIu64 " (blocks %"
-			       PRIu64 "..%" PRIu64 "): only %u of %u units "
-			       "readable, %u needed", sc_id(sc), sg->sg_g,
-			       (sg->sg_g * group_bytes(sc)) >>
-				       sc->sc_ent.me_block_shift,
-			       ((sg->sg_g + 1) * group_bytes(sc) >>
-				sc->sc_ent.me_block_shift) - 1,
-			       nr_ok, sc->sc_w, sc->sc_n);
+		return group_short(sc, sg, nr_ok, *ok, *bad);
 	__atomic_add_fetch(&eng_ucounters(sc->sc_e)->uc_degraded_reads, 1,
 			   __ATOMIC_RELAXED);
 	if (sc->sc_mirror) {

@@ -583,6 +583,14 @@ bool tier_dev_reachable(struct tier_dev *d)
 	return d->td_ops->to_reachable == NULL || d->td_ops->to_reachable(d);
 }
 
+/* Ask again now (a driver without to_recheck: tier_dev_reachable). */
+bool tier_dev_recheck(struct tier_dev *d)
+{
+	if (d->td_ops->to_recheck == NULL)
+		return tier_dev_reachable(d);
+	return d->td_ops->to_recheck(d);
+}
+
 /* When every write issued to d so far has landed or never will. */
 uint64_t tier_dev_fence_ns(struct tier_dev *d)
 {

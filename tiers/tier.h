@@ -151,6 +151,13 @@ struct tier_ops {
 	 *  server is known to be down; the engine then treats the device as
 	 *  failed for the ops of that moment only (tier_dev_reachable). */
 	bool (*to_reachable)(struct tier_dev *d);
+	/** Optional (NULL: as to_reachable): a device found unreachable is
+	 *  asked again now, at most one call timeout, instead of waiting for
+	 *  the driver's next probe; true when it answers (it is then
+	 *  reachable for every op again).  The engine calls it only where an
+	 *  op would fail without that device (a group read short of N
+	 *  units: core/stripe.c), never on the path of ops that succeed. */
+	bool (*to_recheck)(struct tier_dev *d);
 	/** Optional (NULL: 0): the time (CLOCK_REALTIME ns) after which no
 	 *  write issued to d so far can still land on the medium.  A local
 	 *  write ends with its call; a network driver's write abandoned at
@@ -222,6 +229,11 @@ int tier_dev_attach(struct tier_dev **out, const struct tier_ops *ops,
 /** Can requests reach d now?  True unless its driver's to_reachable says
  *  no (a remote device whose server is known to be down). */
 bool tier_dev_reachable(struct tier_dev *d);
+
+/** Ask d again now whether requests reach it (its driver's to_recheck; a
+ *  driver without one: tier_dev_reachable()).  Blocks for at most the
+ *  driver's call timeout.  True: d is reachable (for every op). */
+bool tier_dev_recheck(struct tier_dev *d);
 
 /** The time (CLOCK_REALTIME ns) after which no write issued to d so far can
  *  still land (its driver's to_fence); 0 for a device whose writes end with

@@ -29,8 +29,10 @@ struct rdev_ctx {
 	struct peers *rc_data;   /* unit I/O */
 	struct peers *rc_probe;  /* probes: never held up by data */
 	uint32_t rc_down[CLU_SERVERS_MAX]; /* atomic: 1 = unreachable */
-	pthread_t rc_thr;
-	bool rc_thr_on;
+	/* atomic: when (peers_clock_ms) a contact last found it away */
+	uint64_t rc_down_ms[CLU_SERVERS_MAX];
+	pthread_t rc_thr[CLU_SERVERS_MAX]; /* one prober per other server */
+	bool rc_thr_on[CLU_SERVERS_MAX];
 	bool rc_stop;
 	pthread_mutex_t rc_lock;
 	pthread_cond_t rc_cond;
@@ -61,9 +63,12 @@ bool rdev_server_down(uint32_t i)
 static void rdev_mark(uint32_t i, bool up, const char *why)
 {
 	uint32_t want = up ? 0 : 1;
-	uint32_t old = __atomic_exchange_n(&rdev_g->rc_down[i], want,
-					   __ATOMIC_ACQ_REL);
+	uint32_t old;
 
+	if (!up)
+		__atomic_store_n(&rdev_g->rc_down_ms[i], peers_clock_ms(),
+				 __ATOMIC_RELEASE);
+	old = __atomic_exchange_n(&rdev_g->rc_down[i], want, __ATOMIC_ACQ_REL);
 	if (old == want)
 		return;
 	if (up) {
@@ -249,6 +254,47 @@ static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
 	return rc;
 }
 
+/*
+ * A remote device found unreachable, asked again now (tier_dev_recheck):
+ * one NOOP call to its server on the data table, at most the unit call
+ * timeout, instead of waiting for its prober.  A read short of units calls
+ * it (core/stripe.c), e.g. right after a restart of the whole cluster,
+ * when a server marked a peer down because it was not listening yet and
+ * its prober is still waiting on another attempt.  The answer marks the
+ * server reachable for every op; the connection it made is the one the
+ * unit calls that follow use.
+ */
+static bool rdev_recheck(struct tier_dev *d)
+{
+	const struct rdev *rd = d->td_priv;
+	struct rpc_result res;
+	int rc;
+
+	if (!rdev_server_down(rd->rd_srv))
+		return true;
+	/* Found away less than RDEV_RECHECK_AGE_MS ago: that is news
+	 * enough (a server that is really down costs a read one wait at
+	 * most every RDEV_RECHECK_AGE_MS, not one per group). */
+	if (peers_clock_ms() - __atomic_load_n(&rdev_g->rc_down_ms[rd->rd_srv],
+					       __ATOMIC_ACQUIRE) <
+	    RDEV_RECHECK_AGE_MS)
+		return false;
+	peers_retry_now(rdev_g->rc_data, rd->rd_srv);
+	rc = peers_call_ms(rdev_g->rc_data, rd->rd_srv, RPC_OP_NOOP, NULL, 0,
+			   NULL, rdev_g->rc_call_ms, &res);
+	free(res.rr_body);
+	if (rc == 0) {
+		rdev_mark(rd->rd_srv, true, NULL);
+		return true;
+	}
+	if (!peers_rc_transport(rc))
+		return false;
+	rdev_mark(rd->rd_srv, false, err_msg());
+	LOG_INFO("device %s: server %s asked again, still unreachable: %s",
+		 d->td_path, rdev_name(rd->rd_srv), err_msg());
+	return false;
+}
+
 static int rdev_write(struct tier_dev *d, uint64_t off, const void *buf,
 		      size_t len)
 {
@@ -273,37 +319,53 @@ static const struct tier_ops rdev_ops = {
 	.to_read = rdev_read,
 	.to_sync = rdev_sync,
 	.to_reachable = rdev_reachable,
+	.to_recheck = rdev_recheck,
 	.to_fence = rdev_fence,
 };
 
 /* ------------------------------------------------------------- probes */
 
-/* Every RDEV_PROBE_EVERY_MS: call every other server; a server found
- * down is tried again at once each round (peers_retry_now), so it is
- * reachable again as soon as it answers. */
+/* One prober per other server: every RDEV_PROBE_EVERY_MS it calls its
+ * server; one found down is tried again at once each round
+ * (peers_retry_now), so it is reachable again as soon as it answers.
+ * Separate threads, so that a server that does not answer (a probe that
+ * waits out RDEV_PROBE_MS) never delays the news that another one is back
+ * (a whole cluster restarted: servers that came up later than their peers
+ * were marked down by them; one prober for all took a round of such
+ * waits to clear each mark). */
+struct rdev_prober {
+	struct rdev_ctx *rp_g;
+	uint32_t rp_srv;
+};
+
+static struct rdev_prober rdev_probers[CLU_SERVERS_MAX];
+
 static void *rdev_probe_main(void *arg)
 {
-	struct rdev_ctx *g = arg;
+	const struct rdev_prober *p = arg;
+	struct rdev_ctx *g = p->rp_g;
+	uint32_t j = p->rp_srv;
 
 	for (;;) {
+		struct rpc_result res;
 		struct timespec ts;
+		int rc;
 
-		for (uint32_t j = 0; j < g->rc_conf->cc_nr_servers; j++) {
-			struct rpc_result res;
-			int rc;
-
-			if (j == g->rc_self)
-				continue;
-			if (rdev_server_down(j))
-				peers_retry_now(g->rc_probe, j);
-			rc = peers_call_ms(g->rc_probe, j, RPC_OP_NOOP, NULL, 0,
-					   NULL, RDEV_PROBE_MS, &res);
-			free(res.rr_body);
-			if (rc == 0)
-				rdev_mark(j, true, NULL);
-			else if (peers_rc_transport(rc))
-				rdev_mark(j, false, err_msg());
-		}
+		/* Test builds: fault rdev.probe.off stops the probes, so a
+		 * server marked down stays so until a read asks it again
+		 * (peer_restart_test.sh "asked again"). */
+		if (FAULT_HIT("rdev.probe.off"))
+			goto wait;
+		if (rdev_server_down(j))
+			peers_retry_now(g->rc_probe, j);
+		rc = peers_call_ms(g->rc_probe, j, RPC_OP_NOOP, NULL, 0, NULL,
+				   RDEV_PROBE_MS, &res);
+		free(res.rr_body);
+		if (rc == 0)
+			rdev_mark(j, true, NULL);
+		else if (peers_rc_transport(rc))
+			rdev_mark(j, false, err_msg());
+wait:
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)RDEV_PROBE_EVERY_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
@@ -354,11 +416,18 @@ int rdev_start(const struct clu_conf *c, uint32_t self)
 	if (rc == 0) {
 		peers_set_server(g->rc_data);
 		peers_set_server(g->rc_probe);
-		rc = -pthread_create(&g->rc_thr, NULL, rdev_probe_main, g);
-		if (rc != 0)
-			err_set(rc, "remote devices: probe thread: %s",
-				strerror(-rc));
-		g->rc_thr_on = rc == 0;
+		for (uint32_t j = 0; rc == 0 && j < c->cc_nr_servers; j++) {
+			if (j == self)
+				continue;
+			rdev_probers[j] = (struct rdev_prober){g, j};
+			rc = -pthread_create(&g->rc_thr[j], NULL,
+					     rdev_probe_main, &rdev_probers[j]);
+			if (rc != 0)
+				err_set(rc, "remote devices: probe thread of "
+					"server %s: %s",
+					c->cc_servers[j].cs_name, strerror(-rc));
+			g->rc_thr_on[j] = rc == 0;
+		}
 	}
 	if (rc != 0)
 		rdev_stop();
@@ -371,13 +440,13 @@ void rdev_stop(void)
 
 	if (g == NULL)
 		return;
-	if (g->rc_thr_on) {
-		pthread_mutex_lock(&g->rc_lock);
-		g->rc_stop = true;
-		pthread_cond_broadcast(&g->rc_cond);
-		pthread_mutex_unlock(&g->rc_lock);
-		pthread_join(g->rc_thr, NULL);
-	}
+	pthread_mutex_lock(&g->rc_lock);
+	g->rc_stop = true;
+	pthread_cond_broadcast(&g->rc_cond);
+	pthread_mutex_unlock(&g->rc_lock);
+	for (uint32_t j = 0; j < CLU_SERVERS_MAX; j++)
+		if (g->rc_thr_on[j])
+			pthread_join(g->rc_thr[j], NULL);
 	peers_destroy(g->rc_probe);
 	peers_destroy(g->rc_data);
 	pthread_mutex_destroy(&g->rc_lock);

@@ -15,10 +15,15 @@
  * the server unreachable; its remote devices then answer
  * tier_dev_reachable() false (the engine skips them: degraded reads and
  * writes) and fail at once with -EHOSTDOWN naming the server and device.
- * A probe thread calls every other server (RPC_OP_NOOP, RDEV_PROBE_MS
+ * One probe thread per other server calls it (RPC_OP_NOOP, RDEV_PROBE_MS
  * timeout) every RDEV_PROBE_EVERY_MS from an endpoint of its own, so a cut
  * is noticed without data ops paying for it, and a server that answers
- * again is reachable again at once.  A unit call that failed in the
+ * again is reachable again at once (a server that does not answer holds
+ * up only its own prober).  A group read short of units asks an
+ * unreachable device's server again at once (tier_dev_recheck: one NOOP on
+ * the data connection, at most the unit call timeout) before it fails,
+ * unless a contact found that server away less than RDEV_RECHECK_AGE_MS
+ * ago.  A unit call that failed in the
  * transport because its owner restarted meanwhile (a newer incarnation
  * learned, peers.h) does not mark it unreachable: it is sent once more on
  * a fresh connection (RDEV_RESTART_RETRIES).  Transport failures are not
@@ -40,6 +45,9 @@
  * false timeouts on a loaded loopback cluster). */
 #define RDEV_PROBE_EVERY_MS 200u
 #define RDEV_PROBE_MS 2000u
+/* A read short of units asks a server marked down again
+ * (tier_dev_recheck) only when no contact found it away for this long. */
+#define RDEV_RECHECK_AGE_MS 1000u
 /* Unit I/O call timeout: a third of the cluster's call timeout, within
  * these bounds, so that the home can still go on degraded and answer its
  * client within the client's own call timeout. */

@@ -20,6 +20,11 @@
 #   read there waited for its timeout, marked V down, and groups that had
 #   lost another unit too failed ("only 1 of 3 units readable").
 #
+# Then "asked again": s0 with its probes off (fault rdev.probe.off), s1
+# and s2 killed: s0's reads fail -EHOSTDOWN naming the unreachable
+# devices; s1 and s2 restarted: s0's reads succeed at once, asking the
+# servers it still marks down again (docs/cluster.md "Reachability").
+#
 # Every wait is bounded; servers are killed on any exit.  Ends with
 # "N passed, N failed".
 set -u
@@ -42,7 +47,7 @@ stale_lines() {
 		grep -E "server s$1 marked down|server s$1 unreachable|device remote:s$1:[0-9]+: server s$1 .*timed out"
 }
 
-cl_need strata strata-server
+cl_need strata strata-server strata-server-test
 
 echo "--- cluster up (4 s call timeouts, info log)"
 cl_up
@@ -108,6 +113,51 @@ for r in $(seq 1 "$ROUNDS"); do
 	check "round $r: no server marks s$V down after it is back" \
 		test ! -s "$T/stale"
 done
+
+# A read short of units asks a peer marked down again before it fails
+# (docs/cluster.md "A restarted peer"): s0 runs with its probers off
+# (fault rdev.probe.off), so once it marked s1 and s2 down only a read
+# can find them back.  Both are killed: s0's reads of its objects fail
+# -EHOSTDOWN naming the unreachable devices (not -EIO: nothing is lost);
+# both restart: the same reads succeed at once.  Before the fix s0 read
+# around the marks: "only 1 of 3 units readable" (-EIO) until a probe.
+echo "--- a read asks peers marked down again (s0's probes off)"
+srv_stop 0
+STRATA_FAULT=rdev.probe.off "$BD/strata-server-test" --config "$D/fast.yaml" \
+	--name s0 --pid-file "$D/s0.pid" --log-file "$D/s0.log" --log-level 3
+check "s0 restarted with its probes off" wait_up
+for s in 1 2; do kill -9 "$(spid $s)"; done
+gone=1
+for s in 1 2; do wait_gone "$(spid $s)" || gone=0; done
+check "s1 and s2 killed (SIGKILL)" test "$gone" -eq 1
+home0=""
+for i in $(seq 1 $NOBJ); do
+	cf obj get "@pr$i" "$T/back"
+	echo "     @pr$i: rc $rc: $(head -c 300 "$T/err")"
+	if grep -q "unreachable now: remote:s" "$T/err"; then
+		home0="$home0 $i"
+		check "@pr$i (home s0) while s1 and s2 are away: -EHOSTDOWN, not -EIO (rc $rc)" \
+			grep -q "Host is down" "$T/err"
+	fi
+done
+check "some object is homed on s0 (read there while s1 and s2 are away)" \
+	test -n "$home0"
+for s in 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
+check "s1 and s2 restarted" wait_up
+l0=$(wc -l <"$D/s0.log")
+bad=0
+for i in $home0; do
+	rm -f "$T/back"
+	cf obj get "@pr$i" "$T/back"
+	if ! cmp -s "$T/blob" "$T/back"; then
+		bad=$((bad + 1))
+		echo "     read of @pr$i: rc $rc: $(head -c 300 "$T/err")"
+	fi
+done
+check "s0's objects read back at once, s1 and s2 still marked down by s0's probes" \
+	test "$bad" -eq 0
+check "s0 logged s1 or s2 reachable again (asked by a read)" \
+	sh -c "tail -n +$((l0 + 1)) '$D/s0.log' | grep -q 'server s[12]: remote devices reachable again'"
 
 # strata cluster up names a server that gave up at start and stops the
 # others again: here s1's port is held by a listener (as an outgoing
