@@ -110,6 +110,7 @@ run_step() {
 	fi
 	echo "$p $f" >>"$res"
 	[ "$f" -ne 0 ] && echo "$name $f $log" >>"$res_dir/failed"
+	echo "$(( $(date +%s) - start )) $name" >>"$res_dir/times.$BASHPID"
 	out=$(printf '%-28s %4d passed, %3d failed  (%ss)  log: %s' "$name" \
 		"$p" "$f" "$(( $(date +%s) - start ))" "$log")
 	if [ "$f" -ne 0 ]; then
@@ -162,6 +163,10 @@ for f in $(comm -13 <(echo "$shm_before") \
 	     "job's)"
 done
 echo "all steps: $(( $(date +%s) - start ))s with $jobs worker(s)"
+# The longest steps, in one line near the end (a CI summary shows only
+# the last lines): where the run's time went.
+echo "longest steps: $(cat "$res_dir"/times.* 2>/dev/null | sort -rn |
+	head -12 | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $1}')"
 # The failed steps again, with their failing lines, just above the total:
 # a reader of only the last lines (a CI summary) still sees what failed.
 if [ -s "$res_dir/failed" ]; then
