@@ -3,7 +3,8 @@
  * CRC64-NVMe, CRC32C and CRC32 against published check values, the
  * running form (any split of the bytes gives the same value) against a
  * bit-at-a-time reference, the folded CRC64 (carry-less multiplication)
- * against the tables, and the x-amz-checksum-* header encoding.
+ * against the tables, the x-amz-checksum-* header encoding, and SHA-1 /
+ * SHA-256 as running sums.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -155,7 +156,36 @@ static void test_headers(void)
 	CU_ASSERT_EQUAL(s3_sum_parse(S3_SUM_CRC32, "!!!!", &want), -EINVAL);
 	CU_ASSERT_EQUAL(s3_sum_of_hdr("X-Amz-Checksum-CRC64NVME"),
 			S3_SUM_CRC64NVME);
-	CU_ASSERT_EQUAL(s3_sum_of_hdr("x-amz-checksum-sha1"), 0);
+	CU_ASSERT_EQUAL(s3_sum_of_hdr("x-amz-checksum-sha1"), S3_SUM_SHA1);
+	CU_ASSERT_EQUAL(s3_sum_of_hdr("x-amz-checksum-sha512"), 0);
+	s3_sums_fini(&got);
+}
+
+/* SHA-1 and SHA-256 as running sums (FIPS 180 "abc" vectors, split in
+ * two updates), their base64 header values, and parsing them back. */
+static void test_sha(void)
+{
+	struct s3_sums got, want;
+	char b64[S3_SUM_B64_MAX];
+
+	CU_ASSERT_EQUAL_FATAL(s3_sums_init(&got, S3_SUM_SHA1 | S3_SUM_SHA256),
+			      0);
+	s3_sums_update(&got, "a", 1);
+	s3_sums_update(&got, "bc", 2);
+	s3_sums_final(&got);
+	s3_sum_b64(&got, S3_SUM_SHA1, b64);
+	CU_ASSERT_STRING_EQUAL(b64, "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
+	s3_sum_b64(&got, S3_SUM_SHA256, b64);
+	CU_ASSERT_STRING_EQUAL(b64,
+			       "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0=");
+	memset(&want, 0, sizeof want);
+	CU_ASSERT_EQUAL(s3_sum_parse(S3_SUM_SHA256, b64, &want), 0);
+	CU_ASSERT_EQUAL(s3_sums_mismatch(&got, &want), 0);
+	want.s_sha256v[31] ^= 1;
+	CU_ASSERT_EQUAL(s3_sums_mismatch(&got, &want), S3_SUM_SHA256);
+	CU_ASSERT_EQUAL(s3_sum_parse(S3_SUM_SHA256, "bad", &want), -EINVAL);
+	CU_ASSERT_EQUAL(s3_sum_parse(S3_SUM_SHA1, b64, &want), -EINVAL);
+	CU_ASSERT_EQUAL(s3_sum_len(S3_SUM_SHA256), 32);
 	s3_sums_fini(&got);
 }
 
@@ -168,7 +198,8 @@ int s3_ut_add(void)
 	    !CU_add_test(s, "nvme_vectors", test_nvme_vectors) ||
 	    !CU_add_test(s, "running", test_running) ||
 	    !CU_add_test(s, "folding", test_folding) ||
-	    !CU_add_test(s, "headers", test_headers))
+	    !CU_add_test(s, "headers", test_headers) ||
+	    !CU_add_test(s, "sha", test_sha))
 		return -1;
 	return 0;
 }
