@@ -126,7 +126,7 @@ enum s3_tag {
 	T_INLINE = 8, /* the object's bytes */
 	T_PART = 9,   /* 16-byte id + u64 size: one part of a manifest */
 	T_HDR = 10,   /* "name\0value": stored response headers */
-	T_OWNER = 11, /* bucket owner / upload initiator */
+	T_OWNER = 11, /* bucket owner / object or upload owner */
 	T_CONT = 12,  /* 16 bytes: bucket container id */
 	T_IDX = 13,   /* 16 bytes: bucket index id */
 	T_LAYOUT = 14,/* u32 layout */
@@ -140,6 +140,7 @@ enum s3_tag {
 	T_LOCATION = 22,/* bucket LocationConstraint given at CreateBucket */
 	T_PSUMS = 23, /* multipart checksums: u8 S3_SUM_* bit, u8 type, then
 		       * each part's raw value (s3_cksum.h) */
+	T_INITIATOR = 24,/* upload initiator, when not its owner (T_OWNER) */
 };
 
 /** A growable byte buffer. */
@@ -410,13 +411,15 @@ bool s3_anon_ok(struct s3_req *rq);
  * Who may do what (s3_acl.c, s3_policy.c).  A request is decided, in
  * order: an explicit Deny of the bucket policy refuses it (for everyone,
  * the bucket owner too, except the owner's own Get/Put/DeleteBucketPolicy,
- * so that a policy can always be repaired); the bucket's owner may do
- * everything in the bucket, and an object's owner everything on that
- * object; an Allow of the policy grants it; otherwise the ACL grants
- * (the object's for object reads and its ACL, the bucket's for listing,
- * writes of objects and the bucket's ACL) decide.  Anonymous requests
- * (rq_authed false, empty user name) are only ever granted by AllUsers
- * grants and policy statements whose principal is "*".
+ * so that a policy can always be repaired); an object's owner may do
+ * everything on that object; the bucket's owner everything in the bucket
+ * but read an object another user owns or its ACL (READ, READ_ACP,
+ * WRITE_ACP of such an object: as in S3, the object's ACL or the policy
+ * must grant it); an Allow of the policy grants it; otherwise the ACL
+ * grants (the object's for object reads and its ACL, the bucket's for
+ * listing, writes of objects and the bucket's ACL) decide.  Anonymous
+ * requests (rq_authed false, empty user name) are only ever granted by
+ * AllUsers grants and policy statements whose principal is "*".
  */
 enum {
 	S3_P_READ = 1u << 0,       /* GetObject / ListBucket */
@@ -435,14 +438,22 @@ enum {
 int s3_authz(struct s3_req *rq, struct s3_bucket *b, const char *key,
 	     size_t kl, const struct s3_orec *r, uint32_t perm,
 	     const char *action);
-/** The owner of object record r in bucket b (its writer when that was
- *  an authenticated user and the bucket does not enforce ownership,
- *  else the bucket's owner); *n its length. */
+/** The owner of object record r in bucket b (its T_OWNER, recorded by
+ *  s3_new_owner() when written, unless the bucket enforces ownership:
+ *  then, or when there is none, the bucket's owner); *n its length. */
 const char *s3_obj_owner(const struct s3_bucket *b, const struct s3_orec *r,
 			 size_t *n);
+/** The owner of an object the request writes into bucket b (PutObject,
+ *  CopyObject, CreateMultipartUpload): the bucket's owner when b is
+ *  BucketOwnerEnforced, when it is BucketOwnerPreferred and the request
+ *  sends x-amz-acl bucket-owner-full-control, or when the writer is
+ *  anonymous; else the writer (as S3).  Points into rq or b. */
+const char *s3_new_owner(struct s3_req *rq, struct s3_bucket *b);
 /** The T_ACL field (grants) of a new object or bucket from the request's
- *  x-amz-acl (canned) or x-amz-grant-* headers, for owner, into rec
- *  (nothing added when neither is sent).  b: the bucket (NULL: a bucket
+ *  x-amz-acl (canned: the owner's FULL_CONTROL and the canned grants)
+ *  or x-amz-grant-* headers (those grants alone, as S3: the owner keeps
+ *  its rights without a grant), for owner, into rec (nothing added when
+ *  neither is sent).  b: the bucket (NULL: a bucket
  *  being created).  Replies on refusal (400 InvalidArgument,
  *  AccessControlListNotSupported, 501 NotImplemented): -EINVAL. */
 int s3_acl_req(struct s3_req *rq, const struct s3_bucket *b,

@@ -114,6 +114,23 @@ const char *s3_obj_owner(const struct s3_bucket *b, const struct s3_orec *r,
 	return b->bk_owner;
 }
 
+const char *s3_new_owner(struct s3_req *rq, struct s3_bucket *b)
+{
+	const char *canned = s3_hdr(rq, "x-amz-acl");
+	uint32_t ctl;
+
+	if (!rq->rq_authed || rq->rq_user.u_name[0] == 0)
+		return b->bk_owner;
+	pthread_rwlock_rdlock(&b->bk_conf);
+	ctl = b->bk_ownctl;
+	pthread_rwlock_unlock(&b->bk_conf);
+	if (ctl == S3_OWN_ENFORCED ||
+	    (ctl == S3_OWN_PREFERRED && canned != NULL &&
+	     strcmp(canned, "bucket-owner-full-control") == 0))
+		return b->bk_owner;
+	return rq->rq_user.u_name;
+}
+
 static bool is_policy_admin(const char *action)
 {
 	return action != NULL && (strcmp(action, "s3:GetBucketPolicy") == 0 ||
@@ -149,14 +166,16 @@ static int authz_locked(struct s3_req *rq, struct s3_bucket *b,
 		if (pol == S3_POL_DENY && !(bowner && is_policy_admin(action)))
 			return -EACCES;
 	}
-	if (bowner)
-		return 0;
-	if (perm == S3_P_OWNER)
-		return pol == S3_POL_ALLOW ? 0 : -EACCES;
 	own = s3_obj_owner(b, r, &on);
 	if (r != NULL && user[0] != 0 && strlen(user) == on &&
 	    memcmp(user, own, on) == 0)
 		return 0;
+	/* the bucket owner: everything but an object another user owns
+	 * (its data, tags and ACL), which only its ACL or the policy opens */
+	if (bowner && (r == NULL || perm == S3_P_WRITE || perm == S3_P_OWNER))
+		return 0;
+	if (perm == S3_P_OWNER)
+		return pol == S3_POL_ALLOW ? 0 : -EACCES;
 	if (pol == S3_POL_ALLOW)
 		return 0;
 	if (b->bk_ownctl == S3_OWN_ENFORCED)
@@ -283,10 +302,10 @@ static int grant_one(const char *s, size_t n, const char *perm,
 	return -EINVAL;
 }
 
-/* x-amz-grant-* headers into acl (after the owner's FULL_CONTROL):
- * 0 (*any when one was sent), -EINVAL, -ENXIO, -ENOTSUP. */
-static int acl_grants(struct s3_req *rq, const char *owner,
-		      struct s3_buf *acl, bool *any)
+/* x-amz-grant-* headers into acl (these grants alone, as S3: the owner
+ * gets no FULL_CONTROL grant it was not given): 0 (*any when one was
+ * sent), -EINVAL, -ENXIO, -ENOTSUP. */
+static int acl_grants(struct s3_req *rq, struct s3_buf *acl, bool *any)
 {
 	static const char *const h[][2] = {
 		{"x-amz-grant-read", "READ"}, {"x-amz-grant-write", "WRITE"},
@@ -302,9 +321,6 @@ static int acl_grants(struct s3_req *rq, const char *owner,
 
 		if (v == NULL)
 			continue;
-		if (!*any)
-			grant_add(acl, "FULL_CONTROL", "user", owner,
-				  strlen(owner));
 		*any = true;
 		while (*v != 0) {
 			size_t n;
@@ -356,7 +372,7 @@ int s3_acl_req(struct s3_req *rq, const struct s3_bucket *b,
 	bool any = false;
 	int rc;
 
-	rc = acl_grants(rq, owner, &acl, &any);
+	rc = acl_grants(rq, &acl, &any);
 	if (rc == -ENOTSUP || rc == -ENXIO) {
 		s3_buf_fini(&acl);
 		return reply_grantee(rq, rc), -EINVAL;

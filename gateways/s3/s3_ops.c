@@ -422,18 +422,18 @@ static void rec_attrs_copy_tags(const void *src, size_t sl, struct s3_buf *rec)
 }
 
 /* The fields of a new object the request's headers give beyond its
- * attributes: its owner (an authenticated writer), its ACL (x-amz-acl,
- * x-amz-grant-*) and, unless notags, its tags (x-amz-tagging).  Replies
- * on refusal: -EINVAL. */
+ * attributes: its owner (s3_new_owner(): the writer, or the bucket's
+ * owner under BucketOwnerEnforced, BucketOwnerPreferred with
+ * bucket-owner-full-control, or for an anonymous writer), its ACL
+ * (x-amz-acl, x-amz-grant-*, for that owner) and, unless notags, its
+ * tags (x-amz-tagging).  Replies on refusal: -EINVAL. */
 static int rec_extra_from_req(struct s3_req *rq, struct s3_buf *rec,
 			      bool notags)
 {
-	const char *own = rq->rq_authed ? rq->rq_user.u_name : "";
+	const char *own = s3_new_owner(rq, rq->rq_bk);
 
-	if (own[0] != 0)
-		s3_tlv_add(rec, T_OWNER, own, (uint32_t)strlen(own));
-	if (s3_acl_req(rq, rq->rq_bk, own[0] ? own : rq->rq_bk->bk_owner,
-		       rec) != 0)
+	s3_tlv_add(rec, T_OWNER, own, (uint32_t)strlen(own));
+	if (s3_acl_req(rq, rq->rq_bk, own, rec) != 0)
 		return -EINVAL;
 	return notags ? 0 : s3_tags_req(rq, rec);
 }
@@ -2158,10 +2158,16 @@ static void emit_key(struct s3_buf *x, struct lst *l, struct s3_req *rq,
 	s3_buf_printf(x, "<LastModified>%s</LastModified><ETag>&quot;%s&quot;"
 		      "</ETag><Size>%lu</Size><StorageClass>STANDARD"
 		      "</StorageClass>", t, r->or_etag, r->or_size);
-	if (l->l_owner)
-		s3_buf_printf(x, "<Owner><ID>%s</ID><DisplayName>%s"
-			      "</DisplayName></Owner>", rq->rq_bk->bk_owner,
-			      rq->rq_bk->bk_owner);
+	if (l->l_owner) {
+		size_t on;
+		const char *own = s3_obj_owner(rq->rq_bk, r, &on);
+
+		s3_buf_str(x, "<Owner><ID>");
+		s3_buf_xml(x, own, on);
+		s3_buf_str(x, "</ID><DisplayName>");
+		s3_buf_xml(x, own, on);
+		s3_buf_str(x, "</DisplayName></Owner>");
+	}
 	s3_buf_str(x, l->l_kind == 3 ? "</Version>" : "</Contents>");
 }
 
@@ -2545,6 +2551,10 @@ static int create_upload(struct s3_req *rq)
 		s3_buf_fini(&rec);
 		return 0;
 	}
+	if (rq->rq_authed && rq->rq_user.u_name[0] != 0 &&
+	    strcmp(rq->rq_user.u_name, s3_new_owner(rq, rq->rq_bk)) != 0)
+		s3_tlv_add(&rec, T_INITIATOR, rq->rq_user.u_name,
+			   (uint32_t)strlen(rq->rq_user.u_name));
 	s3_tlv_add(&rec, T_KEY, rq->rq_key, (uint32_t)rq->rq_key_len);
 	s3_tlv_u64(&rec, T_MTIME, s3_now_ns());
 	if (ckb != 0)
@@ -3316,23 +3326,34 @@ static int complete_upload(struct s3_req *rq)
 	return 0;
 }
 
-/* Initiator and Owner of the upload of record r: the user who created
- * it (the bucket owner for an anonymous one), with ID and DisplayName. */
+/* Initiator and Owner of the upload of record r, with ID and
+ * DisplayName: the owner of the object it makes (s3_obj_owner()), and
+ * the user who created it (T_INITIATOR when another user than the owner,
+ * else the owner). */
 static void upload_owner(struct s3_buf *x, struct s3_req *rq,
 			 const struct s3_orec *r)
 {
-	const char *o = r->or_owner_len > 0 ? r->or_owner
-					    : rq->rq_bk->bk_owner;
-	int ol = r->or_owner_len > 0 ? (int)r->or_owner_len
-				     : (int)strlen(rq->rq_bk->bk_owner);
-	const char *el[2] = {"Initiator", "Owner"};
+	const char *el[2] = {"Initiator", "Owner"}, *who[2];
+	size_t wl[2], pos = 0;
+	const uint8_t *val;
+	uint32_t n;
+	uint8_t tag;
 	int i;
 
+	who[1] = s3_obj_owner(rq->rq_bk, r, &wl[1]);
+	who[0] = who[1];
+	wl[0] = wl[1];
+	while (r->or_rec != NULL &&
+	       s3_tlv_next(r->or_rec, r->or_rec_len, &pos, &tag, &val, &n) == 1)
+		if (tag == T_INITIATOR && n > 0) {
+			who[0] = (const char *)val;
+			wl[0] = n;
+		}
 	for (i = 0; i < 2; i++) {
 		s3_buf_printf(x, "<%s><ID>", el[i]);
-		s3_buf_xml(x, o, (size_t)ol);
+		s3_buf_xml(x, who[i], wl[i]);
 		s3_buf_str(x, "</ID><DisplayName>");
-		s3_buf_xml(x, o, (size_t)ol);
+		s3_buf_xml(x, who[i], wl[i]);
 		s3_buf_printf(x, "</DisplayName></%s>", el[i]);
 	}
 }

@@ -12,7 +12,13 @@ the LocationConstraint of CreateBucket is what GetBucketLocation answers;
 x-amz-expected-bucket-owner that is not the owner is 403; anonymous and
 other users' requests on a missing bucket are 404 NoSuchBucket;
 BucketOwnerEnforced refuses ACLs; ListBuckets pages with max-buckets and
-continuation-token.
+continuation-token.  Object ownership as S3: under BucketOwnerEnforced, and
+under BucketOwnerPreferred for a write with bucket-owner-full-control, the
+bucket owner owns what another user writes (GET ?acl, ListObjects with
+fetch-owner, ListParts Owner; the writer stays the Initiator); otherwise
+the writer owns it, and the bucket owner may neither read it nor its ACL
+unless granted (it may still delete it); x-amz-grant-* headers give those
+grants alone (no FULL_CONTROL for the owner).
 
 Users come from CREDS (NAME AKEY SKEY lines; the first two are used).
 Ends with "N passed, N failed"; exit 1 on any failure.
@@ -262,6 +268,124 @@ def ownership_enforced():
     s3.put_bucket_ownership_controls(Bucket=p, OwnershipControls=rules)
     assert s3.get_bucket_ownership_controls(Bucket=p)["OwnershipControls"][
         "Rules"][0]["ObjectOwnership"] == "BucketOwnerEnforced"
+
+
+def open_to(b, who):
+    """A bucket policy letting user who do anything in bucket b's objects
+    (as s3-tests' public_bucket_policy, for one user)."""
+    import json
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({
+        "Version": "2012-10-17", "Statement": [{
+            "Effect": "Allow", "Principal": {"AWS": who}, "Action": "s3:*",
+            "Resource": ["arn:aws:s3:::%s" % b, "arn:aws:s3:::%s/*" % b]}]}))
+
+
+def owner_of(c, b, k):
+    o = c.get_object_acl(Bucket=b, Key=k)["Owner"]
+    return o["ID"], o.get("DisplayName")
+
+
+def listed_owner(c, b, k):
+    for o in c.list_objects_v2(Bucket=b, FetchOwner=True)["Contents"]:
+        if o["Key"] == k:
+            return o["Owner"]["ID"]
+    raise AssertionError("%s not listed in %s" % (k, b))
+
+
+def upload_people(c, b, k, **kw):
+    """(Initiator ID, Owner ID) of a new upload of k, from ListParts and
+    ListMultipartUploads, which must agree; the upload is aborted."""
+    u = c.create_multipart_upload(Bucket=b, Key=k, **kw)["UploadId"]
+    lp = c.list_parts(Bucket=b, Key=k, UploadId=u)
+    ups = [x for x in c.list_multipart_uploads(Bucket=b).get("Uploads", [])
+           if x["UploadId"] == u]
+    c.abort_multipart_upload(Bucket=b, Key=k, UploadId=u)
+    got = (lp["Initiator"]["ID"], lp["Owner"]["ID"])
+    assert len(ups) == 1 and (ups[0]["Initiator"]["ID"],
+                              ups[0]["Owner"]["ID"]) == got, (got, ups)
+    return got
+
+
+@case
+def ownership_enforced_other_writer():
+    b = fresh("bacl-enf-bob", ObjectOwnership="BucketOwnerEnforced")
+    open_to(b, BOB)
+    s3b.put_object(Bucket=b, Key="k", Body=b"b")
+    assert owner_of(s3b, b, "k") == (ALICE, ALICE)
+    assert owner_of(s3, b, "k") == (ALICE, ALICE)
+    assert listed_owner(s3b, b, "k") == ALICE
+    assert s3.get_object(Bucket=b, Key="k")["Body"].read() == b"b"
+    s3b.copy_object(Bucket=b, Key="c", CopySource={"Bucket": b, "Key": "k"},
+                    ACL="bucket-owner-full-control")
+    assert owner_of(s3b, b, "c") == (ALICE, ALICE)
+    assert upload_people(s3b, b, "m") == (BOB, ALICE)
+    assert err("AccessControlListNotSupported", s3b.create_multipart_upload,
+               Bucket=b, Key="m", ACL="private") == 400
+
+
+@case
+def ownership_preferred():
+    b = fresh("bacl-pref", ObjectOwnership="BucketOwnerPreferred")
+    open_to(b, BOB)
+    s3b.put_object(Bucket=b, Key="mine", Body=b"b")
+    s3b.put_object(Bucket=b, Key="given", Body=b"b",
+                   ACL="bucket-owner-full-control")
+    assert owner_of(s3b, b, "mine") == (BOB, BOB)
+    assert owner_of(s3b, b, "given") == (ALICE, ALICE)
+    assert listed_owner(s3, b, "mine") == BOB
+    assert listed_owner(s3, b, "given") == ALICE
+    assert grants(s3.get_object_acl(Bucket=b, Key="given")) == [
+        U(ALICE, "FULL_CONTROL")]
+    s3b.copy_object(Bucket=b, Key="cgiven", ACL="bucket-owner-full-control",
+                    CopySource={"Bucket": b, "Key": "mine"})
+    s3b.copy_object(Bucket=b, Key="cmine", ACL="private",
+                    CopySource={"Bucket": b, "Key": "mine"})
+    assert owner_of(s3b, b, "cgiven") == (ALICE, ALICE)
+    assert owner_of(s3b, b, "cmine") == (BOB, BOB)
+    assert upload_people(s3b, b, "m1") == (BOB, BOB)
+    assert upload_people(s3b, b, "m2", ACL="bucket-owner-full-control") == \
+        (BOB, ALICE)
+    # the owner of a completed upload is the one named at its creation
+    u = s3b.create_multipart_upload(Bucket=b, Key="mp",
+                                    ACL="bucket-owner-full-control")
+    e = s3b.upload_part(Bucket=b, Key="mp", UploadId=u["UploadId"],
+                        PartNumber=1, Body=b"p")["ETag"]
+    s3b.complete_multipart_upload(
+        Bucket=b, Key="mp", UploadId=u["UploadId"],
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    assert owner_of(s3, b, "mp") == (ALICE, ALICE)
+
+
+@case
+def object_owner_controls_its_acl():
+    b = fresh("bacl-objown")
+    s3.put_bucket_acl(Bucket=b, GrantWrite='id="%s"' % BOB,
+                      GrantFullControl='id="%s"' % ALICE)
+    s3b.put_object(Bucket=b, Key="kept", Body=b"b")
+    s3b.put_object(Bucket=b, Key="shared", Body=b"s",
+                   GrantFullControl='id="%s"' % ALICE)
+    # another user's object: the bucket owner lists and deletes it, but
+    # reads neither it nor its ACL without a grant (as S3)
+    assert err("AccessDenied", s3.get_object_acl, Bucket=b,
+               Key="kept") == 403
+    assert err("AccessDenied", s3.get_object, Bucket=b, Key="kept") == 403
+    assert err("AccessDenied", s3.put_object_acl, Bucket=b, Key="kept",
+               ACL="public-read") == 403
+    assert owner_of(s3b, b, "kept") == (BOB, BOB)
+    assert grants(s3b.get_object_acl(Bucket=b, Key="kept")) == [
+        U(BOB, "FULL_CONTROL")]
+    assert listed_owner(s3, b, "kept") == BOB
+    # grant headers are the whole ACL: the owner keeps its rights without
+    # a grant of its own
+    assert grants(s3.get_object_acl(Bucket=b, Key="shared")) == [
+        U(ALICE, "FULL_CONTROL")]
+    assert owner_of(s3, b, "shared") == (BOB, BOB)
+    assert s3.get_object(Bucket=b, Key="shared")["Body"].read() == b"s"
+    assert s3b.get_object(Bucket=b, Key="shared")["Body"].read() == b"s"
+    assert owner_of(s3b, b, "shared") == (BOB, BOB)
+    s3.delete_object(Bucket=b, Key="kept")
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=b)["Contents"]] == \
+        ["shared"]
 
 
 @case

@@ -429,8 +429,13 @@ def acl_bucket_write_grant():
     s3b.put_object(Bucket="subres-wr", Key="fromb", Body=b"b")
     a = s3b.get_object_acl(Bucket="subres-wr", Key="fromb")
     assert a["Owner"]["ID"] == BOB, a["Owner"]
-    # the bucket owner reads every object of its bucket
+    # the bucket owner may not read an object another user owns (as S3:
+    # the object's ACL grants it nothing), but deletes it
+    err("AccessDenied", s3.get_object, Bucket="subres-wr", Key="fromb")
+    s3b.put_object_acl(Bucket="subres-wr", Key="fromb",
+                       ACL="bucket-owner-read")
     assert obj("fromb", "subres-wr") == b"b"
+    s3.delete_object(Bucket="subres-wr", Key="fromb")
     err("AccessDenied", s3b.list_objects_v2, Bucket="subres-wr")
 
 
