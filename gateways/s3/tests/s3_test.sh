@@ -121,11 +121,12 @@ gw_stop() {
 
 # Run a python part; add its "N passed, N failed" line to the totals.
 part() {
-	local name=$1 line p f
+	local name=$1 line p f t0=$SECONDS
 	shift
 	timeout 600 "$STRATA_PY" "$@" >"$T/$name.log" 2>&1
 	grep -E '^(ok|FAIL|SKIP) ' "$T/$name.log"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/$name.log" | tail -1)
+	echo "---- part $name: $((SECONDS - t0)) s: ${line:-no result line}"
 	if [ -z "$line" ]; then
 		no "$name: no result line"
 		tail -20 "$T/$name.log"
