@@ -106,26 +106,30 @@ $(EXAMPLES:%=$(BUILD)/obj/clovis/examples/%.o): | $(BUILD)/include/strata/clovis
 all: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BINS)
 tests: all $(BUILD)/libstrata-test.a $(TEST_BINS)
 
+# make check / run / bench / fuzz build with one job per CPU (JOBS=1: one
+# at a time).
+JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+
 deps:
 	@scripts/deps.sh
 
 check: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@tests/run-tests.sh $(BUILD)
 
 run: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@scripts/run-demo.sh $(BUILD)
 
 # libFuzzer targets of tests/fuzz/targets.list, FUZZ_SECONDS each; new
 # inputs join the corpus in the tree (make check runs a bounded pass).
 FUZZ_SECONDS ?= 600
 fuzz: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@tests/fuzz/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 bench: deps
-	@$(MAKE) --no-print-directory tests
+	@$(MAKE) --no-print-directory -j$(JOBS) tests
 	@tests/bench/run-bench.sh $(BUILD) $(BENCH_ARGS)
 
 coverage:
