@@ -18,15 +18,39 @@
 #include "core/fault.h"
 #include "tests/ut.h"
 
-#define DEV_SIZE (256ull << 20)
+#define DEV_SIZE (96ull << 20)
+
+/*
+ * The suite's store: the built-in default set of devices (conf_default(),
+ * docs/configuration.md "The built-in default") at DEV_SIZE, but smr0 at
+ * 256 MiB: block_sizes_tiers writes a 64 MiB block on every tier, and the
+ * SMR tier finds no zone for it on a smaller device (-ENOSPC at 192 MiB).
+ * Devices are written out with zeros when made (tiers/file/file.c), so
+ * 96 MiB devices make the store in 1.5 GiB of writes instead of the
+ * 3.5 GiB of 256 MiB ones.
+ */
+static const char suite_conf_text[] =
+	"device_size: 96MiB\n"
+	"devices:\n"
+	"  - { tier: nvram }\n"
+	"  - { tier: flash }\n  - { tier: flash }\n  - { tier: flash }\n"
+	"  - { tier: flash }\n  - { tier: flash }\n  - { tier: flash }\n"
+	"  - { tier: flash }\n  - { tier: flash }\n"
+	"  - { tier: sas }\n  - { tier: sas }\n  - { tier: sas }\n"
+	"  - { tier: sas }\n"
+	"  - { tier: smr, size: 256MiB }\n";
 
 static struct clovis *cl;
 static char dir[512];
+static char suite_conf[600];  /* suite_conf_text's file */
 
-static struct clovis *open_store(const char *d, uint64_t dev_size)
+/* Open (create) the store in d: with configuration file conf, or the
+ * built-in default devices of dev_size when conf is NULL. */
+static struct clovis *open_store_conf(const char *d, uint64_t dev_size,
+				      const char *conf)
 {
 	struct clovis_conf c = {.cc_data_dir = d, .cc_flags = CLOVIS_CONF_CREATE,
-				.cc_dev_size = dev_size};
+				.cc_dev_size = dev_size, .cc_config = conf};
 	struct clovis *out = NULL;
 	int rc = clovis_init(&out, &c);
 
@@ -35,21 +59,34 @@ static struct clovis *open_store(const char *d, uint64_t dev_size)
 	return out;
 }
 
+static struct clovis *open_store(const char *d, uint64_t dev_size)
+{
+	return open_store_conf(d, dev_size, NULL);
+}
+
 static void reopen(void)
 {
 	clovis_fini(cl);
-	cl = open_store(dir, DEV_SIZE);
+	cl = open_store_conf(dir, DEV_SIZE, suite_conf);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
 }
 
 static int suite_init(void)
 {
 	const char *d = ut_tmpdir("clovis");
+	FILE *f;
 
 	if (d == NULL)
 		return -1;
 	snprintf(dir, sizeof dir, "%s/store", d);
-	cl = open_store(dir, DEV_SIZE);
+	snprintf(suite_conf, sizeof suite_conf, "%s/clovis.yaml", d);
+	f = fopen(suite_conf, "w");
+	if (f == NULL)
+		return -1;
+	fputs(suite_conf_text, f);
+	if (fclose(f) != 0)
+		return -1;
+	cl = open_store_conf(dir, DEV_SIZE, suite_conf);
 	return cl == NULL ? -1 : 0;
 }
 
