@@ -62,7 +62,7 @@ finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
 part() {
 	local name=$1 line p f
 	shift
-	timeout 300 "$STRATA_PY" "$@" >"$T/$name.log" 2>&1
+	timeout 900 "$STRATA_PY" "$@" >"$T/$name.log" 2>&1
 	grep -E '^(ok|FAIL|SKIP) ' "$T/$name.log" | sed "s/^\(ok  \|FAIL\) /\1 cluster: /"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/$name.log" | tail -1)
 	if [ -z "$line" ]; then
