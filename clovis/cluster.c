@@ -1097,9 +1097,9 @@ static int clu_fetch(struct clu_client *c, const struct clovis_conf *conf)
 		return err_set(-EINVAL, "clovis_init: cc_secret: the cluster "
 			       "secret (16..1023 bytes) is needed with cc_server");
 	memcpy(sv.cs_addr, conf->cc_server, (size_t)(colon - conf->cc_server));
-	if (!clu_addr_allowed(sv.cs_addr))
-		return err_set(-EINVAL, "clovis_init: cc_server %s: address not "
-			       "in 127.0.0.0/8 or 198.51.100.0/24", sv.cs_addr);
+	if (!clu_addr_valid(sv.cs_addr))
+		return err_set(-EINVAL, "clovis_init: cc_server %s: expected an "
+			       "IPv4 address or a host name", sv.cs_addr);
 	sv.cs_port = (uint16_t)atoi(colon + 1);
 	snprintf(sv.cs_name, sizeof sv.cs_name, "%s", conf->cc_server);
 	snprintf(one.cc_name, sizeof one.cc_name, "bootstrap");
@@ -1337,8 +1337,10 @@ void cluster_status(struct clovis *cl, uint32_t s,
 	int rc;
 
 	memset(si, 0, sizeof *si);
-	snprintf(si->si_name, sizeof si->si_name, "%s %s:%u", sv->cs_name,
-		 sv->cs_addr, sv->cs_port);
+	/* a long host name is cut to the field's size */
+	if (snprintf(si->si_name, sizeof si->si_name, "%s %s:%u", sv->cs_name,
+		     sv->cs_addr, sv->cs_port) >= (int)sizeof si->si_name)
+		si->si_name[sizeof si->si_name - 1] = '\0';
 	rc = clu_status(c, s, &rp);
 	if (rc == 0 && rp->status != NULL) {
 		si->si_up = 1;

@@ -10,6 +10,7 @@
  * of them.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -159,15 +160,33 @@ static int clu_ms(const yaml_node_t *n, const char *key, uint32_t *out)
 	return 0;
 }
 
-bool clu_addr_allowed(const char *addr)
+bool clu_addr_valid(const char *addr)
 {
 	struct in_addr a;
-	uint32_t h;
+	size_t n = addr != NULL ? strlen(addr) : 0;
+	bool dot_ok = false;
 
-	if (addr == NULL || inet_pton(AF_INET, addr, &a) != 1)
+	if (n == 0 || n > CLU_HOST_MAX)
 		return false;
-	h = ntohl(a.s_addr);
-	return (h >> 24) == 127 || (h >> 8) == ((198u << 16) | (51u << 8) | 100u);
+	if (inet_pton(AF_INET, addr, &a) == 1)
+		return true;
+	/* a host name (RFC 1123): labels of letters, digits and '-', not
+	 * starting or ending with '-', separated by single dots */
+	for (size_t i = 0; i < n; i++) {
+		char ch = addr[i];
+
+		if (ch == '.') {
+			if (!dot_ok || i + 1 == n)
+				return false;
+			dot_ok = false;
+		} else if (isalnum((unsigned char)ch) ||
+			   (ch == '-' && dot_ok && i + 1 < n && addr[i + 1] != '.')) {
+			dot_ok = true;
+		} else {
+			return false;
+		}
+	}
+	return true;
 }
 
 /* A path: absolute, or made absolute against base. */
@@ -446,9 +465,9 @@ static int clu_server_key(struct clu_px *p, struct clu_server *s,
 		return clu_name(v, kk, s->cs_name);
 	if (strcmp(k, "address") == 0) {
 		rc = clu_text(v, kk, s->cs_addr, sizeof s->cs_addr);
-		if (rc == 0 && !clu_addr_allowed(s->cs_addr))
-			rc = clu_fail(v, kk, "an IPv4 address in 127.0.0.0/8 "
-				      "or 198.51.100.0/24", s->cs_addr);
+		if (rc == 0 && !clu_addr_valid(s->cs_addr))
+			rc = clu_fail(v, kk, "an IPv4 address or a host name",
+				      s->cs_addr);
 		return rc;
 	}
 	if (strcmp(k, "port") == 0) {

@@ -14,7 +14,7 @@
  *     call_timeout: 30s            # default 30 s
  *   servers:                       # 1..CLU_SERVERS_MAX
  *     - name: s0
- *       address: 127.0.0.1         # IPv4, in 127.0.0.0/8 or 198.51.100.0/24
+ *       address: 127.0.0.1         # an IPv4 address or a host name
  *       port: 21000
  *       data_dir: /var/lib/strata/s0
  *       nvram_dir: /dev/shm        # optional
@@ -48,6 +48,8 @@
  * one connection per server; 64 is far beyond what loopback tests run and
  * keeps the per-client tables small. */
 #define CLU_SERVERS_MAX 64u
+/** Longest server address or host name (RFC 1123: 253 characters). */
+#define CLU_HOST_MAX 253u
 /* Cluster and server names: shown in tables and used as directory names. */
 #define CLU_NAME_MAX 31u
 /* Secret: at least 16 bytes (128 bits) for HMAC-SHA256; at most 1 KiB. */
@@ -61,7 +63,7 @@
 /** One server of the cluster. */
 struct clu_server {
 	char cs_name[CLU_NAME_MAX + 1];
-	char cs_addr[16];          /**< dotted IPv4 */
+	char cs_addr[CLU_HOST_MAX + 1]; /**< dotted IPv4 or host name */
 	uint16_t cs_port;
 	char cs_data_dir[256];     /**< absolute */
 	char cs_nvram_dir[256];    /**< "" = the store's default */
@@ -121,8 +123,9 @@ int clu_server_find(const struct clu_conf *c, const char *name);
  */
 uint32_t clu_home(const struct clu_conf *c, const struct clovis_id *id);
 
-/** Is dotted IPv4 addr one tests and clusters may use here (127.0.0.0/8 or
- *  198.51.100.0/24)? */
-bool clu_addr_allowed(const char *addr);
+/** Is addr a dotted IPv4 address or a well-formed host name (resolved to
+ *  IPv4 when it is used)?  Any address is accepted: which hosts a cluster
+ *  runs on is its user's choice. */
+bool clu_addr_valid(const char *addr);
 
 #endif

@@ -3,6 +3,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netdb.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -256,13 +257,19 @@ static void slot_mark_up(struct peer_slot *s, uint64_t sent_ms)
 static void peers_local_addr(const struct clu_conf *c, char *buf, size_t len)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET};
+	struct addrinfo hints = {.ai_family = AF_INET,
+				 .ai_socktype = SOCK_DGRAM};
+	struct addrinfo *ai = NULL;
 	socklen_t sl = sizeof sa;
 	int fd;
 
 	snprintf(buf, len, "127.0.0.1");
+	/* an address or a host name (its first IPv4 address) */
 	if (c->cc_nr_servers == 0 ||
-	    inet_pton(AF_INET, c->cc_servers[0].cs_addr, &sa.sin_addr) != 1)
+	    getaddrinfo(c->cc_servers[0].cs_addr, NULL, &hints, &ai) != 0)
 		return;
+	sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
+	freeaddrinfo(ai);
 	sa.sin_port = htons(c->cc_servers[0].cs_port);
 	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)

@@ -537,7 +537,7 @@ int main(int argc, char **argv)
 		a.sa_name, c.cc_servers[idx].cs_addr, c.cc_servers[idx].cs_port,
 		c.cc_name, (long)getpid());
 	{
-		char where[64];
+		char where[CLU_HOST_MAX + 8];
 
 		snprintf(where, sizeof where, "%s:%u", c.cc_servers[idx].cs_addr,
 			 c.cc_servers[idx].cs_port);

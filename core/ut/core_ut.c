@@ -12,6 +12,7 @@
 
 #include "clovis/clovis.h"
 #include "core/alloc.h"
+#include "core/clu_conf.h"
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
@@ -572,6 +573,45 @@ static void test_store_move_copy(void)
 	CU_ASSERT_EQUAL(clovis_store_destroy(c), 0);
 }
 
+/* Server addresses: any IPv4 address or host name (the product is not
+ * limited to the tests' ranges); malformed ones are refused naming the
+ * key. */
+static void test_clu_addr(void)
+{
+	static const char *good[] = {"127.0.0.1", "10.1.2.3", "8.8.8.8",
+				     "localhost", "node-7.cluster.example",
+				     "S0"};
+	static const char *bad[] = {"", "a..b", ".a", "a.", "-a", "a-",
+				    "a b", "a;b", "host:1"};
+	char y[512];
+	struct clu_conf c;
+	int rc;
+
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+		CU_ASSERT(clu_addr_valid(good[i]));
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+		CU_ASSERT(!clu_addr_valid(bad[i]));
+	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+		 "0123456789abcdef0123\nservers:\n  - name: s0\n    "
+		 "address: %s\n    port: 21000\n    data_dir: /tmp/x\n"
+		 "    devices:\n      - { tier: flash }\n",
+		 "storage-1.example.org");
+	rc = clu_conf_parse(&c, y, strlen(y), NULL, 0);
+	if (rc != 0)
+		fprintf(stderr, "clu_addr: %s\n", err_msg());
+	CU_ASSERT_EQUAL_FATAL(rc, 0);
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_addr,
+			       "storage-1.example.org");
+	clu_conf_fini(&c);
+	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+		 "0123456789abcdef0123\nservers:\n  - name: s0\n    "
+		 "address: %s\n    port: 21000\n    data_dir: /tmp/x\n"
+		 "    devices:\n      - { tier: flash }\n",
+		 "bad..name");
+	CU_ASSERT_EQUAL(clu_conf_parse(&c, y, strlen(y), NULL, 0), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "address"));
+}
+
 int core_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("core", NULL, NULL);
@@ -589,7 +629,8 @@ int core_ut_add(void)
 	    !CU_add_test(s, "rtxn_kept", test_rtxn_kept) ||
 	    !CU_add_test(s, "rtxn_idle_pin", test_rtxn_idle_pin) ||
 	    !CU_add_test(s, "fault_points", test_fault_points) ||
-	    !CU_add_test(s, "store_move_copy", test_store_move_copy))
+	    !CU_add_test(s, "store_move_copy", test_store_move_copy) ||
+	    !CU_add_test(s, "clu_addr", test_clu_addr))
 		return -1;
 	return conf_ut_add();
 }
