@@ -47,6 +47,21 @@ stale_lines() {
 		grep -E "server s$1 marked down|server s$1 unreachable|device remote:s$1:[0-9]+: server s$1 .*timed out"
 }
 
+# read_back I...: read @prI back for each I; bad = how many differ or
+# failed (each said).
+read_back() {
+	local i
+	bad=0
+	for i in "$@"; do
+		rm -f "$T/back"
+		cf obj get "@pr$i" "$T/back"
+		if ! cmp -s "$T/blob" "$T/back"; then
+			bad=$((bad + 1))
+			echo "     read of @pr$i: rc $rc: $(head -c 300 "$T/err")"
+		fi
+	done
+}
+
 cl_need strata strata-server strata-server-test
 
 echo "--- cluster up (4 s call timeouts, info log)"
@@ -92,15 +107,7 @@ for r in $(seq 1 "$ROUNDS"); do
 		test "$seen" -eq 1
 	la=$(wc -l <"$D/s$A.log")
 	lb=$(wc -l <"$D/s$B.log")
-	bad=0
-	for i in $(seq 1 $NOBJ); do
-		rm -f "$T/back"
-		cf obj get "@pr$i" "$T/back"
-		if ! cmp -s "$T/blob" "$T/back"; then
-			bad=$((bad + 1))
-			echo "     read of @pr$i: rc $rc: $(head -c 300 "$T/err")"
-		fi
-	done
+	read_back $(seq 1 $NOBJ)
 	check "round $r: every object reads back right after the restart" \
 		test "$bad" -eq 0
 	nr=$(tail -n +"$((la + 1))" "$D/s$A.log" | grep -c "server s$V restarted")
@@ -145,15 +152,7 @@ check "some object is homed on s0 (read there while s1 and s2 are away)" \
 for s in 1 2; do srv_start $s "$D/fast.yaml" --log-level 3; done
 check "s1 and s2 restarted" wait_up
 l0=$(wc -l <"$D/s0.log")
-bad=0
-for i in $home0; do
-	rm -f "$T/back"
-	cf obj get "@pr$i" "$T/back"
-	if ! cmp -s "$T/blob" "$T/back"; then
-		bad=$((bad + 1))
-		echo "     read of @pr$i: rc $rc: $(head -c 300 "$T/err")"
-	fi
-done
+read_back $home0
 check "s0's objects read back at once, s1 and s2 still marked down by s0's probes" \
 	test "$bad" -eq 0
 check "s0 logged s1 or s2 reachable again (asked by a read)" \
