@@ -1,0 +1,218 @@
+#!/bin/bash
+# check_layers.sh [ROOT] — the include-direction check of `make check`
+# (issue 27 point 1).  Arrows go one way:
+#
+#   gateways -> clovis -> (layouts, dtm) -> core -> tiers -> ground
+#
+# A file of a room may include its own room's headers and those of any room
+# below it; the ground floor (core/errors.h, core/log.h, core/fault.h,
+# core/limits.h, core/types.h: ids, error codes, logging, fault points,
+# limits) is below every room.  Inside core, the transport (core/rpc/) is
+# below the engine (core/*.h), which is below the server daemon
+# (core/server/).  clovis/clovis.h, the public header, belongs to clovis:
+# nothing under core/, tiers/, layouts/ or dtm/ may include it.  LMDB is
+# the engine's (core/*.c, core/meta.h): no other file includes <lmdb.h>
+# or calls mdb_*().
+#
+# Unit tests (*/ut/*) may also include tests/ut.h and the test helpers of
+# their room.  Files under tests/ (integration, bench, fuzz) are not
+# checked: they drive the product from the outside.
+#
+# Wrong-way includes that existed when the check was added are listed in
+# DEBT below with the work that removes them; the check fails on any
+# wrong-way include not listed there, and on a listed one that is gone
+# (so that the list only shrinks).  Prints one line per finding, then
+# "N passed, N failed" (files).
+#
+# check_layers.sh --self-test: adds a wrong-way include to a copy of the
+# tree and checks that the check fails on it (run by make check).
+set -u
+ROOT=${1:-.}
+
+# file:included-header, one per line: the wrong-way includes of the tree
+# when this check was added (2026-11-29), and what removes them (issue 27
+# points 1 and 2):
+#  - ids, error codes, tiers and limits that core, tiers, layouts and dtm
+#    take from clovis/clovis.h: a ground-floor core/types.h, with
+#    clovis.h converting at its boundary;
+#  - the engine computing parity with the layouts' code (core/stripe.c,
+#    core/engine.[ch]): the erasure code and placement maths move to a
+#    room below the engine, or the stripe code above it;
+#  - the server half of dtm in core/server/srv_dtx.c: moves into dtm/;
+#  - unit tests of core and dtm that drive the Clovis API: move to
+#    clovis/ut or tests/;
+#  - FILE:lmdb: a file outside the engine that calls LMDB (mdb_*) itself:
+#    its transactions go through the engine's contract (meta.h).
+DEBT='
+core/clu_conf.h:clovis/clovis.h
+core/conf.h:clovis/clovis.h
+core/engine.h:clovis/clovis.h
+core/errors.h:clovis/clovis.h
+core/limits.h:clovis/clovis.h
+core/meta.h:clovis/clovis.h
+tiers/tier.h:clovis/clovis.h
+layouts/layout.h:clovis/clovis.h
+layouts/pdclust.h:clovis/clovis.h
+dtm/dtm.h:clovis/clovis.h
+core/engine.c:layouts/ec.h
+core/engine.h:layouts/layout.h
+core/stripe.c:layouts/ec.h
+core/stripe.c:layouts/pdclust.h
+core/server/srv_dtx.c:clovis/clovis_internal.h
+core/server/srv_dtx.c:dtm/dtm_msg.h
+core/ut/core_ut.c:clovis/clovis.h
+dtm/ut/dtm_ut.c:clovis/clovis.h
+dtm/ut/dtm_ut.c:clovis/clovis_internal.h
+clovis/clovis.c:lmdb
+clovis/dtx.c:lmdb
+core/server/srv.c:lmdb
+core/server/srv_dtx.c:lmdb
+core/server/srv_idx.c:lmdb
+'
+
+# The room of a path, and its rank: a room may include ranks below its
+# own and its own room.
+room_of() {
+	case "$1" in
+	core/errors.h | core/log.h | core/fault.h | core/limits.h | core/types.h)
+		echo ground ;;
+	tests/*) echo tests ;;
+	tiers/*) echo tiers ;;
+	core/rpc/*) echo rpc ;;
+	core/server/*) echo server ;;
+	core/*) echo engine ;;
+	layouts/*) echo layouts ;;
+	dtm/*) echo dtm ;;
+	clovis/*) echo clovis ;;
+	gateways/*) echo gateways ;;
+	*) echo other ;;
+	esac
+}
+
+# may ROOM include a header of room TO?
+allowed() {
+	local from=$1 to=$2
+	[ "$from" = "$to" ] || [ "$to" = ground ] && return 0
+	case "$from:$to" in
+	tiers:*) return 1 ;;
+	rpc:*) return 1 ;;
+	engine:tiers | engine:rpc) return 0 ;;
+	server:tiers | server:rpc | server:engine) return 0 ;;
+	layouts:tiers | layouts:rpc | layouts:engine) return 0 ;;
+	dtm:tiers | dtm:rpc | dtm:engine | dtm:server) return 0 ;;
+	clovis:tiers | clovis:rpc | clovis:engine | clovis:server) return 0 ;;
+	clovis:layouts | clovis:dtm) return 0 ;;
+	gateways:clovis) return 0 ;;
+	esac
+	return 1
+}
+
+check_tree() { # check_tree DIR: prints findings, returns the failed count
+	local dir=$1 pass=0 fail=0 f inc line from to bad seen=
+	while IFS= read -r f; do
+		from=$(room_of "$f")
+		bad=0
+		while IFS=: read -r line inc; do
+			[ -n "$inc" ] || continue
+			to=$(room_of "$inc")
+			if [ "$inc" = lmdb.h ]; then
+				case "$from" in
+				engine | rpc | server | ground) continue ;;
+				esac
+				to=lmdb
+			elif [ "$inc" = tests/ut.h ] || [ "$to" = tests ]; then
+				case "$f" in */ut/*) continue ;; esac
+			elif allowed "$from" "$to"; then
+				continue
+			fi
+			if printf '%s\n' "$DEBT" | grep -qxF "$f:$inc"; then
+				seen="$seen $f:$inc"
+				continue
+			fi
+			echo "$f:$line: includes $inc: room $from may not include room $to (arrows: gateways -> clovis -> layouts, dtm -> core server -> engine -> rpc, tiers -> ground)"
+			bad=1
+		done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[^"]*"|<lmdb\.h>)' "$dir/$f" |
+			 sed -E 's/^([0-9]+):[^"<]*["<]([^">]*)[">].*/\1:\2/')
+		case "$from" in
+		engine | ground | tests) ;;
+		*)
+			line=$(grep -nE '\bmdb_[a-z_]+[[:space:]]*\(' "$dir/$f" | head -1 | cut -d: -f1)
+			if [ -n "$line" ]; then
+				if printf '%s\n' "$DEBT" | grep -qxF "$f:lmdb"; then
+					seen="$seen $f:lmdb"
+				else
+					echo "$f:$line: calls LMDB (mdb_*): only the engine (core/*.c) does; go through core/meta.h's contract"
+					bad=1
+				fi
+			fi ;;
+		esac
+		if [ "$bad" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+	done < <(cd "$dir" && find core tiers layouts dtm clovis gateways \
+		 -name '*.[ch]' 2>/dev/null | sort)
+	# a debt entry that no longer exists must leave the list
+	while IFS= read -r d; do
+		[ -n "$d" ] || continue
+		f=${d%%:*} inc=${d#*:}
+		if [ "$inc" = lmdb ]; then
+			grep -qE '\bmdb_[a-z_]+[[:space:]]*\(' "$dir/$f" 2>/dev/null && continue
+		elif [ -f "$dir/$f" ] && grep -qF "#include \"$inc\"" "$dir/$f"; then
+			continue
+		fi
+		if true; then
+			echo "$d: listed in DEBT of scripts/check_layers.sh but no longer there: remove it from the list"
+			fail=$((fail + 1))
+		fi
+	done <<<"$DEBT"
+	echo "$pass passed, $fail failed"
+	return $((fail > 0))
+}
+
+if [ "${1:-}" = --self-test ]; then
+	t=$(mktemp -d)
+	trap 'rm -rf "$t"' EXIT
+	(cd "$(dirname "$0")/.." && tar cf - core tiers layouts dtm clovis gateways) |
+		tar xf - -C "$t"
+	ok=0 bad=0
+	if out=$(check_tree "$t"); then
+		echo "ok: the tree as it is passes"
+		ok=$((ok + 1))
+	else
+		echo "FAIL: the tree as it is does not pass:"
+		echo "$out" | tail -5
+		bad=$((bad + 1))
+	fi
+	for inj in "tiers/tier.c:core/engine.h" "core/obj.c:clovis/clovis.h" \
+		   "core/rpc/ep.c:core/server/srv.h" "gateways/s3/s3_main.c:core/engine.h" \
+		   "clovis/op.c:<lmdb.h>" "gateways/s3/s3_main.c:mdb_call"; do
+		f=${inj%%:*} h=${inj#*:}
+		cp "$t/$f" "$t/$f.orig"
+		case "$h" in
+		"<"*) printf '#include %s\n' "$h" >>"$t/$f" ;;
+		mdb_call) printf 'static void f(void) { mdb_txn_abort(0); }\n' >>"$t/$f" ;;
+		*) printf '#include "%s"\n' "$h" >>"$t/$f" ;;
+		esac
+		if out=$(check_tree "$t") || ! echo "$out" | grep -qF "$f:"; then
+			echo "FAIL: a wrong-way include ($f includes $h) was not found"
+			bad=$((bad + 1))
+		else
+			echo "ok: found: $(echo "$out" | grep -F "$f:" | head -1)"
+			ok=$((ok + 1))
+		fi
+		mv "$t/$f.orig" "$t/$f"
+	done
+	# a debt entry paid off must leave the list
+	cp "$t/tiers/tier.h" "$t/tier.h.orig"
+	sed -i '/#include "clovis\/clovis.h"/d' "$t/tiers/tier.h"
+	if out=$(check_tree "$t") || ! echo "$out" | grep -q "^tiers/tier.h:clovis/clovis.h: listed in DEBT"; then
+		echo "FAIL: a DEBT entry no longer in the tree was not reported"
+		bad=$((bad + 1))
+	else
+		echo "ok: found: $(echo "$out" | grep "^tiers/tier.h:" | head -1)"
+		ok=$((ok + 1))
+	fi
+	mv "$t/tier.h.orig" "$t/tiers/tier.h"
+	echo "$ok passed, $bad failed"
+	[ "$bad" -eq 0 ]
+	exit
+fi
+check_tree "$ROOT"
