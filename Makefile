@@ -106,9 +106,12 @@ $(EXAMPLES:%=$(BUILD)/obj/clovis/examples/%.o): | $(BUILD)/include/strata/clovis
 all: $(BUILD)/libstrata.a $(BUILD)/libstrata.so $(BINS)
 tests: all $(BUILD)/libstrata-test.a $(TEST_BINS)
 
-# make check / run / bench / fuzz build with one job per CPU (JOBS=1: one
-# at a time).
+# Every build runs one job per CPU by default, plain `make` too (JOBS=1
+# or -j1: one at a time; an explicit -jN wins).
 JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(JOBS)
+endif
 
 deps:
 	@scripts/deps.sh
