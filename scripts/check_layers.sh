@@ -35,9 +35,10 @@ ROOT=${1:-.}
 #  - ids, error codes, tiers and limits that core, tiers, layouts and dtm
 #    take from clovis/clovis.h: a ground-floor core/types.h, with
 #    clovis.h converting at its boundary;
-#  - the engine computing parity with the layouts' code (core/stripe.c,
-#    core/engine.[ch]): the erasure code and placement maths move to a
-#    room below the engine, or the stripe code above it;
+#  - the engine computing parity with the layouts' code
+#    (core/stripe_internal.h, core/engine.[ch]): the erasure code and
+#    placement maths move to a room below the engine, or the stripe code
+#    above it;
 #  - the server half of dtm in core/server/srv_dtx.c: moves into dtm/;
 #  - unit tests of core and dtm that drive the Clovis API: move to
 #    clovis/ut or tests/;
@@ -56,8 +57,8 @@ layouts/pdclust.h:clovis/clovis.h
 dtm/dtm.h:clovis/clovis.h
 core/engine.c:layouts/ec.h
 core/engine.h:layouts/layout.h
-core/stripe.c:layouts/ec.h
-core/stripe.c:layouts/pdclust.h
+core/stripe_internal.h:layouts/ec.h
+core/stripe_internal.h:layouts/pdclust.h
 core/server/srv_dtx.c:clovis/clovis_internal.h
 core/server/srv_dtx.c:dtm/dtm_msg.h
 core/ut/core_ut.c:clovis/clovis.h
