@@ -25,7 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clovis/clovis_internal.h"
@@ -46,6 +48,8 @@ struct clu_client {
 	bool cc_async;          /* clu_obj_start(); STRATA_CLU_ASYNC=0: off */
 	uint64_t cc_started;    /* object ops started there (atomic) */
 	uint64_t cc_redone;     /* of those, handed to a worker at their end */
+	uint64_t cc_tag_id;     /* this client instance's random id */
+	uint64_t cc_tag_ops;    /* index updates tagged (atomic) */
 };
 
 static struct clu_client *clu_of(struct clovis *cl)
@@ -143,10 +147,12 @@ static bool clu_test_verify(void)
 	return e != NULL && strcmp(e, "1") == 0;
 }
 
-static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
-			  uint32_t nr, uint32_t op, const ProtobufCMessage *pb,
-			  const struct rpc_bulk *bulk, uint32_t want, Reply **rp,
-			  uint32_t *who, uint32_t *rflags)
+static int clu_call_first_tm(struct clu_client *c, const struct clovis_id *id,
+			     uint32_t nr, uint32_t op,
+			     const ProtobufCMessage *pb,
+			     const struct rpc_bulk *bulk, uint32_t want,
+			     Reply **rp, uint32_t *who, uint32_t *rflags,
+			     uint64_t *timed_out)
 {
 	int rc = err_set(-EHOSTDOWN, "no server of %s reachable",
 			 eng_id_str(id));
@@ -167,6 +173,8 @@ static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
 			*rflags &= ~(uint32_t)SRF_VERIFY;
 		if (verify && !peers_rc_transport(rc) && rc != -EHOSTDOWN)
 			peers_clear_was_down(c->cc_peers, s);
+		if (rc == -ETIMEDOUT && timed_out != NULL)
+			*timed_out |= 1ull << s;
 		/* -ESTALE: an index replica that reaches none of the others
 		 * will not order updates; the next one may. */
 		if (!peers_rc_transport(rc) && rc != -EHOSTDOWN &&
@@ -177,6 +185,43 @@ static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
 		}
 	}
 	return rc;
+}
+
+static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
+			  uint32_t nr, uint32_t op, const ProtobufCMessage *pb,
+			  const struct rpc_bulk *bulk, uint32_t want, Reply **rp,
+			  uint32_t *who, uint32_t *rflags)
+{
+	return clu_call_first_tm(c, id, nr, op, pb, bulk, want, rp, who,
+				 rflags, NULL);
+}
+
+/*
+ * A read (index GET or NEXT page: idempotent) from the first replica that
+ * answers, as clu_call_first(); when it ends in a call timeout
+ * (-ETIMEDOUT: no replica answered in time, e.g. one busy verifying its
+ * copy under load), once more around the ring, the replicas that timed out
+ * tried again at once (not kept marked down): one more round at most.
+ */
+static int clu_read_first(struct clu_client *c, const struct clovis_id *id,
+			  const ProtobufCMessage *pb,
+			  const struct rpc_bulk *bulk, uint32_t want,
+			  Reply **rp, uint32_t *rflags)
+{
+	uint32_t nr = clu_replicas(c);
+	uint64_t tm = 0;
+	int rc = clu_call_first_tm(c, id, nr, SOP_IDX, pb, bulk, want, rp,
+				   NULL, rflags, &tm);
+
+	if (rc != -ETIMEDOUT || tm == 0)
+		return rc;
+	LOG_INFO("index %s: read timed out on every replica tried (%s); "
+		 "trying once more", eng_id_str(id), err_msg());
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++)
+		if (tm & (1ull << s))
+			peers_retry_now(c->cc_peers, s);
+	return clu_call_first(c, id, nr, SOP_IDX, pb, bulk, want, rp, NULL,
+			      rflags);
 }
 
 /* ------------------------------------------------------------ results */
@@ -818,7 +863,42 @@ static void clu_idx_missed(struct clu_client *c, const struct clovis_id *id,
 				 c->cc_conf.cc_servers[s].cs_name, err_msg());
 }
 
-/* PUT, DEL: the first live replica orders it, the others follow. */
+static uint64_t clu_mix(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* The op tag of the next index update (docs/cluster.md "Op tags"): a hash
+ * of this client instance's random id and an op counter, 1..2^63-1. */
+static uint64_t clu_tag_next(struct clu_client *c)
+{
+	uint64_t n = __atomic_add_fetch(&c->cc_tag_ops, 1, __ATOMIC_RELAXED);
+	uint64_t t = clu_mix(c->cc_tag_id ^ clu_mix(n)) & MSG_TAG_MAX;
+
+	return t != 0 ? t : 1;
+}
+
+/* A random id for this client instance's op tags (a mix of the clock, the
+ * pid and the instance's address when getrandom() fails). */
+static uint64_t clu_tag_seed(const struct clu_client *c)
+{
+	uint64_t id;
+	struct timespec ts;
+
+	if (getrandom(&id, sizeof id, GRND_NONBLOCK) == (ssize_t)sizeof id)
+		return id;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return clu_mix((uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec) ^
+	       clu_mix((uint64_t)getpid() << 32 ^ (uintptr_t)c);
+}
+
+/* PUT, DEL: the first live replica orders it, the others follow; all with
+ * the same op tag (a replica asked again after a lost answer reports what
+ * the op already did as done: srv_idx.c ridx_dedup()). */
 static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 {
 	uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c), who = 0;
@@ -827,6 +907,7 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 	Reply *rp = NULL;
 	int rc = clu_idx_msg(&m, r, r->er_kind, 0, nr, nr);
 
+	m.im_q.tag = clu_tag_next(c);
 	if (rc == 0)
 		rc = clu_call_first(c, &r->er_id, n, SOP_IDX, &m.im_q.base,
 				    clu_idx_bulk(&m), nr, &rp, &who,
@@ -900,10 +981,9 @@ static int clu_idx_get(struct clu_client *c, struct eng_req *r)
 
 		rc = clu_idx_msg(&m, r, ER_IDX_GET, from, nr - from, nr - from);
 		if (rc == 0)
-			rc = clu_call_first(c, &r->er_id, clu_replicas(c),
-					    SOP_IDX, &m.im_q.base,
+			rc = clu_read_first(c, &r->er_id, &m.im_q.base,
 					    clu_idx_bulk(&m), nr - from, &rp,
-					    NULL, &m.im_q.rflags);
+					    &m.im_q.rflags);
 		clu_idx_msg_fini(&m);
 		if (rc == 0 && (rp->done == 0 || rp->n_rcs != rp->done ||
 				rp->n_vlen != rp->done))
@@ -1003,10 +1083,9 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 		rc = clu_idx_msg(&m, &q, ER_IDX_NEXT, 0, nr - got, 1);
 		m.im_q.start_null = skb[0] == NULL;
 		if (rc == 0)
-			rc = clu_call_first(c, &r->er_id, clu_replicas(c),
-					    SOP_IDX, &m.im_q.base,
+			rc = clu_read_first(c, &r->er_id, &m.im_q.base,
 					    clu_idx_bulk(&m), nr - got, &rp,
-					    NULL, &m.im_q.rflags);
+					    &m.im_q.rflags);
 		clu_idx_msg_fini(&m);
 		if (rc == 0 && (rp->n_klen != rp->done || rp->n_vlen != rp->done))
 			rc = err_set(-EPROTO, "index %s: bad NEXT reply",
@@ -1083,24 +1162,17 @@ static int clu_fetch(struct clu_client *c, const struct clovis_conf *conf)
 	struct clu_server sv = {0};
 	struct peers *p = NULL;
 	struct rpc_result res;
-	const char *colon = strrchr(conf->cc_server, ':');
 	size_t slen = conf->cc_secret != NULL ? strlen(conf->cc_secret) : 0;
 	Reply *rp = NULL;
 	int rc;
 
-	if (colon == NULL || colon == conf->cc_server ||
-	    (size_t)(colon - conf->cc_server) >= sizeof sv.cs_addr ||
-	    atoi(colon + 1) <= 0 || atoi(colon + 1) > 65535)
-		return err_set(-EINVAL, "clovis_init: cc_server \"%s\": expected"
-			       " ADDR:PORT", conf->cc_server);
+	/* ADDR:PORT, an IPv6 ADDR in brackets ([::1]:21000) */
+	if (clu_hostport_parse(conf->cc_server, sv.cs_addr, sizeof sv.cs_addr,
+			       &sv.cs_port) != 0)
+		return err_set(-EINVAL, "clovis_init: cc_server %s", err_msg());
 	if (slen < CLU_SECRET_MIN || slen >= CLU_SECRET_MAX)
 		return err_set(-EINVAL, "clovis_init: cc_secret: the cluster "
 			       "secret (16..1023 bytes) is needed with cc_server");
-	memcpy(sv.cs_addr, conf->cc_server, (size_t)(colon - conf->cc_server));
-	if (!clu_addr_valid(sv.cs_addr))
-		return err_set(-EINVAL, "clovis_init: cc_server %s: expected an "
-			       "IPv4 address or a host name", sv.cs_addr);
-	sv.cs_port = (uint16_t)atoi(colon + 1);
 	snprintf(sv.cs_name, sizeof sv.cs_name, "%s", conf->cc_server);
 	snprintf(one.cc_name, sizeof one.cc_name, "bootstrap");
 	snprintf(one.cc_provider, sizeof one.cc_provider, "tcp;ofi_rxm");
@@ -1152,6 +1224,7 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 
 		c->cc_async = env == NULL || strcmp(env, "0") != 0;
 	}
+	c->cc_tag_id = clu_tag_seed(c);
 	cl->cl_backend = c;
 	cl->cl_exec = exec_cluster;
 	return 0;

@@ -351,6 +351,12 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 	if (q->rflags & SRF_BEHIND)
 		return err_set(-EINVAL, "request: index %s: rflags 0x%x: "
 			       "SRF_BEHIND only on IDX_STATE", id, q->rflags);
+	if (q->tag != 0 && q->kind != ER_IDX_PUT && q->kind != ER_IDX_DEL)
+		return err_set(-EINVAL, "request: index %s: tag only on PUT "
+			       "or DEL, not on kind %u", id, q->kind);
+	if (q->tag > MSG_TAG_MAX)
+		return err_set(-EINVAL, "request: index %s: tag 0x%" PRIx64
+			       " over 63 bits", id, (uint64_t)q->tag);
 	rc = msg_idx_lens(m, q, bulk_len, id);
 	if (rc == 0)
 		rc = msg_idx_alloc(m, q->nr, id);
@@ -366,6 +372,7 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 	m->mr_incarnation = q->incarnation;
 	m->mr_seq = q->seq;
 	m->mr_term = q->term;
+	m->mr_tag = q->tag;
 	r->er_keys = &m->mr_keys;
 	r->er_vals = q->kind == ER_IDX_DEL ? NULL : &m->mr_vals;
 	r->er_rcs = m->mr_rcs;

@@ -81,6 +81,10 @@ enum msg_rflags {
 	 *  the index until it caught up); the others record the mark. */
 	SRF_BEHIND = 1u << 6,
 };
+/* Op tags (IdxReq.tag): 63 bits, so that a version entry keeps one beside
+ * its tombstone bit (core/server/srv_idx.c, struct vent). */
+#define MSG_TAG_MAX ((1ull << 63) - 1)
+
 #define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY | \
 		 SRF_VERSIONS | SRF_TOMB_GC | SRF_BEHIND)
 
@@ -106,6 +110,8 @@ struct msg_req {
 	uint64_t mr_seq;            /**< IdxReq.seq */
 	uint64_t mr_term;           /**< IdxReq.term */
 	uint64_t mr_behind;         /**< IdxReq.behind (IDX_STATE) */
+	uint64_t mr_tag;            /**< IdxReq.tag (PUT, DEL): the client's
+				     *   op tag, below 2^63; 0: none */
 	uint32_t mr_from;           /**< IdxReq.from (IDX_STATE): server
 				     *   index + 1 of a verifying replica, 0:
 				     *   not told (checked against the

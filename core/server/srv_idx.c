@@ -224,6 +224,17 @@ static bool ridx_stale(struct srv *s, struct ridx *ri, const uint64_t *vmark)
  * Index members of a cluster dtx are versioned exactly like PUT and DEL
  * (srv_ridx_order, srv_ridx_store): the ordering replica's term and seq,
  * forwarded with the term to the other replicas.
+ *
+ * Op tags (docs/cluster.md "Op tags"): a client tags each PUT and DEL
+ * (IdxReq.tag, 63 bits, the same in the copies to the other replicas) and
+ * each version entry keeps the tag of the op that wrote it in the upper 63
+ * bits of ve_tomb (bit 0 stays the tombstone; the digest hashes bit 0
+ * only, so tags change no digest).  Merges carry the tags (Reply.vtag).
+ * A client that lost the ordering replica's answer sends the op to the
+ * next replica, which may hold the first one's change already (merged):
+ * there, a DEL record already gone with a tombstone of the op's tag, and a
+ * PUT without OVERWRITE meeting a version of the op's tag, are reported
+ * done (rc 0) instead of -ENOENT / -EEXIST (ridx_dedup()).
  */
 struct rver {
 	uint64_t rv_term;
@@ -234,9 +245,25 @@ _Static_assert(sizeof(struct rver) == 16, "rver record size");
 struct vent {
 	uint64_t ve_term;
 	uint64_t ve_seq;
-	uint64_t ve_tomb; /* 1: deleted */
+	uint64_t ve_tomb; /* bit 0: deleted; bits 1..63: the op's tag */
 };
 _Static_assert(sizeof(struct vent) == 24, "version entry size");
+
+static bool vent_tomb(const struct vent *v)
+{
+	return (v->ve_tomb & 1) != 0;
+}
+
+static uint64_t vent_tag(const struct vent *v)
+{
+	return v->ve_tomb >> 1;
+}
+
+/* The ve_tomb word of a version: tombstone bit and tag (below 2^63). */
+static uint64_t vent_word(bool tomb, uint64_t tag)
+{
+	return (tag & MSG_TAG_MAX) << 1 | (tomb ? 1 : 0);
+}
 
 #define VKEY_TAG 0x01u
 #define VKEY_HEAD 17u
@@ -417,7 +444,8 @@ static int ver_apply(struct meta *m, MDB_txn *txn, const struct msg_req *mr,
 		     uint64_t term, uint64_t seq)
 {
 	const struct eng_req *r = &mr->mr_req;
-	struct vent nv = {term, seq, r->er_kind == ER_IDX_DEL};
+	struct vent nv = {term, seq,
+			  vent_word(r->er_kind == ER_IDX_DEL, mr->mr_tag)};
 	uint64_t dig = 0;
 	int rc = 0;
 
@@ -800,6 +828,85 @@ static void ridx_ent_mem(struct ridx *ri, uint32_t kind, uint64_t inc,
 
 void srv_seq_done_cb(struct eng_citem *ci, int rc);
 
+/*
+ * A client's PUT or DEL with an op tag, ordered here and durable: records
+ * it found already done by the same op -- a DEL's record gone with a
+ * tombstone of the op's tag, a PUT's (without OVERWRITE) record there
+ * with a version of the op's tag: another replica applied this op before
+ * the client lost its answer, and this one merged that -- are reported
+ * done (rc 0) instead of -ENOENT / -EEXIST.  Nothing is written: the
+ * version stays the first replica's.  Tag 0 (none) never matches.  Read
+ * after the commit, so a later op that changed the key since leaves the
+ * rc as it was (never a false 0: only this op wrote its tag).
+ */
+static void ridx_dedup(struct srv *s, struct srv_op *so)
+{
+	struct msg_req *m = &so->so_m;
+	struct eng_req *r = &m->mr_req;
+	struct meta *mt = eng_meta(s->s_eng);
+	bool del = r->er_kind == ER_IDX_DEL;
+	int want = del ? -ENOENT : -EEXIST;
+	uint32_t hit = 0, i;
+	MDB_txn *txn;
+
+	if (m->mr_tag == 0 || r->er_rcs == NULL ||
+	    (m->mr_rflags & (SRF_REPLICA | SRF_INTERNAL)) ||
+	    (r->er_kind != ER_IDX_PUT && !del))
+		return;
+	for (i = 0; i < m->mr_nr && r->er_rcs[i] != want; i++)
+		;
+	if (i == m->mr_nr ||
+	    mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn) != 0)
+		return;
+	for (; i < m->mr_nr; i++) {
+		struct vent ve;
+
+		if (r->er_rcs[i] == want &&
+		    vent_get(mt, txn, &r->er_id, r->er_keys->bv_buf[i],
+			     r->er_keys->bv_len[i], &ve) == 0 &&
+		    vent_tag(&ve) == m->mr_tag && vent_tomb(&ve) == del) {
+			r->er_rcs[i] = 0;
+			hit++;
+		}
+	}
+	mdb_txn_abort(txn);
+	if (hit > 0)
+		LOG_INFO("server %s: index %s: %u record(s) of a %s already "
+			 "done by the same op (tag %" PRIx64 ", its first "
+			 "answer lost): reported done", s->s_me->cs_name,
+			 eng_id_str(&r->er_id), hit, del ? "DEL" : "PUT",
+			 m->mr_tag);
+}
+
+/*
+ * Second stage of an update done (its replica record and version entries
+ * durable): the op-tag check, then the answer (srv_seq_done_cb()).  Test
+ * builds: fault srv.idx.answer.lost answers a client's PUT or DEL ordered
+ * here -ETIMEDOUT once it is applied and durable, as if the answer were
+ * lost: the client takes it for a transport failure and sends the op to
+ * the next replica (tests/integ/idx_tomb_test.sh, "Op tags").
+ */
+static void ridx_seq_done(struct eng_citem *ci, int rc)
+{
+	struct srv_op *so = (struct srv_op *)((char *)ci -
+					      offsetof(struct srv_op, so_seq_ci));
+	uint32_t kind = so->so_m.mr_req.er_kind;
+
+	if (rc == 0)
+		ridx_dedup(so->so_srv, so);
+	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
+	    !(so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL)) &&
+	    FAULT_HIT("srv.idx.answer.lost")) {
+		LOG_INFO("index %s: fault srv.idx.answer.lost: %s applied, "
+			 "answered -ETIMEDOUT", eng_id_str(&so->so_m.mr_req.er_id),
+			 kind == ER_IDX_PUT ? "PUT" : "DEL");
+		srv_reply(so, -ETIMEDOUT, NULL, "fault srv.idx.answer.lost: "
+			  "the answer of an applied update lost");
+		return;
+	}
+	srv_seq_done_cb(ci, rc);
+}
+
 bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 {
 	struct eng_req *r = &so->so_m.mr_req;
@@ -847,7 +954,7 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 	so->so_new_seq = ri->ri_seq;
 	pthread_mutex_unlock(&s->s_rlock);
 	so->so_seq_ci.ci_apply = ridx_apply;
-	so->so_seq_ci.ci_done = srv_seq_done_cb;
+	so->so_seq_ci.ci_done = ridx_seq_done;
 	return true;
 }
 
@@ -1094,7 +1201,8 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 		have_v = vent_get(m, txn, id, k, rp->klen[i], &lv) == 0;
 		if (versioned) {
 			nv = (struct vent){rp->vterm[i], rp->vseq[i],
-					   rp->rcs[i] == 1};
+				vent_word(rp->rcs[i] == 1,
+					  rp->n_vtag == n ? rp->vtag[i] : 0)};
 			if (have_v && vcmp(lv.ve_term, lv.ve_seq, nv.ve_term,
 					   nv.ve_seq) >= 0)
 				continue;
@@ -1107,7 +1215,7 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 		}
 		tv[nt] = nv;
 		ti[nt++] = i;
-		if (nv.ve_tomb) {
+		if (vent_tomb(&nv)) {
 			dk[nd] = (void *)k;
 			dkl[nd++] = rp->klen[i];
 		} else {
@@ -1187,7 +1295,9 @@ static int idx_merge(struct srv *s, struct ridx *ri, uint32_t j,
 			if (n > 0 && (rp->n_klen != n || rp->n_vlen != n ||
 				      (pass == 0 && (rp->n_vterm != n ||
 						     rp->n_vseq != n ||
-						     rp->n_rcs != n))))
+						     rp->n_rcs != n ||
+						     (rp->n_vtag != 0 &&
+						      rp->n_vtag != n)))))
 				rc = err_set(-EPROTO, "index %s: bad merge page"
 					     " from server %s", eng_id_str(id),
 					     s->s_conf->cc_servers[j].cs_name);
@@ -1615,7 +1725,7 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 		if (v.mv_size != sizeof ve)
 			continue;
 		memcpy(&ve, v.mv_data, sizeof ve);
-		if (!ve.ve_tomb)
+		if (!vent_tomb(&ve))
 			continue;
 		if (n == SRV_TOMB_BATCH) {
 			more = true;
@@ -2187,6 +2297,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 	int32_t *rcs = calloc(cap ? cap : 1, sizeof *rcs);
 	uint64_t *vt = calloc(cap ? cap : 1, sizeof *vt);
 	uint64_t *vs = calloc(cap ? cap : 1, sizeof *vs);
+	uint64_t *vg = calloc(cap ? cap : 1, sizeof *vg);
 	uint8_t *kb = malloc((size_t)(cap ? cap : 1) * CLOVIS_KEY_MAX);
 	uint8_t *vb = NULL, *out = NULL;
 	size_t kbytes = 0, vbytes = 0, vcap = 0;
@@ -2197,7 +2308,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 	int rc = 0;
 
 	if (kl == NULL || vl == NULL || rcs == NULL || vt == NULL ||
-	    vs == NULL || kb == NULL) {
+	    vs == NULL || vg == NULL || kb == NULL) {
 		rc = err_set(-ENOMEM, "index %s: versions page", eng_id_str(id));
 		goto out;
 	}
@@ -2229,7 +2340,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		if (v.mv_size != sizeof ve || klen > CLOVIS_KEY_MAX)
 			continue;
 		memcpy(&ve, v.mv_data, sizeof ve);
-		if (!ve.ve_tomb) {
+		if (!vent_tomb(&ve)) {
 			ik = meta_idx_key(ib, id, key, klen);
 			if (mdb_get(txn, mt->m_idx, &ik, &iv) != 0)
 				continue; /* its record is not durable here */
@@ -2256,8 +2367,9 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		vbytes += iv.mv_size;
 		kl[nr] = (uint32_t)klen;
 		vl[nr] = (uint32_t)iv.mv_size;
-		rcs[nr] = ve.ve_tomb ? 1 : 0;
+		rcs[nr] = vent_tomb(&ve) ? 1 : 0;
 		vt[nr] = ve.ve_term;
+		vg[nr] = vent_tag(&ve);
 		vs[nr++] = ve.ve_seq;
 	}
 	rc = 0;
@@ -2272,6 +2384,8 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 	rp.recs.data = out;
 	rp.recs.len = kbytes + vbytes;
 	rp.n_klen = rp.n_vlen = rp.n_rcs = rp.n_vterm = rp.n_vseq = nr;
+	rp.n_vtag = nr;
+	rp.vtag = vg;
 	rp.klen = kl;
 	rp.vlen = vl;
 	rp.rcs = rcs;
@@ -2292,6 +2406,7 @@ out:
 	free(rcs);
 	free(vt);
 	free(vs);
+	free(vg);
 	free(kb);
 	free(vb);
 	free(out);

@@ -16,7 +16,13 @@
 #      (SIGSTOP) it alone serves the index: none of the 20 comes back;
 #   4. then the 20 are collected on every server (the restarted one counts
 #      from 0: 20; the others 50), and after SIGKILL and restart of all
-#      three the index holds exactly the 10 records.
+#      three the index holds exactly the 10 records;
+#   5. op tags (docs/cluster.md "Op tags"): the first replica, restarted
+#      as strata-server-test with fault srv.idx.answer.lost, applies a DEL
+#      and a PUT (no overwrite) and answers them -ETIMEDOUT (lost); the
+#      next replica, verifying first (STRATA_TEST_VERIFY=1), merges them
+#      and must answer 0 (not -ENOENT / -EEXIST); every replica read alone
+#      holds the result; a new DEL / PUT of the same key is still refused.
 #
 # Every wait is bounded; the servers are killed and the directory removed
 # on any exit (the NVRAM devices are in the cluster directory: nvram_dir);
@@ -78,7 +84,7 @@ puts() { local k; for k in $(seq 1 "$3"); do echo "$1$k $2$k"; done; }
 dels() { seq -f "$1%g" 1 "$2"; }
 count_keys() { echo "$out" | grep -cE "^$1"; }
 
-cl_need strata strata-server
+cl_need strata strata-server strata-server-test
 
 echo "--- cluster up, call timeout 3 s"
 # The servers log at info level (STRATA_LOG, inherited from cluster up).
@@ -159,6 +165,61 @@ check "after a full restart: exactly the 10 live records" \
 	test "$rc" -eq 0 -a "$(count_keys k)" -eq 10 -a "$(count_keys j)" -eq 0
 for k in 3 17; do cl idx get @tb "j$k"; [ "$rc" -ne 0 ] || break; done
 check "deleted keys stay deleted" test "$rc" -ne 0
+
+echo "--- op tags: an update applied whose answer is lost, sent on"
+# s$first, the index's first replica, runs as strata-server-test with fault
+# srv.idx.answer.lost for the next two updates it orders: each is applied
+# and durable there, then answered -ETIMEDOUT as if the answer were lost,
+# so the client sends it to the next replica.  STRATA_TEST_VERIFY=1 makes
+# that one verify first: it merges s$first's change (as a replica does
+# under load when its peers' heartbeats were late), then finds the DEL's
+# record gone (the PUT's there): without op tags -ENOENT (-EEXIST) for an
+# op that did succeed (docs/cluster.md "Op tags").
+p=$(spid "$first"); kill -9 "$p"; wait_gone "$p"
+STRATA_LOG=3 STRATA_FAULT=srv.idx.answer.lost:0:2 "$BD/strata-server-test" \
+	--config "$D/cluster.yaml" --name "s$first" --pid-file "$D/s$first.pid" \
+	--log-file "$D/s$first.log"
+check "s$first restarted with fault srv.idx.answer.lost" wait_up
+# alone SERVER ARGS: the CLI with index requests to sSERVER alone (the
+# other two skipped)
+alone() {
+	local sk
+	sk=$(echo 0 1 2 | tr ' ' '\n' | grep -v "^$1$" | sed 's/^/s/' | paste -sd,)
+	shift
+	out=$(STRATA_TEST_SKIP_SERVERS=$sk timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+lost() { grep -c "fault srv.idx.answer.lost: $1 applied" "$D/s$first.log"; }
+out=$(STRATA_TEST_VERIFY=1 timeout 60 "$S" --cluster "$D/cluster.yaml" idx del @tb k31 2>"$T/err")
+rc=$?
+check "a DEL whose answer was lost (fired $(lost DEL)x) answers 0 from the next replica" \
+	test "$rc" -eq 0 -a "$(lost DEL)" -eq 1
+[ "$rc" -eq 0 ] || cat "$T/err"
+check "... which found it done by the same op (log)" \
+	grep -q "record(s) of a DEL already done by the same op" "$D"/s*.log
+for v in 0 1 2; do
+	alone $v idx get @tb k31
+	check "... k31 gone on s$v" grep -q "no such key" "$T/err"
+done
+out=$(STRATA_TEST_VERIFY=1 timeout 60 "$S" --cluster "$D/cluster.yaml" idx put @tb k41 v41 2>"$T/err")
+rc=$?
+check "a PUT (no overwrite) whose answer was lost (fired $(lost PUT)x) answers 0" \
+	test "$rc" -eq 0 -a "$(lost PUT)" -eq 1
+[ "$rc" -eq 0 ] || cat "$T/err"
+check "... which found it done by the same op (log)" \
+	grep -q "record(s) of a PUT already done by the same op" "$D"/s*.log
+for v in 0 1 2; do
+	alone $v idx get @tb k41
+	check "... k41 = v41 on s$v" test "$rc" -eq 0 -a "$(echo "$out" | grep -c v41)" -eq 1
+done
+cl idx del @tb k31
+check "a new DEL of k31 (another op) is still 'no such key'" \
+	test "$rc" -ne 0 -a "$(grep -c 'no such key' "$T/err")" -ge 1
+cl idx put @tb k41 other
+check "a new PUT of k41 (another op, no overwrite) is still 'key exists'" \
+	test "$rc" -ne 0 -a "$(grep -c 'key exists' "$T/err")" -ge 1
+cl idx get @tb k41
+check "... and k41 keeps v41" test "$(echo "$out" | grep -c v41)" -eq 1
 
 timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
 check "cluster down" test $? -eq 0
