@@ -265,7 +265,9 @@ struct clovis_conf {
 	 *  docs/cluster.md).  Everything the client needs is in it. */
 	const char *cc_cluster_conf;
 	/** Instead of a file: "ADDR:PORT" of any one server, from which the
-	 *  cluster file is fetched at init (CONF_GET).  NULL when
+	 *  cluster file is fetched at init (CONF_GET).  ADDR is an IPv4
+	 *  address, a host name (resolved at init) or an IPv6 address in
+	 *  brackets ("[::1]:21000"); anything else is -EINVAL.  NULL when
 	 *  cc_cluster_conf is given. */
 	const char *cc_server;
 	/** With cc_server: the cluster secret (text, 16..1023 bytes) that

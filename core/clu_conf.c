@@ -16,6 +16,7 @@
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,31 +163,118 @@ static int clu_ms(const yaml_node_t *n, const char *key, uint32_t *out)
 
 bool clu_addr_valid(const char *addr)
 {
+	struct in6_addr a6;
 	struct in_addr a;
 	size_t n = addr != NULL ? strlen(addr) : 0;
-	bool dot_ok = false;
+	size_t label = 0;          /* length of the label being read */
+	bool digits = true;        /* the label is all digits */
 
 	if (n == 0 || n > CLU_HOST_MAX)
 		return false;
-	if (inet_pton(AF_INET, addr, &a) == 1)
+	if (inet_pton(AF_INET, addr, &a) == 1 ||
+	    inet_pton(AF_INET6, addr, &a6) == 1)
 		return true;
-	/* a host name (RFC 1123): labels of letters, digits and '-', not
-	 * starting or ending with '-', separated by single dots */
+	/* a host name (RFC 1123): labels of 1..63 letters, digits and '-',
+	 * not starting or ending with '-', separated by single dots; the last
+	 * label not all digits, so that "256.1.1.1" or "10.1" is not taken
+	 * for an address */
 	for (size_t i = 0; i < n; i++) {
 		char ch = addr[i];
 
 		if (ch == '.') {
-			if (!dot_ok || i + 1 == n)
+			if (label == 0 || addr[i - 1] == '-' || i + 1 == n)
 				return false;
-			dot_ok = false;
-		} else if (isalnum((unsigned char)ch) ||
-			   (ch == '-' && dot_ok && i + 1 < n && addr[i + 1] != '.')) {
-			dot_ok = true;
+			label = 0;
+			digits = true;
+		} else if (isalnum((unsigned char)ch) || (ch == '-' && label > 0)) {
+			if (++label > CLU_LABEL_MAX)
+				return false;
+			digits = digits && isdigit((unsigned char)ch);
 		} else {
 			return false;
 		}
 	}
-	return true;
+	return addr[n - 1] != '-' && !digits;
+}
+
+int clu_hostport_parse(const char *s, char *addr, size_t len,
+		       uint16_t *port)
+{
+	const char *colon = s != NULL ? strrchr(s, ':') : NULL;
+	size_t n = colon != NULL ? (size_t)(colon - s) : 0;
+	bool br = n >= 2 && s[0] == '[' && s[n - 1] == ']';
+	char *end;
+	unsigned long v = 0;
+
+	if (colon != NULL) {
+		errno = 0;
+		v = strtoul(colon + 1, &end, 10);
+	}
+	if (colon == NULL || colon[1] < '0' || colon[1] > '9' || *end != '\0' ||
+	    errno != 0 || v == 0 || v > 65535 || n - 2 * br == 0 ||
+	    n - 2 * br >= len)
+		return err_set(-EINVAL, "\"%s\": expected ADDR:PORT (PORT "
+			       "1..65535; an IPv6 ADDR in brackets: [::1]:PORT)",
+			       s != NULL ? s : "");
+	memcpy(addr, s + br, n - 2 * br);
+	addr[n - 2 * br] = '\0';
+	if (!clu_addr_valid(addr) || (strchr(addr, ':') != NULL) != br) {
+		bool v6 = strchr(addr, ':') != NULL && !br;
+
+		return err_set(-EINVAL, "\"%s\": %s", s, v6 ?
+			       "an IPv6 address is written in brackets: "
+			       "[ADDR]:PORT" : "expected an IPv4 address, a "
+			       "host name or [an IPv6 address], then :PORT");
+	}
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int clu_server_resolve(const struct clu_server *s, char *ip, size_t len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai = NULL;
+	int rc;
+
+	rc = getaddrinfo(s->cs_addr, NULL, &hints, &ai);
+	if (rc != 0)
+		return err_set(-EHOSTUNREACH, "server %s: address '%s' does "
+			       "not resolve: %s", s->cs_name, s->cs_addr,
+			       rc == EAI_SYSTEM ? strerror(errno) :
+			       gai_strerror(rc));
+	rc = getnameinfo(ai->ai_addr, ai->ai_addrlen, ip, (socklen_t)len,
+			 NULL, 0, NI_NUMERICHOST);
+	freeaddrinfo(ai);
+	if (rc != 0)
+		return err_set(-EHOSTUNREACH, "server %s: address '%s': no "
+			       "numeric form: %s", s->cs_name, s->cs_addr,
+			       gai_strerror(rc));
+	return 0;
+}
+
+int clu_conf_resolve(struct clu_conf *c)
+{
+	char (*ip)[CLU_IP_MAX] = calloc(c->cc_nr_servers + 1, sizeof *ip);
+	int rc = ip == NULL ? err_set(-ENOMEM, "cluster %s: resolve",
+				      c->cc_name) : 0;
+
+	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
+		rc = clu_server_resolve(&c->cc_servers[i], ip[i], CLU_IP_MAX);
+	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
+		memcpy(c->cc_servers[i].cs_ip, ip[i], CLU_IP_MAX);
+	free(ip);
+	return rc;
+}
+
+const char *clu_server_where(const struct clu_server *s, char *buf,
+			     size_t len)
+{
+	bool v6 = strchr(s->cs_addr, ':') != NULL;
+
+	snprintf(buf, len, "%s%s%s:%u", v6 ? "[" : "", s->cs_addr,
+		 v6 ? "]" : "", s->cs_port);
+	return buf;
 }
 
 /* A path: absolute, or made absolute against base. */
@@ -466,7 +554,8 @@ static int clu_server_key(struct clu_px *p, struct clu_server *s,
 	if (strcmp(k, "address") == 0) {
 		rc = clu_text(v, kk, s->cs_addr, sizeof s->cs_addr);
 		if (rc == 0 && !clu_addr_valid(s->cs_addr))
-			rc = clu_fail(v, kk, "an IPv4 address or a host name",
+			rc = clu_fail(v, kk, "expected an IPv4 address, an "
+				      "IPv6 address or a host name",
 				      s->cs_addr);
 		return rc;
 	}

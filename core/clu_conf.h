@@ -14,7 +14,7 @@
  *     call_timeout: 30s            # default 30 s
  *   servers:                       # 1..CLU_SERVERS_MAX
  *     - name: s0
- *       address: 127.0.0.1         # an IPv4 address or a host name
+ *       address: 127.0.0.1         # IPv4, IPv6 ("::1", quoted) or a host name
  *       port: 21000
  *       data_dir: /var/lib/strata/s0
  *       nvram_dir: /dev/shm        # optional
@@ -50,6 +50,11 @@
 #define CLU_SERVERS_MAX 64u
 /** Longest server address or host name (RFC 1123: 253 characters). */
 #define CLU_HOST_MAX 253u
+/** Longest host name label (RFC 1123: 63 characters). */
+#define CLU_LABEL_MAX 63u
+/** A numeric address as text, IPv4 or IPv6 (INET6_ADDRSTRLEN, with its
+ *  terminating NUL). */
+#define CLU_IP_MAX 46u
 /* Cluster and server names: shown in tables and used as directory names. */
 #define CLU_NAME_MAX 31u
 /* Secret: at least 16 bytes (128 bits) for HMAC-SHA256; at most 1 KiB. */
@@ -63,7 +68,11 @@
 /** One server of the cluster. */
 struct clu_server {
 	char cs_name[CLU_NAME_MAX + 1];
-	char cs_addr[CLU_HOST_MAX + 1]; /**< dotted IPv4 or host name */
+	char cs_addr[CLU_HOST_MAX + 1]; /**< as written: IPv4, IPv6 or a
+					 *   host name */
+	/** The numeric address cs_addr resolved to (clu_conf_resolve()),
+	 *  "" until then. */
+	char cs_ip[CLU_IP_MAX];
 	uint16_t cs_port;
 	char cs_data_dir[256];     /**< absolute */
 	char cs_nvram_dir[256];    /**< "" = the store's default */
@@ -123,9 +132,48 @@ int clu_server_find(const struct clu_conf *c, const char *name);
  */
 uint32_t clu_home(const struct clu_conf *c, const struct clovis_id *id);
 
-/** Is addr a dotted IPv4 address or a well-formed host name (resolved to
- *  IPv4 when it is used)?  Any address is accepted: which hosts a cluster
- *  runs on is its user's choice. */
+/** Is addr a dotted IPv4 address, an IPv6 address (inet_pton(AF_INET6):
+ *  no brackets, no zone "%eth0") or a well-formed host name (RFC 1123:
+ *  labels of 1..63 letters, digits and '-', not starting or ending with
+ *  '-', the last one not all digits; at most CLU_HOST_MAX characters)?
+ *  Any address is accepted: which hosts a cluster runs on is its user's
+ *  choice (only the test scripts keep to 127.0.0.0/8, ::1 and
+ *  198.51.100.0/24). */
 bool clu_addr_valid(const char *addr);
+
+/**
+ * Parse "ADDR:PORT" (cc_server, strata --server): ADDR an IPv4 address or
+ * a host name, or an IPv6 address in brackets ("[::1]:21000"; without
+ * them the port could not be told from the address, so "::1:21000" is
+ * refused); PORT a number in 1..65535.  Returns 0 with addr (len >
+ * CLU_HOST_MAX) and *port filled, or -EINVAL with a message quoting s and
+ * saying what is expected.
+ */
+int clu_hostport_parse(const char *s, char *addr, size_t len,
+		       uint16_t *port);
+
+/**
+ * Resolve server s's address (getaddrinfo, AF_UNSPEC: IPv4 or IPv6; the
+ * first address it returns) into ip (len >= CLU_IP_MAX) as a numeric
+ * address.  A numeric cs_addr is taken as it is (no look-up).
+ * Returns 0, or -EHOSTUNREACH with a message naming the server, the name
+ * and the resolver's reason ("server s1: address 'db.invalid' does not
+ * resolve: Name or service not known").
+ */
+int clu_server_resolve(const struct clu_server *s, char *ip, size_t len);
+
+/**
+ * Resolve every server's address once, at start, into its cs_ip
+ * (clu_server_resolve()).  Returns 0, or the first server's error; then
+ * no cs_ip is changed.  A server process calls it before it serves; a
+ * client's peer table (core/server/peers.h) resolves the servers whose
+ * cs_ip is "" when it is made.
+ */
+int clu_conf_resolve(struct clu_conf *c);
+
+/** "ADDR:PORT" of server s as written in its file, an IPv6 address in
+ *  brackets ("[::1]:21000"), into buf; returns buf. */
+const char *clu_server_where(const struct clu_server *s, char *buf,
+			     size_t len);
 
 #endif

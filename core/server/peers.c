@@ -53,6 +53,10 @@ struct peer_slot {
 
 struct peers {
 	const struct clu_conf *p_conf;
+	/* each server's numeric address, resolved once when the table is
+	 * made (its cs_ip, or clu_server_resolve() for a conf not resolved
+	 * yet: a client's) */
+	char p_ip[CLU_SERVERS_MAX][CLU_IP_MAX];
 	struct rpc_ep *p_ep;
 	bool p_own_ep;
 	bool p_server;      /* peers_set_server(): the short retry only */
@@ -251,44 +255,74 @@ static void slot_mark_up(struct peer_slot *s, uint64_t sent_ms)
 /*
  * The local address a client endpoint binds to: the one the kernel routes
  * to the cluster's first server from (a UDP socket connect()ed there and
- * asked with getsockname(); no packet is sent).  127.0.0.1 for servers on
- * loopback, this host's interface address for servers on other hosts.
+ * asked with getsockname(); no packet is sent), of the server's family:
+ * 127.0.0.1 or ::1 for servers on loopback, this host's interface address
+ * for servers on other hosts.  ip: server 0's numeric address.
  */
-static void peers_local_addr(const struct clu_conf *c, char *buf, size_t len)
+static void peers_local_addr(const char *ip, uint16_t port, char *buf,
+			     size_t len)
 {
-	struct sockaddr_in sa = {.sin_family = AF_INET};
-	struct addrinfo hints = {.ai_family = AF_INET,
-				 .ai_socktype = SOCK_DGRAM};
-	struct addrinfo *ai = NULL;
-	socklen_t sl = sizeof sa;
+	struct sockaddr_storage ss = {0};
+	struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+	socklen_t sl = sizeof ss;
 	int fd;
 
-	snprintf(buf, len, "127.0.0.1");
-	/* an address or a host name (its first IPv4 address) */
-	if (c->cc_nr_servers == 0 ||
-	    getaddrinfo(c->cc_servers[0].cs_addr, NULL, &hints, &ai) != 0)
+	if (inet_pton(AF_INET6, ip, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons(port);
+		sl = sizeof *a6;
+		snprintf(buf, len, "::1");
+	} else if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons(port);
+		sl = sizeof *a4;
+		snprintf(buf, len, "127.0.0.1");
+	} else {
+		snprintf(buf, len, "127.0.0.1");
 		return;
-	sa.sin_addr = ((struct sockaddr_in *)ai->ai_addr)->sin_addr;
-	freeaddrinfo(ai);
-	sa.sin_port = htons(c->cc_servers[0].cs_port);
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	}
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &sl) == 0)
-		inet_ntop(AF_INET, &sa.sin_addr, buf, (socklen_t)len);
+	if (connect(fd, (struct sockaddr *)&ss, sl) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+		getnameinfo((struct sockaddr *)&ss, sl, buf, (socklen_t)len,
+			    NULL, 0, NI_NUMERICHOST);
 	close(fd);
+}
+
+/* Every server's numeric address into p->p_ip, once: its cs_ip when the
+ * conf was resolved (a server's), else looked up now (a client's). */
+static int peers_resolve(struct peers *p, const struct clu_conf *c)
+{
+	int rc = 0;
+
+	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++) {
+		const struct clu_server *sv = &c->cc_servers[i];
+
+		if (sv->cs_ip[0] != '\0')
+			snprintf(p->p_ip[i], CLU_IP_MAX, "%s", sv->cs_ip);
+		else
+			rc = clu_server_resolve(sv, p->p_ip[i], CLU_IP_MAX);
+	}
+	return rc;
 }
 
 int peers_create(struct peers **out, const struct clu_conf *c,
 		 struct rpc_ep *ep)
 {
-	char local[INET_ADDRSTRLEN];
+	char local[CLU_IP_MAX];
 	struct peers *p = calloc(1, sizeof *p);
 	int rc;
 
 	if (p == NULL)
 		return err_set(-ENOMEM, "cluster %s: peer table", c->cc_name);
+	rc = peers_resolve(p, c);
+	if (rc != 0) {
+		free(p);
+		return err_set(rc, "cluster %s: %s", c->cc_name, err_msg());
+	}
 	p->p_conf = c;
 	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++)
 		pthread_mutex_init(&p->p_slots[i].ps_lock, NULL);
@@ -301,7 +335,11 @@ int peers_create(struct peers **out, const struct clu_conf *c,
 			.rc_max_msg = 2u << 20,
 		};
 
-		peers_local_addr(c, local, sizeof local);
+		if (c->cc_nr_servers > 0)
+			peers_local_addr(p->p_ip[0], c->cc_servers[0].cs_port,
+					 local, sizeof local);
+		else
+			snprintf(local, sizeof local, "127.0.0.1");
 		rc = rpc_ep_open(&ep, &rc_conf, local, 0);
 		if (rc != 0) {
 			free(p);
@@ -385,25 +423,26 @@ static int slot_connect(struct peers *p, uint32_t i)
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
 	struct peer_conn *c;
+	char where[CLU_HOST_MAX + 16];
 	uint64_t since;
 	int rc;
 
+	clu_server_where(sv, where, sizeof where);
 	if (s->ps_down_until_ms != 0 && peers_now_ms() < s->ps_down_until_ms)
-		return err_set(-EHOSTDOWN, "server %s (%s:%u) is down (tried "
-			       "again in %" PRIu64 " ms)", sv->cs_name,
-			       sv->cs_addr, sv->cs_port,
+		return err_set(-EHOSTDOWN, "server %s (%s) is down (tried "
+			       "again in %" PRIu64 " ms)", sv->cs_name, where,
 			       s->ps_down_until_ms - peers_now_ms());
 	c = calloc(1, sizeof *c);
 	if (c == NULL)
 		return err_set(-ENOMEM, "server %s: connection", sv->cs_name);
 	since = peers_now_ms();
-	rc = rpc_connect(p->p_ep, sv->cs_addr, sv->cs_port,
+	rc = rpc_connect(p->p_ep, p->p_ip[i], sv->cs_port,
 			 (int)p->p_conf->cc_connect_ms, &c->pc_peer);
 	if (rc != 0) {
 		free(c);
 		slot_mark_down(p, s, since);
-		return err_set(rc, "server %s (%s:%u): %s%s", sv->cs_name,
-			       sv->cs_addr, sv->cs_port, rc == -EACCES ?
+		return err_set(rc, "server %s (%s): %s%s", sv->cs_name,
+			       where, rc == -EACCES ?
 			       "wrong cluster secret (this side's and the "
 			       "server's differ): " : "", err_msg());
 	}

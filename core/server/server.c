@@ -494,6 +494,10 @@ int main(int argc, char **argv)
 		return rc;
 	}
 	idx = rc == 0 ? clu_server_find(&c, a.sa_name) : rc;
+	/* every server's address resolved once, here: a name that does not
+	 * resolve stops the start, naming its server, before it detaches */
+	if (idx >= 0 && clu_conf_resolve(&c) != 0)
+		idx = -EHOSTUNREACH;
 	if (idx < 0) {
 		fprintf(stderr, "strata-server: %s\n", err_msg());
 		clu_conf_fini(&c);
@@ -533,14 +537,13 @@ int main(int argc, char **argv)
 		clu_conf_fini(&c);
 		return 1;
 	}
-	fprintf(stderr, "strata-server %s: serving %s:%u (cluster %s, pid %ld)\n",
-		a.sa_name, c.cc_servers[idx].cs_addr, c.cc_servers[idx].cs_port,
-		c.cc_name, (long)getpid());
 	{
-		char where[CLU_HOST_MAX + 8];
+		char where[CLU_HOST_MAX + 16];
 
-		snprintf(where, sizeof where, "%s:%u", c.cc_servers[idx].cs_addr,
-			 c.cc_servers[idx].cs_port);
+		clu_server_where(&c.cc_servers[idx], where, sizeof where);
+		fprintf(stderr, "strata-server %s: serving %s (cluster %s, "
+			"pid %ld)\n", a.sa_name, where, c.cc_name,
+			(long)getpid());
 		status_end("serving", where);
 	}
 	while (sig != SIGTERM && sig != SIGINT)

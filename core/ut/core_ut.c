@@ -573,43 +573,149 @@ static void test_store_move_copy(void)
 	CU_ASSERT_EQUAL(clovis_store_destroy(c), 0);
 }
 
-/* Server addresses: any IPv4 address or host name (the product is not
- * limited to the tests' ranges); malformed ones are refused naming the
- * key. */
+/* A one-server cluster file with the given address line value. */
+static int clu_addr_conf(struct clu_conf *c, const char *addr)
+{
+	char y[512];
+
+	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+		 "0123456789abcdef0123\nservers:\n  - name: s0\n    "
+		 "address: %s\n    port: 21000\n    data_dir: /tmp/x\n"
+		 "    devices:\n      - { tier: flash }\n", addr);
+	return clu_conf_parse(c, y, strlen(y), NULL, 0);
+}
+
+/* Server addresses: any IPv4 address, IPv6 address or host name (the
+ * product is not limited to the tests' ranges); malformed ones are
+ * refused naming the key. */
 static void test_clu_addr(void)
 {
 	static const char *good[] = {"127.0.0.1", "10.1.2.3", "8.8.8.8",
 				     "localhost", "node-7.cluster.example",
-				     "S0"};
+				     "S0", "::1", "fe80::1", "2001:db8::7",
+				     "::ffff:127.0.0.1", "::", "1host.example",
+				     "a.b-c.d1"};
 	static const char *bad[] = {"", "a..b", ".a", "a.", "-a", "a-",
-				    "a b", "a;b", "host:1"};
-	char y[512];
+				    "a-.b", "a.-b", "a b", "a;b", "host:1",
+				    "::1::2", "[::1]", "fe80::1%eth0", ":::",
+				    "256.1.1.1", "10.1", "1.2.3.4.5", "1.example.2",
+				    "::1:2:3:4:5:6:7:8:9"};
+	char label[80];
 	struct clu_conf c;
 	int rc;
 
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-		CU_ASSERT(clu_addr_valid(good[i]));
+		if (!clu_addr_valid(good[i]))
+			CU_FAIL(good[i]);
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-		CU_ASSERT(!clu_addr_valid(bad[i]));
-	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
-		 "0123456789abcdef0123\nservers:\n  - name: s0\n    "
-		 "address: %s\n    port: 21000\n    data_dir: /tmp/x\n"
-		 "    devices:\n      - { tier: flash }\n",
-		 "storage-1.example.org");
-	rc = clu_conf_parse(&c, y, strlen(y), NULL, 0);
+		if (clu_addr_valid(bad[i]))
+			CU_FAIL(bad[i]);
+	/* labels of at most 63 characters */
+	memset(label, 'a', 63);
+	snprintf(label + 63, sizeof label - 63, ".example");
+	CU_ASSERT(clu_addr_valid(label));
+	memset(label, 'a', 64);
+	snprintf(label + 64, sizeof label - 64, ".example");
+	CU_ASSERT(!clu_addr_valid(label));
+	rc = clu_addr_conf(&c, "storage-1.example.org");
 	if (rc != 0)
 		fprintf(stderr, "clu_addr: %s\n", err_msg());
 	CU_ASSERT_EQUAL_FATAL(rc, 0);
 	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_addr,
 			       "storage-1.example.org");
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_ip, "");
 	clu_conf_fini(&c);
+	/* IPv6, quoted as docs/cluster.md writes it, and plain */
+	CU_ASSERT_EQUAL_FATAL(clu_addr_conf(&c, "\"::1\""), 0);
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_addr, "::1");
+	clu_conf_fini(&c);
+	CU_ASSERT_EQUAL_FATAL(clu_addr_conf(&c, "2001:db8::7"), 0);
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_addr, "2001:db8::7");
+	clu_conf_fini(&c);
+	CU_ASSERT_EQUAL(clu_addr_conf(&c, "bad..name"), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "servers[0].address"));
+	CU_ASSERT_EQUAL(clu_addr_conf(&c, "\"::1::2\""), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "servers[0].address"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "IPv6"));
+}
+
+/* cc_server's ADDR:PORT: an IPv6 address only in brackets, a port in
+ * 1..65535; the rest refused with a message quoting the text. */
+static void test_clu_hostport(void)
+{
+	static const struct {
+		const char *s, *addr;
+		uint16_t port;
+	} good[] = {{"127.0.0.1:21000", "127.0.0.1", 21000},
+		    {"[::1]:21000", "::1", 21000},
+		    {"[2001:db8::7]:1", "2001:db8::7", 1},
+		    {"node-7.example:65535", "node-7.example", 65535},
+		    {"localhost:9", "localhost", 9}};
+	static const char *bad[] = {"", "127.0.0.1", "127.0.0.1:", ":21000",
+				    "127.0.0.1:0", "127.0.0.1:65536",
+				    "127.0.0.1:-1", "127.0.0.1:2x",
+				    "::1:21000", "[::1]", "[::1]21000",
+				    "[]:21000", "[localhost]:21000",
+				    "[::1::2]:21000", "bad..name:21000",
+				    "fe80::1:2"};
+	char addr[CLU_HOST_MAX + 1];
+	uint16_t port;
+
+	for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+		port = 0;
+		CU_ASSERT_EQUAL(clu_hostport_parse(good[i].s, addr, sizeof addr,
+						   &port), 0);
+		CU_ASSERT_STRING_EQUAL(addr, good[i].addr);
+		CU_ASSERT_EQUAL(port, good[i].port);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		if (clu_hostport_parse(bad[i], addr, sizeof addr, &port) !=
+		    -EINVAL) {
+			CU_FAIL(bad[i]);
+			continue;
+		}
+		CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), bad[i]));
+	}
+	CU_ASSERT_EQUAL(clu_hostport_parse("::1:21000", addr, sizeof addr,
+					   &port), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "brackets"));
+}
+
+/* Resolution at start: a numeric address is taken as it is, a name is
+ * looked up (localhost: /etc/hosts, no query sent); the conf's cs_ip is
+ * filled for every server.  (A name that does not resolve is refused in
+ * tests/integ/addr_test.sh, which bounds the resolver's wait.) */
+static void test_clu_resolve(void)
+{
+	struct clu_server s = {.cs_name = "s0", .cs_port = 21000};
+	char ip[CLU_IP_MAX], y[1024];
+	struct clu_conf c;
+
+	snprintf(s.cs_addr, sizeof s.cs_addr, "::1");
+	CU_ASSERT_EQUAL(clu_server_resolve(&s, ip, sizeof ip), 0);
+	CU_ASSERT_STRING_EQUAL(ip, "::1");
+	snprintf(s.cs_addr, sizeof s.cs_addr, "127.0.0.2");
+	CU_ASSERT_EQUAL(clu_server_resolve(&s, ip, sizeof ip), 0);
+	CU_ASSERT_STRING_EQUAL(ip, "127.0.0.2");
+	snprintf(s.cs_addr, sizeof s.cs_addr, "localhost");
+	CU_ASSERT_EQUAL(clu_server_resolve(&s, ip, sizeof ip), 0);
+	CU_ASSERT(strcmp(ip, "::1") == 0 || strncmp(ip, "127.", 4) == 0);
 	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
-		 "0123456789abcdef0123\nservers:\n  - name: s0\n    "
-		 "address: %s\n    port: 21000\n    data_dir: /tmp/x\n"
-		 "    devices:\n      - { tier: flash }\n",
-		 "bad..name");
-	CU_ASSERT_EQUAL(clu_conf_parse(&c, y, strlen(y), NULL, 0), -EINVAL);
-	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "address"));
+		 "0123456789abcdef0123\nservers:\n"
+		 "  - name: s0\n    address: \"::1\"\n    port: 21000\n"
+		 "    data_dir: /tmp/x0\n    devices:\n      - { tier: flash }\n"
+		 "  - name: s1\n    address: localhost\n    port: 21001\n"
+		 "    data_dir: /tmp/x1\n    devices:\n      - { tier: flash }\n");
+	CU_ASSERT_EQUAL_FATAL(clu_conf_parse(&c, y, strlen(y), NULL, 0), 0);
+	CU_ASSERT_EQUAL(clu_conf_resolve(&c), 0);
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_ip, "::1");
+	CU_ASSERT_NOT_EQUAL(c.cc_servers[1].cs_ip[0], '\0');
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[1].cs_addr, "localhost");
+	CU_ASSERT_STRING_EQUAL(clu_server_where(&c.cc_servers[0], y, sizeof y),
+			       "[::1]:21000");
+	CU_ASSERT_STRING_EQUAL(clu_server_where(&c.cc_servers[1], y, sizeof y),
+			       "localhost:21001");
+	clu_conf_fini(&c);
 }
 
 int core_ut_add(void)
@@ -630,7 +736,9 @@ int core_ut_add(void)
 	    !CU_add_test(s, "rtxn_idle_pin", test_rtxn_idle_pin) ||
 	    !CU_add_test(s, "fault_points", test_fault_points) ||
 	    !CU_add_test(s, "store_move_copy", test_store_move_copy) ||
-	    !CU_add_test(s, "clu_addr", test_clu_addr))
+	    !CU_add_test(s, "clu_addr", test_clu_addr) ||
+	    !CU_add_test(s, "clu_hostport", test_clu_hostport) ||
+	    !CU_add_test(s, "clu_resolve", test_clu_resolve))
 		return -1;
 	return conf_ut_add();
 }
