@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/errors.h"
 #include "core/fault.h"
@@ -2263,10 +2264,31 @@ static int idx_lonely_check(struct srv *s, struct srv_op *so)
 		       s->s_me->cs_name, eng_id_str(&r->er_id));
 }
 
+/* Test builds: fault srv.idx.read.slow holds a client's GET or NEXT for
+ * the call timeout and 500 ms more before serving it, so that the client
+ * gives up on it (tests/integ/idx_tomb_test.sh, "Reads tried once more"). */
+static void idx_read_fault(struct srv *s, struct srv_op *so)
+{
+	uint32_t kind = so->so_m.mr_req.er_kind;
+	uint32_t ms = s->s_conf->cc_call_ms + 500;
+
+	if ((kind != ER_IDX_GET && kind != ER_IDX_NEXT) ||
+	    (so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL)) ||
+	    !FAULT_HIT("srv.idx.read.slow"))
+		return;
+	LOG_INFO("index %s: fault srv.idx.read.slow: %s held %u ms",
+		 eng_id_str(&so->so_m.mr_req.er_id),
+		 kind == ER_IDX_GET ? "GET" : "NEXT", ms);
+	usleep(ms * 1000u);
+}
+
 static void srv_idx_go(struct srv *s, struct srv_op *so)
 {
 	uint32_t kind = so->so_m.mr_req.er_kind;
-	int rc = idx_lonely_check(s, so);
+	int rc;
+
+	idx_read_fault(s, so);
+	rc = idx_lonely_check(s, so);
 
 	if (rc == 0)
 		rc = idx_prepare(s, so);

@@ -22,7 +22,9 @@
 #      and a PUT (no overwrite) and answers them -ETIMEDOUT (lost); the
 #      next replica, verifying first (STRATA_TEST_VERIFY=1), merges them
 #      and must answer 0 (not -ENOENT / -EEXIST); every replica read alone
-#      holds the result; a new DEL / PUT of the same key is still refused.
+#      holds the result; a new DEL / PUT of the same key is still refused;
+#      and a GET held past the call timeout (fault srv.idx.read.slow) on
+#      the only replica asked is tried once more and answers.
 #
 # Every wait is bounded; the servers are killed and the directory removed
 # on any exit (the NVRAM devices are in the cluster directory: nvram_dir);
@@ -175,11 +177,30 @@ echo "--- op tags: an update applied whose answer is lost, sent on"
 # under load when its peers' heartbeats were late), then finds the DEL's
 # record gone (the PUT's there): without op tags -ENOENT (-EEXIST) for an
 # op that did succeed (docs/cluster.md "Op tags").
+# Reads tried once more (docs/cluster.md): an index whose last replica in
+# ring order is s$first (clu_home(): splitmix64, mirrored), read from s$first
+# alone while fault srv.idx.read.slow holds its first client GET past the
+# call timeout: the client must try it once more, not fail -ETIMEDOUT.
+RX=$(python3 - "$(( (first + 1) % 3 ))" <<'PY'
+import sys
+M = (1 << 64) - 1
+def mix(x):
+	x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+	x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+	return x ^ (x >> 31)
+print(["e2:%x" % lo for lo in range(1, 64)
+       if mix(0xe2 ^ mix(lo)) % 3 == int(sys.argv[1])][0])
+PY
+)
+cl idx create "$RX"
+check "index $RX (home s$(( (first + 1) % 3 )), s$first last) created" test "$rc" -eq 0
+cl idx put "$RX" r1 rv1
+check "... r1 put" test "$rc" -eq 0
 p=$(spid "$first"); kill -9 "$p"; wait_gone "$p"
-STRATA_LOG=3 STRATA_FAULT=srv.idx.answer.lost:0:2 "$BD/strata-server-test" \
-	--config "$D/cluster.yaml" --name "s$first" --pid-file "$D/s$first.pid" \
-	--log-file "$D/s$first.log"
-check "s$first restarted with fault srv.idx.answer.lost" wait_up
+STRATA_LOG=3 STRATA_FAULT=srv.idx.answer.lost:0:2,srv.idx.read.slow:0:1 \
+	"$BD/strata-server-test" --config "$D/cluster.yaml" --name "s$first" \
+	--pid-file "$D/s$first.pid" --log-file "$D/s$first.log"
+check "s$first restarted with faults srv.idx.answer.lost, srv.idx.read.slow" wait_up
 # alone SERVER ARGS: the CLI with index requests to sSERVER alone (the
 # other two skipped)
 alone() {
@@ -189,6 +210,11 @@ alone() {
 	out=$(STRATA_TEST_SKIP_SERVERS=$sk timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
 	rc=$?
 }
+alone "$first" idx get "$RX" r1
+slow=$(grep -c "fault srv.idx.read.slow: GET held" "$D/s$first.log")
+check "a GET held past the call timeout (${slow}x) is tried once more: r1 = rv1" \
+	test "$rc" -eq 0 -a "$slow" -eq 1 -a "$(echo "$out" | grep -c rv1)" -eq 1
+[ "$rc" -eq 0 ] || cat "$T/err"
 lost() { grep -c "fault srv.idx.answer.lost: $1 applied" "$D/s$first.log"; }
 out=$(STRATA_TEST_VERIFY=1 timeout 60 "$S" --cluster "$D/cluster.yaml" idx del @tb k31 2>"$T/err")
 rc=$?
