@@ -1,6 +1,6 @@
 # gateways/s3 — strata-s3, the S3 protocol gateway (libmicrohttpd), a plain
 # Clovis client linked with the release library.
-S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_ops.c s3_ops_bucket.c s3_ops_object.c s3_ops_list.c s3_ops_multipart.c s3_acl.c s3_policy.c s3_tagging.c s3_bconf.c s3_util.c s3_sum.c s3_cksum.c)
+S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_store_tx.c s3_store_io.c s3_ops.c s3_ops_bucket.c s3_ops_object.c s3_ops_list.c s3_ops_multipart.c s3_acl.c s3_policy.c s3_tagging.c s3_bconf.c s3_util.c s3_sum.c s3_cksum.c)
 S3_OBJS := $(S3_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata-s3
 $(S3_OBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd json-c 2>/dev/null)
