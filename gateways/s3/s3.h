@@ -7,12 +7,15 @@
  *               body streaming, access log and per-request statistics;
  *   s3_auth.c   credentials file and AWS Signature V4 (headers, presigned);
  *   s3_store.c  the mapping onto Clovis: system indices, bucket records,
- *               object records, object data streams, recovery at start;
- *   s3_ops.c    the S3 operations (bucket, object, listing, multipart)
- *               and the router: (method, target, sub-resources) -> an
- *               operation, or 501 NotImplemented with nothing changed;
+ *               the janitor, in-flight records; s3_store_tx.c atomic
+ *               changes, recovery at start, the settle thread;
+ *               s3_store_io.c object data streams (writer, reader);
+ *   s3_ops.c    the operations' helpers and the router: (method, target,
+ *               sub-resources) -> an operation, or 501 NotImplemented with
+ *               nothing changed; the operations in s3_ops_bucket.c,
+ *               s3_ops_object.c, s3_ops_list.c, s3_ops_multipart.c;
  *   s3_acl.c    ACLs, ownership controls, who may do what (s3_authz()),
- *               anonymous requests (s3_anon_ok());
+ *               anonymous requests (s3_anon_ok() is in s3_ops.c);
  *   s3_policy.c bucket policies (json-c), their evaluation;
  *   s3_tagging.c tag sets of objects and buckets;
  *   s3_util.c   records (TLV), XML out and in, encodings, time.
@@ -514,7 +517,7 @@ uint32_t s3_tags_count(const uint8_t *t, size_t n);
 int s3_object_tagging(struct s3_req *rq);
 int s3_bucket_tagging(struct s3_req *rq);
 
-/* Shared by the operations files (s3_ops.c). */
+/* Shared by the operations files (s3_ops*.c, s3_acl.c ...). */
 /** The request's bucket into rq_bk, the requester allowed perm / action
  *  on it (s3_authz() with no object; perm 0: existence only, the caller
  *  checks the object).  Replies NoSuchBucket, AccessDenied: -errno. */
@@ -634,7 +637,7 @@ void s3_store_close(void);
  */
 int s3_store_recover(uint64_t *objs_freed, uint64_t *queued);
 
-/* The settle thread (cluster mode, s3_store.c "settle"). */
+/* The settle thread (cluster mode, s3_store_tx.c "settle"). */
 /** A change of this gateway ended in doubt (s3_tx_doubt()): a mark that
  *  stays pending until a later clovis_dtx_settle() returned 0. */
 uint64_t s3_settle_mark(void);
@@ -810,7 +813,7 @@ void s3_inflight_del_later(const uint8_t *rkey);
  *  record deletions) is done. */
 void s3_janitor_flush(void);
 /*
- * An atomic change (s3_store.c): index PUTs and DELs, DELETEs of the
+ * An atomic change (s3_store_tx.c): index PUTs and DELs, DELETEs of the
  * objects of a replaced or deleted record, and DELs of in-flight records,
  * made visible and durable together by one Clovis dtx (embedded mode: one
  * local atomic commit; cluster mode: a two-phase commit).  The first PUT or
