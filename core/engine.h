@@ -2,6 +2,13 @@
  * engine.h — the per-node core engine: store, devices, group commit, and the
  * execution of object, index and entity requests.
  *
+ * This header is the store-level contract: the engine handle, requests and
+ * commit items, open/close/exec, the group commit, devices, pools and
+ * space.  Each part of the engine has its own contract, included at the end
+ * of this one: objects (obj.h), indices (idx.h), entities (ent.h),
+ * composite objects (comp.h), SMR zones (zone.h); unit layouts (stripe.h)
+ * are included by those who use them.  Files: see core/README.md.
+ *
  * Data path of an update (details in docs/data-path.md):
  *   eng_exec()            validates against the metadata, allocates space on
  *                         the target device and writes the data there
@@ -221,6 +228,8 @@ bool eng_req_readonly(const struct eng_req *r);
  *  must reach eng_exec(). */
 void eng_update_coming(struct eng *e, struct eng_req *r);
 
+/* ---------------------------------------- group commit (core/commit.c) */
+
 /** Queue a commit item; its ci_done() reports the outcome. */
 void eng_commit_submit(struct eng *e, struct eng_citem *ci);
 /** eng_commit_submit(), but a lone update on a store whose metadata is on
@@ -249,6 +258,8 @@ bool eng_commit_release(struct eng *e, struct eng_citem *ci);
 void eng_commit_hook_set(struct eng *e,
 			 void (*hook)(void *, uint64_t, uint32_t), void *arg);
 
+/* ------------------------------------------ the handle (core/engine.c) */
+
 /** A number unique to this open engine among all engines the process
  *  opened (never 0): keys per-thread caches that must not outlive it. */
 uint64_t eng_serial(struct eng *e);
@@ -269,7 +280,13 @@ int eng_sys_load(struct eng *e, const char *name, void *buf, size_t len);
 /** Delete a sys blob (absent is not an error). */
 int eng_sys_del(struct eng *e, const char *name);
 
-/* Internal to core/: shared by engine.c, obj.c, idx.c, ent.c, stripe.c. */
+/** "hi:lo" of an id in a static per-thread buffer, for messages. */
+const char *eng_id_str(const struct clovis_id *id);
+uint64_t eng_now_ns(void);
+
+/* Internal to core/: shared by the engine's files and its parts. */
+
+/* ------------------------------------------------ devices (core/dev.c) */
 
 /** Device states (persisted in the device record). */
 enum eng_dev_state {
@@ -296,88 +313,6 @@ struct eng_dev {
 				 *   no append goes there (under ed_zlock) */
 };
 
-/**
- * Append len bytes of buf to zoned device dev (SMR): into its open zone,
- * else the partly written zone with the most room (so the tails of zones
- * left open by an earlier process, one killed among them, are used up),
- * else the next empty one, in runs that are whole multiples of gran bytes
- * (a run never crosses a zone).  Each run is marked used and added to sv, in
- * order.  Returns 0, -ENOSPC (no empty zone left: run the cleaner), or the
- * driver's error (runs already written stay in sv for the caller to give
- * back with eng_space_release()).
- */
-int eng_space_append(struct eng *e, uint32_t dev, const void *buf,
-		     uint64_t len, uint64_t gran, struct eng_spacevec *sv);
-
-/**
- * eng_space_append() for an ordinary write (core/zone.c).  Ordinary appends
- * never take the last ZONE_CLEAN_RESERVE empty zone(s): those are the
- * cleaner's, which needs room to move live bytes before it can reset a
- * zone.  When no room is left, this runs the cleaner on dev and goes on
- * appending, for a bounded number of rounds.  The cleaner takes the zone
- * with the most dead bytes that is not held: a zone is held while more of
- * its bytes are marked in use than the maps point at (appended bytes of a
- * write in flight, among them the runs already in sv, the caller's own, or
- * frees on their way back), since it could not be emptied; a zone that
- * could not be reset is passed over for the next.  Returns 0; -ENOSPC only
- * when no zone but those of sv's own runs holds dead bytes (the device is
- * full of live data; the message gives live bytes and size); -EAGAIN when
- * dead bytes exist only in zones held by others and stay held for
- * ZONE_HELD_WAIT_NS (frees are drained and the zones polled meanwhile);
- * or the driver's error.  Runs appended stay in sv for the caller to give
- * back, as with eng_space_append().  The caller must not be inside an RCU
- * read-side section (the cleaner waits for freed space to be released
- * after a grace period).
- */
-int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
-			     uint64_t len, uint64_t gran,
-			     struct eng_spacevec *sv);
-
-/** Is device dev zoned? */
-bool eng_dev_zoned(struct eng *e, uint32_t dev);
-
-/**
- * Recovery of the zoned devices at open (core/zone.c), once the allocators
- * are rebuilt from the maps: every written zone of a usable zoned device
- * that holds no live byte (space appended by a process that died before
- * its commit, or the dead remains of overwrites) is reset, since nothing
- * can point into it; the open zone becomes the partly written zone with
- * the most room.  A reset that fails is logged and the zone left for the
- * cleaner.  *nr_reset (may be NULL) counts the zones reset.  Returns 0.
- */
-int eng_smr_recover(struct eng *e, uint32_t *nr_reset);
-
-/** What the SMR cleaner did. */
-struct eng_clean_stats {
-	uint32_t cs_zones_reset;   /**< zones reset (empty again) */
-	uint64_t cs_bytes_moved;   /**< live bytes relocated */
-	uint64_t cs_records_moved; /**< extent and unit records re-pointed */
-};
-
-/**
- * Clean zoned device dev (every zoned device if dev == UINT32_MAX): every
- * zone that is not the open one and whose live bytes are at most
- * live_pct % of its written bytes has its live data relocated (appended to
- * another zone, records re-pointed in one durable commit), and is reset
- * once nothing points into it.  A crash at any point loses nothing: a zone
- * is reset only after the commit that moved its last live byte is durable.
- * Returns 0 or a negative code.
- */
-int eng_smr_clean(struct eng *e, uint32_t dev, uint32_t live_pct,
-		  struct eng_clean_stats *st);
-
-/** A pool: a set of store devices that unit layouts place over. */
-struct eng_pool {
-	char ep_name[32];
-	uint32_t ep_nr;
-	uint32_t ep_devs[LIM_DEV_MAX];
-	/** Failure domains of the pool's devices (cluster stores: servers),
-	 *  numbered 0..ep_nr_dom-1 in order of first appearance;
-	 *  ep_nr_dom 0 = no domains (embedded), placement as before. */
-	uint32_t ep_nr_dom;
-	uint8_t ep_dom[LIM_DEV_MAX];
-};
-
 /** Is device i usable for I/O: online, and reachable now (a remote
  *  device whose server is known to be down is not, for the ops of that
  *  moment: its state stays ONLINE, tier_dev_reachable())? */
@@ -397,6 +332,25 @@ int eng_dev_state_set(struct eng *e, uint32_t i, uint32_t state,
 void eng_dev_io_error(struct eng *e, uint32_t i);
 /** Replace failed device i by a new empty device made at path. */
 int eng_dev_replace(struct eng *e, uint32_t i, const char *path);
+struct eng_dev *eng_dev_get(struct eng *e, uint32_t i);
+/* The failure domain of device d (cluster stores: its server + 1; 0 when
+ * the store has no domains). */
+uint32_t eng_dev_domain(struct eng *e, uint32_t d);
+
+/* -------------------------- pools, codecs, group locks (core/engine.c) */
+
+/** A pool: a set of store devices that unit layouts place over. */
+struct eng_pool {
+	char ep_name[32];
+	uint32_t ep_nr;
+	uint32_t ep_devs[LIM_DEV_MAX];
+	/** Failure domains of the pool's devices (cluster stores: servers),
+	 *  numbered 0..ep_nr_dom-1 in order of first appearance;
+	 *  ep_nr_dom 0 = no domains (embedded), placement as before. */
+	uint32_t ep_nr_dom;
+	uint8_t ep_dom[LIM_DEV_MAX];
+};
+
 /** Pool p, or NULL. */
 const struct eng_pool *eng_pool_get(struct eng *e, uint32_t p);
 uint32_t eng_pool_nr(struct eng *e);
@@ -418,7 +372,10 @@ struct eng_ucounters {
 };
 struct eng_ucounters *eng_ucounters(struct eng *e);
 
-struct eng_dev *eng_dev_get(struct eng *e, uint32_t i);
+const struct layout_pool *eng_pool(struct eng *e);
+
+/* ------------------------------------------------ space (core/space.c) */
+
 /* Take bytes on dev in runs that are whole multiples of gran bytes. */
 int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		   struct eng_spacevec *sv);
@@ -445,91 +402,15 @@ void eng_space_release_at(struct eng *e, struct eng_spacevec *sv,
 			  uint64_t not_before_ns);
 /* Bytes waiting in eng_space_release_at() for their time. */
 uint64_t eng_space_fenced(struct eng *e);
-/* The failure domain of device d (cluster stores: its server + 1; 0 when
- * the store has no domains). */
-uint32_t eng_dev_domain(struct eng *e, uint32_t d);
 int eng_spacevec_add(struct eng_spacevec *sv, uint32_t dev, uint64_t off,
 		     uint64_t len);
 void eng_spacevec_fini(struct eng_spacevec *sv);
-const struct layout_pool *eng_pool(struct eng *e);
 
-/** One record of an extent map, decoded. */
-struct ext_rec {
-	uint64_t xr_blk;
-	struct meta_ext xr_ext;
-};
-
-/** Records overlapping a range, in block order. */
-struct ext_list {
-	struct ext_rec *xl_v;
-	uint32_t xl_nr;
-	uint32_t xl_cap;
-};
-
-/* Extent maps (core/obj.c), shared with composite maps (core/comp.c). */
-int ext_lookup(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
-	       uint64_t s, uint64_t n, struct ext_list *out);
-int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
-	    uint64_t blk, const struct meta_ext *x);
-int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
-	      uint64_t s, uint64_t n, uint32_t shift,
-	      struct eng_spacevec *freed);
-int obj_size_update(struct eng *e, MDB_txn *txn, struct eng_req *r,
-		    struct meta_ent *cur, bool grow);
-uint64_t req_blocks(const struct eng_req *r);
-
-/* Composite objects (core/comp.c). */
-int comp_exec(struct eng *e, struct eng_req *r);
-/** The sub-layout request of a composite WRITE: r is aimed at the top
- *  layer's sub-object (er_comp set; er_id and er_ent the sub-object's), as
- *  comp_exec() does before it writes, so its parity groups and lock slots
- *  are the layer's (stripe_req_groups()) and eng_exec() then writes that
- *  layer (with er_glocked, under locks its caller holds: a dtx).  Other
- *  kinds, other layouts and requests already aimed: nothing.  0,
- *  -EINVAL (no layer yet), -ENOENT (deleted) or another negative code. */
-int comp_resolve(struct eng *e, struct eng_req *r);
-/** In obj_apply() of a layer's write: map the blocks to the layer in the
- *  composite and grow its size (r->er_comp set). */
-int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
-int comp_delete(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
-		struct eng_spacevec *freed);
-int comp_layer_add(struct eng *e, const struct clovis_id *id,
-		   const struct meta_ent *sub, uint32_t priority,
-		   uint32_t *layer);
-int comp_layer_drop(struct eng *e, const struct clovis_id *id,
-		    uint32_t layer);
-int comp_layer_list(struct eng *e, const struct clovis_id *id,
-		    struct clovis_layer_info *out, uint32_t *nr);
-int comp_move(struct eng *e, const struct clovis_id *id, uint64_t start,
-	      uint64_t nr, uint32_t to, uint64_t *moved);
-int comp_where(struct eng *e, const struct clovis_id *id, uint64_t blk,
-	       uint32_t *layer);
-
-int obj_exec(struct eng *e, struct eng_req *r);
-int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
-		    struct eng_spacevec *freed);
-int obj_rebuild_alloc(struct eng *e, MDB_txn *txn);
-int idx_exec(struct eng *e, struct eng_req *r);
-/** NEXT with CLOVIS_IF_CALLER_BUFS (clovis.h): copy one record into slot i
- *  of the caller's key and value buffers (slot 0's key room is
- *  CLOVIS_KEY_MAX, others' bv_len); sets both lengths to the record's;
- *  returns 0, -EMSGSIZE (key does not fit) or -ENOBUFS (value).  Used by
- *  the engine and by the cluster client alike. */
-int32_t eng_idx_rec_into(struct clovis_bufvec *keys,
-			 struct clovis_bufvec *vals, uint32_t i,
-			 const void *key, size_t klen, const void *val,
-			 size_t vlen);
-/** Slots from..nr of a NEXT past its last record: rcs -ENOENT, lengths 0,
- *  buffers NULL (malloc mode) or left alone (CLOVIS_IF_CALLER_BUFS). */
-void eng_idx_next_tail(struct eng_req *r, uint32_t from);
-int idx_delete_records(struct eng *e, MDB_txn *txn, const struct clovis_id *id);
-int ent_exec(struct eng *e, struct eng_req *r);
-/** Check the entity of r exists with the incarnation r was opened at;
- *  fills r->er_ent's stored copy into *cur.  0 or -ENOENT (message). */
-int ent_check(struct eng *e, MDB_txn *txn, struct eng_req *r,
-	      struct meta_ent *cur);
-/** "hi:lo" of an id in a static per-thread buffer, for messages. */
-const char *eng_id_str(const struct clovis_id *id);
-uint64_t eng_now_ns(void);
+/* The parts' contracts (each includes this header first). */
+#include "core/obj.h"
+#include "core/idx.h"
+#include "core/ent.h"
+#include "core/comp.h"
+#include "core/zone.h"
 
 #endif
