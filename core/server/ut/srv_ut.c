@@ -399,6 +399,13 @@ static void t_bad_index(void)
 	su_bad("version page not internal", SOP_IDX, &q.base, NULL, 0, NULL,
 	       -EINVAL, "versions only on an internal NEXT");
 	q.rflags = 0;
+	q.tag = 1ull << 63;
+	su_bad("op tag on NEXT", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "tag only on PUT or DEL");
+	q.kind = ER_IDX_PUT;
+	su_bad("op tag over 63 bits", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "tag 0x8000000000000000 over 63 bits");
+	q.tag = 0;
 	q.kind = ER_ENT_CREATE;
 	su_bad("entity kind on SOP_IDX", SOP_IDX, &q.base, NULL, 0, NULL,
 	       -EINVAL, "kind 9");
