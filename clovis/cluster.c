@@ -12,8 +12,10 @@
  *   container OPEN / GETATTR       the first live server from its home
  *   index CREATE / DELETE          its R replicas (home, home+1, ...)
  *   index PUT / DEL                the first live replica, then the others
- *                                  with the first one's seq
- *   index GET / NEXT / OPEN / ..   the first live replica
+ *                                  with the first one's seq, all with the
+ *                                  op's tag (clu_tag_next())
+ *   index GET / NEXT / OPEN / ..   the first live replica (GET and NEXT:
+ *                                  once more when all timed out)
  *
  * Servers answer updates when they are durable, so an update reaches
  * STABLE here only once every replica that answered has it on disk.  The
