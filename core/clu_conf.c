@@ -253,12 +253,29 @@ int clu_server_resolve(const struct clu_server *s, char *ip, size_t len)
 	return 0;
 }
 
+int clu_addr_resolve(const struct clu_conf *c, const struct clu_server *s,
+		     char *ip, size_t len)
+{
+	if (strcmp(c->cc_provider, "shm") == 0)
+		snprintf(ip, len, "%s", s->cs_addr);
+	else if (s->cs_ip[0] != '\0')
+		snprintf(ip, len, "%s", s->cs_ip);
+	else
+		return clu_server_resolve(s, ip, len);
+	return 0;
+}
+
 int clu_conf_resolve(struct clu_conf *c)
 {
 	char (*ip)[CLU_IP_MAX] = calloc(c->cc_nr_servers + 1, sizeof *ip);
 	int rc = ip == NULL ? err_set(-ENOMEM, "cluster %s: resolve",
 				      c->cc_name) : 0;
 
+	/* shm: the addresses only name regions on this host */
+	if (strcmp(c->cc_provider, "shm") == 0) {
+		free(ip);
+		return 0;
+	}
 	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
 		rc = clu_server_resolve(&c->cc_servers[i], ip[i], CLU_IP_MAX);
 	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)

@@ -71,7 +71,7 @@ struct clu_server {
 	char cs_addr[CLU_HOST_MAX + 1]; /**< as written: IPv4, IPv6 or a
 					 *   host name */
 	/** The numeric address cs_addr resolved to (clu_conf_resolve()),
-	 *  "" until then. */
+	 *  "" until then and with provider "shm". */
 	char cs_ip[CLU_IP_MAX];
 	uint16_t cs_port;
 	char cs_data_dir[256];     /**< absolute */
@@ -163,8 +163,19 @@ int clu_hostport_parse(const char *s, char *addr, size_t len,
 int clu_server_resolve(const struct clu_server *s, char *ip, size_t len);
 
 /**
+ * The address to reach server s of cluster c at, into ip (len >
+ * CLU_HOST_MAX): with provider "shm" cs_addr as written (it only names the
+ * server's shared-memory region, on this host: nothing to look up); else
+ * its cs_ip once resolved, or clu_server_resolve() now.  Returns 0 or its
+ * error.
+ */
+int clu_addr_resolve(const struct clu_conf *c, const struct clu_server *s,
+		     char *ip, size_t len);
+
+/**
  * Resolve every server's address once, at start, into its cs_ip
- * (clu_server_resolve()).  Returns 0, or the first server's error; then
+ * (clu_server_resolve(); with provider "shm" nothing is looked up and
+ * cs_ip stays "").  Returns 0, or the first server's error; then
  * no cs_ip is changed.  A server process calls it before it serves; a
  * client's peer table (core/server/peers.h) resolves the servers whose
  * cs_ip is "" when it is made.

@@ -54,9 +54,9 @@ struct peer_slot {
 struct peers {
 	const struct clu_conf *p_conf;
 	/* each server's numeric address, resolved once when the table is
-	 * made (its cs_ip, or clu_server_resolve() for a conf not resolved
-	 * yet: a client's) */
-	char p_ip[CLU_SERVERS_MAX][CLU_IP_MAX];
+	 * made (clu_addr_resolve(): its cs_ip, or looked up for a conf not
+	 * resolved yet: a client's) */
+	char p_ip[CLU_SERVERS_MAX][CLU_HOST_MAX + 1];
 	struct rpc_ep *p_ep;
 	bool p_own_ep;
 	bool p_server;      /* peers_set_server(): the short retry only */
@@ -292,20 +292,16 @@ static void peers_local_addr(const char *ip, uint16_t port, char *buf,
 	close(fd);
 }
 
-/* Every server's numeric address into p->p_ip, once: its cs_ip when the
- * conf was resolved (a server's), else looked up now (a client's). */
+/* Every server's address into p->p_ip, once (clu_addr_resolve()): its
+ * cs_ip when the conf was resolved (a server's), else looked up now (a
+ * client's); with shm the name of its region. */
 static int peers_resolve(struct peers *p, const struct clu_conf *c)
 {
 	int rc = 0;
 
-	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++) {
-		const struct clu_server *sv = &c->cc_servers[i];
-
-		if (sv->cs_ip[0] != '\0')
-			snprintf(p->p_ip[i], CLU_IP_MAX, "%s", sv->cs_ip);
-		else
-			rc = clu_server_resolve(sv, p->p_ip[i], CLU_IP_MAX);
-	}
+	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
+		rc = clu_addr_resolve(c, &c->cc_servers[i], p->p_ip[i],
+				      sizeof p->p_ip[i]);
 	return rc;
 }
 
