@@ -8,9 +8,11 @@
  * provider whose CQ has no file descriptor (shm) it polls with a sleep that
  * grows from 20 us to 1 ms while idle; with rc_polling it spins.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1059,14 +1061,50 @@ static int ep_provider(struct rpc_ep *ep, const char *p)
 	return 0;
 }
 
+int rpc_node_numeric(const char *node, char *buf, size_t len)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM};
+	struct addrinfo *ai = NULL;
+	unsigned char a[sizeof(struct in6_addr)];
+	int rc;
+
+	if (inet_pton(AF_INET, node, a) == 1 ||
+	    inet_pton(AF_INET6, node, a) == 1) {
+		snprintf(buf, len, "%s", node);
+		return 0;
+	}
+	rc = getaddrinfo(node, NULL, &hints, &ai);
+	if (rc != 0)
+		return err_set(-EHOSTUNREACH, "rpc: address '%s' does not "
+			       "resolve: %s", node, rc == EAI_SYSTEM ?
+			       strerror(errno) : gai_strerror(rc));
+	rc = getnameinfo(ai->ai_addr, ai->ai_addrlen, buf, (socklen_t)len,
+			 NULL, 0, NI_NUMERICHOST);
+	freeaddrinfo(ai);
+	if (rc != 0)
+		return err_set(-EHOSTUNREACH, "rpc: address '%s': no numeric "
+			       "form: %s", node, gai_strerror(rc));
+	return 0;
+}
+
 static int ep_getinfo(struct rpc_ep *ep, const char *addr, uint16_t port)
 {
-	struct fi_info *h = fi_allocinfo();
+	struct fi_info *h;
 	const char *node = NULL;
-	char svc[16];
+	char svc[16], num[INET6_ADDRSTRLEN];
 	uint64_t flags = 0;
 	int rc;
 
+	/* a name is bound at the address clients connect to: the first one
+	 * it resolves to, as core/clu_conf.c picks (shm: only a name) */
+	if (addr != NULL && strcmp(ep->ep_provider, "shm") != 0) {
+		rc = rpc_node_numeric(addr, num, sizeof num);
+		if (rc != 0)
+			return rc;
+		addr = num;
+	}
+	h = fi_allocinfo();
 	if (h == NULL)
 		return err_set(-ENOMEM, "rpc: fi_allocinfo");
 	h->ep_attr->type = FI_EP_RDM;

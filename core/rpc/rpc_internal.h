@@ -326,6 +326,12 @@ void rpc_av_remove(struct rpc_ep *ep, fi_addr_t a);
 void rpc_name_str(struct rpc_ep *ep, const void *name, size_t len, char *buf,
 		  size_t size);
 int rpc_fi_err(int fi_rc);
+
+/* node (an IPv4 or IPv6 address, or a name) as a numeric address into buf
+ * (len >= INET6_ADDRSTRLEN): as it is when numeric, else the first address
+ * getaddrinfo (AF_UNSPEC) returns.  0, or -EHOSTUNREACH naming node. */
+int rpc_node_numeric(const char *node, char *buf, size_t len);
+
 /* A send or RMA completion failed with errno e: the message for it. */
 int rpc_map_cq_err(int prov_err);
 

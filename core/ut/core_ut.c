@@ -605,11 +605,15 @@ static void test_clu_addr(void)
 	int rc;
 
 	for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-		if (!clu_addr_valid(good[i]))
-			CU_FAIL(good[i]);
+		if (!clu_addr_valid(good[i])) {
+			fprintf(stderr, "clu_addr: \"%s\" refused\n", good[i]);
+			CU_FAIL("a valid address refused");
+		}
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-		if (clu_addr_valid(bad[i]))
-			CU_FAIL(bad[i]);
+		if (clu_addr_valid(bad[i])) {
+			fprintf(stderr, "clu_addr: \"%s\" taken\n", bad[i]);
+			CU_FAIL("a malformed address taken");
+		}
 	/* labels of at most 63 characters */
 	memset(label, 'a', 63);
 	snprintf(label + 63, sizeof label - 63, ".example");
@@ -671,7 +675,8 @@ static void test_clu_hostport(void)
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		if (clu_hostport_parse(bad[i], addr, sizeof addr, &port) !=
 		    -EINVAL) {
-			CU_FAIL(bad[i]);
+			fprintf(stderr, "clu_hostport: \"%s\" taken\n", bad[i]);
+			CU_FAIL("a malformed ADDR:PORT taken");
 			continue;
 		}
 		CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), bad[i]));

@@ -6,6 +6,7 @@
  * 42000-54049 (apart from the cluster steps' base ports, tests/steps.list)
  * and retried on -EADDRINUSE.  Every wait is bounded.
  */
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -962,6 +963,56 @@ static void t_addrinuse(void)
 	rpc_ep_close(srv);
 }
 
+/* A server and a client on IPv6 ::1 (tcp;ofi_rxm names are then
+ * sockaddr_in6): connect, calls, echo; and a server opened at a host name
+ * binds the first address it resolves to (rpc_node_numeric()), where a
+ * client given that address reaches it. */
+static void t_ipv6(void)
+{
+	static const char *const node[] = {"::1", "localhost"};
+	struct rpc_conf c = ut_conf();
+	char num[INET6_ADDRSTRLEN];
+
+	for (size_t k = 0; k < sizeof node / sizeof *node; k++) {
+		struct rpc_ep *srv = NULL, *cli = NULL;
+		struct rpc_peer *p = NULL;
+		struct rpc_result res;
+		uint16_t port = 0;
+		int rc = -EADDRINUSE;
+
+		CU_ASSERT_EQUAL_FATAL(rpc_node_numeric(node[k], num, sizeof num),
+				      0);
+		if (ut_port_base == 0)
+			ut_port_base = (uint16_t)(42000 +
+						  (getpid() * 7919u) % 12000);
+		for (int i = 0; i < 20 && rc == -EADDRINUSE; i++) {
+			port = ut_port_base++;
+			rc = rpc_ep_open(&srv, &c, node[k], port);
+		}
+		if (rc != 0)
+			fprintf(stderr, "ipv6: server at %s: %s\n", node[k],
+				err_msg());
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		CU_ASSERT_EQUAL(rpc_handler_set(srv, OP_ECHO, h_echo, NULL), 0);
+		rc = rpc_ep_open(&cli, &c, num, 0);
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		rc = rpc_connect(cli, num, port, 5000, &p);
+		if (rc != 0)
+			fprintf(stderr, "ipv6: connect to %s: %s\n", num,
+				err_msg());
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000,
+					 &res), 0);
+		CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "v6", 2, NULL, 2000, &res),
+				0);
+		CU_ASSERT(res.rr_len == 2 && res.rr_body != NULL &&
+			  memcmp(res.rr_body, "v6", 2) == 0);
+		free(res.rr_body);
+		rpc_peer_close(p);
+		rpc_ep_close(cli);
+		rpc_ep_close(srv);
+	}
+}
 
 /* ------------------------------------------------- raw libfabric sender */
 
@@ -1900,6 +1951,7 @@ int rpc_ut_add(void)
 	    CU_add_test(s, "auth", t_auth) == NULL ||
 	    CU_add_test(s, "provider", t_provider) == NULL ||
 	    CU_add_test(s, "addrinuse", t_addrinuse) == NULL ||
+	    CU_add_test(s, "ipv6", t_ipv6) == NULL ||
 	    CU_add_test(s, "garbage", t_garbage) == NULL ||
 	    CU_add_test(s, "close", t_close) == NULL ||
 	    CU_add_test(s, "restart", t_restart) == NULL ||
