@@ -278,6 +278,19 @@ int clu_conf_resolve(struct clu_conf *c)
 	}
 	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
 		rc = clu_server_resolve(&c->cc_servers[i], ip[i], CLU_IP_MAX);
+	/* two spellings of one address ("::1", "0::1"; a name and its
+	 * address) with one port: the file's own check saw two */
+	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
+		for (uint32_t j = 0; rc == 0 && j < i; j++)
+			if (strcmp(ip[i], ip[j]) == 0 &&
+			    c->cc_servers[i].cs_port == c->cc_servers[j].cs_port)
+				rc = err_set(-EINVAL, "servers %s and %s: one "
+					     "address and port (%s, %s: %s "
+					     "port %u)", c->cc_servers[j].cs_name,
+					     c->cc_servers[i].cs_name,
+					     c->cc_servers[j].cs_addr,
+					     c->cc_servers[i].cs_addr, ip[i],
+					     c->cc_servers[i].cs_port);
 	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
 		memcpy(c->cc_servers[i].cs_ip, ip[i], CLU_IP_MAX);
 	free(ip);

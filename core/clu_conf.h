@@ -175,8 +175,9 @@ int clu_addr_resolve(const struct clu_conf *c, const struct clu_server *s,
 /**
  * Resolve every server's address once, at start, into its cs_ip
  * (clu_server_resolve(); with provider "shm" nothing is looked up and
- * cs_ip stays "").  Returns 0, or the first server's error; then
- * no cs_ip is changed.  A server process calls it before it serves; a
+ * cs_ip stays "").  Returns 0, or the first server's error, or -EINVAL
+ * when two servers resolve to one address with one port ("::1" and
+ * "0::1"); then no cs_ip is changed.  A server process calls it before it serves; a
  * client's peer table (core/server/peers.h) resolves the servers whose
  * cs_ip is "" when it is made.
  */

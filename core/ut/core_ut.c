@@ -721,6 +721,18 @@ static void test_clu_resolve(void)
 	CU_ASSERT_STRING_EQUAL(clu_server_where(&c.cc_servers[1], y, sizeof y),
 			       "localhost:21001");
 	clu_conf_fini(&c);
+	/* two spellings of one address and one port: refused, naming both */
+	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+		 "0123456789abcdef0123\nservers:\n"
+		 "  - name: s0\n    address: \"::1\"\n    port: 21000\n"
+		 "    data_dir: /tmp/x0\n    devices:\n      - { tier: flash }\n"
+		 "  - name: s1\n    address: \"0::1\"\n    port: 21000\n"
+		 "    data_dir: /tmp/x1\n    devices:\n      - { tier: flash }\n");
+	CU_ASSERT_EQUAL_FATAL(clu_conf_parse(&c, y, strlen(y), NULL, 0), 0);
+	CU_ASSERT_EQUAL(clu_conf_resolve(&c), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "servers s0 and s1"));
+	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_ip, "");
+	clu_conf_fini(&c);
 }
 
 int core_ut_add(void)
