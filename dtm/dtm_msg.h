@@ -1,7 +1,7 @@
 /*
  * dtm_msg.h — encoding and bounds-checked decoding of the dtx protocol
  * (dtm/dtm.proto), shared by the coordinator (clovis/dtx.c), the
- * participant (core/server/srv_dtx.c) and the CLI (clovis/cli/cli_dtx.c).
+ * participant (dtm/srv_dtx.c) and the CLI (clovis/cli/cli_dtx.c).
  */
 #ifndef STRATA_DTM_DTM_MSG_H
 #define STRATA_DTM_DTM_MSG_H

@@ -2,7 +2,7 @@
 # commit protocol's records, and the client side of the Clovis dtx API
 # (clovis/dtx.c) that drives them.
 LIB_SRCS += dtm/hlc.c dtm/term.c clovis/dtx.c dtm/dtm_msg.c \
-	core/server/srv_dtx.c
+	dtm/srv_dtx.c
 PROTOS += dtm/dtm.proto
 UT_SRCS += dtm/ut/dtm_ut.c
 

@@ -39,7 +39,8 @@ ROOT=${1:-.}
 #    (core/stripe_internal.h, core/engine.[ch]): the erasure code and
 #    placement maths move to a room below the engine, or the stripe code
 #    above it;
-#  - the server half of dtm in core/server/srv_dtx.c: moves into dtm/;
+#  - the server half of dtm (dtm/srv_dtx.c) takes dtx_key_str from
+#    clovis_internal.h: the formatter moves into dtm;
 #  - unit tests of core and dtm that drive the Clovis API: move to
 #    clovis/ut or tests/;
 #  - FILE:lmdb: a file outside the engine that calls LMDB (mdb_*) itself:
@@ -59,16 +60,19 @@ core/engine.c:layouts/ec.h
 core/engine.h:layouts/layout.h
 core/stripe_internal.h:layouts/ec.h
 core/stripe_internal.h:layouts/pdclust.h
-core/server/srv_dtx.c:clovis/clovis_internal.h
-core/server/srv_dtx.c:dtm/dtm_msg.h
+dtm/srv_dtx.c:clovis/clovis_internal.h
 core/ut/core_ut.c:clovis/clovis.h
 dtm/ut/dtm_ut.c:clovis/clovis.h
 dtm/ut/dtm_ut.c:clovis/clovis_internal.h
 clovis/clovis.c:lmdb
 clovis/dtx.c:lmdb
 core/server/srv.c:lmdb
-core/server/srv_dtx.c:lmdb
+dtm/srv_dtx.c:lmdb
 core/server/srv_idx.c:lmdb
+core/server/srv_idx_ver.c:lmdb
+core/server/srv_idx_sync.c:lmdb
+core/server/srv_idx_tomb.c:lmdb
+core/server/srv_idx_syncer.c:lmdb
 '
 
 # The room of a path, and its rank: a room may include ranks below its

@@ -327,7 +327,7 @@ uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
 /* This server is one of the R replicas of index id. */
 bool srv_ridx_mine(struct srv *s, const struct clovis_id *id);
 
-/* srv_dtx.c: the dtx participant (dtm/README.md) */
+/* dtm/srv_dtx.c: the dtx participant (dtm/README.md) */
 /** Serve DTM_OP on s's endpoint. */
 int srv_dtx_register(struct srv *s);
 /** Load the dtx log (in-doubt records) and start termination. */
