@@ -433,31 +433,6 @@ bool dtx_op_runs_here(const struct clovis_op *op)
 		(op->op_here && op_unit_layout(op) == CLOVIS_LAYOUT_PLAIN));
 }
 
-const char *dtx_key_str(char *buf, size_t len, const void *key, size_t klen)
-{
-	const uint8_t *k = key;
-	size_t o = 0;
-
-	if (len < 8) {
-		buf[0] = '\0';
-		return buf;
-	}
-	buf[o++] = '"';
-	for (size_t i = 0; i < klen; i++) {
-		if (o + 4 + 5 > len) { /* room for \xHH, then "..." and NUL */
-			memcpy(buf + o, "\"...", 5);
-			return buf;
-		}
-		if (k[i] >= 0x20 && k[i] < 0x7f && k[i] != '"' && k[i] != '\\')
-			buf[o++] = (char)k[i];
-		else
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", k[i]);
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-	return buf;
-}
-
 /* Due once the commit op left INIT (launched: its run, maybe still queued
  * to a worker, launches the members).  Not under op_lock or dx_lock
  * (dtx_commit_run() takes op locks under dx_lock); the app does not free
@@ -649,7 +624,7 @@ static void dtx_finish(struct clovis_dtx *dx, int rc, const char *msg)
 static int dtx_put_exists(struct eng_citem *mci)
 {
 	struct eng_req *r = (struct eng_req *)mci;
-	char k[DTX_KEY_STR_LEN];
+	char k[DTM_KEY_STR_LEN];
 
 	if (r->er_kind != ER_IDX_PUT || (r->er_flags & CLOVIS_IF_OVERWRITE))
 		return 0;
@@ -659,7 +634,7 @@ static int dtx_put_exists(struct eng_citem *mci)
 		snprintf(mci->ci_msg, sizeof mci->ci_msg, "index %s: key %s "
 			 "(record %u) exists (PUT without CLOVIS_IF_OVERWRITE)",
 			 eng_id_str(&r->er_id),
-			 dtx_key_str(k, sizeof k, r->er_keys->bv_buf[i],
+			 dtm_key_str(k, sizeof k, r->er_keys->bv_buf[i],
 				     r->er_keys->bv_len[i]), i);
 		return -EEXIST;
 	}

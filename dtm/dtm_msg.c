@@ -3,7 +3,9 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/errors.h"
 #include "core/server/msg.h"
@@ -166,4 +168,29 @@ int dtm_reply_decode(const void *body, size_t len, DtxReply **out)
 		}
 	*out = rp;
 	return 0;
+}
+
+const char *dtm_key_str(char *buf, size_t len, const void *key, size_t klen)
+{
+	const uint8_t *k = key;
+	size_t o = 0;
+
+	if (len < 8) {
+		buf[0] = '\0';
+		return buf;
+	}
+	buf[o++] = '"';
+	for (size_t i = 0; i < klen; i++) {
+		if (o + 4 + 5 > len) { /* room for \xHH, then "..." and NUL */
+			memcpy(buf + o, "\"...", 5);
+			return buf;
+		}
+		if (k[i] >= 0x20 && k[i] < 0x7f && k[i] != '"' && k[i] != '\\')
+			buf[o++] = (char)k[i];
+		else
+			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", k[i]);
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
 }

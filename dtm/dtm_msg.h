@@ -71,4 +71,10 @@ int dtm_reply_decode(const void *body, size_t len, DtxReply **out);
 /** Pack m into a malloc'd buffer.  0 or -ENOMEM. */
 int dtm_pack(const ProtobufCMessage *m, uint8_t **buf, size_t *len);
 
+/** An index key for messages (the coordinator's and the participant's):
+ *  quoted, printable bytes as they are and others as \xHH, cut with "..."
+ *  to fit len (DTM_KEY_STR_LEN is enough for a message).  Returns buf. */
+#define DTM_KEY_STR_LEN 72
+const char *dtm_key_str(char *buf, size_t len, const void *key, size_t klen);
+
 #endif

@@ -46,7 +46,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clovis/clovis_internal.h" /* dtx_key_str */
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -498,7 +497,7 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 {
 	const struct eng_req *r = &pm->pm_m.mr_req;
 	struct meta *me = eng_meta(s->s_eng);
-	char ks[DTX_KEY_STR_LEN];
+	char ks[DTM_KEY_STR_LEN];
 	MDB_txn *txn;
 	int rc = mdb_txn_begin(me->m_env, NULL, MDB_RDONLY, &txn);
 
@@ -518,7 +517,7 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 		     err_set(-EEXIST, "member %u: index %s: key %s (record "
 			     "%u) exists (PUT without CLOVIS_IF_OVERWRITE) on "
 			     "server %s", i, eng_id_str(&r->er_id),
-			     dtx_key_str(ks, sizeof ks, r->er_keys->bv_buf[k],
+			     dtm_key_str(ks, sizeof ks, r->er_keys->bv_buf[k],
 					 r->er_keys->bv_len[k]), k,
 			     s->s_me->cs_name);
 	}

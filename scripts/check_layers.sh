@@ -39,8 +39,6 @@ ROOT=${1:-.}
 #    (core/stripe_internal.h, core/engine.[ch]): the erasure code and
 #    placement maths move to a room below the engine, or the stripe code
 #    above it;
-#  - the server half of dtm (dtm/srv_dtx.c) takes dtx_key_str from
-#    clovis_internal.h: the formatter moves into dtm;
 #  - unit tests of core and dtm that drive the Clovis API: move to
 #    clovis/ut or tests/;
 #  - FILE:lmdb: a file outside the engine that calls LMDB (mdb_*) itself:
@@ -60,7 +58,6 @@ core/engine.c:layouts/ec.h
 core/engine.h:layouts/layout.h
 core/stripe_internal.h:layouts/ec.h
 core/stripe_internal.h:layouts/pdclust.h
-dtm/srv_dtx.c:clovis/clovis_internal.h
 core/ut/core_ut.c:clovis/clovis.h
 dtm/ut/dtm_ut.c:clovis/clovis.h
 dtm/ut/dtm_ut.c:clovis/clovis_internal.h
