@@ -29,18 +29,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "clovis/clovis_internal.h"
-#include "core/clu_conf.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/server/msg.h"
 #include "core/stripe.h"
 #include "dtm/dtm.h"
+#include "dtm/dtm_cli.h"
 #include "dtm/dtm_msg.h"
 
 #define DTX_MAGIC 0x44545831u /* "DTX1" */
@@ -893,470 +891,93 @@ void clovis_dtx_abort(struct clovis_dtx *dx)
 
 /* ================================================= cluster mode: 2PC
  *
- * The coordinator (dtm/README.md "Coordinator"), on the worker thread of
- * the last member to run:
- *
- *   encode      each member as the request it would be alone, grouped by
- *               the server that applies it (object: home; index: its
- *               first live replica, which orders it and copies it to the
- *               others after the COMMIT, with its seq);
- *   PREPARE     to every participant in parallel (thread each), with the
- *               participant list sorted: parts[0] is the decider;
- *   decide      all YES: COMMIT to the decider first (its COMMITTED record
- *               is the commit point), then to the others in parallel; any
- *               NO or timeout: ABORT to all (those that never prepared log
- *               ABORTED, so a late PREPARE is refused);
- *   outcome     STABLE when every participant acknowledged the COMMIT
- *               applied and durable.
- * A NO with -ESTALE (an index replica must verify first) makes the client
- * send that replica a GET (which verifies it) and try again with a new id,
- * DTX_CLU_TRIES times and for one call timeout at most.  The PREPARE
- * announces the decision deadline (wait_ms: call timeout + slack) and the
- * client keeps it (votes later than that: ABORT); participants start
- * termination only past it.  Every call has a deadline (DTX_CLU_CALL_MS,
- * at most the cluster's call timeout).
+ * The protocol is dtm's client half (dtm/cli_dtx.c, dtm_cli.h): here the
+ * members' requests are handed to it with this client's cluster transport,
+ * on the worker thread of the last member to run, and its outcome passed
+ * to the members and the commit op.
  */
-#define DTX_CLU_CALL_MS 10000u
 
 /* Benchmarks (tests/bench/bench_dtx.c --cluster): behave as a client that
  * dies after all votes (dtx.cli.prepared) without dying: no DECIDE is
  * sent and the commit op fails with -ETIMEDOUT.  Off by default. */
 bool dtx_abandon_after_prepare;
-/* -ESTALE (an index replica verifying) is retried with a new id while the
- * first attempt began less than the call timeout ago, this often at most:
- * under load a verification can take longer than a few quick retries. */
-#define DTX_CLU_TRIES 40u
-#define DTX_CLU_BACKOFF_MAX_MS 500u
-/* The PREPARE announces the decision deadline: the call timeout plus this
- * (thread start-up, scheduling), and the client keeps it: votes that came
- * later make it abort, so a participant's termination (which waits for the
- * deadline, srv_dtx.c) never races a live client. */
-#define DTX_CLU_SLACK_MS 1000u
-/* A participant's PREPARE and DECIDE calls get this much more than the
- * call timeout per member and per MiB of members (a COMMIT runs each
- * member and copies each index member to its other replicas, one durable
- * update after the other), at most
- * DTX_CLU_EXTRA_MAX_MS: the decision deadline the PREPARE announces
- * (wait_ms, at most DTM_WAIT_MS_MAX) grows with it. */
-#define DTX_CLU_MEMBER_MS 4u
-#define DTX_CLU_IDX_MS 20u      /* an index member: its copy to each other
-				   replica is a durable update there */
-#define DTX_CLU_MIB_MS 250u
-#define DTX_CLU_EXTRA_MAX_MS 40000u
 
-static uint64_t dtx_mono_ms(void)
+static int dtx_co_call(void *arg, uint32_t server, const void *body,
+		       size_t len, const void *bulk, size_t bulk_len,
+		       uint32_t ms, void **rbody, size_t *rlen)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return cluster_dtx_call(arg, server, DTM_OP, body, len, bulk,
+				bulk_len, ms, rbody, rlen);
 }
 
-struct dtx_part {
-	struct clovis_dtx *dp_dx;
-	uint32_t dp_server;
-	DtxMember *dp_m;        /* its members */
-	DtxMember **dp_mp;
-	uint32_t *dp_mi;        /* their indices in dx_m */
-	size_t dp_nr;
-	uint8_t *dp_req;        /* the packed request of the current phase */
-	size_t dp_len;
-	uint8_t *dp_bulk;       /* a PREPARE above DTM_PREPARE_INLINE_MAX:
-				   the packed PREPARE (dp_req its envelope) */
-	size_t dp_bulk_len;
-	uint32_t dp_ms;
-	uint32_t dp_extra_ms;   /* its calls' deadline above the call timeout:
-				   the work of a large PREPARE or COMMIT */
-	int dp_rc;
-	uint32_t dp_state;
-	char dp_msg[LIM_ERRMSG_LEN];
-	pthread_t dp_th;
+static const char *dtx_co_server_name(void *arg, uint32_t s)
+{
+	return cluster_server_name(arg, s);
+}
+
+static uint32_t dtx_co_call_ms(void *arg)
+{
+	return cluster_call_ms(arg);
+}
+
+static uint32_t dtx_co_nr_servers(void *arg)
+{
+	return cluster_nr_servers(arg);
+}
+
+static int dtx_co_member(void *arg, const struct eng_req *r,
+			 uint32_t *server, uint32_t *nsrv, uint32_t *sop,
+			 uint8_t **body, size_t *len)
+{
+	return cluster_dtx_member(arg, r, server, nsrv, sop, body, len);
+}
+
+static void dtx_co_idx_touch(void *arg, uint32_t server,
+			     const struct eng_req *r)
+{
+	cluster_idx_touch(arg, server, r);
+}
+
+static const struct dtm_cli_ops dtx_co_ops = {
+	.co_call = dtx_co_call,
+	.co_server_name = dtx_co_server_name,
+	.co_call_ms = dtx_co_call_ms,
+	.co_nr_servers = dtx_co_nr_servers,
+	.co_member = dtx_co_member,
+	.co_idx_touch = dtx_co_idx_touch,
 };
 
-struct dtx_clu {
-	struct dtx_part *dc_p;
-	uint32_t dc_nr;
-	uint32_t dc_parts[DTM_PARTS_MAX];
-	uint32_t dc_wait_ms;    /* PREPARE: the decision deadline announced */
-	uint8_t **dc_bodies;    /* per member */
-	uint8_t **dc_data;
-};
-
-static void *dtx_part_call(void *arg)
+/* The coordinator of cluster client cl. */
+static struct dtm_cli dtx_co(struct clovis *cl)
 {
-	struct dtx_part *p = arg;
-	struct clovis *cl = p->dp_dx->dx_cl;
-	void *rb = NULL;
-	size_t rl = 0;
-	DtxReply *rp = NULL;
-	int rc = cluster_dtx_call(cl, p->dp_server, DTM_OP, p->dp_req,
-				  p->dp_len, p->dp_bulk, p->dp_bulk_len,
-				  p->dp_ms, &rb, &rl);
-
-	if (rc == 0)
-		rc = dtm_reply_decode(rb, rl, &rp);
-	p->dp_rc = rc;
-	p->dp_state = DTM_UNKNOWN;
-	if (rc == 0) {
-		p->dp_state = rp->state;
-		dtm_hlc_observe(rp->clock);
-		dtx_reply__free_unpacked(rp, NULL);
-	} else {
-		snprintf(p->dp_msg, sizeof p->dp_msg, "server %s: %s",
-			 cluster_server_name(cl, p->dp_server), err_msg());
-	}
-	free(rb);
-	return NULL;
-}
-
-/* Pack the request of kind for p. */
-static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
-			uint32_t decision)
-{
-	struct clovis_dtx *dx = p->dp_dx;
-	DtxReq q = DTX_REQ__INIT;
-	int rc;
-
-	free(p->dp_req);
-	free(p->dp_bulk);
-	p->dp_req = p->dp_bulk = NULL;
-	p->dp_bulk_len = 0;
-	q.kind = kind;
-	q.hlc = dx->dx_id.di_hlc;
-	q.node = dx->dx_id.di_node;
-	q.clock = dtm_hlc_now();
-	if (kind == DTM_MSG_PREPARE) {
-		q.n_parts = c->dc_nr;
-		q.parts = c->dc_parts;
-		q.n_members = p->dp_nr;
-		q.members = p->dp_mp;
-		q.wait_ms = c->dc_wait_ms;
-	}
-	q.decision = decision;
-	rc = dtm_pack(&q.base, &p->dp_req, &p->dp_len);
-	if (rc != 0 || kind != DTM_MSG_PREPARE ||
-	    p->dp_len <= DTM_PREPARE_INLINE_MAX)
-		return rc;
-	/* Too big for one message: the PREPARE becomes the call's bulk
-	 * (pulled by the participant), behind an envelope. */
-	p->dp_bulk = p->dp_req;
-	p->dp_bulk_len = p->dp_len;
-	p->dp_req = NULL;
-	q.n_parts = 0;
-	q.parts = NULL;
-	q.n_members = 0;
-	q.members = NULL;
-	q.wait_ms = 0;
-	q.bulk_len = p->dp_bulk_len;
-	return dtm_pack(&q.base, &p->dp_req, &p->dp_len);
-}
-
-/* Send kind to parts [from, to) in parallel and wait. */
-static void dtx_parts_call(struct dtx_clu *c, uint32_t from, uint32_t to,
-			   uint32_t kind, uint32_t decision, uint32_t ms)
-{
-	for (uint32_t i = from; i < to; i++) {
-		struct dtx_part *p = &c->dc_p[i];
-
-		p->dp_ms = ms + p->dp_extra_ms;
-		p->dp_rc = dtx_part_req(c, p, kind, decision);
-		if (p->dp_rc == 0 && (to - from == 1 ||
-				      pthread_create(&p->dp_th, NULL,
-						     dtx_part_call, p) != 0)) {
-			dtx_part_call(p);
-			p->dp_th = 0;
-		} else if (p->dp_rc != 0) {
-			p->dp_th = 0;
-		}
-	}
-	for (uint32_t i = from; i < to; i++)
-		if (c->dc_p[i].dp_th != 0)
-			pthread_join(c->dc_p[i].dp_th, NULL);
-}
-
-static int dtx_part_cmp(const void *a, const void *b)
-{
-	const struct dtx_part *x = a, *y = b;
-
-	return x->dp_server < y->dp_server ? -1 : x->dp_server > y->dp_server;
-}
-
-static void dtx_clu_fini(struct dtx_clu *c, uint32_t nr_members)
-{
-	for (uint32_t i = 0; i < c->dc_nr; i++) {
-		free(c->dc_p[i].dp_m);
-		free(c->dc_p[i].dp_mp);
-		free(c->dc_p[i].dp_mi);
-		free(c->dc_p[i].dp_req);
-		free(c->dc_p[i].dp_bulk);
-	}
-	for (uint32_t i = 0; c->dc_bodies != NULL && i < nr_members; i++) {
-		free(c->dc_bodies[i]);
-		free(c->dc_data[i]);
-	}
-	free(c->dc_bodies);
-	free(c->dc_data);
-	free(c->dc_p);
-	memset(c, 0, sizeof *c);
-}
-
-/* Encode the members and group them by participant. */
-static int dtx_clu_build(struct clovis_dtx *dx, struct dtx_clu *c)
-{
-	uint32_t *srv = calloc((size_t)dx->dx_nr * CLU_REPLICAS_MAX,
-			       sizeof *srv);
-	uint32_t *nsrv = calloc(dx->dx_nr, sizeof *nsrv);
-	uint32_t *sop = calloc(dx->dx_nr, sizeof *sop);
-	size_t *blen = calloc(dx->dx_nr, sizeof *blen);
-	size_t *dlen = calloc(dx->dx_nr, sizeof *dlen);
-	int rc = 0;
-
-	c->dc_bodies = calloc(dx->dx_nr, sizeof *c->dc_bodies);
-	c->dc_data = calloc(dx->dx_nr, sizeof *c->dc_data);
-	c->dc_p = calloc(DTM_PARTS_MAX, sizeof *c->dc_p);
-	if (srv == NULL || nsrv == NULL || sop == NULL || blen == NULL ||
-	    dlen == NULL ||
-	    c->dc_bodies == NULL || c->dc_data == NULL || c->dc_p == NULL)
-		rc = err_set(-ENOMEM, "dtx %s: members", dtx_str(dx));
-	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
-		struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
-
-		if (r->er_type == CLOVIS_ET_IDX && r->er_kind == ER_ENT_CREATE)
-			/* every replica creates it with this incarnation:
-			 * the dtx id's time in ns, unique to this attempt */
-			r->er_ent.me_ctime_ns = dtm_hlc_us(dx->dx_id.di_hlc) *
-				1000u + (dx->dx_id.di_hlc & 0xffffu) % 1000u;
-		rc = cluster_dtx_member(dx->dx_cl, r,
-					&srv[(size_t)i * CLU_REPLICAS_MAX],
-					&nsrv[i], &sop[i], &c->dc_bodies[i],
-					&blen[i]);
-		if (rc == 0 && r->er_kind == ER_OBJ_WRITE && r->er_data) {
-			size_t n = 0;
-
-			for (uint32_t k = 0; k < r->er_data->bv_nr; k++)
-				n += r->er_data->bv_len[k];
-			c->dc_data[i] = malloc(n ? n : 1);
-			if (c->dc_data[i] == NULL)
-				rc = err_set(-ENOMEM, "dtx %s: data",
-					     dtx_str(dx));
-			for (uint32_t k = 0; rc == 0 &&
-			     k < r->er_data->bv_nr; k++) {
-				memcpy(c->dc_data[i] + dlen[i],
-				       r->er_data->bv_buf[k],
-				       r->er_data->bv_len[k]);
-				dlen[i] += r->er_data->bv_len[k];
-			}
-		}
-		if (rc != 0) {
-			dx->dx_bad = i;
-			break;
-		}
-		for (uint32_t n = 0; rc == 0 && n < nsrv[i]; n++) {
-			uint32_t sv = srv[(size_t)i * CLU_REPLICAS_MAX + n];
-			struct dtx_part *p = NULL;
-
-			for (uint32_t k = 0; k < c->dc_nr; k++)
-				if (c->dc_p[k].dp_server == sv)
-					p = &c->dc_p[k];
-			if (p == NULL) {
-				p = &c->dc_p[c->dc_nr++];
-				p->dp_dx = dx;
-				p->dp_server = sv;
-				p->dp_m = calloc(dx->dx_nr, sizeof *p->dp_m);
-				p->dp_mp = calloc(dx->dx_nr, sizeof *p->dp_mp);
-				p->dp_mi = calloc(dx->dx_nr, sizeof *p->dp_mi);
-				if (p->dp_m == NULL || p->dp_mp == NULL ||
-				    p->dp_mi == NULL) {
-					rc = err_set(-ENOMEM, "dtx %s",
-						     dtx_str(dx));
-					break;
-				}
-			}
-			dtx_member__init(&p->dp_m[p->dp_nr]);
-			p->dp_m[p->dp_nr].op = sop[i];
-			p->dp_m[p->dp_nr].body.data = c->dc_bodies[i];
-			p->dp_m[p->dp_nr].body.len = blen[i];
-			p->dp_m[p->dp_nr].data.data = c->dc_data[i];
-			p->dp_m[p->dp_nr].data.len = dlen[i];
-			p->dp_mp[p->dp_nr] = &p->dp_m[p->dp_nr];
-			p->dp_mi[p->dp_nr] = i;
-			p->dp_nr++;
-		}
-	}
-	/* The documented bound: DTM_PREPARE_BYTES_MAX per participant; and
-	 * the deadline its calls get beyond the call timeout. */
-	for (uint32_t k = 0; rc == 0 && k < c->dc_nr; k++) {
-		struct dtx_part *p = &c->dc_p[k];
-		uint64_t n = 0, extra;
-
-		extra = 0;
-		for (size_t j = 0; j < p->dp_nr; j++) {
-			n += p->dp_m[j].body.len + p->dp_m[j].data.len;
-			extra += p->dp_m[j].op == SOP_IDX ? DTX_CLU_IDX_MS
-							  : DTX_CLU_MEMBER_MS;
-		}
-		extra += (n >> 20) * DTX_CLU_MIB_MS;
-		p->dp_extra_ms = (uint32_t)(extra < DTX_CLU_EXTRA_MAX_MS ?
-					    extra : DTX_CLU_EXTRA_MAX_MS);
-		if (n > DTM_PREPARE_BYTES_MAX) {
-			dx->dx_bad = p->dp_mi[0];
-			rc = err_set(-E2BIG, "dtx %s: %" PRIu64 " bytes of "
-				     "members for server %s, more than a "
-				     "PREPARE may carry (DTM_PREPARE_BYTES_MAX,"
-				     " %u bytes per participant)", dtx_str(dx),
-				     n, cluster_server_name(dx->dx_cl,
-							    p->dp_server),
-				     DTM_PREPARE_BYTES_MAX);
-		}
-	}
-	if (rc == 0) {
-		qsort(c->dc_p, c->dc_nr, sizeof *c->dc_p, dtx_part_cmp);
-		for (uint32_t k = 0; k < c->dc_nr; k++)
-			c->dc_parts[k] = c->dc_p[k].dp_server;
-	}
-	free(srv);
-	free(nsrv);
-	free(sop);
-	free(blen);
-	free(dlen);
-	return rc;
-}
-
-static void dtx_clu_kill(const char *point)
-{
-	if (FAULT_HIT(point)) {
-		LOG_WARNING("fault point %s: SIGKILL", point);
-		raise(SIGKILL);
-	}
-}
-
-/* One attempt: 0 (committed everywhere), -ESTALE (*stale: the part to
- * touch), or the failure (msg set). */
-static int dtx_clu_attempt(struct clovis_dtx *dx, struct dtx_clu *c,
-			   struct dtx_part **stale, char *msg, size_t msz)
-{
-	uint32_t ms = cluster_call_ms(dx->dx_cl);
-	struct dtx_part *bad = NULL;
-	uint64_t t0 = dtx_mono_ms();
-	int rc;
-
-	if (ms == 0 || ms > DTX_CLU_CALL_MS)
-		ms = DTX_CLU_CALL_MS;
-	*stale = NULL;
-	c->dc_wait_ms = ms + DTX_CLU_SLACK_MS;
-	for (uint32_t i = 0; i < c->dc_nr; i++)
-		if (ms + c->dc_p[i].dp_extra_ms + DTX_CLU_SLACK_MS >
-		    c->dc_wait_ms)
-			c->dc_wait_ms = ms + c->dc_p[i].dp_extra_ms +
-					DTX_CLU_SLACK_MS;
-	dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_PREPARE, 0, ms);
-	for (uint32_t i = 0; i < c->dc_nr && bad == NULL; i++)
-		if (c->dc_p[i].dp_rc != 0 ||
-		    c->dc_p[i].dp_state != DTM_PREPARED)
-			bad = &c->dc_p[i];
-	if (bad != NULL) {
-		rc = bad->dp_rc != 0 ? bad->dp_rc : -EPROTO;
-		snprintf(msg, msz, "%s", bad->dp_msg);
-		dx->dx_bad = bad->dp_mi[0];
-		if (rc == -ESTALE)
-			*stale = bad;
-		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
-		return rc;
-	}
-	if (dtx_mono_ms() - t0 > c->dc_wait_ms) {
-		/* Past the deadline the PREPARE announced: the decider may
-		 * have aborted alone by now; never send it a COMMIT. */
-		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
-		snprintf(msg, msz, "the votes took %" PRIu64 " ms, longer than "
-			 "the decision deadline (%u ms): aborted",
-			 dtx_mono_ms() - t0, c->dc_wait_ms);
-		return -ECANCELED;
-	}
-	dtx_clu_kill("dtx.cli.prepared");
-	if (__atomic_load_n(&dtx_abandon_after_prepare, __ATOMIC_RELAXED)) {
-		snprintf(msg, msz, "abandoned after the votes (benchmark)");
-		return -ETIMEDOUT;
-	}
-	/* The decider first: its COMMITTED record is the commit point. */
-	dtx_parts_call(c, 0, 1, DTM_MSG_DECIDE, DTM_COMMITTED, ms);
-	if (c->dc_p[0].dp_rc == 0 && c->dc_p[0].dp_state == DTM_ABORTED) {
-		dtx_parts_call(c, 1, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
-		snprintf(msg, msz, "server %s aborted it (in doubt longer than "
-			 "the termination timeout)",
-			 cluster_server_name(dx->dx_cl, c->dc_p[0].dp_server));
-		return -ECANCELED;
-	}
-	if (c->dc_p[0].dp_rc != 0 || c->dc_p[0].dp_state != DTM_COMMITTED) {
-		snprintf(msg, msz, "outcome unknown (in doubt until the "
-			 "participants resolve it; see strata dtx ls): %.150s",
-			 c->dc_p[0].dp_msg);
-		return -ETIMEDOUT;
-	}
-	dtx_clu_kill("dtx.cli.decide.partial");
-	dtx_parts_call(c, 1, c->dc_nr, DTM_MSG_DECIDE, DTM_COMMITTED, ms);
-	for (uint32_t i = 1; i < c->dc_nr; i++)
-		if (c->dc_p[i].dp_rc != 0 ||
-		    c->dc_p[i].dp_state != DTM_COMMITTED) {
-			snprintf(msg, msz, "committed, but not yet applied on "
-				 "every participant (it will be, when it "
-				 "learns the outcome): %.150s", c->dc_p[i].dp_msg);
-			return -EINPROGRESS;
-		}
-	return 0;
+	return (struct dtm_cli){.dc_ops = &dtx_co_ops, .dc_arg = cl,
+				.dc_node = dtx_clu_node(),
+				.dc_abandon = &dtx_abandon_after_prepare};
 }
 
 static void dtx_clu_submit(struct clovis_dtx *dx)
 {
 	struct eng_citem *cci = &dx->dx_cop->op_req.er_ci;
 	char msg[LIM_ERRMSG_LEN] = "";
-	struct dtx_clu c = {0};
+	struct eng_req **m = NULL;
+	struct dtm_cli co = dtx_co(dx->dx_cl);
 	int rc = dx->dx_rc;
-	uint64_t t0 = dtx_mono_ms();
-	uint32_t ms = cluster_call_ms(dx->dx_cl);
 
-	if (ms == 0 || ms > DTX_CLU_CALL_MS)
-		ms = DTX_CLU_CALL_MS;
 	if (rc != 0)
 		snprintf(msg, sizeof msg, "%s", dx->dx_msg);
-	for (uint32_t t = 0; rc == 0 && t < DTX_CLU_TRIES; t++) {
-		struct dtx_part *stale;
-
-		if (t > 0)
-			dtm_id_make(&dx->dx_id, dtx_clu_node());
-		rc = dtx_clu_build(dx, &c);
-		if (rc != 0) {
+	if (rc == 0) {
+		m = calloc(dx->dx_nr, sizeof *m);
+		if (m == NULL)
+			rc = err_set(-ENOMEM, "dtx %s: members", dtx_str(dx));
+		if (m == NULL)
 			snprintf(msg, sizeof msg, "%s", err_msg());
-			break;
-		}
-		rc = dtx_clu_attempt(dx, &c, &stale, msg, sizeof msg);
-		if (rc == -ESTALE && t + 1 < DTX_CLU_TRIES &&
-		    dtx_mono_ms() - t0 < ms) {
-			uint32_t back = 50u * t;
-
-			/* every index that participant orders (which one
-			 * must verify is not known here), once each */
-			for (size_t k = 0; k < stale->dp_nr; k++) {
-				const struct eng_req *rk =
-					&dx->dx_m[stale->dp_mi[k]].dm_op->op_req;
-				bool seen = rk->er_keys == NULL;
-
-				for (size_t j = 0; !seen && j < k; j++)
-					seen = clovis_id_cmp(&rk->er_id,
-						&dx->dx_m[stale->dp_mi[j]].
-						dm_op->op_req.er_id) == 0;
-				if (!seen)
-					cluster_idx_touch(dx->dx_cl,
-							  stale->dp_server, rk);
-			}
-			rc = 0;
-			dtx_clu_fini(&c, dx->dx_nr);
-			usleep(1000u * (back < DTX_CLU_BACKOFF_MAX_MS ? back :
-					DTX_CLU_BACKOFF_MAX_MS));
-			continue;
-		}
-		break;
 	}
-	dtx_clu_fini(&c, dx->dx_nr);
+	for (uint32_t i = 0; m != NULL && i < dx->dx_nr; i++)
+		m[i] = &dx->dx_m[i].dm_op->op_req;
+	if (rc == 0)
+		rc = dtm_cli_commit(&co, &dx->dx_id, m, dx->dx_nr, &dx->dx_bad,
+				    msg, sizeof msg);
+	free(m);
 	if (rc == 0) {
 		for (uint32_t i = 0; i < dx->dx_nr; i++) {
 			struct eng_req *r = &dx->dx_m[i].dm_op->op_req;
@@ -1386,168 +1007,17 @@ static void dtx_clu_submit(struct clovis_dtx *dx)
 	dtx_finish(dx, rc, cci->ci_msg);
 }
 
-/* ============================================================ settle
- *
- * clovis_dtx_settle(): every server's LIST (in-doubt records first, then the
- * newest decided ones) is read until none holds a PREPARED record of a dtx
- * below the bound.  A server that answered clear once is not asked again:
- * a PREPARED record is durable before its YES, so a dtx below the bound that
- * can still commit had its record logged before the server's first answer
- * (a PREPARE logged later belongs to a dtx that can only abort, or to one
- * still being committed by a live coordinator, which was not in doubt).
- */
 
-#define SETTLE_PAUSE_MIN_MS 20u
-#define SETTLE_PAUSE_MAX_MS 500u
-
-/* Entries asked for in one LIST.  Test builds: STRATA_TEST_DTX_LIST_LIMIT
- * makes it smaller (the "in doubt behind newer dtxs" reproducer). */
-static uint32_t settle_list_limit(void)
-{
-	uint32_t limit = DTM_LIST_MAX;
-#ifdef STRATA_FAULT_INJECT
-	const char *e = getenv("STRATA_TEST_DTX_LIST_LIMIT");
-
-	if (e != NULL && atoi(e) > 0 && (uint32_t)atoi(e) < limit)
-		limit = (uint32_t)atoi(e);
-#endif
-	return limit;
-}
-
-/* One server's state during a settle. */
-struct settle_srv {
-	uint64_t ss_bound;  /* dtxs below this id are waited for (0: unset) */
-	bool ss_clear;
-	int ss_rc;          /* why not clear: a call failure or -ETIMEDOUT */
-	char ss_msg[LIM_ERRMSG_LEN];
-};
-
-/* Ask server s once; 0 when it holds nothing below its bound. */
-static int settle_ask(struct clovis *cl, uint32_t s, struct settle_srv *st,
-		      uint64_t before, uint64_t start, uint32_t limit,
-		      uint32_t ms)
-{
-	DtxReq q = DTX_REQ__INIT;
-	DtxReply *rp = NULL;
-	uint8_t *b = NULL;
-	size_t bl = 0, rl = 0;
-	void *rb = NULL;
-	uint64_t prepared = 0, below = 0;
-	const DtxInfo *old = NULL;
-	int rc;
-
-	q.kind = DTM_MSG_LIST;
-	q.limit = limit;
-	q.clock = dtm_hlc_now();
-	rc = dtm_pack(&q.base, &b, &bl);
-	if (rc == 0)
-		rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, ms, &rb,
-				      &rl);
-	if (rc == 0)
-		rc = dtm_reply_decode(rb, rl, &rp);
-	free(rb);
-	free(b);
-	if (rc != 0) {
-		snprintf(st->ss_msg, sizeof st->ss_msg, "server %s did not "
-			 "answer the dtx LIST (%s): it may hold a dtx in doubt",
-			 cluster_server_name(cl, s), err_msg());
-		return st->ss_rc = rc;
-	}
-	dtm_hlc_observe(rp->clock);
-	if (st->ss_bound == 0)
-		st->ss_bound = before != 0 ? before
-			       : (rp->clock > start ? rp->clock : start);
-	for (size_t i = 0; i < rp->n_list; i++) {
-		const DtxInfo *e = rp->list[i];
-
-		if (e->state != DTM_PREPARED)
-			continue;
-		prepared++;
-		if (e->hlc >= st->ss_bound)
-			continue;
-		below++;
-		if (old == NULL || e->hlc < old->hlc)
-			old = e;
-	}
-	if (old != NULL) {
-		struct clovis_dtx_id id = {.di_hlc = old->hlc,
-					   .di_node = old->node};
-		char ids[DTM_ID_STR_LEN];
-		uint64_t now = dtm_hlc_us(dtm_hlc_now());
-
-		snprintf(st->ss_msg, sizeof st->ss_msg, "server %s holds %" PRIu64
-			 " dtx(s) in doubt, the oldest %s (PREPARED %" PRIu64
-			 " ms ago, %u participants)", cluster_server_name(cl, s),
-			 below, dtm_id_format(&id, ids),
-			 now > old->time_us ? (now - old->time_us) / 1000 : 0,
-			 (unsigned)old->n_parts);
-		rc = -ETIMEDOUT;
-	} else if (rp->n_list >= limit && prepared < rp->in_doubt) {
-		snprintf(st->ss_msg, sizeof st->ss_msg, "server %s holds %"
-			 PRIu64 " dtxs in doubt, more than one LIST shows (%u)",
-			 cluster_server_name(cl, s), rp->in_doubt, limit);
-		rc = -ETIMEDOUT;
-	}
-	dtx_reply__free_unpacked(rp, NULL);
-	st->ss_rc = rc;
-	st->ss_clear = rc == 0;
-	return rc;
-}
-
+/* The settle fence is dtm's (dtm_cli_settle); embedded mode has nothing
+ * to wait for (a dtx is one local commit). */
 int clovis_dtx_settle(struct clovis *cl, uint64_t before, uint32_t timeout_ms)
 {
-	uint64_t t0 = dtx_mono_ms(), start, pause = SETTLE_PAUSE_MIN_MS;
-	uint32_t n, limit = settle_list_limit(), call_ms;
-	struct settle_srv *st;
-	int rc = 0;
+	struct dtm_cli co;
 
 	if (cl == NULL)
 		return err_set(-EINVAL, "dtx settle: NULL client");
 	if (cl->cl_eng != NULL)
 		return 0; /* embedded: a dtx is one local commit */
-	n = cluster_nr_servers(cl);
-	call_ms = cluster_call_ms(cl);
-	st = calloc(n, sizeof *st);
-	if (st == NULL)
-		return err_set(-ENOMEM, "dtx settle: %u servers", n);
-	start = dtm_hlc_now();
-	for (;;) {
-		uint64_t el = dtx_mono_ms() - t0;
-		uint32_t left = el >= timeout_ms ? 0 : timeout_ms - (uint32_t)el;
-		bool clear = true;
-
-		for (uint32_t s = 0; s < n; s++) {
-			uint32_t ms = call_ms;
-
-			if (st[s].ss_clear)
-				continue;
-			/* the last round still asks with a short timeout */
-			if (left < ms)
-				ms = left > 100 ? left : 100;
-			if (settle_ask(cl, s, &st[s], before, start, limit,
-				       ms) != 0)
-				clear = false;
-		}
-		if (clear)
-			break;
-		el = dtx_mono_ms() - t0;
-		if (el >= timeout_ms) {
-			for (uint32_t s = 0; s < n; s++)
-				if (!st[s].ss_clear) {
-					rc = err_set(st[s].ss_rc, "dtx settle: "
-						     "not settled in %u ms: %s",
-						     timeout_ms,
-						     st[s].ss_msg);
-					break;
-				}
-			break;
-		}
-		if (pause > timeout_ms - el)
-			pause = timeout_ms - el;
-		usleep((useconds_t)pause * 1000u);
-		pause = pause * 2 > SETTLE_PAUSE_MAX_MS ? SETTLE_PAUSE_MAX_MS
-							: pause * 2;
-	}
-	free(st);
-	return rc;
+	co = dtx_co(cl);
+	return dtm_cli_settle(&co, before, timeout_ms);
 }

@@ -1,7 +1,7 @@
 # dtm/ — distributed transactions: ids (node + hybrid logical clock), the
 # commit protocol's records, and the client side of the Clovis dtx API
 # (clovis/dtx.c) that drives them.
-LIB_SRCS += dtm/hlc.c dtm/term.c clovis/dtx.c dtm/dtm_msg.c \
+LIB_SRCS += dtm/hlc.c dtm/term.c dtm/dtm_msg.c dtm/cli_dtx.c clovis/dtx.c \
 	dtm/srv_dtx.c
 PROTOS += dtm/dtm.proto
 UT_SRCS += dtm/ut/dtm_ut.c
