@@ -1,6 +1,8 @@
 /*
- * dtx.c — distributed transactions, client side (clovis.h "Distributed
- * transactions"; protocol in dtm/README.md).
+ * dtx.c — distributed transactions, the Clovis API (clovis.h "Distributed
+ * transactions"; protocol in dtm/README.md).  In cluster mode the
+ * coordinator is dtm's client half (dtm/cli_dtx.c, dtm_cli.h): this file
+ * hands it the members' requests (dtx_clu_submit).
  *
  * Embedded mode: a dtx is one local atomic commit.
  *

@@ -1,6 +1,6 @@
 /*
  * dtm_msg.h — encoding and bounds-checked decoding of the dtx protocol
- * (dtm/dtm.proto), shared by the coordinator (clovis/dtx.c), the
+ * (dtm/dtm.proto), shared by the coordinator (dtm/cli_dtx.c), the
  * participant (dtm/srv_dtx.c) and the CLI (clovis/cli/cli_dtx.c).
  */
 #ifndef STRATA_DTM_DTM_MSG_H

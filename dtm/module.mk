@@ -1,6 +1,7 @@
 # dtm/ — distributed transactions: ids (node + hybrid logical clock), the
-# commit protocol's records, and the client side of the Clovis dtx API
-# (clovis/dtx.c) that drives them.
+# protocol and its records, the client half (cli_dtx.c, the coordinator)
+# and the server half (srv_dtx.c, the participant); and the Clovis dtx API
+# (clovis/dtx.c) that drives the client half.
 LIB_SRCS += dtm/hlc.c dtm/term.c dtm/dtm_msg.c dtm/cli_dtx.c clovis/dtx.c \
 	dtm/srv_dtx.c
 PROTOS += dtm/dtm.proto
