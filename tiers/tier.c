@@ -24,6 +24,7 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "tiers/tier_internal.h"
+#include "tiers/tier_limits.h"
 
 /* The superblock is written as the struct lies in memory: that is its
  * little-endian on-disk format only on a little-endian host, and the field
@@ -53,11 +54,11 @@ static const struct tier_ops *const tier_drivers[] = {
 	&tier_smr_ops,
 };
 
-/* Drivers registered from above (tier_driver_register): devices without a
- * superblock file here, such as cluster mode's remote devices.  Appended
- * under tier_reg_lock, read without it once published (the count is
- * stored after the slot, with release order). */
-#define TIER_REG_MAX 8u
+/* Drivers registered from above (tier_driver_register; at most
+ * TIER_REG_MAX): devices without a superblock file here, such as cluster
+ * mode's remote devices.  Appended under tier_reg_lock, read without it
+ * once published (the count is stored after the slot, with release
+ * order). */
 static const struct tier_ops *tier_reg[TIER_REG_MAX];
 static uint32_t tier_reg_nr;
 static pthread_mutex_t tier_reg_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -4,7 +4,8 @@
  * The engine-wide limits (allocation unit, device sizes, superblock area,
  * I/O chunk) stay in core/limits.h; these are the ones only the device
  * layer needs: zone geometry of SMR devices, the data-area offset bound,
- * and the depth and width of the per-device I/O queues.
+ * the depth and width of the per-device I/O queues, and the table of
+ * drivers registered from above.
  */
 #ifndef STRATA_TIERS_TIER_LIMITS_H
 #define STRATA_TIERS_TIER_LIMITS_H
@@ -50,6 +51,12 @@
  * (a disk gains little past its command queue, flash saturates around
  * here with synchronous pread/pwrite), started on first use. */
 #define LIM_IOQ_THREADS 4u
+
+/* Drivers registered from above (tier_driver_register), beside the
+ * built-in ones: cluster mode registers one (remote devices,
+ * core/server/rdev.c); the table is static so that lookups read it
+ * without a lock, and 8 leaves room for a few more backends. */
+#define TIER_REG_MAX 8u
 
 _Static_assert((LIM_SMR_ZONE_DEFAULT & (LIM_SMR_ZONE_DEFAULT - 1)) == 0,
 	       "zone sizes are powers of two");
