@@ -7,15 +7,7 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "layouts/ec.h"
-
-/* Widest group: n + k units. */
-#define EC_UNITS_MAX CLOVIS_LAYOUT_UNITS_MAX
-/* Largest n * k with n + k <= EC_UNITS_MAX: sizes the decode rows; also
- * the largest e * e, e lost data units <= min(n, k). */
-#define EC_NK_MAX ((EC_UNITS_MAX / 2) * (EC_UNITS_MAX / 2))
-/* ISA-L takes an int length: larger buffers go through in chunks of this
- * many bytes (a multiple of 32, so only the last chunk is ragged). */
-#define EC_CHUNK (1u << 30)
+#include "layouts/layout_limits.h"
 
 _Static_assert(EC_UNITS_MAX <= 255, "GF(2^8) Cauchy rows need n + k < 256");
 

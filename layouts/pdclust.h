@@ -59,9 +59,7 @@
 #include <stdint.h>
 
 #include "clovis/clovis.h"
-
-/** Largest pool: device numbers of a permutation are kept in a uint8_t. */
-#define PD_POOL_MAX 256u
+#include "layouts/layout_limits.h"
 
 /**
  * Geometry of a parity-declustered (or mirror) layout.  Slots of a group:
