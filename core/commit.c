@@ -15,17 +15,8 @@
 #include "core/engine_internal.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/limits.h"
 #include "core/log.h"
-
-/* The committer waits this long for the next batch before it syncs the
- * last commit's meta page itself (only while updates are on their way):
- * about one metadata fdatasync on the disks we measured, so waiting costs
- * the last op of a burst no more than the sync it saves the others. */
-#define ENG_STABLE_WAIT_US 300u
-
-/* The longest group-commit window (cq_gather): a batch waits for updates
- * in execution at most this long, whatever their usual duration. */
-#define ENG_GATHER_MAX_US 2000u
 
 /* ------------------------------------------------------ group commit */
 

@@ -34,11 +34,9 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/stripe.h"
-
-#define COMP_LAYERS_MAX 16u
-#define COMP_READ_RETRIES 8
 
 struct comp_layer {
 	uint32_t cl_id;

@@ -21,29 +21,16 @@
 #include <stdint.h>
 
 #include "clovis/clovis.h"
+#include "core/limits.h"
 
-/* Longest device or pool name: short enough to show in tables and to make
- * a file name "devices/<name>.dev". */
-#define CONF_NAME_MAX 31
-/* Longest container text kept as written (cc_name), with its NUL. */
-#define CONF_CONT_NAME_LEN 64
-/* Longest remote device reference "SERVER:INDEX", with its NUL. */
-#define CONF_REMOTE_LEN 48
-/* Most slices a cluster store's devices are cut into (CLU_SERVERS_MAX). */
-#define CONF_SLICES_MAX 64u
+/* Name lengths, slice, pool and container counts, the text size: CONF_*
+ * in core/limits.h. */
+
 /* Slices start at multiples of this (and are as long): 64 KiB. */
 #define CONF_SLICE_ALIGN (64ull << 10)
 /* Longest device path, with its NUL (LIM_PATH_MAX + 1, the size of
  * clovis_dev_info.di_path). */
 #define CONF_PATH_LEN 256
-/* Pools listed in a file (the implicit tier pools come on top): one per
- * device would already be absurd. */
-#define CONF_POOLS_MAX 256u
-/* Containers with their own default layout: looked up linearly at object
- * creation, so keep the list short. */
-#define CONF_CONTS_MAX 4096u
-/* Largest configuration text: a full 256-device file is under 20 KiB. */
-#define CONF_TEXT_MAX (1u << 20)
 
 /** Device model of one tier (simulated latency and bandwidth). */
 struct conf_model {

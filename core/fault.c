@@ -5,8 +5,7 @@
 #include <string.h>
 
 #include "core/fault.h"
-
-#define FAULT_MAX 32
+#include "core/limits.h"
 
 struct fault_point {
 	char fp_name[48];

@@ -78,6 +78,91 @@
 /* Error message length (thread-local and per op). */
 #define LIM_ERRMSG_LEN 256u
 
+/* ---------------------------------------------------------------------
+ * Limits of one engine part.  They keep the part's prefix (CONF_, COMP_,
+ * ENG_, WALK_, ZONE_, FAULT_) so that a grep finds their uses; the file
+ * using each is named beside it.
+ */
+
+/* Configuration (core/conf.c).  Longest device or pool name: short
+ * enough to show in tables and to make a file name "devices/<name>.dev". */
+#define CONF_NAME_MAX 31
+/* Longest container text kept as written (cc_name), with its NUL: names
+ * of containers are for people, 63 characters keep them on one line. */
+#define CONF_CONT_NAME_LEN 64
+/* Longest remote device reference "SERVER:INDEX", with its NUL: a server
+ * name of CONF_NAME_MAX, a colon and a decimal index, with room. */
+#define CONF_REMOTE_LEN 48
+/* Most slices a cluster store's devices are cut into (CLU_SERVERS_MAX,
+ * core/clu_conf.h: one slice per server). */
+#define CONF_SLICES_MAX 64u
+/* Pools listed in a file (the implicit tier pools come on top): one per
+ * device would already be absurd. */
+#define CONF_POOLS_MAX 256u
+/* Containers with their own default layout: looked up linearly at object
+ * creation, so keep the list short. */
+#define CONF_CONTS_MAX 4096u
+/* Largest configuration text: a full 256-device file is under 20 KiB. */
+#define CONF_TEXT_MAX (1u << 20)
+
+/* Composite objects (core/comp.c).  Layers of one object: each READ
+ * resolves its blocks through all of them, held in a fixed array (struct
+ * comp_layers) per op; a layer per tier (four) is what tiering needs. */
+#define COMP_LAYERS_MAX 16u
+/* Times a READ of a composite object is tried again when a move remapped
+ * its blocks while it read them: a move remaps a range once, so only a
+ * stream of moves of the same blocks exhausts them (-EAGAIN then). */
+#define COMP_READ_RETRIES 8
+
+/* Group commit (core/commit.c).  The committer waits this long for the
+ * next batch before it syncs the last commit's meta page itself (only
+ * while updates are on their way): about one metadata fdatasync on the
+ * disks we measured, so waiting costs the last op of a burst no more than
+ * the sync it saves the others. */
+#define ENG_STABLE_WAIT_US 300u
+/* The longest group-commit window (cq_gather): a batch waits for updates
+ * in execution at most this long, whatever their usual duration. */
+#define ENG_GATHER_MAX_US 2000u
+
+/* Rebuild walk (core/stripe_walk.c).  Records per batch (one commit
+ * each): large enough that a commit's sync is paid for many rebuilt units,
+ * small enough that a stop or a crash redoes little. */
+#define WALK_BATCH 256u
+/* Groups handled at once: enough to keep every device of a pool of a few
+ * dozen busy (each group reads N units); bounded by WALK_MEM too. */
+#define WALK_INFLIGHT 16u
+/* Unit buffers of the groups in flight, at most (one group always fits). */
+#define WALK_MEM (64ull << 20)
+
+/*
+ * Zoned (SMR) devices (core/zone.c).  Empty zones ordinary appends leave
+ * to the cleaner.  To empty a zone the cleaner appends its live bytes (up
+ * to a whole zone) elsewhere before it can reset it; if ordinary writes
+ * could take the last empty zone, a device whose zones are all partly live
+ * would have nowhere to put them, and no write could ever succeed again
+ * however much of it is dead.  One zone is enough: every zone cleaned is
+ * reset, so the reserve is whole again after each one.
+ */
+#define ZONE_CLEAN_RESERVE 1u
+/* Rounds of cleaning one write may run to find room (each resets a zone):
+ * a write whose reclaimed room other writes keep taking gives up with
+ * -EAGAIN after that many, rather than clean on forever. */
+#define ZONE_RECLAIM_ROUNDS 16u
+/* How long a write that found no room waits, in all, for dead space that
+ * is still held (zones holding appended bytes no record maps yet: other
+ * writes in flight, or frees on their way back) before it gives up with
+ * -EAGAIN, and how often it looks again meanwhile (2 ms). */
+#define ZONE_HELD_WAIT_NS 5000000000ull
+#define ZONE_HELD_POLL_NS 2000000l
+/* Runs one record moved by the cleaner may be split into (its bytes
+ * appended across zone ends): sizes the arrays of struct zmove; a record
+ * split further fails the move with -E2BIG. */
+#define ZMOVE_RUNS 8u
+
+/* Fault points (core/fault.c, test builds only) named at once: a test
+ * arms a few; a point past the table is not armed. */
+#define FAULT_MAX 32
+
 _Static_assert(LIM_ALLOC_UNIT == (1u << CLOVIS_BLOCK_SHIFT_MIN),
 	       "allocation unit is the smallest block");
 _Static_assert(LIM_DEV_SB_SIZE % LIM_ALLOC_UNIT == 0, "aligned data area");

@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/limits.h"
 #include "core/log.h"
 #include "core/stripe_internal.h"
 
@@ -53,16 +54,6 @@ struct walk_item {
 	uint8_t wi_key[META_EXT_KEY_LEN];
 	struct meta_unit wi_rec;
 };
-
-/* Records per batch (one commit each): large enough that a commit's sync
- * is paid for many rebuilt units, small enough that a stop or a crash
- * redoes little. */
-#define WALK_BATCH 256u
-/* Groups handled at once: enough to keep every device of a pool of a few
- * dozen busy (each group reads N units); bounded by WALK_MEM too. */
-#define WALK_INFLIGHT 16u
-/* Unit buffers of the groups in flight, at most (one group always fits). */
-#define WALK_MEM (64ull << 20)
 
 /** One batch's commit: its unit records and the walk's place after it. */
 struct walk_cm {

@@ -36,6 +36,7 @@
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/limits.h"
 #include "core/log.h"
 
 bool eng_dev_zoned(struct eng *e, uint32_t dev)
@@ -44,29 +45,6 @@ bool eng_dev_zoned(struct eng *e, uint32_t dev)
 
 	return d != NULL && tier_dev_zoned(d->ed_dev);
 }
-
-/*
- * Empty zones ordinary appends leave to the cleaner.  To empty a zone the
- * cleaner appends its live bytes (up to a whole zone) elsewhere before it
- * can reset it; if ordinary writes could take the last empty zone, a device
- * whose zones are all partly live would have nowhere to put them, and no
- * write could ever succeed again however much of it is dead.  One zone is
- * enough: every zone cleaned is reset, so the reserve is whole again after
- * each one.  (It belongs beside the engine limits in core/limits.h; kept
- * here while that file has another owner.)
- */
-#define ZONE_CLEAN_RESERVE 1u
-
-/* Rounds of cleaning one write may run to find room (each resets a zone). */
-#define ZONE_RECLAIM_ROUNDS 16u
-
-/*
- * How long a write that found no room waits, in all, for dead space that is
- * still held (zones holding appended bytes no record maps yet: other writes
- * in flight, or frees on their way back) before it gives up with -EAGAIN.
- */
-#define ZONE_HELD_WAIT_NS 5000000000ull
-#define ZONE_HELD_POLL_NS 2000000l
 
 /*
  * Find room for an append: the open zone if it is partly written with room
@@ -287,8 +265,6 @@ int eng_space_append_reclaim(struct eng *e, uint32_t dev, const void *buf,
 }
 
 /* ------------------------------------------------------------ cleaner */
-
-#define ZMOVE_RUNS 8u
 
 /** One record to re-point: table, key, its value when read, new values. */
 struct zmove {
