@@ -17,6 +17,7 @@
 #include <stdio.h>
 
 #include "clovis/clovis.h"
+#include "clovis/cli/cli_limits.h"
 
 /** Exit codes of a command. */
 enum {
@@ -46,25 +47,8 @@ enum cli_opt {
 				 * checked before the store is opened */
 };
 
-/**
- * Most records one "idx put" or "idx del" takes from its command line:
- * each is one op, so a longer list belongs in a program; 512 pairs stay
- * far below the kernel's argument limit (ARG_MAX) for keys of any size.
- */
-#define CLI_RECS_MAX 512
-
-/** Most positional arguments any command takes (idx put: ID and
- *  CLI_RECS_MAX pairs), plus group and name. */
-#define CLI_POS_MAX (1 + 2 * CLI_RECS_MAX)
-
-/** Longest message kept from a failed call or op. */
-#define CLI_MSG_MAX 512
-
 /** Default data directory when neither --data nor STRATA_DATA is given. */
 #define CLI_DATA_DEFAULT "./strata-data"
-
-/** Objects larger than this get a progress bar on a terminal. */
-#define CLI_PROGRESS_MIN (8ull << 20)
 
 struct cli;
 

@@ -16,9 +16,6 @@
 #include "clovis/cli/cli.h"
 
 #define BENCH_OPS_DEFAULT 5000u
-#define BENCH_DEPTH_MAX 16u
-#define BENCH_BYTES_MAX (64ull << 20)
-#define BENCH_RING_BYTES (64ull << 20)
 #define BENCH_VAL_LEN 64u
 #define BENCH_KEY_LEN 32u
 

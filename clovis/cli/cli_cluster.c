@@ -28,23 +28,7 @@
 
 #include "clovis/cli/cli.h"
 
-/*
- * Waits are bounded.  cluster up waits on progress, not on a guess of the
- * time a start takes: servers that create their stores write out GiBs of
- * device files, which took more than 30 s on a busy disk.  It waits as
- * long as every server not answering yet makes progress (its status file
- * changes at least once per CLU_UP_STALL_MS), up to CLU_UP_MAX_MS in all,
- * and gives up at once on a server that died or failed.  Servers stop
- * within the drain bound after SIGTERM.
- */
-#define CLU_UP_STALL_MS 60000
-#define CLU_UP_MAX_MS 600000
-/* cluster up says what it waits for every CLU_UP_SAY_MS (not quiet). */
-#define CLU_UP_SAY_MS 5000
-#define CLU_DOWN_WAIT_MS 15000
-/* A started server writes its pid file within this (it is written right
- * after it detaches, before the store is opened). */
-#define CLU_PID_GRACE_MS 3000
+/* Waits are bounded (CLU_UP_*_MS, CLU_DOWN_WAIT_MS: cli_limits.h). */
 
 static uint64_t now_ms(void)
 {
@@ -214,9 +198,6 @@ static bool server_gone(const char *dir, uint64_t i, uint64_t t0, char *msg,
 		fclose(f);
 	return true;
 }
-
-/* Most servers cluster up starts and watches. */
-#define CLU_UP_MAX_NODES 16
 
 /* What cluster up knows of a server it waits for. */
 struct clu_wait {
@@ -474,9 +455,6 @@ static pid_t read_pid(const char *path)
 	return (pid_t)p;
 }
 
-/* Most servers cluster down looks for (D/s0.pid .. D/s63.pid). */
-#define CLU_DOWN_MAX 64
-
 /*
  * strata cluster down: SIGTERM to every server with a pid file, all at
  * once (each drains and closes its store on its own, as when an init
@@ -525,8 +503,6 @@ int cmd_cluster_down(struct cli *c)
 
 static const char *const tier_names[CLOVIS_TIER_NR] = {"nvram", "flash",
 						       "sas", "smr"};
-
-#define CLU_STATUS_DEVS 4096
 
 /* What cluster status gathers before it prints. */
 struct clu_status {

@@ -19,9 +19,6 @@
 /* Devices asked for first; a store with more is asked again. */
 #define DEV_FIRST 64u
 
-/* Longest device name shown (a configuration allows 31 characters). */
-#define DEV_NAME_MAX 64
-
 /* Default live percentage of 'smr clean'. */
 #define SMR_LIVE_DEFAULT 25u
 

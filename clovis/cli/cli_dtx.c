@@ -20,8 +20,6 @@
 #include "clovis/clovis_internal.h"
 #include "dtm/dtm_msg.h"
 
-#define DTX_CLI_MS 5000u
-
 static const char *state_name(uint32_t st)
 {
 	static const char *n[] = {"UNKNOWN", "PREPARED", "COMMITTED",

@@ -13,12 +13,6 @@
 
 #include "clovis/cli/cli.h"
 
-/* Records asked for by one NEXT op while scanning. */
-#define IDX_PAGE 256u
-
-/* Longest key text quoted in a message. */
-#define IDX_QUOTE_MAX 64u
-
 /* Quote key k (len bytes) for a message, shortened past IDX_QUOTE_MAX. */
 static const char *key_quote(const void *k, size_t len, bool hex, char *buf,
 			     size_t size)

@@ -16,11 +16,6 @@
 
 #include "clovis/cli/cli.h"
 
-/* Bytes per op for small blocks, and the memory bound of the ring. */
-#define IO_CHUNK (1u << 20)
-#define IO_RING_BYTES (64u << 20)
-#define IO_DEPTH_MAX 8u
-
 /* One chunk in flight: its op, buffer and vectors. */
 struct io_slot {
 	struct clovis_op *s_op;

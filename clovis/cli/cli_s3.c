@@ -22,9 +22,6 @@
 
 #include "clovis/cli/cli.h"
 
-#define S3U_MAX 1024
-#define S3U_LINE 512
-
 struct s3u {
 	char name[64], akey[64], skey[128];
 };

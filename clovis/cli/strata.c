@@ -766,9 +766,6 @@ static int apply_live(struct cli *c, const struct raw *r)
 	return 0;
 }
 
-/* Longest --call-timeout: one hour, as the cluster file allows. */
-#define CALL_TIMEOUT_MS_MAX 3600000ull
-
 /*
  * Turn --call-timeout into c_call_ms: digits and "ms" or "s" (bare
  * digits are milliseconds, as in the cluster file), 1 ms .. 1 h.
