@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "clovis/clovis.h"
+#include "clovis/clovis_limits.h"
 #include "core/engine.h"
 
 #define CLOVIS_ENT_MAGIC 0x434c454eu /* "CLEN" */
@@ -36,12 +37,11 @@ struct stats {
 };
 
 /* Counters are recorded into shards, one per thread up to STATS_SHARDS
- * threads (then shared), each allocated at its first use, so that threads
- * do not write the same cache lines; the base (struct stats, loaded and
- * saved with the store) takes what a shard could not (no memory) and the
- * shards when they are folded (stats_fold).  A report sums them all. */
-#define STATS_SHARDS 16u
-
+ * threads (clovis_limits.h; then shared), each allocated at its first use,
+ * so that threads do not write the same cache lines; the base (struct
+ * stats, loaded and saved with the store) takes what a shard could not (no
+ * memory) and the shards when they are folded (stats_fold).  A report sums
+ * them all. */
 struct stats_set {
 	struct stats ss_base;
 	struct stats_hist *ss_shard[STATS_SHARDS]; /* CLOVIS_STAT_NR each */

@@ -33,16 +33,12 @@
 #include <unistd.h>
 
 #include "clovis/clovis_internal.h"
+#include "clovis/clovis_limits.h"
 #include "core/clu_conf.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
-
-/* Buffers of an object op started without a worker (the RPC layer's
- * limit per call; an op with more goes the blocking way, clu_obj(),
- * which coalesces them: clu_bulk_init()). */
-#define CLU_ASYNC_IOV 16u
 
 struct clu_client {
 	struct clu_conf cc_conf;
@@ -441,10 +437,6 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
 	q->count = r->er_ext->ev_nr_blks;
 }
 
-/* Sends of an object op on blocks after its home answered a transport
- * code (clu_obj()). */
-#define CLU_OBJ_RETRIES 1u
-
 /* The bulk of r's buffers (READ: into them, WRITE: from them), through
  * iov (r->er_data->bv_nr entries, at most CLU_BULK_IOV). */
 static struct rpc_bulk clu_obj_bulk(const struct eng_req *r,
@@ -470,10 +462,6 @@ static struct rpc_bulk clu_obj_bulk(const struct eng_req *r,
  * 2 * CLU_BULK_DIRECT + 1 segments, and only the small buffers are
  * copied.
  */
-#define CLU_BULK_IOV 16u
-#define CLU_BULK_DIRECT 7u
-_Static_assert(2 * CLU_BULK_DIRECT + 1 <= CLU_BULK_IOV,
-	       "direct buffers and the runs between them fit one bulk");
 
 struct clu_bulk {
 	struct iovec cb_iov[CLU_BULK_IOV];
@@ -1600,12 +1588,6 @@ const char *cluster_server_name(struct clovis *cl, uint32_t s)
 }
 
 /* ------------------------------------------------------------- walks */
-
-/* A walk (SOP_WALK) may read and rewrite every unit a home holds: allow
- * it an hour, as strata-server --walk does.  Before it, the server must
- * answer a STATUS within the cluster's call timeout, so that a stopped or
- * cut-off server fails the call in that time, not in an hour. */
-#define CLU_WALK_MS 3600000u
 
 struct clu_walk {
 	struct clu_client *w_c;

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "clovis/clovis_internal.h"
+#include "clovis/clovis_limits.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/stripe.h"
@@ -64,9 +65,6 @@
  * So an op launched, run inline and freed by one thread takes no shared
  * lock at all.
  */
-#define OP_CACHE_MAX 64u
-#define OP_TCACHE_MAX 32u
-#define OP_TLS_INSTANCES 4u
 #define OP_CACHED_LEN offsetof(struct clovis_op, op_cnext)
 
 struct op_tcache {

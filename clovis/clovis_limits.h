@@ -1,0 +1,64 @@
+/*
+ * clovis_limits.h — the hard limits of the Clovis library's internals,
+ * each with its reason.
+ *
+ * The public limits (key, value and vector sizes, block and unit shifts,
+ * layout width, ops of a dtx) are part of the API contract and stay in
+ * clovis/clovis.h.  These bound what the library keeps for itself (op
+ * caches, statistics shards) and how the cluster client splits, retries
+ * and waits on calls (clovis/cluster.c).
+ */
+#ifndef STRATA_CLOVIS_LIMITS_H
+#define STRATA_CLOVIS_LIMITS_H
+
+/* ------------------------------------------------ op caches (op.c) */
+
+/* Freed ops kept for reuse by the instance (cl_ofree), and by each
+ * thread without a lock (struct op_tcache): allocating and initialising
+ * an op costs about as much as an index GET, and a few dozen cover the
+ * ops one thread or a whole instance keeps in flight in a loop; beyond
+ * them an op is destroyed, so memory does not follow a past peak. */
+#define OP_CACHE_MAX 64u
+#define OP_TCACHE_MAX 32u
+/* Instances whose ops one thread caches at once: programs open one or
+ * two; a thread using more puts their ops in the instance's cache, under
+ * its lock. */
+#define OP_TLS_INSTANCES 4u
+
+/* ------------------------------------------- statistics (stats.c) */
+
+/* Threads that record their op counters into shards of their own
+ * (clovis_internal.h, struct stats_set), so that they do not write the
+ * same cache lines; later threads share one.  16 covers the worker
+ * threads of a default store (LIM_WORKERS_DEFAULT) and a few callers. */
+#define STATS_SHARDS 16u
+
+/* ----------------------------------------- cluster client (cluster.c) */
+
+/* Buffers of an object op started without a worker (the RPC layer's
+ * limit per call; an op with more goes the blocking way, clu_obj(),
+ * which coalesces them: clu_bulk_init()). */
+#define CLU_ASYNC_IOV 16u
+
+/* Sends of an object op on blocks after its home answered a transport
+ * code (clu_obj()): once, because the home then places around the server
+ * that failed; a second failure is the op's. */
+#define CLU_OBJ_RETRIES 1u
+
+/* Segments of one call's bulk (the RPC layer's limit), and how many of an
+ * op's largest buffers travel as they are when it has more than that: the
+ * others go through a bounce buffer between them (cluster.c, "An op with
+ * more buffers than one call's bulk takes"), so at most
+ * 2 * CLU_BULK_DIRECT + 1 segments. */
+#define CLU_BULK_IOV 16u
+#define CLU_BULK_DIRECT 7u
+_Static_assert(2 * CLU_BULK_DIRECT + 1 <= CLU_BULK_IOV,
+	       "direct buffers and the runs between them fit one bulk");
+
+/* A walk (SOP_WALK) may read and rewrite every unit a home holds: allow
+ * it an hour, as strata-server --walk does.  Before it, the server must
+ * answer a STATUS within the cluster's call timeout, so that a stopped or
+ * cut-off server fails the call in that time, not in an hour. */
+#define CLU_WALK_MS 3600000u
+
+#endif
