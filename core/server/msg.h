@@ -22,6 +22,7 @@
 
 #include "core/engine.h"
 #include "core/rpc/rpc.h"
+#include "core/server/srv_limits.h"
 #include "core/server/strata.pb-c.h"
 
 /* Opcodes of the service (rpc opcodes from RPC_OP_USER_MIN). */
@@ -52,10 +53,6 @@ enum msg_mgmt_op {
 /* WalkReq.kind */
 enum msg_walk_kind { SWK_REPAIR = 1, SWK_REBALANCE = 2, SWK_SCRUB = 3 };
 
-/* Largest remote unit I/O: one unit of the largest unit size
- * (CLOVIS_UNIT_SHIFT_MAX). */
-#define MSG_RDEV_MAX (1ull << CLOVIS_UNIT_SHIFT_MAX)
-
 /* Replica flags (EntReq.rflags, IdxReq.rflags). */
 enum msg_rflags {
 	/** A copy of an update to a further replica: Reply.seq of the first
@@ -81,25 +78,11 @@ enum msg_rflags {
 	 *  the index until it caught up); the others record the mark. */
 	SRF_BEHIND = 1u << 6,
 };
-/* Op tags (IdxReq.tag): 63 bits, so that a version entry keeps one beside
- * its tombstone bit (core/server/srv_idx.c, struct vent). */
-#define MSG_TAG_MAX ((1ull << 63) - 1)
-
 #define SRF_ALL (SRF_REPLICA | SRF_INTERNAL | SRF_INDEX | SRF_VERIFY | \
 		 SRF_VERSIONS | SRF_TOMB_GC | SRF_BEHIND)
 
-/* Packed index records up to this size travel inside the message; larger
- * ones as bulk (the RPC layer moves big bulk by RMA).  Well under the RPC
- * layer's 64 KiB default message size. */
-#define MSG_RECS_INLINE (32u << 10)
-/* GET and NEXT replies carry records up to this many bytes; the client asks
- * again for the rest (paging).  Same bound as requests. */
-#define MSG_REPLY_BUDGET (32u << 10)
-/* All keys and values of one index op: like CLOVIS_OP_BYTES_MAX for
- * objects, the most one op may move. */
-#define MSG_IDX_BYTES_MAX CLOVIS_OP_BYTES_MAX
-/* LIST: ids per reply (16 bytes each plus framing, inside a message). */
-#define MSG_LIST_MAX 1024u
+/* The protocol's limits (MSG_RDEV_MAX, MSG_TAG_MAX, MSG_RECS_INLINE,
+ * MSG_REPLY_BUDGET, MSG_IDX_BYTES_MAX, MSG_LIST_MAX): srv_limits.h. */
 
 /** A decoded request and everything it owns. */
 struct msg_req {

@@ -33,24 +33,10 @@
 
 #include "core/clu_conf.h"
 #include "core/rpc/rpc.h"
+#include "core/server/srv_limits.h"
 
-/* A server found down is not tried again for PEERS_RETRY_MS; by a client
- * (a table that opened its own endpoint) whose contact before failed too,
- * for twice what the failed contact took (a connect or call that ran into
- * its timeout) when that is longer, at most PEERS_RETRY_MAX_MS: a server
- * that stays away costs a client at most a third of its time, not one
- * timeout per op, and one back from a restart is tried again after 1 s.
- * A server's tables keep the short retry (heartbeats, catch-up, remote
- * devices: the table on its endpoint, and those peers_set_server() marks). */
-#define PEERS_RETRY_MS 1000u
-#define PEERS_RETRY_MAX_MS 10000u
-/* Server addresses whose incarnation the process remembers: a few
- * clusters' worth (CLU_SERVERS_MAX each); past it, new addresses are
- * handled like servers that do not tell their incarnation. */
-#define PEERS_BOOK_MAX 256u
-/* -EBUSY retries of one call, PEERS_BUSY_PAUSE_MS apart. */
-#define PEERS_BUSY_RETRIES 20u
-#define PEERS_BUSY_PAUSE_MS 5u
+/* Retry times, the incarnation book's size and -EBUSY retries
+ * (PEERS_*): srv_limits.h. */
 
 struct peers;
 

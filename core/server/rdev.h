@@ -40,39 +40,10 @@
 #include <stdint.h>
 
 #include "core/clu_conf.h"
+#include "core/server/srv_limits.h"
 
-/* Probe period and timeout (the timeout as srv_idx's: shorter ones saw
- * false timeouts on a loaded loopback cluster). */
-#define RDEV_PROBE_EVERY_MS 200u
-#define RDEV_PROBE_MS 2000u
-/* A read short of units asks a server marked down again
- * (tier_dev_recheck) only when no contact found it away for this long. */
-#define RDEV_RECHECK_AGE_MS 1000u
-/* Unit I/O call timeout: a third of the cluster's call timeout, within
- * these bounds, so that the home can still go on degraded and answer its
- * client within the client's own call timeout. */
-#define RDEV_CALL_MS_MIN 1000u
-#define RDEV_CALL_MS_MAX 10000u
-/* A unit call that failed on a connection to its owner's earlier run
- * (the owner restarted during the call) is sent again this many times:
- * one, so that the home's wait stays within two unit call timeouts, under
- * the client's call timeout. */
-#define RDEV_RESTART_RETRIES 1u
-/*
- * The deadline fence (docs/cluster.md): every WRITE carries its call's
- * absolute deadline (CLOCK_REALTIME ns of the home: now + the unit call
- * timeout) and the home's incarnation (its start time).  The owner
- * refuses a WRITE once its own clock is past the deadline, checked before
- * the data is pulled and again just before the device write.  The home
- * releases the space of an abandoned write RDEV_FENCE_MARGIN_MS after the
- * latest deadline it gave a write to that device (to_fence).  Assumes the
- * servers' clocks agree within the margin, less the time an owner takes
- * from its last check to the device write (milliseconds).  An owner whose
- * clock finds a deadline more than RDEV_CALL_MS_MAX + RDEV_FENCE_MARGIN_MS
- * ahead refuses the write as malformed (skew too large to trust the
- * fence): loud failures instead of a fence that no longer holds.
- */
-#define RDEV_FENCE_MARGIN_MS 1000u
+/* Probe times, unit call timeouts, restart retries and the deadline fence's
+ * margin (RDEV_*): srv_limits.h. */
 
 /**
  * Register the "remote" tier driver for server self of c (c must outlive

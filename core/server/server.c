@@ -26,12 +26,12 @@
  *                        the device files made so far
  *   "serving 0 ADDR:PORT"  started, taking requests
  *   "failed 0 MESSAGE"   the start failed (the message is in the log too)
- * Checked every STATUS_EVERY_MS while starting; removed at a clean stop.
+ * Checked every SRV_STATUS_EVERY_MS while starting; removed at a clean stop.
  *
  * Fault points (strata-server-test, STRATA_FAULT), per server NAME, hit
  * just before the store is opened: srv.start.slow.NAME writes a scratch
- * file beside the store at 1 MiB/s for STATUS_SLOW_MS (a start slowed by a
- * busy disk, making progress), srv.start.stall.NAME waits without any
+ * file beside the store at 1 MiB/s for SRV_STATUS_SLOW_MS (a start slowed
+ * by a busy disk, making progress), srv.start.stall.NAME waits without any
  * progress, srv.start.die.NAME kills the process (SIGKILL).
  *
  * Exit status: 0 after a clean stop, 1 when it could not start (the reason
@@ -58,14 +58,6 @@
 #include "core/server/msg.h"
 #include "core/server/peers.h"
 #include "core/server/srv.h"
-
-/* A walk reads and rewrites a whole store's units: allow it an hour. */
-#define WALK_CALL_MS 3600000u
-/* How often a starting server looks at its progress (--status-file). */
-#define STATUS_EVERY_MS 250u
-/* How long fault srv.start.slow.NAME slows a start: past the 30 s that
- * `strata cluster up` used to allow. */
-#define STATUS_SLOW_MS 40000u
 
 struct srv_args {
 	const char *sa_config;
@@ -168,7 +160,7 @@ static int walk_all(const struct clu_conf *c, const char *kind,
 		if (only != NULL && strcmp(only, name) != 0)
 			continue;
 		rc = peers_call_ms(p, i, SOP_WALK, b.mb_p, b.mb_len, NULL,
-				   WALK_CALL_MS, &res);
+				   SRV_WALK_CALL_MS, &res);
 		if (rc == 0)
 			rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
 		if (rc == 0 && msg_walk_stats_decode(rp, &ws) != 0)
@@ -380,7 +372,7 @@ static void status_tick(void)
 	status_write(line);
 }
 
-/* The starting line, every STATUS_EVERY_MS until status_end(). */
+/* The starting line, every SRV_STATUS_EVERY_MS until status_end(). */
 static void *status_main(void *arg)
 {
 	struct timespec ts;
@@ -390,7 +382,7 @@ static void *status_main(void *arg)
 	while (!status_g.st_stop) {
 		status_tick();
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += (long)STATUS_EVERY_MS * 1000000L;
+		ts.tv_nsec += (long)SRV_STATUS_EVERY_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
 		pthread_cond_timedwait(&status_g.st_cond, &status_g.st_lock,
@@ -462,7 +454,7 @@ static void start_faults(const char *name, const char *data_dir)
 		return;
 	snprintf(path, sizeof path, "%s.slow-fault", data_dir);
 	f = fopen(path, "w");
-	for (unsigned t = 0; f != NULL && t < STATUS_SLOW_MS; t += 250) {
+	for (unsigned t = 0; f != NULL && t < SRV_STATUS_SLOW_MS; t += 250) {
 		if (t % 1000 == 0 && (fwrite(mib, 1, sizeof mib, f) != sizeof mib
 				      || fflush(f) != 0))
 			break;

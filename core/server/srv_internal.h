@@ -1,7 +1,9 @@
 /*
  * srv_internal.h — private structures of strata-server shared by srv.c
- * (dispatch, objects, entities, listing, status, lifecycle) and srv_idx.c
- * (index replicas: records, catch-up, index requests).
+ * (dispatch, objects, entities, listing, status, lifecycle), the index
+ * replica files srv_idx*.c (records, catch-up, index requests; what only
+ * they share is in srv_idx_internal.h), srv_rdev.c, srv_zc.c and dtm's
+ * participant.  Limits: srv_limits.h.
  */
 #ifndef STRATA_CORE_SERVER_SRV_INTERNAL_H
 #define STRATA_CORE_SERVER_SRV_INTERNAL_H
@@ -11,52 +13,11 @@
 
 #include "core/server/msg.h"
 #include "core/server/peers.h"
+#include "core/server/srv_limits.h"
 #include "core/server/srv.h"
 #include "tiers/nvram/nvram.h"
 
-/* RPC handler threads: enough for a few clients' workers each; the engine
- * has its own I/O threads behind them. */
-#define SRV_HANDLERS 8u
-/* Buckets of the in-memory table of index replica records. */
-#define SRV_RIDX_BUCKETS 1024u
-/* Requests parked for the syncer at most (further ones: -EBUSY). */
-#define SRV_PARK_MAX 4096u
-/* Heartbeat: each server calls its ring neighbours (the servers it shares
- * index replicas with) this often, so that it learns it was cut off. */
-#define SRV_HEARTBEAT_MS 200u
-/* Call timeout of heartbeats and replica state probes (at most the
- * cluster's): a cut-off peer is found within about two seconds.  Shorter
- * ones saw false timeouts on an idle loopback cluster. */
-#define SRV_PROBE_MS 2000u
-/* An index replica that has not heard from any of its live peer replicas
- * for this long (a call sent since then answered: frozen, or its link cut
- * while every call hung) and was not verified for as long verifies before
- * it serves the index again (srv_idx.c ridx_stale()). */
-#define SRV_LEASE_MS 600u
-/* The stall watch (srv_idx.c srv_tick_main()) notes the time this often;
- * a gap above SRV_LEASE_MS between two notes means the process did not
- * run that long (SIGSTOP, a long pause, starved): every index verifies
- * again before it is served (its peers may have skipped it meanwhile, and
- * answers to calls it sent before the stall renew the lease above). */
-#define SRV_TICK_MS 50u
-/* Threads that run object requests off the RPC handler threads
- * (srv_rdev.c: an object op waits for unit I/O on other servers, whose
- * RDEV requests need free handlers). */
-#define SRV_EXEC_THREADS 8u
-/* Records per page when copying an index from a peer. */
-#define SRV_SYNC_PAGE 256u
-/* Tombstone collection (srv_idx.c, docs/cluster.md "Collecting
- * tombstones"): the syncer looks at the indices this server is the first
- * replica of this often; at most this many indices per look (the rest the
- * next time), and at most this many tombstones dropped per index and
- * commit (one LMDB write transaction must stay short). */
-#define SRV_TOMB_PASS_MS 1000u
-#define SRV_TOMB_PASS_MAX 256u
-#define SRV_TOMB_BATCH 4096u
-/* Test fault srv.idx.ent.slow (srv.c): a client's index CREATE or DELETE
- * is answered this late by the replica that applied it first, longer
- * than two tombstone passes (each may verify the index). */
-#define SRV_ENT_SLOW_US 3000000u
+/* The server's limits (SRV_*): srv_limits.h. */
 
 /** An index replica record: stored in the sys table as "ridx:HI:LO". */
 struct ridx_rec {
@@ -80,7 +41,7 @@ struct ridx {
 	uint64_t ri_unver;  /**< times ri_verified was cleared (a
 			     *   verification that saw it move leaves the
 			     *   index unverified: ridx_unverify()) */
-	uint64_t ri_vbegun; /**< verifications begun (idx_sync()) */
+	uint64_t ri_vbegun; /**< verifications begun (ridx_sync()) */
 	uint64_t ri_vok;    /**< ri_vbegun of the latest that ended verified */
 	bool ri_doubt;      /**< at the last verification a peer replica's
 			     *   heartbeat marked this server down: marks it
@@ -102,7 +63,7 @@ struct ridx {
 	uint64_t ri_bseq;
 	/* Entity ops here (docs/cluster.md "Index CREATE and DELETE in
 	 * flight"): a CREATE or DELETE is ahead of the replicas its client
-	 * has not reached yet, for at most srv_ent_window_ms() (srv_idx.c
+	 * has not reached yet, for at most srv_ent_window_ms() (srv_idx_sync.c
 	 * idx_ent_keep()).  Each op counts twice: when it starts (before its
 	 * commit makes it visible) and when it is applied. */
 	uint64_t ri_eops;   /**< CREATE/DELETE starts and applies this run */
@@ -180,7 +141,7 @@ struct srv {
 	struct srv_op *s_qtail;
 	uint32_t s_qnr;
 	bool s_qstop;
-	bool s_tomb_kick;   /* a collection was asked for (srv_idx.c) */
+	bool s_tomb_kick;   /* a collection was asked for (srv_idx_tomb.c) */
 	uint64_t s_vepoch;  /* SRF_VERIFY requests seen (atomic) */
 	/* heartbeat (under s_qlock) */
 	pthread_t s_hb;
@@ -189,7 +150,7 @@ struct srv {
 	int32_t s_hb_peer;        /* heartbeat call in flight to (-1: none), */
 	uint64_t s_hb_since;      /* sent at (peers_clock_ms(); atomics) */
 	pthread_cond_t s_hbcond;
-	/* stall watch (srv_idx.c srv_tick_main(); atomics) */
+	/* stall watch (srv_idx_syncer.c srv_tick_main(); atomics) */
 	pthread_t s_tick;
 	bool s_tick_on;
 	uint64_t s_tick_ms;       /* srv_now_ms() of its latest note */
@@ -215,9 +176,6 @@ void srv_obj_read_reply(struct srv_op *so);
 void srv_prof_mark(struct srv_op *so, enum srv_stage st);
 
 /* srv_zc.c: zero-copy transfers to and from pmem2 devices */
-#define SRV_ZC_RANGES 16u  /* ranges one read pushes straight from the map
-			    * (a plain 1 MiB read has one per extent); past
-			    * this, the rest goes through the buffer */
 /** One object request's transfer hook (on the executor's stack while the
  *  engine runs it). */
 struct srv_zc_xfer {
@@ -270,11 +228,13 @@ void srv_walk_stop(struct srv *s);
 void srv_exec_defer(struct srv *s, struct srv_op *so,
 		    void (*fn)(struct srv *s, struct srv_op *so));
 
-/* srv_idx.c */
+/* srv_idx_ver.c: the table of replica records */
 int srv_ridx_init(struct srv *s);
 void srv_ridx_fini(struct srv *s);
+/* srv_idx_syncer.c: the syncer, heartbeat and stall-watch threads */
 int srv_syncer_start(struct srv *s);
 void srv_syncer_stop(struct srv *s);
+/* srv_idx.c: the index request handlers */
 /** Index entity op (EntReq with SRF_INDEX). */
 void srv_idx_ent(struct srv *s, struct srv_op *so);
 /** Index record op. */
@@ -286,7 +246,7 @@ void srv_idx_read_reply(struct srv_op *so);
 /**
  * An update of so succeeded: compute the replica record to store (in
  * so->so_rec, so->so_new_seq) and set up so->so_seq_ci.  Returns true when
- * that second stage must run before the answer.
+ * that second stage must run before the answer.  (srv_idx_ver.c)
  */
 bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
 
@@ -298,7 +258,7 @@ bool srv_ridx_orderable(struct srv *s, struct ridx *ri);
 /** An update of ri with version (term, seq), acknowledged here, did not
  *  reach the replicas of mask (bit j: server j): record them behind here,
  *  durably, and tell the replicas in told (that have it) to record it too
- *  (docs/cluster.md "Replicas that missed updates"). */
+ *  (docs/cluster.md "Replicas that missed updates"; srv_idx_ver.c). */
 void srv_ridx_missed(struct srv *s, struct ridx *ri, uint64_t mask,
 		     uint64_t told, uint64_t term, uint64_t seq);
 /** Before ordering here: the highest term ri knows must be this
