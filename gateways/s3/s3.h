@@ -18,7 +18,8 @@
  *               anonymous requests (s3_anon_ok() is in s3_ops.c);
  *   s3_policy.c bucket policies (json-c), their evaluation;
  *   s3_tagging.c tag sets of objects and buckets;
- *   s3_util.c   records (TLV), XML out and in, encodings, time.
+ *   s3_util.c   records (TLV), XML out and in, encodings, time;
+ *   s3_limits.h every limit of the gateway, each with its reason.
  * README.md beside this file describes the mapping and its invariants.
  */
 #ifndef STRATA_S3_H
@@ -31,56 +32,9 @@
 #include <openssl/evp.h>
 
 #include "clovis/clovis.h"
+#include "gateways/s3/s3_limits.h"
 
 struct s3_rd;
-
-/* ------------------------------------------------------------ limits */
-
-/** Longest S3 key (bytes of UTF-8), as in S3. */
-#define S3_KEY_MAX 1024u
-/** Keys longer than this are stored in the index under their first
- *  S3_KEY_HASHED_PREFIX bytes plus a SHA-256 of the whole key (the index
- *  key limit is CLOVIS_KEY_MAX); the full key lives in the record. */
-#define S3_KEY_HASHED_PREFIX 440u
-/** Bucket names: 3..63 characters, S3 rules. */
-#define S3_BUCKET_MAX 63u
-/** Bytes of one object I/O op, and of each stream buffer (objects
- *  under S3_BIG), and of each read-ahead buffer of a reader. */
-#define S3_CHUNK (1u << 20)
-/** Objects of at least this many bytes are written in S3_BIG_CHUNK ops
- *  (fewer commits per byte; measured in docs/performance.md). */
-#define S3_BIG (8u << 20)
-#define S3_BIG_CHUNK (4u << 20)
-/** Stream buffers (write ops in flight) per request: memory per upload is
- *  at most S3_NBUF * S3_BIG_CHUNK, whatever the object size. */
-#define S3_NBUF 4u
-/** Idle stream buffers kept for the next uploads (bytes): a buffer back
- *  from an upload is reused, not unmapped and faulted in again (page
- *  faults, zeroing, munmap: ~5 % of gateway CPU per 1 MiB PUT at 16
- *  clients before the pool, docs/performance.md "Issue 6: PUT x16 ...
- *  (branch s3put)"); the working set of 16 uploads of big objects
- *  (16 * S3_NBUF * S3_BIG_CHUNK).  Beyond it, buffers are unmapped. */
-#define S3_WBUF_IDLE_MAX (256u << 20)
-/** The hashing thread is handed received bytes at least this often. */
-#define S3_HASH_STEP (128u << 10)
-/** Largest XML request body (DeleteObjects, CompleteMultipartUpload). */
-#define S3_XML_MAX (2u << 20)
-/** Most keys in one DeleteObjects request, as in S3. */
-#define S3_DELETE_MAX 1000u
-/** Total bytes of request headers we accept (S3: 8 KiB). */
-#define S3_HEADERS_MAX (8u << 10)
-/** Total bytes of x-amz-meta-* names and values (S3: 2 KiB). */
-#define S3_META_MAX 2048u
-/** Largest single PUT (S3: 5 GiB). */
-#define S3_PUT_MAX (5ull << 30)
-/** Parts of one multipart upload (S3: 10,000). */
-#define S3_PARTS_MAX 10000u
-/** Records asked of one NEXT op while listing with a delimiter (the walk
- *  jumps past each common prefix, dropping the rest of the batch). */
-#define S3_NEXT_BATCH 256u
-/** Most records asked of one NEXT op while listing without a delimiter:
- *  a page of 1,000 keys (and the one that tells it is truncated) in one. */
-#define S3_NEXT_MAX 1024u
 
 /* ------------------------------------------------------- configuration */
 
@@ -332,8 +286,6 @@ int s3_user_find(const char *akey, struct s3_user *u);
 
 /* ------------------------------------------------------------ requests */
 
-#define S3_QMAX 64
-
 /** One HTTP request being served. */
 struct s3_req {
 	void *rq_conn;              /* struct MHD_Connection */
@@ -502,11 +454,6 @@ int s3_bucket_policy_status(struct s3_req *rq);
 
 /* ---------------------------------------------------------- tagging */
 
-/** Most tags of an object or a bucket, and the longest key and value
- *  (characters), as in S3. */
-#define S3_TAGS_MAX 10u
-#define S3_TAG_KEY_MAX 128u
-#define S3_TAG_VALUE_MAX 256u
 /** The T_TAGS field of a new object from x-amz-tagging (URL query form
  *  "k=v&k2=v2") into rec; nothing when absent.  Replies 400 InvalidTag
  *  (or InvalidArgument) on a bad set: -EINVAL. */
@@ -641,8 +588,6 @@ int s3_store_recover(uint64_t *objs_freed, uint64_t *queued);
 /** A change of this gateway ended in doubt (s3_tx_doubt()): a mark that
  *  stays pending until a later clovis_dtx_settle() returned 0. */
 uint64_t s3_settle_mark(void);
-/** Longest wait of a GET whose record names an object already gone. */
-#define S3_GET_SETTLE_MS 20000u
 /** Is mark (from s3_settle_mark()) not settled yet? */
 bool s3_settle_pending(uint64_t mark);
 /** Is the earlier run not settled yet (cluster mode, after a start: its

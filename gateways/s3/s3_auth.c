@@ -33,8 +33,6 @@
 
 #include "gateways/s3/s3.h"
 
-#define USERS_MAX 1024
-
 static pthread_rwlock_t cr_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct s3_user cr_users[USERS_MAX];
 static uint32_t cr_nr;
@@ -274,7 +272,6 @@ static bool string_to_sign(struct s3_req *rq, const char *signed_hdrs,
  * (each HMAC() of OpenSSL 3 fetches its algorithm: ~25,000 instructions,
  * callgrind).  Replaced round-robin.
  */
-#define SK_CACHE_NR 32u
 
 struct sk_entry {
 	char se_secret[128];

@@ -22,29 +22,6 @@
 #define XHDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 
-/* ------------------------------------------------------------- limits */
-
-/** CORS rules of one bucket (S3: 100). */
-#define BC_CORS_RULES_MAX 100u
-/** Lifecycle rules of one bucket (S3: 1,000). */
-#define BC_LC_RULES_MAX 1000u
-/** Longest rule ID (S3: 255 characters). */
-#define BC_ID_MAX 255u
-/** Buckets whose versioning status and CORS rules are cached. */
-#define BC_CACHE_MAX 1024u
-/** A cached entry is read again after this long: a change made through
- *  another gateway of the same store is seen within it. */
-#define BC_CACHE_TTL_NS (5ull * 1000000000ull)
-/** Records of bucket indices one lifecycle pass examines, and objects it
- *  deletes at most (the next pass goes on where it stopped). */
-#define LC_SCAN_MAX 100000u
-#define LC_DEL_MAX 10000u
-/** Records asked of one NEXT op by the lifecycle walk. */
-#define LC_BATCH 256u
-/** Defaults of lifecycle-interval and lifecycle-day (seconds). */
-#define LC_INTERVAL_DEFAULT 3600u
-#define LC_DAY_DEFAULT 86400u
-
 /* Tags of a document record (s3_tlv_*). */
 enum { BT_CTIME = 1, BT_DOC = 2 };
 

@@ -834,9 +834,6 @@ static void req_start(struct s3_req *rq, struct MHD_Connection *con,
  */
 enum { CK_HDR, CK_DATA, CK_CRLF, CK_TRAILER, CK_DONE };
 
-/* Bytes of trailer lines kept (names and values). */
-#define S3_TRAILERS_MAX 2048
-
 /* A chunk header line: its size, and its signature into want (empty when
  * it has none). */
 static int ck_header(struct s3_req *rq, const char *line, char want[65])
@@ -1357,11 +1354,6 @@ static void log_cb(void *cls, const char *fmt, va_list ap)
 		mhd_err_kind = mhd_err_of(mhd_err_status, p);
 	}
 }
-
-/* Descriptors kept free of connections: the store's files, the
- * listening socket, each HTTP thread's epoll and wake-up descriptors, the
- * access log, credentials re-reads, and some slack. */
-#define S3_FD_RESERVE 64u
 
 /* Descriptors open now (/proc/self/fd), or 0 when that cannot be read. */
 static uint32_t fds_open(void)

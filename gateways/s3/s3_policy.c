@@ -39,16 +39,6 @@
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XHDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
-/** Statements of one policy, strings of one list, conditions of one
- *  statement. */
-#define S3_POL_STMT_MAX 100u
-#define S3_POL_LIST_MAX 100u
-#define S3_POL_COND_MAX 20u
-/** Largest policy document (S3: 20 KiB). */
-#define S3_POL_BYTES_MAX (20u << 10)
-/** Most values a multi-valued condition key has (tag keys of a request). */
-#define S3_POL_VALS_MAX 16u
-
 struct pol_list {
 	uint32_t pl_n;
 	char *pl_s[S3_POL_LIST_MAX];

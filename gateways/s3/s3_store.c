@@ -583,7 +583,6 @@ int s3_bucket_delete(struct s3_bucket *b)
  * index DEL).  A crash before a job runs leaves in-flight records, which
  * s3_store_recover() settles at the next start.
  */
-#define JAN_BATCH 64u
 
 struct jan_job {
 	struct jan_job *j_next;

@@ -544,9 +544,6 @@ static int recover_one(const uint8_t *k, size_t kl, const void *v, size_t vl,
  * Embedded mode has none of this: a dtx is one local commit, the walk runs
  * before serving.
  */
-#define SETTLE_TRY_MS 3000u       /* one clovis_dtx_settle() */
-#define SETTLE_PAUSE_MAX_S 8u     /* longest pause between tries */
-#define SETTLE_LOG_EVERY_S 30u    /* a failing settle is logged this often */
 
 struct settle_rec {
 	void *sr_k, *sr_v;

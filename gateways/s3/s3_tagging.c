@@ -17,9 +17,6 @@
 #define XMLNS "http://s3.amazonaws.com/doc/2006-03-01/"
 #define XHDR "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
-/** Tags of a bucket (S3: 50). */
-#define S3_BUCKET_TAGS_MAX 50u
-
 /* Characters (UTF-8 code points) of s[0..n). */
 static size_t utf8_chars(const char *s, size_t n)
 {
