@@ -14,17 +14,39 @@
 #      naming s1 and the name; and an address that is not one ("::1::2")
 #      is refused naming the key.
 #
-# The look-up of no-such-host.invalid is answered by the resolver of
-# /etc/resolv.conf (NXDOMAIN at once here; with no resolver reachable it
-# fails at once too); RES_OPTIONS bounds it to one try of 1 s, so the step
-# never waits on a resolver that does not answer.  Nothing is sent to any
-# address but ::1 and 127.0.0.1 otherwise.
+# Names are looked up in a private /etc: the step runs in a mount
+# namespace of its own (unshare -m) over a copy of /etc whose hosts file
+# names localhost at 127.0.0.1 and ::1 (as an installed Debian has; a
+# debootstrap root has no /etc/hosts at all) and whose resolv.conf names
+# only 127.0.0.1, where nothing answers DNS: no-such-host.invalid is
+# refused on loopback at once, and no query leaves the machine whatever
+# the host's files say.  The host's own /etc is not touched.
 # Ports: base 20000-23999 from the PID (group pa, tests/steps.list), six
 # of them (::1: PORT..PORT+2, localhost: PORT+3..PORT+5).
 # Ends with "N passed, N failed".
 set -u
+if [ -z "${STRATA_ADDR_TEST_NS:-}" ]; then
+	if [ "$(id -u)" -ne 0 ] || ! command -v unshare >/dev/null 2>&1; then
+		echo "FAIL a private /etc needs root and unshare(1) (util-linux)"
+		echo "0 passed, 1 failed"
+		exit 1
+	fi
+	export STRATA_ADDR_TEST_NS=1
+	exec unshare -m --propagation private bash "$0" "$@"
+fi
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" addr 20000 1000
+mkdir "$T/etc" && cp -a /etc/. "$T/etc/" &&
+	printf '127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n' \
+		>"$T/etc/hosts" &&
+	printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' \
+		>"$T/etc/resolv.conf" &&
+	mount --bind "$T/etc" /etc
+if ! check "a private /etc (hosts: localhost; resolver: 127.0.0.1 only)" \
+	grep -q "^nameserver 127.0.0.1$" /etc/resolv.conf; then
+	echo "$pass passed, $fail failed"
+	exit 1
+fi
 PORT=$((20000 + ($$ % 500) * 8))
 cl_port_note $((PORT + 3))
 cl_need strata strata-server
