@@ -20,6 +20,7 @@
 #include "core/limits.h"
 #include "core/server/msg.h"
 #include "dtm/dtm.h"
+#include "dtm/dtm_cli.h"
 #include "core/errors.h"
 #include "dtm/dtm_msg.h"
 #include "tests/ut.h"
@@ -1433,6 +1434,168 @@ static void test_rec_codec(void)
 	CU_ASSERT_EQUAL(dtm_rec_encode(&r, parts, buf, sizeof buf), -EINVAL);
 }
 
+/* ----------------------------------------------- the client half alone */
+
+/* A fake transport of two servers for dtm_cli_commit (dtm_cli.h): member i
+ * goes to server i % 2; every call is logged; fake_no makes that server's
+ * PREPARE fail (a NO). */
+#define FAKE_LOG_MAX 16
+static struct {
+	pthread_mutex_t f_lock;
+	uint32_t f_nr;
+	uint32_t f_srv[FAKE_LOG_MAX];
+	uint32_t f_kind[FAKE_LOG_MAX];
+	uint32_t f_decision[FAKE_LOG_MAX];
+	uint32_t f_no;    /* server voting NO (UINT32_MAX: none) */
+} fake = {.f_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static int fake_call(void *arg, uint32_t server, const void *body,
+		     size_t len, const void *bulk, size_t bulk_len,
+		     uint32_t ms, void **rbody, size_t *rlen)
+{
+	DtxReply r = DTX_REPLY__INIT;
+	DtxReq *q = NULL;
+	uint8_t *b = NULL;
+	size_t bl = 0;
+	int rc = dtm_req_decode(body, len, 2, &q);
+
+	if (rc != 0)
+		return rc;
+	pthread_mutex_lock(&fake.f_lock);
+	if (fake.f_nr < FAKE_LOG_MAX) {
+		fake.f_srv[fake.f_nr] = server;
+		fake.f_kind[fake.f_nr] = q->kind;
+		fake.f_decision[fake.f_nr] = q->decision;
+		fake.f_nr++;
+	}
+	pthread_mutex_unlock(&fake.f_lock);
+	if (q->kind == DTM_MSG_PREPARE && server == fake.f_no)
+		rc = err_set(-EIO, "fake server s%u votes NO", server);
+	r.state = q->kind == DTM_MSG_PREPARE ? DTM_PREPARED : q->decision;
+	r.clock = dtm_hlc_now();
+	dtx_req__free_unpacked(q, NULL);
+	if (rc == 0)
+		rc = dtm_pack(&r.base, &b, &bl);
+	*rbody = b;
+	*rlen = bl;
+	return rc;
+}
+
+static const char *fake_name(void *arg, uint32_t s)
+{
+	return s == 0 ? "s0" : "s1";
+}
+
+static uint32_t fake_call_ms(void *arg)
+{
+	return 2000;
+}
+
+static uint32_t fake_nr_servers(void *arg)
+{
+	return 2;
+}
+
+static int fake_member(void *arg, const struct eng_req *r, uint32_t *server,
+		       uint32_t *nsrv, uint32_t *sop, uint8_t **body,
+		       size_t *len)
+{
+	*server = (uint32_t)r->er_id.ci_lo % 2;
+	*nsrv = 1;
+	*sop = SOP_IDX;
+	*body = malloc(4);
+	if (*body == NULL)
+		return -ENOMEM;
+	memcpy(*body, "memb", 4);
+	*len = 4;
+	return 0;
+}
+
+static void fake_idx_touch(void *arg, uint32_t server,
+			   const struct eng_req *r)
+{
+}
+
+static const struct dtm_cli_ops fake_ops = {
+	.co_call = fake_call,
+	.co_server_name = fake_name,
+	.co_call_ms = fake_call_ms,
+	.co_nr_servers = fake_nr_servers,
+	.co_member = fake_member,
+	.co_idx_touch = fake_idx_touch,
+};
+
+/* Which log entry is server srv's first of kind (FAKE_LOG_MAX: none). */
+static uint32_t fake_find(uint32_t srv, uint32_t kind)
+{
+	for (uint32_t i = 0; i < fake.f_nr; i++)
+		if (fake.f_srv[i] == srv && fake.f_kind[i] == kind)
+			return i;
+	return FAKE_LOG_MAX;
+}
+
+/* One commit of 3 members over the fake transport. */
+static int fake_commit(uint32_t no, bool abandon, uint32_t *bad, char *msg,
+		       size_t msz)
+{
+	struct eng_req r[3];
+	struct eng_req *m[3] = {&r[0], &r[1], &r[2]};
+	struct clovis_dtx_id id;
+	struct dtm_cli cli = {.dc_ops = &fake_ops, .dc_node = 7,
+			      .dc_abandon = &abandon};
+
+	memset(r, 0, sizeof r);
+	for (uint32_t i = 0; i < 3; i++) {
+		r[i].er_type = CLOVIS_ET_IDX;
+		r[i].er_kind = ER_IDX_PUT;
+		r[i].er_id.ci_lo = i;
+	}
+	fake.f_nr = 0;
+	fake.f_no = no;
+	dtm_id_make(&id, 7);
+	*bad = UINT32_MAX;
+	return dtm_cli_commit(&cli, &id, m, 3, bad, msg, msz);
+}
+
+/* The coordinator alone (dtm/cli_dtx.c): all YES → COMMIT to the decider
+ * (the lowest server) before the other; a NO → ABORT to both, the member
+ * of the server that said NO blamed; abandoned after the votes → no
+ * DECIDE at all, -ETIMEDOUT. */
+static void test_cli_fake(void)
+{
+	char msg[LIM_ERRMSG_LEN] = "";
+	uint32_t bad;
+	int rc;
+
+	rc = fake_commit(UINT32_MAX, false, &bad, msg, sizeof msg);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_EQUAL(fake.f_nr, 4);
+	CU_ASSERT(fake_find(0, DTM_MSG_PREPARE) < FAKE_LOG_MAX);
+	CU_ASSERT(fake_find(1, DTM_MSG_PREPARE) < FAKE_LOG_MAX);
+	CU_ASSERT(fake_find(0, DTM_MSG_DECIDE) < fake_find(1, DTM_MSG_DECIDE));
+	CU_ASSERT(fake_find(1, DTM_MSG_DECIDE) < FAKE_LOG_MAX);
+	for (uint32_t i = 0; i < fake.f_nr; i++)
+		if (fake.f_kind[i] == DTM_MSG_DECIDE)
+			CU_ASSERT_EQUAL(fake.f_decision[i], DTM_COMMITTED);
+	CU_ASSERT_EQUAL(bad, UINT32_MAX);
+
+	rc = fake_commit(1, false, &bad, msg, sizeof msg);
+	CU_ASSERT_EQUAL(rc, -EIO);
+	CU_ASSERT_EQUAL(bad, 1); /* member 1 is server s1's first */
+	CU_ASSERT(strstr(msg, "server s1") != NULL);
+	CU_ASSERT_EQUAL(fake.f_nr, 4);
+	for (uint32_t i = 0; i < fake.f_nr; i++)
+		if (fake.f_kind[i] == DTM_MSG_DECIDE)
+			CU_ASSERT_EQUAL(fake.f_decision[i], DTM_ABORTED);
+	CU_ASSERT(fake_find(0, DTM_MSG_DECIDE) < FAKE_LOG_MAX);
+	CU_ASSERT(fake_find(1, DTM_MSG_DECIDE) < FAKE_LOG_MAX);
+
+	rc = fake_commit(UINT32_MAX, true, &bad, msg, sizeof msg);
+	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+	CU_ASSERT_EQUAL(fake.f_nr, 2);
+	CU_ASSERT_EQUAL(fake_find(0, DTM_MSG_DECIDE), FAKE_LOG_MAX);
+}
+
 /* clovis_dtx_settle(): NULL refused; embedded mode returns 0 at once, also
  * right after dtxs committed (cluster mode: once they are decided). */
 static void test_settle(void)
@@ -1785,6 +1948,7 @@ int dtm_ut_add(void)
 	    !CU_add_test(s, "rec_codec", test_rec_codec) ||
 	    !CU_add_test(s, "term_decider", test_term_decider) ||
 	    !CU_add_test(s, "msg_codec", test_msg_codec) ||
+	    !CU_add_test(s, "cli_fake", test_cli_fake) ||
 	    !CU_add_test(s, "commit_obj_idx", test_commit_obj_idx) ||
 	    !CU_add_test(s, "abort", test_abort) ||
 	    !CU_add_test(s, "run_here", test_run_here) ||
