@@ -1,7 +1,7 @@
 /*
  * fuzz_dtm_msg.c — libFuzzer target: the dtx protocol's decoders
- * (dtm/dtm_msg.c), as the participant (core/server/srv_dtx.c) and the
- * coordinator (clovis/dtx.c) run them.
+ * (dtm/dtm_msg.c), as the participant (dtm/srv_dtx.c) and the
+ * coordinator (dtm/cli_dtx.c) run them.
  *
  * Input: byte 0 picks the path, byte 1 the cluster's server count
  * (1..64), the rest is the message:
