@@ -116,8 +116,10 @@ check "a collected key stays deleted" test "$rc" -ne 0
 
 echo "--- one replica down: nothing collected"
 # shellcheck disable=SC2046
+t0=$SECONDS
 cl idx put @tb $(puts j w 20)
-check "20 more records put (all up)" test "$rc" -eq 0
+t_up=$((SECONDS - t0))
+check "20 more records put (all up, $t_up s)" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || cat "$T/err"
 # The first replica orders (and collects): it logged its term.
 first=$(grep -l "ordering updates in term" "$D"/s*.log | head -1 | sed 's/.*s\([0-9]\)\.log/\1/')
@@ -127,13 +129,19 @@ p=$(spid $victim); kill -9 "$p"; check "s$victim killed" wait_gone "$p"
 # One client process, 20 ops: the dead replica costs it one failed
 # connect, not one per op (a client keeps a server it could not reach
 # marked down for twice what the attempt took: core/server/peers.h).
+# The bound is the same 20 ops with every replica up, measured just
+# before on this machine (twice it, for load that comes and goes), plus
+# 12 s: room for a few 2 s connects, not for one every other op (3 s
+# quiet; 21 s at load 14; the old 1 s down mark took 20-60 s).
 t0=$SECONDS
 # shellcheck disable=SC2046
 cl idx del @tb $(dels j 20)
 took=$((SECONDS - t0))
 check "20 records deleted with s$victim down" test "$rc" -eq 0
 [ "$rc" -eq 0 ] || cat "$T/err"
-check "... within 20 s ($took s)" test "$took" -le 20
+bound=$((2 * t_up + 12))
+check "... within $bound s, twice the 20 puts with all up plus 12 s ($took s)" \
+	test "$took" -le "$bound"
 want0=30; want1=30; want2=30; eval "want$victim=-"
 check "nothing collected in 12 s with s$victim down (polled)" hold_tombs $want0 $want1 $want2 12
 
