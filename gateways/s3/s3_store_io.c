@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <openssl/sha.h>
 
+#include "core/log.h"
 #include "gateways/s3/s3.h"
 #include "gateways/s3/s3_store_internal.h"
 
@@ -305,6 +306,11 @@ static int wr_created(struct s3_wr *w)
 	} else if (rc[0] != 0) {   /* an object nothing names: delete it */
 		s3_entity_sync(&w->w_o.ob_entity, CLOVIS_EO_DELETE);
 		w->w_obj = false;
+	} else { /* s3_kill.py waits on this line before its SIGKILL */
+		LOG_DEBUG("in-flight record of %s/%.*s%s applied",
+			  w->w_bk->bk_name, w->w_rk != NULL ? (int)w->w_rkl : 0,
+			  w->w_rk != NULL ? (const char *)w->w_rk : "",
+			  w->w_pk != NULL ? " (a part)" : "");
 	}
 	w->w_t[1] = s3_now_ns();
 	return w->w_rc;
