@@ -1399,10 +1399,14 @@ void cluster_status(struct clovis *cl, uint32_t s,
 	Reply *rp = NULL;
 	int rc;
 
+	char where[CLU_HOST_MAX + 16];
+
 	memset(si, 0, sizeof *si);
-	/* a long host name is cut to the field's size */
-	if (snprintf(si->si_name, sizeof si->si_name, "%s %s:%u", sv->cs_name,
-		     sv->cs_addr, sv->cs_port) >= (int)sizeof si->si_name)
+	/* a long host name is cut to the field's size; an IPv6 address in
+	 * brackets ([::1]:21000) */
+	if (snprintf(si->si_name, sizeof si->si_name, "%s %s", sv->cs_name,
+		     clu_server_where(sv, where, sizeof where)) >=
+	    (int)sizeof si->si_name)
 		si->si_name[sizeof si->si_name - 1] = '\0';
 	rc = clu_status(c, s, &rp);
 	if (rc == 0 && rp->status != NULL) {
@@ -1692,16 +1696,17 @@ int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 	}
 	if (bad != UINT32_MAX) {
 		const struct clu_server *cs = &c->cc_conf.cc_servers[bad];
-		char name[CLU_NAME_MAX + 16];
+		char name[CLU_NAME_MAX + 16], where[CLU_HOST_MAX + 16];
 
 		/* The transport's messages name the server already. */
 		snprintf(name, sizeof name, "server %s ", cs->cs_name);
 		if (strstr(w[bad].w_msg, name) != NULL)
 			rc = err_set(w[bad].w_rc, "%s: %s", what, w[bad].w_msg);
 		else
-			rc = err_set(w[bad].w_rc, "%s: server %s (%s:%u): %s",
-				     what, cs->cs_name, cs->cs_addr,
-				     cs->cs_port, w[bad].w_msg);
+			rc = err_set(w[bad].w_rc, "%s: server %s (%s): %s",
+				     what, cs->cs_name,
+				     clu_server_where(cs, where, sizeof where),
+				     w[bad].w_msg);
 	}
 	else if (unrep != UINT32_MAX)
 		rc = err_set(-EIO, "%s: %" PRIu64 " units could not be rebuilt "

@@ -138,6 +138,9 @@ check "v6: s0 reports serving [::1]:$PORT" \
 check "v6: the servers listen on [::1]" \
 	test "$(ss -Hltn 2>/dev/null | grep -cE "\[::1\]:($PORT|$((PORT + 1))|$((PORT + 2))) ")" -eq 3
 use v6 --cluster "$T/v6.yaml"
+timeout 60 "$S" cluster status --cluster "$T/v6.yaml" >"$T/st" 2>&1
+check "v6: cluster status names s1 at [::1]:$((PORT + 1))" \
+	grep -qF "s1 [::1]:$((PORT + 1))" "$T/st"
 STRATA_SECRET=$(cat "$T/secret") use v6-server --server "[::1]:$((PORT + 1))"
 down v6
 
