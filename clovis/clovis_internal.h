@@ -172,11 +172,6 @@ bool dtx_op_runs_here(const struct clovis_op *op);
 /* A member of a dtx whose commit op was launched: that commit launches
  * it (or fails it), so clovis_op_wait() on it in INIT ends. */
 bool dtx_member_launch_due(const struct clovis_op *op);
-/* An index key for messages (dtx.c; also the servers' dtx participant):
- * quoted, printable bytes as they are and others as \xHH, cut with "..."
- * to fit len (DTX_KEY_STR_LEN is enough for a message).  Returns buf. */
-#define DTX_KEY_STR_LEN 72
-const char *dtx_key_str(char *buf, size_t len, const void *key, size_t klen);
 /* Ops this thread ran in op_run_here() (launched and run in the launching
  * thread, not queued to a worker): for tests. */
 extern __thread uint64_t op_here_runs;
