@@ -381,12 +381,11 @@ int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		   struct eng_spacevec *sv);
 void eng_space_release(struct eng *e, struct eng_spacevec *sv);
 
-/** Wait (at most ENG_DRAIN_MAX_NS) until every space queued for release
- *  after an RCU grace period before this call is back on its device.
- *  Returns whether any was queued (so an allocation that failed may be
- *  tried again).  Never waits inside an RCU read-side section (returns
- *  false there). */
-#define ENG_DRAIN_MAX_NS 2000000000ull
+/** Wait (at most ENG_DRAIN_MAX_NS, core/limits.h) until every space
+ *  queued for release after an RCU grace period before this call is back
+ *  on its device.  Returns whether any was queued (so an allocation that
+ *  failed may be tried again).  Never waits inside an RCU read-side
+ *  section (returns false there). */
 bool eng_reclaim_drain(struct eng *e);
 /* After a direct LMDB commit that unmapped sv: make it durable, wait for
  * readers (RCU grace period), then release sv. */

@@ -123,6 +123,26 @@
 /* The longest group-commit window (cq_gather): a batch waits for updates
  * in execution at most this long, whatever their usual duration. */
 #define ENG_GATHER_MAX_US 2000u
+/* The longest an allocation that found no space waits for space queued
+ * for release to come back (eng_reclaim_drain, core/space.c): an RCU grace
+ * period and a reclaimer pass take milliseconds; 2 s covers a loaded
+ * machine without hanging a writer on a device that is truly full. */
+#define ENG_DRAIN_MAX_NS 2000000000ull
+
+/* The metadata environment (core/meta.c).  Read transactions kept reset
+ * for reuse (meta_rtxn_get/put): a few per core. */
+#define META_RTXN_CACHE 16u
+/* LMDB reader slots of the environment (mdb_env_set_maxreaders): LMDB's
+ * default 126 is below the threads a busy server runs (RPC handlers,
+ * executors, workers); each slot costs 64 B of the lock file. */
+#define META_MAXREADERS 256u
+/* Threads that may each keep a read transaction of their own (a reader
+ * slot each); the others share the cache.  Half the slots, so that the
+ * shared path, listings and checks always find slots. */
+#define META_RTXN_THREADS (META_MAXREADERS / 2u)
+/* Environments per thread that get a per-thread read transaction: a
+ * process holds a store or a few (tests open several at once). */
+#define META_TLS_ENVS 4u
 
 /* Rebuild walk (core/stripe_walk.c).  Records per batch (one commit
  * each): large enough that a commit's sync is paid for many rebuilt units,

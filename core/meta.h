@@ -28,16 +28,6 @@
 
 #define META_FORMAT_VERSION 2u
 
-/** Read transactions kept reset for reuse (meta_rtxn_get/put). */
-#define META_RTXN_CACHE 16u
-/** LMDB reader slots of the environment (mdb_env_set_maxreaders). */
-#define META_MAXREADERS 256u
-/** Threads that may each keep a read transaction of their own (a reader
- *  slot each); the others share the cache.  Half the slots, so that the
- *  shared path, listings and checks always find slots. */
-#define META_RTXN_THREADS (META_MAXREADERS / 2u)
-/** Environments per thread that get a per-thread read transaction. */
-#define META_TLS_ENVS 4u
 
 struct meta_tent;
 

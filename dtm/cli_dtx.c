@@ -75,29 +75,6 @@ static uint32_t cli_call_ms(const struct dtm_cli *cli)
  * termination only past it.  Every call has a deadline (DTX_CLU_CALL_MS,
  * at most the cluster's call timeout).
  */
-#define DTX_CLU_CALL_MS 10000u
-
-/* -ESTALE (an index replica verifying) is retried with a new id while the
- * first attempt began less than the call timeout ago, this often at most:
- * under load a verification can take longer than a few quick retries. */
-#define DTX_CLU_TRIES 40u
-#define DTX_CLU_BACKOFF_MAX_MS 500u
-/* The PREPARE announces the decision deadline: the call timeout plus this
- * (thread start-up, scheduling), and the client keeps it: votes that came
- * later make it abort, so a participant's termination (which waits for the
- * deadline, srv_dtx.c) never races a live client. */
-#define DTX_CLU_SLACK_MS 1000u
-/* A participant's PREPARE and DECIDE calls get this much more than the
- * call timeout per member and per MiB of members (a COMMIT runs each
- * member and copies each index member to its other replicas, one durable
- * update after the other), at most
- * DTX_CLU_EXTRA_MAX_MS: the decision deadline the PREPARE announces
- * (wait_ms, at most DTM_WAIT_MS_MAX) grows with it. */
-#define DTX_CLU_MEMBER_MS 4u
-#define DTX_CLU_IDX_MS 20u      /* an index member: its copy to each other
-				   replica is a durable update there */
-#define DTX_CLU_MIB_MS 250u
-#define DTX_CLU_EXTRA_MAX_MS 40000u
 
 static uint64_t dtx_mono_ms(void)
 {
@@ -527,8 +504,6 @@ int dtm_cli_commit(const struct dtm_cli *cli, struct clovis_dtx_id *id,
  * still being committed by a live coordinator, which was not in doubt).
  */
 
-#define SETTLE_PAUSE_MIN_MS 20u
-#define SETTLE_PAUSE_MAX_MS 500u
 
 /* Entries asked for in one LIST.  Test builds: STRATA_TEST_DTX_LIST_LIMIT
  * makes it smaller (the "in doubt behind newer dtxs" reproducer). */

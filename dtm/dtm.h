@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "clovis/clovis.h"
+#include "dtm/dtm_limits.h"
 
 /** Bits of the logical counter below the physical microseconds. */
 #define DTM_HLC_LOGICAL_BITS 16u
@@ -109,8 +110,6 @@ uint32_t dtm_query_answer(uint32_t *local, bool *log_it);
 /** May a PREPARE for a dtx in state local be accepted?  (UNKNOWN only.) */
 bool dtm_prepare_allowed(uint32_t local);
 
-/** Most participants of one dtx (servers of a cluster). */
-#define DTM_PARTS_MAX 64u
 
 /**
  * The log record a participant keeps per dtx (LMDB, key "dtx/" + id),

@@ -24,22 +24,6 @@ enum dtm_msg_kind {
 	DTM_MSG_DEAD = 5,    /**< CLI -> server: mark a server dead */
 };
 
-/** Bytes of all member bodies and data of one PREPARE, per participant
- *  (the dtx's upper bound: past it the commit fails -E2BIG naming the dtx,
- *  the server and the size).  The participant holds a PREPARE in memory
- *  (pulled, decoded) and in its log record, so a few times this much. */
-#define DTM_PREPARE_BYTES_MAX (32u << 20)
-/** A packed PREPARE up to this many bytes travels inline in one message
- *  (the RPC layer's default message size); a larger one is the call's
- *  bulk (DtxReq.bulk_len), moved by RMA. */
-#define DTM_PREPARE_INLINE_MAX (48u << 10)
-/** Most bytes of a packed PREPARE moved as bulk: the members' bytes plus
- *  their framing (a few bytes per member and field). */
-#define DTM_PREPARE_WIRE_MAX (DTM_PREPARE_BYTES_MAX + (4u << 20))
-/** Most LIST entries in one reply. */
-#define DTM_LIST_MAX 1000u
-/* Longest decision deadline a PREPARE may announce (DtxReq.wait_ms). */
-#define DTM_WAIT_MS_MAX 60000u
 
 /**
  * Decode and check a request body for a cluster of nr_servers: kind known,

@@ -53,23 +53,6 @@
 #include "core/stripe.h"
 #include "dtm/dtm_msg.h"
 
-#define DTX_TERM_MS 2000u      /* in doubt this long past the client's
-				  decision deadline: termination */
-#define DTX_TERM_TICK_MS 250u
-#define DTX_QUERY_MS 1000u     /* call timeout of a QUERY */
-#define DTX_FWD_MS 2000u       /* call timeout of a replica copy */
-#define DTX_FWD_RECS_MAX 256u  /* records in one copy of a run of index
-				  members (also at most MSG_RECS_INLINE
-				  bytes of them) */
-#define DTX_FWD_SLOW_US 30000u /* test fault dtx.part.fwd.slow: each copy
-				  takes this much longer (a slow durable
-				  update on the replica) */
-#define DTX_SLOW_MS 1000u      /* a COMMIT this long logs where its time
-				  went (part_commit) */
-#define DTX_KEEP_S 600u        /* decided records kept this long */
-#define DTX_KEEP_MAX 100000u   /* and at most this many */
-#define DTX_TRIM_EVERY_MS 10000u
-#define DTX_LOCKS 64u
 #define DTX_KEY_LEN 32u
 #define DTX_DEAD_NAME "dtx-dead"
 
