@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,36 @@
 #include "core/stripe.h"
 #include "core/server/msg.h"
 #include "core/log.h"
+#include "core/types.h"
 
 #define STATS_VERSION 1u
+
+/* The boundary: the public names of clovis.h and the ground floor's names
+ * of core/types.h (used by tiers/ and layouts/) must stay the same values
+ * and the same id layout (issue 27 point 1). */
+#define SAME(a, b) \
+	_Static_assert((long long)(a) == (long long)(b), #a " != " #b)
+SAME(CLOVIS_EBASE, ST_EBASE);
+SAME(CLOVIS_ECORRUPT, ST_ECORRUPT);
+SAME(CLOVIS_EVERSION, ST_EVERSION);
+SAME(CLOVIS_ECHECKSUM, ST_ECHECKSUM);
+SAME(CLOVIS_ESTATE, ST_ESTATE);
+SAME(CLOVIS_TIER_NVRAM, ST_TIER_NVRAM);
+SAME(CLOVIS_TIER_FLASH, ST_TIER_FLASH);
+SAME(CLOVIS_TIER_SAS, ST_TIER_SAS);
+SAME(CLOVIS_TIER_SMR, ST_TIER_SMR);
+SAME(CLOVIS_TIER_NR, ST_TIER_NR);
+SAME(CLOVIS_LAYOUT_PLAIN, ST_LAYOUT_PLAIN);
+SAME(CLOVIS_LAYOUT_PDCLUST, ST_LAYOUT_PDCLUST);
+SAME(CLOVIS_LAYOUT_MIRROR, ST_LAYOUT_MIRROR);
+SAME(CLOVIS_LAYOUT_COMPOSITE, ST_LAYOUT_COMPOSITE);
+SAME(CLOVIS_LAYOUT_UNITS_MAX, ST_LAYOUT_UNITS_MAX);
+SAME(CLOVIS_UNIT_SHIFT_MIN, ST_UNIT_SHIFT_MIN);
+SAME(CLOVIS_UNIT_SHIFT_MAX, ST_UNIT_SHIFT_MAX);
+SAME(sizeof(struct clovis_id), sizeof(struct st_id));
+SAME(offsetof(struct clovis_id, ci_hi), offsetof(struct st_id, si_hi));
+SAME(offsetof(struct clovis_id, ci_lo), offsetof(struct st_id, si_lo));
+#undef SAME
 
 /* ------------------------------------------------------------ errors */
 

@@ -596,8 +596,9 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 		if (ls.cs_v[i].cl_id >= id)
 			id = ls.cs_v[i].cl_id + 1;
 	}
-	ml.ml_sub = (struct clovis_id){UINT64_MAX,
-				       layout_id_hash(a->la_id) + id};
+	const struct st_id sid = st_id_of(a->la_id);
+
+	ml.ml_sub = (struct clovis_id){UINT64_MAX, layout_id_hash(&sid) + id};
 	for (int t = 0; meta_ent_get(txn, eng_meta(e), &ml.ml_sub, &probe) == 0;
 	     t++) {
 		if (t == 16)
@@ -624,6 +625,7 @@ int comp_layer_add(struct eng *e, const struct clovis_id *id,
 		   uint32_t *layer)
 {
 	struct layer_add_arg a = {id, *sub, priority, 0};
+	const struct st_id sid = st_id_of(id);
 	struct layout l;
 	int rc;
 
@@ -635,7 +637,7 @@ int comp_layer_add(struct eng *e, const struct clovis_id *id,
 		rc = stripe_attr_check(e, id, &a.la_sub);
 	} else {
 		rc = layout_place(&l, a.la_sub.me_layout, a.la_sub.me_tier,
-				  eng_pool(e), id);
+				  eng_pool(e), &sid);
 		a.la_sub.me_dev = l.ly_dev;
 	}
 	if (rc == 0)

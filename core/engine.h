@@ -60,6 +60,7 @@
 #include "core/conf.h"
 #include "core/limits.h"
 #include "core/meta.h"
+#include "core/types.h"
 #include "layouts/layout.h"
 #include "tiers/tier.h"
 
@@ -283,6 +284,13 @@ int eng_sys_del(struct eng *e, const char *name);
 /** "hi:lo" of an id in a static per-thread buffer, for messages. */
 const char *eng_id_str(const struct clovis_id *id);
 uint64_t eng_now_ns(void);
+
+/** The ground floor's id (core/types.h) of an id, for layouts/: the same
+ *  two words (clovis/clovis.c checks the layouts match). */
+static inline struct st_id st_id_of(const struct clovis_id *id)
+{
+	return (struct st_id){id->ci_hi, id->ci_lo};
+}
 
 /* Internal to core/: shared by the engine's files and its parts. */
 

@@ -226,8 +226,10 @@ static int ent_create_prepare(struct eng *e, struct eng_req *r)
 		}
 		me->me_pool = me->me_n = me->me_k = me->me_s = 0;
 		me->me_unit_shift = 0;
+		const struct st_id sid = st_id_of(&r->er_id);
+
 		rc = layout_place(&l, me->me_layout, me->me_tier, eng_pool(e),
-				  &r->er_id);
+				  &sid);
 		if (rc != 0)
 			return err_set(rc, "object %s: %s", eng_id_str(&r->er_id),
 				       err_msg());

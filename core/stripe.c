@@ -70,12 +70,13 @@ void stripe_sctx_fini(struct sctx *sc)
 /* The store device of every slot of group g. */
 void stripe_group_place(const struct sctx *sc, struct sgroup *sg, uint64_t g)
 {
+	const struct st_id sid = st_id_of(&sc->sc_r->er_id);
 	uint32_t pd[UMAX];
 
 	sg->sg_g = g;
 	pd_group_map_dom(&sc->sc_geom, sc->sc_pool->ep_nr_dom ?
 			 sc->sc_pool->ep_dom : NULL, sc->sc_pool->ep_nr_dom,
-			 &sc->sc_r->er_id, g, pd);
+			 &sid, g, pd);
 	for (uint32_t i = 0; i < sc->sc_width; i++)
 		sg->sg_devs[i] = sc->sc_pool->ep_devs[pd[i]];
 }

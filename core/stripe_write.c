@@ -381,12 +381,13 @@ int stripe_ranges_groups(const struct sctx *sc, const struct brange *br,
 int stripe_lock_slots(struct eng_req *r, const uint64_t *groups, uint32_t nr)
 {
 	uint32_t *s = malloc((nr ? nr : 1) * sizeof *s), n = 0;
+	const struct st_id sid = st_id_of(&r->er_id);
+	const uint64_t h = layout_id_hash(&sid);
 
 	if (s == NULL)
 		return err_set(-ENOMEM, "group locks");
 	for (uint32_t i = 0; i < nr; i++)
-		s[i] = (uint32_t)((layout_id_hash(&r->er_id) ^
-				   (groups[i] * 0x9e3779b97f4a7c15ull)) %
+		s[i] = (uint32_t)((h ^ (groups[i] * 0x9e3779b97f4a7c15ull)) %
 				  LIM_GLOCK_SLOTS);
 	for (uint32_t i = 1; i < nr; i++) /* insertion sort: nr is small */
 		for (uint32_t j = i; j > 0 && s[j - 1] > s[j]; j--) {

@@ -40,7 +40,7 @@ struct ec_codec;
 /**
  * Create an n data + k parity codec in *out (owned by the caller, freed
  * with ec_codec_destroy()).  1 <= n, 0 <= k, n + k <= 32
- * (CLOVIS_LAYOUT_UNITS_MAX).  k == 0 is valid: encode does nothing and
+ * (ST_LAYOUT_UNITS_MAX).  k == 0 is valid: encode does nothing and
  * decode only reports lost units.  Returns 0, -EINVAL (message names n or
  * k; *out untouched) or -ENOMEM.
  */

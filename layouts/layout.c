@@ -9,7 +9,7 @@ extern const struct layout_ops layout_plain_ops;
 const struct layout_ops *layout_ops_get(uint32_t type)
 {
 	switch (type) {
-	case CLOVIS_LAYOUT_PLAIN:
+	case ST_LAYOUT_PLAIN:
 		return &layout_plain_ops;
 	default:
 		return NULL;
@@ -17,13 +17,13 @@ const struct layout_ops *layout_ops_get(uint32_t type)
 }
 
 int layout_place(struct layout *l, uint32_t type, uint32_t tier,
-		 const struct layout_pool *pool, const struct clovis_id *id)
+		 const struct layout_pool *pool, const struct st_id *id)
 {
 	const struct layout_ops *ops = layout_ops_get(type);
 
 	if (ops == NULL)
 		return err_set(-EINVAL, "layout: unknown layout type %u", type);
-	if (tier >= CLOVIS_TIER_NR)
+	if (tier >= ST_TIER_NR)
 		return err_set(-EINVAL, "layout: unknown tier %u", tier);
 	l->ly_type = type;
 	l->ly_tier = tier;
@@ -36,7 +36,7 @@ int layout_map(const struct layout *l, uint64_t blk, uint64_t nr,
 	const struct layout_ops *ops = layout_ops_get(l->ly_type);
 
 	if (ops == NULL)
-		return err_set(-CLOVIS_ECORRUPT, "layout: stored type %u unknown",
+		return err_set(-ST_ECORRUPT, "layout: stored type %u unknown",
 			       l->ly_type);
 	return ops->lo_map(l, blk, nr, out, nr_out);
 }
@@ -49,7 +49,7 @@ static uint64_t mix64(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-uint64_t layout_id_hash(const struct clovis_id *id)
+uint64_t layout_id_hash(const struct st_id *id)
 {
-	return mix64(id->ci_hi ^ mix64(id->ci_lo + 0x9e3779b97f4a7c15ull));
+	return mix64(id->si_hi ^ mix64(id->si_lo + 0x9e3779b97f4a7c15ull));
 }

@@ -18,12 +18,12 @@
 
 #include <stdint.h>
 
-#include "clovis/clovis.h"
+#include "core/types.h"
 
 /** A layout instance, as stored with the object. */
 struct layout {
-	uint32_t ly_type; /**< enum clovis_layout_type */
-	uint32_t ly_tier; /**< enum clovis_tier */
+	uint32_t ly_type; /**< enum st_layout_type */
+	uint32_t ly_tier; /**< enum st_tier */
 	uint32_t ly_dev;  /**< device index (plain) */
 };
 
@@ -50,7 +50,7 @@ struct layout_ops {
 	/** Choose devices for a new object id over pool; fills l.
 	 *  -EINVAL (bad tier) or -ENOSPC (no device of that tier). */
 	int (*lo_place)(struct layout *l, const struct layout_pool *pool,
-			const struct clovis_id *id);
+			const struct st_id *id);
 	/** Split blocks [blk, blk + nr) into at most *nr_out targets.
 	 *  Sets *nr_out; -E2BIG if more would be needed. */
 	int (*lo_map)(const struct layout *l, uint64_t blk, uint64_t nr,
@@ -66,13 +66,13 @@ const struct layout_ops *layout_ops_get(uint32_t type);
  * tier, message names the field), -ENOSPC (no device of the tier).
  */
 int layout_place(struct layout *l, uint32_t type, uint32_t tier,
-		 const struct layout_pool *pool, const struct clovis_id *id);
+		 const struct layout_pool *pool, const struct st_id *id);
 
 /** Map blocks to targets through l's type (see layout_ops.lo_map). */
 int layout_map(const struct layout *l, uint64_t blk, uint64_t nr,
 	       struct layout_target *out, uint32_t *nr_out);
 
 /** A 64-bit hash of an id, the same on every machine (placement input). */
-uint64_t layout_id_hash(const struct clovis_id *id);
+uint64_t layout_id_hash(const struct st_id *id);
 
 #endif

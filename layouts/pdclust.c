@@ -7,12 +7,12 @@
 #include "layouts/pdclust.h"
 
 _Static_assert(PD_POOL_MAX <= 256, "pd_perm keeps devices in uint8_t");
-_Static_assert(CLOVIS_LAYOUT_UNITS_MAX <= PD_POOL_MAX,
+_Static_assert(ST_LAYOUT_UNITS_MAX <= PD_POOL_MAX,
 	       "a group must fit in the largest pool");
 
 int pd_geom_check(const struct pd_geom *g)
 {
-	const uint32_t max = CLOVIS_LAYOUT_UNITS_MAX;
+	const uint32_t max = ST_LAYOUT_UNITS_MAX;
 
 	if (g->pg_n < 1 || g->pg_n > max)
 		return err_set(-EINVAL, "pdclust: n = %u data units, want 1..%u",
@@ -30,11 +30,11 @@ int pd_geom_check(const struct pd_geom *g)
 		return err_set(-EINVAL, "pdclust: p = %u devices, want %u..%u "
 			       "(n + k + s .. pool max)", g->pg_p, pd_width(g),
 			       PD_POOL_MAX);
-	if (g->pg_unit_shift < CLOVIS_UNIT_SHIFT_MIN ||
-	    g->pg_unit_shift > CLOVIS_UNIT_SHIFT_MAX)
+	if (g->pg_unit_shift < ST_UNIT_SHIFT_MIN ||
+	    g->pg_unit_shift > ST_UNIT_SHIFT_MAX)
 		return err_set(-EINVAL, "pdclust: unit shift = %u, want %u..%u",
-			       g->pg_unit_shift, CLOVIS_UNIT_SHIFT_MIN,
-			       CLOVIS_UNIT_SHIFT_MAX);
+			       g->pg_unit_shift, ST_UNIT_SHIFT_MIN,
+			       ST_UNIT_SHIFT_MAX);
 	return 0;
 }
 
@@ -61,7 +61,7 @@ static uint32_t pd_below(uint32_t bits, uint32_t range)
  * fixes position j at step j, so a shorter prefix is the same as the prefix
  * of the full shuffle.  Each 64-bit draw feeds two steps.
  */
-static void pd_perm(const struct pd_geom *g, const struct clovis_id *id,
+static void pd_perm(const struct pd_geom *g, const struct st_id *id,
 		    uint64_t tile, uint32_t upto, uint8_t *perm)
 {
 	uint64_t state = tile, bits = 0;
@@ -82,7 +82,7 @@ static void pd_perm(const struct pd_geom *g, const struct clovis_id *id,
 	}
 }
 
-void pd_group_map(const struct pd_geom *g, const struct clovis_id *id,
+void pd_group_map(const struct pd_geom *g, const struct st_id *id,
 		  uint64_t group, uint32_t *devs)
 {
 	uint32_t p = g->pg_p, w = pd_width(g);
@@ -100,10 +100,10 @@ void pd_group_map(const struct pd_geom *g, const struct clovis_id *id,
 	}
 }
 
-int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
+int pd_dev_slot(const struct pd_geom *g, const struct st_id *id,
 		uint64_t group, uint32_t dev)
 {
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	uint32_t w = pd_width(g);
 
 	if (dev >= g->pg_p)
@@ -124,7 +124,7 @@ int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
  * slots distinct domains.
  */
 void pd_group_map_dom(const struct pd_geom *g, const uint8_t *dom,
-		      uint32_t nr_dom, const struct clovis_id *id,
+		      uint32_t nr_dom, const struct st_id *id,
 		      uint64_t group, uint32_t *devs)
 {
 	uint32_t p = g->pg_p, w = pd_width(g), cnt[PD_POOL_MAX] = {0};
@@ -171,10 +171,10 @@ void pd_group_map_dom(const struct pd_geom *g, const uint8_t *dom,
 }
 
 int pd_dev_slot_dom(const struct pd_geom *g, const uint8_t *dom,
-		    uint32_t nr_dom, const struct clovis_id *id,
+		    uint32_t nr_dom, const struct st_id *id,
 		    uint64_t group, uint32_t dev)
 {
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	uint32_t w = pd_width(g);
 
 	if (dev >= g->pg_p)

@@ -58,7 +58,7 @@
 
 #include <stdint.h>
 
-#include "clovis/clovis.h"
+#include "core/types.h"
 #include "layouts/layout_limits.h"
 
 /**
@@ -74,10 +74,10 @@ struct pd_geom {
 /**
  * Check a geometry taken from a caller or from storage.  Returns 0, or
  * -EINVAL via err_set() (core/errors.h) with a message naming the bad field
- * when: pg_n < 1; n + k + s > CLOVIS_LAYOUT_UNITS_MAX (32) (each of them
+ * when: pg_n < 1; n + k + s > ST_LAYOUT_UNITS_MAX (32) (each of them
  * counted separately first, so huge values cannot wrap the sum);
  * pg_p < n + k + s; pg_p > PD_POOL_MAX (256); pg_unit_shift outside
- * CLOVIS_UNIT_SHIFT_MIN..CLOVIS_UNIT_SHIFT_MAX (12..24).
+ * ST_UNIT_SHIFT_MIN..ST_UNIT_SHIFT_MAX (12..24).
  * Every other function here requires a geometry that passed this check.
  */
 int pd_geom_check(const struct pd_geom *g);
@@ -93,7 +93,7 @@ static inline uint32_t pd_width(const struct pd_geom *g)
  * In: g (checked), id, group (any value).  Out: devs[0..pd_width(g)-1],
  * caller-owned, all distinct.  Deterministic: the same on every machine.
  */
-void pd_group_map(const struct pd_geom *g, const struct clovis_id *id,
+void pd_group_map(const struct pd_geom *g, const struct st_id *id,
 		  uint64_t group, uint32_t *devs);
 
 /**
@@ -101,7 +101,7 @@ void pd_group_map(const struct pd_geom *g, const struct clovis_id *id,
  * group `group` of object id, or -1 if dev holds no unit of that group
  * (including dev >= p).
  */
-int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
+int pd_dev_slot(const struct pd_geom *g, const struct st_id *id,
 		uint64_t group, uint32_t dev);
 
 /*
@@ -127,13 +127,13 @@ int pd_dev_slot(const struct pd_geom *g, const struct clovis_id *id,
  * before).  Pure and thread-safe.
  */
 void pd_group_map_dom(const struct pd_geom *g, const uint8_t *dom,
-		      uint32_t nr_dom, const struct clovis_id *id,
+		      uint32_t nr_dom, const struct st_id *id,
 		      uint64_t group, uint32_t *devs);
 
 /** The inverse of pd_group_map_dom(), as pd_dev_slot() is of
  *  pd_group_map(). */
 int pd_dev_slot_dom(const struct pd_geom *g, const uint8_t *dom,
-		    uint32_t nr_dom, const struct clovis_id *id,
+		    uint32_t nr_dom, const struct st_id *id,
 		    uint64_t group, uint32_t dev);
 
 #endif

@@ -7,7 +7,7 @@
 /* Pick the device: hash the id over the devices of the wanted tier, so that
  * objects spread evenly over a tier's devices without any lookup. */
 static int plain_place(struct layout *l, const struct layout_pool *pool,
-		       const struct clovis_id *id)
+		       const struct st_id *id)
 {
 	uint32_t nr = 0, pick;
 

@@ -54,9 +54,6 @@ core/engine.h:clovis/clovis.h
 core/errors.h:clovis/clovis.h
 core/limits.h:clovis/clovis.h
 core/meta.h:clovis/clovis.h
-tiers/tier.h:clovis/clovis.h
-layouts/layout.h:clovis/clovis.h
-layouts/pdclust.h:clovis/clovis.h
 dtm/dtm.h:clovis/clovis.h
 core/engine.c:layouts/ec.h
 core/engine.h:layouts/layout.h
@@ -206,17 +203,20 @@ if [ "${1:-}" = --self-test ]; then
 		fi
 		mv "$t/$f.orig" "$t/$f"
 	done
-	# a debt entry paid off must leave the list
-	cp "$t/tiers/tier.h" "$t/tier.h.orig"
-	sed -i '/#include "clovis\/clovis.h"/d' "$t/tiers/tier.h"
-	if out=$(check_tree "$t") || ! echo "$out" | grep -q "^tiers/tier.h:clovis/clovis.h: listed in DEBT"; then
-		echo "FAIL: a DEBT entry no longer in the tree was not reported"
+	# a debt entry paid off must leave the list (the first clovis.h entry
+	# still listed, so that paying entries off does not break this test)
+	f=$(echo "$DEBT" | grep ':clovis/clovis.h$' | head -1)
+	f=${f%%:*}
+	cp "$t/$f" "$t/debt.orig"
+	sed -i '/#include "clovis\/clovis.h"/d' "$t/$f"
+	if out=$(check_tree "$t") || ! echo "$out" | grep -q "^$f:clovis/clovis.h: listed in DEBT"; then
+		echo "FAIL: a DEBT entry no longer in the tree ($f) was not reported"
 		bad=$((bad + 1))
 	else
-		echo "ok: found: $(echo "$out" | grep "^tiers/tier.h:" | head -1)"
+		echo "ok: found: $(echo "$out" | grep "^$f:" | head -1)"
 		ok=$((ok + 1))
 	fi
-	mv "$t/tier.h.orig" "$t/tiers/tier.h"
+	mv "$t/debt.orig" "$t/$f"
 	echo "$ok passed, $bad failed"
 	[ "$bad" -eq 0 ]
 	exit

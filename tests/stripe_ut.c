@@ -670,9 +670,10 @@ static bool unit_lost(const struct tobj *t, uint64_t g, uint32_t j,
 	struct pd_geom geom = {mirror ? 1 : ls->ls_n, ls_k(ls), ls->ls_s,
 			       FLASH_NR, ls->ls_us};
 	struct clovis_id id = mkid(t->to_lo);
+	const struct st_id sid = {id.ci_hi, id.ci_lo};
 	uint32_t pd[CLOVIS_LAYOUT_UNITS_MAX], w = geom.pg_n + geom.pg_k, down = 0;
 
-	pd_group_map(&geom, &id, g, pd);
+	pd_group_map(&geom, &sid, g, pd);
 	for (uint32_t i = 0; i < w; i++)
 		down += in_set(failed, nf, fdev[pd[i]]);
 	if (mirror)

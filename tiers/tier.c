@@ -95,15 +95,15 @@ out:
 
 /* The default driver of each tier: memory-mapped for NVRAM, files for the
  * block-device classes, zones for shingled disks. */
-const struct tier_ops *tier_driver_for(enum clovis_tier tier)
+const struct tier_ops *tier_driver_for(uint32_t tier)
 {
 	switch (tier) {
-	case CLOVIS_TIER_NVRAM:
+	case ST_TIER_NVRAM:
 		return &tier_pmem2_ops;
-	case CLOVIS_TIER_FLASH:
-	case CLOVIS_TIER_SAS:
+	case ST_TIER_FLASH:
+	case ST_TIER_SAS:
 		return &tier_file_ops;
-	case CLOVIS_TIER_SMR:
+	case ST_TIER_SMR:
 		return &tier_smr_ops;
 	default:
 		return NULL;
@@ -127,16 +127,16 @@ const struct tier_ops *tier_driver_find(const char *name)
 }
 
 /* The lower-case name of a tier, for messages and configuration. */
-const char *tier_name(enum clovis_tier tier)
+const char *tier_name(uint32_t tier)
 {
 	switch (tier) {
-	case CLOVIS_TIER_NVRAM:
+	case ST_TIER_NVRAM:
 		return "nvram";
-	case CLOVIS_TIER_FLASH:
+	case ST_TIER_FLASH:
 		return "flash";
-	case CLOVIS_TIER_SAS:
+	case ST_TIER_SAS:
 		return "sas";
-	case CLOVIS_TIER_SMR:
+	case ST_TIER_SMR:
 		return "smr";
 	default:
 		return "unknown";
@@ -155,7 +155,7 @@ uint64_t tier_sb_crc(const struct tier_sb *sb)
 
 /* Build a complete version-1 superblock, crc included.  Padding and the
  * unused tail of the driver name are zero so the crc is reproducible. */
-void tier_sb_fill(struct tier_sb *sb, enum clovis_tier tier,
+void tier_sb_fill(struct tier_sb *sb, uint32_t tier,
 		  const uint8_t store[16], uint32_t index, uint64_t size_bytes,
 		  const char *driver)
 {
@@ -179,7 +179,7 @@ void tier_sb_fill(struct tier_sb *sb, enum clovis_tier tier,
 /* Check the arguments of tier_dev_format before anything touches the disk:
  * a known tier, a usable size and path, and nothing already at path but a
  * block device an SMR format may take (*existing is then set). */
-static int tier_format_check(const char *path, enum clovis_tier tier,
+static int tier_format_check(const char *path, uint32_t tier,
 			     const uint8_t store[16], uint64_t size_bytes,
 			     bool *existing)
 {
@@ -203,7 +203,7 @@ static int tier_format_check(const char *path, enum clovis_tier tier,
 			       LIM_ALLOC_UNIT);
 	*existing = false;
 	if (lstat(path, &st) == 0) {
-		*existing = tier == CLOVIS_TIER_SMR && S_ISBLK(st.st_mode);
+		*existing = tier == ST_TIER_SMR && S_ISBLK(st.st_mode);
 		return *existing ? 0 : err_set(-EEXIST, "device %s: path "
 					       "exists; refusing to format "
 					       "over it", path);
@@ -248,7 +248,7 @@ out:
  * with its superblock, then make the new name durable.  A device whose name
  * could not be made durable is removed again (a block device formatted in
  * place has no new name and is never removed). */
-int tier_dev_format_opts(const char *path, enum clovis_tier tier,
+int tier_dev_format_opts(const char *path, uint32_t tier,
 			 const uint8_t store[16], uint32_t index,
 			 uint64_t size_bytes, const struct tier_format_opts *o)
 {
@@ -284,7 +284,7 @@ out:
 }
 
 /* tier_dev_format_opts with every option at its default. */
-int tier_dev_format(const char *path, enum clovis_tier tier,
+int tier_dev_format(const char *path, uint32_t tier,
 		    const uint8_t store[16], uint32_t index,
 		    uint64_t size_bytes)
 {
@@ -315,7 +315,7 @@ static int tier_sb_load(const char *path, struct tier_sb *sb,
 		rc = err_set(-errno, "device %s: cannot read superblock: %s",
 			     path, strerror(errno));
 	else if ((size_t)n < sizeof *sb)
-		rc = err_set(-CLOVIS_ECORRUPT, "device %s: %zd bytes, too "
+		rc = err_set(-ST_ECORRUPT, "device %s: %zd bytes, too "
 			     "short for a superblock", path, n);
 	else if (fstat(fd, &st) != 0)
 		rc = err_set(-errno, "device %s: cannot stat: %s", path,
@@ -333,15 +333,15 @@ out:
 static int tier_sb_check_format(const struct tier_sb *sb, const char *path)
 {
 	if (sb->sb_magic != TIER_SB_MAGIC)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: bad superblock "
+		return err_set(-ST_ECORRUPT, "device %s: bad superblock "
 			       "magic %#llx", path,
 			       (unsigned long long)sb->sb_magic);
 	if (sb->sb_version != TIER_SB_VERSION)
-		return err_set(-CLOVIS_EVERSION, "device %s: superblock "
+		return err_set(-ST_EVERSION, "device %s: superblock "
 			       "version %u, this build reads %u", path,
 			       sb->sb_version, TIER_SB_VERSION);
 	if (sb->sb_crc != tier_sb_crc(sb))
-		return err_set(-CLOVIS_ECORRUPT, "device %s: superblock crc "
+		return err_set(-ST_ECORRUPT, "device %s: superblock crc "
 			       "mismatch", path);
 	return 0;
 }
@@ -354,21 +354,21 @@ static int tier_sb_check_geometry(const struct tier_sb *sb, const char *path,
 	if (sb->sb_data_off < LIM_DEV_SB_SIZE ||
 	    sb->sb_data_off % LIM_DEV_SB_SIZE != 0 ||
 	    sb->sb_data_off > LIM_DEV_DATA_OFF_MAX)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: data offset %llu, "
+		return err_set(-ST_ECORRUPT, "device %s: data offset %llu, "
 			       "expected a multiple of %u up to %llu", path,
 			       (unsigned long long)sb->sb_data_off,
 			       LIM_DEV_SB_SIZE, LIM_DEV_DATA_OFF_MAX);
 	if (sb->sb_data_size < LIM_DEV_SIZE_MIN ||
 	    sb->sb_data_size > LIM_DEV_SIZE_MAX ||
 	    sb->sb_data_size % LIM_ALLOC_UNIT != 0)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: bad data size "
+		return err_set(-ST_ECORRUPT, "device %s: bad data size "
 			       "%llu", path,
 			       (unsigned long long)sb->sb_data_size);
 	if (memchr(sb->sb_driver, '\0', sizeof sb->sb_driver) == NULL)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: driver name not "
+		return err_set(-ST_ECORRUPT, "device %s: driver name not "
 			       "terminated", path);
 	if (file_size != 0 && file_size < sb->sb_data_off + sb->sb_data_size)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: file is %llu "
+		return err_set(-ST_ECORRUPT, "device %s: file is %llu "
 			       "bytes, superblock needs %llu", path,
 			       (unsigned long long)file_size,
 			       (unsigned long long)(sb->sb_data_off +
@@ -386,7 +386,7 @@ static void tier_uuid_str(const uint8_t u[16], char out[33])
 /* Check that the device is the one the caller expects: same store, same
  * index in it, same tier.  Each mismatch names its field. */
 static int tier_sb_check_identity(const struct tier_sb *sb, const char *path,
-				  enum clovis_tier tier,
+				  uint32_t tier,
 				  const uint8_t store[16], uint32_t index)
 {
 	char have[33], want[33];
@@ -394,23 +394,23 @@ static int tier_sb_check_identity(const struct tier_sb *sb, const char *path,
 	if (memcmp(sb->sb_store, store, sizeof sb->sb_store) != 0) {
 		tier_uuid_str(sb->sb_store, have);
 		tier_uuid_str(store, want);
-		return err_set(-CLOVIS_ECORRUPT, "device %s: store uuid %s, "
+		return err_set(-ST_ECORRUPT, "device %s: store uuid %s, "
 			       "expected %s", path, have, want);
 	}
 	if (sb->sb_index != index)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: device index %u, "
+		return err_set(-ST_ECORRUPT, "device %s: device index %u, "
 			       "expected %u", path, sb->sb_index, index);
 	if (sb->sb_tier != (uint32_t)tier)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: tier %s (%u), "
+		return err_set(-ST_ECORRUPT, "device %s: tier %s (%u), "
 			       "expected %s", path,
-			       tier_name((enum clovis_tier)sb->sb_tier),
+			       tier_name(sb->sb_tier),
 			       sb->sb_tier, tier_name(tier));
 	return 0;
 }
 
 /* Check the arguments of tier_dev_open. */
 static int tier_open_check(struct tier_dev **out, const char *path,
-			   enum clovis_tier tier, const uint8_t store[16])
+			   uint32_t tier, const uint8_t store[16])
 {
 	if (out == NULL || path == NULL || store == NULL)
 		return err_set(-EINVAL, "device open: out, path and store "
@@ -427,7 +427,7 @@ static int tier_open_check(struct tier_dev **out, const char *path,
 /* Load and check the superblock of path into d->td_sb and choose the
  * driver it names. */
 static int tier_sb_read_checked(struct tier_dev *d, const char *path,
-				enum clovis_tier tier,
+				uint32_t tier,
 				const uint8_t store[16], uint32_t index)
 {
 	uint64_t file_size = 0;
@@ -448,11 +448,11 @@ static int tier_sb_read_checked(struct tier_dev *d, const char *path,
 				  d->td_ops->to_read_sb == NULL))
 		d->td_ops = NULL; /* an attach-only driver has no files */
 	if (d->td_ops == NULL)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: unknown driver "
+		return err_set(-ST_ECORRUPT, "device %s: unknown driver "
 			       "\"%s\"", path, d->td_sb.sb_driver);
 	if (d->td_ops->to_zone_get == NULL &&
 	    d->td_sb.sb_data_off != LIM_DEV_SB_SIZE)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: data offset %llu, "
+		return err_set(-ST_ECORRUPT, "device %s: data offset %llu, "
 			       "driver %s expects %u", path,
 			       (unsigned long long)d->td_sb.sb_data_off,
 			       d->td_ops->to_name, LIM_DEV_SB_SIZE);
@@ -468,7 +468,7 @@ static int tier_sb_recheck(struct tier_dev *d)
 
 	rc = d->td_ops->to_read_sb(d, &sb);
 	if (rc == 0 && memcmp(&sb, &d->td_sb, sizeof sb) != 0)
-		rc = err_set(-CLOVIS_ECORRUPT, "device %s: driver %s reads a "
+		rc = err_set(-ST_ECORRUPT, "device %s: driver %s reads a "
 			     "different superblock", d->td_path,
 			     d->td_ops->to_name);
 	if (rc == 0 && FAULT_HIT("tier.open"))
@@ -481,7 +481,7 @@ static int tier_sb_recheck(struct tier_dev *d)
  * the driver it names (drivers may rely on d->td_sb being filled and
  * checked when to_open runs), and check the driver's own view of it. */
 int tier_dev_open(struct tier_dev **out, const char *path,
-		  enum clovis_tier tier, const uint8_t store[16],
+		  uint32_t tier, const uint8_t store[16],
 		  uint32_t index)
 {
 	struct tier_dev *d;
@@ -528,7 +528,7 @@ out:
  * identity is the caller's word (tier, index, size), the wrappers of
  * tier.c apply as to any device. */
 int tier_dev_attach(struct tier_dev **out, const struct tier_ops *ops,
-		    const char *name, enum clovis_tier tier, uint32_t index,
+		    const char *name, uint32_t tier, uint32_t index,
 		    uint64_t size_bytes, void *priv)
 {
 	static const uint8_t none[16];

@@ -30,6 +30,9 @@
  * All functions are thread-safe for concurrent I/O on distinct ranges of one
  * device (zoned devices: see the zone functions).  Functions return 0 or a
  * negative errno, and set err_set() messages naming the device path.
+ * A tier argument is a uint32_t holding an enum st_tier (core/types.h),
+ * as stored in the superblock, so callers pass their own copies of the
+ * values (CLOVIS_TIER_*) without conversion.
  */
 #ifndef STRATA_TIERS_TIER_H
 #define STRATA_TIERS_TIER_H
@@ -38,8 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clovis/clovis.h"
 #include "core/limits.h"
+#include "core/types.h"
 #include "tiers/tier_limits.h"
 
 #define TIER_SB_MAGIC 0x5354524154414456ull /* "STRATADV" */
@@ -52,7 +55,7 @@
 struct tier_sb {
 	uint64_t sb_magic;      /**< TIER_SB_MAGIC */
 	uint32_t sb_version;    /**< TIER_SB_VERSION */
-	uint32_t sb_tier;       /**< enum clovis_tier */
+	uint32_t sb_tier;       /**< enum st_tier */
 	uint8_t sb_store[16];   /**< uuid of the store the device belongs to */
 	uint32_t sb_index;      /**< device index in its store */
 	uint32_t sb_pad;
@@ -190,7 +193,7 @@ struct tier_dev {
 
 /** The driver for a tier by default: pmem2 for NVRAM, file for FLASH and
  *  SAS, smr for SMR; NULL for anything else. */
-const struct tier_ops *tier_driver_for(enum clovis_tier tier);
+const struct tier_ops *tier_driver_for(uint32_t tier);
 
 /** The driver called name, or NULL. */
 const struct tier_ops *tier_driver_find(const char *name);
@@ -223,7 +226,7 @@ int tier_driver_register(const struct tier_ops *ops);
  * field), -ENOMEM.
  */
 int tier_dev_attach(struct tier_dev **out, const struct tier_ops *ops,
-		    const char *name, enum clovis_tier tier, uint32_t index,
+		    const char *name, uint32_t tier, uint32_t index,
 		    uint64_t size_bytes, void *priv);
 
 /** Can requests reach d now?  True unless its driver's to_reachable says
@@ -255,7 +258,7 @@ bool tier_rc_transport(int rc);
  * tier_dev_format_opts() with every option 0.
  * Returns 0, -EEXIST (path exists), -EINVAL (size), or -errno.
  */
-int tier_dev_format(const char *path, enum clovis_tier tier,
+int tier_dev_format(const char *path, uint32_t tier,
 		    const uint8_t store[16], uint32_t index,
 		    uint64_t size_bytes);
 
@@ -268,19 +271,19 @@ int tier_dev_format(const char *path, enum clovis_tier tier,
  * or host-aware zoned block device in place (its zone size must equal the
  * device's; untested here); every other existing path is -EEXIST.
  */
-int tier_dev_format_opts(const char *path, enum clovis_tier tier,
+int tier_dev_format_opts(const char *path, uint32_t tier,
 			 const uint8_t store[16], uint32_t index,
 			 uint64_t size_bytes, const struct tier_format_opts *o);
 
 /**
  * Open the device at path and check its superblock: magic, crc, version, and
  * that it belongs to store `store` at index `index` with tier `tier`.
- * Returns 0 and *out, or -ENOENT (no such file), -CLOVIS_ECORRUPT (bad magic
+ * Returns 0 and *out, or -ENOENT (no such file), -ST_ECORRUPT (bad magic
  * or crc, or identity mismatch: message says which field; for SMR also a
- * damaged zone table), -CLOVIS_EVERSION, or -errno.  The model is off.
+ * damaged zone table), -ST_EVERSION, or -errno.  The model is off.
  */
 int tier_dev_open(struct tier_dev **out, const char *path,
-		  enum clovis_tier tier, const uint8_t store[16],
+		  uint32_t tier, const uint8_t store[16],
 		  uint32_t index);
 
 /** Stop d's queue threads (its queue must be empty: no tier_io_run in
@@ -378,7 +381,7 @@ int tier_dev_zone_append(struct tier_dev *d, uint32_t zone, const void *buf,
  * 20 µs write at 2 / 1 GB/s, SAS milliseconds at 200 MB/s, SMR as SAS with
  * a lower write bandwidth.  An unknown tier gets all zeros (no delay).
  */
-void tier_model_default(enum clovis_tier tier, struct tier_model *out);
+void tier_model_default(uint32_t tier, struct tier_model *out);
 
 /** Model d with m (copied), or turn the model off with NULL.  Call while
  *  no request is in flight on d. */
@@ -423,10 +426,10 @@ struct tier_io {
 int tier_io_run(struct tier_io *ios, uint32_t nr);
 
 /* Helpers for drivers (tiers/tier.c). */
-void tier_sb_fill(struct tier_sb *sb, enum clovis_tier tier,
+void tier_sb_fill(struct tier_sb *sb, uint32_t tier,
 		  const uint8_t store[16], uint32_t index, uint64_t size_bytes,
 		  const char *driver);
 uint64_t tier_sb_crc(const struct tier_sb *sb);
-const char *tier_name(enum clovis_tier tier);
+const char *tier_name(uint32_t tier);
 
 #endif

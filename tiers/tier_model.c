@@ -152,31 +152,31 @@ void tier_model_wait(uint64_t done)
  *    of drive-managed and host-managed parts are measured at 100-180 MB/s,
  *    so 120 MB/s; latency of a 7.2k rpm spindle (8 ms).
  */
-void tier_model_default(enum clovis_tier tier, struct tier_model *out)
+void tier_model_default(uint32_t tier, struct tier_model *out)
 {
 	memset(out, 0, sizeof *out);
 	switch (tier) {
-	case CLOVIS_TIER_NVRAM:
+	case ST_TIER_NVRAM:
 		*out = (struct tier_model){.tm_read_lat_ns = 300,
 					   .tm_write_lat_ns = 100,
 					   .tm_read_bw = 6600000000ull,
 					   .tm_write_bw = 2300000000ull};
 		break;
-	case CLOVIS_TIER_FLASH:
+	case ST_TIER_FLASH:
 		*out = (struct tier_model){.tm_read_lat_ns = 80000,
 					   .tm_write_lat_ns = 20000,
 					   .tm_sync_lat_ns = 20000,
 					   .tm_read_bw = 2000000000ull,
 					   .tm_write_bw = 1000000000ull};
 		break;
-	case CLOVIS_TIER_SAS:
+	case ST_TIER_SAS:
 		*out = (struct tier_model){.tm_read_lat_ns = 6000000,
 					   .tm_write_lat_ns = 6000000,
 					   .tm_sync_lat_ns = 8000000,
 					   .tm_read_bw = 200000000ull,
 					   .tm_write_bw = 200000000ull};
 		break;
-	case CLOVIS_TIER_SMR:
+	case ST_TIER_SMR:
 		*out = (struct tier_model){.tm_read_lat_ns = 8000000,
 					   .tm_write_lat_ns = 8000000,
 					   .tm_sync_lat_ns = 8000000,

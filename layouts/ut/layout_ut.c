@@ -11,9 +11,9 @@
 /* layouts/ut/pdclust_ut.c: suites "pdclust" and "ec". */
 int pdclust_ut_add(void);
 
-static const uint32_t tiers6[] = {CLOVIS_TIER_NVRAM, CLOVIS_TIER_FLASH,
-				  CLOVIS_TIER_FLASH, CLOVIS_TIER_SAS,
-				  CLOVIS_TIER_FLASH, CLOVIS_TIER_SAS};
+static const uint32_t tiers6[] = {ST_TIER_NVRAM, ST_TIER_FLASH,
+				  ST_TIER_FLASH, ST_TIER_SAS,
+				  ST_TIER_FLASH, ST_TIER_SAS};
 
 /* Objects land only on their tier, spread evenly over its devices. */
 static void test_plain_place_spread(void)
@@ -22,12 +22,12 @@ static void test_plain_place_spread(void)
 	uint32_t count[6] = {0};
 
 	for (uint64_t i = 0; i < 30000; i++) {
-		struct clovis_id id = {i * 7919, i};
+		struct st_id id = {i * 7919, i};
 		struct layout l;
 
-		CU_ASSERT_EQUAL_FATAL(layout_place(&l, CLOVIS_LAYOUT_PLAIN,
-						   CLOVIS_TIER_FLASH, &pool, &id), 0);
-		CU_ASSERT_EQUAL_FATAL(tiers6[l.ly_dev], CLOVIS_TIER_FLASH);
+		CU_ASSERT_EQUAL_FATAL(layout_place(&l, ST_LAYOUT_PLAIN,
+						   ST_TIER_FLASH, &pool, &id), 0);
+		CU_ASSERT_EQUAL_FATAL(tiers6[l.ly_dev], ST_TIER_FLASH);
 		count[l.ly_dev]++;
 	}
 	CU_ASSERT_EQUAL(count[0] + count[3] + count[5], 0);
@@ -40,12 +40,12 @@ static void test_plain_place_spread(void)
 static void test_plain_place_stable(void)
 {
 	struct layout_pool pool = {6, tiers6, NULL};
-	struct clovis_id id = {42, 4242};
+	struct st_id id = {42, 4242};
 	struct layout a, b;
 
-	CU_ASSERT_EQUAL(layout_place(&a, CLOVIS_LAYOUT_PLAIN, CLOVIS_TIER_SAS,
+	CU_ASSERT_EQUAL(layout_place(&a, ST_LAYOUT_PLAIN, ST_TIER_SAS,
 				     &pool, &id), 0);
-	CU_ASSERT_EQUAL(layout_place(&b, CLOVIS_LAYOUT_PLAIN, CLOVIS_TIER_SAS,
+	CU_ASSERT_EQUAL(layout_place(&b, ST_LAYOUT_PLAIN, ST_TIER_SAS,
 				     &pool, &id), 0);
 	CU_ASSERT_EQUAL(a.ly_dev, b.ly_dev);
 	CU_ASSERT_EQUAL(layout_id_hash(&id), layout_id_hash(&id));
@@ -53,22 +53,22 @@ static void test_plain_place_stable(void)
 
 static void test_plain_errors(void)
 {
-	static const uint32_t flash_only[] = {CLOVIS_TIER_FLASH};
+	static const uint32_t flash_only[] = {ST_TIER_FLASH};
 	struct layout_pool pool = {1, flash_only, NULL};
-	struct clovis_id id = {1, 2};
+	struct st_id id = {1, 2};
 	struct layout l;
 
-	CU_ASSERT_EQUAL(layout_place(&l, CLOVIS_LAYOUT_PLAIN, CLOVIS_TIER_NVRAM,
+	CU_ASSERT_EQUAL(layout_place(&l, ST_LAYOUT_PLAIN, ST_TIER_NVRAM,
 				     &pool, &id), -ENOSPC);
-	CU_ASSERT_EQUAL(layout_place(&l, 99, CLOVIS_TIER_FLASH, &pool, &id),
+	CU_ASSERT_EQUAL(layout_place(&l, 99, ST_TIER_FLASH, &pool, &id),
 			-EINVAL);
-	CU_ASSERT_EQUAL(layout_place(&l, CLOVIS_LAYOUT_PLAIN, 7, &pool, &id),
+	CU_ASSERT_EQUAL(layout_place(&l, ST_LAYOUT_PLAIN, 7, &pool, &id),
 			-EINVAL);
 }
 
 static void test_plain_map(void)
 {
-	struct layout l = {CLOVIS_LAYOUT_PLAIN, CLOVIS_TIER_FLASH, 3};
+	struct layout l = {ST_LAYOUT_PLAIN, ST_TIER_FLASH, 3};
 	struct layout_target t[2];
 	uint32_t n = 2;
 
@@ -81,7 +81,7 @@ static void test_plain_map(void)
 	CU_ASSERT_EQUAL(layout_map(&l, 0, 1, t, &n), -E2BIG);
 	l.ly_type = 77;
 	n = 2;
-	CU_ASSERT_EQUAL(layout_map(&l, 0, 1, t, &n), -CLOVIS_ECORRUPT);
+	CU_ASSERT_EQUAL(layout_map(&l, 0, 1, t, &n), -ST_ECORRUPT);
 }
 
 int layout_ut_add(void)

@@ -28,9 +28,9 @@ static uint64_t ut_rand(uint64_t *state)
 	return z ^ (z >> 31);
 }
 
-static struct clovis_id ut_rand_id(uint64_t *state)
+static struct st_id ut_rand_id(uint64_t *state)
 {
-	return (struct clovis_id){ut_rand(state), ut_rand(state)};
+	return (struct st_id){ut_rand(state), ut_rand(state)};
 }
 
 /* The pool shapes the placement tests run over: n, k, s, p. */
@@ -48,7 +48,7 @@ static const struct pd_geom ut_big_shapes[] = {
 #define UT_BIG_SHAPES_NR (sizeof ut_big_shapes / sizeof ut_big_shapes[0])
 
 /* Map one group and check that every device is in the pool and distinct. */
-static bool ut_map_ok(const struct pd_geom *g, const struct clovis_id *id,
+static bool ut_map_ok(const struct pd_geom *g, const struct st_id *id,
 		      uint64_t group, uint32_t *devs)
 {
 	uint8_t seen[PD_POOL_MAX] = {0};
@@ -101,11 +101,11 @@ static void test_geom_check(void)
  * across tile boundaries and huge group numbers, over every shape. */
 static unsigned ut_distinct_shape(const struct pd_geom *g, uint64_t *rng)
 {
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	unsigned bad = 0;
 
 	for (int o = 0; o < 40; o++) {
-		struct clovis_id id = ut_rand_id(rng);
+		struct st_id id = ut_rand_id(rng);
 
 		for (uint64_t grp = 0; grp < 2 * g->pg_p + 3; grp++)
 			bad += !ut_map_ok(g, &id, grp, devs);
@@ -130,11 +130,11 @@ static void test_distinct(void)
 
 /* Count the data, parity and spare units of groups [first, first + nr) of
  * id per device: cnt[kind][dev]. */
-static void ut_count_kinds(const struct pd_geom *g, const struct clovis_id *id,
+static void ut_count_kinds(const struct pd_geom *g, const struct st_id *id,
 			   uint64_t first, uint64_t nr,
 			   uint32_t cnt[3][PD_POOL_MAX])
 {
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 
 	memset(cnt, 0, 3 * PD_POOL_MAX * sizeof cnt[0][0]);
 	for (uint64_t grp = first; grp < first + nr; grp++) {
@@ -159,7 +159,7 @@ static uint32_t ut_balance_shape(const struct pd_geom *g, uint64_t *rng)
 	uint32_t p = g->pg_p, exact_bad = 0, bound_bad = 0;
 
 	for (int o = 0; o < 4; o++) {
-		struct clovis_id id = ut_rand_id(rng);
+		struct st_id id = ut_rand_id(rng);
 		uint64_t tile = o == 0 ? 0 : ut_rand(rng) >> 40;
 		uint64_t first = ut_rand(rng) >> 40, nr = (uint64_t)p * 64;
 
@@ -198,14 +198,14 @@ static void test_balance(void)
 static void test_balance_slots(void)
 {
 	static const struct pd_geom g = {8, 2, 2, 40, 20};
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	uint64_t rng = 3;
 	unsigned bad = 0;
 
 	for (int t = 0; t < 8; t++) {
-		struct clovis_id id = ut_rand_id(&rng);
+		struct st_id id = ut_rand_id(&rng);
 		uint64_t tile = ut_rand(&rng) >> 8;
-		uint8_t seen[CLOVIS_LAYOUT_UNITS_MAX][PD_POOL_MAX] = {{0}};
+		uint8_t seen[ST_LAYOUT_UNITS_MAX][PD_POOL_MAX] = {{0}};
 
 		for (uint64_t r = 0; r < g.pg_p; r++) {
 			pd_group_map(&g, &id, tile * g.pg_p + r, devs);
@@ -262,7 +262,7 @@ static void ut_co_add(uint32_t co[64][64], const uint32_t *devs, uint32_t w)
 static void test_decluster(void)
 {
 	static uint32_t co[64][64];
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	uint64_t rng = 4;
 	double worst, all_worst = 0;
 
@@ -272,7 +272,7 @@ static void test_decluster(void)
 		CU_ASSERT_FATAL(g->pg_p <= 64);
 		memset(co, 0, sizeof co);
 		for (int o = 0; o < 16; o++) {
-			struct clovis_id id = ut_rand_id(&rng);
+			struct st_id id = ut_rand_id(&rng);
 			uint64_t first = ut_rand(&rng) >> 20;
 
 			for (uint64_t grp = first; grp < first + 64ull * g->pg_p;
@@ -294,7 +294,7 @@ static void test_decluster_detects(void)
 {
 	static uint32_t co[64][64];
 	const uint32_t p = 16, w = 7;
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	double worst;
 
 	memset(co, 0, sizeof co);
@@ -320,9 +320,9 @@ static void test_deterministic(void)
 		{2, 3, 11, 7, 4, 1, 6},
 		{3, 7, 5, 2, 10, 4, 1},
 	};
-	const struct clovis_id id = {0x0123456789abcdefull, 42};
+	const struct st_id id = {0x0123456789abcdefull, 42};
 	const uint64_t groups[3] = {0, 13, 1000000007ull};
-	uint32_t a[CLOVIS_LAYOUT_UNITS_MAX], b[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t a[ST_LAYOUT_UNITS_MAX], b[ST_LAYOUT_UNITS_MAX];
 	uint64_t rng = 5;
 	unsigned differ = 0;
 
@@ -331,7 +331,7 @@ static void test_deterministic(void)
 		CU_ASSERT_EQUAL(memcmp(a, golden[i], sizeof golden[i]), 0);
 	}
 	for (int i = 0; i < 200; i++) {
-		struct clovis_id x = ut_rand_id(&rng), y = ut_rand_id(&rng);
+		struct st_id x = ut_rand_id(&rng), y = ut_rand_id(&rng);
 		uint64_t grp = ut_rand(&rng);
 
 		pd_group_map(&g, &x, grp, a);
@@ -339,10 +339,10 @@ static void test_deterministic(void)
 		CU_ASSERT_EQUAL(memcmp(a, b, 7 * sizeof a[0]), 0);
 		pd_group_map(&g, &y, grp, b);
 		differ += memcmp(a, b, 7 * sizeof a[0]) != 0;
-		y = (struct clovis_id){x.ci_hi ^ 1, x.ci_lo};
+		y = (struct st_id){x.si_hi ^ 1, x.si_lo};
 		pd_group_map(&g, &y, grp, b);
 		differ += memcmp(a, b, 7 * sizeof a[0]) != 0;
-		y = (struct clovis_id){x.ci_hi, x.ci_lo + 1};
+		y = (struct st_id){x.si_hi, x.si_lo + 1};
 		pd_group_map(&g, &y, grp, b);
 		differ += memcmp(a, b, 7 * sizeof a[0]) != 0;
 		pd_group_map(&g, &x, grp + g.pg_p, b);
@@ -357,7 +357,7 @@ static void test_deterministic(void)
  * devices answers its slot, every other device (and any dev >= p) -1. */
 static void test_dev_slot(void)
 {
-	uint32_t devs[CLOVIS_LAYOUT_UNITS_MAX];
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
 	uint64_t rng = 6;
 	unsigned bad = 0;
 
@@ -365,7 +365,7 @@ static void test_dev_slot(void)
 		const struct pd_geom *g = &ut_shapes[s];
 
 		for (int i = 0; i < 30; i++) {
-			struct clovis_id id = ut_rand_id(&rng);
+			struct st_id id = ut_rand_id(&rng);
 			uint64_t grp = ut_rand(&rng) >> (i % 64);
 			uint32_t held = 0;
 
@@ -392,8 +392,8 @@ static void test_dev_slot(void)
 struct ut_group {
 	uint32_t ug_n, ug_k;
 	size_t ug_len;
-	uint8_t *ug_unit[CLOVIS_LAYOUT_UNITS_MAX];
-	uint8_t *ug_orig[CLOVIS_LAYOUT_UNITS_MAX];
+	uint8_t *ug_unit[ST_LAYOUT_UNITS_MAX];
+	uint8_t *ug_orig[ST_LAYOUT_UNITS_MAX];
 };
 
 /* Random data units, parity encoded by c, and a copy of all units. */
@@ -430,7 +430,7 @@ static void ut_group_fini(struct ut_group *ug)
 static int ut_erase_decode(const struct ec_codec *c, struct ut_group *ug,
 			   uint32_t mask, bool *intact)
 {
-	bool present[CLOVIS_LAYOUT_UNITS_MAX] = {false};
+	bool present[ST_LAYOUT_UNITS_MAX] = {false};
 	uint32_t w = ug->ug_n + ug->ug_k;
 	int rc;
 

@@ -173,7 +173,7 @@ static int nvram_attach(struct tier_dev *d, struct nvram_dev *nv)
 	nv->nv_persist = pmem2_get_persist_fn(nv->nv_map);
 	nv->nv_drain = pmem2_get_drain_fn(nv->nv_map);
 	if (nv->nv_size < need)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: mapped %zu bytes, "
+		return err_set(-ST_ECORRUPT, "device %s: mapped %zu bytes, "
 			       "superblock needs %llu", d->td_path,
 			       nv->nv_size, (unsigned long long)need);
 	LOG_DEBUG("device %s: pmem2 map of %zu bytes, granularity %d",

@@ -221,7 +221,7 @@ static int smr_hdr_load(struct tier_dev *d, struct smr_dev *sm,
 		return rc;
 	if (h->zh_magic != SMR_HDR_MAGIC || h->zh_version != SMR_HDR_VERSION ||
 	    h->zh_crc != smr_hdr_crc(h))
-		return err_set(-CLOVIS_ECORRUPT, "device %s: zone table header "
+		return err_set(-ST_ECORRUPT, "device %s: zone table header "
 			       "damaged (magic, version or crc)", d->td_path);
 	if ((h->zh_zone_size & (h->zh_zone_size - 1)) != 0 ||
 	    h->zh_zone_size < LIM_SMR_ZONE_MIN ||
@@ -229,7 +229,7 @@ static int smr_hdr_load(struct tier_dev *d, struct smr_dev *sm,
 	    h->zh_zone_nr != sb->sb_data_size / h->zh_zone_size ||
 	    h->zh_tab_off != SMR_TAB_OFF ||
 	    sb->sb_data_off != SMR_TAB_OFF + smr_tab_bytes(h->zh_zone_nr))
-		return err_set(-CLOVIS_ECORRUPT, "device %s: zone table "
+		return err_set(-ST_ECORRUPT, "device %s: zone table "
 			       "geometry (zone size %llu, %u zones) does not "
 			       "match the superblock", d->td_path,
 			       (unsigned long long)h->zh_zone_size,
@@ -275,7 +275,7 @@ static int smr_tab_load(struct tier_dev *d, struct smr_dev *sm)
 		return rc;
 	for (uint32_t z = 0; z < sm->sm_zone_nr; z++) {
 		if (sm->sm_tab[z] > zs || sm->sm_tab[z] % LIM_ALLOC_UNIT != 0)
-			return err_set(-CLOVIS_ECORRUPT, "device %s: zone %u: "
+			return err_set(-ST_ECORRUPT, "device %s: zone %u: "
 				       "persisted write pointer %llu is not in "
 				       "the zone (%llu bytes)", d->td_path, z,
 				       (unsigned long long)sm->sm_tab[z],

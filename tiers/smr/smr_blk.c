@@ -257,12 +257,12 @@ int smr_blk_open(struct tier_dev *d, struct smr_dev *sm)
 	if (rc != 0)
 		return rc;
 	if (d->td_sb.sb_data_off % zs != 0 || d->td_sb.sb_data_size < zs)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: superblock does "
+		return err_set(-ST_ECORRUPT, "device %s: superblock does "
 			       "not fit the device's %llu-byte zones",
 			       d->td_path, (unsigned long long)zs);
 	sm->sm_zone_shift = (uint32_t)__builtin_ctzll(zs);
 	if (d->td_sb.sb_data_size / zs > UINT32_MAX)
-		return err_set(-CLOVIS_ECORRUPT, "device %s: too many zones",
+		return err_set(-ST_ECORRUPT, "device %s: too many zones",
 			       d->td_path);
 	sm->sm_wp = calloc(d->td_sb.sb_data_size / zs, sizeof *sm->sm_wp);
 	if (sm->sm_wp == NULL)

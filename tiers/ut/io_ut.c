@@ -30,7 +30,7 @@ static double iut_now_ms(void)
 
 /* Format and open a device of tier t with store index idx. */
 static struct tier_dev *iut_make_tier(char *path, size_t n,
-				      enum clovis_tier t, uint32_t idx,
+				      enum st_tier t, uint32_t idx,
 				      uint64_t size)
 {
 	struct tier_dev *d = NULL;
@@ -46,7 +46,7 @@ static struct tier_dev *iut_make_tier(char *path, size_t n,
 static struct tier_dev *iut_make(char *path, size_t n, uint32_t idx,
 				 uint64_t size)
 {
-	return iut_make_tier(path, n, CLOVIS_TIER_FLASH, idx, size);
+	return iut_make_tier(path, n, ST_TIER_FLASH, idx, size);
 }
 
 /* ---------------------------------------------------------------- model */
@@ -56,11 +56,11 @@ static void test_model_defaults(void)
 {
 	struct tier_model n, f, s, z, u;
 
-	tier_model_default(CLOVIS_TIER_NVRAM, &n);
-	tier_model_default(CLOVIS_TIER_FLASH, &f);
-	tier_model_default(CLOVIS_TIER_SAS, &s);
-	tier_model_default(CLOVIS_TIER_SMR, &z);
-	tier_model_default(CLOVIS_TIER_NR, &u);
+	tier_model_default(ST_TIER_NVRAM, &n);
+	tier_model_default(ST_TIER_FLASH, &f);
+	tier_model_default(ST_TIER_SAS, &s);
+	tier_model_default(ST_TIER_SMR, &z);
+	tier_model_default(ST_TIER_NR, &u);
 	CU_ASSERT(n.tm_read_lat_ns < 1000 && n.tm_write_lat_ns < 1000);
 	CU_ASSERT(n.tm_read_bw >= 1000000000ull);
 	CU_ASSERT(n.tm_write_bw >= 1000000000ull);
@@ -92,7 +92,7 @@ static void test_model_latency(void)
 	double t0;
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-	d = iut_make_tier(path, sizeof path, CLOVIS_TIER_NVRAM, 7, 4 * IUT_MIB);
+	d = iut_make_tier(path, sizeof path, ST_TIER_NVRAM, 7, 4 * IUT_MIB);
 	CU_ASSERT_FALSE(tier_dev_model_on(d));
 	tier_dev_model_set(d, &m);
 	CU_ASSERT_TRUE(tier_dev_model_on(d));
@@ -127,7 +127,7 @@ static void test_model_bandwidth(void)
 	double t0;
 
 	CU_ASSERT_FATAL(b != NULL && r != NULL);
-	d = iut_make_tier(path, sizeof path, CLOVIS_TIER_NVRAM, 7,
+	d = iut_make_tier(path, sizeof path, ST_TIER_NVRAM, 7,
 			  16 * IUT_MIB);
 	tier_dev_model_set(d, &m);
 	tut_fill(b, len, 2);

@@ -26,10 +26,10 @@ static struct tier_dev *sut_make(char *path, size_t n, uint64_t size,
 	struct tier_format_opts o = {.tf_zone_size = zs};
 	struct tier_dev *d = NULL;
 
-	tut_path(path, n, CLOVIS_TIER_SMR, "smr");
-	CU_ASSERT_EQUAL_FATAL(tier_dev_format_opts(path, CLOVIS_TIER_SMR,
+	tut_path(path, n, ST_TIER_SMR, "smr");
+	CU_ASSERT_EQUAL_FATAL(tier_dev_format_opts(path, ST_TIER_SMR,
 						   tut_store, 7, size, &o), 0);
-	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, CLOVIS_TIER_SMR,
+	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, ST_TIER_SMR,
 					    tut_store, 7), 0);
 	return d;
 }
@@ -39,7 +39,7 @@ static struct tier_dev *sut_reopen(struct tier_dev *d, const char *path)
 {
 	tier_dev_close(d);
 	d = NULL;
-	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, CLOVIS_TIER_SMR,
+	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, ST_TIER_SMR,
 					    tut_store, 7), 0);
 	return d;
 }
@@ -150,8 +150,8 @@ static void test_smr_geometry(void)
 /* Flash, SAS and NVRAM devices are not zoned and refuse zone calls. */
 static void test_smr_not_zoned(void)
 {
-	static const enum clovis_tier ts[] = {CLOVIS_TIER_FLASH,
-					      CLOVIS_TIER_NVRAM};
+	static const enum st_tier ts[] = {ST_TIER_FLASH,
+					      ST_TIER_NVRAM};
 	uint8_t buf[512] = {0};
 	struct tier_zone z;
 	uint64_t off = 0;
@@ -193,9 +193,9 @@ static void test_smr_format_zone_size(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		o.tf_zone_size = bad[i];
-		tut_path(path, sizeof path, CLOVIS_TIER_SMR, "badzs");
+		tut_path(path, sizeof path, ST_TIER_SMR, "badzs");
 		err_clear();
-		CU_ASSERT_EQUAL(tier_dev_format_opts(path, CLOVIS_TIER_SMR,
+		CU_ASSERT_EQUAL(tier_dev_format_opts(path, ST_TIER_SMR,
 						     tut_store, 7, 4 * SUT_MIB,
 						     &o), -EINVAL);
 		CU_ASSERT(tut_msg_has("zone size"));
@@ -216,8 +216,8 @@ static void test_smr_format_zone_size(void)
 	CU_ASSERT_EQUAL(sut_cond(d, 3), TZ_FULL);
 	tier_dev_close(d);
 	o.tf_zone_size = 2 * SUT_MIB;
-	tut_path(path, sizeof path, CLOVIS_TIER_FLASH, "nozs");
-	CU_ASSERT_EQUAL(tier_dev_format_opts(path, CLOVIS_TIER_FLASH,
+	tut_path(path, sizeof path, ST_TIER_FLASH, "nozs");
+	CU_ASSERT_EQUAL(tier_dev_format_opts(path, ST_TIER_FLASH,
 					     tut_store, 7, 4 * SUT_MIB, &o), 0);
 	free(buf);
 }
@@ -421,8 +421,8 @@ static void test_smr_table_corrupt(void)
 	CU_ASSERT_EQUAL(pwrite(fd, &bad, sizeof bad, 8192 + 8), 8);
 	d = NULL;
 	err_clear();
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_SMR, tut_store, 7),
-			-CLOVIS_ECORRUPT);
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_SMR, tut_store, 7),
+			-ST_ECORRUPT);
 	CU_ASSERT(tut_msg_has("zone 1"));
 	bad = 0;
 	CU_ASSERT_EQUAL(pwrite(fd, &bad, sizeof bad, 8192 + 8), 8);
@@ -431,8 +431,8 @@ static void test_smr_table_corrupt(void)
 	CU_ASSERT_EQUAL(pwrite(fd, &b, 1, 4096 + 20), 1);
 	close(fd);
 	err_clear();
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_SMR, tut_store, 7),
-			-CLOVIS_ECORRUPT);
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_SMR, tut_store, 7),
+			-ST_ECORRUPT);
 	CU_ASSERT(tut_msg_has("zone table"));
 	CU_ASSERT_PTR_NULL(d);
 }

@@ -66,10 +66,10 @@ static int tut_fini(void)
 
 /* A fresh device path for tier t: under the NVRAM directory for NVRAM,
  * in a new temporary directory otherwise. */
-void tut_path(char *out, size_t n, enum clovis_tier t, const char *name)
+void tut_path(char *out, size_t n, enum st_tier t, const char *name)
 {
 	static unsigned seq;
-	const char *dir = t == CLOVIS_TIER_NVRAM ? tut_shm : ut_tmpdir("tier");
+	const char *dir = t == ST_TIER_NVRAM ? tut_shm : ut_tmpdir("tier");
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
 	snprintf(out, n, "%s/%s.%u", dir, name, seq++);
@@ -87,7 +87,7 @@ void tut_fill(void *buf, size_t len, uint64_t seed)
 
 /* Format a device of size bytes at path and open it; fails the test on
  * any error. */
-struct tier_dev *tut_make(const char *path, enum clovis_tier t,
+struct tier_dev *tut_make(const char *path, enum st_tier t,
 			  uint64_t size)
 {
 	struct tier_dev *d = NULL;
@@ -171,27 +171,27 @@ bool tut_msg_has(const char *s)
 /* Drivers by tier and by name; tier names. */
 static void test_driver_lookup(void)
 {
-	const struct tier_ops *file = tier_driver_for(CLOVIS_TIER_FLASH);
-	const struct tier_ops *pm = tier_driver_for(CLOVIS_TIER_NVRAM);
+	const struct tier_ops *file = tier_driver_for(ST_TIER_FLASH);
+	const struct tier_ops *pm = tier_driver_for(ST_TIER_NVRAM);
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(file);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(pm);
 	CU_ASSERT_STRING_EQUAL(file->to_name, "file");
 	CU_ASSERT_STRING_EQUAL(pm->to_name, "pmem2");
-	CU_ASSERT_PTR_EQUAL(tier_driver_for(CLOVIS_TIER_SAS), file);
-	CU_ASSERT_PTR_NULL(tier_driver_for(CLOVIS_TIER_NR));
+	CU_ASSERT_PTR_EQUAL(tier_driver_for(ST_TIER_SAS), file);
+	CU_ASSERT_PTR_NULL(tier_driver_for(ST_TIER_NR));
 	CU_ASSERT_PTR_EQUAL(tier_driver_find("file"), file);
 	CU_ASSERT_PTR_EQUAL(tier_driver_find("pmem2"), pm);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(tier_driver_find("smr"));
-	CU_ASSERT_PTR_EQUAL(tier_driver_for(CLOVIS_TIER_SMR),
+	CU_ASSERT_PTR_EQUAL(tier_driver_for(ST_TIER_SMR),
 			    tier_driver_find("smr"));
 	CU_ASSERT_STRING_EQUAL(tier_driver_find("smr")->to_name, "smr");
 	CU_ASSERT_PTR_NULL(tier_driver_find("bogus"));
 	CU_ASSERT_PTR_NULL(tier_driver_find(NULL));
-	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_NVRAM), "nvram");
-	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_FLASH), "flash");
-	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_SAS), "sas");
-	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_SMR), "smr");
+	CU_ASSERT_STRING_EQUAL(tier_name(ST_TIER_NVRAM), "nvram");
+	CU_ASSERT_STRING_EQUAL(tier_name(ST_TIER_FLASH), "flash");
+	CU_ASSERT_STRING_EQUAL(tier_name(ST_TIER_SAS), "sas");
+	CU_ASSERT_STRING_EQUAL(tier_name(ST_TIER_SMR), "smr");
 }
 
 /* A filled superblock: fields, crc over everything but the crc field. */
@@ -199,10 +199,10 @@ static void test_sb_fill_crc(void)
 {
 	struct tier_sb sb, sb2;
 
-	tier_sb_fill(&sb, CLOVIS_TIER_SAS, tut_store, 3, TUT_DEV_SIZE, "file");
+	tier_sb_fill(&sb, ST_TIER_SAS, tut_store, 3, TUT_DEV_SIZE, "file");
 	CU_ASSERT_EQUAL(sb.sb_magic, TIER_SB_MAGIC);
 	CU_ASSERT_EQUAL(sb.sb_version, TIER_SB_VERSION);
-	CU_ASSERT_EQUAL(sb.sb_tier, CLOVIS_TIER_SAS);
+	CU_ASSERT_EQUAL(sb.sb_tier, ST_TIER_SAS);
 	CU_ASSERT_EQUAL(sb.sb_index, 3);
 	CU_ASSERT_EQUAL(sb.sb_data_off, LIM_DEV_SB_SIZE);
 	CU_ASSERT_EQUAL(sb.sb_data_size, TUT_DEV_SIZE);
@@ -222,7 +222,7 @@ static void test_sb_fill_crc(void)
 
 /* Format, open, check the superblock copy, write and read at both ends of
  * the data area, sync, and count. */
-static bool tut_roundtrip(enum clovis_tier t)
+static bool tut_roundtrip(enum st_tier t)
 {
 	bool ok = true;
 	char path[512];
@@ -248,22 +248,22 @@ static bool tut_roundtrip(enum clovis_tier t)
 
 static void test_roundtrip_flash(void)
 {
-	CU_ASSERT(tut_roundtrip(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_roundtrip(ST_TIER_FLASH));
 }
 
 static void test_roundtrip_sas(void)
 {
-	CU_ASSERT(tut_roundtrip(CLOVIS_TIER_SAS));
+	CU_ASSERT(tut_roundtrip(ST_TIER_SAS));
 }
 
 static void test_roundtrip_nvram(void)
 {
-	CU_ASSERT(tut_roundtrip(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_roundtrip(ST_TIER_NVRAM));
 }
 
 /* Data-area offsets start after the superblock area: the bytes written at
  * offset 0 sit at file offset sb_data_off, and the superblock is intact. */
-static bool tut_data_offset(enum clovis_tier t)
+static bool tut_data_offset(enum st_tier t)
 {
 	bool ok = true;
 	uint8_t wb[4096], fb[4096];
@@ -291,17 +291,17 @@ static bool tut_data_offset(enum clovis_tier t)
 
 static void test_data_offset_flash(void)
 {
-	CU_ASSERT(tut_data_offset(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_data_offset(ST_TIER_FLASH));
 }
 
 static void test_data_offset_nvram(void)
 {
-	CU_ASSERT(tut_data_offset(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_data_offset(ST_TIER_NVRAM));
 }
 
 /* Buffers at odd addresses, in both directions and mixed with aligned
  * ones; small and multi-block requests. */
-static bool tut_unaligned_buf(enum clovis_tier t)
+static bool tut_unaligned_buf(enum st_tier t)
 {
 	bool ok = true;
 	char path[512];
@@ -319,18 +319,18 @@ static bool tut_unaligned_buf(enum clovis_tier t)
 
 static void test_unaligned_buf_flash(void)
 {
-	CU_ASSERT(tut_unaligned_buf(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_unaligned_buf(ST_TIER_FLASH));
 }
 
 static void test_unaligned_buf_nvram(void)
 {
-	CU_ASSERT(tut_unaligned_buf(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_unaligned_buf(ST_TIER_NVRAM));
 }
 
 /* Offsets and lengths that are multiples of 512 but not of 4096, over a
  * background pattern: the written bytes land exactly, neighbours keep
  * theirs. */
-static bool tut_off_512(enum clovis_tier t)
+static bool tut_off_512(enum st_tier t)
 {
 	bool ok = true;
 	size_t span = 16384;
@@ -360,23 +360,23 @@ static bool tut_off_512(enum clovis_tier t)
 
 static void test_off_512_flash(void)
 {
-	CU_ASSERT(tut_off_512(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_off_512(ST_TIER_FLASH));
 }
 
 static void test_off_512_sas(void)
 {
-	CU_ASSERT(tut_off_512(CLOVIS_TIER_SAS));
+	CU_ASSERT(tut_off_512(ST_TIER_SAS));
 }
 
 static void test_off_512_nvram(void)
 {
-	CU_ASSERT(tut_off_512(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_off_512(ST_TIER_NVRAM));
 }
 
 /* Requests larger than LIM_IO_CHUNK (split by the drivers), with aligned
  * and misaligned buffers (the bounce path), at 4096- and 512-aligned
  * offsets. */
-static bool tut_large_io(enum clovis_tier t)
+static bool tut_large_io(enum st_tier t)
 {
 	bool ok = true;
 	size_t len = 2 * LIM_IO_CHUNK + 3 * 512;
@@ -394,12 +394,12 @@ static bool tut_large_io(enum clovis_tier t)
 
 static void test_large_io_flash(void)
 {
-	CU_ASSERT(tut_large_io(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_large_io(ST_TIER_FLASH));
 }
 
 static void test_large_io_nvram(void)
 {
-	CU_ASSERT(tut_large_io(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_large_io(ST_TIER_NVRAM));
 }
 
 /* A flash device on tmpfs: whatever direct-I/O support the kernel gives
@@ -411,7 +411,7 @@ static void test_flash_on_shm(void)
 	struct tier_dev *d;
 
 	snprintf(path, sizeof path, "%s/flash-on-shm", tut_shm);
-	d = tut_make(path, CLOVIS_TIER_FLASH, TUT_BIG_SIZE);
+	d = tut_make(path, ST_TIER_FLASH, TUT_BIG_SIZE);
 	CU_ASSERT(tut_rw_check(d, 0, 8192, 0, 0, 41));
 	CU_ASSERT(tut_rw_check(d, 512, 1024, 0, 0, 42));
 	CU_ASSERT(tut_rw_check(d, 0, 8192, 3, 0, 43));
@@ -446,8 +446,8 @@ static void test_einval(void)
 	char path[512];
 	struct tier_dev *d;
 
-	tut_path(path, sizeof path, CLOVIS_TIER_FLASH, "inval");
-	d = tut_make(path, CLOVIS_TIER_FLASH, size);
+	tut_path(path, sizeof path, ST_TIER_FLASH, "inval");
+	d = tut_make(path, ST_TIER_FLASH, size);
 	tut_einval(d, 100, 512, false);
 	tut_einval(d, 512, 100, false);
 	tut_einval(d, 512, 1024 + 1, false);
@@ -471,22 +471,22 @@ static void test_format_eexist(void)
 	struct stat st;
 	int fd;
 
-	tut_path(path, sizeof path, CLOVIS_TIER_SAS, "exist");
-	d = tut_make(path, CLOVIS_TIER_SAS, TUT_DEV_SIZE);
+	tut_path(path, sizeof path, ST_TIER_SAS, "exist");
+	d = tut_make(path, ST_TIER_SAS, TUT_DEV_SIZE);
 	CU_ASSERT(tut_rw_check(d, 0, 4096, 0, 0, 51));
 	tier_dev_close(d);
-	CU_ASSERT_EQUAL(tier_dev_format(path, CLOVIS_TIER_SAS, tut_store, 7,
+	CU_ASSERT_EQUAL(tier_dev_format(path, ST_TIER_SAS, tut_store, 7,
 					TUT_DEV_SIZE), -EEXIST);
 	CU_ASSERT(tut_msg_has(path));
 	d = NULL;
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_SAS, tut_store, 7),
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_SAS, tut_store, 7),
 			0);
 	tier_dev_close(d);
-	tut_path(path, sizeof path, CLOVIS_TIER_NVRAM, "plain");
+	tut_path(path, sizeof path, ST_TIER_NVRAM, "plain");
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	CU_ASSERT_FATAL(fd >= 0);
 	close(fd);
-	CU_ASSERT_EQUAL(tier_dev_format(path, CLOVIS_TIER_NVRAM, tut_store, 7,
+	CU_ASSERT_EQUAL(tier_dev_format(path, ST_TIER_NVRAM, tut_store, 7,
 					TUT_DEV_SIZE), -EEXIST);
 	CU_ASSERT_EQUAL(stat(path, &st), 0);
 	CU_ASSERT_EQUAL(st.st_size, 0);
@@ -500,20 +500,20 @@ static void test_format_einval(void)
 	char path[512], lpath[LIM_PATH_MAX + 8];
 	struct stat st;
 
-	tut_path(path, sizeof path, CLOVIS_TIER_FLASH, "bad");
+	tut_path(path, sizeof path, ST_TIER_FLASH, "bad");
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-		CU_ASSERT_EQUAL(tier_dev_format(path, CLOVIS_TIER_FLASH,
+		CU_ASSERT_EQUAL(tier_dev_format(path, ST_TIER_FLASH,
 						tut_store, 0, bad[i]), -EINVAL);
 		CU_ASSERT(tut_msg_has("size"));
 	}
-	CU_ASSERT_EQUAL(tier_dev_format(path, CLOVIS_TIER_NR, tut_store, 0,
+	CU_ASSERT_EQUAL(tier_dev_format(path, ST_TIER_NR, tut_store, 0,
 					TUT_DEV_SIZE), -EINVAL);
-	CU_ASSERT_EQUAL(tier_dev_format(path, CLOVIS_TIER_FLASH, NULL, 0,
+	CU_ASSERT_EQUAL(tier_dev_format(path, ST_TIER_FLASH, NULL, 0,
 					TUT_DEV_SIZE), -EINVAL);
 	CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
 	memset(lpath, 'a', sizeof lpath - 1);
 	lpath[sizeof lpath - 1] = '\0';
-	CU_ASSERT_EQUAL(tier_dev_format(lpath, CLOVIS_TIER_FLASH, tut_store, 0,
+	CU_ASSERT_EQUAL(tier_dev_format(lpath, ST_TIER_FLASH, tut_store, 0,
 					TUT_DEV_SIZE), -EINVAL);
 }
 
@@ -523,13 +523,13 @@ static void test_open_enoent(void)
 	struct tier_dev *d = NULL;
 	char path[512];
 
-	tut_path(path, sizeof path, CLOVIS_TIER_FLASH, "missing");
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_FLASH, tut_store,
+	tut_path(path, sizeof path, ST_TIER_FLASH, "missing");
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_FLASH, tut_store,
 				      7), -ENOENT);
 	CU_ASSERT(tut_msg_has(path));
 	CU_ASSERT_PTR_NULL(d);
-	tut_path(path, sizeof path, CLOVIS_TIER_NVRAM, "missing");
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_NVRAM, tut_store,
+	tut_path(path, sizeof path, ST_TIER_NVRAM, "missing");
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store,
 				      7), -ENOENT);
 	CU_ASSERT_PTR_NULL(d);
 }
@@ -538,7 +538,7 @@ static void test_open_enoent(void)
 
 /* Open path as the test devices are made and expect rc, with a message
  * naming the path and what: true when all held. */
-static bool tut_open_fails(const char *path, enum clovis_tier t,
+static bool tut_open_fails(const char *path, enum st_tier t,
 			   const uint8_t store[16], uint32_t index, int rc,
 			   const char *what)
 {
@@ -555,7 +555,7 @@ static bool tut_open_fails(const char *path, enum clovis_tier t,
 }
 
 /* Format a device at a fresh path of tier t and close it. */
-static void tut_make_closed(char *path, size_t n, enum clovis_tier t)
+static void tut_make_closed(char *path, size_t n, enum st_tier t)
 {
 	tut_path(path, n, t, "sb");
 	CU_ASSERT_EQUAL_FATAL(tier_dev_format(path, t, tut_store, 7,
@@ -570,20 +570,20 @@ static void test_open_einval(void)
 
 	memset(lpath, 'b', sizeof lpath - 1);
 	lpath[sizeof lpath - 1] = '\0';
-	CU_ASSERT_EQUAL(tier_dev_open(NULL, "x", CLOVIS_TIER_FLASH, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_open(NULL, "x", ST_TIER_FLASH, tut_store,
 				      0), -EINVAL);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, NULL, CLOVIS_TIER_FLASH, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_open(&d, NULL, ST_TIER_FLASH, tut_store,
 				      0), -EINVAL);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, "x", CLOVIS_TIER_FLASH, NULL, 0),
+	CU_ASSERT_EQUAL(tier_dev_open(&d, "x", ST_TIER_FLASH, NULL, 0),
 			-EINVAL);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, "", CLOVIS_TIER_FLASH, tut_store, 0),
+	CU_ASSERT_EQUAL(tier_dev_open(&d, "", ST_TIER_FLASH, tut_store, 0),
 			-EINVAL);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, lpath, CLOVIS_TIER_FLASH, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_open(&d, lpath, ST_TIER_FLASH, tut_store,
 				      0), -EINVAL);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, "x", CLOVIS_TIER_NR, tut_store, 0),
+	CU_ASSERT_EQUAL(tier_dev_open(&d, "x", ST_TIER_NR, tut_store, 0),
 			-EINVAL);
 	CU_ASSERT_PTR_NULL(d);
-	CU_ASSERT_STRING_EQUAL(tier_name(CLOVIS_TIER_NR), "unknown");
+	CU_ASSERT_STRING_EQUAL(tier_name(ST_TIER_NR), "unknown");
 }
 
 /* A device path without a directory part works (its directory is "."). */
@@ -592,15 +592,15 @@ static void test_relative_path(void)
 	char cwd[4096], path[512], *slash;
 	struct tier_dev *d = NULL;
 
-	tut_path(path, sizeof path, CLOVIS_TIER_FLASH, "rel");
+	tut_path(path, sizeof path, ST_TIER_FLASH, "rel");
 	slash = strrchr(path, '/');
 	CU_ASSERT_PTR_NOT_NULL_FATAL(slash);
 	*slash = '\0';
 	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof cwd));
 	CU_ASSERT_EQUAL_FATAL(chdir(path), 0);
-	CU_ASSERT_EQUAL(tier_dev_format(slash + 1, CLOVIS_TIER_FLASH, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_format(slash + 1, ST_TIER_FLASH, tut_store,
 					1, TUT_DEV_SIZE), 0);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, slash + 1, CLOVIS_TIER_FLASH,
+	CU_ASSERT_EQUAL(tier_dev_open(&d, slash + 1, ST_TIER_FLASH,
 				      tut_store, 1), 0);
 	tier_dev_close(d);
 	CU_ASSERT_EQUAL_FATAL(chdir(cwd), 0);
@@ -615,8 +615,8 @@ static void test_read_past_eof(void)
 	char path[512];
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
-	tut_path(path, sizeof path, CLOVIS_TIER_SAS, "eof");
-	d = tut_make(path, CLOVIS_TIER_SAS, TUT_DEV_SIZE);
+	tut_path(path, sizeof path, ST_TIER_SAS, "eof");
+	d = tut_make(path, ST_TIER_SAS, TUT_DEV_SIZE);
 	CU_ASSERT_EQUAL(truncate(path, LIM_DEV_SB_SIZE + (1 << 20)), 0);
 	err_clear();
 	CU_ASSERT_EQUAL(tier_dev_read(d, 2 << 20, buf, 8192), -EIO);
@@ -632,18 +632,18 @@ static void test_sb_corrupt(void)
 	struct tier_sb sb;
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_FLASH);
+	tut_make_closed(path, sizeof path, ST_TIER_FLASH);
 	tut_sb_get(path, &sb);
 	((uint8_t *)&sb)[offsetof(struct tier_sb, sb_data_size) + 2] ^= 0x04;
 	tut_sb_put(path, &sb, false);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "crc"));
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, tut_store, 7,
+				 -ST_ECORRUPT, "crc"));
+	tut_make_closed(path, sizeof path, ST_TIER_NVRAM);
 	tut_sb_get(path, &sb);
 	sb.sb_magic ^= 1;
 	tut_sb_put(path, &sb, true);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_NVRAM, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "magic"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_NVRAM, tut_store, 7,
+				 -ST_ECORRUPT, "magic"));
 }
 
 /* A file too short for its superblock, or for the data area its
@@ -652,13 +652,13 @@ static void test_sb_truncated(void)
 {
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_SAS);
+	tut_make_closed(path, sizeof path, ST_TIER_SAS);
 	CU_ASSERT_EQUAL(truncate(path, LIM_DEV_SB_SIZE + TUT_DEV_SIZE / 2), 0);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "bytes"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_SAS, tut_store, 7,
+				 -ST_ECORRUPT, "bytes"));
 	CU_ASSERT_EQUAL(truncate(path, 50), 0);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "short"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_SAS, tut_store, 7,
+				 -ST_ECORRUPT, "short"));
 }
 
 /* A device of another store, index or tier is refused, naming the field. */
@@ -669,16 +669,16 @@ static void test_sb_identity(void)
 
 	memcpy(other, tut_store, sizeof other);
 	other[15] ^= 0xff;
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_FLASH);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, other, 7,
-				 -CLOVIS_ECORRUPT, "store uuid"));
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 8,
-				 -CLOVIS_ECORRUPT, "index"));
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_SAS, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "tier"));
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "tier"));
+	tut_make_closed(path, sizeof path, ST_TIER_FLASH);
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, other, 7,
+				 -ST_ECORRUPT, "store uuid"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, tut_store, 8,
+				 -ST_ECORRUPT, "index"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_SAS, tut_store, 7,
+				 -ST_ECORRUPT, "tier"));
+	tut_make_closed(path, sizeof path, ST_TIER_NVRAM);
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, tut_store, 7,
+				 -ST_ECORRUPT, "tier"));
 }
 
 /* A later superblock version, crc valid, is an incompatible version. */
@@ -687,12 +687,12 @@ static void test_sb_version(void)
 	struct tier_sb sb;
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_FLASH);
+	tut_make_closed(path, sizeof path, ST_TIER_FLASH);
 	tut_sb_get(path, &sb);
 	sb.sb_version = TIER_SB_VERSION + 1;
 	tut_sb_put(path, &sb, true);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
-				 -CLOVIS_EVERSION, "version"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, tut_store, 7,
+				 -ST_EVERSION, "version"));
 }
 
 /* A crc-valid superblock naming no known driver, or an impossible data
@@ -702,25 +702,25 @@ static void test_sb_fields(void)
 	struct tier_sb sb, orig;
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_FLASH);
+	tut_make_closed(path, sizeof path, ST_TIER_FLASH);
 	tut_sb_get(path, &orig);
 	sb = orig;
 	snprintf(sb.sb_driver, sizeof sb.sb_driver, "bogus");
 	tut_sb_put(path, &sb, true);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "driver"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, tut_store, 7,
+				 -ST_ECORRUPT, "driver"));
 	sb = orig;
 	sb.sb_data_off = 512;
 	tut_sb_put(path, &sb, true);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_FLASH, tut_store, 7,
-				 -CLOVIS_ECORRUPT, "data offset"));
+	CU_ASSERT(tut_open_fails(path, ST_TIER_FLASH, tut_store, 7,
+				 -ST_ECORRUPT, "data offset"));
 }
 
 /* --------------------------------------------------------- persistence */
 
 /* Bytes written and synced are read back after close and reopen;
  * whether every check held. */
-static bool tut_persist(enum clovis_tier t)
+static bool tut_persist(enum st_tier t)
 {
 	size_t len = 3 * 4096 + 512;
 	uint8_t *wb = malloc(len), *rb = malloc(len);
@@ -752,17 +752,17 @@ static bool tut_persist(enum clovis_tier t)
 
 static void test_persist_flash(void)
 {
-	CU_ASSERT(tut_persist(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_persist(ST_TIER_FLASH));
 }
 
 static void test_persist_sas(void)
 {
-	CU_ASSERT(tut_persist(CLOVIS_TIER_SAS));
+	CU_ASSERT(tut_persist(ST_TIER_SAS));
 }
 
 static void test_persist_nvram(void)
 {
-	CU_ASSERT(tut_persist(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_persist(ST_TIER_NVRAM));
 }
 
 /* --------------------------------------------------------- concurrency */
@@ -804,7 +804,7 @@ static void *tut_worker_run(void *arg)
 
 /* Concurrent I/O on distinct ranges of one device; counters add up;
  * whether every check held. */
-static bool tut_threads(enum clovis_tier t)
+static bool tut_threads(enum st_tier t)
 {
 	struct tut_worker w[TUT_THREADS];
 	pthread_t th[TUT_THREADS];
@@ -836,12 +836,12 @@ static bool tut_threads(enum clovis_tier t)
 
 static void test_threads_flash(void)
 {
-	CU_ASSERT(tut_threads(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_threads(ST_TIER_FLASH));
 }
 
 static void test_threads_nvram(void)
 {
-	CU_ASSERT(tut_threads(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_threads(ST_TIER_NVRAM));
 }
 
 /* ---------------------------------------------------------- fault points */
@@ -849,7 +849,7 @@ static void test_threads_nvram(void)
 #ifdef STRATA_FAULT_INJECT
 /* Each of write, read and sync fails once with -EIO when its point is
  * armed for one hit, and works on the next call; whether every check held. */
-static bool tut_fault_io(enum clovis_tier t)
+static bool tut_fault_io(enum st_tier t)
 {
 	uint8_t buf[4096];
 	struct tier_dev *d;
@@ -880,17 +880,17 @@ static bool tut_fault_io(enum clovis_tier t)
 
 static void test_fault_io_flash(void)
 {
-	CU_ASSERT(tut_fault_io(CLOVIS_TIER_FLASH));
+	CU_ASSERT(tut_fault_io(ST_TIER_FLASH));
 }
 
 static void test_fault_io_nvram(void)
 {
-	CU_ASSERT(tut_fault_io(CLOVIS_TIER_NVRAM));
+	CU_ASSERT(tut_fault_io(ST_TIER_NVRAM));
 }
 
 /* A format that fails at any stage leaves no file behind; whether every
  * check held. */
-static bool tut_fault_format(enum clovis_tier t, const char *point)
+static bool tut_fault_format(enum st_tier t, const char *point)
 {
 	char path[512];
 	struct stat st;
@@ -909,9 +909,9 @@ static bool tut_fault_format(enum clovis_tier t, const char *point)
 
 static void test_fault_format(void)
 {
-	CU_ASSERT(tut_fault_format(CLOVIS_TIER_FLASH, "tier.file.format"));
-	CU_ASSERT(tut_fault_format(CLOVIS_TIER_NVRAM, "tier.pmem2.format"));
-	CU_ASSERT(tut_fault_format(CLOVIS_TIER_SAS, "tier.format"));
+	CU_ASSERT(tut_fault_format(ST_TIER_FLASH, "tier.file.format"));
+	CU_ASSERT(tut_fault_format(ST_TIER_NVRAM, "tier.pmem2.format"));
+	CU_ASSERT(tut_fault_format(ST_TIER_SAS, "tier.format"));
 }
 
 /* An open that fails after the driver opened closes it again; the next
@@ -921,13 +921,13 @@ static void test_fault_open(void)
 	struct tier_dev *d = NULL;
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
+	tut_make_closed(path, sizeof path, ST_TIER_NVRAM);
 	fault_arm("tier.open", 0, 1);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_NVRAM, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store,
 				      7), -EIO);
 	fault_reset();
 	CU_ASSERT_PTR_NULL(d);
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_NVRAM, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store,
 				      7), 0);
 	tier_dev_close(d);
 }
@@ -939,13 +939,13 @@ static void test_fault_pmem2_map(void)
 	struct tier_dev *d = NULL;
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_NVRAM);
+	tut_make_closed(path, sizeof path, ST_TIER_NVRAM);
 	fault_arm("tier.pmem2.map", 0, 1);
-	CU_ASSERT(tut_open_fails(path, CLOVIS_TIER_NVRAM, tut_store, 7,
+	CU_ASSERT(tut_open_fails(path, ST_TIER_NVRAM, tut_store, 7,
 				 -EIO, "granularity"));
 	fault_reset();
 	CU_ASSERT(tut_msg_has("pmem2"));
-	CU_ASSERT_EQUAL(tier_dev_open(&d, path, CLOVIS_TIER_NVRAM, tut_store,
+	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store,
 				      7), 0);
 	tier_dev_close(d);
 }
@@ -966,9 +966,9 @@ static void test_fault_nodirect(void)
 	struct tier_dev *d;
 	char path[512];
 
-	tut_make_closed(path, sizeof path, CLOVIS_TIER_FLASH);
+	tut_make_closed(path, sizeof path, ST_TIER_FLASH);
 	fault_arm("tier.file.nodirect", 0, 1);
-	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, CLOVIS_TIER_FLASH,
+	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, ST_TIER_FLASH,
 					    tut_store, 7), 0);
 	fault_reset();
 	CU_ASSERT_FALSE(d->td_direct);
@@ -976,7 +976,7 @@ static void test_fault_nodirect(void)
 	CU_ASSERT(tut_rw_check(d, 512, 1024, 3, 5, 82));
 	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
 	tier_dev_close(d);
-	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, CLOVIS_TIER_FLASH,
+	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, ST_TIER_FLASH,
 					    tut_store, 7), 0);
 	if (tut_fs_has_direct(path))
 		CU_ASSERT_TRUE(d->td_direct);
@@ -990,15 +990,15 @@ static void test_fault_sync_sticky(void)
 	struct tier_dev *d;
 	char path[512];
 
-	tut_path(path, sizeof path, CLOVIS_TIER_FLASH, "sticky");
-	d = tut_make(path, CLOVIS_TIER_FLASH, TUT_DEV_SIZE);
+	tut_path(path, sizeof path, ST_TIER_FLASH, "sticky");
+	d = tut_make(path, ST_TIER_FLASH, TUT_DEV_SIZE);
 	fault_arm("tier.file.sync", 0, 1);
 	CU_ASSERT_EQUAL(tier_dev_sync(d), -EIO);
 	fault_reset();
 	CU_ASSERT_EQUAL(tier_dev_sync(d), -EIO);
 	CU_ASSERT(tut_msg_has("earlier sync failed"));
 	tier_dev_close(d);
-	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, CLOVIS_TIER_FLASH,
+	CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, ST_TIER_FLASH,
 					    tut_store, 7), 0);
 	CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
 	tier_dev_close(d);

@@ -17,14 +17,14 @@ extern const uint8_t tut_store[16];
 
 /** A fresh device path for tier t: under the suite's NVRAM directory for
  *  NVRAM, in a new temporary directory otherwise. */
-void tut_path(char *out, size_t n, enum clovis_tier t, const char *name);
+void tut_path(char *out, size_t n, enum st_tier t, const char *name);
 
 /** Fill buf with a pattern that differs per seed and per 8-byte word. */
 void tut_fill(void *buf, size_t len, uint64_t seed);
 
 /** Format a device of size bytes at path (index 7) and open it; fails
  *  the test on any error. */
-struct tier_dev *tut_make(const char *path, enum clovis_tier t,
+struct tier_dev *tut_make(const char *path, enum st_tier t,
 			  uint64_t size);
 
 /** A page-aligned allocation of len bytes, or NULL. */
