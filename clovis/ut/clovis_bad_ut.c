@@ -197,7 +197,7 @@ uint8_t bad_pat(uint64_t blk, size_t i)
 /* Key and value of fixture record k. */
 static void bad_key(unsigned k, char key[16])
 {
-	snprintf(key, 16, "bad-key-%02u", k);
+	snprintf(key, 16, "bad-key-%02u", k % 1000000u);
 }
 
 void bad_val(unsigned k, uint8_t val[BAD_VAL_LEN])
@@ -1124,7 +1124,7 @@ void bad_recs(struct bad_recs *r, uint32_t nr, uint32_t nr_old)
 		if (k < nr_old)
 			bad_key(k, r->br_keys[k]);
 		else
-			snprintf(r->br_keys[k], 16, "bad-new-%u", k);
+			snprintf(r->br_keys[k], 16, "bad-new-%u", k % 1000000u);
 		memset(r->br_vals[k], 0x5a, BAD_VAL_LEN);
 		r->br_kv.bv_bufs[k] = r->br_keys[k];
 		r->br_kv.bv_lens[k] = strlen(r->br_keys[k]);
