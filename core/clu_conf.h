@@ -137,8 +137,7 @@ uint32_t clu_home(const struct clu_conf *c, const struct clovis_id *id);
  *  labels of 1..63 letters, digits and '-', not starting or ending with
  *  '-', the last one not all digits; at most CLU_HOST_MAX characters)?
  *  Any address is accepted: which hosts a cluster runs on is its user's
- *  choice (only the test scripts keep to 127.0.0.0/8, ::1 and
- *  198.51.100.0/24). */
+ *  choice (the test scripts' own ranges are in tests/README.md). */
 bool clu_addr_valid(const char *addr);
 
 /**

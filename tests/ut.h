@@ -46,4 +46,8 @@ bool ut_cluster_mode(void);
  */
 bool ut_cluster_skip(const char *test, const char *why);
 
+/* Does this host resolve "localhost"?  A debootstrap root has no
+ * /etc/hosts: tests that use the name expect it refused there. */
+bool ut_host_has_localhost(void);
+
 #endif

@@ -1,5 +1,6 @@
 /* ut_util.c — helpers shared by the CUnit suites (see ut.h). */
 #include <ftw.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,4 +59,15 @@ bool ut_cluster_skip(const char *test, const char *why)
 		return false;
 	printf("skipped in cluster mode (%s: %s) ", test, why);
 	return true;
+}
+
+bool ut_host_has_localhost(void)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC,
+				 .ai_socktype = SOCK_STREAM}, *ai = NULL;
+	bool ok = getaddrinfo("localhost", NULL, &hints, &ai) == 0;
+
+	if (ai != NULL)
+		freeaddrinfo(ai);
+	return ok;
 }

@@ -5,7 +5,6 @@
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -691,18 +690,6 @@ static void test_clu_hostport(void)
  * looked up (localhost: /etc/hosts, no query sent); the conf's cs_ip is
  * filled for every server.  (A name that does not resolve is refused in
  * tests/integ/addr_test.sh, which bounds the resolver's wait.) */
-/* Does this host resolve "localhost" (its /etc/hosts names it)? */
-static bool host_has_localhost(void)
-{
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM}, *ai = NULL;
-	bool ok = getaddrinfo("localhost", NULL, &hints, &ai) == 0;
-
-	if (ai != NULL)
-		freeaddrinfo(ai);
-	return ok;
-}
-
 static void test_clu_resolve(void)
 {
 	struct clu_server s = {.cs_name = "s0", .cs_port = 21000};
@@ -716,7 +703,7 @@ static void test_clu_resolve(void)
 	CU_ASSERT_EQUAL(clu_server_resolve(&s, ip, sizeof ip), 0);
 	CU_ASSERT_STRING_EQUAL(ip, "127.0.0.2");
 	snprintf(s.cs_addr, sizeof s.cs_addr, "localhost");
-	if (!host_has_localhost()) { /* e.g. a debootstrap root: no /etc/hosts */
+	if (!ut_host_has_localhost()) { /* e.g. a debootstrap root: no /etc/hosts */
 		CU_ASSERT_EQUAL(clu_server_resolve(&s, ip, sizeof ip),
 				-EHOSTUNREACH);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "'localhost'"));

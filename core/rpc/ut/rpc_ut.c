@@ -7,7 +7,6 @@
  * and retried on -EADDRINUSE.  Every wait is bounded.
  */
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -968,18 +967,6 @@ static void t_addrinuse(void)
  * sockaddr_in6): connect, calls, echo; and a server opened at a host name
  * binds the first address it resolves to (rpc_node_numeric()), where a
  * client given that address reaches it. */
-/* Does this host resolve "localhost" (its /etc/hosts names it)? */
-static bool ut_host_has_localhost(void)
-{
-	struct addrinfo hints = {.ai_family = AF_UNSPEC,
-				 .ai_socktype = SOCK_STREAM}, *ai = NULL;
-	bool ok = getaddrinfo("localhost", NULL, &hints, &ai) == 0;
-
-	if (ai != NULL)
-		freeaddrinfo(ai);
-	return ok;
-}
-
 static void t_ipv6(void)
 {
 	static const char *const node[] = {"::1", "localhost"};
