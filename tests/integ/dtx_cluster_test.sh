@@ -125,6 +125,25 @@ wait_up() {
 	return 1
 }
 
+# diag: on a failure, whether each server process lives (and where its
+# threads wait) and the last lines of its log, so that a failure in a
+# run whose files are gone (CI) still says why.
+diag() {
+	local s p
+	for s in 0 1 2; do
+		p=$(spid $s)
+		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+			echo "     s$s: pid $p alive, state $(awk '{print $3}' \
+				"/proc/$p/stat" 2>/dev/null), threads waiting in:" \
+				"$(cat /proc/"$p"/task/*/wchan 2>/dev/null |
+				   tr '\0' '\n' | sort | uniq -c | tr '\n' ' ')"
+		else
+			echo "     s$s: no process (pid file: '${p}')"
+		fi
+		tail -8 "$D/s$s.log" 2>/dev/null | cut -c1-300 | sed "s/^/     s$s: /"
+	done
+}
+
 # settled: no dtx in doubt on any server within 20 s (all must answer).
 settled() {
 	local i
@@ -136,6 +155,7 @@ settled() {
 		sleep 0.5
 	done
 	cat "$T/ls"
+	diag
 	return 1
 }
 
