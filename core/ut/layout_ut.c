@@ -5,7 +5,7 @@
 #include <CUnit/CUnit.h>
 #include <errno.h>
 
-#include "layouts/layout.h"
+#include "core/layout.h"
 #include "tests/ut.h"
 
 /* layouts/ut/pdclust_ut.c: suites "pdclust" and "ec". */
