@@ -178,7 +178,7 @@ struct eng_req {
 	int32_t *er_rcs;
 	uint32_t er_flags;
 	uint64_t er_bytes;           /**< out: data bytes or records moved */
-	/* unit layouts (core/stripe.c) */
+	/* unit layouts (layouts/stripe.c) */
 	struct eng *er_eng;
 	void *er_priv;               /**< the submitter's (walks) */
 	/* composite objects (core/comp.c): a layer write maps its blocks */

@@ -526,7 +526,7 @@ out_unlock:
 	return rc;
 }
 
-/* An object with a unit layout (core/stripe.c): reads finish there,
+/* An object with a unit layout (layouts/stripe.c): reads finish there,
  * updates come back here for their commit. */
 static int obj_stripe_exec(struct eng *e, struct eng_req *r)
 {
