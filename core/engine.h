@@ -374,7 +374,8 @@ const struct eng_pool *eng_pool_get(struct eng *e, uint32_t p);
 uint32_t eng_pool_nr(struct eng *e);
 /** The pool of oa_pool 0: the configured default layout's, else "flash". */
 uint32_t eng_default_pool(struct eng *e);
-/** The ISA-L codec for n + k (cached; NULL with a message on failure). */
+/** The ISA-L codec for n + k, made by the unit layouts' table
+ *  (elo_codec_create) and cached; NULL with a message on failure. */
 struct ec_codec *eng_codec(struct eng *e, uint32_t n, uint32_t k);
 /** Group locks: take all slots (sorted, distinct) at once; release. */
 void eng_glock(struct eng *e, const uint32_t *slots, uint32_t nr);
