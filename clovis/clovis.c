@@ -15,7 +15,7 @@
 
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
-#include "core/stripe.h"
+#include "layouts/stripe.h"
 #include "core/server/msg.h"
 #include "core/log.h"
 #include "core/types.h"
@@ -260,7 +260,10 @@ static int backend_open(struct clovis *cl, const struct clovis_conf *conf)
 		.ec_meta_size = conf->cc_meta_size,
 		.ec_config = conf->cc_config,
 		.ec_model = (conf->cc_flags & CLOVIS_CONF_DEVICE_MODEL) != 0,
-		.ec_meta_nvram = (conf->cc_flags & CLOVIS_CONF_META_NVRAM) != 0};
+		.ec_meta_nvram = (conf->cc_flags & CLOVIS_CONF_META_NVRAM) != 0,
+		/* clovis assembles the layers below it: the unit layouts
+		 * (layouts/stripe.h) are the engine's through this table. */
+		.ec_layout_ops = &stripe_layout_ops};
 	cl->cl_exec = exec_embedded;
 	rc = eng_open(&cl->cl_eng, &ec);
 	if (rc != 0)

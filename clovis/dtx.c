@@ -38,7 +38,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/stripe.h"
+#include "layouts/stripe.h"
 #include "dtm/dtm.h"
 #include "dtm/dtm_cli.h"
 #include "dtm/dtm_msg.h"

@@ -25,7 +25,7 @@
 #include "clovis/clovis_limits.h"
 #include "core/errors.h"
 #include "core/log.h"
-#include "core/stripe.h"
+#include "layouts/stripe.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -1092,7 +1092,7 @@ void clovis_op_free(struct clovis_op *op)
 		dtx_op_free(op);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&op->op_req.er_ci.ci_freed);
-	stripe_req_fini(&op->op_req);
+	eng_unit_req_fini(&op->op_req);
 	op->op_magic = 0;
 	op_put(op->op_cl, op);
 }

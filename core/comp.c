@@ -36,7 +36,6 @@
 #include "core/errors.h"
 #include "core/limits.h"
 #include "core/log.h"
-#include "core/stripe.h"
 
 struct comp_layer {
 	uint32_t cl_id;
@@ -195,7 +194,7 @@ static int layer_read(struct eng *e, const struct comp_layer *l, uint64_t blk,
 	q->er_ext = &ev;
 	q->er_data = bv;
 	rc = obj_exec(e, q);
-	stripe_req_fini(q);
+	eng_unit_req_fini(q);
 	free(q);
 	return rc;
 }
@@ -333,8 +332,9 @@ static int layer_groups_drop(struct eng *e, MDB_txn *txn,
 			held |= l.xl_v[i].xr_ext.mx_dev_off == src->cl_id;
 		free(l.xl_v);
 		if (rc == 0 && !held)
-			rc = stripe_groups_drop(e, txn, &src->cl_rec.ml_sub, g, 1,
-						w, freed);
+			rc = eng_unit_groups_drop(e, txn, &src->cl_rec.ml_sub,
+						  src->cl_ent.me_layout, g, 1,
+						  w, freed);
 	}
 	return rc;
 }
@@ -634,7 +634,7 @@ int comp_layer_add(struct eng *e, const struct clovis_id *id,
 			       "pdclust or mirror layout (oa_layout %u)",
 			       eng_id_str(id), sub->me_layout);
 	if (stripe_layout(a.la_sub.me_layout)) {
-		rc = stripe_attr_check(e, id, &a.la_sub);
+		rc = eng_unit_attr_check(e, id, &a.la_sub);
 	} else {
 		rc = layout_place(&l, a.la_sub.me_layout, a.la_sub.me_tier,
 				  eng_pool(e), &sid);
@@ -845,7 +845,7 @@ static int move_run(struct eng *e, const struct clovis_id *id,
 	if (q != NULL) {
 		eng_spacevec_fini(&q->er_ci.ci_alloc);
 		eng_spacevec_fini(&q->er_ci.ci_freed);
-		stripe_req_fini(q);
+		eng_unit_req_fini(q);
 		free(q);
 	}
 	free(buf);

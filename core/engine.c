@@ -16,8 +16,6 @@
 #include "core/engine_internal.h"
 #include "core/errors.h"
 #include "core/log.h"
-#include "core/stripe.h"
-#include "layouts/ec.h"
 
 /* Serial numbers of opened engines (eng_serial). */
 static uint64_t eng_serial_next;
@@ -124,10 +122,132 @@ struct ec_codec *eng_codec(struct eng *e, uint32_t n, uint32_t k)
 	}
 	pthread_mutex_lock(&e->e_codec_lock);
 	c = e->e_codecs[n][k];
-	if (c == NULL && ec_codec_create(&c, n, k) == 0)
+	if (c == NULL && e->e_lops == NULL)
+		err_set(-EOPNOTSUPP, "codec %u+%u: no unit layouts in this "
+			"process", n, k);
+	else if (c == NULL && e->e_lops->elo_codec_create(&c, n, k) == 0)
 		e->e_codecs[n][k] = c;
 	pthread_mutex_unlock(&e->e_codec_lock);
 	return c;
+}
+
+/* ------------------------------------------------------- unit layouts */
+
+const struct eng_layout_ops *eng_layout_ops(struct eng *e)
+{
+	return e->e_lops;
+}
+
+static const char *unit_layout_name(uint32_t layout)
+{
+	return layout == ST_LAYOUT_PDCLUST ? "pdclust" :
+	       layout == ST_LAYOUT_MIRROR ? "mirror" : "unit";
+}
+
+int eng_unit_refuse(const struct clovis_id *id, uint32_t layout)
+{
+	return err_set(-EOPNOTSUPP, "object %s: layout %s (%u): this process "
+		       "was assembled without the unit layouts (no "
+		       "eng_conf.ec_layout_ops)", eng_id_str(id),
+		       unit_layout_name(layout), layout);
+}
+
+int eng_unit_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent)
+{
+	if (e->e_lops == NULL)
+		return eng_unit_refuse(&r->er_id, ent->me_layout);
+	return e->e_lops->elo_exec(e, r, ent);
+}
+
+int eng_unit_reqs_locks(struct eng *e, struct eng_req **reqs, uint32_t nr,
+			uint32_t **slots, uint32_t *nslots, uint32_t *bad)
+{
+	if (e->e_lops != NULL)
+		return e->e_lops->elo_reqs_locks(e, reqs, nr, slots, nslots,
+						 bad);
+	*slots = NULL;
+	*nslots = 0;
+	for (uint32_t i = 0; i < nr; i++)
+		if (reqs[i] != NULL && stripe_layout(reqs[i]->er_ent.me_layout)) {
+			*bad = i;
+			return eng_unit_refuse(&reqs[i]->er_id,
+					       reqs[i]->er_ent.me_layout);
+		}
+	return 0;
+}
+
+int eng_unit_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
+{
+	if (e->e_lops == NULL)
+		return r->er_nr_upd == 0 ? 0 :
+		       eng_unit_refuse(&r->er_id, r->er_ent.me_layout);
+	return e->e_lops->elo_apply(e, txn, r);
+}
+
+int eng_unit_delete_units(struct eng *e, MDB_txn *txn,
+			  const struct clovis_id *obj, uint32_t layout,
+			  struct eng_spacevec *freed)
+{
+	if (e->e_lops == NULL)
+		return eng_unit_refuse(obj, layout);
+	return e->e_lops->elo_delete_units(e, txn, obj, freed);
+}
+
+int eng_unit_groups_drop(struct eng *e, MDB_txn *txn,
+			 const struct clovis_id *obj, uint32_t layout,
+			 uint64_t g, uint64_t nr, uint32_t w,
+			 struct eng_spacevec *freed)
+{
+	if (e->e_lops == NULL)
+		return eng_unit_refuse(obj, layout);
+	return e->e_lops->elo_groups_drop(e, txn, obj, g, nr, w, freed);
+}
+
+int eng_unit_attr_check(struct eng *e, const struct clovis_id *id,
+			struct meta_ent *me)
+{
+	if (e->e_lops == NULL)
+		return eng_unit_refuse(id, me->me_layout);
+	return e->e_lops->elo_attr_check(e, id, me);
+}
+
+void eng_unit_req_fini(struct eng_req *r)
+{
+	free(r->er_upd);
+	r->er_upd = NULL;
+	r->er_nr_upd = r->er_cap_upd = 0;
+	free(r->er_locks);
+	r->er_locks = NULL;
+}
+
+static int unit_walk_refuse(const char *what)
+{
+	return err_set(-EOPNOTSUPP, "%s: this process was assembled without "
+		       "the unit layouts (no eng_conf.ec_layout_ops)", what);
+}
+
+int eng_unit_repair(struct eng *e, stripe_progress_fn fn, void *arg,
+		    struct stripe_walk_stats *st)
+{
+	if (e->e_lops == NULL)
+		return unit_walk_refuse("repair");
+	return e->e_lops->elo_repair(e, fn, arg, st);
+}
+
+int eng_unit_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
+		       struct stripe_walk_stats *st)
+{
+	if (e->e_lops == NULL)
+		return unit_walk_refuse("rebalance");
+	return e->e_lops->elo_rebalance(e, fn, arg, st);
+}
+
+int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
+		   struct stripe_walk_stats *st)
+{
+	if (e->e_lops == NULL)
+		return unit_walk_refuse("scrub");
+	return e->e_lops->elo_scrub(e, fn, arg, st);
 }
 
 static bool glock_free(struct eng *e, const uint32_t *slots, uint32_t nr)
@@ -203,6 +323,7 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 		return err_set(-ENOMEM, "engine");
 	e->e_lockfd = -1;
 	e->e_model = c->ec_model;
+	e->e_lops = c->ec_layout_ops;
 	e->e_serial = __atomic_add_fetch(&eng_serial_next, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&e->e_codec_lock, NULL);
 	pthread_mutex_init(&e->e_glock, NULL);
@@ -294,7 +415,8 @@ void eng_close(struct eng *e)
 		close(e->e_lockfd);
 	for (uint32_t n = 0; n <= CLOVIS_LAYOUT_UNITS_MAX; n++)
 		for (uint32_t k = 0; k <= CLOVIS_LAYOUT_UNITS_MAX; k++)
-			ec_codec_destroy(e->e_codecs[n][k]);
+			if (e->e_codecs[n][k] != NULL)
+				e->e_lops->elo_codec_destroy(e->e_codecs[n][k]);
 	if (e->e_conf_loaded)
 		conf_fini(&e->e_conf);
 	free(e->e_pools);

@@ -6,8 +6,10 @@
  * commit items, open/close/exec, the group commit, devices, pools and
  * space.  Each part of the engine has its own contract, included at the end
  * of this one: objects (obj.h), indices (idx.h), entities (ent.h),
- * composite objects (comp.h), SMR zones (zone.h); unit layouts (stripe.h)
- * are included by those who use them.  Files: see core/README.md.
+ * composite objects (comp.h), SMR zones (zone.h).  Objects with a unit
+ * layout (pdclust, mirror) run in layouts/stripe*.c, above the engine,
+ * which reaches them only through the table its opener hands it
+ * (struct eng_layout_ops, ec_layout_ops).  Files: see core/README.md.
  *
  * Data path of an update (details in docs/data-path.md):
  *   eng_exec()            validates against the metadata, allocates space on
@@ -61,12 +63,14 @@
 #include "core/limits.h"
 #include "core/meta.h"
 #include "core/types.h"
-#include "layouts/layout.h"
+#include "core/layout.h"
 #include "tiers/tier.h"
 
 struct eng;
+struct eng_req;
 struct unit_upd;
 struct ec_codec;
+struct eng_layout_ops;
 
 /** Engine configuration (embedded store). */
 struct eng_conf {
@@ -81,6 +85,12 @@ struct eng_conf {
 	/** At create: the LMDB environment on ec_nvram_dir (DATA_DIR/meta a
 	 *  link to it, meta_nv_make()); ignored when the store exists. */
 	bool ec_meta_nvram;
+	/** The unit layouts (pdclust, mirror: layouts/stripe.h,
+	 *  stripe_layout_ops), handed down by whoever assembles the layers
+	 *  (clovis_init(), the strata-server main).  NULL: none; objects with
+	 *  those layouts are refused (-EOPNOTSUPP), and so is a store that
+	 *  holds unit records. */
+	const struct eng_layout_ops *ec_layout_ops;
 };
 
 /** Prefix of the recorded path of a remote device ("remote:s1:0":
@@ -168,7 +178,7 @@ struct eng_req {
 	int32_t *er_rcs;
 	uint32_t er_flags;
 	uint64_t er_bytes;           /**< out: data bytes or records moved */
-	/* unit layouts (core/stripe.c) */
+	/* unit layouts (layouts/stripe.c) */
 	struct eng *er_eng;
 	void *er_priv;               /**< the submitter's (walks) */
 	/* composite objects (core/comp.c): a layer write maps its blocks */
@@ -364,7 +374,8 @@ const struct eng_pool *eng_pool_get(struct eng *e, uint32_t p);
 uint32_t eng_pool_nr(struct eng *e);
 /** The pool of oa_pool 0: the configured default layout's, else "flash". */
 uint32_t eng_default_pool(struct eng *e);
-/** The ISA-L codec for n + k (cached; NULL with a message on failure). */
+/** The ISA-L codec for n + k, made by the unit layouts' table
+ *  (elo_codec_create) and cached; NULL with a message on failure. */
 struct ec_codec *eng_codec(struct eng *e, uint32_t n, uint32_t k);
 /** Group locks: take all slots (sorted, distinct) at once; release. */
 void eng_glock(struct eng *e, const uint32_t *slots, uint32_t nr);
@@ -381,6 +392,124 @@ struct eng_ucounters {
 struct eng_ucounters *eng_ucounters(struct eng *e);
 
 const struct layout_pool *eng_pool(struct eng *e);
+
+/* ------------------------- unit layouts: the table above (core/engine.c) */
+
+/** Is the object's layout one of the unit layouts (pdclust, mirror)? */
+static inline bool stripe_layout(uint32_t type)
+{
+	return type == ST_LAYOUT_PDCLUST || type == ST_LAYOUT_MIRROR;
+}
+
+/**
+ * What a device-wide walk (repair, rebalance, scrub of the unit layouts)
+ * did.  A walk may take several calls (a stop or a crash, then
+ * a call that resumes it): the first fields count what THIS call did, all
+ * measured over the same span (sw_elapsed_ns), so sw_bytes / sw_elapsed_ns
+ * is this call's rate; the sw_walk_* fields count the whole walk from its
+ * start, over every call (equal to the first ones when sw_resumed is 0).
+ * The return code and the device states follow the whole walk.
+ */
+struct stripe_walk_stats {
+	uint64_t sw_units;        /**< unit records visited by this call */
+	uint64_t sw_bytes;        /**< bytes of the units this call checked,
+				   *  rebuilt or moved (one unit size each; a
+				   *  rebuild reads N units to make one) */
+	uint64_t sw_rebuilt;      /**< units rebuilt and rewritten */
+	uint64_t sw_moved;        /**< units copied to another device */
+	uint64_t sw_corrupt;      /**< checksum mismatches or read errors */
+	uint64_t sw_unrepairable; /**< units that could not be rebuilt */
+	uint64_t sw_resumed;      /**< 1 if the walk continued a saved one */
+	uint64_t sw_elapsed_ns;   /**< this call's time */
+	uint32_t sw_devices;      /**< devices this call read from */
+	uint64_t sw_shared;       /**< groups this call left with two units
+				   *  on one failure domain (cluster pools)
+				   *  although the pool has domains enough:
+				   *  0 after a complete rebalance with every
+				   *  server reachable */
+	/* The whole walk, including the calls before a resume. */
+	uint64_t sw_walk_units;
+	uint64_t sw_walk_rebuilt;
+	uint64_t sw_walk_moved;
+	uint64_t sw_walk_corrupt;
+	uint64_t sw_walk_unrepairable;
+};
+
+/** Progress callback: done and total units; return non-zero to stop
+ *  (the walk saves its place and returns -EINTR). */
+typedef int (*stripe_progress_fn)(void *arg, uint64_t done, uint64_t total);
+
+/**
+ * The unit layouts (pdclust, mirror) as the engine sees them: one table,
+ * defined above the engine (layouts/stripe.h: stripe_layout_ops, whose
+ * entries document each call) and handed to eng_open() in ec_layout_ops.
+ * The engine calls it where it meets an object with a unit layout (one
+ * indirect call per request); it never includes the layouts' code.
+ */
+struct eng_layout_ops {
+	const char *elo_name;
+	/* Requests (obj_exec(), obj_apply(), delete, composite layers). */
+	int (*elo_exec)(struct eng *e, struct eng_req *r,
+			const struct meta_ent *ent);
+	int (*elo_reqs_locks)(struct eng *e, struct eng_req **reqs,
+			      uint32_t nr, uint32_t **slots, uint32_t *nslots,
+			      uint32_t *bad);
+	int (*elo_apply)(struct eng *e, MDB_txn *txn, struct eng_req *r);
+	int (*elo_delete_units)(struct eng *e, MDB_txn *txn,
+				const struct clovis_id *obj,
+				struct eng_spacevec *freed);
+	int (*elo_groups_drop)(struct eng *e, MDB_txn *txn,
+			       const struct clovis_id *obj, uint64_t g,
+			       uint64_t nr, uint32_t w,
+			       struct eng_spacevec *freed);
+	int (*elo_rebuild_alloc)(struct eng *e, MDB_txn *txn);
+	int (*elo_attr_check)(struct eng *e, const struct clovis_id *id,
+			      struct meta_ent *me);
+	/* Device-wide walks. */
+	int (*elo_repair)(struct eng *e, stripe_progress_fn fn, void *arg,
+			  struct stripe_walk_stats *st);
+	int (*elo_rebalance)(struct eng *e, stripe_progress_fn fn, void *arg,
+			     struct stripe_walk_stats *st);
+	int (*elo_scrub)(struct eng *e, stripe_progress_fn fn, void *arg,
+			 struct stripe_walk_stats *st);
+	/* The erasure codec of n + k, cached by the engine (eng_codec()). */
+	int (*elo_codec_create)(struct ec_codec **out, uint32_t n, uint32_t k);
+	void (*elo_codec_destroy)(struct ec_codec *c);
+};
+
+/** The engine's unit-layout table, or NULL when it was opened without. */
+const struct eng_layout_ops *eng_layout_ops(struct eng *e);
+
+/*
+ * The calls of the table for the engine's parts, the server and the
+ * participant (dtm/srv_dtx.c).  Without a table, each refuses with
+ * -EOPNOTSUPP naming the object and its layout (eng_unit_refuse()), except
+ * eng_unit_req_fini() (nothing to free: no unit records were made) and
+ * eng_unit_reqs_locks() over requests none of which has a unit layout.
+ */
+int eng_unit_refuse(const struct clovis_id *id, uint32_t layout);
+int eng_unit_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent);
+int eng_unit_reqs_locks(struct eng *e, struct eng_req **reqs, uint32_t nr,
+			uint32_t **slots, uint32_t *nslots, uint32_t *bad);
+int eng_unit_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
+int eng_unit_delete_units(struct eng *e, MDB_txn *txn,
+			  const struct clovis_id *obj, uint32_t layout,
+			  struct eng_spacevec *freed);
+int eng_unit_groups_drop(struct eng *e, MDB_txn *txn,
+			 const struct clovis_id *obj, uint32_t layout,
+			 uint64_t g, uint64_t nr, uint32_t w,
+			 struct eng_spacevec *freed);
+int eng_unit_attr_check(struct eng *e, const struct clovis_id *id,
+			struct meta_ent *me);
+/** Free the request's unit vector and group lock slots (op free). */
+void eng_unit_req_fini(struct eng_req *r);
+/** The walks; -EOPNOTSUPP without a table. */
+int eng_unit_repair(struct eng *e, stripe_progress_fn fn, void *arg,
+		    struct stripe_walk_stats *st);
+int eng_unit_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
+		       struct stripe_walk_stats *st);
+int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
+		   struct stripe_walk_stats *st);
 
 /* ------------------------------------------------ space (core/space.c) */
 

@@ -123,7 +123,8 @@ struct eng {
 	bool e_conf_loaded;
 	uint32_t e_nr_pools;
 	struct eng_pool *e_pools;
-	/* unit layouts */
+	/* unit layouts: the table of eng_conf.ec_layout_ops (NULL: none) */
+	const struct eng_layout_ops *e_lops;
 	pthread_mutex_t e_codec_lock;
 	struct ec_codec *e_codecs[CLOVIS_LAYOUT_UNITS_MAX + 1]
 				 [CLOVIS_LAYOUT_UNITS_MAX + 1];

@@ -11,7 +11,6 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
-#include "core/stripe.h"
 #include "core/log.h"
 
 /* "an object", "an index", "a container". */
@@ -222,7 +221,7 @@ static int ent_create_prepare(struct eng *e, struct eng_req *r)
 		if (stripe_layout(me->me_layout)) {
 			me->me_tier = 0;
 			me->me_dev = 0;
-			return stripe_attr_check(e, &r->er_id, me);
+			return eng_unit_attr_check(e, &r->er_id, me);
 		}
 		me->me_pool = me->me_n = me->me_k = me->me_s = 0;
 		me->me_unit_shift = 0;

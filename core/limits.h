@@ -144,7 +144,7 @@
  * process holds a store or a few (tests open several at once). */
 #define META_TLS_ENVS 4u
 
-/* Rebuild walk (core/stripe_walk.c).  Records per batch (one commit
+/* Rebuild walk (layouts/stripe_walk.c).  Records per batch (one commit
  * each): large enough that a commit's sync is paid for many rebuilt units,
  * small enough that a stop or a crash redoes little. */
 #define WALK_BATCH 256u

@@ -18,7 +18,6 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/stripe.h"
 
 /** A cursor over a caller's buffer vector. */
 struct bufcur {
@@ -333,7 +332,7 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		return rc;
 	ci->ci_hard = true; /* from here on, changes are made */
 	if (stripe_layout(cur.me_layout)) {
-		rc = stripe_apply(e, txn, r);
+		rc = eng_unit_apply(e, txn, r);
 	} else if (r->er_kind == ER_OBJ_FREE) {
 		for (uint32_t i = 0; rc == 0 && i < r->er_ext->ev_nr; i++)
 			rc = ext_punch(eng_meta(e), txn, &r->er_id,
@@ -527,7 +526,7 @@ out_unlock:
 	return rc;
 }
 
-/* An object with a unit layout (core/stripe.c): reads finish there,
+/* An object with a unit layout (layouts/stripe.c): reads finish there,
  * updates come back here for their commit. */
 static int obj_stripe_exec(struct eng *e, struct eng_req *r)
 {
@@ -540,7 +539,7 @@ static int obj_stripe_exec(struct eng *e, struct eng_req *r)
 	rc = ent_check(e, txn, r, &cur);
 	mdb_txn_abort(txn);
 	if (rc == 0)
-		rc = stripe_exec(e, r, &cur);
+		rc = eng_unit_exec(e, r, &cur);
 	if (r->er_kind == ER_OBJ_READ || rc != 0) {
 		eng_space_release(e, &r->er_ci.ci_alloc);
 		r->er_ci.ci_alloc.sv_nr = 0;
@@ -574,7 +573,8 @@ int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 	if (rc != 0)
 		return rc;
 	if (stripe_layout(me.me_layout))
-		return stripe_delete_units(e, txn, id, freed);
+		return eng_unit_delete_units(e, txn, id, me.me_layout,
+					     freed);
 	if (me.me_layout == CLOVIS_LAYOUT_COMPOSITE)
 		return comp_delete(e, txn, id, freed);
 	return ext_punch(eng_meta(e), txn, id, 0, CLOVIS_BLOCK_NR_MAX,

@@ -1,7 +1,8 @@
 /*
  * obj.h — objects (core/obj.c): extent maps, out-of-place writes, reads,
  * ALLOC and FREE of plain objects; the extent maps are shared with
- * composite maps (comp.h).  Objects with unit layouts go on to stripe.h.
+ * composite maps (comp.h).  Objects with unit layouts go on to the
+ * unit layouts' table (eng_unit_exec(), engine.h; layouts/stripe.h).
  */
 #ifndef STRATA_CORE_OBJ_H
 #define STRATA_CORE_OBJ_H

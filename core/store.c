@@ -23,7 +23,6 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/stripe.h"
 
 /* Test builds: a point where the process kills itself with SIGKILL when
  * armed (tests/crash/crash_test.sh: a create stopped there). */
@@ -389,6 +388,24 @@ static int store_pools_make(struct eng *e)
 }
 
 /* Load identity and devices, rebuild the allocators from the maps. */
+/* A store opened without the unit layouts (eng_conf.ec_layout_ops NULL)
+ * cannot account for the space of unit records: refuse it if it has any. */
+static int store_no_units(struct eng *e, MDB_txn *txn)
+{
+	MDB_stat st;
+	int rc = mdb_stat(txn, eng_meta(e)->m_unit, &st);
+
+	if (rc != 0)
+		return meta_err(rc, "unit table");
+	if (st.ms_entries > 0)
+		return err_set(-EOPNOTSUPP, "store %s: holds %zu unit records "
+			       "(pdclust, mirror objects), and this process was "
+			       "assembled without the unit layouts (no "
+			       "eng_conf.ec_layout_ops)", e->e_dir,
+			       (size_t)st.ms_entries);
+	return 0;
+}
+
 static int store_load(struct eng *e)
 {
 	MDB_txn *txn;
@@ -414,8 +431,10 @@ static int store_load(struct eng *e)
 		rc = store_pools_make(e);
 	if (rc == 0)
 		rc = obj_rebuild_alloc(e, txn);
-	if (rc == 0)
-		rc = stripe_rebuild_alloc(e, txn);
+	if (rc == 0 && e->e_lops != NULL)
+		rc = e->e_lops->elo_rebuild_alloc(e, txn);
+	if (rc == 0 && e->e_lops == NULL)
+		rc = store_no_units(e, txn);
 	mdb_txn_abort(txn);
 	if (rc == 0)
 		rc = eng_smr_recover(e, NULL); /* zones with nothing live */

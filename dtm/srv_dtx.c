@@ -50,8 +50,8 @@
 #include "core/fault.h"
 #include "core/log.h"
 #include "core/server/srv_internal.h"
-#include "core/stripe.h"
 #include "dtm/dtm_msg.h"
+#include "dtm/dtm_srv.h"
 
 #define DTX_KEY_LEN 32u
 #define DTX_DEAD_NAME "dtx-dead"
@@ -623,7 +623,7 @@ static void pmem_fini(struct pmem *pm)
 	if (pm->pm_m.mr_data == NULL)
 		pm->pm_m.mr_req.er_data = NULL;
 	msg_req_fini(&pm->pm_m);
-	stripe_req_fini(&pm->pm_m.mr_req);
+	eng_unit_req_fini(&pm->pm_m.mr_req);
 	eng_spacevec_fini(&ci->ci_alloc);
 	eng_spacevec_fini(&ci->ci_freed);
 }
@@ -1026,7 +1026,7 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 			reqs[i] = &pm[i].pm_m.mr_req;
 			any = true;
 		}
-	rc = any ? stripe_reqs_locks(s->s_eng, reqs, nr, locks, nlocks, &bad)
+	rc = any ? eng_unit_reqs_locks(s->s_eng, reqs, nr, locks, nlocks, &bad)
 		 : 0;
 	if (rc != 0) {
 		char m[LIM_ERRMSG_LEN];
@@ -1677,7 +1677,8 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	dtx_answer(s, req, q, rc, &rp);
 }
 
-int srv_dtx_register(struct srv *s)
+/* Serve DTM_OP on s's endpoint. */
+static int srv_dtx_register(struct srv *s)
 {
 	return rpc_handler_set(s->s_ep, DTM_OP, srv_dtx_handle, s);
 }
@@ -1913,7 +1914,8 @@ static int dtx_replay(struct srv_dtx *d)
 	return 0;
 }
 
-int srv_dtx_start(struct srv *s)
+/* Load the dtx log (in-doubt records) and start termination. */
+static int srv_dtx_start(struct srv *s)
 {
 	struct srv_dtx *d = calloc(1, sizeof *d);
 	int rc;
@@ -1941,7 +1943,7 @@ int srv_dtx_start(struct srv *s)
 	return rc;
 }
 
-void srv_dtx_stop(struct srv *s)
+static void srv_dtx_stop(struct srv *s)
 {
 	struct srv_dtx *d = s->s_dtx;
 
@@ -1962,3 +1964,10 @@ void srv_dtx_stop(struct srv *s)
 	}
 	free(d);
 }
+
+const struct srv_module dtm_srv_module = {
+	.sm_name = "dtm",
+	.sm_register = srv_dtx_register,
+	.sm_start = srv_dtx_start,
+	.sm_stop = srv_dtx_stop,
+};

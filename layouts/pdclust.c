@@ -3,7 +3,7 @@
 
 #include "core/errors.h"
 #include "core/log.h"
-#include "layouts/layout.h"
+#include "core/layout.h"
 #include "layouts/pdclust.h"
 
 _Static_assert(PD_POOL_MAX <= 256, "pd_perm keeps devices in uint8_t");

@@ -6,7 +6,8 @@
  * live and after a reopen, device failures up to K and K + 1, fault points
  * at the tier interface (read errors, flipped bits, failed and short
  * writes, a device that goes away), scrub, repair and rebalance with their
- * resumption, and bad layout attributes.
+ * resumption, bad layout attributes, and an engine opened without the unit
+ * layouts' table (eng_conf.ec_layout_ops NULL), which refuses them.
  *
  * The stores are made from a YAML configuration: nvram0, flash0..7 (pool
  * "flash", 8 devices, index 0: the default pool), sas0..3, smr0, and the
@@ -24,6 +25,8 @@
 #include <time.h>
 
 #include "clovis/clovis.h"
+#include "core/engine.h"
+#include "core/errors.h"
 #include "core/fault.h"
 #include "core/limits.h"
 #include "layouts/pdclust.h"
@@ -1451,6 +1454,71 @@ static void test_frag_write(void)
 	store_own_end();
 }
 
+/* ------------------------------------------------------ no unit layouts */
+
+/* eng_exec() of a CREATE of a pdclust object, in a thread of its own
+ * (registered with the engine); its rc and message. */
+struct nolops_arg {
+	struct eng *na_e;
+	int na_rc;
+	char na_msg[MSG_LEN];
+};
+
+static void *nolops_create(void *arg)
+{
+	struct nolops_arg *a = arg;
+	struct eng_req r = {
+		.er_kind = ER_ENT_CREATE, .er_type = CLOVIS_ET_OBJ,
+		.er_id = mkid(1600),
+		.er_ent = {.me_block_shift = 12, .me_layout = CLOVIS_LAYOUT_PDCLUST,
+			   .me_n = 4, .me_k = 2, .me_unit_shift = 14}};
+
+	eng_thread_enter();
+	a->na_rc = eng_exec(a->na_e, &r);
+	snprintf(a->na_msg, sizeof a->na_msg, "%s", err_msg());
+	eng_thread_leave();
+	return NULL;
+}
+
+/* An engine opened without the unit layouts (no ec_layout_ops: what a
+ * process gets that does not assemble layouts/) refuses a store holding
+ * unit records, and a new pdclust object, with -EOPNOTSUPP naming it;
+ * it never calls into what it was not given. */
+static void test_no_layout_ops(void)
+{
+	struct eng_conf ec = {.ec_dir = NULL, .ec_dev_size = OWN_DEV_SIZE,
+			      .ec_nvram_dir = root, .ec_config = conf_path};
+	struct nolops_arg a = {0};
+	struct clovis_id id = mkid(1600);
+	struct eng *e = NULL;
+	pthread_t th;
+	struct tobj t;
+
+	CU_ASSERT_EQUAL_FATAL(store_own("nolops"), 0);
+	tobj_make_full(&t, 1500, &L421, 64);
+	tobj_fini(&t);
+	clovis_fini(cl);
+	cl = NULL;
+	ec.ec_dir = dir;
+	CU_ASSERT_EQUAL(eng_open(&e, &ec), -EOPNOTSUPP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "unit records"));
+	CU_ASSERT_EQUAL(eng_destroy(dir), 0);
+
+	ec.ec_create = true;
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_PTR_NULL(eng_layout_ops(e));
+	a.na_e = e;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, nolops_create, &a), 0);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(a.na_rc, -EOPNOTSUPP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.na_msg, "pdclust"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(a.na_msg, eng_id_str(&id)));
+	eng_close(e);
+	CU_ASSERT_EQUAL(eng_destroy(dir), 0);
+	snprintf(dir, sizeof dir, "%s", shared_dir);
+	CU_ASSERT_EQUAL(store_open(SHARED_DEV_SIZE), 0);
+}
+
 /* ------------------------------------------------------------ suite */
 
 int stripe_ut_add(void)
@@ -1471,7 +1539,8 @@ int stripe_ut_add(void)
 	    !CU_add_test(s, "repair_concurrent", test_repair_concurrent) ||
 	    !CU_add_test(s, "bad_attrs", test_bad_attrs) ||
 	    !CU_add_test(s, "alloc_free_zeros", test_alloc_free_zeros) ||
-	    !CU_add_test(s, "frag_write", test_frag_write))
+	    !CU_add_test(s, "frag_write", test_frag_write) ||
+	    !CU_add_test(s, "no_layout_ops", test_no_layout_ops))
 		return -1;
 	return 0;
 }

@@ -159,7 +159,7 @@ struct tier_ops {
 	 *  the driver's next probe; true when it answers (it is then
 	 *  reachable for every op again).  The engine calls it only where an
 	 *  op would fail without that device (a group read short of N
-	 *  units: core/stripe.c), never on the path of ops that succeed. */
+	 *  units: layouts/stripe.c), never on the path of ops that succeed. */
 	bool (*to_recheck)(struct tier_dev *d);
 	/** Optional (NULL: 0): the time (CLOCK_REALTIME ns) after which no
 	 *  write issued to d so far can still land on the medium.  A local

@@ -258,7 +258,7 @@ static int rdev_call(struct tier_dev *d, uint32_t op, uint64_t off,
  * A remote device found unreachable, asked again now (tier_dev_recheck):
  * one NOOP call to its server on the data table, at most the unit call
  * timeout, instead of waiting for its prober.  A read short of units calls
- * it (core/stripe.c), e.g. right after a restart of the whole cluster,
+ * it (layouts/stripe.c), e.g. right after a restart of the whole cluster,
  * when a server marked a peer down because it was not listening yet and
  * its prober is still waiting on another attempt.  The answer marks the
  * server reachable for every op; the connection it made is the one the

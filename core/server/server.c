@@ -34,6 +34,11 @@
  * by a busy disk, making progress), srv.start.stall.NAME waits without any
  * progress, srv.start.die.NAME kills the process (SIGKILL).
  *
+ * This file is a composition root (scripts/check_layers.sh): it assembles
+ * the layers above the server into it (struct srv_parts) — the unit
+ * layouts (layouts/stripe.h) for its engine and dtm's participant
+ * (dtm/dtm_srv.h) — so it may include any room.
+ *
  * Exit status: 0 after a clean stop, 1 when it could not start (the reason
  * on stderr or in the log file), 2 for bad arguments.
  */
@@ -58,6 +63,8 @@
 #include "core/server/msg.h"
 #include "core/server/peers.h"
 #include "core/server/srv.h"
+#include "dtm/dtm_srv.h"
+#include "layouts/stripe.h"
 
 struct srv_args {
 	const char *sa_config;
@@ -465,8 +472,16 @@ static void start_faults(const char *name, const char *data_dir)
 	unlink(path);
 }
 
+/* The layers above the server that it runs: assembled here (see above). */
+static const struct srv_module *const srv_modules[] = {&dtm_srv_module};
+
 int main(int argc, char **argv)
 {
+	const struct srv_parts parts = {
+		.sp_layout_ops = &stripe_layout_ops,
+		.sp_modules = srv_modules,
+		.sp_nr_modules = sizeof srv_modules / sizeof srv_modules[0],
+	};
 	struct srv_args a = {0};
 	struct clu_conf c = {0};
 	struct srv *s = NULL;
@@ -520,7 +535,8 @@ int main(int argc, char **argv)
 	detached(true);
 	status_start(a.sa_status_file, c.cc_servers[idx].cs_data_dir);
 	start_faults(a.sa_name, c.cc_servers[idx].cs_data_dir);
-	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0);
+	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0,
+		       &parts);
 	if (rc != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
 		status_end("failed", err_msg());

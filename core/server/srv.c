@@ -831,6 +831,7 @@ static int srv_open_store(struct srv *s)
 		.ec_config = NULL,
 		.ec_model = s->s_model,
 		.ec_meta_nvram = s->s_me->cs_meta_nvram,
+		.ec_layout_ops = s->s_parts.sp_layout_ops,
 	};
 	char path[512];
 	FILE *f;
@@ -858,6 +859,25 @@ static int srv_open_store(struct srv *s)
 	return 0;
 }
 
+/* A module's register or start step; a failure names the module. */
+static int srv_module_call(struct srv *s, const struct srv_module *m,
+			   int (*fn)(struct srv *s), const char *what)
+{
+	int rc;
+
+	if (fn == NULL)
+		return 0;
+	rc = fn(s);
+	if (rc != 0) {
+		char msg[LIM_ERRMSG_LEN];
+
+		snprintf(msg, sizeof msg, "%s", err_msg());
+		return err_set(rc, "server %s: module %s: %s: %s",
+			       s->s_me->cs_name, m->sm_name, what, msg);
+	}
+	return 0;
+}
+
 static int srv_open_ep(struct srv *s)
 {
 	const struct clu_conf *c = s->s_conf;
@@ -881,15 +901,17 @@ static int srv_open_ep(struct srv *s)
 		rc = srv_zc_start(s);
 	if (rc == 0)
 		rc = srv_rdev_register(s);
-	if (rc == 0)
-		rc = srv_dtx_register(s);
+	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
+		rc = srv_module_call(s, s->s_parts.sp_modules[i],
+				     s->s_parts.sp_modules[i]->sm_register,
+				     "handlers");
 	if (rc == 0)
 		rc = peers_create(&s->s_peers, c, s->s_ep);
 	return rc;
 }
 
 int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
-	      uint32_t flags)
+	      uint32_t flags, const struct srv_parts *parts)
 {
 	struct srv *s;
 	int rc;
@@ -900,6 +922,8 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	s = calloc(1, sizeof *s);
 	if (s == NULL)
 		return err_set(-ENOMEM, "server: state");
+	if (parts != NULL)
+		s->s_parts = *parts;
 	s->s_conf = c;
 	s->s_self = self;
 	s->s_me = &c->cc_servers[self];
@@ -923,8 +947,10 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 		rc = srv_open_ep(s);
 	if (rc == 0)
 		rc = srv_syncer_start(s);
-	if (rc == 0)
-		rc = srv_dtx_start(s);
+	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
+		rc = srv_module_call(s, s->s_parts.sp_modules[i],
+				     s->s_parts.sp_modules[i]->sm_start,
+				     "start");
 	if (rc != 0) {
 		char msg[LIM_ERRMSG_LEN];
 
@@ -953,7 +979,9 @@ void srv_stop(struct srv *s)
 		usleep(10000);
 	srv_prof_print(s);
 	srv_walk_stop(s);
-	srv_dtx_stop(s);
+	for (uint32_t i = s->s_parts.sp_nr_modules; i-- > 0;)
+		if (s->s_parts.sp_modules[i]->sm_stop != NULL)
+			s->s_parts.sp_modules[i]->sm_stop(s);
 	srv_syncer_stop(s);
 	peers_destroy(s->s_peers);
 	srv_zc_stop(s);

@@ -33,6 +33,40 @@
 #include "core/clu_conf.h"
 
 struct srv;
+struct eng_layout_ops;
+
+/**
+ * A module of the server that lives above it (dtm's participant,
+ * dtm/dtm_srv.h): the server calls it at fixed points, in list order, and
+ * knows nothing else of it.  Any step may be NULL.
+ */
+struct srv_module {
+	const char *sm_name;
+	/** Register its rpc handlers on the server's endpoint (after the
+	 *  store opened and the server's own handlers, before the peers
+	 *  connect).  Opcodes of a module not given stay unregistered: the
+	 *  rpc layer answers them -EOPNOTSUPP. */
+	int (*sm_register)(struct srv *s);
+	/** Start (after the endpoint and the syncer; may call peers). */
+	int (*sm_start)(struct srv *s);
+	/** Stop (first in srv_stop(), in reverse order; also after a start
+	 *  that failed at any point, so it must bear never having started). */
+	void (*sm_stop)(struct srv *s);
+};
+
+/**
+ * What the caller of srv_start() assembles into the server: the layers
+ * above core that the server runs but does not name (DESIGN.md "Rooms").
+ * The strata-server main (core/server/server.c) passes the unit layouts
+ * (layouts/stripe.h) and dtm's participant; a server given less refuses
+ * what it lacks (objects with unit layouts, dtx opcodes) with -EOPNOTSUPP.
+ */
+struct srv_parts {
+	/** Unit layouts for the engine (eng_conf.ec_layout_ops); NULL: none. */
+	const struct eng_layout_ops *sp_layout_ops;
+	const struct srv_module *const *sp_modules;
+	uint32_t sp_nr_modules;
+};
 
 /** Counters of a running server (also in SOP_STATUS). */
 struct srv_counters {
@@ -67,7 +101,7 @@ enum srv_flags {
  * (store, endpoint).
  */
 int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
-	      uint32_t flags);
+	      uint32_t flags, const struct srv_parts *parts);
 
 /** Stop taking requests, drain, close the store.  NULL is ignored. */
 void srv_stop(struct srv *s);

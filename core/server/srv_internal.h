@@ -155,7 +155,10 @@ struct srv {
 	bool s_tick_on;
 	uint64_t s_tick_ms;       /* srv_now_ms() of its latest note */
 	uint64_t s_stalls;        /* stalls above SRV_LEASE_MS seen */
-	/* distributed transactions: the participant (srv_dtx.c) */
+	/* what the caller assembled (srv_start(): a copy of its parts) */
+	struct srv_parts s_parts;
+	/* distributed transactions: the participant's state (dtm/srv_dtx.c,
+	 * a module of s_parts) */
 	struct srv_dtx *s_dtx;
 	/* object requests' executor and remote device service (srv_rdev.c) */
 	struct srv_exec *s_exec;
@@ -286,12 +289,5 @@ uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
 		      const struct meta_ent *me);
 /* This server is one of the R replicas of index id. */
 bool srv_ridx_mine(struct srv *s, const struct clovis_id *id);
-
-/* dtm/srv_dtx.c: the dtx participant (dtm/README.md) */
-/** Serve DTM_OP on s's endpoint. */
-int srv_dtx_register(struct srv *s);
-/** Load the dtx log (in-doubt records) and start termination. */
-int srv_dtx_start(struct srv *s);
-void srv_dtx_stop(struct srv *s);
 
 #endif

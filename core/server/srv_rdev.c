@@ -41,7 +41,6 @@
 
 #include "core/errors.h"
 #include "core/log.h"
-#include "core/stripe.h"
 #include "core/server/rdev.h"
 #include "core/server/srv_internal.h"
 
@@ -415,10 +414,10 @@ static void *srv_walk_main(void *arg)
 	LOG_WARNING("server %s: %s started", s->s_me->cs_name,
 		    srv_walk_name(w->sw_kind));
 	rc = w->sw_kind == SWK_REPAIR ?
-		stripe_repair(s->s_eng, srv_walk_progress, s, &st) :
+		eng_unit_repair(s->s_eng, srv_walk_progress, s, &st) :
 	     w->sw_kind == SWK_REBALANCE ?
-		stripe_rebalance(s->s_eng, srv_walk_progress, s, &st) :
-		stripe_scrub(s->s_eng, srv_walk_progress, s, &st);
+		eng_unit_rebalance(s->s_eng, srv_walk_progress, s, &st) :
+		eng_unit_scrub(s->s_eng, srv_walk_progress, s, &st);
 	LOG_WARNING("server %s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
 		    PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
 		    " unrepairable, %" PRIu64 " groups sharing a server: %d",

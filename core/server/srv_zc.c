@@ -260,13 +260,13 @@ bool srv_zc_obj_ok(struct srv *s, const struct srv_op *so)
 	struct eng_dev *ed;
 
 	/* Plain objects only: unit layouts verify checksums and compute
-	 * parity from the buffer itself (core/stripe.c). */
+	 * parity from the buffer itself (layouts/stripe.c). */
 	if (s->s_zc == NULL || s->s_zc->zc_nr == 0 ||
 	    r->er_ent.me_layout != CLOVIS_LAYOUT_PLAIN)
 		return false;
 	if (r->er_kind == ER_OBJ_READ)
 		return true; /* the hook only sees registered devices */
-	/* A plain object's bytes go to its one device (layouts/plain.c):
+	/* A plain object's bytes go to its one device (core/plain.c):
 	 * every byte of a write must reach a registered one. */
 	if (r->er_kind != ER_OBJ_WRITE)
 		return false;

@@ -1,11 +1,11 @@
 /*
- * layout_ut.c — unit tests of layouts/: placement and mapping of the plain
- * layout, over many ids.
+ * layout_ut.c — unit tests of the plain layout (core/layout.h): placement
+ * and mapping, over many ids.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 
-#include "layouts/layout.h"
+#include "core/layout.h"
 #include "tests/ut.h"
 
 /* layouts/ut/pdclust_ut.c: suites "pdclust" and "ec". */

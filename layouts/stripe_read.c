@@ -13,7 +13,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/stripe_internal.h"
+#include "layouts/stripe_internal.h"
 
 /* ------------------------------------------------------- group reads */
 

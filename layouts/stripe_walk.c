@@ -14,7 +14,7 @@
 #include "core/fault.h"
 #include "core/limits.h"
 #include "core/log.h"
-#include "core/stripe_internal.h"
+#include "layouts/stripe_internal.h"
 
 /* ------------------------------------------- repair, rebalance, scrub */
 

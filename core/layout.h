@@ -13,8 +13,8 @@
  * implement the same ops table (issue "Layouts, four tiers, erasure
  * coding").
  */
-#ifndef STRATA_LAYOUTS_LAYOUT_H
-#define STRATA_LAYOUTS_LAYOUT_H
+#ifndef STRATA_CORE_LAYOUT_H
+#define STRATA_CORE_LAYOUT_H
 
 #include <stdint.h>
 

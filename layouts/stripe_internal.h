@@ -4,13 +4,13 @@
  * parity group as the op sees it, and the helpers one file defines for the
  * others.  The contract is stripe.h.
  */
-#ifndef STRATA_CORE_STRIPE_INTERNAL_H
-#define STRATA_CORE_STRIPE_INTERNAL_H
+#ifndef STRATA_LAYOUTS_STRIPE_INTERNAL_H
+#define STRATA_LAYOUTS_STRIPE_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "core/stripe.h"
+#include "layouts/stripe.h"
 #include "layouts/ec.h"
 #include "layouts/pdclust.h"
 

@@ -26,8 +26,8 @@
  * Concurrent writers to one group are serialised by group locks held from
  * the read of a read-modify-write until the op's commit is visible.
  */
-#ifndef STRATA_CORE_STRIPE_H
-#define STRATA_CORE_STRIPE_H
+#ifndef STRATA_LAYOUTS_STRIPE_H
+#define STRATA_LAYOUTS_STRIPE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,12 +45,6 @@ struct unit_upd {
 	bool uu_cas;
 	bool uu_expect_absent;
 };
-
-/** Is the object's layout one of the unit layouts (pdclust, mirror)? */
-static inline bool stripe_layout(uint32_t type)
-{
-	return type == CLOVIS_LAYOUT_PDCLUST || type == CLOVIS_LAYOUT_MIRROR;
-}
 
 /** READ/WRITE/ALLOC/FREE of an object with a unit layout (obj_exec()). */
 int stripe_exec(struct eng *e, struct eng_req *r, const struct meta_ent *ent);
@@ -96,58 +90,20 @@ int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
 /** Mark the space of every unit record used (store open). */
 int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn);
 
-/** Free the request's unit vector (op free). */
-void stripe_req_fini(struct eng_req *r);
-
 /** Check a new object's layout attributes and fill defaults. */
 int stripe_attr_check(struct eng *e, const struct clovis_id *id,
 		      struct meta_ent *me);
 
 /*
- * Device-wide walks (core/stripe.c).  Each is resumable: progress is saved
- * in the sys table with every batch's commit, and a new call continues
- * from it.  A walk keeps up to 16 parity groups in flight (their reads and
+ * Device-wide walks (layouts/stripe_walk.c).  Each is resumable: progress
+ * is saved in the sys table with every batch's commit, and a new call
+ * continues from it.  A walk keeps up to 16 parity groups in flight (their reads and
  * writes go through the per-device queues of tier_io_run() together), and
  * a repair reads only N survivors of a group to rebuild its lost units.
  */
 
-/**
- * What a walk did.  A walk may take several calls (a stop or a crash, then
- * a call that resumes it): the first fields count what THIS call did, all
- * measured over the same span (sw_elapsed_ns), so sw_bytes / sw_elapsed_ns
- * is this call's rate; the sw_walk_* fields count the whole walk from its
- * start, over every call (equal to the first ones when sw_resumed is 0).
- * The return code and the device states follow the whole walk.
- */
-struct stripe_walk_stats {
-	uint64_t sw_units;        /**< unit records visited by this call */
-	uint64_t sw_bytes;        /**< bytes of the units this call checked,
-				   *  rebuilt or moved (one unit size each; a
-				   *  rebuild reads N units to make one) */
-	uint64_t sw_rebuilt;      /**< units rebuilt and rewritten */
-	uint64_t sw_moved;        /**< units copied to another device */
-	uint64_t sw_corrupt;      /**< checksum mismatches or read errors */
-	uint64_t sw_unrepairable; /**< units that could not be rebuilt */
-	uint64_t sw_resumed;      /**< 1 if the walk continued a saved one */
-	uint64_t sw_elapsed_ns;   /**< this call's time */
-	uint32_t sw_devices;      /**< devices this call read from */
-	uint64_t sw_shared;       /**< groups this call left with two units
-				   *  on one failure domain (cluster pools)
-				   *  although the pool has domains enough:
-				   *  0 after a complete rebalance with every
-				   *  server reachable */
-	/* The whole walk, including the calls before a resume. */
-	uint64_t sw_walk_units;
-	uint64_t sw_walk_rebuilt;
-	uint64_t sw_walk_moved;
-	uint64_t sw_walk_corrupt;
-	uint64_t sw_walk_unrepairable;
-};
-
-/** Progress callback: done and total units; return non-zero to stop
- *  (the walk saves its place and returns -EINTR). */
-typedef int (*stripe_progress_fn)(void *arg, uint64_t done, uint64_t total);
-
+/* What a walk did: struct stripe_walk_stats, and its progress callback
+ * stripe_progress_fn (core/engine.h, where the server reads them). */
 int stripe_repair(struct eng *e, stripe_progress_fn fn, void *arg,
 		  struct stripe_walk_stats *st);
 /* Rebalance: moves units back to their placed devices when those were
@@ -158,5 +114,13 @@ int stripe_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
 		     struct stripe_walk_stats *st);
 int stripe_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 		 struct stripe_walk_stats *st);
+
+/**
+ * The table of all of the above for the engine (struct eng_layout_ops,
+ * core/engine.h): whoever assembles the layers (clovis_init(), the
+ * strata-server main) hands it to eng_open() in ec_layout_ops, with the
+ * erasure codec of layouts/ec.h (ec_codec_create/destroy).
+ */
+extern const struct eng_layout_ops stripe_layout_ops;
 
 #endif

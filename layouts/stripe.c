@@ -16,7 +16,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
-#include "core/stripe_internal.h"
+#include "layouts/stripe_internal.h"
 
 /* ------------------------------------------------------------ context */
 
@@ -331,15 +331,6 @@ int stripe_reqs_locks(struct eng *e, struct eng_req **reqs, uint32_t nr,
 	return rc;
 }
 
-void stripe_req_fini(struct eng_req *r)
-{
-	free(r->er_upd);
-	r->er_upd = NULL;
-	r->er_nr_upd = r->er_cap_upd = 0;
-	free(r->er_locks);
-	r->er_locks = NULL;
-}
-
 /* ------------------------------------------------------ target half */
 
 static int unit_space_free(struct eng_spacevec *freed,
@@ -545,3 +536,21 @@ int stripe_attr_check(struct eng *e, const struct clovis_id *id,
 		return -EINVAL; /* pd_geom_check() said which field */
 	return 0;
 }
+
+/* ------------------------------------------- the engine's table of it */
+
+const struct eng_layout_ops stripe_layout_ops = {
+	.elo_name = "pdclust, mirror",
+	.elo_exec = stripe_exec,
+	.elo_reqs_locks = stripe_reqs_locks,
+	.elo_apply = stripe_apply,
+	.elo_delete_units = stripe_delete_units,
+	.elo_groups_drop = stripe_groups_drop,
+	.elo_rebuild_alloc = stripe_rebuild_alloc,
+	.elo_attr_check = stripe_attr_check,
+	.elo_repair = stripe_repair,
+	.elo_rebalance = stripe_rebalance,
+	.elo_scrub = stripe_scrub,
+	.elo_codec_create = ec_codec_create,
+	.elo_codec_destroy = ec_codec_destroy,
+};

@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "core/errors.h"
-#include "layouts/layout.h"
+#include "core/layout.h"
 
 extern const struct layout_ops layout_plain_ops;
 

@@ -2,7 +2,7 @@
 #include <errno.h>
 
 #include "core/errors.h"
-#include "layouts/layout.h"
+#include "core/layout.h"
 
 /* Pick the device: hash the id over the devices of the wanted tier, so that
  * objects spread evenly over a tier's devices without any lookup. */
