@@ -4,6 +4,6 @@ LIB_SRCS += core/errors.c core/log.c core/fault.c core/alloc.c core/meta.c \
 	core/obj.c core/idx.c core/ent.c core/stripe.c core/stripe_read.c \
 	core/stripe_write.c core/stripe_walk.c core/zone.c core/comp.c
 LIB_SRCS += core/meta_txn.c
-UT_SRCS += core/ut/core_ut.c
+UT_SRCS += core/ut/core_ut.c core/ut/meta_txn_ut.c
 LIB_SRCS += core/conf.c
 UT_SRCS += core/ut/conf_ut.c
