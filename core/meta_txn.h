@@ -142,7 +142,11 @@ struct meta_scan {
 	const void *ms_prefix;
 	size_t ms_plen;
 	bool ms_rev;   /**< from last to first */
-	bool ms_write; /**< txn is a write transaction: META_SCAN_DEL allowed */
+	/** True exactly when txn is a write or nested transaction (then
+	 *  META_SCAN_DEL deletes): a read scan keeps its cursor for the
+	 *  thread's next one, which must not happen to a cursor that LMDB
+	 *  frees with a write transaction. */
+	bool ms_write;
 	meta_scan_fn ms_fn;
 	void *ms_arg;
 	const char *ms_what; /**< for the message of a failure */
