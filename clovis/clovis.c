@@ -18,6 +18,7 @@
 #include "layouts/stripe.h"
 #include "core/server/msg.h"
 #include "core/log.h"
+#include "core/meta_txn.h"
 #include "core/types.h"
 
 #define STATS_VERSION 1u
@@ -800,35 +801,38 @@ static int store_only(struct clovis *cl, const char *what)
 		       "on one store's engine)", what);
 }
 
+struct list_arg {
+	struct clovis_id *la_ids;
+	uint32_t la_n;
+	uint32_t la_max;
+};
+
+static int list_one(void *arg, const struct st_id *id)
+{
+	struct list_arg *a = arg;
+
+	if (a->la_n == a->la_max)
+		return META_SCAN_STOP;
+	a->la_ids[a->la_n++] = (struct clovis_id){id->si_hi, id->si_lo};
+	return a->la_n == a->la_max ? META_SCAN_STOP : META_SCAN_NEXT;
+}
+
 /* Walk member records of (cont, type) after *after into ids. */
 static int list_walk(struct clovis *cl, MDB_txn *txn,
 		     const struct clovis_id *cont, uint32_t type,
 		     const struct clovis_id *after, struct clovis_id *ids,
 		     uint32_t *nr)
 {
-	struct meta *m = eng_meta(cl->cl_eng);
-	struct clovis_id zero = {0, 0};
-	uint8_t kb[META_MEMBER_KEY_LEN];
-	MDB_val k = meta_member_key(kb, cont, type, after ? after : &zero), v;
-	MDB_cursor *cur;
-	uint32_t n = 0;
-	int rc = mdb_cursor_open(txn, m->m_member, &cur);
+	struct st_id c = {cont->ci_hi, cont->ci_lo}, a;
+	struct list_arg la = {ids, 0, *nr};
+	int rc;
 
-	if (rc != 0)
-		return meta_err(rc, "member cursor");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	     rc == 0 && n < *nr && memcmp(k.mv_data, kb, 17) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct clovis_id id;
-
-		meta_id_dec((uint8_t *)k.mv_data + 17, &id);
-		if (after != NULL && clovis_id_cmp(&id, after) == 0)
-			continue;
-		ids[n++] = id;
-	}
-	mdb_cursor_close(cur);
-	*nr = n;
-	return (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc, "list");
+	if (after != NULL)
+		a = (struct st_id){after->ci_hi, after->ci_lo};
+	rc = meta_member_scan(txn, eng_meta(cl->cl_eng), &c, type,
+			      after != NULL ? &a : NULL, list_one, &la, "list");
+	*nr = la.la_n;
+	return rc;
 }
 
 int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
@@ -849,9 +853,9 @@ int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
 			       "r == NULL, objects and indices in a realm");
 	if (cl->cl_eng == NULL)
 		return cluster_entity_list(cl, r, type, after, ids, nr);
-	rc = mdb_txn_begin(eng_meta(cl->cl_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(eng_meta(cl->cl_eng), &txn, "begin list");
 	if (rc != 0)
-		return meta_err(rc, "begin list");
+		return rc;
 	if (r != NULL) {
 		rc = meta_ent_get(txn, eng_meta(cl->cl_eng), &r->re_id, &me);
 		if (rc == 0 && me.me_type != CLOVIS_ET_CONTAINER)
@@ -863,7 +867,7 @@ int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
 	if (rc == 0)
 		rc = list_walk(cl, txn, r ? &r->re_id : &root, type, after, ids,
 			       nr);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(cl->cl_eng), txn);
 	return rc;
 }
 

@@ -38,6 +38,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/meta_txn.h"
 #include "layouts/stripe.h"
 #include "dtm/dtm.h"
 #include "dtm/dtm_cli.h"
@@ -646,10 +647,11 @@ static int dtx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct clovis_dtx *dx = ((struct clovis_op *)ci)->op_dtx;
 	MDB_txn *child;
-	int rc = mdb_txn_begin(eng_meta(e)->m_env, txn, 0, &child);
+	int rc = meta_ntxn_begin(eng_meta(e), txn, &child,
+				 "dtx nested transaction");
 
 	if (rc != 0)
-		return meta_err(rc, "dtx nested transaction");
+		return rc;
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct eng_citem *mci = member_ci(&dx->dx_m[i]);
 
@@ -672,13 +674,13 @@ static int dtx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		}
 	}
 	if (rc != 0) {
-		mdb_txn_abort(child);
+		meta_txn_abort(child);
 		return rc;
 	}
-	rc = mdb_txn_commit(child);
+	rc = meta_ntxn_commit(child, "dtx nested commit");
 	if (rc != 0) {
 		ci->ci_hard = true;
-		return meta_err(rc, "dtx nested commit");
+		return rc;
 	}
 	for (uint32_t i = 0; rc == 0 && i < dx->dx_nr; i++) {
 		struct eng_spacevec *fv = &member_ci(&dx->dx_m[i])->ci_freed;

@@ -12,6 +12,7 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/meta.h"
+#include "core/meta_txn.h"
 
 int meta_err(int mdb_rc, const char *what)
 {
@@ -430,6 +431,12 @@ void meta_nv_remove(const char *data_dir)
 
 int meta_rtxn_get(struct meta *m, MDB_txn **txn)
 {
+	return meta_rtxn_begin(m, txn, "begin read");
+}
+
+/* meta_txn.h: meta_rtxn_get() with the failure naming what. */
+int meta_rtxn_begin(struct meta *m, MDB_txn **txn, const char *what)
+{
 	struct meta_tent *te = tent_find(m);
 	MDB_txn *t = NULL;
 	int rc;
@@ -457,7 +464,7 @@ int meta_rtxn_get(struct meta *m, MDB_txn **txn)
 		mdb_txn_abort(t);
 	}
 	rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, txn);
-	return rc == 0 ? 0 : meta_err(rc, "begin read");
+	return rc == 0 ? 0 : meta_err(rc, what);
 }
 
 void meta_rtxn_put(struct meta *m, MDB_txn *txn)

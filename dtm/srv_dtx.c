@@ -49,6 +49,7 @@
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
+#include "core/meta_txn.h"
 #include "core/server/srv_internal.h"
 #include "dtm/dtm_msg.h"
 #include "dtm/dtm_srv.h"
@@ -120,37 +121,33 @@ static int rec_get(struct srv *s, const struct clovis_dtx_id *id,
 {
 	struct meta *mt = eng_meta(s->s_eng);
 	char key[DTX_KEY_LEN];
-	MDB_val k, v;
+	struct meta_rec v;
 	MDB_txn *txn;
 	size_t hl;
-	int rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(mt, &txn, "dtx record: begin read");
 
 	memset(r, 0, sizeof *r);
 	if (rc != 0)
-		return meta_err(rc, "dtx record: begin read");
+		return rc;
 	dtx_key(key, id);
-	k = (MDB_val){strlen(key), key};
-	rc = mdb_get(txn, mt->m_sys, &k, &v);
-	if (rc == MDB_NOTFOUND) {
-		mdb_txn_abort(txn);
-		return -ENOENT;
-	}
+	rc = meta_get(txn, mt, META_T_SYS, key, strlen(key), &v,
+		      "dtx record");
 	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return meta_err(rc, "dtx record");
+		meta_rtxn_put(mt, txn);
+		return rc;
 	}
-	rc = dtm_rec_decode(v.mv_data, v.mv_size, &r->r_h, r->r_parts);
+	rc = dtm_rec_decode(v.mc_val, v.mc_vlen, &r->r_h, r->r_parts);
 	hl = sizeof r->r_h + r->r_h.dr_nr_parts * sizeof(uint16_t);
-	if (rc == 0 && v.mv_size > hl) {
-		r->r_body_len = v.mv_size - hl;
+	if (rc == 0 && v.mc_vlen > hl) {
+		r->r_body_len = v.mc_vlen - hl;
 		r->r_body = malloc(r->r_body_len);
 		if (r->r_body == NULL)
 			rc = err_set(-ENOMEM, "dtx record %s", key);
 		else
-			memcpy(r->r_body, (uint8_t *)v.mv_data + hl,
+			memcpy(r->r_body, (const uint8_t *)v.mc_val + hl,
 			       r->r_body_len);
 	}
-	mdb_txn_abort(txn);
+	meta_rtxn_put(mt, txn);
 	return rc;
 }
 
@@ -223,11 +220,9 @@ static void dwait_done(struct eng_citem *ci, int rc)
 static int rec_put_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct dwait *w = (struct dwait *)ci;
-	MDB_val k = {strlen(w->w_key), w->w_key};
-	MDB_val v = {w->w_len, w->w_val};
-	int rc = mdb_put(txn, eng_meta(e)->m_sys, &k, &v, 0);
 
-	return rc == 0 ? 0 : meta_err(rc, "dtx record");
+	return meta_put(txn, eng_meta(e), META_T_SYS, w->w_key,
+			strlen(w->w_key), w->w_val, w->w_len, "dtx record");
 }
 
 static int dwait_run(struct srv *s, struct dwait *w)
@@ -343,11 +338,11 @@ static int pmem_ent_get(struct srv *s, const struct clovis_id *id,
 	MDB_txn *txn;
 	int rc;
 
-	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
 	if (rc != 0)
-		return meta_err(rc, "begin read");
+		return rc;
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), id, me);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(s->s_eng), txn);
 	return rc;
 }
 /* Member i is an index CREATE or DELETE (EntReq with SRF_INDEX |
@@ -482,21 +477,23 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 	struct meta *me = eng_meta(s->s_eng);
 	char ks[DTM_KEY_STR_LEN];
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(me->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(me, &txn, "begin read");
 
 	if (rc != 0)
-		return meta_err(rc, "begin read");
+		return rc;
 	for (uint32_t k = 0; rc == 0 && k < r->er_keys->bv_nr; k++) {
 		uint8_t kb[16 + CLOVIS_KEY_MAX];
-		MDB_val key = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[k],
-					   r->er_keys->bv_len[k]), v;
+		struct meta_rec v;
 
-		rc = mdb_get(txn, me->m_idx, &key, &v);
-		if (rc == MDB_NOTFOUND) {
+		meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[k],
+			     r->er_keys->bv_len[k]);
+		rc = meta_get(txn, me, META_T_IDX, kb,
+			      16 + r->er_keys->bv_len[k], &v, "index get");
+		if (rc == -ENOENT) {
 			rc = 0;
 			continue;
 		}
-		rc = rc != 0 ? meta_err(rc, "index get") :
+		rc = rc != 0 ? rc :
 		     err_set(-EEXIST, "member %u: index %s: key %s (record "
 			     "%u) exists (PUT without CLOVIS_IF_OVERWRITE) on "
 			     "server %s", i, eng_id_str(&r->er_id),
@@ -504,7 +501,7 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 					 r->er_keys->bv_len[k]), k,
 			     s->s_me->cs_name);
 	}
-	mdb_txn_abort(txn);
+	meta_rtxn_put(me, txn);
 	return rc;
 }
 
@@ -548,11 +545,11 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 			return err_set(-ENOMEM, "member %u", i);
 		msg_req_recs_bind(m);
 	}
-	rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
 	if (rc != 0)
-		return meta_err(rc, "begin read");
+		return rc;
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(s->s_eng), txn);
 	if (rc == -ENOENT ||
 	    (rc == 0 && me.me_type != (src->op == SOP_OBJ ? CLOVIS_ET_OBJ
 							  : CLOVIS_ET_IDX)))
@@ -660,10 +657,11 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct dwait *w = (struct dwait *)ci;
 	MDB_txn *child;
-	int rc = mdb_txn_begin(eng_meta(e)->m_env, txn, 0, &child);
+	int rc = meta_ntxn_begin(eng_meta(e), txn, &child,
+				 "dtx nested transaction");
 
 	if (rc != 0)
-		return meta_err(rc, "dtx nested transaction");
+		return rc;
 	for (uint32_t i = 0; rc == 0 && i < w->w_nr; i++) {
 		struct eng_citem *mci = &w->w_m[i].pm_m.mr_req.er_ci;
 
@@ -689,13 +687,13 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	if (rc == 0)
 		rc = rec_put_apply(e, child, ci);
 	if (rc != 0) {
-		mdb_txn_abort(child);
+		meta_txn_abort(child);
 		return rc;
 	}
-	rc = mdb_txn_commit(child);
+	rc = meta_ntxn_commit(child, "dtx nested commit");
 	if (rc != 0) {
 		ci->ci_hard = true;
-		return meta_err(rc, "dtx nested commit");
+		return rc;
 	}
 	if (FAULT_HIT("dtx.part.apply")) {
 		LOG_WARNING("fault point dtx.part.apply: SIGKILL");
@@ -1372,7 +1370,7 @@ static int h_query(struct srv_dtx *d, const struct clovis_dtx_id *id)
 }
 
 /* One LIST entry from a record (NULL: no memory). */
-static DtxInfo *list_entry(const MDB_val *v, const struct dtm_rec *h,
+static DtxInfo *list_entry(const struct meta_rec *v, const struct dtm_rec *h,
 			   const uint16_t *parts)
 {
 	DtxInfo *e = calloc(1, sizeof *e + h->dr_nr_parts * sizeof(uint32_t));
@@ -1390,14 +1388,48 @@ static DtxInfo *list_entry(const MDB_val *v, const struct dtm_rec *h,
 		e->parts[i] = parts[i];
 	if (h->dr_state == DTM_PREPARED) {
 		size_t hl = sizeof *h + h->dr_nr_parts * 2;
-		DtxReq *q = dtx_req__unpack(NULL, v->mv_size - hl,
-					    (uint8_t *)v->mv_data + hl);
+		DtxReq *q = dtx_req__unpack(NULL, v->mc_vlen - hl,
+					    (const uint8_t *)v->mc_val + hl);
 
 		e->members = q != NULL ? (uint32_t)q->n_members : 0;
 		if (q != NULL)
 			dtx_req__free_unpacked(q, NULL);
 	}
 	return e;
+}
+
+/* h_list()'s walk back over the decided records. */
+struct hl_arg {
+	DtxReply *ha_rp;
+	size_t ha_n;
+	uint32_t ha_limit;
+	const struct clovis_dtx_id *ha_doubt;
+	uint32_t ha_nd;
+};
+
+/* One record of the walk back: listed unless listed as in doubt. */
+static int hl_one(void *arg, const struct meta_rec *r)
+{
+	struct hl_arg *a = arg;
+	struct dtm_rec h;
+	uint16_t parts[DTM_PARTS_MAX];
+	bool listed = false;
+
+	if (a->ha_n >= a->ha_limit)
+		return META_SCAN_STOP;
+	if (dtm_rec_decode(r->mc_val, r->mc_vlen, &h, parts) != 0)
+		return META_SCAN_NEXT;
+	for (uint32_t i = 0; h.dr_state == DTM_PREPARED && i < a->ha_nd &&
+	     !listed; i++)
+		listed = a->ha_doubt[i].di_hlc == h.dr_hlc &&
+			 a->ha_doubt[i].di_node == h.dr_node;
+	if (listed)
+		return META_SCAN_NEXT;
+	a->ha_rp->list[a->ha_n] = list_entry(r, &h, parts);
+	if (a->ha_rp->list[a->ha_n] == NULL)
+		return META_SCAN_STOP;
+	a->ha_n++;
+	return META_SCAN_NEXT;
 }
 
 /*
@@ -1413,22 +1445,16 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 	struct srv *s = d->d_srv;
 	struct meta *mt = eng_meta(s->s_eng);
 	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k = {4, "dtx/"}, v;
+	struct meta_rec v;
 	struct clovis_dtx_id *doubt = NULL;
 	uint32_t nd = 0;
-	int rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(mt, &txn, "dtx list: begin");
 	size_t n = 0;
 
 	if (limit == 0 || limit > DTM_LIST_MAX)
 		limit = DTM_LIST_MAX;
 	if (rc != 0)
-		return meta_err(rc, "dtx list: begin");
-	rc = mdb_cursor_open(txn, mt->m_sys, &cur);
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return meta_err(rc, "dtx list: cursor");
-	}
+		return rc;
 	rp->list = calloc(limit, sizeof *rp->list);
 	doubt = calloc(limit, sizeof *doubt);
 	if (doubt != NULL) {
@@ -1445,9 +1471,9 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 		uint16_t parts[DTM_PARTS_MAX];
 
 		dtx_key(key, &doubt[i]);
-		k = (MDB_val){strlen(key), key};
-		if (mdb_get(txn, mt->m_sys, &k, &v) != 0 ||
-		    dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0 ||
+		if (meta_get(txn, mt, META_T_SYS, key, strlen(key), &v,
+			     NULL) != 0 ||
+		    dtm_rec_decode(v.mc_val, v.mc_vlen, &h, parts) != 0 ||
 		    h.dr_state != DTM_PREPARED) {
 			doubt[i].di_node = UINT32_MAX; /* decided since */
 			continue;
@@ -1457,35 +1483,21 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 			break;
 		n++;
 	}
-	/* then the newest others: walk back from the end of "dtx/" */
-	k = (MDB_val){4, "dtx0"}; /* '0' follows '/' */
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	rc = rc == 0 ? mdb_cursor_get(cur, &k, &v, MDB_PREV)
-		     : mdb_cursor_get(cur, &k, &v, MDB_LAST);
-	for (; rp->list != NULL && rc == 0 && n < limit &&
-	       k.mv_size >= 4 && memcmp(k.mv_data, "dtx/", 4) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_PREV)) {
-		struct dtm_rec h;
-		uint16_t parts[DTM_PARTS_MAX];
-		bool listed = false;
+	/* then the newest others: walk back from the end of "dtx/" ('0'
+	 * follows '/'); a failure of the walk ends the list there */
+	if (rp->list != NULL && n < limit) {
+		struct hl_arg ha = {rp, n, limit, doubt, nd};
 
-		if (dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0)
-			continue;
-		for (uint32_t i = 0; h.dr_state == DTM_PREPARED && i < nd &&
-		     !listed; i++)
-			listed = doubt[i].di_hlc == h.dr_hlc &&
-				 doubt[i].di_node == h.dr_node;
-		if (listed)
-			continue;
-		rp->list[n] = list_entry(&v, &h, parts);
-		if (rp->list[n] == NULL)
-			break;
-		n++;
+		(void)meta_scan(txn, mt, &(struct meta_scan){
+			.ms_table = META_T_SYS, .ms_from = "dtx0",
+			.ms_flen = 4, .ms_prefix = "dtx/", .ms_plen = 4,
+			.ms_rev = true, .ms_fn = hl_one, .ms_arg = &ha,
+			.ms_what = "dtx list"});
+		n = ha.ha_n;
 	}
 	free(doubt);
 	rp->n_list = n;
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(mt, txn);
 	pthread_mutex_lock(&d->d_lock);
 	rp->dead = d->d_dead;
 	rp->in_doubt = d->d_nr_doubt;
@@ -1766,60 +1778,67 @@ static void term_one(struct srv_dtx *d, const struct clovis_dtx_id *id)
 			 rc == DTM_COMMITTED ? "COMMITTED" : "ABORTED");
 }
 
+/* term_trim()'s scans. */
+struct trim_arg {
+	uint64_t ta_now;
+	uint64_t ta_total;
+	uint64_t ta_del;
+};
+
+static int trim_count(void *arg, const struct meta_rec *r)
+{
+	((struct trim_arg *)arg)->ta_total++;
+	return META_SCAN_NEXT;
+}
+
+/* A decided record older than DTX_KEEP_S, or beyond DTX_KEEP_MAX: gone. */
+static int trim_one(void *arg, const struct meta_rec *r)
+{
+	struct trim_arg *a = arg;
+	struct dtm_rec h;
+	uint16_t parts[DTM_PARTS_MAX];
+
+	if (dtm_rec_decode(r->mc_val, r->mc_vlen, &h, parts) != 0 ||
+	    h.dr_state == DTM_PREPARED)
+		return META_SCAN_NEXT;
+	if (a->ta_total - a->ta_del > DTX_KEEP_MAX ||
+	    a->ta_now - h.dr_time_us > (uint64_t)DTX_KEEP_S * 1000000u) {
+		a->ta_del++;
+		return META_SCAN_DEL;
+	}
+	if (dtm_hlc_us(h.dr_hlc) + (uint64_t)DTX_KEEP_S * 1000000u > a->ta_now)
+		return META_SCAN_STOP; /* key order is id (time) order */
+	return META_SCAN_NEXT;
+}
+
 /* Delete decided records older than DTX_KEEP_S, and the oldest beyond
  * DTX_KEEP_MAX. */
 static void term_trim(struct srv_dtx *d)
 {
 	struct srv *s = d->d_srv;
 	struct meta *mt = eng_meta(s->s_eng);
-	uint64_t now = dtm_hlc_us(dtm_hlc_now()), total = 0, del = 0;
+	struct trim_arg ta = {dtm_hlc_us(dtm_hlc_now()), 0, 0};
+	struct meta_scan sc = {.ms_table = META_T_SYS, .ms_prefix = "dtx/",
+			       .ms_plen = 4, .ms_fn = trim_count,
+			       .ms_arg = &ta, .ms_what = "dtx trim"};
 	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k = {4, "dtx/"}, v;
 	int rc;
 
 	/* count first (read), then delete in one write transaction */
-	if (mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn) != 0)
+	if (meta_rtxn_begin(mt, &txn, "dtx trim") != 0)
 		return;
-	if (mdb_cursor_open(txn, mt->m_sys, &cur) == 0) {
-		for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-		     rc == 0 && k.mv_size >= 4 &&
-		     memcmp(k.mv_data, "dtx/", 4) == 0;
-		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT))
-			total++;
-		mdb_cursor_close(cur);
-	}
-	mdb_txn_abort(txn);
-	if (mdb_txn_begin(mt->m_env, NULL, 0, &txn) != 0)
+	(void)meta_scan(txn, mt, &sc);
+	meta_rtxn_put(mt, txn);
+	if (meta_wtxn_begin(mt, &txn, "dtx trim") != 0)
 		return;
-	if (mdb_cursor_open(txn, mt->m_sys, &cur) != 0) {
-		mdb_txn_abort(txn);
-		return;
-	}
-	k = (MDB_val){4, "dtx/"};
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	     rc == 0 && k.mv_size >= 4 && memcmp(k.mv_data, "dtx/", 4) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct dtm_rec h;
-		uint16_t parts[DTM_PARTS_MAX];
-
-		if (dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0 ||
-		    h.dr_state == DTM_PREPARED)
-			continue;
-		if (total - del > DTX_KEEP_MAX ||
-		    now - h.dr_time_us > (uint64_t)DTX_KEEP_S * 1000000u) {
-			if (mdb_cursor_del(cur, 0) == 0)
-				del++;
-		} else if (dtm_hlc_us(h.dr_hlc) + (uint64_t)DTX_KEEP_S *
-			   1000000u > now) {
-			break; /* key order is id (time) order */
-		}
-	}
-	mdb_cursor_close(cur);
-	if (del > 0 && meta_txn_commit(mt, txn) == 0)
-		LOG_INFO("dtx: trimmed %" PRIu64 " decided records", del);
-	else if (del == 0)
-		mdb_txn_abort(txn);
+	sc.ms_fn = trim_one;
+	sc.ms_write = true;
+	rc = meta_scan(txn, mt, &sc);
+	if (rc != 0 || ta.ta_del == 0)
+		meta_txn_abort(txn);
+	else if (meta_wtxn_commit(mt, txn, "dtx trim commit") == 0)
+		LOG_INFO("dtx: trimmed %" PRIu64 " decided records",
+			 ta.ta_del);
 }
 
 static void *term_main(void *arg)
@@ -1868,49 +1887,55 @@ static void *term_main(void *arg)
 	return NULL;
 }
 
+/* dtx_replay()'s scan. */
+struct replay_arg {
+	struct srv_dtx *ra_d;
+	uint32_t ra_n;
+};
+
+/* A PREPARED record: in doubt from now. */
+static int replay_one(void *arg, const struct meta_rec *r)
+{
+	struct replay_arg *a = arg;
+	struct dtm_rec h;
+	uint16_t parts[DTM_PARTS_MAX];
+	struct clovis_dtx_id id;
+
+	if (dtm_rec_decode(r->mc_val, r->mc_vlen, &h, parts) != 0) {
+		LOG_WARNING("dtx replay: %.*s: %s", (int)r->mc_klen,
+			    (const char *)r->mc_key, err_msg());
+		return META_SCAN_NEXT;
+	}
+	dtm_hlc_observe(h.dr_hlc);
+	if (h.dr_state != DTM_PREPARED)
+		return META_SCAN_NEXT;
+	id = (struct clovis_dtx_id){.di_hlc = h.dr_hlc, .di_node = h.dr_node};
+	doubt_add(a->ra_d, &id, true, 0); /* restart: ask at once */
+	a->ra_n++;
+	return META_SCAN_NEXT;
+}
+
 /* Load PREPARED records: in doubt from now. */
 static int dtx_replay(struct srv_dtx *d)
 {
 	struct srv *s = d->d_srv;
 	struct meta *mt = eng_meta(s->s_eng);
+	struct replay_arg ra = {d, 0};
 	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k = {4, "dtx/"}, v;
-	uint32_t n = 0;
-	int rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(mt, &txn, "dtx replay: begin");
 
 	if (rc != 0)
-		return meta_err(rc, "dtx replay: begin");
-	rc = mdb_cursor_open(txn, mt->m_sys, &cur);
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return meta_err(rc, "dtx replay: cursor");
-	}
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	     rc == 0 && k.mv_size >= 4 && memcmp(k.mv_data, "dtx/", 4) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct dtm_rec h;
-		uint16_t parts[DTM_PARTS_MAX];
-		struct clovis_dtx_id id;
-
-		if (dtm_rec_decode(v.mv_data, v.mv_size, &h, parts) != 0) {
-			LOG_WARNING("dtx replay: %.*s: %s", (int)k.mv_size,
-				    (char *)k.mv_data, err_msg());
-			continue;
-		}
-		dtm_hlc_observe(h.dr_hlc);
-		if (h.dr_state != DTM_PREPARED)
-			continue;
-		id = (struct clovis_dtx_id){.di_hlc = h.dr_hlc,
-					    .di_node = h.dr_node};
-		doubt_add(d, &id, true, 0); /* restart: ask at once */
-		n++;
-	}
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
-	if (n > 0)
+		return rc;
+	rc = meta_scan(txn, mt, &(struct meta_scan){
+		.ms_table = META_T_SYS, .ms_prefix = "dtx/", .ms_plen = 4,
+		.ms_fn = replay_one, .ms_arg = &ra,
+		.ms_what = "dtx replay: cursor"});
+	meta_rtxn_put(mt, txn);
+	if (rc != 0)
+		return rc;
+	if (ra.ra_n > 0)
 		LOG_INFO("server %s: %u dtx in doubt at start", s->s_me->cs_name,
-			 n);
+			 ra.ra_n);
 	return 0;
 }
 

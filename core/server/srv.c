@@ -329,12 +329,12 @@ static int srv_obj_attrs(struct srv *s, struct srv_op *so)
 	struct eng_req *r = &so->so_m.mr_req;
 	struct meta_ent me;
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
 
 	if (rc != 0)
-		return meta_err(rc, "begin read");
+		return rc;
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(s->s_eng), txn);
 	if (rc == -ENOENT || (rc == 0 && me.me_type != CLOVIS_ET_OBJ))
 		return err_set(-ENOENT, "object %s does not exist on server "
 			       "%s", eng_id_str(&r->er_id), s->s_me->cs_name);
@@ -528,38 +528,42 @@ static void srv_ent(struct srv *s, struct srv_op *so)
 
 /* ------------------------------------------------------------ listing */
 
+/* srv_list_walk()'s output. */
+struct list_arg {
+	SId *la_ids;
+	SId **la_ptrs;
+	size_t la_n;
+	size_t la_max;
+};
+
+static int srv_list_one(void *arg, const struct st_id *id)
+{
+	struct list_arg *a = arg;
+
+	if (a->la_n >= a->la_max)
+		return META_SCAN_STOP;
+	msg_id_out(&a->la_ids[a->la_n],
+		   &(struct clovis_id){id->si_hi, id->si_lo});
+	a->la_ptrs[a->la_n] = &a->la_ids[a->la_n];
+	a->la_n++;
+	return a->la_n >= a->la_max ? META_SCAN_STOP : META_SCAN_NEXT;
+}
+
 static int srv_list_walk(struct srv *s, MDB_txn *txn, struct msg_req *m,
 			 SId *ids, SId **ptrs, size_t *nr)
 {
-	struct meta *mt = eng_meta(s->s_eng);
-	struct clovis_id root = {0, 0};
-	const struct clovis_id *cont =
-		m->mr_req.er_type == CLOVIS_ET_CONTAINER ? &root
-							 : &m->mr_req.er_container;
-	uint8_t kb[META_MEMBER_KEY_LEN];
-	MDB_val k = meta_member_key(kb, cont, m->mr_req.er_type,
-				    m->mr_has_after ? &m->mr_after : &root), v;
-	MDB_cursor *cur;
-	size_t n = 0;
-	int rc = mdb_cursor_open(txn, mt->m_member, &cur);
+	const struct clovis_id *c = &m->mr_req.er_container;
+	struct st_id root = {0, 0}, cont = {c->ci_hi, c->ci_lo};
+	struct st_id after = {m->mr_after.ci_hi, m->mr_after.ci_lo};
+	struct list_arg la = {ids, ptrs, 0, m->mr_nr};
+	int rc = meta_member_scan(txn, eng_meta(s->s_eng),
+				  m->mr_req.er_type == CLOVIS_ET_CONTAINER ?
+				  &root : &cont, m->mr_req.er_type,
+				  m->mr_has_after ? &after : NULL,
+				  srv_list_one, &la, "list");
 
-	if (rc != 0)
-		return meta_err(rc, "member cursor");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	     rc == 0 && n < m->mr_nr && memcmp(k.mv_data, kb, 17) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct clovis_id id;
-
-		meta_id_dec((uint8_t *)k.mv_data + 17, &id);
-		if (m->mr_has_after && clovis_id_cmp(&id, &m->mr_after) == 0)
-			continue;
-		msg_id_out(&ids[n], &id);
-		ptrs[n] = &ids[n];
-		n++;
-	}
-	mdb_cursor_close(cur);
-	*nr = n;
-	return (rc == 0 || rc == MDB_NOTFOUND) ? 0 : meta_err(rc, "list");
+	*nr = la.la_n;
+	return rc;
 }
 
 static void srv_list(struct srv *s, struct srv_op *so)
@@ -571,11 +575,8 @@ static void srv_list(struct srv *s, struct srv_op *so)
 	struct meta_ent me;
 	MDB_txn *txn = NULL;
 	int rc = ids == NULL || ptrs == NULL ? err_set(-ENOMEM, "list") :
-		 mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY,
-			       &txn);
+		 meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin list");
 
-	if (rc > 0)
-		rc = meta_err(rc, "begin list");
 	if (rc == 0 && m->mr_req.er_type != CLOVIS_ET_CONTAINER) {
 		rc = meta_ent_get(txn, eng_meta(s->s_eng),
 				  &m->mr_req.er_container, &me);
@@ -586,7 +587,7 @@ static void srv_list(struct srv *s, struct srv_op *so)
 	if (rc == 0)
 		rc = srv_list_walk(s, txn, m, ids, ptrs, &rp.n_ids);
 	if (txn != NULL)
-		mdb_txn_abort(txn);
+		meta_rtxn_put(eng_meta(s->s_eng), txn);
 	rp.ids = ptrs;
 	if (rc == 0)
 		srv_reply(so, 0, &rp, NULL);

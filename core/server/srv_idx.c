@@ -169,6 +169,81 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 		srv_run_prepared(so);
 }
 
+/* srv_idx_versions()'s page, filled by vpage_one(). */
+struct vpage {
+	MDB_txn *vp_txn;
+	struct meta *vp_m;
+	const struct clovis_id *vp_id;
+	uint8_t *vp_ib;           /**< index key buffer */
+	const void *vp_skip;      /**< the start key, not listed (or NULL) */
+	size_t vp_skip_len;
+	uint32_t vp_cap;
+	uint32_t vp_nr;
+	uint32_t *vp_kl, *vp_vl;
+	int32_t *vp_rcs;
+	uint64_t *vp_vt, *vp_vs, *vp_vg;
+	uint8_t *vp_kb, *vp_vb;
+	size_t vp_kbytes, vp_vbytes, vp_vcap;
+	int vp_rc;                /**< -ENOMEM */
+};
+
+/* One version entry of the page: its key, version and value. */
+static int vpage_one(void *arg, const struct meta_rec *r)
+{
+	struct vpage *p = arg;
+	const uint8_t *key = (const uint8_t *)r->mc_key + VKEY_HEAD;
+	size_t klen = r->mc_klen - VKEY_HEAD;
+	struct meta_rec iv = {NULL, 0, NULL, 0};
+	struct vent ve;
+	uint32_t nr = p->vp_nr;
+
+	if (p->vp_skip != NULL) {
+		bool same = klen == p->vp_skip_len &&
+			    memcmp(key, p->vp_skip, klen) == 0;
+
+		p->vp_skip = NULL; /* only the first can be the start key */
+		if (same)
+			return META_SCAN_NEXT;
+	}
+	if (nr >= p->vp_cap)
+		return META_SCAN_STOP;
+	if (r->mc_vlen != sizeof ve || klen > CLOVIS_KEY_MAX)
+		return META_SCAN_NEXT;
+	memcpy(&ve, r->mc_val, sizeof ve);
+	if (!ridx_vent_tomb(&ve)) {
+		meta_idx_key(p->vp_ib, p->vp_id, key, klen);
+		if (meta_get(p->vp_txn, p->vp_m, META_T_IDX, p->vp_ib,
+			     16 + klen, &iv, NULL) != 0)
+			return META_SCAN_NEXT; /* not durable here */
+	}
+	if (nr > 0 && p->vp_kbytes + p->vp_vbytes + klen + iv.mc_vlen >
+		      MSG_REPLY_BUDGET)
+		return META_SCAN_STOP;
+	if (p->vp_vbytes + iv.mc_vlen > p->vp_vcap) {
+		size_t nc = (p->vp_vbytes + iv.mc_vlen) * 2 + 1;
+		void *np = realloc(p->vp_vb, nc);
+
+		if (np == NULL)
+			return p->vp_rc = err_set(-ENOMEM, "index %s: versions "
+						  "page", eng_id_str(p->vp_id));
+		p->vp_vb = np;
+		p->vp_vcap = nc;
+	}
+	memcpy(p->vp_kb + p->vp_kbytes, key, klen);
+	p->vp_kbytes += klen;
+	if (iv.mc_vlen > 0)
+		memcpy(p->vp_vb + p->vp_vbytes, iv.mc_val, iv.mc_vlen);
+	p->vp_vbytes += iv.mc_vlen;
+	p->vp_kl[nr] = (uint32_t)klen;
+	p->vp_vl[nr] = (uint32_t)iv.mc_vlen;
+	p->vp_rcs[nr] = ridx_vent_tomb(&ve) ? 1 : 0;
+	p->vp_vt[nr] = ve.ve_term;
+	p->vp_vg[nr] = ridx_vent_tag(&ve);
+	p->vp_vs[nr] = ve.ve_seq;
+	p->vp_nr = nr + 1;
+	return META_SCAN_NEXT;
+}
+
 /* An internal NEXT with SRF_VERSIONS: a page of id's version entries
  * after the start key, each with its (term, seq) and, unless a tombstone
  * (rcs 1), the record's value (catch-up merge, idx_merge()). */
@@ -181,123 +256,82 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 	uint8_t pre[VKEY_HEAD], sk[VKEY_HEAD + CLOVIS_KEY_MAX];
 	uint8_t ib[16 + CLOVIS_KEY_MAX];
 	Reply rp = REPLY__INIT;
-	uint32_t *kl = calloc(cap ? cap : 1, sizeof *kl);
-	uint32_t *vl = calloc(cap ? cap : 1, sizeof *vl);
-	int32_t *rcs = calloc(cap ? cap : 1, sizeof *rcs);
-	uint64_t *vt = calloc(cap ? cap : 1, sizeof *vt);
-	uint64_t *vs = calloc(cap ? cap : 1, sizeof *vs);
-	uint64_t *vg = calloc(cap ? cap : 1, sizeof *vg);
-	uint8_t *kb = malloc((size_t)(cap ? cap : 1) * CLOVIS_KEY_MAX);
-	uint8_t *vb = NULL, *out = NULL;
-	size_t kbytes = 0, vbytes = 0, vcap = 0;
-	uint32_t nr = 0;
-	MDB_txn *txn = NULL;
-	MDB_cursor *cur = NULL;
-	MDB_val k, v, pk;
+	struct vpage p = {
+		.vp_m = mt, .vp_id = id, .vp_ib = ib, .vp_cap = cap,
+		.vp_kl = calloc(cap ? cap : 1, sizeof(uint32_t)),
+		.vp_vl = calloc(cap ? cap : 1, sizeof(uint32_t)),
+		.vp_rcs = calloc(cap ? cap : 1, sizeof(int32_t)),
+		.vp_vt = calloc(cap ? cap : 1, sizeof(uint64_t)),
+		.vp_vs = calloc(cap ? cap : 1, sizeof(uint64_t)),
+		.vp_vg = calloc(cap ? cap : 1, sizeof(uint64_t)),
+		.vp_kb = malloc((size_t)(cap ? cap : 1) * CLOVIS_KEY_MAX)};
+	uint8_t *out = NULL;
+	size_t pl, sl;
 	int rc = 0;
 
-	if (kl == NULL || vl == NULL || rcs == NULL || vt == NULL ||
-	    vs == NULL || vg == NULL || kb == NULL) {
+	if (p.vp_kl == NULL || p.vp_vl == NULL || p.vp_rcs == NULL ||
+	    p.vp_vt == NULL || p.vp_vs == NULL || p.vp_vg == NULL ||
+	    p.vp_kb == NULL) {
 		rc = err_set(-ENOMEM, "index %s: versions page", eng_id_str(id));
 		goto out;
 	}
-	ridx_vkey(mt, pre, id, NULL, 0, &pk);
+	ridx_vkey(mt, pre, id, NULL, 0, &pl);
 	if (m->mr_start_null || !ridx_vkey(mt, sk, id, m->mr_keys.bv_buf[0],
-					   m->mr_keys.bv_len[0], &k))
-		k = pk;
-	rc = mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn);
-	if (rc == 0)
-		rc = mdb_cursor_open(txn, mt->m_sys, &cur);
+					   m->mr_keys.bv_len[0], &sl)) {
+		memcpy(sk, pre, pl);
+		sl = pl;
+	}
+	if (!m->mr_start_null) {
+		p.vp_skip = m->mr_keys.bv_buf[0];
+		p.vp_skip_len = m->mr_keys.bv_len[0];
+	}
+	rc = meta_rtxn_begin(mt, &p.vp_txn, "index versions page");
 	if (rc != 0) {
-		rc = meta_err(rc, "index versions page");
+		p.vp_txn = NULL;
 		goto out;
 	}
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	if (rc == 0 && !m->mr_start_null && k.mv_size ==
-	    VKEY_HEAD + m->mr_keys.bv_len[0] &&
-	    memcmp((uint8_t *)k.mv_data + VKEY_HEAD, m->mr_keys.bv_buf[0],
-		   m->mr_keys.bv_len[0]) == 0)
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-	for (; rc == 0 && nr < cap && k.mv_size >= VKEY_HEAD &&
-	       memcmp(k.mv_data, pre, VKEY_HEAD) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		const uint8_t *key = (const uint8_t *)k.mv_data + VKEY_HEAD;
-		size_t klen = k.mv_size - VKEY_HEAD;
-		struct vent ve;
-		MDB_val ik, iv = {0, NULL};
-
-		if (v.mv_size != sizeof ve || klen > CLOVIS_KEY_MAX)
-			continue;
-		memcpy(&ve, v.mv_data, sizeof ve);
-		if (!ridx_vent_tomb(&ve)) {
-			ik = meta_idx_key(ib, id, key, klen);
-			if (mdb_get(txn, mt->m_idx, &ik, &iv) != 0)
-				continue; /* its record is not durable here */
-		}
-		if (nr > 0 && kbytes + vbytes + klen + iv.mv_size >
-			      MSG_REPLY_BUDGET)
-			break;
-		if (vbytes + iv.mv_size > vcap) {
-			size_t nc = (vbytes + iv.mv_size) * 2 + 1;
-			void *np = realloc(vb, nc);
-
-			if (np == NULL) {
-				rc = err_set(-ENOMEM, "index %s: versions page",
-					     eng_id_str(id));
-				goto out;
-			}
-			vb = np;
-			vcap = nc;
-		}
-		memcpy(kb + kbytes, key, klen);
-		kbytes += klen;
-		if (iv.mv_size > 0)
-			memcpy(vb + vbytes, iv.mv_data, iv.mv_size);
-		vbytes += iv.mv_size;
-		kl[nr] = (uint32_t)klen;
-		vl[nr] = (uint32_t)iv.mv_size;
-		rcs[nr] = ridx_vent_tomb(&ve) ? 1 : 0;
-		vt[nr] = ve.ve_term;
-		vg[nr] = ridx_vent_tag(&ve);
-		vs[nr++] = ve.ve_seq;
-	}
-	rc = 0;
-	out = malloc(kbytes + vbytes + 1);
+	/* a failure of the store ends the page there */
+	(void)meta_scan(p.vp_txn, mt, &(struct meta_scan){
+		.ms_table = META_T_SYS, .ms_from = sk, .ms_flen = sl,
+		.ms_prefix = pre, .ms_plen = pl, .ms_fn = vpage_one,
+		.ms_arg = &p, .ms_what = "index versions page"});
+	rc = p.vp_rc;
+	if (rc != 0)
+		goto out;
+	out = malloc(p.vp_kbytes + p.vp_vbytes + 1);
 	if (out == NULL) {
 		rc = err_set(-ENOMEM, "index %s: versions page", eng_id_str(id));
 		goto out;
 	}
-	memcpy(out, kb, kbytes);
-	if (vbytes > 0)
-		memcpy(out + kbytes, vb, vbytes);
+	memcpy(out, p.vp_kb, p.vp_kbytes);
+	if (p.vp_vbytes > 0)
+		memcpy(out + p.vp_kbytes, p.vp_vb, p.vp_vbytes);
 	rp.recs.data = out;
-	rp.recs.len = kbytes + vbytes;
-	rp.n_klen = rp.n_vlen = rp.n_rcs = rp.n_vterm = rp.n_vseq = nr;
-	rp.n_vtag = nr;
-	rp.vtag = vg;
-	rp.klen = kl;
-	rp.vlen = vl;
-	rp.rcs = rcs;
-	rp.vterm = vt;
-	rp.vseq = vs;
-	rp.done = nr;
+	rp.recs.len = p.vp_kbytes + p.vp_vbytes;
+	rp.n_klen = rp.n_vlen = rp.n_rcs = rp.n_vterm = rp.n_vseq = p.vp_nr;
+	rp.n_vtag = p.vp_nr;
+	rp.vtag = p.vp_vg;
+	rp.klen = p.vp_kl;
+	rp.vlen = p.vp_vl;
+	rp.rcs = p.vp_rcs;
+	rp.vterm = p.vp_vt;
+	rp.vseq = p.vp_vs;
+	rp.done = p.vp_nr;
 out:
-	if (cur != NULL)
-		mdb_cursor_close(cur);
-	if (txn != NULL)
-		mdb_txn_abort(txn);
+	if (p.vp_txn != NULL)
+		meta_rtxn_put(mt, p.vp_txn);
 	if (rc != 0)
 		srv_reply_err(so, rc);
 	else
 		srv_reply(so, 0, &rp, NULL);
-	free(kl);
-	free(vl);
-	free(rcs);
-	free(vt);
-	free(vs);
-	free(vg);
-	free(kb);
-	free(vb);
+	free(p.vp_kl);
+	free(p.vp_vl);
+	free(p.vp_rcs);
+	free(p.vp_vt);
+	free(p.vp_vs);
+	free(p.vp_vg);
+	free(p.vp_kb);
+	free(p.vp_vb);
 	free(out);
 }
 

@@ -74,9 +74,10 @@ uint64_t ridx_vent_word(bool tomb, uint64_t tag);
 /** Compare versions (t1, s1) and (t2, s2): -1, 0, 1. */
 int ridx_vcmp(uint64_t t1, uint64_t s1, uint64_t t2, uint64_t s2);
 void ridx_rver_name(char *buf, size_t size, const struct clovis_id *id);
-/** The sys key of key's version entry (false: over LMDB's key size). */
+/** The sys key of key's version entry in buf, its length in *len (false:
+ *  over LMDB's key size). */
 bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct clovis_id *id,
-	       const void *key, size_t klen, MDB_val *out);
+	       const void *key, size_t klen, size_t *len);
 /** One version entry's share of the digest. */
 uint64_t ridx_vent_hash(const void *key, size_t klen, const struct vent *v);
 /** The stored version of key: 0, -ENOENT (none, or not versioned). */

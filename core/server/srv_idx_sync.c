@@ -20,12 +20,12 @@ int ridx_local(struct srv *s, const struct clovis_id *id,
 	       struct meta_ent *me)
 {
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(eng_meta(s->s_eng)->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
 
 	if (rc != 0)
-		return meta_err(rc, "begin read");
+		return rc;
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), id, me);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(s->s_eng), txn);
 	if (rc == 0 && me->me_type != CLOVIS_ET_IDX)
 		rc = -ENOENT;
 	return rc;
@@ -231,14 +231,14 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 	}
 	for (uint32_t i = 0; i < n; i++)
 		v += rp->klen[i];
-	rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(m, &txn, "index merge");
 	if (rc != 0) {
-		rc = meta_err(rc, "index merge");
+		txn = NULL;
 		goto out;
 	}
 	for (uint32_t i = 0; i < n; k += rp->klen[i], v += rp->vlen[i], i++) {
 		struct vent lv, nv = {0, 0, 0};
-		MDB_val ik, iv;
+		struct meta_rec iv;
 		bool have_v;
 
 		kp[i] = k;
@@ -254,8 +254,9 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 		} else {
 			if (have_v)
 				continue;
-			ik = meta_idx_key(ib, id, k, rp->klen[i]);
-			if (mdb_get(txn, m->m_idx, &ik, &iv) == 0)
+			meta_idx_key(ib, id, k, rp->klen[i]);
+			if (meta_get(txn, m, META_T_IDX, ib, 16 + rp->klen[i],
+				     &iv, NULL) == 0)
 				continue;
 		}
 		tv[nt] = nv;
@@ -270,7 +271,7 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 			pvl[np++] = rp->vlen[i];
 		}
 	}
-	mdb_txn_abort(txn);
+	meta_rtxn_put(m, txn);
 	txn = NULL;
 	rc = idx_local_kv(s, id, ctime, ER_IDX_PUT, np, pk, pl, pv, pvl);
 	if (rc == 0)
@@ -279,11 +280,9 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 	if (rc == 0 && versioned && nt > 0) {
 		uint64_t dig = 0, term = 0;
 
-		rc = mdb_txn_begin(m->m_env, NULL, 0, &txn);
-		if (rc != 0) {
-			rc = meta_err(rc, "index merge");
+		rc = meta_wtxn_begin(m, &txn, "index merge");
+		if (rc != 0)
 			txn = NULL;
-		}
 		for (uint32_t t = 0; rc >= 0 && t < nt; t++) {
 			rc = ridx_vent_put(m, txn, id, kp[ti[t]],
 					   rp->klen[ti[t]], &tv[t], true,
@@ -294,17 +293,15 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 		if (rc >= 0)
 			rc = ridx_rver_update(m, txn, id, term, dig);
 		if (rc == 0) {
-			rc = meta_txn_commit(m, txn);
+			rc = meta_wtxn_commit(m, txn, "index merge commit");
 			txn = NULL;
-			if (rc != 0)
-				rc = meta_err(rc, "index merge commit");
 		}
 	}
 	if (rc == 0)
 		*taken += nt;
 out:
 	if (txn != NULL)
-		mdb_txn_abort(txn);
+		meta_txn_abort(txn);
 	free(pk);
 	free(pl);
 	free(tv);
@@ -635,11 +632,12 @@ void ridx_sync(struct srv *s, struct ridx *ri)
 
 			ridx_name(name, sizeof name, &ri->ri_id);
 			eng_sys_del(s->s_eng, name);
-			if (mdb_txn_begin(m->m_env, NULL, 0, &txn) == 0) {
+			if (meta_wtxn_begin(m, &txn, "index drop") == 0) {
 				if (ridx_ver_drop(m, txn, &ri->ri_id) == 0)
-					meta_txn_commit(m, txn);
+					(void)meta_wtxn_commit(m, txn,
+							       "index drop");
 				else
-					mdb_txn_abort(txn);
+					meta_txn_abort(txn);
 			}
 			pthread_mutex_lock(&s->s_rlock);
 			ri->ri_exists = false;

@@ -17,47 +17,58 @@
 
 /* ------------------------------------------------------- syncer */
 
+/* srv_sync_all()'s scan: the ids of the replica records. */
+struct sync_all_arg {
+	struct clovis_id *sa_ids;
+	size_t sa_nr;
+	size_t sa_cap;
+};
+
+static int sync_all_one(void *arg, const struct meta_rec *r)
+{
+	struct sync_all_arg *a = arg;
+	char hex[40];
+	struct clovis_id id;
+
+	if (r->mc_klen != 5 + 33)
+		return META_SCAN_STOP;
+	memcpy(hex, (const char *)r->mc_key + 5, 33);
+	hex[33] = '\0';
+	if (clovis_id_parse(hex, &id) != 0)
+		return META_SCAN_NEXT;
+	if (a->sa_nr == a->sa_cap) {
+		size_t nc = a->sa_cap ? a->sa_cap * 2 : 64;
+		void *np = realloc(a->sa_ids, nc * sizeof *a->sa_ids);
+
+		if (np == NULL)
+			return META_SCAN_STOP;
+		a->sa_ids = np;
+		a->sa_cap = nc;
+	}
+	a->sa_ids[a->sa_nr++] = id;
+	return META_SCAN_NEXT;
+}
+
 /* At start: verify every index this server holds a replica record of, so
  * that a returning replica catches up while its peers are there, not only
  * when it is next asked to serve (bounded by the records found). */
 static void srv_sync_all(struct srv *s)
 {
 	struct meta *m = eng_meta(s->s_eng);
-	struct clovis_id *ids = NULL;
-	size_t nr = 0, cap = 0;
+	struct sync_all_arg sa = {NULL, 0, 0};
+	struct clovis_id *ids;
+	size_t nr;
 	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k = {5, "ridx:"}, v;
-	int rc;
 
-	if (mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn) != 0)
+	if (meta_rtxn_begin(m, &txn, "replica records") != 0)
 		return;
-	if (mdb_cursor_open(txn, m->m_sys, &cur) == 0) {
-		for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-		     rc == 0 && k.mv_size == 5 + 33 &&
-		     memcmp(k.mv_data, "ridx:", 5) == 0;
-		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-			char hex[40];
-			struct clovis_id id;
-
-			memcpy(hex, (char *)k.mv_data + 5, 33);
-			hex[33] = '\0';
-			if (clovis_id_parse(hex, &id) != 0)
-				continue;
-			if (nr == cap) {
-				void *np = realloc(ids, (cap ? cap * 2 : 64) *
-							sizeof *ids);
-
-				if (np == NULL)
-					break;
-				ids = np;
-				cap = cap ? cap * 2 : 64;
-			}
-			ids[nr++] = id;
-		}
-		mdb_cursor_close(cur);
-	}
-	mdb_txn_abort(txn);
+	(void)meta_scan(txn, m, &(struct meta_scan){
+		.ms_table = META_T_SYS, .ms_prefix = "ridx:", .ms_plen = 5,
+		.ms_fn = sync_all_one, .ms_arg = &sa,
+		.ms_what = "replica records"});
+	meta_rtxn_put(m, txn);
+	ids = sa.sa_ids;
+	nr = sa.sa_nr;
 	for (size_t i = 0; i < nr && !s->s_qstop; i++) {
 		struct ridx *ri = ridx_get(s, &ids[i]);
 

@@ -46,6 +46,34 @@ void ridx_tomb_request(struct srv *s, struct ridx *ri, uint64_t dig)
 	pthread_mutex_unlock(&s->s_qlock);
 }
 
+/* tomb_collect()'s scan. */
+struct tomb_arg {
+	uint64_t ta_gone; /**< digest share of the dropped ones */
+	uint32_t ta_n;
+	bool ta_more;
+};
+
+/* A tombstone: dropped while fewer than SRV_TOMB_BATCH are. */
+static int tomb_one(void *arg, const struct meta_rec *r)
+{
+	struct tomb_arg *a = arg;
+	struct vent ve;
+
+	if (r->mc_vlen != sizeof ve)
+		return META_SCAN_NEXT;
+	memcpy(&ve, r->mc_val, sizeof ve);
+	if (!ridx_vent_tomb(&ve))
+		return META_SCAN_NEXT;
+	if (a->ta_n == SRV_TOMB_BATCH) {
+		a->ta_more = true;
+		return META_SCAN_STOP;
+	}
+	a->ta_gone ^= ridx_vent_hash((const uint8_t *)r->mc_key + VKEY_HEAD,
+				     r->mc_klen - VKEY_HEAD, &ve);
+	a->ta_n++;
+	return META_SCAN_DEL;
+}
+
 /* Drop up to SRV_TOMB_BATCH tombstones of ri, in key order, if the
  * index's digest is dig, in one transaction with the digest.  Returns the
  * number dropped (0 when the digest moved on) or an error. */
@@ -55,13 +83,10 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 	const struct clovis_id *id = &ri->ri_id;
 	uint8_t pre[VKEY_HEAD];
 	struct rver rv = {0, 0};
-	MDB_cursor *cur = NULL;
+	struct tomb_arg ta = {0, 0, false};
 	MDB_txn *txn;
-	MDB_val k, v;
 	char name[48];
-	uint64_t gone = 0;
-	uint32_t n = 0;
-	bool more = false;
+	size_t pl;
 	int rc;
 
 	pthread_mutex_lock(&s->s_rlock);
@@ -72,70 +97,49 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 	}
 	ri->ri_tombs = false; /* a DEL from now on sets it again */
 	pthread_mutex_unlock(&s->s_rlock);
-	rc = mdb_txn_begin(m->m_env, NULL, 0, &txn);
+	rc = meta_wtxn_begin(m, &txn, "index tombstones");
 	if (rc != 0)
-		return meta_err(rc, "index tombstones");
+		return rc;
 	ridx_rver_name(name, sizeof name, id);
 	rc = meta_sys_get(txn, m, name, &rv, sizeof rv);
 	if (rc != 0 || rv.rv_digest != dig) {
-		mdb_txn_abort(txn);
+		meta_txn_abort(txn);
 		pthread_mutex_lock(&s->s_rlock);
 		ri->ri_tombs = true;
 		pthread_mutex_unlock(&s->s_rlock);
 		return rc == -ENOENT ? 0 : rc;
 	}
-	ridx_vkey(m, pre, id, NULL, 0, &k);
-	rc = mdb_cursor_open(txn, m->m_sys, &cur);
-	for (rc = rc != 0 ? rc : mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	     rc == 0 && k.mv_size >= VKEY_HEAD &&
-	     memcmp(k.mv_data, pre, VKEY_HEAD) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct vent ve;
-
-		if (v.mv_size != sizeof ve)
-			continue;
-		memcpy(&ve, v.mv_data, sizeof ve);
-		if (!ridx_vent_tomb(&ve))
-			continue;
-		if (n == SRV_TOMB_BATCH) {
-			more = true;
-			break;
-		}
-		gone ^= ridx_vent_hash((const uint8_t *)k.mv_data + VKEY_HEAD,
-				       k.mv_size - VKEY_HEAD, &ve);
-		rc = mdb_cursor_del(cur, 0);
-		if (rc != 0)
-			break;
-		n++;
-	}
-	if (cur != NULL)
-		mdb_cursor_close(cur);
-	if (rc != 0 && rc != MDB_NOTFOUND) {
-		mdb_txn_abort(txn);
-		return meta_err(rc, "index tombstones");
-	}
-	if (n == 0) {
-		mdb_txn_abort(txn);
-		return 0;
-	}
-	rv.rv_digest ^= gone;
-	rc = meta_sys_put(txn, m, name, &rv, sizeof rv);
+	ridx_vkey(m, pre, id, NULL, 0, &pl);
+	rc = meta_scan(txn, m, &(struct meta_scan){
+		.ms_table = META_T_SYS, .ms_prefix = pre, .ms_plen = pl,
+		.ms_write = true, .ms_fn = tomb_one, .ms_arg = &ta,
+		.ms_what = "index tombstones"});
 	if (rc != 0) {
-		mdb_txn_abort(txn);
+		meta_txn_abort(txn);
 		return rc;
 	}
-	rc = meta_txn_commit(m, txn);
+	if (ta.ta_n == 0) {
+		meta_txn_abort(txn);
+		return 0;
+	}
+	rv.rv_digest ^= ta.ta_gone;
+	rc = meta_sys_put(txn, m, name, &rv, sizeof rv);
+	if (rc != 0) {
+		meta_txn_abort(txn);
+		return rc;
+	}
+	rc = meta_wtxn_commit(m, txn, "index tombstones commit");
 	if (rc != 0)
-		return meta_err(rc, "index tombstones commit");
-	if (more) {
+		return rc;
+	if (ta.ta_more) {
 		pthread_mutex_lock(&s->s_rlock);
 		ri->ri_tombs = true;
 		pthread_mutex_unlock(&s->s_rlock);
 	}
-	__atomic_add_fetch(&s->s_cnt.sc_tombs, n, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&s->s_cnt.sc_tombs, ta.ta_n, __ATOMIC_RELAXED);
 	LOG_INFO("server %s: index %s: %u tombstones collected",
-		 s->s_me->cs_name, eng_id_str(id), n);
-	return (int)n;
+		 s->s_me->cs_name, eng_id_str(id), ta.ta_n);
+	return (int)ta.ta_n;
 }
 
 /* Ask peer j to collect id's tombstones if its digest is dig. */

@@ -242,9 +242,10 @@ static void be64_out(uint8_t *p, uint64_t v)
 }
 
 /* The sys key of key's version entry, in buf (VKEY_HEAD + CLOVIS_KEY_MAX
- * bytes); false when it would be over LMDB's key size (not versioned). */
+ * bytes), its length in *len; false when it would be over LMDB's key size
+ * (not versioned). */
 bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct clovis_id *id,
-	       const void *key, size_t klen, MDB_val *out)
+	       const void *key, size_t klen, size_t *len)
 {
 	if (VKEY_HEAD + klen > m->m_maxkey)
 		return false;
@@ -253,7 +254,7 @@ bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct clovis_id *id,
 	be64_out(buf + 9, id->ci_lo);
 	if (klen > 0)
 		memcpy(buf + VKEY_HEAD, key, klen);
-	*out = (MDB_val){VKEY_HEAD + klen, buf};
+	*len = VKEY_HEAD + klen;
 	return true;
 }
 
@@ -292,17 +293,18 @@ int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
 		  const void *key, size_t klen, struct vent *out)
 {
 	uint8_t buf[VKEY_HEAD + CLOVIS_KEY_MAX];
-	MDB_val k, v;
+	struct meta_rec v;
+	size_t kl;
 	int rc;
 
-	if (!ridx_vkey(m, buf, id, key, klen, &k))
+	if (!ridx_vkey(m, buf, id, key, klen, &kl))
 		return -ENOENT;
-	rc = mdb_get(txn, m->m_sys, &k, &v);
-	if (rc == MDB_NOTFOUND || (rc == 0 && v.mv_size != sizeof *out))
+	rc = meta_get(txn, m, META_T_SYS, buf, kl, &v, "version entry");
+	if (rc == 0 && v.mc_vlen != sizeof *out)
 		return -ENOENT;
 	if (rc != 0)
-		return meta_err(rc, "version entry");
-	memcpy(out, v.mv_data, sizeof *out);
+		return rc;
+	memcpy(out, v.mc_val, sizeof *out);
 	return 0;
 }
 
@@ -313,26 +315,27 @@ int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
 		  bool newer_only, uint64_t *dig)
 {
 	uint8_t buf[VKEY_HEAD + CLOVIS_KEY_MAX];
-	MDB_val k, v;
+	struct meta_rec v;
 	struct vent old;
+	size_t kl;
 	int rc;
 
-	if (!ridx_vkey(m, buf, id, key, klen, &k))
+	if (!ridx_vkey(m, buf, id, key, klen, &kl))
 		return 0;
-	rc = mdb_get(txn, m->m_sys, &k, &v);
-	if (rc == 0 && v.mv_size == sizeof old) {
-		memcpy(&old, v.mv_data, sizeof old);
+	rc = meta_get(txn, m, META_T_SYS, buf, kl, &v, "version entry");
+	if (rc == 0 && v.mc_vlen == sizeof old) {
+		memcpy(&old, v.mc_val, sizeof old);
 		if (newer_only && ridx_vcmp(old.ve_term, old.ve_seq,
 					    nv->ve_term, nv->ve_seq) >= 0)
 			return 0;
 		*dig ^= ridx_vent_hash(key, klen, &old);
-	} else if (rc != 0 && rc != MDB_NOTFOUND) {
-		return meta_err(rc, "version entry");
+	} else if (rc != 0 && rc != -ENOENT) {
+		return rc;
 	}
-	v = (MDB_val){sizeof *nv, (void *)nv};
-	rc = mdb_put(txn, m->m_sys, &k, &v, 0);
+	rc = meta_put(txn, m, META_T_SYS, buf, kl, nv, sizeof *nv,
+		      "version entry put");
 	if (rc != 0)
-		return meta_err(rc, "version entry put");
+		return rc;
 	*dig ^= ridx_vent_hash(key, klen, nv);
 	return 1;
 }
@@ -367,34 +370,28 @@ struct rver ridx_rver_load(struct srv *s, const struct clovis_id *id)
 	return rv;
 }
 
+static int ver_drop_one(void *arg, const struct meta_rec *r)
+{
+	return META_SCAN_DEL;
+}
+
 /* In txn: drop every version entry of id and its rver record. */
 int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct clovis_id *id)
 {
 	uint8_t pre[VKEY_HEAD];
-	MDB_cursor *cur;
-	MDB_val k, v;
 	char name[48];
+	size_t pl;
 	int rc;
 
-	ridx_vkey(m, pre, id, NULL, 0, &k);
-	rc = mdb_cursor_open(txn, m->m_sys, &cur);
+	ridx_vkey(m, pre, id, NULL, 0, &pl);
+	rc = meta_scan(txn, m, &(struct meta_scan){
+		.ms_table = META_T_SYS, .ms_prefix = pre, .ms_plen = pl,
+		.ms_write = true, .ms_fn = ver_drop_one,
+		.ms_what = "version entries delete"});
 	if (rc != 0)
-		return meta_err(rc, "version cursor");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	     rc == 0 && k.mv_size >= VKEY_HEAD &&
-	     memcmp(k.mv_data, pre, VKEY_HEAD) == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		rc = mdb_cursor_del(cur, 0);
-		if (rc != 0)
-			break;
-	}
-	mdb_cursor_close(cur);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return meta_err(rc, "version entries delete");
+		return rc;
 	ridx_rver_name(name, sizeof name, id);
-	k = (MDB_val){strlen(name), name};
-	rc = mdb_del(txn, m->m_sys, &k, NULL);
-	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, "rver delete");
+	return meta_del(txn, m, META_T_SYS, name, strlen(name), "rver delete");
 }
 
 /* In txn: the version entries {term, seq} of a PUT or DEL m this replica
@@ -440,17 +437,17 @@ int ridx_claim(struct srv *s, struct ridx *ri)
 	t = t0 - t0 % n + s->s_self;
 	if (t <= t0)
 		t += n;
-	rc = mdb_txn_begin(m->m_env, NULL, 0, &txn);
+	rc = meta_wtxn_begin(m, &txn, "index term");
 	if (rc != 0)
-		return meta_err(rc, "index term");
+		return rc;
 	rc = ridx_rver_update(m, txn, &ri->ri_id, t, 0);
 	if (rc != 0) {
-		mdb_txn_abort(txn);
+		meta_txn_abort(txn);
 		return rc;
 	}
-	rc = meta_txn_commit(m, txn);
+	rc = meta_wtxn_commit(m, txn, "index term commit");
 	if (rc != 0)
-		return meta_err(rc, "index term commit");
+		return rc;
 	pthread_mutex_lock(&s->s_rlock);
 	if (t > ri->ri_term)
 		ri->ri_term = t;
@@ -707,23 +704,21 @@ struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 int ridx_rec_write(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 		   const struct ridx_rec *rec, bool del)
 {
+	struct meta *m = eng_meta(e);
 	char name[48];
-	MDB_val k;
 	int rc;
 
 	ridx_name(name, sizeof name, id);
 	if (!del)
-		return meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
-	k = (MDB_val){strlen(name), name};
-	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return meta_err(rc, "ridx delete");
+		return meta_sys_put(txn, m, name, rec, sizeof *rec);
+	rc = meta_del(txn, m, META_T_SYS, name, strlen(name), "ridx delete");
+	if (rc != 0)
+		return rc;
 	rbeh_name(name, sizeof name, id);
-	k = (MDB_val){strlen(name), name};
-	rc = mdb_del(txn, eng_meta(e)->m_sys, &k, NULL);
-	if (rc != 0 && rc != MDB_NOTFOUND)
-		return meta_err(rc, "rbeh delete");
-	return ridx_ver_drop(eng_meta(e), txn, id);
+	rc = meta_del(txn, m, META_T_SYS, name, strlen(name), "rbeh delete");
+	if (rc != 0)
+		return rc;
+	return ridx_ver_drop(m, txn, id);
 }
 
 /* Commit item: store (or delete) the replica record of so. */
@@ -817,7 +812,7 @@ static void ridx_dedup(struct srv *s, struct srv_op *so)
 	for (i = 0; i < m->mr_nr && r->er_rcs[i] != want; i++)
 		;
 	if (i == m->mr_nr ||
-	    mdb_txn_begin(mt->m_env, NULL, MDB_RDONLY, &txn) != 0)
+	    meta_rtxn_begin(mt, &txn, "index dedup") != 0)
 		return;
 	for (; i < m->mr_nr; i++) {
 		struct vent ve;
@@ -831,7 +826,7 @@ static void ridx_dedup(struct srv *s, struct srv_op *so)
 			hit++;
 		}
 	}
-	mdb_txn_abort(txn);
+	meta_rtxn_put(mt, txn);
 	if (hit > 0)
 		LOG_INFO("server %s: index %s: %u record(s) of a %s already "
 			 "done by the same op (tag %" PRIx64 ", its first "

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "core/meta_txn.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
 #include "core/server/srv_limits.h"
