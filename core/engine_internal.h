@@ -125,8 +125,8 @@ struct eng {
 	struct eng_pool *e_pools;
 	/* unit layouts */
 	pthread_mutex_t e_codec_lock;
-	struct ec_codec *e_codecs[CLOVIS_LAYOUT_UNITS_MAX + 1]
-				 [CLOVIS_LAYOUT_UNITS_MAX + 1];
+	struct ec_codec *e_codecs[ST_LAYOUT_UNITS_MAX + 1]
+				 [ST_LAYOUT_UNITS_MAX + 1];
 	pthread_mutex_t e_glock;
 	pthread_cond_t e_gcond;
 	uint8_t e_gbusy[LIM_GLOCK_SLOTS];

@@ -175,11 +175,11 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 static void srv_idx_versions(struct srv *s, struct srv_op *so)
 {
 	struct msg_req *m = &so->so_m;
-	const struct clovis_id *id = &m->mr_req.er_id;
+	const struct st_id *id = &m->mr_req.er_id;
 	struct meta *mt = eng_meta(s->s_eng);
 	uint32_t cap = m->mr_nr < SRV_SYNC_PAGE ? m->mr_nr : SRV_SYNC_PAGE;
-	uint8_t pre[VKEY_HEAD], sk[VKEY_HEAD + CLOVIS_KEY_MAX];
-	uint8_t ib[16 + CLOVIS_KEY_MAX];
+	uint8_t pre[VKEY_HEAD], sk[VKEY_HEAD + ST_KEY_MAX];
+	uint8_t ib[16 + ST_KEY_MAX];
 	Reply rp = REPLY__INIT;
 	uint32_t *kl = calloc(cap ? cap : 1, sizeof *kl);
 	uint32_t *vl = calloc(cap ? cap : 1, sizeof *vl);
@@ -187,7 +187,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 	uint64_t *vt = calloc(cap ? cap : 1, sizeof *vt);
 	uint64_t *vs = calloc(cap ? cap : 1, sizeof *vs);
 	uint64_t *vg = calloc(cap ? cap : 1, sizeof *vg);
-	uint8_t *kb = malloc((size_t)(cap ? cap : 1) * CLOVIS_KEY_MAX);
+	uint8_t *kb = malloc((size_t)(cap ? cap : 1) * ST_KEY_MAX);
 	uint8_t *vb = NULL, *out = NULL;
 	size_t kbytes = 0, vbytes = 0, vcap = 0;
 	uint32_t nr = 0;
@@ -226,7 +226,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		struct vent ve;
 		MDB_val ik, iv = {0, NULL};
 
-		if (v.mv_size != sizeof ve || klen > CLOVIS_KEY_MAX)
+		if (v.mv_size != sizeof ve || klen > ST_KEY_MAX)
 			continue;
 		memcpy(&ve, v.mv_data, sizeof ve);
 		if (!ridx_vent_tomb(&ve)) {
@@ -566,7 +566,7 @@ void srv_idx_read_reply(struct srv_op *so)
 
 /* ------------------------------------------------------- dtx members */
 
-struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id)
+struct ridx *srv_ridx_find(struct srv *s, const struct st_id *id)
 {
 	return ridx_get(s, id);
 }
@@ -632,7 +632,7 @@ int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
  * transaction: the replica record a plain CREATE or DELETE stores by its
  * second commit item (ridx_apply), here in the same commit. */
 int srv_ridx_ent_store(struct eng *e, MDB_txn *txn,
-		       const struct clovis_id *id, uint32_t kind, uint64_t inc)
+		       const struct st_id *id, uint32_t kind, uint64_t inc)
 {
 	struct ridx_rec rec = {inc, 0};
 
@@ -663,7 +663,7 @@ uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
 }
 
 /* Is this server one of the R replicas of index id? */
-bool srv_ridx_mine(struct srv *s, const struct clovis_id *id)
+bool srv_ridx_mine(struct srv *s, const struct st_id *id)
 {
 	const struct clu_conf *c = s->s_conf;
 	uint32_t n = c->cc_nr_servers;

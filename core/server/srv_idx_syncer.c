@@ -23,7 +23,7 @@
 static void srv_sync_all(struct srv *s)
 {
 	struct meta *m = eng_meta(s->s_eng);
-	struct clovis_id *ids = NULL;
+	struct st_id *ids = NULL;
 	size_t nr = 0, cap = 0;
 	MDB_txn *txn;
 	MDB_cursor *cur;
@@ -38,11 +38,11 @@ static void srv_sync_all(struct srv *s)
 		     memcmp(k.mv_data, "ridx:", 5) == 0;
 		     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 			char hex[40];
-			struct clovis_id id;
+			struct st_id id;
 
 			memcpy(hex, (char *)k.mv_data + 5, 33);
 			hex[33] = '\0';
-			if (clovis_id_parse(hex, &id) != 0)
+			if (st_id_parse(hex, &id) != 0)
 				continue;
 			if (nr == cap) {
 				void *np = realloc(ids, (cap ? cap * 2 : 64) *
