@@ -530,7 +530,8 @@ int clovis_entity_op(struct clovis_entity *e, enum clovis_entity_opcode opcode,
 		if (a->oa_size_bytes >> a->oa_block_shift >= CLOVIS_BLOCK_NR_MAX)
 			return err_set(-EINVAL, "object %s: oa_size_bytes %"
 				       PRIu64 " beyond 2^48 blocks",
-				       eng_id_str(st_of(&e->en_id)), a->oa_size_bytes);
+				       eng_id_str(st_of(&e->en_id)),
+				       a->oa_size_bytes);
 	}
 	rc = op_alloc(e, ent_ops[opcode].kind, ent_ops[opcode].stat, op);
 	if (rc == 0)
@@ -694,8 +695,8 @@ static int records_check(const struct clovis_id *cid,
 			break;
 		if (keys->bv_buf[k] == NULL && keys->bv_len[k] != 0 && !start)
 			return err_set(-EINVAL, "index %s: record %u: NULL key "
-				       "of %zu bytes", eng_id_str(st_of(cid)), k,
-				       keys->bv_len[k]);
+				       "of %zu bytes", eng_id_str(st_of(cid)),
+				       k, keys->bv_len[k]);
 		if (keys->bv_buf[k] != NULL && keys->bv_len[k] > CLOVIS_KEY_MAX)
 			return err_set(-E2BIG, "index %s: record %u: key of %zu "
 				       "bytes > %u", eng_id_str(st_of(cid)), k,
@@ -704,8 +705,8 @@ static int records_check(const struct clovis_id *cid,
 			continue;
 		if (vals->bv_buf[k] == NULL && vals->bv_len[k] != 0)
 			return err_set(-EINVAL, "index %s: record %u: NULL value "
-				       "of %zu bytes", eng_id_str(st_of(cid)), k,
-				       vals->bv_len[k]);
+				       "of %zu bytes", eng_id_str(st_of(cid)),
+				       k, vals->bv_len[k]);
 		if (vals->bv_len[k] > CLOVIS_VAL_MAX)
 			return err_set(-E2BIG, "index %s: record %u: value of %zu"
 				       " bytes > %u", eng_id_str(st_of(cid)), k,
@@ -742,7 +743,8 @@ static int idx_op_check(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 			       eng_id_str(st_of(cid)));
 	if (keys->bv_nr > CLOVIS_VEC_MAX)
 		return err_set(-E2BIG, "index %s: %u records > %u",
-			       eng_id_str(st_of(cid)), keys->bv_nr, CLOVIS_VEC_MAX);
+			       eng_id_str(st_of(cid)), keys->bv_nr,
+			       CLOVIS_VEC_MAX);
 	if (opcode == CLOVIS_IC_DEL && vals != NULL)
 		return err_set(-EINVAL, "index %s: DEL takes no values",
 			       eng_id_str(st_of(cid)));
@@ -857,7 +859,8 @@ int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
 	if (rc != 0)
 		return meta_err(rc, "begin list");
 	if (r != NULL) {
-		rc = meta_ent_get(txn, eng_meta(cl->cl_eng), st_of(&r->re_id), &me);
+		rc = meta_ent_get(txn, eng_meta(cl->cl_eng), st_of(&r->re_id),
+				  &me);
 		if (rc == 0 && me.me_type != CLOVIS_ET_CONTAINER)
 			rc = -ENOENT;
 		if (rc == -ENOENT)
@@ -982,7 +985,8 @@ int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer)
 	int rc = obj_handle_check(o, "layer_drop");
 
 	return rc != 0 ? rc : comp_layer_drop(o->ob_entity.en_cl->cl_eng,
-					      st_of(&o->ob_entity.en_id), layer);
+					      st_of(&o->ob_entity.en_id),
+					      layer);
 }
 
 int clovis_obj_layer_list(struct clovis_obj *o, struct clovis_layer_info *out,
@@ -1025,7 +1029,8 @@ int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk, uint32_t *layer)
 	if (rc == 0 && layer == NULL)
 		rc = err_set(-EINVAL, "layer_of: NULL argument");
 	return rc != 0 ? rc : comp_where(o->ob_entity.en_cl->cl_eng,
-					 st_of(&o->ob_entity.en_id), blk, layer);
+					 st_of(&o->ob_entity.en_id), blk,
+					 layer);
 }
 
 int clovis_unit_counters_get(struct clovis *cl,

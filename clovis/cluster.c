@@ -1247,7 +1247,7 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 	struct clu_client *c = clu_of(cl);
 	uint32_t want = *nr < MSG_LIST_MAX ? *nr : MSG_LIST_MAX, n = 0, ok = 0;
 	struct st_id *all = calloc((size_t)want * c->cc_conf.cc_nr_servers + 1,
-				       sizeof *all);
+				   sizeof *all);
 	char why[LIM_ERRMSG_LEN] = "";
 	int rc = 0, down = -EHOSTDOWN;
 
@@ -1259,7 +1259,8 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 		Reply *rp = NULL;
 		int rr;
 
-		msg_id_out(&cont, r != NULL ? st_of(&r->re_id) : &(struct st_id){0, 0});
+		msg_id_out(&cont, r != NULL ? st_of(&r->re_id) :
+				  &(struct st_id){0, 0});
 		q.container = &cont;
 		q.type = type;
 		q.nr = want;
