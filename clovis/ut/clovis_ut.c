@@ -1559,14 +1559,12 @@ static void test_faults(void)
 
 int comp_ut_add(void);
 int metanv_ut_add(void);
-int store_ut_add(void);
 
 int clovis_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("clovis", suite_init, suite_fini);
 
-	if (comp_ut_add() != 0 || metanv_ut_add() != 0 ||
-	    store_ut_add() != 0 || s == NULL ||
+	if (comp_ut_add() != 0 || metanv_ut_add() != 0 || s == NULL ||
 	    !CU_add_test(s, "block_sizes_tiers", test_block_sizes_tiers) ||
 	    !CU_add_test(s, "overwrite_model", test_overwrite_model) ||
 	    !CU_add_test(s, "vectors", test_vectors) ||

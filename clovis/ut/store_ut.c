@@ -1,8 +1,11 @@
 /*
- * store_ut.c — suite "store" of module "clovis": stores moved and copied
- * whole (issue 26 point 9), driven through the Clovis API.  Moved here
- * from core/ut/core_ut.c (issue 27 point 1: core's tests do not include
- * clovis.h); assertions unchanged.
+ * store_ut.c — suite and module "store" (ut_main -s store, part local of
+ * tests/ut_part.sh): stores moved and copied whole (issue 26 point 9),
+ * driven through the Clovis API on embedded stores of its own.  Moved
+ * here from core/ut/core_ut.c (issue 27 point 1: core's tests do not
+ * include clovis.h); assertions unchanged.  A module of its own, not part
+ * of "clovis", so that the runs of the clovis suites against a cluster
+ * (STRATA_UT_CLUSTER) do not take it, as they did not when it was core's.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
