@@ -45,9 +45,68 @@ SAME(CLOVIS_LAYOUT_COMPOSITE, ST_LAYOUT_COMPOSITE);
 SAME(CLOVIS_LAYOUT_UNITS_MAX, ST_LAYOUT_UNITS_MAX);
 SAME(CLOVIS_UNIT_SHIFT_MIN, ST_UNIT_SHIFT_MIN);
 SAME(CLOVIS_UNIT_SHIFT_MAX, ST_UNIT_SHIFT_MAX);
+SAME(CLOVIS_ET_CONTAINER, ST_ET_CONTAINER);
+SAME(CLOVIS_ET_OBJ, ST_ET_OBJ);
+SAME(CLOVIS_ET_IDX, ST_ET_IDX);
+SAME(CLOVIS_IF_OVERWRITE, ST_IF_OVERWRITE);
+SAME(CLOVIS_IF_EXCLUDE_START_KEY, ST_IF_EXCLUDE_START_KEY);
+SAME(CLOVIS_IF_CALLER_BUFS, ST_IF_CALLER_BUFS);
+SAME(CLOVIS_CONF_CREATE, ST_CONF_CREATE);
+SAME(CLOVIS_CONF_DEVICE_MODEL, ST_CONF_DEVICE_MODEL);
+SAME(CLOVIS_CONF_META_NVRAM, ST_CONF_META_NVRAM);
+SAME(CLOVIS_DEV_ONLINE, ED_ONLINE);
+SAME(CLOVIS_DEV_FAILED, ED_FAILED);
+SAME(CLOVIS_DEV_REPAIRED, ED_REPAIRED);
+SAME(CLOVIS_BLOCK_SHIFT_MIN, ST_BLOCK_SHIFT_MIN);
+SAME(CLOVIS_BLOCK_SHIFT_MAX, ST_BLOCK_SHIFT_MAX);
+SAME(CLOVIS_KEY_MAX, ST_KEY_MAX);
+SAME(CLOVIS_VAL_MAX, ST_VAL_MAX);
+SAME(CLOVIS_VEC_MAX, ST_VEC_MAX);
+SAME(CLOVIS_OP_BYTES_MAX, ST_OP_BYTES_MAX);
+SAME(CLOVIS_BLOCK_NR_MAX, ST_BLOCK_NR_MAX);
+SAME(CLOVIS_DTX_OPS_MAX, ST_DTX_OPS_MAX);
+SAME(CLOVIS_ID_USER_MIN, ST_ID_USER_MIN);
+SAME(CLOVIS_ID_STR_LEN, ST_ID_STR_LEN);
+/* The structs: clovis/ hands pointers across (st_of(), clovis_of(),
+ * clovis_internal.h), so every field is at the same place. */
+#define FIELD(cs, ss, cf, sf)                                              \
+	SAME(offsetof(struct cs, cf), offsetof(struct ss, sf));            \
+	SAME(sizeof(((struct cs *)0)->cf), sizeof(((struct ss *)0)->sf))
 SAME(sizeof(struct clovis_id), sizeof(struct st_id));
-SAME(offsetof(struct clovis_id, ci_hi), offsetof(struct st_id, si_hi));
-SAME(offsetof(struct clovis_id, ci_lo), offsetof(struct st_id, si_lo));
+FIELD(clovis_id, st_id, ci_hi, si_hi);
+FIELD(clovis_id, st_id, ci_lo, si_lo);
+SAME(sizeof(struct clovis_extvec), sizeof(struct st_extvec));
+FIELD(clovis_extvec, st_extvec, ev_nr, ev_nr);
+FIELD(clovis_extvec, st_extvec, ev_start_blk, ev_start_blk);
+FIELD(clovis_extvec, st_extvec, ev_nr_blks, ev_nr_blks);
+SAME(sizeof(struct clovis_bufvec), sizeof(struct st_bufvec));
+FIELD(clovis_bufvec, st_bufvec, bv_nr, bv_nr);
+FIELD(clovis_bufvec, st_bufvec, bv_buf, bv_buf);
+FIELD(clovis_bufvec, st_bufvec, bv_len, bv_len);
+SAME(sizeof(struct clovis_dtx_id), sizeof(struct st_dtx_id));
+FIELD(clovis_dtx_id, st_dtx_id, di_hlc, di_hlc);
+FIELD(clovis_dtx_id, st_dtx_id, di_node, di_node);
+FIELD(clovis_dtx_id, st_dtx_id, di_pad, di_pad);
+#define OA(f) FIELD(clovis_obj_attr, st_obj_attr, f, f)
+SAME(sizeof(struct clovis_obj_attr), sizeof(struct st_obj_attr));
+OA(oa_block_shift); OA(oa_layout); OA(oa_tier); OA(oa_dev); OA(oa_pool);
+OA(oa_data_units); OA(oa_parity_units); OA(oa_spare_units);
+OA(oa_unit_shift); OA(oa_pad); OA(oa_size_blocks); OA(oa_size_bytes);
+OA(oa_ctime_ns); OA(oa_mtime_ns);
+#undef OA
+#define DI(f) FIELD(clovis_dev_info, st_dev_info, f, f)
+SAME(sizeof(struct clovis_dev_info), sizeof(struct st_dev_info));
+DI(di_index); DI(di_tier); DI(di_path); DI(di_driver); DI(di_size_bytes);
+DI(di_free_bytes); DI(di_direct_io); DI(di_state); DI(di_errors);
+DI(di_rebalance); DI(di_model); DI(di_zone_size); DI(di_zones);
+DI(di_zones_empty); DI(di_reads); DI(di_writes);
+#undef DI
+SAME(sizeof(struct clovis_layer_info), sizeof(struct st_layer_info));
+FIELD(clovis_layer_info, st_layer_info, li_layer, li_layer);
+FIELD(clovis_layer_info, st_layer_info, li_priority, li_priority);
+FIELD(clovis_layer_info, st_layer_info, li_attr, li_attr);
+FIELD(clovis_layer_info, st_layer_info, li_blocks, li_blocks);
+#undef FIELD
 #undef SAME
 
 /* ------------------------------------------------------------ errors */
@@ -66,71 +125,17 @@ const char *clovis_errmsg(void)
 
 int clovis_id_cmp(const struct clovis_id *a, const struct clovis_id *b)
 {
-	if (a->ci_hi != b->ci_hi)
-		return a->ci_hi < b->ci_hi ? -1 : 1;
-	if (a->ci_lo != b->ci_lo)
-		return a->ci_lo < b->ci_lo ? -1 : 1;
-	return 0;
+	return st_id_cmp(st_of(a), st_of(b));
 }
 
 char *clovis_id_format(const struct clovis_id *id, char *buf)
 {
-	snprintf(buf, CLOVIS_ID_STR_LEN, "%" PRIx64 ":%" PRIx64, id->ci_hi,
-		 id->ci_lo);
-	return buf;
-}
-
-/* FNV-1a, 64 bits, with a seed: two of them give a name's 128-bit id. */
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-	for (; *s != '\0'; s++) {
-		h ^= (uint8_t)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/* Parse one hexadecimal half of an id. */
-static int id_half(const char *s, size_t len, uint64_t *out)
-{
-	char buf[24];
-	char *end;
-
-	if (len >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		s += 2;
-		len -= 2;
-	}
-	if (len == 0 || len > 16)
-		return -EINVAL;
-	memcpy(buf, s, len);
-	buf[len] = '\0';
-	for (size_t i = 0; i < len; i++)
-		if (!((buf[i] >= '0' && buf[i] <= '9') ||
-		      ((buf[i] | 32) >= 'a' && (buf[i] | 32) <= 'f')))
-			return -EINVAL;
-	*out = strtoull(buf, &end, 16);
-	return 0;
+	return st_id_format(st_of(id), buf);
 }
 
 int clovis_id_parse(const char *s, struct clovis_id *out)
 {
-	const char *colon;
-
-	if (s == NULL || out == NULL)
-		return err_set(-EINVAL, "id: NULL argument");
-	if (s[0] == '@') {
-		if (s[1] == '\0')
-			return err_set(-EINVAL, "id \"%s\": empty name", s);
-		out->ci_hi = fnv1a(s + 1, 0xcbf29ce484222325ull) | 1ull << 63;
-		out->ci_lo = fnv1a(s + 1, 0x84222325cbf29ce4ull);
-		return 0;
-	}
-	colon = strchr(s, ':');
-	if (colon == NULL || id_half(s, (size_t)(colon - s), &out->ci_hi) != 0 ||
-	    id_half(colon + 1, strlen(colon + 1), &out->ci_lo) != 0)
-		return err_set(-EINVAL, "id \"%s\": expected HI:LO in hex or "
-			       "@name", s);
-	return 0;
+	return st_id_parse(s, st_of(out));
 }
 
 static bool id_reserved(const struct clovis_id *id)
@@ -377,7 +382,7 @@ int clovis_container_init(struct clovis_container *c, struct clovis *cl,
 		return err_set(-EINVAL, "container_init: NULL argument");
 	if (id_reserved(id) && clovis_id_cmp(id, &dflt) != 0)
 		return err_set(-EINVAL, "container %s: reserved id",
-			       eng_id_str(id));
+			       eng_id_str(st_of(id)));
 	entity_init(&c->co_entity, cl, NULL, CLOVIS_ET_CONTAINER, id);
 	c->co_realm = (struct clovis_realm){cl, *id};
 	return 0;
@@ -390,7 +395,7 @@ static int realm_check(const struct clovis_realm *r, const struct clovis_id *id,
 		return err_set(-EINVAL, "%s_init: NULL argument", what);
 	if (id_reserved(id))
 		return err_set(-EINVAL, "%s %s: reserved id (hi 0 and lo < %u)",
-			       what, eng_id_str(id), CLOVIS_ID_USER_MIN);
+			       what, eng_id_str(st_of(id)), CLOVIS_ID_USER_MIN);
 	return 0;
 }
 
@@ -403,29 +408,29 @@ static int obj_attr_check(const struct clovis_id *id,
 	if (a->oa_block_shift < CLOVIS_BLOCK_SHIFT_MIN ||
 	    a->oa_block_shift > CLOVIS_BLOCK_SHIFT_MAX)
 		return err_set(-EINVAL, "object %s: block shift %u outside "
-			       "%u..%u (512 B..64 MiB)", eng_id_str(id),
+			       "%u..%u (512 B..64 MiB)", eng_id_str(st_of(id)),
 			       a->oa_block_shift, CLOVIS_BLOCK_SHIFT_MIN,
 			       CLOVIS_BLOCK_SHIFT_MAX);
 	if (a->oa_layout > CLOVIS_LAYOUT_COMPOSITE)
 		return err_set(-EINVAL, "object %s: layout %u unknown",
-			       eng_id_str(id), a->oa_layout);
+			       eng_id_str(st_of(id)), a->oa_layout);
 	if (a->oa_data_units > CLOVIS_LAYOUT_UNITS_MAX ||
 	    a->oa_parity_units > CLOVIS_LAYOUT_UNITS_MAX ||
 	    a->oa_spare_units > CLOVIS_LAYOUT_UNITS_MAX)
 		return err_set(-EINVAL, "object %s: units per group %u+%u+%u, "
-			       "each at most %u", eng_id_str(id),
+			       "each at most %u", eng_id_str(st_of(id)),
 			       a->oa_data_units, a->oa_parity_units,
 			       a->oa_spare_units, CLOVIS_LAYOUT_UNITS_MAX);
 	if (a->oa_unit_shift != 0 &&
 	    (a->oa_unit_shift < CLOVIS_UNIT_SHIFT_MIN ||
 	     a->oa_unit_shift > CLOVIS_UNIT_SHIFT_MAX))
 		return err_set(-EINVAL, "object %s: unit shift %u outside "
-			       "%u..%u (4 KiB..16 MiB)", eng_id_str(id),
+			       "%u..%u (4 KiB..16 MiB)", eng_id_str(st_of(id)),
 			       a->oa_unit_shift, CLOVIS_UNIT_SHIFT_MIN,
 			       CLOVIS_UNIT_SHIFT_MAX);
 	if (a->oa_tier >= CLOVIS_TIER_NR)
 		return err_set(-EINVAL, "object %s: tier %u unknown",
-			       eng_id_str(id), a->oa_tier);
+			       eng_id_str(st_of(id)), a->oa_tier);
 	return 0;
 }
 
@@ -490,7 +495,7 @@ static void req_from_handle(struct eng_req *r, const struct clovis_entity *e)
 			((const struct clovis_idx *)e)->in_attr.ia_ctime_ns;
 	}
 	if (e->en_realm != NULL)
-		r->er_container = e->en_realm->re_id;
+		r->er_container = *st_of(&e->en_realm->re_id);
 }
 
 static const struct {
@@ -514,14 +519,14 @@ int clovis_entity_op(struct clovis_entity *e, enum clovis_entity_opcode opcode,
 			       "op is NULL" : "not an initialised handle");
 	if (opcode < CLOVIS_EO_CREATE || opcode > CLOVIS_EO_SETATTR)
 		return err_set(-EINVAL, "entity %s: opcode %d unknown",
-			       eng_id_str(&e->en_id), (int)opcode);
+			       eng_id_str(st_of(&e->en_id)), (int)opcode);
 	if (opcode == CLOVIS_EO_SETATTR && e->en_type != CLOVIS_ET_OBJ)
 		return err_set(-EINVAL, "entity %s: SETATTR applies to objects "
-			       "only", eng_id_str(&e->en_id));
+			       "only", eng_id_str(st_of(&e->en_id)));
 	if ((opcode == CLOVIS_EO_SETATTR || opcode == CLOVIS_EO_GETATTR) &&
 	    e->en_state != CLOVIS_ES_OPEN)
 		return err_set(-EINVAL, "entity %s: handle not open (CREATE or "
-			       "OPEN it first)", eng_id_str(&e->en_id));
+			       "OPEN it first)", eng_id_str(st_of(&e->en_id)));
 	if (opcode == CLOVIS_EO_SETATTR) {
 		const struct clovis_obj_attr *a =
 			&((const struct clovis_obj *)e)->ob_attr;
@@ -529,7 +534,8 @@ int clovis_entity_op(struct clovis_entity *e, enum clovis_entity_opcode opcode,
 		if (a->oa_size_bytes >> a->oa_block_shift >= CLOVIS_BLOCK_NR_MAX)
 			return err_set(-EINVAL, "object %s: oa_size_bytes %"
 				       PRIu64 " beyond 2^48 blocks",
-				       eng_id_str(&e->en_id), a->oa_size_bytes);
+				       eng_id_str(st_of(&e->en_id)),
+				       a->oa_size_bytes);
 	}
 	rc = op_alloc(e, ent_ops[opcode].kind, ent_ops[opcode].stat, op);
 	if (rc == 0)
@@ -555,7 +561,7 @@ static int ext_ref_cmp(const void *a, const void *b)
 static int extvec_check(const struct clovis_obj *o,
 			const struct clovis_extvec *ext, uint64_t *blocks)
 {
-	const char *id = eng_id_str(&o->ob_entity.en_id);
+	const char *id = eng_id_str(st_of(&o->ob_entity.en_id));
 	struct ext_ref *v;
 	int rc = 0;
 
@@ -591,7 +597,7 @@ static int extvec_check(const struct clovis_obj *o,
 static int bufvec_check(const struct clovis_obj *o,
 			const struct clovis_bufvec *data, uint64_t blocks)
 {
-	const char *id = eng_id_str(&o->ob_entity.en_id);
+	const char *id = eng_id_str(st_of(&o->ob_entity.en_id));
 	uint32_t shift = o->ob_attr.oa_block_shift;
 	uint64_t total = 0;
 
@@ -631,7 +637,7 @@ static int obj_op_check(struct clovis_obj *o, enum clovis_obj_opcode opcode,
 	if (o == NULL || !entity_valid(&o->ob_entity) ||
 	    o->ob_entity.en_type != CLOVIS_ET_OBJ)
 		return err_set(-EINVAL, "obj_op: not an object handle");
-	id = eng_id_str(&o->ob_entity.en_id);
+	id = eng_id_str(st_of(&o->ob_entity.en_id));
 	if (o->ob_entity.en_state != CLOVIS_ES_OPEN)
 		return err_set(-EINVAL, "object %s: handle not open (CREATE or "
 			       "OPEN it first)", id);
@@ -671,8 +677,8 @@ int clovis_obj_op(struct clovis_obj *o, enum clovis_obj_opcode opcode,
 	if (rc != 0)
 		return rc;
 	req_from_handle(&(*op)->op_req, &o->ob_entity);
-	(*op)->op_req.er_ext = ext;
-	(*op)->op_req.er_data = data;
+	(*op)->op_req.er_ext = st_of(ext);
+	(*op)->op_req.er_data = st_of(data);
 	(*op)->op_here = (flags & CLOVIS_OF_HERE) != 0;
 	return 0;
 }
@@ -693,21 +699,21 @@ static int records_check(const struct clovis_id *cid,
 			break;
 		if (keys->bv_buf[k] == NULL && keys->bv_len[k] != 0 && !start)
 			return err_set(-EINVAL, "index %s: record %u: NULL key "
-				       "of %zu bytes", eng_id_str(cid), k,
-				       keys->bv_len[k]);
+				       "of %zu bytes", eng_id_str(st_of(cid)),
+				       k, keys->bv_len[k]);
 		if (keys->bv_buf[k] != NULL && keys->bv_len[k] > CLOVIS_KEY_MAX)
 			return err_set(-E2BIG, "index %s: record %u: key of %zu "
-				       "bytes > %u", eng_id_str(cid), k,
+				       "bytes > %u", eng_id_str(st_of(cid)), k,
 				       keys->bv_len[k], CLOVIS_KEY_MAX);
 		if (opcode != CLOVIS_IC_PUT)
 			continue;
 		if (vals->bv_buf[k] == NULL && vals->bv_len[k] != 0)
 			return err_set(-EINVAL, "index %s: record %u: NULL value "
-				       "of %zu bytes", eng_id_str(cid), k,
-				       vals->bv_len[k]);
+				       "of %zu bytes", eng_id_str(st_of(cid)),
+				       k, vals->bv_len[k]);
 		if (vals->bv_len[k] > CLOVIS_VAL_MAX)
 			return err_set(-E2BIG, "index %s: record %u: value of %zu"
-				       " bytes > %u", eng_id_str(cid), k,
+				       " bytes > %u", eng_id_str(st_of(cid)), k,
 				       vals->bv_len[k], CLOVIS_VAL_MAX);
 	}
 	return 0;
@@ -728,35 +734,36 @@ static int idx_op_check(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 	cid = &i->in_entity.en_id;
 	if (i->in_entity.en_state != CLOVIS_ES_OPEN)
 		return err_set(-EINVAL, "index %s: handle not open",
-			       eng_id_str(cid));
+			       eng_id_str(st_of(cid)));
 	if (opcode < CLOVIS_IC_GET || opcode > CLOVIS_IC_NEXT)
 		return err_set(-EINVAL, "index %s: opcode %d unknown",
-			       eng_id_str(cid), (int)opcode);
+			       eng_id_str(st_of(cid)), (int)opcode);
 	if (flags & ~allowed)
 		return err_set(-EINVAL, "index %s: flags 0x%x not allowed for "
-			       "this opcode", eng_id_str(cid), flags);
+			       "this opcode", eng_id_str(st_of(cid)), flags);
 	if (keys == NULL || keys->bv_nr == 0 || keys->bv_buf == NULL ||
 	    keys->bv_len == NULL || rcs == NULL)
 		return err_set(-EINVAL, "index %s: keys or rcs missing",
-			       eng_id_str(cid));
+			       eng_id_str(st_of(cid)));
 	if (keys->bv_nr > CLOVIS_VEC_MAX)
 		return err_set(-E2BIG, "index %s: %u records > %u",
-			       eng_id_str(cid), keys->bv_nr, CLOVIS_VEC_MAX);
+			       eng_id_str(st_of(cid)), keys->bv_nr,
+			       CLOVIS_VEC_MAX);
 	if (opcode == CLOVIS_IC_DEL && vals != NULL)
 		return err_set(-EINVAL, "index %s: DEL takes no values",
-			       eng_id_str(cid));
+			       eng_id_str(st_of(cid)));
 	if (opcode != CLOVIS_IC_DEL &&
 	    (vals == NULL || vals->bv_nr != keys->bv_nr ||
 	     vals->bv_buf == NULL || vals->bv_len == NULL))
 		return err_set(-EINVAL, "index %s: values missing or not one "
-			       "per key", eng_id_str(cid));
+			       "per key", eng_id_str(st_of(cid)));
 	if (flags & CLOVIS_IF_CALLER_BUFS)
 		for (uint32_t k = 0; k < keys->bv_nr; k++)
 			if (keys->bv_buf[k] == NULL || vals->bv_buf[k] == NULL)
 				return err_set(-EINVAL, "index %s: record %u: "
 					       "NULL %s buffer with "
 					       "CLOVIS_IF_CALLER_BUFS",
-					       eng_id_str(cid), k,
+					       eng_id_str(st_of(cid)), k,
 					       keys->bv_buf[k] == NULL ? "key" :
 					       "value");
 	return records_check(cid, opcode, keys, vals);
@@ -783,8 +790,8 @@ int clovis_idx_op(struct clovis_idx *i, enum clovis_idx_opcode opcode,
 		return rc;
 	r = &(*op)->op_req;
 	req_from_handle(r, &i->in_entity);
-	r->er_keys = keys;
-	r->er_vals = vals;
+	r->er_keys = st_of(keys);
+	r->er_vals = st_of(vals);
 	r->er_rcs = rcs;
 	r->er_flags = flags;
 	return 0;
@@ -852,17 +859,19 @@ int clovis_entity_list(struct clovis *cl, struct clovis_realm *r,
 		return err_set(-EINVAL, "entity_list: containers are listed with "
 			       "r == NULL, objects and indices in a realm");
 	if (cl->cl_eng == NULL)
-		return cluster_entity_list(cl, r, type, after, ids, nr);
+		return cluster_entity_list(cl, r, type, st_of(after),
+					   st_of(ids), nr);
 	rc = meta_rtxn_begin(eng_meta(cl->cl_eng), &txn, "begin list");
 	if (rc != 0)
 		return rc;
 	if (r != NULL) {
-		rc = meta_ent_get(txn, eng_meta(cl->cl_eng), &r->re_id, &me);
+		rc = meta_ent_get(txn, eng_meta(cl->cl_eng), st_of(&r->re_id),
+				  &me);
 		if (rc == 0 && me.me_type != CLOVIS_ET_CONTAINER)
 			rc = -ENOENT;
 		if (rc == -ENOENT)
 			rc = err_set(-ENOENT, "container %s does not exist",
-				     eng_id_str(&r->re_id));
+				     eng_id_str(st_of(&r->re_id)));
 	}
 	if (rc == 0)
 		rc = list_walk(cl, txn, r ? &r->re_id : &root, type, after, ids,
@@ -879,10 +888,10 @@ int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 	if (cl == NULL || nr == NULL || (info == NULL && *nr > 0))
 		return err_set(-EINVAL, "dev_list: NULL argument");
 	if (cl->cl_eng == NULL)
-		return cluster_dev_list(cl, info, nr);
+		return cluster_dev_list(cl, st_of(info), nr);
 	n = eng_dev_nr(cl->cl_eng);
 	for (uint32_t i = 0; i < n && i < *nr; i++)
-		eng_dev_info(cl->cl_eng, i, &info[i]);
+		eng_dev_info(cl->cl_eng, i, st_of(&info[i]));
 	*nr = n;
 	return 0;
 }
@@ -906,7 +915,7 @@ int clovis_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 		pi->pi_nr_devs = ep->ep_nr;
 		snprintf(pi->pi_name, sizeof pi->pi_name, "%s", ep->ep_name);
 		for (uint32_t i = 0; i < ep->ep_nr; i++) {
-			struct clovis_dev_info di;
+			struct st_dev_info di;
 
 			pi->pi_devs[i] = ep->ep_devs[i];
 			eng_dev_info(cl->cl_eng, ep->ep_devs[i], &di);
@@ -945,7 +954,7 @@ static int obj_handle_check(struct clovis_obj *o, const char *what)
 	if (o->ob_entity.en_state != CLOVIS_ES_OPEN)
 		return err_set(-EINVAL, "%s: object %s is not open (CREATE or "
 			       "OPEN it first)", what,
-			       eng_id_str(&o->ob_entity.en_id));
+			       eng_id_str(st_of(&o->ob_entity.en_id)));
 	return store_only(o->ob_entity.en_cl, what);
 }
 
@@ -973,8 +982,8 @@ int clovis_obj_layer_add(struct clovis_obj *o, const struct clovis_obj_attr *att
 	me.me_s = (uint8_t)a.oa_spare_units;
 	me.me_unit_shift = (uint8_t)a.oa_unit_shift;
 	me.me_block_shift = a.oa_block_shift;
-	return comp_layer_add(o->ob_entity.en_cl->cl_eng, &o->ob_entity.en_id,
-			      &me, priority, layer);
+	return comp_layer_add(o->ob_entity.en_cl->cl_eng,
+			      st_of(&o->ob_entity.en_id), &me, priority, layer);
 }
 
 int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer)
@@ -982,7 +991,8 @@ int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer)
 	int rc = obj_handle_check(o, "layer_drop");
 
 	return rc != 0 ? rc : comp_layer_drop(o->ob_entity.en_cl->cl_eng,
-					      &o->ob_entity.en_id, layer);
+					      st_of(&o->ob_entity.en_id),
+					      layer);
 }
 
 int clovis_obj_layer_list(struct clovis_obj *o, struct clovis_layer_info *out,
@@ -993,7 +1003,8 @@ int clovis_obj_layer_list(struct clovis_obj *o, struct clovis_layer_info *out,
 	if (rc == 0 && (nr == NULL || (out == NULL && *nr > 0)))
 		rc = err_set(-EINVAL, "layer_list: NULL argument");
 	return rc != 0 ? rc : comp_layer_list(o->ob_entity.en_cl->cl_eng,
-					      &o->ob_entity.en_id, out, nr);
+					      st_of(&o->ob_entity.en_id),
+					      st_of(out), nr);
 }
 
 int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
@@ -1006,10 +1017,12 @@ int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
 			nr_blks > CLOVIS_BLOCK_NR_MAX - start_blk))
 		rc = err_set(-EINVAL, "layer_move: object %s: blocks %" PRIu64
 			     "+%" PRIu64 " out of range",
-			     eng_id_str(&o->ob_entity.en_id), start_blk, nr_blks);
+			     eng_id_str(st_of(&o->ob_entity.en_id)), start_blk,
+			     nr_blks);
 	if (rc == 0)
-		rc = comp_move(o->ob_entity.en_cl->cl_eng, &o->ob_entity.en_id,
-			       start_blk, nr_blks, to, &m);
+		rc = comp_move(o->ob_entity.en_cl->cl_eng,
+			       st_of(&o->ob_entity.en_id), start_blk, nr_blks,
+			       to, &m);
 	if (moved != NULL)
 		*moved = m;
 	return rc;
@@ -1022,7 +1035,8 @@ int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk, uint32_t *layer)
 	if (rc == 0 && layer == NULL)
 		rc = err_set(-EINVAL, "layer_of: NULL argument");
 	return rc != 0 ? rc : comp_where(o->ob_entity.en_cl->cl_eng,
-					 &o->ob_entity.en_id, blk, layer);
+					 st_of(&o->ob_entity.en_id), blk,
+					 layer);
 }
 
 int clovis_unit_counters_get(struct clovis *cl,

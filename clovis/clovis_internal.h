@@ -13,6 +13,41 @@
 #include "clovis/clovis_limits.h"
 #include "core/engine.h"
 
+/*
+ * The boundary with the engine (issue 27 point 1): core/ and dtm/ take the
+ * ground floor's st_ twins (core/types.h) of the public structs of
+ * clovis.h.  Each pair has the same layout (clovis/clovis.c checks sizeof
+ * and every offsetof with _Static_assert), so clovis/ hands a pointer to
+ * one over as a pointer to the other: st_of(p) gives the engine's view of
+ * a clovis_ pointer, clovis_of(p) the API's view of an st_ pointer (const
+ * kept either way).
+ */
+#define ST_OF_(cl, st)                                                      \
+	struct cl *: (struct st *)(void *)(p_),                             \
+	const struct cl *: (const struct st *)(const void *)(p_)
+#define st_of(p)                                                            \
+	({                                                                  \
+		__auto_type p_ = (p);                                       \
+		_Generic(p_, ST_OF_(clovis_id, st_id),                      \
+			 ST_OF_(clovis_bufvec, st_bufvec),                  \
+			 ST_OF_(clovis_extvec, st_extvec),                  \
+			 ST_OF_(clovis_dtx_id, st_dtx_id),                  \
+			 ST_OF_(clovis_obj_attr, st_obj_attr),              \
+			 ST_OF_(clovis_dev_info, st_dev_info),              \
+			 ST_OF_(clovis_layer_info, st_layer_info));         \
+	})
+#define clovis_of(p)                                                        \
+	({                                                                  \
+		__auto_type p_ = (p);                                       \
+		_Generic(p_, ST_OF_(st_id, clovis_id),                      \
+			 ST_OF_(st_bufvec, clovis_bufvec),                  \
+			 ST_OF_(st_extvec, clovis_extvec),                  \
+			 ST_OF_(st_dtx_id, clovis_dtx_id),                  \
+			 ST_OF_(st_obj_attr, clovis_obj_attr),              \
+			 ST_OF_(st_dev_info, clovis_dev_info),              \
+			 ST_OF_(st_layer_info, clovis_layer_info));         \
+	})
+
 #define CLOVIS_ENT_MAGIC 0x434c454eu /* "CLEN" */
 #define CLOVIS_OP_MAGIC 0x434c4f50u  /* "CLOP" */
 
@@ -191,9 +226,9 @@ int clu_obj_start(struct clovis_op *op);
 void clu_async_counts(struct clovis *cl, uint64_t *started,
 		      uint64_t *redone);
 int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
-			uint32_t type, const struct clovis_id *after,
-			struct clovis_id *ids, uint32_t *nr);
-int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
+			uint32_t type, const struct st_id *after,
+			struct st_id *ids, uint32_t *nr);
+int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 		     uint32_t *nr);
 int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 		      uint32_t *nr);

@@ -92,7 +92,7 @@ static int clu_call(struct clu_client *c, uint32_t i, uint32_t op,
 }
 
 /* The i-th server in ring order from the home of id. */
-static uint32_t clu_ring(const struct clu_client *c, const struct clovis_id *id,
+static uint32_t clu_ring(const struct clu_client *c, const struct st_id *id,
 			 uint32_t i)
 {
 	return (clu_home(&c->cc_conf, id) + i) % c->cc_conf.cc_nr_servers;
@@ -145,7 +145,7 @@ static bool clu_test_verify(void)
 	return e != NULL && strcmp(e, "1") == 0;
 }
 
-static int clu_call_first_tm(struct clu_client *c, const struct clovis_id *id,
+static int clu_call_first_tm(struct clu_client *c, const struct st_id *id,
 			     uint32_t nr, uint32_t op,
 			     const ProtobufCMessage *pb,
 			     const struct rpc_bulk *bulk, uint32_t want,
@@ -185,7 +185,7 @@ static int clu_call_first_tm(struct clu_client *c, const struct clovis_id *id,
 	return rc;
 }
 
-static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
+static int clu_call_first(struct clu_client *c, const struct st_id *id,
 			  uint32_t nr, uint32_t op, const ProtobufCMessage *pb,
 			  const struct rpc_bulk *bulk, uint32_t want, Reply **rp,
 			  uint32_t *who, uint32_t *rflags)
@@ -201,7 +201,7 @@ static int clu_call_first(struct clu_client *c, const struct clovis_id *id,
  * copy under load), once more around the ring, the replicas that timed out
  * tried again at once (not kept marked down): one more round at most.
  */
-static int clu_read_first(struct clu_client *c, const struct clovis_id *id,
+static int clu_read_first(struct clu_client *c, const struct st_id *id,
 			  const ProtobufCMessage *pb,
 			  const struct rpc_bulk *bulk, uint32_t want,
 			  Reply **rp, uint32_t *rflags)
@@ -250,7 +250,7 @@ static bool clu_is_update(uint32_t kind)
 static int clu_finish(struct eng_req *r, int rc, Reply *rp)
 {
 	if (rc == 0 && rp != NULL && rp->attr != NULL) {
-		struct clovis_id cont = r->er_container;
+		struct st_id cont = r->er_container;
 
 		msg_attr_in(rp->attr, &r->er_ent);
 		r->er_ent.me_type = r->er_type;
@@ -285,10 +285,10 @@ static void clu_ent_req(EntReq *q, SId *id, SId *cont, SAttr *a, SId *ac,
 }
 
 /* Is container id empty on every live server?  0 or -ENOTEMPTY. */
-static int clu_cont_empty(struct clu_client *c, const struct clovis_id *id)
+static int clu_cont_empty(struct clu_client *c, const struct st_id *id)
 {
 	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++)
-		for (uint32_t t = CLOVIS_ET_OBJ; t <= CLOVIS_ET_IDX; t++) {
+		for (uint32_t t = ST_ET_OBJ; t <= ST_ET_IDX; t++) {
 			ListReq q = LIST_REQ__INIT;
 			SId sid;
 			Reply *rp = NULL;
@@ -322,10 +322,10 @@ static int clu_cont_all(struct clu_client *c, struct eng_req *r)
 	char msg[LIM_ERRMSG_LEN] = "";
 
 	if (r->er_kind == ER_ENT_DELETE) {
-		struct clovis_id dflt = CLOVIS_ID_DEFAULT_CONTAINER;
+		struct st_id dflt = ST_ID_DEFAULT_CONTAINER;
 		int rc;
 
-		if (clovis_id_cmp(&r->er_id, &dflt) == 0)
+		if (st_id_cmp(&r->er_id, &dflt) == 0)
 			return err_set(-EPERM, "the default container cannot "
 				       "be deleted");
 		rc = clu_cont_empty(c, &r->er_id);
@@ -401,20 +401,20 @@ static int clu_ent(struct clu_client *c, struct eng_req *r)
 	uint32_t nr = 1;
 	int rc;
 
-	if (r->er_type == CLOVIS_ET_CONTAINER &&
+	if (r->er_type == ST_ET_CONTAINER &&
 	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
 		return clu_cont_all(c, r);
-	if (r->er_type == CLOVIS_ET_IDX &&
+	if (r->er_type == ST_ET_IDX &&
 	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
 		return clu_idx_ent_all(c, r);
-	if (r->er_type == CLOVIS_ET_CONTAINER)
+	if (r->er_type == ST_ET_CONTAINER)
 		nr = c->cc_conf.cc_nr_servers;
-	else if (r->er_type == CLOVIS_ET_IDX)
+	else if (r->er_type == ST_ET_IDX)
 		nr = clu_replicas(c);
 	clu_ent_req(&q, &id, &cont, &a, &ac, r,
-		    r->er_type == CLOVIS_ET_IDX ? SRF_INDEX : 0);
+		    r->er_type == ST_ET_IDX ? SRF_INDEX : 0);
 	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
-			    NULL, r->er_type == CLOVIS_ET_IDX ? &q.rflags : NULL);
+			    NULL, r->er_type == ST_ET_IDX ? &q.rflags : NULL);
 	return clu_finish(r, rc, rp);
 }
 
@@ -473,7 +473,7 @@ struct clu_bulk {
 
 /* Mark the CLU_BULK_DIRECT largest buffers of bv direct (the first of
  * equal ones); the bytes of the others in *copied. */
-static void clu_bulk_pick(const struct clovis_bufvec *bv, bool *direct,
+static void clu_bulk_pick(const struct st_bufvec *bv, bool *direct,
 			  size_t *copied)
 {
 	size_t tot = 0;
@@ -497,7 +497,7 @@ static void clu_bulk_pick(const struct clovis_bufvec *bv, bool *direct,
 static int clu_bulk_init(struct clu_bulk *b, const struct eng_req *r,
 			 struct rpc_bulk *out)
 {
-	const struct clovis_bufvec *bv = r->er_data;
+	const struct st_bufvec *bv = r->er_data;
 	size_t pos = 0;
 
 	memset(b, 0, sizeof *b);
@@ -543,7 +543,7 @@ static int clu_bulk_init(struct clu_bulk *b, const struct eng_req *r,
 static void clu_bulk_read_out(const struct clu_bulk *b,
 			      const struct eng_req *r)
 {
-	const struct clovis_bufvec *bv = r->er_data;
+	const struct st_bufvec *bv = r->er_data;
 	size_t pos = 0;
 
 	for (uint32_t i = 0; b->cb_bounce != NULL && i < bv->bv_nr; i++) {
@@ -832,7 +832,7 @@ static const struct rpc_bulk *clu_idx_bulk(const struct clu_idx_msg *m)
  * up (docs/cluster.md "Replicas that missed updates").  Best effort: a
  * replica that cannot be told is logged.
  */
-static void clu_idx_missed(struct clu_client *c, const struct clovis_id *id,
+static void clu_idx_missed(struct clu_client *c, const struct st_id *id,
 			   uint64_t missed, uint64_t got, uint64_t term,
 			   uint64_t seq)
 {
@@ -942,7 +942,7 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 }
 
 /* Copy a value of the reply into the caller's slot i (GET semantics). */
-static int32_t clu_val_out(struct clovis_bufvec *bv, uint32_t i,
+static int32_t clu_val_out(struct st_bufvec *bv, uint32_t i,
 			   const uint8_t *v, uint32_t len)
 {
 	if (bv->bv_buf[i] == NULL) {
@@ -1029,7 +1029,7 @@ static int clu_next_alloc(struct eng_req *r, const Reply *rp, uint32_t got)
 	return 0;
 }
 
-/* The same into the caller's buffers (CLOVIS_IF_CALLER_BUFS). */
+/* The same into the caller's buffers (ST_IF_CALLER_BUFS). */
 static int clu_next_into(struct eng_req *r, const Reply *rp, uint32_t got)
 {
 	const uint8_t *kp = rp->recs.data, *vp = kp;
@@ -1050,11 +1050,11 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 {
 	uint32_t nr = r->er_keys->bv_nr, got = 0;
 	struct eng_req q = *r;
-	struct clovis_bufvec sk;
+	struct st_bufvec sk;
 	void *skb[1];
 	size_t skl[1];
-	uint8_t last[CLOVIS_KEY_MAX];
-	bool into = (r->er_flags & CLOVIS_IF_CALLER_BUFS) != 0;
+	uint8_t last[ST_KEY_MAX];
+	bool into = (r->er_flags & ST_IF_CALLER_BUFS) != 0;
 	int rc = 0;
 
 	skb[0] = r->er_keys->bv_buf[0];
@@ -1063,9 +1063,9 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 		memcpy(last, skb[0], skl[0]);
 		skb[0] = last;
 	}
-	sk = (struct clovis_bufvec){1, skb, skl};
+	sk = (struct st_bufvec){1, skb, skl};
 	q.er_keys = &sk;
-	q.er_flags &= ~(uint32_t)CLOVIS_IF_CALLER_BUFS; /* a client option */
+	q.er_flags &= ~(uint32_t)ST_IF_CALLER_BUFS; /* a client option */
 	while (rc == 0 && got < nr) {
 		struct clu_idx_msg m;
 		Reply *rp = NULL;
@@ -1107,7 +1107,7 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 			memcpy(last, lk, rp->klen[rp->done - 1]);
 			skb[0] = last;
 			skl[0] = rp->klen[rp->done - 1];
-			q.er_flags = CLOVIS_IF_EXCLUDE_START_KEY;
+			q.er_flags = ST_IF_EXCLUDE_START_KEY;
 		}
 		/* The server found rp->bytes records; fewer came: ask again. */
 		if (rp->done == 0 || rp->done >= rp->bytes) {
@@ -1237,17 +1237,17 @@ void cluster_close(struct clovis *cl)
 /* Merge sorted lists: ids of every server after *after, distinct. */
 static int clu_id_cmp_q(const void *a, const void *b)
 {
-	return clovis_id_cmp(a, b);
+	return st_id_cmp(a, b);
 }
 
 int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
-			uint32_t type, const struct clovis_id *after,
-			struct clovis_id *ids, uint32_t *nr)
+			uint32_t type, const struct st_id *after,
+			struct st_id *ids, uint32_t *nr)
 {
 	struct clu_client *c = clu_of(cl);
 	uint32_t want = *nr < MSG_LIST_MAX ? *nr : MSG_LIST_MAX, n = 0, ok = 0;
-	struct clovis_id *all = calloc((size_t)want * c->cc_conf.cc_nr_servers + 1,
-				       sizeof *all);
+	struct st_id *all = calloc((size_t)want * c->cc_conf.cc_nr_servers + 1,
+				   sizeof *all);
 	char why[LIM_ERRMSG_LEN] = "";
 	int rc = 0, down = -EHOSTDOWN;
 
@@ -1259,7 +1259,8 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 		Reply *rp = NULL;
 		int rr;
 
-		msg_id_out(&cont, r != NULL ? &r->re_id : &(struct clovis_id){0, 0});
+		msg_id_out(&cont, r != NULL ? st_of(&r->re_id) :
+				  &(struct st_id){0, 0});
 		q.container = &cont;
 		q.type = type;
 		q.nr = want;
@@ -1290,7 +1291,7 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 
 		qsort(all, n, sizeof *all, clu_id_cmp_q);
 		for (uint32_t i = 0; i < n && k < want; i++)
-			if (k == 0 || clovis_id_cmp(&ids[k - 1], &all[i]) != 0)
+			if (k == 0 || st_id_cmp(&ids[k - 1], &all[i]) != 0)
 				ids[k++] = all[i];
 		*nr = k;
 	}
@@ -1304,7 +1305,7 @@ static int clu_status(struct clu_client *c, uint32_t s, Reply **rp)
 	return clu_call(c, s, SOP_STATUS, NULL, NULL, 0, rp);
 }
 
-int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
+int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 		     uint32_t *nr)
 {
 	struct clu_client *c = clu_of(cl);
@@ -1320,7 +1321,7 @@ int cluster_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 		}
 		for (size_t i = 0; i < rp->status->n_devs; i++, n++) {
 			const SDev *d = rp->status->devs[i];
-			struct clovis_dev_info *di = &info[n];
+			struct st_dev_info *di = &info[n];
 
 			if (n >= *nr)
 				continue;
@@ -1448,7 +1449,7 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 	int rc;
 
 	*nsrv = 1;
-	if (r->er_type == CLOVIS_ET_IDX && (r->er_kind == ER_ENT_CREATE ||
+	if (r->er_type == ST_ET_IDX && (r->er_kind == ER_ENT_CREATE ||
 					    r->er_kind == ER_ENT_DELETE)) {
 		EntReq q;
 		SId id, cont, ac;
@@ -1468,7 +1469,7 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 			rc = err_set(-EHOSTDOWN, "index %s: no replica "
 				     "reachable", eng_id_str(&r->er_id));
 		*sop = SOP_ENT;
-	} else if (r->er_type == CLOVIS_ET_OBJ && r->er_kind < ER_IDX_GET) {
+	} else if (r->er_type == ST_ET_OBJ && r->er_kind < ER_IDX_GET) {
 		ObjReq q = OBJ_REQ__INIT;
 		SId id, cont, ac;
 		SAttr a;
@@ -1477,7 +1478,7 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 		rc = msg_pack(&q.base, &b);
 		*server = clu_ring(c, &r->er_id, 0);
 		*sop = SOP_OBJ;
-	} else if (r->er_type == CLOVIS_ET_OBJ &&
+	} else if (r->er_type == ST_ET_OBJ &&
 		   (r->er_kind == ER_ENT_CREATE ||
 		    r->er_kind == ER_ENT_DELETE)) {
 		EntReq q;
@@ -1489,7 +1490,7 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 		rc = msg_pack(&q.base, &b);
 		*server = clu_ring(c, &r->er_id, 0);
 		*sop = SOP_ENT;
-	} else if (r->er_type == CLOVIS_ET_IDX && (r->er_kind == ER_IDX_PUT ||
+	} else if (r->er_type == ST_ET_IDX && (r->er_kind == ER_IDX_PUT ||
 						   r->er_kind == ER_IDX_DEL)) {
 		uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c);
 		struct clu_idx_msg m;
@@ -1513,7 +1514,7 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 		*sop = SOP_IDX;
 	} else {
 		return err_set(-ENOTSUP, "%s %s: kind %u in a dtx in cluster "
-			       "mode", r->er_type == CLOVIS_ET_IDX ? "index" :
+			       "mode", r->er_type == ST_ET_IDX ? "index" :
 			       "entity", eng_id_str(&r->er_id), r->er_kind);
 	}
 	*body = b.mb_p;
@@ -1535,7 +1536,7 @@ int cluster_dtx_created(struct clovis *cl, struct eng_req *r)
 	rc = clu_call(c, clu_ring(c, &r->er_id, 0), SOP_ENT, &q.base, NULL, 0,
 		      &rp);
 	if (rc == 0 && rp != NULL && rp->attr != NULL) {
-		struct clovis_id cn = r->er_container;
+		struct st_id cn = r->er_container;
 
 		msg_attr_in(rp->attr, &r->er_ent);
 		r->er_ent.me_type = r->er_type;

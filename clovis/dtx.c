@@ -70,7 +70,7 @@ struct clovis_dtx {
 	uint32_t dx_magic;
 	uint32_t dx_state;       /* enum dtx_state */
 	struct clovis *dx_cl;
-	struct clovis_dtx_id dx_id;
+	struct st_dtx_id dx_id;
 	pthread_mutex_t dx_lock;
 	pthread_cond_t dx_cond;  /* dx_ran moved */
 	struct dtx_member *dx_m; /* update members */
@@ -157,7 +157,7 @@ int clovis_dtx_id(const struct clovis_dtx *dx, struct clovis_dtx_id *out)
 	if (!dtx_valid(dx) || out == NULL)
 		return err_set(-EINVAL, "dtx_id: %s", dtx_valid(dx) ?
 			       "out is NULL" : "not a dtx");
-	*out = dx->dx_id;
+	*out = *clovis_of(&dx->dx_id);
 	return 0;
 }
 

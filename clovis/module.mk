@@ -3,6 +3,11 @@ LIB_SRCS += clovis/clovis.c clovis/op.c clovis/stats.c
 # Cluster mode: the client backend over the RPC layer (core/rpc).
 LIB_SRCS += clovis/cluster.c
 UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c clovis/ut/metanv_ut.c
+# Suites moved from core/ut and dtm/ut because they drive the API (issue 27
+# point 1): "store" (module store, stores moved and copied) and "dtm"
+# (module dtm: the dtx API, embedded and, with STRATA_UT_CLUSTER, against a
+# cluster, tests/integ/dtx_cluster_test.sh).
+UT_SRCS += clovis/ut/store_ut.c clovis/ut/dtm_ut.c
 -include clovis/ut/module.mk
 include clovis/cli/module.mk
 include clovis/examples/module.mk

@@ -400,7 +400,7 @@ int op_alloc(struct clovis_entity *e, uint32_t kind, uint32_t stat,
 	op->op_entity = e;
 	op->op_req.er_kind = kind;
 	op->op_req.er_type = e->en_type;
-	op->op_req.er_id = e->en_id;
+	op->op_req.er_id = *st_of(&e->en_id);
 	op->op_req.er_ci.ci_done = op_committed;
 	op->op_req.er_ci.ci_executed = op_visible;
 	*out = op;

@@ -666,7 +666,7 @@ static uint64_t clu_dev_size(const struct conf *b, const struct conf_dev *d)
 static bool clu_dev_exported(const struct conf *b, const struct conf_dev *d,
 			     uint32_t slices)
 {
-	return d->cd_tier != CLOVIS_TIER_SMR && !d->cd_local &&
+	return d->cd_tier != ST_TIER_SMR && !d->cd_local &&
 	       conf_slice_size(clu_dev_size(b, d), slices) >= LIM_DEV_SIZE_MIN;
 }
 
@@ -1009,9 +1009,9 @@ static uint64_t clu_mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-uint32_t clu_home(const struct clu_conf *c, const struct clovis_id *id)
+uint32_t clu_home(const struct clu_conf *c, const struct st_id *id)
 {
-	uint64_t h = clu_mix(id->ci_hi ^ clu_mix(id->ci_lo));
+	uint64_t h = clu_mix(id->si_hi ^ clu_mix(id->si_lo));
 
 	return c->cc_nr_servers == 0 ? 0 : (uint32_t)(h % c->cc_nr_servers);
 }

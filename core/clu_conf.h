@@ -42,7 +42,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clovis/clovis.h"
+#include "core/types.h"
 
 /* Servers in one cluster: placement hashes over the list, and a client keeps
  * one connection per server; 64 is far beyond what loopback tests run and
@@ -77,7 +77,7 @@ struct clu_server {
 	char cs_data_dir[256];     /**< absolute */
 	char cs_nvram_dir[256];    /**< "" = the store's default */
 	/** meta_nvram: its store is created with the metadata on
-	 *  cs_nvram_dir (CLOVIS_CONF_META_NVRAM) */
+	 *  cs_nvram_dir (ST_CONF_META_NVRAM) */
 	bool cs_meta_nvram;
 	char *cs_store_yaml;       /**< its store configuration (owned) */
 	uint32_t cs_line;          /**< line of its entry in the file */
@@ -130,7 +130,7 @@ int clu_server_find(const struct clu_conf *c, const char *name);
  * server list (the same on every machine and version).  Replica i (0..R-1)
  * of an index is server (home + i) % nr_servers: ring order.
  */
-uint32_t clu_home(const struct clu_conf *c, const struct clovis_id *id);
+uint32_t clu_home(const struct clu_conf *c, const struct st_id *id);
 
 /** Is addr a dotted IPv4 address, an IPv6 address (inet_pton(AF_INET6):
  *  no brackets, no zone "%eth0") or a well-formed host name (RFC 1123:

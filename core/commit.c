@@ -312,7 +312,7 @@ static bool citem_nvram_only(const struct eng *e, const struct eng_citem *ci)
 {
 	for (uint32_t d = 0; d < e->e_nr_devs; d++)
 		if ((ci->ci_devmask[d / 64] >> (d % 64) & 1) &&
-		    e->e_dev_tier[d] != CLOVIS_TIER_NVRAM)
+		    e->e_dev_tier[d] != ST_TIER_NVRAM)
 			return false;
 	return true;
 }

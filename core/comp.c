@@ -48,7 +48,7 @@ struct comp_layers {
 	struct comp_layer cs_v[COMP_LAYERS_MAX];
 };
 
-static MDB_val layer_key(uint8_t kb[20], const struct clovis_id *id,
+static MDB_val layer_key(uint8_t kb[20], const struct st_id *id,
 			 uint32_t layer)
 {
 	meta_id_enc(kb, id);
@@ -60,7 +60,7 @@ static MDB_val layer_key(uint8_t kb[20], const struct clovis_id *id,
 }
 
 /* Load the layers of id (with their sub-objects' records). */
-static int layers_load(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+static int layers_load(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		       struct comp_layers *ls)
 {
 	uint8_t kb[20];
@@ -81,7 +81,7 @@ static int layers_load(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 			break;
 		if (ls->cs_nr == COMP_LAYERS_MAX ||
 		    v.mv_size != sizeof(struct meta_layer)) {
-			rc = err_set(-CLOVIS_ECORRUPT, "object %s: layer records "
+			rc = err_set(-ST_ECORRUPT, "object %s: layer records "
 				     "damaged", eng_id_str(id));
 			break;
 		}
@@ -92,7 +92,7 @@ static int layers_load(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 		rc = meta_ent_get(txn, eng_meta(e), &l->cl_rec.ml_sub,
 				  &l->cl_ent);
 		if (rc != 0) {
-			rc = err_set(-CLOVIS_ECORRUPT, "object %s layer %u: "
+			rc = err_set(-ST_ECORRUPT, "object %s layer %u: "
 				     "sub-object missing", eng_id_str(id),
 				     l->cl_id);
 			break;
@@ -127,7 +127,7 @@ static int comp_load(struct eng *e, MDB_txn *txn, struct eng_req *r,
 {
 	int rc = ent_check(e, txn, r, cur);
 
-	if (rc == 0 && cur->me_layout != CLOVIS_LAYOUT_COMPOSITE)
+	if (rc == 0 && cur->me_layout != ST_LAYOUT_COMPOSITE)
 		rc = err_set(-EINVAL, "object %s is not composite",
 			     eng_id_str(&r->er_id));
 	if (rc == 0)
@@ -145,7 +145,7 @@ struct bslice {
 };
 
 /* The caller's buffers from flat offset off for len bytes. */
-static int bslice_make(struct clovis_bufvec *bv, uint64_t off, uint64_t len,
+static int bslice_make(struct st_bufvec *bv, uint64_t off, uint64_t len,
 		       struct bslice *s)
 {
 	uint64_t pos = 0;
@@ -179,16 +179,16 @@ static void bslice_fini(struct bslice *s)
 
 /* Read one run of blocks from a layer's sub-object into a slice. */
 static int layer_read(struct eng *e, const struct comp_layer *l, uint64_t blk,
-		      uint64_t nr, struct clovis_bufvec *bv)
+		      uint64_t nr, struct st_bufvec *bv)
 {
-	struct clovis_extvec ev = {1, &blk, &nr};
+	struct st_extvec ev = {1, &blk, &nr};
 	struct eng_req *q = calloc(1, sizeof *q);
 	int rc;
 
 	if (q == NULL)
 		return err_set(-ENOMEM, "layer read");
 	q->er_kind = ER_OBJ_READ;
-	q->er_type = CLOVIS_ET_OBJ;
+	q->er_type = ST_ET_OBJ;
 	q->er_id = l->cl_rec.ml_sub;
 	q->er_ent = l->cl_ent;
 	q->er_ext = &ev;
@@ -200,7 +200,7 @@ static int layer_read(struct eng *e, const struct comp_layer *l, uint64_t blk,
 }
 
 /* The map over [s, s + n) as a list (for reads and the recheck). */
-static int map_get(struct eng *e, const struct clovis_id *id, uint64_t s,
+static int map_get(struct eng *e, const struct st_id *id, uint64_t s,
 		   uint64_t n, struct ext_list *l)
 {
 	MDB_txn *txn;
@@ -243,7 +243,7 @@ static int comp_read_range(struct eng *e, struct eng_req *r,
 				upto = xs + x->xr_ext.mx_nr_blks;
 				cl = layer_find(ls, (uint32_t)x->xr_ext.mx_dev_off);
 				if (cl == NULL) {
-					rc = err_set(-CLOVIS_ECORRUPT, "object %s: "
+					rc = err_set(-ST_ECORRUPT, "object %s: "
 						     "block %" PRIu64 " in unknown "
 						     "layer %" PRIu64,
 						     eng_id_str(&r->er_id), pos,
@@ -258,7 +258,7 @@ static int comp_read_range(struct eng *e, struct eng_req *r,
 			rc = bslice_make(r->er_data, flat + ((pos - s) << shift),
 					 (upto - pos) << shift, &sl);
 			if (rc == 0 && cl != NULL) {
-				struct clovis_bufvec bv = {sl.bs_nr, sl.bs_buf,
+				struct st_bufvec bv = {sl.bs_nr, sl.bs_buf,
 							   sl.bs_len};
 
 				rc = layer_read(e, cl, pos, upto - pos, &bv);
@@ -310,12 +310,12 @@ static int comp_read(struct eng *e, struct eng_req *r, struct comp_layers *ls,
  * is rewritten, or the layer is dropped.
  */
 static int layer_groups_drop(struct eng *e, MDB_txn *txn,
-			     const struct clovis_id *cid,
+			     const struct st_id *cid,
 			     const struct comp_layer *src, uint64_t s,
 			     uint64_t n, struct eng_spacevec *freed)
 {
 	const struct meta_ent *me = &src->cl_ent;
-	bool mirror = me->me_layout == CLOVIS_LAYOUT_MIRROR;
+	bool mirror = me->me_layout == ST_LAYOUT_MIRROR;
 	uint32_t w = mirror ? me->me_n : me->me_n + me->me_k;
 	uint64_t gb = ((uint64_t)(mirror ? 1 : me->me_n) << me->me_unit_shift) >>
 		      me->me_block_shift;
@@ -428,7 +428,7 @@ int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 	int rc;
 
 	cr.er_id = r->er_comp_id;
-	cr.er_type = CLOVIS_ET_OBJ;
+	cr.er_type = ST_ET_OBJ;
 	cr.er_ent.me_ctime_ns = r->er_comp_ctime;
 	cr.er_ext = r->er_ext;
 	rc = comp_load(e, txn, &cr, &cur, &ls);
@@ -498,7 +498,7 @@ int comp_resolve(struct eng *e, struct eng_req *r)
 	int rc;
 
 	if (r->er_comp || r->er_kind != ER_OBJ_WRITE ||
-	    r->er_ent.me_layout != CLOVIS_LAYOUT_COMPOSITE)
+	    r->er_ent.me_layout != ST_LAYOUT_COMPOSITE)
 		return 0;
 	rc = comp_load_now(e, r, &cur, &ls);
 	if (rc != 0)
@@ -558,7 +558,7 @@ static int comp_txn(struct eng *e, int (*fn)(struct eng *, MDB_txn *, void *),
 }
 
 struct layer_add_arg {
-	const struct clovis_id *la_id;
+	const struct st_id *la_id;
 	struct meta_ent la_sub;
 	uint32_t la_priority;
 	uint32_t la_layer;
@@ -578,7 +578,7 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 	if (rc == -ENOENT)
 		return err_set(-ENOENT, "object %s does not exist",
 			       eng_id_str(a->la_id));
-	if (rc == 0 && cur.me_layout != CLOVIS_LAYOUT_COMPOSITE)
+	if (rc == 0 && cur.me_layout != ST_LAYOUT_COMPOSITE)
 		return err_set(-EINVAL, "object %s is not composite",
 			       eng_id_str(a->la_id));
 	if (rc == 0)
@@ -598,16 +598,16 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 	}
 	const struct st_id sid = st_id_of(a->la_id);
 
-	ml.ml_sub = (struct clovis_id){UINT64_MAX, layout_id_hash(&sid) + id};
+	ml.ml_sub = (struct st_id){UINT64_MAX, layout_id_hash(&sid) + id};
 	for (int t = 0; meta_ent_get(txn, eng_meta(e), &ml.ml_sub, &probe) == 0;
 	     t++) {
 		if (t == 16)
 			return err_set(-EEXIST, "object %s: no free sub-object id",
 				       eng_id_str(a->la_id));
-		ml.ml_sub.ci_lo += 0x9e3779b97f4a7c15ull;
+		ml.ml_sub.si_lo += 0x9e3779b97f4a7c15ull;
 	}
 	a->la_sub.me_version = META_FORMAT_VERSION;
-	a->la_sub.me_type = CLOVIS_ET_OBJ;
+	a->la_sub.me_type = ST_ET_OBJ;
 	a->la_sub.me_container = cur.me_container;
 	a->la_sub.me_block_shift = cur.me_block_shift;
 	a->la_sub.me_ctime_ns = a->la_sub.me_mtime_ns = eng_now_ns();
@@ -620,7 +620,7 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 	return rc;
 }
 
-int comp_layer_add(struct eng *e, const struct clovis_id *id,
+int comp_layer_add(struct eng *e, const struct st_id *id,
 		   const struct meta_ent *sub, uint32_t priority,
 		   uint32_t *layer)
 {
@@ -629,7 +629,7 @@ int comp_layer_add(struct eng *e, const struct clovis_id *id,
 	struct layout l;
 	int rc;
 
-	if (sub->me_layout == CLOVIS_LAYOUT_COMPOSITE || sub->me_layout == 0)
+	if (sub->me_layout == ST_LAYOUT_COMPOSITE || sub->me_layout == 0)
 		return err_set(-EINVAL, "object %s: a layer needs a plain, "
 			       "pdclust or mirror layout (oa_layout %u)",
 			       eng_id_str(id), sub->me_layout);
@@ -648,7 +648,7 @@ int comp_layer_add(struct eng *e, const struct clovis_id *id,
 }
 
 struct layer_drop_arg {
-	const struct clovis_id *ld_id;
+	const struct st_id *ld_id;
 	uint32_t ld_layer;
 	struct eng_spacevec ld_freed;
 };
@@ -669,7 +669,7 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 	if (l == NULL)
 		return err_set(-ENOENT, "object %s: no layer %u",
 			       eng_id_str(a->ld_id), a->ld_layer);
-	rc = ext_lookup(eng_meta(e), txn, a->ld_id, 0, CLOVIS_BLOCK_NR_MAX, &xl);
+	rc = ext_lookup(eng_meta(e), txn, a->ld_id, 0, ST_BLOCK_NR_MAX, &xl);
 	for (uint32_t i = 0; rc == 0 && i < xl.xl_nr; i++)
 		if (xl.xl_v[i].xr_ext.mx_dev_off == a->ld_layer)
 			rc = err_set(-ENOTEMPTY, "object %s: layer %u still "
@@ -688,7 +688,7 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 	return rc;
 }
 
-int comp_layer_drop(struct eng *e, const struct clovis_id *id, uint32_t layer)
+int comp_layer_drop(struct eng *e, const struct st_id *id, uint32_t layer)
 {
 	struct layer_drop_arg a = {id, layer, {0}};
 	int rc = comp_txn(e, layer_drop_fn, &a);
@@ -702,8 +702,8 @@ int comp_layer_drop(struct eng *e, const struct clovis_id *id, uint32_t layer)
 	return rc;
 }
 
-int comp_layer_list(struct eng *e, const struct clovis_id *id,
-		    struct clovis_layer_info *out, uint32_t *nr)
+int comp_layer_list(struct eng *e, const struct st_id *id,
+		    struct st_layer_info *out, uint32_t *nr)
 {
 	struct comp_layers ls;
 	struct ext_list xl = {0};
@@ -715,7 +715,7 @@ int comp_layer_list(struct eng *e, const struct clovis_id *id,
 		return meta_err(rc, "begin read");
 	rc = layers_load(e, txn, id, &ls);
 	if (rc == 0)
-		rc = ext_lookup(eng_meta(e), txn, id, 0, CLOVIS_BLOCK_NR_MAX, &xl);
+		rc = ext_lookup(eng_meta(e), txn, id, 0, ST_BLOCK_NR_MAX, &xl);
 	mdb_txn_abort(txn);
 	/* highest priority first */
 	for (uint32_t i = 1; rc == 0 && i < ls.cs_nr; i++)
@@ -728,7 +728,7 @@ int comp_layer_list(struct eng *e, const struct clovis_id *id,
 		}
 	for (uint32_t i = 0; rc == 0 && i < ls.cs_nr; i++, n++) {
 		const struct meta_ent *m = &ls.cs_v[i].cl_ent;
-		struct clovis_layer_info *li;
+		struct st_layer_info *li;
 
 		if (n >= *nr)
 			continue;
@@ -755,7 +755,7 @@ int comp_layer_list(struct eng *e, const struct clovis_id *id,
 	return rc;
 }
 
-int comp_where(struct eng *e, const struct clovis_id *id, uint64_t blk,
+int comp_where(struct eng *e, const struct st_id *id, uint64_t blk,
 	       uint32_t *layer)
 {
 	struct ext_list xl = {0};
@@ -792,23 +792,23 @@ static void move_done(struct eng_citem *ci, int rc)
 }
 
 /* Move one run held by layer from into layer to. */
-static int move_run(struct eng *e, const struct clovis_id *id,
+static int move_run(struct eng *e, const struct st_id *id,
 		    const struct meta_ent *cur, struct comp_layers *ls,
 		    uint64_t s, uint64_t n, uint32_t from, uint32_t to)
 {
 	struct comp_layer *src = layer_find(ls, from), *dst = layer_find(ls, to);
 	uint64_t len = n << cur->me_block_shift;
-	struct clovis_extvec ev = {1, &s, &n};
+	struct st_extvec ev = {1, &s, &n};
 	struct move_wait w = {.mw_lock = PTHREAD_MUTEX_INITIALIZER,
 			      .mw_cond = PTHREAD_COND_INITIALIZER};
 	struct eng_req *q;
 	void *buf;
 	size_t blen = len;
-	struct clovis_bufvec bv = {1, &buf, &blen};
+	struct st_bufvec bv = {1, &buf, &blen};
 	int rc;
 
 	if (src == NULL || dst == NULL)
-		return err_set(-CLOVIS_ECORRUPT, "object %s: layer %u missing",
+		return err_set(-ST_ECORRUPT, "object %s: layer %u missing",
 			       eng_id_str(id), src == NULL ? from : to);
 	if (posix_memalign(&buf, 4096, len) != 0)
 		return err_set(-ENOMEM, "move buffer of %" PRIu64, len);
@@ -818,7 +818,7 @@ static int move_run(struct eng *e, const struct clovis_id *id,
 		rc = err_set(-ENOMEM, "move request");
 	if (rc == 0) {
 		q->er_kind = ER_OBJ_WRITE;
-		q->er_type = CLOVIS_ET_OBJ;
+		q->er_type = ST_ET_OBJ;
 		q->er_id = dst->cl_rec.ml_sub;
 		q->er_ent = dst->cl_ent;
 		q->er_ext = &ev;
@@ -852,7 +852,7 @@ static int move_run(struct eng *e, const struct clovis_id *id,
 	return rc;
 }
 
-int comp_move(struct eng *e, const struct clovis_id *id, uint64_t start,
+int comp_move(struct eng *e, const struct st_id *id, uint64_t start,
 	      uint64_t nr, uint32_t to, uint64_t *moved)
 {
 	struct eng_req r = {0};
@@ -864,7 +864,7 @@ int comp_move(struct eng *e, const struct clovis_id *id, uint64_t start,
 
 	*moved = 0;
 	r.er_id = *id;
-	r.er_type = CLOVIS_ET_OBJ;
+	r.er_type = ST_ET_OBJ;
 	rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
 	if (rc != 0)
 		return meta_err(rc, "begin read");
@@ -904,7 +904,7 @@ int comp_move(struct eng *e, const struct clovis_id *id, uint64_t start,
 	return rc;
 }
 
-int comp_delete(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+int comp_delete(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		struct eng_spacevec *freed)
 {
 	struct comp_layers ls;
@@ -923,7 +923,7 @@ int comp_delete(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 			rc = meta_err(rc, "delete layer");
 	}
 	if (rc == 0)
-		rc = ext_punch(eng_meta(e), txn, id, 0, CLOVIS_BLOCK_NR_MAX, 0,
+		rc = ext_punch(eng_meta(e), txn, id, 0, ST_BLOCK_NR_MAX, 0,
 			       freed);
 	return rc;
 }

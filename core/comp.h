@@ -27,20 +27,20 @@ int comp_resolve(struct eng *e, struct eng_req *r);
 int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
 /** In the commit of a DELETE: the layers' sub-objects and records, and
  *  the composite's map; space goes to freed. */
-int comp_delete(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+int comp_delete(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		struct eng_spacevec *freed);
 /** Layers of composite id: the contracts are those of
  *  clovis_obj_layer_add(), _drop(), _list(), _move() and _of() (clovis.h). */
-int comp_layer_add(struct eng *e, const struct clovis_id *id,
+int comp_layer_add(struct eng *e, const struct st_id *id,
 		   const struct meta_ent *sub, uint32_t priority,
 		   uint32_t *layer);
-int comp_layer_drop(struct eng *e, const struct clovis_id *id,
+int comp_layer_drop(struct eng *e, const struct st_id *id,
 		    uint32_t layer);
-int comp_layer_list(struct eng *e, const struct clovis_id *id,
-		    struct clovis_layer_info *out, uint32_t *nr);
-int comp_move(struct eng *e, const struct clovis_id *id, uint64_t start,
+int comp_layer_list(struct eng *e, const struct st_id *id,
+		    struct st_layer_info *out, uint32_t *nr);
+int comp_move(struct eng *e, const struct st_id *id, uint64_t start,
 	      uint64_t nr, uint32_t to, uint64_t *moved);
-int comp_where(struct eng *e, const struct clovis_id *id, uint64_t blk,
+int comp_where(struct eng *e, const struct st_id *id, uint64_t blk,
 	       uint32_t *layer);
 
 #endif

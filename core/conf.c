@@ -23,18 +23,18 @@
 #include "core/limits.h"
 #include "core/log.h"
 
-static const char *const conf_tier_names[CLOVIS_TIER_NR] = {
-	[CLOVIS_TIER_NVRAM] = "nvram",
-	[CLOVIS_TIER_FLASH] = "flash",
-	[CLOVIS_TIER_SAS] = "sas",
-	[CLOVIS_TIER_SMR] = "smr",
+static const char *const conf_tier_names[ST_TIER_NR] = {
+	[ST_TIER_NVRAM] = "nvram",
+	[ST_TIER_FLASH] = "flash",
+	[ST_TIER_SAS] = "sas",
+	[ST_TIER_SMR] = "smr",
 };
 
-#define CONF_TYPE_NR (CLOVIS_LAYOUT_MIRROR + 1)
+#define CONF_TYPE_NR (ST_LAYOUT_MIRROR + 1)
 static const char *const conf_type_names[CONF_TYPE_NR] = {
-	[CLOVIS_LAYOUT_PLAIN] = "plain",
-	[CLOVIS_LAYOUT_PDCLUST] = "pdclust",
-	[CLOVIS_LAYOUT_MIRROR] = "mirror",
+	[ST_LAYOUT_PLAIN] = "plain",
+	[ST_LAYOUT_PDCLUST] = "pdclust",
+	[ST_LAYOUT_MIRROR] = "mirror",
 };
 
 /* Defaults of the layout keys left out of a file. */
@@ -387,7 +387,7 @@ static int px_dev_size(struct conf_px *p, const char *key, const yaml_node_t *n,
 	return 0;
 }
 
-/* A whole count 0..CLOVIS_LAYOUT_UNITS_MAX (data, parity, spare, copies). */
+/* A whole count 0..ST_LAYOUT_UNITS_MAX (data, parity, spare, copies). */
 static int px_count(struct conf_px *p, const char *key, const yaml_node_t *n,
 		    uint32_t *out)
 {
@@ -401,10 +401,10 @@ static int px_count(struct conf_px *p, const char *key, const yaml_node_t *n,
 		return rc;
 	for (const char *q = s; *q != '\0'; q++)
 		if (!conf_is_digit(*q) || !conf_digit_add(&v, *q) ||
-		    v > CLOVIS_LAYOUT_UNITS_MAX)
+		    v > ST_LAYOUT_UNITS_MAX)
 			return px_fail(p, n, "\"%.40s\": expected a whole "
 				       "number 0..%u", s,
-				       CLOVIS_LAYOUT_UNITS_MAX);
+				       ST_LAYOUT_UNITS_MAX);
 	*out = (uint32_t)v;
 	px_pop(p, old);
 	return 0;
@@ -449,7 +449,7 @@ static int px_tier(struct conf_px *p, const char *key, const yaml_node_t *n,
 	rc = px_text(p, n, &s);
 	if (rc != 0)
 		return rc;
-	t = conf_name_index(conf_tier_names, CLOVIS_TIER_NR, s);
+	t = conf_name_index(conf_tier_names, ST_TIER_NR, s);
 	if (t < 0)
 		return px_fail(p, n, "unknown tier \"%.40s\" (expected nvram, "
 			       "flash, sas or smr)", s);
@@ -527,7 +527,7 @@ static int px_dev_remote(struct conf_px *p, const yaml_node_t *n,
 	    colon[1] < '0' || colon[1] > '9' ||
 	    (strtoul(colon + 1, &end, 10), *end != '\0'))
 		return px_fail(p, n, "\"%.40s\": expected SERVER:INDEX", s);
-	if (d->cd_tier == CLOVIS_TIER_SMR || d->cd_path[0] != '\0')
+	if (d->cd_tier == ST_TIER_SMR || d->cd_path[0] != '\0')
 		return px_fail(p, n, "a remote device has no path and is not "
 			       "smr");
 	memcpy(d->cd_remote, s, strlen(s) + 1);
@@ -588,7 +588,7 @@ static int px_dev_zone(struct conf_px *p, const yaml_node_t *n,
 	if (rc != 0)
 		return rc;
 	old = px_key(p, "zone_size");
-	if (d->cd_tier != CLOVIS_TIER_SMR)
+	if (d->cd_tier != ST_TIER_SMR)
 		return px_fail(p, n, "only smr devices have zones (this one "
 			       "is %s)", conf_tier_names[d->cd_tier]);
 	if (!conf_pow2(d->cd_zone_size) || d->cd_zone_size < (1ull << 20))
@@ -645,7 +645,7 @@ static bool conf_dev_taken(const struct conf *c, uint32_t skip,
  * past names already taken. */
 static void conf_dev_default_names(struct conf *c)
 {
-	uint32_t ord[CLOVIS_TIER_NR] = {0};
+	uint32_t ord[ST_TIER_NR] = {0};
 
 	for (uint32_t i = 0; i < c->c_nr_devs; i++) {
 		struct conf_dev *d = &c->c_devs[i];
@@ -796,7 +796,7 @@ static int px_pools(struct conf_px *p, const yaml_node_t *seq)
  * that name exists: the tier's devices in c_devs order. */
 static int conf_pools_implicit(struct conf *c)
 {
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+	for (uint32_t t = 0; t < ST_TIER_NR; t++) {
 		struct conf_pool *pools, *pl;
 		uint32_t nr = 0;
 
@@ -833,11 +833,11 @@ static const char *const conf_layout_keys[LK_NR] = {
 };
 /* Keys each layout type takes, as bits 1 << LK_*. */
 static const uint32_t conf_layout_allowed[CONF_TYPE_NR] = {
-	[CLOVIS_LAYOUT_PLAIN] = 1u << LK_TYPE | 1u << LK_TIER,
-	[CLOVIS_LAYOUT_PDCLUST] = 1u << LK_TYPE | 1u << LK_POOL |
+	[ST_LAYOUT_PLAIN] = 1u << LK_TYPE | 1u << LK_TIER,
+	[ST_LAYOUT_PDCLUST] = 1u << LK_TYPE | 1u << LK_POOL |
 				  1u << LK_DATA | 1u << LK_PARITY |
 				  1u << LK_SPARE | 1u << LK_UNIT,
-	[CLOVIS_LAYOUT_MIRROR] = 1u << LK_TYPE | 1u << LK_POOL |
+	[ST_LAYOUT_MIRROR] = 1u << LK_TYPE | 1u << LK_POOL |
 				 1u << LK_COPIES | 1u << LK_SPARE |
 				 1u << LK_UNIT,
 };
@@ -873,8 +873,8 @@ static int px_layout_unit(struct conf_px *p, const yaml_node_t *n,
 	if (rc != 0)
 		return rc;
 	old = px_key(p, "unit");
-	if (!conf_pow2(v) || v < (1ull << CLOVIS_UNIT_SHIFT_MIN) ||
-	    v > (1ull << CLOVIS_UNIT_SHIFT_MAX))
+	if (!conf_pow2(v) || v < (1ull << ST_UNIT_SHIFT_MIN) ||
+	    v > (1ull << ST_UNIT_SHIFT_MAX))
 		return px_fail(p, n, "\"%.40s\": must be a power of two "
 			       "between 4KiB and 16MiB",
 			       (const char *)n->data.scalar.value);
@@ -889,7 +889,7 @@ static int px_layout_plain(struct conf_px *p, const yaml_node_t *n,
 	const struct conf *c = p->px_c;
 	int rc;
 
-	l->cl_tier = CLOVIS_TIER_FLASH;
+	l->cl_tier = ST_TIER_FLASH;
 	if (v[LK_TIER] != NULL) {
 		rc = px_tier(p, "tier", v[LK_TIER], &l->cl_tier);
 		if (rc != 0)
@@ -910,7 +910,7 @@ static int px_layout_pool(struct conf_px *p, const yaml_node_t *n,
 {
 	const struct conf *c = p->px_c;
 	const struct conf_pool *pl;
-	bool mirror = l->cl_type == CLOVIS_LAYOUT_MIRROR;
+	bool mirror = l->cl_type == ST_LAYOUT_MIRROR;
 	uint32_t total;
 	const char *s;
 	size_t old;
@@ -948,7 +948,7 @@ static int px_layout_pool(struct conf_px *p, const yaml_node_t *n,
 			       "least %u", l->cl_n, mirror ? 2u : 1u);
 	}
 	total = l->cl_n + l->cl_k + l->cl_s;
-	if (total > CLOVIS_LAYOUT_UNITS_MAX || total > pl->cp_nr) {
+	if (total > ST_LAYOUT_UNITS_MAX || total > pl->cp_nr) {
 		char parity[32] = "";
 
 		if (!mirror)
@@ -957,7 +957,7 @@ static int px_layout_pool(struct conf_px *p, const yaml_node_t *n,
 			       "pool \"%s\" has %u devices (and at most %u "
 			       "are allowed)", mirror ? "copies" : "data",
 			       l->cl_n, parity, l->cl_s, total, pl->cp_name,
-			       pl->cp_nr, CLOVIS_LAYOUT_UNITS_MAX);
+			       pl->cp_nr, ST_LAYOUT_UNITS_MAX);
 	}
 	return 0;
 }
@@ -985,7 +985,7 @@ static int px_layout(struct conf_px *p, const char *key, const yaml_node_t *n,
 			return px_fail(p, k[i], "key \"%s\" does not apply to "
 				       "a %s layout", conf_layout_keys[i],
 				       conf_type_names[l->cl_type]);
-	if (l->cl_type == CLOVIS_LAYOUT_PLAIN)
+	if (l->cl_type == ST_LAYOUT_PLAIN)
 		rc = px_layout_plain(p, n, v, l);
 	else
 		rc = px_layout_pool(p, n, v, l);
@@ -1018,11 +1018,11 @@ static int px_cont(struct conf_px *p, const yaml_node_t *n, uint32_t i)
 	if (strlen(s) >= sizeof cc->cc_name)
 		return px_fail(p, v[CK_CONTAINER], "\"%.40s...\": longer than "
 			       "%zu characters", s, sizeof cc->cc_name - 1);
-	if (clovis_id_parse(s, &cc->cc_id) != 0)
+	if (st_id_parse(s, &cc->cc_id) != 0)
 		return px_fail(p, v[CK_CONTAINER], "\"%.40s\": not an id "
 			       "(HI:LO in hex, or @name)", s);
 	for (uint32_t j = 0; j < i; j++)
-		if (clovis_id_cmp(&p->px_c->c_conts[j].cc_id, &cc->cc_id) == 0)
+		if (st_id_cmp(&p->px_c->c_conts[j].cc_id, &cc->cc_id) == 0)
 			return px_fail(p, v[CK_CONTAINER], "\"%.40s\": the "
 				       "same container as containers[%u]",
 				       s, j);
@@ -1088,9 +1088,9 @@ static int px_layouts(struct conf_px *p, const yaml_node_t *root,
 		return rc;
 	}
 	c->c_default_layout = (struct conf_layout){
-		.cl_type = CLOVIS_LAYOUT_PLAIN, .cl_tier = CLOVIS_TIER_FLASH};
+		.cl_type = ST_LAYOUT_PLAIN, .cl_tier = ST_TIER_FLASH};
 	for (uint32_t i = 0; i < c->c_nr_devs; i++)
-		if (c->c_devs[i].cd_tier == CLOVIS_TIER_FLASH)
+		if (c->c_devs[i].cd_tier == ST_TIER_FLASH)
 			goto out;
 	px_key(p, "default");
 	return px_fail(p, n != NULL ? n : root, "not given, and the built-in "
@@ -1136,12 +1136,12 @@ static int px_model(struct conf_px *p, const yaml_node_t *n,
 
 static int px_models(struct conf_px *p, const yaml_node_t *n)
 {
-	yaml_node_t *v[CLOVIS_TIER_NR], *k[CLOVIS_TIER_NR];
+	yaml_node_t *v[ST_TIER_NR], *k[ST_TIER_NR];
 	size_t old = px_key(p, "device_model"), at;
 	int rc;
 
-	rc = px_fields(p, n, conf_tier_names, CLOVIS_TIER_NR, v, k);
-	for (uint32_t t = 0; rc == 0 && t < CLOVIS_TIER_NR; t++) {
+	rc = px_fields(p, n, conf_tier_names, ST_TIER_NR, v, k);
+	for (uint32_t t = 0; rc == 0 && t < ST_TIER_NR; t++) {
 		if (v[t] == NULL)
 			continue;
 		at = px_key(p, conf_tier_names[t]);
@@ -1354,9 +1354,9 @@ out:
 
 int conf_default(struct conf *c, uint64_t dev_size)
 {
-	static const uint32_t per_tier[CLOVIS_TIER_NR] = {
-		[CLOVIS_TIER_NVRAM] = 1, [CLOVIS_TIER_FLASH] = 8,
-		[CLOVIS_TIER_SAS] = 4, [CLOVIS_TIER_SMR] = 1,
+	static const uint32_t per_tier[ST_TIER_NR] = {
+		[ST_TIER_NVRAM] = 1, [ST_TIER_FLASH] = 8,
+		[ST_TIER_SAS] = 4, [ST_TIER_SMR] = 1,
 	};
 	struct conf tmp = {0};
 	uint32_t nr = 0;
@@ -1370,13 +1370,13 @@ int conf_default(struct conf *c, uint64_t dev_size)
 		return err_set(-EINVAL, "conf: device size %llu: must be "
 			       "1MiB..16TiB and a multiple of %u",
 			       (unsigned long long)dev_size, LIM_ALLOC_UNIT);
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++)
+	for (uint32_t t = 0; t < ST_TIER_NR; t++)
 		nr += per_tier[t];
 	tmp.c_devs = calloc(nr, sizeof *tmp.c_devs);
 	if (tmp.c_devs == NULL)
 		return err_set(-ENOMEM, "conf: no memory for devices");
 	tmp.c_dev_size = dev_size;
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++)
+	for (uint32_t t = 0; t < ST_TIER_NR; t++)
 		for (uint32_t i = 0; i < per_tier[t]; i++) {
 			struct conf_dev *d = &tmp.c_devs[tmp.c_nr_devs++];
 
@@ -1385,7 +1385,7 @@ int conf_default(struct conf *c, uint64_t dev_size)
 		}
 	conf_dev_default_names(&tmp);
 	tmp.c_default_layout = (struct conf_layout){
-		.cl_type = CLOVIS_LAYOUT_PLAIN, .cl_tier = CLOVIS_TIER_FLASH};
+		.cl_type = ST_LAYOUT_PLAIN, .cl_tier = ST_TIER_FLASH};
 	rc = conf_pools_implicit(&tmp);
 	if (rc != 0) {
 		conf_fini(&tmp);
@@ -1428,11 +1428,11 @@ int conf_dev_find(const struct conf *c, const char *name)
 }
 
 const struct conf_layout *conf_layout_for(const struct conf *c,
-					  const struct clovis_id *cont)
+					  const struct st_id *cont)
 {
 	PRE(c != NULL);
 	for (uint32_t i = 0; cont != NULL && i < c->c_nr_conts; i++)
-		if (clovis_id_cmp(&c->c_conts[i].cc_id, cont) == 0)
+		if (st_id_cmp(&c->c_conts[i].cc_id, cont) == 0)
 			return &c->c_conts[i].cc_layout;
 	return &c->c_default_layout;
 }
@@ -1551,7 +1551,7 @@ static void em_devices(struct conf_em *e, const struct conf *c)
 	for (uint32_t i = 0; i < c->c_nr_devs; i++) {
 		const struct conf_dev *d = &c->c_devs[i];
 
-		PRE(d->cd_tier < CLOVIS_TIER_NR);
+		PRE(d->cd_tier < ST_TIER_NR);
 		em_map(e, true);
 		em_kv(e, "name", d->cd_name);
 		em_kv(e, "tier", conf_tier_names[d->cd_tier]);
@@ -1599,13 +1599,13 @@ static void em_pools(struct conf_em *e, const struct conf *c)
 static void em_layout(struct conf_em *e, const struct conf *c,
 		      const struct conf_layout *l)
 {
-	bool mirror = l->cl_type == CLOVIS_LAYOUT_MIRROR;
+	bool mirror = l->cl_type == ST_LAYOUT_MIRROR;
 
-	PRE(l->cl_type >= CLOVIS_LAYOUT_PLAIN && l->cl_type < CONF_TYPE_NR);
+	PRE(l->cl_type >= ST_LAYOUT_PLAIN && l->cl_type < CONF_TYPE_NR);
 	em_map(e, true);
 	em_kv(e, "type", conf_type_names[l->cl_type]);
-	if (l->cl_type == CLOVIS_LAYOUT_PLAIN) {
-		PRE(l->cl_tier < CLOVIS_TIER_NR);
+	if (l->cl_type == ST_LAYOUT_PLAIN) {
+		PRE(l->cl_tier < ST_TIER_NR);
 		em_kv(e, "tier", conf_tier_names[l->cl_tier]);
 		em_map_end(e);
 		return;
@@ -1623,7 +1623,7 @@ static void em_layout(struct conf_em *e, const struct conf *c,
 
 static void em_layouts(struct conf_em *e, const struct conf *c)
 {
-	char id[CLOVIS_ID_STR_LEN];
+	char id[ST_ID_STR_LEN];
 
 	em_str(e, "layouts");
 	em_map(e, false);
@@ -1638,7 +1638,7 @@ static void em_layouts(struct conf_em *e, const struct conf *c)
 
 		em_map(e, false);
 		em_kv(e, "container", cc->cc_name[0] != '\0' ? cc->cc_name :
-			  clovis_id_format(&cc->cc_id, id));
+			  st_id_format(&cc->cc_id, id));
 		em_str(e, "layout");
 		em_layout(e, c, &cc->cc_layout);
 		em_map_end(e);
@@ -1660,13 +1660,13 @@ static void em_models(struct conf_em *e, const struct conf *c)
 	const uint64_t *vals[MK_NR];
 	bool any = false;
 
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++)
+	for (uint32_t t = 0; t < ST_TIER_NR; t++)
 		any |= conf_model_set(&c->c_model[t]);
 	if (!any)
 		return;
 	em_str(e, "device_model");
 	em_map(e, false);
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+	for (uint32_t t = 0; t < ST_TIER_NR; t++) {
 		const struct conf_model *m = &c->c_model[t];
 
 		if (!conf_model_set(m))

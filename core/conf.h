@@ -20,7 +20,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clovis/clovis.h"
 #include "core/limits.h"
 
 /* Name lengths, slice, pool and container counts, the text size: CONF_*
@@ -29,7 +28,7 @@
 /* Slices start at multiples of this (and are as long): 64 KiB. */
 #define CONF_SLICE_ALIGN (64ull << 10)
 /* Longest device path, with its NUL (LIM_PATH_MAX + 1, the size of
- * clovis_dev_info.di_path). */
+ * st_dev_info.di_path). */
 #define CONF_PATH_LEN 256
 
 /** Device model of one tier (simulated latency and bandwidth). */
@@ -51,7 +50,7 @@ struct conf_dev {
 	char cd_name[CONF_NAME_MAX + 1];
 	/** "" = made in the data directory (nvram: in nvram_dir). */
 	char cd_path[CONF_PATH_LEN];
-	uint32_t cd_tier;      /**< enum clovis_tier */
+	uint32_t cd_tier;      /**< enum st_tier */
 	/** Bytes.  conf_parse() fills it from device_size when the entry has
 	 *  no size; 0 only when neither is given (= the store's default). */
 	uint64_t cd_size;
@@ -71,9 +70,9 @@ struct conf_dev {
 	bool cd_local;
 };
 
-/** A layout: the fields of struct clovis_obj_attr it sets. */
+/** A layout: the fields of struct st_obj_attr it sets. */
 struct conf_layout {
-	uint32_t cl_type;       /**< enum clovis_layout_type */
+	uint32_t cl_type;       /**< enum st_layout_type */
 	uint32_t cl_tier;       /**< PLAIN: the tier; else 0 */
 	uint32_t cl_pool;       /**< PDCLUST/MIRROR: index in c_pools; else 0 */
 	/** oa_data_units: PDCLUST data units N, MIRROR copies; PLAIN 0. */
@@ -95,7 +94,7 @@ struct conf_pool {
 
 /** A container with its own default layout. */
 struct conf_container {
-	struct clovis_id cc_id;
+	struct st_id cc_id;
 	char cc_name[CONF_CONT_NAME_LEN]; /**< the id text as written */
 	struct conf_layout cc_layout;
 };
@@ -117,7 +116,7 @@ struct conf {
 	uint32_t c_nr_conts;
 	struct conf_container *c_conts; /**< owned; ids distinct */
 	uint64_t c_dev_size;           /**< device_size; 0 = unset */
-	struct conf_model c_model[CLOVIS_TIER_NR]; /**< per-tier device model */
+	struct conf_model c_model[ST_TIER_NR]; /**< per-tier device model */
 	/** Cluster stores (YAML "slice: I/N"): the data area of every local
 	 *  device that is not zoned is cut into c_slices equal slices
 	 *  (conf_slice_size()); this store allocates only in slice c_slice,
@@ -183,6 +182,6 @@ int conf_emit(const struct conf *c, char **out);
  * else c_default_layout (also when cont is NULL).  Never NULL; points into c.
  */
 const struct conf_layout *conf_layout_for(const struct conf *c,
-					  const struct clovis_id *cont);
+					  const struct st_id *cont);
 
 #endif

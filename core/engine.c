@@ -43,14 +43,14 @@ static char *hex_put(char *p, uint64_t v)
 	return p;
 }
 
-const char *eng_id_str(const struct clovis_id *id)
+const char *eng_id_str(const struct st_id *id)
 {
-	static __thread char buf[CLOVIS_ID_STR_LEN];
-	char *p = hex_put(buf, id->ci_hi);
+	static __thread char buf[ST_ID_STR_LEN];
+	char *p = hex_put(buf, id->si_hi);
 
-	_Static_assert(CLOVIS_ID_STR_LEN >= 16 + 1 + 16 + 1, "id string");
+	_Static_assert(ST_ID_STR_LEN >= 16 + 1 + 16 + 1, "id string");
 	*p++ = ':';
-	p = hex_put(p, id->ci_lo);
+	p = hex_put(p, id->si_lo);
 	*p = '\0';
 	return buf;
 }
@@ -116,7 +116,7 @@ struct ec_codec *eng_codec(struct eng *e, uint32_t n, uint32_t k)
 {
 	struct ec_codec *c;
 
-	if (n > CLOVIS_LAYOUT_UNITS_MAX || k > CLOVIS_LAYOUT_UNITS_MAX) {
+	if (n > ST_LAYOUT_UNITS_MAX || k > ST_LAYOUT_UNITS_MAX) {
 		err_set(-EINVAL, "codec %u+%u out of range", n, k);
 		return NULL;
 	}
@@ -144,7 +144,7 @@ static const char *unit_layout_name(uint32_t layout)
 	       layout == ST_LAYOUT_MIRROR ? "mirror" : "unit";
 }
 
-int eng_unit_refuse(const struct clovis_id *id, uint32_t layout)
+int eng_unit_refuse(const struct st_id *id, uint32_t layout)
 {
 	return err_set(-EOPNOTSUPP, "object %s: layout %s (%u): this process "
 		       "was assembled without the unit layouts (no "
@@ -185,7 +185,7 @@ int eng_unit_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 }
 
 int eng_unit_delete_units(struct eng *e, MDB_txn *txn,
-			  const struct clovis_id *obj, uint32_t layout,
+			  const struct st_id *obj, uint32_t layout,
 			  struct eng_spacevec *freed)
 {
 	if (e->e_lops == NULL)
@@ -194,7 +194,7 @@ int eng_unit_delete_units(struct eng *e, MDB_txn *txn,
 }
 
 int eng_unit_groups_drop(struct eng *e, MDB_txn *txn,
-			 const struct clovis_id *obj, uint32_t layout,
+			 const struct st_id *obj, uint32_t layout,
 			 uint64_t g, uint64_t nr, uint32_t w,
 			 struct eng_spacevec *freed)
 {
@@ -203,7 +203,7 @@ int eng_unit_groups_drop(struct eng *e, MDB_txn *txn,
 	return e->e_lops->elo_groups_drop(e, txn, obj, g, nr, w, freed);
 }
 
-int eng_unit_attr_check(struct eng *e, const struct clovis_id *id,
+int eng_unit_attr_check(struct eng *e, const struct st_id *id,
 			struct meta_ent *me)
 {
 	if (e->e_lops == NULL)
@@ -277,7 +277,7 @@ void eng_gunlock(struct eng *e, const uint32_t *slots, uint32_t nr)
 	pthread_mutex_unlock(&e->e_glock);
 }
 
-void eng_default_layout(struct eng *e, const struct clovis_id *c,
+void eng_default_layout(struct eng *e, const struct st_id *c,
 			struct meta_ent *me)
 {
 	const struct conf_layout *l = conf_layout_for(&e->e_conf, c);
@@ -413,8 +413,8 @@ void eng_close(struct eng *e)
 	meta_close(&e->e_meta);
 	if (e->e_lockfd >= 0)
 		close(e->e_lockfd);
-	for (uint32_t n = 0; n <= CLOVIS_LAYOUT_UNITS_MAX; n++)
-		for (uint32_t k = 0; k <= CLOVIS_LAYOUT_UNITS_MAX; k++)
+	for (uint32_t n = 0; n <= ST_LAYOUT_UNITS_MAX; n++)
+		for (uint32_t k = 0; k <= ST_LAYOUT_UNITS_MAX; k++)
 			if (e->e_codecs[n][k] != NULL)
 				e->e_lops->elo_codec_destroy(e->e_codecs[n][k]);
 	if (e->e_conf_loaded)
@@ -425,7 +425,7 @@ void eng_close(struct eng *e)
 
 /* ------------------------------------------------------------ misc */
 
-void eng_dev_info(struct eng *e, uint32_t i, struct clovis_dev_info *out)
+void eng_dev_info(struct eng *e, uint32_t i, struct st_dev_info *out)
 {
 	struct eng_dev *d = &e->e_devs[i];
 

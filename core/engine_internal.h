@@ -126,8 +126,8 @@ struct eng {
 	/* unit layouts: the table of eng_conf.ec_layout_ops (NULL: none) */
 	const struct eng_layout_ops *e_lops;
 	pthread_mutex_t e_codec_lock;
-	struct ec_codec *e_codecs[CLOVIS_LAYOUT_UNITS_MAX + 1]
-				 [CLOVIS_LAYOUT_UNITS_MAX + 1];
+	struct ec_codec *e_codecs[ST_LAYOUT_UNITS_MAX + 1]
+				 [ST_LAYOUT_UNITS_MAX + 1];
 	pthread_mutex_t e_glock;
 	pthread_cond_t e_gcond;
 	uint8_t e_gbusy[LIM_GLOCK_SLOTS];

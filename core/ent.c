@@ -16,17 +16,17 @@
 /* "an object", "an index", "a container". */
 static const char *type_article(uint32_t t)
 {
-	return t == CLOVIS_ET_CONTAINER ? "a" : "an";
+	return t == ST_ET_CONTAINER ? "a" : "an";
 }
 
 static const char *type_name(uint32_t t)
 {
 	switch (t) {
-	case CLOVIS_ET_CONTAINER:
+	case ST_ET_CONTAINER:
 		return "container";
-	case CLOVIS_ET_OBJ:
+	case ST_ET_OBJ:
 		return "object";
-	case CLOVIS_ET_IDX:
+	case ST_ET_IDX:
 		return "index";
 	default:
 		return "entity";
@@ -63,8 +63,8 @@ int ent_check(struct eng *e, MDB_txn *txn, struct eng_req *r,
 }
 
 static int member_put(struct eng *e, MDB_txn *txn,
-		      const struct clovis_id *cont, uint32_t type,
-		      const struct clovis_id *id, bool del)
+		      const struct st_id *cont, uint32_t type,
+		      const struct st_id *id, bool del)
 {
 	uint8_t kb[META_MEMBER_KEY_LEN];
 	MDB_val k = meta_member_key(kb, cont, type, id), v = {0, ""};
@@ -76,10 +76,10 @@ static int member_put(struct eng *e, MDB_txn *txn,
 
 /* Does container cont hold anything? */
 static int container_empty(struct eng *e, MDB_txn *txn,
-			   const struct clovis_id *cont)
+			   const struct st_id *cont)
 {
 	uint8_t kb[META_MEMBER_KEY_LEN];
-	struct clovis_id zero = {0, 0};
+	struct st_id zero = {0, 0};
 	MDB_val k = meta_member_key(kb, cont, 0, &zero), v;
 	MDB_cursor *cur;
 	int rc = mdb_cursor_open(txn, eng_meta(e)->m_member, &cur);
@@ -101,7 +101,7 @@ static int container_empty(struct eng *e, MDB_txn *txn,
 static int ent_create_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct eng_req *r = (struct eng_req *)ci;
-	struct clovis_id root = {0, 0};
+	struct st_id root = {0, 0};
 	struct meta_ent cur;
 	int rc = meta_ent_get(txn, eng_meta(e), &r->er_id, &cur);
 
@@ -111,9 +111,9 @@ static int ent_create_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 			       type_article(cur.me_type), type_name(cur.me_type));
 	if (rc != -ENOENT)
 		return rc;
-	if (r->er_type != CLOVIS_ET_CONTAINER) {
+	if (r->er_type != ST_ET_CONTAINER) {
 		rc = meta_ent_get(txn, eng_meta(e), &r->er_container, &cur);
-		if (rc == -ENOENT || (rc == 0 && cur.me_type != CLOVIS_ET_CONTAINER))
+		if (rc == -ENOENT || (rc == 0 && cur.me_type != ST_ET_CONTAINER))
 			return err_set(-ENOENT, "%s %s: container %s does not "
 				       "exist", type_name(r->er_type),
 				       eng_id_str(&r->er_id),
@@ -124,7 +124,7 @@ static int ent_create_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	ci->ci_hard = true;
 	rc = meta_ent_put(txn, eng_meta(e), &r->er_id, &r->er_ent);
 	if (rc == 0)
-		rc = member_put(e, txn, r->er_type == CLOVIS_ET_CONTAINER ?
+		rc = member_put(e, txn, r->er_type == ST_ET_CONTAINER ?
 				&root : &r->er_container, r->er_type,
 				&r->er_id, false);
 	ci->ci_hard = rc != 0;
@@ -135,9 +135,9 @@ static int ent_create_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 static int ent_delete_contents(struct eng *e, MDB_txn *txn, struct eng_req *r)
 {
 	switch (r->er_type) {
-	case CLOVIS_ET_OBJ:
+	case ST_ET_OBJ:
 		return obj_delete_maps(e, txn, &r->er_id, &r->er_ci.ci_freed);
-	case CLOVIS_ET_IDX:
+	case ST_ET_IDX:
 		return idx_delete_records(e, txn, &r->er_id);
 	default:
 		return 0;
@@ -147,23 +147,23 @@ static int ent_delete_contents(struct eng *e, MDB_txn *txn, struct eng_req *r)
 static int ent_delete_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct eng_req *r = (struct eng_req *)ci;
-	struct clovis_id root = {0, 0}, dflt = CLOVIS_ID_DEFAULT_CONTAINER;
+	struct st_id root = {0, 0}, dflt = ST_ID_DEFAULT_CONTAINER;
 	struct meta_ent cur;
 	uint8_t kb[16];
 	MDB_val k = meta_ent_key(kb, &r->er_id);
 	int rc = ent_get_typed(e, txn, r, &cur);
 
-	if (rc == 0 && r->er_type == CLOVIS_ET_CONTAINER &&
-	    clovis_id_cmp(&r->er_id, &dflt) == 0)
+	if (rc == 0 && r->er_type == ST_ET_CONTAINER &&
+	    st_id_cmp(&r->er_id, &dflt) == 0)
 		rc = err_set(-EPERM, "the default container cannot be deleted");
-	if (rc == 0 && r->er_type == CLOVIS_ET_CONTAINER)
+	if (rc == 0 && r->er_type == ST_ET_CONTAINER)
 		rc = container_empty(e, txn, &r->er_id);
 	if (rc != 0)
 		return rc;
 	ci->ci_hard = true;
 	rc = ent_delete_contents(e, txn, r);
 	if (rc == 0)
-		rc = member_put(e, txn, r->er_type == CLOVIS_ET_CONTAINER ?
+		rc = member_put(e, txn, r->er_type == ST_ET_CONTAINER ?
 				&root : &cur.me_container, r->er_type,
 				&r->er_id, true);
 	if (rc == 0) {
@@ -202,7 +202,7 @@ static int ent_create_prepare(struct eng *e, struct eng_req *r)
 	me->me_ctime_ns = me->me_mtime_ns = eng_now_ns();
 	me->me_size_blocks = me->me_size_bytes = me->me_nr_records = 0;
 	me->me_flags = 0;
-	if (r->er_type == CLOVIS_ET_OBJ) {
+	if (r->er_type == ST_ET_OBJ) {
 		struct layout l;
 		int rc;
 
@@ -210,10 +210,10 @@ static int ent_create_prepare(struct eng *e, struct eng_req *r)
 			uint32_t tier = me->me_tier;
 
 			eng_default_layout(e, &r->er_container, me);
-			if (me->me_layout == CLOVIS_LAYOUT_PLAIN)
+			if (me->me_layout == ST_LAYOUT_PLAIN)
 				me->me_tier = tier; /* the caller's tier */
 		}
-		if (me->me_layout == CLOVIS_LAYOUT_COMPOSITE) {
+		if (me->me_layout == ST_LAYOUT_COMPOSITE) {
 			me->me_tier = me->me_dev = me->me_pool = 0;
 			me->me_n = me->me_k = me->me_s = me->me_unit_shift = 0;
 			return 0;

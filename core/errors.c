@@ -16,13 +16,13 @@ const char *err_str(int rc)
 	switch (-rc) {
 	case 0:
 		return "success";
-	case CLOVIS_ECORRUPT:
+	case ST_ECORRUPT:
 		return "on-disk structure is corrupt";
-	case CLOVIS_EVERSION:
+	case ST_EVERSION:
 		return "store made by an incompatible version";
-	case CLOVIS_ECHECKSUM:
+	case ST_ECHECKSUM:
 		return "checksum mismatch";
-	case CLOVIS_ESTATE:
+	case ST_ESTATE:
 		return "handle or op in the wrong state";
 	default:
 		return rc < 0 ? strerror(-rc) : "not an error code";

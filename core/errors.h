@@ -1,7 +1,7 @@
 /*
  * errors.h — error codes, their strings, and the per-thread error message.
  *
- * Functions return 0 or a negative errno / negative CLOVIS_E* code.  The leaf
+ * Functions return 0 or a negative errno / negative ST_E* code.  The leaf
  * that first sees an error calls err_set() with a message naming the entity,
  * key or field; callers pass the code up without a new message.
  */
@@ -11,10 +11,9 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include "clovis/clovis.h"
 #include "core/limits.h"
 
-/** String for rc (negative errno or negative CLOVIS_E*). */
+/** String for rc (negative errno or negative ST_E*). */
 const char *err_str(int rc);
 
 /**

@@ -18,7 +18,7 @@
 static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 			   uint32_t i, int64_t *added, int *hard)
 {
-	uint8_t kb[16 + CLOVIS_KEY_MAX];
+	uint8_t kb[16 + ST_KEY_MAX];
 	MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
 				 r->er_keys->bv_len[i]);
 	MDB_val v = {.mv_size = r->er_vals->bv_len[i],
@@ -29,7 +29,7 @@ static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 		(*added)++;
 		return 0;
 	}
-	if (rc == MDB_KEYEXIST && !(r->er_flags & CLOVIS_IF_OVERWRITE))
+	if (rc == MDB_KEYEXIST && !(r->er_flags & ST_IF_OVERWRITE))
 		return -EEXIST;
 	if (rc == MDB_KEYEXIST) {
 		/* MDB_NOOVERWRITE pointed v at the old value: point it back. */
@@ -46,7 +46,7 @@ static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 static int32_t idx_del_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 			   uint32_t i, int64_t *added, int *hard)
 {
-	uint8_t kb[16 + CLOVIS_KEY_MAX];
+	uint8_t kb[16 + ST_KEY_MAX];
 	MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
 				 r->er_keys->bv_len[i]);
 	int rc = mdb_del(txn, m->m_idx, &k, NULL);
@@ -88,7 +88,7 @@ static int idx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 }
 
 /* Copy an LMDB value out to the caller's slot i of bv. */
-static int32_t idx_copy_out(struct clovis_bufvec *bv, uint32_t i,
+static int32_t idx_copy_out(struct st_bufvec *bv, uint32_t i,
 			    const MDB_val *v)
 {
 	if (bv->bv_buf[i] == NULL) {
@@ -107,7 +107,7 @@ static int32_t idx_copy_out(struct clovis_bufvec *bv, uint32_t i,
 static int idx_get(struct eng *e, MDB_txn *txn, struct eng_req *r)
 {
 	for (uint32_t i = 0; i < r->er_keys->bv_nr; i++) {
-		uint8_t kb[16 + CLOVIS_KEY_MAX];
+		uint8_t kb[16 + ST_KEY_MAX];
 		MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
 					 r->er_keys->bv_len[i]), v;
 		int rc = mdb_get(txn, eng_meta(e)->m_idx, &k, &v);
@@ -133,7 +133,7 @@ static int idx_next_start(struct eng_req *r, MDB_cursor *cur, uint8_t *kb,
 
 	*k = meta_idx_key(kb, &r->er_id, start, slen);
 	rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
-	if (rc == 0 && start != NULL && (r->er_flags & CLOVIS_IF_EXCLUDE_START_KEY) &&
+	if (rc == 0 && start != NULL && (r->er_flags & ST_IF_EXCLUDE_START_KEY) &&
 	    k->mv_size == 16 + slen && memcmp(k->mv_data, kb, 16 + slen) == 0)
 		rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
 	return rc;
@@ -199,20 +199,20 @@ static inline int32_t idx_slot_fill(uint8_t *kb, size_t *klen_io,
 	return 0;
 }
 
-int32_t eng_idx_rec_into(struct clovis_bufvec *keys,
-			 struct clovis_bufvec *vals, uint32_t i,
+int32_t eng_idx_rec_into(struct st_bufvec *keys,
+			 struct st_bufvec *vals, uint32_t i,
 			 const void *key, size_t klen, const void *val,
 			 size_t vlen)
 {
 	return idx_slot_fill(keys->bv_buf[i], &keys->bv_len[i],
-			     i == 0 ? CLOVIS_KEY_MAX : keys->bv_len[i],
+			     i == 0 ? ST_KEY_MAX : keys->bv_len[i],
 			     vals->bv_buf[i], &vals->bv_len[i], key, klen, val,
 			     vlen);
 }
 
 void eng_idx_next_tail(struct eng_req *r, uint32_t from)
 {
-	bool mine = !(r->er_flags & CLOVIS_IF_CALLER_BUFS);
+	bool mine = !(r->er_flags & ST_IF_CALLER_BUFS);
 
 	for (uint32_t i = from; i < r->er_keys->bv_nr; i++) {
 		if (mine)
@@ -275,11 +275,11 @@ static inline int32_t idx_slot_fill_kv(uint8_t *kb, size_t *klen,
 }
 
 /*
- * The walk into the caller's buffers (CLOVIS_IF_CALLER_BUFS): records
+ * The walk into the caller's buffers (ST_IF_CALLER_BUFS): records
  * copied straight from the cursor, no call per record but LMDB's.  The
  * index prefix, the status and the vectors are held in locals (not read
  * through pointers again after each cursor step), and slot 0 (room
- * CLOVIS_KEY_MAX) is filled before the loop, so the loop body has one
+ * ST_KEY_MAX) is filled before the loop, so the loop body has one
  * room rule: what callgrind showed per record beyond raw LMDB's walk.
  */
 static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
@@ -296,7 +296,7 @@ static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
 
 	if (rc != 0 || !idx_in(k, (const uint64_t[2]){p0, p1}))
 		return 0;
-	rcs[0] = idx_slot_fill_kv(kbuf[0], &klen[0], CLOVIS_KEY_MAX, vbuf[0],
+	rcs[0] = idx_slot_fill_kv(kbuf[0], &klen[0], ST_KEY_MAX, vbuf[0],
 				  &vlen[0], k, v);
 	if (nr > 1) /* a walk of one record reads no further */
 		idx_page_prefetch(k->mv_data);
@@ -318,7 +318,7 @@ static uint32_t idx_next_into(struct eng_req *r, MDB_cursor *cur,
 static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 {
 	struct meta *m = eng_meta(e);
-	uint8_t kb[16 + CLOVIS_KEY_MAX];
+	uint8_t kb[16 + ST_KEY_MAX];
 	uint64_t p[2];
 	MDB_cursor *cur;
 	MDB_val k, v;
@@ -329,7 +329,7 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 		return rc;
 	rc = idx_next_start(r, cur, kb, &k, &v);
 	memcpy(p, kb, 16);
-	if (r->er_flags & CLOVIS_IF_CALLER_BUFS) {
+	if (r->er_flags & ST_IF_CALLER_BUFS) {
 		i = idx_next_into(r, cur, p, &k, &v, &rc);
 	} else {
 		for (; rc == 0 && i < r->er_keys->bv_nr && idx_in(&k, p);
@@ -357,7 +357,7 @@ static int idx_next(struct eng *e, MDB_txn *txn, struct eng_req *r)
 struct idx_valid {
 	uint64_t iv_eng;     /**< eng_serial() */
 	size_t iv_txnid;     /**< mdb_txn_id() of the snapshot */
-	struct clovis_id iv_id;
+	struct st_id iv_id;
 	uint32_t iv_type;
 	uint64_t iv_ctime;   /**< the incarnation that was checked */
 };
@@ -374,7 +374,7 @@ static int idx_check(struct eng *e, MDB_txn *txn, struct eng_req *r)
 
 	if (v->iv_eng == eng_serial(e) && v->iv_txnid == tid &&
 	    v->iv_type == r->er_type && v->iv_ctime == r->er_ent.me_ctime_ns &&
-	    v->iv_id.ci_hi == r->er_id.ci_hi && v->iv_id.ci_lo == r->er_id.ci_lo)
+	    v->iv_id.si_hi == r->er_id.si_hi && v->iv_id.si_lo == r->er_id.si_lo)
 		return 0;
 	rc = ent_check(e, txn, r, &cur);
 	if (rc == 0)
@@ -408,7 +408,7 @@ int idx_exec(struct eng *e, struct eng_req *r)
 	return ENG_PENDING;
 }
 
-int idx_delete_records(struct eng *e, MDB_txn *txn, const struct clovis_id *id)
+int idx_delete_records(struct eng *e, MDB_txn *txn, const struct st_id *id)
 {
 	uint8_t kb[16];
 	MDB_cursor *cur;

@@ -11,19 +11,19 @@
 
 /** Index GET, PUT, DEL, NEXT (eng_exec()). */
 int idx_exec(struct eng *e, struct eng_req *r);
-/** NEXT with CLOVIS_IF_CALLER_BUFS (clovis.h): copy one record into slot i
+/** NEXT with ST_IF_CALLER_BUFS (clovis.h): copy one record into slot i
  *  of the caller's key and value buffers (slot 0's key room is
- *  CLOVIS_KEY_MAX, others' bv_len); sets both lengths to the record's;
+ *  ST_KEY_MAX, others' bv_len); sets both lengths to the record's;
  *  returns 0, -EMSGSIZE (key does not fit) or -ENOBUFS (value).  Used by
  *  the engine and by the cluster client alike. */
-int32_t eng_idx_rec_into(struct clovis_bufvec *keys,
-			 struct clovis_bufvec *vals, uint32_t i,
+int32_t eng_idx_rec_into(struct st_bufvec *keys,
+			 struct st_bufvec *vals, uint32_t i,
 			 const void *key, size_t klen, const void *val,
 			 size_t vlen);
 /** Slots from..nr of a NEXT past its last record: rcs -ENOENT, lengths 0,
- *  buffers NULL (malloc mode) or left alone (CLOVIS_IF_CALLER_BUFS). */
+ *  buffers NULL (malloc mode) or left alone (ST_IF_CALLER_BUFS). */
 void eng_idx_next_tail(struct eng_req *r, uint32_t from);
 /** In the commit of a DELETE: every record of index id. */
-int idx_delete_records(struct eng *e, MDB_txn *txn, const struct clovis_id *id);
+int idx_delete_records(struct eng *e, MDB_txn *txn, const struct st_id *id);
 
 #endif

@@ -1,12 +1,37 @@
 /*
  * limits.h — every hard limit of Strata in one place, each with its reason.
- * Public limits (block sizes, key and value sizes, vector lengths) are in
- * clovis/clovis.h; this file holds the engine's own.
+ * The public limits (block sizes, key and value sizes, vector lengths) come
+ * first under ST_ names: clovis/clovis.h states them to applications under
+ * its own CLOVIS_ names with the same values (clovis/clovis.c checks each
+ * pair).  The engine's own follow.  Ground floor: includes only
+ * core/types.h.
  */
 #ifndef STRATA_CORE_LIMITS_H
 #define STRATA_CORE_LIMITS_H
 
-#include "clovis/clovis.h"
+#include "core/types.h"
+
+/* ---------------------------------------------------------------------
+ * Public limits (CLOVIS_ twins in clovis/clovis.h).
+ */
+
+/* Smallest and largest object block size, as log2 of bytes
+ * (st_obj_attr.oa_block_shift; 0 there means 12, 4 KiB).  The smallest is
+ * the allocation unit (LIM_ALLOC_UNIT below). */
+#define ST_BLOCK_SHIFT_MIN 9u  /* 512 B */
+#define ST_BLOCK_SHIFT_MAX 26u /* 64 MiB */
+/* Longest index key in bytes (LMDB key limit less the 16-byte index id). */
+#define ST_KEY_MAX 495u
+/* Largest index value in bytes. */
+#define ST_VAL_MAX (1u << 20)
+/* Most extents, buffers or records in one op. */
+#define ST_VEC_MAX 4096u
+/* Most bytes one READ/WRITE op moves. */
+#define ST_OP_BYTES_MAX (256ull << 20)
+/* Highest block number + 1 an object may have (2^48 blocks). */
+#define ST_BLOCK_NR_MAX (1ull << 48)
+/* Most member ops of one dtx. */
+#define ST_DTX_OPS_MAX 65536u
 
 /* Space on devices is handed out in units of 512 B: the smallest block size,
  * and the O_DIRECT alignment of the file systems we run on (checked at open;
@@ -59,7 +84,7 @@
  * format, so 256 MiB keeps creation to a few seconds. */
 #define LIM_DEV_SIZE_DEFAULT (256ull << 20)
 
-/* Longest path we store for a device (clovis_dev_info.di_path). */
+/* Longest path we store for a device (st_dev_info.di_path). */
 #define LIM_PATH_MAX 255u
 
 /* Largest single device I/O the drivers issue; bigger requests are split so
@@ -183,7 +208,7 @@
  * arms a few; a point past the table is not armed. */
 #define FAULT_MAX 32
 
-_Static_assert(LIM_ALLOC_UNIT == (1u << CLOVIS_BLOCK_SHIFT_MIN),
+_Static_assert(LIM_ALLOC_UNIT == (1u << ST_BLOCK_SHIFT_MIN),
 	       "allocation unit is the smallest block");
 _Static_assert(LIM_DEV_SB_SIZE % LIM_ALLOC_UNIT == 0, "aligned data area");
 

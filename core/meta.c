@@ -31,10 +31,10 @@ int meta_err(int mdb_rc, const char *what)
 	case MDB_INVALID:
 	case MDB_CORRUPTED:
 	case MDB_PAGE_NOTFOUND:
-		rc = -CLOVIS_ECORRUPT;
+		rc = -ST_ECORRUPT;
 		break;
 	case MDB_VERSION_MISMATCH:
-		rc = -CLOVIS_EVERSION;
+		rc = -ST_EVERSION;
 		break;
 	case MDB_READERS_FULL:
 	case MDB_TXN_FULL:
@@ -71,7 +71,7 @@ static int meta_tables_open(struct meta *m, bool create)
 	    (rc = mdb_dbi_open(txn, "layer", fl, &m->m_layer)) != 0) {
 		mdb_txn_abort(txn);
 		if (rc == MDB_NOTFOUND)
-			return err_set(-CLOVIS_ECORRUPT,
+			return err_set(-ST_ECORRUPT,
 				       "metadata: a table is missing");
 		return meta_err(rc, "open tables");
 	}
@@ -526,32 +526,32 @@ void meta_rcursor_put(struct meta *m, MDB_cursor *cur)
 	mdb_cursor_close(cur);
 }
 
-void meta_id_enc(uint8_t out[16], const struct clovis_id *id)
+void meta_id_enc(uint8_t out[16], const struct st_id *id)
 {
-	uint64_t hi = htobe64(id->ci_hi), lo = htobe64(id->ci_lo);
+	uint64_t hi = htobe64(id->si_hi), lo = htobe64(id->si_lo);
 
 	memcpy(out, &hi, 8);
 	memcpy(out + 8, &lo, 8);
 }
 
-void meta_id_dec(const uint8_t in[16], struct clovis_id *id)
+void meta_id_dec(const uint8_t in[16], struct st_id *id)
 {
 	uint64_t hi, lo;
 
 	memcpy(&hi, in, 8);
 	memcpy(&lo, in + 8, 8);
-	id->ci_hi = be64toh(hi);
-	id->ci_lo = be64toh(lo);
+	id->si_hi = be64toh(hi);
+	id->si_lo = be64toh(lo);
 }
 
-MDB_val meta_ent_key(uint8_t buf[16], const struct clovis_id *id)
+MDB_val meta_ent_key(uint8_t buf[16], const struct st_id *id)
 {
 	meta_id_enc(buf, id);
 	return (MDB_val){.mv_size = META_ID_LEN, .mv_data = buf};
 }
 
-MDB_val meta_member_key(uint8_t buf[33], const struct clovis_id *cont,
-			uint32_t type, const struct clovis_id *id)
+MDB_val meta_member_key(uint8_t buf[33], const struct st_id *cont,
+			uint32_t type, const struct st_id *id)
 {
 	meta_id_enc(buf, cont);
 	buf[16] = (uint8_t)type;
@@ -559,7 +559,7 @@ MDB_val meta_member_key(uint8_t buf[33], const struct clovis_id *cont,
 	return (MDB_val){.mv_size = META_MEMBER_KEY_LEN, .mv_data = buf};
 }
 
-MDB_val meta_ext_key(uint8_t buf[24], const struct clovis_id *obj,
+MDB_val meta_ext_key(uint8_t buf[24], const struct st_id *obj,
 		     uint64_t blk)
 {
 	uint64_t b = htobe64(blk);
@@ -577,7 +577,7 @@ uint64_t meta_ext_key_blk(const MDB_val *key)
 	return be64toh(b);
 }
 
-MDB_val meta_idx_key(uint8_t *buf, const struct clovis_id *idx,
+MDB_val meta_idx_key(uint8_t *buf, const struct st_id *idx,
 		     const void *key, size_t klen)
 {
 	meta_id_enc(buf, idx);
@@ -586,7 +586,7 @@ MDB_val meta_idx_key(uint8_t *buf, const struct clovis_id *idx,
 	return (MDB_val){.mv_size = 16 + klen, .mv_data = buf};
 }
 
-int meta_ent_get(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
+int meta_ent_get(MDB_txn *txn, struct meta *m, const struct st_id *id,
 		 struct meta_ent *out)
 {
 	uint8_t kb[16];
@@ -598,15 +598,15 @@ int meta_ent_get(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
 	if (rc != 0)
 		return meta_err(rc, "read entity");
 	if (v.mv_size != sizeof *out)
-		return err_set(-CLOVIS_ECORRUPT,
+		return err_set(-ST_ECORRUPT,
 			       "entity %016llx:%016llx: record of %zu bytes",
-			       (unsigned long long)id->ci_hi,
-			       (unsigned long long)id->ci_lo, v.mv_size);
+			       (unsigned long long)id->si_hi,
+			       (unsigned long long)id->si_lo, v.mv_size);
 	memcpy(out, v.mv_data, sizeof *out);
 	return 0;
 }
 
-int meta_ent_put(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
+int meta_ent_put(MDB_txn *txn, struct meta *m, const struct st_id *id,
 		 const struct meta_ent *me)
 {
 	uint8_t kb[16];
@@ -628,7 +628,7 @@ int meta_sys_get(MDB_txn *txn, struct meta *m, const char *name, void *buf,
 	if (rc != 0)
 		return meta_err(rc, name);
 	if (v.mv_size != len)
-		return err_set(-CLOVIS_ECORRUPT, "metadata sys/%s: %zu bytes, "
+		return err_set(-ST_ECORRUPT, "metadata sys/%s: %zu bytes, "
 			       "expected %zu", name, v.mv_size, len);
 	memcpy(buf, v.mv_data, len);
 	return 0;

@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "clovis/clovis.h"
+#include "core/types.h"
 
 #define META_FORMAT_VERSION 2u
 
@@ -67,10 +67,10 @@ enum meta_ent_flags {
 /** An entity record (table ent). */
 struct meta_ent {
 	uint32_t me_version;     /**< META_FORMAT_VERSION */
-	uint32_t me_type;        /**< enum clovis_entity_type */
-	struct clovis_id me_container;
+	uint32_t me_type;        /**< enum st_entity_type */
+	struct st_id me_container;
 	uint32_t me_block_shift; /**< objects */
-	uint32_t me_layout;      /**< enum clovis_layout_type */
+	uint32_t me_layout;      /**< enum st_layout_type */
 	uint32_t me_tier;
 	uint32_t me_dev;
 	uint64_t me_size_blocks;
@@ -98,7 +98,7 @@ enum meta_ext_flags {
 
 /** One layer of a composite object (table layer). */
 struct meta_layer {
-	struct clovis_id ml_sub;  /**< the sub-object holding its blocks */
+	struct st_id ml_sub;  /**< the sub-object holding its blocks */
 	uint32_t ml_priority;     /**< higher = newer; writes go to the top */
 	uint32_t ml_pad;
 };
@@ -150,7 +150,7 @@ enum meta_open_flags {
  * Open the environment in dir with a map of map_size bytes; flags are
  * META_* (without META_SYNC_META a commit leaves its meta page unsynced:
  * the next commit's sync or mdb_env_sync() makes it durable).  Returns 0,
- * -ENOENT (absent and not META_CREATE), -CLOVIS_ECORRUPT (LMDB says the
+ * -ENOENT (absent and not META_CREATE), -ST_ECORRUPT (LMDB says the
  * file is not a valid environment), -errno.
  */
 int meta_open(struct meta *m, const char *dir, uint64_t map_size,
@@ -158,7 +158,7 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size,
 void meta_close(struct meta *m);
 
 /*
- * Metadata on NVRAM (CLOVIS_CONF_META_NVRAM, eng_conf.ec_meta_nvram): the
+ * Metadata on NVRAM (ST_CONF_META_NVRAM, eng_conf.ec_meta_nvram): the
  * store's "DATA_DIR/meta" is a symbolic link to "NVDIR/strata-UUID-meta"
  * (NVDIR absolute, UUID the store's), so every path that opens DATA_DIR/meta
  * follows it unchanged.  A store without the option has a directory there.
@@ -235,23 +235,23 @@ uint32_t meta_rtxn_threads(struct meta *m);
 int meta_err(int mdb_rc, const char *what);
 
 /* Key encoders: write the key into buf and return its MDB_val. */
-void meta_id_enc(uint8_t out[16], const struct clovis_id *id);
-void meta_id_dec(const uint8_t in[16], struct clovis_id *id);
-MDB_val meta_ent_key(uint8_t buf[16], const struct clovis_id *id);
-MDB_val meta_member_key(uint8_t buf[33], const struct clovis_id *cont,
-			uint32_t type, const struct clovis_id *id);
-MDB_val meta_ext_key(uint8_t buf[24], const struct clovis_id *obj,
+void meta_id_enc(uint8_t out[16], const struct st_id *id);
+void meta_id_dec(const uint8_t in[16], struct st_id *id);
+MDB_val meta_ent_key(uint8_t buf[16], const struct st_id *id);
+MDB_val meta_member_key(uint8_t buf[33], const struct st_id *cont,
+			uint32_t type, const struct st_id *id);
+MDB_val meta_ext_key(uint8_t buf[24], const struct st_id *obj,
 		     uint64_t blk);
 uint64_t meta_ext_key_blk(const MDB_val *key);
 /** Index record key; buf must hold 16 + klen bytes. */
-MDB_val meta_idx_key(uint8_t *buf, const struct clovis_id *idx,
+MDB_val meta_idx_key(uint8_t *buf, const struct st_id *idx,
 		     const void *key, size_t klen);
 
 /** Read the entity record of id.  0, -ENOENT, or -errno. */
-int meta_ent_get(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
+int meta_ent_get(MDB_txn *txn, struct meta *m, const struct st_id *id,
 		 struct meta_ent *out);
 /** Write the entity record of id. */
-int meta_ent_put(MDB_txn *txn, struct meta *m, const struct clovis_id *id,
+int meta_ent_put(MDB_txn *txn, struct meta *m, const struct st_id *id,
 		 const struct meta_ent *me);
 
 /** sys table access by name. */

@@ -167,10 +167,10 @@ static int member_one(void *arg, const struct meta_rec *r)
 {
 	struct member_scan *a = arg;
 	struct st_id id;
-	struct clovis_id cid;
+	struct st_id cid;
 
 	meta_id_dec((const uint8_t *)r->mc_key + 17, &cid);
-	id = (struct st_id){cid.ci_hi, cid.ci_lo};
+	id = (struct st_id){cid.si_hi, cid.si_lo};
 	if (a->ms_after != NULL && id.si_hi == a->ms_after->si_hi &&
 	    id.si_lo == a->ms_after->si_lo)
 		return META_SCAN_NEXT;
@@ -181,12 +181,12 @@ int meta_member_scan(MDB_txn *txn, struct meta *m, const struct st_id *cont,
 		     uint32_t type, const struct st_id *after,
 		     meta_member_fn fn, void *arg, const char *what)
 {
-	struct clovis_id c = {cont->si_hi, cont->si_lo}, a = {0, 0};
+	struct st_id c = {cont->si_hi, cont->si_lo}, a = {0, 0};
 	uint8_t kb[META_MEMBER_KEY_LEN];
 	struct member_scan ms = {after, fn, arg};
 
 	if (after != NULL)
-		a = (struct clovis_id){after->si_hi, after->si_lo};
+		a = (struct st_id){after->si_hi, after->si_lo};
 	meta_member_key(kb, &c, type, &a);
 	return meta_scan(txn, m, &(struct meta_scan){
 		.ms_table = META_T_MEMBER, .ms_from = kb,

@@ -1,5 +1,5 @@
 # core/ — shared infrastructure and the per-node engine.
-LIB_SRCS += core/errors.c core/log.c core/fault.c core/alloc.c core/meta.c \
+LIB_SRCS += core/errors.c core/types.c core/log.c core/fault.c core/alloc.c core/meta.c \
 	core/engine.c core/store.c core/space.c core/commit.c core/dev.c \
 	core/obj.c core/idx.c core/ent.c core/zone.c core/comp.c \
 	core/layout.c core/plain.c

@@ -21,7 +21,7 @@
 
 /** A cursor over a caller's buffer vector. */
 struct bufcur {
-	struct clovis_bufvec *bc_bv;
+	struct st_bufvec *bc_bv;
 	uint32_t bc_i;
 	size_t bc_off;
 };
@@ -70,7 +70,7 @@ static bool ext_key_of(const MDB_val *k, const uint8_t obj[16])
 
 /* Collect the records of obj overlapping [s, s + n). */
 int ext_lookup(struct meta *m, MDB_txn *txn,
-		      const struct clovis_id *obj, uint64_t s, uint64_t n,
+		      const struct st_id *obj, uint64_t s, uint64_t n,
 		      struct ext_list *out)
 {
 	uint8_t kb[META_EXT_KEY_LEN];
@@ -118,7 +118,7 @@ int ext_lookup(struct meta *m, MDB_txn *txn,
 	return rc;
 }
 
-int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_put(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 		   uint64_t blk, const struct meta_ext *x)
 {
 	uint8_t kb[META_EXT_KEY_LEN];
@@ -129,7 +129,7 @@ int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 	return rc == 0 ? 0 : meta_err(rc, "write extent");
 }
 
-static int ext_del(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+static int ext_del(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 		   uint64_t blk)
 {
 	uint8_t kb[META_EXT_KEY_LEN];
@@ -141,7 +141,7 @@ static int ext_del(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 
 /* Unmap one record's overlap with [s, e): keep its outer parts, add the
  * unmapped space to freed. */
-static int ext_cut(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+static int ext_cut(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 		   const struct ext_rec *r, uint64_t s, uint64_t e,
 		   uint32_t shift, struct eng_spacevec *freed)
 {
@@ -174,7 +174,7 @@ static int ext_cut(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
 }
 
 /* Unmap [s, s + n) of obj; space goes to freed. */
-int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_punch(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 		     uint64_t s, uint64_t n, uint32_t shift,
 		     struct eng_spacevec *freed)
 {
@@ -217,7 +217,7 @@ static int obj_alloc_space(struct eng *e, struct eng_req *r)
 		rc = layout_map(&l, r->er_ext->ev_start_blk[i],
 				r->er_ext->ev_nr_blks[i], t, &nt);
 		if (rc == 0 && eng_dev_get(e, t[0].lt_dev) == NULL)
-			rc = err_set(-CLOVIS_ECORRUPT, "object %s: device %u "
+			rc = err_set(-ST_ECORRUPT, "object %s: device %u "
 				     "not in store", eng_id_str(&r->er_id),
 				     t[0].lt_dev);
 		if (rc == 0)
@@ -484,7 +484,7 @@ static int ext_list_check(struct eng *e, const struct eng_req *r,
 {
 	for (uint32_t i = 0; i < l->xl_nr; i++)
 		if (eng_dev_get(e, l->xl_v[i].xr_ext.mx_dev) == NULL)
-			return err_set(-CLOVIS_ECORRUPT, "object %s: block %" PRIu64
+			return err_set(-ST_ECORRUPT, "object %s: block %" PRIu64
 				       " on unknown device %u",
 				       eng_id_str(&r->er_id), l->xl_v[i].xr_blk,
 				       l->xl_v[i].xr_ext.mx_dev);
@@ -555,7 +555,7 @@ static int obj_stripe_exec(struct eng *e, struct eng_req *r)
 
 int obj_exec(struct eng *e, struct eng_req *r)
 {
-	if (r->er_ent.me_layout == CLOVIS_LAYOUT_COMPOSITE)
+	if (r->er_ent.me_layout == ST_LAYOUT_COMPOSITE)
 		return comp_exec(e, r);
 	if (stripe_layout(r->er_ent.me_layout))
 		return obj_stripe_exec(e, r);
@@ -564,7 +564,7 @@ int obj_exec(struct eng *e, struct eng_req *r)
 	return obj_update(e, r);
 }
 
-int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		    struct eng_spacevec *freed)
 {
 	struct meta_ent me;
@@ -575,14 +575,14 @@ int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
 	if (stripe_layout(me.me_layout))
 		return eng_unit_delete_units(e, txn, id, me.me_layout,
 					     freed);
-	if (me.me_layout == CLOVIS_LAYOUT_COMPOSITE)
+	if (me.me_layout == ST_LAYOUT_COMPOSITE)
 		return comp_delete(e, txn, id, freed);
-	return ext_punch(eng_meta(e), txn, id, 0, CLOVIS_BLOCK_NR_MAX,
+	return ext_punch(eng_meta(e), txn, id, 0, ST_BLOCK_NR_MAX,
 			 me.me_block_shift, freed);
 }
 
 /* Mark one record's space used in its device's allocator. */
-static int rebuild_one(struct eng *e, const struct clovis_id *obj,
+static int rebuild_one(struct eng *e, const struct st_id *obj,
 		       uint64_t blk, const struct meta_ext *x, uint32_t shift)
 {
 	struct eng_dev *d = eng_dev_get(e, x->mx_dev);
@@ -592,7 +592,7 @@ static int rebuild_one(struct eng *e, const struct clovis_id *obj,
 	    x->mx_dev_off + len > tier_dev_size(d->ed_dev) ||
 	    alloc_mark(&d->ed_alloc, x->mx_dev_off >> LIM_ALLOC_UNIT_SHIFT,
 		       len >> LIM_ALLOC_UNIT_SHIFT) != 0)
-		return err_set(-CLOVIS_ECORRUPT, "object %s block %" PRIu64
+		return err_set(-ST_ECORRUPT, "object %s block %" PRIu64
 			       ": extent on device %u at %" PRIu64 " overlaps "
 			       "another or leaves the device", eng_id_str(obj),
 			       blk, x->mx_dev, x->mx_dev_off);
@@ -601,7 +601,7 @@ static int rebuild_one(struct eng *e, const struct clovis_id *obj,
 
 int obj_rebuild_alloc(struct eng *e, MDB_txn *txn)
 {
-	struct clovis_id last = {0, 0}, id;
+	struct st_id last = {0, 0}, id;
 	struct meta_ent me = {0};
 	MDB_cursor *cur;
 	MDB_val k, v;
@@ -615,15 +615,15 @@ int obj_rebuild_alloc(struct eng *e, MDB_txn *txn)
 		struct meta_ext x;
 
 		if (k.mv_size != META_EXT_KEY_LEN || v.mv_size != sizeof x) {
-			rc = err_set(-CLOVIS_ECORRUPT, "extent record of %zu/%zu "
+			rc = err_set(-ST_ECORRUPT, "extent record of %zu/%zu "
 				     "bytes", k.mv_size, v.mv_size);
 			break;
 		}
 		meta_id_dec(k.mv_data, &id);
-		if (clovis_id_cmp(&id, &last) != 0) {
+		if (st_id_cmp(&id, &last) != 0) {
 			rc = meta_ent_get(txn, eng_meta(e), &id, &me);
 			if (rc != 0) {
-				rc = err_set(-CLOVIS_ECORRUPT, "extents of missing "
+				rc = err_set(-ST_ECORRUPT, "extents of missing "
 					     "object %s", eng_id_str(&id));
 				break;
 			}

@@ -27,13 +27,13 @@ struct ext_list {
 
 /* Extent maps (core/obj.c), shared with composite maps (core/comp.c). */
 /** Collect the records of obj overlapping [s, s + n). */
-int ext_lookup(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_lookup(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 	       uint64_t s, uint64_t n, struct ext_list *out);
 /** Write the record of obj at block blk. */
-int ext_put(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_put(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 	    uint64_t blk, const struct meta_ext *x);
 /** Unmap [s, s + n) of obj; space goes to freed. */
-int ext_punch(struct meta *m, MDB_txn *txn, const struct clovis_id *obj,
+int ext_punch(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 	      uint64_t s, uint64_t n, uint32_t shift,
 	      struct eng_spacevec *freed);
 /** Grow the object's size to cover the request and stamp mtime. */
@@ -47,10 +47,10 @@ uint64_t req_blocks(const struct eng_req *r);
 int obj_exec(struct eng *e, struct eng_req *r);
 /** In the commit of a DELETE: unmap every block of object id (its
  *  extents, unit records or layers); space goes to freed. */
-int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+int obj_delete_maps(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		    struct eng_spacevec *freed);
 /** At open: mark the space of every extent record used in its device's
- *  allocator; -CLOVIS_ECORRUPT on an overlap or a record off its device. */
+ *  allocator; -ST_ECORRUPT on an overlap or a record off its device. */
 int obj_rebuild_alloc(struct eng *e, MDB_txn *txn);
 
 #endif

@@ -43,7 +43,7 @@ static void dev_path_make(char *out, size_t len, const struct eng_conf *c,
 	}
 	for (int k = 0; k < 16; k++)
 		snprintf(u + 2 * k, 3, "%02x", uuid[k]);
-	if (cd->cd_tier == CLOVIS_TIER_NVRAM)
+	if (cd->cd_tier == ST_TIER_NVRAM)
 		snprintf(out, len, "%s/strata-%s-%s.dev",
 			 c->ec_nvram_dir ? c->ec_nvram_dir : "/dev/shm", u,
 			 cd->cd_name);
@@ -141,16 +141,16 @@ record:
 /* Write the default container's entity record. */
 static int store_make_default_container(struct eng *e, MDB_txn *txn)
 {
-	struct clovis_id id = CLOVIS_ID_DEFAULT_CONTAINER;
+	struct st_id id = ST_ID_DEFAULT_CONTAINER;
 	struct meta_ent me = {
 		.me_version = META_FORMAT_VERSION,
-		.me_type = CLOVIS_ET_CONTAINER,
+		.me_type = ST_ET_CONTAINER,
 		.me_ctime_ns = eng_now_ns(),
 	};
 
-	struct clovis_id root = {0, 0};
+	struct st_id root = {0, 0};
 	uint8_t kb[META_MEMBER_KEY_LEN];
-	MDB_val k = meta_member_key(kb, &root, CLOVIS_ET_CONTAINER, &id);
+	MDB_val k = meta_member_key(kb, &root, ST_ET_CONTAINER, &id);
 	MDB_val v = {0, ""};
 	int rc;
 
@@ -250,7 +250,7 @@ static int store_slice_mark(struct eng *e, uint32_t i)
 		rc = alloc_mark(&d->ed_alloc, hi >> LIM_ALLOC_UNIT_SHIFT,
 				(size - hi) >> LIM_ALLOC_UNIT_SHIFT);
 	if (rc != 0)
-		return err_set(-CLOVIS_ECORRUPT, "store %s: device %u: slice "
+		return err_set(-ST_ECORRUPT, "store %s: device %u: slice "
 			       "%u of %u cannot be set apart", e->e_dir, i,
 			       e->e_conf.c_slice, e->e_conf.c_slices);
 	return 0;
@@ -263,7 +263,7 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 	int rc;
 
 	if (e->e_store.st_nr_devs == 0 || e->e_store.st_nr_devs > LIM_DEV_MAX)
-		return err_set(-CLOVIS_ECORRUPT, "store %s: %u devices",
+		return err_set(-ST_ECORRUPT, "store %s: %u devices",
 			       e->e_dir, e->e_store.st_nr_devs);
 	for (uint32_t i = 0; i < e->e_store.st_nr_devs; i++) {
 		struct dev_rec dr;
@@ -272,7 +272,7 @@ static int store_open_devices(struct eng *e, MDB_txn *txn)
 		snprintf(name, sizeof name, "dev.%u", i);
 		rc = meta_sys_get(txn, &e->e_meta, name, &dr, sizeof dr);
 		if (rc == -ENOENT)
-			rc = err_set(-CLOVIS_ECORRUPT, "store %s: device %u "
+			rc = err_set(-ST_ECORRUPT, "store %s: device %u "
 				     "record missing", e->e_dir, i);
 		if (rc != 0)
 			return rc;
@@ -337,7 +337,7 @@ static int store_conf_load(struct eng *e, MDB_txn *txn)
 
 	if (rc != 0)
 		return rc == MDB_NOTFOUND ?
-		       err_set(-CLOVIS_ECORRUPT, "store %s: configuration "
+		       err_set(-ST_ECORRUPT, "store %s: configuration "
 			       "record missing", e->e_dir) :
 		       meta_err(rc, "read configuration");
 	if (e->e_conf_loaded) {
@@ -346,7 +346,7 @@ static int store_conf_load(struct eng *e, MDB_txn *txn)
 	}
 	rc = conf_parse(&e->e_conf, v.mv_data, v.mv_size);
 	if (rc != 0)
-		return err_set(-CLOVIS_ECORRUPT, "store %s: saved configuration "
+		return err_set(-ST_ECORRUPT, "store %s: saved configuration "
 			       "does not parse: %s", e->e_dir, err_msg());
 	e->e_conf_loaded = true;
 	return 0;
@@ -359,7 +359,7 @@ static int store_pools_make(struct eng *e)
 	const struct conf *c = &e->e_conf;
 
 	if (c->c_nr_devs != e->e_nr_devs)
-		return err_set(-CLOVIS_ECORRUPT, "store %s: configuration lists "
+		return err_set(-ST_ECORRUPT, "store %s: configuration lists "
 			       "%u devices, the store has %u", e->e_dir,
 			       c->c_nr_devs, e->e_nr_devs);
 	e->e_pools = calloc(c->c_nr_pools ? c->c_nr_pools : 1,
@@ -374,7 +374,7 @@ static int store_pools_make(struct eng *e)
 		ep->ep_nr = c->c_pools[p].cp_nr;
 		for (uint32_t i = 0; i < ep->ep_nr; i++) {
 			if (c->c_pools[p].cp_devs[i] >= e->e_nr_devs)
-				return err_set(-CLOVIS_ECORRUPT, "pool %s: device "
+				return err_set(-ST_ECORRUPT, "pool %s: device "
 					       "%u not in store", ep->ep_name,
 					       c->c_pools[p].cp_devs[i]);
 			ep->ep_devs[i] = c->c_pools[p].cp_devs[i];
@@ -417,10 +417,10 @@ static int store_load(struct eng *e)
 	rc = meta_sys_get(txn, &e->e_meta, "store", &e->e_store,
 			  sizeof e->e_store);
 	if (rc == -ENOENT || (rc == 0 && e->e_store.st_magic != STORE_MAGIC))
-		rc = err_set(-CLOVIS_ECORRUPT, "store %s: identity record "
+		rc = err_set(-ST_ECORRUPT, "store %s: identity record "
 			     "missing or damaged", e->e_dir);
 	else if (rc == 0 && e->e_store.st_version != META_FORMAT_VERSION)
-		rc = err_set(-CLOVIS_EVERSION, "store %s: format version %u, "
+		rc = err_set(-ST_EVERSION, "store %s: format version %u, "
 			     "this library reads %u", e->e_dir,
 			     e->e_store.st_version, META_FORMAT_VERSION);
 	if (rc == 0)
@@ -470,14 +470,14 @@ static int store_lock(struct eng *e)
  *                                      the marker removed);
  *   no identity record, no other      the create never committed, no
  *   record in table sys                data can exist: an open with
- *                                      CLOVIS_CONF_CREATE makes the store
+ *                                      ST_CONF_CREATE makes the store
  *                                      again (same uuid, so the same
  *                                      device names; what the first try
  *                                      left is removed first), an open
  *                                      without it fails -ENOENT naming
  *                                      the directory;
  *   no identity record, other sys     damage, never re-created:
- *   records                            -CLOVIS_ECORRUPT as before.
+ *   records                            -ST_ECORRUPT as before.
  * A store made before the marker existed and killed while being created
  * (an environment with an empty sys table) is handled the same way.
  */
@@ -491,7 +491,7 @@ static int store_incomplete(const char *dir)
 	return err_set(-ENOENT, "data directory %s holds a store whose "
 		       "creation never completed (the process creating it "
 		       "stopped); nothing was stored in it: open it with "
-		       "CLOVIS_CONF_CREATE to create it again", dir);
+		       "ST_CONF_CREATE to create it again", dir);
 }
 
 /* fsync directory dir (names made or removed in it durable). */
@@ -684,7 +684,7 @@ static int store_dir_check(const struct eng_conf *c, bool *exists,
 	if (!*exists && !c->ec_create)
 		return *creating ? store_incomplete(c->ec_dir) :
 		       err_set(-ENOENT, "data directory %s holds no store "
-			       "(create one with CLOVIS_CONF_CREATE)", c->ec_dir);
+			       "(create one with ST_CONF_CREATE)", c->ec_dir);
 	return 0;
 }
 
@@ -902,7 +902,7 @@ int eng_destroy(const char *dir)
 	}
 	if (rc == 0) {
 		snprintf(path, sizeof path, "%s/devices", dir);
-		for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+		for (uint32_t t = 0; t < ST_TIER_NR; t++) {
 			char dev[LIM_PATH_MAX + 48];
 
 			snprintf(dev, sizeof dev, "%s/%s%u.dev", path,

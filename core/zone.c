@@ -141,7 +141,7 @@ static int space_append(struct eng *e, uint32_t dev, const void *buf,
 		rc = alloc_mark(&d->ed_alloc, off >> LIM_ALLOC_UNIT_SHIFT,
 				n >> LIM_ALLOC_UNIT_SHIFT);
 		if (rc != 0) {
-			rc = err_set(-CLOVIS_ECORRUPT, "device %u: appended space "
+			rc = err_set(-ST_ECORRUPT, "device %u: appended space "
 				     "at %" PRIu64 " already in use", dev, off);
 			break;
 		}
@@ -397,7 +397,7 @@ static int zc_ext(struct eng *e, MDB_txn *txn, struct zclean *zc,
 		  const MDB_val *k, const MDB_val *v, uint32_t dev)
 {
 	struct meta_ent me;
-	struct clovis_id id;
+	struct st_id id;
 	struct meta_ext x;
 	struct zmove *z;
 	uint64_t blk = meta_ext_key_blk(k);
@@ -683,7 +683,7 @@ static int zone_mapped(struct eng *e, uint32_t dev, uint64_t zlen,
 				continue;
 			if (!have || memcmp(last, k.mv_data, 16) != 0) {
 				struct meta_ent me;
-				struct clovis_id id;
+				struct st_id id;
 
 				meta_id_dec(k.mv_data, &id);
 				rc = meta_ent_get(txn, m, &id, &me);

@@ -27,7 +27,7 @@
 /* One dtx being committed. */
 struct cli_dtx {
 	const struct dtm_cli *cx_cli;
-	struct clovis_dtx_id *cx_id;   /* a retry takes a new one */
+	struct st_dtx_id *cx_id;   /* a retry takes a new one */
 	struct eng_req *const *cx_m;   /* the members' requests */
 	uint32_t cx_nr;
 	uint32_t *cx_bad;              /* the member that failed it */
@@ -253,7 +253,7 @@ static int dtx_clu_build(struct cli_dtx *dx, struct dtx_clu *c)
 	for (uint32_t i = 0; rc == 0 && i < dx->cx_nr; i++) {
 		struct eng_req *r = dx->cx_m[i];
 
-		if (r->er_type == CLOVIS_ET_IDX && r->er_kind == ER_ENT_CREATE)
+		if (r->er_type == ST_ET_IDX && r->er_kind == ER_ENT_CREATE)
 			/* every replica creates it with this incarnation:
 			 * the dtx id's time in ns, unique to this attempt */
 			r->er_ent.me_ctime_ns = dtm_hlc_us(dx->cx_id->di_hlc) *
@@ -437,7 +437,7 @@ static int dtx_clu_attempt(struct cli_dtx *dx, struct dtx_clu *c,
 	return 0;
 }
 
-int dtm_cli_commit(const struct dtm_cli *cli, struct clovis_dtx_id *id,
+int dtm_cli_commit(const struct dtm_cli *cli, struct st_dtx_id *id,
 		   struct eng_req *const *m, uint32_t nr, uint32_t *bad,
 		   char *msg, size_t msz)
 {
@@ -474,7 +474,7 @@ int dtm_cli_commit(const struct dtm_cli *cli, struct clovis_dtx_id *id,
 				bool seen = rk->er_keys == NULL;
 
 				for (size_t j = 0; !seen && j < k; j++)
-					seen = clovis_id_cmp(&rk->er_id,
+					seen = st_id_cmp(&rk->er_id,
 						&dx->cx_m[stale->dp_mi[j]]->
 						er_id) == 0;
 				if (!seen)
@@ -575,7 +575,7 @@ static int settle_ask(const struct dtm_cli *cli, uint32_t s, struct settle_srv *
 			old = e;
 	}
 	if (old != NULL) {
-		struct clovis_dtx_id id = {.di_hlc = old->hlc,
+		struct st_dtx_id id = {.di_hlc = old->hlc,
 					   .di_node = old->node};
 		char ids[DTM_ID_STR_LEN];
 		uint64_t now = dtm_hlc_us(dtm_hlc_now());

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clovis/clovis.h"
+#include "core/types.h"
 #include "dtm/dtm_limits.h"
 
 /** Bits of the logical counter below the physical microseconds. */
@@ -43,16 +43,16 @@ static inline uint64_t dtm_hlc_us(uint64_t hlc)
 }
 
 /** A new id for node: dtm_hlc_now() with the node. */
-void dtm_id_make(struct clovis_dtx_id *id, uint32_t node);
+void dtm_id_make(struct st_dtx_id *id, uint32_t node);
 
 /** Order of two ids: clock first, then node.  <0, 0, >0. */
-int dtm_id_cmp(const struct clovis_dtx_id *a, const struct clovis_dtx_id *b);
+int dtm_id_cmp(const struct st_dtx_id *a, const struct st_dtx_id *b);
 
 /** "NODE:HLC" in lower-case hex into buf (>= DTM_ID_STR_LEN). */
-char *dtm_id_format(const struct clovis_dtx_id *id, char *buf);
+char *dtm_id_format(const struct st_dtx_id *id, char *buf);
 
 /** Parse "NODE:HLC" (hex).  0 or -EINVAL with a message naming s. */
-int dtm_id_parse(const char *s, struct clovis_dtx_id *id);
+int dtm_id_parse(const char *s, struct st_dtx_id *id);
 
 /* --------------------------------------------- cooperative termination */
 
@@ -137,7 +137,7 @@ int dtm_rec_encode(const struct dtm_rec *rec, const uint16_t *parts,
 		   void *buf, size_t len);
 
 /** Decode and check a record of len bytes (magic, version, state, the
- *  participant count against len).  0 or -CLOVIS_ECORRUPT with a message
+ *  participant count against len).  0 or -ST_ECORRUPT with a message
  *  naming the field; parts gets dr_nr_parts entries. */
 int dtm_rec_decode(const void *buf, size_t len, struct dtm_rec *rec,
 		   uint16_t parts[DTM_PARTS_MAX]);

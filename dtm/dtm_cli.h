@@ -80,7 +80,7 @@ struct dtm_cli {
  *   or a participant's NO or a transport failure.
  * m[] and the members' buffers must stay valid during the call.
  */
-int dtm_cli_commit(const struct dtm_cli *cli, struct clovis_dtx_id *id,
+int dtm_cli_commit(const struct dtm_cli *cli, struct st_dtx_id *id,
 		   struct eng_req *const *m, uint32_t nr, uint32_t *bad,
 		   char *msg, size_t msz);
 

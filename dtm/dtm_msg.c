@@ -58,9 +58,9 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 			       "participants, at most %u bytes)", q->bulk_len,
 			       DTM_PREPARE_WIRE_MAX);
 	if (q->kind == DTM_MSG_PREPARE && q->bulk_len == 0 &&
-	    (q->n_members == 0 || q->n_members > CLOVIS_DTX_OPS_MAX))
+	    (q->n_members == 0 || q->n_members > ST_DTX_OPS_MAX))
 		return err_set(-E2BIG, "dtx request: %zu members (1..%u)",
-			       q->n_members, CLOVIS_DTX_OPS_MAX);
+			       q->n_members, ST_DTX_OPS_MAX);
 	for (size_t i = 0; i < q->n_members; i++) {
 		const DtxMember *m = q->members[i];
 

@@ -28,7 +28,7 @@ enum dtm_msg_kind {
 /**
  * Decode and check a request body for a cluster of nr_servers: kind known,
  * id set, participants 1..DTM_PARTS_MAX distinct servers below nr_servers,
- * members only in PREPARE (1..CLOVIS_DTX_OPS_MAX, op SOP_OBJ or SOP_IDX,
+ * members only in PREPARE (1..ST_DTX_OPS_MAX, op SOP_OBJ or SOP_IDX,
  * body not empty, data only for objects, at most DTM_PREPARE_BYTES_MAX in
  * all) or, in a PREPARE envelope, none and bulk_len 1..DTM_PREPARE_WIRE_MAX
  * (the packed PREPARE is the call's bulk: decode it with

@@ -45,14 +45,14 @@ void dtm_hlc_observe(uint64_t remote)
 		;
 }
 
-void dtm_id_make(struct clovis_dtx_id *id, uint32_t node)
+void dtm_id_make(struct st_dtx_id *id, uint32_t node)
 {
 	id->di_hlc = dtm_hlc_now();
 	id->di_node = node;
 	id->di_pad = 0;
 }
 
-int dtm_id_cmp(const struct clovis_dtx_id *a, const struct clovis_dtx_id *b)
+int dtm_id_cmp(const struct st_dtx_id *a, const struct st_dtx_id *b)
 {
 	if (a->di_hlc != b->di_hlc)
 		return a->di_hlc < b->di_hlc ? -1 : 1;
@@ -61,14 +61,14 @@ int dtm_id_cmp(const struct clovis_dtx_id *a, const struct clovis_dtx_id *b)
 	return 0;
 }
 
-char *dtm_id_format(const struct clovis_dtx_id *id, char *buf)
+char *dtm_id_format(const struct st_dtx_id *id, char *buf)
 {
 	snprintf(buf, DTM_ID_STR_LEN, "%" PRIx32 ":%" PRIx64, id->di_node,
 		 id->di_hlc);
 	return buf;
 }
 
-int dtm_id_parse(const char *s, struct clovis_dtx_id *id)
+int dtm_id_parse(const char *s, struct st_dtx_id *id)
 {
 	unsigned long long node, hlc;
 	char *end;

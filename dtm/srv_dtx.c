@@ -59,7 +59,7 @@
 
 /* An in-doubt dtx of this server (memory; the record is the truth). */
 struct pdtx {
-	struct clovis_dtx_id pd_id;
+	struct st_dtx_id pd_id;
 	uint64_t pd_due_ms;    /* srv_now_ms() from which termination may act */
 	struct pdtx *pd_next;
 };
@@ -88,14 +88,14 @@ static uint64_t dtx_mono_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void dtx_key(char *buf, const struct clovis_dtx_id *id)
+static void dtx_key(char *buf, const struct st_dtx_id *id)
 {
 	snprintf(buf, DTX_KEY_LEN, "dtx/%016" PRIx64 ":%08x", id->di_hlc,
 		 id->di_node);
 }
 
 static pthread_mutex_t *id_lock(struct srv_dtx *d,
-				const struct clovis_dtx_id *id)
+				const struct st_dtx_id *id)
 {
 	return &d->d_idlock[(id->di_hlc ^ id->di_node * 0x9e3779b9u) %
 			    DTX_LOCKS];
@@ -116,7 +116,7 @@ static void drec_fini(struct drec *r)
 }
 
 /* Read the record of id: 0 (r filled), -ENOENT, or an error. */
-static int rec_get(struct srv *s, const struct clovis_dtx_id *id,
+static int rec_get(struct srv *s, const struct st_dtx_id *id,
 		   struct drec *r)
 {
 	struct meta *mt = eng_meta(s->s_eng);
@@ -151,7 +151,7 @@ static int rec_get(struct srv *s, const struct clovis_dtx_id *id,
 	return rc;
 }
 
-static uint32_t rec_state(struct srv *s, const struct clovis_dtx_id *id)
+static uint32_t rec_state(struct srv *s, const struct st_dtx_id *id)
 {
 	struct drec r;
 	int rc = rec_get(s, id, &r);
@@ -161,7 +161,7 @@ static uint32_t rec_state(struct srv *s, const struct clovis_dtx_id *id)
 }
 
 /* Encode a record: header + participants (+ body). */
-static int rec_encode(const struct clovis_dtx_id *id, uint32_t state,
+static int rec_encode(const struct st_dtx_id *id, uint32_t state,
 		      const uint16_t *parts, uint32_t nr, const void *body,
 		      size_t blen, uint8_t **out, size_t *out_len)
 {
@@ -243,7 +243,7 @@ static int dwait_run(struct srv *s, struct dwait *w)
 }
 
 /* Write the record of id durably (one commit). */
-static int rec_put(struct srv *s, const struct clovis_dtx_id *id,
+static int rec_put(struct srv *s, const struct st_dtx_id *id,
 		   uint32_t state, const uint16_t *parts, uint32_t nr,
 		   const void *body, size_t blen)
 {
@@ -271,7 +271,7 @@ static int rec_put(struct srv *s, const struct clovis_dtx_id *id,
 /* In doubt from now; termination may act wait_ms + DTX_TERM_MS from now
  * (wait_ms: the coordinator's decision deadline, from its PREPARE), or at
  * once (now: loaded at a restart, the coordinator's calls were lost). */
-static void doubt_add(struct srv_dtx *d, const struct clovis_dtx_id *id,
+static void doubt_add(struct srv_dtx *d, const struct st_dtx_id *id,
 		      bool now, uint32_t wait_ms)
 {
 	struct pdtx *p = calloc(1, sizeof *p);
@@ -288,7 +288,7 @@ static void doubt_add(struct srv_dtx *d, const struct clovis_dtx_id *id,
 	pthread_mutex_unlock(&d->d_lock);
 }
 
-static void doubt_del(struct srv_dtx *d, const struct clovis_dtx_id *id)
+static void doubt_del(struct srv_dtx *d, const struct st_dtx_id *id)
 {
 	pthread_mutex_lock(&d->d_lock);
 	for (struct pdtx **pp = &d->d_doubt; *pp != NULL;
@@ -332,7 +332,7 @@ struct pmem {
 
 /* The entity record of id on this server, from a read transaction of its
  * own: 0, -ENOENT, or an error. */
-static int pmem_ent_get(struct srv *s, const struct clovis_id *id,
+static int pmem_ent_get(struct srv *s, const struct st_id *id,
 			struct meta_ent *me)
 {
 	MDB_txn *txn;
@@ -379,7 +379,7 @@ static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
 		       err_set(-EEXIST, "member %u: index %s: id already used "
 			       "on server %s", i, eng_id_str(&r->er_id),
 			       s->s_me->cs_name);
-	if (rc == -ENOENT || me.me_type != CLOVIS_ET_IDX)
+	if (rc == -ENOENT || me.me_type != ST_ET_IDX)
 		return err_set(-ENOENT, "member %u: index %s does not exist "
 			       "on server %s", i, eng_id_str(&r->er_id),
 			       s->s_me->cs_name);
@@ -402,10 +402,10 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 	struct meta_ent me;
 	int rc;
 
-	if (r->er_type == CLOVIS_ET_IDX &&
+	if (r->er_type == ST_ET_IDX &&
 	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
 		return pmem_check_ient(s, i, pm);
-	if (r->er_type != CLOVIS_ET_OBJ ||
+	if (r->er_type != ST_ET_OBJ ||
 	    (r->er_kind != ER_ENT_CREATE && r->er_kind != ER_ENT_DELETE) ||
 	    m->mr_rflags != 0)
 		return err_set(-ENOTSUP, "member %u: entity %s: kind %u of "
@@ -424,7 +424,7 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 		       err_set(-EEXIST, "member %u: object %s exists on "
 			       "server %s", i, eng_id_str(&r->er_id),
 			       s->s_me->cs_name);
-	if (rc == -ENOENT || me.me_type != CLOVIS_ET_OBJ)
+	if (rc == -ENOENT || me.me_type != ST_ET_OBJ)
 		return err_set(-ENOENT, "member %u: object %s does not exist "
 			       "on server %s", i, eng_id_str(&r->er_id),
 			       s->s_me->cs_name);
@@ -451,12 +451,12 @@ static int pmem_check_pairs(const struct pmem *pm, size_t nr)
 		for (size_t j = 0; j < nr; j++) {
 			const struct eng_req *b = &pm[j].pm_m.mr_req;
 
-			if (j != i && clovis_id_cmp(&a->er_id, &b->er_id) == 0)
+			if (j != i && st_id_cmp(&a->er_id, &b->er_id) == 0)
 				return err_set(a->er_kind == ER_ENT_CREATE ?
 					       -ENOENT : -EINVAL,
 					       "member %zu: %s %s is %s by "
 					       "member %zu of the same dtx", j,
-					       a->er_type == CLOVIS_ET_IDX ?
+					       a->er_type == ST_ET_IDX ?
 					       "index" : "object",
 					       eng_id_str(&b->er_id),
 					       a->er_kind == ER_ENT_CREATE ?
@@ -466,7 +466,7 @@ static int pmem_check_pairs(const struct pmem *pm, size_t nr)
 	return 0;
 }
 
-/* Member i is an index PUT without CLOVIS_IF_OVERWRITE: every key must be
+/* Member i is an index PUT without ST_IF_OVERWRITE: every key must be
  * absent, else the whole dtx fails (-EEXIST naming the index and key; at
  * the PREPARE the vote is NO and nothing applies anywhere), as in
  * embedded mode: it must not commit with that record left out (clovis.h,
@@ -482,7 +482,7 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 	if (rc != 0)
 		return rc;
 	for (uint32_t k = 0; rc == 0 && k < r->er_keys->bv_nr; k++) {
-		uint8_t kb[16 + CLOVIS_KEY_MAX];
+		uint8_t kb[16 + ST_KEY_MAX];
 		struct meta_rec v;
 
 		meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[k],
@@ -495,7 +495,7 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 		}
 		rc = rc != 0 ? rc :
 		     err_set(-EEXIST, "member %u: index %s: key %s (record "
-			     "%u) exists (PUT without CLOVIS_IF_OVERWRITE) on "
+			     "%u) exists (PUT without ST_IF_OVERWRITE) on "
 			     "server %s", i, eng_id_str(&r->er_id),
 			     dtm_key_str(ks, sizeof ks, r->er_keys->bv_buf[k],
 					 r->er_keys->bv_len[k]), k,
@@ -551,8 +551,8 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
 	meta_rtxn_put(eng_meta(s->s_eng), txn);
 	if (rc == -ENOENT ||
-	    (rc == 0 && me.me_type != (src->op == SOP_OBJ ? CLOVIS_ET_OBJ
-							  : CLOVIS_ET_IDX)))
+	    (rc == 0 && me.me_type != (src->op == SOP_OBJ ? ST_ET_OBJ
+							  : ST_ET_IDX)))
 		return err_set(-ENOENT, "member %u: %s %s does not exist on "
 			       "server %s", i, src->op == SOP_OBJ ? "object" :
 			       "index", eng_id_str(&r->er_id),
@@ -574,7 +574,7 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 			uint32_t sh = me.me_block_shift;
 
 			if ((m->mr_blocks << sh) != src->data.len ||
-			    m->mr_blocks > (CLOVIS_OP_BYTES_MAX >> sh))
+			    m->mr_blocks > (ST_OP_BYTES_MAX >> sh))
 				return err_set(-EINVAL, "member %u: object %s:"
 					       " %" PRIu64 " blocks of %u "
 					       "bytes but %zu bytes of data",
@@ -584,7 +584,7 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 			m->mr_data_len = src->data.len;
 			m->mr_databuf[0] = src->data.data;
 			m->mr_datalen[0] = src->data.len;
-			m->mr_databv = (struct clovis_bufvec){
+			m->mr_databv = (struct st_bufvec){
 				1, m->mr_databuf, m->mr_datalen};
 			r->er_data = &m->mr_databv;
 		}
@@ -607,7 +607,7 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 				       eng_id_str(&r->er_id));
 	}
 	r->er_ent.me_ctime_ns = me.me_ctime_ns;
-	if (r->er_kind == ER_IDX_PUT && !(r->er_flags & CLOVIS_IF_OVERWRITE))
+	if (r->er_kind == ER_IDX_PUT && !(r->er_flags & ST_IF_OVERWRITE))
 		return pmem_check_absent(s, i, pm);
 	return 0;
 }
@@ -732,7 +732,7 @@ static bool run_joins(const struct pmem *a, const struct pmem *b)
 	const struct eng_req *x = &a->pm_m.mr_req, *y = &b->pm_m.mr_req;
 
 	return a->pm_ri != NULL && a->pm_ri == b->pm_ri &&
-	       clovis_id_cmp(&x->er_id, &y->er_id) == 0 &&
+	       st_id_cmp(&x->er_id, &y->er_id) == 0 &&
 	       (x->er_kind == ER_IDX_PUT || x->er_kind == ER_IDX_DEL) &&
 	       y->er_kind == x->er_kind && y->er_flags == x->er_flags &&
 	       a->pm_m.mr_incarnation == b->pm_m.mr_incarnation;
@@ -742,10 +742,10 @@ static bool run_joins(const struct pmem *a, const struct pmem *b)
  * each key once: a run ends before a member that repeats a key.) */
 static bool run_has_key(const struct pmem *pm, uint32_t h, uint32_t i)
 {
-	const struct clovis_bufvec *ki = pm[i].pm_m.mr_req.er_keys;
+	const struct st_bufvec *ki = pm[i].pm_m.mr_req.er_keys;
 
 	for (uint32_t m = h; m < i; m++) {
-		const struct clovis_bufvec *km = pm[m].pm_m.mr_req.er_keys;
+		const struct st_bufvec *km = pm[m].pm_m.mr_req.er_keys;
 
 		for (uint32_t a = 0; a < ki->bv_nr; a++)
 			for (uint32_t b = 0; b < km->bv_nr; b++)
@@ -810,7 +810,7 @@ static int run_req(IdxReq *q, const struct pmem *pm, uint32_t nr,
 		return err_set(-ENOMEM, "dtx: index %s: copy of %u records",
 			       eng_id_str(&pm->pm_m.mr_req.er_id), n);
 	for (uint32_t m = 0; m < nr; m++) {
-		const struct clovis_bufvec *kv = pm[m].pm_m.mr_req.er_keys;
+		const struct st_bufvec *kv = pm[m].pm_m.mr_req.er_keys;
 
 		for (uint32_t a = 0; a < kv->bv_nr; a++, k++) {
 			(*lens)[k] = (uint32_t)kv->bv_len[a];
@@ -819,7 +819,7 @@ static int run_req(IdxReq *q, const struct pmem *pm, uint32_t nr,
 		}
 	}
 	for (uint32_t m = 0, v = n; vals && m < nr; m++) {
-		const struct clovis_bufvec *vv = pm[m].pm_m.mr_req.er_vals;
+		const struct st_bufvec *vv = pm[m].pm_m.mr_req.er_vals;
 
 		for (uint32_t a = 0; a < vv->bv_nr; a++, v++) {
 			(*lens)[v] = (uint32_t)vv->bv_len[a];
@@ -843,7 +843,7 @@ static int run_req(IdxReq *q, const struct pmem *pm, uint32_t nr,
 static bool forward_idx(struct srv *s, struct pmem *pm, uint32_t j)
 {
 	const struct clu_conf *c = s->s_conf;
-	const struct clovis_id *id = &pm->pm_m.mr_req.er_id;
+	const struct st_id *id = &pm->pm_m.mr_req.er_id;
 	IdxReq *q = idx_req__unpack(NULL, pm->pm_src->body.len,
 				    pm->pm_src->body.data);
 	IdxReq keep;
@@ -1053,7 +1053,7 @@ static int pmem_glock(struct srv *s, struct pmem *pm, uint32_t nr,
  * members' run, their durable commit, the copies of index members to
  * their other replicas, ms since t[0]), so a client's timeout can be told
  * apart from a lost request by the participant's log. */
-static void commit_slow_log(struct srv *s, const struct clovis_dtx_id *id,
+static void commit_slow_log(struct srv *s, const struct st_dtx_id *id,
 			    uint32_t nr, const uint64_t t[4], uint32_t copies,
 			    uint32_t max_ms)
 {
@@ -1071,7 +1071,7 @@ static void commit_slow_log(struct srv *s, const struct clovis_dtx_id *id,
 }
 
 /* COMMIT a PREPARED record (caller holds the id lock). */
-static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
+static int part_commit(struct srv *s, const struct st_dtx_id *id,
 		       struct drec *rec)
 {
 	DtxReq *q = dtx_req__unpack(NULL, rec->r_body_len, rec->r_body);
@@ -1085,7 +1085,7 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
 	int rc = 0, rc2;
 
 	if (q == NULL || q->n_members == 0)
-		rc = err_set(-CLOVIS_ECORRUPT, "dtx record: members do not "
+		rc = err_set(-ST_ECORRUPT, "dtx record: members do not "
 			     "decode");
 	nr = q != NULL ? (uint32_t)q->n_members : 0;
 	if (rc == 0) {
@@ -1223,7 +1223,7 @@ static int part_commit(struct srv *s, const struct clovis_dtx_id *id,
  * in after (a decided record keeps its decision), or a negative code
  * (the record stays PREPARED: asked again later).
  */
-static int part_decide(struct srv_dtx *d, const struct clovis_dtx_id *id,
+static int part_decide(struct srv_dtx *d, const struct st_dtx_id *id,
 		       uint32_t decision)
 {
 	struct srv *s = d->d_srv;
@@ -1289,7 +1289,7 @@ static int part_decide(struct srv_dtx *d, const struct clovis_dtx_id *id,
 /* ------------------------------------------------------------ handlers */
 
 static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
-		     size_t len, struct clovis_dtx_id *id)
+		     size_t len, struct st_dtx_id *id)
 {
 	struct srv *s = d->d_srv;
 	uint16_t parts[DTM_PARTS_MAX];
@@ -1350,7 +1350,7 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 	return rc;
 }
 
-static int h_query(struct srv_dtx *d, const struct clovis_dtx_id *id)
+static int h_query(struct srv_dtx *d, const struct st_dtx_id *id)
 {
 	struct srv *s = d->d_srv;
 	uint32_t st;
@@ -1403,7 +1403,7 @@ struct hl_arg {
 	DtxReply *ha_rp;
 	size_t ha_n;
 	uint32_t ha_limit;
-	const struct clovis_dtx_id *ha_doubt;
+	const struct st_dtx_id *ha_doubt;
 	uint32_t ha_nd;
 };
 
@@ -1446,7 +1446,7 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 	struct meta *mt = eng_meta(s->s_eng);
 	MDB_txn *txn;
 	struct meta_rec v;
-	struct clovis_dtx_id *doubt = NULL;
+	struct st_dtx_id *doubt = NULL;
 	uint32_t nd = 0;
 	int rc = meta_rtxn_begin(mt, &txn, "dtx list: begin");
 	size_t n = 0;
@@ -1566,7 +1566,7 @@ static void *decide_main(void *arg)
 	struct decide_job *j = arg;
 	struct srv *s = j->j_srv;
 	DtxReply rp = DTX_REPLY__INIT;
-	struct clovis_dtx_id id = {.di_hlc = j->j_q->hlc,
+	struct st_dtx_id id = {.di_hlc = j->j_q->hlc,
 				   .di_node = j->j_q->node};
 	int rc;
 
@@ -1605,7 +1605,7 @@ static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
  * PREPARE is the call's bulk, pulled whole (RMA) before anything is
  * checked, so the record written before the vote holds all of it. */
 static int h_prepare_bulk(struct srv_dtx *d, struct rpc_sreq *req,
-			  const DtxReq *env, struct clovis_dtx_id *id)
+			  const DtxReq *env, struct st_dtx_id *id)
 {
 	struct srv *s = d->d_srv;
 	size_t len = rpc_sreq_bulk_len(req);
@@ -1644,7 +1644,7 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	size_t len;
 	const void *body = rpc_sreq_body(req, &len);
 	DtxReply rp = DTX_REPLY__INIT;
-	struct clovis_dtx_id id;
+	struct st_dtx_id id;
 	DtxReq *q = NULL;
 	int rc;
 
@@ -1661,7 +1661,7 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 		return;
 	}
 	dtm_hlc_observe(q->clock);
-	id = (struct clovis_dtx_id){.di_hlc = q->hlc, .di_node = q->node};
+	id = (struct st_dtx_id){.di_hlc = q->hlc, .di_node = q->node};
 	switch (q->kind) {
 	case DTM_MSG_PREPARE:
 		if (q->bulk_len != 0) {
@@ -1698,7 +1698,7 @@ static int srv_dtx_register(struct srv *s)
 /* ------------------------------------------------------------ termination */
 
 /* Ask server j what it knows of id. */
-static void term_ask(struct srv *s, uint32_t j, const struct clovis_dtx_id *id,
+static void term_ask(struct srv *s, uint32_t j, const struct st_dtx_id *id,
 		     struct dtm_answer *a)
 {
 	DtxReq q = DTX_REQ__INIT;
@@ -1726,7 +1726,7 @@ static void term_ask(struct srv *s, uint32_t j, const struct clovis_dtx_id *id,
 }
 
 /* Resolve one in-doubt dtx if the rule allows. */
-static void term_one(struct srv_dtx *d, const struct clovis_dtx_id *id)
+static void term_one(struct srv_dtx *d, const struct st_dtx_id *id)
 {
 	struct srv *s = d->d_srv;
 	struct dtm_answer ans[DTM_PARTS_MAX];
@@ -1848,7 +1848,7 @@ static void *term_main(void *arg)
 
 	eng_thread_enter();
 	for (;;) {
-		struct clovis_dtx_id ids[256];
+		struct st_dtx_id ids[256];
 		uint32_t n = 0;
 		uint64_t now = srv_now_ms();
 		struct timespec ts;
@@ -1899,7 +1899,7 @@ static int replay_one(void *arg, const struct meta_rec *r)
 	struct replay_arg *a = arg;
 	struct dtm_rec h;
 	uint16_t parts[DTM_PARTS_MAX];
-	struct clovis_dtx_id id;
+	struct st_dtx_id id;
 
 	if (dtm_rec_decode(r->mc_val, r->mc_vlen, &h, parts) != 0) {
 		LOG_WARNING("dtx replay: %.*s: %s", (int)r->mc_klen,
@@ -1909,7 +1909,7 @@ static int replay_one(void *arg, const struct meta_rec *r)
 	dtm_hlc_observe(h.dr_hlc);
 	if (h.dr_state != DTM_PREPARED)
 		return META_SCAN_NEXT;
-	id = (struct clovis_dtx_id){.di_hlc = h.dr_hlc, .di_node = h.dr_node};
+	id = (struct st_dtx_id){.di_hlc = h.dr_hlc, .di_node = h.dr_node};
 	doubt_add(a->ra_d, &id, true, 0); /* restart: ask at once */
 	a->ra_n++;
 	return META_SCAN_NEXT;

@@ -73,21 +73,21 @@ int dtm_rec_decode(const void *buf, size_t len, struct dtm_rec *rec,
 		   uint16_t parts[DTM_PARTS_MAX])
 {
 	if (len < sizeof *rec)
-		return err_set(-CLOVIS_ECORRUPT, "dtx record: %zu bytes, "
+		return err_set(-ST_ECORRUPT, "dtx record: %zu bytes, "
 			       "shorter than its header", len);
 	memcpy(rec, buf, sizeof *rec);
 	if (rec->dr_magic != DTM_REC_MAGIC)
-		return err_set(-CLOVIS_ECORRUPT, "dtx record: dr_magic %#x",
+		return err_set(-ST_ECORRUPT, "dtx record: dr_magic %#x",
 			       rec->dr_magic);
 	if (rec->dr_version != DTM_REC_VERSION)
-		return err_set(-CLOVIS_ECORRUPT, "dtx record: dr_version %u",
+		return err_set(-ST_ECORRUPT, "dtx record: dr_version %u",
 			       rec->dr_version);
 	if (rec->dr_state > DTM_ABORTED)
-		return err_set(-CLOVIS_ECORRUPT, "dtx record: dr_state %u",
+		return err_set(-ST_ECORRUPT, "dtx record: dr_state %u",
 			       rec->dr_state);
 	if (rec->dr_nr_parts == 0 || rec->dr_nr_parts > DTM_PARTS_MAX ||
 	    len < sizeof *rec + rec->dr_nr_parts * sizeof(uint16_t))
-		return err_set(-CLOVIS_ECORRUPT, "dtx record: dr_nr_parts %u "
+		return err_set(-ST_ECORRUPT, "dtx record: dr_nr_parts %u "
 			       "in %zu bytes", rec->dr_nr_parts, len);
 	memcpy(parts, (const char *)buf + sizeof *rec,
 	       rec->dr_nr_parts * sizeof(uint16_t));

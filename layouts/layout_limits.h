@@ -2,7 +2,7 @@
  * layout_limits.h — the hard limits of layouts/, each with its reason.
  *
  * The width of a layout (ST_LAYOUT_UNITS_MAX) and its unit sizes are
- * public (clovis/clovis.h, CLOVIS_LAYOUT_UNITS_MAX ...; the same values
+ * public (clovis/clovis.h, ST_LAYOUT_UNITS_MAX ...; the same values
  * under ST_ names in the ground floor, core/types.h); these are the
  * bounds of the placement and erasure-code maths derived from them.
  */

@@ -30,7 +30,7 @@ int stripe_sctx_init(struct sctx *sc, struct eng *e, struct eng_req *r,
 	sc->sc_e = e;
 	sc->sc_r = r;
 	sc->sc_ent = *ent;
-	sc->sc_mirror = m->me_layout == CLOVIS_LAYOUT_MIRROR;
+	sc->sc_mirror = m->me_layout == ST_LAYOUT_MIRROR;
 	sc->sc_n = sc->sc_mirror ? 1 : m->me_n;
 	sc->sc_k = sc->sc_mirror ? m->me_n - 1u : m->me_k;
 	sc->sc_w = sc->sc_n + sc->sc_k;
@@ -38,13 +38,13 @@ int stripe_sctx_init(struct sctx *sc, struct eng *e, struct eng_req *r,
 	sc->sc_unit = 1ull << m->me_unit_shift;
 	sc->sc_pool = eng_pool_get(e, m->me_pool);
 	if (sc->sc_pool == NULL)
-		return err_set(-CLOVIS_ECORRUPT, "object %s: pool %u not in the "
+		return err_set(-ST_ECORRUPT, "object %s: pool %u not in the "
 			       "store", eng_id_str(&r->er_id), m->me_pool);
 	sc->sc_geom = (struct pd_geom){sc->sc_n, sc->sc_k, m->me_s,
 				       sc->sc_pool->ep_nr, m->me_unit_shift};
 	rc = pd_geom_check(&sc->sc_geom);
 	if (rc != 0)
-		return err_set(-CLOVIS_ECORRUPT, "object %s: stored layout "
+		return err_set(-ST_ECORRUPT, "object %s: stored layout "
 			       "invalid: %s", eng_id_str(&r->er_id), err_msg());
 	if (!sc->sc_mirror) {
 		sc->sc_codec = eng_codec(e, sc->sc_n, sc->sc_k);
@@ -82,7 +82,7 @@ void stripe_group_place(const struct sctx *sc, struct sgroup *sg, uint64_t g)
 }
 
 static MDB_val unit_key(uint8_t kb[META_EXT_KEY_LEN],
-			const struct clovis_id *obj, uint64_t addr)
+			const struct st_id *obj, uint64_t addr)
 {
 	return meta_ext_key(kb, obj, addr); /* same shape: id, 64-bit BE */
 }
@@ -104,14 +104,14 @@ int stripe_group_load(struct sctx *sc, MDB_txn *txn, struct sgroup *sg)
 		if (rc != 0)
 			return meta_err(rc, "read unit record");
 		if (v.mv_size != sizeof(struct meta_unit))
-			return err_set(-CLOVIS_ECORRUPT, "object %s group %" PRIu64
+			return err_set(-ST_ECORRUPT, "object %s group %" PRIu64
 				       " slot %u: unit record of %zu bytes",
 				       stripe_sc_id(sc), sg->sg_g, j,
 				       v.mv_size);
 		memcpy(&sg->sg_rec[j], v.mv_data, sizeof sg->sg_rec[j]);
 		if (sg->sg_rec[j].mu_len != sc->sc_unit ||
 		    eng_dev_get(sc->sc_e, sg->sg_rec[j].mu_dev) == NULL)
-			return err_set(-CLOVIS_ECORRUPT, "object %s group %" PRIu64
+			return err_set(-ST_ECORRUPT, "object %s group %" PRIu64
 				       " slot %u: unit record names device %u, "
 				       "%u bytes", stripe_sc_id(sc), sg->sg_g,
 				       j, sg->sg_rec[j].mu_dev,
@@ -126,7 +126,7 @@ int stripe_group_load(struct sctx *sc, MDB_txn *txn, struct sgroup *sg)
 /* Prefix sums of the caller's buffer lengths (random access by offset). */
 int stripe_bv_prefix(struct sctx *sc)
 {
-	struct clovis_bufvec *bv = sc->sc_r->er_data;
+	struct st_bufvec *bv = sc->sc_r->er_data;
 
 	sc->sc_bvpre = malloc((bv->bv_nr + 1) * sizeof *sc->sc_bvpre);
 	if (sc->sc_bvpre == NULL)
@@ -141,7 +141,7 @@ int stripe_bv_prefix(struct sctx *sc)
 void stripe_bv_copy(struct sctx *sc, uint64_t off, uint8_t *p, uint64_t len,
 		    bool to_caller)
 {
-	struct clovis_bufvec *bv = sc->sc_r->er_data;
+	struct st_bufvec *bv = sc->sc_r->er_data;
 	uint32_t lo = 0, hi = bv->bv_nr;
 
 	while (hi - lo > 1) { /* last i with pre[i] <= off */
@@ -183,7 +183,7 @@ static int brange_cmp(const void *a, const void *b)
 /* The request's extents in bytes, sorted by start. */
 int stripe_sc_ranges(struct sctx *sc, struct brange **out)
 {
-	const struct clovis_extvec *ev = sc->sc_r->er_ext;
+	const struct st_extvec *ev = sc->sc_r->er_ext;
 	uint32_t shift = sc->sc_ent.me_block_shift;
 	struct brange *v = malloc(ev->ev_nr * sizeof *v);
 	uint64_t flat = 0;
@@ -282,7 +282,7 @@ int stripe_reqs_locks(struct eng *e, struct eng_req **reqs, uint32_t nr,
 		rc = stripe_req_groups(e, r, &g[i], &ng[i]);
 		for (uint32_t j = 0; rc == 0 && j < i; j++) {
 			if (g[j] == NULL ||
-			    clovis_id_cmp(&reqs[j]->er_id, &r->er_id) != 0)
+			    st_id_cmp(&reqs[j]->er_id, &r->er_id) != 0)
 				continue;
 			for (uint32_t a = 0; rc == 0 && a < ng[i]; a++)
 				for (uint32_t b = 0; rc == 0 && b < ng[j]; b++)
@@ -349,7 +349,7 @@ int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 	for (uint32_t i = 0; rc == 0 && i < r->er_nr_upd; i++) {
 		struct unit_upd *u = &r->er_upd[i];
 		uint8_t kb[META_EXT_KEY_LEN];
-		const struct clovis_id *obj = u->uu_obj.ci_hi || u->uu_obj.ci_lo ?
+		const struct st_id *obj = u->uu_obj.si_hi || u->uu_obj.si_lo ?
 					      &u->uu_obj : &r->er_id;
 		MDB_val k = unit_key(kb, obj, u->uu_addr), v;
 		struct meta_unit old;
@@ -392,7 +392,7 @@ int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 }
 
 int stripe_delete_units(struct eng *e, MDB_txn *txn,
-			const struct clovis_id *obj, struct eng_spacevec *freed)
+			const struct st_id *obj, struct eng_spacevec *freed)
 {
 	uint8_t kb[META_EXT_KEY_LEN];
 	MDB_val k = unit_key(kb, obj, 0), v;
@@ -409,7 +409,7 @@ int stripe_delete_units(struct eng *e, MDB_txn *txn,
 		if (k.mv_size != META_EXT_KEY_LEN || memcmp(k.mv_data, kb, 16))
 			break;
 		if (v.mv_size != sizeof u) {
-			rc = err_set(-CLOVIS_ECORRUPT, "object %s: unit record "
+			rc = err_set(-ST_ECORRUPT, "object %s: unit record "
 				     "of %zu bytes", eng_id_str(obj), v.mv_size);
 			break;
 		}
@@ -424,7 +424,7 @@ int stripe_delete_units(struct eng *e, MDB_txn *txn,
 	return rc == MDB_NOTFOUND ? 0 : rc;
 }
 
-int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
+int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct st_id *obj,
 		       uint64_t g, uint64_t nr, uint32_t w,
 		       struct eng_spacevec *freed)
 {
@@ -444,7 +444,7 @@ int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
 		if (rc != 0)
 			return meta_err(rc, "read unit record");
 		if (v.mv_size != sizeof u)
-			return err_set(-CLOVIS_ECORRUPT, "object %s: unit record "
+			return err_set(-ST_ECORRUPT, "object %s: unit record "
 				       "of %zu bytes", eng_id_str(obj), v.mv_size);
 		memcpy(&u, v.mv_data, sizeof u);
 		rc = unit_space_free(freed, &u);
@@ -467,10 +467,10 @@ int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn)
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		struct meta_unit u;
 		struct eng_dev *d;
-		struct clovis_id id;
+		struct st_id id;
 
 		if (k.mv_size != META_EXT_KEY_LEN || v.mv_size != sizeof u) {
-			rc = err_set(-CLOVIS_ECORRUPT, "unit record of %zu/%zu "
+			rc = err_set(-ST_ECORRUPT, "unit record of %zu/%zu "
 				     "bytes", k.mv_size, v.mv_size);
 			break;
 		}
@@ -483,7 +483,7 @@ int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn)
 		    u.mu_dev_off + u.mu_len > tier_dev_size(d->ed_dev) ||
 		    alloc_mark(&d->ed_alloc, u.mu_dev_off >> LIM_ALLOC_UNIT_SHIFT,
 			       u.mu_len >> LIM_ALLOC_UNIT_SHIFT) != 0) {
-			rc = err_set(-CLOVIS_ECORRUPT, "object %s unit %" PRIu64
+			rc = err_set(-ST_ECORRUPT, "object %s unit %" PRIu64
 				     ": on device %u at %" PRIu64 " overlaps "
 				     "another or leaves the device",
 				     eng_id_str(&id), meta_ext_key_blk(&k),
@@ -497,10 +497,10 @@ int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn)
 
 /* ------------------------------------------------------ attributes */
 
-int stripe_attr_check(struct eng *e, const struct clovis_id *id,
+int stripe_attr_check(struct eng *e, const struct st_id *id,
 		      struct meta_ent *me)
 {
-	bool mirror = me->me_layout == CLOVIS_LAYOUT_MIRROR;
+	bool mirror = me->me_layout == ST_LAYOUT_MIRROR;
 	const struct eng_pool *p;
 	struct pd_geom g;
 

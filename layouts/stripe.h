@@ -36,7 +36,7 @@
 
 /** One unit record change of a request (applied at its commit). */
 struct unit_upd {
-	struct clovis_id uu_obj;   /**< object; {0, 0}: the request's */
+	struct st_id uu_obj;   /**< object; {0, 0}: the request's */
 	uint64_t uu_addr;          /**< g * (N + K) + slot */
 	struct meta_unit uu_new;   /**< record to put (unless uu_del) */
 	struct meta_unit uu_expect; /**< with uu_cas: the record must still be
@@ -77,13 +77,13 @@ int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
 
 /** Delete every unit record of obj, adding its space to freed. */
 int stripe_delete_units(struct eng *e, MDB_txn *txn,
-			const struct clovis_id *obj, struct eng_spacevec *freed);
+			const struct st_id *obj, struct eng_spacevec *freed);
 
 /** Delete the unit records of groups [g, g + nr) of obj, whose groups
  *  have w addressed slots (N + K), adding their space to freed (composite
  *  layers whose blocks all moved away, core/comp.c).  Absent records are
  *  skipped.  0 or a negative code. */
-int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
+int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct st_id *obj,
 		       uint64_t g, uint64_t nr, uint32_t w,
 		       struct eng_spacevec *freed);
 
@@ -91,7 +91,7 @@ int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct clovis_id *obj,
 int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn);
 
 /** Check a new object's layout attributes and fill defaults. */
-int stripe_attr_check(struct eng *e, const struct clovis_id *id,
+int stripe_attr_check(struct eng *e, const struct st_id *id,
 		      struct meta_ent *me);
 
 /*

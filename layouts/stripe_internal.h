@@ -14,7 +14,7 @@
 #include "layouts/ec.h"
 #include "layouts/pdclust.h"
 
-#define UMAX CLOVIS_LAYOUT_UNITS_MAX
+#define UMAX ST_LAYOUT_UNITS_MAX
 
 /** One op over one object with a unit layout. */
 struct sctx {

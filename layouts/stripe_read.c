@@ -249,7 +249,7 @@ int stripe_group_read(struct sctx *sc, struct sgroup *sg, uint32_t want,
 /* A unit rewritten after a read found it damaged: its own commit item. */
 struct rrepair {
 	struct eng_req rr_req;
-	struct clovis_extvec rr_ev; /* unused, keeps the request well-formed */
+	struct st_extvec rr_ev; /* unused, keeps the request well-formed */
 };
 
 static void rrepair_done(struct eng_citem *ci, int rc)
@@ -338,7 +338,7 @@ int stripe_read(struct sctx *sc)
 {
 	struct eng *e = sc->sc_e;
 	struct eng_req *r = sc->sc_r;
-	const struct clovis_extvec *ev = r->er_ext;
+	const struct st_extvec *ev = r->er_ext;
 	uint32_t shift = sc->sc_ent.me_block_shift;
 	uint64_t gb = stripe_group_bytes(sc), flat = 0;
 	MDB_txn *txn;

@@ -88,7 +88,7 @@ struct walk {
 	struct walk_rec wk_rec;   /* place and totals as far as processed */
 	struct walk_call wk_call;
 	/* the current object */
-	struct clovis_id wk_obj;
+	struct st_id wk_obj;
 	bool wk_have_obj;
 	bool wk_obj_gone;
 	struct eng_req wk_oreq;   /* identity for sctx */
@@ -561,12 +561,12 @@ static int walk_bufs(struct walk *w)
  * groups of the previous object are handled first. */
 static int walk_object(struct walk *w, MDB_txn *txn, const uint8_t *key)
 {
-	struct clovis_id id;
+	struct st_id id;
 	struct meta_ent me;
 	int rc;
 
 	meta_id_dec(key, &id);
-	if (w->wk_have_obj && clovis_id_cmp(&id, &w->wk_obj) == 0)
+	if (w->wk_have_obj && st_id_cmp(&id, &w->wk_obj) == 0)
 		return 0;
 	rc = walk_flush(w, txn);
 	if (rc != 0)
@@ -680,7 +680,7 @@ static int walk_batch(struct walk *w, struct walk_item *items, uint32_t *nr,
 	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
 		if (k.mv_size != META_EXT_KEY_LEN ||
 		    v.mv_size != sizeof(struct meta_unit)) {
-			rc = err_set(-CLOVIS_ECORRUPT, "unit record of %zu/%zu "
+			rc = err_set(-ST_ECORRUPT, "unit record of %zu/%zu "
 				     "bytes", k.mv_size, v.mv_size);
 			break;
 		}

@@ -1468,9 +1468,9 @@ static void *nolops_create(void *arg)
 {
 	struct nolops_arg *a = arg;
 	struct eng_req r = {
-		.er_kind = ER_ENT_CREATE, .er_type = CLOVIS_ET_OBJ,
-		.er_id = mkid(1600),
-		.er_ent = {.me_block_shift = 12, .me_layout = CLOVIS_LAYOUT_PDCLUST,
+		.er_kind = ER_ENT_CREATE, .er_type = ST_ET_OBJ,
+		.er_id = {ID_HI, 1600},
+		.er_ent = {.me_block_shift = 12, .me_layout = ST_LAYOUT_PDCLUST,
 			   .me_n = 4, .me_k = 2, .me_unit_shift = 14}};
 
 	eng_thread_enter();
@@ -1489,7 +1489,7 @@ static void test_no_layout_ops(void)
 	struct eng_conf ec = {.ec_dir = NULL, .ec_dev_size = OWN_DEV_SIZE,
 			      .ec_nvram_dir = root, .ec_config = conf_path};
 	struct nolops_arg a = {0};
-	struct clovis_id id = mkid(1600);
+	struct st_id id = {ID_HI, 1600};
 	struct eng *e = NULL;
 	pthread_t th;
 	struct tobj t;

@@ -14,6 +14,7 @@ int tier_ut_add(void);
 int layout_ut_add(void);
 int clovis_ut_add(void);
 int clovis_bad_ut_add(void);
+int store_ut_add(void);
 int concurrency_ut_add(void);
 int stripe_ut_add(void);
 int smr_ut_add(void);

@@ -25,6 +25,7 @@ static const struct ut_module {
 	{"layout", layout_ut_add},
 	{"clovis", clovis_ut_add},
 	{"clovis_bad", clovis_bad_ut_add},
+	{"store", store_ut_add},
 	{"concurrency", concurrency_ut_add},
 	{"stripe", stripe_ut_add},
 	{"smr", smr_ut_add},

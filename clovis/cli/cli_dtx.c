@@ -101,7 +101,7 @@ int cmd_dtx_ls(struct cli *c)
 		first = true;
 		for (size_t i = 0; i < rp->n_list; i++) {
 			const DtxInfo *e = rp->list[i];
-			struct clovis_dtx_id id = {.di_hlc = e->hlc,
+			struct st_dtx_id id = {.di_hlc = e->hlc,
 						   .di_node = e->node};
 			char ids[DTM_ID_STR_LEN], parts[512] = "";
 			size_t pl = 0;

@@ -19,25 +19,25 @@
 /* An id as text for messages ("HI:LO" in hex).  Here, not eng_id_str(),
  * so that the decoders stand alone (the fuzz target links only this
  * file). */
-static const char *msg_id_str(const struct clovis_id *id)
+static const char *msg_id_str(const struct st_id *id)
 {
-	static __thread char buf[CLOVIS_ID_STR_LEN];
+	static __thread char buf[ST_ID_STR_LEN];
 
-	snprintf(buf, sizeof buf, "%" PRIx64 ":%" PRIx64, id->ci_hi, id->ci_lo);
+	snprintf(buf, sizeof buf, "%" PRIx64 ":%" PRIx64, id->si_hi, id->si_lo);
 	return buf;
 }
 
-void msg_id_out(SId *s, const struct clovis_id *id)
+void msg_id_out(SId *s, const struct st_id *id)
 {
 	sid__init(s);
-	s->hi = id->ci_hi;
-	s->lo = id->ci_lo;
+	s->hi = id->si_hi;
+	s->lo = id->si_lo;
 }
 
-void msg_id_in(const SId *s, struct clovis_id *id)
+void msg_id_in(const SId *s, struct st_id *id)
 {
-	id->ci_hi = s != NULL ? s->hi : 0;
-	id->ci_lo = s != NULL ? s->lo : 0;
+	id->si_hi = s != NULL ? s->hi : 0;
+	id->si_lo = s != NULL ? s->lo : 0;
 }
 
 void msg_attr_out(SAttr *a, SId *cont, const struct meta_ent *me)
@@ -91,31 +91,31 @@ static int msg_attr_check(const SAttr *a, const char *id)
 {
 	if (a == NULL)
 		return 0;
-	if (a->block_shift != 0 && (a->block_shift < CLOVIS_BLOCK_SHIFT_MIN ||
-				    a->block_shift > CLOVIS_BLOCK_SHIFT_MAX))
+	if (a->block_shift != 0 && (a->block_shift < ST_BLOCK_SHIFT_MIN ||
+				    a->block_shift > ST_BLOCK_SHIFT_MAX))
 		return err_set(-EINVAL, "request: entity %s: attr.block_shift "
 			       "%u outside %u..%u", id, a->block_shift,
-			       CLOVIS_BLOCK_SHIFT_MIN, CLOVIS_BLOCK_SHIFT_MAX);
-	if (a->layout > CLOVIS_LAYOUT_COMPOSITE || a->tier >= CLOVIS_TIER_NR)
+			       ST_BLOCK_SHIFT_MIN, ST_BLOCK_SHIFT_MAX);
+	if (a->layout > ST_LAYOUT_COMPOSITE || a->tier >= ST_TIER_NR)
 		return err_set(-EINVAL, "request: entity %s: attr.layout %u or "
 			       "attr.tier %u unknown", id, a->layout, a->tier);
-	if (a->n > CLOVIS_LAYOUT_UNITS_MAX || a->k > CLOVIS_LAYOUT_UNITS_MAX ||
-	    a->s > CLOVIS_LAYOUT_UNITS_MAX)
+	if (a->n > ST_LAYOUT_UNITS_MAX || a->k > ST_LAYOUT_UNITS_MAX ||
+	    a->s > ST_LAYOUT_UNITS_MAX)
 		return err_set(-EINVAL, "request: entity %s: attr units %u+%u+%u"
 			       " past %u", id, a->n, a->k, a->s,
-			       CLOVIS_LAYOUT_UNITS_MAX);
-	if (a->unit_shift != 0 && (a->unit_shift < CLOVIS_UNIT_SHIFT_MIN ||
-				   a->unit_shift > CLOVIS_UNIT_SHIFT_MAX))
+			       ST_LAYOUT_UNITS_MAX);
+	if (a->unit_shift != 0 && (a->unit_shift < ST_UNIT_SHIFT_MIN ||
+				   a->unit_shift > ST_UNIT_SHIFT_MAX))
 		return err_set(-EINVAL, "request: entity %s: attr.unit_shift %u"
 			       " outside %u..%u", id, a->unit_shift,
-			       CLOVIS_UNIT_SHIFT_MIN, CLOVIS_UNIT_SHIFT_MAX);
+			       ST_UNIT_SHIFT_MIN, ST_UNIT_SHIFT_MAX);
 	if (a->dev >= LIM_DEV_MAX || a->pool >= LIM_DEV_MAX)
 		return err_set(-EINVAL, "request: entity %s: attr.dev %u or "
 			       "attr.pool %u out of range", id, a->dev, a->pool);
-	/* size_bytes needs no bound of its own: CLOVIS_BLOCK_NR_MAX blocks of
+	/* size_bytes needs no bound of its own: ST_BLOCK_NR_MAX blocks of
 	 * the largest size (2^74 bytes) are more than a uint64 holds, and the
 	 * engine checks it against the object's own block size. */
-	if (a->size_blocks > CLOVIS_BLOCK_NR_MAX)
+	if (a->size_blocks > ST_BLOCK_NR_MAX)
 		return err_set(-EINVAL, "request: entity %s: attr.size_blocks "
 			       "%" PRIu64 " past 2^48", id, a->size_blocks);
 	return 0;
@@ -150,7 +150,7 @@ static int msg_ent_decode(struct msg_req *m, const EntReq *q)
 
 	if (rc != 0)
 		return rc;
-	if (q->type < CLOVIS_ET_CONTAINER || q->type > CLOVIS_ET_IDX)
+	if (q->type < ST_ET_CONTAINER || q->type > ST_ET_IDX)
 		return err_set(-EINVAL, "request: entity %s: type %u unknown",
 			       msg_id_str(&r->er_id), q->type);
 	rc = msg_attr_check(q->attr, msg_id_str(&r->er_id));
@@ -180,18 +180,18 @@ static int msg_ext_check(struct msg_req *m, const ObjReq *q, const char *id)
 	int rc = 0;
 
 	if (q->n_start != q->n_count || q->n_start == 0 ||
-	    q->n_start > CLOVIS_VEC_MAX)
-		return err_set(q->n_start > CLOVIS_VEC_MAX ? -E2BIG : -EINVAL,
+	    q->n_start > ST_VEC_MAX)
+		return err_set(q->n_start > ST_VEC_MAX ? -E2BIG : -EINVAL,
 			       "request: object %s: %zu starts and %zu counts "
 			       "(1..%u, equal)", id, q->n_start, q->n_count,
-			       CLOVIS_VEC_MAX);
+			       ST_VEC_MAX);
 	v = malloc(q->n_start * sizeof *v);
 	if (v == NULL)
 		return err_set(-ENOMEM, "request: object %s: extents", id);
 	for (size_t i = 0; rc == 0 && i < q->n_start; i++) {
 		v[i] = (struct msg_ext){q->start[i], q->count[i]};
-		if (v[i].n == 0 || v[i].s >= CLOVIS_BLOCK_NR_MAX ||
-		    v[i].n > CLOVIS_BLOCK_NR_MAX - v[i].s)
+		if (v[i].n == 0 || v[i].s >= ST_BLOCK_NR_MAX ||
+		    v[i].n > ST_BLOCK_NR_MAX - v[i].s)
 			rc = err_set(-EINVAL, "request: object %s: extent %zu "
 				     "empty or past block 2^48", id, i);
 		m->mr_blocks += v[i].n;
@@ -221,7 +221,7 @@ static int msg_obj_decode(struct msg_req *m, const ObjReq *q, size_t bulk_len)
 		rc = msg_ext_check(m, q, id);
 	if (rc != 0)
 		return rc;
-	r->er_type = CLOVIS_ET_OBJ;
+	r->er_type = ST_ET_OBJ;
 	msg_attr_in(q->attr, &r->er_ent);
 	if ((r->er_kind == ER_OBJ_ALLOC || r->er_kind == ER_OBJ_FREE) &&
 	    bulk_len != 0)
@@ -233,7 +233,7 @@ static int msg_obj_decode(struct msg_req *m, const ObjReq *q, size_t bulk_len)
 	memcpy(arr, q->start, q->n_start * sizeof *arr);
 	memcpy(arr + q->n_start, q->count, q->n_start * sizeof *arr);
 	m->mr_arrays = arr;
-	m->mr_ext = (struct clovis_extvec){(uint32_t)q->n_start, arr,
+	m->mr_ext = (struct st_extvec){(uint32_t)q->n_start, arr,
 					   arr + q->n_start};
 	r->er_ext = &m->mr_ext;
 	m->mr_incarnation = q->attr != NULL ? q->attr->ctime_ns : 0;
@@ -249,26 +249,26 @@ static int msg_idx_lens(struct msg_req *m, const IdxReq *q, size_t bulk_len,
 	size_t want_k = q->kind == ER_IDX_NEXT ? 1 : q->nr;
 	uint64_t sum = 0;
 
-	if (q->nr == 0 || q->nr > CLOVIS_VEC_MAX)
+	if (q->nr == 0 || q->nr > ST_VEC_MAX)
 		return err_set(q->nr == 0 ? -EINVAL : -E2BIG, "request: index "
 			       "%s: %u records (1..%u)", id, q->nr,
-			       CLOVIS_VEC_MAX);
+			       ST_VEC_MAX);
 	if (q->n_klen != want_k || q->n_vlen != (vals ? q->nr : 0))
 		return err_set(-EINVAL, "request: index %s: %zu key and %zu "
 			       "value lengths for %u records", id, q->n_klen,
 			       q->n_vlen, q->nr);
 	for (size_t i = 0; i < q->n_klen; i++) {
-		if (q->klen[i] > CLOVIS_KEY_MAX)
+		if (q->klen[i] > ST_KEY_MAX)
 			return err_set(-E2BIG, "request: index %s: record %zu: "
 				       "key of %u bytes > %u", id, i,
-				       q->klen[i], CLOVIS_KEY_MAX);
+				       q->klen[i], ST_KEY_MAX);
 		sum += q->klen[i];
 	}
 	for (size_t i = 0; i < q->n_vlen; i++) {
-		if (q->vlen[i] > CLOVIS_VAL_MAX)
+		if (q->vlen[i] > ST_VAL_MAX)
 			return err_set(-E2BIG, "request: index %s: record %zu: "
 				       "value of %u bytes > %u", id, i,
-				       q->vlen[i], CLOVIS_VAL_MAX);
+				       q->vlen[i], ST_VAL_MAX);
 		sum += q->vlen[i];
 	}
 	if (sum > MSG_IDX_BYTES_MAX)
@@ -293,10 +293,10 @@ static int msg_idx_alloc(struct msg_req *m, uint32_t nr, const char *id)
 	if (p == NULL)
 		return err_set(-ENOMEM, "request: index %s: vectors", id);
 	m->mr_arrays = p;
-	m->mr_keys = (struct clovis_bufvec){nr, (void **)p,
+	m->mr_keys = (struct st_bufvec){nr, (void **)p,
 					    (size_t *)(p + nr * sizeof(void *))};
 	p += nr * (sizeof(void *) + sizeof(size_t));
-	m->mr_vals = (struct clovis_bufvec){nr, (void **)p,
+	m->mr_vals = (struct st_bufvec){nr, (void **)p,
 					    (size_t *)(p + nr * sizeof(void *))};
 	p += nr * (sizeof(void *) + sizeof(size_t));
 	m->mr_klen = (uint32_t *)p;
@@ -331,8 +331,8 @@ void msg_req_recs_bind(struct msg_req *m)
 static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 {
 	struct eng_req *r = &m->mr_req;
-	uint32_t allowed = q->kind == ER_IDX_PUT ? CLOVIS_IF_OVERWRITE :
-			   q->kind == ER_IDX_NEXT ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
+	uint32_t allowed = q->kind == ER_IDX_PUT ? ST_IF_OVERWRITE :
+			   q->kind == ER_IDX_NEXT ? ST_IF_EXCLUDE_START_KEY : 0;
 	const char *id;
 	int rc = msg_head(m, q->kind, ER_IDX_GET, ER_IDX_NEXT, q->id,
 			  q->container, q->rflags);
@@ -362,7 +362,7 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 		rc = msg_idx_alloc(m, q->nr, id);
 	if (rc != 0)
 		return rc;
-	r->er_type = CLOVIS_ET_IDX;
+	r->er_type = ST_ET_IDX;
 	r->er_flags = q->flags;
 	if (q->n_klen != 0) /* an empty repeated field's array is NULL */
 		memcpy(m->mr_klen, q->klen, q->n_klen * sizeof(uint32_t));
@@ -390,7 +390,7 @@ static int msg_list_decode(struct msg_req *m, const ListReq *q)
 {
 	struct eng_req *r = &m->mr_req;
 
-	if (q->type < CLOVIS_ET_CONTAINER || q->type > CLOVIS_ET_IDX)
+	if (q->type < ST_ET_CONTAINER || q->type > ST_ET_IDX)
 		return err_set(-EINVAL, "request: list: type %u unknown",
 			       q->type);
 	if (q->nr == 0 || q->nr > MSG_LIST_MAX)
@@ -522,8 +522,8 @@ int msg_pack(const ProtobufCMessage *pb, struct msg_buf *b)
 	return 0;
 }
 
-int msg_recs_pack(const struct clovis_bufvec *keys,
-		  const struct clovis_bufvec *vals, uint32_t from, uint32_t nr,
+int msg_recs_pack(const struct st_bufvec *keys,
+		  const struct st_bufvec *vals, uint32_t from, uint32_t nr,
 		  uint32_t *klen, uint32_t *vlen, uint8_t **out,
 		  size_t *out_len)
 {

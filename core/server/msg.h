@@ -8,8 +8,8 @@
  * points to, all owned by the msg_req.  Every field is checked against the
  * limits embedded mode enforces (clovis/clovis.h, core/limits.h): ids not
  * reserved where a handle could not have them, kinds and types known,
- * extent and record counts at most CLOVIS_VEC_MAX, keys at most
- * CLOVIS_KEY_MAX bytes, values at most CLOVIS_VAL_MAX, lengths adding up to
+ * extent and record counts at most ST_VEC_MAX, keys at most
+ * ST_KEY_MAX bytes, values at most ST_VAL_MAX, lengths adding up to
  * the bytes actually sent.  A bad request is refused with -EINVAL / -E2BIG /
  * -EBADMSG and a message naming the field; nothing is allocated past what
  * the checked counts allow.
@@ -100,26 +100,26 @@ struct msg_req {
 				     *   not told (checked against the
 				     *   cluster's servers by the handler) */
 	/* objects */
-	struct clovis_extvec mr_ext;
+	struct st_extvec mr_ext;
 	uint64_t mr_blocks;         /**< blocks the extents cover */
 	uint64_t mr_data_len;       /**< bytes of data (READ, WRITE) */
 	/* indices */
 	uint32_t mr_nr;             /**< records or slots */
 	bool mr_start_null;         /**< NEXT from the first record */
-	struct clovis_bufvec mr_keys;
-	struct clovis_bufvec mr_vals;
+	struct st_bufvec mr_keys;
+	struct st_bufvec mr_vals;
 	int32_t *mr_rcs;
 	uint32_t *mr_klen;          /**< wire lengths (copied) */
 	uint32_t *mr_vlen;
 	uint64_t mr_recs_len;       /**< packed bytes the lengths add up to */
 	uint8_t *mr_recs;           /**< packed records (owned) */
 	/* LIST */
-	struct clovis_id mr_after;
+	struct st_id mr_after;
 	bool mr_has_after;
 	/* storage */
 	void *mr_arrays;            /**< one allocation for the vectors */
 	void *mr_data;              /**< object data buffer (owned) */
-	struct clovis_bufvec mr_databv;
+	struct st_bufvec mr_databv;
 	void *mr_databuf[1];
 	size_t mr_datalen[1];
 };
@@ -127,8 +127,8 @@ struct msg_req {
 /** Attributes between meta_ent and the wire. */
 void msg_attr_out(SAttr *a, SId *cont, const struct meta_ent *me);
 void msg_attr_in(const SAttr *a, struct meta_ent *me);
-void msg_id_out(SId *s, const struct clovis_id *id);
-void msg_id_in(const SId *s, struct clovis_id *id);
+void msg_id_out(SId *s, const struct st_id *id);
+void msg_id_in(const SId *s, struct st_id *id);
 
 /**
  * Decode the body of a request with opcode op into m (zeroed first).
@@ -194,8 +194,8 @@ int msg_pack(const ProtobufCMessage *pb, struct msg_buf *b);
  * vlen (caller's arrays of nr).  NULL keys (NEXT's start) count as empty.
  * Returns 0 or -ENOMEM / -E2BIG (past MSG_IDX_BYTES_MAX).
  */
-int msg_recs_pack(const struct clovis_bufvec *keys,
-		  const struct clovis_bufvec *vals, uint32_t from, uint32_t nr,
+int msg_recs_pack(const struct st_bufvec *keys,
+		  const struct st_bufvec *vals, uint32_t from, uint32_t nr,
 		  uint32_t *klen, uint32_t *vlen, uint8_t **out,
 		  size_t *out_len);
 

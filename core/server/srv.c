@@ -85,7 +85,7 @@ static uint32_t srv_prof_class(const struct srv_op *so)
 
 	return (r->er_kind == ER_OBJ_WRITE ? 4u : 0u) |
 	       (so->so_m.mr_data_len >= (256u << 10) ? 2u : 0u) |
-	       (r->er_ent.me_layout != CLOVIS_LAYOUT_PLAIN ? 1u : 0u);
+	       (r->er_ent.me_layout != ST_LAYOUT_PLAIN ? 1u : 0u);
 }
 
 /* Add so's stage times (each from the previous stage it passed). */
@@ -335,7 +335,7 @@ static int srv_obj_attrs(struct srv *s, struct srv_op *so)
 		return rc;
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
 	meta_rtxn_put(eng_meta(s->s_eng), txn);
-	if (rc == -ENOENT || (rc == 0 && me.me_type != CLOVIS_ET_OBJ))
+	if (rc == -ENOENT || (rc == 0 && me.me_type != ST_ET_OBJ))
 		return err_set(-ENOENT, "object %s does not exist on server "
 			       "%s", eng_id_str(&r->er_id), s->s_me->cs_name);
 	if (rc != 0)
@@ -456,7 +456,7 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 	if (r->er_kind == ER_OBJ_READ || r->er_kind == ER_OBJ_WRITE) {
 		uint32_t shift = r->er_ent.me_block_shift;
 
-		if (m->mr_blocks > (CLOVIS_OP_BYTES_MAX >> shift) ||
+		if (m->mr_blocks > (ST_OP_BYTES_MAX >> shift) ||
 		    (m->mr_blocks << shift) != bulk) {
 			__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
 			srv_reply_err(so, err_set(-EINVAL, "request: object %s: "
@@ -465,7 +465,7 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 						  "(at most %llu)",
 						  eng_id_str(&r->er_id),
 						  m->mr_blocks, 1u << shift,
-						  bulk, CLOVIS_OP_BYTES_MAX));
+						  bulk, ST_OP_BYTES_MAX));
 			return;
 		}
 		LOG_INFO("server %s: %s %s: %" PRIu64 " blocks from %s",
@@ -500,7 +500,7 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 		}
 		m->mr_databuf[0] = m->mr_data;
 		m->mr_datalen[0] = bulk;
-		m->mr_databv = (struct clovis_bufvec){1, m->mr_databuf,
+		m->mr_databv = (struct st_bufvec){1, m->mr_databuf,
 						      m->mr_datalen};
 		r->er_data = &m->mr_databv;
 	}
@@ -516,11 +516,11 @@ static void srv_ent(struct srv *s, struct srv_op *so)
 {
 	struct eng_req *r = &so->so_m.mr_req;
 
-	if (r->er_type == CLOVIS_ET_IDX && (so->so_m.mr_rflags & SRF_INDEX)) {
+	if (r->er_type == ST_ET_IDX && (so->so_m.mr_rflags & SRF_INDEX)) {
 		srv_idx_ent(s, so);
 		return;
 	}
-	if (r->er_type == CLOVIS_ET_OBJ || r->er_type == CLOVIS_ET_IDX)
+	if (r->er_type == ST_ET_OBJ || r->er_type == ST_ET_IDX)
 		r->er_ent.me_ctime_ns = so->so_m.mr_incarnation ?
 			so->so_m.mr_incarnation : r->er_ent.me_ctime_ns;
 	srv_run(so);
@@ -543,7 +543,7 @@ static int srv_list_one(void *arg, const struct st_id *id)
 	if (a->la_n >= a->la_max)
 		return META_SCAN_STOP;
 	msg_id_out(&a->la_ids[a->la_n],
-		   &(struct clovis_id){id->si_hi, id->si_lo});
+		   &(struct st_id){id->si_hi, id->si_lo});
 	a->la_ptrs[a->la_n] = &a->la_ids[a->la_n];
 	a->la_n++;
 	return a->la_n >= a->la_max ? META_SCAN_STOP : META_SCAN_NEXT;
@@ -552,12 +552,12 @@ static int srv_list_one(void *arg, const struct st_id *id)
 static int srv_list_walk(struct srv *s, MDB_txn *txn, struct msg_req *m,
 			 SId *ids, SId **ptrs, size_t *nr)
 {
-	const struct clovis_id *c = &m->mr_req.er_container;
-	struct st_id root = {0, 0}, cont = {c->ci_hi, c->ci_lo};
-	struct st_id after = {m->mr_after.ci_hi, m->mr_after.ci_lo};
+	const struct st_id *c = &m->mr_req.er_container;
+	struct st_id root = {0, 0}, cont = {c->si_hi, c->si_lo};
+	struct st_id after = {m->mr_after.si_hi, m->mr_after.si_lo};
 	struct list_arg la = {ids, ptrs, 0, m->mr_nr};
 	int rc = meta_member_scan(txn, eng_meta(s->s_eng),
-				  m->mr_req.er_type == CLOVIS_ET_CONTAINER ?
+				  m->mr_req.er_type == ST_ET_CONTAINER ?
 				  &root : &cont, m->mr_req.er_type,
 				  m->mr_has_after ? &after : NULL,
 				  srv_list_one, &la, "list");
@@ -577,10 +577,10 @@ static void srv_list(struct srv *s, struct srv_op *so)
 	int rc = ids == NULL || ptrs == NULL ? err_set(-ENOMEM, "list") :
 		 meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin list");
 
-	if (rc == 0 && m->mr_req.er_type != CLOVIS_ET_CONTAINER) {
+	if (rc == 0 && m->mr_req.er_type != ST_ET_CONTAINER) {
 		rc = meta_ent_get(txn, eng_meta(s->s_eng),
 				  &m->mr_req.er_container, &me);
-		if (rc == -ENOENT || (rc == 0 && me.me_type != CLOVIS_ET_CONTAINER))
+		if (rc == -ENOENT || (rc == 0 && me.me_type != ST_ET_CONTAINER))
 			rc = err_set(-ENOENT, "container %s does not exist",
 				     eng_id_str(&m->mr_req.er_container));
 	}
@@ -605,7 +605,7 @@ static void srv_status_devs(struct srv *s, SStatus *st, SDev *devs,
 	uint32_t n = eng_dev_nr(s->s_eng), k = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct clovis_dev_info di;
+		struct st_dev_info di;
 		SDev *d = &devs[k];
 
 		eng_dev_info(s->s_eng, i, &di);
@@ -651,7 +651,7 @@ static void srv_status_pools(struct srv *s, SStatus *st, SPool *pools,
 		sp->n_devs = ep->ep_nr;
 		sp->devs = calloc(ep->ep_nr ? ep->ep_nr : 1, sizeof(uint32_t));
 		for (uint32_t i = 0; sp->devs != NULL && i < ep->ep_nr; i++) {
-			struct clovis_dev_info di;
+			struct st_dev_info di;
 
 			sp->devs[i] = ep->ep_devs[i];
 			eng_dev_info(s->s_eng, ep->ep_devs[i], &di);
@@ -674,7 +674,7 @@ static void srv_status_slices(struct srv *s, SStatus *st, uint64_t *sf)
 
 	memset(sf, 0, CLU_SERVERS_MAX * sizeof *sf);
 	for (uint32_t i = 0; i < n; i++) {
-		struct clovis_dev_info di;
+		struct st_dev_info di;
 		const char *ref, *colon;
 		char name[CLU_NAME_MAX + 1];
 		int j;

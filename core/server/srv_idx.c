@@ -173,7 +173,7 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 struct vpage {
 	MDB_txn *vp_txn;
 	struct meta *vp_m;
-	const struct clovis_id *vp_id;
+	const struct st_id *vp_id;
 	uint8_t *vp_ib;           /**< index key buffer */
 	const void *vp_skip;      /**< the start key, not listed (or NULL) */
 	size_t vp_skip_len;
@@ -207,7 +207,7 @@ static int vpage_one(void *arg, const struct meta_rec *r)
 	}
 	if (nr >= p->vp_cap)
 		return META_SCAN_STOP;
-	if (r->mc_vlen != sizeof ve || klen > CLOVIS_KEY_MAX)
+	if (r->mc_vlen != sizeof ve || klen > ST_KEY_MAX)
 		return META_SCAN_NEXT;
 	memcpy(&ve, r->mc_val, sizeof ve);
 	if (!ridx_vent_tomb(&ve)) {
@@ -250,11 +250,11 @@ static int vpage_one(void *arg, const struct meta_rec *r)
 static void srv_idx_versions(struct srv *s, struct srv_op *so)
 {
 	struct msg_req *m = &so->so_m;
-	const struct clovis_id *id = &m->mr_req.er_id;
+	const struct st_id *id = &m->mr_req.er_id;
 	struct meta *mt = eng_meta(s->s_eng);
 	uint32_t cap = m->mr_nr < SRV_SYNC_PAGE ? m->mr_nr : SRV_SYNC_PAGE;
-	uint8_t pre[VKEY_HEAD], sk[VKEY_HEAD + CLOVIS_KEY_MAX];
-	uint8_t ib[16 + CLOVIS_KEY_MAX];
+	uint8_t pre[VKEY_HEAD], sk[VKEY_HEAD + ST_KEY_MAX];
+	uint8_t ib[16 + ST_KEY_MAX];
 	Reply rp = REPLY__INIT;
 	struct vpage p = {
 		.vp_m = mt, .vp_id = id, .vp_ib = ib, .vp_cap = cap,
@@ -264,7 +264,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		.vp_vt = calloc(cap ? cap : 1, sizeof(uint64_t)),
 		.vp_vs = calloc(cap ? cap : 1, sizeof(uint64_t)),
 		.vp_vg = calloc(cap ? cap : 1, sizeof(uint64_t)),
-		.vp_kb = malloc((size_t)(cap ? cap : 1) * CLOVIS_KEY_MAX)};
+		.vp_kb = malloc((size_t)(cap ? cap : 1) * ST_KEY_MAX)};
 	uint8_t *out = NULL;
 	size_t pl, sl;
 	int rc = 0;
@@ -600,7 +600,7 @@ void srv_idx_read_reply(struct srv_op *so)
 
 /* ------------------------------------------------------- dtx members */
 
-struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id)
+struct ridx *srv_ridx_find(struct srv *s, const struct st_id *id)
 {
 	return ridx_get(s, id);
 }
@@ -666,7 +666,7 @@ int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
  * transaction: the replica record a plain CREATE or DELETE stores by its
  * second commit item (ridx_apply), here in the same commit. */
 int srv_ridx_ent_store(struct eng *e, MDB_txn *txn,
-		       const struct clovis_id *id, uint32_t kind, uint64_t inc)
+		       const struct st_id *id, uint32_t kind, uint64_t inc)
 {
 	struct ridx_rec rec = {inc, 0};
 
@@ -697,7 +697,7 @@ uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
 }
 
 /* Is this server one of the R replicas of index id? */
-bool srv_ridx_mine(struct srv *s, const struct clovis_id *id)
+bool srv_ridx_mine(struct srv *s, const struct st_id *id)
 {
 	const struct clu_conf *c = s->s_conf;
 	uint32_t n = c->cc_nr_servers;

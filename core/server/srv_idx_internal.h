@@ -36,7 +36,7 @@ struct idx_peer {
 	uint64_t ip_inc;
 	uint64_t ip_term;
 	uint64_t ip_digest;
-	struct clovis_id ip_cont;
+	struct st_id ip_cont;
 	bool ip_doubt;       /* its heartbeat marks this server down */
 };
 
@@ -44,18 +44,18 @@ struct idx_peer {
 /** The number of replicas of an index (R, at most the servers). */
 uint32_t srv_replicas(const struct srv *s);
 /** The sys name "ridx:HI:LO" of id's replica record. */
-void ridx_name(char *buf, size_t size, const struct clovis_id *id);
+void ridx_name(char *buf, size_t size, const struct st_id *id);
 /** Peer replicas' generation of id (changes when one went out of reach). */
-uint64_t ridx_gen(struct srv *s, const struct clovis_id *id);
+uint64_t ridx_gen(struct srv *s, const struct st_id *id);
 /** s_rlock held: ri must be verified again before it is next served. */
 void ridx_unverify(struct ridx *ri);
 /** May ri be stale here (vmark: a client request's ri_vbegun)? */
 bool ridx_stale(struct srv *s, struct ridx *ri, const uint64_t *vmark);
 /** The in-memory record of id, loaded on first use (NULL: -ENOMEM). */
-struct ridx *ridx_get(struct srv *s, const struct clovis_id *id);
+struct ridx *ridx_get(struct srv *s, const struct st_id *id);
 /** In txn: the replica record of id := rec, or (del) deleted with every
  *  version entry of id. */
-int ridx_rec_write(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+int ridx_rec_write(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		   const struct ridx_rec *rec, bool del);
 /** Before ordering an update of ri: take a term of this server's own. */
 int ridx_claim(struct srv *s, struct ridx *ri);
@@ -73,26 +73,26 @@ uint64_t ridx_vent_tag(const struct vent *v);
 uint64_t ridx_vent_word(bool tomb, uint64_t tag);
 /** Compare versions (t1, s1) and (t2, s2): -1, 0, 1. */
 int ridx_vcmp(uint64_t t1, uint64_t s1, uint64_t t2, uint64_t s2);
-void ridx_rver_name(char *buf, size_t size, const struct clovis_id *id);
+void ridx_rver_name(char *buf, size_t size, const struct st_id *id);
 /** The sys key of key's version entry in buf, its length in *len (false:
  *  over LMDB's key size). */
-bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct clovis_id *id,
+bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct st_id *id,
 	       const void *key, size_t klen, size_t *len);
 /** One version entry's share of the digest. */
 uint64_t ridx_vent_hash(const void *key, size_t klen, const struct vent *v);
 /** The stored version of key: 0, -ENOENT (none, or not versioned). */
-int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, struct vent *out);
 /** In txn: store nv as key's version; 1: stored, 0: not. */
-int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, const struct vent *nv,
 		  bool newer_only, uint64_t *dig);
 /** In txn: raise the index's term to at least term, XOR dig in. */
 int ridx_rver_update(struct meta *m, MDB_txn *txn,
-		     const struct clovis_id *id, uint64_t term, uint64_t dig);
-struct rver ridx_rver_load(struct srv *s, const struct clovis_id *id);
+		     const struct st_id *id, uint64_t term, uint64_t dig);
+struct rver ridx_rver_load(struct srv *s, const struct st_id *id);
 /** In txn: drop every version entry of id and its rver record. */
-int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct clovis_id *id);
+int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct st_id *id);
 /** In txn: the version entries {term, seq} of the applied PUT or DEL mr. */
 int ridx_ver_apply(struct meta *m, MDB_txn *txn, const struct msg_req *mr,
 		   uint64_t term, uint64_t seq);
@@ -107,10 +107,10 @@ void srv_ridx_marks_serve(struct srv *s);
 /** Call timeout of state probes (SRV_PROBE_MS, at most the cluster's). */
 uint32_t srv_probe_ms(const struct srv *s);
 /** The local entity record of index id: 0, -ENOENT, or an error. */
-int ridx_local(struct srv *s, const struct clovis_id *id,
+int ridx_local(struct srv *s, const struct st_id *id,
 	       struct meta_ent *me);
 /** Ask peer j for its replica state: 1 has it, 0 not, < 0 not asked. */
-int ridx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
+int ridx_peer_state(struct srv *s, uint32_t j, const struct st_id *id,
 		    struct idx_peer *out);
 /** Verify ri against the other replicas, catching up from them. */
 void ridx_sync(struct srv *s, struct ridx *ri);

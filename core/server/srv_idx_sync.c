@@ -16,7 +16,7 @@
 /* ------------------------------------------------------- local requests */
 
 /* The local entity record of id: 0, -ENOENT, or an error. */
-int ridx_local(struct srv *s, const struct clovis_id *id,
+int ridx_local(struct srv *s, const struct st_id *id,
 	       struct meta_ent *me)
 {
 	MDB_txn *txn;
@@ -26,7 +26,7 @@ int ridx_local(struct srv *s, const struct clovis_id *id,
 		return rc;
 	rc = meta_ent_get(txn, eng_meta(s->s_eng), id, me);
 	meta_rtxn_put(eng_meta(s->s_eng), txn);
-	if (rc == 0 && me->me_type != CLOVIS_ET_IDX)
+	if (rc == 0 && me->me_type != ST_ET_IDX)
 		rc = -ENOENT;
 	return rc;
 }
@@ -78,8 +78,8 @@ static int srv_exec_wait(struct srv *s, struct srv_wait *w)
 
 /* Run an entity op on the local engine: create or delete. */
 static int srv_local_ent(struct srv *s, uint32_t kind, uint32_t type,
-			 const struct clovis_id *id,
-			 const struct clovis_id *cont, struct meta_ent *out)
+			 const struct st_id *id,
+			 const struct st_id *cont, struct meta_ent *out)
 {
 	struct srv_wait w = {0};
 	int rc;
@@ -105,7 +105,7 @@ uint32_t srv_probe_ms(const struct srv *s)
 
 /* Ask peer j for its replica state; 1 if it has the index, 0 if not,
  * negative if it could not be asked. */
-int ridx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
+int ridx_peer_state(struct srv *s, uint32_t j, const struct st_id *id,
 		    struct idx_peer *out)
 {
 	IdxReq q = IDX_REQ__INIT;
@@ -142,13 +142,13 @@ int ridx_peer_state(struct srv *s, uint32_t j, const struct clovis_id *id,
 }
 
 /* Run a PUT (overwrite) or DEL of nr records on the local copy. */
-static int idx_local_kv(struct srv *s, const struct clovis_id *id,
+static int idx_local_kv(struct srv *s, const struct st_id *id,
 			uint64_t ctime, uint32_t kind, uint32_t nr, void **kb,
 			size_t *kl, void **vb, size_t *vl)
 {
 	struct srv_wait w = {0};
 	int32_t *rcs = calloc(nr ? nr : 1, sizeof *rcs);
-	struct clovis_bufvec keys = {nr, kb, kl}, vals = {nr, vb, vl};
+	struct st_bufvec keys = {nr, kb, kl}, vals = {nr, vb, vl};
 	int rc;
 
 	if (nr == 0)
@@ -156,13 +156,13 @@ static int idx_local_kv(struct srv *s, const struct clovis_id *id,
 	if (rcs == NULL)
 		return err_set(-ENOMEM, "index %s: merge page", eng_id_str(id));
 	w.w_req.er_kind = kind;
-	w.w_req.er_type = CLOVIS_ET_IDX;
+	w.w_req.er_type = ST_ET_IDX;
 	w.w_req.er_id = *id;
 	w.w_req.er_ent.me_ctime_ns = ctime;
 	w.w_req.er_keys = &keys;
 	w.w_req.er_vals = kind == ER_IDX_PUT ? &vals : NULL;
 	w.w_req.er_rcs = rcs;
-	w.w_req.er_flags = kind == ER_IDX_PUT ? CLOVIS_IF_OVERWRITE : 0;
+	w.w_req.er_flags = kind == ER_IDX_PUT ? ST_IF_OVERWRITE : 0;
 	rc = srv_exec_wait(s, &w);
 	free(rcs);
 	return rc == -ENOENT && kind == ER_IDX_DEL ? 0 : rc;
@@ -170,7 +170,7 @@ static int idx_local_kv(struct srv *s, const struct clovis_id *id,
 
 /* One NEXT page from peer j after key (NULL: from the first record);
  * rflags SRF_VERSIONS: of its version entries. */
-static int idx_peer_page(struct srv *s, uint32_t j, const struct clovis_id *id,
+static int idx_peer_page(struct srv *s, uint32_t j, const struct st_id *id,
 			 const uint8_t *key, uint32_t klen, uint32_t rflags,
 			 Reply **out)
 {
@@ -191,7 +191,7 @@ static int idx_peer_page(struct srv *s, uint32_t j, const struct clovis_id *id,
 	q.n_klen = 1;
 	q.klen = kl;
 	q.start_null = key == NULL;
-	q.flags = key != NULL ? CLOVIS_IF_EXCLUDE_START_KEY : 0;
+	q.flags = key != NULL ? ST_IF_EXCLUDE_START_KEY : 0;
 	q.recs.data = (uint8_t *)key;
 	q.recs.len = klen;
 	if (msg_pack(&q.base, &b) != 0)
@@ -207,7 +207,7 @@ static int idx_peer_page(struct srv *s, uint32_t j, const struct clovis_id *id,
 
 /* Merge one page of a peer (version entries, or with !versioned plain
  * records) into the local copy; *taken counts what was taken. */
-static int idx_merge_page(struct srv *s, const struct clovis_id *id,
+static int idx_merge_page(struct srv *s, const struct st_id *id,
 			  uint64_t ctime, const Reply *rp, uint32_t n,
 			  bool versioned, uint64_t *taken)
 {
@@ -221,7 +221,7 @@ static int idx_merge_page(struct srv *s, const struct clovis_id *id,
 	const uint8_t **kp = calloc(n, sizeof *kp);
 	uint32_t np = 0, nd = 0, nt = 0;
 	const uint8_t *k = rp->recs.data, *v = rp->recs.data;
-	uint8_t ib[16 + CLOVIS_KEY_MAX];
+	uint8_t ib[16 + ST_KEY_MAX];
 	MDB_txn *txn = NULL;
 	int rc = 0;
 
@@ -316,8 +316,8 @@ out:
 static int idx_merge(struct srv *s, struct ridx *ri, uint32_t j,
 		     uint64_t ctime, uint64_t *taken)
 {
-	const struct clovis_id *id = &ri->ri_id;
-	uint8_t last[CLOVIS_KEY_MAX];
+	const struct st_id *id = &ri->ri_id;
+	uint8_t last[ST_KEY_MAX];
 	uint32_t last_len = 0;
 	int rc = 0;
 
@@ -369,24 +369,24 @@ static int idx_merge(struct srv *s, struct ridx *ri, uint32_t j,
 static int idx_fresh(struct srv *s, struct ridx *ri, const struct idx_peer *p,
 		     bool have_local, struct meta_ent *me)
 {
-	const struct clovis_id *id = &ri->ri_id;
+	const struct st_id *id = &ri->ri_id;
 	struct ridx_rec rec = {p->ip_inc, 0};
 	char name[48];
 	int rc = 0;
 
 	ridx_name(name, sizeof name, id);
 	if (have_local)
-		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, id, NULL,
+		rc = srv_local_ent(s, ER_ENT_DELETE, ST_ET_IDX, id, NULL,
 				   NULL);
 	if (rc == 0)
 		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
 	if (rc == 0) {
-		rc = srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_IDX, id,
+		rc = srv_local_ent(s, ER_ENT_CREATE, ST_ET_IDX, id,
 				   &p->ip_cont, me);
 		if (rc == -ENOENT) { /* its container was made while away */
-			srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_CONTAINER,
+			srv_local_ent(s, ER_ENT_CREATE, ST_ET_CONTAINER,
 				      &p->ip_cont, NULL, NULL);
-			rc = srv_local_ent(s, ER_ENT_CREATE, CLOVIS_ET_IDX, id,
+			rc = srv_local_ent(s, ER_ENT_CREATE, ST_ET_IDX, id,
 					   &p->ip_cont, me);
 		}
 	}
@@ -403,7 +403,7 @@ static int idx_fresh(struct srv *s, struct ridx *ri, const struct idx_peer *p,
 
 /* Ask peer j to verify its copy of id before it serves it next (its
  * digest differs from the one this server just merged to). */
-static void idx_nudge(struct srv *s, uint32_t j, const struct clovis_id *id)
+static void idx_nudge(struct srv *s, uint32_t j, const struct st_id *id)
 {
 	IdxReq q = IDX_REQ__INIT;
 	SId sid;
@@ -623,7 +623,7 @@ void ridx_sync(struct srv *s, struct ridx *ri)
 			    "replicas: deleted while this server was away, "
 			    "deleting it here", s->s_me->cs_name,
 			    eng_id_str(&ri->ri_id), asked);
-		rc = srv_local_ent(s, ER_ENT_DELETE, CLOVIS_ET_IDX, &ri->ri_id,
+		rc = srv_local_ent(s, ER_ENT_DELETE, ST_ET_IDX, &ri->ri_id,
 				   NULL, NULL);
 		if (rc == 0) {
 			struct meta *m = eng_meta(s->s_eng);

@@ -19,7 +19,7 @@
 
 /* srv_sync_all()'s scan: the ids of the replica records. */
 struct sync_all_arg {
-	struct clovis_id *sa_ids;
+	struct st_id *sa_ids;
 	size_t sa_nr;
 	size_t sa_cap;
 };
@@ -28,13 +28,13 @@ static int sync_all_one(void *arg, const struct meta_rec *r)
 {
 	struct sync_all_arg *a = arg;
 	char hex[40];
-	struct clovis_id id;
+	struct st_id id;
 
 	if (r->mc_klen != 5 + 33)
 		return META_SCAN_STOP;
 	memcpy(hex, (const char *)r->mc_key + 5, 33);
 	hex[33] = '\0';
-	if (clovis_id_parse(hex, &id) != 0)
+	if (st_id_parse(hex, &id) != 0)
 		return META_SCAN_NEXT;
 	if (a->sa_nr == a->sa_cap) {
 		size_t nc = a->sa_cap ? a->sa_cap * 2 : 64;
@@ -56,7 +56,7 @@ static void srv_sync_all(struct srv *s)
 {
 	struct meta *m = eng_meta(s->s_eng);
 	struct sync_all_arg sa = {NULL, 0, 0};
-	struct clovis_id *ids;
+	struct st_id *ids;
 	size_t nr;
 	MDB_txn *txn;
 

@@ -80,7 +80,7 @@ static int tomb_one(void *arg, const struct meta_rec *r)
 static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 {
 	struct meta *m = eng_meta(s->s_eng);
-	const struct clovis_id *id = &ri->ri_id;
+	const struct st_id *id = &ri->ri_id;
 	uint8_t pre[VKEY_HEAD];
 	struct rver rv = {0, 0};
 	struct tomb_arg ta = {0, 0, false};
@@ -143,7 +143,7 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 }
 
 /* Ask peer j to collect id's tombstones if its digest is dig. */
-static void tomb_ask(struct srv *s, uint32_t j, const struct clovis_id *id,
+static void tomb_ask(struct srv *s, uint32_t j, const struct st_id *id,
 		     uint64_t dig)
 {
 	IdxReq q = IDX_REQ__INIT;

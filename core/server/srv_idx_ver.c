@@ -18,10 +18,10 @@
 
 /* ------------------------------------------------------- replica records */
 
-void ridx_name(char *buf, size_t size, const struct clovis_id *id)
+void ridx_name(char *buf, size_t size, const struct st_id *id)
 {
-	snprintf(buf, size, "ridx:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
-		 id->ci_lo);
+	snprintf(buf, size, "ridx:%016" PRIx64 ":%016" PRIx64, id->si_hi,
+		 id->si_lo);
 }
 
 int srv_ridx_init(struct srv *s)
@@ -71,7 +71,7 @@ uint32_t srv_replicas(const struct srv *s)
 /* The sum of peers_gen() over the other replicas of id and of s_vepoch:
  * it changes when one of them became unreachable or reachable again, or a
  * client asked this server to verify, since it was read. */
-uint64_t ridx_gen(struct srv *s, const struct clovis_id *id)
+uint64_t ridx_gen(struct srv *s, const struct st_id *id)
 {
 	const struct clu_conf *c = s->s_conf;
 	uint32_t n = c->cc_nr_servers, home = clu_home(c, id);
@@ -92,7 +92,7 @@ uint64_t ridx_gen(struct srv *s, const struct clovis_id *id)
  * or its link cut while its calls hung (a call sent before a cut is
  * answered after it by TCP retransmits, so no failure shows): the others
  * may have ordered updates meanwhile. */
-static bool ridx_unheard(struct srv *s, const struct clovis_id *id,
+static bool ridx_unheard(struct srv *s, const struct st_id *id,
 			 uint64_t now)
 {
 	const struct clu_conf *c = s->s_conf;
@@ -227,10 +227,10 @@ uint64_t ridx_vent_word(bool tomb, uint64_t tag)
 	return (tag & MSG_TAG_MAX) << 1 | (tomb ? 1 : 0);
 }
 
-void ridx_rver_name(char *buf, size_t size, const struct clovis_id *id)
+void ridx_rver_name(char *buf, size_t size, const struct st_id *id)
 {
-	snprintf(buf, size, "rver:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
-		 id->ci_lo);
+	snprintf(buf, size, "rver:%016" PRIx64 ":%016" PRIx64, id->si_hi,
+		 id->si_lo);
 }
 
 static void be64_out(uint8_t *p, uint64_t v)
@@ -241,17 +241,17 @@ static void be64_out(uint8_t *p, uint64_t v)
 	}
 }
 
-/* The sys key of key's version entry, in buf (VKEY_HEAD + CLOVIS_KEY_MAX
+/* The sys key of key's version entry, in buf (VKEY_HEAD + ST_KEY_MAX
  * bytes), its length in *len; false when it would be over LMDB's key size
  * (not versioned). */
-bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct clovis_id *id,
+bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct st_id *id,
 	       const void *key, size_t klen, size_t *len)
 {
 	if (VKEY_HEAD + klen > m->m_maxkey)
 		return false;
 	buf[0] = VKEY_TAG;
-	be64_out(buf + 1, id->ci_hi);
-	be64_out(buf + 9, id->ci_lo);
+	be64_out(buf + 1, id->si_hi);
+	be64_out(buf + 9, id->si_lo);
 	if (klen > 0)
 		memcpy(buf + VKEY_HEAD, key, klen);
 	*len = VKEY_HEAD + klen;
@@ -289,10 +289,10 @@ int ridx_vcmp(uint64_t t1, uint64_t s1, uint64_t t2, uint64_t s2)
 }
 
 /* The stored version of key: 0, -ENOENT (none, or not versioned). */
-int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, struct vent *out)
 {
-	uint8_t buf[VKEY_HEAD + CLOVIS_KEY_MAX];
+	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
 	struct meta_rec v;
 	size_t kl;
 	int rc;
@@ -310,11 +310,11 @@ int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
 
 /* In txn: store nv as key's version (unless newer_only and the stored one
  * is as new), XOR-ing the digest change into *dig.  1: stored, 0: not. */
-int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
+int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, const struct vent *nv,
 		  bool newer_only, uint64_t *dig)
 {
-	uint8_t buf[VKEY_HEAD + CLOVIS_KEY_MAX];
+	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
 	struct meta_rec v;
 	struct vent old;
 	size_t kl;
@@ -343,7 +343,7 @@ int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct clovis_id *id,
 /* In txn: raise the index's term to at least term, XOR dig into its
  * digest. */
 int ridx_rver_update(struct meta *m, MDB_txn *txn,
-		     const struct clovis_id *id, uint64_t term, uint64_t dig)
+		     const struct st_id *id, uint64_t term, uint64_t dig)
 {
 	struct rver rv = {0, 0};
 	char name[48];
@@ -359,7 +359,7 @@ int ridx_rver_update(struct meta *m, MDB_txn *txn,
 	return meta_sys_put(txn, m, name, &rv, sizeof rv);
 }
 
-struct rver ridx_rver_load(struct srv *s, const struct clovis_id *id)
+struct rver ridx_rver_load(struct srv *s, const struct st_id *id)
 {
 	struct rver rv = {0, 0};
 	char name[48];
@@ -376,7 +376,7 @@ static int ver_drop_one(void *arg, const struct meta_rec *r)
 }
 
 /* In txn: drop every version entry of id and its rver record. */
-int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct clovis_id *id)
+int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct st_id *id)
 {
 	uint8_t pre[VKEY_HEAD];
 	char name[48];
@@ -479,10 +479,10 @@ struct rbeh {
 };
 _Static_assert(sizeof(struct rbeh) == 24, "rbeh record size");
 
-static void rbeh_name(char *buf, size_t size, const struct clovis_id *id)
+static void rbeh_name(char *buf, size_t size, const struct st_id *id)
 {
-	snprintf(buf, size, "rbeh:%016" PRIx64 ":%016" PRIx64, id->ci_hi,
-		 id->ci_lo);
+	snprintf(buf, size, "rbeh:%016" PRIx64 ":%016" PRIx64, id->si_hi,
+		 id->si_lo);
 }
 
 /* Under s_rlock (or before ri is shared): load ri's marks. */
@@ -563,7 +563,7 @@ int ridx_rbeh_note(struct srv *s, struct ridx *ri, uint64_t mask,
 /* Send IDX_STATE + SRF_BEHIND (mask, term, seq) for id to server j from
  * peer table p; the reply in *out (NULL: not wanted). */
 static int rbeh_call(struct srv *s, struct peers *p, uint32_t j,
-		     const struct clovis_id *id, uint64_t mask, uint64_t term,
+		     const struct st_id *id, uint64_t mask, uint64_t term,
 		     uint64_t seq, Reply **out)
 {
 	IdxReq q = IDX_REQ__INIT;
@@ -614,7 +614,7 @@ void srv_ridx_missed(struct srv *s, struct ridx *ri, uint64_t mask,
 void srv_ridx_marks_serve(struct srv *s)
 {
 	enum { BATCH = 64 };
-	struct { struct clovis_id id; uint64_t mask, term, seq; } m[BATCH];
+	struct { struct st_id id; uint64_t mask, term, seq; } m[BATCH];
 	uint32_t nr = 0;
 
 	pthread_mutex_lock(&s->s_rlock);
@@ -668,16 +668,16 @@ void srv_ridx_marks_serve(struct srv *s)
 }
 
 /* The in-memory record of id, loaded from the store on first use. */
-struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
+struct ridx *ridx_get(struct srv *s, const struct st_id *id)
 {
-	uint32_t b = (uint32_t)((id->ci_hi * 31 + id->ci_lo) % SRV_RIDX_BUCKETS);
+	uint32_t b = (uint32_t)((id->si_hi * 31 + id->si_lo) % SRV_RIDX_BUCKETS);
 	struct ridx *ri;
 	struct ridx_rec rec;
 	char name[48];
 
 	pthread_mutex_lock(&s->s_rlock);
 	for (ri = s->s_ridx[b]; ri != NULL; ri = ri->ri_next)
-		if (clovis_id_cmp(&ri->ri_id, id) == 0)
+		if (st_id_cmp(&ri->ri_id, id) == 0)
 			break;
 	if (ri == NULL && (ri = calloc(1, sizeof *ri)) != NULL) {
 		ri->ri_id = *id;
@@ -701,7 +701,7 @@ struct ridx *ridx_get(struct srv *s, const struct clovis_id *id)
 
 /* In txn: the replica record of id := rec, or (del) deleted with every
  * version entry of id. */
-int ridx_rec_write(struct eng *e, MDB_txn *txn, const struct clovis_id *id,
+int ridx_rec_write(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		   const struct ridx_rec *rec, bool del)
 {
 	struct meta *m = eng_meta(e);

@@ -29,7 +29,7 @@ _Static_assert(sizeof(struct ridx_rec) == 16, "ridx record size");
 
 /** In memory: one index this server holds (or was asked about). */
 struct ridx {
-	struct clovis_id ri_id;
+	struct st_id ri_id;
 	uint64_t ri_inc;
 	uint64_t ri_seq;
 	uint64_t ri_term;   /**< highest term seen (term % servers: its
@@ -256,7 +256,7 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
 
 /* srv_idx.c, for srv_dtx.c: an index member of a dtx is ordered here. */
 /** The replica record of id (loaded on first use), or NULL (-ENOMEM). */
-struct ridx *srv_ridx_find(struct srv *s, const struct clovis_id *id);
+struct ridx *srv_ridx_find(struct srv *s, const struct st_id *id);
 /** May this server order updates of ri now (verified, fresh, not lonely)? */
 bool srv_ridx_orderable(struct srv *s, struct ridx *ri);
 /** An update of ri with version (term, seq), acknowledged here, did not
@@ -282,13 +282,13 @@ int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
  * durable, srv_ridx_ent_done sets the in-memory state as a plain CREATE or
  * DELETE does. */
 int srv_ridx_ent_store(struct eng *e, MDB_txn *txn,
-		       const struct clovis_id *id, uint32_t kind, uint64_t inc);
+		       const struct st_id *id, uint32_t kind, uint64_t inc);
 void srv_ridx_ent_done(struct srv *s, struct ridx *ri, uint32_t kind,
 		       uint64_t inc);
 /* The incarnation clients hold of index ri (local record me). */
 uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
 		      const struct meta_ent *me);
 /* This server is one of the R replicas of index id. */
-bool srv_ridx_mine(struct srv *s, const struct clovis_id *id);
+bool srv_ridx_mine(struct srv *s, const struct st_id *id);
 
 #endif

@@ -15,8 +15,8 @@
 /* ------------------------------------------------ the protocol (msg.h) */
 
 /* Largest remote unit I/O: one unit of the largest unit size
- * (CLOVIS_UNIT_SHIFT_MAX). */
-#define MSG_RDEV_MAX (1ull << CLOVIS_UNIT_SHIFT_MAX)
+ * (ST_UNIT_SHIFT_MAX). */
+#define MSG_RDEV_MAX (1ull << ST_UNIT_SHIFT_MAX)
 /* Op tags (IdxReq.tag): 63 bits, so that a version entry keeps one beside
  * its tombstone bit (srv_idx_internal.h, struct vent). */
 #define MSG_TAG_MAX ((1ull << 63) - 1)
@@ -27,9 +27,9 @@
 /* GET and NEXT replies carry records up to this many bytes; the client asks
  * again for the rest (paging).  Same bound as requests. */
 #define MSG_REPLY_BUDGET (32u << 10)
-/* All keys and values of one index op: like CLOVIS_OP_BYTES_MAX for
+/* All keys and values of one index op: like ST_OP_BYTES_MAX for
  * objects, the most one op may move. */
-#define MSG_IDX_BYTES_MAX CLOVIS_OP_BYTES_MAX
+#define MSG_IDX_BYTES_MAX ST_OP_BYTES_MAX
 /* LIST: ids per reply (16 bytes each plus framing, inside a message). */
 #define MSG_LIST_MAX 1024u
 

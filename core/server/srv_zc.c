@@ -204,7 +204,7 @@ void srv_zc_commit(struct srv_zc_xfer *x)
 {
 	struct srv *s = x->zx_so->so_srv;
 	struct eng_citem *ci = &x->zx_so->so_m.mr_req.er_ci;
-	struct clovis_id id = x->zx_so->so_m.mr_req.er_id;
+	struct st_id id = x->zx_so->so_m.mr_req.er_id;
 	struct srv_zc *z = s->s_zc;
 	bool here;
 
@@ -262,7 +262,7 @@ bool srv_zc_obj_ok(struct srv *s, const struct srv_op *so)
 	/* Plain objects only: unit layouts verify checksums and compute
 	 * parity from the buffer itself (layouts/stripe.c). */
 	if (s->s_zc == NULL || s->s_zc->zc_nr == 0 ||
-	    r->er_ent.me_layout != CLOVIS_LAYOUT_PLAIN)
+	    r->er_ent.me_layout != ST_LAYOUT_PLAIN)
 		return false;
 	if (r->er_kind == ER_OBJ_READ)
 		return true; /* the hook only sees registered devices */

@@ -107,12 +107,12 @@ static bool conf_eq(const struct conf *a, const struct conf *b)
 		const struct conf_container *x = &a->c_conts[i];
 		const struct conf_container *y = &b->c_conts[i];
 
-		if (clovis_id_cmp(&x->cc_id, &y->cc_id) != 0 ||
+		if (st_id_cmp(&x->cc_id, &y->cc_id) != 0 ||
 		    strcmp(x->cc_name, y->cc_name) != 0 ||
 		    !layout_eq(&x->cc_layout, &y->cc_layout))
 			return false;
 	}
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++)
+	for (uint32_t t = 0; t < ST_TIER_NR; t++)
 		if (!model_eq(&a->c_model[t], &b->c_model[t]))
 			return false;
 	return true;
@@ -163,7 +163,7 @@ static void test_example(void)
 	static const uint32_t sas[] = {8, 9};
 	static const uint32_t nv[] = {0}, smr[] = {10};
 	struct conf c;
-	struct clovis_id id;
+	struct st_id id;
 	const struct conf_layout *l;
 
 	CU_ASSERT_EQUAL_FATAL(conf_parse_str(&c, conf_example), 0);
@@ -173,17 +173,17 @@ static void test_example(void)
 		CU_ASSERT_STRING_EQUAL(c.c_devs[i].cd_name, names[i]);
 		CU_ASSERT_EQUAL(conf_dev_find(&c, names[i]), (int)i);
 	}
-	CU_ASSERT_EQUAL(c.c_devs[0].cd_tier, CLOVIS_TIER_NVRAM);
+	CU_ASSERT_EQUAL(c.c_devs[0].cd_tier, ST_TIER_NVRAM);
 	CU_ASSERT_EQUAL(c.c_devs[0].cd_size, 128ull << 20);
 	CU_ASSERT_STRING_EQUAL(c.c_devs[0].cd_path, "/dev/shm/strata-nv0.dev");
-	CU_ASSERT_EQUAL(c.c_devs[1].cd_tier, CLOVIS_TIER_FLASH);
+	CU_ASSERT_EQUAL(c.c_devs[1].cd_tier, ST_TIER_FLASH);
 	CU_ASSERT_EQUAL(c.c_devs[1].cd_size, 256ull << 20);
 	CU_ASSERT_STRING_EQUAL(c.c_devs[1].cd_path, "");
 	CU_ASSERT_EQUAL(c.c_devs[7].cd_size, 512ull << 20);
-	CU_ASSERT_EQUAL(c.c_devs[8].cd_tier, CLOVIS_TIER_SAS);
+	CU_ASSERT_EQUAL(c.c_devs[8].cd_tier, ST_TIER_SAS);
 	CU_ASSERT_EQUAL(c.c_devs[8].cd_size, 256ull << 20);
 	CU_ASSERT_EQUAL(c.c_devs[9].cd_size, 1ull << 30);
-	CU_ASSERT_EQUAL(c.c_devs[10].cd_tier, CLOVIS_TIER_SMR);
+	CU_ASSERT_EQUAL(c.c_devs[10].cd_tier, ST_TIER_SMR);
 	CU_ASSERT_EQUAL(c.c_devs[10].cd_zone_size, 16ull << 20);
 	CU_ASSERT_EQUAL(c.c_devs[9].cd_zone_size, 0);
 	CU_ASSERT_EQUAL(conf_dev_find(&c, "nope"), -ENOENT);
@@ -203,7 +203,7 @@ static void test_example(void)
 	check_pool(&c, "smr", smr, 1);
 
 	l = &c.c_default_layout;
-	CU_ASSERT_EQUAL(l->cl_type, CLOVIS_LAYOUT_PDCLUST);
+	CU_ASSERT_EQUAL(l->cl_type, ST_LAYOUT_PDCLUST);
 	CU_ASSERT_EQUAL(l->cl_pool, 0);
 	CU_ASSERT_EQUAL(l->cl_n, 4);
 	CU_ASSERT_EQUAL(l->cl_k, 2);
@@ -211,33 +211,33 @@ static void test_example(void)
 	CU_ASSERT_EQUAL(l->cl_unit_shift, 16);
 
 	CU_ASSERT_EQUAL_FATAL(c.c_nr_conts, 2);
-	CU_ASSERT_EQUAL(clovis_id_parse("@results", &id), 0);
-	CU_ASSERT_EQUAL(clovis_id_cmp(&c.c_conts[0].cc_id, &id), 0);
+	CU_ASSERT_EQUAL(st_id_parse("@results", &id), 0);
+	CU_ASSERT_EQUAL(st_id_cmp(&c.c_conts[0].cc_id, &id), 0);
 	CU_ASSERT_STRING_EQUAL(c.c_conts[0].cc_name, "@results");
 	l = &c.c_conts[0].cc_layout;
-	CU_ASSERT_EQUAL(l->cl_type, CLOVIS_LAYOUT_MIRROR);
+	CU_ASSERT_EQUAL(l->cl_type, ST_LAYOUT_MIRROR);
 	CU_ASSERT_EQUAL(l->cl_pool, 0);
 	CU_ASSERT_EQUAL(l->cl_n, 3);
 	CU_ASSERT_EQUAL(l->cl_k, 0);
 	CU_ASSERT_EQUAL(l->cl_s, 1);
 	CU_ASSERT_EQUAL(l->cl_unit_shift, 20);
-	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.ci_hi, 0);
-	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.ci_lo, 1);
+	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.si_hi, 0);
+	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.si_lo, 1);
 	l = &c.c_conts[1].cc_layout;
-	CU_ASSERT_EQUAL(l->cl_type, CLOVIS_LAYOUT_PLAIN);
-	CU_ASSERT_EQUAL(l->cl_tier, CLOVIS_TIER_SAS);
+	CU_ASSERT_EQUAL(l->cl_type, ST_LAYOUT_PLAIN);
+	CU_ASSERT_EQUAL(l->cl_tier, ST_TIER_SAS);
 	CU_ASSERT_EQUAL(l->cl_n + l->cl_k + l->cl_s + l->cl_unit_shift, 0);
 
-	CU_ASSERT_TRUE(c.c_model[CLOVIS_TIER_FLASH].cm_on);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_FLASH].cm_read_lat_ns, 80000);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_FLASH].cm_write_lat_ns, 20000);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_FLASH].cm_sync_lat_ns, 0);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_FLASH].cm_read_bw, 2000000000);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_FLASH].cm_write_bw, 1000000000);
-	CU_ASSERT_TRUE(c.c_model[CLOVIS_TIER_SAS].cm_on);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_SAS].cm_read_lat_ns, 0);
-	CU_ASSERT_FALSE(c.c_model[CLOVIS_TIER_NVRAM].cm_on);
-	CU_ASSERT_FALSE(c.c_model[CLOVIS_TIER_SMR].cm_on);
+	CU_ASSERT_TRUE(c.c_model[ST_TIER_FLASH].cm_on);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_FLASH].cm_read_lat_ns, 80000);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_FLASH].cm_write_lat_ns, 20000);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_FLASH].cm_sync_lat_ns, 0);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_FLASH].cm_read_bw, 2000000000);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_FLASH].cm_write_bw, 1000000000);
+	CU_ASSERT_TRUE(c.c_model[ST_TIER_SAS].cm_on);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_SAS].cm_read_lat_ns, 0);
+	CU_ASSERT_FALSE(c.c_model[ST_TIER_NVRAM].cm_on);
+	CU_ASSERT_FALSE(c.c_model[ST_TIER_SMR].cm_on);
 	conf_fini(&c);
 	CU_ASSERT_EQUAL(c.c_nr_devs, 0);
 	CU_ASSERT_PTR_NULL(c.c_devs);
@@ -267,8 +267,8 @@ static void test_defaults_filled(void)
 	CU_ASSERT_EQUAL(c.c_pools[0].cp_nr, 1);
 	CU_ASSERT_EQUAL(c.c_pools[0].cp_devs[0], 2);
 	CU_ASSERT_STRING_EQUAL(c.c_pools[1].cp_name, "sas");
-	CU_ASSERT_EQUAL(c.c_default_layout.cl_type, CLOVIS_LAYOUT_PLAIN);
-	CU_ASSERT_EQUAL(c.c_default_layout.cl_tier, CLOVIS_TIER_FLASH);
+	CU_ASSERT_EQUAL(c.c_default_layout.cl_type, ST_LAYOUT_PLAIN);
+	CU_ASSERT_EQUAL(c.c_default_layout.cl_tier, ST_TIER_FLASH);
 	CU_ASSERT_EQUAL(c.c_nr_conts, 0);
 	CU_ASSERT_TRUE(conf_round_trip(&c));
 	conf_fini(&c);
@@ -288,9 +288,9 @@ static void test_defaults_filled(void)
 	CU_ASSERT_EQUAL(c.c_default_layout.cl_unit_shift, 0);
 	CU_ASSERT_EQUAL(c.c_conts[0].cc_layout.cl_n, 2);
 	CU_ASSERT_EQUAL(c.c_conts[0].cc_layout.cl_k, 0);
-	CU_ASSERT_EQUAL(c.c_conts[1].cc_layout.cl_tier, CLOVIS_TIER_FLASH);
-	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.ci_hi, 0xa);
-	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.ci_lo, 2);
+	CU_ASSERT_EQUAL(c.c_conts[1].cc_layout.cl_tier, ST_TIER_FLASH);
+	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.si_hi, 0xa);
+	CU_ASSERT_EQUAL(c.c_conts[1].cc_id.si_lo, 2);
 	CU_ASSERT_TRUE(conf_round_trip(&c));
 	conf_fini(&c);
 }
@@ -607,9 +607,9 @@ static int num_of(const char *key, const char *value, uint64_t *out)
 	if (key == NULL)
 		*out = c.c_dev_size;
 	else if (strcmp(key, "read_latency") == 0)
-		*out = c.c_model[CLOVIS_TIER_FLASH].cm_read_lat_ns;
+		*out = c.c_model[ST_TIER_FLASH].cm_read_lat_ns;
 	else
-		*out = c.c_model[CLOVIS_TIER_FLASH].cm_read_bw;
+		*out = c.c_model[ST_TIER_FLASH].cm_read_bw;
 	conf_fini(&c);
 	return 0;
 }
@@ -717,13 +717,13 @@ static void test_default(void)
 		CU_ASSERT_STRING_EQUAL(c.c_devs[i].cd_path, "");
 		CU_ASSERT_EQUAL(c.c_devs[i].cd_zone_size, 0);
 	}
-	CU_ASSERT_EQUAL(c.c_devs[0].cd_tier, CLOVIS_TIER_NVRAM);
-	CU_ASSERT_EQUAL(c.c_devs[8].cd_tier, CLOVIS_TIER_FLASH);
-	CU_ASSERT_EQUAL(c.c_devs[9].cd_tier, CLOVIS_TIER_SAS);
-	CU_ASSERT_EQUAL(c.c_devs[13].cd_tier, CLOVIS_TIER_SMR);
+	CU_ASSERT_EQUAL(c.c_devs[0].cd_tier, ST_TIER_NVRAM);
+	CU_ASSERT_EQUAL(c.c_devs[8].cd_tier, ST_TIER_FLASH);
+	CU_ASSERT_EQUAL(c.c_devs[9].cd_tier, ST_TIER_SAS);
+	CU_ASSERT_EQUAL(c.c_devs[13].cd_tier, ST_TIER_SMR);
 	CU_ASSERT_EQUAL(c.c_dev_size, 64ull << 20);
 	CU_ASSERT_EQUAL_FATAL(c.c_nr_pools, 4);
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++) {
+	for (uint32_t t = 0; t < ST_TIER_NR; t++) {
 		CU_ASSERT_EQUAL(c.c_pools[t].cp_nr, nr[t]);
 		for (uint32_t j = 0; j < c.c_pools[t].cp_nr; j++)
 			CU_ASSERT_EQUAL(c.c_devs[c.c_pools[t].cp_devs[j]].cd_tier,
@@ -731,10 +731,10 @@ static void test_default(void)
 	}
 	CU_ASSERT_STRING_EQUAL(c.c_pools[0].cp_name, "nvram");
 	CU_ASSERT_STRING_EQUAL(c.c_pools[3].cp_name, "smr");
-	CU_ASSERT_EQUAL(c.c_default_layout.cl_type, CLOVIS_LAYOUT_PLAIN);
-	CU_ASSERT_EQUAL(c.c_default_layout.cl_tier, CLOVIS_TIER_FLASH);
+	CU_ASSERT_EQUAL(c.c_default_layout.cl_type, ST_LAYOUT_PLAIN);
+	CU_ASSERT_EQUAL(c.c_default_layout.cl_tier, ST_TIER_FLASH);
 	CU_ASSERT_EQUAL(c.c_nr_conts, 0);
-	for (uint32_t t = 0; t < CLOVIS_TIER_NR; t++)
+	for (uint32_t t = 0; t < ST_TIER_NR; t++)
 		CU_ASSERT_FALSE(c.c_model[t].cm_on);
 	CU_ASSERT_TRUE(conf_round_trip(&c));
 	/* The same as the file docs/configuration.md gives for it. */
@@ -803,9 +803,9 @@ static void test_round_trip(void)
 	CU_ASSERT_EQUAL(c.c_devs[0].cd_size, 1536ull << 10);
 	CU_ASSERT_STRING_EQUAL(c.c_conts[2].cc_name, "0X1:Ff");
 	CU_ASSERT_EQUAL(c.c_conts[0].cc_layout.cl_unit_shift, 24);
-	CU_ASSERT_FALSE(c.c_model[CLOVIS_TIER_NVRAM].cm_on);
-	CU_ASSERT_EQUAL(c.c_model[CLOVIS_TIER_NVRAM].cm_sync_lat_ns, 1500);
-	CU_ASSERT_TRUE(c.c_model[CLOVIS_TIER_SMR].cm_on);
+	CU_ASSERT_FALSE(c.c_model[ST_TIER_NVRAM].cm_on);
+	CU_ASSERT_EQUAL(c.c_model[ST_TIER_NVRAM].cm_sync_lat_ns, 1500);
+	CU_ASSERT_TRUE(c.c_model[ST_TIER_SMR].cm_on);
 	CU_ASSERT_TRUE(conf_round_trip(&c));
 	conf_fini(&c);
 }
@@ -813,26 +813,26 @@ static void test_round_trip(void)
 /* Each container's own layout, else the default. */
 static void test_layout_for(void)
 {
-	struct clovis_id res, other = {0x5, 0x6}, one = {0, 1};
+	struct st_id res, other = {0x5, 0x6}, one = {0, 1};
 	const struct conf_layout *l;
 	struct conf c;
 
 	CU_ASSERT_EQUAL_FATAL(conf_parse_str(&c, conf_example), 0);
-	CU_ASSERT_EQUAL(clovis_id_parse("@results", &res), 0);
+	CU_ASSERT_EQUAL(st_id_parse("@results", &res), 0);
 	l = conf_layout_for(&c, &res);
 	CU_ASSERT_PTR_EQUAL(l, &c.c_conts[0].cc_layout);
-	CU_ASSERT_EQUAL(l->cl_type, CLOVIS_LAYOUT_MIRROR);
+	CU_ASSERT_EQUAL(l->cl_type, ST_LAYOUT_MIRROR);
 	l = conf_layout_for(&c, &one);
-	CU_ASSERT_EQUAL(l->cl_type, CLOVIS_LAYOUT_PLAIN);
-	CU_ASSERT_EQUAL(l->cl_tier, CLOVIS_TIER_SAS);
+	CU_ASSERT_EQUAL(l->cl_type, ST_LAYOUT_PLAIN);
+	CU_ASSERT_EQUAL(l->cl_tier, ST_TIER_SAS);
 	CU_ASSERT_PTR_EQUAL(conf_layout_for(&c, &other), &c.c_default_layout);
 	CU_ASSERT_PTR_EQUAL(conf_layout_for(&c, NULL), &c.c_default_layout);
 	conf_fini(&c);
 
 	CU_ASSERT_EQUAL_FATAL(conf_default(&c, 0), 0);
 	l = conf_layout_for(&c, &res);
-	CU_ASSERT_EQUAL(l->cl_type, CLOVIS_LAYOUT_PLAIN);
-	CU_ASSERT_EQUAL(l->cl_tier, CLOVIS_TIER_FLASH);
+	CU_ASSERT_EQUAL(l->cl_type, ST_LAYOUT_PLAIN);
+	CU_ASSERT_EQUAL(l->cl_tier, ST_TIER_FLASH);
 	conf_fini(&c);
 }
 

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clovis/clovis.h"
 #include "core/alloc.h"
 #include "core/clu_conf.h"
 #include "core/engine.h"
@@ -104,7 +103,7 @@ static void test_alloc_words(void)
 static void test_meta_key_order(void)
 {
 	uint8_t a[24], b[24];
-	struct clovis_id x = {1, 0xff}, y = {1, 0x100}, z;
+	struct st_id x = {1, 0xff}, y = {1, 0x100}, z;
 	MDB_val ka, kb;
 
 	ka = meta_ext_key(a, &x, 5);
@@ -114,13 +113,13 @@ static void test_meta_key_order(void)
 	kb = meta_ext_key(b, &y, 0);
 	CU_ASSERT(memcmp(ka.mv_data, kb.mv_data, 24) < 0);
 	meta_id_dec(b, &z);
-	CU_ASSERT_EQUAL(z.ci_hi, 1);
-	CU_ASSERT_EQUAL(z.ci_lo, 0x100);
+	CU_ASSERT_EQUAL(z.si_hi, 1);
+	CU_ASSERT_EQUAL(z.si_lo, 0x100);
 }
 
 static void test_errors(void)
 {
-	CU_ASSERT_STRING_EQUAL(err_str(-CLOVIS_ECORRUPT),
+	CU_ASSERT_STRING_EQUAL(err_str(-ST_ECORRUPT),
 			       "on-disk structure is corrupt");
 	CU_ASSERT_STRING_EQUAL(err_str(-ENOENT), strerror(ENOENT));
 	CU_ASSERT_EQUAL(err_set(-EINVAL, "field %s", "x"), -EINVAL);
@@ -166,7 +165,7 @@ static void test_id_str(void)
 
 	for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
 		for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
-			struct clovis_id id = {v[i], v[j]};
+			struct st_id id = {v[i], v[j]};
 
 			snprintf(want, sizeof want, "%" PRIx64 ":%" PRIx64,
 				 v[i], v[j]);
@@ -457,123 +456,6 @@ static void test_fault_points(void)
 #endif
 }
 
-/* ------------------------------------------- movable stores (point 9) */
-
-/* A store of two small devices (NVRAM in the data directory, flash). */
-static const char mv_conf_text[] =
-	"devices:\n  - { tier: nvram }\n  - { tier: flash }\n";
-
-/* Open (create) the store in dir with configuration conf. */
-static struct clovis *mv_open(const char *dir, const char *conf, bool create)
-{
-	struct clovis_conf c = {.cc_data_dir = dir, .cc_nvram_dir = dir,
-				.cc_dev_size = 16ull << 20, .cc_config = conf,
-				.cc_flags = create ? CLOVIS_CONF_CREATE : 0};
-	struct clovis *cl = NULL;
-	int rc = clovis_init(&cl, &c);
-
-	if (rc != 0)
-		fprintf(stderr, "store: open %s: %d %s\n", dir, rc,
-			clovis_errmsg());
-	return rc == 0 ? cl : NULL;
-}
-
-/* Write (or read and compare) the 4 KiB block 0 of object 1:7, filled
- * with byte v, on each tier; create the objects first when asked. */
-static int mv_io(struct clovis *cl, bool write, bool create, uint8_t v)
-{
-	static const uint32_t tiers[] = {CLOVIS_TIER_NVRAM, CLOVIS_TIER_FLASH};
-	uint8_t buf[4096], want[4096];
-	int rc = 0;
-
-	memset(want, v, sizeof want);
-	for (uint32_t t = 0; rc == 0 && t < 2; t++) {
-		struct clovis_obj_attr a = {.oa_block_shift = 12,
-					    .oa_layout = CLOVIS_LAYOUT_PLAIN,
-					    .oa_tier = tiers[t]};
-		struct clovis_id id = {1, 7 + t};
-		struct clovis_obj o;
-		struct clovis_op *op = NULL;
-		uint64_t s0 = 0, n = 1;
-		void *p = write ? want : buf;
-		size_t len = sizeof buf;
-		struct clovis_extvec ev = {1, &s0, &n};
-		struct clovis_bufvec bv = {1, &p, &len};
-
-		rc = clovis_obj_init(&o, clovis_default_realm(cl), &id,
-				     create ? &a : NULL);
-		if (rc == 0)
-			rc = clovis_entity_op(&o.ob_entity, create ?
-					      CLOVIS_EO_CREATE : CLOVIS_EO_OPEN,
-					      &op);
-		if (rc == 0)
-			rc = clovis_op_sync(op);
-		op = NULL;
-		if (rc == 0)
-			rc = clovis_obj_op(&o, write ? CLOVIS_OC_WRITE :
-					   CLOVIS_OC_READ, &ev, &bv, 0, &op);
-		if (rc == 0)
-			rc = clovis_op_sync(op);
-		if (rc == 0 && !write && memcmp(buf, want, sizeof buf) != 0)
-			rc = -EIO;
-		if (rc != 0)
-			fprintf(stderr, "store: object on tier %u: %d %s\n",
-				tiers[t], rc, clovis_errmsg());
-	}
-	return rc;
-}
-
-/*
- * A store renamed opens and reads its data; a copy of it opened beside
- * the original, each written, reads its own data and leaves the other's
- * alone (issue 26 point 9: device paths were recorded absolute, so the
- * renamed store could not find its devices and the copy wrote into the
- * original's).
- */
-static void test_store_move_copy(void)
-{
-	char root[512], conf[600], a[600], b[600], c[600], cmd[1900];
-	struct clovis *cb, *cc;
-	const char *d = ut_tmpdir("store_move");
-	FILE *f;
-
-	CU_ASSERT_FATAL(d != NULL);
-	snprintf(root, sizeof root, "%s", d);
-	snprintf(conf, sizeof conf, "%s/mv.yaml", root);
-	snprintf(a, sizeof a, "%s/a", root);
-	snprintf(b, sizeof b, "%s/b", root);
-	snprintf(c, sizeof c, "%s/c", root);
-	f = fopen(conf, "w");
-	CU_ASSERT_FATAL(f != NULL);
-	fputs(mv_conf_text, f);
-	CU_ASSERT_FATAL(fclose(f) == 0);
-
-	cb = mv_open(a, conf, true);
-	CU_ASSERT_FATAL(cb != NULL);
-	CU_ASSERT_EQUAL(mv_io(cb, true, true, 0xa1), 0);
-	clovis_fini(cb);
-	CU_ASSERT_FATAL(rename(a, b) == 0);
-	cb = mv_open(b, NULL, false);
-	CU_ASSERT_FATAL(cb != NULL);
-	CU_ASSERT_EQUAL(mv_io(cb, false, false, 0xa1), 0);
-	clovis_fini(cb);
-
-	snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", b, c);
-	CU_ASSERT_FATAL(system(cmd) == 0);
-	cb = mv_open(b, NULL, false);
-	cc = mv_open(c, NULL, false);
-	CU_ASSERT_FATAL(cb != NULL && cc != NULL);
-	CU_ASSERT_EQUAL(mv_io(cc, true, false, 0xc3), 0);
-	CU_ASSERT_EQUAL(mv_io(cb, false, false, 0xa1), 0);
-	CU_ASSERT_EQUAL(mv_io(cb, true, false, 0xb2), 0);
-	CU_ASSERT_EQUAL(mv_io(cc, false, false, 0xc3), 0);
-	CU_ASSERT_EQUAL(mv_io(cb, false, false, 0xb2), 0);
-	clovis_fini(cc);
-	clovis_fini(cb);
-	CU_ASSERT_EQUAL(clovis_store_destroy(b), 0);
-	CU_ASSERT_EQUAL(clovis_store_destroy(c), 0);
-}
-
 /* A one-server cluster file with the given address line value. */
 static int clu_addr_conf(struct clu_conf *c, const char *addr)
 {
@@ -760,7 +642,6 @@ int core_ut_add(void)
 	    !CU_add_test(s, "rtxn_kept", test_rtxn_kept) ||
 	    !CU_add_test(s, "rtxn_idle_pin", test_rtxn_idle_pin) ||
 	    !CU_add_test(s, "fault_points", test_fault_points) ||
-	    !CU_add_test(s, "store_move_copy", test_store_move_copy) ||
 	    !CU_add_test(s, "clu_addr", test_clu_addr) ||
 	    !CU_add_test(s, "clu_hostport", test_clu_hostport) ||
 	    !CU_add_test(s, "clu_resolve", test_clu_resolve))

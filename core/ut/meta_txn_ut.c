@@ -178,7 +178,7 @@ static int member_one(void *arg, const struct st_id *id)
 static void test_members(void)
 {
 	const char *dir = ut_tmpdir("meta_member");
-	struct clovis_id cont = {7, 7}, other = {7, 8};
+	struct st_id cont = {7, 7}, other = {7, 8};
 	struct st_id scont = {7, 7}, after = {1, 1};
 	struct members ms;
 	uint8_t kb[META_MEMBER_KEY_LEN];
@@ -189,14 +189,14 @@ static void test_members(void)
 	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 16ull << 20, META_CREATE), 0);
 	CU_ASSERT_EQUAL_FATAL(meta_wtxn_begin(&m, &txn, "ut"), 0);
 	for (uint64_t i = 1; i <= 3; i++) {
-		meta_member_key(kb, &cont, 2, &(struct clovis_id){1, i});
+		meta_member_key(kb, &cont, 2, &(struct st_id){1, i});
 		CU_ASSERT_EQUAL(meta_put(txn, &m, META_T_MEMBER, kb, sizeof kb,
 					 "", 0, "ut"), 0);
 	}
-	meta_member_key(kb, &cont, 3, &(struct clovis_id){1, 1});
+	meta_member_key(kb, &cont, 3, &(struct st_id){1, 1});
 	CU_ASSERT_EQUAL(meta_put(txn, &m, META_T_MEMBER, kb, sizeof kb, "", 0,
 				 "ut"), 0);
-	meta_member_key(kb, &other, 2, &(struct clovis_id){1, 9});
+	meta_member_key(kb, &other, 2, &(struct st_id){1, 9});
 	CU_ASSERT_EQUAL(meta_put(txn, &m, META_T_MEMBER, kb, sizeof kb, "", 0,
 				 "ut"), 0);
 	CU_ASSERT_EQUAL(meta_wtxn_commit(&m, txn, "ut"), 0);

@@ -360,7 +360,7 @@ static int main_cluster(const char *file, uint32_t nrec)
 
 		for (uint64_t lo = base + i * 4096; ; lo++) {
 			id = (struct clovis_id){0xbe4e, lo};
-			if (clu_home(&hc, &id) == i % nsrv)
+			if (clu_home(&hc, st_of(&id)) == i % nsrv)
 				break;
 		}
 		check(clovis_idx_init(&ix[i], clovis_default_realm(cl), &id),
@@ -395,7 +395,7 @@ static int main_cluster(const char *file, uint32_t nrec)
 
 		for (uint64_t lo = base; ; lo++) {
 			id = (struct clovis_id){0xbe4f, lo};
-			if (clu_home(&hc, &id) == 1)
+			if (clu_home(&hc, st_of(&id)) == 1)
 				break;
 		}
 		check(clovis_obj_init(&pobj, clovis_default_realm(cl), &id, &a),
@@ -528,7 +528,7 @@ static int main_crash(const char *dir, uint32_t n)
 
 		for (uint64_t lo = base + (i + 16) * 4096; ; lo++) {
 			id = (struct clovis_id){0xbe4f, lo};
-			if (clu_home(&hc, &id) == i)
+			if (clu_home(&hc, st_of(&id)) == i)
 				break;
 		}
 		check(clovis_idx_init(&ix[i], clovis_default_realm(cl), &id),

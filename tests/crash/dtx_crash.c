@@ -113,7 +113,7 @@ static void cluster_ids(void)
 		for (uint64_t lo = 0x2000; ; lo++) {
 			struct clovis_id id = {0xdd, lo + h * 0x1000};
 
-			if (clu_home(&c, &id) == h) {
+			if (clu_home(&c, st_of(&id)) == h) {
 				*want[h] = id;
 				break;
 			}
@@ -556,7 +556,7 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 	for (uint64_t lo = 0x7000; STALE_IDX.ci_lo == 0; lo++) {
 		struct clovis_id id = {0xde, lo};
 
-		if (clu_home(&c3, &id) == 1 && nth-- == 0)
+		if (clu_home(&c3, st_of(&id)) == 1 && nth-- == 0)
 			STALE_IDX = id;
 	}
 	store_open(dir, false);
@@ -712,7 +712,7 @@ static int big(const char *dir, const char *what, uint32_t n)
 	for (uint64_t lo = 0x9000; BIG_IDX.ci_lo == 0; lo++) {
 		struct clovis_id id = {0xdf, lo};
 
-		if (clu_home(&c3, &id) == 1)
+		if (clu_home(&c3, st_of(&id)) == 1)
 			BIG_IDX = id;
 	}
 	store_open(dir, false);

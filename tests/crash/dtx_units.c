@@ -57,8 +57,9 @@ static struct clovis_id home_id(uint64_t base, uint32_t home, uint32_t k)
 
 	for (uint64_t lo = base; ; lo++) {
 		struct clovis_id id = {0xde, lo};
+		struct st_id sid = {id.ci_hi, id.ci_lo};
 
-		if (clu_home(&c, &id) == home && k-- == 0)
+		if (clu_home(&c, &sid) == home && k-- == 0)
 			return id;
 	}
 }

@@ -257,7 +257,7 @@ static void t_bad_entity(void)
 
 	su_ids();
 	q.kind = ER_ENT_CREATE;
-	q.type = CLOVIS_ET_OBJ;
+	q.type = ST_ET_OBJ;
 	q.container = &su_cont;
 	su_bad("no id", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "id missing");
 	q.id = &su_id;
@@ -269,7 +269,7 @@ static void t_bad_entity(void)
 	q.kind = ER_ENT_CREATE;
 	q.type = 9;
 	su_bad("type", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "type 9");
-	q.type = CLOVIS_ET_OBJ;
+	q.type = ST_ET_OBJ;
 	q.rflags = 0x80;
 	su_bad("rflags", SOP_ENT, &q.base, NULL, 0, NULL, -EINVAL, "rflags");
 	q.rflags = 0;
@@ -296,8 +296,8 @@ static void t_bad_entity(void)
 static void t_bad_object(void)
 {
 	ObjReq q = OBJ_REQ__INIT;
-	uint64_t *st = calloc(CLOVIS_VEC_MAX + 1, sizeof *st);
-	uint64_t *ct = calloc(CLOVIS_VEC_MAX + 1, sizeof *ct);
+	uint64_t *st = calloc(ST_VEC_MAX + 1, sizeof *st);
+	uint64_t *ct = calloc(ST_VEC_MAX + 1, sizeof *ct);
 	uint8_t data[4096];
 	struct iovec iov = {data, sizeof data};
 	struct rpc_bulk bulk = {RPC_BULK_OUT, &iov, 1};
@@ -313,11 +313,11 @@ static void t_bad_object(void)
 	q.count = ct;
 	su_bad("no extents", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL,
 	       "0 starts");
-	for (uint32_t i = 0; i <= CLOVIS_VEC_MAX; i++) {
+	for (uint32_t i = 0; i <= ST_VEC_MAX; i++) {
 		st[i] = 2 * i;
 		ct[i] = 1;
 	}
-	q.n_start = q.n_count = CLOVIS_VEC_MAX + 1;
+	q.n_start = q.n_count = ST_VEC_MAX + 1;
 	su_bad("too many extents", SOP_OBJ, &q.base, NULL, 0, NULL, -E2BIG,
 	       "4097 starts");
 	q.n_start = 2;
@@ -360,7 +360,7 @@ static void t_bad_index(void)
 	q.nr = 0;
 	su_bad("no records", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
 	       "0 records");
-	q.nr = CLOVIS_VEC_MAX + 1;
+	q.nr = ST_VEC_MAX + 1;
 	su_bad("too many records", SOP_IDX, &q.base, NULL, 0, NULL, -E2BIG,
 	       "4097 records");
 	q.nr = 2;
@@ -371,11 +371,11 @@ static void t_bad_index(void)
 	su_bad("value lengths missing", SOP_IDX, &q.base, NULL, 0, NULL,
 	       -EINVAL, "2 key and 1 value lengths");
 	q.n_vlen = 2;
-	kl[0] = CLOVIS_KEY_MAX + 1;
+	kl[0] = ST_KEY_MAX + 1;
 	su_bad("key too long", SOP_IDX, &q.base, NULL, 0, NULL, -E2BIG,
 	       "key of 496 bytes");
 	kl[0] = 2;
-	vl[1] = CLOVIS_VAL_MAX + 1;
+	vl[1] = ST_VAL_MAX + 1;
 	su_bad("value too long", SOP_IDX, &q.base, NULL, 0, NULL, -E2BIG,
 	       "value of");
 	vl[1] = 4;
@@ -386,7 +386,7 @@ static void t_bad_index(void)
 	q.recs.len = 10;
 	q.flags = 0x40;
 	su_bad("flags", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL, "flags 0x40");
-	q.flags = CLOVIS_IF_EXCLUDE_START_KEY;
+	q.flags = ST_IF_EXCLUDE_START_KEY;
 	su_bad("NEXT flag on PUT", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
 	       "not allowed");
 	q.flags = 0;
@@ -437,7 +437,7 @@ static void t_bad_list(void)
 
 	su_ids();
 	q.container = &su_cont;
-	q.type = CLOVIS_ET_OBJ;
+	q.type = ST_ET_OBJ;
 	q.nr = 0;
 	su_bad("list nr 0", SOP_LIST, &q.base, NULL, 0, NULL, -EINVAL,
 	       "nr 0 outside");
@@ -508,9 +508,9 @@ static void t_still_serving(void)
 	reply__free_unpacked(rp, NULL);
 	su_ids();
 	a.block_shift = 12;
-	a.tier = CLOVIS_TIER_FLASH;
+	a.tier = ST_TIER_FLASH;
 	e.kind = ER_ENT_CREATE;
-	e.type = CLOVIS_ET_OBJ;
+	e.type = ST_ET_OBJ;
 	e.id = &su_id;
 	e.container = &su_cont;
 	e.attr = &a;
