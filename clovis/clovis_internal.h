@@ -155,7 +155,7 @@ struct clovis_op {
 	struct clovis_dtx *op_dtx;
 	int (*op_run)(struct clovis_op *op);
 	bool op_here;                /* CLOVIS_OF_HERE (op.c op_runs_here) */
-	void *op_actx;               /* cluster.c: an object op's started
+	void *op_actx;               /* cli_cluster.c: an object op's started
 				      * call's end, for the worker that
 				      * finishes it (clu_obj_redo) */
 	/* Kept initialised while the op sits in a cache of freed ops:
@@ -211,7 +211,7 @@ bool dtx_member_launch_due(const struct clovis_op *op);
  * thread, not queued to a worker): for tests. */
 extern __thread uint64_t op_here_runs;
 
-/* cluster.c: the cluster-mode backend (cl_backend, cl_exec). */
+/* cli_cluster.c: the cluster-mode backend (cl_backend, cl_exec). */
 int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		 const char *file);
 void cluster_close(struct clovis *cl);
@@ -244,7 +244,7 @@ uint32_t cluster_nr_servers(struct clovis *cl);
 int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 		 struct clovis_walk_stats *st);
 
-/* cluster.c, for dtx.c (cluster mode): a member's engine request encoded
+/* cli_cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object
  * data apart) and the servers that apply it, *nsrv of them in server[]
  * (room for CLU_REPLICAS_MAX): object home, index first live replica; an

@@ -6,7 +6,7 @@
  * layout width, ops of a dtx) are part of the API contract and stay in
  * clovis/clovis.h.  These bound what the library keeps for itself (op
  * caches, statistics shards) and how the cluster client splits, retries
- * and waits on calls (clovis/cluster.c).
+ * and waits on calls (clovis/cli_cluster.c).
  */
 #ifndef STRATA_CLOVIS_LIMITS_H
 #define STRATA_CLOVIS_LIMITS_H
@@ -33,7 +33,7 @@
  * threads of a default store (LIM_WORKERS_DEFAULT) and a few callers. */
 #define STATS_SHARDS 16u
 
-/* ----------------------------------------- cluster client (cluster.c) */
+/* ----------------------------------------- cluster client (cli_cluster.c) */
 
 /* Buffers of an object op started without a worker (the RPC layer's
  * limit per call; an op with more goes the blocking way, clu_obj(),
@@ -47,7 +47,7 @@
 
 /* Segments of one call's bulk (the RPC layer's limit), and how many of an
  * op's largest buffers travel as they are when it has more than that: the
- * others go through a bounce buffer between them (cluster.c, "An op with
+ * others go through a bounce buffer between them (cli_cluster.c, "An op with
  * more buffers than one call's bulk takes"), so at most
  * 2 * CLU_BULK_DIRECT + 1 segments. */
 #define CLU_BULK_IOV 16u

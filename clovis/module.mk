@@ -1,7 +1,7 @@
 # clovis/ — the public client API, the strata CLI and examples.
 LIB_SRCS += clovis/clovis.c clovis/op.c clovis/stats.c
 # Cluster mode: the client backend over the RPC layer (core/rpc).
-LIB_SRCS += clovis/cluster.c
+LIB_SRCS += clovis/cli_cluster.c
 UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c clovis/ut/metanv_ut.c
 # Suites moved from core/ut and dtm/ut because they drive the API (issue 27
 # point 1): "store" (module store, stores moved and copied) and "dtm"

@@ -57,7 +57,7 @@ struct conf_dev {
 	uint64_t cd_zone_size; /**< SMR only; 0 = the driver's default */
 	/** Cluster stores only (core/clu_conf.c makes them): "SERVER:INDEX",
 	 *  device INDEX of server SERVER seen through the remote driver
-	 *  (core/server/rdev.c) as this home's slice of it; "" = a local
+	 *  (core/server/cli_rdev.c) as this home's slice of it; "" = a local
 	 *  device.  YAML key remote. */
 	char cd_remote[CONF_REMOTE_LEN];
 	/** Failure domain, 1 + the index of the server that holds the

@@ -95,7 +95,7 @@ struct eng_conf {
 /** Prefix of the recorded path of a remote device ("remote:s1:0":
  *  device 0 of server s1, core/conf.h cd_remote).  Such a device is
  *  attached with the tier driver registered as ENG_REMOTE_DRIVER
- *  (tier_dev_attach; cluster servers register it, core/server/rdev.c);
+ *  (tier_dev_attach; cluster servers register it, core/server/cli_rdev.c);
  *  in a process without it, a store with remote devices refuses to open
  *  (-ENOTSUP: it belongs to a strata-server). */
 #define ENG_REMOTE_PREFIX "remote:"

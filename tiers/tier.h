@@ -32,7 +32,7 @@
  * negative errno, and set err_set() messages naming the device path.
  * A tier argument is a uint32_t holding an enum st_tier (core/types.h),
  * as stored in the superblock, so callers pass their own copies of the
- * values (CLOVIS_TIER_*) without conversion.
+ * values (ST_TIER_*) without conversion.
  */
 #ifndef STRATA_TIERS_TIER_H
 #define STRATA_TIERS_TIER_H
@@ -150,7 +150,7 @@ struct tier_ops {
 			      const void *buf, size_t len, uint64_t *off);
 	/** Optional (NULL: always true): can requests reach the device now?
 	 *  A driver of a device behind a network (cluster mode's remote
-	 *  devices, core/server/rdev.c) answers false while the device's
+	 *  devices, core/server/cli_rdev.c) answers false while the device's
 	 *  server is known to be down; the engine then treats the device as
 	 *  failed for the ops of that moment only (tier_dev_reachable). */
 	bool (*to_reachable)(struct tier_dev *d);
@@ -200,7 +200,7 @@ const struct tier_ops *tier_driver_find(const char *name);
 
 /**
  * Register a driver from above tiers/ (cluster mode registers "remote",
- * core/server/rdev.c), so that tier_driver_find() finds it and
+ * core/server/cli_rdev.c), so that tier_driver_find() finds it and
  * tier_dev_attach() accepts it.  ops must stay valid for the process's
  * life; to_name, to_write, to_read, to_sync and to_close are required
  * (to_format and to_read_sb may be NULL: attached devices have no

@@ -54,7 +54,7 @@
 
 /* Drivers registered from above (tier_driver_register), beside the
  * built-in ones: cluster mode registers one (remote devices,
- * core/server/rdev.c); the table is static so that lookups read it
+ * core/server/cli_rdev.c); the table is static so that lookups read it
  * without a lock, and 8 leaves room for a few more backends. */
 #define TIER_REG_MAX 8u
 

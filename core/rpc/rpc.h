@@ -321,7 +321,7 @@ int rpc_call_async(struct rpc_peer *p, uint32_t opcode, const void *body,
  * rpc_call_async() that never waits for a slot: -EAGAIN (nothing sent,
  * done() never runs) when rc_max_inflight calls to p are in flight.  For
  * a caller that must not block, e.g. one that starts calls from a
- * thread launching work (clovis/cluster.c) and has another way to run
+ * thread launching work (clovis/cli_cluster.c) and has another way to run
  * the call when no slot is free.
  */
 int rpc_call_try(struct rpc_peer *p, uint32_t opcode, const void *body,

@@ -1,7 +1,7 @@
 /*
  * msg.h — encoding and decoding of the engine-request protocol
  * (core/server/strata.proto), shared by the Clovis cluster client
- * (clovis/cluster.c) and strata-server (core/server/srv_*.c).
+ * (clovis/cli_cluster.c) and strata-server (core/server/srv_*.c).
  *
  * Decoders turn a request body into a struct msg_req: an engine request
  * (struct eng_req) ready for eng_exec(), plus the vectors and buffers it
@@ -38,7 +38,7 @@ enum msg_op {
 };
 
 /* Opcodes of remote device I/O between servers (RdevReq; served by
- * core/server/srv_rdev.c, called by core/server/rdev.c).  Apart from the
+ * core/server/srv_rdev.c, called by core/server/cli_rdev.c).  Apart from the
  * engine-request opcodes so that both lists may grow. */
 enum msg_rdev_op {
 	SOP_RDEV_WRITE = RPC_OP_USER_MIN + 64, /**< RdevReq + OUT bulk */

@@ -1,6 +1,6 @@
 /*
  * peers.h — connections from one process to the servers of a cluster,
- * shared by the Clovis cluster client (clovis/cluster.c) and strata-server
+ * shared by the Clovis cluster client (clovis/cli_cluster.c) and strata-server
  * (index catch-up pulls from peer replicas).
  *
  * A connection is made on first use (rpc_connect() with the cluster's
@@ -165,7 +165,7 @@ void peers_clear_was_down(struct peers *p, uint32_t i);
  * endpoint) that a connect of any table in this process learned, 0 if none.
  * A caller that reads it before a call and finds it changed after the call
  * failed in the transport knows that the server restarted meanwhile (and
- * is up): an idempotent call may be sent once more (core/server/rdev.c).
+ * is up): an idempotent call may be sent once more (core/server/cli_rdev.c).
  */
 uint64_t peers_incarnation(struct peers *p, uint32_t i);
 

@@ -5,7 +5,7 @@
  * that run object requests off the RPC handler threads.
  *
  * Why the executor: an object op of a pdclust/mirror object does unit I/O
- * on other servers' devices (core/server/rdev.c) and waits for it.  Were it
+ * on other servers' devices (core/server/cli_rdev.c) and waits for it.  Were it
  * run on an RPC handler thread, servers whose handlers all wait on each
  * other's unit I/O would have none left to serve it: RDEV requests, which
  * only do local device I/O, must always find a free handler.  So object

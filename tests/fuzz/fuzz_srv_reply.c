@@ -4,7 +4,7 @@
  *
  * Input: byte 0 is the number of per-record rcs the request needs (0: any),
  * the rest is the reply body.  An accepted reply's packed records must add
- * up to the lengths it gives: walk them as clovis/cluster.c does.
+ * up to the lengths it gives: walk them as clovis/cli_cluster.c does.
  */
 #include <stdint.h>
 #include <stdlib.h>

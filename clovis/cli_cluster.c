@@ -1,5 +1,5 @@
 /*
- * cluster.c — the Clovis backend of cluster mode (docs/cluster.md).
+ * cli_cluster.c — the Clovis backend of cluster mode (docs/cluster.md).
  *
  * clovis_init() in cluster mode loads the cluster file (or fetches it from
  * one server with CONF_GET) and sets cl->cl_exec to exec_cluster(), which

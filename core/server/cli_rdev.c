@@ -1,5 +1,5 @@
 /*
- * rdev.c — the remote device driver (see rdev.h): the client half of unit
+ * cli_rdev.c — the remote device driver (see rdev.h): the client half of unit
  * I/O on another server's device, run by the home server's engine.
  */
 #include <errno.h>
