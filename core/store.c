@@ -491,7 +491,7 @@ static int store_incomplete(const char *dir)
 	return err_set(-ENOENT, "data directory %s holds a store whose "
 		       "creation never completed (the process creating it "
 		       "stopped); nothing was stored in it: open it with "
-		       "ST_CONF_CREATE to create it again", dir);
+		       "CLOVIS_CONF_CREATE to create it again", dir);
 }
 
 /* fsync directory dir (names made or removed in it durable). */
@@ -684,7 +684,7 @@ static int store_dir_check(const struct eng_conf *c, bool *exists,
 	if (!*exists && !c->ec_create)
 		return *creating ? store_incomplete(c->ec_dir) :
 		       err_set(-ENOENT, "data directory %s holds no store "
-			       "(create one with ST_CONF_CREATE)", c->ec_dir);
+			       "(create one with CLOVIS_CONF_CREATE)", c->ec_dir);
 	return 0;
 }
 

@@ -1,9 +1,10 @@
 # dtm/ — distributed transactions: ids (node + hybrid logical clock), the
-# protocol and its records, the client half (cli_dtx.c, the coordinator)
-# and the server half (srv_dtx.c, the participant); and the Clovis dtx API
-# (clovis/dtx.c) that drives the client half.
-LIB_SRCS += dtm/hlc.c dtm/term.c dtm/dtm_msg.c dtm/cli_dtx.c clovis/dtx.c \
-	dtm/srv_dtx.c
+# protocol and its records, the client half (cli_dtx.c, the coordinator),
+# the server half (srv_dtx.c, the participant) and the local half
+# (loc_dtx.c, embedded mode's atomic commit); and the Clovis dtx API
+# (clovis/dtx.c) that drives them.
+LIB_SRCS += dtm/hlc.c dtm/term.c dtm/dtm_msg.c dtm/cli_dtx.c dtm/loc_dtx.c \
+	dtm/srv_dtx.c clovis/dtx.c
 PROTOS += dtm/dtm.proto
 # The "dtm" suite drives the Clovis dtx API, so it lives in clovis/ut
 # (clovis/ut/dtm_ut.c, clovis/module.mk; issue 27 point 1); its suite

@@ -495,7 +495,7 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 		}
 		rc = rc != 0 ? rc :
 		     err_set(-EEXIST, "member %u: index %s: key %s (record "
-			     "%u) exists (PUT without ST_IF_OVERWRITE) on "
+			     "%u) exists (PUT without CLOVIS_IF_OVERWRITE) on "
 			     "server %s", i, eng_id_str(&r->er_id),
 			     dtm_key_str(ks, sizeof ks, r->er_keys->bv_buf[k],
 					 r->er_keys->bv_len[k]), k,

@@ -320,6 +320,49 @@ static void test_abort(void)
 	free(w.buf);
 }
 
+/* A member index PUT without CLOVIS_IF_OVERWRITE that meets an existing
+ * key fails the whole dtx with -EEXIST naming the key (clovis.h): the
+ * other members' changes are not applied, the old value stays (embedded:
+ * dtm/loc_dtx.c; cluster: the participant's PREPARE). */
+static void test_put_exists(void)
+{
+	struct clovis_idx ix;
+	struct clovis_dtx *dx;
+	struct clovis_op *ops[2], *cop, *put;
+	struct rec r0, r1, r2;
+	char v[32];
+
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r0, CLOVIS_IC_PUT, "k", "old", &put),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(put), 0);
+	clovis_op_free(put);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "n", "1", &ops[0]),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r2, CLOVIS_IC_PUT, "k", "new", &ops[1]),
+			      0);
+	/* the second member again, without CLOVIS_IF_OVERWRITE */
+	clovis_op_free(ops[1]);
+	CU_ASSERT_EQUAL_FATAL(clovis_idx_op(&ix, CLOVIS_IC_PUT, &r2.kv, &r2.vv,
+					    r2.rc, 0, &ops[1]), 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(clovis_dtx_add(dx, ops[i]), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_dtx_commit(dx, &cop), 0);
+	CU_ASSERT_EQUAL(clovis_op_launch(&cop, 1), 0);
+	CU_ASSERT_EQUAL(clovis_op_wait(cop, CLOVIS_OS_STABLE, WAIT_NS), -EEXIST);
+	CU_ASSERT_EQUAL(clovis_op_state(cop), CLOVIS_OS_FAILED);
+	CU_ASSERT_PTR_NOT_NULL(strstr(clovis_op_errmsg(cop), "key \"k\""));
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(clovis_op_state(ops[i]), CLOVIS_OS_FAILED);
+	CU_ASSERT_EQUAL(get(&ix, "k", v, sizeof v), 0);
+	CU_ASSERT_STRING_EQUAL(v, "old");
+	CU_ASSERT_EQUAL(get(&ix, "n", v, sizeof v), -ENOENT);
+	for (int i = 0; i < 2; i++)
+		clovis_op_free(ops[i]);
+	clovis_op_free(cop);
+}
+
 static void test_empty_and_reads(void)
 {
 	struct clovis_idx ix;
@@ -1525,6 +1568,7 @@ int dtm_ut_add(void)
 	if (dtm_core_ut_add() != 0 || s == NULL ||
 	    !CU_add_test(s, "commit_obj_idx", test_commit_obj_idx) ||
 	    !CU_add_test(s, "abort", test_abort) ||
+	    !CU_add_test(s, "put_exists", test_put_exists) ||
 	    !CU_add_test(s, "run_here", test_run_here) ||
 	    !CU_add_test(s, "run_here_write", test_run_here_write) ||
 	    !CU_add_test(s, "empty_and_reads", test_empty_and_reads) ||
