@@ -1,7 +1,8 @@
 /*
  * meta_txn.h — the engine's contract for metadata transactions, for the
- * code outside the engine (issue 27 point 1: clovis/, dtm/ and the server
- * daemon core/server/ never call LMDB themselves).
+ * code outside the engine (issue 27 point 1: clovis/, dtm/, the unit
+ * layouts layouts/ and the server daemon core/server/ never call LMDB
+ * themselves).
  *
  * Transactions.  A transaction is an MDB_txn *, an opaque handle here:
  * it is what every commit item's ci_apply() receives (core/engine.h; that
