@@ -16,7 +16,7 @@
  * is numeric order.  Records are little-endian packed structs with a
  * _Static_assert on each size.
  *
- * Code outside the engine (clovis/, dtm/, core/server/) takes its
+ * Code outside the engine (clovis/, dtm/, layouts/, core/server/) takes its
  * transactions and records through meta_txn.h; from this header it uses
  * only the record formats, the key encoders (into a buffer, ignoring the
  * MDB_val they return) and meta_ent_get/put, meta_sys_get/put: never

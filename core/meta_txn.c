@@ -100,6 +100,23 @@ int meta_del(MDB_txn *txn, struct meta *m, enum meta_table t,
 	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, what);
 }
 
+int meta_entries(MDB_txn *txn, struct meta *m, enum meta_table t,
+		 uint64_t *nr, const char *what)
+{
+	MDB_stat st;
+	int rc = mdb_stat(txn, meta_dbi(m, t), &st);
+
+	if (rc != 0)
+		return what != NULL ? meta_err(rc, what) : -EIO;
+	*nr = st.ms_entries;
+	return 0;
+}
+
+uint64_t meta_key_blk(const void *key)
+{
+	return meta_ext_key_blk(&(MDB_val){META_EXT_KEY_LEN, (void *)key});
+}
+
 /* Position cur on the first record of sc's range (LMDB's code). */
 static int scan_first(MDB_cursor *cur, const struct meta_scan *sc,
 		      MDB_val *k, MDB_val *v)
@@ -110,8 +127,14 @@ static int scan_first(MDB_cursor *cur, const struct meta_scan *sc,
 		*k = sc->ms_from != NULL ?
 		     (MDB_val){sc->ms_flen, (void *)sc->ms_from} :
 		     (MDB_val){sc->ms_plen, (void *)sc->ms_prefix};
-		return k->mv_size > 0 ? mdb_cursor_get(cur, k, v, MDB_SET_RANGE)
-				      : mdb_cursor_get(cur, k, v, MDB_FIRST);
+		if (k->mv_size == 0)
+			return mdb_cursor_get(cur, k, v, MDB_FIRST);
+		rc = mdb_cursor_get(cur, k, v, MDB_SET_RANGE);
+		if (rc == 0 && sc->ms_after && sc->ms_from != NULL &&
+		    k->mv_size == sc->ms_flen &&
+		    memcmp(k->mv_data, sc->ms_from, sc->ms_flen) == 0)
+			rc = mdb_cursor_get(cur, k, v, MDB_NEXT);
+		return rc;
 	}
 	if (sc->ms_from == NULL)
 		return mdb_cursor_get(cur, k, v, MDB_LAST);
@@ -134,8 +157,9 @@ int meta_scan(MDB_txn *txn, struct meta *m, const struct meta_scan *sc)
 	if (rc != 0)
 		return rc < 0 ? rc : meta_err(rc, sc->ms_what);
 	for (rc = scan_first(cur, sc, &k, &v);
-	     rc == 0 && k.mv_size >= sc->ms_plen &&
-	     memcmp(k.mv_data, sc->ms_prefix, sc->ms_plen) == 0;
+	     rc == 0 && (sc->ms_plen == 0 ||
+			 (k.mv_size >= sc->ms_plen &&
+			  memcmp(k.mv_data, sc->ms_prefix, sc->ms_plen) == 0));
 	     rc = mdb_cursor_get(cur, &k, &v, step)) {
 		struct meta_rec rec = {k.mv_data, k.mv_size, v.mv_data,
 				       v.mv_size};

@@ -1,7 +1,8 @@
 /*
  * meta_txn.h — the engine's contract for metadata transactions, for the
- * code outside the engine (issue 27 point 1: clovis/, dtm/ and the server
- * daemon core/server/ never call LMDB themselves).
+ * code outside the engine (issue 27 point 1: clovis/, dtm/, the unit
+ * layouts layouts/ and the server daemon core/server/ never call LMDB
+ * themselves).
  *
  * Transactions.  A transaction is an MDB_txn *, an opaque handle here:
  * it is what every commit item's ci_apply() receives (core/engine.h; that
@@ -27,7 +28,8 @@
  * never copied.  meta_get(), meta_put(), meta_del() act on one record
  * under a key; meta_scan() calls a function on each record of a key range
  * in key order (or reverse), which may stop the scan or delete the record
- * it was given; meta_member_scan() lists the members of a container.
+ * it was given, or resume after a key; meta_member_scan() lists the
+ * members of a container; meta_entries() counts a table's records.
  *
  * Errors.  Every function returns 0 or a negative code (-ENOENT for a
  * record not there, with no message; otherwise meta_err()'s mapping of
@@ -118,6 +120,19 @@ int meta_put(MDB_txn *txn, struct meta *m, enum meta_table t,
 int meta_del(MDB_txn *txn, struct meta *m, enum meta_table t,
 	     const void *key, size_t klen, const char *what);
 
+/**
+ * The number of records of table t in txn (LMDB's count, no walk) in
+ * *nr.  0, or a negative code: with a message naming what, or none when
+ * what is NULL (callers for which the count is only a hint).
+ */
+int meta_entries(MDB_txn *txn, struct meta *m, enum meta_table t,
+		 uint64_t *nr, const char *what);
+
+/** The last 8 bytes of a 24-byte key of table ext or unit as meta.h
+ *  meta_ext_key() wrote them: the block number (ext) or the unit
+ *  address, group * (N + K) + slot (unit).  No MDB_val needed. */
+uint64_t meta_key_blk(const void *key);
+
 /** What a meta_scan_fn returns (or a negative code: the scan stops and
  *  returns it). */
 enum meta_scan_ret {
@@ -142,6 +157,9 @@ struct meta_scan {
 	const void *ms_prefix;
 	size_t ms_plen;
 	bool ms_rev;   /**< from last to first */
+	/** Forward with ms_from only: a first key equal to ms_from is
+	 *  skipped (a scan resuming after the last key it did). */
+	bool ms_after;
 	/** True exactly when txn is a write or nested transaction (then
 	 *  META_SCAN_DEL deletes): a read scan keeps its cursor for the
 	 *  thread's next one, which must not happen to a cursor that LMDB

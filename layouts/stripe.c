@@ -81,10 +81,11 @@ void stripe_group_place(const struct sctx *sc, struct sgroup *sg, uint64_t g)
 		sg->sg_devs[i] = sc->sc_pool->ep_devs[pd[i]];
 }
 
-static MDB_val unit_key(uint8_t kb[META_EXT_KEY_LEN],
-			const struct st_id *obj, uint64_t addr)
+/* The unit table's key of obj's unit addr into kb. */
+static void unit_key(uint8_t kb[META_EXT_KEY_LEN], const struct st_id *obj,
+		     uint64_t addr)
 {
-	return meta_ext_key(kb, obj, addr); /* same shape: id, 64-bit BE */
+	meta_ext_key(kb, obj, addr); /* same shape: id, 64-bit BE */
 }
 
 /* Read the records of every slot of sg in txn. */
@@ -95,20 +96,22 @@ int stripe_group_load(struct sctx *sc, MDB_txn *txn, struct sgroup *sg)
 	sg->sg_has = 0;
 	for (uint32_t j = 0; j < sc->sc_w; j++) {
 		uint8_t kb[META_EXT_KEY_LEN];
-		MDB_val k = unit_key(kb, &sc->sc_r->er_id,
-				     sg->sg_g * sc->sc_w + j), v;
-		int rc = mdb_get(txn, m->m_unit, &k, &v);
+		struct meta_rec v;
+		int rc;
 
-		if (rc == MDB_NOTFOUND)
+		unit_key(kb, &sc->sc_r->er_id, sg->sg_g * sc->sc_w + j);
+		rc = meta_get(txn, m, META_T_UNIT, kb, sizeof kb, &v,
+			      "read unit record");
+		if (rc == -ENOENT)
 			continue;
 		if (rc != 0)
-			return meta_err(rc, "read unit record");
-		if (v.mv_size != sizeof(struct meta_unit))
+			return rc;
+		if (v.mc_vlen != sizeof(struct meta_unit))
 			return err_set(-ST_ECORRUPT, "object %s group %" PRIu64
 				       " slot %u: unit record of %zu bytes",
 				       stripe_sc_id(sc), sg->sg_g, j,
-				       v.mv_size);
-		memcpy(&sg->sg_rec[j], v.mv_data, sizeof sg->sg_rec[j]);
+				       v.mc_vlen);
+		memcpy(&sg->sg_rec[j], v.mc_val, sizeof sg->sg_rec[j]);
 		if (sg->sg_rec[j].mu_len != sc->sc_unit ||
 		    eng_dev_get(sc->sc_e, sg->sg_rec[j].mu_dev) == NULL)
 			return err_set(-ST_ECORRUPT, "object %s group %" PRIu64
@@ -223,14 +226,14 @@ int stripe_req_groups(struct eng *e, struct eng_req *r, uint64_t **groups,
 	struct brange *br = NULL;
 	struct sctx sc;
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+	int rc = meta_rtxn_begin(eng_meta(e), &txn, "begin read");
 
 	*groups = NULL;
 	*ng = 0;
 	if (rc != 0)
-		return meta_err(rc, "begin read");
+		return rc;
 	rc = ent_check(e, txn, r, &cur);
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(e), txn);
 	if (rc != 0 || !stripe_layout(cur.me_layout) ||
 	    r->er_kind == ER_OBJ_READ)
 		return rc;
@@ -351,18 +354,18 @@ int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 		uint8_t kb[META_EXT_KEY_LEN];
 		const struct st_id *obj = u->uu_obj.si_hi || u->uu_obj.si_lo ?
 					      &u->uu_obj : &r->er_id;
-		MDB_val k = unit_key(kb, obj, u->uu_addr), v;
+		struct meta_rec v;
 		struct meta_unit old;
 		bool has;
 
-		rc = mdb_get(txn, m->m_unit, &k, &v);
-		if (rc != 0 && rc != MDB_NOTFOUND) {
-			rc = meta_err(rc, "read unit record");
+		unit_key(kb, obj, u->uu_addr);
+		rc = meta_get(txn, m, META_T_UNIT, kb, sizeof kb, &v,
+			      "read unit record");
+		if (rc != 0 && rc != -ENOENT)
 			break;
-		}
-		has = rc == 0 && v.mv_size == sizeof old;
+		has = rc == 0 && v.mc_vlen == sizeof old;
 		if (has)
-			memcpy(&old, v.mv_data, sizeof old);
+			memcpy(&old, v.mc_val, sizeof old);
 		rc = 0;
 		if (u->uu_cas && (has == u->uu_expect_absent ||
 				  (has && memcmp(&old, &u->uu_expect,
@@ -379,49 +382,52 @@ int stripe_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 		if (rc != 0)
 			break;
 		if (u->uu_del) {
-			if (has && (rc = mdb_del(txn, m->m_unit, &k, NULL)) != 0)
-				rc = meta_err(rc, "delete unit record");
+			if (has)
+				rc = meta_del(txn, m, META_T_UNIT, kb,
+					      sizeof kb, "delete unit record");
 			continue;
 		}
-		v = (MDB_val){sizeof u->uu_new, &u->uu_new};
-		rc = mdb_put(txn, m->m_unit, &k, &v, 0);
-		if (rc != 0)
-			rc = meta_err(rc, "write unit record");
+		rc = meta_put(txn, m, META_T_UNIT, kb, sizeof kb, &u->uu_new,
+			      sizeof u->uu_new, "write unit record");
 	}
 	return rc;
+}
+
+/* stripe_delete_units(): one unit record of the object, deleted by the
+ * scan once its space is in the list. */
+struct units_del {
+	const struct st_id *ud_obj;
+	struct eng_spacevec *ud_freed;
+};
+
+static int unit_del_one(void *arg, const struct meta_rec *r)
+{
+	struct units_del *ud = arg;
+	struct meta_unit u;
+	int rc;
+
+	if (r->mc_klen != META_EXT_KEY_LEN)
+		return META_SCAN_STOP;
+	if (r->mc_vlen != sizeof u)
+		return err_set(-ST_ECORRUPT, "object %s: unit record of %zu "
+			       "bytes", eng_id_str(ud->ud_obj), r->mc_vlen);
+	memcpy(&u, r->mc_val, sizeof u);
+	rc = unit_space_free(ud->ud_freed, &u);
+	return rc != 0 ? rc : META_SCAN_DEL;
 }
 
 int stripe_delete_units(struct eng *e, MDB_txn *txn,
 			const struct st_id *obj, struct eng_spacevec *freed)
 {
 	uint8_t kb[META_EXT_KEY_LEN];
-	MDB_val k = unit_key(kb, obj, 0), v;
-	MDB_cursor *cur;
-	int rc;
+	struct units_del ud = {obj, freed};
 
-	rc = mdb_cursor_open(txn, eng_meta(e)->m_unit, &cur);
-	if (rc != 0)
-		return meta_err(rc, "open unit cursor");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct meta_unit u;
-
-		if (k.mv_size != META_EXT_KEY_LEN || memcmp(k.mv_data, kb, 16))
-			break;
-		if (v.mv_size != sizeof u) {
-			rc = err_set(-ST_ECORRUPT, "object %s: unit record "
-				     "of %zu bytes", eng_id_str(obj), v.mv_size);
-			break;
-		}
-		memcpy(&u, v.mv_data, sizeof u);
-		rc = unit_space_free(freed, &u);
-		if (rc == 0 && (rc = mdb_cursor_del(cur, 0)) != 0)
-			rc = meta_err(rc, "delete unit record");
-		if (rc != 0)
-			break;
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : rc;
+	unit_key(kb, obj, 0);
+	return meta_scan(txn, eng_meta(e), &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_from = kb, .ms_flen = sizeof kb,
+		.ms_prefix = kb, .ms_plen = 16, .ms_write = true,
+		.ms_fn = unit_del_one, .ms_arg = &ud,
+		.ms_what = "delete unit record"});
 }
 
 int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct st_id *obj,
@@ -433,66 +439,65 @@ int stripe_groups_drop(struct eng *e, MDB_txn *txn, const struct st_id *obj,
 
 	for (uint64_t a = g * w; rc == 0 && a < (g + nr) * w; a++) {
 		uint8_t kb[META_EXT_KEY_LEN];
-		MDB_val k = unit_key(kb, obj, a), v;
+		struct meta_rec v;
 		struct meta_unit u;
 
-		rc = mdb_get(txn, m->m_unit, &k, &v);
-		if (rc == MDB_NOTFOUND) {
+		unit_key(kb, obj, a);
+		rc = meta_get(txn, m, META_T_UNIT, kb, sizeof kb, &v,
+			      "read unit record");
+		if (rc == -ENOENT) {
 			rc = 0;
 			continue;
 		}
 		if (rc != 0)
-			return meta_err(rc, "read unit record");
-		if (v.mv_size != sizeof u)
+			return rc;
+		if (v.mc_vlen != sizeof u)
 			return err_set(-ST_ECORRUPT, "object %s: unit record "
-				       "of %zu bytes", eng_id_str(obj), v.mv_size);
-		memcpy(&u, v.mv_data, sizeof u);
+				       "of %zu bytes", eng_id_str(obj), v.mc_vlen);
+		memcpy(&u, v.mc_val, sizeof u);
 		rc = unit_space_free(freed, &u);
-		if (rc == 0 && (rc = mdb_del(txn, m->m_unit, &k, NULL)) != 0)
-			rc = meta_err(rc, "delete unit record");
+		if (rc == 0)
+			rc = meta_del(txn, m, META_T_UNIT, kb, sizeof kb,
+				      "delete unit record");
 	}
 	return rc;
 }
 
+/* stripe_rebuild_alloc(): mark one unit record's space as taken. */
+static int rebuild_one(void *arg, const struct meta_rec *r)
+{
+	struct eng *e = arg;
+	struct meta_unit u;
+	struct eng_dev *d;
+	struct st_id id;
+
+	if (r->mc_klen != META_EXT_KEY_LEN || r->mc_vlen != sizeof u)
+		return err_set(-ST_ECORRUPT, "unit record of %zu/%zu bytes",
+			       r->mc_klen, r->mc_vlen);
+	memcpy(&u, r->mc_val, sizeof u);
+	if (u.mu_flags & MU_LOST)
+		return META_SCAN_NEXT;
+	d = eng_dev_get(e, u.mu_dev);
+	if (d == NULL || (u.mu_dev_off | u.mu_len) % LIM_ALLOC_UNIT ||
+	    u.mu_dev_off + u.mu_len > tier_dev_size(d->ed_dev) ||
+	    alloc_mark(&d->ed_alloc, u.mu_dev_off >> LIM_ALLOC_UNIT_SHIFT,
+		       u.mu_len >> LIM_ALLOC_UNIT_SHIFT) != 0) {
+		meta_id_dec(r->mc_key, &id);
+		return err_set(-ST_ECORRUPT, "object %s unit %" PRIu64
+			       ": on device %u at %" PRIu64 " overlaps "
+			       "another or leaves the device",
+			       eng_id_str(&id), meta_key_blk(r->mc_key),
+			       u.mu_dev, u.mu_dev_off);
+	}
+	return META_SCAN_NEXT;
+}
+
+/* txn is the read transaction of the store's load. */
 int stripe_rebuild_alloc(struct eng *e, MDB_txn *txn)
 {
-	MDB_cursor *cur;
-	MDB_val k, v;
-	int rc;
-
-	rc = mdb_cursor_open(txn, eng_meta(e)->m_unit, &cur);
-	if (rc != 0)
-		return meta_err(rc, "open unit cursor");
-	for (rc = mdb_cursor_get(cur, &k, &v, MDB_FIRST); rc == 0;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		struct meta_unit u;
-		struct eng_dev *d;
-		struct st_id id;
-
-		if (k.mv_size != META_EXT_KEY_LEN || v.mv_size != sizeof u) {
-			rc = err_set(-ST_ECORRUPT, "unit record of %zu/%zu "
-				     "bytes", k.mv_size, v.mv_size);
-			break;
-		}
-		memcpy(&u, v.mv_data, sizeof u);
-		if (u.mu_flags & MU_LOST)
-			continue;
-		d = eng_dev_get(e, u.mu_dev);
-		meta_id_dec(k.mv_data, &id);
-		if (d == NULL || (u.mu_dev_off | u.mu_len) % LIM_ALLOC_UNIT ||
-		    u.mu_dev_off + u.mu_len > tier_dev_size(d->ed_dev) ||
-		    alloc_mark(&d->ed_alloc, u.mu_dev_off >> LIM_ALLOC_UNIT_SHIFT,
-			       u.mu_len >> LIM_ALLOC_UNIT_SHIFT) != 0) {
-			rc = err_set(-ST_ECORRUPT, "object %s unit %" PRIu64
-				     ": on device %u at %" PRIu64 " overlaps "
-				     "another or leaves the device",
-				     eng_id_str(&id), meta_ext_key_blk(&k),
-				     u.mu_dev, u.mu_dev_off);
-			break;
-		}
-	}
-	mdb_cursor_close(cur);
-	return rc == MDB_NOTFOUND ? 0 : (rc > 0 ? meta_err(rc, "rebuild") : rc);
+	return meta_scan(txn, eng_meta(e), &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_fn = rebuild_one, .ms_arg = e,
+		.ms_what = "rebuild"});
 }
 
 /* ------------------------------------------------------ attributes */

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/meta_txn.h"
 #include "layouts/stripe.h"
 #include "layouts/ec.h"
 #include "layouts/pdclust.h"

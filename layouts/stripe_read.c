@@ -348,10 +348,10 @@ int stripe_read(struct sctx *sc)
 	if (rc != 0)
 		return rc;
 	rcu_read_lock();
-	rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(eng_meta(e), &txn, "begin read");
 	if (rc != 0) {
 		rcu_read_unlock();
-		return meta_err(rc, "begin read");
+		return rc;
 	}
 	for (uint32_t i = 0; rc == 0 && i < ev->ev_nr; i++) {
 		uint64_t s = ev->ev_start_blk[i] << shift;
@@ -390,7 +390,7 @@ int stripe_read(struct sctx *sc)
 			s = ge;
 		}
 	}
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(e), txn);
 	rcu_read_unlock();
 	return rc;
 }

@@ -599,8 +599,7 @@ static int walk_object(struct walk *w, MDB_txn *txn, const uint8_t *key)
 static int walk_item(struct walk *w, MDB_txn *txn, const struct walk_item *it)
 {
 	struct sctx *sc = &w->wk_sc;
-	uint64_t addr = meta_ext_key_blk(&(MDB_val){META_EXT_KEY_LEN,
-						     (void *)it->wi_key});
+	uint64_t addr = meta_key_blk(it->wi_key);
 	uint64_t g = addr / sc->sc_w;
 	uint32_t slot = (uint32_t)(addr % sc->sc_w);
 	struct walk_grp *wg = w->wk_ngrp > 0 ? &w->wk_grp[w->wk_ngrp - 1] : NULL;
@@ -629,10 +628,10 @@ static int walk_items(struct walk *w, const struct walk_item *items,
 	int rc;
 
 	rcu_read_lock();
-	rc = mdb_txn_begin(eng_meta(w->wk_e)->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(eng_meta(w->wk_e), &txn, "begin walk read");
 	if (rc != 0) {
 		rcu_read_unlock();
-		return meta_err(rc, "begin walk read");
+		return rc;
 	}
 	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
 		rc = walk_object(w, txn, items[i].wi_key);
@@ -645,53 +644,53 @@ static int walk_items(struct walk *w, const struct walk_item *items,
 	if (rc == 0)
 		rc = walk_flush(w, txn);
 	w->wk_ngrp = 0;
-	mdb_txn_abort(txn);
+	meta_rtxn_put(eng_meta(w->wk_e), txn);
 	rcu_read_unlock();
 	return rc;
+}
+
+/* walk_batch(): the batch being filled. */
+struct walk_fill {
+	struct walk_item *wf_items;
+	uint32_t wf_nr;
+};
+
+/* Copy one unit record into the batch; stop when it is full. */
+static int walk_fill_one(void *arg, const struct meta_rec *r)
+{
+	struct walk_fill *f = arg;
+	struct walk_item *it = &f->wf_items[f->wf_nr];
+
+	if (r->mc_klen != META_EXT_KEY_LEN ||
+	    r->mc_vlen != sizeof(struct meta_unit))
+		return err_set(-ST_ECORRUPT, "unit record of %zu/%zu bytes",
+			       r->mc_klen, r->mc_vlen);
+	memcpy(it->wi_key, r->mc_key, META_EXT_KEY_LEN);
+	memcpy(&it->wi_rec, r->mc_val, sizeof it->wi_rec);
+	return ++f->wf_nr < WALK_BATCH ? META_SCAN_NEXT : META_SCAN_STOP;
 }
 
 /* Read up to WALK_BATCH records after the saved key. */
 static int walk_batch(struct walk *w, struct walk_item *items, uint32_t *nr,
 		      uint64_t *total)
 {
+	struct meta *m = eng_meta(w->wk_e);
+	struct walk_fill f = {items, 0};
 	MDB_txn *txn;
-	MDB_cursor *cur;
-	MDB_val k, v;
-	MDB_stat st;
 	int rc;
 
 	*nr = 0;
-	rc = mdb_txn_begin(eng_meta(w->wk_e)->m_env, NULL, MDB_RDONLY, &txn);
+	rc = meta_rtxn_begin(m, &txn, "begin walk");
 	if (rc != 0)
-		return meta_err(rc, "begin walk");
-	if (mdb_stat(txn, eng_meta(w->wk_e)->m_unit, &st) == 0)
-		*total = st.ms_entries;
-	rc = mdb_cursor_open(txn, eng_meta(w->wk_e)->m_unit, &cur);
-	if (rc != 0) {
-		mdb_txn_abort(txn);
-		return meta_err(rc, "open walk cursor");
-	}
-	k = (MDB_val){META_EXT_KEY_LEN, w->wk_rec.wr_key};
-	rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
-	if (rc == 0 && k.mv_size == META_EXT_KEY_LEN &&
-	    memcmp(k.mv_data, w->wk_rec.wr_key, META_EXT_KEY_LEN) == 0)
-		rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT);
-	for (; rc == 0 && *nr < WALK_BATCH;
-	     rc = mdb_cursor_get(cur, &k, &v, MDB_NEXT)) {
-		if (k.mv_size != META_EXT_KEY_LEN ||
-		    v.mv_size != sizeof(struct meta_unit)) {
-			rc = err_set(-ST_ECORRUPT, "unit record of %zu/%zu "
-				     "bytes", k.mv_size, v.mv_size);
-			break;
-		}
-		memcpy(items[*nr].wi_key, k.mv_data, META_EXT_KEY_LEN);
-		memcpy(&items[*nr].wi_rec, v.mv_data, sizeof items[*nr].wi_rec);
-		(*nr)++;
-	}
-	mdb_cursor_close(cur);
-	mdb_txn_abort(txn);
-	return rc == MDB_NOTFOUND || rc == 0 ? 0 :
-	       rc > 0 ? meta_err(rc, "walk units") : rc;
+		return rc;
+	(void)meta_entries(txn, m, META_T_UNIT, total, NULL); /* a hint */
+	rc = meta_scan(txn, m, &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_from = w->wk_rec.wr_key,
+		.ms_flen = META_EXT_KEY_LEN, .ms_after = true,
+		.ms_fn = walk_fill_one, .ms_arg = &f, .ms_what = "walk units"});
+	meta_rtxn_put(m, txn);
+	*nr = f.wf_nr;
+	return rc;
 }
 
 /* After a complete walk: device states, and forget the saved place. */

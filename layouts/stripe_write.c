@@ -471,10 +471,9 @@ int stripe_update(struct sctx *sc)
 
 		stripe_group_place(sc, &sg, groups[i]);
 		rcu_read_lock();
-		rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+		rc = meta_rtxn_begin(eng_meta(e), &txn, "begin read");
 		if (rc != 0) {
 			rcu_read_unlock();
-			rc = meta_err(rc, "begin read");
 			break;
 		}
 		rc = stripe_group_load(sc, txn, &sg);
@@ -486,19 +485,19 @@ int stripe_update(struct sctx *sc)
 						&(struct unit_upd){
 						.uu_addr = sg.sg_g * sc->sc_w + j,
 						.uu_del = true});
-			mdb_txn_abort(txn);
+			meta_rtxn_put(eng_meta(e), txn);
 			rcu_read_unlock();
 			continue;
 		}
 		if (rc == 0 && zero && sg.sg_has == 0) {
-			mdb_txn_abort(txn);
+			meta_rtxn_put(eng_meta(e), txn);
 			rcu_read_unlock();
 			continue; /* zeros already */
 		}
 		/* Read what the new data does not replace (read-modify-write). */
 		if (rc == 0 && full != dmask)
 			rc = stripe_group_read(sc, &sg, dmask & ~full, &bad);
-		mdb_txn_abort(txn);
+		meta_rtxn_put(eng_meta(e), txn);
 		rcu_read_unlock();
 		if (rc != 0)
 			break;

@@ -54,17 +54,11 @@ ROOT=${1:-.}
 #    the unit tests of core and dtm that drive the Clovis API are in
 #    clovis/ut; the engine reaches the unit layouts' executor through
 #    struct eng_layout_ops; the server takes dtm's participant as a module
-#    from its main)
-#  - FILE:lmdb: a file outside the engine that calls LMDB (mdb_*) itself
-#    instead of the engine's contract (core/meta_txn.h).  The unit
-#    layouts' executor (layouts/stripe*.c) called it as core/stripe*.c
-#    and kept its calls when it moved above the engine (the engine reaches
-#    it through struct eng_layout_ops); its records move to meta_txn.h.
+#    from its main; the unit layouts' executor, layouts/stripe*.c, takes
+#    its unit records through core/meta_txn.h instead of calling LMDB)
+# FILE:HEADER lists a wrong-way include, FILE:lmdb a file outside the
+# engine that calls LMDB (mdb_*) itself.  The list is empty: keep it so.
 DEBT='
-layouts/stripe.c:lmdb
-layouts/stripe_read.c:lmdb
-layouts/stripe_walk.c:lmdb
-layouts/stripe_write.c:lmdb
 '
 
 # The files that define a product program's main() (composition roots, see

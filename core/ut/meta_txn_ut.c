@@ -2,7 +2,8 @@
  * meta_txn_ut.c — unit tests of core/meta_txn.h, the engine's metadata
  * contract for code outside it: records in place, forward and reverse
  * scans over a prefix, stops, errors and deletes from inside a scan,
- * nested transactions, the member listing.  Suite "meta_txn" (module
+ * nested transactions, a table's count and a scan resuming after a key
+ * (table unit), the member listing.  Suite "meta_txn" (module
  * core).
  */
 #include <CUnit/CUnit.h>
@@ -160,6 +161,80 @@ static void test_nested(void)
 	meta_close(&m);
 }
 
+/* meta_entries(), meta_key_blk(), and a scan resuming after a key (the
+ * walks of the unit layouts over table unit). */
+static void test_units_resume(void)
+{
+	const char *dir = ut_tmpdir("meta_units");
+	struct st_id a = {3, 1}, b = {3, 2};
+	uint8_t kb[META_EXT_KEY_LEN];
+	struct meta m;
+	struct seen s;
+	MDB_txn *txn;
+	uint64_t nr = 99;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 16ull << 20, META_CREATE), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_begin(&m, &txn, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_entries(txn, &m, META_T_UNIT, &nr, "ut"), 0);
+	CU_ASSERT_EQUAL(nr, 0);
+	meta_rtxn_put(&m, txn);
+	CU_ASSERT_EQUAL_FATAL(meta_wtxn_begin(&m, &txn, "ut"), 0);
+	for (uint64_t i = 1; i <= 4; i++) {
+		char c = (char)('0' + i);
+
+		meta_ext_key(kb, i <= 3 ? &a : &b, i << 40 | i);
+		CU_ASSERT_EQUAL(meta_key_blk(kb), i << 40 | i);
+		CU_ASSERT_EQUAL(meta_put(txn, &m, META_T_UNIT, kb, sizeof kb,
+					 &c, 1, "ut"), 0);
+	}
+	CU_ASSERT_EQUAL(meta_put(txn, &m, META_T_SYS, "x", 1, "", 0, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_wtxn_commit(&m, txn, "ut"), 0);
+
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_begin(&m, &txn, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_entries(txn, &m, META_T_UNIT, &nr, "ut"), 0);
+	CU_ASSERT_EQUAL(nr, 4);
+	CU_ASSERT_EQUAL(meta_entries(txn, &m, META_T_SYS, &nr, NULL), 0);
+	CU_ASSERT(nr >= 1);
+	/* after key 2 (there): 3 and 4, across objects, to the table's end */
+	meta_ext_key(kb, &a, 2ull << 40 | 2);
+	s = (struct seen){.s_n = 0};
+	CU_ASSERT_EQUAL(meta_scan(txn, &m, &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_from = kb, .ms_flen = sizeof kb,
+		.ms_after = true, .ms_fn = seen_one, .ms_arg = &s,
+		.ms_what = "ut"}), 0);
+	CU_ASSERT_EQUAL(s.s_n, 2);
+	CU_ASSERT_EQUAL(s.s_keys[0], 3);
+	CU_ASSERT_EQUAL(s.s_keys[1], 4);
+	/* after a key not there: from the next one; without ms_after the
+	 * key itself is visited */
+	meta_ext_key(kb, &a, 2ull << 40);
+	s = (struct seen){.s_n = 0};
+	CU_ASSERT_EQUAL(meta_scan(txn, &m, &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_from = kb, .ms_flen = sizeof kb,
+		.ms_after = true, .ms_fn = seen_one, .ms_arg = &s,
+		.ms_what = "ut"}), 0);
+	CU_ASSERT_EQUAL(s.s_n, 3);
+	CU_ASSERT_EQUAL(s.s_keys[0], 2);
+	meta_ext_key(kb, &a, 3ull << 40 | 3);
+	s = (struct seen){.s_n = 0};
+	CU_ASSERT_EQUAL(meta_scan(txn, &m, &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_from = kb, .ms_flen = sizeof kb,
+		.ms_fn = seen_one, .ms_arg = &s, .ms_what = "ut"}), 0);
+	CU_ASSERT_EQUAL(s.s_n, 2);
+	CU_ASSERT_EQUAL(s.s_keys[0], 3);
+	/* after the last key: nothing */
+	meta_ext_key(kb, &b, 4ull << 40 | 4);
+	s = (struct seen){.s_n = 0};
+	CU_ASSERT_EQUAL(meta_scan(txn, &m, &(struct meta_scan){
+		.ms_table = META_T_UNIT, .ms_from = kb, .ms_flen = sizeof kb,
+		.ms_after = true, .ms_fn = seen_one, .ms_arg = &s,
+		.ms_what = "ut"}), 0);
+	CU_ASSERT_EQUAL(s.s_n, 0);
+	meta_rtxn_put(&m, txn);
+	meta_close(&m);
+}
+
 /* Members seen by meta_member_scan(), up to sm_max. */
 struct members {
 	struct st_id sm_ids[8];
@@ -227,6 +302,7 @@ int meta_txn_ut_add(void)
 	if (s == NULL ||
 	    !CU_add_test(s, "records_scans", test_records_scans) ||
 	    !CU_add_test(s, "nested", test_nested) ||
+	    !CU_add_test(s, "units_resume", test_units_resume) ||
 	    !CU_add_test(s, "members", test_members))
 		return -1;
 	return 0;
