@@ -45,7 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct clu_conf c = {0};
-	struct clovis_id id = {.ci_hi = 1, .ci_lo = 2};
+	struct st_id id = {.si_hi = 1, .si_lo = 2};
 	uint32_t flags;
 
 	if (size < 1)
