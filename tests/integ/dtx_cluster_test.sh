@@ -135,8 +135,9 @@ diag() {
 		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
 			echo "     s$s: pid $p alive, state $(awk '{print $3}' \
 				"/proc/$p/stat" 2>/dev/null), threads waiting in:" \
-				"$(cat /proc/"$p"/task/*/wchan 2>/dev/null |
-				   tr '\0' '\n' | sort | uniq -c | tr '\n' ' ')"
+				"$(for t in /proc/"$p"/task/*; do
+					cat "$t/wchan" 2>/dev/null; echo
+				   done | sort | uniq -c | tr '\n' ' ')"
 		else
 			echo "     s$s: no process (pid file: '${p}')"
 		fi
