@@ -335,8 +335,7 @@ static void test_put_exists(void)
 	CU_ASSERT_EQUAL_FATAL(idx_make(&ix), 0);
 	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r0, CLOVIS_IC_PUT, "k", "old", &put),
 			      0);
-	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(put), 0);
-	clovis_op_free(put);
+	CU_ASSERT_EQUAL_FATAL(clovis_op_sync(put), 0); /* frees put */
 	CU_ASSERT_EQUAL_FATAL(clovis_dtx_open(&dx, clovis_default_realm(cl)), 0);
 	CU_ASSERT_EQUAL_FATAL(rec_op(&ix, &r1, CLOVIS_IC_PUT, "n", "1", &ops[0]),
 			      0);
