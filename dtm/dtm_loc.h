@@ -38,4 +38,13 @@ int dtm_loc_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci,
 		  dtm_member_fn member, void *arg, uint32_t nr,
 		  const char *what, uint32_t *bad);
 
+/**
+ * After the nested commit of a dtx's members (embedded or a participant's
+ * COMMIT): the space each of the nr members freed moves to the dtx's item
+ * ci (freed when its batch is durable), the members' lists emptied.  0, or
+ * the error of a full list with ci_hard set (the batch redoes every item).
+ */
+int dtm_freed_take(struct eng_citem *ci, dtm_member_fn member, void *arg,
+		   uint32_t nr);
+
 #endif

@@ -74,6 +74,14 @@ int dtm_loc_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci,
 		ci->ci_hard = true;
 		return rc;
 	}
+	return dtm_freed_take(ci, member, arg, nr);
+}
+
+int dtm_freed_take(struct eng_citem *ci, dtm_member_fn member, void *arg,
+		   uint32_t nr)
+{
+	int rc = 0;
+
 	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
 		struct eng_spacevec *fv = &member(arg, i)->ci_freed;
 

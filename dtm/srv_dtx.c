@@ -51,6 +51,7 @@
 #include "core/log.h"
 #include "core/meta_txn.h"
 #include "core/server/srv_internal.h"
+#include "dtm/dtm_loc.h"
 #include "dtm/dtm_msg.h"
 #include "dtm/dtm_srv.h"
 
@@ -651,6 +652,12 @@ static void pmem_done(struct eng_citem *ci, int rc)
 	pmem_ran(pm, rc < 0 ? rc : -EIO, false);
 }
 
+/* Member i of the COMMIT whose commit item is dwait arg. */
+static struct eng_citem *dwait_member(void *arg, uint32_t i)
+{
+	return &((struct dwait *)arg)->w_m[i].pm_m.mr_req.er_ci;
+}
+
 /* The commit item of a COMMIT: apply every member in a nested
  * transaction, their replica records, and the record COMMITTED. */
 static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
@@ -699,18 +706,7 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		LOG_WARNING("fault point dtx.part.apply: SIGKILL");
 		raise(SIGKILL); /* applied in the batch, not committed */
 	}
-	for (uint32_t i = 0; rc == 0 && i < w->w_nr; i++) {
-		struct eng_spacevec *fv = &w->w_m[i].pm_m.mr_req.er_ci.ci_freed;
-
-		for (uint32_t j = 0; rc == 0 && j < fv->sv_nr; j++)
-			rc = eng_spacevec_add(&ci->ci_freed, fv->sv_v[j].sp_dev,
-					      fv->sv_v[j].sp_off,
-					      fv->sv_v[j].sp_len);
-		fv->sv_nr = 0;
-	}
-	if (rc != 0)
-		ci->ci_hard = true;
-	return rc;
+	return dtm_freed_take(ci, dwait_member, w, w->w_nr);
 }
 
 /* Records and bytes of index member pm. */
