@@ -156,8 +156,8 @@ static uint64_t peers_now_ms(void)
  * A server's own tables (heartbeats, catch-up, unit I/O: the one on its
  * endpoint, and those peers_set_server() marks) keep the short retry:
  * they must see a peer back soon. */
-static void slot_mark_down(const struct peers *p, struct peer_slot *s,
-			   uint64_t since_ms)
+static uint64_t slot_mark_down(const struct peers *p, struct peer_slot *s,
+			       uint64_t since_ms)
 {
 	uint64_t now = peers_now_ms();
 	uint64_t wait = p->p_own_ep && !p->p_server && s->ps_down &&
@@ -174,6 +174,7 @@ static void slot_mark_down(const struct peers *p, struct peer_slot *s,
 		s->ps_down = true;
 		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
 	}
+	return s->ps_down_until_ms;
 }
 
 /* Under ps_lock: the server restarted (a newer incarnation is known).  It
@@ -435,8 +436,18 @@ static int slot_connect(struct peers *p, uint32_t i)
 	rc = rpc_connect(p->p_ep, p->p_ip[i], sv->cs_port,
 			 (int)p->p_conf->cc_connect_ms, &c->pc_peer);
 	if (rc != 0) {
+		uint64_t until = slot_mark_down(p, s, since);
+
 		free(c);
-		slot_mark_down(p, s, since);
+		/* Both times on the clock of ps_down_until_ms, so that a test
+		 * can check from the log that no attempt starts before the
+		 * mark of the one before it expired.  A server's tables
+		 * retry every second: debug level there. */
+		LOG_AT(p->p_own_ep && !p->p_server ? LOG_INFO : LOG_DBG,
+		       "server %s (%s): connect failed: %s; marked down "
+		       "[monotonic ms: connect begun %" PRIu64 ", not tried "
+		       "again before %" PRIu64 "]", sv->cs_name, where,
+		       err_msg(), since, until);
 		return err_set(rc, "server %s (%s): %s%s", sv->cs_name,
 			       where, rc == -EACCES ?
 			       "wrong cluster secret (this side's and the "

@@ -127,21 +127,32 @@ victim=$(( (${first:-0} + 1) % 3 ))
 echo "     first replica s$first, killing s$victim"
 p=$(spid $victim); kill -9 "$p"; check "s$victim killed" wait_gone "$p"
 # One client process, 20 ops: the dead replica costs it one failed
-# connect, not one per op (a client keeps a server it could not reach
-# marked down for twice what the attempt took: core/server/peers.h).
-# The bound is the same 20 ops with every replica up, measured just
-# before on this machine (twice it, for load that comes and goes), plus
-# 12 s: room for a few 2 s connects, not for one every other op (3 s
-# quiet; 21 s at load 14; the old 1 s down mark took 20-60 s).
+# connect per down mark, not one per op (a client keeps a server it could
+# not reach marked down for twice what the attempt took, at least 1 s:
+# core/server/peers.h).  Checked from the client's log (STRATA_LOG=3),
+# which gives each failed connect's start and the end of the mark it set
+# on one monotonic clock: no attempt begins before the mark of the one
+# before it ends.  Whatever the load, that holds or the contract is
+# broken; the time taken is printed, not asserted.
 t0=$SECONDS
 # shellcheck disable=SC2046
-cl idx del @tb $(dels j 20)
+out=$(STRATA_LOG=3 timeout 120 "$S" --cluster "$D/cluster.yaml" idx del @tb \
+	$(dels j 20) 2>"$T/err")
+rc=$?
 took=$((SECONDS - t0))
-check "20 records deleted with s$victim down" test "$rc" -eq 0
-[ "$rc" -eq 0 ] || cat "$T/err"
-bound=$((2 * t_up + 12))
-check "... within $bound s, twice the 20 puts with all up plus 12 s ($took s)" \
-	test "$took" -le "$bound"
+check "20 records deleted with s$victim down ($took s; $t_up s for 20 puts all up)" \
+	test "$rc" -eq 0
+[ "$rc" -eq 0 ] || grep -v " info " "$T/err"
+grep "server s$victim (.*connect failed" "$T/err" |
+	sed 's/.*connect begun \([0-9]*\), not tried again before \([0-9]*\)\].*/\1 \2/' \
+	>"$T/connects"
+n_conn=$(grep -c . "$T/connects")
+echo "     $n_conn failed connect(s) to s$victim: $(tr '\n' ' ' <"$T/connects")"
+check "the client tried s$victim and logged it (at least one failed connect)" \
+	test "$n_conn" -ge 1
+check "no connect to s$victim began before the last one's down mark ended" \
+	awk 'NR > 1 && $1 < until { bad = 1 } { until = $2 } END { exit bad }' \
+	"$T/connects"
 want0=30; want1=30; want2=30; eval "want$victim=-"
 check "nothing collected in 12 s with s$victim down (polled)" hold_tombs $want0 $want1 $want2 12
 
