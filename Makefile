@@ -51,6 +51,7 @@ include tiers/module.mk
 include layouts/module.mk
 include clovis/module.mk
 include dtm/module.mk
+include ha/module.mk
 include tests/module.mk
 include gateways/s3/module.mk
 

@@ -8,7 +8,8 @@
 #      it opens its store, past the fixed 30 s cluster up used to allow:
 #      cluster up waits, saying what s1 is doing, and the cluster comes up;
 #   2. die: srv.start.die.s1 kills s1 (SIGKILL) as it starts: cluster up
-#      fails within seconds naming s1, and stops s0 again;
+#      fails as soon as s1 is seen gone (not after the
+#      no-progress window), naming s1, and stops s0 again;
 #   3. stall: srv.start.stall.s0 keeps s0 still with no progress: with the
 #      progress window shortened to 8 s (STRATA_TEST_UP_STALL_MS), cluster
 #      up fails naming s0 and what it last reported.
@@ -64,16 +65,18 @@ echo "--- die: s1 killed as it starts"
 up die srv.start.die.s1
 check "cluster up fails (rc $rc)" test "$rc" -ne 0
 check "naming s1" grep -q "server s1 did not start" "$T/die.out"
-check "fast: within 40 s (took $secs s)" test "$secs" -le 40
+# Seen gone, not waited out: the 60 s no-progress window would say "made
+# no progress" (the time, $secs s, is printed, not asserted: load varies).
+check "because its process is gone, not after the no-progress window ($secs s)" \
+	grep -q "server s1 did not start:.*its process is gone" "$T/die.out"
 check "s0 stopped again" none_left
 
 echo "--- stall: s0 makes no progress (window 8 s)"
 up stall srv.start.stall.s0 STRATA_TEST_UP_STALL_MS=8000
 check "cluster up fails (rc $rc)" test "$rc" -ne 0
-check "naming s0 and what it last reported" \
+check "naming s0, the 8 s window and what s0 last reported ($secs s)" \
 	grep -q "server s0 made no progress for 8 s: starting: opening store" \
 	"$T/stall.out"
-check "within the window and the stop (took $secs s)" test "$secs" -le 60
 check "s0 and s1 stopped" none_left
 
 echo "$pass passed, $fail failed"
