@@ -148,6 +148,10 @@ static void cli_finish(struct rpc_ep *ep, struct rpc_call *c, int status,
 	} else if (env != NULL) {
 		status = env->has_status ? env->status : -EPROTO;
 		msg = env->message;
+		if (env->has_map_epoch) {
+			res.rr_epoch = env->map_epoch;
+			rpc_epoch_note(env->map_epoch);
+		}
 		if (status == 0 && c->ca_bdir == RPC_BULK_IN &&
 		    (status = cli_copy_in(c, env)) != 0)
 			msg = err_msg();
@@ -431,6 +435,8 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	env.session = c->ca_peer->pe_session;
 	env.has_timeout_ms = true;
 	env.timeout_ms = (uint32_t)c->ca_timeout_ms;
+	env.map_epoch = rpc_epoch_get();
+	env.has_map_epoch = env.map_epoch != 0;
 	env.has_body = len > 0;
 	env.body.data = (uint8_t *)body;
 	env.body.len = len;

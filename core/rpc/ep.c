@@ -1475,3 +1475,32 @@ void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out)
 	pthread_mutex_unlock(&ep->ep_lock);
 	rpc_pool_stats(ep, out);
 }
+
+/* The process's map epoch and the highest one a reply carried (rpc.h). */
+static uint64_t epoch_own, epoch_seen;
+
+void rpc_epoch_set(uint64_t epoch)
+{
+	__atomic_store_n(&epoch_own, epoch, __ATOMIC_RELEASE);
+}
+
+uint64_t rpc_epoch_get(void)
+{
+	return __atomic_load_n(&epoch_own, __ATOMIC_ACQUIRE);
+}
+
+uint64_t rpc_epoch_seen(void)
+{
+	return __atomic_load_n(&epoch_seen, __ATOMIC_ACQUIRE);
+}
+
+void rpc_epoch_note(uint64_t epoch)
+{
+	uint64_t cur = __atomic_load_n(&epoch_seen, __ATOMIC_ACQUIRE);
+
+	while (epoch > cur &&
+	       !__atomic_compare_exchange_n(&epoch_seen, &cur, epoch, false,
+					    __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE))
+		;
+}

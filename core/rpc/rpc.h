@@ -155,7 +155,35 @@ typedef void (*rpc_handler_fn)(struct rpc_sreq *req, void *arg);
 int rpc_handler_set(struct rpc_ep *ep, uint32_t opcode, rpc_handler_fn fn,
 		    void *arg);
 
+/*
+ * Cluster map epochs (docs/ha.md, "Epochs and fencing").  A process acts
+ * under one map epoch, set with rpc_epoch_set() (0, the default: no map).
+ * Every request and every reply it sends carries it; every reply it
+ * receives tells the epoch of the server that answered (rr_epoch), and the
+ * highest seen is kept (rpc_epoch_seen()).  The RPC layer gives epochs no
+ * meaning: a server's gate (rpc_gate_set()) does.
+ */
+void rpc_epoch_set(uint64_t epoch);
+uint64_t rpc_epoch_get(void);
+/** The highest epoch any reply to this process carried (0: none). */
+uint64_t rpc_epoch_seen(void);
+
+/**
+ * A server endpoint's gate: called on a handler thread before the handler
+ * of each request (after the queue, before its deadline check runs out),
+ * with the request's opcode and map epoch (0 when it carried none).  It
+ * returns 0 to run the handler, or a negative errno with a message in msg
+ * (size bytes) to answer the request with that instead.  NULL (default):
+ * no gate.  Set before traffic starts, or at any time with a gate that
+ * stays valid until the endpoint closes.
+ */
+typedef int (*rpc_gate_fn)(void *arg, uint32_t opcode, uint64_t epoch,
+			   char *msg, size_t size);
+int rpc_gate_set(struct rpc_ep *ep, rpc_gate_fn fn, void *arg);
+
 uint32_t rpc_sreq_opcode(const struct rpc_sreq *req);
+/** The map epoch the request carried (0: none). */
+uint64_t rpc_sreq_epoch(const struct rpc_sreq *req);
 /** The request's body (protobuf bytes; valid until the reply). */
 const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len);
 /** Bytes of the caller's bulk buffer (0: none). */
@@ -287,6 +315,8 @@ struct rpc_result {
 	void *rr_body;
 	size_t rr_len;
 	char rr_msg[256];
+	uint64_t rr_epoch;  /**< the map epoch the server's reply carried
+			     *   (0: none, or no reply) */
 };
 
 typedef void (*rpc_done_fn)(void *arg, struct rpc_result *res);

@@ -248,6 +248,8 @@ struct rpc_ep {
 	/* server */
 	uint64_t ep_incarnation;    /* drawn at open, never 0 (RpcWelcome) */
 	struct rpc_handler_slot *ep_handlers; /* by opcode, RPC_OP_MAX */
+	rpc_gate_fn ep_gate;        /* rpc_gate_set(): NULL, none */
+	void *ep_gate_arg;
 	struct rpc_sess *ep_sess;   /* list */
 	uint32_t ep_nr_sess;
 	struct rpc_sreq *ep_q_head, *ep_q_tail;
@@ -291,6 +293,9 @@ bool rpc_in_progress_thread(struct rpc_ep *ep);
  * backlog).  xid: the client call a failed send should complete, or 0.
  * dest FI_ADDR_NOTAVAIL: to the session env->session (server side), looked
  * up at every post so that nothing is ever sent to a removed address. */
+/* Keep epoch if it is the highest a reply carried so far (rpc_epoch_seen). */
+void rpc_epoch_note(uint64_t epoch);
+
 int rpc_send_env(struct rpc_ep *ep, fi_addr_t dest, const RpcEnvelope *env,
 		 uint64_t xid, const uint8_t *key);
 /* Register buf for access; *desc for local use when FI_MR_LOCAL. */

@@ -65,6 +65,8 @@ static void srv_reply_now(struct rpc_ep *ep, fi_addr_t to,
 	env.has_status = true;
 	env.status = rc;
 	env.message = (char *)msg;
+	env.map_epoch = rpc_epoch_get();
+	env.has_map_epoch = env.map_epoch != 0;
 	(void)to;
 	if (rpc_send_env(ep, FI_ADDR_NOTAVAIL, &env, 0, NULL) != 0)
 		LOG_INFO("rpc %s: reply to opcode %u: %s", ep->ep_self,
@@ -164,9 +166,14 @@ static void srv_run(struct rpc_ep *ep, struct rpc_sreq *r)
 {
 	struct rpc_handler_slot h;
 	char msg[RPC_MSG_MAX + 1];
+	rpc_gate_fn gate;
+	void *gate_arg;
+	int rc;
 
 	pthread_mutex_lock(&ep->ep_lock);
 	h = ep->ep_handlers[r->sr_env->opcode];
+	gate = ep->ep_gate;
+	gate_arg = ep->ep_gate_arg;
 	pthread_mutex_unlock(&ep->ep_lock);
 	if (ep->ep_hstop) {
 		snprintf(msg, sizeof msg, "rpc server %s is shutting down",
@@ -177,6 +184,10 @@ static void srv_run(struct rpc_ep *ep, struct rpc_sreq *r)
 			 "its deadline in the queue", ep->ep_self,
 			 r->sr_env->opcode);
 		rpc_sreq_reply(r, -ETIMEDOUT, NULL, 0, msg);
+	} else if (gate != NULL &&
+		   (rc = gate(gate_arg, r->sr_env->opcode, rpc_sreq_epoch(r),
+			      msg, sizeof msg)) != 0) {
+		rpc_sreq_reply(r, rc, NULL, 0, msg);
 	} else {
 		h.hs_fn(r, h.hs_arg);
 	}
@@ -289,11 +300,28 @@ int rpc_handler_set(struct rpc_ep *ep, uint32_t opcode, rpc_handler_fn fn,
 	return 0;
 }
 
+int rpc_gate_set(struct rpc_ep *ep, rpc_gate_fn fn, void *arg)
+{
+	if (ep == NULL || !ep->ep_server)
+		return err_set(-EINVAL, "rpc_gate_set: %s endpoint",
+			       ep == NULL ? "NULL" : "client-only");
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_gate = fn;
+	ep->ep_gate_arg = arg;
+	pthread_mutex_unlock(&ep->ep_lock);
+	return 0;
+}
+
 /* ------------------------------------------------------------ requests */
 
 uint32_t rpc_sreq_opcode(const struct rpc_sreq *req)
 {
 	return req->sr_env->opcode;
+}
+
+uint64_t rpc_sreq_epoch(const struct rpc_sreq *req)
+{
+	return req->sr_env->has_map_epoch ? req->sr_env->map_epoch : 0;
 }
 
 const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len)
@@ -342,6 +370,8 @@ void rpc_sreq_reply(struct rpc_sreq *req, int rc, const void *body,
 	env.session = req->sr_env->session;
 	env.has_status = true;
 	env.status = rc > 0 || rc < -4095 ? -EPROTO : rc;
+	env.map_epoch = rpc_epoch_get();
+	env.has_map_epoch = env.map_epoch != 0;
 	if (msg != NULL) {
 		snprintf(m, sizeof m, "%s", msg);
 		env.message = m;

@@ -348,6 +348,61 @@ static void t_roundtrip(void)
 	rpc_ep_close(srv);
 }
 
+/* The gate of t_epoch: refuses OP_ECHO under map epoch 10, and records
+ * the last epoch a request carried. */
+static uint64_t gate_last = ~0ull;
+
+static int ut_gate(void *arg, uint32_t opcode, uint64_t epoch, char *msg,
+		   size_t size)
+{
+	gate_last = epoch;
+	if (opcode == OP_ECHO && epoch < *(uint64_t *)arg) {
+		snprintf(msg, size, "map epoch %llu is older than %llu",
+			 (unsigned long long)epoch,
+			 (unsigned long long)*(uint64_t *)arg);
+		return -EREMCHG;
+	}
+	return 0;
+}
+
+/* Map epochs: every request carries the process's, the gate sees it and
+ * may refuse the request before its handler runs, every reply carries the
+ * server's, and the highest seen is kept (docs/ha.md). */
+static void t_epoch(void)
+{
+	struct rpc_conf c = ut_conf();
+	uint16_t port;
+	struct rpc_ep *srv = ut_server(&c, &port), *cli = ut_client(&c);
+	struct rpc_peer *p = ut_connect(cli, port);
+	struct rpc_result res;
+	uint64_t floor = 10;
+
+	CU_ASSERT_EQUAL(rpc_gate_set(cli, ut_gate, &floor), -EINVAL);
+	CU_ASSERT_EQUAL(rpc_gate_set(srv, ut_gate, &floor), 0);
+	rpc_epoch_set(0);
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 2000, &res),
+			-EREMCHG);
+	CU_ASSERT_EQUAL(gate_last, 0);
+	CU_ASSERT(strstr(res.rr_msg, "map epoch 0 is older than 10") != NULL);
+	CU_ASSERT_EQUAL(res.rr_epoch, 0); /* the process has none yet */
+	rpc_epoch_set(9);
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "x", 1, NULL, 2000, &res),
+			-EREMCHG);
+	CU_ASSERT_EQUAL(gate_last, 9);
+	CU_ASSERT_EQUAL(res.rr_epoch, 9);
+	CU_ASSERT(rpc_epoch_seen() >= 9);
+	CU_ASSERT_EQUAL(rpc_call(p, RPC_OP_NOOP, NULL, 0, NULL, 2000, &res), 0);
+	rpc_epoch_set(12);
+	CU_ASSERT_EQUAL(rpc_call(p, OP_ECHO, "y", 1, NULL, 2000, &res), 0);
+	CU_ASSERT_EQUAL(gate_last, 12);
+	CU_ASSERT_EQUAL(res.rr_epoch, 12);
+	CU_ASSERT_EQUAL(res.rr_len, 1);
+	free(res.rr_body);
+	CU_ASSERT(rpc_epoch_seen() >= 12);
+	rpc_epoch_set(0);
+	rpc_ep_close(cli);
+	rpc_ep_close(srv);
+}
 
 /* Eight threads, each 150 synchronous echo calls, and 200 async NOOPs. */
 struct ut_thr {
@@ -1949,6 +2004,7 @@ int rpc_ut_add(void)
 	if (s == NULL)
 		return -1;
 	if (CU_add_test(s, "roundtrip", t_roundtrip) == NULL ||
+	    CU_add_test(s, "epoch", t_epoch) == NULL ||
 	    CU_add_test(s, "concurrent", t_concurrent) == NULL ||
 	    CU_add_test(s, "bulk", t_bulk) == NULL ||
 	    CU_add_test(s, "bufpool", t_bufpool) == NULL ||
