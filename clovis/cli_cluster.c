@@ -661,6 +661,9 @@ static int clu_obj_redo(struct clovis_op *op)
 	if (e->pe_rc == -EBUSY) {
 		/* as peers_call_ms() between its tries */
 		usleep(PEERS_BUSY_PAUSE_MS * 1000);
+	} else if (e->pe_rc == -EREMCHG) {
+		/* refused at the gate for its map epoch, nothing run: sent
+		 * again under the newer one (peers_epoch_adopt()) */
 	} else {
 		clu_obj_resend_note(r, e->pe_msg);
 		t0 = 1;
@@ -679,7 +682,7 @@ static void clu_obj_end(void *arg, struct peers_end *e)
 	int rc = e->pe_rc;
 
 	if (e->pe_unreachable || rc == -EBUSY ||
-	    (e->pe_answered && peers_rc_transport(rc))) {
+	    (e->pe_answered && (peers_rc_transport(rc) || rc == -EREMCHG))) {
 		free(e->pe_body);
 		ax->ax_end = *e;
 		ax->ax_end.pe_body = NULL;

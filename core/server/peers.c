@@ -586,6 +586,27 @@ void peers_retry_now(struct peers *p, uint32_t i)
 	pthread_mutex_unlock(&s->ps_lock);
 }
 
+/* Does this process follow the epochs servers answer with (a client), or
+ * take its own from the cluster map (a server: peers_epoch_follow())? */
+static bool epoch_follow = true;
+
+void peers_epoch_follow(bool follow)
+{
+	__atomic_store_n(&epoch_follow, follow, __ATOMIC_RELEASE);
+}
+
+bool peers_epoch_adopt(uint64_t epoch)
+{
+	uint64_t own = rpc_epoch_get();
+
+	if (!__atomic_load_n(&epoch_follow, __ATOMIC_ACQUIRE) || epoch <= own)
+		return false;
+	LOG_INFO("cluster map epoch %" PRIu64 " (was %" PRIu64 "): a server "
+		 "refused a request of the older one", epoch, own);
+	rpc_epoch_set(epoch);
+	return true;
+}
+
 int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	       size_t len, const struct rpc_bulk *bulk, struct rpc_result *res)
 {
@@ -615,7 +636,9 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		if (rc == 0)
 			rc = res->rr_status;
 		answered = res->rr_answered;
-		if (rc != -EBUSY || t == PEERS_BUSY_RETRIES)
+		if ((rc != -EBUSY && !(rc == -EREMCHG && answered &&
+				       peers_epoch_adopt(res->rr_epoch))) ||
+		    t == PEERS_BUSY_RETRIES)
 			break;
 		conn_put(c);
 		free(res->rr_body);
@@ -666,11 +689,16 @@ static void slot_mark_up_try(struct peer_slot *s, uint64_t sent_ms)
 
 static void peers_async_done(void *arg, struct rpc_result *res)
 {
+	/* The next call carries a newer epoch a refusal told (this one
+	 * ends with the refusal: its caller may retry it). */
+	if (res->rr_status == -EREMCHG && res->rr_answered)
+		peers_epoch_adopt(res->rr_epoch);
 	struct peers_acall a = *(struct peers_acall *)arg;
 	const struct clu_server *sv = &a.pa_p->p_conf->cc_servers[a.pa_i];
 	struct peer_slot *s = &a.pa_p->p_slots[a.pa_i];
 	struct peers_end e = {
 		.pe_rc = res->rr_status,
+
 		.pe_answered = res->rr_answered,
 		.pe_body = res->rr_body,
 		.pe_len = res->rr_len,

@@ -136,6 +136,20 @@ int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 void peers_call_failed(struct peers *p, const struct peers_end *e);
 
 /**
+ * Cluster map epochs (docs/ha.md, "Epochs and fencing").  A server whose
+ * map epoch is newer than a request's refuses it with -EREMCHG and answers
+ * with its own (rpc_result.rr_epoch).  A client process follows: it takes
+ * the newer epoch (rpc_epoch_set()) and peers_call() sends the request
+ * once more under it; an asynchronous call ends with the refusal, its
+ * caller may send it again.  A server process takes its epoch from the
+ * map only: its main calls peers_epoch_follow(false) before it starts.
+ * peers_epoch_adopt() takes epoch if following and newer than the
+ * process's: true if it did.
+ */
+void peers_epoch_follow(bool follow);
+bool peers_epoch_adopt(uint64_t epoch);
+
+/**
  * How many times server i went from answering to failing or back, as seen
  * by this table (monotonic).  A caller that remembers it knows whether the
  * server was unreachable at some moment since (index replicas, srv_idx.c).
