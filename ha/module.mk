@@ -1,3 +1,3 @@
 # ha/ — high availability (issue 28): the shared types (ha.h), the cluster
 # map in etcd, the event analyzer.  See ha/README.md.
-LIB_SRCS += ha/ha.c ha/etcd.c
+LIB_SRCS += ha/ha.c ha/etcd.c ha/map.c
