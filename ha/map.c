@@ -764,6 +764,13 @@ static int log_ok(const char *cluster, const char *log, const char *what)
 	return rc;
 }
 
+static _Atomic uint32_t log_keep = HA_HISTORY_MAX;
+
+void ha_log_keep_set(uint32_t n)
+{
+	log_keep = n == 0 || n > HA_HISTORY_MAX ? HA_HISTORY_MAX : n;
+}
+
 /* The key of entry seq of log. */
 static void log_key(char *buf, size_t size, const char *cluster,
 		    const char *log, uint64_t seq)
@@ -813,6 +820,7 @@ int ha_log_append(struct etcd *e, const char *cluster, const char *log,
 	snprintf(kind, sizeof kind, "seq/%s", log);
 	ha_key(ckey, sizeof ckey, cluster, kind);
 	for (unsigned t = 0; t < HA_LOG_TRIES; t++) {
+		uint32_t keep = log_keep;
 		size_t nops = 2;
 
 		rc = log_last(e, ckey, &last, &rev);
@@ -826,9 +834,9 @@ int ha_log_append(struct etcd *e, const char *cluster, const char *log,
 					  .eo_len = strlen(num)};
 		ops[1] = (struct etcd_op){.eo_key = ekey, .eo_value = json,
 					  .eo_len = strlen(json)};
-		if (last + 1 > HA_HISTORY_MAX) {
+		if (last + 1 > keep) {
 			log_key(okey, sizeof okey, cluster, log,
-				last + 1 - HA_HISTORY_MAX);
+				last + 1 - keep);
 			ops[nops++] = (struct etcd_op){.eo_key = okey,
 						       .eo_delete = true};
 		}

@@ -169,12 +169,17 @@ int ha_leader_resign(struct etcd *e, const char *cluster, const char *name);
  * "events" or "decisions" of cluster: the next seq is taken with a
  * transaction on the log's counter (race-safe between servers; retried
  * at most HA_LOG_TRIES times when another append took it first), and the
- * entry HA_HISTORY_MAX older is deleted in the same transaction.  Returns
+ * entry HA_HISTORY_MAX older (ha_log_keep_set) is deleted in the same
+ * transaction.  Returns
  * 0 with *seq (NULL: not wanted), -EINVAL (an unknown log, empty text),
  * -EBUSY when every try lost the race, or an etcd error.
  */
 int ha_log_append(struct etcd *e, const char *cluster, const char *log,
 		  const char *json, uint64_t *seq);
+
+/** Tests: keep n entries per log instead of HA_HISTORY_MAX (0: back to
+ *  HA_HISTORY_MAX; at most HA_HISTORY_MAX).  Process-wide. */
+void ha_log_keep_set(uint32_t n);
 
 /** ha_log_read's callback: one entry, in seq order; json is
  *  NUL-terminated and the function's (copy what is kept).  Nonzero ends
