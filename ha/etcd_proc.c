@@ -50,13 +50,38 @@ static pid_t pid_read(const char *dir, uint32_t j)
 	return (pid_t)p;
 }
 
+/* Is p a zombie (exited, not yet reaped by a parent that is not us:
+ * a member outlives its starter and is reaped by init, or by nobody in
+ * a container whose first process does not reap)? */
+static bool pid_zombie(pid_t p)
+{
+	char path[64], buf[512];
+	const char *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)p);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	rp = strrchr(buf, ')');
+	return rp != NULL && rp[1] == ' ' && rp[2] == 'Z';
+}
+
 /* Is p alive (reaping it first when it is our exited child)? */
 static bool pid_alive(pid_t p)
 {
 	if (p <= 0)
 		return false;
 	waitpid(p, NULL, WNOHANG);
-	return kill(p, 0) == 0 || errno != ESRCH;
+	if (kill(p, 0) != 0 && errno == ESRCH)
+		return false;
+	return !pid_zombie(p);
 }
 
 bool etcd_proc_alive(const char *dir, uint32_t j)
