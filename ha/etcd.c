@@ -947,6 +947,8 @@ static CURLcode wst_stream(struct wst *w, const char *ep, bool prefix)
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
 			 (long)w->w_e->et_timeout_ms);
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPIDLE, 5L);
+	curl_easy_setopt(c, CURLOPT_TCP_KEEPINTVL, 2L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http");
 	w->w_moved = false;
 	json_tokener_reset(w->w_tok);

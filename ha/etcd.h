@@ -203,7 +203,9 @@ typedef int (*etcd_watch_cb)(enum etcd_ev_type type,
  *     still there minus one, so the caller re-reads and watches again).
  * A broken stream (the member died) is re-opened on the next endpoint
  * from the revision after the last event delivered: no event is lost or
- * delivered twice.  *last_rev (NULL: not wanted) gets the revision of the
+ * delivered twice.  A member that goes silent without closing (a cut
+ * link) is noticed by TCP keep-alive (5 s idle, probes every 2 s: about
+ * 25 s), then likewise.  *last_rev (NULL: not wanted) gets the revision of the
  * last event delivered (or the revision watched from - 1 when none).
  * stop may be NULL (only cb ends it then).
  */

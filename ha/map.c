@@ -377,7 +377,8 @@ int ha_map_from_json(struct ha_map *m, const char *text, size_t len)
 		if (ns > HA_SERVERS_MAX)
 			rc = bad("servers", "more than HA_SERVERS_MAX (64)");
 	}
-	t != NULL ? t->hm_nr_servers = (uint32_t)ns : 0;
+	if (t != NULL)
+		t->hm_nr_servers = (uint32_t)ns;
 	for (size_t i = 0; rc == 0 && i < ns; i++) {
 		snprintf(path, sizeof path, "servers[%zu]", i);
 		rc = srv_from(json_object_array_get_idx(srvs, i), path,
