@@ -363,6 +363,47 @@ static int clu_secret(struct clu_px *p, const yaml_node_t *n)
 	return 0;
 }
 
+/*
+ * cluster.etcd: a list of 1..CLU_ETCD_MAX endpoints "http://HOST:PORT"
+ * (HOST and PORT as clu_hostport_parse reads them), each given once.
+ */
+static int clu_etcd(struct clu_px *p, const yaml_node_t *seq)
+{
+	struct clu_conf *c = p->px_c;
+	char key[32], host[CLU_HOST_MAX + 1];
+	uint16_t port;
+	size_t nr;
+
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return clu_fail(seq, "cluster.etcd", "expected a list of "
+				"endpoints (http://HOST:PORT)", NULL);
+	nr = (size_t)(seq->data.sequence.items.top -
+		      seq->data.sequence.items.start);
+	if (nr == 0 || nr > CLU_ETCD_MAX)
+		return clu_fail(seq, "cluster.etcd", "1 to 7 endpoints", NULL);
+	for (uint32_t i = 0; i < nr; i++) {
+		const yaml_node_t *n =
+			clu_node(p, seq->data.sequence.items.start[i]);
+		const char *u = clu_scalar(n);
+
+		snprintf(key, sizeof key, "cluster.etcd[%u]", i);
+		if (u == NULL)
+			return clu_fail(n, key, "expected a text value", NULL);
+		if (strncmp(u, "http://", 7) != 0 || strlen(u) > CLU_URL_MAX ||
+		    clu_hostport_parse(u + 7, host, sizeof host, &port) != 0)
+			return clu_fail(n, key, "expected http://HOST:PORT "
+					"(an IPv6 HOST in brackets; no path; "
+					"https is not supported)", u);
+		for (uint32_t j = 0; j < i; j++)
+			if (strcmp(c->cc_etcd[j], u) == 0)
+				return clu_fail(n, key, "endpoint given twice",
+						u);
+		snprintf(c->cc_etcd[i], sizeof c->cc_etcd[i], "%s", u);
+	}
+	c->cc_nr_etcd = (uint32_t)nr;
+	return 0;
+}
+
 /* One key of the cluster: mapping. */
 static int clu_cluster_key(struct clu_px *p, const char *k,
 			   const yaml_node_t *v, bool *seen_secret)
@@ -386,6 +427,8 @@ static int clu_cluster_key(struct clu_px *p, const char *k,
 		return clu_ms(v, "cluster.connect_timeout", &c->cc_connect_ms);
 	if (strcmp(k, "call_timeout") == 0)
 		return clu_ms(v, "cluster.call_timeout", &c->cc_call_ms);
+	if (strcmp(k, "etcd") == 0)
+		return clu_etcd(p, v);
 	if (strcmp(k, "secret") == 0 || strcmp(k, "secret_file") == 0) {
 		if (*seen_secret)
 			return clu_fail(v, "cluster.secret", "give secret or "
@@ -601,6 +644,8 @@ static int clu_server_key(struct clu_px *p, struct clu_server *s,
 				sizeof s->cs_nvram_dir);
 	if (strcmp(k, "meta_nvram") == 0)
 		return clu_bool(v, kk, &s->cs_meta_nvram);
+	if (strcmp(k, "enclosure") == 0)
+		return clu_name(v, kk, s->cs_enclosure);
 	if (strcmp(k, "devices") == 0) {
 		*devs = v;
 		return v->type == YAML_SEQUENCE_NODE ? 0 :

@@ -12,6 +12,7 @@
  *     index_replicas: 3            # R, default min(3, servers)
  *     connect_timeout: 2s          # default 2 s
  *     call_timeout: 30s            # default 30 s
+ *     etcd: [ "http://127.0.0.1:23790" ]  # optional: the HA cluster map
  *   servers:                       # 1..CLU_SERVERS_MAX
  *     - name: s0
  *       address: 127.0.0.1         # IPv4, IPv6 ("::1", quoted) or a host name
@@ -19,6 +20,7 @@
  *       data_dir: /var/lib/strata/s0
  *       nvram_dir: /dev/shm        # optional
  *       meta_nvram: true           # optional: metadata on nvram_dir
+ *       enclosure: rack1           # optional failure domain (HA)
  *       device_size: 64MiB         # optional (else the top-level one)
  *       devices: [ ... ]           # the store syntax (docs/configuration.md)
  *   device_size: 256MiB            # optional default for every server
@@ -64,6 +66,12 @@
 #define CLU_REPLICAS_MAX 8u
 /* Largest cluster file (read whole, and sent whole by CONF_GET). */
 #define CLU_TEXT_MAX (256u << 10)
+/* etcd endpoints of the HA cluster map: etcd advises at most 7 members
+ * (ETCD_ENDPOINTS_MAX, ha/ha_limits.h, is the same). */
+#define CLU_ETCD_MAX 7u
+/* One endpoint: "http://" + an IPv6 address in brackets or a host name
+ * (CLU_HOST_MAX) + ":65535". */
+#define CLU_URL_MAX (7u + 2u + CLU_HOST_MAX + 6u)
 
 /** One server of the cluster. */
 struct clu_server {
@@ -80,6 +88,9 @@ struct clu_server {
 	 *  cs_nvram_dir (ST_CONF_META_NVRAM) */
 	bool cs_meta_nvram;
 	char *cs_store_yaml;       /**< its store configuration (owned) */
+	/** Failure domain (servers[].enclosure); "" = its own (the HA map
+	 *  takes the server's name). */
+	char cs_enclosure[CLU_NAME_MAX + 1];
 	uint32_t cs_line;          /**< line of its entry in the file */
 };
 
@@ -94,6 +105,10 @@ struct clu_conf {
 	uint32_t cc_call_ms;
 	uint32_t cc_nr_servers;
 	struct clu_server *cc_servers; /**< owned */
+	/** cluster.etcd: the endpoints of the etcd that holds the HA cluster
+	 *  map ("http://HOST:PORT"); cc_nr_etcd 0 = no HA (no etcd key). */
+	uint32_t cc_nr_etcd;
+	char cc_etcd[CLU_ETCD_MAX][CLU_URL_MAX + 1];
 	char *cc_text;              /**< the file's text (owned; CONF_GET) */
 	size_t cc_text_len;
 };

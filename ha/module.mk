@@ -1,3 +1,4 @@
 # ha/ — high availability (issue 28): the shared types (ha.h), the cluster
 # map in etcd, the event analyzer.  See ha/README.md.
-LIB_SRCS += ha/ha.c
+LIB_SRCS += ha/ha.c ha/etcd.c ha/map.c ha/etcd_proc.c
+UT_SRCS += ha/ut/etcd_ut.c

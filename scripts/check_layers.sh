@@ -2,19 +2,23 @@
 # check_layers.sh [ROOT] — the include-direction check of `make check`
 # (issue 27 point 1).  Arrows go one way:
 #
-#   gateways -> clovis -> (layouts, dtm) -> core -> tiers -> ground
+#   gateways -> clovis -> (layouts, dtm, ha) -> core -> tiers -> ground
 #
 # A file of a room may include its own room's headers and those of any room
 # below it; the ground floor (core/errors.h, core/log.h, core/fault.h,
 # core/limits.h, core/types.h: ids, error codes, logging, fault points,
 # limits) is below every room.  Inside core, the transport (core/rpc/) is
 # below the engine (core/*.h), which is below the server daemon
-# (core/server/).  clovis/clovis.h, the public header, belongs to clovis:
-# nothing under core/, tiers/, layouts/ or dtm/ may include it.  LMDB is
+# (core/server/).  ha/ (the HA subsystem: the cluster map in etcd, the
+# event analyzer) is a room beside dtm/ and layouts/: above the engine, the
+# transport and the server daemon (core/ whole), below clovis/ (whose CLI
+# starts etcd and shows the map); it includes none of dtm/ or layouts/ and
+# they none of it.  clovis/clovis.h, the public header, belongs to clovis:
+# nothing under core/, tiers/, layouts/, dtm/ or ha/ may include it.  LMDB is
 # the engine's (core/*.c, core/meta.h): no other file, the server daemon
 # core/server/ included, includes <lmdb.h> or calls mdb_*(); they go
 # through core/meta_txn.h.  Nor does any file under core/, tiers/,
-# layouts/ or dtm/ use a clovis_ or CLOVIS_ identifier (code only:
+# layouts/, dtm/ or ha/ use a clovis_ or CLOVIS_ identifier (code only:
 # comments and string literals may name the API): they take the ground
 # floor's st_/ST_ twins (core/types.h, core/limits.h), and clovis/
 # converts at its boundary.
@@ -80,6 +84,7 @@ room_of() {
 	core/*) echo engine ;;
 	layouts/*) echo layouts ;;
 	dtm/*) echo dtm ;;
+	ha/*) echo ha ;;
 	clovis/*) echo clovis ;;
 	gateways/*) echo gateways ;;
 	*) echo other ;;
@@ -97,8 +102,9 @@ allowed() {
 	server:tiers | server:rpc | server:engine) return 0 ;;
 	layouts:tiers | layouts:rpc | layouts:engine) return 0 ;;
 	dtm:tiers | dtm:rpc | dtm:engine | dtm:server) return 0 ;;
+	ha:tiers | ha:rpc | ha:engine | ha:server) return 0 ;;
 	clovis:tiers | clovis:rpc | clovis:engine | clovis:server) return 0 ;;
-	clovis:layouts | clovis:dtm) return 0 ;;
+	clovis:layouts | clovis:dtm | clovis:ha) return 0 ;;
 	gateways:clovis) return 0 ;;
 	esac
 	return 1
@@ -141,7 +147,7 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 				seen="$seen $f:$inc"
 				continue
 			fi
-			echo "$f:$line: includes $inc: room $from may not include room $to (arrows: gateways -> clovis -> layouts, dtm -> core server -> engine -> rpc, tiers -> ground)"
+			echo "$f:$line: includes $inc: room $from may not include room $to (arrows: gateways -> clovis -> layouts, dtm, ha -> core server -> engine -> rpc, tiers -> ground)"
 			bad=1
 		done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[^"]*"|<lmdb\.h>)' "$dir/$f" |
 			 sed -E 's/^([0-9]+):[^"<]*["<]([^">]*)[">].*/\1:\2/')
@@ -159,7 +165,7 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 			fi ;;
 		esac
 		case "$from" in
-		ground | engine | rpc | server | tiers | layouts | dtm)
+		ground | engine | rpc | server | tiers | layouts | dtm | ha)
 			line=$(clovis_ident "$dir/$f")
 			if [ -n "$line" ]; then
 				echo "$f:${line%%:*}: uses ${line#*:}: room $from takes the ground floor's st_/ST_ names (core/types.h, core/limits.h), not clovis.h's"
@@ -167,7 +173,7 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 			fi ;;
 		esac
 		if [ "$bad" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
-	done < <(cd "$dir" && find core tiers layouts dtm clovis gateways \
+	done < <(cd "$dir" && find core tiers layouts dtm ha clovis gateways \
 		 -name '*.[ch]' 2>/dev/null | sort)
 	# a debt entry that no longer exists must leave the list
 	while IFS= read -r d; do
@@ -190,7 +196,7 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 if [ "${1:-}" = --self-test ]; then
 	t=$(mktemp -d)
 	trap 'rm -rf "$t"' EXIT
-	(cd "$(dirname "$0")/.." && tar cf - core tiers layouts dtm clovis gateways) |
+	(cd "$(dirname "$0")/.." && tar cf - core tiers layouts dtm ha clovis gateways) |
 		tar xf - -C "$t"
 	ok=0 bad=0
 	if out=$(check_tree "$t"); then
@@ -206,7 +212,10 @@ if [ "${1:-}" = --self-test ]; then
 		   "clovis/op.c:<lmdb.h>" "core/server/srv.c:<lmdb.h>" \
 		   "gateways/s3/s3_main.c:mdb_call" "core/server/srv_idx.c:mdb_call" \
 		   "core/server/server.c:mdb_call" \
-		   "core/obj.c:clovis_name" "dtm/term.c:clovis_name"; do
+		   "core/obj.c:clovis_name" "dtm/term.c:clovis_name" \
+		   "core/server/srv.c:ha/map.h" "ha/map.c:clovis/clovis.h" \
+		   "ha/map.c:dtm/dtm.h" "dtm/term.c:ha/map.h" \
+		   "ha/etcd.c:clovis_name"; do
 		f=${inj%%:*} h=${inj#*:}
 		cp "$t/$f" "$t/$f.orig"
 		case "$h" in

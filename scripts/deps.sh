@@ -8,6 +8,10 @@
 # dtx_bank_test.sh netns); awscli and s3cmd: the gateway's tests run
 # Debian's own clients (/usr/bin/aws, /usr/bin/s3cmd, tests/tools.sh);
 # python3-venv: .venv; curl: s3_presign.py fetches presigned URLs with it.
+# etcd-server, etcd-client: the HA cluster map's etcd (`strata cluster up`
+# starts one; ha/etcd_proc.h; etcdctl for looking at it by hand);
+# libcurl4-openssl-dev: the library's etcd client (ha/etcd.c) speaks
+# etcd's JSON gateway over HTTP with libcurl.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
@@ -15,7 +19,7 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
       libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
-      curl)
+      curl etcd-server etcd-client libcurl4-openssl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

@@ -23,6 +23,7 @@ int server_ut_add(void);
 int peers_ut_add(void);     /* called by server_ut_add() */
 int dtm_ut_add(void);
 int s3_ut_add(void);
+int etcd_ut_add(void);
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

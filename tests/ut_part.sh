@@ -3,8 +3,9 @@
 # ut_main, plain or ASan); its last line is the runner's "N passed, N failed".
 #
 #   net    the modules whose suites bind loopback ports (rpc: 42000-54049,
-#          peers: 54000-57049, server's strata-server: 57000-59999) and open
-#          shm endpoints: steps.list keeps them in group "ut"
+#          peers: 54000-57049, server's strata-server: 57000-59999, etcd:
+#          its etcd members on 7000-8999) and open shm endpoints:
+#          steps.list keeps them in group "ut"
 #   local  every other module: no port, no shm endpoint, no server; their
 #          steps share nothing (group "-")
 #   all    every module (what RUNNER alone runs)
@@ -15,7 +16,7 @@
 set -u
 run=${1:?usage: ut_part.sh RUNNER net|local|all}
 part=${2:?usage: ut_part.sh RUNNER net|local|all}
-net=rpc,server
+net=rpc,server,etcd
 local=core,tier,layout,clovis,clovis_bad,store,concurrency,stripe,smr,dtm,s3
 
 all=$("$run" -l) || { echo "ut_part.sh: $run -l failed"; echo "0 passed, 1 failed"; exit 1; }

@@ -10,6 +10,13 @@
  *   D/sI.status        what it is doing while it starts (strata-server
  *                      --status-file: "starting MIB TEXT", "serving ...",
  *                      "failed 0 MESSAGE"), removed at a clean stop
+ *   D/etcdJ/, D/etcdJ.pid, D/etcdJ.log, D/etcd.endpoints
+ *                      etcd member J of the HA cluster map (ha/etcd_proc.h:
+ *                      its data, pid file and log): --etcd-members M
+ *                      (default 1, none with --no-etcd); member J listens
+ *                      on 127.0.0.1, client port P+N+2J and peer port
+ *                      P+N+2J+1 (P --base-port, N --nodes), started before
+ *                      the servers and stopped after them
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +34,8 @@
 #include <unistd.h>
 
 #include "clovis/cli/cli.h"
+#include "core/errors.h"
+#include "ha/etcd_proc.h"
 
 /* Waits are bounded (CLU_UP_*_MS, CLU_DOWN_WAIT_MS: cli_limits.h). */
 
@@ -63,6 +72,35 @@ static int write_secret(struct cli *c, const char *dir)
 	return fclose(f) == 0 ? 0 : cli_sys(errno, "write '%s'", path);
 }
 
+/* The client port of etcd member j: after the servers' ports (the peer
+ * port is the next one). */
+static uint64_t etcd_port(const struct cli *c, uint64_t j)
+{
+	return c->c_base_port + c->c_nodes + 2 * j;
+}
+
+/* Start the etcd members of D (cluster up, before the servers) and wait
+ * until they serve (bounded: ha/etcd_proc.h). */
+static int etcd_up(struct cli *c, const char *dir)
+{
+	struct etcd_proc_conf ec = {.epc_dir = dir, .epc_host = "127.0.0.1",
+				    .epc_members = (uint32_t)c->c_etcd_members};
+	int rc;
+
+	for (uint32_t j = 0; j < ec.epc_members; j++) {
+		ec.epc_client[j] = (uint16_t)etcd_port(c, j);
+		ec.epc_peer[j] = (uint16_t)(etcd_port(c, j) + 1);
+	}
+	rc = etcd_proc_start(&ec);
+	if (rc != 0)
+		return cli_fail(c, rc, "start etcd: %s", err_msg());
+	if (!c->c_quiet)
+		printf("etcd of %u member%s up: http://127.0.0.1:%u%s\n",
+		       ec.epc_members, ec.epc_members > 1 ? "s" : "",
+		       ec.epc_client[0], ec.epc_members > 1 ? " ..." : "");
+	return 0;
+}
+
 /* D/cluster.yaml for N servers with emulated devices of 128 MiB (room
  * for a 64 MiB block on every tier; the SMR device 256 MiB: 64 MiB zones;
  * device files are fallocated).  The flash devices are lent to the other
@@ -90,6 +128,10 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 		fprintf(f, "  call_timeout: %ums\n", c->c_call_ms);
 	else
 		fprintf(f, "  call_timeout: 20s\n");
+	for (uint64_t j = 0; j < c->c_etcd_members; j++)
+		fprintf(f, "%s\"http://127.0.0.1:%" PRIu64 "\"%s", j == 0 ?
+			"  etcd: [ " : ", ", etcd_port(c, j),
+			j + 1 == c->c_etcd_members ? " ]\n" : "");
 	fprintf(f, "device_size: 128MiB\nservers:\n");
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)
@@ -421,13 +463,18 @@ int cmd_cluster_up(struct cli *c)
 		rc = write_secret(c, dir);
 	if (rc == 0)
 		rc = write_conf(c, dir, c->c_nvram_dir != NULL ? nv : NULL);
+	if (rc == 0 && c->c_etcd_members > 0) {
+		rc = etcd_up(c, dir);
+		started += rc == 0;
+	}
 	for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++) {
 		rc = start_server(c, dir, bin, i);
 		started += rc == 0;
 	}
 	if (rc == 0)
 		rc = wait_up(c, dir);
-	/* All or nothing: the servers that did start are stopped again. */
+	/* All or nothing: the servers and etcd members that did start are
+	 * stopped again. */
 	if (rc != 0 && started > 0) {
 		const char *dir_was = c->c_dir;
 
@@ -455,11 +502,27 @@ static pid_t read_pid(const char *path)
 	return (pid_t)p;
 }
 
+/* Stop D's etcd members (after the servers); say so when there were. */
+static void etcd_down(struct cli *c)
+{
+	uint32_t stopped = 0, killed = 0;
+
+	etcd_proc_stop(c->c_dir, &stopped, &killed);
+	if (c->c_quiet || stopped + killed == 0)
+		return;
+	printf("etcd: %u members stopped", stopped);
+	if (killed)
+		printf(", %u killed after %u s", killed,
+		       ETCD_PROC_STOP_MS / 1000);
+	printf("\n");
+}
+
 /*
  * strata cluster down: SIGTERM to every server with a pid file, all at
  * once (each drains and closes its store on its own, as when an init
  * system stops them), then wait for all of them together; SIGKILL to
- * those still there CLU_DOWN_WAIT_MS after the signal.
+ * those still there CLU_DOWN_WAIT_MS after the signal.  Then the etcd
+ * members of D, the same way (etcd_proc_stop).
  */
 int cmd_cluster_down(struct cli *c)
 {
@@ -498,6 +561,7 @@ int cmd_cluster_down(struct cli *c)
 	if (killed && !c->c_quiet)
 		printf(", %d killed after %d s\n", killed,
 		       CLU_DOWN_WAIT_MS / 1000);
+	etcd_down(c);
 	return 0;
 }
 

@@ -19,7 +19,7 @@
 static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
 	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
-	  "[--call-timeout T]",
+	  "[--call-timeout T] [--etcd-members M | --no-etcd]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
@@ -28,12 +28,17 @@ static const struct cli_cmd cmds[] = {
 	  "server's NVRAM directory (its NVRAM device; with --meta-nvram its "
 	  "metadata) is NV/sI instead of D/sI, e.g. NV on /dev/shm.  "
 	  "--call-timeout T: the cluster file's call_timeout (servers and "
-	  "clients), e.g. 3s or 500ms, instead of 20s." },
+	  "clients), e.g. 3s or 500ms, instead of 20s.  An etcd of M members "
+	  "(default 1; 1, 3, 5 or 7) is started first for the HA cluster "
+	  "map (data, pid files and logs D/etcdJ*; member J's client port "
+	  "P+N+2J, its peer port P+N+2J+1) and named in the cluster file "
+	  "(cluster.etcd); --no-etcd starts none (no HA)." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
 	  "SIGTERM to all of them at once (each drains and closes its "
-	  "store), then SIGKILL to those still there after 15 seconds." },
+	  "store), then SIGKILL to those still there after 15 seconds; then "
+	  "its etcd members the same way (10 seconds)." },
 	{ "cluster", "status", 0, 0, CO_CLUSTER, false, cmd_cluster_status,
 	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
 	  "Show each server (up or down, uptime, requests served, malformed "
@@ -187,7 +192,7 @@ enum opt_id {
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
-	O_NVRAM_DIR, O_CALL_TIMEOUT, O_NR
+	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -235,6 +240,8 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_META_NVRAM] = { "meta-nvram", 0, 0, false },
 	[O_NVRAM_DIR] = { "nvram-dir", 0, CO_CLUSTER, true },
 	[O_CALL_TIMEOUT] = { "call-timeout", 0, CO_CLUSTER, true },
+	[O_ETCD_MEMBERS] = { "etcd-members", 0, CO_CLUSTER, true },
+	[O_NO_ETCD] = { "no-etcd", 0, CO_CLUSTER, false },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -834,10 +841,20 @@ static int apply_opts(struct cli *c, const struct raw *r)
 	    (!cli_parse_u64(r->r_val[O_NODES], &c->c_nodes) ||
 	     c->c_nodes == 0 || c->c_nodes > 16))
 		rc = cli_usage(c, "--nodes: 1 to 16");
+	c->c_etcd_members = r->r_set[O_NO_ETCD] ? 0 : 1;
+	if (rc == 0 && r->r_set[O_NO_ETCD] && r->r_set[O_ETCD_MEMBERS])
+		rc = cli_usage(c, "--etcd-members and --no-etcd: one or the "
+			       "other");
+	if (rc == 0 && r->r_set[O_ETCD_MEMBERS] &&
+	    (!cli_parse_u64(r->r_val[O_ETCD_MEMBERS], &c->c_etcd_members) ||
+	     c->c_etcd_members % 2 == 0 || c->c_etcd_members > 7))
+		rc = cli_usage(c, "--etcd-members: 1, 3, 5 or 7");
 	if (rc == 0 && r->r_set[O_BASE_PORT] &&
 	    (!cli_parse_u64(r->r_val[O_BASE_PORT], &c->c_base_port) ||
-	     c->c_base_port < 1024 || c->c_base_port + c->c_nodes > 65535))
-		rc = cli_usage(c, "--base-port: 1024..65535 minus the nodes");
+	     c->c_base_port < 1024 || c->c_base_port + c->c_nodes +
+	     2 * c->c_etcd_members > 65536))
+		rc = cli_usage(c, "--base-port: 1024..65535 minus the nodes "
+			       "and two ports per etcd member");
 	if (rc == 0 && r->r_set[O_DEV_SIZE]) {
 		dev_set = cli_parse_size(r->r_val[O_DEV_SIZE], &c->c_dev_size);
 		if (!dev_set)

@@ -68,7 +68,7 @@ cl_diag() {
 cl_cleanup() {
 	local f
 	[ "${fail:-0}" -gt 0 ] && cl_diag
-	for f in "$D"/s*.pid; do
+	for f in "$D"/s*.pid "$D"/etcd*.pid; do
 		[ -f "$f" ] || continue
 		kill -CONT "$(cat "$f")" 2>/dev/null
 		kill -9 "$(cat "$f")" 2>/dev/null

@@ -13,6 +13,10 @@
 #   3. stall: srv.start.stall.s0 keeps s0 still with no progress: with the
 #      progress window shortened to 8 s (STRATA_TEST_UP_STALL_MS), cluster
 #      up fails naming s0 and what it last reported.
+# Each cluster up also starts one etcd member (HA cluster map) on the two
+# ports after the servers' (PORT+2, PORT+3): checked in 1 (named in the
+# cluster file, alive, stopped by cluster down) and in 2 and 3 (stopped
+# again when cluster up fails: none_left counts D/etcd*.pid too).
 # Ports: base 16000-19999 from the PID (group pa, tests/steps.list).
 # Ends with "N passed, N failed".
 set -u
@@ -38,7 +42,7 @@ up() {
 # No process of D's servers is left (every pid file's process gone).
 none_left() {
 	local f
-	for f in "$D"/s*.pid; do
+	for f in "$D"/s*.pid "$D"/etcd*.pid; do
 		[ -f "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && return 1
 	done
 	return 0
@@ -56,8 +60,18 @@ check "both servers report serving" \
 	test "$(cat "$D"/s*.status 2>/dev/null | grep -c '^serving 0 127.0.0.1:')" -eq 2
 timeout 20 "$S" cluster status --dir "$D" >"$T/st" 2>&1
 check "status: 2 up" grep -q "servers: 2 up, 0 down" "$T/st"
+check "the cluster file names its etcd (port $((PORT + 2)))" \
+	grep -qF "etcd: [ \"http://127.0.0.1:$((PORT + 2))\" ]" "$D/cluster.yaml"
+check "its etcd member runs" kill -0 "$(cat "$D/etcd0.pid" 2>/dev/null)"
+epid=$(cat "$D/etcd0.pid" 2>/dev/null)
 timeout 60 "$S" cluster down --dir "$D" >"$T/down" 2>&1
 check "cluster down" grep -q "^2 servers stopped" "$T/down"
+check "cluster down stops etcd after the servers" \
+	grep -q "^etcd: 1 members stopped" "$T/down"
+# gone, or a zombie that init has not reaped yet
+est=$(awk '{print $3}' "/proc/${epid:-0}/stat" 2>/dev/null)
+check "its etcd process is gone" test -n "$epid" -a "${est:-gone}" != R \
+	-a "${est:-gone}" != S -a "${est:-gone}" != D
 check "a clean stop removes the status files" \
 	test -z "$(ls "$D"/s*.status 2>/dev/null)"
 

@@ -54,7 +54,7 @@ spid() { cat "$D/s$1.pid" 2>/dev/null; }
 cleanup() {
 	local f p
 	for p in "${CPID[@]:-}"; do [ -n "$p" ] && kill -9 "$p" 2>/dev/null; done
-	for f in "$D"/s*.pid; do
+	for f in "$D"/s*.pid "$D"/etcd*.pid; do
 		[ -f "$f" ] || continue
 		kill -9 "$(cat "$f")" 2>/dev/null
 	done

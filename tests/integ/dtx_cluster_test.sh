@@ -87,7 +87,7 @@ spid() { cat "$D/s$1.pid" 2>/dev/null; }
 
 cleanup() {
 	local f
-	for f in "$D"/s*.pid; do
+	for f in "$D"/s*.pid "$D"/etcd*.pid; do
 		[ -f "$f" ] || continue
 		kill -9 "$(cat "$f")" 2>/dev/null
 	done

@@ -39,7 +39,7 @@ finish() { echo "$pass passed, $fail failed"; [ "$fail" -eq 0 ]; exit; }
 cleanup() {
 	local f
 	[ -n "$gw_pid" ] && kill -9 "$gw_pid" 2>/dev/null
-	for f in "$D"/s*.pid; do
+	for f in "$D"/s*.pid "$D"/etcd*.pid; do
 		[ -f "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null
 	done
 	rm -rf "$T"

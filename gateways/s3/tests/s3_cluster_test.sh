@@ -46,7 +46,7 @@ no() { fail=$((fail + 1)); echo "FAIL $*"; }
 cleanup() {
 	local f
 	[ -n "$gw_pid" ] && kill -9 "$gw_pid" 2>/dev/null
-	for f in "$D"/s*.pid; do
+	for f in "$D"/s*.pid "$D"/etcd*.pid; do
 		[ -f "$f" ] || continue
 		kill -CONT "$(cat "$f")" 2>/dev/null
 		kill -9 "$(cat "$f")" 2>/dev/null
