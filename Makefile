@@ -20,7 +20,7 @@ BUILD ?= build$(if $(SAN),-$(SAN))$(if $(COV),-cov)
 PREFIX ?= /usr/local
 VERSION := 0.1.0
 
-PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric libcrypto
+PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric libcrypto json-c
 TEST_PKGS := cunit
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(TEST_PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)

@@ -96,6 +96,9 @@ struct ha_map {
 	 *  of its pools' layouts; the freeze rule compares with it). */
 	uint32_t hm_tolerance;
 	bool hm_frozen;
+	/** When it froze (wall-clock ms; 0 while not frozen): an operator's
+	 *  thaw counts only if it came after (ha/analyzer.h, rule thaw). */
+	uint64_t hm_frozen_ms;
 	char hm_alert[HA_TEXT_MAX + 1];
 	char hm_leader[HA_NAME_MAX + 1]; /**< the analyzer's server, "" */
 	uint32_t hm_nr_servers;

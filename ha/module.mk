@@ -1,3 +1,7 @@
 # ha/ — high availability (issue 28): the shared types (ha.h), the cluster
 # map in etcd, the event analyzer.  See ha/README.md.
 LIB_SRCS += ha/ha.c
+# The event analyzer (pure decide, apply, replay) and the JSON codec of
+# events, decisions and the replay file (json-c).
+LIB_SRCS += ha/analyzer.c ha/ha_json.c
+UT_SRCS += ha/ut/analyzer_ut.c

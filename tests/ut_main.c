@@ -33,6 +33,7 @@ static const struct ut_module {
 	{"server", server_ut_add},
 	{"dtm", dtm_ut_add},
 	{"s3", s3_ut_add},
+	{"analyzer", analyzer_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)
