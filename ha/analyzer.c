@@ -134,6 +134,7 @@ struct dview {
 	uint64_t dv_down_ms;
 	bool dv_replaced;       /* the newest word is OP_REPLACE */
 	uint64_t dv_errs_from;  /* errors before this are forgotten */
+	uint32_t dv_last_err;   /* index + 1 of its newest DEV_IOERR, 0 */
 	enum ha_ev_kind dv_job;
 	uint64_t dv_job_ms, dv_job_id;
 };
@@ -146,6 +147,8 @@ struct ctx {
 	struct ha_map *w;       /* working copy */
 	struct sview *sv;       /* [hm_nr_servers] */
 	struct dview *dv;       /* [hm_nr_servers * HA_DEVS_MAX] */
+	uint32_t *prev_err;     /* [nr_ev]: a DEV_IOERR's previous one's
+				 * index + 1 (same device), 0 */
 	uint64_t thaw_ms;       /* newest OP_THAW, 0 */
 	uint64_t deadline;      /* earliest wait, UINT64_MAX */
 	struct ha_decision *out;
@@ -278,16 +281,18 @@ static void episode(struct ctx *c, struct sview *v, uint64_t t)
 
 /* One event about server s (he_dev "") into its view. */
 static void srv_walk_one(struct ctx *c, struct sview *v, uint64_t *cur_inc,
-			 const struct ha_event *e)
+			 uint64_t cur_job, const struct ha_event *e)
 {
 	bool st_stale = e->he_incarnation && e->he_incarnation < *cur_inc;
 	bool ep_stale = e->he_incarnation && e->he_incarnation < v->sv_ep_inc;
 	uint64_t t = e->he_time_ms;
 
 	if (is_job(e->he_kind)) {
-		v->sv_job = e->he_kind;
-		v->sv_job_ms = t;
-		v->sv_job_id = e->he_job;
+		if (cur_job == 0 || e->he_job == cur_job) {
+			v->sv_job = e->he_kind;
+			v->sv_job_ms = t;
+			v->sv_job_id = e->he_job;
+		}
 		return;
 	}
 	if (st_stale && !is_op(e->he_kind)) {
@@ -362,33 +367,39 @@ static void srv_walk_one(struct ctx *c, struct sview *v, uint64_t *cur_inc,
 }
 
 /* One event about device d of a server into its view; i is its index in
- * the history (for the error window). */
-static void dev_walk_one(struct ctx *c, struct dview *v, uint32_t i)
+ * the history (for the error window), cur_job the device's running job. */
+static void dev_walk_one(struct ctx *c, struct dview *v, uint32_t i,
+			 uint64_t cur_job)
 {
 	const struct ha_event *e = &c->ev[i];
 	uint64_t t = e->he_time_ms, sum = 0;
 
 	if (is_job(e->he_kind)) {
-		v->dv_job = e->he_kind;
-		v->dv_job_ms = t;
-		v->dv_job_id = e->he_job;
+		if (cur_job == 0 || e->he_job == cur_job) {
+			v->dv_job = e->he_kind;
+			v->dv_job_ms = t;
+			v->dv_job_id = e->he_job;
+		}
 		return;
 	}
 	burst_note(t, c->r->hr_quiet_ms, &v->dv_any, &v->dv_last_ms,
 		   &v->dv_burst_ms, &v->dv_last_op, is_op(e->he_kind));
 	switch (e->he_kind) {
 	case HA_EV_DEV_IOERR:
+		/* chain the device's errors through the history, newest
+		 * first: at most hr_ioerr_count of them reach the count */
+		c->prev_err[i] = v->dv_last_err;
+		v->dv_last_err = i + 1;
 		if (v->dv_down)
 			break;
-		for (uint32_t j = 0; j <= i; j++) {
-			const struct ha_event *f = &c->ev[j];
-			if (f->he_kind == HA_EV_DEV_IOERR &&
-			    strcmp(f->he_target, e->he_target) == 0 &&
-			    strcmp(f->he_dev, e->he_dev) == 0 &&
-			    f->he_time_ms >= v->dv_errs_from &&
-			    f->he_time_ms <= t &&
-			    f->he_time_ms + c->r->hr_ioerr_window_ms > t)
-				sum += f->he_count;
+		for (uint32_t j = i + 1, k = 0; j != 0 &&
+		     k < c->r->hr_ioerr_count; j = c->prev_err[j - 1], k++) {
+			const struct ha_event *f = &c->ev[j - 1];
+			if (f->he_time_ms < v->dv_errs_from ||
+			    f->he_time_ms > t ||
+			    f->he_time_ms + c->r->hr_ioerr_window_ms <= t)
+				break;
+			sum += f->he_count ? f->he_count : 1;
 		}
 		if (sum >= c->r->hr_ioerr_count) {
 			v->dv_down = v->dv_ioerr = true;
@@ -442,7 +453,8 @@ static void views_build(struct ctx *c)
 		    (s = srv_find(m, e->he_target)) < 0)
 			continue;
 		if (e->he_dev[0] == '\0') {
-			srv_walk_one(c, &c->sv[s], &cur_inc[s], e);
+			srv_walk_one(c, &c->sv[s], &cur_inc[s],
+				     m->hm_servers[s].hs_job, e);
 			continue;
 		}
 		d = dev_find(&m->hm_servers[s], e->he_dev);
@@ -451,7 +463,8 @@ static void views_build(struct ctx *c)
 		/* a device event of an older run of its server is stale */
 		if (e->he_incarnation && e->he_incarnation < cur_inc[s])
 			continue;
-		dev_walk_one(c, &c->dv[s * HA_DEVS_MAX + d], i);
+		dev_walk_one(c, &c->dv[s * HA_DEVS_MAX + d], i,
+			     m->hm_servers[s].hs_devs[d].hd_job);
 	}
 	for (uint32_t s = 0; s < m->hm_nr_servers; s++) {
 		struct sview *v = &c->sv[s];
@@ -599,16 +612,18 @@ static int went_down(struct ctx *c, const char *srv, const char *dev,
 	return take(c, HA_DEC_SET_STATE, srv, dev, HA_FAILED, rule, "%s", why);
 }
 
-/* A job's end about a target in REPAIRING or REBALANCING. */
+/* A job's end about a target in REPAIRING or REBALANCING running job
+ * cur (0: unknown, then any job's end not older than since counts). */
 static int job_end(struct ctx *c, const char *srv, const char *dev,
-		   enum ha_state st, uint64_t since, enum ha_ev_kind job,
-		   uint64_t job_ms, uint64_t job_id)
+		   enum ha_state st, uint64_t since, uint64_t cur,
+		   enum ha_ev_kind job, uint64_t job_ms, uint64_t job_id)
 {
 	char alert[HA_TEXT_MAX + 1];
 	const char *what = st == HA_REPAIRING ? "repair" : "rebalance";
 
 	if ((st != HA_REPAIRING && st != HA_REBALANCING) ||
-	    job == HA_EV_KIND_NR || job_ms < since)
+	    job == HA_EV_KIND_NR || (cur != 0 && job_id != cur) ||
+	    (cur == 0 && job_ms < since))
 		return 0;
 	if (job == HA_EV_JOB_DONE)
 		return take(c, HA_DEC_SET_STATE, srv, dev,
@@ -662,8 +677,8 @@ static int srv_step(struct ctx *c, uint32_t i)
 	const char *n = s->hs_name;
 	int rc;
 
-	rc = job_end(c, n, "", st, s->hs_since_ms, v->sv_job, v->sv_job_ms,
-		     v->sv_job_id);
+	rc = job_end(c, n, "", st, s->hs_since_ms, s->hs_job, v->sv_job,
+		     v->sv_job_ms, v->sv_job_id);
 	if (rc)
 		return rc;
 	if ((st == HA_ONLINE || st == HA_TRANSIENT || st == HA_FAILED ||
@@ -744,8 +759,8 @@ static int dev_step(struct ctx *c, uint32_t i, uint32_t d)
 
 	if (s->hs_state != HA_ONLINE)
 		return 0;
-	rc = job_end(c, n, dn, st, dv->hd_since_ms, v->dv_job, v->dv_job_ms,
-		     v->dv_job_id);
+	rc = job_end(c, n, dn, st, dv->hd_since_ms, dv->hd_job, v->dv_job,
+		     v->dv_job_ms, v->dv_job_id);
 	if (rc)
 		return rc;
 	if (!settled(c, v->dv_any, v->dv_last_ms, v->dv_burst_ms,
@@ -801,7 +816,9 @@ static int analyze(struct ctx *c, const struct ha_map *map)
 	c->w = malloc(sizeof *c->w);
 	c->sv = calloc(HA_SERVERS_MAX, sizeof *c->sv);
 	c->dv = calloc((size_t)HA_SERVERS_MAX * HA_DEVS_MAX, sizeof *c->dv);
-	if (c->w == NULL || c->sv == NULL || c->dv == NULL) {
+	c->prev_err = calloc(c->nr_ev + 1, sizeof *c->prev_err);
+	if (c->w == NULL || c->sv == NULL || c->dv == NULL ||
+	    c->prev_err == NULL) {
 		rc = err_set(-ENOMEM, "ha analyzer: no memory for its views");
 		goto out;
 	}
@@ -816,6 +833,7 @@ out:
 	free(c->w);
 	free(c->sv);
 	free(c->dv);
+	free(c->prev_err);
 	return rc;
 }
 
@@ -850,7 +868,7 @@ int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
 {
 	enum ha_state st = d->hd_state;
 	enum ha_state *pst = NULL;
-	uint64_t *psince = NULL;
+	uint64_t *psince = NULL, *pjob = NULL;
 
 	if ((unsigned)d->hd_kind >= HA_DEC_KIND_NR)
 		return err_set(-EINVAL, "ha decision %llu: kind %d is not one",
@@ -865,6 +883,7 @@ int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
 				       d->hd_target);
 		pst = &map->hm_servers[s].hs_state;
 		psince = &map->hm_servers[s].hs_since_ms;
+		pjob = &map->hm_servers[s].hs_job;
 		if (d->hd_dev[0]) {
 			k = dev_find(&map->hm_servers[s], d->hd_dev);
 			if (k < 0)
@@ -875,6 +894,7 @@ int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
 					       d->hd_dev, d->hd_target);
 			pst = &map->hm_servers[s].hs_devs[k].hd_state;
 			psince = &map->hm_servers[s].hs_devs[k].hd_since_ms;
+			pjob = &map->hm_servers[s].hs_devs[k].hd_job;
 		}
 		if (d->hd_kind == HA_DEC_JOB_REPAIR)
 			st = HA_REPAIRING;
@@ -886,6 +906,7 @@ int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
 				       (int)st);
 		*pst = st;
 		*psince = now_ms;
+		*pjob = d->hd_kind == HA_DEC_SET_STATE ? 0 : d->hd_job;
 	} else if (d->hd_kind == HA_DEC_FREEZE) {
 		map->hm_frozen = true;
 		map->hm_frozen_ms = now_ms;

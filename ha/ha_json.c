@@ -391,7 +391,7 @@ int ha_decision_parse(const char *text, struct ha_decision *d)
 static int dev_read(struct json_object *o, struct ha_srv *s, uint32_t j)
 {
 	static const char *const keys[] = { "name", "state", "since_ms",
-		NULL };
+		"job", NULL };
 	struct ha_dev *d = &s->hs_devs[j];
 	char w[2 * HA_NAME_MAX + 32];
 	int st = HA_ONLINE, rc;
@@ -418,6 +418,8 @@ static int dev_read(struct json_object *o, struct ha_srv *s, uint32_t j)
 	d->hd_state = st;
 	if (rc == 0)
 		rc = get_u64(o, w, "since_ms", false, &d->hd_since_ms);
+	if (rc == 0)
+		rc = get_u64(o, w, "job", false, &d->hd_job);
 	for (uint32_t k = 0; rc == 0 && k < j; k++)
 		if (strcmp(s->hs_devs[k].hd_name, d->hd_name) == 0)
 			rc = err_set(-EINVAL, "map: server %s: device '%s' "
@@ -428,7 +430,8 @@ static int dev_read(struct json_object *o, struct ha_srv *s, uint32_t j)
 static int srv_read(struct json_object *o, struct ha_map *m, uint32_t i)
 {
 	static const char *const keys[] = { "name", "enclosure", "address",
-		"port", "state", "since_ms", "incarnation", "devices", NULL };
+		"port", "state", "since_ms", "job", "incarnation", "devices",
+		NULL };
 	struct ha_srv *s = &m->hm_servers[i];
 	struct json_object *devs;
 	char w[64];
@@ -463,6 +466,8 @@ static int srv_read(struct json_object *o, struct ha_map *m, uint32_t i)
 	s->hs_state = st;
 	if (rc == 0)
 		rc = get_u64(o, w, "since_ms", false, &s->hs_since_ms);
+	if (rc == 0)
+		rc = get_u64(o, w, "job", false, &s->hs_job);
 	if (rc == 0)
 		rc = get_u64(o, w, "incarnation", false, &s->hs_incarnation);
 	if (rc != 0 || !json_object_object_get_ex(o, "devices", &devs))

@@ -30,9 +30,9 @@
  *      "frozen_ms": 0, "alert": "", "leader": "",
  *      "servers": [{"name": "s0", "enclosure": "e0", "address": "a",
  *                   "port": 21000, "state": "ONLINE", "since_ms": 0,
- *                   "incarnation": 1,
+ *                   "job": 0, "incarnation": 1,
  *                   "devices": ["d0", {"name": "d1", "state": "FAILED",
- *                                      "since_ms": 0}]}]}
+ *                                      "since_ms": 0, "job": 0}]}]}
  *     required: tolerance, servers (each with a unique name).  Without a
  *     map, one is made from the events: every server named as a target or
  *     reporter ("operator" excepted), each its own enclosure, with the

@@ -237,6 +237,7 @@ static const struct ha_case cases[] = {
 	"35000 job SET_STATE s1/d0 ONLINE" } },
 { "ioerr_below", "tol=1 s0@e0[d0] s1@e1[d0]", {
 	"10000 DEV_IOERR s1 s1/d0 count=1",
+	"11000 DEV_IOERR s0 s0/d0 count=1",
 	"12000 DEV_IOERR s1 s1/d0 count=1",
 	"25000 DEV_IOERR s1 s1/d0 count=1",
 	"40000 DEV_IOERR s1 s1/d0 count=2" }, { NULL } },
@@ -327,17 +328,22 @@ static const struct ha_case cases[] = {
 	"32100 SRV_LEASE_EXPIRED s0 s1 inc=5" }, {
 	"21000 server-down SET_STATE s1 FAILED",
 	"25000 return SET_STATE s1 ONLINE" } },
-/* a failed repair: alert, FAILED again, repaired again after the delay */
+/* a failed repair: alert, FAILED again, repaired again after the delay;
+ * the end of the old job, late, counts for nothing */
 { "job_failed", "tol=1 s0@e0 s1@e1 s2@e2", {
 	"10000 SRV_EXIT s0 s1",
-	"20000 JOB_FAILED - s1 job=3" }, {
+	"20000 JOB_FAILED - s1 job=3",
+	"26000 JOB_DONE - s1 job=3",
+	"30000 JOB_DONE - s1 job=7",
+	"31000 JOB_DONE - s1 job=3" }, {
 	"11000 server-down SET_STATE s1 FAILED",
 	"16000 down-out SET_STATE s1 OUT",
 	"16000 repair JOB_REPAIR s1 REPAIRING",
 	"20000 job ALERT s1 REPAIRING",
 	"20000 job SET_STATE s1 FAILED",
 	"25000 down-out SET_STATE s1 OUT",
-	"25000 repair JOB_REPAIR s1 REPAIRING" } },
+	"25000 repair JOB_REPAIR s1 REPAIRING",
+	"30000 job SET_STATE s1 REPAIRED" } },
 /* operator: drain, add back, add a new server, fail a device at once,
  * replace it before its repair */
 { "operator", "tol=2 s0@e0[d0] s1@e1 s2@e2 s3@e3", {
