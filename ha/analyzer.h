@@ -101,14 +101,26 @@
  *    decides nothing: taking it out of the map is the operator tool's
  *    map edit (ha/map.h).
  *  job: JOB_DONE / JOB_FAILED count for a target in REPAIRING or
- *    REBALANCING when not older than its hs_since_ms/hd_since_ms (the
- *    last one wins).  A running job whose target leaves those states (or
+ *    REBALANCING when they name its running job (hs_job/hd_job; when that
+ *    is 0, any job's end not older than hs_since_ms/hd_since_ms; the last
+ *    one wins).  A running job whose target leaves those states (or
  *    whose map freezes) is stopped by its runner, which follows the map:
  *    the rules emit no JOB_PAUSE or JOB_ABORT.
  *
  * The devices of a server that is not ONLINE follow their server: no
  * device rule runs for them.  Events about a server or device the map does
- * not list are ignored.
+ * not list are ignored.  A DEV_IOERR with he_count 0 counts as one error.
+ *
+ * The history to pass.  The rules look back at most hr_flap_period_ms,
+ * hr_report_ttl_ms and hr_ioerr_window_ms, except for targets the map
+ * holds away from ONLINE, whose return (a SRV_JOINED, OP_ADD, OP_REPLACE)
+ * and drain are read from the history: the caller keeps every event newer
+ * than the longest of those windows, every event about a target that is
+ * not ONLINE in the map, and the newest OP_THAW.
+ *
+ * Cost: one call walks the history once, finding each event's server and
+ * device by name: O(events x servers); ha_replay() calls it at least once
+ * per event.
  */
 #ifndef STRATA_HA_ANALYZER_H
 #define STRATA_HA_ANALYZER_H
@@ -180,8 +192,9 @@ uint64_t ha_next_deadline(const struct ha_rules *r, const struct ha_event *ev,
 
 /**
  * Apply decision d to map (a copy the caller owns): SET_STATE sets the
- * target's (server's or device's) state; JOB_REPAIR makes it REPAIRING,
- * JOB_REBALANCE REBALANCING (each also sets the since time to now_ms);
+ * target's (server's or device's) state and clears its job; JOB_REPAIR
+ * makes it REPAIRING, JOB_REBALANCE REBALANCING, with hd_job as its
+ * running job (hs_job/hd_job); each sets the since time to now_ms;
  * FREEZE sets hm_frozen, hm_frozen_ms and hm_alert (d's reason); THAW
  * clears them; ALERT sets hm_alert; JOB_PAUSE and JOB_ABORT change no
  * state.  Every decision bumps hm_epoch by one.  Returns 0; -ENOENT when
