@@ -29,7 +29,7 @@ void ha_rules_init_defaults(struct ha_rules *r)
 		.hr_quiet_ms = 10000,
 		.hr_merge_max_ms = 60000,
 		.hr_min_reporters = 2,
-		.hr_report_ttl_ms = 60000,
+		.hr_report_ttl_ms = 120000,
 		.hr_ioerr_count = 3,
 		.hr_ioerr_window_ms = 60000,
 		.hr_flap_count = 5,
@@ -82,6 +82,17 @@ int ha_rules_check(const struct ha_rules *r)
 			return err_set(-EINVAL, "ha rules: %s must be > 0",
 				       f[i].name);
 	}
+	if (r->hr_report_ttl_ms <= r->hr_merge_max_ms)
+		return err_set(-EINVAL, "ha rules: hr_report_ttl_ms (%llu) must "
+			       "exceed hr_merge_max_ms (%llu): a reporter "
+			       "quorum must outlive the longest merge",
+			       (unsigned long long)r->hr_report_ttl_ms,
+			       (unsigned long long)r->hr_merge_max_ms);
+	if (r->hr_quiet_ms > r->hr_merge_max_ms)
+		return err_set(-EINVAL, "ha rules: hr_quiet_ms (%llu) must not "
+			       "exceed hr_merge_max_ms (%llu)",
+			       (unsigned long long)r->hr_quiet_ms,
+			       (unsigned long long)r->hr_merge_max_ms);
 	return 0;
 }
 
@@ -681,9 +692,12 @@ static int srv_step(struct ctx *c, uint32_t i)
 		     v->sv_job_ms, v->sv_job_id);
 	if (rc)
 		return rc;
+	/* flapping, unless the map changed it after its last episode (an
+	 * operator's decision then stands) */
 	if ((st == HA_ONLINE || st == HA_TRANSIENT || st == HA_FAILED ||
 	     st == HA_REBALANCING) && !frozen &&
-	    v->sv_episodes >= c->r->hr_flap_count)
+	    v->sv_episodes >= c->r->hr_flap_count &&
+	    v->sv_ep_last_ms > s->hs_since_ms)
 		return take(c, HA_DEC_SET_STATE, n, "", HA_QUARANTINED,
 			    "flapping", "%u down episodes in %llu ms: kept "
 			    "out, never repaired", v->sv_episodes,

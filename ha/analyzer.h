@@ -35,7 +35,8 @@
  *    been quiet for W (no event in W), or for at most hr_merge_max_ms
  *    after the first event of the burst; the last state wins (an exit
  *    then a join is a restart: nothing to decide).  An operator's event
- *    needs no quiet.  Deadline: the settle time.  Terminal: settled.
+ *    needs no quiet.  Reporters report changes (unreachable, reachable
+ *    again), not each missed heartbeat: every event restarts the quiet.  Deadline: the settle time.  Terminal: settled.
  *  stale: an event about a server whose incarnation (he_incarnation, 0 =
  *    unknown, never stale) is older than the map's hs_incarnation or than
  *    a later SRV_JOINED seen before it in seq order is dropped.
@@ -71,10 +72,11 @@
  *    Terminal: an operator's OP_THAW later than hm_frozen_ms (rule thaw:
  *    THAW); a failure that went down before that thaw no longer counts
  *    for a freeze (the operator accepted it).
- *  flapping: a server whose down episodes (an exit, a lease expiry or a
- *    reporter quorum, each counted once until it is up again) reach
- *    hr_flap_count within hr_flap_period_ms is QUARANTINED at once (no
- *    quiet needed) and never repaired.  It is ONLINE again when it is up
+ *  flapping: a server whose down episodes (an exit, a lease expiry, an
+ *    OP_FAIL or a reporter quorum, each counted once until it is up again)
+ *    reach hr_flap_count within hr_flap_period_ms, the last one after its
+ *    hs_since_ms, is QUARANTINED at once (no quiet needed) and never
+ *    repaired.  It is ONLINE again when it is up
  *    and has had no down episode for hr_flap_period_ms (deadline), or
  *    FAILED by an operator's OP_FAIL (rule operator), or taken back by an
  *    operator's OP_ADD later than its hs_since_ms (ONLINE).  Terminal:
@@ -136,7 +138,8 @@ struct ha_rules {
 	uint64_t hr_quiet_ms;         /**< merge window W: 10 s (DAOS) */
 	uint64_t hr_merge_max_ms;     /**< a burst settles by then: 60 s */
 	uint32_t hr_min_reporters;    /**< distinct enclosures: 2 (Ceph) */
-	uint64_t hr_report_ttl_ms;    /**< a report counts for: 60 s */
+	uint64_t hr_report_ttl_ms;    /**< a report counts for: 120 s
+				       *   (> hr_merge_max_ms) */
 	uint32_t hr_ioerr_count;      /**< N I/O errors ... : 3 (Hare) */
 	uint64_t hr_ioerr_window_ms;  /**< ... in T: 60 s */
 	uint32_t hr_flap_count;       /**< down episodes ...: 5 (Ceph) */
@@ -156,7 +159,9 @@ void ha_rules_init_defaults(struct ha_rules *r);
  */
 void ha_rules_init_test(struct ha_rules *r);
 
-/** 0, or -EINVAL (err_set naming the field) when a field is 0. */
+/** 0, or -EINVAL (err_set naming the field) when a field is 0, when
+ *  hr_report_ttl_ms does not exceed hr_merge_max_ms (a quorum must outlive
+ *  the longest merge) or hr_quiet_ms exceeds hr_merge_max_ms. */
 int ha_rules_check(const struct ha_rules *r);
 
 /**

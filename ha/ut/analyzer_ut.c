@@ -303,6 +303,87 @@ static const struct ha_case cases[] = {
 	"100000 SRV_JOINED s1 s1 inc=6" }, {
 	"18000 flapping SET_STATE s1 QUARANTINED",
 	"101000 flapping SET_STATE s1 ONLINE" } },
+/* a quarantined server failed by the operator is repaired (and not
+ * quarantined again for the same episodes); added back while its repair
+ * runs, it is rebalanced once the repair is done */
+{ "quarantine_operator", "tol=1 s0@e0 s1@e1#1 s2@e2", {
+	"10000 SRV_EXIT s0 s1 inc=1",
+	"10300 SRV_JOINED s1 s1 inc=2",
+	"12000 SRV_EXIT s0 s1 inc=2",
+	"12300 SRV_JOINED s1 s1 inc=3",
+	"14000 SRV_EXIT s0 s1 inc=3",
+	"14300 SRV_JOINED s1 s1 inc=4",
+	"16000 SRV_EXIT s0 s1 inc=4",
+	"16300 SRV_JOINED s1 s1 inc=5",
+	"18000 SRV_EXIT s0 s1 inc=5",
+	"30000 OP_FAIL operator s1",
+	"40000 OP_ADD operator s1",
+	"45000 JOB_DONE - s1 job=4" }, {
+	"18000 flapping SET_STATE s1 QUARANTINED",
+	"30000 operator SET_STATE s1 FAILED",
+	"35000 down-out SET_STATE s1 OUT",
+	"35000 repair JOB_REPAIR s1 REPAIRING",
+	"45000 job SET_STATE s1 REPAIRED",
+	"45000 rebalance JOB_REBALANCE s1 REBALANCING" } },
+/* a quarantined server that is up, taken back by the operator */
+{ "quarantine_add", "tol=1 s0@e0 s1@e1#1 s2@e2", {
+	"10000 SRV_EXIT s0 s1 inc=1",
+	"10300 SRV_JOINED s1 s1 inc=2",
+	"12000 SRV_EXIT s0 s1 inc=2",
+	"12300 SRV_JOINED s1 s1 inc=3",
+	"14000 SRV_EXIT s0 s1 inc=3",
+	"14300 SRV_JOINED s1 s1 inc=4",
+	"16000 SRV_EXIT s0 s1 inc=4",
+	"16300 SRV_JOINED s1 s1 inc=5",
+	"18000 SRV_EXIT s0 s1 inc=5",
+	"18300 SRV_JOINED s1 s1 inc=6",
+	"20000 OP_ADD operator s1" }, {
+	"18000 flapping SET_STATE s1 QUARANTINED",
+	"20000 flapping SET_STATE s1 ONLINE" } },
+/* two devices of one server fail together: TRANSIENT, no repair; still
+ * failed after 30 s: FAILED, then out */
+{ "device_enclosure", "tol=2 s0@e0[d0] s1@e1[d0,d1] s2@e2[d0]", {
+	"10000 DEV_FAILED s1 s1/d0",
+	"10200 DEV_FAILED s1 s1/d1" }, {
+	"11000 enclosure SET_STATE s1/d0 TRANSIENT",
+	"11200 enclosure SET_STATE s1/d1 TRANSIENT",
+	"41000 enclosure SET_STATE s1/d0 FAILED",
+	"41200 enclosure SET_STATE s1/d1 FAILED",
+	"46000 down-out SET_STATE s1/d0 OUT",
+	"46000 repair JOB_REPAIR s1/d0 REPAIRING",
+	"46200 down-out SET_STATE s1/d1 OUT",
+	"46200 repair JOB_REPAIR s1/d1 REPAIRING" } },
+/* back while its repair runs: rebalanced after it; down again while
+ * rebalancing: FAILED (the late end of the rebalance counts for nothing) */
+{ "return_during_repair", "tol=1 s0@e0 s1@e1#1 s2@e2", {
+	"10000 SRV_EXIT s0 s1 inc=1",
+	"18000 SRV_JOINED s1 s1 inc=2",
+	"25000 JOB_DONE - s1 job=3",
+	"27000 SRV_EXIT s0 s1 inc=2",
+	"29000 JOB_DONE - s1 job=5" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"25000 job SET_STATE s1 REPAIRED",
+	"25000 rebalance JOB_REBALANCE s1 REBALANCING",
+	"28000 server-down SET_STATE s1 FAILED",
+	"33000 down-out SET_STATE s1 OUT",
+	"33000 repair JOB_REPAIR s1 REPAIRING" } },
+/* reports that never stop: the merge ends 5 s after the burst began */
+{ "merge_max", "tol=1 s0@e0 s1@e1 s2@e2", {
+	"10000 SRV_UNREACHABLE s0 s1",
+	"10500 SRV_UNREACHABLE s2 s1",
+	"11000 SRV_UNREACHABLE s0 s1",
+	"11500 SRV_UNREACHABLE s2 s1",
+	"12000 SRV_UNREACHABLE s0 s1",
+	"12500 SRV_UNREACHABLE s2 s1",
+	"13000 SRV_UNREACHABLE s0 s1",
+	"13500 SRV_UNREACHABLE s2 s1",
+	"14000 SRV_UNREACHABLE s0 s1",
+	"14500 SRV_UNREACHABLE s2 s1" }, {
+	"15000 server-down SET_STATE s1 FAILED",
+	"20000 down-out SET_STATE s1 OUT",
+	"20000 repair JOB_REPAIR s1 REPAIRING" } },
 /* a second failure with tolerance 1: freeze, nothing excluded (s1 is not
  * taken out after its delay); the operator thaws: both are handled */
 { "beyond_tolerance", "tol=1 s0@e0 s1@e1 s2@e2 s3@e3", {
@@ -494,6 +575,15 @@ static void test_out_full(void)
 	/* bad rules, bad decisions */
 	r.hr_quiet_ms = 0;
 	CU_ASSERT_EQUAL(ha_decide(&r, ev, nr, &m, 16000, d, 2, &n), -EINVAL);
+	CU_ASSERT(strstr(err_msg(), "hr_quiet_ms") != NULL);
+	ha_rules_init_defaults(&r);
+	CU_ASSERT_EQUAL(ha_rules_check(&r), 0);
+	r.hr_report_ttl_ms = r.hr_merge_max_ms;
+	CU_ASSERT_EQUAL(ha_rules_check(&r), -EINVAL);
+	CU_ASSERT(strstr(err_msg(), "hr_report_ttl_ms") != NULL);
+	ha_rules_init_test(&r);
+	r.hr_quiet_ms = r.hr_merge_max_ms + 1;
+	CU_ASSERT_EQUAL(ha_rules_check(&r), -EINVAL);
 	CU_ASSERT(strstr(err_msg(), "hr_quiet_ms") != NULL);
 	d[0].hd_kind = HA_DEC_SET_STATE;
 	snprintf(d[0].hd_target, sizeof d[0].hd_target, "nope");
