@@ -623,8 +623,9 @@ static int went_down(struct ctx *c, const char *srv, const char *dev,
 	return take(c, HA_DEC_SET_STATE, srv, dev, HA_FAILED, rule, "%s", why);
 }
 
-/* A job's end about a target in REPAIRING or REBALANCING running job
- * cur (0: unknown, then any job's end not older than since counts). */
+/* A job's end about a target in REPAIRING or REBALANCING since since,
+ * running job cur (0: unknown, then any job's end counts); an end older
+ * than the start counts for nothing. */
 static int job_end(struct ctx *c, const char *srv, const char *dev,
 		   enum ha_state st, uint64_t since, uint64_t cur,
 		   enum ha_ev_kind job, uint64_t job_ms, uint64_t job_id)
@@ -634,7 +635,7 @@ static int job_end(struct ctx *c, const char *srv, const char *dev,
 
 	if ((st != HA_REPAIRING && st != HA_REBALANCING) ||
 	    job == HA_EV_KIND_NR || (cur != 0 && job_id != cur) ||
-	    (cur == 0 && job_ms < since))
+	    job_ms < since)
 		return 0;
 	if (job == HA_EV_JOB_DONE)
 		return take(c, HA_DEC_SET_STATE, srv, dev,

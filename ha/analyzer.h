@@ -104,8 +104,8 @@
  *    map edit (ha/map.h).
  *  job: JOB_DONE / JOB_FAILED count for a target in REPAIRING or
  *    REBALANCING when they name its running job (hs_job/hd_job; when that
- *    is 0, any job's end not older than hs_since_ms/hd_since_ms; the last
- *    one wins).  A running job whose target leaves those states (or
+ *    is 0, any job) and are not older than hs_since_ms/hd_since_ms (the
+ *    last one wins).  A running job whose target leaves those states (or
  *    whose map freezes) is stopped by its runner, which follows the map:
  *    the rules emit no JOB_PAUSE or JOB_ABORT.
  *

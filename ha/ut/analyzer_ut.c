@@ -118,8 +118,10 @@ static void dec_text(const struct ha_decision *d, char *buf, size_t size)
 		 d->hd_dev, ha_state_name(d->hd_state));
 }
 
+#define GOT_MAX 512
+
 struct got {
-	struct ha_decision g_dec[DEC_MAX];
+	struct ha_decision g_dec[GOT_MAX];
 	uint32_t g_nr;
 };
 
@@ -127,7 +129,7 @@ static int got_cb(void *arg, const struct ha_decision *d)
 {
 	struct got *g = arg;
 
-	if (g->g_nr == DEC_MAX)
+	if (g->g_nr == GOT_MAX)
 		return -ENOSPC;
 	g->g_dec[g->g_nr++] = *d;
 	return 0;
@@ -550,6 +552,230 @@ static void test_leader_change(void)
 	CU_ASSERT_EQUAL(e[0].hd_state, HA_FAILED);
 }
 
+/* ------------------------------------------------------------ random */
+
+static uint64_t rnd_state;
+
+static uint32_t rnd(uint32_t n)
+{
+	rnd_state = rnd_state * 6364136223846793005ull + 1442695040888963407ull;
+	return (uint32_t)(rnd_state >> 33) % n;
+}
+
+/* A random map of 3-6 servers in 2-4 enclosures with 0-2 devices each. */
+static void random_map(struct ha_map *m)
+{
+	memset(m, 0, sizeof *m);
+	m->hm_tolerance = 1 + rnd(2);
+	m->hm_nr_servers = 3 + rnd(4);
+	for (uint32_t i = 0; i < m->hm_nr_servers; i++) {
+		struct ha_srv *s = &m->hm_servers[i];
+		snprintf(s->hs_name, sizeof s->hs_name, "s%u", i);
+		snprintf(s->hs_enclosure, sizeof s->hs_enclosure, "e%u",
+			 rnd(2 + rnd(3)));
+		s->hs_incarnation = 1;
+		s->hs_nr_devs = rnd(3);
+		for (uint32_t d = 0; d < s->hs_nr_devs; d++)
+			snprintf(s->hs_devs[d].hd_name, HA_NAME_MAX + 1, "d%u", d);
+	}
+}
+
+/* A random event i after time t over map m as it is now: a job's end
+ * names a running job of m (or, one time in four, a job that never ran). */
+static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
+			 struct ha_event *e)
+{
+	static const enum ha_ev_kind kinds[] = {
+		HA_EV_SRV_UNREACHABLE, HA_EV_SRV_UNREACHABLE,
+		HA_EV_SRV_REACHABLE, HA_EV_SRV_EXIT, HA_EV_SRV_LEASE_EXPIRED,
+		HA_EV_SRV_JOINED, HA_EV_SRV_JOINED, HA_EV_DEV_IOERR,
+		HA_EV_DEV_FAILED, HA_EV_OP_FAIL, HA_EV_OP_REPLACE,
+		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
+		HA_EV_JOB_FAILED, HA_EV_JOB_DONE,
+	};
+	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
+
+	memset(e, 0, sizeof *e);
+	e->he_seq = i + 1;
+	e->he_time_ms = t + (rnd(4) == 0 ? rnd(40000) : rnd(1500));
+	e->he_kind = kinds[rnd(sizeof kinds / sizeof kinds[0])];
+	snprintf(e->he_target, sizeof e->he_target, "%s", s->hs_name);
+	snprintf(e->he_reporter, sizeof e->he_reporter, "s%u",
+		 rnd(m->hm_nr_servers));
+	e->he_incarnation = rnd(3) ? 0 : 1 + rnd(4);
+	e->he_count = 1 + rnd(2);
+	if (e->he_kind == HA_EV_DEV_IOERR || e->he_kind == HA_EV_DEV_FAILED ||
+	    e->he_kind == HA_EV_OP_REPLACE ||
+	    (e->he_kind == HA_EV_OP_FAIL && rnd(2))) {
+		if (s->hs_nr_devs == 0)
+			e->he_kind = HA_EV_SRV_EXIT;
+		else
+			snprintf(e->he_dev, sizeof e->he_dev, "d%u",
+				 rnd(s->hs_nr_devs));
+	}
+	if (e->he_kind == HA_EV_JOB_DONE || e->he_kind == HA_EV_JOB_FAILED) {
+		e->he_job = 1000 + rnd(1000);
+		for (uint32_t k = 0; k < m->hm_nr_servers && rnd(4); k++) {
+			const struct ha_srv *x = &m->hm_servers[k];
+			if (x->hs_job) {
+				snprintf(e->he_target, sizeof e->he_target,
+					 "%s", x->hs_name);
+				e->he_job = x->hs_job;
+			}
+			for (uint32_t d = 0; d < x->hs_nr_devs; d++)
+				if (x->hs_devs[d].hd_job && rnd(2)) {
+					snprintf(e->he_target,
+						 sizeof e->he_target, "%s",
+						 x->hs_name);
+					snprintf(e->he_dev, sizeof e->he_dev,
+						 "%s", x->hs_devs[d].hd_name);
+					e->he_job = x->hs_devs[d].hd_job;
+				}
+		}
+	}
+	if (e->he_kind == HA_EV_OP_THAW)
+		e->he_target[0] = '\0';
+}
+
+/* Decide at now; then, for every k, a leader that applied only the first
+ * k decisions and decides again takes exactly the others. */
+static void check_suffixes(const struct ha_rules *r, const struct ha_event *ev,
+			   uint32_t nr, const struct ha_map *m, uint64_t now,
+			   const struct ha_decision *d, uint32_t n, bool *bad)
+{
+	static struct ha_map part;
+	struct ha_decision e[DEC_MAX];
+	char t[256];
+	uint32_t k2;
+
+	part = *m;
+	for (uint32_t k = 1; k < n && !*bad; k++) {
+		CU_ASSERT_EQUAL(ha_map_apply(&part, &d[k - 1], now), 0);
+		CU_ASSERT_EQUAL(ha_decide(r, ev, nr, &part, now, e, DEC_MAX,
+					  &k2), 0);
+		if (k2 == n - k && memcmp(e, &d[k], k2 * sizeof e[0]) == 0)
+			continue;
+		printf("\n  at %llu after %u of %u decisions: %u follow, "
+		       "want %u", (unsigned long long)now, k, n, k2, n - k);
+		for (uint32_t j = 0; j < n; j++) {
+			dec_text(&d[j], t, sizeof t);
+			printf("\n    took: %s (%s)", t, d[j].hd_reason);
+		}
+		for (uint32_t j = 0; j < k2; j++) {
+			dec_text(&e[j], t, sizeof t);
+			printf("\n    then: %s (%s)", t, e[j].hd_reason);
+		}
+		*bad = true;
+	}
+}
+
+/* Decide at now over ev[0..upto), check the suffixes, apply, collect;
+ * returns the decisions taken. */
+static uint32_t random_decide(const struct ha_rules *r, struct ha_map *m,
+			      const struct ha_event *ev, uint32_t upto,
+			      uint64_t now, struct got *g, bool *bad)
+{
+	struct ha_decision d[DEC_MAX];
+	uint32_t n = 0;
+
+	CU_ASSERT_EQUAL(ha_decide(r, ev, upto, m, now, d, DEC_MAX, &n), 0);
+	check_suffixes(r, ev, upto, m, now, d, n, bad);
+	for (uint32_t k = 0; k < n; k++) {
+		CU_ASSERT_EQUAL(ha_map_apply(m, &d[k], now), 0);
+		got_cb(g, &d[k]);
+	}
+	return n;
+}
+
+/* Run the analyzer as the live one, one event at a time (each made from
+ * the map as it then is), the deadlines between; check the suffixes at
+ * every step; collect the decisions into g. */
+static void random_steps(const struct ha_rules *r, struct ha_map *m,
+			 struct ha_event *ev, uint32_t nr, struct got *g,
+			 bool *bad)
+{
+	uint64_t now = 0, t = 10000;
+
+	for (uint32_t i = 0; i <= nr && !*bad; i++) {
+		uint64_t until = UINT64_MAX, dl;
+		int guard = 0;
+
+		if (i < nr) {
+			random_event(m, i, t, &ev[i]);
+			until = t = ev[i].he_time_ms;
+		}
+		while (!*bad && guard++ < 1000 &&
+		       (dl = ha_next_deadline(r, ev, i, m, now)) < until) {
+			if (dl > now)
+				now = dl;
+			random_decide(r, m, ev, i, now, g, bad);
+		}
+		if (i == nr)
+			break;
+		if (until > now)
+			now = until;
+		while (!*bad && guard++ < 1000 &&
+		       random_decide(r, m, ev, i + 1, now, g, bad) > 0)
+			;
+		CU_ASSERT(guard < 1000);
+	}
+}
+
+/* Random histories: a step-by-step run at every point survives a leader
+ * change mid-decision (nothing repeated, nothing lost); ha_replay() over
+ * the history it made takes the same decisions, twice the same. */
+static void test_random(void)
+{
+	static struct ha_map m0, m;
+	static struct ha_event ev[40];
+	static struct got steps, a, b;
+	struct ha_rules r;
+	uint32_t nr = 40;
+	bool bad = false;
+
+	ha_rules_init_test(&r);
+	for (uint64_t seed = 1; seed <= 300 && !bad; seed++) {
+		rnd_state = seed;
+		random_map(&m0);
+		m = m0;
+		memset(&steps, 0, sizeof steps);
+		random_steps(&r, &m, ev, nr, &steps, &bad);
+		m = m0;
+		memset(&a, 0, sizeof a);
+		CU_ASSERT_EQUAL(ha_replay(&r, ev, nr, &m, 0, got_cb, &a), 0);
+		m = m0;
+		memset(&b, 0, sizeof b);
+		CU_ASSERT_EQUAL(ha_replay(&r, ev, nr, &m, 0, got_cb, &b), 0);
+		if (a.g_nr != b.g_nr || a.g_nr != steps.g_nr ||
+		    memcmp(a.g_dec, b.g_dec, sizeof a.g_dec) != 0 ||
+		    memcmp(a.g_dec, steps.g_dec, sizeof a.g_dec) != 0) {
+			char t[256];
+			printf("\n  replay: %u, %u decisions, steps %u",
+			       a.g_nr, b.g_nr, steps.g_nr);
+			for (uint32_t j = 0; j < a.g_nr || j < steps.g_nr; j++) {
+				if (j < a.g_nr) {
+					dec_text(&a.g_dec[j], t, sizeof t);
+					printf("\n    replay: %-50s", t);
+				} else {
+					printf("\n    replay: %-50s", "");
+				}
+				if (j < steps.g_nr) {
+					dec_text(&steps.g_dec[j], t, sizeof t);
+					printf(" steps: %s", t);
+				}
+			}
+			for (uint32_t j = 0; j < nr; j++) {
+				ha_event_format(&ev[j], t, sizeof t);
+				printf("\n    %s", t);
+			}
+			bad = true;
+		}
+		if (bad)
+			printf(" (seed %llu)", (unsigned long long)seed);
+	}
+	CU_ASSERT(!bad);
+}
+
 /* A full output says so; the rest comes on the next call. */
 static void test_out_full(void)
 {
@@ -777,6 +1003,7 @@ int analyzer_ut_add(void)
 	    !CU_add_test(s, "determinism", test_determinism) ||
 	    !CU_add_test(s, "leader_change", test_leader_change) ||
 	    !CU_add_test(s, "out_full", test_out_full) ||
+	    !CU_add_test(s, "random", test_random) ||
 	    !CU_add_test(s, "json_roundtrip", test_json_roundtrip) ||
 	    !CU_add_test(s, "json_refusals", test_json_refusals) ||
 	    !CU_add_test(s, "history", test_history))
