@@ -603,18 +603,19 @@ static int went_down(struct ctx *c, const char *srv, const char *dev,
 		     const char *encl, uint64_t down_ms, const char *rule,
 		     const char *why)
 {
-	const char *name = dev[0] ? dev : srv;
+	char name[2 * HA_NAME_MAX + 2];
 	uint32_t n;
+
+	snprintf(name, sizeof name, "%s%s%s", srv, dev[0] ? "/" : "", dev);
 
 	if (c->w->hm_frozen)
 		return 0;
 	n = unavailable_count(c->w) + 1;
 	if (n > c->w->hm_tolerance && down_ms > c->thaw_ms)
 		return take(c, HA_DEC_FREEZE, srv, dev, HA_ONLINE, "freeze",
-			    "%s%s%s down (%s) would make %u targets "
-			    "unavailable, more than the tolerance %u: map "
-			    "frozen, nothing excluded", srv, dev[0] ? "/" : "",
-			    dev, why, n, c->w->hm_tolerance);
+			    "%s down (%s) would make %u targets unavailable, "
+			    "more than the tolerance %u: map frozen, nothing "
+			    "excluded", name, why, n, c->w->hm_tolerance);
 	if (encl_down(c, encl, down_ms) >= c->r->hr_encl_min)
 		return take(c, HA_DEC_SET_STATE, srv, dev, HA_TRANSIENT,
 			    "enclosure", "%s down (%s) with %u targets of "

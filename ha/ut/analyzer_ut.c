@@ -13,6 +13,10 @@
  *   event:  "T KIND REPORTER TARGET[/DEV] [inc=N] [count=N] [job=N]"
  *           (REPORTER "-" for none; seq is the line's index + 1)
  *   expect: "T RULE KIND TARGET[/DEV] STATE" (TARGET "-" for the map)
+ *
+ * Then properties over random histories (fixed seeds): a leader change
+ * after any prefix of any step's decisions takes exactly the rest, and the
+ * step-by-step run, ha_replay() and a second ha_replay() agree.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
