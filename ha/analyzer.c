@@ -680,7 +680,67 @@ static int timers(struct ctx *c, const char *srv, const char *dev,
 	return 0;
 }
 
-/* One round of server s's rules: 1 when a decision was taken. */
+/* A QUARANTINED server (settled): an operator's fail or add, or up and
+ * quiet for the flap period. */
+static int srv_quarantined(struct ctx *c, const struct ha_srv *s,
+			   const struct sview *v)
+{
+	const char *n = s->hs_name;
+	uint64_t end = v->sv_ep_last_ms + c->r->hr_flap_period_ms;
+
+	if (v->sv_down && v->sv_proof_op && v->sv_proof_ms > s->hs_since_ms &&
+	    !c->w->hm_frozen)
+		return take(c, HA_DEC_SET_STATE, n, "", HA_FAILED, "operator",
+			    "failed by the operator");
+	if (v->sv_up && v->sv_up_op && v->sv_add_ms > s->hs_since_ms)
+		return take(c, HA_DEC_SET_STATE, n, "", HA_ONLINE, "flapping",
+			    "taken back by the operator");
+	if (!v->sv_up)
+		return 0;
+	if (c->now >= end)
+		return take(c, HA_DEC_SET_STATE, n, "", HA_ONLINE, "flapping",
+			    "up and stable for %llu ms",
+			    (unsigned long long)c->r->hr_flap_period_ms);
+	wait_until(c, end);
+	return 0;
+}
+
+/* The rules of a server whose events have settled. */
+static int srv_settled(struct ctx *c, const struct ha_srv *s,
+		       const struct sview *v)
+{
+	enum ha_state st = s->hs_state;
+	const char *n = s->hs_name;
+
+	if ((st == HA_ONLINE || st == HA_REBALANCING) && v->sv_down) {
+		char why[HA_TEXT_MAX + 1];
+		if (v->sv_proof)
+			snprintf(why, sizeof why, "%s", v->sv_proof_op ?
+				 "failed by the operator" :
+				 "its exit or lease expiry");
+		else
+			snprintf(why, sizeof why, "unreachable from %u "
+				 "enclosures", c->r->hr_min_reporters);
+		return went_down(c, n, "", srv_encl(s), v->sv_down_ms,
+				 v->sv_proof_op ? "operator" : "server-down",
+				 why);
+	}
+	if ((st == HA_TRANSIENT || st == HA_FAILED) && v->sv_up)
+		return take(c, HA_DEC_SET_STATE, n, "", HA_ONLINE, "return",
+			    "back (%s): its data is still there",
+			    v->sv_up_op ? "added by the operator" :
+			    "joined or reachable again");
+	if (st == HA_QUARANTINED)
+		return srv_quarantined(c, s, v);
+	if (st == HA_REPAIRED && v->sv_up && !v->sv_drained)
+		return take(c, HA_DEC_JOB_REBALANCE, n, "", HA_REBALANCING,
+			    "rebalance", "back after its repair: units move "
+			    "back onto it");
+	return timers(c, n, "", st, s->hs_since_ms, v->sv_up);
+}
+
+/* One round of server i's rules: 1 when a decision was taken.  Job ends,
+ * flapping and the operator's drain and add need no quiet. */
 static int srv_step(struct ctx *c, uint32_t i)
 {
 	const struct ha_srv *s = &c->w->hm_servers[i];
@@ -713,54 +773,11 @@ static int srv_step(struct ctx *c, uint32_t i)
 		return take(c, HA_DEC_JOB_REBALANCE, n, "", HA_REBALANCING,
 			    "rebalance", "added by the operator: its share "
 			    "moves onto it");
-	if (!settled(c, v->sv_any, v->sv_last_ms, v->sv_burst_ms,
-		     v->sv_last_op))
-		return st == HA_OUT ? timers(c, n, "", st, s->hs_since_ms,
-					     v->sv_up) : 0;
-	if ((st == HA_ONLINE || st == HA_REBALANCING) && v->sv_down) {
-		char why[HA_TEXT_MAX + 1];
-		if (v->sv_proof)
-			snprintf(why, sizeof why, "%s", v->sv_proof_op ?
-				 "failed by the operator" :
-				 "its exit or lease expiry");
-		else
-			snprintf(why, sizeof why, "unreachable from %u "
-				 "enclosures", c->r->hr_min_reporters);
-		return went_down(c, n, "", srv_encl(s), v->sv_down_ms,
-				 v->sv_proof_op ? "operator" : "server-down",
-				 why);
-	}
-	if ((st == HA_TRANSIENT || st == HA_FAILED) && v->sv_up)
-		return take(c, HA_DEC_SET_STATE, n, "", HA_ONLINE, "return",
-			    "back (%s): its data is still there",
-			    v->sv_up_op ? "added by the operator" :
-			    "joined or reachable again");
-	if (st == HA_QUARANTINED) {
-		if (v->sv_down && v->sv_proof_op &&
-		    v->sv_proof_ms > s->hs_since_ms && !frozen)
-			return take(c, HA_DEC_SET_STATE, n, "", HA_FAILED,
-				    "operator", "failed by the operator");
-		if (v->sv_up && v->sv_up_op && v->sv_add_ms > s->hs_since_ms)
-			return take(c, HA_DEC_SET_STATE, n, "", HA_ONLINE,
-				    "flapping", "taken back by the operator");
-		if (v->sv_up) {
-			uint64_t end = v->sv_ep_last_ms +
-				       c->r->hr_flap_period_ms;
-			if (c->now >= end)
-				return take(c, HA_DEC_SET_STATE, n, "",
-					    HA_ONLINE, "flapping",
-					    "up and stable for %llu ms",
-					    (unsigned long long)
-					    c->r->hr_flap_period_ms);
-			wait_until(c, end);
-		}
-		return 0;
-	}
-	if (st == HA_REPAIRED && v->sv_up && !v->sv_drained)
-		return take(c, HA_DEC_JOB_REBALANCE, n, "", HA_REBALANCING,
-			    "rebalance", "back after its repair: units move "
-			    "back onto it");
-	return timers(c, n, "", st, s->hs_since_ms, v->sv_up);
+	if (settled(c, v->sv_any, v->sv_last_ms, v->sv_burst_ms,
+		    v->sv_last_op))
+		return srv_settled(c, s, v);
+	return st == HA_OUT ? timers(c, n, "", st, s->hs_since_ms, v->sv_up) :
+	       0;
 }
 
 /* One round of the rules of device d of server i. */
