@@ -22,6 +22,10 @@
 /* Rounds of one target's rules in one call: a target moves through at
  * most FAILED -> OUT -> REPAIRING (or ALERT, FAILED) in one call. */
 #define STEPS_PER_TARGET 8
+/* Slots of the per-call table of server names (open addressing, at most
+ * half full: HA_SERVERS_MAX servers). */
+#define NAMES_SLOTS (2 * HA_SERVERS_MAX)
+_Static_assert(HA_SERVERS_MAX < 255, "server index + 1 fits in uint8_t");
 
 void ha_rules_init_defaults(struct ha_rules *r)
 {
@@ -160,6 +164,7 @@ struct ctx {
 	struct dview *dv;       /* [hm_nr_servers * HA_DEVS_MAX] */
 	uint32_t *prev_err;     /* [nr_ev]: a DEV_IOERR's previous one's
 				 * index + 1 (same device), 0 */
+	uint8_t names[NAMES_SLOTS]; /* server index + 1 by name hash, 0 */
 	uint64_t thaw_ms;       /* newest OP_THAW, 0 */
 	uint64_t deadline;      /* earliest wait, UINT64_MAX */
 	struct ha_decision *out;
@@ -194,6 +199,40 @@ static int dev_find(const struct ha_srv *s, const char *name)
 	return -1;
 }
 
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	while (*s)
+		h = (h ^ (uint8_t)*s++) * 16777619u;
+	return h;
+}
+
+/* Fill the name table of the working map's servers. */
+static void names_build(struct ctx *c)
+{
+	memset(c->names, 0, sizeof c->names);
+	for (uint32_t i = 0; i < c->w->hm_nr_servers; i++) {
+		uint32_t h = name_hash(c->w->hm_servers[i].hs_name);
+		while (c->names[h % NAMES_SLOTS] != 0)
+			h++;
+		c->names[h % NAMES_SLOTS] = (uint8_t)(i + 1);
+	}
+}
+
+/* The index of server name in the working map, or -1 (srv_find by the
+ * table: one call looks up every event's target and reporter). */
+static int srv_lookup(const struct ctx *c, const char *name)
+{
+	for (uint32_t h = name_hash(name);; h++) {
+		uint8_t k = c->names[h % NAMES_SLOTS];
+		if (k == 0)
+			return -1;
+		if (strcmp(c->w->hm_servers[k - 1].hs_name, name) == 0)
+			return k - 1;
+	}
+}
+
 /* A server's failure domain: its enclosure, or its own name. */
 static const char *srv_encl(const struct ha_srv *s)
 {
@@ -201,11 +240,11 @@ static const char *srv_encl(const struct ha_srv *s)
 }
 
 /* The enclosure of a reporter: the map's, or the reporter's own name. */
-static const char *rep_encl(const struct ha_map *m, const char *name)
+static const char *rep_encl(const struct ctx *c, const char *name)
 {
-	int i = srv_find(m, name);
+	int i = srv_lookup(c, name);
 
-	return i >= 0 ? srv_encl(&m->hm_servers[i]) : name;
+	return i >= 0 ? srv_encl(&c->w->hm_servers[i]) : name;
 }
 
 /* Count a non-job event of a target into its merge burst. */
@@ -266,7 +305,7 @@ static void rep_set(struct ctx *c, struct sview *v, const struct ha_event *e)
 		v->sv_nr_rep++;
 	}
 	v->sv_rep[i] = (struct report){ e->he_reporter,
-					rep_encl(c->w, e->he_reporter),
+					rep_encl(c, e->he_reporter),
 					e->he_time_ms };
 }
 
@@ -461,7 +500,7 @@ static void views_build(struct ctx *c)
 			continue;
 		}
 		if ((unsigned)e->he_kind >= HA_EV_KIND_NR ||
-		    (s = srv_find(m, e->he_target)) < 0)
+		    (s = srv_lookup(c, e->he_target)) < 0)
 			continue;
 		if (e->he_dev[0] == '\0') {
 			srv_walk_one(c, &c->sv[s], &cur_inc[s],
@@ -859,6 +898,7 @@ static int analyze(struct ctx *c, const struct ha_map *map)
 	if (c->w->hm_nr_servers > HA_SERVERS_MAX)
 		c->w->hm_nr_servers = HA_SERVERS_MAX;
 	c->deadline = UINT64_MAX;
+	names_build(c);
 	views_build(c);
 	rules_run(c);
 	rc = c->full ? -ENOSPC : 0;
