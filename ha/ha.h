@@ -64,6 +64,7 @@ struct ha_dev {
 	char hd_name[HA_NAME_MAX + 1];
 	enum ha_state hd_state;
 	uint64_t hd_since_ms;   /**< wall-clock ms of the last state change */
+	uint64_t hd_job;        /**< its running repair/rebalance job, 0 */
 };
 
 /** One server of the map. */
@@ -74,6 +75,7 @@ struct ha_srv {
 	char hs_enclosure[HA_NAME_MAX + 1]; /**< failure domain; "" = its own */
 	enum ha_state hs_state;
 	uint64_t hs_since_ms;   /**< wall-clock ms of the last state change */
+	uint64_t hs_job;        /**< its running repair/rebalance job, 0 */
 	/** The incarnation of its current run (0: none known); events about
 	 *  an older one are stale. */
 	uint64_t hs_incarnation;
@@ -96,6 +98,9 @@ struct ha_map {
 	 *  of its pools' layouts; the freeze rule compares with it). */
 	uint32_t hm_tolerance;
 	bool hm_frozen;
+	/** When it froze (wall-clock ms; 0 while not frozen): an operator's
+	 *  thaw counts only if it came after (ha/analyzer.h, rule thaw). */
+	uint64_t hm_frozen_ms;
 	char hm_alert[HA_TEXT_MAX + 1];
 	char hm_leader[HA_NAME_MAX + 1]; /**< the analyzer's server, "" */
 	uint32_t hm_nr_servers;

@@ -24,6 +24,7 @@ int peers_ut_add(void);     /* called by server_ut_add() */
 int dtm_ut_add(void);
 int s3_ut_add(void);
 int etcd_ut_add(void);
+int analyzer_ut_add(void);  /* ha/ut/analyzer_ut.c */
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

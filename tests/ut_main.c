@@ -34,6 +34,7 @@ static const struct ut_module {
 	{"dtm", dtm_ut_add},
 	{"s3", s3_ut_add},
 	{"etcd", etcd_ut_add},
+	{"analyzer", analyzer_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

@@ -2,7 +2,8 @@
  * cli.h — shared parts of the strata command-line tool.
  *
  * The tool is a plain client of the public API (clovis/clovis.h) and uses
- * nothing else of Strata.  One invocation runs one command: strata.c parses
+ * nothing else of Strata, but for `ha replay` (cli_ha.c), which runs the HA
+ * event analyzer (ha/analyzer.h) itself and opens no store.  One invocation runs one command: strata.c parses
  * the command line into struct cli, opens the store when the command needs
  * it, and calls the command's function.  Commands return an exit code:
  * 0 on success, 1 when an operation failed, 2 for a usage error.  Every
@@ -379,6 +380,7 @@ int cmd_cluster_status(struct cli *c);
 int cmd_dtx_ls(struct cli *c);
 int cmd_dtx_resolve(struct cli *c);
 int cmd_s3_user(struct cli *c); /* cli_s3.c */
+int cmd_ha_replay(struct cli *c); /* cli_ha.c */
 int cmd_obj_create(struct cli *c);
 int cmd_obj_write(struct cli *c);
 int cmd_obj_read(struct cli *c);

@@ -55,6 +55,13 @@ static const struct cli_cmd cmds[] = {
 	  "server: a dtx in doubt with a dead participant then commits only "
 	  "if a live participant holds it COMMITTED, else aborts "
 	  "(dtm/README.md)." },
+	{ "ha", "replay", 1, 1, 0, false, cmd_ha_replay, "FILE|- [--json]",
+	  "Run the HA event analyzer over a recorded history FILE (JSON "
+	  "lines: an optional first line {\"map\": ..., \"rules\": ...}, "
+	  "then one event per line; ha/README.md) as the live analyzer "
+	  "runs, at each event and at each rule deadline between, and print "
+	  "its decisions: time, rule, kind, target, state, reason (with "
+	  "--json one JSON object per line).  No store is opened." },
 	{ "s3", "user", 1, 3, 0, false, cmd_s3_user, "add NAME [FILE] | ls [FILE] | rm NAME [FILE]", "Manage the users of the S3 gateway (strata-s3) in its credentials file FILE (default $STRATA_S3_CREDS, else ./s3-credentials): add makes a user with fresh access and secret keys and prints them, ls lists names and access keys, rm removes a user.  The running gateway re-reads the file when it changes." },
 	{ "obj", "create", 1, 1, CO_BLOCK | CO_TIER | CO_LAYOUT, true,
 	  cmd_obj_create,

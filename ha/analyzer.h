@@ -1,0 +1,235 @@
+/*
+ * analyzer.h — the event analyzer of the HA subsystem: a pure, replayable
+ * function from (rules, recent events, map, now) to decisions.
+ *
+ * The analyzer does not look at one event at a time: for every target (a
+ * server of the map, a device of a server) it reads the whole recent
+ * history given to it, in seq order, and derives what the history says of
+ * the target now (its "view": down, up, suspected, or nothing new), then
+ * compares that with the target's state in the map and the time since the
+ * map last changed it (hs_since_ms, hd_since_ms).  A decision is taken
+ * only where the two differ; so a decision whose effect the map already
+ * shows is never taken again.
+ *
+ * Purity.  ha_decide(), ha_next_deadline(), ha_map_apply() and ha_replay()
+ * do no I/O, read no clock, keep no state between calls, use no global and
+ * no randomness: the same input gives the same output, byte for byte.
+ * They allocate (a working copy of the map, the views) and return -ENOMEM
+ * when that fails.
+ *
+ * Leader change mid-decision.  The live analyzer applies its decisions one
+ * by one (each a compare-and-swap of the map in etcd, bumping the epoch).
+ * If it dies after applying some of them, the next leader calls
+ * ha_decide() over the same history with the map as it now is: the
+ * decisions already applied show in the map (a state, hm_frozen, hm_alert)
+ * and are not taken again; the others are.  Job ids and decision seqs are
+ * the epoch the decision makes (map epoch + 1 when it is taken), so the
+ * re-taken ones carry the same ids as they would have.  tests: the
+ * "leader" case of ha/ut/analyzer_ut.c.
+ *
+ * The rules.  Each rule instance belongs to one target (or the map); each
+ * has a deadline after which it ends, and terminal states.  W is
+ * hr_quiet_ms.
+ *
+ *  merge (every target): the target's events are merged until it has
+ *    been quiet for W (no event in W), or for at most hr_merge_max_ms
+ *    after the first event of the burst; the last state wins (an exit
+ *    then a join is a restart: nothing to decide).  An operator's event
+ *    needs no quiet.  Reporters report changes (unreachable, reachable
+ *    again), not each missed heartbeat: every event restarts the quiet.  Deadline: the settle time.  Terminal: settled.
+ *  stale: an event about a server whose incarnation (he_incarnation, 0 =
+ *    unknown, never stale) is older than the map's hs_incarnation or than
+ *    a later SRV_JOINED seen before it in seq order is dropped.
+ *  server-down: a settled ONLINE (or REBALANCING) server is FAILED on
+ *    direct proof (SRV_EXIT, SRV_LEASE_EXPIRED of its current run), or on
+ *    SRV_UNREACHABLE from reporters in at least hr_min_reporters distinct
+ *    enclosures (a server with enclosure "" is its own), each report at
+ *    most hr_report_ttl_ms old and not withdrawn (SRV_REACHABLE from the
+ *    same reporter, or a SRV_JOINED).  One reporter is a suspicion: no
+ *    decision; it ends when its report is older than hr_report_ttl_ms
+ *    (deadline), withdrawn, or joined by a second enclosure (terminal:
+ *    expired, withdrawn, FAILED).  An operator's OP_FAIL is proof (rule
+ *    "operator").
+ *  io-errors / device-failed: a device of an ONLINE server is FAILED when
+ *    the DEV_IOERR counts in any window of hr_ioerr_window_ms reach
+ *    hr_ioerr_count (one error is not a failure), or on DEV_FAILED (its
+ *    store marked it) or OP_FAIL.  Errors counted before an OP_REPLACE of
+ *    the device are forgotten.  Deadline: the window (a burst below the
+ *    threshold leaves no trace).  Terminal: FAILED or nothing.
+ *  enclosure: when a target goes down and at least hr_encl_min targets of
+ *    its enclosure (servers, and devices of its ONLINE servers) went down
+ *    within W of it, it is marked TRANSIENT, not FAILED: no repair starts
+ *    (a power cycle or a switch, not dead disks).  A TRANSIENT target that
+ *    comes back (rule return) is ONLINE; one still away after
+ *    hr_transient_max_ms is FAILED (deadline), and rule down-out follows.
+ *  freeze: when a target going down (FAILED or TRANSIENT) would make more
+ *    targets unavailable at once (TRANSIENT, FAILED, OUT, REPAIRING,
+ *    QUARANTINED; devices of servers that are not counted themselves)
+ *    than hm_tolerance, the map is frozen instead (FREEZE, once, with the
+ *    alert in hd_reason) and the target keeps its state.  While frozen no
+ *    target is excluded: nothing becomes FAILED, TRANSIENT, QUARANTINED or
+ *    OUT and no repair starts; returns and job ends are still taken.
+ *    Terminal: an operator's OP_THAW later than hm_frozen_ms (rule thaw:
+ *    THAW); a failure that went down before that thaw no longer counts
+ *    for a freeze (the operator accepted it).
+ *  flapping: a server whose down episodes (an exit, a lease expiry, an
+ *    OP_FAIL or a reporter quorum, each counted once until it is up again)
+ *    reach hr_flap_count within hr_flap_period_ms, the last one after its
+ *    hs_since_ms, is QUARANTINED at once (no quiet needed) and never
+ *    repaired.  It is ONLINE again when it is up
+ *    and has had no down episode for hr_flap_period_ms (deadline), or
+ *    FAILED by an operator's OP_FAIL (rule operator), or taken back by an
+ *    operator's OP_ADD later than its hs_since_ms (ONLINE).  Terminal:
+ *    ONLINE, FAILED.
+ *  down-out: a FAILED target not back after hr_down_out_ms from its
+ *    hs_since_ms/hd_since_ms (deadline) is OUT; rule repair follows.
+ *    Terminal: OUT, or ONLINE (return) before the deadline.
+ *  repair: an OUT target gets JOB_REPAIR (its state becomes REPAIRING);
+ *    JOB_DONE about it makes it REPAIRED; JOB_FAILED raises an ALERT and
+ *    makes it FAILED again (so rule down-out retries after the delay).
+ *  return: a settled TRANSIENT or FAILED server that is up again (its
+ *    SRV_JOINED, SRV_REACHABLE as the last word of its reporters, or
+ *    OP_ADD) is ONLINE: its data is still there.
+ *  rebalance: a REPAIRED server that is up again (or OP_ADD), a REPAIRED
+ *    device replaced (OP_REPLACE), or an ONLINE server the operator added
+ *    (OP_ADD after its hs_since_ms) gets JOB_REBALANCE (state
+ *    REBALANCING); JOB_DONE makes it ONLINE, JOB_FAILED: ALERT and FAILED.
+ *  replace: a FAILED, TRANSIENT or QUARANTINED device that was replaced
+ *    (OP_REPLACE) is OUT at once (the old one is gone; repair, then
+ *    rebalance onto the new one).
+ *  drain: OP_DRAIN (or OP_REMOVE of a server that is not REPAIRED yet)
+ *    makes a server OUT at once (repair moves its units elsewhere); it
+ *    then stays REPAIRED until OP_ADD.  OP_REMOVE of a REPAIRED server
+ *    decides nothing: taking it out of the map is the operator tool's
+ *    map edit (ha/map.h).
+ *  job: JOB_DONE / JOB_FAILED count for a target in REPAIRING or
+ *    REBALANCING when they name its running job (hs_job/hd_job; when that
+ *    is 0, any job) and are not older than hs_since_ms/hd_since_ms (the
+ *    last one wins).  A running job whose target leaves those states (or
+ *    whose map freezes) is stopped by its runner, which follows the map:
+ *    the rules emit no JOB_PAUSE or JOB_ABORT.
+ *
+ * The devices of a server that is not ONLINE follow their server: no
+ * device rule runs for them.  Events about a server or device the map does
+ * not list are ignored.  A DEV_IOERR with he_count 0 counts as one error.
+ *
+ * The history to pass.  The rules look back at most hr_flap_period_ms,
+ * hr_report_ttl_ms and hr_ioerr_window_ms, except for targets the map
+ * holds away from ONLINE, whose return (a SRV_JOINED, OP_ADD, OP_REPLACE)
+ * and drain are read from the history: the caller keeps every event newer
+ * than the longest of those windows, every event about a target that is
+ * not ONLINE in the map, and the newest OP_THAW.
+ *
+ * Cost: one call walks the history once, finding each event's server and
+ * device by name: O(events x servers); ha_replay() calls it at least once
+ * per event.
+ */
+#ifndef STRATA_HA_ANALYZER_H
+#define STRATA_HA_ANALYZER_H
+
+#include <stdint.h>
+
+#include "ha/ha.h"
+
+/** The rules' settings; ha_rules_init_defaults() gives the defaults
+ *  (../shared/research/ha.md §2.4), ha_rules_init_test() seconds-scale
+ *  ones for tests.  Every field must be > 0 (ha_rules_check()). */
+struct ha_rules {
+	uint64_t hr_quiet_ms;         /**< merge window W: 10 s (DAOS) */
+	uint64_t hr_merge_max_ms;     /**< a burst settles by then: 60 s */
+	uint32_t hr_min_reporters;    /**< distinct enclosures: 2 (Ceph) */
+	uint64_t hr_report_ttl_ms;    /**< a report counts for: 120 s
+				       *   (> hr_merge_max_ms) */
+	uint32_t hr_ioerr_count;      /**< N I/O errors ... : 3 (Hare) */
+	uint64_t hr_ioerr_window_ms;  /**< ... in T: 60 s */
+	uint32_t hr_flap_count;       /**< down episodes ...: 5 (Ceph) */
+	uint64_t hr_flap_period_ms;   /**< ... in: 600 s */
+	uint64_t hr_down_out_ms;      /**< FAILED -> OUT: 600 s (Ceph) */
+	uint32_t hr_encl_min;         /**< targets of one enclosure: 2 */
+	uint64_t hr_transient_max_ms; /**< TRANSIENT -> FAILED: 3600 s */
+};
+
+/** The defaults above. */
+void ha_rules_init_defaults(struct ha_rules *r);
+
+/**
+ * Test settings: W 1 s, merge max 5 s, reports 10 s, 3 I/O errors in
+ * 10 s, 5 flaps in 60 s, down-out 5 s (the issue's "seconds in tests"),
+ * 2 reporters and 2 targets per enclosure, TRANSIENT at most 30 s.
+ */
+void ha_rules_init_test(struct ha_rules *r);
+
+/** 0, or -EINVAL (err_set naming the field) when a field is 0, when
+ *  hr_report_ttl_ms does not exceed hr_merge_max_ms (a quorum must outlive
+ *  the longest merge) or hr_quiet_ms exceeds hr_merge_max_ms. */
+int ha_rules_check(const struct ha_rules *r);
+
+/**
+ * Decide.  ev[0..nr_ev) is the recent history in seq order (events with
+ * he_time_ms after now_ms are the caller's error: they are used as they
+ * are); map is the current map; now_ms the wall-clock time of the call.
+ * Writes the decisions, in the order to apply them, to out[0..*nr_out).
+ * Each one was taken on a working copy of the map with the ones before it
+ * applied (ha_map_apply()), so that applying them in order to map gives
+ * what the analyzer saw; hd_seq is the epoch the decision makes, hd_time_ms
+ * now_ms, hd_job (JOB_*) the same as hd_seq.
+ *
+ * Returns 0; -ENOSPC when more decisions follow the max_out written (apply
+ * those and call again: nothing is lost or repeated); -EINVAL for bad
+ * rules (err_set); -ENOMEM.  Nothing is read but the arguments.
+ */
+int ha_decide(const struct ha_rules *r, const struct ha_event *ev,
+	      uint32_t nr_ev, const struct ha_map *map, uint64_t now_ms,
+	      struct ha_decision *out, uint32_t max_out, uint32_t *nr_out);
+
+/**
+ * The earliest time after now_ms at which ha_decide() over the same events
+ * and map may decide something (a merge settles, a delay ends, a TRANSIENT
+ * or QUARANTINED target's time is up), so the caller knows when to call it
+ * again if no event comes; call it after applying what ha_decide() took
+ * at now_ms.  now_ms when ha_decide() would decide something at once;
+ * UINT64_MAX when nothing is due (or on bad rules / no memory: the
+ * caller then learns the error from ha_decide()).
+ */
+uint64_t ha_next_deadline(const struct ha_rules *r, const struct ha_event *ev,
+			  uint32_t nr_ev, const struct ha_map *map,
+			  uint64_t now_ms);
+
+/**
+ * Apply decision d to map (a copy the caller owns): SET_STATE sets the
+ * target's (server's or device's) state and clears its job; JOB_REPAIR
+ * makes it REPAIRING, JOB_REBALANCE REBALANCING, with hd_job as its
+ * running job (hs_job/hd_job); each sets the since time to now_ms;
+ * FREEZE sets hm_frozen, hm_frozen_ms and hm_alert (d's reason); THAW
+ * clears them; ALERT sets hm_alert; JOB_PAUSE and JOB_ABORT change no
+ * state.  Every decision bumps hm_epoch by one.  Returns 0; -ENOENT when
+ * the target is not in the map, -EINVAL for a bad kind or state (err_set
+ * naming it; map unchanged).
+ */
+int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
+		 uint64_t now_ms);
+
+/** Called by ha_replay() for each decision, after applying it to the
+ *  map; a non-zero return stops the replay with that code. */
+typedef int (*ha_replay_cb)(void *arg, const struct ha_decision *d);
+
+/**
+ * Replay a history as the live analyzer runs: for each event in seq order
+ * (the clock being the largest he_time_ms so far), first every deadline
+ * before it (ha_next_deadline()), then the event itself; at each time,
+ * ha_decide() over the events seen so far, applying every decision to map
+ * (ha_map_apply()) and calling cb, until nothing more is decided.  After
+ * the last event the deadlines go on until none is due, or past until_ms
+ * (0: no limit).  map is changed in place.  Returns 0, cb's code, or
+ * -ELOOP (err_set) when more than HA_REPLAY_STEPS_MAX decision rounds ran
+ * (a rule that would not end), or the errors of ha_decide().
+ */
+int ha_replay(const struct ha_rules *r, const struct ha_event *ev,
+	      uint32_t nr_ev, struct ha_map *map, uint64_t until_ms,
+	      ha_replay_cb cb, void *arg);
+
+/* Decision rounds of one replay: each round is one ha_decide() call; a
+ * history of 100,000 events with a few rounds each stays well below. */
+#define HA_REPLAY_STEPS_MAX 1000000u
+
+#endif /* STRATA_HA_ANALYZER_H */
