@@ -39,6 +39,8 @@
 #include "core/log.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
+#include "ha/ha.pb-c.h"
+#include "ha/srv_ha.h"
 
 struct clu_client {
 	struct clu_conf cc_conf;
@@ -1439,6 +1441,46 @@ void cluster_status(struct clovis *cl, uint32_t s,
 uint32_t cluster_nr_servers(struct clovis *cl)
 {
 	return clu_of(cl)->cc_conf.cc_nr_servers;
+}
+
+int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,
+	       uint32_t limit, const char *text, char **out)
+{
+	struct clu_client *c = clu_of(cl);
+	HaReq q = HA_REQ__INIT;
+	int rc = -EHOSTDOWN;
+
+	*out = NULL;
+	q.kind = kind;
+	q.from = from;
+	q.limit = limit;
+	if (text != NULL) {
+		q.text.data = (uint8_t *)text;
+		q.text.len = strlen(text);
+	}
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		Reply *rp = NULL;
+
+		rc = clu_call(c, s, HA_OP, &q.base, NULL, 0, &rp);
+		if (rc == 0 && rp->text.len > 0) {
+			*out = malloc(rp->text.len + 1);
+			if (*out == NULL)
+				rc = err_set(-ENOMEM, "HA answer");
+			else {
+				memcpy(*out, rp->text.data, rp->text.len);
+				(*out)[rp->text.len] = '\0';
+			}
+		}
+		if (rp != NULL)
+			reply__free_unpacked(rp, NULL);
+		/* an answer (even a refusal) ends the search; a server that
+		 * cannot be reached or is fenced passes it on */
+		if (rc != -EHOSTDOWN && rc != -ETIMEDOUT &&
+		    rc != -ECONNREFUSED && rc != -ESHUTDOWN &&
+		    rc != -ECONNRESET)
+			break;
+	}
+	return rc;
 }
 
 /* ------------------------------------------------------------ dtx hooks */

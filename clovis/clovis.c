@@ -17,6 +17,7 @@
 #include "core/errors.h"
 #include "layouts/stripe.h"
 #include "core/server/msg.h"
+#include "ha/srv_ha.h"
 #include "core/log.h"
 #include "core/meta_txn.h"
 #include "core/types.h"
@@ -1156,6 +1157,43 @@ int clovis_stats_reset(struct clovis *cl)
 		return 0; /* cluster mode: this client's figures only */
 	return eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats.ss_base,
 			    sizeof cl->cl_stats.ss_base);
+}
+
+_Static_assert((int)CLOVIS_HA_MAP == (int)HAK_MAP &&
+	       (int)CLOVIS_HA_EVENTS == (int)HAK_EVENTS &&
+	       (int)CLOVIS_HA_DECISIONS == (int)HAK_DECISIONS &&
+	       (int)CLOVIS_HA_STATE == (int)HAK_STATE,
+	       "clovis_ha_what = ha_req_kind");
+
+int clovis_ha_query(struct clovis *cl, uint32_t what, uint64_t from,
+		    uint32_t limit, char **text)
+{
+	if (cl == NULL || text == NULL)
+		return err_set(-EINVAL, "ha_query: NULL argument");
+	*text = NULL;
+	if (what != CLOVIS_HA_MAP && what != CLOVIS_HA_EVENTS &&
+	    what != CLOVIS_HA_DECISIONS && what != CLOVIS_HA_STATE)
+		return err_set(-EINVAL, "ha_query: what %u is not one of "
+			       "enum clovis_ha_what", what);
+	if (cl->cl_eng != NULL)
+		return err_set(-ENOTSUP, "ha_query: an embedded store has no "
+			       "cluster map");
+	return cluster_ha(cl, what, from, limit, NULL, text);
+}
+
+int clovis_ha_report(struct clovis *cl, const char *event_json)
+{
+	char *out = NULL;
+	int rc;
+
+	if (cl == NULL || event_json == NULL || event_json[0] == '\0')
+		return err_set(-EINVAL, "ha_report: NULL or empty event");
+	if (cl->cl_eng != NULL)
+		return err_set(-ENOTSUP, "ha_report: an embedded store has no "
+			       "cluster map");
+	rc = cluster_ha(cl, HAK_REPORT, 0, 0, event_json, &out);
+	free(out);
+	return rc;
 }
 
 int clovis_server_list(struct clovis *cl, struct clovis_server_info *info,

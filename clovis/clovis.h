@@ -1132,6 +1132,38 @@ CLOVIS_API int clovis_server_list(struct clovis *cl,
 				  struct clovis_server_info *info,
 				  uint32_t *nr);
 
+/** What clovis_ha_query() asks (docs/ha.md). */
+enum clovis_ha_what {
+	CLOVIS_HA_MAP = 1,       /**< the cluster map (one JSON object) */
+	CLOVIS_HA_EVENTS = 2,    /**< events, one JSON object per line */
+	CLOVIS_HA_DECISIONS = 3, /**< the analyzer's decisions, likewise */
+	CLOVIS_HA_STATE = 5,     /**< the answering server's HA agent: epoch,
+				  *   fenced, lease, the analyzer's leader */
+};
+
+/**
+ * Cluster mode with HA (the cluster file names etcd endpoints): ask the
+ * first server that answers (in the file's order) for what (enum
+ * clovis_ha_what); EVENTS and DECISIONS from sequence number from (0: the
+ * oldest kept), at most limit (0: all kept).  Clients never talk to etcd:
+ * the server answers from its map or reads etcd for them.  Returns 0 with
+ * *text (NUL-terminated JSON; the caller free()s it), -EINVAL (bad
+ * argument), -ENOTSUP (embedded mode), -EOPNOTSUPP (a cluster without
+ * HA: its servers have no HA agent), or the last server's error.
+ */
+CLOVIS_API int clovis_ha_query(struct clovis *cl, uint32_t what,
+			       uint64_t from, uint32_t limit, char **text);
+
+/**
+ * Cluster mode with HA: report an operator's request as an event (one
+ * JSON object of the event format, docs/ha.md: kind OP_FAIL, OP_REPLACE,
+ * OP_DRAIN, OP_REMOVE, OP_ADD or OP_THAW, target, dev); the analyzer
+ * decides what it means.  Returns 0, -EINVAL (not an operator's event,
+ * a bad field: the message names it), -ENOTSUP, -EOPNOTSUPP, or the last
+ * server's error.
+ */
+CLOVIS_API int clovis_ha_report(struct clovis *cl, const char *event_json);
+
 /**
  * Describe the store's pools (from its configuration): fills up to *nr
  * entries and sets *nr to the number of pools.  Returns 0 or -EINVAL.

@@ -236,6 +236,11 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
+/* The HA opcode (HaReq kind, from, limit, text) on the first server that
+ * answers: 0 with *out (Reply.text, malloc'd, NUL-terminated; NULL when
+ * empty) or an error. */
+int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,
+	       uint32_t limit, const char *text, char **out);
 /** Repair, rebalance or scrub (kind SWK_*) on every server at once
  *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
  *  that fails or cannot be reached fails the call with its code and a

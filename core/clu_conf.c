@@ -409,6 +409,7 @@ static int clu_cluster_key(struct clu_px *p, const char *k,
 			   const yaml_node_t *v, bool *seen_secret)
 {
 	struct clu_conf *c = p->px_c;
+	uint32_t ms;
 	uint64_t r;
 	int rc;
 
@@ -429,6 +430,27 @@ static int clu_cluster_key(struct clu_px *p, const char *k,
 		return clu_ms(v, "cluster.call_timeout", &c->cc_call_ms);
 	if (strcmp(k, "etcd") == 0)
 		return clu_etcd(p, v);
+	if (strcmp(k, "ha_lease") == 0) {
+		rc = clu_ms(v, "cluster.ha_lease", &ms);
+		if (rc == 0 && (ms % 1000 != 0 || ms / 1000 < CLU_HA_LEASE_MIN_S ||
+				ms / 1000 > CLU_HA_LEASE_MAX_S))
+			return clu_fail(v, "cluster.ha_lease", "expected whole "
+					"seconds, 2s..60s", clu_scalar(v));
+		c->cc_ha_lease_s = ms / 1000;
+		return rc;
+	}
+	if (strcmp(k, "ha_down_out") == 0)
+		return clu_ms(v, "cluster.ha_down_out", &c->cc_ha_down_out_ms);
+	if (strcmp(k, "ha_rules") == 0) {
+		const char *s = clu_scalar(v);
+
+		if (s == NULL || (strcmp(s, "default") != 0 &&
+				  strcmp(s, "test") != 0))
+			return clu_fail(v, "cluster.ha_rules", "expected default "
+					"or test", s);
+		c->cc_ha_test_rules = strcmp(s, "test") == 0;
+		return 0;
+	}
 	if (strcmp(k, "secret") == 0 || strcmp(k, "secret_file") == 0) {
 		if (*seen_secret)
 			return clu_fail(v, "cluster.secret", "give secret or "
@@ -947,6 +969,8 @@ static void clu_defaults(struct clu_conf *c)
 		c->cc_connect_ms = CLU_CONNECT_MS_DEFAULT;
 	if (c->cc_call_ms == 0)
 		c->cc_call_ms = CLU_CALL_MS_DEFAULT;
+	if (c->cc_ha_lease_s == 0)
+		c->cc_ha_lease_s = CLU_HA_LEASE_S_DEFAULT;
 }
 
 int clu_conf_parse(struct clu_conf *c, const char *text, size_t len,

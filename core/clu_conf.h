@@ -13,6 +13,9 @@
  *     connect_timeout: 2s          # default 2 s
  *     call_timeout: 30s            # default 30 s
  *     etcd: [ "http://127.0.0.1:23790" ]  # optional: the HA cluster map
+ *     ha_lease: 5s                 # HA membership lease (2s..60s, whole s)
+ *     ha_rules: default            # the analyzer's presets: default, test
+ *     ha_down_out: 600s            # FAILED -> OUT delay (else the preset's)
  *   servers:                       # 1..CLU_SERVERS_MAX
  *     - name: s0
  *       address: 127.0.0.1         # IPv4, IPv6 ("::1", quoted) or a host name
@@ -72,6 +75,13 @@
 /* One endpoint: "http://" + an IPv6 address in brackets or a host name
  * (CLU_HOST_MAX) + ":65535". */
 #define CLU_URL_MAX (7u + 2u + CLU_HOST_MAX + 6u)
+/* The HA membership lease: etcd grants no TTL below about 1.5 election
+ * timeouts (1.5 s with its defaults), and a server is fenced after one TTL
+ * without renewal, so 2 s is the shortest that works; a minute is the
+ * longest anyone should wait to see a dead server. */
+#define CLU_HA_LEASE_MIN_S 2u
+#define CLU_HA_LEASE_MAX_S 60u
+#define CLU_HA_LEASE_S_DEFAULT 5u
 
 /** One server of the cluster. */
 struct clu_server {
@@ -108,6 +118,12 @@ struct clu_conf {
 	/** cluster.etcd: the endpoints of the etcd that holds the HA cluster
 	 *  map ("http://HOST:PORT"); cc_nr_etcd 0 = no HA (no etcd key). */
 	uint32_t cc_nr_etcd;
+	/** HA (docs/ha.md): the membership lease (s), the analyzer's test
+	 *  presets (ha/analyzer.h ha_rules_init_test), and the FAILED -> OUT
+	 *  delay overriding the preset's (0: the preset's). */
+	uint32_t cc_ha_lease_s;
+	bool cc_ha_test_rules;
+	uint32_t cc_ha_down_out_ms;
 	char cc_etcd[CLU_ETCD_MAX][CLU_URL_MAX + 1];
 	char *cc_text;              /**< the file's text (owned; CONF_GET) */
 	size_t cc_text_len;

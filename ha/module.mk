@@ -6,3 +6,7 @@ UT_SRCS += ha/ut/etcd_ut.c
 # events, decisions and the replay file (json-c).
 LIB_SRCS += ha/analyzer.c ha/ha_json.c
 UT_SRCS += ha/ut/analyzer_ut.c
+# The HA agent of a server (a server module: map, epoch gate, lease and
+# fence, probes, the HA opcode) and the analyzer's leader.
+LIB_SRCS += ha/srv_ha.c ha/ha_lead.c
+PROTOS += ha/ha.proto

@@ -586,21 +586,24 @@ void peers_retry_now(struct peers *p, uint32_t i)
 	pthread_mutex_unlock(&s->ps_lock);
 }
 
-/* Does this process follow the epochs servers answer with (a client), or
- * take its own from the cluster map (a server: peers_epoch_follow())? */
-static bool epoch_follow = true;
+/* A server process's catch-up (peers_epoch_catchup()); NULL in a client,
+ * which follows the epochs servers answer with. */
+static peers_epoch_fn epoch_catchup;
 
-void peers_epoch_follow(bool follow)
+void peers_epoch_catchup(peers_epoch_fn fn)
 {
-	__atomic_store_n(&epoch_follow, follow, __ATOMIC_RELEASE);
+	__atomic_store_n(&epoch_catchup, fn, __ATOMIC_RELEASE);
 }
 
-bool peers_epoch_adopt(uint64_t epoch)
+bool peers_epoch_adopt(uint64_t epoch, bool wait)
 {
+	peers_epoch_fn fn = __atomic_load_n(&epoch_catchup, __ATOMIC_ACQUIRE);
 	uint64_t own = rpc_epoch_get();
 
-	if (!__atomic_load_n(&epoch_follow, __ATOMIC_ACQUIRE) || epoch <= own)
+	if (epoch <= own)
 		return false;
+	if (fn != NULL)
+		return fn(epoch, wait);
 	LOG_INFO("cluster map epoch %" PRIu64 " (was %" PRIu64 "): a server "
 		 "refused a request of the older one", epoch, own);
 	rpc_epoch_set(epoch);
@@ -637,7 +640,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 			rc = res->rr_status;
 		answered = res->rr_answered;
 		if ((rc != -EBUSY && !(rc == -EREMCHG && answered &&
-				       peers_epoch_adopt(res->rr_epoch))) ||
+				       peers_epoch_adopt(res->rr_epoch, true))) ||
 		    t == PEERS_BUSY_RETRIES)
 			break;
 		conn_put(c);
@@ -692,7 +695,7 @@ static void peers_async_done(void *arg, struct rpc_result *res)
 	/* The next call carries a newer epoch a refusal told (this one
 	 * ends with the refusal: its caller may retry it). */
 	if (res->rr_status == -EREMCHG && res->rr_answered)
-		peers_epoch_adopt(res->rr_epoch);
+		peers_epoch_adopt(res->rr_epoch, false);
 	struct peers_acall a = *(struct peers_acall *)arg;
 	const struct clu_server *sv = &a.pa_p->p_conf->cc_servers[a.pa_i];
 	struct peer_slot *s = &a.pa_p->p_slots[a.pa_i];

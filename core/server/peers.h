@@ -142,12 +142,18 @@ void peers_call_failed(struct peers *p, const struct peers_end *e);
  * the newer epoch (rpc_epoch_set()) and peers_call() sends the request
  * once more under it; an asynchronous call ends with the refusal, its
  * caller may send it again.  A server process takes its epoch from the
- * map only: its main calls peers_epoch_follow(false) before it starts.
- * peers_epoch_adopt() takes epoch if following and newer than the
- * process's: true if it did.
+ * map only, never from a peer's answer: its HA agent (ha/srv_ha.c) sets
+ * a catch-up function, which peers_epoch_adopt() calls instead: it makes
+ * the agent load the map now and, when wait is true, waits (bounded)
+ * until the process's epoch reached epoch, true if it did (the call is
+ * then sent again).  wait is false on the RPC progress thread (an
+ * asynchronous call's end), which must not block.
+ * peers_epoch_adopt(): true if the process now acts under epoch (or a
+ * newer one) and was not before.
  */
-void peers_epoch_follow(bool follow);
-bool peers_epoch_adopt(uint64_t epoch);
+typedef bool (*peers_epoch_fn)(uint64_t epoch, bool wait);
+void peers_epoch_catchup(peers_epoch_fn fn);
+bool peers_epoch_adopt(uint64_t epoch, bool wait);
 
 /**
  * How many times server i went from answering to failing or back, as seen

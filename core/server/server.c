@@ -64,6 +64,7 @@
 #include "core/server/peers.h"
 #include "core/server/srv.h"
 #include "dtm/dtm_srv.h"
+#include "ha/srv_ha.h"
 #include "layouts/stripe.h"
 
 struct srv_args {
@@ -473,7 +474,10 @@ static void start_faults(const char *name, const char *data_dir)
 }
 
 /* The layers above the server that it runs: assembled here (see above). */
-static const struct srv_module *const srv_modules[] = {&dtm_srv_module};
+/* The HA agent first: its gate and epoch are in place before the other
+ * modules call their peers. */
+static const struct srv_module *const srv_modules[] = {&ha_srv_module,
+						       &dtm_srv_module};
 
 int main(int argc, char **argv)
 {

@@ -165,6 +165,9 @@ struct srv {
 	struct srv_exec *s_exec;
 	/* pmem2 devices registered for zero-copy transfers (srv_zc.c) */
 	struct srv_zc *s_zc;
+	/* the HA agent: map, epoch, membership (ha/srv_ha.c, a module of
+	 * s_parts; NULL: none, or a cluster without etcd) */
+	struct srv_ha *s_ha;
 };
 
 uint64_t srv_now_ms(void);

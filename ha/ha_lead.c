@@ -1,0 +1,297 @@
+/*
+ * ha_lead.c — the analyzer's leader (srv_ha.h "analyzer"): the agent that
+ * holds the leader key reads the events log into a window, adds the
+ * events only it can see (a member whose lease lapsed), runs the
+ * analyzer (ha/analyzer.h), and applies each decision: one map update
+ * (compare-and-swap, the epoch one higher) and one entry of the decisions
+ * log each; a job decision starts the job (a walk on every server in
+ * service), whose end is an event again.
+ *
+ * A new leader (the old one killed mid-decision) starts from the log and
+ * the map as they are: the analyzer takes no decision whose effect the map
+ * already shows (ha/analyzer.h), so a decision the old leader applied is
+ * not taken twice, and one it did not apply is taken again.  A decision
+ * whose map update lost the race (-EAGAIN: the map changed meanwhile) is
+ * dropped and decided again over the new map at the next step.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+#include "core/server/srv_internal.h"
+#include "ha/ha_json.h"
+#include "ha/map.h"
+#include "ha/srv_ha_internal.h"
+
+/* Decisions of one analyzer call, and calls of one step. */
+#define LEAD_DECISIONS_MAX 16u
+#define LEAD_ROUNDS_MAX 8u
+/* A walk job's call timeout (ms): a repair of a test store takes
+ * seconds; a real one is bounded by the walk's own progress. */
+#define LEAD_WALK_MS 3600000u
+
+/* Add one event of the log to the window (the oldest goes when full). */
+static int window_add(uint64_t seq, const char *json, void *arg)
+{
+	struct srv_ha *a = arg;
+	struct ha_event ev;
+
+	a->ha_ev_next = seq + 1;
+	if (ha_event_parse(json, &ev) != 0) {
+		LOG_WARNING("server %s: event %" PRIu64 " of the log is not "
+			    "valid, skipped: %s", a->ha_name, seq, err_msg());
+		return 0;
+	}
+	ev.he_seq = seq;
+	if (a->ha_nr_window == HA_WINDOW_MAX) {
+		memmove(a->ha_window, a->ha_window + 1,
+			(HA_WINDOW_MAX - 1) * sizeof *a->ha_window);
+		a->ha_nr_window--;
+	}
+	a->ha_window[a->ha_nr_window++] = ev;
+	a->ha_next_deadline = 0; /* decide now */
+	return 0;
+}
+
+/* Members whose lease lapsed: a server of the map in service with no
+ * member key is proven gone (SRV_LEASE_EXPIRED), once per incarnation.
+ * Only after this leader held the key for a lease TTL: a server starting
+ * registers within that. */
+static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
+			   uint64_t now)
+{
+	static uint64_t said[HA_SERVERS_MAX];
+
+	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
+		return;
+	for (uint32_t j = 0; j < m->hm_nr_servers; j++) {
+		const struct ha_srv *sv = &m->hm_servers[j];
+		struct ha_member mb;
+		struct ha_event ev;
+		int rc;
+
+		if (sv->hs_state != HA_ONLINE && sv->hs_state != HA_TRANSIENT)
+			continue;
+		rc = ha_member_get(a->ha_etcd, m->hm_cluster, sv->hs_name, &mb);
+		if (rc != -ENOENT || said[j] == sv->hs_incarnation + 1)
+			continue;
+		said[j] = sv->hs_incarnation + 1;
+		memset(&ev, 0, sizeof ev);
+		ev.he_kind = HA_EV_SRV_LEASE_EXPIRED;
+		snprintf(ev.he_target, sizeof ev.he_target, "%s", sv->hs_name);
+		ev.he_incarnation = sv->hs_incarnation;
+		if (ha_report(a, &ev) != 0)
+			LOG_WARNING("server %s: lapsed member %s not reported: "
+				    "%s", a->ha_name, sv->hs_name, err_msg());
+	}
+}
+
+/* A job: a walk of kind on every server in service, then its end as an
+ * event.  Runs on a thread of its own (detached). */
+struct lead_job {
+	struct srv_ha *lj_a;
+	uint64_t lj_id;
+	uint32_t lj_kind;  /* SWK_REPAIR, SWK_REBALANCE */
+	char lj_target[HA_NAME_MAX + 1];
+	char lj_dev[HA_NAME_MAX + 1];
+	bool lj_in[HA_SERVERS_MAX];
+};
+
+static void *job_main(void *arg)
+{
+	struct lead_job *j = arg;
+	struct srv_ha *a = j->lj_a;
+	struct srv *s = a->ha_srv;
+	WalkReq w = WALK_REQ__INIT;
+	struct msg_buf b = {0};
+	struct ha_event ev;
+	int rc = 0;
+
+	w.kind = j->lj_kind;
+	if (msg_pack(&w.base, &b) != 0)
+		rc = -ENOMEM;
+	for (uint32_t i = 0; rc == 0 && i < s->s_conf->cc_nr_servers; i++) {
+		struct rpc_result res;
+
+		if (!j->lj_in[i])
+			continue;
+		rc = peers_call_ms(a->ha_probe != NULL ? a->ha_probe :
+				   s->s_peers, i, SOP_WALK, b.mb_p, b.mb_len,
+				   NULL, LEAD_WALK_MS, &res);
+		free(res.rr_body);
+		if (rc != 0)
+			LOG_WARNING("server %s: job %" PRIu64 ": walk on %s: "
+				    "%s", a->ha_name, j->lj_id,
+				    s->s_conf->cc_servers[i].cs_name,
+				    err_msg());
+	}
+	free(b.mb_p);
+	memset(&ev, 0, sizeof ev);
+	ev.he_kind = rc == 0 ? HA_EV_JOB_DONE : HA_EV_JOB_FAILED;
+	snprintf(ev.he_target, sizeof ev.he_target, "%s", j->lj_target);
+	snprintf(ev.he_dev, sizeof ev.he_dev, "%s", j->lj_dev);
+	ev.he_job = j->lj_id;
+	if (ha_report(a, &ev) != 0)
+		LOG_WARNING("server %s: end of job %" PRIu64 " not reported: "
+			    "%s", a->ha_name, j->lj_id, err_msg());
+	free(j);
+	return NULL;
+}
+
+/* Start the job of decision d (map m: the servers in service walk). */
+static void job_start(struct srv_ha *a, const struct ha_decision *d,
+		      const struct ha_map *m)
+{
+	const struct clu_conf *c = a->ha_srv->s_conf;
+	struct lead_job *j = calloc(1, sizeof *j);
+	pthread_t t;
+
+	if (j == NULL)
+		return;
+	j->lj_a = a;
+	j->lj_id = d->hd_job;
+	j->lj_kind = d->hd_kind == HA_DEC_JOB_REPAIR ? SWK_REPAIR :
+		     SWK_REBALANCE;
+	snprintf(j->lj_target, sizeof j->lj_target, "%s", d->hd_target);
+	snprintf(j->lj_dev, sizeof j->lj_dev, "%s", d->hd_dev);
+	for (uint32_t i = 0; i < c->cc_nr_servers; i++)
+		for (uint32_t k = 0; k < m->hm_nr_servers; k++)
+			if (strcmp(m->hm_servers[k].hs_name,
+				   c->cc_servers[i].cs_name) == 0)
+				j->lj_in[i] =
+					m->hm_servers[k].hs_state ==
+						HA_ONLINE ||
+					m->hm_servers[k].hs_state ==
+						HA_REBALANCING;
+	LOG_INFO("server %s: job %" PRIu64 ": %s of %s%s%s", a->ha_name,
+		 j->lj_id, ha_dec_kind_name(d->hd_kind), d->hd_target,
+		 d->hd_dev[0] != '\0' ? ":" : "", d->hd_dev);
+	if (pthread_create(&t, NULL, job_main, j) != 0) {
+		free(j);
+		return;
+	}
+	pthread_detach(t);
+}
+
+/* Apply d: the map one epoch on (CAS), then the decisions log, then its
+ * job.  0, -EAGAIN (the map changed first), or an error. */
+static int apply_one(struct srv_ha *a, struct ha_map *m, int64_t *rev,
+		     struct ha_decision *d)
+{
+	uint64_t epoch = m->hm_epoch;
+	char line[4096];
+	int rc;
+
+	rc = ha_map_apply(m, d, d->hd_time_ms);
+	if (rc != 0)
+		return rc;
+	m->hm_epoch = epoch;  /* ha_map_update() makes it one higher */
+	rc = ha_map_update(a->ha_etcd, m, rev);
+	if (rc != 0) {
+		m->hm_epoch = epoch;
+		return rc;
+	}
+	d->hd_seq = m->hm_epoch;
+	a->ha_decisions++;
+	LOG_INFO("server %s: decision (epoch %" PRIu64 "): %s %s%s%s %s "
+		 "[%s] %s", a->ha_name, m->hm_epoch,
+		 ha_dec_kind_name(d->hd_kind), d->hd_target,
+		 d->hd_dev[0] != '\0' ? ":" : "", d->hd_dev,
+		 d->hd_kind == HA_DEC_SET_STATE ?
+		 ha_state_name(d->hd_state) : "", d->hd_rule, d->hd_reason);
+	if (ha_decision_format(d, line, sizeof line) < 0 ||
+	    ha_log_append(a->ha_etcd, m->hm_cluster, "decisions", line,
+			  NULL) != 0)
+		LOG_WARNING("server %s: decision of epoch %" PRIu64 " not "
+			    "logged: %s", a->ha_name, m->hm_epoch, err_msg());
+	if (d->hd_kind == HA_DEC_JOB_REPAIR ||
+	    d->hd_kind == HA_DEC_JOB_REBALANCE)
+		job_start(a, d, m);
+	return 0;
+}
+
+void ha_lead_step(struct srv_ha *a, uint64_t now)
+{
+	struct ha_decision out[LEAD_DECISIONS_MAX];
+	struct ha_map *m;
+	int64_t rev;
+	int rc;
+
+	if (a->ha_lead_since == 0)
+		a->ha_lead_since = now;
+	rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster, "events",
+			 a->ha_ev_next, 0, window_add, a, NULL);
+	if (rc != 0) {
+		LOG_WARNING("server %s: events log: %s", a->ha_name,
+			    err_msg());
+		return;
+	}
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return;
+	if (ha_map_load(a->ha_etcd, a->ha_map.hm_cluster, m, &rev) != 0)
+		goto out_free;
+	lapsed_members(a, m, now);
+	if (now < a->ha_next_deadline)
+		goto out_free;
+	for (uint32_t round = 0; round < LEAD_ROUNDS_MAX; round++) {
+		uint32_t nr = 0;
+		bool more;
+
+		rc = ha_decide(&a->ha_rules, a->ha_window, a->ha_nr_window, m,
+			       now, out, LEAD_DECISIONS_MAX, &nr);
+		if (rc != 0 && rc != -ENOSPC) {
+			LOG_WARNING("server %s: analyzer: %s", a->ha_name,
+				    err_msg());
+			break;
+		}
+		more = rc == -ENOSPC;
+		for (uint32_t i = 0; i < nr; i++) {
+			rc = apply_one(a, m, &rev, &out[i]);
+			if (rc != 0) {
+				if (rc != -EAGAIN)
+					LOG_WARNING("server %s: decision %s "
+						    "%s not applied: %s",
+						    a->ha_name,
+						    ha_dec_kind_name(
+							out[i].hd_kind),
+						    out[i].hd_target,
+						    err_msg());
+				more = false;
+				a->ha_next_deadline = 0;
+				goto out_free;
+			}
+		}
+		if (!more)
+			break;
+	}
+	a->ha_next_deadline = ha_next_deadline(&a->ha_rules, a->ha_window,
+					       a->ha_nr_window, m, now);
+out_free:
+	free(m);
+}
+
+void ha_lead_drop(struct srv_ha *a)
+{
+	a->ha_nr_window = 0;
+	a->ha_ev_next = 0;
+	a->ha_next_deadline = 0;
+	a->ha_lead_since = 0;
+}
+
+void ha_rules_from_conf(struct ha_rules *r, const struct clu_conf *c)
+{
+	if (c->cc_ha_test_rules)
+		ha_rules_init_test(r);
+	else
+		ha_rules_init_defaults(r);
+	if (c->cc_ha_down_out_ms != 0)
+		r->hr_down_out_ms = c->cc_ha_down_out_ms;
+}

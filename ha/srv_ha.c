@@ -1,0 +1,630 @@
+/*
+ * srv_ha.c — the HA agent of a strata-server (srv_ha.h): the map and its
+ * epoch, the request gate, the membership lease and the fence, the probes
+ * that report events, and the HA opcode.  The analyzer's leader is in
+ * ha_lead.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+#include "core/server/srv_internal.h"
+#include "ha/ha.pb-c.h"
+#include "ha/ha_json.h"
+#include "ha/map.h"
+#include "ha/srv_ha.h"
+#include "ha/srv_ha_internal.h"
+
+/* The process's agent: the epoch is the process's, and the catch-up
+ * function of peers.h takes no argument. */
+static struct srv_ha *ha_agent;
+
+uint64_t ha_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------- the map */
+
+/* Take m (read at rev) as the current map: the process acts under its
+ * epoch from now on. */
+static void map_take(struct srv_ha *a, const struct ha_map *m, int64_t rev)
+{
+	uint64_t old;
+
+	pthread_mutex_lock(&a->ha_lock);
+	old = a->ha_map.hm_epoch;
+	if (m->hm_epoch >= old) {
+		a->ha_map = *m;
+		a->ha_map_rev = rev;
+		atomic_store(&a->ha_epoch, m->hm_epoch);
+		rpc_epoch_set(m->hm_epoch);
+	}
+	pthread_cond_broadcast(&a->ha_cond);
+	pthread_mutex_unlock(&a->ha_lock);
+	if (m->hm_epoch > old)
+		LOG_INFO("server %s: cluster map epoch %" PRIu64 " (was %"
+			 PRIu64 ")", a->ha_name, m->hm_epoch, old);
+}
+
+/* Read the map again if its revision changed.  0 or an error. */
+static int map_poll(struct srv_ha *a)
+{
+	struct ha_map *m = malloc(sizeof *m);
+	int64_t rev;
+	int rc;
+
+	if (m == NULL)
+		return err_set(-ENOMEM, "server %s: map", a->ha_name);
+	rc = ha_map_load(a->ha_etcd, a->ha_map.hm_cluster, m, &rev);
+	if (rc == 0 && rev != a->ha_map_rev)
+		map_take(a, m, rev);
+	free(m);
+	return rc;
+}
+
+/* peers.h catch-up: a peer answered with a newer epoch.  Ask the agent to
+ * load the map now and, with wait, wait (bounded) until the process acts
+ * under epoch. */
+static bool ha_catchup(uint64_t epoch, bool wait)
+{
+	struct srv_ha *a = ha_agent;
+	uint64_t until = mono_ms() + HA_CATCHUP_MS;
+	bool ok;
+
+	if (a == NULL)
+		return false;
+	pthread_mutex_lock(&a->ha_lock);
+	if (atomic_load(&a->ha_want) < epoch)
+		atomic_store(&a->ha_want, epoch);
+	pthread_cond_broadcast(&a->ha_cond);
+	while (wait && atomic_load(&a->ha_epoch) < epoch &&
+	       mono_ms() < until && !atomic_load(&a->ha_stop)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 100 * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&a->ha_cond, &a->ha_lock, &ts);
+	}
+	ok = atomic_load(&a->ha_epoch) >= epoch;
+	pthread_mutex_unlock(&a->ha_lock);
+	return wait && ok;
+}
+
+/* ------------------------------------------------------------ the gate */
+
+static bool gate_exempt(uint32_t op)
+{
+	return op == HA_OP || op == SOP_STATUS || op == SOP_CONF_GET ||
+	       op < RPC_OP_USER_MIN;
+}
+
+static int ha_gate(void *arg, uint32_t op, uint64_t epoch, char *msg,
+		   size_t size)
+{
+	struct srv_ha *a = arg;
+	uint64_t own = atomic_load(&a->ha_epoch);
+
+	if (gate_exempt(op))
+		return 0;
+	if (atomic_load(&a->ha_fenced)) {
+		snprintf(msg, size, "server %s is fenced: its membership lease "
+			 "was not renewed for over %u s (etcd unreachable); it "
+			 "acknowledges nothing until it is", a->ha_name,
+			 a->ha_lease_granted_s);
+		return -EHOSTDOWN;
+	}
+	if (epoch < own) {
+		snprintf(msg, size, "cluster map epoch %" PRIu64 " of the "
+			 "request is older than server %s's %" PRIu64, epoch,
+			 a->ha_name, own);
+		return -EREMCHG;
+	}
+	if (epoch > own) {
+		ha_catchup(epoch, false);
+		snprintf(msg, size, "cluster map epoch %" PRIu64 " of the "
+			 "request is newer than server %s's %" PRIu64 ": it "
+			 "is reading the map", epoch, a->ha_name, own);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------- events */
+
+int ha_report(struct srv_ha *a, struct ha_event *ev)
+{
+	char json[2048];
+	int rc;
+
+	if (ev->he_time_ms == 0)
+		ev->he_time_ms = ha_now_ms();
+	if (ev->he_reporter[0] == '\0')
+		snprintf(ev->he_reporter, sizeof ev->he_reporter, "%s",
+			 a->ha_name);
+	rc = ha_event_format(ev, json, sizeof json);
+	if (rc >= 0)
+		rc = ha_log_append(a->ha_etcd, a->ha_map.hm_cluster, "events",
+				   json, &ev->he_seq);
+	if (rc == 0)
+		LOG_INFO("server %s: event %" PRIu64 " %s %s%s%s reported",
+			 a->ha_name, ev->he_seq, ha_ev_kind_name(ev->he_kind),
+			 ev->he_target, ev->he_dev[0] != '\0' ? ":" : "",
+			 ev->he_dev);
+	return rc;
+}
+
+/* Report an event about server j (or one of its devices, dev != NULL). */
+static void report(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
+		   const char *dev, uint64_t inc, uint32_t count)
+{
+	struct ha_event ev;
+
+	memset(&ev, 0, sizeof ev);
+	ev.he_kind = kind;
+	snprintf(ev.he_target, sizeof ev.he_target, "%s",
+		 a->ha_srv->s_conf->cc_servers[j].cs_name);
+	if (dev != NULL)
+		snprintf(ev.he_dev, sizeof ev.he_dev, "%s", dev);
+	ev.he_incarnation = inc;
+	ev.he_count = count;
+	if (ha_report(a, &ev) != 0)
+		LOG_WARNING("server %s: event %s about %s not reported: %s",
+			    a->ha_name, ha_ev_kind_name(kind), ev.he_target,
+			    err_msg());
+}
+
+/* One probe round: every other server, a no-op call; a change of its
+ * answering is an event. */
+static void probe_round(struct srv_ha *a)
+{
+	struct srv *s = a->ha_srv;
+	uint32_t n = s->s_conf->cc_nr_servers;
+
+	for (uint32_t j = 0; j < n && !atomic_load(&a->ha_stop); j++) {
+		struct rpc_result res;
+		bool down;
+		int rc;
+
+		if (j == s->s_self)
+			continue;
+		rc = peers_call_ms(a->ha_probe, j, RPC_OP_NOOP, NULL, 0, NULL,
+				   HA_PROBE_CALL_MS, &res);
+		free(res.rr_body);
+		down = rc != 0 && peers_down(a->ha_probe, j);
+		if (down == a->ha_seen_down[j])
+			continue;
+		a->ha_seen_down[j] = down;
+		report(a, down ? HA_EV_SRV_UNREACHABLE : HA_EV_SRV_REACHABLE,
+		       j, NULL, peers_incarnation(a->ha_probe, j), 0);
+	}
+}
+
+/* This server's own devices (the k-th device of its store that is not
+ * another server's slice is device k of it in the map): a device the
+ * engine failed, and new I/O errors, are events. */
+static void dev_round(struct srv_ha *a)
+{
+	struct srv *s = a->ha_srv;
+	uint32_t n = eng_dev_nr(s->s_eng), k = 0;
+	const struct ha_srv *me = NULL;
+
+	pthread_mutex_lock(&a->ha_lock);
+	for (uint32_t j = 0; j < a->ha_map.hm_nr_servers; j++)
+		if (strcmp(a->ha_map.hm_servers[j].hs_name, a->ha_name) == 0)
+			me = &a->ha_map.hm_servers[j];
+	pthread_mutex_unlock(&a->ha_lock);
+	for (uint32_t i = 0; i < n && k < HA_DEVS_MAX; i++) {
+		struct st_dev_info di;
+		char name[HA_NAME_MAX + 1];
+
+		eng_dev_info(s->s_eng, i, &di);
+		if (strcmp(di.di_driver, ENG_REMOTE_DRIVER) == 0)
+			continue;
+		if (me != NULL && k < me->hs_nr_devs)
+			snprintf(name, sizeof name, "%s",
+				 me->hs_devs[k].hd_name);
+		else
+			snprintf(name, sizeof name, "d%u", k);
+		if (di.di_errors > a->ha_dev_errors[k]) {
+			report(a, HA_EV_DEV_IOERR, s->s_self, name, 0,
+			       (uint32_t)(di.di_errors - a->ha_dev_errors[k]));
+			a->ha_dev_errors[k] = di.di_errors;
+		}
+		if (di.di_state == ED_FAILED && !a->ha_dev_failed[k])
+			report(a, HA_EV_DEV_FAILED, s->s_self, name, 0, 0);
+		a->ha_dev_failed[k] = di.di_state != ED_ONLINE;
+		k++;
+	}
+}
+
+/* ---------------------------------------------------- lease and fence */
+
+/* Register this server under a new lease. */
+static int lease_begin(struct srv_ha *a)
+{
+	struct srv *s = a->ha_srv;
+	struct ha_member mb;
+	int rc;
+
+	rc = etcd_lease_grant(a->ha_etcd, a->ha_lease_ttl_s, &a->ha_lease,
+			      &a->ha_lease_granted_s);
+	if (rc != 0)
+		return rc;
+	memset(&mb, 0, sizeof mb);
+	snprintf(mb.hmb_name, sizeof mb.hmb_name, "%s", a->ha_name);
+	snprintf(mb.hmb_addr, sizeof mb.hmb_addr, "%s", s->s_me->cs_addr);
+	mb.hmb_port = s->s_me->cs_port;
+	mb.hmb_incarnation = a->ha_incarnation;
+	rc = ha_member_register(a->ha_etcd, a->ha_map.hm_cluster, &mb,
+				a->ha_lease);
+	if (rc == 0)
+		atomic_store(&a->ha_lease_ok_ms, mono_ms());
+	return rc;
+}
+
+/* Renew the lease (every third of its TTL); fence the server when no
+ * renewal succeeded for a whole TTL; a lease that expired is replaced by
+ * a new one (the server joins again: an event). */
+static void lease_step(struct srv_ha *a, uint64_t now, uint64_t *next)
+{
+	uint64_t ttl_ms = (uint64_t)a->ha_lease_granted_s * 1000;
+	int rc;
+
+	if (now >= *next) {
+		*next = now + ttl_ms / 3;
+		rc = etcd_lease_keepalive(a->ha_etcd, a->ha_lease, NULL);
+		if (rc == -ENOENT) {
+			LOG_WARNING("server %s: membership lease expired; "
+				    "joining again", a->ha_name);
+			if (lease_begin(a) == 0)
+				report(a, HA_EV_SRV_JOINED,
+				       a->ha_srv->s_self, NULL,
+				       a->ha_incarnation, 0);
+		} else if (rc == 0) {
+			atomic_store(&a->ha_lease_ok_ms, mono_ms());
+		}
+	}
+	if (!atomic_load(&a->ha_fenced) &&
+	    mono_ms() > atomic_load(&a->ha_lease_ok_ms) + ttl_ms) {
+		atomic_store(&a->ha_fenced, true);
+		LOG_WARNING("server %s: fenced: membership lease not renewed "
+			    "for %" PRIu64 " ms (etcd unreachable)",
+			    a->ha_name, ttl_ms);
+	} else if (atomic_load(&a->ha_fenced) &&
+		   mono_ms() <= atomic_load(&a->ha_lease_ok_ms) + ttl_ms &&
+		   map_poll(a) == 0) {
+		atomic_store(&a->ha_fenced, false);
+		LOG_INFO("server %s: lease renewed and map read: no longer "
+			 "fenced", a->ha_name);
+	}
+}
+
+/* --------------------------------------------------------- the thread */
+
+static void *ha_main(void *arg)
+{
+	struct srv_ha *a = arg;
+	uint64_t next_lease = 0, next_probe = 0, next_lead = 0;
+
+	while (!atomic_load(&a->ha_stop)) {
+		uint64_t now = mono_ms();
+
+		lease_step(a, now, &next_lease);
+		if (atomic_load(&a->ha_want) > atomic_load(&a->ha_epoch) ||
+		    now >= next_lead)
+			(void)map_poll(a);
+		if (now >= next_probe) {
+			next_probe = now + HA_PROBE_MS;
+			probe_round(a);
+			dev_round(a);
+		}
+		if (now >= next_lead) {
+			int won;
+
+			next_lead = now + HA_TICK_MS;
+			won = atomic_load(&a->ha_fenced) ? 0 :
+			      ha_leader_try(a->ha_etcd, a->ha_map.hm_cluster,
+					    a->ha_name, a->ha_lease, NULL, 0);
+			if (won == 1) {
+				if (!atomic_exchange(&a->ha_leader, true))
+					LOG_INFO("server %s: analyzer leader",
+						 a->ha_name);
+				ha_lead_step(a, ha_now_ms());
+			} else if (atomic_exchange(&a->ha_leader, false)) {
+				LOG_INFO("server %s: no longer the analyzer "
+					 "leader", a->ha_name);
+				ha_lead_drop(a);
+			}
+		}
+		pthread_mutex_lock(&a->ha_lock);
+		if (!atomic_load(&a->ha_stop) &&
+		    atomic_load(&a->ha_want) <= atomic_load(&a->ha_epoch)) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += (long)HA_TICK_MS * 1000000L;
+			ts.tv_sec += ts.tv_nsec / 1000000000L;
+			ts.tv_nsec %= 1000000000L;
+			pthread_cond_timedwait(&a->ha_cond, &a->ha_lock, &ts);
+		}
+		pthread_mutex_unlock(&a->ha_lock);
+	}
+	return NULL;
+}
+
+/* ----------------------------------------------------- the HA opcode */
+
+struct log_text {
+	char *lt_buf;
+	size_t lt_len;
+	size_t lt_cap;
+};
+
+static int log_text_add(uint64_t seq, const char *json, void *arg)
+{
+	struct log_text *t = arg;
+	size_t n = strlen(json);
+
+	(void)seq;
+	if (t->lt_len + n + 2 > t->lt_cap) {
+		size_t cap = (t->lt_cap + n + 2) * 2;
+		char *p = realloc(t->lt_buf, cap);
+
+		if (p == NULL)
+			return err_set(-ENOMEM, "HA log text");
+		t->lt_buf = p;
+		t->lt_cap = cap;
+	}
+	memcpy(t->lt_buf + t->lt_len, json, n);
+	t->lt_len += n;
+	t->lt_buf[t->lt_len++] = '\n';
+	t->lt_buf[t->lt_len] = '\0';
+	return 0;
+}
+
+/* The agent's state as JSON into *out (malloc'd). */
+static int state_json(struct srv_ha *a, char **out)
+{
+	char leader[HA_NAME_MAX + 1] = "";
+	uint64_t age = mono_ms() - atomic_load(&a->ha_lease_ok_ms);
+	int rc = ha_leader_get(a->ha_etcd, a->ha_map.hm_cluster, leader,
+			       sizeof leader);
+
+	if (rc != 0 && rc != -ENOENT)
+		return rc;
+	if (asprintf(out, "{\"server\":\"%s\",\"epoch\":%" PRIu64 ","
+		     "\"fenced\":%s,\"lease_ttl_s\":%u,\"lease_age_ms\":%"
+		     PRIu64 ",\"leader\":\"%s\",\"decisions\":%" PRIu64 "}",
+		     a->ha_name, atomic_load(&a->ha_epoch),
+		     atomic_load(&a->ha_fenced) ? "true" : "false",
+		     a->ha_lease_granted_s, age, leader,
+		     a->ha_decisions) < 0)
+		return err_set(-ENOMEM, "HA state");
+	return 0;
+}
+
+/* An operator's event (HAK_REPORT): checked, then appended. */
+static int report_op(struct srv_ha *a, const HaReq *q)
+{
+	struct ha_event ev;
+	char text[2048];
+	int rc;
+
+	if (q->text.len == 0 || q->text.len >= sizeof text)
+		return err_set(-EINVAL, "HA report: an event of %zu bytes "
+			       "(1..%zu)", q->text.len, sizeof text - 1);
+	memcpy(text, q->text.data, q->text.len);
+	text[q->text.len] = '\0';
+	rc = ha_event_parse(text, &ev);
+	if (rc != 0)
+		return rc;
+	if (ev.he_kind < HA_EV_OP_FAIL || ev.he_kind > HA_EV_OP_THAW)
+		return err_set(-EINVAL, "HA report: event kind %s is not an "
+			       "operator's request",
+			       ha_ev_kind_name(ev.he_kind));
+	snprintf(ev.he_reporter, sizeof ev.he_reporter, "operator");
+	ev.he_time_ms = 0;
+	return ha_report(a, &ev);
+}
+
+static void ha_handle(struct rpc_sreq *req, void *arg)
+{
+	struct srv_ha *a = arg;
+	struct log_text t = {0};
+	struct msg_buf b = {0};
+	Reply rp = REPLY__INIT;
+	const void *body;
+	size_t len;
+	HaReq *q;
+	int rc = 0;
+
+	body = rpc_sreq_body(req, &len);
+	q = ha_req__unpack(NULL, len, body);
+	if (q == NULL) {
+		rpc_sreq_reply(req, -EPROTO, NULL, 0,
+			       "HA request: not a HaReq");
+		return;
+	}
+	switch (q->kind) {
+	case HAK_MAP:
+		pthread_mutex_lock(&a->ha_lock);
+		rc = ha_map_to_json(&a->ha_map, &t.lt_buf);
+		pthread_mutex_unlock(&a->ha_lock);
+		break;
+	case HAK_EVENTS:
+	case HAK_DECISIONS:
+		rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster,
+				 q->kind == HAK_EVENTS ? "events" : "decisions",
+				 q->from, q->limit, log_text_add, &t, NULL);
+		break;
+	case HAK_REPORT:
+		rc = report_op(a, q);
+		break;
+	case HAK_STATE:
+		rc = state_json(a, &t.lt_buf);
+		break;
+	default:
+		rc = err_set(-EINVAL, "HA request: unknown kind %u", q->kind);
+	}
+	ha_req__free_unpacked(q, NULL);
+	if (rc == 0 && t.lt_buf != NULL) {
+		rp.text.data = (uint8_t *)t.lt_buf;
+		rp.text.len = strlen(t.lt_buf);
+	}
+	if (rc == 0 && msg_pack(&rp.base, &b) != 0)
+		rc = -ENOMEM;
+	rpc_sreq_reply(req, rc, b.mb_p, b.mb_len, rc != 0 ? err_msg() : NULL);
+	free(b.mb_p);
+	free(t.lt_buf);
+}
+
+/* ---------------------------------------------------------- the module */
+
+static int ha_register(struct srv *s)
+{
+	const struct clu_conf *c = s->s_conf;
+	struct srv_ha *a;
+	int rc;
+
+	if (c->cc_nr_etcd == 0)
+		return 0;
+	if (ha_agent != NULL)
+		return err_set(-EBUSY, "server %s: one HA server per process",
+			       s->s_me->cs_name);
+	a = calloc(1, sizeof *a);
+	if (a == NULL)
+		return err_set(-ENOMEM, "server %s: HA agent",
+			       s->s_me->cs_name);
+	a->ha_srv = s;
+	a->ha_name = s->s_me->cs_name;
+	a->ha_lease_ttl_s = c->cc_ha_lease_s;
+	ha_rules_from_conf(&a->ha_rules, c);
+	pthread_mutex_init(&a->ha_lock, NULL);
+	pthread_cond_init(&a->ha_cond, NULL);
+	s->s_ha = a;
+	rc = rpc_gate_set(s->s_ep, ha_gate, a);
+	if (rc == 0)
+		rc = rpc_handler_set(s->s_ep, HA_OP, ha_handle, a);
+	return rc;
+}
+
+static int ha_start(struct srv *s)
+{
+	struct srv_ha *a = s->s_ha;
+	const struct clu_conf *c = s->s_conf;
+	const char *eps[CLU_ETCD_MAX];
+	struct ha_map *m;
+	int64_t rev = 0;
+	int rc;
+
+	if (a == NULL)
+		return 0;
+	for (uint32_t i = 0; i < c->cc_nr_etcd; i++)
+		eps[i] = c->cc_etcd[i];
+	rc = etcd_create(&a->ha_etcd, eps, c->cc_nr_etcd, HA_ETCD_TIMEOUT_MS);
+	if (rc != 0)
+		return rc;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return err_set(-ENOMEM, "server %s: map", a->ha_name);
+	rc = ha_map_from_conf(m, c);
+	if (rc == 0) {
+		rc = ha_map_bootstrap(a->ha_etcd, m, &rev);
+		if (rc == -EEXIST)
+			rc = 0;
+	}
+	if (rc == 0) {
+		snprintf(a->ha_map.hm_cluster, sizeof a->ha_map.hm_cluster,
+			 "%s", m->hm_cluster);
+		map_take(a, m, rev);
+	}
+	free(m);
+	if (rc != 0)
+		return err_set(rc, "server %s: the cluster map in etcd (%s): "
+			       "%s", a->ha_name, etcd_endpoint(a->ha_etcd),
+			       err_msg());
+	a->ha_incarnation = rpc_ep_incarnation(s->s_ep);
+	rc = lease_begin(a);
+	if (rc != 0)
+		return err_set(rc, "server %s: membership lease: %s",
+			       a->ha_name, err_msg());
+	a->ha_window = calloc(HA_WINDOW_MAX, sizeof *a->ha_window);
+	if (a->ha_window == NULL)
+		return err_set(-ENOMEM, "server %s: HA window", a->ha_name);
+	rc = peers_create(&a->ha_probe, c, NULL);
+	if (rc != 0)
+		return rc;
+	peers_set_server(a->ha_probe);
+	ha_agent = a;
+	peers_epoch_catchup(ha_catchup);
+	report(a, HA_EV_SRV_JOINED, s->s_self, NULL, a->ha_incarnation, 0);
+	rc = pthread_create(&a->ha_thread, NULL, ha_main, a);
+	if (rc != 0)
+		return err_set(-rc, "server %s: HA thread", a->ha_name);
+	a->ha_thread_on = true;
+	LOG_INFO("server %s: HA agent: map epoch %" PRIu64 ", lease %u s, "
+		 "etcd %s", a->ha_name, atomic_load(&a->ha_epoch),
+		 a->ha_lease_granted_s, etcd_endpoint(a->ha_etcd));
+	return 0;
+}
+
+/* Stop: the thread, then give the leadership and the lease back (a clean
+ * stop is seen at once, not after the lease's TTL).  The agent itself and
+ * its etcd handle stay until the process ends: the gate and the HA
+ * opcode's handler may still run on the endpoint's threads, which the
+ * server stops after its modules. */
+static void ha_stop(struct srv *s)
+{
+	struct srv_ha *a = s->s_ha;
+
+	if (a == NULL)
+		return;
+	atomic_store(&a->ha_stop, true);
+	pthread_mutex_lock(&a->ha_lock);
+	pthread_cond_broadcast(&a->ha_cond);
+	pthread_mutex_unlock(&a->ha_lock);
+	if (a->ha_thread_on)
+		pthread_join(a->ha_thread, NULL);
+	if (ha_agent == a) {
+		peers_epoch_catchup(NULL);
+		ha_agent = NULL;
+	}
+	if (a->ha_etcd != NULL) {
+		if (atomic_load(&a->ha_leader))
+			(void)ha_leader_resign(a->ha_etcd,
+					       a->ha_map.hm_cluster,
+					       a->ha_name);
+		if (a->ha_lease != 0)
+			(void)etcd_lease_revoke(a->ha_etcd, a->ha_lease);
+	}
+	peers_destroy(a->ha_probe);
+	a->ha_probe = NULL;
+}
+
+const struct srv_module ha_srv_module = {
+	.sm_name = "ha",
+	.sm_register = ha_register,
+	.sm_start = ha_start,
+	.sm_stop = ha_stop,
+};

@@ -1,0 +1,87 @@
+/*
+ * srv_ha_internal.h — the HA agent's state, shared by its files:
+ * srv_ha.c (map, gate, lease, probes, the HA opcode) and ha_lead.c (the
+ * analyzer's leader).  Not a contract: see srv_ha.h.
+ */
+#ifndef STRATA_HA_SRV_HA_INTERNAL_H
+#define STRATA_HA_SRV_HA_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ha/analyzer.h"
+#include "ha/etcd.h"
+#include "ha/ha.h"
+
+struct srv;
+struct peers;
+
+/* The agent's step: map poll, probes, leader work (ms). */
+#define HA_TICK_MS 250u
+/* A probe round to every other server (ms), and its call timeout. */
+#define HA_PROBE_MS 1000u
+#define HA_PROBE_CALL_MS 2000u
+/* Requests to etcd: each attempt's timeout (ms). */
+#define HA_ETCD_TIMEOUT_MS 2000u
+/* Events the leader keeps in its window (the analyzer's input). */
+#define HA_WINDOW_MAX 1024u
+/* A catch-up (peers_epoch_adopt(..., true)) waits at most this long for
+ * the agent to read a newer map (ms). */
+#define HA_CATCHUP_MS 3000u
+
+struct srv_ha {
+	struct srv *ha_srv;
+	const char *ha_name;          /* this server's name */
+	struct etcd *ha_etcd;
+	struct ha_rules ha_rules;
+	uint32_t ha_lease_ttl_s;      /* asked for */
+	uint32_t ha_lease_granted_s;  /* etcd's */
+	/* the map (under ha_lock) and its etcd revision */
+	pthread_mutex_t ha_lock;
+	pthread_cond_t ha_cond;       /* the map changed, or wake the agent */
+	struct ha_map ha_map;
+	int64_t ha_map_rev;
+	_Atomic uint64_t ha_epoch;    /* ha_map.hm_epoch, for the gate */
+	_Atomic uint64_t ha_want;     /* an epoch someone saw: load now */
+	/* lease and fence */
+	int64_t ha_lease;
+	uint64_t ha_incarnation;
+	_Atomic uint64_t ha_lease_ok_ms; /* last renewal that succeeded */
+	_Atomic bool ha_fenced;
+	/* probes: this server's view of the others (the agent's thread) */
+	struct peers *ha_probe;
+	bool ha_seen_down[HA_SERVERS_MAX];
+	uint64_t ha_dev_errors[HA_DEVS_MAX];
+	bool ha_dev_failed[HA_DEVS_MAX];
+	/* leadership (the agent's thread) */
+	_Atomic bool ha_leader;
+	uint64_t ha_ev_next;          /* the next event seq to read */
+	struct ha_event *ha_window;   /* HA_WINDOW_MAX, seq order */
+	uint32_t ha_nr_window;
+	uint64_t ha_next_deadline;    /* ms: decide again then */
+	uint64_t ha_decisions;        /* taken by this agent (counter) */
+	uint64_t ha_lead_since;       /* ms: leader since (0: not) */
+	/* the thread */
+	pthread_t ha_thread;
+	bool ha_thread_on;
+	atomic_bool ha_stop;
+};
+
+/* Wall-clock milliseconds (events and states carry them). */
+uint64_t ha_now_ms(void);
+/* Append ev (its he_time_ms, he_reporter filled here when 0 / "") to the
+ * events log.  0 or an error (logged by the caller). */
+int ha_report(struct srv_ha *a, struct ha_event *ev);
+/* The leader's step (ha_lead.c): read new events, look for lapsed
+ * members, decide, apply.  now is ha_now_ms(). */
+void ha_lead_step(struct srv_ha *a, uint64_t now);
+/* Leadership lost or given up: forget the window (ha_lead.c). */
+void ha_lead_drop(struct srv_ha *a);
+/* The analyzer's rules of the cluster file (cluster.ha_rules: default or
+ * test presets; cluster.ha_down_out overrides the delay). */
+struct clu_conf;
+void ha_rules_from_conf(struct ha_rules *r, const struct clu_conf *c);
+
+#endif /* STRATA_HA_SRV_HA_INTERNAL_H */
