@@ -294,6 +294,22 @@ static const struct ha_case cases[] = {
 	"50400 SRV_JOINED s2 s2 inc=2",
 	"70000 SRV_LEASE_EXPIRED s0 s3 inc=1",
 	"70800 SRV_JOINED s3 s3 inc=2" }, { NULL } },
+/* the same, each restart longer than the quiet window but shorter than
+ * the down-out delay: FAILED and back, never OUT */
+{ "rolling_restart_slow", "tol=1 s0@e0#1 s1@e1#1 s2@e2#1", {
+	"10000 SRV_EXIT s1 s0 inc=1",
+	"13000 SRV_JOINED s0 s0 inc=2",
+	"30000 SRV_UNREACHABLE s0 s1 inc=1",
+	"30100 SRV_UNREACHABLE s2 s1 inc=1",
+	"32000 SRV_JOINED s1 s1 inc=2",
+	"50000 SRV_LEASE_EXPIRED s0 s2 inc=1",
+	"53500 SRV_JOINED s2 s2 inc=2" }, {
+	"11000 server-down SET_STATE s0 FAILED",
+	"14000 return SET_STATE s0 ONLINE",
+	"31100 server-down SET_STATE s1 FAILED",
+	"33000 return SET_STATE s1 ONLINE",
+	"51000 server-down SET_STATE s2 FAILED",
+	"54500 return SET_STATE s2 ONLINE" } },
 /* five down/up in a minute: QUARANTINED at once, never repaired; back
  * ONLINE once up and quiet for the flap period */
 { "flapping", "tol=1 s0@e0 s1@e1#1 s2@e2", {
