@@ -61,13 +61,14 @@ static int window_add(uint64_t seq, const char *json, void *arg)
 }
 
 /* Members whose lease lapsed: a server of the map in service with no
- * member key is proven gone (SRV_LEASE_EXPIRED), once per incarnation.
- * Only after this leader held the key for a lease TTL: a server starting
- * registers within that. */
+ * member key is proven gone (SRV_LEASE_EXPIRED), once per run (the
+ * incarnation its member record last showed).  Only after this leader
+ * held the key for two lease TTLs: a server starting registers within
+ * that. */
 static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 			   uint64_t now)
 {
-	static uint64_t said[HA_SERVERS_MAX];
+	static uint64_t said[HA_SERVERS_MAX], inc[HA_SERVERS_MAX];
 
 	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
 		return;
@@ -80,13 +81,17 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		if (sv->hs_state != HA_ONLINE && sv->hs_state != HA_TRANSIENT)
 			continue;
 		rc = ha_member_get(a->ha_etcd, m->hm_cluster, sv->hs_name, &mb);
-		if (rc != -ENOENT || said[j] == sv->hs_incarnation + 1)
+		if (rc == 0)
+			inc[j] = mb.hmb_incarnation;
+		if (rc != -ENOENT || said[j] == inc[j] + 1)
 			continue;
-		said[j] = sv->hs_incarnation + 1;
+		said[j] = inc[j] + 1;
 		memset(&ev, 0, sizeof ev);
 		ev.he_kind = HA_EV_SRV_LEASE_EXPIRED;
 		snprintf(ev.he_target, sizeof ev.he_target, "%s", sv->hs_name);
-		ev.he_incarnation = sv->hs_incarnation;
+		/* the run whose member record this leader saw last (0: none
+		 * seen since it leads: about whichever run it was) */
+		ev.he_incarnation = inc[j];
 		if (ha_report(a, &ev) != 0)
 			LOG_WARNING("server %s: lapsed member %s not reported: "
 				    "%s", a->ha_name, sv->hs_name, err_msg());

@@ -194,6 +194,19 @@ static void report(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
 			    err_msg());
 }
 
+/* The incarnation of server j's run as its membership record says (0:
+ * not registered now, or unknown): events about it carry it, so that the
+ * analyzer drops those about an earlier run. */
+static uint64_t member_inc(struct srv_ha *a, uint32_t j)
+{
+	struct ha_member mb;
+
+	if (ha_member_get(a->ha_etcd, a->ha_map.hm_cluster,
+			  a->ha_srv->s_conf->cc_servers[j].cs_name, &mb) != 0)
+		return 0;
+	return mb.hmb_incarnation;
+}
+
 /* One probe round: every other server, a no-op call; a change of its
  * answering is an event. */
 static void probe_round(struct srv_ha *a)
@@ -216,7 +229,7 @@ static void probe_round(struct srv_ha *a)
 			continue;
 		a->ha_seen_down[j] = down;
 		report(a, down ? HA_EV_SRV_UNREACHABLE : HA_EV_SRV_REACHABLE,
-		       j, NULL, peers_incarnation(a->ha_probe, j), 0);
+		       j, NULL, member_inc(a, j), 0);
 	}
 }
 
@@ -564,7 +577,9 @@ static int ha_start(struct srv *s)
 		return err_set(rc, "server %s: the cluster map in etcd (%s): "
 			       "%s", a->ha_name, etcd_endpoint(a->ha_etcd),
 			       err_msg());
-	a->ha_incarnation = rpc_ep_incarnation(s->s_ep);
+	/* The run's incarnation: its start time (ns), so that a later run
+	 * has a larger one (the analyzer drops events of earlier runs). */
+	a->ha_incarnation = (uint64_t)ha_now_ms() * 1000000u;
 	rc = lease_begin(a);
 	if (rc != 0)
 		return err_set(rc, "server %s: membership lease: %s",
