@@ -50,14 +50,76 @@ static int window_add(uint64_t seq, const char *json, void *arg)
 		return 0;
 	}
 	ev.he_seq = seq;
-	if (a->ha_nr_window == HA_WINDOW_MAX) {
+	if (a->ha_nr_window == 2 * HA_WINDOW_MAX) {
+		/* more than one step's worth came at once: the oldest go
+		 * (window_prune() keeps what matters between steps) */
 		memmove(a->ha_window, a->ha_window + 1,
-			(HA_WINDOW_MAX - 1) * sizeof *a->ha_window);
+			(2 * HA_WINDOW_MAX - 1) * sizeof *a->ha_window);
 		a->ha_nr_window--;
 	}
 	a->ha_window[a->ha_nr_window++] = ev;
 	a->ha_next_deadline = 0; /* decide now */
 	return 0;
+}
+
+/* Is server name ONLINE in m (and each of its devices)? */
+static bool all_online(const struct ha_map *m, const char *name)
+{
+	for (uint32_t j = 0; j < m->hm_nr_servers; j++) {
+		const struct ha_srv *sv = &m->hm_servers[j];
+
+		if (strcmp(sv->hs_name, name) != 0)
+			continue;
+		if (sv->hs_state != HA_ONLINE)
+			return false;
+		for (uint32_t d = 0; d < sv->hs_nr_devs; d++)
+			if (sv->hs_devs[d].hd_state != HA_ONLINE)
+				return false;
+		return true;
+	}
+	return false;
+}
+
+/* Keep the window at most HA_WINDOW_MAX events, dropping the oldest that
+ * no rule can need: older than the longest rule window, about a target
+ * that is ONLINE with its devices, and not an operator's thaw.  Events
+ * about a target in any other state (its last SRV_JOINED decides a
+ * rebalance), and everything recent, are kept; if they alone exceed the
+ * bound, the oldest of them go. */
+static void window_prune(struct srv_ha *a, const struct ha_map *m,
+			 uint64_t now)
+{
+	const struct ha_rules *r = &a->ha_rules;
+	uint64_t span = r->hr_flap_period_ms, old;
+	uint32_t n = a->ha_nr_window, k = 0, drop;
+
+	if (n <= HA_WINDOW_MAX)
+		return;
+	if (r->hr_report_ttl_ms > span)
+		span = r->hr_report_ttl_ms;
+	if (r->hr_ioerr_window_ms > span)
+		span = r->hr_ioerr_window_ms;
+	if (r->hr_merge_max_ms > span)
+		span = r->hr_merge_max_ms;
+	old = now > span ? now - span : 0;
+	drop = n - HA_WINDOW_MAX;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct ha_event *e = &a->ha_window[i];
+
+		if (drop > 0 && e->he_time_ms < old &&
+		    e->he_kind != HA_EV_OP_THAW &&
+		    all_online(m, e->he_target)) {
+			drop--;
+			continue;
+		}
+		a->ha_window[k++] = *e;
+	}
+	if (k > HA_WINDOW_MAX) {
+		memmove(a->ha_window, a->ha_window + (k - HA_WINDOW_MAX),
+			HA_WINDOW_MAX * sizeof *a->ha_window);
+		k = HA_WINDOW_MAX;
+	}
+	a->ha_nr_window = k;
 }
 
 /* Members whose lease lapsed: a server of the map in service with no
@@ -243,6 +305,7 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 		return;
 	if (ha_map_load(a->ha_etcd, a->ha_map.hm_cluster, m, &rev) != 0)
 		goto out_free;
+	window_prune(a, m, now);
 	lapsed_members(a, m, now);
 	if (now < a->ha_next_deadline)
 		goto out_free;

@@ -584,7 +584,7 @@ static int ha_start(struct srv *s)
 	if (rc != 0)
 		return err_set(rc, "server %s: membership lease: %s",
 			       a->ha_name, err_msg());
-	a->ha_window = calloc(HA_WINDOW_MAX, sizeof *a->ha_window);
+	a->ha_window = calloc(2 * HA_WINDOW_MAX, sizeof *a->ha_window);
 	if (a->ha_window == NULL)
 		return err_set(-ENOMEM, "server %s: HA window", a->ha_name);
 	rc = peers_create(&a->ha_probe, c, NULL);

@@ -58,7 +58,8 @@ struct srv_ha {
 	/* leadership (the agent's thread) */
 	_Atomic bool ha_leader;
 	uint64_t ha_ev_next;          /* the next event seq to read */
-	struct ha_event *ha_window;   /* HA_WINDOW_MAX, seq order */
+	struct ha_event *ha_window;   /* 2 x HA_WINDOW_MAX, seq order;
+				       * pruned to HA_WINDOW_MAX each step */
 	uint32_t ha_nr_window;
 	uint64_t ha_next_deadline;    /* ms: decide again then */
 	uint64_t ha_decisions;        /* taken by this agent (counter) */
