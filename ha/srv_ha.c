@@ -225,6 +225,14 @@ static void probe_round(struct srv_ha *a)
 				   HA_PROBE_CALL_MS, &res);
 		free(res.rr_body);
 		down = rc != 0 && peers_down(a->ha_probe, j);
+		/* the first look sets what this server saw, silently: a peer
+		 * not up yet at a cluster's start is no event (one that never
+		 * comes is seen by the leader: its member key stays absent) */
+		if (!a->ha_seen[j]) {
+			a->ha_seen[j] = true;
+			a->ha_seen_down[j] = down;
+			continue;
+		}
 		if (down == a->ha_seen_down[j])
 			continue;
 		a->ha_seen_down[j] = down;
@@ -392,14 +400,24 @@ struct log_text {
 	char *lt_buf;
 	size_t lt_len;
 	size_t lt_cap;
+	bool lt_events;  /* events: each one's seq set from its key */
 };
 
-static int log_text_add(uint64_t seq, const char *json, void *arg)
+static int log_text_add(uint64_t seq, const char *text, void *arg)
 {
 	struct log_text *t = arg;
-	size_t n = strlen(json);
+	char line[2048];
+	const char *json = text;
+	struct ha_event ev;
+	size_t n;
 
-	(void)seq;
+	/* an event is stored before its seq is known: the key gives it */
+	if (t->lt_events && ha_event_parse(text, &ev) == 0) {
+		ev.he_seq = seq;
+		if (ha_event_format(&ev, line, sizeof line) >= 0)
+			json = line;
+	}
+	n = strlen(json);
 	if (t->lt_len + n + 2 > t->lt_cap) {
 		size_t cap = (t->lt_cap + n + 2) * 2;
 		char *p = realloc(t->lt_buf, cap);
@@ -487,6 +505,7 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 		break;
 	case HAK_EVENTS:
 	case HAK_DECISIONS:
+		t.lt_events = q->kind == HAK_EVENTS;
 		rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster,
 				 q->kind == HAK_EVENTS ? "events" : "decisions",
 				 q->from, q->limit, log_text_add, &t, NULL);

@@ -52,6 +52,7 @@ struct srv_ha {
 	_Atomic bool ha_fenced;
 	/* probes: this server's view of the others (the agent's thread) */
 	struct peers *ha_probe;
+	bool ha_seen[HA_SERVERS_MAX];      /* looked at once */
 	bool ha_seen_down[HA_SERVERS_MAX];
 	uint64_t ha_dev_errors[HA_DEVS_MAX];
 	bool ha_dev_failed[HA_DEVS_MAX];

@@ -55,6 +55,30 @@ static const struct cli_cmd cmds[] = {
 	  "server: a dtx in doubt with a dead participant then commits only "
 	  "if a live participant holds it COMMITTED, else aborts "
 	  "(dtm/README.md)." },
+	{ "ha", "state", 0, 0, CO_CLUSTER, false, cmd_ha_show,
+	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA (docs/ha.md): the answering server's agent as JSON: its map "
+	  "epoch, whether it is fenced, its lease, the analyzer's leader." },
+	{ "ha", "map", 0, 0, CO_CLUSTER, false, cmd_ha_show,
+	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: the cluster map as JSON (epoch, servers and devices with "
+	  "their states, placement groups, tolerance, frozen)." },
+	{ "ha", "events", 0, 1, CO_CLUSTER, false, cmd_ha_show,
+	  "[FROM] [--json] [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: the events servers and operators reported (kept: the last "
+	  "HA_HISTORY_MAX), from sequence FROM: seq, time, kind, reporter, "
+	  "target; with --json one JSON object per line." },
+	{ "ha", "decisions", 0, 1, CO_CLUSTER, false, cmd_ha_show,
+	  "[FROM] [--json] [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: the analyzer's decisions, from sequence FROM: time, rule, "
+	  "kind, target, state, reason; with --json one JSON object per "
+	  "line." },
+	{ "ha", "report", 2, 2, CO_CLUSTER, false, cmd_ha_report,
+	  "fail|replace|drain|remove|add|thaw SERVER[/DEVICE] "
+	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: report an operator's request as an event; the analyzer "
+	  "decides (thaw unfreezes a frozen map; fail marks a target failed; "
+	  "replace starts a rebalance onto a replaced device)." },
 	{ "ha", "replay", 1, 1, 0, false, cmd_ha_replay, "FILE|- [--json]",
 	  "Run the HA event analyzer over a recorded history FILE (JSON "
 	  "lines: an optional first line {\"map\": ..., \"rules\": ...}, "
