@@ -19,7 +19,8 @@
  * the next endpoint; at most ETCD_TRIES_MAX attempts over the list in all
  * (so with one endpoint the request is retried), with a short pause
  * (ETCD_RETRY_PAUSE_MS) after each full turn of the list.  Every attempt
- * has the per-request timeout given at create.  A put retried after a
+ * has the per-request timeout given at create, so a request returns
+ * within about ETCD_TRIES_MAX x (timeout + ETCD_RETRY_PAUSE_MS).  A put retried after a
  * timeout may have been applied once already (etcd gives no
  * idempotency): callers that care use etcd_txn with a compare.
  *

@@ -301,6 +301,7 @@ struct wrec {
 	atomic_bool wr_stop;
 	int wr_rc;
 	int64_t wr_last;
+	const char *wr_key;   /* the prefix watched; NULL: "/t/w/" */
 };
 
 static int watch_cb(enum etcd_ev_type t, const struct etcd_kv *kv, void *arg)
@@ -319,8 +320,9 @@ static void *watch_thread(void *arg)
 {
 	struct wrec *w = arg;
 
-	w->wr_rc = etcd_watch(w->wr_e, "/t/w/", true, w->wr_from, watch_cb, w,
-			      &w->wr_stop, &w->wr_last);
+	w->wr_rc = etcd_watch(w->wr_e, w->wr_key ? w->wr_key : "/t/w/", true,
+			      w->wr_from, watch_cb, w, &w->wr_stop,
+			      &w->wr_last);
 	return NULL;
 }
 
@@ -744,7 +746,8 @@ static int suite3_fini(void)
 }
 
 /* Kill the etcd leader; a put through the handle (the leader's endpoint
- * first) still succeeds, within a bound. */
+ * first) still succeeds, within a bound; a watch streaming from the
+ * leader re-opens on another member and misses nothing. */
 static void test_leader_killed(void)
 {
 	char urls[ETCD_ENDPOINTS_MAX][ETCD_URL_MAX + 1];
@@ -752,8 +755,13 @@ static void test_leader_killed(void)
 	struct etcd *e = NULL;
 	struct etcd_kv kv;
 	uint32_t nr = 0, stopped = 0, killed = 0;
+	struct wrec *w = calloc(1, sizeof *w);
+	pthread_t th;
+	int64_t from = 0;
 	uint64_t t0;
 	int lead = -1, rc;
+
+	CU_ASSERT_FATAL(w != NULL);
 
 	CU_ASSERT_EQUAL_FATAL(etcd_proc_endpoints(dir3, urls, &nr), 0);
 	CU_ASSERT_EQUAL_FATAL(nr, 3);
@@ -764,8 +772,14 @@ static void test_leader_killed(void)
 	for (int j = 0; j < 3; j++)
 		eps[j] = urls[(lead + j) % 3];
 	CU_ASSERT_EQUAL_FATAL(etcd_create(&e, eps, 3, 2000), 0);
-	CU_ASSERT_EQUAL(etcd_put(e, "/t3/k", "before", 6, 0, NULL), 0);
+	CU_ASSERT_EQUAL(etcd_put(e, "/t3/k", "before", 6, 0, &from), 0);
 	CU_ASSERT_STRING_EQUAL(etcd_endpoint(e), urls[lead]);
+	w->wr_e = e;
+	w->wr_from = from;
+	w->wr_key = "/t3/";
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, watch_thread, w), 0);
+	while (atomic_load(&w->wr_n) < 1 && now_ms() - t0 < 15000)
+		usleep(50000);
 	CU_ASSERT_EQUAL(etcd_proc_kill(dir3, (uint32_t)lead), 0);
 	CU_ASSERT_FALSE(etcd_proc_alive(dir3, (uint32_t)lead));
 	t0 = now_ms();
@@ -778,6 +792,17 @@ static void test_leader_killed(void)
 	CU_ASSERT_EQUAL(etcd_get(e, "/t3/k", &kv, NULL), 0);
 	CU_ASSERT_STRING_EQUAL(kv.ek_value ? kv.ek_value : "", "after");
 	etcd_kv_fini(&kv);
+	/* the watch saw both puts, each once, in order */
+	t0 = now_ms();
+	while (atomic_load(&w->wr_n) < 2 && now_ms() - t0 < 40000)
+		usleep(50000);
+	atomic_store(&w->wr_stop, true);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(w->wr_rc, 0);
+	CU_ASSERT_EQUAL(atomic_load(&w->wr_n), 2);
+	CU_ASSERT_STRING_EQUAL(w->wr_ev[0], "PUT /t3/k=before");
+	CU_ASSERT_STRING_EQUAL(w->wr_ev[1], "PUT /t3/k=after");
+	free(w);
 	/* a new leader among the two left */
 	t0 = now_ms();
 	while ((rc = etcd_proc_leader(dir3)) < 0 && now_ms() - t0 < 10000)

@@ -8,7 +8,8 @@
 #                  set BD (BUILD made absolute), S (the CLI), T (a new
 #                  temporary directory strata-TAG-test.*), D (the cluster
 #                  directory, $T/cl), PORT (BASE + (pid % SPREAD) * 4),
-#                  pass and fail; kill the servers and remove T on any exit
+#                  pass and fail; kill the servers (and the etcd members
+#                  cluster up starts, D/etcd*.pid) and remove T on any exit
 #                  (KEEP=1 keeps T and says so); after a failure, print
 #                  each server's pid file and last log lines (cl_diag)
 #   cl_port_note P a note when P..P+2 reach the kernel's ephemeral port
