@@ -137,6 +137,7 @@ static json_object *srv_json(const struct ha_srv *s)
 	j_add(o, "since_ms", json_object_new_int64((int64_t)s->hs_since_ms));
 	j_add(o, "incarnation",
 	      json_object_new_int64((int64_t)s->hs_incarnation));
+	j_add(o, "job", json_object_new_int64((int64_t)s->hs_job));
 	devs = json_object_new_array();
 	for (uint32_t d = 0; d < s->hs_nr_devs; d++) {
 		json_object *dj = json_object_new_object();
@@ -147,6 +148,7 @@ static json_object *srv_json(const struct ha_srv *s)
 		      json_object_new_string(ha_state_name(hd->hd_state)));
 		j_add(dj, "since_ms",
 		      json_object_new_int64((int64_t)hd->hd_since_ms));
+		j_add(dj, "job", json_object_new_int64((int64_t)hd->hd_job));
 		json_object_array_add(devs, dj);
 	}
 	j_add(o, "devices", devs);
@@ -167,6 +169,7 @@ int ha_map_to_json(const struct ha_map *m, char **out)
 	j_add(o, "pg_replicas", json_object_new_int64(m->hm_pg_replicas));
 	j_add(o, "tolerance", json_object_new_int64(m->hm_tolerance));
 	j_add(o, "frozen", json_object_new_boolean(m->hm_frozen));
+	j_add(o, "frozen_ms", json_object_new_int64((int64_t)m->hm_frozen_ms));
 	j_add(o, "alert", json_object_new_string(m->hm_alert));
 	j_add(o, "leader", json_object_new_string(m->hm_leader));
 	srvs = json_object_new_array();
@@ -220,6 +223,20 @@ static int j_uint(json_object *o, const char *path, const char *f,
 	return 0;
 }
 
+/* An integer field in 0..INT64_MAX that may be absent (0 then): the
+ * analyzer's job ids and freeze time (ha/ha.h). */
+static int j_uint_opt(json_object *o, const char *path, const char *f,
+		      uint64_t *out)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, f, &v)) {
+		*out = 0;
+		return 0;
+	}
+	return j_uint(o, path, f, 0, INT64_MAX, out);
+}
+
 /* A string field of at most max bytes (empty allowed when empty_ok). */
 static int j_str(json_object *o, const char *path, const char *f,
 		 char *buf, size_t max, bool empty_ok)
@@ -265,6 +282,8 @@ static int dev_from(json_object *o, const char *path, struct ha_dev *d)
 		rc = j_state(o, path, &d->hd_state);
 	if (rc == 0)
 		rc = j_uint(o, path, "since_ms", 0, INT64_MAX, &d->hd_since_ms);
+	if (rc == 0)
+		rc = j_uint_opt(o, path, "job", &d->hd_job);
 	return rc;
 }
 
@@ -294,6 +313,8 @@ static int srv_from(json_object *o, const char *path, struct ha_srv *s)
 	if (rc == 0)
 		rc = j_uint(o, path, "incarnation", 0, INT64_MAX,
 			    &s->hs_incarnation);
+	if (rc == 0)
+		rc = j_uint_opt(o, path, "job", &s->hs_job);
 	if (rc == 0)
 		rc = j_get(o, path, "devices", json_type_array, &devs);
 	if (rc != 0)
@@ -338,6 +359,8 @@ static int map_top_from(json_object *o, struct ha_map *m)
 		rc = j_get(o, "", "frozen", json_type_boolean, &v);
 	if (rc == 0)
 		m->hm_frozen = json_object_get_boolean(v);
+	if (rc == 0)
+		rc = j_uint_opt(o, "", "frozen_ms", &m->hm_frozen_ms);
 	if (rc == 0)
 		rc = j_str(o, "", "alert", m->hm_alert, HA_TEXT_MAX, true);
 	if (rc == 0)
@@ -439,8 +462,15 @@ static int srv_from_conf(struct ha_srv *s, const struct clu_server *cs,
 		s->hs_devs[s->hs_nr_devs].hd_state = HA_ONLINE;
 		s->hs_devs[s->hs_nr_devs++].hd_since_ms = now;
 	}
-	if (rc == 0 && first)
+	/* The default layout's tolerance; at least 1: objects of a layout
+	 * without redundancy are lost with a server whatever HA decides,
+	 * and the freeze rule is there to keep repair from excluding more
+	 * than redundant objects survive (docs/ha.md). */
+	if (rc == 0 && first) {
 		*tolerance = layout_tolerance(&sc.c_default_layout);
+		if (*tolerance == 0)
+			*tolerance = 1;
+	}
 	conf_fini(&sc);
 	return rc;
 }

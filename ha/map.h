@@ -51,10 +51,11 @@ struct clu_conf;
 /**
  * The map as JSON text (malloc'd, NUL-terminated; the caller frees it):
  *   {"cluster": NAME, "epoch": N, "pgs": N, "pg_replicas": N,
- *    "tolerance": N, "frozen": BOOL, "alert": TEXT, "leader": NAME,
+ *    "tolerance": N, "frozen": BOOL, "frozen_ms": N, "alert": TEXT,
+ *    "leader": NAME,
  *    "servers": [{"name", "address", "port", "enclosure", "state",
- *                 "since_ms", "incarnation",
- *                 "devices": [{"name", "state", "since_ms"}]}]}
+ *                 "since_ms", "incarnation", "job",
+ *                 "devices": [{"name", "state", "since_ms", "job"}]}]}
  * States are their names (ha_state_name).  Returns 0 with *out, -EINVAL
  * when m is not valid (ha_map_check; its message), or -ENOMEM.
  */
@@ -62,7 +63,8 @@ int ha_map_to_json(const struct ha_map *m, char **out);
 
 /**
  * Parse JSON text (len bytes) into *m.  Every field named above is
- * required and checked: its JSON type, its range (epoch >= 1, pgs
+ * required (but the analyzer's "frozen_ms" and "job", 0 when absent) and
+ * checked: its JSON type, its range (epoch >= 1, pgs
  * 1..HA_PGS_MAX, pg_replicas 1..servers, ports 1..65535, states by name,
  * names 1..HA_NAME_MAX of [A-Za-z0-9_.-], text lengths, at most
  * HA_SERVERS_MAX servers of at most HA_DEVS_MAX devices, server names
@@ -86,7 +88,9 @@ int ha_map_check(const struct ha_map *m);
  * remote, by their names); hm_pgs = HA_PGS_PER_SERVER x servers rounded
  * up to a power of two (at most HA_PGS_MAX); hm_pg_replicas = min(3,
  * servers); hm_tolerance the failures the default layout of the first
- * server's store tolerates (pdclust K, mirror N-1, plain 0).  Returns 0,
+ * server's store tolerates (pdclust K, mirror N-1), at least 1 (a plain
+ * default layout: objects without redundancy are lost with their server
+ * whatever HA decides; the freeze rule protects the redundant ones).  Returns 0,
  * or -EINVAL (more servers or devices than the map holds, a store
  * configuration that does not parse) naming the server.
  */
