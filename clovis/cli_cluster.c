@@ -1443,6 +1443,41 @@ uint32_t cluster_nr_servers(struct clovis *cl)
 	return clu_of(cl)->cc_conf.cc_nr_servers;
 }
 
+/* The HA opcode on server s: 0 with *out (or NULL: empty) or an error. */
+static int clu_ha_call(struct clu_client *c, uint32_t s, const HaReq *q,
+		       char **out)
+{
+	Reply *rp = NULL;
+	int rc = clu_call(c, s, HA_OP, &q->base, NULL, 0, &rp);
+
+	if (rc == 0 && rp->text.len > 0) {
+		*out = malloc(rp->text.len + 1);
+		if (*out == NULL)
+			rc = err_set(-ENOMEM, "HA answer");
+		else {
+			memcpy(*out, rp->text.data, rp->text.len);
+			(*out)[rp->text.len] = '\0';
+		}
+	}
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return rc;
+}
+
+int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
+		  char **out)
+{
+	struct clu_client *c = clu_of(cl);
+	HaReq q = HA_REQ__INIT;
+	int s = clu_server_find(&c->cc_conf, name);
+
+	*out = NULL;
+	if (s < 0)
+		return s;
+	q.kind = kind;
+	return clu_ha_call(c, (uint32_t)s, &q, out);
+}
+
 int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,
 	       uint32_t limit, const char *text, char **out)
 {
@@ -1459,20 +1494,7 @@ int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,
 		q.text.len = strlen(text);
 	}
 	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
-		Reply *rp = NULL;
-
-		rc = clu_call(c, s, HA_OP, &q.base, NULL, 0, &rp);
-		if (rc == 0 && rp->text.len > 0) {
-			*out = malloc(rp->text.len + 1);
-			if (*out == NULL)
-				rc = err_set(-ENOMEM, "HA answer");
-			else {
-				memcpy(*out, rp->text.data, rp->text.len);
-				(*out)[rp->text.len] = '\0';
-			}
-		}
-		if (rp != NULL)
-			reply__free_unpacked(rp, NULL);
+		rc = clu_ha_call(c, s, &q, out);
 		/* an answer (even a refusal) ends the search; a server that
 		 * cannot be reached or is fenced passes it on */
 		if (rc != -EHOSTDOWN && rc != -ETIMEDOUT &&

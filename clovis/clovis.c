@@ -1181,6 +1181,17 @@ int clovis_ha_query(struct clovis *cl, uint32_t what, uint64_t from,
 	return cluster_ha(cl, what, from, limit, NULL, text);
 }
 
+int clovis_ha_server_state(struct clovis *cl, const char *name, char **text)
+{
+	if (cl == NULL || name == NULL || text == NULL)
+		return err_set(-EINVAL, "ha_server_state: NULL argument");
+	*text = NULL;
+	if (cl->cl_eng != NULL)
+		return err_set(-ENOTSUP, "ha_server_state: an embedded store "
+			       "has no servers");
+	return cluster_ha_on(cl, name, HAK_STATE, text);
+}
+
 int clovis_ha_report(struct clovis *cl, const char *event_json)
 {
 	char *out = NULL;

@@ -1155,6 +1155,15 @@ CLOVIS_API int clovis_ha_query(struct clovis *cl, uint32_t what,
 			       uint64_t from, uint32_t limit, char **text);
 
 /**
+ * Cluster mode with HA: the HA agent's state (CLOVIS_HA_STATE) of the
+ * server called name, asked of that server alone.  Returns 0 with *text
+ * (JSON, the caller free()s it), -ENOENT (no such server: the message
+ * names it), -ENOTSUP, -EOPNOTSUPP, or that server's error.
+ */
+CLOVIS_API int clovis_ha_server_state(struct clovis *cl, const char *name,
+				      char **text);
+
+/**
  * Cluster mode with HA: report an operator's request as an event (one
  * JSON object of the event format, docs/ha.md: kind OP_FAIL, OP_REPLACE,
  * OP_DRAIN, OP_REMOVE, OP_ADD or OP_THAW, target, dev); the analyzer

@@ -241,6 +241,9 @@ uint32_t cluster_nr_servers(struct clovis *cl);
  * empty) or an error. */
 int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,
 	       uint32_t limit, const char *text, char **out);
+/* The same on server name alone (-ENOENT: no such server). */
+int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
+		  char **out);
 /** Repair, rebalance or scrub (kind SWK_*) on every server at once
  *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
  *  that fails or cannot be reached fails the call with its code and a

@@ -119,6 +119,18 @@ static bool gate_exempt(uint32_t op)
 	       op < RPC_OP_USER_MIN;
 }
 
+/* Is the server fenced now: no lease renewal for a whole TTL since the
+ * last one that succeeded (counted from before it was sent)?  Computed
+ * here from the clock, not left to the agent's thread: after a freeze
+ * (SIGSTOP, a long stall) the handler threads may run before the agent
+ * does, and must not acknowledge anything under a lease that lapsed. */
+static bool ha_is_fenced(struct srv_ha *a)
+{
+	return atomic_load(&a->ha_fenced) ||
+	       mono_ms() > atomic_load(&a->ha_lease_ok_ms) +
+			   (uint64_t)a->ha_lease_granted_s * 1000;
+}
+
 static int ha_gate(void *arg, uint32_t op, uint64_t epoch, char *msg,
 		   size_t size)
 {
@@ -127,7 +139,7 @@ static int ha_gate(void *arg, uint32_t op, uint64_t epoch, char *msg,
 
 	if (gate_exempt(op))
 		return 0;
-	if (atomic_load(&a->ha_fenced)) {
+	if (ha_is_fenced(a)) {
 		snprintf(msg, size, "server %s is fenced: its membership lease "
 			 "was not renewed for over %u s (etcd unreachable); it "
 			 "acknowledges nothing until it is", a->ha_name,
@@ -281,13 +293,15 @@ static void dev_round(struct srv_ha *a)
 
 /* ---------------------------------------------------- lease and fence */
 
-/* Register this server under a new lease. */
-static int lease_begin(struct srv_ha *a)
+/* Register this server under a new lease; *sent the monotonic time
+ * before the grant was asked (the lease runs no earlier than from then). */
+static int lease_begin(struct srv_ha *a, uint64_t *sent)
 {
 	struct srv *s = a->ha_srv;
 	struct ha_member mb;
 	int rc;
 
+	*sent = mono_ms();
 	rc = etcd_lease_grant(a->ha_etcd, a->ha_lease_ttl_s, &a->ha_lease,
 			      &a->ha_lease_granted_s);
 	if (rc != 0)
@@ -297,99 +311,129 @@ static int lease_begin(struct srv_ha *a)
 	snprintf(mb.hmb_addr, sizeof mb.hmb_addr, "%s", s->s_me->cs_addr);
 	mb.hmb_port = s->s_me->cs_port;
 	mb.hmb_incarnation = a->ha_incarnation;
-	rc = ha_member_register(a->ha_etcd, a->ha_map.hm_cluster, &mb,
-				a->ha_lease);
-	if (rc == 0)
-		atomic_store(&a->ha_lease_ok_ms, mono_ms());
-	return rc;
+	return ha_member_register(a->ha_etcd, a->ha_map.hm_cluster, &mb,
+				  a->ha_lease);
 }
 
-/* Renew the lease (every third of its TTL); fence the server when no
- * renewal succeeded for a whole TTL; a lease that expired is replaced by
- * a new one (the server joins again: an event). */
+/*
+ * Renew the lease (every third of its TTL).  The fence (ha_is_fenced())
+ * follows from the time of the last renewal that succeeded, taken before
+ * its request was sent, so the server fences itself no later than etcd
+ * may expire its lease.  A renewal after the lease lapsed (or a new
+ * lease, when etcd expired it: the server joins again, an event) lifts
+ * the fence only once the map was read again, so that the server serves
+ * under the current epoch.
+ */
 static void lease_step(struct srv_ha *a, uint64_t now, uint64_t *next)
 {
-	uint64_t ttl_ms = (uint64_t)a->ha_lease_granted_s * 1000;
+	uint64_t ttl_ms = (uint64_t)a->ha_lease_granted_s * 1000, sent;
+	bool lapsed = ha_is_fenced(a), joined = false;
 	int rc;
 
-	if (now >= *next) {
-		*next = now + ttl_ms / 3;
-		rc = etcd_lease_keepalive(a->ha_etcd, a->ha_lease, NULL);
-		if (rc == -ENOENT) {
-			LOG_WARNING("server %s: membership lease expired; "
-				    "joining again", a->ha_name);
-			if (lease_begin(a) == 0)
-				report(a, HA_EV_SRV_JOINED,
-				       a->ha_srv->s_self, NULL,
-				       a->ha_incarnation, 0);
-		} else if (rc == 0) {
-			atomic_store(&a->ha_lease_ok_ms, mono_ms());
-		}
-	}
-	if (!atomic_load(&a->ha_fenced) &&
-	    mono_ms() > atomic_load(&a->ha_lease_ok_ms) + ttl_ms) {
+	if (lapsed && !atomic_load(&a->ha_fenced)) {
 		atomic_store(&a->ha_fenced, true);
 		LOG_WARNING("server %s: fenced: membership lease not renewed "
-			    "for %" PRIu64 " ms (etcd unreachable)",
-			    a->ha_name, ttl_ms);
-	} else if (atomic_load(&a->ha_fenced) &&
-		   mono_ms() <= atomic_load(&a->ha_lease_ok_ms) + ttl_ms &&
-		   map_poll(a) == 0) {
-		atomic_store(&a->ha_fenced, false);
-		LOG_INFO("server %s: lease renewed and map read: no longer "
-			 "fenced", a->ha_name);
+			    "for %" PRIu64 " ms (etcd unreachable, or this "
+			    "process did not run)", a->ha_name, ttl_ms);
 	}
+	if (now < *next && !lapsed)
+		return;
+	*next = now + ttl_ms / 3;
+	sent = mono_ms();
+	rc = etcd_lease_keepalive(a->ha_etcd, a->ha_lease, NULL);
+	if (rc == -ENOENT) {
+		LOG_WARNING("server %s: membership lease expired; joining "
+			    "again", a->ha_name);
+		rc = lease_begin(a, &sent);
+		joined = rc == 0;
+	}
+	if (rc != 0)
+		return;
+	if (lapsed && map_poll(a) != 0)
+		return;
+	atomic_store(&a->ha_lease_ok_ms, sent);
+	if (atomic_exchange(&a->ha_fenced, false))
+		LOG_WARNING("server %s: lease renewed and map read (epoch %"
+			    PRIu64 "): no longer fenced", a->ha_name,
+			    atomic_load(&a->ha_epoch));
+	if (joined)
+		report(a, HA_EV_SRV_JOINED, a->ha_srv->s_self, NULL,
+		       a->ha_incarnation, 0);
 }
 
 /* --------------------------------------------------------- the thread */
 
+/* Wait up to ms, or until woken (a newer epoch seen, the stop). */
+static void ha_wait(struct srv_ha *a, uint64_t ms)
+{
+	struct timespec ts;
+
+	pthread_mutex_lock(&a->ha_lock);
+	if (!atomic_load(&a->ha_stop) &&
+	    atomic_load(&a->ha_want) <= atomic_load(&a->ha_epoch)) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)ms * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&a->ha_cond, &a->ha_lock, &ts);
+	}
+	pthread_mutex_unlock(&a->ha_lock);
+}
+
+/* The lease's thread: nothing else may hold up a renewal (a probe to a
+ * dead server waits out its call timeout). */
+static void *lease_main(void *arg)
+{
+	struct srv_ha *a = arg;
+	uint64_t next = 0;
+
+	while (!atomic_load(&a->ha_stop)) {
+		lease_step(a, mono_ms(), &next);
+		ha_wait(a, HA_LEASE_TICK_MS);
+	}
+	return NULL;
+}
+
+/* The probes' thread: the other servers, then this one's devices. */
+static void *probe_main(void *arg)
+{
+	struct srv_ha *a = arg;
+
+	while (!atomic_load(&a->ha_stop)) {
+		uint64_t t0 = mono_ms(), took;
+
+		probe_round(a);
+		dev_round(a);
+		took = mono_ms() - t0;
+		if (took < HA_PROBE_MS)
+			ha_wait(a, HA_PROBE_MS - took);
+	}
+	return NULL;
+}
+
+/* The map's and the leader's thread. */
 static void *ha_main(void *arg)
 {
 	struct srv_ha *a = arg;
-	uint64_t next_lease = 0, next_probe = 0, next_lead = 0;
 
 	while (!atomic_load(&a->ha_stop)) {
-		uint64_t now = mono_ms();
+		int won;
 
-		lease_step(a, now, &next_lease);
-		if (atomic_load(&a->ha_want) > atomic_load(&a->ha_epoch) ||
-		    now >= next_lead)
-			(void)map_poll(a);
-		if (now >= next_probe) {
-			next_probe = now + HA_PROBE_MS;
-			probe_round(a);
-			dev_round(a);
+		(void)map_poll(a);
+		won = ha_is_fenced(a) ? 0 :
+		      ha_leader_try(a->ha_etcd, a->ha_map.hm_cluster,
+				    a->ha_name, a->ha_lease, NULL, 0);
+		if (won == 1) {
+			if (!atomic_exchange(&a->ha_leader, true))
+				LOG_INFO("server %s: analyzer leader",
+					 a->ha_name);
+			ha_lead_step(a, ha_now_ms());
+		} else if (atomic_exchange(&a->ha_leader, false)) {
+			LOG_INFO("server %s: no longer the analyzer leader",
+				 a->ha_name);
+			ha_lead_drop(a);
 		}
-		if (now >= next_lead) {
-			int won;
-
-			next_lead = now + HA_TICK_MS;
-			won = atomic_load(&a->ha_fenced) ? 0 :
-			      ha_leader_try(a->ha_etcd, a->ha_map.hm_cluster,
-					    a->ha_name, a->ha_lease, NULL, 0);
-			if (won == 1) {
-				if (!atomic_exchange(&a->ha_leader, true))
-					LOG_INFO("server %s: analyzer leader",
-						 a->ha_name);
-				ha_lead_step(a, ha_now_ms());
-			} else if (atomic_exchange(&a->ha_leader, false)) {
-				LOG_INFO("server %s: no longer the analyzer "
-					 "leader", a->ha_name);
-				ha_lead_drop(a);
-			}
-		}
-		pthread_mutex_lock(&a->ha_lock);
-		if (!atomic_load(&a->ha_stop) &&
-		    atomic_load(&a->ha_want) <= atomic_load(&a->ha_epoch)) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += (long)HA_TICK_MS * 1000000L;
-			ts.tv_sec += ts.tv_nsec / 1000000000L;
-			ts.tv_nsec %= 1000000000L;
-			pthread_cond_timedwait(&a->ha_cond, &a->ha_lock, &ts);
-		}
-		pthread_mutex_unlock(&a->ha_lock);
+		ha_wait(a, HA_TICK_MS);
 	}
 	return NULL;
 }
@@ -448,7 +492,7 @@ static int state_json(struct srv_ha *a, char **out)
 		     "\"fenced\":%s,\"lease_ttl_s\":%u,\"lease_age_ms\":%"
 		     PRIu64 ",\"leader\":\"%s\",\"decisions\":%" PRIu64 "}",
 		     a->ha_name, atomic_load(&a->ha_epoch),
-		     atomic_load(&a->ha_fenced) ? "true" : "false",
+		     ha_is_fenced(a) ? "true" : "false",
 		     a->ha_lease_granted_s, age, leader,
 		     a->ha_decisions) < 0)
 		return err_set(-ENOMEM, "HA state");
@@ -568,6 +612,7 @@ static int ha_start(struct srv *s)
 	const char *eps[CLU_ETCD_MAX];
 	struct ha_map *m;
 	int64_t rev = 0;
+	uint64_t sent;
 	int rc;
 
 	if (a == NULL)
@@ -599,7 +644,9 @@ static int ha_start(struct srv *s)
 	/* The run's incarnation: its start time (ns), so that a later run
 	 * has a larger one (the analyzer drops events of earlier runs). */
 	a->ha_incarnation = (uint64_t)ha_now_ms() * 1000000u;
-	rc = lease_begin(a);
+	rc = lease_begin(a, &sent);
+	if (rc == 0)
+		atomic_store(&a->ha_lease_ok_ms, sent);
 	if (rc != 0)
 		return err_set(rc, "server %s: membership lease: %s",
 			       a->ha_name, err_msg());
@@ -613,10 +660,16 @@ static int ha_start(struct srv *s)
 	ha_agent = a;
 	peers_epoch_catchup(ha_catchup);
 	report(a, HA_EV_SRV_JOINED, s->s_self, NULL, a->ha_incarnation, 0);
-	rc = pthread_create(&a->ha_thread, NULL, ha_main, a);
-	if (rc != 0)
-		return err_set(-rc, "server %s: HA thread", a->ha_name);
-	a->ha_thread_on = true;
+	for (uint32_t t = 0; t < HA_THREADS; t++) {
+		static void *(*const mains[HA_THREADS])(void *) = {
+			lease_main, probe_main, ha_main};
+
+		rc = pthread_create(&a->ha_thread[t], NULL, mains[t], a);
+		if (rc != 0)
+			return err_set(-rc, "server %s: HA thread",
+				       a->ha_name);
+		a->ha_nr_threads++;
+	}
 	LOG_INFO("server %s: HA agent: map epoch %" PRIu64 ", lease %u s, "
 		 "etcd %s", a->ha_name, atomic_load(&a->ha_epoch),
 		 a->ha_lease_granted_s, etcd_endpoint(a->ha_etcd));
@@ -638,8 +691,8 @@ static void ha_stop(struct srv *s)
 	pthread_mutex_lock(&a->ha_lock);
 	pthread_cond_broadcast(&a->ha_cond);
 	pthread_mutex_unlock(&a->ha_lock);
-	if (a->ha_thread_on)
-		pthread_join(a->ha_thread, NULL);
+	for (uint32_t t = 0; t < a->ha_nr_threads; t++)
+		pthread_join(a->ha_thread[t], NULL);
 	if (ha_agent == a) {
 		peers_epoch_catchup(NULL);
 		ha_agent = NULL;

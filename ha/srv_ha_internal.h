@@ -18,8 +18,13 @@
 struct srv;
 struct peers;
 
-/* The agent's step: map poll, probes, leader work (ms). */
+/* The agent's step: map poll, leader work (ms). */
 #define HA_TICK_MS 250u
+/* The lease thread's step (ms): a renewal is due every third of the TTL
+ * (at least 2 s), and a lapse is noticed within this. */
+#define HA_LEASE_TICK_MS 100u
+/* The agent's threads: lease, probes, map and leader. */
+#define HA_THREADS 3u
 /* A probe round to every other server (ms), and its call timeout. */
 #define HA_PROBE_MS 1000u
 #define HA_PROBE_CALL_MS 2000u
@@ -65,9 +70,9 @@ struct srv_ha {
 	uint64_t ha_next_deadline;    /* ms: decide again then */
 	uint64_t ha_decisions;        /* taken by this agent (counter) */
 	uint64_t ha_lead_since;       /* ms: leader since (0: not) */
-	/* the thread */
-	pthread_t ha_thread;
-	bool ha_thread_on;
+	/* the threads: the lease's, the probes', the map's and leader's */
+	pthread_t ha_thread[HA_THREADS];
+	uint32_t ha_nr_threads;
 	atomic_bool ha_stop;
 };
 

@@ -96,6 +96,7 @@ struct cli {
 	const char *c_nvram_dir; /* cluster up --nvram-dir: NULL = D/sI */
 	uint32_t c_call_ms;      /* cluster up --call-timeout: 0 = 20 s */
 	uint64_t c_etcd_members; /* cluster up: etcd members, 0: --no-etcd */
+	bool c_ha_test;          /* cluster up --ha-test */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;

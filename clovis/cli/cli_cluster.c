@@ -132,6 +132,8 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 		fprintf(f, "%s\"http://127.0.0.1:%" PRIu64 "\"%s", j == 0 ?
 			"  etcd: [ " : ", ", etcd_port(c, j),
 			j + 1 == c->c_etcd_members ? " ]\n" : "");
+	if (c->c_ha_test)
+		fprintf(f, "  ha_rules: test\n  ha_lease: 3s\n");
 	fprintf(f, "device_size: 128MiB\nservers:\n");
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)

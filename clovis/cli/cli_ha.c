@@ -168,14 +168,19 @@ int cmd_ha_show(struct cli *c)
 
 	while (strcmp(kinds[k].w, what) != 0)
 		k++;
-	if (c->c_nargs > 0 && !cli_parse_u64(c->c_args[0], &from))
+	if (c->c_nargs > 0 && kinds[k].what != CLOVIS_HA_STATE &&
+	    !cli_parse_u64(c->c_args[0], &from))
 		return cli_fail(c, -EINVAL, "ha %s: FROM '%s' is not a "
 				"sequence number", what, c->c_args[0]);
 	rc = ha_open(c);
 	if (rc != 0)
 		return rc;
-	rc = cli_call(c, clovis_ha_query(c->c_cl, kinds[k].what, from, 0,
-					 &text));
+	if (kinds[k].what == CLOVIS_HA_STATE && c->c_nargs > 0)
+		rc = cli_call(c, clovis_ha_server_state(c->c_cl, c->c_args[0],
+							&text));
+	else
+		rc = cli_call(c, clovis_ha_query(c->c_cl, kinds[k].what, from,
+						 0, &text));
 	if (rc != 0)
 		return cli_fail(c, rc, "ha %s", what);
 	if (text == NULL)

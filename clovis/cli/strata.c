@@ -19,7 +19,7 @@
 static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
 	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
-	  "[--call-timeout T] [--etcd-members M | --no-etcd]",
+	  "[--call-timeout T] [--etcd-members M [--ha-test] | --no-etcd]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
@@ -32,7 +32,10 @@ static const struct cli_cmd cmds[] = {
 	  "(default 1; 1, 3, 5 or 7) is started first for the HA cluster "
 	  "map (data, pid files and logs D/etcdJ*; member J's client port "
 	  "P+N+2J, its peer port P+N+2J+1) and named in the cluster file "
-	  "(cluster.etcd); --no-etcd starts none (no HA)." },
+	  "(cluster.etcd); --no-etcd starts none (no HA).  --ha-test: the "
+	  "HA analyzer's test presets and a 3 s lease (cluster.ha_rules: "
+	  "test, ha_lease: 3s; docs/ha.md), for tests and demonstrations "
+	  "of failover in seconds." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
@@ -55,10 +58,11 @@ static const struct cli_cmd cmds[] = {
 	  "server: a dtx in doubt with a dead participant then commits only "
 	  "if a live participant holds it COMMITTED, else aborts "
 	  "(dtm/README.md)." },
-	{ "ha", "state", 0, 0, CO_CLUSTER, false, cmd_ha_show,
-	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
-	  "HA (docs/ha.md): the answering server's agent as JSON: its map "
-	  "epoch, whether it is fenced, its lease, the analyzer's leader." },
+	{ "ha", "state", 0, 1, CO_CLUSTER, false, cmd_ha_show,
+	  "[SERVER] [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA (docs/ha.md): a server's agent as JSON (SERVER's, else the "
+	  "first that answers): its map epoch, whether it is fenced, its "
+	  "lease, the analyzer's leader." },
 	{ "ha", "map", 0, 0, CO_CLUSTER, false, cmd_ha_show,
 	  "[--dir D | --cluster FILE | --server ADDR:PORT]",
 	  "HA: the cluster map as JSON (epoch, servers and devices with "
@@ -223,7 +227,8 @@ enum opt_id {
 	O_BLOCK_SHIFT, O_TIER, O_COUNT, O_OPS, O_YES, O_LAYOUT, O_POOL,
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
-	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_NR
+	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
+	O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -273,6 +278,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_CALL_TIMEOUT] = { "call-timeout", 0, CO_CLUSTER, true },
 	[O_ETCD_MEMBERS] = { "etcd-members", 0, CO_CLUSTER, true },
 	[O_NO_ETCD] = { "no-etcd", 0, CO_CLUSTER, false },
+	[O_HA_TEST] = { "ha-test", 0, CO_CLUSTER, false },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -873,6 +879,9 @@ static int apply_opts(struct cli *c, const struct raw *r)
 	     c->c_nodes == 0 || c->c_nodes > 16))
 		rc = cli_usage(c, "--nodes: 1 to 16");
 	c->c_etcd_members = r->r_set[O_NO_ETCD] ? 0 : 1;
+	c->c_ha_test = r->r_set[O_HA_TEST];
+	if (rc == 0 && c->c_ha_test && r->r_set[O_NO_ETCD])
+		rc = cli_usage(c, "--ha-test needs etcd (not --no-etcd)");
 	if (rc == 0 && r->r_set[O_NO_ETCD] && r->r_set[O_ETCD_MEMBERS])
 		rc = cli_usage(c, "--etcd-members and --no-etcd: one or the "
 			       "other");

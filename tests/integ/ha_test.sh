@@ -1,0 +1,245 @@
+#!/usr/bin/env bash
+# ha_test.sh BUILD — the HA subsystem live (docs/ha.md): 4 servers and a
+# 3-member etcd on loopback, `strata cluster up --ha-test` (the analyzer's
+# test presets: quiet window 1 s, down-out 5 s, flapping 5 in 60 s; a 2 s
+# membership lease):
+#
+#   1. the map and the agents: every server acts under the same epoch, not
+#      fenced, one analyzer leader; 4 SRV_JOINED events; a client's first
+#      request (epoch 0) is refused -EREMCHG and sent again under the
+#      server's epoch (the client's log says so);
+#   2. a server killed (SIGKILL): the others report it unreachable, its
+#      lease lapses; the analyzer marks it FAILED, after the down-out
+#      delay OUT with a repair job, whose walks run and end (JOB_DONE ->
+#      REPAIRED); every pdclust 2+1 object homed elsewhere reads back
+#      byte-exact throughout; the epoch only grows, one per decision;
+#   3. it restarts: SRV_JOINED; the analyzer rebalances onto it
+#      (REBALANCING, JOB_REBALANCE, JOB_DONE -> ONLINE);
+#   4. the analyzer's leader killed: another server leads within a bound;
+#      it restarts; no decision is taken twice (the log's seqs strictly
+#      grow and no two carry the same change);
+#   5. etcd's leader killed, then a server frozen (SIGSTOP) past its lease:
+#      the decisions go on through the other members; the frozen server,
+#      continued, logs its fence and serves again under the current epoch;
+#   6. flapping: a server stopped and continued five times within the
+#      window is QUARANTINED, and no repair job is ever started for it.
+#
+# Every wait is bounded (polls of at most 120 s); ports 6000-6009 (group
+# ha, tests/steps.list); everything is killed and removed on any exit.
+# Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" ha 6000 1
+cl_need strata strata-server
+
+F=$D/cluster.yaml
+# ha WHAT [ARGS]: strata ha WHAT against the cluster; out, rc.
+ha() {
+	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
+	rc=$?
+}
+# jget EXPR: a Python expression over d (the JSON object on stdin).
+jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+# dec_has PATTERN: some decision line (JSON) matches the extended regex.
+dec_has() { ha decisions --json; echo "$out" | grep -Eq "$1"; }
+ev_has() { ha events --json; echo "$out" | grep -Eq "$1"; }
+# poll SECS CMD...: until CMD succeeds, at most SECS seconds.
+poll() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.5
+	done
+	"$@"
+}
+leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
+epoch() { ha state; echo "$out" | jget 'd["epoch"]' 2>/dev/null; }
+# The decisions log: seqs strictly grow, and no two entries make the same
+# change (kind, target, device, state, job).
+no_dup_decisions() {
+	ha decisions --json
+	echo "$out" | python3 -c '
+import json, sys
+seen, last = set(), 0
+for l in sys.stdin:
+    if not l.strip():
+        continue
+    d = json.loads(l)
+    k = (d["kind"], d["target"], d["dev"], d["state"], d["job"], d["reason"])
+    if d["seq"] <= last or k in seen:
+        print("duplicate or out of order:", l.strip()); sys.exit(1)
+    seen.add(k); last = d["seq"]
+'
+}
+
+echo "--- 4 servers, a 3-member etcd, the HA test presets"
+timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+	--etcd-members 3 --ha-test >"$T/up.out" 2>&1
+cl_up_or_end "cluster of 4 servers and 3 etcd members up" "$T/up.out"
+check "the cluster file names 3 etcd endpoints and the test presets" \
+	grep -q 'ha_rules: test' "$F"
+for i in 0 1 2 3; do
+	ha state "s$i"
+	echo "     s$i: $out"
+	check "s$i: epoch >= 1, not fenced, a leader named" test \
+		"$(echo "$out" | jget 'd["server"] == "s'$i'" and d["epoch"] >= 1 and not d["fenced"] and d["leader"] != ""')" = True
+done
+joined4() {
+	ha events --json
+	[ "$(echo "$out" | grep '"SRV_JOINED"' |
+	     sed 's/.*"target":"\([^"]*\)".*/\1/' | sort -u | wc -l)" -eq 4 ]
+}
+check "every server joined (SRV_JOINED of s0..s3)" poll 30 joined4
+out=$(STRATA_LOG=3 timeout 60 "$S" --cluster "$F" idx create @ix 2>&1)
+check "a client's first request (epoch 0) refused, sent again under the map's epoch" \
+	grep -q "a server refused a request of the older one" <<<"$out"
+
+echo "--- data: 12 pdclust 2+1 objects, an index"
+head -c 300000 /dev/urandom >"$T/blob"
+for i in $(seq 1 12); do
+	cl obj put "@p$i" "$T/blob" --layout pdclust --data 2 --parity 1 || break
+done
+check "12 objects put" test "$rc" -eq 0
+cl idx put @ix k1 v1 k2 v2
+check "index records put" test "$rc" -eq 0
+# read_all [DEAD]: how many of the 12 read back byte-exact into rok; a
+# read that answers wrong bytes is a failure of its own (rbad), and so is
+# one that fails for any other reason than its home being the dead
+# server DEAD (rother): object metadata still lives on one home
+# (docs/ha.md "Not done yet").
+read_all() {
+	rok=0; rbad=0; rother=0
+	for i in $(seq 1 12); do
+		rm -f "$T/back"
+		if ! timeout 60 "$S" --cluster "$F" obj get "@p$i" "$T/back" \
+			2>"$T/rerr"; then
+			grep -q "server ${1:-none} (" "$T/rerr" ||
+				{ rother=$((rother + 1)); cat "$T/rerr"; }
+			continue
+		fi
+		if cmp -s "$T/blob" "$T/back"; then rok=$((rok + 1));
+		else rbad=$((rbad + 1)); fi
+	done
+}
+read_all
+check "all 12 read back with every server up ($rok)" test "$rok" -eq 12
+
+echo "--- a server killed: FAILED, OUT, repaired"
+L=$(leader)
+V=3; [ "$L" = s3 ] && V=2
+e0=$(epoch)
+echo "     leader $L, killing s$V (epoch $e0)"
+kill -9 "$(spid $V)"
+check "s$V reported unreachable by two others" \
+	poll 60 sh -c "'$S' --cluster '$F' ha events --json 2>/dev/null | grep '\"SRV_UNREACHABLE\"' | grep -c '\"target\":\"s$V\"' | awk '\$1 >= 2 {ok=1} END {exit !ok}'"
+check "... and the analyzer marks it FAILED" \
+	poll 60 dec_has "\"SET_STATE\".*\"target\":\"s$V\".*\"state\":\"FAILED\""
+check "after the down-out delay: a repair job for s$V" \
+	poll 90 dec_has "\"JOB_REPAIR\".*\"target\":\"s$V\""
+check "... whose end (JOB_DONE) makes it REPAIRED" \
+	poll 180 dec_has "\"target\":\"s$V\".*\"state\":\"REPAIRED\""
+read_all "s$V"
+echo "     $rok of 12 read back byte-exact with s$V out, $rbad wrong"
+check "no object read back wrong with s$V out" test "$rbad" -eq 0
+check "every object homed on another server reads back ($rok; $rother failed otherwise)" \
+	test "$rother" -eq 0 -a "$rok" -ge 1
+e1=$(epoch)
+check "the epoch grew with the decisions ($e0 -> $e1)" test "$e1" -gt "$e0"
+check "the decisions log: no change twice, seqs growing" no_dup_decisions
+
+echo "--- it comes back: rebalanced"
+srv_start $V "$F"
+check "s$V restarted" wait_up
+check "s$V joined again" \
+	poll 60 sh -c "'$S' --cluster '$F' ha events --json 2>/dev/null | grep '\"SRV_JOINED\"' | grep -c '\"target\":\"s$V\"' | awk '\$1 >= 2 {ok=1} END {exit !ok}'"
+check "the analyzer rebalances onto s$V (JOB_REBALANCE)" \
+	poll 90 dec_has "\"JOB_REBALANCE\".*\"target\":\"s$V\""
+check "... and takes it back ONLINE when the job is done" \
+	poll 180 dec_has "\"target\":\"s$V\".*\"state\":\"ONLINE\""
+read_all
+check "all 12 objects read back byte-exact after the rebalance ($rok)" \
+	test "$rok" -eq 12
+
+echo "--- the analyzer's leader killed"
+L=$(leader); LI=${L#s}
+echo "     killing the leader $L"
+kill -9 "$(spid "$LI")"
+newl() { local l; l=$(leader); [ -n "$l" ] && [ "$l" != "$L" ]; }
+t0=$SECONDS
+check "another server leads" poll 60 newl
+echo "     new leader $(leader) after $((SECONDS - t0)) s"
+srv_start "$LI" "$F"
+check "$L restarted" wait_up
+check "no decision taken twice" no_dup_decisions
+
+echo "--- etcd's leader killed, then a server frozen past its lease"
+eps=$(sed -n 's/.*etcd: \[ \(.*\) \]/\1/p' "$F" | tr -d '"' | tr -d ' ')
+el=$(ETCDCTL_API=3 timeout 20 etcdctl --endpoints "$eps" endpoint status \
+	-w json 2>/dev/null | python3 -c '
+import json, sys
+st = json.load(sys.stdin)
+for s in st:
+    if s["Status"]["header"]["member_id"] == s["Status"]["leader"]:
+        print(s["Endpoint"].rsplit(":", 1)[1])')
+ep=""
+for f in "$D"/etcd*.pid; do
+	grep -q "$el" "$D/$(basename "$f" .pid).log" 2>/dev/null && ep=$(cat "$f")
+done
+[ -z "$ep" ] && ep=$(pgrep -f "listen-client-urls http://127.0.0.1:$el" | head -1)
+echo "     etcd leader on port $el (pid ${ep:-?})"
+check "etcd's leader found" test -n "$ep"
+[ -n "$ep" ] && kill -9 "$ep"
+Z=1; [ "$(leader)" = s1 ] && Z=2
+e2=$(epoch)
+kill -STOP "$(spid $Z)"
+sleep 6
+check "decisions go on through the other etcd members: s$Z marked FAILED" \
+	poll 60 dec_has "\"SET_STATE\".*\"target\":\"s$Z\".*\"state\":\"FAILED\""
+kill -CONT "$(spid $Z)"
+check "s$Z, continued, fenced itself (its log)" \
+	poll 30 grep -q "fenced: membership lease not renewed" "$D/s$Z.log"
+check "... until its lease was renewed and the map read again" \
+	poll 30 grep -q "lease renewed and map read (epoch" "$D/s$Z.log"
+zst() {
+	local e
+	e=$(epoch)
+	ha state "s$Z"
+	[ "$(echo "$out" | jget 'd["fenced"]' 2>/dev/null)" = False ] &&
+	[ "$(echo "$out" | jget 'd["epoch"]')" -ge "$e" ]
+}
+check "... and serves again under the current epoch" poll 60 zst
+cl idx get @ix k1
+check "the index answers after all this" test "$rc" -eq 0 -a "$out" = v1
+check "no decision taken twice" no_dup_decisions
+e3=$(epoch)
+check "epochs grew ($e2 -> $e3)" test "$e3" -gt "$e2"
+
+echo "--- flapping: quarantined, never repaired"
+Q=0; [ "$(leader)" = s0 ] && Q=3
+# repairs: the repair jobs decided for s$Q so far (an earlier step may
+# have repaired it legitimately: the killed leader, if its restart took
+# longer than the down-out delay)
+repairs() {
+	ha decisions --json
+	echo "$out" | grep '"JOB_REPAIR"' | grep -c "\"target\":\"s$Q\""
+}
+r0=$(repairs)
+for k in 1 2 3 4 5; do
+	kill -STOP "$(spid $Q)"; sleep 3
+	kill -CONT "$(spid $Q)"; sleep 3
+done
+check "s$Q QUARANTINED" \
+	poll 60 dec_has "\"SET_STATE\".*\"target\":\"s$Q\".*\"state\":\"QUARANTINED\""
+sleep 8 # past the down-out delay: a repair would be decided by now
+r1=$(repairs)
+check "no repair job for s$Q while it flapped ($r0 before, $r1 after)" \
+	test "$r1" -eq "$r0"
+[ "$r1" -eq "$r0" ] || echo "$out" | grep "\"target\":\"s$Q\""
+check "no decision taken twice" no_dup_decisions
+
+timeout 120 "$S" cluster down --dir "$D" >"$T/down" 2>&1
+check "cluster down (servers and etcd)" grep -q "etcd: [0-9]* members stopped" "$T/down"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ] || cl_diag
+[ "$fail" -eq 0 ]
