@@ -6,7 +6,8 @@
  *
  *   strata-sim [--servers N] [--devices D] [--objects M] [--groups G]
  *              [--layout N+K+S] [--replicas R] [--pgs-per-server P]
- *              [--enclosure E] [--threads T] [--seed S] [--json] [--check]
+ *              [--enclosure E] [--threads T] [--seed S] [--only md|data]
+ *              [--json] [--check]
  *
  * The map: N servers "s0".."s<N-1>" of D devices each, E servers per
  * enclosure (server i in enclosure i / E).  Metadata: N * P placement
@@ -39,6 +40,7 @@
  *                   rebuilt into their groups' spare slots (Strata's repair)
  *   data.rm_remap   the same server's pool made again without it
  *   data.add_join   server N joins the smallest pool, made again with it
+ *                   (and both remaps as a fraction of their pool's units)
  *   data.rebuild_src  devices a rebuild of device 3 of server N / 3 reads
  *                   from, over the devices of its pool on other servers
  * Beside each balance figure, the max / mean that independent random
@@ -51,7 +53,7 @@
  * --check asserts what must hold exactly, whatever the sizes: every group
  * whose set changes on the add holds the new server and changed by one
  * member; on the removal, exactly the groups that held the server changed,
- * by one; every group has R servers in R enclosures; every pdclust group
+ * by one; every group has R servers in min(R, enclosures) enclosures; every pdclust group
  * has its units on distinct servers; the spare rebuild moves exactly the
  * units of the server that left; the device rebuild reads from every
  * device of its pool on other servers; the units counted add up.  It ends
@@ -90,6 +92,7 @@ struct sim {
 	uint32_t s_groups, s_n, s_k, s_s;
 	uint64_t s_objects, s_seed;
 	bool s_json, s_check;
+	bool s_no_md, s_no_data; /* --only data, --only md */
 	/* Metadata maps: base (X out), add (X in), rm (X and Y out). */
 	struct pg_cand *s_base, *s_add, *s_rm;
 	uint32_t s_nr_pgs, s_x, s_y;
@@ -314,15 +317,20 @@ static uint32_t sim_diff(const uint32_t *a, const uint32_t *b, uint32_t r)
 	return d;
 }
 
-/* Enclosures of set[] pairwise distinct. */
-static bool sim_encl_ok(const struct pg_cand *c, const uint32_t *set,
-			uint32_t r)
+/* set[] spans min(r, enclosures of the map) enclosures. */
+static bool sim_encl_ok(const struct sim *s, const struct pg_cand *c,
+			const uint32_t *set, uint32_t r)
 {
-	for (uint32_t a = 0; a < r; a++)
-		for (uint32_t b = a + 1; b < r; b++)
-			if (c[set[a]].pc_encl == c[set[b]].pc_encl)
-				return false;
-	return true;
+	uint32_t encls = (s->s_servers + s->s_encl - 1) / s->s_encl, seen = 0;
+
+	for (uint32_t a = 0; a < r; a++) {
+		bool first = true;
+
+		for (uint32_t b = 0; b < a; b++)
+			first &= c[set[a]].pc_encl != c[set[b]].pc_encl;
+		seen += first;
+	}
+	return seen == (r < encls ? r : encls);
 }
 
 static void sim_place_pgs(struct sim *s, struct sim_cnt *c, uint64_t b,
@@ -342,7 +350,7 @@ static void sim_place_pgs(struct sim *s, struct sim_cnt *c, uint64_t b,
 			c->c_md_bad_nr++;
 			continue;
 		}
-		if (!sim_encl_ok(s->s_base, base, r))
+		if (!sim_encl_ok(s, s->s_base, base, r))
 			c->c_md_bad_encl++;
 		for (uint32_t i = 0; i < r; i++) {
 			c->c_md_objs[base[i]] += objs;
@@ -473,7 +481,7 @@ static void sim_place_units(struct sim *s, struct sim_cnt *c, uint64_t b,
 
 /* ------------------------------------------------------- figures */
 
-#define SIM_FIGS_MAX 16u
+#define SIM_FIGS_MAX 24u
 
 /* How a figure meets its goal. */
 enum sim_kind {
@@ -616,7 +624,8 @@ static void sim_figs_md(struct sim *s, struct sim_cnt *c, struct sim_out *o)
 		return;
 	sim_assert(o, c->c_md_bad_nr == 0, "every group gets R servers",
 		   c->c_md_bad_nr);
-	sim_assert(o, c->c_md_bad_encl == 0, "R servers in R enclosures",
+	sim_assert(o, c->c_md_bad_encl == 0, "R servers in min(R, enclosures) "
+		   "enclosures",
 		   c->c_md_bad_encl);
 	sim_assert(o, c->c_md_bad_add == 0, "add: changed groups hold the new "
 		   "server and changed by one member", c->c_md_bad_add);
@@ -655,6 +664,10 @@ static void sim_figs_data(struct sim *s, struct sim_cnt *c,
 	sim_fig(o, "data.add_join", "units moved when a server joins a pool "
 		"(made again), fraction", c->c_add_join / total,
 		1.0 / (n + 1), 0, SIM_MOVE);
+	sim_fig(o, "data.rm_remap_pool", "of that pool's units, fraction",
+		(double)c->c_rm_remap / c->c_pool_y_units, 0, 0, SIM_INFO);
+	sim_fig(o, "data.add_join_pool", "of that pool's units, fraction",
+		(double)c->c_add_join / c->c_pool_x_units, 0, 0, SIM_INFO);
 	for (uint32_t i = 0; i < nd; i++)
 		if (c->c_f_reads[i]) {
 			src++;
@@ -739,7 +752,7 @@ static void sim_usage(void)
 	fprintf(stderr, "usage: strata-sim [--servers N] [--devices D] "
 		"[--objects M] [--groups G] [--layout N+K+S] [--replicas R] "
 		"[--pgs-per-server P] [--enclosure E] [--threads T] "
-		"[--seed S] [--json] [--check]\n");
+		"[--seed S] [--only md|data] [--json] [--check]\n");
 	exit(2);
 }
 
@@ -791,6 +804,10 @@ static void sim_args(struct sim *s, int argc, char **argv)
 		else if (strcmp(a, "--threads") == 0)
 			s->s_threads = (uint32_t)sim_num(v, 1, SIM_THREADS_MAX,
 							 a);
+		else if (strcmp(a, "--only") == 0 && strcmp(v, "md") == 0)
+			s->s_no_data = true;
+		else if (strcmp(a, "--only") == 0 && strcmp(v, "data") == 0)
+			s->s_no_md = true;
 		else if (strcmp(a, "--seed") == 0)
 			s->s_seed = sim_num(v, 1, UINT64_MAX, a);
 		else if (strcmp(a, "--layout") == 0) {
@@ -852,18 +869,24 @@ int main(int argc, char **argv)
 	for (uint32_t t = 0; t < s.s_threads; t++)
 		sim_cnt_init(&s, &jobs[t].j_cnt);
 	t0 = sim_now();
-	sim_run(&s, jobs, s.s_objects, sim_count_pgs);
-	for (uint32_t t = 0; t < s.s_threads; t++)
-		for (uint32_t g = 0; g < s.s_nr_pgs; g++)
-			s.s_pg_objs[g] += (uint32_t)jobs[t].j_cnt.c_pg_objs[g];
-	sim_run(&s, jobs, s.s_nr_pgs, sim_place_pgs);
+	if (!s.s_no_md) {
+		sim_run(&s, jobs, s.s_objects, sim_count_pgs);
+		for (uint32_t t = 0; t < s.s_threads; t++)
+			for (uint32_t g = 0; g < s.s_nr_pgs; g++)
+				s.s_pg_objs[g] +=
+					(uint32_t)jobs[t].j_cnt.c_pg_objs[g];
+		sim_run(&s, jobs, s.s_nr_pgs, sim_place_pgs);
+	}
 	o.o_secs_md = sim_now() - t0;
 	t0 = sim_now();
-	sim_run(&s, jobs, s.s_objects, sim_place_units);
+	if (!s.s_no_data)
+		sim_run(&s, jobs, s.s_objects, sim_place_units);
 	o.o_secs_data = sim_now() - t0;
 	sim_sum(&s, jobs);
-	sim_figs_md(&s, &jobs[0].j_cnt, &o);
-	sim_figs_data(&s, &jobs[0].j_cnt, &o);
+	if (!s.s_no_md)
+		sim_figs_md(&s, &jobs[0].j_cnt, &o);
+	if (!s.s_no_data)
+		sim_figs_data(&s, &jobs[0].j_cnt, &o);
 	if (s.s_json)
 		sim_print_json(&s, &o);
 	else
