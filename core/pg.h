@@ -40,6 +40,17 @@
  *   score    score(g, key) = mix(mix(g ^ 0x7067736372652e2e) ^ key) (salt
  *            "pgscre..").  mix is a bijection, so two distinct keys never
  *            get equal scores for a group: no ties.
+ *   weight   with weights (pc_weight), a server ranks by w / L, L =
+ *            -log2(u), u = ((score >> 11) + 1) / 2^53 in (0, 1]: the
+ *            logarithmic method of weighted rendezvous hashing, which
+ *            gives each server a share of groups proportional to w.  L is
+ *            computed in integers (Q6.58: for u > 15/16 the series of
+ *            -ln(1 - t) to t^4, else a 129-entry table of log2(1 + i/128)
+ *            with linear interpolation; relative error under 1.3e-4,
+ *            monotone), so every machine ranks alike; w_a / L_a is
+ *            compared with w_b / L_b by 128-bit cross products, equal
+ *            ranks going to the higher score.  When every candidate has
+ *            the same weight this is exactly the order of the scores.
  *
  * Pure and thread-safe; includes only the ground floor.
  */
@@ -65,6 +76,10 @@ struct pg_cand {
 	 *  one.  A server with no enclosure of its own gets a value no
 	 *  other server has (its index, its key...). */
 	uint32_t pc_encl;
+	/** Relative capacity: a server gets a share of groups proportional
+	 *  to it (0 counts as 1; equal weights everywhere = unweighted).
+	 *  Changing one server's weight moves groups only to or from it. */
+	uint32_t pc_weight;
 	/** In the map (holds groups).  A server that is DOWN but not yet OUT
 	 *  stays in: its groups keep their sets and the caller takes the
 	 *  first live member as primary.  OUT, drained or removed servers are
@@ -94,22 +109,30 @@ uint64_t pg_key(const char *name);
 uint64_t pg_score(uint32_t pg, uint64_t key);
 
 /**
+ * Whether candidate a ranks above candidate b for group pg (the weight
+ * rule of the header comment; scores alone when the weights are equal).
+ * Exported for tests and the simulation.
+ */
+bool pg_above(uint32_t pg, const struct pg_cand *a, const struct pg_cand *b);
+
+/**
  * Choose the servers of group pg among cands[0..nr-1].
  *
  * In: cands (not modified), nr (0..PG_CANDS_MAX), r replicas wanted
  * (1..PG_REPLICAS_MAX).  Out: out[0..ret-1], indices into cands, pairwise
  * distinct, every one a candidate with pc_in; out must have room for r.
  *
- * Which: among the candidates that are in, each enclosure's best-scoring
- * server is its leader; the group takes the r leaders with the highest
- * scores, highest first.  When the map has fewer enclosures than r (say 2
+ * Which: among the candidates that are in, each enclosure's best-ranked
+ * server is its leader (rank: pg_above(), the score, or with unequal
+ * weights the weighted score); the group takes the r best-ranked leaders,
+ * best first.  When the map has fewer enclosures than r (say 2
  * enclosures, R = 3), every enclosure's leader is taken and the places
- * left go to the best-scoring other servers, highest first, so an
+ * left go to the best-ranked other servers, best first, so an
  * enclosure then holds more than one replica of some groups (there is no
  * other way to hold r copies).  When fewer than r servers are in, all of
  * them are returned.
  *
- * Order: out[0] is the best-scoring server of the set, the primary while
+ * Order: out[0] is the best-ranked server of the set, the primary while
  * it is live; a caller that knows a member is down takes the first live
  * one of out[] (every server computes the same order, so they agree).
  * The order only changes where the set changes.
@@ -119,7 +142,8 @@ uint64_t pg_score(uint32_t pg, uint64_t key);
  * PG_REPLICAS_MAX, nr above PG_CANDS_MAX, or cands or out is NULL with
  * work to do.  Two candidates with equal keys: the lower index wins (a
  * caller error that stays deterministic).  Pure, thread-safe, no
- * allocation, O(nr * r).
+ * allocation, O(nr * r) (a few ns a candidate; with unequal weights a
+ * few more for the integer logarithm).
  */
 int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 	     uint32_t r, uint32_t *out);
