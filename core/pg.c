@@ -181,21 +181,10 @@ static void pg_insert(struct pg_pick *l, uint32_t *n, uint32_t cap,
 	l[j] = p;
 }
 
-/* Whether the in candidates have unequal weights (0 counting as 1). */
-static bool pg_weighted(const struct pg_cand *cands, uint32_t nr)
+/* A weight as ranked: 0 counts as 1. */
+static uint32_t pg_weight(const struct pg_cand *c)
 {
-	uint32_t w0 = 0;
-
-	for (uint32_t i = 0; i < nr; i++) {
-		uint32_t w = cands[i].pc_weight ? cands[i].pc_weight : 1;
-
-		if (!cands[i].pc_in)
-			continue;
-		if (w0 != 0 && w != w0)
-			return true;
-		w0 = w;
-	}
-	return false;
+	return c->pc_weight ? c->pc_weight : 1;
 }
 
 /* Remove entry j of the list l[0..*n-1]. */
@@ -206,6 +195,9 @@ static void pg_remove(struct pg_pick *l, uint32_t *n, uint32_t j)
 	(*n)--;
 }
 
+/* What pg_scan() returns when it meets unequal weights unweighted. */
+#define PG_RESCAN (-1)
+
 /*
  * One streaming pass.  lead[] keeps the best r enclosure leaders seen so
  * far (one entry per enclosure), rest[] the best r candidates that lost to
@@ -215,32 +207,26 @@ static void pg_remove(struct pg_pick *l, uint32_t *n, uint32_t j)
  * last entry, which scores no less than the dropped leader did.  Once
  * lead[] is full, rest[] is never read, so a candidate scoring under
  * lead[]'s last is skipped at the cost of one hash and one compare.
+ * Unweighted (scores only) until a second weight shows: PG_RESCAN.
  */
-int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
-	     uint32_t r, uint32_t *out)
+static int pg_scan(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
+		   uint32_t r, uint32_t *out, bool weighted)
 {
 	struct pg_pick lead[PG_REPLICAS_MAX], rest[PG_REPLICAS_MAX];
-	uint32_t nl = 0, nrest = 0, got = 0;
+	uint32_t nl = 0, nrest = 0, got = 0, w0 = 0;
 	uint64_t hp = pg_mix(pg ^ PG_SALT_SCORE);
-	bool weighted;
 
-	if (r == 0 || r > PG_REPLICAS_MAX)
-		return err_set(-EINVAL, "pg_place: r = %u replicas, want 1..%u",
-			       r, PG_REPLICAS_MAX);
-	if (nr > PG_CANDS_MAX)
-		return err_set(-EINVAL, "pg_place: %u candidates, want at most "
-			       "%u", nr, PG_CANDS_MAX);
-	if (nr > 0 && (cands == NULL || out == NULL))
-		return err_set(-EINVAL, "pg_place: %s is NULL",
-			       cands == NULL ? "cands" : "out");
-	/* Equal weights rank by score alone: the same order, cheaper. */
-	weighted = pg_weighted(cands, nr);
 	for (uint32_t i = 0; i < nr; i++) {
 		struct pg_pick p;
 		uint32_t j = 0;
 
 		if (!cands[i].pc_in)
 			continue;
+		if (!weighted && w0 != pg_weight(&cands[i])) {
+			if (w0 != 0)
+				return PG_RESCAN;
+			w0 = pg_weight(&cands[i]);
+		}
 		p = pg_pick_of(hp, &cands[i], i, weighted);
 		/* Full lead[]: r enclosures, so no fallback; a candidate
 		 * ranked under its last can change nothing (the common
@@ -265,4 +251,24 @@ int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 	for (uint32_t j = 0; got < r && j < nrest; j++)
 		out[got++] = rest[j].pp_idx;
 	return (int)got;
+}
+
+int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
+	     uint32_t r, uint32_t *out)
+{
+	int rc;
+
+	if (r == 0 || r > PG_REPLICAS_MAX)
+		return err_set(-EINVAL, "pg_place: r = %u replicas, want 1..%u",
+			       r, PG_REPLICAS_MAX);
+	if (nr > PG_CANDS_MAX)
+		return err_set(-EINVAL, "pg_place: %u candidates, want at most "
+			       "%u", nr, PG_CANDS_MAX);
+	if (nr > 0 && (cands == NULL || out == NULL))
+		return err_set(-EINVAL, "pg_place: %s is NULL",
+			       cands == NULL ? "cands" : "out");
+	/* Equal weights rank by score alone (the same order, cheaper); the
+	 * first unequal weight met starts the pass again, weighted. */
+	rc = pg_scan(pg, cands, nr, r, out, false);
+	return rc == PG_RESCAN ? pg_scan(pg, cands, nr, r, out, true) : rc;
 }
