@@ -111,7 +111,11 @@ struct sim_cnt {
 	uint8_t *c_md_src;     /* servers holding Y's groups' other replicas */
 	uint64_t c_md_bad_add, c_md_bad_rm, c_md_bad_encl, c_md_bad_nr;
 	/* data */
-	uint64_t *c_units;     /* data + parity units per device */
+	/* data + parity units per device: 32 bits keep a thread's table in
+	 * its core's cache at 100,000 devices (at most one unit of a group
+	 * per device, and objects x groups < 2^32: sim_args()) */
+	uint32_t *c_units;
+	uint64_t *c_units_sum; /* the threads' c_units summed (thread 0) */
 	uint64_t *c_f_reads;   /* rebuild of F: units read per device */
 	uint64_t c_f_groups, c_units_total;
 	uint64_t c_rm_spare, c_rm_remap, c_rm_units_y, c_pool_y_units;
@@ -559,6 +563,8 @@ static void sim_sum(struct sim *s, struct sim_job *jobs)
 	struct sim_cnt *a = &jobs[0].j_cnt;
 	uint32_t n = s->s_servers + 1, nd = n * s->s_devs;
 
+	for (uint32_t i = 0; i < nd; i++)
+		a->c_units_sum[i] = a->c_units[i];
 	for (uint32_t t = 1; t < s->s_threads; t++) {
 		struct sim_cnt *b = &jobs[t].j_cnt;
 
@@ -568,7 +574,7 @@ static void sim_sum(struct sim *s, struct sim_job *jobs)
 			a->c_md_src[i] |= b->c_md_src[i];
 		}
 		for (uint32_t i = 0; i < nd; i++) {
-			a->c_units[i] += b->c_units[i];
+			a->c_units_sum[i] += b->c_units[i];
 			a->c_f_reads[i] += b->c_f_reads[i];
 		}
 		a->c_md_add_moved += b->c_md_add_moved;
@@ -646,11 +652,11 @@ static void sim_figs_data(struct sim *s, struct sim_cnt *c,
 	uint64_t *per_srv = sim_calloc(n, sizeof *per_srv), rmax = 0, rsum = 0;
 	const struct sim_pool *pf = &s->s_pools[s->s_q_f];
 
-	v = sim_maxmean(c->c_units, nd, &fl);
+	v = sim_maxmean(c->c_units_sum, nd, &fl);
 	sim_fig(o, "data.balance", "units per device, max/mean", v, 1.05, fl,
 		SIM_MAX);
 	for (uint32_t i = 0; i < nd; i++)
-		per_srv[i / s->s_devs] += c->c_units[i];
+		per_srv[i / s->s_devs] += c->c_units_sum[i];
 	v = sim_maxmean(per_srv, n, &fl);
 	sim_fig(o, "data.balance_srv", "units per server, max/mean", v, 1.05,
 		fl, SIM_MAX);
@@ -821,6 +827,12 @@ static void sim_args(struct sim *s, int argc, char **argv)
 		} else
 			sim_usage();
 	}
+	if (s->s_objects * s->s_groups > UINT32_MAX) {
+		fprintf(stderr, "strata-sim: %" PRIu64 " objects x %u groups "
+			"is over 2^32 (32-bit unit counters)\n", s->s_objects,
+			s->s_groups);
+		exit(2);
+	}
 	if ((uint64_t)s->s_servers * s->s_pgs_per > PG_NR_MAX) {
 		fprintf(stderr, "strata-sim: %u servers x %u groups is over "
 			"PG_NR_MAX (%u)\n", s->s_servers, s->s_pgs_per,
@@ -838,6 +850,8 @@ static void sim_cnt_init(struct sim *s, struct sim_cnt *c)
 	c->c_md_grps = sim_calloc(n, sizeof *c->c_md_grps);
 	c->c_md_src = sim_calloc(n, 1);
 	c->c_units = sim_calloc((size_t)n * s->s_devs, sizeof *c->c_units);
+	c->c_units_sum = sim_calloc((size_t)n * s->s_devs,
+				    sizeof *c->c_units_sum);
 	c->c_f_reads = sim_calloc((size_t)n * s->s_devs,
 				  sizeof *c->c_f_reads);
 	c->c_pg_objs = sim_calloc(s->s_nr_pgs, sizeof *c->c_pg_objs);
@@ -849,6 +863,7 @@ static void sim_cnt_fini(struct sim_cnt *c)
 	free(c->c_md_grps);
 	free(c->c_md_src);
 	free(c->c_units);
+	free(c->c_units_sum);
 	free(c->c_f_reads);
 	free(c->c_pg_objs);
 }
