@@ -195,67 +195,111 @@ static void pg_remove(struct pg_pick *l, uint32_t *n, uint32_t j)
 	(*n)--;
 }
 
-/* What pg_scan() returns when it meets unequal weights unweighted. */
+/* What pg_scan_plain() returns when it meets unequal weights unweighted. */
 #define PG_RESCAN (-1)
 
 /*
- * One streaming pass.  lead[] keeps the best r enclosure leaders seen so
- * far (one entry per enclosure), rest[] the best r candidates that lost to
- * their enclosure's leader.  A leader pushed off a full lead[] is dropped:
- * that needs r other enclosures, so no fallback will look for it, and a
- * later server of its enclosure enters lead[] only by beating lead[]'s
- * last entry, which scores no less than the dropped leader did.  Once
- * lead[] is full, rest[] is never read, so a candidate scoring under
- * lead[]'s last is skipped at the cost of one hash and one compare.
- * Unweighted (scores only) until a second weight shows: PG_RESCAN.
+ * One streaming pass keeps two lists.  lead[] holds the best r enclosure
+ * leaders seen so far (one entry per enclosure), rest[] the best r
+ * candidates that lost to their enclosure's leader.  A leader pushed off a
+ * full lead[] is dropped: that needs r other enclosures, so no fallback
+ * will look for it, and a later server of its enclosure enters lead[] only
+ * by ranking above lead[]'s last entry, which ranks no lower than the
+ * dropped leader did.  Once lead[] is full, rest[] is never read, so a
+ * candidate ranked under lead[]'s last changes nothing: the scan's loop
+ * skips it after one hash and one compare (nearly every candidate of a
+ * large map), and pg_consider() takes the others.
  */
-static int pg_scan(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
-		   uint32_t r, uint32_t *out, bool weighted)
+struct pg_lists {
+	struct pg_pick pl_lead[PG_REPLICAS_MAX], pl_rest[PG_REPLICAS_MAX];
+	uint32_t pl_nl, pl_nrest, pl_r;
+	bool pl_weighted;
+};
+
+static void pg_consider(struct pg_lists *l, const struct pg_cand *cands,
+			struct pg_pick p)
 {
-	struct pg_pick lead[PG_REPLICAS_MAX], rest[PG_REPLICAS_MAX];
-	uint32_t nl = 0, nrest = 0, got = 0, w0 = 0;
-	uint64_t hp = pg_mix(pg ^ PG_SALT_SCORE);
+	uint32_t j = 0, encl = cands[p.pp_idx].pc_encl;
+	bool w = l->pl_weighted;
+
+	while (j < l->pl_nl && cands[l->pl_lead[j].pp_idx].pc_encl != encl)
+		j++;
+	if (j == l->pl_nl) {
+		pg_insert(l->pl_lead, &l->pl_nl, l->pl_r, p, w);
+	} else if (pg_better(&p, &l->pl_lead[j], w)) {
+		pg_insert(l->pl_rest, &l->pl_nrest, l->pl_r, l->pl_lead[j], w);
+		pg_remove(l->pl_lead, &l->pl_nl, j);
+		pg_insert(l->pl_lead, &l->pl_nl, l->pl_r, p, w);
+	} else {
+		pg_insert(l->pl_rest, &l->pl_nrest, l->pl_r, p, w);
+	}
+}
+
+/* The set: the leaders, then the best of the rest while places are left. */
+static int pg_result(const struct pg_lists *l, uint32_t *out)
+{
+	uint32_t got = 0;
+
+	for (uint32_t j = 0; j < l->pl_nl; j++)
+		out[got++] = l->pl_lead[j].pp_idx;
+	for (uint32_t j = 0; got < l->pl_r && j < l->pl_nrest; j++)
+		out[got++] = l->pl_rest[j].pp_idx;
+	return (int)got;
+}
+
+/* Scores only, while every in candidate has one weight; PG_RESCAN at the
+ * first other weight. */
+static int pg_scan_plain(uint64_t hp, const struct pg_cand *cands,
+			 uint32_t nr, uint32_t r, uint32_t *out)
+{
+	struct pg_lists l = {.pl_r = r, .pl_weighted = false};
+	uint64_t floor_ = 0; /* lead[]'s last score once lead[] is full */
+	uint32_t w0 = 0;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		const struct pg_cand *c = &cands[i];
+		uint64_t sc;
+
+		if (!c->pc_in)
+			continue;
+		if (pg_weight(c) != w0) {
+			if (w0 != 0)
+				return PG_RESCAN;
+			w0 = pg_weight(c);
+		}
+		sc = pg_mix(hp ^ c->pc_key);
+		if (l.pl_nl == r && sc <= floor_)
+			continue;
+		pg_consider(&l, cands, (struct pg_pick){sc, 0, 1, i});
+		if (l.pl_nl == r)
+			floor_ = l.pl_lead[r - 1].pp_score;
+	}
+	return pg_result(&l, out);
+}
+
+/* Weighted ranks (w / L), for maps with unequal weights. */
+static int pg_scan_weighted(uint64_t hp, const struct pg_cand *cands,
+			    uint32_t nr, uint32_t r, uint32_t *out)
+{
+	struct pg_lists l = {.pl_r = r, .pl_weighted = true};
 
 	for (uint32_t i = 0; i < nr; i++) {
 		struct pg_pick p;
-		uint32_t j = 0;
 
 		if (!cands[i].pc_in)
 			continue;
-		if (!weighted && w0 != pg_weight(&cands[i])) {
-			if (w0 != 0)
-				return PG_RESCAN;
-			w0 = pg_weight(&cands[i]);
-		}
-		p = pg_pick_of(hp, &cands[i], i, weighted);
-		/* Full lead[]: r enclosures, so no fallback; a candidate
-		 * ranked under its last can change nothing (the common
-		 * case). */
-		if (nl == r && !pg_better(&p, &lead[r - 1], weighted))
+		p = pg_pick_of(hp, &cands[i], i, true);
+		if (l.pl_nl == r && !pg_better(&p, &l.pl_lead[r - 1], true))
 			continue;
-		while (j < nl && cands[lead[j].pp_idx].pc_encl !=
-				 cands[i].pc_encl)
-			j++;
-		if (j == nl) {
-			pg_insert(lead, &nl, r, p, weighted);
-		} else if (pg_better(&p, &lead[j], weighted)) {
-			pg_insert(rest, &nrest, r, lead[j], weighted);
-			pg_remove(lead, &nl, j);
-			pg_insert(lead, &nl, r, p, weighted);
-		} else {
-			pg_insert(rest, &nrest, r, p, weighted);
-		}
+		pg_consider(&l, cands, p);
 	}
-	for (uint32_t j = 0; j < nl; j++)
-		out[got++] = lead[j].pp_idx;
-	for (uint32_t j = 0; got < r && j < nrest; j++)
-		out[got++] = rest[j].pp_idx;
-	return (int)got;
+	return pg_result(&l, out);
 }
 
 int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 	     uint32_t r, uint32_t *out)
 {
+	uint64_t hp;
 	int rc;
 
 	if (r == 0 || r > PG_REPLICAS_MAX)
@@ -269,6 +313,7 @@ int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 			       cands == NULL ? "cands" : "out");
 	/* Equal weights rank by score alone (the same order, cheaper); the
 	 * first unequal weight met starts the pass again, weighted. */
-	rc = pg_scan(pg, cands, nr, r, out, false);
-	return rc == PG_RESCAN ? pg_scan(pg, cands, nr, r, out, true) : rc;
+	hp = pg_mix(pg ^ PG_SALT_SCORE);
+	rc = pg_scan_plain(hp, cands, nr, r, out);
+	return rc == PG_RESCAN ? pg_scan_weighted(hp, cands, nr, r, out) : rc;
 }
