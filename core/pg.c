@@ -141,23 +141,26 @@ static bool pg_better(const struct pg_pick *a, const struct pg_pick *b,
 	return x != y ? x > y : a->pp_score > b->pp_score;
 }
 
-static struct pg_pick pg_pick_of(uint64_t hp, const struct pg_cand *c,
-				 uint32_t idx, bool weighted)
+/* A weight as ranked: 0 counts as 1. */
+static uint32_t pg_weight(const struct pg_cand *c)
 {
-	struct pg_pick p = {pg_mix(hp ^ c->pc_key), 0, 1, idx};
+	return c->pc_weight ? c->pc_weight : 1;
+}
 
-	if (weighted) {
-		p.pp_len = pg_len(p.pp_score);
-		p.pp_w = c->pc_weight ? c->pc_weight : 1;
-	}
-	return p;
+/* Candidate c (index idx) ranked with its weight. */
+static struct pg_pick pg_pick_weighted(uint64_t hp, const struct pg_cand *c,
+				       uint32_t idx)
+{
+	uint64_t sc = pg_mix(hp ^ c->pc_key);
+
+	return (struct pg_pick){sc, pg_len(sc), pg_weight(c), idx};
 }
 
 bool pg_above(uint32_t pg, const struct pg_cand *a, const struct pg_cand *b)
 {
 	uint64_t hp = pg_mix(pg ^ PG_SALT_SCORE);
-	struct pg_pick pa = pg_pick_of(hp, a, 0, true);
-	struct pg_pick pb = pg_pick_of(hp, b, 1, true);
+	struct pg_pick pa = pg_pick_weighted(hp, a, 0);
+	struct pg_pick pb = pg_pick_weighted(hp, b, 1);
 
 	return pg_better(&pa, &pb, true);
 }
@@ -179,12 +182,6 @@ static void pg_insert(struct pg_pick *l, uint32_t *n, uint32_t cap,
 		j--;
 	}
 	l[j] = p;
-}
-
-/* A weight as ranked: 0 counts as 1. */
-static uint32_t pg_weight(const struct pg_cand *c)
-{
-	return c->pc_weight ? c->pc_weight : 1;
 }
 
 /* Remove entry j of the list l[0..*n-1]. */
@@ -288,7 +285,7 @@ static int pg_scan_weighted(uint64_t hp, const struct pg_cand *cands,
 
 		if (!cands[i].pc_in)
 			continue;
-		p = pg_pick_of(hp, &cands[i], i, true);
+		p = pg_pick_weighted(hp, &cands[i], i);
 		if (l.pl_nl == r && !pg_better(&p, &l.pl_lead[r - 1], true))
 			continue;
 		pg_consider(&l, cands, p);
