@@ -204,6 +204,21 @@
  * split further fails the move with -E2BIG. */
 #define ZMOVE_RUNS 8u
 
+/* Metadata placement groups (core/pg.c).  Replicas of one group: a group
+ * is held by R = 3 servers by default, or K + 1 to match the data's fault
+ * tolerance; past 8 copies, metadata writes cost more than any layout's
+ * tolerance asks for (CLU_REPLICAS_MAX, core/clu_conf.h, is the same). */
+#define PG_REPLICAS_MAX 8u
+/* Candidate servers of one placement: pg_place() scores each one (a few
+ * ns) per group, so a map of 2^16 servers costs about 0.2 ms a group;
+ * the simulation (tests/sim) runs 10,001. */
+#define PG_CANDS_MAX 65536u
+/* Groups of a cluster, fixed when it is made (about 128 per server, a few
+ * thousand per server at most): each group has a log and a state on each
+ * of its R servers, and a map change re-places every group once; 2^24
+ * covers 100,000 servers at 128 each. */
+#define PG_NR_MAX (1u << 24)
+
 /* Fault points (core/fault.c, test builds only) named at once: a test
  * arms a few; a point past the table is not armed. */
 #define FAULT_MAX 32

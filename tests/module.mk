@@ -4,6 +4,7 @@ TEST_BINS += $(BUILD)/ut_main
 
 include tests/crash/module.mk
 include tests/bench/module.mk
+include tests/sim/module.mk
 
 # netns_client: the Clovis client of tests/integ/netns_test.sh (cluster
 # mode, release library).

@@ -55,6 +55,21 @@ if [ -x "$B/strata_bench_dtx" ] && [ -x "$B/strata" ] && [ -x "$B/strata-server"
 	timeout 60 "$B/strata" cluster down --dir "$cdir" >/dev/null 2>&1
 	rm -rf "$cdir"
 fi
+# Placement simulation (issue 28 item 5): the real core/pg.c and
+# layouts/pdclust.c over 1,000 and 10,000 servers x 10 devices and 10
+# million objects, no I/O; each figure beside its goal or minimum as a
+# ratio (tests/sim/strata_sim.c); about 2 min on 2 cores.  Run when no
+# --figs is given or "sim" is named.
+simjson=
+for a in "$@"; do [ "$a" = --json ] && simjson=--json; done
+case ",$figs," in
+,,|*,sim,*)
+	if [ -x "$B/strata-sim" ]; then
+		for n in 1000 10000; do
+			"$B/strata-sim" --servers "$n" $simjson || rc=1
+		done
+	fi ;;
+esac
 [ -x "$B/strata-s3" ] && { python3 tests/bench/bench_s3.py "$B" "$dir" "$@" || rc=1; }  # S3 gateway beside direct Clovis (issue 6)
 rm -rf "$dir/raw-lmdb" "$dir/raw-floor"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
