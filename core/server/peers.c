@@ -610,6 +610,14 @@ bool peers_epoch_adopt(uint64_t epoch, bool wait)
 	return true;
 }
 
+/* A server refused a call for its epoch: does this process act under
+ * that epoch now (taken here, or by another thread meanwhile)? */
+static bool epoch_caught_up(uint64_t epoch)
+{
+	peers_epoch_adopt(epoch, true);
+	return epoch != 0 && rpc_epoch_get() >= epoch;
+}
+
 int peers_call(struct peers *p, uint32_t i, uint32_t op, const void *body,
 	       size_t len, const struct rpc_bulk *bulk, struct rpc_result *res)
 {
@@ -640,7 +648,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 			rc = res->rr_status;
 		answered = res->rr_answered;
 		if ((rc != -EBUSY && !(rc == -EREMCHG && answered &&
-				       peers_epoch_adopt(res->rr_epoch, true))) ||
+				       epoch_caught_up(res->rr_epoch))) ||
 		    t == PEERS_BUSY_RETRIES)
 			break;
 		conn_put(c);
