@@ -36,6 +36,9 @@
 #include "clovis/cli/cli.h"
 #include "core/errors.h"
 #include "ha/etcd_proc.h"
+#include "ha/map.h"
+
+#include <json-c/json.h>
 
 /* Waits are bounded (CLU_UP_*_MS, CLU_DOWN_WAIT_MS: cli_limits.h). */
 
@@ -762,7 +765,70 @@ static void status_tiers_json(const struct clu_status *st)
 	printf("]");
 }
 
-static void status_json(const struct clu_status *st)
+/*
+ * HA (docs/ha.md), when the cluster has it: the map's epoch and the
+ * analyzer's leader (from the first server that answers), then every
+ * server and device not ONLINE with its state, and a frozen map's alert.
+ * JSON: "ha": {"state": ..., "map": ...} (null without HA).
+ */
+static void status_ha(struct cli *c)
+{
+	char *state = NULL, *map = NULL;
+	struct json_object *st, *leader, *srv, *fenced;
+	struct ha_map *m;
+
+	if (clovis_ha_query(c->c_cl, CLOVIS_HA_STATE, 0, 0, &state) != 0 ||
+	    clovis_ha_query(c->c_cl, CLOVIS_HA_MAP, 0, 0, &map) != 0 ||
+	    state == NULL || map == NULL) {
+		if (c->c_json)
+			printf(",\n \"ha\": null");
+		goto out;
+	}
+	if (c->c_json) {
+		printf(",\n \"ha\": {\"state\": %s, \"map\": %s}", state, map);
+		goto out;
+	}
+	m = malloc(sizeof *m);
+	if (m == NULL || ha_map_from_json(m, map, strlen(map)) != 0) {
+		printf("ha: %s\n", state);
+		free(m);
+		goto out;
+	}
+	st = json_tokener_parse(state);
+	if (st != NULL && json_object_object_get_ex(st, "leader", &leader) &&
+	    json_object_object_get_ex(st, "server", &srv) &&
+	    json_object_object_get_ex(st, "fenced", &fenced))
+		printf("ha: map epoch %llu, analyzer leader %s (asked %s: %s)"
+		       "\n", (unsigned long long)m->hm_epoch,
+		       json_object_get_string(leader),
+		       json_object_get_string(srv),
+		       json_object_get_boolean(fenced) ? "FENCED" :
+		       "not fenced");
+	else
+		printf("ha: map epoch %llu, %s\n",
+		       (unsigned long long)m->hm_epoch, state);
+	json_object_put(st);
+	for (uint32_t i = 0; i < m->hm_nr_servers; i++) {
+		const struct ha_srv *s = &m->hm_servers[i];
+
+		if (s->hs_state != HA_ONLINE)
+			printf("ha: server %s %s\n", s->hs_name,
+			       ha_state_name(s->hs_state));
+		for (uint32_t d = 0; d < s->hs_nr_devs; d++)
+			if (s->hs_devs[d].hd_state != HA_ONLINE)
+				printf("ha: device %s/%s %s\n", s->hs_name,
+				       s->hs_devs[d].hd_name,
+				       ha_state_name(s->hs_devs[d].hd_state));
+	}
+	if (m->hm_frozen)
+		printf("ha: map FROZEN: %s\n", m->hm_alert);
+	free(m);
+out:
+	free(state);
+	free(map);
+}
+
+static void status_json(const struct clu_status *st, struct cli *c)
 {
 	uint32_t bad = 0;
 
@@ -775,6 +841,7 @@ static void status_json(const struct clu_status *st)
 	       "\"devices_not_online\": %u, \"tiers\": ", st->cs_up,
 	       st->cs_nr - st->cs_up, st->cs_nd, bad);
 	status_tiers_json(st);
+	status_ha(c);
 	printf("}\n");
 }
 
@@ -830,10 +897,13 @@ int cmd_cluster_status(struct cli *c)
 	rc = cli_cluster_open(c);
 	if (rc == 0)
 		rc = status_fetch(c, st);
-	if (rc == 0 && c->c_json)
-		status_json(st);
-	else if (rc == 0)
+	if (rc == 0 && c->c_json) {
+		status_json(st, c);
+	} else if (rc == 0) {
 		status_devs(st->cs_dev, st->cs_nd);
+		if (st->cs_up > 0)
+			status_ha(c);
+	}
 	if (rc == 0 && st->cs_up < st->cs_nr)
 		rc = CLI_FAIL;
 	else if (rc != 0 && rc != CLI_FAIL)
