@@ -268,7 +268,7 @@ def on_signal(sig, frm):
 
 
 # --- figures ---------------------------------------------------------------
-def fig(group, name, unit, vals, base=None, base_name=None, lower=True,
+def fig(group, name, unit, vals, base=None, base_name=None, base_vals=None,
         note=""):
     f = {"group": group, "name": name, "unit": unit,
          "reps": len(vals), "values": [round(v, 3) for v in vals]}
@@ -278,6 +278,8 @@ def fig(group, name, unit, vals, base=None, base_name=None, lower=True,
     if base is not None and vals:
         f["baseline"] = base_name
         f["baseline_value"] = round(base, 3)
+        if base_vals:
+            f["baseline_values"] = [round(v, 3) for v in base_vals]
         f["ratio"] = round(f["median"] / base, 2) if base else None
     if note:
         f["note"] = note
@@ -498,8 +500,7 @@ def io_group(top):
         offv = res.get((k, "off"), [])
         unit = "ops/s" if k.startswith("4 KiB") else "MiB/s"
         fig("io", k + ", HA on", unit, v,
-            statistics.median(offv) if offv else None, "HA off",
-            lower=False)
+            statistics.median(offv) if offv else None, "HA off", offv)
 
 
 def main():
