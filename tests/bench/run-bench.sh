@@ -16,6 +16,19 @@ if [ ! -x "$bin" ]; then
 	exit 1
 fi
 mkdir -p "$dir"
+# --figs ha (or fail, io: one of its groups): only the HA figures (issue
+# 28, tests/bench/bench_ha.py: a 4-server cluster with a 3-member etcd
+# killed and restarted, and HA on against HA off on the data path; ports
+# 4000-4999).
+hafigs=; prev=
+for a in "$@"; do [ "$prev" = --figs ] && hafigs=$a; prev=$a; done
+case "$hafigs" in
+ha|fail|io)
+	python3 tests/bench/bench_ha.py "$B" --dir "$dir" "$@"
+	rc=$?
+	rmdir "$dir" 2>/dev/null
+	exit $rc ;;
+esac
 # strata_bench keeps the raw LMDB of group metanv in
 # /dev/shm/strata-bench-lmdb-PID and removes it; removed here too in case
 # it stopped half-way.
@@ -69,6 +82,11 @@ case ",$figs," in
 			"$B/strata-sim" --servers "$n" $simjson || rc=1
 		done
 	fi ;;
+esac
+# HA figures (issue 28): failover times beside etcd's own leader
+# failover, the data path with HA on beside HA off (bench_ha.py).
+case ",$figs," in
+,,|*,ha,*) python3 tests/bench/bench_ha.py "$B" --dir "$dir" "$@" || rc=1 ;;
 esac
 [ -x "$B/strata-s3" ] && { python3 tests/bench/bench_s3.py "$B" "$dir" "$@" || rc=1; }  # S3 gateway beside direct Clovis (issue 6)
 rm -rf "$dir/raw-lmdb" "$dir/raw-floor"
