@@ -236,6 +236,16 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
+/* Devices through a cluster client (clovis/cli_cluster.c "devices"):
+ * device dev of server owner (its index in the owner's store). */
+int cluster_dev_fail(struct clovis *cl, uint32_t owner, uint32_t dev);
+int cluster_dev_replace(struct clovis *cl, uint32_t owner, uint32_t dev,
+			const char *path);
+/* The owner and index of device gdev of clovis_dev_list()'s numbering. */
+int cluster_dev_locate(struct clovis *cl, uint32_t gdev, uint32_t *owner,
+		       uint32_t *dev);
+/* The index of the server called name, or -ENOENT naming it. */
+int cluster_server_find(struct clovis *cl, const char *name, uint32_t *s);
 /** Repair, rebalance or scrub (kind SWK_*) on every server at once
  *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
  *  that fails or cannot be reached fails the call with its code and a
