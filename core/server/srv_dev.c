@@ -29,11 +29,16 @@
  * owner or device that does not exist is refused with -EINVAL naming it; a
  * server without an image of the device (not lent: local or zoned) answers
  * -ENOENT, which the client takes as "nothing to do here".
+ *
+ * Device handles are read under rcu_read_lock(): a replace swaps the
+ * owner's handle and closes the old one after synchronize_rcu()
+ * (core/dev.c), so a request served meanwhile never reads a closed one.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <urcu.h>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -46,14 +51,18 @@ static int srv_dev_image(struct srv *s, uint32_t owner, uint32_t dev)
 	char want[CLU_NAME_MAX + 32];
 	uint32_t n = eng_dev_nr(s->s_eng);
 
+	int found = -1;
+
 	snprintf(want, sizeof want, "%s%s:%u", ENG_REMOTE_PREFIX,
 		 s->s_conf->cc_servers[owner].cs_name, dev);
-	for (uint32_t i = 0; i < n; i++) {
-		struct eng_dev *ed = eng_dev_get(s->s_eng, i);
-
-		if (strcmp(ed->ed_dev->td_path, want) == 0)
-			return (int)i;
-	}
+	rcu_read_lock();
+	for (uint32_t i = 0; i < n && found < 0; i++)
+		if (strcmp(eng_dev_get(s->s_eng, i)->ed_dev->td_path,
+			   want) == 0)
+			found = (int)i;
+	rcu_read_unlock();
+	if (found >= 0)
+		return found;
 	return err_set(-ENOENT, "server %s has no image of device %u of "
 		       "server %s (a device that server does not lend)",
 		       s->s_me->cs_name, dev,
@@ -63,11 +72,7 @@ static int srv_dev_image(struct srv *s, uint32_t owner, uint32_t dev)
 /* The engine index of the owner's own device dev, or -EINVAL. */
 static int srv_dev_own(struct srv *s, uint32_t dev)
 {
-	struct eng_dev *ed = dev < eng_dev_nr(s->s_eng) ?
-			     eng_dev_get(s->s_eng, dev) : NULL;
-
-	if (ed == NULL || strcmp(ed->ed_dev->td_ops->to_name,
-				 ENG_REMOTE_DRIVER) == 0)
+	if (dev >= srv_dev_nr_own(s))
 		return err_set(-EINVAL, "server %s has no device %u (its own "
 			       "devices are 0..%u)", s->s_me->cs_name, dev,
 			       srv_dev_nr_own(s) - 1);
@@ -78,9 +83,11 @@ uint32_t srv_dev_nr_own(struct srv *s)
 {
 	uint32_t n = eng_dev_nr(s->s_eng), k = 0;
 
+	rcu_read_lock();
 	while (k < n && strcmp(eng_dev_get(s->s_eng, k)->ed_dev->td_ops->
 			       to_name, ENG_REMOTE_DRIVER) != 0)
 		k++;
+	rcu_read_unlock();
 	return k;
 }
 
@@ -157,7 +164,9 @@ static int srv_dev_answer(struct srv *s, uint32_t i, struct msg_buf *rb)
 	struct msg_buf db = {0};
 	int rc;
 
+	rcu_read_lock();
 	eng_dev_info(s->s_eng, i, &di);
+	rcu_read_unlock();
 	d.index = di.di_index;
 	d.tier = di.di_tier;
 	d.path = di.di_path;
