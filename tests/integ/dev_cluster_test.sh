@@ -1,7 +1,7 @@
 #!/bin/bash
 # dev_cluster_test.sh BUILD — 'strata device fail|replace' through a
 # cluster client (docs/cluster.md "Devices through a cluster client"), on a
-# 3-server loopback cluster (base ports 7000-7999, group "dev" of
+# 3-server loopback cluster (base ports 5000-5959, group "dev" of
 # tests/steps.list):
 #
 #   1. pdclust objects (2+1 and 4+2) are written and read back byte-exact;
@@ -34,7 +34,7 @@
 # on any exit (KEEP=1 keeps it).  Ends with "N passed, N failed".
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
-cl_init "${1:-build}" dev 7000 250
+cl_init "${1:-build}" dev 5000 240
 cl_need strata strata-server
 
 # jq_py EXPR: evaluate EXPR over the JSON in $out (as d); prints the result.
