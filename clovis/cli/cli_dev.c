@@ -256,7 +256,7 @@ static double used_pct(uint64_t size, uint64_t free_bytes)
 }
 
 /* Print one device as a table row; SMR devices show their zones. */
-static void dev_text(const struct clovis_dev_info *d)
+static void dev_text(const struct clovis_dev_info *d, int w)
 {
 	char size[32], avail[32], zone[32] = "-", zones[16] = "-",
 	     empty[16] = "-", name[DEV_NAME_MAX];
@@ -266,8 +266,8 @@ static void dev_text(const struct clovis_dev_info *d)
 		snprintf(zones, sizeof zones, "%u", d->di_zones);
 		snprintf(empty, sizeof empty, "%u", d->di_zones_empty);
 	}
-	printf("%-3u %-8s %-5s %-6.16s %10s %10s %5.1f%% %-8s %6llu %-5s "
-	       "%-5s %-6s %10s %5s %5s %.256s\n", d->di_index,
+	printf("%-3u %-*s %-5s %-6.16s %10s %10s %5.1f%% %-8s %6llu %-5s "
+	       "%-5s %-6s %10s %5s %5s %.256s\n", d->di_index, w,
 	       cli_dev_name(d, name, sizeof name), cli_tier_name(d->di_tier),
 	       d->di_driver, cli_human(d->di_size_bytes, size, sizeof size),
 	       cli_human(d->di_free_bytes, avail, sizeof avail),
@@ -294,13 +294,21 @@ int cmd_devices(struct cli *c)
 			dev_json(&info[i], i == 0);
 		printf("]\n");
 	} else {
-		printf("%-3s %-8s %-5s %-6s %10s %10s %6s %-8s %6s %-5s %-5s "
-		       "%-6s %10s %5s %5s %s\n", "dev", "name", "tier",
+		char name[DEV_NAME_MAX];
+		int w = 8;
+
+		/* names of a cluster's devices carry their server */
+		for (i = 0; i < nr; i++)
+			if ((int)strlen(cli_dev_name(&info[i], name,
+						     sizeof name)) > w)
+				w = (int)strlen(name);
+		printf("%-3s %-*s %-5s %-6s %10s %10s %6s %-8s %6s %-5s %-5s "
+		       "%-6s %10s %5s %5s %s\n", "dev", w, "name", "tier",
 		       "driver", "size", "free", "used", "state", "errors",
 		       "rebal", "model", "direct", "zone", "zones", "empty",
 		       "path");
 		for (i = 0; i < nr; i++)
-			dev_text(&info[i]);
+			dev_text(&info[i], w);
 	}
 	free(info);
 	return CLI_OK;
