@@ -96,6 +96,7 @@ uint32_t srv_dev_nr_own(struct srv *s)
 static int srv_dev_replace_own(struct srv *s, uint32_t i, const char *path)
 {
 	char abs[LIM_PATH_MAX + 2];
+	int rc;
 
 	if (path[0] != '/') {
 		if ((size_t)snprintf(abs, sizeof abs, "%s/%s",
@@ -107,9 +108,12 @@ static int srv_dev_replace_own(struct srv *s, uint32_t i, const char *path)
 				       LIM_PATH_MAX);
 		path = abs;
 	}
-	LOG_WARNING("server %s: device %u replaced by %s (operator, through "
-		    "a cluster client)", s->s_me->cs_name, i, path);
-	return eng_dev_replace(s->s_eng, i, path);
+	rc = eng_dev_replace(s->s_eng, i, path);
+	if (rc == 0)
+		LOG_WARNING("server %s: device %u replaced by %s (operator, "
+			    "through a cluster client)", s->s_me->cs_name, i,
+			    path);
+	return rc;
 }
 
 /* Replace on an image: a repaired image back online, to be rebalanced. */

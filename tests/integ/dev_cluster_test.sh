@@ -11,10 +11,11 @@
 #      without its server, a cluster-wide index past the end) and change
 #      nothing; 'device replace' of an online device is refused;
 #   3. 'device fail s1:flash2': the device is failed (JSON, 'devices'), s0
-#      and s2 log their image of it failed; every object reads back
-#      byte-exact and the device serves no read (degraded: every home reads
-#      around it); a replace before the repair is refused (-EBUSY naming
-#      the server whose image is not repaired);
+#      and s2 log their image of it failed; s0 is restarted; every object
+#      reads back byte-exact and the device serves no read (degraded: every
+#      home reads around it, s0 too after its restart); a replace before
+#      the repair is refused (-EBUSY naming the server whose image is not
+#      repaired);
 #   4. 'repair' rebuilds units, nothing unrepairable; the device is
 #      repaired; every object reads back;
 #   5. 'device replace s1:flash2 new-flash2.dev' (relative: from s1's data
@@ -136,6 +137,11 @@ check "s0 and s2 failed their image of it" \
 cl device fail s1:flash2
 check "device fail again: already failed" \
 	test "$rc" -eq 0 -a "$out" = "device s1:flash2 is already failed"
+# A home's image stays failed across its restart (persisted in its store):
+# s0 restarted, its objects must still read around s1:flash2.
+srv_stop 0
+srv_start 0 "$F"
+check "s0 restarted" wait_up
 r2=$(dev_field s1:flash2 reads)
 read_all "degraded"
 r3=$(dev_field s1:flash2 reads)
@@ -149,6 +155,11 @@ cl --json repair
 check "repair" test "$rc" -eq 0
 check "repair complete, rebuilt units, nothing unrepairable" \
 	test "$(jpy 'd["complete"] and d["rebuilt"] > 0 and d["unrepairable"] == 0')" = True
+# s0 (restarted above) homed units on the device: its degraded reads
+# after the restart went around it.
+check "s0 rebuilt units of its own objects" \
+	test "$(sed -n 's/.*server s0: repair: [0-9]* units, \([0-9]*\) rebuilt.*/\1/p' \
+		"$D/s0.log" | tail -1)" -gt 0
 check "s1:flash2 is repaired" \
 	test "$(dev_field s1:flash2 state)" = "['repaired']"
 read_all "repaired"
