@@ -965,18 +965,17 @@ int clovis_dev_replace(struct clovis *cl, uint32_t dev, const char *path)
 	return rc != 0 ? rc : cluster_dev_replace(cl, owner, d, path);
 }
 
-/* The index of server name of a cluster client (what names the call). */
+/* The index of server name of a cluster client (what names the call,
+ * alt the call for an embedded store). */
 static int dev_server(struct clovis *cl, const char *server, uint32_t *s,
-		      const char *what)
+		      const char *what, const char *alt)
 {
 	if (cl == NULL || server == NULL)
 		return err_set(-EINVAL, "%s: NULL %s", what,
 			       cl == NULL ? "instance" : "server");
 	if (cl->cl_eng != NULL)
 		return err_set(-ENOTSUP, "%s: an embedded store has no servers "
-			       "(use clovis_dev_%s())", what,
-			       strcmp(what, "server_dev_fail") == 0 ? "fail" :
-			       "replace");
+			       "(use %s())", what, alt);
 	return cluster_server_find(cl, server, s);
 }
 
@@ -984,7 +983,8 @@ int clovis_server_dev_fail(struct clovis *cl, const char *server,
 			   uint32_t dev)
 {
 	uint32_t s;
-	int rc = dev_server(cl, server, &s, "server_dev_fail");
+	int rc = dev_server(cl, server, &s, "server_dev_fail",
+			    "clovis_dev_fail");
 
 	return rc != 0 ? rc : cluster_dev_fail(cl, s, dev);
 }
@@ -993,7 +993,8 @@ int clovis_server_dev_replace(struct clovis *cl, const char *server,
 			      uint32_t dev, const char *path)
 {
 	uint32_t s;
-	int rc = dev_server(cl, server, &s, "server_dev_replace");
+	int rc = dev_server(cl, server, &s, "server_dev_replace",
+			    "clovis_dev_replace");
 
 	if (rc == 0)
 		rc = dev_path_check(path, "server_dev_replace");
