@@ -25,7 +25,8 @@
 #      left with two units on one server); the flag is cleared; every
 #      object reads back byte-exact and the new device serves reads;
 #   6. the cluster-wide index of 'strata devices' names a device too
-#      (s2:flash0 failed by its index);
+#      (s2:flash0 failed, repaired, replaced by an absolute path and
+#      rebalanced by its index; every object reads back);
 #   7. s2 stopped: 'device fail s2:flash1' fails -EHOSTDOWN naming s2;
 #      'device fail s0:flash1' fails s0's device but reports that s2 could
 #      not mark its image; with s2 back the same command completes (its
@@ -195,6 +196,15 @@ check "device fail $idx (s2:flash0)" \
 	test "$rc" -eq 0 -a "$(jpy 'd["name"], d["state"]')" = "('s2:flash0', 'failed')"
 check "s0 and s1 failed their image of it" \
 	test "$(grep -l 'remote:s2:1) failed' "$D/s0.log" "$D/s1.log" | wc -l)" -eq 2
+cl --json repair
+check "repair" test "$rc" -eq 0
+cl --json device replace "$idx" "$T/s2-new-flash0.dev"
+check "device replace $idx (s2:flash0) by an absolute path" \
+	test "$rc" -eq 0 -a "$(jpy 'd["name"], d["state"], d["rebalance"]')" = "('s2:s2-new-flash0', 'online', True)"
+check "the new device is there" test -f "$T/s2-new-flash0.dev"
+cl --json rebalance
+check "rebalance" test "$rc" -eq 0 -a "$(jpy 'd["unrepairable"]')" = 0
+read_all "after the second replace"
 
 echo "--- 7. a server that does not answer"
 srv_stop 2
