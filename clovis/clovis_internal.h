@@ -236,6 +236,13 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
+/** Repair, rebalance or scrub (kind SWK_*) on every server at once
+ *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
+ *  that fails or cannot be reached fails the call with its code and a
+ *  message naming it, after the others finished; -EIO when units could not
+ *  be rebuilt. */
+int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
+		 struct clovis_walk_stats *st);
 /* Devices through a cluster client (clovis/cli_cluster.c "devices"):
  * device dev of server owner (its index in the owner's store). */
 int cluster_dev_fail(struct clovis *cl, uint32_t owner, uint32_t dev);
@@ -246,13 +253,6 @@ int cluster_dev_locate(struct clovis *cl, uint32_t gdev, uint32_t *owner,
 		       uint32_t *dev);
 /* The index of the server called name, or -ENOENT naming it. */
 int cluster_server_find(struct clovis *cl, const char *name, uint32_t *s);
-/** Repair, rebalance or scrub (kind SWK_*) on every server at once
- *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
- *  that fails or cannot be reached fails the call with its code and a
- *  message naming it, after the others finished; -EIO when units could not
- *  be rebuilt. */
-int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
-		 struct clovis_walk_stats *st);
 
 /* cli_cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object
