@@ -84,6 +84,17 @@ refused() {
 	fi
 }
 
+# walk KIND: strata --json KIND (repair, rebalance); once more when a
+# server refused it for an older cluster map epoch (-EREMCHG: with an HA
+# map in etcd a device's failure changes the map; walks are idempotent).
+walk() {
+	cl --json "$1"
+	if [ "$rc" -ne 0 ] && grep -q "Remote address changed" "$T/err"; then
+		echo "     note: $1 refused for a map change, run again: $(head -c 200 "$T/err")"
+		cl --json "$1"
+	fi
+}
+
 cl_up
 F=$D/cluster.yaml
 
@@ -152,7 +163,7 @@ refused "replace before repair" "Device or resource busy.*server s[02] has not r
 check "no device file made by it" test ! -e "$D/s1/new-flash2.dev"
 
 echo "--- 4. repair"
-cl --json repair
+walk repair
 check "repair" test "$rc" -eq 0
 check "repair complete, rebuilt units, nothing unrepairable" \
 	test "$(jpy 'd["complete"] and d["rebuilt"] > 0 and d["unrepairable"] == 0')" = True
@@ -160,7 +171,7 @@ check "repair complete, rebuilt units, nothing unrepairable" \
 # after the restart went around it.
 check "s0 rebuilt units of its own objects" \
 	test "$(sed -n 's/.*server s0: repair: [0-9]* units, \([0-9]*\) rebuilt.*/\1/p' \
-		"$D/s0.log" | tail -1)" -gt 0
+		"$D/s0.log" | sort -n | tail -1)" -gt 0
 check "s1:flash2 is repaired" \
 	test "$(dev_field s1:flash2 state)" = "['repaired']"
 read_all "repaired"
@@ -176,7 +187,7 @@ check "s0 and s2 brought their image back online" \
 		"$D/s0.log" "$D/s2.log" | wc -l)" -eq 2
 refused "replace again: online" "Device or resource busy" \
 	device replace s1:new-flash2 other.dev
-cl --json rebalance
+walk rebalance
 check "rebalance" test "$rc" -eq 0
 check "rebalance moved units back, no group sharing a server" \
 	test "$(jpy 'd["complete"] and d["moved"] > 0 and d["groups_sharing_server"] == 0')" = True
@@ -196,13 +207,13 @@ check "device fail $idx (s2:flash0)" \
 	test "$rc" -eq 0 -a "$(jpy 'd["name"], d["state"]')" = "('s2:flash0', 'failed')"
 check "s0 and s1 failed their image of it" \
 	test "$(grep -l 'remote:s2:1) failed' "$D/s0.log" "$D/s1.log" | wc -l)" -eq 2
-cl --json repair
+walk repair
 check "repair" test "$rc" -eq 0
 cl --json device replace "$idx" "$T/s2-new-flash0.dev"
 check "device replace $idx (s2:flash0) by an absolute path" \
 	test "$rc" -eq 0 -a "$(jpy 'd["name"], d["state"], d["rebalance"]')" = "('s2:s2-new-flash0', 'online', True)"
 check "the new device is there" test -f "$T/s2-new-flash0.dev"
-cl --json rebalance
+walk rebalance
 check "rebalance" test "$rc" -eq 0 -a "$(jpy 'd["unrepairable"]')" = 0
 read_all "after the second replace"
 
