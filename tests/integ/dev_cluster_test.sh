@@ -84,15 +84,20 @@ refused() {
 	fi
 }
 
-# walk KIND: strata --json KIND (repair, rebalance); once more when a
-# server refused it for an older cluster map epoch (-EREMCHG: with an HA
-# map in etcd a device's failure changes the map; walks are idempotent).
+# walk KIND: strata --json KIND (repair, rebalance); up to twice more when
+# a server refused it for an older cluster map epoch (-EREMCHG).  With an
+# HA map in etcd a device's failure changes the map, and a new CLI process
+# starts at epoch 0; its walk threads (one per server) are all refused,
+# and only the first to adopt the newer epoch sends again
+# (peers_epoch_adopt() answers false to the others: not yet fixed when
+# this was written).  Walks are idempotent.
 walk() {
-	cl --json "$1"
-	if [ "$rc" -ne 0 ] && grep -q "Remote address changed" "$T/err"; then
-		echo "     note: $1 refused for a map change, run again: $(head -c 200 "$T/err")"
+	local n
+	for n in 1 2 3; do
 		cl --json "$1"
-	fi
+		[ "$rc" -ne 0 ] && grep -q "Remote address changed" "$T/err" || break
+		echo "     note: $1 refused for a map change: $(head -c 200 "$T/err")"
+	done
 }
 
 cl_up
