@@ -1787,3 +1787,235 @@ int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 	free(w);
 	return rc;
 }
+
+/* ----------------------------------------------------------- devices */
+
+/*
+ * Device fail and replace through a cluster client (docs/cluster.md
+ * "Devices through a cluster client"; the server half: srv_dev.c).  A
+ * device is its owner's; every other server holds an image of each device
+ * the owner lends, through which it keeps units of its own objects there.
+ * So an action goes to the owner (the engine's own fail or replace) and to
+ * every other server (its image), and replace first asks every image's
+ * state: the new device is empty, so no home may still hold units on the
+ * old one.
+ */
+
+/* DevReq {op, owner, dev, path} to server s: 0 and *out (the device or
+ * image after it), or a negative code with the server's message. */
+static int clu_dev_call(struct clu_client *c, uint32_t s, uint32_t op,
+			uint32_t owner, uint32_t dev, const char *path,
+			SDev **out)
+{
+	DevReq q = DEV_REQ__INIT;
+	Reply *rp = NULL;
+	int rc;
+
+	*out = NULL;
+	q.op = op;
+	q.owner = owner;
+	q.dev = dev;
+	q.path = (char *)(path != NULL ? path : "");
+	rc = clu_call(c, s, SOP_DEV, &q.base, NULL, 0, &rp);
+	if (rc == 0)
+		rc = msg_dev_info_decode(rp, out);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return rc;
+}
+
+/* "sN:D" of device dev of server owner, for messages. */
+static const char *clu_dev_label(struct clu_client *c, uint32_t owner,
+				 uint32_t dev, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s:%u", c->cc_conf.cc_servers[owner].cs_name,
+		 dev);
+	return buf;
+}
+
+/* Check that owner and dev may be named: owner a server of the cluster. */
+static int clu_dev_check(struct clu_client *c, uint32_t owner,
+			 const char *what)
+{
+	if (owner >= c->cc_conf.cc_nr_servers)
+		return err_set(-ENOENT, "%s: server %u: cluster %s has %u "
+			       "servers", what, owner, c->cc_conf.cc_name,
+			       c->cc_conf.cc_nr_servers);
+	return 0;
+}
+
+int cluster_dev_fail(struct clovis *cl, uint32_t owner, uint32_t dev)
+{
+	struct clu_client *c = clu_of(cl);
+	char label[CLU_NAME_MAX + 16], msg[LIM_ERRMSG_LEN];
+	uint32_t bad = UINT32_MAX;
+	SDev *d = NULL;
+	int rc, brc = 0;
+
+	rc = clu_dev_check(c, owner, "device fail");
+	if (rc != 0)
+		return rc;
+	clu_dev_label(c, owner, dev, label, sizeof label);
+	rc = clu_dev_call(c, owner, SDV_FAIL, owner, dev, NULL, &d);
+	if (rc != 0)
+		return err_set(rc, "device fail %s: %s", label, err_msg());
+	sdev__free_unpacked(d, NULL);
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		if (s == owner)
+			continue;
+		rc = clu_dev_call(c, s, SDV_FAIL, owner, dev, NULL, &d);
+		if (d != NULL)
+			sdev__free_unpacked(d, NULL);
+		if (rc == 0 || rc == -ENOENT || bad != UINT32_MAX)
+			continue;
+		bad = s;
+		brc = rc;
+		snprintf(msg, sizeof msg, "%s", err_msg());
+	}
+	if (bad == UINT32_MAX)
+		return 0;
+	return err_set(brc, "device fail %s: failed on its server, but server "
+		       "%s could not mark its image of it (%s); run 'device "
+		       "fail' again once it answers", label,
+		       c->cc_conf.cc_servers[bad].cs_name, msg);
+}
+
+/* Ask every other server for its image of the device before a replace:
+ * *repaired[s] when an image is REPAIRED (to bring back online).  0, or
+ * -EBUSY / a transport code naming the server that stops it. */
+static int clu_dev_images(struct clu_client *c, uint32_t owner, uint32_t dev,
+			  const char *label, bool own_online, bool *repaired)
+{
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		const char *sn = c->cc_conf.cc_servers[s].cs_name;
+		SDev *d = NULL;
+		uint32_t st;
+		int rc;
+
+		repaired[s] = false;
+		if (s == owner)
+			continue;
+		rc = clu_dev_call(c, s, SDV_STATE, owner, dev, NULL, &d);
+		if (rc == -ENOENT)
+			continue;
+		if (rc != 0)
+			return err_set(rc, "device replace %s: server %s must "
+				       "answer for its image of the device "
+				       "first: %s", label, sn, err_msg());
+		st = d->state;
+		sdev__free_unpacked(d, NULL);
+		repaired[s] = st == ED_REPAIRED;
+		if (st == ED_FAILED)
+			return err_set(-EBUSY, "device replace %s: server %s "
+				       "has not repaired its image of it yet "
+				       "(run 'strata repair' first)", label, sn);
+		if (st == ED_ONLINE && !own_online)
+			return err_set(-EBUSY, "device replace %s: server %s "
+				       "still uses its image of it (online "
+				       "there): run 'device fail' again, then "
+				       "'strata repair'", label, sn);
+	}
+	return 0;
+}
+
+int cluster_dev_replace(struct clovis *cl, uint32_t owner, uint32_t dev,
+			const char *path)
+{
+	struct clu_client *c = clu_of(cl);
+	char label[CLU_NAME_MAX + 16];
+	bool repaired[CLU_SERVERS_MAX], any = false, online;
+	SDev *d = NULL;
+	int rc;
+
+	rc = clu_dev_check(c, owner, "device replace");
+	if (rc != 0)
+		return rc;
+	clu_dev_label(c, owner, dev, label, sizeof label);
+	rc = clu_dev_call(c, owner, SDV_STATE, owner, dev, NULL, &d);
+	if (rc != 0)
+		return err_set(rc, "device replace %s: %s", label, err_msg());
+	online = d->state == ED_ONLINE;
+	sdev__free_unpacked(d, NULL);
+	rc = clu_dev_images(c, owner, dev, label, online, repaired);
+	if (rc != 0)
+		return rc;
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++)
+		any |= repaired[s];
+	/* Online on its owner with repaired images: a replace that reached
+	 * the owner and not every image; finish it. */
+	if (online && !any)
+		return err_set(-EBUSY, "device replace %s: the device is online: "
+			       "only a failed and repaired device can be "
+			       "replaced ('device fail', then 'strata repair')",
+			       label);
+	if (!online) {
+		rc = clu_dev_call(c, owner, SDV_REPLACE, owner, dev, path, &d);
+		if (rc != 0)
+			return err_set(rc, "device replace %s: %s", label,
+				       err_msg());
+		sdev__free_unpacked(d, NULL);
+	}
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		if (!repaired[s])
+			continue;
+		rc = clu_dev_call(c, s, SDV_REPLACE, owner, dev, NULL, &d);
+		if (rc != 0)
+			return err_set(rc, "device replace %s: replaced on its "
+				       "server, but server %s could not bring "
+				       "its image back online (%s); run "
+				       "'device replace' again once it "
+				       "answers", label,
+				       c->cc_conf.cc_servers[s].cs_name,
+				       err_msg());
+		sdev__free_unpacked(d, NULL);
+	}
+	return 0;
+}
+
+int cluster_dev_locate(struct clovis *cl, uint32_t gdev, uint32_t *owner,
+		       uint32_t *dev)
+{
+	struct clu_client *c = clu_of(cl);
+	uint32_t base = 0;
+
+	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
+		Reply *rp = NULL;
+		uint32_t n;
+		int rc = clu_status(c, s, &rp);
+
+		if (rc == 0 && rp->status == NULL)
+			rc = err_set(-EBADMSG, "server %s: STATUS without "
+				     "status", c->cc_conf.cc_servers[s].cs_name);
+		if (rc != 0) {
+			if (rp != NULL)
+				reply__free_unpacked(rp, NULL);
+			return err_set(rc, "device %u: the devices of server %s "
+				       "come before it and it does not answer "
+				       "(%s): name the device by its server "
+				       "(clovis_server_dev_fail(), 'SERVER:"
+				       "DEV')", gdev,
+				       c->cc_conf.cc_servers[s].cs_name,
+				       err_msg());
+		}
+		n = (uint32_t)rp->status->n_devs;
+		reply__free_unpacked(rp, NULL);
+		if (gdev < base + n) {
+			*owner = s;
+			*dev = gdev - base;
+			return 0;
+		}
+		base += n;
+	}
+	return err_set(-EINVAL, "device %u: no such device (the cluster's "
+		       "servers have %u)", gdev, base);
+}
+
+int cluster_server_find(struct clovis *cl, const char *name, uint32_t *s)
+{
+	int rc = clu_server_find(&clu_of(cl)->cc_conf, name);
+
+	if (rc < 0)
+		return rc;
+	*s = (uint32_t)rc;
+	return 0;
+}

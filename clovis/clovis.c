@@ -930,20 +930,76 @@ int clovis_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 
 int clovis_dev_fail(struct clovis *cl, uint32_t dev)
 {
+	uint32_t owner, d;
+	int rc;
+
 	if (cl == NULL)
 		return err_set(-EINVAL, "dev_fail: NULL instance");
-	if (store_only(cl, "dev_fail") != 0)
-		return -ENOTSUP;
-	return eng_dev_fail(cl->cl_eng, dev, "marked failed by the operator");
+	if (cl->cl_eng != NULL)
+		return eng_dev_fail(cl->cl_eng, dev,
+				    "marked failed by the operator");
+	rc = cluster_dev_locate(cl, dev, &owner, &d);
+	return rc != 0 ? rc : cluster_dev_fail(cl, owner, d);
+}
+
+/* A replacement path: set, at most LIM_PATH_MAX bytes. */
+static int dev_path_check(const char *path, const char *what)
+{
+	if (path == NULL || path[0] == '\0' || strlen(path) > LIM_PATH_MAX)
+		return err_set(-EINVAL, "%s: replacement path empty or longer "
+			       "than %u", what, LIM_PATH_MAX);
+	return 0;
 }
 
 int clovis_dev_replace(struct clovis *cl, uint32_t dev, const char *path)
 {
+	uint32_t owner, d;
+	int rc;
+
 	if (cl == NULL)
 		return err_set(-EINVAL, "dev_replace: NULL instance");
-	if (store_only(cl, "dev_replace") != 0)
-		return -ENOTSUP;
-	return eng_dev_replace(cl->cl_eng, dev, path);
+	if (cl->cl_eng != NULL)
+		return eng_dev_replace(cl->cl_eng, dev, path);
+	rc = dev_path_check(path, "dev_replace");
+	if (rc == 0)
+		rc = cluster_dev_locate(cl, dev, &owner, &d);
+	return rc != 0 ? rc : cluster_dev_replace(cl, owner, d, path);
+}
+
+/* The index of server name of a cluster client (what names the call,
+ * alt the call for an embedded store). */
+static int dev_server(struct clovis *cl, const char *server, uint32_t *s,
+		      const char *what, const char *alt)
+{
+	if (cl == NULL || server == NULL)
+		return err_set(-EINVAL, "%s: NULL %s", what,
+			       cl == NULL ? "instance" : "server");
+	if (cl->cl_eng != NULL)
+		return err_set(-ENOTSUP, "%s: an embedded store has no servers "
+			       "(use %s())", what, alt);
+	return cluster_server_find(cl, server, s);
+}
+
+int clovis_server_dev_fail(struct clovis *cl, const char *server,
+			   uint32_t dev)
+{
+	uint32_t s;
+	int rc = dev_server(cl, server, &s, "server_dev_fail",
+			    "clovis_dev_fail");
+
+	return rc != 0 ? rc : cluster_dev_fail(cl, s, dev);
+}
+
+int clovis_server_dev_replace(struct clovis *cl, const char *server,
+			      uint32_t dev, const char *path)
+{
+	uint32_t s;
+	int rc = dev_server(cl, server, &s, "server_dev_replace",
+			    "clovis_dev_replace");
+
+	if (rc == 0)
+		rc = dev_path_check(path, "server_dev_replace");
+	return rc != 0 ? rc : cluster_dev_replace(cl, s, dev, path);
 }
 
 /* The open object handle o, or an error naming what is wrong. */

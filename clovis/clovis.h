@@ -287,12 +287,13 @@ struct clovis_op;
  * -ETIMEDOUT after the cluster's call timeout).  Errors: -EINVAL (bad or
  * mixed fields, bad file: message names the line and key), -ENOENT (no
  * file), the transport's codes when cc_server cannot be reached or refuses
- * the secret (-EACCES).  Management calls that act on one store (dev_fail,
- * dev_replace, smr_clean, layers, unit counters) return -ENOTSUP in
- * cluster mode; repair, rebalance and scrub run on every server (see
- * clovis_repair()); dev_list and pool_list aggregate the servers (device
- * paths are prefixed "SERVER:", indices run on from one server to the
- * next).
+ * the secret (-EACCES).  Management calls that act on one store
+ * (smr_clean, layers, unit counters) return -ENOTSUP in cluster mode;
+ * repair, rebalance and scrub run on every server (see clovis_repair());
+ * dev_list and pool_list aggregate the servers (device paths are prefixed
+ * "SERVER:", indices run on from one server to the next); dev_fail and
+ * dev_replace act on the device's server and on every other server's
+ * image of it (see clovis_dev_fail(), clovis_server_dev_fail()).
  *
  * Embedded mode: opens the data directory cc_data_dir.  When it holds no
  * store and CLOVIS_CONF_CREATE is set, a new store is made there with the
@@ -1195,9 +1196,53 @@ CLOVIS_API int clovis_dev_fail(struct clovis *cl, uint32_t dev);
  * repair put them until clovis_rebalance() moves them back.
  * Returns 0, -EINVAL (no such device, bad path), -EBUSY (dev is not in state
  * REPAIRED: repair it first), -EEXIST (path exists), or -errno.
+ *
+ * Cluster mode, both calls: dev is numbered as clovis_dev_list() numbers
+ * the cluster's devices (each server's own devices, server after server);
+ * finding its server asks every server up to it for its devices, so a
+ * server before it that does not answer fails the call with its code
+ * (-EHOSTDOWN ...): clovis_server_dev_fail() and _replace() name the
+ * device by its server instead.  See there for what the calls do.
  */
 CLOVIS_API int clovis_dev_replace(struct clovis *cl, uint32_t dev,
 				  const char *path);
+
+/**
+ * Cluster mode: fail device dev of the server called server (dev: the
+ * device's index in that server's store, its own devices numbered from 0,
+ * as `strata --cluster F devices` shows them SERVER:NAME).  The server
+ * marks the device failed as clovis_dev_fail() does in embedded mode (its
+ * objects' units there read degraded, clovis_repair() rebuilds them), then
+ * every other server marks its image of the device failed (the remote
+ * device through which it keeps units of its own objects on its slice of
+ * the device): every home then reads degraded and repairs.  Idempotent.
+ * Returns 0; -ENOENT (no such server, message naming it), -EINVAL (no such
+ * device on it), -EHOSTDOWN / -ETIMEDOUT (the server does not answer:
+ * nothing changed), or, when the device's server failed it but another
+ * server could not mark its image, that server's code with a message
+ * naming it (call again once it answers); -ENOTSUP in embedded mode.
+ */
+CLOVIS_API int clovis_server_dev_fail(struct clovis *cl, const char *server,
+				      uint32_t dev);
+
+/**
+ * Cluster mode: replace device dev of server `server` (as for
+ * clovis_server_dev_fail()) by a new empty device made at path on that
+ * server's host (a relative path is taken from its data directory), as
+ * clovis_dev_replace() does in embedded mode; then every other server's
+ * image of the device comes back online, flagged to be rebalanced:
+ * clovis_rebalance() moves every home's units back onto it.  Every server
+ * holding an image must answer and have it repaired first (the new device
+ * is empty).  Returns 0; -ENOENT, -EINVAL, -EHOSTDOWN as above; -EBUSY
+ * (the device, or a server's image of it, is not repaired yet: message
+ * naming the server; or the device is online); -EEXIST (path exists); or
+ * the code of a server whose image could not come back online once the
+ * device was replaced (call again once it answers: the call finishes
+ * what is left).  -ENOTSUP in embedded mode.
+ */
+CLOVIS_API int clovis_server_dev_replace(struct clovis *cl,
+					 const char *server, uint32_t dev,
+					 const char *path);
 
 /* ------------------------------------------------- composite layers */
 

@@ -251,6 +251,16 @@ int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
  *  be rebuilt. */
 int cluster_walk(struct clovis *cl, uint32_t kind, const char *what,
 		 struct clovis_walk_stats *st);
+/* Devices through a cluster client (clovis/cli_cluster.c "devices"):
+ * device dev of server owner (its index in the owner's store). */
+int cluster_dev_fail(struct clovis *cl, uint32_t owner, uint32_t dev);
+int cluster_dev_replace(struct clovis *cl, uint32_t owner, uint32_t dev,
+			const char *path);
+/* The owner and index of device gdev of clovis_dev_list()'s numbering. */
+int cluster_dev_locate(struct clovis *cl, uint32_t gdev, uint32_t *owner,
+		       uint32_t *dev);
+/* The index of the server called name, or -ENOENT naming it. */
+int cluster_server_find(struct clovis *cl, const char *name, uint32_t *s);
 
 /* cli_cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object

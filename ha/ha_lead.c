@@ -160,8 +160,9 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 	}
 }
 
-/* A job: a walk of kind on every server in service, then its end as an
- * event.  Runs on a thread of its own (detached). */
+/* A job: the target's devices' state in every store, then a walk of
+ * kind on every server in service, then its end as an event.  Runs on a
+ * thread of its own (detached). */
 struct lead_job {
 	struct srv_ha *lj_a;
 	uint64_t lj_id;
@@ -169,7 +170,77 @@ struct lead_job {
 	char lj_target[HA_NAME_MAX + 1];
 	char lj_dev[HA_NAME_MAX + 1];
 	bool lj_in[HA_SERVERS_MAX];
+	int32_t lj_owner;  /* the target's index in the cluster file, -1 */
+	uint32_t lj_nr_devs;            /* the devices the job is about: */
+	uint32_t lj_devs[HA_DEVS_MAX];  /* their indices in the owner's store */
 };
+
+/*
+ * Before a repair, every store must see the target's devices failed, or
+ * its walk has nothing to rebuild (a dead server's devices are only
+ * unreachable to the others); before a rebalance, the images of a
+ * returned or replaced device must be back ONLINE with the rebalance flag.
+ * SOP_DEV (core/server/srv_dev.c): FAIL to the owner (when in service)
+ * and to every other server in service (its image), or REPLACE to the
+ * others (an image is brought back only once repaired).  A server that
+ * holds no image (-ENOENT: a device it does not lend) has nothing to do.
+ * The map's device k of a server is device k of its store: its local
+ * devices come first, in the order of its cluster file entry.
+ */
+static void job_devices(struct lead_job *j)
+{
+	struct srv_ha *a = j->lj_a;
+	struct srv *s = a->ha_srv;
+	struct peers *p = a->ha_probe != NULL ? a->ha_probe : s->s_peers;
+
+	for (uint32_t k = 0; k < j->lj_nr_devs; k++) {
+		for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++) {
+			DevReq q = DEV_REQ__INIT;
+			struct msg_buf b = {0};
+			struct rpc_result res;
+			int rc;
+
+			if (!j->lj_in[i] || (j->lj_kind == SWK_REBALANCE &&
+					     (int32_t)i == j->lj_owner))
+				continue;
+			q.op = j->lj_kind == SWK_REPAIR ? SDV_FAIL :
+			       SDV_REPLACE;
+			q.owner = (uint32_t)j->lj_owner;
+			q.dev = j->lj_devs[k];
+			if (msg_pack(&q.base, &b) != 0)
+				return;
+			rc = peers_call_ms(p, i, SOP_DEV, b.mb_p, b.mb_len,
+					   NULL, s->s_conf->cc_call_ms, &res);
+			free(res.rr_body);
+			free(b.mb_p);
+			if (rc != 0 && rc != -ENOENT)
+				LOG_WARNING("server %s: job %" PRIu64 ": device "
+					    "%u of %s on %s: %s", a->ha_name,
+					    j->lj_id, q.dev, j->lj_target,
+					    s->s_conf->cc_servers[i].cs_name,
+					    err_msg());
+		}
+	}
+}
+
+/* The units a walk's answer says it rebuilt (repair) or moved
+ * (rebalance): WalkStats in the Reply's text (core/server/strata.proto). */
+static uint64_t walk_units(const struct rpc_result *res)
+{
+	Reply *rp = NULL;
+	WalkStats *ws;
+	uint64_t n = 0;
+
+	if (msg_reply_decode(res->rr_body, res->rr_len, 0, &rp) != 0)
+		return 0;
+	ws = walk_stats__unpack(NULL, rp->text.len, rp->text.data);
+	if (ws != NULL)
+		n = ws->rebuilt + ws->moved;
+	if (ws != NULL)
+		walk_stats__free_unpacked(ws, NULL);
+	reply__free_unpacked(rp, NULL);
+	return n;
+}
 
 static void *job_main(void *arg)
 {
@@ -179,8 +250,11 @@ static void *job_main(void *arg)
 	WalkReq w = WALK_REQ__INIT;
 	struct msg_buf b = {0};
 	struct ha_event ev;
+	uint64_t units = 0;
 	int rc = 0;
 
+	if (j->lj_owner >= 0)
+		job_devices(j);
 	w.kind = j->lj_kind;
 	if (msg_pack(&w.base, &b) != 0)
 		rc = -ENOMEM;
@@ -192,6 +266,8 @@ static void *job_main(void *arg)
 		rc = peers_call_ms(a->ha_probe != NULL ? a->ha_probe :
 				   s->s_peers, i, SOP_WALK, b.mb_p, b.mb_len,
 				   NULL, LEAD_WALK_MS, &res);
+		if (rc == 0)
+			units += walk_units(&res);
 		free(res.rr_body);
 		if (rc != 0)
 			LOG_WARNING("server %s: job %" PRIu64 ": walk on %s: "
@@ -205,6 +281,12 @@ static void *job_main(void *arg)
 	snprintf(ev.he_target, sizeof ev.he_target, "%s", j->lj_target);
 	snprintf(ev.he_dev, sizeof ev.he_dev, "%s", j->lj_dev);
 	ev.he_job = j->lj_id;
+	/* JOB_DONE's count: the units the walks rebuilt (repair) or moved
+	 * (rebalance), at most 2^32 - 1 */
+	ev.he_count = units > UINT32_MAX ? UINT32_MAX : (uint32_t)units;
+	LOG_INFO("server %s: job %" PRIu64 " %s: %" PRIu64 " units %s",
+		 a->ha_name, j->lj_id, rc == 0 ? "done" : "failed", units,
+		 j->lj_kind == SWK_REPAIR ? "rebuilt" : "moved");
 	if (ha_report(a, &ev) != 0)
 		LOG_WARNING("server %s: end of job %" PRIu64 " not reported: "
 			    "%s", a->ha_name, j->lj_id, err_msg());
@@ -228,6 +310,19 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 		     SWK_REBALANCE;
 	snprintf(j->lj_target, sizeof j->lj_target, "%s", d->hd_target);
 	snprintf(j->lj_dev, sizeof j->lj_dev, "%s", d->hd_dev);
+	j->lj_owner = clu_server_find(c, d->hd_target);
+	if (j->lj_owner < 0)
+		j->lj_owner = -1;
+	for (uint32_t k = 0; k < m->hm_nr_servers && j->lj_owner >= 0; k++) {
+		const struct ha_srv *sv = &m->hm_servers[k];
+
+		if (strcmp(sv->hs_name, d->hd_target) != 0)
+			continue;
+		for (uint32_t x = 0; x < sv->hs_nr_devs; x++)
+			if (d->hd_dev[0] == '\0' ||
+			    strcmp(sv->hs_devs[x].hd_name, d->hd_dev) == 0)
+				j->lj_devs[j->lj_nr_devs++] = x;
+	}
 	for (uint32_t i = 0; i < c->cc_nr_servers; i++)
 		for (uint32_t k = 0; k < m->hm_nr_servers; k++)
 			if (strcmp(m->hm_servers[k].hs_name,

@@ -7,7 +7,9 @@
  * names of the store configuration): the file name without ".dev", and
  * without the "strata-UUID-" prefix NVRAM devices carry in /dev/shm.  For
  * the default store and for configurations without explicit paths it is
- * the configured name (flash3, sas0, smr0).
+ * the configured name (flash3, sas0, smr0).  In cluster mode it is
+ * SERVER:NAME ("s1:flash2"), and 'device fail|replace' name a device so
+ * (or SERVER:INDEX, its index on its server).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -97,7 +99,18 @@ static void name_strip_uuid(const char **base, size_t *len)
 	*len -= 8 + hex;
 }
 
-/* The device's name: its file name without directory, suffix, UUID. */
+/* Length of the "SERVER:" a cluster client puts before each device's
+ * path (clovis_dev_list() in cluster mode: "s1:/DIR/flash2.dev"), colon
+ * included; 0 for a path without it. */
+static size_t dev_server_len(const char *path)
+{
+	size_t n = strcspn(path, ":/");
+
+	return n > 0 && path[n] == ':' && path[n + 1] == '/' ? n + 1 : 0;
+}
+
+/* The device's name: its file name without directory, suffix, UUID;
+ * "SERVER:NAME" for a device of a cluster. */
 const char *cli_dev_name(const struct clovis_dev_info *d, char *buf,
 			 size_t size)
 {
@@ -105,15 +118,18 @@ const char *cli_dev_name(const struct clovis_dev_info *d, char *buf,
 	const char *base;
 	size_t len;
 
+	size_t srv;
+
 	snprintf(path, sizeof path, "%.*s",
 		 (int)strnlen(d->di_path, sizeof d->di_path), d->di_path);
+	srv = dev_server_len(path);
 	base = strrchr(path, '/');
 	base = base != NULL ? base + 1 : path;
 	len = strlen(base);
 	if (len > 4 && strcmp(base + len - 4, ".dev") == 0)
 		len -= 4;
 	name_strip_uuid(&base, &len);
-	snprintf(buf, size, "%.*s", (int)len, base);
+	snprintf(buf, size, "%.*s%.*s", (int)srv, path, (int)len, base);
 	return buf;
 }
 
@@ -240,7 +256,7 @@ static double used_pct(uint64_t size, uint64_t free_bytes)
 }
 
 /* Print one device as a table row; SMR devices show their zones. */
-static void dev_text(const struct clovis_dev_info *d)
+static void dev_text(const struct clovis_dev_info *d, int w)
 {
 	char size[32], avail[32], zone[32] = "-", zones[16] = "-",
 	     empty[16] = "-", name[DEV_NAME_MAX];
@@ -250,8 +266,8 @@ static void dev_text(const struct clovis_dev_info *d)
 		snprintf(zones, sizeof zones, "%u", d->di_zones);
 		snprintf(empty, sizeof empty, "%u", d->di_zones_empty);
 	}
-	printf("%-3u %-8s %-5s %-6.16s %10s %10s %5.1f%% %-8s %6llu %-5s "
-	       "%-5s %-6s %10s %5s %5s %.256s\n", d->di_index,
+	printf("%-3u %-*s %-5s %-6.16s %10s %10s %5.1f%% %-8s %6llu %-5s "
+	       "%-5s %-6s %10s %5s %5s %.256s\n", d->di_index, w,
 	       cli_dev_name(d, name, sizeof name), cli_tier_name(d->di_tier),
 	       d->di_driver, cli_human(d->di_size_bytes, size, sizeof size),
 	       cli_human(d->di_free_bytes, avail, sizeof avail),
@@ -278,13 +294,21 @@ int cmd_devices(struct cli *c)
 			dev_json(&info[i], i == 0);
 		printf("]\n");
 	} else {
-		printf("%-3s %-8s %-5s %-6s %10s %10s %6s %-8s %6s %-5s %-5s "
-		       "%-6s %10s %5s %5s %s\n", "dev", "name", "tier",
+		char name[DEV_NAME_MAX];
+		int w = 8;
+
+		/* names of a cluster's devices carry their server */
+		for (i = 0; i < nr; i++)
+			if ((int)strlen(cli_dev_name(&info[i], name,
+						     sizeof name)) > w)
+				w = (int)strlen(name);
+		printf("%-3s %-*s %-5s %-6s %10s %10s %6s %-8s %6s %-5s %-5s "
+		       "%-6s %10s %5s %5s %s\n", "dev", w, "name", "tier",
 		       "driver", "size", "free", "used", "state", "errors",
 		       "rebal", "model", "direct", "zone", "zones", "empty",
 		       "path");
 		for (i = 0; i < nr; i++)
-			dev_text(&info[i]);
+			dev_text(&info[i], w);
 	}
 	free(info);
 	return CLI_OK;
@@ -460,6 +484,243 @@ static void dev_report(const struct clovis_dev_info *d, bool changed)
 	       changed ? "true" : "false");
 }
 
+/* ------------------------------------------------ devices of a cluster */
+
+/*
+ * In cluster mode a device is named by its server: SERVER:NAME (the name
+ * 'strata devices' shows, "s1:flash2") or SERVER:INDEX (its index in that
+ * server's store); a bare INDEX is the cluster-wide number 'strata
+ * devices' shows.  A device named by its server goes to
+ * clovis_server_dev_fail() or _replace() with the server and its own
+ * index, so a server before it that is down does not matter; a bare INDEX
+ * goes to clovis_dev_fail() or _replace() with that number.
+ */
+struct cdev {
+	char cd_server[DEV_NAME_MAX];
+	uint32_t cd_dev;   /* index in its server's store */
+	int64_t cd_global; /* named by its cluster-wide number; else -1 */
+};
+
+static bool cli_is_cluster(const struct cli *c)
+{
+	return c->c_cluster != NULL || c->c_server != NULL;
+}
+
+/* Is name a server of the cluster that answers?  0; -ENOENT (no such
+ * server) or -EHOSTDOWN (it does not answer), the message set. */
+static int cdev_server_check(struct cli *c, const char *name)
+{
+	struct clovis_server_info *si = calloc(64, sizeof *si);
+	char names[256] = "";
+	uint32_t nr = 64, i;
+	int rc = -ENOMEM;
+
+	if (si == NULL) {
+		cli_msg(c, "out of memory for the server list");
+		return rc;
+	}
+	rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
+	for (i = 0; rc == 0 && i < nr && i < 64; i++) {
+		size_t n = strcspn(si[i].si_name, " ");
+
+		if (strlen(name) == n && strncmp(si[i].si_name, name, n) == 0)
+			break;
+		snprintf(names + strlen(names), sizeof names - strlen(names),
+			 "%s%.*s", i == 0 ? "" : " ", (int)n, si[i].si_name);
+	}
+	if (rc == 0 && (i >= nr || i >= 64)) {
+		cli_msg(c, "no server called '%s' in the cluster (servers: "
+			"%s)", name, names);
+		rc = -ENOENT;
+	} else if (rc == 0 && !si[i].si_up) {
+		cli_msg(c, "server %.63s does not answer: its devices are not "
+			"known now", si[i].si_name);
+		rc = -EHOSTDOWN;
+	}
+	free(si);
+	return rc;
+}
+
+/* The devices of server (name, len) in info: first index and count. */
+static uint32_t cdev_run(const struct clovis_dev_info *info, uint32_t nr,
+			 const char *server, size_t len, uint32_t *first)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < nr; i++) {
+		if (strncmp(info[i].di_path, server, len) != 0 ||
+		    info[i].di_path[len] != ':')
+			continue;
+		if (k++ == 0)
+			*first = i;
+	}
+	return k;
+}
+
+/* Find text (SERVER:NAME, SERVER:INDEX, INDEX) in the list info: *cd and
+ * *d (its entry).  0, or a negative code with the message set. */
+static int cdev_lookup(struct cli *c, const char *text,
+		       const struct clovis_dev_info *info, uint32_t nr,
+		       struct cdev *cd, struct clovis_dev_info *d)
+{
+	char name[DEV_NAME_MAX];
+	const char *colon = strchr(text, ':');
+	uint32_t first = 0, k, i;
+	uint64_t v;
+	int rc;
+
+	if (cli_parse_u64(text, &v)) {
+		if (v >= nr) {
+			cli_msg(c, "no such device (the servers that answered "
+				"have %u)", nr);
+			return -EINVAL;
+		}
+		*d = info[v];
+		cd->cd_global = (int64_t)v;
+		k = (uint32_t)strcspn(d->di_path, ":");
+		snprintf(cd->cd_server, sizeof cd->cd_server, "%.*s", (int)k,
+			 d->di_path);
+		cdev_run(info, nr, cd->cd_server, k, &first);
+		cd->cd_dev = (uint32_t)v - first;
+		return 0;
+	}
+	cd->cd_global = -1;
+	if (colon == NULL || colon == text || colon[1] == '\0' ||
+	    (size_t)(colon - text) >= sizeof cd->cd_server) {
+		cli_msg(c, "name a device of a cluster SERVER:NAME or "
+			"SERVER:INDEX (see 'strata devices')");
+		return -EINVAL;
+	}
+	snprintf(cd->cd_server, sizeof cd->cd_server, "%.*s",
+		 (int)(colon - text), text);
+	k = cdev_run(info, nr, cd->cd_server, strlen(cd->cd_server), &first);
+	if (k == 0) {
+		rc = cdev_server_check(c, cd->cd_server);
+		if (rc == 0) {
+			cli_msg(c, "server %s lists no device", cd->cd_server);
+			rc = -ENOENT;
+		}
+		return rc;
+	}
+	if (cli_parse_u64(colon + 1, &v)) {
+		if (v >= k) {
+			cli_msg(c, "server %s has devices 0..%u", cd->cd_server,
+				k - 1);
+			return -EINVAL;
+		}
+		i = first + (uint32_t)v;
+	} else {
+		for (i = first; i < first + k; i++)
+			if (strcmp(cli_dev_name(&info[i], name, sizeof name),
+				   text) == 0)
+				break;
+		if (i == first + k) {
+			cli_msg(c, "server %s has no device named '%s' (see "
+				"'strata devices')", cd->cd_server, colon + 1);
+			return -ENOENT;
+		}
+	}
+	cd->cd_dev = i - first;
+	*d = info[i];
+	return 0;
+}
+
+/* cdev_lookup() over a fresh device list. */
+static int cdev_find(struct cli *c, const char *text, struct cdev *cd,
+		     struct clovis_dev_info *d)
+{
+	struct clovis_dev_info *info = NULL;
+	uint32_t nr = 0;
+	int rc;
+
+	rc = cli_devs_fetch(c, &info, &nr);
+	if (rc == 0)
+		rc = cdev_lookup(c, text, info, nr, cd, d);
+	free(info);
+	return rc;
+}
+
+/* The entry of cd in a fresh list, after a change. */
+static int cdev_get(struct cli *c, const struct cdev *cd,
+		    struct clovis_dev_info *d)
+{
+	char text[DEV_NAME_MAX + 16];
+
+	snprintf(text, sizeof text, "%s:%u", cd->cd_server, cd->cd_dev);
+	return cdev_find(c, text, (struct cdev[1]){*cd}, d);
+}
+
+/* strata --cluster F device fail SERVER:DEV */
+static int cmd_dev_fail_cluster(struct cli *c)
+{
+	struct clovis_dev_info d;
+	char name[DEV_NAME_MAX];
+	struct cdev cd;
+	bool changed;
+	int rc;
+
+	rc = cdev_find(c, c->c_args[0], &cd, &d);
+	changed = rc == 0 && d.di_state == CLOVIS_DEV_ONLINE;
+	/* Also when already failed: every server's image is marked again
+	 * (one that did not answer last time). */
+	if (rc == 0 && cd.cd_global >= 0)
+		rc = cli_call(c, clovis_dev_fail(c->c_cl,
+						 (uint32_t)cd.cd_global));
+	else if (rc == 0)
+		rc = cli_call(c, clovis_server_dev_fail(c->c_cl, cd.cd_server,
+							cd.cd_dev));
+	if (rc == 0)
+		rc = cdev_get(c, &cd, &d);
+	if (rc < 0)
+		return cli_fail(c, rc, "device fail %s", c->c_args[0]);
+	cli_dev_name(&d, name, sizeof name);
+	if (c->c_json)
+		dev_report(&d, changed);
+	else if (!c->c_quiet && changed)
+		printf("device %s (device %u of server %s) failed, and every "
+		       "other server's image of it: its units are read "
+		       "degraded until 'strata repair' rebuilds them\n", name,
+		       cd.cd_dev, cd.cd_server);
+	else if (!c->c_quiet)
+		printf("device %s is already %s\n", name,
+		       cli_dev_state(d.di_state));
+	return CLI_OK;
+}
+
+/* strata --cluster F device replace SERVER:DEV NEWPATH (on the server's
+ * host; relative: from its data directory) */
+static int cmd_dev_replace_cluster(struct cli *c)
+{
+	struct clovis_dev_info d;
+	char name[DEV_NAME_MAX];
+	struct cdev cd;
+	int rc;
+
+	rc = cdev_find(c, c->c_args[0], &cd, &d);
+	if (rc == 0 && cd.cd_global >= 0)
+		rc = cli_call(c, clovis_dev_replace(c->c_cl,
+						    (uint32_t)cd.cd_global,
+						    c->c_args[1]));
+	else if (rc == 0)
+		rc = cli_call(c, clovis_server_dev_replace(c->c_cl,
+							   cd.cd_server,
+							   cd.cd_dev,
+							   c->c_args[1]));
+	if (rc == 0)
+		rc = cdev_get(c, &cd, &d);
+	if (rc < 0)
+		return cli_fail(c, rc, "device replace %s", c->c_args[0]);
+	if (c->c_json)
+		dev_report(&d, true);
+	else if (!c->c_quiet)
+		printf("device %s replaced by %s on server %s (now %s), and "
+		       "every other server's image of it back online; 'strata "
+		       "rebalance' moves its units back\n",
+		       cli_dev_name(&d, name, sizeof name), c->c_args[1],
+		       cd.cd_server, cli_dev_state(d.di_state));
+	return CLI_OK;
+}
+
 /* strata device fail DEV: mark a device failed. */
 int cmd_dev_fail(struct cli *c)
 {
@@ -469,6 +730,8 @@ int cmd_dev_fail(struct cli *c)
 	bool changed;
 	int rc;
 
+	if (cli_is_cluster(c))
+		return cmd_dev_fail_cluster(c);
 	rc = cli_dev_find(c, c->c_args[0], "device fail", &dev);
 	if (rc != 0)
 		return rc;
@@ -521,6 +784,8 @@ int cmd_dev_replace(struct cli *c)
 
 	if (c->c_args[1][0] == '\0')
 		return cli_usage(c, "NEWPATH is empty");
+	if (cli_is_cluster(c))
+		return cmd_dev_replace_cluster(c);
 	rc = cli_dev_find(c, c->c_args[0], "device replace", &dev);
 	if (rc == 0)
 		rc = path_absolute(c->c_args[1], path, sizeof path);

@@ -183,12 +183,18 @@ static const struct cli_cmd cmds[] = {
 	  "Mark device DEV (an index or a name from 'strata devices') failed, "
 	  "as if it had stopped answering.  Its units are then read degraded "
 	  "(rebuilt from the rest of their groups) until 'strata repair' "
-	  "rebuilds them elsewhere.  Kept across restarts." },
+	  "rebuilds them elsewhere.  Kept across restarts.  In cluster mode "
+	  "DEV is SERVER:NAME or SERVER:INDEX (as 'strata devices' names "
+	  "them, e.g. s1:flash2), or the cluster-wide index: the server "
+	  "fails its device and every other server its image of it." },
 	{ "device", "replace", 2, 2, 0, true, cmd_dev_replace,
 	  "DEV NEWPATH",
 	  "Replace failed and repaired device DEV by a new empty device made "
 	  "at NEWPATH (which must not exist), of the same tier and size.  "
-	  "'strata rebalance' then moves its units back onto it." },
+	  "'strata rebalance' then moves its units back onto it.  In cluster "
+	  "mode DEV is named as for 'device fail', NEWPATH is on that "
+	  "server's host (relative: from its data directory), and every "
+	  "server's image of the device must be repaired first." },
 	{ "repair", NULL, 0, 0, 0, true, cmd_repair, "",
 	  "Rebuild every unit on a failed device from the rest of its group "
 	  "onto spare space of the pool's other devices, then mark the "

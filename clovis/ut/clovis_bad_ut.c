@@ -1538,6 +1538,30 @@ static void bad_dev_stats(void)
 	CU_ASSERT(bad_store_same());
 }
 
+/* Device fail and replace by server: NULLs, an embedded store (no
+ * servers), and in cluster mode a server or device that does not exist
+ * (nothing changes). */
+static void bad_server_dev(void)
+{
+	BAD_CALL(clovis_server_dev_fail(NULL, "s0", 0), -EINVAL);
+	BAD_CALL(clovis_server_dev_fail(bad_cl, NULL, 0), -EINVAL);
+	BAD_CALL(clovis_server_dev_replace(NULL, "s0", 0, "x"), -EINVAL);
+	if (!ut_cluster_mode()) {
+		BAD_CALL(clovis_server_dev_fail(bad_cl, "s0", 0), -ENOTSUP);
+		BAD_CALL(clovis_server_dev_replace(bad_cl, "s0", 0, "x"),
+			 -ENOTSUP);
+	} else {
+		BAD_CALL(clovis_server_dev_fail(bad_cl, "nosuch", 0), -ENOENT);
+		BAD_CALL(clovis_server_dev_fail(bad_cl, "s0", 200), -EINVAL);
+		BAD_CALL(clovis_server_dev_replace(bad_cl, "s0", 0, ""),
+			 -EINVAL);
+		BAD_CALL(clovis_server_dev_replace(bad_cl, "nosuch", 0, "x"),
+			 -ENOENT);
+		BAD_CALL(clovis_dev_fail(bad_cl, 100000), -EINVAL);
+	}
+	CU_ASSERT(bad_store_same());
+}
+
 /* ------------------------------------------------------------ register */
 
 static const struct bad_test {
@@ -1576,6 +1600,7 @@ static const struct bad_test {
 	{"op_calls", bad_op_calls},
 	{"entity_list", bad_entity_list},
 	{"dev_stats", bad_dev_stats},
+	{"server_dev", bad_server_dev},
 };
 
 /* Add the "clovis_bad" suite, then "clovis_bad_store" (its own file). */

@@ -694,3 +694,63 @@ int msg_walk_stats_decode(const Reply *rp, WalkStats **out)
 	*out = ws;
 	return 0;
 }
+
+/* ----------------------------------------------------------- devices */
+
+int msg_dev_decode(const void *body, size_t len, uint32_t self,
+		   DevReq **out)
+{
+	DevReq *q = dev_req__unpack(NULL, len, body);
+	size_t plen;
+	int rc = 0;
+
+	*out = NULL;
+	if (q == NULL)
+		return err_set(-EBADMSG, "request: body of %zu bytes is not a "
+			       "DevReq", len);
+	plen = q->path != NULL ? strlen(q->path) : 0;
+	if (q->op < SDV_FAIL || q->op > SDV_STATE)
+		rc = err_set(-EINVAL, "request: dev.op %u: expected 1 (fail), "
+			     "2 (replace) or 3 (state)", q->op);
+	else if (q->owner >= CLU_SERVERS_MAX)
+		rc = err_set(-EINVAL, "request: dev.owner %u: a cluster has at "
+			     "most %u servers", q->owner, CLU_SERVERS_MAX);
+	else if (q->dev >= LIM_DEV_MAX)
+		rc = err_set(-EINVAL, "request: dev.dev %u: a store has at most "
+			     "%u devices", q->dev, LIM_DEV_MAX);
+	else if (q->op == SDV_REPLACE && q->owner == self &&
+		 (plen == 0 || plen > LIM_PATH_MAX))
+		rc = err_set(-EINVAL, "request: dev.path: %zu bytes: a "
+			     "replacement's path has 1 to %u", plen,
+			     LIM_PATH_MAX);
+	else if ((q->op != SDV_REPLACE || q->owner != self) && plen != 0)
+		rc = err_set(-EINVAL, "request: dev.path: only a replace sent "
+			     "to the device's owner carries a path");
+	if (rc != 0) {
+		dev_req__free_unpacked(q, NULL);
+		return rc;
+	}
+	*out = q;
+	return 0;
+}
+
+int msg_dev_info_decode(const Reply *rp, SDev **out)
+{
+	SDev *d;
+
+	*out = NULL;
+	d = sdev__unpack(NULL, rp->text.len, rp->text.data);
+	if (d == NULL)
+		return err_set(-EBADMSG, "reply: text of %zu bytes is not an "
+			       "SDev", rp->text.len);
+	if (d->index >= LIM_DEV_MAX || d->state > ED_REPAIRED ||
+	    d->path == NULL || d->driver == NULL || d->rebalance > 1) {
+		uint32_t i = d->index, s = d->state;
+
+		sdev__free_unpacked(d, NULL);
+		return err_set(-EBADMSG, "reply: device: index %u or state %u "
+			       "out of range, or no path", i, s);
+	}
+	*out = d;
+	return 0;
+}

@@ -49,9 +49,13 @@ enum msg_rdev_op {
 /* Management opcodes between a management client and a server. */
 enum msg_mgmt_op {
 	SOP_WALK = RPC_OP_USER_MIN + 80, /**< WalkReq: Reply.text = WalkStats */
+	SOP_DEV = RPC_OP_USER_MIN + 81,  /**< DevReq: Reply.text = SDev */
 };
 /* WalkReq.kind */
 enum msg_walk_kind { SWK_REPAIR = 1, SWK_REBALANCE = 2, SWK_SCRUB = 3 };
+
+/* DevReq.op */
+enum msg_dev_op { SDV_FAIL = 1, SDV_REPLACE = 2, SDV_STATE = 3 };
 
 /* Replica flags (EntReq.rflags, IdxReq.rflags). */
 enum msg_rflags {
@@ -172,6 +176,23 @@ int msg_walk_decode(const void *body, size_t len, uint32_t *kind);
 /** Decode the WalkStats in the text of a SOP_WALK reply (resumed 0 or
  *  1, devices at most LIM_DEV_MAX).  0 and *out (walk_stats__free_unpacked(*out, NULL)), or -EBADMSG. */
 int msg_walk_stats_decode(const Reply *rp, WalkStats **out);
+
+/**
+ * Decode a SOP_DEV body and check its shape: op 1..3 (SDV_*), owner below
+ * CLU_SERVERS_MAX, dev below LIM_DEV_MAX, path 1..LIM_PATH_MAX bytes for a
+ * REPLACE to the owner (self: the receiving server's index; another
+ * server's REPLACE and FAIL and STATE carry no path).  Whether owner is a
+ * server of the cluster and dev a device of its store is the handler's.
+ * Returns 0 and *out (dev_req__free_unpacked(*out, NULL)), or -EBADMSG /
+ * -EINVAL with a message naming the field; *out is then NULL.
+ */
+int msg_dev_decode(const void *body, size_t len, uint32_t self,
+		   DevReq **out);
+
+/** Decode the SDev in the text of a SOP_DEV reply (index below
+ *  LIM_DEV_MAX, state a clovis_dev_state, path and driver set).  0 and
+ *  *out (sdev__free_unpacked(*out, NULL)), or -EBADMSG. */
+int msg_dev_info_decode(const Reply *rp, SDev **out);
 
 /** Point the key/value vectors into m->mr_recs (after a bulk pull). */
 void msg_req_recs_bind(struct msg_req *m);

@@ -902,6 +902,8 @@ static int srv_open_ep(struct srv *s)
 		rc = srv_zc_start(s);
 	if (rc == 0)
 		rc = srv_rdev_register(s);
+	if (rc == 0)
+		rc = srv_dev_register(s);
 	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
 		rc = srv_module_call(s, s->s_parts.sp_modules[i],
 				     s->s_parts.sp_modules[i]->sm_register,

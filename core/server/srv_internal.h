@@ -182,6 +182,12 @@ void srv_obj_read_reply(struct srv_op *so);
 /** Note the end of stage st of so when profiling (STRATA_SRV_PROFILE). */
 void srv_prof_mark(struct srv_op *so, enum srv_stage st);
 
+/* srv_dev.c: SOP_DEV, devices through a cluster client */
+int srv_dev_register(struct srv *s);
+/** Devices of this server's own (its store's first ones, before the
+ *  images of the other servers' devices). */
+uint32_t srv_dev_nr_own(struct srv *s);
+
 /* srv_zc.c: zero-copy transfers to and from pmem2 devices */
 /** One object request's transfer hook (on the executor's stack while the
  *  engine runs it). */

@@ -2,8 +2,8 @@
  * fuzz_srv_rdev.c — libFuzzer target: the server-to-server messages of
  * cluster phase 2a (core/server/msg.c), as srv_rdev.c runs them.
  *
- * Input: byte 0 picks the opcode (SOP_RDEV_WRITE + byte % 5: WRITE, READ,
- * SYNC, one past the range, and SOP_WALK), bytes 1..4 the bulk length
+ * Input: byte 0 picks the opcode (SOP_RDEV_WRITE + byte % 6: WRITE, READ,
+ * SYNC, one past the range, SOP_WALK and SOP_DEV), bytes 1..4 the bulk length
  * (little endian, cut to 2 MiB), byte 5 this server's index, byte 6 the
  * number of servers (0..255), bytes 7..14 the device's size; the rest is
  * the body.
@@ -16,6 +16,11 @@
  * another's: anything else abort()s (the bug the bounds exist to stop).
  * WALK: msg_walk_decode(); an accepted kind must be 1..3.  The reply's
  * WalkStats decoder runs on the same body as Reply.text.
+ * DEV: msg_dev_decode() with byte 5 as the receiving server; an accepted
+ * request must have op 1..3, owner and dev in range, and a path exactly
+ * when it is a replace sent to the owner (1..LIM_PATH_MAX bytes).  The
+ * reply's SDev decoder runs on the same body as Reply.text: an accepted
+ * device has index and state in range and a path.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -61,6 +66,37 @@ static void check_rdev(uint32_t op, const RdevReq *q, uint32_t self,
 		abort();
 }
 
+/* SOP_DEV: the request's shape, and the reply's SDev decoder. */
+static void check_dev(const uint8_t *body, size_t len, uint32_t self)
+{
+	Reply rp = REPLY__INIT;
+	DevReq *q = NULL;
+	SDev *d = NULL;
+	size_t plen;
+
+	if (msg_dev_decode(body, len, self, &q) == 0) {
+		plen = q->path != NULL ? strlen(q->path) : 0;
+		if (q->op < SDV_FAIL || q->op > SDV_STATE ||
+		    q->owner >= CLU_SERVERS_MAX || q->dev >= LIM_DEV_MAX)
+			abort();
+		if (q->op == SDV_REPLACE && q->owner == self ?
+		    plen == 0 || plen > LIM_PATH_MAX : plen != 0)
+			abort();
+		dev_req__free_unpacked(q, NULL);
+	} else if (q != NULL) {
+		abort(); /* refused but handed out */
+	}
+	rp.text.data = (uint8_t *)body;
+	rp.text.len = len;
+	if (msg_dev_info_decode(&rp, &d) == 0) {
+		if (d->index >= LIM_DEV_MAX || d->state > 2 || d->path == NULL)
+			abort();
+		sdev__free_unpacked(d, NULL);
+	} else if (d != NULL) {
+		abort();
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint32_t op, self, nr, kind;
@@ -73,8 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 15)
 		return 0;
-	op = data[0] % 5u;
-	op = op == 4 ? SOP_WALK : SOP_RDEV_WRITE + op;
+	op = data[0] % 6u;
+	op = op == 4 ? SOP_WALK : op == 5 ? SOP_DEV : SOP_RDEV_WRITE + op;
 	bulk = (size_t)data[1] | (size_t)data[2] << 8 |
 	       (size_t)data[3] << 16 | (size_t)data[4] << 24;
 	bulk &= (2u << 20) - 1;
@@ -83,6 +119,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	dsize = le64(data + 7);
 	body = data + 15;
 	len = size - 15;
+	if (op == SOP_DEV) {
+		check_dev(body, len, self);
+		return 0;
+	}
 	if (op == SOP_WALK) {
 		if (msg_walk_decode(body, len, &kind) == 0 &&
 		    (kind < SWK_REPAIR || kind > SWK_SCRUB))

@@ -19,7 +19,8 @@
 #   cl_need BIN... every BIN built in BD, or a failure and exit 1
 #   cl_shm         NV=/dev/shm/strata-TAG-test.PID, removed on any exit with
 #                  T (kept with it under KEEP=1)
-#   cl_up          strata cluster up --nodes 3 in D, checked; when it
+#   cl_up          strata cluster up --nodes 3 in D (plus $CL_UP_ARGS),
+#                  checked; when it
 #                  fails, the step ends there with that one failure (and
 #                  the servers' diagnostics): every later check would only
 #                  time out against servers that are not there
@@ -121,8 +122,9 @@ cl_need() {
 CL_UP_TIMEOUT=660
 
 cl_up() {
+	# shellcheck disable=SC2086 # CL_UP_ARGS: extra words, e.g. --no-etcd
 	timeout "$CL_UP_TIMEOUT" "$S" cluster up --nodes 3 --dir "$D" \
-		--base-port "$PORT" >"$T/up" 2>&1
+		--base-port "$PORT" ${CL_UP_ARGS:-} >"$T/up" 2>&1
 	echo "rc $?" >>"$T/up"
 	cl_up_or_end "cluster up" "$T/up"
 }

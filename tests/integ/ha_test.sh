@@ -139,6 +139,15 @@ check "after the down-out delay: a repair job for s$V" \
 	poll 90 dec_has "\"JOB_REPAIR\".*\"target\":\"s$V\""
 check "... whose end (JOB_DONE) makes it REPAIRED" \
 	poll 180 dec_has "\"target\":\"s$V\".*\"state\":\"REPAIRED\""
+# job_units KIND: the units the last JOB_DONE about s$V counted
+job_units() {
+	ha events --json
+	echo "$out" | grep '"JOB_DONE"' | grep "\"target\":\"s$V\"" | tail -1 |
+		jget 'd["count"]'
+}
+n=$(job_units)
+check "the repair rebuilt units that were on s$V ($n): every store saw its devices failed" \
+	test "${n:-0}" -gt 0
 read_all "s$V"
 echo "     $rok of 12 read back byte-exact with s$V out, $rbad wrong"
 check "no object read back wrong with s$V out" test "$rbad" -eq 0
@@ -157,6 +166,8 @@ check "the analyzer rebalances onto s$V (JOB_REBALANCE)" \
 	poll 90 dec_has "\"JOB_REBALANCE\".*\"target\":\"s$V\""
 check "... and takes it back ONLINE when the job is done" \
 	poll 180 dec_has "\"target\":\"s$V\".*\"state\":\"ONLINE\""
+n=$(job_units)
+check "the rebalance moved units back onto s$V ($n)" test "${n:-0}" -gt 0
 read_all
 check "all 12 objects read back byte-exact after the rebalance ($rok)" \
 	test "$rok" -eq 12

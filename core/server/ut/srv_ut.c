@@ -4,6 +4,7 @@
  * the foreground on 127.0.0.1 at a port picked in 57000-59999 and retried
  * when taken).
  *
+ * Device requests (SOP_DEV, t_bad_dev) are checked the same way.
  * Every bad request must be answered with its error code and a message
  * naming the field, be counted in the server's STATUS (bad_requests, or
  * rpc_dropped for what the RPC layer drops), change nothing, and leave the
@@ -718,6 +719,105 @@ static void t_bad_rdev(void)
 	reply__free_unpacked(rp, NULL);
 }
 
+/* SOP_DEV with op, owner, dev, path: the status, *d the answer (or NULL). */
+static int su_dev(uint32_t op, uint32_t owner, uint32_t dev, const char *path,
+		  SDev **d, char *msg, size_t size)
+{
+	DevReq q = DEV_REQ__INIT;
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	Reply *rp = NULL;
+	int rc;
+
+	*d = NULL;
+	q.op = op;
+	q.owner = owner;
+	q.dev = dev;
+	q.path = (char *)path;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q.base, &b), 0);
+	rc = su_call(SOP_DEV, b.mb_p, b.mb_len, NULL, &res, SU_CALL_MS);
+	snprintf(msg, size, "%s", res.rr_msg);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+	if (rc == 0)
+		rc = msg_dev_info_decode(rp, d);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	free(res.rr_body);
+	free(b.mb_p);
+	return rc;
+}
+
+/* Device requests (SOP_DEV): malformed ones refused naming the field and
+ * counted; a device or image that does not exist refused naming it; the
+ * state of a device of its own and of an image answered. */
+static void t_bad_dev(void)
+{
+	DevReq q = DEV_REQ__INIT;
+	char msg[256];
+	SStatus *st;
+	Reply *rp;
+	SDev *d;
+
+	su_bad("dev junk", SOP_DEV, NULL, "\xff\xff\xff", 3, NULL, -EBADMSG,
+	       "not a DevReq");
+	su_bad("dev op 0", SOP_DEV, &q.base, NULL, 0, NULL, -EINVAL,
+	       "dev.op 0");
+	q.op = 4;
+	su_bad("dev op 4", SOP_DEV, &q.base, NULL, 0, NULL, -EINVAL,
+	       "dev.op 4");
+	q.op = SDV_STATE;
+	q.owner = 64;
+	su_bad("dev owner 64", SOP_DEV, &q.base, NULL, 0, NULL, -EINVAL,
+	       "dev.owner 64");
+	q.owner = 7;
+	su_bad("dev owner 7", SOP_DEV, &q.base, NULL, 0, NULL, -EINVAL,
+	       "dev.owner 7: cluster");
+	q.owner = 0;
+	q.dev = 256;
+	su_bad("dev dev 256", SOP_DEV, &q.base, NULL, 0, NULL, -EINVAL,
+	       "dev.dev 256");
+	q.dev = 0;
+	q.op = SDV_FAIL;
+	q.path = (char *)"x.dev";
+	su_bad("dev fail with a path", SOP_DEV, &q.base, NULL, 0, NULL,
+	       -EINVAL, "only a replace sent to the device's owner");
+	q.op = SDV_REPLACE;
+	q.path = (char *)"";
+	su_bad("dev replace without a path", SOP_DEV, &q.base, NULL, 0, NULL,
+	       -EINVAL, "dev.path: 0 bytes");
+	/* Well formed, but no such device here: refused, not malformed. */
+	CU_ASSERT_EQUAL(su_dev(SDV_STATE, 0, 99, "", &d, msg, sizeof msg),
+			-EINVAL);
+	CU_ASSERT(strstr(msg, "has no device 99") != NULL);
+	CU_ASSERT_EQUAL(su_dev(SDV_FAIL, 0, 2, "", &d, msg, sizeof msg),
+			-EINVAL); /* an image, not a device of its own */
+	CU_ASSERT(strstr(msg, "has no device 2") != NULL);
+	CU_ASSERT_EQUAL(su_dev(SDV_STATE, 1, 99, "", &d, msg, sizeof msg),
+			-ENOENT);
+	CU_ASSERT(strstr(msg, "no image of device 99 of server s1") != NULL);
+	/* Replace of an online device: -EBUSY, as embedded. */
+	CU_ASSERT_EQUAL(su_dev(SDV_REPLACE, 0, 0, "new0.dev", &d, msg,
+			       sizeof msg), -EBUSY);
+	CU_ASSERT_EQUAL(su_dev(SDV_STATE, 0, 0, "", &d, msg, sizeof msg), 0);
+	if (d != NULL) {
+		CU_ASSERT_EQUAL(d->index, 0);
+		CU_ASSERT_EQUAL(d->state, 0);
+		sdev__free_unpacked(d, NULL);
+	}
+	CU_ASSERT_EQUAL(su_dev(SDV_STATE, 1, 0, "", &d, msg, sizeof msg), 0);
+	if (d != NULL) {
+		CU_ASSERT_STRING_EQUAL(d->path, "remote:s1:0");
+		CU_ASSERT_EQUAL(d->state, 0);
+		sdev__free_unpacked(d, NULL);
+	}
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	for (size_t i = 0; i < st->n_devs; i++)
+		CU_ASSERT_EQUAL(st->devs[i]->state, 0); /* nothing failed */
+	reply__free_unpacked(rp, NULL);
+}
+
 /* SIGTERM: the server stops cleanly (exit 0) within the bound. */
 static void t_sigterm(void)
 {
@@ -754,6 +854,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "bad_list", t_bad_list) == NULL ||
 	    CU_add_test(s, "oversize", t_oversize) == NULL ||
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
+	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
 	    CU_add_test(s, "sigterm", t_sigterm) == NULL)
 		return -1;

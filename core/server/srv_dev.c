@@ -1,0 +1,239 @@
+/*
+ * srv_dev.c — SOP_DEV: an operator's device fail, replace or state query
+ * through a cluster client (docs/cluster.md "Devices through a cluster
+ * client").
+ *
+ * A device of a cluster is named by its owner (the server whose store it
+ * belongs to) and its index in the owner's store.  Every other server's
+ * store holds an *image* of each device the owner lends (a remote device,
+ * path "remote:OWNER:INDEX", through which that server, as a home, keeps
+ * units of its own objects on its slice of the device).  The client
+ * (clovis/cli_cluster.c) sends the request to the owner and to every other
+ * server; each acts on what it holds:
+ *
+ *   owner  FAIL: the engine's own eng_dev_fail() on the device, as in
+ *                embedded mode (its own objects read degraded, repair
+ *                rebuilds their units elsewhere);
+ *          REPLACE: eng_dev_replace() with the new device at DevReq.path
+ *                (relative: from this server's data directory), which
+ *                requires the device REPAIRED, as in embedded mode;
+ *   image  FAIL: the image marked failed, so this home reads its units
+ *                there degraded and its repair rebuilds them;
+ *          REPLACE: a REPAIRED image brought back ONLINE with the
+ *                rebalance flag (its units move back at the next
+ *                rebalance), once its owner replaced the device; an
+ *                image already ONLINE is left as it is;
+ *   both   STATE: nothing changed.
+ *
+ * Every answer's text is the SDev of the device or image afterwards.  An
+ * owner or device that does not exist is refused with -EINVAL naming it; a
+ * server without an image of the device (not lent: local or zoned) answers
+ * -ENOENT, which the client takes as "nothing to do here".
+ *
+ * Device handles are read under rcu_read_lock(): a replace swaps the
+ * owner's handle and closes the old one after synchronize_rcu()
+ * (core/dev.c), so a request served meanwhile never reads a closed one.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <urcu.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/srv_internal.h"
+
+/* The engine index of this server's image of device dev of server owner,
+ * or -ENOENT with a message. */
+static int srv_dev_image(struct srv *s, uint32_t owner, uint32_t dev)
+{
+	char want[CLU_NAME_MAX + 32];
+	uint32_t n = eng_dev_nr(s->s_eng);
+
+	int found = -1;
+
+	snprintf(want, sizeof want, "%s%s:%u", ENG_REMOTE_PREFIX,
+		 s->s_conf->cc_servers[owner].cs_name, dev);
+	rcu_read_lock();
+	for (uint32_t i = 0; i < n && found < 0; i++)
+		if (strcmp(eng_dev_get(s->s_eng, i)->ed_dev->td_path,
+			   want) == 0)
+			found = (int)i;
+	rcu_read_unlock();
+	if (found >= 0)
+		return found;
+	return err_set(-ENOENT, "server %s has no image of device %u of "
+		       "server %s (a device that server does not lend)",
+		       s->s_me->cs_name, dev,
+		       s->s_conf->cc_servers[owner].cs_name);
+}
+
+/* The engine index of the owner's own device dev, or -EINVAL. */
+static int srv_dev_own(struct srv *s, uint32_t dev)
+{
+	if (dev >= srv_dev_nr_own(s))
+		return err_set(-EINVAL, "server %s has no device %u (its own "
+			       "devices are 0..%u)", s->s_me->cs_name, dev,
+			       srv_dev_nr_own(s) - 1);
+	return (int)dev;
+}
+
+uint32_t srv_dev_nr_own(struct srv *s)
+{
+	uint32_t n = eng_dev_nr(s->s_eng), k = 0;
+
+	rcu_read_lock();
+	while (k < n && strcmp(eng_dev_get(s->s_eng, k)->ed_dev->td_ops->
+			       to_name, ENG_REMOTE_DRIVER) != 0)
+		k++;
+	rcu_read_unlock();
+	return k;
+}
+
+/* Replace on the owner: the new device at path (relative: from the data
+ * directory). */
+static int srv_dev_replace_own(struct srv *s, uint32_t i, const char *path)
+{
+	char abs[LIM_PATH_MAX + 2];
+	int rc;
+
+	if (path[0] != '/') {
+		if ((size_t)snprintf(abs, sizeof abs, "%s/%s",
+				     s->s_me->cs_data_dir, path) >= sizeof abs)
+			return err_set(-EINVAL, "server %s: device %u: "
+				       "replacement path %s/%s longer than %u",
+				       s->s_me->cs_name, i,
+				       s->s_me->cs_data_dir, path,
+				       LIM_PATH_MAX);
+		path = abs;
+	}
+	rc = eng_dev_replace(s->s_eng, i, path);
+	if (rc == 0)
+		LOG_WARNING("server %s: device %u replaced by %s (operator, "
+			    "through a cluster client)", s->s_me->cs_name, i,
+			    path);
+	return rc;
+}
+
+/* Replace on an image: a repaired image back online, to be rebalanced. */
+static int srv_dev_replace_image(struct srv *s, uint32_t i,
+				 const DevReq *q)
+{
+	struct eng_dev *ed = eng_dev_get(s->s_eng, i);
+	uint32_t st = __atomic_load_n(&ed->ed_state, __ATOMIC_ACQUIRE);
+
+	if (st == ED_ONLINE)
+		return 0;
+	if (st != ED_REPAIRED)
+		return err_set(-EBUSY, "server %s: its image of device %u of "
+			       "server %s is failed but not repaired (run "
+			       "'strata repair' first)", s->s_me->cs_name,
+			       q->dev, s->s_conf->cc_servers[q->owner].cs_name);
+	LOG_WARNING("server %s: image %u of device %u of server %s back "
+		    "online, to be rebalanced (its owner replaced it)",
+		    s->s_me->cs_name, i, q->dev,
+		    s->s_conf->cc_servers[q->owner].cs_name);
+	return eng_dev_state_set(s->s_eng, i, ED_ONLINE, EDF_REBALANCE);
+}
+
+/* Run q on engine device i (the owner's device, or an image). */
+static int srv_dev_act(struct srv *s, const DevReq *q, uint32_t i)
+{
+	char why[CLU_NAME_MAX + 64];
+	bool own = q->owner == s->s_self;
+
+	if (q->op == SDV_FAIL) {
+		if (own)
+			snprintf(why, sizeof why, "marked failed by the "
+				 "operator (through a cluster client)");
+		else
+			snprintf(why, sizeof why, "its server %s marked it "
+				 "failed (operator)",
+				 s->s_conf->cc_servers[q->owner].cs_name);
+		return eng_dev_fail(s->s_eng, i, why);
+	}
+	if (q->op == SDV_REPLACE)
+		return own ? srv_dev_replace_own(s, i, q->path) :
+			     srv_dev_replace_image(s, i, q);
+	return 0;
+}
+
+/* The answer: device i as SDev, packed into Reply.text. */
+static int srv_dev_answer(struct srv *s, uint32_t i, struct msg_buf *rb)
+{
+	struct st_dev_info di;
+	SDev d = SDEV__INIT;
+	Reply rp = REPLY__INIT;
+	struct msg_buf db = {0};
+	int rc;
+
+	rcu_read_lock();
+	eng_dev_info(s->s_eng, i, &di);
+	rcu_read_unlock();
+	d.index = di.di_index;
+	d.tier = di.di_tier;
+	d.path = di.di_path;
+	d.driver = di.di_driver;
+	d.size = di.di_size_bytes;
+	d.free = di.di_free_bytes;
+	d.state = di.di_state;
+	d.errors = di.di_errors;
+	d.direct_io = di.di_direct_io;
+	d.model = di.di_model;
+	d.rebalance = di.di_rebalance;
+	d.reads = di.di_reads;
+	d.writes = di.di_writes;
+	rc = msg_pack(&d.base, &db);
+	if (rc == 0) {
+		rp.text.data = db.mb_p;
+		rp.text.len = db.mb_len;
+		rc = msg_pack(&rp.base, rb);
+	}
+	free(db.mb_p);
+	return rc;
+}
+
+static void srv_dev_handle(struct rpc_sreq *req, void *arg)
+{
+	struct srv *s = arg;
+	struct msg_buf rb = {0};
+	DevReq *q = NULL;
+	size_t len;
+	const void *body = rpc_sreq_body(req, &len);
+	int rc, i;
+
+	srv_thread_enter();
+	err_clear();
+	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
+		return;
+	}
+	rc = msg_dev_decode(body, len, s->s_self, &q);
+	if (rc == 0 && q->owner >= s->s_conf->cc_nr_servers)
+		rc = err_set(-EINVAL, "request: dev.owner %u: cluster %s has "
+			     "%u servers", q->owner, s->s_conf->cc_name,
+			     s->s_conf->cc_nr_servers);
+	if (rc != 0) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		LOG_INFO("server %s: refused a device request from %s: %s",
+			 s->s_me->cs_name, rpc_sreq_peer(req), err_msg());
+		goto out;
+	}
+	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
+	i = q->owner == s->s_self ? srv_dev_own(s, q->dev) :
+				     srv_dev_image(s, q->owner, q->dev);
+	rc = i < 0 ? i : srv_dev_act(s, q, (uint32_t)i);
+	if (rc == 0)
+		rc = srv_dev_answer(s, (uint32_t)i, &rb);
+out:
+	rpc_sreq_reply(req, rc, rb.mb_p, rb.mb_len, rc != 0 ? err_msg() : NULL);
+	free(rb.mb_p);
+	if (q != NULL)
+		dev_req__free_unpacked(q, NULL);
+}
+
+int srv_dev_register(struct srv *s)
+{
+	return rpc_handler_set(s->s_ep, SOP_DEV, srv_dev_handle, s);
+}
