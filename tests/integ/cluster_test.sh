@@ -79,7 +79,7 @@ try:
 except ValueError as e:
 	print("     not valid JSON: %s" % e); sys.exit(1)
 top = {"servers", "servers_up", "servers_down", "devices",
-       "devices_not_online", "tiers"}
+       "devices_not_online", "tiers", "ha"}
 skeys = {"name", "address", "state", "up", "uptime_ms", "requests",
 	 "refused", "dropped", "auth_failed", "in_flight", "idx_syncs",
 	 "tombstones_collected", "idx_doubts", "late_writes_refused",
@@ -90,6 +90,12 @@ dkeys = {"index", "tier", "path", "driver", "state", "size_bytes",
 	 "free_bytes", "errors", "rebalance"}
 if set(d) != top:
 	bad.append("top-level keys %s" % sorted(d))
+# HA (docs/ha.md): the agent's state and the map from a server that
+# answered, null when none did
+ha = d.get("ha")
+if ha is not None and (ha["map"]["epoch"] < 1 or len(ha["map"]["servers"])
+		       != 3 or ha["state"]["epoch"] < 1):
+	bad.append("ha %s" % json.dumps(ha)[:200])
 text = open(tf).read()
 m = re.search(r"servers: (\d+) up, (\d+) down", text)
 if not m or (int(m.group(1)), int(m.group(2))) != \

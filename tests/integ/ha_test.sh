@@ -55,21 +55,30 @@ poll() {
 }
 leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
 epoch() { ha state; echo "$out" | jget 'd["epoch"]' 2>/dev/null; }
-# The decisions log: seqs strictly grow, and no two entries make the same
-# change (kind, target, device, state, job).
+# The decisions log: seqs strictly grow, no job is started twice, and no
+# decision sets a target to the state the previous one about it set (a
+# decision applied twice would; a target may go through one state again,
+# e.g. FAILED and ONLINE twice, with other decisions between).
 no_dup_decisions() {
 	ha decisions --json
 	echo "$out" | python3 -c '
 import json, sys
-seen, last = set(), 0
+state, jobs, last = {}, set(), 0
 for l in sys.stdin:
     if not l.strip():
         continue
     d = json.loads(l)
-    k = (d["kind"], d["target"], d["dev"], d["state"], d["job"], d["reason"])
-    if d["seq"] <= last or k in seen:
+    t = (d["target"], d["dev"])
+    dup = d["seq"] <= last
+    if d["kind"] in ("SET_STATE", "JOB_REPAIR", "JOB_REBALANCE"):
+        dup = dup or state.get(t) == d["state"]
+        state[t] = d["state"]
+    if d["kind"].startswith("JOB_"):
+        dup = dup or d["job"] in jobs
+        jobs.add(d["job"])
+    if dup:
         print("duplicate or out of order:", l.strip()); sys.exit(1)
-    seen.add(k); last = d["seq"]
+    last = d["seq"]
 '
 }
 
@@ -195,9 +204,10 @@ for s in st:
         print(s["Endpoint"].rsplit(":", 1)[1])')
 ep=""
 for f in "$D"/etcd*.pid; do
-	grep -q "$el" "$D/$(basename "$f" .pid).log" 2>/dev/null && ep=$(cat "$f")
+	p=$(cat "$f" 2>/dev/null)
+	[ -n "$p" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null |
+		grep -q -- "--listen-client-urls http://127.0.0.1:$el " && ep=$p
 done
-[ -z "$ep" ] && ep=$(pgrep -f "listen-client-urls http://127.0.0.1:$el" | head -1)
 echo "     etcd leader on port $el (pid ${ep:-?})"
 check "etcd's leader found" test -n "$ep"
 [ -n "$ep" ] && kill -9 "$ep"
