@@ -180,8 +180,11 @@ check "cluster up fails when s1 cannot bind" test "$rc" -ne 0
 check "the error names s1 and quotes its log (the port in use)" \
 	grep -q "server s1 did not start: .*Address already in use" "$T/cu.out"
 check "s1 left no pid file" test ! -e "$D/s1.pid"
+# s0 and s2 are stopped; s1, which gave up, removes its pid file as it
+# exits, and may still hold it when cluster up stops the others (then it
+# is signalled and counted too: 3)
 check "s0 and s2, which had started, were stopped again" \
-	grep -q "^2 servers stopped" "$T/cu.out"
+	grep -qE "^[23] servers stopped" "$T/cu.out"
 check "no pid file left" test -z "$(ls "$D"/s*.pid 2>/dev/null)"
 
 echo "$pass passed, $fail failed"
