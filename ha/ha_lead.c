@@ -132,6 +132,8 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 {
 	static uint64_t said[HA_SERVERS_MAX], inc[HA_SERVERS_MAX];
 
+	if (a->ha_lead_since == now) /* a new leadership: nothing seen */
+		memset(inc, 0, sizeof inc);
 	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
 		return;
 	for (uint32_t j = 0; j < m->hm_nr_servers; j++) {
@@ -145,7 +147,11 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		rc = ha_member_get(a->ha_etcd, m->hm_cluster, sv->hs_name, &mb);
 		if (rc == 0)
 			inc[j] = mb.hmb_incarnation;
-		if (rc != -ENOENT || said[j] == inc[j] + 1)
+		/* only a member this leader saw registered can lapse: a
+		 * server still opening its store at a cluster's start has
+		 * not registered yet (one dead before this leader took
+		 * over is seen by the probes' reports instead) */
+		if (rc != -ENOENT || inc[j] == 0 || said[j] == inc[j] + 1)
 			continue;
 		said[j] = inc[j] + 1;
 		memset(&ev, 0, sizeof ev);
