@@ -257,7 +257,7 @@ static bool pgu_has(const uint32_t *a, uint32_t r, uint32_t x)
  * x brings the r-th enclosure to a map of fewer, so every group must take
  * it (still in place of one member each).
  */
-static void pgu_movement(uint32_t per_encl, uint32_t x_encl, bool all)
+static bool pgu_movement(uint32_t per_encl, uint32_t x_encl, bool all)
 {
 	enum { N = 25, R = 3, P = 4096 };
 	struct pg_cand c[N];
@@ -300,18 +300,25 @@ static void pgu_movement(uint32_t per_encl, uint32_t x_encl, bool all)
 		CU_ASSERT(share_add > R * P / N / 2 &&
 			  share_add < R * P / N * 2);
 	CU_ASSERT(share_rm > R * P / N / 2 && share_rm < R * P / N * 2);
+	/* the same facts, for the caller */
+	return moved_add == share_add && moved_rm == share_rm &&
+	       (all ? share_add == P : share_add > R * P / N / 2 &&
+					share_add < R * P / N * 2) &&
+	       share_rm > R * P / N / 2 && share_rm < R * P / N * 2;
 }
 
 static void test_pg_move_encl(void)
 {
-	pgu_movement(8, 1, false);   /* x joins an existing enclosure */
-	pgu_movement(8, 99, false); /* x brings a new enclosure */
+	/* x joins an existing enclosure, then brings a new one */
+	CU_ASSERT(pgu_movement(8, 1, false));
+	CU_ASSERT(pgu_movement(8, 99, false));
 }
 
 static void test_pg_move_fallback(void)
 {
-	pgu_movement(12, 0, false); /* 2 enclosures, r = 3 */
-	pgu_movement(12, 99, true); /* x brings the third enclosure */
+	/* 2 enclosures, r = 3; then x brings the third enclosure */
+	CU_ASSERT(pgu_movement(12, 0, false));
+	CU_ASSERT(pgu_movement(12, 99, true));
 }
 
 /*
