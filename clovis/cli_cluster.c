@@ -858,21 +858,12 @@ static void clu_idx_missed(struct clu_client *c, const struct st_id *id,
 				 c->cc_conf.cc_servers[s].cs_name, err_msg());
 }
 
-static uint64_t clu_mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* The op tag of the next index update (docs/cluster.md "Op tags"): a hash
  * of this client instance's random id and an op counter, 1..2^63-1. */
 static uint64_t clu_tag_next(struct clu_client *c)
 {
 	uint64_t n = __atomic_add_fetch(&c->cc_tag_ops, 1, __ATOMIC_RELAXED);
-	uint64_t t = clu_mix(c->cc_tag_id ^ clu_mix(n)) & MSG_TAG_MAX;
+	uint64_t t = st_mix64(c->cc_tag_id ^ st_mix64(n)) & MSG_TAG_MAX;
 
 	return t != 0 ? t : 1;
 }
@@ -887,8 +878,8 @@ static uint64_t clu_tag_seed(const struct clu_client *c)
 	if (getrandom(&id, sizeof id, GRND_NONBLOCK) == (ssize_t)sizeof id)
 		return id;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return clu_mix((uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec) ^
-	       clu_mix((uint64_t)getpid() << 32 ^ (uintptr_t)c);
+	return st_mix64((uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec) ^
+	       st_mix64((uint64_t)getpid() << 32 ^ (uintptr_t)c);
 }
 
 /* PUT, DEL: the first live replica orders it, the others follow; all with

@@ -1068,19 +1068,9 @@ int clu_server_find(const struct clu_conf *c, const char *name)
 		       c->cc_name, name);
 }
 
-/* splitmix64 finaliser: a fixed, well-mixed 64-bit hash. */
-static uint64_t clu_mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 uint32_t clu_home(const struct clu_conf *c, const struct st_id *id)
 {
-	uint64_t h = clu_mix(id->si_hi ^ clu_mix(id->si_lo));
+	uint64_t h = st_mix64(id->si_hi ^ st_mix64(id->si_lo));
 
 	return c->cc_nr_servers == 0 ? 0 : (uint32_t)(h % c->cc_nr_servers);
 }

@@ -9,19 +9,9 @@
 #define PG_SALT_ID 0x7067706c6163652eull    /* "pgplace." */
 #define PG_SALT_SCORE 0x7067736372652e2eull /* "pgscre.." */
 
-/* The splitmix64 finaliser (pg.h: mix). */
-static uint64_t pg_mix(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 uint32_t pg_of(const struct st_id *id, uint32_t nr_pgs)
 {
-	uint64_t h = pg_mix(id->si_hi ^ pg_mix(id->si_lo ^ PG_SALT_ID));
+	uint64_t h = st_mix64(id->si_hi ^ st_mix64(id->si_lo ^ PG_SALT_ID));
 
 	return (uint32_t)(((unsigned __int128)h * nr_pgs) >> 64);
 }
@@ -32,12 +22,12 @@ uint64_t pg_key(const char *name)
 
 	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
 		h = (h ^ *c) * 0x100000001b3ull;
-	return pg_mix(h);
+	return st_mix64(h);
 }
 
 uint64_t pg_score(uint32_t pg, uint64_t key)
 {
-	return pg_mix(pg_mix(pg ^ PG_SALT_SCORE) ^ key);
+	return st_mix64(st_mix64(pg ^ PG_SALT_SCORE) ^ key);
 }
 
 /* log2(1 + i/128) in Q0.32, i = 0..128 (computed once, offline: a table,
@@ -151,14 +141,14 @@ static uint32_t pg_weight(const struct pg_cand *c)
 static struct pg_pick pg_pick_weighted(uint64_t hp, const struct pg_cand *c,
 				       uint32_t idx)
 {
-	uint64_t sc = pg_mix(hp ^ c->pc_key);
+	uint64_t sc = st_mix64(hp ^ c->pc_key);
 
 	return (struct pg_pick){sc, pg_len(sc), pg_weight(c), idx};
 }
 
 bool pg_above(uint32_t pg, const struct pg_cand *a, const struct pg_cand *b)
 {
-	uint64_t hp = pg_mix(pg ^ PG_SALT_SCORE);
+	uint64_t hp = st_mix64(pg ^ PG_SALT_SCORE);
 	struct pg_pick pa = pg_pick_weighted(hp, a, 0);
 	struct pg_pick pb = pg_pick_weighted(hp, b, 1);
 
@@ -264,7 +254,7 @@ static int pg_scan_plain(uint64_t hp, const struct pg_cand *cands,
 				return PG_RESCAN;
 			w0 = pg_weight(c);
 		}
-		sc = pg_mix(hp ^ c->pc_key);
+		sc = st_mix64(hp ^ c->pc_key);
 		if (l.pl_nl == r && sc <= floor_)
 			continue;
 		pg_consider(&l, cands, (struct pg_pick){sc, 0, 1, i});
@@ -310,7 +300,7 @@ int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 			       cands == NULL ? "cands" : "out");
 	/* Equal weights rank by score alone (the same order, cheaper); the
 	 * first unequal weight met starts the pass again, weighted. */
-	hp = pg_mix(pg ^ PG_SALT_SCORE);
+	hp = st_mix64(pg ^ PG_SALT_SCORE);
 	rc = pg_scan_plain(hp, cands, nr, r, out);
 	return rc == PG_RESCAN ? pg_scan_weighted(hp, cands, nr, r, out) : rc;
 }

@@ -175,4 +175,18 @@ struct st_layer_info {
 	uint64_t li_blocks;         /**< blocks of the object it holds now */
 };
 
+/**
+ * The splitmix64 finaliser: a fixed, well-mixed 64-bit hash, the same on
+ * every machine and version (placement hashes, op tags and digests rest
+ * on it: changing it moves data).
+ */
+static inline uint64_t st_mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 #endif

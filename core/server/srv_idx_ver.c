@@ -258,15 +258,6 @@ bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct st_id *id,
 	return true;
 }
 
-static uint64_t mix64(uint64_t x)
-{
-	x ^= x >> 30;
-	x *= 0xbf58476d1ce4e5b9ull;
-	x ^= x >> 27;
-	x *= 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
 /* One version entry's share of the digest. */
 uint64_t ridx_vent_hash(const void *key, size_t klen, const struct vent *v)
 {
@@ -277,7 +268,7 @@ uint64_t ridx_vent_hash(const void *key, size_t klen, const struct vent *v)
 		h ^= p[i];
 		h *= 0x100000001b3ull;
 	}
-	return mix64(h ^ mix64(v->ve_term ^ mix64(v->ve_seq * 2 +
+	return st_mix64(h ^ st_mix64(v->ve_term ^ st_mix64(v->ve_seq * 2 +
 						 (v->ve_tomb & 1))));
 }
 
