@@ -366,6 +366,7 @@ static int apply_one(struct srv_ha *a, struct ha_map *m, int64_t *rev,
 		m->hm_epoch = epoch;
 		return rc;
 	}
+	ha_map_take(a, m, *rev);  /* this server acts under it at once */
 	d->hd_seq = m->hm_epoch;
 	a->ha_decisions++;
 	LOG_INFO("server %s: decision (epoch %" PRIu64 "): %s %s%s%s %s "
@@ -404,8 +405,13 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 	m = malloc(sizeof *m);
 	if (m == NULL)
 		return;
-	if (ha_map_load(a->ha_etcd, a->ha_map.hm_cluster, m, &rev) != 0)
-		goto out_free;
+	/* the agent's copy, read from etcd just before this step (ha_main);
+	 * one that is stale makes the first update -EAGAIN, and the next
+	 * step decides over the map read again */
+	pthread_mutex_lock(&a->ha_lock);
+	*m = a->ha_map;
+	rev = a->ha_map_rev;
+	pthread_mutex_unlock(&a->ha_lock);
 	window_prune(a, m, now);
 	lapsed_members(a, m, now);
 	if (now < a->ha_next_deadline)

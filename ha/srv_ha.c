@@ -46,7 +46,7 @@ static uint64_t mono_ms(void)
 
 /* Take m (read at rev) as the current map: the process acts under its
  * epoch from now on. */
-static void map_take(struct srv_ha *a, const struct ha_map *m, int64_t rev)
+void ha_map_take(struct srv_ha *a, const struct ha_map *m, int64_t rev)
 {
 	uint64_t old;
 
@@ -76,7 +76,7 @@ static int map_poll(struct srv_ha *a)
 		return err_set(-ENOMEM, "server %s: map", a->ha_name);
 	rc = ha_map_load(a->ha_etcd, a->ha_map.hm_cluster, m, &rev);
 	if (rc == 0 && rev != a->ha_map_rev)
-		map_take(a, m, rev);
+		ha_map_take(a, m, rev);
 	free(m);
 	return rc;
 }
@@ -634,7 +634,7 @@ static int ha_start(struct srv *s)
 	if (rc == 0) {
 		snprintf(a->ha_map.hm_cluster, sizeof a->ha_map.hm_cluster,
 			 "%s", m->hm_cluster);
-		map_take(a, m, rev);
+		ha_map_take(a, m, rev);
 	}
 	free(m);
 	if (rc != 0)

@@ -76,6 +76,9 @@ struct srv_ha {
 	atomic_bool ha_stop;
 };
 
+/* Take m (read or written at etcd revision rev) as the agent's map: the
+ * process acts under its epoch from now on (srv_ha.c). */
+void ha_map_take(struct srv_ha *a, const struct ha_map *m, int64_t rev);
 /* Wall-clock milliseconds (events and states carry them). */
 uint64_t ha_now_ms(void);
 /* Append ev (its he_time_ms, he_reporter filled here when 0 / "") to the
