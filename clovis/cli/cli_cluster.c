@@ -354,7 +354,8 @@ static void wait_say(struct cli *c, const struct clu_wait *w, uint64_t t0)
 }
 
 /*
- * Wait until every server answers STATUS.  Bounded: a server that died,
+ * Wait until every server answers STATUS and its status file says
+ * "serving" (its start is complete).  Bounded: a server that died,
  * failed or made no progress for CLU_UP_STALL_MS fails it at once, naming
  * the server; CLU_UP_MAX_MS in all.  $STRATA_TEST_UP_STALL_MS (tests)
  * shortens the progress window.
@@ -378,6 +379,19 @@ static int wait_up(struct cli *c, const char *dir)
 	rc = cli_cluster_open(c);
 	while (rc == 0) {
 		rc = wait_poll(c, w, &up);
+		/* a server answers as soon as its endpoint is open, before
+		 * its modules (the HA agent) have started: it is up once its
+		 * status file says so too (cluster_up_test.sh, CI 2026-11-29:
+		 * a status file still "starting" after cluster up) */
+		for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++) {
+			char line[512];
+
+			status_read(dir, i, line, sizeof line);
+			if (w[i].cw_up && strncmp(line, "serving ", 8) != 0) {
+				w[i].cw_up = false;
+				up--;
+			}
+		}
 		if (rc != 0 || up == c->c_nodes)
 			break;
 		for (uint64_t i = 0; rc == 0 && i < c->c_nodes; i++)
