@@ -196,7 +196,7 @@ chmod 600 "$T/secret"
 	echo "  ha_rules: test"
 	echo "  ha_lease: ${LEASE_S}s"
 	echo "  ha_down_out: 600s"
-	echo "device_size: 32MiB"
+	echo "device_size: 16MiB"
 	echo "servers:"
 	for i in $(seq 0 $((NS - 1))); do
 		echo "  - name: s$i"
@@ -204,7 +204,7 @@ chmod 600 "$T/secret"
 		echo "    port: 21000"
 		echo "    data_dir: s$i"
 		echo "    devices:"
-		for d in 1 2 3 4; do echo "      - { tier: flash }"; done
+		for d in 1 2 3; do echo "      - { tier: flash }"; done
 	done
 } >"$T/cluster.yaml"
 F=$T/cluster.yaml
@@ -463,6 +463,12 @@ takeover_during_cut() {
 echo "--- takeover of s$V's objects during the cut (${SECONDS} s)"
 takeover_during_cut
 
+# Not asserted (docs/ha.md "Not done yet"): what `ha state` says when
+# asked of the cut server from its own side.
+t0=$SECONDS
+st "s$V" ha state "s$V"
+echo "     ha state s$V from its own side: rc $rc in $((SECONDS - t0)) s: ${out:-$(head -1 "$T/err")}"
+
 # the fence, in V's log: "fenced: membership lease not renewed" (logged
 # by its lease thread once its renewal attempt gives up: later than the
 # gate refuses, which is computed from the clock)
@@ -579,10 +585,14 @@ check "the analyzer marks s$K FAILED through the other members" poll 90 failed_k
 t_kdec=$(grep '"target":"s'$K'".*"state":"FAILED"' "$T/decisions.json" |
 	tail -1 | jget 'd["time_ms"] / 1000')
 echo "     decided $(python3 -c "print('%+.3f' % (${t_kdec:-0} - ${t_ekill:-0}))") s from etcd's leader kill"
-sleep 2 # a decision taken twice would be logged by now
-e3=$(epoch)
-decisions
-python3 - "$T/decisions.json" "$e2" "$e3" "$K" >"$T/dcheck" <<'EOF'
+# one_per_epoch: the decisions after e2 are exactly e2+1..e3 (the epoch
+# now), one of them marks s$K FAILED.  Polled (a decision's log entry is
+# written after its map change); a decision lost from the log, or logged
+# twice, never satisfies it.
+one_per_epoch() {
+	e3=$(epoch)
+	decisions
+	python3 - "$T/decisions.json" "$e2" "$e3" "$K" >"$T/dcheck" <<'EOF'
 import json, sys
 e2, e3, k = int(sys.argv[2]), int(sys.argv[3]), "s" + sys.argv[4]
 seqs, failed = [], 0
@@ -598,6 +608,9 @@ print("seqs", seqs, "epochs", e2, e3, "failed", failed)
 ok = failed == 1 and seqs == list(range(e2 + 1, e3 + 1))
 sys.exit(0 if ok else 1)
 EOF
+}
+sleep 2 # a decision taken twice would be logged by now
+poll 20 one_per_epoch
 drc=$?
 echo "     $(cat "$T/dcheck")"
 check "s$K marked FAILED exactly once; one logged decision per epoch ($e2 -> $e3)" \
