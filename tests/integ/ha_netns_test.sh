@@ -502,7 +502,9 @@ check "no attempt started after the epoch changed (FAILED) was acknowledged ($ac
 lastack=$(awk '$3 == 0 { e = $2 } END { printf "%.6f", e }' "$T/writer.log")
 check "the last acknowledgement ends within the call timeout (+2 s) of the fence bound" \
 	python3 -c "import sys; sys.exit(not $lastack <= $bound + $CALL_MS / 1000 + 2)"
-echo "     $nack acknowledged, the last at $(python3 -c "print('%+.3f' % ($lastack - $t_cut0))") s from the cut; fence logged at $(python3 -c "print('%+.3f' % (${t_fence:-0} - $t_cut0))") s, FAILED at $(python3 -c "print('%+.3f' % (${t_dec:-0} - $t_cut0))") s"
+rel() { python3 -c "print('%+.3f' % (${1:-0} - $t_cut0))"; }
+echo "     $nack acknowledged, the last at $(rel "$lastack") s from the cut;" \
+	"fence logged at $(rel "$t_fence") s, FAILED at $(rel "$t_dec") s"
 awk '$3 == 0 {print $4}' "$T/writer.log" >>"$T/acked"
 
 
