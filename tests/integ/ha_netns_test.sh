@@ -566,7 +566,12 @@ check "etcd's leader found (member ${EL:-?})" test -n "$EL"
 L=$(leader)
 for K in 3 0 1 2; do [ "$K" != "$V" ] && [ "s$K" != "$L" ] && break; done
 echo "     analyzer leader $L; killing s$K"
-e2=$(epoch)
+# the map's epoch in etcd
+map_epoch() {
+	ectl get "/strata/$CLU/map" --print-value-only 2>/dev/null |
+		jget 'd["epoch"]' 2>/dev/null
+}
+e2=$(map_epoch)
 decisions
 dseq2=$(tail -1 "$T/decisions.json" | jget 'd["seq"]' 2>/dev/null)
 events
@@ -598,11 +603,11 @@ echo "     decided $(python3 -c "print('%+.3f' % (${t_kdec:-0} - ${t_ekill:-0}))
 check "the decision was taken after etcd's leader was killed (in flight)" \
 	python3 -c "import sys; sys.exit(not ${t_kdec:-0} > ${t_ekill:-1e12})"
 # one_per_epoch: the decisions after e2 are exactly e2+1..e3 (the epoch
-# now), one of them marks s$K FAILED.  Polled (a decision's log entry is
+# of the map in etcd now), one of them marks s$K FAILED.  Polled (a decision's log entry is
 # written after its map change); a decision lost from the log, or logged
 # twice, never satisfies it.
 one_per_epoch() {
-	e3=$(epoch)
+	e3=$(map_epoch)
 	decisions
 	python3 - "$T/decisions.json" "$e2" "$e3" "$K" >"$T/dcheck" <<'EOF'
 import json, sys
