@@ -55,7 +55,7 @@ struct srv_repl {
 	bool r_on;              /* the hook is set */
 	uint32_t r_nsb;
 	struct repl_sb r_sb[CLU_REPLICAS_MAX];
-	struct peers *r_peers;
+	struct peers *r_peers;  /* the server's s_peers */
 	/* standby side: one shadow per home, and its snapshot being
 	 * received */
 	pthread_mutex_t r_shlock[CLU_SERVERS_MAX];
@@ -451,10 +451,10 @@ int srv_repl_start(struct srv *s)
 	n = srv_repl_standbys(s->s_conf, s->s_self, sb);
 	if (n <= 0)
 		return n;
-	rc = peers_create(&r->r_peers, s->s_conf, s->s_ep);
-	if (rc != 0)
-		return rc;
-	peers_set_server(r->r_peers);
+	/* The server's own table: a second table on the same endpoint would
+	 * open a second session to each peer, and the peer keeps one per
+	 * endpoint (each connect dropped the other's). */
+	r->r_peers = s->s_peers;
 	for (int i = 0; i < n; i++) {
 		r->r_sb[i].rb_srv = sb[i];
 		r->r_sb[i].rb_q = calloc(SRV_REPL_QUEUE, sizeof(void *));
@@ -503,10 +503,7 @@ void srv_repl_stop(struct srv *s)
 			pthread_join(r->r_sb[i].rb_thr, NULL);
 			r->r_sb[i].rb_thr_on = false;
 		}
-	if (r->r_peers != NULL) {
-		peers_destroy(r->r_peers);
-		r->r_peers = NULL;
-	}
+	r->r_peers = NULL; /* the server's (peers_destroy() in srv_stop) */
 }
 
 /* ---------------------------------------------------------- standby side */
