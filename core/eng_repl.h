@@ -109,12 +109,15 @@ struct eng_shadow;
 int eng_shadow_open(struct eng_shadow **out, const char *dir);
 /**
  * Apply write set buf (len bytes, sequence number seq) in one transaction,
- * commit it and sync it (durable on return).  Only the shadow's next set
- * applies: if its repl:seq is not seq - 1 nothing changes and -ESTALE is
- * returned with the message "shadow DIR: at seq A, write set B: behind"
- * (or "ahead"); a set that fails eng_wset_check() or whose header's seq
- * is not seq: -EINVAL, nothing changed.  Other failures: a negative code
- * with a message, nothing changed.  One caller at a time per shadow.
+ * commit it and sync it (durable on return).  buf may also hold several
+ * consecutive sets back to back (seq, seq + 1, ...; each its header and
+ * body), applied together in that one transaction.  Only the shadow's next
+ * set applies: if its repl:seq is not seq - 1 nothing changes and -ESTALE
+ * is returned with the message "shadow DIR: at seq A, write set B:
+ * behind" (or "ahead"); a set that fails eng_wset_check() or whose
+ * header's seq is not the one due: -EINVAL, nothing changed.  Other
+ * failures: a negative code with a message, nothing changed.  One caller
+ * at a time per shadow.
  */
 int eng_shadow_apply(struct eng_shadow *sh, uint64_t seq, const void *buf,
 		     size_t len);

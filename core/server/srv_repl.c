@@ -394,6 +394,11 @@ static void *repl_sender_main(void *arg)
 {
 	struct srv_repl *r = ((struct sender_arg *)arg)->sa_r;
 	struct repl_sb *b = ((struct sender_arg *)arg)->sa_b;
+	struct repl_set *batch[SRV_REPL_BATCH];
+	uint8_t *cat = NULL;
+	const void *data;
+	size_t bytes;
+	uint32_t nb, taken;
 
 	free(arg);
 	pthread_mutex_lock(&r->r_lock);
@@ -419,22 +424,58 @@ static void *repl_sender_main(void *arg)
 			set_put_locked(rs);
 			continue;
 		}
-		rs->rs_refs++;
+		/* the consecutive sets queued behind it go in the same call
+		 * (applied in one transaction there), up to
+		 * MSG_REPL_SET_MAX bytes and SRV_REPL_BATCH sets */
+		nb = 0;
+		bytes = 0;
+		for (uint32_t i = 0; i < b->rb_qnr && nb < SRV_REPL_BATCH;
+		     i++) {
+			struct repl_set *x =
+				b->rb_q[(b->rb_qhead + i) % SRV_REPL_QUEUE];
+
+			if ((nb > 0 && (x->rs_seq != batch[nb - 1]->rs_seq + 1 ||
+					bytes + x->rs_len > MSG_REPL_SET_MAX)))
+				break;
+			x->rs_refs++;
+			batch[nb++] = x;
+			bytes += x->rs_len;
+		}
+		taken = nb;
 		pthread_mutex_unlock(&r->r_lock);
+		data = rs->rs_data;
+		if (nb > 1) {
+			cat = malloc(bytes);
+			if (cat == NULL) {
+				nb = 1; /* the first alone */
+				bytes = rs->rs_len;
+			} else {
+				size_t at = 0;
+
+				for (uint32_t i = 0; i < nb; i++) {
+					memcpy(cat + at, batch[i]->rs_data,
+					       batch[i]->rs_len);
+					at += batch[i]->rs_len;
+				}
+				data = cat;
+			}
+		}
 		q.home = r->r_s->s_self;
 		q.seq = rs->rs_seq;
-		rc = repl_call(r, b, SOP_REPL_SHIP, &q, rs->rs_data, rs->rs_len,
-			       &answered);
+		rc = repl_call(r, b, SOP_REPL_SHIP, &q, data, bytes, &answered);
+		free(cat);
+		cat = NULL;
 		pthread_mutex_lock(&r->r_lock);
 		if (rc == 0 && b->rb_state == SB_INSYNC) {
-			if (b->rb_acked < rs->rs_seq)
-				b->rb_acked = rs->rs_seq;
+			if (b->rb_acked < batch[nb - 1]->rs_seq)
+				b->rb_acked = batch[nb - 1]->rs_seq;
 			pthread_cond_broadcast(&r->r_cond);
 		} else if (rc != 0) {
 			sb_behind_locked(r, b, answered ? err_msg() :
 					 "unreachable");
 		}
-		set_put_locked(rs);
+		for (uint32_t i = 0; i < taken; i++)
+			set_put_locked(batch[i]);
 	}
 	pthread_mutex_unlock(&r->r_lock);
 	return NULL;
