@@ -65,6 +65,7 @@ struct srv_repl {
 	uint64_t r_snaptotal[CLU_SERVERS_MAX];
 	uint64_t r_snapseq[CLU_SERVERS_MAX];
 	bool r_standby_of[CLU_SERVERS_MAX];
+	bool r_taken[CLU_SERVERS_MAX];  /* srv_repl_shadow_take() */
 };
 
 /* ------------------------------------------------------------ standbys */
@@ -688,8 +689,14 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	} else {
 		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&r->r_shlock[q->home]);
-		rc = op == SOP_REPL_SHIP ? repl_apply(r, req, q, blen)
-					 : repl_snap_chunk(r, req, q, blen);
+		if (r->r_taken[q->home])
+			rc = err_set(-EBUSY, "server %s: its shadow of %s "
+				     "serves a takeover", s->s_me->cs_name,
+				     s->s_conf->cc_servers[q->home].cs_name);
+		else
+			rc = op == SOP_REPL_SHIP ?
+			     repl_apply(r, req, q, blen) :
+			     repl_snap_chunk(r, req, q, blen);
 		pthread_mutex_unlock(&r->r_shlock[q->home]);
 	}
 	rpc_sreq_reply(req, rc, NULL, 0, rc != 0 ? err_msg() : NULL);
@@ -727,6 +734,44 @@ int srv_repl_register(struct srv *s)
 	if (rc == 0)
 		rc = rpc_handler_set(s->s_ep, SOP_REPL_SNAP, srv_repl_handle, s);
 	return rc;
+}
+
+int srv_repl_shadow_take(struct srv *s, uint32_t h, char *dir, size_t len)
+{
+	struct srv_repl *r = s->s_repl;
+	int rc = 0;
+
+	if (r == NULL || h >= s->s_conf->cc_nr_servers || !r->r_standby_of[h])
+		return err_set(-EINVAL, "server %s: no shadow of server %u",
+			       s->s_me->cs_name, h);
+	pthread_mutex_lock(&r->r_shlock[h]);
+	if (r->r_taken[h]) {
+		rc = err_set(-EBUSY, "server %s: its shadow of %s is taken "
+			     "already", s->s_me->cs_name,
+			     s->s_conf->cc_servers[h].cs_name);
+	} else {
+		eng_shadow_close(r->r_sh[h]);
+		r->r_sh[h] = NULL;
+		if (r->r_snapfd[h] >= 0) {
+			close(r->r_snapfd[h]);
+			r->r_snapfd[h] = -1;
+		}
+		r->r_taken[h] = true;
+		snprintf(dir, len, "%s/shadow-s%u", s->s_me->cs_data_dir, h);
+	}
+	pthread_mutex_unlock(&r->r_shlock[h]);
+	return rc;
+}
+
+void srv_repl_shadow_give(struct srv *s, uint32_t h)
+{
+	struct srv_repl *r = s->s_repl;
+
+	if (r == NULL || h >= CLU_SERVERS_MAX)
+		return;
+	pthread_mutex_lock(&r->r_shlock[h]);
+	r->r_taken[h] = false;
+	pthread_mutex_unlock(&r->r_shlock[h]);
 }
 
 void srv_repl_fini(struct srv *s)
