@@ -325,6 +325,16 @@ int meta_txn_commit_ship(struct meta *m, MDB_txn *txn, uint64_t *seqp)
 	*seqp = 0;
 	if (!m->m_cap) {
 		__atomic_add_fetch(&m->m_uncaptured, 1, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&m->m_rops, __ATOMIC_ACQUIRE) != NULL) {
+			/* begun before the hook was set, so not recorded:
+			 * leave a gap, every shadow re-syncs (eng_repl_set) */
+			le = htole64(meta_repl_seq_get(txn, m) + 2);
+			rc = mdb_put(txn, m->m_sys, &k, &v, 0);
+			if (rc != 0) {
+				mdb_txn_abort(txn);
+				return rc;
+			}
+		}
 		return mdb_txn_commit(txn);
 	}
 	m->m_cap = false;
