@@ -36,14 +36,17 @@
  * that seq is reported durable: in the group commit, before the batch's
  * items are reported STABLE (ci_done) and the space it freed is released,
  * after the home's own meta sync (so the standbys' apply and sync overlap
- * it); after a meta_wtxn_commit() (or the engine's own write commits)
- * before that call returns.  It returns 0 when the set is durable where it
+ * it), from the replication wait stage's thread (core/commit.c
+ * eng_rwaiter_main(): batches in commit order, the committer going on
+ * meanwhile); after a meta_wtxn_commit() (or the engine's own write
+ * commits) in the committing thread, before that call returns.  It returns 0 when the set is durable where it
  * must be (the server's policy: every in-sync standby acknowledged, or was
  * dropped as unreachable), or a negative code: the batch's items fail with
  * it (they stay visible but are not STABLE, as after a failed meta sync;
  * their space stays mapped), a meta_wtxn_commit() returns it.  Both run
- * with no engine lock a reader needs, but ro_wait may hold up the group
- * commit for as long as it waits.
+ * with no engine lock a reader needs; ro_ship runs under the committer's
+ * locks and must not wait; ro_wait holds up only the STABLE reports of
+ * the batches after the one it waits for.
  */
 #ifndef STRATA_CORE_ENG_REPL_H
 #define STRATA_CORE_ENG_REPL_H
