@@ -16,6 +16,7 @@
 #include "core/server/peers.h"
 #include "core/server/srv_limits.h"
 #include "core/server/srv.h"
+#include "core/server/srv_repl.h"
 #include "tiers/nvram/nvram.h"
 
 /* The server's limits (SRV_*): srv_limits.h. */
@@ -168,6 +169,9 @@ struct srv {
 	/* the HA agent: map, epoch, membership (ha/srv_ha.c, a module of
 	 * s_parts; NULL: none, or a cluster without etcd) */
 	struct srv_ha *s_ha;
+	/* replicated homes: senders and shadows (srv_repl.c; NULL when
+	 * cluster.meta_replicas is 1) */
+	struct srv_repl *s_repl;
 };
 
 uint64_t srv_now_ms(void);
