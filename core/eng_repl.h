@@ -40,8 +40,10 @@
  * eng_rwaiter_main(): batches in commit order, the committer going on
  * meanwhile); after a meta_wtxn_commit() (or the engine's own write
  * commits) in the committing thread, before that call returns.  It returns 0 when the set is durable where it
- * must be (the server's policy: every in-sync standby acknowledged, or was
- * dropped as unreachable), or a negative code: the batch's items fail with
+ * must be (the server's policy, core/server/srv_repl.c: every in-sync
+ * standby acknowledged or was dropped as unreachable, and at least one
+ * acknowledged: a home that no standby answers fails its writes with
+ * -EHOSTDOWN, docs/cluster.md "Replicated homes"), or a negative code: the batch's items fail with
  * it (they stay visible but are not STABLE, as after a failed meta sync;
  * their space stays mapped), a meta_wtxn_commit() returns it.  Both run
  * with no engine lock a reader needs; ro_ship runs under the committer's

@@ -30,6 +30,12 @@
 /* Consecutive write sets sent to a standby in one call (applied there in
  * one transaction). */
 #define SRV_REPL_BATCH 64u
+/** A call to a standby (SOP_REPL_*): the cluster's call timeout / 3, at
+ *  least this (srv_repl.c repl_call_ms()). */
+#define SRV_REPL_CALL_MIN_MS 2000u
+/** A home waits for its standbys' acknowledgement of a write set at most
+ *  their call timeout + this, then drops those that did not answer. */
+#define SRV_REPL_WAIT_SLACK_MS 1000u
 /* Op tags (IdxReq.tag): 63 bits, so that a version entry keeps one beside
  * its tombstone bit (srv_idx_internal.h, struct vent). */
 #define MSG_TAG_MAX ((1ull << 63) - 1)

@@ -191,11 +191,23 @@ static void repl_ship(void *arg, uint64_t seq, const void *buf, size_t len)
 	pthread_mutex_unlock(&r->r_lock);
 }
 
+/* A call to a standby: a third of the cluster's call timeout, at least
+ * SRV_REPL_CALL_MIN_MS, so that a home whose standby stopped answering
+ * drops it and still answers its client within the client's timeout (as
+ * unit calls do, core/server/rdev.h). */
+static uint32_t repl_call_ms(const struct srv_repl *r)
+{
+	uint32_t ms = r->r_s->s_conf->cc_call_ms / 3;
+
+	return ms < SRV_REPL_CALL_MIN_MS ? SRV_REPL_CALL_MIN_MS : ms;
+}
+
 static int repl_wait(void *arg, uint64_t seq)
 {
 	struct srv_repl *r = arg;
-	uint64_t limit = (uint64_t)r->r_s->s_conf->cc_call_ms + 2000;
+	uint64_t limit = repl_call_ms(r) + SRV_REPL_WAIT_SLACK_MS;
 	struct timespec dl;
+	bool late = false;
 	int rc = 0;
 
 	clock_gettime(CLOCK_REALTIME, &dl);
@@ -208,6 +220,7 @@ static int repl_wait(void *arg, uint64_t seq)
 	pthread_mutex_lock(&r->r_lock);
 	for (;;) {
 		bool need = false;
+		uint32_t have = 0, known_behind = 0;
 
 		if (r->r_stop) {
 			rc = err_set(-ESHUTDOWN, "server %s: stopping: write "
@@ -215,13 +228,32 @@ static int repl_wait(void *arg, uint64_t seq)
 				     "standbys", r->r_s->s_me->cs_name, seq);
 			break;
 		}
-		for (uint32_t i = 0; i < r->r_nsb; i++)
-			need |= r->r_sb[i].rb_state == SB_INSYNC &&
-				r->r_sb[i].rb_acked < seq;
-		if (!need)
+		for (uint32_t i = 0; i < r->r_nsb; i++) {
+			if (r->r_sb[i].rb_state != SB_INSYNC)
+				continue;
+			if (r->r_sb[i].rb_acked < seq)
+				need = true;
+			else
+				have++;
+		}
+		/* STABLE needs the set on one standby at least (min_size
+		 * 2): a home cut off from all of them must not acknowledge
+		 * what a takeover on one of them would not have */
+		if (!need && (have > 0 || r->r_nsb == 0))
 			break;
+		for (uint32_t i = 0; !need && have == 0 && i < r->r_nsb;
+		     i++)
+			known_behind += r->r_sb[i].rb_state == SB_BEHIND;
+		if (!need && (late || known_behind == r->r_nsb)) {
+			rc = err_set(-EHOSTDOWN, "server %s: write set %" PRIu64
+				     " is on no standby of its metadata (none "
+				     "of %u in sync): not acknowledged",
+				     r->r_s->s_me->cs_name, seq, r->r_nsb);
+			break;
+		}
 		if (pthread_cond_timedwait(&r->r_cond, &r->r_lock, &dl) ==
 		    ETIMEDOUT) {
+			late = true;
 			/* a sender stuck past its call timeout: drop them */
 			for (uint32_t i = 0; i < r->r_nsb; i++)
 				if (r->r_sb[i].rb_state == SB_INSYNC &&
@@ -249,8 +281,8 @@ static int repl_call(struct srv_repl *r, struct repl_sb *b, uint32_t op,
 	rc = msg_pack(&q->base, &mb);
 	if (rc != 0)
 		return rc;
-	rc = peers_call(r->r_peers, b->rb_srv, op, mb.mb_p, mb.mb_len,
-			len > 0 ? &bulk : NULL, &res);
+	rc = peers_call_ms(r->r_peers, b->rb_srv, op, mb.mb_p, mb.mb_len,
+			   len > 0 ? &bulk : NULL, repl_call_ms(r), &res);
 	free(mb.mb_p);
 	free(res.rr_body);
 	*answered = res.rr_answered;

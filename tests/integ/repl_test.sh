@@ -12,7 +12,8 @@
 #   are written (the homes drop s2 and go on), s2 is started again: s0 and
 #   s1 re-sync it by snapshot (logged), and s2's own standbys too (its
 #   store was written at its open); after a stop, every shadow equals its
-#   home again.
+#   home again.  Last, s1 and s2 killed: s0 acknowledges no write (its
+#   homed ones fail "on no standby of its metadata", -EHOSTDOWN).
 #
 # Every wait is bounded; servers are killed on any exit.  Ends with
 # "N passed, N failed".
@@ -40,6 +41,7 @@ ddir() {
 r() {
 	out=$(timeout 60 "$S" --cluster "$UPCONF" "$@" 2>"$T/err")
 	rc=$?
+	return "$rc"
 }
 
 # in_sync I: lines of sI's log saying a standby is in sync.
@@ -143,6 +145,30 @@ done
 check "objects written after s2 came back" test "$bad" -le 4
 for s in 0 1 2; do srv_stop $s; done
 compare_all "every shadow equals its home after s2's SIGKILL and re-sync"
+
+# No standby left: s0 alone acknowledges nothing (a write STABLE on the
+# home only would be missing from the shadow a takeover serves).
+for s in 0 1 2; do srv_start $s "$UPCONF" --log-level 3; done
+check "servers up for the last section" wait_up
+for s in 0; do wait_sync $s 2; done
+kill -9 "$(spid 1)" "$(spid 2)"
+wait_gone "$(spid 1)"
+wait_gone "$(spid 2)"
+acked=0
+alone=0
+for i in $(seq 40 45); do
+	if r obj put "@ro$i" "$T/blob"; then
+		acked=$((acked + 1))
+	elif grep -q "on no standby of its metadata" "$T/err"; then
+		alone=$((alone + 1))
+	fi
+	echo "     @ro$i: rc $rc: $(head -c 200 "$T/err")"
+done
+check "with both standbys killed no write is acknowledged ($acked)" \
+	test "$acked" -eq 0
+check "a write homed on s0 fails: on no standby of its metadata ($alone)" \
+	test "$alone" -gt 0
+srv_stop 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
