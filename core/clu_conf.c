@@ -5,9 +5,9 @@
  * The text is loaded with libyaml's document API.  The cluster: and
  * servers: sections are walked here; each server's store configuration is
  * built by copying its devices and the shared pools, layouts, device_size,
- * device_model and device_fill nodes into a new YAML document, emitting it as text and
- * checking it with conf_parse() — the store's own rules, not a second copy
- * of them.
+ * device_model and device_fill nodes into a new YAML document, emitting it
+ * as text and checking it with conf_parse() — the store's own rules, not a
+ * second copy of them.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -39,7 +39,7 @@ struct clu_px {
 	const char *px_base;        /* base directory of relative paths */
 	uint32_t px_flags;
 	struct clu_conf *px_c;      /* scratch result */
-	yaml_node_t *px_shared[5];  /* device_size, pools, layouts, model, fill */
+	yaml_node_t *px_shared[5];  /* the values of clu_shared_keys */
 };
 
 static const char *const clu_shared_keys[5] = {"device_size", "pools",
