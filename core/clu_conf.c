@@ -4,10 +4,10 @@
  *
  * The text is loaded with libyaml's document API.  The cluster: and
  * servers: sections are walked here; each server's store configuration is
- * built by copying its devices and the shared pools, layouts, device_size
- * and device_model nodes into a new YAML document, emitting it as text and
- * checking it with conf_parse() — the store's own rules, not a second copy
- * of them.
+ * built by copying its devices and the shared pools, layouts, device_size,
+ * device_model and device_fill nodes into a new YAML document, emitting it
+ * as text and checking it with conf_parse() — the store's own rules, not a
+ * second copy of them.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -39,11 +39,12 @@ struct clu_px {
 	const char *px_base;        /* base directory of relative paths */
 	uint32_t px_flags;
 	struct clu_conf *px_c;      /* scratch result */
-	yaml_node_t *px_shared[4];  /* device_size, pools, layouts, model */
+	yaml_node_t *px_shared[5];  /* the values of clu_shared_keys */
 };
 
-static const char *const clu_shared_keys[4] = {"device_size", "pools",
-					       "layouts", "device_model"};
+static const char *const clu_shared_keys[5] = {"device_size", "pools",
+					       "layouts", "device_model",
+					       "device_fill"};
 
 static int clu_fail(const yaml_node_t *n, const char *key, const char *fmt,
 		    const char *val)
@@ -602,7 +603,7 @@ static int clu_store_text(struct clu_px *p, const yaml_node_t *devs,
 		dev_size = p->px_shared[0];
 	if (ok && dev_size != NULL)
 		ok = clu_add_pair(&d, map, "device_size", p->px_doc, dev_size);
-	for (int i = 1; ok && i < 4; i++)
+	for (int i = 1; ok && i < 5; i++)
 		if (p->px_shared[i] != NULL)
 			ok = clu_add_pair(&d, map, clu_shared_keys[i],
 					  p->px_doc, p->px_shared[i]);
@@ -929,7 +930,7 @@ static int clu_top(struct clu_px *p, const yaml_node_t *root)
 	CLU_MAP_FOR(p, root, k, v, {
 		int sh = -1;
 
-		for (int i = 0; i < 4; i++)
+		for (int i = 0; i < 5; i++)
 			if (strcmp(k, clu_shared_keys[i]) == 0)
 				sh = i;
 		if (sh >= 0)

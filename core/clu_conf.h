@@ -31,15 +31,16 @@
  *       device_size: 64MiB         # optional (else the top-level one)
  *       devices: [ ... ]           # the store syntax (docs/configuration.md)
  *   device_size: 256MiB            # optional default for every server
+ *   device_fill: reserve           # optional: zero (default) or reserve
  *   pools: [ ... ]                 # the store syntax, applied per server
  *   layouts: { ... }               # the store syntax
  *   device_model: { ... }          # the store syntax
  *
  * Each server's store configuration (cs_store_yaml) is made from its own
- * devices plus the shared pools, layouts and device model, and checked with
- * conf_parse() (core/conf.h), so the device, pool and layout rules are the
- * store's own.  Errors name the file line and key ("cluster line 7:
- * servers[1].port: 70000 is not a port (1..65535)").
+ * devices plus the shared pools, layouts, device model and device_fill, and
+ * checked with conf_parse() (core/conf.h), so the device, pool and layout
+ * rules are the store's own.  Errors name the file line and key ("cluster
+ * line 7: servers[1].port: 70000 is not a port (1..65535)").
  *
  * Ownership: a struct clu_conf owns everything it points to; clu_conf_fini()
  * frees it.  Parsing fills a caller's struct only on success.

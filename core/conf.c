@@ -22,6 +22,7 @@
 #include "core/errors.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "tiers/tier.h"
 
 static const char *const conf_tier_names[ST_TIER_NR] = {
 	[ST_TIER_NVRAM] = "nvram",
@@ -1157,10 +1158,30 @@ static int px_models(struct conf_px *p, const yaml_node_t *n)
 /* ------------------------------------------------------------ the top */
 
 enum { TK_DEV_SIZE, TK_DEVICES, TK_POOLS, TK_LAYOUTS, TK_MODEL, TK_SLICE,
-       TK_NR };
+       TK_FILL, TK_NR };
 static const char *const conf_top_keys[TK_NR] = {
 	"device_size", "devices", "pools", "layouts", "device_model", "slice",
+	"device_fill",
 };
+
+/* device_fill: zero or reserve (enum tier_fill, by tier_fill_name()). */
+static int px_fill(struct conf_px *p, const yaml_node_t *n, uint32_t *out)
+{
+	size_t old = px_key(p, "device_fill");
+	const char *s;
+	int rc;
+
+	rc = px_text(p, n, &s);
+	if (rc != 0)
+		return rc;
+	for (uint32_t f = 0; f < TIER_FILL_NR; f++)
+		if (strcmp(s, tier_fill_name(f)) == 0) {
+			*out = f;
+			px_pop(p, old);
+			return 0;
+		}
+	return px_fail(p, n, "\"%.40s\": expected zero or reserve", s);
+}
 
 /* slice: "I/N", 0 <= I < N, 2 <= N <= CONF_SLICES_MAX (cluster stores). */
 static int px_slice(struct conf_px *p, const yaml_node_t *n)
@@ -1205,6 +1226,11 @@ static int px_top(struct conf_px *p, const yaml_node_t *root)
 	if (v[TK_DEV_SIZE] != NULL) {
 		rc = px_dev_size(p, "device_size", v[TK_DEV_SIZE],
 				 &c->c_dev_size);
+		if (rc != 0)
+			return rc;
+	}
+	if (v[TK_FILL] != NULL) {
+		rc = px_fill(p, v[TK_FILL], &c->c_dev_fill);
 		if (rc != 0)
 			return rc;
 	}
@@ -1711,6 +1737,8 @@ int conf_emit(const struct conf *c, char **out)
 				conf_size_units);
 		em_kv(&e, "device_size", size);
 	}
+	if (c->c_dev_fill != TIER_FILL_ZERO)
+		em_kv(&e, "device_fill", tier_fill_name(c->c_dev_fill));
 	em_devices(&e, c);
 	em_pools(&e, c);
 	em_layouts(&e, c);

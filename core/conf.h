@@ -116,6 +116,10 @@ struct conf {
 	uint32_t c_nr_conts;
 	struct conf_container *c_conts; /**< owned; ids distinct */
 	uint64_t c_dev_size;           /**< device_size; 0 = unset */
+	/** device_fill: how device files are prepared when the store makes
+	 *  them, an enum tier_fill (tiers/tier.h): 0 zero (the default),
+	 *  1 reserve.  Used at store creation and device replacement only. */
+	uint32_t c_dev_fill;
 	struct conf_model c_model[ST_TIER_NR]; /**< per-tier device model */
 	/** Cluster stores (YAML "slice: I/N"): the data area of every local
 	 *  device that is not zoned is cut into c_slices equal slices

@@ -200,7 +200,7 @@ void eng_dev_io_error(struct eng *e, uint32_t i)
 
 int eng_dev_replace(struct eng *e, uint32_t i, const char *path)
 {
-	struct tier_format_opts fo = {0};
+	struct tier_format_opts fo = {.tf_fill = e->e_conf.c_dev_fill};
 	struct tier_dev *nd = NULL, *od;
 	struct eng_dev *d;
 	int rc;

@@ -96,7 +96,8 @@ static int store_make_devices(struct eng *e, const struct eng_conf *c,
 		return err_set(-errno, "%s: %s", dir, strerror(errno));
 	for (uint32_t i = 0; i < e->e_conf.c_nr_devs; i++) {
 		const struct conf_dev *cd = &e->e_conf.c_devs[i];
-		struct tier_format_opts fo = {.tf_zone_size = cd->cd_zone_size};
+		struct tier_format_opts fo = {.tf_zone_size = cd->cd_zone_size,
+					      .tf_fill = e->e_conf.c_dev_fill};
 		struct dev_rec dr = {.dr_tier = cd->cd_tier,
 				     .dr_size = cd->cd_size ? cd->cd_size : size};
 

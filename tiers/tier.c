@@ -126,6 +126,18 @@ const struct tier_ops *tier_driver_find(const char *name)
 	return NULL;
 }
 
+const char *tier_fill_name(uint32_t fill)
+{
+	switch (fill) {
+	case TIER_FILL_ZERO:
+		return "zero";
+	case TIER_FILL_RESERVE:
+		return "reserve";
+	default:
+		return NULL;
+	}
+}
+
 /* The lower-case name of a tier, for messages and configuration. */
 const char *tier_name(uint32_t tier)
 {
@@ -261,6 +273,12 @@ int tier_dev_format_opts(const char *path, uint32_t tier,
 	rc = tier_format_check(path, tier, store, size_bytes, &existing);
 	if (rc != 0)
 		goto out;
+	if (o != NULL && tier_fill_name(o->tf_fill) == NULL) {
+		rc = err_set(-EINVAL, "device %s: fill %u: expected %u (zero) "
+			     "or %u (reserve)", path, o->tf_fill,
+			     TIER_FILL_ZERO, TIER_FILL_RESERVE);
+		goto out;
+	}
 	ops = tier_driver_for(tier);
 	tier_sb_fill(&sb, tier, store, index, size_bytes, ops->to_name);
 	rc = ops->to_format(path, &sb, o != NULL ? o : &none);
@@ -273,8 +291,9 @@ int tier_dev_format_opts(const char *path, uint32_t tier,
 	if (rc != 0)
 		goto out_unlink;
 	LOG_INFO("device %s: formatted, tier %s, index %u, %llu bytes, "
-		 "driver %s", path, tier_name(tier), index,
-		 (unsigned long long)size_bytes, ops->to_name);
+		 "driver %s, fill %s", path, tier_name(tier), index,
+		 (unsigned long long)size_bytes, ops->to_name,
+		 tier_fill_name(o != NULL ? o->tf_fill : TIER_FILL_ZERO));
 	goto out;
 out_unlink:
 	if (!existing)

@@ -106,7 +106,8 @@ static int etcd_up(struct cli *c, const char *dir)
 
 /* D/cluster.yaml for N servers with emulated devices of 128 MiB (room
  * for a 64 MiB block on every tier; the SMR device 256 MiB: 64 MiB zones;
- * device files are fallocated).  The flash devices are lent to the other
+ * device files are fallocated, and zero-filled only with --device-fill
+ * zero: device_fill, written always).  The flash devices are lent to the other
  * servers: each server allocates in its own slice of 1/N of them
  * (docs/cluster.md "Placement across servers"), so they are made 96 MiB x
  * N (at most 288 MiB: a 64 MiB block fits up to 4 servers); nvram and sas
@@ -137,7 +138,8 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 			j + 1 == c->c_etcd_members ? " ]\n" : "");
 	if (c->c_ha_test)
 		fprintf(f, "  ha_rules: test\n  ha_lease: 3s\n");
-	fprintf(f, "device_size: 128MiB\nservers:\n");
+	fprintf(f, "device_size: 128MiB\ndevice_fill: %s\nservers:\n",
+		c->c_dev_fill);
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)
 		fprintf(f, "  - name: s%" PRIu64 "\n"

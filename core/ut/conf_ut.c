@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/limits.h"
 #include "tests/ut.h"
+#include "tiers/tier.h"
 
 int conf_ut_add(void);
 
@@ -84,6 +85,7 @@ static bool conf_eq(const struct conf *a, const struct conf *b)
 {
 	if (a->c_nr_devs != b->c_nr_devs || a->c_nr_pools != b->c_nr_pools ||
 	    a->c_nr_conts != b->c_nr_conts || a->c_dev_size != b->c_dev_size ||
+	    a->c_dev_fill != b->c_dev_fill ||
 	    !layout_eq(&a->c_default_layout, &b->c_default_layout))
 		return false;
 	for (uint32_t i = 0; i < a->c_nr_devs; i++) {
@@ -372,6 +374,11 @@ static const struct bad_case bad_cases[] = {
 	{"device_size: 99999999999999999999\n" DEVS, 1, "device_size",
 	 "too large"},
 	{"device_size: 0\n" DEVS, 1, "device_size", "\"0\""},
+	{"device_fill: zeros\n" DEVS, 1, "device_fill",
+	 "\"zeros\": expected zero or reserve"},
+	{DEVS "device_fill: Reserve\n", 6, "device_fill", "\"Reserve\""},
+	{DEVS "device_fill: 1\n", 6, "device_fill", "\"1\""},
+	{DEVS "device_fill: [reserve]\n", 6, "device_fill", ""},
 	/* zones */
 	{"devices:\n  - {tier: flash, zone_size: 16MiB}\n", 2,
 	 "devices[0].zone_size", "only smr"},
@@ -810,6 +817,36 @@ static void test_round_trip(void)
 	conf_fini(&c);
 }
 
+/* device_fill: zero when absent (and not emitted: texts of stores made
+ * before the key stay the same), reserve parsed, emitted and read back. */
+static void test_device_fill(void)
+{
+	struct conf c;
+	char *text = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(conf_parse_str(&c, DEVS), 0);
+	CU_ASSERT_EQUAL(c.c_dev_fill, TIER_FILL_ZERO);
+	CU_ASSERT_EQUAL_FATAL(conf_emit(&c, &text), 0);
+	CU_ASSERT_PTR_NULL(strstr(text, "device_fill"));
+	free(text);
+	conf_fini(&c);
+	CU_ASSERT_EQUAL_FATAL(conf_parse_str(&c, "device_fill: zero\n" DEVS),
+			      0);
+	CU_ASSERT_EQUAL(c.c_dev_fill, TIER_FILL_ZERO);
+	conf_fini(&c);
+	CU_ASSERT_EQUAL_FATAL(conf_parse_str(&c, DEVS "device_fill: reserve\n"),
+			      0);
+	CU_ASSERT_EQUAL(c.c_dev_fill, TIER_FILL_RESERVE);
+	CU_ASSERT_EQUAL_FATAL(conf_emit(&c, &text), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "device_fill: reserve"));
+	free(text);
+	CU_ASSERT_TRUE(conf_round_trip(&c));
+	conf_fini(&c);
+	CU_ASSERT_EQUAL(conf_default(&c, 0), 0);
+	CU_ASSERT_EQUAL(c.c_dev_fill, TIER_FILL_ZERO);
+	conf_fini(&c);
+}
+
 /* Each container's own layout, else the default. */
 static void test_layout_for(void)
 {
@@ -1023,6 +1060,7 @@ int conf_ut_add(void)
 	    !CU_add_test(s, "numbers", test_numbers) ||
 	    !CU_add_test(s, "default", test_default) ||
 	    !CU_add_test(s, "round_trip", test_round_trip) ||
+	    !CU_add_test(s, "device_fill", test_device_fill) ||
 	    !CU_add_test(s, "layout_for", test_layout_for) ||
 	    !CU_add_test(s, "load", test_load) ||
 	    !CU_add_test(s, "fuzz", test_fuzz))

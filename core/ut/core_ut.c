@@ -12,11 +12,13 @@
 
 #include "core/alloc.h"
 #include "core/clu_conf.h"
+#include "core/conf.h"
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/meta.h"
 #include "tests/ut.h"
+#include "tiers/tier.h"
 
 int conf_ut_add(void);
 int meta_txn_ut_add(void);
@@ -627,6 +629,50 @@ static void test_clu_resolve(void)
 	clu_conf_fini(&c);
 }
 
+/* A two-server cluster file with top-level text extra (e.g. a shared
+ * device_fill line). */
+static int clu_fill_conf(struct clu_conf *c, const char *extra)
+{
+	char y[768];
+
+	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+		 "0123456789abcdef0123\n%sservers:\n"
+		 "  - name: s0\n    address: 127.0.0.1\n    port: 21000\n"
+		 "    data_dir: /tmp/x0\n    devices:\n      - { tier: flash }\n"
+		 "  - name: s1\n    address: 127.0.0.1\n    port: 21001\n"
+		 "    data_dir: /tmp/x1\n    devices:\n      - { tier: flash }\n",
+		 extra);
+	return clu_conf_parse(c, y, strlen(y), NULL, 0);
+}
+
+/* The cluster file's device_fill reaches every server's store
+ * configuration; absent, none has it (zero); a bad value is refused
+ * naming the key. */
+static void test_clu_fill(void)
+{
+	struct clu_conf c;
+	struct conf sc;
+
+	CU_ASSERT_EQUAL_FATAL(clu_fill_conf(&c, "device_fill: reserve\n"), 0);
+	for (uint32_t i = 0; i < c.cc_nr_servers; i++) {
+		const char *t = c.cc_servers[i].cs_store_yaml;
+
+		CU_ASSERT_PTR_NOT_NULL(strstr(t, "device_fill: reserve"));
+		CU_ASSERT_EQUAL_FATAL(conf_parse(&sc, t, strlen(t)), 0);
+		CU_ASSERT_EQUAL(sc.c_dev_fill, TIER_FILL_RESERVE);
+		conf_fini(&sc);
+	}
+	clu_conf_fini(&c);
+	CU_ASSERT_EQUAL_FATAL(clu_fill_conf(&c, ""), 0);
+	CU_ASSERT_PTR_NULL(strstr(c.cc_servers[0].cs_store_yaml,
+				  "device_fill"));
+	clu_conf_fini(&c);
+	err_clear();
+	CU_ASSERT_EQUAL(clu_fill_conf(&c, "device_fill: fast\n"), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "device_fill"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "\"fast\""));
+}
+
 int core_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("core", NULL, NULL);
@@ -646,7 +692,8 @@ int core_ut_add(void)
 	    !CU_add_test(s, "fault_points", test_fault_points) ||
 	    !CU_add_test(s, "clu_addr", test_clu_addr) ||
 	    !CU_add_test(s, "clu_hostport", test_clu_hostport) ||
-	    !CU_add_test(s, "clu_resolve", test_clu_resolve))
+	    !CU_add_test(s, "clu_resolve", test_clu_resolve) ||
+	    !CU_add_test(s, "clu_fill", test_clu_fill))
 		return -1;
 	if (conf_ut_add() != 0 || pg_ut_add() != 0 || repl_ut_add() != 0)
 		return -1;

@@ -28,7 +28,8 @@ Groups (--figs; default all):
   io     the data path with HA on (etcd + agents: the epoch gate on every
          request, probes, leases) and off (--no-etcd): two 3-server
          clusters up at once, the same workload run on each in turn, three
-         rounds, medians:
+         rounds, medians (both `cluster up --device-fill zero`: the
+         production format, docs/configuration.md):
            `strata bench` (one plain flash object, 4 KiB and 1 MiB blocks,
            16 in flight, each op waited to STABLE) write and read;
            EC 4+2 (pdclust --data 4 --parity 2) put and get of a 64 MiB
@@ -454,8 +455,11 @@ def io_group(top):
     on = os.path.join(top, "io-on")
     off = os.path.join(top, "io-off")
     log("two 3-server clusters: HA on (3 etcd members), off (--no-etcd)")
-    fon = up(on, 3, BASE + 40, ["--etcd-members", "3"])
-    foff = up(off, 3, BASE + 60, ["--no-etcd"])
+    # --device-fill zero: the production format, so that write rates are
+    # not lowered by unwritten-extent conversions (docs/configuration.md).
+    fon = up(on, 3, BASE + 40, ["--etcd-members", "3",
+                                "--device-fill", "zero"])
+    foff = up(off, 3, BASE + 60, ["--no-etcd", "--device-fill", "zero"])
     blob = tempfile.mktemp(prefix="strata-bench-ha-", dir="/dev/shm")
     back = blob + ".back"
     mb = 64

@@ -490,7 +490,9 @@ bad "cluster up --call-timeout without a number" 2 "--call-timeout 'soon' is not
 bad "cluster up --call-timeout bad unit" 2 "--call-timeout '3h': the unit must be ms or s" cluster up --dir "$T/nocl" --call-timeout 3h
 bad "cluster up --call-timeout 0" 2 "--call-timeout 0s is outside 1ms..1h" cluster up --dir "$T/nocl" --call-timeout 0s
 bad "cluster up --call-timeout past 1 h" 2 "--call-timeout 3601s is outside 1ms..1h" cluster up --dir "$T/nocl" --call-timeout 3601s
+bad "cluster up --device-fill neither zero nor reserve" 2 "--device-fill 'fast': zero or reserve" cluster up --dir "$T/nocl" --device-fill fast
 check "a refused cluster up made no directory" test ! -e "$T/nocl"
+bad "--device-fill is for cluster up" 2 "--device-fill does not apply" idx ls --device-fill zero
 bad "--call-timeout is for cluster up" 2 "--call-timeout does not apply" idx ls --call-timeout 3s
 bad "dump of deleted index" 1 "open index @deli" idx dump @deli
 bad "rm of deleted index" 1 "open index @deli" idx rm @deli

@@ -13,6 +13,12 @@
 #   3. stall: srv.start.stall.s0 keeps s0 still with no progress: with the
 #      progress window shortened to 8 s (STRATA_TEST_UP_STALL_MS), cluster
 #      up fails naming s0 and what it last reported.
+#   4. fill: a one-server cluster (--no-etcd) as cluster up makes it by
+#      default (device_fill: reserve: the device files allocated, not
+#      written), then with --device-fill zero (the production format: the
+#      server writes at least every device file's bytes), read from the
+#      server's /proc/PID/io; --device-fill with a bad value is a usage
+#      error that starts nothing.
 # Each cluster up also starts one etcd member (HA cluster map) on the two
 # ports after the servers' (PORT+2, PORT+3): checked in 1 (named in the
 # cluster file, alive, stopped by cluster down) and in 2 and 3 (stopped
@@ -56,8 +62,18 @@ check "it waited past the 30 s it used to allow" test "$secs" -ge 40
 check "it said what s1 was doing while it waited" \
 	grep -qE "^waiting [0-9]+ s for s1: starting: opening store .*MiB read and written" \
 	"$T/slow.out"
-check "both servers report serving" \
-	test "$(cat "$D"/s*.status 2>/dev/null | grep -c '^serving 0 127.0.0.1:')" -eq 2
+# A server answers STATUS as soon as its endpoint is open, a moment before
+# its module starts (HA) end and it writes "serving": wait up to 10 s.
+serving2() {
+	local n
+	for n in $(seq 1 50); do
+		[ "$(cat "$D"/s*.status 2>/dev/null |
+			grep -c '^serving 0 127.0.0.1:')" -eq 2 ] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+check "both servers report serving" serving2
 timeout 20 "$S" cluster status --dir "$D" >"$T/st" 2>&1
 check "status: 2 up" grep -q "servers: 2 up, 0 down" "$T/st"
 check "the cluster file names its etcd (port $((PORT + 2)))" \
@@ -92,6 +108,65 @@ check "naming s0, the 8 s window and what s0 last reported ($secs s)" \
 	grep -q "server s0 made no progress for 8 s: starting: opening store" \
 	"$T/stall.out"
 check "s0 and s1 stopped" none_left
+
+# MiB server s0 of D has written so far (/proc/PID/io wchar), or -1.
+s0_wrote_mib() {
+	local w
+	w=$(awk '$1 == "wchar:" {print int($2 / 1048576)}' \
+		"/proc/$(cat "$D/s0.pid" 2>/dev/null)/io" 2>/dev/null)
+	echo "${w:--1}"
+}
+
+# MiB of the file devices cluster up gives one server alone: six flash
+# devices of 128 MiB, two sas of 128 MiB, one smr of 256 MiB (the nvram
+# device is mapped, not written, in either format).
+FILE_MIB=1280
+
+# fill NAME [ARGS...]: cluster up --nodes 1 --no-etcd in $T/NAME with
+# ARGS; sets rc, secs and wrote (the server's MiB written after it came up).
+fill() {
+	local name=$1 t0
+	shift
+	D=$T/$name
+	t0=$(date +%s)
+	STRATA_SERVER="$BD/strata-server-test" timeout "$CL_UP_TIMEOUT" \
+		"$S" cluster up --nodes 1 --dir "$D" --base-port "$PORT" \
+		--no-etcd "$@" >"$T/$name.out" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - t0))
+	wrote=$(s0_wrote_mib)
+	tail -2 "$T/$name.out" | sed 's/^/     /' | cut -c1-200
+}
+
+echo "--- fill: device_fill reserve by default, --device-fill zero on request"
+fill reserve
+check "cluster up succeeds (rc $rc, $secs s)" \
+	grep -q "cluster of 1 servers up" "$T/reserve.out"
+check "the cluster file says device_fill: reserve" \
+	grep -qx "device_fill: reserve" "$D/cluster.yaml"
+check "s0 wrote less than a tenth of its $FILE_MIB MiB of device files ($wrote MiB)" \
+	test "$wrote" -ge 0 -a "$wrote" -lt $((FILE_MIB / 10))
+check "the device files are allocated all the same" \
+	test "$(du -sm "$D/s0/devices" | cut -f1)" -ge "$FILE_MIB"
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+check "stopped" none_left
+fill zero --device-fill zero
+check "cluster up --device-fill zero succeeds (rc $rc, $secs s)" \
+	grep -q "cluster of 1 servers up" "$T/zero.out"
+check "the cluster file says device_fill: zero" \
+	grep -qx "device_fill: zero" "$D/cluster.yaml"
+check "s0 wrote at least its $FILE_MIB MiB of device files ($wrote MiB)" \
+	test "$wrote" -ge "$FILE_MIB"
+timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
+check "stopped" none_left
+D=$T/badfill
+timeout 20 "$S" cluster up --nodes 1 --dir "$D" --base-port "$PORT" \
+	--no-etcd --device-fill fast >"$T/badfill.out" 2>&1
+rc=$?
+check "--device-fill fast is refused (rc $rc)" test "$rc" -ne 0
+check "naming the option and the choices" \
+	grep -q -- "--device-fill 'fast': zero or reserve" "$T/badfill.out"
+check "and nothing is made" test ! -e "$D"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -344,10 +344,10 @@ static int file_zero_fill(int fd, const char *path, uint64_t off, uint64_t len)
 
 /* Create path (O_EXCL), reserve its full size with posix_fallocate so
  * that writes never allocate or extend the file, write zeros after the head
- * (file_zero_fill), write the head and fsync.  On failure the new file is
- * removed. */
+ * (file_zero_fill) unless fill is TIER_FILL_RESERVE, write the head and
+ * fsync.  On failure the new file is removed. */
 int file_dev_create(const char *path, uint64_t total, const void *head,
-		    size_t head_len)
+		    size_t head_len, uint32_t fill)
 {
 	int fd, rc;
 
@@ -363,7 +363,8 @@ int file_dev_create(const char *path, uint64_t total, const void *head,
 			     path, (unsigned long long)total, strerror(-rc));
 		goto out_remove;
 	}
-	rc = file_zero_fill(fd, path, head_len, total - head_len);
+	if (fill == TIER_FILL_ZERO)
+		rc = file_zero_fill(fd, path, head_len, total - head_len);
 	if (rc == 0)
 		rc = file_pio(fd, true, (void *)head, head_len, 0, path);
 	if (rc == 0 && FAULT_HIT("tier.file.format"))
@@ -390,11 +391,10 @@ static int file_format(const char *path, struct tier_sb *sb,
 {
 	uint8_t area[LIM_DEV_SB_SIZE];
 
-	(void)o;
 	memset(area, 0, sizeof area);
 	memcpy(area, sb, sizeof *sb);
 	return file_dev_create(path, sb->sb_data_off + sb->sb_data_size, area,
-			       sizeof area);
+			       sizeof area, o->tf_fill);
 }
 
 /* The driver table, reached through tier_driver_for/find (tier.c). */

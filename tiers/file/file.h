@@ -20,12 +20,15 @@ struct file_dev;
 
 /**
  * Create path (O_EXCL), reserve total bytes with posix_fallocate, write
- * zeros over [head_len, total), write head (head_len bytes, a multiple of
- * 4096, at offset 0) and fsync.  On failure the file is removed.  Fault
- * point "tier.file.format" (-EIO) after the writes.
+ * zeros over [head_len, total) when fill is TIER_FILL_ZERO (nothing for
+ * TIER_FILL_RESERVE: enum tier_fill, tier.h, already checked by
+ * tier_dev_format_opts), write head (head_len bytes, a multiple of 4096, at
+ * offset 0) and fsync.  Either way [head_len, total) reads as zeros.  On
+ * failure the file is removed.  Fault point "tier.file.format" (-EIO)
+ * after the writes.
  */
 int file_dev_create(const char *path, uint64_t total, const void *head,
-		    size_t head_len);
+		    size_t head_len, uint32_t fill);
 
 /** Open path for reading and writing (fault point "tier.file.nodirect":
  *  behave as if O_DIRECT were refused).  *out is owned by the caller. */

@@ -133,7 +133,12 @@ static inline uint64_t smr_wp_load(const struct smr_dev *sm, uint32_t z)
 
 /* Format the emulation: a file with the superblock, the zone table header
  * and an all-zero (all zones empty) table before the data area.  Raises
- * sb_data_off past the table and re-crcs the superblock. */
+ * sb_data_off past the table and re-crcs the superblock.  The head is
+ * always written; the data area is zero-filled or only reserved as
+ * o->tf_fill says.  Correctness does not depend on it (smr_read_piece
+ * never reads the medium at or above a wp: zeros come from memory, and a
+ * wp only passes bytes appended and synced), only the speed of a zone's
+ * first appends does, as for the file driver (enum tier_fill). */
 static int smr_format_file(const char *path, struct tier_sb *sb,
 			   const struct tier_format_opts *o)
 {
@@ -158,7 +163,7 @@ static int smr_format_file(const char *path, struct tier_sb *sb,
 	memcpy(head, sb, sizeof *sb);
 	memcpy(head + SMR_HDR_OFF, &h, sizeof h);
 	rc = file_dev_create(path, sb->sb_data_off + sb->sb_data_size, head,
-			     SMR_TAB_OFF);
+			     SMR_TAB_OFF, o->tf_fill);
 	free(head);
 	if (rc == 0)
 		LOG_INFO("device %s: %u zones of %llu bytes (emulated)", path,

@@ -184,7 +184,7 @@ static void test_smr_format_zone_size(void)
 {
 	static const uint64_t bad[] = {3 * SUT_MIB, SUT_MIB / 2,
 				       8 * SUT_MIB, 3};
-	struct tier_format_opts o;
+	struct tier_format_opts o = {0};
 	uint8_t *buf = tut_alloc(SUT_MIB);
 	struct tier_dev *d;
 	char path[512];

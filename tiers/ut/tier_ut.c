@@ -517,6 +517,121 @@ static void test_format_einval(void)
 					TUT_DEV_SIZE), -EINVAL);
 }
 
+/* Bytes this process has passed to write calls so far (/proc/self/io
+ * wchar: any file system, page cache or not), or 0 when unknown. */
+static uint64_t tut_wchar(void)
+{
+	unsigned long long v = 0, got = 0;
+	char key[32];
+	FILE *f = fopen("/proc/self/io", "r");
+
+	while (f != NULL && fscanf(f, "%31s %llu", key, &v) == 2)
+		if (strcmp(key, "wchar:") == 0)
+			got = v;
+	if (f != NULL)
+		fclose(f);
+	return got;
+}
+
+/* Format a device of tier t and TUT_BIG_SIZE bytes with fill at a fresh
+ * path; the bytes written meanwhile into *wrote.  Fails the test on any
+ * error. */
+static void tut_format_fill(char *path, size_t n, enum st_tier t,
+			    uint32_t fill, uint64_t *wrote)
+{
+	struct tier_format_opts o = {.tf_fill = fill};
+	uint64_t w0;
+
+	tut_path(path, n, t, fill == TIER_FILL_ZERO ? "zero" : "reserve");
+	w0 = tut_wchar();
+	CU_ASSERT_EQUAL_FATAL(tier_dev_format_opts(path, t, tut_store, 7,
+						   TUT_BIG_SIZE, &o), 0);
+	*wrote = tut_wchar() - w0;
+}
+
+/* Every byte of d reads as zero except [off, off + len), which holds the
+ * pattern of seed (written there by the caller). */
+static bool tut_zero_but(struct tier_dev *d, uint64_t off, size_t len,
+			 uint64_t seed)
+{
+	const size_t chunk = 1u << 20;
+	uint8_t *rb = tut_alloc(chunk), *want = tut_alloc(chunk);
+	uint8_t *pat = tut_alloc(len + 1);
+	bool ok = true;
+
+	CU_ASSERT_FATAL(rb != NULL && want != NULL && pat != NULL);
+	tut_fill(pat, len, seed);
+	for (uint64_t at = 0; ok && at < TUT_BIG_SIZE; at += chunk) {
+		memset(want, 0, chunk);
+		for (size_t i = 0; i < chunk; i++)
+			if (at + i >= off && at + i < off + len)
+				want[i] = pat[at + i - off];
+		TUT_CHECK(ok, tier_dev_read(d, at, rb, chunk) == 0);
+		TUT_CHECK(ok, memcmp(rb, want, chunk) == 0);
+	}
+	free(rb);
+	free(want);
+	free(pat);
+	return ok;
+}
+
+/*
+ * device_fill (enum tier_fill) on the file driver (flash) and the SMR
+ * emulation: reserve writes little more than the head at format, zero
+ * writes the whole data area; both reserve every block (st_blocks) and
+ * read back zeros wherever nothing was written, after a write and after a
+ * reopen.  A fill out of range is -EINVAL naming it, nothing left behind.
+ */
+static void test_format_fill(void)
+{
+	static const enum st_tier tiers[] = {ST_TIER_FLASH, ST_TIER_SMR};
+	struct tier_format_opts bad = {.tf_fill = TIER_FILL_NR};
+	uint8_t *wb = tut_alloc(65536);
+	char path[512];
+	struct stat st;
+	uint64_t wrote;
+
+	CU_ASSERT_FATAL(wb != NULL);
+	tut_fill(wb, 65536, 11);
+	for (size_t i = 0; i < sizeof tiers / sizeof tiers[0]; i++) {
+		/* SMR: at zone 0's wp; flash: anywhere. */
+		uint64_t off = tiers[i] == ST_TIER_SMR ? 0 : 5ull << 20;
+
+		for (uint32_t fill = 0; fill < TIER_FILL_NR; fill++) {
+			struct tier_dev *d = NULL;
+
+			tut_format_fill(path, sizeof path, tiers[i], fill,
+					&wrote);
+			CU_ASSERT(fill == TIER_FILL_ZERO ?
+				  wrote >= TUT_BIG_SIZE :
+				  wrote < TUT_BIG_SIZE / 16);
+			CU_ASSERT_EQUAL_FATAL(stat(path, &st), 0);
+			CU_ASSERT((uint64_t)st.st_blocks * 512 >= TUT_BIG_SIZE);
+			CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, tiers[i],
+							    tut_store, 7), 0);
+			CU_ASSERT_TRUE(tut_zero_but(d, 0, 0, 0));
+			CU_ASSERT_EQUAL(tier_dev_write(d, off, wb, 65536), 0);
+			CU_ASSERT_EQUAL(tier_dev_sync(d), 0);
+			tier_dev_close(d);
+			d = NULL;
+			CU_ASSERT_EQUAL_FATAL(tier_dev_open(&d, path, tiers[i],
+							    tut_store, 7), 0);
+			CU_ASSERT_TRUE(tut_zero_but(d, off, 65536, 11));
+			tier_dev_close(d);
+		}
+	}
+	free(wb);
+	tut_path(path, sizeof path, ST_TIER_FLASH, "badfill");
+	err_clear();
+	CU_ASSERT_EQUAL(tier_dev_format_opts(path, ST_TIER_FLASH, tut_store,
+					     7, TUT_DEV_SIZE, &bad), -EINVAL);
+	CU_ASSERT(tut_msg_has("fill 2"));
+	CU_ASSERT_NOT_EQUAL(stat(path, &st), 0);
+	CU_ASSERT_STRING_EQUAL(tier_fill_name(TIER_FILL_ZERO), "zero");
+	CU_ASSERT_STRING_EQUAL(tier_fill_name(TIER_FILL_RESERVE), "reserve");
+	CU_ASSERT_PTR_NULL(tier_fill_name(TIER_FILL_NR));
+}
+
 /* Opening a path with no file behind it: -ENOENT naming the path. */
 static void test_open_enoent(void)
 {
@@ -1029,6 +1144,7 @@ static const struct {
 	{"einval", test_einval},
 	{"format_eexist", test_format_eexist},
 	{"format_einval", test_format_einval},
+	{"format_fill", test_format_fill},
 	{"open_enoent", test_open_enoent},
 	{"open_einval", test_open_einval},
 	{"relative_path", test_relative_path},
