@@ -10,8 +10,9 @@
  * Every bad request must be answered with its error code and a message
  * naming the field, be counted in the server's STATUS (bad_requests, or
  * rpc_dropped for what the RPC layer drops), change nothing, and leave the
- * server serving: a valid create, write and read follow, and SIGTERM then
- * stops it cleanly (exit 0).  Every wait is bounded.
+ * server serving: it answers a valid create (refused: its standby s1
+ * never runs, t_still_serving), a read and STATUS, and SIGTERM then stops
+ * it cleanly (exit 0).  Every wait is bounded.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -487,21 +488,23 @@ static void t_oversize(void)
 	reply__free_unpacked(rp, NULL);
 }
 
-/* Every refusal counted; the server serves a valid create, write, read. */
+/*
+ * Every refusal counted, and the server still serving.  Its only standby,
+ * s1, never runs (meta_replicas 2), so a valid create is not acknowledged:
+ * it is refused -EHOSTDOWN saying that the write is on no standby of its
+ * metadata (docs/cluster.md "Replicated homes": STABLE needs one standby
+ * at least); a read of what it made answers, and STATUS counts it all.
+ */
 static void t_still_serving(void)
 {
 	EntReq e = ENT_REQ__INIT;
-	ObjReq o = OBJ_REQ__INIT;
 	SAttr a = SATTR__INIT;
-	uint64_t st0 = 3, ct0 = 2;
-	uint8_t w[8192], r[8192];
-	struct iovec wi = {w, sizeof w}, ri = {r, sizeof r};
-	struct rpc_bulk wb = {RPC_BULK_OUT, &wi, 1}, rb = {RPC_BULK_IN, &ri, 1};
 	struct msg_buf b = {0};
 	struct rpc_result res;
 	SStatus *st = NULL;
 	Reply *rp = NULL;
-	Reply *cr = NULL;
+	uint64_t req0;
+	int rc;
 
 	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
 	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
@@ -509,6 +512,7 @@ static void t_still_serving(void)
 		fprintf(stderr, "server: %llu refused, %llu sent\n",
 			(unsigned long long)st->bad_requests,
 			(unsigned long long)su_refused);
+	req0 = st->requests;
 	reply__free_unpacked(rp, NULL);
 	su_ids();
 	a.block_shift = 12;
@@ -519,48 +523,25 @@ static void t_still_serving(void)
 	e.container = &su_cont;
 	e.attr = &a;
 	CU_ASSERT_EQUAL_FATAL(msg_pack(&e.base, &b), 0);
-	CU_ASSERT_EQUAL_FATAL(su_call(SOP_ENT, b.mb_p, b.mb_len, NULL, &res,
-				      SU_CALL_MS), 0);
+	rc = su_call(SOP_ENT, b.mb_p, b.mb_len, NULL, &res, 3 * SU_CALL_MS);
 	free(b.mb_p);
-	CU_ASSERT_EQUAL_FATAL(msg_reply_decode(res.rr_body, res.rr_len, 0,
-					       &cr), 0);
 	free(res.rr_body);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(cr->attr);
-	a.ctime_ns = cr->attr->ctime_ns;
-	reply__free_unpacked(cr, NULL);
-	for (size_t i = 0; i < sizeof w; i++)
-		w[i] = (uint8_t)(i * 7 + 3);
-	o.kind = ER_OBJ_WRITE;
-	o.id = &su_id;
-	o.container = &su_cont;
-	o.attr = &a;
-	o.n_start = o.n_count = 1;
-	o.start = &st0;
-	o.count = &ct0;
-	CU_ASSERT_EQUAL_FATAL(msg_pack(&o.base, &b), 0);
-	CU_ASSERT_EQUAL(su_call(SOP_OBJ, b.mb_p, b.mb_len, &wb, &res,
-				SU_CALL_MS), 0);
-	free(res.rr_body);
-	/* The same extents with one block of data too few: refused. */
-	wi.iov_len = 4096;
-	CU_ASSERT_EQUAL(su_call(SOP_OBJ, b.mb_p, b.mb_len, &wb, &res,
-				SU_CALL_MS), -EINVAL);
-	CU_ASSERT(strstr(res.rr_msg, "2 blocks of 4096 bytes but 4096") !=
-		  NULL);
-	free(res.rr_body);
-	su_refused++;
+	CU_ASSERT_EQUAL(rc, -EHOSTDOWN);
+	CU_ASSERT(strstr(res.rr_msg, "on no standby of its metadata") != NULL);
+	if (rc != -EHOSTDOWN)
+		fprintf(stderr, "server: create with no standby: rc %d, "
+			"\"%s\"\n", rc, res.rr_msg);
+	e.kind = ER_ENT_GETATTR;
+	e.attr = NULL;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&e.base, &b), 0);
+	rc = su_call(SOP_ENT, b.mb_p, b.mb_len, NULL, &res, SU_CALL_MS);
 	free(b.mb_p);
-	o.kind = ER_OBJ_READ;
-	CU_ASSERT_EQUAL_FATAL(msg_pack(&o.base, &b), 0);
-	memset(r, 0, sizeof r);
-	CU_ASSERT_EQUAL(su_call(SOP_OBJ, b.mb_p, b.mb_len, &rb, &res,
-				SU_CALL_MS), 0);
 	free(res.rr_body);
-	free(b.mb_p);
-	CU_ASSERT(memcmp(w, r, sizeof w) == 0);
+	/* visible but not STABLE (as after a failed meta sync), or gone */
+	CU_ASSERT(rc == 0 || rc == -ENOENT);
 	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
 	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
-	CU_ASSERT(st->requests >= 3);
+	CU_ASSERT(st->requests >= req0 + 2);
 	reply__free_unpacked(rp, NULL);
 	CU_ASSERT_EQUAL(kill(su_pid, 0), 0);
 }
