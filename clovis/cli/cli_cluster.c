@@ -768,7 +768,8 @@ static void status_tiers_json(const struct clu_status *st)
 /*
  * HA (docs/ha.md), when the cluster has it: the map's epoch and the
  * analyzer's leader (from the first server that answers), then every
- * server and device not ONLINE with its state, and a frozen map's alert.
+ * server and device not ONLINE with its state, every home another server
+ * serves (docs/cluster.md "Taking over a home"), and a frozen map's alert.
  * JSON: "ha": {"state": ..., "map": ...} (null without HA).
  */
 static void status_ha(struct cli *c)
@@ -819,6 +820,10 @@ static void status_ha(struct cli *c)
 				printf("ha: device %s/%s %s\n", s->hs_name,
 				       s->hs_devs[d].hd_name,
 				       ha_state_name(s->hs_devs[d].hd_state));
+		if (s->hs_acting[0] != '\0')
+			printf("ha: home %s served by %s (taken over at epoch "
+			       "%llu)\n", s->hs_name, s->hs_acting,
+			       (unsigned long long)s->hs_acting_epoch);
 	}
 	if (m->hm_frozen)
 		printf("ha: map FROZEN: %s\n", m->hm_alert);
