@@ -90,6 +90,27 @@ struct eng_conf {
 	 *  those layouts are refused (-EOPNOTSUPP), and so is a store that
 	 *  holds unit records. */
 	const struct eng_layout_ops *ec_layout_ops;
+	/** The LMDB directory to open instead of DATA_DIR/meta (NULL: that
+	 *  one).  For a takeover (docs/cluster.md "Replicated homes"): an
+	 *  engine opened on a shadow of another server's store
+	 *  (core/eng_repl.h, DATA_DIR/shadow-sH), with ec_dir a directory of
+	 *  the taker's own (its LOCK file, relative device paths).  The
+	 *  store must exist there: with ec_meta_dir set, ec_create and
+	 *  ec_meta_nvram are refused (-EINVAL). */
+	const char *ec_meta_dir;
+	/**
+	 * Device path override (NULL: none): called at open for each device
+	 * i with the path its record holds (e.g. "devices/ssd0.dev", or
+	 * "remote:s2:0"); returns 1 with the path to attach instead in out
+	 * (len bytes: a file, or a remote device "remote:sH:K" attached by
+	 * the ENG_REMOTE_DRIVER driver), 0 to keep the recorded one, or a
+	 * negative code with a message (the open fails).  The record is not
+	 * changed.  For a takeover: the dead home's own devices are reached
+	 * as remote devices of its server.
+	 */
+	int (*ec_dev_path)(void *arg, uint32_t dev_index,
+			   const char *recorded_path, char *out, size_t len);
+	void *ec_dev_path_arg;
 };
 
 /** Prefix of the recorded path of a remote device ("remote:s1:0":
