@@ -21,6 +21,7 @@
 #include "ha/map.h"
 #include "ha/srv_ha.h"
 #include "ha/srv_ha_internal.h"
+#include "ha/srv_home.h"
 
 /* The process's agent: the epoch is the process's, and the catch-up
  * function of peers.h takes no argument. */
@@ -411,6 +412,26 @@ static void *probe_main(void *arg)
 	return NULL;
 }
 
+/* Follow the map's homes (srv_home.h) when its epoch changed or the last
+ * step left something to do. */
+static void home_step(struct srv_ha *a)
+{
+	struct ha_map *m;
+
+	if (a->ha_home == NULL ||
+	    atomic_load(&a->ha_epoch) == a->ha_home_epoch)
+		return;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&a->ha_lock);
+	*m = a->ha_map;
+	pthread_mutex_unlock(&a->ha_lock);
+	if (srv_home_sync(a->ha_home, m))
+		a->ha_home_epoch = m->hm_epoch;
+	free(m);
+}
+
 /* The map's and the leader's thread. */
 static void *ha_main(void *arg)
 {
@@ -433,6 +454,7 @@ static void *ha_main(void *arg)
 				 a->ha_name);
 			ha_lead_drop(a);
 		}
+		home_step(a);
 		ha_wait(a, HA_TICK_MS);
 	}
 	return NULL;
@@ -599,7 +621,9 @@ static int ha_register(struct srv *s)
 	pthread_mutex_init(&a->ha_lock, NULL);
 	pthread_cond_init(&a->ha_cond, NULL);
 	s->s_ha = a;
-	rc = rpc_gate_set(s->s_ep, ha_gate, a);
+	rc = srv_home_create(s, &a->ha_home);
+	if (rc == 0)
+		rc = rpc_gate_set(s->s_ep, ha_gate, a);
 	if (rc == 0)
 		rc = rpc_handler_set(s->s_ep, HA_OP, ha_handle, a);
 	return rc;
@@ -634,6 +658,11 @@ static int ha_start(struct srv *s)
 	if (rc == 0) {
 		snprintf(a->ha_map.hm_cluster, sizeof a->ha_map.hm_cluster,
 			 "%s", m->hm_cluster);
+		/* homes routed by this map before any request runs under
+		 * its epoch (a server whose home was taken over serves none
+		 * of it from its first request on) */
+		if (srv_home_sync(a->ha_home, m))
+			a->ha_home_epoch = m->hm_epoch;
 		ha_map_take(a, m, rev);
 	}
 	free(m);
@@ -693,6 +722,7 @@ static void ha_stop(struct srv *s)
 	pthread_mutex_unlock(&a->ha_lock);
 	for (uint32_t t = 0; t < a->ha_nr_threads; t++)
 		pthread_join(a->ha_thread[t], NULL);
+	srv_home_destroy(a->ha_home);
 	if (ha_agent == a) {
 		peers_epoch_catchup(NULL);
 		ha_agent = NULL;
