@@ -424,6 +424,12 @@ static int clu_cluster_key(struct clu_px *p, const char *k,
 		c->cc_replicas = (uint32_t)r;
 		return rc;
 	}
+	if (strcmp(k, "meta_replicas") == 0) {
+		rc = clu_uint(v, "cluster.meta_replicas", 1, CLU_REPLICAS_MAX,
+			      &r);
+		c->cc_meta_replicas = (uint32_t)r;
+		return rc;
+	}
 	if (strcmp(k, "connect_timeout") == 0)
 		return clu_ms(v, "cluster.connect_timeout", &c->cc_connect_ms);
 	if (strcmp(k, "call_timeout") == 0)
@@ -965,6 +971,10 @@ static void clu_defaults(struct clu_conf *c)
 		snprintf(c->cc_provider, sizeof c->cc_provider, "tcp;ofi_rxm");
 	if (c->cc_replicas == 0)
 		c->cc_replicas = c->cc_nr_servers < 3 ? c->cc_nr_servers : 3;
+	if (c->cc_meta_replicas == 0)
+		c->cc_meta_replicas = CLU_META_REPLICAS_DEFAULT;
+	if (c->cc_meta_replicas > c->cc_nr_servers)
+		c->cc_meta_replicas = c->cc_nr_servers;
 	if (c->cc_connect_ms == 0)
 		c->cc_connect_ms = CLU_CONNECT_MS_DEFAULT;
 	if (c->cc_call_ms == 0)

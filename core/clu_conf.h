@@ -10,6 +10,10 @@
  *     secret: "at least 16 bytes"  # or secret_file: PATH (one of the two)
  *     provider: "tcp;ofi_rxm"      # libfabric provider (default)
  *     index_replicas: 3            # R, default min(3, servers)
+ *     meta_replicas: 3             # copies of each home's metadata store
+ *                                  # (the home + standbys), default
+ *                                  # CLU_META_REPLICAS_DEFAULT, capped at
+ *                                  # the servers; 1 = not replicated
  *     connect_timeout: 2s          # default 2 s
  *     call_timeout: 30s            # default 30 s
  *     etcd: [ "http://127.0.0.1:23790" ]  # optional: the HA cluster map
@@ -67,6 +71,9 @@
 #define CLU_SECRET_MAX 1024u
 /* Index replicas R: at most this many (and at most the servers). */
 #define CLU_REPLICAS_MAX 8u
+/** cluster.meta_replicas when the file has none (docs/cluster.md
+ *  "Replicated homes"). */
+#define CLU_META_REPLICAS_DEFAULT 1u
 /* Largest cluster file (read whole, and sent whole by CONF_GET). */
 #define CLU_TEXT_MAX (256u << 10)
 /* etcd endpoints of the HA cluster map: etcd advises at most 7 members
@@ -111,6 +118,10 @@ struct clu_conf {
 	size_t cc_secret_len;
 	char cc_provider[64];       /**< "tcp;ofi_rxm" unless set */
 	uint32_t cc_replicas;       /**< index replicas R, 1..servers */
+	/** Copies of each home's metadata store: the home and
+	 *  cc_meta_replicas - 1 standbys (core/server/srv_repl.h), 1..servers
+	 *  (the file's value capped at the servers); 1 = off. */
+	uint32_t cc_meta_replicas;
 	uint32_t cc_connect_ms;
 	uint32_t cc_call_ms;
 	uint32_t cc_nr_servers;

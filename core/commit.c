@@ -466,6 +466,26 @@ static void commit_fail_all(struct eng *e, struct eng_citem *list, int rc)
 	}
 }
 
+/* A committed batch, durable here: wait for its write set (seq; 0: none)
+ * where the replication hook wants it (core/eng_repl.h ro_wait), then
+ * report it STABLE; if that fails, its items are visible but not stable:
+ * reported failed with the hook's code, their space kept mapped. */
+static void commit_durable(struct eng *e, struct eng_citem *batch,
+			   uint64_t seq)
+{
+	int rc = meta_repl_wait(&e->e_meta, seq);
+
+	if (rc == 0) {
+		commit_finish(e, batch);
+		return;
+	}
+	LOG_ERROR("store %s: write set %" PRIu64 " not replicated: %s",
+		  e->e_dir, seq, err_msg());
+	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
+		ci->ci_alloc.sv_nr = 0; /* its space is mapped: keep it */
+	commit_fail_all(e, batch, rc);
+}
+
 void eng_commit_hook_set(struct eng *e,
 			 void (*hook)(void *, uint64_t, uint32_t), void *arg)
 {
@@ -504,12 +524,14 @@ static void commit_executed(struct eng_citem *batch)
 static void commit_make_stable(struct eng *e)
 {
 	struct eng_citem *batch = e->e_unstable;
+	uint64_t seq = e->e_unstable_seq;
 	uint64_t t0, t1;
 	int rc = 0;
 
 	if (batch == NULL)
 		return;
 	e->e_unstable = NULL;
+	e->e_unstable_seq = 0;
 	__atomic_store_n(&e->e_unstable_any, false, __ATOMIC_RELEASE);
 	t0 = mono_us();
 	for (int i = 0; i < 3; i++) {
@@ -521,7 +543,7 @@ static void commit_make_stable(struct eng *e)
 	gp_add(&e->e_gp.gp_msync, 1);
 	gp_add(&e->e_gp.gp_msync_us, t1 - t0);
 	if (rc == 0) {
-		commit_finish(e, batch);
+		commit_durable(e, batch, seq);
 		gp_add(&e->e_gp.gp_cb_us, mono_us() - t1);
 		return;
 	}
@@ -550,11 +572,11 @@ static bool cq_empty(struct eng_cqueue *q)
 static void commit_batch(struct eng *e, struct eng_citem *batch)
 {
 	struct eng_citem *hard = NULL, *prev;
-	uint64_t t0 = mono_us(), t1, t2;
+	uint64_t t0 = mono_us(), t1, t2, seq, pseq;
 	MDB_txn *txn;
 	int rc;
 
-	rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+	rc = meta_wtxn_open(&e->e_meta, &txn);
 	if (rc != 0) {
 		commit_fail_all(e, batch, meta_err(rc, "begin commit"));
 		return;
@@ -579,7 +601,7 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		commit_make_stable(e);
 		return;
 	}
-	rc = meta_txn_commit(&e->e_meta, txn);
+	rc = meta_txn_commit_ship(&e->e_meta, txn, &seq);
 	if (rc != 0) {
 		commit_fail_all(e, batch, meta_err(rc, "group commit"));
 		commit_make_stable(e);
@@ -592,13 +614,15 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		e->e_chook(e->e_chook_arg, t2 - t0, list_len(batch));
 	commit_executed(batch);
 	if (e->e_meta_nv) {
-		commit_finish(e, batch);
+		commit_durable(e, batch, seq);
 	} else {
 		prev = e->e_unstable;
+		pseq = e->e_unstable_seq;
 		e->e_unstable = batch;
+		e->e_unstable_seq = seq;
 		__atomic_store_n(&e->e_unstable_any, true, __ATOMIC_RELEASE);
 		if (prev != NULL)
-			commit_finish(e, prev);
+			commit_durable(e, prev, pseq);
 	}
 	gp_add(&e->e_gp.gp_cb_us, mono_us() - t2);
 }

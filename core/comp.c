@@ -544,7 +544,7 @@ static int comp_txn(struct eng *e, int (*fn)(struct eng *, MDB_txn *, void *),
 		    void *arg)
 {
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, 0, &txn);
+	int rc = meta_wtxn_open(eng_meta(e), &txn);
 
 	if (rc != 0)
 		return meta_err(rc, "begin layer change");
@@ -614,7 +614,7 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 	rc = meta_ent_put(txn, eng_meta(e), &ml.ml_sub, &a->la_sub);
 	k = layer_key(kb, a->la_id, id);
 	v = (MDB_val){sizeof ml, &ml};
-	if (rc == 0 && (rc = mdb_put(txn, eng_meta(e)->m_layer, &k, &v, 0)))
+	if (rc == 0 && (rc = meta_mput(eng_meta(e), txn, eng_meta(e)->m_layer, &k, &v, 0)))
 		rc = meta_err(rc, "write layer");
 	a->la_layer = id;
 	return rc;
@@ -680,10 +680,10 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 	if (rc == 0)
 		rc = obj_delete_maps(e, txn, &l->cl_rec.ml_sub, &a->ld_freed);
 	k = layer_key(kb, a->ld_id, a->ld_layer);
-	if (rc == 0 && (rc = mdb_del(txn, eng_meta(e)->m_layer, &k, NULL)))
+	if (rc == 0 && (rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_layer, &k, NULL)))
 		rc = meta_err(rc, "delete layer");
 	k = meta_ent_key(kb, &l->cl_rec.ml_sub);
-	if (rc == 0 && (rc = mdb_del(txn, eng_meta(e)->m_ent, &k, NULL)))
+	if (rc == 0 && (rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_ent, &k, NULL)))
 		rc = meta_err(rc, "delete layer object");
 	return rc;
 }
@@ -916,10 +916,10 @@ int comp_delete(struct eng *e, MDB_txn *txn, const struct st_id *id,
 
 		rc = obj_delete_maps(e, txn, &ls.cs_v[i].cl_rec.ml_sub, freed);
 		k = meta_ent_key(kb, &ls.cs_v[i].cl_rec.ml_sub);
-		if (rc == 0 && (rc = mdb_del(txn, eng_meta(e)->m_ent, &k, NULL)))
+		if (rc == 0 && (rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_ent, &k, NULL)))
 			rc = meta_err(rc, "delete layer object");
 		k = layer_key(kb, id, ls.cs_v[i].cl_id);
-		if (rc == 0 && (rc = mdb_del(txn, eng_meta(e)->m_layer, &k, NULL)))
+		if (rc == 0 && (rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_layer, &k, NULL)))
 			rc = meta_err(rc, "delete layer");
 	}
 	if (rc == 0)

@@ -324,6 +324,8 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 	e->e_lockfd = -1;
 	e->e_model = c->ec_model;
 	e->e_lops = c->ec_layout_ops;
+	e->e_dev_path = c->ec_dev_path;
+	e->e_dev_path_arg = c->ec_dev_path_arg;
 	e->e_serial = __atomic_add_fetch(&eng_serial_next, 1, __ATOMIC_RELAXED);
 	pthread_mutex_init(&e->e_codec_lock, NULL);
 	pthread_mutex_init(&e->e_glock, NULL);
@@ -463,7 +465,7 @@ void eng_dev_info(struct eng *e, uint32_t i, struct st_dev_info *out)
 int eng_sys_save(struct eng *e, const char *name, const void *buf, size_t len)
 {
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+	int rc = meta_wtxn_open(&e->e_meta, &txn);
 
 	if (rc != 0)
 		return meta_err(rc, "begin save");
@@ -492,11 +494,11 @@ int eng_sys_del(struct eng *e, const char *name)
 {
 	MDB_val k = {strlen(name), (void *)name};
 	MDB_txn *txn;
-	int rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+	int rc = meta_wtxn_open(&e->e_meta, &txn);
 
 	if (rc != 0)
 		return meta_err(rc, "begin delete");
-	rc = mdb_del(txn, e->e_meta.m_sys, &k, NULL);
+	rc = meta_mdel(&e->e_meta, txn, e->e_meta.m_sys, &k, NULL);
 	if (rc != 0 && rc != MDB_NOTFOUND) {
 		mdb_txn_abort(txn);
 		return meta_err(rc, "delete");

@@ -83,6 +83,7 @@ struct eng {
 	pthread_t e_committer;
 	bool e_crunning;
 	struct eng_citem *e_unstable; /* committed, meta page not yet synced */
+	uint64_t e_unstable_seq;      /* its write set's seq (0: none) */
 	bool e_unstable_any;          /* e_unstable != NULL (atomic copy) */
 	uint32_t e_inexec;  /* updates in eng_exec() not yet queued (atomic) */
 	uint32_t e_coming;  /* updates queued for eng_exec() (atomic) */
@@ -141,6 +142,9 @@ struct eng {
 	/* cluster stores: failure domain of each device (conf cd_domain) */
 	uint32_t e_dev_domain[LIM_DEV_MAX];
 	uint64_t e_serial; /* eng_serial() */
+	/* eng_conf.ec_dev_path, ec_dev_path_arg (NULL: none) */
+	int (*e_dev_path)(void *, uint32_t, const char *, char *, size_t);
+	void *e_dev_path_arg;
 };
 
 /** Space to release after a grace period (see the reclaimer). */

@@ -68,8 +68,10 @@ static int member_put(struct eng *e, MDB_txn *txn,
 {
 	uint8_t kb[META_MEMBER_KEY_LEN];
 	MDB_val k = meta_member_key(kb, cont, type, id), v = {0, ""};
-	int rc = del ? mdb_del(txn, eng_meta(e)->m_member, &k, NULL)
-		     : mdb_put(txn, eng_meta(e)->m_member, &k, &v, 0);
+	int rc = del ? meta_mdel(eng_meta(e), txn, eng_meta(e)->m_member, &k,
+			       NULL)
+		     : meta_mput(eng_meta(e), txn, eng_meta(e)->m_member, &k,
+				 &v, 0);
 
 	return rc == 0 ? 0 : meta_err(rc, "member record");
 }
@@ -167,7 +169,7 @@ static int ent_delete_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 				&root : &cur.me_container, r->er_type,
 				&r->er_id, true);
 	if (rc == 0) {
-		rc = mdb_del(txn, eng_meta(e)->m_ent, &k, NULL);
+		rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_ent, &k, NULL);
 		rc = rc == 0 ? 0 : meta_err(rc, "delete entity");
 	}
 	ci->ci_hard = rc != 0;

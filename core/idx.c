@@ -23,7 +23,7 @@ static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 				 r->er_keys->bv_len[i]);
 	MDB_val v = {.mv_size = r->er_vals->bv_len[i],
 		     .mv_data = r->er_vals->bv_buf[i]};
-	int rc = mdb_put(txn, m->m_idx, &k, &v, MDB_NOOVERWRITE);
+	int rc = meta_mput(m, txn, m->m_idx, &k, &v, MDB_NOOVERWRITE);
 
 	if (rc == 0) {
 		(*added)++;
@@ -35,7 +35,7 @@ static int32_t idx_put_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 		/* MDB_NOOVERWRITE pointed v at the old value: point it back. */
 		v = (MDB_val){.mv_size = r->er_vals->bv_len[i],
 			      .mv_data = r->er_vals->bv_buf[i]};
-		rc = mdb_put(txn, m->m_idx, &k, &v, 0);
+		rc = meta_mput(m, txn, m->m_idx, &k, &v, 0);
 	}
 	if (rc != 0)
 		*hard = meta_err(rc, "index put");
@@ -49,7 +49,7 @@ static int32_t idx_del_one(struct meta *m, MDB_txn *txn, struct eng_req *r,
 	uint8_t kb[16 + ST_KEY_MAX];
 	MDB_val k = meta_idx_key(kb, &r->er_id, r->er_keys->bv_buf[i],
 				 r->er_keys->bv_len[i]);
-	int rc = mdb_del(txn, m->m_idx, &k, NULL);
+	int rc = meta_mdel(m, txn, m->m_idx, &k, NULL);
 
 	if (rc == 0) {
 		(*added)--;
@@ -424,7 +424,7 @@ int idx_delete_records(struct eng *e, MDB_txn *txn, const struct st_id *id)
 		rc = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE);
 		if (rc != 0 || k.mv_size < 16 || memcmp(k.mv_data, kb, 16) != 0)
 			break;
-		rc = mdb_cursor_del(cur, 0);
+		rc = meta_mcdel(eng_meta(e), cur, eng_meta(e)->m_idx, 0);
 		if (rc != 0)
 			break;
 	}

@@ -18,6 +18,8 @@ int meta_err(int mdb_rc, const char *what)
 {
 	int rc;
 
+	if (mdb_rc < 0 && mdb_rc > MDB_KEYEXIST)
+		return mdb_rc; /* a negative errno, its message set */
 	switch (mdb_rc) {
 	case 0:
 		return 0;
@@ -285,6 +287,7 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size,
 	if (rc != 0)
 		goto out_close;
 	pthread_mutex_init(&m->m_rlock, NULL);
+	pthread_mutex_init(&m->m_shiplock, NULL);
 	m->m_serial = __atomic_add_fetch(&meta_serials, 1, __ATOMIC_RELAXED);
 	return 0;
 out_close:
@@ -305,6 +308,8 @@ void meta_close(struct meta *m)
 		mdb_txn_abort(m->m_rtxn[i]);
 	m->m_rnr = 0;
 	pthread_mutex_destroy(&m->m_rlock);
+	pthread_mutex_destroy(&m->m_shiplock);
+	meta_repl_fini(m);
 	mdb_env_close(m->m_env);
 	m->m_env = NULL;
 }
@@ -488,11 +493,6 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn)
 		mdb_txn_abort(txn);
 }
 
-int meta_txn_commit(struct meta *m, MDB_txn *txn)
-{
-	(void)m;
-	return mdb_txn_commit(txn);
-}
 
 int meta_rcursor_get(struct meta *m, MDB_txn *txn, MDB_dbi dbi,
 		     MDB_cursor **cur)
@@ -612,7 +612,7 @@ int meta_ent_put(MDB_txn *txn, struct meta *m, const struct st_id *id,
 	uint8_t kb[16];
 	MDB_val k = meta_ent_key(kb, id);
 	MDB_val v = {.mv_size = sizeof *me, .mv_data = (void *)me};
-	int rc = mdb_put(txn, m->m_ent, &k, &v, 0);
+	int rc = meta_mput(m, txn, m->m_ent, &k, &v, 0);
 
 	return rc == 0 ? 0 : meta_err(rc, "write entity");
 }
@@ -639,7 +639,7 @@ int meta_sys_put(MDB_txn *txn, struct meta *m, const char *name,
 {
 	MDB_val k = {.mv_size = strlen(name), .mv_data = (void *)name};
 	MDB_val v = {.mv_size = len, .mv_data = (void *)buf};
-	int rc = mdb_put(txn, m->m_sys, &k, &v, 0);
+	int rc = meta_mput(m, txn, m->m_sys, &k, &v, 0);
 
 	return rc == 0 ? 0 : meta_err(rc, name);
 }

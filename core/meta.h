@@ -36,6 +36,8 @@
 
 
 struct meta_tent;
+struct meta_wcap;
+struct eng_repl_ops;
 
 struct meta {
 	MDB_env *m_env;
@@ -57,6 +59,18 @@ struct meta {
 	uint64_t m_serial;
 	struct meta_tent *m_tents;
 	uint32_t m_nr_tents;
+	/* Replication (meta_repl.c, core/eng_repl.h): the hook (NULL: none),
+	 * whether the current top-level write transaction records its keys
+	 * (set at meta_wtxn_open from the hook), the touched keys, commits
+	 * made without recording since the open, and m_shiplock: held from
+	 * the encoding of a write set to the end of its ro_ship (sets ship
+	 * in seq order). */
+	const struct eng_repl_ops *m_rops;
+	void *m_rarg;
+	bool m_cap;
+	struct meta_wcap *m_wc;
+	uint64_t m_uncaptured;
+	pthread_mutex_t m_shiplock;
 };
 
 /** meta_ent.me_flags */
@@ -218,6 +232,9 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn);
  * snapshots are no longer kept); nested ones keep mdb_txn_commit().
  */
 int meta_txn_commit(struct meta *m, MDB_txn *txn);
+/* (With a replication hook it also ships the write set and waits for it:
+ * a failure of the wait is returned as a negative errno, the transaction
+ * being committed locally.) */
 /**
  * A cursor on dbi in txn (a transaction of meta_rtxn_get()): the calling
  * thread's kept cursor renewed (mdb_cursor_renew: no allocation) or a new one.  0 and *cur, or a
@@ -231,7 +248,44 @@ void meta_rcursor_put(struct meta *m, MDB_cursor *cur);
 /** Threads holding a per-thread transaction of m now (tests). */
 uint32_t meta_rtxn_threads(struct meta *m);
 
-/** Map an LMDB error to a negative errno, recording a message about what. */
+/*
+ * Write transactions and changes inside the engine.  Every top-level write
+ * transaction of the engine begins with meta_wtxn_open() and commits with
+ * meta_txn_commit() (or meta_txn_commit_ship()); every put and delete of
+ * core/ goes through meta_mput(), meta_mdel(), meta_mcdel(), which record
+ * the (table, key) they touch while a replication hook is set (m_cap): the
+ * write set of the commit (core/eng_repl.h).  They return LMDB's code.
+ */
+/** mdb_txn_begin() of a top-level write transaction; resets the touched
+ *  keys (and records from now on when a hook is set). */
+int meta_wtxn_open(struct meta *m, MDB_txn **txn);
+/** mdb_put() recording (table of dbi, key). */
+int meta_mput(struct meta *m, MDB_txn *txn, MDB_dbi dbi, MDB_val *k,
+	      MDB_val *v, unsigned int flags);
+/** mdb_del() recording (table of dbi, key). */
+int meta_mdel(struct meta *m, MDB_txn *txn, MDB_dbi dbi, MDB_val *k,
+	      MDB_val *v);
+/** mdb_cursor_del() of cur (on table dbi) recording its current key. */
+int meta_mcdel(struct meta *m, MDB_cursor *cur, MDB_dbi dbi,
+	       unsigned int flags);
+/**
+ * Commit top-level write transaction txn as meta_txn_commit() but without
+ * waiting for the replication hook: when the transaction recorded keys, its
+ * write set's seq is put in *seq (else 0) after it was shipped; the caller
+ * calls meta_repl_wait(m, *seq) before reporting it durable (the group
+ * commit).  Returns LMDB's code (0 on success).
+ */
+int meta_txn_commit_ship(struct meta *m, MDB_txn *txn, uint64_t *seq);
+/** ro_wait(seq) of m's hook; 0 when there is none or seq is 0. */
+int meta_repl_wait(struct meta *m, uint64_t seq);
+/** Free the replication state of m (meta_close()). */
+void meta_repl_fini(struct meta *m);
+/** Read sys repl:seq in txn (0 when absent). */
+uint64_t meta_repl_seq_get(MDB_txn *txn, struct meta *m);
+
+/** Map an LMDB error to a negative errno, recording a message about what.
+ *  A negative errno (a replication hook's failure) is returned as it is,
+ *  with its message. */
 int meta_err(int mdb_rc, const char *what);
 
 /* Key encoders: write the key into buf and return its MDB_val. */

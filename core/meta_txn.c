@@ -32,7 +32,7 @@ static MDB_dbi meta_dbi(const struct meta *m, enum meta_table t)
 
 int meta_wtxn_begin(struct meta *m, MDB_txn **txn, const char *what)
 {
-	int rc = mdb_txn_begin(m->m_env, NULL, 0, txn);
+	int rc = meta_wtxn_open(m, txn);
 
 	return rc == 0 ? 0 : meta_err(rc, what);
 }
@@ -86,7 +86,7 @@ int meta_put(MDB_txn *txn, struct meta *m, enum meta_table t,
 {
 	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
 	MDB_val v = {.mv_size = vlen, .mv_data = (void *)val};
-	int rc = mdb_put(txn, meta_dbi(m, t), &k, &v, 0);
+	int rc = meta_mput(m, txn, meta_dbi(m, t), &k, &v, 0);
 
 	return rc == 0 ? 0 : meta_err(rc, what);
 }
@@ -95,7 +95,7 @@ int meta_del(MDB_txn *txn, struct meta *m, enum meta_table t,
 	     const void *key, size_t klen, const char *what)
 {
 	MDB_val k = {.mv_size = klen, .mv_data = (void *)key};
-	int rc = mdb_del(txn, meta_dbi(m, t), &k, NULL);
+	int rc = meta_mdel(m, txn, meta_dbi(m, t), &k, NULL);
 
 	return rc == 0 || rc == MDB_NOTFOUND ? 0 : meta_err(rc, what);
 }
@@ -166,7 +166,7 @@ int meta_scan(MDB_txn *txn, struct meta *m, const struct meta_scan *sc)
 
 		r = sc->ms_fn(sc->ms_arg, &rec);
 		if (r == META_SCAN_DEL && sc->ms_write)
-			rc = mdb_cursor_del(cur, 0);
+			rc = meta_mcdel(m, cur, dbi, 0);
 		else if (r != META_SCAN_NEXT && r != META_SCAN_DEL)
 			break;
 		if (rc != 0)

@@ -124,7 +124,7 @@ int ext_put(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 	uint8_t kb[META_EXT_KEY_LEN];
 	MDB_val k = meta_ext_key(kb, obj, blk);
 	MDB_val v = {.mv_size = sizeof *x, .mv_data = (void *)x};
-	int rc = mdb_put(txn, m->m_ext, &k, &v, 0);
+	int rc = meta_mput(m, txn, m->m_ext, &k, &v, 0);
 
 	return rc == 0 ? 0 : meta_err(rc, "write extent");
 }
@@ -134,7 +134,7 @@ static int ext_del(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 {
 	uint8_t kb[META_EXT_KEY_LEN];
 	MDB_val k = meta_ext_key(kb, obj, blk);
-	int rc = mdb_del(txn, m->m_ext, &k, NULL);
+	int rc = meta_mdel(m, txn, m->m_ext, &k, NULL);
 
 	return rc == 0 ? 0 : meta_err(rc, "delete extent");
 }

@@ -156,7 +156,7 @@ static int store_make_default_container(struct eng *e, MDB_txn *txn)
 
 	me.me_mtime_ns = me.me_ctime_ns;
 	rc = meta_ent_put(txn, &e->e_meta, &id, &me);
-	if (rc == 0 && (rc = mdb_put(txn, e->e_meta.m_member, &k, &v, 0)) != 0)
+	if (rc == 0 && (rc = meta_mput(&e->e_meta, txn, e->e_meta.m_member, &k, &v, 0)) != 0)
 		rc = meta_err(rc, "default container member");
 	return rc;
 }
@@ -178,7 +178,7 @@ static int store_create(struct eng *e, const struct eng_conf *c)
 	if (e->e_conf.c_nr_devs == 0 || e->e_conf.c_nr_devs > LIM_DEV_MAX)
 		return err_set(-EINVAL, "configuration: %u devices (1..%u)",
 			       e->e_conf.c_nr_devs, LIM_DEV_MAX);
-	rc = mdb_txn_begin(e->e_meta.m_env, NULL, 0, &txn);
+	rc = meta_wtxn_open(&e->e_meta, &txn);
 	if (rc != 0)
 		return meta_err(rc, "begin create");
 	rc = store_make_devices(e, c, txn);
@@ -203,8 +203,23 @@ static int store_open_device(struct eng *e, uint32_t i,
 	struct eng_dev *d = &e->e_devs[i];
 	const struct tier_ops *ops;
 	char path[LIM_PATH_MAX + 64];
+	struct dev_rec over;
 	int rc;
 
+	if (e->e_dev_path != NULL) {
+		/* the opener's path for this device (eng_conf.ec_dev_path) */
+		over = *dr;
+		rc = e->e_dev_path(e->e_dev_path_arg, i, dr->dr_path,
+				   over.dr_path, sizeof over.dr_path);
+		if (rc < 0)
+			return rc;
+		if (rc > 0) {
+			over.dr_path[LIM_PATH_MAX] = '\0';
+			LOG_INFO("store %s: device %u (%s) attached as %s",
+				 e->e_dir, i, dr->dr_path, over.dr_path);
+			dr = &over;
+		}
+	}
 	if (!eng_dev_path_remote(dr->dr_path)) {
 		eng_dev_path_open(e, dr->dr_path, path, sizeof path);
 		rc = tier_dev_open(&d->ed_dev, path, dr->dr_tier,
@@ -674,6 +689,19 @@ static int store_dir_check(const struct eng_conf *c, bool *exists,
 		return err_set(-ENOTDIR, "data directory %s: not a directory",
 			       c->ec_dir);
 	}
+	if (c->ec_meta_dir != NULL) {
+		/* an engine on a shadow (eng_conf.ec_meta_dir): it must exist */
+		*linked = false;
+		*creating = false;
+		if (c->ec_create || c->ec_meta_nvram)
+			return err_set(-EINVAL, "store %s on %s: a store on "
+				       "another metadata directory is never "
+				       "created", c->ec_dir, c->ec_meta_dir);
+		snprintf(path, sizeof path, "%s/data.mdb", c->ec_meta_dir);
+		*exists = stat(path, &st) == 0;
+		return *exists ? 0 : err_set(-ENOENT, "metadata directory %s "
+					     "holds no store", c->ec_meta_dir);
+	}
 	rc = meta_nv_check(c->ec_dir, linked);
 	if (rc != 0)
 		return rc;
@@ -787,7 +815,10 @@ int eng_store_start(struct eng *e, const struct eng_conf *c)
 	if (rc != 0)
 		return rc;
 	if (exists) {
-		snprintf(mdir, sizeof mdir, "%s/meta", c->ec_dir);
+		if (c->ec_meta_dir != NULL)
+			snprintf(mdir, sizeof mdir, "%s", c->ec_meta_dir);
+		else
+			snprintf(mdir, sizeof mdir, "%s/meta", c->ec_dir);
 		rc = meta_open(&e->e_meta, mdir,
 			       c->ec_meta_size ? c->ec_meta_size :
 			       LIM_META_SIZE_DEFAULT,

@@ -319,7 +319,7 @@ static int zc_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		for (uint32_t j = 0; rc == 0 && j < z->zm_nr; j++) {
 			k = (MDB_val){META_EXT_KEY_LEN, z->zm_nkey[j]};
 			v = (MDB_val){24, z->zm_nval[j]};
-			rc = mdb_put(txn, dbi, &k, &v, 0);
+			rc = meta_mput(m, txn, dbi, &k, &v, 0);
 			if (rc != 0)
 				rc = meta_err(rc, "cleaner write");
 		}

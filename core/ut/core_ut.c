@@ -21,6 +21,7 @@
 int conf_ut_add(void);
 int meta_txn_ut_add(void);
 int pg_ut_add(void);
+int repl_ut_add(void);
 
 static void test_alloc_take_release(void)
 {
@@ -647,7 +648,7 @@ int core_ut_add(void)
 	    !CU_add_test(s, "clu_hostport", test_clu_hostport) ||
 	    !CU_add_test(s, "clu_resolve", test_clu_resolve))
 		return -1;
-	if (conf_ut_add() != 0 || pg_ut_add() != 0)
+	if (conf_ut_add() != 0 || pg_ut_add() != 0 || repl_ut_add() != 0)
 		return -1;
 	return meta_txn_ut_add();
 }

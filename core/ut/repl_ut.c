@@ -1,0 +1,404 @@
+/*
+ * repl_ut.c — unit tests of core/eng_repl.h: write sets captured from an
+ * engine's write transactions (put, delete, overwrite, MDB_RESERVE, a
+ * nested transaction aborted), their sequence numbers across a reopen,
+ * shadows (applied sets give the same tables, a gap is -ESTALE, garbled
+ * sets are refused with nothing changed), snapshot and install, an engine
+ * opened on a shadow; and cluster.meta_replicas in the cluster file.
+ * Suite "repl" (module core).
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/clu_conf.h"
+#include "core/eng_repl.h"
+#include "core/engine.h"
+#include "core/errors.h"
+#include "core/meta.h"
+#include "core/meta_txn.h"
+#include "tests/ut.h"
+
+int repl_ut_add(void);
+
+/* The write sets a hook was given, copied. */
+#define SETS_MAX 32
+struct sets {
+	uint32_t s_nr;
+	uint64_t s_seq[SETS_MAX];
+	void *s_buf[SETS_MAX];
+	size_t s_len[SETS_MAX];
+	uint32_t s_waits;
+	uint64_t s_last_wait;
+};
+
+static void sets_ship(void *arg, uint64_t seq, const void *buf, size_t len)
+{
+	struct sets *s = arg;
+
+	if (s->s_nr >= SETS_MAX)
+		return;
+	s->s_seq[s->s_nr] = seq;
+	s->s_buf[s->s_nr] = malloc(len);
+	memcpy(s->s_buf[s->s_nr], buf, len);
+	s->s_len[s->s_nr++] = len;
+}
+
+static int sets_wait(void *arg, uint64_t seq)
+{
+	struct sets *s = arg;
+
+	s->s_waits++;
+	s->s_last_wait = seq;
+	return 0;
+}
+
+static const struct eng_repl_ops sets_ops = {sets_ship, sets_wait};
+
+static void sets_free(struct sets *s)
+{
+	for (uint32_t i = 0; i < s->s_nr; i++)
+		free(s->s_buf[i]);
+	memset(s, 0, sizeof *s);
+}
+
+/* Every record of every table of m, in key order, as one text-free blob
+ * (table, klen, key, vlen, value ...) for comparisons. */
+struct dump {
+	uint8_t *d_p;
+	size_t d_len, d_cap;
+	uint32_t d_table;
+};
+
+static void dump_add(struct dump *d, const void *p, size_t n)
+{
+	if (d->d_len + n > d->d_cap) {
+		d->d_cap = (d->d_len + n) * 2 + 4096;
+		d->d_p = realloc(d->d_p, d->d_cap);
+	}
+	memcpy(d->d_p + d->d_len, p, n);
+	d->d_len += n;
+}
+
+static int dump_one(void *arg, const struct meta_rec *r)
+{
+	struct dump *d = arg;
+	uint64_t kl = r->mc_klen, vl = r->mc_vlen;
+
+	dump_add(d, &d->d_table, 4);
+	dump_add(d, &kl, 8);
+	dump_add(d, r->mc_key, kl);
+	dump_add(d, &vl, 8);
+	dump_add(d, r->mc_val, vl);
+	return META_SCAN_NEXT;
+}
+
+static void dump_meta(struct meta *m, struct dump *d)
+{
+	MDB_txn *txn;
+
+	memset(d, 0, sizeof *d);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_begin(m, &txn, "ut dump"), 0);
+	for (uint32_t t = META_T_SYS; t <= META_T_LAYER; t++) {
+		d->d_table = t;
+		CU_ASSERT_EQUAL(meta_scan(txn, m, &(struct meta_scan){
+			.ms_table = t, .ms_fn = dump_one, .ms_arg = d,
+			.ms_what = "ut dump"}), 0);
+	}
+	meta_rtxn_put(m, txn);
+}
+
+/* The tables of LMDB directory dir (opened for the call). */
+static void dump_dir(const char *dir, struct dump *d)
+{
+	struct meta m;
+
+	CU_ASSERT_EQUAL_FATAL(meta_open(&m, dir, 64ull << 20, 0), 0);
+	dump_meta(&m, d);
+	meta_close(&m);
+}
+
+static bool dump_eq(const struct dump *a, const struct dump *b)
+{
+	return a->d_len == b->d_len && memcmp(a->d_p, b->d_p, a->d_len) == 0;
+}
+
+static char udir[512], sdir[512];
+
+static int open_eng(struct eng **e, bool create)
+{
+	struct eng_conf ec = {.ec_dir = udir, .ec_create = create,
+			      .ec_dev_size = 64ull << 20};
+
+	return eng_open(e, &ec);
+}
+
+/* Put, delete, overwrite, MDB_RESERVE, an aborted nested txn. */
+static void write_mix(struct eng *e, uint32_t round)
+{
+	struct meta *m = eng_meta(e);
+	MDB_txn *txn, *child;
+	char key[32], val[32];
+	MDB_val k, v;
+
+	CU_ASSERT_EQUAL_FATAL(meta_wtxn_begin(m, &txn, "ut"), 0);
+	for (uint32_t i = 0; i < 5; i++) {
+		snprintf(key, sizeof key, "k%u.%u", round, i);
+		snprintf(val, sizeof val, "v%u", i);
+		CU_ASSERT_EQUAL(meta_put(txn, m, META_T_IDX, key, strlen(key),
+					 val, strlen(val), "ut"), 0);
+	}
+	/* overwrite, then delete one of the previous round */
+	CU_ASSERT_EQUAL(meta_put(txn, m, META_T_IDX, key, strlen(key), "new", 3,
+				 "ut"), 0);
+	if (round > 0) {
+		snprintf(key, sizeof key, "k%u.0", round - 1);
+		CU_ASSERT_EQUAL(meta_del(txn, m, META_T_IDX, key, strlen(key),
+					 "ut"), 0);
+	}
+	/* MDB_RESERVE: the value is filled after the put */
+	snprintf(key, sizeof key, "r%u", round);
+	k = (MDB_val){strlen(key), key};
+	v = (MDB_val){8, NULL};
+	CU_ASSERT_EQUAL(meta_mput(m, txn, m->m_sys, &k, &v, MDB_RESERVE), 0);
+	memcpy(v.mv_data, "reserved", 8);
+	/* a nested transaction's put, aborted */
+	CU_ASSERT_EQUAL_FATAL(meta_ntxn_begin(m, txn, &child, "ut"), 0);
+	snprintf(key, sizeof key, "gone%u", round);
+	CU_ASSERT_EQUAL(meta_put(child, m, META_T_ENT, key, strlen(key), "x", 1,
+				 "ut"), 0);
+	meta_txn_abort(child);
+	/* and one committed */
+	CU_ASSERT_EQUAL_FATAL(meta_ntxn_begin(m, txn, &child, "ut"), 0);
+	snprintf(key, sizeof key, "kept%u", round);
+	CU_ASSERT_EQUAL(meta_put(child, m, META_T_LAYER, key, strlen(key), "y",
+				 1, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_ntxn_commit(child, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_wtxn_commit(m, txn, "ut"), 0);
+}
+
+static void test_capture_apply(void)
+{
+	struct sets s = {0};
+	struct eng *e = NULL;
+	struct eng_shadow *sh = NULL;
+	struct dump a, b;
+	uint64_t seq0, seq;
+	struct meta_rec r;
+	MDB_txn *txn;
+
+	snprintf(udir, sizeof udir, "%s/store", ut_tmpdir("repl"));
+	snprintf(sdir, sizeof sdir, "%s/shadow", ut_tmpdir("repl"));
+	CU_ASSERT_EQUAL_FATAL(open_eng(&e, true), 0);
+	/* no hook: nothing recorded, repl:seq untouched */
+	write_mix(e, 0);
+	CU_ASSERT_EQUAL(eng_repl_seq(e), 0);
+	/* the open and that write happened without a hook: seq jumps by 2 */
+	CU_ASSERT_EQUAL_FATAL(eng_repl_set(e, &sets_ops, &s), 0);
+	seq0 = eng_repl_seq(e);
+	CU_ASSERT_EQUAL(seq0, 2);
+	write_mix(e, 1);
+	write_mix(e, 2);
+	CU_ASSERT_EQUAL(eng_sys_save(e, "ut.saved", "abc", 3), 0);
+	CU_ASSERT_EQUAL_FATAL(s.s_nr, 3);
+	CU_ASSERT_EQUAL(s.s_seq[0], seq0 + 1);
+	CU_ASSERT_EQUAL(s.s_seq[2], seq0 + 3);
+	CU_ASSERT_EQUAL(eng_repl_seq(e), seq0 + 3);
+	CU_ASSERT_EQUAL(s.s_waits, 3); /* each commit waited for its set */
+	CU_ASSERT_EQUAL(s.s_last_wait, seq0 + 3);
+	for (uint32_t i = 0; i < s.s_nr; i++)
+		CU_ASSERT_EQUAL(eng_wset_check(s.s_buf[i], s.s_len[i], &seq),
+				0);
+	eng_close(e);
+	e = NULL;
+
+	/* reopened: repl:seq survives; a snapshot of now installed as a
+	 * shadow, then the next sets applied to it */
+	CU_ASSERT_EQUAL_FATAL(open_eng(&e, false), 0);
+	CU_ASSERT_EQUAL(eng_repl_seq(e), seq0 + 3); /* survives the reopen */
+	{
+		char snap[600];
+
+		snprintf(snap, sizeof snap, "%s.snap", sdir);
+		CU_ASSERT_EQUAL_FATAL(eng_snapshot(e, snap, &seq), 0);
+		CU_ASSERT_EQUAL(seq, seq0 + 3);
+		CU_ASSERT_EQUAL_FATAL(eng_shadow_install(sdir, snap, &seq), 0);
+		CU_ASSERT_EQUAL(seq, seq0 + 3);
+	}
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_open(&sh, sdir), 0);
+	CU_ASSERT_EQUAL(eng_shadow_seq(sh), seq0 + 3);
+	/* the hook again: the reopen made no write, so no jump */
+	CU_ASSERT_EQUAL_FATAL(eng_repl_set(e, &sets_ops, &s), 0);
+	sets_free(&s);
+	write_mix(e, 3);
+	write_mix(e, 4);
+	CU_ASSERT_EQUAL_FATAL(s.s_nr, 2);
+	CU_ASSERT_EQUAL(s.s_seq[0], seq0 + 4);
+	/* a gap: -ESTALE, "behind", nothing changed */
+	CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[1], s.s_buf[1],
+					 s.s_len[1]), -ESTALE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "behind"));
+	CU_ASSERT_EQUAL(eng_shadow_seq(sh), seq0 + 3);
+	/* garbled sets: -EINVAL, nothing changed */
+	{
+		uint8_t *g = malloc(s.s_len[0]);
+		size_t n = s.s_len[0];
+		static const size_t at[] = {0, 4, 6, 8, 16, 20, 24, 25, 26, 28};
+
+		CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[0], s.s_buf[0],
+						 n - 1), -EINVAL);
+		CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[0], s.s_buf[0],
+						 10), -EINVAL);
+		for (size_t i = 0; i < sizeof at / sizeof *at; i++) {
+			memcpy(g, s.s_buf[0], n);
+			g[at[i]] ^= 0xa5;
+			CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[0], g, n),
+					-EINVAL);
+		}
+		/* the right bytes under another seq */
+		CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[0] + 7, s.s_buf[0],
+						 n), -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "seq"));
+		free(g);
+	}
+	CU_ASSERT_EQUAL(eng_shadow_seq(sh), seq0 + 3);
+	/* in order: applied, durable, equal */
+	for (uint32_t i = 0; i < s.s_nr; i++)
+		CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[i], s.s_buf[i],
+						 s.s_len[i]), 0);
+	CU_ASSERT_EQUAL(eng_shadow_seq(sh), seq0 + 5);
+	/* again: ahead */
+	CU_ASSERT_EQUAL(eng_shadow_apply(sh, s.s_seq[1], s.s_buf[1],
+					 s.s_len[1]), -ESTALE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "ahead"));
+	eng_shadow_close(sh);
+	dump_meta(eng_meta(e), &a);
+	dump_dir(sdir, &b);
+	CU_ASSERT(a.d_len > 0);
+	CU_ASSERT(dump_eq(&a, &b));
+	free(a.d_p);
+	free(b.d_p);
+	/* what the sets carried: the reserved value, no aborted put */
+	{
+		struct meta m;
+
+		CU_ASSERT_EQUAL_FATAL(meta_open(&m, sdir, 64ull << 20, 0), 0);
+		CU_ASSERT_EQUAL_FATAL(meta_rtxn_begin(&m, &txn, "ut"), 0);
+		CU_ASSERT_EQUAL(meta_get(txn, &m, META_T_SYS, "r4", 2, &r,
+					 "ut"), 0);
+		CU_ASSERT(r.mc_vlen == 8 && memcmp(r.mc_val, "reserved", 8) ==
+			  0);
+		CU_ASSERT_EQUAL(meta_get(txn, &m, META_T_ENT, "gone4", 5, &r,
+					 "ut"), -ENOENT);
+		CU_ASSERT_EQUAL(meta_get(txn, &m, META_T_IDX, "k3.0", 4, &r,
+					 "ut"), -ENOENT);
+		CU_ASSERT_EQUAL(meta_get(txn, &m, META_T_LAYER, "kept4", 5, &r,
+					 "ut"), 0);
+		meta_rtxn_put(&m, txn);
+		meta_close(&m);
+	}
+	sets_free(&s);
+	eng_close(e);
+}
+
+/* An engine opened on a shadow (ec_meta_dir), its devices found through
+ * ec_dev_path. */
+static int dev_map(void *arg, uint32_t i, const char *rec, char *out,
+		   size_t len)
+{
+	uint32_t *calls = arg;
+
+	(*calls)++;
+	if (rec[0] == '/')
+		return 0;
+	snprintf(out, len, "%s/%s", udir, rec);
+	return 1;
+}
+
+static void test_open_on_shadow(void)
+{
+	uint32_t calls = 0;
+	char tdir[600];
+	struct eng_conf ec = {.ec_dir = tdir, .ec_meta_dir = sdir,
+			      .ec_dev_path = dev_map,
+			      .ec_dev_path_arg = &calls};
+	struct eng *e = NULL;
+	struct meta_rec r;
+	MDB_txn *txn;
+
+	/* the shadow of test_capture_apply, the store closed */
+	snprintf(tdir, sizeof tdir, "%s/takeover", ut_tmpdir("repl"));
+	CU_ASSERT_EQUAL(mkdir(tdir, 0755), 0);
+	ec.ec_create = true; /* refused with a meta dir */
+	CU_ASSERT_EQUAL(eng_open(&e, &ec), -EINVAL);
+	ec.ec_create = false;
+	if (eng_open(&e, &ec) != 0)
+		fprintf(stderr, "open on shadow: %s\n", err_msg());
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT(calls > 0);
+	CU_ASSERT(eng_repl_seq(e) > 0);
+	CU_ASSERT_EQUAL_FATAL(meta_rtxn_begin(eng_meta(e), &txn, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_get(txn, eng_meta(e), META_T_SYS, "ut.saved", 8,
+				 &r, "ut"), 0);
+	meta_rtxn_put(eng_meta(e), txn);
+	eng_close(e);
+	/* no store there */
+	ec.ec_meta_dir = tdir;
+	CU_ASSERT_EQUAL(eng_open(&e, &ec), -ENOENT);
+}
+
+/* cluster.meta_replicas: 1..8, capped at the servers, default. */
+static void test_meta_replicas_conf(void)
+{
+	static const char *bad[] = {"0", "9", "-1", "x", "3.5", ""};
+	struct clu_conf c;
+	char y[1024];
+
+	for (int r = 0; r <= 4; r++) {
+		snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+			 "0123456789abcdef0123\n%s%.0d\nservers:\n"
+			 "  - { name: s0, address: 127.0.0.1, port: 21000, "
+			 "data_dir: /tmp/x0, devices: [ { tier: flash } ] }\n"
+			 "  - { name: s1, address: 127.0.0.1, port: 21001, "
+			 "data_dir: /tmp/x1, devices: [ { tier: flash } ] }\n"
+			 "  - { name: s2, address: 127.0.0.1, port: 21002, "
+			 "data_dir: /tmp/x2, devices: [ { tier: flash } ] }\n",
+			 r ? "  meta_replicas: " : "", r);
+		if (clu_conf_parse(&c, y, strlen(y), NULL, 0) != 0) {
+			fprintf(stderr, "meta_replicas %d: %s\n", r, err_msg());
+			CU_FAIL("parse");
+			continue;
+		}
+		CU_ASSERT_EQUAL(c.cc_meta_replicas,
+				r == 0 ? (CLU_META_REPLICAS_DEFAULT < 3 ?
+					  CLU_META_REPLICAS_DEFAULT : 3) :
+				r > 3 ? 3 : (uint32_t)r);
+		clu_conf_fini(&c);
+	}
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+			 "0123456789abcdef0123\n  meta_replicas: \"%s\"\n"
+			 "servers:\n  - { name: s0, address: 127.0.0.1, "
+			 "port: 21000, data_dir: /tmp/x0, devices: "
+			 "[ { tier: flash } ] }\n", bad[i]);
+		CU_ASSERT_EQUAL(clu_conf_parse(&c, y, strlen(y), NULL, 0),
+				-EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(),
+					      "cluster.meta_replicas"));
+	}
+}
+
+int repl_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("repl", NULL, NULL);
+
+	if (s == NULL ||
+	    !CU_add_test(s, "capture_apply", test_capture_apply) ||
+	    !CU_add_test(s, "open_on_shadow", test_open_on_shadow) ||
+	    !CU_add_test(s, "meta_replicas_conf", test_meta_replicas_conf))
+		return -1;
+	return 0;
+}
