@@ -581,10 +581,11 @@ static int srv_from_conf(struct ha_srv *s, const struct clu_server *cs,
  * shadow of its metadata: core/eng_repl.h); at most its servers. */
 static uint32_t conf_meta_replicas(const struct clu_conf *c)
 {
-	uint32_t r = 1; /* until the cluster file's key (branch repl) */
+	uint32_t r = c->cc_meta_replicas;
 
-	(void)c;
-	return r;
+	if (r == 0)
+		r = 1;
+	return r < c->cc_nr_servers ? r : c->cc_nr_servers;
 }
 
 int ha_map_from_conf(struct ha_map *m, const struct clu_conf *c)

@@ -97,6 +97,7 @@ struct cli {
 	uint32_t c_call_ms;      /* cluster up --call-timeout: 0 = 20 s */
 	uint64_t c_etcd_members; /* cluster up: etcd members, 0: --no-etcd */
 	bool c_ha_test;          /* cluster up --ha-test */
+	uint64_t c_meta_replicas; /* cluster up --meta-replicas: 0 = unset */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;

@@ -137,6 +137,9 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 			j + 1 == c->c_etcd_members ? " ]\n" : "");
 	if (c->c_ha_test)
 		fprintf(f, "  ha_rules: test\n  ha_lease: 3s\n");
+	if (c->c_meta_replicas != 0)
+		fprintf(f, "  meta_replicas: %" PRIu64 "\n",
+			c->c_meta_replicas);
 	fprintf(f, "device_size: 128MiB\nservers:\n");
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
 	for (uint64_t i = 0; i < c->c_nodes; i++)

@@ -19,7 +19,8 @@
 static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
 	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
-	  "[--call-timeout T] [--etcd-members M [--ha-test] | --no-etcd]",
+	  "[--call-timeout T] [--etcd-members M [--ha-test] | --no-etcd] "
+	  "[--meta-replicas R]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
@@ -35,7 +36,10 @@ static const struct cli_cmd cmds[] = {
 	  "(cluster.etcd); --no-etcd starts none (no HA).  --ha-test: the "
 	  "HA analyzer's test presets and a 3 s lease (cluster.ha_rules: "
 	  "test, ha_lease: 3s; docs/ha.md), for tests and demonstrations "
-	  "of failover in seconds." },
+	  "of failover in seconds.  --meta-replicas R: cluster.meta_replicas "
+	  "(copies of each home's metadata; with HA a dead server's home is "
+	  "taken over by a standby: docs/cluster.md \"Taking over a "
+	  "home\")." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
@@ -234,7 +238,7 @@ enum opt_id {
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
-	O_NR
+	O_META_REPLICAS, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -285,6 +289,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_ETCD_MEMBERS] = { "etcd-members", 0, CO_CLUSTER, true },
 	[O_NO_ETCD] = { "no-etcd", 0, CO_CLUSTER, false },
 	[O_HA_TEST] = { "ha-test", 0, CO_CLUSTER, false },
+	[O_META_REPLICAS] = { "meta-replicas", 0, CO_CLUSTER, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -888,6 +893,10 @@ static int apply_opts(struct cli *c, const struct raw *r)
 	c->c_ha_test = r->r_set[O_HA_TEST];
 	if (rc == 0 && c->c_ha_test && r->r_set[O_NO_ETCD])
 		rc = cli_usage(c, "--ha-test needs etcd (not --no-etcd)");
+	if (rc == 0 && r->r_set[O_META_REPLICAS] &&
+	    (!cli_parse_u64(r->r_val[O_META_REPLICAS], &c->c_meta_replicas) ||
+	     c->c_meta_replicas == 0 || c->c_meta_replicas > 8))
+		rc = cli_usage(c, "--meta-replicas: 1 to 8");
 	if (rc == 0 && r->r_set[O_NO_ETCD] && r->r_set[O_ETCD_MEMBERS])
 		rc = cli_usage(c, "--etcd-members and --no-etcd: one or the "
 			       "other");
