@@ -1,0 +1,207 @@
+#!/usr/bin/env bash
+# ha_home_test.sh BUILD — taking over a home (docs/cluster.md "Taking over a
+# home"): 4 servers and a 3-member etcd on loopback, `strata cluster up
+# --ha-test --meta-replicas 3` (each home's metadata mirrored on 2
+# standbys, the analyzer's test presets, a 3 s lease):
+#
+#   1. the map keeps 3 copies of each home, every home served by itself;
+#   2. objects homed on a victim server V (not the analyzer's leader):
+#      pdclust 2+1 and mirror (2 copies) ones, plain ones, and objects
+#      homed elsewhere; an index;
+#   3. V killed (SIGKILL): the analyzer marks it FAILED and moves its home
+#      to its first ONLINE standby (HOME_MOVE); the failover time, from
+#      the kill to the first successful write of a new object homed on V,
+#      is measured and printed (bounded at 120 s: no timing assertion);
+#      every pdclust and mirror object homed on V reads back byte-exact
+#      and is written again (new bytes read back); a plain object homed on
+#      V whose data is on V's own devices cannot be read: its read fails
+#      within a bound with an error naming a device or V (-EHOSTDOWN,
+#      -EIO), it does not hang; objects homed elsewhere read back;
+#   4. V restarted: it serves none of its home while another server acts
+#      for it (its requests answer -EREMCHG; the client goes to the
+#      acting server) and everything written meanwhile reads back;
+#   5. handover: the home goes back to V (HOME_MOVE back), and everything
+#      written meanwhile reads back from it.
+#
+# Every wait is bounded; ports 6500-6509 (no other step uses them,
+# tests/steps.list); run it under flock /tmp/strata-ports.lock; everything
+# is killed and removed on any exit.  Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" hahome 6500 1
+cl_need strata strata-server
+
+F=$D/cluster.yaml
+ha() {
+	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
+	rc=$?
+}
+jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+dec_has() { ha decisions --json; echo "$out" | grep -Eq "$1"; }
+poll() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.5
+	done
+	"$@"
+}
+leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
+# ids N H: N ids "HI:LO" homed on server index H of 4 (clu_home(): the
+# splitmix64 finaliser of hi ^ mix(lo), modulo the servers), from LO base.
+ids() {
+	python3 - "$1" "$2" "$3" <<'EOF'
+import sys
+n, h, base = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+M = (1 << 64) - 1
+def mix(x):
+    x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+    x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+out, lo = [], base
+while len(out) < n:
+    if mix(0x7 ^ mix(lo)) % 4 == h:
+        out.append("7:%x" % lo)
+    lo += 1
+print(" ".join(out))
+EOF
+}
+# acting H: the server acting for home sH in the map ("" = itself).
+acting() {
+	ha map
+	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
+}
+# get ID FILE: read object ID into FILE; 0 when it reads back equal to FILE.
+same() {
+	rm -f "$T/back"
+	timeout 60 "$S" --cluster "$F" obj get "$1" "$T/back" 2>"$T/rerr" &&
+		cmp -s "$2" "$T/back"
+}
+
+echo "--- 4 servers, a 3-member etcd, meta_replicas 3, the HA test presets"
+timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+	--etcd-members 3 --ha-test --meta-replicas 3 >"$T/up.out" 2>&1
+cl_up_or_end "cluster of 4 servers and 3 etcd members up" "$T/up.out"
+check "the cluster file keeps 3 copies of each home" \
+	grep -q 'meta_replicas: 3' "$F"
+ha map
+check "the map says meta_replicas 3, every home served by itself" test \
+	"$(echo "$out" | jget 'd.get("meta_replicas") == 3 and all(s.get("acting", "") == "" for s in d["servers"])')" = True
+
+L=$(leader)
+V=2; [ "$L" = s2 ] && V=1
+echo "     analyzer leader $L; the victim is s$V"
+
+echo "--- data: objects homed on s$V and elsewhere, an index"
+head -c 300000 /dev/urandom >"$T/blob"
+head -c 200000 /dev/urandom >"$T/blob2"
+PD=$(ids 3 "$V" 1000)
+MI=$(ids 3 "$V" 2000)
+PL=$(ids 2 "$V" 3000)
+OT=$(ids 3 $(((V + 1) % 4)) 4000)
+NEW=$(ids 40 "$V" 5000)
+echo "     pdclust on s$V: $PD; mirror: $MI; plain: $PL; elsewhere: $OT"
+n=0
+for id in $PD $OT; do
+	cl obj put "$id" "$T/blob" --layout pdclust --data 2 --parity 1 &&
+		n=$((n + 1))
+done
+check "6 pdclust 2+1 objects put ($n)" test "$n" -eq 6
+n=0
+for id in $MI; do
+	cl obj put "$id" "$T/blob" --layout mirror --copies 2 && n=$((n + 1))
+done
+check "3 mirror objects put ($n)" test "$n" -eq 3
+n=0
+for id in $PL; do cl obj put "$id" "$T/blob" && n=$((n + 1)); done
+check "2 plain objects put ($n)" test "$n" -eq 2
+cl idx create @hix
+cl idx put @hix k1 v1 k2 v2
+check "an index with records" test "$rc" -eq 0
+
+echo "--- s$V killed"
+t0=$(date +%s.%N)
+kill -9 "$(spid "$V")"
+check "the analyzer marks s$V FAILED" \
+	poll 90 dec_has "\"SET_STATE\".*\"target\":\"s$V\".*\"state\":\"FAILED\""
+check "... and moves its home to a standby (HOME_MOVE)" \
+	poll 60 dec_has "\"HOME_MOVE\".*\"target\":\"s$V\""
+A=$(acting "$V")
+echo "     home s$V served by $A"
+check "the acting server is another ONLINE server" \
+	test -n "$A" -a "$A" != "s$V"
+# the first successful write of a new object homed on s$V
+first=""
+k=0
+for id in $NEW; do
+	k=$((k + 1))
+	if timeout 60 "$S" --cluster "$F" obj put "$id" "$T/blob2" \
+		--layout pdclust --data 2 --parity 1 >/dev/null 2>"$T/perr"; then
+		first=$id
+		break
+	fi
+	t=$(python3 -c "import time; print(time.time() - $t0)")
+	python3 -c "import sys; sys.exit(0 if $t < 120 else 1)" || break
+	sleep 0.5
+done
+t1=$(date +%s.%N)
+FO=$(python3 -c "print('%.1f' % ($t1 - $t0))")
+echo "     failover: kill -> first write of an object homed on s$V: $FO s ($k tries)"
+check "a new object homed on s$V is written within 120 s of the kill" \
+	test -n "$first"
+[ -z "$first" ] && sed 's/^/     put: /' "$T/perr" | tail -3
+n=0
+for id in $PD $MI; do same "$id" "$T/blob" && n=$((n + 1)); done
+check "every pdclust and mirror object homed on s$V reads back byte-exact ($n of 6)" \
+	test "$n" -eq 6
+n=0
+for id in $PD $MI; do
+	cl obj put "$id" "$T/blob2" 2>/dev/null ||
+		cl obj write "$id" "$T/blob2" 2>/dev/null
+	same "$id" "$T/blob2" && n=$((n + 1))
+done
+check "... and is written again: the new bytes read back ($n of 6)" \
+	test "$n" -eq 6
+n=0
+for id in $OT; do same "$id" "$T/blob" && n=$((n + 1)); done
+check "objects homed elsewhere read back ($n of 3)" test "$n" -eq 3
+cl idx get @hix k1
+check "the index reads" test "$rc" -eq 0
+# plain objects homed on s$V: their data is on one device of s$V's store
+pf=0
+for id in $PL; do
+	if same "$id" "$T/blob"; then
+		echo "     plain $id reads (its device is lent by a live server)"
+		continue
+	fi
+	if grep -Eq "EHOSTDOWN|EIO|unreachable|Input/output|Host is down" \
+		"$T/rerr" && grep -Eq "device|s$V" "$T/rerr"; then
+		echo "     plain $id: $(head -c 200 "$T/rerr")"
+	else
+		pf=$((pf + 1))
+		sed 's/^/     get: /' "$T/rerr" | tail -2
+	fi
+done
+check "a plain object whose data is on s$V's own devices fails fast, naming them" \
+	test "$pf" -eq 0
+
+echo "--- s$V restarted"
+srv_start "$V" "$F"
+check "s$V restarted" wait_up
+n=0
+for id in $PD $MI; do same "$id" "$T/blob2" && n=$((n + 1)); done
+check "while $A acts for its home, the objects written meanwhile read back ($n of 6)" \
+	test "$n" -eq 6
+check "the home goes back to s$V (handover)" \
+	poll 120 sh -c "[ -z \"\$('$S' --cluster '$F' ha map 2>/dev/null | python3 -c 'import json,sys; d=json.load(sys.stdin); print([s for s in d[\"servers\"] if s[\"name\"] == \"s$V\"][0].get(\"acting\", \"\"))')\" ]"
+n=0
+for id in $PD $MI $first; do
+	f=$T/blob2
+	same "$id" "$f" && n=$((n + 1))
+done
+check "after the handover everything written meanwhile reads back from s$V ($n of 7)" \
+	test "$n" -eq 7
+echo "     failover time: $FO s"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
