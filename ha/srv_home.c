@@ -136,8 +136,8 @@ static int home_open(struct srv_home *sh, struct home_eng *he)
 
 	if (snprintf(dir, sizeof dir, "%s/takeover-%s", s->s_me->cs_data_dir,
 		     hs->cs_name) >= (int)sizeof dir ||
-	    snprintf(meta, sizeof meta, "%s/shadow-%s", s->s_me->cs_data_dir,
-		     hs->cs_name) >= (int)sizeof meta ||
+	    snprintf(meta, sizeof meta, "%s/shadow-s%u", s->s_me->cs_data_dir,
+		     he->he_home) >= (int)sizeof meta ||
 	    snprintf(yaml, sizeof yaml, "%s.store.yaml", dir) >=
 		     (int)sizeof yaml)
 		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",

@@ -19,7 +19,8 @@
  *             everything to the own engine (as before HA).
  *   takeover  when the map names this server acting for h != self, it
  *             opens an engine on its shadow of h's metadata store
- *             (DATA_DIR/shadow-<h>, kept by the replication pipeline,
+ *             (DATA_DIR/shadow-sH, H the home's index in the cluster file, kept by
+ *             the replication pipeline, core/server/srv_repl.h,
  *             core/eng_repl.h) with h's store configuration (the cluster
  *             file's, clu_stores_span) and its own directory
  *             DATA_DIR/takeover-<h> (lock file; nothing else is kept

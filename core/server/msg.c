@@ -14,6 +14,7 @@
 
 #include "core/errors.h"
 #include "core/clu_conf.h"
+#include "core/eng_repl.h"
 #include "core/server/msg.h"
 
 /* An id as text for messages ("HI:LO" in hex).  Here, not eng_id_str(),
@@ -752,5 +753,64 @@ int msg_dev_info_decode(const Reply *rp, SDev **out)
 			       "out of range, or no path", i, s);
 	}
 	*out = d;
+	return 0;
+}
+
+int msg_repl_decode(uint32_t op, const void *body, size_t len,
+		    size_t bulk_len, uint32_t self, uint32_t nr_servers,
+		    ReplReq **out)
+{
+	ReplReq *q;
+	int rc = 0;
+
+	*out = NULL;
+	if (op != SOP_REPL_SHIP && op != SOP_REPL_SNAP)
+		return err_set(-EINVAL, "request: opcode %u is not a "
+			       "replication opcode", op);
+	q = repl_req__unpack(NULL, len, body);
+	if (q == NULL)
+		return err_set(-EBADMSG, "request: opcode %u: body of %zu bytes "
+			       "is not a ReplReq", op, len);
+	if (q->home >= nr_servers || q->home == self)
+		rc = err_set(-EINVAL, "request: repl.home %u: %s", q->home,
+			     q->home == self ? "this server itself" :
+			     "not a server of the cluster");
+	else if (op == SOP_REPL_SHIP && q->seq == 0)
+		rc = err_set(-EINVAL, "request: repl.seq 0");
+	else if (op == SOP_REPL_SHIP && (q->off != 0 || q->total != 0 ||
+					 q->last))
+		rc = err_set(-EINVAL, "request: repl.%s set on a write set",
+			     q->off != 0 ? "off" : q->total != 0 ? "total" :
+			     "last");
+	else if (op == SOP_REPL_SHIP && bulk_len != 0 &&
+		 (bulk_len < ENG_WSET_HDR || bulk_len > MSG_REPL_SET_MAX))
+		rc = err_set(bulk_len > MSG_REPL_SET_MAX ? -E2BIG : -EINVAL,
+			     "request: repl write set of %zu bytes: expected "
+			     "%u..%llu", bulk_len, ENG_WSET_HDR,
+			     MSG_REPL_SET_MAX);
+	else if (op == SOP_REPL_SNAP &&
+		 (bulk_len == 0 || bulk_len > MSG_REPL_CHUNK))
+		rc = err_set(bulk_len > MSG_REPL_CHUNK ? -E2BIG : -EINVAL,
+			     "request: repl snapshot chunk of %zu bytes: "
+			     "expected 1..%llu", bulk_len, MSG_REPL_CHUNK);
+	else if (op == SOP_REPL_SNAP &&
+		 (q->total == 0 || q->total > MSG_REPL_SNAP_MAX))
+		rc = err_set(-EINVAL, "request: repl.total %" PRIu64 ": "
+			     "expected 1..%llu", q->total, MSG_REPL_SNAP_MAX);
+	else if (op == SOP_REPL_SNAP && (q->off > q->total ||
+					 q->total - q->off < bulk_len))
+		rc = err_set(-EINVAL, "request: repl.off %" PRIu64 " + %zu "
+			     "bytes past repl.total %" PRIu64, q->off, bulk_len,
+			     q->total);
+	else if (op == SOP_REPL_SNAP &&
+		 q->last != (q->total - q->off == bulk_len))
+		rc = err_set(-EINVAL, "request: repl.last %d with %" PRIu64
+			     " of %" PRIu64 " bytes sent", q->last,
+			     q->off + bulk_len, q->total);
+	if (rc != 0) {
+		repl_req__free_unpacked(q, NULL);
+		return rc;
+	}
+	*out = q;
 	return 0;
 }

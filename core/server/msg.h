@@ -51,6 +51,11 @@ enum msg_mgmt_op {
 	SOP_WALK = RPC_OP_USER_MIN + 80, /**< WalkReq: Reply.text = WalkStats */
 	SOP_DEV = RPC_OP_USER_MIN + 81,  /**< DevReq: Reply.text = SDev */
 };
+/* Replication of the homes' metadata stores (ReplReq; srv_repl.c). */
+enum msg_repl_op {
+	SOP_REPL_SHIP = RPC_OP_USER_MIN + 128, /**< ReplReq + OUT bulk */
+	SOP_REPL_SNAP = RPC_OP_USER_MIN + 129, /**< ReplReq + OUT bulk */
+};
 /* WalkReq.kind */
 enum msg_walk_kind { SWK_REPAIR = 1, SWK_REBALANCE = 2, SWK_SCRUB = 3 };
 
@@ -168,6 +173,22 @@ int msg_rdev_decode(uint32_t op, const void *body, size_t len,
  */
 int msg_rdev_range(const RdevReq *q, uint32_t self, uint32_t nr_servers,
 		   uint64_t dev_size, uint64_t *base);
+
+/**
+ * Decode a SOP_REPL_SHIP or SOP_REPL_SNAP request to server self of a
+ * cluster of nr_servers and check every field: home another server of
+ * the cluster (not self); SHIP: bulk_len 0 (a probe) or
+ * ENG_WSET_HDR..MSG_REPL_SET_MAX, seq >= 1, off, total and last 0; SNAP:
+ * bulk_len 1..MSG_REPL_CHUNK, total 1..MSG_REPL_SNAP_MAX, off + bulk_len
+ * <= total, last exactly when off + bulk_len == total.  Whether self is
+ * one of home's standbys, and the write set itself (eng_wset_check), are
+ * the handler's.  Returns 0 and *out (repl_req__free_unpacked(*out,
+ * NULL)), or -EINVAL / -E2BIG / -EBADMSG with a message naming the field
+ * ("repl.home"); *out is then NULL.
+ */
+int msg_repl_decode(uint32_t op, const void *body, size_t len,
+		    size_t bulk_len, uint32_t self, uint32_t nr_servers,
+		    ReplReq **out);
 
 /** Decode a SOP_WALK body: 0 and *kind (SWK_*), or -EBADMSG / -EINVAL
  *  with a message naming walk.kind. */

@@ -922,6 +922,8 @@ static int srv_open_ep(struct srv *s)
 		rc = srv_rdev_register(s);
 	if (rc == 0)
 		rc = srv_dev_register(s);
+	if (rc == 0)
+		rc = srv_repl_register(s);
 	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
 		rc = srv_module_call(s, s->s_parts.sp_modules[i],
 				     s->s_parts.sp_modules[i]->sm_register,
@@ -967,6 +969,8 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	if (rc == 0)
 		rc = srv_open_ep(s);
 	if (rc == 0)
+		rc = srv_repl_start(s);
+	if (rc == 0)
 		rc = srv_syncer_start(s);
 	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
 		rc = srv_module_call(s, s->s_parts.sp_modules[i],
@@ -1004,6 +1008,7 @@ void srv_stop(struct srv *s)
 		if (s->s_parts.sp_modules[i]->sm_stop != NULL)
 			s->s_parts.sp_modules[i]->sm_stop(s);
 	srv_syncer_stop(s);
+	srv_repl_stop(s);
 	peers_destroy(s->s_peers);
 	srv_zc_stop(s);
 	rpc_ep_close(s->s_ep);
@@ -1011,6 +1016,7 @@ void srv_stop(struct srv *s)
 	if (s->s_eng != NULL)
 		eng_close(s->s_eng);
 	rdev_stop();
+	srv_repl_fini(s);
 	srv_ridx_fini(s);
 	free(s);
 }

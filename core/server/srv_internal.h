@@ -16,6 +16,7 @@
 #include "core/server/peers.h"
 #include "core/server/srv_limits.h"
 #include "core/server/srv.h"
+#include "core/server/srv_repl.h"
 #include "tiers/nvram/nvram.h"
 
 /* The server's limits (SRV_*): srv_limits.h. */
@@ -184,6 +185,9 @@ struct srv {
 		       void **ref);
 	void (*s_route_put)(void *arg, void *ref);
 	void *s_route_arg;
+	/* replicated homes: senders and shadows (srv_repl.c; NULL when
+	 * cluster.meta_replicas is 1) */
+	struct srv_repl *s_repl;
 };
 
 uint64_t srv_now_ms(void);

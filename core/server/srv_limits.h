@@ -17,6 +17,16 @@
 /* Largest remote unit I/O: one unit of the largest unit size
  * (ST_UNIT_SHIFT_MAX). */
 #define MSG_RDEV_MAX (1ull << ST_UNIT_SHIFT_MAX)
+/* Replicated homes (srv_repl.c): the largest write set shipped (a bigger
+ * one sends its standbys a snapshot instead), a snapshot chunk, the
+ * largest snapshot (the largest LMDB map). */
+#define MSG_REPL_SET_MAX (64ull << 20)
+#define MSG_REPL_CHUNK (1ull << 20)
+#define MSG_REPL_SNAP_MAX LIM_META_SIZE_MAX
+/* Write sets queued per standby (and their bytes) before it is dropped
+ * to a re-sync by snapshot. */
+#define SRV_REPL_QUEUE 4096u
+#define SRV_REPL_QUEUE_BYTES (256ull << 20)
 /* Op tags (IdxReq.tag): 63 bits, so that a version entry keeps one beside
  * its tombstone bit (srv_idx_internal.h, struct vent). */
 #define MSG_TAG_MAX ((1ull << 63) - 1)
