@@ -561,8 +561,10 @@ static int clu_ent(struct clu_client *c, struct eng_req *r)
 		nr = clu_replicas(c);
 	clu_ent_req(&q, &id, &cont, &a, &ac, r,
 		    r->er_type == ST_ET_IDX ? SRF_INDEX : 0);
-	if (r->er_type == ST_ET_OBJ)
-		return clu_finish(r, clu_obj_ent(c, r, &q, &rp), rp);
+	if (r->er_type == ST_ET_OBJ) {
+		rc = clu_obj_ent(c, r, &q, &rp);
+		return clu_finish(r, rc, rp);
+	}
 	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
 			    NULL, r->er_type == ST_ET_IDX ? &q.rflags : NULL);
 	return clu_finish(r, rc, rp);

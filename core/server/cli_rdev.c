@@ -160,9 +160,10 @@ static int rdev_open(struct tier_dev *d, const char *path)
 	name[colon - ref] = '\0';
 	srv = clu_server_find(rdev_g->rc_conf, name);
 	/* this server's own device: only as another home (a takeover),
-	 * then through its own RDEV service like any owner's */
-	if (srv < 0 || (uint32_t)srv == home ||
-	    ((uint32_t)srv == rdev_g->rc_self && at == NULL))
+	 * then through its own RDEV service like any owner's; the home's
+	 * own device (its slice of it) likewise, through the home */
+	if (srv < 0 || ((uint32_t)srv == rdev_g->rc_self &&
+			(at == NULL || home == rdev_g->rc_self)))
 		return err_set(-EINVAL, "device %s: server \"%s\" is not another "
 			       "server of cluster %s", path, name,
 			       rdev_g->rc_conf->cc_name);

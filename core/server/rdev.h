@@ -68,7 +68,8 @@ uint64_t rdev_epoch(void);
  * incarnation INC (> 0) instead of this server's own slice and
  * rdev_epoch(): the devices of an engine this server opened on its shadow
  * of HOME's store (ha/srv_home.c).  SERVER may then be this server itself
- * (its own device, slice HOME, through its own RDEV service), never HOME.
+ * (its own device, slice HOME, through its own RDEV service) or HOME (its
+ * own slice of its own device: unreachable while it is down).
  * The owners' write fence (srv_rdev.c) takes INC as HOME's newest
  * incarnation, so the unit writes of HOME's earlier run are refused from
  * the first write of the acting server on.

@@ -94,8 +94,8 @@ V=2; [ "$L" = s2 ] && V=1
 echo "     analyzer leader $L; the victim is s$V"
 
 echo "--- data: objects homed on s$V and elsewhere, an index"
-head -c 300000 /dev/urandom >"$T/blob"
-head -c 200000 /dev/urandom >"$T/blob2"
+head -c 299008 /dev/urandom >"$T/blob"
+head -c 299008 /dev/urandom >"$T/blob2"
 PD=$(ids 3 "$V" 1000)
 MI=$(ids 3 "$V" 2000)
 PL=$(ids 2 "$V" 3000)
@@ -104,21 +104,28 @@ NEW=$(ids 40 "$V" 5000)
 echo "     pdclust on s$V: $PD; mirror: $MI; plain: $PL; elsewhere: $OT"
 n=0
 for id in $PD $OT; do
-	cl obj put "$id" "$T/blob" --layout pdclust --data 2 --parity 1 &&
-		n=$((n + 1))
+	cl obj put "$id" "$T/blob" --layout pdclust --data 2 --parity 1
+	[ "$rc" -eq 0 ] && n=$((n + 1))
 done
 check "6 pdclust 2+1 objects put ($n)" test "$n" -eq 6
 n=0
 for id in $MI; do
-	cl obj put "$id" "$T/blob" --layout mirror --copies 2 && n=$((n + 1))
+	cl obj put "$id" "$T/blob" --layout mirror --copies 2
+	[ "$rc" -eq 0 ] && n=$((n + 1))
 done
 check "3 mirror objects put ($n)" test "$n" -eq 3
 n=0
-for id in $PL; do cl obj put "$id" "$T/blob" && n=$((n + 1)); done
+for id in $PL; do
+	cl obj put "$id" "$T/blob"
+	[ "$rc" -eq 0 ] && n=$((n + 1))
+done
 check "2 plain objects put ($n)" test "$n" -eq 2
 cl idx create @hix
 cl idx put @hix k1 v1 k2 v2
 check "an index with records" test "$rc" -eq 0
+n=0
+for id in $PD $MI $PL $OT; do same "$id" "$T/blob" && n=$((n + 1)); done
+check "all 11 objects read back with every server up ($n)" test "$n" -eq 11
 
 echo "--- s$V killed"
 t0=$(date +%s.%N)
@@ -157,14 +164,17 @@ check "every pdclust and mirror object homed on s$V reads back byte-exact ($n of
 	test "$n" -eq 6
 n=0
 for id in $PD $MI; do
-	cl obj put "$id" "$T/blob2" 2>/dev/null ||
-		cl obj write "$id" "$T/blob2" 2>/dev/null
+	cl obj write "$id" 0 "$T/blob2"
+	[ "$rc" -ne 0 ] && sed 's/^/     write: /' "$T/err" | tail -2
 	same "$id" "$T/blob2" && n=$((n + 1))
 done
 check "... and is written again: the new bytes read back ($n of 6)" \
 	test "$n" -eq 6
 n=0
-for id in $OT; do same "$id" "$T/blob" && n=$((n + 1)); done
+for id in $OT; do
+	if same "$id" "$T/blob"; then n=$((n + 1));
+	else sed 's/^/     get: /' "$T/rerr" | tail -2; fi
+done
 check "objects homed elsewhere read back ($n of 3)" test "$n" -eq 3
 cl idx get @hix k1
 check "the index reads" test "$rc" -eq 0
