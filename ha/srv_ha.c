@@ -554,6 +554,7 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 	const void *body;
 	size_t len;
 	HaReq *q;
+	uint32_t kind;
 	int rc = 0;
 
 	body = rpc_sreq_body(req, &len);
@@ -563,6 +564,7 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 			       "HA request: not a HaReq");
 		return;
 	}
+	kind = q->kind;
 	switch (q->kind) {
 	case HAK_MAP:
 		pthread_mutex_lock(&a->ha_lock);
@@ -582,11 +584,33 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 	case HAK_STATE:
 		rc = state_json(a, &t.lt_buf);
 		break;
+	case HAK_HOME_SNAP: {
+		uint64_t size = 0, seq = 0;
+
+		rc = srv_home_snap(a->ha_home, q->limit, &size, &seq);
+		rp.bytes = size;
+		rp.seq = seq;
+		break;
+	}
+	case HAK_HOME_CHUNK: {
+		size_t got = 0;
+
+		t.lt_buf = malloc(HA_HOME_CHUNK);
+		rc = t.lt_buf == NULL ? err_set(-ENOMEM, "HA chunk") :
+		     srv_home_chunk(a->ha_home, q->limit, q->from, t.lt_buf,
+				    HA_HOME_CHUNK, &got);
+		if (rc == 0) {
+			rp.text.data = (uint8_t *)t.lt_buf;
+			rp.text.len = got;
+			t.lt_len = got;
+		}
+		break;
+	}
 	default:
 		rc = err_set(-EINVAL, "HA request: unknown kind %u", q->kind);
 	}
 	ha_req__free_unpacked(q, NULL);
-	if (rc == 0 && t.lt_buf != NULL) {
+	if (rc == 0 && t.lt_buf != NULL && kind != HAK_HOME_CHUNK) {
 		rp.text.data = (uint8_t *)t.lt_buf;
 		rp.text.len = strlen(t.lt_buf);
 	}
@@ -689,6 +713,11 @@ static int ha_start(struct srv *s)
 	ha_agent = a;
 	peers_epoch_catchup(ha_catchup);
 	report(a, HA_EV_SRV_JOINED, s->s_self, NULL, a->ha_incarnation, 0);
+	/* its home's metadata handed back before its store opened: in sync
+	 * with the acting server, which serves it no more (srv_home.h) */
+	if (srv_home_installed())
+		report(a, HA_EV_HOME_READY, s->s_self, NULL, a->ha_incarnation,
+		       0);
 	for (uint32_t t = 0; t < HA_THREADS; t++) {
 		static void *(*const mains[HA_THREADS])(void *) = {
 			lease_main, probe_main, ha_main};
@@ -741,6 +770,7 @@ static void ha_stop(struct srv *s)
 
 const struct srv_module ha_srv_module = {
 	.sm_name = "ha",
+	.sm_pre_open = srv_home_pre_open,
 	.sm_register = ha_register,
 	.sm_start = ha_start,
 	.sm_stop = ha_stop,

@@ -9,15 +9,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/clu_conf.h"
+#include "core/eng_repl.h"
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/server/rdev.h"
 #include "core/server/srv_internal.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+#include "ha/etcd.h"
+#include "ha/ha.pb-c.h"
 #include "ha/map.h"
+#include "ha/srv_ha.h"
 #include "ha/srv_home.h"
 
 /* One home this server may act for. */
@@ -27,6 +35,8 @@ struct home_eng {
 	struct eng *he_eng;     /* open: this server acts for he_home */
 	uint32_t he_refs;       /* requests running on he_eng */
 	bool he_closing;        /* refused from now on; closed at 0 refs */
+	bool he_frozen;         /* handing back: its snapshot taken, no
+				 * request served until the map moves it */
 	uint64_t he_inc;        /* the takeover incarnation it writes with */
 	uint64_t he_epoch;      /* the map epoch of the move */
 };
@@ -75,9 +85,10 @@ static int home_route(void *arg, uint32_t home, struct eng **eng, void **ref)
 			     name_of(sh, home), name_of(sh, a), sh->sh_epoch,
 			     s->s_me->cs_name);
 	} else if (home != s->s_self) {
-		if (he->he_eng == NULL || he->he_closing) {
-			rc = err_set(-EBUSY, "server %s is opening the store "
-				     "of home %s (takeover)", s->s_me->cs_name,
+		if (he->he_eng == NULL || he->he_closing || he->he_frozen) {
+			rc = err_set(-EBUSY, "server %s is %s home %s",
+				     s->s_me->cs_name, he->he_frozen ?
+				     "handing back" : "opening the store of",
 				     name_of(sh, home));
 		} else {
 			he->he_refs++;
@@ -203,6 +214,7 @@ static void home_close(struct srv_home *sh, struct home_eng *he,
 		pthread_cond_wait(&sh->sh_cond, &sh->sh_lock);
 	e = he->he_eng;
 	he->he_eng = NULL;
+	he->he_frozen = false;
 	pthread_mutex_unlock(&sh->sh_lock);
 	eng_close(e);
 	if (sh->sh_ops.so_resume != NULL)
@@ -340,4 +352,210 @@ void srv_home_destroy(struct srv_home *sh)
 	 * -EBUSY meanwhile, and sh is not freed (as the agent itself) */
 	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++)
 		home_close(sh, &sh->sh_he[h], "server stopping");
+}
+
+/* ------------------------------------------------------------ handover */
+
+/* The snapshot file of home h's engine on this server. */
+static int snap_path(const struct srv_home *sh, uint32_t h, char *buf,
+		     size_t size)
+{
+	if (snprintf(buf, size, "%s/takeover-s%u.snap",
+		     sh->sh_srv->s_me->cs_data_dir, h) >= (int)size)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       sh->sh_srv->s_me->cs_name);
+	return 0;
+}
+
+int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
+		  uint64_t *seq)
+{
+	struct srv *s = sh->sh_srv;
+	struct home_eng *he;
+	char path[600];
+	struct stat st;
+	struct eng *e;
+	int rc;
+
+	if (h >= s->s_conf->cc_nr_servers || h == s->s_self)
+		return err_set(-EINVAL, "home handback: home %u", h);
+	rc = snap_path(sh, h, path, sizeof path);
+	if (rc != 0)
+		return rc;
+	he = &sh->sh_he[h];
+	pthread_mutex_lock(&sh->sh_lock);
+	if (sh->sh_acting[h] != s->s_self || he->he_eng == NULL ||
+	    he->he_closing) {
+		pthread_mutex_unlock(&sh->sh_lock);
+		return err_set(-EREMCHG, "server %s does not act for home %s",
+			       s->s_me->cs_name, name_of(sh, h));
+	}
+	he->he_frozen = true;
+	while (he->he_refs > 0)
+		pthread_cond_wait(&sh->sh_cond, &sh->sh_lock);
+	e = he->he_eng;
+	he->he_refs++; /* kept open while the snapshot is taken */
+	pthread_mutex_unlock(&sh->sh_lock);
+	rc = eng_snapshot(e, path, seq);
+	if (rc == 0 && stat(path, &st) != 0)
+		rc = err_set(-errno, "%s: %s", path, strerror(errno));
+	home_put(sh, he);
+	if (rc != 0)
+		return err_set(rc, "home handback of %s: snapshot: %s",
+			       name_of(sh, h), err_msg());
+	*size = (uint64_t)st.st_size;
+	LOG_WARNING("server %s: handing home %s back: its updates are "
+		    "refused (-EBUSY) until the map moves it; snapshot of %"
+		    PRIu64 " bytes at write set %" PRIu64, s->s_me->cs_name,
+		    name_of(sh, h), *size, *seq);
+	return 0;
+}
+
+int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
+		   void *buf, size_t len, size_t *got)
+{
+	char path[600];
+	ssize_t n;
+	int fd, rc;
+
+	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
+		return err_set(-EINVAL, "home handback: home %u", h);
+	rc = snap_path(sh, h, path, sizeof path);
+	if (rc != 0)
+		return rc;
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return err_set(-errno, "home handback: %s: %s", path,
+			       strerror(errno));
+	n = pread(fd, buf, len, (off_t)off);
+	rc = n < 0 ? err_set(-errno, "home handback: %s: %s", path,
+			     strerror(errno)) : 0;
+	close(fd);
+	*got = n > 0 ? (size_t)n : 0;
+	return rc;
+}
+
+static bool home_installed;
+
+bool srv_home_installed(void)
+{
+	return home_installed;
+}
+
+/* One HA call to server a of the peers p: the reply (the caller frees). */
+static int hb_call(struct peers *p, uint32_t a, uint32_t kind, uint32_t h,
+		   uint64_t from, Reply **rp)
+{
+	HaReq q = HA_REQ__INIT;
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	q.kind = kind;
+	q.limit = h;
+	q.from = from;
+	rc = msg_pack(&q.base, &b);
+	if (rc != 0)
+		return rc;
+	rc = peers_call(p, a, HA_OP, b.mb_p, b.mb_len, NULL, &res);
+	free(b.mb_p);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, rp);
+	free(res.rr_body);
+	return rc;
+}
+
+/* Copy the acting server a's snapshot of this server's home into file. */
+static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
+		    const char *file, uint64_t *seq)
+{
+	Reply *rp = NULL;
+	uint64_t size, off = 0;
+	int fd, rc = hb_call(p, a, HAK_HOME_SNAP, s->s_self, 0, &rp);
+
+	if (rc != 0)
+		return rc;
+	size = rp->bytes;
+	*seq = rp->seq;
+	reply__free_unpacked(rp, NULL);
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return err_set(-errno, "%s: %s", file, strerror(errno));
+	while (rc == 0 && off < size) {
+		rp = NULL;
+		rc = hb_call(p, a, HAK_HOME_CHUNK, s->s_self, off, &rp);
+		if (rc == 0 && rp->text.len == 0)
+			rc = err_set(-EIO, "home snapshot: empty chunk at %"
+				     PRIu64 " of %" PRIu64, off, size);
+		if (rc == 0 && pwrite(fd, rp->text.data, rp->text.len,
+				      (off_t)off) != (ssize_t)rp->text.len)
+			rc = err_set(-EIO, "%s: write failed", file);
+		if (rc == 0)
+			off += rp->text.len;
+		if (rp != NULL)
+			reply__free_unpacked(rp, NULL);
+	}
+	if (rc == 0 && fsync(fd) != 0)
+		rc = err_set(-errno, "%s: fsync: %s", file, strerror(errno));
+	close(fd);
+	if (rc != 0)
+		unlink(file);
+	return rc;
+}
+
+int srv_home_pre_open(struct srv *s)
+{
+	const struct clu_conf *c = s->s_conf;
+	const char *eps[CLU_ETCD_MAX];
+	char file[600], meta[600];
+	struct etcd *e = NULL;
+	struct peers *p = NULL;
+	struct ha_map *m;
+	uint64_t seq = 0;
+	int64_t rev;
+	int a, rc;
+
+	if (c->cc_nr_etcd == 0)
+		return 0;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return err_set(-ENOMEM, "server %s: map", s->s_me->cs_name);
+	for (uint32_t i = 0; i < c->cc_nr_etcd; i++)
+		eps[i] = c->cc_etcd[i];
+	rc = etcd_create(&e, eps, c->cc_nr_etcd, 2000);
+	if (rc == 0)
+		rc = ha_map_load(e, c->cc_name, m, &rev);
+	etcd_destroy(e);
+	a = rc == 0 && m->hm_meta_replicas >= 2 &&
+	    m->hm_nr_servers == c->cc_nr_servers ?
+	    ha_home_acting(m, s->s_self) : (int)s->s_self;
+	free(m);
+	if (a < 0 || (uint32_t)a == s->s_self)
+		return 0;
+	if (snprintf(file, sizeof file, "%s/meta.handback",
+		     s->s_me->cs_data_dir) >= (int)sizeof file ||
+	    snprintf(meta, sizeof meta, "%s/meta", s->s_me->cs_data_dir) >=
+	    (int)sizeof meta)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       s->s_me->cs_name);
+	rc = peers_create(&p, c, NULL);
+	if (rc == 0) {
+		peers_set_server(p);
+		rc = hb_fetch(s, p, (uint32_t)a, file, &seq);
+	}
+	peers_destroy(p);
+	if (rc == 0)
+		rc = eng_shadow_install(meta, file, &seq);
+	if (rc != 0) {
+		/* it starts with its own copy, serving none of its home */
+		LOG_WARNING("server %s: its home is served by %s: handback "
+			    "not made (%s)", s->s_me->cs_name,
+			    c->cc_servers[a].cs_name, err_msg());
+		return 0;
+	}
+	home_installed = true;
+	LOG_WARNING("server %s: its home's metadata handed back by %s "
+		    "(write set %" PRIu64 "): installed in %s", s->s_me->cs_name,
+		    c->cc_servers[a].cs_name, seq, meta);
+	return 0;
 }

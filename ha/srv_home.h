@@ -100,4 +100,34 @@ void srv_home_destroy(struct srv_home *sh);
  *  agent's state. */
 uint64_t srv_home_acting_mask(struct srv_home *sh);
 
+/*
+ * Handover (the snapshot copy at the home's start).  A server whose home
+ * another server A acts for asks A, before its own store opens
+ * (srv_home_pre_open(), the HA module's sm_pre_open): A stops serving the
+ * home (its requests answer -EBUSY from then on, the running ones are
+ * waited for) and takes a snapshot of its engine (srv_home_snap(), HA_OP
+ * HAK_HOME_SNAP); the home copies it in chunks (srv_home_chunk(),
+ * HAK_HOME_CHUNK) and installs it as its DATA_DIR/meta
+ * (eng_shadow_install()), then opens its store on it and, once its agent
+ * runs, reports HOME_READY: the analyzer moves the home back (rule home)
+ * and A closes its engine.  A failure at any step leaves the home where it
+ * is (the server starts on its own copy and serves none of its home).
+ */
+
+/** The acting side: freeze home h and snapshot its engine; 0 with *size
+ *  (bytes) and *seq (its write set), -EREMCHG when this server does not
+ *  act for h, or an error.  A frozen home stays frozen until the map
+ *  moves it (its engine closes). */
+int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
+		  uint64_t *seq);
+/** The acting side: len bytes at off of home h's snapshot into buf; 0
+ *  with *got (0 past its end), or an error. */
+int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
+		   void *buf, size_t len, size_t *got);
+/** The home side, before its store opens (see above).  Returns 0 (a
+ *  handback not made is logged, not an error) or -ENOMEM/-ENAMETOOLONG. */
+int srv_home_pre_open(struct srv *s);
+/** Did srv_home_pre_open() install the home's metadata in this run? */
+bool srv_home_installed(void);
+
 #endif /* STRATA_HA_SRV_HOME_H */

@@ -962,6 +962,10 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 		rc = rdev_start(c, self);
 	if (rc == 0)
 		rc = srv_exec_start(s);
+	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
+		rc = srv_module_call(s, s->s_parts.sp_modules[i],
+				     s->s_parts.sp_modules[i]->sm_pre_open,
+				     "pre-open");
 	if (rc == 0)
 		rc = srv_open_store(s);
 	/* The syncer calls peers at once (srv_sync_all): the endpoint and the

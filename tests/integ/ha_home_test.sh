@@ -17,12 +17,12 @@
 #      V whose data is on V's own devices cannot be read: its read fails
 #      within a bound with an error naming a device or V (-EHOSTDOWN,
 #      -EIO), it does not hang; objects homed elsewhere read back;
-#   4. V restarted: it serves none of its home while another server acts
-#      for it (its requests answer -EREMCHG; the client goes to the
-#      acting server) and everything written meanwhile reads back;
-#   5. the handover back to V is not done yet (V never reports HOME_READY:
-#      docs/cluster.md "Taking over a home"): the home stays with the
-#      acting server, which is checked.
+#   4. V restarted: before its store opens it copies its home's metadata
+#      from the acting server (which stops taking the home's updates) and
+#      installs it, then reports HOME_READY; the analyzer moves the home
+#      back (handover), the acting server closes its engine, and
+#      everything written meanwhile reads back from V, which takes writes
+#      again.
 #
 # Every wait is bounded; ports 6500-6509 (no other step uses them,
 # tests/steps.list); run it under flock /tmp/strata-ports.lock; everything
@@ -198,20 +198,28 @@ done
 check "a plain object whose data is on s$V's own devices fails fast, naming them" \
 	test "$pf" -eq 0
 
-echo "--- s$V restarted"
+echo "--- s$V restarted: its home handed back"
 srv_start "$V" "$F"
 check "s$V restarted" wait_up
-check "s$V serves none of its home while $A acts for it (its log says so)" \
-	poll 30 grep -q "its home is served by another server" "$D/s$V.log"
-n=0
-for id in $PD $MI $first; do same "$id" "$T/blob2" && n=$((n + 1)); done
-check "while $A acts for its home, everything written meanwhile reads back ($n of 7)" \
-	test "$n" -eq 7
-# The handover (the home back to s$V) needs s$V's copy in sync with the
-# acting server's (HOME_READY, analyzer rule home): not done yet
-# (docs/cluster.md "Taking over a home"); until then the home stays.
-check "without a HOME_READY of s$V the home stays with $A" \
-	test "$(acting "$V")" = "$A"
+check "s$V copied its home's metadata from $A before its store opened" \
+	poll 30 grep -q "its home's metadata handed back by $A" "$D/s$V.log"
+check "the analyzer moves the home back to s$V (handover)" \
+	poll 120 dec_has "\"HOME_MOVE\".*\"target\":\"s$V\".*\"acting\":\"s$V\""
+back() { [ -z "$(acting "$V")" ]; }
+check "the map has s$V serving its home again" poll 60 back
+check "$A closed its engine for home s$V" \
+	poll 30 grep -q "no longer acting for home s$V" "$D/$A.log"
+# all_back: everything written meanwhile reads back (from s$V now)
+all_back() {
+	n=0
+	for id in $PD $MI $first; do same "$id" "$T/blob2" && n=$((n + 1)); done
+	[ "$n" -eq 7 ]
+}
+check "after the handover everything written meanwhile reads back from s$V" \
+	poll 60 all_back
+echo "     ($n of 7)"
+cl obj write "$(echo $PD | cut -d' ' -f1)" 0 "$T/blob"
+check "s$V takes writes of its home again" test "$rc" -eq 0
 echo "     failover time: $FO s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
