@@ -178,7 +178,9 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 			}
 		}
 		pthread_mutex_unlock(&c->cc_mlock);
-		peers_epoch_adopt(m->hm_epoch, false);
+		/* the process's epoch is left to the servers' refusals
+		 * (peers.h): a request of an older one is refused and sent
+		 * again at once */
 	}
 	free(m);
 	return rc;
