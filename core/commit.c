@@ -466,12 +466,12 @@ static void commit_fail_all(struct eng *e, struct eng_citem *list, int rc)
 	}
 }
 
-/* A committed batch, durable here: wait for its write set (seq; 0: none)
- * where the replication hook wants it (core/eng_repl.h ro_wait), then
- * report it STABLE; if that fails, its items are visible but not stable:
- * reported failed with the hook's code, their space kept mapped. */
-static void commit_durable(struct eng *e, struct eng_citem *batch,
-			   uint64_t seq)
+/* A durable batch whose write set is seq: wait for it where the
+ * replication hook wants it (core/eng_repl.h ro_wait), then report it
+ * STABLE; if that fails, its items are visible but not stable: reported
+ * failed with the hook's code, their space kept mapped. */
+static void commit_replicated(struct eng *e, struct eng_citem *batch,
+			      uint64_t seq)
 {
 	int rc = meta_repl_wait(&e->e_meta, seq);
 
@@ -484,6 +484,94 @@ static void commit_durable(struct eng *e, struct eng_citem *batch,
 	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
 		ci->ci_alloc.sv_nr = 0; /* its space is mapped: keep it */
 	commit_fail_all(e, batch, rc);
+}
+
+/*
+ * A committed batch, durable here (its write set seq; 0: none).  Without
+ * a write set, and nothing waiting before it, it is reported STABLE at
+ * once.  Otherwise it goes to the replication wait stage: the waiter
+ * thread waits for the standbys' acknowledgement while the committer goes
+ * on with the next batches (their sets ship meanwhile, so a standby
+ * applies the next ones while the first is acknowledged), and reports
+ * the batches in commit order.
+ */
+static void commit_durable(struct eng *e, struct eng_citem *batch,
+			   uint64_t seq)
+{
+	struct eng_rwait *rw;
+
+	if (seq == 0 &&
+	    __atomic_load_n(&e->e_rwhead, __ATOMIC_ACQUIRE) == NULL) {
+		commit_finish(e, batch); /* no hook: no lock either */
+		return;
+	}
+	if (!e->e_rwrunning) {
+		commit_replicated(e, batch, seq);
+		return;
+	}
+	pthread_mutex_lock(&e->e_rwlock);
+	if (seq == 0 && e->e_rwhead == NULL) {
+		pthread_mutex_unlock(&e->e_rwlock);
+		commit_finish(e, batch);
+		return;
+	}
+	pthread_mutex_unlock(&e->e_rwlock);
+	rw = malloc(sizeof *rw);
+	if (rw == NULL) {
+		commit_replicated(e, batch, seq); /* here, then */
+		return;
+	}
+	*rw = (struct eng_rwait){NULL, batch, seq};
+	pthread_mutex_lock(&e->e_rwlock);
+	if (e->e_rwtail != NULL)
+		e->e_rwtail->rw_next = rw;
+	else
+		__atomic_store_n(&e->e_rwhead, rw, __ATOMIC_RELEASE);
+	e->e_rwtail = rw;
+	pthread_cond_signal(&e->e_rwcond);
+	pthread_mutex_unlock(&e->e_rwlock);
+}
+
+void *eng_rwaiter_main(void *arg)
+{
+	struct eng *e = arg;
+
+	eng_thread_enter();
+	pthread_mutex_lock(&e->e_rwlock);
+	for (;;) {
+		struct eng_rwait *rw = e->e_rwhead;
+
+		if (rw == NULL) {
+			if (e->e_rwstop)
+				break;
+			pthread_cond_wait(&e->e_rwcond, &e->e_rwlock);
+			continue;
+		}
+		pthread_mutex_unlock(&e->e_rwlock);
+		commit_replicated(e, rw->rw_batch, rw->rw_seq);
+		pthread_mutex_lock(&e->e_rwlock);
+		__atomic_store_n(&e->e_rwhead, rw->rw_next, __ATOMIC_RELEASE);
+		if (e->e_rwhead == NULL)
+			e->e_rwtail = NULL;
+		free(rw);
+	}
+	pthread_mutex_unlock(&e->e_rwlock);
+	eng_thread_leave();
+	return NULL;
+}
+
+void eng_rwaiter_stop(struct eng *e)
+{
+	if (!e->e_rwrunning)
+		return;
+	pthread_mutex_lock(&e->e_rwlock);
+	e->e_rwstop = true;
+	pthread_cond_broadcast(&e->e_rwcond);
+	pthread_mutex_unlock(&e->e_rwlock);
+	pthread_join(e->e_rwaiter, NULL);
+	e->e_rwrunning = false;
+	pthread_mutex_destroy(&e->e_rwlock);
+	pthread_cond_destroy(&e->e_rwcond);
 }
 
 void eng_commit_hook_set(struct eng *e,

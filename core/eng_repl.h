@@ -36,14 +36,17 @@
  * that seq is reported durable: in the group commit, before the batch's
  * items are reported STABLE (ci_done) and the space it freed is released,
  * after the home's own meta sync (so the standbys' apply and sync overlap
- * it); after a meta_wtxn_commit() (or the engine's own write commits)
- * before that call returns.  It returns 0 when the set is durable where it
+ * it), from the replication wait stage's thread (core/commit.c
+ * eng_rwaiter_main(): batches in commit order, the committer going on
+ * meanwhile); after a meta_wtxn_commit() (or the engine's own write
+ * commits) in the committing thread, before that call returns.  It returns 0 when the set is durable where it
  * must be (the server's policy: every in-sync standby acknowledged, or was
  * dropped as unreachable), or a negative code: the batch's items fail with
  * it (they stay visible but are not STABLE, as after a failed meta sync;
  * their space stays mapped), a meta_wtxn_commit() returns it.  Both run
- * with no engine lock a reader needs, but ro_wait may hold up the group
- * commit for as long as it waits.
+ * with no engine lock a reader needs; ro_ship runs under the committer's
+ * locks and must not wait; ro_wait holds up only the STABLE reports of
+ * the batches after the one it waits for.
  */
 #ifndef STRATA_CORE_ENG_REPL_H
 #define STRATA_CORE_ENG_REPL_H
@@ -109,12 +112,15 @@ struct eng_shadow;
 int eng_shadow_open(struct eng_shadow **out, const char *dir);
 /**
  * Apply write set buf (len bytes, sequence number seq) in one transaction,
- * commit it and sync it (durable on return).  Only the shadow's next set
- * applies: if its repl:seq is not seq - 1 nothing changes and -ESTALE is
- * returned with the message "shadow DIR: at seq A, write set B: behind"
- * (or "ahead"); a set that fails eng_wset_check() or whose header's seq
- * is not seq: -EINVAL, nothing changed.  Other failures: a negative code
- * with a message, nothing changed.  One caller at a time per shadow.
+ * commit it and sync it (durable on return).  buf may also hold several
+ * consecutive sets back to back (seq, seq + 1, ...; each its header and
+ * body), applied together in that one transaction.  Only the shadow's next
+ * set applies: if its repl:seq is not seq - 1 nothing changes and -ESTALE
+ * is returned with the message "shadow DIR: at seq A, write set B:
+ * behind" (or "ahead"); a set that fails eng_wset_check() or whose
+ * header's seq is not the one due: -EINVAL, nothing changed.  Other
+ * failures: a negative code with a message, nothing changed.  One caller
+ * at a time per shadow.
  */
 int eng_shadow_apply(struct eng_shadow *sh, uint64_t seq, const void *buf,
 		     size_t len);

@@ -383,6 +383,7 @@ void eng_close(struct eng *e)
 		eng_cq_stop(&e->e_syncq);
 		pthread_join(e->e_syncer, NULL);
 		pthread_join(e->e_committer, NULL);
+		eng_rwaiter_stop(e); /* after the committer: drains it */
 		gcprof_log(e);
 		eng_cq_fini(&e->e_syncq);
 		eng_cq_fini(&e->e_commitq);

@@ -84,6 +84,15 @@ struct eng {
 	bool e_crunning;
 	struct eng_citem *e_unstable; /* committed, meta page not yet synced */
 	uint64_t e_unstable_seq;      /* its write set's seq (0: none) */
+	/* replication wait stage (commit.c, "commit_durable"): durable
+	 * batches whose write sets the standbys have yet to acknowledge, in
+	 * seq order, reported STABLE by the waiter thread once they did */
+	pthread_t e_rwaiter;
+	bool e_rwrunning;
+	pthread_mutex_t e_rwlock;
+	pthread_cond_t e_rwcond;
+	struct eng_rwait *e_rwhead, *e_rwtail;
+	bool e_rwstop;
 	bool e_unstable_any;          /* e_unstable != NULL (atomic copy) */
 	uint32_t e_inexec;  /* updates in eng_exec() not yet queued (atomic) */
 	uint32_t e_coming;  /* updates queued for eng_exec() (atomic) */
@@ -147,6 +156,13 @@ struct eng {
 	void *e_dev_path_arg;
 };
 
+/* A batch waiting for its write set's acknowledgement (commit.c). */
+struct eng_rwait {
+	struct eng_rwait *rw_next;
+	struct eng_citem *rw_batch;
+	uint64_t rw_seq;
+};
+
 /** Space to release after a grace period (see the reclaimer). */
 struct eng_deferred {
 	struct eng_deferred *df_next;
@@ -172,6 +188,10 @@ void eng_cq_stop(struct eng_cqueue *q);
 /* The two commit stages' threads (started by eng_store_start()). */
 void *eng_syncer_main(void *arg);
 void *eng_committer_main(void *arg);
+/* The replication wait stage's thread (started by eng_store_start(),
+ * stopped by eng_rwaiter_stop() after the committer ended). */
+void *eng_rwaiter_main(void *arg);
+void eng_rwaiter_stop(struct eng *e);
 
 /* dev.c */
 

@@ -87,7 +87,10 @@ void meta_rtxn_put(struct meta *m, MDB_txn *txn);
  *  it waits for the group commit's).  0 and *txn, or a negative code. */
 int meta_wtxn_begin(struct meta *m, MDB_txn **txn, const char *what);
 /** Commit write transaction txn of meta_wtxn_begin() (through meta.h
- *  meta_txn_commit()); txn is ended either way.  0 or a negative code. */
+ *  meta_txn_commit()); txn is ended either way.  0 or a negative code.
+ *  With a replication hook set (core/eng_repl.h) its write set is shipped
+ *  and waited for before the return: a failure of that wait is returned
+ *  although the transaction committed here. */
 int meta_wtxn_commit(struct meta *m, MDB_txn *txn, const char *what);
 /** A transaction nested in write transaction parent (a commit item's, or
  *  one of meta_wtxn_begin()).  0 and *child, or a negative code. */

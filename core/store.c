@@ -854,10 +854,21 @@ int eng_store_start(struct eng *e, const struct eng_conf *c)
 	rc = pthread_create(&e->e_committer, NULL, eng_committer_main, e);
 	if (rc != 0)
 		return err_set(-rc, "committer thread: %s", strerror(rc));
+	pthread_mutex_init(&e->e_rwlock, NULL);
+	pthread_cond_init(&e->e_rwcond, NULL);
+	rc = pthread_create(&e->e_rwaiter, NULL, eng_rwaiter_main, e);
+	if (rc != 0) {
+		eng_cq_stop(&e->e_commitq);
+		pthread_join(e->e_committer, NULL);
+		return err_set(-rc, "replication wait thread: %s",
+			       strerror(rc));
+	}
+	e->e_rwrunning = true;
 	rc = pthread_create(&e->e_syncer, NULL, eng_syncer_main, e);
 	if (rc != 0) {
 		eng_cq_stop(&e->e_commitq);
 		pthread_join(e->e_committer, NULL);
+		eng_rwaiter_stop(e);
 		return err_set(-rc, "syncer thread: %s", strerror(rc));
 	}
 	e->e_crunning = true;

@@ -19,6 +19,7 @@
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/server/rdev.h"
+#include "core/server/srv_repl.h"
 #include "core/server/srv_internal.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
@@ -170,6 +171,13 @@ static int home_open(struct srv_home *sh, struct home_eng *he)
 			return err_set(rc, "takeover of home %s: its shadow "
 				       "%s is held: %s", hs->cs_name, meta,
 				       err_msg());
+	} else {
+		/* repl's standby side closes its handle and refuses the
+		 * home's ships and snapshots until given back */
+		rc = srv_repl_shadow_take(s, he->he_home, meta, sizeof meta);
+		if (rc != 0)
+			return err_set(rc, "takeover of home %s: its shadow: "
+				       "%s", hs->cs_name, err_msg());
 	}
 	ec.ec_dir = dir;
 	ec.ec_create = false;
@@ -185,6 +193,8 @@ static int home_open(struct srv_home *sh, struct home_eng *he)
 			     hs->cs_name, meta, err_msg());
 		if (sh->sh_ops.so_resume != NULL)
 			sh->sh_ops.so_resume(sh->sh_ops.so_arg, he->he_home);
+		else
+			srv_repl_shadow_give(s, he->he_home);
 		return rc;
 	}
 	pthread_mutex_lock(&sh->sh_lock);
@@ -219,6 +229,8 @@ static void home_close(struct srv_home *sh, struct home_eng *he,
 	eng_close(e);
 	if (sh->sh_ops.so_resume != NULL)
 		sh->sh_ops.so_resume(sh->sh_ops.so_arg, he->he_home);
+	else
+		srv_repl_shadow_give(sh->sh_srv, he->he_home);
 	LOG_WARNING("server %s: no longer acting for home %s (%s)",
 		    sh->sh_srv->s_me->cs_name, name_of(sh, he->he_home), why);
 }

@@ -63,8 +63,10 @@ struct srv_home;
  * to release its handle on the shadow of home h before an engine is
  * opened on it (shadow_release: 0, or a negative code with a message:
  * the takeover waits and tries again at the next map step), and to take
- * it again after that engine closed (shadow_resume).  NULL hooks: none
- * (the shadow is not held by anything else in this process).
+ * it again after that engine closed (shadow_resume).  NULL hooks (the
+ * default): repl's srv_repl_shadow_take() / srv_repl_shadow_give()
+ * (core/server/srv_repl.h), which close the standby's handle and refuse
+ * the home's ships and snapshots (-EBUSY) meanwhile.
  */
 struct srv_home_shadow_ops {
 	int (*so_release)(void *arg, uint32_t h);

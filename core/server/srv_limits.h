@@ -27,6 +27,9 @@
  * to a re-sync by snapshot. */
 #define SRV_REPL_QUEUE 4096u
 #define SRV_REPL_QUEUE_BYTES (256ull << 20)
+/* Consecutive write sets sent to a standby in one call (applied there in
+ * one transaction). */
+#define SRV_REPL_BATCH 64u
 /* Op tags (IdxReq.tag): 63 bits, so that a version entry keeps one beside
  * its tombstone bit (srv_idx_internal.h, struct vent). */
 #define MSG_TAG_MAX ((1ull << 63) - 1)

@@ -55,7 +55,7 @@ struct srv_repl {
 	bool r_on;              /* the hook is set */
 	uint32_t r_nsb;
 	struct repl_sb r_sb[CLU_REPLICAS_MAX];
-	struct peers *r_peers;
+	struct peers *r_peers;  /* the server's s_peers */
 	/* standby side: one shadow per home, and its snapshot being
 	 * received */
 	pthread_mutex_t r_shlock[CLU_SERVERS_MAX];
@@ -65,6 +65,7 @@ struct srv_repl {
 	uint64_t r_snaptotal[CLU_SERVERS_MAX];
 	uint64_t r_snapseq[CLU_SERVERS_MAX];
 	bool r_standby_of[CLU_SERVERS_MAX];
+	bool r_taken[CLU_SERVERS_MAX];  /* srv_repl_shadow_take() */
 };
 
 /* ------------------------------------------------------------ standbys */
@@ -394,6 +395,11 @@ static void *repl_sender_main(void *arg)
 {
 	struct srv_repl *r = ((struct sender_arg *)arg)->sa_r;
 	struct repl_sb *b = ((struct sender_arg *)arg)->sa_b;
+	struct repl_set *batch[SRV_REPL_BATCH];
+	uint8_t *cat = NULL;
+	const void *data;
+	size_t bytes;
+	uint32_t nb, taken;
 
 	free(arg);
 	pthread_mutex_lock(&r->r_lock);
@@ -419,22 +425,58 @@ static void *repl_sender_main(void *arg)
 			set_put_locked(rs);
 			continue;
 		}
-		rs->rs_refs++;
+		/* the consecutive sets queued behind it go in the same call
+		 * (applied in one transaction there), up to
+		 * MSG_REPL_SET_MAX bytes and SRV_REPL_BATCH sets */
+		nb = 0;
+		bytes = 0;
+		for (uint32_t i = 0; i < b->rb_qnr && nb < SRV_REPL_BATCH;
+		     i++) {
+			struct repl_set *x =
+				b->rb_q[(b->rb_qhead + i) % SRV_REPL_QUEUE];
+
+			if ((nb > 0 && (x->rs_seq != batch[nb - 1]->rs_seq + 1 ||
+					bytes + x->rs_len > MSG_REPL_SET_MAX)))
+				break;
+			x->rs_refs++;
+			batch[nb++] = x;
+			bytes += x->rs_len;
+		}
+		taken = nb;
 		pthread_mutex_unlock(&r->r_lock);
+		data = rs->rs_data;
+		if (nb > 1) {
+			cat = malloc(bytes);
+			if (cat == NULL) {
+				nb = 1; /* the first alone */
+				bytes = rs->rs_len;
+			} else {
+				size_t at = 0;
+
+				for (uint32_t i = 0; i < nb; i++) {
+					memcpy(cat + at, batch[i]->rs_data,
+					       batch[i]->rs_len);
+					at += batch[i]->rs_len;
+				}
+				data = cat;
+			}
+		}
 		q.home = r->r_s->s_self;
 		q.seq = rs->rs_seq;
-		rc = repl_call(r, b, SOP_REPL_SHIP, &q, rs->rs_data, rs->rs_len,
-			       &answered);
+		rc = repl_call(r, b, SOP_REPL_SHIP, &q, data, bytes, &answered);
+		free(cat);
+		cat = NULL;
 		pthread_mutex_lock(&r->r_lock);
 		if (rc == 0 && b->rb_state == SB_INSYNC) {
-			if (b->rb_acked < rs->rs_seq)
-				b->rb_acked = rs->rs_seq;
+			if (b->rb_acked < batch[nb - 1]->rs_seq)
+				b->rb_acked = batch[nb - 1]->rs_seq;
 			pthread_cond_broadcast(&r->r_cond);
 		} else if (rc != 0) {
 			sb_behind_locked(r, b, answered ? err_msg() :
 					 "unreachable");
 		}
-		set_put_locked(rs);
+		for (uint32_t i = 0; i < taken; i++)
+			set_put_locked(batch[i]);
 	}
 	pthread_mutex_unlock(&r->r_lock);
 	return NULL;
@@ -451,10 +493,10 @@ int srv_repl_start(struct srv *s)
 	n = srv_repl_standbys(s->s_conf, s->s_self, sb);
 	if (n <= 0)
 		return n;
-	rc = peers_create(&r->r_peers, s->s_conf, s->s_ep);
-	if (rc != 0)
-		return rc;
-	peers_set_server(r->r_peers);
+	/* The server's own table: a second table on the same endpoint would
+	 * open a second session to each peer, and the peer keeps one per
+	 * endpoint (each connect dropped the other's). */
+	r->r_peers = s->s_peers;
 	for (int i = 0; i < n; i++) {
 		r->r_sb[i].rb_srv = sb[i];
 		r->r_sb[i].rb_q = calloc(SRV_REPL_QUEUE, sizeof(void *));
@@ -503,10 +545,7 @@ void srv_repl_stop(struct srv *s)
 			pthread_join(r->r_sb[i].rb_thr, NULL);
 			r->r_sb[i].rb_thr_on = false;
 		}
-	if (r->r_peers != NULL) {
-		peers_destroy(r->r_peers);
-		r->r_peers = NULL;
-	}
+	r->r_peers = NULL; /* the server's (peers_destroy() in srv_stop) */
 }
 
 /* ---------------------------------------------------------- standby side */
@@ -650,8 +689,14 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	} else {
 		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&r->r_shlock[q->home]);
-		rc = op == SOP_REPL_SHIP ? repl_apply(r, req, q, blen)
-					 : repl_snap_chunk(r, req, q, blen);
+		if (r->r_taken[q->home])
+			rc = err_set(-EBUSY, "server %s: its shadow of %s "
+				     "serves a takeover", s->s_me->cs_name,
+				     s->s_conf->cc_servers[q->home].cs_name);
+		else
+			rc = op == SOP_REPL_SHIP ?
+			     repl_apply(r, req, q, blen) :
+			     repl_snap_chunk(r, req, q, blen);
 		pthread_mutex_unlock(&r->r_shlock[q->home]);
 	}
 	rpc_sreq_reply(req, rc, NULL, 0, rc != 0 ? err_msg() : NULL);
@@ -689,6 +734,44 @@ int srv_repl_register(struct srv *s)
 	if (rc == 0)
 		rc = rpc_handler_set(s->s_ep, SOP_REPL_SNAP, srv_repl_handle, s);
 	return rc;
+}
+
+int srv_repl_shadow_take(struct srv *s, uint32_t h, char *dir, size_t len)
+{
+	struct srv_repl *r = s->s_repl;
+	int rc = 0;
+
+	if (r == NULL || h >= s->s_conf->cc_nr_servers || !r->r_standby_of[h])
+		return err_set(-EINVAL, "server %s: no shadow of server %u",
+			       s->s_me->cs_name, h);
+	pthread_mutex_lock(&r->r_shlock[h]);
+	if (r->r_taken[h]) {
+		rc = err_set(-EBUSY, "server %s: its shadow of %s is taken "
+			     "already", s->s_me->cs_name,
+			     s->s_conf->cc_servers[h].cs_name);
+	} else {
+		eng_shadow_close(r->r_sh[h]);
+		r->r_sh[h] = NULL;
+		if (r->r_snapfd[h] >= 0) {
+			close(r->r_snapfd[h]);
+			r->r_snapfd[h] = -1;
+		}
+		r->r_taken[h] = true;
+		snprintf(dir, len, "%s/shadow-s%u", s->s_me->cs_data_dir, h);
+	}
+	pthread_mutex_unlock(&r->r_shlock[h]);
+	return rc;
+}
+
+void srv_repl_shadow_give(struct srv *s, uint32_t h)
+{
+	struct srv_repl *r = s->s_repl;
+
+	if (r == NULL || h >= CLU_SERVERS_MAX)
+		return;
+	pthread_mutex_lock(&r->r_shlock[h]);
+	r->r_taken[h] = false;
+	pthread_mutex_unlock(&r->r_shlock[h]);
 }
 
 void srv_repl_fini(struct srv *s)

@@ -68,4 +68,21 @@ void srv_repl_stop(struct srv *s);
  *  engine closed). */
 void srv_repl_fini(struct srv *s);
 
+/**
+ * For a takeover of home h by this server (one of its standbys): close
+ * this server's shadow of h and refuse SOP_REPL_SHIP/SNAP from h with
+ * -EBUSY until srv_repl_shadow_give() (so a home that comes back cannot
+ * re-sync the shadow from its own older store while it is served from
+ * here; its sender retries every SRV_REPL_RETRY_MS).  The shadow's LMDB
+ * directory (DATA_DIR/shadow-sH) goes into dir (len bytes): the caller
+ * opens an engine on it (eng_conf.ec_meta_dir).  Returns 0, -EINVAL (h
+ * not a home this server is a standby of, or meta_replicas 1), -EBUSY
+ * (already taken).
+ */
+int srv_repl_shadow_take(struct srv *s, uint32_t h, char *dir, size_t len);
+/** End a takeover of srv_repl_shadow_take(): the shadow of h serves its
+ *  home's write sets again (opened on the next one).  The caller has
+ *  closed its engine on it. */
+void srv_repl_shadow_give(struct srv *s, uint32_t h);
+
 #endif

@@ -137,7 +137,7 @@ static const char *bc_prov = "tcp;ofi_rxm";
 	       "servers and client share 2 cores"
 #define BC_SHM_DEV_MB 384u      /* tmpfs cluster: 2 devices of this */
 #define BC_NV_DEV_MB 256u       /* nvram cluster: 1 NVRAM device of this */
-#define BC_PORTS 60u            /* ports per run: 4 clusters, raw figures */
+#define BC_PORTS 66u            /* ports per run: 6 clusters, raw figures */
 #define BC_EMU_LEN 256u
 
 struct bc_fig {
@@ -168,6 +168,8 @@ static uint16_t bc_port;        /* the cluster up: its 3 servers' first */
 static uint16_t bc_raw_port;
 static const char *bc_only;     /* --figs: groups to run, NULL: all */
 static enum bc_kind bc_kind;    /* the cluster up */
+/* cluster.meta_replicas of the disk cluster (0: the file has none) */
+static uint32_t bc_meta_r;
 static char bc_shm_dir[64];     /* /dev/shm/strata-bench-PID, "": none */
 /* Held while servers are started or stopped and while the directories
  * are removed, so the signal thread sees every server this run made. */
@@ -316,8 +318,10 @@ static int bc_write_conf(const char *path)
 		return -errno;
 	fprintf(f, "cluster:\n  name: bench\n  secret_file: secret\n"
 		"  provider: \"%s\"\n  index_replicas: 3\n"
-		"  connect_timeout: 2s\n  call_timeout: 30s\n"
-		"device_size: %uMiB\nservers:\n", bc_prov,
+		"  connect_timeout: 2s\n  call_timeout: 30s\n", bc_prov);
+	if (bc_meta_r != 0)
+		fprintf(f, "  meta_replicas: %u\n", bc_meta_r);
+	fprintf(f, "device_size: %uMiB\nservers:\n",
 		shm ? BC_SHM_DEV_MB : 512u);
 	for (uint32_t i = 0; i < BC_SERVERS; i++) {
 		fprintf(f, "  - name: s%u\n    address: 127.0.0.1\n"
@@ -703,6 +707,58 @@ static double bc_bw_qd(struct clovis_obj *o, enum clovis_obj_opcode opc,
 		free(bufs[k]);
 	}
 	return done * (BC_MIB / 1e6) / t0;
+}
+
+/* Writes of per blocks to STABLE per second, qd in flight (at most
+ * BC_QD_BW_DEEP): 1 MiB ones cycling over BC_BW_REGION MiB of o, smaller
+ * ones at random blocks of its first BC_LAT_BLOCKS. */
+static double bc_wr_qd(struct clovis_obj *o, uint64_t per, uint32_t qd)
+{
+	struct clovis_op *ops[BC_QD_BW_DEEP] = { NULL };
+	uint64_t starts[BC_QD_BW_DEEP], nrs[BC_QD_BW_DEEP];
+	size_t lens[BC_QD_BW_DEEP];
+	void *bufs[BC_QD_BW_DEEP];
+	struct clovis_extvec ev[BC_QD_BW_DEEP];
+	struct clovis_bufvec bv[BC_QD_BW_DEEP];
+	uint64_t done = 0, next = 0, rnd = 88172645463325252ull;
+	double t0 = bc_now(), end = t0 + bc_secs;
+
+	for (uint32_t k = 0; k < qd; k++) {
+		bufs[k] = bc_alloc(per << BC_BLK_SHIFT);
+		lens[k] = per << BC_BLK_SHIFT;
+		nrs[k] = per;
+		ev[k] = (struct clovis_extvec){ 1, &starts[k], &nrs[k] };
+		bv[k] = (struct clovis_bufvec){ 1, &bufs[k], &lens[k] };
+	}
+	for (uint32_t k = 0; bc_now() < end || k % qd != 0; k++) {
+		uint32_t s = k % qd;
+
+		if (ops[s] != NULL) {
+			bc_die(clovis_op_wait(ops[s], CLOVIS_OS_STABLE,
+					      CLOVIS_TIME_NEVER), "write");
+			clovis_op_free(ops[s]);
+			ops[s] = NULL;
+			done++;
+		}
+		if (bc_now() >= end)
+			continue;
+		starts[s] = per == 1 ? bc_rand(&rnd) % BC_LAT_BLOCKS :
+			    (next++ % BC_BW_REGION) * per;
+		bc_die(clovis_obj_op(o, CLOVIS_OC_WRITE, &ev[s], &bv[s], 0,
+				     &ops[s]), "write");
+		bc_die(clovis_op_launch(&ops[s], 1), "launch");
+	}
+	t0 = bc_now() - t0;
+	for (uint32_t k = 0; k < qd; k++) {
+		if (ops[k] != NULL) {
+			clovis_op_wait(ops[k], CLOVIS_OS_STABLE,
+				       CLOVIS_TIME_NEVER);
+			clovis_op_free(ops[k]);
+			done++;
+		}
+		free(bufs[k]);
+	}
+	return done / t0;
 }
 
 static double bc_bw(struct clovis_obj *o, enum clovis_obj_opcode opc)
@@ -1369,8 +1425,9 @@ int main(int argc, char **argv)
 			"flight, devices on /dev/shm), metanv (1 MiB, 4 and "
 			"16 in flight, devices on the disk, metadata on "
 			"/dev/shm), nvram (1 MiB, 1, 4 and 16 in flight, a "
-			"plain object on NVRAM devices on /dev/shm); default "
-			"all\n");
+			"plain object on NVRAM devices on /dev/shm), repl "
+			"(4 KiB and 1 MiB writes, 16 in flight, meta_replicas "
+			"1 against 3); default all\n");
 		return 2;
 	}
 	if (bc_secs <= 0)
@@ -1380,14 +1437,15 @@ int main(int argc, char **argv)
 	/* bench_fi.c exits on its own errors: stop the servers then too. */
 	atexit(bc_at_exit);
 	/* BC_PORTS ports per run: the disk cluster's 3, the tmpfs
-	 * cluster's 3, the metanv cluster's 3, the nvram cluster's 3, then
+	 * cluster's 3, the metanv cluster's 3, the nvram cluster's 3, the
+	 * two repl clusters' 3 each, then
 	 * 2 per raw figure (bfi_*: 21 figures at most, 42 ports).  All
 	 * below 32768, the start of the kernel's ephemeral range: a fixed
 	 * port inside it can already be the local end of one of the run's
 	 * own connections (a raw endpoint failed with EADDRINUSE so). */
 	bc_port0 = (uint16_t)(24000 + (getpid() % 130) * BC_PORTS);
 	bc_port = bc_port0;
-	bc_raw_port = (uint16_t)(bc_port0 + 4 * BC_SERVERS);
+	bc_raw_port = (uint16_t)(bc_port0 + 6 * BC_SERVERS);
 	fprintf(bc_json ? stderr : stdout, "# strata_bench_cluster: %u "
 		"servers on 127.0.0.1:%u.., provider %s, %.1f s per figure\n",
 		BC_SERVERS, bc_port, bc_prov, bc_secs);
@@ -1448,6 +1506,35 @@ int main(int argc, char **argv)
 		bc_figs_bw_more(&o, BC_QD_BW);
 		bc_figs_bw_more(&o, BC_QD_BW_DEEP);
 		bc_servers_stop();
+	}
+	if (bc_want("repl")) {
+		/* Replicated homes: the disk cluster with meta_replicas 1,
+		 * then 3; writes to STABLE, 16 in flight, on one object (one
+		 * home, its two standbys). */
+		double w4[2], w1m[2];
+
+		for (uint32_t k = 0; k < 2; k++) {
+			bc_kind = BC_K_DISK;
+			bc_meta_r = k == 0 ? 1 : 3;
+			bc_port = (uint16_t)(bc_port0 + (4 + k) * BC_SERVERS);
+			bc_cluster_up(dir);
+			bc_obj_filled(&o, 7 + k);
+			w4[k] = bc_wr_qd(&o, 1, BC_QD_BW_DEEP);
+			w1m[k] = bc_wr_qd(&o, BC_MIB >> BC_BLK_SHIFT,
+					  BC_QD_BW_DEEP) * (BC_MIB / 1e6);
+			bc_servers_stop();
+		}
+		bc_meta_r = 0;
+		bc_fig("repl 4KiB write, qd16, R=1", w4[0], 0, "IOPS", 0,
+		       false, BC_EMU "; meta_replicas 1; to STABLE");
+		bc_fig("repl 4KiB write, qd16, R=3", w4[1], w4[0], "IOPS", 0.85,
+		       false, BC_EMU "; meta_replicas 3; raw: R=1 (goal: at "
+		       "most 15 % slower)");
+		bc_fig("repl 1MiB write, qd16, R=1", w1m[0], 0, "MB/s", 0,
+		       false, BC_EMU "; meta_replicas 1; to STABLE");
+		bc_fig("repl 1MiB write, qd16, R=3", w1m[1], w1m[0], "MB/s",
+		       0.95, false, BC_EMU "; meta_replicas 3; raw: R=1 (goal: "
+		       "at most 5 % slower)");
 	}
 	bc_print();
 	fprintf(bc_json ? stderr : stdout, "# elapsed %.1f s\n",

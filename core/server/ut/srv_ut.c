@@ -4,7 +4,9 @@
  * the foreground on 127.0.0.1 at a port picked in 57000-59999 and retried
  * when taken).
  *
- * Device requests (SOP_DEV, t_bad_dev) are checked the same way.
+ * Device requests (SOP_DEV, t_bad_dev) and replication requests
+ * (SOP_REPL_SHIP/SNAP, t_bad_repl: the cluster file has meta_replicas 2,
+ * so s0 is the standby of s1, which never runs) are checked the same way.
  * Every bad request must be answered with its error code and a message
  * naming the field, be counted in the server's STATUS (bad_requests, or
  * rpc_dropped for what the RPC layer drops), change nothing, and leave the
@@ -23,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/eng_repl.h"
 #include "core/errors.h"
 #include "core/server/msg.h"
 #include "tests/ut.h"
@@ -74,7 +77,7 @@ static int su_write_conf(const char *path, unsigned port)
 	if (f == NULL)
 		return -1;
 	fprintf(f, "cluster:\n  name: ut\n  secret: \"%s\"\n"
-		"  call_timeout: 10s\n"
+		"  call_timeout: 10s\n  meta_replicas: 2\n"
 		"device_size: 32MiB\n"
 		"servers:\n  - name: s0\n    address: 127.0.0.1\n"
 		"    port: %u\n    data_dir: store\n"
@@ -819,6 +822,138 @@ static void t_bad_dev(void)
 }
 
 /* SIGTERM: the server stops cleanly (exit 0) within the bound. */
+/* A replication request from "home" s1: its code, message in msg. */
+static int su_repl(uint32_t op, const ReplReq *q, const void *data,
+		   size_t len, char *msg, size_t mlen)
+{
+	struct iovec iov = {(void *)data, len};
+	struct rpc_bulk bk = {RPC_BULK_OUT, &iov, 1};
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q->base, &b), 0);
+	rc = su_call(op, b.mb_p, b.mb_len, len > 0 ? &bk : NULL, &res,
+		     SU_CALL_MS);
+	snprintf(msg, mlen, "%s", res.rr_msg);
+	free(res.rr_body);
+	free(b.mb_p);
+	return rc;
+}
+
+/* A write set of seq with one idx record key -> val (eng_repl.h). */
+static size_t su_wset(uint8_t *p, uint64_t seq, const char *key,
+		      const char *val)
+{
+	size_t kl = strlen(key), vl = strlen(val), sl = 8, n = 24;
+	uint32_t v32;
+	uint16_t v16;
+
+	/* records: idx put, then sys repl:seq */
+	p[n] = 4; p[n + 1] = ENG_WSET_PUT;
+	v16 = (uint16_t)kl; memcpy(p + n + 2, &v16, 2);
+	v32 = (uint32_t)vl; memcpy(p + n + 4, &v32, 4);
+	memcpy(p + n + 8, key, kl);
+	memcpy(p + n + 8 + kl, val, vl);
+	n += 8 + kl + vl;
+	p[n] = 0; p[n + 1] = ENG_WSET_PUT;
+	v16 = (uint16_t)strlen(ENG_REPL_SEQ_KEY); memcpy(p + n + 2, &v16, 2);
+	v32 = (uint32_t)sl; memcpy(p + n + 4, &v32, 4);
+	memcpy(p + n + 8, ENG_REPL_SEQ_KEY, strlen(ENG_REPL_SEQ_KEY));
+	memcpy(p + n + 8 + strlen(ENG_REPL_SEQ_KEY), &seq, 8);
+	n += 8 + strlen(ENG_REPL_SEQ_KEY) + 8;
+	v32 = ENG_WSET_MAGIC; memcpy(p, &v32, 4);
+	v16 = ENG_WSET_VERSION; memcpy(p + 4, &v16, 2);
+	v16 = 0; memcpy(p + 6, &v16, 2);
+	memcpy(p + 8, &seq, 8);
+	v32 = 2; memcpy(p + 16, &v32, 4);
+	v32 = (uint32_t)(n - 24); memcpy(p + 20, &v32, 4);
+	return n;
+}
+
+/* Replication (SOP_REPL_*): malformed requests refused naming the field
+ * (counted bad), garbled write sets refused by the shadow with nothing
+ * changed, a valid one applied (x86: little endian, as the format). */
+static void t_bad_repl(void)
+{
+	static const char garbage[] = "\xff\xff\xff\xff not a ReplReq";
+	ReplReq q = REPL_REQ__INIT;
+	uint8_t ws[256], bad[256], chunk[4096] = {0};
+	char msg[256];
+	size_t n;
+
+	su_bad("repl garbage", SOP_REPL_SHIP, NULL, garbage,
+	       sizeof garbage - 1, NULL, -EBADMSG, "not a ReplReq");
+	q.home = 0; /* the receiver itself */
+	q.seq = 1;
+	su_bad("repl home self", SOP_REPL_SHIP, &q.base, NULL, 0, NULL,
+	       -EINVAL, "repl.home");
+	q.home = 7;
+	su_bad("repl home past", SOP_REPL_SHIP, &q.base, NULL, 0, NULL,
+	       -EINVAL, "repl.home");
+	q.home = 1;
+	q.seq = 0;
+	su_bad("repl seq 0", SOP_REPL_SHIP, &q.base, NULL, 0, NULL, -EINVAL,
+	       "repl.seq");
+	q.seq = 1;
+	q.off = 4096;
+	su_bad("repl ship off", SOP_REPL_SHIP, &q.base, NULL, 0, NULL,
+	       -EINVAL, "repl.off");
+	q.off = 8192;
+	q.total = 4096;
+	q.last = true;
+	{
+		struct iovec iov = {chunk, sizeof chunk};
+		struct rpc_bulk bk = {RPC_BULK_OUT, &iov, 1};
+
+		su_bad("repl snap past total", SOP_REPL_SNAP, &q.base, NULL, 0,
+		       &bk, -EINVAL, "repl.off");
+		q.off = 0;
+		q.total = 8192;
+		su_bad("repl snap last early", SOP_REPL_SNAP, &q.base, NULL, 0,
+		       &bk, -EINVAL, "repl.last");
+		q.off = 4096;
+		q.last = true;
+		/* well formed, but no snapshot was begun (off 0) */
+		CU_ASSERT_EQUAL(su_repl(SOP_REPL_SNAP, &q, chunk, sizeof chunk,
+					msg, sizeof msg), -EINVAL);
+		CU_ASSERT(strstr(msg, "repl.off") != NULL);
+	}
+	q = (ReplReq)REPL_REQ__INIT;
+	q.home = 1;
+	q.seq = 1;
+	/* the shadow of s1 is new: a probe at seq 1 is behind */
+	CU_ASSERT_EQUAL(su_repl(SOP_REPL_SHIP, &q, NULL, 0, msg, sizeof msg),
+			-ESTALE);
+	n = su_wset(ws, 1, "ut-key", "ut-value");
+	for (size_t at = 0; at < n; at++) {
+		if (at >= 32 && at < 46)
+			continue; /* the record's key and value: any bytes */
+		memcpy(bad, ws, n);
+		bad[at] ^= 0x5a;
+		if (su_repl(SOP_REPL_SHIP, &q, bad, n, msg, sizeof msg) !=
+		    -EINVAL) {
+			fprintf(stderr, "server: write set garbled at %zu: "
+				"%s\n", at, msg);
+			CU_FAIL("a garbled write set taken");
+		}
+	}
+	CU_ASSERT_EQUAL(su_repl(SOP_REPL_SHIP, &q, ws, n - 1, msg, sizeof msg),
+			-EINVAL);
+	/* nothing changed: still behind at seq 1 */
+	CU_ASSERT_EQUAL(su_repl(SOP_REPL_SHIP, &q, NULL, 0, msg, sizeof msg),
+			-ESTALE);
+	CU_ASSERT(strstr(msg, "at seq 0") != NULL);
+	/* the set itself: applied */
+	CU_ASSERT_EQUAL(su_repl(SOP_REPL_SHIP, &q, ws, n, msg, sizeof msg), 0);
+	CU_ASSERT_EQUAL(su_repl(SOP_REPL_SHIP, &q, NULL, 0, msg, sizeof msg),
+			0);
+	/* again: not the next one */
+	CU_ASSERT_EQUAL(su_repl(SOP_REPL_SHIP, &q, ws, n, msg, sizeof msg),
+			-ESTALE);
+	CU_ASSERT(strstr(msg, "ahead") != NULL);
+}
+
 static void t_sigterm(void)
 {
 	uint64_t until = su_ms() + 30000;
@@ -855,6 +990,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "oversize", t_oversize) == NULL ||
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||
+	    CU_add_test(s, "bad_repl", t_bad_repl) == NULL ||
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
 	    CU_add_test(s, "sigterm", t_sigterm) == NULL)
 		return -1;
