@@ -16,8 +16,9 @@
  *   expect: "T RULE KIND TARGET[/DEV] STATE" (TARGET "-" for the map),
  *           HOME_MOVE with ">ACTING" after the target
  *
- * Then properties over random histories (fixed seeds): a leader change
- * after any prefix of any step's decisions takes exactly the rest, and the
+ * Then properties over random histories (fixed seeds; every other one with
+ * meta_replicas 3, so homes move and come back): a leader change after
+ * any prefix of any step's decisions takes exactly the rest, and the
  * step-by-step run, ha_replay() and a second ha_replay() agree.
  */
 #include <CUnit/CUnit.h>
@@ -709,7 +710,7 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 		HA_EV_SRV_JOINED, HA_EV_SRV_JOINED, HA_EV_DEV_IOERR,
 		HA_EV_DEV_FAILED, HA_EV_OP_FAIL, HA_EV_OP_REPLACE,
 		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
-		HA_EV_JOB_FAILED, HA_EV_JOB_DONE,
+		HA_EV_JOB_FAILED, HA_EV_JOB_DONE, HA_EV_HOME_READY,
 	};
 	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
 
@@ -721,6 +722,9 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 	snprintf(e->he_reporter, sizeof e->he_reporter, "s%u",
 		 rnd(m->hm_nr_servers));
 	e->he_incarnation = rnd(3) ? 0 : 1 + rnd(4);
+	if (e->he_kind == HA_EV_HOME_READY && rnd(4)) /* mostly its own */
+		snprintf(e->he_reporter, sizeof e->he_reporter, "%s",
+			 s->hs_name);
 	e->he_count = 1 + rnd(2);
 	if (e->he_kind == HA_EV_DEV_IOERR || e->he_kind == HA_EV_DEV_FAILED ||
 	    e->he_kind == HA_EV_OP_REPLACE ||
@@ -851,10 +855,14 @@ static void test_random(void)
 	uint32_t nr = 40;
 	bool bad = false;
 
+	uint32_t moves = 0, backs = 0;
+
 	ha_rules_init_test(&r);
 	for (uint64_t seed = 1; seed <= 300 && !bad; seed++) {
 		rnd_state = seed;
 		random_map(&m0);
+		/* every other history with homes taken over (rule home) */
+		m0.hm_meta_replicas = seed % 2 ? 3 : 1;
 		m = m0;
 		memset(&steps, 0, sizeof steps);
 		random_steps(&r, &m, ev, nr, &steps, &bad);
@@ -890,8 +898,18 @@ static void test_random(void)
 		}
 		if (bad)
 			printf(" (seed %llu)", (unsigned long long)seed);
+		for (uint32_t j = 0; j < a.g_nr; j++)
+			if (a.g_dec[j].hd_kind == HA_DEC_HOME_MOVE) {
+				moves++;
+				backs += strcmp(a.g_dec[j].hd_acting,
+						a.g_dec[j].hd_target) == 0;
+			}
 	}
 	CU_ASSERT(!bad);
+	/* the histories do move homes, and give some back */
+	CU_ASSERT(moves > 10);
+	CU_ASSERT(backs > 0);
+	printf("\n  random: %u home moves, %u handbacks ", moves, backs);
 }
 
 /* A full output says so; the rest comes on the next call. */
