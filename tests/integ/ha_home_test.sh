@@ -139,6 +139,9 @@ A=$(acting "$V")
 echo "     home s$V served by $A"
 check "the acting server is another ONLINE server" \
 	test -n "$A" -a "$A" != "s$V"
+cl cluster status
+check "cluster status says home s$V is served by $A" \
+	grep -q "ha: home s$V served by $A" <<<"$out"
 # the first successful write of a new object homed on s$V
 first=""
 k=0
