@@ -6,7 +6,10 @@
  * ships each engine request to the server(s) that hold its entity and fills
  * the request's results as the embedded engine would:
  *
- *   object (attributes and data)   its home server (clu_home())
+ *   object (attributes and data)   its home server (clu_home()), or the
+ *                                  server the cluster map has acting for
+ *                                  that home (docs/cluster.md "Taking
+ *                                  over a home"; clu_obj_target())
  *   container CREATE / DELETE      every server (DELETE after checking
  *                                  that every server's copy is empty)
  *   container OPEN / GETATTR       the first live server from its home
@@ -40,6 +43,7 @@
 #include "core/server/msg.h"
 #include "core/server/peers.h"
 #include "ha/ha.pb-c.h"
+#include "ha/map.h"
 #include "ha/srv_ha.h"
 
 struct clu_client {
@@ -50,6 +54,11 @@ struct clu_client {
 	uint64_t cc_redone;     /* of those, handed to a worker at their end */
 	uint64_t cc_tag_id;     /* this client instance's random id */
 	uint64_t cc_tag_ops;    /* index updates tagged (atomic) */
+	/* homes by the cluster map (HA clusters; under cc_mlock) */
+	pthread_mutex_t cc_mlock;
+	bool cc_map_on;         /* the map takes homes over */
+	uint64_t cc_map_epoch;
+	uint32_t cc_acting[CLU_SERVERS_MAX]; /* server serving each home */
 };
 
 static struct clu_client *clu_of(struct clovis *cl)
@@ -93,11 +102,117 @@ static int clu_call(struct clu_client *c, uint32_t i, uint32_t op,
 	return clu_call_ans(c, i, op, pb, bulk, want_rcs, rp, NULL);
 }
 
+static int clu_ha_call(struct clu_client *c, uint32_t s, const HaReq *q,
+		       char **out);
+
 /* The i-th server in ring order from the home of id. */
 static uint32_t clu_ring(const struct clu_client *c, const struct st_id *id,
 			 uint32_t i)
 {
 	return (clu_home(&c->cc_conf, id) + i) % c->cc_conf.cc_nr_servers;
+}
+
+/*
+ * Homes by the map (docs/cluster.md "Taking over a home").  In a cluster
+ * with HA whose map keeps standbys (meta_replicas > 1), the objects of a
+ * home h are served by the server the map has acting for h (h itself
+ * unless h was taken over).  The client holds the acting server of each
+ * home from the map it last read from a server (HAK_MAP, at open and
+ * whenever the server it sent an object request to refused it with
+ * -EREMCHG or could not be reached), and sends object requests there.
+ */
+static uint32_t clu_obj_target(struct clu_client *c, const struct st_id *id)
+{
+	uint32_t h = clu_home(&c->cc_conf, id), a;
+
+	pthread_mutex_lock(&c->cc_mlock);
+	a = c->cc_map_on ? c->cc_acting[h] : h;
+	pthread_mutex_unlock(&c->cc_mlock);
+	return a;
+}
+
+/* Read the map from the first server that answers, from the one after
+ * avoid on (the one that failed us: it is asked last); take its homes.
+ * Returns 0, or the error of the last server asked. */
+static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
+{
+	const struct clu_conf *cf = &c->cc_conf;
+	HaReq q = HA_REQ__INIT;
+	struct ha_map *m;
+	int rc = -EHOSTDOWN;
+
+	if (cf->cc_nr_etcd == 0)
+		return -ENOTSUP;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return err_set(-ENOMEM, "cluster map");
+	q.kind = HAK_MAP;
+	for (uint32_t k = 1; k <= cf->cc_nr_servers; k++) {
+		uint32_t s = (avoid + k) % cf->cc_nr_servers;
+		char *text = NULL;
+
+		rc = clu_ha_call(c, s, &q, &text);
+		if (rc == 0 && text != NULL)
+			rc = ha_map_from_json(m, text, strlen(text));
+		else if (rc == 0)
+			rc = err_set(-EIO, "server %s: an empty map",
+				     cf->cc_servers[s].cs_name);
+		free(text);
+		if (rc == 0)
+			break;
+	}
+	if (rc == 0) {
+		bool same = m->hm_nr_servers == cf->cc_nr_servers;
+
+		for (uint32_t i = 0; same && i < cf->cc_nr_servers; i++)
+			same = strcmp(m->hm_servers[i].hs_name,
+				      cf->cc_servers[i].cs_name) == 0;
+		pthread_mutex_lock(&c->cc_mlock);
+		if (m->hm_epoch >= c->cc_map_epoch) {
+			c->cc_map_epoch = m->hm_epoch;
+			c->cc_map_on = same && m->hm_meta_replicas >= 2;
+			for (uint32_t h = 0; h < cf->cc_nr_servers; h++) {
+				int a = ha_home_acting(m, h);
+				c->cc_acting[h] = same && a >= 0 ? (uint32_t)a
+								: h;
+			}
+		}
+		pthread_mutex_unlock(&c->cc_mlock);
+		/* the process's epoch is left to the servers' refusals
+		 * (peers.h): a request of an older one is refused and sent
+		 * again at once */
+	}
+	free(m);
+	return rc;
+}
+
+/* Should an object request refused or failed with rc by the server it
+ * went to (answered: the server answered) be sent to the map's acting
+ * server again?  Reads the map; true when the request should go again
+ * (to clu_obj_target()): a refusal for the home (-EREMCHG: nothing ran)
+ * always, a server unreachable when the map now names another one. */
+static bool clu_obj_reroute(struct clu_client *c, const struct st_id *id,
+			    uint32_t was, int rc, bool answered)
+{
+	bool unreachable = !answered || rc == -EHOSTDOWN ||
+			   rc == -ETIMEDOUT;
+
+	if (c->cc_conf.cc_nr_etcd == 0 || (rc != -EREMCHG && !unreachable))
+		return false;
+	if (answered && rc == -EHOSTDOWN)
+		return false; /* the home answered: its own call failed */
+	if (clu_map_refresh(c, was) != 0)
+		return false;
+	if (clu_obj_target(c, id) == was && rc != -EREMCHG)
+		return false;
+	LOG_INFO("object %s: server %s %s; the map has home %s served by %s "
+		 "(epoch %" PRIu64 "): sent there", eng_id_str(id),
+		 c->cc_conf.cc_servers[was].cs_name,
+		 rc == -EREMCHG ? "does not serve its home" : "unreachable",
+		 c->cc_conf.cc_servers[clu_home(&c->cc_conf, id)].cs_name,
+		 c->cc_conf.cc_servers[clu_obj_target(c, id)].cs_name,
+		 c->cc_map_epoch);
+	return true;
 }
 
 static uint32_t clu_replicas(const struct clu_client *c)
@@ -394,6 +509,39 @@ static int clu_idx_ent_all(struct clu_client *c, struct eng_req *r)
 	return clu_finish(r, 0, rp);
 }
 
+/*
+ * An object's entity request (CREATE, DELETE, OPEN, GETATTR) to the
+ * server serving its home.  Sent once more to the map's acting server
+ * when refused there (-EREMCHG: nothing ran), or, for OPEN and GETATTR
+ * (reads), when that server could not be reached and the map names
+ * another; a CREATE or DELETE whose server could not be reached is not
+ * sent again (it may have been applied: sent again it could answer
+ * -EEXIST or -ENOENT for what succeeded): its error goes to the caller.
+ */
+static int clu_obj_ent(struct clu_client *c, struct eng_req *r, EntReq *q,
+		       Reply **rp)
+{
+	bool read = r->er_kind == ER_ENT_OPEN || r->er_kind == ER_ENT_GETATTR;
+	int rc = 0;
+
+	for (uint32_t t = 0; t < 2; t++) {
+		uint32_t s = clu_obj_target(c, &r->er_id);
+		bool answered;
+
+		rc = clu_call_ans(c, s, SOP_ENT, &q->base, NULL, 0, rp,
+				  &answered);
+		if (rc == 0 || t == 1 ||
+		    (!read && rc != -EREMCHG) ||
+		    !clu_obj_reroute(c, &r->er_id, s, rc, answered))
+			break;
+		if (*rp != NULL) {
+			reply__free_unpacked(*rp, NULL);
+			*rp = NULL;
+		}
+	}
+	return rc;
+}
+
 static int clu_ent(struct clu_client *c, struct eng_req *r)
 {
 	EntReq q;
@@ -415,6 +563,10 @@ static int clu_ent(struct clu_client *c, struct eng_req *r)
 		nr = clu_replicas(c);
 	clu_ent_req(&q, &id, &cont, &a, &ac, r,
 		    r->er_type == ST_ET_IDX ? SRF_INDEX : 0);
+	if (r->er_type == ST_ET_OBJ) {
+		rc = clu_obj_ent(c, r, &q, &rp);
+		return clu_finish(r, rc, rp);
+	}
 	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
 			    NULL, r->er_type == ST_ET_IDX ? &q.rflags : NULL);
 	return clu_finish(r, rc, rp);
@@ -592,14 +744,27 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 	 * same blocks, the same bytes again) is sent once more, and goes on
 	 * degraded.
 	 */
-	for (uint32_t t = t0;; t++) {
+	for (uint32_t t = t0, moved = 0;; t++) {
+		uint32_t s = clu_obj_target(c, &r->er_id);
 		bool answered;
 
-		rc = clu_call_ans(c, clu_ring(c, &r->er_id, 0), SOP_OBJ,
-				  &q.base, r->er_data != NULL ? &bulk : NULL,
-				  0, &rp, &answered);
+		rc = clu_call_ans(c, s, SOP_OBJ, &q.base,
+				  r->er_data != NULL ? &bulk : NULL, 0, &rp,
+				  &answered);
+		/* its home taken over (or given back): once more to the
+		 * server the map now has serving it (the same blocks, the
+		 * same bytes: nothing applies twice differently) */
+		if (rc != 0 && moved == 0 &&
+		    clu_obj_reroute(c, &r->er_id, s, rc, answered)) {
+			moved = 1;
+			if (rp != NULL) {
+				reply__free_unpacked(rp, NULL);
+				rp = NULL;
+			}
+			continue;
+		}
 		if (rc == 0 || !answered || !peers_rc_transport(rc) ||
-		    t == CLU_OBJ_RETRIES)
+		    t >= CLU_OBJ_RETRIES)
 			break;
 		clu_obj_resend_note(r, err_msg());
 	}
@@ -656,6 +821,12 @@ static int clu_obj_redo(struct clovis_op *op)
 	op->op_run = NULL;
 	peers_call_failed(c->cc_peers, e);
 	if (e->pe_unreachable) {
+		rc = err_set(e->pe_rc, "%s", e->pe_msg);
+		/* its home taken over: to the server the map now names */
+		if (clu_obj_reroute(c, &r->er_id, e->pe_srv, rc, false)) {
+			free(ax);
+			return clu_obj_from(c, r, 0);
+		}
 		rc = err_set(e->pe_rc, "%s", e->pe_msg);
 		free(ax);
 		return rc;
@@ -740,7 +911,7 @@ int clu_obj_start(struct clovis_op *op)
 	}
 	ax->ax_op = op;
 	op->op_actx = ax;
-	rc = peers_call_async(c->cc_peers, clu_ring(c, &r->er_id, 0), SOP_OBJ,
+	rc = peers_call_async(c->cc_peers, clu_obj_target(c, &r->er_id), SOP_OBJ,
 			      b.mb_p, b.mb_len, &bulk, clu_obj_end, ax);
 	free(b.mb_p);
 	if (rc != 0) { /* nothing sent: op and ax are still ours */
@@ -1211,8 +1382,15 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		c->cc_async = env == NULL || strcmp(env, "0") != 0;
 	}
 	c->cc_tag_id = clu_tag_seed(c);
+	pthread_mutex_init(&c->cc_mlock, NULL);
+	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++)
+		c->cc_acting[h] = h;
 	cl->cl_backend = c;
 	cl->cl_exec = exec_cluster;
+	/* the homes of an HA cluster's map (its servers answer it; none
+	 * answering now is no error: the first refusal reads it again) */
+	if (c->cc_conf.cc_nr_etcd > 0)
+		(void)clu_map_refresh(c, c->cc_conf.cc_nr_servers - 1);
 	return 0;
 }
 
@@ -1224,6 +1402,7 @@ void cluster_close(struct clovis *cl)
 		return;
 	peers_destroy(c->cc_peers);
 	clu_conf_fini(&c->cc_conf);
+	pthread_mutex_destroy(&c->cc_mlock);
 	free(c);
 	cl->cl_backend = NULL;
 }

@@ -18,6 +18,7 @@
 
 #include "core/errors.h"
 #include "ha/analyzer.h"
+#include "ha/map.h"
 
 /* Rounds of one target's rules in one call: a target moves through at
  * most FAILED -> OUT -> REPAIRING (or ALERT, FAILED) in one call. */
@@ -166,6 +167,8 @@ struct ctx {
 				 * index + 1 (same device), 0 */
 	uint8_t names[NAMES_SLOTS]; /* server index + 1 by name hash, 0 */
 	uint64_t thaw_ms;       /* newest OP_THAW, 0 */
+	uint64_t *ready;        /* [hm_nr_servers]: newest HOME_READY of
+				 * the server's current run, 0 */
 	uint64_t deadline;      /* earliest wait, UINT64_MAX */
 	struct ha_decision *out;
 	uint32_t max_out, nr_out;
@@ -502,6 +505,20 @@ static void views_build(struct ctx *c)
 		if ((unsigned)e->he_kind >= HA_EV_KIND_NR ||
 		    (s = srv_lookup(c, e->he_target)) < 0)
 			continue;
+		if (e->he_kind == HA_EV_HOME_READY) {
+			/* its own word about its own copy, of its run */
+			if (strcmp(e->he_reporter, e->he_target) == 0 &&
+			    !(e->he_incarnation &&
+			      e->he_incarnation < cur_inc[s]) &&
+			    e->he_time_ms > c->ready[s])
+				c->ready[s] = e->he_time_ms;
+			continue;
+		}
+		/* a HOME_READY counts only after the run's last start or end */
+		if (e->he_kind == HA_EV_SRV_JOINED ||
+		    e->he_kind == HA_EV_SRV_EXIT ||
+		    e->he_kind == HA_EV_SRV_LEASE_EXPIRED)
+			c->ready[s] = 0;
 		if (e->he_dev[0] == '\0') {
 			srv_walk_one(c, &c->sv[s], &cur_inc[s],
 				     m->hm_servers[s].hs_job, e);
@@ -859,6 +876,77 @@ static int dev_step(struct ctx *c, uint32_t i, uint32_t d)
 	return timers(c, n, dn, st, dv->hd_since_ms, false);
 }
 
+/* A server that can serve a home: in service. */
+static bool home_up(enum ha_state s)
+{
+	return s == HA_ONLINE || s == HA_REBALANCING;
+}
+
+/* Move home h to server to (h itself: hand it back); down_ms: since when
+ * the server that served it is down (the map's since time, the same for
+ * every leader that decides it: the takeover incarnation is its ns). */
+static int home_move(struct ctx *c, uint32_t h, uint32_t to,
+		     uint64_t down_ms, const char *why)
+{
+	const struct ha_srv *hs = &c->w->hm_servers[h];
+	uint64_t inc = down_ms * 1000000ull;
+	int rc;
+
+	if (to == h) {
+		inc = hs->hs_acting_inc; /* kept: the home's writes exceed it */
+	} else {
+		if (inc <= hs->hs_incarnation)
+			inc = hs->hs_incarnation + 1;
+		if (inc <= hs->hs_acting_inc)
+			inc = hs->hs_acting_inc + 1;
+	}
+	rc = take(c, HA_DEC_HOME_MOVE, hs->hs_name, "", HA_ONLINE, "home",
+		  "home %s served by %s: %s", hs->hs_name,
+		  c->w->hm_servers[to].hs_name, why);
+	if (rc == 1 && !c->dry) {
+		struct ha_decision *d = &c->out[c->nr_out - 1];
+		snprintf(d->hd_acting, sizeof d->hd_acting, "%s",
+			 c->w->hm_servers[to].hs_name);
+		d->hd_incarnation = inc;
+	}
+	/* take() applied it without the acting server: set it here too */
+	if (rc == 1) {
+		struct ha_srv *w = &c->w->hm_servers[h];
+		snprintf(w->hs_acting, sizeof w->hs_acting, "%s",
+			 to == h ? "" : c->w->hm_servers[to].hs_name);
+		w->hs_acting_inc = inc;
+	}
+	return rc;
+}
+
+/* Rule home for home h: see analyzer.h. */
+static int home_step(struct ctx *c, uint32_t h)
+{
+	const struct ha_map *w = c->w;
+	const struct ha_srv *hs = &w->hm_servers[h];
+	uint32_t sb[HA_SERVERS_MAX], n;
+	int a = ha_home_acting(w, h);
+
+	if (w->hm_frozen || w->hm_meta_replicas < 2 || a < 0)
+		return 0;
+	if ((uint32_t)a != h && home_up(hs->hs_state) &&
+	    c->ready[h] > hs->hs_acting_ms)
+		return home_move(c, h, h, 0, "back, its copy in sync "
+				 "(handover)");
+	if (home_up(w->hm_servers[a].hs_state))
+		return 0;
+	n = ha_home_standbys(w, h, sb);
+	for (uint32_t k = 0; k < n; k++)
+		if (sb[k] != (uint32_t)a &&
+		    w->hm_servers[sb[k]].hs_state == HA_ONLINE)
+			return home_move(c, h, sb[k],
+					 w->hm_servers[a].hs_since_ms,
+					 (uint32_t)a == h ?
+					 "its server is down (takeover)" :
+					 "the server acting for it is down");
+	return 0;
+}
+
 /* Every rule over the working map, in map order. */
 static void rules_run(struct ctx *c)
 {
@@ -876,6 +964,9 @@ static void rules_run(struct ctx *c)
 			     dev_step(c, i, d); k++)
 				;
 	}
+	/* homes after every server's state: a home follows them */
+	for (uint32_t h = 0; h < w->hm_nr_servers && !c->full; h++)
+		home_step(c, h);
 }
 
 /* Set up c (working copy, views) and run the rules. */
@@ -889,8 +980,9 @@ static int analyze(struct ctx *c, const struct ha_map *map)
 	c->sv = calloc(HA_SERVERS_MAX, sizeof *c->sv);
 	c->dv = calloc((size_t)HA_SERVERS_MAX * HA_DEVS_MAX, sizeof *c->dv);
 	c->prev_err = calloc(c->nr_ev + 1, sizeof *c->prev_err);
+	c->ready = calloc(HA_SERVERS_MAX, sizeof *c->ready);
 	if (c->w == NULL || c->sv == NULL || c->dv == NULL ||
-	    c->prev_err == NULL) {
+	    c->prev_err == NULL || c->ready == NULL) {
 		rc = err_set(-ENOMEM, "ha analyzer: no memory for its views");
 		goto out;
 	}
@@ -907,6 +999,7 @@ out:
 	free(c->sv);
 	free(c->dv);
 	free(c->prev_err);
+	free(c->ready);
 	return rc;
 }
 
@@ -992,6 +1085,22 @@ int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
 	} else if (d->hd_kind == HA_DEC_ALERT) {
 		snprintf(map->hm_alert, sizeof map->hm_alert, "%s",
 			 d->hd_reason);
+	} else if (d->hd_kind == HA_DEC_HOME_MOVE) {
+		int h = srv_find(map, d->hd_target), a = srv_find(map,
+								  d->hd_acting);
+		struct ha_srv *hs;
+
+		if (h < 0 || (d->hd_acting[0] && a < 0))
+			return err_set(-ENOENT, "ha decision %llu: server '%s' "
+				       "is not in the map",
+				       (unsigned long long)d->hd_seq,
+				       h < 0 ? d->hd_target : d->hd_acting);
+		hs = &map->hm_servers[h];
+		snprintf(hs->hs_acting, sizeof hs->hs_acting, "%s",
+			 a == h || a < 0 ? "" : d->hd_acting);
+		hs->hs_acting_epoch = map->hm_epoch + 1;
+		hs->hs_acting_ms = now_ms;
+		hs->hs_acting_inc = d->hd_incarnation;
 	}
 	map->hm_epoch++;
 	return 0;

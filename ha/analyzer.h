@@ -110,6 +110,26 @@
  *    whose map freezes) is stopped by its runner, which follows the map:
  *    the rules emit no JOB_PAUSE or JOB_ABORT.
  *
+ *  home (docs/cluster.md "Taking over a home"; only when
+ *    hm_meta_replicas > 1, never while the map is frozen): runs after
+ *    every server's rules of the round, for each home slot h (a server
+ *    of the map).  When the server serving h (ha_home_acting(), h itself
+ *    by default) is in a state other than ONLINE or REBALANCING — which
+ *    the rules above conclude only on proof: an exit, a lease expiry, an
+ *    operator's fail, reporters in two enclosures — h moves (HOME_MOVE,
+ *    hd_acting) to the first of its standbys (ha_home_standbys(), map.h)
+ *    that is ONLINE and is not that server; none ONLINE: it stays.  The
+ *    takeover incarnation (hd_incarnation) is the down server's
+ *    hs_since_ms in ns (the time of its FAILED as the map holds it: every
+ *    leader deciding the same move computes the same), raised above h's
+ *    hs_incarnation and its previous hs_acting_inc.  Handover: h served
+ *    by another server, h ONLINE or REBALANCING, and a HOME_READY
+ *    reported by h itself, of its current run, newer than the move
+ *    (hs_acting_ms): h moves back to h (hd_acting h; the incarnation
+ *    kept).  HOME_READY is read by this rule only (it is no server event
+ *    for the others: it does not restart a merge).  Terminal: acting
+ *    server up.
+ *
  * The devices of a server that is not ONLINE follow their server: no
  * device rule runs for them.  Events about a server or device the map does
  * not list are ignored.  A DEV_IOERR with he_count 0 counts as one error.
@@ -204,6 +224,9 @@ uint64_t ha_next_deadline(const struct ha_rules *r, const struct ha_event *ev,
  * target's (server's or device's) state and clears its job; JOB_REPAIR
  * makes it REPAIRING, JOB_REBALANCE REBALANCING, with hd_job as its
  * running job (hs_job/hd_job); each sets the since time to now_ms;
+ * HOME_MOVE sets the target's hs_acting (hd_acting, "" when it is the
+ * target), hs_acting_epoch (the epoch it makes), hs_acting_ms (now_ms)
+ * and hs_acting_inc (hd_incarnation);
  * FREEZE sets hm_frozen, hm_frozen_ms and hm_alert (d's reason); THAW
  * clears them; ALERT sets hm_alert; JOB_PAUSE and JOB_ABORT change no
  * state.  Every decision bumps hm_epoch by one.  Returns 0; -ENOENT when

@@ -13,12 +13,12 @@ static const char *const ev_names[HA_EV_KIND_NR] = {
 	"SRV_UNREACHABLE", "SRV_REACHABLE", "SRV_EXIT", "SRV_LEASE_EXPIRED",
 	"SRV_JOINED", "DEV_IOERR", "DEV_FAILED", "OP_FAIL", "OP_REPLACE",
 	"OP_DRAIN", "OP_REMOVE", "OP_ADD", "OP_THAW", "JOB_DONE",
-	"JOB_FAILED",
+	"JOB_FAILED", "HOME_READY",
 };
 
 static const char *const dec_names[HA_DEC_KIND_NR] = {
 	"SET_STATE", "JOB_REPAIR", "JOB_REBALANCE", "JOB_PAUSE",
-	"JOB_ABORT", "FREEZE", "THAW", "ALERT",
+	"JOB_ABORT", "FREEZE", "THAW", "ALERT", "HOME_MOVE",
 };
 
 /* The index of name in names[nr] (case-insensitive), or -EINVAL. */

@@ -81,6 +81,23 @@ struct ha_srv {
 	uint64_t hs_incarnation;
 	uint32_t hs_nr_devs;
 	struct ha_dev hs_devs[HA_DEVS_MAX];
+	/** Taking over a home (docs/cluster.md "Taking over a home"): the
+	 *  server that serves the objects homed on this server (its home
+	 *  slot, clu_home()) now; "" = this server itself. */
+	char hs_acting[HA_NAME_MAX + 1];
+	/** The map epoch at which hs_acting took the home (or handed it
+	 *  back); 0 = never moved. */
+	uint64_t hs_acting_epoch;
+	/** Wall-clock ms of that move (0 = never moved): a HOME_READY of
+	 *  this server counts only when newer. */
+	uint64_t hs_acting_ms;
+	/** The takeover incarnation of the last move away: greater than
+	 *  this server's run (its rdev_epoch()) when the move was decided;
+	 *  the acting server's unit writes as this home carry it, so the
+	 *  owners' write fence refuses the late writes of this server's
+	 *  earlier run.  Kept after a handover: the home's own writes must
+	 *  then carry a greater one.  0 = never moved. */
+	uint64_t hs_acting_inc;
 };
 
 /**
@@ -103,6 +120,10 @@ struct ha_map {
 	uint64_t hm_frozen_ms;
 	char hm_alert[HA_TEXT_MAX + 1];
 	char hm_leader[HA_NAME_MAX + 1]; /**< the analyzer's server, "" */
+	/** Copies of each home's metadata (cluster key meta_replicas: the
+	 *  home and its standbys, ha_home_standbys()); 0 or 1: homes are
+	 *  never taken over. */
+	uint32_t hm_meta_replicas;
 	uint32_t hm_nr_servers;
 	struct ha_srv hm_servers[HA_SERVERS_MAX];
 };
@@ -125,6 +146,11 @@ enum ha_ev_kind {
 	HA_EV_OP_THAW,             /**< operator: unfreeze the map */
 	HA_EV_JOB_DONE,            /**< a job ended well (he_job) */
 	HA_EV_JOB_FAILED,          /**< a job ended badly (he_job) */
+	/** The target (its own reporter) serves nothing of its home, which
+	 *  another server acts for, and its copy of the home's metadata is
+	 *  in sync with the acting server's (he_incarnation its run): the
+	 *  home may move back to it (analyzer rule home). */
+	HA_EV_HOME_READY,
 	HA_EV_KIND_NR
 };
 
@@ -151,6 +177,10 @@ enum ha_dec_kind {
 	HA_DEC_FREEZE,        /**< freeze the map, alert (hd_reason) */
 	HA_DEC_THAW,          /**< unfreeze the map */
 	HA_DEC_ALERT,         /**< tell the operator; change nothing */
+	/** The home of hd_target is served by hd_acting from now on (the
+	 *  target itself: handed back), with takeover incarnation
+	 *  hd_incarnation. */
+	HA_DEC_HOME_MOVE,
 	HA_DEC_KIND_NR
 };
 
@@ -165,6 +195,8 @@ struct ha_decision {
 	uint64_t hd_job;         /**< JOB_*: the job's id */
 	char hd_rule[HA_NAME_MAX + 1];    /**< the rule that took it */
 	char hd_reason[HA_TEXT_MAX + 1];  /**< why, in a sentence */
+	char hd_acting[HA_NAME_MAX + 1];  /**< HOME_MOVE: the new server */
+	uint64_t hd_incarnation;          /**< HOME_MOVE: takeover run */
 };
 
 const char *ha_ev_kind_name(enum ha_ev_kind k);

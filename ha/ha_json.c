@@ -166,7 +166,7 @@ static int event_check(const struct ha_event *e, const char *w)
 			 k == HA_EV_OP_REPLACE;
 	bool no_dev = k <= HA_EV_SRV_JOINED || k == HA_EV_OP_DRAIN ||
 		      k == HA_EV_OP_REMOVE || k == HA_EV_OP_ADD ||
-		      k == HA_EV_OP_THAW;
+		      k == HA_EV_OP_THAW || k == HA_EV_HOME_READY;
 
 	if (k != HA_EV_OP_THAW && e->he_target[0] == '\0')
 		return err_set(-EINVAL, "%s: key 'target' is missing or empty "
@@ -241,7 +241,11 @@ struct json_object *ha_decision_to_json(const struct ha_decision *d)
 	    add(o, "state", json_object_new_string(ha_state_name(d->hd_state))) ||
 	    add(o, "job", json_object_new_uint64(d->hd_job)) ||
 	    add(o, "rule", json_object_new_string(d->hd_rule)) ||
-	    add(o, "reason", json_object_new_string(d->hd_reason))) {
+	    add(o, "reason", json_object_new_string(d->hd_reason)) ||
+	    (d->hd_kind == HA_DEC_HOME_MOVE &&
+	     (add(o, "acting", json_object_new_string(d->hd_acting)) ||
+	      add(o, "incarnation",
+		  json_object_new_uint64(d->hd_incarnation))))) {
 		json_object_put(o);
 		return NULL;
 	}
@@ -251,7 +255,8 @@ struct json_object *ha_decision_to_json(const struct ha_decision *d)
 int ha_decision_from_json(const struct json_object *o, struct ha_decision *d)
 {
 	static const char *const keys[] = { "seq", "time_ms", "kind",
-		"target", "dev", "state", "job", "rule", "reason", NULL };
+		"target", "dev", "state", "job", "rule", "reason", "acting",
+		"incarnation", NULL };
 	const char *w = "ha decision";
 	struct ha_decision x = { 0 };
 	int kind = 0, st = 0, rc;
@@ -279,14 +284,22 @@ int ha_decision_from_json(const struct json_object *o, struct ha_decision *d)
 	if (rc == 0)
 		rc = get_str(o, w, "reason", false, x.hd_reason,
 			     sizeof x.hd_reason);
+	if (rc == 0)
+		rc = get_str(o, w, "acting", false, x.hd_acting,
+			     sizeof x.hd_acting);
+	if (rc == 0)
+		rc = get_u64(o, w, "incarnation", false, &x.hd_incarnation);
 	x.hd_kind = kind;
 	x.hd_state = st;
 	if (rc == 0 && x.hd_dev[0] && !x.hd_target[0])
 		rc = err_set(-EINVAL, "%s: key 'dev' without a 'target'", w);
 	if (rc == 0 && !x.hd_target[0] &&
 	    (kind == HA_DEC_SET_STATE || kind == HA_DEC_JOB_REPAIR ||
-	     kind == HA_DEC_JOB_REBALANCE))
+	     kind == HA_DEC_JOB_REBALANCE || kind == HA_DEC_HOME_MOVE))
 		rc = err_set(-EINVAL, "%s: key 'target' is needed by kind %s",
+			     w, ha_dec_kind_name(kind));
+	if (rc == 0 && kind == HA_DEC_HOME_MOVE && !x.hd_acting[0])
+		rc = err_set(-EINVAL, "%s: key 'acting' is needed by kind %s",
 			     w, ha_dec_kind_name(kind));
 	if (rc == 0)
 		*d = x;
@@ -431,6 +444,7 @@ static int srv_read(struct json_object *o, struct ha_map *m, uint32_t i)
 {
 	static const char *const keys[] = { "name", "enclosure", "address",
 		"port", "state", "since_ms", "job", "incarnation", "devices",
+		"acting", "acting_epoch", "acting_ms", "acting_incarnation",
 		NULL };
 	struct ha_srv *s = &m->hm_servers[i];
 	struct json_object *devs;
@@ -470,6 +484,16 @@ static int srv_read(struct json_object *o, struct ha_map *m, uint32_t i)
 		rc = get_u64(o, w, "job", false, &s->hs_job);
 	if (rc == 0)
 		rc = get_u64(o, w, "incarnation", false, &s->hs_incarnation);
+	if (rc == 0)
+		rc = get_str(o, w, "acting", false, s->hs_acting,
+			     sizeof s->hs_acting);
+	if (rc == 0)
+		rc = get_u64(o, w, "acting_epoch", false, &s->hs_acting_epoch);
+	if (rc == 0)
+		rc = get_u64(o, w, "acting_ms", false, &s->hs_acting_ms);
+	if (rc == 0)
+		rc = get_u64(o, w, "acting_incarnation", false,
+			     &s->hs_acting_inc);
 	if (rc != 0 || !json_object_object_get_ex(o, "devices", &devs))
 		return rc;
 	if (!json_object_is_type(devs, json_type_array))
@@ -487,7 +511,8 @@ static int srv_read(struct json_object *o, struct ha_map *m, uint32_t i)
 int ha_json_map_subset(const struct json_object *o, struct ha_map *map)
 {
 	static const char *const keys[] = { "cluster", "epoch", "tolerance",
-		"frozen", "frozen_ms", "alert", "leader", "servers", NULL };
+		"frozen", "frozen_ms", "alert", "leader", "servers",
+		"meta_replicas", NULL };
 	const char *w = "map";
 	struct ha_map *m;
 	struct json_object *srvs;
@@ -516,6 +541,9 @@ int ha_json_map_subset(const struct json_object *o, struct ha_map *map)
 	if (rc == 0)
 		rc = get_str(o, w, "leader", false, m->hm_leader,
 			     sizeof m->hm_leader);
+	if (rc == 0)
+		rc = get_u32(o, w, "meta_replicas", false,
+			     &m->hm_meta_replicas);
 	if (rc == 0 && (!json_object_object_get_ex(o, "servers", &srvs) ||
 			!json_object_is_type(srvs, json_type_array)))
 		rc = err_set(-EINVAL, "map: key 'servers' must be an array");

@@ -14,11 +14,15 @@
  *              "incarnation": 3, "count": 0, "job": 0}
  *     required: seq, time_ms, kind, target (not for OP_THAW).  DEV_IOERR,
  *     DEV_FAILED and OP_REPLACE name a device ("dev"), DEV_IOERR a count
- *     >= 1; SRV_* and OP_ADD/DRAIN/REMOVE/THAW name none; JOB_* a job >= 1.
+ *     >= 1; SRV_*, HOME_READY and OP_ADD/DRAIN/REMOVE/THAW name none;
+ *     JOB_* a job >= 1.
  *   decision: {"seq": 7, "time_ms": 111000, "kind": "SET_STATE",
  *              "target": "s1", "dev": "", "state": "FAILED", "job": 0,
  *              "rule": "server-down", "reason": "..."}
- *     required: seq, time_ms, kind, state.
+ *     required: seq, time_ms, kind, state.  HOME_MOVE also has "acting"
+ *     (required: the server that serves the target's home from now on,
+ *     the target itself when handed back) and "incarnation" (the
+ *     takeover incarnation); written for HOME_MOVE only.
  *
  * The replay file: JSON lines, in seq order (seq strictly increasing).
  * Blank lines and lines starting with '#' are skipped.  The first line may
@@ -27,10 +31,12 @@
  *   MAP: a subset of the cluster map, read here until the map's own codec
  *     (ha/map.h) is merged:
  *     {"cluster": "c", "epoch": 0, "tolerance": 1, "frozen": false,
- *      "frozen_ms": 0, "alert": "", "leader": "",
+ *      "frozen_ms": 0, "alert": "", "leader": "", "meta_replicas": 3,
  *      "servers": [{"name": "s0", "enclosure": "e0", "address": "a",
  *                   "port": 21000, "state": "ONLINE", "since_ms": 0,
- *                   "job": 0, "incarnation": 1,
+ *                   "job": 0, "incarnation": 1, "acting": "",
+ *                   "acting_epoch": 0, "acting_ms": 0,
+ *                   "acting_incarnation": 0,
  *                   "devices": ["d0", {"name": "d1", "state": "FAILED",
  *                                      "since_ms": 0, "job": 0}]}]}
  *     required: tolerance, servers (each with a unique name).  Without a

@@ -14,6 +14,7 @@
 #include "core/clu_conf.h"
 #include "core/conf.h"
 #include "core/errors.h"
+#include "core/pg.h"
 #include "core/types.h"
 #include "ha/etcd.h"
 #include "ha/map.h"
@@ -24,6 +25,60 @@ static uint64_t wall_ms(void)
 
 	gettimeofday(&tv, NULL);
 	return (uint64_t)tv.tv_sec * 1000 + (uint64_t)tv.tv_usec / 1000;
+}
+
+/* --------------------------------------------------------- homes */
+
+int ha_srv_index(const struct ha_map *m, const char *name)
+{
+	for (uint32_t i = 0; name != NULL && i < m->hm_nr_servers; i++)
+		if (strcmp(m->hm_servers[i].hs_name, name) == 0)
+			return (int)i;
+	return -ENOENT;
+}
+
+int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
+{
+	struct pg_cand c[HA_SERVERS_MAX];
+	uint32_t idx[HA_SERVERS_MAX], pick[PG_REPLICAS_MAX];
+	uint32_t r = m->hm_meta_replicas, n = 0;
+	int got;
+
+	if (h >= m->hm_nr_servers || r < 2)
+		return 0;
+	if (r > m->hm_nr_servers)
+		r = m->hm_nr_servers;
+	if (r - 1 > PG_REPLICAS_MAX)
+		r = PG_REPLICAS_MAX + 1;
+	for (uint32_t i = 0; i < m->hm_nr_servers; i++) {
+		const struct ha_srv *s = &m->hm_servers[i];
+		const char *encl = s->hs_enclosure[0] ? s->hs_enclosure
+						      : s->hs_name;
+		if (i == h)
+			continue;
+		c[n] = (struct pg_cand){ .pc_key = pg_key(s->hs_name),
+					 .pc_encl = (uint32_t)pg_key(encl),
+					 .pc_weight = 1, .pc_in = true };
+		idx[n++] = i;
+	}
+	got = pg_place(h, c, n, r - 1, pick);
+	if (got < 0)
+		return 0;
+	for (int k = 0; k < got; k++)
+		out[k] = idx[pick[k]];
+	return (uint32_t)got;
+}
+
+int ha_home_acting(const struct ha_map *m, uint32_t h)
+{
+	int a;
+
+	if (h >= m->hm_nr_servers)
+		return -ENOENT;
+	if (m->hm_servers[h].hs_acting[0] == '\0')
+		return (int)h;
+	a = ha_srv_index(m, m->hm_servers[h].hs_acting);
+	return a >= 0 ? a : (int)h;
 }
 
 /* --------------------------------------------------------- checks */
@@ -87,6 +142,17 @@ static int srv_check(const struct ha_map *m, uint32_t i)
 		if ((unsigned)s->hs_devs[d].hd_state >= HA_STATE_NR)
 			return bad(f, "not a state");
 	}
+	snprintf(f, sizeof f, "servers[%u].acting", i);
+	if (s->hs_acting[0] != '\0') {
+		int a = ha_srv_index(m, s->hs_acting);
+		if (a < 0)
+			return bad(f, "not a server of the map");
+		if ((uint32_t)a == i)
+			return bad(f, "the server itself (write \"\")");
+	}
+	snprintf(f, sizeof f, "servers[%u].acting_epoch", i);
+	if (s->hs_acting_epoch > m->hm_epoch)
+		return bad(f, "above the map's epoch");
 	return 0;
 }
 
@@ -113,6 +179,8 @@ int ha_map_check(const struct ha_map *m)
 		return bad("alert", "too long");
 	if (m->hm_leader[0] != '\0' && !name_ok(m->hm_leader))
 		return bad("leader", "not a name");
+	if (m->hm_meta_replicas > HA_SERVERS_MAX)
+		return bad("meta_replicas", "not in 0..64");
 	for (uint32_t i = 0; rc == 0 && i < m->hm_nr_servers; i++)
 		rc = srv_check(m, i);
 	return rc;
@@ -138,6 +206,12 @@ static json_object *srv_json(const struct ha_srv *s)
 	j_add(o, "incarnation",
 	      json_object_new_int64((int64_t)s->hs_incarnation));
 	j_add(o, "job", json_object_new_int64((int64_t)s->hs_job));
+	j_add(o, "acting", json_object_new_string(s->hs_acting));
+	j_add(o, "acting_epoch",
+	      json_object_new_int64((int64_t)s->hs_acting_epoch));
+	j_add(o, "acting_ms", json_object_new_int64((int64_t)s->hs_acting_ms));
+	j_add(o, "acting_incarnation",
+	      json_object_new_int64((int64_t)s->hs_acting_inc));
 	devs = json_object_new_array();
 	for (uint32_t d = 0; d < s->hs_nr_devs; d++) {
 		json_object *dj = json_object_new_object();
@@ -172,6 +246,7 @@ int ha_map_to_json(const struct ha_map *m, char **out)
 	j_add(o, "frozen_ms", json_object_new_int64((int64_t)m->hm_frozen_ms));
 	j_add(o, "alert", json_object_new_string(m->hm_alert));
 	j_add(o, "leader", json_object_new_string(m->hm_leader));
+	j_add(o, "meta_replicas", json_object_new_int64(m->hm_meta_replicas));
 	srvs = json_object_new_array();
 	for (uint32_t i = 0; i < m->hm_nr_servers; i++)
 		json_object_array_add(srvs, srv_json(&m->hm_servers[i]));
@@ -256,6 +331,19 @@ static int j_str(json_object *o, const char *path, const char *f,
 	return 0;
 }
 
+/* A string field that may be absent ("" then). */
+static int j_str_opt(json_object *o, const char *path, const char *f,
+		     char *buf, size_t max)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, f, &v)) {
+		buf[0] = '\0';
+		return 0;
+	}
+	return j_str(o, path, f, buf, max, true);
+}
+
 /* A state field (by name). */
 static int j_state(json_object *o, const char *path, enum ha_state *out)
 {
@@ -316,6 +404,15 @@ static int srv_from(json_object *o, const char *path, struct ha_srv *s)
 	if (rc == 0)
 		rc = j_uint_opt(o, path, "job", &s->hs_job);
 	if (rc == 0)
+		rc = j_str_opt(o, path, "acting", s->hs_acting, HA_NAME_MAX);
+	if (rc == 0)
+		rc = j_uint_opt(o, path, "acting_epoch", &s->hs_acting_epoch);
+	if (rc == 0)
+		rc = j_uint_opt(o, path, "acting_ms", &s->hs_acting_ms);
+	if (rc == 0)
+		rc = j_uint_opt(o, path, "acting_incarnation",
+				&s->hs_acting_inc);
+	if (rc == 0)
 		rc = j_get(o, path, "devices", json_type_array, &devs);
 	if (rc != 0)
 		return rc;
@@ -365,6 +462,11 @@ static int map_top_from(json_object *o, struct ha_map *m)
 		rc = j_str(o, "", "alert", m->hm_alert, HA_TEXT_MAX, true);
 	if (rc == 0)
 		rc = j_str(o, "", "leader", m->hm_leader, HA_NAME_MAX, true);
+	if (rc == 0)
+		rc = j_uint_opt(o, "", "meta_replicas", &x);
+	m->hm_meta_replicas = (uint32_t)x;
+	if (rc == 0 && x > HA_SERVERS_MAX)
+		rc = bad("meta_replicas", "not in 0..64");
 	return rc;
 }
 
@@ -475,6 +577,17 @@ static int srv_from_conf(struct ha_srv *s, const struct clu_server *cs,
 	return rc;
 }
 
+/* The cluster's meta_replicas (the home and its standbys, which keep a
+ * shadow of its metadata: core/eng_repl.h); at most its servers. */
+static uint32_t conf_meta_replicas(const struct clu_conf *c)
+{
+	uint32_t r = c->cc_meta_replicas;
+
+	if (r == 0)
+		r = 1;
+	return r < c->cc_nr_servers ? r : c->cc_nr_servers;
+}
+
 int ha_map_from_conf(struct ha_map *m, const struct clu_conf *c)
 {
 	struct ha_map *t;
@@ -496,6 +609,7 @@ int ha_map_from_conf(struct ha_map *m, const struct clu_conf *c)
 		pgs <<= 1;
 	t->hm_pgs = pgs;
 	t->hm_pg_replicas = c->cc_nr_servers < 3 ? c->cc_nr_servers : 3;
+	t->hm_meta_replicas = conf_meta_replicas(c);
 	t->hm_nr_servers = c->cc_nr_servers;
 	for (uint32_t i = 0; rc == 0 && i < c->cc_nr_servers; i++)
 		rc = srv_from_conf(&t->hm_servers[i], &c->cc_servers[i],

@@ -52,10 +52,13 @@ struct clu_conf;
  * The map as JSON text (malloc'd, NUL-terminated; the caller frees it):
  *   {"cluster": NAME, "epoch": N, "pgs": N, "pg_replicas": N,
  *    "tolerance": N, "frozen": BOOL, "frozen_ms": N, "alert": TEXT,
- *    "leader": NAME,
+ *    "leader": NAME, "meta_replicas": N,
  *    "servers": [{"name", "address", "port", "enclosure", "state",
- *                 "since_ms", "incarnation", "job",
+ *                 "since_ms", "incarnation", "job", "acting",
+ *                 "acting_epoch", "acting_ms", "acting_incarnation",
  *                 "devices": [{"name", "state", "since_ms", "job"}]}]}
+ * (acting: the server serving this server's home, "" = itself; see
+ * ha/ha.h struct ha_srv and docs/cluster.md "Taking over a home")
  * States are their names (ha_state_name).  Returns 0 with *out, -EINVAL
  * when m is not valid (ha_map_check; its message), or -ENOMEM.
  */
@@ -63,10 +66,12 @@ int ha_map_to_json(const struct ha_map *m, char **out);
 
 /**
  * Parse JSON text (len bytes) into *m.  Every field named above is
- * required (but the analyzer's "frozen_ms" and "job", 0 when absent) and
+ * required (but the analyzer's "frozen_ms" and "job", 0 when absent,
+ * "meta_replicas" 0..64 and the acting fields, 0 or "" when absent) and
  * checked: its JSON type, its range (epoch >= 1, pgs
  * 1..HA_PGS_MAX, pg_replicas 1..servers, ports 1..65535, states by name,
- * names 1..HA_NAME_MAX of [A-Za-z0-9_.-], text lengths, at most
+ * names 1..HA_NAME_MAX of [A-Za-z0-9_.-], text lengths, "acting" ""
+ * or another server of the map, "acting_epoch" at most "epoch", at most
  * HA_SERVERS_MAX servers of at most HA_DEVS_MAX devices, server names
  * unique, device names unique within a server); keys not named above are
  * ignored (a newer writer may add some).  Returns 0, or -EINVAL with a
@@ -78,6 +83,26 @@ int ha_map_from_json(struct ha_map *m, const char *text, size_t len);
 /** Is m valid (what ha_map_from_json checks)?  0 or -EINVAL naming the
  *  field. */
 int ha_map_check(const struct ha_map *m);
+
+/** The index of the server called name in m, or -ENOENT.  Pure. */
+int ha_srv_index(const struct ha_map *m, const char *name);
+
+/**
+ * The standbys of home h (a server index of m): the servers that keep a
+ * shadow of h's metadata and may take the home over, best first, written
+ * to out[0..ret) (room for HA_SERVERS_MAX).  They are pg_place(h, every
+ * server of m but h, in whatever state, key pg_key(name), enclosure
+ * pg_key(enclosure, or the name when it has none), weight 1,
+ * hm_meta_replicas - 1) (core/pg.h): fixed while the map's server list is,
+ * whatever the states, so every server finds the same ones; the home
+ * itself is the first of its hm_meta_replicas copies and not in out.
+ * Returns how many (0 when hm_meta_replicas < 2 or h is not in m).  Pure.
+ */
+int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out);
+
+/** The server that serves home h now: h's hs_acting, h itself when that
+ *  is "" (or names no server of m); -ENOENT when h is not in m.  Pure. */
+int ha_home_acting(const struct ha_map *m, uint32_t h);
 
 /**
  * The first map of a cluster from its file: epoch 1, every server and

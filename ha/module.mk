@@ -8,5 +8,5 @@ LIB_SRCS += ha/analyzer.c ha/ha_json.c
 UT_SRCS += ha/ut/analyzer_ut.c
 # The HA agent of a server (a server module: map, epoch gate, lease and
 # fence, probes, the HA opcode) and the analyzer's leader.
-LIB_SRCS += ha/srv_ha.c ha/ha_lead.c
+LIB_SRCS += ha/srv_ha.c ha/ha_lead.c ha/srv_home.c
 PROTOS += ha/ha.proto

@@ -21,6 +21,7 @@
 #include "ha/map.h"
 #include "ha/srv_ha.h"
 #include "ha/srv_ha_internal.h"
+#include "ha/srv_home.h"
 
 /* The process's agent: the epoch is the process's, and the catch-up
  * function of peers.h takes no argument. */
@@ -411,6 +412,26 @@ static void *probe_main(void *arg)
 	return NULL;
 }
 
+/* Follow the map's homes (srv_home.h) when its epoch changed or the last
+ * step left something to do. */
+static void home_step(struct srv_ha *a)
+{
+	struct ha_map *m;
+
+	if (a->ha_home == NULL ||
+	    atomic_load(&a->ha_epoch) == a->ha_home_epoch)
+		return;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&a->ha_lock);
+	*m = a->ha_map;
+	pthread_mutex_unlock(&a->ha_lock);
+	if (srv_home_sync(a->ha_home, m))
+		a->ha_home_epoch = m->hm_epoch;
+	free(m);
+}
+
 /* The map's and the leader's thread. */
 static void *ha_main(void *arg)
 {
@@ -433,6 +454,7 @@ static void *ha_main(void *arg)
 				 a->ha_name);
 			ha_lead_drop(a);
 		}
+		home_step(a);
 		ha_wait(a, HA_TICK_MS);
 	}
 	return NULL;
@@ -532,6 +554,7 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 	const void *body;
 	size_t len;
 	HaReq *q;
+	uint32_t kind;
 	int rc = 0;
 
 	body = rpc_sreq_body(req, &len);
@@ -541,6 +564,7 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 			       "HA request: not a HaReq");
 		return;
 	}
+	kind = q->kind;
 	switch (q->kind) {
 	case HAK_MAP:
 		pthread_mutex_lock(&a->ha_lock);
@@ -560,11 +584,33 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 	case HAK_STATE:
 		rc = state_json(a, &t.lt_buf);
 		break;
+	case HAK_HOME_SNAP: {
+		uint64_t size = 0, seq = 0;
+
+		rc = srv_home_snap(a->ha_home, q->limit, &size, &seq);
+		rp.bytes = size;
+		rp.seq = seq;
+		break;
+	}
+	case HAK_HOME_CHUNK: {
+		size_t got = 0;
+
+		t.lt_buf = malloc(HA_HOME_CHUNK);
+		rc = t.lt_buf == NULL ? err_set(-ENOMEM, "HA chunk") :
+		     srv_home_chunk(a->ha_home, q->limit, q->from, t.lt_buf,
+				    HA_HOME_CHUNK, &got);
+		if (rc == 0) {
+			rp.text.data = (uint8_t *)t.lt_buf;
+			rp.text.len = got;
+			t.lt_len = got;
+		}
+		break;
+	}
 	default:
 		rc = err_set(-EINVAL, "HA request: unknown kind %u", q->kind);
 	}
 	ha_req__free_unpacked(q, NULL);
-	if (rc == 0 && t.lt_buf != NULL) {
+	if (rc == 0 && t.lt_buf != NULL && kind != HAK_HOME_CHUNK) {
 		rp.text.data = (uint8_t *)t.lt_buf;
 		rp.text.len = strlen(t.lt_buf);
 	}
@@ -599,7 +645,9 @@ static int ha_register(struct srv *s)
 	pthread_mutex_init(&a->ha_lock, NULL);
 	pthread_cond_init(&a->ha_cond, NULL);
 	s->s_ha = a;
-	rc = rpc_gate_set(s->s_ep, ha_gate, a);
+	rc = srv_home_create(s, &a->ha_home);
+	if (rc == 0)
+		rc = rpc_gate_set(s->s_ep, ha_gate, a);
 	if (rc == 0)
 		rc = rpc_handler_set(s->s_ep, HA_OP, ha_handle, a);
 	return rc;
@@ -634,6 +682,11 @@ static int ha_start(struct srv *s)
 	if (rc == 0) {
 		snprintf(a->ha_map.hm_cluster, sizeof a->ha_map.hm_cluster,
 			 "%s", m->hm_cluster);
+		/* homes routed by this map before any request runs under
+		 * its epoch (a server whose home was taken over serves none
+		 * of it from its first request on) */
+		if (srv_home_sync(a->ha_home, m))
+			a->ha_home_epoch = m->hm_epoch;
 		ha_map_take(a, m, rev);
 	}
 	free(m);
@@ -660,6 +713,11 @@ static int ha_start(struct srv *s)
 	ha_agent = a;
 	peers_epoch_catchup(ha_catchup);
 	report(a, HA_EV_SRV_JOINED, s->s_self, NULL, a->ha_incarnation, 0);
+	/* its home's metadata handed back before its store opened: in sync
+	 * with the acting server, which serves it no more (srv_home.h) */
+	if (srv_home_installed())
+		report(a, HA_EV_HOME_READY, s->s_self, NULL, a->ha_incarnation,
+		       0);
 	for (uint32_t t = 0; t < HA_THREADS; t++) {
 		static void *(*const mains[HA_THREADS])(void *) = {
 			lease_main, probe_main, ha_main};
@@ -693,6 +751,7 @@ static void ha_stop(struct srv *s)
 	pthread_mutex_unlock(&a->ha_lock);
 	for (uint32_t t = 0; t < a->ha_nr_threads; t++)
 		pthread_join(a->ha_thread[t], NULL);
+	srv_home_destroy(a->ha_home);
 	if (ha_agent == a) {
 		peers_epoch_catchup(NULL);
 		ha_agent = NULL;
@@ -711,6 +770,7 @@ static void ha_stop(struct srv *s)
 
 const struct srv_module ha_srv_module = {
 	.sm_name = "ha",
+	.sm_pre_open = srv_home_pre_open,
 	.sm_register = ha_register,
 	.sm_start = ha_start,
 	.sm_stop = ha_stop,

@@ -60,7 +60,16 @@ enum ha_req_kind {
 	HAK_DECISIONS = 3, /**< Reply.text: decisions, likewise */
 	HAK_REPORT = 4,    /**< HaReq.text: an operator's event (JSON) */
 	HAK_STATE = 5,     /**< Reply.text: the agent's state (JSON) */
+	/** Handover (ha/srv_home.h): HaReq.limit the home; Reply.bytes the
+	 *  snapshot's size, Reply.seq its write set */
+	HAK_HOME_SNAP = 6,
+	/** HaReq.limit the home, HaReq.from the offset: Reply.text the
+	 *  snapshot's bytes there (at most HA_HOME_CHUNK) */
+	HAK_HOME_CHUNK = 7,
 };
+
+/** Bytes of one HAK_HOME_CHUNK answer (below the RPC body limit). */
+#define HA_HOME_CHUNK (32u << 10)
 
 /** The module: in srv_parts.sp_modules of the strata-server main. */
 extern const struct srv_module ha_srv_module;

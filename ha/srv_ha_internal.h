@@ -70,6 +70,9 @@ struct srv_ha {
 	uint64_t ha_next_deadline;    /* ms: decide again then */
 	uint64_t ha_decisions;        /* taken by this agent (counter) */
 	uint64_t ha_lead_since;       /* ms: leader since (0: not) */
+	/* homes (srv_home.h): taken over, acted for; the map thread's */
+	struct srv_home *ha_home;
+	uint64_t ha_home_epoch;       /* the map's epoch it followed, 0 */
 	/* the threads: the lease's, the probes', the map's and leader's */
 	pthread_t ha_thread[HA_THREADS];
 	uint32_t ha_nr_threads;

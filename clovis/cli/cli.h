@@ -98,6 +98,7 @@ struct cli {
 	uint64_t c_etcd_members; /* cluster up: etcd members, 0: --no-etcd */
 	bool c_ha_test;          /* cluster up --ha-test */
 	const char *c_dev_fill;  /* cluster up --device-fill: zero, reserve */
+	uint64_t c_meta_replicas; /* cluster up --meta-replicas: 0 = unset */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;

@@ -138,6 +138,9 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 			j + 1 == c->c_etcd_members ? " ]\n" : "");
 	if (c->c_ha_test)
 		fprintf(f, "  ha_rules: test\n  ha_lease: 3s\n");
+	if (c->c_meta_replicas != 0)
+		fprintf(f, "  meta_replicas: %" PRIu64 "\n",
+			c->c_meta_replicas);
 	fprintf(f, "device_size: 128MiB\ndevice_fill: %s\nservers:\n",
 		c->c_dev_fill);
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
@@ -784,7 +787,8 @@ static void status_tiers_json(const struct clu_status *st)
 /*
  * HA (docs/ha.md), when the cluster has it: the map's epoch and the
  * analyzer's leader (from the first server that answers), then every
- * server and device not ONLINE with its state, and a frozen map's alert.
+ * server and device not ONLINE with its state, every home another server
+ * serves (docs/cluster.md "Taking over a home"), and a frozen map's alert.
  * JSON: "ha": {"state": ..., "map": ...} (null without HA).
  */
 static void status_ha(struct cli *c)
@@ -835,6 +839,10 @@ static void status_ha(struct cli *c)
 				printf("ha: device %s/%s %s\n", s->hs_name,
 				       s->hs_devs[d].hd_name,
 				       ha_state_name(s->hs_devs[d].hd_state));
+		if (s->hs_acting[0] != '\0')
+			printf("ha: home %s served by %s (taken over at epoch "
+			       "%llu)\n", s->hs_name, s->hs_acting,
+			       (unsigned long long)s->hs_acting_epoch);
 	}
 	if (m->hm_frozen)
 		printf("ha: map FROZEN: %s\n", m->hm_alert);

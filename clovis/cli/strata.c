@@ -20,7 +20,7 @@ static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
 	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
 	  "[--call-timeout T] [--etcd-members M [--ha-test] | --no-etcd] "
-	  "[--device-fill zero|reserve]",
+	  "[--device-fill zero|reserve] [--meta-replicas R]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
@@ -42,7 +42,10 @@ static const struct cli_cmd cmds[] = {
 	  "seconds; zero also writes zeros over them (about 7 GiB for 3 "
 	  "servers, some 20 s), the production format, whose first O_DIRECT "
 	  "write + sync of each block is faster (docs/configuration.md): "
-	  "use it when measuring write rates." },
+	  "use it when measuring write rates.  --meta-replicas R: "
+	  "cluster.meta_replicas (copies of each home's metadata; with HA a "
+	  "dead server's home is taken over by a standby: docs/cluster.md "
+	  "\"Taking over a home\")." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
@@ -241,7 +244,7 @@ enum opt_id {
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
-	O_DEV_FILL, O_NR
+	O_DEV_FILL, O_META_REPLICAS, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -293,6 +296,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_NO_ETCD] = { "no-etcd", 0, CO_CLUSTER, false },
 	[O_HA_TEST] = { "ha-test", 0, CO_CLUSTER, false },
 	[O_DEV_FILL] = { "device-fill", 0, CO_CLUSTER, true },
+	[O_META_REPLICAS] = { "meta-replicas", 0, CO_CLUSTER, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -901,6 +905,10 @@ static int apply_opts(struct cli *c, const struct raw *r)
 			       c->c_dev_fill);
 	if (rc == 0 && c->c_ha_test && r->r_set[O_NO_ETCD])
 		rc = cli_usage(c, "--ha-test needs etcd (not --no-etcd)");
+	if (rc == 0 && r->r_set[O_META_REPLICAS] &&
+	    (!cli_parse_u64(r->r_val[O_META_REPLICAS], &c->c_meta_replicas) ||
+	     c->c_meta_replicas == 0 || c->c_meta_replicas > 8))
+		rc = cli_usage(c, "--meta-replicas: 1 to 8");
 	if (rc == 0 && r->r_set[O_NO_ETCD] && r->r_set[O_ETCD_MEMBERS])
 		rc = cli_usage(c, "--etcd-members and --no-etcd: one or the "
 			       "other");

@@ -25,7 +25,10 @@ struct rdev_ctx {
 	const struct clu_conf *rc_conf;
 	uint32_t rc_self;
 	uint32_t rc_call_ms;
-	uint64_t rc_epoch;       /* this incarnation: rdev_start() time */
+	uint64_t rc_epoch;       /* this incarnation: rdev_start() time, or
+				  * raised above a takeover (atomic) */
+	uint32_t rc_hold;        /* atomic: 1 = own home taken over: no
+				  * unit WRITE as this home */
 	struct peers *rc_data;   /* unit I/O */
 	struct peers *rc_probe;  /* probes: never held up by data */
 	uint32_t rc_down[CLU_SERVERS_MAX]; /* atomic: 1 = unreachable */
@@ -38,10 +41,14 @@ struct rdev_ctx {
 	pthread_cond_t rc_cond;
 };
 
-/** One remote device: device rd_dev of server rd_srv. */
+/** One remote device: device rd_dev of server rd_srv, as home rd_home
+ *  (this server, or the home it acts for) with incarnation rd_epoch (0:
+ *  this process's, rdev_epoch()). */
 struct rdev {
 	uint32_t rd_srv;
 	uint32_t rd_dev;
+	uint32_t rd_home;
+	uint64_t rd_epoch;
 	uint64_t rd_deadline; /* atomic: latest deadline given to a WRITE */
 };
 
@@ -84,20 +91,63 @@ static void rdev_mark(uint32_t i, bool up, const char *why)
 
 /* ------------------------------------------------------------ driver */
 
-/* path: "remote:SERVER:INDEX". */
+/* The "@HOME+INC" tail of a remote path (rdev.h): *home, *inc; 0 or
+ * -EINVAL. */
+static int rdev_home_parse(const char *path, const char *tail,
+			   uint32_t *home, uint64_t *inc)
+{
+	const char *plus = strchr(tail, '+');
+	char name[CLU_NAME_MAX + 1];
+	char *end;
+	int h;
+
+	if (plus == NULL || plus == tail || (size_t)(plus - tail) > CLU_NAME_MAX)
+		return err_set(-EINVAL, "device %s: expected @HOME+INCARNATION",
+			       path);
+	memcpy(name, tail, (size_t)(plus - tail));
+	name[plus - tail] = '\0';
+	h = clu_server_find(rdev_g->rc_conf, name);
+	if (h < 0)
+		return err_set(-EINVAL, "device %s: home \"%s\" is not a server "
+			       "of cluster %s", path, name,
+			       rdev_g->rc_conf->cc_name);
+	*inc = strtoull(plus + 1, &end, 10);
+	if (*end != '\0' || end == plus + 1 || *inc == 0)
+		return err_set(-EINVAL, "device %s: bad incarnation", path);
+	*home = (uint32_t)h;
+	return 0;
+}
+
+/* path: "remote:SERVER:INDEX" or "remote:SERVER:INDEX@HOME+INC". */
 static int rdev_open(struct tier_dev *d, const char *path)
 {
 	const char *ref = path + sizeof ENG_REMOTE_PREFIX - 1;
-	const char *colon = strrchr(ref, ':');
+	const char *at = strchr(path, '@');
+	char buf[2 * CLU_NAME_MAX + 32];
+	const char *colon;
 	char name[CLU_NAME_MAX + 1];
 	struct rdev *rd;
 	char *end;
 	unsigned long idx;
-	int srv;
+	uint32_t home;
+	uint64_t inc = 0;
+	int srv, rc;
 
 	if (rdev_g == NULL)
 		return err_set(-ENOTSUP, "device %s: no cluster context in "
 			       "this process", path);
+	home = rdev_g->rc_self;
+	if (at != NULL) {
+		rc = rdev_home_parse(path, at + 1, &home, &inc);
+		if (rc != 0)
+			return rc;
+		if ((size_t)(at - path) >= sizeof buf)
+			return err_set(-EINVAL, "device %s: too long", path);
+		memcpy(buf, path, (size_t)(at - path));
+		buf[at - path] = '\0';
+		ref = buf + sizeof ENG_REMOTE_PREFIX - 1;
+	}
+	colon = strrchr(ref, ':');
 	if (strncmp(path, ENG_REMOTE_PREFIX, sizeof ENG_REMOTE_PREFIX - 1) ||
 	    colon == NULL || (size_t)(colon - ref) > CLU_NAME_MAX ||
 	    colon == ref)
@@ -109,7 +159,11 @@ static int rdev_open(struct tier_dev *d, const char *path)
 	memcpy(name, ref, (size_t)(colon - ref));
 	name[colon - ref] = '\0';
 	srv = clu_server_find(rdev_g->rc_conf, name);
-	if (srv < 0 || (uint32_t)srv == rdev_g->rc_self)
+	/* this server's own device: only as another home (a takeover),
+	 * then through its own RDEV service like any owner's; the home's
+	 * own device (its slice of it) likewise, through the home */
+	if (srv < 0 || ((uint32_t)srv == rdev_g->rc_self &&
+			(at == NULL || home == rdev_g->rc_self)))
 		return err_set(-EINVAL, "device %s: server \"%s\" is not another "
 			       "server of cluster %s", path, name,
 			       rdev_g->rc_conf->cc_name);
@@ -118,6 +172,8 @@ static int rdev_open(struct tier_dev *d, const char *path)
 		return err_set(-ENOMEM, "device %s", path);
 	rd->rd_srv = (uint32_t)srv;
 	rd->rd_dev = (uint32_t)idx;
+	rd->rd_home = home;
+	rd->rd_epoch = inc;
 	d->td_priv = rd;
 	return 0;
 }
@@ -139,7 +195,29 @@ static uint64_t rdev_fence(struct tier_dev *d)
 
 uint64_t rdev_epoch(void)
 {
-	return rdev_g != NULL ? rdev_g->rc_epoch : 0;
+	return rdev_g != NULL ? __atomic_load_n(&rdev_g->rc_epoch,
+						__ATOMIC_ACQUIRE) : 0;
+}
+
+void rdev_epoch_raise(uint64_t above)
+{
+	uint64_t old;
+
+	if (rdev_g == NULL)
+		return;
+	old = __atomic_load_n(&rdev_g->rc_epoch, __ATOMIC_ACQUIRE);
+	while (old <= above &&
+	       !__atomic_compare_exchange_n(&rdev_g->rc_epoch, &old, above + 1,
+					    false, __ATOMIC_ACQ_REL,
+					    __ATOMIC_ACQUIRE))
+		;
+}
+
+void rdev_home_hold(bool hold)
+{
+	if (rdev_g != NULL)
+		__atomic_store_n(&rdev_g->rc_hold, hold ? 1 : 0,
+				 __ATOMIC_RELEASE);
 }
 
 static bool rdev_reachable(struct tier_dev *d)
@@ -179,7 +257,12 @@ static int rdev_call_once(struct tier_dev *d, uint32_t op, uint64_t off,
 		return err_set(-EHOSTDOWN, "device %s: server %s is unreachable "
 			       "(its device %u)", d->td_path,
 			       rdev_name(rd->rd_srv), rd->rd_dev);
-	q.home = rdev_g->rc_self;
+	if (op == SOP_RDEV_WRITE && rd->rd_home == rdev_g->rc_self &&
+	    __atomic_load_n(&rdev_g->rc_hold, __ATOMIC_ACQUIRE))
+		return err_set(-EREMCHG, "device %s: home %s is served by "
+			       "another server now: no unit write as it",
+			       d->td_path, rdev_name(rdev_g->rc_self));
+	q.home = rd->rd_home;
 	q.dev = rd->rd_dev;
 	q.off = off;
 	q.len = len;
@@ -197,7 +280,7 @@ static int rdev_call_once(struct tier_dev *d, uint32_t op, uint64_t off,
 						    __ATOMIC_RELAXED))
 			;
 		q.deadline_ns = dl;
-		q.epoch = rdev_g->rc_epoch;
+		q.epoch = rd->rd_epoch != 0 ? rd->rd_epoch : rdev_epoch();
 	}
 	rc = msg_pack(&q.base, &b);
 	if (rc != 0)

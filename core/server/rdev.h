@@ -61,6 +61,30 @@ void rdev_stop(void);
  *  they have seen a later one. */
 uint64_t rdev_epoch(void);
 
+/**
+ * Taking over a home (docs/cluster.md "Taking over a home").  A remote
+ * device path may end in "@HOME+INC": "remote:SERVER:INDEX@HOME+INC" is
+ * device INDEX of SERVER, slice HOME, written as home HOME with
+ * incarnation INC (> 0) instead of this server's own slice and
+ * rdev_epoch(): the devices of an engine this server opened on its shadow
+ * of HOME's store (ha/srv_home.c).  SERVER may then be this server itself
+ * (its own device, slice HOME, through its own RDEV service) or HOME (its
+ * own slice of its own device: unreachable while it is down).
+ * The owners' write fence (srv_rdev.c) takes INC as HOME's newest
+ * incarnation, so the unit writes of HOME's earlier run are refused from
+ * the first write of the acting server on.
+ */
+
+/** Raise this process's incarnation as a home above `above` (no effect
+ *  when it is greater already): a home given back after a takeover writes
+ *  above the acting server's takeover incarnation. */
+void rdev_epoch_raise(uint64_t above);
+
+/** hold: this server's home is served by another server now: its unit
+ *  WRITEs as its own home fail with -EREMCHG (and nothing is sent) until
+ *  rdev_home_hold(false). */
+void rdev_home_hold(bool hold);
+
 /** Is server i known to be unreachable for unit I/O? */
 bool rdev_server_down(uint32_t i);
 

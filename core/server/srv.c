@@ -178,6 +178,8 @@ static void srv_op_free(struct srv_op *so)
 		rpc_buf_put(s->s_ep, so->so_m.mr_data, so->so_rbuf_lost);
 		so->so_m.mr_data = NULL;
 	}
+	if (so->so_route_ref != NULL && s->s_route_put != NULL)
+		s->s_route_put(s->s_route_arg, so->so_route_ref);
 	msg_req_fini(&so->so_m);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_freed);
@@ -290,11 +292,11 @@ static void srv_run(struct srv_op *so)
 		uint32_t c = srv_prof_class(so);
 		uint64_t t0 = srv_now_ns();
 
-		rc = eng_exec(s->s_eng, r);
+		rc = eng_exec(r->er_eng, r);
 		__atomic_add_fetch(&s->s_prof.sp_ns[c][SRV_T_ENG],
 				   srv_now_ns() - t0, __ATOMIC_RELAXED);
 	} else {
-		rc = eng_exec(s->s_eng, r);
+		rc = eng_exec(r->er_eng, r);
 	}
 	if (rc == ENG_PENDING)
 		return;
@@ -329,12 +331,13 @@ static int srv_obj_attrs(struct srv *s, struct srv_op *so)
 	struct eng_req *r = &so->so_m.mr_req;
 	struct meta_ent me;
 	MDB_txn *txn;
-	int rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
+	struct eng *e = so->so_m.mr_req.er_eng;
+	int rc = meta_rtxn_begin(eng_meta(e), &txn, "begin read");
 
 	if (rc != 0)
 		return rc;
-	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
-	meta_rtxn_put(eng_meta(s->s_eng), txn);
+	rc = meta_ent_get(txn, eng_meta(e), &r->er_id, &me);
+	meta_rtxn_put(eng_meta(e), txn);
 	if (rc == -ENOENT || (rc == 0 && me.me_type != ST_ET_OBJ))
 		return err_set(-ENOENT, "object %s does not exist on server "
 			       "%s", eng_id_str(&r->er_id), s->s_me->cs_name);
@@ -484,7 +487,8 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 		}
 		so->so_rbuf = true;
 		srv_prof_mark(so, SRV_T_BUF);
-		zc = srv_zc_obj_ok(s, so);
+		/* zero-copy only on this server's own store (its devices) */
+		zc = r->er_eng == s->s_eng && srv_zc_obj_ok(s, so);
 		if (r->er_kind == ER_OBJ_WRITE && !zc) {
 			rc = rpc_sreq_bulk_pull(so->so_req, 0, m->mr_data, bulk);
 			if (rc != 0 || FAULT_HIT("srv.obj.pull")) {
@@ -794,6 +798,20 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 	so->so_m.mr_req.er_eng = s->s_eng;
+	if (s->s_route != NULL && (op == SOP_OBJ || (op == SOP_ENT &&
+	    so->so_m.mr_req.er_type == ST_ET_OBJ))) {
+		struct eng *e = NULL;
+
+		err_clear();
+		rc = s->s_route(s->s_route_arg,
+				clu_home(s->s_conf, &so->so_m.mr_req.er_id),
+				&e, &so->so_route_ref);
+		if (rc != 0) {
+			srv_reply_err(so, rc);
+			return;
+		}
+		so->so_m.mr_req.er_eng = e;
+	}
 	switch (op) {
 	case SOP_ENT:
 		srv_ent(s, so);
@@ -944,6 +962,10 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 		rc = rdev_start(c, self);
 	if (rc == 0)
 		rc = srv_exec_start(s);
+	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
+		rc = srv_module_call(s, s->s_parts.sp_modules[i],
+				     s->s_parts.sp_modules[i]->sm_pre_open,
+				     "pre-open");
 	if (rc == 0)
 		rc = srv_open_store(s);
 	/* The syncer calls peers at once (srv_sync_all): the endpoint and the

@@ -49,6 +49,12 @@ struct srv_module {
 	int (*sm_register)(struct srv *s);
 	/** Start (after the endpoint and the syncer; may call peers). */
 	int (*sm_start)(struct srv *s);
+	/** Before the store opens (NULL: nothing): the module may still
+	 *  change what DATA_DIR/meta holds (the HA agent installs the
+	 *  metadata of its home handed back by the server that acted for
+	 *  it).  s_conf, s_me and s_self are set; s_eng is NULL.  A failure
+	 *  fails the start. */
+	int (*sm_pre_open)(struct srv *s);
 	/** Stop (first in srv_stop(), in reverse order; also after a start
 	 *  that failed at any point, so it must bear never having started). */
 	void (*sm_stop)(struct srv *s);

@@ -109,6 +109,7 @@ struct srv_op {
 	bool so_rbuf_lost;          /* ... and an RMA of it was abandoned */
 	struct srv_zc_xfer *so_zc;  /* zero-copy read in progress (srv_obj) */
 	uint64_t so_t[SRV_T_END];   /* STRATA_SRV_PROFILE: stage times, ns */
+	void *so_route_ref;         /* s_route's reference, put at the end */
 };
 
 /* Sums of stage times of object requests, by class (srv.c). */
@@ -169,6 +170,21 @@ struct srv {
 	/* the HA agent: map, epoch, membership (ha/srv_ha.c, a module of
 	 * s_parts; NULL: none, or a cluster without etcd) */
 	struct srv_ha *s_ha;
+	/* Object routing (docs/cluster.md "Taking over a home"), set by a
+	 * module before the endpoint serves (NULL: every object request is
+	 * served by s_eng, as without HA).  s_route(arg, home, &eng, &ref)
+	 * for an object request whose id is homed on server home
+	 * (clu_home()): 0 with the engine to run it on (s_eng, or an engine
+	 * this server opened to act for home) and a reference that
+	 * s_route_put(arg, ref) drops when the request has ended (the
+	 * engine stays open until then); or a negative code with a message
+	 * (err_set): -EREMCHG when another server serves that home (the
+	 * client reads the map again), -EBUSY while this one is opening
+	 * it.  Called from RPC handler threads, concurrently. */
+	int (*s_route)(void *arg, uint32_t home, struct eng **eng,
+		       void **ref);
+	void (*s_route_put)(void *arg, void *ref);
+	void *s_route_arg;
 	/* replicated homes: senders and shadows (srv_repl.c; NULL when
 	 * cluster.meta_replicas is 1) */
 	struct srv_repl *s_repl;

@@ -14,7 +14,8 @@
  *
  * Checks of an RDEV request, each refused with -EINVAL and a message
  * naming the field and counted as a bad request: the shape
- * (msg_rdev_decode), home a server of the cluster other than this one,
+ * (msg_rdev_decode), home a server of the cluster (this one too: a
+ * takeover's writes of its own slice, srv_home.h),
  * device an existing local device of this store (not remote, not zoned),
  * and the range [off, off + len) inside one slice (the caller's slice of
  * that device, conf_slice_size()).  The caller proved the cluster secret
@@ -80,11 +81,13 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 	const struct clu_conf *c = s->s_conf;
 	struct eng_dev *ed;
 
-	if (q->home >= c->cc_nr_servers || q->home == s->s_self)
-		return err_set(-EINVAL, "request: rdev.home %u: not another "
-			       "server of cluster %s (%u servers, this is %u)",
-			       q->home, c->cc_name, c->cc_nr_servers,
-			       s->s_self);
+	/* home may be this server: its own slice written by the server
+	 * acting for its home while it was away (docs/cluster.md "Taking
+	 * over a home"); the write fence orders it like any home's */
+	if (q->home >= c->cc_nr_servers)
+		return err_set(-EINVAL, "request: rdev.home %u: not a server "
+			       "of cluster %s (%u servers)", q->home,
+			       c->cc_name, c->cc_nr_servers);
 	ed = q->dev < eng_dev_nr(s->s_eng) ? eng_dev_get(s->s_eng, q->dev)
 					   : NULL;
 	if (ed == NULL)

@@ -8,17 +8,21 @@
  * with the test rules (ha_rules_init_test(): W 1 s, down-out 5 s, 3 I/O
  * errors in 10 s, 5 flaps in 60 s, reports count 10 s, TRANSIENT 30 s).
  *
- *   map:    "tol=K s0@e0 s1@e1[d0,d1] s2@e1#5" — servers with their
- *           enclosure, devices in brackets, incarnation after '#'
+ *   map:    "tol=K meta=R s0@e0 s1@e1[d0,d1] s2@e1#5" — servers with
+ *           their enclosure, devices in brackets, incarnation after '#'
+ *           (meta=R: hm_meta_replicas, homes taken over when R > 1)
  *   event:  "T KIND REPORTER TARGET[/DEV] [inc=N] [count=N] [job=N]"
  *           (REPORTER "-" for none; seq is the line's index + 1)
- *   expect: "T RULE KIND TARGET[/DEV] STATE" (TARGET "-" for the map)
+ *   expect: "T RULE KIND TARGET[/DEV] STATE" (TARGET "-" for the map),
+ *           HOME_MOVE with ">ACTING" after the target
  *
- * Then properties over random histories (fixed seeds): a leader change
- * after any prefix of any step's decisions takes exactly the rest, and the
+ * Then properties over random histories (fixed seeds; every other one with
+ * meta_replicas 3, so homes move and come back): a leader change after
+ * any prefix of any step's decisions takes exactly the rest, and the
  * step-by-step run, ha_replay() and a second ha_replay() agree.
  */
 #include <CUnit/CUnit.h>
+#include <json-c/json.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@
 #include "core/errors.h"
 #include "ha/analyzer.h"
 #include "ha/ha_json.h"
+#include "ha/map.h"
 #include "tests/ut.h"
 
 #define EV_MAX 64
@@ -53,6 +58,10 @@ static void map_build(const char *spec, struct ha_map *m)
 
 		if (strncmp(t, "tol=", 4) == 0) {
 			m->hm_tolerance = (uint32_t)atoi(t + 4);
+			continue;
+		}
+		if (strncmp(t, "meta=", 5) == 0) {
+			m->hm_meta_replicas = (uint32_t)atoi(t + 5);
 			continue;
 		}
 		s = &m->hm_servers[m->hm_nr_servers++];
@@ -115,11 +124,12 @@ static void ev_build(const char *spec, uint64_t seq, struct ha_event *e)
 /* A decision as the expect lines write it. */
 static void dec_text(const struct ha_decision *d, char *buf, size_t size)
 {
-	snprintf(buf, size, "%llu %s %s %s%s%s %s",
+	snprintf(buf, size, "%llu %s %s %s%s%s%s%s %s",
 		 (unsigned long long)d->hd_time_ms, d->hd_rule,
 		 ha_dec_kind_name(d->hd_kind),
 		 d->hd_target[0] ? d->hd_target : "-", d->hd_dev[0] ? "/" : "",
-		 d->hd_dev, ha_state_name(d->hd_state));
+		 d->hd_dev, d->hd_kind == HA_DEC_HOME_MOVE ? ">" : "",
+		 d->hd_acting, ha_state_name(d->hd_state));
 }
 
 #define GOT_MAX 512
@@ -469,6 +479,92 @@ static const struct ha_case cases[] = {
 	"40000 operator SET_STATE s0/d0 FAILED",
 	"41000 replace SET_STATE s0/d0 OUT",
 	"41000 repair JOB_REPAIR s0/d0 REPAIRING" } },
+/* rule home: a home whose server fails on proof moves to its first
+ * ONLINE standby (ha_home_standbys: s1's are s2, s3 here); the repair
+ * runs as ever; the server back and in sync (its own HOME_READY, of its
+ * current run, newer than the move) takes its home back: a HOME_READY
+ * before its restart, from another reporter or of an older run does not
+ * count */
+{ "home_takeover", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_LEASE_EXPIRED s0 s1",
+	"12000 HOME_READY s1 s1",
+	"20000 JOB_DONE - s1 job=4",
+	"30000 SRV_JOINED s1 s1 inc=7",
+	"33000 HOME_READY s2 s1",
+	"34000 HOME_READY s1 s1 inc=6",
+	"35000 HOME_READY s1 s1 inc=7" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"20000 job SET_STATE s1 REPAIRED",
+	"31000 rebalance JOB_REBALANCE s1 REBALANCING",
+	"35000 home HOME_MOVE s1>s1 ONLINE" } },
+/* two reporters in two enclosures are proof too; a home returns only to
+ * its server in sync: a server merely back (return) leaves it where it
+ * is */
+{ "home_reporters", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_UNREACHABLE s0 s2",
+	"10100 SRV_UNREACHABLE s1 s2",
+	"13000 SRV_JOINED s2 s2 inc=9" }, {
+	"11100 server-down SET_STATE s2 FAILED",
+	"11100 home HOME_MOVE s2>s1 ONLINE",
+	"14000 return SET_STATE s2 ONLINE" } },
+/* one reporter is a suspicion: nothing moves */
+{ "home_suspicion", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_UNREACHABLE s0 s2" }, {
+	NULL } },
+/* the acting server fails in turn: the home it acted for moves on to the
+ * next ONLINE standby (s1's: s2, s3), its own to its first ONLINE one
+ * (s2's: s1 is down, s0) */
+{ "home_acting_fails", "tol=2 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"12000 SRV_EXIT s0 s2" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"13000 server-down SET_STATE s2 FAILED",
+	"13000 home HOME_MOVE s1>s3 ONLINE",
+	"13000 home HOME_MOVE s2>s0 ONLINE",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"18000 down-out SET_STATE s2 OUT",
+	"18000 repair JOB_REPAIR s2 REPAIRING" } },
+/* a frozen map moves no home: the second failure freezes it, so its
+ * server keeps its state and its home (and the one it acts for) stay;
+ * after the thaw both move */
+{ "home_frozen", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"10500 SRV_EXIT s0 s2",
+	"12000 HOME_READY s1 s1",
+	"20000 OP_THAW operator -" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"11500 freeze FREEZE s2 ONLINE",
+	"20000 thaw THAW - ONLINE",
+	"20000 down-out SET_STATE s1 OUT",
+	"20000 repair JOB_REPAIR s1 REPAIRING",
+	"20000 server-down SET_STATE s2 FAILED",
+	"20000 home HOME_MOVE s1>s3 ONLINE",
+	"20000 home HOME_MOVE s2>s0 ONLINE",
+	"25000 down-out SET_STATE s2 OUT",
+	"25000 repair JOB_REPAIR s2 REPAIRING" } },
+/* never to a standby that is not ONLINE: with meta=2 s3's only standby is
+ * s1, down, so s3's home stays; meta=1 never moves a home */
+{ "home_no_standby", "tol=2 meta=2 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"12000 SRV_EXIT s0 s3" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"13000 server-down SET_STATE s3 FAILED",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"18000 down-out SET_STATE s3 OUT",
+	"18000 repair JOB_REPAIR s3 REPAIRING" } },
+{ "home_meta1", "tol=1 meta=1 s0@e0 s1@e1 s2@e2", {
+	"10000 SRV_EXIT s0 s1" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING" } },
 };
 
 #define NR_CASES (sizeof cases / sizeof cases[0])
@@ -614,7 +710,7 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 		HA_EV_SRV_JOINED, HA_EV_SRV_JOINED, HA_EV_DEV_IOERR,
 		HA_EV_DEV_FAILED, HA_EV_OP_FAIL, HA_EV_OP_REPLACE,
 		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
-		HA_EV_JOB_FAILED, HA_EV_JOB_DONE,
+		HA_EV_JOB_FAILED, HA_EV_JOB_DONE, HA_EV_HOME_READY,
 	};
 	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
 
@@ -626,6 +722,9 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 	snprintf(e->he_reporter, sizeof e->he_reporter, "s%u",
 		 rnd(m->hm_nr_servers));
 	e->he_incarnation = rnd(3) ? 0 : 1 + rnd(4);
+	if (e->he_kind == HA_EV_HOME_READY && rnd(4)) /* mostly its own */
+		snprintf(e->he_reporter, sizeof e->he_reporter, "%s",
+			 s->hs_name);
 	e->he_count = 1 + rnd(2);
 	if (e->he_kind == HA_EV_DEV_IOERR || e->he_kind == HA_EV_DEV_FAILED ||
 	    e->he_kind == HA_EV_OP_REPLACE ||
@@ -756,10 +855,14 @@ static void test_random(void)
 	uint32_t nr = 40;
 	bool bad = false;
 
+	uint32_t moves = 0, backs = 0;
+
 	ha_rules_init_test(&r);
 	for (uint64_t seed = 1; seed <= 300 && !bad; seed++) {
 		rnd_state = seed;
 		random_map(&m0);
+		/* every other history with homes taken over (rule home) */
+		m0.hm_meta_replicas = seed % 2 ? 3 : 1;
 		m = m0;
 		memset(&steps, 0, sizeof steps);
 		random_steps(&r, &m, ev, nr, &steps, &bad);
@@ -795,8 +898,18 @@ static void test_random(void)
 		}
 		if (bad)
 			printf(" (seed %llu)", (unsigned long long)seed);
+		for (uint32_t j = 0; j < a.g_nr; j++)
+			if (a.g_dec[j].hd_kind == HA_DEC_HOME_MOVE) {
+				moves++;
+				backs += strcmp(a.g_dec[j].hd_acting,
+						a.g_dec[j].hd_target) == 0;
+			}
 	}
 	CU_ASSERT(!bad);
+	/* the histories do move homes, and give some back */
+	CU_ASSERT(moves > 10);
+	CU_ASSERT(backs > 0);
+	printf("\n  random: %u home moves, %u handbacks ", moves, backs);
 }
 
 /* A full output says so; the rest comes on the next call. */
@@ -937,6 +1050,127 @@ static void test_json_refusals(void)
 	}
 }
 
+/* ha_home_standbys(): the home is never its own standby, R - 1 of them,
+ * fixed whatever the states, one per enclosure while there are enough;
+ * the home rule takes the first ONLINE one. */
+static void test_home_standbys(void)
+{
+	static struct ha_map m;
+	uint32_t sb[HA_SERVERS_MAX], sb2[HA_SERVERS_MAX], n, n2;
+
+	map_build("tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", &m);
+	for (uint32_t h = 0; h < 4; h++) {
+		n = ha_home_standbys(&m, h, sb);
+		CU_ASSERT_EQUAL(n, 2);
+		CU_ASSERT(sb[0] != h && sb[1] != h && sb[0] != sb[1]);
+		CU_ASSERT(sb[0] < 4 && sb[1] < 4);
+		m.hm_servers[sb[0]].hs_state = HA_FAILED;
+		n2 = ha_home_standbys(&m, h, sb2);
+		CU_ASSERT_EQUAL(n2, n);
+		CU_ASSERT(memcmp(sb, sb2, n * sizeof sb[0]) == 0);
+		m.hm_servers[sb[0]].hs_state = HA_ONLINE;
+		CU_ASSERT_EQUAL(ha_home_acting(&m, h), (int)h);
+	}
+	/* the cases pin s1's standbys as s2, s3 (and the hashes, core/pg.h,
+	 * never change) */
+	CU_ASSERT_EQUAL(ha_home_standbys(&m, 1, sb), 2);
+	CU_ASSERT_EQUAL(sb[0], 2);
+	CU_ASSERT_EQUAL(sb[1], 3);
+	/* two enclosures: both standbys outside the home's where possible */
+	map_build("tol=1 meta=3 s0@a s1@a s2@b s3@b", &m);
+	n = ha_home_standbys(&m, 0, sb);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT(sb[0] == 2 || sb[0] == 3 || sb[1] == 2 || sb[1] == 3);
+	m.hm_meta_replicas = 1;
+	CU_ASSERT_EQUAL(ha_home_standbys(&m, 0, sb), 0);
+	m.hm_meta_replicas = 9; /* more than servers: all the others */
+	CU_ASSERT_EQUAL(ha_home_standbys(&m, 0, sb), 3);
+	CU_ASSERT_EQUAL(ha_home_standbys(&m, 7, sb), 0);
+	snprintf(m.hm_servers[0].hs_acting, HA_NAME_MAX + 1, "s2");
+	CU_ASSERT_EQUAL(ha_home_acting(&m, 0), 2);
+	CU_ASSERT_EQUAL(ha_home_acting(&m, 9), -ENOENT);
+}
+
+/* The leader dies between the FAILED and the HOME_MOVE of a takeover (or
+ * after both): the next one, later, takes the move with the same seq,
+ * acting server and takeover incarnation, then nothing; the map's fields
+ * and their JSON round trip. */
+static void test_home_leader_change(void)
+{
+	static struct ha_event ev[EV_MAX];
+	static struct ha_map m, m2;
+	struct ha_decision d[8], e[8];
+	struct ha_rules r;
+	uint32_t n, k, nr = 0;
+	char *text = NULL;
+
+	ha_rules_init_test(&r);
+	ev_build("10000 SRV_LEASE_EXPIRED s0 s1", 1, &ev[nr++]);
+	map_build("tol=1 meta=3 s0@e0 s1@e1#3 s2@e2 s3@e3", &m);
+	m.hm_epoch = 10;
+	m.hm_cluster[0] = 'c';
+	for (uint32_t i = 0; i < m.hm_nr_servers; i++)
+		m.hm_servers[i].hs_port = 1, m.hm_servers[i].hs_addr[0] = 'a';
+	m.hm_pgs = m.hm_pg_replicas = 1;
+	CU_ASSERT_EQUAL(ha_decide(&r, ev, nr, &m, 11000, d, 8, &n), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 2);
+	CU_ASSERT_EQUAL(d[0].hd_kind, HA_DEC_SET_STATE);
+	CU_ASSERT_EQUAL(d[1].hd_kind, HA_DEC_HOME_MOVE);
+	CU_ASSERT_STRING_EQUAL(d[1].hd_target, "s1");
+	CU_ASSERT_STRING_EQUAL(d[1].hd_acting, "s2");
+	CU_ASSERT_EQUAL(d[1].hd_seq, 12);
+	/* the incarnation: the ns of the FAILED, above the server's run */
+	CU_ASSERT_EQUAL(d[1].hd_incarnation, 11000ull * 1000000ull);
+	CU_ASSERT_EQUAL(ha_map_apply(&m, &d[0], 11000), 0);
+	/* the next leader, 2 s later */
+	CU_ASSERT_EQUAL(ha_decide(&r, ev, nr, &m, 13000, e, 8, &k), 0);
+	CU_ASSERT_EQUAL_FATAL(k, 1);
+	CU_ASSERT_EQUAL(e[0].hd_kind, HA_DEC_HOME_MOVE);
+	CU_ASSERT_EQUAL(e[0].hd_seq, d[1].hd_seq);
+	CU_ASSERT_STRING_EQUAL(e[0].hd_acting, d[1].hd_acting);
+	CU_ASSERT_EQUAL(e[0].hd_incarnation, d[1].hd_incarnation);
+	CU_ASSERT_EQUAL(ha_map_apply(&m, &e[0], 13000), 0);
+	CU_ASSERT_STRING_EQUAL(m.hm_servers[1].hs_acting, "s2");
+	CU_ASSERT_EQUAL(m.hm_servers[1].hs_acting_epoch, 12);
+	CU_ASSERT_EQUAL(m.hm_servers[1].hs_acting_ms, 13000);
+	CU_ASSERT_EQUAL(m.hm_servers[1].hs_acting_inc, 11000ull * 1000000ull);
+	CU_ASSERT_EQUAL(ha_home_acting(&m, 1), 2);
+	CU_ASSERT_EQUAL(ha_decide(&r, ev, nr, &m, 13000, e, 8, &k), 0);
+	CU_ASSERT_EQUAL(k, 0);
+	/* the map's JSON keeps every home field */
+	CU_ASSERT_EQUAL_FATAL(ha_map_to_json(&m, &text), 0);
+	CU_ASSERT_EQUAL(ha_map_from_json(&m2, text, strlen(text)), 0);
+	CU_ASSERT_STRING_EQUAL(m2.hm_servers[1].hs_acting, "s2");
+	CU_ASSERT_EQUAL(m2.hm_servers[1].hs_acting_epoch, 12);
+	CU_ASSERT_EQUAL(m2.hm_servers[1].hs_acting_ms, 13000);
+	CU_ASSERT_EQUAL(m2.hm_servers[1].hs_acting_inc, 11000ull * 1000000ull);
+	CU_ASSERT_EQUAL(m2.hm_meta_replicas, 3);
+	CU_ASSERT_STRING_EQUAL(m2.hm_servers[0].hs_acting, "");
+	free(text);
+	/* a map whose acting server is not one of it, or itself, is refused
+	 * naming the field */
+	snprintf(m.hm_servers[1].hs_acting, HA_NAME_MAX + 1, "zz");
+	CU_ASSERT_EQUAL(ha_map_check(&m), -EINVAL);
+	CU_ASSERT(strstr(err_msg(), "servers[1].acting") != NULL);
+	snprintf(m.hm_servers[1].hs_acting, HA_NAME_MAX + 1, "s1");
+	CU_ASSERT_EQUAL(ha_map_check(&m), -EINVAL);
+	m.hm_servers[1].hs_acting[0] = '\0';
+	m.hm_servers[1].hs_acting_epoch = m.hm_epoch + 1;
+	CU_ASSERT_EQUAL(ha_map_check(&m), -EINVAL);
+	CU_ASSERT(strstr(err_msg(), "acting_epoch") != NULL);
+	/* a decision's JSON keeps acting and incarnation */
+	{
+		struct json_object *o = ha_decision_to_json(&d[1]);
+		struct ha_decision x;
+
+		CU_ASSERT_FATAL(o != NULL);
+		CU_ASSERT_EQUAL(ha_decision_from_json(o, &x), 0);
+		CU_ASSERT_STRING_EQUAL(x.hd_acting, "s2");
+		CU_ASSERT_EQUAL(x.hd_incarnation, d[1].hd_incarnation);
+		json_object_put(o);
+	}
+}
+
 /* Read a replay file from text; returns ha_history_read()'s code. */
 static int history_from(const char *text, struct ha_history *h)
 {
@@ -1029,7 +1263,9 @@ int analyzer_ut_add(void)
 	    !CU_add_test(s, "random", test_random) ||
 	    !CU_add_test(s, "json_roundtrip", test_json_roundtrip) ||
 	    !CU_add_test(s, "json_refusals", test_json_refusals) ||
-	    !CU_add_test(s, "history", test_history))
+	    !CU_add_test(s, "history", test_history) ||
+	    !CU_add_test(s, "home_standbys", test_home_standbys) ||
+	    !CU_add_test(s, "home_leader_change", test_home_leader_change))
 		return -1;
 	return 0;
 }

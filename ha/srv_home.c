@@ -1,0 +1,573 @@
+/*
+ * srv_home.c — taking over a home in a server (contract in srv_home.h,
+ * design in docs/cluster.md "Taking over a home").
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clu_conf.h"
+#include "core/eng_repl.h"
+#include "core/engine.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/rdev.h"
+#include "core/server/srv_repl.h"
+#include "core/server/srv_internal.h"
+#include "core/server/msg.h"
+#include "core/server/peers.h"
+#include "ha/etcd.h"
+#include "ha/ha.pb-c.h"
+#include "ha/map.h"
+#include "ha/srv_ha.h"
+#include "ha/srv_home.h"
+
+/* One home this server may act for. */
+struct home_eng {
+	struct srv_home *he_sh;
+	uint32_t he_home;
+	struct eng *he_eng;     /* open: this server acts for he_home */
+	uint32_t he_refs;       /* requests running on he_eng */
+	bool he_closing;        /* refused from now on; closed at 0 refs */
+	bool he_frozen;         /* handing back: its snapshot taken, no
+				 * request served until the map moves it */
+	uint64_t he_inc;        /* the takeover incarnation it writes with */
+	uint64_t he_epoch;      /* the map epoch of the move */
+};
+
+struct srv_home {
+	struct srv *sh_srv;
+	pthread_mutex_t sh_lock;
+	pthread_cond_t sh_cond;     /* a reference was dropped */
+	bool sh_on;                 /* the map takes homes over */
+	uint64_t sh_epoch;          /* of the map routed by */
+	uint32_t sh_acting[CLU_SERVERS_MAX]; /* server serving each home */
+	bool sh_held;               /* own home served elsewhere */
+	struct srv_home_shadow_ops sh_ops;
+	struct home_eng sh_he[CLU_SERVERS_MAX];
+};
+
+static const char *name_of(const struct srv_home *sh, uint32_t i)
+{
+	return sh->sh_srv->s_conf->cc_servers[i].cs_name;
+}
+
+/* ------------------------------------------------------------ routing */
+
+static int home_route(void *arg, uint32_t home, struct eng **eng, void **ref)
+{
+	struct srv_home *sh = arg;
+	struct srv *s = sh->sh_srv;
+	struct home_eng *he;
+	uint32_t a;
+	int rc = 0;
+
+	*ref = NULL;
+	*eng = s->s_eng;
+	if (home >= s->s_conf->cc_nr_servers)
+		return 0; /* cannot be: clu_home() is in range */
+	pthread_mutex_lock(&sh->sh_lock);
+	if (!sh->sh_on) {
+		pthread_mutex_unlock(&sh->sh_lock);
+		return 0;
+	}
+	a = sh->sh_acting[home];
+	he = &sh->sh_he[home];
+	if (a != s->s_self) {
+		rc = err_set(-EREMCHG, "objects homed on %s are served by %s "
+			     "(cluster map epoch %" PRIu64 "), not by %s",
+			     name_of(sh, home), name_of(sh, a), sh->sh_epoch,
+			     s->s_me->cs_name);
+	} else if (home != s->s_self) {
+		if (he->he_eng == NULL || he->he_closing || he->he_frozen) {
+			rc = err_set(-EBUSY, "server %s is %s home %s",
+				     s->s_me->cs_name, he->he_frozen ?
+				     "handing back" : "opening the store of",
+				     name_of(sh, home));
+		} else {
+			he->he_refs++;
+			*eng = he->he_eng;
+			*ref = he;
+		}
+	}
+	pthread_mutex_unlock(&sh->sh_lock);
+	return rc;
+}
+
+static void home_put(void *arg, void *ref)
+{
+	struct srv_home *sh = arg;
+	struct home_eng *he = ref;
+
+	pthread_mutex_lock(&sh->sh_lock);
+	if (--he->he_refs == 0)
+		pthread_cond_broadcast(&sh->sh_cond);
+	pthread_mutex_unlock(&sh->sh_lock);
+}
+
+/* ------------------------------------------------------- the engine */
+
+/* eng_conf.ec_dev_path of an engine acting for home he_home. */
+static int home_dev_path(void *arg, uint32_t i, const char *recorded,
+			 char *out, size_t len)
+{
+	const struct home_eng *he = arg;
+	const char *h = name_of(he->he_sh, he->he_home);
+	int n;
+
+	if (strncmp(recorded, ENG_REMOTE_PREFIX,
+		    sizeof ENG_REMOTE_PREFIX - 1) == 0)
+		n = snprintf(out, len, "%s@%s+%" PRIu64, recorded, h,
+			     he->he_inc);
+	else /* the home's own device i: its image on the home */
+		n = snprintf(out, len, "%s%s:%u@%s+%" PRIu64,
+			     ENG_REMOTE_PREFIX, h, i, h, he->he_inc);
+	if (n < 0 || (size_t)n >= len)
+		return err_set(-ENAMETOOLONG, "home %s: device %u (%s): path "
+			       "too long", h, i, recorded);
+	return 1;
+}
+
+/* Open the engine of home he (the map thread; no lock held). */
+static int home_open(struct srv_home *sh, struct home_eng *he)
+{
+	struct srv *s = sh->sh_srv;
+	const struct clu_server *hs = &s->s_conf->cc_servers[he->he_home];
+	char dir[512], meta[512], yaml[512];
+	struct eng_conf ec = {0};
+	struct eng *e = NULL;
+	FILE *f;
+	int rc;
+
+	if (snprintf(dir, sizeof dir, "%s/takeover-%s", s->s_me->cs_data_dir,
+		     hs->cs_name) >= (int)sizeof dir ||
+	    snprintf(meta, sizeof meta, "%s/shadow-s%u", s->s_me->cs_data_dir,
+		     he->he_home) >= (int)sizeof meta ||
+	    snprintf(yaml, sizeof yaml, "%s.store.yaml", dir) >=
+		     (int)sizeof yaml)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       s->s_me->cs_name);
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return err_set(-errno, "takeover of home %s: %s: %s",
+			       hs->cs_name, dir, strerror(errno));
+	f = fopen(yaml, "w");
+	if (f == NULL)
+		return err_set(-errno, "takeover of home %s: %s: %s",
+			       hs->cs_name, yaml, strerror(errno));
+	fputs(hs->cs_store_yaml != NULL ? hs->cs_store_yaml : "", f);
+	if (fclose(f) != 0)
+		return err_set(-EIO, "takeover of home %s: %s: write failed",
+			       hs->cs_name, yaml);
+	if (sh->sh_ops.so_release != NULL) {
+		rc = sh->sh_ops.so_release(sh->sh_ops.so_arg, he->he_home);
+		if (rc != 0)
+			return err_set(rc, "takeover of home %s: its shadow "
+				       "%s is held: %s", hs->cs_name, meta,
+				       err_msg());
+	} else {
+		/* repl's standby side closes its handle and refuses the
+		 * home's ships and snapshots until given back */
+		rc = srv_repl_shadow_take(s, he->he_home, meta, sizeof meta);
+		if (rc != 0)
+			return err_set(rc, "takeover of home %s: its shadow: "
+				       "%s", hs->cs_name, err_msg());
+	}
+	ec.ec_dir = dir;
+	ec.ec_create = false;
+	ec.ec_config = yaml;
+	ec.ec_model = s->s_model;
+	ec.ec_layout_ops = s->s_parts.sp_layout_ops;
+	ec.ec_meta_dir = meta;
+	ec.ec_dev_path = home_dev_path;
+	ec.ec_dev_path_arg = he;
+	rc = eng_open(&e, &ec);
+	if (rc != 0) {
+		rc = err_set(rc, "takeover of home %s: engine on shadow %s: %s",
+			     hs->cs_name, meta, err_msg());
+		if (sh->sh_ops.so_resume != NULL)
+			sh->sh_ops.so_resume(sh->sh_ops.so_arg, he->he_home);
+		else
+			srv_repl_shadow_give(s, he->he_home);
+		return rc;
+	}
+	pthread_mutex_lock(&sh->sh_lock);
+	he->he_eng = e;
+	he->he_closing = false;
+	pthread_mutex_unlock(&sh->sh_lock);
+	LOG_WARNING("server %s: acting for home %s from map epoch %" PRIu64
+		    " (takeover incarnation %" PRIu64 "): its objects are "
+		    "served here", s->s_me->cs_name, hs->cs_name, he->he_epoch,
+		    he->he_inc);
+	return 0;
+}
+
+/* Close the engine of home he: refuse, wait for its requests, close. */
+static void home_close(struct srv_home *sh, struct home_eng *he,
+		       const char *why)
+{
+	struct eng *e;
+
+	pthread_mutex_lock(&sh->sh_lock);
+	if (he->he_eng == NULL) {
+		pthread_mutex_unlock(&sh->sh_lock);
+		return;
+	}
+	he->he_closing = true;
+	while (he->he_refs > 0)
+		pthread_cond_wait(&sh->sh_cond, &sh->sh_lock);
+	e = he->he_eng;
+	he->he_eng = NULL;
+	he->he_frozen = false;
+	pthread_mutex_unlock(&sh->sh_lock);
+	eng_close(e);
+	if (sh->sh_ops.so_resume != NULL)
+		sh->sh_ops.so_resume(sh->sh_ops.so_arg, he->he_home);
+	else
+		srv_repl_shadow_give(sh->sh_srv, he->he_home);
+	LOG_WARNING("server %s: no longer acting for home %s (%s)",
+		    sh->sh_srv->s_me->cs_name, name_of(sh, he->he_home), why);
+}
+
+/* ------------------------------------------------------------ the map */
+
+int srv_home_create(struct srv *s, struct srv_home **out)
+{
+	struct srv_home *sh = calloc(1, sizeof *sh);
+
+	if (sh == NULL)
+		return err_set(-ENOMEM, "server %s: homes", s->s_me->cs_name);
+	sh->sh_srv = s;
+	pthread_mutex_init(&sh->sh_lock, NULL);
+	pthread_cond_init(&sh->sh_cond, NULL);
+	for (uint32_t i = 0; i < CLU_SERVERS_MAX; i++) {
+		sh->sh_acting[i] = i;
+		sh->sh_he[i].he_sh = sh;
+		sh->sh_he[i].he_home = i;
+	}
+	s->s_route_arg = sh;
+	s->s_route_put = home_put;
+	s->s_route = home_route;
+	*out = sh;
+	return 0;
+}
+
+void srv_home_shadow_ops_set(struct srv_home *sh,
+			     const struct srv_home_shadow_ops *ops)
+{
+	pthread_mutex_lock(&sh->sh_lock);
+	if (ops != NULL)
+		sh->sh_ops = *ops;
+	else
+		memset(&sh->sh_ops, 0, sizeof sh->sh_ops);
+	pthread_mutex_unlock(&sh->sh_lock);
+}
+
+/* Does m list the cluster file's servers in its order (the home slots are
+ * the file's indices, clu_home())? */
+static bool map_matches(const struct srv_home *sh, const struct ha_map *m)
+{
+	const struct clu_conf *c = sh->sh_srv->s_conf;
+
+	if (m->hm_nr_servers != c->cc_nr_servers)
+		return false;
+	for (uint32_t i = 0; i < c->cc_nr_servers; i++)
+		if (strcmp(m->hm_servers[i].hs_name,
+			   c->cc_servers[i].cs_name) != 0)
+			return false;
+	return true;
+}
+
+bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
+{
+	bool done = true;
+	struct srv *s = sh->sh_srv;
+	uint32_t self = s->s_self, n = s->s_conf->cc_nr_servers;
+	bool on = m->hm_meta_replicas >= 2 && map_matches(sh, m);
+	bool hold;
+
+	if (m->hm_meta_replicas >= 2 && !map_matches(sh, m))
+		LOG_WARNING("server %s: the cluster map's servers are not the "
+			    "cluster file's: homes are not taken over",
+			    s->s_me->cs_name);
+	pthread_mutex_lock(&sh->sh_lock);
+	sh->sh_on = on;
+	sh->sh_epoch = m->hm_epoch;
+	for (uint32_t h = 0; h < n; h++) {
+		int a = on ? ha_home_acting(m, h) : (int)h;
+		sh->sh_acting[h] = a < 0 ? h : (uint32_t)a;
+		/* a move away closes at once for new requests */
+		if (sh->sh_acting[h] != self && sh->sh_he[h].he_eng != NULL)
+			sh->sh_he[h].he_closing = true;
+	}
+	pthread_mutex_unlock(&sh->sh_lock);
+
+	for (uint32_t h = 0; h < n; h++) {
+		struct home_eng *he = &sh->sh_he[h];
+
+		if (h == self)
+			continue;
+		if (sh->sh_acting[h] != self) {
+			home_close(sh, he, "the map moved it");
+			continue;
+		}
+		if (he->he_eng != NULL)
+			continue;
+		he->he_inc = m->hm_servers[h].hs_acting_inc;
+		he->he_epoch = m->hm_servers[h].hs_acting_epoch;
+		if (home_open(sh, he) != 0) {
+			LOG_WARNING("server %s: %s (tried again at the next "
+				    "map step)", s->s_me->cs_name, err_msg());
+			done = false;
+		}
+	}
+
+	hold = on && sh->sh_acting[self] != self;
+	if (hold != sh->sh_held) {
+		rdev_home_hold(hold);
+		LOG_WARNING("server %s: its home is %s", s->s_me->cs_name,
+			    hold ? "served by another server: it serves none "
+			    "of its objects and writes no unit as its home" :
+			    "its own again");
+		sh->sh_held = hold;
+	}
+	/* writes as its home exceed every takeover's */
+	if (on && m->hm_servers[self].hs_acting_inc != 0)
+		rdev_epoch_raise(m->hm_servers[self].hs_acting_inc);
+	return done;
+}
+
+uint64_t srv_home_acting_mask(struct srv_home *sh)
+{
+	uint64_t mask = 0;
+
+	pthread_mutex_lock(&sh->sh_lock);
+	for (uint32_t h = 0; h < CLU_SERVERS_MAX && h < 64; h++)
+		if (sh->sh_he[h].he_eng != NULL && !sh->sh_he[h].he_closing)
+			mask |= 1ull << h;
+	pthread_mutex_unlock(&sh->sh_lock);
+	return mask;
+}
+
+void srv_home_destroy(struct srv_home *sh)
+{
+	if (sh == NULL)
+		return;
+	/* every engine closed; the hook stays (handler threads may still
+	 * call it until the endpoint stops): a home acted for answers
+	 * -EBUSY meanwhile, and sh is not freed (as the agent itself) */
+	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++)
+		home_close(sh, &sh->sh_he[h], "server stopping");
+}
+
+/* ------------------------------------------------------------ handover */
+
+/* The snapshot file of home h's engine on this server. */
+static int snap_path(const struct srv_home *sh, uint32_t h, char *buf,
+		     size_t size)
+{
+	if (snprintf(buf, size, "%s/takeover-s%u.snap",
+		     sh->sh_srv->s_me->cs_data_dir, h) >= (int)size)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       sh->sh_srv->s_me->cs_name);
+	return 0;
+}
+
+int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
+		  uint64_t *seq)
+{
+	struct srv *s = sh->sh_srv;
+	struct home_eng *he;
+	char path[600];
+	struct stat st;
+	struct eng *e;
+	int rc;
+
+	if (h >= s->s_conf->cc_nr_servers || h == s->s_self)
+		return err_set(-EINVAL, "home handback: home %u", h);
+	rc = snap_path(sh, h, path, sizeof path);
+	if (rc != 0)
+		return rc;
+	he = &sh->sh_he[h];
+	pthread_mutex_lock(&sh->sh_lock);
+	if (sh->sh_acting[h] != s->s_self || he->he_eng == NULL ||
+	    he->he_closing) {
+		pthread_mutex_unlock(&sh->sh_lock);
+		return err_set(-EREMCHG, "server %s does not act for home %s",
+			       s->s_me->cs_name, name_of(sh, h));
+	}
+	he->he_frozen = true;
+	while (he->he_refs > 0)
+		pthread_cond_wait(&sh->sh_cond, &sh->sh_lock);
+	e = he->he_eng;
+	he->he_refs++; /* kept open while the snapshot is taken */
+	pthread_mutex_unlock(&sh->sh_lock);
+	rc = eng_snapshot(e, path, seq);
+	if (rc == 0 && stat(path, &st) != 0)
+		rc = err_set(-errno, "%s: %s", path, strerror(errno));
+	home_put(sh, he);
+	if (rc != 0)
+		return err_set(rc, "home handback of %s: snapshot: %s",
+			       name_of(sh, h), err_msg());
+	*size = (uint64_t)st.st_size;
+	LOG_WARNING("server %s: handing home %s back: its updates are "
+		    "refused (-EBUSY) until the map moves it; snapshot of %"
+		    PRIu64 " bytes at write set %" PRIu64, s->s_me->cs_name,
+		    name_of(sh, h), *size, *seq);
+	return 0;
+}
+
+int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
+		   void *buf, size_t len, size_t *got)
+{
+	char path[600];
+	ssize_t n;
+	int fd, rc;
+
+	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
+		return err_set(-EINVAL, "home handback: home %u", h);
+	rc = snap_path(sh, h, path, sizeof path);
+	if (rc != 0)
+		return rc;
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return err_set(-errno, "home handback: %s: %s", path,
+			       strerror(errno));
+	n = pread(fd, buf, len, (off_t)off);
+	rc = n < 0 ? err_set(-errno, "home handback: %s: %s", path,
+			     strerror(errno)) : 0;
+	close(fd);
+	*got = n > 0 ? (size_t)n : 0;
+	return rc;
+}
+
+static bool home_installed;
+
+bool srv_home_installed(void)
+{
+	return home_installed;
+}
+
+/* One HA call to server a of the peers p: the reply (the caller frees). */
+static int hb_call(struct peers *p, uint32_t a, uint32_t kind, uint32_t h,
+		   uint64_t from, Reply **rp)
+{
+	HaReq q = HA_REQ__INIT;
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	q.kind = kind;
+	q.limit = h;
+	q.from = from;
+	rc = msg_pack(&q.base, &b);
+	if (rc != 0)
+		return rc;
+	rc = peers_call(p, a, HA_OP, b.mb_p, b.mb_len, NULL, &res);
+	free(b.mb_p);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, rp);
+	free(res.rr_body);
+	return rc;
+}
+
+/* Copy the acting server a's snapshot of this server's home into file. */
+static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
+		    const char *file, uint64_t *seq)
+{
+	Reply *rp = NULL;
+	uint64_t size, off = 0;
+	int fd, rc = hb_call(p, a, HAK_HOME_SNAP, s->s_self, 0, &rp);
+
+	if (rc != 0)
+		return rc;
+	size = rp->bytes;
+	*seq = rp->seq;
+	reply__free_unpacked(rp, NULL);
+	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return err_set(-errno, "%s: %s", file, strerror(errno));
+	while (rc == 0 && off < size) {
+		rp = NULL;
+		rc = hb_call(p, a, HAK_HOME_CHUNK, s->s_self, off, &rp);
+		if (rc == 0 && rp->text.len == 0)
+			rc = err_set(-EIO, "home snapshot: empty chunk at %"
+				     PRIu64 " of %" PRIu64, off, size);
+		if (rc == 0 && pwrite(fd, rp->text.data, rp->text.len,
+				      (off_t)off) != (ssize_t)rp->text.len)
+			rc = err_set(-EIO, "%s: write failed", file);
+		if (rc == 0)
+			off += rp->text.len;
+		if (rp != NULL)
+			reply__free_unpacked(rp, NULL);
+	}
+	if (rc == 0 && fsync(fd) != 0)
+		rc = err_set(-errno, "%s: fsync: %s", file, strerror(errno));
+	close(fd);
+	if (rc != 0)
+		unlink(file);
+	return rc;
+}
+
+int srv_home_pre_open(struct srv *s)
+{
+	const struct clu_conf *c = s->s_conf;
+	const char *eps[CLU_ETCD_MAX];
+	char file[600], meta[600];
+	struct etcd *e = NULL;
+	struct peers *p = NULL;
+	struct ha_map *m;
+	uint64_t seq = 0;
+	int64_t rev;
+	int a, rc;
+
+	if (c->cc_nr_etcd == 0)
+		return 0;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return err_set(-ENOMEM, "server %s: map", s->s_me->cs_name);
+	for (uint32_t i = 0; i < c->cc_nr_etcd; i++)
+		eps[i] = c->cc_etcd[i];
+	rc = etcd_create(&e, eps, c->cc_nr_etcd, 2000);
+	if (rc == 0)
+		rc = ha_map_load(e, c->cc_name, m, &rev);
+	etcd_destroy(e);
+	a = rc == 0 && m->hm_meta_replicas >= 2 &&
+	    m->hm_nr_servers == c->cc_nr_servers ?
+	    ha_home_acting(m, s->s_self) : (int)s->s_self;
+	free(m);
+	if (a < 0 || (uint32_t)a == s->s_self)
+		return 0;
+	if (snprintf(file, sizeof file, "%s/meta.handback",
+		     s->s_me->cs_data_dir) >= (int)sizeof file ||
+	    snprintf(meta, sizeof meta, "%s/meta", s->s_me->cs_data_dir) >=
+	    (int)sizeof meta)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       s->s_me->cs_name);
+	rc = peers_create(&p, c, NULL);
+	if (rc == 0) {
+		peers_set_server(p);
+		rc = hb_fetch(s, p, (uint32_t)a, file, &seq);
+	}
+	peers_destroy(p);
+	if (rc == 0)
+		rc = eng_shadow_install(meta, file, &seq);
+	if (rc != 0) {
+		/* it starts with its own copy, serving none of its home */
+		LOG_WARNING("server %s: its home is served by %s: handback "
+			    "not made (%s)", s->s_me->cs_name,
+			    c->cc_servers[a].cs_name, err_msg());
+		return 0;
+	}
+	home_installed = true;
+	LOG_WARNING("server %s: its home's metadata handed back by %s "
+		    "(write set %" PRIu64 "): installed in %s", s->s_me->cs_name,
+		    c->cc_servers[a].cs_name, seq, meta);
+	return 0;
+}
