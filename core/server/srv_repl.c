@@ -70,17 +70,15 @@ struct srv_repl {
 
 /* ------------------------------------------------------------ standbys */
 
-/* A server's enclosure as pg_cand.pc_encl: FNV-1a of its name, or a value
- * of its own when it has none. */
+/* A server's enclosure as pg_cand.pc_encl: pg_key() of its enclosure's
+ * name, or of its own name when it has none, exactly as the HA map's
+ * ha_home_standbys() (ha/map.c) computes it, so that the analyzer moves a
+ * home to a server that holds its shadow. */
 static uint32_t encl_of(const struct clu_server *cs, uint32_t i)
 {
-	uint32_t h = 2166136261u;
-
-	if (cs->cs_enclosure[0] == '\0')
-		return 0x80000000u | i;
-	for (const char *p = cs->cs_enclosure; *p != '\0'; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
-	return h & 0x7fffffffu;
+	(void)i;
+	return (uint32_t)pg_key(cs->cs_enclosure[0] != '\0' ?
+				cs->cs_enclosure : cs->cs_name);
 }
 
 int srv_repl_standbys(const struct clu_conf *c, uint32_t h, uint32_t *out)

@@ -20,6 +20,7 @@
 
 #include "core/clu_conf.h"
 #include "core/errors.h"
+#include "core/server/srv_repl.h"
 #include "ha/etcd.h"
 #include "ha/etcd_proc.h"
 #include "ha/map.h"
@@ -446,6 +447,48 @@ static void test_conf_keys(void)
 	clu_conf_fini(&c);
 }
 
+/* The analyzer's standbys of each home (ha_home_standbys over the map)
+ * are the servers that hold its shadows (srv_repl_standbys over the
+ * cluster file), in the same order: enclosures named, shared and absent. */
+static void test_standbys_agree(void)
+{
+	static const char text[] =
+		"cluster:\n  name: sb\n  secret: \"0123456789abcdef0123\"\n"
+		"  meta_replicas: 3\n"
+		"servers:\n"
+		"  - { name: s0, address: 127.0.0.1, port: 1, data_dir: /tmp/b0,"
+		" enclosure: rack1, devices: [ { tier: flash } ] }\n"
+		"  - { name: s1, address: 127.0.0.1, port: 2, data_dir: /tmp/b1,"
+		" enclosure: rack1, devices: [ { tier: flash } ] }\n"
+		"  - { name: s2, address: 127.0.0.1, port: 3, data_dir: /tmp/b2,"
+		" enclosure: rack2, devices: [ { tier: flash } ] }\n"
+		"  - { name: s3, address: 127.0.0.1, port: 4, data_dir: /tmp/b3,"
+		" devices: [ { tier: flash } ] }\n"
+		"  - { name: s4, address: 127.0.0.1, port: 5, data_dir: /tmp/b4,"
+		" enclosure: rack2, devices: [ { tier: flash } ] }\n"
+		"  - { name: s5, address: 127.0.0.1, port: 6, data_dir: /tmp/b5,"
+		" devices: [ { tier: flash } ] }\n";
+	struct clu_conf c = {0};
+	struct ha_map *m = calloc(1, sizeof *m);
+	uint32_t a[HA_SERVERS_MAX], b[CLU_SERVERS_MAX];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_EQUAL_FATAL(clu_conf_parse(&c, text, strlen(text), "/tmp",
+					     0), 0);
+	CU_ASSERT_EQUAL_FATAL(ha_map_from_conf(m, &c), 0);
+	for (uint32_t h = 0; h < c.cc_nr_servers; h++) {
+		int na = ha_home_standbys(m, h, a);
+		int nb = srv_repl_standbys(&c, h, b);
+
+		CU_ASSERT_EQUAL(na, 2);
+		CU_ASSERT_EQUAL(na, nb);
+		for (int k = 0; k < na && k < nb; k++)
+			CU_ASSERT_EQUAL(a[k], b[k]);
+	}
+	clu_conf_fini(&c);
+	free(m);
+}
+
 static void test_map_from_conf(void)
 {
 	struct ha_map *m = calloc(1, sizeof *m);
@@ -824,6 +867,7 @@ int etcd_ut_add(void)
 	if (s == NULL ||
 	    !CU_add_test(s, "conf_keys", test_conf_keys) ||
 	    !CU_add_test(s, "map_from_conf", test_map_from_conf) ||
+	    !CU_add_test(s, "standbys_agree", test_standbys_agree) ||
 	    !CU_add_test(s, "map_json", test_map_json) ||
 	    !CU_add_test(s, "kv", test_kv) ||
 	    !CU_add_test(s, "prefix", test_prefix) ||
