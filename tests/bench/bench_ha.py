@@ -25,6 +25,17 @@ Groups (--figs; default all):
                      three answer /health.
          Each as median and max over the repetitions, the ratio to etcd's
          leader failover median.
+  home   the failover of a home (docs/cluster.md "Taking over a home"):
+         4 servers, a 3-member etcd, `--meta-replicas 3` (each home's
+         metadata on 2 standbys), at the test presets and at the
+         defaults: a server (not the analyzer's leader) SIGKILLed; time
+         from the kill to the first successful `strata obj put` (pdclust
+         2+1, 64 KiB) of a new object homed on it (tried every 0.2 s,
+         each try bounded by 60 s): detection + decision + the standby's
+         engine opened on its shadow + the client's map refresh.  The
+         server is restarted and the next repetition waits until its
+         home is handed back (map: acting "").  Beside etcd's leader
+         failover measured on the same cluster first.
   io     the data path with HA on (etcd + agents: the epoch gate on every
          request, probes, leases) and off (--no-etcd): two 3-server
          clusters up at once, the same workload run on each in turn, three
@@ -442,6 +453,99 @@ def fail_group(top, test):
     shutil.rmtree(d, ignore_errors=True)
 
 
+def homed_ids(h, nr, n, base):
+    """n ids "7:LO" whose home is server h of nr (clu_home(): the
+    splitmix64 finaliser of hi ^ mix(lo), modulo the servers)."""
+    M = (1 << 64) - 1
+
+    def mix(x):
+        x ^= x >> 30
+        x = (x * 0xbf58476d1ce4e5b9) & M
+        x ^= x >> 27
+        x = (x * 0x94d049bb133111eb) & M
+        return x ^ (x >> 31)
+    out, lo = [], base
+    while len(out) < n:
+        if mix(0x7 ^ mix(lo)) % nr == h:
+            out.append("7:%x" % lo)
+        lo += 1
+    return out
+
+
+def home_back(eps, name):
+    m = the_map(eps)
+    if not m:
+        return False
+    return all(x["state"] == "ONLINE" for x in m["servers"]) and \
+        all(x.get("acting", "") == "" for x in m["servers"])
+
+
+def home_group(top, test):
+    tag = "test presets" if test else "defaults"
+    d = os.path.join(top, "home-test" if test else "home-dflt")
+    port = BASE + (80 if test else 100)
+    extra = ["--etcd-members", "3", "--meta-replicas", "3"] + \
+        (["--ha-test"] if test else [])
+    log("home failover: 4 servers, 3 etcd members, meta_replicas 3, %s "
+        "(ports %d-%d)" % (tag, port, port + 9))
+    conf = up(d, 4, port, extra)
+    eps = endpoints(d)
+    lease = 3 if test else 5
+    poll(60, lambda: leader(eps), 0.2)
+    time.sleep(2 * lease + 1)
+    reps = REPS if test else max(2, REPS - 1)
+    bound = 120 if test else 240
+    etcd = etcd_failover(d, eps, reps)
+    blob = os.path.join(d, "blob")
+    with open(blob, "wb") as f:
+        f.write(os.urandom(64 << 10))
+    out = []
+    base = 1
+    for r in range(reps):
+        if not poll(240, lambda: home_back(eps, ""), 0.2):
+            log("home failover: homes not all back, stop")
+            break
+        L = poll(30, lambda: leader(eps), 0.2)
+        v = 3 if L != "s3" else 2
+        name = "s%d" % v
+        ids = homed_ids(v, 4, 2000, base)
+        base += 100000
+        pid = pidof(d, name)
+        t0 = time.monotonic()
+        kill9(pid)
+        ok, k = False, 0
+        while time.monotonic() - t0 < bound and k < len(ids):
+            try:
+                rr = subprocess.run([S, "--cluster", conf, "obj", "put",
+                                     ids[k], blob, "--layout", "pdclust",
+                                     "--data", "2", "--parity", "1"],
+                                    capture_output=True, timeout=60)
+                ok = rr.returncode == 0
+            except subprocess.TimeoutExpired:
+                ok = False
+            k += 1
+            if ok:
+                break
+            time.sleep(0.2)
+        t = time.monotonic() - t0
+        log("%s killed (leader %s): first put of an object homed on it "
+            "after %.3f s (%d tries)%s" % (name, L, t, k,
+                                          "" if ok else ": none"))
+        if ok:
+            out.append(t)
+        poll(10, lambda: gone(pid), 0.05)
+        srv_start(d, v)
+    poll(240, lambda: home_back(eps, ""), 0.2)
+    subprocess.run([S, "cluster", "down", "--dir", d], capture_output=True,
+                   timeout=120)
+    b = statistics.median(etcd) if etcd else None
+    g = "home " + ("test" if test else "defaults")
+    fig(g, "etcd leader killed -> put through another (raw)", "s", etcd)
+    fig(g, "home server killed -> first write of its object", "s", out, b,
+        "etcd failover")
+    shutil.rmtree(d, ignore_errors=True)
+
+
 def timed(cmd, bound=300):
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=bound)
@@ -521,6 +625,9 @@ def main():
         if want("fail"):
             fail_group(top, True)
             fail_group(top, False)
+        if want("home"):
+            home_group(top, True)
+            home_group(top, False)
         if want("io"):
             io_group(top)
     except Exception as e:   # a figure that cannot be measured: say so

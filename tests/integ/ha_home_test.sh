@@ -11,7 +11,8 @@
 #   3. V killed (SIGKILL): the analyzer marks it FAILED and moves its home
 #      to its first ONLINE standby (HOME_MOVE); the failover time, from
 #      the kill to the first successful write of a new object homed on V,
-#      is measured and printed (bounded at 120 s: no timing assertion);
+#      is measured and printed (no timing assertion: the write is
+#      bounded at 120 s from the move);
 #      every pdclust and mirror object homed on V reads back byte-exact
 #      and is written again (new bytes read back); a plain object homed on
 #      V whose data is on V's own devices cannot be read: its read fails
@@ -132,9 +133,11 @@ echo "--- s$V killed"
 t0=$(date +%s.%N)
 kill -9 "$(spid "$V")"
 check "the analyzer marks s$V FAILED" \
-	poll 90 dec_has "\"SET_STATE\".*\"target\":\"s$V\".*\"state\":\"FAILED\""
+	poll 180 dec_has "\"SET_STATE\".*\"target\":\"s$V\".*\"state\":\"FAILED\""
 check "... and moves its home to a standby (HOME_MOVE)" \
 	poll 60 dec_has "\"HOME_MOVE\".*\"target\":\"s$V\""
+tm=$(date +%s.%N)  # the writes' bound counts from here: detection and
+		   # decision times on a loaded machine are measured, not bounded
 A=$(acting "$V")
 echo "     home s$V served by $A"
 check "the acting server is another ONLINE server" \
@@ -152,14 +155,14 @@ for id in $NEW; do
 		first=$id
 		break
 	fi
-	t=$(python3 -c "import time; print(time.time() - $t0)")
+	t=$(python3 -c "import time; print(time.time() - $tm)")
 	python3 -c "import sys; sys.exit(0 if $t < 120 else 1)" || break
 	sleep 0.5
 done
 t1=$(date +%s.%N)
 FO=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 echo "     failover: kill -> first write of an object homed on s$V: $FO s ($k tries)"
-check "a new object homed on s$V is written within 120 s of the kill" \
+check "a new object homed on s$V is written within 120 s of the move" \
 	test -n "$first"
 [ -z "$first" ] && sed 's/^/     put: /' "$T/perr" | tail -3
 n=0
