@@ -1389,8 +1389,16 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 	cl->cl_exec = exec_cluster;
 	/* the homes of an HA cluster's map (its servers answer it; none
 	 * answering now is no error: the first refusal reads it again) */
-	if (c->cc_conf.cc_nr_etcd > 0)
-		(void)clu_map_refresh(c, c->cc_conf.cc_nr_servers - 1);
+	if (c->cc_conf.cc_nr_etcd > 0 &&
+	    clu_map_refresh(c, c->cc_conf.cc_nr_servers - 1) == -EACCES) {
+		/* a wrong secret: said now, before the refused contacts'
+		 * down marks hide it behind "is down" (cluster_test.sh) */
+		char msg[LIM_ERRMSG_LEN];
+
+		snprintf(msg, sizeof msg, "%s", err_msg());
+		cluster_close(cl);
+		return err_set(-EACCES, "%s", msg);
+	}
 	return 0;
 }
 

@@ -824,8 +824,21 @@ int eng_store_start(struct eng *e, const struct eng_conf *c)
 			       c->ec_meta_size ? c->ec_meta_size :
 			       LIM_META_SIZE_DEFAULT,
 			       e->e_meta_nv ? META_SYNC_META : 0);
-		if (rc == 0)
+		if (rc == -ST_ECORRUPT && creating && c->ec_meta_dir == NULL) {
+			/* killed after its environment was made, before the
+			 * transaction that makes the tables committed (crash
+			 * test, 260 ms): nothing can be stored in it */
+			if (!c->ec_create)
+				return store_incomplete(c->ec_dir);
+			LOG_WARNING("store %s: its creation never completed "
+				    "(%s); making it again", c->ec_dir,
+				    err_msg());
+			exists = false;
+			redo = true;
+			rc = 0;
+		} else if (rc == 0) {
 			rc = store_resume(e, c, creating, &exists, &redo);
+		}
 	} else if (creating) {
 		redo = true; /* stopped before its environment was made */
 		LOG_WARNING("store %s: its creation never completed; making it "
