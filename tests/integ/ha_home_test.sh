@@ -34,22 +34,7 @@ cl_init "${1:-build}" hahome 6500 1
 cl_need strata strata-server
 
 F=$D/cluster.yaml
-ha() {
-	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
-	rc=$?
-}
-jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-dec_has() { ha decisions --json; echo "$out" | grep -Eq "$1"; }
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" && return 0
-		sleep 0.5
-	done
-	"$@"
-}
-leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
+. "$(dirname "$0")/ha_lib.sh"
 # ids N H: N ids "HI:LO" homed on server index H of 4 (clu_home(): the
 # splitmix64 finaliser of hi ^ mix(lo), modulo the servers), from LO base.
 ids() {

@@ -33,27 +33,7 @@ cl_init "${1:-build}" ha 6000 1
 cl_need strata strata-server
 
 F=$D/cluster.yaml
-# ha WHAT [ARGS]: strata ha WHAT against the cluster; out, rc.
-ha() {
-	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
-	rc=$?
-}
-# jget EXPR: a Python expression over d (the JSON object on stdin).
-jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
-# dec_has PATTERN: some decision line (JSON) matches the extended regex.
-dec_has() { ha decisions --json; echo "$out" | grep -Eq "$1"; }
-ev_has() { ha events --json; echo "$out" | grep -Eq "$1"; }
-# poll SECS CMD...: until CMD succeeds, at most SECS seconds.
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" && return 0
-		sleep 0.5
-	done
-	"$@"
-}
-leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
+. "$(dirname "$0")/ha_lib.sh"
 epoch() { ha state; echo "$out" | jget 'd["epoch"]' 2>/dev/null; }
 # The decisions log: seqs strictly grow, no job is started twice, and no
 # decision sets a target to the state the previous one about it set (a
