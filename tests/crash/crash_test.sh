@@ -168,12 +168,23 @@ if [ "$MODE" != smr ]; then
 	# that makes its tables committed (a random moment of a make check
 	# run, 260 ms, found it: the open said "a table is missing"); made
 	# here with mdb_load (lmdb-utils): an environment without tables
+	# (with the metadata on NVRAM, meta is the link into $nvdir that a
+	# create makes before its environment)
 	cdir=$work/create.notables
-	mkdir -p "$cdir/meta"
-	printf 'strata store being created\nuuid %s\nnvram_dir /dev/shm\n' \
-		0123456789abcdef0123456789abcdef >"$cdir/CREATING"
+	cuuid=0123456789abcdef0123456789abcdef
+	mkdir -p "$cdir"
+	if [ -n "$nvdir" ]; then
+		mkdir -p "$nvdir/strata-$cuuid-meta"
+		ln -s "$nvdir/strata-$cuuid-meta" "$cdir/meta"
+	else
+		mkdir -p "$cdir/meta"
+	fi
+	printf 'strata store being created\nuuid %s\nnvram_dir %s\n' \
+		"$cuuid" "${nvdir:-/dev/shm}" >"$cdir/CREATING"
 	printf 'VERSION=3\nformat=bytevalue\ntype=btree\nHEADER=END\nDATA=END\n' |
 		mdb_load -n -f /dev/stdin "$cdir/meta/data.mdb"
+	# (mdb_load -n leaves data.mdb-lock, which no create makes)
+	rm -f "$cdir/meta/data.mdb-lock"
 	create_check "$cdir" "environment without its tables"
 fi
 
