@@ -310,7 +310,7 @@ static int cli_slot(struct rpc_peer *p, uint32_t opcode, int timeout_ms,
 	uint64_t left;
 
 	while (p->pe_inflight >= ep->ep_conf.rc_max_inflight) {
-		if (ep->ep_closing || p->pe_closed)
+		if (ep->ep_closing || ep->ep_calls_stopped || p->pe_closed)
 			return err_set(-ESHUTDOWN, "rpc: call opcode %u to %s: "
 				       "closing", opcode, p->pe_str);
 		if (nowait)
@@ -339,7 +339,7 @@ static int cli_slot(struct rpc_peer *p, uint32_t opcode, int timeout_ms,
 		}
 		pthread_cond_timedwait(&ep->ep_cv, &ep->ep_lock, &ts);
 	}
-	if (ep->ep_closing || p->pe_closed)
+	if (ep->ep_closing || ep->ep_calls_stopped || p->pe_closed)
 		return err_set(-ESHUTDOWN, "rpc: call opcode %u to %s: closing",
 			       opcode, p->pe_str);
 	p->pe_inflight++;
@@ -916,6 +916,17 @@ void rpc_peer_close(struct rpc_peer *p)
 uint64_t rpc_peer_incarnation(const struct rpc_peer *p)
 {
 	return p != NULL ? p->pe_incarnation : 0;
+}
+
+void rpc_ep_calls_stop(struct rpc_ep *ep)
+{
+	if (ep == NULL)
+		return;
+	pthread_mutex_lock(&ep->ep_lock);
+	ep->ep_calls_stopped = true;
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	cli_fail_all(ep, NULL, -ESHUTDOWN);
 }
 
 void rpc_cli_fini(struct rpc_ep *ep)

@@ -127,6 +127,18 @@ int rpc_ep_open(struct rpc_ep **out, const struct rpc_conf *c,
  */
 void rpc_ep_close(struct rpc_ep *ep);
 
+/**
+ * Stop this endpoint's calls and keep the rest: every call waiting for its
+ * reply fails now with -ESHUTDOWN (its done() runs on this thread), and
+ * every call or connect started afterwards fails at once with -ESHUTDOWN
+ * ("closing").  Requests to a server endpoint are still taken, handled and
+ * replied.  For a server that stops and must not wait for its requests'
+ * calls to other servers to time out (core/server/srv.c srv_stop()).  A
+ * call racing with it may still wait for its own timeout; calling it again
+ * fails that one too.  NULL is ignored.  Must not be called from done().
+ */
+void rpc_ep_calls_stop(struct rpc_ep *ep);
+
 /** Copy the endpoint's counters into *out. */
 void rpc_ep_stats(struct rpc_ep *ep, struct rpc_stats *out);
 

@@ -204,6 +204,7 @@ struct rpc_ep {
 	bool ep_progress_started;
 	bool ep_stop;               /* progress thread exits */
 	bool ep_closing;            /* rpc_ep_close started */
+	bool ep_calls_stopped;      /* rpc_ep_calls_stop() called */
 	struct rpc_sbuf *ep_backlog, **ep_backlog_tail;
 	bool ep_has_backlog;        /* ep_backlog != NULL, read unlocked */
 	/* RMA transfers for the progress thread to post (srv.c), oldest

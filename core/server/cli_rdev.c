@@ -517,6 +517,16 @@ int rdev_start(const struct clu_conf *c, uint32_t self)
 	return rc;
 }
 
+void rdev_calls_stop(void)
+{
+	struct rdev_ctx *g = rdev_g;
+
+	if (g == NULL)
+		return;
+	peers_calls_stop(g->rc_data);
+	peers_calls_stop(g->rc_probe);
+}
+
 void rdev_stop(void)
 {
 	struct rdev_ctx *g = rdev_g;

@@ -60,6 +60,7 @@ struct peers {
 	struct rpc_ep *p_ep;
 	bool p_own_ep;
 	bool p_server;      /* peers_set_server(): the short retry only */
+	bool p_stopping;    /* peers_calls_stop(): calls fail, no down marks */
 	struct peer_slot p_slots[CLU_SERVERS_MAX];
 	pthread_mutex_t p_glock;
 	struct peer_conn *p_grave;  /* unreferenced, to close (p_glock) */
@@ -350,6 +351,14 @@ int peers_create(struct peers **out, const struct clu_conf *c,
 	return 0;
 }
 
+void peers_calls_stop(struct peers *p)
+{
+	if (p == NULL)
+		return;
+	__atomic_store_n(&p->p_stopping, true, __ATOMIC_RELEASE);
+	rpc_ep_calls_stop(p->p_ep);
+}
+
 void peers_destroy(struct peers *p)
 {
 	if (p == NULL)
@@ -477,6 +486,9 @@ static int peers_get(struct peers *p, uint32_t i, struct peer_conn **out)
 	int rc = 0;
 
 	*out = NULL;
+	if (__atomic_load_n(&p->p_stopping, __ATOMIC_ACQUIRE))
+		return err_set(-ESHUTDOWN, "server %s: no call: this process "
+			       "is stopping", sv->cs_name);
 	pthread_mutex_lock(&s->ps_lock);
 	if (s->ps_conn != NULL && conn_stale(s->ps_conn, book)) {
 		stale = s->ps_conn;
@@ -513,6 +525,9 @@ static bool peers_fail(struct peers *p, uint32_t i, struct peer_conn *c,
 	bool restarted = conn_stale(c, book_get(sv));
 	struct peer_conn *old = NULL;
 
+	/* a call its own stop failed says nothing about the server */
+	if (__atomic_load_n(&p->p_stopping, __ATOMIC_ACQUIRE))
+		return false;
 	pthread_mutex_lock(&s->ps_lock);
 	if (s->ps_conn == c) {
 		old = c;

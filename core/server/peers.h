@@ -57,6 +57,14 @@ int peers_create(struct peers **out, const struct clu_conf *c,
  * the client's longer wait.  Call before the table is used.
  */
 void peers_set_server(struct peers *p);
+/**
+ * A stopping process's calls: every call of the table's endpoint (all of
+ * them, when the endpoint is the caller's) waiting for its reply fails now
+ * with -ESHUTDOWN, and every later one at once (rpc_ep_calls_stop()); no
+ * server is marked down for these failures.  The table stays usable for
+ * peers_destroy().  NULL is ignored.
+ */
+void peers_calls_stop(struct peers *p);
 /** Close every connection (and the endpoint if peers_create() opened it).
  *  With an endpoint of the caller's, every peers_call_async() must have
  *  ended first (its done() refers to the table). */

@@ -56,6 +56,11 @@ int rdev_start(const struct clu_conf *c, uint32_t self);
  *  used the remote devices is closed).  Safe when not started. */
 void rdev_stop(void);
 
+/** Fail the remote device calls waiting for their replies, and every later
+ *  one, with -ESHUTDOWN (peers_calls_stop() on both tables): for a server
+ *  that stops and must not wait for them.  Safe when not started. */
+void rdev_calls_stop(void);
+
 /** This process's incarnation as a home (its rdev_start() time, ns): sent
  *  with every WRITE; owners refuse writes of an earlier incarnation once
  *  they have seen a later one. */

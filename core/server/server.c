@@ -490,6 +490,7 @@ int main(int argc, char **argv)
 	struct clu_conf c = {0};
 	struct srv *s = NULL;
 	struct srv_counters cnt;
+	bool busy;
 	sigset_t set;
 	int rc, idx, sig = 0;
 
@@ -564,12 +565,21 @@ int main(int argc, char **argv)
 	srv_counters_get(s, &cnt);
 	fprintf(stderr, "strata-server %s: signal %d: draining %" PRIu64
 		" requests in flight\n", a.sa_name, sig, cnt.sc_inflight);
-	srv_stop(s);
-	fprintf(stderr, "strata-server %s: stopped cleanly\n", a.sa_name);
+	busy = srv_stop(s) != 0;
 	if (a.sa_status_file != NULL)
 		unlink(a.sa_status_file);
 	if (a.sa_pid_file != NULL)
 		unlink(a.sa_pid_file);
+	if (busy) {
+		/* requests still ran: nothing was closed under them, the
+		 * process ends here */
+		fprintf(stderr, "strata-server %s: stopped with requests still "
+			"running (store not closed; acknowledged updates are "
+			"durable)\n", a.sa_name);
+		fflush(stderr);
+		_exit(3);
+	}
+	fprintf(stderr, "strata-server %s: stopped cleanly\n", a.sa_name);
 	clu_conf_fini(&c);
 	return 0;
 }

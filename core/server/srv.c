@@ -184,7 +184,7 @@ static void srv_op_free(struct srv_op *so)
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_freed);
 	free(so);
-	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	srv_leave(s);
 }
 
 void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg)
@@ -570,6 +570,41 @@ static int srv_list_walk(struct srv *s, MDB_txn *txn, struct msg_req *m,
 	return rc;
 }
 
+/*
+ * Test builds: fault srv.list.hold makes a list request wait on another
+ * server as a request that calls other servers several times in a row
+ * does: it calls server (self + 1) again and again while the calls fail
+ * by timing out or finding it down, for up to 4 times (call timeout + 5 s)
+ * (tests/integ/peer_restart_test.sh freezes that server and stops this
+ * one meanwhile: srv_stop() must fail the calls, not free under them).
+ */
+static void srv_list_hold(struct srv *s)
+{
+	uint32_t j = (s->s_self + 1) % s->s_conf->cc_nr_servers;
+	uint64_t t0 = srv_now_ms();
+	uint64_t until = t0 + 4ull * (s->s_conf->cc_call_ms + 5000);
+	uint32_t calls = 0;
+	int rc = -ETIMEDOUT;
+
+	if (j == s->s_self || !FAULT_HIT("srv.list.hold"))
+		return;
+	LOG_INFO("server %s: fault srv.list.hold: calling server %s until a "
+		 "call ends otherwise than timed out or down",
+		 s->s_me->cs_name, s->s_conf->cc_servers[j].cs_name);
+	while ((rc == -ETIMEDOUT || rc == -EHOSTDOWN) && srv_now_ms() < until) {
+		struct rpc_result res;
+
+		rc = peers_call(s->s_peers, j, RPC_OP_NOOP, NULL, 0, NULL, &res);
+		free(res.rr_body);
+		calls++;
+		if (rc == -EHOSTDOWN)
+			usleep(100000);
+	}
+	LOG_INFO("server %s: fault srv.list.hold: ended after %u calls and "
+		 "%" PRIu64 " ms: %d %s", s->s_me->cs_name, calls,
+		 srv_now_ms() - t0, rc, rc != 0 ? err_msg() : "answered");
+}
+
 static void srv_list(struct srv *s, struct srv_op *so)
 {
 	struct msg_req *m = &so->so_m;
@@ -775,18 +810,18 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 	int rc;
 
 	srv_thread_enter();
-	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+	if (!srv_enter(s)) {
 		free(so);
 		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
 		return;
 	}
 	if (so == NULL) {
 		rpc_sreq_reply(req, -ENOMEM, NULL, 0, "server out of memory");
+		srv_leave(s);
 		return;
 	}
 	so->so_srv = s;
 	so->so_req = req;
-	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
 	err_clear();
 	rc = msg_req_decode(&so->so_m, op, body, len, rpc_sreq_bulk_len(req));
 	if (rc != 0) {
@@ -827,6 +862,7 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		srv_idx_state(s, so);
 		break;
 	case SOP_LIST:
+		srv_list_hold(s);
 		srv_list(s, so);
 		break;
 	case SOP_STATUS:
@@ -991,21 +1027,55 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	return 0;
 }
 
-void srv_stop(struct srv *s)
+int srv_stop(struct srv *s)
 {
 	uint64_t until;
 
 	if (s == NULL)
-		return;
+		return 0;
 	/* New requests are refused from now on; those in flight finish and
 	 * answer (updates when durable) while the engine, the syncer and the
 	 * peer connections are still up.  Bounded by the call timeout: a
 	 * client gives up on a request after that anyway. */
-	__atomic_store_n(&s->s_draining, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&s->s_draining, 1, __ATOMIC_SEQ_CST);
 	until = srv_now_ms() + s->s_conf->cc_call_ms + 5000;
-	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0 &&
+	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_SEQ_CST) > 0 &&
 	       srv_now_ms() < until)
 		usleep(10000);
+	/* Requests still in flight wait on other servers (one request may
+	 * make several calls in a row, each up to the call timeout, and
+	 * retry): their calls fail now, and they answer with that failure.
+	 * Nothing below may be freed under a running handler (a server
+	 * stopped after its peers crashed in srv_idx: make check). */
+	if (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0) {
+		LOG_WARNING("server %s: %" PRIu64 " requests still in flight "
+			    "after %u ms; failing their calls to other "
+			    "servers", s->s_me->cs_name,
+			    (uint64_t)__atomic_load_n(&s->s_cnt.sc_inflight,
+						      __ATOMIC_ACQUIRE),
+			    s->s_conf->cc_call_ms + 5000);
+		until = srv_now_ms() + s->s_conf->cc_call_ms + 5000;
+		while (__atomic_load_n(&s->s_cnt.sc_inflight,
+				       __ATOMIC_ACQUIRE) > 0 &&
+		       srv_now_ms() < until) {
+			/* again each round: a call that raced the first
+			 * stop fails too */
+			peers_calls_stop(s->s_peers);
+			peers_calls_stop(s->s_hbpeers);
+			rdev_calls_stop();
+			usleep(10000);
+		}
+	}
+	if (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_ACQUIRE) > 0) {
+		/* Never free under a running handler: leave everything to the
+		 * process's end (every acknowledged update is durable). */
+		LOG_ERROR("server %s: %" PRIu64 " requests still in flight; "
+			  "stopping without closing the store",
+			  s->s_me->cs_name,
+			  (uint64_t)__atomic_load_n(&s->s_cnt.sc_inflight,
+						    __ATOMIC_ACQUIRE));
+		return -EBUSY;
+	}
 	srv_prof_print(s);
 	srv_walk_stop(s);
 	for (uint32_t i = s->s_parts.sp_nr_modules; i-- > 0;)
@@ -1023,6 +1093,7 @@ void srv_stop(struct srv *s)
 	srv_repl_fini(s);
 	srv_ridx_fini(s);
 	free(s);
+	return 0;
 }
 
 void srv_counters_get(struct srv *s, struct srv_counters *out)

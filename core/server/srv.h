@@ -109,8 +109,15 @@ enum srv_flags {
 int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	      uint32_t flags, const struct srv_parts *parts);
 
-/** Stop taking requests, drain, close the store.  NULL is ignored. */
-void srv_stop(struct srv *s);
+/**
+ * Stop taking requests, drain, close the store.  Requests in flight get
+ * the call timeout plus 5 s to answer; then their calls to other servers
+ * fail (-ESHUTDOWN) and they get as long again.  Returns 0 (stopped, store
+ * closed, s freed; also for NULL), or -EBUSY when requests still run after
+ * that: then nothing is closed or freed under them (every acknowledged
+ * update is durable already) and the caller should end its process.
+ */
+int srv_stop(struct srv *s);
 
 void srv_counters_get(struct srv *s, struct srv_counters *out);
 

@@ -320,4 +320,25 @@ uint64_t srv_ridx_inc(struct srv *s, struct ridx *ri,
 /* This server is one of the R replicas of index id. */
 bool srv_ridx_mine(struct srv *s, const struct st_id *id);
 
+/*
+ * A request handler's entry and exit in the count srv_stop() waits on:
+ * srv_enter() counts the request in flight, then looks at s_draining (both
+ * sequentially consistent, as srv_stop()'s store and loads), so a request
+ * either sees the stop (false: not counted, the caller answers
+ * -ESHUTDOWN) or the stop sees it in flight and waits for it.
+ */
+static inline bool srv_enter(struct srv *s)
+{
+	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&s->s_draining, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+static inline void srv_leave(struct srv *s)
+{
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
+}
+
 #endif

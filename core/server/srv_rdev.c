@@ -238,11 +238,10 @@ static void srv_rdev_handle(struct rpc_sreq *req, void *arg)
 	const void *body = rpc_sreq_body(req, &len);
 	int rc;
 
-	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+	if (!srv_enter(s)) {
 		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
 		return;
 	}
-	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
 	err_clear();
 	rc = msg_rdev_decode(op, body, len, rpc_sreq_bulk_len(req), &q);
 	if (rc == 0)
@@ -258,7 +257,7 @@ static void srv_rdev_handle(struct rpc_sreq *req, void *arg)
 	rpc_sreq_reply(req, rc, NULL, 0, rc != 0 ? err_msg() : NULL);
 	if (q != NULL)
 		rdev_req__free_unpacked(q, NULL);
-	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	srv_leave(s);
 }
 
 int srv_walk_register(struct srv *s);

@@ -700,11 +700,10 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	ReplReq *q = NULL;
 	int rc;
 
-	if (__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE)) {
+	if (!srv_enter(s)) {
 		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
 		return;
 	}
-	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
 	err_clear();
 	rc = msg_repl_decode(op, body, len, blen, s->s_self,
 			     s->s_conf->cc_nr_servers, &q);
@@ -732,7 +731,7 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	rpc_sreq_reply(req, rc, NULL, 0, rc != 0 ? err_msg() : NULL);
 	if (q != NULL)
 		repl_req__free_unpacked(q, NULL);
-	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
+	srv_leave(s);
 }
 
 int srv_repl_register(struct srv *s)

@@ -25,6 +25,9 @@
 # devices; s1 and s2 restarted: s0's reads succeed at once, asking the
 # servers it still marks down again (docs/cluster.md "Reachability").
 #
+# Then a stop while a request waits on a frozen server (fault
+# srv.list.hold): the stop fails the request's calls and stops cleanly.
+#
 # The cluster runs without HA (--no-etcd): what is checked is the data
 # path's own connections, and the HA agent's prober (an endpoint of its
 # own, ha/srv_ha.c) logs "marked down" too when a probe of a peer that
@@ -163,6 +166,44 @@ check "s0's objects read back at once, s1 and s2 still marked down by s0's probe
 	test "$bad" -eq 0
 check "s0 logged s1 or s2 reachable again (asked by a read)" \
 	sh -c "tail -n +$((l0 + 1)) '$D/s0.log' | grep -q 'server s[12]: remote devices reachable again'"
+
+# A stop while a request waits on another server (docs/cluster.md
+# "strata-server"): s1 runs as strata-server-test with fault
+# srv.list.hold, s2 is frozen (SIGSTOP), and a listing makes s1 call s2
+# again and again, longer than the stop's first wait (call timeout + 5 s);
+# s1 gets SIGTERM meanwhile.  It must fail those calls and stop cleanly.
+# Before, it freed its peer table and store under the running handler
+# after that wait (make check: a server crashed in srv_idx at the end of
+# shm_cluster_test.sh, after its peers had stopped).
+echo "--- a stop while a request waits on a frozen server"
+held() { tail -n +$((l1 + 1)) "$D/s1.log" | grep -q "fault srv.list.hold: calling server s2"; }
+srv_stop 1
+l1=$(wc -l <"$D/s1.log")
+STRATA_FAULT=srv.list.hold:0:1 "$BD/strata-server-test" --config "$D/fast.yaml" \
+	--name s1 --pid-file "$D/s1.pid" --log-file "$D/s1.log" --log-level 3
+check "s1 restarted with fault srv.list.hold" wait_up
+kill -STOP "$(spid 2)"
+timeout 120 "$S" --cluster "$D/fast.yaml" obj ls >"$T/ls.out" 2>&1 &
+lspid=$!
+for i in $(seq 1 300); do held && break; sleep 0.1; done
+check "s1's listing holds on s2 (frozen)" held
+p1=$(spid 1)
+kill "$p1"
+# the stop's first wait is 4 + 5 s; then the calls fail at once
+for i in $(seq 1 900); do kill -0 "$p1" 2>/dev/null || break; sleep 0.1; done
+check "s1 gone after SIGTERM (within 90 s)" sh -c "! kill -0 $p1 2>/dev/null"
+tail -n +$((l1 + 1)) "$D/s1.log" | grep -E "srv.list.hold|in flight|stopped" |
+	cut -c1-220 | sed 's/^/     /'
+check "s1 failed its requests' calls to other servers at the stop" \
+	sh -c "tail -n +$((l1 + 1)) '$D/s1.log' | grep -q 'requests still in flight after .*failing their calls to other servers'"
+check "the held request ended with the stop's -ESHUTDOWN, not on its own" \
+	sh -c "tail -n +$((l1 + 1)) '$D/s1.log' | grep -q 'fault srv.list.hold: ended after .*: -108 '"
+check "s1 stopped cleanly" \
+	sh -c "tail -n +$((l1 + 1)) '$D/s1.log' | grep -q 'strata-server s1: stopped cleanly'"
+kill -CONT "$(spid 2)"
+wait "$lspid" 2>/dev/null
+srv_start 1 "$D/fast.yaml" --log-level 3
+check "s1 started again, s2 thawed" wait_up
 
 # strata cluster up names a server that gave up at start and stops the
 # others again: here s1's port is held by a listener (as an outgoing
