@@ -174,7 +174,7 @@ if [ -s "$res_dir/failed" ]; then
 	while read -r name f log; do
 		echo "  $name: $f failed (log: $log)"
 		grep -E 'FAIL|[Ff]ailed|failures|^ +[0-9]+\. .*:[0-9]+ |ASSERT|ERROR|Assertion|not ok' "$log" |
-			grep -vE '^[0-9]+ passed, [0-9]+ failed$|(^|[^0-9])0 failed|^ *ok ' |
+			grep -vE '^[0-9]+ passed, [0-9]+ failed$|(^|[^0-9])0 failed|^ *ok |none left a trace' |
 			tail -6 |
 			sed 's/^/    /'
 	done < "$res_dir/failed"

@@ -104,7 +104,7 @@ create_check() {
 	case "$msg" in
 	""|*"creation never completed"*"CLOVIS_CONF_CREATE"*) ;;
 	*"data directory $cdir: No such file"*|*"$cdir holds no store"*) ;;
-	*) ok=0; echo "crash_test: create ($how): open without CREATE: $msg" ;;
+	*) ok=0; echo "crash_test: FAIL create ($how): open without CREATE: $msg" ;;
 	esac
 	if ! "$writer" --create "$cdir" > "$work/create.log" 2>&1 ||
 	   ! "$writer" --init "$cdir" >> "$work/create.log" 2>&1 ||
@@ -112,7 +112,7 @@ create_check() {
 	   ! "$checker" "$cdir" "$work/cack.log" >> "$work/create.log" 2>&1 ||
 	   [ -e "$cdir/CREATING" ]; then
 		ok=0
-		echo "crash_test: create ($how): the store did not come back"
+		echo "crash_test: FAIL create ($how): the store did not come back"
 		sed 's/^/  create: /' "$work/create.log" | tail -5
 	fi
 	if [ "$ok" -eq 1 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
