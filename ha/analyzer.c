@@ -174,6 +174,7 @@ struct ctx {
 	uint32_t max_out, nr_out;
 	bool full;              /* a decision did not fit */
 	bool dry;               /* count decisions, keep none */
+	uint64_t job_arg;       /* take(): the job of a JOB_PAUSE/ABORT */
 };
 
 static bool is_op(enum ha_ev_kind k)
@@ -573,14 +574,62 @@ static int take(struct ctx *c, enum ha_dec_kind kind, const char *target,
 		const char *dev, enum ha_state st, const char *rule,
 		const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 
+/* The state and job of target (server, or its device dev) in the working
+ * map: false when the map does not list it. */
+static bool target_job(const struct ctx *c, const char *target,
+		       const char *dev, enum ha_state *st, uint64_t *job)
+{
+	int s = srv_find(c->w, target), k;
+
+	if (s < 0)
+		return false;
+	if (dev[0] == '\0') {
+		*st = c->w->hm_servers[s].hs_state;
+		*job = c->w->hm_servers[s].hs_job;
+		return true;
+	}
+	k = dev_find(&c->w->hm_servers[s], dev);
+	if (k < 0)
+		return false;
+	*st = c->w->hm_servers[s].hs_devs[k].hd_state;
+	*job = c->w->hm_servers[s].hs_devs[k].hd_job;
+	return true;
+}
+
+static bool job_state(enum ha_state s)
+{
+	return s == HA_REPAIRING || s == HA_REBALANCING;
+}
+
 static int take(struct ctx *c, enum ha_dec_kind kind, const char *target,
 		const char *dev, enum ha_state st, const char *rule,
 		const char *fmt, ...)
 {
 	struct ha_decision d = { .hd_kind = kind, .hd_state = st,
 				 .hd_time_ms = c->now };
+	enum ha_state cur_st;
+	uint64_t cur_job;
 	va_list ap;
 
+	/* rule job-abort: a target whose job runs leaves REPAIRING or
+	 * REBALANCING by another rule than the job's end: its job is
+	 * aborted first (JOB_ABORT, the job's id), then the state changes;
+	 * a new leader between the two sees no job and takes the state
+	 * change alone */
+	if (kind == HA_DEC_SET_STATE && strcmp(rule, "job") != 0 &&
+	    target_job(c, target, dev, &cur_st, &cur_job) &&
+	    job_state(cur_st) && cur_job != 0 && st != cur_st) {
+		if (!c->dry && c->max_out - c->nr_out < 2) {
+			c->full = true;
+			return 0;
+		}
+		c->job_arg = cur_job;
+		take(c, HA_DEC_JOB_ABORT, target, dev, cur_st, "job-abort",
+		     "%s job %llu of %s%s%s aborted: the target becomes %s "
+		     "(rule %s)", cur_st == HA_REPAIRING ? "repair" :
+		     "rebalance", (unsigned long long)cur_job, target,
+		     dev[0] ? "/" : "", dev, ha_state_name(st), rule);
+	}
 	if (!c->dry && c->nr_out == c->max_out) {
 		c->full = true;
 		return 0;
@@ -588,6 +637,8 @@ static int take(struct ctx *c, enum ha_dec_kind kind, const char *target,
 	d.hd_seq = c->w->hm_epoch + 1;
 	if (kind == HA_DEC_JOB_REPAIR || kind == HA_DEC_JOB_REBALANCE)
 		d.hd_job = d.hd_seq;
+	else if (kind == HA_DEC_JOB_PAUSE || kind == HA_DEC_JOB_ABORT)
+		d.hd_job = c->job_arg;
 	snprintf(d.hd_target, sizeof d.hd_target, "%s", target);
 	snprintf(d.hd_dev, sizeof d.hd_dev, "%s", dev);
 	snprintf(d.hd_rule, sizeof d.hd_rule, "%s", rule);
@@ -681,7 +732,8 @@ static int went_down(struct ctx *c, const char *srv, const char *dev,
 }
 
 /* A job's end about a target in REPAIRING or REBALANCING since since,
- * running job cur (0: unknown, then any job's end counts); an end older
+ * running job cur (0: none running, paused: no end counts); only the end
+ * of that job counts, and an end older
  * than the start counts for nothing. */
 static int job_end(struct ctx *c, const char *srv, const char *dev,
 		   enum ha_state st, uint64_t since, uint64_t cur,
@@ -691,7 +743,7 @@ static int job_end(struct ctx *c, const char *srv, const char *dev,
 	const char *what = st == HA_REPAIRING ? "repair" : "rebalance";
 
 	if ((st != HA_REPAIRING && st != HA_REBALANCING) ||
-	    job == HA_EV_KIND_NR || (cur != 0 && job_id != cur) ||
+	    job == HA_EV_KIND_NR || cur == 0 || job_id != cur ||
 	    job_ms < since)
 		return 0;
 	if (job == HA_EV_JOB_DONE)
@@ -947,6 +999,38 @@ static int home_step(struct ctx *c, uint32_t h)
 	return 0;
 }
 
+/*
+ * Rules pause and resume, for a target in REPAIRING or REBALANCING (job:
+ * its running job, 0 none): a map frozen while its job runs pauses it
+ * (JOB_PAUSE: the runner stops it, the walks keep their place, the map
+ * keeps the state with no job); an unfrozen map with no job running for
+ * it starts its job again (rule resume: a new job id; its walks go on
+ * where the paused ones stopped).
+ */
+static int job_follow(struct ctx *c, const char *srv, const char *dev,
+		      enum ha_state st, uint64_t job)
+{
+	const char *what = st == HA_REPAIRING ? "repair" : "rebalance";
+
+	if (!job_state(st))
+		return 0;
+	if (c->w->hm_frozen && job != 0) {
+		c->job_arg = job;
+		return take(c, HA_DEC_JOB_PAUSE, srv, dev, st, "pause",
+			    "map frozen: %s job %llu of %s%s%s paused (its "
+			    "walks keep their place)", what,
+			    (unsigned long long)job, srv, dev[0] ? "/" : "",
+			    dev);
+	}
+	if (!c->w->hm_frozen && job == 0)
+		return take(c, st == HA_REPAIRING ? HA_DEC_JOB_REPAIR :
+			    HA_DEC_JOB_REBALANCE, srv, dev, st, "resume",
+			    "no %s job running (paused, or a map without "
+			    "one): started again where its walks stopped",
+			    what);
+	return 0;
+}
+
 /* Every rule over the working map, in map order. */
 static void rules_run(struct ctx *c)
 {
@@ -963,6 +1047,16 @@ static void rules_run(struct ctx *c)
 			for (int k = 0; k < STEPS_PER_TARGET && !c->full &&
 			     dev_step(c, i, d); k++)
 				;
+	}
+	/* jobs after every target's state: a job follows its target */
+	for (uint32_t i = 0; i < w->hm_nr_servers && !c->full; i++) {
+		struct ha_srv *s = &w->hm_servers[i];
+
+		job_follow(c, s->hs_name, "", s->hs_state, s->hs_job);
+		for (uint32_t d = 0; d < s->hs_nr_devs && !c->full &&
+		     s->hs_state == HA_ONLINE; d++)
+			job_follow(c, s->hs_name, s->hs_devs[d].hd_name,
+				   s->hs_devs[d].hd_state, s->hs_devs[d].hd_job);
 	}
 	/* homes after every server's state: a home follows them */
 	for (uint32_t h = 0; h < w->hm_nr_servers && !c->full; h++)
@@ -1073,6 +1167,30 @@ int ha_map_apply(struct ha_map *map, const struct ha_decision *d,
 		*pst = st;
 		*psince = now_ms;
 		*pjob = d->hd_kind == HA_DEC_SET_STATE ? 0 : d->hd_job;
+	} else if (d->hd_kind == HA_DEC_JOB_PAUSE ||
+		   d->hd_kind == HA_DEC_JOB_ABORT) {
+		/* the job stops: the target keeps its state, with no job */
+		int s = srv_find(map, d->hd_target), k = -1;
+		uint64_t *job;
+
+		if (s >= 0 && d->hd_dev[0])
+			k = dev_find(&map->hm_servers[s], d->hd_dev);
+		if (s < 0 || (d->hd_dev[0] && k < 0))
+			return err_set(-ENOENT, "ha decision %llu: target "
+				       "'%s%s%s' is not in the map",
+				       (unsigned long long)d->hd_seq,
+				       d->hd_target, d->hd_dev[0] ? "/" : "",
+				       d->hd_dev);
+		job = k >= 0 ? &map->hm_servers[s].hs_devs[k].hd_job :
+			       &map->hm_servers[s].hs_job;
+		if (*job != d->hd_job)
+			return err_set(-ESTALE, "ha decision %llu: %s of job "
+				       "%llu, but the map runs job %llu for "
+				       "'%s'", (unsigned long long)d->hd_seq,
+				       ha_dec_kind_name(d->hd_kind),
+				       (unsigned long long)d->hd_job,
+				       (unsigned long long)*job, d->hd_target);
+		*job = 0;
 	} else if (d->hd_kind == HA_DEC_FREEZE) {
 		map->hm_frozen = true;
 		map->hm_frozen_ms = now_ms;

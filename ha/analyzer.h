@@ -104,11 +104,25 @@
  *    decides nothing: taking it out of the map is the operator tool's
  *    map edit (ha/map.h).
  *  job: JOB_DONE / JOB_FAILED count for a target in REPAIRING or
- *    REBALANCING when they name its running job (hs_job/hd_job; when that
- *    is 0, any job) and are not older than hs_since_ms/hd_since_ms (the
- *    last one wins).  A running job whose target leaves those states (or
- *    whose map freezes) is stopped by its runner, which follows the map:
- *    the rules emit no JOB_PAUSE or JOB_ABORT.
+ *    REBALANCING when they name its running job (hs_job/hd_job; 0 = none
+ *    running: no end counts) and are not older than
+ *    hs_since_ms/hd_since_ms (the last one wins).
+ *  job-abort: a target with a running job that another rule takes out of
+ *    REPAIRING or REBALANCING (a rebalancing server down, a drain) gets
+ *    JOB_ABORT of that job (hd_job) just before that state change; its
+ *    effect: the target's job is 0.  Terminal: the state change.
+ *  pause: while the map is frozen, every running job (a target in
+ *    REPAIRING or REBALANCING with a job id) gets JOB_PAUSE (hd_job): the
+ *    target keeps its state, its job is 0.  Runs after every target's
+ *    rules of the round (so a leader change after any prefix takes the
+ *    same rest).  Terminal: job 0.
+ *  resume: on an unfrozen map, a target in REPAIRING or REBALANCING with
+ *    no job running (paused, or a map written without one) gets its job
+ *    again (JOB_REPAIR / JOB_REBALANCE, a new id; the walks go on where
+ *    the paused ones stopped).  After every target's rules of the round,
+ *    as pause.  Terminal: a job running.
+ *    The runner (ha/ha_lead.c) stops a paused or aborted job at its next
+ *    check, without an end event.
  *
  *  home (docs/cluster.md "Taking over a home"; only when
  *    hm_meta_replicas > 1, never while the map is frozen): runs after

@@ -295,7 +295,8 @@ int ha_decision_from_json(const struct json_object *o, struct ha_decision *d)
 		rc = err_set(-EINVAL, "%s: key 'dev' without a 'target'", w);
 	if (rc == 0 && !x.hd_target[0] &&
 	    (kind == HA_DEC_SET_STATE || kind == HA_DEC_JOB_REPAIR ||
-	     kind == HA_DEC_JOB_REBALANCE || kind == HA_DEC_HOME_MOVE))
+	     kind == HA_DEC_JOB_REBALANCE || kind == HA_DEC_HOME_MOVE ||
+	     kind == HA_DEC_JOB_PAUSE || kind == HA_DEC_JOB_ABORT))
 		rc = err_set(-EINVAL, "%s: key 'target' is needed by kind %s",
 			     w, ha_dec_kind_name(kind));
 	if (rc == 0 && kind == HA_DEC_HOME_MOVE && !x.hd_acting[0])

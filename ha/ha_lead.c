@@ -7,6 +7,18 @@
  * log each; a job decision starts the job (a walk on every server in
  * service), whose end is an event again.
  *
+ * Jobs follow the map and the leadership (ha/analyzer.h rules pause,
+ * resume, job-abort): a job runs on a thread of the leader, which checks
+ * before each call (the device states, then one walk per server in
+ * service) whether it should still run: a JOB_PAUSE or JOB_ABORT of it
+ * applied by this leader, the leadership lost, or the agent stopping
+ * stop it without an end event (the walks keep their place: the next
+ * walk of the same kind on a server resumes there).  A new leader adopts
+ * the jobs the map shows running (REPAIRING or REBALANCING with a job id)
+ * that it does not run itself: its old leader's died with it.  A walk
+ * refused because one runs already on that server (its old leader's,
+ * still alive) is asked again every second.
+ *
  * A new leader (the old one killed mid-decision) starts from the log and
  * the map as they are: the analyzer takes no decision whose effect the map
  * already shows (ha/analyzer.h), so a decision the old leader applied is
@@ -20,6 +32,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -179,7 +193,75 @@ struct lead_job {
 	int32_t lj_owner;  /* the target's index in the cluster file, -1 */
 	uint32_t lj_nr_devs;            /* the devices the job is about: */
 	uint32_t lj_devs[HA_DEVS_MAX];  /* their indices in the owner's store */
+	atomic_bool lj_stop;            /* paused or aborted by a decision */
+	struct lead_job *lj_next;       /* ha_jobs (ha_jobs_lock) */
 };
+
+/* Should job j stop before its next call?  A decision stopped it, the
+ * leadership went, or the agent stops. */
+static bool job_stopped(const struct lead_job *j)
+{
+	const struct srv_ha *a = j->lj_a;
+
+	return atomic_load(&j->lj_stop) || atomic_load(&a->ha_stop) ||
+	       !atomic_load(&a->ha_leader);
+}
+
+/* The job of id in a's table (ha_jobs_lock held), NULL. */
+static struct lead_job *job_find(struct srv_ha *a, uint64_t id)
+{
+	struct lead_job *j = a->ha_jobs;
+
+	while (j != NULL && j->lj_id != id)
+		j = j->lj_next;
+	return j;
+}
+
+/* Job j ends: out of the table, freed. */
+static void job_forget(struct lead_job *j)
+{
+	struct srv_ha *a = j->lj_a;
+	struct lead_job **pp;
+
+	pthread_mutex_lock(&a->ha_jobs_lock);
+	for (pp = &a->ha_jobs; *pp != NULL && *pp != j; pp = &(*pp)->lj_next)
+		;
+	if (*pp == j)
+		*pp = j->lj_next;
+	pthread_cond_broadcast(&a->ha_jobs_cond);
+	pthread_mutex_unlock(&a->ha_jobs_lock);
+	free(j);
+}
+
+bool ha_lead_jobs_stop(struct srv_ha *a, uint32_t wait_ms)
+{
+	struct timespec ts;
+	bool none;
+
+	pthread_mutex_lock(&a->ha_jobs_lock);
+	for (struct lead_job *j = a->ha_jobs; j != NULL; j = j->lj_next)
+		atomic_store(&j->lj_stop, true);
+	none = a->ha_jobs == NULL;
+	pthread_mutex_unlock(&a->ha_jobs_lock);
+	if (none)
+		return true;
+	peers_calls_stop(a->ha_probe);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += wait_ms / 1000;
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&a->ha_jobs_lock);
+	while (a->ha_jobs != NULL &&
+	       pthread_cond_timedwait(&a->ha_jobs_cond, &a->ha_jobs_lock,
+				      &ts) == 0)
+		;
+	none = a->ha_jobs == NULL;
+	pthread_mutex_unlock(&a->ha_jobs_lock);
+	return none;
+}
 
 /*
  * Before a repair, every store must see the target's devices failed, or
@@ -209,6 +291,8 @@ static void job_devices(struct lead_job *j)
 			if (!j->lj_in[i] || (j->lj_kind == SWK_REBALANCE &&
 					     (int32_t)i == j->lj_owner))
 				continue;
+			if (job_stopped(j))
+				return;
 			q.op = j->lj_kind == SWK_REPAIR ? SDV_FAIL :
 			       SDV_REPLACE;
 			q.owner = (uint32_t)j->lj_owner;
@@ -269,12 +353,21 @@ static void *job_main(void *arg)
 
 		if (!j->lj_in[i])
 			continue;
-		rc = peers_call_ms(a->ha_probe != NULL ? a->ha_probe :
-				   s->s_peers, i, SOP_WALK, b.mb_p, b.mb_len,
-				   NULL, LEAD_WALK_MS, &res);
+		if (job_stopped(j))
+			break;
+		rc = peers_call_ms(a->ha_probe, i, SOP_WALK, b.mb_p,
+				   b.mb_len, NULL, LEAD_WALK_MS, &res);
 		if (rc == 0)
 			units += walk_units(&res);
 		free(res.rr_body);
+		if (rc == -EBUSY && !job_stopped(j)) {
+			/* a walk runs there already (an old leader's job,
+			 * still alive): ask again */
+			rc = 0;
+			i--;
+			usleep(1000000);
+			continue;
+		}
 		if (rc != 0)
 			LOG_WARNING("server %s: job %" PRIu64 ": walk on %s: "
 				    "%s", a->ha_name, j->lj_id,
@@ -282,6 +375,16 @@ static void *job_main(void *arg)
 				    err_msg());
 	}
 	free(b.mb_p);
+	if (job_stopped(j)) {
+		/* no end: the map says what follows (paused: resumed later;
+		 * aborted; another leader adopts it) */
+		LOG_INFO("server %s: job %" PRIu64 " stopped (%s)",
+			 a->ha_name, j->lj_id,
+			 atomic_load(&j->lj_stop) ? "paused or aborted, or the "
+			 "agent stops" : "leadership lost");
+		job_forget(j);
+		return NULL;
+	}
 	memset(&ev, 0, sizeof ev);
 	ev.he_kind = rc == 0 ? HA_EV_JOB_DONE : HA_EV_JOB_FAILED;
 	snprintf(ev.he_target, sizeof ev.he_target, "%s", j->lj_target);
@@ -296,7 +399,7 @@ static void *job_main(void *arg)
 	if (ha_report(a, &ev) != 0)
 		LOG_WARNING("server %s: end of job %" PRIu64 " not reported: "
 			    "%s", a->ha_name, j->lj_id, err_msg());
-	free(j);
+	job_forget(j);
 	return NULL;
 }
 
@@ -338,14 +441,70 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 						HA_ONLINE ||
 					m->hm_servers[k].hs_state ==
 						HA_REBALANCING;
-	LOG_INFO("server %s: job %" PRIu64 ": %s of %s%s%s", a->ha_name,
-		 j->lj_id, ha_dec_kind_name(d->hd_kind), d->hd_target,
-		 d->hd_dev[0] != '\0' ? ":" : "", d->hd_dev);
-	if (pthread_create(&t, NULL, job_main, j) != 0) {
+	pthread_mutex_lock(&a->ha_jobs_lock);
+	if (job_find(a, j->lj_id) != NULL || atomic_load(&a->ha_stop)) {
+		pthread_mutex_unlock(&a->ha_jobs_lock);
 		free(j);
 		return;
 	}
+	if (pthread_create(&t, NULL, job_main, j) != 0) {
+		pthread_mutex_unlock(&a->ha_jobs_lock);
+		free(j);
+		return;
+	}
+	j->lj_next = a->ha_jobs;
+	a->ha_jobs = j;
+	pthread_mutex_unlock(&a->ha_jobs_lock);
+	LOG_INFO("server %s: job %" PRIu64 ": %s of %s%s%s", a->ha_name,
+		 j->lj_id, ha_dec_kind_name(d->hd_kind), d->hd_target,
+		 d->hd_dev[0] != '\0' ? ":" : "", d->hd_dev);
 	pthread_detach(t);
+}
+
+/* Stop job id (a JOB_PAUSE or JOB_ABORT applied): at its next check. */
+static void job_stop(struct srv_ha *a, uint64_t id)
+{
+	struct lead_job *j;
+
+	pthread_mutex_lock(&a->ha_jobs_lock);
+	j = job_find(a, id);
+	if (j != NULL)
+		atomic_store(&j->lj_stop, true);
+	pthread_mutex_unlock(&a->ha_jobs_lock);
+}
+
+/* A new leader: start the jobs the map shows running that this agent does
+ * not run (their runner was the old leader). */
+static void jobs_adopt(struct srv_ha *a, const struct ha_map *m)
+{
+	for (uint32_t s = 0; s < m->hm_nr_servers; s++) {
+		const struct ha_srv *sv = &m->hm_servers[s];
+		struct ha_decision d = {0};
+
+		for (int32_t k = -1; k < (int32_t)sv->hs_nr_devs; k++) {
+			enum ha_state st = k < 0 ? sv->hs_state :
+					   sv->hs_devs[k].hd_state;
+			uint64_t job = k < 0 ? sv->hs_job :
+				       sv->hs_devs[k].hd_job;
+
+			if (job == 0 || (st != HA_REPAIRING &&
+					 st != HA_REBALANCING) ||
+			    (k >= 0 && sv->hs_state != HA_ONLINE))
+				continue;
+			d.hd_kind = st == HA_REPAIRING ? HA_DEC_JOB_REPAIR :
+				    HA_DEC_JOB_REBALANCE;
+			d.hd_job = job;
+			snprintf(d.hd_target, sizeof d.hd_target, "%s",
+				 sv->hs_name);
+			snprintf(d.hd_dev, sizeof d.hd_dev, "%s",
+				 k < 0 ? "" : sv->hs_devs[k].hd_name);
+			LOG_INFO("server %s: leader: adopts job %" PRIu64
+				 " (%s of %s%s%s)", a->ha_name, job,
+				 ha_dec_kind_name(d.hd_kind), d.hd_target,
+				 d.hd_dev[0] ? ":" : "", d.hd_dev);
+			job_start(a, &d, m);
+		}
+	}
 }
 
 /* Apply d: the map one epoch on (CAS), then the decisions log, then its
@@ -383,6 +542,9 @@ static int apply_one(struct srv_ha *a, struct ha_map *m, int64_t *rev,
 	if (d->hd_kind == HA_DEC_JOB_REPAIR ||
 	    d->hd_kind == HA_DEC_JOB_REBALANCE)
 		job_start(a, d, m);
+	else if (d->hd_kind == HA_DEC_JOB_PAUSE ||
+		 d->hd_kind == HA_DEC_JOB_ABORT)
+		job_stop(a, d->hd_job);
 	return 0;
 }
 
@@ -393,8 +555,10 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 	int64_t rev;
 	int rc;
 
-	if (a->ha_lead_since == 0)
+	if (a->ha_lead_since == 0) {
 		a->ha_lead_since = now;
+		a->ha_adopt_due = true;
+	}
 	rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster, "events",
 			 a->ha_ev_next, 0, window_add, a, NULL);
 	if (rc != 0) {
@@ -412,6 +576,10 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 	*m = a->ha_map;
 	rev = a->ha_map_rev;
 	pthread_mutex_unlock(&a->ha_lock);
+	if (a->ha_adopt_due) {
+		a->ha_adopt_due = false;
+		jobs_adopt(a, m);
+	}
 	window_prune(a, m, now);
 	lapsed_members(a, m, now);
 	if (now < a->ha_next_deadline)
@@ -459,6 +627,7 @@ void ha_lead_drop(struct srv_ha *a)
 	a->ha_ev_next = 0;
 	a->ha_next_deadline = 0;
 	a->ha_lead_since = 0;
+	a->ha_adopt_due = false;
 }
 
 void ha_rules_from_conf(struct ha_rules *r, const struct clu_conf *c)

@@ -644,6 +644,8 @@ static int ha_register(struct srv *s)
 	ha_rules_from_conf(&a->ha_rules, c);
 	pthread_mutex_init(&a->ha_lock, NULL);
 	pthread_cond_init(&a->ha_cond, NULL);
+	pthread_mutex_init(&a->ha_jobs_lock, NULL);
+	pthread_cond_init(&a->ha_jobs_cond, NULL);
 	s->s_ha = a;
 	rc = srv_home_create(s, &a->ha_home);
 	if (rc == 0)
@@ -764,8 +766,16 @@ static void ha_stop(struct srv *s)
 		if (a->ha_lease != 0)
 			(void)etcd_lease_revoke(a->ha_etcd, a->ha_lease);
 	}
-	peers_destroy(a->ha_probe);
-	a->ha_probe = NULL;
+	/* a job's walk call may still be on the probe table: the jobs stop
+	 * first; one that would not is left the table (the process ends) */
+	if (ha_lead_jobs_stop(a, 10000)) {
+		peers_destroy(a->ha_probe);
+		a->ha_probe = NULL;
+	} else {
+		LOG_WARNING("server %s: a job did not stop within 10 s: its "
+			    "connections are left to the process's end",
+			    a->ha_name);
+	}
 }
 
 const struct srv_module ha_srv_module = {

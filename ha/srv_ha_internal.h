@@ -17,6 +17,7 @@
 
 struct srv;
 struct peers;
+struct lead_job;
 
 /* The agent's step: map poll, leader work (ms). */
 #define HA_TICK_MS 250u
@@ -70,6 +71,11 @@ struct srv_ha {
 	uint64_t ha_next_deadline;    /* ms: decide again then */
 	uint64_t ha_decisions;        /* taken by this agent (counter) */
 	uint64_t ha_lead_since;       /* ms: leader since (0: not) */
+	/* the jobs this agent runs as the leader (ha_lead.c; ha_jobs_lock) */
+	pthread_mutex_t ha_jobs_lock;
+	pthread_cond_t ha_jobs_cond;  /* a job ended */
+	struct lead_job *ha_jobs;
+	bool ha_adopt_due;            /* new leader: adopt the map's jobs */
 	/* homes (srv_home.h): taken over, acted for; the map thread's */
 	struct srv_home *ha_home;
 	uint64_t ha_home_epoch;       /* the map's epoch it followed, 0 */
@@ -90,8 +96,13 @@ int ha_report(struct srv_ha *a, struct ha_event *ev);
 /* The leader's step (ha_lead.c): read new events, look for lapsed
  * members, decide, apply.  now is ha_now_ms(). */
 void ha_lead_step(struct srv_ha *a, uint64_t now);
-/* Leadership lost or given up: forget the window (ha_lead.c). */
+/* Leadership lost or given up: forget the window (ha_lead.c); the jobs
+ * this agent runs stop at their next check (a new leader adopts them). */
 void ha_lead_drop(struct srv_ha *a);
+/* The agent stops: its jobs stop (their calls fail: peers_calls_stop() on
+ * the agent's table) and are waited for, at most wait_ms.  true when none
+ * runs any more (the table may be destroyed), false otherwise. */
+bool ha_lead_jobs_stop(struct srv_ha *a, uint32_t wait_ms);
 /* The analyzer's rules of the cluster file (cluster.ha_rules: default or
  * test presets; cluster.ha_down_out overrides the delay). */
 struct clu_conf;

@@ -269,7 +269,8 @@ static const struct ha_case cases[] = {
 	"13500 io-errors SET_STATE s1/d0 FAILED",
 	"18500 down-out SET_STATE s1/d0 OUT",
 	"18500 repair JOB_REPAIR s1/d0 REPAIRING",
-	"61000 freeze FREEZE s0/d0 ONLINE" } },
+	"61000 freeze FREEZE s0/d0 ONLINE",
+	"61000 pause JOB_PAUSE s1/d0 REPAIRING" } },
 /* a power cycle of enclosure e1: its servers TRANSIENT, no repair, back
  * ONLINE; e3 never comes back: FAILED after 30 s, then out */
 { "enclosure_power_cycle", "tol=4 s0@e0 s1@e1 s2@e1 s3@e2 s4@e3 s5@e3", {
@@ -401,6 +402,7 @@ static const struct ha_case cases[] = {
 	"16000 repair JOB_REPAIR s1 REPAIRING",
 	"25000 job SET_STATE s1 REPAIRED",
 	"25000 rebalance JOB_REBALANCE s1 REBALANCING",
+	"28000 job-abort JOB_ABORT s1 REBALANCING",
 	"28000 server-down SET_STATE s1 FAILED",
 	"33000 down-out SET_STATE s1 OUT",
 	"33000 repair JOB_REPAIR s1 REPAIRING" } },
@@ -479,6 +481,46 @@ static const struct ha_case cases[] = {
 	"40000 operator SET_STATE s0/d0 FAILED",
 	"41000 replace SET_STATE s0/d0 OUT",
 	"41000 repair JOB_REPAIR s0/d0 REPAIRING" } },
+/* rules pause and resume: a repair runs (job 3) when two more servers
+ * fail beyond the tolerance: the map freezes and the job is paused (the
+ * late end of the paused job counts for nothing); the operator thaws:
+ * the others are handled and the repair starts again (a new job, 11,
+ * after the server rules of the round) */
+{ "freeze_pauses_job", "tol=2 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"20000 SRV_EXIT s0 s2",
+	"22000 SRV_EXIT s0 s3",
+	"24000 JOB_DONE - s1 job=3",
+	"30000 OP_THAW operator -",
+	"35000 JOB_DONE - s1 job=3",
+	"36000 JOB_DONE - s1 job=11" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"21000 server-down SET_STATE s2 FAILED",
+	"23000 freeze FREEZE s3 ONLINE",
+	"23000 pause JOB_PAUSE s1 REPAIRING",
+	"30000 thaw THAW - ONLINE",
+	"30000 down-out SET_STATE s2 OUT",
+	"30000 repair JOB_REPAIR s2 REPAIRING",
+	"30000 server-down SET_STATE s3 FAILED",
+	"30000 resume JOB_REPAIR s1 REPAIRING",
+	"35000 down-out SET_STATE s3 OUT",
+	"35000 repair JOB_REPAIR s3 REPAIRING",
+	"36000 job SET_STATE s1 REPAIRED" } },
+/* rule job-abort: the operator drains a server while units move onto it
+ * (its rebalance job 1): the job is aborted, then the drain takes it OUT
+ * and its repair starts; the aborted job's end counts for nothing */
+{ "drain_aborts_rebalance", "tol=2 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 OP_ADD operator s3",
+	"12000 OP_DRAIN operator s3",
+	"13000 JOB_DONE - s3 job=1",
+	"14000 JOB_DONE - s3 job=4" }, {
+	"10000 rebalance JOB_REBALANCE s3 REBALANCING",
+	"12000 job-abort JOB_ABORT s3 REBALANCING",
+	"12000 drain SET_STATE s3 OUT",
+	"12000 repair JOB_REPAIR s3 REPAIRING",
+	"14000 job SET_STATE s3 REPAIRED" } },
 /* rule home: a home whose server fails on proof moves to its first
  * ONLINE standby (ha_home_standbys: s1's are s2, s3 here); the repair
  * runs as ever; the server back and in sync (its own HOME_READY, of its
