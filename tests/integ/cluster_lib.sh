@@ -220,11 +220,16 @@ wait_up() {
 cl_ut() {
 	local name=$1 line
 	shift
-	STRATA_UT_CLUSTER=$D/cluster.yaml timeout 120 "$BD/ut_main" "$@" \
+	# (bounded for a hang, not for speed: on a loaded machine, load 80 on
+	# 2 cores, a run may take minutes; what it printed last is shown when
+	# it ended without its summary)
+	STRATA_UT_CLUSTER=$D/cluster.yaml timeout 600 "$BD/ut_main" "$@" \
 		>"$T/ut" 2>&1
+	echo "rc $?" >>"$T/ut"
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$T/ut" | tail -1)
 	echo "     ut_main $*: $line"
 	check "$name ran" test -n "$line"
+	[ -n "$line" ] || tail -n 8 "$T/ut" | cut -c1-240 | sed 's/^/     ut: /'
 	check "$name pass against the cluster" \
 		test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
 	[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
