@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
@@ -50,6 +51,11 @@
 /* A walk job's call timeout (ms): a repair of a test store takes
  * seconds; a real one is bounded by the walk's own progress. */
 #define LEAD_WALK_MS 3600000u
+/* Test builds: fault ha.job.hold holds a rebalance job before its first
+ * call while the file $STRATA_JOB_HOLD exists, at most this long (ms), so
+ * that a test can kill its leader while it runs (tests/integ/ha_test.sh
+ * removes the file once it did). */
+#define LEAD_JOB_HOLD_MS 120000u
 
 /* Add one event of the log to the window (the oldest goes when full). */
 static int window_add(uint64_t seq, const char *json, void *arg)
@@ -343,7 +349,17 @@ static void *job_main(void *arg)
 	uint64_t units = 0;
 	int rc = 0;
 
-	if (j->lj_owner >= 0)
+	if (j->lj_kind == SWK_REBALANCE && FAULT_HIT("ha.job.hold")) {
+		const char *f = getenv("STRATA_JOB_HOLD");
+
+		LOG_WARNING("server %s: job %" PRIu64 ": fault ha.job.hold: "
+			    "held while %s exists", a->ha_name, j->lj_id,
+			    f != NULL ? f : "(no STRATA_JOB_HOLD)");
+		for (uint32_t t = 0; f != NULL && t < LEAD_JOB_HOLD_MS / 100 &&
+		     access(f, F_OK) == 0 && !job_stopped(j); t++)
+			usleep(100000);
+	}
+	if (j->lj_owner >= 0 && !job_stopped(j))
 		job_devices(j);
 	w.kind = j->lj_kind;
 	if (msg_pack(&w.base, &b) != 0)
@@ -498,7 +514,7 @@ static void jobs_adopt(struct srv_ha *a, const struct ha_map *m)
 				 sv->hs_name);
 			snprintf(d.hd_dev, sizeof d.hd_dev, "%s",
 				 k < 0 ? "" : sv->hs_devs[k].hd_name);
-			LOG_INFO("server %s: leader: adopts job %" PRIu64
+			LOG_WARNING("server %s: leader: adopts job %" PRIu64
 				 " (%s of %s%s%s)", a->ha_name, job,
 				 ha_dec_kind_name(d.hd_kind), d.hd_target,
 				 d.hd_dev[0] ? ":" : "", d.hd_dev);

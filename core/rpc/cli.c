@@ -683,7 +683,7 @@ static int cli_resolve(struct rpc_ep *ep, const char *addr, uint16_t port,
 	h->dest_addr = NULL;
 	h->dest_addrlen = 0;
 	snprintf(svc, sizeof svc, "%u", port);
-	rc = fi_getinfo(FI_VERSION(1, 17), addr, svc, 0, h, &info);
+	rc = rpc_fi_getinfo(addr, svc, 0, h, &info);
 	fi_freeinfo(h);
 	if (rc != 0 || info->dest_addr == NULL) {
 		if (info != NULL)

@@ -332,6 +332,17 @@ void rpc_av_remove(struct rpc_ep *ep, fi_addr_t a);
 void rpc_name_str(struct rpc_ep *ep, const void *name, size_t len, char *buf,
 		  size_t size);
 int rpc_fi_err(int fi_rc);
+/* fi_getinfo() that leaves the process's signal dispositions as they
+ * were (a provider loaded by it may install handlers: see
+ * rpc_signals_foreign() in ep.c).  Every fi_getinfo() of the process goes
+ * through it. */
+int rpc_fi_getinfo(const char *node, const char *service, uint64_t flags,
+		   const struct fi_info *hints, struct fi_info **info);
+/* How many signals have a handler of libinfinipath (libfabric's psm
+ * provider: it calls exit() from them, which deadlocks inside libfabric);
+ * reset: give them their default back (done once as the program starts,
+ * ep.c). */
+int rpc_signals_foreign(bool reset);
 
 /* node (an IPv4 or IPv6 address, or a name) as a numeric address into buf
  * (len >= INET6_ADDRSTRLEN): as it is when numeric, else the first address

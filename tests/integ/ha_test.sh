@@ -14,7 +14,11 @@
 #      REPAIRED); every pdclust 2+1 object homed elsewhere reads back
 #      byte-exact throughout; the epoch only grows, one per decision;
 #   3. it restarts: SRV_JOINED; the analyzer rebalances onto it
-#      (REBALANCING, JOB_REBALANCE, JOB_DONE -> ONLINE);
+#      (REBALANCING, JOB_REBALANCE, JOB_DONE -> ONLINE); the leader is
+#      killed while it runs that job (held while a file exists by fault
+#      ha.job.hold: the cluster runs strata-server-test) and restarted:
+#      the next leader adopts the job (its log says so) and its end
+#      takes it ONLINE;
 #   4. the analyzer's leader killed: another server leads within a bound;
 #      it restarts; no decision is taken twice (the log's seqs strictly
 #      grow and no two carry the same change);
@@ -30,7 +34,7 @@
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" ha 6000 1
-cl_need strata strata-server
+cl_need strata strata-server strata-server-test
 
 F=$D/cluster.yaml
 . "$(dirname "$0")/ha_lib.sh"
@@ -63,7 +67,11 @@ for l in sys.stdin:
 }
 
 echo "--- 4 servers, a 3-member etcd, the HA test presets"
-timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+# strata-server-test with fault ha.job.hold: a rebalance job waits while
+# $T/hold exists before its first call (the leader is killed during one)
+STRATA_SERVER=$BD/strata-server-test STRATA_FAULT=ha.job.hold:0:0 \
+	STRATA_JOB_HOLD=$T/hold \
+	timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
 	--etcd-members 3 --ha-test >"$T/up.out" 2>&1
 cl_up_or_end "cluster of 4 servers and 3 etcd members up" "$T/up.out"
 check "the cluster file names 3 etcd endpoints and the test presets" \
@@ -147,12 +155,31 @@ check "the epoch grew with the decisions ($e0 -> $e1)" test "$e1" -gt "$e0"
 check "the decisions log: no change twice, seqs growing" no_dup_decisions
 
 echo "--- it comes back: rebalanced"
+touch "$T/hold"
 srv_start $V "$F"
 check "s$V restarted" wait_up
 check "s$V joined again" \
 	poll 60 sh -c "'$S' --cluster '$F' ha events --json 2>/dev/null | grep '\"SRV_JOINED\"' | grep -c '\"target\":\"s$V\"' | awk '\$1 >= 2 {ok=1} END {exit !ok}'"
 check "the analyzer rebalances onto s$V (JOB_REBALANCE)" \
 	poll 90 dec_has "\"JOB_REBALANCE\".*\"target\":\"s$V\""
+# The leader killed while it runs that job (held by fault ha.job.hold)
+# and started again at once (a restart; or FAILED then back: one target
+# down, within the tolerance): the next leader adopts the job and runs it
+# (before, a job whose leader died was never run: s$V stayed REBALANCING).
+ha decisions --json
+J=$(echo "$out" | grep '"JOB_REBALANCE"' | grep "\"target\":\"s$V\"" |
+	tail -1 | jget 'd["job"]')
+L=$(leader); LI=${L#s}
+echo "     killing the leader $L during job $J, restarting it"
+kill -9 "$(spid "$LI")"
+wait_gone "$(spid "$LI")"
+srv_start "$LI" "$F"
+check "$L restarted" wait_up
+check "$L was holding job $J when it was killed (no end of it yet)" \
+	sh -c "! '$S' --cluster '$F' ha events --json 2>/dev/null | grep '\"JOB_DONE\"' | grep -q '\"job\":$J}'"
+rm -f "$T/hold"
+adopted() { grep -q "leader: adopts job $J " "$D"/s*.log; }
+check "a leader adopts job $J (its old leader died with it)" poll 90 adopted
 check "... and takes it back ONLINE when the job is done" \
 	poll 180 dec_has "\"target\":\"s$V\".*\"state\":\"ONLINE\""
 n=$(job_units)
