@@ -472,6 +472,19 @@ def homed_ids(h, nr, n, base):
     return out
 
 
+def tries_note(err):
+    """The client's log lines of one try (STRATA_LOG=3), each cut to its
+    time and message: where a try's time went."""
+    out = []
+    for ln in err.decode(errors="replace").splitlines():
+        m = re.match(r"strata\[\d+\] (\d+\.\d+) \w+ [^ ]+: (.*)", ln)
+        if m:
+            out.append("%s %s" % (m.group(1)[-9:], m.group(2)[:160]))
+        elif ln.startswith("strata:"):
+            out.append(ln[:200])
+    return "\n      " + "\n      ".join(out) if out else ""
+
+
 def home_back(eps, name):
     m = the_map(eps)
     if not m:
@@ -513,17 +526,27 @@ def home_group(top, test):
         pid = pidof(d, name)
         t0 = time.monotonic()
         kill9(pid)
+        log("%s killed at %.3f (wall clock)" % (name, time.time()))
         ok, k = False, 0
+        env = dict(os.environ, STRATA_LOG="3")
         while time.monotonic() - t0 < bound and k < len(ids):
+            ts = time.monotonic() - t0
+            why = ""
             try:
                 rr = subprocess.run([S, "--cluster", conf, "obj", "put",
                                      ids[k], blob, "--layout", "pdclust",
                                      "--data", "2", "--parity", "1"],
-                                    capture_output=True, timeout=60)
+                                    capture_output=True, timeout=60,
+                                    env=env)
                 ok = rr.returncode == 0
+                why = tries_note(rr.stderr)
             except subprocess.TimeoutExpired:
                 ok = False
+                why = "timed out after 60 s"
             k += 1
+            log("  try %d: +%.3f .. +%.3f s %s%s" % (
+                k, ts, time.monotonic() - t0, "ok" if ok else "failed",
+                (": " + why) if why else ""))
             if ok:
                 break
             time.sleep(0.2)
@@ -543,7 +566,21 @@ def home_group(top, test):
     fig(g, "etcd leader killed -> put through another (raw)", "s", etcd)
     fig(g, "home server killed -> first write of its object", "s", out, b,
         "etcd failover")
+    keep_logs(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+def keep_logs(d):
+    """BENCH_HA_LOGS=DIR: the servers' logs of cluster d copied there
+    (DIR/<cluster>-sN.log) before d is removed."""
+    to = os.environ.get("BENCH_HA_LOGS")
+    if not to:
+        return
+    os.makedirs(to, exist_ok=True)
+    for f in os.listdir(d):
+        if re.match(r"s\d+\.log$", f):
+            shutil.copy(os.path.join(d, f),
+                        os.path.join(to, os.path.basename(d) + "-" + f))
 
 
 def timed(cmd, bound=300):
