@@ -245,7 +245,7 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 }
 
 /*
- * The map watcher (HA clusters; docs/cluster.md "Clients and a dead
+ * The map watcher (HA clusters; clovis/README.md "Clients and a dead
  * server").  A server that dies does not close its connections in a way
  * the transport reports: a call waiting on it would end only at its
  * deadline, the cluster's call timeout (20 s in a dev cluster), long after

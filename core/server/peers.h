@@ -75,7 +75,7 @@ bool peers_live(struct peers *p, uint32_t i);
 
 /**
  * Servers the cluster map has out of service (a client's table:
- * clovis/cli_cluster.c, docs/cluster.md "Clients and a dead server").
+ * clovis/cli_cluster.c, clovis/README.md "Clients and a dead server").
  * The transport does not report a server that died: a call on a
  * connection to it waits for its deadline (the cluster's call timeout).
  * peers_set_gone(): server i is gone (why, e.g. "FAILED in the cluster
