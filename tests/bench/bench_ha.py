@@ -61,6 +61,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -485,6 +486,71 @@ def tries_note(err):
     return "\n      " + "\n      ".join(out) if out else ""
 
 
+class live_client:
+    """A running client with a write of its object waiting on the home:
+    `strata obj put ID FIFO` started before the kill (the object created
+    on its home, the process blocked reading the FIFO), the blob written
+    into the FIFO at the kill, so that its WRITE goes to the home on the
+    connection it holds (a client that was running when the home died).
+    None when it could not be set up."""
+
+    def __new__(cls, d, conf, oid):
+        self = object.__new__(cls)
+        self.fifo = os.path.join(d, "fifo-" + oid.replace(":", "-"))
+        os.mkfifo(self.fifo)
+        self.fd = os.open(self.fifo, os.O_RDWR)  # the reader never blocks
+        self.err = open(self.fifo + ".err", "wb")
+        self.end = None
+        self.p = subprocess.Popen(
+            [S, "--cluster", conf, "obj", "put", oid, self.fifo,
+             "--layout", "pdclust", "--data", "2", "--parity", "1"],
+            stdout=subprocess.DEVNULL, stderr=self.err,
+            env=dict(os.environ, STRATA_LOG="3"))
+        threading.Thread(target=self._reap, daemon=True).start()
+        made = poll(90, lambda: self.end is not None or subprocess.run(
+            [S, "--cluster", conf, "obj", "stat", oid],
+            capture_output=True, timeout=60).returncode == 0, 0.5)
+        if not made or self.end is not None:
+            log("running client: object %s not created" % oid)
+            self.close()
+            return None
+        return self
+
+    def _reap(self):
+        self.p.wait()
+        self.end = time.monotonic()
+
+    def feed(self, blob):
+        with open(blob, "rb") as f:
+            os.write(self.fd, f.read())
+        os.close(self.fd)
+        self.fd = None
+
+    def wait(self, t0, bound):
+        """Seconds from t0 to its successful end, None if it failed."""
+        poll(bound, lambda: self.end is not None, 0.05)
+        if self.end is None:
+            self.p.kill()
+            self.p.wait()
+        rc = self.p.returncode
+        self.err.close()
+        with open(self.fifo + ".err", "rb") as f:
+            why = tries_note(f.read())
+        log("  running client: %s after %.3f s%s" % (
+            "done" if rc == 0 else "failed (%s)" % rc,
+            (self.end or time.monotonic()) - t0, why))
+        self.close()
+        return self.end - t0 if rc == 0 and self.end else None
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
 def home_back(eps, name):
     m = the_map(eps)
     if not m:
@@ -512,7 +578,7 @@ def home_group(top, test):
     blob = os.path.join(d, "blob")
     with open(blob, "wb") as f:
         f.write(os.urandom(64 << 10))
-    out = []
+    out, inflight = [], []
     base = 1
     for r in range(reps):
         if not poll(240, lambda: home_back(eps, ""), 0.2):
@@ -521,12 +587,15 @@ def home_group(top, test):
         L = poll(30, lambda: leader(eps), 0.2)
         v = 3 if L != "s3" else 2
         name = "s%d" % v
-        ids = homed_ids(v, 4, 2000, base)
+        ids = homed_ids(v, 4, 2001, base)
         base += 100000
         pid = pidof(d, name)
+        ll = live_client(d, conf, ids.pop())
         t0 = time.monotonic()
         kill9(pid)
         log("%s killed at %.3f (wall clock)" % (name, time.time()))
+        if ll:
+            ll.feed(blob)
         ok, k = False, 0
         env = dict(os.environ, STRATA_LOG="3")
         while time.monotonic() - t0 < bound and k < len(ids):
@@ -556,6 +625,10 @@ def home_group(top, test):
                                           "" if ok else ": none"))
         if ok:
             out.append(t)
+        if ll:
+            lt = ll.wait(t0, 150)
+            if lt is not None:
+                inflight.append(lt)
         poll(10, lambda: gone(pid), 0.05)
         srv_start(d, v)
     poll(240, lambda: home_back(eps, ""), 0.2)
@@ -565,7 +638,10 @@ def home_group(top, test):
     g = "home " + ("test" if test else "defaults")
     fig(g, "etcd leader killed -> put through another (raw)", "s", etcd)
     fig(g, "home server killed -> first write of its object", "s", out, b,
-        "etcd failover")
+        "etcd failover", note="a new client process per try")
+    fig(g, "home server killed -> a client's write to it done", "s",
+        inflight, b, "etcd failover",
+        note="a running client, its write sent at the kill")
     keep_logs(d)
     shutil.rmtree(d, ignore_errors=True)
 
