@@ -137,6 +137,26 @@ static uint32_t clu_obj_target(struct clu_client *c, const struct st_id *id)
 	return a;
 }
 
+static uint64_t clu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Will the map move the home that server s serves: homes are taken over
+ * (cc_map_on) and the last map read has s out of service? */
+static bool clu_home_moves(struct clu_client *c, uint32_t s)
+{
+	bool moves;
+
+	pthread_mutex_lock(&c->cc_mlock);
+	moves = c->cc_map_on && c->cc_gone[s];
+	pthread_mutex_unlock(&c->cc_mlock);
+	return moves;
+}
+
 /* Is server s worth asking first: not known down or gone, and not
  * keeping calls waiting without an answer (peers_silent_ms())? */
 static bool clu_answers(struct clu_client *c, uint32_t s)
@@ -261,14 +281,6 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
  * it back.  A server that is alive but slow costs one map read per
  * CLU_WATCH_SILENT_MS, nothing else.  STRATA_CLU_WATCH=0 turns it off.
  */
-static uint64_t clu_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void *clu_watch_main(void *arg)
 {
 	struct clu_client *c = arg;
@@ -340,6 +352,18 @@ static bool clu_obj_reroute(struct clu_client *c, const struct st_id *id,
 		return false; /* the home answered: its own call failed */
 	if (clu_map_refresh(c, was) != 0)
 		return false;
+	/* was out of service in the map (the watcher failed the call when
+	 * it saw it FAILED) and its home not moved yet: the move comes in
+	 * the same decision round, an epoch or two later; waited for at
+	 * most a call timeout, which the call would have waited anyway */
+	for (uint64_t t0 = clu_now_ms();
+	     rc != -EREMCHG && clu_obj_target(c, id) == was &&
+	     clu_home_moves(c, was) &&
+	     clu_now_ms() - t0 < c->cc_conf.cc_call_ms;) {
+		usleep(CLU_MOVE_POLL_MS * 1000);
+		if (clu_map_refresh(c, was) != 0)
+			return false;
+	}
 	if (clu_obj_target(c, id) == was && rc != -EREMCHG)
 		return false;
 	LOG_INFO("object %s: server %s %s; the map has home %s served by %s "

@@ -58,6 +58,10 @@
 #define CLU_WATCH_TICK_MS 200u
 #define CLU_WATCH_SILENT_MS 1000u
 #define CLU_WATCH_GONE_MS 2000u
+/* A client whose op failed on a server the map has out of service, its
+ * home not moved yet, reads the map again every CLU_MOVE_POLL_MS until it
+ * names the acting server (at most a call timeout: clu_obj_reroute()). */
+#define CLU_MOVE_POLL_MS 200u
 
 /* Segments of one call's bulk (the RPC layer's limit), and how many of an
  * op's largest buffers travel as they are when it has more than that: the

@@ -507,9 +507,16 @@ class live_client:
             stdout=subprocess.DEVNULL, stderr=self.err,
             env=dict(os.environ, STRATA_LOG="3"))
         threading.Thread(target=self._reap, daemon=True).start()
-        made = poll(90, lambda: self.end is not None or subprocess.run(
-            [S, "--cluster", conf, "obj", "stat", oid],
-            capture_output=True, timeout=60).returncode == 0, 0.5)
+        def made_yet():
+            if self.end is not None:
+                return True
+            try:
+                return subprocess.run(
+                    [S, "--cluster", conf, "obj", "stat", oid],
+                    capture_output=True, timeout=60).returncode == 0
+            except subprocess.TimeoutExpired:
+                return False
+        made = poll(90, made_yet, 0.5)
         if not made or self.end is not None:
             log("running client: object %s not created" % oid)
             self.close()
