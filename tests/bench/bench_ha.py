@@ -35,7 +35,13 @@ Groups (--figs; default all):
          engine opened on its shadow + the client's map refresh.  The
          server is restarted and the next repetition waits until its
          home is handed back (map: acting "").  Beside etcd's leader
-         failover measured on the same cluster first.
+         failover measured on the same cluster first.  A second figure
+         from the same kill: a running client (`strata obj put ID FIFO`,
+         the object created before the kill, the data written into the
+         FIFO at the kill, so its WRITE goes to the dead home on the
+         connection it holds) -> that put done.  Each try's client log
+         lines (STRATA_LOG=3) go to stderr; BENCH_HA_LOGS=DIR keeps the
+         servers' logs.
   io     the data path with HA on (etcd + agents: the epoch gate on every
          request, probes, leases) and off (--no-etcd): two 3-server
          clusters up at once, the same workload run on each in turn, three
