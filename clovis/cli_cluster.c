@@ -59,6 +59,12 @@ struct clu_client {
 	bool cc_map_on;         /* the map takes homes over */
 	uint64_t cc_map_epoch;
 	uint32_t cc_acting[CLU_SERVERS_MAX]; /* server serving each home */
+	bool cc_gone[CLU_SERVERS_MAX];  /* out of service in that map */
+	/* the map watcher (clu_watch_main; its cond under cc_mlock) */
+	pthread_t cc_watch;
+	bool cc_watch_on;
+	bool cc_watch_stop;
+	pthread_cond_t cc_wcond;
 };
 
 static struct clu_client *clu_of(struct clovis *cl)
@@ -131,15 +137,80 @@ static uint32_t clu_obj_target(struct clu_client *c, const struct st_id *id)
 	return a;
 }
 
+static uint64_t clu_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Will the map move the home that server s serves: homes are taken over
+ * (cc_map_on) and the last map read has s out of service? */
+static bool clu_home_moves(struct clu_client *c, uint32_t s)
+{
+	bool moves;
+
+	pthread_mutex_lock(&c->cc_mlock);
+	moves = c->cc_map_on && c->cc_gone[s];
+	pthread_mutex_unlock(&c->cc_mlock);
+	return moves;
+}
+
+/* Is server s worth asking first: not known down or gone, and not
+ * keeping calls waiting without an answer (peers_silent_ms())? */
+static bool clu_answers(struct clu_client *c, uint32_t s)
+{
+	return peers_live(c->cc_peers, s) &&
+	       peers_silent_ms(c->cc_peers, s) < CLU_WATCH_SILENT_MS;
+}
+
+/*
+ * Servers out of service by map m (newer than any taken before: the
+ * caller checked): neither ONLINE nor REBALANCING, the states in which
+ * a server serves its home (the analyzer's rule "home").  Each newly
+ * out is marked gone in the peer table (peers_set_gone(): the calls
+ * waiting on it end now, none is sent to it), each back is cleared.
+ */
+static void clu_map_gone(struct clu_client *c, const struct ha_map *m)
+{
+	const struct clu_conf *cf = &c->cc_conf;
+
+	for (uint32_t i = 0; i < cf->cc_nr_servers; i++) {
+		enum ha_state st = m->hm_servers[i].hs_state;
+		bool out = st != HA_ONLINE && st != HA_REBALANCING;
+		bool was;
+
+		pthread_mutex_lock(&c->cc_mlock);
+		was = c->cc_gone[i];
+		c->cc_gone[i] = out;
+		pthread_mutex_unlock(&c->cc_mlock);
+		if (out) {
+			char why[160];
+
+			snprintf(why, sizeof why, "%s in the cluster map "
+				 "(epoch %" PRIu64 ")", ha_state_name(st),
+				 m->hm_epoch);
+			if (!was || !peers_gone(c->cc_peers, i))
+				peers_set_gone(c->cc_peers, i, why);
+		} else if (was) {
+			peers_clear_gone(c->cc_peers, i);
+		}
+	}
+}
+
 /* Read the map from the first server that answers, from the one after
- * avoid on (the one that failed us: it is asked last); take its homes.
- * Returns 0, or the error of the last server asked. */
+ * avoid on (the one that failed us: it is asked last), those that answer
+ * (clu_answers()) before the others; take its homes and its servers out
+ * of service (clu_map_gone()).  Returns 0, or the error of the last
+ * server asked. */
 static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 {
 	const struct clu_conf *cf = &c->cc_conf;
 	HaReq q = HA_REQ__INIT;
 	struct ha_map *m;
 	int rc = -EHOSTDOWN;
+	bool newer = false;
 
 	if (cf->cc_nr_etcd == 0)
 		return -ENOTSUP;
@@ -147,10 +218,14 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 	if (m == NULL)
 		return err_set(-ENOMEM, "cluster map");
 	q.kind = HAK_MAP;
-	for (uint32_t k = 1; k <= cf->cc_nr_servers; k++) {
+	for (uint32_t k = 1; k <= 2 * cf->cc_nr_servers; k++) {
 		uint32_t s = (avoid + k) % cf->cc_nr_servers;
+		bool first = k <= cf->cc_nr_servers;
 		char *text = NULL;
 
+		/* the first round those that answer, the second the rest */
+		if (clu_answers(c, s) != first)
+			continue;
 		rc = clu_ha_call(c, s, &q, &text);
 		if (rc == 0 && text != NULL)
 			rc = ha_map_from_json(m, text, strlen(text));
@@ -169,6 +244,7 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 				      cf->cc_servers[i].cs_name) == 0;
 		pthread_mutex_lock(&c->cc_mlock);
 		if (m->hm_epoch >= c->cc_map_epoch) {
+			newer = same;
 			c->cc_map_epoch = m->hm_epoch;
 			c->cc_map_on = same && m->hm_meta_replicas >= 2;
 			for (uint32_t h = 0; h < cf->cc_nr_servers; h++) {
@@ -181,9 +257,82 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 		/* the process's epoch is left to the servers' refusals
 		 * (peers.h): a request of an older one is refused and sent
 		 * again at once */
+		if (newer)
+			clu_map_gone(c, m);
 	}
 	free(m);
 	return rc;
+}
+
+/*
+ * The map watcher (HA clusters; clovis/README.md "Clients and a dead
+ * server").  A server that dies does not close its connections in a way
+ * the transport reports: a call waiting on it would end only at its
+ * deadline, the cluster's call timeout (20 s in a dev cluster), long after
+ * the analyzer marked it FAILED and moved its home.  Every
+ * CLU_WATCH_TICK_MS the watcher looks at the calls waiting on each
+ * server (peers_silent_ms(), no call sent); when some have waited
+ * CLU_WATCH_SILENT_MS without any answer from their server, it reads the
+ * map from a server that answers (clu_map_refresh()): a server the map
+ * has out of service is marked gone, which fails its waiting calls now
+ * (-EHOSTDOWN: an object op then goes to the server acting for its home,
+ * an index op to the next replica, as after a timeout).  While the map
+ * has a server out, the watcher reads it every CLU_WATCH_GONE_MS to see
+ * it back.  A server that is alive but slow costs one map read per
+ * CLU_WATCH_SILENT_MS, nothing else.  STRATA_CLU_WATCH=0 turns it off.
+ */
+static void *clu_watch_main(void *arg)
+{
+	struct clu_client *c = arg;
+	uint32_t n = c->cc_conf.cc_nr_servers;
+	uint64_t last = 0;
+
+	pthread_mutex_lock(&c->cc_mlock);
+	while (!c->cc_watch_stop) {
+		struct timespec ts;
+		uint32_t silent = UINT32_MAX;
+		bool gone = false;
+		uint64_t now;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)CLU_WATCH_TICK_MS * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&c->cc_wcond, &c->cc_mlock, &ts);
+		if (c->cc_watch_stop)
+			break;
+		for (uint32_t i = 0; i < n; i++)
+			gone = gone || c->cc_gone[i];
+		pthread_mutex_unlock(&c->cc_mlock);
+		for (uint32_t i = 0; i < n && silent == UINT32_MAX; i++)
+			if (!peers_gone(c->cc_peers, i) &&
+			    peers_silent_ms(c->cc_peers, i) >=
+			    CLU_WATCH_SILENT_MS)
+				silent = i;
+		now = clu_now_ms();
+		if ((silent != UINT32_MAX &&
+		     now - last >= CLU_WATCH_SILENT_MS) ||
+		    (gone && now - last >= CLU_WATCH_GONE_MS)) {
+			uint64_t ms = silent != UINT32_MAX ?
+				      peers_silent_ms(c->cc_peers, silent) : 0;
+			int rc;
+
+			last = now;
+			rc = clu_map_refresh(c, silent != UINT32_MAX ? silent
+								     : n - 1);
+			if (silent != UINT32_MAX)
+				LOG_INFO("map watcher: calls wait on server %s "
+					 "without an answer for %" PRIu64 " ms: "
+					 "map read (%s)%s",
+					 c->cc_conf.cc_servers[silent].cs_name,
+					 ms, rc == 0 ? "ok" : err_msg(),
+					 peers_gone(c->cc_peers, silent) ?
+					 "; it is out of service" : "");
+		}
+		pthread_mutex_lock(&c->cc_mlock);
+	}
+	pthread_mutex_unlock(&c->cc_mlock);
+	return NULL;
 }
 
 /* Should an object request refused or failed with rc by the server it
@@ -203,6 +352,18 @@ static bool clu_obj_reroute(struct clu_client *c, const struct st_id *id,
 		return false; /* the home answered: its own call failed */
 	if (clu_map_refresh(c, was) != 0)
 		return false;
+	/* was out of service in the map (the watcher failed the call when
+	 * it saw it FAILED) and its home not moved yet: the move comes in
+	 * the same decision round, an epoch or two later; waited for at
+	 * most a call timeout, which the call would have waited anyway */
+	for (uint64_t t0 = clu_now_ms();
+	     rc != -EREMCHG && clu_obj_target(c, id) == was &&
+	     clu_home_moves(c, was) &&
+	     clu_now_ms() - t0 < c->cc_conf.cc_call_ms;) {
+		usleep(CLU_MOVE_POLL_MS * 1000);
+		if (clu_map_refresh(c, was) != 0)
+			return false;
+	}
 	if (clu_obj_target(c, id) == was && rc != -EREMCHG)
 		return false;
 	LOG_INFO("object %s: server %s %s; the map has home %s served by %s "
@@ -1383,6 +1544,7 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 	}
 	c->cc_tag_id = clu_tag_seed(c);
 	pthread_mutex_init(&c->cc_mlock, NULL);
+	pthread_cond_init(&c->cc_wcond, NULL);
 	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++)
 		c->cc_acting[h] = h;
 	cl->cl_backend = c;
@@ -1399,6 +1561,13 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		cluster_close(cl);
 		return err_set(-EACCES, "%s", msg);
 	}
+	if (c->cc_conf.cc_nr_etcd > 0 && c->cc_conf.cc_nr_servers > 1) {
+		const char *env = getenv("STRATA_CLU_WATCH");
+
+		c->cc_watch_on = (env == NULL || strcmp(env, "0") != 0) &&
+				 pthread_create(&c->cc_watch, NULL,
+						clu_watch_main, c) == 0;
+	}
 	return 0;
 }
 
@@ -1408,8 +1577,16 @@ void cluster_close(struct clovis *cl)
 
 	if (c == NULL)
 		return;
+	if (c->cc_watch_on) {
+		pthread_mutex_lock(&c->cc_mlock);
+		c->cc_watch_stop = true;
+		pthread_cond_broadcast(&c->cc_wcond);
+		pthread_mutex_unlock(&c->cc_mlock);
+		pthread_join(c->cc_watch, NULL);
+	}
 	peers_destroy(c->cc_peers);
 	clu_conf_fini(&c->cc_conf);
+	pthread_cond_destroy(&c->cc_wcond);
 	pthread_mutex_destroy(&c->cc_mlock);
 	free(c);
 	cl->cl_backend = NULL;

@@ -45,6 +45,24 @@
  * that failed; a second failure is the op's. */
 #define CLU_OBJ_RETRIES 1u
 
+/* The map watcher of an HA cluster's client (cli_cluster.c, "The map
+ * watcher"): it looks every CLU_WATCH_TICK_MS at the calls waiting on
+ * each server; when calls have waited on one CLU_WATCH_SILENT_MS without
+ * any answer from it (a server answers a request in well under a second
+ * unless it is gone or overloaded), it reads the map from another server,
+ * at most once per CLU_WATCH_SILENT_MS; while the map has a server out of
+ * service, it reads the map every CLU_WATCH_GONE_MS to see it back.  So a
+ * call waiting on a server the map has FAILED ends at most about
+ * CLU_WATCH_SILENT_MS + one map read after the map says so, not at its
+ * deadline (the cluster's call timeout, 20 s in a dev cluster). */
+#define CLU_WATCH_TICK_MS 200u
+#define CLU_WATCH_SILENT_MS 1000u
+#define CLU_WATCH_GONE_MS 2000u
+/* A client whose op failed on a server the map has out of service, its
+ * home not moved yet, reads the map again every CLU_MOVE_POLL_MS until it
+ * names the acting server (at most a call timeout: clu_obj_reroute()). */
+#define CLU_MOVE_POLL_MS 200u
+
 /* Segments of one call's bulk (the RPC layer's limit), and how many of an
  * op's largest buffers travel as they are when it has more than that: the
  * others go through a bounce buffer between them (cli_cluster.c, "An op with

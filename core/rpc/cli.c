@@ -271,8 +271,10 @@ int rpc_cli_expire(struct rpc_ep *ep, int cap_ms)
 	return next > now ? (int)(next - now) : 0;
 }
 
-/* Fail every call of peer p (or of every peer when p is NULL). */
-static void cli_fail_all(struct rpc_ep *ep, struct rpc_peer *p, int rc)
+/* Fail every call of peer p (or of every peer when p is NULL); why (or
+ * NULL: "peer closed" / "endpoint closed") ends each call's message. */
+static void cli_fail_all_why(struct rpc_ep *ep, struct rpc_peer *p, int rc,
+			     const char *why)
 {
 	struct rpc_call *dead = NULL, *c, **pp;
 	char msg[256];
@@ -292,11 +294,20 @@ static void cli_fail_all(struct rpc_ep *ep, struct rpc_peer *p, int rc)
 	pthread_mutex_unlock(&ep->ep_lock);
 	while ((c = dead) != NULL) {
 		dead = c->ca_next;
-		snprintf(msg, sizeof msg, "rpc: call opcode %u to %s: %s "
-			 "closed", c->ca_opcode, c->ca_peer->pe_str,
-			 p != NULL ? "peer" : "endpoint");
+		if (why != NULL)
+			snprintf(msg, sizeof msg, "rpc: call opcode %u to %s: "
+				 "%s", c->ca_opcode, c->ca_peer->pe_str, why);
+		else
+			snprintf(msg, sizeof msg, "rpc: call opcode %u to %s: "
+				 "%s closed", c->ca_opcode, c->ca_peer->pe_str,
+				 p != NULL ? "peer" : "endpoint");
 		cli_finish(ep, c, rc, msg, NULL);
 	}
+}
+
+static void cli_fail_all(struct rpc_ep *ep, struct rpc_peer *p, int rc)
+{
+	cli_fail_all_why(ep, p, rc, NULL);
 }
 
 /* ---------------------------------------------------------------- calls */
@@ -911,6 +922,30 @@ void rpc_peer_close(struct rpc_peer *p)
 	pthread_mutex_unlock(&ep->ep_lock);
 	OPENSSL_cleanse(p->pe_key, sizeof p->pe_key);
 	free(p);
+}
+
+void rpc_peer_fail(struct rpc_peer *p, int rc, const char *why)
+{
+	struct rpc_ep *ep;
+
+	if (p == NULL)
+		return;
+	ep = p->pe_ep;
+	pthread_mutex_lock(&ep->ep_lock);
+	p->pe_closed = true; /* no new call starts on p */
+	pthread_mutex_unlock(&ep->ep_lock);
+	pthread_cond_broadcast(&ep->ep_cv);
+	cli_fail_all_why(ep, p, rc, why);
+	/* A call that took its slot before pe_closed and is not in the
+	 * table yet: failed once it is (as rpc_peer_close() waits). */
+	pthread_mutex_lock(&ep->ep_lock);
+	while (p->pe_inflight > 0) {
+		pthread_mutex_unlock(&ep->ep_lock);
+		cli_fail_all_why(ep, p, rc, why);
+		usleep(1000);
+		pthread_mutex_lock(&ep->ep_lock);
+	}
+	pthread_mutex_unlock(&ep->ep_lock);
 }
 
 uint64_t rpc_peer_incarnation(const struct rpc_peer *p)

@@ -296,6 +296,20 @@ int rpc_connect(struct rpc_ep *ep, const char *addr, uint16_t port,
 void rpc_peer_close(struct rpc_peer *p);
 
 /**
+ * Fail every call waiting on p now with rc (its message "rpc: call opcode
+ * N to ADDR: why"), as if each one's deadline had passed: its bulk
+ * registrations are released before its done() runs, so the server can no
+ * longer reach the caller's buffers; every call started on p afterwards
+ * fails at once with -ESHUTDOWN.  p stays allocated until rpc_peer_close().
+ * For a caller that learned that the server is gone (the cluster map has
+ * it FAILED: core/server/peers.h peers_set_gone()) while calls wait on a
+ * connection whose loss the transport does not report.  Not from a done()
+ * callback (done() of the failed calls runs on this thread).  NULL is
+ * ignored.
+ */
+void rpc_peer_fail(struct rpc_peer *p, int rc, const char *why);
+
+/**
  * The incarnation (rpc_ep_incarnation()) of the server run that p was
  * connected to, as that server told it in the handshake under the session
  * key; 0 when it did not (a server that predates RpcWelcome).  Requests

@@ -49,6 +49,13 @@ struct peer_slot {
 	uint64_t ps_suspect;        /* pc_serial of a connection an async
 				     * call found unreachable, until
 				     * peers_call_failed() (atomic) */
+	bool ps_gone;               /* peers_set_gone(): not contacted */
+	char ps_gone_msg[200];
+	/* calls waiting on the server (atomic): how many, since when the
+	 * count is above 0, when an answer last came (peers_silent_ms()) */
+	uint32_t ps_calls;
+	uint64_t ps_wait_from_ms;
+	uint64_t ps_heard_ms;
 };
 
 struct peers {
@@ -241,7 +248,7 @@ static void slot_mark_up_locked(struct peer_slot *s, uint64_t sent_ms)
 {
 	if (sent_ms > s->ps_ok_ms)
 		s->ps_ok_ms = sent_ms;
-	if (s->ps_down) {
+	if (s->ps_down && !s->ps_gone) {
 		s->ps_down = false;
 		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
 	}
@@ -417,9 +424,109 @@ bool peers_live(struct peers *p, uint32_t i)
 	bool live;
 
 	pthread_mutex_lock(&s->ps_lock);
-	live = s->ps_down_until_ms == 0 || peers_now_ms() >= s->ps_down_until_ms;
+	live = !s->ps_gone && (s->ps_down_until_ms == 0 ||
+			       peers_now_ms() >= s->ps_down_until_ms);
 	pthread_mutex_unlock(&s->ps_lock);
 	return live;
+}
+
+/* A call to slot s starts / ended (answered: the server's reply came). */
+static void slot_call_begin(struct peer_slot *s)
+{
+	if (__atomic_fetch_add(&s->ps_calls, 1, __ATOMIC_ACQ_REL) == 0)
+		__atomic_store_n(&s->ps_wait_from_ms, peers_now_ms(),
+				 __ATOMIC_RELEASE);
+}
+
+static void slot_call_end(struct peer_slot *s, bool answered)
+{
+	if (answered)
+		__atomic_store_n(&s->ps_heard_ms, peers_now_ms(),
+				 __ATOMIC_RELEASE);
+	__atomic_sub_fetch(&s->ps_calls, 1, __ATOMIC_ACQ_REL);
+}
+
+uint64_t peers_silent_ms(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	uint64_t from, heard, now = peers_now_ms();
+
+	if (__atomic_load_n(&s->ps_calls, __ATOMIC_ACQUIRE) == 0)
+		return 0;
+	from = __atomic_load_n(&s->ps_wait_from_ms, __ATOMIC_ACQUIRE);
+	heard = __atomic_load_n(&s->ps_heard_ms, __ATOMIC_ACQUIRE);
+	if (heard > from)
+		from = heard;
+	return now > from ? now - from : 0;
+}
+
+bool peers_set_gone(struct peers *p, uint32_t i, const char *why)
+{
+	const struct clu_server *sv = &p->p_conf->cc_servers[i];
+	struct peer_slot *s = &p->p_slots[i];
+	struct peer_conn *c;
+	char msg[sizeof s->ps_gone_msg];
+	bool was;
+
+	snprintf(msg, sizeof msg, "%s", why);
+	/* a connect in progress holds ps_lock through its handshake: at
+	 * most the connect timeout */
+	pthread_mutex_lock(&s->ps_lock);
+	was = s->ps_gone;
+	s->ps_gone = true;
+	memcpy(s->ps_gone_msg, msg, sizeof msg);
+	c = s->ps_conn;
+	s->ps_conn = NULL;
+	s->ps_was_down = true;
+	if (!s->ps_down) {
+		s->ps_down = true;
+		__atomic_add_fetch(&s->ps_gen, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&s->ps_lock);
+	if (c != NULL) {
+		/* the calls waiting on it end now, not at their deadline
+		 * (the transport does not report a peer that died) */
+		uint32_t n = __atomic_load_n(&s->ps_calls, __ATOMIC_ACQUIRE);
+
+		rpc_peer_fail(c->pc_peer, -EHOSTDOWN, msg);
+		conn_put(c);
+		if (n > 0)
+			LOG_WARNING("server %s: %s: %u call%s waiting on it "
+				    "failed now", sv->cs_name, msg, n,
+				    n == 1 ? "" : "s");
+	}
+	if (!was)
+		LOG_INFO("server %s: %s: not contacted until the map has it "
+			 "back", sv->cs_name, msg);
+	return !was;
+}
+
+bool peers_clear_gone(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	bool was;
+
+	pthread_mutex_lock(&s->ps_lock);
+	was = s->ps_gone;
+	s->ps_gone = false;
+	if (was)
+		s->ps_down_until_ms = 0; /* the next call connects */
+	pthread_mutex_unlock(&s->ps_lock);
+	if (was)
+		LOG_INFO("server %s: back in the cluster map: contacted again",
+			 p->p_conf->cc_servers[i].cs_name);
+	return was;
+}
+
+bool peers_gone(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+	bool gone;
+
+	pthread_mutex_lock(&s->ps_lock);
+	gone = s->ps_gone;
+	pthread_mutex_unlock(&s->ps_lock);
+	return gone;
 }
 
 /* Under ps_lock: connect to server i unless it was found down less than
@@ -434,6 +541,9 @@ static int slot_connect(struct peers *p, uint32_t i)
 	int rc;
 
 	clu_server_where(sv, where, sizeof where);
+	if (s->ps_gone)
+		return err_set(-EHOSTDOWN, "server %s (%s): %s", sv->cs_name,
+			       where, s->ps_gone_msg);
 	if (s->ps_down_until_ms != 0 && peers_now_ms() < s->ps_down_until_ms)
 		return err_set(-EHOSTDOWN, "server %s (%s) is down (tried "
 			       "again in %" PRIu64 " ms)", sv->cs_name, where,
@@ -657,8 +767,10 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 		rc = peers_get(p, i, &c);
 		if (rc != 0)
 			return rc;
+		slot_call_begin(s);
 		rc = rpc_call(c->pc_peer, op, body, len, bulk, (int)call_ms,
 			      res);
+		slot_call_end(s, res->rr_answered);
 		if (rc == 0)
 			rc = res->rr_status;
 		answered = res->rr_answered;
@@ -738,6 +850,7 @@ static void peers_async_done(void *arg, struct rpc_result *res)
 		snprintf(e.pe_msg, sizeof e.pe_msg, "server %s: %s",
 			 sv->cs_name, res->rr_msg);
 	e.pe_unreachable = !e.pe_answered && peers_rc_transport(e.pe_rc);
+	slot_call_end(s, e.pe_answered);
 	if (e.pe_unreachable) /* no more starts on it: peers_call_failed() */
 		__atomic_store_n(&s->ps_suspect, e.pe_serial, __ATOMIC_RELEASE);
 	else
@@ -778,10 +891,12 @@ int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 			       "start a call on", sv->cs_name);
 	}
 	*a = (struct peers_acall){p, i, c, peers_now_ms(), done, arg};
+	slot_call_begin(s);
 	rc = rpc_call_try(c->pc_peer, op, body, len, bulk,
 			  (int)p->p_conf->cc_call_ms, peers_async_done, a);
 	if (rc == 0)
 		return 0; /* the reference is the call's; done() may have run */
+	slot_call_end(s, false);
 	free(a);
 	conn_put_later(p, c);
 	return -EAGAIN;

@@ -70,8 +70,40 @@ void peers_calls_stop(struct peers *p);
  *  ended first (its done() refers to the table). */
 void peers_destroy(struct peers *p);
 
-/** Is server i not known to be down? */
+/** Is server i not known to be down (nor gone: peers_set_gone())? */
 bool peers_live(struct peers *p, uint32_t i);
+
+/**
+ * Servers the cluster map has out of service (a client's table:
+ * clovis/cli_cluster.c, clovis/README.md "Clients and a dead server").
+ * The transport does not report a server that died: a call on a
+ * connection to it waits for its deadline (the cluster's call timeout).
+ * peers_set_gone(): server i is gone (why, e.g. "FAILED in the cluster
+ * map (epoch 7)", names it in every message): every call waiting on it
+ * fails now with -EHOSTDOWN, as if its deadline had passed
+ * (rpc_peer_fail(): its bulk buffers are released before it returns;
+ * the server may have run it, as after a timeout), its connection is
+ * dropped, and no call or connect is tried until peers_clear_gone()
+ * (each fails at once with -EHOSTDOWN and why; peers_live() false,
+ * peers_down() true).  Returns true if it was not gone before.  May wait
+ * for a connect to it in progress (the connect timeout).  Not from the
+ * RPC progress thread.
+ * peers_clear_gone(): contacted again (the next call connects at once);
+ * true if it was gone.  peers_gone(): is it?
+ */
+bool peers_set_gone(struct peers *p, uint32_t i, const char *why);
+bool peers_clear_gone(struct peers *p, uint32_t i);
+bool peers_gone(struct peers *p, uint32_t i);
+
+/**
+ * For how long calls have been waiting on server i without any answer
+ * from it (ms): 0 when no call (blocking or asynchronous) waits on it,
+ * else the time since the latest answer or since calls began waiting,
+ * whichever is later.  A caller that sees it grow past what the server
+ * takes to answer can ask the cluster map whether the server is still in
+ * service (clovis/cli_cluster.c, the map watcher).  Lock-free.
+ */
+uint64_t peers_silent_ms(struct peers *p, uint32_t i);
 
 /** Is rc a transport failure (the server is unreachable), not an answer? */
 bool peers_rc_transport(int rc);

@@ -35,7 +35,13 @@ Groups (--figs; default all):
          engine opened on its shadow + the client's map refresh.  The
          server is restarted and the next repetition waits until its
          home is handed back (map: acting "").  Beside etcd's leader
-         failover measured on the same cluster first.
+         failover measured on the same cluster first.  A second figure
+         from the same kill: a running client (`strata obj put ID FIFO`,
+         the object created before the kill, the data written into the
+         FIFO at the kill, so its WRITE goes to the dead home on the
+         connection it holds) -> that put done.  Each try's client log
+         lines (STRATA_LOG=3) go to stderr; BENCH_HA_LOGS=DIR keeps the
+         servers' logs.
   io     the data path with HA on (etcd + agents: the epoch gate on every
          request, probes, leases) and off (--no-etcd): two 3-server
          clusters up at once, the same workload run on each in turn, three
@@ -61,6 +67,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -472,6 +479,91 @@ def homed_ids(h, nr, n, base):
     return out
 
 
+def tries_note(err):
+    """The client's log lines of one try (STRATA_LOG=3), each cut to its
+    time and message: where a try's time went."""
+    out = []
+    for ln in err.decode(errors="replace").splitlines():
+        m = re.match(r"strata\[\d+\] (\d+\.\d+) \w+ [^ ]+: (.*)", ln)
+        if m:
+            out.append("%s %s" % (m.group(1)[-9:], m.group(2)[:160]))
+        elif ln.startswith("strata:"):
+            out.append(ln[:200])
+    return "\n      " + "\n      ".join(out) if out else ""
+
+
+class live_client:
+    """A running client with a write of its object waiting on the home:
+    `strata obj put ID FIFO` started before the kill (the object created
+    on its home, the process blocked reading the FIFO), the blob written
+    into the FIFO at the kill, so that its WRITE goes to the home on the
+    connection it holds (a client that was running when the home died).
+    None when it could not be set up."""
+
+    def __new__(cls, d, conf, oid):
+        self = object.__new__(cls)
+        self.fifo = os.path.join(d, "fifo-" + oid.replace(":", "-"))
+        os.mkfifo(self.fifo)
+        self.fd = os.open(self.fifo, os.O_RDWR)  # the reader never blocks
+        self.err = open(self.fifo + ".err", "wb")
+        self.end = None
+        self.p = subprocess.Popen(
+            [S, "--cluster", conf, "obj", "put", oid, self.fifo,
+             "--layout", "pdclust", "--data", "2", "--parity", "1"],
+            stdout=subprocess.DEVNULL, stderr=self.err,
+            env=dict(os.environ, STRATA_LOG="3"))
+        threading.Thread(target=self._reap, daemon=True).start()
+        def made_yet():
+            if self.end is not None:
+                return True
+            try:
+                return subprocess.run(
+                    [S, "--cluster", conf, "obj", "stat", oid],
+                    capture_output=True, timeout=60).returncode == 0
+            except subprocess.TimeoutExpired:
+                return False
+        made = poll(90, made_yet, 0.5)
+        if not made or self.end is not None:
+            log("running client: object %s not created" % oid)
+            self.close()
+            return None
+        return self
+
+    def _reap(self):
+        self.p.wait()
+        self.end = time.monotonic()
+
+    def feed(self, blob):
+        with open(blob, "rb") as f:
+            os.write(self.fd, f.read())
+        os.close(self.fd)
+        self.fd = None
+
+    def wait(self, t0, bound):
+        """Seconds from t0 to its successful end, None if it failed."""
+        poll(bound, lambda: self.end is not None, 0.05)
+        if self.end is None:
+            self.p.kill()
+            self.p.wait()
+        rc = self.p.returncode
+        self.err.close()
+        with open(self.fifo + ".err", "rb") as f:
+            why = tries_note(f.read())
+        log("  running client: %s after %.3f s%s" % (
+            "done" if rc == 0 else "failed (%s)" % rc,
+            (self.end or time.monotonic()) - t0, why))
+        self.close()
+        return self.end - t0 if rc == 0 and self.end else None
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
 def home_back(eps, name):
     m = the_map(eps)
     if not m:
@@ -499,7 +591,7 @@ def home_group(top, test):
     blob = os.path.join(d, "blob")
     with open(blob, "wb") as f:
         f.write(os.urandom(64 << 10))
-    out = []
+    out, inflight = [], []
     base = 1
     for r in range(reps):
         if not poll(240, lambda: home_back(eps, ""), 0.2):
@@ -508,22 +600,35 @@ def home_group(top, test):
         L = poll(30, lambda: leader(eps), 0.2)
         v = 3 if L != "s3" else 2
         name = "s%d" % v
-        ids = homed_ids(v, 4, 2000, base)
+        ids = homed_ids(v, 4, 2001, base)
         base += 100000
         pid = pidof(d, name)
+        ll = live_client(d, conf, ids.pop())
         t0 = time.monotonic()
         kill9(pid)
+        log("%s killed at %.3f (wall clock)" % (name, time.time()))
+        if ll:
+            ll.feed(blob)
         ok, k = False, 0
+        env = dict(os.environ, STRATA_LOG="3")
         while time.monotonic() - t0 < bound and k < len(ids):
+            ts = time.monotonic() - t0
+            why = ""
             try:
                 rr = subprocess.run([S, "--cluster", conf, "obj", "put",
                                      ids[k], blob, "--layout", "pdclust",
                                      "--data", "2", "--parity", "1"],
-                                    capture_output=True, timeout=60)
+                                    capture_output=True, timeout=60,
+                                    env=env)
                 ok = rr.returncode == 0
+                why = tries_note(rr.stderr)
             except subprocess.TimeoutExpired:
                 ok = False
+                why = "timed out after 60 s"
             k += 1
+            log("  try %d: +%.3f .. +%.3f s %s%s" % (
+                k, ts, time.monotonic() - t0, "ok" if ok else "failed",
+                (": " + why) if why else ""))
             if ok:
                 break
             time.sleep(0.2)
@@ -533,6 +638,10 @@ def home_group(top, test):
                                           "" if ok else ": none"))
         if ok:
             out.append(t)
+        if ll:
+            lt = ll.wait(t0, 150)
+            if lt is not None:
+                inflight.append(lt)
         poll(10, lambda: gone(pid), 0.05)
         srv_start(d, v)
     poll(240, lambda: home_back(eps, ""), 0.2)
@@ -542,8 +651,25 @@ def home_group(top, test):
     g = "home " + ("test" if test else "defaults")
     fig(g, "etcd leader killed -> put through another (raw)", "s", etcd)
     fig(g, "home server killed -> first write of its object", "s", out, b,
-        "etcd failover")
+        "etcd failover", note="a new client process per try")
+    fig(g, "home server killed -> a client's write to it done", "s",
+        inflight, b, "etcd failover",
+        note="a running client, its write sent at the kill")
+    keep_logs(d)
     shutil.rmtree(d, ignore_errors=True)
+
+
+def keep_logs(d):
+    """BENCH_HA_LOGS=DIR: the servers' logs of cluster d copied there
+    (DIR/<cluster>-sN.log) before d is removed."""
+    to = os.environ.get("BENCH_HA_LOGS")
+    if not to:
+        return
+    os.makedirs(to, exist_ok=True)
+    for f in os.listdir(d):
+        if re.match(r"s\d+\.log$", f):
+            shutil.copy(os.path.join(d, f),
+                        os.path.join(to, os.path.basename(d) + "-" + f))
 
 
 def timed(cmd, bound=300):

@@ -32,6 +32,7 @@
  * the table by another call's failure, and gets its answer.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -383,6 +384,91 @@ static void t_async_drop(void)
 	rpc_ep_close(srv);
 }
 
+/* gone: a call waiting on a server that never answers in time (a dead
+ * one's connection, whose loss the transport does not report, looks the
+ * same) shows in peers_silent_ms(); peers_set_gone() ends it now with
+ * -EHOSTDOWN naming why, not at its 60 s deadline, and refuses every call
+ * until peers_clear_gone(), after which the server is called again.
+ * Before peers_set_gone(), the call waited for its deadline. */
+#define PU_OP_HOLD (RPC_OP_USER_MIN + 9)
+#define PU_HOLD_MS 2500u
+
+static void pu_hold(struct rpc_sreq *req, void *arg)
+{
+	usleep(PU_HOLD_MS * 1000);
+	rpc_sreq_reply(req, 0, NULL, 0, NULL);
+}
+
+struct pu_waiter {
+	struct peers *pw_p;
+	int pw_rc;
+	uint64_t pw_end;
+	char pw_msg[256];
+};
+
+static void *pu_wait_main(void *arg)
+{
+	struct pu_waiter *w = arg;
+
+	w->pw_rc = pu_op(w->pw_p, PU_OP_HOLD, 60000, NULL);
+	w->pw_end = pu_ms();
+	snprintf(w->pw_msg, sizeof w->pw_msg, "%s", err_msg());
+	return NULL;
+}
+
+static void t_gone(void)
+{
+	struct clu_conf cc;
+	struct clu_server sv;
+	struct peers *p = NULL;
+	uint16_t port = 0;
+	struct rpc_ep *srv = pu_server(&port);
+	struct pu_waiter w = {0};
+	pthread_t thr;
+	uint64_t t0;
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srv);
+	CU_ASSERT_EQUAL_FATAL(rpc_handler_set(srv, PU_OP_HOLD, pu_hold, NULL),
+			      0);
+	pu_cluster(&cc, &sv, port);
+	CU_ASSERT_EQUAL_FATAL(peers_create(&p, &cc, NULL), 0);
+	CU_ASSERT_EQUAL(pu_noop(p, 2000), 0);
+	CU_ASSERT_EQUAL(peers_silent_ms(p, 0), 0);
+	w.pw_p = p;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&thr, NULL, pu_wait_main, &w), 0);
+	usleep(500 * 1000);
+	CU_ASSERT(peers_silent_ms(p, 0) >= 300);
+	CU_ASSERT_FALSE(peers_gone(p, 0));
+	t0 = pu_ms();
+	CU_ASSERT(peers_set_gone(p, 0, "FAILED in the cluster map (epoch 9)"));
+	pthread_join(thr, NULL);
+	/* ended by the mark, long before the handler answers */
+	CU_ASSERT_EQUAL(w.pw_rc, -EHOSTDOWN);
+	CU_ASSERT(w.pw_end - t0 < PU_HOLD_MS / 2);
+	CU_ASSERT_PTR_NOT_NULL(strstr(w.pw_msg, "FAILED in the cluster map"));
+	CU_ASSERT_EQUAL(peers_silent_ms(p, 0), 0);
+	CU_ASSERT(peers_gone(p, 0));
+	CU_ASSERT_FALSE(peers_live(p, 0));
+	CU_ASSERT(peers_down(p, 0));
+	CU_ASSERT_FALSE(peers_set_gone(p, 0, "FAILED in the cluster map"));
+	/* refused at once, naming why; nothing connects */
+	peers_retry_now(p, 0);
+	t0 = pu_ms();
+	rc = pu_noop(p, 2000);
+	CU_ASSERT_EQUAL(rc, -EHOSTDOWN);
+	CU_ASSERT(pu_ms() - t0 < 500);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "FAILED in the cluster map"));
+	/* back: called again */
+	CU_ASSERT(peers_clear_gone(p, 0));
+	CU_ASSERT_FALSE(peers_clear_gone(p, 0));
+	CU_ASSERT_EQUAL(pu_noop(p, 2000), 0);
+	CU_ASSERT_FALSE(peers_down(p, 0));
+	peers_destroy(p);
+	usleep(PU_HOLD_MS * 1000); /* the held request replied */
+	rpc_ep_close(srv);
+}
+
 int peers_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("peers", NULL, NULL);
@@ -390,7 +476,8 @@ int peers_ut_add(void)
 	if (s == NULL || CU_add_test(s, "restart", t_restart) == NULL ||
 	    CU_add_test(s, "retry", t_retry) == NULL ||
 	    CU_add_test(s, "async", t_async) == NULL ||
-	    CU_add_test(s, "async_drop", t_async_drop) == NULL)
+	    CU_add_test(s, "async_drop", t_async_drop) == NULL ||
+	    CU_add_test(s, "gone", t_gone) == NULL)
 		return -1;
 	return 0;
 }

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# ha_inflight_test.sh BUILD — a running client whose write is waiting on a
+# home that dies (clovis/README.md "Clients and a dead server"): 4 servers
+# and one etcd member on loopback, `strata cluster up --ha-test
+# --meta-replicas 3 --call-timeout 60s` (the analyzer's test presets, a
+# 3 s lease; a call timeout far longer than detection and decision):
+#
+#   1. a client (`strata obj put ID FIFO`) creates an object homed on a
+#      victim V (not the analyzer's leader) and waits for its data;
+#   2. V is SIGKILLed and the data written into the FIFO at once: the
+#      client's WRITE goes to V on the connection it holds, whose loss the
+#      transport does not report.  The analyzer marks V FAILED and moves
+#      its home; the client's map watcher sees V out of service, the call
+#      ends then (not at its 60 s deadline) and the write goes to the
+#      acting server.  Checked: the put succeeds in under 30 s from the
+#      kill (half the call timeout; before the watcher it ended only
+#      after the 60 s timeout), its log says V is FAILED in the map and
+#      that a waiting call was failed, and the object reads back
+#      byte-exact;
+#   3. a new client (its map read at open has V FAILED) writes another
+#      object homed on V and never tries V: its log names V FAILED in the
+#      map, and no connect to V.
+#
+# Every wait is bounded; ports 6700-6709 (no other step uses them,
+# tests/steps.list); run it under flock /tmp/strata-ports.lock; everything
+# is killed and removed on any exit.  Ends with "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" hainfl 6700 1
+cl_need strata strata-server
+
+F=$D/cluster.yaml
+. "$(dirname "$0")/ha_lib.sh"
+# id H BASE: an id "7:LO" homed on server index H of 4 (clu_home()), LO
+# from BASE on.
+id_on() {
+	python3 - "$1" "$2" <<'EOF'
+import sys
+h, lo = int(sys.argv[1]), int(sys.argv[2])
+M = (1 << 64) - 1
+def mix(x):
+    x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+    x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+while mix(0x7 ^ mix(lo)) % 4 != h:
+    lo += 1
+print("7:%x" % lo)
+EOF
+}
+acting_is_set() {
+	ha map
+	[ -n "$(echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$V'"][0].get("acting", "")' 2>/dev/null)" ]
+}
+cl_obj() { timeout 60 "$S" --cluster "$F" obj "$@"; }
+not_grep() { ! grep -q "$@"; }
+
+echo "--- 4 servers, one etcd member, meta_replicas 3, test presets, 60 s call timeout"
+timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+	--etcd-members 1 --ha-test --meta-replicas 3 --call-timeout 60s \
+	>"$T/up.out" 2>&1
+cl_up_or_end "cluster of 4 servers and an etcd member up" "$T/up.out"
+check "the cluster file has 60 s call timeouts" \
+	grep -q 'call_timeout: 60000ms' "$F"
+# the leader acts on lapsed members after holding the key two TTLs
+poll 60 test -n "$(leader)"
+sleep 7
+L=$(leader)
+V=2; [ "$L" = s2 ] && V=1
+echo "     analyzer leader $L, victim s$V"
+head -c 65536 /dev/urandom >"$T/blob"
+head -c 65536 /dev/urandom >"$T/blob2"
+
+echo "--- a running client's write waiting on s$V when it dies"
+ID=$(id_on "$V" 1000)
+mkfifo "$T/fifo"
+exec 7<>"$T/fifo" # held open read-write: the client's open never blocks
+STRATA_LOG=3 timeout 150 "$S" --cluster "$F" obj put "$ID" "$T/fifo" \
+	--layout pdclust --data 2 --parity 1 >"$T/put.out" 2>"$T/put.err" &
+CP=$!
+poll 90 cl_obj stat "$ID" >/dev/null 2>&1
+check "the running client created $ID (homed on s$V)" cl_obj stat "$ID"
+t0=$(date +%s.%N)
+kill -9 "$(spid "$V")"
+cat "$T/blob" >&7
+exec 7>&-
+wait "$CP"
+prc=$?
+el=$(echo "$(date +%s.%N) - $t0" | bc)
+echo "     kill -> the running client's put done: $el s (rc $prc)"
+check "its put succeeded" test "$prc" -eq 0
+check "within 30 s of the kill, half the 60 s call timeout ($el s)" \
+	test "$(echo "$el < 30" | bc)" = 1
+check "its log: s$V FAILED in the cluster map, the waiting call failed" \
+	grep -q "server s$V: FAILED in the cluster map (epoch [0-9]*): 1 call" \
+	"$T/put.err"
+check "its log: the write went to the server acting for home s$V" \
+	grep -q "object $ID: server s$V unreachable; the map has home s$V served by" \
+	"$T/put.err"
+[ "$fail" -gt 0 ] && grep -v "endpoint.*open" "$T/put.err" | tail -8 | cut -c1-240
+rm -f "$T/back"
+cl_obj get "$ID" "$T/back" 2>/dev/null
+check "$ID reads back byte-exact" cmp -s "$T/blob" "$T/back"
+
+echo "--- a new client after the move"
+poll 60 acting_is_set
+ID2=$(id_on "$V" 5000)
+STRATA_LOG=3 timeout 60 "$S" --cluster "$F" obj put "$ID2" "$T/blob2" \
+	--layout pdclust --data 2 --parity 1 >/dev/null 2>"$T/put2.err"
+check "it wrote $ID2 (homed on s$V)" test $? -eq 0
+check "its map read at open has s$V FAILED: not contacted" \
+	grep -q "server s$V: FAILED in the cluster map" "$T/put2.err"
+check "it never tried to connect to s$V" \
+	not_grep "server s$V (.*): connect failed" "$T/put2.err"
+rm -f "$T/back"
+cl_obj get "$ID2" "$T/back" 2>/dev/null
+check "$ID2 reads back byte-exact" cmp -s "$T/blob2" "$T/back"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
