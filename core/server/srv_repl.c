@@ -674,11 +674,16 @@ static int grp_start(struct srv_repl *r, uint32_t h, struct eng *e,
 		}
 		pthread_mutex_unlock(&g->g_lock);
 	}
-	if (n > 0)
+	if (n > 0 && !g->g_via)
 		LOG_INFO("%s: home %s's metadata replicated to %u standby(s), "
 			 "first %s, from write set %" PRIu64, g->g_who,
 			 srv_name(r, h), n, srv_name(r, sb[0]),
 			 eng_repl_seq(e) + 1);
+	else if (n > 0) /* a takeover: said as loud as the takeover is */
+		LOG_WARNING("%s: home %s's metadata replicated to %u "
+			    "standby(s), first %s, from write set %" PRIu64,
+			    g->g_who, srv_name(r, h), n, srv_name(r, sb[0]),
+			    eng_repl_seq(e) + 1);
 	else
 		LOG_WARNING("%s: no standby of home %s is left to replicate "
 			    "its metadata to: its writes are refused "

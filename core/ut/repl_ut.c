@@ -427,7 +427,9 @@ static void test_takeover_seq(void)
 	CU_ASSERT_EQUAL_FATAL(mkdir(tdir, 0755), 0);
 	/* the home: replicated from its first write on, three shadows
 	 * installed from its snapshot, then its sets applied (not all to C) */
-	CU_ASSERT_EQUAL_FATAL(open_eng(&e, true), 0);
+	if (open_eng(&e, true) != 0)
+		fprintf(stderr, "home store %s: %s\n", udir, err_msg());
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
 	CU_ASSERT_EQUAL_FATAL(eng_repl_set(e, &sets_ops, &s), 0);
 	write_mix(e, 0);
 	CU_ASSERT_EQUAL_FATAL(eng_snapshot(e, snap, &seq), 0);

@@ -236,7 +236,9 @@ A=$B
 
 echo "--- s$V restarted: its home handed back"
 srv_start "$V" "$F"
-check "s$V restarted" wait_up
+# not wait_up: `cluster status` fails while $A's predecessor is down
+v_up() { kill -0 "$(spid "$V")" 2>/dev/null; }
+check "s$V restarted" poll 30 v_up
 check "s$V copied its home's metadata from $A before its store opened" \
 	poll 30 grep -q "its home's metadata handed back by $A" "$D/s$V.log"
 check "$A refused the returning s$V's ships as a stale sender" \
