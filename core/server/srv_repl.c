@@ -286,11 +286,19 @@ static int repl_wait(void *arg, uint64_t seq)
 		     i++)
 			known_behind += g->g_sb[i].rb_state == SB_BEHIND;
 		if (!need && (late || known_behind == g->g_nsb)) {
-			rc = err_set(-EHOSTDOWN, "%s: write set %" PRIu64 " is "
-				     "on no standby of home %s's metadata "
-				     "(none of %u in sync): not acknowledged",
-				     g->g_who, seq, srv_name(g->g_r, g->g_home),
-				     g->g_nsb);
+			if (g->g_via)
+				rc = err_set(-EHOSTDOWN, "%s: write set %"
+					     PRIu64 " is on no standby of home "
+					     "%s's metadata (none of %u in "
+					     "sync): not acknowledged", g->g_who,
+					     seq, srv_name(g->g_r, g->g_home),
+					     g->g_nsb);
+			else
+				rc = err_set(-EHOSTDOWN, "%s: write set %"
+					     PRIu64 " is on no standby of its "
+					     "metadata (none of %u in sync): "
+					     "not acknowledged", g->g_who, seq,
+					     g->g_nsb);
 			break;
 		}
 		if (pthread_cond_timedwait(&g->g_cond, &g->g_lock, &dl) ==
