@@ -161,4 +161,41 @@ int eng_snapshot(struct eng *e, const char *path, uint64_t *seq);
  */
 int eng_repl_seq_read(const char *dir, uint64_t *seq);
 
+/* ------------------------------------------------- senders' map view */
+
+/**
+ * Who may ship a home's write sets (docs/cluster.md "Replicated homes",
+ * "Taking over a home").  A standby keeps, per home, the view of the
+ * cluster map it last learned: the server serving the home (rv_acting:
+ * the home itself, or the standby a takeover moved it to), the map epoch
+ * of that knowledge (rv_epoch) and the takeover incarnation (rv_inc, 0
+ * for the home itself).  Each SOP_REPL_SHIP/SNAP carries its sender's
+ * view (the sender's index, its map epoch, its takeover incarnation).
+ */
+struct eng_repl_view {
+	uint32_t rv_acting;
+	uint64_t rv_epoch;
+	uint64_t rv_inc;
+};
+
+/** eng_repl_view_admit(): the sender's view is newer: v learned it. */
+#define ENG_REPL_VIEW_LEARNED 1
+
+/**
+ * Admit a ship or snapshot chunk from server sender, whose view of the
+ * map is epoch and incarnation inc, against the standby's view v of the
+ * same home.  A sender with a newer epoch than v's is the acting server
+ * of a map v has not seen yet: v takes its view (rv_acting = sender,
+ * rv_epoch = epoch, rv_inc = inc) and ENG_REPL_VIEW_LEARNED is returned.
+ * Otherwise the sender must be v's acting server with an incarnation not
+ * below v's (0 is returned, v unchanged), else -EREMCHG: the sender was
+ * fenced by a move it has not seen (an old home, or a takeover moved on);
+ * nothing is logged or set (the caller names the home).  Pure: no I/O,
+ * no lock (the caller serialises calls on one v).  A cluster without a
+ * map (epochs 0, every home its own acting server) admits every home's
+ * own ships: the normal path is never refused.
+ */
+int eng_repl_view_admit(struct eng_repl_view *v, uint32_t sender,
+			uint64_t epoch, uint64_t inc);
+
 #endif

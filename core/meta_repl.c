@@ -792,3 +792,17 @@ void meta_repl_fini(struct meta *m)
 	free(w);
 	m->m_wc = NULL;
 }
+
+/* ------------------------------------------------------- sender views */
+
+int eng_repl_view_admit(struct eng_repl_view *v, uint32_t sender,
+			uint64_t epoch, uint64_t inc)
+{
+	if (epoch > v->rv_epoch) {
+		*v = (struct eng_repl_view){sender, epoch, inc};
+		return ENG_REPL_VIEW_LEARNED;
+	}
+	if (sender == v->rv_acting && inc >= v->rv_inc)
+		return 0;
+	return -EREMCHG;
+}

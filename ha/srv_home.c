@@ -40,6 +40,8 @@ struct home_eng {
 				 * request served until the map moves it */
 	uint64_t he_inc;        /* the takeover incarnation it writes with */
 	uint64_t he_epoch;      /* the map epoch of the move */
+	struct repl_grp *he_repl; /* its write sets' pipeline to the home's
+				   * other standbys (srv_repl.h) */
 };
 
 struct srv_home {
@@ -188,6 +190,16 @@ static int home_open(struct srv_home *sh, struct home_eng *he)
 	ec.ec_dev_path = home_dev_path;
 	ec.ec_dev_path_arg = he;
 	rc = eng_open(&e, &ec);
+	if (rc == 0 && s->s_repl != NULL) {
+		/* its writes go to the home's other standbys, as the home's
+		 * did, before it serves (core/server/srv_repl.h) */
+		rc = srv_repl_engine_start(s, he->he_home, e, he->he_inc,
+					   &he->he_repl);
+		if (rc != 0) {
+			eng_close(e);
+			e = NULL;
+		}
+	}
 	if (rc != 0) {
 		rc = err_set(rc, "takeover of home %s: engine on shadow %s: %s",
 			     hs->cs_name, meta, err_msg());
@@ -226,6 +238,10 @@ static void home_close(struct srv_home *sh, struct home_eng *he,
 	he->he_eng = NULL;
 	he->he_frozen = false;
 	pthread_mutex_unlock(&sh->sh_lock);
+	/* the hook first: what the close writes stays in the shadow, whose
+	 * "served" mark has its next keeper re-sync it by snapshot */
+	srv_repl_engine_stop(he->he_repl);
+	he->he_repl = NULL;
 	eng_close(e);
 	if (sh->sh_ops.so_resume != NULL)
 		sh->sh_ops.so_resume(sh->sh_ops.so_arg, he->he_home);
@@ -302,6 +318,11 @@ bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
 	for (uint32_t h = 0; h < n; h++) {
 		int a = on ? ha_home_acting(m, h) : (int)h;
 		sh->sh_acting[h] = a < 0 ? h : (uint32_t)a;
+		/* replication's view: ships it sends for h carry it, ships it
+		 * receives for h must come from the acting server */
+		srv_repl_view_set(s, h, sh->sh_acting[h], m->hm_epoch,
+				  sh->sh_acting[h] == h ? 0 :
+				  m->hm_servers[h].hs_acting_inc);
 		/* a move away closes at once for new requests */
 		if (sh->sh_acting[h] != self && sh->sh_he[h].he_eng != NULL)
 			sh->sh_he[h].he_closing = true;

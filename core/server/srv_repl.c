@@ -24,18 +24,21 @@
 struct repl_set {
 	uint64_t rs_seq;
 	size_t rs_len;
-	uint32_t rs_refs; /* under r_lock */
+	uint32_t rs_refs; /* under its group's g_lock */
 	uint8_t rs_data[];
 };
 
-/* State of one standby, as its sender knows it (under r_lock). */
+/* State of one standby, as its sender knows it (under g_lock). */
 enum sb_state {
 	SB_PROBE = 0,  /* at start: not known yet */
 	SB_INSYNC,     /* waited for */
 	SB_BEHIND,     /* to re-sync by snapshot */
 };
 
+struct repl_grp;
+
 struct repl_sb {
+	struct repl_grp *rb_g;
 	uint32_t rb_srv;
 	pthread_t rb_thr;
 	bool rb_thr_on;
@@ -43,19 +46,40 @@ struct repl_sb {
 	uint32_t rb_qhead, rb_qnr;
 	size_t rb_qbytes;
 	enum sb_state rb_state;
+	bool rb_probed;        /* its first probe was answered (or failed) */
 	uint64_t rb_acked;     /* highest seq it holds */
 	bool rb_logged_down;   /* "unreachable" said once */
 };
 
+/* The home side of one engine: the server's own home (g_via false), or a
+ * home it acts for (a takeover, g_via true): its hook, its standbys and
+ * their senders. */
+struct repl_grp {
+	struct srv_repl *g_r;
+	struct eng *g_eng;
+	uint32_t g_home;        /* the home whose store g_eng is */
+	bool g_via;             /* a takeover: this server acts for g_home */
+	uint64_t g_inc;         /* the takeover incarnation (0: own home) */
+	char g_who[96];         /* "server s1" or "server s1 (acting for
+				 * home s2)", for the log */
+	pthread_mutex_t g_lock;
+	pthread_cond_t g_cond;  /* senders: work; waiters: acks */
+	bool g_stop;
+	bool g_on;              /* the hook is set */
+	uint32_t g_nsb;
+	struct repl_sb g_sb[CLU_REPLICAS_MAX];
+};
+
 struct srv_repl {
 	struct srv *r_s;
-	pthread_mutex_t r_lock;
-	pthread_cond_t r_cond;  /* senders: work; waiters: acks */
-	bool r_stop;
-	bool r_on;              /* the hook is set */
-	uint32_t r_nsb;
-	struct repl_sb r_sb[CLU_REPLICAS_MAX];
 	struct peers *r_peers;  /* the server's s_peers */
+	struct repl_grp *r_own; /* the own home's (NULL: not started) */
+	/* the map as this server knows it, per home (srv_repl_view_set, and
+	 * what ships with newer epochs taught it): stamped on its own ships,
+	 * checked on the ships it receives */
+	pthread_mutex_t r_vlock;
+	struct eng_repl_view r_view[CLU_SERVERS_MAX];
+	uint64_t r_vrefused[CLU_SERVERS_MAX]; /* sender epoch + 1 logged */
 	/* standby side: one shadow per home, and its snapshot being
 	 * received */
 	pthread_mutex_t r_shlock[CLU_SERVERS_MAX];
@@ -66,6 +90,7 @@ struct srv_repl {
 	uint64_t r_snapseq[CLU_SERVERS_MAX];
 	bool r_standby_of[CLU_SERVERS_MAX];
 	bool r_taken[CLU_SERVERS_MAX];  /* srv_repl_shadow_take() */
+	bool r_served[CLU_SERVERS_MAX]; /* the shadow's "served" mark */
 };
 
 /* ------------------------------------------------------------ standbys */
@@ -130,32 +155,38 @@ static void sb_clear_locked(struct repl_sb *b)
 	b->rb_qbytes = 0;
 }
 
-static const char *sb_name(struct srv_repl *r, const struct repl_sb *b)
+static const char *srv_name(const struct srv_repl *r, uint32_t i)
 {
-	return r->r_s->s_conf->cc_servers[b->rb_srv].cs_name;
+	return r->r_s->s_conf->cc_servers[i].cs_name;
+}
+
+static const char *sb_name(const struct repl_sb *b)
+{
+	return srv_name(b->rb_g->g_r, b->rb_srv);
 }
 
 /* b falls behind (lock held): no longer waited for, re-synced by its
  * sender.  why: for the log. */
-static void sb_behind_locked(struct srv_repl *r, struct repl_sb *b,
+static void sb_behind_locked(struct repl_grp *g, struct repl_sb *b,
 			     const char *why)
 {
 	if (b->rb_state != SB_BEHIND)
-		LOG_WARNING("server %s: standby %s of its metadata is behind "
+		LOG_WARNING("%s: standby %s of home %s's metadata is behind "
 			    "(%s): not waited for until re-synced by snapshot",
-			    r->r_s->s_me->cs_name, sb_name(r, b), why);
+			    g->g_who, sb_name(b), srv_name(g->g_r, g->g_home),
+			    why);
 	b->rb_state = SB_BEHIND;
-	pthread_cond_broadcast(&r->r_cond);
+	pthread_cond_broadcast(&g->g_cond);
 }
 
 static void repl_ship(void *arg, uint64_t seq, const void *buf, size_t len)
 {
-	struct srv_repl *r = arg;
+	struct repl_grp *g = arg;
 	struct repl_set *rs = malloc(sizeof *rs + len);
 
-	pthread_mutex_lock(&r->r_lock);
-	if (r->r_stop) {
-		pthread_mutex_unlock(&r->r_lock);
+	pthread_mutex_lock(&g->g_lock);
+	if (g->g_stop) {
+		pthread_mutex_unlock(&g->g_lock);
 		free(rs);
 		return;
 	}
@@ -165,14 +196,14 @@ static void repl_ship(void *arg, uint64_t seq, const void *buf, size_t len)
 		rs->rs_refs = 1; /* ours, until the end of the loop */
 		memcpy(rs->rs_data, buf, len);
 	}
-	for (uint32_t i = 0; i < r->r_nsb; i++) {
-		struct repl_sb *b = &r->r_sb[i];
+	for (uint32_t i = 0; i < g->g_nsb; i++) {
+		struct repl_sb *b = &g->g_sb[i];
 
 		if (rs == NULL || len > MSG_REPL_SET_MAX ||
 		    b->rb_qnr == SRV_REPL_QUEUE ||
 		    b->rb_qbytes + len > SRV_REPL_QUEUE_BYTES) {
 			sb_clear_locked(b);
-			sb_behind_locked(r, b, rs == NULL ? "out of memory" :
+			sb_behind_locked(g, b, rs == NULL ? "out of memory" :
 					 len > MSG_REPL_SET_MAX ?
 					 "a write set too big to ship" :
 					 "its queue is full");
@@ -185,8 +216,8 @@ static void repl_ship(void *arg, uint64_t seq, const void *buf, size_t len)
 	}
 	if (rs != NULL)
 		set_put_locked(rs);
-	pthread_cond_broadcast(&r->r_cond);
-	pthread_mutex_unlock(&r->r_lock);
+	pthread_cond_broadcast(&g->g_cond);
+	pthread_mutex_unlock(&g->g_lock);
 }
 
 /* A call to a standby: a third of the cluster's call timeout, at least
@@ -200,82 +231,123 @@ static uint32_t repl_call_ms(const struct srv_repl *r)
 	return ms < SRV_REPL_CALL_MIN_MS ? SRV_REPL_CALL_MIN_MS : ms;
 }
 
-static int repl_wait(void *arg, uint64_t seq)
+/* The absolute CLOCK_REALTIME time ms from now. */
+static struct timespec deadline_ms(uint64_t ms)
 {
-	struct srv_repl *r = arg;
-	uint64_t limit = repl_call_ms(r) + SRV_REPL_WAIT_SLACK_MS;
 	struct timespec dl;
-	bool late = false;
-	int rc = 0;
 
 	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += (time_t)(limit / 1000);
-	dl.tv_nsec += (long)(limit % 1000) * 1000000L;
+	dl.tv_sec += (time_t)(ms / 1000);
+	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (dl.tv_nsec >= 1000000000L) {
 		dl.tv_sec++;
 		dl.tv_nsec -= 1000000000L;
 	}
-	pthread_mutex_lock(&r->r_lock);
+	return dl;
+}
+
+static int repl_wait(void *arg, uint64_t seq)
+{
+	struct repl_grp *g = arg;
+	struct timespec dl = deadline_ms(repl_call_ms(g->g_r) +
+					 SRV_REPL_WAIT_SLACK_MS);
+	bool late = false;
+	int rc = 0;
+
+	pthread_mutex_lock(&g->g_lock);
 	for (;;) {
 		bool need = false;
 		uint32_t have = 0, known_behind = 0;
 
-		if (r->r_stop) {
-			rc = err_set(-ESHUTDOWN, "server %s: stopping: write "
-				     "set %" PRIu64 " not acknowledged by its "
-				     "standbys", r->r_s->s_me->cs_name, seq);
+		if (g->g_stop) {
+			rc = err_set(-ESHUTDOWN, "%s: stopping: write set %"
+				     PRIu64 " of home %s not acknowledged by "
+				     "its standbys", g->g_who, seq,
+				     srv_name(g->g_r, g->g_home));
 			break;
 		}
-		for (uint32_t i = 0; i < r->r_nsb; i++) {
-			if (r->r_sb[i].rb_state != SB_INSYNC)
+		for (uint32_t i = 0; i < g->g_nsb; i++) {
+			if (g->g_sb[i].rb_state != SB_INSYNC)
 				continue;
-			if (r->r_sb[i].rb_acked < seq)
+			if (g->g_sb[i].rb_acked < seq)
 				need = true;
 			else
 				have++;
 		}
 		/* STABLE needs the set on one standby at least (min_size
 		 * 2): a home cut off from all of them must not acknowledge
-		 * what a takeover on one of them would not have */
-		if (!need && (have > 0 || r->r_nsb == 0))
+		 * what a takeover on one of them would not have.  A home
+		 * without standbys (R = 1) is not replicated at all, but an
+		 * acting server with none left of the home's acknowledges
+		 * nothing either. */
+		if (!need && (have > 0 || (g->g_nsb == 0 && !g->g_via)))
 			break;
-		for (uint32_t i = 0; !need && have == 0 && i < r->r_nsb;
+		for (uint32_t i = 0; !need && have == 0 && i < g->g_nsb;
 		     i++)
-			known_behind += r->r_sb[i].rb_state == SB_BEHIND;
-		if (!need && (late || known_behind == r->r_nsb)) {
-			rc = err_set(-EHOSTDOWN, "server %s: write set %" PRIu64
-				     " is on no standby of its metadata (none "
-				     "of %u in sync): not acknowledged",
-				     r->r_s->s_me->cs_name, seq, r->r_nsb);
+			known_behind += g->g_sb[i].rb_state == SB_BEHIND;
+		if (!need && (late || known_behind == g->g_nsb)) {
+			if (g->g_via)
+				rc = err_set(-EHOSTDOWN, "%s: write set %"
+					     PRIu64 " is on no standby of home "
+					     "%s's metadata (none of %u in "
+					     "sync): not acknowledged", g->g_who,
+					     seq, srv_name(g->g_r, g->g_home),
+					     g->g_nsb);
+			else
+				rc = err_set(-EHOSTDOWN, "%s: write set %"
+					     PRIu64 " is on no standby of its "
+					     "metadata (none of %u in sync): "
+					     "not acknowledged", g->g_who, seq,
+					     g->g_nsb);
 			break;
 		}
-		if (pthread_cond_timedwait(&r->r_cond, &r->r_lock, &dl) ==
+		if (pthread_cond_timedwait(&g->g_cond, &g->g_lock, &dl) ==
 		    ETIMEDOUT) {
 			late = true;
 			/* a sender stuck past its call timeout: drop them */
-			for (uint32_t i = 0; i < r->r_nsb; i++)
-				if (r->r_sb[i].rb_state == SB_INSYNC &&
-				    r->r_sb[i].rb_acked < seq)
-					sb_behind_locked(r, &r->r_sb[i],
+			for (uint32_t i = 0; i < g->g_nsb; i++)
+				if (g->g_sb[i].rb_state == SB_INSYNC &&
+				    g->g_sb[i].rb_acked < seq)
+					sb_behind_locked(g, &g->g_sb[i],
 							 "no answer in time");
 		}
 	}
-	pthread_mutex_unlock(&r->r_lock);
+	pthread_mutex_unlock(&g->g_lock);
 	return rc;
 }
 
 static const struct eng_repl_ops repl_ops = {repl_ship, repl_wait};
 
-/* One call to b's server: ReplReq q, data as OUT bulk. */
-static int repl_call(struct srv_repl *r, struct repl_sb *b, uint32_t op,
-		     ReplReq *q, const void *data, size_t len, bool *answered)
+/* Stamp q with g's home and this server's view of it: the sender, the
+ * map epoch at which it acts for the home, its takeover incarnation
+ * (checked by the standby).  A server whose view has another server
+ * acting for the home claims no epoch (0): every standby that knows a
+ * map refuses it. */
+static void repl_stamp(struct repl_grp *g, ReplReq *q)
 {
+	struct srv_repl *r = g->g_r;
+	const struct eng_repl_view *v = &r->r_view[g->g_home];
+
+	q->home = g->g_home;
+	q->via = g->g_via ? r->r_s->s_self + 1 : 0;
+	pthread_mutex_lock(&r->r_vlock);
+	q->epoch = v->rv_acting == r->r_s->s_self ? v->rv_epoch : 0;
+	pthread_mutex_unlock(&r->r_vlock);
+	q->inc = g->g_inc;
+}
+
+/* One call to b's server: ReplReq q, data as OUT bulk. */
+static int repl_call(struct repl_sb *b, uint32_t op, ReplReq *q,
+		     const void *data, size_t len, bool *answered)
+{
+	struct srv_repl *r = b->rb_g->g_r;
 	struct iovec iov = {(void *)data, len};
 	struct rpc_bulk bulk = {RPC_BULK_OUT, &iov, 1};
 	struct rpc_result res = {0};
 	struct msg_buf mb = {0};
 	int rc;
 
+	repl_stamp(b->rb_g, q);
 	rc = msg_pack(&q->base, &mb);
 	if (rc != 0)
 		return rc;
@@ -289,10 +361,10 @@ static int repl_call(struct srv_repl *r, struct repl_sb *b, uint32_t op,
 
 /* Send b a snapshot of the store and install it there.  0 and *seq, or a
  * negative code (*answered: the standby answered). */
-static int repl_snapshot(struct srv_repl *r, struct repl_sb *b, uint64_t *seq,
-			 bool *answered)
+static int repl_snapshot(struct repl_sb *b, uint64_t *seq, bool *answered)
 {
-	struct srv *s = r->r_s;
+	struct repl_grp *g = b->rb_g;
+	struct srv *s = g->g_r->r_s;
 	char path[LIM_PATH_MAX + 64];
 	uint8_t *buf = NULL;
 	uint64_t total, off = 0;
@@ -300,9 +372,9 @@ static int repl_snapshot(struct srv_repl *r, struct repl_sb *b, uint64_t *seq,
 	int fd = -1, rc;
 
 	*answered = false;
-	snprintf(path, sizeof path, "%s/repl-snap-%s.tmp", s->s_me->cs_data_dir,
-		 sb_name(r, b));
-	rc = eng_snapshot(s->s_eng, path, seq);
+	snprintf(path, sizeof path, "%s/repl-snap-s%u-%s.tmp",
+		 s->s_me->cs_data_dir, g->g_home, sb_name(b));
+	rc = eng_snapshot(g->g_eng, path, seq);
 	if (rc != 0)
 		return rc;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -327,12 +399,11 @@ static int repl_snapshot(struct srv_repl *r, struct repl_sb *b, uint64_t *seq,
 				     "short read", path);
 			goto out;
 		}
-		q.home = s->s_self;
 		q.seq = *seq;
 		q.off = off;
 		q.total = total;
 		q.last = off + n == total;
-		rc = repl_call(r, b, SOP_REPL_SNAP, &q, buf, n, answered);
+		rc = repl_call(b, SOP_REPL_SNAP, &q, buf, n, answered);
 		if (rc != 0)
 			goto out;
 		off += n;
@@ -347,48 +418,42 @@ out:
 }
 
 /* Sleep up to ms unless stopping (lock held). */
-static void repl_pause_locked(struct srv_repl *r, uint32_t ms)
+static void repl_pause_locked(struct repl_grp *g, uint32_t ms)
 {
-	struct timespec dl;
+	struct timespec dl = deadline_ms(ms);
 
-	clock_gettime(CLOCK_REALTIME, &dl);
-	dl.tv_sec += ms / 1000;
-	dl.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	if (!r->r_stop)
-		pthread_cond_timedwait(&r->r_cond, &r->r_lock, &dl);
+	if (!g->g_stop)
+		pthread_cond_timedwait(&g->g_cond, &g->g_lock, &dl);
 }
 
 /* Bring b in sync (lock held, dropped meanwhile): a probe first when its
- * state is not known, else a snapshot. */
-static void repl_resync_locked(struct srv_repl *r, struct repl_sb *b)
+ * state is not known (is its shadow at the store's seq?), else a
+ * snapshot. */
+static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 {
-	struct srv *s = r->r_s;
 	enum sb_state was = b->rb_state;
-	bool answered = false;
+	bool answered = false, snap = was != SB_PROBE;
 	uint64_t seq = 0;
-	int rc;
+	int rc = 0;
 
-	pthread_mutex_unlock(&r->r_lock);
-	if (was == SB_PROBE) {
+	pthread_mutex_unlock(&g->g_lock);
+	if (!snap) {
 		ReplReq q = REPL_REQ__INIT;
 
-		seq = eng_repl_seq(s->s_eng);
-		q.home = s->s_self;
+		seq = eng_repl_seq(g->g_eng);
 		q.seq = seq;
 		rc = seq == 0 ? -ESTALE :
-		     repl_call(r, b, SOP_REPL_SHIP, &q, NULL, 0, &answered);
-		if (rc == -ESTALE || (rc != 0 && answered)) {
-			/* behind or missing: a snapshot now */
-			rc = repl_snapshot(r, b, &seq, &answered);
-		}
-	} else {
-		rc = repl_snapshot(r, b, &seq, &answered);
+		     repl_call(b, SOP_REPL_SHIP, &q, NULL, 0, &answered);
+		/* behind, missing or refusing: a snapshot now */
+		snap = rc == -ESTALE || (rc != 0 && answered);
 	}
-	pthread_mutex_lock(&r->r_lock);
+	pthread_mutex_lock(&g->g_lock);
+	b->rb_probed = true;
+	pthread_cond_broadcast(&g->g_cond);
+	pthread_mutex_unlock(&g->g_lock);
+	if (snap)
+		rc = repl_snapshot(b, &seq, &answered);
+	pthread_mutex_lock(&g->g_lock);
 	if (rc == 0) {
 		/* sets up to seq are in the shadow: drop them */
 		while (b->rb_qnr > 0 && b->rb_q[b->rb_qhead]->rs_seq <= seq) {
@@ -400,51 +465,47 @@ static void repl_resync_locked(struct srv_repl *r, struct repl_sb *b)
 		b->rb_acked = seq;
 		b->rb_state = SB_INSYNC;
 		b->rb_logged_down = false;
-		LOG_INFO("server %s: standby %s in sync at write set %" PRIu64
-			 "%s", s->s_me->cs_name, sb_name(r, b), seq,
-			 was == SB_PROBE ? "" : " (snapshot)");
-		pthread_cond_broadcast(&r->r_cond);
+		LOG_INFO("%s: standby %s of home %s in sync at write set %"
+			 PRIu64 "%s", g->g_who, sb_name(b),
+			 srv_name(g->g_r, g->g_home), seq,
+			 snap ? " (snapshot)" : "");
+		pthread_cond_broadcast(&g->g_cond);
 		return;
 	}
 	b->rb_state = SB_BEHIND;
 	if (!b->rb_logged_down) {
-		LOG_WARNING("server %s: standby %s not re-synced: %s (tried "
-			    "again every %u ms)", s->s_me->cs_name,
-			    sb_name(r, b), err_msg(), SRV_REPL_RETRY_MS);
+		LOG_WARNING("%s: standby %s of home %s not re-synced: %s "
+			    "(tried again every %u ms)", g->g_who, sb_name(b),
+			    srv_name(g->g_r, g->g_home), err_msg(),
+			    SRV_REPL_RETRY_MS);
 		b->rb_logged_down = true;
 	}
-	repl_pause_locked(r, SRV_REPL_RETRY_MS);
+	repl_pause_locked(g, SRV_REPL_RETRY_MS);
 }
-
-struct sender_arg {
-	struct srv_repl *sa_r;
-	struct repl_sb *sa_b;
-};
 
 static void *repl_sender_main(void *arg)
 {
-	struct srv_repl *r = ((struct sender_arg *)arg)->sa_r;
-	struct repl_sb *b = ((struct sender_arg *)arg)->sa_b;
+	struct repl_sb *b = arg;
+	struct repl_grp *g = b->rb_g;
 	struct repl_set *batch[SRV_REPL_BATCH];
 	uint8_t *cat = NULL;
 	const void *data;
 	size_t bytes;
 	uint32_t nb, taken;
 
-	free(arg);
-	pthread_mutex_lock(&r->r_lock);
-	while (!r->r_stop) {
+	pthread_mutex_lock(&g->g_lock);
+	while (!g->g_stop) {
 		struct repl_set *rs;
 		ReplReq q = REPL_REQ__INIT;
 		bool answered = false;
 		int rc;
 
 		if (b->rb_state != SB_INSYNC) {
-			repl_resync_locked(r, b);
+			repl_resync_locked(g, b);
 			continue;
 		}
 		if (b->rb_qnr == 0) {
-			pthread_cond_wait(&r->r_cond, &r->r_lock);
+			pthread_cond_wait(&g->g_cond, &g->g_lock);
 			continue;
 		}
 		rs = b->rb_q[b->rb_qhead];
@@ -473,7 +534,7 @@ static void *repl_sender_main(void *arg)
 			bytes += x->rs_len;
 		}
 		taken = nb;
-		pthread_mutex_unlock(&r->r_lock);
+		pthread_mutex_unlock(&g->g_lock);
 		data = rs->rs_data;
 		if (nb > 1) {
 			cat = malloc(bytes);
@@ -491,71 +552,165 @@ static void *repl_sender_main(void *arg)
 				data = cat;
 			}
 		}
-		q.home = r->r_s->s_self;
 		q.seq = rs->rs_seq;
-		rc = repl_call(r, b, SOP_REPL_SHIP, &q, data, bytes, &answered);
+		rc = repl_call(b, SOP_REPL_SHIP, &q, data, bytes, &answered);
 		free(cat);
 		cat = NULL;
-		pthread_mutex_lock(&r->r_lock);
+		pthread_mutex_lock(&g->g_lock);
 		if (rc == 0 && b->rb_state == SB_INSYNC) {
 			if (b->rb_acked < batch[nb - 1]->rs_seq)
 				b->rb_acked = batch[nb - 1]->rs_seq;
-			pthread_cond_broadcast(&r->r_cond);
+			pthread_cond_broadcast(&g->g_cond);
 		} else if (rc != 0) {
-			sb_behind_locked(r, b, answered ? err_msg() :
+			sb_behind_locked(g, b, answered ? err_msg() :
 					 "unreachable");
 		}
 		for (uint32_t i = 0; i < taken; i++)
 			set_put_locked(batch[i]);
 	}
-	pthread_mutex_unlock(&r->r_lock);
+	pthread_mutex_unlock(&g->g_lock);
 	return NULL;
+}
+
+/* Stop group g: the hook cleared, waiters failed, senders joined, the
+ * queues freed, g freed.  NULL: nothing. */
+static void grp_destroy(struct repl_grp *g)
+{
+	if (g == NULL)
+		return;
+	if (g->g_on && g->g_eng != NULL)
+		eng_repl_set(g->g_eng, NULL, NULL);
+	pthread_mutex_lock(&g->g_lock);
+	g->g_stop = true;
+	pthread_cond_broadcast(&g->g_cond);
+	pthread_mutex_unlock(&g->g_lock);
+	for (uint32_t i = 0; i < CLU_REPLICAS_MAX; i++)
+		if (g->g_sb[i].rb_thr_on)
+			pthread_join(g->g_sb[i].rb_thr, NULL);
+	for (uint32_t i = 0; i < CLU_REPLICAS_MAX; i++) {
+		if (g->g_sb[i].rb_q == NULL)
+			continue;
+		sb_clear_locked(&g->g_sb[i]);
+		free(g->g_sb[i].rb_q);
+	}
+	pthread_mutex_destroy(&g->g_lock);
+	pthread_cond_destroy(&g->g_cond);
+	free(g);
+}
+
+/* Start the home side of engine e, the store of home h, on this server:
+ * its standbys (h's, this server left out), the hook, the senders.  With
+ * probe_wait, wait (bounded: one call time and its slack) until every
+ * standby's first probe has been answered or failed, so that no write of
+ * e can precede the comparison of the shadows' seq with e's (a shadow
+ * ahead with a set e never wrote would otherwise look in sync).  0 and
+ * *out (NULL when h has no standby and this is the own home), or a
+ * negative code with a message (nothing left running). */
+static int grp_start(struct srv_repl *r, uint32_t h, struct eng *e,
+		     uint64_t inc, bool probe_wait, struct repl_grp **out)
+{
+	struct srv *s = r->r_s;
+	uint32_t sb[CLU_REPLICAS_MAX], n = 0;
+	struct repl_grp *g;
+	int got, rc;
+
+	*out = NULL;
+	got = srv_repl_standbys(s->s_conf, h, sb);
+	if (got < 0)
+		return got;
+	for (int i = 0; i < got; i++)
+		if (sb[i] != s->s_self)
+			sb[n++] = sb[i];
+	if (n == 0 && h == s->s_self)
+		return 0;
+	g = calloc(1, sizeof *g);
+	if (g == NULL)
+		return err_set(-ENOMEM, "replication of home %s",
+			       srv_name(r, h));
+	g->g_r = r;
+	g->g_eng = e;
+	g->g_home = h;
+	g->g_via = h != s->s_self;
+	g->g_inc = inc;
+	if (g->g_via)
+		snprintf(g->g_who, sizeof g->g_who, "server %s (acting for "
+			 "home %s)", s->s_me->cs_name, srv_name(r, h));
+	else
+		snprintf(g->g_who, sizeof g->g_who, "server %s",
+			 s->s_me->cs_name);
+	pthread_mutex_init(&g->g_lock, NULL);
+	pthread_cond_init(&g->g_cond, NULL);
+	for (uint32_t i = 0; i < n; i++) {
+		g->g_sb[i].rb_g = g;
+		g->g_sb[i].rb_srv = sb[i];
+		g->g_sb[i].rb_q = calloc(SRV_REPL_QUEUE, sizeof(void *));
+		if (g->g_sb[i].rb_q == NULL) {
+			grp_destroy(g);
+			return err_set(-ENOMEM, "replication queues");
+		}
+	}
+	g->g_nsb = n;
+	rc = eng_repl_set(e, &repl_ops, g);
+	if (rc != 0) {
+		grp_destroy(g);
+		return rc;
+	}
+	g->g_on = true;
+	for (uint32_t i = 0; i < n; i++) {
+		rc = pthread_create(&g->g_sb[i].rb_thr, NULL, repl_sender_main,
+				    &g->g_sb[i]);
+		if (rc != 0) {
+			grp_destroy(g);
+			return err_set(-rc, "replication sender: %s",
+				       strerror(rc));
+		}
+		g->g_sb[i].rb_thr_on = true;
+	}
+	if (probe_wait) {
+		struct timespec dl = deadline_ms(repl_call_ms(r) +
+						 SRV_REPL_WAIT_SLACK_MS);
+		bool all = false;
+
+		pthread_mutex_lock(&g->g_lock);
+		while (!all) {
+			all = true;
+			for (uint32_t i = 0; i < n; i++)
+				all &= g->g_sb[i].rb_probed;
+			if (!all && pthread_cond_timedwait(&g->g_cond,
+				&g->g_lock, &dl) == ETIMEDOUT)
+				break;
+		}
+		pthread_mutex_unlock(&g->g_lock);
+	}
+	if (n > 0 && !g->g_via)
+		LOG_INFO("%s: home %s's metadata replicated to %u standby(s), "
+			 "first %s, from write set %" PRIu64, g->g_who,
+			 srv_name(r, h), n, srv_name(r, sb[0]),
+			 eng_repl_seq(e) + 1);
+	else if (n > 0) /* a takeover: said as loud as the takeover is */
+		LOG_WARNING("%s: home %s's metadata replicated to %u "
+			    "standby(s), first %s, from write set %" PRIu64,
+			    g->g_who, srv_name(r, h), n, srv_name(r, sb[0]),
+			    eng_repl_seq(e) + 1);
+	else
+		LOG_WARNING("%s: no standby of home %s is left to replicate "
+			    "its metadata to: its writes are refused "
+			    "(-EHOSTDOWN)", g->g_who, srv_name(r, h));
+	*out = g;
+	return 0;
 }
 
 int srv_repl_start(struct srv *s)
 {
 	struct srv_repl *r = s->s_repl;
-	uint32_t sb[CLU_REPLICAS_MAX];
-	int n, rc;
 
 	if (r == NULL)
 		return 0;
-	n = srv_repl_standbys(s->s_conf, s->s_self, sb);
-	if (n <= 0)
-		return n;
 	/* The server's own table: a second table on the same endpoint would
 	 * open a second session to each peer, and the peer keeps one per
 	 * endpoint (each connect dropped the other's). */
 	r->r_peers = s->s_peers;
-	for (int i = 0; i < n; i++) {
-		r->r_sb[i].rb_srv = sb[i];
-		r->r_sb[i].rb_q = calloc(SRV_REPL_QUEUE, sizeof(void *));
-		if (r->r_sb[i].rb_q == NULL)
-			return err_set(-ENOMEM, "replication queues");
-	}
-	r->r_nsb = (uint32_t)n;
-	rc = eng_repl_set(s->s_eng, &repl_ops, r);
-	if (rc != 0)
-		return rc;
-	r->r_on = true;
-	for (int i = 0; i < n; i++) {
-		struct sender_arg *a = malloc(sizeof *a);
-
-		if (a == NULL)
-			return err_set(-ENOMEM, "replication sender");
-		*a = (struct sender_arg){r, &r->r_sb[i]};
-		rc = pthread_create(&r->r_sb[i].rb_thr, NULL, repl_sender_main,
-				    a);
-		if (rc != 0) {
-			free(a);
-			return err_set(-rc, "replication sender: %s",
-				       strerror(rc));
-		}
-		r->r_sb[i].rb_thr_on = true;
-	}
-	LOG_INFO("server %s: metadata replicated to %d standby(s), first %s",
-		 s->s_me->cs_name, n, s->s_conf->cc_servers[sb[0]].cs_name);
-	return 0;
+	return grp_start(r, s->s_self, s->s_eng, 0, false, &r->r_own);
 }
 
 void srv_repl_stop(struct srv *s)
@@ -564,34 +719,78 @@ void srv_repl_stop(struct srv *s)
 
 	if (r == NULL)
 		return;
-	if (r->r_on && s->s_eng != NULL)
-		eng_repl_set(s->s_eng, NULL, NULL);
-	pthread_mutex_lock(&r->r_lock);
-	r->r_stop = true;
-	pthread_cond_broadcast(&r->r_cond);
-	pthread_mutex_unlock(&r->r_lock);
-	for (uint32_t i = 0; i < r->r_nsb; i++)
-		if (r->r_sb[i].rb_thr_on) {
-			pthread_join(r->r_sb[i].rb_thr, NULL);
-			r->r_sb[i].rb_thr_on = false;
-		}
+	grp_destroy(r->r_own);
+	r->r_own = NULL;
 	r->r_peers = NULL; /* the server's (peers_destroy() in srv_stop) */
+}
+
+int srv_repl_engine_start(struct srv *s, uint32_t h, struct eng *e,
+			  uint64_t inc, struct repl_grp **out)
+{
+	struct srv_repl *r = s->s_repl;
+
+	*out = NULL;
+	if (r == NULL || r->r_peers == NULL || h >= s->s_conf->cc_nr_servers ||
+	    h == s->s_self)
+		return err_set(-EINVAL, "server %s: no replication of home %u",
+			       s->s_me->cs_name, h);
+	return grp_start(r, h, e, inc, true, out);
+}
+
+void srv_repl_engine_stop(struct repl_grp *g)
+{
+	grp_destroy(g);
+}
+
+void srv_repl_view_set(struct srv *s, uint32_t h, uint32_t acting,
+		       uint64_t epoch, uint64_t inc)
+{
+	struct srv_repl *r = s->s_repl;
+	struct eng_repl_view *v;
+
+	if (r == NULL || h >= CLU_SERVERS_MAX)
+		return;
+	pthread_mutex_lock(&r->r_vlock);
+	v = &r->r_view[h];
+	if (epoch >= v->rv_epoch) {
+		if (v->rv_acting != acting)
+			LOG_INFO("server %s: home %s is served by %s (map epoch "
+				 "%" PRIu64 "): replication from it only",
+				 s->s_me->cs_name, srv_name(r, h),
+				 srv_name(r, acting), epoch);
+		*v = (struct eng_repl_view){acting, epoch, inc};
+	}
+	pthread_mutex_unlock(&r->r_vlock);
 }
 
 /* ---------------------------------------------------------- standby side */
 
+/* The shadow's directory, and its "served" mark: a file beside it made
+ * (durably) when an engine is opened on the shadow for a takeover, since
+ * from then on the shadow may hold sets no other copy has (written there,
+ * or left uncaptured by the engine's close); a probe or ship to a marked
+ * shadow is answered -ESTALE, so that its next keeper installs a
+ * snapshot, which removes the mark. */
+static void shadow_paths(const struct srv_repl *r, uint32_t h, char *dir,
+			 size_t dlen, char *mark, size_t mlen)
+{
+	snprintf(dir, dlen, "%s/shadow-s%u", r->r_s->s_me->cs_data_dir, h);
+	snprintf(mark, mlen, "%s/shadow-s%u.served",
+		 r->r_s->s_me->cs_data_dir, h);
+}
+
 /* The shadow of home h, opened on first use (r_shlock[h] held). */
 static int shadow_get(struct srv_repl *r, uint32_t h, struct eng_shadow **sh)
 {
-	char dir[LIM_PATH_MAX + 32];
+	char dir[LIM_PATH_MAX + 32], mark[LIM_PATH_MAX + 48];
 
 	if (r->r_sh[h] == NULL) {
-		snprintf(dir, sizeof dir, "%s/shadow-s%u",
-			 r->r_s->s_me->cs_data_dir, h);
+		shadow_paths(r, h, dir, sizeof dir, mark, sizeof mark);
 		int rc = eng_shadow_open(&r->r_sh[h], dir);
 
 		if (rc != 0)
 			return rc;
+		r->r_served[h] = access(mark, F_OK) == 0;
 	}
 	*sh = r->r_sh[h];
 	return 0;
@@ -606,6 +805,11 @@ static int repl_apply(struct srv_repl *r, struct rpc_sreq *req,
 
 	if (rc != 0)
 		return rc;
+	if (r->r_served[q->home])
+		return err_set(-ESTALE, "shadow %s: served a takeover of %s "
+			       "here (at seq %" PRIu64 "): re-synced by snapshot "
+			       "only", eng_shadow_dir(sh),
+			       srv_name(r, q->home), eng_shadow_seq(sh));
 	if (blen == 0) /* a probe */
 		return eng_shadow_seq(sh) == q->seq ? 0 :
 		       err_set(-ESTALE, "shadow %s: at seq %" PRIu64 ", home "
@@ -628,12 +832,12 @@ static int repl_snap_chunk(struct srv_repl *r, struct rpc_sreq *req,
 {
 	uint32_t h = q->home;
 	char path[LIM_PATH_MAX + 48], dir[LIM_PATH_MAX + 32];
+	char mark[LIM_PATH_MAX + 48];
 	uint8_t *buf;
 	uint64_t seq = 0;
 	int rc;
 
-	snprintf(dir, sizeof dir, "%s/shadow-s%u", r->r_s->s_me->cs_data_dir,
-		 h);
+	shadow_paths(r, h, dir, sizeof dir, mark, sizeof mark);
 	snprintf(path, sizeof path, "%s.snap", dir);
 	if (q->off == 0) {
 		if (r->r_snapfd[h] >= 0)
@@ -684,10 +888,52 @@ static int repl_snap_chunk(struct srv_repl *r, struct rpc_sreq *req,
 	if (seq != q->seq)
 		return err_set(-EINVAL, "request: repl.seq %" PRIu64 " but the "
 			       "snapshot is at %" PRIu64, q->seq, seq);
+	/* the shadow is its sender's copy again */
+	if (unlink(mark) != 0 && errno != ENOENT)
+		return err_set(-errno, "shadow %s: %s: %s", dir, mark,
+			       strerror(errno));
+	r->r_served[h] = false;
 	LOG_INFO("server %s: shadow of %s installed from a snapshot at write "
-		 "set %" PRIu64, r->r_s->s_me->cs_name,
-		 r->r_s->s_conf->cc_servers[h].cs_name, seq);
+		 "set %" PRIu64, r->r_s->s_me->cs_name, srv_name(r, h), seq);
 	return 0;
+}
+
+/* Check the sender of q against this server's view of its home (core/
+ * eng_repl.h eng_repl_view_admit): 0, or -EREMCHG naming the home, the
+ * sender and both views (logged once per home and sender epoch). */
+static int repl_admit(struct srv_repl *r, const ReplReq *q)
+{
+	uint32_t sender = q->via != 0 ? q->via - 1 : q->home;
+	struct eng_repl_view v;
+	uint64_t logged;
+	int rc;
+
+	pthread_mutex_lock(&r->r_vlock);
+	v = r->r_view[q->home];
+	rc = eng_repl_view_admit(&r->r_view[q->home], sender, q->epoch,
+				 q->inc);
+	logged = r->r_vrefused[q->home];
+	if (rc < 0)
+		r->r_vrefused[q->home] = q->epoch + 1;
+	pthread_mutex_unlock(&r->r_vlock);
+	if (rc == ENG_REPL_VIEW_LEARNED && v.rv_acting != sender)
+		LOG_INFO("server %s: home %s is served by %s (its ship says map "
+			 "epoch %" PRIu64 ", this server knew epoch %" PRIu64
+			 ")", r->r_s->s_me->cs_name, srv_name(r, q->home),
+			 srv_name(r, sender), q->epoch, v.rv_epoch);
+	if (rc >= 0)
+		return 0;
+	rc = err_set(-EREMCHG, "home %s: replication from %s refused: it is "
+		     "not the server acting for the home (its map epoch %"
+		     PRIu64 ", incarnation %" PRIu64 "; server %s knows epoch %"
+		     PRIu64 ": served by %s, incarnation %" PRIu64 ")",
+		     srv_name(r, q->home), srv_name(r, sender), q->epoch,
+		     q->inc, r->r_s->s_me->cs_name, v.rv_epoch,
+		     srv_name(r, v.rv_acting), v.rv_inc);
+	if (logged != q->epoch + 1)
+		LOG_WARNING("server %s: stale sender: %s", r->r_s->s_me->cs_name,
+			    err_msg());
+	return rc;
 }
 
 static void srv_repl_handle(struct rpc_sreq *req, void *arg)
@@ -707,7 +953,15 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	err_clear();
 	rc = msg_repl_decode(op, body, len, blen, s->s_self,
 			     s->s_conf->cc_nr_servers, &q);
-	if (rc == 0 && !r->r_standby_of[q->home])
+	if (rc == 0 && q->via != 0 &&
+	    (q->via > s->s_conf->cc_nr_servers || q->via - 1 == s->s_self ||
+	     q->via - 1 == q->home))
+		rc = err_set(-EINVAL, "request: repl.via %u: %s", q->via,
+			     q->via > s->s_conf->cc_nr_servers ?
+			     "not a server of the cluster" :
+			     q->via - 1 == s->s_self ? "this server itself" :
+			     "the home itself");
+	else if (rc == 0 && !r->r_standby_of[q->home])
 		rc = err_set(-EINVAL, "request: repl.home %u: server %s is "
 			     "not one of its standbys", q->home,
 			     s->s_me->cs_name);
@@ -718,7 +972,10 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	} else {
 		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&r->r_shlock[q->home]);
-		if (r->r_taken[q->home])
+		rc = repl_admit(r, q);
+		if (rc != 0)
+			; /* a stale sender: logged by repl_admit */
+		else if (r->r_taken[q->home])
 			rc = err_set(-EBUSY, "server %s: its shadow of %s "
 				     "serves a takeover", s->s_me->cs_name,
 				     s->s_conf->cc_servers[q->home].cs_name);
@@ -746,11 +1003,11 @@ int srv_repl_register(struct srv *s)
 	if (r == NULL)
 		return err_set(-ENOMEM, "replication state");
 	r->r_s = s;
-	pthread_mutex_init(&r->r_lock, NULL);
-	pthread_cond_init(&r->r_cond, NULL);
+	pthread_mutex_init(&r->r_vlock, NULL);
 	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++) {
 		pthread_mutex_init(&r->r_shlock[h], NULL);
 		r->r_snapfd[h] = -1;
+		r->r_view[h].rv_acting = h; /* every home serves itself */
 	}
 	for (uint32_t h = 0; h < s->s_conf->cc_nr_servers; h++) {
 		int n = srv_repl_standbys(s->s_conf, h, sb);
@@ -768,26 +1025,40 @@ int srv_repl_register(struct srv *s)
 int srv_repl_shadow_take(struct srv *s, uint32_t h, char *dir, size_t len)
 {
 	struct srv_repl *r = s->s_repl;
-	int rc = 0;
+	char sdir[LIM_PATH_MAX + 32], mark[LIM_PATH_MAX + 48];
+	int fd, rc = 0;
 
 	if (r == NULL || h >= s->s_conf->cc_nr_servers || !r->r_standby_of[h])
 		return err_set(-EINVAL, "server %s: no shadow of server %u",
 			       s->s_me->cs_name, h);
+	shadow_paths(r, h, sdir, sizeof sdir, mark, sizeof mark);
 	pthread_mutex_lock(&r->r_shlock[h]);
 	if (r->r_taken[h]) {
 		rc = err_set(-EBUSY, "server %s: its shadow of %s is taken "
-			     "already", s->s_me->cs_name,
-			     s->s_conf->cc_servers[h].cs_name);
-	} else {
-		eng_shadow_close(r->r_sh[h]);
-		r->r_sh[h] = NULL;
-		if (r->r_snapfd[h] >= 0) {
-			close(r->r_snapfd[h]);
-			r->r_snapfd[h] = -1;
-		}
-		r->r_taken[h] = true;
-		snprintf(dir, len, "%s/shadow-s%u", s->s_me->cs_data_dir, h);
+			     "already", s->s_me->cs_name, srv_name(r, h));
+		goto out;
 	}
+	/* marked before the engine may write it (see shadow_paths) */
+	fd = open(mark, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || fsync(fd) != 0) {
+		rc = err_set(-errno, "server %s: shadow of %s: %s: %s",
+			     s->s_me->cs_name, srv_name(r, h), mark,
+			     strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	close(fd);
+	r->r_served[h] = true;
+	eng_shadow_close(r->r_sh[h]);
+	r->r_sh[h] = NULL;
+	if (r->r_snapfd[h] >= 0) {
+		close(r->r_snapfd[h]);
+		r->r_snapfd[h] = -1;
+	}
+	r->r_taken[h] = true;
+	snprintf(dir, len, "%s", sdir);
+out:
 	pthread_mutex_unlock(&r->r_shlock[h]);
 	return rc;
 }
@@ -809,20 +1080,15 @@ void srv_repl_fini(struct srv *s)
 
 	if (r == NULL)
 		return;
+	grp_destroy(r->r_own);
+	r->r_own = NULL;
 	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++) {
 		eng_shadow_close(r->r_sh[h]);
 		if (r->r_snapfd[h] >= 0)
 			close(r->r_snapfd[h]);
 		pthread_mutex_destroy(&r->r_shlock[h]);
 	}
-	for (uint32_t i = 0; i < r->r_nsb; i++) {
-		pthread_mutex_lock(&r->r_lock);
-		sb_clear_locked(&r->r_sb[i]);
-		pthread_mutex_unlock(&r->r_lock);
-		free(r->r_sb[i].rb_q);
-	}
-	pthread_mutex_destroy(&r->r_lock);
-	pthread_cond_destroy(&r->r_cond);
+	pthread_mutex_destroy(&r->r_vlock);
 	free(r);
 	s->s_repl = NULL;
 }

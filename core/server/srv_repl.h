@@ -28,6 +28,12 @@
  * tries again every SRV_REPL_RETRY_MS.  Never from the committer.  Each
  * change of a standby's state is logged once.
  *
+ * Takeover engines.  A server acting for another home h (ha/srv_home.c)
+ * replicates the engine it opened on its shadow of h the same way, to
+ * h's other standbys (srv_repl_engine_start below); every ship carries
+ * its sender's view of the map, and standbys refuse senders that are no
+ * longer acting for the home (srv_repl_view_set below).
+ *
  * Standby side.  SOP_REPL_SHIP applies the set to the shadow of the home
  * in DATA_DIR/shadow-sH (eng_shadow_apply: durable before the answer);
  * SOP_REPL_SNAP writes chunks to DATA_DIR/shadow-sH.snap and installs it
@@ -42,6 +48,7 @@
 
 #include "core/clu_conf.h"
 
+struct eng;
 struct srv;
 
 /** Pause of a sender between tries to re-sync an unreachable standby. */
@@ -68,6 +75,55 @@ void srv_repl_stop(struct srv *s);
  *  engine closed). */
 void srv_repl_fini(struct srv *s);
 
+/* ------------------------------------------------ takeover engines */
+
+/** The home side of one engine (opaque). */
+struct repl_grp;
+
+/**
+ * Replicate engine e, opened by this server on its shadow of home h for a
+ * takeover (ha/srv_home.c), like a home's own store: its write sets ship
+ * to h's standbys other than this server (srv_repl_standbys(h) minus
+ * self, the same list the map's ha_home_standbys() gives; a dead one is
+ * dropped as unreachable and re-synced when it answers), stamped with
+ * this server as sender (ReplReq.via), its map epoch and inc (the
+ * takeover incarnation); the same wait (STABLE: every in-sync standby
+ * acknowledged or dropped, and one at least) and min_size rule: with no
+ * standby of h left in sync, e's writes fail with -EHOSTDOWN naming the
+ * home.  The sequence numbers continue the shadow's (repl:seq): a standby
+ * whose shadow is at e's seq when probed continues with the next set,
+ * one behind or ahead gets a snapshot of e.  Call it right after
+ * eng_open(), before e serves: it returns once every standby's first
+ * probe was answered or failed (bounded: one call time and its slack),
+ * so no write of e precedes that comparison.  0 and *out, or a negative
+ * code with a message (e without a hook).
+ */
+int srv_repl_engine_start(struct srv *s, uint32_t h, struct eng *e,
+			  uint64_t inc, struct repl_grp **out);
+/** Stop replicating a takeover engine: the hook cleared (e's later
+ *  writes, its close's included, are not shipped: its shadow carries the
+ *  "served" mark, srv_repl_shadow_take()), waiters failed with
+ *  -ESHUTDOWN, senders joined, g freed.  Before eng_close(e).  NULL:
+ *  nothing. */
+void srv_repl_engine_stop(struct repl_grp *g);
+
+/**
+ * This server's view of the map for home h: served by acting (h itself
+ * when no takeover), as of map epoch epoch, takeover incarnation inc (0:
+ * the home).  Called by the HA agent after every map change
+ * (ha/srv_home.c srv_home_sync); a view never goes back to an older
+ * epoch.  Ships and snapshot chunks this server sends for h carry its
+ * view; those it receives for h are checked against it
+ * (eng_repl_view_admit(), core/eng_repl.h): a sender that is not the
+ * acting server of a view at least as new is refused with -EREMCHG and a
+ * message naming the home, the sender and both epochs ("stale sender",
+ * logged once per home and sender epoch); a sender with a newer epoch
+ * teaches the view.  Without HA no view is ever set: every home serves
+ * itself and its ships are admitted.
+ */
+void srv_repl_view_set(struct srv *s, uint32_t h, uint32_t acting,
+		       uint64_t epoch, uint64_t inc);
+
 /**
  * For a takeover of home h by this server (one of its standbys): close
  * this server's shadow of h and refuse SOP_REPL_SHIP/SNAP from h with
@@ -75,7 +131,11 @@ void srv_repl_fini(struct srv *s);
  * re-sync the shadow from its own older store while it is served from
  * here; its sender retries every SRV_REPL_RETRY_MS).  The shadow's LMDB
  * directory (DATA_DIR/shadow-sH) goes into dir (len bytes): the caller
- * opens an engine on it (eng_conf.ec_meta_dir).  Returns 0, -EINVAL (h
+ * opens an engine on it (eng_conf.ec_meta_dir).  The shadow is marked
+ * "served" first (DATA_DIR/shadow-sH.served, durable): from then on its
+ * content may differ from every other copy of h's store at the same seq,
+ * so probes and ships to it are answered -ESTALE until a snapshot is
+ * installed in it (which removes the mark).  Returns 0, -EINVAL (h
  * not a home this server is a standby of, or meta_replicas 1), -EBUSY
  * (already taken).
  */

@@ -4,7 +4,9 @@
  * nested transaction aborted), their sequence numbers across a reopen,
  * shadows (applied sets give the same tables, a gap is -ESTALE, garbled
  * sets are refused with nothing changed), snapshot and install, an engine
- * opened on a shadow; and cluster.meta_replicas in the cluster file.
+ * opened on a shadow, a takeover engine's sets continuing the home's
+ * sequence (and a second move), the senders' map view (stale senders
+ * refused); and cluster.meta_replicas in the cluster file.
  * Suite "repl" (module core).
  */
 #include <CUnit/CUnit.h>
@@ -382,6 +384,186 @@ static void test_open_on_shadow(void)
 	CU_ASSERT_EQUAL(eng_open(&e, &ec), -ENOENT);
 }
 
+/* Apply every set of s from index i on to shadow sh; 0 or the first
+ * error. */
+static int sets_apply(struct eng_shadow *sh, const struct sets *s, uint32_t i)
+{
+	for (; i < s->s_nr; i++) {
+		int rc = eng_shadow_apply(sh, s->s_seq[i], s->s_buf[i],
+					  s->s_len[i]);
+
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* A takeover engine continues the home's sequence (docs/cluster.md
+ * "Taking over a home"): the home's sets reach shadows A and B (C misses
+ * the last); an engine opened on A (as a standby acting for the home)
+ * with a hook writes sets N + 1, N + 2 ... (no jump: the open wrote
+ * nothing), which B applies as its next ones while C is refused
+ * -ESTALE (re-synced by snapshot); B then equals the engine table by
+ * table.  A second move: the engine on A closed, one opened on B goes on
+ * at the seq B holds. */
+static void test_takeover_seq(void)
+{
+	char tdir[600], adir[600], bdir[600], cdir[600], snap[640];
+	uint32_t calls = 0;
+	struct eng_conf ec = {.ec_dir = tdir, .ec_dev_path = dev_map,
+			      .ec_dev_path_arg = &calls};
+	struct eng_shadow *a = NULL, *b = NULL, *c = NULL;
+	struct sets s = {0}, t = {0};
+	struct eng *e = NULL;
+	struct dump da, db;
+	uint64_t n, seq;
+
+	snprintf(udir, sizeof udir, "%s/home", ut_tmpdir("repl_tk"));
+	snprintf(tdir, sizeof tdir, "%s/takeover", ut_tmpdir("repl_tk"));
+	snprintf(adir, sizeof adir, "%s/shadow-a", ut_tmpdir("repl_tk"));
+	snprintf(bdir, sizeof bdir, "%s/shadow-b", ut_tmpdir("repl_tk"));
+	snprintf(cdir, sizeof cdir, "%s/shadow-c", ut_tmpdir("repl_tk"));
+	snprintf(snap, sizeof snap, "%s/home.snap", ut_tmpdir("repl_tk"));
+	CU_ASSERT_EQUAL_FATAL(mkdir(tdir, 0755), 0);
+	/* the home: replicated from its first write on, three shadows
+	 * installed from its snapshot, then its sets applied (not all to C) */
+	if (open_eng(&e, true) != 0)
+		fprintf(stderr, "home store %s: %s\n", udir, err_msg());
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+	CU_ASSERT_EQUAL_FATAL(eng_repl_set(e, &sets_ops, &s), 0);
+	write_mix(e, 0);
+	CU_ASSERT_EQUAL_FATAL(eng_snapshot(e, snap, &seq), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_install(adir, snap, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_snapshot(e, snap, &seq), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_install(bdir, snap, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_snapshot(e, snap, &seq), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_install(cdir, snap, NULL), 0);
+	sets_free(&s);
+	write_mix(e, 1);
+	write_mix(e, 2);
+	CU_ASSERT_EQUAL(eng_sys_save(e, "ut.saved", "abc", 3), 0);
+	CU_ASSERT_EQUAL_FATAL(s.s_nr, 3);
+	n = eng_repl_seq(e);
+	CU_ASSERT_EQUAL(n, seq + 3);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_open(&a, adir), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_open(&b, bdir), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_open(&c, cdir), 0);
+	CU_ASSERT_EQUAL(sets_apply(a, &s, 0), 0);
+	CU_ASSERT_EQUAL(sets_apply(b, &s, 0), 0);
+	s.s_nr--; /* C misses the last set */
+	CU_ASSERT_EQUAL(sets_apply(c, &s, 0), 0);
+	s.s_nr++;
+	CU_ASSERT_EQUAL(eng_shadow_seq(a), n);
+	CU_ASSERT_EQUAL(eng_shadow_seq(c), n - 1);
+	sets_free(&s);
+	eng_close(e); /* the home dies */
+	e = NULL;
+	eng_shadow_close(a); /* A is taken for the takeover */
+	a = NULL;
+
+	/* the takeover engine on A: its sets continue at n + 1 */
+	ec.ec_meta_dir = adir;
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_EQUAL(eng_repl_seq(e), n);
+	CU_ASSERT_EQUAL_FATAL(eng_repl_set(e, &sets_ops, &t), 0);
+	CU_ASSERT_EQUAL(eng_repl_seq(e), n); /* no jump */
+	write_mix(e, 3);
+	write_mix(e, 4);
+	CU_ASSERT_EQUAL_FATAL(t.s_nr, 2);
+	CU_ASSERT_EQUAL(t.s_seq[0], n + 1);
+	CU_ASSERT_EQUAL(t.s_seq[1], n + 2);
+	/* B, current, continues; C, one behind, is refused */
+	CU_ASSERT_EQUAL(sets_apply(b, &t, 0), 0);
+	CU_ASSERT_EQUAL(eng_shadow_seq(b), n + 2);
+	CU_ASSERT_EQUAL(eng_shadow_apply(c, t.s_seq[0], t.s_buf[0],
+					 t.s_len[0]), -ESTALE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "behind"));
+	CU_ASSERT_EQUAL(eng_shadow_seq(c), n - 1);
+	eng_shadow_close(b);
+	b = NULL;
+	dump_meta(eng_meta(e), &da);
+	dump_dir(bdir, &db);
+	CU_ASSERT(da.d_len > 0);
+	CU_ASSERT(dump_eq(&da, &db));
+	free(da.d_p);
+	free(db.d_p);
+	CU_ASSERT_EQUAL(eng_repl_set(e, NULL, NULL), 0);
+	eng_close(e);
+	e = NULL;
+	sets_free(&t);
+
+	/* the second move: an engine on B goes on at n + 3, and C gets the
+	 * engine's snapshot (what a behind standby is sent) */
+	ec.ec_meta_dir = bdir;
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_repl_set(e, &sets_ops, &t), 0);
+	CU_ASSERT_EQUAL(eng_repl_seq(e), n + 2);
+	eng_shadow_close(c);
+	c = NULL;
+	CU_ASSERT_EQUAL_FATAL(eng_snapshot(e, snap, &seq), 0);
+	CU_ASSERT_EQUAL(seq, n + 2);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_install(cdir, snap, NULL), 0);
+	CU_ASSERT_EQUAL_FATAL(eng_shadow_open(&c, cdir), 0);
+	write_mix(e, 5);
+	CU_ASSERT_EQUAL_FATAL(t.s_nr, 1);
+	CU_ASSERT_EQUAL(t.s_seq[0], n + 3);
+	CU_ASSERT_EQUAL(sets_apply(c, &t, 0), 0);
+	CU_ASSERT_EQUAL(eng_shadow_seq(c), n + 3);
+	eng_shadow_close(c);
+	dump_meta(eng_meta(e), &da);
+	dump_dir(cdir, &db);
+	CU_ASSERT(dump_eq(&da, &db));
+	free(da.d_p);
+	free(db.d_p);
+	sets_free(&t);
+	eng_close(e);
+}
+
+/* The senders' map view (eng_repl_view_admit): the home's own ships pass
+ * before any move; after a move the old home (fenced) is refused whatever
+ * its epoch up to the move's, the acting server admitted; a standby that
+ * has not seen a move learns it from the newer epoch of a ship; an older
+ * takeover run of the acting server is refused; a later move fences the
+ * first acting server; the handback fences the last one. */
+static void test_view_admit(void)
+{
+	struct eng_repl_view v = {2, 0, 0}; /* home s2, no map yet */
+
+	/* the normal path: the home itself, with or without a map */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 0, 0), 0);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 5, 0),
+			ENG_REPL_VIEW_LEARNED);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 5, 0), 0);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 4, 0), 0);
+	CU_ASSERT(v.rv_acting == 2 && v.rv_epoch == 5);
+	/* not acting at an epoch this view knows */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 1, 5, 100), -EREMCHG);
+	CU_ASSERT(v.rv_acting == 2 && v.rv_epoch == 5);
+	/* the move to s1 (epoch 7), learned from its first ship */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 1, 7, 100),
+			ENG_REPL_VIEW_LEARNED);
+	CU_ASSERT(v.rv_acting == 1 && v.rv_epoch == 7 && v.rv_inc == 100);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 1, 7, 100), 0);
+	/* the old home, fenced: refused at its epoch and at the move's */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 5, 0), -EREMCHG);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 7, 0), -EREMCHG);
+	/* an older takeover run of s1 */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 1, 7, 99), -EREMCHG);
+	CU_ASSERT(v.rv_acting == 1 && v.rv_epoch == 7 && v.rv_inc == 100);
+	/* the second move, to s3 (epoch 9): s1 is fenced */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 3, 9, 200),
+			ENG_REPL_VIEW_LEARNED);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 1, 8, 100), -EREMCHG);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 1, 9, 100), -EREMCHG);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 3, 9, 200), 0);
+	/* the handback (epoch 12): s2 again, s3 fenced */
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 12, 0),
+			ENG_REPL_VIEW_LEARNED);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 3, 9, 200), -EREMCHG);
+	CU_ASSERT_EQUAL(eng_repl_view_admit(&v, 2, 12, 0), 0);
+	CU_ASSERT(v.rv_acting == 2 && v.rv_epoch == 12 && v.rv_inc == 0);
+}
+
 /* cluster.meta_replicas: 1..8, capped at the servers, default. */
 static void test_meta_replicas_conf(void)
 {
@@ -430,6 +612,8 @@ int repl_ut_add(void)
 	if (s == NULL ||
 	    !CU_add_test(s, "capture_apply", test_capture_apply) ||
 	    !CU_add_test(s, "open_on_shadow", test_open_on_shadow) ||
+	    !CU_add_test(s, "takeover_seq", test_takeover_seq) ||
+	    !CU_add_test(s, "view_admit", test_view_admit) ||
 	    !CU_add_test(s, "meta_replicas_conf", test_meta_replicas_conf))
 		return -1;
 	return 0;

@@ -18,12 +18,19 @@
 #      V whose data is on V's own devices cannot be read: its read fails
 #      within a bound with an error naming a device or V (-EHOSTDOWN,
 #      -EIO), it does not hang; objects homed elsewhere read back;
-#   4. V restarted: before its store opens it copies its home's metadata
-#      from the acting server (which stops taking the home's updates) and
-#      installs it, then reports HOME_READY; the analyzer moves the home
-#      back (handover), the acting server closes its engine, and
-#      everything written meanwhile reads back from V, which takes writes
-#      again.
+#   4. the acting server A replicated its writes to V's other standby B
+#      (its takeover engine's write sets continue the home's); A killed
+#      too (the map freezes: two servers down; the operator thaws it):
+#      the analyzer moves V's home on to B, where every write A
+#      acknowledged reads back byte-exact; B, with no standby of the home
+#      left, refuses writes (-EHOSTDOWN naming the home);
+#   5. V restarted: before its store opens it copies its home's metadata
+#      from the acting server B (which stops taking the home's updates)
+#      and installs it, then reports HOME_READY; its first ships are
+#      refused by B as a stale sender (logged); the analyzer moves the
+#      home back (handover), B closes its engine, and everything written
+#      meanwhile reads back from V, which takes writes again once B is
+#      re-synced.
 #
 # Every wait is bounded; ports 6500-6509 (no other step uses them,
 # tests/steps.list); run it under flock /tmp/strata-ports.lock; everything
@@ -192,11 +199,51 @@ done
 check "a plain object whose data is on s$V's own devices fails fast, naming them" \
 	test "$pf" -eq 0
 
+echo "--- $A, acting for home s$V, killed too"
+check "$A replicated home s$V's writes to its other standby" \
+	grep -q "$A (acting for home s$V): home s$V's metadata replicated to 1 standby" "$D/$A.log"
+kill -9 "$(spid "${A#s}")"
+moved_on() { B=$(acting "$V"); [ -n "$B" ] && [ "$B" != "$A" ] && [ "$B" != "s$V" ]; }
+# two servers down is more than the default layout tolerates: the
+# analyzer freezes the map (nothing excluded) until the operator thaws it
+frozen_or_moved() { moved_on || dec_has '"FREEZE"'; }
+check "the analyzer sees $A down (the map frozen, or the home moved on)" \
+	poll 120 frozen_or_moved
+if ! moved_on; then
+	echo "     map frozen (two servers down): the operator thaws it"
+	ha report thaw "$A"
+	check "the operator's thaw is reported" test "$rc" -eq 0
+fi
+check "the analyzer moves home s$V on to its other standby" poll 120 moved_on
+echo "     home s$V served by $B"
+# every write A acknowledged (the pdclust and mirror objects written
+# again, the new object) reads back from B, whose shadow A kept current
+acked_back() {
+	nb=0
+	for id in $PD $MI $first; do same "$id" "$T/blob2" && nb=$((nb + 1)); done
+	[ "$nb" -eq 7 ]
+}
+check "every write $A acknowledged reads back byte-exact from $B" \
+	poll 60 acked_back
+echo "     ($nb of 7)"
+# B has no standby of home s$V left (s$V and $A dead): writes refused
+id2=$(echo $NEW | tr ' ' '\n' | grep -vx "$first" | tail -1)
+cl obj put "$id2" "$T/blob2" --layout pdclust --data 2 --parity 1
+check "$B refuses a write of home s$V with no standby left (-EHOSTDOWN)" \
+	test "$rc" -ne 0 -a -n "$(grep -E "no standby of home s$V|EHOSTDOWN|Host is down" "$T/err")"
+[ "$rc" -eq 0 ] || echo "     put: $(tail -1 "$T/err" | head -c 200)"
+A=$B
+
 echo "--- s$V restarted: its home handed back"
 srv_start "$V" "$F"
-check "s$V restarted" wait_up
+# not wait_up: `cluster status` fails while $A's predecessor is down
+v_up() { kill -0 "$(spid "$V")" 2>/dev/null; }
+check "s$V restarted" poll 30 v_up
 check "s$V copied its home's metadata from $A before its store opened" \
 	poll 30 grep -q "its home's metadata handed back by $A" "$D/s$V.log"
+check "$A refused the returning s$V's ships as a stale sender" \
+	poll 30 grep -q "stale sender: home s$V: replication from s$V refused" "$D/$A.log"
+grep -m1 "stale sender" "$D/$A.log" | sed 's/^/     /' | cut -c1-240
 check "the analyzer moves the home back to s$V (handover)" \
 	poll 120 dec_has "\"HOME_MOVE\".*\"target\":\"s$V\".*\"acting\":\"s$V\""
 back() { [ -z "$(acting "$V")" ]; }
@@ -212,8 +259,10 @@ all_back() {
 check "after the handover everything written meanwhile reads back from s$V" \
 	poll 60 all_back
 echo "     ($nb of 7)"
-cl obj write "$(echo $PD | cut -d' ' -f1)" 0 "$T/blob"
-check "s$V takes writes of its home again" test "$rc" -eq 0
+# its standby $A re-synced by snapshot first (its shadow served the home)
+wr_home() { cl obj write "$(echo $PD | cut -d' ' -f1)" 0 "$T/blob"; [ "$rc" -eq 0 ]; }
+check "s$V takes writes of its home again" poll 60 wr_home
+[ "$rc" -eq 0 ] || sed 's/^/     write: /' "$T/err" | tail -2
 echo "     failover time: $FO s"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
