@@ -210,7 +210,8 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 	HaReq q = HA_REQ__INIT;
 	struct ha_map *m;
 	int rc = -EHOSTDOWN;
-	bool newer = false;
+	bool newer = false, refused = false;
+	char refusal[LIM_ERRMSG_LEN];
 
 	if (cf->cc_nr_etcd == 0)
 		return -ENOTSUP;
@@ -235,7 +236,15 @@ static int clu_map_refresh(struct clu_client *c, uint32_t avoid)
 		free(text);
 		if (rc == 0)
 			break;
+		if (rc == -EACCES && !refused) {
+			/* a wrong secret is the most telling failure: a later
+			 * contact may only say "is down" (cluster_test.sh) */
+			refused = true;
+			snprintf(refusal, sizeof refusal, "%s", err_msg());
+		}
 	}
+	if (rc != 0 && refused)
+		rc = err_set(-EACCES, "%s", refusal);
 	if (rc == 0) {
 		bool same = m->hm_nr_servers == cf->cc_nr_servers;
 
