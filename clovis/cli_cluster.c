@@ -171,14 +171,21 @@ static bool clu_answers(struct clu_client *c, uint32_t s)
  * a server serves its home (the analyzer's rule "home").  Each newly
  * out is marked gone in the peer table (peers_set_gone(): the calls
  * waiting on it end now, none is sent to it), each back is cleared.
+ * Only with replicated homes (hm_meta_replicas >= 2): another server can
+ * then take its home over; without, it is the only one that can serve
+ * its home, and a server FAILED in the map may well be up (frozen and
+ * continued, before the analyzer's return: cluster_test.sh's SIGSTOP
+ * read "Host is down: FAILED in the cluster map" of a live server).
  */
 static void clu_map_gone(struct clu_client *c, const struct ha_map *m)
 {
 	const struct clu_conf *cf = &c->cc_conf;
+	bool takeover = m->hm_meta_replicas >= 2;
 
 	for (uint32_t i = 0; i < cf->cc_nr_servers; i++) {
 		enum ha_state st = m->hm_servers[i].hs_state;
-		bool out = st != HA_ONLINE && st != HA_REBALANCING;
+		bool out = takeover && st != HA_ONLINE &&
+			   st != HA_REBALANCING;
 		bool was;
 
 		pthread_mutex_lock(&c->cc_mlock);
