@@ -45,7 +45,7 @@ r() {
 }
 
 # in_sync I: lines of sI's log saying a standby is in sync.
-in_sync() { grep -c "standby s[0-9] in sync" "$D/s$1.log" 2>/dev/null; }
+in_sync() { grep -Ec "standby s[0-9] (of home s[0-9] )?in sync" "$D/s$1.log" 2>/dev/null; }
 
 # wait_sync I N: until sI logged N "in sync" lines (at most 60 s).
 wait_sync() {
@@ -125,19 +125,19 @@ for i in $(seq 20 27); do
 	r obj put "@ro$i" "$T/blob" || bad=$((bad + 1))
 done
 check "8 objects written with s2 killed (homes s0, s1 go on)" test "$bad" -le 4
-b0=$(grep -c "standby s2 in sync" "$D/s0.log")
-b1=$(grep -c "standby s2 in sync" "$D/s1.log")
+b0=$(grep -Ec "standby s2 (of home s[0-9] )?in sync" "$D/s0.log")
+b1=$(grep -Ec "standby s2 (of home s[0-9] )?in sync" "$D/s1.log")
 rm -f "$D/s2.pid"
 srv_start 2 "$UPCONF" --log-level 3
 check "s2 up again" wait_up
 for k in $(seq 1 300); do
-	[ "$(grep -c "standby s2 in sync" "$D/s0.log")" -gt "$b0" ] &&
-		[ "$(grep -c "standby s2 in sync" "$D/s1.log")" -gt "$b1" ] && break
+	[ "$(grep -Ec "standby s2 (of home s[0-9] )?in sync" "$D/s0.log")" -gt "$b0" ] &&
+		[ "$(grep -Ec "standby s2 (of home s[0-9] )?in sync" "$D/s1.log")" -gt "$b1" ] && break
 	sleep 0.2
 done
 check "s0 and s1 re-synced s2 after its restart" \
-	test "$(grep -c "standby s2 in sync" "$D/s0.log")" -gt "$b0" -a \
-	"$(grep -c "standby s2 in sync" "$D/s1.log")" -gt "$b1"
+	test "$(grep -Ec "standby s2 (of home s[0-9] )?in sync" "$D/s0.log")" -gt "$b0" -a \
+	"$(grep -Ec "standby s2 (of home s[0-9] )?in sync" "$D/s1.log")" -gt "$b1"
 check "s2 caught up by snapshot" grep -q "shadow of s[01] installed from a snapshot" "$D/s2.log"
 for i in $(seq 28 31); do
 	r obj put "@ro$i" "$T/blob" || bad=$((bad + 1))
