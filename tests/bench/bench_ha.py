@@ -313,6 +313,15 @@ def fig(group, name, unit, vals, base=None, base_name=None, base_vals=None,
     return f
 
 
+def settle(eps, test):
+    """Until a leader is named, then two lease TTLs more: the leader acts
+    on lapsed members only after holding the key that long (3 s / 5 s
+    leases at the test presets / defaults)."""
+    lease = 3 if test else 5
+    poll(60, lambda: leader(eps), 0.2)
+    time.sleep(2 * lease + 1)
+
+
 def etcd_failover(d, eps, reps):
     """Kill etcd's leader reps times: seconds until a put through another
     member succeeds."""
@@ -435,10 +444,7 @@ def fail_group(top, test):
     # the servers log at level 3 after their first restart; the first
     # ones at the default level
     eps = endpoints(d)
-    lease = 3 if test else 5
-    # the leader acts on lapsed members after holding the key two TTLs
-    poll(60, lambda: leader(eps), 0.2)
-    time.sleep(2 * lease + 1)
+    settle(eps, test)
     reps = REPS if test else max(2, REPS - 1)
     bound = 60 if test else 120
     etcd = etcd_failover(d, eps, reps)
@@ -582,9 +588,7 @@ def home_group(top, test):
         "(ports %d-%d)" % (tag, port, port + 9))
     conf = up(d, 4, port, extra)
     eps = endpoints(d)
-    lease = 3 if test else 5
-    poll(60, lambda: leader(eps), 0.2)
-    time.sleep(2 * lease + 1)
+    settle(eps, test)
     reps = REPS if test else max(2, REPS - 1)
     bound = 120 if test else 240
     etcd = etcd_failover(d, eps, reps)
