@@ -432,6 +432,52 @@ static void home_step(struct srv_ha *a)
 	free(m);
 }
 
+/*
+ * A run whose home another server took over while it ran (it was stopped,
+ * cut off, or declared down by an operator) gets it back only through the
+ * handback made at a start (srv_home.h): once the analyzer has it ONLINE
+ * (or REBALANCING) again, not fenced, it asks to run again from its start
+ * (srv_restart()).  A run that made the handback at its start waits for
+ * the map instead; a QUARANTINED or FAILED one waits for the operator or
+ * the analyzer.
+ */
+static void home_restart_check(struct srv_ha *a)
+{
+	uint32_t self = a->ha_srv->s_self;
+	uint64_t min_ms = 4000ull * a->ha_lease_granted_s;
+	enum ha_state st = HA_FAILED;
+	char why[160] = "";
+	int acting = -1;
+
+	if (a->ha_restart_asked || a->ha_home == NULL || ha_is_fenced(a) ||
+	    srv_home_installed())
+		return;
+	if (min_ms < HA_HOME_RESTART_MIN_MS)
+		min_ms = HA_HOME_RESTART_MIN_MS;
+	if (mono_ms() - a->ha_start_ms < min_ms)
+		return;
+	pthread_mutex_lock(&a->ha_lock);
+	if (a->ha_map.hm_meta_replicas >= 2 &&
+	    self < a->ha_map.hm_nr_servers) {
+		acting = ha_home_acting(&a->ha_map, self);
+		st = a->ha_map.hm_servers[self].hs_state;
+		if (acting >= 0 && (uint32_t)acting != self)
+			snprintf(why, sizeof why, "its home is served by %s "
+				 "since map epoch %" PRIu64 " and the map has "
+				 "it %s again: the handback is made at a start",
+				 a->ha_map.hm_servers[acting].hs_name,
+				 a->ha_map.hm_servers[self].hs_acting_epoch,
+				 ha_state_name(st));
+	}
+	pthread_mutex_unlock(&a->ha_lock);
+	if (acting < 0 || (uint32_t)acting == self ||
+	    (st != HA_ONLINE && st != HA_REBALANCING))
+		return;
+	a->ha_restart_asked = true;
+	if (srv_restart(a->ha_srv, why) != 0)
+		LOG_WARNING("server %s: %s", a->ha_name, err_msg());
+}
+
 /* The map's and the leader's thread. */
 static void *ha_main(void *arg)
 {
@@ -455,6 +501,7 @@ static void *ha_main(void *arg)
 			ha_lead_drop(a);
 		}
 		home_step(a);
+		home_restart_check(a);
 		ha_wait(a, HA_TICK_MS);
 	}
 	return NULL;
@@ -699,6 +746,7 @@ static int ha_start(struct srv *s)
 	/* The run's incarnation: its start time (ns), so that a later run
 	 * has a larger one (the analyzer drops events of earlier runs). */
 	a->ha_incarnation = (uint64_t)ha_now_ms() * 1000000u;
+	a->ha_start_ms = mono_ms();
 	rc = lease_begin(a, &sent);
 	if (rc == 0)
 		atomic_store(&a->ha_lease_ok_ms, sent);

@@ -28,6 +28,12 @@ struct lead_job;
 #define HA_THREADS 3u
 /* A probe round to every other server (ms), and its call timeout. */
 #define HA_PROBE_MS 1000u
+/* A run whose home another server took over while it ran runs again from
+ * its start once the map has it ONLINE (the handback is made at a start:
+ * srv_home.h), no earlier than this long after its agent started and 4
+ * lease TTLs (a run whose start-up handback failed tries again so, at
+ * that pace). */
+#define HA_HOME_RESTART_MIN_MS 10000u
 #define HA_PROBE_CALL_MS 2000u
 /* Requests to etcd: each attempt's timeout (ms). */
 #define HA_ETCD_TIMEOUT_MS 2000u
@@ -79,6 +85,8 @@ struct srv_ha {
 	/* homes (srv_home.h): taken over, acted for; the map thread's */
 	struct srv_home *ha_home;
 	uint64_t ha_home_epoch;       /* the map's epoch it followed, 0 */
+	uint64_t ha_start_ms;         /* mono_ms() at the agent's start */
+	bool ha_restart_asked;        /* srv_restart() called */
 	/* the threads: the lease's, the probes', the map's and leader's */
 	pthread_t ha_thread[HA_THREADS];
 	uint32_t ha_nr_threads;

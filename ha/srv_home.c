@@ -312,6 +312,12 @@ bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
 		LOG_WARNING("server %s: the cluster map's servers are not the "
 			    "cluster file's: homes are not taken over",
 			    s->s_me->cs_name);
+	hold = on && ha_home_acting(m, self) >= 0 &&
+	       (uint32_t)ha_home_acting(m, self) != self;
+	/* the own slice taken back before the own engine serves again: the
+	 * acting server's writes admitted there are on the device first */
+	if (!hold && sh->sh_held)
+		srv_rdev_own_lend(s, false);
 	pthread_mutex_lock(&sh->sh_lock);
 	sh->sh_on = on;
 	sh->sh_epoch = m->hm_epoch;
@@ -349,9 +355,12 @@ bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
 		}
 	}
 
-	hold = on && sh->sh_acting[self] != self;
 	if (hold != sh->sh_held) {
 		rdev_home_hold(hold);
+		/* its image of the home's units is the acting server's to
+		 * write now (srv_rdev.c) */
+		if (hold)
+			srv_rdev_own_lend(s, true);
 		LOG_WARNING("server %s: its home is %s", s->s_me->cs_name,
 			    hold ? "served by another server: it serves none "
 			    "of its objects and writes no unit as its home" :

@@ -40,9 +40,15 @@
  *             those running end, and the engine is closed.
  *   own home  while the map has another server acting for this server's
  *             own home, the process sends no unit WRITE as its home
- *             (rdev_home_hold) and serves none of its objects; when the
- *             home is given back, its unit writes carry an incarnation
- *             above the takeover's (rdev_epoch_raise).
+ *             (rdev_home_hold), serves none of its objects, and lends
+ *             its own slice of its devices to the acting server
+ *             (srv_rdev_own_lend(): that server's unit writes there
+ *             pass); when the home is given back, the slice is taken
+ *             back first (the writes admitted meanwhile on the device),
+ *             and its unit writes carry an incarnation above the
+ *             takeover's (rdev_epoch_raise).  A run whose home was
+ *             taken over while it ran asks to run again from its start
+ *             for the handback (srv_ha.c, srv_restart()).
  *
  * Thread safety: srv_home_sync() is called by the agent's map thread only;
  * the route and put hooks by any handler thread.

@@ -637,16 +637,16 @@ int msg_rdev_decode(uint32_t op, const void *body, size_t len,
 	return 0;
 }
 
-int msg_rdev_range(const RdevReq *q, uint32_t self, uint32_t nr_servers,
+int msg_rdev_range(const RdevReq *q, uint32_t nr_servers,
 		   uint64_t dev_size, uint64_t *base)
 {
 	uint64_t slice;
 
 	if (nr_servers == 0 || nr_servers > CLU_SERVERS_MAX ||
-	    q->home >= nr_servers || q->home == self)
-		return err_set(-EINVAL, "request: rdev.home %u: not another "
-			       "server of the cluster (%u servers, this is %u)",
-			       q->home, nr_servers, self);
+	    q->home >= nr_servers)
+		return err_set(-EINVAL, "request: rdev.home %u: not a server "
+			       "of the cluster (%u servers)", q->home,
+			       nr_servers);
 	slice = conf_slice_size(dev_size, nr_servers);
 	if (q->off > slice || q->len > slice - q->off)
 		return err_set(-EINVAL, "request: rdev.off %" PRIu64 " + len %"

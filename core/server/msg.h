@@ -164,14 +164,17 @@ int msg_rdev_decode(uint32_t op, const void *body, size_t len,
 		    size_t bulk_len, RdevReq **out);
 
 /**
- * The slice check of a decoded RdevReq q on a server self of nr_servers
- * whose device is dev_size bytes: home another server of the cluster, and
- * [off, off + len) inside the caller's slice (conf_slice_size()).  Returns
+ * The slice check of a decoded RdevReq q on a server of nr_servers whose
+ * device is dev_size bytes: home a server of the cluster (the receiver
+ * itself too: the server acting for its home reads and writes its own
+ * slice; srv_rdev.c admits such a write only while that slice is lent,
+ * srv_rdev_own_lend()), and [off, off + len) inside that home's slice
+ * (conf_slice_size()).  Returns
  * 0 and *base (the slice's first byte on the device), or -EINVAL with a
  * message naming the field.  Kept here, apart from the handler, so that
  * the fuzz target checks it (tests/fuzz/fuzz_srv_rdev.c).
  */
-int msg_rdev_range(const RdevReq *q, uint32_t self, uint32_t nr_servers,
+int msg_rdev_range(const RdevReq *q, uint32_t nr_servers,
 		   uint64_t dev_size, uint64_t *base);
 
 /**

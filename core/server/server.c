@@ -39,8 +39,17 @@
  * layouts (layouts/stripe.h) for its engine and dtm's participant
  * (dtm/dtm_srv.h) — so it may include any room.
  *
+ * Running again from the start (srv_restart(): the HA agent asks when its
+ * home was taken over while it ran, ha/srv_home.h): the main thread stops
+ * the server as for SIGTERM, then execs this program again with the same
+ * arguments, keeping its pid (and its pid file), its standard streams and
+ * its session; every other descriptor is closed.  The new image does not
+ * detach again (environment STRATA_SERVER_RESTARTED, removed as it
+ * starts).
+ *
  * Exit status: 0 after a clean stop, 1 when it could not start (the reason
- * on stderr or in the log file), 2 for bad arguments.
+ * on stderr or in the log file), 2 for bad arguments, 3 when requests
+ * still ran at the stop.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -50,6 +59,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,13 +489,51 @@ static void start_faults(const char *name, const char *data_dir)
 static const struct srv_module *const srv_modules[] = {&ha_srv_module,
 						       &dtm_srv_module};
 
+/* srv_restart() asked for a run from the start (restart_hook()). */
+static atomic_int restart_wanted;
+
+/* srv_parts.sp_restart: wake the main thread's sigwait() (SIGHUP is in
+ * its set and blocked in every thread). */
+static void restart_hook(void *arg, const char *why)
+{
+	(void)arg;
+	(void)why; /* logged by srv_restart() */
+	atomic_store(&restart_wanted, 1);
+	kill(getpid(), SIGHUP);
+}
+
+/* Run this program again with argv, keeping the pid; returns only on a
+ * failure (logged). */
+static void restart_exec(char **argv, const char *name)
+{
+	fprintf(stderr, "strata-server %s: running again from its start "
+		"(pid %ld)\n", name, (long)getpid());
+	fflush(stderr);
+	fflush(stdout);
+	if (setenv("STRATA_SERVER_RESTARTED", "1", 1) != 0)
+		return;
+	/* nothing of this run is handed on but the standard streams */
+	if (close_range(3, ~0u, CLOSE_RANGE_CLOEXEC) != 0) {
+		long max = sysconf(_SC_OPEN_MAX);
+
+		for (long fd = 3; fd < (max > 0 ? max : 65536); fd++)
+			(void)fcntl((int)fd, F_SETFD, FD_CLOEXEC);
+	}
+	execv("/proc/self/exe", argv);
+	fprintf(stderr, "strata-server %s: exec of itself failed: %s\n", name,
+		strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
 	const struct srv_parts parts = {
 		.sp_layout_ops = &stripe_layout_ops,
 		.sp_modules = srv_modules,
 		.sp_nr_modules = sizeof srv_modules / sizeof srv_modules[0],
+		.sp_restart = restart_hook,
 	};
+	/* an exec of itself (restart_exec()): detached already */
+	bool restarted = getenv("STRATA_SERVER_RESTARTED") != NULL;
 	struct srv_args a = {0};
 	struct clu_conf c = {0};
 	struct srv *s = NULL;
@@ -519,7 +567,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "strata-server: %s\n", err_msg());
 		return 1;
 	}
-	if (!a.sa_foreground && daemonize() != 0) {
+	if (restarted)
+		unsetenv("STRATA_SERVER_RESTARTED");
+	if (!a.sa_foreground && !restarted && daemonize() != 0) {
 		fprintf(stderr, "strata-server: %s\n", err_msg());
 		return 1;
 	}
@@ -559,7 +609,8 @@ int main(int argc, char **argv)
 			(long)getpid());
 		status_end("serving", where);
 	}
-	while (sig != SIGTERM && sig != SIGINT)
+	while (sig != SIGTERM && sig != SIGINT &&
+	       !(sig == SIGHUP && atomic_load(&restart_wanted)))
 		if (sigwait(&set, &sig) != 0)
 			break;
 	srv_counters_get(s, &cnt);
@@ -568,6 +619,12 @@ int main(int argc, char **argv)
 	busy = srv_stop(s) != 0;
 	if (a.sa_status_file != NULL)
 		unlink(a.sa_status_file);
+	if (atomic_load(&restart_wanted)) {
+		/* requests still running (busy) end with this image, as in
+		 * a crash: every acknowledged update is durable already */
+		restart_exec(argv, a.sa_name);
+		_exit(1);
+	}
 	if (a.sa_pid_file != NULL)
 		unlink(a.sa_pid_file);
 	if (busy) {

@@ -1042,6 +1042,9 @@ int srv_stop(struct srv *s)
 	while (__atomic_load_n(&s->s_cnt.sc_inflight, __ATOMIC_SEQ_CST) > 0 &&
 	       srv_now_ms() < until)
 		usleep(10000);
+	/* From here on, other servers' requests are refused too
+	 * (srv_enter_peer()). */
+	__atomic_store_n(&s->s_draining, 2, __ATOMIC_SEQ_CST);
 	/* Requests still in flight wait on other servers (one request may
 	 * make several calls in a row, each up to the call timeout, and
 	 * retry): their calls fail now, and they answer with that failure.
@@ -1093,6 +1096,20 @@ int srv_stop(struct srv *s)
 	srv_repl_fini(s);
 	srv_ridx_fini(s);
 	free(s);
+	return 0;
+}
+
+int srv_restart(struct srv *s, const char *why)
+{
+	if (s->s_parts.sp_restart == NULL)
+		return err_set(-ENOTSUP, "server %s: cannot run again from its "
+			       "start by itself (%s): restart it",
+			       s->s_me->cs_name, why);
+	if (__atomic_exchange_n(&s->s_restart_asked, 1, __ATOMIC_SEQ_CST))
+		return 0;
+	LOG_WARNING("server %s: runs again from its start: %s",
+		    s->s_me->cs_name, why);
+	s->s_parts.sp_restart(s->s_parts.sp_restart_arg, why);
 	return 0;
 }
 

@@ -72,6 +72,16 @@ struct srv_parts {
 	const struct eng_layout_ops *sp_layout_ops;
 	const struct srv_module *const *sp_modules;
 	uint32_t sp_nr_modules;
+	/**
+	 * How the program runs the server again from its start, when a
+	 * module finds it must (srv_restart()); NULL: it cannot (the
+	 * request is refused and logged).  Called at most once per run,
+	 * from the module's thread: it must only start the restart (the
+	 * program's main thread then stops the server with srv_stop() and
+	 * starts it again; strata-server execs itself, keeping its pid).
+	 */
+	void (*sp_restart)(void *arg, const char *why);
+	void *sp_restart_arg;
 };
 
 /** Counters of a running server (also in SOP_STATUS). */
@@ -118,6 +128,15 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
  * update is durable already) and the caller should end its process.
  */
 int srv_stop(struct srv *s);
+
+/**
+ * Ask the program to run this server again from its start (the HA agent
+ * does when its home was taken over while it ran: the handback happens
+ * only at a start, ha/srv_home.h).  why (logged) says for what.  Returns
+ * 0 once asked (later calls: 0, nothing more), or -ENOTSUP with a message
+ * when the program set no srv_parts.sp_restart.
+ */
+int srv_restart(struct srv *s, const char *why);
 
 void srv_counters_get(struct srv *s, struct srv_counters *out);
 

@@ -129,6 +129,7 @@ struct srv {
 	uint64_t s_start_ms;
 	bool s_model;       /* SRV_F_MODEL */
 	uint32_t s_draining;
+	uint32_t s_restart_asked;  /* srv_restart() called (atomic) */
 	struct srv_counters s_cnt;
 	const char *s_prof_path;  /* STRATA_SRV_PROFILE: append sums there */
 	struct srv_prof s_prof;   /* atomics */
@@ -257,6 +258,17 @@ void srv_exec_stop(struct srv *s);
 /** Wait until the SOP_WALK thread (if any) is done: it stops at its next
  *  batch once s_draining is set.  Before the endpoint closes. */
 void srv_walk_stop(struct srv *s);
+/**
+ * Lend (true) or take back (false) this server's own slice of its own
+ * devices: while lent, RDEV WRITEs naming this server as their home (the
+ * server acting for its home, writing the home's units to their image
+ * here) pass the write fence like any home's; otherwise they are refused
+ * with -EREMCHG (the own engine writes that slice directly, past the
+ * fence).  Taking it back waits for the writes admitted while lent to
+ * reach the device.  The HA agent lends it while the map has another
+ * server acting for this server's home (ha/srv_home.c).
+ */
+void srv_rdev_own_lend(struct srv *s, bool lend);
 /** Run fn(s, so) on an executor thread (it must answer so). */
 void srv_exec_defer(struct srv *s, struct srv_op *so,
 		    void (*fn)(struct srv *s, struct srv_op *so));
@@ -331,6 +343,23 @@ static inline bool srv_enter(struct srv *s)
 {
 	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
 	if (!__atomic_load_n(&s->s_draining, __ATOMIC_SEQ_CST))
+		return true;
+	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+/*
+ * srv_enter() for the requests other servers send to finish theirs (a
+ * home's write set to its standby, a unit's I/O on a device this server
+ * lends): still admitted in the first phase of a stop (s_draining 1),
+ * while this server's own requests drain, so that a whole cluster stopped
+ * at once still finishes the writes in flight on each server; refused
+ * from the second (s_draining 2, srv_stop()).
+ */
+static inline bool srv_enter_peer(struct srv *s)
+{
+	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&s->s_draining, __ATOMIC_SEQ_CST) < 2)
 		return true;
 	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);
 	return false;

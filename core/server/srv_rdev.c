@@ -63,6 +63,10 @@ struct srv_exec {
 	 * under the lock held for writing) */
 	pthread_rwlock_t sx_fence[CLU_SERVERS_MAX];
 	uint64_t sx_epoch[CLU_SERVERS_MAX];
+	/* this server's own slice is lent to the server acting for its
+	 * home (srv_rdev_own_lend(); written under sx_fence[s_self] held
+	 * for writing) */
+	bool sx_own_lent;
 };
 
 struct srv_xitem {
@@ -81,9 +85,10 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 	const struct clu_conf *c = s->s_conf;
 	struct eng_dev *ed;
 
-	/* home may be this server: its own slice written by the server
-	 * acting for its home while it was away (docs/cluster.md "Taking
-	 * over a home"); the write fence orders it like any home's */
+	/* home may be this server: its own slice read and written by the
+	 * server acting for its home while it is away (docs/cluster.md
+	 * "Taking over a home"); a write only while that slice is lent
+	 * (srv_rdev_admit()) */
 	if (q->home >= c->cc_nr_servers)
 		return err_set(-EINVAL, "request: rdev.home %u: not a server "
 			       "of cluster %s (%u servers)", q->home,
@@ -99,7 +104,7 @@ static int srv_rdev_check(struct srv *s, const RdevReq *q,
 		return err_set(-EINVAL, "request: rdev.dev %u (%s): not a "
 			       "device this server lends (remote or zoned)",
 			       q->dev, ed->ed_dev->td_path);
-	if (msg_rdev_range(q, s->s_self, c->cc_nr_servers,
+	if (msg_rdev_range(q, c->cc_nr_servers,
 			   tier_dev_size(ed->ed_dev), base) != 0)
 		return err_set(-EINVAL, "%s (server %s, device %u)", err_msg(),
 			       s->s_me->cs_name, q->dev);
@@ -149,6 +154,15 @@ static int srv_rdev_admit(struct srv *s, const RdevReq *q)
 			       RDEV_CALL_MS_MAX + RDEV_FENCE_MARGIN_MS);
 	}
 	pthread_rwlock_rdlock(l);
+	if (q->home == s->s_self && !x->sx_own_lent) {
+		pthread_rwlock_unlock(l);
+		__atomic_add_fetch(&s->s_cnt.sc_late, 1, __ATOMIC_RELAXED);
+		return err_set(-EREMCHG, "rdev write as home %s to its own "
+			       "slice refused: server %s serves its home "
+			       "itself (its slice is not lent to a server "
+			       "acting for it)", s->s_me->cs_name,
+			       s->s_me->cs_name);
+	}
 	while (q->epoch > x->sx_epoch[q->home]) {
 		pthread_rwlock_unlock(l);
 		pthread_rwlock_wrlock(l);
@@ -238,7 +252,7 @@ static void srv_rdev_handle(struct rpc_sreq *req, void *arg)
 	const void *body = rpc_sreq_body(req, &len);
 	int rc;
 
-	if (!srv_enter(s)) {
+	if (!srv_enter_peer(s)) {
 		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
 		return;
 	}
@@ -344,6 +358,21 @@ void srv_exec_stop(struct srv *s)
 		pthread_rwlock_destroy(&x->sx_fence[i]);
 	s->s_exec = NULL;
 	free(x);
+}
+
+void srv_rdev_own_lend(struct srv *s, bool lend)
+{
+	struct srv_exec *x = s->s_exec;
+	pthread_rwlock_t *l;
+
+	if (x == NULL)
+		return;
+	l = &x->sx_fence[s->s_self];
+	/* for writing: a write admitted while lent is on the device before
+	 * this returns, so the own engine never writes beside it */
+	pthread_rwlock_wrlock(l);
+	x->sx_own_lent = lend;
+	pthread_rwlock_unlock(l);
 }
 
 void srv_exec_defer(struct srv *s, struct srv_op *so,

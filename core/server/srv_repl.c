@@ -946,7 +946,7 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 	ReplReq *q = NULL;
 	int rc;
 
-	if (!srv_enter(s)) {
+	if (!srv_enter_peer(s)) {
 		rpc_sreq_reply(req, -ESHUTDOWN, NULL, 0, "server is stopping");
 		return;
 	}

@@ -10,10 +10,12 @@
  *
  * RDEV: msg_rdev_decode() (shape; an accepted WRITE carries its fence,
  * deadline_ns and epoch), then, as the handler does,
- * msg_rdev_range() (home another server, range inside the caller's
- * slice).  An accepted request must address bytes inside the device and
- * inside the slice of its home, never this server's own slice or
- * another's: anything else abort()s (the bug the bounds exist to stop).
+ * msg_rdev_range() (home a server of the cluster, range inside that
+ * home's slice).  An accepted request must address bytes inside the
+ * device and inside the slice of its home, never another's: anything
+ * else abort()s (the bug the bounds exist to stop).  A home equal to the
+ * receiver passes here (the server acting for its home uses its slice);
+ * the handler admits its writes only while the slice is lent.
  * WALK: msg_walk_decode(); an accepted kind must be 1..3.  The reply's
  * WalkStats decoder runs on the same body as Reply.text.
  * DEV: msg_dev_decode() with byte 5 as the receiving server; an accepted
@@ -41,7 +43,7 @@ static uint64_t le64(const uint8_t *p)
 	return v;
 }
 
-static void check_rdev(uint32_t op, const RdevReq *q, uint32_t self,
+static void check_rdev(uint32_t op, const RdevReq *q,
 		       uint32_t nr, uint64_t size, size_t bulk)
 {
 	uint64_t base = 0, slice;
@@ -57,10 +59,10 @@ static void check_rdev(uint32_t op, const RdevReq *q, uint32_t self,
 	/* a WRITE always carries its fence (deadline and incarnation) */
 	if (op == SOP_RDEV_WRITE && (q->deadline_ns == 0 || q->epoch == 0))
 		abort();
-	if (msg_rdev_range(q, self, nr, size, &base) != 0)
+	if (msg_rdev_range(q, nr, size, &base) != 0)
 		return;
 	slice = conf_slice_size(size, nr);
-	if (q->home == self || q->home >= nr || base != slice * q->home ||
+	if (q->home >= nr || base != slice * q->home ||
 	    base + q->off + q->len > base + slice ||
 	    base + q->off + q->len > size)
 		abort();
@@ -137,7 +139,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	if (msg_rdev_decode(op, body, len, bulk, &q) == 0) {
-		check_rdev(op, q, self, nr, dsize, bulk);
+		check_rdev(op, q, nr, dsize, bulk);
 		rdev_req__free_unpacked(q, NULL);
 	} else if (q != NULL) {
 		abort(); /* refused but handed out */

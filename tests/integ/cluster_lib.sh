@@ -46,6 +46,14 @@
 #                  one ut_main run (ARGS: its suites) against the cluster
 #                  file $D/cluster.yaml, checked as NAME: it ran, and every
 #                  test passed (the failures printed otherwise)
+#   cl_settled SECS
+#                  until the HA map (asked through $D/cluster.yaml) has
+#                  every server ONLINE and serving its own home, at most
+#                  SECS s; 0 then, else 1.  A server that was stopped or
+#                  cut off long enough to be declared FAILED comes back
+#                  through the analyzer (and, with its home taken over,
+#                  runs again from its start for the handback:
+#                  docs/cluster.md "A home back without a restart")
 #   wait_up        until every server answers (at most ~20 s), asked through
 #                  the cluster file $UPCONF if the caller set it, else
 #                  through --dir $D
@@ -155,6 +163,22 @@ cl_restart_fast() {
 # How many of s0 and s1 have logged s2 unreachable.
 s2_noticed() {
 	grep -c "server s2 unreachable" "$D/s0.log" "$D/s1.log" | grep -c ':[1-9]'
+}
+
+cl_settled() {
+	local end=$((SECONDS + $1))
+
+	while :; do
+		timeout 60 "$S" --cluster "$D/cluster.yaml" ha map \
+			>"$T/map.json" 2>"$T/map.err" &&
+			python3 -c '
+import json, sys
+m = json.load(open(sys.argv[1]))
+sys.exit(not all(s.get("state") == "ONLINE" and not s.get("acting")
+                 for s in m["servers"]))' "$T/map.json" && return 0
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 1
+	done
 }
 
 cl_freeze_s2() {

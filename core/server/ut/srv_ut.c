@@ -604,8 +604,32 @@ static void t_bad_rdev(void)
 
 	su_bad("rdev junk", SOP_RDEV_WRITE, NULL, "\xff\xff\xff", 3, NULL,
 	       -EBADMSG, "not an RdevReq");
-	su_bad_rdev("rdev home self", SOP_RDEV_WRITE, 0, 0, 0, sizeof w, &wb,
-		    -EINVAL, "rdev.home 0");
+	/* home = this server (s0): its own slice, which only the server
+	 * acting for its home may write, while lent (srv_rdev_own_lend());
+	 * a read passes */
+	{
+		RdevReq sq = RDEV_REQ__INIT;
+
+		sq.home = 0;
+		sq.len = sizeof w;
+		sq.deadline_ns = su_now_ns() + 5000000000ull;
+		sq.epoch = 1;
+		CU_ASSERT_EQUAL_FATAL(msg_pack(&sq.base, &b), 0);
+		CU_ASSERT_EQUAL(su_call(SOP_RDEV_WRITE, b.mb_p, b.mb_len, &wb,
+					&res, SU_CALL_MS), -EREMCHG);
+		CU_ASSERT(strstr(res.rr_msg, "not lent") != NULL);
+		free(res.rr_body);
+		free(b.mb_p);
+		b.mb_p = NULL;
+		sq.deadline_ns = 0;
+		sq.epoch = 0;
+		CU_ASSERT_EQUAL_FATAL(msg_pack(&sq.base, &b), 0);
+		CU_ASSERT_EQUAL(su_call(SOP_RDEV_READ, b.mb_p, b.mb_len, &rb,
+					&res, SU_CALL_MS), 0);
+		free(res.rr_body);
+		free(b.mb_p);
+		b.mb_p = NULL;
+	}
 	su_bad_rdev("rdev home out", SOP_RDEV_WRITE, 7, 0, 0, sizeof w, &wb,
 		    -EINVAL, "rdev.home 7");
 	su_bad_rdev("rdev home max", SOP_RDEV_READ, 64, 0, 0, sizeof r, &rb,
@@ -699,7 +723,8 @@ static void t_bad_rdev(void)
 	free(b.mb_p);
 	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
 	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
-	CU_ASSERT_EQUAL(st->late_writes, 2);
+	/* the two above and the write to its own slice, not lent */
+	CU_ASSERT_EQUAL(st->late_writes, 3);
 	reply__free_unpacked(rp, NULL);
 }
 
