@@ -371,7 +371,7 @@ void srv_rdev_own_lend(struct srv *s, bool lend)
 	/* for writing: a write admitted while lent is on the device before
 	 * this returns, so the own engine never writes beside it */
 	pthread_rwlock_wrlock(l);
-	x->sx_own_lent = lend;
+	__atomic_store_n(&x->sx_own_lent, lend, __ATOMIC_RELEASE);
 	pthread_rwlock_unlock(l);
 }
 
@@ -534,6 +534,16 @@ static void srv_walk_handle(struct rpc_sreq *req, void *arg)
 		return;
 	}
 	*w = (struct srv_walk){s, req, kind};
+	if (__atomic_load_n(&s->s_exec->sx_own_lent, __ATOMIC_ACQUIRE)) {
+		/* its own engine's metadata of its home is stale while
+		 * another server acts for it (ha/srv_home.h): a walk would
+		 * rewrite units from it */
+		free(w);
+		rpc_sreq_reply(req, -EBUSY, NULL, 0, "server's home is served "
+			       "by another server: its walks wait for the "
+			       "handback");
+		return;
+	}
 	pthread_mutex_lock(&s->s_exec->sx_lock);
 	if (s->s_exec->sx_walks > 0) {
 		pthread_mutex_unlock(&s->s_exec->sx_lock);

@@ -34,13 +34,20 @@
 #          longest a request admitted before the fence may run before its
 #          client gives up; cluster.call_timeout) + 2 s of process exit
 #          after the bound;
-#      then the takeover section (today: objects homed on V cannot be
-#      served while V is cut off; see takeover_during_cut);
+#      then the takeover (meta_replicas 3, the default with etcd): the
+#      analyzer moves V's home to a standby (HOME_MOVE), which serves it
+#      from the client's side: every pdclust 2+1 object homed on V reads
+#      back byte-exact, and new ones homed on V are acknowledged there,
+#      each started after V's fence bound; plain objects homed on V (their
+#      data on V's own devices) fail, naming V;
 #   3. reconnect: V registers again (its member key under a new lease; a
 #      second SRV_JOINED), lifts its fence after reading the map, serves
-#      under the current epoch, the analyzer takes it back ONLINE; puts on
-#      V succeed again from both sides; every object acknowledged (before
-#      the cut, by the writer, after) reads back byte-exact;
+#      under the current epoch, the analyzer takes it back ONLINE; its home
+#      being served by the standby, V runs again from its start (same pid)
+#      and copies its home's metadata back (the handback), and the map has
+#      it serving its home again; puts on V succeed again from both sides;
+#      every object acknowledged (before the cut, by the writer, through
+#      the standby, after) reads back byte-exact;
 #   4. etcd's leader killed while a map change is in flight: a server K and
 #      etcd's leader member are SIGKILLed back to back, so that the events
 #      about K (SRV_UNREACHABLE / SRV_LEASE_EXPIRED), its lease's expiry
@@ -307,6 +314,15 @@ put() {
 	[ "$rc" -eq 0 ] && echo "$2" >>"$T/acked"
 	return "$rc"
 }
+# putpd NS NAME: the same as a pdclust 2+1 object (its units on three
+# servers' devices: readable with any one server away).
+putpd() {
+	local f="$T/data/${2#@}"
+	head -c 131072 /dev/urandom >"$f"
+	st "$1" obj put "$2" "$f" --layout pdclust --data 2 --parity 1
+	[ "$rc" -eq 0 ] && echo "$2" >>"$T/acked"
+	return "$rc"
+}
 : >"$T/acked"
 
 echo "--- 4 servers, one per namespace (${SECONDS} s)"
@@ -352,6 +368,9 @@ echo "--- data: 6 plain objects homed on s$V, 3 elsewhere (${SECONDS} s)"
 n=0
 for o in $(homed "$V" 6 pre); do put c "$o" && n=$((n + 1)); done
 check "6 objects homed on s$V put ($n)" test "$n" -eq 6
+n=0
+for o in $(homed "$V" 3 pd); do putpd c "$o" && n=$((n + 1)); done
+check "3 pdclust 2+1 objects homed on s$V put ($n)" test "$n" -eq 3
 n=0
 for o in $(homed $(((V + 1) % NS)) 3 other); do put c "$o" && n=$((n + 1)); done
 check "3 objects homed on s$(((V + 1) % NS)) put ($n)" test "$n" -eq 3
@@ -437,17 +456,22 @@ touch "$T/stop"
 wait "$wpid"
 
 # takeover_during_cut: what a client on the other side gets for objects
-# homed on the cut server.  Today object metadata lives on one home
-# (docs/ha.md "Not done yet"): a read of such an object fails with a
-# transport error naming s$V.  When metadata placement groups take over a
-# dead home's objects (issue 28 item 3), this becomes: every @pre object
-# reads back byte-exact from the new primary, and a put homed on s$V is
-# acknowledged there under the new epoch, while the cut server's side
-# acknowledges nothing (the checks below).  The new primary must not act
-# before the old one's fence bound: check its first acknowledgement
-# against $bound as the writer's are checked.
+# homed on the cut server.  With meta_replicas 3 (the default with etcd)
+# the analyzer moves V's home to its first ONLINE standby (HOME_MOVE), and
+# that server serves V's objects: pdclust ones read back byte-exact and
+# new ones are acknowledged under the new epoch, each started after V's
+# fence bound (the new primary never acts while the old one may still
+# acknowledge); plain ones, whose data is on V's own devices, fail naming
+# V, with no wrong bytes.
 takeover_during_cut() {
-	local o n=0 m=0
+	local o n=0 m=0 t0 k=0 first=""
+	moved() { dec_has "\"HOME_MOVE\".*\"target\":\"s$V\""; }
+	check "the analyzer moves s$V's home to a standby (HOME_MOVE)" poll 60 moved
+	st c ha map
+	A=$(echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$V'"][0].get("acting", "")' 2>/dev/null)
+	echo "     home s$V served by ${A:-?}"
+	check "the acting server is another server (${A:-none})" \
+		test -n "$A" -a "$A" != "s$V"
 	for o in $(homed "$V" 6 pre); do
 		rm -f "$T/back"
 		st c obj get "$o" "$T/back"
@@ -457,9 +481,34 @@ takeover_during_cut() {
 			n=$((n + 1))
 		fi
 	done
-	check "objects homed on s$V: no wrong bytes during the cut ($m)" test "$m" -eq 0
-	check "objects homed on s$V: not served while it is cut off, the error names it ($n of 6; no takeover yet)" \
+	check "plain objects homed on s$V: no wrong bytes during the cut ($m)" test "$m" -eq 0
+	check "plain objects homed on s$V (data on its devices): the error names it ($n of 6)" \
 		test "$n" -eq 6
+	n=0
+	pd_back() {
+		n=0
+		for o in $(homed "$V" 3 pd); do
+			rm -f "$T/back"
+			st c obj get "$o" "$T/back"
+			[ "$rc" -eq 0 ] && cmp -s "$T/back" "$T/data/${o#@}" && n=$((n + 1))
+		done
+		[ "$n" -eq 3 ]
+	}
+	check "pdclust objects homed on s$V read back byte-exact through ${A:-the standby}" \
+		poll 60 pd_back
+	echo "     ($n of 3)"
+	for o in $(homed "$V" 20 cut); do
+		k=$((k + 1))
+		t0=$EPOCHREALTIME
+		if putpd c "$o"; then first=$o; break; fi
+		[ "$k" -lt 20 ] || break
+		sleep 2
+	done
+	check "a new pdclust object homed on s$V is acknowledged during the cut ($k tries)" \
+		test -n "$first"
+	[ -z "$first" ] && sed 's/^/     put: /' "$T/err" | tail -2
+	check "... started after s$V's fence bound" \
+		python3 -c "import sys; sys.exit(not ${t0:-0} > $bound)"
 }
 echo "--- takeover of s$V's objects during the cut (${SECONDS} s)"
 takeover_during_cut
@@ -527,6 +576,20 @@ v_current() {
 check "s$V serves under the current epoch, not fenced" poll 60 v_current
 online_v() { dec_has "\"SET_STATE\".*\"target\":\"s$V\".*\"state\":\"ONLINE\""; }
 check "the analyzer takes s$V back ONLINE" poll 60 online_v
+# its home served by $A: the handback is made at a start
+vpid=$(spid "$V")
+rerun() { grep -q "server s$V: runs again from its start: its home is served by $A" "$T/s$V.log"; }
+check "s$V runs again from its start for its home" poll 90 rerun
+handed() { grep -q "s$V: its home's metadata handed back by $A" "$T/s$V.log"; }
+check "... copies its home's metadata back from $A" poll 60 handed
+check "... under the same pid ($vpid)" test "$(spid "$V")" = "$vpid" -a -n "$vpid"
+home_v() {
+	st c ha map
+	[ "$(echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$V'"][0].get("acting", "")' 2>/dev/null)" = "" ] &&
+		[ "$rc" -eq 0 ]
+}
+check "the map has s$V serving its home again" poll 120 home_v
+check "s$V serves under the current epoch after its new start" poll 60 v_current
 n=0
 for o in $(homed "$V" 3 post); do put c "$o" && n=$((n + 1)); done
 check "3 puts homed on s$V from the client host ($n)" test "$n" -eq 3
