@@ -587,6 +587,31 @@ static int report_op(struct srv_ha *a, const HaReq *q)
 		return err_set(-EINVAL, "HA report: event kind %s is not an "
 			       "operator's request",
 			       ha_ev_kind_name(ev.he_kind));
+	/* about a server of the map (and one of its devices): a request
+	 * about anything else would be kept and decide nothing */
+	rc = -ENOENT;
+	pthread_mutex_lock(&a->ha_lock);
+	for (uint32_t i = 0; rc == -ENOENT && i < a->ha_map.hm_nr_servers;
+	     i++) {
+		const struct ha_srv *hs = &a->ha_map.hm_servers[i];
+
+		if (strcmp(hs->hs_name, ev.he_target) != 0)
+			continue;
+		rc = ev.he_dev[0] == '\0' ? 0 : -ENODEV;
+		for (uint32_t k = 0; rc != 0 && k < hs->hs_nr_devs; k++)
+			if (strcmp(hs->hs_devs[k].hd_name, ev.he_dev) == 0)
+				rc = 0;
+	}
+	pthread_mutex_unlock(&a->ha_lock);
+	if (rc == -ENOENT)
+		return err_set(rc, "HA report %s: server '%s' is not in the "
+			       "cluster map", ha_ev_kind_name(ev.he_kind),
+			       ev.he_target);
+	if (rc != 0)
+		return err_set(rc, "HA report %s: server %s has no device "
+			       "'%s' in the cluster map",
+			       ha_ev_kind_name(ev.he_kind), ev.he_target,
+			       ev.he_dev);
 	snprintf(ev.he_reporter, sizeof ev.he_reporter, "operator");
 	ev.he_time_ms = 0;
 	return ha_report(a, &ev);
@@ -785,7 +810,8 @@ static int ha_start(struct srv *s)
 }
 
 /* Stop: the thread, then give the leadership and the lease back (a clean
- * stop is seen at once, not after the lease's TTL).  The agent itself and
+ * stop is seen at once, not after the lease's TTL; not for a run again
+ * from the start, see below).  The agent itself and
  * its etcd handle stay until the process ends: the gate and the HA
  * opcode's handler may still run on the endpoint's threads, which the
  * server stops after its modules. */
@@ -811,7 +837,12 @@ static void ha_stop(struct srv *s)
 			(void)ha_leader_resign(a->ha_etcd,
 					       a->ha_map.hm_cluster,
 					       a->ha_name);
-		if (a->ha_lease != 0)
+		/* a run again from the start (home_restart_check()) keeps
+		 * its lease: the next run registers under its own within
+		 * seconds, and no one takes this stop for a failure (a
+		 * rebalance under way goes on); should it not come, the
+		 * lease expires */
+		if (a->ha_lease != 0 && !a->ha_restart_asked)
 			(void)etcd_lease_revoke(a->ha_etcd, a->ha_lease);
 	}
 	/* a job's walk call may still be on the probe table: the jobs stop

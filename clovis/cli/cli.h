@@ -386,6 +386,7 @@ int cmd_s3_user(struct cli *c); /* cli_s3.c */
 int cmd_ha_replay(struct cli *c); /* cli_ha.c */
 int cmd_ha_show(struct cli *c);
 int cmd_ha_report(struct cli *c);
+int cmd_server(struct cli *c);
 int cmd_obj_create(struct cli *c);
 int cmd_obj_write(struct cli *c);
 int cmd_obj_read(struct cli *c);

@@ -202,26 +202,22 @@ int cmd_ha_show(struct cli *c)
 	return CLI_OK;
 }
 
-/*
- * strata ha report KIND TARGET[/DEV]: an operator's request as an event
- * (OP_FAIL, OP_REPLACE, OP_DRAIN, OP_REMOVE, OP_ADD, OP_THAW; the OP_
- * may be left out); the analyzer decides what it means.
- */
-int cmd_ha_report(struct cli *c)
+/* Report the operator's request kind (with or without OP_) about t
+ * (SERVER or SERVER/DEVICE); the servers check that the map has it. */
+static int report_send(struct cli *c, const char *what, const char *t)
 {
 	struct ha_event ev;
 	char kind[32], line[1024];
-	const char *t = c->c_args[1], *slash = strchr(t, '/');
+	const char *slash = strchr(t, '/');
 	int k, rc;
 
 	snprintf(kind, sizeof kind, "%s%s",
-		 strncasecmp(c->c_args[0], "OP_", 3) == 0 ? "" : "OP_",
-		 c->c_args[0]);
+		 strncasecmp(what, "OP_", 3) == 0 ? "" : "OP_", what);
 	k = ha_ev_kind_parse(kind);
 	if (k < HA_EV_OP_FAIL || k > HA_EV_OP_THAW)
 		return cli_fail(c, -EINVAL, "ha report: '%s' is not an "
 				"operator's request (fail, replace, drain, "
-				"remove, add, thaw)", c->c_args[0]);
+				"remove, add, thaw)", what);
 	memset(&ev, 0, sizeof ev);
 	ev.he_kind = (enum ha_ev_kind)k;
 	snprintf(ev.he_reporter, sizeof ev.he_reporter, "operator");
@@ -245,4 +241,40 @@ int cmd_ha_report(struct cli *c)
 	if (!c->c_quiet)
 		printf("reported %s %s\n", ha_ev_kind_name(ev.he_kind), t);
 	return CLI_OK;
+}
+
+/*
+ * strata ha report KIND TARGET[/DEV]: an operator's request as an event
+ * (OP_FAIL, OP_REPLACE, OP_DRAIN, OP_REMOVE, OP_ADD, OP_THAW; the OP_
+ * may be left out); the analyzer decides what it means.
+ */
+int cmd_ha_report(struct cli *c)
+{
+	return report_send(c, c->c_args[0], c->c_args[1]);
+}
+
+/*
+ * strata server drain|remove|add NAME: the operator's requests about a
+ * server of the cluster file, as `ha report` sends them (rule drain and
+ * rebalance, ha/analyzer.h).  A server that is not in the cluster file
+ * (add ADDR:PORT) cannot join a running cluster: refused, nothing sent.
+ */
+int cmd_server(struct cli *c)
+{
+	const char *t = c->c_args[0];
+
+	if (strchr(t, ':') != NULL || strchr(t, '/') != NULL)
+		return cli_fail(c, strcmp(c->c_cmd->cc_name, "add") == 0 ?
+				-ENOTSUP : -EINVAL, "server %s '%s': %s",
+				c->c_cmd->cc_name, t,
+				strcmp(c->c_cmd->cc_name, "add") == 0 ?
+				"a server that is not in the cluster file "
+				"cannot join a running cluster yet (homes are "
+				"placed over the cluster file's servers, "
+				"clu_home()): add it to the file and start the "
+				"cluster again; `server add NAME` takes back a "
+				"server of the file that was drained" :
+				"expected the name of a server of the cluster "
+				"file");
+	return report_send(c, c->c_cmd->cc_name, t);
 }

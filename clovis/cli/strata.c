@@ -93,6 +93,23 @@ static const struct cli_cmd cmds[] = {
 	  "HA: report an operator's request as an event; the analyzer "
 	  "decides (thaw unfreezes a frozen map; fail marks a target failed; "
 	  "replace starts a rebalance onto a replaced device)." },
+	{ "server", "drain", 1, 1, CO_CLUSTER, false, cmd_server,
+	  "NAME [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: take server NAME out of service: the analyzer makes it OUT "
+	  "at once, its home moves to a standby, and a repair job rebuilds "
+	  "its units elsewhere (its state REPAIRING, then REPAIRED; cluster "
+	  "status shows the job); it stays out until `server add NAME`." },
+	{ "server", "remove", 1, 1, CO_CLUSTER, false, cmd_server,
+	  "NAME [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: as drain for a server not REPAIRED yet; of a REPAIRED server "
+	  "the analyzer decides nothing more (it stays out of service)." },
+	{ "server", "add", 1, 1, CO_CLUSTER, false, cmd_server,
+	  "NAME [--dir D | --cluster FILE | --server ADDR:PORT]",
+	  "HA: take server NAME of the cluster file back into service: a "
+	  "drained (REPAIRED) server gets a rebalance job that moves its "
+	  "units back, and its home is handed back.  A new server "
+	  "(ADDR:PORT, not in the cluster file) is refused: it cannot join "
+	  "a running cluster yet." },
 	{ "ha", "replay", 1, 1, 0, false, cmd_ha_replay, "FILE|- [--json]",
 	  "Run the HA event analyzer over a recorded history FILE (JSON "
 	  "lines: an optional first line {\"map\": ..., \"rules\": ...}, "

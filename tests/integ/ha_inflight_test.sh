@@ -19,7 +19,17 @@
 #      byte-exact;
 #   3. a new client (its map read at open has V FAILED) writes another
 #      object homed on V and never tries V: its log names V FAILED in the
-#      map, and no connect to V.
+#      map, and no connect to V;
+#   4. the operator's requests (docs/ha.md "Commands"): `server add
+#      ADDR:PORT`, `server drain` of a server the map does not have and
+#      `ha report fail` of a device it does not have are refused, naming
+#      what, and keep no event; V restarted, the map settles (every server
+#      ONLINE, serving its own home); `server drain D` (another server
+#      than the leader) makes D OUT, moves its home to a standby and
+#      repairs it (REPAIRED), an object homed on D reads back meanwhile;
+#      `server add D` rebalances it back ONLINE, and D, whose home is
+#      served by the standby, runs again from its start (same pid) and
+#      gets its home back; everything reads back byte-exact.
 #
 # Every wait is bounded; ports 6700-6709 (no other step uses them,
 # tests/steps.list); run it under flock /tmp/strata-ports.lock; everything
@@ -118,6 +128,57 @@ check "it never tried to connect to s$V" \
 rm -f "$T/back"
 cl_obj get "$ID2" "$T/back" 2>/dev/null
 check "$ID2 reads back byte-exact" cmp -s "$T/blob2" "$T/back"
+
+echo "--- the operator's requests: refused ones, then drain and add"
+ha events --json
+nev=$(echo "$out" | grep -c '"seq"')
+timeout 60 "$S" --cluster "$F" server add 127.0.0.1:6799 >/dev/null 2>"$T/op.err"
+check "server add of a server not in the cluster file: refused (-ENOTSUP)" \
+	sh -c "[ $? -ne 0 ] && grep -q 'cannot join a running cluster' '$T/op.err'"
+timeout 60 "$S" --cluster "$F" server drain s9 >/dev/null 2>"$T/op.err"
+check "server drain s9: refused, the server named" \
+	sh -c "[ $? -ne 0 ] && grep -q \"server 's9' is not in the cluster map\" '$T/op.err'"
+timeout 60 "$S" --cluster "$F" ha report fail s0/nodev >/dev/null 2>"$T/op.err"
+check "ha report fail s0/nodev: refused, the device named" \
+	sh -c "[ $? -ne 0 ] && grep -q \"has no device 'nodev'\" '$T/op.err'"
+ha events --json
+check "the refused requests kept no event" \
+	test "$(echo "$out" | grep -c '"seq"')" -eq "$nev"
+srv_start "$V" "$F"
+check "s$V restarted: the map settles (every server ONLINE, serving its own home)" \
+	cl_settled 240
+L=$(leader)
+for DR in 0 1 2 3; do [ "$DR" != "$V" ] && [ "s$DR" != "$L" ] && break; done
+ID3=$(id_on "$DR" 9000)
+cl_obj put "$ID3" "$T/blob" --layout pdclust --data 2 --parity 1 >/dev/null 2>&1
+check "$ID3 (homed on s$DR) written" test $? -eq 0
+dpid=$(spid "$DR")
+timeout 60 "$S" --cluster "$F" server drain "s$DR" >"$T/op.out" 2>&1
+check "server drain s$DR: reported" grep -q "reported OP_DRAIN s$DR" "$T/op.out"
+check "the analyzer makes s$DR OUT" \
+	poll 60 dec_has "\"SET_STATE\".*\"target\":\"s$DR\".*\"state\":\"OUT\""
+check "... moves its home to a standby" \
+	poll 60 dec_has "\"HOME_MOVE\".*\"target\":\"s$DR\""
+check "... and repairs it (REPAIRED)" \
+	poll 180 dec_has "\"target\":\"s$DR\".*\"state\":\"REPAIRED\""
+same3() { rm -f "$T/back"; cl_obj get "$ID3" "$T/back" 2>/dev/null && cmp -s "$T/blob" "$T/back"; }
+check "$ID3 reads back byte-exact with s$DR drained" poll 60 same3
+timeout 60 "$S" --cluster "$F" server add "s$DR" >"$T/op.out" 2>&1
+check "server add s$DR: reported" grep -q "reported OP_ADD s$DR" "$T/op.out"
+check "the analyzer rebalances s$DR back ONLINE" \
+	poll 180 dec_has "\"SET_STATE\".*\"target\":\"s$DR\".*\"state\":\"ONLINE\""
+rerun() { grep -q "server s$DR: runs again from its start" "$D/s$DR.log"; }
+check "s$DR runs again from its start for its home" poll 90 rerun
+check "... under the same pid ($dpid)" \
+	sh -c "[ '$(spid "$DR")' = '$dpid' ] && kill -0 '$dpid'"
+check "the map settles again: s$DR serves its home" cl_settled 180
+n=0
+for x in "$ID:blob" "$ID2:blob2" "$ID3:blob"; do
+	rm -f "$T/back"
+	cl_obj get "${x%%:*}" "$T/back" 2>/dev/null &&
+		cmp -s "$T/${x##*:}" "$T/back" && n=$((n + 1))
+done
+check "every object reads back byte-exact ($n of 3)" test "$n" -eq 3
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

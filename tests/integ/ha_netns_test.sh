@@ -259,7 +259,7 @@ no_dup_decisions() {
 	decisions
 	python3 - "$T/decisions.json" <<'EOF'
 import json, sys
-state, jobs, last = {}, set(), 0
+state, jobs, ended, last = {}, set(), set(), 0
 for l in open(sys.argv[1]):
     if not l.strip():
         continue
@@ -269,9 +269,13 @@ for l in open(sys.argv[1]):
     if d["kind"] in ("SET_STATE", "JOB_REPAIR", "JOB_REBALANCE"):
         dup = dup or state.get(t) == d["state"]
         state[t] = d["state"]
-    if d["kind"].startswith("JOB_"):
+    if d["kind"] in ("JOB_REPAIR", "JOB_REBALANCE"):
+        # a job is started once (JOB_PAUSE and JOB_ABORT name one)
         dup = dup or d["job"] in jobs
         jobs.add(d["job"])
+    elif d["kind"] in ("JOB_PAUSE", "JOB_ABORT"):
+        dup = dup or d["job"] not in jobs or d["job"] in ended
+        ended.add(d["job"])
     if dup:
         print("duplicate or out of order:", l.strip()); sys.exit(1)
     last = d["seq"]
