@@ -506,11 +506,12 @@ check "every object reads back after repair and scrub ($back)" \
 	test "$back" -eq $((6 + wgood))
 
 echo "--- SIGTERM drains an op in flight"
-# start_all [ARGS]: start s0..s2 (they daemonize) and wait until they answer.
+# start_all [ARGS]: start s0..s2 (they daemonize), wait until they answer
+# and the HA map settles (homes taken over while they stopped handed back).
 start_all() {
 	local s
 	for s in 0 1 2; do srv_start $s "$D/cluster.yaml" "$@"; done
-	wait_up
+	wait_up && cl_settled 180
 }
 # term_all: SIGTERM every server, wait until they are gone.
 term_all() {

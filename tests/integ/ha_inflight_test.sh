@@ -175,7 +175,7 @@ check "the map settles again: s$DR serves its home" cl_settled 180
 n=0
 for x in "$ID:blob" "$ID2:blob2" "$ID3:blob"; do
 	rm -f "$T/back"
-	cl_obj get "${x%%:*}" "$T/back" 2>/dev/null &&
+	cl_obj get "${x%:*}" "$T/back" 2>/dev/null &&
 		cmp -s "$T/${x##*:}" "$T/back" && n=$((n + 1))
 done
 check "every object reads back byte-exact ($n of 3)" test "$n" -eq 3
