@@ -488,19 +488,20 @@ takeover_during_cut() {
 	check "plain objects homed on s$V: no wrong bytes during the cut ($m)" test "$m" -eq 0
 	check "plain objects homed on s$V (data on its devices): the error names it ($n of 6)" \
 		test "$n" -eq 6
-	n=0
+	npd=0
+	# (not n: check's own local)
 	pd_back() {
-		n=0
+		npd=0
 		for o in $(homed "$V" 3 pd); do
 			rm -f "$T/back"
 			st c obj get "$o" "$T/back"
-			[ "$rc" -eq 0 ] && cmp -s "$T/back" "$T/data/${o#@}" && n=$((n + 1))
+			[ "$rc" -eq 0 ] && cmp -s "$T/back" "$T/data/${o#@}" && npd=$((npd + 1))
 		done
-		[ "$n" -eq 3 ]
+		[ "$npd" -eq 3 ]
 	}
 	check "pdclust objects homed on s$V read back byte-exact through ${A:-the standby}" \
 		poll 60 pd_back
-	echo "     ($n of 3)"
+	echo "     ($npd of 3)"
 	for o in $(homed "$V" 20 cut); do
 		k=$((k + 1))
 		t0=$EPOCHREALTIME
