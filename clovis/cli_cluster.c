@@ -1819,6 +1819,11 @@ uint32_t cluster_nr_servers(struct clovis *cl)
 	return clu_of(cl)->cc_conf.cc_nr_servers;
 }
 
+uint32_t cluster_meta_replicas(struct clovis *cl)
+{
+	return clu_of(cl)->cc_conf.cc_meta_replicas;
+}
+
 /* The HA opcode on server s: 0 with *out (or NULL: empty) or an error. */
 static int clu_ha_call(struct clu_client *c, uint32_t s, const HaReq *q,
 		       char **out)

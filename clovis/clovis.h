@@ -940,7 +940,11 @@ struct clovis_dtx_id {
 /**
  * Open an empty dtx over the client of realm r (its container does not
  * limit the members).  Returns 0 and sets *dtx, -EINVAL (NULL argument)
- * or -ENOMEM.  Works in both modes.
+ * or -ENOMEM.  Works in both modes, except a cluster with replicated homes
+ * (cluster.meta_replicas >= 2): -ENOTSUP with a message, nothing opened
+ * (dtm addresses an object's home server, clu_home(), not the server
+ * acting for it, and a participant's apply can fail on its standbys
+ * after the decision: docs/cluster.md "Replicated homes", Not done yet).
  */
 CLOVIS_API int clovis_dtx_open(struct clovis_dtx **dtx, struct clovis_realm *r);
 

@@ -236,6 +236,8 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
+/* The cluster file's meta_replicas (copies of each home's metadata). */
+uint32_t cluster_meta_replicas(struct clovis *cl);
 /* The HA opcode (HaReq kind, from, limit, text) on the first server that
  * answers: 0 with *out (Reply.text, malloc'd, NUL-terminated; NULL when
  * empty) or an error. */

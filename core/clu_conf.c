@@ -973,8 +973,7 @@ static void clu_defaults(struct clu_conf *c)
 	if (c->cc_replicas == 0)
 		c->cc_replicas = c->cc_nr_servers < 3 ? c->cc_nr_servers : 3;
 	if (c->cc_meta_replicas == 0)
-		c->cc_meta_replicas = c->cc_nr_etcd > 0 ?
-				      CLU_META_REPLICAS_DEFAULT : 1;
+		c->cc_meta_replicas = CLU_META_REPLICAS_DEFAULT;
 	if (c->cc_meta_replicas > c->cc_nr_servers)
 		c->cc_meta_replicas = c->cc_nr_servers;
 	if (c->cc_connect_ms == 0)

@@ -522,7 +522,7 @@ term_all() {
 }
 # term_first I: SIGTERM sI and wait until it is gone, then the others.
 # The server a write is in flight on goes first: with replicated homes
-# (meta_replicas 3, the default with etcd) its write waits for its
+# (meta_replicas 3) its write waits for its
 # standbys' acknowledgements, which a standby stopped at the same moment
 # no longer gives (the write then fails unacknowledged, -EHOSTDOWN:
 # docs/cluster.md "Replicated homes").

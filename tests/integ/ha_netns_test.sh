@@ -34,7 +34,7 @@
 #          longest a request admitted before the fence may run before its
 #          client gives up; cluster.call_timeout) + 2 s of process exit
 #          after the bound;
-#      then the takeover (meta_replicas 3, the default with etcd): the
+#      then the takeover (the cluster file keeps meta_replicas 3): the
 #      analyzer moves V's home to a standby (HOME_MOVE), which serves it
 #      from the client's side: every pdclust 2+1 object homed on V reads
 #      back byte-exact, and new ones homed on V are acknowledged there,
@@ -199,6 +199,7 @@ chmod 600 "$T/secret"
 	echo "  name: $CLU"
 	echo "  secret_file: secret"
 	echo "  index_replicas: 3"
+	echo "  meta_replicas: 3"
 	echo "  connect_timeout: ${CONN_MS}ms"
 	echo "  call_timeout: ${CALL_MS}ms"
 	echo "  etcd: [ \"${EPS//,/\", \"}\" ]"
@@ -460,7 +461,7 @@ touch "$T/stop"
 wait "$wpid"
 
 # takeover_during_cut: what a client on the other side gets for objects
-# homed on the cut server.  With meta_replicas 3 (the default with etcd)
+# homed on the cut server.  With meta_replicas 3 (this cluster file's)
 # the analyzer moves V's home to its first ONLINE standby (HOME_MOVE), and
 # that server serves V's objects: pdclust ones read back byte-exact and
 # new ones are acknowledged under the new epoch, each started after V's
