@@ -810,8 +810,7 @@ static int ha_start(struct srv *s)
 }
 
 /* Stop: the thread, then give the leadership and the lease back (a clean
- * stop is seen at once, not after the lease's TTL; not for a run again
- * from the start, see below).  The agent itself and
+ * stop is seen at once, not after the lease's TTL).  The agent itself and
  * its etcd handle stay until the process ends: the gate and the HA
  * opcode's handler may still run on the endpoint's threads, which the
  * server stops after its modules. */
@@ -837,12 +836,13 @@ static void ha_stop(struct srv *s)
 			(void)ha_leader_resign(a->ha_etcd,
 					       a->ha_map.hm_cluster,
 					       a->ha_name);
-		/* a run again from the start (home_restart_check()) keeps
-		 * its lease: the next run registers under its own within
-		 * seconds, and no one takes this stop for a failure (a
-		 * rebalance under way goes on); should it not come, the
-		 * lease expires */
-		if (a->ha_lease != 0 && !a->ha_restart_asked)
+		/* also for a run again from the start (home_restart_check()):
+		 * it is seen as an exit, and its next run joins again (a
+		 * rebalance under way is aborted, and the server comes back
+		 * ONLINE by rule return; keeping the lease instead left the
+		 * handback of a drained server's home undone in
+		 * ha_inflight_test) */
+		if (a->ha_lease != 0)
 			(void)etcd_lease_revoke(a->ha_etcd, a->ha_lease);
 	}
 	/* a job's walk call may still be on the probe table: the jobs stop

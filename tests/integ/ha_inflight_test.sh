@@ -147,7 +147,7 @@ check "the refused requests kept no event" \
 	test "$(echo "$out" | grep -c '"seq"')" -eq "$nev"
 # distributed transactions are refused over replicated homes (not run as
 # something weaker: clovis.h clovis_dtx_open())
-timeout 60 "$BD/dtx_crash" touch "$F" 1 >"$T/dtx.out" 2>&1
+timeout 60 "$BD/dtx_crash" init "$F" 16 >"$T/dtx.out" 2>&1
 check "a dtx over replicated homes is refused (-ENOTSUP, meta_replicas named)" \
 	sh -c "[ $? -ne 0 ] && grep -q 'replicated homes (cluster.meta_replicas 3) are not supported yet' '$T/dtx.out'"
 [ "$fail" -gt 0 ] && tail -2 "$T/dtx.out"
