@@ -436,10 +436,12 @@ static void test_clean_with_reader(void)
 	struct worker r = {0}, w = {0};
 	pthread_t rt, wt;
 	uint64_t reset = 0, moved = 0;
+	/* 40 cleaner passes; 16 under tests/asan.sh (STRATA_UT_QUICK) */
+	const uint32_t passes = ut_rounds(40, 16);
 
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&rt, NULL, reader_main, &r), 0);
 	CU_ASSERT_EQUAL_FATAL(pthread_create(&wt, NULL, writer_main, &w), 0);
-	for (uint32_t i = 0; i < 40; i++) {
+	for (uint32_t i = 0; i < passes; i++) {
 		struct clovis_clean_stats cs;
 
 		CU_ASSERT_EQUAL(clovis_smr_clean(cl, smr_dev, i % 2 ? 100 : 50,

@@ -49,6 +49,16 @@ bool ut_cluster_mode(void);
  */
 bool ut_cluster_skip(const char *test, const char *why);
 
+/**
+ * Rounds of a loop-type test: full, or quick (fewer, at least 1) when the
+ * environment has STRATA_UT_QUICK=1.  tests/asan.sh sets it: under
+ * AddressSanitizer the heaviest random and stress loops (analyzer/random,
+ * smr/clean_with_reader) run fewer rounds, each round asserting all it
+ * does in full; the plain runs (tests/ut_part.sh build/ut_main) run every
+ * round.  Prints "(STRATA_UT_QUICK: N of M rounds) " when it cuts.
+ */
+unsigned ut_rounds(unsigned full, unsigned quick);
+
 /* Does this host resolve "localhost"?  A debootstrap root has no
  * /etc/hosts: tests that use the name expect it refused there. */
 bool ut_host_has_localhost(void);

@@ -61,6 +61,18 @@ bool ut_cluster_skip(const char *test, const char *why)
 	return true;
 }
 
+unsigned ut_rounds(unsigned full, unsigned quick)
+{
+	const char *q = getenv("STRATA_UT_QUICK");
+
+	if (q == NULL || strcmp(q, "1") != 0 || quick >= full)
+		return full;
+	if (quick == 0)
+		quick = 1;
+	printf("(STRATA_UT_QUICK: %u of %u rounds) ", quick, full);
+	return quick;
+}
+
 bool ut_host_has_localhost(void)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC,

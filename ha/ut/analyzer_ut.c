@@ -898,9 +898,11 @@ static void test_random(void)
 	bool bad = false;
 
 	uint32_t moves = 0, backs = 0;
+	/* 300 seeds; 100 under tests/asan.sh (STRATA_UT_QUICK) */
+	const uint64_t seeds = ut_rounds(300, 100);
 
 	ha_rules_init_test(&r);
-	for (uint64_t seed = 1; seed <= 300 && !bad; seed++) {
+	for (uint64_t seed = 1; seed <= seeds && !bad; seed++) {
 		rnd_state = seed;
 		random_map(&m0);
 		/* every other history with homes taken over (rule home) */

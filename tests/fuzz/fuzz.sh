@@ -9,8 +9,10 @@
 #     inputs (default 1000000) in that time goes on for the runs missing
 #     (at most 3 x SECONDS more), and fails if it still has not.
 #   SECONDS absent (make check): a bounded run of FUZZ_TOTAL seconds
-#     (default 45) shared by all targets (at least 3 s each); the tree's
-#     corpus is read, new inputs go to a temporary directory.
+#     (default 38) shared by all targets (at least 2 s each: every input of
+#     the corpus and of crashes-NAME/ still runs, the rest of the time is
+#     new inputs); the tree's corpus is read, new inputs go to a temporary
+#     directory.
 # FUZZ_ONLY="NAME ..." runs only those targets.
 # A target passes when libFuzzer finds no crash, leak, timeout, abort or
 # undefined behaviour.
@@ -57,9 +59,9 @@ mapfile -t targets < <(grep -Ev '^[[:space:]]*(#|$)' "$here/targets.list" |
 	done)
 n=${#targets[@]}
 if [ -z "$secs" ]; then
-	total=${FUZZ_TOTAL:-45}
+	total=${FUZZ_TOTAL:-38}
 	each=$(( total / (n > 0 ? n : 1) ))
-	[ "$each" -lt 3 ] && each=3
+	[ "$each" -lt 2 ] && each=2
 	long=0
 else
 	each=$secs

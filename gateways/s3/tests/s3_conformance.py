@@ -18,6 +18,7 @@ import time
 import traceback
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import s3_crc  # noqa: E402
@@ -1209,9 +1210,14 @@ def list_continuation_thousands():
     bk = fresh("conf-many")
     n = 2500
     names = ["k%05d" % i for i in range(n)]
-    # PUTs in one client: boto3 keeps the connection alive
-    for k in names:
-        s3.put_object(Bucket=bk, Key=k, Body=b"")
+    # PUTs from 4 threads through one client (botocore clients are
+    # thread-safe; its pool keeps the connections alive): the listing is
+    # what this case checks, and 2500 PUTs one after the other took 14 s
+    # of the suite's 35 s (alone; 4 threads: 2.3 times faster at load 12).
+    # A failed PUT raises here.
+    with ThreadPoolExecutor(4) as ex:
+        for _ in ex.map(lambda k: s3.put_object(Bucket=bk, Key=k, Body=b""), names):
+            pass
     got, pages, tok = [], 0, None
     while True:
         kw = {"ContinuationToken": tok} if tok else {}
