@@ -376,6 +376,16 @@ static void *job_main(void *arg)
 		if (rc == 0)
 			units += walk_units(&res);
 		free(res.rr_body);
+		if (rc == -EREMCHG) {
+			/* its home is served by another server: its own
+			 * engine's copy of it is stale, nothing to walk
+			 * there (its units wait for the handback) */
+			LOG_INFO("server %s: job %" PRIu64 ": walk on %s "
+				 "skipped: %s", a->ha_name, j->lj_id,
+				 s->s_conf->cc_servers[i].cs_name, err_msg());
+			rc = 0;
+			continue;
+		}
 		if (rc == -EBUSY && !job_stopped(j)) {
 			/* a walk runs there already (an old leader's job,
 			 * still alive): ask again */

@@ -436,7 +436,7 @@ static void home_step(struct srv_ha *a)
  * A run whose home another server took over while it ran (it was stopped,
  * cut off, or declared down by an operator) gets it back only through the
  * handback made at a start (srv_home.h): once the analyzer has it ONLINE
- * (or REBALANCING) again, not fenced, it asks to run again from its start
+ * again, not fenced, it asks to run again from its start
  * (srv_restart()).  A run that made the handback at its start waits for
  * the map instead; a QUARANTINED or FAILED one waits for the operator or
  * the analyzer.
@@ -470,8 +470,11 @@ static void home_restart_check(struct srv_ha *a)
 				 ha_state_name(st));
 	}
 	pthread_mutex_unlock(&a->ha_lock);
-	if (acting < 0 || (uint32_t)acting == self ||
-	    (st != HA_ONLINE && st != HA_REBALANCING))
+	/* ONLINE only: a rebalance job (REBALANCING) skips this server's
+	 * walk while its home is served elsewhere and ends first; a
+	 * restart under it would leave the job's call waiting on the old
+	 * process */
+	if (acting < 0 || (uint32_t)acting == self || st != HA_ONLINE)
 		return;
 	a->ha_restart_asked = true;
 	if (srv_restart(a->ha_srv, why) != 0)

@@ -265,9 +265,9 @@ void srv_walk_stop(struct srv *s);
  * here) pass the write fence like any home's; otherwise they are refused
  * with -EREMCHG (the own engine writes that slice directly, past the
  * fence).  Taking it back waits for the writes admitted while lent to
- * reach the device.  While lent, SOP_WALK is refused with -EBUSY (the own
- * engine's metadata of its home is stale: a repair or rebalance would
- * rewrite units from it; the HA job runner asks again).  The HA agent
+ * reach the device.  While lent, SOP_WALK is refused with -EREMCHG (the
+ * own engine's metadata of its home is stale: a repair or rebalance would
+ * rewrite units from it; the HA job runner skips that server).  The HA agent
  * lends it while the map has another server acting for this server's
  * home (ha/srv_home.c).
  */

@@ -539,9 +539,9 @@ static void srv_walk_handle(struct rpc_sreq *req, void *arg)
 		 * another server acts for it (ha/srv_home.h): a walk would
 		 * rewrite units from it */
 		free(w);
-		rpc_sreq_reply(req, -EBUSY, NULL, 0, "server's home is served "
-			       "by another server: its walks wait for the "
-			       "handback");
+		rpc_sreq_reply(req, -EREMCHG, NULL, 0, "server's home is "
+			       "served by another server: no walk here until "
+			       "the handback");
 		return;
 	}
 	pthread_mutex_lock(&s->s_exec->sx_lock);
