@@ -153,7 +153,13 @@ static int dev_rec_save(struct eng *e, uint32_t i)
 			     .dr_size = tier_dev_size(d->ed_dev)};
 	char name[16];
 
-	eng_dev_path_store(e, d->ed_dev->td_path, dr.dr_path, sizeof dr.dr_path);
+	/* the recorded path, not the one the opener attached it under
+	 * (a takeover engine's must not end up in the home's store) */
+	if (d->ed_rec_path != NULL)
+		snprintf(dr.dr_path, sizeof dr.dr_path, "%s", d->ed_rec_path);
+	else
+		eng_dev_path_store(e, d->ed_dev->td_path, dr.dr_path,
+				   sizeof dr.dr_path);
 	snprintf(name, sizeof name, "dev.%u", i);
 	return eng_sys_save(e, name, &dr, sizeof dr);
 }

@@ -413,6 +413,8 @@ void eng_close(struct eng *e)
 		tier_dev_close(e->e_devs[i].ed_dev);
 		alloc_fini(&e->e_devs[i].ed_alloc);
 	}
+	for (uint32_t i = 0; i < LIM_DEV_MAX; i++)
+		free(e->e_devs[i].ed_rec_path);
 	meta_close(&e->e_meta);
 	if (e->e_lockfd >= 0)
 		close(e->e_lockfd);

@@ -344,6 +344,12 @@ struct eng_dev {
 	uint32_t ed_tier;
 	uint32_t ed_state;      /**< enum eng_dev_state (atomic) */
 	uint32_t ed_flags;      /**< EDF_* */
+	/** The path the store records, when the opener attached the device
+	 *  under another (eng_conf.ec_dev_path: a takeover engine's
+	 *  "remote:H:i@H+INC"); NULL otherwise.  The record keeps it
+	 *  (dev_rec_save()): the store is the home's, and its own engine
+	 *  opens it again after a handback.  malloc()ed, freed at close. */
+	char *ed_rec_path;
 	/* zoned (SMR) devices: appends go to the open zone (core/zone.c) */
 	pthread_mutex_t ed_zlock;
 	uint32_t ed_zopen;

@@ -218,6 +218,11 @@ static int store_open_device(struct eng *e, uint32_t i,
 			over.dr_path[LIM_PATH_MAX] = '\0';
 			LOG_INFO("store %s: device %u (%s) attached as %s",
 				 e->e_dir, i, dr->dr_path, over.dr_path);
+			free(d->ed_rec_path);
+			d->ed_rec_path = strdup(dr->dr_path);
+			if (d->ed_rec_path == NULL)
+				return err_set(-ENOMEM, "store %s: device %u",
+					       e->e_dir, i);
 			dr = &over;
 		}
 	}

@@ -19,6 +19,7 @@
 #include "core/clu_conf.h"
 #include "core/eng_repl.h"
 #include "core/engine.h"
+#include "core/engine_internal.h"
 #include "core/errors.h"
 #include "core/meta.h"
 #include "core/meta_txn.h"
@@ -352,6 +353,31 @@ static int dev_map(void *arg, uint32_t i, const char *rec, char *out,
 	return 1;
 }
 
+/* The path device i's record holds (into out, LIM_PATH_MAX + 1). */
+static int dev_path(struct eng *e, uint32_t i, char *out)
+{
+	struct meta_rec r;
+	MDB_txn *txn;
+	char name[16];
+	int rc = meta_rtxn_begin(eng_meta(e), &txn, "ut");
+
+	if (rc != 0)
+		return rc;
+	snprintf(name, sizeof name, "dev.%u", i);
+	rc = meta_get(txn, eng_meta(e), META_T_SYS, name, strlen(name), &r,
+		      "ut");
+	if (rc == 0 && r.mc_vlen == sizeof(struct dev_rec)) {
+		struct dev_rec dr;
+
+		memcpy(&dr, r.mc_val, sizeof dr);
+		dr.dr_path[LIM_PATH_MAX] = '\0';
+		snprintf(out, LIM_PATH_MAX + 1, "%s", dr.dr_path);
+	} else if (rc == 0)
+		rc = -EIO;
+	meta_rtxn_put(eng_meta(e), txn);
+	return rc;
+}
+
 static void test_open_on_shadow(void)
 {
 	uint32_t calls = 0;
@@ -378,6 +404,22 @@ static void test_open_on_shadow(void)
 	CU_ASSERT_EQUAL(meta_get(txn, eng_meta(e), META_T_SYS, "ut.saved", 8,
 				 &r, "ut"), 0);
 	meta_rtxn_put(eng_meta(e), txn);
+	/* a device state this engine saves keeps the path the store
+	 * records, not the one dev_map attached it under (a takeover
+	 * engine's "remote:H:i@H+INC" left in the home's store made its
+	 * own devices remote to itself after the handback) */
+	{
+		char before[LIM_PATH_MAX + 1], after[LIM_PATH_MAX + 1];
+		uint32_t i = 0;
+
+		/* the first device dev_map rewrote (recorded relative) */
+		while (dev_path(e, i, before) == 0 && before[0] == '/')
+			i++;
+		CU_ASSERT_FATAL(dev_path(e, i, before) == 0);
+		CU_ASSERT_EQUAL(eng_dev_state_set(e, i, ED_ONLINE, 0), 0);
+		CU_ASSERT_EQUAL(dev_path(e, i, after), 0);
+		CU_ASSERT_STRING_EQUAL(after, before);
+	}
 	eng_close(e);
 	/* no store there */
 	ec.ec_meta_dir = tdir;
