@@ -592,14 +592,11 @@ static int report_op(struct srv_ha *a, const HaReq *q)
 			       ha_ev_kind_name(ev.he_kind));
 	/* about a server of the map (and one of its devices): a request
 	 * about anything else would be kept and decide nothing */
-	rc = -ENOENT;
 	pthread_mutex_lock(&a->ha_lock);
-	for (uint32_t i = 0; rc == -ENOENT && i < a->ha_map.hm_nr_servers;
-	     i++) {
-		const struct ha_srv *hs = &a->ha_map.hm_servers[i];
+	rc = ha_srv_index(&a->ha_map, ev.he_target);
+	if (rc >= 0) {
+		const struct ha_srv *hs = &a->ha_map.hm_servers[rc];
 
-		if (strcmp(hs->hs_name, ev.he_target) != 0)
-			continue;
 		rc = ev.he_dev[0] == '\0' ? 0 : -ENODEV;
 		for (uint32_t k = 0; rc != 0 && k < hs->hs_nr_devs; k++)
 			if (strcmp(hs->hs_devs[k].hd_name, ev.he_dev) == 0)
@@ -839,12 +836,8 @@ static void ha_stop(struct srv *s)
 			(void)ha_leader_resign(a->ha_etcd,
 					       a->ha_map.hm_cluster,
 					       a->ha_name);
-		/* also for a run again from the start (home_restart_check()):
-		 * it is seen as an exit, and its next run joins again (a
-		 * rebalance under way is aborted, and the server comes back
-		 * ONLINE by rule return; keeping the lease instead left the
-		 * handback of a drained server's home undone in
-		 * ha_inflight_test) */
+		/* a run again from the start (home_restart_check()) too:
+		 * seen as an exit, its next run joins again */
 		if (a->ha_lease != 0)
 			(void)etcd_lease_revoke(a->ha_etcd, a->ha_lease);
 	}

@@ -307,13 +307,14 @@ bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
 	uint32_t self = s->s_self, n = s->s_conf->cc_nr_servers;
 	bool on = m->hm_meta_replicas >= 2 && map_matches(sh, m);
 	bool hold;
+	int acting_self;
 
 	if (m->hm_meta_replicas >= 2 && !map_matches(sh, m))
 		LOG_WARNING("server %s: the cluster map's servers are not the "
 			    "cluster file's: homes are not taken over",
 			    s->s_me->cs_name);
-	hold = on && ha_home_acting(m, self) >= 0 &&
-	       (uint32_t)ha_home_acting(m, self) != self;
+	acting_self = on ? ha_home_acting(m, self) : -1;
+	hold = acting_self >= 0 && (uint32_t)acting_self != self;
 	/* the own slice taken back before the own engine serves again: the
 	 * acting server's writes admitted there are on the device first */
 	if (!hold && sh->sh_held)

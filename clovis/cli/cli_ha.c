@@ -262,12 +262,12 @@ int cmd_ha_report(struct cli *c)
 int cmd_server(struct cli *c)
 {
 	const char *t = c->c_args[0];
+	bool add = strcmp(c->c_cmd->cc_name, "add") == 0;
 
 	if (strchr(t, ':') != NULL || strchr(t, '/') != NULL)
-		return cli_fail(c, strcmp(c->c_cmd->cc_name, "add") == 0 ?
-				-ENOTSUP : -EINVAL, "server %s '%s': %s",
-				c->c_cmd->cc_name, t,
-				strcmp(c->c_cmd->cc_name, "add") == 0 ?
+		return cli_fail(c, add ? -ENOTSUP : -EINVAL,
+				"server %s '%s': %s", c->c_cmd->cc_name, t,
+				add ?
 				"a server that is not in the cluster file "
 				"cannot join a running cluster yet (homes are "
 				"placed over the cluster file's servers, "
