@@ -225,25 +225,31 @@ srv_stop() {
 		return 1
 	fi
 	kill "$p" 2>/dev/null
-	wait_gone "$p" || { no "s$1 gone within 20 s of SIGTERM"; return 1; }
+	wait_gone "$p" || { no "s$1 gone within 60 s of SIGTERM"; return 1; }
 }
 
 wait_gone() {
 	local i
-	for i in $(seq 1 200); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+	for i in $(seq 1 600); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
 	return 1
 }
 
+# wait_up: until `cluster status` answers from every server, at most
+# CL_WAIT_UP_SECS (default 180 s: a server's start on a loaded machine,
+# load 80 on 2 cores, took over 20 s in CI).  On a timeout the last
+# answer is shown.
+CL_WAIT_UP_SECS=${CL_WAIT_UP_SECS:-180}
 wait_up() {
-	local i
-	for i in $(seq 1 100); do
-		if [ -n "${UPCONF:-}" ]; then
-			timeout 20 "$S" cluster status --cluster "$UPCONF" >/dev/null 2>&1 && return 0
-		else
-			timeout 20 "$S" cluster status --dir "$D" >/dev/null 2>&1 && return 0
-		fi
-		sleep 0.2
+	local end=$((SECONDS + CL_WAIT_UP_SECS)) where
+	if [ -n "${UPCONF:-}" ]; then where="--cluster $UPCONF"; else where="--dir $D"; fi
+	while :; do
+		# shellcheck disable=SC2086
+		timeout 30 "$S" cluster status $where >"$T/wait_up" 2>&1 && return 0
+		[ "$SECONDS" -lt "$end" ] || break
+		sleep 0.3
 	done
+	echo "     wait_up: no full answer within ${CL_WAIT_UP_SECS} s; last:"
+	tail -n 4 "$T/wait_up" | cut -c1-240 | sed 's/^/     | /'
 	return 1
 }
 

@@ -114,15 +114,16 @@ start() {
 		--pid-file "$D/s$1.pid" --log-file "$D/s$1.log" --log-level 3
 }
 
-# wait_up: until every server answers dtx ls (at most ~30 s).
+# wait_up: until every server answers dtx ls, at most 180 s (a start
+# on a loaded machine can take tens of seconds).
 wait_up() {
-	local i
-	for i in $(seq 1 60); do
-		timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
+	local end=$((SECONDS + 180))
+	while :; do
+		timeout 30 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
 			! grep -q DOWN "$T/ls" && return 0
+		[ "$SECONDS" -lt "$end" ] || return 1
 		sleep 0.5
 	done
-	return 1
 }
 
 # diag: on a failure, whether each server process lives (and where its
