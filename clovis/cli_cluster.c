@@ -127,14 +127,19 @@ static uint32_t clu_ring(const struct clu_client *c, const struct st_id *id,
  * whenever the server it sent an object request to refused it with
  * -EREMCHG or could not be reached), and sends object requests there.
  */
-static uint32_t clu_obj_target(struct clu_client *c, const struct st_id *id)
+static uint32_t clu_home_target(struct clu_client *c, uint32_t h)
 {
-	uint32_t h = clu_home(&c->cc_conf, id), a;
+	uint32_t a;
 
 	pthread_mutex_lock(&c->cc_mlock);
 	a = c->cc_map_on ? c->cc_acting[h] : h;
 	pthread_mutex_unlock(&c->cc_mlock);
 	return a;
+}
+
+static uint32_t clu_obj_target(struct clu_client *c, const struct st_id *id)
+{
+	return clu_home_target(c, clu_home(&c->cc_conf, id));
 }
 
 static uint64_t clu_now_ms(void)
@@ -361,8 +366,9 @@ static void *clu_watch_main(void *arg)
  * server again?  Reads the map; true when the request should go again
  * (to clu_obj_target()): a refusal for the home (-EREMCHG: nothing ran)
  * always, a server unreachable when the map now names another one. */
-static bool clu_obj_reroute(struct clu_client *c, const struct st_id *id,
-			    uint32_t was, int rc, bool answered)
+static bool clu_home_reroute(struct clu_client *c, uint32_t h,
+			     const char *what, uint32_t was, int rc,
+			     bool answered)
 {
 	bool unreachable = !answered || rc == -EHOSTDOWN ||
 			   rc == -ETIMEDOUT;
@@ -378,23 +384,33 @@ static bool clu_obj_reroute(struct clu_client *c, const struct st_id *id,
 	 * the same decision round, an epoch or two later; waited for at
 	 * most a call timeout, which the call would have waited anyway */
 	for (uint64_t t0 = clu_now_ms();
-	     rc != -EREMCHG && clu_obj_target(c, id) == was &&
+	     rc != -EREMCHG && clu_home_target(c, h) == was &&
 	     clu_home_moves(c, was) &&
 	     clu_now_ms() - t0 < c->cc_conf.cc_call_ms;) {
 		usleep(CLU_MOVE_POLL_MS * 1000);
 		if (clu_map_refresh(c, was) != 0)
 			return false;
 	}
-	if (clu_obj_target(c, id) == was && rc != -EREMCHG)
+	if (clu_home_target(c, h) == was && rc != -EREMCHG)
 		return false;
-	LOG_INFO("object %s: server %s %s; the map has home %s served by %s "
-		 "(epoch %" PRIu64 "): sent there", eng_id_str(id),
+	LOG_INFO("%s: server %s %s; the map has home %s served by %s "
+		 "(epoch %" PRIu64 "): sent there", what,
 		 c->cc_conf.cc_servers[was].cs_name,
 		 rc == -EREMCHG ? "does not serve its home" : "unreachable",
-		 c->cc_conf.cc_servers[clu_home(&c->cc_conf, id)].cs_name,
-		 c->cc_conf.cc_servers[clu_obj_target(c, id)].cs_name,
+		 c->cc_conf.cc_servers[h].cs_name,
+		 c->cc_conf.cc_servers[clu_home_target(c, h)].cs_name,
 		 c->cc_map_epoch);
 	return true;
+}
+
+static bool clu_obj_reroute(struct clu_client *c, const struct st_id *id,
+			    uint32_t was, int rc, bool answered)
+{
+	char what[64];
+
+	snprintf(what, sizeof what, "object %s", eng_id_str(id));
+	return clu_home_reroute(c, clu_home(&c->cc_conf, id), what, was, rc,
+				answered);
 }
 
 static uint32_t clu_replicas(const struct clu_client *c)
@@ -1819,11 +1835,6 @@ uint32_t cluster_nr_servers(struct clovis *cl)
 	return clu_of(cl)->cc_conf.cc_nr_servers;
 }
 
-uint32_t cluster_meta_replicas(struct clovis *cl)
-{
-	return clu_of(cl)->cc_conf.cc_meta_replicas;
-}
-
 /* The HA opcode on server s: 0 with *out (or NULL: empty) or an error. */
 static int clu_ha_call(struct clu_client *c, uint32_t s, const HaReq *q,
 		       char **out)
@@ -1996,7 +2007,7 @@ int cluster_dtx_created(struct clovis *cl, struct eng_req *r)
 	return rc;
 }
 
-int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
+int cluster_dtx_call(struct clovis *cl, uint32_t home, uint32_t op,
 		     const void *body, size_t len, const void *bulk,
 		     size_t bulk_len, uint32_t ms, void **rbody, size_t *rlen)
 {
@@ -2004,9 +2015,21 @@ int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
 	struct rpc_result res;
 	struct iovec iov = {(void *)bulk, bulk_len};
 	struct rpc_bulk b = {RPC_BULK_OUT, &iov, 1};
-	int rc = peers_call_ms(c->cc_peers, server, op, body, len,
-			       bulk_len > 0 ? &b : NULL, ms, &res);
+	char what[80];
+	int rc;
 
+	snprintf(what, sizeof what, "dtx request to home %s",
+		 c->cc_conf.cc_servers[home].cs_name);
+	for (uint32_t t = 0;; t++) {
+		uint32_t s = clu_home_target(c, home);
+
+		rc = peers_call_ms(c->cc_peers, s, op, body, len,
+				   bulk_len > 0 ? &b : NULL, ms, &res);
+		if (rc == 0 || t == 1 ||
+		    !clu_home_reroute(c, home, what, s, rc, res.rr_answered))
+			break;
+		free(res.rr_body);
+	}
 	*rbody = res.rr_body;
 	*rlen = res.rr_len;
 	return rc;

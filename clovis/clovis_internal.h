@@ -236,8 +236,6 @@ int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
 void cluster_status(struct clovis *cl, uint32_t s,
 		    struct clovis_server_info *si);
 uint32_t cluster_nr_servers(struct clovis *cl);
-/* The cluster file's meta_replicas (copies of each home's metadata). */
-uint32_t cluster_meta_replicas(struct clovis *cl);
 /* The HA opcode (HaReq kind, from, limit, text) on the first server that
  * answers: 0 with *out (Reply.text, malloc'd, NUL-terminated; NULL when
  * empty) or an error. */
@@ -278,7 +276,11 @@ int cluster_dtx_member(struct clovis *cl, const struct eng_req *r,
 /* A CREATE member of a committed dtx: its attributes (incarnation,
  * placement) as the object's home made them, into r->er_ent (an OPEN). */
 int cluster_dtx_created(struct clovis *cl, struct eng_req *r);
-int cluster_dtx_call(struct clovis *cl, uint32_t server, uint32_t op,
+/* A dtx request (its body names home + 1, DtxReq.home: participants are
+ * homes) to the server the client's map has serving home; sent once more
+ * when that server refused it for the home (-EREMCHG: nothing ran) or
+ * could not be reached and the map, read again, names another. */
+int cluster_dtx_call(struct clovis *cl, uint32_t home, uint32_t op,
 		     const void *body, size_t len, const void *bulk,
 		     size_t bulk_len, uint32_t ms, void **rbody, size_t *rlen);
 void cluster_idx_touch(struct clovis *cl, uint32_t server,

@@ -138,16 +138,6 @@ int clovis_dtx_open(struct clovis_dtx **out, struct clovis_realm *r)
 	if (out == NULL || r == NULL || r->re_cl == NULL)
 		return err_set(-EINVAL, "dtx_open: %s is NULL",
 			       out == NULL ? "dtx" : "realm");
-	/* dtm addresses homes by clu_home(), not the server acting for one,
-	 * and with standbys a participant's apply can fail after the
-	 * decision (dtx_cluster_test with meta_replicas 3 left accounts
-	 * half-applied): refused, not run as something weaker */
-	if (r->re_cl->cl_eng == NULL && cluster_meta_replicas(r->re_cl) >= 2)
-		return err_set(-ENOTSUP, "dtx_open: distributed transactions "
-			       "over replicated homes (cluster.meta_replicas "
-			       "%u) are not supported yet: a cluster that runs "
-			       "them keeps meta_replicas 1",
-			       cluster_meta_replicas(r->re_cl));
 	dx = calloc(1, sizeof *dx);
 	if (dx == NULL)
 		return err_set(-ENOMEM, "dtx allocation");

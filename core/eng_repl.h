@@ -90,6 +90,12 @@ int eng_repl_set(struct eng *e, const struct eng_repl_ops *ops, void *arg);
 /** The sequence number of e's last committed write set (repl:seq; 0:
  *  none). */
 uint64_t eng_repl_seq(struct eng *e);
+/** Wait until write set seq of e is acknowledged as its hook's ro_wait
+ *  says (on its standbys): 0 at once without a hook or for seq 0; else
+ *  ro_wait's answer (a negative code with a message).  For a reader that
+ *  must not tell what a takeover on a standby would not have (a dtx
+ *  participant's decision: dtm/srv_dtx.c). */
+int eng_repl_wait(struct eng *e, uint64_t seq);
 
 /**
  * Check a write set: every field of the header and of each record (magic,

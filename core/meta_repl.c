@@ -528,6 +528,11 @@ uint64_t eng_repl_seq(struct eng *e)
 	return seq;
 }
 
+int eng_repl_wait(struct eng *e, uint64_t seq)
+{
+	return meta_repl_wait(&e->e_meta, seq);
+}
+
 int eng_repl_seq_read(const char *dir, uint64_t *seq)
 {
 	struct stat st;

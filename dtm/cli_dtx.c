@@ -157,6 +157,7 @@ static int dtx_part_req(struct dtx_clu *c, struct dtx_part *p, uint32_t kind,
 	q.hlc = dx->cx_id->di_hlc;
 	q.node = dx->cx_id->di_node;
 	q.clock = dtm_hlc_now();
+	q.home = p->dp_server + 1; /* participants are homes */
 	if (kind == DTM_MSG_PREPARE) {
 		q.n_parts = c->dc_nr;
 		q.parts = c->dc_parts;
@@ -544,6 +545,7 @@ static int settle_ask(const struct dtm_cli *cli, uint32_t s, struct settle_srv *
 	q.kind = DTM_MSG_LIST;
 	q.limit = limit;
 	q.clock = dtm_hlc_now();
+	q.home = s + 1;
 	rc = dtm_pack(&q.base, &b, &bl);
 	if (rc == 0)
 		rc = cli->dc_ops->co_call(cli->dc_arg, s, b, bl, NULL, 0, ms,

@@ -91,6 +91,10 @@ static int req_check(const DtxReq *q, uint32_t nr_servers)
 	if (q->kind == DTM_MSG_DEAD && q->decision > 1)
 		return err_set(-EINVAL, "dtx request: DEAD with decision %u "
 			       "(0 dead, 1 alive)", q->decision);
+	if (q->home > nr_servers)
+		return err_set(-EINVAL, "dtx request: home %u (0: the "
+			       "receiver's, 1..%u: server index + 1)", q->home,
+			       nr_servers);
 	if (q->kind == DTM_MSG_DEAD && q->server >= nr_servers)
 		return err_set(-EINVAL, "dtx request: server %u (servers "
 			       "0..%u)", q->server, nr_servers - 1);

@@ -35,6 +35,15 @@
  *             (dtm_term_decide, with servers marked dead).
  *   trimming  decided records are kept DTX_KEEP_S for queries and `dtx ls`,
  *             at most DTX_KEEP_MAX of them (oldest first).
+ *
+ * Participants are homes (dtm/README.md "Participants are homes"): every
+ * request names the home it addresses (DtxReq.home), and runs on the
+ * engine that serves that home here (struct dhome): the server's own
+ * engine for its own home, the engine it opened to act for a home taken
+ * over (ha/srv_home.h, the s_route hook), else -EREMCHG.  The log records
+ * of a home live in its store, so they travel with it to its standbys and
+ * back; in-doubt lists are kept per home, and a home's are loaded from
+ * its store the first time this server serves it on a given engine.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/eng_repl.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -65,11 +75,18 @@ struct pdtx {
 	struct pdtx *pd_next;
 };
 
+/* The in-doubt dtxs of one home served here (memory). */
+struct dlist {
+	struct pdtx *dl_doubt;
+	uint32_t dl_nr;
+	struct eng *dl_eng;       /* the engine they were loaded from (NULL:
+				     none: the home is not served here) */
+};
+
 struct srv_dtx {
 	struct srv *d_srv;
-	pthread_mutex_t d_lock;   /* d_doubt, d_dead */
-	struct pdtx *d_doubt;
-	uint32_t d_nr_doubt;
+	pthread_mutex_t d_lock;   /* d_list, d_dead */
+	struct dlist d_list[CLU_SERVERS_MAX]; /* by home */
 	uint64_t d_dead;          /* servers marked dead (bit per server) */
 	pthread_mutex_t d_idlock[DTX_LOCKS]; /* one dtx's state changes */
 	pthread_t d_term;
@@ -78,6 +95,20 @@ struct srv_dtx {
 	pthread_cond_t d_cond;
 	uint64_t d_trim_ms;
 };
+
+/* The participant of home h_home on this server: the engine that holds
+ * the home's log and metadata, with s_route's reference on it. */
+struct dhome {
+	struct srv *h_srv;
+	uint32_t h_home;
+	struct eng *h_eng;
+	void *h_ref;      /* NULL: the server's own engine */
+};
+
+static const char *home_name(const struct dhome *h)
+{
+	return h->h_srv->s_conf->cc_servers[h->h_home].cs_name;
+}
 
 /* ------------------------------------------------------------ records */
 
@@ -117,10 +148,10 @@ static void drec_fini(struct drec *r)
 }
 
 /* Read the record of id: 0 (r filled), -ENOENT, or an error. */
-static int rec_get(struct srv *s, const struct st_dtx_id *id,
+static int rec_get(const struct dhome *h, const struct st_dtx_id *id,
 		   struct drec *r)
 {
-	struct meta *mt = eng_meta(s->s_eng);
+	struct meta *mt = eng_meta(h->h_eng);
 	char key[DTX_KEY_LEN];
 	struct meta_rec v;
 	MDB_txn *txn;
@@ -152,10 +183,10 @@ static int rec_get(struct srv *s, const struct st_dtx_id *id,
 	return rc;
 }
 
-static uint32_t rec_state(struct srv *s, const struct st_dtx_id *id)
+static uint32_t rec_state(const struct dhome *h, const struct st_dtx_id *id)
 {
 	struct drec r;
-	int rc = rec_get(s, id, &r);
+	int rc = rec_get(h, id, &r);
 
 	drec_fini(&r);
 	return rc == 0 ? r.r_h.dr_state : DTM_UNKNOWN;
@@ -226,12 +257,12 @@ static int rec_put_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 			strlen(w->w_key), w->w_val, w->w_len, "dtx record");
 }
 
-static int dwait_run(struct srv *s, struct dwait *w)
+static int dwait_run(const struct dhome *h, struct dwait *w)
 {
 	pthread_mutex_init(&w->w_lock, NULL);
 	pthread_cond_init(&w->w_cond, NULL);
 	w->w_ci.ci_done = dwait_done;
-	eng_commit_submit(s->s_eng, &w->w_ci);
+	eng_commit_submit(h->h_eng, &w->w_ci);
 	pthread_mutex_lock(&w->w_lock);
 	while (!w->w_done)
 		pthread_cond_wait(&w->w_cond, &w->w_lock);
@@ -244,7 +275,7 @@ static int dwait_run(struct srv *s, struct dwait *w)
 }
 
 /* Write the record of id durably (one commit). */
-static int rec_put(struct srv *s, const struct st_dtx_id *id,
+static int rec_put(const struct dhome *h, const struct st_dtx_id *id,
 		   uint32_t state, const uint16_t *parts, uint32_t nr,
 		   const void *body, size_t blen)
 {
@@ -258,7 +289,7 @@ static int rec_put(struct srv *s, const struct st_dtx_id *id,
 	if (rc == 0) {
 		dtx_key(w->w_key, id);
 		w->w_ci.ci_apply = rec_put_apply;
-		rc = dwait_run(s, w);
+		rc = dwait_run(h, w);
 	}
 	eng_spacevec_fini(&w->w_ci.ci_alloc);
 	eng_spacevec_fini(&w->w_ci.ci_freed);
@@ -272,9 +303,10 @@ static int rec_put(struct srv *s, const struct st_dtx_id *id,
 /* In doubt from now; termination may act wait_ms + DTX_TERM_MS from now
  * (wait_ms: the coordinator's decision deadline, from its PREPARE), or at
  * once (now: loaded at a restart, the coordinator's calls were lost). */
-static void doubt_add(struct srv_dtx *d, const struct st_dtx_id *id,
-		      bool now, uint32_t wait_ms)
+static void doubt_add(struct srv_dtx *d, uint32_t home,
+		      const struct st_dtx_id *id, bool now, uint32_t wait_ms)
 {
+	struct dlist *l = &d->d_list[home];
 	struct pdtx *p = calloc(1, sizeof *p);
 
 	if (p == NULL)
@@ -283,28 +315,116 @@ static void doubt_add(struct srv_dtx *d, const struct st_dtx_id *id,
 	p->pd_due_ms = srv_now_ms() + (now ? 0 : (uint64_t)wait_ms +
 				       DTX_TERM_MS);
 	pthread_mutex_lock(&d->d_lock);
-	p->pd_next = d->d_doubt;
-	d->d_doubt = p;
-	d->d_nr_doubt++;
+	for (struct pdtx *o = l->dl_doubt; o != NULL; o = o->pd_next)
+		if (o->pd_id.di_hlc == id->di_hlc &&
+		    o->pd_id.di_node == id->di_node) {
+			/* loaded from the store and prepared meanwhile */
+			pthread_mutex_unlock(&d->d_lock);
+			free(p);
+			return;
+		}
+	p->pd_next = l->dl_doubt;
+	l->dl_doubt = p;
+	l->dl_nr++;
 	pthread_mutex_unlock(&d->d_lock);
 }
 
-static void doubt_del(struct srv_dtx *d, const struct st_dtx_id *id)
+static void doubt_del(struct srv_dtx *d, uint32_t home,
+		      const struct st_dtx_id *id)
 {
+	struct dlist *l = &d->d_list[home];
+
 	pthread_mutex_lock(&d->d_lock);
-	for (struct pdtx **pp = &d->d_doubt; *pp != NULL;
+	for (struct pdtx **pp = &l->dl_doubt; *pp != NULL;
 	     pp = &(*pp)->pd_next) {
 		struct pdtx *p = *pp;
 
 		if (p->pd_id.di_hlc == id->di_hlc &&
 		    p->pd_id.di_node == id->di_node) {
 			*pp = p->pd_next;
-			d->d_nr_doubt--;
+			l->dl_nr--;
 			free(p);
 			break;
 		}
 	}
 	pthread_mutex_unlock(&d->d_lock);
+}
+
+/* Forget the in-doubt list of home (d_lock held): the home is no longer
+ * served here on that engine (its records stay in its store). */
+static void dlist_clear(struct dlist *l)
+{
+	while (l->dl_doubt != NULL) {
+		struct pdtx *p = l->dl_doubt;
+
+		l->dl_doubt = p->pd_next;
+		free(p);
+	}
+	l->dl_nr = 0;
+	l->dl_eng = NULL;
+}
+
+/* ------------------------------------------------------------ homes */
+
+static int dtx_replay(struct srv_dtx *d, const struct dhome *h);
+
+/*
+ * The participant of home on this server: its engine, referenced until
+ * dhome_put().  0, or -EREMCHG when this server does not serve that home
+ * (the map has another server serving it, or this server has no map and
+ * home is not its own), -EBUSY while it opens or hands back its store.
+ * A home acted for here has its in-doubt list loaded from its store the
+ * first time it is asked for on that engine (due at once: whoever
+ * prepared it there is gone).
+ */
+static int dhome_get(struct srv_dtx *d, uint32_t home, struct dhome *h)
+{
+	struct srv *s = d->d_srv;
+	struct dlist *l;
+	bool load;
+	int rc = 0;
+
+	*h = (struct dhome){s, home, s->s_eng, NULL};
+	if (home >= s->s_conf->cc_nr_servers)
+		return err_set(-EINVAL, "dtx request: home %u (servers 0..%u)",
+			       home, s->s_conf->cc_nr_servers - 1);
+	if (s->s_route != NULL)
+		rc = s->s_route(s->s_route_arg, home, &h->h_eng, &h->h_ref);
+	if (rc == 0 && home != s->s_self && h->h_ref == NULL)
+		rc = err_set(-EREMCHG, "dtx: server %s does not act for home "
+			     "%s", s->s_me->cs_name, home_name(h));
+	if (rc != 0) {
+		h->h_ref = NULL;
+		return rc;
+	}
+	if (home == s->s_self)
+		return 0;
+	pthread_mutex_lock(&d->d_lock);
+	l = &d->d_list[home];
+	load = l->dl_eng != h->h_eng;
+	if (load) {
+		dlist_clear(l);
+		l->dl_eng = h->h_eng;
+	}
+	pthread_mutex_unlock(&d->d_lock);
+	if (load && dtx_replay(d, h) != 0) {
+		LOG_WARNING("dtx: server %s acting for home %s: its log not "
+			    "loaded (tried again): %s", s->s_me->cs_name,
+			    home_name(h), err_msg());
+		pthread_mutex_lock(&d->d_lock);
+		l->dl_eng = NULL;
+		pthread_mutex_unlock(&d->d_lock);
+	}
+	return 0;
+}
+
+static void dhome_put(struct dhome *h)
+{
+	struct srv *s = h->h_srv;
+
+	if (h->h_ref != NULL && s->s_route_put != NULL)
+		s->s_route_put(s->s_route_arg, h->h_ref);
+	h->h_ref = NULL;
 }
 
 /* ------------------------------------------------------------ members */
@@ -333,17 +453,17 @@ struct pmem {
 
 /* The entity record of id on this server, from a read transaction of its
  * own: 0, -ENOENT, or an error. */
-static int pmem_ent_get(struct srv *s, const struct st_id *id,
+static int pmem_ent_get(const struct dhome *h, const struct st_id *id,
 			struct meta_ent *me)
 {
 	MDB_txn *txn;
 	int rc;
 
-	rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
+	rc = meta_rtxn_begin(eng_meta(h->h_eng), &txn, "begin read");
 	if (rc != 0)
 		return rc;
-	rc = meta_ent_get(txn, eng_meta(s->s_eng), id, me);
-	meta_rtxn_put(eng_meta(s->s_eng), txn);
+	rc = meta_ent_get(txn, eng_meta(h->h_eng), id, me);
+	meta_rtxn_put(eng_meta(h->h_eng), txn);
 	return rc;
 }
 /* Member i is an index CREATE or DELETE (EntReq with SRF_INDEX |
@@ -351,8 +471,10 @@ static int pmem_ent_get(struct srv *s, const struct st_id *id,
  * one of the index's replicas (each live replica is a participant and
  * applies it); CREATE: the index does not exist here; DELETE: it exists in
  * the incarnation the client opened. */
-static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
+static int pmem_check_ient(const struct dhome *h, uint32_t i,
+			   struct pmem *pm)
 {
+	struct srv *s = h->h_srv;
 	struct msg_req *m = &pm->pm_m;
 	struct eng_req *r = &m->mr_req;
 	struct meta_ent me;
@@ -372,7 +494,7 @@ static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
 	if (pm->pm_eri == NULL)
 		return -ENOMEM;
 	pm->pm_inc = m->mr_incarnation;
-	rc = pmem_ent_get(s, &r->er_id, &me);
+	rc = pmem_ent_get(h, &r->er_id, &me);
 	if (rc != 0 && rc != -ENOENT)
 		return rc;
 	if (r->er_kind == ER_ENT_CREATE)
@@ -396,8 +518,10 @@ static int pmem_check_ient(struct srv *s, uint32_t i, struct pmem *pm)
  * object's home; CREATE: the object does not exist; DELETE: it exists in
  * the incarnation the client opened.  Or an index CREATE or DELETE
  * (pmem_check_ient). */
-static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
+static int pmem_check_ent(const struct dhome *h, uint32_t i,
+			  struct pmem *pm)
 {
+	struct srv *s = h->h_srv;
 	struct msg_req *m = &pm->pm_m;
 	struct eng_req *r = &m->mr_req;
 	struct meta_ent me;
@@ -405,7 +529,7 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 
 	if (r->er_type == ST_ET_IDX &&
 	    (r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE))
-		return pmem_check_ient(s, i, pm);
+		return pmem_check_ient(h, i, pm);
 	if (r->er_type != ST_ET_OBJ ||
 	    (r->er_kind != ER_ENT_CREATE && r->er_kind != ER_ENT_DELETE) ||
 	    m->mr_rflags != 0)
@@ -413,11 +537,10 @@ static int pmem_check_ent(struct srv *s, uint32_t i, struct pmem *pm)
 			       "type %u in a dtx (object and index CREATE and "
 			       "DELETE only)", i, eng_id_str(&r->er_id),
 			       r->er_kind, r->er_type);
-	if (clu_home(s->s_conf, &r->er_id) != s->s_self)
-		return err_set(-EINVAL, "member %u: object %s: server %s is "
-			       "not its home", i, eng_id_str(&r->er_id),
-			       s->s_me->cs_name);
-	rc = pmem_ent_get(s, &r->er_id, &me);
+	if (clu_home(s->s_conf, &r->er_id) != h->h_home)
+		return err_set(-EINVAL, "member %u: object %s: %s is not its "
+			       "home", i, eng_id_str(&r->er_id), home_name(h));
+	rc = pmem_ent_get(h, &r->er_id, &me);
 	if (rc != 0 && rc != -ENOENT)
 		return rc;
 	if (r->er_kind == ER_ENT_CREATE)
@@ -472,10 +595,12 @@ static int pmem_check_pairs(const struct pmem *pm, size_t nr)
  * the PREPARE the vote is NO and nothing applies anywhere), as in
  * embedded mode: it must not commit with that record left out (clovis.h,
  * "Distributed transactions"). */
-static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
+static int pmem_check_absent(const struct dhome *h, uint32_t i,
+			     const struct pmem *pm)
 {
+	struct srv *s = h->h_srv;
 	const struct eng_req *r = &pm->pm_m.mr_req;
-	struct meta *me = eng_meta(s->s_eng);
+	struct meta *me = eng_meta(h->h_eng);
 	char ks[DTM_KEY_STR_LEN];
 	MDB_txn *txn;
 	int rc = meta_rtxn_begin(me, &txn, "begin read");
@@ -509,9 +634,10 @@ static int pmem_check_absent(struct srv *s, uint32_t i, const struct pmem *pm)
 /* Decode member i and check it against the store: entity and incarnation,
  * kind, and that this server may apply it (object home, index replica
  * allowed to order). */
-static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
-		      struct pmem *pm)
+static int pmem_check(const struct dhome *h, const DtxMember *src,
+		      uint32_t i, struct pmem *pm)
 {
+	struct srv *s = h->h_srv;
 	struct msg_req *m = &pm->pm_m;
 	struct eng_req *r = &m->mr_req;
 	const struct clu_conf *c = s->s_conf;
@@ -523,9 +649,16 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 	pm->pm_src = src;
 	if (rc != 0)
 		return err_set(rc, "member %u: %s", i, err_msg());
-	r->er_eng = s->s_eng;
+	r->er_eng = h->h_eng;
+	if (h->h_home != s->s_self &&
+	    (src->op == SOP_IDX || (src->op == SOP_ENT &&
+				    r->er_type == ST_ET_IDX)))
+		return err_set(-EHOSTDOWN, "member %u: index %s: the replica "
+			       "on %s is not served while another server "
+			       "acts for its home", i, eng_id_str(&r->er_id),
+			       home_name(h));
 	if (src->op == SOP_ENT)
-		return pmem_check_ent(s, i, pm);
+		return pmem_check_ent(h, i, pm);
 	if (src->op != SOP_OBJ && src->op != SOP_IDX)
 		return err_set(-EINVAL, "member %u: opcode %u in a dtx", i,
 			       src->op);
@@ -546,11 +679,11 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 			return err_set(-ENOMEM, "member %u", i);
 		msg_req_recs_bind(m);
 	}
-	rc = meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin read");
+	rc = meta_rtxn_begin(eng_meta(h->h_eng), &txn, "begin read");
 	if (rc != 0)
 		return rc;
-	rc = meta_ent_get(txn, eng_meta(s->s_eng), &r->er_id, &me);
-	meta_rtxn_put(eng_meta(s->s_eng), txn);
+	rc = meta_ent_get(txn, eng_meta(h->h_eng), &r->er_id, &me);
+	meta_rtxn_put(eng_meta(h->h_eng), txn);
 	if (rc == -ENOENT ||
 	    (rc == 0 && me.me_type != (src->op == SOP_OBJ ? ST_ET_OBJ
 							  : ST_ET_IDX)))
@@ -561,10 +694,10 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 	if (rc != 0)
 		return rc;
 	if (src->op == SOP_OBJ) {
-		if (clu_home(c, &r->er_id) != s->s_self)
-			return err_set(-EINVAL, "member %u: object %s: server "
-				       "%s is not its home", i,
-				       eng_id_str(&r->er_id), s->s_me->cs_name);
+		if (clu_home(c, &r->er_id) != h->h_home)
+			return err_set(-EINVAL, "member %u: object %s: %s is "
+				       "not its home", i,
+				       eng_id_str(&r->er_id), home_name(h));
 		if (me.me_ctime_ns != m->mr_incarnation)
 			return err_set(-ENOENT, "member %u: object %s was "
 				       "deleted (and made again) since this "
@@ -609,7 +742,7 @@ static int pmem_check(struct srv *s, const DtxMember *src, uint32_t i,
 	}
 	r->er_ent.me_ctime_ns = me.me_ctime_ns;
 	if (r->er_kind == ER_IDX_PUT && !(r->er_flags & ST_IF_OVERWRITE))
-		return pmem_check_absent(s, i, pm);
+		return pmem_check_absent(h, i, pm);
 	return 0;
 }
 
@@ -992,8 +1125,9 @@ static void forward_all(struct srv *s, struct pmem *pm, uint32_t nr,
  * group of one object).  With take, they are taken (eng_glock) and the
  * members marked er_glocked; else only computed (the PREPARE's check).
  * 0 or a negative code. */
-static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
-			    bool take, uint32_t **locks, uint32_t *nlocks)
+static int pmem_glock_slots(const struct dhome *h, struct pmem *pm,
+			    uint32_t nr, bool take, uint32_t **locks,
+			    uint32_t *nlocks)
 {
 	struct eng_req **reqs = calloc(nr ? nr : 1, sizeof *reqs);
 	uint32_t bad;
@@ -1009,7 +1143,7 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 	rc = 0;
 	for (uint32_t i = 0; rc == 0 && i < nr; i++)
 		if (pm[i].pm_src->op == SOP_OBJ)
-			rc = comp_resolve(s->s_eng, &pm[i].pm_m.mr_req);
+			rc = comp_resolve(h->h_eng, &pm[i].pm_m.mr_req);
 	if (rc != 0) {
 		free(reqs);
 		return rc;
@@ -1020,7 +1154,7 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 			reqs[i] = &pm[i].pm_m.mr_req;
 			any = true;
 		}
-	rc = any ? eng_unit_reqs_locks(s->s_eng, reqs, nr, locks, nlocks, &bad)
+	rc = any ? eng_unit_reqs_locks(h->h_eng, reqs, nr, locks, nlocks, &bad)
 		 : 0;
 	if (rc != 0) {
 		char m[LIM_ERRMSG_LEN];
@@ -1030,7 +1164,7 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 							 0 : 4));
 	}
 	if (rc == 0 && take && *nlocks > 0) {
-		eng_glock(s->s_eng, *locks, *nlocks);
+		eng_glock(h->h_eng, *locks, *nlocks);
 		for (uint32_t i = 0; i < nr; i++)
 			if (reqs[i] != NULL)
 				reqs[i]->er_glocked = true;
@@ -1039,10 +1173,10 @@ static int pmem_glock_slots(struct srv *s, struct pmem *pm, uint32_t nr,
 	return rc;
 }
 
-static int pmem_glock(struct srv *s, struct pmem *pm, uint32_t nr,
+static int pmem_glock(const struct dhome *h, struct pmem *pm, uint32_t nr,
 		      uint32_t **locks, uint32_t *nlocks)
 {
-	return pmem_glock_slots(s, pm, nr, true, locks, nlocks);
+	return pmem_glock_slots(h, pm, nr, true, locks, nlocks);
 }
 
 /* A COMMIT that took DTX_SLOW_MS or more: say where its time went (the
@@ -1067,9 +1201,10 @@ static void commit_slow_log(struct srv *s, const struct st_dtx_id *id,
 }
 
 /* COMMIT a PREPARED record (caller holds the id lock). */
-static int part_commit(struct srv *s, const struct st_dtx_id *id,
+static int part_commit(const struct dhome *h, const struct st_dtx_id *id,
 		       struct drec *rec)
 {
+	struct srv *s = h->h_srv;
 	DtxReq *q = dtx_req__unpack(NULL, rec->r_body_len, rec->r_body);
 	struct dwait *w = NULL;
 	struct pmem *pm = NULL;
@@ -1095,7 +1230,7 @@ static int part_commit(struct srv *s, const struct st_dtx_id *id,
 		pm[i].pm_lock = &lock;
 		pm[i].pm_cond = &cond;
 		pm[i].pm_ran = &ran;
-		rc = pmem_check(s, q->members[i], i, &pm[i]);
+		rc = pmem_check(h, q->members[i], i, &pm[i]);
 		/* ordered here in a term of its own, like a PUT/DEL */
 		if (rc == 0 && pm[i].pm_ri != NULL)
 			rc = srv_ridx_claim(s, pm[i].pm_ri);
@@ -1103,7 +1238,7 @@ static int part_commit(struct srv *s, const struct st_dtx_id *id,
 	/* Unit-layout members: their parity-group locks at once, one sorted
 	 * set (as embedded mode's dtx), held until the commit is durable. */
 	if (rc == 0)
-		rc = pmem_glock(s, pm, nr, &locks, &nlocks);
+		rc = pmem_glock(h, pm, nr, &locks, &nlocks);
 	/* Run each member to its held item (data out of place; unit layouts
 	 * on this server's and the other servers' devices). */
 	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
@@ -1114,7 +1249,7 @@ static int part_commit(struct srv *s, const struct st_dtx_id *id,
 		r->er_ci.ci_executed = NULL;
 		err_clear();
 		launched++;
-		rc = eng_exec(s->s_eng, r);
+		rc = eng_exec(h->h_eng, r);
 		if (rc == ENG_PENDING) {
 			rc = 0;
 			continue;
@@ -1177,11 +1312,11 @@ static int part_commit(struct srv *s, const struct st_dtx_id *id,
 		w->w_srv = s;
 		w->w_ci.ci_apply = commit_apply;
 		if (rc == 0)
-			rc = dwait_run(s, w); /* space released on failure */
+			rc = dwait_run(h, w); /* space released on failure */
 	} else {
 		for (uint32_t i = 0; i < nr; i++)
 			if (pm[i].pm_held)
-				eng_space_release(s->s_eng,
+				eng_space_release(h->h_eng,
 						  &pm[i].pm_m.mr_req.er_ci.ci_alloc);
 	}
 	if (rc == 0)
@@ -1197,7 +1332,7 @@ static int part_commit(struct srv *s, const struct st_dtx_id *id,
 	if (rc == 0)
 		commit_slow_log(s, id, nr, t, copies, max_ms);
 	if (nlocks > 0)
-		eng_gunlock(s->s_eng, locks, nlocks);
+		eng_gunlock(h->h_eng, locks, nlocks);
 	free(locks);
 	rc2 = rc;
 	for (uint32_t i = 0; pm != NULL && i < nr; i++)
@@ -1215,33 +1350,48 @@ static int part_commit(struct srv *s, const struct st_dtx_id *id,
 }
 
 /*
+ * A decision read back (state), answered only once what this home's store
+ * holds is on its standbys (eng_repl_wait(): nothing to wait for without
+ * replication).  A record written here whose write set reached no
+ * standby (its commit failed after the local commit) must not be told:
+ * a takeover on a standby would not have it, and could decide otherwise.
+ * The state, or the replication's failure (the asker tries again later).
+ */
+static int rec_stable(const struct dhome *h, int state)
+{
+	int rc = eng_repl_wait(h->h_eng, eng_repl_seq(h->h_eng));
+
+	return rc != 0 ? rc : state;
+}
+
+/*
  * Decide id (COMMITTED or ABORTED) here.  Returns the state the record is
  * in after (a decided record keeps its decision), or a negative code
  * (the record stays PREPARED: asked again later).
  */
-static int part_decide(struct srv_dtx *d, const struct st_dtx_id *id,
-		       uint32_t decision)
+static int part_decide(struct srv_dtx *d, const struct dhome *h,
+		       const struct st_dtx_id *id, uint32_t decision)
 {
 	struct srv *s = d->d_srv;
 	struct drec rec;
 	int rc;
 
 	pthread_mutex_lock(id_lock(d, id));
-	rc = rec_get(s, id, &rec);
+	rc = rec_get(h, id, &rec);
 	if (rc == -ENOENT) {
 		/* Never prepared: an ABORT is logged so a late PREPARE is
 		 * refused; a COMMIT cannot be (it needed our YES). */
 		if (decision == DTM_ABORTED) {
-			uint16_t self = (uint16_t)s->s_self;
+			uint16_t self = (uint16_t)h->h_home;
 
-			rc = rec_put(s, id, DTM_ABORTED, &self, 1, NULL, 0);
+			rc = rec_put(h, id, DTM_ABORTED, &self, 1, NULL, 0);
 			rc = rc == 0 ? DTM_ABORTED : rc;
 		} else {
-			rc = err_set(-EPROTO, "dtx: COMMIT of a dtx server %s "
-				     "never prepared", s->s_me->cs_name);
+			rc = err_set(-EPROTO, "dtx: COMMIT of a dtx home %s "
+				     "never prepared", home_name(h));
 		}
 	} else if (rc == 0 && rec.r_h.dr_state != DTM_PREPARED) {
-		rc = rec.r_h.dr_state;
+		rc = rec_stable(h, (int)rec.r_h.dr_state);
 	} else if (rc == 0) {
 		if (FAULT_HIT("dtx.part.decide.before")) {
 			LOG_WARNING("fault point dtx.part.decide.before: "
@@ -1249,7 +1399,7 @@ static int part_decide(struct srv_dtx *d, const struct st_dtx_id *id,
 			raise(SIGKILL);
 		}
 		if (decision == DTM_COMMITTED) {
-			rc = part_commit(s, id, &rec);
+			rc = part_commit(h, id, &rec);
 			if (rc == -ENOENT || rc == -EEXIST || rc == -EINVAL) {
 				/* A member's entity was deleted (or one it
 				 * creates made) since the PREPARE (no
@@ -1258,17 +1408,18 @@ static int part_decide(struct srv_dtx *d, const struct st_dtx_id *id,
 				 * refuses): nothing of this participant's
 				 * members is applied, and the record must
 				 * not stay in doubt for ever. */
-				LOG_ERROR("dtx: COMMIT on server %s: %s: "
-					  "members not applied",
-					  s->s_me->cs_name, err_msg());
-				rc = rec_put(s, id, DTM_COMMITTED, rec.r_parts,
+				LOG_ERROR("dtx: COMMIT on server %s (home %s):"
+					  " %s: members not applied",
+					  s->s_me->cs_name, home_name(h),
+					  err_msg());
+				rc = rec_put(h, id, DTM_COMMITTED, rec.r_parts,
 					     rec.r_h.dr_nr_parts, NULL, 0);
 			}
 		} else
-			rc = rec_put(s, id, DTM_ABORTED, rec.r_parts,
+			rc = rec_put(h, id, DTM_ABORTED, rec.r_parts,
 				     rec.r_h.dr_nr_parts, NULL, 0);
 		if (rc == 0) {
-			doubt_del(d, id);
+			doubt_del(d, h->h_home, id);
 			rc = (int)decision;
 			if (FAULT_HIT("dtx.part.decide.after")) {
 				LOG_WARNING("fault point dtx.part.decide.after"
@@ -1284,8 +1435,9 @@ static int part_decide(struct srv_dtx *d, const struct st_dtx_id *id,
 
 /* ------------------------------------------------------------ handlers */
 
-static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
-		     size_t len, struct st_dtx_id *id)
+static int h_prepare(struct srv_dtx *d, const struct dhome *h,
+		     const DtxReq *q, const void *body, size_t len,
+		     struct st_dtx_id *id)
 {
 	struct srv *s = d->d_srv;
 	uint16_t parts[DTM_PARTS_MAX];
@@ -1295,13 +1447,13 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 
 	for (size_t i = 0; i < q->n_parts; i++) {
 		parts[i] = (uint16_t)q->parts[i];
-		member |= q->parts[i] == s->s_self;
+		member |= q->parts[i] == h->h_home;
 	}
 	if (rc == 0 && !member)
-		rc = err_set(-EINVAL, "dtx request: server %s is not among "
-			     "the participants", s->s_me->cs_name);
+		rc = err_set(-EINVAL, "dtx request: home %s is not among "
+			     "the participants", home_name(h));
 	for (size_t i = 0; rc == 0 && i < q->n_members; i++) {
-		rc = pmem_check(s, q->members[i], (uint32_t)i, &pm[i]);
+		rc = pmem_check(h, q->members[i], (uint32_t)i, &pm[i]);
 		if (rc == 0 && pm[i].pm_ri != NULL &&
 		    !srv_ridx_orderable(s, pm[i].pm_ri))
 			rc = err_set(-ESTALE, "member %zu: index %s must be "
@@ -1313,7 +1465,7 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 	if (rc == 0) {
 		uint32_t *slots, nslots;
 
-		rc = pmem_glock_slots(s, pm, (uint32_t)q->n_members, false,
+		rc = pmem_glock_slots(h, pm, (uint32_t)q->n_members, false,
 				      &slots, &nslots);
 		free(slots);
 	}
@@ -1324,20 +1476,20 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 		return rc;
 	pthread_mutex_lock(id_lock(d, id));
 	{
-		uint32_t st = rec_state(s, id);
+		uint32_t st = rec_state(h, id);
 
 		if (!dtm_prepare_allowed(st))
-			rc = err_set(-ECANCELED, "dtx: server %s already has "
-				     "it %s", s->s_me->cs_name,
+			rc = err_set(-ECANCELED, "dtx: home %s already has "
+				     "it %s", home_name(h),
 				     st == DTM_ABORTED ? "ABORTED" :
 				     st == DTM_COMMITTED ? "COMMITTED" :
 				     "PREPARED");
 	}
 	if (rc == 0)
-		rc = rec_put(s, id, DTM_PREPARED, parts, (uint32_t)q->n_parts,
+		rc = rec_put(h, id, DTM_PREPARED, parts, (uint32_t)q->n_parts,
 			     body, len);
 	if (rc == 0)
-		doubt_add(d, id, false, q->wait_ms);
+		doubt_add(d, h->h_home, id, false, q->wait_ms);
 	pthread_mutex_unlock(id_lock(d, id));
 	if (rc == 0 && FAULT_HIT("dtx.part.prepared")) {
 		LOG_WARNING("fault point dtx.part.prepared: SIGKILL");
@@ -1346,20 +1498,22 @@ static int h_prepare(struct srv_dtx *d, const DtxReq *q, const void *body,
 	return rc;
 }
 
-static int h_query(struct srv_dtx *d, const struct st_dtx_id *id)
+static int h_query(struct srv_dtx *d, const struct dhome *h,
+		   const struct st_dtx_id *id)
 {
-	struct srv *s = d->d_srv;
 	uint32_t st;
 	bool log_it;
 	int rc = 0;
 
 	pthread_mutex_lock(id_lock(d, id));
-	st = rec_state(s, id);
+	st = rec_state(h, id);
 	dtm_query_answer(&st, &log_it);
 	if (log_it) {
-		uint16_t self = (uint16_t)s->s_self;
+		uint16_t self = (uint16_t)h->h_home;
 
-		rc = rec_put(s, id, DTM_ABORTED, &self, 1, NULL, 0);
+		rc = rec_put(h, id, DTM_ABORTED, &self, 1, NULL, 0);
+	} else if (st == DTM_COMMITTED || st == DTM_ABORTED) {
+		rc = rec_stable(h, 0);
 	}
 	pthread_mutex_unlock(id_lock(d, id));
 	return rc != 0 ? rc : (int)st;
@@ -1436,10 +1590,11 @@ static int hl_one(void *arg, const struct meta_rec *r)
  * more than limit newer dtxs were logged here (it then commits later,
  * over the accounts that client's successor rewrote meanwhile).
  */
-static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
+static int h_list(struct srv_dtx *d, const struct dhome *h, uint32_t limit,
+		  DtxReply *rp)
 {
-	struct srv *s = d->d_srv;
-	struct meta *mt = eng_meta(s->s_eng);
+	struct dlist *l = &d->d_list[h->h_home];
+	struct meta *mt = eng_meta(h->h_eng);
 	MDB_txn *txn;
 	struct meta_rec v;
 	struct st_dtx_id *doubt = NULL;
@@ -1455,7 +1610,7 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 	doubt = calloc(limit, sizeof *doubt);
 	if (doubt != NULL) {
 		pthread_mutex_lock(&d->d_lock);
-		for (struct pdtx *p = d->d_doubt; p != NULL && nd < limit;
+		for (struct pdtx *p = l->dl_doubt; p != NULL && nd < limit;
 		     p = p->pd_next)
 			doubt[nd++] = p->pd_id;
 		pthread_mutex_unlock(&d->d_lock);
@@ -1463,18 +1618,18 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 	/* the in-doubt ones, from their records */
 	for (uint32_t i = 0; rp->list != NULL && i < nd && n < limit; i++) {
 		char key[DTX_KEY_LEN];
-		struct dtm_rec h;
+		struct dtm_rec dr;
 		uint16_t parts[DTM_PARTS_MAX];
 
 		dtx_key(key, &doubt[i]);
 		if (meta_get(txn, mt, META_T_SYS, key, strlen(key), &v,
 			     NULL) != 0 ||
-		    dtm_rec_decode(v.mc_val, v.mc_vlen, &h, parts) != 0 ||
-		    h.dr_state != DTM_PREPARED) {
+		    dtm_rec_decode(v.mc_val, v.mc_vlen, &dr, parts) != 0 ||
+		    dr.dr_state != DTM_PREPARED) {
 			doubt[i].di_node = UINT32_MAX; /* decided since */
 			continue;
 		}
-		rp->list[n] = list_entry(&v, &h, parts);
+		rp->list[n] = list_entry(&v, &dr, parts);
 		if (rp->list[n] == NULL)
 			break;
 		n++;
@@ -1496,7 +1651,7 @@ static int h_list(struct srv_dtx *d, uint32_t limit, DtxReply *rp)
 	meta_rtxn_put(mt, txn);
 	pthread_mutex_lock(&d->d_lock);
 	rp->dead = d->d_dead;
-	rp->in_doubt = d->d_nr_doubt;
+	rp->in_doubt = l->dl_nr;
 	pthread_mutex_unlock(&d->d_lock);
 	return rp->list == NULL ? err_set(-ENOMEM, "dtx list") : 0;
 }
@@ -1553,6 +1708,7 @@ static void dtx_answer(struct srv *s, struct rpc_sreq *req, DtxReq *q,
  * SOP_RDEV requests must find a free handler there (docs/cluster.md). */
 struct decide_job {
 	struct srv *j_srv;
+	struct dhome j_h;
 	struct rpc_sreq *j_req;
 	DtxReq *j_q;
 };
@@ -1568,14 +1724,16 @@ static void *decide_main(void *arg)
 
 	srv_thread_enter();
 	err_clear();
-	rc = part_decide(s->s_dtx, &id, j->j_q->decision);
+	rc = part_decide(s->s_dtx, &j->j_h, &id, j->j_q->decision);
+	dhome_put(&j->j_h);
 	dtx_answer(s, j->j_req, j->j_q, rc, &rp);
 	__atomic_sub_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELEASE);
 	free(j);
 	return NULL;
 }
 
-static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
+static bool decide_spawn(struct srv *s, const struct dhome *h,
+			 struct rpc_sreq *req, DtxReq *q)
 {
 	struct decide_job *j = malloc(sizeof *j);
 	pthread_attr_t at;
@@ -1584,7 +1742,7 @@ static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
 
 	if (j == NULL)
 		return false;
-	*j = (struct decide_job){s, req, q};
+	*j = (struct decide_job){s, *h, req, q};
 	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_RELAXED);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
@@ -1600,8 +1758,9 @@ static bool decide_spawn(struct srv *s, struct rpc_sreq *req, DtxReq *q)
 /* A PREPARE above DTM_PREPARE_INLINE_MAX: env is its envelope; the packed
  * PREPARE is the call's bulk, pulled whole (RMA) before anything is
  * checked, so the record written before the vote holds all of it. */
-static int h_prepare_bulk(struct srv_dtx *d, struct rpc_sreq *req,
-			  const DtxReq *env, struct st_dtx_id *id)
+static int h_prepare_bulk(struct srv_dtx *d, const struct dhome *h,
+			  struct rpc_sreq *req, const DtxReq *env,
+			  struct st_dtx_id *id)
 {
 	struct srv *s = d->d_srv;
 	size_t len = rpc_sreq_bulk_len(req);
@@ -1626,7 +1785,7 @@ static int h_prepare_bulk(struct srv_dtx *d, struct rpc_sreq *req,
 		rc = err_set(rc, "dtx %s: pulling its PREPARE of %zu bytes: %s",
 			     dtm_id_format(id, ids), len, err_msg());
 	if (rc == 0)
-		rc = h_prepare(d, q, buf, len, id);
+		rc = h_prepare(d, h, q, buf, len, id);
 	if (q != NULL)
 		dtx_req__free_unpacked(q, NULL);
 	free(buf);
@@ -1641,6 +1800,7 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	const void *body = rpc_sreq_body(req, &len);
 	DtxReply rp = DTX_REPLY__INIT;
 	struct st_dtx_id id;
+	struct dhome h;
 	DtxReq *q = NULL;
 	int rc;
 
@@ -1658,30 +1818,39 @@ static void srv_dtx_handle(struct rpc_sreq *req, void *arg)
 	}
 	dtm_hlc_observe(q->clock);
 	id = (struct st_dtx_id){.di_hlc = q->hlc, .di_node = q->node};
+	if (q->kind == DTM_MSG_DEAD) {
+		rc = h_dead(d, q->server, q->decision == 1);
+		dtx_answer(s, req, q, rc, &rp);
+		return;
+	}
+	rc = dhome_get(d, q->home != 0 ? q->home - 1 : s->s_self, &h);
+	if (rc != 0) {
+		dtx_answer(s, req, q, rc, &rp);
+		return;
+	}
 	switch (q->kind) {
 	case DTM_MSG_PREPARE:
 		if (q->bulk_len != 0) {
-			rc = h_prepare_bulk(d, req, q, &id);
+			rc = h_prepare_bulk(d, &h, req, q, &id);
 		} else {
-			rc = h_prepare(d, q, body, len, &id);
+			rc = h_prepare(d, &h, q, body, len, &id);
 		}
 		rp.state = DTM_PREPARED;
 		break;
 	case DTM_MSG_DECIDE:
-		if (q->decision == DTM_COMMITTED && decide_spawn(s, req, q))
-			return;
-		rc = part_decide(d, &id, q->decision);
+		if (q->decision == DTM_COMMITTED &&
+		    decide_spawn(s, &h, req, q))
+			return; /* the job puts h */
+		rc = part_decide(d, &h, &id, q->decision);
 		break;
 	case DTM_MSG_QUERY:
-		rc = h_query(d, &id);
-		break;
-	case DTM_MSG_LIST:
-		rc = h_list(d, q->limit, &rp);
+		rc = h_query(d, &h, &id);
 		break;
 	default:
-		rc = h_dead(d, q->server, q->decision == 1);
+		rc = h_list(d, &h, q->limit, &rp);
 		break;
 	}
+	dhome_put(&h);
 	dtx_answer(s, req, q, rc, &rp);
 }
 
@@ -1693,23 +1862,41 @@ static int srv_dtx_register(struct srv *s)
 
 /* ------------------------------------------------------------ termination */
 
-/* Ask server j what it knows of id. */
-static void term_ask(struct srv *s, uint32_t j, const struct st_dtx_id *id,
-		     struct dtm_answer *a)
+/* Ask home j's participant what it knows of id: at the server the map
+ * has serving j (this one included). */
+static void term_ask(struct srv_dtx *d, uint32_t j,
+		     const struct st_dtx_id *id, struct dtm_answer *a)
 {
+	struct srv *s = d->d_srv;
+	uint32_t at = s->s_route_acting != NULL ?
+		      s->s_route_acting(s->s_route_arg, j) : j;
 	DtxReq q = DTX_REQ__INIT;
 	struct rpc_result res;
 	DtxReply *rp = NULL;
 	uint8_t *b;
 	size_t bl;
 
+	if (at == s->s_self) {
+		struct dhome hj;
+		int rc = dhome_get(d, j, &hj);
+
+		if (rc == 0)
+			rc = h_query(d, &hj, id);
+		dhome_put(&hj);
+		if (rc > 0) {
+			a->da_replied = true;
+			a->da_state = (uint32_t)rc;
+		}
+		return;
+	}
 	q.kind = DTM_MSG_QUERY;
 	q.hlc = id->di_hlc;
 	q.node = id->di_node;
 	q.clock = dtm_hlc_now();
+	q.home = j + 1;
 	if (dtm_pack(&q.base, &b, &bl) != 0)
 		return;
-	if (peers_call_ms(s->s_peers, j, DTM_OP, b, bl, NULL, DTX_QUERY_MS,
+	if (peers_call_ms(s->s_peers, at, DTM_OP, b, bl, NULL, DTX_QUERY_MS,
 			  &res) == 0 &&
 	    dtm_reply_decode(res.rr_body, res.rr_len, &rp) == 0) {
 		a->da_replied = true;
@@ -1722,39 +1909,39 @@ static void term_ask(struct srv *s, uint32_t j, const struct st_dtx_id *id,
 }
 
 /* Resolve one in-doubt dtx if the rule allows. */
-static void term_one(struct srv_dtx *d, const struct st_dtx_id *id)
+static void term_one(struct srv_dtx *d, const struct dhome *h,
+		     const struct st_dtx_id *id)
 {
-	struct srv *s = d->d_srv;
 	struct dtm_answer ans[DTM_PARTS_MAX];
 	enum dtm_verdict v;
 	struct drec rec;
 	uint32_t n = 0;
 	uint64_t dead;
 	char buf[DTM_ID_STR_LEN];
-	int rc = rec_get(s, id, &rec);
+	int rc = rec_get(h, id, &rec);
 
 	if (rc != 0 || rec.r_h.dr_state != DTM_PREPARED) {
 		if (rc == 0 || rc == -ENOENT)
-			doubt_del(d, id);
+			doubt_del(d, h->h_home, id);
 		drec_fini(&rec);
 		return;
 	}
 	pthread_mutex_lock(&d->d_lock);
 	dead = d->d_dead;
 	pthread_mutex_unlock(&d->d_lock);
-	if (rec.r_parts[0] == s->s_self) {
+	if (rec.r_parts[0] == h->h_home) {
 		v = dtm_term_decider(DTM_PREPARED, true);
 	} else {
 		for (uint32_t i = 0; i < rec.r_h.dr_nr_parts; i++) {
 			uint32_t j = rec.r_parts[i];
 
-			if (j == s->s_self)
+			if (j == h->h_home)
 				continue;
 			ans[n] = (struct dtm_answer){0};
 			if (dead & (1ull << j))
 				ans[n].da_dead = true;
 			else
-				term_ask(s, j, id, &ans[n]);
+				term_ask(d, j, id, &ans[n]);
 			n++;
 		}
 		v = dtm_term_decide(DTM_PREPARED, ans, n);
@@ -1762,16 +1949,21 @@ static void term_one(struct srv_dtx *d, const struct st_dtx_id *id)
 	drec_fini(&rec);
 	if (v == DTM_V_WAIT)
 		return;
-	rc = part_decide(d, id, v == DTM_V_COMMIT ? DTM_COMMITTED
-						  : DTM_ABORTED);
+	rc = part_decide(d, h, id, v == DTM_V_COMMIT ? DTM_COMMITTED
+						     : DTM_ABORTED);
 	if (rc < 0)
-		LOG_WARNING("dtx %s: termination could not %s it: %s",
-			    dtm_id_format(id, buf),
+		LOG_WARNING("dtx %s (home %s): termination could not %s it: "
+			    "%s", dtm_id_format(id, buf), home_name(h),
 			    v == DTM_V_COMMIT ? "commit" : "abort", err_msg());
-	else
-		LOG_INFO("dtx %s: in doubt, resolved by termination: %s",
-			 dtm_id_format(id, buf),
+	else if (h->h_home == h->h_srv->s_self)
+		LOG_INFO("dtx %s (home %s): in doubt, resolved by termination:"
+			 " %s", dtm_id_format(id, buf), home_name(h),
 			 rc == DTM_COMMITTED ? "COMMITTED" : "ABORTED");
+	else /* on a home taken over: an operator wants to see it */
+		LOG_WARNING("dtx %s (home %s): in doubt, resolved by "
+			    "termination: %s", dtm_id_format(id, buf),
+			    home_name(h), rc == DTM_COMMITTED ? "COMMITTED"
+							      : "ABORTED");
 }
 
 /* term_trim()'s scans. */
@@ -1809,10 +2001,9 @@ static int trim_one(void *arg, const struct meta_rec *r)
 
 /* Delete decided records older than DTX_KEEP_S, and the oldest beyond
  * DTX_KEEP_MAX. */
-static void term_trim(struct srv_dtx *d)
+static void term_trim(const struct dhome *h)
 {
-	struct srv *s = d->d_srv;
-	struct meta *mt = eng_meta(s->s_eng);
+	struct meta *mt = eng_meta(h->h_eng);
 	struct trim_arg ta = {dtm_hlc_us(dtm_hlc_now()), 0, 0};
 	struct meta_scan sc = {.ms_table = META_T_SYS, .ms_prefix = "dtx/",
 			       .ms_plen = 4, .ms_fn = trim_count,
@@ -1837,6 +2028,43 @@ static void term_trim(struct srv_dtx *d)
 			 ta.ta_del);
 }
 
+/* One tick of termination for home j: its due in-doubt dtxs (at most
+ * 256; *more: some left for the next tick), and its trimming when trim.
+ * A home not served here (any more) has its list forgotten. */
+static void term_home(struct srv_dtx *d, uint32_t j, uint64_t now, bool trim,
+		      bool *more)
+{
+	struct st_dtx_id ids[256];
+	struct dhome h;
+	uint32_t n = 0;
+
+	if (dhome_get(d, j, &h) != 0) {
+		if (j != d->d_srv->s_self) {
+			pthread_mutex_lock(&d->d_lock);
+			if (d->d_list[j].dl_eng != NULL)
+				dlist_clear(&d->d_list[j]);
+			pthread_mutex_unlock(&d->d_lock);
+		}
+		return;
+	}
+	pthread_mutex_lock(&d->d_lock);
+	for (struct pdtx *p = d->d_list[j].dl_doubt; p != NULL && n < 256;
+	     p = p->pd_next)
+		if (now >= p->pd_due_ms)
+			ids[n++] = p->pd_id;
+	pthread_mutex_unlock(&d->d_lock);
+	/* test builds: termination held (dtx_cluster_test.sh keeps a
+	 * dtx in doubt while newer ones are logged) */
+	if (FAULT_HIT("dtx.part.term.hold"))
+		n = 0;
+	*more |= n == 256;
+	for (uint32_t i = 0; i < n && !d->d_stop; i++)
+		term_one(d, &h, &ids[i]);
+	if (trim)
+		term_trim(&h);
+	dhome_put(&h);
+}
+
 static void *term_main(void *arg)
 {
 	struct srv_dtx *d = arg;
@@ -1844,33 +2072,22 @@ static void *term_main(void *arg)
 
 	eng_thread_enter();
 	for (;;) {
-		struct st_dtx_id ids[256];
-		uint32_t n = 0;
 		uint64_t now = srv_now_ms();
+		bool trim = now - d->d_trim_ms >= DTX_TRIM_EVERY_MS;
+		bool more = false;
 		struct timespec ts;
 
-		pthread_mutex_lock(&d->d_lock);
-		for (struct pdtx *p = d->d_doubt; p != NULL && n < 256;
-		     p = p->pd_next)
-			if (now >= p->pd_due_ms)
-				ids[n++] = p->pd_id;
-		pthread_mutex_unlock(&d->d_lock);
-		/* test builds: termination held (dtx_cluster_test.sh keeps a
-		 * dtx in doubt while newer ones are logged) */
-		if (FAULT_HIT("dtx.part.term.hold"))
-			n = 0;
-		for (uint32_t i = 0; i < n && !d->d_stop; i++)
-			term_one(d, &ids[i]);
-		if (now - d->d_trim_ms >= DTX_TRIM_EVERY_MS) {
+		for (uint32_t j = 0; j < s->s_conf->cc_nr_servers &&
+		     !d->d_stop; j++)
+			term_home(d, j, now, trim, &more);
+		if (trim)
 			d->d_trim_ms = now;
-			term_trim(d);
-		}
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += (long)DTX_TERM_TICK_MS * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
 		pthread_mutex_lock(&d->d_lock);
-		if (!d->d_stop && n < 256)
+		if (!d->d_stop && !more)
 			pthread_cond_timedwait(&d->d_cond, &d->d_lock, &ts);
 		if (d->d_stop) {
 			pthread_mutex_unlock(&d->d_lock);
@@ -1878,7 +2095,6 @@ static void *term_main(void *arg)
 		}
 		pthread_mutex_unlock(&d->d_lock);
 	}
-	(void)s;
 	eng_thread_leave();
 	return NULL;
 }
@@ -1886,6 +2102,7 @@ static void *term_main(void *arg)
 /* dtx_replay()'s scan. */
 struct replay_arg {
 	struct srv_dtx *ra_d;
+	uint32_t ra_home;
 	uint32_t ra_n;
 };
 
@@ -1906,17 +2123,17 @@ static int replay_one(void *arg, const struct meta_rec *r)
 	if (h.dr_state != DTM_PREPARED)
 		return META_SCAN_NEXT;
 	id = (struct st_dtx_id){.di_hlc = h.dr_hlc, .di_node = h.dr_node};
-	doubt_add(a->ra_d, &id, true, 0); /* restart: ask at once */
+	doubt_add(a->ra_d, a->ra_home, &id, true, 0); /* ask at once */
 	a->ra_n++;
 	return META_SCAN_NEXT;
 }
 
-/* Load PREPARED records: in doubt from now. */
-static int dtx_replay(struct srv_dtx *d)
+/* Load home h's PREPARED records: in doubt from now. */
+static int dtx_replay(struct srv_dtx *d, const struct dhome *h)
 {
 	struct srv *s = d->d_srv;
-	struct meta *mt = eng_meta(s->s_eng);
-	struct replay_arg ra = {d, 0};
+	struct meta *mt = eng_meta(h->h_eng);
+	struct replay_arg ra = {d, h->h_home, 0};
 	MDB_txn *txn;
 	int rc = meta_rtxn_begin(mt, &txn, "dtx replay: begin");
 
@@ -1929,9 +2146,12 @@ static int dtx_replay(struct srv_dtx *d)
 	meta_rtxn_put(mt, txn);
 	if (rc != 0)
 		return rc;
-	if (ra.ra_n > 0)
+	if (ra.ra_n > 0 && h->h_home == s->s_self)
 		LOG_INFO("server %s: %u dtx in doubt at start", s->s_me->cs_name,
 			 ra.ra_n);
+	else if (h->h_home != s->s_self)
+		LOG_WARNING("server %s: dtx log of home %s loaded (acting for it): "
+			 "%u in doubt", s->s_me->cs_name, home_name(h), ra.ra_n);
 	return 0;
 }
 
@@ -1951,7 +2171,8 @@ static int srv_dtx_start(struct srv *s)
 	if (eng_sys_load(s->s_eng, DTX_DEAD_NAME, &d->d_dead,
 			 sizeof d->d_dead) != 0)
 		d->d_dead = 0;
-	rc = dtx_replay(d);
+	rc = dtx_replay(d, &(struct dhome){s, s->s_self, s->s_eng, NULL});
+	d->d_list[s->s_self].dl_eng = s->s_eng;
 	d->d_trim_ms = srv_now_ms();
 	if (rc == 0) {
 		rc = pthread_create(&d->d_term, NULL, term_main, d);
@@ -1977,12 +2198,8 @@ static void srv_dtx_stop(struct srv *s)
 	if (d->d_term_on)
 		pthread_join(d->d_term, NULL);
 	s->s_dtx = NULL;
-	while (d->d_doubt != NULL) {
-		struct pdtx *p = d->d_doubt;
-
-		d->d_doubt = p->pd_next;
-		free(p);
-	}
+	for (uint32_t j = 0; j < CLU_SERVERS_MAX; j++)
+		dlist_clear(&d->d_list[j]);
 	free(d);
 }
 

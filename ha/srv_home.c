@@ -103,6 +103,19 @@ static int home_route(void *arg, uint32_t home, struct eng **eng, void **ref)
 	return rc;
 }
 
+static uint32_t home_acting(void *arg, uint32_t home)
+{
+	struct srv_home *sh = arg;
+	uint32_t a;
+
+	if (home >= CLU_SERVERS_MAX)
+		return home;
+	pthread_mutex_lock(&sh->sh_lock);
+	a = sh->sh_on ? sh->sh_acting[home] : home;
+	pthread_mutex_unlock(&sh->sh_lock);
+	return a;
+}
+
 static void home_put(void *arg, void *ref)
 {
 	struct srv_home *sh = arg;
@@ -269,6 +282,7 @@ int srv_home_create(struct srv *s, struct srv_home **out)
 	}
 	s->s_route_arg = sh;
 	s->s_route_put = home_put;
+	s->s_route_acting = home_acting;
 	s->s_route = home_route;
 	*out = sh;
 	return 0;

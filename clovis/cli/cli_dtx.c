@@ -78,6 +78,7 @@ int cmd_dtx_ls(struct cli *c)
 		q.kind = DTM_MSG_LIST;
 		q.clock = dtm_hlc_now();
 		q.limit = DTM_LIST_MAX;
+		q.home = s + 1; /* home s, where the map has it served */
 		rc = dtx_call(c, s, &q, &rp);
 		if (rc != 0) {
 			down++;

@@ -185,6 +185,10 @@ struct srv {
 	int (*s_route)(void *arg, uint32_t home, struct eng **eng,
 		       void **ref);
 	void (*s_route_put)(void *arg, void *ref);
+	/* s_route_acting(arg, home): the server the map has serving home
+	 * (home itself without a map; for a server's call to a home, e.g. a
+	 * dtx participant's QUERY: dtm/srv_dtx.c).  NULL: home itself. */
+	uint32_t (*s_route_acting)(void *arg, uint32_t home);
 	void *s_route_arg;
 	/* replicated homes: senders and shadows (srv_repl.c; NULL when
 	 * cluster.meta_replicas is 1) */

@@ -49,6 +49,9 @@ struct repl_sb {
 	bool rb_probed;        /* its first probe was answered (or failed) */
 	uint64_t rb_acked;     /* highest seq it holds */
 	bool rb_logged_down;   /* "unreachable" said once */
+	bool rb_syncing;       /* being re-synced now, or refused (answered)
+				  at its last try: waited for until the
+				  waiter's deadline, not failed at once */
 };
 
 /* The home side of one engine: the server's own home (g_via false), or a
@@ -282,9 +285,14 @@ static int repl_wait(void *arg, uint64_t seq)
 		 * nothing either. */
 		if (!need && (have > 0 || (g->g_nsb == 0 && !g->g_via)))
 			break;
+		/* behind and not being re-synced: a standby in its re-sync
+		 * (a snapshot of a small store takes well under the
+		 * deadline) is waited for, so that a home whose standbys are
+		 * catching up after a map change does not fail its writes */
 		for (uint32_t i = 0; !need && have == 0 && i < g->g_nsb;
 		     i++)
-			known_behind += g->g_sb[i].rb_state == SB_BEHIND;
+			known_behind += g->g_sb[i].rb_state == SB_BEHIND &&
+					!g->g_sb[i].rb_syncing;
 		if (!need && (late || known_behind == g->g_nsb)) {
 			if (g->g_via)
 				rc = err_set(-EHOSTDOWN, "%s: write set %"
@@ -436,6 +444,7 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 	uint64_t seq = 0;
 	int rc = 0;
 
+	b->rb_syncing = true;
 	pthread_mutex_unlock(&g->g_lock);
 	if (!snap) {
 		ReplReq q = REPL_REQ__INIT;
@@ -464,6 +473,7 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 		}
 		b->rb_acked = seq;
 		b->rb_state = SB_INSYNC;
+		b->rb_syncing = false;
 		b->rb_logged_down = false;
 		LOG_INFO("%s: standby %s of home %s in sync at write set %"
 			 PRIu64 "%s", g->g_who, sb_name(b),
@@ -473,6 +483,11 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 		return;
 	}
 	b->rb_state = SB_BEHIND;
+	/* a standby that answered (a refusal: most often a map epoch it has
+	 * not seen yet) is still waited for while it is tried again; one
+	 * that did not answer is not */
+	b->rb_syncing = answered;
+	pthread_cond_broadcast(&g->g_cond);
 	if (!b->rb_logged_down) {
 		LOG_WARNING("%s: standby %s of home %s not re-synced: %s "
 			    "(tried again every %u ms)", g->g_who, sb_name(b),

@@ -162,6 +162,12 @@ static void test_msg_codec(void)
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "wait_ms"));
 	q.wait_ms = 0;
+	q.home = 3;                                   /* home 2 of 3 (+1) */
+	CU_ASSERT_EQUAL(msg_round(&q, 3), 0);
+	q.home = 4;                                   /* no such home */
+	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "home 4"));
+	q.home = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 2), -EINVAL);   /* server 2 of 2 */
 	parts[1] = 0;
 	CU_ASSERT_EQUAL(msg_round(&q, 3), -EINVAL);   /* given twice */

@@ -218,6 +218,7 @@ static uint64_t in_doubt_on(uint32_t s, uint32_t ms)
 
 	q.kind = DTM_MSG_LIST;
 	q.limit = 1;
+	q.home = s + 1;
 	check(dtm_pack(&q.base, &b, &bl), "pack");
 	rc = cluster_dtx_call(cl, s, DTM_OP, b, bl, NULL, 0, ms, &rb, &rl);
 	if (rc == 0)

@@ -36,7 +36,10 @@
  *
  * Cluster mode (tests/integ/dtx_cluster_test.sh): STORE names a cluster
  * file (*.yaml).  The three entities then get ids whose home servers
- * differ on a 3-server cluster (each dtx has 3 participants), init makes
+ * differ on a 3-server cluster (each dtx has 3 participants; with
+ * DTX_CRASH_HOMES=N:H, on an N-server cluster, the object's home is H and
+ * the indices' the first two others, and the object is pdclust 1+1 with
+ * 4 KiB units, so that its blocks outlive H), init makes
  * the accounts in one small dtx each (a PREPARE carries at most
  * DTM_PREPARE_BYTES_MAX per participant), a transfer whose outcome is
  * unknown to the client (-ETIMEDOUT: in doubt; -EINPROGRESS: committed, not
@@ -108,13 +111,29 @@ static void cluster_ids(void)
 	static struct clu_conf c;
 	struct clovis_id *want[3] = {&TXLOG, &ACCT_IDX, &ACCT_OBJ};
 
-	c.cc_nr_servers = 3;
-	for (uint32_t h = 0; h < 3; h++)
-		for (uint64_t lo = 0x2000; ; lo++) {
-			struct clovis_id id = {0xdd, lo + h * 0x1000};
+	/* DTX_CRASH_HOMES=N:H (ha_inflight_test.sh): on a cluster of N
+	 * servers, the account object homed on server H and the two indices
+	 * on the first others */
+	const char *e = getenv("DTX_CRASH_HOMES");
+	uint32_t n = 3, oh = 2, home[3];
 
-			if (clu_home(&c, st_of(&id)) == h) {
-				*want[h] = id;
+	if (e != NULL && (sscanf(e, "%u:%u", &n, &oh) != 2 || n < 3 ||
+			  n > CLU_SERVERS_MAX || oh >= n)) {
+		fprintf(stderr, "dtx_crash: DTX_CRASH_HOMES=%s: N:H, 3 <= N, "
+			"H < N\n", e);
+		exit(2);
+	}
+	home[2] = oh;
+	for (uint32_t h = 0, k = 0; k < 2; h++)
+		if (h != oh)
+			home[k++] = h;
+	c.cc_nr_servers = n;
+	for (uint32_t k = 0; k < 3; k++)
+		for (uint64_t lo = 0x2000; ; lo++) {
+			struct clovis_id id = {0xdd, lo + k * 0x1000};
+
+			if (clu_home(&c, st_of(&id)) == home[k]) {
+				*want[k] = id;
 				break;
 			}
 		}
@@ -168,6 +187,17 @@ static void handles(uint32_t opc)
 	struct clovis_obj_attr a = {.oa_block_shift = 12,
 				    .oa_layout = CLOVIS_LAYOUT_PLAIN};
 	struct clovis_realm *r = clovis_default_realm(cl);
+
+	/* DTX_CRASH_HOMES: the object's home may be dead (taken over): its
+	 * units must survive it, pdclust 1+1 over the servers, one block
+	 * per unit (each account a parity group of its own: a dtx updates
+	 * a group once) */
+	if (getenv("DTX_CRASH_HOMES") != NULL) {
+		a.oa_layout = CLOVIS_LAYOUT_PDCLUST;
+		a.oa_data_units = 1;
+		a.oa_parity_units = 1;
+		a.oa_unit_shift = 12;
+	}
 
 	clovis_idx_init(&accts, r, &ACCT_IDX);
 	clovis_idx_init(&txlog, r, &TXLOG);
