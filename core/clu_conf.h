@@ -73,8 +73,9 @@
 /* Index replicas R: at most this many (and at most the servers). */
 #define CLU_REPLICAS_MAX 8u
 /** cluster.meta_replicas when the file has none (docs/cluster.md
- *  "Replicated homes"). */
-#define CLU_META_REPLICAS_DEFAULT 1u
+ *  "Replicated homes"): the home and two standbys, so that a dead
+ *  server's home is taken over (capped at the servers). */
+#define CLU_META_REPLICAS_DEFAULT 3u
 /* Largest cluster file (read whole, and sent whole by CONF_GET). */
 #define CLU_TEXT_MAX (256u << 10)
 /* etcd endpoints of the HA cluster map: etcd advises at most 7 members
