@@ -412,8 +412,43 @@ static void *probe_main(void *arg)
 	return NULL;
 }
 
+/*
+ * The servers map m has out of service, marked gone in this server's peer
+ * table (peers_set_gone(): the calls waiting on one fail now, none is sent
+ * until the map has it back), as a client does (clovis/cli_cluster.c
+ * clu_map_gone(), the same rule): neither ONLINE nor REBALANCING nor
+ * QUARANTINED, in a map with replicated homes (another server then serves
+ * its home).  Without it, the server's own calls to a dead server (index
+ * copies of a dtx COMMIT, unit I/O on its devices, replication) each
+ * waited out a call or connect timeout (docs/ha.md "Detection").
+ */
+static void map_gone(struct srv_ha *a, const struct ha_map *m)
+{
+	struct srv *s = a->ha_srv;
+	bool takeover = m->hm_meta_replicas >= 2;
+
+	for (uint32_t i = 0; i < m->hm_nr_servers && i < HA_SERVERS_MAX &&
+	     i < s->s_conf->cc_nr_servers; i++) {
+		enum ha_state st = m->hm_servers[i].hs_state;
+		bool out = takeover && i != s->s_self && st != HA_ONLINE &&
+			   st != HA_REBALANCING && st != HA_QUARANTINED;
+
+		if (out && !a->ha_gone[i]) {
+			char why[160];
+
+			snprintf(why, sizeof why, "%s in the cluster map "
+				 "(epoch %" PRIu64 ")", ha_state_name(st),
+				 m->hm_epoch);
+			peers_set_gone(s->s_peers, i, why);
+		} else if (!out && a->ha_gone[i]) {
+			peers_clear_gone(s->s_peers, i);
+		}
+		a->ha_gone[i] = out;
+	}
+}
+
 /* Follow the map's homes (srv_home.h) when its epoch changed or the last
- * step left something to do. */
+ * step left something to do; its servers out of service (map_gone()). */
 static void home_step(struct srv_ha *a)
 {
 	struct ha_map *m;
@@ -427,6 +462,7 @@ static void home_step(struct srv_ha *a)
 	pthread_mutex_lock(&a->ha_lock);
 	*m = a->ha_map;
 	pthread_mutex_unlock(&a->ha_lock);
+	map_gone(a, m);
 	if (srv_home_sync(a->ha_home, m))
 		a->ha_home_epoch = m->hm_epoch;
 	free(m);

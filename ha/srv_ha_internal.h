@@ -85,6 +85,7 @@ struct srv_ha {
 	/* homes (srv_home.h): taken over, acted for; the map thread's */
 	struct srv_home *ha_home;
 	uint64_t ha_home_epoch;       /* the map's epoch it followed, 0 */
+	bool ha_gone[HA_SERVERS_MAX]; /* marked gone in s_peers (map_gone) */
 	uint64_t ha_start_ms;         /* mono_ms() at the agent's start */
 	bool ha_restart_asked;        /* srv_restart() called */
 	/* the threads: the lease's, the probes', the map's and leader's */
