@@ -194,7 +194,16 @@ acheck() {
 }
 
 echo "--- cluster of 3, servers with fault points"
-timeout 660 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" >"$T/up" 2>&1
+# meta_replicas 1: what is checked here is the participants' own recovery
+# at each fault point (their restart replays their log).  With replicated
+# homes (the default) the analyzer takes the home of the s1 killed again
+# and again over and then QUARANTINES it for flapping: a handback begun
+# before that stays frozen until an operator takes s1 back (docs/ha.md
+# "Not done yet"), and the accounts' plain object cannot be read while its
+# home's devices are down.  dtxs over homes taken over are tested by
+# ha_inflight_test.sh (sections 4 and 5).
+timeout 660 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
+	--meta-replicas 1 >"$T/up" 2>&1
 # a failed cluster up ends the step with that one failure (no cascade)
 check "cluster up" grep -q "cluster of 3 servers up" "$T/up" ||
 	{ tail -12 "$T/up"; echo "$pass passed, $fail failed"; exit 1; }
