@@ -198,8 +198,8 @@ echo "--- cluster of 3, servers with fault points"
 # at each fault point (their restart replays their log).  With replicated
 # homes (the default) the analyzer takes the home of the s1 killed again
 # and again over and then QUARANTINES it for flapping: a handback begun
-# before that stays frozen until an operator takes s1 back (docs/ha.md
-# "Not done yet"), and the accounts' plain object cannot be read while its
+# before that stays frozen until the quarantine ends (docs/ha.md "Not
+# done yet"), and the accounts' plain object cannot be read while its
 # home's devices are down.  dtxs over homes taken over are tested by
 # ha_inflight_test.sh (sections 4 and 5).
 timeout 660 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
