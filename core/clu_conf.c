@@ -972,8 +972,10 @@ static void clu_defaults(struct clu_conf *c)
 		snprintf(c->cc_provider, sizeof c->cc_provider, "tcp;ofi_rxm");
 	if (c->cc_replicas == 0)
 		c->cc_replicas = c->cc_nr_servers < 3 ? c->cc_nr_servers : 3;
+	/* standbys only where a map can move a home to one: with etcd */
 	if (c->cc_meta_replicas == 0)
-		c->cc_meta_replicas = CLU_META_REPLICAS_DEFAULT;
+		c->cc_meta_replicas = c->cc_nr_etcd > 0 ?
+				      CLU_META_REPLICAS_DEFAULT : 1;
 	if (c->cc_meta_replicas > c->cc_nr_servers)
 		c->cc_meta_replicas = c->cc_nr_servers;
 	if (c->cc_connect_ms == 0)

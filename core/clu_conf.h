@@ -12,8 +12,9 @@
  *     index_replicas: 3            # R, default min(3, servers)
  *     meta_replicas: 3             # copies of each home's metadata store
  *                                  # (the home + standbys), default
- *                                  # CLU_META_REPLICAS_DEFAULT, capped at
- *                                  # the servers; 1 = not replicated
+ *                                  # CLU_META_REPLICAS_DEFAULT with etcd,
+ *                                  # 1 without; capped at the servers;
+ *                                  # 1 = not replicated
  *     connect_timeout: 2s          # default 2 s
  *     call_timeout: 30s            # default 30 s
  *     etcd: [ "http://127.0.0.1:23790" ]  # optional: the HA cluster map
@@ -72,9 +73,10 @@
 #define CLU_SECRET_MAX 1024u
 /* Index replicas R: at most this many (and at most the servers). */
 #define CLU_REPLICAS_MAX 8u
-/** cluster.meta_replicas when the file has none (docs/cluster.md
- *  "Replicated homes"): the home and two standbys, so that a dead
- *  server's home is taken over (capped at the servers). */
+/** cluster.meta_replicas when the file has none and names etcd
+ *  (docs/cluster.md "Replicated homes"): the home and two standbys, so
+ *  that a dead server's home is taken over (capped at the servers).
+ *  Without etcd (no HA map, nothing can move a home) the default is 1. */
 #define CLU_META_REPLICAS_DEFAULT 3u
 /* Largest cluster file (read whole, and sent whole by CONF_GET). */
 #define CLU_TEXT_MAX (256u << 10)

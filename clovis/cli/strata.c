@@ -43,10 +43,10 @@ static const struct cli_cmd cmds[] = {
 	  "servers, some 20 s), the production format, whose first O_DIRECT "
 	  "write + sync of each block is faster (docs/configuration.md): "
 	  "use it when measuring write rates.  --meta-replicas R: "
-	  "cluster.meta_replicas (copies of each home's metadata, default 3, "
-	  "at most the servers; 1: not replicated; with HA a dead server's "
-	  "home is taken over by a standby: docs/cluster.md \"Taking over "
-	  "a home\")." },
+	  "cluster.meta_replicas (copies of each home's metadata, default 3 "
+	  "with etcd, 1 with --no-etcd, at most the servers; 1: not "
+	  "replicated; with HA a dead server's home is taken over by a "
+	  "standby: docs/cluster.md \"Taking over a home\")." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "

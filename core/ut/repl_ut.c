@@ -628,12 +628,27 @@ static void test_meta_replicas_conf(void)
 			CU_FAIL("parse");
 			continue;
 		}
+		/* no etcd: not replicated unless asked */
 		CU_ASSERT_EQUAL(c.cc_meta_replicas,
-				r == 0 ? (CLU_META_REPLICAS_DEFAULT < 3 ?
-					  CLU_META_REPLICAS_DEFAULT : 3) :
-				r > 3 ? 3 : (uint32_t)r);
+				r == 0 ? 1u : r > 3 ? 3 : (uint32_t)r);
 		clu_conf_fini(&c);
 	}
+	/* with etcd (an HA map can move homes): the default, capped */
+	snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
+		 "0123456789abcdef0123\n  etcd: [ \"http://127.0.0.1:2379\" ]\n"
+		 "servers:\n"
+		 "  - { name: s0, address: 127.0.0.1, port: 21000, "
+		 "data_dir: /tmp/x0, devices: [ { tier: flash } ] }\n"
+		 "  - { name: s1, address: 127.0.0.1, port: 21001, "
+		 "data_dir: /tmp/x1, devices: [ { tier: flash } ] }\n"
+		 "  - { name: s2, address: 127.0.0.1, port: 21002, "
+		 "data_dir: /tmp/x2, devices: [ { tier: flash } ] }\n"
+		 "  - { name: s3, address: 127.0.0.1, port: 21003, "
+		 "data_dir: /tmp/x3, devices: [ { tier: flash } ] }\n");
+	CU_ASSERT_EQUAL_FATAL(clu_conf_parse(&c, y, strlen(y), NULL, 0), 0);
+	CU_ASSERT_EQUAL(c.cc_meta_replicas, CLU_META_REPLICAS_DEFAULT);
+	CU_ASSERT_EQUAL(CLU_META_REPLICAS_DEFAULT, 3u);
+	clu_conf_fini(&c);
 	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
 		snprintf(y, sizeof y, "cluster:\n  name: c\n  secret: "
 			 "0123456789abcdef0123\n  meta_replicas: \"%s\"\n"
