@@ -72,23 +72,29 @@ core/server/server.c
 '
 
 # The room of a path, and its rank: a room may include ranks below its
-# own and its own room.
+# own and its own room.  Sets ROOM (no subshell: called for every include
+# of every file, 19 times over in the self-test).
 room_of() {
 	case "$1" in
 	core/errors.h | core/log.h | core/fault.h | core/limits.h | core/types.h)
-		echo ground ;;
-	tests/*) echo tests ;;
-	tiers/*) echo tiers ;;
-	core/rpc/*) echo rpc ;;
-	core/server/*) echo server ;;
-	core/*) echo engine ;;
-	layouts/*) echo layouts ;;
-	dtm/*) echo dtm ;;
-	ha/*) echo ha ;;
-	clovis/*) echo clovis ;;
-	gateways/*) echo gateways ;;
-	*) echo other ;;
+		ROOM=ground ;;
+	tests/*) ROOM=tests ;;
+	tiers/*) ROOM=tiers ;;
+	core/rpc/*) ROOM=rpc ;;
+	core/server/*) ROOM=server ;;
+	core/*) ROOM=engine ;;
+	layouts/*) ROOM=layouts ;;
+	dtm/*) ROOM=dtm ;;
+	ha/*) ROOM=ha ;;
+	clovis/*) ROOM=clovis ;;
+	gateways/*) ROOM=gateways ;;
+	*) ROOM=other ;;
 	esac
+}
+
+# is LINE one of the lines of LIST (ROOTS, DEBT)?
+listed() {
+	[[ $'\n'$2$'\n' == *$'\n'"$1"$'\n'* ]]
 }
 
 # may ROOM include a header of room TO?
@@ -110,29 +116,56 @@ allowed() {
 	return 1
 }
 
-# clovis_ident FILE: "LINE:NAME" of the first clovis_/CLOVIS_ identifier
-# in FILE's code (comments, string and character literals blanked out,
-# line breaks kept), or nothing.
+# clovis_ident < FILES: "FILE:LINE:NAME" of the first clovis_/CLOVIS_
+# identifier in the code of each file named on standard input, one a line
+# (comments, string and character literals blanked out, line breaks
+# kept), for each file that has one.
 clovis_ident() {
-	perl -0777 -ne '
+	xargs -r -d '\n' perl -0777 -ne '
 		s{/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\x27(?:\\.|[^\x27\\\n])*\x27}
 		 { (my $m = $&) =~ s/[^\n]//g; $m }gse;
 		if (/\b((?:clovis|CLOVIS)_\w+)/) {
 			my $n = (substr($_, 0, $-[0]) =~ tr/\n//) + 1;
-			print "$n:$1\n";
-		}' "$1"
+			print "$ARGV:$n:$1\n";
+		}'
 }
 
 check_tree() { # check_tree DIR: prints findings, returns the failed count
-	local dir=$1 pass=0 fail=0 f inc line from to bad seen=
+	local dir=$1 pass=0 fail=0 f inc line from to bad seen= root ent files
+	local -A incs=() mdb=() cid=()
+	# one grep, one sed and one perl over every file (not one each per
+	# file): FILE:LINE:HEADER of every include, the first mdb_*() call,
+	# the first clovis_ identifier
+	files=$(cd "$dir" && find core tiers layouts dtm ha clovis gateways \
+		-name '*.[ch]' 2>/dev/null | sort)
+	while IFS= read -r ent; do
+		[ -n "$ent" ] || continue
+		f=${ent%%:*}
+		incs[$f]+="${ent#*:}"$'\n'
+	done < <(cd "$dir" && printf '%s\n' "$files" |
+		 xargs -r -d '\n' grep -HnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[^"]*"|<lmdb\.h>)' |
+		 sed -E 's/^([^:]*):([0-9]+):[^"<]*["<]([^">]*)[">].*/\1:\2:\3/')
+	while IFS= read -r ent; do
+		[ -n "$ent" ] || continue
+		f=${ent%%:*} ent=${ent#*:}
+		[ -n "${mdb[$f]:-}" ] || mdb[$f]=${ent%%:*}
+	done < <(cd "$dir" && printf '%s\n' "$files" |
+		 xargs -r -d '\n' grep -HnE '\bmdb_[a-z_]+[[:space:]]*\(')
+	while IFS= read -r ent; do
+		[ -n "$ent" ] || continue
+		cid[${ent%%:*}]=${ent#*:}
+	done < <(cd "$dir" && printf '%s\n' "$files" | clovis_ident)
 	while IFS= read -r f; do
-		from=$(room_of "$f")
+		[ -n "$f" ] || continue
+		room_of "$f"
+		from=$ROOM
 		bad=0
 		root=0
-		printf '%s\n' "$ROOTS" | grep -qxF "$f" && root=1
+		listed "$f" "$ROOTS" && root=1
 		while IFS=: read -r line inc; do
 			[ -n "$inc" ] || continue
-			to=$(room_of "$inc")
+			room_of "$inc"
+			to=$ROOM
 			if [ "$inc" = lmdb.h ]; then
 				case "$from" in
 				engine | ground) continue ;;
@@ -143,20 +176,19 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 			elif [ "$root" = 1 ] || allowed "$from" "$to"; then
 				continue
 			fi
-			if printf '%s\n' "$DEBT" | grep -qxF "$f:$inc"; then
+			if listed "$f:$inc" "$DEBT"; then
 				seen="$seen $f:$inc"
 				continue
 			fi
 			echo "$f:$line: includes $inc: room $from may not include room $to (arrows: gateways -> clovis -> layouts, dtm, ha -> core server -> engine -> rpc, tiers -> ground)"
 			bad=1
-		done < <(grep -nE '^[[:space:]]*#[[:space:]]*include[[:space:]]*("[^"]*"|<lmdb\.h>)' "$dir/$f" |
-			 sed -E 's/^([0-9]+):[^"<]*["<]([^">]*)[">].*/\1:\2/')
+		done <<<"${incs[$f]:-}"
 		case "$from" in
 		engine | ground | tests) ;;
 		*)
-			line=$(grep -nE '\bmdb_[a-z_]+[[:space:]]*\(' "$dir/$f" | head -1 | cut -d: -f1)
+			line=${mdb[$f]:-}
 			if [ -n "$line" ]; then
-				if printf '%s\n' "$DEBT" | grep -qxF "$f:lmdb"; then
+				if listed "$f:lmdb" "$DEBT"; then
 					seen="$seen $f:lmdb"
 				else
 					echo "$f:$line: calls LMDB (mdb_*): only the engine (core/*.c) does; go through core/meta_txn.h's contract"
@@ -166,15 +198,14 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 		esac
 		case "$from" in
 		ground | engine | rpc | server | tiers | layouts | dtm | ha)
-			line=$(clovis_ident "$dir/$f")
+			line=${cid[$f]:-}
 			if [ -n "$line" ]; then
 				echo "$f:${line%%:*}: uses ${line#*:}: room $from takes the ground floor's st_/ST_ names (core/types.h, core/limits.h), not clovis.h's"
 				bad=1
 			fi ;;
 		esac
 		if [ "$bad" -eq 0 ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
-	done < <(cd "$dir" && find core tiers layouts dtm ha clovis gateways \
-		 -name '*.[ch]' 2>/dev/null | sort)
+	done <<<"$files"
 	# a debt entry that no longer exists must leave the list
 	while IFS= read -r d; do
 		[ -n "$d" ] || continue

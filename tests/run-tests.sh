@@ -91,11 +91,18 @@ queue_done() {
 # RESULTS and print its line (and the tail of its log on failure) as one
 # block.
 run_step() {
-	local log=$1 step=$2 res=$3 name start rc line p f out
+	local log=$1 step=$2 res=$3 name start rc line p f out cpu
 	name=$(basename "$log" .log)
 	start=$(date +%s)
-	eval "$step" </dev/null >"$log" 2>&1
+	# in a subshell whose `times` gives the CPU the step's processes
+	# used (those it waited for: a daemonized server's is not counted)
+	# (`times` itself in this shell, not in a pipe's subshell)
+	( eval "$step" </dev/null >"$log" 2>&1; rc=$?
+	  times >"$res_dir/times-of.$name"; exit $rc )
 	rc=$?
+	cpu=$(awk 'NR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+		printf "%d\n", u[1] * 60 + u[2] + s[1] * 60 + s[2] + 0.5 }' \
+		"$res_dir/times-of.$name" 2>/dev/null | tee "$res_dir/cpu.$name")
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
 	if [ -n "$line" ]; then
 		p=$(echo "$line" | awk '{print $1}')
@@ -111,8 +118,8 @@ run_step() {
 	echo "$p $f" >>"$res"
 	[ "$f" -ne 0 ] && echo "$name $f $log" >>"$res_dir/failed"
 	echo "$(( $(date +%s) - start )) $name" >>"$res_dir/times.$BASHPID"
-	out=$(printf '%-28s %4d passed, %3d failed  (%ss)  log: %s' "$name" \
-		"$p" "$f" "$(( $(date +%s) - start ))" "$log")
+	out=$(printf '%-28s %4d passed, %3d failed  (%ss, cpu %ss)  log: %s' \
+		"$name" "$p" "$f" "$(( $(date +%s) - start ))" "${cpu:-?}" "$log")
 	if [ "$f" -ne 0 ]; then
 		out="$out
 ---- last lines of $log ----
@@ -139,7 +146,12 @@ worker() {
 	done
 }
 
+# busy_ticks: the machine's CPU time so far (user, nice, system, irq,
+# softirq, steal of every CPU, in clock ticks): the run's own and any
+# other job's (steps.list is ordered by wall times, which depend on it).
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat; }
 start=$(date +%s)
+busy0=$(busy_ticks)
 queue_make
 pids=()
 for ((i = 1; i <= jobs; i++)); do
@@ -162,7 +174,14 @@ for f in $(comm -13 <(echo "$shm_before") \
 	     "(a test did not remove its store's NVRAM device, or another" \
 	     "job's)"
 done
-echo "all steps: $(( $(date +%s) - start ))s with $jobs worker(s)"
+wall=$(( $(date +%s) - start ))
+echo "all steps: ${wall}s with $jobs worker(s)"
+# How busy the machine was: the steps' CPU (each step's line: "cpu Ns")
+# beside the CPU the machine had; a run whose CPUs were busy all along
+# goes faster only with less CPU, not with another order.
+echo "machine CPU busy: $(( ($(busy_ticks) - busy0) / $(getconf CLK_TCK) ))s of $(( wall * $(nproc) ))s" \
+     "($(nproc) CPUs); the steps' own: $(cat "$res_dir"/cpu.* 2>/dev/null |
+	awk '{ s += $1 } END { print s + 0 }')s"
 # The longest steps, in one line near the end (a CI summary shows only
 # the last lines): where the run's time went.
 echo "longest steps: $(cat "$res_dir"/times.* 2>/dev/null | sort -rn |

@@ -3,5 +3,10 @@ CLI_SRCS := $(wildcard clovis/cli/*.c)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata
 
+# --as-needed: the libraries the program does not call are not loaded.
+# libfabric is among them: core/rpc loads it on first use (dlopen,
+# core/rpc/README.md "Loading libfabric"), so a command that never opens
+# an endpoint starts without its libraries' constructors (libinfinipath
+# and libpsm2 on Debian: about 0.2 s of usleep() loops a process).
 $(BUILD)/strata: $(CLI_OBJS) $(BUILD)/libstrata.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ -Wl,--as-needed $(PKG_LIBS) -lpthread

@@ -89,6 +89,114 @@ __attribute__((constructor)) static void rpc_signals_init(void)
 	rpc_signals_foreign(true);
 }
 
+/*
+ * Loading libfabric (README "Loading libfabric").  The program is not
+ * linked with it (the `strata` CLI: clovis/cli/module.mk); the first call
+ * of one of its five exported functions loads it with dlopen(), by its
+ * soname.  dlsym() binds each to its default symbol version, as the link
+ * editor would.  A process that never opens an endpoint never loads it
+ * and does not pay its libraries' constructors (libinfinipath and libpsm2
+ * time the CPU with usleep() loops: about 0.2 s a process).  A program
+ * linked with it (strata-server, the test runner) gets the same handle.
+ */
+#define RPC_FABRIC_SONAME "libfabric.so." RPC_STR(FI_MAJOR_VERSION)
+#define RPC_STR(x) RPC_STR_(x)
+#define RPC_STR_(x) #x
+
+static struct {
+	int rc;				/* 0, or -ENOSYS */
+	char why[256];			/* dlerror() of a failed load */
+	int (*getinfo)(uint32_t, const char *, const char *, uint64_t,
+		       const struct fi_info *, struct fi_info **);
+	void (*freeinfo)(struct fi_info *);
+	struct fi_info *(*dupinfo)(const struct fi_info *);
+	int (*fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+	const char *(*strerror)(int);
+} rpc_fab;
+static pthread_once_t rpc_fab_once = PTHREAD_ONCE_INIT;
+
+static void rpc_fab_open(void)
+{
+	struct sigaction old[NSIG], cur;
+	const char *e;
+	void *h;
+
+	/* the libraries' constructors may install signal handlers (the
+	 * constructor above sees only those loaded with the program): put
+	 * back every disposition the load changed, as rpc_fi_getinfo() */
+	for (int s = 1; s < NSIG; s++)
+		if (sigaction(s, NULL, &old[s]) != 0)
+			old[s].sa_handler = SIG_ERR;
+	h = dlopen(RPC_FABRIC_SONAME, RTLD_NOW | RTLD_GLOBAL);
+	for (int s = 1; s < NSIG; s++) {
+		if (old[s].sa_handler == SIG_ERR ||
+		    sigaction(s, NULL, &cur) != 0 ||
+		    cur.sa_handler == old[s].sa_handler)
+			continue;
+		sigaction(s, &old[s], NULL);
+	}
+	if (h != NULL) {
+		*(void **)&rpc_fab.getinfo = dlsym(h, "fi_getinfo");
+		*(void **)&rpc_fab.freeinfo = dlsym(h, "fi_freeinfo");
+		*(void **)&rpc_fab.dupinfo = dlsym(h, "fi_dupinfo");
+		*(void **)&rpc_fab.fabric = dlsym(h, "fi_fabric");
+		*(void **)&rpc_fab.strerror = dlsym(h, "fi_strerror");
+		if (rpc_fab.getinfo != NULL && rpc_fab.freeinfo != NULL &&
+		    rpc_fab.dupinfo != NULL && rpc_fab.fabric != NULL &&
+		    rpc_fab.strerror != NULL)
+			return;
+	}
+	e = dlerror();
+	snprintf(rpc_fab.why, sizeof rpc_fab.why, "%s",
+		 e != NULL ? e : "a function is missing");
+	rpc_fab.rc = -ENOSYS;
+}
+
+int rpc_fabric_load(void)
+{
+	pthread_once(&rpc_fab_once, rpc_fab_open);
+	if (rpc_fab.rc != 0)
+		return err_set(rpc_fab.rc, "rpc: cannot load %s: %s",
+			       RPC_FABRIC_SONAME, rpc_fab.why);
+	return 0;
+}
+
+int rpc_dl_fi_getinfo(uint32_t version, const char *node,
+		      const char *service, uint64_t flags,
+		      const struct fi_info *hints, struct fi_info **info)
+{
+	if (rpc_fabric_load() != 0)
+		return -FI_ENOSYS;
+	return rpc_fab.getinfo(version, node, service, flags, hints, info);
+}
+
+void rpc_dl_fi_freeinfo(struct fi_info *info)
+{
+	/* an fi_info exists only if libfabric was loaded */
+	if (info != NULL && rpc_fabric_load() == 0)
+		rpc_fab.freeinfo(info);
+}
+
+struct fi_info *rpc_dl_fi_dupinfo(const struct fi_info *info)
+{
+	return rpc_fabric_load() == 0 ? rpc_fab.dupinfo(info) : NULL;
+}
+
+int rpc_dl_fi_fabric(struct fi_fabric_attr *attr,
+		     struct fid_fabric **fabric, void *context)
+{
+	if (rpc_fabric_load() != 0)
+		return -FI_ENOSYS;
+	return rpc_fab.fabric(attr, fabric, context);
+}
+
+const char *rpc_dl_fi_strerror(int errnum)
+{
+	if (rpc_fabric_load() != 0)
+		return "libfabric is not loaded";
+	return rpc_fab.strerror(errnum);
+}
+
 int rpc_fi_getinfo(const char *node, const char *service, uint64_t flags,
 		   const struct fi_info *hints, struct fi_info **info)
 {

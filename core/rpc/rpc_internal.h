@@ -16,6 +16,21 @@
 #define STRATA_CORE_RPC_INTERNAL_H
 
 #include <pthread.h>
+/*
+ * libfabric is loaded on first use, not when the program starts
+ * (rpc_fabric_load() in ep.c, README "Loading libfabric"): Debian's
+ * libfabric1 links libpsm_infinipath and libpsm2, whose constructors
+ * spend about 0.2 s timing the CPU (usleep loops) in every process that
+ * loads them, a `strata` command that never touches the network too.
+ * The five functions libfabric exports that this layer calls go through
+ * the loader; the rest of its API is inline calls through the objects'
+ * operation tables.
+ */
+#define fi_getinfo rpc_dl_fi_getinfo
+#define fi_freeinfo rpc_dl_fi_freeinfo
+#define fi_dupinfo rpc_dl_fi_dupinfo
+#define fi_fabric rpc_dl_fi_fabric
+#define fi_strerror rpc_dl_fi_strerror
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -25,6 +40,23 @@
 
 #include "core/rpc/rpc.h"
 #include "core/rpc/rpc.pb-c.h"
+
+/* The loader's entries (ep.c), declared here too for a file that included
+ * <rdma/fabric.h> before this header.  Without libfabric on the host:
+ * getinfo and fabric answer -FI_ENOSYS, dupinfo NULL, strerror a text
+ * that says so. */
+int rpc_dl_fi_getinfo(uint32_t version, const char *node,
+		      const char *service, uint64_t flags,
+		      const struct fi_info *hints, struct fi_info **info);
+void rpc_dl_fi_freeinfo(struct fi_info *info);
+struct fi_info *rpc_dl_fi_dupinfo(const struct fi_info *info);
+int rpc_dl_fi_fabric(struct fi_fabric_attr *attr,
+		     struct fid_fabric **fabric, void *context);
+const char *rpc_dl_fi_strerror(int errnum);
+/* Load libfabric once (later calls return at once): 0, or -ENOSYS with
+ * the error set naming the library.  Signal dispositions its libraries'
+ * constructors change are put back (rpc_signals_foreign()). */
+int rpc_fabric_load(void);
 
 /* ---- limits (each with its reason) ---------------------------------- */
 
