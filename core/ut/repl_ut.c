@@ -424,6 +424,9 @@ static void test_open_on_shadow(void)
 	/* no store there */
 	ec.ec_meta_dir = tdir;
 	CU_ASSERT_EQUAL(eng_open(&e, &ec), -ENOENT);
+	/* capture_apply's store (used here too): its NVRAM device lives in
+	 * /dev/shm, outside the directory */
+	(void)eng_destroy(udir);
 }
 
 /* Apply every set of s from index i on to shadow sh; 0 or the first
@@ -559,6 +562,9 @@ static void test_takeover_seq(void)
 	free(db.d_p);
 	sets_free(&t);
 	eng_close(e);
+	/* the stores' NVRAM devices live in /dev/shm, outside the dirs */
+	(void)eng_destroy(udir);
+	(void)eng_destroy(tdir);
 }
 
 /* The senders' map view (eng_repl_view_admit): the home's own ships pass
