@@ -135,8 +135,14 @@ static int open_eng(struct eng **e, bool create)
 {
 	struct eng_conf ec = {.ec_dir = udir, .ec_create = create,
 			      .ec_dev_size = 64ull << 20};
+	int rc = eng_open(e, &ec);
 
-	return eng_open(e, &ec);
+	/* said: a failed open under load in make check's ASan part (CI
+	 * 2026-11-30) printed nothing else */
+	if (rc != 0)
+		fprintf(stderr, "repl ut: open %s%s: %d %s\n", udir,
+			create ? " (create)" : "", rc, err_msg());
+	return rc;
 }
 
 /* Put, delete, overwrite, MDB_RESERVE, an aborted nested txn. */
