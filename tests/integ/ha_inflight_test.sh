@@ -144,8 +144,6 @@ cl_obj get "$ID2" "$T/back" 2>/dev/null
 check "$ID2 reads back byte-exact" cmp -s "$T/blob2" "$T/back"
 
 echo "--- the operator's requests: refused ones, then drain and add"
-ha events --json
-nev=$(echo "$out" | grep -c '"seq"')
 timeout 60 "$S" --cluster "$F" server add 127.0.0.1:6799 >/dev/null 2>"$T/op.err"
 check "server add of a server not in the cluster file: refused (-ENOTSUP)" \
 	sh -c "[ $? -ne 0 ] && grep -q 'cannot join a running cluster' '$T/op.err'"
@@ -155,9 +153,13 @@ check "server drain s9: refused, the server named" \
 timeout 60 "$S" --cluster "$F" ha report fail s0/nodev >/dev/null 2>"$T/op.err"
 check "ha report fail s0/nodev: refused, the device named" \
 	sh -c "[ $? -ne 0 ] && grep -q \"has no device 'nodev'\" '$T/op.err'"
-ha events --json
-check "the refused requests kept no event" \
-	test "$(echo "$out" | grep -c '"seq"')" -eq "$nev"
+# (the servers' own events go on meanwhile: none may name what was refused)
+no_refused_event() {
+	ha events --json
+	[ "$rc" -eq 0 ] &&
+		! echo "$out" | grep -Eq '"(s9|nodev|127\.0\.0\.1:6799)"'
+}
+check "the refused requests kept no event" no_refused_event
 # Distributed transactions over a home taken over (dtm/README.md
 # "Participants are homes"): bank transfers whose account object is homed
 # on s$V (dead, its home served by a standby) run on the acting server;
