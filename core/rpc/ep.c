@@ -89,6 +89,29 @@ __attribute__((constructor)) static void rpc_signals_init(void)
 	rpc_signals_foreign(true);
 }
 
+/* Every signal's disposition into old[] (SIG_ERR where it cannot be
+ * read), and back: only those changed since, e.g. by the constructors of
+ * libraries libfabric loads (rpc_fab_open(), rpc_fi_getinfo()). */
+static void sig_save(struct sigaction old[NSIG])
+{
+	for (int s = 1; s < NSIG; s++)
+		if (sigaction(s, NULL, &old[s]) != 0)
+			old[s].sa_handler = SIG_ERR;
+}
+
+static void sig_restore(const struct sigaction old[NSIG])
+{
+	struct sigaction cur;
+
+	for (int s = 1; s < NSIG; s++) {
+		if (old[s].sa_handler == SIG_ERR ||
+		    sigaction(s, NULL, &cur) != 0 ||
+		    cur.sa_handler == old[s].sa_handler)
+			continue;
+		sigaction(s, &old[s], NULL);
+	}
+}
+
 /*
  * Loading libfabric (README "Loading libfabric").  The program is not
  * linked with it (the `strata` CLI: clovis/cli/module.mk); the first call
@@ -117,24 +140,16 @@ static pthread_once_t rpc_fab_once = PTHREAD_ONCE_INIT;
 
 static void rpc_fab_open(void)
 {
-	struct sigaction old[NSIG], cur;
+	struct sigaction old[NSIG];
 	const char *e;
 	void *h;
 
 	/* the libraries' constructors may install signal handlers (the
 	 * constructor above sees only those loaded with the program): put
 	 * back every disposition the load changed, as rpc_fi_getinfo() */
-	for (int s = 1; s < NSIG; s++)
-		if (sigaction(s, NULL, &old[s]) != 0)
-			old[s].sa_handler = SIG_ERR;
+	sig_save(old);
 	h = dlopen(RPC_FABRIC_SONAME, RTLD_NOW | RTLD_GLOBAL);
-	for (int s = 1; s < NSIG; s++) {
-		if (old[s].sa_handler == SIG_ERR ||
-		    sigaction(s, NULL, &cur) != 0 ||
-		    cur.sa_handler == old[s].sa_handler)
-			continue;
-		sigaction(s, &old[s], NULL);
-	}
+	sig_restore(old);
 	if (h != NULL) {
 		*(void **)&rpc_fab.getinfo = dlsym(h, "fi_getinfo");
 		*(void **)&rpc_fab.freeinfo = dlsym(h, "fi_freeinfo");
@@ -201,23 +216,15 @@ int rpc_fi_getinfo(const char *node, const char *service, uint64_t flags,
 		   const struct fi_info *hints, struct fi_info **info)
 {
 	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	struct sigaction old[NSIG], cur;
+	struct sigaction old[NSIG];
 	int rc;
 
 	/* one at a time: two could each take the other's change for the
 	 * process's own */
 	pthread_mutex_lock(&lock);
-	for (int s = 1; s < NSIG; s++)
-		if (sigaction(s, NULL, &old[s]) != 0)
-			old[s].sa_handler = SIG_ERR;
+	sig_save(old);
 	rc = fi_getinfo(FI_VERSION(1, 17), node, service, flags, hints, info);
-	for (int s = 1; s < NSIG; s++) {
-		if (old[s].sa_handler == SIG_ERR ||
-		    sigaction(s, NULL, &cur) != 0 ||
-		    cur.sa_handler == old[s].sa_handler)
-			continue;
-		sigaction(s, &old[s], NULL);
-	}
+	sig_restore(old);
 	pthread_mutex_unlock(&lock);
 	return rc;
 }
