@@ -77,6 +77,11 @@ alive3() {
 }
 
 echo "--- cluster file from strata cluster up, switched to shm"
+# meta_replicas 1: the subject is the shm provider.  With replicated homes
+# (the default with etcd) one server's SIGTERM, after its standbys had
+# stopped, did not end within 60 s once (make check 2026-11-30: "every
+# server stopped cleanly"; docs/cluster.md "Replicated homes", Not yet)
+CL_UP_ARGS="--meta-replicas 1"
 cl_up
 stop_all 9
 sed -i 's/^\(  *provider: \).*/\1"shm"/' "$D/cluster.yaml"
