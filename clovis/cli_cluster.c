@@ -186,7 +186,6 @@ static bool clu_answers(struct clu_client *c, uint32_t s)
 static void clu_map_gone(struct clu_client *c, const struct ha_map *m)
 {
 	const struct clu_conf *cf = &c->cc_conf;
-	bool takeover = m->hm_meta_replicas >= 2;
 
 	for (uint32_t i = 0; i < cf->cc_nr_servers; i++) {
 		enum ha_state st = m->hm_servers[i].hs_state;
@@ -194,8 +193,7 @@ static void clu_map_gone(struct clu_client *c, const struct ha_map *m)
 		 * and restarts s1 again and again): its home is served
 		 * elsewhere, but it is asked directly as before (a dtx LIST,
 		 * an index replica), its calls bounded by the timeout */
-		bool out = takeover && st != HA_ONLINE &&
-			   st != HA_REBALANCING && st != HA_QUARANTINED;
+		bool out = ha_srv_out(m, i);
 		bool was;
 
 		pthread_mutex_lock(&c->cc_mlock);

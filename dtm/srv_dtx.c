@@ -235,7 +235,6 @@ struct dwait {
 	/* COMMIT: the members to apply first */
 	struct pmem *w_m;
 	uint32_t w_nr;
-	struct srv *w_srv;
 };
 
 static void dwait_done(struct eng_citem *ci, int rc)
@@ -1309,7 +1308,6 @@ static int part_commit(const struct dhome *h, const struct st_dtx_id *id,
 		dtx_key(w->w_key, id);
 		w->w_m = pm;
 		w->w_nr = nr;
-		w->w_srv = s;
 		w->w_ci.ci_apply = commit_apply;
 		if (rc == 0)
 			rc = dwait_run(h, w); /* space released on failure */

@@ -69,6 +69,17 @@ int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
 	return (uint32_t)got;
 }
 
+bool ha_srv_out(const struct ha_map *m, uint32_t i)
+{
+	enum ha_state st;
+
+	if (m->hm_meta_replicas < 2 || i >= m->hm_nr_servers)
+		return false;
+	st = m->hm_servers[i].hs_state;
+	return st != HA_ONLINE && st != HA_REBALANCING &&
+	       st != HA_QUARANTINED;
+}
+
 int ha_home_acting(const struct ha_map *m, uint32_t h)
 {
 	int a;

@@ -104,6 +104,13 @@ int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out);
  *  is "" (or names no server of m); -ENOENT when h is not in m.  Pure. */
 int ha_home_acting(const struct ha_map *m, uint32_t h);
 
+/** Is server i out of service by m, for the calls of clients and servers:
+ *  in a map with replicated homes (hm_meta_replicas >= 2: another server
+ *  can serve its home), neither ONLINE nor REBALANCING (the states in
+ *  which a server serves its home) nor QUARANTINED (flapping, often up:
+ *  asked directly as before).  False for i not in m.  Pure. */
+bool ha_srv_out(const struct ha_map *m, uint32_t i);
+
 /**
  * The first map of a cluster from its file: epoch 1, every server and
  * device ONLINE (since now), servers in file order with address, port

@@ -425,13 +425,11 @@ static void *probe_main(void *arg)
 static void map_gone(struct srv_ha *a, const struct ha_map *m)
 {
 	struct srv *s = a->ha_srv;
-	bool takeover = m->hm_meta_replicas >= 2;
 
 	for (uint32_t i = 0; i < m->hm_nr_servers && i < HA_SERVERS_MAX &&
 	     i < s->s_conf->cc_nr_servers; i++) {
 		enum ha_state st = m->hm_servers[i].hs_state;
-		bool out = takeover && i != s->s_self && st != HA_ONLINE &&
-			   st != HA_REBALANCING && st != HA_QUARANTINED;
+		bool out = i != s->s_self && ha_srv_out(m, i);
 
 		if (out && !a->ha_gone[i]) {
 			char why[160];

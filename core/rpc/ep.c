@@ -127,8 +127,8 @@ static void sig_restore(const struct sigaction old[NSIG])
 #define RPC_STR_(x) #x
 
 static struct {
-	int rc;				/* 0, or -ENOSYS */
-	char why[256];			/* dlerror() of a failed load */
+	char why[256];			/* dlerror() of a failed load ("":
+					   loaded) */
 	int (*getinfo)(uint32_t, const char *, const char *, uint64_t,
 		       const struct fi_info *, struct fi_info **);
 	void (*freeinfo)(struct fi_info *);
@@ -164,14 +164,16 @@ static void rpc_fab_open(void)
 	e = dlerror();
 	snprintf(rpc_fab.why, sizeof rpc_fab.why, "%s",
 		 e != NULL ? e : "a function is missing");
-	rpc_fab.rc = -ENOSYS;
 }
 
-int rpc_fabric_load(void)
+/* Load libfabric once (later calls return at once): 0, or -ELIBACC with
+ * the error set naming the library.  Signal dispositions its libraries'
+ * constructors change are put back. */
+static int rpc_fabric_load(void)
 {
 	pthread_once(&rpc_fab_once, rpc_fab_open);
-	if (rpc_fab.rc != 0)
-		return err_set(rpc_fab.rc, "rpc: cannot load %s: %s",
+	if (rpc_fab.why[0] != '\0')
+		return err_set(-ELIBACC, "rpc: cannot load %s: %s",
 			       RPC_FABRIC_SONAME, rpc_fab.why);
 	return 0;
 }

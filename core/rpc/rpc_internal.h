@@ -53,10 +53,6 @@ struct fi_info *rpc_dl_fi_dupinfo(const struct fi_info *info);
 int rpc_dl_fi_fabric(struct fi_fabric_attr *attr,
 		     struct fid_fabric **fabric, void *context);
 const char *rpc_dl_fi_strerror(int errnum);
-/* Load libfabric once (later calls return at once): 0, or -ENOSYS with
- * the error set naming the library.  Signal dispositions its libraries'
- * constructors change are put back (rpc_signals_foreign()). */
-int rpc_fabric_load(void);
 
 /* ---- limits (each with its reason) ---------------------------------- */
 
