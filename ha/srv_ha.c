@@ -316,6 +316,16 @@ static int lease_begin(struct srv_ha *a, uint64_t *sent)
 				  a->ha_lease);
 }
 
+/* Mark the server fenced (ha_is_fenced() already says so from the clock,
+ * or etcd expired its lease), logged once per lapse. */
+static void fence_mark(struct srv_ha *a, uint64_t ttl_ms)
+{
+	if (!atomic_exchange(&a->ha_fenced, true))
+		LOG_WARNING("server %s: fenced: membership lease not renewed "
+			    "for %" PRIu64 " ms (etcd unreachable, or this "
+			    "process did not run)", a->ha_name, ttl_ms);
+}
+
 /*
  * Renew the lease (every third of its TTL).  The fence (ha_is_fenced())
  * follows from the time of the last renewal that succeeded, taken before
@@ -328,29 +338,31 @@ static int lease_begin(struct srv_ha *a, uint64_t *sent)
 static void lease_step(struct srv_ha *a, uint64_t now, uint64_t *next)
 {
 	uint64_t ttl_ms = (uint64_t)a->ha_lease_granted_s * 1000, sent;
-	bool lapsed = ha_is_fenced(a), joined = false;
+	bool lapsed = ha_is_fenced(a), expired, joined = false;
 	int rc;
 
-	if (lapsed && !atomic_load(&a->ha_fenced)) {
-		atomic_store(&a->ha_fenced, true);
-		LOG_WARNING("server %s: fenced: membership lease not renewed "
-			    "for %" PRIu64 " ms (etcd unreachable, or this "
-			    "process did not run)", a->ha_name, ttl_ms);
-	}
+	if (lapsed)
+		fence_mark(a, ttl_ms);
 	if (now < *next && !lapsed)
 		return;
 	*next = now + ttl_ms / 3;
 	sent = mono_ms();
 	rc = etcd_lease_keepalive(a->ha_etcd, a->ha_lease, NULL);
-	if (rc == -ENOENT) {
+	expired = rc == -ENOENT;
+	if (expired) {
 		LOG_WARNING("server %s: membership lease expired; joining "
 			    "again", a->ha_name);
 		rc = lease_begin(a, &sent);
 		joined = rc == 0;
 	}
+	/* The call may have outlived the lease (this process stopped during
+	 * it, etcd slow to answer): fenced meanwhile, as a lease etcd
+	 * expired; the fence is lifted only once the map was read again. */
+	if (expired || ha_is_fenced(a))
+		fence_mark(a, ttl_ms);
 	if (rc != 0)
 		return;
-	if (lapsed && map_poll(a) != 0)
+	if (atomic_load(&a->ha_fenced) && map_poll(a) != 0)
 		return;
 	atomic_store(&a->ha_lease_ok_ms, sent);
 	if (atomic_exchange(&a->ha_fenced, false))
@@ -473,7 +485,8 @@ static void home_step(struct srv_ha *a)
  * again, not fenced, it asks to run again from its start
  * (srv_restart()).  A run that made the handback at its start waits for
  * the map instead; a QUARANTINED or FAILED one waits for the operator or
- * the analyzer.
+ * the analyzer; one whose start gave a handback up (srv_home_gave_up())
+ * runs again no sooner than min_ms into its run.
  */
 static void home_restart_check(struct srv_ha *a)
 {
@@ -488,7 +501,10 @@ static void home_restart_check(struct srv_ha *a)
 		return;
 	if (min_ms < HA_HOME_RESTART_MIN_MS)
 		min_ms = HA_HOME_RESTART_MIN_MS;
-	if (mono_ms() - a->ha_start_ms < min_ms)
+	/* paced only after a handback given up at this run's start; a run
+	 * whose home moved away as it started (the analyzer's move decided
+	 * on its stop, taken while it started again) runs again at once */
+	if (srv_home_gave_up() && mono_ms() - a->ha_start_ms < min_ms)
 		return;
 	pthread_mutex_lock(&a->ha_lock);
 	if (a->ha_map.hm_meta_replicas >= 2 &&

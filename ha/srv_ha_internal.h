@@ -30,9 +30,9 @@ struct lead_job;
 #define HA_PROBE_MS 1000u
 /* A run whose home another server took over while it ran runs again from
  * its start once the map has it ONLINE (the handback is made at a start:
- * srv_home.h), no earlier than this long after its agent started and 4
- * lease TTLs (a run whose start-up handback failed tries again so, at
- * that pace). */
+ * srv_home.h); a run whose start gave a handback up does so no earlier
+ * than this long after its agent started and 4 lease TTLs (it tries
+ * again so, at that pace). */
 #define HA_HOME_RESTART_MIN_MS 10000u
 #define HA_PROBE_CALL_MS 2000u
 /* Requests to etcd: each attempt's timeout (ms). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -492,11 +493,16 @@ int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 	return rc;
 }
 
-static bool home_installed;
+static bool home_installed, home_gave_up;
 
 bool srv_home_installed(void)
 {
 	return home_installed;
+}
+
+bool srv_home_gave_up(void)
+{
+	return home_gave_up;
 }
 
 /* One HA call to server a of the peers p: the reply (the caller frees). */
@@ -560,20 +566,18 @@ static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
 	return rc;
 }
 
-int srv_home_pre_open(struct srv *s)
+/* The server the map in etcd has acting for this server's home: its
+ * index, or this server's own (nothing to hand back: not replicated, no
+ * map, or the home is here); -ENOMEM. */
+static int pre_open_acting(struct srv *s)
 {
 	const struct clu_conf *c = s->s_conf;
 	const char *eps[CLU_ETCD_MAX];
-	char file[600], meta[600];
 	struct etcd *e = NULL;
-	struct peers *p = NULL;
 	struct ha_map *m;
-	uint64_t seq = 0;
 	int64_t rev;
 	int a, rc;
 
-	if (c->cc_nr_etcd == 0)
-		return 0;
 	m = malloc(sizeof *m);
 	if (m == NULL)
 		return err_set(-ENOMEM, "server %s: map", s->s_me->cs_name);
@@ -583,11 +587,33 @@ int srv_home_pre_open(struct srv *s)
 	if (rc == 0)
 		rc = ha_map_load(e, c->cc_name, m, &rev);
 	etcd_destroy(e);
+	/* no map (a first start) or none readable: its own copy, as the
+	 * map's absence says nothing was taken over */
 	a = rc == 0 && m->hm_meta_replicas >= 2 &&
 	    m->hm_nr_servers == c->cc_nr_servers ?
 	    ha_home_acting(m, s->s_self) : (int)s->s_self;
 	free(m);
-	if (a < 0 || (uint32_t)a == s->s_self)
+	return a < 0 ? (int)s->s_self : a;
+}
+
+static uint64_t home_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int srv_home_pre_open(struct srv *s)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint64_t end = home_now_ms() + HA_HANDBACK_WAIT_MS, seq = 0;
+	char file[600], meta[600], why[300] = "";
+	struct peers *p = NULL;
+	bool said = false;
+	int a, rc;
+
+	if (c->cc_nr_etcd == 0)
 		return 0;
 	if (snprintf(file, sizeof file, "%s/meta.handback",
 		     s->s_me->cs_data_dir) >= (int)sizeof file ||
@@ -595,20 +621,50 @@ int srv_home_pre_open(struct srv *s)
 	    (int)sizeof meta)
 		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
 			       s->s_me->cs_name);
-	rc = peers_create(&p, c, NULL);
-	if (rc == 0) {
-		peers_set_server(p);
-		rc = hb_fetch(s, p, (uint32_t)a, file, &seq);
-	}
-	peers_destroy(p);
-	if (rc == 0)
-		rc = eng_shadow_install(meta, file, &seq);
-	if (rc != 0) {
-		/* it starts with its own copy, serving none of its home */
-		LOG_WARNING("server %s: its home is served by %s: handback "
-			    "not made (%s)", s->s_me->cs_name,
-			    c->cc_servers[a].cs_name, err_msg());
-		return 0;
+	/*
+	 * Tried again until HA_HANDBACK_WAIT_MS: the acting server may be
+	 * starting too (all servers restarted: it acts for the home again
+	 * only once its agent has read the map) or may be unreachable for a
+	 * moment; the map is read again each time (the home may have moved).
+	 * A start without the handback serves none of its home until it
+	 * runs again from its start (srv_ha.c home_restart_check()).
+	 */
+	for (;;) {
+		a = pre_open_acting(s);
+		if (a < 0)
+			return a;
+		if ((uint32_t)a == s->s_self)
+			return 0;
+		rc = peers_create(&p, c, NULL);
+		if (rc == 0) {
+			peers_set_server(p);
+			rc = hb_fetch(s, p, (uint32_t)a, file, &seq);
+		}
+		peers_destroy(p);
+		p = NULL;
+		if (rc == 0)
+			rc = eng_shadow_install(meta, file, &seq);
+		if (rc == 0)
+			break;
+		snprintf(why, sizeof why, "served by %s: %s",
+			 c->cc_servers[a].cs_name, err_msg());
+		if (home_now_ms() >= end) {
+			/* it starts with its own copy, serving none of its
+			 * home */
+			LOG_WARNING("server %s: handback of its home not "
+				    "made within %u s (%s): it serves none of "
+				    "its home until it runs again from its "
+				    "start", s->s_me->cs_name,
+				    HA_HANDBACK_WAIT_MS / 1000, why);
+			home_gave_up = true;
+			return 0;
+		}
+		if (!said)
+			LOG_WARNING("server %s: its home is %s; waiting up "
+				    "to %u s for its handback", s->s_me->cs_name,
+				    why, HA_HANDBACK_WAIT_MS / 1000);
+		said = true;
+		usleep(HA_HANDBACK_RETRY_MS * 1000);
 	}
 	home_installed = true;
 	LOG_WARNING("server %s: its home's metadata handed back by %s "

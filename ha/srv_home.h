@@ -120,7 +120,13 @@ uint64_t srv_home_acting_mask(struct srv_home *sh);
  * runs, reports HOME_READY: the analyzer moves the home back (rule home)
  * and A closes its engine.  A failure at any step leaves the home where it
  * is (the server starts on its own copy and serves none of its home).
+ * The home side tries for up to HA_HANDBACK_WAIT_MS, every
+ * HA_HANDBACK_RETRY_MS, reading the map again each time: the acting
+ * server may be starting too (every server restarted) and acts for the
+ * home again only once its agent has read the map.
  */
+#define HA_HANDBACK_WAIT_MS 60000u
+#define HA_HANDBACK_RETRY_MS 500u
 
 /** The acting side: freeze home h and snapshot its engine; 0 with *size
  *  (bytes) and *seq (its write set), -EREMCHG when this server does not
@@ -137,5 +143,9 @@ int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 int srv_home_pre_open(struct srv *s);
 /** Did srv_home_pre_open() install the home's metadata in this run? */
 bool srv_home_installed(void);
+/** Did srv_home_pre_open() try a handback in this run and give up (after
+ *  HA_HANDBACK_WAIT_MS)?  Such a run runs again from its start no sooner
+ *  than HA_HOME_RESTART_MIN_MS (srv_ha.c): the pace of the tries. */
+bool srv_home_gave_up(void);
 
 #endif /* STRATA_HA_SRV_HOME_H */

@@ -186,16 +186,26 @@ echo "machine CPU busy: $(( ($(busy_ticks) - busy0) / $(getconf CLK_TCK) ))s of 
 # the last lines): where the run's time went.
 echo "longest steps: $(cat "$res_dir"/times.* 2>/dev/null | sort -rn |
 	head -12 | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $1}')"
+# fail_lines LOG: the failing lines of a step's log, each with the lines
+# that follow it up to the next check (what a test prints after a failure:
+# the tail of a tool's output, a suite's failing tests), at most 16 lines;
+# a device's "failed: ..." log lines (expected in the repair suites) are
+# not failures.
+fail_lines() {
+	grep -vE 'core/dev\.c:[0-9]+: device .* failed: ' "$1" |
+		awk 'BEGIN { n = 0 }
+		/^ *ok |^[0-9]+ passed, [0-9]+ failed$|(^|[^0-9])0 failed|none left a trace/ { after = 0; next }
+		/FAIL|failures|^ +[0-9]+\. .*:[0-9]+ |ASSERT|ERROR|Assertion|not ok|[Ff]ailed/ { after = 4 }
+		after > 0 { print; after--; if (++n >= 16) exit }'
+}
+
 # The failed steps again, with their failing lines, just above the total:
 # a reader of only the last lines (a CI summary) still sees what failed.
 if [ -s "$res_dir/failed" ]; then
 	echo "failed steps:"
 	while read -r name f log; do
 		echo "  $name: $f failed (log: $log)"
-		grep -E 'FAIL|[Ff]ailed|failures|^ +[0-9]+\. .*:[0-9]+ |ASSERT|ERROR|Assertion|not ok' "$log" |
-			grep -vE '^[0-9]+ passed, [0-9]+ failed$|(^|[^0-9])0 failed|^ *ok |none left a trace' |
-			tail -6 |
-			sed 's/^/    /'
+		fail_lines "$log" | sed 's/^/    /'
 	done < "$res_dir/failed"
 fi
 echo "$pass passed, $fail failed"

@@ -187,6 +187,14 @@ sys.exit(not all(s.get("state") == "ONLINE" and not s.get("acting")
 	done
 }
 
+# wait_ready: wait_up, then (a cluster with a map: replicated homes by
+# default) until the map settles, every home served by its own server:
+# after a restart of every server, a home the analyzer moved while its
+# server was stopped is handed back at that server's start, and a test
+# that checks one server's own path (zero-copy counters, its log) must
+# not run meanwhile.
+wait_ready() { wait_up && cl_settled 240; }
+
 cl_freeze_s2() {
 	local i
 	kill -STOP "$(spid 2)"

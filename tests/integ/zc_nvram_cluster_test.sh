@@ -85,7 +85,7 @@ here() { cat "$D"/s?.log 2>/dev/null | grep -c "committed in its pulling thread"
 echo "--- acknowledged overwrite, SIGKILL of every server, restart"
 for i in 0 1 2; do srv_stop $i; done
 for i in 0 1 2; do srv_start $i "$D/cluster.yaml" --log-level 3; done
-check "three servers up (info logging)" wait_up
+check "three servers up (info logging), the map settled" wait_ready
 h0=$(here)
 head -c $((1 << 20)) /dev/urandom >"$T/over"
 cl obj write @zn 256 "$T/over"
@@ -101,7 +101,7 @@ for i in 0 1 2; do
 	wait_gone "$p" || no "s$i gone after SIGKILL"
 done
 for i in 0 1 2; do srv_start $i "$D/cluster.yaml" --log-level 3; done
-check "three servers up again" wait_up
+check "three servers up again, the map settled" wait_ready
 check "counters from 0 in the new run" test "$(zc zc_write_bytes)" = 0
 cl obj read @zn 0 768 "$T/back"
 check "overwritten object reads back after SIGKILL" cmp -s "$T/expect" "$T/back"
@@ -119,7 +119,7 @@ check "a stopped server counted it (zero-copy writes: N >= 1 committed in their 
 	grep -Eq "zero-copy writes: [1-9][0-9]* committed in their pulling" \
 	"$D"/s?.log
 for i in 0 1 2; do STRATA_SRV_ZC=0 srv_start $i "$D/cluster.yaml"; done
-check "three servers up (zero-copy off)" wait_up
+check "three servers up (zero-copy off), the map settled" wait_ready
 cl obj read @zn 0 768 "$T/back"
 check "object reads back through the bounce path" cmp -s "$T/expect" "$T/back"
 cl obj write @zn 0 "$T/over"
@@ -129,15 +129,10 @@ check "counters stay 0 with zero-copy off" \
 	test "$(zc zc_write_bytes)" = 0 -a "$(zc zc_read_bytes)" = 0
 for i in 0 1 2; do srv_stop $i; done
 for i in 0 1 2; do srv_start $i "$D/cluster.yaml"; done
-check "three servers up (zero-copy on)" wait_up
+check "three servers up (zero-copy on), the map settled" wait_ready
 
 echo "--- the Clovis suites against this cluster"
-STRATA_UT_CLUSTER=$D/cluster.yaml timeout 300 "$BD/ut_main" -s clovis,clovis_bad \
-	-x composite >"$T/ut" 2>&1
-line=$(grep -E "^[0-9]+ passed, [0-9]+ failed" "$T/ut" | tail -1)
-echo "     ut_main -s clovis,clovis_bad: $line"
-check "clovis suites pass against the cluster" \
-	test -n "$line" -a "${line#* passed, }" = "0 failed"
+cl_ut "clovis suites" -s clovis,clovis_bad -x composite
 timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
