@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 {
 	const char *suites = NULL, *test = NULL, *exclude = NULL;
 	bool list = false;
-	unsigned run, failed;
+	unsigned run, failed, sfailed;
 	int opt;
 
 	while ((opt = getopt(argc, argv, "ls:t:x:")) != -1) {
@@ -112,7 +112,15 @@ int main(int argc, char **argv)
 	CU_basic_run_tests();
 	run = CU_get_number_of_tests_run();
 	failed = CU_get_number_of_tests_failed();
-	printf("%u passed, %u failed\n", run - failed, failed);
+	/* a suite whose set-up (or clean-up) failed ran none (or not all)
+	 * of its tests: a failure too, each such suite counted once (CUnit
+	 * only warns, and its tests were never counted) */
+	sfailed = CU_get_number_of_suites_failed();
+	if (sfailed != 0)
+		printf("ut: %u suite(s) failed their set-up or clean-up (the "
+		       "\"Suite initialization failed\" lines above)\n",
+		       sfailed);
+	printf("%u passed, %u failed\n", run - failed, failed + sfailed);
 	CU_cleanup_registry();
-	return failed == 0 ? 0 : 1;
+	return failed + sfailed == 0 ? 0 : 1;
 }
