@@ -705,6 +705,27 @@ static int clu_idx_ent_all(struct clu_client *c, struct eng_req *r)
 	return clu_finish(r, 0, rp);
 }
 
+/* An op refused -EBUSY (nothing ran): pause and say to send it again,
+ * while within the call timeout from the first refusal (*busy: its time,
+ * 0 before it; clovis_limits.h CLU_BUSY_PAUSE_MS). */
+static bool clu_busy_pause(struct clu_client *c, uint64_t *busy)
+{
+	uint64_t now = clu_now_ms(), pause, n;
+
+	if (*busy == 0)
+		*busy = now;
+	if (now - *busy >= c->cc_conf.cc_call_ms)
+		return false;
+	n = (now - *busy) / CLU_BUSY_PAUSE_MS;
+	pause = CLU_BUSY_PAUSE_MS;
+	while (pause < CLU_BUSY_PAUSE_MAX_MS && (n >>= 1) != 0)
+		pause *= 2;
+	if (pause > CLU_BUSY_PAUSE_MAX_MS)
+		pause = CLU_BUSY_PAUSE_MAX_MS;
+	usleep((useconds_t)pause * 1000);
+	return true;
+}
+
 /*
  * An object's entity request (CREATE, DELETE, OPEN, GETATTR) to the
  * server serving its home.  Sent once more to the map's acting server
@@ -718,18 +739,27 @@ static int clu_obj_ent(struct clu_client *c, struct eng_req *r, EntReq *q,
 		       Reply **rp)
 {
 	bool read = r->er_kind == ER_ENT_OPEN || r->er_kind == ER_ENT_GETATTR;
+	uint64_t busy = 0;
 	int rc = 0;
 
-	for (uint32_t t = 0; t < 2; t++) {
+	for (uint32_t moved = 0;;) {
 		uint32_t s = clu_obj_target(c, &r->er_id);
-		bool answered;
+		bool answered, again;
 
 		rc = clu_call_ans(c, s, SOP_ENT, &q->base, NULL, 0, rp,
 				  &answered);
-		if (rc == 0 || t == 1 ||
-		    (!read && rc != -EREMCHG) ||
-		    !clu_obj_reroute(c, &r->er_id, s, rc, answered))
+		if (rc == 0)
 			break;
+		/* refused busy (nothing ran): waited through, as
+		 * clu_obj_from() */
+		again = rc == -EBUSY && answered && clu_busy_pause(c, &busy);
+		if (!again && (moved >= CLU_REROUTES_MAX ||
+			       (!read && rc != -EREMCHG) ||
+			       !clu_obj_reroute(c, &r->er_id, s, rc,
+						answered)))
+			break;
+		if (!again)
+			moved++;
 		if (*rp != NULL) {
 			reply__free_unpacked(*rp, NULL);
 			*rp = NULL;
@@ -921,6 +951,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 			uint32_t t0)
 {
 	ObjReq q = OBJ_REQ__INIT;
+	uint64_t busy = 0;
 	SId id, cont, ac;
 	SAttr a;
 	struct rpc_bulk bulk = {RPC_BULK_NONE, NULL, 0};
@@ -940,7 +971,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 	 * same blocks, the same bytes again) is sent once more, and goes on
 	 * degraded.
 	 */
-	for (uint32_t t = t0, moved = 0;; t++) {
+	for (uint32_t t = t0, moved = 0;;) {
 		uint32_t s = clu_obj_target(c, &r->er_id);
 		bool answered;
 
@@ -950,9 +981,17 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 		/* its home taken over (or given back): once more to the
 		 * server the map now has serving it (the same blocks, the
 		 * same bytes: nothing applies twice differently) */
-		if (rc != 0 && moved == 0 &&
+		if (rc != 0 && moved < CLU_REROUTES_MAX &&
 		    clu_obj_reroute(c, &r->er_id, s, rc, answered)) {
-			moved = 1;
+			moved++;
+			t++;
+			if (rp != NULL) {
+				reply__free_unpacked(rp, NULL);
+				rp = NULL;
+			}
+			continue;
+		}
+		if (rc == -EBUSY && answered && clu_busy_pause(c, &busy)) {
 			if (rp != NULL) {
 				reply__free_unpacked(rp, NULL);
 				rp = NULL;
@@ -963,6 +1002,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 		    t >= CLU_OBJ_RETRIES)
 			break;
 		clu_obj_resend_note(r, err_msg());
+		t++;
 	}
 	if (rc == 0 && r->er_kind == ER_OBJ_READ)
 		clu_bulk_read_out(&cb, r);

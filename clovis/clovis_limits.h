@@ -45,6 +45,22 @@
  * that failed; a second failure is the op's. */
 #define CLU_OBJ_RETRIES 1u
 
+/* An object op whose home answers -EBUSY after the transport's own short
+ * tries (a home being handed back, or opening its store, or a server
+ * reading a newer map: refused before anything ran) is sent again, after
+ * pauses from CLU_BUSY_PAUSE_MS doubling up to CLU_BUSY_PAUSE_MAX_MS, for
+ * at most the client's call timeout (clu_obj_from()): a handover of a few
+ * seconds is waited out, not failed. */
+#define CLU_BUSY_PAUSE_MS 10u
+#define CLU_BUSY_PAUSE_MAX_MS 250u
+
+/* Sends of an object or object-entity op to the server the map names
+ * after a refusal (-EREMCHG: nothing ran) or an unreachable server the map
+ * moved (clu_obj_reroute()): a handover can take two (a client's stale
+ * map sends to the home, which names the acting server; that one, once
+ * the move back is made, names the home again). */
+#define CLU_REROUTES_MAX 3u
+
 /* The map watcher of an HA cluster's client (cli_cluster.c, "The map
  * watcher"): it looks every CLU_WATCH_TICK_MS at the calls waiting on
  * each server; when calls have waited on one CLU_WATCH_SILENT_MS without

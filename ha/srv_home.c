@@ -19,6 +19,7 @@
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "core/rpc/rpc.h"
 #include "core/server/rdev.h"
 #include "core/server/srv_repl.h"
 #include "core/server/srv_internal.h"
@@ -83,7 +84,16 @@ static int home_route(void *arg, uint32_t home, struct eng **eng, void **ref)
 	}
 	a = sh->sh_acting[home];
 	he = &sh->sh_he[home];
-	if (a != s->s_self) {
+	if (a != s->s_self && rpc_epoch_get() > sh->sh_epoch) {
+		/* the agent took a newer map whose homes it has not followed
+		 * yet (home_step(), its next tick): the home may be this
+		 * server's now, so no refusal that sends the client away
+		 * (a client that reads the new map sends it here again) */
+		rc = err_set(-EBUSY, "server %s is following cluster map "
+			     "epoch %" PRIu64 " (its homes are at epoch %"
+			     PRIu64 ")", s->s_me->cs_name, rpc_epoch_get(),
+			     sh->sh_epoch);
+	} else if (a != s->s_self) {
 		rc = err_set(-EREMCHG, "objects homed on %s are served by %s "
 			     "(cluster map epoch %" PRIu64 "), not by %s",
 			     name_of(sh, home), name_of(sh, a), sh->sh_epoch,

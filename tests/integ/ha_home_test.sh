@@ -30,7 +30,9 @@
 #      refused by B as a stale sender (logged); the analyzer moves the
 #      home back (handover), B closes its engine, and everything written
 #      meanwhile reads back from V, which takes writes again once B is
-#      re-synced.
+#      re-synced; writes of an object homed on V sent during the rest of
+#      the handover (B refuses the home's requests, -EBUSY) are waited
+#      through: none fails.
 #
 # Every wait is bounded; ports 6500-6509 (no other step uses them,
 # tests/steps.list); run it under flock /tmp/strata-ports.lock; everything
@@ -242,6 +244,23 @@ v_up() { kill -0 "$(spid "$V")" 2>/dev/null; }
 check "s$V restarted" poll 30 v_up
 check "s$V copied its home's metadata from $A before its store opened" \
 	poll 30 grep -q "its home's metadata handed back by $A" "$D/s$V.log"
+# writes of an object homed on s$V from here on, across the rest of the
+# handover ($A refuses the home's requests, -EBUSY, until the map moves
+# it back): each one is waited through (the client sends it again within
+# its call timeout, clovis/clovis_limits.h CLU_BUSY_PAUSE_MS), none fails
+W1=$(echo $PD | cut -d' ' -f1)
+(
+	for k in $(seq 1 12); do
+		if timeout 90 "$S" --cluster "$F" obj write "$W1" 0 "$T/blob2" \
+			>/dev/null 2>"$T/hw.err"; then
+			echo ok >>"$T/hw"
+		else
+			echo "fail: $(tail -1 "$T/hw.err" | head -c 300)" >>"$T/hw"
+		fi
+		sleep 0.3
+	done
+) &
+hw=$!
 check "$A refused the returning s$V's ships as a stale sender" \
 	poll 30 grep -q "stale sender: home s$V: replication from s$V refused" "$D/$A.log"
 grep -m1 "stale sender" "$D/$A.log" | sed 's/^/     /' | cut -c1-240
@@ -251,6 +270,10 @@ back() { [ -z "$(acting "$V")" ]; }
 check "the map has s$V serving its home again" poll 60 back
 check "$A closed its engine for home s$V" \
 	poll 30 grep -q "no longer acting for home s$V" "$D/$A.log"
+wait "$hw"
+check "writes of a home being handed back are waited through ($(grep -c '^ok' "$T/hw") of 12 ok)" \
+	test "$(grep -c '^ok' "$T/hw")" -eq 12
+grep '^fail' "$T/hw" | head -3 | sed 's/^/     /'
 check "after the handover everything written meanwhile reads back from s$V" \
 	poll 60 acked_back
 echo "     ($nb of 7)"
