@@ -2053,19 +2053,30 @@ int cluster_dtx_call(struct clovis *cl, uint32_t home, uint32_t op,
 	struct rpc_result res;
 	struct iovec iov = {(void *)bulk, bulk_len};
 	struct rpc_bulk b = {RPC_BULK_OUT, &iov, 1};
+	uint64_t busy = 0;
 	char what[80];
 	int rc;
 
 	snprintf(what, sizeof what, "dtx request to home %s",
 		 c->cc_conf.cc_servers[home].cs_name);
-	for (uint32_t t = 0;; t++) {
+	for (uint32_t moved = 0;;) {
 		uint32_t s = clu_home_target(c, home);
 
 		rc = peers_call_ms(c->cc_peers, s, op, body, len,
 				   bulk_len > 0 ? &b : NULL, ms, &res);
-		if (rc == 0 || t == 1 ||
+		if (rc == 0)
+			break;
+		/* refused busy (the home opening or being handed back:
+		 * nothing ran), waited through as an object op */
+		if (rc == -EBUSY && res.rr_answered &&
+		    clu_busy_pause(c, &busy)) {
+			free(res.rr_body);
+			continue;
+		}
+		if (moved >= CLU_REROUTES_MAX ||
 		    !clu_home_reroute(c, home, what, s, rc, res.rr_answered))
 			break;
+		moved++;
 		free(res.rr_body);
 	}
 	*rbody = res.rr_body;
