@@ -13,7 +13,9 @@
  *   container CREATE / DELETE      every server (DELETE after checking
  *                                  that every server's copy is empty)
  *   container OPEN / GETATTR       the first live server from its home
- *   index CREATE / DELETE          its R replicas (home, home+1, ...)
+ *   index CREATE / DELETE          its R replicas (home, home+1, ...);
+ *                                  a CREATE with the incarnation this
+ *                                  client chose (clu_idx_incarnation())
  *   index PUT / DEL                the first live replica, then the others
  *                                  with the first one's seq, all with the
  *                                  op's tag (clu_tag_next())
@@ -54,6 +56,7 @@ struct clu_client {
 	uint64_t cc_redone;     /* of those, handed to a worker at their end */
 	uint64_t cc_tag_id;     /* this client instance's random id */
 	uint64_t cc_tag_ops;    /* index updates tagged (atomic) */
+	uint64_t cc_inc_last;   /* the last index incarnation chosen (atomic) */
 	/* homes by the cluster map (HA clusters; under cc_mlock) */
 	pthread_mutex_t cc_mlock;
 	bool cc_map_on;         /* the map takes homes over */
@@ -673,7 +676,36 @@ static int clu_cont_all(struct clu_client *c, struct eng_req *r)
 	return clu_finish(r, 0, keep);
 }
 
-/* Index CREATE and DELETE: every replica; the first answers for all. */
+/*
+ * The incarnation of an index this client creates: the time now in ns
+ * (clients see it as the index's ctime), above every one this client chose
+ * before, so that two CREATEs of one client never share one.  Chosen here,
+ * not by the replica that applies the CREATE first: every replica that
+ * applies this CREATE makes the index with it, the first one included, so
+ * a replica that applies it late (slow or frozen while this client timed
+ * out on it and made the index on the next replica) makes the same
+ * incarnation as the one acknowledged (srv_idx.c, "Incarnations").
+ */
+static uint64_t clu_idx_incarnation(struct clu_client *c)
+{
+	struct timespec ts;
+	uint64_t now, last;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	last = __atomic_load_n(&c->cc_inc_last, __ATOMIC_RELAXED);
+	do {
+		if (now <= last)
+			now = last + 1;
+	} while (!__atomic_compare_exchange_n(&c->cc_inc_last, &last, now,
+					      false, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return now;
+}
+
+/* Index CREATE and DELETE: every replica; the first answers for all.  A
+ * CREATE carries the incarnation this client chose to every replica
+ * (clu_idx_incarnation()). */
 static int clu_idx_ent_all(struct clu_client *c, struct eng_req *r)
 {
 	EntReq q;
@@ -684,11 +716,15 @@ static int clu_idx_ent_all(struct clu_client *c, struct eng_req *r)
 	int rc;
 
 	clu_ent_req(&q, &id, &cont, &a, &ac, r, SRF_INDEX);
+	if (r->er_kind == ER_ENT_CREATE)
+		q.incarnation = clu_idx_incarnation(c);
 	rc = clu_call_first(c, &r->er_id, nr, SOP_ENT, &q.base, NULL, 0, &rp,
 			    &who, NULL);
 	if (rc != 0)
 		return rc;
 	q.rflags = SRF_INDEX | SRF_REPLICA;
+	/* the first replica's answer: the one chosen (a server that does not
+	 * take it from the client answers the one it made) */
 	q.incarnation = rp->attr != NULL ? rp->attr->ctime_ns : 0;
 	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t s = clu_ring(c, &r->er_id, i);

@@ -12,3 +12,10 @@ TEST_BINS += $(BUILD)/netns_client
 
 $(BUILD)/netns_client: $(BUILD)/obj/tests/integ/netns_client.o $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# idx_client: the Clovis client of tests/integ/idx_race_test.sh (one index
+# handle's incarnation against each replica).
+TEST_BINS += $(BUILD)/idx_client
+
+$(BUILD)/idx_client: $(BUILD)/obj/tests/integ/idx_client.o $(BUILD)/libstrata.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

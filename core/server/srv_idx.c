@@ -4,14 +4,28 @@
  * docs/cluster.md, "Index replicas").
  *
  * Each index this server holds has a replica record {inc, seq}: inc is the
- * canonical incarnation (the first replica's creation time, the same on
- * every replica, which clients see as the index's ctime), seq counts the
- * updates applied in the first replica's order.  The first replica of an
- * update adds one; a further replica takes the first one's new seq only if
- * it is its own plus one — otherwise it missed something and is marked
- * unverified.  The record is stored by a second commit item after the
- * update is durable, so a stored seq never claims more than the records
- * hold.
+ * canonical incarnation (the same on every replica, which clients see as
+ * the index's ctime: "Incarnations" below), seq counts the updates applied
+ * in the first replica's order.  The first replica of an update adds one;
+ * a further replica takes the first one's new seq only if it is its own
+ * plus one — otherwise it missed something and is marked unverified.
+ * The record is stored by a second commit item after the update is
+ * durable, so a stored seq never claims more than the records hold.
+ *
+ * Incarnations: the client that creates an index chooses its incarnation
+ * (clovis/cli_cluster.c clu_idx_incarnation(): its clock in ns, above any
+ * it chose before; a dtx's CREATE member: from the dtx id) and sends it
+ * with the CREATE to every replica; each one, the first included, makes
+ * the index with it (srv_ridx_after_update(); the time made here only for
+ * a CREATE that carries none).  So one CREATE makes one incarnation on
+ * every replica that applies it, whenever it does: a replica slow or
+ * frozen while its client timed out on it and made the index on the next
+ * replica applies the request late with the incarnation the client was
+ * acknowledged, and the catch-up never has to choose between the two (its
+ * rule, the peer with the highest seq, ties to ring order, does not know
+ * which one was acknowledged).  Two different CREATEs of one id that race
+ * can still leave two incarnations (docs/cluster.md "Index incarnations";
+ * test: tests/integ/idx_race_test.sh, part 4).
  *
  * Catch-up: an index is verified on the syncer thread before this server
  * reads it or orders an update of it, once per server run and again

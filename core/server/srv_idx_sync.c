@@ -459,8 +459,9 @@ static bool ridx_ent_moved(struct srv *s, struct ridx *ri, uint64_t eops)
  * since the op (this server may have missed a later one), the op is older
  * than a client's whole round of calls, or the index exists here and on
  * the peers in different incarnations that are not the one deleted here
- * (two CREATEs raced, e.g. a client timed out on this server and made it
- * on the next replica).
+ * (two CREATEs of the index raced: one CREATE makes one incarnation on
+ * every replica, whenever each applies it, see "Incarnations" at the top
+ * of srv_idx.c).
  */
 static bool idx_ent_keep(struct srv *s, struct ridx *ri, uint64_t eops,
 			 uint64_t gen, uint64_t dinc, bool *local,

@@ -740,8 +740,8 @@ uint64_t srv_ent_window_ms(const struct srv *s)
 /* (s_rlock held) A CREATE or DELETE of ri starts or is applied here while
  * its peer replicas' generation is gen (ridx_gen()).  What a catch-up
  * decided before it is void: verify again (a replica CREATE of another
- * incarnation than the one made here means a client timed out here and
- * made the index on the next replica: the peers' incarnation wins then). */
+ * incarnation than the one made here means another CREATE of the index
+ * raced this one's: the peers' newest wins then). */
 void ridx_ent_event(struct ridx *ri, uint64_t gen)
 {
 	ri->ri_eops++;
@@ -868,8 +868,10 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 	      ridx_gen(s, &ri->ri_id) : 0;
 	pthread_mutex_lock(&s->s_rlock);
 	if (r->er_kind == ER_ENT_CREATE) {
-		ridx_ent_mem(ri, r->er_kind, replica ? so->so_m.mr_incarnation
-						     : r->er_ent.me_ctime_ns,
+		/* The incarnation the client chose, first replica or not;
+		 * the time made here only from a client that chose none. */
+		ridx_ent_mem(ri, r->er_kind, so->so_m.mr_incarnation != 0 ?
+			     so->so_m.mr_incarnation : r->er_ent.me_ctime_ns,
 			     gen);
 	} else if (r->er_kind == ER_ENT_DELETE) {
 		ridx_ent_mem(ri, r->er_kind, 0, gen);

@@ -29,18 +29,31 @@
 #      reads back from s1 or s2 alone (s0 skipped), and one put with s0
 #      skipped reads back through s0.  (Review of the first fix: s0 kept A
 #      and s1 B for good, s1 and s2 refusing the index as behind.)
-#   4. no server logs a failed catch-up.
+#   4. The same race, and the incarnation: idx_client (one process, which
+#      prints the incarnation its create was acknowledged with) makes
+#      index W with a 2 s call timeout; s0 applies it and holds the
+#      answer, the client makes W on s1, which copies it to s2.  Then
+#      every replica, opened alone and made to verify first
+#      (STRATA_TEST_VERIFY; s1, then s2, then s0), must serve the
+#      acknowledged incarnation: the client chose it and s0 applied the
+#      same (core/server/srv_idx.c, "Incarnations").  Before that, s0
+#      made an incarnation A of its own and s1, s2 the acknowledged B;
+#      s1's catch-up took s0's (the peers' highest seq, ties to ring
+#      order), then s2's took it too and s0 kept it: every replica
+#      refused the client's handle ("was deleted (and made again)"; a dtx
+#      member's PREPARE checks the same incarnation).
+#   5. no server logs a failed catch-up.
 #
-# Every wait is bounded (about 30 s in all); the servers are killed and
+# Every wait is bounded (about 40 s in all); the servers are killed and
 # the directory removed on any exit (KEEP=1 keeps it).
 # Ends with "N passed, N failed".
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" race 30000 400
 
-cl_need strata strata-server strata-server-test
+cl_need strata strata-server strata-server-test idx_client
 
-# Three ids whose first replica is s0 (clu_home(): splitmix64, mirrored).
+# Four ids whose first replica is s0 (clu_home(): splitmix64, mirrored).
 ids=$(python3 - <<'PY'
 M = (1 << 64) - 1
 def mix(x):
@@ -48,11 +61,11 @@ def mix(x):
 	x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
 	return x ^ (x >> 31)
 print(" ".join(["e1:%x" % lo for lo in range(1, 64)
-		if mix(0xe1 ^ mix(lo)) % 3 == 0][:3]))
+		if mix(0xe1 ^ mix(lo)) % 3 == 0][:4]))
 PY
 )
-read -r X Y Z <<<"$ids"
-check "three index ids homed on s0 ($X $Y $Z)" test -n "${Z:-}"
+read -r X Y Z W <<<"$ids"
+check "four index ids homed on s0 ($X $Y $Z $W)" test -n "${W:-}"
 
 echo "--- test servers with fault srv.idx.ent.slow"
 # meta_replicas 1: the subject is index replicas racing their own client;
@@ -147,6 +160,19 @@ done
 check "a record put through s0 reads back with s0 skipped (converged in $i s)" \
 	test "$ok0" -eq 0
 check "a record put with s0 skipped reads back through s0" test "$ok1" -eq 0
+
+echo "--- CREATE raced by its own client: every replica serves the acknowledged incarnation"
+timeout 60 "$BD/idx_client" "$D/fast.yaml" create "$W" >"$T/create" 2>&1
+check "idx create $W (s0 timed out, made on s1)" test $? -eq 0
+inc=$(sed -n 's/^incarnation //p' "$T/create")
+grep '^FAIL' "$T/create" | sed 's/^/     /'
+check "s0 applied the create too" \
+	grep -q "index $W: fault srv.idx.ent.slow: CREATE applied" "$D/s0.log"
+STRATA_TEST_VERIFY=1 timeout 120 "$BD/idx_client" "$D/cluster.yaml" serves \
+	"$W" "${inc:-0}" s1 s2 s0 >"$T/serves" 2>&1
+check "every replica, verified alone, serves $W's acknowledged incarnation" \
+	test $? -eq 0
+grep -E '^(ok|FAIL)' "$T/serves" | sed 's/^/     /'
 
 echo "--- logs"
 check "no server logs a failed catch-up" \
