@@ -30,22 +30,11 @@
 #include <unistd.h>
 
 #include "clovis/clovis.h"
+#include "tests/integ/check.h"
 
 #define SKIP_LEN_MAX 512
 
-static int passed, failed;
 
-static void ok(const char *what)
-{
-	passed++;
-	printf("ok   %s\n", what);
-}
-
-static void no(const char *what)
-{
-	failed++;
-	printf("FAIL %s\n", what);
-}
 
 /* Run entity op kind of index name on a fresh handle ix, to its end (the
  * op freed): 0 or its rc, with its message in msg. */
@@ -137,26 +126,16 @@ static int usage(void)
 
 int main(int argc, char **argv)
 {
-	struct clovis_conf c = { .cc_mode = CLOVIS_MODE_CLUSTER };
 	struct clovis *cl = NULL;
 	bool create = (argc == 4 || argc == 5) &&
 		      strcmp(argv[2], "create") == 0;
 	bool serves = argc >= 6 && strcmp(argv[2], "serves") == 0;
-	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!create && !serves)
 		return usage();
-	c.cc_cluster_conf = argv[1];
-	rc = clovis_init(&cl, &c);
-	if (rc != 0) {
-		char what[600];
-
-		snprintf(what, sizeof what, "clovis_init(%s): %d (%s): %s",
-			 argv[1], rc, clovis_strerror(rc), clovis_errmsg());
-		no(what);
+	if (check_cluster_open(&cl, argv[1]) != 0)
 		goto out;
-	}
 	if (create)
 		cmd_create(cl, argv[3],
 			   argc == 5 ? (unsigned)atoi(argv[4]) : 0);

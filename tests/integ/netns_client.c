@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "clovis/clovis.h"
+#include "tests/integ/check.h"
 
 #define OBJ_BLOCK_SHIFT 12
 #define OBJ_BLOCKS 32u             /* 128 KiB: two 4+2 groups of 16 KiB */
@@ -63,7 +64,6 @@
 #define NAME_MAX_LEN 96
 #define JOURNAL_LINES_MAX 100000u
 
-static int passed, failed;
 static const char *down_name;   /* --down NAME */
 static bool down_any;           /* --down-any */
 static bool need_both;
@@ -71,17 +71,6 @@ static int64_t deadline_ms = 10000;
 static int pace_ms;
 static unsigned obj_ok, obj_down; /* object ops that succeeded / failed */
 
-static void ok(const char *what)
-{
-	passed++;
-	printf("ok   %s\n", what);
-}
-
-static void no(const char *what)
-{
-	failed++;
-	printf("FAIL %s\n", what);
-}
 
 static int64_t now_ms(void)
 {
@@ -548,10 +537,8 @@ static int parse_opts(int argc, char **argv, int from)
 
 int main(int argc, char **argv)
 {
-	struct clovis_conf c = { .cc_mode = CLOVIS_MODE_CLUSTER };
 	struct clovis *cl = NULL;
 	const char *cmd;
-	int rc;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4)
@@ -566,16 +553,8 @@ int main(int argc, char **argv)
 	     (argc < 7 || parse_opts(argc, argv, 7) != 0)) ||
 	    (strcmp(cmd, "verify") == 0 && parse_opts(argc, argv, 4) != 0))
 		return usage();
-	c.cc_cluster_conf = argv[1];
-	rc = clovis_init(&cl, &c);
-	if (rc != 0) {
-		char what[600];
-
-		snprintf(what, sizeof what, "clovis_init(%s): %d (%s): %s",
-			 argv[1], rc, clovis_strerror(rc), clovis_errmsg());
-		no(what);
+	if (check_cluster_open(&cl, argv[1]) != 0)
 		goto out;
-	}
 	if (strcmp(cmd, "setup") == 0)
 		cmd_setup(cl, (unsigned)atoi(argv[3]));
 	else if (strcmp(cmd, "write") == 0)
