@@ -762,6 +762,45 @@ static bool clu_busy_pause(struct clu_client *c, uint64_t *busy)
 	return true;
 }
 
+/* How a request to the server serving a home goes again (clu_home_again()):
+ * the time of its first -EBUSY (0: none yet), the reroutes made. */
+struct clu_again {
+	uint64_t ca_busy;
+	uint32_t ca_moved;
+};
+
+/*
+ * After a request to home h sent to server s failed with rc (answered: s
+ * answered it), should it go again (to clu_home_target())?  Refused busy
+ * (nothing ran): after a pause, within the call timeout (clu_busy_pause());
+ * otherwise, when reroute, at most CLU_REROUTES_MAX times, where
+ * clu_home_reroute() says so.  what names the request for the log.
+ */
+static bool clu_home_again(struct clu_client *c, uint32_t h, const char *what,
+			   uint32_t s, int rc, bool answered, bool reroute,
+			   struct clu_again *g)
+{
+	if (rc == -EBUSY && answered && clu_busy_pause(c, &g->ca_busy))
+		return true;
+	if (!reroute || g->ca_moved >= CLU_REROUTES_MAX ||
+	    !clu_home_reroute(c, h, what, s, rc, answered))
+		return false;
+	g->ca_moved++;
+	return true;
+}
+
+/* clu_home_again() for a request on object id (its home's). */
+static bool clu_obj_again(struct clu_client *c, const struct st_id *id,
+			  uint32_t s, int rc, bool answered, bool reroute,
+			  struct clu_again *g)
+{
+	char what[64];
+
+	snprintf(what, sizeof what, "object %s", eng_id_str(id));
+	return clu_home_again(c, clu_home(&c->cc_conf, id), what, s, rc,
+			      answered, reroute, g);
+}
+
 /*
  * An object's entity request (CREATE, DELETE, OPEN, GETATTR) to the
  * server serving its home.  Sent once more to the map's acting server
@@ -775,27 +814,19 @@ static int clu_obj_ent(struct clu_client *c, struct eng_req *r, EntReq *q,
 		       Reply **rp)
 {
 	bool read = r->er_kind == ER_ENT_OPEN || r->er_kind == ER_ENT_GETATTR;
-	uint64_t busy = 0;
+	struct clu_again g = {0};
 	int rc = 0;
 
-	for (uint32_t moved = 0;;) {
+	for (;;) {
 		uint32_t s = clu_obj_target(c, &r->er_id);
-		bool answered, again;
+		bool answered;
 
 		rc = clu_call_ans(c, s, SOP_ENT, &q->base, NULL, 0, rp,
 				  &answered);
-		if (rc == 0)
+		if (rc == 0 ||
+		    !clu_obj_again(c, &r->er_id, s, rc, answered,
+				   read || rc == -EREMCHG, &g))
 			break;
-		/* refused busy (nothing ran): waited through, as
-		 * clu_obj_from() */
-		again = rc == -EBUSY && answered && clu_busy_pause(c, &busy);
-		if (!again && (moved >= CLU_REROUTES_MAX ||
-			       (!read && rc != -EREMCHG) ||
-			       !clu_obj_reroute(c, &r->er_id, s, rc,
-						answered)))
-			break;
-		if (!again)
-			moved++;
 		if (*rp != NULL) {
 			reply__free_unpacked(*rp, NULL);
 			*rp = NULL;
@@ -987,7 +1018,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 			uint32_t t0)
 {
 	ObjReq q = OBJ_REQ__INIT;
-	uint64_t busy = 0;
+	struct clu_again g = {0};
 	SId id, cont, ac;
 	SAttr a;
 	struct rpc_bulk bulk = {RPC_BULK_NONE, NULL, 0};
@@ -1007,35 +1038,28 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 	 * same blocks, the same bytes again) is sent once more, and goes on
 	 * degraded.
 	 */
-	for (uint32_t t = t0, moved = 0;;) {
+	for (uint32_t t = t0;;) {
 		uint32_t s = clu_obj_target(c, &r->er_id);
 		bool answered;
 
 		rc = clu_call_ans(c, s, SOP_OBJ, &q.base,
 				  r->er_data != NULL ? &bulk : NULL, 0, &rp,
 				  &answered);
-		/* its home taken over (or given back): once more to the
-		 * server the map now has serving it (the same blocks, the
-		 * same bytes: nothing applies twice differently) */
-		if (rc != 0 && moved < CLU_REROUTES_MAX &&
-		    clu_obj_reroute(c, &r->er_id, s, rc, answered)) {
-			moved++;
-			t++;
+		/* its home busy (handed back, opening), or taken over (or
+		 * given back): again to the server the map now has serving
+		 * it (the same blocks, the same bytes: nothing applies twice
+		 * differently) */
+		if (rc != 0 && clu_obj_again(c, &r->er_id, s, rc, answered,
+					     true, &g)) {
 			if (rp != NULL) {
 				reply__free_unpacked(rp, NULL);
 				rp = NULL;
 			}
 			continue;
 		}
-		if (rc == -EBUSY && answered && clu_busy_pause(c, &busy)) {
-			if (rp != NULL) {
-				reply__free_unpacked(rp, NULL);
-				rp = NULL;
-			}
-			continue;
-		}
+		/* a reroute counts as a send once more */
 		if (rc == 0 || !answered || !peers_rc_transport(rc) ||
-		    t >= CLU_OBJ_RETRIES)
+		    t + g.ca_moved >= CLU_OBJ_RETRIES)
 			break;
 		clu_obj_resend_note(r, err_msg());
 		t++;
@@ -2089,30 +2113,22 @@ int cluster_dtx_call(struct clovis *cl, uint32_t home, uint32_t op,
 	struct rpc_result res;
 	struct iovec iov = {(void *)bulk, bulk_len};
 	struct rpc_bulk b = {RPC_BULK_OUT, &iov, 1};
-	uint64_t busy = 0;
+	struct clu_again g = {0};
 	char what[80];
 	int rc;
 
 	snprintf(what, sizeof what, "dtx request to home %s",
 		 c->cc_conf.cc_servers[home].cs_name);
-	for (uint32_t moved = 0;;) {
+	for (;;) {
 		uint32_t s = clu_home_target(c, home);
 
 		rc = peers_call_ms(c->cc_peers, s, op, body, len,
 				   bulk_len > 0 ? &b : NULL, ms, &res);
-		if (rc == 0)
+		/* busy (the home opening or being handed back) or moved:
+		 * nothing ran, as for an object op */
+		if (rc == 0 || !clu_home_again(c, home, what, s, rc,
+					       res.rr_answered, true, &g))
 			break;
-		/* refused busy (the home opening or being handed back:
-		 * nothing ran), waited through as an object op */
-		if (rc == -EBUSY && res.rr_answered &&
-		    clu_busy_pause(c, &busy)) {
-			free(res.rr_body);
-			continue;
-		}
-		if (moved >= CLU_REROUTES_MAX ||
-		    !clu_home_reroute(c, home, what, s, rc, res.rr_answered))
-			break;
-		moved++;
 		free(res.rr_body);
 	}
 	*rbody = res.rr_body;

@@ -641,7 +641,6 @@ static int pmem_check(const struct dhome *h, const DtxMember *src,
 	struct eng_req *r = &m->mr_req;
 	const struct clu_conf *c = s->s_conf;
 	struct meta_ent me;
-	MDB_txn *txn;
 	int rc = msg_req_decode(m, src->op, src->body.data, src->body.len,
 				src->op == SOP_OBJ ? src->data.len : 0);
 
@@ -678,11 +677,7 @@ static int pmem_check(const struct dhome *h, const DtxMember *src,
 			return err_set(-ENOMEM, "member %u", i);
 		msg_req_recs_bind(m);
 	}
-	rc = meta_rtxn_begin(eng_meta(h->h_eng), &txn, "begin read");
-	if (rc != 0)
-		return rc;
-	rc = meta_ent_get(txn, eng_meta(h->h_eng), &r->er_id, &me);
-	meta_rtxn_put(eng_meta(h->h_eng), txn);
+	rc = pmem_ent_get(h, &r->er_id, &me);
 	if (rc == -ENOENT ||
 	    (rc == 0 && me.me_type != (src->op == SOP_OBJ ? ST_ET_OBJ
 							  : ST_ET_IDX)))

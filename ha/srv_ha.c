@@ -35,7 +35,7 @@ uint64_t ha_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static uint64_t mono_ms(void)
+uint64_t ha_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -88,7 +88,7 @@ static int map_poll(struct srv_ha *a)
 static bool ha_catchup(uint64_t epoch, bool wait)
 {
 	struct srv_ha *a = ha_agent;
-	uint64_t until = mono_ms() + HA_CATCHUP_MS;
+	uint64_t until = ha_mono_ms() + HA_CATCHUP_MS;
 	bool ok;
 
 	if (a == NULL)
@@ -98,7 +98,7 @@ static bool ha_catchup(uint64_t epoch, bool wait)
 		atomic_store(&a->ha_want, epoch);
 	pthread_cond_broadcast(&a->ha_cond);
 	while (wait && atomic_load(&a->ha_epoch) < epoch &&
-	       mono_ms() < until && !atomic_load(&a->ha_stop)) {
+	       ha_mono_ms() < until && !atomic_load(&a->ha_stop)) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -128,7 +128,7 @@ static bool gate_exempt(uint32_t op)
 static bool ha_is_fenced(struct srv_ha *a)
 {
 	return atomic_load(&a->ha_fenced) ||
-	       mono_ms() > atomic_load(&a->ha_lease_ok_ms) +
+	       ha_mono_ms() > atomic_load(&a->ha_lease_ok_ms) +
 			   (uint64_t)a->ha_lease_granted_s * 1000;
 }
 
@@ -302,7 +302,7 @@ static int lease_begin(struct srv_ha *a, uint64_t *sent)
 	struct ha_member mb;
 	int rc;
 
-	*sent = mono_ms();
+	*sent = ha_mono_ms();
 	rc = etcd_lease_grant(a->ha_etcd, a->ha_lease_ttl_s, &a->ha_lease,
 			      &a->ha_lease_granted_s);
 	if (rc != 0)
@@ -346,7 +346,7 @@ static void lease_step(struct srv_ha *a, uint64_t now, uint64_t *next)
 	if (now < *next && !lapsed)
 		return;
 	*next = now + ttl_ms / 3;
-	sent = mono_ms();
+	sent = ha_mono_ms();
 	rc = etcd_lease_keepalive(a->ha_etcd, a->ha_lease, NULL);
 	expired = rc == -ENOENT;
 	if (expired) {
@@ -401,7 +401,7 @@ static void *lease_main(void *arg)
 	uint64_t next = 0;
 
 	while (!atomic_load(&a->ha_stop)) {
-		lease_step(a, mono_ms(), &next);
+		lease_step(a, ha_mono_ms(), &next);
 		ha_wait(a, HA_LEASE_TICK_MS);
 	}
 	return NULL;
@@ -413,11 +413,11 @@ static void *probe_main(void *arg)
 	struct srv_ha *a = arg;
 
 	while (!atomic_load(&a->ha_stop)) {
-		uint64_t t0 = mono_ms(), took;
+		uint64_t t0 = ha_mono_ms(), took;
 
 		probe_round(a);
 		dev_round(a);
-		took = mono_ms() - t0;
+		took = ha_mono_ms() - t0;
 		if (took < HA_PROBE_MS)
 			ha_wait(a, HA_PROBE_MS - took);
 	}
@@ -504,7 +504,7 @@ static void home_restart_check(struct srv_ha *a)
 	/* paced only after a handback given up at this run's start; a run
 	 * whose home moved away as it started (the analyzer's move decided
 	 * on its stop, taken while it started again) runs again at once */
-	if (srv_home_gave_up() && mono_ms() - a->ha_start_ms < min_ms)
+	if (srv_home_gave_up() && ha_mono_ms() - a->ha_start_ms < min_ms)
 		return;
 	pthread_mutex_lock(&a->ha_lock);
 	if (a->ha_map.hm_meta_replicas >= 2 &&
@@ -604,7 +604,7 @@ static int log_text_add(uint64_t seq, const char *text, void *arg)
 static int state_json(struct srv_ha *a, char **out)
 {
 	char leader[HA_NAME_MAX + 1] = "";
-	uint64_t age = mono_ms() - atomic_load(&a->ha_lease_ok_ms);
+	uint64_t age = ha_mono_ms() - atomic_load(&a->ha_lease_ok_ms);
 	int rc = ha_leader_get(a->ha_etcd, a->ha_map.hm_cluster, leader,
 			       sizeof leader);
 
@@ -821,7 +821,7 @@ static int ha_start(struct srv *s)
 	/* The run's incarnation: its start time (ns), so that a later run
 	 * has a larger one (the analyzer drops events of earlier runs). */
 	a->ha_incarnation = (uint64_t)ha_now_ms() * 1000000u;
-	a->ha_start_ms = mono_ms();
+	a->ha_start_ms = ha_mono_ms();
 	rc = lease_begin(a, &sent);
 	if (rc == 0)
 		atomic_store(&a->ha_lease_ok_ms, sent);

@@ -86,7 +86,7 @@ struct srv_ha {
 	struct srv_home *ha_home;
 	uint64_t ha_home_epoch;       /* the map's epoch it followed, 0 */
 	bool ha_gone[HA_SERVERS_MAX]; /* marked gone in s_peers (map_gone) */
-	uint64_t ha_start_ms;         /* mono_ms() at the agent's start */
+	uint64_t ha_start_ms;         /* ha_mono_ms() at the agent's start */
 	bool ha_restart_asked;        /* srv_restart() called */
 	/* the threads: the lease's, the probes', the map's and leader's */
 	pthread_t ha_thread[HA_THREADS];
@@ -99,6 +99,8 @@ struct srv_ha {
 void ha_map_take(struct srv_ha *a, const struct ha_map *m, int64_t rev);
 /* Wall-clock milliseconds (events and states carry them). */
 uint64_t ha_now_ms(void);
+/* Monotonic milliseconds (leases, deadlines). */
+uint64_t ha_mono_ms(void);
 /* Append ev (its he_time_ms, he_reporter filled here when 0 / "") to the
  * events log.  0 or an error (logged by the caller). */
 int ha_report(struct srv_ha *a, struct ha_event *ev);

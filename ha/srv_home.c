@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,6 +28,7 @@
 #include "ha/ha.pb-c.h"
 #include "ha/map.h"
 #include "ha/srv_ha.h"
+#include "ha/srv_ha_internal.h"
 #include "ha/srv_home.h"
 
 /* One home this server may act for. */
@@ -606,18 +606,10 @@ static int pre_open_acting(struct srv *s)
 	return a < 0 ? (int)s->s_self : a;
 }
 
-static uint64_t home_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int srv_home_pre_open(struct srv *s)
 {
 	const struct clu_conf *c = s->s_conf;
-	uint64_t end = home_now_ms() + HA_HANDBACK_WAIT_MS, seq = 0;
+	uint64_t end = ha_mono_ms() + HA_HANDBACK_WAIT_MS, seq = 0;
 	char file[600], meta[600], why[300] = "";
 	struct peers *p = NULL;
 	bool said = false;
@@ -658,7 +650,7 @@ int srv_home_pre_open(struct srv *s)
 			break;
 		snprintf(why, sizeof why, "served by %s: %s",
 			 c->cc_servers[a].cs_name, err_msg());
-		if (home_now_ms() >= end) {
+		if (ha_mono_ms() >= end) {
 			/* it starts with its own copy, serving none of its
 			 * home */
 			LOG_WARNING("server %s: handback of its home not "
