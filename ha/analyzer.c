@@ -167,14 +167,22 @@ struct ctx {
 				 * index + 1 (same device), 0 */
 	uint8_t names[NAMES_SLOTS]; /* server index + 1 by name hash, 0 */
 	uint64_t thaw_ms;       /* newest OP_THAW, 0 */
-	uint64_t *ready;        /* [hm_nr_servers]: newest HOME_READY of
-				 * the server's current run, 0 */
+	struct hview *hv;       /* [hm_nr_servers]: its home's handback */
 	uint64_t deadline;      /* earliest wait, UINT64_MAX */
 	struct ha_decision *out;
 	uint32_t max_out, nr_out;
 	bool full;              /* a decision did not fit */
 	bool dry;               /* count decisions, keep none */
 	uint64_t job_arg;       /* take(): the job of a JOB_PAUSE/ABORT */
+};
+
+/* What the history says of home h's handback (rule home). */
+struct hview {
+	uint64_t ready_ms;      /* newest HOME_READY of h's current run, 0 */
+	uint64_t ready_ep;      /* its he_epoch (0: unknown) */
+	uint64_t frozen_ms;     /* newest HOME_FROZEN of h, 0 */
+	uint64_t frozen_ep;     /* its he_epoch */
+	int frozen_by;          /* its reporter's index, -1 */
 };
 
 static bool is_op(enum ha_ev_kind k)
@@ -490,6 +498,7 @@ static void views_build(struct ctx *c)
 
 	for (uint32_t s = 0; s < m->hm_nr_servers; s++) {
 		cur_inc[s] = m->hm_servers[s].hs_incarnation;
+		c->hv[s].frozen_by = -1;
 		c->sv[s].sv_job = HA_EV_KIND_NR;
 		for (uint32_t d = 0; d < HA_DEVS_MAX; d++)
 			c->dv[s * HA_DEVS_MAX + d].dv_job = HA_EV_KIND_NR;
@@ -511,15 +520,31 @@ static void views_build(struct ctx *c)
 			if (strcmp(e->he_reporter, e->he_target) == 0 &&
 			    !(e->he_incarnation &&
 			      e->he_incarnation < cur_inc[s]) &&
-			    e->he_time_ms > c->ready[s])
-				c->ready[s] = e->he_time_ms;
+			    e->he_time_ms > c->hv[s].ready_ms) {
+				c->hv[s].ready_ms = e->he_time_ms;
+				c->hv[s].ready_ep = e->he_epoch;
+			}
+			continue;
+		}
+		if (e->he_kind == HA_EV_HOME_FROZEN) {
+			/* the word of the server acting for it now, of its
+			 * acting epoch (rule home checks both again) */
+			if (e->he_time_ms > c->hv[s].frozen_ms &&
+			    srv_lookup(c, e->he_reporter) ==
+			    ha_home_acting(m, (uint32_t)s) &&
+			    e->he_epoch == m->hm_servers[s].hs_acting_epoch) {
+				c->hv[s].frozen_ms = e->he_time_ms;
+				c->hv[s].frozen_ep = e->he_epoch;
+				c->hv[s].frozen_by = srv_lookup(c,
+							e->he_reporter);
+			}
 			continue;
 		}
 		/* a HOME_READY counts only after the run's last start or end */
 		if (e->he_kind == HA_EV_SRV_JOINED ||
 		    e->he_kind == HA_EV_SRV_EXIT ||
 		    e->he_kind == HA_EV_SRV_LEASE_EXPIRED)
-			c->ready[s] = 0;
+			c->hv[s].ready_ms = c->hv[s].ready_ep = 0;
 		if (e->he_dev[0] == '\0') {
 			srv_walk_one(c, &c->sv[s], &cur_inc[s],
 				     m->hm_servers[s].hs_job, e);
@@ -934,7 +959,8 @@ static bool home_up(enum ha_state s)
 	return s == HA_ONLINE || s == HA_REBALANCING;
 }
 
-/* Move home h to server to (h itself: hand it back); down_ms: since when
+/* Move home h to server to (h itself: hand it back; the server acting for
+ * it now: a handback cancelled, a new acting epoch); down_ms: since when
  * the server that served it is down (the map's since time, the same for
  * every leader that decides it: the takeover incarnation is its ns). */
 static int home_move(struct ctx *c, uint32_t h, uint32_t to,
@@ -944,7 +970,7 @@ static int home_move(struct ctx *c, uint32_t h, uint32_t to,
 	uint64_t inc = down_ms * 1000000ull;
 	int rc;
 
-	if (to == h) {
+	if (to == h || (int)to == ha_home_acting(c->w, h)) {
 		inc = hs->hs_acting_inc; /* kept: the home's writes exceed it */
 	} else {
 		if (inc <= hs->hs_incarnation)
@@ -976,13 +1002,35 @@ static int home_step(struct ctx *c, uint32_t h)
 {
 	const struct ha_map *w = c->w;
 	const struct ha_srv *hs = &w->hm_servers[h];
+	const struct hview *v = &c->hv[h];
 	uint32_t sb[HA_SERVERS_MAX], n;
 	int a = ha_home_acting(w, h);
+	uint64_t thaw_at;
 
-	if (w->hm_frozen || w->hm_meta_replicas < 2 || a < 0)
+	if (w->hm_meta_replicas < 2 || a < 0)
 		return 0;
+	/* a handback the home cannot take (it is not up: quarantined, dead
+	 * after its copy) is cancelled, frozen map or not: it excludes
+	 * nothing, and the home's updates are refused while it stands */
+	thaw_at = v->frozen_ms + c->r->hr_merge_max_ms;
+	if ((uint32_t)a != h && v->frozen_by == a &&
+	    v->frozen_ms > hs->hs_acting_ms &&
+	    v->frozen_ep == hs->hs_acting_epoch &&
+	    home_up(w->hm_servers[a].hs_state) && !home_up(hs->hs_state)) {
+		if (c->now >= thaw_at)
+			return home_move(c, h, (uint32_t)a, 0, "its handback "
+					 "is cancelled (the home's server is "
+					 "not up): served again, at a new "
+					 "epoch");
+		wait_until(c, thaw_at);
+	}
+	if (w->hm_frozen)
+		return 0;
+	/* its copy must be of the acting server's current epoch: one taken
+	 * before a cancelled handback is stale */
 	if ((uint32_t)a != h && home_up(hs->hs_state) &&
-	    c->ready[h] > hs->hs_acting_ms)
+	    v->ready_ms > hs->hs_acting_ms &&
+	    (v->ready_ep == 0 || v->ready_ep == hs->hs_acting_epoch))
 		return home_move(c, h, h, 0, "back, its copy in sync "
 				 "(handover)");
 	if (home_up(w->hm_servers[a].hs_state))
@@ -1074,9 +1122,9 @@ static int analyze(struct ctx *c, const struct ha_map *map)
 	c->sv = calloc(HA_SERVERS_MAX, sizeof *c->sv);
 	c->dv = calloc((size_t)HA_SERVERS_MAX * HA_DEVS_MAX, sizeof *c->dv);
 	c->prev_err = calloc(c->nr_ev + 1, sizeof *c->prev_err);
-	c->ready = calloc(HA_SERVERS_MAX, sizeof *c->ready);
+	c->hv = calloc(HA_SERVERS_MAX, sizeof *c->hv);
 	if (c->w == NULL || c->sv == NULL || c->dv == NULL ||
-	    c->prev_err == NULL || c->ready == NULL) {
+	    c->prev_err == NULL || c->hv == NULL) {
 		rc = err_set(-ENOMEM, "ha analyzer: no memory for its views");
 		goto out;
 	}
@@ -1093,7 +1141,7 @@ out:
 	free(c->sv);
 	free(c->dv);
 	free(c->prev_err);
-	free(c->ready);
+	free(c->hv);
 	return rc;
 }
 

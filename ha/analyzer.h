@@ -140,9 +140,20 @@
  *    by another server, h ONLINE or REBALANCING, and a HOME_READY
  *    reported by h itself, of its current run, newer than the move
  *    (hs_acting_ms): h moves back to h (hd_acting h; the incarnation
- *    kept).  HOME_READY is read by this rule only (it is no server event
- *    for the others: it does not restart a merge).  Terminal: acting
- *    server up.
+ *    kept), when that HOME_READY's copy is of the current acting epoch
+ *    (he_epoch = hs_acting_epoch; 0, an older server's: not checked).
+ *    Handback cancelled: the acting server froze h for a copy
+ *    (HOME_FROZEN from the server acting for h now, of its acting
+ *    epoch, newer than hs_acting_ms) but h is not ONLINE or REBALANCING
+ *    (it died after its copy, or flapped and is QUARANTINED): from
+ *    hr_merge_max_ms after the freeze (deadline) h is given to the same
+ *    acting server again (HOME_MOVE to it, incarnation kept: a new
+ *    acting epoch), which unfreezes it there; the copy made for the
+ *    cancelled handback, of the older epoch, can never move h back (the
+ *    epochs are compared, not the clocks).  Also on a frozen map (it
+ *    excludes nothing).  HOME_READY and HOME_FROZEN are read by this
+ *    rule only (no server event for the others: they do not restart a
+ *    merge).  Terminal: acting server up, or the handback cancelled.
  *
  * The devices of a server that is not ONLINE follow their server: no
  * device rule runs for them.  Events about a server or device the map does

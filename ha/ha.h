@@ -151,6 +151,11 @@ enum ha_ev_kind {
 	 *  in sync with the acting server's (he_incarnation its run): the
 	 *  home may move back to it (analyzer rule home). */
 	HA_EV_HOME_READY,
+	/** The reporter, acting for the target's home, froze it for a
+	 *  handback (its snapshot taken, updates refused until the map moves
+	 *  the home): the analyzer cancels the handback when the target
+	 *  cannot take it (analyzer rule home). */
+	HA_EV_HOME_FROZEN,
 	HA_EV_KIND_NR
 };
 
@@ -165,6 +170,9 @@ struct ha_event {
 	uint64_t he_incarnation; /**< the target's run this is about, 0 */
 	uint32_t he_count;       /**< DEV_IOERR: errors counted */
 	uint64_t he_job;         /**< JOB_*: the job's id */
+	/** HOME_READY, HOME_FROZEN: the home's hs_acting_epoch under which
+	 *  the handed-back copy was taken (0: unknown, an older server) */
+	uint64_t he_epoch;
 };
 
 /** What a decision does. */

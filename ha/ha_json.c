@@ -151,7 +151,8 @@ struct json_object *ha_event_to_json(const struct ha_event *ev)
 	    add(o, "dev", json_object_new_string(ev->he_dev)) ||
 	    add(o, "incarnation", json_object_new_uint64(ev->he_incarnation)) ||
 	    add(o, "count", json_object_new_uint64(ev->he_count)) ||
-	    add(o, "job", json_object_new_uint64(ev->he_job))) {
+	    add(o, "job", json_object_new_uint64(ev->he_job)) ||
+	    add(o, "epoch", json_object_new_uint64(ev->he_epoch))) {
 		json_object_put(o);
 		return NULL;
 	}
@@ -166,7 +167,8 @@ static int event_check(const struct ha_event *e, const char *w)
 			 k == HA_EV_OP_REPLACE;
 	bool no_dev = k <= HA_EV_SRV_JOINED || k == HA_EV_OP_DRAIN ||
 		      k == HA_EV_OP_REMOVE || k == HA_EV_OP_ADD ||
-		      k == HA_EV_OP_THAW || k == HA_EV_HOME_READY;
+		      k == HA_EV_OP_THAW || k == HA_EV_HOME_READY ||
+		      k == HA_EV_HOME_FROZEN;
 
 	if (k != HA_EV_OP_THAW && e->he_target[0] == '\0')
 		return err_set(-EINVAL, "%s: key 'target' is missing or empty "
@@ -190,7 +192,7 @@ int ha_event_from_json(const struct json_object *o, struct ha_event *ev)
 {
 	static const char *const keys[] = { "seq", "time_ms", "kind",
 		"reporter", "target", "dev", "incarnation", "count", "job",
-		NULL };
+		"epoch", NULL };
 	const char *w = "ha event";
 	struct ha_event e = { 0 };
 	int kind = 0, rc;
@@ -219,6 +221,8 @@ int ha_event_from_json(const struct json_object *o, struct ha_event *ev)
 		rc = get_u32(o, w, "count", false, &e.he_count);
 	if (rc == 0)
 		rc = get_u64(o, w, "job", false, &e.he_job);
+	if (rc == 0)
+		rc = get_u64(o, w, "epoch", false, &e.he_epoch);
 	if (rc == 0)
 		rc = event_check(&e, w);
 	if (rc == 0)

@@ -188,12 +188,14 @@ int ha_report(struct srv_ha *a, struct ha_event *ev)
 }
 
 /* Report an event about server j (or one of its devices, dev != NULL). */
-static void report(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
-		   const char *dev, uint64_t inc, uint32_t count)
+static void report_full(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
+			const char *dev, uint64_t inc, uint32_t count,
+			uint64_t epoch)
 {
 	struct ha_event ev;
 
 	memset(&ev, 0, sizeof ev);
+	ev.he_epoch = epoch;
 	ev.he_kind = kind;
 	snprintf(ev.he_target, sizeof ev.he_target, "%s",
 		 a->ha_srv->s_conf->cc_servers[j].cs_name);
@@ -205,6 +207,20 @@ static void report(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
 		LOG_WARNING("server %s: event %s about %s not reported: %s",
 			    a->ha_name, ha_ev_kind_name(kind), ev.he_target,
 			    err_msg());
+}
+
+static void report(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
+		   const char *dev, uint64_t inc, uint32_t count)
+{
+	report_full(a, kind, j, dev, inc, count, 0);
+}
+
+/* A handback's event (HOME_READY, HOME_FROZEN) about home j: with the
+ * acting epoch of the copy. */
+static void report_ep(struct srv_ha *a, enum ha_ev_kind kind, uint32_t j,
+		      uint64_t inc, uint64_t epoch)
+{
+	report_full(a, kind, j, NULL, inc, 0, epoch);
 }
 
 /* The incarnation of server j's run as its membership record says (0:
@@ -496,21 +512,33 @@ static void home_restart_check(struct srv_ha *a)
 	char why[160] = "";
 	int acting = -1;
 
+	bool inst = srv_home_installed();
+	uint64_t inst_ep = srv_home_installed_epoch();
+
 	if (a->ha_restart_asked || a->ha_home == NULL || ha_is_fenced(a) ||
-	    srv_home_installed())
+	    (inst && inst_ep == 0))
 		return;
 	if (min_ms < HA_HOME_RESTART_MIN_MS)
 		min_ms = HA_HOME_RESTART_MIN_MS;
-	/* paced only after a handback given up at this run's start; a run
-	 * whose home moved away as it started (the analyzer's move decided
-	 * on its stop, taken while it started again) runs again at once */
-	if (srv_home_gave_up() && ha_mono_ms() - a->ha_start_ms < min_ms)
+	/* paced only after a handback given up at this run's start, or one
+	 * the analyzer cancelled (its copy is stale: a new one is taken at
+	 * a new start); a run whose home moved away as it started (the
+	 * analyzer's move decided on its stop, taken while it started
+	 * again) runs again at once */
+	if ((srv_home_gave_up() || inst) &&
+	    ha_mono_ms() - a->ha_start_ms < min_ms)
 		return;
 	pthread_mutex_lock(&a->ha_lock);
 	if (a->ha_map.hm_meta_replicas >= 2 &&
 	    self < a->ha_map.hm_nr_servers) {
 		acting = ha_home_acting(&a->ha_map, self);
 		st = a->ha_map.hm_servers[self].hs_state;
+		/* a run that made the handback waits for the move back,
+		 * unless the map gave the home to the acting server again
+		 * at another epoch (the handback cancelled) */
+		if (inst && a->ha_map.hm_servers[self].hs_acting_epoch ==
+		    inst_ep)
+			acting = -1;
 		if (acting >= 0 && (uint32_t)acting != self)
 			snprintf(why, sizeof why, "its home is served by %s "
 				 "since map epoch %" PRIu64 " and the map has "
@@ -707,11 +735,18 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 		rc = state_json(a, &t.lt_buf);
 		break;
 	case HAK_HOME_SNAP: {
-		uint64_t size = 0, seq = 0;
+		uint64_t size = 0, seq = 0, ep = 0;
+		bool newly = false;
 
-		rc = srv_home_snap(a->ha_home, q->limit, &size, &seq);
+		rc = srv_home_snap(a->ha_home, q->limit, &size, &seq, &ep,
+				   &newly);
 		rp.bytes = size;
 		rp.seq = seq;
+		rp.term = ep; /* the acting epoch of the copy */
+		/* the analyzer cancels a handback its home cannot take */
+		if (rc == 0 && newly)
+			report_ep(a, HA_EV_HOME_FROZEN, q->limit,
+				  0, ep);
 		break;
 	}
 	case HAK_HOME_CHUNK: {
@@ -841,8 +876,8 @@ static int ha_start(struct srv *s)
 	/* its home's metadata handed back before its store opened: in sync
 	 * with the acting server, which serves it no more (srv_home.h) */
 	if (srv_home_installed())
-		report(a, HA_EV_HOME_READY, s->s_self, NULL, a->ha_incarnation,
-		       0);
+		report_ep(a, HA_EV_HOME_READY, s->s_self, a->ha_incarnation,
+			  srv_home_installed_epoch());
 	for (uint32_t t = 0; t < HA_THREADS; t++) {
 		static void *(*const mains[HA_THREADS])(void *) = {
 			lease_main, probe_main, ha_main};

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include "core/eng_repl.h"
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/rpc/rpc.h"
 #include "core/server/rdev.h"
@@ -325,6 +327,31 @@ static bool map_matches(const struct srv_home *sh, const struct ha_map *m)
 	return true;
 }
 
+/* Home he, which this server serves, given to it again at a newer acting
+ * epoch: a handback cancelled by the analyzer (rule home).  A frozen home
+ * serves its updates again; the copy taken for the handback carries the
+ * older epoch and can move the home back no more. */
+static void home_rearm(struct srv_home *sh, struct home_eng *he,
+		       uint64_t epoch)
+{
+	bool thawed;
+
+	pthread_mutex_lock(&sh->sh_lock);
+	if (epoch <= he->he_epoch || he->he_closing) {
+		pthread_mutex_unlock(&sh->sh_lock);
+		return;
+	}
+	he->he_epoch = epoch;
+	thawed = he->he_frozen;
+	he->he_frozen = false;
+	pthread_mutex_unlock(&sh->sh_lock);
+	if (thawed)
+		LOG_WARNING("server %s: handback of home %s cancelled by the "
+			    "map (acting epoch %" PRIu64 "): its updates are "
+			    "served here again", sh->sh_srv->s_me->cs_name,
+			    name_of(sh, he->he_home), epoch);
+}
+
 bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
 {
 	bool done = true;
@@ -370,8 +397,10 @@ bool srv_home_sync(struct srv_home *sh, const struct ha_map *m)
 			home_close(sh, he, "the map moved it");
 			continue;
 		}
-		if (he->he_eng != NULL)
+		if (he->he_eng != NULL) {
+			home_rearm(sh, he, m->hm_servers[h].hs_acting_epoch);
 			continue;
+		}
 		he->he_inc = m->hm_servers[h].hs_acting_inc;
 		he->he_epoch = m->hm_servers[h].hs_acting_epoch;
 		if (home_open(sh, he) != 0) {
@@ -436,7 +465,7 @@ static int snap_path(const struct srv_home *sh, uint32_t h, char *buf,
 }
 
 int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
-		  uint64_t *seq)
+		  uint64_t *seq, uint64_t *epoch, bool *newly)
 {
 	struct srv *s = sh->sh_srv;
 	struct home_eng *he;
@@ -458,6 +487,8 @@ int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
 		return err_set(-EREMCHG, "server %s does not act for home %s",
 			       s->s_me->cs_name, name_of(sh, h));
 	}
+	*newly = !he->he_frozen;
+	*epoch = he->he_epoch;
 	he->he_frozen = true;
 	while (he->he_refs > 0)
 		pthread_cond_wait(&sh->sh_cond, &sh->sh_lock);
@@ -504,10 +535,16 @@ int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 }
 
 static bool home_installed, home_gave_up;
+static uint64_t home_installed_ep;
 
 bool srv_home_installed(void)
 {
 	return home_installed;
+}
+
+uint64_t srv_home_installed_epoch(void)
+{
+	return home_installed_ep;
 }
 
 bool srv_home_gave_up(void)
@@ -540,7 +577,7 @@ static int hb_call(struct peers *p, uint32_t a, uint32_t kind, uint32_t h,
 
 /* Copy the acting server a's snapshot of this server's home into file. */
 static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
-		    const char *file, uint64_t *seq)
+		    const char *file, uint64_t *seq, uint64_t *epoch)
 {
 	Reply *rp = NULL;
 	uint64_t size, off = 0;
@@ -550,6 +587,7 @@ static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
 		return rc;
 	size = rp->bytes;
 	*seq = rp->seq;
+	*epoch = rp->term; /* the acting epoch the copy is of */
 	reply__free_unpacked(rp, NULL);
 	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
@@ -609,7 +647,7 @@ static int pre_open_acting(struct srv *s)
 int srv_home_pre_open(struct srv *s)
 {
 	const struct clu_conf *c = s->s_conf;
-	uint64_t end = ha_mono_ms() + HA_HANDBACK_WAIT_MS, seq = 0;
+	uint64_t end = ha_mono_ms() + HA_HANDBACK_WAIT_MS, seq = 0, ep = 0;
 	char file[600], meta[600], why[300] = "";
 	struct peers *p = NULL;
 	bool said = false;
@@ -640,7 +678,7 @@ int srv_home_pre_open(struct srv *s)
 		rc = peers_create(&p, c, NULL);
 		if (rc == 0) {
 			peers_set_server(p);
-			rc = hb_fetch(s, p, (uint32_t)a, file, &seq);
+			rc = hb_fetch(s, p, (uint32_t)a, file, &seq, &ep);
 		}
 		peers_destroy(p);
 		p = NULL;
@@ -669,8 +707,15 @@ int srv_home_pre_open(struct srv *s)
 		usleep(HA_HANDBACK_RETRY_MS * 1000);
 	}
 	home_installed = true;
+	home_installed_ep = ep;
 	LOG_WARNING("server %s: its home's metadata handed back by %s "
-		    "(write set %" PRIu64 "): installed in %s", s->s_me->cs_name,
-		    c->cc_servers[a].cs_name, seq, meta);
+		    "(write set %" PRIu64 ", acting epoch %" PRIu64 "): "
+		    "installed in %s", s->s_me->cs_name,
+		    c->cc_servers[a].cs_name, seq, ep, meta);
+	/* test builds: a home that dies right after its copy (its acting
+	 * server stays frozen for it until the analyzer cancels that
+	 * handback: ha_home_test.sh) */
+	if (FAULT_HIT("srv.home.installed.die"))
+		raise(SIGKILL);
 	return 0;
 }

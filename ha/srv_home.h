@@ -129,11 +129,16 @@ uint64_t srv_home_acting_mask(struct srv_home *sh);
 #define HA_HANDBACK_RETRY_MS 500u
 
 /** The acting side: freeze home h and snapshot its engine; 0 with *size
- *  (bytes) and *seq (its write set), -EREMCHG when this server does not
- *  act for h, or an error.  A frozen home stays frozen until the map
- *  moves it (its engine closes). */
+ *  (bytes), *seq (its write set), *epoch (the map's hs_acting_epoch this
+ *  server acts under: the copy's, reported with HOME_READY) and *newly
+ *  (it was not frozen before: the agent reports HOME_FROZEN), -EREMCHG
+ *  when this server does not act for h, or an error.  A frozen home stays
+ *  frozen until the map moves it (its engine closes) or gives it to this
+ *  server again at a newer epoch: the analyzer cancels a handback its
+ *  home cannot take (rule home, ha/analyzer.h), and the copy taken for
+ *  it can then never move the home back. */
 int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
-		  uint64_t *seq);
+		  uint64_t *seq, uint64_t *epoch, bool *newly);
 /** The acting side: len bytes at off of home h's snapshot into buf; 0
  *  with *got (0 past its end), or an error. */
 int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
@@ -143,6 +148,10 @@ int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 int srv_home_pre_open(struct srv *s);
 /** Did srv_home_pre_open() install the home's metadata in this run? */
 bool srv_home_installed(void);
+/** The acting epoch of the copy it installed (0: none, or an acting
+ *  server that did not say): reported with HOME_READY; a map whose acting
+ *  epoch for this home is another one cancelled that handback. */
+uint64_t srv_home_installed_epoch(void);
 /** Did srv_home_pre_open() try a handback in this run and give up (after
  *  HA_HANDBACK_WAIT_MS)?  Such a run runs again from its start no sooner
  *  than HA_HOME_RESTART_MIN_MS (srv_ha.c): the pace of the tries. */

@@ -47,6 +47,11 @@
  * detach again (environment STRATA_SERVER_RESTARTED, removed as it
  * starts).
  *
+ * SIGTERM or SIGINT during the start (before "serving") ends the process
+ * at once, logging the phase of the start it was in (srv_start_phase()); a
+ * start still going after 60 s logs its phase, and again every 60 s (the
+ * start watcher below).
+ *
  * Exit status: 0 after a clean stop, 1 when it could not start (the reason
  * on stderr or in the log file), 2 for bad arguments, 3 when requests
  * still ran at the stop.
@@ -483,6 +488,64 @@ static void start_faults(const char *name, const char *data_dir)
 	unlink(path);
 }
 
+/*
+ * The start watcher: while srv_start() runs, the signals the main thread
+ * takes after it (SIGTERM, SIGINT, SIGHUP: blocked in every thread) are
+ * taken here.  SIGTERM or SIGINT during the start ends the process at once
+ * (as a crash would: every acknowledged update is durable, and nothing of
+ * this run was acknowledged before its "serving"), naming the phase it was
+ * in; a start that goes on for SRV_START_SLOW_S is logged with its phase,
+ * and again each time as long.  A SIGHUP (a restart asked by the HA agent
+ * as the start ends), or any signal that comes once the start is done, is
+ * handed to the main thread (start_sig).
+ */
+#define SRV_START_SLOW_S 60
+
+static atomic_int start_done, start_sig;
+
+struct start_watch {
+	const char *sw_name;
+	const char *sw_pid_file;
+	sigset_t sw_set;
+};
+
+static void *start_watch_main(void *arg)
+{
+	const struct start_watch *w = arg;
+	struct timespec tick = {1, 0};
+	unsigned secs = 0;
+	const char *ph;
+	int sig;
+
+	while (!atomic_load(&start_done)) {
+		sig = sigtimedwait(&w->sw_set, NULL, &tick);
+		if (atomic_load(&start_done)) {
+			if (sig > 0)
+				atomic_store(&start_sig, sig);
+			break;
+		}
+		ph = srv_start_phase();
+		if (ph[0] == '\0')
+			ph = "before its store is opened";
+		if (sig == SIGTERM || sig == SIGINT) {
+			fprintf(stderr, "strata-server %s: signal %d during its "
+				"start (%s, after %u s): it ends now, nothing "
+				"of this run was acknowledged\n", w->sw_name,
+				sig, ph, secs);
+			fflush(stderr);
+			if (w->sw_pid_file != NULL)
+				unlink(w->sw_pid_file);
+			_exit(1);
+		}
+		if (sig == SIGHUP) /* a restart asked (restart_hook()) */
+			atomic_store(&start_sig, SIGHUP);
+		if (sig < 0 && ++secs % SRV_START_SLOW_S == 0)
+			fprintf(stderr, "strata-server %s: still starting after "
+				"%u s: %s\n", w->sw_name, secs, ph);
+	}
+	return NULL;
+}
+
 /* The layers above the server that it runs: assembled here (see above). */
 /* The HA agent first: its gate and epoch are in place before the other
  * modules call their peers. */
@@ -589,9 +652,20 @@ int main(int argc, char **argv)
 	}
 	detached(true);
 	status_start(a.sa_status_file, c.cc_servers[idx].cs_data_dir);
-	start_faults(a.sa_name, c.cc_servers[idx].cs_data_dir);
-	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0,
-		       &parts);
+	{
+		struct start_watch w = {a.sa_name, a.sa_pid_file, set};
+		pthread_t wt;
+		bool watched;
+
+		watched = pthread_create(&wt, NULL, start_watch_main, &w) == 0;
+		start_faults(a.sa_name, c.cc_servers[idx].cs_data_dir);
+		rc = srv_start(&s, &c, (uint32_t)idx,
+			       a.sa_model ? SRV_F_MODEL : 0, &parts);
+		atomic_store(&start_done, 1);
+		if (watched)
+			pthread_join(wt, NULL);
+		sig = atomic_load(&start_sig);
+	}
 	if (rc != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
 		status_end("failed", err_msg());
@@ -609,6 +683,8 @@ int main(int argc, char **argv)
 			(long)getpid());
 		status_end("serving", where);
 	}
+	/* a SIGHUP the start watcher took is the main thread's (a restart
+	 * the HA agent asked as the start ended) */
 	while (sig != SIGTERM && sig != SIGINT &&
 	       !(sig == SIGHUP && atomic_load(&restart_wanted)))
 		if (sigwait(&set, &sig) != 0)

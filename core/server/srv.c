@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -969,6 +970,18 @@ static int srv_open_ep(struct srv *s)
 	return rc;
 }
 
+static _Atomic(const char *) start_phase = "";
+
+const char *srv_start_phase(void)
+{
+	return atomic_load(&start_phase);
+}
+
+static void phase(const char *what)
+{
+	atomic_store(&start_phase, what);
+}
+
 int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	      uint32_t flags, const struct srv_parts *parts)
 {
@@ -991,31 +1004,40 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	s->s_prof_path = getenv("STRATA_SRV_PROFILE");
 	if (s->s_prof_path != NULL && s->s_prof_path[0] == '\0')
 		s->s_prof_path = NULL;
+	phase("index replicas");
 	rc = srv_ridx_init(s);
 	/* Remote devices (the other servers' slices) attach as the store
 	 * opens; the executor must run before requests arrive. */
+	phase("remote devices and executor");
 	if (rc == 0)
 		rc = rdev_start(c, self);
 	if (rc == 0)
 		rc = srv_exec_start(s);
+	phase("modules' pre-open (HA: its home's handback)");
 	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
 		rc = srv_module_call(s, s->s_parts.sp_modules[i],
 				     s->s_parts.sp_modules[i]->sm_pre_open,
 				     "pre-open");
+	phase("opening its store");
 	if (rc == 0)
 		rc = srv_open_store(s);
 	/* The syncer calls peers at once (srv_sync_all): the endpoint and the
 	 * peer table first.  Requests parked before it runs just wait. */
+	phase("opening its endpoint");
 	if (rc == 0)
 		rc = srv_open_ep(s);
+	phase("replication of its home's metadata (standbys)");
 	if (rc == 0)
 		rc = srv_repl_start(s);
+	phase("index syncer");
 	if (rc == 0)
 		rc = srv_syncer_start(s);
+	phase("modules' start (HA agent, dtx recovery)");
 	for (uint32_t i = 0; rc == 0 && i < s->s_parts.sp_nr_modules; i++)
 		rc = srv_module_call(s, s->s_parts.sp_modules[i],
 				     s->s_parts.sp_modules[i]->sm_start,
 				     "start");
+	phase(rc == 0 ? "started" : "stopping after a failed start");
 	if (rc != 0) {
 		char msg[LIM_ERRMSG_LEN];
 

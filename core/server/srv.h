@@ -119,6 +119,11 @@ enum srv_flags {
 int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	      uint32_t flags, const struct srv_parts *parts);
 
+/** What srv_start() is doing now, in a few words ("" before it runs), for
+ *  a program that logs a start that takes long or is stopped: readable
+ *  from any thread. */
+const char *srv_start_phase(void);
+
 /**
  * Stop taking requests, drain, close the store.  Requests in flight get
  * the call timeout plus 5 s to answer; then their calls to other servers

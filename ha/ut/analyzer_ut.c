@@ -11,7 +11,8 @@
  *   map:    "tol=K meta=R s0@e0 s1@e1[d0,d1] s2@e1#5" — servers with
  *           their enclosure, devices in brackets, incarnation after '#'
  *           (meta=R: hm_meta_replicas, homes taken over when R > 1)
- *   event:  "T KIND REPORTER TARGET[/DEV] [inc=N] [count=N] [job=N]"
+ *   event:  "T KIND REPORTER TARGET[/DEV] [inc=N] [count=N] [job=N]
+ *           [ep=N]"
  *           (REPORTER "-" for none; seq is the line's index + 1)
  *   expect: "T RULE KIND TARGET[/DEV] STATE" (TARGET "-" for the map),
  *           HOME_MOVE with ">ACTING" after the target
@@ -116,6 +117,8 @@ static void ev_build(const char *spec, uint64_t seq, struct ha_event *e)
 			e->he_count = (uint32_t)atoi(o + 6);
 		else if (strncmp(o, "job=", 4) == 0)
 			e->he_job = strtoull(o + 4, NULL, 10);
+		else if (strncmp(o, "ep=", 3) == 0)
+			e->he_epoch = strtoull(o + 3, NULL, 10);
 		else
 			CU_FAIL_FATAL("bad event option");
 	}
@@ -571,6 +574,54 @@ static const struct ha_case cases[] = {
 	"16000 repair JOB_REPAIR s1 REPAIRING",
 	"18000 down-out SET_STATE s2 OUT",
 	"18000 repair JOB_REPAIR s2 REPAIRING" } },
+/* a handback the home cannot take is cancelled: s2, acting for s1 since
+ * epoch 2, froze it for s1's copy (HOME_FROZEN of that epoch); s1 died
+ * before its HOME_READY, so W + the merge max (5 s) after the freeze the
+ * home is given to s2 again at a new epoch (5), which unfreezes it there;
+ * a HOME_READY of a copy of the old epoch then moves nothing (whatever
+ * the clocks say), one of the new epoch's copy does.  A freeze by a
+ * server that no longer acts, or of another epoch, cancels nothing. */
+{ "home_handback_cancelled", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"12000 SRV_JOINED s1 s1 inc=7",
+	"12500 HOME_FROZEN s2 s1 ep=2",
+	"12600 HOME_FROZEN s3 s1 ep=2",
+	"14000 SRV_EXIT s0 s1 inc=7",
+	"18500 SRV_JOINED s1 s1 inc=8",
+	"19800 HOME_READY s1 s1 inc=8 ep=2",
+	"20500 HOME_FROZEN s2 s1 ep=5",
+	"21000 HOME_READY s1 s1 inc=8 ep=5" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"13000 return SET_STATE s1 ONLINE",
+	"15000 server-down SET_STATE s1 FAILED",
+	"17500 home HOME_MOVE s1>s2 ONLINE",
+	"19500 return SET_STATE s1 ONLINE",
+	"21000 home HOME_MOVE s1>s1 ONLINE" } },
+/* a quarantined home (it flapped, and runs) takes no handback: s2's
+ * freeze for the copy s1 made is cancelled 5 s on, the copy's HOME_READY
+ * moves nothing; once s1 is ONLINE again (stable for the flap period) a
+ * new copy, of the new epoch, takes the home back */
+{ "home_handback_quarantined", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"10200 SRV_JOINED s1 s1 inc=2",
+	"10400 SRV_EXIT s0 s1 inc=2",
+	"10600 SRV_JOINED s1 s1 inc=3",
+	"10800 SRV_EXIT s0 s1 inc=3",
+	"11000 SRV_JOINED s1 s1 inc=4",
+	"11200 SRV_EXIT s0 s1 inc=4",
+	"11400 SRV_JOINED s1 s1 inc=5",
+	"11600 SRV_EXIT s0 s1 inc=5",
+	"11800 SRV_JOINED s1 s1 inc=6",
+	"13000 HOME_FROZEN s2 s1 ep=2",
+	"13500 HOME_READY s1 s1 inc=6 ep=2",
+	"72500 HOME_FROZEN s2 s1 ep=3",
+	"73000 HOME_READY s1 s1 inc=6 ep=3" }, {
+	"11600 flapping SET_STATE s1 QUARANTINED",
+	"11600 home HOME_MOVE s1>s2 ONLINE",
+	"18000 home HOME_MOVE s1>s2 ONLINE",
+	"71600 flapping SET_STATE s1 ONLINE",
+	"73000 home HOME_MOVE s1>s1 ONLINE" } },
 /* a frozen map moves no home: the second failure freezes it, so its
  * server keeps its state and its home (and the one it acts for) stay;
  * after the thaw both move */
@@ -753,6 +804,7 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 		HA_EV_DEV_FAILED, HA_EV_OP_FAIL, HA_EV_OP_REPLACE,
 		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
 		HA_EV_JOB_FAILED, HA_EV_JOB_DONE, HA_EV_HOME_READY,
+		HA_EV_HOME_FROZEN,
 	};
 	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
 
@@ -767,6 +819,9 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 	if (e->he_kind == HA_EV_HOME_READY && rnd(4)) /* mostly its own */
 		snprintf(e->he_reporter, sizeof e->he_reporter, "%s",
 			 s->hs_name);
+	/* a copy's epoch: mostly the home's acting one */
+	if (e->he_kind == HA_EV_HOME_READY || e->he_kind == HA_EV_HOME_FROZEN)
+		e->he_epoch = rnd(4) ? s->hs_acting_epoch : rnd(6);
 	e->he_count = 1 + rnd(2);
 	if (e->he_kind == HA_EV_DEV_IOERR || e->he_kind == HA_EV_DEV_FAILED ||
 	    e->he_kind == HA_EV_OP_REPLACE ||

@@ -65,15 +65,27 @@ no() { fail=$((fail + 1)); echo "FAIL $*"; }
 check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
 
 # After a failure: each server's pid file and the last lines of its log,
-# printed after the summary line (the step's log tail shows them).
+# printed after the summary line (the step's log tail shows them); for a
+# server still running, where each of its threads is (gdb, innermost
+# function first), so that a hang found by a loaded run says where.
 cl_diag() {
-	local f n
+	local f n p
 	for f in "$D"/s*.log; do
 		[ -f "$f" ] || continue
 		n=$(basename "$f" .log)
-		echo "--- $n: pid file $(cat "$D/$n.pid" 2>/dev/null || echo missing)," \
-			"last lines of its log:"
+		p=$(cat "$D/$n.pid" 2>/dev/null)
+		echo "--- $n: pid file ${p:-missing}, last lines of its log:"
 		tail -n 4 "$f" | cut -c1-200
+		[ -n "$p" ] && kill -0 "$p" 2>/dev/null || continue
+		command -v gdb >/dev/null || continue
+		echo "    its threads (gdb; innermost first):"
+		timeout 60 gdb -batch -p "$p" -ex "thread apply all bt 10" \
+			2>/dev/null | awk '
+			/^Thread / { if (l != "") print l; l = "    " $2 ":"; next }
+			/^#[0-9]/ { fn = ($2 ~ /^0x/) ? $4 : $2
+				    if (fn !~ /^(__|start_thread|clone)/)
+					    l = l " " fn }
+			END { if (l != "") print l }' | cut -c1-200 | head -40
 	done
 }
 

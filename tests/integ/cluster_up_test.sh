@@ -108,6 +108,19 @@ check "naming s0, the 8 s window and what s0 last reported ($secs s)" \
 	grep -q "server s0 made no progress for 8 s: starting: opening store" \
 	"$T/stall.out"
 check "s0 and s1 stopped" none_left
+# A server stopped (SIGTERM) while its start makes no progress ends at
+# once, naming where its start was (server.c, the start watcher): before,
+# SIGTERM waited for the end of the start, however long (it never came).
+STRATA_FAULT=srv.start.stall.s0 "$BD/strata-server-test" \
+	--config "$D/cluster.yaml" --name s0 --pid-file "$D/s0.pid" \
+	--log-file "$D/s0.log"
+sp=$(cat "$D/s0.pid" 2>/dev/null)
+check "a stalled start: the server runs" kill -0 "${sp:-0}"
+kill -TERM "${sp:-0}" 2>/dev/null
+check "SIGTERM during the start ends it within 60 s" wait_gone "${sp:-0}"
+check "... saying so in its log" \
+	grep -q "s0: signal 15 during its start" "$D/s0.log"
+check "... and removing its pid file" test ! -e "$D/s0.pid"
 
 # MiB server s0 of D has written so far (/proc/PID/io wchar), or -1.
 s0_wrote_mib() {

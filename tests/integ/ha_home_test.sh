@@ -237,13 +237,43 @@ check "$B refuses a write of home s$V with no standby left (-EHOSTDOWN)" \
 [ "$rc" -eq 0 ] || echo "     put: $(tail -1 "$T/err" | head -c 200)"
 A=$B
 
+handed_n() { grep -c "its home's metadata handed back by $A" "$D/s$V.log"; }
+echo "--- s$V restarted, killed right after its copy: the handback cancelled"
+# A test build whose start dies right after it installed the copy of its
+# home (fault point srv.home.installed.die): $A froze the home for that
+# handback (its requests -EBUSY) and no move back can come.  The analyzer
+# cancels the handback the merge max (5 s at the test presets) after the
+# freeze (rule home: HOME_MOVE to $A again, at a new acting epoch), $A
+# serves the home again, and the dead run's copy, of the old epoch, can
+# never move the home back (the copy of the next start does).
+if [ -x "$BD/strata-server-test" ]; then
+	STRATA_FAULT=srv.home.installed.die "$BD/strata-server-test" \
+		--config "$F" --name "s$V" --pid-file "$D/s$V.pid" \
+		--log-file "$D/s$V.log"
+	v_died() {
+		[ "$(handed_n)" -ge 1 ] && ! kill -0 "$(spid "$V")" 2>/dev/null
+	}
+	check "s$V copied its home from $A, then died (fault point)" \
+		poll 90 v_died
+	check "$A froze home s$V for that handback" \
+		grep -q "handing home s$V back" "$D/$A.log"
+	check "the analyzer cancels the handback: $A serves home s$V again" \
+		poll 120 grep -q "handback of home s$V cancelled by the map" \
+		"$D/$A.log"
+	check "the map has $A acting for home s$V" test "$(acting "$V")" = "$A"
+	check "every write $A acknowledged reads back again" poll 60 acked_back
+	echo "     ($nb of 7)"
+fi
+
 echo "--- s$V restarted: its home handed back"
+n_handed=$(handed_n)
 srv_start "$V" "$F"
 # not wait_up: `cluster status` fails while $A's predecessor is down
 v_up() { kill -0 "$(spid "$V")" 2>/dev/null; }
 check "s$V restarted" poll 30 v_up
+handed_more() { [ "$(handed_n)" -gt "$n_handed" ]; }
 check "s$V copied its home's metadata from $A before its store opened" \
-	poll 30 grep -q "its home's metadata handed back by $A" "$D/s$V.log"
+	poll 30 handed_more
 # writes of an object homed on s$V from here on, across the rest of the
 # handover ($A refuses the home's requests, -EBUSY, until the map moves
 # it back): each one is waited through (the client sends it again within
