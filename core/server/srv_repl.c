@@ -15,6 +15,7 @@
 
 #include "core/eng_repl.h"
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/pg.h"
 #include "core/server/srv_internal.h"
@@ -71,6 +72,14 @@ struct repl_grp {
 	bool g_on;              /* the hook is set */
 	uint32_t g_nsb;
 	struct repl_sb g_sb[CLU_REPLICAS_MAX];
+	/* a standby refused a call as from a stale sender (-EREMCHG: it
+	 * knows a map, at least as new as the epoch this server claimed,
+	 * in which another server acts for the home): no write set is
+	 * acknowledged while this server's claim is not newer than that
+	 * one (grp_deposed_locked()) */
+	bool g_deposed;
+	uint64_t g_deposed_claim;
+	char g_deposed_why[256];
 };
 
 struct srv_repl {
@@ -249,6 +258,49 @@ static struct timespec deadline_ms(uint64_t ms)
 	return dl;
 }
 
+/* The map epoch this server claims for g's home in its calls (its view:
+ * 0 when another server acts for it). */
+static uint64_t repl_claim(struct repl_grp *g)
+{
+	struct srv_repl *r = g->g_r;
+	const struct eng_repl_view *v = &r->r_view[g->g_home];
+	uint64_t claim;
+
+	pthread_mutex_lock(&r->r_vlock);
+	claim = v->rv_acting == r->r_s->s_self ? v->rv_epoch : 0;
+	pthread_mutex_unlock(&r->r_vlock);
+	return claim;
+}
+
+/* A call of g claiming epoch claim was refused by a standby as from a
+ * stale sender (lock held). */
+static void grp_refused_locked(struct repl_grp *g, uint64_t claim,
+			       const char *why)
+{
+	if (g->g_deposed && claim < g->g_deposed_claim)
+		return;
+	g->g_deposed = true;
+	g->g_deposed_claim = claim;
+	snprintf(g->g_deposed_why, sizeof g->g_deposed_why, "%s", why);
+	pthread_cond_broadcast(&g->g_cond);
+}
+
+/* Is g deposed: a standby knows a map in which another server acts for
+ * its home, and this server has no newer claim (lock held)?  A write set
+ * acknowledged then would be on standbys that still followed the old map
+ * but not on the server now acting for the home: lost at its next
+ * re-sync. */
+static bool grp_deposed_locked(struct repl_grp *g)
+{
+	if (!g->g_deposed)
+		return false;
+	if (repl_claim(g) > g->g_deposed_claim) {
+		g->g_deposed = false; /* acting again, at a newer epoch */
+		return false;
+	}
+	return true;
+}
+
 static int repl_wait(void *arg, uint64_t seq)
 {
 	struct repl_grp *g = arg;
@@ -267,6 +319,15 @@ static int repl_wait(void *arg, uint64_t seq)
 				     PRIu64 " of home %s not acknowledged by "
 				     "its standbys", g->g_who, seq,
 				     srv_name(g->g_r, g->g_home));
+			break;
+		}
+		if (grp_deposed_locked(g)) {
+			rc = err_set(-EREMCHG, "%s: write set %" PRIu64 " of "
+				     "home %s not acknowledged: a standby "
+				     "follows a map in which another server "
+				     "acts for the home (%s)", g->g_who, seq,
+				     srv_name(g->g_r, g->g_home),
+				     g->g_deposed_why);
 			break;
 		}
 		for (uint32_t i = 0; i < g->g_nsb; i++) {
@@ -369,7 +430,8 @@ static int repl_call(struct repl_sb *b, uint32_t op, ReplReq *q,
 
 /* Send b a snapshot of the store and install it there.  0 and *seq, or a
  * negative code (*answered: the standby answered). */
-static int repl_snapshot(struct repl_sb *b, uint64_t *seq, bool *answered)
+static int repl_snapshot(struct repl_sb *b, uint64_t *seq, bool *answered,
+			 uint64_t *claim)
 {
 	struct repl_grp *g = b->rb_g;
 	struct srv *s = g->g_r->r_s;
@@ -412,6 +474,7 @@ static int repl_snapshot(struct repl_sb *b, uint64_t *seq, bool *answered)
 		q.total = total;
 		q.last = off + n == total;
 		rc = repl_call(b, SOP_REPL_SNAP, &q, buf, n, answered);
+		*claim = q.epoch;
 		if (rc != 0)
 			goto out;
 		off += n;
@@ -441,7 +504,7 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 {
 	enum sb_state was = b->rb_state;
 	bool answered = false, snap = was != SB_PROBE;
-	uint64_t seq = 0;
+	uint64_t seq = 0, claim = 0;
 	int rc = 0;
 
 	b->rb_syncing = true;
@@ -453,6 +516,7 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 		q.seq = seq;
 		rc = seq == 0 ? -ESTALE :
 		     repl_call(b, SOP_REPL_SHIP, &q, NULL, 0, &answered);
+		claim = q.epoch;
 		/* behind, missing or refusing: a snapshot now */
 		snap = rc == -ESTALE || (rc != 0 && answered);
 	}
@@ -461,7 +525,7 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 	pthread_cond_broadcast(&g->g_cond);
 	pthread_mutex_unlock(&g->g_lock);
 	if (snap)
-		rc = repl_snapshot(b, &seq, &answered);
+		rc = repl_snapshot(b, &seq, &answered, &claim);
 	pthread_mutex_lock(&g->g_lock);
 	if (rc == 0) {
 		/* sets up to seq are in the shadow: drop them */
@@ -483,6 +547,8 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 		return;
 	}
 	b->rb_state = SB_BEHIND;
+	if (answered && rc == -EREMCHG)
+		grp_refused_locked(g, claim, err_msg());
 	/* a standby that answered (a refusal: most often a map epoch it has
 	 * not seen yet) is still waited for while it is tried again; one
 	 * that did not answer is not */
@@ -577,6 +643,8 @@ static void *repl_sender_main(void *arg)
 				b->rb_acked = batch[nb - 1]->rs_seq;
 			pthread_cond_broadcast(&g->g_cond);
 		} else if (rc != 0) {
+			if (answered && rc == -EREMCHG)
+				grp_refused_locked(g, q.epoch, err_msg());
 			sb_behind_locked(g, b, answered ? err_msg() :
 					 "unreachable");
 		}
@@ -951,6 +1019,17 @@ static int repl_admit(struct srv_repl *r, const ReplReq *q)
 	return rc;
 }
 
+/* Test builds: fault point srv.repl.stale.NAME refuses a ship of home
+ * NAME's write sets as from a stale sender, as a standby that follows a
+ * map in which another server acts for the home would (repl_test.sh). */
+static bool repl_fault_stale(struct srv_repl *r, uint32_t h)
+{
+	char f[64];
+
+	snprintf(f, sizeof f, "srv.repl.stale.%s", srv_name(r, h));
+	return FAULT_HIT(f);
+}
+
 static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -988,6 +1067,13 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&r->r_shlock[q->home]);
 		rc = repl_admit(r, q);
+		if (rc == 0 && op == SOP_REPL_SHIP && blen > 0 &&
+		    repl_fault_stale(r, q->home))
+			rc = err_set(-EREMCHG, "home %s: replication refused: "
+				     "fault point srv.repl.stale.%s (a standby "
+				     "that knows a newer map)",
+				     srv_name(r, q->home),
+				     srv_name(r, q->home));
 		if (rc != 0)
 			; /* a stale sender: logged by repl_admit */
 		else if (r->r_taken[q->home])

@@ -12,8 +12,10 @@
 #   are written (the homes drop s2 and go on), s2 is started again: s0 and
 #   s1 re-sync it by snapshot (logged), and s2's own standbys too (its
 #   store was written at its open); after a stop, every shadow equals its
-#   home again.  Last, s1 and s2 killed: s0 acknowledges no write (its
-#   homed ones fail "on no standby of its metadata", -EHOSTDOWN).
+#   home again.  Then s1 and s2 killed: s0 acknowledges no write (its
+#   homed ones fail "on no standby of its metadata", -EHOSTDOWN).  Last,
+#   a standby refusing home s0's ships as from a stale sender (fault
+#   point, test build): s0 acknowledges none of its homed writes.
 #
 # Every wait is bounded; servers are killed on any exit.  Ends with
 # "N passed, N failed".
@@ -169,6 +171,42 @@ check "with both standbys killed no write is acknowledged ($acked)" \
 check "a write homed on s0 fails: on no standby of its metadata ($alone)" \
 	test "$alone" -gt 0
 srv_stop 0
+
+# A standby that refuses the home's ships as from a stale sender (it
+# follows a map in which another server acts for the home; here fault
+# point srv.repl.stale.s0 of a test build s1): the home acknowledges none
+# of its writes, though its other standby acknowledged them: such a write
+# would be missing from the server that now acts for the home, and lost
+# at its next re-sync.  Writes homed on s1 and s2 go on.
+if [ -x "$BD/strata-server-test" ]; then
+	rm -f "$D"/s*.pid
+	n0=$(in_sync 0)
+	srv_start 0 "$UPCONF" --log-level 3
+	STRATA_FAULT=srv.repl.stale.s0 "$BD/strata-server-test" \
+		--config "$UPCONF" --name s1 --pid-file "$D/s1.pid" \
+		--log-file "$D/s1.log" --log-level 3
+	srv_start 2 "$UPCONF" --log-level 3
+	check "servers up, s1 refusing home s0's write sets" wait_up
+	wait_sync 0 $((n0 + 2))
+	acked=0; deposed=0; other=0
+	for i in $(seq 50 59); do
+		if r obj put "@ro$i" "$T/blob"; then
+			acked=$((acked + 1))
+		elif grep -q "another server acts for the home" "$T/err"; then
+			deposed=$((deposed + 1))
+		else
+			other=$((other + 1))
+			echo "     @ro$i: rc $rc: $(head -c 200 "$T/err")"
+		fi
+	done
+	echo "     acknowledged $acked, refused as deposed $deposed, other $other"
+	check "writes homed on s0 are not acknowledged, naming the refusal ($deposed)" \
+		test "$deposed" -gt 0 -a "$other" -eq 0
+	check "writes homed on s1 and s2 are ($acked)" test "$acked" -gt 0
+	check "s1 logged the refusals (fault point)" \
+		grep -q "fault point srv.repl.stale.s0" "$D/s0.log"
+	for s in 0 1 2; do srv_stop $s; done
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
