@@ -159,6 +159,10 @@ int eng_shadow_install(const char *dir, const char *file, uint64_t *seq);
  * with a message.
  */
 int eng_snapshot(struct eng *e, const char *path, uint64_t *seq);
+/** The same copy of shadow sh (the caller keeps its sets out meanwhile:
+ *  the standby side's lock of that shadow). */
+int eng_shadow_snapshot(struct eng_shadow *sh, const char *path,
+			uint64_t *seq);
 /**
  * The repl:seq recorded in LMDB directory dir (a shadow's, or a data.mdb
  * snapshot file when dir is a file), opened read-only for the call.

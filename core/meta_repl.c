@@ -574,14 +574,15 @@ int eng_repl_seq_read(const char *dir, uint64_t *seq)
 	return rc == 0 ? 0 : meta_err(rc, dir);
 }
 
-int eng_snapshot(struct eng *e, const char *path, uint64_t *seq)
+/* A compacted, synced copy of env in path; *seq its repl:seq. */
+static int env_snapshot(MDB_env *env, const char *path, uint64_t *seq)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	int rc;
 
 	if (fd < 0)
 		return err_set(-errno, "snapshot %s: %s", path, strerror(errno));
-	rc = mdb_env_copyfd2(e->e_meta.m_env, fd, MDB_CP_COMPACT);
+	rc = mdb_env_copyfd2(env, fd, MDB_CP_COMPACT);
 	if (rc == 0 && fsync(fd) != 0)
 		rc = errno;
 	close(fd);
@@ -597,6 +598,11 @@ int eng_snapshot(struct eng *e, const char *path, uint64_t *seq)
 		return rc;
 	}
 	return 0;
+}
+
+int eng_snapshot(struct eng *e, const char *path, uint64_t *seq)
+{
+	return env_snapshot(e->e_meta.m_env, path, seq);
 }
 
 /* ------------------------------------------------------------- shadows */
@@ -634,6 +640,12 @@ int eng_shadow_open(struct eng_shadow **out, const char *dir)
 	mdb_txn_abort(txn);
 	*out = sh;
 	return 0;
+}
+
+int eng_shadow_snapshot(struct eng_shadow *sh, const char *path,
+			uint64_t *seq)
+{
+	return env_snapshot(sh->sh_m.m_env, path, seq);
 }
 
 uint64_t eng_shadow_seq(const struct eng_shadow *sh)

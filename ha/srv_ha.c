@@ -763,11 +763,35 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 		}
 		break;
 	}
+	case HAK_SHADOW_COPY: {
+		uint64_t size = 0, seq = 0;
+
+		rc = srv_home_shadow_copy(a->ha_home, q->limit, q->from, &size,
+					  &seq);
+		rp.bytes = size;
+		rp.seq = seq;
+		break;
+	}
+	case HAK_SHADOW_CHUNK: {
+		size_t got = 0;
+
+		t.lt_buf = malloc(HA_HOME_CHUNK);
+		rc = t.lt_buf == NULL ? err_set(-ENOMEM, "HA chunk") :
+		     srv_home_shadow_chunk(a->ha_home, q->limit, q->from,
+					   t.lt_buf, HA_HOME_CHUNK, &got);
+		if (rc == 0) {
+			rp.text.data = (uint8_t *)t.lt_buf;
+			rp.text.len = got;
+			t.lt_len = got;
+		}
+		break;
+	}
 	default:
 		rc = err_set(-EINVAL, "HA request: unknown kind %u", q->kind);
 	}
 	ha_req__free_unpacked(q, NULL);
-	if (rc == 0 && t.lt_buf != NULL && kind != HAK_HOME_CHUNK) {
+	if (rc == 0 && t.lt_buf != NULL && kind != HAK_HOME_CHUNK &&
+	    kind != HAK_SHADOW_CHUNK) {
 		rp.text.data = (uint8_t *)t.lt_buf;
 		rp.text.len = strlen(t.lt_buf);
 	}

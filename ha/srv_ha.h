@@ -66,6 +66,14 @@ enum ha_req_kind {
 	/** HaReq.limit the home, HaReq.from the offset: Reply.text the
 	 *  snapshot's bytes there (at most HA_HOME_CHUNK) */
 	HAK_HOME_CHUNK = 7,
+	/** Catch-up of a takeover (ha/srv_home.h): HaReq.limit the home,
+	 *  HaReq.from a write set; Reply.seq this server's shadow's write
+	 *  set and, when it is above from, Reply.bytes the size of a copy of
+	 *  the shadow made for HAK_SHADOW_CHUNK (0: none made) */
+	HAK_SHADOW_COPY = 8,
+	/** HaReq.limit the home, HaReq.from the offset: Reply.text that
+	 *  copy's bytes there (at most HA_HOME_CHUNK) */
+	HAK_SHADOW_CHUNK = 9,
 };
 
 /** Bytes of one HAK_HOME_CHUNK answer (below the RPC body limit). */

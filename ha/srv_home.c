@@ -164,6 +164,10 @@ static int home_dev_path(void *arg, uint32_t i, const char *recorded,
 }
 
 /* Open the engine of home he (the map thread; no lock held). */
+static int hb_call(struct peers *p, uint32_t a, uint32_t kind, uint32_t h,
+		   uint64_t from, Reply **rp);
+static int home_catch_up(struct srv_home *sh, uint32_t h, const char *meta);
+
 static int home_open(struct srv_home *sh, struct home_eng *he)
 {
 	struct srv *s = sh->sh_srv;
@@ -206,6 +210,12 @@ static int home_open(struct srv_home *sh, struct home_eng *he)
 		if (rc != 0)
 			return err_set(rc, "takeover of home %s: its shadow: "
 				       "%s", hs->cs_name, err_msg());
+		/* before it serves: from a standby that holds more */
+		rc = home_catch_up(sh, he->he_home, meta);
+		if (rc != 0) {
+			srv_repl_shadow_give(s, he->he_home);
+			return rc;
+		}
 	}
 	ec.ec_dir = dir;
 	ec.ec_create = false;
@@ -510,28 +520,92 @@ int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
 	return 0;
 }
 
+/* len bytes of file path at off into buf (*got: 0 past its end). */
+static int file_chunk(const char *path, uint64_t off, void *buf, size_t len,
+		      size_t *got, const char *what)
+{
+	ssize_t n;
+	int fd, rc;
+
+	*got = 0;
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return err_set(-errno, "%s: %s: %s", what, path,
+			       strerror(errno));
+	n = pread(fd, buf, len, (off_t)off);
+	rc = n < 0 ? err_set(-errno, "%s: %s: %s", what, path,
+			     strerror(errno)) : 0;
+	close(fd);
+	*got = n > 0 ? (size_t)n : 0;
+	return rc;
+}
+
 int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 		   void *buf, size_t len, size_t *got)
 {
 	char path[600];
-	ssize_t n;
-	int fd, rc;
+	int rc;
 
 	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
 		return err_set(-EINVAL, "home handback: home %u", h);
 	rc = snap_path(sh, h, path, sizeof path);
 	if (rc != 0)
 		return rc;
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return err_set(-errno, "home handback: %s: %s", path,
-			       strerror(errno));
-	n = pread(fd, buf, len, (off_t)off);
-	rc = n < 0 ? err_set(-errno, "home handback: %s: %s", path,
-			     strerror(errno)) : 0;
-	close(fd);
-	*got = n > 0 ? (size_t)n : 0;
-	return rc;
+	return file_chunk(path, off, buf, len, got, "home handback");
+}
+
+/* ------------------------------------------------- takeover catch-up */
+
+/* The file of this server's copy of its shadow of h, for a catch-up. */
+static int copy_path(const struct srv_home *sh, uint32_t h, char *buf,
+		     size_t size)
+{
+	if (snprintf(buf, size, "%s/shadow-s%u.copy",
+		     sh->sh_srv->s_me->cs_data_dir, h) >= (int)size)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       sh->sh_srv->s_me->cs_name);
+	return 0;
+}
+
+int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
+			 uint64_t *size, uint64_t *seq)
+{
+	struct srv *s = sh->sh_srv;
+	char path[600];
+	struct stat st;
+	bool made = false;
+	int rc;
+
+	*size = 0;
+	*seq = 0;
+	if (h >= s->s_conf->cc_nr_servers || h == s->s_self)
+		return err_set(-EINVAL, "takeover catch-up: home %u", h);
+	rc = copy_path(sh, h, path, sizeof path);
+	if (rc == 0)
+		rc = srv_repl_shadow_copy(s, h, above, path, seq, &made);
+	if (rc != 0 || !made)
+		return rc;
+	if (stat(path, &st) != 0)
+		return err_set(-errno, "%s: %s", path, strerror(errno));
+	*size = (uint64_t)st.st_size;
+	LOG_WARNING("server %s: copy of its shadow of home %s at write set %"
+		    PRIu64 " made for a takeover's catch-up (%" PRIu64
+		    " bytes)", s->s_me->cs_name, name_of(sh, h), *seq, *size);
+	return 0;
+}
+
+int srv_home_shadow_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
+			  void *buf, size_t len, size_t *got)
+{
+	char path[600];
+	int rc;
+
+	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
+		return err_set(-EINVAL, "takeover catch-up: home %u", h);
+	rc = copy_path(sh, h, path, sizeof path);
+	if (rc != 0)
+		return rc;
+	return file_chunk(path, off, buf, len, got, "takeover catch-up");
 }
 
 static bool home_installed, home_gave_up;
@@ -575,29 +649,36 @@ static int hb_call(struct peers *p, uint32_t a, uint32_t kind, uint32_t h,
 	return rc;
 }
 
-/* Copy the acting server a's snapshot of this server's home into file. */
-static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
-		    const char *file, uint64_t *seq, uint64_t *epoch)
+/* Ask server a for a copy (snap_kind, HaReq limit h and from) and copy
+ * it in chunks (chunk_kind) into file: 0 with *seq, *epoch (Reply.term)
+ * and *size (0: a made no copy, no file written), or an error (no file
+ * left). */
+static int hb_pull(struct peers *p, uint32_t a, uint32_t snap_kind,
+		   uint32_t chunk_kind, uint32_t h, uint64_t from,
+		   const char *file, uint64_t *seq, uint64_t *epoch,
+		   uint64_t *size)
 {
 	Reply *rp = NULL;
-	uint64_t size, off = 0;
-	int fd, rc = hb_call(p, a, HAK_HOME_SNAP, s->s_self, 0, &rp);
+	uint64_t off = 0;
+	int fd, rc = hb_call(p, a, snap_kind, h, from, &rp);
 
 	if (rc != 0)
 		return rc;
-	size = rp->bytes;
+	*size = rp->bytes;
 	*seq = rp->seq;
-	*epoch = rp->term; /* the acting epoch the copy is of */
+	*epoch = rp->term;
 	reply__free_unpacked(rp, NULL);
+	if (*size == 0)
+		return 0;
 	fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0)
 		return err_set(-errno, "%s: %s", file, strerror(errno));
-	while (rc == 0 && off < size) {
+	while (rc == 0 && off < *size) {
 		rp = NULL;
-		rc = hb_call(p, a, HAK_HOME_CHUNK, s->s_self, off, &rp);
+		rc = hb_call(p, a, chunk_kind, h, off, &rp);
 		if (rc == 0 && rp->text.len == 0)
-			rc = err_set(-EIO, "home snapshot: empty chunk at %"
-				     PRIu64 " of %" PRIu64, off, size);
+			rc = err_set(-EIO, "copy: empty chunk at %" PRIu64
+				     " of %" PRIu64, off, *size);
 		if (rc == 0 && pwrite(fd, rp->text.data, rp->text.len,
 				      (off_t)off) != (ssize_t)rp->text.len)
 			rc = err_set(-EIO, "%s: write failed", file);
@@ -612,6 +693,90 @@ static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
 	if (rc != 0)
 		unlink(file);
 	return rc;
+}
+
+/* Copy the acting server a's snapshot of this server's home into file. */
+static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
+		    const char *file, uint64_t *seq, uint64_t *epoch)
+{
+	uint64_t size = 0;
+	int rc = hb_pull(p, a, HAK_HOME_SNAP, HAK_HOME_CHUNK, s->s_self, 0,
+			 file, seq, epoch, &size);
+
+	if (rc == 0 && size == 0)
+		rc = err_set(-EIO, "home snapshot: empty");
+	return rc;
+}
+
+/*
+ * The catch-up of a takeover of home h, before it serves (home_open(),
+ * this server's shadow of h taken, closed, in meta): the home's other
+ * standbys are asked for their shadows' write sets; when one is ahead of
+ * this server's (the home acknowledged sets with it while this server,
+ * dropped as a standby, missed them), its copy is installed here.  A
+ * standby that does not answer is passed over (logged: sets only it
+ * holds, if any, are not caught up); one that is ahead but whose copy
+ * fails fails the takeover, tried again at the next map step.
+ */
+static int home_catch_up(struct srv_home *sh, uint32_t h, const char *meta)
+{
+	struct srv *s = sh->sh_srv;
+	uint32_t sb[CLU_REPLICAS_MAX];
+	uint64_t mine = 0, best, seq = 0, ep = 0, size = 0;
+	char file[600];
+	int n, from = -1, rc;
+
+	n = srv_repl_standbys(s->s_conf, h, sb);
+	if (n <= 0 || s->s_peers == NULL)
+		return 0;
+	if (eng_repl_seq_read(meta, &mine) != 0)
+		mine = 0;
+	best = mine;
+	for (int k = 0; k < n; k++) {
+		Reply *rp = NULL;
+
+		if (sb[k] == s->s_self)
+			continue;
+		rc = hb_call(s->s_peers, sb[k], HAK_SHADOW_COPY, h, UINT64_MAX,
+			     &rp);
+		if (rc != 0) {
+			LOG_WARNING("server %s: takeover of home %s: standby "
+				    "%s not asked for its copy (%s): write "
+				    "sets only it holds, if any, are not "
+				    "caught up", s->s_me->cs_name,
+				    name_of(sh, h), name_of(sh, sb[k]),
+				    err_msg());
+			continue;
+		}
+		if (rp->seq > best) {
+			best = rp->seq;
+			from = (int)sb[k];
+		}
+		reply__free_unpacked(rp, NULL);
+	}
+	if (from < 0)
+		return 0;
+	if (snprintf(file, sizeof file, "%s/shadow-s%u.catchup",
+		     s->s_me->cs_data_dir, h) >= (int)sizeof file)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       s->s_me->cs_name);
+	rc = hb_pull(s->s_peers, (uint32_t)from, HAK_SHADOW_COPY,
+		     HAK_SHADOW_CHUNK, h, mine, file, &seq, &ep, &size);
+	if (rc == 0 && size == 0)
+		rc = err_set(-ESTALE, "its copy is no longer ahead");
+	if (rc == 0)
+		rc = eng_shadow_install(meta, file, &seq);
+	if (rc != 0)
+		return err_set(rc, "takeover of home %s: standby %s's copy is "
+			       "ahead (write set %" PRIu64 ", this one's %"
+			       PRIu64 ") but was not copied: %s",
+			       name_of(sh, h), name_of(sh, (uint32_t)from),
+			       best, mine, err_msg());
+	LOG_WARNING("server %s: takeover of home %s: caught up from standby "
+		    "%s's copy (write set %" PRIu64 "; its own was at %" PRIu64
+		    ")", s->s_me->cs_name, name_of(sh, h),
+		    name_of(sh, (uint32_t)from), seq, mine);
+	return 0;
 }
 
 /* The server the map in etcd has acting for this server's home: its

@@ -143,6 +143,17 @@ int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
  *  with *got (0 past its end), or an error. */
 int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 		   void *buf, size_t len, size_t *got);
+/** The catch-up of a takeover (before a standby taking home h over
+ *  serves it, it copies the shadow of another standby that is ahead of
+ *  its own): this server's shadow of h; 0 with *seq its write set and,
+ *  when that is above `above`, *size the bytes of a copy of it made for
+ *  srv_home_shadow_chunk() (0: none made); -EBUSY, -ESTALE, -EINVAL
+ *  (srv_repl_shadow_copy(), core/server/srv_repl.h) or an error. */
+int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
+			 uint64_t *size, uint64_t *seq);
+/** len bytes at off of that copy into buf; 0 with *got, or an error. */
+int srv_home_shadow_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
+			  void *buf, size_t len, size_t *got);
 /** The home side, before its store opens (see above).  Returns 0 (a
  *  handback not made is logged, not an error) or -ENOMEM/-ENAMETOOLONG. */
 int srv_home_pre_open(struct srv *s);

@@ -766,7 +766,7 @@ static int grp_start(struct srv_repl *r, uint32_t h, struct eng *e,
 		pthread_mutex_unlock(&g->g_lock);
 	}
 	if (n > 0 && !g->g_via)
-		LOG_INFO("%s: home %s's metadata replicated to %u standby(s), "
+		LOG_WARNING("%s: home %s's metadata replicated to %u standby(s), "
 			 "first %s, from write set %" PRIu64, g->g_who,
 			 srv_name(r, h), n, srv_name(r, sb[0]),
 			 eng_repl_seq(e) + 1);
@@ -1021,12 +1021,14 @@ static int repl_admit(struct srv_repl *r, const ReplReq *q)
 
 /* Test builds: fault point srv.repl.stale.NAME refuses a ship of home
  * NAME's write sets as from a stale sender, as a standby that follows a
- * map in which another server acts for the home would (repl_test.sh). */
-static bool repl_fault_stale(struct srv_repl *r, uint32_t h)
+ * map in which another server acts for the home would (repl_test.sh);
+ * srv.repl.refuse.NAME refuses its ships and snapshots with -EIO, as a
+ * standby that misses them (dropped by the home: ha_catchup_test.sh). */
+static bool repl_fault(struct srv_repl *r, const char *what, uint32_t h)
 {
 	char f[64];
 
-	snprintf(f, sizeof f, "srv.repl.stale.%s", srv_name(r, h));
+	snprintf(f, sizeof f, "srv.repl.%s.%s", what, srv_name(r, h));
 	return FAULT_HIT(f);
 }
 
@@ -1067,8 +1069,15 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&r->r_shlock[q->home]);
 		rc = repl_admit(r, q);
+		if (rc == 0 && (blen > 0 || op == SOP_REPL_SNAP) &&
+		    repl_fault(r, "refuse", q->home))
+			rc = err_set(-EIO, "home %s: replication refused: "
+				     "fault point srv.repl.refuse.%s (a standby "
+				     "that misses the home's write sets)",
+				     srv_name(r, q->home),
+				     srv_name(r, q->home));
 		if (rc == 0 && op == SOP_REPL_SHIP && blen > 0 &&
-		    repl_fault_stale(r, q->home))
+		    repl_fault(r, "stale", q->home))
 			rc = err_set(-EREMCHG, "home %s: replication refused: "
 				     "fault point srv.repl.stale.%s (a standby "
 				     "that knows a newer map)",
@@ -1159,6 +1168,43 @@ int srv_repl_shadow_take(struct srv *s, uint32_t h, char *dir, size_t len)
 	}
 	r->r_taken[h] = true;
 	snprintf(dir, len, "%s", sdir);
+out:
+	pthread_mutex_unlock(&r->r_shlock[h]);
+	return rc;
+}
+
+int srv_repl_shadow_copy(struct srv *s, uint32_t h, uint64_t above,
+			 const char *path, uint64_t *seq, bool *made)
+{
+	struct srv_repl *r = s->s_repl;
+	struct eng_shadow *sh;
+	int rc;
+
+	*seq = 0;
+	*made = false;
+	if (r == NULL || h >= s->s_conf->cc_nr_servers || !r->r_standby_of[h])
+		return err_set(-EINVAL, "server %s: no shadow of server %u",
+			       s->s_me->cs_name, h);
+	pthread_mutex_lock(&r->r_shlock[h]);
+	if (r->r_taken[h]) {
+		rc = err_set(-EBUSY, "server %s: its shadow of %s serves a "
+			     "takeover", s->s_me->cs_name, srv_name(r, h));
+		goto out;
+	}
+	rc = shadow_get(r, h, &sh);
+	if (rc != 0)
+		goto out;
+	if (r->r_served[h]) {
+		rc = err_set(-ESTALE, "server %s: its shadow of %s served a "
+			     "takeover (re-synced by snapshot only)",
+			     s->s_me->cs_name, srv_name(r, h));
+		goto out;
+	}
+	*seq = eng_shadow_seq(sh);
+	if (*seq > above) {
+		rc = eng_shadow_snapshot(sh, path, seq);
+		*made = rc == 0;
+	}
 out:
 	pthread_mutex_unlock(&r->r_shlock[h]);
 	return rc;

@@ -145,4 +145,17 @@ int srv_repl_shadow_take(struct srv *s, uint32_t h, char *dir, size_t len);
  *  closed its engine on it. */
 void srv_repl_shadow_give(struct srv *s, uint32_t h);
 
+/**
+ * The catch-up of a takeover (ha/srv_home.c home_open()): this server's
+ * shadow of home h as another standby of h, taking h over, asks for it.
+ * *seq gets the shadow's write set (its repl:seq); when it is above
+ * `above`, a consistent copy of the shadow is written to path (compacted,
+ * synced) and *made is true.  Returns 0, -EINVAL (not a standby of h),
+ * -EBUSY (the shadow serves a takeover here), -ESTALE (it served one: not
+ * a copy of the home's history until a snapshot re-syncs it), or an
+ * error with a message.
+ */
+int srv_repl_shadow_copy(struct srv *s, uint32_t h, uint64_t above,
+			 const char *path, uint64_t *seq, bool *made);
+
 #endif

@@ -804,7 +804,7 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 		HA_EV_DEV_FAILED, HA_EV_OP_FAIL, HA_EV_OP_REPLACE,
 		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
 		HA_EV_JOB_FAILED, HA_EV_JOB_DONE, HA_EV_HOME_READY,
-		HA_EV_HOME_FROZEN,
+		HA_EV_HOME_READY, HA_EV_HOME_READY, HA_EV_HOME_FROZEN,
 	};
 	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
 
@@ -952,7 +952,7 @@ static void test_random(void)
 	uint32_t nr = 40;
 	bool bad = false;
 
-	uint32_t moves = 0, backs = 0;
+	uint32_t moves = 0, backs = 0, cancels = 0;
 	/* 300 seeds; 100 under tests/asan.sh (STRATA_UT_QUICK) */
 	const uint64_t seeds = ut_rounds(300, 100);
 
@@ -1002,13 +1002,16 @@ static void test_random(void)
 				moves++;
 				backs += strcmp(a.g_dec[j].hd_acting,
 						a.g_dec[j].hd_target) == 0;
+				cancels += strstr(a.g_dec[j].hd_reason,
+						  "cancelled") != NULL;
 			}
 	}
 	CU_ASSERT(!bad);
 	/* the histories do move homes, and give some back */
 	CU_ASSERT(moves > 10);
 	CU_ASSERT(backs > 0);
-	printf("\n  random: %u home moves, %u handbacks ", moves, backs);
+	printf("\n  random: %u home moves, %u handbacks, %u cancelled ",
+	       moves, backs, cancels);
 }
 
 /* A full output says so; the rest comes on the next call. */

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# ha_catchup_test.sh BUILD — a takeover catches up from the standby that
+# holds more before it serves (docs/cluster.md "Taking over a home", "The
+# catch-up"): 3 servers (strata-server-test) and one etcd member on
+# loopback, `strata cluster up --ha-test --meta-replicas 3`:
+#
+#   1. the first standby B of home s0 (s0's log names it) is restarted with
+#      fault point srv.repl.refuse.s0: it refuses s0's write sets and
+#      snapshots, as a standby the home dropped (cut off, or too slow) would
+#      miss them; s0 goes on with its other standby C;
+#   2. pdclust objects homed on s0 are written (acknowledged: on s0 and C);
+#   3. s0 is SIGKILLed: the analyzer moves its home to B, its first ONLINE
+#      standby, whose own copy misses those writes; B copies C's copy before
+#      it serves (its log says so), and every acknowledged object reads back
+#      byte-exact.  Before the catch-up, B served its own copy: the
+#      acknowledged objects were gone (-ENOENT).
+#
+# Ports 6800-6809 (fixed, used by no other step: tests/steps.list).  Every
+# wait is bounded; servers and etcd are killed on any exit.  Ends with
+# "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" hacatch 6800 1
+cl_need strata strata-server-test
+
+F=$D/cluster.yaml
+. "$(dirname "$0")/ha_lib.sh"
+# ids N H: N ids "HI:LO" homed on server index H of 3 (clu_home(): the
+# splitmix64 finaliser of hi ^ mix(lo), modulo the servers), from LO base.
+ids() {
+	python3 - "$1" "$2" "$3" <<'EOF'
+import sys
+n, h, base = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+M = (1 << 64) - 1
+def mix(x):
+    x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+    x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+out, lo = [], base
+while len(out) < n:
+    if mix(0x7 ^ mix(lo)) % 3 == h:
+        out.append("7:%x" % lo)
+    lo += 1
+print(" ".join(out))
+EOF
+}
+# acting H: the server acting for home sH in the map ("" = itself).
+acting() {
+	ha map
+	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
+}
+# same ID FILE: object ID reads back equal to FILE.
+same() {
+	rm -f "$T/back"
+	timeout 60 "$S" --cluster "$F" obj get "$1" "$T/back" 2>"$T/rerr" &&
+		cmp -s "$2" "$T/back"
+}
+
+echo "--- 3 servers (test builds), one etcd member, meta_replicas 3"
+STRATA_SERVER="$BD/strata-server-test" timeout 400 "$S" cluster up \
+	--nodes 3 --dir "$D" --base-port "$PORT" --ha-test \
+	--meta-replicas 3 >"$T/up.out" 2>&1
+cl_up_or_end "cluster of 3 servers up" "$T/up.out"
+check "the map settles (every server ONLINE, serving its own home)" \
+	cl_settled 240
+B=$(sed -n "s/.*server s0: home s0's metadata replicated to 2 standby(s), first \(s[0-9]\),.*/\1/p" \
+	"$D/s0.log" | tail -1)
+check "s0's log names its first standby ($B)" test -n "$B"
+C=s1; [ "$B" = s1 ] && C=s2
+echo "     home s0: standbys $B (first), $C"
+
+echo "--- $B restarted refusing home s0's write sets (fault point)"
+srv_stop "${B#s}"
+STRATA_FAULT=srv.repl.refuse.s0 "$BD/strata-server-test" --config "$F" \
+	--name "$B" --pid-file "$D/$B.pid" --log-file "$D/$B.log"
+check "$B up again, the map settled (its home back)" cl_settled 240
+
+echo "--- objects homed on s0, acknowledged by s0 and $C alone"
+head -c 299008 /dev/urandom >"$T/blob"
+PD=$(ids 4 0 1000)
+n=0
+for id in $PD; do
+	cl obj put "$id" "$T/blob" --layout pdclust --data 2 --parity 1
+	[ "$rc" -eq 0 ] && n=$((n + 1))
+	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
+done
+check "4 pdclust 2+1 objects homed on s0 put ($n)" test "$n" -eq 4
+n=0
+for id in $PD; do same "$id" "$T/blob" && n=$((n + 1)); done
+check "they read back ($n of 4)" test "$n" -eq 4
+check "$B refused s0's write sets (s0's log)" \
+	poll 60 grep -q "fault point srv.repl.refuse.s0" "$D/s0.log"
+
+echo "--- s0 killed: $B takes its home over, caught up from $C"
+kill -9 "$(spid 0)"
+on_b() { [ "$(acting 0)" = "$B" ]; }
+if ! poll 180 on_b; then
+	no "the analyzer moves home s0 to $B (its first ONLINE standby)"
+	ha map; echo "$out" | head -c 1500 | sed 's/^/     map: /'
+	ha decisions; echo "$out" | tail -8 | cut -c1-240 | sed 's/^/     dec: /'
+else
+	ok "the analyzer moves home s0 to $B (its first ONLINE standby)"
+fi
+check "$B caught up from $C's copy before it served" \
+	poll 60 grep -q "takeover of home s0: caught up from standby $C's copy" \
+	"$D/$B.log"
+grep -h "caught up from\|copy of its shadow of home s0" "$D/$B.log" "$D/$C.log" |
+	cut -c1-220 | sed 's/^/     /'
+all_back() {
+	nb=0
+	for id in $PD; do same "$id" "$T/blob" && nb=$((nb + 1)); done
+	[ "$nb" -eq 4 ]
+}
+check "every acknowledged object homed on s0 reads back byte-exact from $B" \
+	poll 120 all_back
+echo "     ($nb of 4)"
+[ "$nb" -eq 4 ] || sed 's/^/     get: /' "$T/rerr" | tail -2
+cl obj put "$(ids 1 0 2000)" "$T/blob" --layout pdclust --data 2 --parity 1
+check "$B takes new writes of home s0" test "$rc" -eq 0
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
