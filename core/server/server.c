@@ -600,6 +600,9 @@ int main(int argc, char **argv)
 	struct srv_args a = {0};
 	struct clu_conf c = {0};
 	struct srv *s = NULL;
+	struct start_watch w;
+	pthread_t wt;
+	bool watched;
 	struct srv_counters cnt;
 	bool busy;
 	sigset_t set;
@@ -652,20 +655,12 @@ int main(int argc, char **argv)
 	}
 	detached(true);
 	status_start(a.sa_status_file, c.cc_servers[idx].cs_data_dir);
-	{
-		struct start_watch w = {a.sa_name, a.sa_pid_file, set};
-		pthread_t wt;
-		bool watched;
-
-		watched = pthread_create(&wt, NULL, start_watch_main, &w) == 0;
-		start_faults(a.sa_name, c.cc_servers[idx].cs_data_dir);
-		rc = srv_start(&s, &c, (uint32_t)idx,
-			       a.sa_model ? SRV_F_MODEL : 0, &parts);
-		atomic_store(&start_done, 1);
-		if (watched)
-			pthread_join(wt, NULL);
-		sig = atomic_load(&start_sig);
-	}
+	w = (struct start_watch){a.sa_name, a.sa_pid_file, set};
+	watched = pthread_create(&wt, NULL, start_watch_main, &w) == 0;
+	start_faults(a.sa_name, c.cc_servers[idx].cs_data_dir);
+	rc = srv_start(&s, &c, (uint32_t)idx, a.sa_model ? SRV_F_MODEL : 0,
+		       &parts);
+	atomic_store(&start_done, 1);
 	if (rc != 0) {
 		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
 		status_end("failed", err_msg());
@@ -683,8 +678,12 @@ int main(int argc, char **argv)
 			(long)getpid());
 		status_end("serving", where);
 	}
-	/* a SIGHUP the start watcher took is the main thread's (a restart
-	 * the HA agent asked as the start ended) */
+	/* the watcher ends within its tick (after "serving": no wait for it
+	 * before); a signal it took meanwhile is the main thread's, as is a
+	 * SIGHUP it took (a restart the HA agent asked as the start ended) */
+	if (watched)
+		pthread_join(wt, NULL);
+	sig = atomic_load(&start_sig);
 	while (sig != SIGTERM && sig != SIGINT &&
 	       !(sig == SIGHUP && atomic_load(&restart_wanted)))
 		if (sigwait(&set, &sig) != 0)

@@ -133,8 +133,17 @@ down() {
 echo "--- ::1: every server addressed as IPv6 ::1"
 conf v6 '"::1"' '::1' "'::1'" "$PORT"
 serve v6
-check "v6: s0 reports serving [::1]:$PORT" \
-	grep -q "^serving 0 \[::1\]:$PORT\$" "$T/v6/s0.status"
+# a server answers as soon as its endpoint is open, a moment before its
+# start ends and it writes "serving": waited for (at most 10 s)
+serving_v6() {
+	local k
+	for k in $(seq 1 50); do
+		grep -q "^serving 0 \[::1\]:$PORT\$" "$T/v6/s0.status" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+check "v6: s0 reports serving [::1]:$PORT" serving_v6
 check "v6: the servers listen on [::1]" \
 	test "$(ss -Hltn 2>/dev/null | grep -cE "\[::1\]:($PORT|$((PORT + 1))|$((PORT + 2))) ")" -eq 3
 use v6 --cluster "$T/v6.yaml"
