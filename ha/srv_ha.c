@@ -871,6 +871,7 @@ static int ha_start(struct srv *s)
 		if (srv_home_sync(a->ha_home, m))
 			a->ha_home_epoch = m->hm_epoch;
 		ha_map_take(a, m, rev);
+		srv_home_insync_start(a->ha_home);
 	}
 	free(m);
 	if (rc != 0)

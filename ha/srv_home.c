@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <json-c/json.h>
 
 #include "core/clu_conf.h"
 #include "core/eng_repl.h"
@@ -554,6 +555,114 @@ int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 	return file_chunk(path, off, buf, len, got, "home handback");
 }
 
+/* -------------------------------------------- standbys in sync, in etcd */
+
+/* The etcd key of home h's record of its standbys in sync. */
+static const char *insync_key(const struct srv_home *sh, uint32_t h,
+			      char *buf, size_t size)
+{
+	const struct srv_ha *a = sh->sh_srv->s_ha;
+	char kind[96];
+
+	snprintf(kind, sizeof kind, "insync/%s", name_of(sh, h));
+	return ha_key(buf, size, a->ha_map.hm_cluster, kind);
+}
+
+/* srv_repl_insync_fn: record home h's standbys in sync (ha/srv_home.h). */
+static int home_insync_put(void *arg, uint32_t h, uint64_t seq,
+			   const uint32_t *in, uint32_t n)
+{
+	struct srv_home *sh = arg;
+	struct srv *s = sh->sh_srv;
+	struct srv_ha *a = s->s_ha;
+	struct json_object *o, *arr;
+	char key[300], names[200] = "";
+	const char *txt;
+	size_t at = 0;
+	int rc;
+
+	if (a == NULL || a->ha_etcd == NULL)
+		return 1; /* before the agent's start: recorded later */
+	o = json_object_new_object();
+	arr = json_object_new_array();
+	if (o == NULL || arr == NULL) {
+		json_object_put(o);
+		json_object_put(arr);
+		return err_set(-ENOMEM, "standbys in sync");
+	}
+	json_object_object_add(o, "acting",
+			       json_object_new_string(s->s_me->cs_name));
+	json_object_object_add(o, "seq", json_object_new_uint64(seq));
+	for (uint32_t i = 0; i < n; i++) {
+		json_object_array_add(arr,
+				      json_object_new_string(name_of(sh, in[i])));
+		at += (size_t)snprintf(names + at, at < sizeof names ?
+				       sizeof names - at : 0, "%s%s",
+				       i ? ", " : "", name_of(sh, in[i]));
+	}
+	json_object_object_add(o, "insync", arr);
+	txt = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+	rc = etcd_put(a->ha_etcd, insync_key(sh, h, key, sizeof key), txt,
+		      strlen(txt), 0, NULL);
+	json_object_put(o);
+	if (rc != 0)
+		return err_set(rc, "etcd (%s): %s", etcd_endpoint(a->ha_etcd),
+			       err_msg());
+	LOG_WARNING("server %s: home %s's standbys in sync from write set %"
+		    PRIu64 ": %s (recorded)", s->s_me->cs_name,
+		    name_of(sh, h), seq, n > 0 ? names : "none");
+	return 0;
+}
+
+void srv_home_insync_start(struct srv_home *sh)
+{
+	srv_repl_insync_hook(sh->sh_srv, home_insync_put, sh);
+}
+
+/* Home h's record (home_insync_put()): 0 with *acting (its writer), *seq
+ * and in[] (a standby in sync), -ENOENT when there is none, or an error
+ * (etcd, a record that does not parse). */
+static int insync_get(struct srv_home *sh, uint32_t h, char *acting,
+		      size_t alen, uint64_t *seq, bool *in)
+{
+	struct srv_ha *a = sh->sh_srv->s_ha;
+	struct json_object *o = NULL, *v, *arr;
+	struct etcd_kv kv = {0};
+	char key[300];
+	int rc;
+
+	memset(in, 0, CLU_SERVERS_MAX * sizeof *in);
+	if (a == NULL || a->ha_etcd == NULL)
+		return -ENOENT;
+	rc = etcd_get(a->ha_etcd, insync_key(sh, h, key, sizeof key), &kv,
+		      NULL);
+	if (rc != 0)
+		return rc;
+	o = json_tokener_parse(kv.ek_value);
+	etcd_kv_fini(&kv);
+	if (o == NULL || !json_object_object_get_ex(o, "acting", &v) ||
+	    !json_object_object_get_ex(o, "insync", &arr) ||
+	    !json_object_is_type(arr, json_type_array)) {
+		json_object_put(o);
+		return err_set(-EINVAL, "etcd key %s: not a record of standbys "
+			       "in sync", key);
+	}
+	snprintf(acting, alen, "%s", json_object_get_string(v));
+	*seq = json_object_object_get_ex(o, "seq", &v) ?
+	       json_object_get_uint64(v) : 0;
+	for (size_t i = 0; i < json_object_array_length(arr); i++) {
+		const char *nm = json_object_get_string(
+			json_object_array_get_idx(arr, i));
+		int j = nm != NULL ? clu_server_find(sh->sh_srv->s_conf, nm) :
+			-1;
+
+		if (j >= 0)
+			in[j] = true;
+	}
+	json_object_put(o);
+	return 0;
+}
+
 /* ------------------------------------------------- takeover catch-up */
 
 /* The file of this server's copy of its shadow of h, for a catch-up. */
@@ -581,6 +690,10 @@ int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
 	if (h >= s->s_conf->cc_nr_servers || h == s->s_self)
 		return err_set(-EINVAL, "takeover catch-up: home %u", h);
 	rc = copy_path(sh, h, path, sizeof path);
+	/* test builds: a standby that cannot be asked for a while */
+	if (rc == 0 && FAULT_HIT("srv.home.copy.refuse"))
+		rc = err_set(-EIO, "server %s: fault point "
+			     "srv.home.copy.refuse", s->s_me->cs_name);
 	if (rc == 0)
 		rc = srv_repl_shadow_copy(s, h, above, path, seq, &made);
 	if (rc != 0 || !made)
@@ -722,8 +835,10 @@ static int home_catch_up(struct srv_home *sh, uint32_t h, const char *meta)
 {
 	struct srv *s = sh->sh_srv;
 	uint32_t sb[CLU_REPLICAS_MAX];
-	uint64_t mine = 0, best, seq = 0, ep = 0, size = 0;
-	char file[600];
+	uint64_t mine = 0, best, seq = 0, ep = 0, size = 0, rec_seq = 0;
+	char file[600], rec_by[64] = "", wanted[200] = "";
+	bool rec_in[CLU_SERVERS_MAX], must, heard = false;
+	size_t at = 0;
 	int n, from = -1, rc;
 
 	n = srv_repl_standbys(s->s_conf, h, sb);
@@ -732,6 +847,14 @@ static int home_catch_up(struct srv_home *sh, uint32_t h, const char *meta)
 	if (eng_repl_seq_read(meta, &mine) != 0)
 		mine = 0;
 	best = mine;
+	/* the home's record of its standbys in sync: this server not in it
+	 * may miss acknowledged sets, which one of them holds */
+	rc = insync_get(sh, h, rec_by, sizeof rec_by, &rec_seq, rec_in);
+	if (rc != 0 && rc != -ENOENT)
+		return err_set(rc, "takeover of home %s: its standbys in "
+			       "sync: %s", name_of(sh, h), err_msg());
+	must = rc == 0 && strcmp(rec_by, s->s_me->cs_name) != 0 &&
+	       !rec_in[s->s_self];
 	for (int k = 0; k < n; k++) {
 		Reply *rp = NULL;
 
@@ -752,7 +875,23 @@ static int home_catch_up(struct srv_home *sh, uint32_t h, const char *meta)
 			best = rp->seq;
 			from = (int)sb[k];
 		}
+		heard |= rec_in[sb[k]];
 		reply__free_unpacked(rp, NULL);
+	}
+	if (must && !heard) {
+		for (int k = 0; k < n; k++)
+			if (rec_in[sb[k]])
+				at += (size_t)snprintf(wanted + at, at <
+					sizeof wanted ? sizeof wanted - at : 0,
+					"%s%s", at ? ", " : "",
+					name_of(sh, sb[k]));
+		return err_set(-EAGAIN, "takeover of home %s: this server's "
+			       "copy (write set %" PRIu64 ") may miss write "
+			       "sets %s acknowledged: it was not among the "
+			       "standbys in sync from write set %" PRIu64
+			       "; waiting for one of them (%s)", name_of(sh, h),
+			       mine, rec_by, rec_seq, wanted[0] ? wanted :
+			       "none left");
 	}
 	if (from < 0)
 		return 0;

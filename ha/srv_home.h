@@ -154,6 +154,11 @@ int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
 /** len bytes at off of that copy into buf; 0 with *got, or an error. */
 int srv_home_shadow_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 			  void *buf, size_t len, size_t *got);
+/** Record, from now on, the standbys in sync of each home this server
+ *  serves in etcd (/strata/CLUSTER/insync/HOME, srv_repl_insync_hook()):
+ *  a takeover by a standby not in the record waits until it has copied
+ *  one in the record (home_catch_up()).  Called by the agent's start. */
+void srv_home_insync_start(struct srv_home *sh);
 /** The home side, before its store opens (see above).  Returns 0 (a
  *  handback not made is logged, not an error) or -ENOMEM/-ENAMETOOLONG. */
 int srv_home_pre_open(struct srv *s);

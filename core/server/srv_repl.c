@@ -80,6 +80,11 @@ struct repl_grp {
 	bool g_deposed;
 	uint64_t g_deposed_claim;
 	char g_deposed_why[256];
+	/* the in-sync standbys changed since they were last recorded
+	 * (srv_repl_insync_hook()): a drop is recorded before any later set
+	 * is acknowledged, a return when it can be */
+	bool g_drop_dirty, g_add_dirty, g_publishing;
+	uint64_t g_gen;         /* bumped at each change */
 };
 
 struct srv_repl {
@@ -103,6 +108,8 @@ struct srv_repl {
 	bool r_standby_of[CLU_SERVERS_MAX];
 	bool r_taken[CLU_SERVERS_MAX];  /* srv_repl_shadow_take() */
 	bool r_served[CLU_SERVERS_MAX]; /* the shadow's "served" mark */
+	srv_repl_insync_fn r_insync_fn; /* srv_repl_insync_hook() */
+	void *r_insync_arg;
 };
 
 /* ------------------------------------------------------------ standbys */
@@ -187,6 +194,10 @@ static void sb_behind_locked(struct repl_grp *g, struct repl_sb *b,
 			    "(%s): not waited for until re-synced by snapshot",
 			    g->g_who, sb_name(b), srv_name(g->g_r, g->g_home),
 			    why);
+	if (b->rb_state == SB_INSYNC) {
+		g->g_drop_dirty = true;
+		g->g_gen++;
+	}
 	b->rb_state = SB_BEHIND;
 	pthread_cond_broadcast(&g->g_cond);
 }
@@ -301,6 +312,46 @@ static bool grp_deposed_locked(struct repl_grp *g)
 	return true;
 }
 
+/*
+ * Record g's in-sync standbys (srv_repl_insync_hook(); lock held, dropped
+ * meanwhile; one publisher at a time, the others wait for it).  Returns 0
+ * (recorded, or nothing to record), or the hook's error when a drop could
+ * not be recorded: a set acknowledged then might be on no standby a
+ * takeover would know to wait for.
+ */
+static int grp_publish_locked(struct repl_grp *g, uint64_t seq)
+{
+	struct srv_repl *r = g->g_r;
+	uint32_t in[CLU_REPLICAS_MAX], n = 0;
+	uint64_t gen;
+	bool drop;
+	int rc;
+
+	while (g->g_publishing && !g->g_stop)
+		pthread_cond_wait(&g->g_cond, &g->g_lock);
+	if (r->r_insync_fn == NULL || (!g->g_drop_dirty && !g->g_add_dirty))
+		return 0;
+	for (uint32_t i = 0; i < g->g_nsb; i++)
+		if (g->g_sb[i].rb_state == SB_INSYNC)
+			in[n++] = g->g_sb[i].rb_srv;
+	gen = g->g_gen;
+	drop = g->g_drop_dirty;
+	g->g_publishing = true;
+	pthread_mutex_unlock(&g->g_lock);
+	rc = r->r_insync_fn(r->r_insync_arg, g->g_home, seq, in, n);
+	pthread_mutex_lock(&g->g_lock);
+	g->g_publishing = false;
+	pthread_cond_broadcast(&g->g_cond);
+	if (rc == 0 && gen == g->g_gen)
+		g->g_drop_dirty = g->g_add_dirty = false;
+	if (rc >= 0 || !drop)
+		return 0; /* not yet (> 0), or a return: recorded later */
+	return err_set(rc, "%s: write set %" PRIu64 " of home %s not "
+		       "acknowledged: its standbys in sync could not be "
+		       "recorded after one was dropped: %s", g->g_who, seq,
+		       srv_name(r, g->g_home), err_msg());
+}
+
 static int repl_wait(void *arg, uint64_t seq)
 {
 	struct repl_grp *g = arg;
@@ -344,8 +395,16 @@ static int repl_wait(void *arg, uint64_t seq)
 		 * without standbys (R = 1) is not replicated at all, but an
 		 * acting server with none left of the home's acknowledges
 		 * nothing either. */
-		if (!need && (have > 0 || (g->g_nsb == 0 && !g->g_via)))
-			break;
+		if (!need && (have > 0 || (g->g_nsb == 0 && !g->g_via))) {
+			uint64_t gen = g->g_gen;
+
+			if (!g->g_drop_dirty && !g->g_add_dirty)
+				break;
+			rc = grp_publish_locked(g, seq);
+			if (rc != 0 || gen == g->g_gen)
+				break;
+			continue; /* changed meanwhile: counted again */
+		}
 		/* behind and not being re-synced: a standby in its re-sync
 		 * (a snapshot of a small store takes well under the
 		 * deadline) is waited for, so that a home whose standbys are
@@ -537,6 +596,8 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 		}
 		b->rb_acked = seq;
 		b->rb_state = SB_INSYNC;
+		g->g_add_dirty = true;
+		g->g_gen++;
 		b->rb_syncing = false;
 		b->rb_logged_down = false;
 		LOG_INFO("%s: standby %s of home %s in sync at write set %"
@@ -733,6 +794,9 @@ static int grp_start(struct srv_repl *r, uint32_t h, struct eng *e,
 		}
 	}
 	g->g_nsb = n;
+	/* a new group records its standbys in sync before it acknowledges
+	 * (a standby whose first probe fails was never "dropped") */
+	g->g_drop_dirty = n > 0;
 	rc = eng_repl_set(e, &repl_ops, g);
 	if (rc != 0) {
 		grp_destroy(g);
@@ -823,6 +887,16 @@ int srv_repl_engine_start(struct srv *s, uint32_t h, struct eng *e,
 void srv_repl_engine_stop(struct repl_grp *g)
 {
 	grp_destroy(g);
+}
+
+void srv_repl_insync_hook(struct srv *s, srv_repl_insync_fn fn, void *arg)
+{
+	struct srv_repl *r = s->s_repl;
+
+	if (r == NULL)
+		return;
+	r->r_insync_arg = arg;
+	r->r_insync_fn = fn;
 }
 
 void srv_repl_view_set(struct srv *s, uint32_t h, uint32_t acting,

@@ -125,6 +125,24 @@ void srv_repl_view_set(struct srv *s, uint32_t h, uint32_t acting,
 		       uint64_t epoch, uint64_t inc);
 
 /**
+ * Where the standbys in sync of each home this server serves are
+ * recorded (the HA agent: etcd), so that a takeover knows whether its
+ * own copy may miss acknowledged write sets (ha/srv_home.c).  fn(arg,
+ * home, seq, insync, n) is called with the home's standbys in sync (n of
+ * them, server indexes) as of write set seq: after a standby was dropped
+ * before any later set is acknowledged (a failure fails that wait: not
+ * acknowledged), after one returned when a wait can (a failure is only
+ * tried again).  fn returns 0 (recorded), 1 (it cannot record yet: the
+ * set is acknowledged and the record made at a later wait) or a negative
+ * code with a message; it is
+ * called without the group's lock, one call at a time per home.  Set it
+ * once, before writes (NULL: nothing recorded).
+ */
+typedef int (*srv_repl_insync_fn)(void *arg, uint32_t home, uint64_t seq,
+				  const uint32_t *insync, uint32_t n);
+void srv_repl_insync_hook(struct srv *s, srv_repl_insync_fn fn, void *arg);
+
+/**
  * For a takeover of home h by this server (one of its standbys): close
  * this server's shadow of h and refuse SOP_REPL_SHIP/SNAP from h with
  * -EBUSY until srv_repl_shadow_give() (so a home that comes back cannot

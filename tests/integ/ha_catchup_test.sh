@@ -10,10 +10,13 @@
 #      miss them; s0 goes on with its other standby C;
 #   2. pdclust objects homed on s0 are written (acknowledged: on s0 and C);
 #   3. s0 is SIGKILLed: the analyzer moves its home to B, its first ONLINE
-#      standby, whose own copy misses those writes; B copies C's copy before
-#      it serves (its log says so), and every acknowledged object reads back
-#      byte-exact.  Before the catch-up, B served its own copy: the
-#      acknowledged objects were gone (-ENOENT).
+#      standby, whose own copy misses those writes.  s0 recorded C alone in
+#      sync (etcd), and C, restarted with fault point srv.home.copy.refuse,
+#      does not answer B's first 12 asks: B waits for it (logged) instead
+#      of serving what it has, then copies C's copy before it serves, and
+#      every acknowledged object reads back byte-exact.  Before the
+#      catch-up, B served its own copy; before the record, it served it
+#      when C did not answer: the acknowledged objects were gone.
 #
 # Ports 6800-6809 (fixed, used by no other step: tests/steps.list).  Every
 # wait is bounded; servers and etcd are killed on any exit.  Ends with
@@ -74,6 +77,13 @@ srv_stop "${B#s}"
 STRATA_FAULT=srv.repl.refuse.s0 "$BD/strata-server-test" --config "$F" \
 	--name "$B" --pid-file "$D/$B.pid" --log-file "$D/$B.log"
 check "$B up again, the map settled (its home back)" cl_settled 240
+# C, the standby s0 keeps in sync, will not answer a takeover's first 12
+# asks for its copy (fault point srv.home.copy.refuse)
+srv_stop "${C#s}"
+STRATA_FAULT=srv.home.copy.refuse:0:12 "$BD/strata-server-test" \
+	--config "$F" --name "$C" --pid-file "$D/$C.pid" --log-file "$D/$C.log"
+check "$C restarted (refusing its first 12 copies), the map settled" \
+	cl_settled 240
 
 echo "--- objects homed on s0, acknowledged by s0 and $C alone"
 head -c 299008 /dev/urandom >"$T/blob"
@@ -90,6 +100,9 @@ for id in $PD; do same "$id" "$T/blob" && n=$((n + 1)); done
 check "they read back ($n of 4)" test "$n" -eq 4
 check "$B refused s0's write sets (s0's log)" \
 	poll 60 grep -q "fault point srv.repl.refuse.s0" "$D/s0.log"
+check "s0 recorded its standbys in sync: $C alone" \
+	grep -q "server s0: home s0's standbys in sync from write set [0-9]*: $C (recorded)" \
+	"$D/s0.log"
 
 echo "--- s0 killed: $B takes its home over, caught up from $C"
 kill -9 "$(spid 0)"
@@ -101,6 +114,9 @@ if ! poll 180 on_b; then
 else
 	ok "the analyzer moves home s0 to $B (its first ONLINE standby)"
 fi
+check "$B, not in that record, waited for $C before it served" \
+	poll 60 grep -q "takeover of home s0: this server's copy .* waiting for one of them ($C)" \
+	"$D/$B.log"
 check "$B caught up from $C's copy before it served" \
 	poll 60 grep -q "takeover of home s0: caught up from standby $C's copy" \
 	"$D/$B.log"
