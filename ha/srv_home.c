@@ -464,12 +464,16 @@ void srv_home_destroy(struct srv_home *sh)
 
 /* ------------------------------------------------------------ handover */
 
-/* The snapshot file of home h's engine on this server. */
-static int snap_path(const struct srv_home *sh, uint32_t h, char *buf,
-		     size_t size)
+/* The file DATA_DIR/PRE<h>SUF of home h on this server: its engine's
+ * snapshot ("takeover-s", ".snap"), the copy of its shadow for a
+ * catch-up ("shadow-s", ".copy"). */
+static int home_path(const struct srv_home *sh, uint32_t h, const char *pre,
+		     const char *suf, char *buf, size_t size)
 {
-	if (snprintf(buf, size, "%s/takeover-s%u.snap",
-		     sh->sh_srv->s_me->cs_data_dir, h) >= (int)size)
+	int n = snprintf(buf, size, "%s/%s%u%s",
+			 sh->sh_srv->s_me->cs_data_dir, pre, h, suf);
+
+	if (n < 0 || (size_t)n >= size)
 		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
 			       sh->sh_srv->s_me->cs_name);
 	return 0;
@@ -487,7 +491,7 @@ int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
 
 	if (h >= s->s_conf->cc_nr_servers || h == s->s_self)
 		return err_set(-EINVAL, "home handback: home %u", h);
-	rc = snap_path(sh, h, path, sizeof path);
+	rc = home_path(sh, h, "takeover-s", ".snap", path, sizeof path);
 	if (rc != 0)
 		return rc;
 	he = &sh->sh_he[h];
@@ -541,18 +545,28 @@ static int file_chunk(const char *path, uint64_t off, void *buf, size_t len,
 	return rc;
 }
 
-int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
-		   void *buf, size_t len, size_t *got)
+/* len bytes at off of home h's file PRE<h>SUF (home_path()) into buf. */
+static int home_file_chunk(struct srv_home *sh, uint32_t h, const char *pre,
+			   const char *suf, const char *what, uint64_t off,
+			   void *buf, size_t len, size_t *got)
 {
 	char path[600];
 	int rc;
 
+	*got = 0;
 	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
-		return err_set(-EINVAL, "home handback: home %u", h);
-	rc = snap_path(sh, h, path, sizeof path);
+		return err_set(-EINVAL, "%s: home %u", what, h);
+	rc = home_path(sh, h, pre, suf, path, sizeof path);
 	if (rc != 0)
 		return rc;
-	return file_chunk(path, off, buf, len, got, "home handback");
+	return file_chunk(path, off, buf, len, got, what);
+}
+
+int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
+		   void *buf, size_t len, size_t *got)
+{
+	return home_file_chunk(sh, h, "takeover-s", ".snap", "home handback",
+			       off, buf, len, got);
 }
 
 /* -------------------------------------------- standbys in sync, in etcd */
@@ -665,17 +679,6 @@ static int insync_get(struct srv_home *sh, uint32_t h, char *acting,
 
 /* ------------------------------------------------- takeover catch-up */
 
-/* The file of this server's copy of its shadow of h, for a catch-up. */
-static int copy_path(const struct srv_home *sh, uint32_t h, char *buf,
-		     size_t size)
-{
-	if (snprintf(buf, size, "%s/shadow-s%u.copy",
-		     sh->sh_srv->s_me->cs_data_dir, h) >= (int)size)
-		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
-			       sh->sh_srv->s_me->cs_name);
-	return 0;
-}
-
 int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
 			 uint64_t *size, uint64_t *seq)
 {
@@ -689,7 +692,7 @@ int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
 	*seq = 0;
 	if (h >= s->s_conf->cc_nr_servers || h == s->s_self)
 		return err_set(-EINVAL, "takeover catch-up: home %u", h);
-	rc = copy_path(sh, h, path, sizeof path);
+	rc = home_path(sh, h, "shadow-s", ".copy", path, sizeof path);
 	/* test builds: a standby that cannot be asked for a while */
 	if (rc == 0 && FAULT_HIT("srv.home.copy.refuse"))
 		rc = err_set(-EIO, "server %s: fault point "
@@ -710,15 +713,8 @@ int srv_home_shadow_copy(struct srv_home *sh, uint32_t h, uint64_t above,
 int srv_home_shadow_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 			  void *buf, size_t len, size_t *got)
 {
-	char path[600];
-	int rc;
-
-	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
-		return err_set(-EINVAL, "takeover catch-up: home %u", h);
-	rc = copy_path(sh, h, path, sizeof path);
-	if (rc != 0)
-		return rc;
-	return file_chunk(path, off, buf, len, got, "takeover catch-up");
+	return home_file_chunk(sh, h, "shadow-s", ".copy",
+			       "takeover catch-up", off, buf, len, got);
 }
 
 static bool home_installed, home_gave_up;

@@ -1106,6 +1106,32 @@ static bool repl_fault(struct srv_repl *r, const char *what, uint32_t h)
 	return FAULT_HIT(f);
 }
 
+/* The refusal of those fault points for a request op of home h with blen
+ * bytes of data (0: none fired). */
+static int repl_faults(struct srv_repl *r, uint32_t op, size_t blen,
+		       uint32_t h)
+{
+	static const struct {
+		const char *what, *as;
+		int rc;
+	} f[] = {
+		{"refuse", "a standby that misses the home's write sets", -EIO},
+		{"stale", "a standby that knows a newer map", -EREMCHG},
+	};
+
+	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+		bool data = f[i].rc == -EIO ? blen > 0 || op == SOP_REPL_SNAP :
+			    op == SOP_REPL_SHIP && blen > 0;
+
+		if (data && repl_fault(r, f[i].what, h))
+			return err_set(f[i].rc, "home %s: replication refused: "
+				       "fault point srv.repl.%s.%s (%s)",
+				       srv_name(r, h), f[i].what,
+				       srv_name(r, h), f[i].as);
+	}
+	return 0;
+}
+
 static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -1143,20 +1169,8 @@ static void srv_repl_handle(struct rpc_sreq *req, void *arg)
 		__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 		pthread_mutex_lock(&r->r_shlock[q->home]);
 		rc = repl_admit(r, q);
-		if (rc == 0 && (blen > 0 || op == SOP_REPL_SNAP) &&
-		    repl_fault(r, "refuse", q->home))
-			rc = err_set(-EIO, "home %s: replication refused: "
-				     "fault point srv.repl.refuse.%s (a standby "
-				     "that misses the home's write sets)",
-				     srv_name(r, q->home),
-				     srv_name(r, q->home));
-		if (rc == 0 && op == SOP_REPL_SHIP && blen > 0 &&
-		    repl_fault(r, "stale", q->home))
-			rc = err_set(-EREMCHG, "home %s: replication refused: "
-				     "fault point srv.repl.stale.%s (a standby "
-				     "that knows a newer map)",
-				     srv_name(r, q->home),
-				     srv_name(r, q->home));
+		if (rc == 0)
+			rc = repl_faults(r, op, blen, q->home);
 		if (rc != 0)
 			; /* a stale sender: logged by repl_admit */
 		else if (r->r_taken[q->home])

@@ -44,36 +44,7 @@ cl_need strata strata-server
 
 F=$D/cluster.yaml
 . "$(dirname "$0")/ha_lib.sh"
-# ids N H: N ids "HI:LO" homed on server index H of 4 (clu_home(): the
-# splitmix64 finaliser of hi ^ mix(lo), modulo the servers), from LO base.
-ids() {
-	python3 - "$1" "$2" "$3" <<'EOF'
-import sys
-n, h, base = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-M = (1 << 64) - 1
-def mix(x):
-    x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
-    x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
-    return x ^ (x >> 31)
-out, lo = [], base
-while len(out) < n:
-    if mix(0x7 ^ mix(lo)) % 4 == h:
-        out.append("7:%x" % lo)
-    lo += 1
-print(" ".join(out))
-EOF
-}
-# acting H: the server acting for home sH in the map ("" = itself).
-acting() {
-	ha map
-	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
-}
-# get ID FILE: read object ID into FILE; 0 when it reads back equal to FILE.
-same() {
-	rm -f "$T/back"
-	timeout 60 "$S" --cluster "$F" obj get "$1" "$T/back" 2>"$T/rerr" &&
-		cmp -s "$2" "$T/back"
-}
+HA_SERVERS=4 # for ids (ha_lib.sh)
 
 echo "--- 4 servers, a 3-member etcd, meta_replicas 3, the HA test presets"
 timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \

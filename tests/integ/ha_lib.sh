@@ -1,12 +1,17 @@
 # ha_lib.sh — helpers shared by the loopback HA steps (ha_test.sh,
-# ha_home_test.sh), sourced after cluster_lib.sh and cl_init, with F the
-# cluster file.
+# ha_home_test.sh, ha_catchup_test.sh), sourced after cluster_lib.sh and
+# cl_init, with F the cluster file (and HA_SERVERS for ids).
 #   ha WHAT [ARGS]   strata ha WHAT against the cluster; out, rc
 #   jget EXPR        a Python expression over d (the JSON object on stdin)
 #   dec_has PATTERN  some decision line (JSON) matches the extended regex
 #   ev_has PATTERN   some event line (JSON) matches it
 #   poll SECS CMD... until CMD succeeds, at most SECS seconds
 #   leader           the analyzer's leader, per `strata ha state`
+#   ids N H BASE     N object ids "7:LO" homed on server index H of
+#                    $HA_SERVERS (clu_home(): the splitmix64 finaliser of
+#                    hi ^ mix(lo), modulo the servers), from LO = BASE on
+#   acting H         the server acting for home sH in the map ("": itself)
+#   same ID FILE     object ID reads back equal to FILE
 ha() {
 	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
 	rc=$?
@@ -24,3 +29,29 @@ poll() {
 	"$@"
 }
 leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
+ids() {
+	python3 - "$1" "$2" "$3" "$HA_SERVERS" <<'EOF'
+import sys
+n, h, base, nsrv = (int(a) for a in sys.argv[1:5])
+M = (1 << 64) - 1
+def mix(x):
+    x ^= x >> 30; x = (x * 0xbf58476d1ce4e5b9) & M
+    x ^= x >> 27; x = (x * 0x94d049bb133111eb) & M
+    return x ^ (x >> 31)
+out, lo = [], base
+while len(out) < n:
+    if mix(0x7 ^ mix(lo)) % nsrv == h:
+        out.append("7:%x" % lo)
+    lo += 1
+print(" ".join(out))
+EOF
+}
+acting() {
+	ha map
+	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
+}
+same() {
+	rm -f "$T/back"
+	timeout 60 "$S" --cluster "$F" obj get "$1" "$T/back" 2>"$T/rerr" &&
+		cmp -s "$2" "$T/back"
+}
