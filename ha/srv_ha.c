@@ -829,6 +829,18 @@ static int ha_register(struct srv *s)
 	pthread_cond_init(&a->ha_jobs_cond, NULL);
 	s->s_ha = a;
 	rc = srv_home_create(s, &a->ha_home);
+	if (rc == 0) {
+		const char *eps[CLU_ETCD_MAX];
+
+		for (uint32_t i = 0; i < c->cc_nr_etcd; i++)
+			eps[i] = c->cc_etcd[i];
+		/* the client now (no I/O yet): the homes' standbys in sync
+		 * are recorded from the first replicated write on */
+		rc = etcd_create(&a->ha_etcd, eps, c->cc_nr_etcd,
+				 HA_ETCD_TIMEOUT_MS);
+	}
+	if (rc == 0)
+		srv_home_insync_start(a->ha_home);
 	if (rc == 0)
 		rc = rpc_gate_set(s->s_ep, ha_gate, a);
 	if (rc == 0)
@@ -840,7 +852,6 @@ static int ha_start(struct srv *s)
 {
 	struct srv_ha *a = s->s_ha;
 	const struct clu_conf *c = s->s_conf;
-	const char *eps[CLU_ETCD_MAX];
 	struct ha_map *m;
 	int64_t rev = 0;
 	uint64_t sent;
@@ -848,11 +859,6 @@ static int ha_start(struct srv *s)
 
 	if (a == NULL)
 		return 0;
-	for (uint32_t i = 0; i < c->cc_nr_etcd; i++)
-		eps[i] = c->cc_etcd[i];
-	rc = etcd_create(&a->ha_etcd, eps, c->cc_nr_etcd, HA_ETCD_TIMEOUT_MS);
-	if (rc != 0)
-		return rc;
 	m = malloc(sizeof *m);
 	if (m == NULL)
 		return err_set(-ENOMEM, "server %s: map", a->ha_name);
@@ -871,7 +877,6 @@ static int ha_start(struct srv *s)
 		if (srv_home_sync(a->ha_home, m))
 			a->ha_home_epoch = m->hm_epoch;
 		ha_map_take(a, m, rev);
-		srv_home_insync_start(a->ha_home);
 	}
 	free(m);
 	if (rc != 0)

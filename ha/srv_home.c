@@ -575,11 +575,10 @@ int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 static const char *insync_key(const struct srv_home *sh, uint32_t h,
 			      char *buf, size_t size)
 {
-	const struct srv_ha *a = sh->sh_srv->s_ha;
 	char kind[96];
 
 	snprintf(kind, sizeof kind, "insync/%s", name_of(sh, h));
-	return ha_key(buf, size, a->ha_map.hm_cluster, kind);
+	return ha_key(buf, size, sh->sh_srv->s_conf->cc_name, kind);
 }
 
 /* srv_repl_insync_fn: record home h's standbys in sync (ha/srv_home.h). */
@@ -596,7 +595,7 @@ static int home_insync_put(void *arg, uint32_t h, uint64_t seq,
 	int rc;
 
 	if (a == NULL || a->ha_etcd == NULL)
-		return 1; /* before the agent's start: recorded later */
+		return 1; /* no client (cannot happen once registered) */
 	o = json_object_new_object();
 	arr = json_object_new_array();
 	if (o == NULL || arr == NULL) {

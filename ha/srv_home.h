@@ -157,7 +157,8 @@ int srv_home_shadow_chunk(struct srv_home *sh, uint32_t h, uint64_t off,
 /** Record, from now on, the standbys in sync of each home this server
  *  serves in etcd (/strata/CLUSTER/insync/HOME, srv_repl_insync_hook()):
  *  a takeover by a standby not in the record waits until it has copied
- *  one in the record (home_catch_up()).  Called by the agent's start. */
+ *  one in the record (home_catch_up()).  Called when the agent registers,
+ *  with its etcd client made: before the first replicated write. */
 void srv_home_insync_start(struct srv_home *sh);
 /** The home side, before its store opens (see above).  Returns 0 (a
  *  handback not made is logged, not an error) or -ENOMEM/-ENAMETOOLONG. */
