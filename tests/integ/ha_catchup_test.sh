@@ -8,7 +8,8 @@
 #      fault point srv.repl.refuse.s0: it refuses s0's write sets and
 #      snapshots, as a standby the home dropped (cut off, or too slow) would
 #      miss them; s0 goes on with its other standby C;
-#   2. pdclust objects homed on s0 are written (acknowledged: on s0 and C);
+#   2. pdclust 1+2 objects homed on s0 are written (acknowledged: on s0
+#      and C);
 #   3. s0 is SIGKILLed: the analyzer moves its home to B, its first ONLINE
 #      standby, whose own copy misses those writes.  s0 recorded C alone in
 #      sync (etcd), and C, restarted with fault point srv.home.copy.refuse,
@@ -58,19 +59,27 @@ check "$C restarted (refusing its first 12 copies), the map settled" \
 
 echo "--- objects homed on s0, acknowledged by s0 and $C alone"
 head -c 299008 /dev/urandom >"$T/blob"
+# pdclust 1+2: any one unit reads it back.  A unit write to a server the
+# home still marks unreachable (just restarted) is skipped (a degraded
+# write), and s0's own units die with it: 2+1 lost an object so once
+# (3 of 4 read back), which is not what this step checks.
+check "every server answers" wait_up
 PD=$(ids 4 0 1000)
 n=0
 for id in $PD; do
-	cl obj put "$id" "$T/blob" --layout pdclust --data 2 --parity 1
+	cl obj put "$id" "$T/blob" --layout pdclust --data 1 --parity 2
 	[ "$rc" -eq 0 ] && n=$((n + 1))
 	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
 done
-check "4 pdclust 2+1 objects homed on s0 put ($n)" test "$n" -eq 4
+check "4 pdclust 1+2 objects homed on s0 put ($n)" test "$n" -eq 4
 n=0
 for id in $PD; do same "$id" "$T/blob" && n=$((n + 1)); done
 check "they read back ($n of 4)" test "$n" -eq 4
-check "$B refused s0's write sets (s0's log)" \
-	poll 60 grep -q "fault point srv.repl.refuse.s0" "$D/s0.log"
+# (its first refusal may be another: a standby fenced for a moment as
+# it starts)
+check "s0 keeps $B behind (s0's log)" \
+	grep -Eq "standby $B of home s0('s metadata is behind| not re-synced)" \
+	"$D/s0.log"
 check "s0 recorded its standbys in sync: $C alone" \
 	grep -q "server s0: home s0's standbys in sync from write set [0-9]*: $C (recorded)" \
 	"$D/s0.log"
@@ -101,7 +110,10 @@ all_back() {
 check "every acknowledged object homed on s0 reads back byte-exact from $B" \
 	poll 120 all_back
 echo "     ($nb of 4)"
-[ "$nb" -eq 4 ] || sed 's/^/     get: /' "$T/rerr" | tail -2
+for id in $PD; do
+	same "$id" "$T/blob" ||
+		echo "     $id: $(tail -1 "$T/rerr" | head -c 300)"
+done
 cl obj put "$(ids 1 0 2000)" "$T/blob" --layout pdclust --data 2 --parity 1
 check "$B takes new writes of home s0" test "$rc" -eq 0
 
