@@ -391,13 +391,131 @@ static bool ep_is_shm(const struct rpc_ep *ep)
 	return strcmp(ep->ep_provider, "shm") == 0;
 }
 
+/*
+ * shm: uses of a peer name.  libfabric 1.17's shm provider unmaps a peer's
+ * region at every fi_av_remove of its address, although util_av counts the
+ * inserts of one name as uses of one address: an endpoint that holds a
+ * peer twice (its client connection to the peer, and the session the peer
+ * opened here) lost the mapping under the one when the other went (the
+ * peer's hello again drops its older session, auth_sweep()), and a call in
+ * flight died of SIGSEGV in fi_inject (shm_cluster_test.sh, about 1 stop
+ * in 6).  So each name is inserted once and removed at its last use.  A
+ * name whose region is another file than when it was mapped (the peer
+ * restarted: the provider maps a name again only after a remove) is
+ * removed at once and mapped anew; its old entry stays an orphan until its
+ * old users are gone (they talk to a process that is gone), and is never
+ * removed again (its provider id may be another peer's by then).  Under
+ * ep_av_lock.
+ */
+static struct rpc_avref *avref_by_name(struct rpc_ep *ep, const char *name)
+{
+	for (uint32_t i = 0; i < ep->ep_nr_avrefs; i++)
+		if (ep->ep_avrefs[i].ar_live &&
+		    strncmp(ep->ep_avrefs[i].ar_name, name, RPC_NAME_MAX) == 0)
+			return &ep->ep_avrefs[i];
+	return NULL;
+}
+
+static struct rpc_avref *avref_by_addr(struct rpc_ep *ep, fi_addr_t a)
+{
+	for (uint32_t i = 0; i < ep->ep_nr_avrefs; i++)
+		if (ep->ep_avrefs[i].ar_addr == a)
+			return &ep->ep_avrefs[i];
+	return NULL;
+}
+
+static void avref_drop(struct rpc_ep *ep, struct rpc_avref *r)
+{
+	*r = ep->ep_avrefs[--ep->ep_nr_avrefs];
+}
+
+/* The inode of name's region (0: none, or not an shm name). */
+static uint64_t av_shm_ino(struct rpc_ep *ep, const char *name)
+{
+	char path[RPC_NAME_MAX + 16];
+	struct stat st;
+
+	if (av_shm_path(ep, name, path, sizeof path) != 0 ||
+	    stat(path, &st) != 0)
+		return 0;
+	return (uint64_t)st.st_ino;
+}
+
+/* shm: name into the AV as one more use (see above). */
+static int av_shm_insert(struct rpc_ep *ep, const char *name,
+			 fi_addr_t *out)
+{
+	uint64_t ino = av_shm_ino(ep, name);
+	struct rpc_avref *r, *o;
+	fi_addr_t a;
+	int rc;
+
+	pthread_mutex_lock(&ep->ep_av_lock);
+	r = avref_by_name(ep, name);
+	if (r != NULL && (ino == 0 || r->ar_ino == 0 || r->ar_ino == ino)) {
+		r->ar_uses++;
+		*out = r->ar_addr;
+		pthread_mutex_unlock(&ep->ep_av_lock);
+		return 0;
+	}
+	if (r != NULL) {
+		/* the peer restarted: its old mapping goes now */
+		a = r->ar_addr;
+		r->ar_live = false;
+		fi_av_remove(ep->ep_av, &a, 1, 0);
+	}
+	if (ep->ep_nr_avrefs == ep->ep_max_avrefs) {
+		uint32_t n = ep->ep_max_avrefs ? 2 * ep->ep_max_avrefs : 16;
+		struct rpc_avref *t = realloc(ep->ep_avrefs, n * sizeof *t);
+
+		if (t == NULL) {
+			pthread_mutex_unlock(&ep->ep_av_lock);
+			return err_set(-ENOMEM, "rpc %s: peer table",
+				       ep->ep_self);
+		}
+		ep->ep_avrefs = t;
+		ep->ep_max_avrefs = n;
+	}
+	rc = fi_av_insert(ep->ep_av, name, 1, &a, 0, NULL);
+	if (rc != 1) {
+		pthread_mutex_unlock(&ep->ep_av_lock);
+		return err_set(rc < 0 ? rpc_fi_err(rc) : -EINVAL,
+			       "rpc %s: address vector refused a peer name "
+			       "(%s)", ep->ep_self,
+			       rc < 0 ? fi_strerror(-rc) : "0");
+	}
+	o = avref_by_addr(ep, a);
+	if (o != NULL) {
+		/* the provider gave an orphan's address again: its old users
+		 * and the new ones share it, all counted */
+		o->ar_live = true;
+		o->ar_uses++;
+		o->ar_ino = ino;
+		snprintf(o->ar_name, sizeof o->ar_name, "%s", name);
+	} else {
+		r = &ep->ep_avrefs[ep->ep_nr_avrefs++];
+		r->ar_addr = a;
+		r->ar_uses = 1;
+		r->ar_live = true;
+		r->ar_ino = ino;
+		snprintf(r->ar_name, sizeof r->ar_name, "%s", name);
+	}
+	*out = a;
+	pthread_mutex_unlock(&ep->ep_av_lock);
+	return 0;
+}
+
 int rpc_av_insert(struct rpc_ep *ep, const void *name, bool calling,
 		  fi_addr_t *out)
 {
 	int rc;
 
-	if (ep_is_shm(ep) && (rc = av_shm_check(ep, name, calling)) != 0) {
-		*out = FI_ADDR_NOTAVAIL;
+	if (ep_is_shm(ep)) {
+		rc = av_shm_check(ep, name, calling);
+		if (rc == 0)
+			rc = av_shm_insert(ep, name, out);
+		if (rc != 0)
+			*out = FI_ADDR_NOTAVAIL;
 		return rc;
 	}
 	rc = fi_av_insert(ep->ep_av, name, 1, out, 0, NULL);
@@ -410,8 +528,22 @@ int rpc_av_insert(struct rpc_ep *ep, const void *name, bool calling,
 
 void rpc_av_remove(struct rpc_ep *ep, fi_addr_t a)
 {
-	if (a != FI_ADDR_NOTAVAIL)
+	struct rpc_avref *r;
+
+	if (a == FI_ADDR_NOTAVAIL)
+		return;
+	if (!ep_is_shm(ep)) {
 		fi_av_remove(ep->ep_av, &a, 1, 0);
+		return;
+	}
+	pthread_mutex_lock(&ep->ep_av_lock);
+	r = avref_by_addr(ep, a);
+	if (r != NULL && --r->ar_uses == 0) {
+		if (r->ar_live)
+			fi_av_remove(ep->ep_av, &a, 1, 0);
+		avref_drop(ep, r);
+	}
+	pthread_mutex_unlock(&ep->ep_av_lock);
 }
 
 int rpc_mr_reg(struct rpc_ep *ep, const void *buf, size_t len, uint64_t acc,
@@ -1476,6 +1608,8 @@ static void ep_free(struct rpc_ep *ep)
 	free(ep->ep_handlers);
 	free(ep->ep_secret);
 	pthread_mutex_destroy(&ep->ep_lock);
+	pthread_mutex_destroy(&ep->ep_av_lock);
+	free(ep->ep_avrefs);
 	pthread_cond_destroy(&ep->ep_cv);
 	pthread_cond_destroy(&ep->ep_pcv);
 	pthread_mutex_destroy(&ep->ep_cq_lock);
@@ -1491,6 +1625,7 @@ static int ep_alloc(struct rpc_ep **out, const struct rpc_conf *c)
 		return err_set(-ENOMEM, "rpc: no memory for an endpoint");
 	ep->ep_epfd = ep->ep_evfd = ep->ep_revfd = ep->ep_cq_fd = -1;
 	pthread_mutex_init(&ep->ep_lock, NULL);
+	pthread_mutex_init(&ep->ep_av_lock, NULL);
 	pthread_mutex_init(&ep->ep_pool_lock, NULL);
 	pthread_cond_init(&ep->ep_cv, NULL);
 	pthread_cond_init(&ep->ep_pcv, NULL);

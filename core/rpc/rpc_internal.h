@@ -197,6 +197,17 @@ struct rpc_rma {
 struct rpc_call;
 struct rpc_sess;
 
+/* shm: one peer name's AV entry and its uses (ep.c). */
+struct rpc_avref {
+	fi_addr_t ar_addr;
+	uint32_t ar_uses;
+	bool ar_live;               /* findable by name; else an orphan: its
+				     * name was mapped again for a restarted
+				     * peer, its old users still count */
+	uint64_t ar_ino;            /* the region's file when mapped */
+	char ar_name[RPC_NAME_MAX];
+};
+
 struct rpc_ep {
 	struct rpc_conf ep_conf;
 	unsigned char *ep_secret;
@@ -223,6 +234,13 @@ struct rpc_ep {
 	struct rpc_rbuf *ep_rbufs;
 	struct fid_mr *ep_rbuf_mr;
 	unsigned char *ep_rbuf_mem;
+
+	/* shm: the uses of each peer name in the AV (ep.c rpc_av_insert():
+	 * the provider unmaps a name's region at any remove), under
+	 * ep_av_lock (a leaf lock) */
+	pthread_mutex_t ep_av_lock;
+	struct rpc_avref *ep_avrefs;
+	uint32_t ep_nr_avrefs, ep_max_avrefs;
 
 	pthread_mutex_t ep_lock;
 	pthread_cond_t ep_cv;       /* RMA done, drain, call slots */
