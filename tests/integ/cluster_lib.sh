@@ -67,7 +67,8 @@ check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
 # After a failure: each server's pid file and the last lines of its log,
 # printed after the summary line (the step's log tail shows them); for a
 # server still running, where each of its threads is (gdb, innermost
-# function first), so that a hang found by a loaded run says where.
+# function first), so that a hang found by a loaded run says where; for
+# one whose process is gone, the kernel's last crash lines (dmesg).
 cl_diag() {
 	local f n p
 	for f in "$D"/s*.log; do
@@ -76,7 +77,17 @@ cl_diag() {
 		p=$(cat "$D/$n.pid" 2>/dev/null)
 		echo "--- $n: pid file ${p:-missing}, last lines of its log:"
 		tail -n 4 "$f" | cut -c1-200
-		[ -n "$p" ] && kill -0 "$p" 2>/dev/null || continue
+		[ -n "$p" ] || continue
+		if ! kill -0 "$p" 2>/dev/null; then
+			# a pid file without its process: it died without a
+			# clean stop (the kernel names a crash's thread, not
+			# the process)
+			echo "    its process is gone without a clean stop" \
+				"(killed, or crashed); the kernel's last words:"
+			dmesg 2>/dev/null | grep -E "strata.*(segfault|trap|error)" |
+				tail -n 2 | cut -c1-200 | sed 's/^/    /'
+			continue
+		fi
 		command -v gdb >/dev/null || continue
 		echo "    its threads (gdb; innermost first):"
 		timeout 60 gdb -batch -p "$p" -ex "thread apply all bt 10" \
