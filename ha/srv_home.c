@@ -525,14 +525,22 @@ int srv_home_snap(struct srv_home *sh, uint32_t h, uint64_t *size,
 	return 0;
 }
 
-/* len bytes of file path at off into buf (*got: 0 past its end). */
-static int file_chunk(const char *path, uint64_t off, void *buf, size_t len,
-		      size_t *got, const char *what)
+/* len bytes at off of home h's file PRE<h>SUF (home_path()) into buf
+ * (*got: 0 past its end). */
+static int home_file_chunk(struct srv_home *sh, uint32_t h, const char *pre,
+			   const char *suf, const char *what, uint64_t off,
+			   void *buf, size_t len, size_t *got)
 {
+	char path[600];
 	ssize_t n;
 	int fd, rc;
 
 	*got = 0;
+	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
+		return err_set(-EINVAL, "%s: home %u", what, h);
+	rc = home_path(sh, h, pre, suf, path, sizeof path);
+	if (rc != 0)
+		return rc;
 	fd = open(path, O_RDONLY);
 	if (fd < 0)
 		return err_set(-errno, "%s: %s: %s", what, path,
@@ -543,23 +551,6 @@ static int file_chunk(const char *path, uint64_t off, void *buf, size_t len,
 	close(fd);
 	*got = n > 0 ? (size_t)n : 0;
 	return rc;
-}
-
-/* len bytes at off of home h's file PRE<h>SUF (home_path()) into buf. */
-static int home_file_chunk(struct srv_home *sh, uint32_t h, const char *pre,
-			   const char *suf, const char *what, uint64_t off,
-			   void *buf, size_t len, size_t *got)
-{
-	char path[600];
-	int rc;
-
-	*got = 0;
-	if (h >= sh->sh_srv->s_conf->cc_nr_servers)
-		return err_set(-EINVAL, "%s: home %u", what, h);
-	rc = home_path(sh, h, pre, suf, path, sizeof path);
-	if (rc != 0)
-		return rc;
-	return file_chunk(path, off, buf, len, got, what);
 }
 
 int srv_home_chunk(struct srv_home *sh, uint32_t h, uint64_t off,

@@ -329,7 +329,13 @@ static int grp_publish_locked(struct repl_grp *g, uint64_t seq)
 
 	while (g->g_publishing && !g->g_stop)
 		pthread_cond_wait(&g->g_cond, &g->g_lock);
-	if (r->r_insync_fn == NULL || (!g->g_drop_dirty && !g->g_add_dirty))
+	if (r->r_insync_fn == NULL) {
+		/* nothing records (no HA agent; its hook is set before any
+		 * group starts): no later wait comes back here */
+		g->g_drop_dirty = g->g_add_dirty = false;
+		return 0;
+	}
+	if (!g->g_drop_dirty && !g->g_add_dirty)
 		return 0;
 	for (uint32_t i = 0; i < g->g_nsb; i++)
 		if (g->g_sb[i].rb_state == SB_INSYNC)
