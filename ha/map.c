@@ -58,7 +58,8 @@ int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
 			continue;
 		c[n] = (struct pg_cand){ .pc_key = pg_key(s->hs_name),
 					 .pc_encl = (uint32_t)pg_key(encl),
-					 .pc_weight = 1, .pc_in = true };
+					 .pc_weight = 1,
+					 .pc_in = !ha_srv_lost(m, i) };
 		idx[n++] = i;
 	}
 	got = pg_place(h, c, n, r - 1, pick);
@@ -67,6 +68,16 @@ int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
 	for (int k = 0; k < got; k++)
 		out[k] = idx[pick[k]];
 	return (uint32_t)got;
+}
+
+bool ha_srv_lost(const struct ha_map *m, uint32_t i)
+{
+	enum ha_state st;
+
+	if (m->hm_meta_replicas < 2 || i >= m->hm_nr_servers)
+		return false;
+	st = m->hm_servers[i].hs_state;
+	return st == HA_OUT || st == HA_REPAIRING || st == HA_REPAIRED;
 }
 
 bool ha_srv_out(const struct ha_map *m, uint32_t i)
@@ -240,7 +251,7 @@ static json_object *srv_json(const struct ha_srv *s)
 	return o;
 }
 
-int ha_map_to_json(const struct ha_map *m, char **out)
+static int map_json(const struct ha_map *m, bool view, char **out)
 {
 	json_object *o, *srvs;
 	int rc = ha_map_check(m);
@@ -259,13 +270,36 @@ int ha_map_to_json(const struct ha_map *m, char **out)
 	j_add(o, "leader", json_object_new_string(m->hm_leader));
 	j_add(o, "meta_replicas", json_object_new_int64(m->hm_meta_replicas));
 	srvs = json_object_new_array();
-	for (uint32_t i = 0; i < m->hm_nr_servers; i++)
-		json_object_array_add(srvs, srv_json(&m->hm_servers[i]));
+	for (uint32_t i = 0; i < m->hm_nr_servers; i++) {
+		json_object *so = srv_json(&m->hm_servers[i]);
+
+		if (view) {
+			uint32_t sb[HA_SERVERS_MAX];
+			uint32_t n = (uint32_t)ha_home_standbys(m, i, sb);
+			json_object *a = json_object_new_array();
+
+			for (uint32_t k = 0; k < n; k++)
+				json_object_array_add(a, json_object_new_string(
+					m->hm_servers[sb[k]].hs_name));
+			j_add(so, "standbys", a);
+		}
+		json_object_array_add(srvs, so);
+	}
 	j_add(o, "servers", srvs);
 	*out = strdup(json_object_to_json_string_ext(o,
 						     JSON_C_TO_STRING_PLAIN));
 	json_object_put(o);
 	return *out != NULL ? 0 : err_set(-ENOMEM, "map: JSON");
+}
+
+int ha_map_to_json(const struct ha_map *m, char **out)
+{
+	return map_json(m, false, out);
+}
+
+int ha_map_to_json_view(const struct ha_map *m, char **out)
+{
+	return map_json(m, true, out);
 }
 
 /* --------------------------------------------------------- from JSON */

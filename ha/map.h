@@ -65,6 +65,14 @@ struct clu_conf;
 int ha_map_to_json(const struct ha_map *m, char **out);
 
 /**
+ * ha_map_to_json() for people (`strata ha map`, HAK_MAP): each server also
+ * has "standbys", the names of its home's standbys in m as
+ * ha_home_standbys() gives them (best first; [] when hm_meta_replicas <
+ * 2).  Derived, not stored: the map in etcd is ha_map_to_json()'s.
+ */
+int ha_map_to_json_view(const struct ha_map *m, char **out);
+
+/**
  * Parse JSON text (len bytes) into *m.  Every field named above is
  * required (but the analyzer's "frozen_ms" and "job", 0 when absent,
  * "meta_replicas" 0..64 and the acting fields, 0 or "" when absent) and
@@ -91,14 +99,25 @@ int ha_srv_index(const struct ha_map *m, const char *name);
  * The standbys of home h (a server index of m): the servers that keep a
  * shadow of h's metadata and may take the home over, best first, written
  * to out[0..ret) (room for HA_SERVERS_MAX).  They are pg_place(h, every
- * server of m but h, in whatever state, key pg_key(name), enclosure
- * pg_key(enclosure, or the name when it has none), weight 1,
- * hm_meta_replicas - 1) (core/pg.h): fixed while the map's server list is,
- * whatever the states, so every server finds the same ones; the home
- * itself is the first of its hm_meta_replicas copies and not in out.
- * Returns how many (0 when hm_meta_replicas < 2 or h is not in m).  Pure.
+ * server of m but h and but those lost for good (ha_srv_lost()), key
+ * pg_key(name), enclosure pg_key(enclosure, or the name when it has
+ * none), weight 1, hm_meta_replicas - 1) (core/pg.h): fixed while the
+ * map's server list and its losses are, whatever the other states, so
+ * every server finds the same ones (core/server/srv_repl.h
+ * srv_repl_standbys() with the same losses); a standby lost for good is
+ * replaced by the next best server, the others stay.  The home itself is
+ * the first of its hm_meta_replicas copies and not in out.  Returns how
+ * many (0 when hm_meta_replicas < 2 or h is not in m).  Pure.
  */
 int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out);
+
+/** Is server i lost for good by m: in a map with replicated homes, OUT,
+ *  REPAIRING or REPAIRED (its data is, or is being, rebuilt elsewhere:
+ *  DOWN became OUT after the rules' delay, or an operator drained or
+ *  removed it)?  Such a server is no home's standby: the next best one
+ *  takes its place (ha_home_standbys()), and holds it until the server is
+ *  back (REBALANCING, ONLINE).  Pure. */
+bool ha_srv_lost(const struct ha_map *m, uint32_t i);
 
 /** The server that serves home h now: h's hs_acting, h itself when that
  *  is "" (or names no server of m); -ENOENT when h is not in m.  Pure. */

@@ -453,6 +453,7 @@ static void *probe_main(void *arg)
 static void map_gone(struct srv_ha *a, const struct ha_map *m)
 {
 	struct srv *s = a->ha_srv;
+	bool lost[CLU_SERVERS_MAX] = {false};
 
 	for (uint32_t i = 0; i < m->hm_nr_servers && i < HA_SERVERS_MAX &&
 	     i < s->s_conf->cc_nr_servers; i++) {
@@ -470,7 +471,11 @@ static void map_gone(struct srv_ha *a, const struct ha_map *m)
 			peers_clear_gone(s->s_peers, i);
 		}
 		a->ha_gone[i] = out;
+		lost[i] = ha_srv_lost(m, i);
 	}
+	/* replacement standbys for those lost for good (srv_repl.h) */
+	if (m->hm_nr_servers == s->s_conf->cc_nr_servers)
+		srv_repl_lost_set(s, lost);
 }
 
 /* Follow the map's homes (srv_home.h) when its epoch changed or the last
@@ -718,7 +723,7 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 	switch (q->kind) {
 	case HAK_MAP:
 		pthread_mutex_lock(&a->ha_lock);
-		rc = ha_map_to_json(&a->ha_map, &t.lt_buf);
+		rc = ha_map_to_json_view(&a->ha_map, &t.lt_buf);
 		pthread_mutex_unlock(&a->ha_lock);
 		break;
 	case HAK_EVENTS:

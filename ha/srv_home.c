@@ -820,14 +820,14 @@ static int hb_fetch(struct srv *s, struct peers *p, uint32_t a,
 static int home_catch_up(struct srv_home *sh, uint32_t h, const char *meta)
 {
 	struct srv *s = sh->sh_srv;
-	uint32_t sb[CLU_REPLICAS_MAX];
+	uint32_t sb[CLU_SERVERS_MAX];
 	uint64_t mine = 0, best, seq = 0, ep = 0, size = 0, rec_seq = 0;
 	char file[600], rec_by[64] = "", wanted[200] = "";
 	bool rec_in[CLU_SERVERS_MAX], must, heard = false;
 	size_t at = 0;
 	int n, from = -1, rc;
 
-	n = srv_repl_standbys(s->s_conf, h, sb);
+	n = srv_repl_standbys_known(s, h, sb);
 	if (n <= 0 || s->s_peers == NULL)
 		return 0;
 	if (eng_repl_seq_read(meta, &mine) != 0)

@@ -619,8 +619,13 @@ static int idx_fill(struct clovis_idx *ix, int from, int n)
 		vp[i] = vb[i];
 	}
 	rc = idx_sync(ix, CLOVIS_IC_PUT, &k, &v, rcs, 0);
+	if (rc != 0)
+		fprintf(stderr, "idx_fill: PUT of %d records: %d (%s)\n", n,
+			rc, strerror(-rc));
 	for (int i = 0; rc == 0 && i < n; i++)
-		rc = rcs[i];
+		if ((rc = rcs[i]) != 0)
+			fprintf(stderr, "idx_fill: record %d: %d (%s)\n",
+				from + i, rc, strerror(-rc));
 	free(kb); free(vb); free(kp); free(vp); free(kl); free(vl); free(rcs);
 	return rc;
 }

@@ -34,6 +34,8 @@ enum sb_state {
 	SB_PROBE = 0,  /* at start: not known yet */
 	SB_INSYNC,     /* waited for */
 	SB_BEHIND,     /* to re-sync by snapshot */
+	SB_GONE,       /* no longer a standby (srv_repl_lost_set): its
+			* sender ends, its slot is reused once it did */
 };
 
 struct repl_grp;
@@ -53,6 +55,9 @@ struct repl_sb {
 	bool rb_syncing;       /* being re-synced now, or refused (answered)
 				  at its last try: waited for until the
 				  waiter's deadline, not failed at once */
+	bool rb_exited;        /* its sender returned (SB_GONE): joinable
+				  at once */
+	bool rb_new;           /* a replacement, not in sync yet (log) */
 };
 
 /* The home side of one engine: the server's own home (g_via false), or a
@@ -70,7 +75,7 @@ struct repl_grp {
 	pthread_cond_t g_cond;  /* senders: work; waiters: acks */
 	bool g_stop;
 	bool g_on;              /* the hook is set */
-	uint32_t g_nsb;
+	uint32_t g_nsb;         /* slots used, SB_GONE ones included */
 	struct repl_sb g_sb[CLU_REPLICAS_MAX];
 	/* a standby refused a call as from a stale sender (-EREMCHG: it
 	 * knows a map, at least as new as the epoch this server claimed,
@@ -110,6 +115,12 @@ struct srv_repl {
 	bool r_served[CLU_SERVERS_MAX]; /* the shadow's "served" mark */
 	srv_repl_insync_fn r_insync_fn; /* srv_repl_insync_hook() */
 	void *r_insync_arg;
+	/* replacement standbys (srv_repl_lost_set): the servers the map
+	 * has lost for good, and the groups running here by home, both
+	 * under r_glock (taken before any g_lock) */
+	pthread_mutex_t r_glock;
+	bool r_lost[CLU_SERVERS_MAX];
+	struct repl_grp *r_grp[CLU_SERVERS_MAX];
 };
 
 /* ------------------------------------------------------------ standbys */
@@ -125,7 +136,8 @@ static uint32_t encl_of(const struct clu_server *cs, uint32_t i)
 				cs->cs_enclosure : cs->cs_name);
 }
 
-int srv_repl_standbys(const struct clu_conf *c, uint32_t h, uint32_t *out)
+int srv_repl_standbys(const struct clu_conf *c, uint32_t h, const bool *lost,
+		      uint32_t *out)
 {
 	struct pg_cand cands[CLU_SERVERS_MAX];
 	uint32_t idx[CLU_SERVERS_MAX], pick[CLU_REPLICAS_MAX], n = 0;
@@ -144,7 +156,7 @@ int srv_repl_standbys(const struct clu_conf *c, uint32_t h, uint32_t *out)
 		cands[n] = (struct pg_cand){
 			.pc_key = pg_key(c->cc_servers[i].cs_name),
 			.pc_encl = encl_of(&c->cc_servers[i], i),
-			.pc_weight = 1, .pc_in = true};
+			.pc_weight = 1, .pc_in = lost == NULL || !lost[i]};
 		idx[n++] = i;
 	}
 	got = pg_place(h, cands, n, r - 1, pick);
@@ -189,6 +201,8 @@ static const char *sb_name(const struct repl_sb *b)
 static void sb_behind_locked(struct repl_grp *g, struct repl_sb *b,
 			     const char *why)
 {
+	if (b->rb_state == SB_GONE)
+		return; /* no longer a standby: nothing to re-sync */
 	if (b->rb_state != SB_BEHIND)
 		LOG_WARNING("%s: standby %s of home %s's metadata is behind "
 			    "(%s): not waited for until re-synced by snapshot",
@@ -200,6 +214,16 @@ static void sb_behind_locked(struct repl_grp *g, struct repl_sb *b,
 	}
 	b->rb_state = SB_BEHIND;
 	pthread_cond_broadcast(&g->g_cond);
+}
+
+/* The standbys of g, SB_GONE slots left out (lock held). */
+static uint32_t grp_live_locked(const struct repl_grp *g)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < g->g_nsb; i++)
+		n += g->g_sb[i].rb_state != SB_GONE;
+	return n;
 }
 
 static void repl_ship(void *arg, uint64_t seq, const void *buf, size_t len)
@@ -222,6 +246,8 @@ static void repl_ship(void *arg, uint64_t seq, const void *buf, size_t len)
 	for (uint32_t i = 0; i < g->g_nsb; i++) {
 		struct repl_sb *b = &g->g_sb[i];
 
+		if (b->rb_state == SB_GONE)
+			continue;
 		if (rs == NULL || len > MSG_REPL_SET_MAX ||
 		    b->rb_qnr == SRV_REPL_QUEUE ||
 		    b->rb_qbytes + len > SRV_REPL_QUEUE_BYTES) {
@@ -369,7 +395,7 @@ static int repl_wait(void *arg, uint64_t seq)
 	pthread_mutex_lock(&g->g_lock);
 	for (;;) {
 		bool need = false;
-		uint32_t have = 0, known_behind = 0;
+		uint32_t have = 0, known_behind = 0, live = grp_live_locked(g);
 
 		if (g->g_stop) {
 			rc = err_set(-ESHUTDOWN, "%s: stopping: write set %"
@@ -401,7 +427,8 @@ static int repl_wait(void *arg, uint64_t seq)
 		 * without standbys (R = 1) is not replicated at all, but an
 		 * acting server with none left of the home's acknowledges
 		 * nothing either. */
-		if (!need && (have > 0 || (g->g_nsb == 0 && !g->g_via))) {
+		if (!need && (have > 0 || (live == 0 && !g->g_via &&
+					   g->g_nsb == 0))) {
 			uint64_t gen = g->g_gen;
 
 			if (!g->g_drop_dirty && !g->g_add_dirty)
@@ -419,20 +446,20 @@ static int repl_wait(void *arg, uint64_t seq)
 		     i++)
 			known_behind += g->g_sb[i].rb_state == SB_BEHIND &&
 					!g->g_sb[i].rb_syncing;
-		if (!need && (late || known_behind == g->g_nsb)) {
+		if (!need && (late || known_behind == live)) {
 			if (g->g_via)
 				rc = err_set(-EHOSTDOWN, "%s: write set %"
 					     PRIu64 " is on no standby of home "
 					     "%s's metadata (none of %u in "
 					     "sync): not acknowledged", g->g_who,
 					     seq, srv_name(g->g_r, g->g_home),
-					     g->g_nsb);
+					     live);
 			else
 				rc = err_set(-EHOSTDOWN, "%s: write set %"
 					     PRIu64 " is on no standby of its "
 					     "metadata (none of %u in sync): "
 					     "not acknowledged", g->g_who, seq,
-					     g->g_nsb);
+					     live);
 			break;
 		}
 		if (pthread_cond_timedwait(&g->g_cond, &g->g_lock, &dl) ==
@@ -588,10 +615,18 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 	pthread_mutex_lock(&g->g_lock);
 	b->rb_probed = true;
 	pthread_cond_broadcast(&g->g_cond);
+	if (b->rb_state == SB_GONE) {
+		b->rb_syncing = false;
+		return; /* dropped from the list meanwhile */
+	}
 	pthread_mutex_unlock(&g->g_lock);
 	if (snap)
 		rc = repl_snapshot(b, &seq, &answered, &claim);
 	pthread_mutex_lock(&g->g_lock);
+	if (b->rb_state == SB_GONE) {
+		b->rb_syncing = false;
+		return;
+	}
 	if (rc == 0) {
 		/* sets up to seq are in the shadow: drop them */
 		while (b->rb_qnr > 0 && b->rb_q[b->rb_qhead]->rs_seq <= seq) {
@@ -606,10 +641,18 @@ static void repl_resync_locked(struct repl_grp *g, struct repl_sb *b)
 		g->g_gen++;
 		b->rb_syncing = false;
 		b->rb_logged_down = false;
-		LOG_INFO("%s: standby %s of home %s in sync at write set %"
-			 PRIu64 "%s", g->g_who, sb_name(b),
-			 srv_name(g->g_r, g->g_home), seq,
-			 snap ? " (snapshot)" : "");
+		if (b->rb_new)
+			LOG_WARNING("%s: replacement standby %s of home %s "
+				    "in sync at write set %" PRIu64 "%s",
+				    g->g_who, sb_name(b),
+				    srv_name(g->g_r, g->g_home), seq,
+				    snap ? " (snapshot)" : "");
+		else
+			LOG_INFO("%s: standby %s of home %s in sync at write "
+				 "set %" PRIu64 "%s", g->g_who, sb_name(b),
+				 srv_name(g->g_r, g->g_home), seq,
+				 snap ? " (snapshot)" : "");
+		b->rb_new = false;
 		pthread_cond_broadcast(&g->g_cond);
 		return;
 	}
@@ -642,7 +685,7 @@ static void *repl_sender_main(void *arg)
 	uint32_t nb, taken;
 
 	pthread_mutex_lock(&g->g_lock);
-	while (!g->g_stop) {
+	while (!g->g_stop && b->rb_state != SB_GONE) {
 		struct repl_set *rs;
 		ReplReq q = REPL_REQ__INIT;
 		bool answered = false;
@@ -718,6 +761,7 @@ static void *repl_sender_main(void *arg)
 		for (uint32_t i = 0; i < taken; i++)
 			set_put_locked(batch[i]);
 	}
+	b->rb_exited = true;
 	pthread_mutex_unlock(&g->g_lock);
 	return NULL;
 }
@@ -728,6 +772,10 @@ static void grp_destroy(struct repl_grp *g)
 {
 	if (g == NULL)
 		return;
+	pthread_mutex_lock(&g->g_r->r_glock);
+	if (g->g_r->r_grp[g->g_home] == g)
+		g->g_r->r_grp[g->g_home] = NULL;
+	pthread_mutex_unlock(&g->g_r->r_glock);
 	if (g->g_on && g->g_eng != NULL)
 		eng_repl_set(g->g_eng, NULL, NULL);
 	pthread_mutex_lock(&g->g_lock);
@@ -748,6 +796,181 @@ static void grp_destroy(struct repl_grp *g)
 	free(g);
 }
 
+/* Start b's sender (lock held).  0 or a negative code with a message. */
+static int sb_start_locked(struct repl_sb *b)
+{
+	int rc = pthread_create(&b->rb_thr, NULL, repl_sender_main, b);
+
+	if (rc != 0)
+		return err_set(-rc, "replication sender: %s", strerror(rc));
+	b->rb_thr_on = true;
+	return 0;
+}
+
+/*
+ * Make g's standbys those the map now gives (r_glock held, srv_repl_lost_
+ * set): one no longer listed is dropped (SB_GONE: its queue freed, its
+ * sender ends, a drop recorded before the next acknowledgement when it
+ * was in sync); one newly listed gets a slot (a free one, or one whose
+ * sender has ended) and a sender that starts with a probe, then a
+ * snapshot.
+ */
+static void grp_members(struct repl_grp *g)
+{
+	struct srv_repl *r = g->g_r;
+	struct srv *s = r->r_s;
+	uint32_t sb[CLU_REPLICAS_MAX];
+	int n = srv_repl_standbys(s->s_conf, g->g_home, r->r_lost, sb);
+
+	if (n < 0)
+		return;
+	pthread_mutex_lock(&g->g_lock);
+	for (uint32_t i = 0; i < g->g_nsb; i++) {
+		struct repl_sb *b = &g->g_sb[i];
+		bool keep = false;
+
+		if (b->rb_state == SB_GONE)
+			continue;
+		for (int k = 0; k < n; k++)
+			keep |= sb[k] == b->rb_srv;
+		if (keep)
+			continue;
+		if (b->rb_state == SB_INSYNC) {
+			g->g_drop_dirty = true;
+			g->g_gen++;
+		}
+		b->rb_state = SB_GONE;
+		sb_clear_locked(b);
+		LOG_WARNING("%s: %s is no longer a standby of home %s's "
+			    "metadata (lost for good by the map): not shipped "
+			    "to nor waited for", g->g_who, sb_name(b),
+			    srv_name(r, g->g_home));
+	}
+	for (int k = 0; k < n; k++) {
+		struct repl_sb *b = NULL;
+		bool have = sb[k] == s->s_self;
+
+		for (uint32_t i = 0; i < g->g_nsb && !have; i++)
+			have = g->g_sb[i].rb_state != SB_GONE &&
+			       g->g_sb[i].rb_srv == sb[k];
+		if (have)
+			continue;
+		if (g->g_nsb < CLU_REPLICAS_MAX) {
+			b = &g->g_sb[g->g_nsb];
+		} else {
+			for (uint32_t i = 0; i < g->g_nsb && b == NULL; i++)
+				if (g->g_sb[i].rb_state == SB_GONE &&
+				    (!g->g_sb[i].rb_thr_on ||
+				     g->g_sb[i].rb_exited))
+					b = &g->g_sb[i];
+			if (b == NULL) {
+				LOG_WARNING("%s: no slot free for standby %s of "
+					    "home %s yet (a dropped one's "
+					    "sender still ends): taken at the "
+					    "next map change", g->g_who,
+					    srv_name(r, sb[k]),
+					    srv_name(r, g->g_home));
+				continue;
+			}
+			if (b->rb_thr_on)
+				pthread_join(b->rb_thr, NULL); /* has returned */
+		}
+		if (b->rb_q == NULL)
+			b->rb_q = calloc(SRV_REPL_QUEUE, sizeof(void *));
+		if (b->rb_q == NULL) {
+			LOG_WARNING("%s: standby %s of home %s: out of memory",
+				    g->g_who, srv_name(r, sb[k]),
+				    srv_name(r, g->g_home));
+			continue;
+		}
+		{
+			struct repl_set **q = b->rb_q;
+
+			*b = (struct repl_sb){ .rb_g = g, .rb_srv = sb[k],
+					       .rb_q = q, .rb_state = SB_PROBE,
+					       .rb_new = true };
+		}
+		if (b == &g->g_sb[g->g_nsb])
+			g->g_nsb++;
+		if (!g->g_on) /* grp_start's own loop starts it */
+			continue;
+		if (sb_start_locked(b) != 0) {
+			b->rb_state = SB_GONE;
+			LOG_WARNING("%s: standby %s of home %s: %s", g->g_who,
+				    srv_name(r, sb[k]),
+				    srv_name(r, g->g_home), err_msg());
+			continue;
+		}
+		LOG_WARNING("%s: replacement standby %s of home %s's metadata "
+			    "(a standby is lost for good by the map): brought "
+			    "in sync by snapshot", g->g_who, srv_name(r, sb[k]),
+			    srv_name(r, g->g_home));
+	}
+	pthread_cond_broadcast(&g->g_cond);
+	pthread_mutex_unlock(&g->g_lock);
+}
+
+void srv_repl_lost_set(struct srv *s, const bool *lost)
+{
+	struct srv_repl *r = s->s_repl;
+	uint32_t nr = s->s_conf->cc_nr_servers, sb[CLU_REPLICAS_MAX];
+	bool same = true;
+
+	if (r == NULL)
+		return;
+	pthread_mutex_lock(&r->r_glock);
+	for (uint32_t i = 0; i < nr; i++)
+		same &= r->r_lost[i] == lost[i];
+	if (same) {
+		pthread_mutex_unlock(&r->r_glock);
+		return;
+	}
+	memcpy(r->r_lost, lost, nr * sizeof *lost);
+	for (uint32_t h = 0; h < nr; h++) {
+		int n = srv_repl_standbys(s->s_conf, h, r->r_lost, sb);
+
+		for (int i = 0; i < n; i++)
+			if (sb[i] == s->s_self && !r->r_standby_of[h]) {
+				r->r_standby_of[h] = true;
+				LOG_WARNING("server %s: a replacement standby of "
+					    "home %s's metadata (the map lost "
+					    "one for good)", s->s_me->cs_name,
+					    srv_name(r, h));
+			}
+	}
+	for (uint32_t h = 0; h < nr; h++)
+		if (r->r_grp[h] != NULL)
+			grp_members(r->r_grp[h]);
+	pthread_mutex_unlock(&r->r_glock);
+}
+
+int srv_repl_standbys_known(struct srv *s, uint32_t h, uint32_t *out)
+{
+	struct srv_repl *r = s->s_repl;
+	uint32_t a[CLU_REPLICAS_MAX], b[CLU_REPLICAS_MAX];
+	int na, nb, n;
+
+	na = srv_repl_standbys(s->s_conf, h, NULL, a);
+	if (na < 0 || r == NULL)
+		return na;
+	pthread_mutex_lock(&r->r_glock);
+	nb = srv_repl_standbys(s->s_conf, h, r->r_lost, b);
+	pthread_mutex_unlock(&r->r_glock);
+	if (nb < 0)
+		return nb;
+	n = na;
+	memcpy(out, a, (size_t)na * sizeof *a);
+	for (int k = 0; k < nb; k++) {
+		bool dup = false;
+
+		for (int i = 0; i < na; i++)
+			dup |= a[i] == b[k];
+		if (!dup)
+			out[n++] = b[k];
+	}
+	return n;
+}
+
 /* Start the home side of engine e, the store of home h, on this server:
  * its standbys (h's, this server left out), the hook, the senders.  With
  * probe_wait, wait (bounded: one call time and its slack) until every
@@ -765,7 +988,9 @@ static int grp_start(struct srv_repl *r, uint32_t h, struct eng *e,
 	int got, rc;
 
 	*out = NULL;
-	got = srv_repl_standbys(s->s_conf, h, sb);
+	pthread_mutex_lock(&r->r_glock);
+	got = srv_repl_standbys(s->s_conf, h, r->r_lost, sb);
+	pthread_mutex_unlock(&r->r_glock);
 	if (got < 0)
 		return got;
 	for (int i = 0; i < got; i++)
@@ -835,6 +1060,13 @@ static int grp_start(struct srv_repl *r, uint32_t h, struct eng *e,
 		}
 		pthread_mutex_unlock(&g->g_lock);
 	}
+	/* from now on it follows the map's losses (srv_repl_lost_set): the
+	 * list is taken again under the lock, a change made since the one
+	 * above included */
+	pthread_mutex_lock(&r->r_glock);
+	r->r_grp[h] = g;
+	grp_members(g);
+	pthread_mutex_unlock(&r->r_glock);
 	if (n > 0 && !g->g_via)
 		LOG_WARNING("%s: home %s's metadata replicated to %u standby(s), "
 			 "first %s, from write set %" PRIu64, g->g_who,
@@ -1208,13 +1440,14 @@ int srv_repl_register(struct srv *s)
 		return err_set(-ENOMEM, "replication state");
 	r->r_s = s;
 	pthread_mutex_init(&r->r_vlock, NULL);
+	pthread_mutex_init(&r->r_glock, NULL);
 	for (uint32_t h = 0; h < CLU_SERVERS_MAX; h++) {
 		pthread_mutex_init(&r->r_shlock[h], NULL);
 		r->r_snapfd[h] = -1;
 		r->r_view[h].rv_acting = h; /* every home serves itself */
 	}
 	for (uint32_t h = 0; h < s->s_conf->cc_nr_servers; h++) {
-		int n = srv_repl_standbys(s->s_conf, h, sb);
+		int n = srv_repl_standbys(s->s_conf, h, NULL, sb);
 
 		for (int i = 0; i < n; i++)
 			r->r_standby_of[h] |= sb[i] == s->s_self;
@@ -1330,6 +1563,7 @@ void srv_repl_fini(struct srv *s)
 		pthread_mutex_destroy(&r->r_shlock[h]);
 	}
 	pthread_mutex_destroy(&r->r_vlock);
+	pthread_mutex_destroy(&r->r_glock);
 	free(r);
 	s->s_repl = NULL;
 }

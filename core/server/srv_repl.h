@@ -5,9 +5,10 @@
  *
  * Standbys.  With cluster.meta_replicas R > 1, the standbys of home h are
  * the R - 1 servers pg_place() (core/pg.h) chooses for group h among the
- * cluster file's servers other than h (keys pg_key(name), enclosures from
- * servers[].enclosure): srv_repl_standbys().  Every server computes the
- * same list.  R = 1: nothing here runs (today's behaviour).
+ * cluster file's servers other than h and other than those the map has
+ * lost for good (keys pg_key(name), enclosures from servers[].enclosure):
+ * srv_repl_standbys(), srv_repl_lost_set().  Every server computes the
+ * same list from the same map.  R = 1: nothing here runs.
  *
  * Home side.  At start the server sets its engine's replication hook
  * (core/eng_repl.h) and starts one sender thread per standby.  ro_ship
@@ -44,6 +45,7 @@
 #ifndef STRATA_CORE_SERVER_SRV_REPL_H
 #define STRATA_CORE_SERVER_SRV_REPL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/clu_conf.h"
@@ -57,10 +59,39 @@ struct srv;
 /**
  * The standbys of home h in cluster c: up to cc_meta_replicas - 1 server
  * indices into out (room for CLU_REPLICAS_MAX), best first, h never among
- * them.  Returns their number (0 when R is 1 or the cluster has one
- * server), or a negative code with a message.
+ * them.  lost (NULL: none) marks the servers lost for good by the map
+ * (OUT, REPAIRING, REPAIRED: ha_srv_lost(), ha/map.h): they are not
+ * candidates, so the next best server replaces each one (pg_place: every
+ * other home keeps its list).  Returns their number (0 when R is 1 or the
+ * cluster has one server), or a negative code with a message.
  */
-int srv_repl_standbys(const struct clu_conf *c, uint32_t h, uint32_t *out);
+int srv_repl_standbys(const struct clu_conf *c, uint32_t h, const bool *lost,
+		      uint32_t *out);
+
+/**
+ * Replacement standbys.  The servers the map has lost for good (lost[i],
+ * cc_nr_servers of them), as the HA agent learns it after each map change:
+ * every replication group this server runs (its own home's, and a
+ * takeover's) takes the standbys srv_repl_standbys(lost) gives.  A standby
+ * no longer in the list is dropped at once (its sender ends; recorded as
+ * not in sync before any later set is acknowledged); a new one starts
+ * behind and is brought in sync by a snapshot, as a standby back from an
+ * outage is (logged "replacement standby").  The standby side accepts the
+ * ships of every home this server is or was a standby of in this run.  So
+ * a home whose standby died for good gets its R copies back once the map
+ * has the server OUT, instead of running on one standby less until it
+ * returns.  Idempotent; a server with no replication does nothing.
+ */
+void srv_repl_lost_set(struct srv *s, const bool *lost);
+
+/**
+ * Every server that holds or held a shadow of home h this run: h's
+ * standbys by the cluster file (none lost) and by the last map
+ * (srv_repl_lost_set), without duplicates, into out (room for
+ * CLU_SERVERS_MAX).  A takeover's catch-up asks each of them.  Returns
+ * their number or a negative code.
+ */
+int srv_repl_standbys_known(struct srv *s, uint32_t h, uint32_t *out);
 
 /** Register the standby side's handlers (SOP_REPL_*) on s's endpoint and
  *  make the state (srv_open_ep()).  0 or a negative code. */

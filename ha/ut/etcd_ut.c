@@ -478,12 +478,57 @@ static void test_standbys_agree(void)
 	CU_ASSERT_EQUAL_FATAL(ha_map_from_conf(m, &c), 0);
 	for (uint32_t h = 0; h < c.cc_nr_servers; h++) {
 		int na = ha_home_standbys(m, h, a);
-		int nb = srv_repl_standbys(&c, h, b);
+		int nb = srv_repl_standbys(&c, h, NULL, b);
 
 		CU_ASSERT_EQUAL(na, 2);
 		CU_ASSERT_EQUAL(na, nb);
 		for (int k = 0; k < na && k < nb; k++)
 			CU_ASSERT_EQUAL(a[k], b[k]);
+	}
+	/* a server lost for good (OUT, REPAIRING, REPAIRED; not FAILED or
+	 * QUARANTINED): no home keeps it as a standby, each home that had
+	 * it gets one other server in its place and keeps its other
+	 * standby, homes that did not have it keep both; both sides agree */
+	for (uint32_t x = 0; x < c.cc_nr_servers; x++) {
+		static const enum ha_state st[] = {HA_OUT, HA_REPAIRING,
+			HA_REPAIRED, HA_FAILED, HA_QUARANTINED};
+
+		for (size_t j = 0; j < sizeof st / sizeof st[0]; j++) {
+			bool lost[CLU_SERVERS_MAX] = {false};
+			bool gone = j < 3;
+
+			m->hm_servers[x].hs_state = st[j];
+			CU_ASSERT_EQUAL(ha_srv_lost(m, x), gone);
+			lost[x] = ha_srv_lost(m, x);
+			for (uint32_t h = 0; h < c.cc_nr_servers; h++) {
+				uint32_t base[CLU_SERVERS_MAX];
+				int n0 = srv_repl_standbys(&c, h, NULL, base);
+				int na = ha_home_standbys(m, h, a);
+				int nb = srv_repl_standbys(&c, h, lost, b);
+				bool had = false, kept = true;
+
+				CU_ASSERT_EQUAL(na, 2);
+				CU_ASSERT_EQUAL(nb, 2);
+				for (int k = 0; k < na && k < nb; k++) {
+					CU_ASSERT_EQUAL(a[k], b[k]);
+					CU_ASSERT(!gone || b[k] != x);
+				}
+				for (int k = 0; k < n0; k++) {
+					bool in = false;
+
+					had |= base[k] == x;
+					for (int i = 0; i < nb; i++)
+						in |= b[i] == base[k];
+					if (base[k] != x || !gone)
+						kept &= in;
+				}
+				CU_ASSERT(kept);
+				if (!had || !gone) /* unchanged */
+					for (int k = 0; k < nb && k < n0; k++)
+						CU_ASSERT_EQUAL(b[k], base[k]);
+			}
+			m->hm_servers[x].hs_state = HA_ONLINE;
+		}
 	}
 	clu_conf_fini(&c);
 	free(m);

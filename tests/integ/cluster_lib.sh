@@ -300,6 +300,6 @@ cl_ut() {
 	check "$name pass against the cluster" \
 		test "$(echo "$line" | awk '{print ($1 > 0 && $3 == 0) ? 1 : 0}')" = 1
 	[ "$(echo "$line" | awk '{print $3}')" = 0 ] ||
-		grep -E "FAILED|^    [0-9]+\. " "$T/ut" | head -20
+		grep -E "FAILED|^    [0-9]+\. |^idx_fill|error" "$T/ut" | head -30
 	grep -o "skipped in cluster mode ([^)]*)" "$T/ut" | sed 's/^/     /'
 }

@@ -23,7 +23,10 @@
 #      too (the map freezes: two servers down; the operator thaws it):
 #      the analyzer moves V's home on to B, where every write A
 #      acknowledged reads back byte-exact; B, with no standby of the home
-#      left, refuses writes (-EHOSTDOWN naming the home);
+#      alive, refuses writes (-EHOSTDOWN naming the home) until the map
+#      has A lost for good (OUT after the presets' 5 s down-out), then the
+#      fourth server replaces A as the home's standby, B brings it in sync
+#      by snapshot (its log) and takes the home's writes again;
 #   5. V restarted: before its store opens it copies its home's metadata
 #      from the acting server B (which stops taking the home's updates)
 #      and installs it, then reports HOME_READY; its first ships are
@@ -200,12 +203,37 @@ acked_back() {
 check "every write $A acknowledged reads back byte-exact from $B" \
 	poll 60 acked_back
 echo "     ($nb of 7)"
-# B has no standby of home s$V left (s$V and $A dead): writes refused
+# B has no standby of home s$V alive (s$V and $A dead): until the map has
+# $A lost for good (OUT, REPAIRING, REPAIRED: the presets' 5 s down-out
+# after the thaw) B refuses the home's writes; from then on the fourth
+# server replaces $A as the home's standby (docs/cluster.md "Replacement
+# standbys") and B takes them once it is in sync.  Whichever the write
+# meets, it must be consistent with the map.
+a_lost() {
+	ha map
+	case "$(echo "$out" | jget '[s for s in d["servers"] if s["name"] == "'$A'"][0]["state"]' 2>/dev/null)" in
+	OUT|REPAIRING|REPAIRED) return 0;; esac
+	return 1
+}
 id2=$(echo $NEW | tr ' ' '\n' | grep -vx "$first" | tail -1)
 cl obj put "$id2" "$T/blob2" --layout pdclust --data 2 --parity 1
-check "$B refuses a write of home s$V with no standby left (-EHOSTDOWN)" \
-	test "$rc" -ne 0 -a -n "$(grep -E "no standby of home s$V|EHOSTDOWN|Host is down" "$T/err")"
-[ "$rc" -eq 0 ] || echo "     put: $(tail -1 "$T/err" | head -c 200)"
+if [ "$rc" -ne 0 ]; then
+	check "$B refuses a write of home s$V with no standby left (-EHOSTDOWN)" \
+		test -n "$(grep -E "no standby of home s$V|EHOSTDOWN|Host is down" "$T/err")"
+	echo "     put: $(tail -1 "$T/err" | head -c 200)"
+else
+	check "$B took a write of home s$V: $A is lost for good, replaced" a_lost
+fi
+check "the map has $A lost for good within 120 s" poll 120 a_lost
+# (a write of the home's object made at the failover: the same bytes)
+put_ok() {
+	cl obj write "$first" 0 "$T/blob2"
+	[ "$rc" -eq 0 ]
+}
+check "then $B takes the home's writes again (a replacement standby)" \
+	poll 120 put_ok
+R=$(sed -n "s/.*server $B (acting for home s$V): replacement standby \(s[0-9]\) of home s$V in sync.*/\1/p" "$D/$B.log" | head -1)
+check "... in sync by snapshot ($B's log: ${R:-none})" test -n "$R"
 A=$B
 
 handed_n() { grep -c "its home's metadata handed back by $A" "$D/s$V.log"; }

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# ha_standby_test.sh BUILD — a replacement standby (docs/cluster.md
+# "Replicated homes", "Replacement standbys"): 4 servers and one etcd
+# member on loopback, `strata cluster up --ha-test --meta-replicas 3`
+# (each home's metadata on its home and 2 standbys):
+#
+#   1. `strata ha map` names the standbys of home V (V: not the analyzer's
+#      leader): A (first) and B; C is the fourth server;
+#   2. B SIGKILLed for good: once the map has it lost (OUT, REPAIRING or
+#      REPAIRED: the test presets' 5 s DOWN -> OUT), home V's standbys are
+#      A and C in the map, and V brings C in sync by snapshot (V's log);
+#      objects homed on V are put;
+#   3. A SIGKILLed too: V's only standby of the file's list that is left
+#      is dead, yet V goes on acknowledging writes (on C).  Before
+#      replacement standbys its list stayed A and B, and every write
+#      failed -EHOSTDOWN ("is on no standby of its metadata");
+#   4. V SIGKILLed: the map freezes (more servers down than a layout
+#      takes), the operator thaws it, and the analyzer moves home V to C,
+#      where every object V acknowledged (steps 2 and 3) is there with its
+#      size: C's copy, made after the cluster file's standbys were gone,
+#      holds all of it.
+#
+# Ports 6900-6909 (fixed, used by no other step: tests/steps.list).  Every
+# wait is bounded; servers and etcd are killed on any exit.  Ends with
+# "N passed, N failed".
+set -u
+. "$(dirname "$0")/cluster_lib.sh"
+cl_init "${1:-build}" hastandby 6900 1
+cl_need strata strata-server
+
+F=$D/cluster.yaml
+. "$(dirname "$0")/ha_lib.sh"
+HA_SERVERS=4 # for ids (ha_lib.sh)
+
+echo "--- 4 servers, one etcd member, meta_replicas 3, the HA test presets"
+timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+	--ha-test --meta-replicas 3 >"$T/up.out" 2>&1
+cl_up_or_end "cluster of 4 servers up" "$T/up.out"
+check "the map settles (every server ONLINE, serving its own home)" \
+	cl_settled 240
+
+# sb H: home sH's standbys in the map, space-separated
+sb() {
+	ha map
+	echo "$out" | jget '" ".join([s for s in d["servers"] if s["name"] == "s'$1'"][0].get("standbys", []))' 2>/dev/null
+}
+# state NAME: server NAME's state in the map
+state() {
+	ha map
+	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "'$1'"][0]["state"]' 2>/dev/null
+}
+lost() { case "$(state "$1")" in OUT|REPAIRING|REPAIRED) return 0;; esac; return 1; }
+
+L=$(leader)
+V=0; [ "$L" = s0 ] && V=1
+set -- $(sb "$V")
+A=${1:-}; B=${2:-}
+C=""
+for i in 0 1 2 3; do
+	[ "s$i" != "s$V" ] && [ "s$i" != "$A" ] && [ "s$i" != "$B" ] && C=s$i
+done
+echo "     analyzer leader $L; home s$V: standbys $A (first), $B; the fourth: $C"
+check "the map names 2 standbys of home s$V" test -n "$A" -a -n "$B" -a -n "$C"
+[ -n "$C" ] || { echo "$pass passed, $fail failed"; exit 1; }
+
+echo "--- $B killed for good"
+kill -9 "$(spid "${B#s}")"
+check "the map has $B lost (OUT, REPAIRING or REPAIRED) within 180 s" \
+	poll 180 lost "$B"
+new_sb() { [ "$(sb "$V")" = "$A $C" ]; }
+check "... and home s$V's standbys are $A and $C" poll 30 new_sb
+echo "     home s$V: standbys $(sb "$V")"
+insync() { grep -q "server s$V: replacement standby $C of home s$V in sync" "$D/s$V.log"; }
+check "s$V brings $C in sync as a replacement standby (its log)" \
+	poll 120 insync
+grep "replacement standby\|no longer a standby" "$D/s$V.log" | head -4 |
+	cut -c1-240 | sed 's/^/     /'
+head -c 4096 /dev/urandom >"$T/blob"
+P1=$(ids 3 "$V" 1000)
+n=0
+for id in $P1; do
+	cl obj put "$id" "$T/blob"
+	[ "$rc" -eq 0 ] && n=$((n + 1))
+	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
+done
+check "3 objects homed on s$V put ($n)" test "$n" -eq 3
+
+echo "--- $A killed too: $C is the only standby of home s$V alive"
+kill -9 "$(spid "${A#s}")"
+wait_gone "$(spid "${A#s}")" 2>/dev/null
+head -c 8192 /dev/urandom >"$T/blob2"
+P2=$(ids 3 "$V" 2000)
+n=0
+for id in $P2; do
+	cl obj put "$id" "$T/blob2"
+	[ "$rc" -eq 0 ] && n=$((n + 1))
+	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
+done
+check "3 more objects homed on s$V put, acknowledged with $C ($n)" \
+	test "$n" -eq 3
+
+echo "--- s$V killed: its home moves to $C"
+kill -9 "$(spid "$V")"
+moved() { [ "$(acting "$V")" = "$C" ]; }
+frozen_or_moved() { moved || dec_has '"FREEZE"'; }
+check "the analyzer sees s$V down (the map frozen, or the home moved)" \
+	poll 180 frozen_or_moved
+if ! moved; then
+	echo "     map frozen (servers down): the operator thaws it"
+	ha report thaw "s$V"
+	check "the operator's thaw is reported" test "$rc" -eq 0
+fi
+check "the analyzer moves home s$V to $C" poll 180 moved
+sizes_ok() {
+	local id sz ok=0
+	for id in $P1 $P2; do
+		cl obj stat "$id"
+		sz=$(echo "$out" | sed -n 's/^size *\([0-9][0-9]*\) bytes.*/\1/p')
+		if echo "$P1" | grep -qw "$id"; then
+			[ "$sz" = 4096 ] && ok=$((ok + 1))
+		else
+			[ "$sz" = 8192 ] && ok=$((ok + 1))
+		fi
+	done
+	[ "$ok" -eq 6 ]
+}
+check "every object s$V acknowledged is on $C with its size (6)" \
+	poll 120 sizes_ok
+[ "$fail" -eq 0 ] || { cl obj stat "$(echo $P2 | cut -d' ' -f1)"; echo "     stat: $out $(head -c 200 "$T/err")"; }
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
