@@ -183,6 +183,9 @@ struct hview {
 	uint64_t frozen_ms;     /* newest HOME_FROZEN of h, 0 */
 	uint64_t frozen_ep;     /* its he_epoch */
 	int frozen_by;          /* its reporter's index, -1 */
+	uint64_t insync_ms;     /* newest HOME_INSYNC of h from the server
+				 * serving it, since it serves it; 0 none */
+	uint64_t insync;        /* its he_insync */
 };
 
 static bool is_op(enum ha_ev_kind k)
@@ -537,6 +540,18 @@ static void views_build(struct ctx *c)
 				c->hv[s].frozen_ep = e->he_epoch;
 				c->hv[s].frozen_by = srv_lookup(c,
 							e->he_reporter);
+			}
+			continue;
+		}
+		if (e->he_kind == HA_EV_HOME_INSYNC) {
+			/* the record of the server serving h now, made
+			 * since it serves it (rule home prefers them) */
+			if (srv_lookup(c, e->he_reporter) ==
+			    ha_home_acting(m, (uint32_t)s) &&
+			    e->he_time_ms >= m->hm_servers[s].hs_acting_ms &&
+			    e->he_time_ms >= c->hv[s].insync_ms) {
+				c->hv[s].insync_ms = e->he_time_ms;
+				c->hv[s].insync = e->he_insync;
 			}
 			continue;
 		}
@@ -1003,7 +1018,7 @@ static int home_step(struct ctx *c, uint32_t h)
 	const struct ha_map *w = c->w;
 	const struct ha_srv *hs = &w->hm_servers[h];
 	const struct hview *v = &c->hv[h];
-	uint32_t sb[HA_SERVERS_MAX], n;
+	uint32_t sb[2 * HA_SERVERS_MAX], n, nf;
 	int a = ha_home_acting(w, h);
 	uint64_t thaw_at;
 
@@ -1035,8 +1050,28 @@ static int home_step(struct ctx *c, uint32_t h)
 				 "(handover)");
 	if (home_up(w->hm_servers[a].hs_state))
 		return 0;
+	/* first an ONLINE standby the serving server recorded in sync (its
+	 * copy holds every acknowledged write: no catch-up copy), whether
+	 * of the file's list or a replacement (a standby lost for good
+	 * replaced: core/server/srv_repl.h) */
 	n = ha_home_standbys(w, h, sb);
-	for (uint32_t k = 0; k < n; k++)
+	nf = ha_home_standbys_file(w, h, sb + n);
+	for (uint32_t k = 0; v->insync_ms != 0 && k < n + nf; k++)
+		if (sb[k] != (uint32_t)a && sb[k] < 64 &&
+		    (v->insync >> sb[k] & 1) != 0 &&
+		    w->hm_servers[sb[k]].hs_state == HA_ONLINE)
+			return home_move(c, h, sb[k],
+					 w->hm_servers[a].hs_since_ms,
+					 (uint32_t)a == h ?
+					 "its server is down (takeover by a "
+					 "standby in sync)" :
+					 "the server acting for it is down (to "
+					 "a standby in sync)");
+	/* then the first ONLINE one of the file's list (its catch-up
+	 * copies a recorded one's shadow first, or waits for one); never a
+	 * replacement the record does not name: it may have become a
+	 * standby after the serving server died, and hold nothing */
+	for (uint32_t k = n; k < n + nf; k++)
 		if (sb[k] != (uint32_t)a &&
 		    w->hm_servers[sb[k]].hs_state == HA_ONLINE)
 			return home_move(c, h, sb[k],

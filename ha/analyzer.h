@@ -131,8 +131,15 @@
  *    by default) is in a state other than ONLINE or REBALANCING — which
  *    the rules above conclude only on proof: an exit, a lease expiry, an
  *    operator's fail, reporters in two enclosures — h moves (HOME_MOVE,
- *    hd_acting) to the first of its standbys (ha_home_standbys(), map.h)
- *    that is ONLINE and is not that server; none ONLINE: it stays.  The
+ *    hd_acting) to a standby that is ONLINE and is not that server:
+ *    first one the serving server last recorded in sync (the newest
+ *    HOME_INSYNC about h reported by the server serving it, since it
+ *    serves it: he_insync), in the order of its standbys by the map
+ *    (ha_home_standbys(), replacements of servers lost for good
+ *    included) then of the file's (ha_home_standbys_file()); else the
+ *    first of the file's list; none: it stays.  A replacement standby no
+ *    record names is never chosen (it may have become a standby after
+ *    the serving server died, and hold nothing).  The
  *    takeover incarnation (hd_incarnation) is the down server's
  *    hs_since_ms in ns (the time of its FAILED as the map holds it: every
  *    leader deciding the same move computes the same), raised above h's

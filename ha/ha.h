@@ -156,6 +156,11 @@ enum ha_ev_kind {
 	 *  the home): the analyzer cancels the handback when the target
 	 *  cannot take it (analyzer rule home). */
 	HA_EV_HOME_FROZEN,
+	/** The reporter, serving the target's home (the home itself or the
+	 *  server acting for it), recorded the home's standbys in sync:
+	 *  he_insync (docs/cluster.md "The catch-up").  The analyzer moves
+	 *  a home whose server died to one of them first (rule home). */
+	HA_EV_HOME_INSYNC,
 	HA_EV_KIND_NR
 };
 
@@ -173,6 +178,9 @@ struct ha_event {
 	/** HOME_READY, HOME_FROZEN: the home's hs_acting_epoch under which
 	 *  the handed-back copy was taken (0: unknown, an older server) */
 	uint64_t he_epoch;
+	/** HOME_INSYNC: the standbys in sync, bit i = the map's server i
+	 *  (0: none); 0 for every other kind */
+	uint64_t he_insync;
 };
 
 /** What a decision does. */

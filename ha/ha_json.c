@@ -152,7 +152,9 @@ struct json_object *ha_event_to_json(const struct ha_event *ev)
 	    add(o, "incarnation", json_object_new_uint64(ev->he_incarnation)) ||
 	    add(o, "count", json_object_new_uint64(ev->he_count)) ||
 	    add(o, "job", json_object_new_uint64(ev->he_job)) ||
-	    add(o, "epoch", json_object_new_uint64(ev->he_epoch))) {
+	    add(o, "epoch", json_object_new_uint64(ev->he_epoch)) ||
+	    (ev->he_kind == HA_EV_HOME_INSYNC &&
+	     add(o, "insync", json_object_new_uint64(ev->he_insync)))) {
 		json_object_put(o);
 		return NULL;
 	}
@@ -168,7 +170,7 @@ static int event_check(const struct ha_event *e, const char *w)
 	bool no_dev = k <= HA_EV_SRV_JOINED || k == HA_EV_OP_DRAIN ||
 		      k == HA_EV_OP_REMOVE || k == HA_EV_OP_ADD ||
 		      k == HA_EV_OP_THAW || k == HA_EV_HOME_READY ||
-		      k == HA_EV_HOME_FROZEN;
+		      k == HA_EV_HOME_FROZEN || k == HA_EV_HOME_INSYNC;
 
 	if (k != HA_EV_OP_THAW && e->he_target[0] == '\0')
 		return err_set(-EINVAL, "%s: key 'target' is missing or empty "
@@ -182,6 +184,9 @@ static int event_check(const struct ha_event *e, const char *w)
 	if (k == HA_EV_DEV_IOERR && e->he_count == 0)
 		return err_set(-EINVAL, "%s: key 'count' must be >= 1 for "
 			       "kind DEV_IOERR", w);
+	if (k != HA_EV_HOME_INSYNC && e->he_insync != 0)
+		return err_set(-EINVAL, "%s: key 'insync' is not for kind %s",
+			       w, ha_ev_kind_name(k));
 	if ((k == HA_EV_JOB_DONE || k == HA_EV_JOB_FAILED) && e->he_job == 0)
 		return err_set(-EINVAL, "%s: key 'job' must be >= 1 for kind "
 			       "%s", w, ha_ev_kind_name(k));
@@ -192,7 +197,7 @@ int ha_event_from_json(const struct json_object *o, struct ha_event *ev)
 {
 	static const char *const keys[] = { "seq", "time_ms", "kind",
 		"reporter", "target", "dev", "incarnation", "count", "job",
-		"epoch", NULL };
+		"epoch", "insync", NULL };
 	const char *w = "ha event";
 	struct ha_event e = { 0 };
 	int kind = 0, rc;
@@ -223,6 +228,8 @@ int ha_event_from_json(const struct json_object *o, struct ha_event *ev)
 		rc = get_u64(o, w, "job", false, &e.he_job);
 	if (rc == 0)
 		rc = get_u64(o, w, "epoch", false, &e.he_epoch);
+	if (rc == 0)
+		rc = get_u64(o, w, "insync", false, &e.he_insync);
 	if (rc == 0)
 		rc = event_check(&e, w);
 	if (rc == 0)

@@ -37,7 +37,8 @@ int ha_srv_index(const struct ha_map *m, const char *name)
 	return -ENOENT;
 }
 
-int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
+static int standbys(const struct ha_map *m, uint32_t h, bool losses,
+		    uint32_t *out)
 {
 	struct pg_cand c[HA_SERVERS_MAX];
 	uint32_t idx[HA_SERVERS_MAX], pick[PG_REPLICAS_MAX];
@@ -59,7 +60,7 @@ int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
 		c[n] = (struct pg_cand){ .pc_key = pg_key(s->hs_name),
 					 .pc_encl = (uint32_t)pg_key(encl),
 					 .pc_weight = 1,
-					 .pc_in = !ha_srv_lost(m, i) };
+					 .pc_in = !losses || !ha_srv_lost(m, i) };
 		idx[n++] = i;
 	}
 	got = pg_place(h, c, n, r - 1, pick);
@@ -68,6 +69,16 @@ int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
 	for (int k = 0; k < got; k++)
 		out[k] = idx[pick[k]];
 	return (uint32_t)got;
+}
+
+int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out)
+{
+	return standbys(m, h, true, out);
+}
+
+int ha_home_standbys_file(const struct ha_map *m, uint32_t h, uint32_t *out)
+{
+	return standbys(m, h, false, out);
 }
 
 bool ha_srv_lost(const struct ha_map *m, uint32_t i)

@@ -111,6 +111,10 @@ int ha_srv_index(const struct ha_map *m, const char *name);
  */
 int ha_home_standbys(const struct ha_map *m, uint32_t h, uint32_t *out);
 
+/** The standbys of home h with no server lost: the cluster file's list
+ *  (ha_home_standbys() as if every server were in).  Pure. */
+int ha_home_standbys_file(const struct ha_map *m, uint32_t h, uint32_t *out);
+
 /** Is server i lost for good by m: in a map with replicated homes, OUT,
  *  REPAIRING or REPAIRED (its data is, or is being, rebuilt elsewhere:
  *  DOWN became OUT after the rules' delay, or an operator drained or

@@ -615,6 +615,25 @@ static int home_insync_put(void *arg, uint32_t h, uint64_t seq,
 	LOG_WARNING("server %s: home %s's standbys in sync from write set %"
 		    PRIu64 ": %s (recorded)", s->s_me->cs_name,
 		    name_of(sh, h), seq, n > 0 ? names : "none");
+	/* the analyzer's word of it (HOME_INSYNC): where to move the home
+	 * first if this server dies.  Its preference only (the record
+	 * above is what a takeover's catch-up trusts): not reported, the
+	 * write goes on */
+	{
+		struct ha_event ev;
+
+		memset(&ev, 0, sizeof ev);
+		ev.he_kind = HA_EV_HOME_INSYNC;
+		snprintf(ev.he_target, sizeof ev.he_target, "%s",
+			 name_of(sh, h));
+		for (uint32_t i = 0; i < n; i++)
+			if (in[i] < 64)
+				ev.he_insync |= 1ull << in[i];
+		if (ha_report(a, &ev) != 0)
+			LOG_WARNING("server %s: event HOME_INSYNC about home "
+				    "%s not reported: %s", s->s_me->cs_name,
+				    name_of(sh, h), err_msg());
+	}
 	return 0;
 }
 

@@ -119,6 +119,8 @@ static void ev_build(const char *spec, uint64_t seq, struct ha_event *e)
 			e->he_job = strtoull(o + 4, NULL, 10);
 		else if (strncmp(o, "ep=", 3) == 0)
 			e->he_epoch = strtoull(o + 3, NULL, 10);
+		else if (strncmp(o, "insync=", 7) == 0)
+			e->he_insync = strtoull(o + 7, NULL, 0);
 		else
 			CU_FAIL_FATAL("bad event option");
 	}
@@ -545,6 +547,26 @@ static const struct ha_case cases[] = {
 	"20000 job SET_STATE s1 REPAIRED",
 	"31000 rebalance JOB_REBALANCE s1 REBALANCING",
 	"35000 home HOME_MOVE s1>s1 ONLINE" } },
+/* the home recorded its standbys in sync (HOME_INSYNC: s3 alone, s2
+ * dropped): when it dies its home moves to s3, not to its first ONLINE
+ * standby s2, whose copy may miss acknowledged writes */
+{ "home_insync", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"5000 HOME_INSYNC s1 s1 insync=0x8",
+	"10000 SRV_LEASE_EXPIRED s0 s1" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s3 ONLINE",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING" } },
+/* a record counts only from the server serving the home (s2 does not
+ * serve s1's), and a standby in it that is not ONLINE is passed over:
+ * the first ONLINE standby, s2, takes the home */
+{ "home_insync_not_serving", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"5000 HOME_INSYNC s2 s1 insync=0x8",
+	"10000 SRV_LEASE_EXPIRED s0 s1" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING" } },
 /* two reporters in two enclosures are proof too; a home returns only to
  * its server in sync: a server merely back (return) leaves it where it
  * is */
@@ -653,6 +675,23 @@ static const struct ha_case cases[] = {
 	"16000 repair JOB_REPAIR s1 REPAIRING",
 	"18000 down-out SET_STATE s3 OUT",
 	"18000 repair JOB_REPAIR s3 REPAIRING" } },
+/* as home_no_standby, but s3 is alive when s1 goes OUT: s2 replaces s1
+ * as s3's standby (lost for good), s3 records it in sync, and when s3
+ * dies in turn its home moves to s2.  A replacement named by no record
+ * is never chosen (home_no_standby: s2 became s3's standby after s3 had
+ * died) */
+{ "home_insync_replacement", "tol=2 meta=2 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"17000 HOME_INSYNC s3 s3 insync=0x4",
+	"20000 SRV_EXIT s0 s3" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"21000 server-down SET_STATE s3 FAILED",
+	"21000 home HOME_MOVE s3>s2 ONLINE",
+	"26000 down-out SET_STATE s3 OUT",
+	"26000 repair JOB_REPAIR s3 REPAIRING" } },
 { "home_meta1", "tol=1 meta=1 s0@e0 s1@e1 s2@e2", {
 	"10000 SRV_EXIT s0 s1" }, {
 	"11000 server-down SET_STATE s1 FAILED",
@@ -805,6 +844,7 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
 		HA_EV_JOB_FAILED, HA_EV_JOB_DONE, HA_EV_HOME_READY,
 		HA_EV_HOME_READY, HA_EV_HOME_READY, HA_EV_HOME_FROZEN,
+		HA_EV_HOME_INSYNC,
 	};
 	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
 
@@ -822,6 +862,11 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 	/* a copy's epoch: mostly the home's acting one */
 	if (e->he_kind == HA_EV_HOME_READY || e->he_kind == HA_EV_HOME_FROZEN)
 		e->he_epoch = rnd(4) ? s->hs_acting_epoch : rnd(6);
+	/* a record of standbys in sync: any servers, the home's own bit
+	 * included (never chosen: not a standby of itself) */
+	if (e->he_kind == HA_EV_HOME_INSYNC)
+		e->he_insync = rnd(1u << (m->hm_nr_servers < 16 ?
+					  m->hm_nr_servers : 16));
 	e->he_count = 1 + rnd(2);
 	if (e->he_kind == HA_EV_DEV_IOERR || e->he_kind == HA_EV_DEV_FAILED ||
 	    e->he_kind == HA_EV_OP_REPLACE ||
@@ -1116,6 +1161,9 @@ static void test_json_refusals(void)
 		{ "{\"seq\":1,\"time_ms\":1,\"kind\":\"DEV_IOERR\",\"target\":\"s\",\"dev\":\"d\",\"count\":4294967296}", "count" },
 		{ "{\"seq\":1,\"time_ms\":1,\"kind\":\"SRV_EXIT\",\"target\":\"s\"} x", "JSON" },
 		{ "[1,2]", "object" },
+		{ "{\"seq\":1,\"time_ms\":1,\"kind\":\"SRV_EXIT\",\"target\":\"s\",\"insync\":2}", "insync" },
+		{ "{\"seq\":1,\"time_ms\":1,\"kind\":\"HOME_INSYNC\",\"target\":\"s\",\"insync\":-2}", "insync" },
+		{ "{\"seq\":1,\"time_ms\":1,\"kind\":\"HOME_INSYNC\",\"target\":\"s\",\"dev\":\"d\"}", "dev" },
 	};
 	static const struct { const char *text, *key; } bad_dec[] = {
 		{ "{\"seq\":1,\"time_ms\":1,\"kind\":\"SET_STATE\",\"target\":\"s\"}", "state" },

@@ -15,10 +15,12 @@
 #      replacement standbys its list stayed A and B, and every write
 #      failed -EHOSTDOWN ("is on no standby of its metadata");
 #   4. V SIGKILLed: the map freezes (more servers down than a layout
-#      takes), the operator thaws it, and the analyzer moves home V to C,
-#      where every object V acknowledged (steps 2 and 3) is there with its
-#      size: C's copy, made after the cluster file's standbys were gone,
-#      holds all of it.
+#      takes), the operator thaws it, and the analyzer moves home V to C
+#      (the standby V recorded in sync: its HOME_INSYNC events; no
+#      standby of the file's list is alive), where every object V
+#      acknowledged (steps 2 and 3) is there with its size: C's copy,
+#      made after the cluster file's standbys were gone, holds all of
+#      it.
 #
 # Ports 6900-6909 (fixed, used by no other step: tests/steps.list).  Every
 # wait is bounded; servers and etcd are killed on any exit.  Ends with
@@ -111,6 +113,10 @@ if ! moved; then
 	check "the operator's thaw is reported" test "$rc" -eq 0
 fi
 check "the analyzer moves home s$V to $C" poll 180 moved
+# $C is no standby of the file's list: chosen because s$V recorded it in
+# sync (its HOME_INSYNC events), never as a mere replacement
+check "... as the standby s$V recorded in sync (HOME_INSYNC)" \
+	dec_has "\"HOME_MOVE\".*\"target\":\"s$V\".*standby in sync"
 sizes_ok() {
 	local id sz ok=0
 	for id in $P1 $P2; do
