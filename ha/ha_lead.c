@@ -338,6 +338,57 @@ static uint64_t walk_units(const struct rpc_result *res)
 	return n;
 }
 
+/* The etcd key of job id's progress. */
+static const char *job_key(const struct srv_ha *a, uint64_t id, char *buf,
+			   size_t size)
+{
+	char kind[48];
+
+	snprintf(kind, sizeof kind, "jobs/%020" PRIu64, id);
+	return ha_key(buf, size, a->ha_map.hm_cluster, kind);
+}
+
+/*
+ * Job j's progress, kept in etcd (/strata/C/jobs/ID) for `strata cluster
+ * status` (any server reads it: srv_ha.c state_json): the servers walked
+ * of those in service, the one walking now ("" between), the units
+ * rebuilt or moved so far.  Removed at the job's end (done, failed or
+ * stopped).  Best effort: a failed put is logged, the job goes on.
+ */
+static void job_progress(struct lead_job *j, uint32_t done, uint32_t total,
+			 const char *walking, uint64_t units)
+{
+	struct srv_ha *a = j->lj_a;
+	char key[300], txt[512];
+	int n;
+
+	n = snprintf(txt, sizeof txt, "{\"id\":%" PRIu64 ",\"kind\":\"%s\","
+		     "\"target\":\"%s\",\"dev\":\"%s\",\"servers_done\":%u,"
+		     "\"servers\":%u,\"walking\":\"%s\",\"units\":%" PRIu64
+		     ",\"leader\":\"%s\",\"time_ms\":%" PRIu64 "}", j->lj_id,
+		     j->lj_kind == SWK_REPAIR ? "repair" : "rebalance",
+		     j->lj_target, j->lj_dev, done, total, walking, units,
+		     a->ha_name, ha_now_ms());
+	if (n < 0 || (size_t)n >= sizeof txt)
+		return;
+	if (etcd_put(a->ha_etcd, job_key(a, j->lj_id, key, sizeof key), txt,
+		     (size_t)n, 0, NULL) != 0)
+		LOG_INFO("server %s: job %" PRIu64 ": progress not kept: %s",
+			 a->ha_name, j->lj_id, err_msg());
+}
+
+/* Job j's progress key removed (its end). */
+static void job_progress_end(struct lead_job *j)
+{
+	char key[300];
+
+	if (etcd_delete(j->lj_a->ha_etcd, job_key(j->lj_a, j->lj_id, key,
+						     sizeof key), false,
+			NULL) != 0)
+		LOG_INFO("server %s: job %" PRIu64 ": progress not removed: "
+			 "%s", j->lj_a->ha_name, j->lj_id, err_msg());
+}
+
 static void *job_main(void *arg)
 {
 	struct lead_job *j = arg;
@@ -347,8 +398,12 @@ static void *job_main(void *arg)
 	struct msg_buf b = {0};
 	struct ha_event ev;
 	uint64_t units = 0;
+	uint32_t total = 0, walked = 0;
 	int rc = 0;
 
+	for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++)
+		total += j->lj_in[i];
+	job_progress(j, 0, total, "", 0);
 	if (j->lj_kind == SWK_REBALANCE && FAULT_HIT("ha.job.hold")) {
 		const char *f = getenv("STRATA_JOB_HOLD");
 
@@ -371,8 +426,12 @@ static void *job_main(void *arg)
 			continue;
 		if (job_stopped(j))
 			break;
+		job_progress(j, walked, total, s->s_conf->cc_servers[i].cs_name,
+			     units);
 		rc = peers_call_ms(a->ha_probe, i, SOP_WALK, b.mb_p,
 				   b.mb_len, NULL, LEAD_WALK_MS, &res);
+		if (rc != -EBUSY)
+			walked++;
 		if (rc == 0)
 			units += walk_units(&res);
 		free(res.rr_body);
@@ -401,6 +460,7 @@ static void *job_main(void *arg)
 				    err_msg());
 	}
 	free(b.mb_p);
+	job_progress_end(j);
 	if (job_stopped(j)) {
 		/* no end: the map says what follows (paused: resumed later;
 		 * aborted; another leader adopts it) */

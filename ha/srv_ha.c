@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <json-c/json.h>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -634,23 +635,73 @@ static int log_text_add(uint64_t seq, const char *text, void *arg)
 }
 
 /* The agent's state as JSON into *out (malloc'd). */
+/* The jobs' progress (ha_lead.c job_progress): those whose id the map has
+ * running (a server's or a device's job), as a JSON array. */
+struct jobs_read {
+	struct json_object *jr_arr;
+	uint64_t jr_ids[2 * HA_SERVERS_MAX];
+	uint32_t jr_nr;
+};
+
+static int jobs_one(const struct etcd_kv *kv, void *arg)
+{
+	struct jobs_read *jr = arg;
+	struct json_object *o = json_tokener_parse(kv->ek_value), *id;
+	bool running = false;
+
+	if (o != NULL && json_object_object_get_ex(o, "id", &id))
+		for (uint32_t i = 0; i < jr->jr_nr; i++)
+			running |= (uint64_t)json_object_get_int64(id) ==
+				   jr->jr_ids[i];
+	if (running)
+		json_object_array_add(jr->jr_arr, o);
+	else
+		json_object_put(o);
+	return 0;
+}
+
 static int state_json(struct srv_ha *a, char **out)
 {
-	char leader[HA_NAME_MAX + 1] = "";
+	char leader[HA_NAME_MAX + 1] = "", prefix[300];
 	uint64_t age = ha_mono_ms() - atomic_load(&a->ha_lease_ok_ms);
+	struct jobs_read jr = {0};
 	int rc = ha_leader_get(a->ha_etcd, a->ha_map.hm_cluster, leader,
 			       sizeof leader);
 
 	if (rc != 0 && rc != -ENOENT)
 		return rc;
+	jr.jr_arr = json_object_new_array();
+	if (jr.jr_arr == NULL)
+		return err_set(-ENOMEM, "HA state");
+	pthread_mutex_lock(&a->ha_lock);
+	for (uint32_t i = 0; i < a->ha_map.hm_nr_servers; i++) {
+		const struct ha_srv *sv = &a->ha_map.hm_servers[i];
+
+		if (sv->hs_job != 0 && jr.jr_nr < 2 * HA_SERVERS_MAX)
+			jr.jr_ids[jr.jr_nr++] = sv->hs_job;
+		for (uint32_t d = 0; d < sv->hs_nr_devs; d++)
+			if (sv->hs_devs[d].hd_job != 0 &&
+			    jr.jr_nr < 2 * HA_SERVERS_MAX)
+				jr.jr_ids[jr.jr_nr++] = sv->hs_devs[d].hd_job;
+	}
+	pthread_mutex_unlock(&a->ha_lock);
+	/* the progress is a nicety: an etcd error leaves the list empty */
+	if (jr.jr_nr > 0)
+		(void)etcd_get_prefix(a->ha_etcd, ha_key(prefix, sizeof prefix,
+				      a->ha_map.hm_cluster, "jobs/"), 64,
+				      jobs_one, &jr, NULL, NULL);
 	if (asprintf(out, "{\"server\":\"%s\",\"epoch\":%" PRIu64 ","
 		     "\"fenced\":%s,\"lease_ttl_s\":%u,\"lease_age_ms\":%"
-		     PRIu64 ",\"leader\":\"%s\",\"decisions\":%" PRIu64 "}",
-		     a->ha_name, atomic_load(&a->ha_epoch),
+		     PRIu64 ",\"leader\":\"%s\",\"decisions\":%" PRIu64
+		     ",\"jobs\":%s}", a->ha_name, atomic_load(&a->ha_epoch),
 		     ha_is_fenced(a) ? "true" : "false",
 		     a->ha_lease_granted_s, age, leader,
-		     a->ha_decisions) < 0)
+		     a->ha_decisions, json_object_to_json_string_ext(jr.jr_arr,
+		     JSON_C_TO_STRING_PLAIN)) < 0) {
+		json_object_put(jr.jr_arr);
 		return err_set(-ENOMEM, "HA state");
+	}
+	json_object_put(jr.jr_arr);
 	return 0;
 }
 

@@ -791,6 +791,44 @@ static void status_tiers_json(const struct clu_status *st)
  * serves (docs/cluster.md "Taking over a home"), and a frozen map's alert.
  * JSON: "ha": {"state": ..., "map": ...} (null without HA).
  */
+/* The running jobs of the HA state's "jobs" (ha/ha_lead.c job_progress):
+ * one line each. */
+static void status_jobs(struct json_object *st)
+{
+	struct json_object *jobs;
+
+	if (st == NULL || !json_object_object_get_ex(st, "jobs", &jobs) ||
+	    !json_object_is_type(jobs, json_type_array))
+		return;
+	for (size_t i = 0; i < json_object_array_length(jobs); i++) {
+		struct json_object *j = json_object_array_get_idx(jobs, i), *v;
+		const char *f[] = {"kind", "target", "dev", "walking", "leader"};
+		const char *sv[5] = {"", "", "", "", ""};
+		uint64_t id = 0, done = 0, total = 0, units = 0;
+
+		for (size_t k = 0; k < 5; k++)
+			if (json_object_object_get_ex(j, f[k], &v) &&
+			    json_object_is_type(v, json_type_string))
+				sv[k] = json_object_get_string(v);
+		if (json_object_object_get_ex(j, "id", &v))
+			id = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(j, "servers_done", &v))
+			done = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(j, "servers", &v))
+			total = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(j, "units", &v))
+			units = (uint64_t)json_object_get_int64(v);
+		printf("ha: job %llu %s of %s%s%s: %llu of %llu servers walked"
+		       "%s%s, %llu units %s so far (leader %s)\n",
+		       (unsigned long long)id, sv[0], sv[1], sv[2][0] ? "/" : "",
+		       sv[2], (unsigned long long)done,
+		       (unsigned long long)total, sv[3][0] ? ", walking " : "",
+		       sv[3], (unsigned long long)units,
+		       strcmp(sv[0], "repair") == 0 ? "rebuilt" : "moved",
+		       sv[4]);
+	}
+}
+
 static void status_ha(struct cli *c)
 {
 	char *state = NULL, *map = NULL;
@@ -827,6 +865,7 @@ static void status_ha(struct cli *c)
 	else
 		printf("ha: map epoch %llu, %s\n",
 		       (unsigned long long)m->hm_epoch, state);
+	status_jobs(st);
 	json_object_put(st);
 	for (uint32_t i = 0; i < m->hm_nr_servers; i++) {
 		const struct ha_srv *s = &m->hm_servers[i];

@@ -178,6 +178,15 @@ check "the analyzer rebalances onto s$V (JOB_REBALANCE)" \
 ha decisions --json
 J=$(echo "$out" | grep '"JOB_REBALANCE"' | grep "\"target\":\"s$V\"" |
 	tail -1 | jget 'd["job"]')
+# the held job, as cluster status shows it (issue 28 item 4: running
+# jobs with their progress)
+job_shown() {
+	cl cluster status
+	grep -q "ha: job $J rebalance of s$V: 0 of [0-9]* servers walked" <<<"$out"
+}
+check "cluster status shows job $J running, no server walked yet" \
+	poll 30 job_shown
+grep "ha: job" <<<"$out" | sed 's/^/     /'
 L=$(leader); LI=${L#s}
 echo "     killing the leader $L during job $J, restarting it"
 kill -9 "$(spid "$LI")"
