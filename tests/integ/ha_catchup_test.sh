@@ -11,7 +11,9 @@
 #   2. pdclust 1+2 objects homed on s0 are written (acknowledged: on s0
 #      and C);
 #   3. s0 is SIGKILLed: the analyzer moves its home to B, its first ONLINE
-#      standby, whose own copy misses those writes.  s0 recorded C alone in
+#      standby (s0's HOME_INSYNC events are lost, fault point
+#      srv.home.insync.noreport: with them it would choose C), whose own
+#      copy misses those writes.  s0 recorded C alone in
 #      sync (etcd), and C, restarted with fault point srv.home.copy.refuse,
 #      does not answer B's first 12 asks: B waits for it (logged) instead
 #      of serving what it has, then copies C's copy before it serves, and
@@ -32,7 +34,14 @@ F=$D/cluster.yaml
 HA_SERVERS=3 # for ids (ha_lib.sh)
 
 echo "--- 3 servers (test builds), one etcd member, meta_replicas 3"
-STRATA_SERVER="$BD/strata-server-test" timeout 400 "$S" cluster up \
+# every server (test builds) with fault point srv.home.insync.noreport:
+# the records of standbys in sync reach etcd, their HOME_INSYNC events do
+# not (as when etcd was unreachable right then), so that the analyzer
+# moves s0's home to its first ONLINE standby and the catch-up, the
+# safety net, is what this step tests (with the events it would move it
+# to the standby in sync: ha_standby_test.sh, analyzer case home_insync)
+STRATA_FAULT=srv.home.insync.noreport \
+	STRATA_SERVER="$BD/strata-server-test" timeout 400 "$S" cluster up \
 	--nodes 3 --dir "$D" --base-port "$PORT" --ha-test \
 	--meta-replicas 3 >"$T/up.out" 2>&1
 cl_up_or_end "cluster of 3 servers up" "$T/up.out"
