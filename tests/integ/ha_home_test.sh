@@ -209,12 +209,7 @@ echo "     ($nb of 7)"
 # server replaces $A as the home's standby (docs/cluster.md "Replacement
 # standbys") and B takes them once it is in sync.  Whichever the write
 # meets, it must be consistent with the map.
-a_lost() {
-	ha map
-	case "$(echo "$out" | jget '[s for s in d["servers"] if s["name"] == "'$A'"][0]["state"]' 2>/dev/null)" in
-	OUT|REPAIRING|REPAIRED) return 0;; esac
-	return 1
-}
+a_lost() { srv_lost "$A"; }
 id2=$(echo $NEW | tr ' ' '\n' | grep -vx "$first" | tail -1)
 cl obj put "$id2" "$T/blob2" --layout pdclust --data 2 --parity 1
 if [ "$rc" -ne 0 ]; then

@@ -12,6 +12,12 @@
 #                    hi ^ mix(lo), modulo the servers), from LO = BASE on
 #   acting H         the server acting for home sH in the map ("": itself)
 #   same ID FILE     object ID reads back equal to FILE
+#   srv_state NAME   server NAME's state in the map
+#   srv_lost NAME    NAME is lost for good by the map (OUT, REPAIRING,
+#                    REPAIRED)
+#   home_sb H        home sH's standbys in the map, space-separated
+#   put_ids FILE "ARGS" ID...  obj put of FILE (with ARGS) to each ID; n:
+#                    how many were put (a failure's error printed)
 ha() {
 	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
 	rc=$?
@@ -49,6 +55,26 @@ EOF
 acting() {
 	ha map
 	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
+}
+srv_state() {
+	ha map
+	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "'$1'"][0]["state"]' 2>/dev/null
+}
+srv_lost() { case "$(srv_state "$1")" in OUT|REPAIRING|REPAIRED) return 0;; esac; return 1; }
+home_sb() {
+	ha map
+	echo "$out" | jget '" ".join([s for s in d["servers"] if s["name"] == "s'$1'"][0].get("standbys", []))' 2>/dev/null
+}
+put_ids() {
+	local f=$1 args=$2 id
+	shift 2
+	n=0
+	for id in "$@"; do
+		# shellcheck disable=SC2086
+		cl obj put "$id" "$f" $args
+		[ "$rc" -eq 0 ] && n=$((n + 1))
+		[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
+	done
 }
 same() {
 	rm -f "$T/back"

@@ -37,12 +37,6 @@ cl_up_or_end "cluster of 4 servers up" "$T/up.out"
 check "the map settles (every server ONLINE, serving its own home)" \
 	cl_settled 240
 
-# state NAME: server NAME's state in the map
-state() {
-	ha map
-	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "'$1'"][0]["state"]' 2>/dev/null
-}
-
 L=$(leader)
 V=1; [ "$L" = s1 ] && V=2
 echo "     analyzer leader $L; the victim is s$V"
@@ -50,12 +44,7 @@ echo "     analyzer leader $L; the victim is s$V"
 echo "--- 10 pdclust 2+1 objects homed on s$V"
 head -c 199680 /dev/urandom >"$T/blob"
 PD=$(ids 10 "$V" 1000)
-n=0
-for id in $PD; do
-	cl obj put "$id" "$T/blob" --layout pdclust --data 2 --parity 1
-	[ "$rc" -eq 0 ] && n=$((n + 1))
-	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
-done
+put_ids "$T/blob" "--layout pdclust --data 2 --parity 1" $PD
 check "10 objects put ($n)" test "$n" -eq 10
 all_back() {
 	nb=0
@@ -69,7 +58,7 @@ kill -9 "$(spid "$V")"
 moved() { A=$(acting "$V"); [ -n "$A" ] && [ "$A" != "s$V" ]; }
 check "the analyzer moves home s$V to a standby" poll 180 moved
 echo "     home s$V served by $A"
-repaired() { [ "$(state "s$V")" = REPAIRED ]; }
+repaired() { [ "$(srv_state "s$V")" = REPAIRED ]; }
 check "the repair job ends: s$V REPAIRED in the map (within 240 s)" \
 	poll 240 repaired
 R=$(sed -n "s/.*server $A: repair of home s$V (acting for it): [0-9]* units, \([0-9]*\) rebuilt.*/\1/p" "$D/$A.log" | sort -n | tail -1)

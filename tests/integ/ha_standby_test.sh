@@ -41,21 +41,9 @@ cl_up_or_end "cluster of 4 servers up" "$T/up.out"
 check "the map settles (every server ONLINE, serving its own home)" \
 	cl_settled 240
 
-# sb H: home sH's standbys in the map, space-separated
-sb() {
-	ha map
-	echo "$out" | jget '" ".join([s for s in d["servers"] if s["name"] == "s'$1'"][0].get("standbys", []))' 2>/dev/null
-}
-# state NAME: server NAME's state in the map
-state() {
-	ha map
-	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "'$1'"][0]["state"]' 2>/dev/null
-}
-lost() { case "$(state "$1")" in OUT|REPAIRING|REPAIRED) return 0;; esac; return 1; }
-
 L=$(leader)
 V=0; [ "$L" = s0 ] && V=1
-set -- $(sb "$V")
+set -- $(home_sb "$V")
 A=${1:-}; B=${2:-}
 C=""
 for i in 0 1 2 3; do
@@ -68,10 +56,10 @@ check "the map names 2 standbys of home s$V" test -n "$A" -a -n "$B" -a -n "$C"
 echo "--- $B killed for good"
 kill -9 "$(spid "${B#s}")"
 check "the map has $B lost (OUT, REPAIRING or REPAIRED) within 180 s" \
-	poll 180 lost "$B"
-new_sb() { [ "$(sb "$V")" = "$A $C" ]; }
+	poll 180 srv_lost "$B"
+new_sb() { [ "$(home_sb "$V")" = "$A $C" ]; }
 check "... and home s$V's standbys are $A and $C" poll 30 new_sb
-echo "     home s$V: standbys $(sb "$V")"
+echo "     home s$V: standbys $(home_sb "$V")"
 insync() { grep -q "server s$V: replacement standby $C of home s$V in sync" "$D/s$V.log"; }
 check "s$V brings $C in sync as a replacement standby (its log)" \
 	poll 120 insync
@@ -79,12 +67,7 @@ grep "replacement standby\|no longer a standby" "$D/s$V.log" | head -4 |
 	cut -c1-240 | sed 's/^/     /'
 head -c 4096 /dev/urandom >"$T/blob"
 P1=$(ids 3 "$V" 1000)
-n=0
-for id in $P1; do
-	cl obj put "$id" "$T/blob"
-	[ "$rc" -eq 0 ] && n=$((n + 1))
-	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
-done
+put_ids "$T/blob" "" $P1
 check "3 objects homed on s$V put ($n)" test "$n" -eq 3
 
 echo "--- $A killed too: $C is the only standby of home s$V alive"
@@ -92,12 +75,7 @@ kill -9 "$(spid "${A#s}")"
 wait_gone "$(spid "${A#s}")" 2>/dev/null
 head -c 8192 /dev/urandom >"$T/blob2"
 P2=$(ids 3 "$V" 2000)
-n=0
-for id in $P2; do
-	cl obj put "$id" "$T/blob2"
-	[ "$rc" -eq 0 ] && n=$((n + 1))
-	[ "$rc" -eq 0 ] || echo "     put $id: $(tail -1 "$T/err" | head -c 200)"
-done
+put_ids "$T/blob2" "" $P2
 check "3 more objects homed on s$V put, acknowledged with $C ($n)" \
 	test "$n" -eq 3
 
