@@ -18,6 +18,9 @@
 #   home_sb H        home sH's standbys in the map, space-separated
 #   put_ids FILE "ARGS" ID...  obj put of FILE (with ARGS) to each ID; n:
 #                    how many were put (a failure's error printed)
+#   ha_up4           `strata cluster up` of 4 servers, one etcd member,
+#                    meta_replicas 3, the HA test presets, checked, and
+#                    the map settled (HA_SERVERS=4)
 ha() {
 	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
 	rc=$?
@@ -55,6 +58,15 @@ EOF
 acting() {
 	ha map
 	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
+}
+ha_up4() {
+	HA_SERVERS=4
+	echo "--- 4 servers, one etcd member, meta_replicas 3, the HA test presets"
+	timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+		--ha-test --meta-replicas 3 >"$T/up.out" 2>&1
+	cl_up_or_end "cluster of 4 servers up" "$T/up.out"
+	check "the map settles (every server ONLINE, serving its own home)" \
+		cl_settled 240
 }
 srv_state() {
 	ha map
