@@ -648,8 +648,9 @@ void ridx_sync(struct srv *s, struct ridx *ri)
 		}
 	}
 	if (rc != 0)
-		LOG_WARNING("server %s: index %s: catch-up failed: %s",
-			    s->s_me->cs_name, eng_id_str(&ri->ri_id), err_msg());
+		LOG_WARNING("server %s: index %s: catch-up failed: %d (%s)%s%s",
+			    s->s_me->cs_name, eng_id_str(&ri->ri_id), rc,
+			    strerror(-rc), err_msg()[0] ? ": " : "", err_msg());
 	pthread_mutex_lock(&s->s_rlock);
 	/* Asked to verify again while this ran (a behind mark, a nudge, a
 	 * gap or another term in a replica copy, a CREATE or DELETE): what
