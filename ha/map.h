@@ -18,6 +18,11 @@
  *   /strata/<c>/decisions/<seq>  one decision's JSON (likewise)
  *   /strata/<c>/seq/events       the last seq given in that log, decimal
  *   /strata/<c>/seq/decisions    (the allocation counter, CAS-updated)
+ *   /strata/<c>/insync/<srv>     the standbys in sync of home <srv>, as
+ *                                the server serving it recorded them
+ *                                (ha/srv_home.c): {"acting","seq","insync"}
+ *   /strata/<c>/jobs/<id>        a running job's progress (ha_lead.c
+ *                                job_progress), removed at its end
  *
  * <seq> is 20 zero-padded decimal digits (1, 2, ...), so etcd's key order
  * is seq order.  A log keeps its last HA_HISTORY_MAX entries: the append
