@@ -427,8 +427,7 @@ static int repl_wait(void *arg, uint64_t seq)
 		 * without standbys (R = 1) is not replicated at all, but an
 		 * acting server with none left of the home's acknowledges
 		 * nothing either. */
-		if (!need && (have > 0 || (live == 0 && !g->g_via &&
-					   g->g_nsb == 0))) {
+		if (!need && (have > 0 || (g->g_nsb == 0 && !g->g_via))) {
 			uint64_t gen = g->g_gen;
 
 			if (!g->g_drop_dirty && !g->g_add_dirty)

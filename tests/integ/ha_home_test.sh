@@ -182,14 +182,8 @@ kill -9 "$(spid "${A#s}")"
 moved_on() { B=$(acting "$V"); [ -n "$B" ] && [ "$B" != "$A" ] && [ "$B" != "s$V" ]; }
 # two servers down is more than the default layout tolerates: the
 # analyzer freezes the map (nothing excluded) until the operator thaws it
-frozen_or_moved() { moved_on || dec_has '"FREEZE"'; }
-check "the analyzer sees $A down (the map frozen, or the home moved on)" \
-	poll 120 frozen_or_moved
-if ! moved_on; then
-	echo "     map frozen (two servers down): the operator thaws it"
-	ha report thaw "$A"
-	check "the operator's thaw is reported" test "$rc" -eq 0
-fi
+thaw_if_frozen moved_on "$A" 120 \
+	"the analyzer sees $A down (the map frozen, or the home moved on)"
 check "the analyzer moves home s$V on to its other standby" poll 120 moved_on
 echo "     home s$V served by $B"
 # every write A acknowledged (the pdclust and mirror objects written

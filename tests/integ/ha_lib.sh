@@ -18,6 +18,10 @@
 #   home_sb H        home sH's standbys in the map, space-separated
 #   put_ids FILE "ARGS" ID...  obj put of FILE (with ARGS) to each ID; n:
 #                    how many were put (a failure's error printed)
+#   thaw_if_frozen FN WHO SECS NAME  until FN succeeds (a home moved) or
+#                    the analyzer froze the map (check NAME, at most
+#                    SECS); a frozen map is thawed by the operator's
+#                    report about WHO (checked)
 #   ha_up4           `strata cluster up` of 4 servers, one etcd member,
 #                    meta_replicas 3, the HA test presets, checked, and
 #                    the map settled (HA_SERVERS=4)
@@ -67,6 +71,16 @@ ha_up4() {
 	cl_up_or_end "cluster of 4 servers up" "$T/up.out"
 	check "the map settles (every server ONLINE, serving its own home)" \
 		cl_settled 240
+}
+thaw_if_frozen() {
+	local fn=$1 who=$2 secs=$3 name=$4
+	_fz() { "$fn" || dec_has '"FREEZE"'; }
+	check "$name" poll "$secs" _fz
+	if ! "$fn"; then
+		echo "     map frozen (servers down): the operator thaws it"
+		ha report thaw "$who"
+		check "the operator's thaw is reported" test "$rc" -eq 0
+	fi
 }
 srv_state() {
 	ha map

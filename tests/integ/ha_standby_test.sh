@@ -83,14 +83,8 @@ repaired_a() { [ "$(srv_state "$A")" = REPAIRED ]; }
 check "the map has $A REPAIRED first (within 180 s)" poll 180 repaired_a
 kill -9 "$(spid "$V")"
 moved() { [ "$(acting "$V")" = "$C" ]; }
-frozen_or_moved() { moved || dec_has '"FREEZE"'; }
-check "the analyzer sees s$V down (the map frozen, or the home moved)" \
-	poll 180 frozen_or_moved
-if ! moved; then
-	echo "     map frozen (servers down): the operator thaws it"
-	ha report thaw "s$V"
-	check "the operator's thaw is reported" test "$rc" -eq 0
-fi
+thaw_if_frozen moved "s$V" 180 \
+	"the analyzer sees s$V down (the map frozen, or the home moved)"
 check "the analyzer moves home s$V to $C" poll 180 moved
 # $C is no standby of the file's list: chosen because s$V recorded it in
 # sync (its HOME_INSYNC events), never as a mere replacement
