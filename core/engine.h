@@ -196,6 +196,18 @@ struct eng_req {
 	struct st_bufvec *er_keys;
 	struct st_bufvec *er_vals;
 	int32_t *er_rcs;
+	/** Optional, PUT and DEL: called in the commit's transaction before
+	 *  record i is applied; returns 1 to apply it, 0 to leave it as it
+	 *  is (its rc 0: a newer state superseded it), or a negative code
+	 *  with a message (hard: the transaction is discarded, the request
+	 *  fails).  It may write in txn (what it writes commits with the
+	 *  record, or not at all).  Makes an update conditional on state
+	 *  read in the same transaction: the index catch-up's merge
+	 *  (core/server/srv_idx_sync.c) takes a peer's record only if it is
+	 *  still newer than the local one when it is written. */
+	int (*er_guard)(struct eng *e, MDB_txn *txn, struct eng_req *r,
+			uint32_t i);
+	void *er_guard_arg;
 	uint32_t er_flags;
 	uint64_t er_bytes;           /**< out: data bytes or records moved */
 	/* unit layouts (layouts/stripe.c) */

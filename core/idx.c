@@ -72,10 +72,21 @@ static int idx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 
 	if (rc != 0)
 		return rc;
-	for (uint32_t i = 0; hard == 0 && i < r->er_keys->bv_nr; i++)
+	for (uint32_t i = 0; hard == 0 && i < r->er_keys->bv_nr; i++) {
+		int g = r->er_guard != NULL ? r->er_guard(e, txn, r, i) : 1;
+
+		if (g < 0) {
+			hard = g;
+			break;
+		}
+		if (g == 0) {
+			r->er_rcs[i] = 0;
+			continue;
+		}
 		r->er_rcs[i] = r->er_kind == ER_IDX_PUT ?
 			       idx_put_one(m, txn, r, i, &added, &hard) :
 			       idx_del_one(m, txn, r, i, &added, &hard);
+	}
 	if (hard == 0 && added != 0) {
 		cur.me_nr_records += (uint64_t)added;
 		cur.me_mtime_ns = eng_now_ns();

@@ -29,9 +29,10 @@
  *                                     is
  *   dtx_crash touch STORE N           N small dtxs on the accounts' servers
  *                                     (no account changed, no fence)
- *   dtx_crash stale STORE mk|dtx|read [N]  (cluster) the stale index
- *                                     replica scenario on index N (0 if
- *                                     not given), see stale()
+ *   dtx_crash stale STORE WHAT [N]   (cluster) the stale index replica
+ *                                     scenarios on index N (0 if not
+ *                                     given); WHAT: mk dtx late read
+ *                                     readlate peek, see stale()
  * Exit status 0 when all holds; the check prints what it found.
  *
  * Cluster mode (tests/integ/dtx_cluster_test.sh): STORE names a cluster
@@ -562,7 +563,7 @@ static int touch(const char *dir, uint32_t n)
 }
 
 /*
- * stale STORE mk|dtx|read [N] — the stale index replica after dtx commits
+ * stale STORE mk|dtx|late|read|readlate|peek [N] — the stale index replica after dtx commits
  * (commit 536781a, docs/cluster.md): the N-th index (of those the loop
  * below finds) whose home (its ordering replica) is server 1 of 3 and
  * whose other replicas are servers 2 and 0.
@@ -571,6 +572,8 @@ static int touch(const char *dir, uint32_t n)
  *         (overwrite), DEL k4 and k5, PUT n0 and n1 = "new<i>"
  *   read  GET every key: k0..k3 and n0, n1 new, k4, k5 gone, k6..k9 old;
  *         prints each key that differs, exit 1 if any.
+ *   late  one more dtx: PUT k0..k3 = "3000+i" (overwrite)
+ *   readlate  as read, with k0..k3 = "3000+i"
  *   peek  GET k0 (any value): the replica read serves the index once
  */
 static struct clovis_id STALE_IDX = {0xde, 0};
@@ -581,6 +584,8 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 	struct clovis_idx ix;
 	bool mk = strcmp(what, "mk") == 0, dtx = strcmp(what, "dtx") == 0;
 	bool peek = strcmp(what, "peek") == 0;
+	bool late = strcmp(what, "late") == 0;
+	bool rlate = strcmp(what, "readlate") == 0;
 	int bad = 0, rc = 0;
 
 	for (uint64_t lo = 0x7000; STALE_IDX.ci_lo == 0; lo++) {
@@ -606,6 +611,26 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 		if (rc == 0)
 			rc = s.rc[0];
 	}
+	if (late) {
+		/* one more dtx: PUT k0..k3 = 3000 + i (overwrite) */
+		struct slot s[4];
+		struct clovis_op *ops[4] = {0};
+		struct clovis_dtx *dx;
+
+		memset(s, 0, sizeof s);
+		rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
+		for (int i = 0; rc == 0 && i < 4; i++) {
+			char k[8];
+
+			snprintf(k, sizeof k, "k%d", i);
+			rc = rec_op(&ix, &s[i], CLOVIS_IC_PUT, k, 3000 + i,
+				    &ops[i]);
+		}
+		if (rc == 0)
+			rc = dtx_run(dx, ops, 4);
+		for (int i = 0; i < 4; i++)
+			clovis_op_free(ops[i]);
+	}
 	for (int d = 0; dtx && rc == 0 && d < 3; d++) {
 		/* d 0: PUT k0..k3; 1: DEL k4, k5; 2: PUT n0, n1 */
 		struct slot s[4];
@@ -628,7 +653,8 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 		for (int i = 0; i < nr; i++)
 			clovis_op_free(ops[i]);
 	}
-	for (int i = 0; !mk && !dtx && rc == 0 && i < (peek ? 1 : 12); i++) {
+	for (int i = 0; !mk && !dtx && !late && rc == 0 && i < (peek ? 1 : 12);
+	     i++) {
 		struct slot s = {0};
 		struct clovis_op *op;
 		char k[8], want[24];
@@ -637,7 +663,7 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 		snprintf(k, sizeof k, "%c%d", i < 10 ? 'k' : 'n',
 			 i < 10 ? i : i - 10);
 		snprintf(want, sizeof want, "%d", i >= 10 ? 2000 + i - 10 :
-			 i < 4 ? 2000 + i : 1000 + i);
+			 i < 4 ? (rlate ? 3000 : 2000) + i : 1000 + i);
 		rc = rec_op(&ix, &s, CLOVIS_IC_GET, k, 0, &op);
 		if (rc == 0)
 			rc = clovis_op_sync(op);
@@ -654,7 +680,7 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 	if (rc != 0)
 		die(what, rc);
 	clovis_fini(cl);
-	if (!mk && !dtx && !peek)
+	if (!mk && !dtx && !late && !peek)
 		printf("dtx_crash: stale: 12 keys read, %d differ\n", bad);
 	return bad == 0 ? 0 : 1;
 }
@@ -827,7 +853,7 @@ int main(int argc, char **argv)
 	}
 	fprintf(stderr, "usage: dtx_crash init STORE NACC | run STORE ACK SEED "
 		"[N [NACC [FIRST]]] | check STORE ACK NACC | fence STORE SECS | "
-		"touch STORE N | stale STORE mk|dtx|read [N] | "
+		"touch STORE N | stale STORE mk|dtx|late|read|readlate|peek [N] | "
 		"big STORE mk|dtx|read N\n");
 	return 2;
 }
