@@ -25,6 +25,21 @@
 #include "core/log.h"
 #include "core/rpc/rpc_internal.h"
 
+/*
+ * OpenSSL without its exit-time cleanup.  A process that calls exit()
+ * while a cluster client's threads still run (its map watch, a connect's
+ * handshake: an application's error path that skips clovis_fini()) had
+ * OpenSSL's atexit handler free its locks under them, and the watch
+ * thread's RAND_bytes crashed on a NULL lock (SIGSEGV at exit: dtx_crash
+ * giving up on a dtx with two of three servers down,
+ * tests/integ/dtx_cluster_test.sh, 2026-11-30).  Nothing of OpenSSL needs
+ * freeing at exit.  First thing, before any OpenSSL call sets it up.
+ */
+__attribute__((constructor)) static void rpc_openssl_init(void)
+{
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 int rpc_random(void *buf, size_t len)
 {
 	if (RAND_bytes(buf, (int)len) != 1)
