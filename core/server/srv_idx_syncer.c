@@ -92,6 +92,40 @@ static void syncer_wait_until(struct srv *s, uint64_t due_ms)
 	pthread_cond_timedwait(&s->s_qcond, &s->s_qlock, &ts);
 }
 
+/*
+ * The indices this replica is behind on (ri_behind: it missed updates a
+ * peer acknowledged) whose last catch-up is SRV_BEHIND_RETRY_MS old: their
+ * catch-up tried again (ridx_sync).  Without it a replica whose catch-up
+ * failed once stayed behind until a request of the index reached it, and
+ * the clients, sent on by its -ESTALE, never sent one: the index had one
+ * replica fewer, and none to go on with once the one ahead died
+ * (tests/integ/ha_avail_test.sh: an index refused its updates with one
+ * server down after its other two replicas had each missed a round).
+ */
+static void ridx_behind_pass(struct srv *s)
+{
+	struct ridx *pick[SRV_TOMB_PASS_MAX];
+	uint64_t now = srv_now_ms();
+	uint32_t nr = 0;
+
+	pthread_mutex_lock(&s->s_rlock);
+	for (uint32_t b = 0; b < SRV_RIDX_BUCKETS && nr < SRV_TOMB_PASS_MAX;
+	     b++)
+		for (struct ridx *ri = s->s_ridx[b];
+		     ri != NULL && nr < SRV_TOMB_PASS_MAX; ri = ri->ri_next)
+			/* one that reached no peer at its last try (its
+			 * retry asks every peer, dead ones included, and
+			 * holds the syncer meanwhile): ten times less often */
+			if (ri->ri_behind &&
+			    now >= ri->ri_vms + (ri->ri_lonely ? 10 : 1) *
+					       SRV_BEHIND_RETRY_MS)
+				pick[nr++] = ri;
+	pthread_mutex_unlock(&s->s_rlock);
+	/* records stay in the table until the server stops */
+	for (uint32_t i = 0; i < nr && !s->s_qstop; i++)
+		ridx_sync(s, pick[i]);
+}
+
 static void *srv_syncer_main(void *arg)
 {
 	struct srv *s = arg;
@@ -118,10 +152,15 @@ static void *srv_syncer_main(void *arg)
 		s->s_tomb_kick = false;
 		pthread_mutex_unlock(&s->s_qlock);
 		if (tombs) {
-			/* Between requests: collect tombstones. */
-			ridx_tomb_pass(s, srv_now_ms() >= tomb_due);
-			if (srv_now_ms() >= tomb_due)
+			bool round = srv_now_ms() >= tomb_due;
+
+			/* Between requests: collect tombstones; once a
+			 * round, catch up on the indices still behind. */
+			ridx_tomb_pass(s, round);
+			if (round) {
+				ridx_behind_pass(s);
 				tomb_due = srv_now_ms() + SRV_TOMB_PASS_MS;
+			}
 			continue;
 		}
 		if (so == NULL)

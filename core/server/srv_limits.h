@@ -146,6 +146,12 @@
  * next time), and at most this many tombstones dropped per index and
  * commit (one LMDB write transaction must stay short). */
 #define SRV_TOMB_PASS_MS 1000u
+/* A replica that knows it missed acknowledged updates of an index and
+ * whose catch-up failed (no peer that holds them answered, or the copy
+ * failed) tries again this long after its last try, on the syncer, without
+ * waiting for a request of that index (the clients skip a replica that is
+ * behind, so none may come): srv_idx_syncer.c ridx_behind_pass(). */
+#define SRV_BEHIND_RETRY_MS 3000u
 #define SRV_TOMB_PASS_MAX 256u
 #define SRV_TOMB_BATCH 4096u
 /* Test fault srv.idx.ent.slow (srv.c): a client's index CREATE or DELETE
