@@ -1,29 +1,34 @@
 #!/usr/bin/env bash
 # ha_avail_test.sh BUILD — availability with a server lost, each server in
-# turn (issue 28, "Tests"): 4 servers and one etcd member on loopback
-# (a 3-member etcd: ha_home_test.sh, ha_test.sh),
-# `strata cluster up --ha-test --meta-replicas 3`, a client (netns_client,
-# the Clovis API) writing pdclust 4+2 objects and index records and
-# journaling each one acknowledged STABLE:
+# turn (issue 28, "Tests"): 4 servers and a 3-member etcd on loopback,
+# `strata cluster up --ha-test --meta-replicas 3 --etcd-members 3`, a
+# client (netns_client, the Clovis API) writing objects (pdclust 4+2 and
+# 3-way mirror in turn: --mixed) and index records, and journaling each
+# one acknowledged STABLE:
 #
 #   for each server sI in turn:
 #     1. the client writes objects and records while sI is SIGKILLed
 #        (errors allowed only as transport errors: --down-any);
-#     2. the analyzer moves sI's home to a standby; the time from the kill
+#     2. the failover time: from the kill to the first successful write
+#        of a new object homed on sI (`strata obj put`, tried every 0.5 s,
+#        at most 180 s), printed;
+#     3. the analyzer moves sI's home to a standby; the time from the kill
 #        to every object and record the client was acknowledged so far
 #        reading back byte-exact is measured and printed (the failover as
 #        a user sees it; no timing assertion, each wait bounded);
-#     3. sI restarted: its home handed back, the map settled;
+#     4. sI restarted: its home handed back, the map settled;
 #   at the end every object and record of every round reads back
 #   byte-exact: nothing acknowledged was lost across the four failovers.
 #
-# Not in make check (tests/steps.list): round 3 fails every run -- the
-# index whose other two replicas had each missed a round (their catch-up
-# refused once, -EREMCHG, by a peer at a newer map epoch, and not tried
-# again) refuses its updates with -ESTALE once its one replica ahead is
-# killed (docs/cluster.md "Index replicas and catch-up").  A retry of the
-# catch-up on the syncer fixed it and was reverted (a half-applied bank
-# transfer in the same make check, not understood yet).
+# Plain objects are not in it: a plain object has one copy, on its home's
+# own devices, and cannot be read while that server is dead (docs/ha.md
+# "Homes taken over").
+#
+# Before index replicas retried a failed catch-up on their own
+# (SRV_BEHIND_RETRY_MS), round 3 failed every run: the index whose other
+# two replicas had each missed a round (their catch-up refused once,
+# -EREMCHG, by a peer at a newer map epoch, and never tried again) refused
+# its updates with -ESTALE once its one replica ahead was killed.
 #
 # Ports 6200-6209 (fixed, used by no other step: tests/steps.list).  Every
 # wait is bounded; servers and etcd are killed on any exit.  Ends with
@@ -37,7 +42,7 @@ F=$D/cluster.yaml
 . "$(dirname "$0")/ha_lib.sh"
 NIDX=4
 
-ha_up4
+ha_up4 3
 
 # client ARGS...: netns_client against the cluster; its output in
 # $T/client.out
@@ -45,6 +50,7 @@ client() {
 	timeout 300 "$BD/netns_client" "$F" "$@" >"$T/client.out" 2>&1
 }
 clean() { tail -1 "$T/client.out" | grep -Eq '^[0-9]+ passed, 0 failed'; }
+head -c 65536 /dev/urandom >"$T/blob"
 client setup "$NIDX"
 check "indices made" clean
 
@@ -53,11 +59,27 @@ for i in 0 1 2 3; do
 	J=$T/j$i
 	: >"$J"
 	timeout 300 "$BD/netns_client" "$F" write "a$i" 30 "$NIDX" "$J" \
-		--down-any --pace-ms 100 >"$T/w$i.out" 2>&1 &
+		--down-any --mixed --pace-ms 100 >"$T/w$i.out" 2>&1 &
 	wp=$!
 	sleep 2
 	t0=$(date +%s.%N)
 	kill -9 "$(spid "$i")"
+	# the failover: the first write of a new object homed on sI
+	first=""
+	for id in $(ids 60 "$i" $((7000 + 100 * i))); do
+		if timeout 60 "$S" --cluster "$F" obj put "$id" "$T/blob" \
+			--layout mirror --copies 3 >/dev/null 2>"$T/perr"; then
+			first=$id
+			break
+		fi
+		python3 -c "import sys, time; sys.exit(0 if time.time() - $t0 < 180 else 1)" || break
+		sleep 0.5
+	done
+	t1=$(date +%s.%N)
+	check "a new object homed on s$i written within 180 s of the kill" \
+		test -n "$first"
+	[ -z "$first" ] && sed 's/^/     put: /' "$T/perr" | tail -3
+	echo "     failover: s$i killed -> first write of an object homed on it: $(python3 -c "print('%.1f' % ($t1 - $t0))") s"
 	moved() { local a; a=$(acting "$i"); [ -n "$a" ] && [ "$a" != "s$i" ]; }
 	check "the analyzer moves home s$i to a standby" poll 180 moved
 	wait "$wp"

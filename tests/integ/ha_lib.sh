@@ -22,7 +22,7 @@
 #                    the analyzer froze the map (check NAME, at most
 #                    SECS); a frozen map is thawed by the operator's
 #                    report about WHO (checked)
-#   ha_up4           `strata cluster up` of 4 servers, one etcd member,
+#   ha_up4 [M]       `strata cluster up` of 4 servers, M etcd members (1),
 #                    meta_replicas 3, the HA test presets, checked, and
 #                    the map settled (HA_SERVERS=4)
 ha() {
@@ -64,10 +64,11 @@ acting() {
 	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
 }
 ha_up4() {
+	local m=${1:-1}
 	HA_SERVERS=4
-	echo "--- 4 servers, one etcd member, meta_replicas 3, the HA test presets"
+	echo "--- 4 servers, $m etcd member(s), meta_replicas 3, the HA test presets"
 	timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
-		--ha-test --meta-replicas 3 >"$T/up.out" 2>&1
+		--ha-test --meta-replicas 3 --etcd-members "$m" >"$T/up.out" 2>&1
 	cl_up_or_end "cluster of 4 servers up" "$T/up.out"
 	check "the map settles (every server ONLINE, serving its own home)" \
 		cl_settled 240

@@ -39,6 +39,8 @@
  *                   least one must succeed (the cut is visible and the
  *                   other servers go on); write and verify.
  *   --deadline-ms M a failing op must fail within M ms (default 10000).
+ *   --mixed         (write) every second object is a 3-way mirror (16
+ *                   KiB units) instead of pdclust 4+2; verify takes both.
  *   --pace-ms M     sleep M ms between objects (a writer that spans a
  *                   cut or a kill).
  *
@@ -67,6 +69,7 @@
 static const char *down_name;   /* --down NAME */
 static bool down_any;           /* --down-any */
 static bool need_both;
+static bool mixed;              /* --mixed */
 static int64_t deadline_ms = 10000;
 static int pace_ms;
 static unsigned obj_ok, obj_down; /* object ops that succeeded / failed */
@@ -212,19 +215,29 @@ static int idx_open(struct clovis *cl, struct clovis_idx *ix, unsigned n,
 	return op_run(rc, op, msg, size);
 }
 
-static void obj_attr_4p2(struct clovis_obj_attr *a)
+/* pdclust 4+2, or (mirror) a 3-way mirror; 16 KiB units. */
+static void obj_attr_make(struct clovis_obj_attr *a, bool mirror)
 {
 	memset(a, 0, sizeof *a);
 	a->oa_block_shift = OBJ_BLOCK_SHIFT;
-	a->oa_layout = CLOVIS_LAYOUT_PDCLUST;
-	a->oa_data_units = 4;
-	a->oa_parity_units = 2;
+	a->oa_layout = mirror ? CLOVIS_LAYOUT_MIRROR : CLOVIS_LAYOUT_PDCLUST;
+	a->oa_data_units = mirror ? 3 : 4;
+	a->oa_parity_units = mirror ? 0 : 2;
 	a->oa_unit_shift = 14;
 }
 
+/* Is a one of the two layouts obj_attr_make() makes? */
+static bool obj_attr_known(const struct clovis_obj_attr *a)
+{
+	return (a->oa_layout == CLOVIS_LAYOUT_PDCLUST &&
+		a->oa_data_units == 4 && a->oa_parity_units == 2) ||
+	       (a->oa_layout == CLOVIS_LAYOUT_MIRROR &&
+		a->oa_data_units == 3 && a->oa_parity_units == 0);
+}
+
 /* Create object name and write its pattern: 0 or the failing rc. */
-static int obj_put(struct clovis *cl, const char *name, void *buf, char *msg,
-		   size_t size)
+static int obj_put(struct clovis *cl, const char *name, bool mirror,
+		   void *buf, char *msg, size_t size)
 {
 	struct clovis_obj_attr a;
 	struct clovis_obj o;
@@ -236,7 +249,7 @@ static int obj_put(struct clovis *cl, const char *name, void *buf, char *msg,
 	struct clovis_bufvec bv = { 1, &buf, &len };
 	int rc;
 
-	obj_attr_4p2(&a);
+	obj_attr_make(&a, mirror);
 	clovis_id_parse(name, &id);
 	rc = clovis_obj_init(&o, clovis_default_realm(cl), &id, &a);
 	if (rc == 0)
@@ -244,11 +257,13 @@ static int obj_put(struct clovis *cl, const char *name, void *buf, char *msg,
 	rc = op_run(rc, op, msg, size);
 	if (rc != 0)
 		return rc;
-	if (o.ob_attr.oa_layout != CLOVIS_LAYOUT_PDCLUST ||
-	    o.ob_attr.oa_data_units != 4 || o.ob_attr.oa_parity_units != 2) {
-		snprintf(msg, size, "created with layout %u %u+%u, not pdclust "
-			 "4+2", o.ob_attr.oa_layout, o.ob_attr.oa_data_units,
-			 o.ob_attr.oa_parity_units);
+	if (o.ob_attr.oa_layout != a.oa_layout ||
+	    o.ob_attr.oa_data_units != a.oa_data_units ||
+	    o.ob_attr.oa_parity_units != a.oa_parity_units) {
+		snprintf(msg, size, "created with layout %u %u+%u, not %s",
+			 o.ob_attr.oa_layout, o.ob_attr.oa_data_units,
+			 o.ob_attr.oa_parity_units,
+			 mirror ? "mirror 3" : "pdclust 4+2");
 		return -EPROTO;
 	}
 	pattern(name, buf, OBJ_BYTES);
@@ -277,11 +292,13 @@ static int obj_get(struct clovis *cl, const char *name, void *buf, char *msg,
 	rc = op_run(rc, op, msg, size);
 	if (rc != 0)
 		return rc;
-	if (o.ob_attr.oa_layout != CLOVIS_LAYOUT_PDCLUST ||
+	if (!obj_attr_known(&o.ob_attr) ||
 	    o.ob_attr.oa_size_blocks != OBJ_BLOCKS) {
-		snprintf(msg, size, "layout %u, %" PRIu64 " blocks: expected "
-			 "pdclust, %u blocks", o.ob_attr.oa_layout,
-			 o.ob_attr.oa_size_blocks, OBJ_BLOCKS);
+		snprintf(msg, size, "layout %u %u+%u, %" PRIu64 " blocks: "
+			 "expected pdclust 4+2 or mirror 3, %u blocks",
+			 o.ob_attr.oa_layout, o.ob_attr.oa_data_units,
+			 o.ob_attr.oa_parity_units, o.ob_attr.oa_size_blocks,
+			 OBJ_BLOCKS);
 		return -EPROTO;
 	}
 	op = NULL;
@@ -356,11 +373,13 @@ static int cmd_write(struct clovis *cl, const char *prefix, unsigned count,
 	for (unsigned i = 0; i < count; i++) {
 		struct clovis_idx ix;
 		int64_t t0 = now_ms();
+		bool mirror = mixed && i % 2 == 1;
 		int rc;
 
 		snprintf(name, sizeof name, "@%s-%u", prefix, i);
-		rc = obj_put(cl, name, buf, msg, sizeof msg);
-		snprintf(what, sizeof what, "object %s (pdclust 4+2)", name);
+		rc = obj_put(cl, name, mirror, buf, msg, sizeof msg);
+		snprintf(what, sizeof what, "object %s (%s)", name,
+			 mirror ? "mirror 3" : "pdclust 4+2");
 		if (rc == 0) {
 			obj_ok++;
 			snprintf(line, sizeof line, "o %s", name);
@@ -507,7 +526,7 @@ static int usage(void)
 		"       netns_client CONF wrongsecret ADDR:PORT\n"
 		"opts: --down NAME [--home I/N] | --down-any, --need-both, "
 		"--deadline-ms M,"
-		" --pace-ms M\n");
+		" --mixed, --pace-ms M\n");
 	return 2;
 }
 
@@ -527,6 +546,8 @@ static int parse_opts(int argc, char **argv, int from)
 			need_both = true;
 		else if (strcmp(argv[i], "--deadline-ms") == 0 && i + 1 < argc)
 			deadline_ms = atoll(argv[++i]);
+		else if (strcmp(argv[i], "--mixed") == 0)
+			mixed = true;
 		else if (strcmp(argv[i], "--pace-ms") == 0 && i + 1 < argc)
 			pace_ms = atoi(argv[++i]);
 		else
