@@ -12,6 +12,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/idx.h"
 #include "core/log.h"
 
 /* Put one record; returns its per-record rc, or sets *hard on LMDB errors. */
@@ -417,6 +418,47 @@ int idx_exec(struct eng *e, struct eng_req *r)
 	r->er_ci.ci_apply = idx_apply;
 	eng_commit_submit_here(e, &r->er_ci); /* r may be done on return */
 	return ENG_PENDING;
+}
+
+int idx_rec_set(struct eng *e, MDB_txn *txn, const struct st_id *id,
+		uint64_t ctime, const void *key, size_t klen, const void *val,
+		size_t vlen, bool del)
+{
+	struct meta *m = eng_meta(e);
+	uint8_t kb[16 + ST_KEY_MAX];
+	MDB_val k = meta_idx_key(kb, id, key, klen), v;
+	struct meta_ent cur;
+	int64_t added = 0;
+	int rc = meta_ent_get(txn, m, id, &cur);
+
+	if (rc == -ENOENT || (rc == 0 && (cur.me_type != ST_ET_IDX ||
+					  cur.me_ctime_ns != ctime)))
+		return 0; /* dropped, or made again, since */
+	if (rc != 0)
+		return rc;
+	rc = mdb_get(txn, m->m_idx, &k, &v);
+	if (rc != 0 && rc != MDB_NOTFOUND)
+		return meta_err(rc, "index record");
+	if (del) {
+		if (rc == MDB_NOTFOUND)
+			return 0;
+		rc = meta_mdel(m, txn, m->m_idx, &k, NULL);
+		if (rc != 0)
+			return meta_err(rc, "index delete");
+		added = -1;
+	} else {
+		if (rc == 0 && v.mv_size == vlen &&
+		    (vlen == 0 || memcmp(v.mv_data, val, vlen) == 0))
+			return 0;
+		added = rc == MDB_NOTFOUND ? 1 : 0;
+		v = (MDB_val){.mv_size = vlen, .mv_data = (void *)val};
+		rc = meta_mput(m, txn, m->m_idx, &k, &v, 0);
+		if (rc != 0)
+			return meta_err(rc, "index put");
+	}
+	cur.me_nr_records += (uint64_t)added;
+	cur.me_mtime_ns = eng_now_ns();
+	return meta_ent_put(txn, m, id, &cur);
 }
 
 int idx_delete_records(struct eng *e, MDB_txn *txn, const struct st_id *id)

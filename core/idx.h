@@ -23,6 +23,15 @@ int32_t eng_idx_rec_into(struct st_bufvec *keys,
 /** Slots from..nr of a NEXT past its last record: rcs -ENOENT, lengths 0,
  *  buffers NULL (malloc mode) or left alone (ST_IF_CALLER_BUFS). */
 void eng_idx_next_tail(struct eng_req *r, uint32_t from);
+/** In txn: record key of index id (incarnation ctime) := val, or (del)
+ *  deleted, unless it is so already; the index's record count follows.
+ *  Nothing when the index is gone or of another incarnation.  0 or a
+ *  negative code (LMDB errors: the transaction must be discarded).  An
+ *  index replica's version commit re-applies its update with it
+ *  (core/server/srv_idx_ver.c ridx_ver_apply()). */
+int idx_rec_set(struct eng *e, MDB_txn *txn, const struct st_id *id,
+		uint64_t ctime, const void *key, size_t klen, const void *val,
+		size_t vlen, bool del);
 /** In the commit of a DELETE: every record of index id. */
 int idx_delete_records(struct eng *e, MDB_txn *txn, const struct st_id *id);
 

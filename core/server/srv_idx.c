@@ -176,6 +176,13 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
 	    !(so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL)))
 		rc = ridx_claim(s, so->so_ridx);
+	/* A copy with its version: not over a newer one a merge took. */
+	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
+	    (so->so_m.mr_rflags & SRF_REPLICA) && so->so_m.mr_seq != 0 &&
+	    so->so_m.mr_term != 0) {
+		so->so_m.mr_req.er_guard = ridx_copy_guard;
+		so->so_m.mr_req.er_guard_arg = &so->so_m;
+	}
 
 	if (rc != 0)
 		srv_reply_err(so, rc);
@@ -673,7 +680,7 @@ int srv_ridx_store(struct eng *e, MDB_txn *txn, const struct msg_req *m,
 
 	ridx_name(name, sizeof name, &m->mr_req.er_id);
 	rc = meta_sys_put(txn, eng_meta(e), name, rec, sizeof *rec);
-	return rc != 0 ? rc : ridx_ver_apply(eng_meta(e), txn, m, term, seq);
+	return rc != 0 ? rc : ridx_ver_apply(e, txn, m, term, seq);
 }
 
 /* A dtx member index CREATE (incarnation inc) or DELETE, in the COMMIT's

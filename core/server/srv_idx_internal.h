@@ -93,9 +93,16 @@ int ridx_rver_update(struct meta *m, MDB_txn *txn,
 struct rver ridx_rver_load(struct srv *s, const struct st_id *id);
 /** In txn: drop every version entry of id and its rver record. */
 int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct st_id *id);
-/** In txn: the version entries {term, seq} of the applied PUT or DEL mr. */
-int ridx_ver_apply(struct meta *m, MDB_txn *txn, const struct msg_req *mr,
+/** In txn: the version entries {term, seq} of the applied PUT or DEL mr,
+ *  where newer than the keys' versions here, each with its record as mr
+ *  left it. */
+int ridx_ver_apply(struct eng *e, MDB_txn *txn, const struct msg_req *mr,
 		   uint64_t term, uint64_t seq);
+/** eng_req.er_guard of a copy (SRF_REPLICA PUT or DEL with its term and
+ *  seq; er_guard_arg: its msg_req): record i is left alone where the
+ *  key's version here is as new or newer. */
+int ridx_copy_guard(struct eng *e, MDB_txn *txn, struct eng_req *r,
+		    uint32_t i);
 /* srv_idx_ver.c: behind marks */
 /** Record the replicas of mask as behind ri up to (term, seq). */
 int ridx_rbeh_note(struct srv *s, struct ridx *ri, uint64_t mask,

@@ -331,14 +331,14 @@ static int idx_merge_page(struct srv *s, const struct st_id *id,
 	}
 	meta_rtxn_put(m, txn);
 	txn = NULL;
-	/* Test builds: fault srv.idx.merge.slow pauses the merge 8 s between
-	 * that read and its commit, for an update to come in between
-	 * (tests/integ/dtx_cluster_test.sh "a catch-up merge racing"). */
+	/* Test builds: fault srv.idx.merge.slow pauses the merge 15 s
+	 * between that read and its commit, for an update to come in between
+	 * (tests/integ/dtx_cluster_test.sh 4g, 4h). */
 	if (np + nd > 0 && FAULT_HIT("srv.idx.merge.slow")) {
 		LOG_WARNING("server %s: index %s: fault srv.idx.merge.slow: "
-			    "merge of %u records paused 8 s",
+			    "merge of %u records paused 15 s",
 			    s->s_me->cs_name, eng_id_str(id), np + nd);
-		sleep(8);
+		sleep(15);
 	}
 	/* Each record under merge_guard(): checked again, with its version
 	 * entry written, in the commit that writes it. */
@@ -651,7 +651,11 @@ void ridx_sync(struct srv *s, struct ridx *ri)
 		if (taken > 0)
 			ri->ri_tombs = true;
 		pthread_mutex_unlock(&s->s_rlock);
-		if (taken > 0 || fresh) {
+		/* seq > lseq with nothing taken: the entries came with an
+		 * earlier try whose commit was applied here but failed as a
+		 * whole (its write set not acknowledged by this home's
+		 * standbys: a home being handed back, core/commit.c) */
+		if (taken > 0 || fresh || seq > lseq) {
 			__atomic_add_fetch(&s->s_cnt.sc_syncs, 1,
 					   __ATOMIC_RELAXED);
 			LOG_WARNING("server %s: index %s copied from server %s "

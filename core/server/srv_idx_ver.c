@@ -13,6 +13,7 @@
 
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/idx.h"
 #include "core/log.h"
 #include "core/server/srv_idx_internal.h"
 
@@ -386,28 +387,85 @@ int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct st_id *id)
 }
 
 /* In txn: the version entries {term, seq} of a PUT or DEL m this replica
- * applied (ordinary or a dtx member alike). */
-int ridx_ver_apply(struct meta *m, MDB_txn *txn, const struct msg_req *mr,
+ * applied (ordinary or a dtx member alike), and with each the record as
+ * the update left it.  An ordinary update's records commit first and its
+ * versions in a second commit (srv_ridx_after_update: the seq is known
+ * once the update is durable); a catch-up merge between the two
+ * (merge_guard(): it sees the older version) may have written a peer's
+ * older record over it, which would stay beside this update's newer
+ * version (dtx_cluster_test.sh 4h): the record is set again here,
+ * wherever the version it replaces is older or the same (a key twice in
+ * one update: the last value, as the first commit left it).
+ *   A copy (its records written under ridx_copy_guard()) leaves a key
+ * whose version here is newer alone, with that version's record.  An
+ * update this replica ordered writes its version there all the same, as
+ * before, and leaves the record: its records were written before its
+ * version was known, so the newer version is either a newer term a merge
+ * brought first (the record is now this update's) or an update ordered
+ * here after it (a dtx member: its record stands); either way the digests
+ * differ until the peers verify, and the newer version wins there. */
+int ridx_ver_apply(struct eng *e, MDB_txn *txn, const struct msg_req *mr,
 		   uint64_t term, uint64_t seq)
 {
+	struct meta *m = eng_meta(e);
 	const struct eng_req *r = &mr->mr_req;
-	struct vent nv = {term, seq,
-			  ridx_vent_word(r->er_kind == ER_IDX_DEL, mr->mr_tag)};
+	bool del = r->er_kind == ER_IDX_DEL;
+	bool copy = r->er_guard == ridx_copy_guard;
+	struct vent nv = {term, seq, ridx_vent_word(del, mr->mr_tag)}, lv;
 	uint64_t dig = 0;
 	int rc = 0;
 
-	for (uint32_t i = 0; rc >= 0 && i < mr->mr_nr; i++)
-		if (r->er_rcs[i] == 0)
-			rc = ridx_vent_put(m, txn, &r->er_id,
-					   r->er_keys->bv_buf[i],
-					   r->er_keys->bv_len[i], &nv, false,
+	for (uint32_t i = 0; rc >= 0 && i < mr->mr_nr; i++) {
+		const void *k = r->er_keys->bv_buf[i];
+		size_t kl = r->er_keys->bv_len[i];
+		int cmp = -1;
+
+		if (r->er_rcs[i] != 0)
+			continue;
+		rc = ridx_vent_get(m, txn, &r->er_id, k, kl, &lv);
+		if (rc == 0)
+			cmp = ridx_vcmp(lv.ve_term, lv.ve_seq, term, seq);
+		else if (rc != -ENOENT)
+			break;
+		rc = 0;
+		if (copy && cmp > 0)
+			continue;
+		if (cmp != 0)
+			rc = ridx_vent_put(m, txn, &r->er_id, k, kl, &nv, false,
 					   &dig);
+		if (rc >= 0 && cmp <= 0)
+			rc = idx_rec_set(e, txn, &r->er_id,
+					 r->er_ent.me_ctime_ns, k, kl,
+					 del ? NULL : r->er_vals->bv_buf[i],
+					 del ? 0 : r->er_vals->bv_len[i], del);
+	}
 	return rc < 0 ? rc : ridx_rver_update(m, txn, &r->er_id, term, dig);
 }
 
-static int ver_apply_op(struct meta *m, MDB_txn *txn, struct srv_op *so)
+/* A copy's condition on its record i (eng_req.er_guard), checked in the
+ * commit that writes it: not over a version as new or newer here (a
+ * catch-up merge took it from a peer before this copy came; the copy's
+ * own version commit then writes nothing either). */
+int ridx_copy_guard(struct eng *e, MDB_txn *txn, struct eng_req *r,
+		    uint32_t i)
 {
-	return ridx_ver_apply(m, txn, &so->so_m, so->so_term, so->so_vseq);
+	const struct msg_req *mr = r->er_guard_arg;
+	struct vent lv;
+	int rc = ridx_vent_get(eng_meta(e), txn, &r->er_id,
+			       r->er_keys->bv_buf[i], r->er_keys->bv_len[i],
+			       &lv);
+
+	if (rc == -ENOENT)
+		return 1;
+	if (rc != 0)
+		return rc;
+	return ridx_vcmp(lv.ve_term, lv.ve_seq, mr->mr_term, mr->mr_seq) >= 0
+	       ? 0 : 1;
+}
+
+static int ver_apply_op(struct eng *e, MDB_txn *txn, struct srv_op *so)
+{
+	return ridx_ver_apply(e, txn, &so->so_m, so->so_term, so->so_vseq);
 }
 
 /* Before this replica orders an update of ri: the highest term it knows
@@ -717,13 +775,29 @@ static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct srv_op *so = (struct srv_op *)((char *)ci -
 					      offsetof(struct srv_op, so_seq_ci));
-	uint32_t kind = so->so_m.mr_req.er_kind;
-	int rc = ridx_rec_write(e, txn, &so->so_m.mr_req.er_id, &so->so_rec,
-				so->so_rec_del);
+	const struct eng_req *r = &so->so_m.mr_req;
+	uint32_t kind = r->er_kind;
+	struct meta_ent me;
+	int rc;
 
+	if (kind == ER_IDX_PUT || kind == ER_IDX_DEL) {
+		/* The index dropped, or made again, since the update's
+		 * records committed: nothing of it may land in what is there
+		 * now (stale versions would outrank the new incarnation's). */
+		rc = meta_ent_get(txn, eng_meta(e), &r->er_id, &me);
+		if (rc == -ENOENT || (rc == 0 &&
+				      (me.me_type != ST_ET_IDX ||
+				       me.me_ctime_ns != r->er_ent.me_ctime_ns)))
+			return 0;
+		if (rc != 0)
+			return rc;
+	}
+	rc = ridx_rec_write(e, txn, &r->er_id, &so->so_rec, so->so_rec_del);
 	if (rc == 0 && !so->so_rec_del &&
 	    (kind == ER_IDX_PUT || kind == ER_IDX_DEL))
-		rc = ver_apply_op(eng_meta(e), txn, so);
+		rc = ver_apply_op(e, txn, so);
+	if (rc != 0)
+		ci->ci_hard = true; /* some of it may be written */
 	return rc;
 }
 

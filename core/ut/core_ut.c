@@ -1,6 +1,7 @@
 /*
  * core_ut.c — unit tests of core/: the allocator, metadata key encoding,
- * the read-transaction cache and kept snapshots, id strings, error strings and fault points.
+ * the read-transaction cache and kept snapshots, id strings, error strings,
+ * fault points, the cluster file's addresses, idx_rec_set().
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -16,7 +17,9 @@
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/idx.h"
 #include "core/meta.h"
+#include "core/meta_txn.h"
 #include "tests/ut.h"
 #include "tiers/tier.h"
 
@@ -223,6 +226,103 @@ static void test_rtxn_cache(void)
 	CU_ASSERT_EQUAL(m.m_rnr, META_RTXN_CACHE);
 	meta_close(&m);
 	CU_ASSERT_PTR_NULL(m.m_env);
+}
+
+/* The record count of index id and the value of its record key ("" and
+ * -ENOENT when absent). */
+static int rec_look(struct eng *e, const struct st_id *id, const char *key,
+		    char *val, size_t vsz, uint64_t *count)
+{
+	struct meta *m = eng_meta(e);
+	uint8_t kb[16 + ST_KEY_MAX];
+	struct meta_ent me;
+	struct meta_rec r;
+	MDB_txn *txn;
+	int rc = meta_rtxn_begin(m, &txn, "ut");
+
+	if (rc != 0)
+		return rc;
+	rc = meta_ent_get(txn, m, id, &me);
+	*count = rc == 0 ? me.me_nr_records : UINT64_MAX;
+	meta_idx_key(kb, id, key, strlen(key));
+	val[0] = '\0';
+	rc = meta_get(txn, m, META_T_IDX, kb, 16 + strlen(key), &r, NULL);
+	if (rc == 0)
+		snprintf(val, vsz, "%.*s", (int)r.mc_vlen,
+			 (const char *)r.mc_val);
+	meta_rtxn_put(m, txn);
+	return rc;
+}
+
+/* One idx_rec_set() in its own write transaction. */
+static int rec_set(struct eng *e, const struct st_id *id, uint64_t ctime,
+		   const char *key, const char *val, bool del)
+{
+	struct meta *m = eng_meta(e);
+	MDB_txn *txn;
+	int rc = meta_wtxn_begin(m, &txn, "ut");
+
+	if (rc != 0)
+		return rc;
+	rc = idx_rec_set(e, txn, id, ctime, key, strlen(key), val,
+			 val != NULL ? strlen(val) : 0, del);
+	if (rc != 0) {
+		meta_txn_abort(txn);
+		return rc;
+	}
+	return meta_wtxn_commit(m, txn, "ut");
+}
+
+/* idx_rec_set() (core/idx.h, an index replica's version commit setting a
+ * record again): a new record counts one more, the same value changes
+ * nothing, another value overwrites, a delete counts one less, a delete of
+ * an absent record and anything on an index of another incarnation or
+ * none change nothing. */
+static void test_idx_rec_set(void)
+{
+	const char *dir = ut_tmpdir("recset");
+	struct eng_conf ec = {.ec_dir = dir, .ec_create = true,
+			      .ec_dev_size = 64ull << 20};
+	struct st_id id = {0x5e7, 1}, other = {0x5e7, 2};
+	struct meta_ent me = {.me_type = ST_ET_IDX, .me_ctime_ns = 77};
+	struct eng *e;
+	MDB_txn *txn;
+	uint64_t n;
+	char v[32];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_wtxn_begin(eng_meta(e), &txn, "ut"), 0);
+	CU_ASSERT_EQUAL(meta_ent_put(txn, eng_meta(e), &id, &me), 0);
+	CU_ASSERT_EQUAL_FATAL(meta_wtxn_commit(eng_meta(e), txn, "ut"), 0);
+
+	CU_ASSERT_EQUAL(rec_set(e, &id, 77, "k", "one", false), 0);
+	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), 0);
+	CU_ASSERT_STRING_EQUAL(v, "one");
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(rec_set(e, &id, 77, "k", "one", false), 0);
+	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), 0);
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(rec_set(e, &id, 77, "k", "two", false), 0);
+	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), 0);
+	CU_ASSERT_STRING_EQUAL(v, "two");
+	CU_ASSERT_EQUAL(n, 1);
+	/* another incarnation (ctime 78), an index that is not there */
+	CU_ASSERT_EQUAL(rec_set(e, &id, 78, "k", "three", false), 0);
+	CU_ASSERT_EQUAL(rec_set(e, &id, 78, "k", NULL, true), 0);
+	CU_ASSERT_EQUAL(rec_set(e, &other, 77, "k", "x", false), 0);
+	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), 0);
+	CU_ASSERT_STRING_EQUAL(v, "two");
+	CU_ASSERT_EQUAL(n, 1);
+	CU_ASSERT_EQUAL(rec_look(e, &other, "k", v, sizeof v, &n), -ENOENT);
+	CU_ASSERT_EQUAL(n, UINT64_MAX);
+	CU_ASSERT_EQUAL(rec_set(e, &id, 77, "k", NULL, true), 0);
+	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), -ENOENT);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(rec_set(e, &id, 77, "k", NULL, true), 0);
+	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), -ENOENT);
+	CU_ASSERT_EQUAL(n, 0);
+	eng_close(e);
 }
 
 /* sys/name = len bytes of val, committed by meta_txn_commit() (via_meta)
@@ -693,7 +793,8 @@ int core_ut_add(void)
 	    !CU_add_test(s, "clu_addr", test_clu_addr) ||
 	    !CU_add_test(s, "clu_hostport", test_clu_hostport) ||
 	    !CU_add_test(s, "clu_resolve", test_clu_resolve) ||
-	    !CU_add_test(s, "clu_fill", test_clu_fill))
+	    !CU_add_test(s, "clu_fill", test_clu_fill) ||
+	    !CU_add_test(s, "idx_rec_set", test_idx_rec_set))
 		return -1;
 	if (conf_ut_add() != 0 || pg_ut_add() != 0 || repl_ut_add() != 0)
 		return -1;

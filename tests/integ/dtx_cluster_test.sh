@@ -421,7 +421,7 @@ wait_up >/dev/null
 # 4g. A catch-up merge racing an update of the same keys (merge_guard,
 # core/server/srv_idx_sync.c).  Index 3 homed on s1 (ordering replica),
 # replicas s2 and s0: s2 is killed while 3 dtxs change it, then restarted
-# with fault srv.idx.merge.slow, so that its start-up catch-up pauses 8 s
+# with fault srv.idx.merge.slow, so that its start-up catch-up pauses 15 s
 # between reading its own versions and writing the peer's records.  A 4th
 # dtx (k0..k3 = 3000+i) commits meanwhile; its copy reaches s2 at once
 # (copies are not held for a catch-up).  s2 read alone must then have the
@@ -429,47 +429,83 @@ wait_up >/dev/null
 # values over them and kept the 4th's versions beside them (a record
 # older than its version entry, which no later merge repaired: the bank
 # transfer once seen half-applied in dtx_bank_test.sh netns).
-echo "--- a catch-up merge racing a dtx on the same keys"
-timeout 60 "$X" stale "$F" mk 3 >"$T/stale" 2>&1
-check "race: index 3 made, 10 records" test $? -eq 0 || tail -3 "$T/stale"
-kill9 2
-timeout 60 "$X" stale "$F" dtx 3 >>"$T/stale" 2>&1
-check "race: 3 dtxs with replica s2 down" test $? -eq 0
-n2=$(wc -l <"$D/s2.log")
-start 2 srv.idx.merge.slow:0:1
-paused() {
-	tail -n +$((n2 + 1)) "$D/s2.log" | grep -q "fault srv.idx.merge.slow"
+# merge_race N FAULTS LABEL [freeze0]: the scenario on index N, s2
+# restarted with FAULTS (srv.idx.merge.slow and more)
+merge_race() {
+	local n=$1 faults=$2 L=$3
+	timeout 60 "$X" stale "$F" mk "$n" >"$T/stale" 2>&1
+	check "$L: index $n made, 10 records" test $? -eq 0 || tail -3 "$T/stale"
+	kill9 2
+	timeout 60 "$X" stale "$F" dtx "$n" >>"$T/stale" 2>&1
+	check "$L: 3 dtxs with replica s2 down" test $? -eq 0
+	n2=$(wc -l <"$D/s2.log")
+	# 4h: s0 frozen throughout, so that s2's merge takes from s1 alone
+	# (a page of s0, which has the 4th dtx, would mend s2 before the
+	# late version commit)
+	[ "${4:-}" = freeze0 ] && kill -STOP "$(spid 0)"
+	start 2 "$faults"
+	paused() {
+		tail -n +$((n2 + 1)) "$D/s2.log" | grep -q "fault srv.idx.merge.slow"
+	}
+	for i in $(seq 1 300); do
+		paused && break
+		sleep 0.2
+	done
+	check "$L: s2's catch-up paused in its merge (within 60 s)" paused
+	timeout 60 "$X" stale "$F" late "$n" >>"$T/stale" 2>&1
+	lrc=$?
+	# the dtx must have committed inside the 15 s pause for the race to
+	# be tested: the pause's line must still be s2's last catch-up line
+	merged() { tail -n +$((n2 + 1)) "$D/s2.log" | grep -q "copied from server"; }
+	inpause=1
+	merged && inpause=0
+	check "$L: a 4th dtx committed during the pause (rc $lrc, in pause $inpause)" \
+		test $lrc -eq 0 -a $inpause -eq 1
+	for i in $(seq 1 150); do
+		merged && break
+		sleep 0.2
+	done
+	check "$L: s2 logged the catch-up" merged
+	# 4h: the copy's version commit, 20 s after its records, must be done
+	case $faults in *seq.slow*)
+		done_late() {
+			tail -n +$((n2 + 1)) "$D/s2.log" |
+				grep -q "commit submitted"
+		}
+		for i in $(seq 1 300); do
+			done_late && break
+			sleep 0.2
+		done
+		check "$L: s2 held a copy's version commit past the merge" done_late
+		sleep 1 ;;
+	esac
+	for s in 0 1; do kill -STOP "$(spid $s)"; done
+	STRATA_TEST_SKIP_SERVERS=s0,s1 timeout 150 "$X" stale "$D/cluster.yaml" \
+		readlate "$n" >"$T/stale" 2>&1
+	crc=$?
+	for s in 0 1; do kill -CONT "$(spid $s)"; done
+	cat "$T/stale"
+	check "$L: s2 alone has the 4th dtx's values (rc $crc)" test $crc -eq 0
+	[ "$crc" -eq 0 ] || grep -h "index de:" "$D/s2.log" | tail -20 | sed "s/^/     /"
+	kill9 2
+	start 2
+	wait_up >/dev/null
 }
-for i in $(seq 1 300); do
-	paused && break
-	sleep 0.2
-done
-check "race: s2's catch-up paused in its merge (within 60 s)" paused
-timeout 60 "$X" stale "$F" late 3 >>"$T/stale" 2>&1
-lrc=$?
-# the dtx must have committed inside the 8 s pause for the race to be
-# tested: the pause's line must still be s2's last catch-up line then
-merged() { tail -n +$((n2 + 1)) "$D/s2.log" | grep -q "copied from server"; }
-inpause=1
-merged && inpause=0
-check "race: a 4th dtx committed during the pause (rc $lrc, in pause $inpause)" \
-	test $lrc -eq 0 -a $inpause -eq 1
-for i in $(seq 1 150); do
-	merged && break
-	sleep 0.2
-done
-check "race: s2 logged the catch-up" merged
-for s in 0 1; do kill -STOP "$(spid $s)"; done
-STRATA_TEST_SKIP_SERVERS=s0,s1 timeout 150 "$X" stale "$D/cluster.yaml" \
-	readlate 3 >"$T/stale" 2>&1
-crc=$?
-for s in 0 1; do kill -CONT "$(spid $s)"; done
-cat "$T/stale"
-check "race: s2 alone has the 4th dtx's values (rc $crc)" test $crc -eq 0
-[ "$crc" -eq 0 ] || grep -h "index de:" "$D/s2.log" | tail -20 | sed "s/^/     /"
-kill9 2
-start 2
-wait_up >/dev/null
+echo "--- a catch-up merge racing a dtx on the same keys"
+merge_race 3 srv.idx.merge.slow:0:1 race
+
+# 4h. The same, with the 4th dtx's copy to s2 writing its records during
+# the merge's pause and its versions 20 s later (fault srv.idx.seq.slow:
+# copies' two commits, records then versions, srv_ridx_after_update),
+# after the merge wrote: the merge's guard sees the older version and
+# writes the 3rd dtx's values over the copy's records, and the version
+# commit must set them again (ridx_ver_apply): without, s2 kept the older
+# values beside the 4th dtx's versions.  s2 also refuses behind marks
+# (srv.idx.behind.drop) and s0 stays frozen (SIGSTOP) until the read, so
+# that no second catch-up or second peer's page repairs it first.
+echo "--- a copy's two commits around a catch-up merge"
+merge_race 4 srv.idx.merge.slow:0:1,srv.idx.seq.slow:0:1,srv.idx.behind.drop \
+	race2 freeze0
 
 # 4f. A replica its peers' heartbeats still mark down, though it is up:
 # a writer skips it, and the behind mark the writer leaves at the others
