@@ -367,18 +367,23 @@ frozen_dtxs() {
 	n0=$(wc -l <"$D/s0.log")
 	kill -CONT "$(spid 0)"
 }
+# log_wait FILE FROM PATTERN [TRIES]: until a line of FILE past line FROM
+# matches PATTERN (grep -E), looked at every 0.2 s, TRIES times at most
+# (default 300: 60 s)
+log_wait() {
+	local i
+	for i in $(seq 1 "${4:-300}"); do
+		tail -n +$(($2 + 1)) "$1" | grep -Eq "$3" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
 # the mark must be one s0 got after it resumed, for a test index: a line
 # of an earlier section (s0 may miss a copy under load) does not count
 frozen_dtxs 1 frozen
-told() {
-	tail -n +$((n0 + 1)) "$D/s0.log" |
-		grep -q "index de:[0-9a-f]*: missed updates up to"
-}
-for i in $(seq 1 50); do
-	told && break
-	sleep 0.2
-done
-check "frozen: s0 was told it missed updates (within 10 s)" told
+check "frozen: s0 was told it missed updates (within 10 s)" \
+	log_wait "$D/s0.log" "$n0" "index de:[0-9a-f]*: missed updates up to" 50
 kill -STOP "$(spid 2)"
 STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" read 1 >"$T/stale" 2>&1
 crc=$?
@@ -444,14 +449,8 @@ merge_race() {
 	# late version commit)
 	[ "${4:-}" = freeze0 ] && kill -STOP "$(spid 0)"
 	start 2 "$faults"
-	paused() {
-		tail -n +$((n2 + 1)) "$D/s2.log" | grep -q "fault srv.idx.merge.slow"
-	}
-	for i in $(seq 1 300); do
-		paused && break
-		sleep 0.2
-	done
-	check "$L: s2's catch-up paused in its merge (within 60 s)" paused
+	check "$L: s2's catch-up paused in its merge (within 60 s)" \
+		log_wait "$D/s2.log" "$n2" "fault srv.idx.merge.slow"
 	timeout 60 "$X" stale "$F" late "$n" >>"$T/stale" 2>&1
 	lrc=$?
 	# the dtx must have committed inside the 15 s pause for the race to
@@ -461,22 +460,12 @@ merge_race() {
 	merged && inpause=0
 	check "$L: a 4th dtx committed during the pause (rc $lrc, in pause $inpause)" \
 		test $lrc -eq 0 -a $inpause -eq 1
-	for i in $(seq 1 150); do
-		merged && break
-		sleep 0.2
-	done
-	check "$L: s2 logged the catch-up" merged
+	check "$L: s2 logged the catch-up" \
+		log_wait "$D/s2.log" "$n2" "copied from server" 150
 	# 4h: the copy's version commit, 20 s after its records, must be done
 	case $faults in *seq.slow*)
-		done_late() {
-			tail -n +$((n2 + 1)) "$D/s2.log" |
-				grep -q "commit submitted"
-		}
-		for i in $(seq 1 300); do
-			done_late && break
-			sleep 0.2
-		done
-		check "$L: s2 held a copy's version commit past the merge" done_late
+		check "$L: s2 held a copy's version commit past the merge" \
+			log_wait "$D/s2.log" "$n2" "commit submitted"
 		sleep 1 ;;
 	esac
 	for s in 0 1; do kill -STOP "$(spid $s)"; done
