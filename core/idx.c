@@ -420,6 +420,19 @@ int idx_exec(struct eng *e, struct eng_req *r)
 	return ENG_PENDING;
 }
 
+int idx_inc_is(struct eng *e, MDB_txn *txn, const struct st_id *id,
+	       uint64_t ctime)
+{
+	struct meta_ent cur;
+	int rc = meta_ent_get(txn, eng_meta(e), id, &cur);
+
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return rc;
+	return cur.me_type == ST_ET_IDX && cur.me_ctime_ns == ctime;
+}
+
 int idx_rec_set(struct eng *e, MDB_txn *txn, const struct st_id *id,
 		uint64_t ctime, const void *key, size_t klen, const void *val,
 		size_t vlen, bool del)
@@ -429,28 +442,29 @@ int idx_rec_set(struct eng *e, MDB_txn *txn, const struct st_id *id,
 	MDB_val k = meta_idx_key(kb, id, key, klen), v;
 	struct meta_ent cur;
 	int64_t added = 0;
-	int rc = meta_ent_get(txn, m, id, &cur);
+	int rc = mdb_get(txn, m->m_idx, &k, &v), got;
 
-	if (rc == -ENOENT || (rc == 0 && (cur.me_type != ST_ET_IDX ||
-					  cur.me_ctime_ns != ctime)))
-		return 0; /* dropped, or made again, since */
-	if (rc != 0)
-		return rc;
-	rc = mdb_get(txn, m->m_idx, &k, &v);
 	if (rc != 0 && rc != MDB_NOTFOUND)
 		return meta_err(rc, "index record");
+	/* so already (the usual case): no more to read */
+	if (del ? rc == MDB_NOTFOUND :
+	    rc == 0 && v.mv_size == vlen &&
+	    (vlen == 0 || memcmp(v.mv_data, val, vlen) == 0))
+		return 0;
+	got = rc;
+	rc = idx_inc_is(e, txn, id, ctime);
+	if (rc <= 0)
+		return rc; /* 0: dropped, or made again, since */
+	rc = meta_ent_get(txn, m, id, &cur);
+	if (rc != 0)
+		return rc;
 	if (del) {
-		if (rc == MDB_NOTFOUND)
-			return 0;
 		rc = meta_mdel(m, txn, m->m_idx, &k, NULL);
 		if (rc != 0)
 			return meta_err(rc, "index delete");
 		added = -1;
 	} else {
-		if (rc == 0 && v.mv_size == vlen &&
-		    (vlen == 0 || memcmp(v.mv_data, val, vlen) == 0))
-			return 0;
-		added = rc == MDB_NOTFOUND ? 1 : 0;
+		added = got == MDB_NOTFOUND ? 1 : 0;
 		v = (MDB_val){.mv_size = vlen, .mv_data = (void *)val};
 		rc = meta_mput(m, txn, m->m_idx, &k, &v, 0);
 		if (rc != 0)

@@ -23,6 +23,10 @@ int32_t eng_idx_rec_into(struct st_bufvec *keys,
 /** Slots from..nr of a NEXT past its last record: rcs -ENOENT, lengths 0,
  *  buffers NULL (malloc mode) or left alone (ST_IF_CALLER_BUFS). */
 void eng_idx_next_tail(struct eng_req *r, uint32_t from);
+/** In txn: is index id there with incarnation ctime?  1, 0 (gone, or
+ *  made again since), or a negative code. */
+int idx_inc_is(struct eng *e, MDB_txn *txn, const struct st_id *id,
+	       uint64_t ctime);
 /** In txn: record key of index id (incarnation ctime) := val, or (del)
  *  deleted, unless it is so already; the index's record count follows.
  *  Nothing when the index is gone or of another incarnation.  0 or a

@@ -83,7 +83,14 @@ uint64_t ridx_vent_hash(const void *key, size_t klen, const struct vent *v);
 /** The stored version of key: 0, -ENOENT (none, or not versioned). */
 int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, struct vent *out);
-/** In txn: store nv as key's version; 1: stored, 0: not. */
+/** In txn: store nv as key's version over old (what ridx_vent_get()
+ *  read, NULL: none), the digest change XOR-ed into *dig; 1: stored, 0:
+ *  not (the key is not versioned). */
+int ridx_vent_set(struct meta *m, MDB_txn *txn, const struct st_id *id,
+		  const void *key, size_t klen, const struct vent *old,
+		  const struct vent *nv, uint64_t *dig);
+/** In txn: store nv as key's version (unless newer_only and the stored
+ *  one is as new); 1: stored, 0: not. */
 int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, const struct vent *nv,
 		  bool newer_only, uint64_t *dig);

@@ -156,7 +156,7 @@ int ridx_peer_state(struct srv *s, uint32_t j, const struct st_id *id,
  * be overwritten with the peer's older value: the record would be older
  * than the version entry beside it, and every later merge would take it
  * for current (a bank transfer seen half-applied, dtx_bank_test.sh
- * netns; the unit test idx_merge_race in tests/integ/cluster_test.sh).
+ * netns; tests/integ/dtx_cluster_test.sh 4g).
  */
 struct merge_guard {
 	const struct vent *mg_ver; /* per record; NULL: unversioned pass */
@@ -202,14 +202,13 @@ static int idx_local_kv(struct srv *s, const struct st_id *id,
 {
 	struct srv_wait w = {0};
 	struct merge_guard g = {ver};
-	int32_t *rcs = calloc(nr ? nr : 1, sizeof *rcs);
+	int32_t *rcs;
 	struct st_bufvec keys = {nr, kb, kl}, vals = {nr, vb, vl};
 	int rc;
 
-	if (nr == 0) {
-		free(rcs);
+	if (nr == 0)
 		return 0;
-	}
+	rcs = calloc(nr, sizeof *rcs);
 	if (rcs == NULL)
 		return err_set(-ENOMEM, "index %s: merge page", eng_id_str(id));
 	w.w_req.er_kind = kind;

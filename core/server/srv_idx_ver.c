@@ -300,36 +300,44 @@ int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct st_id *id,
 	return 0;
 }
 
+/* In txn: store nv as key's version over old (NULL: none), XOR-ing the
+ * digest change into *dig.  1: stored, 0: not (a key not versioned). */
+int ridx_vent_set(struct meta *m, MDB_txn *txn, const struct st_id *id,
+		  const void *key, size_t klen, const struct vent *old,
+		  const struct vent *nv, uint64_t *dig)
+{
+	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
+	size_t kl;
+	int rc;
+
+	if (!ridx_vkey(m, buf, id, key, klen, &kl))
+		return 0;
+	rc = meta_put(txn, m, META_T_SYS, buf, kl, nv, sizeof *nv,
+		      "version entry put");
+	if (rc != 0)
+		return rc;
+	if (old != NULL)
+		*dig ^= ridx_vent_hash(key, klen, old);
+	*dig ^= ridx_vent_hash(key, klen, nv);
+	return 1;
+}
+
 /* In txn: store nv as key's version (unless newer_only and the stored one
  * is as new), XOR-ing the digest change into *dig.  1: stored, 0: not. */
 int ridx_vent_put(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, const struct vent *nv,
 		  bool newer_only, uint64_t *dig)
 {
-	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
-	struct meta_rec v;
 	struct vent old;
-	size_t kl;
-	int rc;
+	int rc = ridx_vent_get(m, txn, id, key, klen, &old);
 
-	if (!ridx_vkey(m, buf, id, key, klen, &kl))
+	if (rc != 0 && rc != -ENOENT)
+		return rc;
+	if (rc == 0 && newer_only &&
+	    ridx_vcmp(old.ve_term, old.ve_seq, nv->ve_term, nv->ve_seq) >= 0)
 		return 0;
-	rc = meta_get(txn, m, META_T_SYS, buf, kl, &v, "version entry");
-	if (rc == 0 && v.mc_vlen == sizeof old) {
-		memcpy(&old, v.mc_val, sizeof old);
-		if (newer_only && ridx_vcmp(old.ve_term, old.ve_seq,
-					    nv->ve_term, nv->ve_seq) >= 0)
-			return 0;
-		*dig ^= ridx_vent_hash(key, klen, &old);
-	} else if (rc != 0 && rc != -ENOENT) {
-		return rc;
-	}
-	rc = meta_put(txn, m, META_T_SYS, buf, kl, nv, sizeof *nv,
-		      "version entry put");
-	if (rc != 0)
-		return rc;
-	*dig ^= ridx_vent_hash(key, klen, nv);
-	return 1;
+	return ridx_vent_set(m, txn, id, key, klen, rc == 0 ? &old : NULL, nv,
+			     dig);
 }
 
 /* In txn: raise the index's term to at least term, XOR dig into its
@@ -418,20 +426,23 @@ int ridx_ver_apply(struct eng *e, MDB_txn *txn, const struct msg_req *mr,
 	for (uint32_t i = 0; rc >= 0 && i < mr->mr_nr; i++) {
 		const void *k = r->er_keys->bv_buf[i];
 		size_t kl = r->er_keys->bv_len[i];
+		bool have;
 		int cmp = -1;
 
 		if (r->er_rcs[i] != 0)
 			continue;
 		rc = ridx_vent_get(m, txn, &r->er_id, k, kl, &lv);
-		if (rc == 0)
-			cmp = ridx_vcmp(lv.ve_term, lv.ve_seq, term, seq);
-		else if (rc != -ENOENT)
+		if (rc != 0 && rc != -ENOENT)
 			break;
+		have = rc == 0;
+		if (have)
+			cmp = ridx_vcmp(lv.ve_term, lv.ve_seq, term, seq);
 		rc = 0;
 		if (copy && cmp > 0)
 			continue;
 		if (cmp != 0)
-			rc = ridx_vent_put(m, txn, &r->er_id, k, kl, &nv, false,
+			rc = ridx_vent_set(m, txn, &r->er_id, k, kl,
+					   have ? &lv : NULL, &nv,
 					   &dig);
 		if (rc >= 0 && cmp <= 0)
 			rc = idx_rec_set(e, txn, &r->er_id,
@@ -777,19 +788,14 @@ static int ridx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 					      offsetof(struct srv_op, so_seq_ci));
 	const struct eng_req *r = &so->so_m.mr_req;
 	uint32_t kind = r->er_kind;
-	struct meta_ent me;
 	int rc;
 
 	if (kind == ER_IDX_PUT || kind == ER_IDX_DEL) {
 		/* The index dropped, or made again, since the update's
 		 * records committed: nothing of it may land in what is there
 		 * now (stale versions would outrank the new incarnation's). */
-		rc = meta_ent_get(txn, eng_meta(e), &r->er_id, &me);
-		if (rc == -ENOENT || (rc == 0 &&
-				      (me.me_type != ST_ET_IDX ||
-				       me.me_ctime_ns != r->er_ent.me_ctime_ns)))
-			return 0;
-		if (rc != 0)
+		rc = idx_inc_is(e, txn, &r->er_id, r->er_ent.me_ctime_ns);
+		if (rc <= 0)
 			return rc;
 	}
 	rc = ridx_rec_write(e, txn, &r->er_id, &so->so_rec, so->so_rec_del);

@@ -611,32 +611,14 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 		if (rc == 0)
 			rc = s.rc[0];
 	}
-	if (late) {
-		/* one more dtx: PUT k0..k3 = 3000 + i (overwrite) */
+	for (int d = late ? 3 : 0; (dtx || late) && rc == 0 && d < (late ? 4 : 3);
+	     d++) {
+		/* d 0: PUT k0..k3; 1: DEL k4, k5; 2: PUT n0, n1 (dtx);
+		 * 3: PUT k0..k3 = 3000 + i (late) */
 		struct slot s[4];
 		struct clovis_op *ops[4] = {0};
 		struct clovis_dtx *dx;
-
-		memset(s, 0, sizeof s);
-		rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
-		for (int i = 0; rc == 0 && i < 4; i++) {
-			char k[8];
-
-			snprintf(k, sizeof k, "k%d", i);
-			rc = rec_op(&ix, &s[i], CLOVIS_IC_PUT, k, 3000 + i,
-				    &ops[i]);
-		}
-		if (rc == 0)
-			rc = dtx_run(dx, ops, 4);
-		for (int i = 0; i < 4; i++)
-			clovis_op_free(ops[i]);
-	}
-	for (int d = 0; dtx && rc == 0 && d < 3; d++) {
-		/* d 0: PUT k0..k3; 1: DEL k4, k5; 2: PUT n0, n1 */
-		struct slot s[4];
-		struct clovis_op *ops[4] = {0};
-		struct clovis_dtx *dx;
-		int nr = d == 0 ? 4 : 2;
+		int nr = d == 0 || d == 3 ? 4 : 2;
 
 		memset(s, 0, sizeof s);
 		rc = clovis_dtx_open(&dx, clovis_default_realm(cl));
@@ -646,7 +628,8 @@ static int stale(const char *dir, const char *what, uint32_t nth)
 			snprintf(k, sizeof k, "%c%d", d == 2 ? 'n' : 'k',
 				 d == 1 ? 4 + i : i);
 			rc = rec_op(&ix, &s[i], d == 1 ? CLOVIS_IC_DEL :
-				    CLOVIS_IC_PUT, k, 2000 + i, &ops[i]);
+				    CLOVIS_IC_PUT, k, (d == 3 ? 3000 : 2000) + i,
+				    &ops[i]);
 		}
 		if (rc == 0)
 			rc = dtx_run(dx, ops, nr);

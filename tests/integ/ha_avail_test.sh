@@ -65,16 +65,8 @@ for i in 0 1 2 3; do
 	t0=$(date +%s.%N)
 	kill -9 "$(spid "$i")"
 	# the failover: the first write of a new object homed on sI
-	first=""
-	for id in $(ids 60 "$i" $((7000 + 100 * i))); do
-		if timeout 60 "$S" --cluster "$F" obj put "$id" "$T/blob" \
-			--layout mirror --copies 3 >/dev/null 2>"$T/perr"; then
-			first=$id
-			break
-		fi
-		python3 -c "import sys, time; sys.exit(0 if time.time() - $t0 < 180 else 1)" || break
-		sleep 0.5
-	done
+	first_put "$(ids 60 "$i" $((7000 + 100 * i)))" "$T/blob" "$t0" 180 \
+		--layout mirror --copies 3
 	t1=$(date +%s.%N)
 	check "a new object homed on s$i written within 180 s of the kill" \
 		test -n "$first"

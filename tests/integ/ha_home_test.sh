@@ -114,19 +114,7 @@ cl cluster status
 check "cluster status says home s$V is served by $A" \
 	grep -q "ha: home s$V served by $A" <<<"$out"
 # the first successful write of a new object homed on s$V
-first=""
-k=0
-for id in $NEW; do
-	k=$((k + 1))
-	if timeout 60 "$S" --cluster "$F" obj put "$id" "$T/blob2" \
-		--layout pdclust --data 2 --parity 1 >/dev/null 2>"$T/perr"; then
-		first=$id
-		break
-	fi
-	t=$(python3 -c "import time; print(time.time() - $tm)")
-	python3 -c "import sys; sys.exit(0 if $t < 120 else 1)" || break
-	sleep 0.5
-done
+first_put "$NEW" "$T/blob2" "$tm" 120 --layout pdclust --data 2 --parity 1
 t1=$(date +%s.%N)
 FO=$(python3 -c "print('%.1f' % ($t1 - $t0))")
 echo "     failover: kill -> first write of an object homed on s$V: $FO s ($k tries)"

@@ -63,6 +63,28 @@ acting() {
 	ha map
 	echo "$out" | jget '[s for s in d["servers"] if s["name"] == "s'$1'"][0].get("acting", "")' 2>/dev/null
 }
+# first_put IDS BLOB SINCE SECS PUTARGS...: `obj put` the ids of IDS in
+# turn until one is written (0.5 s apart), or SECS have passed since the
+# epoch time SINCE; sets first (the id written, "" when none) and k (the
+# tries); the last failure's message in $T/perr
+first_put() {
+	local ids=$1 blob=$2 since=$3 secs=$4 id
+	shift 4
+	first=""
+	k=0
+	for id in $ids; do
+		k=$((k + 1))
+		if timeout 60 "$S" --cluster "$F" obj put "$id" "$blob" "$@" \
+			>/dev/null 2>"$T/perr"; then
+			first=$id
+			return 0
+		fi
+		python3 -c "import sys, time; sys.exit(0 if time.time() - $since < $secs else 1)" ||
+			return 1
+		sleep 0.5
+	done
+	return 1
+}
 ha_up4() {
 	local m=${1:-1}
 	HA_SERVERS=4
