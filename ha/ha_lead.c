@@ -57,6 +57,43 @@
  * removes the file once it did). */
 #define LEAD_JOB_HOLD_MS 120000u
 
+/* Note the run an event of the log starts or ends (a->ha_runs). */
+static void run_note(struct srv_ha *a, const struct ha_event *e)
+{
+	uint32_t i;
+
+	if (e->he_dev[0] != '\0' || e->he_incarnation == 0 ||
+	    (e->he_kind != HA_EV_SRV_JOINED && e->he_kind != HA_EV_SRV_EXIT &&
+	     e->he_kind != HA_EV_SRV_LEASE_EXPIRED))
+		return;
+	for (i = 0; i < a->ha_nr_runs; i++)
+		if (strcmp(a->ha_runs[i].r_name, e->he_target) == 0)
+			break;
+	if (i == a->ha_nr_runs) {
+		if (i == HA_SERVERS_MAX || e->he_kind != HA_EV_SRV_JOINED)
+			return;
+		snprintf(a->ha_runs[i].r_name, sizeof a->ha_runs[i].r_name,
+			 "%s", e->he_target);
+		a->ha_runs[i].r_inc = 0;
+		a->ha_nr_runs++;
+	}
+	if (e->he_kind == HA_EV_SRV_JOINED) {
+		if (e->he_incarnation > a->ha_runs[i].r_inc)
+			a->ha_runs[i].r_inc = e->he_incarnation;
+	} else if (e->he_incarnation == a->ha_runs[i].r_inc) {
+		a->ha_runs[i].r_inc = 0;  /* that run's end is logged */
+	}
+}
+
+/* The run of server name the log last showed joined and not ended, 0. */
+static uint64_t run_logged(const struct srv_ha *a, const char *name)
+{
+	for (uint32_t i = 0; i < a->ha_nr_runs; i++)
+		if (strcmp(a->ha_runs[i].r_name, name) == 0)
+			return a->ha_runs[i].r_inc;
+	return 0;
+}
+
 /* Add one event of the log to the window (the oldest goes when full). */
 static int window_add(uint64_t seq, const char *json, void *arg)
 {
@@ -70,6 +107,7 @@ static int window_add(uint64_t seq, const char *json, void *arg)
 		return 0;
 	}
 	ev.he_seq = seq;
+	run_note(a, &ev);
 	if (a->ha_nr_window == 2 * HA_WINDOW_MAX) {
 		/* more than one step's worth came at once: the oldest go
 		 * (window_prune() keeps what matters between steps) */
@@ -144,9 +182,16 @@ static void window_prune(struct srv_ha *a, const struct ha_map *m,
 
 /* Members whose lease lapsed: a server of the map in service with no
  * member key is proven gone (SRV_LEASE_EXPIRED), once per run (the
- * incarnation its member record last showed).  Only after this leader
- * held the key for two lease TTLs: a server starting registers within
- * that. */
+ * incarnation its member record last showed, or, for one this leader
+ * never saw registered, the run the event log shows joined and not
+ * ended).  Only after this leader held the key for two lease TTLs: a
+ * server starting registers within that.
+ *
+ * The log's run matters when the leader itself dies with or after a
+ * server: the new leader never saw that server's key, and the probes'
+ * reports alone may not prove it down (one live reporter, below
+ * hr_min_reporters: tests/integ/ha_standby_test.sh, the analyzer's
+ * leader killed last). */
 static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 			   uint64_t now)
 {
@@ -167,10 +212,11 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		rc = ha_member_get(a->ha_etcd, m->hm_cluster, sv->hs_name, &mb);
 		if (rc == 0)
 			inc[j] = mb.hmb_incarnation;
-		/* only a member this leader saw registered can lapse: a
-		 * server still opening its store at a cluster's start has
-		 * not registered yet (one dead before this leader took
-		 * over is seen by the probes' reports instead) */
+		else if (rc == -ENOENT && inc[j] == 0)
+			inc[j] = run_logged(a, sv->hs_name);
+		/* only a run that registered can lapse: a server still
+		 * opening its store at a cluster's start has not registered
+		 * yet (no key seen, no SRV_JOINED logged) */
 		if (rc != -ENOENT || inc[j] == 0 || said[j] == inc[j] + 1)
 			continue;
 		said[j] = inc[j] + 1;
@@ -644,6 +690,7 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 	if (a->ha_lead_since == 0) {
 		a->ha_lead_since = now;
 		a->ha_adopt_due = true;
+		a->ha_nr_runs = 0;  /* the log is read again from its start */
 	}
 	rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster, "events",
 			 a->ha_ev_next, 0, window_add, a, NULL);

@@ -77,6 +77,15 @@ struct srv_ha {
 	uint64_t ha_next_deadline;    /* ms: decide again then */
 	uint64_t ha_decisions;        /* taken by this agent (counter) */
 	uint64_t ha_lead_since;       /* ms: leader since (0: not) */
+	/* each server's run as the event log tells it (window_add(): its
+	 * last SRV_JOINED, 0 once an exit or lease expiry of that run is
+	 * logged): the run a member key absent since this leadership began
+	 * belonged to (ha_lead.c lapsed_members()) */
+	struct {
+		char r_name[HA_NAME_MAX + 1];
+		uint64_t r_inc;
+	} ha_runs[HA_SERVERS_MAX];
+	uint32_t ha_nr_runs;
 	/* the jobs this agent runs as the leader (ha_lead.c; ha_jobs_lock) */
 	pthread_mutex_t ha_jobs_lock;
 	pthread_cond_t ha_jobs_cond;  /* a job ended */

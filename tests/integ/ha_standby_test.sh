@@ -4,8 +4,8 @@
 # member on loopback, `strata cluster up --ha-test --meta-replicas 3`
 # (each home's metadata on its home and 2 standbys):
 #
-#   1. `strata ha map` names the standbys of home V (V: not the analyzer's
-#      leader): A (first) and B; C is the fourth server;
+#   1. `strata ha map` names the standbys of home V (V: the analyzer's
+#      leader, killed last): A (first) and B; C is the fourth server;
 #   2. B SIGKILLed for good: once the map has it lost (OUT, REPAIRING or
 #      REPAIRED: the test presets' 5 s DOWN -> OUT), home V's standbys are
 #      A and C in the map, and V brings C in sync by snapshot (V's log);
@@ -21,7 +21,11 @@
 #      standby of the file's list is alive), where every object V
 #      acknowledged (steps 2 and 3) is there with its size: C's copy,
 #      made after the cluster file's standbys were gone, holds all of
-#      it.
+#      it.  V led the analyzer, so C decides as a new leader that never
+#      saw V's member key, and C alone probes V (one reporter: no proof):
+#      C proves V gone by the run the event log shows V joined with
+#      (ha/ha_lead.c lapsed_members()).  Before that, no decision came
+#      (make check 2026-11-30, when the leader had moved to V).
 #
 # Ports 6900-6909 (fixed, used by no other step: tests/steps.list).  Every
 # wait is bounded; servers and etcd are killed on any exit.  Ends with
@@ -36,14 +40,16 @@ F=$D/cluster.yaml
 ha_up4
 
 L=$(leader)
-V=0; [ "$L" = s0 ] && V=1
+V=${L#s}
+case "$V" in [0-3]) ;; *) V=0 ;; esac
 set -- $(home_sb "$V")
 A=${1:-}; B=${2:-}
 C=""
 for i in 0 1 2 3; do
 	[ "s$i" != "s$V" ] && [ "s$i" != "$A" ] && [ "s$i" != "$B" ] && C=s$i
 done
-echo "     analyzer leader $L; home s$V: standbys $A (first), $B; the fourth: $C"
+echo "     analyzer leader $L (home s$V): standbys $A (first), $B; the fourth: $C"
+check "the analyzer's leader is named ($L)" test "$L" = "s$V"
 check "the map names 2 standbys of home s$V" test -n "$A" -a -n "$B" -a -n "$C"
 [ -n "$C" ] || { echo "$pass passed, $fail failed"; exit 1; }
 
@@ -81,6 +87,7 @@ echo "--- s$V killed: its home moves to $C"
 # while that went on
 repaired_a() { [ "$(srv_state "$A")" = REPAIRED ]; }
 check "the map has $A REPAIRED first (within 180 s)" poll 180 repaired_a
+check "s$V still leads the analyzer" test "$(leader)" = "s$V"
 kill -9 "$(spid "$V")"
 moved() { [ "$(acting "$V")" = "$C" ]; }
 thaw_if_frozen moved "s$V" 180 \
