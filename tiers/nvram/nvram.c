@@ -18,11 +18,32 @@
  *
  * In every case bytes are durable (as far as the medium allows) when the
  * write returns, which is more than tier.h asks; sync only drains.
+ *
+ * The file is mapped here, never at a fixed address, and handed to libpmem2
+ * with pmem2_map_from_existing() (nvram_map()).  pmem2_map_new() maps over
+ * a reservation with MAP_FIXED, first with MAP_SYNC: on a file system that
+ * offers MAP_SYNC (ext4, xfs) for a file that is not DAX, the kernel drops
+ * the reservation before it refuses the flag, and until libpmem2 maps again
+ * without it the range is a hole that any other thread's mmap may take (a
+ * malloc arena, a libfabric buffer pool), which the second MAP_FIXED then
+ * overwrites with the file: a starting server died with its heap under a
+ * device's zeros (docs/cluster.md).  Mapped here, MAP_SYNC is tried without
+ * MAP_FIXED: its refusal removes nothing.  The granularity handed over is
+ * CACHE_LINE for a MAP_SYNC mapping (DAX; eADR's BYTE is not detected, the
+ * cache-line flushes are then merely redundant): writes use libpmem2's
+ * memcpy, persist and drain.  Without MAP_SYNC the granularity is PAGE,
+ * and libpmem2 1.12's page persist spins on msync() of 0 bytes for a map it
+ * did not make (it sizes the range by the map's reserved length, which
+ * pmem2_map_from_existing() leaves 0): the driver then does what libpmem2
+ * does at PAGE granularity itself, memcpy and msync(MS_SYNC) of the pages
+ * written (nvram_page_*()).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <libpmem2.h>
@@ -36,11 +57,12 @@
 /* Driver state of one open device (d->td_priv). */
 struct nvram_dev {
 	struct pmem2_map *nv_map;
-	char *nv_base;             /**< start of the mapped file */
+	char *nv_base;             /**< start of the mapped file (ours) */
 	size_t nv_size;            /**< bytes mapped */
 	pmem2_memcpy_fn nv_memcpy; /**< persisting copy into the map */
 	pmem2_persist_fn nv_persist; /**< flush and drain a range */
 	pmem2_drain_fn nv_drain;   /**< wait for flushed stores */
+	enum pmem2_granularity nv_gran; /**< of the mapping (nvram_map()) */
 };
 
 extern const struct tier_ops tier_pmem2_ops;
@@ -59,38 +81,125 @@ static int nvram_err(int prc, const char *path, const char *what)
 		       pmem2_errormsg());
 }
 
-/* Map the whole file behind fd with page granularity or better.  The
- * config and source are only needed to create the map. */
-static int nvram_map(int fd, const char *path, struct pmem2_map **map)
+#ifndef MAP_SHARED_VALIDATE
+#define MAP_SHARED_VALIDATE 0x03
+#endif
+#ifndef MAP_SYNC
+#define MAP_SYNC 0x80000
+#endif
+
+/* PAGE granularity (not DAX): msync the pages of [p, p + len). */
+static void nvram_page_persist(const void *p, size_t len)
 {
-	struct pmem2_config *cfg = NULL;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)p & ~(page - 1);
+
+	if (len == 0)
+		return;
+	while (msync((void *)a, len + ((uintptr_t)p - a), MS_SYNC) != 0 &&
+	       errno == EINTR)
+		;
+}
+
+static void *nvram_page_memcpy(void *dst, const void *src, size_t len,
+			       unsigned flags)
+{
+	memcpy(dst, src, len);
+	if (!(flags & PMEM2_F_MEM_NOFLUSH))
+		nvram_page_persist(dst, len);
+	return dst;
+}
+
+static void nvram_page_drain(void)
+{
+}
+
+/* The write functions of a map of granularity gran. */
+static void nvram_fns(struct pmem2_map *map, enum pmem2_granularity gran,
+		      pmem2_memcpy_fn *cpy, pmem2_persist_fn *persist,
+		      pmem2_drain_fn *drain)
+{
+	if (gran == PMEM2_GRANULARITY_PAGE) {
+		*cpy = nvram_page_memcpy;
+		*persist = nvram_page_persist;
+		*drain = nvram_page_drain;
+		return;
+	}
+	*cpy = pmem2_get_memcpy_fn(map);
+	*persist = pmem2_get_persist_fn(map);
+	*drain = pmem2_get_drain_fn(map);
+}
+
+/* Map the whole file behind fd (never MAP_FIXED: see the top of this file)
+ * and describe the mapping to libpmem2; *base and *len are the mapping,
+ * which nvram_unmap() removes after the map object. */
+static int nvram_map(int fd, const char *path, struct pmem2_map **map,
+		     char **base, size_t *len, enum pmem2_granularity *granp)
+{
+	enum pmem2_granularity gran = PMEM2_GRANULARITY_CACHE_LINE;
 	struct pmem2_source *src = NULL;
+	struct stat st;
+	void *p;
 	int rc;
 
-	rc = pmem2_config_new(&cfg);
-	if (rc != 0) {
-		rc = nvram_err(rc, path, "config");
-		goto out;
+	*map = NULL;
+	if (fstat(fd, &st) != 0)
+		return err_set(-errno, "device %s: fstat: %s", path,
+			       strerror(errno));
+	if (st.st_size <= 0)
+		return err_set(-ST_ECORRUPT, "device %s: empty file", path);
+	*len = (size_t)st.st_size;
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE,
+		 MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
+	if (p == MAP_FAILED) {
+		gran = PMEM2_GRANULARITY_PAGE;
+		p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
 	}
+	if (p == MAP_FAILED)
+		return err_set(-errno, "device %s: mmap of %zu bytes: %s",
+			       path, *len, strerror(errno));
+	*base = p;
 	rc = pmem2_source_from_fd(&src, fd);
 	if (rc != 0) {
 		rc = nvram_err(rc, path, "source");
-		goto out_config;
+		goto out_unmap;
 	}
-	/* Test builds reach the error path by leaving the granularity unset:
-	 * a real libpmem2 failure, with libpmem2's own message. */
-	if (!FAULT_HIT("tier.pmem2.map"))
-		rc = pmem2_config_set_required_store_granularity(
-			cfg, PMEM2_GRANULARITY_PAGE);
-	if (rc == 0)
-		rc = pmem2_map_new(map, cfg, src);
-	if (rc != 0)
-		rc = nvram_err(rc, path, "map");
+	rc = pmem2_map_from_existing(map, src, p, *len, gran);
+	/* Test builds reach the error path with a real libpmem2 refusal:
+	 * the same range described twice. */
+	if (rc == 0 && FAULT_HIT("tier.pmem2.map")) {
+		struct pmem2_map *twice = NULL;
+
+		rc = pmem2_map_from_existing(&twice, src, p, *len, gran);
+		if (rc == 0)
+			pmem2_map_delete(&twice);
+		pmem2_map_delete(map);
+		*map = NULL;
+		if (rc == 0)
+			rc = -EIO;
+	}
 	pmem2_source_delete(&src);
-out_config:
-	pmem2_config_delete(&cfg);
-out:
+	if (rc != 0) {
+		rc = nvram_err(rc, path, "map");
+		goto out_unmap;
+	}
+	*granp = gran;
+	return 0;
+out_unmap:
+	munmap(p, *len);
+	*base = NULL;
 	return rc;
+}
+
+/* Drop the map object, then the mapping itself (pmem2_map_delete() does
+ * not unmap what pmem2_map_from_existing() described). */
+static void nvram_unmap(struct pmem2_map **map, char *base, size_t len)
+{
+	if (*map != NULL)
+		pmem2_map_delete(map);
+	if (base != NULL)
+		munmap(base, len);
 }
 
 /* File size of a device: superblock area plus data, rounded up to the page
@@ -110,6 +219,12 @@ static int nvram_format_fill(int fd, const char *path,
 {
 	uint64_t size = nvram_file_size(sb);
 	struct pmem2_map *map = NULL;
+	enum pmem2_granularity gran;
+	pmem2_memcpy_fn cpy;
+	pmem2_persist_fn persist;
+	pmem2_drain_fn drain;
+	char *base = NULL;
+	size_t len = 0;
 	int rc;
 
 	rc = -posix_fallocate(fd, 0, (off_t)size);
@@ -118,14 +233,14 @@ static int nvram_format_fill(int fd, const char *path,
 			     path, (unsigned long long)size, strerror(-rc));
 		goto out;
 	}
-	rc = nvram_map(fd, path, &map);
+	rc = nvram_map(fd, path, &map, &base, &len, &gran);
 	if (rc != 0)
 		goto out;
-	pmem2_get_memcpy_fn(map)(pmem2_map_get_address(map), sb, sizeof *sb,
-				 0);
+	nvram_fns(map, gran, &cpy, &persist, &drain);
+	cpy(base, sb, sizeof *sb, 0);
 	if (FAULT_HIT("tier.pmem2.format"))
 		rc = err_set(-EIO, "device %s: injected format error", path);
-	pmem2_map_delete(&map);
+	nvram_unmap(&map, base, len);
 out:
 	return rc;
 }
@@ -167,11 +282,8 @@ static int nvram_attach(struct tier_dev *d, struct nvram_dev *nv)
 {
 	uint64_t need = d->td_sb.sb_data_off + d->td_sb.sb_data_size;
 
-	nv->nv_base = pmem2_map_get_address(nv->nv_map);
-	nv->nv_size = pmem2_map_get_size(nv->nv_map);
-	nv->nv_memcpy = pmem2_get_memcpy_fn(nv->nv_map);
-	nv->nv_persist = pmem2_get_persist_fn(nv->nv_map);
-	nv->nv_drain = pmem2_get_drain_fn(nv->nv_map);
+	nvram_fns(nv->nv_map, nv->nv_gran, &nv->nv_memcpy, &nv->nv_persist,
+		  &nv->nv_drain);
 	if (nv->nv_size < need)
 		return err_set(-ST_ECORRUPT, "device %s: mapped %zu bytes, "
 			       "superblock needs %llu", d->td_path,
@@ -201,7 +313,8 @@ static int nvram_open(struct tier_dev *d, const char *path)
 			     strerror(errno));
 		goto out_free;
 	}
-	rc = nvram_map(fd, path, &nv->nv_map);
+	rc = nvram_map(fd, path, &nv->nv_map, &nv->nv_base, &nv->nv_size,
+		       &nv->nv_gran);
 	close(fd);
 	if (rc != 0)
 		goto out_free;
@@ -212,7 +325,7 @@ static int nvram_open(struct tier_dev *d, const char *path)
 	d->td_direct = true;
 	goto out;
 out_unmap:
-	pmem2_map_delete(&nv->nv_map);
+	nvram_unmap(&nv->nv_map, nv->nv_base, nv->nv_size);
 out_free:
 	free(nv);
 out:
@@ -226,7 +339,7 @@ static void nvram_close(struct tier_dev *d)
 
 	if (nv == NULL)
 		return;
-	pmem2_map_delete(&nv->nv_map);
+	nvram_unmap(&nv->nv_map, nv->nv_base, nv->nv_size);
 	free(nv);
 	d->td_priv = NULL;
 }

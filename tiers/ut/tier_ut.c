@@ -16,8 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/errors.h"
@@ -1057,7 +1064,7 @@ static void test_fault_pmem2_map(void)
 	tut_make_closed(path, sizeof path, ST_TIER_NVRAM);
 	fault_arm("tier.pmem2.map", 0, 1);
 	CU_ASSERT(tut_open_fails(path, ST_TIER_NVRAM, tut_store, 7,
-				 -EIO, "granularity"));
+				 -EIO, "pmem2 map"));
 	fault_reset();
 	CU_ASSERT(tut_msg_has("pmem2"));
 	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store,
@@ -1120,6 +1127,73 @@ static void test_fault_sync_sticky(void)
 }
 #endif
 
+/* Opening an NVRAM device maps nothing at a fixed address.  libpmem2's
+ * pmem2_map_new() maps over its reservation with MAP_FIXED, first with
+ * MAP_SYNC; on a file system offering MAP_SYNC (ext4, xfs) for a file that
+ * is not DAX the kernel drops the reservation before refusing the flag,
+ * and another thread's mapping made in that hole (a malloc arena, a
+ * libfabric buffer pool) was then overwritten by the retry: a starting
+ * server died with its heap under a device's zeros (tiers/nvram/nvram.c).
+ * A child process that the kernel refuses any MAP_FIXED mmap of a file
+ * (seccomp) opens, writes and reads a device on a disk file system
+ * (ut_tmpdir()): before the fix the open failed there. */
+static void test_nvram_open_no_fixed_map(void)
+{
+	const char *dir = ut_tmpdir("tier-nvram-disk");
+	char path[512];
+	int status = -1;
+	pid_t pid;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+	snprintf(path, sizeof path, "%s/nofixed", dir);
+	CU_ASSERT_EQUAL_FATAL(tier_dev_format(path, ST_TIER_NVRAM, tut_store,
+					      7, TUT_DEV_SIZE), 0);
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		struct sock_filter f[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, nr)),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 5),
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, args[3])),
+			BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MAP_FIXED, 0, 3),
+			/* a file's mapping (fd, low word, not -1): the
+			 * allocator's own anonymous ones (ASan) pass */
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+				 offsetof(struct seccomp_data, args[4])),
+			BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xffffffffu, 1, 0),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+			BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		};
+		struct sock_fprog prog = {
+			.len = sizeof f / sizeof f[0], .filter = f,
+		};
+		struct tier_dev *d = NULL;
+		uint8_t w[4096], r[4096];
+
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+		    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+			_exit(2);
+		if (tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store, 7) != 0) {
+			fprintf(stderr, "\n    open with MAP_FIXED refused: "
+				"%s\n", err_msg());
+			_exit(3);
+		}
+		memset(w, 0x5a, sizeof w);
+		if (tier_dev_write(d, 0, w, sizeof w) != 0 ||
+		    tier_dev_read(d, 0, r, sizeof r) != 0 ||
+		    memcmp(w, r, sizeof w) != 0)
+			_exit(4);
+		tier_dev_close(d);
+		_exit(0);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT(WIFEXITED(status));
+	CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+	unlink(path);
+}
+
 /* ------------------------------------------------------------- registry */
 
 static const struct {
@@ -1128,6 +1202,7 @@ static const struct {
 } tut_tests[] = {
 	{"driver_lookup", test_driver_lookup},
 	{"sb_fill_crc", test_sb_fill_crc},
+	{"nvram_open_no_fixed_map", test_nvram_open_no_fixed_map},
 	{"roundtrip_flash", test_roundtrip_flash},
 	{"roundtrip_sas", test_roundtrip_sas},
 	{"roundtrip_nvram", test_roundtrip_nvram},
