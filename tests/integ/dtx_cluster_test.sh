@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dtx_cluster_test.sh BUILD — distributed transactions on a 3-server
+# dtx_cluster_test.sh BUILD [PART] — distributed transactions on a 3-server
 # loopback cluster (dtm/README.md), with real processes and SIGKILL:
 #
 #   1. strata cluster up --nodes 3, then the servers restarted as
@@ -74,7 +74,19 @@ X=$BD/dtx_crash
 T=$(mktemp -d "${TMPDIR:-/tmp}/strata-dtx-cluster.XXXXXX")
 D=$T/cl
 F=$D/fast.yaml
-PORT=$((24000 + ($$ % 1000) * 4))
+# PART: a (the bank's transfers and faults: 2-5 and the end), b (index
+# replicas and unit members: 4c-4h, 6, 6b) or all; make check runs a and b
+# as two steps in parallel, each on its own cluster and ports (a: group pb,
+# 24000-27999; b: group pc, 3000-4599, below the ephemeral range and used
+# by no other step)
+PART=${2:-all}
+case "$PART" in a|b|all) ;; *) echo "dtx_cluster_test.sh: PART a, b or all, not '$PART'"; exit 2;; esac
+part() { [ "$PART" = all ] || [ "$PART" = "$1" ]; }
+if [ "$PART" = b ]; then
+	PORT=$((3000 + ($$ % 400) * 4))
+else
+	PORT=$((24000 + ($$ % 1000) * 4))
+fi
 NACC=16
 pass=0
 fail=0
@@ -215,6 +227,7 @@ timeout 120 "$X" init "$F" $NACC >"$T/init" 2>&1
 check "init: $NACC accounts" test $? -eq 0
 cat "$T/init"
 
+if part a; then
 echo "--- transfers, no fault"
 t0=$(date +%s)
 timeout 120 "$X" run "$F" "$T/ack" 1 5 $NACC >"$T/run" 2>&1
@@ -307,6 +320,8 @@ timeout 60 "$X" fence "$F" 10 >"$T/fence" 2>&1
 check "settle after the release: 0 ($(tail -1 "$T/fence"))" test $? -eq 0
 check "check after the dtx in doubt behind newer ones" acheck
 
+fi
+if part b; then
 echo "--- stale index replica after dtx commits (536781a)"
 # An index homed on s1 (its ordering replica), replicas s2 and s0: plain
 # records, then s2 is killed and dtxs overwrite, delete and add records;
@@ -554,6 +569,8 @@ check "doubt: the behind mark did not reach s0 (held by s1 and s2)" \
 for s in 1 2; do kill9 $s; start $s; done
 wait_up >/dev/null
 
+fi
+if part a; then
 echo "--- dead participant: the others do not wait for it"
 (STRATA_FAULT=dtx.cli.prepared:0:1 timeout 60 "$X" run "$F" "$T/ack" $seed 1 \
 	$NACC >"$T/run" 2>&1) 2>/dev/null
@@ -580,6 +597,8 @@ check "dtx resolve alive s0" grep -q "marked alive on 2 of 2" "$T/res"
 check "s0 back: nothing in doubt" settled
 check "check after the dead-participant round" acheck
 
+fi
+if part b; then
 echo "--- unit-layout and entity members, multi-MiB dtxs (suite dtm; dtx_units: pdclust P, 4 MiB Q and C<g> homed on s1, index L on s2)"
 U=$BD/dtx_units
 for s in 0 1 2; do wc -l <"$D/s$s.log" >"$T/ut.l$s"; done
@@ -676,6 +695,8 @@ kill9 1
 start 1
 wait_up >/dev/null
 
+fi
+if part a; then
 echo "--- settle with a server frozen"
 # clovis_dtx_settle(): a server that does not answer is never taken as
 # clear (last: the freeze disturbs index replicas the sections above use)
@@ -696,5 +717,6 @@ timeout 60 "$X" tear "$F" >/dev/null 2>&1
 timeout 60 "$X" check "$F" "$T/ack" $NACC >/dev/null 2>&1
 check "a torn account fails the check" test $? -ne 0
 
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
