@@ -1,15 +1,14 @@
 /*
  * nvram.c — the "pmem2" driver: NVRAM devices as files mapped with libpmem2.
  *
- * The whole file is mapped once at open; writes are libpmem2's persisting
- * memcpy into the map, reads a plain memcpy out of it.  The mapping asks for
- * PMEM2_GRANULARITY_PAGE, the weakest guarantee, so that it also works on
- * files that are not on a DAX file system (/dev/shm, where embedded mode
- * emulates NVRAM).  libpmem2 then picks the strongest it can give:
+ * The whole file is mapped once at open; writes are a persisting memcpy
+ * into the map, reads a plain memcpy out of it.  Page granularity, the
+ * weakest guarantee, is accepted, so that it also works on files that are
+ * not on a DAX file system (/dev/shm, where embedded mode emulates NVRAM);
+ * the mapping gives the strongest it can:
  *
- *  - DAX with eADR (BYTE): stores are durable once visible; memcpy only
- *    fences.
- *  - DAX without eADR (CACHE_LINE): memcpy uses non-temporal stores or
+ *  - DAX (CACHE_LINE; with eADR the flushes are redundant, BYTE is not
+ *    detected): memcpy uses non-temporal stores or
  *    flushes cache lines (CLWB/CLFLUSHOPT), then fences.  No page cache, no
  *    system call on the data path.
  *  - not DAX (PAGE): memcpy is a libc memcpy into the page cache followed by

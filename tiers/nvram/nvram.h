@@ -37,8 +37,9 @@ bool nvram_dev_is(const struct tier_dev *d);
  *  a message when d is not a pmem2 device. */
 int nvram_dev_data(struct tier_dev *d, void **addr, uint64_t *len);
 
-/** Make [addr, addr + len) of d's map durable (libpmem2's persist: flush
- *  and drain).  The range must lie in d's map. */
+/** Make [addr, addr + len) of d's map durable (on DAX libpmem2's persist:
+ *  flush and drain; otherwise msync of its pages).  The range must lie in
+ *  d's map. */
 void nvram_dev_persist(struct tier_dev *d, const void *addr, size_t len);
 
 /**
