@@ -180,11 +180,23 @@ static void window_prune(struct srv_ha *a, const struct ha_map *m,
 	a->ha_nr_window = k;
 }
 
+/* Did this process's probes see server sv stop answering (srv_ha.c
+ * probe_round(); not the first look)? */
+static bool probe_fell(struct srv_ha *a, const struct ha_srv *sv)
+{
+	const struct clu_conf *c = a->ha_srv->s_conf;
+
+	for (uint32_t i = 0; i < c->cc_nr_servers && i < HA_SERVERS_MAX; i++)
+		if (strcmp(c->cc_servers[i].cs_name, sv->hs_name) == 0)
+			return atomic_load(&a->ha_probe_fell[i]);
+	return false;
+}
+
 /* Members whose lease lapsed: a server of the map in service with no
  * member key is proven gone (SRV_LEASE_EXPIRED), once per run (the
  * incarnation its member record last showed, or, for one this leader
  * never saw registered, the run the event log shows joined and not
- * ended).  Only after this leader held the key for two lease TTLs: a
+ * ended, if this process's probes saw it stop answering).  Only after this leader held the key for two lease TTLs: a
  * server starting registers within that.
  *
  * The log's run matters when the leader itself dies with or after a
@@ -197,8 +209,10 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 {
 	static uint64_t said[HA_SERVERS_MAX], inc[HA_SERVERS_MAX];
 
-	if (a->ha_lead_since == now) /* a new leadership: nothing seen */
+	if (a->ha_lapse_new) { /* a new leadership: nothing seen */
 		memset(inc, 0, sizeof inc);
+		a->ha_lapse_new = false;
+	}
 	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
 		return;
 	for (uint32_t j = 0; j < m->hm_nr_servers; j++) {
@@ -212,11 +226,13 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		rc = ha_member_get(a->ha_etcd, m->hm_cluster, sv->hs_name, &mb);
 		if (rc == 0)
 			inc[j] = mb.hmb_incarnation;
-		else if (rc == -ENOENT && inc[j] == 0)
+		else if (rc == -ENOENT && inc[j] == 0 && probe_fell(a, sv))
 			inc[j] = run_logged(a, sv->hs_name);
 		/* only a run that registered can lapse: a server still
-		 * opening its store at a cluster's start has not registered
-		 * yet (no key seen, no SRV_JOINED logged) */
+		 * opening its store has not registered yet (no key seen; and
+		 * after every server stopped, the log's last run of it ended
+		 * unlogged, so that run counts only if this process's probes
+		 * saw it stop answering) */
 		if (rc != -ENOENT || inc[j] == 0 || said[j] == inc[j] + 1)
 			continue;
 		said[j] = inc[j] + 1;
@@ -691,6 +707,7 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 		a->ha_lead_since = now;
 		a->ha_adopt_due = true;
 		a->ha_nr_runs = 0;  /* the log is read again from its start */
+		a->ha_lapse_new = true;
 	}
 	rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster, "events",
 			 a->ha_ev_next, 0, window_add, a, NULL);

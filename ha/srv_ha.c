@@ -266,6 +266,7 @@ static void probe_round(struct srv_ha *a)
 		if (down == a->ha_seen_down[j])
 			continue;
 		a->ha_seen_down[j] = down;
+		atomic_store(&a->ha_probe_fell[j], down);
 		report(a, down ? HA_EV_SRV_UNREACHABLE : HA_EV_SRV_REACHABLE,
 		       j, NULL, member_inc(a, j), 0);
 	}

@@ -66,6 +66,11 @@ struct srv_ha {
 	struct peers *ha_probe;
 	bool ha_seen[HA_SERVERS_MAX];      /* looked at once */
 	bool ha_seen_down[HA_SERVERS_MAX];
+	/* this process saw server j's run stop answering (an UNREACHABLE it
+	 * reported, not the silent first look; cleared by REACHABLE): the
+	 * leader may then take the run the event log shows for it as the
+	 * one that died (ha_lead.c lapsed_members()) */
+	_Atomic bool ha_probe_fell[HA_SERVERS_MAX];
 	uint64_t ha_dev_errors[HA_DEVS_MAX];
 	bool ha_dev_failed[HA_DEVS_MAX];
 	/* leadership (the agent's thread) */
@@ -86,6 +91,7 @@ struct srv_ha {
 		uint64_t r_inc;
 	} ha_runs[HA_SERVERS_MAX];
 	uint32_t ha_nr_runs;
+	bool ha_lapse_new;            /* lapsed_members(): forget, new leader */
 	/* the jobs this agent runs as the leader (ha_lead.c; ha_jobs_lock) */
 	pthread_mutex_t ha_jobs_lock;
 	pthread_cond_t ha_jobs_cond;  /* a job ended */

@@ -41,8 +41,6 @@ mkdir -p build-asan
 	ln -f build-asan/strata-server-test build-asan/ut/strata-server
 ) 9>build-asan/.build.lock
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-# libpmem2's own leak per device map (tests/lsan.supp)
-export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
 # The heaviest loop-type tests run fewer rounds under ASan (tests/ut.h
 # ut_rounds(); every round asserts in full, the plain runs do all rounds):
 # analyzer/random 100 of 300 seeds, smr/clean_with_reader 16 of 40 passes.

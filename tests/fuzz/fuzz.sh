@@ -32,9 +32,6 @@ B=${1:-build}
 secs=${2:-}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-# libpmem2's own leak per device map (tests/lsan.supp): the S3 targets open
-# stores with NVRAM devices
-export LSAN_OPTIONS=suppressions=$top/tests/lsan.supp
 cd "$top" || exit 2
 CLANG=${CLANG:-clang-14}
 out="$B/fuzz"

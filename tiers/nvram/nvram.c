@@ -18,32 +18,33 @@
  * In every case bytes are durable (as far as the medium allows) when the
  * write returns, which is more than tier.h asks; sync only drains.
  *
- * The file is mapped here, never at a fixed address, and handed to libpmem2
- * with pmem2_map_from_existing() (nvram_map()).  pmem2_map_new() maps over
- * a reservation with MAP_FIXED, first with MAP_SYNC: on a file system that
- * offers MAP_SYNC (ext4, xfs) for a file that is not DAX, the kernel drops
- * the reservation before it refuses the flag, and until libpmem2 maps again
- * without it the range is a hole that any other thread's mmap may take (a
- * malloc arena, a libfabric buffer pool), which the second MAP_FIXED then
- * overwrites with the file: a starting server died with its heap under a
- * device's zeros (docs/cluster.md).  Mapped here, MAP_SYNC is tried without
- * MAP_FIXED: its refusal removes nothing.  The granularity handed over is
- * CACHE_LINE for a MAP_SYNC mapping (DAX; eADR's BYTE is not detected, the
- * cache-line flushes are then merely redundant): writes use libpmem2's
- * memcpy, persist and drain.  Without MAP_SYNC the granularity is PAGE,
- * and libpmem2 1.12's page persist spins on msync() of 0 bytes for a map it
- * did not make (it sizes the range by the map's reserved length, which
- * pmem2_map_from_existing() leaves 0): the driver then does what libpmem2
- * does at PAGE granularity itself, memcpy and msync(MS_SYNC) of the pages
- * written (nvram_page_*()).
+ * libpmem2's pmem2_map_new() maps over a reservation with MAP_FIXED, first
+ * with MAP_SYNC: on a file system that offers MAP_SYNC (ext4, xfs) for a
+ * file that is not DAX, the kernel drops the reservation before it refuses
+ * the flag, and until libpmem2 maps again without it the range is a hole
+ * that any other thread's mmap may take (a malloc arena, a libfabric buffer
+ * pool), which the second MAP_FIXED then overwrites with the file: a
+ * starting server died with its heap under a device's zeros.  So libpmem2
+ * maps only files where its first call cannot fail that way: DAX (MAP_SYNC
+ * taken, tried first here without MAP_FIXED) and tmpfs (the flag refused
+ * before the reservation is touched).  Any other file is mapped here, never
+ * at a fixed address, and written at page granularity by nvram_page_*():
+ * memcpy and msync(MS_SYNC) of the pages written, which is all libpmem2
+ * does at that granularity.  (pmem2_map_from_existing() does not serve:
+ * libpmem2 1.12 then spins in its page persist on msync of 0 bytes, and
+ * leaks a thread-local key per map, 1023 maps to a process.)
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdbool.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+
+#include <linux/magic.h>
 
 #include <libpmem2.h>
 
@@ -95,9 +96,16 @@ static void nvram_page_persist(const void *p, size_t len)
 
 	if (len == 0)
 		return;
-	while (msync((void *)a, len + ((uintptr_t)p - a), MS_SYNC) != 0 &&
-	       errno == EINTR)
-		;
+	while (msync((void *)a, len + ((uintptr_t)p - a), MS_SYNC) != 0) {
+		if (errno == EINTR)
+			continue;
+		/* what libpmem2 does at page granularity: a write that
+		 * cannot be made durable must not be acknowledged, and the
+		 * kernel reports a write-back error only once */
+		LOG_ERROR("nvram: msync of %zu bytes at %p: %s: aborting",
+			  len, p, strerror(errno));
+		abort();
+	}
 }
 
 static void *nvram_page_memcpy(void *dst, const void *src, size_t len,
@@ -113,12 +121,13 @@ static void nvram_page_drain(void)
 {
 }
 
-/* The write functions of a map of granularity gran. */
+/* The write functions of a mapping: libpmem2's for its own maps, the
+ * page ones for a file mapped here (map NULL). */
 static void nvram_fns(struct pmem2_map *map, enum pmem2_granularity gran,
 		      pmem2_memcpy_fn *cpy, pmem2_persist_fn *persist,
 		      pmem2_drain_fn *drain)
 {
-	if (gran == PMEM2_GRANULARITY_PAGE) {
+	if (map == NULL) {
 		*cpy = nvram_page_memcpy;
 		*persist = nvram_page_persist;
 		*drain = nvram_page_drain;
@@ -129,19 +138,26 @@ static void nvram_fns(struct pmem2_map *map, enum pmem2_granularity gran,
 	*drain = pmem2_get_drain_fn(map);
 }
 
-/* Map the whole file behind fd (never MAP_FIXED: see the top of this file)
- * and describe the mapping to libpmem2; *base and *len are the mapping,
- * which nvram_unmap() removes after the map object. */
+/* Map the whole file behind fd.  libpmem2 maps it (pmem2_map_new()) where
+ * that leaves no hole (see the top of this file): a file that takes
+ * MAP_SYNC (DAX), or one on tmpfs (which refuses MAP_SYNC before touching
+ * the reservation).  Any other file (not DAX, on ext4, xfs...) is mapped
+ * here, never at a fixed address, with no libpmem2 map (*map NULL): page
+ * granularity, written with nvram_page_*().  *base, *len and *granp
+ * describe the mapping; nvram_unmap() removes it. */
 static int nvram_map(int fd, const char *path, struct pmem2_map **map,
 		     char **base, size_t *len, enum pmem2_granularity *granp)
 {
-	enum pmem2_granularity gran = PMEM2_GRANULARITY_CACHE_LINE;
+	struct pmem2_config *cfg = NULL;
 	struct pmem2_source *src = NULL;
+	struct statfs sf;
 	struct stat st;
+	bool lib;
 	void *p;
 	int rc;
 
 	*map = NULL;
+	*base = NULL;
 	if (fstat(fd, &st) != 0)
 		return err_set(-errno, "device %s: fstat: %s", path,
 			       strerror(errno));
@@ -150,54 +166,58 @@ static int nvram_map(int fd, const char *path, struct pmem2_map **map,
 	*len = (size_t)st.st_size;
 	p = mmap(NULL, *len, PROT_READ | PROT_WRITE,
 		 MAP_SHARED_VALIDATE | MAP_SYNC, fd, 0);
-	if (p == MAP_FAILED) {
-		gran = PMEM2_GRANULARITY_PAGE;
+	lib = p != MAP_FAILED ||
+	      (fstatfs(fd, &sf) == 0 && sf.f_type == TMPFS_MAGIC);
+	if (p != MAP_FAILED)
+		munmap(p, *len);
+	if (!lib) {
 		p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
 			 0);
+		if (p == MAP_FAILED)
+			return err_set(-errno, "device %s: mmap of %zu "
+				       "bytes: %s", path, *len,
+				       strerror(errno));
+		*base = p;
+		*granp = PMEM2_GRANULARITY_PAGE;
+		return 0;
 	}
-	if (p == MAP_FAILED)
-		return err_set(-errno, "device %s: mmap of %zu bytes: %s",
-			       path, *len, strerror(errno));
-	*base = p;
+	rc = pmem2_config_new(&cfg);
+	if (rc != 0) {
+		rc = nvram_err(rc, path, "config");
+		goto out;
+	}
 	rc = pmem2_source_from_fd(&src, fd);
 	if (rc != 0) {
 		rc = nvram_err(rc, path, "source");
-		goto out_unmap;
+		goto out_config;
 	}
-	rc = pmem2_map_from_existing(map, src, p, *len, gran);
-	/* Test builds reach the error path with a real libpmem2 refusal:
-	 * the same range described twice. */
-	if (rc == 0 && FAULT_HIT("tier.pmem2.map")) {
-		struct pmem2_map *twice = NULL;
-
-		rc = pmem2_map_from_existing(&twice, src, p, *len, gran);
-		if (rc == 0)
-			pmem2_map_delete(&twice);
-		pmem2_map_delete(map);
-		*map = NULL;
-		if (rc == 0)
-			rc = -EIO;
-	}
-	pmem2_source_delete(&src);
-	if (rc != 0) {
+	/* Test builds reach the error path by leaving the granularity unset:
+	 * a real libpmem2 failure, with libpmem2's own message. */
+	if (!FAULT_HIT("tier.pmem2.map"))
+		rc = pmem2_config_set_required_store_granularity(
+			cfg, PMEM2_GRANULARITY_PAGE);
+	if (rc == 0)
+		rc = pmem2_map_new(map, cfg, src);
+	if (rc != 0)
 		rc = nvram_err(rc, path, "map");
-		goto out_unmap;
-	}
-	*granp = gran;
+	pmem2_source_delete(&src);
+out_config:
+	pmem2_config_delete(&cfg);
+out:
+	if (rc != 0)
+		return rc;
+	*base = pmem2_map_get_address(*map);
+	*len = pmem2_map_get_size(*map);
+	*granp = pmem2_map_get_store_granularity(*map);
 	return 0;
-out_unmap:
-	munmap(p, *len);
-	*base = NULL;
-	return rc;
 }
 
-/* Drop the map object, then the mapping itself (pmem2_map_delete() does
- * not unmap what pmem2_map_from_existing() described). */
+/* Remove a mapping of nvram_map(). */
 static void nvram_unmap(struct pmem2_map **map, char *base, size_t len)
 {
 	if (*map != NULL)
 		pmem2_map_delete(map);
-	if (base != NULL)
+	else if (base != NULL)
 		munmap(base, len);
 }
 

@@ -1064,7 +1064,7 @@ static void test_fault_pmem2_map(void)
 	tut_make_closed(path, sizeof path, ST_TIER_NVRAM);
 	fault_arm("tier.pmem2.map", 0, 1);
 	CU_ASSERT(tut_open_fails(path, ST_TIER_NVRAM, tut_store, 7,
-				 -EIO, "pmem2 map"));
+				 -EIO, "granularity"));
 	fault_reset();
 	CU_ASSERT(tut_msg_has("pmem2"));
 	CU_ASSERT_EQUAL(tier_dev_open(&d, path, ST_TIER_NVRAM, tut_store,
