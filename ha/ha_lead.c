@@ -57,41 +57,26 @@
  * removes the file once it did). */
 #define LEAD_JOB_HOLD_MS 120000u
 
-/* Note the run an event of the log starts or ends (a->ha_runs). */
+/* Note the run an event of the log starts or ends (a->ha_run_inc). */
 static void run_note(struct srv_ha *a, const struct ha_event *e)
 {
-	uint32_t i;
+	uint64_t *r;
+	int i;
 
 	if (e->he_dev[0] != '\0' || e->he_incarnation == 0 ||
 	    (e->he_kind != HA_EV_SRV_JOINED && e->he_kind != HA_EV_SRV_EXIT &&
 	     e->he_kind != HA_EV_SRV_LEASE_EXPIRED))
 		return;
-	for (i = 0; i < a->ha_nr_runs; i++)
-		if (strcmp(a->ha_runs[i].r_name, e->he_target) == 0)
-			break;
-	if (i == a->ha_nr_runs) {
-		if (i == HA_SERVERS_MAX || e->he_kind != HA_EV_SRV_JOINED)
-			return;
-		snprintf(a->ha_runs[i].r_name, sizeof a->ha_runs[i].r_name,
-			 "%s", e->he_target);
-		a->ha_runs[i].r_inc = 0;
-		a->ha_nr_runs++;
-	}
+	i = clu_server_find(a->ha_srv->s_conf, e->he_target);
+	if (i < 0 || i >= (int)HA_SERVERS_MAX)
+		return;
+	r = &a->ha_run_inc[i];
 	if (e->he_kind == HA_EV_SRV_JOINED) {
-		if (e->he_incarnation > a->ha_runs[i].r_inc)
-			a->ha_runs[i].r_inc = e->he_incarnation;
-	} else if (e->he_incarnation == a->ha_runs[i].r_inc) {
-		a->ha_runs[i].r_inc = 0;  /* that run's end is logged */
+		if (e->he_incarnation > *r)
+			*r = e->he_incarnation;
+	} else if (e->he_incarnation == *r) {
+		*r = 0;  /* that run's end is logged */
 	}
-}
-
-/* The run of server name the log last showed joined and not ended, 0. */
-static uint64_t run_logged(const struct srv_ha *a, const char *name)
-{
-	for (uint32_t i = 0; i < a->ha_nr_runs; i++)
-		if (strcmp(a->ha_runs[i].r_name, name) == 0)
-			return a->ha_runs[i].r_inc;
-	return 0;
 }
 
 /* Add one event of the log to the window (the oldest goes when full). */
@@ -180,24 +165,26 @@ static void window_prune(struct srv_ha *a, const struct ha_map *m,
 	a->ha_nr_window = k;
 }
 
-/* Did this process's probes see server sv stop answering (srv_ha.c
- * probe_round(); not the first look)? */
-static bool probe_fell(struct srv_ha *a, const struct ha_srv *sv)
+/* The run of server sv the event log shows joined and not ended, if this
+ * process's probes saw sv stop answering (srv_ha.c probe_round(); not the
+ * first look), else 0. */
+static uint64_t run_fallen(struct srv_ha *a, const struct ha_srv *sv)
 {
-	const struct clu_conf *c = a->ha_srv->s_conf;
+	int i = clu_server_find(a->ha_srv->s_conf, sv->hs_name);
 
-	for (uint32_t i = 0; i < c->cc_nr_servers && i < HA_SERVERS_MAX; i++)
-		if (strcmp(c->cc_servers[i].cs_name, sv->hs_name) == 0)
-			return atomic_load(&a->ha_probe_fell[i]);
-	return false;
+	if (i < 0 || i >= (int)HA_SERVERS_MAX ||
+	    !atomic_load(&a->ha_probe_fell[i]))
+		return 0;
+	return a->ha_run_inc[i];
 }
 
 /* Members whose lease lapsed: a server of the map in service with no
  * member key is proven gone (SRV_LEASE_EXPIRED), once per run (the
  * incarnation its member record last showed, or, for one this leader
  * never saw registered, the run the event log shows joined and not
- * ended, if this process's probes saw it stop answering).  Only after this leader held the key for two lease TTLs: a
- * server starting registers within that.
+ * ended, if this process's probes saw it stop answering).  Only after
+ * this leader held the key for two lease TTLs: a server starting
+ * registers within that.
  *
  * The log's run matters when the leader itself dies with or after a
  * server: the new leader never saw that server's key, and the probes'
@@ -207,12 +194,8 @@ static bool probe_fell(struct srv_ha *a, const struct ha_srv *sv)
 static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 			   uint64_t now)
 {
-	static uint64_t said[HA_SERVERS_MAX], inc[HA_SERVERS_MAX];
+	uint64_t *said = a->ha_lapse_said, *inc = a->ha_lapse_inc;
 
-	if (a->ha_lapse_new) { /* a new leadership: nothing seen */
-		memset(inc, 0, sizeof inc);
-		a->ha_lapse_new = false;
-	}
 	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
 		return;
 	for (uint32_t j = 0; j < m->hm_nr_servers; j++) {
@@ -226,8 +209,8 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		rc = ha_member_get(a->ha_etcd, m->hm_cluster, sv->hs_name, &mb);
 		if (rc == 0)
 			inc[j] = mb.hmb_incarnation;
-		else if (rc == -ENOENT && inc[j] == 0 && probe_fell(a, sv))
-			inc[j] = run_logged(a, sv->hs_name);
+		else if (rc == -ENOENT && inc[j] == 0)
+			inc[j] = run_fallen(a, sv);
 		/* only a run that registered can lapse: a server still
 		 * opening its store has not registered yet (no key seen; and
 		 * after every server stopped, the log's last run of it ended
@@ -706,8 +689,9 @@ void ha_lead_step(struct srv_ha *a, uint64_t now)
 	if (a->ha_lead_since == 0) {
 		a->ha_lead_since = now;
 		a->ha_adopt_due = true;
-		a->ha_nr_runs = 0;  /* the log is read again from its start */
-		a->ha_lapse_new = true;
+		/* nothing seen yet; the log is read again from its start */
+		memset(a->ha_run_inc, 0, sizeof a->ha_run_inc);
+		memset(a->ha_lapse_inc, 0, sizeof a->ha_lapse_inc);
 	}
 	rc = ha_log_read(a->ha_etcd, a->ha_map.hm_cluster, "events",
 			 a->ha_ev_next, 0, window_add, a, NULL);

@@ -84,14 +84,13 @@ struct srv_ha {
 	uint64_t ha_lead_since;       /* ms: leader since (0: not) */
 	/* each server's run as the event log tells it (window_add(): its
 	 * last SRV_JOINED, 0 once an exit or lease expiry of that run is
-	 * logged): the run a member key absent since this leadership began
-	 * belonged to (ha_lead.c lapsed_members()) */
-	struct {
-		char r_name[HA_NAME_MAX + 1];
-		uint64_t r_inc;
-	} ha_runs[HA_SERVERS_MAX];
-	uint32_t ha_nr_runs;
-	bool ha_lapse_new;            /* lapsed_members(): forget, new leader */
+	 * logged), by its index in the cluster file: the run a member key
+	 * absent since this leadership began belonged to */
+	uint64_t ha_run_inc[HA_SERVERS_MAX];
+	/* lapsed_members(), by map index: the run each server's key showed
+	 * this leadership (reset with it), and the run last reported + 1 */
+	uint64_t ha_lapse_inc[HA_SERVERS_MAX];
+	uint64_t ha_lapse_said[HA_SERVERS_MAX];
 	/* the jobs this agent runs as the leader (ha_lead.c; ha_jobs_lock) */
 	pthread_mutex_t ha_jobs_lock;
 	pthread_cond_t ha_jobs_cond;  /* a job ended */

@@ -173,15 +173,18 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 
 	if (rc == 0)
 		rc = idx_prepare(s, so);
-	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
-	    !(so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL)))
-		rc = ridx_claim(s, so->so_ridx);
-	/* A copy with its version: not over a newer one a merge took. */
-	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL) &&
-	    (so->so_m.mr_rflags & SRF_REPLICA) && so->so_m.mr_seq != 0 &&
-	    so->so_m.mr_term != 0) {
-		so->so_m.mr_req.er_guard = ridx_copy_guard;
-		so->so_m.mr_req.er_guard_arg = &so->so_m;
+	if (rc == 0 && (kind == ER_IDX_PUT || kind == ER_IDX_DEL)) {
+		uint32_t f = so->so_m.mr_rflags;
+
+		if (!(f & (SRF_REPLICA | SRF_INTERNAL))) {
+			rc = ridx_claim(s, so->so_ridx);
+		} else if ((f & SRF_REPLICA) && so->so_m.mr_seq != 0 &&
+			   so->so_m.mr_term != 0) {
+			/* a copy with its version: not over a newer one a
+			 * merge took */
+			so->so_m.mr_req.er_guard = ridx_copy_guard;
+			so->so_m.mr_req.er_guard_arg = &so->so_m;
+		}
 	}
 
 	if (rc != 0)

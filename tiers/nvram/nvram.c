@@ -123,9 +123,8 @@ static void nvram_page_drain(void)
 
 /* The write functions of a mapping: libpmem2's for its own maps, the
  * page ones for a file mapped here (map NULL). */
-static void nvram_fns(struct pmem2_map *map, enum pmem2_granularity gran,
-		      pmem2_memcpy_fn *cpy, pmem2_persist_fn *persist,
-		      pmem2_drain_fn *drain)
+static void nvram_fns(struct pmem2_map *map, pmem2_memcpy_fn *cpy,
+		      pmem2_persist_fn *persist, pmem2_drain_fn *drain)
 {
 	if (map == NULL) {
 		*cpy = nvram_page_memcpy;
@@ -255,7 +254,7 @@ static int nvram_format_fill(int fd, const char *path,
 	rc = nvram_map(fd, path, &map, &base, &len, &gran);
 	if (rc != 0)
 		goto out;
-	nvram_fns(map, gran, &cpy, &persist, &drain);
+	nvram_fns(map, &cpy, &persist, &drain);
 	cpy(base, sb, sizeof *sb, 0);
 	if (FAULT_HIT("tier.pmem2.format"))
 		rc = err_set(-EIO, "device %s: injected format error", path);
@@ -301,15 +300,14 @@ static int nvram_attach(struct tier_dev *d, struct nvram_dev *nv)
 {
 	uint64_t need = d->td_sb.sb_data_off + d->td_sb.sb_data_size;
 
-	nvram_fns(nv->nv_map, nv->nv_gran, &nv->nv_memcpy, &nv->nv_persist,
-		  &nv->nv_drain);
+	nvram_fns(nv->nv_map, &nv->nv_memcpy, &nv->nv_persist, &nv->nv_drain);
 	if (nv->nv_size < need)
 		return err_set(-ST_ECORRUPT, "device %s: mapped %zu bytes, "
 			       "superblock needs %llu", d->td_path,
 			       nv->nv_size, (unsigned long long)need);
-	LOG_DEBUG("device %s: pmem2 map of %zu bytes, granularity %d",
-		  d->td_path, nv->nv_size,
-		  (int)pmem2_map_get_store_granularity(nv->nv_map));
+	LOG_DEBUG("device %s: %s map of %zu bytes, granularity %d",
+		  d->td_path, nv->nv_map != NULL ? "pmem2" : "own",
+		  nv->nv_size, (int)nv->nv_gran);
 	return 0;
 }
 
