@@ -448,6 +448,9 @@ static int clu_cluster_key(struct clu_px *p, const char *k,
 	}
 	if (strcmp(k, "ha_down_out") == 0)
 		return clu_ms(v, "cluster.ha_down_out", &c->cc_ha_down_out_ms);
+	if (strcmp(k, "ha_start_grace") == 0)
+		return clu_ms(v, "cluster.ha_start_grace",
+			      &c->cc_ha_start_grace_ms);
 	if (strcmp(k, "ha_rules") == 0) {
 		const char *s = clu_scalar(v);
 

@@ -21,6 +21,10 @@
  *     ha_lease: 5s                 # HA membership lease (2s..60s, whole s)
  *     ha_rules: default            # the analyzer's presets: default, test
  *     ha_down_out: 600s            # FAILED -> OUT delay (else the preset's)
+ *     ha_start_grace: 300s         # a server of the map that has not
+ *                                  # registered by then (after a whole-
+ *                                  # cluster stop) is taken as gone
+ *                                  # (default 300 s, 20 s with ha_rules test)
  *   servers:                       # 1..CLU_SERVERS_MAX
  *     - name: s0
  *       address: 127.0.0.1         # IPv4, IPv6 ("::1", quoted) or a host name
@@ -139,6 +143,7 @@ struct clu_conf {
 	uint32_t cc_ha_lease_s;
 	bool cc_ha_test_rules;
 	uint32_t cc_ha_down_out_ms;
+	uint32_t cc_ha_start_grace_ms; /* 0: the preset's (ha_start_grace_ms()) */
 	char cc_etcd[CLU_ETCD_MAX][CLU_URL_MAX + 1];
 	char *cc_text;              /**< the file's text (owned; CONF_GET) */
 	size_t cc_text_len;

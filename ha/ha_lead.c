@@ -190,11 +190,20 @@ static uint64_t run_fallen(struct srv_ha *a, const struct ha_srv *sv)
  * server: the new leader never saw that server's key, and the probes'
  * reports alone may not prove it down (one live reporter, below
  * hr_min_reporters: tests/integ/ha_standby_test.sh, the analyzer's
- * leader killed last). */
+ * leader killed last).
+ *
+ * The start grace: a server this leader never saw registered and never
+ * saw answer, after a whole-cluster stop one that does not come back, is
+ * proven gone once this leader has led for ha_start_grace_ms (a server
+ * still opening its store has registered by then), as the run the log
+ * shows (0 when the bounded log no longer has it: not stale then).
+ * Without it nothing ever failed such a server: its probes' first look is
+ * silent and its last run ended unlogged (tests/integ/ha_restart_test.sh). */
 static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 			   uint64_t now)
 {
 	uint64_t *said = a->ha_lapse_said, *inc = a->ha_lapse_inc;
+	bool graced = now >= a->ha_lead_since + a->ha_start_grace_ms;
 
 	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
 		return;
@@ -202,7 +211,8 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		const struct ha_srv *sv = &m->hm_servers[j];
 		struct ha_member mb;
 		struct ha_event ev;
-		int rc;
+		uint64_t run;
+		int rc, i;
 
 		if (sv->hs_state != HA_ONLINE && sv->hs_state != HA_TRANSIENT)
 			continue;
@@ -211,20 +221,40 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 			inc[j] = mb.hmb_incarnation;
 		else if (rc == -ENOENT && inc[j] == 0)
 			inc[j] = run_fallen(a, sv);
+		if (rc != -ENOENT)
+			continue;
 		/* only a run that registered can lapse: a server still
 		 * opening its store has not registered yet (no key seen; and
 		 * after every server stopped, the log's last run of it ended
 		 * unlogged, so that run counts only if this process's probes
-		 * saw it stop answering) */
-		if (rc != -ENOENT || inc[j] == 0 || said[j] == inc[j] + 1)
+		 * saw it stop answering, or once the start grace is over) */
+		run = inc[j];
+		if (run == 0 && !graced)
 			continue;
-		said[j] = inc[j] + 1;
+		if (run == 0) {
+			i = clu_server_find(a->ha_srv->s_conf, sv->hs_name);
+			if (i >= 0 && i < (int)HA_SERVERS_MAX)
+				run = a->ha_run_inc[i];
+			/* kept: once its expiry is logged, the log shows
+			 * that run ended (run_note()) */
+			inc[j] = run;
+			if (said[j] != run + 1)
+				LOG_WARNING("server %s: server %s has not "
+					    "registered within the start grace "
+					    "(%" PRIu64 " s of this leadership): "
+					    "taken as gone (its run %" PRIu64
+					    ")", a->ha_name, sv->hs_name,
+					    a->ha_start_grace_ms / 1000, run);
+		}
+		if (said[j] == run + 1)
+			continue;
+		said[j] = run + 1;
 		memset(&ev, 0, sizeof ev);
 		ev.he_kind = HA_EV_SRV_LEASE_EXPIRED;
 		snprintf(ev.he_target, sizeof ev.he_target, "%s", sv->hs_name);
 		/* the run whose member record this leader saw last (0: none
 		 * seen since it leads: about whichever run it was) */
-		ev.he_incarnation = inc[j];
+		ev.he_incarnation = run;
 		if (ha_report(a, &ev) != 0)
 			LOG_WARNING("server %s: lapsed member %s not reported: "
 				    "%s", a->ha_name, sv->hs_name, err_msg());
@@ -772,4 +802,12 @@ void ha_rules_from_conf(struct ha_rules *r, const struct clu_conf *c)
 		ha_rules_init_defaults(r);
 	if (c->cc_ha_down_out_ms != 0)
 		r->hr_down_out_ms = c->cc_ha_down_out_ms;
+}
+
+uint64_t ha_start_grace_ms(const struct clu_conf *c)
+{
+	if (c->cc_ha_start_grace_ms != 0)
+		return c->cc_ha_start_grace_ms;
+	return c->cc_ha_test_rules ? HA_START_GRACE_TEST_MS :
+				     HA_START_GRACE_MS;
 }

@@ -880,6 +880,7 @@ static int ha_register(struct srv *s)
 	a->ha_name = s->s_me->cs_name;
 	a->ha_lease_ttl_s = c->cc_ha_lease_s;
 	ha_rules_from_conf(&a->ha_rules, c);
+	a->ha_start_grace_ms = ha_start_grace_ms(c);
 	pthread_mutex_init(&a->ha_lock, NULL);
 	pthread_cond_init(&a->ha_cond, NULL);
 	pthread_mutex_init(&a->ha_jobs_lock, NULL);

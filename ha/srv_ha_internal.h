@@ -37,6 +37,13 @@ struct lead_job;
 #define HA_PROBE_CALL_MS 2000u
 /* Requests to etcd: each attempt's timeout (ms). */
 #define HA_ETCD_TIMEOUT_MS 2000u
+/* The leader's start grace (ms): a server of the map in service whose
+ * member key the leader never saw (after a whole-cluster stop, a server
+ * that does not come back) is taken as gone, its run the event log shows
+ * as ended, once the leader has led this long: a server opening a large
+ * store registers well within it.  cluster.ha_start_grace overrides. */
+#define HA_START_GRACE_MS 300000u
+#define HA_START_GRACE_TEST_MS 20000u
 /* Events the leader keeps in its window (the analyzer's input). */
 #define HA_WINDOW_MAX 1024u
 /* A catch-up (peers_epoch_adopt(..., true)) waits at most this long for
@@ -91,6 +98,10 @@ struct srv_ha {
 	 * this leadership (reset with it), and the run last reported + 1 */
 	uint64_t ha_lapse_inc[HA_SERVERS_MAX];
 	uint64_t ha_lapse_said[HA_SERVERS_MAX];
+	/* ms: how long a leader waits for a server of the map in service
+	 * whose member key it never saw before it takes the server as gone
+	 * (cluster.ha_start_grace; ha_start_grace_ms()) */
+	uint64_t ha_start_grace_ms;
 	/* the jobs this agent runs as the leader (ha_lead.c; ha_jobs_lock) */
 	pthread_mutex_t ha_jobs_lock;
 	pthread_cond_t ha_jobs_cond;  /* a job ended */
@@ -132,5 +143,8 @@ bool ha_lead_jobs_stop(struct srv_ha *a, uint32_t wait_ms);
  * test presets; cluster.ha_down_out overrides the delay). */
 struct clu_conf;
 void ha_rules_from_conf(struct ha_rules *r, const struct clu_conf *c);
+/* The leader's start grace (ms) of the cluster file: cluster.ha_start_grace,
+ * else HA_START_GRACE_MS, or HA_START_GRACE_TEST_MS with the test presets. */
+uint64_t ha_start_grace_ms(const struct clu_conf *c);
 
 #endif /* STRATA_HA_SRV_HA_INTERNAL_H */

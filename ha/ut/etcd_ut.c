@@ -24,6 +24,7 @@
 #include "ha/etcd.h"
 #include "ha/etcd_proc.h"
 #include "ha/map.h"
+#include "ha/srv_ha_internal.h"
 #include "tests/ut.h"
 
 #define PORT_LO 7000u
@@ -407,6 +408,10 @@ static void test_conf_keys(void)
 		{"enclosure: rack1, devices: [ { tier: flash }, { tier: sas }",
 		 "enclosure: \"r a\", devices: [ { tier: flash }, { tier: sas }",
 		 "servers[0].enclosure"},
+		{"  name: hamap\n", "  name: hamap\n  ha_start_grace: 0s\n",
+		 "cluster.ha_start_grace"},
+		{"  name: hamap\n", "  name: hamap\n  ha_start_grace: 5m\n",
+		 "cluster.ha_start_grace"},
 	};
 	struct clu_conf c = {0};
 	char text[2048];
@@ -418,6 +423,25 @@ static void test_conf_keys(void)
 	CU_ASSERT_STRING_EQUAL(c.cc_etcd[1], "http://[::1]:7003");
 	CU_ASSERT_STRING_EQUAL(c.cc_servers[0].cs_enclosure, "rack1");
 	CU_ASSERT_STRING_EQUAL(c.cc_servers[2].cs_enclosure, "");
+	/* the leader's start grace: the default preset's, the test one's */
+	CU_ASSERT_EQUAL(ha_start_grace_ms(&c), HA_START_GRACE_MS);
+	c.cc_ha_test_rules = true;
+	CU_ASSERT_EQUAL(ha_start_grace_ms(&c), HA_START_GRACE_TEST_MS);
+	clu_conf_fini(&c);
+	/* ... and the cluster file's, over either */
+	snprintf(text, sizeof text, "%s", conf_text);
+	{
+		char *l = strstr(text, "  name: hamap\n") + 14;
+
+		memmove(l + 22, l, strlen(l) + 1);
+		memcpy(l, "  ha_start_grace: 45s\n", 22);
+	}
+	CU_ASSERT_EQUAL_FATAL(clu_conf_parse(&c, text, strlen(text), "/tmp",
+					     0), 0);
+	CU_ASSERT_EQUAL(c.cc_ha_start_grace_ms, 45000);
+	CU_ASSERT_EQUAL(ha_start_grace_ms(&c), 45000);
+	c.cc_ha_test_rules = true;
+	CU_ASSERT_EQUAL(ha_start_grace_ms(&c), 45000);
 	clu_conf_fini(&c);
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		const char *at = strstr(conf_text, bad[i].from);
