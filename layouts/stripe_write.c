@@ -33,11 +33,59 @@ int stripe_req_upd_add(struct eng_req *r, const struct unit_upd *u)
 	return 0;
 }
 
+/* Does device d share a failure domain with a device of used[0..nused)?
+ * (Never in a store without domains.) */
+static bool dom_used(struct eng *e, const uint32_t *used, uint32_t nused,
+		     uint32_t d)
+{
+	uint32_t dm = eng_dev_domain(e, d);
+
+	if (dm == 0)
+		return false;
+	for (uint32_t i = 0; i < nused; i++)
+		if (eng_dev_domain(e, used[i]) == dm)
+			return true;
+	return false;
+}
+
+/* A usable device for slot j other than its placed one: a spare slot's
+ * device, then any pool device (from g on), none in used[0..nused); with
+ * distinct, none sharing a failure domain with them either.  UINT32_MAX
+ * when none. */
+static uint32_t slot_other(struct sctx *sc, const struct sgroup *sg,
+			   const uint32_t *used, uint32_t nused, bool distinct)
+{
+	struct eng *e = sc->sc_e;
+	const struct eng_pool *p = sc->sc_pool;
+
+	for (uint32_t s = sc->sc_w; s < sc->sc_width; s++) {
+		uint32_t c = sg->sg_devs[s];
+
+		if (eng_dev_usable(e, c) && !stripe_dev_in(used, nused, c) &&
+		    !(distinct && dom_used(e, used, nused, c)))
+			return c;
+	}
+	for (uint32_t i = 0; i < p->ep_nr; i++) {
+		uint32_t c = p->ep_devs[(sg->sg_g + i) % p->ep_nr];
+
+		if (eng_dev_usable(e, c) && !stripe_dev_in(used, nused, c) &&
+		    !(distinct && dom_used(e, used, nused, c)))
+			return c;
+	}
+	return UINT32_MAX;
+}
+
 /*
  * The device slot j of sg is written to: its placed device when usable,
  * else a usable spare slot's device, else any usable pool device; never a
  * device already holding another unit of the group (used[0..*nused)).
- * Returns the device, or UINT32_MAX when none is left.
+ * In a pool with failure domains (cluster stores: servers) the spare and
+ * pool devices of a domain that holds none of the group's other units
+ * come first: a unit rebuilt or rewritten beside another of its group
+ * would be lost with it when that server dies (before, the first usable
+ * spare or pool device was taken, whatever its server: a repair under
+ * load, a spare's server slow to answer, put two units of a group on one
+ * server).  Returns the device, or UINT32_MAX when none is left.
  */
 uint32_t stripe_slot_target(struct sctx *sc, const struct sgroup *sg,
 			    uint32_t j, uint32_t *used, uint32_t *nused)
@@ -47,20 +95,21 @@ uint32_t stripe_slot_target(struct sctx *sc, const struct sgroup *sg,
 
 	if (!eng_dev_usable(e, d) || stripe_dev_in(used, *nused, d)) {
 		d = UINT32_MAX;
-		for (uint32_t s = sc->sc_w; s < sc->sc_width && d == UINT32_MAX;
-		     s++)
-			if (eng_dev_usable(e, sg->sg_devs[s]) &&
-			    !stripe_dev_in(used, *nused, sg->sg_devs[s]))
-				d = sg->sg_devs[s];
-		for (uint32_t i = 0; i < sc->sc_pool->ep_nr && d == UINT32_MAX;
-		     i++) {
-			uint32_t c = sc->sc_pool->ep_devs[(sg->sg_g + i) %
-							  sc->sc_pool->ep_nr];
+		if (sc->sc_pool->ep_nr_dom > 0) {
+			/* the group's domains: its units placed so far, and
+			 * the usable placed devices of its other slots (a
+			 * slot not written yet keeps its own) */
+			uint32_t grp[UMAX + LIM_DEV_MAX], n = *nused;
 
-			if (eng_dev_usable(e, c) &&
-			    !stripe_dev_in(used, *nused, c))
-				d = c;
+			memcpy(grp, used, n * sizeof *grp);
+			for (uint32_t k = 0; k < sc->sc_w; k++)
+				if (k != j && n < UMAX + LIM_DEV_MAX &&
+				    eng_dev_usable(e, sg->sg_devs[k]))
+					grp[n++] = sg->sg_devs[k];
+			d = slot_other(sc, sg, grp, n, true);
 		}
+		if (d == UINT32_MAX)
+			d = slot_other(sc, sg, used, *nused, false);
 	}
 	if (d != UINT32_MAX)
 		used[(*nused)++] = d;

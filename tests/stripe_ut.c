@@ -1104,6 +1104,67 @@ static void test_repair(void)
 	store_own_end();
 }
 
+/*
+ * Repair over failure domains (a cluster store's servers): 6 flash devices
+ * in 3 domains of 2, pdclust 2+1 with one spare: each group's 3 units on
+ * the 3 domains, its spare in the domain of its first unit.  One device
+ * failed, the repair rebuilds each of its units in a domain holding none
+ * of the group's other units (the failed device's partner), never beside
+ * another unit of the group; every byte reads back.  Before, a unit of
+ * the second or third slot went to the spare, in the first unit's domain:
+ * a server's death then lost two units of the group.
+ */
+static void test_repair_domains(void)
+{
+	static const char text[] =
+		"devices:\n"
+		"  - { tier: nvram }\n"
+		"  - { tier: flash, domain: 1 }\n  - { tier: flash, domain: 1 }\n"
+		"  - { tier: flash, domain: 2 }\n  - { tier: flash, domain: 2 }\n"
+		"  - { tier: flash, domain: 3 }\n  - { tier: flash, domain: 3 }\n"
+		"pools:\n"
+		"  - name: flash\n"
+		"    devices: [flash0, flash1, flash2, flash3, flash4, flash5]\n";
+	char path[700];
+	struct clovis_conf c = {.cc_flags = CLOVIS_CONF_CREATE,
+				.cc_dev_size = OWN_DEV_SIZE,
+				.cc_nvram_dir = root};
+	struct clovis_walk_stats ws;
+	struct tobj t[4];
+	FILE *f;
+	int pf;
+
+	snprintf(path, sizeof path, "%s/domains.yaml", root);
+	f = fopen(path, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(text, f);
+	CU_ASSERT_FATAL(fclose(f) == 0);
+	clovis_fini(cl);
+	cl = NULL;
+	snprintf(dir, sizeof dir, "%s/domains", root);
+	c.cc_data_dir = dir;
+	c.cc_config = path;
+	CU_ASSERT_EQUAL_FATAL(clovis_init(&cl, &c), 0);
+	pf = pool_find("flash", fdev, 6);
+	CU_ASSERT_FATAL(pf >= 0);
+	pool_flash = (uint32_t)pf;
+	for (uint32_t i = 0; i < 4; i++)
+		tobj_make_full(&t[i], 900 + i, &L211, 512);
+	CU_ASSERT_EQUAL(clovis_dev_fail(cl, fdev[2]), 0);
+	CU_ASSERT_EQUAL(clovis_repair(cl, NULL, NULL, &ws), 0);
+	CU_ASSERT(ws.ws_rebuilt > 0);
+	CU_ASSERT_EQUAL(ws.ws_unrepairable, 0);
+	CU_ASSERT_EQUAL(ws.ws_shared, 0);
+	if (ws.ws_shared != 0)
+		fprintf(stderr, "repair_domains: %" PRIu64 " of %" PRIu64
+			" rebuilt units beside another of their group\n",
+			ws.ws_shared, ws.ws_rebuilt);
+	CU_ASSERT(check_all(t, 4));
+	for (uint32_t i = 0; i < 4; i++)
+		tobj_fini(&t[i]);
+	store_own_end();
+}
+
 /** A writer thread's object and what it saw. */
 struct cwriter {
 	struct tobj *cw_t;
@@ -1535,6 +1596,7 @@ int stripe_ut_add(void)
 	    !CU_add_test(s, "fault_gone", test_fault_gone) ||
 	    !CU_add_test(s, "scrub", test_scrub) ||
 	    !CU_add_test(s, "repair", test_repair) ||
+	    !CU_add_test(s, "repair_domains", test_repair_domains) ||
 	    !CU_add_test(s, "repair_resume", test_repair_resume) ||
 	    !CU_add_test(s, "repair_concurrent", test_repair_concurrent) ||
 	    !CU_add_test(s, "bad_attrs", test_bad_attrs) ||
