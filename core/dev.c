@@ -180,6 +180,29 @@ int eng_dev_state_set(struct eng *e, uint32_t i, uint32_t state,
 	return rc;
 }
 
+void eng_dev_home_back(struct eng *e)
+{
+	for (uint32_t i = 0; i < e->e_nr_devs; i++) {
+		struct eng_dev *d = &e->e_devs[i];
+		uint32_t st = d->ed_state;
+
+		if (!(d->ed_flags & EDF_HOME_LOST) ||
+		    strcmp(d->ed_dev->td_ops->to_name, ENG_REMOTE_DRIVER) == 0)
+			continue;
+		LOG_WARNING("store %s: device %u (%s) was %s while its server "
+			    "was lost (its home served elsewhere): back online%s",
+			    e->e_dir, i, d->ed_dev->td_path,
+			    st == ED_REPAIRED ? "repaired" : "failed",
+			    st == ED_REPAIRED ? ", to be rebalanced (its units "
+			    "were rebuilt elsewhere)" : " (its units not "
+			    "rebuilt elsewhere are still on it)");
+		if (eng_dev_state_set(e, i, ED_ONLINE, st == ED_REPAIRED ?
+				      EDF_REBALANCE : 0) != 0)
+			LOG_WARNING("store %s: device %u: %s", e->e_dir, i,
+				    err_msg());
+	}
+}
+
 int eng_dev_fail(struct eng *e, uint32_t i, const char *reason)
 {
 	if (i >= e->e_nr_devs)

@@ -337,6 +337,7 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 		eng_close(e);
 		return rc;
 	}
+	eng_dev_home_back(e);
 	*out = e;
 	return 0;
 }

@@ -348,6 +348,14 @@ enum eng_dev_state {
 /** Device flags (persisted). */
 enum eng_dev_flags {
 	EDF_REBALANCE = 1u << 0, /**< replaced: units to move back onto it */
+	/** Failed because its server was lost, not by a fault of its own:
+	 *  marked by a server acting for that server's home (a cluster's
+	 *  takeover engine, core/server/srv_dev.c), so that its units are
+	 *  rebuilt elsewhere.  When the server opens its store again with
+	 *  the device attached locally (its home handed back), the device
+	 *  is back ONLINE (with EDF_REBALANCE when it was REPAIRED): its
+	 *  medium was never at fault (core/store.c). */
+	EDF_HOME_LOST = 1u << 1,
 };
 
 struct eng_dev {
@@ -381,6 +389,10 @@ bool eng_dev_unreachable(struct eng *e, uint32_t i);
 bool eng_dev_recheck(struct eng *e, uint32_t i);
 /** Mark device i failed (persisted); reason goes to the log. */
 int eng_dev_fail(struct eng *e, uint32_t i, const char *reason);
+/** At open: each device attached locally that is failed or repaired only
+ *  because its server was lost (EDF_HOME_LOST) is back ONLINE, with
+ *  EDF_REBALANCE when it was REPAIRED.  Logged. */
+void eng_dev_home_back(struct eng *e);
 /** Set state and flags of device i and persist them. */
 int eng_dev_state_set(struct eng *e, uint32_t i, uint32_t state,
 		      uint32_t flags);

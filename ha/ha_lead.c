@@ -274,6 +274,10 @@ struct lead_job {
 	int32_t lj_owner;  /* the target's index in the cluster file, -1 */
 	uint32_t lj_nr_devs;            /* the devices the job is about: */
 	uint32_t lj_devs[HA_DEVS_MAX];  /* their indices in the owner's store */
+	/* a rebalance of a whole server (its return after it was lost), for
+	 * each device the map has ONLINE itself: its images failed for the
+	 * server's loss come back too (DevReq.server) */
+	bool lj_srv_back[HA_DEVS_MAX];
 	atomic_bool lj_stop;            /* paused or aborted by a decision */
 	struct lead_job *lj_next;       /* ha_jobs (ha_jobs_lock) */
 };
@@ -378,6 +382,8 @@ static void job_devices(struct lead_job *j)
 			       SDV_REPLACE;
 			q.owner = (uint32_t)j->lj_owner;
 			q.dev = j->lj_devs[k];
+			q.server = j->lj_kind == SWK_REBALANCE &&
+				   j->lj_srv_back[k];
 			if (msg_pack(&q.base, &b) != 0)
 				return;
 			rc = peers_call_ms(p, i, SOP_DEV, b.mb_p, b.mb_len,
@@ -590,8 +596,12 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 			continue;
 		for (uint32_t x = 0; x < sv->hs_nr_devs; x++)
 			if (d->hd_dev[0] == '\0' ||
-			    strcmp(sv->hs_devs[x].hd_name, d->hd_dev) == 0)
+			    strcmp(sv->hs_devs[x].hd_name, d->hd_dev) == 0) {
+				j->lj_srv_back[j->lj_nr_devs] =
+					d->hd_dev[0] == '\0' &&
+					sv->hs_devs[x].hd_state == HA_ONLINE;
 				j->lj_devs[j->lj_nr_devs++] = x;
+			}
 	}
 	for (uint32_t i = 0; i < c->cc_nr_servers; i++)
 		for (uint32_t k = 0; k < m->hm_nr_servers; k++)

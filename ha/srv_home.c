@@ -141,6 +141,53 @@ static void home_put(void *arg, void *ref)
 	pthread_mutex_unlock(&sh->sh_lock);
 }
 
+/* s_route_each (core/server/srv_internal.h): every takeover engine that
+ * serves now, held (a reference) while fn runs on it. */
+static int home_each(void *arg, int (*fn)(void *farg, uint32_t home,
+					  struct eng *e), void *farg)
+{
+	struct srv_home *sh = arg;
+	uint32_t n = sh->sh_srv->s_conf->cc_nr_servers;
+	int rc = 0;
+
+	for (uint32_t h = 0; h < n && rc == 0; h++) {
+		struct home_eng *he = &sh->sh_he[h];
+		struct eng *e = NULL;
+
+		if (h == sh->sh_srv->s_self)
+			continue;
+		pthread_mutex_lock(&sh->sh_lock);
+		if (sh->sh_on && sh->sh_acting[h] == sh->sh_srv->s_self &&
+		    he->he_eng != NULL && !he->he_closing && !he->he_frozen) {
+			he->he_refs++;
+			e = he->he_eng;
+		}
+		pthread_mutex_unlock(&sh->sh_lock);
+		if (e == NULL)
+			continue;
+		rc = fn(farg, h, e);
+		home_put(sh, he);
+	}
+	return rc;
+}
+
+/* s_route_going: the engine of home is closing or frozen (or gone). */
+static bool home_going(void *arg, uint32_t home)
+{
+	struct srv_home *sh = arg;
+	const struct home_eng *he;
+	bool going;
+
+	if (home >= CLU_SERVERS_MAX)
+		return true;
+	he = &sh->sh_he[home];
+	pthread_mutex_lock(&sh->sh_lock);
+	going = he->he_eng == NULL || he->he_closing || he->he_frozen ||
+		sh->sh_acting[home] != sh->sh_srv->s_self;
+	pthread_mutex_unlock(&sh->sh_lock);
+	return going;
+}
+
 /* ------------------------------------------------------- the engine */
 
 /* eng_conf.ec_dev_path of an engine acting for home he_home. */
@@ -307,6 +354,8 @@ int srv_home_create(struct srv *s, struct srv_home **out)
 	s->s_route_arg = sh;
 	s->s_route_put = home_put;
 	s->s_route_acting = home_acting;
+	s->s_route_each = home_each;
+	s->s_route_going = home_going;
 	s->s_route = home_route;
 	*out = sh;
 	return 0;

@@ -125,6 +125,22 @@ static int srv_dev_replace_image(struct srv *s, uint32_t i,
 
 	if (st == ED_ONLINE)
 		return 0;
+	if (st == ED_FAILED && q->server) {
+		/* failed for its server's loss, its server back: the units
+		 * not rebuilt elsewhere (a repair cut short by the return,
+		 * or one that could not rebuild them all) are read from it
+		 * again, the others moved back by the rebalance.  Left
+		 * failed, they were never read again and their groups stayed
+		 * degraded for good. */
+		LOG_WARNING("server %s: image %u of device %u of server %s "
+			    "back online with its server, to be rebalanced "
+			    "(failed when the server was lost; the units not "
+			    "rebuilt elsewhere are read from it again)",
+			    s->s_me->cs_name, i, q->dev,
+			    s->s_conf->cc_servers[q->owner].cs_name);
+		return eng_dev_state_set(s->s_eng, i, ED_ONLINE,
+					 EDF_REBALANCE);
+	}
 	if (st != ED_REPAIRED)
 		return err_set(-EBUSY, "server %s: its image of device %u of "
 			       "server %s is failed but not repaired (run "
@@ -156,6 +172,82 @@ static int srv_dev_act(struct srv *s, const DevReq *q, uint32_t i)
 	if (q->op == SDV_REPLACE)
 		return own ? srv_dev_replace_own(s, i, q->path) :
 			     srv_dev_replace_image(s, i, q);
+	return 0;
+}
+
+/* A device request for the engines this server acts for other homes
+ * with (s_route_each). */
+struct srv_dev_home {
+	struct srv *dh_srv;
+	const DevReq *dh_q;
+};
+
+/*
+ * Run the request on engine e, acting for home: its image of the device
+ * (every device of a takeover engine is one: "remote:OWNER:DEV@HOME+INC",
+ * the home's own devices included).  FAIL marks it failed (EDF_HOME_LOST
+ * when the device is the home's own: its server is lost, not the
+ * medium); REPLACE brings a REPAIRED one back ONLINE with the rebalance
+ * flag, as for any image.  Logged; an engine without the device has
+ * nothing to do.  Always 0: the other engines are visited all the same.
+ */
+static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
+{
+	const struct srv_dev_home *dh = arg;
+	struct srv *s = dh->dh_srv;
+	const DevReq *q = dh->dh_q;
+	const char *owner = s->s_conf->cc_servers[q->owner].cs_name;
+	const char *hn = s->s_conf->cc_servers[home].cs_name;
+	char want[CLU_NAME_MAX + 48];
+	uint32_t n = eng_dev_nr(e), st = 0;
+	size_t wl;
+	int found = -1, rc = 0;
+
+	snprintf(want, sizeof want, "%s%s:%u@", ENG_REMOTE_PREFIX, owner,
+		 q->dev);
+	wl = strlen(want);
+	rcu_read_lock();
+	for (uint32_t i = 0; i < n && found < 0; i++) {
+		struct eng_dev *ed = eng_dev_get(e, i);
+
+		if (strncmp(ed->ed_dev->td_path, want, wl) == 0) {
+			found = (int)i;
+			st = __atomic_load_n(&ed->ed_state, __ATOMIC_ACQUIRE);
+		}
+	}
+	rcu_read_unlock();
+	if (found < 0)
+		return 0;
+	if (q->op == SDV_FAIL && st == ED_ONLINE) {
+		LOG_ERROR("server %s: acting for home %s: its device %u (device "
+			  "%u of %s) failed: %s", s->s_me->cs_name, hn, found,
+			  q->dev, owner, q->owner == home ? "its server is "
+			  "lost (its units are rebuilt elsewhere)" :
+			  "its server marked it failed");
+		rc = eng_dev_state_set(e, (uint32_t)found, ED_FAILED,
+				       q->owner == home ? EDF_HOME_LOST : 0);
+	} else if (q->op == SDV_REPLACE && st == ED_REPAIRED) {
+		LOG_WARNING("server %s: acting for home %s: its device %u "
+			    "(device %u of %s) back online, to be rebalanced",
+			    s->s_me->cs_name, hn, found, q->dev, owner);
+		rc = eng_dev_state_set(e, (uint32_t)found, ED_ONLINE,
+				       EDF_REBALANCE);
+	} else if (q->op == SDV_REPLACE && st == ED_FAILED && q->server) {
+		LOG_WARNING("server %s: acting for home %s: its device %u "
+			    "(device %u of %s) back online with its server, to "
+			    "be rebalanced (failed when the server was lost)",
+			    s->s_me->cs_name, hn, found, q->dev, owner);
+		rc = eng_dev_state_set(e, (uint32_t)found, ED_ONLINE,
+				       EDF_REBALANCE);
+	} else if (q->op == SDV_REPLACE && st == ED_FAILED) {
+		LOG_WARNING("server %s: acting for home %s: its device %u "
+			    "(device %u of %s) is failed but not repaired: "
+			    "left failed", s->s_me->cs_name, hn, found,
+			    q->dev, owner);
+	}
+	if (rc != 0)
+		LOG_WARNING("server %s: acting for home %s: device %u: %s",
+			    s->s_me->cs_name, hn, found, err_msg());
 	return 0;
 }
 
@@ -226,6 +318,18 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 	rc = i < 0 ? i : srv_dev_act(s, q, (uint32_t)i);
 	if (rc == 0)
 		rc = srv_dev_answer(s, (uint32_t)i, &rb);
+	/* the homes this server acts for hold images of the device too
+	 * (their own devices included): failed or back there as well, so
+	 * that their walks rebuild or move their units */
+	if (q->op != SDV_STATE && s->s_route_each != NULL) {
+		struct srv_dev_home dh = {s, q};
+		char msg[512];
+
+		snprintf(msg, sizeof msg, "%s", err_msg());
+		s->s_route_each(s->s_route_arg, srv_dev_home_act, &dh);
+		if (rc != 0)
+			err_set(rc, "%s", msg);
+	}
 out:
 	rpc_sreq_reply(req, rc, rb.mb_p, rb.mb_len, rc != 0 ? err_msg() : NULL);
 	free(rb.mb_p);

@@ -189,6 +189,19 @@ struct srv {
 	 * (home itself without a map; for a server's call to a home, e.g. a
 	 * dtx participant's QUERY: dtm/srv_dtx.c).  NULL: home itself. */
 	uint32_t (*s_route_acting)(void *arg, uint32_t home);
+	/* s_route_each(arg, fn, farg): fn(farg, home, eng) on every engine
+	 * this server opened to act for another home (not s_eng) and serves
+	 * now, each held as s_route holds it during the call (its close or
+	 * handback waits); stops at fn's first nonzero return, which it
+	 * returns; 0 after all.  Walks and device requests reach the homes
+	 * this server acts for through it (srv_rdev.c, srv_dev.c).
+	 * s_route_going(arg, home): whether this server's engine for home
+	 * is being closed or handed back (a walk on it stops between
+	 * batches).  NULL: none. */
+	int (*s_route_each)(void *arg, int (*fn)(void *farg, uint32_t home,
+						 struct eng *e),
+			    void *farg);
+	bool (*s_route_going)(void *arg, uint32_t home);
 	void *s_route_arg;
 	/* replicated homes: senders and shadows (srv_repl.c; NULL when
 	 * cluster.meta_replicas is 1) */

@@ -429,12 +429,101 @@ static int srv_walk_progress(void *arg, uint64_t done, uint64_t total)
 	return 1;
 }
 
+/* One engine's walk of kind (the server's own, or one it acts for). */
+static int srv_walk_eng(struct eng *e, uint32_t kind, stripe_progress_fn fn,
+			void *arg, struct stripe_walk_stats *st)
+{
+	return kind == SWK_REPAIR ? eng_unit_repair(e, fn, arg, st) :
+	       kind == SWK_REBALANCE ? eng_unit_rebalance(e, fn, arg, st) :
+	       eng_unit_scrub(e, fn, arg, st);
+}
+
+/* Add b's figures to a's. */
+static void srv_walk_add(struct stripe_walk_stats *a,
+			 const struct stripe_walk_stats *b)
+{
+	a->sw_units += b->sw_units;
+	a->sw_bytes += b->sw_bytes;
+	a->sw_rebuilt += b->sw_rebuilt;
+	a->sw_moved += b->sw_moved;
+	a->sw_corrupt += b->sw_corrupt;
+	a->sw_unrepairable += b->sw_unrepairable;
+	a->sw_resumed |= b->sw_resumed;
+	a->sw_elapsed_ns += b->sw_elapsed_ns;
+	a->sw_devices += b->sw_devices;
+	a->sw_shared += b->sw_shared;
+	a->sw_walk_units += b->sw_walk_units;
+	a->sw_walk_rebuilt += b->sw_walk_rebuilt;
+	a->sw_walk_moved += b->sw_walk_moved;
+	a->sw_walk_corrupt += b->sw_walk_corrupt;
+	a->sw_walk_unrepairable += b->sw_walk_unrepairable;
+}
+
+/* A walk of the engine a server acts for another home with (ha/
+ * srv_home.c, s_route_each): the units of that home's objects, which
+ * its own server, dead or handing its home over, cannot walk. */
+struct srv_walk_home {
+	struct srv *wh_srv;
+	uint32_t wh_kind;
+	uint32_t wh_home;
+	struct stripe_walk_stats wh_st;
+	int wh_rc;
+};
+
+/* Between batches of a takeover engine's walk: stop once the server
+ * stops, or the engine closes or is handed back (its close waits for the
+ * walk's reference). */
+static int srv_walk_home_progress(void *arg, uint64_t done, uint64_t total)
+{
+	struct srv_walk_home *wh = arg;
+	struct srv *s = wh->wh_srv;
+
+	if (srv_walk_progress(s, done, total) != 0)
+		return 1;
+	if (s->s_route_going == NULL ||
+	    !s->s_route_going(s->s_route_arg, wh->wh_home))
+		return 0;
+	LOG_WARNING("server %s: walk of home %s stopped after %" PRIu64
+		    " units: its engine closes or is handed back (the next "
+		    "walk there resumes it)", s->s_me->cs_name,
+		    s->s_conf->cc_servers[wh->wh_home].cs_name, done);
+	return 1;
+}
+
+static int srv_walk_home_one(void *arg, uint32_t home, struct eng *e)
+{
+	struct srv_walk_home *wh = arg;
+	struct srv *s = wh->wh_srv;
+	struct stripe_walk_stats st = {0};
+	int rc;
+
+	wh->wh_home = home;
+	rc = srv_walk_eng(e, wh->wh_kind, srv_walk_home_progress, wh, &st);
+	if (rc == -EIO && st.sw_walk_unrepairable > 0)
+		rc = 0; /* figures answered, as the own walk's */
+	/* handed back or moved meanwhile: its new server walks it */
+	if (rc == -EINTR && !__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE))
+		rc = 0;
+	LOG_WARNING("server %s: %s of home %s (acting for it): %" PRIu64
+		    " units, %" PRIu64 " rebuilt, %" PRIu64 " moved, %" PRIu64
+		    " corrupt, %" PRIu64 " unrepairable: %d", s->s_me->cs_name,
+		    srv_walk_name(wh->wh_kind),
+		    s->s_conf->cc_servers[home].cs_name, st.sw_units,
+		    st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
+		    st.sw_unrepairable, rc);
+	srv_walk_add(&wh->wh_st, &st);
+	if (rc != 0 && wh->wh_rc == 0)
+		wh->wh_rc = rc;
+	return 0; /* the other homes are walked all the same */
+}
+
 static void *srv_walk_main(void *arg)
 {
 	struct srv_walk *w = arg;
 	struct srv *s = w->sw_srv;
 	struct srv_exec *x = s->s_exec;
 	struct stripe_walk_stats st = {0};
+	struct srv_walk_home wh = {0};
 	WalkStats ws = WALK_STATS__INIT;
 	Reply rp = REPLY__INIT;
 	struct msg_buf wb = {0}, rb = {0};
@@ -444,17 +533,26 @@ static void *srv_walk_main(void *arg)
 	err_clear();
 	LOG_WARNING("server %s: %s started", s->s_me->cs_name,
 		    srv_walk_name(w->sw_kind));
-	rc = w->sw_kind == SWK_REPAIR ?
-		eng_unit_repair(s->s_eng, srv_walk_progress, s, &st) :
-	     w->sw_kind == SWK_REBALANCE ?
-		eng_unit_rebalance(s->s_eng, srv_walk_progress, s, &st) :
-		eng_unit_scrub(s->s_eng, srv_walk_progress, s, &st);
+	rc = srv_walk_eng(s->s_eng, w->sw_kind, srv_walk_progress, s, &st);
 	LOG_WARNING("server %s: %s: %" PRIu64 " units, %" PRIu64 " rebuilt, %"
 		    PRIu64 " moved, %" PRIu64 " corrupt, %" PRIu64
 		    " unrepairable, %" PRIu64 " groups sharing a server: %d",
 		    s->s_me->cs_name, srv_walk_name(w->sw_kind),
 		    st.sw_units, st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
 		    st.sw_unrepairable, st.sw_shared, rc);
+	/* then the homes this server acts for (docs/cluster.md "Walks of a
+	 * taken-over home") */
+	if (s->s_route_each != NULL &&
+	    (rc == 0 || (rc == -EIO && st.sw_walk_unrepairable > 0))) {
+		wh.wh_srv = s;
+		wh.wh_kind = w->sw_kind;
+		s->s_route_each(s->s_route_arg, srv_walk_home_one, &wh);
+		srv_walk_add(&st, &wh.wh_st);
+		if (rc == 0 && wh.wh_rc != 0)
+			rc = err_set(wh.wh_rc, "server %s: %s of a home it acts "
+				     "for: %s", s->s_me->cs_name,
+				     srv_walk_name(w->sw_kind), err_msg());
+	}
 	ws.units = st.sw_units;
 	ws.rebuilt = st.sw_rebuilt;
 	ws.moved = st.sw_moved;

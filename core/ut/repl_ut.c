@@ -435,6 +435,44 @@ static void test_open_on_shadow(void)
 	(void)eng_destroy(udir);
 }
 
+/* A store's own devices failed or repaired only because their server was
+ * lost (EDF_HOME_LOST, set by a takeover engine) are back ONLINE when the
+ * store opens with them attached locally: REPAIRED ones to be rebalanced,
+ * FAILED ones as they are; a device failed by a fault of its own stays
+ * failed. */
+static void test_home_lost_back(void)
+{
+	char dir[600];
+	struct eng_conf ec = {.ec_dir = dir, .ec_create = true,
+			      .ec_dev_size = 64ull << 20};
+	struct eng *e = NULL;
+
+	snprintf(dir, sizeof dir, "%s/homelost", ut_tmpdir("repl"));
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_FATAL(eng_dev_nr(e) >= 3);
+	CU_ASSERT_EQUAL(eng_dev_state_set(e, 0, ED_FAILED, EDF_HOME_LOST), 0);
+	CU_ASSERT_EQUAL(eng_dev_state_set(e, 1, ED_REPAIRED, EDF_HOME_LOST),
+			0);
+	CU_ASSERT_EQUAL(eng_dev_state_set(e, 2, ED_FAILED, 0), 0);
+	eng_close(e);
+	e = NULL;
+	ec.ec_create = false;
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 0)->ed_state, ED_ONLINE);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 0)->ed_flags, 0);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 1)->ed_state, ED_ONLINE);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 1)->ed_flags, EDF_REBALANCE);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 2)->ed_state, ED_FAILED);
+	eng_close(e);
+	e = NULL;
+	/* and it stays so (saved, not only fixed in memory) */
+	CU_ASSERT_EQUAL_FATAL(eng_open(&e, &ec), 0);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 1)->ed_state, ED_ONLINE);
+	CU_ASSERT_EQUAL(eng_dev_get(e, 1)->ed_flags, EDF_REBALANCE);
+	eng_close(e);
+	(void)eng_destroy(dir);
+}
+
 /* Apply every set of s from index i on to shadow sh; 0 or the first
  * error. */
 static int sets_apply(struct eng_shadow *sh, const struct sets *s, uint32_t i)
@@ -683,6 +721,7 @@ int repl_ut_add(void)
 	    !CU_add_test(s, "open_on_shadow", test_open_on_shadow) ||
 	    !CU_add_test(s, "takeover_seq", test_takeover_seq) ||
 	    !CU_add_test(s, "view_admit", test_view_admit) ||
+	    !CU_add_test(s, "home_lost_back", test_home_lost_back) ||
 	    !CU_add_test(s, "meta_replicas_conf", test_meta_replicas_conf))
 		return -1;
 	return 0;

@@ -12,8 +12,12 @@
 #      unlogged: only the start grace proves s2 gone.  Checked: s2 FAILED
 #      with a lease expiry of the run the event log shows, s1 never
 #      failed, s2's home taken over and its objects read back byte-exact;
-#   4. s2 starts again: it is taken back, gets its home back, and its
-#      objects still read back.
+#   4. s2 OUT after the down-out delay, its repair ends; s2 starts again:
+#      it is taken back, gets its home back, and its objects still read
+#      back; a pdclust 2+0 object homed on s0, whose units on s2 the
+#      repair could not rebuild (no parity), reads back once s2 is back
+#      (s0's images of s2's devices, failed by the repair, come back with
+#      the server; before, they stayed failed and the object unreadable).
 # Before the grace, s2 stayed ONLINE in the map for ever and its objects
 # answered nothing.
 #
@@ -42,6 +46,12 @@ PD=$(ids 4 2 100)
 # shellcheck disable=SC2086
 put_ids "$T/blob" "--layout pdclust --data 1 --parity 2" $PD
 check "4 pdclust 1+2 objects homed on s2 put ($n)" test "$n" -eq 4
+# no parity: its units on s2 cannot be rebuilt while s2 is away, and
+# read again only once s2 is back
+head -c 2000000 /dev/urandom >"$T/blob0"
+K0=$(ids 1 0 500)
+cl obj put "$K0" "$T/blob0" --layout pdclust --data 2 --parity 0
+check "a pdclust 2+0 object homed on s0 put" test "$rc" -eq 0
 
 echo "--- every server SIGKILLed at once; s0 and s1 (8 s later) start again"
 for i in 0 1 2; do P[$i]=$(spid "$i"); done
@@ -93,11 +103,25 @@ all_back() {
 check "every object homed on s2 reads back byte-exact" poll 120 all_back
 echo "     ($nb of 4)"
 
+repaired() { [ "$(srv_state s2)" = REPAIRED ]; }
+check "s2 OUT after the down-out delay, its repair ends (REPAIRED)" \
+	poll 180 repaired
+grep -h "repair: " "$D/s0.log" "$D/s1.log" | cut -c1-200 | sed 's/^/     /'
+
 echo "--- s2 starts again"
 srv_start 2 "$F"
 check "s2 is taken back and serves its home again" cl_settled 240
 check "every object homed on s2 reads back byte-exact from s2" \
 	poll 120 all_back
+# s0's images of s2's devices, failed by the repair, whose units of the
+# 2+0 object could not be rebuilt: back ONLINE with s2 (the rebalance's
+# DevReq.server); before, left failed, that object never read again
+k0_back() { same "$K0" "$T/blob0"; }
+check "the pdclust 2+0 object homed on s0 reads back byte-exact" \
+	poll 60 k0_back
+[ -s "$T/rerr" ] && ! k0_back && echo "     $(tail -1 "$T/rerr" | head -c 300)"
+check "s0 brought its images of s2's devices back with s2 (its log)" \
+	grep -q "of server s2 back online with its server" "$D/s0.log"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
