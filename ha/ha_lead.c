@@ -51,6 +51,10 @@
 /* A walk job's call timeout (ms): a repair of a test store takes
  * seconds; a real one is bounded by the walk's own progress. */
 #define LEAD_WALK_MS 3600000u
+/* Walks answered -EAGAIN (a home a server acts for not walked to its
+ * end: its engine opening, or closing for a handback) asked again, a
+ * second apart, before the job fails. */
+#define LEAD_WALK_AGAIN_MAX 120u
 /* Test builds: fault ha.job.hold holds a rebalance job before its first
  * call while the file $STRATA_JOB_HOLD exists, at most this long (ms), so
  * that a test can kill its leader while it runs (tests/integ/ha_test.sh
@@ -194,16 +198,17 @@ static uint64_t run_fallen(struct srv_ha *a, const struct ha_srv *sv)
  *
  * The start grace: a server this leader never saw registered and never
  * saw answer, after a whole-cluster stop one that does not come back, is
- * proven gone once this leader has led for ha_start_grace_ms (a server
- * still opening its store has registered by then), as the run the log
- * shows (0 when the bounded log no longer has it: not stale then).
+ * proven gone once this leader has led for ha_start_grace_ms, and the
+ * server has been in its state that long (a server still opening its
+ * store has registered by then), as the run the log shows (or, when the
+ * bounded log no longer has it, incarnation 1: any run's SRV_JOINED makes
+ * the expiry stale).
  * Without it nothing ever failed such a server: its probes' first look is
  * silent and its last run ended unlogged (tests/integ/ha_restart_test.sh). */
 static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 			   uint64_t now)
 {
 	uint64_t *said = a->ha_lapse_said, *inc = a->ha_lapse_inc;
-	bool graced = now >= a->ha_lead_since + a->ha_start_grace_ms;
 
 	if (now < a->ha_lead_since + (uint64_t)a->ha_lease_granted_s * 2000)
 		return;
@@ -229,12 +234,25 @@ static void lapsed_members(struct srv_ha *a, const struct ha_map *m,
 		 * unlogged, so that run counts only if this process's probes
 		 * saw it stop answering, or once the start grace is over) */
 		run = inc[j];
-		if (run == 0 && !graced)
+		/* the grace runs from this leadership's start, or from the
+		 * server's entry into its state, whichever is later (a
+		 * server the operator just took back may still be
+		 * starting) */
+		if (run == 0 &&
+		    now < (a->ha_lead_since > sv->hs_since_ms ?
+			   a->ha_lead_since : sv->hs_since_ms) +
+			  a->ha_start_grace_ms)
 			continue;
 		if (run == 0) {
 			i = clu_server_find(a->ha_srv->s_conf, sv->hs_name);
 			if (i >= 0 && i < (int)HA_SERVERS_MAX)
 				run = a->ha_run_inc[i];
+			/* the bounded log no longer has its run: incarnation
+			 * 1, older than any run's (a start's wall-clock ns),
+			 * never 0, which no run's SRV_JOINED makes stale: a
+			 * server registering right now would be failed */
+			if (run == 0)
+				run = 1;
 			/* kept: once its expiry is logged, the log shows
 			 * that run ended (run_note()) */
 			inc[j] = run;
@@ -479,7 +497,7 @@ static void *job_main(void *arg)
 	struct msg_buf b = {0};
 	struct ha_event ev;
 	uint64_t units = 0;
-	uint32_t total = 0, walked = 0;
+	uint32_t total = 0, walked = 0, again = 0;
 	int rc = 0;
 
 	for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++)
@@ -530,6 +548,21 @@ static void *job_main(void *arg)
 			/* a walk runs there already (an old leader's job,
 			 * still alive): ask again */
 			rc = 0;
+			i--;
+			usleep(1000000);
+			continue;
+		}
+		if (rc == -EAGAIN && !job_stopped(j) &&
+		    again++ < LEAD_WALK_AGAIN_MAX) {
+			/* a home it acts for was not walked to its end (its
+			 * engine opening, or closing for a handback): ask
+			 * again (its walk resumes; once handed back, that
+			 * home is its own server's) */
+			LOG_INFO("server %s: job %" PRIu64 ": walk on %s: %s: "
+				 "asked again", a->ha_name, j->lj_id,
+				 s->s_conf->cc_servers[i].cs_name, err_msg());
+			rc = 0;
+			walked--;
 			i--;
 			usleep(1000000);
 			continue;
@@ -594,14 +627,23 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 
 		if (strcmp(sv->hs_name, d->hd_target) != 0)
 			continue;
-		for (uint32_t x = 0; x < sv->hs_nr_devs; x++)
-			if (d->hd_dev[0] == '\0' ||
-			    strcmp(sv->hs_devs[x].hd_name, d->hd_dev) == 0) {
-				j->lj_srv_back[j->lj_nr_devs] =
-					d->hd_dev[0] == '\0' &&
-					sv->hs_devs[x].hd_state == HA_ONLINE;
-				j->lj_devs[j->lj_nr_devs++] = x;
-			}
+		for (uint32_t x = 0; x < sv->hs_nr_devs; x++) {
+			bool whole = d->hd_dev[0] == '\0';
+
+			if (!whole &&
+			    strcmp(sv->hs_devs[x].hd_name, d->hd_dev) != 0)
+				continue;
+			/* a whole server back: its devices the map has
+			 * ONLINE on their own (one the map has failed,
+			 * repaired or out keeps its images as they are:
+			 * its medium is not trusted) */
+			if (whole && j->lj_kind == SWK_REBALANCE &&
+			    sv->hs_devs[x].hd_state != HA_ONLINE)
+				continue;
+			j->lj_srv_back[j->lj_nr_devs] =
+				whole && j->lj_kind == SWK_REBALANCE;
+			j->lj_devs[j->lj_nr_devs++] = x;
+		}
 	}
 	for (uint32_t i = 0; i < c->cc_nr_servers; i++)
 		for (uint32_t k = 0; k < m->hm_nr_servers; k++)

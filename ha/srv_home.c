@@ -142,7 +142,9 @@ static void home_put(void *arg, void *ref)
 }
 
 /* s_route_each (core/server/srv_internal.h): every takeover engine that
- * serves now, held (a reference) while fn runs on it. */
+ * serves now, held (a reference) while fn runs on it; fn gets NULL for a
+ * home this server acts for whose engine does not serve now (opening,
+ * closing, frozen for a handback). */
 static int home_each(void *arg, int (*fn)(void *farg, uint32_t home,
 					  struct eng *e), void *farg)
 {
@@ -153,18 +155,23 @@ static int home_each(void *arg, int (*fn)(void *farg, uint32_t home,
 	for (uint32_t h = 0; h < n && rc == 0; h++) {
 		struct home_eng *he = &sh->sh_he[h];
 		struct eng *e = NULL;
+		bool acting;
 
 		if (h == sh->sh_srv->s_self)
 			continue;
 		pthread_mutex_lock(&sh->sh_lock);
-		if (sh->sh_on && sh->sh_acting[h] == sh->sh_srv->s_self &&
-		    he->he_eng != NULL && !he->he_closing && !he->he_frozen) {
+		acting = sh->sh_on && sh->sh_acting[h] == sh->sh_srv->s_self;
+		if (acting && he->he_eng != NULL && !he->he_closing &&
+		    !he->he_frozen) {
 			he->he_refs++;
 			e = he->he_eng;
 		}
 		pthread_mutex_unlock(&sh->sh_lock);
-		if (e == NULL)
+		if (e == NULL) {
+			if (acting)
+				rc = fn(farg, h, NULL);
 			continue;
+		}
 		rc = fn(farg, h, e);
 		home_put(sh, he);
 	}

@@ -199,10 +199,16 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 	const char *owner = s->s_conf->cc_servers[q->owner].cs_name;
 	const char *hn = s->s_conf->cc_servers[home].cs_name;
 	char want[CLU_NAME_MAX + 48];
-	uint32_t n = eng_dev_nr(e), st = 0;
+	uint32_t n, st = 0;
 	size_t wl;
 	int found = -1, rc = 0;
 
+	/* an engine that does not serve now: its images are set when it
+	 * next opens as its store has them; its walk rebuilds the units of
+	 * an unreachable device all the same (eng_dev_usable()) */
+	if (e == NULL)
+		return 0;
+	n = eng_dev_nr(e);
 	snprintf(want, sizeof want, "%s%s:%u@", ENG_REMOTE_PREFIX, owner,
 		 q->dev);
 	wl = strlen(want);

@@ -192,7 +192,9 @@ struct srv {
 	/* s_route_each(arg, fn, farg): fn(farg, home, eng) on every engine
 	 * this server opened to act for another home (not s_eng) and serves
 	 * now, each held as s_route holds it during the call (its close or
-	 * handback waits); stops at fn's first nonzero return, which it
+	 * handback waits), and fn(farg, home, NULL) for each home it acts
+	 * for whose engine does not serve now (opening, closing, frozen for
+	 * a handback); stops at fn's first nonzero return, which it
 	 * returns; 0 after all.  Walks and device requests reach the homes
 	 * this server acts for through it (srv_rdev.c, srv_dev.c).
 	 * s_route_going(arg, home): whether this server's engine for home

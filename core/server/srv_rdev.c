@@ -467,7 +467,8 @@ struct srv_walk_home {
 	uint32_t wh_kind;
 	uint32_t wh_home;
 	struct stripe_walk_stats wh_st;
-	int wh_rc;
+	int wh_rc;            /* the first home's failure, and its message */
+	char wh_msg[256];
 };
 
 /* Between batches of a takeover engine's walk: stop once the server
@@ -498,12 +499,32 @@ static int srv_walk_home_one(void *arg, uint32_t home, struct eng *e)
 	int rc;
 
 	wh->wh_home = home;
+	if (e == NULL) {
+		/* acting for it, its engine not serving now: not walked,
+		 * and the job must know (it asks again: ha/ha_lead.c) */
+		rc = err_set(-EAGAIN, "server %s: %s of home %s not made: its "
+			     "engine is opening, closing or handed back",
+			     s->s_me->cs_name, srv_walk_name(wh->wh_kind),
+			     s->s_conf->cc_servers[home].cs_name);
+		LOG_WARNING("%s", err_msg());
+		if (wh->wh_rc == 0) {
+			wh->wh_rc = rc;
+			snprintf(wh->wh_msg, sizeof wh->wh_msg, "%s",
+				 err_msg());
+		}
+		return 0;
+	}
 	rc = srv_walk_eng(e, wh->wh_kind, srv_walk_home_progress, wh, &st);
 	if (rc == -EIO && st.sw_walk_unrepairable > 0)
 		rc = 0; /* figures answered, as the own walk's */
-	/* handed back or moved meanwhile: its new server walks it */
+	/* handed back or moved meanwhile: not walked to its end, and the
+	 * job must know (it asks again; the next walk resumes it, or its
+	 * new server's walks it) */
 	if (rc == -EINTR && !__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE))
-		rc = 0;
+		rc = err_set(-EAGAIN, "server %s: %s of home %s cut short: its "
+			     "engine closes or is handed back",
+			     s->s_me->cs_name, srv_walk_name(wh->wh_kind),
+			     s->s_conf->cc_servers[home].cs_name);
 	LOG_WARNING("server %s: %s of home %s (acting for it): %" PRIu64
 		    " units, %" PRIu64 " rebuilt, %" PRIu64 " moved, %" PRIu64
 		    " corrupt, %" PRIu64 " unrepairable: %d", s->s_me->cs_name,
@@ -512,8 +533,10 @@ static int srv_walk_home_one(void *arg, uint32_t home, struct eng *e)
 		    st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
 		    st.sw_unrepairable, rc);
 	srv_walk_add(&wh->wh_st, &st);
-	if (rc != 0 && wh->wh_rc == 0)
+	if (rc != 0 && wh->wh_rc == 0) {
 		wh->wh_rc = rc;
+		snprintf(wh->wh_msg, sizeof wh->wh_msg, "%s", err_msg());
+	}
 	return 0; /* the other homes are walked all the same */
 }
 
@@ -548,10 +571,10 @@ static void *srv_walk_main(void *arg)
 		wh.wh_kind = w->sw_kind;
 		s->s_route_each(s->s_route_arg, srv_walk_home_one, &wh);
 		srv_walk_add(&st, &wh.wh_st);
-		if (rc == 0 && wh.wh_rc != 0)
-			rc = err_set(wh.wh_rc, "server %s: %s of a home it acts "
-				     "for: %s", s->s_me->cs_name,
-				     srv_walk_name(w->sw_kind), err_msg());
+		/* a home's walk that failed or was not made is the answer,
+		 * even when the own walk only counted unrepairable units */
+		if (wh.wh_rc != 0)
+			rc = err_set(wh.wh_rc, "%s", wh.wh_msg);
 	}
 	ws.units = st.sw_units;
 	ws.rebuilt = st.sw_rebuilt;
@@ -571,7 +594,7 @@ static void *srv_walk_main(void *arg)
 	/* Units that could not be rebuilt: the walk itself ran to its end,
 	 * so answer its figures (the caller sees walk_unrepairable and
 	 * fails with -EIO itself). */
-	if (rc == -EIO && st.sw_walk_unrepairable > 0)
+	if (rc == -EIO && st.sw_walk_unrepairable > 0 && wh.wh_rc == 0)
 		rc = 0;
 	if (rc == 0 && msg_pack(&ws.base, &wb) == 0) {
 		rp.text.data = wb.mb_p;
