@@ -22,9 +22,10 @@
 #                    the analyzer froze the map (check NAME, at most
 #                    SECS); a frozen map is thawed by the operator's
 #                    report about WHO (checked)
-#   ha_up4 [M]       `strata cluster up` of 4 servers, M etcd members (1),
+#   ha_up N [M]      `strata cluster up` of N servers, M etcd members (1),
 #                    meta_replicas 3, the HA test presets, checked, and
-#                    the map settled (HA_SERVERS=4)
+#                    the map settled (HA_SERVERS=N)
+#   ha_up4 [M]       ha_up 4 [M]
 ha() {
 	out=$(timeout 60 "$S" --cluster "$F" ha "$@" 2>"$T/err")
 	rc=$?
@@ -85,16 +86,17 @@ first_put() {
 	done
 	return 1
 }
-ha_up4() {
-	local m=${1:-1}
-	HA_SERVERS=4
-	echo "--- 4 servers, $m etcd member(s), meta_replicas 3, the HA test presets"
-	timeout 400 "$S" cluster up --nodes 4 --dir "$D" --base-port "$PORT" \
+ha_up() {
+	local n=$1 m=${2:-1}
+	HA_SERVERS=$n
+	echo "--- $n servers, $m etcd member(s), meta_replicas 3, the HA test presets"
+	timeout 400 "$S" cluster up --nodes "$n" --dir "$D" --base-port "$PORT" \
 		--ha-test --meta-replicas 3 --etcd-members "$m" >"$T/up.out" 2>&1
-	cl_up_or_end "cluster of 4 servers up" "$T/up.out"
+	cl_up_or_end "cluster of $n servers up" "$T/up.out"
 	check "the map settles (every server ONLINE, serving its own home)" \
 		cl_settled 240
 }
+ha_up4() { ha_up 4 "${1:-1}"; }
 thaw_if_frozen() {
 	local fn=$1 who=$2 secs=$3 name=$4
 	_fz() { "$fn" || dec_has '"FREEZE"'; }

@@ -31,14 +31,7 @@ cl_need strata strata-server
 
 F=$D/cluster.yaml
 . "$(dirname "$0")/ha_lib.sh"
-HA_SERVERS=3 # for ids (ha_lib.sh)
-
-echo "--- 3 servers, one etcd member, meta_replicas 3, the HA test presets"
-timeout 400 "$S" cluster up --nodes 3 --dir "$D" --base-port "$PORT" \
-	--ha-test --meta-replicas 3 >"$T/up.out" 2>&1
-cl_up_or_end "cluster of 3 servers up" "$T/up.out"
-check "the map settles (every server ONLINE, serving its own home)" \
-	cl_settled 240
+ha_up 3
 
 echo "--- pdclust 1+2 objects homed on s2"
 head -c 300000 /dev/urandom >"$T/blob"
