@@ -127,8 +127,8 @@ static int srv_dev_replace_image(struct srv *s, uint32_t i,
 		return 0;
 	if (st == ED_FAILED && q->server) {
 		/* failed for its server's loss, its server back: the units
-		 * not rebuilt elsewhere (a repair cut short by the return,
-		 * or one that could not rebuild them all) are read from it
+		 * not rebuilt elsewhere (a repair that failed, or could not
+		 * rebuild them all) are read from it
 		 * again, the others moved back by the rebalance.  Left
 		 * failed, they were never read again and their groups stayed
 		 * degraded for good. */
@@ -188,8 +188,10 @@ struct srv_dev_home {
  * the home's own devices included).  FAIL marks it failed (EDF_HOME_LOST
  * when the device is the home's own: its server is lost, not the
  * medium); REPLACE brings a REPAIRED one back ONLINE with the rebalance
- * flag, as for any image.  Logged; an engine without the device has
- * nothing to do.  Always 0: the other engines are visited all the same.
+ * flag, as for any image, and a FAILED one too when its server is back
+ * (DevReq.server).  Logged; an engine without the device, or one not
+ * serving (e NULL), has nothing to do.  Always 0: the other engines are
+ * visited all the same.
  */
 static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 {
