@@ -873,16 +873,6 @@ static int srv_settled(struct ctx *c, const struct ha_srv *s,
 				 v->sv_proof_op ? "operator" : "server-down",
 				 why);
 	}
-	/* back after a job of it failed (job_end(): FAILED at once): a
-	 * repair may have failed images of its devices, and those units
-	 * are read again only once a rebalance brings the images back
-	 * (docs/cluster.md "Images back with their server") */
-	if (st == HA_FAILED && v->sv_up && v->sv_job == HA_EV_JOB_FAILED &&
-	    v->sv_job_ms <= s->hs_since_ms &&
-	    s->hs_since_ms - v->sv_job_ms <= c->r->hr_merge_max_ms)
-		return take(c, HA_DEC_JOB_REBALANCE, n, "", HA_REBALANCING,
-			    "rebalance", "back after a failed job: its images "
-			    "back, units move back onto it");
 	if ((st == HA_TRANSIENT || st == HA_FAILED) && v->sv_up)
 		return take(c, HA_DEC_SET_STATE, n, "", HA_ONLINE, "return",
 			    "back (%s): its data is still there",

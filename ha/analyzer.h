@@ -91,9 +91,7 @@
  *  return: a settled TRANSIENT or FAILED server that is up again (its
  *    SRV_JOINED, SRV_REACHABLE as the last word of its reporters, or
  *    OP_ADD) is ONLINE: its data is still there.
- *  rebalance: a REPAIRED server that is up again (or OP_ADD), a FAILED
- *    one up again whose job failed (JOB_FAILED at most hr_merge_max_ms
- *    before its FAILED: a repair may have failed its images), a REPAIRED
+ *  rebalance: a REPAIRED server that is up again (or OP_ADD), a REPAIRED
  *    device replaced (OP_REPLACE), or an ONLINE server the operator added
  *    (OP_ADD after its hs_since_ms) gets JOB_REBALANCE (state
  *    REBALANCING); JOB_DONE makes it ONLINE, JOB_FAILED: ALERT and FAILED.

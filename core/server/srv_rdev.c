@@ -520,7 +520,10 @@ static int srv_walk_home_one(void *arg, uint32_t home, struct eng *e)
 	/* handed back or moved meanwhile: not walked to its end, and the
 	 * job must know (it asks again; the next walk resumes it, or its
 	 * new server's walks it) */
-	if (rc == -EINTR && !__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE))
+	if ((rc == -EINTR ||
+	     (rc != 0 && s->s_route_going != NULL &&
+	      s->s_route_going(s->s_route_arg, home))) &&
+	    !__atomic_load_n(&s->s_draining, __ATOMIC_ACQUIRE))
 		rc = err_set(-EAGAIN, "server %s: %s of home %s cut short: its "
 			     "engine closes or is handed back",
 			     s->s_me->cs_name, srv_walk_name(wh->wh_kind),

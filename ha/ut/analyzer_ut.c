@@ -467,20 +467,6 @@ static const struct ha_case cases[] = {
 	"25000 down-out SET_STATE s1 OUT",
 	"25000 repair JOB_REPAIR s1 REPAIRING",
 	"30000 job SET_STATE s1 REPAIRED" } },
-/* a failed repair, the server back before the next: a rebalance (its
- * images failed by the repair come back), not a plain return */
-{ "job_failed_return", "tol=1 s0@e0 s1@e1 s2@e2", {
-	"10000 SRV_EXIT s0 s1",
-	"20000 JOB_FAILED - s1 job=3",
-	"22000 SRV_JOINED s1 s1",
-	"27000 JOB_DONE - s1 job=6" }, {
-	"11000 server-down SET_STATE s1 FAILED",
-	"16000 down-out SET_STATE s1 OUT",
-	"16000 repair JOB_REPAIR s1 REPAIRING",
-	"20000 job ALERT s1 REPAIRING",
-	"20000 job SET_STATE s1 FAILED",
-	"23000 rebalance JOB_REBALANCE s1 REBALANCING",
-	"27000 job SET_STATE s1 ONLINE" } },
 /* operator: drain, add back, add a new server, fail a device at once,
  * replace it before its repair */
 { "operator", "tol=2 s0@e0[d0] s1@e1 s2@e2 s3@e3", {

@@ -17,7 +17,12 @@
 #      back; a pdclust 2+0 object homed on s0, whose units on s2 the
 #      repair could not rebuild (no parity), reads back once s2 is back
 #      (s0's images of s2's devices, failed by the repair, come back with
-#      the server; before, they stayed failed and the object unreadable).
+#      the server; before, they stayed failed and the object unreadable);
+#   5. s2 killed again, its repair jobs now failing after they failed its
+#      images (fault ha.job.fail in s0 and s1, test builds): s2 back comes
+#      back by rule return, and the leader brings the images back then
+#      too (before, a plain return left them failed: the 2+0 object never
+#      read again).
 # Before the grace, s2 stayed ONLINE in the map for ever and its objects
 # answered nothing.
 #
@@ -27,7 +32,7 @@
 set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" harestart 6400 1
-cl_need strata strata-server
+cl_need strata strata-server strata-server-test
 
 F=$D/cluster.yaml
 . "$(dirname "$0")/ha_lib.sh"
@@ -51,9 +56,16 @@ for i in 0 1 2; do P[$i]=$(spid "$i"); done
 kill -9 "${P[0]}" "${P[1]}" "${P[2]}" 2>/dev/null
 for i in 0 1 2; do wait_gone "${P[$i]}"; done
 rm -f "$D"/s[012].pid
-srv_start 0 "$F"
+# test builds, fault ha.job.fail after one pass: the first repair job a
+# leader runs (s2's, below) works, every later one fails after failing
+# the images (step 5)
+tstart() {
+	STRATA_FAULT=ha.job.fail:1:0 "$BD/strata-server-test" --config "$F" \
+		--name "s$1" --pid-file "$D/s$1.pid" --log-file "$D/s$1.log"
+}
+tstart 0
 sleep 8
-srv_start 1 "$F"
+tstart 1
 # not wait_up: `cluster status` fails while s2 is down
 two_up() { kill -0 "$(spid 0)" 2>/dev/null && kill -0 "$(spid 1)" 2>/dev/null; }
 check "s0 and s1 run again" poll 60 two_up
@@ -115,6 +127,34 @@ check "the pdclust 2+0 object homed on s0 reads back byte-exact" \
 [ -s "$T/rerr" ] && ! k0_back && echo "     $(tail -1 "$T/rerr" | head -c 300)"
 check "s0 brought its images of s2's devices back with s2 (its log)" \
 	grep -q "of server s2 back online with its server" "$D/s0.log"
+
+echo "--- s2 killed again: its repair fails (fault), s2 back before the next"
+nb=$(grep -c "of server s2 back online with its server" "$D/s0.log")
+kill -9 "$(spid 2)" 2>/dev/null
+wait_gone "$(spid 2)"
+rm -f "$D/s2.pid"
+jf() { ev_has '"kind":"JOB_FAILED","reporter":"[^"]*","target":"s2"'; }
+check "a repair job of s2 fails (fault ha.job.fail), its images failed" \
+	poll 180 jf
+srv_start 2 "$F"
+check "s2 is back, with its home" cl_settled 240
+ha decisions --json
+check "s2 came back by rule return (not a rebalance after a repair)" \
+	python3 - "$out" <<'EOF'
+import json, sys
+ds = [json.loads(l) for l in sys.argv[1].splitlines() if l.strip()]
+# its last state change (a handback, HOME_MOVE, may follow it)
+s2 = [d for d in ds if d.get("target") == "s2" and not d.get("dev") and
+      d.get("kind") in ("SET_STATE", "JOB_REPAIR", "JOB_REBALANCE")]
+sys.exit(not (s2 and s2[-1].get("rule") == "return" and
+              s2[-1].get("state") == "ONLINE"))
+EOF
+check "the pdclust 2+0 object reads back again" poll 60 k0_back
+more_back() {
+	[ "$(grep -c "of server s2 back online with its server" "$D/s0.log")" -gt "$nb" ]
+}
+check "s0 brought its images of s2's devices back at that return" \
+	poll 30 more_back
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
