@@ -349,9 +349,11 @@ enum eng_dev_state {
 enum eng_dev_flags {
 	EDF_REBALANCE = 1u << 0, /**< replaced: units to move back onto it */
 	/** Failed because its server was lost, not by a fault of its own:
-	 *  marked by a server acting for that server's home (a cluster's
-	 *  takeover engine, core/server/srv_dev.c), so that its units are
-	 *  rebuilt elsewhere.  When the server opens its store again with
+	 *  an image failed by an HA repair of its whole server, or a home's
+	 *  own device failed by the server acting for that home (a cluster's
+	 *  takeover engine; core/server/srv_dev.c), so that its units are
+	 *  rebuilt elsewhere; such an image comes back when its server does
+	 *  (DevReq.server), one failed otherwise (its medium) does not.  When the server opens its store again with
 	 *  the device attached locally (its home handed back), the device
 	 *  is back ONLINE (with EDF_REBALANCE when it was REPAIRED): its
 	 *  medium was never at fault (core/store.c). */

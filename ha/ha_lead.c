@@ -292,10 +292,10 @@ struct lead_job {
 	int32_t lj_owner;  /* the target's index in the cluster file, -1 */
 	uint32_t lj_nr_devs;            /* the devices the job is about: */
 	uint32_t lj_devs[HA_DEVS_MAX];  /* their indices in the owner's store */
-	/* a rebalance of a whole server (its return after it was lost), for
-	 * each device the map has ONLINE itself: its images failed for the
-	 * server's loss come back too (DevReq.server) */
-	bool lj_srv_back[HA_DEVS_MAX];
+	/* a job about a whole server (lost, or back), for each device: its
+	 * images are failed as lost with it, or come back with it
+	 * (DevReq.server) */
+	bool lj_whole[HA_DEVS_MAX];
 	atomic_bool lj_stop;            /* paused or aborted by a decision */
 	/* the device states only, no walk, no progress, no end event: a
 	 * server back by rule return gets its failed images back
@@ -404,8 +404,7 @@ static void job_devices(struct lead_job *j)
 			       SDV_REPLACE;
 			q.owner = (uint32_t)j->lj_owner;
 			q.dev = j->lj_devs[k];
-			q.server = j->lj_kind == SWK_REBALANCE &&
-				   j->lj_srv_back[k];
+			q.server = j->lj_whole[k];
 			if (msg_pack(&q.base, &b) != 0)
 				return;
 			rc = peers_call_ms(p, i, SOP_DEV, b.mb_p, b.mb_len,
@@ -658,8 +657,7 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 			if (whole && j->lj_kind == SWK_REBALANCE &&
 			    sv->hs_devs[x].hd_state != HA_ONLINE)
 				continue;
-			j->lj_srv_back[j->lj_nr_devs] =
-				whole && j->lj_kind == SWK_REBALANCE;
+			j->lj_whole[j->lj_nr_devs] = whole;
 			j->lj_devs[j->lj_nr_devs++] = x;
 		}
 	}
@@ -687,7 +685,7 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 	a->ha_jobs = j;
 	pthread_mutex_unlock(&a->ha_jobs_lock);
 	LOG_INFO("server %s: job %" PRIu64 ": %s of %s%s%s", a->ha_name,
-		 j->lj_id, devs_only ? "images back" :
+		 d->hd_job, devs_only ? "images back" :
 		 ha_dec_kind_name(d->hd_kind), d->hd_target,
 		 d->hd_dev[0] != '\0' ? ":" : "", d->hd_dev);
 	pthread_detach(t);

@@ -727,10 +727,11 @@ int msg_dev_decode(const void *body, size_t len, uint32_t self,
 	else if ((q->op != SDV_REPLACE || q->owner != self) && plen != 0)
 		rc = err_set(-EINVAL, "request: dev.path: only a replace sent "
 			     "to the device's owner carries a path");
-	else if (q->server && (q->op != SDV_REPLACE || q->owner == self))
-		rc = err_set(-EINVAL, "request: dev.server: only a replace sent "
-			     "to another server than the device's owner (its "
-			     "images) may say the owner is back");
+	else if (q->server && (q->op == SDV_STATE || q->owner == self))
+		rc = err_set(-EINVAL, "request: dev.server: only a fail or "
+			     "replace sent to another server than the device's "
+			     "owner (its images) may say the owner is lost or "
+			     "back");
 	if (rc != 0) {
 		dev_req__free_unpacked(q, NULL);
 		return rc;

@@ -125,7 +125,7 @@ static int srv_dev_replace_image(struct srv *s, uint32_t i,
 
 	if (st == ED_ONLINE)
 		return 0;
-	if (st == ED_FAILED && q->server) {
+	if (st == ED_FAILED && q->server && (ed->ed_flags & EDF_HOME_LOST)) {
 		/* failed for its server's loss, its server back: the units
 		 * not rebuilt elsewhere (a repair that failed, or could not
 		 * rebuild them all) are read from it
@@ -159,6 +159,18 @@ static int srv_dev_act(struct srv *s, const DevReq *q, uint32_t i)
 	char why[CLU_NAME_MAX + 64];
 	bool own = q->owner == s->s_self;
 
+	if (q->op == SDV_FAIL && !own && q->server) {
+		/* its server lost (an HA repair of the whole server): marked
+		 * so, to come back with the server (srv_dev_replace_image) */
+		if (eng_dev_get(s->s_eng, i)->ed_state != ED_ONLINE)
+			return 0;
+		LOG_ERROR("server %s: image %u of device %u of server %s "
+			  "failed: its server is lost (its units are rebuilt "
+			  "elsewhere)", s->s_me->cs_name, i, q->dev,
+			  s->s_conf->cc_servers[q->owner].cs_name);
+		return eng_dev_state_set(s->s_eng, i, ED_FAILED,
+					 EDF_HOME_LOST);
+	}
 	if (q->op == SDV_FAIL) {
 		if (own)
 			snprintf(why, sizeof why, "marked failed by the "
@@ -203,6 +215,7 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 	char want[CLU_NAME_MAX + 48];
 	uint32_t n, st = 0;
 	size_t wl;
+	uint32_t flags = 0;
 	int found = -1, rc = 0;
 
 	/* an engine that does not serve now: its images are set when it
@@ -221,6 +234,7 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 		if (strncmp(ed->ed_dev->td_path, want, wl) == 0) {
 			found = (int)i;
 			st = __atomic_load_n(&ed->ed_state, __ATOMIC_ACQUIRE);
+			flags = ed->ed_flags;
 		}
 	}
 	rcu_read_unlock();
@@ -229,18 +243,20 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 	if (q->op == SDV_FAIL && st == ED_ONLINE) {
 		LOG_ERROR("server %s: acting for home %s: its device %u (device "
 			  "%u of %s) failed: %s", s->s_me->cs_name, hn, found,
-			  q->dev, owner, q->owner == home ? "its server is "
-			  "lost (its units are rebuilt elsewhere)" :
-			  "its server marked it failed");
+			  q->dev, owner, q->owner == home || q->server ?
+			  "its server is lost (its units are rebuilt "
+			  "elsewhere)" : "its server marked it failed");
 		rc = eng_dev_state_set(e, (uint32_t)found, ED_FAILED,
-				       q->owner == home ? EDF_HOME_LOST : 0);
+				       q->owner == home || q->server ?
+				       EDF_HOME_LOST : 0);
 	} else if (q->op == SDV_REPLACE && st == ED_REPAIRED) {
 		LOG_WARNING("server %s: acting for home %s: its device %u "
 			    "(device %u of %s) back online, to be rebalanced",
 			    s->s_me->cs_name, hn, found, q->dev, owner);
 		rc = eng_dev_state_set(e, (uint32_t)found, ED_ONLINE,
 				       EDF_REBALANCE);
-	} else if (q->op == SDV_REPLACE && st == ED_FAILED && q->server) {
+	} else if (q->op == SDV_REPLACE && st == ED_FAILED && q->server &&
+		   (flags & EDF_HOME_LOST)) {
 		LOG_WARNING("server %s: acting for home %s: its device %u "
 			    "(device %u of %s) back online with its server, to "
 			    "be rebalanced (failed when the server was lost)",

@@ -129,11 +129,16 @@ check "s0 brought its images of s2's devices back with s2 (its log)" \
 	grep -q "of server s2 back online with its server" "$D/s0.log"
 
 echo "--- s2 killed again: its repair fails (fault), s2 back before the next"
-nb=$(grep -c "of server s2 back online with its server" "$D/s0.log")
+nback=$(grep -c "of server s2 back online with its server" "$D/s0.log")
+njf() {
+	ha events --json
+	echo "$out" | grep -Ec '"kind":"JOB_FAILED","reporter":"[^"]*","target":"s2"'
+}
+jf0=$(njf)
 kill -9 "$(spid 2)" 2>/dev/null
 wait_gone "$(spid 2)"
 rm -f "$D/s2.pid"
-jf() { ev_has '"kind":"JOB_FAILED","reporter":"[^"]*","target":"s2"'; }
+jf() { [ "$(njf)" -gt "$jf0" ]; }
 check "a repair job of s2 fails (fault ha.job.fail), its images failed" \
 	poll 180 jf
 srv_start 2 "$F"
@@ -151,7 +156,7 @@ sys.exit(not (s2 and s2[-1].get("rule") == "return" and
 EOF
 check "the pdclust 2+0 object reads back again" poll 60 k0_back
 more_back() {
-	[ "$(grep -c "of server s2 back online with its server" "$D/s0.log")" -gt "$nb" ]
+	[ "$(grep -c "of server s2 back online with its server" "$D/s0.log")" -gt "$nback" ]
 }
 check "s0 brought its images of s2's devices back at that return" \
 	poll 30 more_back

@@ -795,16 +795,16 @@ static void t_bad_dev(void)
 	q.path = (char *)"";
 	su_bad("dev replace without a path", SOP_DEV, &q.base, NULL, 0, NULL,
 	       -EINVAL, "dev.path: 0 bytes");
-	/* "its server is back": only a replace of an image */
+	/* "its server is lost / back": only a fail or replace of an image */
 	q.path = (char *)"x.dev";
 	q.server = true;
 	su_bad("dev replace of its own device, server back", SOP_DEV, &q.base,
 	       NULL, 0, NULL, -EINVAL, "dev.server");
-	q.op = SDV_FAIL;
+	q.op = SDV_STATE;
 	q.owner = 1;
 	q.path = (char *)"";
-	su_bad("dev fail of an image, server back", SOP_DEV, &q.base, NULL, 0,
-	       NULL, -EINVAL, "dev.server");
+	su_bad("dev state of an image, server lost or back", SOP_DEV, &q.base,
+	       NULL, 0, NULL, -EINVAL, "dev.server");
 	q.server = false;
 	q.owner = 0;
 	q.op = SDV_REPLACE;
