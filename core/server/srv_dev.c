@@ -116,6 +116,17 @@ static int srv_dev_replace_own(struct srv *s, uint32_t i, const char *path)
 	return rc;
 }
 
+/* Does a replace bring back an image in state st with flags that is not
+ * repaired?  Only one failed for its server's loss (EDF_HOME_LOST), when
+ * the request says that server is back (DevReq.server): one failed for
+ * its medium stays failed.  The rule of both the own engine's images and
+ * the takeover engines' (srv_dev_home_act()). */
+static bool image_back_with_server(uint32_t st, uint32_t flags,
+				   const DevReq *q)
+{
+	return st == ED_FAILED && q->server && (flags & EDF_HOME_LOST);
+}
+
 /* Replace on an image: a repaired image back online, to be rebalanced. */
 static int srv_dev_replace_image(struct srv *s, uint32_t i,
 				 const DevReq *q)
@@ -125,11 +136,11 @@ static int srv_dev_replace_image(struct srv *s, uint32_t i,
 
 	if (st == ED_ONLINE)
 		return 0;
-	if (st == ED_FAILED && q->server && (ed->ed_flags & EDF_HOME_LOST)) {
+	if (image_back_with_server(st, ed->ed_flags, q)) {
 		/* failed for its server's loss, its server back: the units
 		 * not rebuilt elsewhere (a repair that failed, or could not
-		 * rebuild them all) are read from it
-		 * again, the others moved back by the rebalance.  Left
+		 * rebuild them all) are read from it again, the others
+		 * moved back by the rebalance.  Left
 		 * failed, they were never read again and their groups stayed
 		 * degraded for good. */
 		LOG_WARNING("server %s: image %u of device %u of server %s "
@@ -213,9 +224,8 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 	const char *owner = s->s_conf->cc_servers[q->owner].cs_name;
 	const char *hn = s->s_conf->cc_servers[home].cs_name;
 	char want[CLU_NAME_MAX + 48];
-	uint32_t n, st = 0;
+	uint32_t n, st = 0, flags = 0;
 	size_t wl;
-	uint32_t flags = 0;
 	int found = -1, rc = 0;
 
 	/* an engine that does not serve now: its images are set when it
@@ -255,8 +265,8 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 			    s->s_me->cs_name, hn, found, q->dev, owner);
 		rc = eng_dev_state_set(e, (uint32_t)found, ED_ONLINE,
 				       EDF_REBALANCE);
-	} else if (q->op == SDV_REPLACE && st == ED_FAILED && q->server &&
-		   (flags & EDF_HOME_LOST)) {
+	} else if (q->op == SDV_REPLACE &&
+		   image_back_with_server(st, flags, q)) {
 		LOG_WARNING("server %s: acting for home %s: its device %u "
 			    "(device %u of %s) back online with its server, to "
 			    "be rebalanced (failed when the server was lost)",
