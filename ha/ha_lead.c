@@ -297,10 +297,6 @@ struct lead_job {
 	 * (DevReq.server) */
 	bool lj_whole[HA_DEVS_MAX];
 	atomic_bool lj_stop;            /* paused or aborted by a decision */
-	/* the device states only, no walk, no progress, no end event: a
-	 * server back by rule return gets its failed images back
-	 * (images_back()) */
-	bool lj_devs_only;
 	struct lead_job *lj_next;       /* ha_jobs (ha_jobs_lock) */
 };
 
@@ -503,13 +499,6 @@ static void *job_main(void *arg)
 	uint32_t total = 0, walked = 0, again = 0;
 	int rc = 0;
 
-	if (j->lj_devs_only) {
-		job_devices(j);
-		LOG_INFO("server %s: %s back: its images failed for its loss "
-			 "are back online", a->ha_name, j->lj_target);
-		job_forget(j);
-		return NULL;
-	}
 	for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++)
 		total += j->lj_in[i];
 	job_progress(j, 0, total, "", 0);
@@ -621,7 +610,7 @@ static void *job_main(void *arg)
 
 /* Start the job of decision d (map m: the servers in service walk). */
 static void job_start(struct srv_ha *a, const struct ha_decision *d,
-		      const struct ha_map *m, bool devs_only)
+		      const struct ha_map *m)
 {
 	const struct clu_conf *c = a->ha_srv->s_conf;
 	struct lead_job *j = calloc(1, sizeof *j);
@@ -633,7 +622,6 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 	j->lj_id = d->hd_job;
 	j->lj_kind = d->hd_kind == HA_DEC_JOB_REPAIR ? SWK_REPAIR :
 		     SWK_REBALANCE;
-	j->lj_devs_only = devs_only;
 	snprintf(j->lj_target, sizeof j->lj_target, "%s", d->hd_target);
 	snprintf(j->lj_dev, sizeof j->lj_dev, "%s", d->hd_dev);
 	j->lj_owner = clu_server_find(c, d->hd_target);
@@ -685,8 +673,7 @@ static void job_start(struct srv_ha *a, const struct ha_decision *d,
 	a->ha_jobs = j;
 	pthread_mutex_unlock(&a->ha_jobs_lock);
 	LOG_INFO("server %s: job %" PRIu64 ": %s of %s%s%s", a->ha_name,
-		 d->hd_job, devs_only ? "images back" :
-		 ha_dec_kind_name(d->hd_kind), d->hd_target,
+		 d->hd_job, ha_dec_kind_name(d->hd_kind), d->hd_target,
 		 d->hd_dev[0] != '\0' ? ":" : "", d->hd_dev);
 	pthread_detach(t);
 }
@@ -732,30 +719,9 @@ static void jobs_adopt(struct srv_ha *a, const struct ha_map *m)
 				 " (%s of %s%s%s)", a->ha_name, job,
 				 ha_dec_kind_name(d.hd_kind), d.hd_target,
 				 d.hd_dev[0] ? ":" : "", d.hd_dev);
-			job_start(a, &d, m, false);
+			job_start(a, &d, m);
 		}
 	}
-}
-
-/*
- * A server back by rule return (FAILED or TRANSIENT, then up): the images
- * of its devices that a repair failed and could not clear -- a repair job
- * that failed (the server FAILED again), then the server's return before
- * the next -- come back ONLINE with the rebalance flag, as a rebalance's
- * would (job_devices() with DevReq.server), so that the units on them
- * that were not rebuilt elsewhere are read again (docs/cluster.md "Images
- * back with their server").  No walk: a server that was only FAILED has
- * its images ONLINE already, and the request changes nothing there.  Its
- * id is the decision's seq (a map epoch: no job has it).
- */
-static void images_back(struct srv_ha *a, const struct ha_decision *d,
-			const struct ha_map *m)
-{
-	struct ha_decision b = *d;
-
-	b.hd_kind = HA_DEC_JOB_REBALANCE;
-	b.hd_job = d->hd_seq;
-	job_start(a, &b, m, true);
 }
 
 /* Apply d: the map one epoch on (CAS), then the decisions log, then its
@@ -792,10 +758,7 @@ static int apply_one(struct srv_ha *a, struct ha_map *m, int64_t *rev,
 			    "logged: %s", a->ha_name, m->hm_epoch, err_msg());
 	if (d->hd_kind == HA_DEC_JOB_REPAIR ||
 	    d->hd_kind == HA_DEC_JOB_REBALANCE)
-		job_start(a, d, m, false);
-	else if (d->hd_kind == HA_DEC_SET_STATE && d->hd_dev[0] == '\0' &&
-		 d->hd_state == HA_ONLINE && strcmp(d->hd_rule, "return") == 0)
-		images_back(a, d, m);
+		job_start(a, d, m);
 	else if (d->hd_kind == HA_DEC_JOB_PAUSE ||
 		 d->hd_kind == HA_DEC_JOB_ABORT)
 		job_stop(a, d->hd_job);

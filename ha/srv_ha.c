@@ -502,6 +502,48 @@ static void home_step(struct srv_ha *a)
 }
 
 /*
+ * Images back with their server (docs/cluster.md "Images back with their
+ * server"), from the map: at each map change, and every HA_IMAGES_BACK_MS
+ * between, every device the map has ONLINE of another server ONLINE gets
+ * back the images this server's engines failed or repaired only for that
+ * server's loss (srv_dev_images_back()).  Each server applies the map
+ * itself: a request sent once by the leader of the moment could be lost
+ * (a leader change, a failed call, a server out of service then), and a
+ * server lost again meanwhile is no longer ONLINE, so nothing comes back
+ * for it late.
+ */
+static void images_back_step(struct srv_ha *a)
+{
+	struct srv *s = a->ha_srv;
+	uint64_t now = ha_mono_ms(), epoch = atomic_load(&a->ha_epoch);
+	struct ha_map *m;
+
+	if (epoch == a->ha_imgback_epoch &&
+	    now - a->ha_imgback_ms < HA_IMAGES_BACK_MS)
+		return;
+	m = malloc(sizeof *m);
+	if (m == NULL)
+		return;
+	pthread_mutex_lock(&a->ha_lock);
+	*m = a->ha_map;
+	pthread_mutex_unlock(&a->ha_lock);
+	a->ha_imgback_epoch = m->hm_epoch;
+	a->ha_imgback_ms = now;
+	for (uint32_t i = 0; i < m->hm_nr_servers && i < HA_SERVERS_MAX &&
+	     i < s->s_conf->cc_nr_servers && !atomic_load(&a->ha_stop); i++) {
+		const struct ha_srv *sv = &m->hm_servers[i];
+
+		if (i == s->s_self || sv->hs_state != HA_ONLINE)
+			continue;
+		for (uint32_t k = 0; k < sv->hs_nr_devs && k < HA_DEVS_MAX;
+		     k++)
+			if (sv->hs_devs[k].hd_state == HA_ONLINE)
+				srv_dev_images_back(s, i, k, m->hm_epoch);
+	}
+	free(m);
+}
+
+/*
  * A run whose home another server took over while it ran (it was stopped,
  * cut off, or declared down by an operator) gets it back only through the
  * handback made at a start (srv_home.h): once the analyzer has it ONLINE
@@ -589,6 +631,7 @@ static void *ha_main(void *arg)
 			ha_lead_drop(a);
 		}
 		home_step(a);
+		images_back_step(a);
 		home_restart_check(a);
 		ha_wait(a, HA_TICK_MS);
 	}

@@ -21,6 +21,10 @@ struct lead_job;
 
 /* The agent's step: map poll, leader work (ms). */
 #define HA_TICK_MS 250u
+/* How often a server looks again, between map changes, for images it
+ * failed with a server the map has back in service (images_back_step():
+ * a failing request of a job that ended after the server's return). */
+#define HA_IMAGES_BACK_MS 5000u
 /* The lease thread's step (ms): a renewal is due every third of the TTL
  * (at least 2 s), and a lapse is noticed within this. */
 #define HA_LEASE_TICK_MS 100u
@@ -111,6 +115,9 @@ struct srv_ha {
 	struct srv_home *ha_home;
 	uint64_t ha_home_epoch;       /* the map's epoch it followed, 0 */
 	bool ha_gone[HA_SERVERS_MAX]; /* marked gone in s_peers (map_gone) */
+	/* images_back_step(): the epoch and ha_mono_ms() of its last look */
+	uint64_t ha_imgback_epoch;
+	uint64_t ha_imgback_ms;
 	uint64_t ha_start_ms;         /* ha_mono_ms() at the agent's start */
 	bool ha_restart_asked;        /* srv_restart() called */
 	/* the threads: the lease's, the probes', the map's and leader's */

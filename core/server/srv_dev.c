@@ -198,11 +198,19 @@ static int srv_dev_act(struct srv *s, const DevReq *q, uint32_t i)
 	return 0;
 }
 
+/* Serialises a request failing images for their server's loss with
+ * srv_dev_images_back() (s_lost_epoch). */
+static pthread_mutex_t srv_dev_lost_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* A device request for the engines this server acts for other homes
  * with (s_route_each). */
 struct srv_dev_home {
 	struct srv *dh_srv;
 	const DevReq *dh_q;
+	/* srv_dev_images_back(): only images failed or repaired for their
+	 * server's loss (EDF_HOME_LOST) are looked at, and nothing is
+	 * logged for the others */
+	bool dh_lost_only;
 };
 
 /*
@@ -248,7 +256,9 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 		}
 	}
 	rcu_read_unlock();
-	if (found < 0)
+	if (found < 0 || (dh->dh_lost_only && (!(flags & EDF_HOME_LOST) ||
+					       (st != ED_FAILED &&
+						st != ED_REPAIRED))))
 		return 0;
 	if (q->op == SDV_FAIL && st == ED_ONLINE) {
 		LOG_ERROR("server %s: acting for home %s: its device %u (device "
@@ -327,6 +337,7 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 	DevReq *q = NULL;
 	size_t len;
 	const void *body = rpc_sreq_body(req, &len);
+	bool lost = false;
 	int rc, i;
 
 	srv_thread_enter();
@@ -347,6 +358,14 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 		goto out;
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
+	/* images failed for their server's loss: none comes back from a map
+	 * read before this request (srv_dev_images_back()) */
+	lost = q->op == SDV_FAIL && q->server && q->owner != s->s_self;
+	if (lost) {
+		pthread_mutex_lock(&srv_dev_lost_lock);
+		if (rpc_sreq_epoch(req) > s->s_lost_epoch[q->owner])
+			s->s_lost_epoch[q->owner] = rpc_sreq_epoch(req);
+	}
 	i = q->owner == s->s_self ? srv_dev_own(s, q->dev) :
 				     srv_dev_image(s, q->owner, q->dev);
 	rc = i < 0 ? i : srv_dev_act(s, q, (uint32_t)i);
@@ -356,7 +375,7 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 	 * (their own devices included): failed or back there as well, so
 	 * that their walks rebuild or move their units */
 	if (q->op != SDV_STATE && s->s_route_each != NULL) {
-		struct srv_dev_home dh = {s, q};
+		struct srv_dev_home dh = {s, q, false};
 		char msg[512];
 
 		snprintf(msg, sizeof msg, "%s", err_msg());
@@ -364,11 +383,51 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 		if (rc != 0)
 			err_set(rc, "%s", msg);
 	}
+	if (lost)
+		pthread_mutex_unlock(&srv_dev_lost_lock);
 out:
 	rpc_sreq_reply(req, rc, rb.mb_p, rb.mb_len, rc != 0 ? err_msg() : NULL);
 	free(rb.mb_p);
 	if (q != NULL)
 		dev_req__free_unpacked(q, NULL);
+}
+
+void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
+			 uint64_t epoch)
+{
+	DevReq q = DEV_REQ__INIT;
+	struct srv_dev_home dh = {s, &q, true};
+	int i;
+
+	if (owner == s->s_self || owner >= s->s_conf->cc_nr_servers)
+		return;
+	pthread_mutex_lock(&srv_dev_lost_lock);
+	if (epoch <= s->s_lost_epoch[owner]) {
+		pthread_mutex_unlock(&srv_dev_lost_lock);
+		return;
+	}
+	q.op = SDV_REPLACE;
+	q.owner = owner;
+	q.dev = dev;
+	q.server = true;
+	i = srv_dev_image(s, owner, dev);
+	if (i >= 0) {
+		struct eng_dev *ed = eng_dev_get(s->s_eng, (uint32_t)i);
+		uint32_t st = __atomic_load_n(&ed->ed_state,
+					      __ATOMIC_ACQUIRE);
+
+		if ((ed->ed_flags & EDF_HOME_LOST) &&
+		    (st == ED_FAILED || st == ED_REPAIRED) &&
+		    srv_dev_act(s, &q, (uint32_t)i) != 0)
+			LOG_WARNING("server %s: image %d of device %u of server "
+				    "%s: %s", s->s_me->cs_name, i, dev,
+				    s->s_conf->cc_servers[owner].cs_name,
+				    err_msg());
+	}
+	if (s->s_route_each != NULL)
+		s->s_route_each(s->s_route_arg, srv_dev_home_act, &dh);
+	pthread_mutex_unlock(&srv_dev_lost_lock);
+	err_clear();
 }
 
 int srv_dev_register(struct srv *s)

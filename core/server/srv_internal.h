@@ -147,6 +147,10 @@ struct srv {
 	bool s_qstop;
 	bool s_tomb_kick;   /* a collection was asked for (srv_idx_tomb.c) */
 	uint64_t s_vepoch;  /* SRF_VERIFY requests seen (atomic) */
+	/* per server: the map epoch of the latest request that failed its
+	 * images for its loss (DevReq.server; srv_dev.c, under its lock):
+	 * srv_dev_images_back() brings them back only from a newer map */
+	uint64_t s_lost_epoch[CLU_SERVERS_MAX];
 	/* heartbeat (under s_qlock) */
 	pthread_t s_hb;
 	struct peers *s_hbpeers;  /* the heartbeat's own endpoint */
@@ -227,6 +231,21 @@ int srv_dev_register(struct srv *s);
 /** Devices of this server's own (its store's first ones, before the
  *  images of the other servers' devices). */
 uint32_t srv_dev_nr_own(struct srv *s);
+/**
+ * Device dev of server owner, which the map has back in service (owner
+ * and device ONLINE): every image of it that this server's engines (its
+ * own and those it acts for other homes with) failed or repaired only
+ * because the owner was lost (EDF_HOME_LOST) is back ONLINE, to be
+ * rebalanced -- what a replace with DevReq.server does, applied by each
+ * server from the map (ha/srv_ha.c images_back_step()), so that no
+ * request can be lost.  epoch is that map's: nothing is done unless it is
+ * newer than every request that failed the owner's images for its loss
+ * (s_lost_epoch: a map read before such a request, with the owner still
+ * ONLINE in it -- a drain -- must not undo it).  Logged when an image
+ * changes; nothing for the others.  Called by the HA agent's thread.
+ */
+void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
+			 uint64_t epoch);
 
 /* srv_zc.c: zero-copy transfers to and from pmem2 devices */
 /** One object request's transfer hook (on the executor's stack while the
