@@ -496,7 +496,10 @@ static void *job_main(void *arg)
 	struct msg_buf b = {0};
 	struct ha_event ev;
 	uint64_t units = 0;
-	uint32_t total = 0, walked = 0, again = 0;
+	uint32_t total = 0, walked = 0, again = 0, pass = 0;
+	/* the servers whose walk was skipped in the first pass (-EREMCHG:
+	 * another server acted for their home), asked again in a second */
+	bool skipped[CLU_SERVERS_MAX] = {false}, redo = false;
 	int rc = 0;
 
 	for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++)
@@ -523,10 +526,11 @@ static void *job_main(void *arg)
 	w.kind = j->lj_kind;
 	if (rc == 0 && msg_pack(&w.base, &b) != 0)
 		rc = -ENOMEM;
+walk:
 	for (uint32_t i = 0; rc == 0 && i < s->s_conf->cc_nr_servers; i++) {
 		struct rpc_result res;
 
-		if (!j->lj_in[i])
+		if (!j->lj_in[i] || (pass == 1 && !skipped[i]))
 			continue;
 		if (job_stopped(j))
 			break;
@@ -546,6 +550,8 @@ static void *job_main(void *arg)
 			LOG_INFO("server %s: job %" PRIu64 ": walk on %s "
 				 "skipped: %s", a->ha_name, j->lj_id,
 				 s->s_conf->cc_servers[i].cs_name, err_msg());
+			skipped[i] = pass == 0;
+			redo |= pass == 0;
 			rc = 0;
 			continue;
 		}
@@ -577,6 +583,23 @@ static void *job_main(void *arg)
 				    "%s", a->ha_name, j->lj_id,
 				    s->s_conf->cc_servers[i].cs_name,
 				    err_msg());
+	}
+	/* A server skipped because another acted for its home may have got
+	 * it back meanwhile (a handback): after the handback the server
+	 * that acted for it no longer walks it, so unless that server's walk
+	 * of it had ended first, nobody did (the job ended with that home's
+	 * units of the target not rebuilt, the target REPAIRED all the
+	 * same).  One more pass over the skipped servers: one still acted
+	 * for elsewhere is skipped again (walked there); one back walks its
+	 * home (units already rebuilt are left as they are). */
+	if (pass == 0 && redo && rc == 0 && !job_stopped(j)) {
+		pass = 1;
+		for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++)
+			total += skipped[i];
+		LOG_INFO("server %s: job %" PRIu64 ": the servers skipped "
+			 "(their homes acted for elsewhere) are asked again",
+			 a->ha_name, j->lj_id);
+		goto walk;
 	}
 	free(b.mb_p);
 	job_progress_end(j);
