@@ -1349,13 +1349,130 @@ static uint64_t clu_tag_seed(const struct clu_client *c)
 	       st_mix64((uint64_t)getpid() << 32 ^ (uintptr_t)c);
 }
 
-/* PUT, DEL: the first live replica orders it, the others follow; all with
- * the same op tag (a replica asked again after a lost answer reports what
- * the op already did as done: srv_idx.c ridx_dedup()). */
+/*
+ * The follow-up copies of an index update, sent to every other replica at
+ * once (docs/cluster.md "Placement and consistency"): each call started
+ * without waiting (peers_call_async), the caller waiting for all of their
+ * ends, so that the replicas apply and sync the update together instead of
+ * one after the other.  An end that needs a blocking step (the replica
+ * unreachable, busy, or answering a transport code or -EREMCHG), or a call
+ * that could not start (no connection yet: -EAGAIN), is made again the
+ * blocking way (clu_call(): its connect, pauses and retries), as clu_obj
+ * does for object ops.
+ */
+struct clu_fan {
+	pthread_mutex_t f_lock;
+	pthread_cond_t f_cond;
+	uint32_t f_left;               /* calls started and not ended */
+	struct peers_end f_end[CLU_SERVERS_MAX];
+	bool f_ended[CLU_SERVERS_MAX];
+};
+
+struct clu_fan_arg {
+	struct clu_fan *fa_fan;
+	uint32_t fa_srv;
+};
+
+static void clu_fan_end(void *arg, struct peers_end *e)
+{
+	struct clu_fan_arg *fa = arg;
+	struct clu_fan *f = fa->fa_fan;
+
+	pthread_mutex_lock(&f->f_lock);
+	f->f_end[fa->fa_srv] = *e;
+	f->f_ended[fa->fa_srv] = true;
+	if (--f->f_left == 0)
+		pthread_cond_signal(&f->f_cond);
+	pthread_mutex_unlock(&f->f_lock);
+}
+
+/* Send IdxReq q (bulk, nr records) to every server of want (a bit per
+ * server) at once; the servers that took it into *got, the others into
+ * *missed (logged). */
+static void clu_idx_fan(struct clu_client *c, const struct st_id *id,
+			IdxReq *q, const struct rpc_bulk *bulk, uint32_t nr,
+			uint64_t want, uint64_t *got, uint64_t *missed)
+{
+	struct clu_fan *f = calloc(1, sizeof *f);
+	struct clu_fan_arg fa[CLU_SERVERS_MAX];
+	bool started[CLU_SERVERS_MAX] = {false};
+	uint32_t n = c->cc_conf.cc_nr_servers;
+	struct msg_buf b = {0};
+	bool fan_ok = f != NULL && msg_pack(&q->base, &b) == 0;
+
+	if (fan_ok) {
+		pthread_mutex_init(&f->f_lock, NULL);
+		pthread_cond_init(&f->f_cond, NULL);
+		for (uint32_t s = 0; s < n; s++) {
+			if (!(want & 1ull << s))
+				continue;
+			fa[s] = (struct clu_fan_arg){f, s};
+			pthread_mutex_lock(&f->f_lock);
+			f->f_left++;
+			pthread_mutex_unlock(&f->f_lock);
+			if (peers_call_async(c->cc_peers, s, SOP_IDX, b.mb_p,
+					     b.mb_len, bulk, clu_fan_end,
+					     &fa[s]) == 0) {
+				started[s] = true;
+				continue;
+			}
+			pthread_mutex_lock(&f->f_lock);
+			f->f_left--;
+			pthread_mutex_unlock(&f->f_lock);
+		}
+		pthread_mutex_lock(&f->f_lock);
+		while (f->f_left > 0)
+			pthread_cond_wait(&f->f_cond, &f->f_lock);
+		pthread_mutex_unlock(&f->f_lock);
+	}
+	free(b.mb_p);
+	for (uint32_t s = 0; s < n; s++) {
+		struct peers_end *e;
+		int rc;
+
+		if (!(want & 1ull << s))
+			continue;
+		e = fan_ok ? &f->f_end[s] : NULL;
+		if (started[s] && e->pe_unreachable)
+			peers_call_failed(c->cc_peers, e);
+		if (started[s]) {
+			free(e->pe_body);
+			e->pe_body = NULL;
+		}
+		rc = started[s] ? e->pe_rc : -EAGAIN;
+		if (started[s] && rc != 0 &&
+		    (e->pe_unreachable || rc == -EBUSY ||
+		     (e->pe_answered &&
+		      (peers_rc_transport(rc) || rc == -EREMCHG))))
+			rc = -EAGAIN;
+		if (rc == -EAGAIN)
+			rc = clu_call(c, s, SOP_IDX, &q->base, bulk, nr, NULL);
+		else if (rc != 0)
+			err_set(rc, "%s", e->pe_msg);
+		if (rc != 0) {
+			LOG_INFO("index %s: replica on %s missed an update: %s",
+				 eng_id_str(id), c->cc_conf.cc_servers[s].cs_name,
+				 err_msg());
+			*missed |= 1ull << s;
+		} else {
+			*got |= 1ull << s;
+		}
+	}
+	if (fan_ok) {
+		pthread_mutex_destroy(&f->f_lock);
+		pthread_cond_destroy(&f->f_cond);
+	}
+	free(f);
+}
+
+/* PUT, DEL: the first live replica orders it, the others follow (all at
+ * once: clu_idx_fan()); all with the same op tag (a replica asked again
+ * after a lost answer reports what the op already did as done: srv_idx.c
+ * ridx_dedup()). */
 static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 {
 	uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c), who = 0;
-	uint64_t missed = 0, got = 0;
+	uint64_t missed = 0, got = 0, want = 0;
 	struct clu_idx_msg m;
 	Reply *rp = NULL;
 	int rc = clu_idx_msg(&m, r, r->er_kind, 0, nr, nr);
@@ -1387,16 +1504,11 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 			missed |= 1ull << s;
 			continue;
 		}
-		if (clu_call(c, s, SOP_IDX, &m.im_q.base, clu_idx_bulk(&m), nr,
-			     NULL) != 0) {
-			LOG_INFO("index %s: replica on %s missed an update: %s",
-				 eng_id_str(&r->er_id),
-				 c->cc_conf.cc_servers[s].cs_name, err_msg());
-			missed |= 1ull << s;
-		} else {
-			got |= 1ull << s;
-		}
+		want |= 1ull << s;
 	}
+	if (want != 0)
+		clu_idx_fan(c, &r->er_id, &m.im_q, clu_idx_bulk(&m), nr, want,
+			    &got, &missed);
 	clu_idx_msg_fini(&m);
 	if (missed != 0)
 		clu_idx_missed(c, &r->er_id, missed, got | 1ull << who,
