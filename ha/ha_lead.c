@@ -563,6 +563,22 @@ walk:
 			usleep(1000000);
 			continue;
 		}
+		if (pass == 1 && rc != 0 && rc != -EAGAIN &&
+		    (peers_rc_transport(rc) || rc == -EHOSTDOWN ||
+		     rc == -ESHUTDOWN) && !job_stopped(j) &&
+		    again++ < LEAD_WALK_AGAIN_MAX) {
+			/* a server skipped while its home was acted for
+			 * elsewhere may be running again from its start for
+			 * that home's handback: ask again */
+			LOG_INFO("server %s: job %" PRIu64 ": walk on %s: %s: "
+				 "asked again", a->ha_name, j->lj_id,
+				 s->s_conf->cc_servers[i].cs_name, err_msg());
+			rc = 0;
+			walked--;
+			i--;
+			usleep(1000000);
+			continue;
+		}
 		if (rc == -EAGAIN && !job_stopped(j) &&
 		    again++ < LEAD_WALK_AGAIN_MAX) {
 			/* a home it acts for was not walked to its end (its
@@ -594,6 +610,7 @@ walk:
 	 * home (units already rebuilt are left as they are). */
 	if (pass == 0 && redo && rc == 0 && !job_stopped(j)) {
 		pass = 1;
+		again = 0;
 		for (uint32_t i = 0; i < s->s_conf->cc_nr_servers; i++)
 			total += skipped[i];
 		LOG_INFO("server %s: job %" PRIu64 ": the servers skipped "

@@ -510,27 +510,26 @@ static void home_step(struct srv_ha *a)
  * itself: a request sent once by the leader of the moment could be lost
  * (a leader change, a failed call, a server out of service then), and a
  * server lost again meanwhile is no longer ONLINE, so nothing comes back
- * for it late.
+ * for it late.  The look runs on a thread of its own (images_back_main()):
+ * the state changes are store commits, which may wait for the standbys,
+ * and a standby's answer may wait for this (the map's) thread to read a
+ * newer map.
  */
-static void images_back_step(struct srv_ha *a)
+static void *images_back_main(void *arg)
 {
+	struct srv_ha *a = arg;
 	struct srv *s = a->ha_srv;
-	uint64_t now = ha_mono_ms(), epoch = atomic_load(&a->ha_epoch);
-	struct ha_map *m;
+	struct ha_map *m = malloc(sizeof *m);
 
-	if (epoch == a->ha_imgback_epoch &&
-	    now - a->ha_imgback_ms < HA_IMAGES_BACK_MS)
-		return;
-	m = malloc(sizeof *m);
-	if (m == NULL)
-		return;
-	pthread_mutex_lock(&a->ha_lock);
-	*m = a->ha_map;
-	pthread_mutex_unlock(&a->ha_lock);
-	a->ha_imgback_epoch = m->hm_epoch;
-	a->ha_imgback_ms = now;
-	for (uint32_t i = 0; i < m->hm_nr_servers && i < HA_SERVERS_MAX &&
-	     i < s->s_conf->cc_nr_servers && !atomic_load(&a->ha_stop); i++) {
+	srv_thread_enter();
+	if (m != NULL) {
+		pthread_mutex_lock(&a->ha_lock);
+		*m = a->ha_map;
+		pthread_mutex_unlock(&a->ha_lock);
+	}
+	for (uint32_t i = 0; m != NULL && i < m->hm_nr_servers &&
+	     i < HA_SERVERS_MAX && i < s->s_conf->cc_nr_servers &&
+	     !atomic_load(&a->ha_stop); i++) {
 		const struct ha_srv *sv = &m->hm_servers[i];
 
 		if (i == s->s_self || sv->hs_state != HA_ONLINE)
@@ -541,6 +540,29 @@ static void images_back_step(struct srv_ha *a)
 				srv_dev_images_back(s, i, k, m->hm_epoch);
 	}
 	free(m);
+	atomic_store(&a->ha_imgback_busy, false);
+	return NULL;
+}
+
+static void images_back_step(struct srv_ha *a)
+{
+	uint64_t now = ha_mono_ms(), epoch = atomic_load(&a->ha_epoch);
+
+	if (atomic_load(&a->ha_imgback_busy) ||
+	    (epoch == a->ha_imgback_epoch &&
+	     now - a->ha_imgback_ms < HA_IMAGES_BACK_MS))
+		return;
+	if (a->ha_imgback_on)
+		pthread_join(a->ha_imgback_thread, NULL);
+	a->ha_imgback_on = false;
+	a->ha_imgback_epoch = epoch;
+	a->ha_imgback_ms = now;
+	atomic_store(&a->ha_imgback_busy, true);
+	if (pthread_create(&a->ha_imgback_thread, NULL, images_back_main,
+			   a) == 0)
+		a->ha_imgback_on = true;
+	else
+		atomic_store(&a->ha_imgback_busy, false);
 }
 
 /*
@@ -1042,6 +1064,9 @@ static void ha_stop(struct srv *s)
 	pthread_mutex_unlock(&a->ha_lock);
 	for (uint32_t t = 0; t < a->ha_nr_threads; t++)
 		pthread_join(a->ha_thread[t], NULL);
+	if (a->ha_imgback_on)
+		pthread_join(a->ha_imgback_thread, NULL);
+	a->ha_imgback_on = false;
 	srv_home_destroy(a->ha_home);
 	if (ha_agent == a) {
 		peers_epoch_catchup(NULL);

@@ -127,6 +127,34 @@ static bool image_back_with_server(uint32_t st, uint32_t flags,
 	return st == ED_FAILED && q->server && (flags & EDF_HOME_LOST);
 }
 
+/*
+ * A request about a failed medium (FAIL without DevReq.server, or an
+ * operator's REPLACE by a new device) reaching image i of engine e that is
+ * failed or repaired only for its server's loss (EDF_HOME_LOST): no
+ * longer so marked, so that it never comes back with its server
+ * (srv_dev_images_back(): its units would be read from the new, empty
+ * device).  Logged.
+ */
+static void image_medium_lost(struct srv *s, struct eng *e, uint32_t i,
+			      const DevReq *q)
+{
+	struct eng_dev *ed = eng_dev_get(e, i);
+	uint32_t st = __atomic_load_n(&ed->ed_state, __ATOMIC_ACQUIRE);
+
+	if (!(ed->ed_flags & EDF_HOME_LOST) ||
+	    (st != ED_FAILED && st != ED_REPAIRED))
+		return;
+	LOG_WARNING("server %s: device %u of server %s %s: its image %u, "
+		    "%s while the server was lost, no longer comes back with "
+		    "it", s->s_me->cs_name, q->dev,
+		    s->s_conf->cc_servers[q->owner].cs_name,
+		    q->op == SDV_FAIL ? "failed" : "replaced", i,
+		    st == ED_FAILED ? "failed" : "repaired");
+	if (eng_dev_state_set(e, i, st, ed->ed_flags & ~EDF_HOME_LOST) != 0)
+		LOG_WARNING("server %s: image %u: %s", s->s_me->cs_name, i,
+			    err_msg());
+}
+
 /* Replace on an image: a repaired image back online, to be rebalanced. */
 static int srv_dev_replace_image(struct srv *s, uint32_t i,
 				 const DevReq *q)
@@ -152,6 +180,8 @@ static int srv_dev_replace_image(struct srv *s, uint32_t i,
 		return eng_dev_state_set(s->s_eng, i, ED_ONLINE,
 					 EDF_REBALANCE);
 	}
+	if (st != ED_REPAIRED && !q->server)
+		image_medium_lost(s, s->s_eng, i, q);
 	if (st != ED_REPAIRED)
 		return err_set(-EBUSY, "server %s: its image of device %u of "
 			       "server %s is failed but not repaired (run "
@@ -183,6 +213,8 @@ static int srv_dev_act(struct srv *s, const DevReq *q, uint32_t i)
 					 EDF_HOME_LOST);
 	}
 	if (q->op == SDV_FAIL) {
+		if (!own)
+			image_medium_lost(s, s->s_eng, i, q);
 		if (own)
 			snprintf(why, sizeof why, "marked failed by the "
 				 "operator (through a cluster client)");
@@ -263,12 +295,21 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 	if (q->op == SDV_FAIL && st == ED_ONLINE) {
 		LOG_ERROR("server %s: acting for home %s: its device %u (device "
 			  "%u of %s) failed: %s", s->s_me->cs_name, hn, found,
-			  q->dev, owner, q->owner == home || q->server ?
+			  q->dev, owner, q->server ?
 			  "its server is lost (its units are rebuilt "
 			  "elsewhere)" : "its server marked it failed");
 		rc = eng_dev_state_set(e, (uint32_t)found, ED_FAILED,
-				       q->owner == home || q->server ?
-				       EDF_HOME_LOST : 0);
+				       q->server ? EDF_HOME_LOST : 0);
+	} else if ((q->op == SDV_FAIL || (q->op == SDV_REPLACE &&
+					  st == ED_FAILED)) && !q->server) {
+		/* its medium failed or replaced: never back with its
+		 * server; a failed one is left failed */
+		image_medium_lost(s, e, (uint32_t)found, q);
+		if (q->op == SDV_REPLACE)
+			LOG_WARNING("server %s: acting for home %s: its device "
+				    "%u (device %u of %s) is failed but not "
+				    "repaired: left failed", s->s_me->cs_name,
+				    hn, found, q->dev, owner);
 	} else if (q->op == SDV_REPLACE && st == ED_REPAIRED) {
 		LOG_WARNING("server %s: acting for home %s: its device %u "
 			    "(device %u of %s) back online, to be rebalanced",
@@ -283,7 +324,8 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 			    s->s_me->cs_name, hn, found, q->dev, owner);
 		rc = eng_dev_state_set(e, (uint32_t)found, ED_ONLINE,
 				       EDF_REBALANCE);
-	} else if (q->op == SDV_REPLACE && st == ED_FAILED) {
+	} else if (q->op == SDV_REPLACE && st == ED_FAILED &&
+		   !dh->dh_lost_only) {
 		LOG_WARNING("server %s: acting for home %s: its device %u "
 			    "(device %u of %s) is failed but not repaired: "
 			    "left failed", s->s_me->cs_name, hn, found,
@@ -402,7 +444,7 @@ void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
 	if (owner == s->s_self || owner >= s->s_conf->cc_nr_servers)
 		return;
 	pthread_mutex_lock(&srv_dev_lost_lock);
-	if (epoch <= s->s_lost_epoch[owner]) {
+	if (epoch < s->s_lost_epoch[owner]) {
 		pthread_mutex_unlock(&srv_dev_lost_lock);
 		return;
 	}
