@@ -238,11 +238,15 @@ uint32_t srv_dev_nr_own(struct srv *s);
  * because the owner was lost (EDF_HOME_LOST) is back ONLINE, to be
  * rebalanced -- what a replace with DevReq.server does, applied by each
  * server from the map (ha/srv_ha.c images_back_step()), so that no
- * request can be lost.  epoch is that map's: nothing is done unless it is
- * newer than every request that failed the owner's images for its loss
+ * request can be lost.  epoch is that map's: nothing is done when it is
+ * older than a request that failed the owner's images for its loss
  * (s_lost_epoch: a map read before such a request, with the owner still
- * ONLINE in it -- a drain -- must not undo it).  Logged when an image
- * changes; nothing for the others.  Called by the HA agent's thread.
+ * ONLINE in it -- a drain -- must not undo it; the gate admits a request
+ * only at the receiver's own epoch, and a real loss comes with a map
+ * that has the owner out of service, so a map of the same epoch with the
+ * owner ONLINE means a late request).  Logged when an image
+ * changes; nothing for the others.  Called by a thread of the HA agent
+ * (images_back_main()), never the map's.
  */
 void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
 			 uint64_t epoch);
