@@ -563,28 +563,18 @@ walk:
 			usleep(1000000);
 			continue;
 		}
-		if (pass == 1 && rc != 0 && rc != -EAGAIN &&
-		    (peers_rc_transport(rc) || rc == -EHOSTDOWN ||
-		     rc == -ESHUTDOWN) && !job_stopped(j) &&
-		    again++ < LEAD_WALK_AGAIN_MAX) {
-			/* a server skipped while its home was acted for
-			 * elsewhere may be running again from its start for
-			 * that home's handback: ask again */
-			LOG_INFO("server %s: job %" PRIu64 ": walk on %s: %s: "
-				 "asked again", a->ha_name, j->lj_id,
-				 s->s_conf->cc_servers[i].cs_name, err_msg());
-			rc = 0;
-			walked--;
-			i--;
-			usleep(1000000);
-			continue;
-		}
-		if (rc == -EAGAIN && !job_stopped(j) &&
-		    again++ < LEAD_WALK_AGAIN_MAX) {
-			/* a home it acts for was not walked to its end (its
-			 * engine opening, or closing for a handback): ask
-			 * again (its walk resumes; once handed back, that
-			 * home is its own server's) */
+		/* Asked again a second later, at most LEAD_WALK_AGAIN_MAX
+		 * times a pass: a home it acts for not walked to its end
+		 * (-EAGAIN: its engine opening, or closing for a handback;
+		 * its walk resumes, and once handed back that home is its
+		 * own server's); in the second pass, a server unreachable or
+		 * stopping (skipped while its home was acted for elsewhere,
+		 * it may be running again from its start for the
+		 * handback). */
+		if ((rc == -EAGAIN ||
+		     (pass == 1 && (peers_rc_transport(rc) ||
+				    rc == -EHOSTDOWN || rc == -ESHUTDOWN))) &&
+		    !job_stopped(j) && again++ < LEAD_WALK_AGAIN_MAX) {
 			LOG_INFO("server %s: job %" PRIu64 ": walk on %s: %s: "
 				 "asked again", a->ha_name, j->lj_id,
 				 s->s_conf->cc_servers[i].cs_name, err_msg());
