@@ -570,10 +570,12 @@ walk:
 		 * own server's); in the second pass, a server unreachable or
 		 * stopping (skipped while its home was acted for elsewhere,
 		 * it may be running again from its start for the
-		 * handback). */
+		 * handback), but not one whose walk timed out (LEAD_WALK_MS:
+		 * a hung server would hold the job for days). */
 		if ((rc == -EAGAIN ||
-		     (pass == 1 && (peers_rc_transport(rc) ||
-				    rc == -EHOSTDOWN || rc == -ESHUTDOWN))) &&
+		     (pass == 1 && rc != -ETIMEDOUT &&
+		      (peers_rc_transport(rc) || rc == -EHOSTDOWN ||
+		       rc == -ESHUTDOWN))) &&
 		    !job_stopped(j) && again++ < LEAD_WALK_AGAIN_MAX) {
 			LOG_INFO("server %s: job %" PRIu64 ": walk on %s: %s: "
 				 "asked again", a->ha_name, j->lj_id,

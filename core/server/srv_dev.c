@@ -400,12 +400,16 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 		goto out;
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
-	/* images failed for their server's loss: none comes back from a map
-	 * read before this request (srv_dev_images_back()) */
-	lost = q->op == SDV_FAIL && q->server && q->owner != s->s_self;
+	/* A fail or replace of an image runs under the lock of
+	 * srv_dev_images_back(), so that neither undoes the other's change
+	 * between its look and its write; images failed for their server's
+	 * loss: none comes back from a map read before this request. */
+	lost = (q->op == SDV_FAIL || q->op == SDV_REPLACE) &&
+	       q->owner != s->s_self;
 	if (lost) {
 		pthread_mutex_lock(&srv_dev_lost_lock);
-		if (rpc_sreq_epoch(req) > s->s_lost_epoch[q->owner])
+		if (q->op == SDV_FAIL && q->server &&
+		    rpc_sreq_epoch(req) > s->s_lost_epoch[q->owner])
 			s->s_lost_epoch[q->owner] = rpc_sreq_epoch(req);
 	}
 	i = q->owner == s->s_self ? srv_dev_own(s, q->dev) :
