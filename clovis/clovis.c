@@ -308,8 +308,9 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 		goto out_free;
 	cl->cl_default = (struct clovis_realm){cl, CLOVIS_ID_DEFAULT_CONTAINER};
 	cl->cl_stats.ss_base.st_version = STATS_VERSION;
-	rc = workers_start(cl, conf->cc_nr_workers ? conf->cc_nr_workers
-						   : LIM_WORKERS_DEFAULT);
+	rc = workers_start(cl, conf->cc_nr_workers ? conf->cc_nr_workers :
+			   conf->cc_mode == CLOVIS_MODE_CLUSTER ?
+			   LIM_CLU_WORKERS_DEFAULT : LIM_WORKERS_DEFAULT);
 	if (rc != 0)
 		goto out_fini;
 	*out = cl;

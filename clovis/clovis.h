@@ -238,7 +238,9 @@ struct clovis_conf {
 	enum clovis_mode cc_mode;   /**< CLOVIS_MODE_EMBEDDED */
 	const char *cc_data_dir;    /**< store directory; required */
 	uint32_t cc_flags;          /**< CLOVIS_CONF_* */
-	uint32_t cc_nr_workers;     /**< I/O threads; 0 = 8 */
+	uint32_t cc_nr_workers;     /**< I/O threads; 0 = 8 embedded, 32
+				     *   in cluster mode (their ops wait on
+				     *   round trips) */
 	/** Size of each emulated device made at create; 0 = the
 	 *  configuration's device_size, else 256 MiB. */
 	uint64_t cc_dev_size;

@@ -57,6 +57,10 @@
  * small machine; more only adds contention on LMDB's single writer. */
 #define LIM_WORKERS_MAX 64u
 #define LIM_WORKERS_DEFAULT 8u
+/* A cluster client's workers mostly wait on round trips to the servers (an
+ * index update holds one through its calls to every replica): 32, so that
+ * 16 or more ops in flight are all on their way at once. */
+#define LIM_CLU_WORKERS_DEFAULT 32u
 
 /* Ops queued but not yet executing.  Past it clovis_op_launch() still
  * accepts ops (it must not fail half-way) but they wait in the launcher's
