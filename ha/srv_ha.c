@@ -548,7 +548,10 @@ static void images_back_step(struct srv_ha *a)
 {
 	uint64_t now = ha_mono_ms(), epoch = atomic_load(&a->ha_epoch);
 
+	/* not before this server follows the map's homes (home_step()):
+	 * until then its routing does not say whether it serves its own */
 	if (atomic_load(&a->ha_imgback_busy) ||
+	    (a->ha_home != NULL && a->ha_home_epoch == 0) ||
 	    (epoch == a->ha_imgback_epoch &&
 	     now - a->ha_imgback_ms < HA_IMAGES_BACK_MS))
 		return;

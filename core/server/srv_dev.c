@@ -400,16 +400,16 @@ static void srv_dev_handle(struct rpc_sreq *req, void *arg)
 		goto out;
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
-	/* A fail or replace of an image runs under the lock of
-	 * srv_dev_images_back(), so that neither undoes the other's change
-	 * between its look and its write; images failed for their server's
-	 * loss: none comes back from a map read before this request. */
-	lost = (q->op == SDV_FAIL || q->op == SDV_REPLACE) &&
-	       q->owner != s->s_self;
+	/* Images failed for their server's loss: none comes back from a map
+	 * read before this request (srv_dev_images_back(), under the same
+	 * lock).  Other requests do not take it: the handler threads must
+	 * not wait behind its store commits (a fail of a medium racing the
+	 * look at the map within a moment of a server's return is left:
+	 * docs/cluster.md "Images back with their server"). */
+	lost = q->op == SDV_FAIL && q->server && q->owner != s->s_self;
 	if (lost) {
 		pthread_mutex_lock(&srv_dev_lost_lock);
-		if (q->op == SDV_FAIL && q->server &&
-		    rpc_sreq_epoch(req) > s->s_lost_epoch[q->owner])
+		if (rpc_sreq_epoch(req) > s->s_lost_epoch[q->owner])
 			s->s_lost_epoch[q->owner] = rpc_sreq_epoch(req);
 	}
 	i = q->owner == s->s_self ? srv_dev_own(s, q->dev) :
@@ -443,6 +443,8 @@ void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
 {
 	DevReq q = DEV_REQ__INIT;
 	struct srv_dev_home dh = {s, &q, true};
+	struct eng *own = s->s_eng;
+	void *ref = NULL;
 	int i;
 
 	if (owner == s->s_self || owner >= s->s_conf->cc_nr_servers)
@@ -456,7 +458,15 @@ void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
 	q.owner = owner;
 	q.dev = dev;
 	q.server = true;
-	i = srv_dev_image(s, owner, dev);
+	/* Its own engine only while it serves its own home: before its
+	 * handback (or while another server acts for it) a commit there is
+	 * refused by the standbys as from a deposed home, and the server
+	 * would then run again from its start (ha_inflight_test.sh, make
+	 * check 2026-11-30); its store is replaced at the handback anyway. */
+	if (s->s_route != NULL &&
+	    s->s_route(s->s_route_arg, s->s_self, &own, &ref) != 0)
+		own = NULL;
+	i = own == s->s_eng ? srv_dev_image(s, owner, dev) : -1;
 	if (i >= 0) {
 		struct eng_dev *ed = eng_dev_get(s->s_eng, (uint32_t)i);
 		uint32_t st = __atomic_load_n(&ed->ed_state,
@@ -470,6 +480,8 @@ void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
 				    s->s_conf->cc_servers[owner].cs_name,
 				    err_msg());
 	}
+	if (ref != NULL && s->s_route_put != NULL)
+		s->s_route_put(s->s_route_arg, ref);
 	if (s->s_route_each != NULL)
 		s->s_route_each(s->s_route_arg, srv_dev_home_act, &dh);
 	pthread_mutex_unlock(&srv_dev_lost_lock);
