@@ -1141,6 +1141,16 @@ static int clu_obj_redo(struct clovis_op *op)
 	return clu_obj_from(c, r, t0);
 }
 
+/* Does asynchronous call end e need the blocking way (clu_call(): its
+ * connect, pauses and retries): the server unreachable, busy, or
+ * answering a transport code or -EREMCHG? */
+static bool clu_end_redo(const struct peers_end *e)
+{
+	return e->pe_unreachable || e->pe_rc == -EBUSY ||
+	       (e->pe_answered && (peers_rc_transport(e->pe_rc) ||
+				   e->pe_rc == -EREMCHG));
+}
+
 static void clu_obj_end(void *arg, struct peers_end *e)
 {
 	struct clu_actx *ax = arg;
@@ -1150,8 +1160,7 @@ static void clu_obj_end(void *arg, struct peers_end *e)
 	Reply *rp = NULL;
 	int rc = e->pe_rc;
 
-	if (e->pe_unreachable || rc == -EBUSY ||
-	    (e->pe_answered && (peers_rc_transport(rc) || rc == -EREMCHG))) {
+	if (clu_end_redo(e)) {
 		free(e->pe_body);
 		ax->ax_end = *e;
 		ax->ax_end.pe_body = NULL;
@@ -1364,8 +1373,7 @@ struct clu_fan {
 	pthread_mutex_t f_lock;
 	pthread_cond_t f_cond;
 	uint32_t f_left;               /* calls started and not ended */
-	struct peers_end f_end[CLU_SERVERS_MAX];
-	bool f_ended[CLU_SERVERS_MAX];
+	struct peers_end f_end[];      /* by server (cc_nr_servers) */
 };
 
 struct clu_fan_arg {
@@ -1380,7 +1388,6 @@ static void clu_fan_end(void *arg, struct peers_end *e)
 
 	pthread_mutex_lock(&f->f_lock);
 	f->f_end[fa->fa_srv] = *e;
-	f->f_ended[fa->fa_srv] = true;
 	if (--f->f_left == 0)
 		pthread_cond_signal(&f->f_cond);
 	pthread_mutex_unlock(&f->f_lock);
@@ -1393,10 +1400,10 @@ static void clu_idx_fan(struct clu_client *c, const struct st_id *id,
 			IdxReq *q, const struct rpc_bulk *bulk, uint32_t nr,
 			uint64_t want, uint64_t *got, uint64_t *missed)
 {
-	struct clu_fan *f = calloc(1, sizeof *f);
+	uint32_t n = c->cc_conf.cc_nr_servers;
+	struct clu_fan *f = calloc(1, sizeof *f + n * sizeof f->f_end[0]);
 	struct clu_fan_arg fa[CLU_SERVERS_MAX];
 	bool started[CLU_SERVERS_MAX] = {false};
-	uint32_t n = c->cc_conf.cc_nr_servers;
 	struct msg_buf b = {0};
 	bool fan_ok = f != NULL && msg_pack(&q->base, &b) == 0;
 
@@ -1439,12 +1446,7 @@ static void clu_idx_fan(struct clu_client *c, const struct st_id *id,
 			free(e->pe_body);
 			e->pe_body = NULL;
 		}
-		rc = started[s] ? e->pe_rc : -EAGAIN;
-		if (started[s] && rc != 0 &&
-		    (e->pe_unreachable || rc == -EBUSY ||
-		     (e->pe_answered &&
-		      (peers_rc_transport(rc) || rc == -EREMCHG))))
-			rc = -EAGAIN;
+		rc = !started[s] || clu_end_redo(e) ? -EAGAIN : e->pe_rc;
 		if (rc == -EAGAIN)
 			rc = clu_call(c, s, SOP_IDX, &q->base, bulk, nr, NULL);
 		else if (rc != 0)

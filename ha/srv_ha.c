@@ -540,7 +540,6 @@ static void *images_back_main(void *arg)
 				srv_dev_images_back(s, i, k, m->hm_epoch);
 	}
 	free(m);
-	atomic_store(&a->ha_imgback_busy, false);
 	return NULL;
 }
 
@@ -549,23 +548,18 @@ static void images_back_step(struct srv_ha *a)
 	uint64_t now = ha_mono_ms(), epoch = atomic_load(&a->ha_epoch);
 
 	/* not before this server follows the map's homes (home_step()):
-	 * until then its routing does not say whether it serves its own */
-	if (atomic_load(&a->ha_imgback_busy) ||
-	    (a->ha_home != NULL && a->ha_home_epoch == 0) ||
+	 * until then its routing does not say whether it serves its own;
+	 * nor while the last look runs (joined here once it ended) */
+	if ((a->ha_home != NULL && a->ha_home_epoch == 0) ||
 	    (epoch == a->ha_imgback_epoch &&
-	     now - a->ha_imgback_ms < HA_IMAGES_BACK_MS))
+	     now - a->ha_imgback_ms < HA_IMAGES_BACK_MS) ||
+	    (a->ha_imgback_on &&
+	     pthread_tryjoin_np(a->ha_imgback_thread, NULL) != 0))
 		return;
-	if (a->ha_imgback_on)
-		pthread_join(a->ha_imgback_thread, NULL);
-	a->ha_imgback_on = false;
 	a->ha_imgback_epoch = epoch;
 	a->ha_imgback_ms = now;
-	atomic_store(&a->ha_imgback_busy, true);
-	if (pthread_create(&a->ha_imgback_thread, NULL, images_back_main,
-			   a) == 0)
-		a->ha_imgback_on = true;
-	else
-		atomic_store(&a->ha_imgback_busy, false);
+	a->ha_imgback_on = pthread_create(&a->ha_imgback_thread, NULL,
+					  images_back_main, a) == 0;
 }
 
 /*

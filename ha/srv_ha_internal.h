@@ -117,12 +117,11 @@ struct srv_ha {
 	bool ha_gone[HA_SERVERS_MAX]; /* marked gone in s_peers (map_gone) */
 	/* images_back_step(): the epoch and ha_mono_ms() of its last look,
 	 * and the thread that makes it (images_back_main(): store writes
-	 * off the map's thread), started (to be joined) and running */
+	 * off the map's thread), started and not joined yet */
 	uint64_t ha_imgback_epoch;
 	uint64_t ha_imgback_ms;
 	pthread_t ha_imgback_thread;
 	bool ha_imgback_on;
-	atomic_bool ha_imgback_busy;
 	uint64_t ha_start_ms;         /* ha_mono_ms() at the agent's start */
 	bool ha_restart_asked;        /* srv_restart() called */
 	/* the threads: the lease's, the probes', the map's and leader's */

@@ -127,6 +127,13 @@ static bool image_back_with_server(uint32_t st, uint32_t flags,
 	return st == ED_FAILED && q->server && (flags & EDF_HOME_LOST);
 }
 
+/* Is an image in state st with flags failed or repaired only because its
+ * server was lost (EDF_HOME_LOST), so that it may come back with it? */
+static bool image_lost_with_server(uint32_t st, uint32_t flags)
+{
+	return (flags & EDF_HOME_LOST) && (st == ED_FAILED || st == ED_REPAIRED);
+}
+
 /*
  * A request about a failed medium (FAIL without DevReq.server, or an
  * operator's REPLACE by a new device) reaching image i of engine e that is
@@ -141,8 +148,7 @@ static void image_medium_lost(struct srv *s, struct eng *e, uint32_t i,
 	struct eng_dev *ed = eng_dev_get(e, i);
 	uint32_t st = __atomic_load_n(&ed->ed_state, __ATOMIC_ACQUIRE);
 
-	if (!(ed->ed_flags & EDF_HOME_LOST) ||
-	    (st != ED_FAILED && st != ED_REPAIRED))
+	if (!image_lost_with_server(st, ed->ed_flags))
 		return;
 	LOG_WARNING("server %s: device %u of server %s %s: its image %u, "
 		    "%s while the server was lost, no longer comes back with "
@@ -288,9 +294,8 @@ static int srv_dev_home_act(void *arg, uint32_t home, struct eng *e)
 		}
 	}
 	rcu_read_unlock();
-	if (found < 0 || (dh->dh_lost_only && (!(flags & EDF_HOME_LOST) ||
-					       (st != ED_FAILED &&
-						st != ED_REPAIRED))))
+	if (found < 0 ||
+	    (dh->dh_lost_only && !image_lost_with_server(st, flags)))
 		return 0;
 	if (q->op == SDV_FAIL && st == ED_ONLINE) {
 		LOG_ERROR("server %s: acting for home %s: its device %u (device "
@@ -472,8 +477,7 @@ void srv_dev_images_back(struct srv *s, uint32_t owner, uint32_t dev,
 		uint32_t st = __atomic_load_n(&ed->ed_state,
 					      __ATOMIC_ACQUIRE);
 
-		if ((ed->ed_flags & EDF_HOME_LOST) &&
-		    (st == ED_FAILED || st == ED_REPAIRED) &&
+		if (image_lost_with_server(st, ed->ed_flags) &&
 		    srv_dev_act(s, &q, (uint32_t)i) != 0)
 			LOG_WARNING("server %s: image %d of device %u of server "
 				    "%s: %s", s->s_me->cs_name, i, dev,
