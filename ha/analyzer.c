@@ -1026,13 +1026,19 @@ static int home_step(struct ctx *c, uint32_t h)
 		return 0;
 	/* a handback the home cannot take (it is not up: quarantined, dead
 	 * after its copy) is cancelled, frozen map or not: it excludes
-	 * nothing, and the home's updates are refused while it stands */
+	 * nothing, and the home's updates are refused while it stands.  A
+	 * server FAILED or REPAIRED may be up within the merge max (rules
+	 * return, rebalance); one OUT, REPAIRING or QUARANTINED only after
+	 * its repair job or the flap period: its handback is cancelled at
+	 * once (its repair would wait on the frozen home meanwhile) */
 	thaw_at = v->frozen_ms + c->r->hr_merge_max_ms;
 	if ((uint32_t)a != h && v->frozen_by == a &&
 	    v->frozen_ms > hs->hs_acting_ms &&
 	    v->frozen_ep == hs->hs_acting_epoch &&
 	    home_up(w->hm_servers[a].hs_state) && !home_up(hs->hs_state)) {
-		if (c->now >= thaw_at)
+		if (c->now >= thaw_at || hs->hs_state == HA_OUT ||
+		    hs->hs_state == HA_REPAIRING ||
+		    hs->hs_state == HA_QUARANTINED)
 			return home_move(c, h, (uint32_t)a, 0, "its handback "
 					 "is cancelled (the home's server is "
 					 "not up): served again, at a new "

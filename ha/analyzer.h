@@ -153,7 +153,10 @@
  *    (HOME_FROZEN from the server acting for h now, of its acting
  *    epoch, newer than hs_acting_ms) but h is not ONLINE or REBALANCING
  *    (it died after its copy, or flapped and is QUARANTINED): from
- *    hr_merge_max_ms after the freeze (deadline) h is given to the same
+ *    hr_merge_max_ms after the freeze (deadline; at once when h is OUT,
+ *    REPAIRING or QUARANTINED, up again only after a job or the flap
+ *    period, while FAILED or REPAIRED may return within the merge max)
+ *    h is given to the same
  *    acting server again (HOME_MOVE to it, incarnation kept: a new
  *    acting epoch), which unfreezes it there; the copy made for the
  *    cancelled handback, of the older epoch, can never move h back (the

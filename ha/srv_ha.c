@@ -627,6 +627,39 @@ static void home_restart_check(struct srv_ha *a)
 		LOG_WARNING("server %s: %s", a->ha_name, err_msg());
 }
 
+/*
+ * A handback asked of this server for home h whose server the map has
+ * lost for good or kept out (OUT, REPAIRING, QUARANTINED) is refused with
+ * -EPERM, before any freeze: the analyzer moves a home back only to a
+ * server that is up, and such a server is up again only after its repair
+ * job or the flap period, so the freeze would only refuse the home's
+ * updates (-EBUSY) until the analyzer cancels it, and hold the repair
+ * walk of the home meanwhile.  The server starts without its home and
+ * runs again from its start once the map has it up (home_restart_check()).
+ * A map newer than this server's is the analyzer's to catch
+ * (ha/analyzer.c home_step()).
+ */
+static int handback_refused(struct srv_ha *a, uint32_t h)
+{
+	enum ha_state st = HA_ONLINE;
+	char name[HA_NAME_MAX + 1] = "";
+
+	pthread_mutex_lock(&a->ha_lock);
+	if (h < a->ha_map.hm_nr_servers) {
+		st = a->ha_map.hm_servers[h].hs_state;
+		snprintf(name, sizeof name, "%s",
+			 a->ha_map.hm_servers[h].hs_name);
+	}
+	pthread_mutex_unlock(&a->ha_lock);
+	if (st != HA_OUT && st != HA_REPAIRING && st != HA_QUARANTINED)
+		return 0;
+	return err_set(-EPERM, "server %s: handback of home %s refused: the "
+		       "map has its server %s, and hands a home back only to "
+		       "a server that is up (it starts without its home and "
+		       "runs again from its start once the map has it up)",
+		       a->ha_name, name, ha_state_name(st));
+}
+
 /* The map's and the leader's thread. */
 static void *ha_main(void *arg)
 {
@@ -857,8 +890,10 @@ static void ha_handle(struct rpc_sreq *req, void *arg)
 		uint64_t size = 0, seq = 0, ep = 0;
 		bool newly = false;
 
-		rc = srv_home_snap(a->ha_home, q->limit, &size, &seq, &ep,
-				   &newly);
+		rc = handback_refused(a, q->limit);
+		if (rc == 0)
+			rc = srv_home_snap(a->ha_home, q->limit, &size, &seq,
+					   &ep, &newly);
 		rp.bytes = size;
 		rp.seq = seq;
 		rp.term = ep; /* the acting epoch of the copy */

@@ -1061,14 +1061,24 @@ int srv_home_pre_open(struct srv *s)
 			break;
 		snprintf(why, sizeof why, "served by %s: %s",
 			 c->cc_servers[a].cs_name, err_msg());
-		if (ha_mono_ms() >= end) {
+		/* refused by the acting server's map (this server lost for
+		 * good or kept out: srv_ha.c handback_refused()): no wait */
+		if (rc == -EPERM || ha_mono_ms() >= end) {
 			/* it starts with its own copy, serving none of its
 			 * home */
-			LOG_WARNING("server %s: handback of its home not "
-				    "made within %u s (%s): it serves none of "
-				    "its home until it runs again from its "
-				    "start", s->s_me->cs_name,
-				    HA_HANDBACK_WAIT_MS / 1000, why);
+			if (rc == -EPERM)
+				LOG_WARNING("server %s: handback of its home "
+					    "not made (its home is %s): it "
+					    "serves none of its home until it "
+					    "runs again from its start",
+					    s->s_me->cs_name, why);
+			else
+				LOG_WARNING("server %s: handback of its home "
+					    "not made within %u s (%s): it "
+					    "serves none of its home until it "
+					    "runs again from its start",
+					    s->s_me->cs_name,
+					    HA_HANDBACK_WAIT_MS / 1000, why);
 			home_gave_up = true;
 			return 0;
 		}

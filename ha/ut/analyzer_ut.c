@@ -621,9 +621,10 @@ static const struct ha_case cases[] = {
 	"19500 return SET_STATE s1 ONLINE",
 	"21000 home HOME_MOVE s1>s1 ONLINE" } },
 /* a quarantined home (it flapped, and runs) takes no handback: s2's
- * freeze for the copy s1 made is cancelled 5 s on, the copy's HOME_READY
- * moves nothing; once s1 is ONLINE again (stable for the flap period) a
- * new copy, of the new epoch, takes the home back */
+ * freeze for the copy s1 made is cancelled at once (a QUARANTINED server
+ * is up again only after the flap period), the copy's HOME_READY moves
+ * nothing; once s1 is ONLINE again (stable for the flap period) a new
+ * copy, of the new epoch, takes the home back */
 { "home_handback_quarantined", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
 	"10000 SRV_EXIT s0 s1",
 	"10200 SRV_JOINED s1 s1 inc=2",
@@ -641,9 +642,30 @@ static const struct ha_case cases[] = {
 	"73000 HOME_READY s1 s1 inc=6 ep=3" }, {
 	"11600 flapping SET_STATE s1 QUARANTINED",
 	"11600 home HOME_MOVE s1>s2 ONLINE",
-	"18000 home HOME_MOVE s1>s2 ONLINE",
+	"13000 home HOME_MOVE s1>s2 ONLINE",
 	"71600 flapping SET_STATE s1 ONLINE",
 	"73000 home HOME_MOVE s1>s1 ONLINE" } },
+/* a home back while its repair runs takes no handback before its
+ * repair ends: s2's freeze for s1's copy is cancelled at once (the
+ * repair walk of s1's home on s2 would otherwise wait on the frozen
+ * engine for the merge max); after the repair, s1 up and rebalancing, a
+ * copy of the new epoch takes the home back */
+{ "home_handback_repairing", "tol=1 meta=3 s0@e0 s1@e1 s2@e2 s3@e3", {
+	"10000 SRV_EXIT s0 s1",
+	"18000 SRV_JOINED s1 s1 inc=2",
+	"18500 HOME_FROZEN s2 s1 ep=2",
+	"19000 HOME_READY s1 s1 inc=2 ep=2",
+	"25000 JOB_DONE - s1 job=4",
+	"27000 HOME_FROZEN s2 s1 ep=5",
+	"27500 HOME_READY s1 s1 inc=2 ep=5" }, {
+	"11000 server-down SET_STATE s1 FAILED",
+	"11000 home HOME_MOVE s1>s2 ONLINE",
+	"16000 down-out SET_STATE s1 OUT",
+	"16000 repair JOB_REPAIR s1 REPAIRING",
+	"18500 home HOME_MOVE s1>s2 ONLINE",
+	"25000 job SET_STATE s1 REPAIRED",
+	"25000 rebalance JOB_REBALANCE s1 REBALANCING",
+	"27500 home HOME_MOVE s1>s1 ONLINE" } },
 /* a frozen map moves no home: the second failure freezes it, so its
  * server keeps its state and its home (and the one it acts for) stay;
  * after the thaw both move */
