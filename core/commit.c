@@ -420,6 +420,11 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem **batch,
 		ci->ci_freed.sv_nr = 0;
 		ci->ci_msg[0] = '\0';
 		rc = ci->ci_apply(e, txn, ci);
+		if (rc == 0 && ci->ci_also != NULL) {
+			rc = ci->ci_also(e, txn, ci);
+			if (rc != 0)
+				ci->ci_hard = true;
+		}
 		if (rc != 0 && ci->ci_hard) {
 			*hard = ci;
 			*pp = ci->ci_next;

@@ -146,6 +146,11 @@ struct eng_citem {
 	 *  alone) or set ci_hard (the whole transaction is discarded and
 	 *  the other items retried). */
 	int (*ci_apply)(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
+	/** More of the same update (may be NULL): called in txn right after
+	 *  ci_apply() returned 0, so that both commit together or not at
+	 *  all; a failure discards the whole transaction (ci_hard is set).
+	 *  Not called for an item a dtx holds (ci_hold). */
+	int (*ci_also)(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
 	/** Called once when the item's commit is visible (may be NULL);
 	 *  ci_done(ci, 0) follows when it is durable. */
 	void (*ci_executed)(struct eng_citem *ci);

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -552,6 +553,18 @@ int stripe_update(struct sctx *sc)
 			break;
 		group_overlay(sc, &sg, br, nbr, zero, &dirty);
 		rc = group_write(sc, &sg, dirty, zero ? full : 0);
+		/* test builds: the process dies in the middle of a write of
+		 * several groups, the first one's units on their devices (on
+		 * every server), none of its records committed
+		 * (tests/integ/ec_crash_test.sh) */
+		if (rc == 0 && i == 0 && ng > 1 &&
+		    FAULT_HIT("stripe.write.die")) {
+			LOG_WARNING("object %s: fault point stripe.write.die: "
+				    "killed after group %" PRIu64 "'s units "
+				    "were written, %u group(s) of the write "
+				    "left", stripe_sc_id(sc), sg.sg_g, ng - 1);
+			raise(SIGKILL);
+		}
 	}
 	if (rc == 0 && FAULT_HIT("obj.write.after_data"))
 		rc = err_set(-EIO, "object %s: fault point obj.write.after_data",

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,19 @@ static void srv_upd_done(struct eng_citem *ci, int rc)
 	struct srv *s = so->so_srv;
 
 	srv_prof_mark(so, SRV_T_DURABLE);
+	/* test builds: the ordering replica dies with an update durable,
+	 * unanswered (tests/integ/ec_crash_test.sh; when the versions were
+	 * a second commit, it died between the two) */
+	if (so->so_one && rc == 0 && FAULT_HIT("srv.idx.seq.die")) {
+		LOG_WARNING("index %s: fault point srv.idx.seq.die: killed "
+			    "with the update durable, unanswered",
+			    eng_id_str(&so->so_m.mr_req.er_id));
+		raise(SIGKILL);
+	}
+	if (so->so_one) {
+		srv_ridx_one_done(so, rc);
+		return;
+	}
 	if (rc != 0) {
 		srv_reply(so, rc, NULL, ci->ci_msg);
 		return;

@@ -935,6 +935,36 @@ static void ridx_seq_done(struct eng_citem *ci, int rc)
 	srv_seq_done_cb(ci, rc);
 }
 
+int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct srv_op *so = (struct srv_op *)ci;
+
+	/* once: a batch applied again (another item's hard failure) keeps
+	 * the seq this update took */
+	if (!so->so_one) {
+		if (!srv_ridx_after_update(so->so_srv, so))
+			return 0;
+		so->so_one = true;
+	}
+	return ridx_apply(e, txn, &so->so_seq_ci);
+}
+
+void srv_ridx_one_done(struct srv_op *so, int rc)
+{
+	struct srv *s = so->so_srv;
+
+	if (rc == 0) {
+		ridx_seq_done(&so->so_seq_ci, 0);
+		return;
+	}
+	/* its seq was taken in memory, not made durable: the peers see a
+	 * gap, this replica verifies before it serves the index again */
+	pthread_mutex_lock(&s->s_rlock);
+	ridx_unverify(so->so_ridx);
+	pthread_mutex_unlock(&s->s_rlock);
+	srv_reply(so, rc, NULL, so->so_m.mr_req.er_ci.ci_msg);
+}
+
 bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 {
 	struct eng_req *r = &so->so_m.mr_req;

@@ -102,6 +102,9 @@ struct srv_op {
 	struct eng_citem so_seq_ci; /* second stage: the replica record */
 	struct ridx_rec so_rec;     /* what so_seq_ci stores */
 	bool so_rec_del;            /* so_seq_ci deletes the record */
+	bool so_one;                /* its replica record and versions were
+				     * applied with its records, in one
+				     * commit (srv_ridx_one_apply()) */
 	uint64_t so_new_seq;
 	uint64_t so_term;           /* the update's version: (so_term, */
 	uint64_t so_vseq;           /*  so_vseq), stored per key */
@@ -339,6 +342,21 @@ void srv_idx_read_reply(struct srv_op *so);
  * that second stage must run before the answer.  (srv_idx_ver.c)
  */
 bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
+/**
+ * A PUT or DEL this replica orders (not a copy, not internal, not a dtx
+ * member) commits its records, its replica record and its version entries
+ * in one transaction: its eng_citem ci_also, set by srv_idx_go().  The seq
+ * is taken as the commit applies it (srv_ridx_after_update() once, kept
+ * if the batch is applied again), so seqs follow the commit order.  A
+ * crash leaves all of it or none: before this, a replica killed between
+ * the two commits kept the new records under their old versions, which no
+ * catch-up corrects (its peers' digests matched), and reads differed
+ * from replica to replica for good (tests/integ/ec_crash_test.sh).
+ */
+int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
+/** The end of such an update (durable, or failed: rc): the op-tag check
+ *  and the answer, as after a second commit. */
+void srv_ridx_one_done(struct srv_op *so, int rc);
 
 /* srv_idx.c, for srv_dtx.c: an index member of a dtx is ordered here. */
 /** The replica record of id (loaded on first use), or NULL (-ENOMEM). */

@@ -43,6 +43,12 @@
  *                             NEXT: no raw column (the transport floor is
  *                             strata_bench_rpc's).
  *
+ *   EC 4+2 write/read bw      a pdclust 4+2 object, 1 MiB units, 256 MiB
+ *                             of it: 4 MiB full-stripe writes and reads,
+ *                             16 in flight, beside the disk's limit for
+ *                             them (raw seq write x 4/6, raw seq read:
+ *                             1 MiB O_DIRECT, 4 threads; group ec42).
+ *
  *   1MiB ..., qd16            the plain 1 MiB write and read with 16 ops
  *                             in flight, beside raw fi_read / fi_write of
  *                             1 MiB with 16 in flight (group bw16).
@@ -83,7 +89,7 @@
  *
  *   strata_bench_cluster --dir DIR [--json] [--seconds S] [--provider P]
  *                        [--figs G,...]
- * G: lat bw pd thr idx bw16 shm metanv nvram; default all (other options, meant
+ * G: lat bw pd thr idx ec42 bw16 shm metanv nvram repl; default all (other options, meant
  * for strata_bench, are ignored).  --provider: the servers' and the raw
  * endpoints' libfabric provider (default tcp;ofi_rxm; shm: one host, the
  * raw side polls as shm has no wait object).
@@ -124,6 +130,7 @@ static const char *bc_prov = "tcp;ofi_rxm";
 #define BC_FIGS 96u
 #define BC_LAT_BLOCKS 4096u     /* 16 MiB region of 4 KiB ops */
 #define BC_BW_REGION 64u        /* MiB rewritten by the 1 MiB writers */
+#define BC_EC_REGION 256u       /* MiB of the EC 4+2 object (user data) */
 #define BC_THR_REGION 16u       /* MiB rewritten by each of the threads
 				 * (16 threads: 256 MiB live, with room for
 				 * out-of-place copies and redundancy) */
@@ -662,12 +669,12 @@ static void bc_lat(struct clovis_obj *o, enum clovis_obj_opcode opc,
 	free(buf);
 }
 
-/* MB/s of 1 MiB ops, qd in flight (at most BC_QD_BW_DEEP), cycling over
- * BC_BW_REGION MiB of o. */
-static double bc_bw_qd(struct clovis_obj *o, enum clovis_obj_opcode opc,
-		       uint32_t qd)
+/* MB/s of ops of mib MiB, qd in flight (at most BC_QD_BW_DEEP), cycling
+ * over region MiB of o (a multiple of mib). */
+static double bc_bw_sz(struct clovis_obj *o, enum clovis_obj_opcode opc,
+		       uint32_t qd, uint32_t mib, uint32_t region)
 {
-	const uint64_t per = BC_MIB >> BC_BLK_SHIFT;
+	const uint64_t per = (uint64_t)mib * (BC_MIB >> BC_BLK_SHIFT);
 	struct clovis_op *ops[BC_QD_BW_DEEP] = { NULL };
 	uint64_t starts[BC_QD_BW_DEEP], nrs[BC_QD_BW_DEEP];
 	size_t lens[BC_QD_BW_DEEP];
@@ -678,8 +685,9 @@ static double bc_bw_qd(struct clovis_obj *o, enum clovis_obj_opcode opc,
 	double t0 = bc_now(), end = t0 + bc_secs;
 
 	for (uint32_t k = 0; k < qd; k++) {
-		bufs[k] = bc_alloc(BC_MIB);
-		lens[k] = BC_MIB;
+		bufs[k] = bc_alloc((size_t)mib * BC_MIB);
+		memset(bufs[k], 0x5a + (int)k, (size_t)mib * BC_MIB);
+		lens[k] = (size_t)mib * BC_MIB;
 		nrs[k] = per;
 		ev[k] = (struct clovis_extvec){ 1, &starts[k], &nrs[k] };
 		bv[k] = (struct clovis_bufvec){ 1, &bufs[k], &lens[k] };
@@ -689,16 +697,16 @@ static double bc_bw_qd(struct clovis_obj *o, enum clovis_obj_opcode opc,
 
 		if (ops[s] != NULL) {
 			bc_die(clovis_op_wait(ops[s], CLOVIS_OS_STABLE,
-					      CLOVIS_TIME_NEVER), "1 MiB op");
+					      CLOVIS_TIME_NEVER), "bw op");
 			clovis_op_free(ops[s]);
 			ops[s] = NULL;
 			done++;
 		}
 		if (bc_now() >= end)
 			continue;
-		starts[s] = (next++ % BC_BW_REGION) * per;
+		starts[s] = (next++ % (region / mib)) * per;
 		bc_die(clovis_obj_op(o, opc, &ev[s], &bv[s], 0, &ops[s]),
-		       "1 MiB op");
+		       "bw op");
 		bc_die(clovis_op_launch(&ops[s], 1), "launch");
 	}
 	t0 = bc_now() - t0;
@@ -711,7 +719,14 @@ static double bc_bw_qd(struct clovis_obj *o, enum clovis_obj_opcode opc,
 		}
 		free(bufs[k]);
 	}
-	return done * (BC_MIB / 1e6) / t0;
+	return done * mib * (BC_MIB / 1e6) / t0;
+}
+
+/* MB/s of 1 MiB ops, qd in flight, cycling over BC_BW_REGION MiB of o. */
+static double bc_bw_qd(struct clovis_obj *o, enum clovis_obj_opcode opc,
+		       uint32_t qd)
+{
+	return bc_bw_sz(o, opc, qd, 1, BC_BW_REGION);
 }
 
 /* Writes of per blocks to STABLE per second, qd in flight (at most
@@ -1173,6 +1188,50 @@ static void bc_figs_bw_pd(void)
 	       "in flight; raw: fi_write 1 MiB x 4");
 }
 
+/* Issue 29's erasure-coded figures: a pdclust 4+2 object with 1 MiB
+ * units (a full stripe is 4 MiB of data), BC_EC_REGION MiB written once
+ * in full stripes, then full-stripe writes and reads of 4 MiB with
+ * BC_QD_BW_DEEP in flight cycling over it, beside the disk's limit for
+ * that work measured in the same run on the disk of DIR: raw sequential
+ * 1 MiB O_DIRECT pwrite + fdatasync (4 threads) x 4/6 for the writes
+ * (each byte of user data costs 6/4 bytes on the one disk every
+ * server's devices share), raw 1 MiB O_DIRECT pread for the reads
+ * (a healthy read fetches the data units only).  Goals: 0.7 and 0.8. */
+static void bc_figs_ec42(const char *dir)
+{
+	struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
+				     .oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				     .oa_tier = CLOVIS_TIER_FLASH,
+				     .oa_data_units = 4,
+				     .oa_parity_units = 2,
+				     .oa_unit_shift = 20 };
+	const uint64_t per = 4 * (BC_MIB >> BC_BLK_SHIFT);
+	void *buf = bc_alloc(4 * BC_MIB);
+	struct clovis_obj o;
+	double ow, orr, dw, dr;
+
+	memset(buf, 0xa5, 4 * BC_MIB);
+	bc_obj_create_attr(&o, 9, &a);
+	for (uint64_t g = 0; g < BC_EC_REGION / 4; g++)
+		bc_obj_io(&o, CLOVIS_OC_WRITE, g * per, per, buf);
+	free(buf);
+	ow = bc_bw_sz(&o, CLOVIS_OC_WRITE, BC_QD_BW_DEEP, 4, BC_EC_REGION);
+	orr = bc_bw_sz(&o, CLOVIS_OC_READ, BC_QD_BW_DEEP, 4, BC_EC_REGION);
+	dw = bc_raw_disk_bw(dir, true);
+	dr = bc_raw_disk_bw(dir, false);
+	bc_fig("raw disk seq write 1MiB", dw, 0, "MB/s", 0, false,
+	       "O_DIRECT pwrite + fdatasync 1 MiB, 4 threads, on the disk of "
+	       "DIR (the servers' devices)");
+	bc_fig("raw disk seq read 1MiB", dr, 0, "MB/s", 0, false,
+	       "O_DIRECT pread 1 MiB, 4 threads, on the disk of DIR");
+	bc_fig("EC 4+2 write bw, qd16", ow, dw * 4.0 / 6.0, "MB/s", 0.7,
+	       false, BC_EMU "; pdclust 4+2, 1 MiB units, 16 x 4 MiB "
+	       "full-stripe writes in flight; limit: raw seq write x 4/6");
+	bc_fig("EC 4+2 read bw, qd16", orr, dr, "MB/s", 0.8, false,
+	       BC_EMU "; pdclust 4+2, 1 MiB units, 16 x 4 MiB reads in "
+	       "flight; limit: raw seq read");
+}
+
 /* A CPU-per-MiB row: "WHO CPU/MiB WHAT, qdQD WHERE", emulation "EMU; HOW". */
 static void bc_cpu_fig(const char *who, const char *what, uint32_t qd,
 		       const char *where, const char *emu, double v,
@@ -1470,7 +1529,8 @@ int main(int argc, char **argv)
 		"servers on 127.0.0.1:%u.., provider %s, %.1f s per figure\n",
 		BC_SERVERS, bc_port, bc_prov, bc_secs);
 	if (bc_want("lat") || bc_want("bw") || bc_want("pd") ||
-	    bc_want("thr") || bc_want("idx") || bc_want("bw16")) {
+	    bc_want("thr") || bc_want("idx") || bc_want("bw16") ||
+	    bc_want("ec42")) {
 		bc_cluster_up(dir);
 		bc_obj_create(&o, 1);
 		/* bw reads what lat wrote: lat's prefill runs for either. */
@@ -1490,6 +1550,8 @@ int main(int argc, char **argv)
 			bc_figs_threads();
 		if (bc_want("idx"))
 			bc_figs_idx(dir);
+		if (bc_want("ec42"))
+			bc_figs_ec42(dir);
 		bc_servers_stop();
 	}
 	if (bc_want("shm")) {
