@@ -3,7 +3,10 @@
  * with several READ or WRITE ops in flight.
  *
  * The data is cut into chunks of whole blocks (1 MiB, or one block when
- * blocks are larger).  A ring of slots holds one chunk each; a slot's op is
+ * blocks are larger); written to a pdclust object, of whole stripes (its
+ * data units' bytes: ring_chunk()), so that a write of a whole object
+ * sends full-stripe ops, whose parity is computed from the op's own data,
+ * not partial ones, each a read of the stripe's other units first.  A ring of slots holds one chunk each; a slot's op is
  * waited on, in launch order, before its buffer is reused, so the file is
  * read and written strictly in sequence while the library works on several
  * chunks at once.  WRITE buffers are reused only once their op is STABLE,
@@ -41,9 +44,35 @@ struct io_ring {
 	struct io_slot r_slot[IO_DEPTH_MAX];
 };
 
-/* Size the ring for the object's block size and allocate its buffers. */
+/*
+ * Bytes per op for object o: whole blocks, IO_CHUNK at least; for a
+ * pdclust object whole stripes (N data units), at most IO_STRIPE_CHUNK_MAX
+ * (a stripe larger than that goes in pieces of whole units: partial-stripe
+ * writes).  A 4+2 object of 1 MiB units wrote 1 MiB ops before, each one
+ * a read-modify-write of its stripe.
+ */
+static size_t ring_chunk(const struct clovis_obj *o, bool wr)
+{
+	const struct clovis_obj_attr *a = &o->ob_attr;
+	size_t blk = (size_t)1 << a->oa_block_shift;
+	size_t chunk = blk < IO_CHUNK ? IO_CHUNK : blk;
+	size_t unit, stripe;
+
+	if (!wr || a->oa_layout != CLOVIS_LAYOUT_PDCLUST ||
+	    a->oa_data_units == 0 ||
+	    a->oa_unit_shift < a->oa_block_shift || a->oa_unit_shift >= 40)
+		return chunk;
+	unit = (size_t)1 << a->oa_unit_shift;
+	stripe = unit * a->oa_data_units;
+	if (stripe > IO_STRIPE_CHUNK_MAX)
+		return unit > chunk ? unit : chunk - chunk % unit;
+	return (chunk + stripe - 1) / stripe * stripe;
+}
+
+/* Size the ring for the object's block size (and layout, for a write:
+ * wr) and allocate its buffers. */
 static int ring_init(struct io_ring *r, struct cli *c, struct clovis_obj *o,
-		     const char *what)
+		     const char *what, bool wr)
 {
 	unsigned i;
 
@@ -52,9 +81,7 @@ static int ring_init(struct io_ring *r, struct cli *c, struct clovis_obj *o,
 	r->r_obj = o;
 	r->r_what = what;
 	r->r_shift = o->ob_attr.oa_block_shift;
-	r->r_chunk = (size_t)1 << r->r_shift;
-	if (r->r_chunk < IO_CHUNK)
-		r->r_chunk = IO_CHUNK;
+	r->r_chunk = ring_chunk(o, wr);
 	r->r_depth = IO_RING_BYTES / r->r_chunk;
 	if (r->r_depth > IO_DEPTH_MAX)
 		r->r_depth = IO_DEPTH_MAX;
@@ -195,7 +222,7 @@ int cli_io_write(struct cli *c, struct clovis_obj *o, uint64_t start, int fd,
 	int rc;
 
 	*bytes = 0;
-	rc = ring_init(&r, c, o, what);
+	rc = ring_init(&r, c, o, what, true);
 	while (rc == 0 && !eof) {
 		struct io_slot *s = &r.r_slot[r.r_next];
 
@@ -259,7 +286,7 @@ int cli_io_read(struct cli *c, struct clovis_obj *o, uint64_t start,
 	unsigned i, launched = 0;
 	int rc;
 
-	rc = ring_init(&r, c, o, what);
+	rc = ring_init(&r, c, o, what, false);
 	for (i = 0; rc == 0 && i < r.r_depth && blk < end; i++, launched++)
 		rc = read_next(&r, &r.r_slot[i], &blk, end);
 	while (rc == 0 && launched > 0) {

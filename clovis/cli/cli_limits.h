@@ -42,6 +42,9 @@
 #define IO_CHUNK (1u << 20)
 #define IO_RING_BYTES (64u << 20)
 #define IO_DEPTH_MAX 8u
+/** A pdclust object's ops are whole stripes up to this (cli_io.c
+ *  ring_chunk()). */
+#define IO_STRIPE_CHUNK_MAX (16u << 20)
 
 /* ------------------------------------------- indices (cli_idx.c) */
 
