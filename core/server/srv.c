@@ -260,41 +260,6 @@ void srv_seq_done_cb(struct eng_citem *ci, int rc)
 	srv_reply_attr(so, so->so_new_seq);
 }
 
-/* Test builds: fault srv.idx.seq.slow submits a copy's second commit (its
- * versions, srv_ridx_after_update) 20 s late, from a thread of its own,
- * for a catch-up merge to run between the two commits
- * (tests/integ/dtx_cluster_test.sh 4h). */
-static void *seq_late_main(void *arg)
-{
-	struct srv_op *so = arg;
-
-	sleep(20);
-	LOG_WARNING("index %s: fault srv.idx.seq.slow: the copy's version "
-		    "commit submitted", eng_id_str(&so->so_m.mr_req.er_id));
-	eng_commit_submit(so->so_srv->s_eng, &so->so_seq_ci);
-	return NULL;
-}
-
-static bool seq_late(struct srv_op *so)
-{
-	uint32_t kind = so->so_m.mr_req.er_kind;
-	pthread_attr_t at;
-	pthread_t t;
-	bool ok;
-
-	if ((kind != ER_IDX_PUT && kind != ER_IDX_DEL) ||
-	    !(so->so_m.mr_rflags & SRF_REPLICA) ||
-	    !FAULT_HIT("srv.idx.seq.slow"))
-		return false;
-	LOG_WARNING("index %s: fault srv.idx.seq.slow: the copy's version "
-		    "commit held 20 s", eng_id_str(&so->so_m.mr_req.er_id));
-	pthread_attr_init(&at);
-	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-	ok = pthread_create(&t, &at, seq_late_main, so) == 0;
-	pthread_attr_destroy(&at);
-	return ok;
-}
-
 /* The engine finished an update (durable, or failed). */
 static void srv_upd_done(struct eng_citem *ci, int rc)
 {
@@ -323,8 +288,6 @@ static void srv_upd_done(struct eng_citem *ci, int rc)
 		srv_reply_attr(so, 0);
 		return;
 	}
-	if (seq_late(so))
-		return;
 	eng_commit_submit(s->s_eng, &so->so_seq_ci);
 }
 

@@ -178,11 +178,6 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 
 		if (!(f & (SRF_REPLICA | SRF_INTERNAL))) {
 			rc = ridx_claim(s, so->so_ridx);
-			/* records, replica record and versions in one commit
-			 * (srv_internal.h srv_ridx_one_apply()) */
-			if (so->so_m.mr_req.er_ci.ci_hold == NULL)
-				so->so_m.mr_req.er_ci.ci_also =
-					srv_ridx_one_apply;
 		} else if ((f & SRF_REPLICA) && so->so_m.mr_seq != 0 &&
 			   so->so_m.mr_term != 0) {
 			/* a copy with its version: not over a newer one a
@@ -190,6 +185,12 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 			so->so_m.mr_req.er_guard = ridx_copy_guard;
 			so->so_m.mr_req.er_guard_arg = &so->so_m;
 		}
+		/* what it orders, or a copy of it: records, replica record
+		 * and versions in one commit (srv_internal.h
+		 * srv_ridx_one_apply()) */
+		if (!(f & SRF_INTERNAL) &&
+		    so->so_m.mr_req.er_ci.ci_hold == NULL)
+			so->so_m.mr_req.er_ci.ci_also = srv_ridx_one_apply;
 	}
 
 	if (rc != 0)

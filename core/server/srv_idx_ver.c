@@ -396,14 +396,14 @@ int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct st_id *id)
 
 /* In txn: the version entries {term, seq} of a PUT or DEL m this replica
  * applied (ordinary or a dtx member alike), and with each the record as
- * the update left it.  An ordinary update's records commit first and its
- * versions in a second commit (srv_ridx_after_update: the seq is known
- * once the update is durable); a catch-up merge between the two
- * (merge_guard(): it sees the older version) may have written a peer's
- * older record over it, which would stay beside this update's newer
- * version (dtx_cluster_test.sh 4h): the record is set again here,
- * wherever the version it replaces is older or the same (a key twice in
- * one update: the last value, as the first commit left it).
+ * the update left it.  An ordinary update's versions are written in the
+ * transaction of its records (srv_ridx_one_apply()); when they were a
+ * second commit, a catch-up merge between the two (merge_guard(): it sees
+ * the older version) could write a peer's older record over the update's,
+ * which stayed beside its newer version (dtx_cluster_test.sh, then 4h):
+ * the record is still set again here, wherever the version it replaces is
+ * older or the same (a key twice in one update: the last value, as the
+ * records left it).
  *   A copy (its records written under ridx_copy_guard()) leaves a key
  * whose version here is newer alone, with that version's record.  An
  * update this replica ordered writes its version there all the same, as

@@ -343,15 +343,17 @@ void srv_idx_read_reply(struct srv_op *so);
  */
 bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
 /**
- * A PUT or DEL this replica orders (not a copy, not internal, not a dtx
- * member) commits its records, its replica record and its version entries
- * in one transaction: its eng_citem ci_also, set by srv_idx_go().  The seq
- * is taken as the commit applies it (srv_ridx_after_update() once, kept
- * if the batch is applied again), so seqs follow the commit order.  A
- * crash leaves all of it or none: before this, a replica killed between
- * the two commits kept the new records under their old versions, which no
- * catch-up corrects (its peers' digests matched), and reads differed
- * from replica to replica for good (tests/integ/ec_crash_test.sh).
+ * A PUT or DEL this replica orders, or a copy of one (not internal, not a
+ * dtx member), commits its records, its replica record and its version
+ * entries in one transaction: its eng_citem ci_also, set by srv_idx_go().
+ * The seq is taken (ordered here) or applied (a copy) as the commit
+ * applies it (srv_ridx_after_update() once, kept if the batch is applied
+ * again), so seqs follow the commit order, and no catch-up merge can fall
+ * between the records and their versions.  A crash leaves all of it or
+ * none: before this, an ordering replica killed between the two commits
+ * kept the new records under their old versions, which no catch-up
+ * corrects (its peers' digests matched), and reads differed from replica
+ * to replica for good (tests/integ/ec_crash_test.sh).
  */
 int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
 /** The end of such an update (durable, or failed: rc): the op-tag check
