@@ -630,8 +630,9 @@ static void home_restart_check(struct srv_ha *a)
 /*
  * A handback asked of this server for home h whose server the map has
  * lost for good or kept out (OUT, REPAIRING, QUARANTINED) is refused with
- * -EPERM, before any freeze: the analyzer moves a home back only to a
- * server that is up, and such a server is up again only after its repair
+ * -ENOTRECOVERABLE (no file or transport error on that path gives it),
+ * before any freeze: the analyzer moves a home back only to a server
+ * that is up, and such a server is up again only after its repair
  * job or the flap period, so the freeze would only refuse the home's
  * updates (-EBUSY) until the analyzer cancels it, and hold the repair
  * walk of the home meanwhile.  The server starts without its home and
@@ -653,11 +654,11 @@ static int handback_refused(struct srv_ha *a, uint32_t h)
 	pthread_mutex_unlock(&a->ha_lock);
 	if (st != HA_OUT && st != HA_REPAIRING && st != HA_QUARANTINED)
 		return 0;
-	return err_set(-EPERM, "server %s: handback of home %s refused: the "
-		       "map has its server %s, and hands a home back only to "
-		       "a server that is up (it starts without its home and "
-		       "runs again from its start once the map has it up)",
-		       a->ha_name, name, ha_state_name(st));
+	return err_set(-ENOTRECOVERABLE, "server %s: handback of home %s "
+		       "refused: the map has its server %s, and hands a home "
+		       "back only to a server that is up (it starts without "
+		       "its home and runs again from its start once the map "
+		       "has it up)", a->ha_name, name, ha_state_name(st));
 }
 
 /* The map's and the leader's thread. */

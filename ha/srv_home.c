@@ -1062,11 +1062,12 @@ int srv_home_pre_open(struct srv *s)
 		snprintf(why, sizeof why, "served by %s: %s",
 			 c->cc_servers[a].cs_name, err_msg());
 		/* refused by the acting server's map (this server lost for
-		 * good or kept out: srv_ha.c handback_refused()): no wait */
-		if (rc == -EPERM || ha_mono_ms() >= end) {
+		 * good or kept out: srv_ha.c handback_refused(), a code of
+		 * its own): no wait */
+		if (rc == -ENOTRECOVERABLE || ha_mono_ms() >= end) {
 			/* it starts with its own copy, serving none of its
 			 * home */
-			if (rc == -EPERM)
+			if (rc == -ENOTRECOVERABLE)
 				LOG_WARNING("server %s: handback of its home "
 					    "not made (its home is %s): it "
 					    "serves none of its home until it "

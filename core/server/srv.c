@@ -299,7 +299,8 @@ static void srv_run(struct srv_op *so)
 	int rc;
 
 	r->er_ci.ci_done = srv_upd_done;
-	r->er_ci.ci_executed = NULL;
+	r->er_ci.ci_executed = r->er_ci.ci_also == srv_ridx_one_apply ?
+			       srv_ridx_one_executed : NULL;
 	err_clear();
 	if (s->s_prof_path != NULL && so->so_t[SRV_T_RECV] != 0) {
 		/* A pending update may be answered (so freed) before

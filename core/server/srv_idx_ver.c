@@ -949,18 +949,32 @@ int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	return ridx_apply(e, txn, &so->so_seq_ci);
 }
 
+void srv_ridx_one_executed(struct eng_citem *ci)
+{
+	((struct srv_op *)ci)->so_visible = true;
+}
+
 void srv_ridx_one_done(struct srv_op *so, int rc)
 {
 	struct srv *s = so->so_srv;
+	struct ridx *ri = so->so_ridx;
 
 	if (rc == 0) {
 		ridx_seq_done(&so->so_seq_ci, 0);
 		return;
 	}
-	/* its seq was taken in memory, not made durable: the peers see a
-	 * gap, this replica verifies before it serves the index again */
+	/* Its seq was taken (or a copy's applied) in memory and nothing of
+	 * it committed: the seq goes back, as if the update had never come
+	 * (a writer's behind mark of this seq then marks this replica
+	 * behind, as it must: it lacks the update).  When a later update
+	 * took the next seq meanwhile, or the commit was made but not
+	 * acknowledged by the home's standbys, the seq stays and the index
+	 * is verified before it is served again. */
 	pthread_mutex_lock(&s->s_rlock);
-	ridx_unverify(so->so_ridx);
+	if (so->so_one && !so->so_visible && ri->ri_seq == so->so_new_seq)
+		ri->ri_seq = so->so_old_seq;
+	else if (so->so_one)
+		ridx_unverify(ri);
 	pthread_mutex_unlock(&s->s_rlock);
 	srv_reply(so, rc, NULL, so->so_m.mr_req.er_ci.ci_msg);
 }
@@ -977,6 +991,7 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so)
 	gen = r->er_kind == ER_ENT_CREATE || r->er_kind == ER_ENT_DELETE ?
 	      ridx_gen(s, &ri->ri_id) : 0;
 	pthread_mutex_lock(&s->s_rlock);
+	so->so_old_seq = ri->ri_seq;
 	if (r->er_kind == ER_ENT_CREATE) {
 		/* The incarnation the client chose, first replica or not;
 		 * the time made here only from a client that chose none. */

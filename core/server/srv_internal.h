@@ -105,6 +105,9 @@ struct srv_op {
 	bool so_one;                /* its replica record and versions were
 				     * applied with its records, in one
 				     * commit (srv_ridx_one_apply()) */
+	bool so_visible;            /* ... and that commit was made (its
+				     * ci_executed): not undone on failure */
+	uint64_t so_old_seq;        /* the index's seq before this update */
 	uint64_t so_new_seq;
 	uint64_t so_term;           /* the update's version: (so_term, */
 	uint64_t so_vseq;           /*  so_vseq), stored per key */
@@ -357,8 +360,11 @@ bool srv_ridx_after_update(struct srv *s, struct srv_op *so);
  */
 int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
 /** The end of such an update (durable, or failed: rc): the op-tag check
- *  and the answer, as after a second commit. */
+ *  and the answer, as after a second commit; a failed one whose commit
+ *  was not made takes its seq back. */
 void srv_ridx_one_done(struct srv_op *so, int rc);
+/** ci_executed of such an update: its commit is made (visible). */
+void srv_ridx_one_executed(struct eng_citem *ci);
 
 /* srv_idx.c, for srv_dtx.c: an index member of a dtx is ordered here. */
 /** The replica record of id (loaded on first use), or NULL (-ENOMEM). */
