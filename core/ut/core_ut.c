@@ -323,6 +323,8 @@ static void test_idx_rec_set(void)
 	CU_ASSERT_EQUAL(rec_look(e, &id, "k", v, sizeof v, &n), -ENOENT);
 	CU_ASSERT_EQUAL(n, 0);
 	eng_close(e);
+	/* its NVRAM device is in /dev/shm, not in dir: removed with it */
+	CU_ASSERT_EQUAL(eng_destroy(dir), 0);
 }
 
 /* sys/name = len bytes of val, committed by meta_txn_commit() (via_meta)
