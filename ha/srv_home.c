@@ -1067,19 +1067,15 @@ int srv_home_pre_open(struct srv *s)
 		if (rc == -ENOTRECOVERABLE || ha_mono_ms() >= end) {
 			/* it starts with its own copy, serving none of its
 			 * home */
-			if (rc == -ENOTRECOVERABLE)
-				LOG_WARNING("server %s: handback of its home "
-					    "not made (its home is %s): it "
-					    "serves none of its home until it "
-					    "runs again from its start",
-					    s->s_me->cs_name, why);
-			else
-				LOG_WARNING("server %s: handback of its home "
-					    "not made within %u s (%s): it "
-					    "serves none of its home until it "
-					    "runs again from its start",
-					    s->s_me->cs_name,
-					    HA_HANDBACK_WAIT_MS / 1000, why);
+			char within[32] = "";
+
+			if (rc != -ENOTRECOVERABLE)
+				snprintf(within, sizeof within, " within %u s",
+					 HA_HANDBACK_WAIT_MS / 1000);
+			LOG_WARNING("server %s: handback of its home not made"
+				    "%s (its home is %s): it serves none of its "
+				    "home until it runs again from its start",
+				    s->s_me->cs_name, within, why);
 			home_gave_up = true;
 			return 0;
 		}

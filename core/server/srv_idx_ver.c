@@ -971,9 +971,9 @@ void srv_ridx_one_done(struct srv_op *so, int rc)
 	 * acknowledged by the home's standbys, the seq stays and the index
 	 * is verified before it is served again. */
 	pthread_mutex_lock(&s->s_rlock);
-	if (so->so_one && !so->so_visible && ri->ri_seq == so->so_new_seq)
+	if (!so->so_visible && ri->ri_seq == so->so_new_seq)
 		ri->ri_seq = so->so_old_seq;
-	else if (so->so_one)
+	else
 		ridx_unverify(ri);
 	pthread_mutex_unlock(&s->s_rlock);
 	srv_reply(so, rc, NULL, so->so_m.mr_req.er_ci.ci_msg);

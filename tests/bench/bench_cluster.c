@@ -599,18 +599,25 @@ static void bc_obj_create(struct clovis_obj *o, uint64_t n)
 	bc_obj_create_attr(o, n, &a);
 }
 
-/* Object n with pdclust 2+1, 256 KiB units: the three units of a group
- * on the three servers (docs/cluster.md, phase 2a). */
-static void bc_obj_create_pd(struct clovis_obj *o, uint64_t n)
+/* Object n with pdclust N+K, units of 1 << shift bytes. */
+static void bc_obj_create_pdk(struct clovis_obj *o, uint64_t n, uint32_t N,
+			      uint32_t K, uint32_t shift)
 {
 	struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
 				     .oa_layout = CLOVIS_LAYOUT_PDCLUST,
 				     .oa_tier = CLOVIS_TIER_FLASH,
-				     .oa_data_units = 2,
-				     .oa_parity_units = 1,
-				     .oa_unit_shift = 18 };
+				     .oa_data_units = N,
+				     .oa_parity_units = K,
+				     .oa_unit_shift = shift };
 
 	bc_obj_create_attr(o, n, &a);
+}
+
+/* Object n with pdclust 2+1, 256 KiB units: the three units of a group
+ * on the three servers (docs/cluster.md, phase 2a). */
+static void bc_obj_create_pd(struct clovis_obj *o, uint64_t n)
+{
+	bc_obj_create_pdk(o, n, 2, 1, 18);
 }
 
 static void bc_obj_create_attr(struct clovis_obj *o, uint64_t n,
@@ -1204,19 +1211,13 @@ static void bc_figs_bw_pd(void)
  * raw seq write and read (no goal). */
 static void bc_figs_ec42(const char *dir)
 {
-	struct clovis_obj_attr a = { .oa_block_shift = BC_BLK_SHIFT,
-				     .oa_layout = CLOVIS_LAYOUT_PDCLUST,
-				     .oa_tier = CLOVIS_TIER_FLASH,
-				     .oa_data_units = 4,
-				     .oa_parity_units = 2,
-				     .oa_unit_shift = 20 };
 	const uint64_t per = 4 * (BC_MIB >> BC_BLK_SHIFT);
 	void *buf = bc_alloc(4 * BC_MIB);
 	struct clovis_obj o, p;
 	double ow, orr, dw, dr, pw, pr;
 
 	memset(buf, 0xa5, 4 * BC_MIB);
-	bc_obj_create_attr(&o, 9, &a);
+	bc_obj_create_pdk(&o, 9, 4, 2, 20);
 	bc_obj_create(&p, 10);
 	for (uint64_t g = 0; g < BC_EC_REGION / 4; g++)
 		bc_obj_io(&o, CLOVIS_OC_WRITE, g * per, per, buf);

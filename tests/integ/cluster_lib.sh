@@ -37,6 +37,13 @@
 #                  log it unreachable; checked
 #   cl/cf ARGS...  the CLI against $D/cluster.yaml / $D/fast.yaml; sets rc
 #                  and out (stderr in $T/err)
+#   alone I ARGS...
+#                  the CLI against $D/cluster.yaml with its requests to
+#                  server sI alone (the two others skipped:
+#                  STRATA_TEST_SKIP_SERVERS); sets rc and out
+#   poll SECS CMD...
+#                  until CMD succeeds, at most SECS s (then CMD once
+#                  more, its status returned)
 #   srv_start I FILE [ARGS...]
 #                  start server sI with cluster file FILE (it daemonizes)
 #   spid I         pid of server sI
@@ -235,6 +242,23 @@ cl() {
 cf() {
 	out=$(timeout 60 "$S" --cluster "$D/fast.yaml" "$@" 2>"$T/err")
 	rc=$?
+}
+
+alone() {
+	local sk
+	sk=$(echo 0 1 2 | tr ' ' '\n' | grep -v "^$1$" | sed 's/^/s/' | paste -sd,)
+	shift
+	out=$(STRATA_TEST_SKIP_SERVERS=$sk timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+poll() {
+	local end=$((SECONDS + $1))
+	shift
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" && return 0
+		sleep 0.5
+	done
+	"$@"
 }
 
 srv_start() {

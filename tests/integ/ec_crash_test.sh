@@ -39,16 +39,6 @@ set -u
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" eccrash 6100 1
 cl_need strata strata-server strata-server-test
-# poll SECS CMD...: until CMD succeeds, at most SECS s (bounded loops)
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" && return 0
-		sleep 0.5
-	done
-	"$@"
-}
 
 MIB=$((1 << 20))
 NBLK=$((8 * MIB / 4096))  # 4 KiB blocks of an object
@@ -258,14 +248,6 @@ v=$(died_at srv.idx.seq.die)
 check "the overwrite's ordering replica died at the fault point (dead:${dead:- none}; client rc $prc)" \
 	test -n "$v"
 check "every server a release build again" all_release
-# alone I ARGS: the CLI with index requests to sI alone
-alone() {
-	local sk
-	sk=$(echo 0 1 2 | tr ' ' '\n' | grep -v "^$1$" | sed 's/^/s/' | paste -sd,)
-	shift
-	out=$(STRATA_TEST_SKIP_SERVERS=$sk timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
-	rc=$?
-}
 # every replica alone has k5 at one value, old5 or new5 (new5 when the
 # client was answered 0), the same on all three
 k5=""

@@ -5,7 +5,7 @@
 #   jget EXPR        a Python expression over d (the JSON object on stdin)
 #   dec_has PATTERN  some decision line (JSON) matches the extended regex
 #   ev_has PATTERN   some event line (JSON) matches it
-#   poll SECS CMD... until CMD succeeds, at most SECS seconds
+#   (poll SECS CMD...: cluster_lib.sh)
 #   leader           the analyzer's leader, per `strata ha state`
 #   ids N H BASE     N object ids "7:LO" homed on server index H of
 #                    $HA_SERVERS (clu_home(): the splitmix64 finaliser of
@@ -33,15 +33,6 @@ ha() {
 jget() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 dec_has() { ha decisions --json; echo "$out" | grep -Eq "$1"; }
 ev_has() { ha events --json; echo "$out" | grep -Eq "$1"; }
-poll() {
-	local end=$((SECONDS + $1))
-	shift
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" && return 0
-		sleep 0.5
-	done
-	"$@"
-}
 leader() { ha state; echo "$out" | jget 'd["leader"]' 2>/dev/null; }
 ids() {
 	python3 - "$1" "$2" "$3" "$HA_SERVERS" <<'EOF'

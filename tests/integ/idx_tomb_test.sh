@@ -226,15 +226,6 @@ STRATA_LOG=3 STRATA_FAULT=srv.idx.answer.lost:0:2,srv.idx.read.slow:0:1 \
 	"$BD/strata-server-test" --config "$D/cluster.yaml" --name "s$first" \
 	--pid-file "$D/s$first.pid" --log-file "$D/s$first.log"
 check "s$first restarted with faults srv.idx.answer.lost, srv.idx.read.slow" wait_up
-# alone SERVER ARGS: the CLI with index requests to sSERVER alone (the
-# other two skipped)
-alone() {
-	local sk
-	sk=$(echo 0 1 2 | tr ' ' '\n' | grep -v "^$1$" | sed 's/^/s/' | paste -sd,)
-	shift
-	out=$(STRATA_TEST_SKIP_SERVERS=$sk timeout 60 "$S" --cluster "$D/cluster.yaml" "$@" 2>"$T/err")
-	rc=$?
-}
 alone "$first" idx get "$RX" r1
 slow=$(grep -c "fault srv.idx.read.slow: GET held" "$D/s$first.log")
 check "a GET held past the call timeout (${slow}x) is tried once more: r1 = rv1" \
