@@ -21,7 +21,7 @@ PREFIX ?= /usr/local
 VERSION := 0.1.0
 
 PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric libcrypto \
-	json-c libcurl
+	json-c libcurl libmicrohttpd
 TEST_PKGS := cunit
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(TEST_PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -53,6 +53,7 @@ include layouts/module.mk
 include clovis/module.mk
 include dtm/module.mk
 include ha/module.mk
+include addb/module.mk
 include tests/module.mk
 include gateways/s3/module.mk
 

@@ -25,6 +25,7 @@ int dtm_ut_add(void);
 int s3_ut_add(void);
 int etcd_ut_add(void);
 int analyzer_ut_add(void);  /* ha/ut/analyzer_ut.c */
+int addb_ut_add(void);      /* addb/ut/addb_ut.c */
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

@@ -35,6 +35,7 @@ static const struct ut_module {
 	{"s3", s3_ut_add},
 	{"etcd", etcd_ut_add},
 	{"analyzer", analyzer_ut_add},
+	{"addb", addb_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

@@ -4,7 +4,8 @@
 #
 #   net    the modules whose suites bind loopback ports (rpc: 42000-54049,
 #          peers: 54000-57049, server's strata-server: 57000-59999, etcd:
-#          its etcd members on 7000-8999) and open shm endpoints:
+#          its etcd members on 7000-8999; addb: a port the kernel
+#          picks) and open shm endpoints:
 #          steps.list keeps them in group "ut"
 #   local  every other module: no port, no shm endpoint, no server; their
 #          steps share nothing (group "-")
@@ -16,7 +17,7 @@
 set -u
 run=${1:?usage: ut_part.sh RUNNER net|local|all}
 part=${2:?usage: ut_part.sh RUNNER net|local|all}
-net=rpc,server,etcd
+net=rpc,server,etcd,addb
 local=core,tier,layout,clovis,clovis_bad,store,concurrency,stripe,smr,dtm,s3,analyzer
 
 all=$("$run" -l) || { echo "ut_part.sh: $run -l failed"; echo "0 passed, 1 failed"; exit 1; }

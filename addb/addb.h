@@ -1,0 +1,294 @@
+/*
+ * addb.h — always-on metrics of a Strata process (issue 30; addb/README.md).
+ *
+ * Every Strata process (an embedded application through libstrata,
+ * strata-server, strata-s3, the strata CLI) keeps its metrics in one
+ * shared-memory region of its own, /dev/shm/strata-addb.PID, so that a
+ * tool reads a running process without stopping it (`strata metrics --pid
+ * P`), and the Prometheus exposition (addb_prom_write(), served on
+ * /metrics by addb_http_start()) reads the same values.
+ *
+ * Model.  A fixed catalog of metric families (enum addb_metric), each a
+ * counter, a gauge or a fixed-bucket latency histogram, with at most two
+ * label dimensions (enum addb_dim) and a priority (a scrape can ask for
+ * the important ones only).  An instance of a family is one combination of
+ * label values: addb_inst(m, a, b).  Values live in rows of 64-bit words:
+ * row 0 is the process's own (gauges set by value), rows 1.. are taken by
+ * threads at their first update; a reader sums the rows.  Every update is
+ * one relaxed atomic add on the thread's row (no lock, no shared cache
+ * line between threads until the rows run out, then threads share rows,
+ * still exactly).  Labels whose values are only known at run time
+ * (devices, RPC peers) take a slot in the region's label table:
+ * addb_dev_slot(), addb_peer_slot().
+ *
+ * Lifetime.  The region is made at the first use in a process (any update
+ * or addb_region_open()), unlinked at a normal exit.  A process killed
+ * leaves its region behind: it stays readable (values as of the kill), and
+ * the next Strata process to start removes the regions of processes that
+ * no longer run (addb_sweep()).  A restarted process starts from zero in a
+ * region of its own.  When the region cannot be made (no /dev/shm, no
+ * memory, STRATA_ADDB=off in the environment), updates go to private
+ * memory and nothing else changes: telemetry never fails an operation.
+ *
+ * Reading another process's region (addb_snap_pid()) copies the file with
+ * pread, never maps it: a region that is short, truncated, of another
+ * version or another catalog is refused with -EPROTO and a message naming
+ * the file and the field; it can never crash the reader.
+ */
+#ifndef STRATA_ADDB_H
+#define STRATA_ADDB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/** Label dimensions.  Sizes and value names: addb.c (addb_dim_size()). */
+enum addb_dim {
+	ADDB_DIM_NONE = 0,
+	ADDB_DIM_OP,      /**< op class: obj.read ... commit (CLOVIS_STAT_*) */
+	ADDB_DIM_TIER,    /**< nvram flash sas smr */
+	ADDB_DIM_IO,      /**< read write sync */
+	ADDB_DIM_DEV,     /**< a device slot (addb_dev_slot()) */
+	ADDB_DIM_PEER,    /**< an RPC peer slot (addb_peer_slot()) */
+	ADDB_DIM_DIR,     /**< sent received */
+	ADDB_DIM_WALK,    /**< repair rebalance scrub clean */
+	ADDB_DIM_OUTCOME, /**< committed aborted failed */
+	ADDB_DIM_S3OP,    /**< the S3 gateway's operations (ADDB_S3_*) */
+	ADDB_DIM_STATUS,  /**< HTTP status class 2xx 3xx 4xx 5xx */
+	ADDB_DIM_NR
+};
+
+/** Values of ADDB_DIM_IO. */
+enum { ADDB_IO_READ = 0, ADDB_IO_WRITE = 1, ADDB_IO_SYNC = 2 };
+/** Values of ADDB_DIM_DIR. */
+enum { ADDB_DIR_SENT = 0, ADDB_DIR_RECEIVED = 1 };
+/** Values of ADDB_DIM_WALK (the kinds of stripe walks). */
+enum { ADDB_WALK_REPAIR = 0, ADDB_WALK_REBALANCE = 1, ADDB_WALK_SCRUB = 2,
+       ADDB_WALK_CLEAN = 3 };
+/** Values of ADDB_DIM_OUTCOME (distributed transactions). */
+enum { ADDB_DTX_COMMITTED = 0, ADDB_DTX_ABORTED = 1, ADDB_DTX_FAILED = 2 };
+/** Values of ADDB_DIM_S3OP. */
+enum {
+	ADDB_S3_GET = 0, ADDB_S3_PUT, ADDB_S3_HEAD, ADDB_S3_DELETE,
+	ADDB_S3_LIST, ADDB_S3_BUCKET, ADDB_S3_MULTIPART, ADDB_S3_OTHER,
+	ADDB_S3_NR
+};
+
+/** Kinds of metric families. */
+enum addb_type { ADDB_COUNTER = 0, ADDB_GAUGE = 1, ADDB_HIST = 2 };
+
+/** Priorities (Ceph's scale: higher is more important); a scrape with a
+ *  minimum priority P gets the families of priority >= P. */
+enum {
+	ADDB_PRIO_DEBUG = 0,
+	ADDB_PRIO_USEFUL = 5,
+	ADDB_PRIO_CRITICAL = 10
+};
+
+/**
+ * The catalog.  Names follow Prometheus conventions (base units, counters
+ * end in _total); the full list with labels and meaning is in
+ * docs/monitoring.md and addb.c (addb_catalog).
+ */
+enum addb_metric {
+	ADDB_PROC_START = 0,   /**< gauge: start time, s since the epoch */
+	ADDB_CLIENT_OP_LAT,    /**< hist {op}: Clovis op launch to end */
+	ADDB_CLIENT_OP_ERR,    /**< counter {op}: ops that failed */
+	ADDB_CLIENT_OP_BYTES,  /**< counter {op}: bytes moved */
+	ADDB_SRV_OP_LAT,       /**< hist {op}: a server's request to reply */
+	ADDB_SRV_OP_ERR,       /**< counter {op}: requests answered an error */
+	ADDB_SRV_OP_BYTES,     /**< counter {op}: bytes of object requests */
+	ADDB_DEV_IO,           /**< counter {device, io}: requests */
+	ADDB_DEV_BYTES,        /**< counter {device, io}: bytes */
+	ADDB_DEV_ERR,          /**< counter {device, io}: failed requests */
+	ADDB_DEV_TIME,         /**< counter {device, io}: seconds spent */
+	ADDB_DEV_QUEUE,        /**< gauge {device}: requests queued or running */
+	ADDB_DEV_FREE,         /**< gauge {device}: free bytes */
+	ADDB_TIER_IO_LAT,      /**< hist {tier, io}: device request latency */
+	ADDB_COMMIT_BATCHES,   /**< counter: group commits */
+	ADDB_COMMIT_ITEMS,     /**< counter: updates in them */
+	ADDB_COMMIT_SYNC,      /**< hist: a group commit's sync + commit time */
+	ADDB_RPC_CALLS,        /**< counter {peer}: calls sent */
+	ADDB_RPC_BYTES,        /**< counter {peer, dir}: message + bulk bytes */
+	ADDB_RPC_RETRIES,      /**< counter {peer}: calls sent again */
+	ADDB_RPC_TIMEOUTS,     /**< counter {peer}: calls that timed out */
+	ADDB_RPC_LAT,          /**< hist: call to answer */
+	ADDB_WALK_RUNS,        /**< counter {walk}: walks started */
+	ADDB_WALK_DONE,        /**< gauge {walk}: units done by the running walk */
+	ADDB_WALK_TOTAL,       /**< gauge {walk}: units the running walk has */
+	ADDB_DTX,              /**< counter {outcome}: dtx ends (coordinator) */
+	ADDB_S3_REQ,           /**< counter {operation, status}: requests */
+	ADDB_S3_LAT,           /**< hist {operation}: request latency */
+	ADDB_METRIC_NR
+};
+
+/** Buckets of every histogram: upper bounds 1 us * 2^b, b = 0..
+ *  ADDB_HIST_BUCKETS - 2, then +Inf (about 1 us to 17 s). */
+#define ADDB_HIST_BUCKETS 26u
+/** Device and peer label slots of a region; later ones share the last
+ *  slot, labelled "other". */
+#define ADDB_DEV_SLOTS 256u
+#define ADDB_PEER_SLOTS 64u
+/** Bytes of a dynamic label value, with its NUL. */
+#define ADDB_LABEL_MAX 96u
+
+/** One family of the catalog. */
+struct addb_family {
+	const char *af_name;      /**< Prometheus name, without suffixes */
+	const char *af_help;
+	uint32_t af_type;         /**< enum addb_type */
+	uint32_t af_prio;
+	uint32_t af_dim[2];       /**< enum addb_dim; NONE when unused */
+	const char *af_lname[2];  /**< label names of the dimensions */
+	double af_scale;          /**< stored integer -> exposed value (ns ->
+				   *   s: 1e-9); 1 for plain counts */
+};
+
+/** The catalog entry of m (m < ADDB_METRIC_NR). */
+const struct addb_family *addb_family(enum addb_metric m);
+/** Values of dimension d. */
+uint32_t addb_dim_size(enum addb_dim d);
+struct addb_snap;
+/** Name of value v of dimension d: a fixed name, or for devices and peers
+ *  the label in s's tables; NULL for a slot not in use or v out of range. */
+const char *addb_dim_value(enum addb_dim d, uint32_t v,
+			   const struct addb_snap *s);
+/** Instances of family m (product of its dimensions' sizes). */
+uint32_t addb_instances(enum addb_metric m);
+
+/** Instance of label values (a, b) of family m; b is 0 for a family of one
+ *  dimension, a and b 0 for none.  Values past a dimension's size are
+ *  clamped to its last value. */
+static inline uint32_t addb_inst(enum addb_metric m, uint32_t a, uint32_t b)
+{
+	const struct addb_family *f = addb_family(m);
+	uint32_t na = addb_dim_size(f->af_dim[0]);
+	uint32_t nb = addb_dim_size(f->af_dim[1]);
+
+	a = a < na ? a : na - 1;
+	b = b < nb ? b : nb - 1;
+	return a * nb + b;
+}
+
+/* ---------------------------------------------------------------- updates
+ * Cheap (one relaxed atomic add on the thread's row), callable from any
+ * thread at any time, never failing.  Built with STRATA_NO_ADDB they are
+ * empty (the benchmark's "compiled out" baseline). */
+#ifndef STRATA_NO_ADDB
+/** Add v to a counter, or to a gauge that goes up and down (a queue
+ *  depth: add (uint64_t)-1 to lower it). */
+void addb_add(enum addb_metric m, uint32_t inst, uint64_t v);
+/** Set a gauge to v (the process row; last writer wins). */
+void addb_set(enum addb_metric m, uint32_t inst, uint64_t v);
+/** Count one observation of ns nanoseconds in a histogram. */
+void addb_obs(enum addb_metric m, uint32_t inst, uint64_t ns);
+#else
+static inline void addb_add(enum addb_metric m, uint32_t i, uint64_t v)
+{ (void)m; (void)i; (void)v; }
+static inline void addb_set(enum addb_metric m, uint32_t i, uint64_t v)
+{ (void)m; (void)i; (void)v; }
+static inline void addb_obs(enum addb_metric m, uint32_t i, uint64_t v)
+{ (void)m; (void)i; (void)v; }
+#endif
+/** Monotonic clock, ns (for the callers' latencies). */
+uint64_t addb_now_ns(void);
+
+/** The slot of a device label "tier:path" (made at its first use; the
+ *  same name gives the same slot); ADDB_DEV_SLOTS - 1 ("other") when the
+ *  table is full. */
+uint32_t addb_dev_slot(uint32_t tier, const char *path);
+/** The slot of an RPC peer label (its address text), as addb_dev_slot(). */
+uint32_t addb_peer_slot(const char *peer);
+
+/* ---------------------------------------------------------------- region */
+
+/**
+ * Make this process's region now (it is otherwise made at the first
+ * update), naming the process kind ("embedded", "strata-server",
+ * "strata-s3", "strata"; the first name given wins).  Returns 0, or the
+ * negative errno of why the region lives in private memory instead (the
+ * metrics still work in the process; nothing can read them from outside).
+ */
+int addb_region_open(const char *kind);
+/** Path of this process's region file, or NULL when it has none. */
+const char *addb_region_path(void);
+/**
+ * Remove the region files of processes that no longer run (a process
+ * SIGKILLed leaves its own behind).  Returns how many were removed.
+ */
+int addb_sweep(void);
+
+/* ---------------------------------------------------------------- reading */
+
+/** The summed values of one process. */
+struct addb_snap {
+	uint64_t as_pid;
+	char as_kind[32];         /**< process kind, NUL-terminated */
+	bool as_running;          /**< the process still ran when read */
+	uint64_t as_start_ns;     /**< CLOCK_REALTIME at its start */
+	/** Summed rows: as_val[addb_off(m) + inst * width + word]. */
+	uint64_t *as_val;
+	uint32_t as_nr_val;
+	char (*as_dev)[ADDB_LABEL_MAX];  /**< ADDB_DEV_SLOTS labels ("" free) */
+	char (*as_peer)[ADDB_LABEL_MAX]; /**< ADDB_PEER_SLOTS labels */
+};
+
+/** First word of family m in a row. */
+uint32_t addb_off(enum addb_metric m);
+/** Words per instance of family m: 1, or ADDB_HIST_BUCKETS + 1 for a
+ *  histogram (its buckets, not cumulative, then the sum of ns). */
+uint32_t addb_width(enum addb_metric m);
+
+/** Snapshot of this process's metrics into *out (owned by the caller:
+ *  addb_snap_free()).  0 or -ENOMEM. */
+int addb_snap_self(struct addb_snap **out);
+/**
+ * Snapshot of process pid's region (/dev/shm/strata-addb.PID).  Errors:
+ * -ENOENT (no such region: the message says the process has none or was
+ * swept), -EPROTO (not a region of this catalog: the message names the
+ * file and field), -EIO, -ENOMEM.
+ */
+int addb_snap_pid(pid_t pid, struct addb_snap **out);
+/** Snapshot of the region file path (as addb_snap_pid()). */
+int addb_snap_file(const char *path, struct addb_snap **out);
+void addb_snap_free(struct addb_snap *s);
+
+/** The value of counter or gauge instance inst of m in s. */
+uint64_t addb_snap_get(const struct addb_snap *s, enum addb_metric m,
+		       uint32_t inst);
+
+/* ------------------------------------------------------------ exposition */
+
+/**
+ * Write s in the Prometheus text format (version 0.0.4) to f: every family
+ * of priority >= min_prio with its HELP and TYPE lines, one sample per
+ * instance that was ever touched (counters and histograms that are zero
+ * and device/peer slots not in use are left out, except families without
+ * labels, always written), histograms as cumulative _bucket{le=...},
+ * _sum and _count.  Returns 0 or -EIO.
+ */
+int addb_prom_write(const struct addb_snap *s, uint32_t min_prio, FILE *f);
+/** The same as JSON: {"pid":..,"kind":..,"metrics":[{"name":..,"type":..,
+ *  "help":..,"samples":[{"labels":{..},"value":..}]}]}; histograms give
+ *  "buckets" [[le, cumulative count]...], "sum" and "count". */
+int addb_json_write(const struct addb_snap *s, uint32_t min_prio, FILE *f);
+
+/* ------------------------------------------------------------ HTTP server */
+
+struct addb_http;
+/**
+ * Serve this process's metrics over HTTP (libmicrohttpd, its own thread):
+ * GET /metrics (Prometheus text; ?min_priority=P), GET /metrics.json;
+ * anything else 404, a method other than GET/HEAD 405.  listen is
+ * "ADDR:PORT", "[V6ADDR]:PORT" or "PORT" (127.0.0.1).  Returns 0, -EINVAL
+ * (bad listen text: the message names it), -EADDRINUSE or the errno of
+ * the bind.
+ */
+int addb_http_start(const char *listen, struct addb_http **out);
+/** The port the server listens on (useful with port 0). */
+uint16_t addb_http_port(const struct addb_http *h);
+void addb_http_stop(struct addb_http *h);
+
+#endif
