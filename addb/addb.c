@@ -64,8 +64,7 @@ _Static_assert(sizeof dim_tier / sizeof dim_tier[0] == ST_TIER_NR,
 	       "one tier label per tier");
 static const char *const dim_io[] = {"read", "write", "sync"};
 static const char *const dim_dir[] = {"sent", "received"};
-static const char *const dim_walk[] = {"repair", "rebalance", "scrub",
-				       "clean"};
+static const char *const dim_walk[] = {"repair", "rebalance", "scrub"};
 static const char *const dim_outcome[] = {"committed", "aborted", "failed"};
 static const char *const dim_s3op[] = {"get", "put", "head", "delete",
 				       "list", "bucket", "multipart", "other"};
@@ -182,7 +181,9 @@ static const struct addb_family addb_catalog[ADDB_METRIC_NR] = {
 		"Updates made durable by group commits.",
 		ADDB_COUNTER, ADDB_PRIO_USEFUL, L0, 1},
 	[ADDB_COMMIT_SYNC] = {"strata_commit_sync_seconds",
-		"Time of a group commit: device syncs and the metadata commit.",
+		"Time of a group commit's metadata transaction: its maps applied "
+		"and committed (the devices' syncs before it are in "
+		"strata_device_io_seconds_total{io=\"sync\"}).",
 		ADDB_HIST, ADDB_PRIO_USEFUL, L0, NS},
 	[ADDB_RPC_CALLS] = {"strata_rpc_calls_total",
 		"RPC calls sent to a peer.",
@@ -202,7 +203,7 @@ static const struct addb_family addb_catalog[ADDB_METRIC_NR] = {
 		"RPC calls, sent to answered.",
 		ADDB_HIST, ADDB_PRIO_USEFUL, L0, NS},
 	[ADDB_WALK_RUNS] = {"strata_walk_runs_total",
-		"Walks (repair, rebalance, scrub, clean) started here.",
+		"Walks (repair, rebalance, scrub) started here.",
 		ADDB_COUNTER, ADDB_PRIO_USEFUL, L1(ADDB_DIM_WALK, "walk"), 1},
 	[ADDB_WALK_DONE] = {"strata_walk_done_units",
 		"Units the running or last walk of a kind has done.",

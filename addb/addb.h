@@ -53,7 +53,7 @@ enum addb_dim {
 	ADDB_DIM_DEV,     /**< a device slot (addb_dev_slot()) */
 	ADDB_DIM_PEER,    /**< an RPC peer slot (addb_peer_slot()) */
 	ADDB_DIM_DIR,     /**< sent received */
-	ADDB_DIM_WALK,    /**< repair rebalance scrub clean */
+	ADDB_DIM_WALK,    /**< repair rebalance scrub */
 	ADDB_DIM_OUTCOME, /**< committed aborted failed */
 	ADDB_DIM_S3OP,    /**< the S3 gateway's operations (ADDB_S3_*) */
 	ADDB_DIM_STATUS,  /**< HTTP status class 2xx 3xx 4xx 5xx */
@@ -65,8 +65,7 @@ enum { ADDB_IO_READ = 0, ADDB_IO_WRITE = 1, ADDB_IO_SYNC = 2 };
 /** Values of ADDB_DIM_DIR. */
 enum { ADDB_DIR_SENT = 0, ADDB_DIR_RECEIVED = 1 };
 /** Values of ADDB_DIM_WALK (the kinds of stripe walks). */
-enum { ADDB_WALK_REPAIR = 0, ADDB_WALK_REBALANCE = 1, ADDB_WALK_SCRUB = 2,
-       ADDB_WALK_CLEAN = 3 };
+enum { ADDB_WALK_REPAIR = 0, ADDB_WALK_REBALANCE = 1, ADDB_WALK_SCRUB = 2 };
 /** Values of ADDB_DIM_OUTCOME (distributed transactions). */
 enum { ADDB_DTX_COMMITTED = 0, ADDB_DTX_ABORTED = 1, ADDB_DTX_FAILED = 2 };
 /** Values of ADDB_DIM_S3OP. */

@@ -92,7 +92,7 @@ static void prom_value(FILE *f, const struct addb_family *fa, uint64_t v)
 	if (fa->af_scale == 1)
 		fprintf(f, " %" PRIu64 "\n", v);
 	else
-		fprintf(f, " %.17g\n", (double)v * fa->af_scale);
+		fprintf(f, " %.15g\n", (double)v * fa->af_scale);
 }
 
 static void prom_hist(FILE *f, const struct addb_family *fa,
@@ -113,7 +113,7 @@ static void prom_hist(FILE *f, const struct addb_family *fa,
 	}
 	fprintf(f, "%s_sum", fa->af_name);
 	prom_labels(f, fa, va, vb, NULL);
-	fprintf(f, " %.17g\n", (double)w[ADDB_HIST_BUCKETS] * fa->af_scale);
+	fprintf(f, " %.15g\n", (double)w[ADDB_HIST_BUCKETS] * fa->af_scale);
 	fprintf(f, "%s_count", fa->af_name);
 	prom_labels(f, fa, va, vb, NULL);
 	fprintf(f, " %" PRIu64 "\n", cum);
@@ -181,7 +181,7 @@ static void json_sample(FILE *f, const struct addb_family *fa,
 		if (fa->af_scale == 1)
 			fprintf(f, ",\"value\":%" PRIu64 "}", w[0]);
 		else
-			fprintf(f, ",\"value\":%.17g}",
+			fprintf(f, ",\"value\":%.15g}",
 				(double)w[0] * fa->af_scale);
 		return;
 	}
@@ -194,7 +194,7 @@ static void json_sample(FILE *f, const struct addb_family *fa,
 		else
 			fprintf(f, ",[\"+Inf\",%" PRIu64 "]", cum);
 	}
-	fprintf(f, "],\"sum\":%.17g,\"count\":%" PRIu64 "}",
+	fprintf(f, "],\"sum\":%.15g,\"count\":%" PRIu64 "}",
 		(double)w[ADDB_HIST_BUCKETS] * fa->af_scale, cum);
 }
 

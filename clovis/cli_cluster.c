@@ -780,12 +780,15 @@ static bool clu_home_again(struct clu_client *c, uint32_t h, const char *what,
 			   uint32_t s, int rc, bool answered, bool reroute,
 			   struct clu_again *g)
 {
-	if (rc == -EBUSY && answered && clu_busy_pause(c, &g->ca_busy))
+	if (rc == -EBUSY && answered && clu_busy_pause(c, &g->ca_busy)) {
+		peers_retry_note(c->cc_peers, s);
 		return true;
+	}
 	if (!reroute || g->ca_moved >= CLU_REROUTES_MAX ||
 	    !clu_home_reroute(c, h, what, s, rc, answered))
 		return false;
 	g->ca_moved++;
+	peers_retry_note(c->cc_peers, s);
 	return true;
 }
 
@@ -2080,6 +2083,34 @@ int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
 		return s;
 	q.kind = kind;
 	return clu_ha_call(c, (uint32_t)s, &q, out);
+}
+
+int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
+		    bool json, char **out, size_t *len)
+{
+	struct clu_client *c = clu_of(cl);
+	MetricsReq q = METRICS_REQ__INIT;
+	Reply *rp = NULL;
+	int s = clu_server_find(&c->cc_conf, name);
+	int rc;
+
+	*out = NULL;
+	*len = 0;
+	if (s < 0)
+		return s;
+	q.min_priority = min_prio;
+	q.json = json;
+	rc = clu_call(c, (uint32_t)s, SOP_METRICS, &q.base, NULL, 0, &rp);
+	if (rc == 0 && (*out = malloc(rp->text.len + 1)) == NULL)
+		rc = err_set(-ENOMEM, "metrics of server %s: no memory", name);
+	if (rc == 0) {
+		memcpy(*out, rp->text.data, rp->text.len);
+		(*out)[rp->text.len] = '\0';
+		*len = rp->text.len;
+	}
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return rc;
 }
 
 int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addb/addb.h"
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
 #include "layouts/stripe.h"
@@ -1195,6 +1196,78 @@ int clovis_scrub(struct clovis *cl, clovis_progress_fn fn, void *arg,
 		 struct clovis_walk_stats *st)
 {
 	return walk_call(cl, stripe_scrub, fn, arg, st, "scrub");
+}
+
+int clovis_addb_metrics(struct clovis *cl, const char *server,
+			uint32_t min_priority, uint32_t flags, char **text,
+			size_t *len)
+{
+	struct addb_snap *s = NULL;
+	FILE *f;
+	int rc;
+
+	if (text == NULL || len == NULL)
+		return err_set(-EINVAL, "addb_metrics: NULL text or len");
+	*text = NULL;
+	*len = 0;
+	if (min_priority > 100 || (flags & ~CLOVIS_ADDB_JSON) != 0)
+		return err_set(-EINVAL, "addb_metrics: min_priority %u (0..100) "
+			       "or flags 0x%x (CLOVIS_ADDB_JSON) out of range",
+			       min_priority, flags);
+	if (server != NULL) {
+		if (cl == NULL || cl->cl_eng != NULL)
+			return err_set(-EINVAL, "addb_metrics: server %s: only "
+				       "a cluster-mode instance reads a "
+				       "server's metrics", server);
+		return cluster_metrics(cl, server, min_priority,
+				       flags & CLOVIS_ADDB_JSON, text, len);
+	}
+	rc = addb_snap_self(&s);
+	if (rc != 0)
+		return rc;
+	f = open_memstream(text, len);
+	if (f == NULL) {
+		addb_snap_free(s);
+		return err_set(-ENOMEM, "addb_metrics: no memory");
+	}
+	rc = flags & CLOVIS_ADDB_JSON ? addb_json_write(s, min_priority, f) :
+					addb_prom_write(s, min_priority, f);
+	fclose(f);
+	addb_snap_free(s);
+	if (rc != 0) {
+		free(*text);
+		*text = NULL;
+		*len = 0;
+	}
+	return rc;
+}
+
+static pthread_mutex_t addb_serve_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct addb_http *addb_served;
+
+int clovis_addb_serve(const char *listen, uint16_t *port)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&addb_serve_lock);
+	if (addb_served != NULL)
+		rc = err_set(-EALREADY, "addb_serve: this process serves its "
+			     "metrics already (port %u)",
+			     addb_http_port(addb_served));
+	else
+		rc = addb_http_start(listen, &addb_served);
+	if (rc == 0 && port != NULL)
+		*port = addb_http_port(addb_served);
+	pthread_mutex_unlock(&addb_serve_lock);
+	return rc;
+}
+
+void clovis_addb_serve_stop(void)
+{
+	pthread_mutex_lock(&addb_serve_lock);
+	addb_http_stop(addb_served);
+	addb_served = NULL;
+	pthread_mutex_unlock(&addb_serve_lock);
 }
 
 int clovis_stats_get(struct clovis *cl, struct clovis_stat out[CLOVIS_STAT_NR])

@@ -1468,6 +1468,45 @@ CLOVIS_API int clovis_stats_get(struct clovis *cl,
 /** Forget all statistics (saved and current).  Returns 0 or -errno. */
 CLOVIS_API int clovis_stats_reset(struct clovis *cl);
 
+/* ------------------------------------------------------ metrics (ADDB)
+ * Every Strata process keeps always-on metrics (counters, gauges,
+ * latency histograms: ops, devices and tiers, group commits, RPC, walks,
+ * dtxs, S3 requests) in a shared-memory region of its own
+ * (/dev/shm/strata-addb.PID), readable by `strata metrics --pid P`
+ * without stopping it; docs/monitoring.md lists every metric. */
+
+/** clovis_addb_metrics() flag: JSON instead of the Prometheus text. */
+#define CLOVIS_ADDB_JSON (1u << 0)
+
+/**
+ * The metrics of this process (server NULL; cl may be NULL then), or in
+ * cluster mode of the server called server (its process's, by the
+ * SOP_METRICS request), as Prometheus text format 0.0.4 or, with
+ * CLOVIS_ADDB_JSON, as JSON; only the families of priority >=
+ * min_priority (0..100: 10 critical, 5 useful, 0 all).  *text is
+ * malloc'd, NUL-terminated, the caller's to free; *len its length.
+ * Errors: -EINVAL (bad argument, or a server named to an embedded
+ * instance: the message names it), -ENOENT (no such server), the
+ * transport's codes, -ENOMEM.  Nothing changes.
+ */
+CLOVIS_API int clovis_addb_metrics(struct clovis *cl, const char *server,
+				   uint32_t min_priority, uint32_t flags,
+				   char **text, size_t *len);
+
+/**
+ * Serve this process's metrics over HTTP: GET /metrics (Prometheus text;
+ * ?min_priority=P), GET /metrics.json; the opt-in of an embedded
+ * application (strata-server and strata-s3 have --metrics).  listen is
+ * "ADDR:PORT", "[V6ADDR]:PORT", "HOST:PORT" or "PORT" (127.0.0.1: bound
+ * to loopback by default); port 0 lets the kernel choose, *port (may be
+ * NULL) tells the port.  One server per process.  Errors: -EINVAL (bad
+ * listen text), -EADDRINUSE, -EALREADY (served already), the bind's
+ * errno.
+ */
+CLOVIS_API int clovis_addb_serve(const char *listen, uint16_t *port);
+/** Stop the server of clovis_addb_serve() (nothing when none runs). */
+CLOVIS_API void clovis_addb_serve_stop(void);
+
 #ifdef __cplusplus
 }
 #endif

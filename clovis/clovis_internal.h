@@ -244,6 +244,10 @@ int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,
 /* The same on server name alone (-ENOENT: no such server). */
 int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
 		  char **out);
+/* SOP_METRICS of server name: its process's metrics as text (malloc'd,
+ * NUL-terminated) in *out (-ENOENT: no such server). */
+int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
+		    bool json, char **out, size_t *len);
 /** Repair, rebalance or scrub (kind SWK_*) on every server at once
  *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
  *  that fails or cannot be reached fails the call with its code and a

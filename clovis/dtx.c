@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addb/addb.h"
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
 #include "core/fault.h"
@@ -591,6 +592,7 @@ static void dtx_finish(struct clovis_dtx *dx, int rc, const char *msg)
 {
 	struct eng_citem *cci = &dx->dx_cop->op_req.er_ci;
 
+	addb_add(ADDB_DTX, rc == 0 ? ADDB_DTX_COMMITTED : ADDB_DTX_FAILED, 1);
 	for (uint32_t i = 0; i < dx->dx_nr; i++) {
 		struct dtx_member *m = &dx->dx_m[i];
 		struct eng_citem *ci;
@@ -814,6 +816,7 @@ static void dtx_cancel(struct clovis_dtx *dx)
 		ci->ci_done(ci, -ECANCELED);
 	}
 	dx->dx_state = DX_DONE;
+	addb_add(ADDB_DTX, ADDB_DTX_ABORTED, 1);
 }
 
 void clovis_dtx_abort(struct clovis_dtx *dx)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addb/addb.h"
 #include "clovis/clovis_internal.h"
 
 static const char *const stats_names[CLOVIS_STAT_NR] = {
@@ -29,6 +30,8 @@ static const char *const stats_names[CLOVIS_STAT_NR] = {
 	[CLOVIS_STAT_ENT_SETATTR] = "entity.setattr",
 	[CLOVIS_STAT_COMMIT] = "commit",
 };
+_Static_assert(CLOVIS_STAT_NR == 14, "the op labels of addb/addb.c follow "
+	       "CLOVIS_STAT_*");
 
 /* Bucket of a latency: exact below 16 us, then 8 sub-buckets per octave. */
 static uint32_t stats_bucket(uint64_t us)
@@ -90,6 +93,15 @@ void stats_record(struct stats_set *s, uint32_t cls, uint64_t lat_us,
 {
 	struct stats_hist *h = &stats_hists(s)[cls];
 	uint64_t max = __atomic_load_n(&h->sh_max_us, __ATOMIC_RELAXED);
+
+	/* The process's metrics (addb/addb.h): the op classes are the same
+	 * list; a group commit's "bytes" are its items, counted by the
+	 * engine itself (strata_commit_items_total). */
+	addb_obs(ADDB_CLIENT_OP_LAT, cls, lat_us * 1000);
+	if (failed)
+		addb_add(ADDB_CLIENT_OP_ERR, cls, 1);
+	if (bytes != 0 && cls != CLOVIS_STAT_COMMIT)
+		addb_add(ADDB_CLIENT_OP_BYTES, cls, bytes);
 
 	if (failed)
 		__atomic_fetch_add(&h->sh_failed, 1, __ATOMIC_RELAXED);

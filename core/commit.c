@@ -13,6 +13,7 @@
 #include <urcu.h>
 
 #include "core/engine_internal.h"
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/limits.h"
@@ -703,6 +704,9 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	t2 = mono_us();
 	gp_add(&e->e_gp.gp_cbatches, 1);
 	gp_add(&e->e_gp.gp_commit_us, t2 - t1);
+	addb_add(ADDB_COMMIT_BATCHES, 0, 1);
+	addb_add(ADDB_COMMIT_ITEMS, 0, list_len(batch));
+	addb_obs(ADDB_COMMIT_SYNC, 0, (t2 - t0) * 1000);
 	if (e->e_chook != NULL)
 		e->e_chook(e->e_chook_arg, t2 - t0, list_len(batch));
 	commit_executed(batch);

@@ -574,6 +574,9 @@ int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		   struct eng_spacevec *sv);
 void eng_space_release(struct eng *e, struct eng_spacevec *sv);
+/** Set the process's free-bytes gauge of device dev to its allocator's
+ *  free space (addb/addb.h, strata_device_free_bytes). */
+void eng_space_gauge(struct eng *e, uint32_t dev);
 
 /** Wait (at most ENG_DRAIN_MAX_NS, core/limits.h) until every space
  *  queued for release after an RCU grace period before this call is back

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <urcu.h>
 
+#include "addb/addb.h"
 #include "core/engine_internal.h"
 #include "core/errors.h"
 #include "core/fault.h"
@@ -38,6 +39,15 @@ void eng_spacevec_fini(struct eng_spacevec *sv)
 {
 	free(sv->sv_v);
 	memset(sv, 0, sizeof *sv);
+}
+
+void eng_space_gauge(struct eng *e, uint32_t dev)
+{
+	struct eng_dev *d = &e->e_devs[dev];
+
+	if (d->ed_dev != NULL)
+		addb_set(ADDB_DEV_FREE, tier_dev_addb(d->ed_dev),
+			 alloc_free_units(&d->ed_alloc) << LIM_ALLOC_UNIT_SHIFT);
 }
 
 /* Take bytes on device dev, in as few runs as the free space allows. */
@@ -82,6 +92,7 @@ int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		eng_space_release(e, &tail);
 		sv->sv_nr = first;
 	}
+	eng_space_gauge(e, dev);
 	return rc;
 }
 
@@ -105,6 +116,8 @@ void eng_space_release(struct eng *e, struct eng_spacevec *sv)
 		alloc_release(&e->e_devs[s->sp_dev].ed_alloc,
 			      s->sp_off >> LIM_ALLOC_UNIT_SHIFT,
 			      s->sp_len >> LIM_ALLOC_UNIT_SHIFT);
+		if (i + 1 == sv->sv_nr || sv->sv_v[i + 1].sp_dev != s->sp_dev)
+			eng_space_gauge(e, s->sp_dev);
 	}
 }
 

@@ -459,6 +459,8 @@ static int store_load(struct eng *e)
 	mdb_txn_abort(txn);
 	if (rc == 0)
 		rc = eng_smr_recover(e, NULL); /* zones with nothing live */
+	for (uint32_t i = 0; rc == 0 && i < e->e_store.st_nr_devs; i++)
+		eng_space_gauge(e, i);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <urcu.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/limits.h"
@@ -33,7 +34,12 @@
  * batch, and the space of a batch not committed is free again at open).
  */
 
+/* In the order of ADDB_WALK_* (addb/addb.h), the walk label's values. */
 enum walk_kind { WK_REPAIR, WK_REBALANCE, WK_SCRUB };
+_Static_assert((int)WK_REPAIR == (int)ADDB_WALK_REPAIR &&
+	       (int)WK_REBALANCE == (int)ADDB_WALK_REBALANCE &&
+	       (int)WK_SCRUB == (int)ADDB_WALK_SCRUB,
+	       "walk kinds are metric labels");
 
 static const char *const walk_names[] = {"repair", "rebalance", "scrub"};
 
@@ -734,6 +740,8 @@ static int walk_run(struct walk *w, struct walk_item *items,
 	int rc = 0, rc2;
 
 	for (;;) {
+		addb_set(ADDB_WALK_DONE, w->wk_kind, w->wk_rec.wr_done);
+		addb_set(ADDB_WALK_TOTAL, w->wk_kind, total);
 		if (started && fn != NULL &&
 		    fn(arg, w->wk_rec.wr_done, total) != 0) {
 			rc = -EINTR;
@@ -768,6 +776,8 @@ static int walk_run(struct walk *w, struct walk_item *items,
 			     w->wk_rec.wr_done);
 	else if (rc == 0 && started && fn != NULL)
 		(void)fn(arg, w->wk_rec.wr_done, total); /* done: no stop */
+	addb_set(ADDB_WALK_DONE, w->wk_kind, w->wk_rec.wr_done);
+	addb_set(ADDB_WALK_TOTAL, w->wk_kind, total);
 	return rc;
 }
 
@@ -818,6 +828,7 @@ static int stripe_walk(struct eng *e, enum walk_kind kind,
 		memset(&w->wk_rec, 0, sizeof w->wk_rec);
 	}
 	eng_thread_enter();
+	addb_add(ADDB_WALK_RUNS, kind, 1);
 	rc = walk_run(w, items, fn, arg);
 	eng_thread_leave();
 	walk_stats(w, st);

@@ -14,6 +14,8 @@
 # etcd's JSON gateway over HTTP with libcurl.  gdb: a cluster test that
 # fails prints where a server still running is (tests/integ/cluster_lib.sh
 # cl_diag: a hang found by a loaded run says where it waits).
+# prometheus: its promtool checks the /metrics exposition of every process
+# kind (tests/integ/metrics_test.sh; the package's server is not used).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
@@ -21,7 +23,7 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
       libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
-      curl etcd-server etcd-client libcurl4-openssl-dev gdb)
+      curl etcd-server etcd-client libcurl4-openssl-dev gdb prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

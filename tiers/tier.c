@@ -20,6 +20,7 @@
 
 #include <isa-l/crc64.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -705,6 +706,37 @@ static int tier_fault_fail(struct tier_dev *d, const char *what, uint64_t off)
 /* Count the outcome of a request that reached the fault points: a success
  * in *ok (if any), a failure in td_nr_errors unless it only refused the
  * request (-EINVAL: against the rules; -ENOSPC: zone full). */
+uint32_t tier_dev_addb(struct tier_dev *d)
+{
+	uint32_t v = __atomic_load_n(&d->td_addb, __ATOMIC_RELAXED);
+
+	if (v == 0) {
+		v = addb_dev_slot(d->td_sb.sb_tier, d->td_path) + 1;
+		__atomic_store_n(&d->td_addb, v, __ATOMIC_RELAXED);
+	}
+	return v - 1;
+}
+
+/* The process's metrics of one device request of kind io (ADDB_IO_*):
+ * count, bytes, time, failures (as td_nr_errors counts them), and the
+ * tier's latency histogram. */
+static void tier_addb(struct tier_dev *d, uint32_t io, int rc, size_t len,
+		      uint64_t t0)
+{
+	uint32_t slot = tier_dev_addb(d);
+	uint32_t i = addb_inst(ADDB_DEV_IO, slot, io);
+	uint64_t ns = addb_now_ns() - t0;
+
+	addb_add(ADDB_DEV_IO, i, 1);
+	if (rc == 0 && len != 0)
+		addb_add(ADDB_DEV_BYTES, i, len);
+	if (rc != 0 && rc != -EINVAL && rc != -ENOSPC && !tier_rc_transport(rc))
+		addb_add(ADDB_DEV_ERR, i, 1);
+	addb_add(ADDB_DEV_TIME, i, ns);
+	addb_obs(ADDB_TIER_IO_LAT, addb_inst(ADDB_TIER_IO_LAT,
+					     d->td_sb.sb_tier, io), ns);
+}
+
 static int tier_count(struct tier_dev *d, int rc, uint64_t *ok)
 {
 	if (rc == 0 && ok != NULL)
@@ -826,6 +858,7 @@ int tier_dev_write(struct tier_dev *d, uint64_t off, const void *buf,
 		   size_t len)
 {
 	struct tier_wr w = {.w_off = off};
+	uint64_t t0 = addb_now_ns();
 	int rc;
 
 	PRE(d != NULL);
@@ -838,6 +871,7 @@ int tier_dev_write(struct tier_dev *d, uint64_t off, const void *buf,
 	if (rc == 0)
 		rc = tier_wr_run(d, &w, buf, len);
 	rc = tier_count(d, rc, &d->td_nr_writes);
+	tier_addb(d, ADDB_IO_WRITE, rc, len, t0);
 out:
 	return rc;
 }
@@ -845,7 +879,7 @@ out:
 /* Read len bytes at data-area offset off (see tier.h). */
 int tier_dev_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
 {
-	uint64_t done;
+	uint64_t done, t0 = addb_now_ns();
 	int rc;
 
 	PRE(d != NULL);
@@ -861,6 +895,7 @@ int tier_dev_read(struct tier_dev *d, uint64_t off, void *buf, size_t len)
 		tier_model_wait(done);
 	}
 	rc = tier_count(d, rc, &d->td_nr_reads);
+	tier_addb(d, ADDB_IO_READ, rc, len, t0);
 out:
 	return rc;
 }
@@ -868,7 +903,7 @@ out:
 /* Make every completed write durable (see tier.h). */
 int tier_dev_sync(struct tier_dev *d)
 {
-	uint64_t done;
+	uint64_t done, t0 = addb_now_ns();
 	int rc;
 
 	PRE(d != NULL);
@@ -878,7 +913,9 @@ int tier_dev_sync(struct tier_dev *d)
 		rc = d->td_ops->to_sync(d);
 		tier_model_wait(done);
 	}
-	return tier_count(d, rc, &d->td_nr_syncs);
+	rc = tier_count(d, rc, &d->td_nr_syncs);
+	tier_addb(d, ADDB_IO_SYNC, rc, 0, t0);
+	return rc;
 }
 
 /* --------------------------------------------------------------- zones */
@@ -976,6 +1013,7 @@ int tier_dev_zone_append(struct tier_dev *d, uint32_t zone, const void *buf,
 {
 	struct tier_wr w = {.w_append = true, .w_zone = zone};
 	struct tier_zone z;
+	uint64_t t0 = addb_now_ns();
 	int rc;
 
 	PRE(d != NULL);
@@ -993,5 +1031,7 @@ int tier_dev_zone_append(struct tier_dev *d, uint32_t zone, const void *buf,
 		rc = tier_wr_run(d, &w, buf, len);
 	if (w.w_off != UINT64_MAX)
 		*off = w.w_off;
-	return tier_count(d, rc, &d->td_nr_writes);
+	rc = tier_count(d, rc, &d->td_nr_writes);
+	tier_addb(d, ADDB_IO_WRITE, rc, len, t0);
+	return rc;
 }

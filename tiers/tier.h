@@ -219,7 +219,13 @@ struct tier_dev {
 	uint64_t td_busy_ns;     /**< model: CLOCK_MONOTONIC end of accepted
 				  *   transfers (atomic) */
 	struct tier_ioq *td_ioq; /**< request queue of tier_io_run (tier.c) */
+	uint32_t td_addb;        /**< metrics label slot + 1 (addb/addb.h;
+				  *   0: not taken yet) */
 };
+
+/** The metrics label slot of d ("tier:path", addb_dev_slot()), taken at
+ *  its first use. */
+uint32_t tier_dev_addb(struct tier_dev *d);
 
 /** The driver for a tier by default: pmem2 for NVRAM, file for FLASH and
  *  SAS, smr for SMR; NULL for anything else. */

@@ -46,6 +46,7 @@ enum cli_opt {
 	CO_RECORDS = 1u << 12,  /* no option: the arguments after the ID are
 				 * records (idx put, idx del), decoded and
 				 * checked before the store is opened */
+	CO_METRICS = 1u << 13,  /* --pid, --file, --min-priority, --sweep */
 };
 
 /** Default data directory when neither --data nor STRATA_DATA is given. */
@@ -124,6 +125,10 @@ struct cli {
 	bool c_copies_set;
 	uint32_t c_copies;     /* mirror N */
 	uint32_t c_unit_shift; /* 0 = the library's default */
+	uint64_t c_pid;        /* metrics --pid (0: not given) */
+	const char *c_file;    /* metrics --file */
+	uint64_t c_min_prio;   /* metrics --min-priority (0: all) */
+	bool c_sweep;          /* metrics --sweep */
 	bool c_live_set;
 	uint32_t c_live;       /* smr clean: live percentage (default 25) */
 	/* positional arguments after the command words */
@@ -417,6 +422,8 @@ int cli_recs_parse(struct cli *c);
 /** Free c_recs. */
 void cli_recs_free(struct cli *c);
 int cmd_stats(struct cli *c);
+int cmd_metrics(struct cli *c);
+int cmd_metrics_server(struct cli *c);
 int cmd_devices(struct cli *c);
 int cmd_tiers(struct cli *c);
 int cmd_pools(struct cli *c);

@@ -3,10 +3,13 @@
  * latencies) and "strata destroy" (remove a whole store).  Devices, tiers
  * and pools are in cli_dev.c, repair and its kin in cli_walk.c.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "addb/addb.h"
 #include "clovis/cli/cli.h"
 
 /* Name of op class i: the library names every class (clovis_stat.cs_name). */
@@ -110,5 +113,110 @@ int cmd_destroy(struct cli *c)
 		printf("{\"destroyed\": true}\n");
 	else if (!c->c_quiet)
 		printf("destroyed the store in %s\n", c->c_data_dir);
+	return CLI_OK;
+}
+
+/* ------------------------------------------------------------- metrics */
+
+/* Print one region's snapshot as the format asked. */
+static int metrics_print(struct cli *c, const struct addb_snap *s)
+{
+	int rc = c->c_json ? addb_json_write(s, (uint32_t)c->c_min_prio, stdout)
+			   : addb_prom_write(s, (uint32_t)c->c_min_prio, stdout);
+
+	if (rc == 0 && !s->as_running && !c->c_quiet)
+		fprintf(stderr, "strata: metrics: process %llu (%s) is not "
+			"running: its values as of its end\n",
+			(unsigned long long)s->as_pid, s->as_kind);
+	return rc;
+}
+
+/* The regions in /dev/shm: pid, kind, running. */
+static int metrics_list(struct cli *c)
+{
+	DIR *d = opendir("/dev/shm");
+	struct dirent *de;
+	bool first = true;
+	uint32_t n = 0;
+
+	if (d == NULL)
+		return cli_sys(errno, "metrics: /dev/shm");
+	if (c->c_json)
+		printf("[");
+	while ((de = readdir(d)) != NULL) {
+		struct addb_snap *s = NULL;
+		char path[300];
+
+		if (strncmp(de->d_name, "strata-addb.", 12) != 0)
+			continue;
+		snprintf(path, sizeof path, "/dev/shm/%s", de->d_name);
+		if (addb_snap_file(path, &s) != 0) {
+			if (!c->c_quiet)
+				fprintf(stderr, "strata: metrics: %s\n",
+					clovis_errmsg());
+			continue;
+		}
+		if (c->c_json)
+			printf("%s{\"pid\": %llu, \"kind\": \"%s\", "
+			       "\"running\": %s}", first ? "" : ", ",
+			       (unsigned long long)s->as_pid, s->as_kind,
+			       s->as_running ? "true" : "false");
+		else
+			printf("%-8llu %-16s %s\n",
+			       (unsigned long long)s->as_pid, s->as_kind,
+			       s->as_running ? "running" : "ended");
+		first = false;
+		n++;
+		addb_snap_free(s);
+	}
+	closedir(d);
+	if (c->c_json)
+		printf("]\n");
+	else if (n == 0 && !c->c_quiet)
+		printf("(no metrics regions)\n");
+	return CLI_OK;
+}
+
+/* strata metrics [--pid P | --file F] [--min-priority P] | --sweep */
+int cmd_metrics(struct cli *c)
+{
+	struct addb_snap *s = NULL;
+	int rc;
+
+	if (c->c_sweep) {
+		int n = addb_sweep();
+
+		if (c->c_json)
+			printf("{\"removed\": %d}\n", n);
+		else if (!c->c_quiet)
+			printf("%d region(s) of ended processes removed\n", n);
+		return CLI_OK;
+	}
+	if (c->c_pid == 0 && c->c_file == NULL)
+		return metrics_list(c);
+	rc = cli_call(c, c->c_file != NULL ? addb_snap_file(c->c_file, &s) :
+			 addb_snap_pid((pid_t)c->c_pid, &s));
+	if (rc < 0)
+		return cli_fail(c, rc, "metrics");
+	rc = metrics_print(c, s);
+	addb_snap_free(s);
+	return rc == 0 ? CLI_OK : cli_fail(c, rc, "metrics: write");
+}
+
+/* strata metrics server NAME: a cluster server process's metrics. */
+int cmd_metrics_server(struct cli *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = cli_call(c, clovis_addb_metrics(c->c_cl, c->c_args[0],
+					     (uint32_t)c->c_min_prio,
+					     c->c_json ? CLOVIS_ADDB_JSON : 0,
+					     &text, &len));
+	if (rc < 0)
+		return cli_fail(c, rc, "metrics of server %s", c->c_args[0]);
+	fwrite(text, 1, len, stdout);
+	free(text);
 	return CLI_OK;
 }

@@ -190,6 +190,21 @@ static const struct cli_cmd cmds[] = {
 	  "Delete an index and all its records." },
 	{ "idx", "ls", 0, 0, 0, true, cmd_idx_ls, "",
 	  "List the ids of all indices in the default container." },
+	{ "metrics", "server", 1, 1, CO_METRICS, true, cmd_metrics_server,
+	  "NAME [--min-priority P] [--json] (--cluster FILE | --server "
+	  "ADDR:PORT)",
+	  "Print the metrics of cluster server NAME's process (its "
+	  "SOP_METRICS answer): Prometheus text, or JSON with --json; only "
+	  "the families of priority >= P (10 critical, 5 useful, 0 all; "
+	  "docs/monitoring.md)." },
+	{ "metrics", NULL, 0, 0, CO_METRICS, false, cmd_metrics,
+	  "[--pid P | --file F] [--min-priority P] [--json] | --sweep",
+	  "Print the metrics of the running (or killed) Strata process P "
+	  "from its shared-memory region /dev/shm/strata-addb.P (or the "
+	  "region file F) without stopping it: Prometheus text, or JSON "
+	  "with --json.  Without --pid or --file, list the regions there "
+	  "are: pid, process kind, running or not.  --sweep removes the "
+	  "regions of processes that no longer run.  No store is opened." },
 	{ "stats", NULL, 0, 0, CO_RESET, true, cmd_stats, "[--reset]",
 	  "Show per-op counts and latency percentiles (launch to stable) "
 	  "accumulated over every session of the store; --reset clears them." },
@@ -262,7 +277,7 @@ enum opt_id {
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
-	O_DEV_FILL, O_META_REPLICAS, O_NR
+	O_DEV_FILL, O_META_REPLICAS, O_PID, O_FILE, O_MIN_PRIO, O_SWEEP, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -315,6 +330,10 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_HA_TEST] = { "ha-test", 0, CO_CLUSTER, false },
 	[O_DEV_FILL] = { "device-fill", 0, CO_CLUSTER, true },
 	[O_META_REPLICAS] = { "meta-replicas", 0, CO_CLUSTER, true },
+	[O_PID] = { "pid", 0, CO_METRICS, true },
+	[O_FILE] = { "file", 0, CO_METRICS, true },
+	[O_MIN_PRIO] = { "min-priority", 0, CO_METRICS, true },
+	[O_SWEEP] = { "sweep", 0, CO_METRICS, false },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -534,6 +553,13 @@ static void help_opts(uint32_t mask)
 		{ CO_HEX, "--hex                keys and values are given and "
 		  "printed as hex digits" },
 		{ CO_RESET, "--reset              clear the statistics" },
+		{ CO_METRICS, "--pid P              the metrics of process P" },
+		{ CO_METRICS, "--file F             the metrics in region file "
+		  "F" },
+		{ CO_METRICS, "--min-priority P     families of priority >= P "
+		  "only (0..100)" },
+		{ CO_METRICS, "--sweep              remove the regions of "
+		  "processes that no longer run" },
 		{ CO_OPS, "--ops N              ops per test (default 5000)" },
 		{ CO_YES, "--yes                confirm that the store is to "
 		  "go" },
@@ -831,6 +857,30 @@ static int apply_layout(struct cli *c, const struct raw *r)
 	return rc;
 }
 
+/* --pid, --file, --min-priority, --sweep (strata metrics). */
+static int apply_metrics(struct cli *c, const struct raw *r)
+{
+	bool set;
+	int rc = apply_num(c, r, O_PID, &set, &c->c_pid);
+
+	if (rc == 0 && set && (c->c_pid == 0 || c->c_pid > INT32_MAX))
+		return cli_usage(c, "--pid %s is not a process id",
+				 r->r_val[O_PID]);
+	if (rc == 0)
+		rc = apply_num(c, r, O_MIN_PRIO, &set, &c->c_min_prio);
+	if (rc == 0 && c->c_min_prio > 100)
+		return cli_usage(c, "--min-priority %s is not a priority "
+				 "(0..100)", r->r_val[O_MIN_PRIO]);
+	c->c_file = r->r_set[O_FILE] ? r->r_val[O_FILE] : NULL;
+	c->c_sweep = r->r_set[O_SWEEP];
+	if (rc == 0 && c->c_pid != 0 && c->c_file != NULL)
+		return cli_usage(c, "--pid and --file name one region: give "
+				 "one of them");
+	if (rc == 0 && c->c_sweep && (c->c_pid != 0 || c->c_file != NULL))
+		return cli_usage(c, "--sweep reads no region: give it alone");
+	return rc;
+}
+
 /* Turn --live into c_live: a percentage. */
 static int apply_live(struct cli *c, const struct raw *r)
 {
@@ -904,6 +954,8 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_layout(c, r);
 	if (rc == 0)
 		rc = apply_live(c, r);
+	if (rc == 0)
+		rc = apply_metrics(c, r);
 	if (rc == 0)
 		rc = apply_call_timeout(c, r);
 	c->c_nodes = 3;

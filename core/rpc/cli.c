@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/rpc/rpc_internal.h"
@@ -30,6 +31,7 @@ struct rpc_peer {
 	uint64_t pe_incarnation;    /* the server run's (RpcWelcome), 0: untold */
 	uint32_t pe_inflight;
 	bool pe_closed;
+	uint32_t pe_addb;           /* metrics label slot + 1 (0: not yet) */
 	char pe_str[96];
 };
 
@@ -42,6 +44,7 @@ struct rpc_call {
 	uint64_t ca_deadline_ms;
 	rpc_done_fn ca_done;
 	void *ca_arg;
+	uint64_t ca_t0_ns;          /* sent (addb_now_ns), for its latency */
 	bool ca_raw;                /* handshake: hand over the envelope */
 	RpcEnvelope **ca_raw_env;
 	uint32_t ca_bdir;
@@ -131,6 +134,44 @@ static int cli_copy_in(struct rpc_call *c, const RpcEnvelope *env)
 	return 0;
 }
 
+/* The metrics label slot of peer p (its address), taken at first use. */
+static uint32_t cli_addb_slot(struct rpc_peer *p)
+{
+	uint32_t v = __atomic_load_n(&p->pe_addb, __ATOMIC_RELAXED);
+
+	if (v == 0) {
+		v = addb_peer_slot(p->pe_str) + 1;
+		__atomic_store_n(&p->pe_addb, v, __ATOMIC_RELAXED);
+	}
+	return v - 1;
+}
+
+void rpc_peer_retry_note(struct rpc_peer *p)
+{
+	if (p != NULL)
+		addb_add(ADDB_RPC_RETRIES, cli_addb_slot(p), 1);
+}
+
+/* The process's metrics of a call that ends: latency, bytes received,
+ * a time-out (no answer by the deadline). */
+static void cli_addb_end(struct rpc_call *c, const struct rpc_result *res,
+			 const RpcEnvelope *env)
+{
+	uint32_t slot = cli_addb_slot(c->ca_peer);
+	uint64_t in = res->rr_len;
+
+	if (c->ca_t0_ns == 0)
+		return; /* never sent */
+	addb_obs(ADDB_RPC_LAT, 0, addb_now_ns() - c->ca_t0_ns);
+	if (env == NULL && res->rr_status == -ETIMEDOUT)
+		addb_add(ADDB_RPC_TIMEOUTS, slot, 1);
+	if (res->rr_status == 0 && c->ca_bdir == RPC_BULK_IN)
+		in += c->ca_blen;
+	if (in != 0)
+		addb_add(ADDB_RPC_BYTES, addb_inst(ADDB_RPC_BYTES, slot,
+						   ADDB_DIR_RECEIVED), in);
+}
+
 /* Complete a call taken out of the table (ep_lock not held); env (a reply,
  * or NULL) is consumed. */
 static void cli_finish(struct rpc_ep *ep, struct rpc_call *c, int status,
@@ -169,6 +210,7 @@ static void cli_finish(struct rpc_ep *ep, struct rpc_call *c, int status,
 	}
 	res.rr_status = status;
 	snprintf(res.rr_msg, sizeof res.rr_msg, "%s", msg ? msg : "");
+	cli_addb_end(c, &res, env);
 	pthread_mutex_lock(&ep->ep_lock);
 	p->pe_inflight--;
 	if (status == -ETIMEDOUT && env == NULL)
@@ -470,6 +512,15 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	c_keyed = c->ca_peer->pe_keyed;
 	if (c_keyed)
 		memcpy(key, c->ca_peer->pe_key, sizeof key);
+	if (kind == RPC_K_REQUEST) {
+		uint32_t slot = cli_addb_slot(c->ca_peer);
+
+		addb_add(ADDB_RPC_CALLS, slot, 1);
+		addb_add(ADDB_RPC_BYTES, addb_inst(ADDB_RPC_BYTES, slot,
+						   ADDB_DIR_SENT),
+			 len + (c->ca_bdir == RPC_BULK_OUT ? c->ca_blen : 0));
+		c->ca_t0_ns = addb_now_ns();
+	}
 	pthread_mutex_lock(&ep->ep_lock);
 	xid = c->ca_xid = ++ep->ep_next_xid;
 	env.xid = xid;

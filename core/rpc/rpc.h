@@ -347,6 +347,10 @@ struct rpc_result {
 
 typedef void (*rpc_done_fn)(void *arg, struct rpc_result *res);
 
+/** Count one call sent again to p by its caller (a retry after a
+ *  transport error: strata_rpc_retries_total, addb/addb.h). */
+void rpc_peer_retry_note(struct rpc_peer *p);
+
 /**
  * Call opcode (RPC_OP_NOOP, or >= RPC_OP_USER_MIN) on p with body
  * (protobuf bytes, at most rc_max_msg - rc_inline_max - 1 KiB: -EMSGSIZE)

@@ -434,6 +434,9 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 	case SOP_LIST:
 		pb = (ProtobufCMessage *)list_req__unpack(NULL, len, b);
 		break;
+	case SOP_METRICS:
+		pb = (ProtobufCMessage *)metrics_req__unpack(NULL, len, b);
+		break;
 	default:
 		return err_set(-EBADMSG, "request: opcode %u unknown", op);
 	}
@@ -472,8 +475,15 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 				     "SRF_BEHIND with an empty behind mask",
 				     msg_id_str(&m->mr_req.er_id));
 		break;
-	default:
+	case SOP_LIST:
 		rc = msg_list_decode(m, (ListReq *)pb);
+		break;
+	default: /* SOP_METRICS */
+		m->mr_prio = ((MetricsReq *)pb)->min_priority;
+		m->mr_json = ((MetricsReq *)pb)->json;
+		rc = m->mr_prio > 100 ? err_set(-EINVAL, "request: metrics: "
+						"min_priority %u over 100",
+						m->mr_prio) : 0;
 		break;
 	}
 	protobuf_c_message_free_unpacked(pb, NULL);

@@ -34,6 +34,7 @@ enum msg_op {
 	SOP_STATUS,                 /**< (empty) */
 	SOP_CONF_GET,               /**< (empty): Reply.text */
 	SOP_IDX_STATE,              /**< IdxReq (id): Reply.exists, .seq */
+	SOP_METRICS,                /**< MetricsReq: Reply.text */
 	SOP_END
 };
 
@@ -104,6 +105,8 @@ struct msg_req {
 	uint64_t mr_behind;         /**< IdxReq.behind (IDX_STATE) */
 	uint64_t mr_tag;            /**< IdxReq.tag (PUT, DEL): the client's
 				     *   op tag, below 2^63; 0: none */
+	uint32_t mr_prio;           /**< MetricsReq.min_priority */
+	bool mr_json;               /**< MetricsReq.json */
 	uint32_t mr_from;           /**< IdxReq.from (IDX_STATE): server
 				     *   index + 1 of a verifying replica, 0:
 				     *   not told (checked against the

@@ -702,6 +702,16 @@ void peers_clear_was_down(struct peers *p, uint32_t i)
 	pthread_mutex_unlock(&s->ps_lock);
 }
 
+void peers_retry_note(struct peers *p, uint32_t i)
+{
+	struct peer_slot *s = &p->p_slots[i];
+
+	pthread_mutex_lock(&s->ps_lock);
+	if (s->ps_conn != NULL)
+		rpc_peer_retry_note(s->ps_conn->pc_peer);
+	pthread_mutex_unlock(&s->ps_lock);
+}
+
 void peers_retry_now(struct peers *p, uint32_t i)
 {
 	struct peer_slot *s = &p->p_slots[i];
@@ -778,6 +788,7 @@ int peers_call_ms(struct peers *p, uint32_t i, uint32_t op, const void *body,
 				       epoch_caught_up(res->rr_epoch))) ||
 		    t == PEERS_BUSY_RETRIES)
 			break;
+		rpc_peer_retry_note(c->pc_peer);
 		conn_put(c);
 		free(res->rr_body);
 		memset(res, 0, sizeof *res);

@@ -229,6 +229,10 @@ void peers_clear_was_down(struct peers *p, uint32_t i);
  */
 uint64_t peers_incarnation(struct peers *p, uint32_t i);
 
+/** Count one request sent to server i again by its caller (a reroute or a
+ *  pause after -EBUSY: strata_rpc_retries_total of its connection). */
+void peers_retry_note(struct peers *p, uint32_t i);
+
 /** Let the next call to server i connect even if it was found down
  *  recently (PEERS_RETRY_MS). */
 void peers_retry_now(struct peers *p, uint32_t i);

@@ -72,6 +72,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -92,13 +93,15 @@ struct srv_args {
 	bool sa_model;
 	const char *sa_walk;   /* --walk KIND: management client */
 	const char *sa_status_file;
+	const char *sa_metrics; /* --metrics LISTEN: /metrics (addb/addb.h) */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: strata-server --config FILE --name NAME "
 		"[--foreground] [--pid-file F] [--log-file F] "
-		"[--log-level 0-4] [--model] [--status-file F]\n"
+		"[--log-level 0-4] [--model] [--status-file F] "
+		"[--metrics [ADDR:]PORT]\n"
 		"       strata-server --config FILE --walk repair|rebalance|scrub "
 		"[--name NAME]\n");
 }
@@ -115,13 +118,14 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		{"model", no_argument, NULL, 'm'},
 		{"walk", required_argument, NULL, 'w'},
 		{"status-file", required_argument, NULL, 's'},
+		{"metrics", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	int o;
 
 	a->sa_log_level = LOG_WARN;
-	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mw:s:h", opts,
+	while ((o = getopt_long(argc, argv, "c:n:fp:l:v:mw:s:M:h", opts,
 				NULL)) != -1) {
 		switch (o) {
 		case 'c': a->sa_config = optarg; break;
@@ -133,6 +137,7 @@ static int parse_args(int argc, char **argv, struct srv_args *a)
 		case 'm': a->sa_model = true; break;
 		case 'w': a->sa_walk = optarg; break;
 		case 's': a->sa_status_file = optarg; break;
+		case 'M': a->sa_metrics = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: return -1;
 		}
@@ -599,6 +604,7 @@ int main(int argc, char **argv)
 	bool restarted = getenv("STRATA_SERVER_RESTARTED") != NULL;
 	struct srv_args a = {0};
 	struct clu_conf c = {0};
+	struct addb_http *mh = NULL;
 	struct srv *s = NULL;
 	struct start_watch w;
 	pthread_t wt;
@@ -653,6 +659,17 @@ int main(int argc, char **argv)
 		clu_conf_fini(&c);
 		return 1;
 	}
+	/* The metrics region of this process (after the detach: the
+	 * daemon's pid names it), and /metrics when asked. */
+	addb_region_open("strata-server");
+	if (a.sa_metrics != NULL && addb_http_start(a.sa_metrics, &mh) != 0) {
+		fprintf(stderr, "strata-server %s: %s\n", a.sa_name, err_msg());
+		detached(false);
+		if (a.sa_pid_file != NULL)
+			unlink(a.sa_pid_file);
+		clu_conf_fini(&c);
+		return 1;
+	}
 	detached(true);
 	status_start(a.sa_status_file, c.cc_servers[idx].cs_data_dir);
 	w = (struct start_watch){a.sa_name, a.sa_pid_file, set};
@@ -692,6 +709,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, "strata-server %s: signal %d: draining %" PRIu64
 		" requests in flight\n", a.sa_name, sig, cnt.sc_inflight);
 	busy = srv_stop(s) != 0;
+	addb_http_stop(mh);
 	if (a.sa_status_file != NULL)
 		unlink(a.sa_status_file);
 	if (atomic_load(&restart_wanted)) {

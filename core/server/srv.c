@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -189,10 +190,28 @@ static void srv_op_free(struct srv_op *so)
 	srv_leave(s);
 }
 
+/* The process's metrics of a request answered (addb/addb.h): its class
+ * is its engine request's kind (ER_*, in the CLOVIS_STAT_* order). */
+static void srv_addb(struct srv_op *so, int rc)
+{
+	uint32_t k = so->so_m.mr_req.er_kind;
+	size_t bulk;
+
+	if (so->so_t0_ns == 0 || k < ER_OBJ_READ || k > ER_ENT_SETATTR)
+		return;
+	addb_obs(ADDB_SRV_OP_LAT, k - 1, addb_now_ns() - so->so_t0_ns);
+	if (rc != 0)
+		addb_add(ADDB_SRV_OP_ERR, k - 1, 1);
+	bulk = rpc_sreq_bulk_len(so->so_req);
+	if (rc == 0 && bulk != 0 && (k == ER_OBJ_READ || k == ER_OBJ_WRITE))
+		addb_add(ADDB_SRV_OP_BYTES, k - 1, bulk);
+}
+
 void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg)
 {
 	struct msg_buf b = {0};
 
+	srv_addb(so, rc);
 	if (rc == 0 && rp != NULL && msg_pack(&rp->base, &b) != 0) {
 		rc = -ENOMEM;
 		msg = err_msg();
@@ -814,6 +833,40 @@ static void srv_conf_get(struct srv *s, struct srv_op *so)
 	srv_reply(so, 0, &rp, NULL);
 }
 
+/* This server process's metrics (addb/addb.h) as text. */
+static void srv_metrics(struct srv *s, struct srv_op *so)
+{
+	struct addb_snap *sn = NULL;
+	Reply rp = REPLY__INIT;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	rc = addb_snap_self(&sn);
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	f = open_memstream(&buf, &len);
+	if (f == NULL) {
+		addb_snap_free(sn);
+		srv_reply(so, -ENOMEM, NULL, "metrics: no memory");
+		return;
+	}
+	rc = so->so_m.mr_json ? addb_json_write(sn, so->so_m.mr_prio, f) :
+				addb_prom_write(sn, so->so_m.mr_prio, f);
+	fclose(f);
+	addb_snap_free(sn);
+	rp.text.data = (uint8_t *)buf;
+	rp.text.len = len;
+	if (rc == 0)
+		srv_reply(so, 0, &rp, NULL);
+	else
+		srv_reply_err(so, rc);
+	free(buf);
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 static void srv_handle(struct rpc_sreq *req, void *arg)
@@ -848,6 +901,8 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		return;
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
+	if (op == SOP_OBJ || op == SOP_ENT || op == SOP_IDX)
+		so->so_t0_ns = addb_now_ns();
 	so->so_m.mr_req.er_eng = s->s_eng;
 	if (s->s_route != NULL && (op == SOP_OBJ || (op == SOP_ENT &&
 	    so->so_m.mr_req.er_type == ST_ET_OBJ))) {
@@ -883,6 +938,9 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		break;
 	case SOP_STATUS:
 		srv_status(s, so);
+		break;
+	case SOP_METRICS:
+		srv_metrics(s, so);
 		break;
 	default:
 		srv_conf_get(s, so);

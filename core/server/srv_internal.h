@@ -116,6 +116,8 @@ struct srv_op {
 	struct srv_zc_xfer *so_zc;  /* zero-copy read in progress (srv_obj) */
 	uint64_t so_t[SRV_T_END];   /* STRATA_SRV_PROFILE: stage times, ns */
 	void *so_route_ref;         /* s_route's reference, put at the end */
+	uint64_t so_t0_ns;          /* arrival (addb_now_ns) of an object,
+				     * entity or index request: its metrics */
 };
 
 /* Sums of stage times of object requests, by class (srv.c). */

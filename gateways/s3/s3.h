@@ -47,6 +47,7 @@ struct s3_conf {
 	char sc_creds[256];       /* credentials file */
 	char sc_access_log[256];  /* "" = none, "-" = stdout */
 	char sc_stats_file[256];  /* per-op statistics written at exit */
+	char sc_metrics[128];     /* /metrics listen [ADDR:]PORT ("": off) */
 	char sc_host_suffix[128]; /* virtual-host style: BUCKET.SUFFIX */
 	char sc_tls_cert[256];
 	char sc_tls_key[256];

@@ -28,6 +28,7 @@
 #include <sys/resource.h>
 #include <microhttpd.h>
 
+#include "addb/addb.h"
 #include "gateways/s3/s3.h"
 #include "gateways/s3/s3_bconf.h"
 
@@ -72,6 +73,39 @@ static void stats_add(struct s3_req *rq, uint64_t us)
 		s->so_hist[b]++;
 	}
 	pthread_mutex_unlock(&st_lock);
+}
+
+/* The metrics' operation label (addb/addb.h, ADDB_S3_*) of an S3
+ * operation name. */
+static uint32_t s3_addb_op(const char *op)
+{
+	if (strstr(op, "Multipart") != NULL || strstr(op, "UploadPart") != NULL ||
+	    strcmp(op, "ListParts") == 0)
+		return ADDB_S3_MULTIPART;
+	if (strncmp(op, "List", 4) == 0)
+		return ADDB_S3_LIST;
+	if (strcmp(op, "GetObject") == 0 || strcmp(op, "GetObjectAttributes") == 0)
+		return ADDB_S3_GET;
+	if (strcmp(op, "PutObject") == 0 || strcmp(op, "CopyObject") == 0)
+		return ADDB_S3_PUT;
+	if (strncmp(op, "Head", 4) == 0)
+		return ADDB_S3_HEAD;
+	if (strncmp(op, "DeleteObject", 12) == 0)
+		return ADDB_S3_DELETE;
+	if (strstr(op, "Bucket") != NULL)
+		return ADDB_S3_BUCKET;
+	return ADDB_S3_OTHER;
+}
+
+/* The process's metrics of a request that ended. */
+static void s3_addb(const struct s3_req *rq, uint64_t ns)
+{
+	uint32_t op = s3_addb_op(rq->rq_op);
+	int st = rq->rq_status / 100 - 2;
+
+	st = st < 0 ? 0 : st > 3 ? 3 : st;
+	addb_add(ADDB_S3_REQ, addb_inst(ADDB_S3_REQ, op, (uint32_t)st), 1);
+	addb_obs(ADDB_S3_LAT, op, ns);
 }
 
 static uint64_t hist_pct(const struct st_op *s, double pct)
@@ -657,6 +691,7 @@ static void completed_cb(void *cls, struct MHD_Connection *con, void **cc,
 	us = (s3_now_ns() - rq->rq_t0_ns) / 1000;
 	if (rq->rq_method != NULL) {
 		stats_add(rq, us);
+		s3_addb(rq, us * 1000);
 		access_line(rq, us);
 	}
 	conn_rq_set(con, NULL, rq);
@@ -1117,6 +1152,7 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 		{"credentials", c->sc_creds, sizeof c->sc_creds},
 		{"access_log", c->sc_access_log, sizeof c->sc_access_log},
 		{"stats_file", c->sc_stats_file, sizeof c->sc_stats_file},
+		{"metrics", c->sc_metrics, sizeof c->sc_metrics},
 		{"host_suffix", c->sc_host_suffix, sizeof c->sc_host_suffix},
 		{"tls_cert", c->sc_tls_cert, sizeof c->sc_tls_cert},
 		{"tls_key", c->sc_tls_key, sizeof c->sc_tls_key},
@@ -1261,7 +1297,8 @@ static void usage(void)
 		" [--listen ADDR]\n"
 		"                 [--port N] [--port-file F] [--creds F] "
 		"[--access-log F|-]\n"
-		"                 [--stats-file F] [--inline-max BYTES] "
+		"                 [--stats-file F] [--metrics [ADDR:]PORT] "
+		"[--inline-max BYTES] "
 		"[--layout plain|pdclust|mirror|default]\n"
 		"                 [--host-suffix S] [--tls-cert F --tls-key F] "
 		"[--part-min BYTES]\n"
@@ -1485,6 +1522,7 @@ static void stats_write(const char *path)
 int main(int argc, char **argv)
 {
 	struct s3_conf *c = &s3g.g_conf;
+	struct addb_http *mh = NULL;
 	struct MHD_Daemon *d;
 	const union MHD_DaemonInfo *di;
 	char *tls[2] = {NULL, NULL};
@@ -1519,6 +1557,11 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	addb_region_open("strata-s3");
+	if (c->sc_metrics[0] && addb_http_start(c->sc_metrics, &mh) != 0) {
+		fprintf(stderr, "strata-s3: %s\n", clovis_errmsg());
+		return 1;
+	}
 	if (s3_store_open() != 0)
 		return 1;
 	rc = s3_store_recover(&freed, &queued);
@@ -1561,6 +1604,7 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	sigwait(&set, &sig);
 	MHD_stop_daemon(d);
+	addb_http_stop(mh);
 	stats_write(c->sc_stats_file);
 	s3_lifecycle_stop();
 	s3_store_close();
