@@ -136,8 +136,12 @@ static const struct addb_family addb_catalog[ADDB_METRIC_NR] = {
 		"Clovis ops of this process that failed.",
 		ADDB_COUNTER, ADDB_PRIO_CRITICAL, L1(ADDB_DIM_OP, "op"), 1},
 	[ADDB_CLIENT_OP_BYTES] = {"strata_client_op_bytes_total",
-		"Bytes of the Clovis ops of this process (object data, index "
-		"keys and values).",
+		"Object data bytes read or written by the Clovis ops of this "
+		"process.",
+		ADDB_COUNTER, ADDB_PRIO_USEFUL, L1(ADDB_DIM_OP, "op"), 1},
+	[ADDB_CLIENT_OP_RECORDS] = {"strata_client_op_records_total",
+		"Index records stored, found, deleted or listed by the Clovis "
+		"ops of this process.",
 		ADDB_COUNTER, ADDB_PRIO_USEFUL, L1(ADDB_DIM_OP, "op"), 1},
 	[ADDB_SRV_OP_LAT] = {"strata_server_op_latency_seconds",
 		"Requests served by this server, arrival to reply.",

@@ -95,7 +95,8 @@ enum addb_metric {
 	ADDB_PROC_START = 0,   /**< gauge: start time, s since the epoch */
 	ADDB_CLIENT_OP_LAT,    /**< hist {op}: Clovis op launch to end */
 	ADDB_CLIENT_OP_ERR,    /**< counter {op}: ops that failed */
-	ADDB_CLIENT_OP_BYTES,  /**< counter {op}: bytes moved */
+	ADDB_CLIENT_OP_BYTES,  /**< counter {op}: object bytes moved */
+	ADDB_CLIENT_OP_RECORDS, /**< counter {op}: index records moved */
 	ADDB_SRV_OP_LAT,       /**< hist {op}: a server's request to reply */
 	ADDB_SRV_OP_ERR,       /**< counter {op}: requests answered an error */
 	ADDB_SRV_OP_BYTES,     /**< counter {op}: bytes of object requests */

@@ -95,13 +95,15 @@ void stats_record(struct stats_set *s, uint32_t cls, uint64_t lat_us,
 	uint64_t max = __atomic_load_n(&h->sh_max_us, __ATOMIC_RELAXED);
 
 	/* The process's metrics (addb/addb.h): the op classes are the same
-	 * list; a group commit's "bytes" are its items, counted by the
-	 * engine itself (strata_commit_items_total). */
+	 * list; "bytes" are an index op's records, and a group commit's
+	 * items, which the engine counts itself (strata_commit_items_total). */
 	addb_obs(ADDB_CLIENT_OP_LAT, cls, lat_us * 1000);
 	if (failed)
 		addb_add(ADDB_CLIENT_OP_ERR, cls, 1);
-	if (bytes != 0 && cls != CLOVIS_STAT_COMMIT)
+	if (bytes != 0 && cls <= CLOVIS_STAT_OBJ_FREE)
 		addb_add(ADDB_CLIENT_OP_BYTES, cls, bytes);
+	else if (bytes != 0 && cls <= CLOVIS_STAT_IDX_NEXT)
+		addb_add(ADDB_CLIENT_OP_RECORDS, cls, bytes);
 
 	if (failed)
 		__atomic_fetch_add(&h->sh_failed, 1, __ATOMIC_RELAXED);

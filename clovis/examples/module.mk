@@ -1,6 +1,6 @@
 # clovis/examples — example programs, linked with the shared library only,
 # which exports nothing but clovis_*: they prove the public API suffices.
-EXAMPLES := hello
+EXAMPLES := hello metrics_app
 BINS += $(EXAMPLES:%=$(BUILD)/examples/%)
 
 # The shared library's soname is libstrata.so.0; the examples find it next
