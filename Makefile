@@ -135,7 +135,7 @@ fuzz: deps
 	@tests/fuzz/fuzz.sh $(BUILD) $(FUZZ_SECONDS)
 
 bench: deps
-	@$(MAKE) --no-print-directory -j$(JOBS) tests
+	@$(MAKE) --no-print-directory -j$(JOBS) tests $(BUILD)/strata_bench_addb_off
 	@tests/bench/run-bench.sh $(BUILD) $(BENCH_ARGS)
 
 coverage:

@@ -317,6 +317,7 @@ static struct {
 static __thread uint64_t *t_row;
 static __thread uint32_t t_gen;
 
+#ifndef STRATA_NO_ADDB
 uint64_t addb_now_ns(void)
 {
 	struct timespec ts;
@@ -324,6 +325,7 @@ uint64_t addb_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+#endif
 
 static uint64_t real_ns(void)
 {

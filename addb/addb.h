@@ -192,8 +192,13 @@ static inline void addb_set(enum addb_metric m, uint32_t i, uint64_t v)
 static inline void addb_obs(enum addb_metric m, uint32_t i, uint64_t v)
 { (void)m; (void)i; (void)v; }
 #endif
-/** Monotonic clock, ns (for the callers' latencies). */
+#ifndef STRATA_NO_ADDB
+/** Monotonic clock, ns (for the callers' latencies); 0 when telemetry
+ *  is compiled out. */
 uint64_t addb_now_ns(void);
+#else
+static inline uint64_t addb_now_ns(void) { return 0; }
+#endif
 
 /** The slot of a device label "tier:path" (made at its first use; the
  *  same name gives the same slot); ADDB_DEV_SLOTS - 1 ("other") when the

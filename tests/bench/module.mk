@@ -19,3 +19,20 @@ $(BUILD)/bench_s3_sum: $(BUILD)/obj/tests/bench/bench_s3_sum.o $(BUILD)/obj/gate
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 TEST_BINS += $(BUILD)/bench_s3_direct  # bench_s3_direct.c: direct-Clovis named-object writers, bench_s3.py's baseline (issue 6)
 $(BUILD)/bench_s3_direct: $(BUILD)/obj/tests/bench/bench_s3_direct.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# bench_addb.c: the cost of telemetry (issue 30): strata_bench_addb (the
+# release library, metrics on) beside strata_bench_addb_off, the same
+# program on a library whose every object is built with -DSTRATA_NO_ADDB
+# ($(BUILD)/nobj; made by `make bench` only, not by `make tests`).
+TEST_BINS += $(BUILD)/strata_bench_addb
+$(BUILD)/strata_bench_addb: $(BUILD)/obj/tests/bench/bench_addb.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+NLIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/nobj/%.o) $(PROTOS:%.proto=$(BUILD)/nobj/gen/%.pb-c.o)
+$(BUILD)/nobj/gen/%.o: $(BUILD)/gen/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DSTRATA_NO_ADDB -MMD -MP -c $< -o $@
+$(BUILD)/nobj/%.o: %.c | $(PROTO_HS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -DSTRATA_NO_ADDB -MMD -MP -c $< -o $@
+$(BUILD)/libstrata-noaddb.a: $(NLIB_OBJS)
+	ar rcs $@ $^
+$(BUILD)/strata_bench_addb_off: $(BUILD)/obj/tests/bench/bench_addb.o $(BUILD)/libstrata-noaddb.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
