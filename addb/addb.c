@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 
 #include "addb/addb.h"
 #include "core/errors.h"
+#include "core/limits.h"
 #include "core/types.h"
 
 #define ADDB_MAGIC "STRADDB"
@@ -233,36 +235,30 @@ const struct addb_family *addb_family(enum addb_metric m)
 	return &addb_catalog[m < ADDB_METRIC_NR ? m : 0];
 }
 
-uint32_t addb_instances(enum addb_metric m)
-{
-	const struct addb_family *f = addb_family(m);
-
-	return addb_dim_size(f->af_dim[0]) * addb_dim_size(f->af_dim[1]);
-}
-
 uint32_t addb_width(enum addb_metric m)
 {
 	return addb_family(m)->af_type == ADDB_HIST ? ADDB_HIST_BUCKETS + 1 : 1;
 }
 
-static uint32_t addb_offs[ADDB_METRIC_NR + 1];
-static pthread_once_t addb_offs_once = PTHREAD_ONCE_INIT;
+uint32_t addb_tab_off[ADDB_METRIC_NR + 1];
+uint32_t addb_tab_ninst[ADDB_METRIC_NR];
+uint32_t addb_tab_nb[ADDB_METRIC_NR];
 
-static void addb_offs_init(void)
+/* The row layout, before main(): the inline updates read these tables
+ * without any check that they were filled. */
+__attribute__((constructor)) static void addb_tab_init(void)
 {
 	uint32_t o = 0;
 
 	for (uint32_t m = 0; m < ADDB_METRIC_NR; m++) {
-		addb_offs[m] = o;
-		o += addb_instances(m) * addb_width(m);
-	}
-	addb_offs[ADDB_METRIC_NR] = o;
-}
+		const struct addb_family *f = &addb_catalog[m];
 
-uint32_t addb_off(enum addb_metric m)
-{
-	pthread_once(&addb_offs_once, addb_offs_init);
-	return addb_offs[m <= ADDB_METRIC_NR ? m : ADDB_METRIC_NR];
+		addb_tab_nb[m] = addb_dim_size(f->af_dim[1]);
+		addb_tab_ninst[m] = addb_dim_size(f->af_dim[0]) * addb_tab_nb[m];
+		addb_tab_off[m] = o;
+		o += addb_tab_ninst[m] * addb_width(m);
+	}
+	addb_tab_off[ADDB_METRIC_NR] = o;
 }
 
 static uint32_t addb_row_words(void)
@@ -285,10 +281,17 @@ static uint64_t addb_catalog_hash(void)
 	uint64_t h = 0xcbf29ce484222325ull;
 	uint32_t v[5];
 
+	/* the fixed label values: a reader names them as the writer did */
+	for (uint32_t d = ADDB_DIM_OP; d < ADDB_DIM_NR; d++)
+		for (uint32_t i = 0; d != ADDB_DIM_DEV && d != ADDB_DIM_PEER &&
+		     i < addb_dim_size(d); i++)
+			h = fnv(h, addb_dim_value(d, i, NULL),
+				strlen(addb_dim_value(d, i, NULL)) + 1);
 	for (uint32_t m = 0; m < ADDB_METRIC_NR; m++) {
 		const struct addb_family *f = &addb_catalog[m];
 
 		h = fnv(h, f->af_name, strlen(f->af_name));
+		h = fnv(h, &f->af_scale, sizeof f->af_scale);
 		v[0] = f->af_type;
 		v[1] = f->af_dim[0];
 		v[2] = f->af_dim[1];
@@ -303,19 +306,25 @@ static uint64_t addb_catalog_hash(void)
 
 static struct {
 	pthread_mutex_t lock;
-	struct addb_hdr *hdr;     /* NULL until made */
+	struct addb_hdr *hdr;     /* NULL until made; published last */
 	uint64_t *rows;
 	char (*dev)[ADDB_LABEL_MAX];
 	char (*peer)[ADDB_LABEL_MAX];
+	/* full names' hashes of the label slots (labels keep a name's tail
+	 * when it is longer than a slot) */
+	uint64_t dev_hash[ADDB_DEV_SLOTS];
+	uint64_t peer_hash[ADDB_PEER_SLOTS];
 	bool shared;              /* in /dev/shm (else private memory) */
+	bool failed;              /* no memory at all: updates are dropped */
+	int fd;                   /* the region file, flock(LOCK_SH) held */
 	char path[64];
 	pid_t owner;              /* the process that made it */
-	uint32_t gen;             /* bumped in a forked child */
 	char kind[32];
-} g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+} g = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
-static __thread uint64_t *t_row;
-static __thread uint32_t t_gen;
+__thread uint64_t *addb_t_row;
+__thread uint32_t addb_t_gen;
+uint32_t addb_gen;               /* bumped in a forked child */
 
 #ifndef STRATA_NO_ADDB
 uint64_t addb_now_ns(void)
@@ -350,6 +359,8 @@ static void addb_layout(struct addb_hdr *h)
 	h->ah_size = o;
 }
 
+/* Fill the header at h and publish the region (g.lock held): every field
+ * set before g.hdr, which the lock-free paths test. */
 static void addb_fill(struct addb_hdr *h, bool shared)
 {
 	memcpy(h->ah_magic, ADDB_MAGIC, sizeof h->ah_magic);
@@ -365,13 +376,50 @@ static void addb_fill(struct addb_hdr *h, bool shared)
 	h->ah_peer_slots = ADDB_PEER_SLOTS;
 	h->ah_label_max = ADDB_LABEL_MAX;
 	h->ah_rows_used = 1;
-	g.hdr = h;
 	g.dev = (void *)((char *)h + h->ah_dev_off);
 	g.peer = (void *)((char *)h + h->ah_peer_off);
 	g.rows = (uint64_t *)((char *)h + h->ah_rows_off);
 	g.shared = shared;
 	g.owner = getpid();
 	g.rows[addb_off(ADDB_PROC_START)] = h->ah_start_ns / 1000000000ull;
+	__atomic_store_n(&g.hdr, h, __ATOMIC_RELEASE);
+}
+
+/* Whether the region file open as fd belongs to a process that still
+ * runs: its owner holds a shared flock on it for its life (across pid
+ * namespaces and pid reuse, unlike kill(pid, 0)). */
+static bool region_owned(int fd)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+		flock(fd, LOCK_UN);
+		return false;
+	}
+	return errno == EWOULDBLOCK;
+}
+
+/* Open path for a new region: exclusively; a file already there is
+ * removed first when no running process owns it (a region left by a
+ * process killed whose pid came back). */
+static int region_create(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		      0644);
+
+	if (fd < 0 && errno == EEXIST) {
+		int old = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (old < 0)
+			return -errno;
+		if (region_owned(old)) {
+			close(old);
+			return -EEXIST; /* another pid namespace's process */
+		}
+		close(old);
+		unlink(path);
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+			  O_CLOEXEC, 0644);
+	}
+	return fd < 0 ? -errno : fd;
 }
 
 /* A region in /dev/shm; -errno when it cannot be made. */
@@ -379,30 +427,37 @@ static int addb_make_shared(void)
 {
 	struct addb_hdr tmp = {0};
 	void *p;
-	int fd, rc = 0;
+	int fd, rc;
 
 	addb_layout(&tmp);
 	snprintf(g.path, sizeof g.path, ADDB_SHM_DIR "/" ADDB_SHM_PREFIX "%d",
 		 (int)getpid());
-	fd = open(g.path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)tmp.ah_size) != 0) {
+	fd = region_create(g.path);
+	if (fd < 0) {
+		g.path[0] = '\0';
+		return fd;
+	}
+	if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
 		rc = -errno;
 		goto out_unlink;
 	}
+	/* every page now: a full /dev/shm is an error here, never a SIGBUS
+	 * on the first write of a row */
+	rc = -posix_fallocate(fd, 0, (off_t)tmp.ah_size);
+	if (rc != 0)
+		goto out_unlink;
 	p = mmap(NULL, tmp.ah_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
 		goto out_unlink;
 	}
-	close(fd);
+	g.fd = fd;
 	memcpy(p, &tmp, sizeof tmp);
 	addb_fill(p, true);
 	return 0;
 out_unlink:
-	close(fd);
 	unlink(g.path);
+	close(fd);
 	g.path[0] = '\0';
 	return rc;
 }
@@ -410,11 +465,19 @@ out_unlink:
 static void addb_atfork_child(void)
 {
 	/* The parent's region stays the parent's: the child makes its own at
-	 * its first update (its threads' rows are re-picked: t_gen). */
+	 * its first update (its threads' rows are re-picked: addb_gen).  Its
+	 * copy of the region's descriptor goes, so that the parent's end
+	 * releases the region's lock. */
+	if (g.fd >= 0)
+		close(g.fd);
+	g.fd = -1;
 	g.hdr = NULL;
 	g.rows = NULL;
 	g.path[0] = '\0';
-	g.gen++;
+	g.failed = false;
+	memset(g.dev_hash, 0, sizeof g.dev_hash);
+	memset(g.peer_hash, 0, sizeof g.peer_hash);
+	addb_gen++;
 	pthread_mutex_init(&g.lock, NULL);
 }
 
@@ -442,6 +505,8 @@ static int addb_make_locked(void)
 
 	if (g.hdr != NULL)
 		return g.shared ? 0 : -ENOTSUP;
+	if (g.failed)
+		return -ENOMEM;
 	if (!hooked) {
 		hooked = true;
 		pthread_atfork(NULL, NULL, addb_atfork_child);
@@ -458,8 +523,8 @@ static int addb_make_locked(void)
 	addb_layout(&tmp);
 	p = aligned_alloc(4096, tmp.ah_size);
 	if (p == NULL) {
-		/* Nothing at all: updates are dropped (g.hdr stays NULL and
-		 * every update tries again, cheaply failing). */
+		/* Nothing at all: updates are dropped, and not tried again. */
+		g.failed = true;
 		return -ENOMEM;
 	}
 	memset(p, 0, tmp.ah_size);
@@ -499,6 +564,7 @@ int addb_sweep(void)
 	while ((de = readdir(d)) != NULL) {
 		char path[300], *end;
 		long pid;
+		int fd;
 
 		if (strncmp(de->d_name, ADDB_SHM_PREFIX,
 			    strlen(ADDB_SHM_PREFIX)) != 0)
@@ -506,97 +572,103 @@ int addb_sweep(void)
 		pid = strtol(de->d_name + strlen(ADDB_SHM_PREFIX), &end, 10);
 		if (*end != '\0' || pid <= 0 || pid == getpid())
 			continue;
-		if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
-			continue;
 		snprintf(path, sizeof path, ADDB_SHM_DIR "/%s", de->d_name);
-		if (unlink(path) == 0)
+		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		/* unlinked under the exclusive lock: a process making this
+		 * path anew takes its own lock on a new file */
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0)
 			n++;
+		close(fd);
 	}
 	closedir(d);
 	return n;
 }
 
 /* The calling thread's row (taken at its first update). */
-static uint64_t *addb_row(void)
+uint64_t *addb_row_slow(void)
 {
+	struct addb_hdr *h = __atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE);
 	uint32_t i;
 
-	if (t_row != NULL && t_gen == g.gen)
-		return t_row;
-	if (__atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE) == NULL) {
+	if (h == NULL) {
 		pthread_mutex_lock(&g.lock);
 		addb_make_locked();
 		pthread_mutex_unlock(&g.lock);
-		if (g.hdr == NULL)
+		h = __atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE);
+		if (h == NULL)
 			return NULL;
 	}
-	i = __atomic_fetch_add(&g.hdr->ah_rows_used, 1, __ATOMIC_RELAXED);
+	i = __atomic_fetch_add(&h->ah_rows_used, 1, __ATOMIC_RELAXED);
 	if (i >= ADDB_ROWS)
 		i = 1 + i % (ADDB_ROWS - 1);
-	t_gen = g.gen;
-	t_row = g.rows + (uint64_t)i * addb_row_words();
-	return t_row;
+	addb_t_gen = addb_gen;
+	addb_t_row = (uint64_t *)((char *)h + h->ah_rows_off) +
+		     (uint64_t)i * addb_row_words();
+	return addb_t_row;
 }
 
 #ifndef STRATA_NO_ADDB
-void addb_add(enum addb_metric m, uint32_t inst, uint64_t v)
+/* Row 0, the process's (NULL when there is no region). */
+static uint64_t *addb_row0(void)
 {
-	uint64_t *r = addb_row();
+	struct addb_hdr *h;
 
-	if (r != NULL && m < ADDB_METRIC_NR && inst < addb_instances(m))
-		__atomic_fetch_add(&r[addb_off(m) + inst], v, __ATOMIC_RELAXED);
+	if (addb_row_get() == NULL)
+		return NULL;
+	h = __atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE);
+	return h == NULL ? NULL : (uint64_t *)((char *)h + h->ah_rows_off);
 }
 
 void addb_set(enum addb_metric m, uint32_t inst, uint64_t v)
 {
-	if (addb_row() == NULL || m >= ADDB_METRIC_NR ||
-	    inst >= addb_instances(m))
-		return;
-	__atomic_store_n(&g.rows[addb_off(m) + inst], v, __ATOMIC_RELAXED);
+	uint64_t *r0 = addb_row0();
+
+	if (r0 != NULL && m < ADDB_METRIC_NR && inst < addb_instances(m))
+		__atomic_store_n(&r0[addb_off(m) + inst], v, __ATOMIC_RELAXED);
 }
 
-/* Bucket of ns: b with ns <= 1000 * 2^b, the last one +Inf. */
-static uint32_t addb_bucket(uint64_t ns)
+void addb_gauge_add(enum addb_metric m, uint32_t inst, int64_t d)
 {
-	uint64_t us = (ns + 999) / 1000;
-	uint32_t b;
+	uint64_t *r0 = addb_row0();
 
-	if (us <= 1)
-		return 0;
-	b = 64u - (uint32_t)__builtin_clzll(us - 1);
-	return b < ADDB_HIST_BUCKETS - 1 ? b : ADDB_HIST_BUCKETS - 1;
-}
-
-void addb_obs(enum addb_metric m, uint32_t inst, uint64_t ns)
-{
-	uint64_t *r = addb_row();
-	uint64_t *w;
-
-	if (r == NULL || m >= ADDB_METRIC_NR || inst >= addb_instances(m) ||
-	    addb_catalog[m].af_type != ADDB_HIST)
-		return;
-	w = r + addb_off(m) + (uint64_t)inst * (ADDB_HIST_BUCKETS + 1);
-	__atomic_fetch_add(&w[addb_bucket(ns)], 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&w[ADDB_HIST_BUCKETS], ns, __ATOMIC_RELAXED);
+	if (r0 != NULL && m < ADDB_METRIC_NR && inst < addb_instances(m))
+		__atomic_fetch_add(&r0[addb_off(m) + inst], (uint64_t)d,
+				   __ATOMIC_RELAXED);
 }
 #endif
 
-/* Slot of name in table t of n slots (made at first use). */
-static uint32_t addb_slot(char (*t)[ADDB_LABEL_MAX], uint32_t n,
+/* Slot of name in table t of n slots with the full names' hashes hs (made
+ * at first use).  A name longer than a slot keeps its tail, after "..",
+ * cut at a UTF-8 character's start. */
+static uint32_t addb_slot(char (*t)[ADDB_LABEL_MAX], uint64_t *hs, uint32_t n,
 			  const char *name)
 {
+	uint64_t h = fnv(0xcbf29ce484222325ull, name, strlen(name)) | 1;
+	size_t len = strlen(name);
 	uint32_t i;
 
-	if (addb_row() == NULL)
+	if (addb_row_get() == NULL)
 		return n - 1;
 	pthread_mutex_lock(&g.lock);
 	for (i = 0; i < n - 1; i++) {
-		if (t[i][0] == '\0') {
-			snprintf(t[i], ADDB_LABEL_MAX, "%s", name);
+		if (hs[i] == h)
+			break;
+		if (hs[i] == 0) {
+			const char *tail = name;
+
+			if (len >= ADDB_LABEL_MAX) {
+				tail = name + len - (ADDB_LABEL_MAX - 3);
+				while ((*tail & 0xc0) == 0x80)
+					tail++;
+				snprintf(t[i], ADDB_LABEL_MAX, "..%s", tail);
+			} else {
+				snprintf(t[i], ADDB_LABEL_MAX, "%s", name);
+			}
+			hs[i] = h;
 			break;
 		}
-		if (strncmp(t[i], name, ADDB_LABEL_MAX - 1) == 0)
-			break;
 	}
 	if (i == n - 1 && t[i][0] == '\0')
 		snprintf(t[i], ADDB_LABEL_MAX, "other");
@@ -606,20 +678,20 @@ static uint32_t addb_slot(char (*t)[ADDB_LABEL_MAX], uint32_t n,
 
 uint32_t addb_dev_slot(uint32_t tier, const char *path)
 {
-	char name[ADDB_LABEL_MAX];
+	char name[LIM_PATH_MAX + 16];
 
-	if (addb_row() == NULL)
+	if (addb_row_get() == NULL)
 		return ADDB_DEV_SLOTS - 1;
 	snprintf(name, sizeof name, "%s:%s",
 		 tier < ST_TIER_NR ? dim_tier[tier] : "none", path);
-	return addb_slot(g.dev, ADDB_DEV_SLOTS, name);
+	return addb_slot(g.dev, g.dev_hash, ADDB_DEV_SLOTS, name);
 }
 
 uint32_t addb_peer_slot(const char *peer)
 {
-	if (addb_row() == NULL)
+	if (addb_row_get() == NULL)
 		return ADDB_PEER_SLOTS - 1;
-	return addb_slot(g.peer, ADDB_PEER_SLOTS, peer);
+	return addb_slot(g.peer, g.peer_hash, ADDB_PEER_SLOTS, peer);
 }
 
 /* ---------------------------------------------------------------- reading */
@@ -676,7 +748,7 @@ int addb_snap_self(struct addb_snap **out)
 	struct addb_snap *s;
 	uint32_t used;
 
-	if (addb_row() == NULL)
+	if (addb_row_get() == NULL)
 		return err_set(-ENOMEM, "addb: no memory for the metrics");
 	s = snap_alloc();
 	if (s == NULL)
@@ -733,7 +805,7 @@ int addb_snap_file(const char *path, struct addb_snap **out)
 	ssize_t n;
 	int fd, rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return err_set(-errno, "%s: %s", path, errno == ENOENT ?
 			       "no metrics region (the process has none, or "
@@ -771,8 +843,7 @@ int addb_snap_file(const char *path, struct addb_snap **out)
 	s->as_start_ns = h.ah_start_ns;
 	memcpy(s->as_kind, h.ah_kind, sizeof s->as_kind);
 	s->as_kind[sizeof s->as_kind - 1] = '\0';
-	s->as_running = h.ah_pid > 0 && h.ah_pid < INT32_MAX &&
-			(kill((pid_t)h.ah_pid, 0) == 0 || errno != ESRCH);
+	s->as_running = region_owned(fd);
 	*out = s;
 	s = NULL;
 out:

@@ -155,17 +155,27 @@ struct addb_snap;
  *  the label in s's tables; NULL for a slot not in use or v out of range. */
 const char *addb_dim_value(enum addb_dim d, uint32_t v,
 			   const struct addb_snap *s);
+
+/* The layout of a row, computed from the catalog before main() (a
+ * constructor) and read-only after: first word, instances, values of the
+ * second dimension, words per instance of each family.  Shared with the
+ * inline updates below; not for callers. */
+extern uint32_t addb_tab_off[ADDB_METRIC_NR + 1];
+extern uint32_t addb_tab_ninst[ADDB_METRIC_NR];
+extern uint32_t addb_tab_nb[ADDB_METRIC_NR];
+
 /** Instances of family m (product of its dimensions' sizes). */
-uint32_t addb_instances(enum addb_metric m);
+static inline uint32_t addb_instances(enum addb_metric m)
+{
+	return addb_tab_ninst[m];
+}
 
 /** Instance of label values (a, b) of family m; b is 0 for a family of one
  *  dimension, a and b 0 for none.  Values past a dimension's size are
  *  clamped to its last value. */
 static inline uint32_t addb_inst(enum addb_metric m, uint32_t a, uint32_t b)
 {
-	const struct addb_family *f = addb_family(m);
-	uint32_t na = addb_dim_size(f->af_dim[0]);
-	uint32_t nb = addb_dim_size(f->af_dim[1]);
+	uint32_t nb = addb_tab_nb[m], na = addb_tab_ninst[m] / nb;
 
 	a = a < na ? a : na - 1;
 	b = b < nb ? b : nb - 1;
@@ -173,30 +183,72 @@ static inline uint32_t addb_inst(enum addb_metric m, uint32_t a, uint32_t b)
 }
 
 /* ---------------------------------------------------------------- updates
- * Cheap (one relaxed atomic add on the thread's row), callable from any
- * thread at any time, never failing.  Built with STRATA_NO_ADDB they are
- * empty (the benchmark's "compiled out" baseline). */
+ * Cheap (one or two relaxed atomic adds on the thread's row, inline),
+ * callable from any thread at any time, never failing.  Built with
+ * STRATA_NO_ADDB they are empty (the benchmark's "compiled out"
+ * baseline). */
+/* The calling thread's row and the generation it was taken in (a forked
+ * child takes new rows in a region of its own); not for callers. */
+extern __thread uint64_t *addb_t_row;
+extern __thread uint32_t addb_t_gen;
+extern uint32_t addb_gen;
+uint64_t *addb_row_slow(void);
+
+static inline uint64_t *addb_row_get(void)
+{
+	uint64_t *r = addb_t_row;
+
+	if (__builtin_expect(r != NULL && addb_t_gen == addb_gen, 1))
+		return r;
+	return addb_row_slow();
+}
+
 #ifndef STRATA_NO_ADDB
-/** Add v to a counter, or to a gauge that goes up and down (a queue
- *  depth: add (uint64_t)-1 to lower it). */
-void addb_add(enum addb_metric m, uint32_t inst, uint64_t v);
+/** Add v to counter instance inst of m (nothing when inst is not below
+ *  addb_instances(m)). */
+static inline void addb_add(enum addb_metric m, uint32_t inst, uint64_t v)
+{
+	uint64_t *r = addb_row_get();
+
+	if (r != NULL && inst < addb_tab_ninst[m])
+		__atomic_fetch_add(&r[addb_tab_off[m] + inst], v,
+				   __ATOMIC_RELAXED);
+}
+
 /** Set a gauge to v (the process row; last writer wins). */
 void addb_set(enum addb_metric m, uint32_t inst, uint64_t v);
-/** Count one observation of ns nanoseconds in a histogram. */
-void addb_obs(enum addb_metric m, uint32_t inst, uint64_t ns);
+/** Add the signed delta d to a gauge that goes up and down (a queue
+ *  depth), in the process row, so that a reader never sees half of a
+ *  pair of moves made by two threads. */
+void addb_gauge_add(enum addb_metric m, uint32_t inst, int64_t d);
+
+/** Count one observation of ns nanoseconds in histogram m: bucket b with
+ *  ns <= 1000 * 2^b (the last one +Inf), and the sum. */
+static inline void addb_obs(enum addb_metric m, uint32_t inst, uint64_t ns)
+{
+	uint64_t *r = addb_row_get(), *w, us = (ns + 999) / 1000;
+	uint32_t b = us <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(us - 1);
+
+	if (r == NULL || inst >= addb_tab_ninst[m])
+		return;
+	b = b < ADDB_HIST_BUCKETS - 1 ? b : ADDB_HIST_BUCKETS - 1;
+	w = r + addb_tab_off[m] + (uint64_t)inst * (ADDB_HIST_BUCKETS + 1);
+	__atomic_fetch_add(&w[b], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&w[ADDB_HIST_BUCKETS], ns, __ATOMIC_RELAXED);
+}
+
+/** Monotonic clock, ns (for the callers' latencies); 0 when telemetry
+ *  is compiled out. */
+uint64_t addb_now_ns(void);
 #else
 static inline void addb_add(enum addb_metric m, uint32_t i, uint64_t v)
 { (void)m; (void)i; (void)v; }
 static inline void addb_set(enum addb_metric m, uint32_t i, uint64_t v)
 { (void)m; (void)i; (void)v; }
+static inline void addb_gauge_add(enum addb_metric m, uint32_t i, int64_t d)
+{ (void)m; (void)i; (void)d; }
 static inline void addb_obs(enum addb_metric m, uint32_t i, uint64_t v)
 { (void)m; (void)i; (void)v; }
-#endif
-#ifndef STRATA_NO_ADDB
-/** Monotonic clock, ns (for the callers' latencies); 0 when telemetry
- *  is compiled out. */
-uint64_t addb_now_ns(void);
-#else
 static inline uint64_t addb_now_ns(void) { return 0; }
 #endif
 
@@ -211,8 +263,8 @@ uint32_t addb_peer_slot(const char *peer);
 
 /**
  * Make this process's region now (it is otherwise made at the first
- * update), naming the process kind ("embedded", "strata-server",
- * "strata-s3", "strata"; the first name given wins).  Returns 0, or the
+ * update), naming the process kind ("strata-server", "strata-s3"; by
+ * default the program's name; the last name given is kept).  Returns 0, or the
  * negative errno of why the region lives in private memory instead (the
  * metrics still work in the process; nothing can read them from outside).
  */
@@ -240,8 +292,11 @@ struct addb_snap {
 	char (*as_peer)[ADDB_LABEL_MAX]; /**< ADDB_PEER_SLOTS labels */
 };
 
-/** First word of family m in a row. */
-uint32_t addb_off(enum addb_metric m);
+/** First word of family m in a row (m <= ADDB_METRIC_NR: the end). */
+static inline uint32_t addb_off(enum addb_metric m)
+{
+	return addb_tab_off[m];
+}
 /** Words per instance of family m: 1, or ADDB_HIST_BUCKETS + 1 for a
  *  histogram (its buckets, not cumulative, then the sum of ns). */
 uint32_t addb_width(enum addb_metric m);
@@ -275,9 +330,10 @@ uint64_t addb_snap_get(const struct addb_snap *s, enum addb_metric m,
  * _sum and _count.  Returns 0 or -EIO.
  */
 int addb_prom_write(const struct addb_snap *s, uint32_t min_prio, FILE *f);
-/** The same as JSON: {"pid":..,"kind":..,"metrics":[{"name":..,"type":..,
- *  "help":..,"samples":[{"labels":{..},"value":..}]}]}; histograms give
- *  "buckets" [[le, cumulative count]...], "sum" and "count". */
+/** The same as JSON: {"pid":..,"kind":..,"running":..,"metrics":[{"name":
+ *  ..,"type":..,"priority":..,"help":..,"samples":[{"labels":{..},
+ *  "value":..}]}]}; histograms give "buckets" [[le, cumulative count]
+ *  ...], "sum" and "count". */
 int addb_json_write(const struct addb_snap *s, uint32_t min_prio, FILE *f);
 
 /* ------------------------------------------------------------ HTTP server */

@@ -114,6 +114,9 @@ static int http_split(const char *listen, char *host, size_t hn,
 	if (listen == NULL || listen[0] == '\0')
 		return err_set(-EINVAL, "metrics listen address: empty");
 	if (strspn(listen, "0123456789") == strlen(listen)) {
+		if (strlen(listen) > 5 || atol(listen) > 65535)
+			return err_set(-EINVAL, "metrics listen address %s: "
+				       "port: not a number of 0..65535", listen);
 		snprintf(host, hn, "127.0.0.1");
 		snprintf(port, pn, "%s", listen);
 		return 0;
@@ -137,7 +140,7 @@ static int http_split(const char *listen, char *host, size_t hn,
 		memcpy(host, listen, (size_t)(colon - listen));
 		host[colon - listen] = '\0';
 	}
-	if (colon[1] == '\0' || strlen(colon + 1) >= pn ||
+	if (colon[1] == '\0' || strlen(colon + 1) > 5 ||
 	    strspn(colon + 1, "0123456789") != strlen(colon + 1) ||
 	    atol(colon + 1) > 65535)
 		return err_set(-EINVAL, "metrics listen address %s: port: not "

@@ -35,6 +35,19 @@ static void prom_esc(FILE *f, const char *s, bool json)
 	}
 }
 
+/* HELP text escaped as the format asks: backslash and line feed. */
+static void prom_help(FILE *f, const char *s)
+{
+	for (; *s != '\0'; s++) {
+		if (*s == '\\')
+			fputs("\\\\", f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
 /* Whether instance (a, b) of m is written: a family without labels
  * always; one with a device or peer label when its slot is in use; else
  * when any of its words is not zero. */
@@ -89,7 +102,9 @@ static void prom_labels(FILE *f, const struct addb_family *fa,
 
 static void prom_value(FILE *f, const struct addb_family *fa, uint64_t v)
 {
-	if (fa->af_scale == 1)
+	if (fa->af_type == ADDB_GAUGE && fa->af_scale == 1)
+		fprintf(f, " %" PRId64 "\n", (int64_t)v); /* up-down gauges */
+	else if (fa->af_scale == 1)
 		fprintf(f, " %" PRIu64 "\n", v);
 	else
 		fprintf(f, " %.15g\n", (double)v * fa->af_scale);
@@ -130,8 +145,10 @@ int addb_prom_write(const struct addb_snap *s, uint32_t min_prio, FILE *f)
 
 		if (fa->af_prio < min_prio)
 			continue;
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", fa->af_name,
-			fa->af_help, fa->af_name, types[fa->af_type]);
+		fprintf(f, "# HELP %s ", fa->af_name);
+		prom_help(f, fa->af_help);
+		fprintf(f, "\n# TYPE %s %s\n", fa->af_name,
+			types[fa->af_type]);
 		for (uint32_t a = 0; a < na; a++)
 			for (uint32_t b = 0; b < nb; b++) {
 				const char *va, *vb;
@@ -178,7 +195,9 @@ static void json_sample(FILE *f, const struct addb_family *fa,
 	fputc('{', f);
 	json_labels(f, fa, va, vb);
 	if (fa->af_type != ADDB_HIST) {
-		if (fa->af_scale == 1)
+		if (fa->af_type == ADDB_GAUGE && fa->af_scale == 1)
+			fprintf(f, ",\"value\":%" PRId64 "}", (int64_t)w[0]);
+		else if (fa->af_scale == 1)
 			fprintf(f, ",\"value\":%" PRIu64 "}", w[0]);
 		else
 			fprintf(f, ",\"value\":%.15g}",

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "addb/addb.h"
 #include "core/alloc.h"
 #include "core/errors.h"
 #include "core/log.h"
@@ -111,6 +112,14 @@ static uint64_t alloc_search(const struct alloc *a, uint64_t from, uint64_t to,
 	return a->al_units;
 }
 
+/* The free-bytes gauge of the device (a->al_lock held). */
+static void alloc_gauge(const struct alloc *a)
+{
+	if (a->al_addb != 0)
+		addb_set(ADDB_DEV_FREE, a->al_addb - 1,
+			 a->al_free << LIM_ALLOC_UNIT_SHIFT);
+}
+
 int alloc_take(struct alloc *a, uint64_t want, uint64_t gran, uint64_t *start,
 	       uint64_t *got)
 {
@@ -131,6 +140,7 @@ int alloc_take(struct alloc *a, uint64_t want, uint64_t gran, uint64_t *start,
 	bits_set(a->al_map, i, *got, true);
 	a->al_free -= *got;
 	a->al_hint = i + *got;
+	alloc_gauge(a);
 	rc = 0;
 out_unlock:
 	pthread_mutex_unlock(&a->al_lock);
@@ -149,6 +159,7 @@ int alloc_mark(struct alloc *a, uint64_t start, uint64_t n)
 	}
 	bits_set(a->al_map, start, n, true);
 	a->al_free -= n;
+	alloc_gauge(a);
 out_unlock:
 	pthread_mutex_unlock(&a->al_lock);
 	return rc;
@@ -162,6 +173,7 @@ void alloc_release(struct alloc *a, uint64_t start, uint64_t n)
 		ASSERT(bit_get(a->al_map, i));
 	bits_set(a->al_map, start, n, false);
 	a->al_free += n;
+	alloc_gauge(a);
 	pthread_mutex_unlock(&a->al_lock);
 }
 

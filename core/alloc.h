@@ -23,6 +23,10 @@ struct alloc {
 	uint64_t al_units;   /**< units on the device */
 	uint64_t al_free;    /**< free units */
 	uint64_t al_hint;    /**< next-fit cursor (unit number) */
+	/** Metrics label slot + 1 of the device (addb/addb.h); when set,
+	 *  every change of al_free sets strata_device_free_bytes (under
+	 *  al_lock: no other lock, no device handle). */
+	uint32_t al_addb;
 };
 
 /** Set up an allocator of units units, all free.  0 or -ENOMEM. */

@@ -266,6 +266,7 @@ int eng_dev_replace(struct eng *e, uint32_t i, const char *path)
 	rc = dev_rec_save(e, i);
 	pthread_mutex_unlock(&e->e_dev_lock);
 	eng_dev_model_apply(e, i);
+	eng_space_gauge(e, i); /* the new device's label */
 	synchronize_rcu(); /* no reader still uses the old handle */
 	tier_dev_close(od);
 	return rc;

@@ -574,8 +574,10 @@ int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		   struct eng_spacevec *sv);
 void eng_space_release(struct eng *e, struct eng_spacevec *sv);
-/** Set the process's free-bytes gauge of device dev to its allocator's
- *  free space (addb/addb.h, strata_device_free_bytes). */
+/** Tie device dev's allocator to the device's metrics label and set its
+ *  free-bytes gauge (addb/addb.h, strata_device_free_bytes); the
+ *  allocator keeps it up to date from then on.  Called when the device
+ *  is opened or replaced (no reader of ed_dev may race with it). */
 void eng_space_gauge(struct eng *e, uint32_t dev);
 
 /** Wait (at most ENG_DRAIN_MAX_NS, core/limits.h) until every space

@@ -45,9 +45,13 @@ void eng_space_gauge(struct eng *e, uint32_t dev)
 {
 	struct eng_dev *d = &e->e_devs[dev];
 
-	if (d->ed_dev != NULL)
-		addb_set(ADDB_DEV_FREE, tier_dev_addb(d->ed_dev),
-			 alloc_free_units(&d->ed_alloc) << LIM_ALLOC_UNIT_SHIFT);
+	if (d->ed_dev == NULL)
+		return;
+	pthread_mutex_lock(&d->ed_alloc.al_lock);
+	d->ed_alloc.al_addb = tier_dev_addb(d->ed_dev) + 1;
+	addb_set(ADDB_DEV_FREE, d->ed_alloc.al_addb - 1,
+		 d->ed_alloc.al_free << LIM_ALLOC_UNIT_SHIFT);
+	pthread_mutex_unlock(&d->ed_alloc.al_lock);
 }
 
 /* Take bytes on device dev, in as few runs as the free space allows. */
@@ -92,7 +96,6 @@ int eng_space_take(struct eng *e, uint32_t dev, uint64_t bytes, uint64_t gran,
 		eng_space_release(e, &tail);
 		sv->sv_nr = first;
 	}
-	eng_space_gauge(e, dev);
 	return rc;
 }
 
@@ -116,8 +119,6 @@ void eng_space_release(struct eng *e, struct eng_spacevec *sv)
 		alloc_release(&e->e_devs[s->sp_dev].ed_alloc,
 			      s->sp_off >> LIM_ALLOC_UNIT_SHIFT,
 			      s->sp_len >> LIM_ALLOC_UNIT_SHIFT);
-		if (i + 1 == sv->sv_nr || sv->sv_v[i + 1].sp_dev != s->sp_dev)
-			eng_space_gauge(e, s->sp_dev);
 	}
 }
 

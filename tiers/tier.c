@@ -703,9 +703,6 @@ static int tier_fault_fail(struct tier_dev *d, const char *what, uint64_t off)
 
 /* ------------------------------------------------------------ counters */
 
-/* Count the outcome of a request that reached the fault points: a success
- * in *ok (if any), a failure in td_nr_errors unless it only refused the
- * request (-EINVAL: against the rules; -ENOSPC: zone full). */
 uint32_t tier_dev_addb(struct tier_dev *d)
 {
 	uint32_t v = __atomic_load_n(&d->td_addb, __ATOMIC_RELAXED);
@@ -737,6 +734,9 @@ static void tier_addb(struct tier_dev *d, uint32_t io, int rc, size_t len,
 					     d->td_sb.sb_tier, io), ns);
 }
 
+/* Count the outcome of a request that reached the fault points: a success
+ * in *ok (if any), a failure in td_nr_errors unless it only refused the
+ * request (-EINVAL: against the rules; -ENOSPC: zone full). */
 static int tier_count(struct tier_dev *d, int rc, uint64_t *ok)
 {
 	if (rc == 0 && ok != NULL)

@@ -112,7 +112,7 @@ static void *tier_ioq_worker(void *arg)
 		pthread_cond_signal(&q->q_nonfull);
 		pthread_mutex_unlock(&q->q_lock);
 		tier_io_one(it.qi_io);
-		addb_add(ADDB_DEV_QUEUE, tier_dev_addb(q->q_dev), (uint64_t)-1);
+		addb_gauge_add(ADDB_DEV_QUEUE, tier_dev_addb(q->q_dev), -1);
 		tier_io_batch_done(it.qi_batch, it.qi_io);
 	}
 	return NULL;
@@ -153,7 +153,7 @@ static void tier_ioq_push(struct tier_ioq *q, struct tier_ioq_item it)
 		pthread_cond_wait(&q->q_nonfull, &q->q_lock);
 	q->q_ring[(q->q_head + q->q_count) % LIM_IOQ_DEPTH] = it;
 	q->q_count++;
-	addb_add(ADDB_DEV_QUEUE, tier_dev_addb(q->q_dev), 1);
+	addb_gauge_add(ADDB_DEV_QUEUE, tier_dev_addb(q->q_dev), 1);
 	pthread_cond_signal(&q->q_nonempty);
 	pthread_mutex_unlock(&q->q_lock);
 }

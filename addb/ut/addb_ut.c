@@ -124,14 +124,38 @@ static void test_gauges(void)
 	addb_set(ADDB_DEV_FREE, d, 12345);
 	addb_set(ADDB_DEV_FREE, d, 777);
 	CU_ASSERT_EQUAL(snap_val(ADDB_DEV_FREE, d), 777);
-	addb_add(ADDB_DEV_QUEUE, d, 3);
-	addb_add(ADDB_DEV_QUEUE, d, (uint64_t)-1);
+	addb_gauge_add(ADDB_DEV_QUEUE, d, 3);
+	addb_gauge_add(ADDB_DEV_QUEUE, d, -1);
 	CU_ASSERT_EQUAL(snap_val(ADDB_DEV_QUEUE, d), 2);
-	addb_add(ADDB_DEV_QUEUE, d, (uint64_t)-2);
+	addb_gauge_add(ADDB_DEV_QUEUE, d, -2);
 	CU_ASSERT_EQUAL(snap_val(ADDB_DEV_QUEUE, d), 0);
 	/* the same label gives the same slot, another one another */
 	CU_ASSERT_EQUAL(addb_dev_slot(1, "/ut/addb/gauge"), d);
 	CU_ASSERT_NOT_EQUAL(addb_dev_slot(2, "/ut/addb/gauge"), d);
+}
+
+/* Paths longer than a label that differ only at their start or end get
+ * slots of their own; a label keeps the path's tail. */
+static void test_long_labels(void)
+{
+	char a[200], b[200];
+	struct addb_snap *s = NULL;
+	uint32_t sa, sb;
+
+	memset(a, 'x', sizeof a);
+	a[0] = '/';
+	memcpy(a + 180, "/flash0.dev", 12);
+	memcpy(b, a, sizeof b);
+	b[1] = 'y'; /* differs within the part a label cannot keep */
+	sa = addb_dev_slot(1, a);
+	sb = addb_dev_slot(1, b);
+	CU_ASSERT_NOT_EQUAL(sa, sb);
+	CU_ASSERT_EQUAL(addb_dev_slot(1, a), sa);
+	CU_ASSERT_FATAL(addb_snap_self(&s) == 0);
+	CU_ASSERT(strlen(s->as_dev[sa]) < ADDB_LABEL_MAX);
+	CU_ASSERT(strncmp(s->as_dev[sa], "..", 2) == 0);
+	CU_ASSERT(strstr(s->as_dev[sa], "/flash0.dev") != NULL);
+	addb_snap_free(s);
 }
 
 /* The region file of this process reads the same as the process. */
@@ -358,6 +382,10 @@ static void test_http(void)
 	CU_ASSERT_EQUAL(addb_http_start("[::1:9", &h), -EINVAL);
 	CU_ASSERT_EQUAL(addb_http_start("", &h), -EINVAL);
 	CU_ASSERT_EQUAL(addb_http_start("127.0.0.1:70000", &h), -EINVAL);
+	CU_ASSERT_EQUAL(addb_http_start("70000", &h), -EINVAL);
+	CU_ASSERT(strstr(err_msg(), "port") != NULL);
+	CU_ASSERT_EQUAL(addb_http_start("123456789", &h), -EINVAL);
+	CU_ASSERT_EQUAL(addb_http_start("127.0.0.1:1234567", &h), -EINVAL);
 	CU_ASSERT_FATAL(addb_http_start("127.0.0.1:0", &h) == 0);
 	CU_ASSERT(addb_http_port(h) > 0);
 	addb_add(ADDB_COMMIT_BATCHES, 0, 1);
@@ -402,6 +430,7 @@ int addb_ut_add(void)
 	    !CU_add_test(s, "catalog", test_catalog) ||
 	    !CU_add_test(s, "threads_exact", test_threads_exact) ||
 	    !CU_add_test(s, "gauges", test_gauges) ||
+	    !CU_add_test(s, "long_labels", test_long_labels) ||
 	    !CU_add_test(s, "region_file", test_region_file) ||
 	    !CU_add_test(s, "bad_files", test_bad_files) ||
 	    !CU_add_test(s, "fork_and_sweep", test_fork_and_sweep) ||

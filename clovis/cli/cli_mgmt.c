@@ -156,11 +156,18 @@ static int metrics_list(struct cli *c)
 					clovis_errmsg());
 			continue;
 		}
-		if (c->c_json)
-			printf("%s{\"pid\": %llu, \"kind\": \"%s\", "
-			       "\"running\": %s}", first ? "" : ", ",
-			       (unsigned long long)s->as_pid, s->as_kind,
+		if (c->c_json) {
+			printf("%s{\"pid\": %llu, \"kind\": \"", first ? "" :
+			       ", ", (unsigned long long)s->as_pid);
+			for (const char *k = s->as_kind; *k; k++)
+				if (*k == '"' || *k == '\\' ||
+				    (unsigned char)*k < 0x20)
+					printf("\\u%04x", (unsigned char)*k);
+				else
+					putchar(*k);
+			printf("\", \"running\": %s}",
 			       s->as_running ? "true" : "false");
+		}
 		else
 			printf("%-8llu %-16s %s\n",
 			       (unsigned long long)s->as_pid, s->as_kind,
@@ -210,13 +217,18 @@ int cmd_metrics_server(struct cli *c)
 	size_t len = 0;
 	int rc;
 
+	if (c->c_pid != 0 || c->c_file != NULL || c->c_sweep)
+		return cli_usage(c, "metrics server NAME reads the server's "
+				 "metrics: --pid, --file and --sweep are for "
+				 "local regions");
 	rc = cli_call(c, clovis_addb_metrics(c->c_cl, c->c_args[0],
 					     (uint32_t)c->c_min_prio,
 					     c->c_json ? CLOVIS_ADDB_JSON : 0,
 					     &text, &len));
 	if (rc < 0)
 		return cli_fail(c, rc, "metrics of server %s", c->c_args[0]);
-	fwrite(text, 1, len, stdout);
+	rc = fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 :
+	     -EIO;
 	free(text);
-	return CLI_OK;
+	return rc == 0 ? CLI_OK : cli_sys(EIO, "metrics: standard output");
 }

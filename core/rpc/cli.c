@@ -157,11 +157,12 @@ void rpc_peer_retry_note(struct rpc_peer *p)
 static void cli_addb_end(struct rpc_call *c, const struct rpc_result *res,
 			 const RpcEnvelope *env)
 {
-	uint32_t slot = cli_addb_slot(c->ca_peer);
+	uint32_t slot;
 	uint64_t in = res->rr_len;
 
 	if (c->ca_t0_ns == 0)
 		return; /* never sent */
+	slot = cli_addb_slot(c->ca_peer);
 	addb_obs(ADDB_RPC_LAT, 0, addb_now_ns() - c->ca_t0_ns);
 	if (env == NULL && res->rr_status == -ETIMEDOUT)
 		addb_add(ADDB_RPC_TIMEOUTS, slot, 1);
@@ -478,7 +479,8 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	RpcSeg segs[RPC_MAX_IOV], *segp[RPC_MAX_IOV];
 	uint8_t *ibuf = NULL, key[RPC_KEY_LEN];
 	fi_addr_t dest;
-	uint64_t xid;
+	uint64_t xid, sent = 0;
+	uint32_t slot = 0;
 	bool wake, c_keyed;
 	int rc;
 
@@ -513,12 +515,8 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	if (c_keyed)
 		memcpy(key, c->ca_peer->pe_key, sizeof key);
 	if (kind == RPC_K_REQUEST) {
-		uint32_t slot = cli_addb_slot(c->ca_peer);
-
-		addb_add(ADDB_RPC_CALLS, slot, 1);
-		addb_add(ADDB_RPC_BYTES, addb_inst(ADDB_RPC_BYTES, slot,
-						   ADDB_DIR_SENT),
-			 len + (c->ca_bdir == RPC_BULK_OUT ? c->ca_blen : 0));
+		slot = cli_addb_slot(c->ca_peer);
+		sent = len + (c->ca_bdir == RPC_BULK_OUT ? c->ca_blen : 0);
 		c->ca_t0_ns = addb_now_ns();
 	}
 	pthread_mutex_lock(&ep->ep_lock);
@@ -542,6 +540,11 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 		if (cli_take(ep, xid) == NULL)
 			rc = 0; /* already finished by someone else */
 		pthread_mutex_unlock(&ep->ep_lock);
+	}
+	if (rc == 0 && kind == RPC_K_REQUEST) {
+		addb_add(ADDB_RPC_CALLS, slot, 1);
+		addb_add(ADDB_RPC_BYTES, addb_inst(ADDB_RPC_BYTES, slot,
+						   ADDB_DIR_SENT), sent);
 	}
 	return rc;
 }

@@ -347,8 +347,9 @@ struct rpc_result {
 
 typedef void (*rpc_done_fn)(void *arg, struct rpc_result *res);
 
-/** Count one call sent again to p by its caller (a retry after a
- *  transport error: strata_rpc_retries_total, addb/addb.h). */
+/** Count one call to p that its caller sends again (a pause after
+ *  -EBUSY, an epoch catch-up, a reroute: strata_rpc_retries_total,
+ *  addb/addb.h). */
 void rpc_peer_retry_note(struct rpc_peer *p);
 
 /**

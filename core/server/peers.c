@@ -706,7 +706,10 @@ void peers_retry_note(struct peers *p, uint32_t i)
 {
 	struct peer_slot *s = &p->p_slots[i];
 
-	pthread_mutex_lock(&s->ps_lock);
+	/* a counter is not worth a wait: a connect in progress holds the
+	 * lock through its handshake (the note is then lost) */
+	if (pthread_mutex_trylock(&s->ps_lock) != 0)
+		return;
 	if (s->ps_conn != NULL)
 		rpc_peer_retry_note(s->ps_conn->pc_peer);
 	pthread_mutex_unlock(&s->ps_lock);

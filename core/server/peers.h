@@ -229,8 +229,9 @@ void peers_clear_was_down(struct peers *p, uint32_t i);
  */
 uint64_t peers_incarnation(struct peers *p, uint32_t i);
 
-/** Count one request sent to server i again by its caller (a reroute or a
- *  pause after -EBUSY: strata_rpc_retries_total of its connection). */
+/** Count one request to server i that its caller sends again (a pause
+ *  after -EBUSY, or a reroute away from it): strata_rpc_retries_total of
+ *  its connection, when it has one and no connect holds its lock. */
 void peers_retry_note(struct peers *p, uint32_t i);
 
 /** Let the next call to server i connect even if it was found down

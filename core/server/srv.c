@@ -191,7 +191,9 @@ static void srv_op_free(struct srv_op *so)
 }
 
 /* The process's metrics of a request answered (addb/addb.h): its class
- * is its engine request's kind (ER_*, in the CLOVIS_STAT_* order). */
+ * is its engine request's kind (ER_*, in the order of the op labels). */
+_Static_assert(ER_OBJ_READ == 1 && ER_IDX_GET == 5 && ER_ENT_CREATE == 9 &&
+	       ER_ENT_SETATTR == 13, "ER_* - 1 is the metrics' op label");
 static void srv_addb(struct srv_op *so, int rc)
 {
 	uint32_t k = so->so_m.mr_req.er_kind;

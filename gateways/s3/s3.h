@@ -308,6 +308,7 @@ struct s3_req {
 	uint32_t rq_status;
 	uint64_t rq_in, rq_out;
 	uint64_t rq_t0_ns;
+	uint64_t rq_t0_mono_ns;   /* addb_now_ns() at its start: metrics */
 	char rq_remote[64];
 	/* request body */
 	int rq_body;                /* S3_BODY_* */

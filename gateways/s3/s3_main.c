@@ -612,6 +612,7 @@ static void *uri_cb(void *cls, const char *uri, struct MHD_Connection *con)
 		return NULL;
 	rq->rq_raw = strdup(uri ? uri : "/");
 	rq->rq_t0_ns = s3_now_ns();
+	rq->rq_t0_mono_ns = addb_now_ns();
 	rq->rq_op = "Unknown";
 	req_id_next(rq->rq_id);
 	conn_rq_set(con, rq, NULL);
@@ -691,7 +692,7 @@ static void completed_cb(void *cls, struct MHD_Connection *con, void **cc,
 	us = (s3_now_ns() - rq->rq_t0_ns) / 1000;
 	if (rq->rq_method != NULL) {
 		stats_add(rq, us);
-		s3_addb(rq, us * 1000);
+		s3_addb(rq, addb_now_ns() - rq->rq_t0_mono_ns);
 		access_line(rq, us);
 	}
 	conn_rq_set(con, NULL, rq);

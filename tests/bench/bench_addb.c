@@ -184,7 +184,7 @@ static double fig_get1(void)
 	return n / (now() - t0);
 }
 
-/* The off side: run path --one in its own store directory. */
+/* One side: run path --one (a store of its own under dir). */
 static int run_off(const char *path, const char *dir, double *w, double *g)
 {
 	char cmd[2048];
@@ -222,7 +222,7 @@ int main(int argc, char **argv)
 	bool json = false, one = false;
 	double won[ROUNDS_MAX], woff[ROUNDS_MAX], gon[ROUNDS_MAX],
 	       goff[ROUNDS_MAX], wr[ROUNDS_MAX], gr[ROUNDS_MAX];
-	char odir[1024], sdir[1024], rm[2100];
+	char self[1024], offp[1100], sdir[1024];
 
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
@@ -244,9 +244,9 @@ int main(int argc, char **argv)
 			ROUNDS_MAX);
 		return 2;
 	}
-	snprintf(sdir, sizeof sdir, "%s/addb-%s", dir, one ? "off" : "on");
-	setup(sdir);
 	if (one) {
+		snprintf(sdir, sizeof sdir, "%s/addb-%d", dir, (int)getpid());
+		setup(sdir);
 		double w = fig_w4k(), g = fig_get1();
 
 		printf("w4k %.1f get1 %.1f\n", w, g);
@@ -254,33 +254,40 @@ int main(int argc, char **argv)
 		check(clovis_store_destroy(sdir), "destroy");
 		return 0;
 	}
-	if (off == NULL) {
-		/* beside this program */
-		static char p[1024];
-		ssize_t n = readlink("/proc/self/exe", p, sizeof p - 5);
+	/* Both sides run the same way: a child process on a fresh store per
+	 * round, in turn, the first side alternating from round to round. */
+	{
+		ssize_t n = readlink("/proc/self/exe", self, sizeof self - 5);
 
 		if (n <= 0)
 			return 1;
-		p[n] = '\0';
-		strcat(p, "_off");
-		off = p;
+		self[n] = '\0';
 	}
-	snprintf(odir, sizeof odir, "%s", dir);
+	if (off == NULL) {
+		snprintf(offp, sizeof offp, "%s_off", self);
+		off = offp;
+	}
 	for (unsigned r = 0; r < rounds; r++) {
-		if (run_off(off, odir, &woff[r], &goff[r]) != 0) {
-			fprintf(stderr, "bench_addb: %s failed\n", off);
+		int rc;
+
+		if (r % 2 == 0) {
+			rc = run_off(off, dir, &woff[r], &goff[r]);
+			rc = rc ? rc : run_off(self, dir, &won[r], &gon[r]);
+		} else {
+			rc = run_off(self, dir, &won[r], &gon[r]);
+			rc = rc ? rc : run_off(off, dir, &woff[r], &goff[r]);
+		}
+		if (rc != 0) {
+			fprintf(stderr, "bench_addb: a side failed (%s, %s)\n",
+				self, off);
 			return 1;
 		}
-		won[r] = fig_w4k();
-		gon[r] = fig_get1();
 		wr[r] = won[r] / woff[r];
 		gr[r] = gon[r] / goff[r];
 		fprintf(stderr, "# round %u: 4 KiB writes qd16 %.0f / %.0f, idx "
 			"GET qd1 %.0f / %.0f ops/s (metrics on / compiled out)\n",
 			r + 1, won[r], woff[r], gon[r], goff[r]);
 	}
-	clovis_fini(cl);
-	check(clovis_store_destroy(sdir), "destroy");
 	{
 		double w1 = median(won, rounds), w0 = median(woff, rounds),
 		       g1 = median(gon, rounds), g0 = median(goff, rounds),
@@ -311,7 +318,5 @@ int main(int argc, char **argv)
 			       "item 2): no figure for them\n", rounds, secs);
 		}
 	}
-	snprintf(rm, sizeof rm, "rmdir '%s' 2>/dev/null", sdir);
-	(void)!system(rm);
 	return 0;
 }
