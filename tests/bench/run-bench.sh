@@ -47,6 +47,13 @@ for a in "$@"; do
 	elif [ "$a" != --figs ]; then nofigs+=("$a"); fi
 	prev=$a
 done
+# the cost of telemetry (issue 30): metrics on beside compiled out
+# (strata_bench_addb_off, made by `make bench`), when no group or "addb"
+# is named
+case ",$figs," in
+,,|*,addb,*) [ -x "$B/strata_bench_addb" ] && [ -x "$B/strata_bench_addb_off" ] &&
+	{ "$B/strata_bench_addb" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
+esac
 case ",$figs," in
 ,,|*,cluster,*) [ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;  # 3-server cluster (issue 4)
 esac
