@@ -23,39 +23,12 @@
 #include <unistd.h>
 
 #include "addb/addb.h"
+#include "addb/addb_internal.h"
 #include "core/errors.h"
 #include "core/limits.h"
 #include "core/types.h"
 
-#define ADDB_MAGIC "STRADDB"
-#define ADDB_VERSION 1u
-/* Rows of a region: row 0 and one per thread for the first 63 threads
- * that update (a server's RPC, executor and I/O threads, an application's
- * workers); later threads share rows 1..63 (still exact: atomic adds). */
-#define ADDB_ROWS 64u
-#define ADDB_SHM_DIR "/dev/shm"
-#define ADDB_SHM_PREFIX "strata-addb."
 
-struct addb_hdr {
-	char ah_magic[8];
-	uint32_t ah_version;
-	uint32_t ah_hdr_size;
-	uint64_t ah_catalog;     /**< addb_catalog_hash() of the writer */
-	uint64_t ah_pid;
-	uint64_t ah_start_ns;    /**< CLOCK_REALTIME */
-	char ah_kind[32];
-	uint32_t ah_nr_rows;
-	uint32_t ah_row_words;
-	uint32_t ah_dev_slots;
-	uint32_t ah_peer_slots;
-	uint32_t ah_label_max;
-	uint32_t ah_rows_used;   /**< rows taken (atomic), row 0 included */
-	uint64_t ah_dev_off;
-	uint64_t ah_peer_off;
-	uint64_t ah_rows_off;
-	uint64_t ah_size;        /**< bytes of the region */
-};
-_Static_assert(sizeof(struct addb_hdr) == 128, "addb_hdr is on disk");
 
 static const char *const dim_op[] = {
 	"obj.read", "obj.write", "obj.alloc", "obj.free", "idx.get",
@@ -261,7 +234,7 @@ __attribute__((constructor)) static void addb_tab_init(void)
 	addb_tab_off[ADDB_METRIC_NR] = o;
 }
 
-static uint32_t addb_row_words(void)
+uint32_t addb_row_words(void)
 {
 	return addb_off(ADDB_METRIC_NR);
 }
@@ -383,12 +356,13 @@ static void addb_fill(struct addb_hdr *h, bool shared)
 	g.owner = getpid();
 	g.rows[addb_off(ADDB_PROC_START)] = h->ah_start_ns / 1000000000ull;
 	__atomic_store_n(&g.hdr, h, __ATOMIC_RELEASE);
+	addb_trace_attach(h);
 }
 
 /* Whether the region file open as fd belongs to a process that still
  * runs: its owner holds a shared flock on it for its life (across pid
  * namespaces and pid reuse, unlike kill(pid, 0)). */
-static bool region_owned(int fd)
+bool addb_region_owned(int fd)
 {
 	if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
 		flock(fd, LOCK_UN);
@@ -397,29 +371,41 @@ static bool region_owned(int fd)
 	return errno == EWOULDBLOCK;
 }
 
-/* Open path for a new region: exclusively; a file already there is
- * removed first when no running process owns it (a region left by a
- * process killed whose pid came back). */
-static int region_create(const char *path)
+/* Open path for a new region, with its owner's shared flock already
+ * held: the file is made under a name no sweep looks at, locked, then
+ * linked to path (which fails when path exists; a file there that no
+ * running process owns -- left by a process killed whose pid came back --
+ * is removed and the link tried once more). */
+int addb_region_create(const char *path)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		      0644);
+	char tmp[128];
+	int fd, rc = 0;
 
-	if (fd < 0 && errno == EEXIST) {
+	snprintf(tmp, sizeof tmp, "%s.new%ld", path, (long)getpid());
+	unlink(tmp);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		  0644);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_SH | LOCK_NB) != 0)
+		rc = -errno;
+	if (rc == 0 && link(tmp, path) != 0) {
 		int old = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 
-		if (old < 0)
-			return -errno;
-		if (region_owned(old)) {
-			close(old);
-			return -EEXIST; /* another pid namespace's process */
+		rc = -EEXIST; /* another pid namespace's running process */
+		if (old >= 0 && !addb_region_owned(old)) {
+			unlink(path);
+			rc = link(tmp, path) == 0 ? 0 : -errno;
 		}
-		close(old);
-		unlink(path);
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-			  O_CLOEXEC, 0644);
+		if (old >= 0)
+			close(old);
 	}
-	return fd < 0 ? -errno : fd;
+	unlink(tmp);
+	if (rc != 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
 }
 
 /* A region in /dev/shm; -errno when it cannot be made. */
@@ -432,14 +418,10 @@ static int addb_make_shared(void)
 	addb_layout(&tmp);
 	snprintf(g.path, sizeof g.path, ADDB_SHM_DIR "/" ADDB_SHM_PREFIX "%d",
 		 (int)getpid());
-	fd = region_create(g.path);
+	fd = addb_region_create(g.path);
 	if (fd < 0) {
 		g.path[0] = '\0';
 		return fd;
-	}
-	if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
-		rc = -errno;
-		goto out_unlink;
 	}
 	/* every page now: a full /dev/shm is an error here, never a SIGBUS
 	 * on the first write of a row */
@@ -479,6 +461,7 @@ static void addb_atfork_child(void)
 	memset(g.peer_hash, 0, sizeof g.peer_hash);
 	addb_gen++;
 	pthread_mutex_init(&g.lock, NULL);
+	addb_trace_atfork_child();
 }
 
 /* At a normal exit (and at dlclose of libstrata): the region goes. */
@@ -570,7 +553,9 @@ int addb_sweep(void)
 			    strlen(ADDB_SHM_PREFIX)) != 0)
 			continue;
 		pid = strtol(de->d_name + strlen(ADDB_SHM_PREFIX), &end, 10);
-		if (*end != '\0' || pid <= 0 || pid == getpid())
+		if ((*end != '\0' && strcmp(end, ".trace") != 0 &&
+		     strncmp(end, ".new", 4) != 0) || pid <= 0 ||
+		    pid == getpid())
 			continue;
 		snprintf(path, sizeof path, ADDB_SHM_DIR "/%s", de->d_name);
 		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -610,6 +595,23 @@ uint64_t *addb_row_slow(void)
 }
 
 #ifndef STRATA_NO_ADDB
+struct addb_hdr *addb_hdr_get(void)
+{
+	if (addb_row_get() == NULL)
+		return NULL;
+	return __atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE);
+}
+
+uint32_t addb_thread_index(void)
+{
+	struct addb_hdr *h = addb_hdr_get();
+
+	if (h == NULL)
+		return 0;
+	return (uint32_t)((addb_t_row - (uint64_t *)((char *)h +
+		h->ah_rows_off)) / addb_row_words());
+}
+
 /* Row 0, the process's (NULL when there is no region). */
 static uint64_t *addb_row0(void)
 {
@@ -843,7 +845,7 @@ int addb_snap_file(const char *path, struct addb_snap **out)
 	s->as_start_ns = h.ah_start_ns;
 	memcpy(s->as_kind, h.ah_kind, sizeof s->as_kind);
 	s->as_kind[sizeof s->as_kind - 1] = '\0';
-	s->as_running = region_owned(fd);
+	s->as_running = addb_region_owned(fd);
 	*out = s;
 	s = NULL;
 out:

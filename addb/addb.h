@@ -259,6 +259,104 @@ uint32_t addb_dev_slot(uint32_t tier, const char *path);
 /** The slot of an RPC peer label (its address text), as addb_dev_slot(). */
 uint32_t addb_peer_slot(const char *peer);
 
+/* ------------------------------------------------------- trace records
+ * The ADDB trace (issue 30 item 2): timestamped records of op stages,
+ * server requests, device I/O and group commits, written per thread into
+ * a ring of a bounded file /dev/shm/strata-addb.PID.trace (default
+ * ADDB_TRACE_MIB_DEFAULT MiB, never more), made when tracing is first
+ * switched on.  Off by default; switched on and off at run time by the
+ * process (addb_trace_set(), clovis_addb_trace()) or from outside through
+ * its metrics region (`strata addb trace --pid P`), with one op in N
+ * traced (device I/O and commits are recorded while tracing is on).
+ * Decoded by addb_trace_read() (`strata addb dump`). */
+
+/** Record kinds. */
+enum addb_rec_kind {
+	ADDB_R_OP_LAUNCH = 1,  /**< a: op class; id: the op's trace id */
+	ADDB_R_OP_EXECUTED,    /**< a: op class */
+	ADDB_R_OP_END,         /**< a: op class, b: rc (int64), c: ns */
+	ADDB_R_SRV_RECV,       /**< a: op class of a server request */
+	ADDB_R_SRV_REPLY,      /**< a: op class, b: rc (int64), c: ns */
+	ADDB_R_DEV_IO,         /**< a: io (ADDB_IO_*), id: device slot,
+				*   b: bytes, c: ns */
+	ADDB_R_COMMIT,         /**< a: items, c: ns */
+	ADDB_R_NR
+};
+
+/** One record (48 bytes). */
+struct addb_rec {
+	uint64_t ar_seq;       /**< its index in its ring + 1 (0: empty) */
+	uint64_t ar_ts_ns;     /**< CLOCK_MONOTONIC */
+	uint32_t ar_kind;      /**< enum addb_rec_kind */
+	uint32_t ar_a;
+	uint64_t ar_id;
+	uint64_t ar_b;
+	uint64_t ar_c;
+};
+
+#define ADDB_TRACE_MIB_DEFAULT 64u
+#define ADDB_TRACE_MIB_MAX 4096u
+
+#ifndef STRATA_NO_ADDB
+/* The switch (the region header's ah_trace_sample; a zero word when there
+ * is no region); not for callers. */
+extern volatile uint32_t *addb_trace_sw;
+
+/** Whether tracing is on now (one load). */
+static inline bool addb_tracing(void)
+{
+	return *addb_trace_sw != 0;
+}
+/** At the start of an op or request: its trace id (one op in N of the
+ *  switch), or 0 when it is not traced. */
+uint64_t addb_trace_op(void);
+/** Write one record (nothing when tracing is off or the trace file
+ *  cannot be made). */
+void addb_rec(uint32_t kind, uint64_t id, uint32_t a, uint64_t b,
+	      uint64_t c);
+#else
+static inline bool addb_tracing(void) { return false; }
+static inline uint64_t addb_trace_op(void) { return 0; }
+static inline void addb_rec(uint32_t k, uint64_t id, uint32_t a, uint64_t b,
+			    uint64_t c)
+{ (void)k; (void)id; (void)a; (void)b; (void)c; }
+#endif
+
+/**
+ * Switch tracing of this process: sample 0 off, N >= 1 one op in N;
+ * mib the trace file's bound (1..ADDB_TRACE_MIB_MAX, 0: the default),
+ * used when the file is made (the first switch on).  0 or -EINVAL.
+ */
+int addb_trace_set(uint32_t sample, uint32_t mib);
+/**
+ * The same for process pid, through its metrics region (the process sees
+ * it at its next op).  Errors: -ENOENT (no region), -EPROTO (not a
+ * region of this catalog), -EINVAL, -errno of the write.
+ */
+int addb_trace_set_pid(pid_t pid, uint32_t sample, uint32_t mib);
+
+/** A decoded trace: the records of every ring, each ring's oldest first. */
+struct addb_trace {
+	uint64_t at_pid;
+	uint32_t at_nr;           /**< records */
+	uint64_t at_bytes;        /**< the trace file's size */
+	uint64_t at_written;      /**< records ever written (all rings) */
+	struct addb_trace_rec {
+		uint32_t tr_ring;     /**< the thread's ring */
+		struct addb_rec tr_rec;
+	} *at_recs;
+};
+/**
+ * Read the trace file of process pid (path NULL) or the file path.
+ * Records torn by a write at the time of the copy are left out.  Errors:
+ * -ENOENT (no trace: tracing was never switched on), -EPROTO (not a trace
+ * file: names the field), -ENOMEM, -EIO.
+ */
+int addb_trace_read(pid_t pid, const char *path, struct addb_trace **out);
+void addb_trace_free(struct addb_trace *t);
+/** Name of a record kind ("op.launch" ...), "?" for others. */
+const char *addb_rec_name(uint32_t kind);
+
 /* ---------------------------------------------------------------- region */
 
 /**

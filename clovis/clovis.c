@@ -1242,6 +1242,11 @@ int clovis_addb_metrics(struct clovis *cl, const char *server,
 	return rc;
 }
 
+int clovis_addb_trace(uint32_t sample, uint32_t size_mib)
+{
+	return addb_trace_set(sample, size_mib);
+}
+
 static pthread_mutex_t addb_serve_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct addb_http *addb_served;
 

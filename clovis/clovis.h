@@ -1507,6 +1507,18 @@ CLOVIS_API int clovis_addb_serve(const char *listen, uint16_t *port);
 /** Stop the server of clovis_addb_serve() (nothing when none runs). */
 CLOVIS_API void clovis_addb_serve_stop(void);
 
+/**
+ * Switch this process's ADDB trace: timestamped records of op stages
+ * (launched, executed, ended), server requests, device I/O and group
+ * commits, per thread, in a ring file /dev/shm/strata-addb.PID.trace of
+ * at most size_mib MiB (1..4096; 0: 64), made at the first switch on and
+ * never grown.  sample 0 switches it off, N >= 1 traces one op in N
+ * (device I/O and commits are recorded while it is on).  `strata addb
+ * dump --pid P` decodes it; `strata addb trace` switches another
+ * process's.  Returns 0 or -EINVAL (the message names the field).
+ */
+CLOVIS_API int clovis_addb_trace(uint32_t sample, uint32_t size_mib);
+
 #ifdef __cplusplus
 }
 #endif

@@ -140,6 +140,7 @@ struct clovis_op {
 	struct clovis_op_cbs op_cbs;
 	void *op_datum;
 	uint64_t op_launch_ns;
+	uint64_t op_trace;     /* ADDB trace id (addb_trace_op()), 0: none */
 	struct clovis_op *op_qnext;  /* work queue */
 	/* run inline (op_run_inline) and finished: set (release) after its
 	 * last touch of op_lock, so wait, state, rc and free read the

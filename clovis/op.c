@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "addb/addb.h"
 #include "clovis/clovis_internal.h"
 #include "clovis/clovis_limits.h"
 #include "core/errors.h"
@@ -456,9 +457,27 @@ static void op_set_state(struct clovis_op *op, uint32_t state)
 	pthread_mutex_unlock(&op->op_lock);
 }
 
+/* The ADDB trace records of a traced op (addb/addb.h): launched,
+ * executed, ended. */
+static void op_trace_launch(struct clovis_op *op)
+{
+	op->op_trace = addb_trace_op();
+	if (op->op_trace != 0)
+		addb_rec(ADDB_R_OP_LAUNCH, op->op_trace, op->op_stat, 0, 0);
+}
+
+static void op_trace_end(struct clovis_op *op, int rc)
+{
+	if (op->op_trace != 0)
+		addb_rec(ADDB_R_OP_END, op->op_trace, op->op_stat,
+			 (uint64_t)(int64_t)rc, op_now_ns() - op->op_launch_ns);
+}
+
 /* The op's effect is visible: handle attributes, EXECUTED, callback. */
 static void op_executed(struct clovis_op *op)
 {
+	if (op->op_trace != 0)
+		addb_rec(ADDB_R_OP_EXECUTED, op->op_trace, op->op_stat, 0, 0);
 	op_entity_update(op);
 	op_set_state(op, CLOVIS_OS_EXECUTED);
 	if (op->op_cbs.oc_executed != NULL)
@@ -477,6 +496,7 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	if (op->op_stat < CLOVIS_STAT_NR) /* dtx commit ops: not counted */
 		stats_record(&cl->cl_stats, op->op_stat, lat_us,
 			     op->op_req.er_bytes, rc != 0);
+	op_trace_end(op, rc);
 	if (rc != 0) {
 		snprintf(op->op_msg, sizeof op->op_msg, "%s", msg);
 		op->op_rc = rc;
@@ -660,6 +680,7 @@ static int op_launch_one(struct clovis_op *op)
 		op->op_state = CLOVIS_OS_LAUNCHED;
 		op->op_busy = true;
 		op->op_launch_ns = op_now_ns();
+		op_trace_launch(op);
 	}
 	pthread_mutex_unlock(&op->op_lock);
 	return rc;
@@ -743,12 +764,14 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 			       "state");
 	}
 	op->op_launch_ns = op_now_ns();
+	op_trace_launch(op);
 	op_msg_keep(&mk);
 	rc = cl->cl_exec(cl, &op->op_req);
 	ASSERT(rc != ENG_PENDING);
 	stats_record(&cl->cl_stats, op->op_stat,
 		     (op_now_ns() - op->op_launch_ns) / 1000,
 		     op->op_req.er_bytes, rc != 0);
+	op_trace_end(op, rc);
 	if (rc == 0) {
 		op_entity_update(op);
 	} else {

@@ -707,6 +707,8 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 	addb_add(ADDB_COMMIT_BATCHES, 0, 1);
 	addb_add(ADDB_COMMIT_ITEMS, 0, list_len(batch));
 	addb_obs(ADDB_COMMIT_SYNC, 0, (t2 - t0) * 1000);
+	if (addb_tracing())
+		addb_rec(ADDB_R_COMMIT, 0, list_len(batch), 0, (t2 - t0) * 1000);
 	if (e->e_chook != NULL)
 		e->e_chook(e->e_chook_arg, t2 - t0, list_len(batch));
 	commit_executed(batch);

@@ -732,6 +732,8 @@ static void tier_addb(struct tier_dev *d, uint32_t io, int rc, size_t len,
 	addb_add(ADDB_DEV_TIME, i, ns);
 	addb_obs(ADDB_TIER_IO_LAT, addb_inst(ADDB_TIER_IO_LAT,
 					     d->td_sb.sb_tier, io), ns);
+	if (addb_tracing())
+		addb_rec(ADDB_R_DEV_IO, slot, io, rc == 0 ? len : 0, ns);
 }
 
 /* Count the outcome of a request that reached the fault points: a success

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -422,6 +423,51 @@ static void test_http(void)
 	addb_http_stop(h);
 }
 
+/* The trace: off records nothing; on, records read back in order; the
+ * file has its bound and keeps a ring's latest records when it wraps;
+ * off again stops it. */
+static void test_trace(void)
+{
+	struct addb_trace *t = NULL;
+	uint64_t last = 0;
+	uint32_t mine = 0;
+	char path[64];
+	struct stat st;
+
+	CU_ASSERT_EQUAL(addb_trace_set(1, ADDB_TRACE_MIB_MAX + 1), -EINVAL);
+	addb_rec(ADDB_R_COMMIT, 0, 1, 0, 0); /* off: nothing */
+	CU_ASSERT_EQUAL(addb_trace_op(), 0);
+	CU_ASSERT_FATAL(addb_trace_set(1, 1) == 0);
+	for (uint32_t i = 0; i < 5000; i++)
+		addb_rec(ADDB_R_COMMIT, i + 1, 7, 0, i);
+	CU_ASSERT(addb_trace_op() != 0);
+	CU_ASSERT_FATAL(addb_trace_set(0, 0) == 0);
+	addb_rec(ADDB_R_COMMIT, 999999, 7, 0, 0); /* off again */
+	snprintf(path, sizeof path, "/dev/shm/strata-addb.%d.trace",
+		 (int)getpid());
+	CU_ASSERT_FATAL(stat(path, &st) == 0);
+	/* within its bound, and close to it */
+	CU_ASSERT(st.st_size <= 1 << 20 && st.st_size > (1 << 20) - 16384);
+	CU_ASSERT_FATAL(addb_trace_read(getpid(), NULL, &t) == 0);
+	CU_ASSERT(t->at_written >= 5000);
+	for (uint32_t i = 0; i < t->at_nr; i++) {
+		const struct addb_rec *r = &t->at_recs[i].tr_rec;
+
+		if (r->ar_kind != ADDB_R_COMMIT || r->ar_a != 7)
+			continue;
+		CU_ASSERT(r->ar_id > last); /* in order */
+		CU_ASSERT(r->ar_id != 999999);
+		last = r->ar_id;
+		mine++;
+	}
+	/* the ring wrapped: its latest records, the last one the last */
+	CU_ASSERT(mine > 100 && mine < 5000);
+	CU_ASSERT_EQUAL(last, 5000);
+	addb_trace_free(t);
+	CU_ASSERT_EQUAL(addb_trace_read(0, "/nonexistent.trace", &t), -ENOENT);
+	CU_ASSERT(strstr(err_msg(), "no trace") != NULL);
+}
+
 int addb_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("addb", NULL, NULL);
@@ -435,7 +481,8 @@ int addb_ut_add(void)
 	    !CU_add_test(s, "bad_files", test_bad_files) ||
 	    !CU_add_test(s, "fork_and_sweep", test_fork_and_sweep) ||
 	    !CU_add_test(s, "prom_text", test_prom_text) ||
-	    !CU_add_test(s, "http", test_http))
+	    !CU_add_test(s, "http", test_http) ||
+	    !CU_add_test(s, "trace", test_trace))
 		return -1;
 	return 0;
 }

@@ -190,6 +190,24 @@ static const struct cli_cmd cmds[] = {
 	  "Delete an index and all its records." },
 	{ "idx", "ls", 0, 0, 0, true, cmd_idx_ls, "",
 	  "List the ids of all indices in the default container." },
+	{ "addb", "trace", 2, 4, 0, false, cmd_addb_trace,
+	  "PID on [N [MIB]] | PID off",
+	  "Switch the ADDB trace of running Strata process PID through its "
+	  "metrics region: on traces one op in N (default 1) into a ring "
+	  "file /dev/shm/strata-addb.PID.trace of at most MIB MiB (default "
+	  "64; its size is fixed when the process first makes it), off "
+	  "stops it.  The process sees the switch at its next op." },
+	{ "addb", "dump", 1, 1, 0, false, cmd_addb_dump, "PID|FILE [--json]",
+	  "Decode the ADDB trace of process PID (or trace file FILE): one "
+	  "line per record in time order: time (s since the first record), "
+	  "ring (thread), kind (op.launch, op.executed, op.end, srv.recv, "
+	  "srv.reply, dev.io, commit), op id, class, result, bytes, latency; "
+	  "with --json one object per line." },
+	{ "addb", "top", 1, 1, CO_COUNT, false, cmd_addb_top,
+	  "PID [--count N]",
+	  "Live view of process PID from its metrics region, once a second "
+	  "(N times, default until interrupted): the busiest op classes "
+	  "(ops/s, mean latency) and devices (requests/s, MB/s)." },
 	{ "metrics", "server", 1, 1, CO_METRICS, true, cmd_metrics_server,
 	  "NAME [--min-priority P] [--json] (--cluster FILE | --server "
 	  "ADDR:PORT)",

@@ -201,6 +201,9 @@ static void srv_addb(struct srv_op *so, int rc)
 
 	if (so->so_t0_ns == 0 || k < ER_OBJ_READ || k > ER_ENT_SETATTR)
 		return;
+	if (so->so_trace != 0)
+		addb_rec(ADDB_R_SRV_REPLY, so->so_trace, k - 1,
+			 (uint64_t)(int64_t)rc, addb_now_ns() - so->so_t0_ns);
 	addb_obs(ADDB_SRV_OP_LAT, k - 1, addb_now_ns() - so->so_t0_ns);
 	if (rc != 0)
 		addb_add(ADDB_SRV_OP_ERR, k - 1, 1);
@@ -903,8 +906,13 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		return;
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
-	if (op == SOP_OBJ || op == SOP_ENT || op == SOP_IDX)
+	if (op == SOP_OBJ || op == SOP_ENT || op == SOP_IDX) {
 		so->so_t0_ns = addb_now_ns();
+		so->so_trace = addb_trace_op();
+		if (so->so_trace != 0)
+			addb_rec(ADDB_R_SRV_RECV, so->so_trace,
+				 so->so_m.mr_req.er_kind - 1, 0, 0);
+	}
 	so->so_m.mr_req.er_eng = s->s_eng;
 	if (s->s_route != NULL && (op == SOP_OBJ || (op == SOP_ENT &&
 	    so->so_m.mr_req.er_type == ST_ET_OBJ))) {

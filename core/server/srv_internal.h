@@ -118,6 +118,7 @@ struct srv_op {
 	void *so_route_ref;         /* s_route's reference, put at the end */
 	uint64_t so_t0_ns;          /* arrival (addb_now_ns) of an object,
 				     * entity or index request: its metrics */
+	uint64_t so_trace;          /* its ADDB trace id, 0: not traced */
 };
 
 /* Sums of stage times of object requests, by class (srv.c). */

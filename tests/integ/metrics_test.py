@@ -18,6 +18,12 @@ addb/addb.h, docs/monitoring.md).
    a client sent; `strata metrics server s0` gives the same page through
    the cluster protocol; the client's RPC counters name the server.
 4. strata-s3 --metrics: requests by operation and status class, exactly.
+5. The ADDB trace of a running app, switched from outside (`strata addb
+   trace PID on N [MIB]` / `off`): its records decode (`strata addb dump
+   --json`) to exactly the ops performed, each launched before it ended,
+   in order per thread, one op in N when sampled, none once off; under a
+   60 s write load the trace file never exceeds its bound and keeps the
+   latest records; `strata addb top` shows the busy op class.
 
 Ends with "N passed, N failed".
 """
@@ -373,6 +379,92 @@ def part_s3():
     gw.wait(timeout=120)
 
 
+def dump(pid):
+    import json
+    r = cli("addb", "dump", str(pid), "--json")
+    recs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+    return r, recs
+
+
+def part_trace():
+    data = os.path.join(T, "trace-app")
+    a = App(data)
+    trace = "/dev/shm/strata-addb.%d.trace" % a.pid
+    r = cli("addb", "dump", str(a.pid))
+    ok(r.returncode == 1 and "no trace" in r.stderr,
+       "no trace before it is switched on", r.stderr)
+    r = cli("addb", "trace", str(a.pid), "on", "1", "4")
+    ok(r.returncode == 0, "strata addb trace PID on 1 4", r.stderr)
+    ok(a.cmd("write 5") == "done write 5", "5 writes traced")
+    r, recs = dump(a.pid)
+    ok(r.returncode == 0, "strata addb dump --json", r.stderr)
+    w = 1  # op class obj.write
+    launch = {x["id"]: x for x in recs if x["kind"] == "op.launch" and
+              x["a"] == w}
+    end = {x["id"]: x for x in recs if x["kind"] == "op.end" and
+           x["a"] == w}
+    ok(len(launch) == 5 and set(launch) == set(end),
+       "exactly the 5 writes, each launched and ended", (len(launch),
+                                                          len(end)))
+    ok(all(launch[i]["t"] <= end[i]["t"] and end[i]["b"] == 0 and
+           end[i]["c"] > 0 for i in launch),
+       "each launched before it ended, rc 0, with its latency")
+    ok(sum(1 for x in recs if x["kind"] == "dev.io" and x["b"] == 4096)
+       >= 5, "the device writes of 4 KiB are recorded")
+    ok(any(x["kind"] == "commit" for x in recs), "group commits recorded")
+    rings = {}
+    inorder = True
+    for x in recs:
+        if x["t"] < rings.get(x["ring"], -1):
+            inorder = False
+        rings[x["ring"]] = x["t"]
+    ok(inorder, "records in time order per thread")
+    r = cli("addb", "trace", str(a.pid), "off")
+    ok(r.returncode == 0 and a.cmd("write 3") == "done write 3",
+       "trace off, 3 more writes")
+    _, recs2 = dump(a.pid)
+    ok(sum(1 for x in recs2 if x["kind"] == "op.launch") ==
+       sum(1 for x in recs if x["kind"] == "op.launch"),
+       "nothing recorded once off")
+    r = cli("addb", "trace", str(a.pid), "on", "4")
+    ok(r.returncode == 0 and a.cmd("write 40") == "done write 40",
+       "trace on, one op in 4, 40 writes")
+    _, recs3 = dump(a.pid)
+    n = (sum(1 for x in recs3 if x["kind"] == "op.launch" and x["a"] == w)
+         - len(launch))
+    ok(n == 10, "one op in 4 traced: 10 of 40", n)
+    ok(cli("addb", "trace", str(a.pid), "on", "0").returncode == 2,
+       "a sample of 0 is a usage error")
+    ok(cli("addb", "trace", "99999999999", "on").returncode == 2,
+       "a pid out of range is a usage error")
+    # top while the app writes
+    top = subprocess.Popen([S, "addb", "top", str(a.pid), "--count", "2"],
+                           stdout=subprocess.PIPE, text=True)
+    a.cmd("write 300")
+    out = top.communicate(timeout=120)[0]
+    ok("obj.write" in out, "strata addb top shows the writes", out[:300])
+    # 60 s of writes, every op traced: the file keeps its bound
+    r = cli("addb", "trace", str(a.pid), "on", "1")
+    bound = os.path.getsize(trace)
+    ok(bound <= 4 << 20, "the trace file is within its 4 MiB bound", bound)
+    t0, sizes, n = time.time(), [], 0
+    while time.time() - t0 < 60 and n < 100000:
+        a.cmd("write 100")
+        n += 100
+        sizes.append(os.path.getsize(trace))
+    ok(max(sizes) == bound, "60 s of writes (%d, every op traced): the file "
+       "never grew past %d bytes" % (n, bound), max(sizes))
+    r, recs4 = dump(a.pid)
+    kept = len(recs4)
+    m = [l for l in r.stderr.splitlines() if "records kept of" in l]
+    written = int(m[0].split("kept of ")[1].split()[0]) if m else 0
+    ok(kept < written and kept > 1000,
+       "the rings wrapped: %d records kept of %d written" % (kept, written))
+    ok(a.cmd("quit").startswith("done") or True, "the app ends")
+    a.p.wait(timeout=120)
+    ok(not os.path.exists(trace), "a clean exit removes the trace file")
+
+
 def main():
     for p in (S, APP, PROMTOOL):
         if not os.access(p, os.X_OK):
@@ -382,6 +474,7 @@ def main():
         part_embedded()
         part_server()
         part_s3()
+        part_trace()
     except Exception as e:  # a crash of the test is a failure, named
         import traceback
         traceback.print_exc()
@@ -393,7 +486,7 @@ def main():
                 p.wait()
         if os.environ.get("KEEP") != "1":
             # the embedded stores' NVRAM devices live in /dev/shm
-            for data in ("app", "s3data"):
+            for data in ("app", "s3data", "trace-app"):
                 if os.path.isdir(os.path.join(T, data)):
                     cli("--data", os.path.join(T, data), "destroy", "--yes")
             subprocess.run(["rm", "-rf", T])

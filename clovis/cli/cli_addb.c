@@ -1,0 +1,206 @@
+/*
+ * cli_addb.c — strata addb trace | dump | top: the ADDB trace records of a
+ * running Strata process and a live view of its metrics (addb/addb.h,
+ * docs/monitoring.md).  No store is opened: they read and write the
+ * process's shared-memory files.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "addb/addb.h"
+#include "clovis/cli/cli.h"
+
+/* A process id argument: 1 .. INT32_MAX, digits only. */
+static bool parse_pid(const char *s, pid_t *pid)
+{
+	uint64_t v;
+
+	if (!cli_parse_u64(s, &v) || v == 0 || v > INT32_MAX)
+		return false;
+	*pid = (pid_t)v;
+	return true;
+}
+
+/* strata addb trace PID on [N [MIB]] | PID off */
+int cmd_addb_trace(struct cli *c)
+{
+	uint64_t n = 1, mib = 0;
+	pid_t pid;
+	bool on;
+	int rc;
+
+	if (!parse_pid(c->c_args[0], &pid))
+		return cli_usage(c, "'%s' is not a process id", c->c_args[0]);
+	on = strcmp(c->c_args[1], "on") == 0;
+	if (!on && strcmp(c->c_args[1], "off") != 0)
+		return cli_usage(c, "'%s': say on or off", c->c_args[1]);
+	if (!on && c->c_nargs > 2)
+		return cli_usage(c, "off takes no sample or size");
+	if (on && c->c_nargs > 2 &&
+	    (!cli_parse_u64(c->c_args[2], &n) || n == 0 || n > UINT32_MAX))
+		return cli_usage(c, "sample '%s': one op in N, N >= 1",
+				 c->c_args[2]);
+	if (on && c->c_nargs > 3 &&
+	    (!cli_parse_u64(c->c_args[3], &mib) || mib == 0 ||
+	     mib > ADDB_TRACE_MIB_MAX))
+		return cli_usage(c, "size '%s': 1..%u MiB", c->c_args[3],
+				 ADDB_TRACE_MIB_MAX);
+	rc = cli_call(c, addb_trace_set_pid(pid, on ? (uint32_t)n : 0,
+					    (uint32_t)mib));
+	if (rc < 0)
+		return cli_fail(c, rc, "addb trace %d", (int)pid);
+	if (c->c_json)
+		printf("{\"pid\": %d, \"sample\": %" PRIu64 "}\n", (int)pid,
+		       on ? n : 0);
+	else if (!c->c_quiet)
+		printf("process %d: trace %s\n", (int)pid, on ? "on" : "off");
+	return CLI_OK;
+}
+
+static void dump_line(struct cli *c, const struct addb_trace_rec *r,
+		      uint64_t t0)
+{
+	const struct addb_rec *x = &r->tr_rec;
+	double t = (x->ar_ts_ns - t0) / 1e9;
+
+	if (c->c_json) {
+		printf("{\"t\": %.9f, \"ring\": %u, \"kind\": \"%s\", \"id\": "
+		       "%" PRIu64 ", \"a\": %u, \"b\": %" PRId64 ", \"c\": "
+		       "%" PRIu64 "}\n", t, r->tr_ring,
+		       addb_rec_name(x->ar_kind), x->ar_id, x->ar_a,
+		       (int64_t)x->ar_b, x->ar_c);
+		return;
+	}
+	printf("%12.6f %3u %-11s", t, r->tr_ring, addb_rec_name(x->ar_kind));
+	switch (x->ar_kind) {
+	case ADDB_R_OP_LAUNCH:
+	case ADDB_R_OP_EXECUTED:
+	case ADDB_R_SRV_RECV:
+		printf(" op %" PRIu64 " %s\n", x->ar_id,
+		       addb_dim_value(ADDB_DIM_OP, x->ar_a, NULL));
+		break;
+	case ADDB_R_OP_END:
+	case ADDB_R_SRV_REPLY:
+		printf(" op %" PRIu64 " %s rc %" PRId64 " %.1f us\n", x->ar_id,
+		       addb_dim_value(ADDB_DIM_OP, x->ar_a, NULL),
+		       (int64_t)x->ar_b, x->ar_c / 1e3);
+		break;
+	case ADDB_R_DEV_IO:
+		printf(" device slot %" PRIu64 " %s %" PRIu64 " bytes %.1f us\n",
+		       x->ar_id, addb_dim_value(ADDB_DIM_IO, x->ar_a, NULL),
+		       x->ar_b, x->ar_c / 1e3);
+		break;
+	default:
+		printf(" %u items %.1f us\n", x->ar_a, x->ar_c / 1e3);
+	}
+}
+
+/* strata addb dump PID|FILE [--json] */
+int cmd_addb_dump(struct cli *c)
+{
+	struct addb_trace *t = NULL;
+	pid_t pid = 0;
+	bool is_pid = parse_pid(c->c_args[0], &pid);
+	int rc;
+
+	rc = cli_call(c, addb_trace_read(pid, is_pid ? NULL : c->c_args[0],
+					 &t));
+	if (rc < 0)
+		return cli_fail(c, rc, "addb dump %s", c->c_args[0]);
+	if (!c->c_quiet)
+		fprintf(stderr, "# process %" PRIu64 ": %u records kept of %"
+			PRIu64 " written, trace file %" PRIu64 " bytes\n",
+			t->at_pid, t->at_nr, t->at_written, t->at_bytes);
+	for (uint32_t i = 0; i < t->at_nr; i++)
+		dump_line(c, &t->at_recs[i], t->at_recs[0].tr_rec.ar_ts_ns);
+	addb_trace_free(t);
+	return fflush(stdout) == 0 ? CLI_OK : cli_sys(EIO, "addb dump: output");
+}
+
+static volatile sig_atomic_t top_stop;
+
+static void top_sig(int sig)
+{
+	(void)sig;
+	top_stop = 1;
+}
+
+/* One view: per op class and device, the change from a to b over secs. */
+static void top_show(const struct addb_snap *a, const struct addb_snap *b,
+		     double secs)
+{
+	printf("process %" PRIu64 " (%s)%s\n%-16s %10s %12s\n", b->as_pid,
+	       b->as_kind, b->as_running ? "" : " -- not running", "op",
+	       "ops/s", "mean us");
+	for (uint32_t op = 0; op < addb_dim_size(ADDB_DIM_OP); op++)
+		for (int m = ADDB_CLIENT_OP_LAT; m <= ADDB_SRV_OP_LAT;
+		     m += ADDB_SRV_OP_LAT - ADDB_CLIENT_OP_LAT) {
+			const uint64_t *wa = a->as_val + addb_off(m) +
+					     op * addb_width(m);
+			const uint64_t *wb = b->as_val + addb_off(m) +
+					     op * addb_width(m);
+			uint64_t n = 0;
+
+			for (uint32_t k = 0; k < ADDB_HIST_BUCKETS; k++)
+				n += wb[k] - wa[k];
+			if (n == 0)
+				continue;
+			printf("%-16s %10.0f %12.1f%s\n",
+			       addb_dim_value(ADDB_DIM_OP, op, NULL), n / secs,
+			       (wb[ADDB_HIST_BUCKETS] - wa[ADDB_HIST_BUCKETS]) /
+			       1e3 / n, m == ADDB_SRV_OP_LAT ? " (served)" : "");
+		}
+	printf("%-40s %10s %10s\n", "device", "req/s", "MB/s");
+	for (uint32_t d = 0; d < ADDB_DEV_SLOTS; d++) {
+		uint64_t n = 0, by = 0;
+
+		if (b->as_dev[d][0] == '\0')
+			continue;
+		for (uint32_t io = 0; io < addb_dim_size(ADDB_DIM_IO); io++) {
+			uint32_t i = addb_inst(ADDB_DEV_IO, d, io);
+
+			n += addb_snap_get(b, ADDB_DEV_IO, i) -
+			     addb_snap_get(a, ADDB_DEV_IO, i);
+			by += addb_snap_get(b, ADDB_DEV_BYTES, i) -
+			      addb_snap_get(a, ADDB_DEV_BYTES, i);
+		}
+		if (n != 0)
+			printf("%-40.40s %10.0f %10.2f\n", b->as_dev[d],
+			       n / secs, by / secs / 1e6);
+	}
+	printf("\n");
+	fflush(stdout);
+}
+
+/* strata addb top PID [--count N] */
+int cmd_addb_top(struct cli *c)
+{
+	struct addb_snap *a = NULL, *b = NULL;
+	pid_t pid;
+	int rc;
+
+	if (!parse_pid(c->c_args[0], &pid))
+		return cli_usage(c, "'%s' is not a process id", c->c_args[0]);
+	rc = cli_call(c, addb_snap_pid(pid, &a));
+	if (rc < 0)
+		return cli_fail(c, rc, "addb top %d", (int)pid);
+	signal(SIGINT, top_sig);
+	for (uint64_t i = 0; !top_stop && (!c->c_count_set || i < c->c_count);
+	     i++) {
+		sleep(1);
+		rc = cli_call(c, addb_snap_pid(pid, &b));
+		if (rc < 0)
+			break;
+		top_show(a, b, 1.0);
+		addb_snap_free(a);
+		a = b;
+		b = NULL;
+	}
+	addb_snap_free(a);
+	return rc < 0 ? cli_fail(c, rc, "addb top %d", (int)pid) : CLI_OK;
+}
