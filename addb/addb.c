@@ -594,7 +594,6 @@ uint64_t *addb_row_slow(void)
 	return addb_t_row;
 }
 
-#ifndef STRATA_NO_ADDB
 struct addb_hdr *addb_hdr_get(void)
 {
 	if (addb_row_get() == NULL)
@@ -612,6 +611,7 @@ uint32_t addb_thread_index(void)
 		h->ah_rows_off)) / addb_row_words());
 }
 
+#ifndef STRATA_NO_ADDB
 /* Row 0, the process's (NULL when there is no region). */
 static uint64_t *addb_row0(void)
 {

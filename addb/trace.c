@@ -66,6 +66,7 @@ static struct {
 	char path[80];
 } tg = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
 
+#ifndef STRATA_NO_ADDB
 static uint64_t trace_next_id;
 static __thread uint64_t t_ops;
 
@@ -76,6 +77,7 @@ static uint64_t mono_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+#endif
 
 /* The switch of this process's region (called once it is made). */
 void addb_trace_attach(struct addb_hdr *h)
@@ -103,6 +105,7 @@ __attribute__((destructor)) static void trace_exit(void)
 		unlink(tg.path);
 }
 
+#ifndef STRATA_NO_ADDB
 static uint64_t trace_layout(struct trace_hdr *t, uint32_t mib)
 {
 	uint64_t size = (uint64_t)mib << 20;
@@ -159,7 +162,6 @@ out_unlink:
 	tg.path[0] = '\0';
 }
 
-#ifndef STRATA_NO_ADDB
 uint64_t addb_trace_op(void)
 {
 	uint32_t n = *addb_trace_sw;

@@ -11,10 +11,11 @@
  *   strata_bench_addb --dir DIR --seconds S --one      (one side, one
  *                     round: prints "w4k OPS get1 OPS"; what --off runs)
  *
- * The ratio is metrics on / compiled out (goal: >= 0.98, metrics cost at
- * most 2 %).  The ADDB trace records (issue 30 item 2) are not built, so
- * their figures are not printed.  Devices: files on the disk of DIR
- * (O_DIRECT), NVRAM on /dev/shm.
+ * Four sides a round: compiled out, metrics on, metrics + trace records
+ * of every op (--trace 1), metrics + records of one op in 100 (--trace
+ * 100).  Ratios against compiled out; goals: metrics >= 0.98 (cost at most
+ * 2 %), records 1 in 100 >= 0.95 (at most 5 %).  Devices: files on the
+ * disk of DIR (O_DIRECT), NVRAM on /dev/shm.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -33,6 +34,7 @@
 #define ROUNDS_MAX 16u
 
 static double secs = 3;
+static unsigned trace_n;  /* --trace N: records of one op in N */
 static struct clovis *cl;
 static struct clovis_obj objs[QD];
 static struct clovis_idx ix;
@@ -185,14 +187,15 @@ static double fig_get1(void)
 }
 
 /* One side: run path --one (a store of its own under dir). */
-static int run_off(const char *path, const char *dir, double *w, double *g)
+static int run_off(const char *path, const char *dir, unsigned tr,
+		   double *w, double *g)
 {
 	char cmd[2048];
 	FILE *p;
 	int rc;
 
-	snprintf(cmd, sizeof cmd, "'%s' --dir '%s' --seconds %g --one", path,
-		 dir, secs);
+	snprintf(cmd, sizeof cmd, "'%s' --dir '%s' --seconds %g --one "
+		 "--trace %u", path, dir, secs, tr);
 	p = popen(cmd, "r");
 	if (p == NULL)
 		return -errno;
@@ -201,6 +204,9 @@ static int run_off(const char *path, const char *dir, double *w, double *g)
 		rc = -EIO;
 	return rc;
 }
+
+#define SIDES 4u
+static double w[SIDES][ROUNDS_MAX], g[SIDES][ROUNDS_MAX];
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -215,13 +221,76 @@ static double median(double *v, unsigned n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The figures: each side's median, and the median of its rounds' ratios
+ * to compiled out. */
+static void figs(unsigned rounds, bool json)
+{
+	static const char *const names[SIDES] = {
+		NULL, "metrics on", "metrics + records 1:1",
+		"metrics + records 1:100"};
+	static const double goal[SIDES] = {0, 0.98, 0, 0.95};
+	const char *emu = "embedded store, flash = files on the disk "
+			  "(O_DIRECT), NVRAM on /dev/shm";
+	double wq[ROUNDS_MAX], gq[ROUNDS_MAX];
+	bool first = true;
+
+	if (json)
+		printf("[");
+	else
+		printf("%-40s %10s %10s %6s  %-6s %-10s %s\n", "name", "ours",
+		       "raw", "ratio", "unit", "goal",
+		       "raw = telemetry compiled out");
+	for (unsigned sd = 1; sd < SIDES; sd++) {
+		double v[ROUNDS_MAX];
+
+		for (unsigned r = 0; r < rounds; r++) {
+			wq[r] = w[sd][r] / w[0][r];
+			gq[r] = g[sd][r] / g[0][r];
+		}
+		for (unsigned k = 0; k < 2; k++) {
+			double *q = k == 0 ? wq : gq, ours, raw, ratio;
+			char name[80];
+
+			memcpy(v, k == 0 ? w[sd] : g[sd], rounds * sizeof *v);
+			ours = median(v, rounds);
+			memcpy(v, k == 0 ? w[0] : g[0], rounds * sizeof *v);
+			raw = median(v, rounds);
+			ratio = median(q, rounds);
+			snprintf(name, sizeof name, "%s, %s",
+				 k == 0 ? "4K write qd16" : "idx GET qd1",
+				 names[sd]);
+			if (json) {
+				printf("%s{\"name\":\"%s\",\"ours\":%.1f,"
+				       "\"raw\":%.1f,\"ratio\":%.3f,\"unit\":"
+				       "\"ops/s\",\"goal\":%.2f,\"rounds\":%u}",
+				       first ? "" : ",", name, ours, raw, ratio,
+				       goal[sd], rounds);
+				first = false;
+			} else {
+				char gs[16] = "";
+
+				if (goal[sd] > 0)
+					snprintf(gs, sizeof gs, ">=%.2f %s",
+						 goal[sd], ratio >= goal[sd] ?
+						 "met" : "NOT");
+				printf("%-40s %10.0f %10.0f %6.3f  %-6s %-10s %s\n",
+				       name, ours, raw, ratio, "ops/s", gs, emu);
+			}
+		}
+	}
+	if (json)
+		printf("]\n");
+	else
+		printf("# medians of %u rounds of %g s a figure and side; each "
+		       "side a fresh process and store, the order turning\n",
+		       rounds, secs);
+}
+
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *off = NULL;
 	unsigned rounds = 3;
 	bool json = false, one = false;
-	double won[ROUNDS_MAX], woff[ROUNDS_MAX], gon[ROUNDS_MAX],
-	       goff[ROUNDS_MAX], wr[ROUNDS_MAX], gr[ROUNDS_MAX];
 	char self[1024], offp[1100], sdir[1024];
 
 	for (int i = 1; i < argc; i++) {
@@ -237,6 +306,8 @@ int main(int argc, char **argv)
 			json = true;
 		else if (strcmp(argv[i], "--one") == 0)
 			one = true;
+		else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
+			trace_n = (unsigned)atoi(argv[++i]);
 	}
 	if (dir == NULL || secs <= 0 || rounds == 0 || rounds > ROUNDS_MAX) {
 		fprintf(stderr, "usage: strata_bench_addb --dir DIR [--seconds "
@@ -247,9 +318,11 @@ int main(int argc, char **argv)
 	if (one) {
 		snprintf(sdir, sizeof sdir, "%s/addb-%d", dir, (int)getpid());
 		setup(sdir);
-		double w = fig_w4k(), g = fig_get1();
+		if (trace_n != 0)
+			check(clovis_addb_trace(trace_n, 64), "trace on");
+		double fw = fig_w4k(), fg = fig_get1();
 
-		printf("w4k %.1f get1 %.1f\n", w, g);
+		printf("w4k %.1f get1 %.1f\n", fw, fg);
 		clovis_fini(cl);
 		check(clovis_store_destroy(sdir), "destroy");
 		return 0;
@@ -268,55 +341,27 @@ int main(int argc, char **argv)
 		off = offp;
 	}
 	for (unsigned r = 0; r < rounds; r++) {
-		int rc;
+		const char *bin[SIDES] = {off, self, self, self};
+		const unsigned tr[SIDES] = {0, 0, 1, 100};
+		int rc = 0;
 
-		if (r % 2 == 0) {
-			rc = run_off(off, dir, &woff[r], &goff[r]);
-			rc = rc ? rc : run_off(self, dir, &won[r], &gon[r]);
-		} else {
-			rc = run_off(self, dir, &won[r], &gon[r]);
-			rc = rc ? rc : run_off(off, dir, &woff[r], &goff[r]);
+		/* the order turns from round to round */
+		for (unsigned k = 0; rc == 0 && k < SIDES; k++) {
+			unsigned sd = (k + r) % SIDES;
+
+			rc = run_off(bin[sd], dir, tr[sd], &w[sd][r], &g[sd][r]);
 		}
 		if (rc != 0) {
 			fprintf(stderr, "bench_addb: a side failed (%s, %s)\n",
 				self, off);
 			return 1;
 		}
-		wr[r] = won[r] / woff[r];
-		gr[r] = gon[r] / goff[r];
-		fprintf(stderr, "# round %u: 4 KiB writes qd16 %.0f / %.0f, idx "
-			"GET qd1 %.0f / %.0f ops/s (metrics on / compiled out)\n",
-			r + 1, won[r], woff[r], gon[r], goff[r]);
+		fprintf(stderr, "# round %u: 4 KiB writes qd16 %.0f / %.0f / "
+			"%.0f / %.0f, idx GET qd1 %.0f / %.0f / %.0f / %.0f "
+			"ops/s (compiled out / metrics / +records 1:1 / 1:100)\n",
+			r + 1, w[0][r], w[1][r], w[2][r], w[3][r], g[0][r],
+			g[1][r], g[2][r], g[3][r]);
 	}
-	{
-		double w1 = median(won, rounds), w0 = median(woff, rounds),
-		       g1 = median(gon, rounds), g0 = median(goff, rounds),
-		       wq = median(wr, rounds), gq = median(gr, rounds);
-		const char *emu = "embedded store, flash = files on the disk "
-				  "(O_DIRECT), NVRAM on /dev/shm";
-
-		if (json) {
-			printf("[{\"name\":\"4K write qd16, metrics on\","
-			       "\"ours\":%.1f,\"raw\":%.1f,\"ratio\":%.3f,"
-			       "\"unit\":\"ops/s\",\"goal\":0.98,\"rounds\":%u},"
-			       "{\"name\":\"idx GET qd1, metrics on\","
-			       "\"ours\":%.1f,\"raw\":%.1f,\"ratio\":%.3f,"
-			       "\"unit\":\"ops/s\",\"goal\":0.98,\"rounds\":%u}]\n",
-			       w1, w0, wq, rounds, g1, g0, gq, rounds);
-		} else {
-			printf("%-34s %10s %10s %6s  %-6s %-10s %s\n", "name",
-			       "ours", "raw", "ratio", "unit", "goal",
-			       "raw = telemetry compiled out");
-			printf("%-34s %10.0f %10.0f %6.3f  %-6s %-10s %s\n",
-			       "4K write qd16, metrics on", w1, w0, wq, "ops/s",
-			       wq >= 0.98 ? ">=0.98 met" : ">=0.98 NOT", emu);
-			printf("%-34s %10.0f %10.0f %6.3f  %-6s %-10s %s\n",
-			       "idx GET qd1, metrics on", g1, g0, gq, "ops/s",
-			       gq >= 0.98 ? ">=0.98 met" : ">=0.98 NOT", emu);
-			printf("# medians of %u alternated rounds of %g s per "
-			       "side; ADDB trace records are not built (issue 30 "
-			       "item 2): no figure for them\n", rounds, secs);
-		}
-	}
+	figs(rounds, json);
 	return 0;
 }
