@@ -426,6 +426,23 @@ int cmd_metrics(struct cli *c);
 int cmd_addb_trace(struct cli *c);
 int cmd_addb_dump(struct cli *c);
 int cmd_addb_top(struct cli *c);
+
+/** The requests every cluster server served, summed from their metrics
+ *  (SOP_METRICS, cli_addb.c): per op class count, errors, latency sum and
+ *  cumulative histogram buckets (addb/addb.h), and each server's count. */
+struct cli_ops_agg {
+	uint32_t oa_nr;                  /* servers read */
+	uint32_t oa_down;                /* servers not read */
+	char oa_srv[64][64];
+	uint64_t oa_count[16];
+	uint64_t oa_err[16];
+	double oa_sum_s[16];
+	uint64_t oa_cum[16][32];
+	uint64_t oa_srv_count[64][16];
+};
+int cli_ops_aggregate(struct cli *c, struct cli_ops_agg *a);
+/** Print a as a table, or as a JSON object (no line end). */
+void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json);
 int cmd_metrics_server(struct cli *c);
 int cmd_devices(struct cli *c);
 int cmd_tiers(struct cli *c);

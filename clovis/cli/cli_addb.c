@@ -5,6 +5,8 @@
  * process's shared-memory files.
  */
 #include <errno.h>
+#include <json-c/json.h>
+#include <math.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -203,4 +205,158 @@ int cmd_addb_top(struct cli *c)
 	}
 	addb_snap_free(a);
 	return rc < 0 ? cli_fail(c, rc, "addb top %d", (int)pid) : CLI_OK;
+}
+
+/* ------------------------------------------- servers' metrics, summed */
+
+_Static_assert(ADDB_HIST_BUCKETS <= 32 && CLOVIS_STAT_NR <= 16,
+	       "struct cli_ops_agg holds every op class and bucket");
+
+/* Add the samples of family name in metrics array ms, by op label, into
+ * the per-op sums (histogram: buckets, sum, count; counter: errors). */
+static void agg_family(struct json_object *ms, const char *name,
+		       struct cli_ops_agg *a, uint32_t srv)
+{
+	size_t n = json_object_array_length(ms);
+
+	for (size_t i = 0; i < n; i++) {
+		struct json_object *m = json_object_array_get_idx(ms, i), *v,
+				   *ss, *lb, *op;
+
+		if (!json_object_object_get_ex(m, "name", &v) ||
+		    strcmp(json_object_get_string(v), name) != 0 ||
+		    !json_object_object_get_ex(m, "samples", &ss))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(ss); k++) {
+			struct json_object *s = json_object_array_get_idx(ss, k);
+			struct json_object *bk;
+			uint32_t o;
+
+			if (!json_object_object_get_ex(s, "labels", &lb) ||
+			    !json_object_object_get_ex(lb, "op", &op))
+				continue;
+			for (o = 0; o < addb_dim_size(ADDB_DIM_OP); o++)
+				if (strcmp(addb_dim_value(ADDB_DIM_OP, o, NULL),
+					   json_object_get_string(op)) == 0)
+					break;
+			if (o == addb_dim_size(ADDB_DIM_OP))
+				continue;
+			if (json_object_object_get_ex(s, "value", &v)) {
+				a->oa_err[o] += (uint64_t)json_object_get_int64(v);
+				continue;
+			}
+			if (json_object_object_get_ex(s, "count", &v)) {
+				a->oa_count[o] += (uint64_t)json_object_get_int64(v);
+				a->oa_srv_count[srv][o] +=
+					(uint64_t)json_object_get_int64(v);
+			}
+			if (json_object_object_get_ex(s, "sum", &v))
+				a->oa_sum_s[o] += json_object_get_double(v);
+			if (!json_object_object_get_ex(s, "buckets", &bk))
+				continue;
+			for (size_t b = 0; b < json_object_array_length(bk) &&
+			     b < ADDB_HIST_BUCKETS; b++)
+				a->oa_cum[o][b] += (uint64_t)json_object_get_int64(
+					json_object_array_get_idx(
+					json_object_array_get_idx(bk, b), 1));
+		}
+	}
+}
+
+int cli_ops_aggregate(struct cli *c, struct cli_ops_agg *a)
+{
+	struct clovis_server_info si[64];
+	uint32_t nr = 64;
+	int rc;
+
+	memset(a, 0, sizeof *a);
+	rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
+	if (rc != 0)
+		return rc;
+	for (uint32_t i = 0; i < nr && i < 64; i++) {
+		struct json_object *j, *ms;
+		char *text = NULL;
+		size_t len = 0;
+
+		sscanf(si[i].si_name, "%63s", a->oa_srv[a->oa_nr]);
+		if (!si[i].si_up) {
+			a->oa_down++;
+			continue;
+		}
+		if (clovis_addb_metrics(c->c_cl, a->oa_srv[a->oa_nr], 0,
+					CLOVIS_ADDB_JSON, &text, &len) != 0) {
+			a->oa_down++;
+			continue;
+		}
+		j = json_tokener_parse(text);
+		free(text);
+		if (j != NULL && json_object_object_get_ex(j, "metrics", &ms)) {
+			agg_family(ms, "strata_server_op_latency_seconds", a,
+				   a->oa_nr);
+			agg_family(ms, "strata_server_op_errors_total", a,
+				   a->oa_nr);
+			a->oa_nr++;
+		} else {
+			a->oa_down++;
+		}
+		json_object_put(j);
+	}
+	return 0;
+}
+
+/* The upper bound in us of the bucket where quantile q of op o falls. */
+static double agg_quantile(const struct cli_ops_agg *a, uint32_t o, double q)
+{
+	uint64_t want = (uint64_t)(a->oa_count[o] * q + 0.999999);
+
+	for (uint32_t b = 0; b + 1 < ADDB_HIST_BUCKETS; b++)
+		if (a->oa_cum[o][b] >= want)
+			return (double)(1ull << b);
+	return INFINITY;
+}
+
+void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json)
+{
+	bool first = true;
+
+	if (json) {
+		printf("{\"servers_read\": %u, \"servers_not_read\": %u, "
+		       "\"served\": {", a->oa_nr, a->oa_down);
+		for (uint32_t o = 0; o < addb_dim_size(ADDB_DIM_OP); o++) {
+			if (a->oa_count[o] == 0)
+				continue;
+			printf("%s\"%s\": {\"count\": %" PRIu64 ", \"errors\": %"
+			       PRIu64 ", \"mean_us\": %.1f, \"p50_us_le\": %.0f, "
+			       "\"p99_us_le\": %.0f, \"by_server\": {",
+			       first ? "" : ", ",
+			       addb_dim_value(ADDB_DIM_OP, o, NULL),
+			       a->oa_count[o], a->oa_err[o],
+			       a->oa_sum_s[o] * 1e6 / a->oa_count[o],
+			       agg_quantile(a, o, 0.5), agg_quantile(a, o, 0.99));
+			for (uint32_t s = 0; s < a->oa_nr; s++)
+				printf("%s\"%s\": %" PRIu64, s ? ", " : "",
+				       a->oa_srv[s], a->oa_srv_count[s][o]);
+			printf("}}");
+			first = false;
+		}
+		printf("}}");
+		return;
+	}
+	printf("requests served, summed over %u server(s)%s (an index "
+	       "update counts once per replica):\n", a->oa_nr,
+	       a->oa_down ? " (some not read: down)" : "");
+	printf("%-16s %10s %8s %10s %10s %10s\n", "op", "count", "errors",
+	       "mean us", "p50 us <=", "p99 us <=");
+	for (uint32_t o = 0; o < addb_dim_size(ADDB_DIM_OP); o++) {
+		if (a->oa_count[o] == 0)
+			continue;
+		printf("%-16s %10" PRIu64 " %8" PRIu64 " %10.1f %10.0f %10.0f\n",
+		       addb_dim_value(ADDB_DIM_OP, o, NULL), a->oa_count[o],
+		       a->oa_err[o], a->oa_sum_s[o] * 1e6 / a->oa_count[o],
+		       agg_quantile(a, o, 0.5), agg_quantile(a, o, 0.99));
+		first = false;
+	}
+	if (first)
+		printf("(no requests served yet)\n");
+	(void)c;
 }

@@ -891,6 +891,23 @@ out:
 	free(map);
 }
 
+/* The requests the servers served, from their metrics (JSON: a member
+ * "served" of the status object; nothing when none could be read). */
+static void status_ops(struct cli *c, bool json)
+{
+	struct cli_ops_agg *a = malloc(sizeof *a);
+
+	if (a != NULL && cli_ops_aggregate(c, a) == 0 && a->oa_nr > 0) {
+		if (json) {
+			printf(",\n \"metrics\": ");
+			cli_ops_print(c, a, true);
+		} else {
+			cli_ops_print(c, a, false);
+		}
+	}
+	free(a);
+}
+
 static void status_json(const struct clu_status *st, struct cli *c)
 {
 	uint32_t bad = 0;
@@ -905,6 +922,8 @@ static void status_json(const struct clu_status *st, struct cli *c)
 	       st->cs_nr - st->cs_up, st->cs_nd, bad);
 	status_tiers_json(st);
 	status_ha(c);
+	if (st->cs_up > 0)
+		status_ops(c, true);
 	printf("}\n");
 }
 
@@ -966,6 +985,8 @@ int cmd_cluster_status(struct cli *c)
 		status_devs(st->cs_dev, st->cs_nd);
 		if (st->cs_up > 0)
 			status_ha(c);
+		if (st->cs_up > 0)
+			status_ops(c, false);
 	}
 	if (rc == 0 && st->cs_up < st->cs_nr)
 		rc = CLI_FAIL;

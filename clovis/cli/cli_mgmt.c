@@ -77,6 +77,27 @@ int cmd_stats(struct cli *c)
 	struct clovis_stat st[CLOVIS_STAT_NR];
 	int rc;
 
+	if (c->c_cluster != NULL || c->c_server != NULL) {
+		/* cluster mode: what every server served, from their
+		 * metrics (kept by the servers, whichever client asked) */
+		struct cli_ops_agg *a = malloc(sizeof *a);
+
+		if (c->c_reset) {
+			free(a);
+			return cli_usage(c, "stats --reset: the servers' "
+					 "counters count from each server's "
+					 "start and are not reset");
+		}
+		if (a == NULL)
+			return cli_sys(ENOMEM, "stats");
+		rc = cli_ops_aggregate(c, a);
+		if (rc == 0)
+			cli_ops_print(c, a, c->c_json);
+		if (rc == 0 && c->c_json)
+			printf("\n");
+		free(a);
+		return rc == 0 ? CLI_OK : cli_fail(c, rc, "stats");
+	}
 	if (c->c_reset) {
 		rc = cli_call(c, clovis_stats_reset(c->c_cl));
 		if (rc < 0)

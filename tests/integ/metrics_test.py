@@ -16,7 +16,9 @@ addb/addb.h, docs/monitoring.md).
 3. strata-server --metrics on a one-server cluster (ports 6610-6613): its
    page passes promtool; its request counters move by exactly the requests
    a client sent; `strata metrics server s0` gives the same page through
-   the cluster protocol; the client's RPC counters name the server.
+   the cluster protocol; `strata stats` and `strata cluster status` in
+   cluster mode sum the servers' served requests (kept by the servers:
+   they outlive the clients that sent them).
 4. strata-s3 --metrics: requests by operation and status class, exactly.
 5. The ADDB trace of a running app, switched from outside (`strata addb
    trace PID on N [MIB]` / `off`): its records decode (`strata addb dump
@@ -308,6 +310,30 @@ def part_server():
         mc = parse(r.stdout)
         ok(val(mc, c, op="idx.put") == val(m1, c, op="idx.put"),
            "the cluster protocol gives the page's values")
+        import json
+        r = cli("--cluster", conf, "stats", "--json")
+        try:
+            served = json.loads(r.stdout)["served"]
+        except (ValueError, KeyError):
+            served = {}
+        ok(r.returncode == 0 and served.get("idx.put", {}).get("count") ==
+           val(m1, c, op="idx.put") and
+           served.get("idx.get", {}).get("count") == val(m1, c, op="idx.get"),
+           "strata stats in cluster mode: the servers' requests, summed",
+           r.stdout[:300])
+        r = cli("--cluster", conf, "stats")
+        ok(r.returncode == 0 and "idx.put" in r.stdout and
+           "requests served" in r.stdout, "strata stats as text", r.stdout)
+        ok(cli("--cluster", conf, "stats", "--reset").returncode == 2,
+           "stats --reset in cluster mode is refused")
+        r = cli("cluster", "status", "--dir", d, "--json")
+        try:
+            st = json.loads(r.stdout)["metrics"]["served"]
+        except (ValueError, KeyError):
+            st = {}
+        ok(st.get("idx.put", {}).get("count") == val(m1, c, op="idx.put"),
+           "strata cluster status --json carries the served requests",
+           r.stdout[-300:])
         r = cli("--cluster", conf, "metrics", "server", "s9")
         ok(r.returncode == 1 and "s9" in r.stderr,
            "an unknown server is named in the error", r.stderr)
