@@ -546,6 +546,8 @@ int addb_sweep(void)
 		return 0;
 	while ((de = readdir(d)) != NULL) {
 		char path[300], *end;
+		struct stat st;
+		bool fresh;
 		long pid;
 		int fd;
 
@@ -553,14 +555,22 @@ int addb_sweep(void)
 			    strlen(ADDB_SHM_PREFIX)) != 0)
 			continue;
 		pid = strtol(de->d_name + strlen(ADDB_SHM_PREFIX), &end, 10);
-		if ((*end != '\0' && strcmp(end, ".trace") != 0 &&
-		     strncmp(end, ".new", 4) != 0) || pid <= 0 ||
-		    pid == getpid())
+		fresh = strncmp(end, ".new", 4) == 0 ||
+			strncmp(end, ".trace.new", 10) == 0;
+		if ((*end != '\0' && strcmp(end, ".trace") != 0 && !fresh) ||
+		    pid <= 0 || pid == getpid())
 			continue;
 		snprintf(path, sizeof path, ADDB_SHM_DIR "/%s", de->d_name);
 		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0)
 			continue;
+		/* a file being made is locked a moment after it appears:
+		 * one of those is left alone for a minute */
+		if (fresh && (fstat(fd, &st) != 0 ||
+			      time(NULL) - st.st_mtime < 60)) {
+			close(fd);
+			continue;
+		}
 		/* unlinked under the exclusive lock: a process making this
 		 * path anew takes its own lock on a new file */
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0 && unlink(path) == 0)

@@ -283,15 +283,17 @@ enum addb_rec_kind {
 	ADDB_R_NR
 };
 
-/** One record (48 bytes). */
+/** One record (48 bytes).  ar_seq is last: written last by the writer,
+ *  copied last by a reader, so that a record rewritten while it is
+ *  copied never passes as whole. */
 struct addb_rec {
-	uint64_t ar_seq;       /**< its index in its ring + 1 (0: empty) */
 	uint64_t ar_ts_ns;     /**< CLOCK_MONOTONIC */
 	uint32_t ar_kind;      /**< enum addb_rec_kind */
 	uint32_t ar_a;
 	uint64_t ar_id;
 	uint64_t ar_b;
 	uint64_t ar_c;
+	uint64_t ar_seq;       /**< its index in its ring + 1 (0: empty) */
 };
 
 #define ADDB_TRACE_MIB_DEFAULT 64u
@@ -356,6 +358,10 @@ int addb_trace_read(pid_t pid, const char *path, struct addb_trace **out);
 void addb_trace_free(struct addb_trace *t);
 /** Name of a record kind ("op.launch" ...), "?" for others. */
 const char *addb_rec_name(uint32_t kind);
+/** Write the last max records of t (all when max is 0) to f as JSON
+ *  lines {"t": s since the first written, "ring", "kind", "id", "a", "b"
+ *  (signed), "c"}.  0 or -EIO. */
+int addb_trace_json(const struct addb_trace *t, uint32_t max, FILE *f);
 
 /* ---------------------------------------------------------------- region */
 

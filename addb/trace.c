@@ -30,7 +30,7 @@
 #include "core/errors.h"
 
 #define TRACE_MAGIC "STRTRACE"
-#define TRACE_VERSION 1u
+#define TRACE_VERSION 2u
 
 struct trace_hdr {
 	char th_magic[8];
@@ -60,7 +60,8 @@ static struct {
 	pthread_mutex_t lock;
 	struct trace_hdr *th;     /* NULL until made; published last */
 	bool failed;              /* could not be made: not tried again
-				   * until the next addb_trace_set() */
+				   * until the switch changes */
+	uint32_t failed_sw;       /* the switch when it failed */
 	int fd;
 	pid_t owner;
 	char path[80];
@@ -134,9 +135,10 @@ static void trace_make_locked(const struct addb_hdr *h)
 	void *p;
 	int fd;
 
-	if (tg.th != NULL || tg.failed)
+	if (tg.th != NULL || (tg.failed && tg.failed_sw == *addb_trace_sw))
 		return;
 	tg.failed = true;
+	tg.failed_sw = *addb_trace_sw;
 	if (mib > ADDB_TRACE_MIB_MAX)
 		mib = ADDB_TRACE_MIB_DEFAULT;
 	trace_layout(&t, mib);
@@ -241,6 +243,9 @@ int addb_trace_set_pid(pid_t pid, uint32_t sample, uint32_t mib)
 		return err_set(-EINVAL, "addb trace: size %u MiB: at most %u",
 			       mib, ADDB_TRACE_MIB_MAX);
 	rc = addb_snap_pid(pid, &s); /* checks the region is one of ours */
+	if (rc == 0 && !s->as_running)
+		rc = err_set(-ESRCH, "process %d is not running (its region "
+			     "is what it left)", (int)pid);
 	addb_snap_free(s);
 	if (rc != 0)
 		return rc;
@@ -396,6 +401,24 @@ int addb_trace_read(pid_t pid, const char *path, struct addb_trace **out)
 	}
 	*out = t;
 	return 0;
+}
+
+int addb_trace_json(const struct addb_trace *t, uint32_t max, FILE *f)
+{
+	uint32_t from = max != 0 && t->at_nr > max ? t->at_nr - max : 0;
+
+	for (uint32_t i = from; i < t->at_nr; i++) {
+		const struct addb_rec *x = &t->at_recs[i].tr_rec;
+
+		fprintf(f, "{\"t\": %.9f, \"ring\": %u, \"kind\": \"%s\", "
+			"\"id\": %" PRIu64 ", \"a\": %u, \"b\": %" PRId64 ", "
+			"\"c\": %" PRIu64 "}\n",
+			(x->ar_ts_ns - t->at_recs[from].tr_rec.ar_ts_ns) / 1e9,
+			t->at_recs[i].tr_ring, addb_rec_name(x->ar_kind),
+			x->ar_id, x->ar_a, (int64_t)x->ar_b, x->ar_c);
+	}
+	fflush(f);
+	return ferror(f) ? err_set(-EIO, "trace: write failed") : 0;
 }
 
 void addb_trace_free(struct addb_trace *t)

@@ -2085,11 +2085,11 @@ int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
 	return clu_ha_call(c, (uint32_t)s, &q, out);
 }
 
-int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
-		    bool json, char **out, size_t *len)
+/* SOP_METRICS of server name, q filled by the caller. */
+static int clu_metrics_call(struct clovis *cl, const char *name,
+			    MetricsReq *q, char **out, size_t *len)
 {
 	struct clu_client *c = clu_of(cl);
-	MetricsReq q = METRICS_REQ__INIT;
 	Reply *rp = NULL;
 	int s = clu_server_find(&c->cc_conf, name);
 	int rc;
@@ -2098,9 +2098,7 @@ int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
 	*len = 0;
 	if (s < 0)
 		return s;
-	q.min_priority = min_prio;
-	q.json = json;
-	rc = clu_call(c, (uint32_t)s, SOP_METRICS, &q.base, NULL, 0, &rp);
+	rc = clu_call(c, (uint32_t)s, SOP_METRICS, &q->base, NULL, 0, &rp);
 	if (rc == 0 && (*out = malloc(rp->text.len + 1)) == NULL)
 		rc = err_set(-ENOMEM, "metrics of server %s: no memory", name);
 	if (rc == 0) {
@@ -2111,6 +2109,26 @@ int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
 	if (rp != NULL)
 		reply__free_unpacked(rp, NULL);
 	return rc;
+}
+
+int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
+		    bool json, char **out, size_t *len)
+{
+	MetricsReq q = METRICS_REQ__INIT;
+
+	q.min_priority = min_prio;
+	q.json = json;
+	return clu_metrics_call(cl, name, &q, out, len);
+}
+
+int cluster_records(struct clovis *cl, const char *name, uint32_t max,
+		    char **out, size_t *len)
+{
+	MetricsReq q = METRICS_REQ__INIT;
+
+	q.records = true;
+	q.max_records = max;
+	return clu_metrics_call(cl, name, &q, out, len);
 }
 
 int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "addb/addb.h"
 #include "clovis/clovis_internal.h"
@@ -1245,6 +1246,42 @@ int clovis_addb_metrics(struct clovis *cl, const char *server,
 int clovis_addb_trace(uint32_t sample, uint32_t size_mib)
 {
 	return addb_trace_set(sample, size_mib);
+}
+
+int clovis_addb_records(struct clovis *cl, const char *server,
+			uint32_t max_records, char **text, size_t *len)
+{
+	struct addb_trace *t = NULL;
+	FILE *f;
+	int rc;
+
+	if (text == NULL || len == NULL || max_records > 100000)
+		return err_set(-EINVAL, "addb_records: NULL text or len, or "
+			       "max_records %u over 100000", max_records);
+	*text = NULL;
+	*len = 0;
+	if (server != NULL) {
+		if (cl == NULL || cl->cl_eng != NULL)
+			return err_set(-EINVAL, "addb_records: server %s: only "
+				       "a cluster-mode instance reads a "
+				       "server's records", server);
+		return cluster_records(cl, server, max_records, text, len);
+	}
+	rc = addb_trace_read(getpid(), NULL, &t);
+	if (rc != 0)
+		return rc;
+	f = open_memstream(text, len);
+	rc = f == NULL ? err_set(-ENOMEM, "addb_records: no memory") :
+	     addb_trace_json(t, max_records ? max_records : 10000, f);
+	if (f != NULL)
+		fclose(f);
+	addb_trace_free(t);
+	if (rc != 0) {
+		free(*text);
+		*text = NULL;
+		*len = 0;
+	}
+	return rc;
 }
 
 static pthread_mutex_t addb_serve_lock = PTHREAD_MUTEX_INITIALIZER;

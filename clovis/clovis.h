@@ -1519,6 +1519,23 @@ CLOVIS_API void clovis_addb_serve_stop(void);
  */
 CLOVIS_API int clovis_addb_trace(uint32_t sample, uint32_t size_mib);
 
+/**
+ * The ADDB trace records of this process (server NULL; cl may be NULL
+ * then) or, in cluster mode, of the server called server: the last
+ * max_records of them (1..100000; 0: 10000), in time order, as JSON lines
+ * {"t": seconds since the first line's, "ring": the thread's ring, "kind":
+ * "op.launch" | "op.executed" | "op.end" | "srv.recv" | "srv.reply" |
+ * "dev.io" | "commit", "id": the op's trace id (dev.io: the device's
+ * label slot), "a": op class (dev.io: 0 read, 1 write, 2 sync; commit:
+ * items), "b": result code (dev.io: bytes), "c": latency ns}.  *text is
+ * malloc'd, NUL-terminated, the caller's.  Errors: -ENOENT (tracing was
+ * never switched on there, or no such server), -EINVAL, the transport's
+ * codes, -ENOMEM.
+ */
+CLOVIS_API int clovis_addb_records(struct clovis *cl, const char *server,
+				   uint32_t max_records, char **text,
+				   size_t *len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -249,6 +249,9 @@ int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
  * NUL-terminated) in *out (-ENOENT: no such server). */
 int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
 		    bool json, char **out, size_t *len);
+/* The same with MetricsReq.records: the server's trace records. */
+int cluster_records(struct clovis *cl, const char *name, uint32_t max,
+		    char **out, size_t *len);
 /** Repair, rebalance or scrub (kind SWK_*) on every server at once
  *  (SOP_WALK), figures summed into *st (elapsed: the longest).  A server
  *  that fails or cannot be reached fails the call with its code and a

@@ -426,6 +426,7 @@ int cmd_metrics(struct cli *c);
 int cmd_addb_trace(struct cli *c);
 int cmd_addb_dump(struct cli *c);
 int cmd_addb_top(struct cli *c);
+int cmd_addb_records(struct cli *c);
 
 /** The requests every cluster server served, summed from their metrics
  *  (SOP_METRICS, cli_addb.c): per op class count, errors, latency sum and

@@ -64,33 +64,32 @@ int cmd_addb_trace(struct cli *c)
 	return CLI_OK;
 }
 
-static void dump_line(struct cli *c, const struct addb_trace_rec *r,
+/* An op class's name; "dtx.commit" for the commit op of a dtx (class
+ * CLOVIS_STAT_NR, which no metric counts). */
+static const char *op_name(uint32_t op)
+{
+	const char *n = addb_dim_value(ADDB_DIM_OP, op, NULL);
+
+	return n != NULL ? n : op == CLOVIS_STAT_NR ? "dtx.commit" : "?";
+}
+
+static void dump_line(const struct addb_trace_rec *r,
 		      uint64_t t0)
 {
 	const struct addb_rec *x = &r->tr_rec;
 	double t = (x->ar_ts_ns - t0) / 1e9;
 
-	if (c->c_json) {
-		printf("{\"t\": %.9f, \"ring\": %u, \"kind\": \"%s\", \"id\": "
-		       "%" PRIu64 ", \"a\": %u, \"b\": %" PRId64 ", \"c\": "
-		       "%" PRIu64 "}\n", t, r->tr_ring,
-		       addb_rec_name(x->ar_kind), x->ar_id, x->ar_a,
-		       (int64_t)x->ar_b, x->ar_c);
-		return;
-	}
 	printf("%12.6f %3u %-11s", t, r->tr_ring, addb_rec_name(x->ar_kind));
 	switch (x->ar_kind) {
 	case ADDB_R_OP_LAUNCH:
 	case ADDB_R_OP_EXECUTED:
 	case ADDB_R_SRV_RECV:
-		printf(" op %" PRIu64 " %s\n", x->ar_id,
-		       addb_dim_value(ADDB_DIM_OP, x->ar_a, NULL));
+		printf(" op %" PRIu64 " %s\n", x->ar_id, op_name(x->ar_a));
 		break;
 	case ADDB_R_OP_END:
 	case ADDB_R_SRV_REPLY:
 		printf(" op %" PRIu64 " %s rc %" PRId64 " %.1f us\n", x->ar_id,
-		       addb_dim_value(ADDB_DIM_OP, x->ar_a, NULL),
-		       (int64_t)x->ar_b, x->ar_c / 1e3);
+		       op_name(x->ar_a), (int64_t)x->ar_b, x->ar_c / 1e3);
 		break;
 	case ADDB_R_DEV_IO:
 		printf(" device slot %" PRIu64 " %s %" PRIu64 " bytes %.1f us\n",
@@ -118,10 +117,35 @@ int cmd_addb_dump(struct cli *c)
 		fprintf(stderr, "# process %" PRIu64 ": %u records kept of %"
 			PRIu64 " written, trace file %" PRIu64 " bytes\n",
 			t->at_pid, t->at_nr, t->at_written, t->at_bytes);
-	for (uint32_t i = 0; i < t->at_nr; i++)
-		dump_line(c, &t->at_recs[i], t->at_recs[0].tr_rec.ar_ts_ns);
+	if (c->c_json)
+		rc = addb_trace_json(t, 0, stdout);
+	for (uint32_t i = 0; !c->c_json && i < t->at_nr; i++)
+		dump_line(&t->at_recs[i], t->at_recs[0].tr_rec.ar_ts_ns);
 	addb_trace_free(t);
 	return fflush(stdout) == 0 ? CLI_OK : cli_sys(EIO, "addb dump: output");
+}
+
+/* strata --cluster F addb records NAME [--count N] */
+int cmd_addb_records(struct cli *c)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (c->c_count_set && (c->c_count == 0 || c->c_count > 100000))
+		return cli_usage(c, "--count %" PRIu64 ": 1..100000",
+				 c->c_count);
+	rc = cli_call(c, clovis_addb_records(c->c_cl, c->c_args[0],
+					     c->c_count_set ?
+					     (uint32_t)c->c_count : 0,
+					     &text, &len));
+	if (rc < 0)
+		return cli_fail(c, rc, "addb records of server %s",
+				c->c_args[0]);
+	rc = fwrite(text, 1, len, stdout) == len && fflush(stdout) == 0 ? 0 :
+	     -EIO;
+	free(text);
+	return rc == 0 ? CLI_OK : cli_sys(EIO, "addb records: output");
 }
 
 static volatile sig_atomic_t top_stop;

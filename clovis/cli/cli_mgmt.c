@@ -168,8 +168,10 @@ static int metrics_list(struct cli *c)
 		struct addb_snap *s = NULL;
 		char path[300];
 
-		if (strncmp(de->d_name, "strata-addb.", 12) != 0)
-			continue;
+		if (strncmp(de->d_name, "strata-addb.", 12) != 0 ||
+		    strspn(de->d_name + 12, "0123456789") !=
+		    strlen(de->d_name + 12))
+			continue; /* trace files, files being made */
 		snprintf(path, sizeof path, "/dev/shm/%s", de->d_name);
 		if (addb_snap_file(path, &s) != 0) {
 			if (!c->c_quiet)

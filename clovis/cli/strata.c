@@ -203,6 +203,12 @@ static const struct cli_cmd cmds[] = {
 	  "ring (thread), kind (op.launch, op.executed, op.end, srv.recv, "
 	  "srv.reply, dev.io, commit), op id, class, result, bytes, latency; "
 	  "with --json one object per line." },
+	{ "addb", "records", 1, 1, CO_COUNT, true, cmd_addb_records,
+	  "NAME [--count N] (--cluster FILE | --server ADDR:PORT)",
+	  "The last N (default 10000, at most 100000) ADDB trace records of "
+	  "cluster server NAME's process, as JSON lines (the format of "
+	  "'addb dump --json'); its trace must have been switched on "
+	  "('addb trace' on its host)." },
 	{ "addb", "top", 1, 1, CO_COUNT, false, cmd_addb_top,
 	  "PID [--count N]",
 	  "Live view of process PID from its metrics region, once a second "

@@ -18,6 +18,8 @@
  *   get N      N index GETs of one record each (keys put before)
  *   text       the process's own metrics through clovis_addb_metrics(),
  *              printed, then a line "end"
+ *   records N  its last N trace records through clovis_addb_records()
+ *              (JSON lines), then a line "end"
  *   quit       close the store and exit 0
  */
 #ifndef _GNU_SOURCE
@@ -176,6 +178,18 @@ int main(int argc, char **argv)
 				fwrite(text, 1, len, stdout);
 			free(text);
 			printf("end\n");
+		} else if (strcmp(cmd, "records") == 0) {
+			char *text = NULL;
+			size_t len = 0;
+
+			rc = clovis_addb_records(cl, NULL, (uint32_t)n, &text,
+						 &len);
+			if (rc == 0)
+				fwrite(text, 1, len, stdout);
+			free(text);
+			printf("end\n");
+			if (rc == 0)
+				continue;
 		} else if (strcmp(cmd, "write") == 0) {
 			rc = do_write(n);
 		} else if (strcmp(cmd, "put") == 0) {

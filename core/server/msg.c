@@ -481,9 +481,16 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 	default: /* SOP_METRICS */
 		m->mr_prio = ((MetricsReq *)pb)->min_priority;
 		m->mr_json = ((MetricsReq *)pb)->json;
-		rc = m->mr_prio > 100 ? err_set(-EINVAL, "request: metrics: "
-						"min_priority %u over 100",
-						m->mr_prio) : 0;
+		m->mr_records = ((MetricsReq *)pb)->records;
+		m->mr_max_records = ((MetricsReq *)pb)->max_records;
+		if (m->mr_max_records > 100000)
+			rc = err_set(-EINVAL, "request: metrics: max_records "
+				     "%u over 100000", m->mr_max_records);
+		else if (m->mr_prio > 100)
+			rc = err_set(-EINVAL, "request: metrics: min_priority "
+				     "%u over 100", m->mr_prio);
+		else
+			rc = 0;
 		break;
 	}
 	protobuf_c_message_free_unpacked(pb, NULL);

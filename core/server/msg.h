@@ -107,6 +107,8 @@ struct msg_req {
 				     *   op tag, below 2^63; 0: none */
 	uint32_t mr_prio;           /**< MetricsReq.min_priority */
 	bool mr_json;               /**< MetricsReq.json */
+	bool mr_records;            /**< MetricsReq.records */
+	uint32_t mr_max_records;    /**< MetricsReq.max_records (0: 10000) */
 	uint32_t mr_from;           /**< IdxReq.from (IDX_STATE): server
 				     *   index + 1 of a verifying replica, 0:
 				     *   not told (checked against the

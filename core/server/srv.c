@@ -838,6 +838,38 @@ static void srv_conf_get(struct srv *s, struct srv_op *so)
 	srv_reply(so, 0, &rp, NULL);
 }
 
+/* This server process's trace records (addb/addb.h), the last ones, as
+ * JSON lines. */
+static void srv_records(struct srv_op *so)
+{
+	struct addb_trace *t = NULL;
+	Reply rp = REPLY__INIT;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int rc;
+
+	rc = addb_trace_read(getpid(), NULL, &t);
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	f = open_memstream(&buf, &len);
+	rc = f == NULL ? err_set(-ENOMEM, "records: no memory") :
+	     addb_trace_json(t, so->so_m.mr_max_records ?
+			     so->so_m.mr_max_records : 10000, f);
+	if (f != NULL)
+		fclose(f);
+	addb_trace_free(t);
+	rp.text.data = (uint8_t *)buf;
+	rp.text.len = len;
+	if (rc == 0)
+		srv_reply(so, 0, &rp, NULL);
+	else
+		srv_reply_err(so, rc);
+	free(buf);
+}
+
 /* This server process's metrics (addb/addb.h) as text. */
 static void srv_metrics(struct srv *s, struct srv_op *so)
 {
@@ -848,6 +880,10 @@ static void srv_metrics(struct srv *s, struct srv_op *so)
 	FILE *f;
 	int rc;
 
+	if (so->so_m.mr_records) {
+		srv_records(so);
+		return;
+	}
 	rc = addb_snap_self(&sn);
 	if (rc != 0) {
 		srv_reply_err(so, rc);

@@ -334,6 +334,17 @@ def part_server():
         ok(st.get("idx.put", {}).get("count") == val(m1, c, op="idx.put"),
            "strata cluster status --json carries the served requests",
            r.stdout[-300:])
+        spid = int(open(pidf).read())
+        r = cli("addb", "trace", str(spid), "on")
+        ok(r.returncode == 0, "the server's trace switched on", r.stderr)
+        cli("--cluster", conf, "idx", "put", "@mx", "f", "6", "g", "7")
+        r = cli("--cluster", conf, "addb", "records", "s0", "--count", "1000")
+        recs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+        ok(r.returncode == 0 and
+           sum(1 for x in recs if x["kind"] == "srv.reply" and
+               x["a"] == 5 and x["b"] == 0) == 2,
+           "strata addb records s0: the server's 2 PUT requests, answered 0",
+           r.stderr + r.stdout[-300:])
         r = cli("--cluster", conf, "metrics", "server", "s9")
         ok(r.returncode == 1 and "s9" in r.stderr,
            "an unknown server is named in the error", r.stderr)
@@ -437,6 +448,18 @@ def part_trace():
        "each launched before it ended, rc 0, with its latency")
     ok(sum(1 for x in recs if x["kind"] == "dev.io" and x["b"] == 4096)
        >= 5, "the device writes of 4 KiB are recorded")
+    import json
+    a.p.stdin.write("records 3\n")
+    a.p.stdin.flush()
+    got = []
+    for line in a.p.stdout:
+        if line == "end\n":
+            break
+        got.append(json.loads(line))
+    ok(len(got) == 3 and got[-1]["kind"] == recs[-1]["kind"] and
+       got[-1]["id"] == recs[-1]["id"],
+       "clovis_addb_records(): the last 3 records, as the dump has them",
+       got)
     ok(any(x["kind"] == "commit" for x in recs), "group commits recorded")
     rings = {}
     inorder = True
