@@ -188,6 +188,7 @@ int main(int argc, char **argv)
 				fwrite(text, 1, len, stdout);
 			free(text);
 			printf("end\n");
+			fflush(stdout);
 			if (rc == 0)
 				continue;
 		} else if (strcmp(cmd, "write") == 0) {

@@ -838,29 +838,37 @@ static void srv_conf_get(struct srv *s, struct srv_op *so)
 	srv_reply(so, 0, &rp, NULL);
 }
 
-/* This server process's trace records (addb/addb.h), the last ones, as
- * JSON lines. */
-static void srv_records(struct srv_op *so)
+/* The metrics page or the trace records of this process, written by
+ * write() into a memory stream, as the reply's text (addb/addb.h). */
+struct srv_text {
+	const struct addb_snap *st_snap;
+	const struct addb_trace *st_trace;
+};
+
+static int srv_text_write(const struct srv_op *so, const struct srv_text *t,
+			  FILE *f)
 {
-	struct addb_trace *t = NULL;
+	if (t->st_trace != NULL)
+		return addb_trace_json(t->st_trace, so->so_m.mr_max_records ?
+				       so->so_m.mr_max_records : 10000, f);
+	return so->so_m.mr_json ? addb_json_write(t->st_snap,
+						  so->so_m.mr_prio, f) :
+				  addb_prom_write(t->st_snap,
+						  so->so_m.mr_prio, f);
+}
+
+static void srv_text_reply(struct srv_op *so, const struct srv_text *t)
+{
 	Reply rp = REPLY__INIT;
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f;
+	FILE *f = open_memstream(&buf, &len);
 	int rc;
 
-	rc = addb_trace_read(getpid(), NULL, &t);
-	if (rc != 0) {
-		srv_reply_err(so, rc);
-		return;
-	}
-	f = open_memstream(&buf, &len);
-	rc = f == NULL ? err_set(-ENOMEM, "records: no memory") :
-	     addb_trace_json(t, so->so_m.mr_max_records ?
-			     so->so_m.mr_max_records : 10000, f);
+	rc = f == NULL ? err_set(-ENOMEM, "metrics: no memory") :
+	     srv_text_write(so, t, f);
 	if (f != NULL)
 		fclose(f);
-	addb_trace_free(t);
 	rp.text.data = (uint8_t *)buf;
 	rp.text.len = len;
 	if (rc == 0)
@@ -870,42 +878,28 @@ static void srv_records(struct srv_op *so)
 	free(buf);
 }
 
-/* This server process's metrics (addb/addb.h) as text. */
+/* SOP_METRICS: this server process's metrics, or with records its last
+ * trace records as JSON lines. */
 static void srv_metrics(struct srv *s, struct srv_op *so)
 {
+	struct srv_text t = {0};
 	struct addb_snap *sn = NULL;
-	Reply rp = REPLY__INIT;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
+	struct addb_trace *tr = NULL;
 	int rc;
 
-	if (so->so_m.mr_records) {
-		srv_records(so);
-		return;
-	}
-	rc = addb_snap_self(&sn);
+	if (so->so_m.mr_records)
+		rc = addb_trace_read(getpid(), NULL, &tr);
+	else
+		rc = addb_snap_self(&sn);
 	if (rc != 0) {
 		srv_reply_err(so, rc);
 		return;
 	}
-	f = open_memstream(&buf, &len);
-	if (f == NULL) {
-		addb_snap_free(sn);
-		srv_reply(so, -ENOMEM, NULL, "metrics: no memory");
-		return;
-	}
-	rc = so->so_m.mr_json ? addb_json_write(sn, so->so_m.mr_prio, f) :
-				addb_prom_write(sn, so->so_m.mr_prio, f);
-	fclose(f);
+	t.st_snap = sn;
+	t.st_trace = tr;
+	srv_text_reply(so, &t);
 	addb_snap_free(sn);
-	rp.text.data = (uint8_t *)buf;
-	rp.text.len = len;
-	if (rc == 0)
-		srv_reply(so, 0, &rp, NULL);
-	else
-		srv_reply_err(so, rc);
-	free(buf);
+	addb_trace_free(tr);
 }
 
 /* ------------------------------------------------------------ dispatch */

@@ -59,7 +59,11 @@ cleanup() {
 		kill -9 "$(cat "$f")" 2>/dev/null
 	done
 	nl_teardown
-	rm -rf "$T"
+	if [ "$fail" -gt 0 ] || [ "${KEEP:-0}" = 1 ]; then
+		echo "kept $T (servers' logs and data, for the failure)"
+	else
+		rm -rf "$T"
+	fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
