@@ -381,12 +381,17 @@ int addb_region_create(const char *path)
 	char tmp[128];
 	int fd, rc = 0;
 
-	snprintf(tmp, sizeof tmp, "%s.new%ld", path, (long)getpid());
-	unlink(tmp);
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		  0644);
+	/* a random suffix: processes of two pid namespaces may share a pid */
+	snprintf(tmp, sizeof tmp, "%s.newXXXXXX", path);
+	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fchmod(fd, 0644) != 0) {
+		rc = -errno;
+		unlink(tmp);
+		close(fd);
+		return rc;
+	}
 	if (flock(fd, LOCK_SH | LOCK_NB) != 0)
 		rc = -errno;
 	if (rc == 0 && link(tmp, path) != 0) {

@@ -349,12 +349,15 @@ struct addb_trace {
 	} *at_recs;
 };
 /**
- * Read the trace file of process pid (path NULL) or the file path.
- * Records torn by a write at the time of the copy are left out.  Errors:
- * -ENOENT (no trace: tracing was never switched on), -EPROTO (not a trace
- * file: names the field), -ENOMEM, -EIO.
+ * Read the trace file of process pid (path NULL) or the file path: each
+ * ring's last limit records (0: all it holds), in time order.  Records
+ * torn by a write at the time of the copy are left out; a file whose
+ * header does not fit its size is refused whole.  Errors: -ENOENT (no
+ * trace: tracing was never switched on), -EPROTO (not a trace file: names
+ * the field), -ENOMEM, -EIO.
  */
-int addb_trace_read(pid_t pid, const char *path, struct addb_trace **out);
+int addb_trace_read(pid_t pid, const char *path, uint32_t limit,
+		    struct addb_trace **out);
 void addb_trace_free(struct addb_trace *t);
 /** Name of a record kind ("op.launch" ...), "?" for others. */
 const char *addb_rec_name(uint32_t kind);

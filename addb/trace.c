@@ -185,6 +185,9 @@ void addb_rec(uint32_t kind, uint64_t id, uint32_t a, uint64_t b,
 		return;
 	ts = mono_ns(); /* before the file is made, at the first record */
 	t = __atomic_load_n(&tg.th, __ATOMIC_ACQUIRE);
+	if (t == NULL && __atomic_load_n(&tg.failed, __ATOMIC_RELAXED) &&
+	    tg.failed_sw == *addb_trace_sw)
+		return; /* could not be made: no lock taken per record */
 	if (t == NULL) {
 		struct addb_hdr *h = addb_hdr_get();
 
@@ -282,26 +285,31 @@ const char *addb_rec_name(uint32_t kind)
 	return kind < ADDB_R_NR && names[kind] != NULL ? names[kind] : "?";
 }
 
-/* The header of a trace file checked; 0 or -EPROTO naming the field. */
+/* The header of a trace file checked against the file's size fsize; 0 or
+ * -EPROTO naming the field.  Every product and sum is bounded by fsize
+ * before it is formed, so a lying header cannot make a reader go past the
+ * file. */
 static int trace_check(const char *path, const struct trace_hdr *t,
 		       uint64_t fsize)
 {
+	const uint64_t rec = sizeof(struct addb_rec);
+
 	if (memcmp(t->th_magic, TRACE_MAGIC, sizeof t->th_magic) != 0)
 		return err_set(-EPROTO, "%s: not a Strata trace (magic)", path);
 	if (t->th_version != TRACE_VERSION || t->th_hdr_size != sizeof *t ||
-	    t->th_rec_size != sizeof(struct addb_rec))
+	    t->th_rec_size != rec)
 		return err_set(-EPROTO, "%s: version %u, this reader knows %u",
 			       path, t->th_version, TRACE_VERSION);
 	if (t->th_nr_rings == 0 || t->th_nr_rings > ADDB_ROWS ||
-	    t->th_cap == 0 || t->th_ring_off < sizeof *t ||
-	    t->th_ring_stride != sizeof(struct trace_ring) +
-				 t->th_cap * sizeof(struct addb_rec) ||
+	    t->th_ring_off < sizeof *t || t->th_ring_off % 8 != 0 ||
+	    t->th_ring_off > fsize || t->th_cap == 0 ||
+	    t->th_cap > (fsize - t->th_ring_off) / t->th_nr_rings / rec ||
+	    t->th_ring_stride != sizeof(struct trace_ring) + t->th_cap * rec ||
+	    t->th_ring_stride > (fsize - t->th_ring_off) / t->th_nr_rings ||
 	    t->th_size != t->th_ring_off + t->th_ring_stride * t->th_nr_rings)
 		return err_set(-EPROTO, "%s: layout: rings, capacity or "
-			       "offsets do not add up", path);
-	if (fsize < t->th_size)
-		return err_set(-EPROTO, "%s: size: %" PRIu64 " bytes, the trace "
-			       "has %" PRIu64, path, fsize, t->th_size);
+			       "offsets do not fit its %" PRIu64 " bytes", path,
+			       fsize);
 	return 0;
 }
 
@@ -316,52 +324,75 @@ static int trace_cmp(const void *a, const void *b)
 	return x->tr_rec.ar_seq < y->tr_rec.ar_seq ? -1 : 1;
 }
 
-/* Collect the valid records of the copied file into t, in time order
- * (each ring's in its own order: a thread's clock only goes forward). */
-static int trace_collect(const uint8_t *buf, const struct trace_hdr *h,
+/* Read ring r's last n records (indices count - n .. count - 1) from fd
+ * into recs (in index order); a slot's copy is kept only when its ar_seq
+ * (its last word, copied last) is its index + 1 and its kind known. */
+static uint32_t trace_ring_read(int fd, const struct trace_hdr *h, uint32_t r,
+				uint64_t count, uint64_t n,
+				struct addb_trace_rec *out)
+{
+	uint64_t base = h->th_ring_off + h->th_ring_stride * r +
+			sizeof(struct trace_ring);
+	uint32_t kept = 0;
+
+	for (uint64_t i = count - n; i < count; i++) {
+		struct addb_rec rec;
+		uint64_t off = base + (i % h->th_cap) * sizeof rec;
+
+		if (pread(fd, &rec, sizeof rec, (off_t)off) != (ssize_t)sizeof rec)
+			break;
+		if (rec.ar_seq != i + 1 || rec.ar_kind == 0 ||
+		    rec.ar_kind >= ADDB_R_NR)
+			continue; /* torn, or overwritten meanwhile */
+		out[kept].tr_ring = r;
+		out[kept++].tr_rec = rec;
+	}
+	return kept;
+}
+
+/* Collect each ring's last limit records (all when limit is 0) into t,
+ * in time order; memory in proportion to what is kept, not to the file. */
+static int trace_collect(int fd, const struct trace_hdr *h, uint32_t limit,
 			 struct addb_trace *t)
 {
-	uint64_t max = 0;
+	uint64_t count[ADDB_ROWS], max = 0;
 
 	for (uint32_t r = 0; r < h->th_nr_rings; r++) {
-		const struct trace_ring *ring = (const void *)(buf +
-			h->th_ring_off + h->th_ring_stride * r);
+		struct trace_ring ring;
+		uint64_t n;
 
-		max += ring->tr_count < h->th_cap ? ring->tr_count : h->th_cap;
-		t->at_written += ring->tr_count;
+		if (pread(fd, &ring, sizeof ring, (off_t)(h->th_ring_off +
+			  h->th_ring_stride * r)) != (ssize_t)sizeof ring)
+			return err_set(-EPROTO, "trace: size: it shrank while "
+				       "read");
+		count[r] = ring.tr_count;
+		t->at_written += ring.tr_count;
+		n = count[r] < h->th_cap ? count[r] : h->th_cap;
+		max += limit != 0 && n > limit ? limit : n;
 	}
 	t->at_recs = calloc(max ? max : 1, sizeof *t->at_recs);
 	if (t->at_recs == NULL)
 		return err_set(-ENOMEM, "trace: no memory for %" PRIu64
 			       " records", max);
 	for (uint32_t r = 0; r < h->th_nr_rings; r++) {
-		const struct trace_ring *ring = (const void *)(buf +
-			h->th_ring_off + h->th_ring_stride * r);
-		const struct addb_rec *recs = (const void *)(ring + 1);
-		uint64_t n = ring->tr_count < h->th_cap ? ring->tr_count :
-			     h->th_cap;
+		uint64_t n = count[r] < h->th_cap ? count[r] : h->th_cap;
 
-		for (uint64_t i = ring->tr_count - n; i < ring->tr_count; i++) {
-			const struct addb_rec *rec = &recs[i % h->th_cap];
-
-			if (rec->ar_seq != i + 1 || rec->ar_kind == 0 ||
-			    rec->ar_kind >= ADDB_R_NR)
-				continue; /* torn, or overwritten meanwhile */
-			t->at_recs[t->at_nr].tr_ring = r;
-			t->at_recs[t->at_nr++].tr_rec = *rec;
-		}
+		if (limit != 0 && n > limit)
+			n = limit;
+		t->at_nr += trace_ring_read(fd, h, r, count[r], n,
+					    t->at_recs + t->at_nr);
 	}
 	qsort(t->at_recs, t->at_nr, sizeof *t->at_recs, trace_cmp);
 	return 0;
 }
 
-int addb_trace_read(pid_t pid, const char *path, struct addb_trace **out)
+int addb_trace_read(pid_t pid, const char *path, uint32_t limit,
+		    struct addb_trace **out)
 {
 	char own[80];
 	struct trace_hdr h;
 	struct addb_trace *t = NULL;
 	struct stat st;
-	uint8_t *buf = NULL;
 	int fd, rc;
 
 	if (path == NULL) {
@@ -380,20 +411,13 @@ int addb_trace_read(pid_t pid, const char *path, struct addb_trace **out)
 		rc = err_set(-EPROTO, "%s: size: shorter than a header", path);
 	if (rc == 0)
 		rc = trace_check(path, &h, (uint64_t)st.st_size);
-	if (rc == 0) {
-		buf = malloc(h.th_size);
-		t = calloc(1, sizeof *t);
-		if (buf == NULL || t == NULL)
-			rc = err_set(-ENOMEM, "%s: no memory to read it", path);
-	}
-	if (rc == 0 && pread(fd, buf, h.th_size, 0) != (ssize_t)h.th_size)
-		rc = err_set(-EPROTO, "%s: size: it shrank while read", path);
+	if (rc == 0 && (t = calloc(1, sizeof *t)) == NULL)
+		rc = err_set(-ENOMEM, "%s: no memory to read it", path);
 	if (rc == 0) {
 		t->at_pid = h.th_pid;
 		t->at_bytes = (uint64_t)st.st_size;
-		rc = trace_collect(buf, &h, t);
+		rc = trace_collect(fd, &h, limit, t);
 	}
-	free(buf);
 	close(fd);
 	if (rc != 0) {
 		addb_trace_free(t);

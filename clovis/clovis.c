@@ -1255,9 +1255,9 @@ int clovis_addb_records(struct clovis *cl, const char *server,
 	FILE *f;
 	int rc;
 
-	if (text == NULL || len == NULL || max_records > 100000)
+	if (text == NULL || len == NULL || max_records > 10000)
 		return err_set(-EINVAL, "addb_records: NULL text or len, or "
-			       "max_records %u over 100000", max_records);
+			       "max_records %u over 10000", max_records);
 	*text = NULL;
 	*len = 0;
 	if (server != NULL) {
@@ -1267,12 +1267,14 @@ int clovis_addb_records(struct clovis *cl, const char *server,
 				       "server's records", server);
 		return cluster_records(cl, server, max_records, text, len);
 	}
-	rc = addb_trace_read(getpid(), NULL, &t);
+	if (max_records == 0)
+		max_records = 10000;
+	rc = addb_trace_read(getpid(), NULL, max_records, &t);
 	if (rc != 0)
 		return rc;
 	f = open_memstream(text, len);
 	rc = f == NULL ? err_set(-ENOMEM, "addb_records: no memory") :
-	     addb_trace_json(t, max_records ? max_records : 10000, f);
+	     addb_trace_json(t, max_records, f);
 	if (f != NULL)
 		fclose(f);
 	addb_trace_free(t);

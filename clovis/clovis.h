@@ -1522,7 +1522,7 @@ CLOVIS_API int clovis_addb_trace(uint32_t sample, uint32_t size_mib);
 /**
  * The ADDB trace records of this process (server NULL; cl may be NULL
  * then) or, in cluster mode, of the server called server: the last
- * max_records of them (1..100000; 0: 10000), in time order, as JSON lines
+ * max_records of them (1..10000; 0: 10000), in time order, as JSON lines
  * {"t": seconds since the first line's, "ring": the thread's ring, "kind":
  * "op.launch" | "op.executed" | "op.end" | "srv.recv" | "srv.reply" |
  * "dev.io" | "commit", "id": the op's trace id (dev.io: the device's

@@ -496,7 +496,6 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 	if (op->op_stat < CLOVIS_STAT_NR) /* dtx commit ops: not counted */
 		stats_record(&cl->cl_stats, op->op_stat, lat_us,
 			     op->op_req.er_bytes, rc != 0);
-	op_trace_end(op, rc);
 	if (rc != 0) {
 		snprintf(op->op_msg, sizeof op->op_msg, "%s", msg);
 		op->op_rc = rc;
@@ -511,6 +510,7 @@ static void op_complete(struct clovis_op *op, int rc, const char *msg)
 		state = CLOVIS_OS_STABLE;
 		cb = op->op_cbs.oc_stable;
 	}
+	op_trace_end(op, rc);
 	/* With a callback, the state first and the callback before the op is
 	 * released; without, the state and the release in one hold and one
 	 * wake-up (a waiter for STABLE that goes on to clovis_op_free() does
@@ -771,6 +771,8 @@ static int op_run_inline(struct clovis *cl, struct clovis_op *op)
 	stats_record(&cl->cl_stats, op->op_stat,
 		     (op_now_ns() - op->op_launch_ns) / 1000,
 		     op->op_req.er_bytes, rc != 0);
+	if (rc == 0 && op->op_trace != 0)
+		addb_rec(ADDB_R_OP_EXECUTED, op->op_trace, op->op_stat, 0, 0);
 	op_trace_end(op, rc);
 	if (rc == 0) {
 		op_entity_update(op);

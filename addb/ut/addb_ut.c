@@ -423,6 +423,8 @@ static void test_http(void)
 	addb_http_stop(h);
 }
 
+static void test_trace_lying(const char *own);
+
 /* The trace: off records nothing; on, records read back in order; the
  * file has its bound and keeps a ring's latest records when it wraps;
  * off again stops it. */
@@ -448,7 +450,7 @@ static void test_trace(void)
 	CU_ASSERT_FATAL(stat(path, &st) == 0);
 	/* within its bound, and close to it */
 	CU_ASSERT(st.st_size <= 1 << 20 && st.st_size > (1 << 20) - 16384);
-	CU_ASSERT_FATAL(addb_trace_read(getpid(), NULL, &t) == 0);
+	CU_ASSERT_FATAL(addb_trace_read(getpid(), NULL, 0, &t) == 0);
 	CU_ASSERT(t->at_written >= 5000);
 	for (uint32_t i = 0; i < t->at_nr; i++) {
 		const struct addb_rec *r = &t->at_recs[i].tr_rec;
@@ -464,8 +466,44 @@ static void test_trace(void)
 	CU_ASSERT(mine > 100 && mine < 5000);
 	CU_ASSERT_EQUAL(last, 5000);
 	addb_trace_free(t);
-	CU_ASSERT_EQUAL(addb_trace_read(0, "/nonexistent.trace", &t), -ENOENT);
+	CU_ASSERT_EQUAL(addb_trace_read(0, "/nonexistent.trace", 0, &t),
+			-ENOENT);
 	CU_ASSERT(strstr(err_msg(), "no trace") != NULL);
+	test_trace_lying(path);
+}
+
+/* A trace file whose header lies (a capacity whose product with the
+ * record size wraps, a huge count) is refused whole, never read past its
+ * end. */
+static void test_trace_lying(const char *own)
+{
+	char path[512];
+	struct addb_trace *t = NULL;
+	uint8_t buf[200];
+	FILE *f;
+	uint64_t v;
+
+	f = fopen(own, "rb");
+	CU_ASSERT_FATAL(f != NULL);
+	CU_ASSERT_EQUAL(fread(buf, 1, 80, f), 80); /* a real header */
+	fclose(f);
+	memset(buf + 80, 0, sizeof buf - 80);
+	memcpy(buf + 24, &(uint32_t){1}, 4);          /* th_nr_rings */
+	v = 1ull << 60;
+	memcpy(buf + 32, &v, 8);                      /* th_cap */
+	v = 80;
+	memcpy(buf + 40, &v, 8);                      /* th_ring_off */
+	v = 64;
+	memcpy(buf + 48, &v, 8);                      /* th_ring_stride */
+	v = 144;
+	memcpy(buf + 56, &v, 8);                      /* th_size */
+	v = 10000000;
+	memcpy(buf + 80, &v, 8);                      /* tr_count */
+	snprintf(path, sizeof path, "%s/lying.trace", ut_tmpdir("addb"));
+	CU_ASSERT_EQUAL(write_file(path, buf, sizeof buf), 0);
+	CU_ASSERT_EQUAL(addb_trace_read(0, path, 0, &t), -EPROTO);
+	CU_ASSERT(strstr(err_msg(), "layout") != NULL);
+	CU_ASSERT(t == NULL);
 }
 
 int addb_ut_add(void)

@@ -93,7 +93,8 @@ static void dump_line(const struct addb_trace_rec *r,
 		break;
 	case ADDB_R_DEV_IO:
 		printf(" device slot %" PRIu64 " %s %" PRIu64 " bytes %.1f us\n",
-		       x->ar_id, addb_dim_value(ADDB_DIM_IO, x->ar_a, NULL),
+		       x->ar_id, addb_dim_value(ADDB_DIM_IO, x->ar_a, NULL) ?:
+		       "?",
 		       x->ar_b, x->ar_c / 1e3);
 		break;
 	default:
@@ -109,7 +110,7 @@ int cmd_addb_dump(struct cli *c)
 	bool is_pid = parse_pid(c->c_args[0], &pid);
 	int rc;
 
-	rc = cli_call(c, addb_trace_read(pid, is_pid ? NULL : c->c_args[0],
+	rc = cli_call(c, addb_trace_read(pid, is_pid ? NULL : c->c_args[0], 0,
 					 &t));
 	if (rc < 0)
 		return cli_fail(c, rc, "addb dump %s", c->c_args[0]);
@@ -132,8 +133,8 @@ int cmd_addb_records(struct cli *c)
 	size_t len = 0;
 	int rc;
 
-	if (c->c_count_set && (c->c_count == 0 || c->c_count > 100000))
-		return cli_usage(c, "--count %" PRIu64 ": 1..100000",
+	if (c->c_count_set && (c->c_count == 0 || c->c_count > 10000))
+		return cli_usage(c, "--count %" PRIu64 ": 1..10000",
 				 c->c_count);
 	rc = cli_call(c, clovis_addb_records(c->c_cl, c->c_args[0],
 					     c->c_count_set ?
@@ -328,7 +329,8 @@ int cli_ops_aggregate(struct cli *c, struct cli_ops_agg *a)
 	return 0;
 }
 
-/* The upper bound in us of the bucket where quantile q of op o falls. */
+/* The upper bound in us of the bucket where quantile q of op o falls; -1
+ * for the +Inf bucket (printed as null in JSON, "inf" in text). */
 static double agg_quantile(const struct cli_ops_agg *a, uint32_t o, double q)
 {
 	uint64_t want = (uint64_t)(a->oa_count[o] * q + 0.999999);
@@ -336,7 +338,16 @@ static double agg_quantile(const struct cli_ops_agg *a, uint32_t o, double q)
 	for (uint32_t b = 0; b + 1 < ADDB_HIST_BUCKETS; b++)
 		if (a->oa_cum[o][b] >= want)
 			return (double)(1ull << b);
-	return INFINITY;
+	return -1;
+}
+
+/* A quantile bound as JSON: a number, or null for +Inf. */
+static const char *agg_qjson(double v, char *buf, size_t n)
+{
+	if (v < 0)
+		return "null";
+	snprintf(buf, n, "%.0f", v);
+	return buf;
 }
 
 void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json)
@@ -349,14 +360,18 @@ void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json)
 		for (uint32_t o = 0; o < addb_dim_size(ADDB_DIM_OP); o++) {
 			if (a->oa_count[o] == 0)
 				continue;
+			char q1[32], q2[32];
+
 			printf("%s\"%s\": {\"count\": %" PRIu64 ", \"errors\": %"
-			       PRIu64 ", \"mean_us\": %.1f, \"p50_us_le\": %.0f, "
-			       "\"p99_us_le\": %.0f, \"by_server\": {",
+			       PRIu64 ", \"mean_us\": %.1f, \"p50_us_le\": %s, "
+			       "\"p99_us_le\": %s, \"by_server\": {",
 			       first ? "" : ", ",
 			       addb_dim_value(ADDB_DIM_OP, o, NULL),
 			       a->oa_count[o], a->oa_err[o],
 			       a->oa_sum_s[o] * 1e6 / a->oa_count[o],
-			       agg_quantile(a, o, 0.5), agg_quantile(a, o, 0.99));
+			       agg_qjson(agg_quantile(a, o, 0.5), q1, sizeof q1),
+			       agg_qjson(agg_quantile(a, o, 0.99), q2,
+					 sizeof q2));
 			for (uint32_t s = 0; s < a->oa_nr; s++)
 				printf("%s\"%s\": %" PRIu64, s ? ", " : "",
 				       a->oa_srv[s], a->oa_srv_count[s][o]);
@@ -377,7 +392,9 @@ void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json)
 		printf("%-16s %10" PRIu64 " %8" PRIu64 " %10.1f %10.0f %10.0f\n",
 		       addb_dim_value(ADDB_DIM_OP, o, NULL), a->oa_count[o],
 		       a->oa_err[o], a->oa_sum_s[o] * 1e6 / a->oa_count[o],
-		       agg_quantile(a, o, 0.5), agg_quantile(a, o, 0.99));
+		       agg_quantile(a, o, 0.5) < 0 ? INFINITY :
+		       agg_quantile(a, o, 0.5), agg_quantile(a, o, 0.99) < 0 ?
+		       INFINITY : agg_quantile(a, o, 0.99));
 		first = false;
 	}
 	if (first)

@@ -205,7 +205,7 @@ static const struct cli_cmd cmds[] = {
 	  "with --json one object per line." },
 	{ "addb", "records", 1, 1, CO_COUNT, true, cmd_addb_records,
 	  "NAME [--count N] (--cluster FILE | --server ADDR:PORT)",
-	  "The last N (default 10000, at most 100000) ADDB trace records of "
+	  "The last N (default and at most 10000) ADDB trace records of "
 	  "cluster server NAME's process, as JSON lines (the format of "
 	  "'addb dump --json'); its trace must have been switched on "
 	  "('addb trace' on its host)." },

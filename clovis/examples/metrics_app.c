@@ -19,7 +19,7 @@
  *   text       the process's own metrics through clovis_addb_metrics(),
  *              printed, then a line "end"
  *   records N  its last N trace records through clovis_addb_records()
- *              (JSON lines), then a line "end"
+ *              (JSON lines, or one "error ..." line), then a line "end"
  *   quit       close the store and exit 0
  */
 #ifndef _GNU_SOURCE
@@ -186,11 +186,13 @@ int main(int argc, char **argv)
 						 &len);
 			if (rc == 0)
 				fwrite(text, 1, len, stdout);
+			else
+				printf("error records: %s: %s\n",
+				       clovis_strerror(rc), clovis_errmsg());
 			free(text);
 			printf("end\n");
 			fflush(stdout);
-			if (rc == 0)
-				continue;
+			continue;
 		} else if (strcmp(cmd, "write") == 0) {
 			rc = do_write(n);
 		} else if (strcmp(cmd, "put") == 0) {

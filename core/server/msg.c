@@ -483,9 +483,9 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		m->mr_json = ((MetricsReq *)pb)->json;
 		m->mr_records = ((MetricsReq *)pb)->records;
 		m->mr_max_records = ((MetricsReq *)pb)->max_records;
-		if (m->mr_max_records > 100000)
+		if (m->mr_max_records > 10000)
 			rc = err_set(-EINVAL, "request: metrics: max_records "
-				     "%u over 100000", m->mr_max_records);
+				     "%u over 10000", m->mr_max_records);
 		else if (m->mr_prio > 100)
 			rc = err_set(-EINVAL, "request: metrics: min_priority "
 				     "%u over 100", m->mr_prio);

@@ -888,7 +888,8 @@ static void srv_metrics(struct srv *s, struct srv_op *so)
 	int rc;
 
 	if (so->so_m.mr_records)
-		rc = addb_trace_read(getpid(), NULL, &tr);
+		rc = addb_trace_read(getpid(), NULL, so->so_m.mr_max_records ?
+				     so->so_m.mr_max_records : 10000, &tr);
 	else
 		rc = addb_snap_self(&sn);
 	if (rc != 0) {

@@ -489,7 +489,9 @@ def part_trace():
     # top while the app writes
     top = subprocess.Popen([S, "addb", "top", str(a.pid), "--count", "2"],
                            stdout=subprocess.PIPE, text=True)
-    a.cmd("write 300")
+    t0 = time.time()
+    while top.poll() is None and time.time() - t0 < 120:
+        a.cmd("write 20")  # writes all along top's two seconds
     out = top.communicate(timeout=120)[0]
     ok("obj.write" in out, "strata addb top shows the writes", out[:300])
     # 60 s of writes, every op traced: the file keeps its bound
