@@ -95,8 +95,12 @@ skeys = {"name", "address", "state", "up", "uptime_ms", "requests",
 	 "slice_free", "devices"}
 dkeys = {"index", "tier", "path", "driver", "state", "size_bytes",
 	 "free_bytes", "errors", "rebalance"}
-if set(d) != top:
+# "metrics": the requests the servers served, summed from their metrics
+# (present when one server or more could be read)
+if not top <= set(d) <= top | {"metrics"}:
 	bad.append("top-level keys %s" % sorted(d))
+if "metrics" in d and not isinstance(d["metrics"].get("served"), dict):
+	bad.append("metrics without its served object: %s" % d["metrics"])
 # HA (docs/ha.md): the agent's state and the map from a server that
 # answered, null when none did
 ha = d.get("ha")
