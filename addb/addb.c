@@ -381,7 +381,8 @@ int addb_region_create(const char *path)
 	char tmp[128];
 	int fd, rc = 0;
 
-	/* a random suffix: processes of two pid namespaces may share a pid */
+	/* mkostemp() replaces the template's XXXXXX by a random suffix:
+	 * processes of two pid namespaces may share a pid */
 	snprintf(tmp, sizeof tmp, "%s.newXXXXXX", path);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0)

@@ -71,13 +71,6 @@ static struct {
 static uint64_t trace_next_id;
 static __thread uint64_t t_ops;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 #endif
 
 /* The switch of this process's region (called once it is made). */
@@ -183,7 +176,7 @@ void addb_rec(uint32_t kind, uint64_t id, uint32_t a, uint64_t b,
 
 	if (!addb_tracing())
 		return;
-	ts = mono_ns(); /* before the file is made, at the first record */
+	ts = addb_now_ns(); /* before the file is made, at the first record */
 	t = __atomic_load_n(&tg.th, __ATOMIC_ACQUIRE);
 	if (t == NULL && __atomic_load_n(&tg.failed, __ATOMIC_RELAXED) &&
 	    tg.failed_sw == *addb_trace_sw)

@@ -441,7 +441,8 @@ struct cli_ops_agg {
 	uint64_t oa_cum[16][32];
 	uint64_t oa_srv_count[64][16];
 };
-int cli_ops_aggregate(struct cli *c, struct cli_ops_agg *a);
+int cli_ops_aggregate(struct cli *c, const struct clovis_server_info *si,
+		      uint32_t nr, struct cli_ops_agg *a);
 /** Print a as a table, or as a JSON object (no line end). */
 void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json);
 int cmd_metrics_server(struct cli *c);

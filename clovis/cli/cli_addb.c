@@ -288,16 +288,12 @@ static void agg_family(struct json_object *ms, const char *name,
 	}
 }
 
-int cli_ops_aggregate(struct cli *c, struct cli_ops_agg *a)
+/* Sum the metrics of the servers si[0..nr) (clovis_server_list()'s
+ * answer: those not up are counted as not read, not asked again). */
+int cli_ops_aggregate(struct cli *c, const struct clovis_server_info *si,
+		      uint32_t nr, struct cli_ops_agg *a)
 {
-	struct clovis_server_info si[64];
-	uint32_t nr = 64;
-	int rc;
-
 	memset(a, 0, sizeof *a);
-	rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
-	if (rc != 0)
-		return rc;
 	for (uint32_t i = 0; i < nr && i < 64; i++) {
 		struct json_object *j, *ms;
 		char *text = NULL;

@@ -893,11 +893,12 @@ out:
 
 /* The requests the servers served, from their metrics (JSON: a member
  * "served" of the status object; nothing when none could be read). */
-static void status_ops(struct cli *c, bool json)
+static void status_ops(struct cli *c, const struct clu_status *st, bool json)
 {
 	struct cli_ops_agg *a = malloc(sizeof *a);
 
-	if (a != NULL && cli_ops_aggregate(c, a) == 0 && a->oa_nr > 0) {
+	if (a != NULL && cli_ops_aggregate(c, st->cs_si, st->cs_nr, a) == 0 &&
+	    a->oa_nr > 0) {
 		if (json) {
 			printf(",\n \"metrics\": ");
 			cli_ops_print(c, a, true);
@@ -923,7 +924,7 @@ static void status_json(const struct clu_status *st, struct cli *c)
 	status_tiers_json(st);
 	status_ha(c);
 	if (st->cs_up > 0)
-		status_ops(c, true);
+		status_ops(c, st, true);
 	printf("}\n");
 }
 
@@ -986,7 +987,7 @@ int cmd_cluster_status(struct cli *c)
 		if (st->cs_up > 0)
 			status_ha(c);
 		if (st->cs_up > 0)
-			status_ops(c, false);
+			status_ops(c, st, false);
 	}
 	if (rc == 0 && st->cs_up < st->cs_nr)
 		rc = CLI_FAIL;

@@ -81,6 +81,8 @@ int cmd_stats(struct cli *c)
 		/* cluster mode: what every server served, from their
 		 * metrics (kept by the servers, whichever client asked) */
 		struct cli_ops_agg *a = malloc(sizeof *a);
+		struct clovis_server_info si[64];
+		uint32_t nr = 64;
 
 		if (c->c_reset) {
 			free(a);
@@ -90,7 +92,9 @@ int cmd_stats(struct cli *c)
 		}
 		if (a == NULL)
 			return cli_sys(ENOMEM, "stats");
-		rc = cli_ops_aggregate(c, a);
+		rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
+		if (rc == 0)
+			rc = cli_ops_aggregate(c, si, nr, a);
 		if (rc == 0)
 			cli_ops_print(c, a, c->c_json);
 		if (rc == 0 && c->c_json)

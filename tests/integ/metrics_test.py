@@ -120,15 +120,19 @@ class App:
         self.p.stdin.flush()
         return self.p.stdout.readline().strip()
 
-    def text(self):
-        self.p.stdin.write("text\n")
+    def until_end(self, c):
+        """Send c; the lines it answers up to its "end" line."""
+        self.p.stdin.write(c + "\n")
         self.p.stdin.flush()
         lines = []
         for line in self.p.stdout:
             if line == "end\n":
                 break
             lines.append(line)
-        return "".join(lines)
+        return lines
+
+    def text(self):
+        return "".join(self.until_end("text"))
 
 
 def cli(*args, check=False):
@@ -449,13 +453,7 @@ def part_trace():
     ok(sum(1 for x in recs if x["kind"] == "dev.io" and x["b"] == 4096)
        >= 5, "the device writes of 4 KiB are recorded")
     import json
-    a.p.stdin.write("records 3\n")
-    a.p.stdin.flush()
-    got = []
-    for line in a.p.stdout:
-        if line == "end\n":
-            break
-        got.append(json.loads(line))
+    got = [json.loads(l) for l in a.until_end("records 3")]
     ok(len(got) == 3 and got[-1]["kind"] == recs[-1]["kind"] and
        got[-1]["id"] == recs[-1]["id"],
        "clovis_addb_records(): the last 3 records, as the dump has them",
