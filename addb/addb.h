@@ -275,11 +275,26 @@ enum addb_rec_kind {
 	ADDB_R_OP_LAUNCH = 1,  /**< a: op class; id: the op's trace id */
 	ADDB_R_OP_EXECUTED,    /**< a: op class */
 	ADDB_R_OP_END,         /**< a: op class, b: rc (int64), c: ns */
-	ADDB_R_SRV_RECV,       /**< a: op class of a server request */
+	ADDB_R_SRV_RECV,       /**< a: op class of a server request,
+				*   b: the caller's trace id of the op (0:
+				*   the caller did not trace it) */
 	ADDB_R_SRV_REPLY,      /**< a: op class, b: rc (int64), c: ns */
 	ADDB_R_DEV_IO,         /**< a: io (ADDB_IO_*), id: device slot,
 				*   b: bytes, c: ns */
 	ADDB_R_COMMIT,         /**< a: items, c: ns */
+	/* The stages of a traced op inside the engine and on the wire; id is
+	 * the op's trace id (a server's own for the requests it serves, its
+	 * srv.recv record giving the caller's), a its op class. */
+	ADDB_R_OP_PLACED,      /**< object write: space taken; b: device
+				*   runs, c: first device */
+	ADDB_R_OP_SENT,        /**< a request of the op sent: a: the RPC
+				*   opcode (not an op class), b: bytes,
+				*   c: peer slot (addb_peer_slot()) */
+	ADDB_R_OP_STORED,      /**< object write: data on its devices;
+				*   b: bytes */
+	ADDB_R_OP_COMMITTED,   /**< its group commit is visible; b: items
+				*   of that commit */
+	ADDB_R_OP_STABLE,      /**< its group commit is durable */
 	ADDB_R_NR
 };
 
@@ -312,16 +327,34 @@ static inline bool addb_tracing(void)
 /** At the start of an op or request: its trace id (one op in N of the
  *  switch), or 0 when it is not traced. */
 uint64_t addb_trace_op(void);
+/** A fresh trace id, whatever the sampling (an op its caller traces). */
+uint64_t addb_trace_id(void);
 /** Write one record (nothing when tracing is off or the trace file
  *  cannot be made). */
 void addb_rec(uint32_t kind, uint64_t id, uint32_t a, uint64_t b,
 	      uint64_t c);
+/** The trace id of the op this thread is sending requests for (0: none):
+ *  set by the cluster client around an op's calls, read by the RPC layer,
+ *  which records ADDB_R_OP_SENT and passes the id to the server. */
+extern __thread uint64_t addb_cur_trace;
+static inline uint64_t addb_trace_cur(void) { return addb_cur_trace; }
+/** Set the current trace id; returns the one it replaces. */
+static inline uint64_t addb_trace_cur_set(uint64_t id)
+{
+	uint64_t old = addb_cur_trace;
+
+	addb_cur_trace = id;
+	return old;
+}
 #else
 static inline bool addb_tracing(void) { return false; }
 static inline uint64_t addb_trace_op(void) { return 0; }
+static inline uint64_t addb_trace_id(void) { return 0; }
 static inline void addb_rec(uint32_t k, uint64_t id, uint32_t a, uint64_t b,
 			    uint64_t c)
 { (void)k; (void)id; (void)a; (void)b; (void)c; }
+static inline uint64_t addb_trace_cur(void) { return 0; }
+static inline uint64_t addb_trace_cur_set(uint64_t id) { (void)id; return 0; }
 #endif
 
 /**

@@ -69,6 +69,7 @@ static struct {
 
 #ifndef STRATA_NO_ADDB
 static uint64_t trace_next_id;
+__thread uint64_t addb_cur_trace;
 static __thread uint64_t t_ops;
 
 #endif
@@ -163,6 +164,11 @@ uint64_t addb_trace_op(void)
 
 	if (n == 0 || ++t_ops % n != 0)
 		return 0;
+	return __atomic_add_fetch(&trace_next_id, 1, __ATOMIC_RELAXED);
+}
+
+uint64_t addb_trace_id(void)
+{
 	return __atomic_add_fetch(&trace_next_id, 1, __ATOMIC_RELAXED);
 }
 
@@ -273,6 +279,11 @@ const char *addb_rec_name(uint32_t kind)
 		[ADDB_R_SRV_REPLY] = "srv.reply",
 		[ADDB_R_DEV_IO] = "dev.io",
 		[ADDB_R_COMMIT] = "commit",
+		[ADDB_R_OP_PLACED] = "op.placed",
+		[ADDB_R_OP_SENT] = "op.sent",
+		[ADDB_R_OP_STORED] = "op.stored",
+		[ADDB_R_OP_COMMITTED] = "op.committed",
+		[ADDB_R_OP_STABLE] = "op.stable",
 	};
 
 	return kind < ADDB_R_NR && names[kind] != NULL ? names[kind] : "?";

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addb/addb.h"
 #include "clovis/clovis_internal.h"
 #include "clovis/clovis_limits.h"
 #include "core/clu_conf.h"
@@ -1107,7 +1108,9 @@ struct clu_actx {
 	struct peers_end ax_end;
 };
 
-static int clu_obj_redo(struct clovis_op *op)
+static int clu_obj_redo(struct clovis_op *op);
+
+static int clu_obj_redo_run(struct clovis_op *op)
 {
 	struct clu_client *c = clu_of(op->op_cl);
 	struct eng_req *r = &op->op_req;
@@ -1193,6 +1196,15 @@ static void clu_obj_end(void *arg, struct peers_end *e)
 		op_finish(op, 0, "");
 }
 
+static int clu_obj_redo(struct clovis_op *op)
+{
+	uint64_t prev = addb_trace_cur_set(op->op_req.er_ci.ci_trace);
+	int rc = clu_obj_redo_run(op);
+
+	addb_trace_cur_set(prev);
+	return rc;
+}
+
 int clu_obj_start(struct clovis_op *op)
 {
 	struct clu_client *c = clu_of(op->op_cl);
@@ -1204,6 +1216,7 @@ int clu_obj_start(struct clovis_op *op)
 	struct rpc_bulk bulk;
 	struct msg_buf b = {0};
 	struct clu_actx *ax;
+	uint64_t prev;
 	int rc;
 
 	if (!c->cc_async || r->er_data->bv_nr > CLU_ASYNC_IOV)
@@ -1219,8 +1232,10 @@ int clu_obj_start(struct clovis_op *op)
 	}
 	ax->ax_op = op;
 	op->op_actx = ax;
+	prev = addb_trace_cur_set(r->er_ci.ci_trace);
 	rc = peers_call_async(c->cc_peers, clu_obj_target(c, &r->er_id), SOP_OBJ,
 			      b.mb_p, b.mb_len, &bulk, clu_obj_end, ax);
+	addb_trace_cur_set(prev);
 	free(b.mb_p);
 	if (rc != 0) { /* nothing sent: op and ax are still ours */
 		op->op_actx = NULL;
@@ -1703,10 +1718,8 @@ static int clu_idx_next(struct clu_client *c, struct eng_req *r)
 
 /* ------------------------------------------------------------ backend */
 
-int exec_cluster(struct clovis *cl, struct eng_req *r)
+static int exec_kind(struct clu_client *c, struct eng_req *r)
 {
-	struct clu_client *c = clu_of(cl);
-
 	switch (r->er_kind) {
 	case ER_OBJ_READ:
 	case ER_OBJ_WRITE:
@@ -1723,6 +1736,17 @@ int exec_cluster(struct clovis *cl, struct eng_req *r)
 	default:
 		return clu_ent(c, r);
 	}
+}
+
+/* Every request an op sends carries its trace id (addb/addb.h: op.sent
+ * records here, the server's srv.recv names it). */
+int exec_cluster(struct clovis *cl, struct eng_req *r)
+{
+	uint64_t prev = addb_trace_cur_set(r->er_ci.ci_trace);
+	int rc = exec_kind(clu_of(cl), r);
+
+	addb_trace_cur_set(prev);
+	return rc;
 }
 
 /* Fetch the cluster file from server "ADDR:PORT" (secret known). */
@@ -2129,6 +2153,146 @@ int cluster_records(struct clovis *cl, const char *name, uint32_t max,
 	q.records = true;
 	q.max_records = max;
 	return clu_metrics_call(cl, name, &q, out, len);
+}
+
+/* ---------------------------------------------- clients' statistics */
+
+_Static_assert(STATS_BUCKETS == MSG_CSTATS_BUCKETS &&
+	       CLOVIS_STAT_NR == MSG_CSTATS_OPS,
+	       "SOP_CLIENT_STATS carries clovis/stats.c's histograms");
+
+/* A push at the end of a client: bounded, so that a process's exit never
+ * waits long for a server that stopped answering. */
+#define CLU_CSTATS_PUSH_MS 2000u
+
+/* SOP_CLIENT_STATS to server i: push p (NULL: read only); the server's
+ * sums after it in *out. */
+static int clu_cstats_call(struct clu_client *c, uint32_t i,
+			   const struct msg_cstats *p, uint32_t call_ms,
+			   struct msg_cstats *out)
+{
+	static const struct msg_cstats none = {.cs_version = MSG_CSTATS_SCHEME};
+	struct rpc_result res;
+	ClientStats *cs = NULL;
+	Reply *rp = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	rc = msg_cstats_encode(p != NULL ? p : &none, p == NULL, &buf, &len);
+	if (rc != 0)
+		return rc;
+	rc = peers_call_ms(c->cc_peers, i, SOP_CLIENT_STATS, buf, len, NULL,
+			   call_ms, &res);
+	free(buf);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+	free(res.rr_body);
+	if (rc == 0 &&
+	    (cs = client_stats__unpack(NULL, rp->text.len, rp->text.data)) ==
+	    NULL)
+		rc = err_set(-EBADMSG, "server %s: client statistics: a reply "
+			     "that is not a ClientStats",
+			     c->cc_conf.cc_servers[i].cs_name);
+	if (rc == 0)
+		rc = msg_cstats_decode(cs, out);
+	if (cs != NULL)
+		client_stats__free_unpacked(cs, NULL);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return rc;
+}
+
+void cluster_stats_push(struct clovis *cl)
+{
+	struct clu_client *c = clu_of(cl);
+	struct msg_cstats *p, *sums;
+	struct stats_hist h;
+	uint64_t ops = 0, best_ms = 0;
+	int32_t best = -1;
+
+	if (c == NULL)
+		return;
+	p = calloc(2, sizeof *p);
+	if (p == NULL)
+		return;
+	sums = p + 1;
+	p->cs_version = MSG_CSTATS_SCHEME;
+	for (uint32_t k = 0; k < MSG_CSTATS_OPS; k++) {
+		struct msg_cstats_op *o = &p->cs_op[k];
+
+		stats_total(&cl->cl_stats, k, &h);
+		for (uint32_t b = 0; b < STATS_BUCKETS; b++)
+			o->co_count += h.sh_b[b];
+		memcpy(o->co_b, h.sh_b, sizeof o->co_b);
+		o->co_failed = h.sh_failed;
+		o->co_bytes = h.sh_bytes;
+		o->co_sum_us = h.sh_sum_us;
+		o->co_max_us = h.sh_max_us;
+		ops += o->co_count;
+	}
+	/* to the server that answered this client last (it is up, and a
+	 * connection to it is open); none when it ran no op */
+	for (uint32_t i = 0; ops > 0 && i < c->cc_conf.cc_nr_servers; i++) {
+		uint64_t ok = peers_ok_ms(c->cc_peers, i);
+
+		if (ok > best_ms && peers_live(c->cc_peers, i) &&
+		    !peers_gone(c->cc_peers, i)) {
+			best_ms = ok;
+			best = (int32_t)i;
+		}
+	}
+	if (best >= 0 &&
+	    clu_cstats_call(c, (uint32_t)best, p, CLU_CSTATS_PUSH_MS,
+			    sums) != 0)
+		LOG_INFO("statistics of this client (%" PRIu64 " ops) not "
+			 "pushed to server %s: %s", ops,
+			 c->cc_conf.cc_servers[best].cs_name, err_msg());
+	free(p);
+}
+
+int cluster_stats_clients(struct clovis *cl,
+			  struct clovis_stat out[CLOVIS_STAT_NR],
+			  struct clovis_stats_clients *info)
+{
+	struct clu_client *c = clu_of(cl);
+	struct clovis_stats_clients in = {0};
+	struct msg_cstats *one = malloc(sizeof *one);
+	struct stats_set *set = calloc(1, sizeof *set);
+
+	if (one == NULL || set == NULL) {
+		free(one);
+		free(set);
+		return err_set(-ENOMEM, "stats_clients: no memory");
+	}
+	for (uint32_t i = 0; i < c->cc_conf.cc_nr_servers; i++) {
+		if (peers_gone(c->cc_peers, i) ||
+		    clu_cstats_call(c, i, NULL, c->cc_conf.cc_call_ms,
+				    one) != 0) {
+			in.sc_servers_not_read++;
+			continue;
+		}
+		in.sc_servers_read++;
+		in.sc_clients += one->cs_clients;
+		for (uint32_t k = 0; k < MSG_CSTATS_OPS; k++) {
+			struct stats_hist *d = &set->ss_base.st_h[k];
+			const struct msg_cstats_op *o = &one->cs_op[k];
+
+			d->sh_failed += o->co_failed;
+			d->sh_bytes += o->co_bytes;
+			d->sh_sum_us += o->co_sum_us;
+			if (o->co_max_us > d->sh_max_us)
+				d->sh_max_us = o->co_max_us;
+			for (uint32_t b = 0; b < STATS_BUCKETS; b++)
+				d->sh_b[b] += o->co_b[b];
+		}
+	}
+	stats_report(set, out);
+	free(one);
+	free(set);
+	if (info != NULL)
+		*info = in;
+	return 0;
 }
 
 int cluster_ha(struct clovis *cl, uint32_t kind, uint64_t from,

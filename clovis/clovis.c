@@ -331,6 +331,8 @@ void clovis_fini(struct clovis *cl)
 		return;
 	ops_drain_and_free(cl);
 	workers_stop(cl);
+	if (cl->cl_eng == NULL)
+		cluster_stats_push(cl); /* its statistics outlive it */
 	if (cl->cl_eng != NULL) {
 		eng_commit_hook_set(cl->cl_eng, NULL, NULL);
 		stats_fold(&cl->cl_stats);
@@ -1320,6 +1322,19 @@ int clovis_stats_get(struct clovis *cl, struct clovis_stat out[CLOVIS_STAT_NR])
 		return err_set(-EINVAL, "stats_get: NULL argument");
 	stats_report(&cl->cl_stats, out);
 	return 0;
+}
+
+int clovis_stats_clients(struct clovis *cl,
+			 struct clovis_stat out[CLOVIS_STAT_NR],
+			 struct clovis_stats_clients *info)
+{
+	if (cl == NULL || out == NULL)
+		return err_set(-EINVAL, "stats_clients: NULL argument");
+	if (cl->cl_eng != NULL)
+		return err_set(-ENOTSUP, "stats_clients: cluster mode only (an "
+			       "embedded store's statistics are its own: "
+			       "clovis_stats_get)");
+	return cluster_stats_clients(cl, out, info);
 }
 
 int clovis_stats_reset(struct clovis *cl)

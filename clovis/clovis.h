@@ -1468,6 +1468,31 @@ CLOVIS_API int clovis_stats_get(struct clovis *cl,
 /** Forget all statistics (saved and current).  Returns 0 or -errno. */
 CLOVIS_API int clovis_stats_reset(struct clovis *cl);
 
+/** What clovis_stats_clients() summed. */
+struct clovis_stats_clients {
+	uint64_t sc_clients;        /**< client ends (pushes) in the sums */
+	uint32_t sc_servers_read;   /**< servers whose sums were read */
+	uint32_t sc_servers_not_read; /**< servers that did not answer */
+};
+
+/**
+ * Cluster mode: the statistics of the cluster's clients that ended.  A
+ * cluster-mode instance pushes its own (what clovis_stats_get() reports)
+ * to one server it talked to when clovis_fini() ends it, if it ran any
+ * op; each server adds the pushes it gets to sums kept in its store
+ * (saved at most 10 s after a push and at a clean stop: a server killed
+ * with SIGKILL loses the pushes of its last 10 s).  This reads every
+ * server's sums and adds them up into out[CLOVIS_STAT_NR] (counts,
+ * failures, bytes, latency percentiles, as clovis_stats_get()); *info
+ * (may be NULL) says how many pushes and servers.  A server that does
+ * not answer is counted in sc_servers_not_read, its sums left out.
+ * Returns 0, -EINVAL (NULL cl or out), or -ENOTSUP for an embedded
+ * store (whose statistics are its own: clovis_stats_get()).
+ */
+CLOVIS_API int clovis_stats_clients(struct clovis *cl,
+				    struct clovis_stat out[CLOVIS_STAT_NR],
+				    struct clovis_stats_clients *info);
+
 /* ------------------------------------------------------ metrics (ADDB)
  * Every Strata process keeps always-on metrics (counters, gauges,
  * latency histograms: ops, devices and tiers, group commits, RPC, walks,

@@ -91,6 +91,9 @@ void stats_fold(struct stats_set *s);
 void stats_zero(struct stats_set *s);
 /* Free the shards (clovis_fini). */
 void stats_fini(struct stats_set *s);
+/* The base and every shard of class cls summed into *out. */
+void stats_total(const struct stats_set *s, uint32_t cls,
+		 struct stats_hist *out);
 
 struct op_tcache;
 
@@ -247,6 +250,12 @@ int cluster_ha_on(struct clovis *cl, const char *name, uint32_t kind,
 		  char **out);
 /* SOP_METRICS of server name: its process's metrics as text (malloc'd,
  * NUL-terminated) in *out (-ENOENT: no such server). */
+/* Clients' statistics (SOP_CLIENT_STATS): push this instance's at its
+ * end (clovis_fini), read every server's sums (clovis_stats_clients). */
+void cluster_stats_push(struct clovis *cl);
+int cluster_stats_clients(struct clovis *cl,
+			  struct clovis_stat out[CLOVIS_STAT_NR],
+			  struct clovis_stats_clients *info);
 int cluster_metrics(struct clovis *cl, const char *name, uint32_t min_prio,
 		    bool json, char **out, size_t *len);
 /* The same with MetricsReq.records: the server's trace records. */

@@ -462,6 +462,8 @@ static void op_set_state(struct clovis_op *op, uint32_t state)
 static void op_trace_launch(struct clovis_op *op)
 {
 	op->op_trace = addb_trace_op();
+	op->op_req.er_ci.ci_trace = op->op_trace;
+	op->op_req.er_ci.ci_trace_op = op->op_stat;
 	if (op->op_trace != 0)
 		addb_rec(ADDB_R_OP_LAUNCH, op->op_trace, op->op_stat, 0, 0);
 }

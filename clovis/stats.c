@@ -147,6 +147,12 @@ static void stats_sum(const struct stats_set *s, uint32_t cls,
 	}
 }
 
+void stats_total(const struct stats_set *s, uint32_t cls,
+		 struct stats_hist *out)
+{
+	stats_sum(s, cls, out);
+}
+
 void stats_fold(struct stats_set *s)
 {
 	for (uint32_t cls = 0; cls < CLOVIS_STAT_NR; cls++) {

@@ -457,6 +457,9 @@ static void commit_finish(struct eng *e, struct eng_citem *batch)
 		next = ci->ci_next;
 		eng_space_release_deferred(e, &ci->ci_freed);
 		ci->ci_alloc.sv_nr = 0;
+		if (ci->ci_trace != 0)
+			addb_rec(ADDB_R_OP_STABLE, ci->ci_trace,
+				 ci->ci_trace_op, 0, 0);
 		ci->ci_done(ci, 0);
 	}
 }
@@ -605,11 +608,15 @@ static uint32_t list_len(const struct eng_citem *ci)
 }
 
 /* Report items visible (EXECUTED). */
-static void commit_executed(struct eng_citem *batch)
+static void commit_executed(struct eng_citem *batch, uint32_t n)
 {
-	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next)
+	for (struct eng_citem *ci = batch; ci != NULL; ci = ci->ci_next) {
+		if (ci->ci_trace != 0)
+			addb_rec(ADDB_R_OP_COMMITTED, ci->ci_trace,
+				 ci->ci_trace_op, n, 0);
 		if (ci->ci_executed != NULL)
 			ci->ci_executed(ci);
+	}
 }
 
 /* Make the last commit durable now (mdb_env_sync) and report its items
@@ -711,7 +718,7 @@ static void commit_batch(struct eng *e, struct eng_citem *batch)
 		addb_rec(ADDB_R_COMMIT, 0, list_len(batch), 0, (t2 - t0) * 1000);
 	if (e->e_chook != NULL)
 		e->e_chook(e->e_chook_arg, t2 - t0, list_len(batch));
-	commit_executed(batch);
+	commit_executed(batch, list_len(batch));
 	if (e->e_meta_nv) {
 		commit_durable(e, batch, seq);
 	} else {

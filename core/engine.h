@@ -167,6 +167,11 @@ struct eng_citem {
 	 *  it; the dtx applies it later, with the other items of the dtx, in
 	 *  one nested LMDB transaction of its own commit item. */
 	void (*ci_hold)(struct eng_citem *ci);
+	/** The ADDB trace id of the op the item belongs to (0: not traced)
+	 *  and its op class: the commit stages record op.committed and
+	 *  op.stable for it (addb/addb.h). */
+	uint64_t ci_trace;
+	uint32_t ci_trace_op;
 };
 
 /** Request kinds of eng_exec(). */

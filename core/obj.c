@@ -14,6 +14,7 @@
 #include <string.h>
 #include <urcu.h>
 
+#include "addb/addb.h"
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
@@ -406,9 +407,16 @@ static int obj_update(struct eng *e, struct eng_req *r)
 		rc = obj_append_data(e, r, r->er_ent.me_dev);
 	else if (r->er_kind != ER_OBJ_FREE)
 		rc = obj_alloc_space(e, r);
+	if (rc == 0 && r->er_ci.ci_trace != 0 && r->er_kind != ER_OBJ_FREE)
+		addb_rec(ADDB_R_OP_PLACED, r->er_ci.ci_trace, r->er_kind - 1,
+			 r->er_ci.ci_alloc.sv_nr, r->er_ci.ci_alloc.sv_nr ?
+			 r->er_ci.ci_alloc.sv_v[0].sp_dev : 0);
 	if (rc == 0 && r->er_kind == ER_OBJ_WRITE &&
 	    !eng_dev_zoned(e, r->er_ent.me_dev))
 		rc = obj_write_data(e, r);
+	if (rc == 0 && r->er_ci.ci_trace != 0 && r->er_kind == ER_OBJ_WRITE)
+		addb_rec(ADDB_R_OP_STORED, r->er_ci.ci_trace, r->er_kind - 1,
+			 req_blocks(r) << r->er_ent.me_block_shift, 0);
 	if (rc != 0) {
 		eng_space_release(e, &r->er_ci.ci_alloc);
 		r->er_ci.ci_alloc.sv_nr = 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <urcu.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -514,6 +515,9 @@ int stripe_update(struct sctx *sc)
 	if (!r->er_glocked)
 		eng_glock(e, r->er_locks, r->er_nr_locks);
 	r->er_eng = e;
+	if (r->er_ci.ci_trace != 0) /* placement: its groups, their slots */
+		addb_rec(ADDB_R_OP_PLACED, r->er_ci.ci_trace, r->er_kind - 1,
+			 ng, ng > 0 ? groups[0] : 0);
 	for (uint32_t i = 0; rc == 0 && i < ng; i++) {
 		struct sgroup sg;
 		uint32_t full = group_covered(sc, groups[i], br, nbr);
@@ -572,6 +576,14 @@ int stripe_update(struct sctx *sc)
 	if (rc != 0) {
 		req_unlock(e, r);
 		goto out;
+	}
+	if (r->er_ci.ci_trace != 0 && !zero) {
+		uint64_t blks = 0;
+
+		for (uint32_t i = 0; i < r->er_ext->ev_nr; i++)
+			blks += r->er_ext->ev_nr_blks[i];
+		addb_rec(ADDB_R_OP_STORED, r->er_ci.ci_trace, r->er_kind - 1,
+			 blks << sc->sc_ent.me_block_shift, 0);
 	}
 	r->er_executed = r->er_ci.ci_executed;
 	r->er_done = r->er_ci.ci_done;

@@ -443,8 +443,10 @@ struct cli_ops_agg {
 };
 int cli_ops_aggregate(struct cli *c, const struct clovis_server_info *si,
 		      uint32_t nr, struct cli_ops_agg *a);
-/** Print a as a table, or as a JSON object (no line end). */
-void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json);
+/** Print a as a table, or as a JSON object (no line end; open: without
+ *  its closing brace, for the caller to add members). */
+void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json,
+		   bool open);
 int cmd_metrics_server(struct cli *c);
 int cmd_devices(struct cli *c);
 int cmd_tiers(struct cli *c);

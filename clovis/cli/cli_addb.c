@@ -83,13 +83,41 @@ static void dump_line(const struct addb_trace_rec *r,
 	switch (x->ar_kind) {
 	case ADDB_R_OP_LAUNCH:
 	case ADDB_R_OP_EXECUTED:
-	case ADDB_R_SRV_RECV:
 		printf(" op %" PRIu64 " %s\n", x->ar_id, op_name(x->ar_a));
 		break;
 	case ADDB_R_OP_END:
 	case ADDB_R_SRV_REPLY:
 		printf(" op %" PRIu64 " %s rc %" PRId64 " %.1f us\n", x->ar_id,
 		       op_name(x->ar_a), (int64_t)x->ar_b, x->ar_c / 1e3);
+		break;
+	case ADDB_R_OP_PLACED:
+		/* device runs from a device (plain layouts) or parity
+		 * groups from a group (unit layouts) */
+		printf(" op %" PRIu64 " %s %" PRIu64 " runs|groups from %"
+		       PRIu64 "\n", x->ar_id, op_name(x->ar_a), x->ar_b,
+		       x->ar_c);
+		break;
+	case ADDB_R_OP_SENT:
+		printf(" op %" PRIu64 " opcode %u %" PRIu64 " bytes to peer "
+		       "slot %" PRIu64 "\n", x->ar_id, x->ar_a, x->ar_b,
+		       x->ar_c);
+		break;
+	case ADDB_R_OP_STORED:
+		printf(" op %" PRIu64 " %s %" PRIu64 " bytes\n", x->ar_id,
+		       op_name(x->ar_a), x->ar_b);
+		break;
+	case ADDB_R_OP_COMMITTED:
+		printf(" op %" PRIu64 " %s in a commit of %" PRIu64 " items\n",
+		       x->ar_id, op_name(x->ar_a), x->ar_b);
+		break;
+	case ADDB_R_OP_STABLE:
+		printf(" op %" PRIu64 " %s\n", x->ar_id, op_name(x->ar_a));
+		break;
+	case ADDB_R_SRV_RECV:
+		printf(" op %" PRIu64 " %s", x->ar_id, op_name(x->ar_a));
+		if (x->ar_b != 0)
+			printf(" (caller's op %" PRIu64 ")", x->ar_b);
+		printf("\n");
 		break;
 	case ADDB_R_DEV_IO:
 		printf(" device slot %" PRIu64 " %s %" PRIu64 " bytes %.1f us\n",
@@ -346,7 +374,8 @@ static const char *agg_qjson(double v, char *buf, size_t n)
 	return buf;
 }
 
-void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json)
+void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json,
+		   bool open)
 {
 	bool first = true;
 
@@ -374,7 +403,7 @@ void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json)
 			printf("}}");
 			first = false;
 		}
-		printf("}}");
+		printf(open ? "}" : "}}");
 		return;
 	}
 	printf("requests served, summed over %u server(s)%s (an index "

@@ -901,9 +901,9 @@ static void status_ops(struct cli *c, const struct clu_status *st, bool json)
 	    a->oa_nr > 0) {
 		if (json) {
 			printf(",\n \"metrics\": ");
-			cli_ops_print(c, a, true);
+			cli_ops_print(c, a, true, false);
 		} else {
-			cli_ops_print(c, a, false);
+			cli_ops_print(c, a, false, false);
 		}
 	}
 	free(a);

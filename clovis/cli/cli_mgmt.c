@@ -19,8 +19,8 @@ static const char *stat_name(const struct clovis_stat *s, int i)
 	return s->cs_name != NULL ? s->cs_name : "?";
 }
 
-/* Print all op classes as a JSON array. */
-static void stats_json(const struct clovis_stat *st)
+/* Print all op classes as a JSON array (no line end). */
+static void stats_json_array(const struct clovis_stat *st)
 {
 	int i;
 
@@ -41,7 +41,13 @@ static void stats_json(const struct clovis_stat *st)
 		       (unsigned long long)s->cs_p99_us,
 		       (unsigned long long)s->cs_max_us, s->cs_mean_us);
 	}
-	printf("]\n");
+	printf("]");
+}
+
+static void stats_json(const struct clovis_stat *st)
+{
+	stats_json_array(st);
+	printf("\n");
 }
 
 /* Print the op classes that ran as a table. */
@@ -90,15 +96,36 @@ int cmd_stats(struct cli *c)
 					 "counters count from each server's "
 					 "start and are not reset");
 		}
+		struct clovis_stats_clients ci;
+
 		if (a == NULL)
 			return cli_sys(ENOMEM, "stats");
 		rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
 		if (rc == 0)
 			rc = cli_ops_aggregate(c, si, nr, a);
+		/* and the ops of the clients that ended, pushed to the
+		 * servers (clovis_stats_clients()) */
 		if (rc == 0)
-			cli_ops_print(c, a, c->c_json);
-		if (rc == 0 && c->c_json)
-			printf("\n");
+			rc = cli_call(c, clovis_stats_clients(c->c_cl, st,
+							      &ci));
+		if (rc == 0)
+			cli_ops_print(c, a, c->c_json, true);
+		if (rc == 0 && c->c_json) {
+			printf(", \"clients\": {\"pushed\": %llu, "
+			       "\"servers_read\": %u, \"servers_not_read\": "
+			       "%u, \"ops\": ",
+			       (unsigned long long)ci.sc_clients,
+			       ci.sc_servers_read, ci.sc_servers_not_read);
+			stats_json_array(st);
+			printf("}}\n");
+		} else if (rc == 0) {
+			printf("\nops of the clients that ended (%llu pushed "
+			       "to %u server(s)%s):\n",
+			       (unsigned long long)ci.sc_clients,
+			       ci.sc_servers_read, ci.sc_servers_not_read ?
+			       ", some not read: down" : "");
+			stats_text(st);
+		}
 		free(a);
 		return rc == 0 ? CLI_OK : cli_fail(c, rc, "stats");
 	}

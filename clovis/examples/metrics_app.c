@@ -4,9 +4,10 @@
  * process answers Prometheus scrapes on /metrics while it works.  Also the
  * driven client of tests/integ/metrics_test.py.
  *
- *   metrics_app DATA_DIR [LISTEN]
+ *   metrics_app DATA_DIR|cluster:FILE [LISTEN]
  *
- * Opens (or makes: CLOVIS_CONF_CREATE) the store in DATA_DIR, serves /metrics on LISTEN
+ * Opens (or makes: CLOVIS_CONF_CREATE) the store in DATA_DIR, or is a
+ * client of the cluster of cluster file FILE, serves /metrics on LISTEN
  * (default "127.0.0.1:0": a port the kernel picks) and prints one line
  * "metrics_app: pid PID port PORT".  Then reads commands from standard
  * input, one per line, answering each with one line ("done ..." or
@@ -145,10 +146,17 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: metrics_app DATA_DIR [LISTEN]\n");
+		fprintf(stderr, "usage: metrics_app DATA_DIR|cluster:FILE "
+			"[LISTEN]\n");
 		return 2;
 	}
-	conf.cc_data_dir = argv[1];
+	if (strncmp(argv[1], "cluster:", 8) == 0) {
+		conf.cc_mode = CLOVIS_MODE_CLUSTER;
+		conf.cc_cluster_conf = argv[1] + 8;
+		conf.cc_flags = 0;
+	} else {
+		conf.cc_data_dir = argv[1];
+	}
 	rc = clovis_init(&cl, &conf);
 	if (rc == 0)
 		rc = clovis_addb_serve(listen, &port);

@@ -479,8 +479,8 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	RpcSeg segs[RPC_MAX_IOV], *segp[RPC_MAX_IOV];
 	uint8_t *ibuf = NULL, key[RPC_KEY_LEN];
 	fi_addr_t dest;
-	uint64_t xid, sent = 0;
-	uint32_t slot = 0;
+	uint64_t xid, sent = 0, trace = 0;
+	uint32_t slot = 0, opcode = c->ca_opcode;
 	bool wake, c_keyed;
 	int rc;
 
@@ -514,6 +514,10 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 	c_keyed = c->ca_peer->pe_keyed;
 	if (c_keyed)
 		memcpy(key, c->ca_peer->pe_key, sizeof key);
+	if (kind == RPC_K_REQUEST && (trace = addb_trace_cur()) != 0) {
+		env.has_trace = true;
+		env.trace = trace;
+	}
 	if (kind == RPC_K_REQUEST) {
 		slot = cli_addb_slot(c->ca_peer);
 		sent = len + (c->ca_bdir == RPC_BULK_OUT ? c->ca_blen : 0);
@@ -545,6 +549,8 @@ static int cli_send(struct rpc_ep *ep, struct rpc_call *c, uint32_t kind,
 		addb_add(ADDB_RPC_CALLS, slot, 1);
 		addb_add(ADDB_RPC_BYTES, addb_inst(ADDB_RPC_BYTES, slot,
 						   ADDB_DIR_SENT), sent);
+		if (trace != 0)
+			addb_rec(ADDB_R_OP_SENT, trace, opcode, sent, slot);
 	}
 	return rc;
 }

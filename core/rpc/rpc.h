@@ -196,6 +196,9 @@ int rpc_gate_set(struct rpc_ep *ep, rpc_gate_fn fn, void *arg);
 uint32_t rpc_sreq_opcode(const struct rpc_sreq *req);
 /** The map epoch the request carried (0: none). */
 uint64_t rpc_sreq_epoch(const struct rpc_sreq *req);
+/** The caller's ADDB trace id of the request's op (RpcEnvelope.trace),
+ *  0 when the caller does not trace it. */
+uint64_t rpc_sreq_trace(const struct rpc_sreq *req);
 /** The request's body (protobuf bytes; valid until the reply). */
 const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len);
 /** Bytes of the caller's bulk buffer (0: none). */

@@ -324,6 +324,11 @@ uint64_t rpc_sreq_epoch(const struct rpc_sreq *req)
 	return req->sr_env->has_map_epoch ? req->sr_env->map_epoch : 0;
 }
 
+uint64_t rpc_sreq_trace(const struct rpc_sreq *req)
+{
+	return req->sr_env->has_trace ? req->sr_env->trace : 0;
+}
+
 const void *rpc_sreq_body(const struct rpc_sreq *req, size_t *len)
 {
 	const RpcEnvelope *e = req->sr_env;

@@ -437,6 +437,9 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 	case SOP_METRICS:
 		pb = (ProtobufCMessage *)metrics_req__unpack(NULL, len, b);
 		break;
+	case SOP_CLIENT_STATS:
+		pb = (ProtobufCMessage *)client_stats__unpack(NULL, len, b);
+		break;
 	default:
 		return err_set(-EBADMSG, "request: opcode %u unknown", op);
 	}
@@ -477,6 +480,12 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		break;
 	case SOP_LIST:
 		rc = msg_list_decode(m, (ListReq *)pb);
+		break;
+	case SOP_CLIENT_STATS:
+		m->mr_cstats = malloc(sizeof *m->mr_cstats);
+		rc = m->mr_cstats == NULL ?
+		     err_set(-ENOMEM, "request: client stats: no memory") :
+		     msg_cstats_decode((ClientStats *)pb, m->mr_cstats);
 		break;
 	default: /* SOP_METRICS */
 		m->mr_prio = ((MetricsReq *)pb)->min_priority;
@@ -525,8 +534,93 @@ void msg_req_fini(struct msg_req *m)
 	free(m->mr_arrays);
 	free(m->mr_recs);
 	free(m->mr_data);
+	free(m->mr_cstats);
 	m->mr_arrays = m->mr_recs = NULL;
 	m->mr_data = NULL;
+	m->mr_cstats = NULL;
+}
+
+int msg_cstats_decode(const ClientStats *pb, struct msg_cstats *out)
+{
+	memset(out, 0, sizeof *out);
+	if (pb->scheme != MSG_CSTATS_SCHEME)
+		return err_set(-EINVAL, "client stats: scheme %u: only %u is "
+			       "known", pb->scheme, MSG_CSTATS_SCHEME);
+	if (pb->n_ops > MSG_CSTATS_OPS)
+		return err_set(-EINVAL, "client stats: %zu ops: at most %u",
+			       pb->n_ops, MSG_CSTATS_OPS);
+	for (size_t i = 0; i < pb->n_ops; i++) {
+		const OpStats *o = pb->ops[i];
+		struct msg_cstats_op *d;
+
+		if (o->op >= MSG_CSTATS_OPS)
+			return err_set(-EINVAL, "client stats: op %u: ops are "
+				       "0..%u", o->op, MSG_CSTATS_OPS - 1);
+		d = &out->cs_op[o->op];
+		if (d->co_count != 0 || d->co_failed != 0 || d->co_bytes != 0 ||
+		    d->co_sum_us != 0 || d->co_max_us != 0)
+			return err_set(-EINVAL, "client stats: op %u given "
+				       "twice", o->op);
+		if (o->n_buckets > MSG_CSTATS_BUCKETS)
+			return err_set(-EINVAL, "client stats: op %u: %zu "
+				       "buckets: at most %u", o->op,
+				       o->n_buckets, MSG_CSTATS_BUCKETS);
+		for (size_t b = 0; b < o->n_buckets; b++) {
+			d->co_b[b] = o->buckets[b];
+			d->co_count += o->buckets[b];
+		}
+		if (o->failed > d->co_count)
+			return err_set(-EINVAL, "client stats: op %u: %" PRIu64
+				       " failed of %" PRIu64 " ops", o->op,
+				       o->failed, d->co_count);
+		d->co_failed = o->failed;
+		d->co_bytes = o->bytes;
+		d->co_sum_us = o->sum_us;
+		d->co_max_us = o->max_us;
+	}
+	out->cs_version = MSG_CSTATS_SCHEME;
+	out->cs_read_only = pb->read_only;
+	out->cs_clients = pb->clients;
+	return 0;
+}
+
+int msg_cstats_encode(const struct msg_cstats *c, bool read_only,
+		      uint8_t **buf, size_t *len)
+{
+	ClientStats pb = CLIENT_STATS__INIT;
+	OpStats ops[MSG_CSTATS_OPS], *opp[MSG_CSTATS_OPS];
+	struct msg_buf b;
+	int rc;
+
+	pb.scheme = MSG_CSTATS_SCHEME;
+	pb.clients = c->cs_clients;
+	pb.read_only = read_only;
+	pb.ops = opp;
+	for (uint32_t i = 0; i < MSG_CSTATS_OPS; i++) {
+		const struct msg_cstats_op *o = &c->cs_op[i];
+		uint32_t nb = MSG_CSTATS_BUCKETS;
+
+		if (o->co_count == 0)
+			continue;
+		while (nb > 0 && o->co_b[nb - 1] == 0)
+			nb--;
+		op_stats__init(&ops[pb.n_ops]);
+		ops[pb.n_ops].op = i;
+		ops[pb.n_ops].failed = o->co_failed;
+		ops[pb.n_ops].bytes = o->co_bytes;
+		ops[pb.n_ops].sum_us = o->co_sum_us;
+		ops[pb.n_ops].max_us = o->co_max_us;
+		ops[pb.n_ops].n_buckets = nb;
+		ops[pb.n_ops].buckets = (uint64_t *)o->co_b;
+		opp[pb.n_ops] = &ops[pb.n_ops];
+		pb.n_ops++;
+	}
+	rc = msg_pack(&pb.base, &b);
+	if (rc != 0)
+		return rc;
+	*buf = b.mb_p;
+	*len = b.mb_len;
+	return 0;
 }
 
 int msg_pack(const ProtobufCMessage *pb, struct msg_buf *b)

@@ -35,6 +35,7 @@ enum msg_op {
 	SOP_CONF_GET,               /**< (empty): Reply.text */
 	SOP_IDX_STATE,              /**< IdxReq (id): Reply.exists, .seq */
 	SOP_METRICS,                /**< MetricsReq: Reply.text */
+	SOP_CLIENT_STATS,           /**< ClientStats: Reply.text = ClientStats */
 	SOP_END
 };
 
@@ -94,6 +95,38 @@ enum msg_rflags {
 /* The protocol's limits (MSG_RDEV_MAX, MSG_TAG_MAX, MSG_RECS_INLINE,
  * MSG_REPLY_BUDGET, MSG_IDX_BYTES_MAX, MSG_LIST_MAX): srv_limits.h. */
 
+/* Client statistics (SOP_CLIENT_STATS): op classes and latency buckets of
+ * clovis/stats.c (bucket scheme 1), summed by index. */
+#define MSG_CSTATS_OPS 14u
+#define MSG_CSTATS_BUCKETS 312u
+#define MSG_CSTATS_SCHEME 1u
+
+struct msg_cstats_op {
+	uint64_t co_count;          /**< the buckets' sum */
+	uint64_t co_failed;
+	uint64_t co_bytes;
+	uint64_t co_sum_us;
+	uint64_t co_max_us;
+	uint64_t co_b[MSG_CSTATS_BUCKETS];
+};
+
+/** Statistics of clients: one push, or a server's sums (as saved in its
+ *  store, system record "client_stats": cs_version first). */
+struct msg_cstats {
+	uint32_t cs_version;        /**< MSG_CSTATS_SCHEME */
+	uint32_t cs_read_only;      /**< a request: push nothing */
+	uint64_t cs_clients;        /**< pushes summed */
+	struct msg_cstats_op cs_op[MSG_CSTATS_OPS];
+};
+
+/** Decode a ClientStats message into *out (checked whole: -EINVAL with a
+ *  message naming the field); the server's request decoder and the
+ *  client's reply reader share it. */
+int msg_cstats_decode(const ClientStats *pb, struct msg_cstats *out);
+/** Encode c as a ClientStats message (malloc'd bytes). */
+int msg_cstats_encode(const struct msg_cstats *c, bool read_only,
+		      uint8_t **buf, size_t *len);
+
 /** A decoded request and everything it owns. */
 struct msg_req {
 	struct eng_req mr_req;      /**< first: its er_ci is the commit item */
@@ -109,6 +142,7 @@ struct msg_req {
 	bool mr_json;               /**< MetricsReq.json */
 	bool mr_records;            /**< MetricsReq.records */
 	uint32_t mr_max_records;    /**< MetricsReq.max_records (0: 10000) */
+	struct msg_cstats *mr_cstats; /**< CLIENT_STATS, decoded (owned) */
 	uint32_t mr_from;           /**< IdxReq.from (IDX_STATE): server
 				     *   index + 1 of a verifying replica, 0:
 				     *   not told (checked against the

@@ -938,11 +938,19 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
 	if (op == SOP_OBJ || op == SOP_ENT || op == SOP_IDX) {
+		uint64_t caller = rpc_sreq_trace(req);
+
 		so->so_t0_ns = addb_now_ns();
-		so->so_trace = addb_trace_op();
+		/* traced: one in N of its own, and every one its caller
+		 * traces while tracing is on here */
+		so->so_trace = caller != 0 && addb_tracing() ?
+			       addb_trace_id() : addb_trace_op();
+		so->so_m.mr_req.er_ci.ci_trace = so->so_trace;
+		so->so_m.mr_req.er_ci.ci_trace_op =
+			so->so_m.mr_req.er_kind - 1;
 		if (so->so_trace != 0)
 			addb_rec(ADDB_R_SRV_RECV, so->so_trace,
-				 so->so_m.mr_req.er_kind - 1, 0, 0);
+				 so->so_m.mr_req.er_kind - 1, caller, 0);
 	}
 	so->so_m.mr_req.er_eng = s->s_eng;
 	if (s->s_route != NULL && (op == SOP_OBJ || (op == SOP_ENT &&
@@ -982,6 +990,9 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		break;
 	case SOP_METRICS:
 		srv_metrics(s, so);
+		break;
+	case SOP_CLIENT_STATS:
+		srv_cstats(s, so);
 		break;
 	default:
 		srv_conf_get(s, so);
@@ -1137,6 +1148,8 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 		rc = srv_open_store(s);
 	/* The syncer calls peers at once (srv_sync_all): the endpoint and the
 	 * peer table first.  Requests parked before it runs just wait. */
+	if (rc == 0)
+		rc = srv_cstats_open(s);
 	phase("opening its endpoint");
 	if (rc == 0)
 		rc = srv_open_ep(s);
@@ -1226,8 +1239,10 @@ int srv_stop(struct srv *s)
 	srv_zc_stop(s);
 	rpc_ep_close(s->s_ep);
 	srv_exec_stop(s);
-	if (s->s_eng != NULL)
+	if (s->s_eng != NULL) {
+		srv_cstats_close(s);
 		eng_close(s->s_eng);
+	}
 	rdev_stop();
 	srv_repl_fini(s);
 	srv_ridx_fini(s);

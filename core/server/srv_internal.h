@@ -195,6 +195,12 @@ struct srv {
 	 * (err_set): -EREMCHG when another server serves that home (the
 	 * client reads the map again), -EBUSY while this one is opening
 	 * it.  Called from RPC handler threads, concurrently. */
+	/* statistics of the clients that ended (srv_cstats.c): sums, as in
+	 * the store's system record "client_stats", under s_cs_lock */
+	pthread_mutex_t s_cs_lock;
+	struct msg_cstats *s_cs;
+	uint64_t s_cs_saved_ms;
+	bool s_cs_dirty;
 	int (*s_route)(void *arg, uint32_t home, struct eng **eng,
 		       void **ref);
 	void (*s_route_put)(void *arg, void *ref);
@@ -224,6 +230,12 @@ struct srv {
 };
 
 uint64_t srv_now_ms(void);
+
+/* Clients' statistics (srv_cstats.c): loaded once the store is open,
+ * saved and freed before it closes; SOP_CLIENT_STATS's handler. */
+int srv_cstats_open(struct srv *s);
+void srv_cstats_close(struct srv *s);
+void srv_cstats(struct srv *s, struct srv_op *so);
 /** Register the calling RPC handler thread with the engine (once). */
 void srv_thread_enter(void);
 

@@ -205,6 +205,9 @@ check "... and takes it back ONLINE when the job is done" \
 	poll 180 dec_has "\"target\":\"s$V\".*\"state\":\"ONLINE\""
 n=$(job_units)
 check "the rebalance moved units back onto s$V ($n)" test "${n:-0}" -gt 0
+# (what the servers logged of that job, when it moved nothing)
+[ "${n:-0}" -gt 0 ] || grep -h "job $J\b" "$D"/s*.log | tail -n 30 |
+	cut -c1-240 | sed 's/^/     log: /'
 read_all
 check "all 12 objects read back byte-exact after the rebalance ($rok)" \
 	test "$rok" -eq 12

@@ -349,6 +349,76 @@ def part_server():
                x["a"] == 5 and x["b"] == 0) == 2,
            "strata addb records s0: the server's 2 PUT requests, answered 0",
            r.stderr + r.stdout[-300:])
+        # an op traced from client to server: the client's op.sent names
+        # its op; the server traces the request its caller traces and
+        # names the caller's op in its srv.recv, then its own stages
+        r = cli("addb", "trace", str(spid), "on", "1000000")
+        ok(r.returncode == 0, "the server's trace: one request in 10^6")
+        ca = App("cluster:" + conf)
+        r = cli("addb", "trace", str(ca.pid), "on", "1")
+        ok(r.returncode == 0 and ca.cmd("write 2") == "done write 2",
+           "a traced cluster client writes 2 blocks", r.stderr)
+        _, crecs = dump(ca.pid)
+        cl_ops = [x["id"] for x in crecs if x["kind"] == "op.launch" and
+                  x["a"] == 1]
+        sent = [x for x in crecs if x["kind"] == "op.sent" and
+                x["id"] in cl_ops]
+        ok(len(cl_ops) == 2 and {x["id"] for x in sent} == set(cl_ops) and
+           all(x["b"] > 4096 for x in sent),
+           "the client records op.sent for each write, its bytes",
+           [(x["kind"], x["id"]) for x in crecs][:20])
+        r = cli("--cluster", conf, "addb", "records", "s0", "--count",
+                "10000")
+        srecs = [json.loads(l) for l in r.stdout.splitlines() if l.strip()]
+        recv = {x["b"]: x["id"] for x in srecs if x["kind"] == "srv.recv"
+                and x["b"] in cl_ops}
+        ok(set(recv) == set(cl_ops),
+           "the server's srv.recv names each of the client's ops", recv)
+        sst = ("srv.recv", "op.placed", "op.stored", "op.committed",
+               "op.stable", "srv.reply")
+        ok(all([x["kind"] for x in srecs if x["id"] == sid and
+                x["kind"] in sst] == list(sst) for sid in recv.values()),
+           "the server records each request's stages in order: " +
+           ", ".join(sst),
+           [[x["kind"] for x in srecs if x["id"] == sid]
+            for sid in recv.values()])
+        ca.cmd("quit")
+        ca.p.wait(timeout=120)  # its statistics pushed as it ended
+        # the statistics of clients that ended: each strata command that
+        # ran an op pushed its own to the server as it ended
+        def cstats():
+            r = cli("--cluster", conf, "stats", "--json")
+            try:
+                j = json.loads(r.stdout)["clients"]
+                return j["pushed"], {o["op"]: o["count"] for o in j["ops"]}
+            except (ValueError, KeyError, TypeError):
+                return None, {}
+        p0, o0 = cstats()
+        cli("--cluster", conf, "idx", "put", "@mx", "y", "8", check=True)
+        cli("--cluster", conf, "idx", "get", "@mx", "y", check=True)
+        p1, o1 = cstats()
+        ok(p0 is not None and p1 == p0 + 2 and
+           o1.get("idx.put") == o0.get("idx.put", 0) + 1 and
+           o1.get("idx.get") == o0.get("idx.get", 0) + 1,
+           "strata stats: the ops of 2 clients that ended, pushed to the "
+           "server (1 idx.put, 1 idx.get more)", (p0, p1, o0, o1))
+        r = cli("--cluster", conf, "stats")
+        ok("ops of the clients that ended" in r.stdout,
+           "strata stats as text shows them", r.stdout[-400:])
+        os.kill(int(open(pidf).read()), signal.SIGTERM)
+        for _ in range(600):
+            if not os.path.exists(pidf):
+                break
+            time.sleep(0.1)
+        r = subprocess.run([os.path.join(B, "strata-server"), "--config",
+                            conf, "--name", "s0", "--pid-file", pidf,
+                            "--log-file", os.path.join(d, "s0.log"),
+                            "--metrics", "127.0.0.1:%d" % port],
+                           capture_output=True, text=True, timeout=300)
+        ok(r.returncode == 0, "s0 restarted (SIGTERM, start)", r.stderr)
+        p2, o2 = cstats()
+        ok(p2 == p1 and o2 == o1,
+           "the clients' sums survive the server's restart", (p1, p2))
         r = cli("--cluster", conf, "metrics", "server", "s9")
         ok(r.returncode == 1 and "s9" in r.stderr,
            "an unknown server is named in the error", r.stderr)
@@ -452,6 +522,20 @@ def part_trace():
        "each launched before it ended, rc 0, with its latency")
     ok(sum(1 for x in recs if x["kind"] == "dev.io" and x["b"] == 4096)
        >= 5, "the device writes of 4 KiB are recorded")
+    # every stage of each write, in order: launched, placed (space taken),
+    # stored (data on the device), committed, executed, stable, ended
+    stages = ("op.launch", "op.placed", "op.stored", "op.committed",
+              "op.executed", "op.stable", "op.end")
+    seen = {}
+    for x in recs:
+        if x["id"] in launch and x["kind"] in stages:
+            seen.setdefault(x["id"], []).append(x)
+    ok(all([x["kind"] for x in seen.get(i, [])] == list(stages) and
+           all(x["a"] == w for x in seen[i]) for i in launch),
+       "each write's stages recorded once each, in order: " +
+       ", ".join(stages), [[x["kind"] for x in v] for v in seen.values()])
+    ok(all(x["b"] == 4096 for v in seen.values() for x in v
+           if x["kind"] == "op.stored"), "op.stored names its 4096 bytes")
     import json
     got = [json.loads(l) for l in a.until_end("records 3")]
     ok(len(got) == 3 and got[-1]["kind"] == recs[-1]["kind"] and

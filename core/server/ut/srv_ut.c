@@ -456,6 +456,93 @@ static void t_bad_list(void)
 	       "type 42");
 }
 
+/* The server's sums of clients' statistics: a read-only CLIENT_STATS
+ * (or the push p). */
+static int su_cstats(const struct msg_cstats *p, struct msg_cstats *out)
+{
+	static const struct msg_cstats none = {.cs_version = MSG_CSTATS_SCHEME};
+	struct rpc_result res;
+	ClientStats *cs = NULL;
+	Reply *rp = NULL;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc = msg_cstats_encode(p != NULL ? p : &none, p == NULL, &buf,
+				   &len);
+
+	if (rc == 0)
+		rc = su_call(SOP_CLIENT_STATS, buf, len, NULL, &res,
+			     SU_CALL_MS);
+	free(buf);
+	if (rc == 0)
+		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+	free(res.rr_body);
+	if (rc == 0)
+		cs = client_stats__unpack(NULL, rp->text.len, rp->text.data);
+	rc = rc != 0 ? rc : cs == NULL ? -EBADMSG : msg_cstats_decode(cs, out);
+	if (cs != NULL)
+		client_stats__free_unpacked(cs, NULL);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return rc;
+}
+
+/* Client statistics pushed (SOP_CLIENT_STATS): each malformed push is
+ * refused naming its field and adds nothing; a good one is added. */
+static void t_bad_cstats(void)
+{
+	ClientStats q = CLIENT_STATS__INIT;
+	OpStats o1 = OP_STATS__INIT, o2 = OP_STATS__INIT, *ops[2] = {&o1, &o2};
+	uint64_t b[MSG_CSTATS_BUCKETS + 1] = {0};
+	struct msg_cstats *before = calloc(3, sizeof *before), *after, *p;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(before);
+	after = before + 1;
+	p = before + 2;
+	CU_ASSERT_EQUAL_FATAL(su_cstats(NULL, before), 0);
+	b[3] = 2;
+	q.scheme = 2;
+	su_bad("client stats scheme", SOP_CLIENT_STATS, &q.base, NULL, 0,
+	       NULL, -EINVAL, "scheme 2");
+	q.scheme = MSG_CSTATS_SCHEME;
+	q.ops = ops;
+	q.n_ops = 1;
+	o1.op = MSG_CSTATS_OPS;
+	o1.buckets = b;
+	o1.n_buckets = 4;
+	su_bad("client stats op", SOP_CLIENT_STATS, &q.base, NULL, 0, NULL,
+	       -EINVAL, "op 14");
+	o1.op = 5;
+	o2 = o1;
+	q.n_ops = 2;
+	su_bad("client stats op twice", SOP_CLIENT_STATS, &q.base, NULL, 0,
+	       NULL, -EINVAL, "op 5 given twice");
+	q.n_ops = 1;
+	o1.n_buckets = MSG_CSTATS_BUCKETS + 1;
+	su_bad("client stats buckets", SOP_CLIENT_STATS, &q.base, NULL, 0,
+	       NULL, -EINVAL, "313 buckets");
+	o1.n_buckets = 4;
+	o1.failed = 3;
+	su_bad("client stats failed", SOP_CLIENT_STATS, &q.base, NULL, 0,
+	       NULL, -EINVAL, "3 failed of 2 ops");
+	CU_ASSERT_EQUAL(su_cstats(NULL, after), 0);
+	CU_ASSERT(memcmp(before, after, sizeof *before) == 0);
+	/* a good push: added, and answered with the sums */
+	*p = (struct msg_cstats){.cs_version = MSG_CSTATS_SCHEME};
+	p->cs_op[5].co_b[3] = 2;
+	p->cs_op[5].co_count = 2;
+	p->cs_op[5].co_failed = 1;
+	p->cs_op[5].co_sum_us = 10;
+	p->cs_op[5].co_max_us = 7;
+	CU_ASSERT_EQUAL(su_cstats(p, after), 0);
+	CU_ASSERT_EQUAL(after->cs_clients, before->cs_clients + 1);
+	CU_ASSERT_EQUAL(after->cs_op[5].co_count,
+			before->cs_op[5].co_count + 2);
+	CU_ASSERT_EQUAL(after->cs_op[5].co_failed,
+			before->cs_op[5].co_failed + 1);
+	CU_ASSERT_EQUAL(after->cs_op[5].co_b[3], before->cs_op[5].co_b[3] + 2);
+	free(before);
+}
+
 /* A message over the server's limit is dropped by its RPC layer (the
  * caller times out) and counted; the connection goes on serving. */
 static void t_oversize(void)
@@ -1077,6 +1164,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "bad_object", t_bad_object) == NULL ||
 	    CU_add_test(s, "bad_index", t_bad_index) == NULL ||
 	    CU_add_test(s, "bad_list", t_bad_list) == NULL ||
+	    CU_add_test(s, "bad_cstats", t_bad_cstats) == NULL ||
 	    CU_add_test(s, "oversize", t_oversize) == NULL ||
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||

@@ -1,0 +1,133 @@
+/*
+ * srv_cstats.c — the statistics of cluster clients that ended
+ * (SOP_CLIENT_STATS; docs/monitoring.md "Clients' statistics").
+ *
+ * A cluster client pushes its op statistics once, as it ends
+ * (clovis/cli_cluster.c clu_stats_push()), to a server it talked to.  The
+ * server adds them to the sums it keeps (struct msg_cstats: ops, failures,
+ * bytes, latency buckets of clovis/stats.c by op class) and answers the
+ * sums; `strata stats` in cluster mode reads every server's (a read-only
+ * request) and adds them up.  The sums live in the server's store, system
+ * record "client_stats": loaded as the server starts, saved at a push when
+ * the last save is SRV_CSTATS_SAVE_MS old, and at a clean stop, so that a
+ * SIGKILL loses at most the pushes of that last interval (statistics, not
+ * data: no push waits for a disk sync).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/server/srv_internal.h"
+
+#define SRV_CSTATS_NAME "client_stats"
+#define SRV_CSTATS_SAVE_MS 10000u
+
+int srv_cstats_open(struct srv *s)
+{
+	struct msg_cstats *c = calloc(1, sizeof *c);
+	int rc;
+
+	if (c == NULL)
+		return err_set(-ENOMEM, "server %s: client statistics",
+			       s->s_me->cs_name);
+	pthread_mutex_init(&s->s_cs_lock, NULL);
+	rc = eng_sys_load(s->s_eng, SRV_CSTATS_NAME, c, sizeof *c);
+	if (rc != 0 || c->cs_version != MSG_CSTATS_SCHEME) {
+		if (rc != -ENOENT)
+			LOG_WARNING("server %s: client statistics of its store "
+				    "not read (%s): they start from zero",
+				    s->s_me->cs_name, rc != 0 ? err_msg() :
+				    "another version");
+		memset(c, 0, sizeof *c);
+		c->cs_version = MSG_CSTATS_SCHEME;
+	}
+	c->cs_read_only = 0;
+	s->s_cs = c;
+	s->s_cs_saved_ms = srv_now_ms();
+	return 0;
+}
+
+/* Under s_cs_lock: save the sums if they changed. */
+static void cstats_save_locked(struct srv *s)
+{
+	if (!s->s_cs_dirty)
+		return;
+	if (eng_sys_save(s->s_eng, SRV_CSTATS_NAME, s->s_cs,
+			 sizeof *s->s_cs) != 0)
+		LOG_WARNING("server %s: client statistics not saved: %s",
+			    s->s_me->cs_name, err_msg());
+	else
+		s->s_cs_dirty = false;
+	s->s_cs_saved_ms = srv_now_ms();
+}
+
+void srv_cstats_close(struct srv *s)
+{
+	if (s->s_cs == NULL)
+		return;
+	pthread_mutex_lock(&s->s_cs_lock);
+	cstats_save_locked(s);
+	pthread_mutex_unlock(&s->s_cs_lock);
+	pthread_mutex_destroy(&s->s_cs_lock);
+	free(s->s_cs);
+	s->s_cs = NULL;
+}
+
+/* Add push p to the sums c. */
+static void cstats_add(struct msg_cstats *c, const struct msg_cstats *p)
+{
+	for (uint32_t i = 0; i < MSG_CSTATS_OPS; i++) {
+		struct msg_cstats_op *d = &c->cs_op[i];
+		const struct msg_cstats_op *o = &p->cs_op[i];
+
+		d->co_count += o->co_count;
+		d->co_failed += o->co_failed;
+		d->co_bytes += o->co_bytes;
+		d->co_sum_us += o->co_sum_us;
+		if (o->co_max_us > d->co_max_us)
+			d->co_max_us = o->co_max_us;
+		for (uint32_t b = 0; b < MSG_CSTATS_BUCKETS; b++)
+			d->co_b[b] += o->co_b[b];
+	}
+	c->cs_clients++;
+}
+
+void srv_cstats(struct srv *s, struct srv_op *so)
+{
+	const struct msg_cstats *p = so->so_m.mr_cstats;
+	struct msg_cstats *copy = malloc(sizeof *copy);
+	Reply rp = REPLY__INIT;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (copy == NULL) {
+		srv_reply_err(so, err_set(-ENOMEM, "server %s: client "
+					  "statistics: no memory",
+					  s->s_me->cs_name));
+		return;
+	}
+	pthread_mutex_lock(&s->s_cs_lock);
+	if (!p->cs_read_only) {
+		cstats_add(s->s_cs, p);
+		s->s_cs_dirty = true;
+		if (srv_now_ms() - s->s_cs_saved_ms >= SRV_CSTATS_SAVE_MS)
+			cstats_save_locked(s);
+	}
+	memcpy(copy, s->s_cs, sizeof *copy);
+	pthread_mutex_unlock(&s->s_cs_lock);
+	rc = msg_cstats_encode(copy, false, &buf, &len);
+	free(copy);
+	if (rc != 0) {
+		srv_reply_err(so, rc);
+		return;
+	}
+	rp.text.data = buf;
+	rp.text.len = len;
+	srv_reply(so, 0, &rp, NULL);
+	free(buf);
+}
