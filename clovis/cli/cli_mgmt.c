@@ -119,8 +119,8 @@ int cmd_stats(struct cli *c)
 			stats_json_array(st);
 			printf("}}\n");
 		} else if (rc == 0) {
-			printf("\nops of the clients that ended (%llu pushed "
-			       "to %u server(s)%s):\n",
+			printf("\nops of the clients that ended (%llu "
+			       "clients' pushes, read from %u server(s)%s):\n",
 			       (unsigned long long)ci.sc_clients,
 			       ci.sc_servers_read, ci.sc_servers_not_read ?
 			       ", some not read: down" : "");

@@ -8,16 +8,17 @@
  * bytes, latency buckets of clovis/stats.c by op class) and answers the
  * sums; `strata stats` in cluster mode reads every server's (a read-only
  * request) and adds them up.  The sums live in the server's store, system
- * record "client_stats": loaded as the server starts, saved at a push when
- * the last save is SRV_CSTATS_SAVE_MS old, and at a clean stop, so that a
- * SIGKILL loses at most the pushes of that last interval (statistics, not
- * data: no push waits for a disk sync).
+ * record "client_stats": loaded as the server starts, saved by a thread of
+ * their own SRV_CSTATS_SAVE_MS after the first push since the last save,
+ * and at a clean stop, so that a SIGKILL loses at most the pushes of that
+ * last interval (statistics, not data: no push waits for a disk sync).
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/errors.h"
 #include "core/log.h"
@@ -25,6 +26,33 @@
 
 #define SRV_CSTATS_NAME "client_stats"
 #define SRV_CSTATS_SAVE_MS 10000u
+
+static void cstats_save_locked(struct srv *s);
+
+/* The saver: SRV_CSTATS_SAVE_MS after sums changed, saves them. */
+static void *cstats_main(void *arg)
+{
+	struct srv *s = arg;
+
+	pthread_mutex_lock(&s->s_cs_lock);
+	while (!s->s_cs_stop) {
+		struct timespec at;
+
+		if (!s->s_cs_dirty) {
+			pthread_cond_wait(&s->s_cs_cond, &s->s_cs_lock);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += SRV_CSTATS_SAVE_MS / 1000;
+		while (!s->s_cs_stop &&
+		       pthread_cond_timedwait(&s->s_cs_cond, &s->s_cs_lock,
+					      &at) != ETIMEDOUT)
+			;
+		cstats_save_locked(s);
+	}
+	pthread_mutex_unlock(&s->s_cs_lock);
+	return NULL;
+}
 
 int srv_cstats_open(struct srv *s)
 {
@@ -34,7 +62,13 @@ int srv_cstats_open(struct srv *s)
 	if (c == NULL)
 		return err_set(-ENOMEM, "server %s: client statistics",
 			       s->s_me->cs_name);
+	pthread_condattr_t ca;
+
 	pthread_mutex_init(&s->s_cs_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->s_cs_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	rc = eng_sys_load(s->s_eng, SRV_CSTATS_NAME, c, sizeof *c);
 	if (rc != 0 || c->cs_version != MSG_CSTATS_SCHEME) {
 		if (rc != -ENOENT)
@@ -47,7 +81,14 @@ int srv_cstats_open(struct srv *s)
 	}
 	c->cs_read_only = 0;
 	s->s_cs = c;
-	s->s_cs_saved_ms = srv_now_ms();
+	s->s_cs_stop = false;
+	rc = pthread_create(&s->s_cs_thr, NULL, cstats_main, s);
+	if (rc != 0) {
+		s->s_cs = NULL;
+		free(c);
+		return err_set(-rc, "server %s: client statistics thread: %s",
+			       s->s_me->cs_name, strerror(rc));
+	}
 	return 0;
 }
 
@@ -62,7 +103,6 @@ static void cstats_save_locked(struct srv *s)
 			    s->s_me->cs_name, err_msg());
 	else
 		s->s_cs_dirty = false;
-	s->s_cs_saved_ms = srv_now_ms();
 }
 
 void srv_cstats_close(struct srv *s)
@@ -70,8 +110,14 @@ void srv_cstats_close(struct srv *s)
 	if (s->s_cs == NULL)
 		return;
 	pthread_mutex_lock(&s->s_cs_lock);
+	s->s_cs_stop = true;
+	pthread_cond_broadcast(&s->s_cs_cond);
+	pthread_mutex_unlock(&s->s_cs_lock);
+	pthread_join(s->s_cs_thr, NULL);
+	pthread_mutex_lock(&s->s_cs_lock);
 	cstats_save_locked(s);
 	pthread_mutex_unlock(&s->s_cs_lock);
+	pthread_cond_destroy(&s->s_cs_cond);
 	pthread_mutex_destroy(&s->s_cs_lock);
 	free(s->s_cs);
 	s->s_cs = NULL;
@@ -114,9 +160,9 @@ void srv_cstats(struct srv *s, struct srv_op *so)
 	pthread_mutex_lock(&s->s_cs_lock);
 	if (!p->cs_read_only) {
 		cstats_add(s->s_cs, p);
+		if (!s->s_cs_dirty)
+			pthread_cond_signal(&s->s_cs_cond);
 		s->s_cs_dirty = true;
-		if (srv_now_ms() - s->s_cs_saved_ms >= SRV_CSTATS_SAVE_MS)
-			cstats_save_locked(s);
 	}
 	memcpy(copy, s->s_cs, sizeof *copy);
 	pthread_mutex_unlock(&s->s_cs_lock);

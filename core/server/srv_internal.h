@@ -198,9 +198,11 @@ struct srv {
 	/* statistics of the clients that ended (srv_cstats.c): sums, as in
 	 * the store's system record "client_stats", under s_cs_lock */
 	pthread_mutex_t s_cs_lock;
+	pthread_cond_t s_cs_cond;    /* the saver's (CLOCK_MONOTONIC) */
+	pthread_t s_cs_thr;
 	struct msg_cstats *s_cs;
-	uint64_t s_cs_saved_ms;
-	bool s_cs_dirty;
+	bool s_cs_dirty;             /* changed since the last save */
+	bool s_cs_stop;
 	int (*s_route)(void *arg, uint32_t home, struct eng **eng,
 		       void **ref);
 	void (*s_route_put)(void *arg, void *ref);
