@@ -10,6 +10,12 @@
  *                     [--off PATH]
  *   strata_bench_addb --dir DIR --seconds S --one      (one side, one
  *                     round: prints "w4k OPS get1 OPS"; what --off runs)
+ *   strata_bench_addb --dir DIR --one --ops N [--phase w4k|get1]
+ *                     (a fixed count: N writes, N GETs, or with --phase
+ *                     only those of one workload, run between callgrind's
+ *                     START and STOP_INSTRUMENTATION so that a run under
+ *                     valgrind --tool=callgrind --instr-atstart=no counts
+ *                     that phase alone, every thread: addb_instr.sh)
  *
  * Four sides a round: compiled out, metrics on, metrics + trace records
  * of every op (--trace 1), metrics + records of one op in 100 (--trace
@@ -29,12 +35,32 @@
 
 #include "clovis/clovis.h"
 
+/* Callgrind's client requests (the header comes with valgrind): a few
+ * no-op instructions outside valgrind.  Instrumentation on and off is
+ * global (every thread), unlike its ZERO and DUMP_STATS (the calling
+ * thread only), hence one phase a run.  Without the header the --ops
+ * run says "marks 0" and addb_instr.sh refuses its counts. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#define HAVE_CG_MARKS 1
+#endif
+#endif
+#ifndef HAVE_CG_MARKS
+#define HAVE_CG_MARKS 0
+#define CALLGRIND_START_INSTRUMENTATION do { } while (0)
+#define CALLGRIND_STOP_INSTRUMENTATION do { } while (0)
+#define CALLGRIND_DUMP_STATS_AT(s) do { (void)(s); } while (0)
+#endif
+
 #define QD 16u
 #define NKEYS 10000u
 #define ROUNDS_MAX 16u
 
 static double secs = 3;
 static unsigned trace_n;  /* --trace N: records of one op in N */
+static uint64_t ops_n;    /* --ops N: N writes and N GETs, not seconds */
+static uint64_t done_w, done_g;  /* ops the last phases made */
 static struct clovis *cl;
 static struct clovis_obj objs[QD];
 static struct clovis_idx ix;
@@ -119,9 +145,9 @@ static void *writer(void *arg)
 {
 	struct clovis_obj *o = arg;
 	static __thread unsigned char buf[4096] __attribute__((aligned(4096)));
-	uint64_t n = 0, blk = 0;
+	uint64_t n = 0, blk = 0, lim = (ops_n + QD - 1) / QD;
 
-	while (!stop) {
+	while (!stop && (ops_n == 0 || n < lim)) {
 		uint64_t start = blk++ % 4096, nr = 1;
 		struct clovis_extvec ext = { 1, &start, &nr };
 		void *b = buf;
@@ -146,15 +172,16 @@ static double fig_w4k(void)
 	t0 = now();
 	for (uint32_t i = 0; i < QD; i++)
 		pthread_create(&t[i], NULL, writer, &objs[i]);
-	while (now() - t0 < secs)
+	while (ops_n == 0 && now() - t0 < secs)
 		usleep(10000);
-	stop = 1;
+	stop = ops_n == 0;
 	for (uint32_t i = 0; i < QD; i++) {
 		void *r;
 
 		pthread_join(t[i], &r);
 		n += (uintptr_t)r;
 	}
+	done_w = n;
 	return n / (now() - t0);
 }
 
@@ -163,8 +190,9 @@ static double fig_get1(void)
 	uint64_t n = 0, rnd = 88172645463325252ull;
 	double t0 = now();
 
-	while (now() - t0 < secs) {
-		for (uint32_t k = 0; k < 64; k++) {
+	while (ops_n ? n < ops_n : now() - t0 < secs) {
+		for (uint32_t k = 0; k < 64 && (ops_n == 0 || n < ops_n);
+		     k++) {
 			char key[16];
 			void *kp = key, *vp = NULL;
 			size_t kl, vl = 0;
@@ -183,6 +211,7 @@ static double fig_get1(void)
 			n++;
 		}
 	}
+	done_g = n;
 	return n / (now() - t0);
 }
 
@@ -288,7 +317,7 @@ static void figs(unsigned rounds, bool json)
 
 int main(int argc, char **argv)
 {
-	const char *dir = NULL, *off = NULL;
+	const char *dir = NULL, *off = NULL, *phase = NULL;
 	unsigned rounds = 3;
 	bool json = false, one = false;
 	char self[1024], offp[1100], sdir[1024];
@@ -308,10 +337,17 @@ int main(int argc, char **argv)
 			one = true;
 		else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc)
 			trace_n = (unsigned)atoi(argv[++i]);
+		else if (strcmp(argv[i], "--ops") == 0 && i + 1 < argc)
+			ops_n = strtoull(argv[++i], NULL, 10);
+		else if (strcmp(argv[i], "--phase") == 0 && i + 1 < argc)
+			phase = argv[++i];
 	}
-	if (dir == NULL || secs <= 0 || rounds == 0 || rounds > ROUNDS_MAX) {
+	if (dir == NULL || secs <= 0 || rounds == 0 || rounds > ROUNDS_MAX ||
+	    (phase != NULL && strcmp(phase, "w4k") != 0 &&
+	     strcmp(phase, "get1") != 0)) {
 		fprintf(stderr, "usage: strata_bench_addb --dir DIR [--seconds "
-			"S] [--rounds 1..%u] [--json] [--off PATH] [--one]\n",
+			"S] [--rounds 1..%u] [--json] [--off PATH] [--one "
+			"[--ops N [--phase w4k|get1]]]\n",
 			ROUNDS_MAX);
 		return 2;
 	}
@@ -320,9 +356,30 @@ int main(int argc, char **argv)
 		setup(sdir);
 		if (trace_n != 0)
 			check(clovis_addb_trace(trace_n, 64), "trace on");
-		double fw = fig_w4k(), fg = fig_get1();
+		double fw = 0, fg = 0;
+		bool pw = phase == NULL || strcmp(phase, "w4k") == 0,
+		     pg = phase == NULL || strcmp(phase, "get1") == 0;
 
-		printf("w4k %.1f get1 %.1f\n", fw, fg);
+		/* under callgrind, the phases alone: setup and teardown run
+		 * uninstrumented */
+		if (pw) {
+			CALLGRIND_START_INSTRUMENTATION;
+			fw = fig_w4k();
+			CALLGRIND_STOP_INSTRUMENTATION;
+			CALLGRIND_DUMP_STATS_AT("w4k");
+		}
+		if (pg) {
+			CALLGRIND_START_INSTRUMENTATION;
+			fg = fig_get1();
+			CALLGRIND_STOP_INSTRUMENTATION;
+		}
+		if (ops_n != 0)
+			printf("w4k %.1f get1 %.1f marks %d writes %llu "
+			       "gets %llu\n", fw, fg, HAVE_CG_MARKS,
+			       (unsigned long long)done_w,
+			       (unsigned long long)done_g);
+		else
+			printf("w4k %.1f get1 %.1f\n", fw, fg);
 		clovis_fini(cl);
 		check(clovis_store_destroy(sdir), "destroy");
 		return 0;
