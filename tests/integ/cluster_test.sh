@@ -521,9 +521,14 @@ echo "--- SIGTERM drains an op in flight"
 # start_all [ARGS]: start s0..s2 (they daemonize), wait until they answer
 # and the HA map settles (homes taken over while they stopped handed back).
 start_all() {
-	local s
-	for s in 0 1 2; do srv_start $s "$D/cluster.yaml" "$@"; done
-	wait_up && cl_settled 180
+	local s r=0
+	for s in 0 1 2; do
+		srv_start $s "$D/cluster.yaml" "$@" && continue
+		r=1
+		echo "     s$s did not start; the last lines of its log:"
+		tail -n 6 "$D/s$s.log" | cut -c1-240 | sed 's/^/     | /'
+	done
+	[ "$r" -eq 0 ] && wait_up && cl_settled 180
 }
 # term_all: SIGTERM every server, wait until they are gone.
 term_all() {
