@@ -570,7 +570,13 @@ nl_mend "s$V"
 unfenced() { grep -q "s$V: lease renewed and map read (epoch" "$T/s$V.log"; }
 check "s$V lifted its fence after reading the map (its log)" poll 60 unfenced
 check "s$V joined again (a second SRV_JOINED)" poll 60 joined "s$V" 2
-lease1=$(lease_of "s$V")
+# (read until it is there: the key is put again under its new lease as
+# the server joins, and a read of etcd on a loaded machine can fail)
+new_lease() {
+	lease1=$(lease_of "s$V")
+	[ -n "$lease1" ] && [ "${lease1:-0}" != 0 ] && [ "$lease1" != "$lease0" ]
+}
+poll 30 new_lease
 check "s$V's member key is under a new lease (${lease0:-?} -> ${lease1:-none})" \
 	test -n "$lease1" -a "${lease1:-0}" != 0 -a "$lease1" != "$lease0"
 v_current() {
