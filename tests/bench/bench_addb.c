@@ -50,7 +50,6 @@
 #define HAVE_CG_MARKS 0
 #define CALLGRIND_START_INSTRUMENTATION do { } while (0)
 #define CALLGRIND_STOP_INSTRUMENTATION do { } while (0)
-#define CALLGRIND_DUMP_STATS_AT(s) do { (void)(s); } while (0)
 #endif
 
 #define QD 16u
@@ -366,7 +365,6 @@ int main(int argc, char **argv)
 			CALLGRIND_START_INSTRUMENTATION;
 			fw = fig_w4k();
 			CALLGRIND_STOP_INSTRUMENTATION;
-			CALLGRIND_DUMP_STATS_AT("w4k");
 		}
 		if (pg) {
 			CALLGRIND_START_INSTRUMENTATION;

@@ -24,6 +24,8 @@ $(BUILD)/bench_s3_direct: $(BUILD)/obj/tests/bench/bench_s3_direct.o $(BUILD)/li
 # release library, metrics on) beside strata_bench_addb_off, the same
 # program on a library whose every object is built with -DSTRATA_NO_ADDB
 # ($(BUILD)/nobj; made by `make bench` only, not by `make tests`).
+# addb_instr.sh (run-bench.sh): the same two programs' instructions per
+# op under valgrind's callgrind (bench_addb.c --one --ops N --phase P).
 TEST_BINS += $(BUILD)/strata_bench_addb
 $(BUILD)/strata_bench_addb: $(BUILD)/obj/tests/bench/bench_addb.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
 NLIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/nobj/%.o) $(PROTOS:%.proto=$(BUILD)/nobj/gen/%.pb-c.o)

@@ -54,6 +54,16 @@ case ",$figs," in
 ,,|*,addb,*) [ -x "$B/strata_bench_addb" ] && [ -x "$B/strata_bench_addb_off" ] &&
 	{ "$B/strata_bench_addb" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
 esac
+# the same cost in instructions, which the machine's load does not move
+# (tests/bench/addb_instr.sh: both programs under valgrind's callgrind,
+# stores under /tmp, 2-3 minutes; a line saying it was skipped when
+# valgrind is missing)
+addbjson=
+for a in "$@"; do [ "$a" = --json ] && addbjson=--json; done
+case ",$figs," in
+,,|*,addb,*) [ -x "$B/strata_bench_addb" ] && [ -x "$B/strata_bench_addb_off" ] &&
+	{ bash tests/bench/addb_instr.sh "$B" $addbjson || rc=1; } ;;
+esac
 case ",$figs," in
 ,,|*,cluster,*) [ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;  # 3-server cluster (issue 4)
 esac
