@@ -637,19 +637,29 @@ void ridx_sync(struct srv *s, struct ridx *ri)
 		dig = ridx_rver_load(s, &ri->ri_id).rv_digest;
 	}
 	if (rc == 0 && local && from >= 0 && !ridx_ent_moved(s, ri, eops)) {
-		struct ridx_rec rec = {ri->ri_inc, seq};
+		struct ridx_rec rec;
 		char name[48];
 
-		ridx_name(name, sizeof name, &ri->ri_id);
-		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
+		/* The counter never goes back: lseq was read before the peers
+		 * were asked, and updates this replica ordered meanwhile (a
+		 * dtx COMMIT is not held for a catch-up) took the seqs above
+		 * it.  Setting it to the peers' highest, lower than those,
+		 * handed the same seqs out again: a later update's copy was
+		 * refused by the replicas holding the newer version of its
+		 * key, and the next merge brought that older value back
+		 * (a bank transfer's index member lost, dtx_bank_test). */
 		pthread_mutex_lock(&s->s_rlock);
-		ri->ri_seq = seq;
+		if (seq > ri->ri_seq)
+			ri->ri_seq = seq;
 		if (term > ri->ri_term)
 			ri->ri_term = term;
 		ri->ri_exists = true;
 		if (taken > 0)
 			ri->ri_tombs = true;
+		rec = (struct ridx_rec){ri->ri_inc, ri->ri_seq};
 		pthread_mutex_unlock(&s->s_rlock);
+		ridx_name(name, sizeof name, &ri->ri_id);
+		rc = eng_sys_save(s->s_eng, name, &rec, sizeof rec);
 		/* seq > lseq with nothing taken: the entries came with an
 		 * earlier try whose commit was applied here but failed as a
 		 * whole (its write set not acknowledged by this home's
