@@ -466,6 +466,9 @@ static void addb_atfork_child(void)
 	memset(g.dev_hash, 0, sizeof g.dev_hash);
 	memset(g.peer_hash, 0, sizeof g.peer_hash);
 	addb_gen++;
+#ifndef STRATA_NO_ADDB
+	addb_r0 = NULL;
+#endif
 	pthread_mutex_init(&g.lock, NULL);
 	addb_trace_atfork_child();
 }
@@ -628,32 +631,27 @@ uint32_t addb_thread_index(void)
 }
 
 #ifndef STRATA_NO_ADDB
-/* Row 0, the process's (NULL when there is no region). */
-static uint64_t *addb_row0(void)
+uint64_t *addb_r0;
+uint32_t addb_r0_gen;
+
+/* Row 0, the process's (NULL when there is no region), found and kept
+ * for the inline gauge updates (addb_row0_get()). */
+uint64_t *addb_row0_slow(void)
 {
 	struct addb_hdr *h;
+	uint64_t *r0;
 
 	if (addb_row_get() == NULL)
 		return NULL;
 	h = __atomic_load_n(&g.hdr, __ATOMIC_ACQUIRE);
-	return h == NULL ? NULL : (uint64_t *)((char *)h + h->ah_rows_off);
-}
-
-void addb_set(enum addb_metric m, uint32_t inst, uint64_t v)
-{
-	uint64_t *r0 = addb_row0();
-
-	if (r0 != NULL && m < ADDB_METRIC_NR && inst < addb_instances(m))
-		__atomic_store_n(&r0[addb_off(m) + inst], v, __ATOMIC_RELAXED);
-}
-
-void addb_gauge_add(enum addb_metric m, uint32_t inst, int64_t d)
-{
-	uint64_t *r0 = addb_row0();
-
-	if (r0 != NULL && m < ADDB_METRIC_NR && inst < addb_instances(m))
-		__atomic_fetch_add(&r0[addb_off(m) + inst], (uint64_t)d,
-				   __ATOMIC_RELAXED);
+	if (h == NULL)
+		return NULL;
+	r0 = (uint64_t *)((char *)h + h->ah_rows_off);
+	pthread_mutex_lock(&g.lock);
+	addb_r0_gen = addb_gen;
+	__atomic_store_n(&addb_r0, r0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&g.lock);
+	return r0;
 }
 #endif
 

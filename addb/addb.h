@@ -204,6 +204,28 @@ static inline uint64_t *addb_row_get(void)
 }
 
 #ifndef STRATA_NO_ADDB
+/* Updates of a row r the caller fetched once (addb_row_get(), not NULL)
+ * for several families in a row; inst must be below addb_instances(m).
+ * The hot paths that update several families (a device request: four
+ * counters and a histogram) fetch the row once. */
+static inline void addb_radd(uint64_t *r, enum addb_metric m, uint32_t inst,
+			     uint64_t v)
+{
+	__atomic_fetch_add(&r[addb_tab_off[m] + inst], v, __ATOMIC_RELAXED);
+}
+
+static inline void addb_robs(uint64_t *r, enum addb_metric m, uint32_t inst,
+			     uint64_t ns)
+{
+	uint64_t *w, us = (ns + 999) / 1000;
+	uint32_t b = us <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(us - 1);
+
+	b = b < ADDB_HIST_BUCKETS - 1 ? b : ADDB_HIST_BUCKETS - 1;
+	w = r + addb_tab_off[m] + (uint64_t)inst * (ADDB_HIST_BUCKETS + 1);
+	__atomic_fetch_add(&w[b], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&w[ADDB_HIST_BUCKETS], ns, __ATOMIC_RELAXED);
+}
+
 /** Add v to counter instance inst of m (nothing when inst is not below
  *  addb_instances(m)). */
 static inline void addb_add(enum addb_metric m, uint32_t inst, uint64_t v)
@@ -211,30 +233,55 @@ static inline void addb_add(enum addb_metric m, uint32_t inst, uint64_t v)
 	uint64_t *r = addb_row_get();
 
 	if (r != NULL && inst < addb_tab_ninst[m])
-		__atomic_fetch_add(&r[addb_tab_off[m] + inst], v,
-				   __ATOMIC_RELAXED);
+		addb_radd(r, m, inst, v);
+}
+
+/* Row 0, the process's, as last found (NULL: not yet, or a region of
+ * another generation: a forked child's); not for callers. */
+extern uint64_t *addb_r0;
+extern uint32_t addb_r0_gen;
+uint64_t *addb_row0_slow(void);
+
+static inline uint64_t *addb_row0_get(void)
+{
+	uint64_t *r0 = __atomic_load_n(&addb_r0, __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(r0 != NULL && addb_r0_gen == addb_gen, 1))
+		return r0;
+	return addb_row0_slow();
 }
 
 /** Set a gauge to v (the process row; last writer wins). */
-void addb_set(enum addb_metric m, uint32_t inst, uint64_t v);
+static inline void addb_set(enum addb_metric m, uint32_t inst, uint64_t v)
+{
+	uint64_t *r0 = addb_row0_get();
+
+	if (r0 != NULL && inst < addb_tab_ninst[m])
+		__atomic_store_n(&r0[addb_tab_off[m] + inst], v,
+				 __ATOMIC_RELAXED);
+}
+
 /** Add the signed delta d to a gauge that goes up and down (a queue
  *  depth), in the process row, so that a reader never sees half of a
  *  pair of moves made by two threads. */
-void addb_gauge_add(enum addb_metric m, uint32_t inst, int64_t d);
+static inline void addb_gauge_add(enum addb_metric m, uint32_t inst,
+				  int64_t d)
+{
+	uint64_t *r0 = addb_row0_get();
+
+	if (r0 != NULL && inst < addb_tab_ninst[m])
+		__atomic_fetch_add(&r0[addb_tab_off[m] + inst], (uint64_t)d,
+				   __ATOMIC_RELAXED);
+}
 
 /** Count one observation of ns nanoseconds in histogram m: bucket b with
  *  ns <= 1000 * 2^b (the last one +Inf), and the sum. */
 static inline void addb_obs(enum addb_metric m, uint32_t inst, uint64_t ns)
 {
-	uint64_t *r = addb_row_get(), *w, us = (ns + 999) / 1000;
-	uint32_t b = us <= 1 ? 0 : 64u - (uint32_t)__builtin_clzll(us - 1);
+	uint64_t *r = addb_row_get();
 
-	if (r == NULL || inst >= addb_tab_ninst[m])
-		return;
-	b = b < ADDB_HIST_BUCKETS - 1 ? b : ADDB_HIST_BUCKETS - 1;
-	w = r + addb_tab_off[m] + (uint64_t)inst * (ADDB_HIST_BUCKETS + 1);
-	__atomic_fetch_add(&w[b], 1, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&w[ADDB_HIST_BUCKETS], ns, __ATOMIC_RELAXED);
+	if (r != NULL && inst < addb_tab_ninst[m])
+		addb_robs(r, m, inst, ns);
 }
 
 /** Monotonic clock, ns (for the callers' latencies); 0 when telemetry

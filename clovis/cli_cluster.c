@@ -2163,7 +2163,7 @@ _Static_assert(STATS_BUCKETS == MSG_CSTATS_BUCKETS &&
 
 /* A push at the end of a client: bounded, so that a process's exit never
  * waits long for a server that stopped answering. */
-#define CLU_CSTATS_PUSH_MS 2000u
+#define CLU_CSTATS_PUSH_MS 5000u
 
 /* SOP_CLIENT_STATS to server i: push p (NULL: read only); the server's
  * sums after it in *out. */

@@ -97,13 +97,22 @@ void stats_record(struct stats_set *s, uint32_t cls, uint64_t lat_us,
 	/* The process's metrics (addb/addb.h): the op classes are the same
 	 * list; "bytes" are an index op's records, and a group commit's
 	 * items, which the engine counts itself (strata_commit_items_total). */
-	addb_obs(ADDB_CLIENT_OP_LAT, cls, lat_us * 1000);
-	if (failed)
-		addb_add(ADDB_CLIENT_OP_ERR, cls, 1);
-	if (bytes != 0 && cls <= CLOVIS_STAT_OBJ_FREE)
-		addb_add(ADDB_CLIENT_OP_BYTES, cls, bytes);
-	else if (bytes != 0 && cls <= CLOVIS_STAT_IDX_NEXT)
-		addb_add(ADDB_CLIENT_OP_RECORDS, cls, bytes);
+#ifndef STRATA_NO_ADDB
+	{
+		uint64_t *r = addb_row_get(); /* once for the updates */
+
+		if (r != NULL && cls < CLOVIS_STAT_NR) {
+			addb_robs(r, ADDB_CLIENT_OP_LAT, cls, lat_us * 1000);
+			if (failed)
+				addb_radd(r, ADDB_CLIENT_OP_ERR, cls, 1);
+			if (bytes != 0 && cls <= CLOVIS_STAT_OBJ_FREE)
+				addb_radd(r, ADDB_CLIENT_OP_BYTES, cls, bytes);
+			else if (bytes != 0 && cls <= CLOVIS_STAT_IDX_NEXT)
+				addb_radd(r, ADDB_CLIENT_OP_RECORDS, cls,
+					  bytes);
+		}
+	}
+#endif
 
 	if (failed)
 		__atomic_fetch_add(&h->sh_failed, 1, __ATOMIC_RELAXED);

@@ -118,8 +118,7 @@ static bool ha_catchup(uint64_t epoch, bool wait)
 static bool gate_exempt(uint32_t op)
 {
 	return op == HA_OP || op == SOP_STATUS || op == SOP_CONF_GET ||
-	       op == SOP_METRICS || op == SOP_CLIENT_STATS ||
-	       op < RPC_OP_USER_MIN;
+	       op == SOP_METRICS || op < RPC_OP_USER_MIN;
 }
 
 /* Is the server fenced now: no lease renewal for a whole TTL since the

@@ -515,7 +515,7 @@ int stripe_update(struct sctx *sc)
 	if (!r->er_glocked)
 		eng_glock(e, r->er_locks, r->er_nr_locks);
 	r->er_eng = e;
-	if (r->er_ci.ci_trace != 0) /* placement: its groups, their slots */
+	if (r->er_ci.ci_trace != 0 && !zero) /* its groups, their slots */
 		addb_rec(ADDB_R_OP_PLACED, r->er_ci.ci_trace, r->er_kind - 1,
 			 ng, ng > 0 ? groups[0] : 0);
 	for (uint32_t i = 0; rc == 0 && i < ng; i++) {

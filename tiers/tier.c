@@ -720,20 +720,32 @@ uint32_t tier_dev_addb(struct tier_dev *d)
 static void tier_addb(struct tier_dev *d, uint32_t io, int rc, size_t len,
 		      uint64_t t0)
 {
+#ifndef STRATA_NO_ADDB
+	/* one row fetch for the five updates; the device families share
+	 * their instance (device slot, io): slot * ios + io, no division
+	 * (slot < ADDB_DEV_SLOTS, io < 3, tier < ST_TIER_NR by
+	 * construction) */
+	uint64_t *r = addb_row_get();
 	uint32_t slot = tier_dev_addb(d);
-	uint32_t i = addb_inst(ADDB_DEV_IO, slot, io);
+	uint32_t i = slot * addb_tab_nb[ADDB_DEV_IO] + io;
 	uint64_t ns = addb_now_ns() - t0;
 
-	addb_add(ADDB_DEV_IO, i, 1);
-	if (rc == 0 && len != 0)
-		addb_add(ADDB_DEV_BYTES, i, len);
-	if (rc != 0 && rc != -EINVAL && rc != -ENOSPC && !tier_rc_transport(rc))
-		addb_add(ADDB_DEV_ERR, i, 1);
-	addb_add(ADDB_DEV_TIME, i, ns);
-	addb_obs(ADDB_TIER_IO_LAT, addb_inst(ADDB_TIER_IO_LAT,
-					     d->td_sb.sb_tier, io), ns);
+	if (r != NULL) {
+		addb_radd(r, ADDB_DEV_IO, i, 1);
+		if (rc == 0 && len != 0)
+			addb_radd(r, ADDB_DEV_BYTES, i, len);
+		if (rc != 0 && rc != -EINVAL && rc != -ENOSPC &&
+		    !tier_rc_transport(rc))
+			addb_radd(r, ADDB_DEV_ERR, i, 1);
+		addb_radd(r, ADDB_DEV_TIME, i, ns);
+		addb_robs(r, ADDB_TIER_IO_LAT, d->td_sb.sb_tier *
+			  addb_tab_nb[ADDB_TIER_IO_LAT] + io, ns);
+	}
 	if (addb_tracing())
 		addb_rec(ADDB_R_DEV_IO, slot, io, rc == 0 ? len : 0, ns);
+#else
+	(void)d; (void)io; (void)rc; (void)len; (void)t0;
+#endif
 }
 
 /* Count the outcome of a request that reached the fault points: a success

@@ -542,6 +542,8 @@ void msg_req_fini(struct msg_req *m)
 
 int msg_cstats_decode(const ClientStats *pb, struct msg_cstats *out)
 {
+	uint32_t seen = 0;
+
 	memset(out, 0, sizeof *out);
 	if (pb->scheme != MSG_CSTATS_SCHEME)
 		return err_set(-EINVAL, "client stats: scheme %u: only %u is "
@@ -557,17 +559,20 @@ int msg_cstats_decode(const ClientStats *pb, struct msg_cstats *out)
 			return err_set(-EINVAL, "client stats: op %u: ops are "
 				       "0..%u", o->op, MSG_CSTATS_OPS - 1);
 		d = &out->cs_op[o->op];
-		if (d->co_count != 0 || d->co_failed != 0 || d->co_bytes != 0 ||
-		    d->co_sum_us != 0 || d->co_max_us != 0)
+		if (seen & 1u << o->op)
 			return err_set(-EINVAL, "client stats: op %u given "
 				       "twice", o->op);
+		seen |= 1u << o->op;
 		if (o->n_buckets > MSG_CSTATS_BUCKETS)
 			return err_set(-EINVAL, "client stats: op %u: %zu "
 				       "buckets: at most %u", o->op,
 				       o->n_buckets, MSG_CSTATS_BUCKETS);
 		for (size_t b = 0; b < o->n_buckets; b++) {
 			d->co_b[b] = o->buckets[b];
-			d->co_count += o->buckets[b];
+			if (__builtin_add_overflow(d->co_count, o->buckets[b],
+						   &d->co_count))
+				return err_set(-EINVAL, "client stats: op %u: "
+					       "buckets sum past 2^64", o->op);
 		}
 		if (o->failed > d->co_count)
 			return err_set(-EINVAL, "client stats: op %u: %" PRIu64

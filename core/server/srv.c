@@ -1146,10 +1146,10 @@ int srv_start(struct srv **out, const struct clu_conf *c, uint32_t self,
 	phase("opening its store");
 	if (rc == 0)
 		rc = srv_open_store(s);
+	if (rc == 0)
+		rc = srv_cstats_open(s); /* clients' statistics (srv_cstats.c) */
 	/* The syncer calls peers at once (srv_sync_all): the endpoint and the
 	 * peer table first.  Requests parked before it runs just wait. */
-	if (rc == 0)
-		rc = srv_cstats_open(s);
 	phase("opening its endpoint");
 	if (rc == 0)
 		rc = srv_open_ep(s);
@@ -1228,6 +1228,9 @@ int srv_stop(struct srv *s)
 						    __ATOMIC_ACQUIRE));
 		return -EBUSY;
 	}
+	/* clients' statistics saved while replication and the store still
+	 * run (its saver may wait on the home's standbys) */
+	srv_cstats_close(s);
 	srv_prof_print(s);
 	srv_walk_stop(s);
 	for (uint32_t i = s->s_parts.sp_nr_modules; i-- > 0;)
@@ -1240,7 +1243,7 @@ int srv_stop(struct srv *s)
 	rpc_ep_close(s->s_ep);
 	srv_exec_stop(s);
 	if (s->s_eng != NULL) {
-		srv_cstats_close(s);
+		srv_cstats_close(s); /* a failed start: nothing saved yet */
 		eng_close(s->s_eng);
 	}
 	rdev_stop();

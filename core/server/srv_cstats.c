@@ -86,23 +86,35 @@ int srv_cstats_open(struct srv *s)
 	if (rc != 0) {
 		s->s_cs = NULL;
 		free(c);
+		pthread_cond_destroy(&s->s_cs_cond);
+		pthread_mutex_destroy(&s->s_cs_lock);
 		return err_set(-rc, "server %s: client statistics thread: %s",
 			       s->s_me->cs_name, strerror(rc));
 	}
 	return 0;
 }
 
-/* Under s_cs_lock: save the sums if they changed. */
+/* Called under s_cs_lock: save the sums if they changed.  The save (a
+ * metadata commit, shipped to the home's standbys: up to a call timeout)
+ * runs on a copy with the lock released, so that pushes are not held. */
 static void cstats_save_locked(struct srv *s)
 {
-	if (!s->s_cs_dirty)
+	struct msg_cstats *copy;
+
+	if (!s->s_cs_dirty || (copy = malloc(sizeof *copy)) == NULL)
 		return;
-	if (eng_sys_save(s->s_eng, SRV_CSTATS_NAME, s->s_cs,
-			 sizeof *s->s_cs) != 0)
+	memcpy(copy, s->s_cs, sizeof *copy);
+	s->s_cs_dirty = false;
+	pthread_mutex_unlock(&s->s_cs_lock);
+	if (eng_sys_save(s->s_eng, SRV_CSTATS_NAME, copy, sizeof *copy) != 0) {
 		LOG_WARNING("server %s: client statistics not saved: %s",
 			    s->s_me->cs_name, err_msg());
-	else
-		s->s_cs_dirty = false;
+		pthread_mutex_lock(&s->s_cs_lock);
+		s->s_cs_dirty = true;
+	} else {
+		pthread_mutex_lock(&s->s_cs_lock);
+	}
+	free(copy);
 }
 
 void srv_cstats_close(struct srv *s)
@@ -123,6 +135,12 @@ void srv_cstats_close(struct srv *s)
 	s->s_cs = NULL;
 }
 
+static void sat_add(uint64_t *a, uint64_t v)
+{
+	if (__builtin_add_overflow(*a, v, a))
+		*a = UINT64_MAX;
+}
+
 /* Add push p to the sums c. */
 static void cstats_add(struct msg_cstats *c, const struct msg_cstats *p)
 {
@@ -130,14 +148,15 @@ static void cstats_add(struct msg_cstats *c, const struct msg_cstats *p)
 		struct msg_cstats_op *d = &c->cs_op[i];
 		const struct msg_cstats_op *o = &p->cs_op[i];
 
-		d->co_count += o->co_count;
-		d->co_failed += o->co_failed;
-		d->co_bytes += o->co_bytes;
-		d->co_sum_us += o->co_sum_us;
+		/* saturating: no push can wrap a sum */
+		sat_add(&d->co_count, o->co_count);
+		sat_add(&d->co_failed, o->co_failed);
+		sat_add(&d->co_bytes, o->co_bytes);
+		sat_add(&d->co_sum_us, o->co_sum_us);
 		if (o->co_max_us > d->co_max_us)
 			d->co_max_us = o->co_max_us;
 		for (uint32_t b = 0; b < MSG_CSTATS_BUCKETS; b++)
-			d->co_b[b] += o->co_b[b];
+			sat_add(&d->co_b[b], o->co_b[b]);
 	}
 	c->cs_clients++;
 }
