@@ -1479,7 +1479,7 @@ struct clovis_stats_clients {
  * Cluster mode: the statistics of the cluster's clients that ended.  A
  * cluster-mode instance pushes its own (what clovis_stats_get() reports)
  * to one server it talked to when clovis_fini() ends it, if it ran any
- * op; each server adds the pushes it gets to sums kept in its store
+ * op; each server adds the pushes it gets to sums kept beside its store
  * (saved at most 10 s after a push and at a clean stop: a server killed
  * with SIGKILL loses the pushes of its last 10 s).  This reads every
  * server's sums and adds them up into out[CLOVIS_STAT_NR] (counts,

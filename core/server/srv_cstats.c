@@ -7,24 +7,88 @@
  * server adds them to the sums it keeps (struct msg_cstats: ops, failures,
  * bytes, latency buckets of clovis/stats.c by op class) and answers the
  * sums; `strata stats` in cluster mode reads every server's (a read-only
- * request) and adds them up.  The sums live in the server's store, system
- * record "client_stats": loaded as the server starts, saved by a thread of
+ * request) and adds them up.  The sums live in a file beside the server's
+ * store, DATA_DIR.client_stats: loaded as the server starts, saved by a
+ * thread of
  * their own SRV_CSTATS_SAVE_MS after the first push since the last save,
  * and at a clean stop, so that a SIGKILL loses at most the pushes of that
  * last interval (statistics, not data: no push waits for a disk sync).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/server/srv_internal.h"
 
-#define SRV_CSTATS_NAME "client_stats"
+#define SRV_CSTATS_SUFFIX ".client_stats"
+
+/* The file beside the server's store: DATA_DIR.client_stats (as its
+ * DATA_DIR.store.yaml).  Not in the store: a save is no metadata commit,
+ * so it neither waits on the home's standbys nor makes the home's
+ * metadata differ from theirs, and it stays with the server when its home
+ * is acted for elsewhere (statistics of the clients this server took). */
+static int cstats_path(const struct srv *s, char *buf, size_t n)
+{
+	if (snprintf(buf, n, "%s%s", s->s_me->cs_data_dir,
+		     SRV_CSTATS_SUFFIX) >= (int)n)
+		return err_set(-ENAMETOOLONG, "server %s: data_dir too long",
+			       s->s_me->cs_name);
+	return 0;
+}
+
+/* Read the saved sums into c: 0, -ENOENT (none), or -EPROTO (a file of
+ * another size or version). */
+static int cstats_load(const struct srv *s, struct msg_cstats *c)
+{
+	char path[600];
+	ssize_t got;
+	int fd, rc = cstats_path(s, path, sizeof path);
+
+	if (rc != 0)
+		return rc;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT :
+		       err_set(-errno, "%s: %s", path, strerror(errno));
+	got = pread(fd, c, sizeof *c, 0);
+	rc = got == (ssize_t)sizeof *c && lseek(fd, 0, SEEK_END) ==
+	     (off_t)sizeof *c && c->cs_version == MSG_CSTATS_SCHEME ? 0 :
+	     err_set(-EPROTO, "%s: not %zu bytes of version %u", path,
+		     sizeof *c, MSG_CSTATS_SCHEME);
+	close(fd);
+	return rc;
+}
+
+/* Write c durably: a new file beside it, synced, renamed over it. */
+static int cstats_write(const struct srv *s, const struct msg_cstats *c)
+{
+	char path[600], tmp[640];
+	int fd, rc = cstats_path(s, path, sizeof path);
+
+	if (rc != 0)
+		return rc;
+	snprintf(tmp, sizeof tmp, "%s.new", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return err_set(-errno, "%s: %s", tmp, strerror(errno));
+	if (pwrite(fd, c, sizeof *c, 0) != (ssize_t)sizeof *c ||
+	    fdatasync(fd) != 0)
+		rc = err_set(-EIO, "%s: write: %s", tmp, strerror(errno));
+	close(fd);
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = err_set(-errno, "%s: rename: %s", path, strerror(errno));
+	if (rc != 0)
+		unlink(tmp);
+	return rc;
+}
 #define SRV_CSTATS_SAVE_MS 10000u
 
 static void cstats_save_locked(struct srv *s);
@@ -69,10 +133,10 @@ int srv_cstats_open(struct srv *s)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->s_cs_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	rc = eng_sys_load(s->s_eng, SRV_CSTATS_NAME, c, sizeof *c);
+	rc = cstats_load(s, c);
 	if (rc != 0 || c->cs_version != MSG_CSTATS_SCHEME) {
 		if (rc != -ENOENT)
-			LOG_WARNING("server %s: client statistics of its store "
+			LOG_WARNING("server %s: client statistics saved "
 				    "not read (%s): they start from zero",
 				    s->s_me->cs_name, rc != 0 ? err_msg() :
 				    "another version");
@@ -95,7 +159,7 @@ int srv_cstats_open(struct srv *s)
 }
 
 /* Called under s_cs_lock: save the sums if they changed.  The save (a
- * metadata commit, shipped to the home's standbys: up to a call timeout)
+ * file written and synced)
  * runs on a copy with the lock released, so that pushes are not held. */
 static void cstats_save_locked(struct srv *s)
 {
@@ -106,7 +170,7 @@ static void cstats_save_locked(struct srv *s)
 	memcpy(copy, s->s_cs, sizeof *copy);
 	s->s_cs_dirty = false;
 	pthread_mutex_unlock(&s->s_cs_lock);
-	if (eng_sys_save(s->s_eng, SRV_CSTATS_NAME, copy, sizeof *copy) != 0) {
+	if (cstats_write(s, copy) != 0) {
 		LOG_WARNING("server %s: client statistics not saved: %s",
 			    s->s_me->cs_name, err_msg());
 		pthread_mutex_lock(&s->s_cs_lock);
