@@ -2173,8 +2173,6 @@ static int clu_cstats_call(struct clu_client *c, uint32_t i,
 {
 	static const struct msg_cstats none = {.cs_version = MSG_CSTATS_SCHEME};
 	struct rpc_result res;
-	ClientStats *cs = NULL;
-	Reply *rp = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int rc;
@@ -2185,21 +2183,15 @@ static int clu_cstats_call(struct clu_client *c, uint32_t i,
 	rc = peers_call_ms(c->cc_peers, i, SOP_CLIENT_STATS, buf, len, NULL,
 			   call_ms, &res);
 	free(buf);
-	if (rc == 0)
-		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+	if (rc == 0 && (rc = msg_cstats_reply(res.rr_body, res.rr_len,
+					      out)) != 0) {
+		char msg[LIM_ERRMSG_LEN];
+
+		snprintf(msg, sizeof msg, "%s", err_msg());
+		rc = err_set(rc, "server %s: %s",
+			     c->cc_conf.cc_servers[i].cs_name, msg);
+	}
 	free(res.rr_body);
-	if (rc == 0 &&
-	    (cs = client_stats__unpack(NULL, rp->text.len, rp->text.data)) ==
-	    NULL)
-		rc = err_set(-EBADMSG, "server %s: client statistics: a reply "
-			     "that is not a ClientStats",
-			     c->cc_conf.cc_servers[i].cs_name);
-	if (rc == 0)
-		rc = msg_cstats_decode(cs, out);
-	if (cs != NULL)
-		client_stats__free_unpacked(cs, NULL);
-	if (rp != NULL)
-		reply__free_unpacked(rp, NULL);
 	return rc;
 }
 

@@ -589,6 +589,26 @@ int msg_cstats_decode(const ClientStats *pb, struct msg_cstats *out)
 	return 0;
 }
 
+int msg_cstats_reply(const void *body, size_t len, struct msg_cstats *out)
+{
+	ClientStats *cs = NULL;
+	Reply *rp = NULL;
+	int rc = msg_reply_decode(body, len, 0, &rp);
+
+	if (rc == 0 &&
+	    (cs = client_stats__unpack(NULL, rp->text.len, rp->text.data)) ==
+	    NULL)
+		rc = err_set(-EBADMSG, "client statistics: a reply that is not "
+			     "a ClientStats");
+	if (rc == 0)
+		rc = msg_cstats_decode(cs, out);
+	if (cs != NULL)
+		client_stats__free_unpacked(cs, NULL);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	return rc;
+}
+
 int msg_cstats_encode(const struct msg_cstats *c, bool read_only,
 		      uint8_t **buf, size_t *len)
 {

@@ -123,6 +123,9 @@ struct msg_cstats {
  *  message naming the field); the server's request decoder and the
  *  client's reply reader share it. */
 int msg_cstats_decode(const ClientStats *pb, struct msg_cstats *out);
+/** The sums a CLIENT_STATS reply (its body) carries, decoded into *out;
+ *  0, or a negative code with a message. */
+int msg_cstats_reply(const void *body, size_t len, struct msg_cstats *out);
 /** Encode c as a ClientStats message (malloc'd bytes). */
 int msg_cstats_encode(const struct msg_cstats *c, bool read_only,
 		      uint8_t **buf, size_t *len);

@@ -462,8 +462,6 @@ static int su_cstats(const struct msg_cstats *p, struct msg_cstats *out)
 {
 	static const struct msg_cstats none = {.cs_version = MSG_CSTATS_SCHEME};
 	struct rpc_result res;
-	ClientStats *cs = NULL;
-	Reply *rp = NULL;
 	uint8_t *buf = NULL;
 	size_t len = 0;
 	int rc = msg_cstats_encode(p != NULL ? p : &none, p == NULL, &buf,
@@ -474,15 +472,8 @@ static int su_cstats(const struct msg_cstats *p, struct msg_cstats *out)
 			     SU_CALL_MS);
 	free(buf);
 	if (rc == 0)
-		rc = msg_reply_decode(res.rr_body, res.rr_len, 0, &rp);
+		rc = msg_cstats_reply(res.rr_body, res.rr_len, out);
 	free(res.rr_body);
-	if (rc == 0)
-		cs = client_stats__unpack(NULL, rp->text.len, rp->text.data);
-	rc = rc != 0 ? rc : cs == NULL ? -EBADMSG : msg_cstats_decode(cs, out);
-	if (cs != NULL)
-		client_stats__free_unpacked(cs, NULL);
-	if (rp != NULL)
-		reply__free_unpacked(rp, NULL);
 	return rc;
 }
 
