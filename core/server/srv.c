@@ -1228,9 +1228,6 @@ int srv_stop(struct srv *s)
 						    __ATOMIC_ACQUIRE));
 		return -EBUSY;
 	}
-	/* clients' statistics saved while replication and the store still
-	 * run (its saver may wait on the home's standbys) */
-	srv_cstats_close(s);
 	srv_prof_print(s);
 	srv_walk_stop(s);
 	for (uint32_t i = s->s_parts.sp_nr_modules; i-- > 0;)
@@ -1243,7 +1240,7 @@ int srv_stop(struct srv *s)
 	rpc_ep_close(s->s_ep);
 	srv_exec_stop(s);
 	if (s->s_eng != NULL) {
-		srv_cstats_close(s); /* a failed start: nothing saved yet */
+		srv_cstats_close(s); /* saved beside the store */
 		eng_close(s->s_eng);
 	}
 	rdev_stop();

@@ -9,10 +9,10 @@
  * sums; `strata stats` in cluster mode reads every server's (a read-only
  * request) and adds them up.  The sums live in a file beside the server's
  * store, DATA_DIR.client_stats: loaded as the server starts, saved by a
- * thread of
- * their own SRV_CSTATS_SAVE_MS after the first push since the last save,
- * and at a clean stop, so that a SIGKILL loses at most the pushes of that
- * last interval (statistics, not data: no push waits for a disk sync).
+ * thread of their own SRV_CSTATS_SAVE_MS after the first push since the
+ * last save, and at a clean stop, so that a SIGKILL loses at most the
+ * pushes of that last interval (statistics, not data: no push waits for
+ * a disk sync).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +29,7 @@
 #include "core/server/srv_internal.h"
 
 #define SRV_CSTATS_SUFFIX ".client_stats"
+#define SRV_CSTATS_SAVE_MS 10000u
 
 /* The file beside the server's store: DATA_DIR.client_stats (as its
  * DATA_DIR.store.yaml).  Not in the store: a save is no metadata commit,
@@ -89,9 +90,19 @@ static int cstats_write(const struct srv *s, const struct msg_cstats *c)
 		unlink(tmp);
 	return rc;
 }
-#define SRV_CSTATS_SAVE_MS 10000u
 
-static void cstats_save_locked(struct srv *s);
+/* Under s_cs_lock: save the sums if they changed (a push waits at most
+ * for this small file's write and sync). */
+static void cstats_save_locked(struct srv *s)
+{
+	if (!s->s_cs_dirty)
+		return;
+	if (cstats_write(s, s->s_cs) != 0)
+		LOG_WARNING("server %s: client statistics not saved: %s",
+			    s->s_me->cs_name, err_msg());
+	else
+		s->s_cs_dirty = false;
+}
 
 /* The saver: SRV_CSTATS_SAVE_MS after sums changed, saves them. */
 static void *cstats_main(void *arg)
@@ -121,29 +132,27 @@ static void *cstats_main(void *arg)
 int srv_cstats_open(struct srv *s)
 {
 	struct msg_cstats *c = calloc(1, sizeof *c);
+	pthread_condattr_t ca;
 	int rc;
 
 	if (c == NULL)
 		return err_set(-ENOMEM, "server %s: client statistics",
 			       s->s_me->cs_name);
-	pthread_condattr_t ca;
-
 	pthread_mutex_init(&s->s_cs_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->s_cs_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	rc = cstats_load(s, c);
-	if (rc != 0 || c->cs_version != MSG_CSTATS_SCHEME) {
+	if (rc != 0) {
 		if (rc != -ENOENT)
-			LOG_WARNING("server %s: client statistics saved "
-				    "not read (%s): they start from zero",
-				    s->s_me->cs_name, rc != 0 ? err_msg() :
-				    "another version");
+			LOG_WARNING("server %s: client statistics saved not "
+				    "read (%s): they start from zero",
+				    s->s_me->cs_name, err_msg());
 		memset(c, 0, sizeof *c);
 		c->cs_version = MSG_CSTATS_SCHEME;
 	}
-	c->cs_read_only = 0;
+	c->cs_read_only = 0; /* a sum, never a request */
 	s->s_cs = c;
 	s->s_cs_stop = false;
 	rc = pthread_create(&s->s_cs_thr, NULL, cstats_main, s);
@@ -156,29 +165,6 @@ int srv_cstats_open(struct srv *s)
 			       s->s_me->cs_name, strerror(rc));
 	}
 	return 0;
-}
-
-/* Called under s_cs_lock: save the sums if they changed.  The save (a
- * file written and synced)
- * runs on a copy with the lock released, so that pushes are not held. */
-static void cstats_save_locked(struct srv *s)
-{
-	struct msg_cstats *copy;
-
-	if (!s->s_cs_dirty || (copy = malloc(sizeof *copy)) == NULL)
-		return;
-	memcpy(copy, s->s_cs, sizeof *copy);
-	s->s_cs_dirty = false;
-	pthread_mutex_unlock(&s->s_cs_lock);
-	if (cstats_write(s, copy) != 0) {
-		LOG_WARNING("server %s: client statistics not saved: %s",
-			    s->s_me->cs_name, err_msg());
-		pthread_mutex_lock(&s->s_cs_lock);
-		s->s_cs_dirty = true;
-	} else {
-		pthread_mutex_lock(&s->s_cs_lock);
-	}
-	free(copy);
 }
 
 void srv_cstats_close(struct srv *s)
