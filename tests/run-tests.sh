@@ -192,7 +192,8 @@ echo "longest steps: $(cat "$res_dir"/times.* 2>/dev/null | sort -rn |
 	head -12 | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $1}')"
 # fail_lines LOG: the failing lines of a step's log, each with the lines
 # that follow it up to the next check (what a test prints after a failure:
-# the tail of a tool's output, a suite's failing tests), at most 16 lines;
+# the tail of a tool's output, a suite's failing tests), at most 16 lines,
+# then a cluster test's diagnosis lines ("diag: ", at most 12);
 # a device's "failed: ..." log lines (expected in the repair suites) are
 # not failures.
 fail_lines() {
@@ -201,6 +202,9 @@ fail_lines() {
 		/^ *ok |^[0-9]+ passed, [0-9]+ failed$|(^|[^0-9])0 failed|none left a trace/ { after = 0; next }
 		/FAIL|failures|^ +[0-9]+\. .*:[0-9]+ |ASSERT|ERROR|Assertion|not ok|[Ff]ailed/ { after = 4 }
 		after > 0 { print; after--; if (++n >= 16) exit }'
+	# A cluster test's diagnosis after a failure (cluster_lib.sh
+	# cl_diag): each server running or gone, its log's last line.
+	grep -E '^diag: ' "$1" | head -n 12
 }
 
 # The failed steps again, with their failing lines, just above the total:

@@ -72,34 +72,38 @@ no() { fail=$((fail + 1)); echo "FAIL $*"; }
 check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
 
 # After a failure: each server's pid file and the last lines of its log,
-# printed after the summary line (the step's log tail shows them); for a
-# server still running, where each of its threads is (gdb, innermost
-# function first), so that a hang found by a loaded run says where; for
-# one whose process is gone, the kernel's last crash lines (dmesg).
+# printed after the summary line; for a server still running, where each
+# of its threads is (gdb, innermost function first), so that a hang found
+# by a loaded run says where; for one whose process is gone, the kernel's
+# last crash lines (dmesg).  The lines that begin "diag: " (per server: its
+# state, its log's last line, the kernel's words) are also shown by
+# tests/run-tests.sh in its summary of failed steps, which a CI log's
+# tail keeps; "diag-log:" and "diag-thread:" lines stay in the step's log.
 cl_diag() {
 	local f n p
 	for f in "$D"/s*.log; do
 		[ -f "$f" ] || continue
 		n=$(basename "$f" .log)
 		p=$(cat "$D/$n.pid" 2>/dev/null)
-		echo "--- $n: pid file ${p:-missing}, last lines of its log:"
-		tail -n 4 "$f" | cut -c1-200
-		[ -n "$p" ] || continue
-		if ! kill -0 "$p" 2>/dev/null; then
+		if [ -z "$p" ]; then
+			echo "diag: $n: no pid file"
+		elif kill -0 "$p" 2>/dev/null; then
+			echo "diag: $n: pid $p running"
+		else
 			# a pid file without its process: it died without a
 			# clean stop (the kernel names a crash's thread, not
 			# the process)
-			echo "    its process is gone without a clean stop" \
-				"(killed, or crashed); the kernel's last words:"
+			echo "diag: $n: pid $p GONE without a clean stop (killed, or crashed)"
 			dmesg 2>/dev/null | grep -E "strata.*(segfault|trap|error)" |
-				tail -n 2 | cut -c1-200 | sed 's/^/    /'
-			continue
+				tail -n 2 | cut -c1-180 | sed "s/^/diag: $n: kernel: /"
 		fi
+		tail -n 1 "$f" | cut -c1-200 | sed "s/^/diag: $n: last log line: /"
+		tail -n 6 "$f" | cut -c1-200 | sed "s/^/diag-log: $n: /"
+		[ -n "$p" ] && kill -0 "$p" 2>/dev/null || continue
 		command -v gdb >/dev/null || continue
-		echo "    its threads (gdb; innermost first):"
 		timeout 60 gdb -batch -p "$p" -ex "thread apply all bt 10" \
-			2>/dev/null | awk '
-			/^Thread / { if (l != "") print l; l = "    " $2 ":"; next }
+			2>/dev/null | awk -v n="$n" '
+			/^Thread / { if (l != "") print l; l = "diag-thread: " n " " $2 ":"; next }
 			/^#[0-9]/ { fn = ($2 ~ /^0x/) ? $4 : $2
 				    if (fn !~ /^(__|start_thread|clone)/)
 					    l = l " " fn }
