@@ -53,6 +53,7 @@ include layouts/module.mk
 include clovis/module.mk
 include dtm/module.mk
 include ha/module.mk
+include fdmi/module.mk
 include addb/module.mk
 include tests/module.mk
 include gateways/s3/module.mk

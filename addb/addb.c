@@ -201,6 +201,19 @@ static const struct addb_family addb_catalog[ADDB_METRIC_NR] = {
 	[ADDB_S3_LAT] = {"strata_s3_request_latency_seconds",
 		"S3 requests, headers read to response queued.",
 		ADDB_HIST, ADDB_PRIO_USEFUL, L1(ADDB_DIM_S3OP, "operation"), NS},
+	[ADDB_FDMI_CONSUMERS] = {"strata_fdmi_consumers",
+		"FDMI consumers registered on this store (fdmi/fdmi.h).",
+		ADDB_GAUGE, ADDB_PRIO_USEFUL, L0, 1},
+	[ADDB_FDMI_HEAD] = {"strata_fdmi_head_seq",
+		"Sequence number of the newest FDMI record of this store.",
+		ADDB_GAUGE, ADDB_PRIO_USEFUL, L0, 1},
+	[ADDB_FDMI_LAG_BYTES] = {"strata_fdmi_lag_bytes",
+		"Bytes of FDMI records not yet acknowledged by the slowest "
+		"ACTIVE consumer (each one's: strata fdmi ls).",
+		ADDB_GAUGE, ADDB_PRIO_CRITICAL, L0, 1},
+	[ADDB_FDMI_LAGGING] = {"strata_fdmi_lagging_total",
+		"FDMI consumers marked LAGGING (past a bound: cursor dropped).",
+		ADDB_COUNTER, ADDB_PRIO_CRITICAL, L0, 1},
 };
 
 const struct addb_family *addb_family(enum addb_metric m)

@@ -121,6 +121,10 @@ enum addb_metric {
 	ADDB_DTX,              /**< counter {outcome}: dtx ends (coordinator) */
 	ADDB_S3_REQ,           /**< counter {operation, status}: requests */
 	ADDB_S3_LAT,           /**< hist {operation}: request latency */
+	ADDB_FDMI_CONSUMERS,   /**< gauge: FDMI consumers registered */
+	ADDB_FDMI_HEAD,        /**< gauge: sequence number of the newest record */
+	ADDB_FDMI_LAG_BYTES,   /**< gauge: bytes not yet acked, worst consumer */
+	ADDB_FDMI_LAGGING,     /**< counter: consumers marked LAGGING */
 	ADDB_METRIC_NR
 };
 

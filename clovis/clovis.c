@@ -187,9 +187,15 @@ static int conf_check(const struct clovis_conf *conf)
 		return err_set(-EINVAL, "clovis_init: cc_data_dir is empty");
 	if (conf->cc_flags & ~(uint32_t)(CLOVIS_CONF_CREATE |
 					 CLOVIS_CONF_DEVICE_MODEL |
-					 CLOVIS_CONF_META_NVRAM))
+					 CLOVIS_CONF_META_NVRAM |
+					 CLOVIS_CONF_FDMI_ON |
+					 CLOVIS_CONF_FDMI_OFF))
 		return err_set(-EINVAL, "clovis_init: cc_flags 0x%x unknown",
 			       conf->cc_flags);
+	if ((conf->cc_flags & CLOVIS_CONF_FDMI_ON) &&
+	    (conf->cc_flags & CLOVIS_CONF_FDMI_OFF))
+		return err_set(-EINVAL, "clovis_init: cc_flags: FDMI both on "
+			       "and off");
 	if (conf->cc_nr_workers > LIM_WORKERS_MAX)
 		return err_set(-EINVAL, "clovis_init: cc_nr_workers %u > %u",
 			       conf->cc_nr_workers, LIM_WORKERS_MAX);
@@ -257,6 +263,7 @@ static const struct clovis_conf *ut_cluster_conf(const struct clovis_conf *conf,
 static int backend_open(struct clovis *cl, const struct clovis_conf *conf)
 {
 	struct eng_conf ec;
+	struct fdmi_conf fc = {0};
 	int rc;
 
 	if (conf->cc_mode == CLOVIS_MODE_CLUSTER)
@@ -277,6 +284,15 @@ static int backend_open(struct clovis *cl, const struct clovis_conf *conf)
 	rc = eng_open(&cl->cl_eng, &ec);
 	if (rc != 0)
 		return rc;
+	fc.fc_mode = (conf->cc_flags & CLOVIS_CONF_FDMI_ON) ? FDMI_MODE_ON :
+		     (conf->cc_flags & CLOVIS_CONF_FDMI_OFF) ? FDMI_MODE_OFF :
+							      FDMI_MODE_AUTO;
+	rc = fdmi_open(cl->cl_eng, &fc, &cl->cl_fdmi);
+	if (rc != 0) {
+		eng_close(cl->cl_eng);
+		cl->cl_eng = NULL;
+		return rc;
+	}
 	stats_load(cl);
 	eng_commit_hook_set(cl->cl_eng, commit_hook, cl);
 	return 0;
@@ -305,6 +321,7 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 	pthread_cond_init(&cl->cl_qcond, NULL);
 	pthread_mutex_init(&cl->cl_olock, NULL);
 	pthread_cond_init(&cl->cl_oidle, NULL);
+	pthread_mutex_init(&cl->cl_fdmi_lock, NULL);
 	rc = backend_open(cl, conf);
 	if (rc != 0)
 		goto out_free;
@@ -321,6 +338,7 @@ out_fini:
 	clovis_fini(cl);
 	return rc;
 out_free:
+	pthread_mutex_destroy(&cl->cl_fdmi_lock);
 	free(cl);
 	return rc;
 }
@@ -339,6 +357,9 @@ void clovis_fini(struct clovis *cl)
 		if (eng_sys_save(cl->cl_eng, "stats", &cl->cl_stats.ss_base,
 				 sizeof cl->cl_stats.ss_base) != 0)
 			LOG_WARNING("statistics not saved: %s", err_msg());
+		fdmi_close(cl->cl_fdmi);
+		cl->cl_fdmi = NULL;
+		fdmi_pos_free(cl);
 		eng_close(cl->cl_eng);
 	}
 	cluster_close(cl);
@@ -346,6 +367,8 @@ void clovis_fini(struct clovis *cl)
 	pthread_cond_destroy(&cl->cl_qcond);
 	pthread_mutex_destroy(&cl->cl_olock);
 	pthread_cond_destroy(&cl->cl_oidle);
+	fdmi_pos_free(cl);
+	pthread_mutex_destroy(&cl->cl_fdmi_lock);
 	stats_fini(&cl->cl_stats);
 	free(cl);
 }

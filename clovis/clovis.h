@@ -227,6 +227,13 @@ enum clovis_conf_flags {
 	 * nothing that was STABLE, as without the flag.
 	 */
 	CLOVIS_CONF_META_NVRAM = 1u << 2,
+	/** FDMI records (clovis_fdmi_sub()) always, even with no consumer
+	 *  registered (the log then kept to 64 MiB and 1 hour).  Without
+	 *  either FDMI flag a store records changes while at least one
+	 *  consumer is registered. */
+	CLOVIS_CONF_FDMI_ON = 1u << 3,
+	/** No FDMI records: clovis_fdmi_sub() is refused (-ENOTSUP). */
+	CLOVIS_CONF_FDMI_OFF = 1u << 4,
 };
 
 /**
@@ -1560,6 +1567,149 @@ CLOVIS_API int clovis_addb_trace(uint32_t sample, uint32_t size_mib);
 CLOVIS_API int clovis_addb_records(struct clovis *cl, const char *server,
 				   uint32_t max_records, char **text,
 				   size_t *len);
+
+/* ---------------------------------------------------------------- FDMI
+ * A durable record of every change (issue 31, fdmi/README.md).  Each store
+ * (the embedded engine, each cluster server's home) appends a record of
+ * every change to its own log in the same local transaction as the change:
+ * object create, write, alloc, free and delete (with the extents), index
+ * create and delete, record put and del (with the key), container create
+ * and delete, attribute sets, composite layer add, drop and move, and dtx
+ * commits.  A consumer registers by name with a filter and reads records
+ * in order per store with clovis_fdmi_next(), then releases them with
+ * clovis_fdmi_ack(): delivery is at least once (a consumer that did not
+ * ack gets the records again from its acked cursor: deduplicate by
+ * (server, seq)).  Records are kept until every ACTIVE consumer acked
+ * them, bounded per consumer in bytes and age: a consumer past a bound is
+ * marked LAGGING, its cursor dropped, and must rescan the store and call
+ * clovis_fdmi_reset(); writes never wait for a consumer.
+ */
+
+/** Longest consumer name: letters, digits, '.', '_', '-'. */
+#define CLOVIS_FDMI_NAME_MAX 48u
+/** Bytes of a record's server name, with its NUL. */
+#define CLOVIS_FDMI_SERVER_LEN 64u
+
+/** The change a record names. */
+enum clovis_fdmi_op {
+	CLOVIS_FDMI_OBJ_CREATE = 1,
+	CLOVIS_FDMI_OBJ_DELETE,
+	CLOVIS_FDMI_OBJ_WRITE,   /**< extents written */
+	CLOVIS_FDMI_OBJ_ALLOC,   /**< extents allocated */
+	CLOVIS_FDMI_OBJ_FREE,    /**< extents freed */
+	CLOVIS_FDMI_IDX_CREATE,
+	CLOVIS_FDMI_IDX_DELETE,
+	CLOVIS_FDMI_IDX_PUT,     /**< one record put: fr_key */
+	CLOVIS_FDMI_IDX_DEL,     /**< one record deleted: fr_key */
+	CLOVIS_FDMI_CONT_CREATE,
+	CLOVIS_FDMI_CONT_DELETE,
+	CLOVIS_FDMI_SETATTR,
+	CLOVIS_FDMI_LAYER_ADD,   /**< fr_layer added, on fr_tier */
+	CLOVIS_FDMI_LAYER_DROP,  /**< fr_layer dropped */
+	CLOVIS_FDMI_LAYER_MOVE,  /**< extents moved to fr_layer (fr_tier) */
+	CLOVIS_FDMI_DTX_COMMIT,  /**< dtx fr_dtx committed here (fr_size:
+				      its members) */
+};
+
+/** A consumer's state. */
+enum clovis_fdmi_state { CLOVIS_FDMI_ACTIVE = 1, CLOVIS_FDMI_LAGGING = 2 };
+
+/** clovis_fdmi_sub() flag: receive every record still kept, not only
+ *  those after the registration. */
+#define CLOVIS_FDMI_FROM_START 1u
+/** Record flag: the extents past the first 256 are left out. */
+#define CLOVIS_FDMI_F_TRUNC 1u
+
+/** One record, as clovis_fdmi_batch_rec() gives it (pointers into the
+ *  batch, valid until clovis_fdmi_batch_free()). */
+struct clovis_fdmi_rec {
+	const char *fr_server;   /**< the store's server ("local": embedded) */
+	uint64_t fr_seq;         /**< per server, rising (gaps possible) */
+	uint32_t fr_op;          /**< enum clovis_fdmi_op */
+	uint32_t fr_flags;       /**< CLOVIS_FDMI_F_* */
+	uint64_t fr_time_ns;     /**< commit time, ns since the epoch */
+	struct clovis_dtx_id fr_dtx; /**< di_hlc 0: not in a dtx */
+	uint32_t fr_type;        /**< enum clovis_entity_type */
+	uint32_t fr_tier;
+	struct clovis_id fr_id;
+	struct clovis_id fr_container;
+	uint32_t fr_layer;
+	uint32_t fr_nr_ext;      /**< extents: clovis_fdmi_rec_ext() */
+	uint64_t fr_size;        /**< after the change: object bytes, index
+				      records */
+	uint64_t fr_digest;      /**< digest of the new attributes */
+	const void *fr_key;      /**< IDX_PUT, IDX_DEL */
+	uint32_t fr_klen;
+	const void *fr_priv;     /**< the extents' bytes */
+};
+
+/** A consumer, as clovis_fdmi_list() shows it. */
+struct clovis_fdmi_sub {
+	char fs_name[CLOVIS_FDMI_NAME_MAX + 1];
+	char fs_server[CLOVIS_FDMI_SERVER_LEN]; /**< "local" embedded */
+	uint32_t fs_state;       /**< enum clovis_fdmi_state */
+	char fs_filter[512];     /**< its filter, as clovis_fdmi_sub() took */
+	uint64_t fs_acked;       /**< records up to this seq released */
+	uint64_t fs_max_bytes;
+	uint64_t fs_max_age_ms;
+	uint64_t fs_lag_records; /**< records after fs_acked */
+	uint64_t fs_lag_bytes;   /**< their bytes */
+	uint64_t fs_lag_ms;      /**< age of the oldest */
+	uint64_t fs_lag_count;   /**< times marked LAGGING */
+};
+
+struct clovis_fdmi_batch;
+
+/**
+ * Register consumer name with filter (text, NULL or "" for every record):
+ * space-separated fields, each optional: "op=OP[,OP...]" (names as
+ * clovis_fdmi_op_name() gives them: obj.write, idx.put, ...),
+ * "container=ID", "id=ID[/BITS]" (an entity, or an id prefix of BITS
+ * bits), "key=PREFIX" (index records whose key starts with it), "tier=N".
+ * Bounds: max_bytes of records not acked and max_age_ms for the oldest
+ * (0: 64 MiB, 1 hour).  In cluster mode on every server.  0 (also when
+ * the name exists with the same filter), -EEXIST (another filter),
+ * -EINVAL (the message names the field), -ENOTSUP (FDMI off), transport
+ * codes.
+ */
+CLOVIS_API int clovis_fdmi_sub(struct clovis *cl, const char *name,
+			       const char *filter, uint64_t max_bytes,
+			       uint64_t max_age_ms, uint32_t flags);
+/** Remove consumer name (on every server).  0 or -ENOENT. */
+CLOVIS_API int clovis_fdmi_unsub(struct clovis *cl, const char *name);
+/** Every consumer (per server in cluster mode), up to max in out; *nr
+ *  the total.  0 or a negative code. */
+CLOVIS_API int clovis_fdmi_list(struct clovis *cl, struct clovis_fdmi_sub *out,
+				uint32_t max, uint32_t *nr);
+/**
+ * Up to max (1..65536; 0: 1024) of name's records after those this
+ * instance was already given (or, the first time, after its acked
+ * cursor), in *out (free with clovis_fdmi_batch_free()).  In cluster
+ * mode from every server, in order per server.  0 (the batch may hold no
+ * record), -ENOENT (no such consumer), -ESTALE (LAGGING: rescan, then
+ * clovis_fdmi_reset()), transport codes.
+ */
+CLOVIS_API int clovis_fdmi_next(struct clovis *cl, const char *name,
+				uint32_t max, struct clovis_fdmi_batch **out);
+/** Records in b. */
+CLOVIS_API uint32_t clovis_fdmi_batch_nr(const struct clovis_fdmi_batch *b);
+/** Record i of b.  0 or -EINVAL. */
+CLOVIS_API int clovis_fdmi_batch_rec(const struct clovis_fdmi_batch *b,
+				     uint32_t i, struct clovis_fdmi_rec *out);
+/** Extent i of r: start block and blocks. */
+CLOVIS_API void clovis_fdmi_rec_ext(const struct clovis_fdmi_rec *r,
+				    uint32_t i, uint64_t *start,
+				    uint64_t *blocks);
+/** Release every record b covered (also those its filter skipped), on
+ *  each server; durable when it returns.  0 or a negative code. */
+CLOVIS_API int clovis_fdmi_ack(struct clovis *cl, const char *name,
+			       const struct clovis_fdmi_batch *b);
+CLOVIS_API void clovis_fdmi_batch_free(struct clovis_fdmi_batch *b);
+/** A LAGGING consumer rescanned: ACTIVE again from the head (on every
+ *  server).  0 or a negative code. */
+CLOVIS_API int clovis_fdmi_reset(struct clovis *cl, const char *name);
+/** "obj.write" for CLOVIS_FDMI_OBJ_WRITE, ...; "?" for no op. */
+CLOVIS_API const char *clovis_fdmi_op_name(uint32_t op);
 
 #ifdef __cplusplus
 }

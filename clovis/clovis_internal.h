@@ -12,6 +12,7 @@
 #include "clovis/clovis.h"
 #include "clovis/clovis_limits.h"
 #include "core/engine.h"
+#include "fdmi/fdmi.h"
 
 /*
  * The boundary with the engine (issue 27 point 1): core/ and dtm/ take the
@@ -129,7 +130,50 @@ struct clovis {
 	struct op_tcache *cl_tcaches;
 	bool cl_closing;         /* clovis_fini() is freeing the ops */
 	struct stats_set cl_stats;
+	/* FDMI (clovis/fdmi.c): the consumers of the embedded engine's log,
+	 * and what this instance already gave each consumer it read, per
+	 * server (under cl_fdmi_lock) */
+	struct fdmi *cl_fdmi;
+	pthread_mutex_t cl_fdmi_lock;
+	struct fdmi_pos *cl_fdmi_pos;
 };
+
+/* clovis/fdmi.c: forget the read positions (clovis_fini). */
+void fdmi_pos_free(struct clovis *cl);
+/* The last record this instance gave consumer name from server (0: none),
+ * and moving it on. */
+uint64_t clovis_fdmi_pos_last(struct clovis *cl, const char *name,
+			      const char *server);
+void clovis_fdmi_pos_set(struct clovis *cl, const char *name,
+			 const char *server, uint64_t last);
+
+/* Bytes of records one store gives one clovis_fdmi_next() (about). */
+#define CLOVIS_FDMI_BATCH_BYTES (4u << 20)
+
+/* A batch of clovis_fdmi_next(): one part per store read. */
+struct clovis_fdmi_bpart {
+	char bp_server[CLOVIS_FDMI_SERVER_LEN];
+	struct fdmi_batch bp_fb;
+};
+struct clovis_fdmi_batch {
+	struct clovis_fdmi_bpart *b_part;
+	uint32_t b_nr, b_cap;
+};
+struct clovis_fdmi_batch *clovis_fdmi_batch_new(uint32_t parts);
+void clovis_fdmi_sub_from(struct clovis_fdmi_sub *o,
+			  const struct fdmi_sub_info *i, const char *server);
+
+/* Cluster mode (clovis/cli_fdmi.c): the same calls on every server. */
+int cluster_fdmi_sub(struct clovis *cl, const char *name, const char *filter,
+		     uint64_t max_bytes, uint64_t max_age_ms, uint32_t flags);
+int cluster_fdmi_unsub(struct clovis *cl, const char *name);
+int cluster_fdmi_list(struct clovis *cl, struct clovis_fdmi_sub *out,
+		      uint32_t max, uint32_t *nr);
+int cluster_fdmi_next(struct clovis *cl, const char *name, uint32_t max,
+		      struct clovis_fdmi_batch **out);
+int cluster_fdmi_ack(struct clovis *cl, const char *name,
+		     const struct clovis_fdmi_batch *b);
+int cluster_fdmi_reset(struct clovis *cl, const char *name);
 
 struct clovis_op {
 	struct eng_req op_req; /* first: the engine hands back &op_req.er_ci */

@@ -38,6 +38,7 @@
 #include "clovis/clovis_internal.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/fdmi_log.h"
 #include "core/log.h"
 #include "core/meta_txn.h"
 #include "layouts/stripe.h"
@@ -630,9 +631,23 @@ static struct eng_citem *dtx_member_ci(void *arg, uint32_t i)
 static int dtx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct clovis_dtx *dx = ((struct clovis_op *)ci)->op_dtx;
+	int rc;
 
-	return dtm_loc_apply(e, txn, ci, dtx_member_ci, dx, dx->dx_nr,
-			     dtx_str(dx), &dx->dx_bad);
+	/* the members' FDMI records carry the dtx's id, and one more
+	 * record says it committed here (core/fdmi_log.h) */
+	eng_fdmi_dtx_set(&dx->dx_id);
+	rc = dtm_loc_apply(e, txn, ci, dtx_member_ci, dx, dx->dx_nr,
+			   dtx_str(dx), &dx->dx_bad);
+	if (rc == 0 && eng_fdmi_on(e)) {
+		struct fdmi_rec fr = {0};
+
+		fr.fr_op = FDMI_DTX_COMMIT;
+		fr.fr_size = dx->dx_nr;
+		rc = eng_fdmi_emit(e, txn, &fr, NULL);
+		ci->ci_hard = rc != 0;
+	}
+	eng_fdmi_dtx_set(NULL);
+	return rc;
 }
 
 static void dtx_executed(struct eng_citem *ci)

@@ -34,6 +34,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/fdmi_log.h"
 #include "core/limits.h"
 #include "core/log.h"
 
@@ -472,6 +473,9 @@ static int comp_self_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	if (rc == 0)
 		rc = obj_size_update(e, txn, r, &cur, r->er_kind != ER_OBJ_FREE);
 	if (rc == 0)
+		rc = eng_fdmi_req(e, txn, r, r->er_kind == ER_OBJ_FREE ?
+				  FDMI_OBJ_FREE : FDMI_OBJ_ALLOC, &cur);
+	if (rc == 0)
 		ci->ci_hard = false;
 	return rc;
 }
@@ -617,6 +621,19 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 	if (rc == 0 && (rc = meta_mput(eng_meta(e), txn, eng_meta(e)->m_layer, &k, &v, 0)))
 		rc = meta_err(rc, "write layer");
 	a->la_layer = id;
+	if (rc == 0 && eng_fdmi_on(e)) {
+		struct fdmi_rec fr = {0};
+
+		fr.fr_op = FDMI_LAYER_ADD;
+		fr.fr_type = ST_ET_OBJ;
+		fr.fr_id = *a->la_id;
+		fr.fr_container = cur.me_container;
+		fr.fr_tier = a->la_sub.me_tier;
+		fr.fr_layer = id;
+		fr.fr_size = cur.me_size_bytes;
+		fr.fr_digest = fdmi_digest(&a->la_sub);
+		rc = eng_fdmi_emit(e, txn, &fr, NULL);
+	}
 	return rc;
 }
 
@@ -685,6 +702,15 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 	k = meta_ent_key(kb, &l->cl_rec.ml_sub);
 	if (rc == 0 && (rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_ent, &k, NULL)))
 		rc = meta_err(rc, "delete layer object");
+	if (rc == 0 && eng_fdmi_on(e)) {
+		struct fdmi_rec fr = {0};
+
+		fr.fr_op = FDMI_LAYER_DROP;
+		fr.fr_type = ST_ET_OBJ;
+		fr.fr_id = *a->ld_id;
+		fr.fr_layer = a->ld_layer;
+		rc = eng_fdmi_emit(e, txn, &fr, NULL);
+	}
 	return rc;
 }
 

@@ -154,6 +154,13 @@ struct eng {
 	/* eng_conf.ec_dev_path, ec_dev_path_arg (NULL: none) */
 	int (*e_dev_path)(void *, uint32_t, const char *, char *, size_t);
 	void *e_dev_path_arg;
+	/* FDMI log (fdmi_log.c): emission on (atomic); the next record's
+	 * sequence number - 1 and byte offset, read from the log at the
+	 * first emission after open, then kept by the thread holding the
+	 * write transaction */
+	bool e_fdmi_on;
+	bool e_fdmi_pos_known;
+	uint64_t e_fdmi_seq, e_fdmi_off;
 };
 
 /* A batch waiting for its write set's acknowledgement (commit.c). */

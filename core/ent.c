@@ -11,6 +11,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/fdmi_log.h"
 #include "core/log.h"
 
 /* "an object", "an index", "a container". */
@@ -129,6 +130,8 @@ static int ent_create_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		rc = member_put(e, txn, r->er_type == ST_ET_CONTAINER ?
 				&root : &r->er_container, r->er_type,
 				&r->er_id, false);
+	if (rc == 0)
+		rc = eng_fdmi_req(e, txn, r, FDMI_OBJ_CREATE, &r->er_ent);
 	ci->ci_hard = rc != 0;
 	return rc;
 }
@@ -172,6 +175,8 @@ static int ent_delete_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_ent, &k, NULL);
 		rc = rc == 0 ? 0 : meta_err(rc, "delete entity");
 	}
+	if (rc == 0)
+		rc = eng_fdmi_req(e, txn, r, FDMI_OBJ_DELETE, &cur);
 	ci->ci_hard = rc != 0;
 	return rc;
 }
@@ -189,6 +194,8 @@ static int ent_setattr_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	cur.me_mtime_ns = eng_now_ns();
 	r->er_ent = cur;
 	rc = meta_ent_put(txn, eng_meta(e), &r->er_id, &cur);
+	if (rc == 0)
+		rc = eng_fdmi_req(e, txn, r, FDMI_SETATTR, &cur);
 	ci->ci_hard = rc != 0;
 	return rc;
 }

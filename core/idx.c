@@ -12,6 +12,7 @@
 
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/fdmi_log.h"
 #include "core/idx.h"
 #include "core/log.h"
 
@@ -87,6 +88,19 @@ static int idx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		r->er_rcs[i] = r->er_kind == ER_IDX_PUT ?
 			       idx_put_one(m, txn, r, i, &added, &hard) :
 			       idx_del_one(m, txn, r, i, &added, &hard);
+		if (hard == 0 && r->er_rcs[i] == 0 && eng_fdmi_on(e)) {
+			struct fdmi_rec fr = {0};
+
+			fr.fr_op = r->er_kind == ER_IDX_PUT ? FDMI_IDX_PUT
+							    : FDMI_IDX_DEL;
+			fr.fr_type = ST_ET_IDX;
+			fr.fr_id = r->er_id;
+			fr.fr_container = cur.me_container;
+			fr.fr_size = cur.me_nr_records + (uint64_t)added;
+			fr.fr_key = r->er_keys->bv_buf[i];
+			fr.fr_klen = (uint32_t)r->er_keys->bv_len[i];
+			hard = eng_fdmi_emit(e, txn, &fr, NULL);
+		}
 	}
 	if (hard == 0 && added != 0) {
 		cur.me_nr_records += (uint64_t)added;

@@ -70,7 +70,9 @@ static int meta_tables_open(struct meta *m, bool create)
 	    (rc = mdb_dbi_open(txn, "ext", fl, &m->m_ext)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "idx", fl, &m->m_idx)) != 0 ||
 	    (rc = mdb_dbi_open(txn, "unit", fl, &m->m_unit)) != 0 ||
-	    (rc = mdb_dbi_open(txn, "layer", fl, &m->m_layer)) != 0) {
+	    (rc = mdb_dbi_open(txn, "layer", fl, &m->m_layer)) != 0 ||
+	    /* FDMI log: made in stores older than it too */
+	    (rc = mdb_dbi_open(txn, "fdmi", MDB_CREATE, &m->m_fdmi)) != 0) {
 		mdb_txn_abort(txn);
 		if (rc == MDB_NOTFOUND)
 			return err_set(-ST_ECORRUPT,
@@ -268,7 +270,7 @@ int meta_open(struct meta *m, const char *dir, uint64_t map_size,
 	rc = mdb_env_create(&m->m_env);
 	if (rc != 0)
 		return meta_err(rc, "create environment");
-	mdb_env_set_maxdbs(m->m_env, 8);
+	mdb_env_set_maxdbs(m->m_env, 16);
 	mdb_env_set_maxreaders(m->m_env, META_MAXREADERS);
 	mdb_env_set_mapsize(m->m_env, map_size);
 	/* NOMETASYNC: a commit syncs its data pages but not its meta page;

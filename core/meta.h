@@ -48,6 +48,7 @@ struct meta {
 	MDB_dbi m_idx;
 	MDB_dbi m_unit;
 	MDB_dbi m_layer;
+	MDB_dbi m_fdmi; /* FDMI record log (core/fdmi_log.h) */
 	uint32_t m_maxkey; /**< mdb_env_get_maxkeysize() */
 	/* reset read transactions, renewed by meta_rtxn_get() */
 	pthread_mutex_t m_rlock;

@@ -22,7 +22,7 @@
 #include "core/meta_txn.h"
 
 #define WSET_KEY_MAX 511u
-#define WSET_NR_TABLES 7u
+#define WSET_NR_TABLES 8u
 
 /* One touched key: its table and bytes at wk_off of the arena. */
 struct wkey {
@@ -52,7 +52,7 @@ static int dbi_table(const struct meta *m, MDB_dbi dbi)
 {
 	const MDB_dbi t[WSET_NR_TABLES] = {m->m_sys, m->m_ent, m->m_member,
 					   m->m_ext, m->m_idx, m->m_unit,
-					   m->m_layer};
+					   m->m_layer, m->m_fdmi};
 
 	for (int i = 0; i < (int)WSET_NR_TABLES; i++)
 		if (t[i] == dbi)
@@ -64,7 +64,7 @@ static MDB_dbi table_dbi(const struct meta *m, uint32_t t)
 {
 	const MDB_dbi d[WSET_NR_TABLES] = {m->m_sys, m->m_ent, m->m_member,
 					   m->m_ext, m->m_idx, m->m_unit,
-					   m->m_layer};
+					   m->m_layer, m->m_fdmi};
 
 	return d[t];
 }
@@ -556,7 +556,7 @@ int eng_repl_seq_read(const char *dir, uint64_t *seq)
 	}
 	if ((rc = mdb_env_create(&env)) != 0)
 		return meta_err(rc, "snapshot environment");
-	mdb_env_set_maxdbs(env, 8);
+	mdb_env_set_maxdbs(env, 16);
 	rc = mdb_env_open(env, dir, fl, 0644);
 	if (rc == 0)
 		rc = mdb_txn_begin(env, NULL, MDB_RDONLY, &txn);

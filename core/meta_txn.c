@@ -26,6 +26,8 @@ static MDB_dbi meta_dbi(const struct meta *m, enum meta_table t)
 		return m->m_unit;
 	case META_T_LAYER:
 		return m->m_layer;
+	case META_T_FDMI:
+		return m->m_fdmi;
 	}
 	return m->m_sys;
 }

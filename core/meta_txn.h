@@ -62,6 +62,7 @@ enum meta_table {
 	META_T_IDX,     /**< idx key -> value (meta_idx_key()) */
 	META_T_UNIT,    /**< obj addr -> struct meta_unit */
 	META_T_LAYER,   /**< obj layer -> struct meta_layer */
+	META_T_FDMI,    /**< seq (big-endian) -> FDMI record (core/fdmi_log.h) */
 };
 
 /** A stored record, in place: mc_key/mc_val point into the map (read

@@ -18,6 +18,7 @@
 #include "core/engine.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/fdmi_log.h"
 #include "core/log.h"
 
 /** A cursor over a caller's buffer vector. */
@@ -348,6 +349,10 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		rc = obj_size_update(e, txn, r, &cur, r->er_kind != ER_OBJ_FREE);
 	if (rc == 0 && r->er_comp)
 		rc = comp_apply(e, txn, r);
+	if (rc == 0)
+		rc = eng_fdmi_req(e, txn, r, r->er_kind == ER_OBJ_FREE ?
+				  FDMI_OBJ_FREE : r->er_kind == ER_OBJ_ALLOC ?
+				  FDMI_OBJ_ALLOC : FDMI_OBJ_WRITE, &cur);
 	if (rc == 0)
 		ci->ci_hard = false;
 	return rc;

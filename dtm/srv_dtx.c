@@ -58,6 +58,7 @@
 #include "core/eng_repl.h"
 #include "core/errors.h"
 #include "core/fault.h"
+#include "core/fdmi_log.h"
 #include "core/log.h"
 #include "core/meta_txn.h"
 #include "core/server/srv_internal.h"
@@ -230,6 +231,7 @@ struct dwait {
 	bool w_done;
 	int w_rc;
 	char w_key[DTX_KEY_LEN];
+	struct st_dtx_id w_id;  /* COMMIT: for the FDMI records */
 	uint8_t *w_val;
 	size_t w_len;
 	/* COMMIT: the members to apply first */
@@ -796,6 +798,9 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 
 	if (rc != 0)
 		return rc;
+	/* the members' FDMI records carry the dtx's id, and one more
+	 * record says it committed here (core/fdmi_log.h) */
+	eng_fdmi_dtx_set(&w->w_id);
 	for (uint32_t i = 0; rc == 0 && i < w->w_nr; i++) {
 		struct eng_citem *mci = &w->w_m[i].pm_m.mr_req.er_ci;
 
@@ -820,6 +825,14 @@ static int commit_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	}
 	if (rc == 0)
 		rc = rec_put_apply(e, child, ci);
+	if (rc == 0 && eng_fdmi_on(e)) {
+		struct fdmi_rec fr = {0};
+
+		fr.fr_op = FDMI_DTX_COMMIT;
+		fr.fr_size = w->w_nr;
+		rc = eng_fdmi_emit(e, child, &fr, NULL);
+	}
+	eng_fdmi_dtx_set(NULL);
 	if (rc != 0) {
 		meta_txn_abort(child);
 		return rc;
@@ -1301,6 +1314,7 @@ static int part_commit(const struct dhome *h, const struct st_dtx_id *id,
 				rec->r_h.dr_nr_parts, NULL, 0, &w->w_val,
 				&w->w_len);
 		dtx_key(w->w_key, id);
+		w->w_id = *id;
 		w->w_m = pm;
 		w->w_nr = nr;
 		w->w_ci.ci_apply = commit_apply;

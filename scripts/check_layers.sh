@@ -16,7 +16,8 @@
 # event analyzer) is a room beside dtm/ and layouts/: above the engine, the
 # transport and the server daemon (core/ whole), below clovis/ (whose CLI
 # starts etcd and shows the map); it includes none of dtm/ or layouts/ and
-# they none of it.  clovis/clovis.h, the public header, belongs to clovis:
+# they none of it.  fdmi/ (FDMI consumers of the engine's record log,
+# issue 31) sits beside ha/ in the same way.  clovis/clovis.h, the public header, belongs to clovis:
 # nothing under core/, tiers/, layouts/, dtm/ or ha/ may include it.  LMDB is
 # the engine's (core/*.c, core/meta.h): no other file, the server daemon
 # core/server/ included, includes <lmdb.h> or calls mdb_*(); they go
@@ -90,6 +91,7 @@ room_of() {
 	layouts/*) ROOM=layouts ;;
 	dtm/*) ROOM=dtm ;;
 	ha/*) ROOM=ha ;;
+	fdmi/*) ROOM=fdmi ;;
 	clovis/*) ROOM=clovis ;;
 	gateways/*) ROOM=gateways ;;
 	*) ROOM=other ;;
@@ -115,8 +117,9 @@ allowed() {
 	layouts:tiers | layouts:rpc | layouts:engine) return 0 ;;
 	dtm:tiers | dtm:rpc | dtm:engine | dtm:server) return 0 ;;
 	ha:tiers | ha:rpc | ha:engine | ha:server) return 0 ;;
+	fdmi:tiers | fdmi:rpc | fdmi:engine | fdmi:server) return 0 ;;
 	clovis:tiers | clovis:rpc | clovis:engine | clovis:server) return 0 ;;
-	clovis:layouts | clovis:dtm | clovis:ha) return 0 ;;
+	clovis:layouts | clovis:dtm | clovis:ha | clovis:fdmi) return 0 ;;
 	gateways:clovis) return 0 ;;
 	esac
 	return 1
@@ -142,7 +145,7 @@ check_tree() { # check_tree DIR: prints findings, returns the failed count
 	# one grep, one sed and one perl over every file (not one each per
 	# file): FILE:LINE:HEADER of every include, the first mdb_*() call,
 	# the first clovis_ identifier
-	files=$(cd "$dir" && find addb core tiers layouts dtm ha clovis gateways \
+	files=$(cd "$dir" && find addb core tiers layouts dtm ha fdmi clovis gateways \
 		-name '*.[ch]' 2>/dev/null | sort)
 	while IFS= read -r ent; do
 		[ -n "$ent" ] || continue
