@@ -2483,6 +2483,12 @@ const char *cluster_server_name(struct clovis *cl, uint32_t s)
 	return clu_of(cl)->cc_conf.cc_servers[s].cs_name;
 }
 
+int cluster_call_server(struct clovis *cl, uint32_t s, uint32_t op,
+			const ProtobufCMessage *pb, Reply **rp)
+{
+	return clu_call(clu_of(cl), s, op, pb, NULL, 0, rp);
+}
+
 /* ------------------------------------------------------------- walks */
 
 struct clu_walk {

@@ -1669,8 +1669,8 @@ struct clovis_fdmi_batch;
  * Bounds: max_bytes of records not acked and max_age_ms for the oldest
  * (0: 64 MiB, 1 hour).  In cluster mode on every server.  0 (also when
  * the name exists with the same filter), -EEXIST (another filter),
- * -EINVAL (the message names the field), -ENOTSUP (FDMI off), transport
- * codes.
+ * -EINVAL (the message names the field), -ENOSPC (the store has 64
+ * consumers), -ENOTSUP (FDMI off), transport codes.
  */
 CLOVIS_API int clovis_fdmi_sub(struct clovis *cl, const char *name,
 			       const char *filter, uint64_t max_bytes,

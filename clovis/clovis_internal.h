@@ -348,6 +348,13 @@ void cluster_idx_touch(struct clovis *cl, uint32_t server,
 		       const struct eng_req *r);
 uint32_t cluster_call_ms(struct clovis *cl);
 const char *cluster_server_name(struct clovis *cl, uint32_t s);
+/* One call of opcode op with body pb to server s (no bulk): 0 and *rp
+ * (the caller's: reply__free_unpacked()), or the server's or transport's
+ * code with the message. */
+struct ProtobufCMessage;
+struct Reply;
+int cluster_call_server(struct clovis *cl, uint32_t s, uint32_t op,
+			const struct ProtobufCMessage *pb, struct Reply **rp);
 
 /* dtx.c: benchmarks only — the coordinator stops after all votes, as a
  * client dying there would (no DECIDE; the commit op fails -ETIMEDOUT). */

@@ -15,6 +15,7 @@
 
 #include "core/engine_internal.h"
 #include "core/errors.h"
+#include "core/fdmi_log.h"
 #include "core/log.h"
 
 /* Serial numbers of opened engines (eng_serial). */
@@ -338,6 +339,7 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 		return rc;
 	}
 	eng_dev_home_back(e);
+	eng_fdmi_open_check(e);
 	*out = e;
 	return 0;
 }

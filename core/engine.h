@@ -241,6 +241,9 @@ struct eng_req {
 	void (*er_executed)(struct eng_citem *ci); /**< wrapped callbacks */
 	void (*er_done)(struct eng_citem *ci, int rc);
 	bool er_coming;              /**< counted by eng_update_coming() */
+	/** No FDMI record of this update (core/fdmi_log.h): a copy of an
+	 *  index update to a further replica, or a catch-up merge. */
+	bool er_no_fdmi;
 };
 
 /** eng_exec() result when the request went to the committer. */

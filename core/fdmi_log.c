@@ -200,6 +200,27 @@ bool eng_fdmi_on(struct eng *e)
 	return __atomic_load_n(&e->e_fdmi_on, __ATOMIC_ACQUIRE);
 }
 
+void eng_fdmi_open_check(struct eng *e)
+{
+	static const char pfx[] = "fdmi/sub/";
+	struct meta *m = eng_meta(e);
+	MDB_txn *txn;
+	MDB_cursor *cur;
+	MDB_val k = {sizeof pfx - 1, (void *)pfx}, v;
+	bool any = false;
+
+	if (mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, &txn) != 0)
+		return;
+	if (mdb_cursor_open(txn, m->m_sys, &cur) == 0) {
+		any = mdb_cursor_get(cur, &k, &v, MDB_SET_RANGE) == 0 &&
+		      k.mv_size > sizeof pfx - 1 &&
+		      memcmp(k.mv_data, pfx, sizeof pfx - 1) == 0;
+		mdb_cursor_close(cur);
+	}
+	mdb_txn_abort(txn);
+	eng_fdmi_enable(e, any);
+}
+
 int eng_fdmi_head(struct eng *e, MDB_txn *txn, uint64_t *seq, uint64_t *off)
 {
 	struct meta *m = eng_meta(e);
@@ -315,7 +336,7 @@ int eng_fdmi_req(struct eng *e, MDB_txn *txn, const struct eng_req *r,
 	uint64_t sbuf[2 * 16], *ext = NULL;
 	int rc;
 
-	if (!eng_fdmi_on(e))
+	if (!eng_fdmi_on(e) || r->er_no_fdmi)
 		return 0;
 	memset(&rec, 0, sizeof rec);
 	rec.fr_type = r->er_type;

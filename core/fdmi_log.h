@@ -128,6 +128,11 @@ void fdmi_rec_encode(const struct fdmi_rec *r, const uint64_t *ext_host,
 void eng_fdmi_enable(struct eng *e, bool on);
 /** Whether the engine emits now. */
 bool eng_fdmi_on(struct eng *e);
+/** At open (eng_open()): emission on when the store has a consumer
+ *  registered (a key "fdmi/sub/..." in its sys table), so that an engine
+ *  opened without the fdmi/ room (a cluster server's takeover of another
+ *  home) records every change its consumers expect. */
+void eng_fdmi_open_check(struct eng *e);
 
 /**
  * In write transaction txn (the change's): append record r (its fr_seq,

@@ -88,7 +88,8 @@ static int idx_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 		r->er_rcs[i] = r->er_kind == ER_IDX_PUT ?
 			       idx_put_one(m, txn, r, i, &added, &hard) :
 			       idx_del_one(m, txn, r, i, &added, &hard);
-		if (hard == 0 && r->er_rcs[i] == 0 && eng_fdmi_on(e)) {
+		if (hard == 0 && r->er_rcs[i] == 0 && !r->er_no_fdmi &&
+		    eng_fdmi_on(e)) {
 			struct fdmi_rec fr = {0};
 
 			fr.fr_op = r->er_kind == ER_IDX_PUT ? FDMI_IDX_PUT

@@ -425,6 +425,12 @@ int fdmi_sub(struct fdmi *f, const char *name, const struct fdmi_filter *flt,
 		pthread_mutex_unlock(&f->f_lock);
 		return rc;
 	}
+	if (f->f_nr >= FDMI_SUBS_MAX) {
+		pthread_mutex_unlock(&f->f_lock);
+		return err_set(-ENOSPC, "FDMI consumer %s: this store has %u "
+			       "consumers already (the most)", name,
+			       FDMI_SUBS_MAX);
+	}
 	if (f->f_nr == f->f_cap) {
 		uint32_t cap = f->f_cap ? f->f_cap * 2 : 8;
 		struct fsub *v = realloc(f->f_subs, cap * sizeof *v);

@@ -47,6 +47,8 @@ struct fdmi;
 /** Longest consumer name (bytes, without the NUL): letters, digits, '.',
  *  '_' and '-'. */
 #define FDMI_NAME_MAX 48u
+/** Most consumers of one store. */
+#define FDMI_SUBS_MAX 64u
 /** Longest key prefix of a filter. */
 #define FDMI_KEY_PREFIX_MAX 128u
 /** Default bounds of a consumer: 64 MiB of records not acked, 1 hour. */
@@ -127,7 +129,7 @@ void fdmi_close(struct fdmi *f);
  * It receives the records after the current head (from_start: every
  * record still kept).  -EEXIST if the name is taken with another filter
  * (the same filter: 0, nothing changed), -EINVAL for a bad name or
- * filter, -ENOTSUP in FDMI_MODE_OFF.
+ * filter, -ENOSPC past FDMI_SUBS_MAX consumers, -ENOTSUP in FDMI_MODE_OFF.
  */
 int fdmi_sub(struct fdmi *f, const char *name, const struct fdmi_filter *flt,
 	     uint64_t max_bytes, uint64_t max_age_ns, bool from_start);

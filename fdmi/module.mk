@@ -1,4 +1,5 @@
 # fdmi/ — FDMI (issue 31): consumers of the engine's record log (filters,
-# next/ack, lag bounds, the trimmer).  See fdmi/README.md.
-LIB_SRCS += fdmi/fdmi.c
-#UT_SRCS += fdmi/ut/fdmi_ut.c
+# next/ack, lag bounds, the trimmer), and the cluster server's FDMI module
+# (the FDMI opcode).  See fdmi/README.md.
+LIB_SRCS += fdmi/fdmi.c fdmi/srv_fdmi.c
+PROTOS += fdmi/fdmi.proto

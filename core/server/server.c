@@ -80,6 +80,7 @@
 #include "core/server/peers.h"
 #include "core/server/srv.h"
 #include "dtm/dtm_srv.h"
+#include "fdmi/srv_fdmi.h"
 #include "ha/srv_ha.h"
 #include "layouts/stripe.h"
 
@@ -555,7 +556,8 @@ static void *start_watch_main(void *arg)
 /* The HA agent first: its gate and epoch are in place before the other
  * modules call their peers. */
 static const struct srv_module *const srv_modules[] = {&ha_srv_module,
-						       &dtm_srv_module};
+						       &dtm_srv_module,
+						       &fdmi_srv_module};
 
 /* srv_restart() asked for a run from the start (restart_hook()). */
 static atomic_int restart_wanted;

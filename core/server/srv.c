@@ -937,6 +937,11 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		return;
 	}
 	__atomic_add_fetch(&s->s_cnt.sc_requests, 1, __ATOMIC_RELAXED);
+	/* Copies of an index update to further replicas, and catch-up
+	 * merges, record no FDMI change: the replica the client called
+	 * first did (core/fdmi_log.h, "Who emits"). */
+	if (so->so_m.mr_rflags & (SRF_REPLICA | SRF_INTERNAL))
+		so->so_m.mr_req.er_no_fdmi = true;
 	if (op == SOP_OBJ || op == SOP_ENT || op == SOP_IDX) {
 		uint64_t caller = rpc_sreq_trace(req);
 

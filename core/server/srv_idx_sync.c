@@ -89,6 +89,7 @@ static int srv_local_ent(struct srv *s, uint32_t kind, uint32_t type,
 	w.w_req.er_kind = kind;
 	w.w_req.er_type = type;
 	w.w_req.er_id = *id;
+	w.w_req.er_no_fdmi = true; /* a catch-up: no FDMI record */
 	if (cont != NULL)
 		w.w_req.er_container = *cont;
 	rc = srv_exec_wait(s, &w);
@@ -221,6 +222,7 @@ static int idx_local_kv(struct srv *s, const struct st_id *id,
 	w.w_req.er_flags = kind == ER_IDX_PUT ? ST_IF_OVERWRITE : 0;
 	w.w_req.er_guard = merge_guard;
 	w.w_req.er_guard_arg = &g;
+	w.w_req.er_no_fdmi = true; /* a catch-up: no FDMI record */
 	rc = srv_exec_wait(s, &w);
 	free(rcs);
 	return rc == -ENOENT && kind == ER_IDX_DEL ? 0 : rc;

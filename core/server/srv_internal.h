@@ -177,6 +177,7 @@ struct srv {
 	/* distributed transactions: the participant's state (dtm/srv_dtx.c,
 	 * a module of s_parts) */
 	struct srv_dtx *s_dtx;
+	struct fdmi *s_fdmi; /* fdmi/srv_fdmi.c: consumers of s_eng's log */
 	/* object requests' executor and remote device service (srv_rdev.c) */
 	struct srv_exec *s_exec;
 	/* pmem2 devices registered for zero-copy transfers (srv_zc.c) */
