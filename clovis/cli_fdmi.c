@@ -161,26 +161,27 @@ static int part_take(struct clovis *cl, uint32_t s, const Reply *rp,
 		     struct clovis_fdmi_bpart *bp)
 {
 	struct fdmi_batch *b = &bp->bp_fb;
+	uint32_t nr = (uint32_t)rp->bytes;
 	size_t off = 0;
 
 	snprintf(bp->bp_server, sizeof bp->bp_server, "%s",
 		 cluster_server_name(cl, s));
 	b->fb_last = rp->seq;
-	b->fb_head = rp->bytes;
-	if (rp->done == 0)
+	b->fb_head = rp->term;
+	if (rp->bytes == 0)
 		return 0;
-	if (rp->done > 65536 || rp->recs.len > UINT32_MAX)
-		return err_set(-EPROTO, "server %s: FDMI reply of %u records",
-			       bp->bp_server, rp->done);
-	b->fb_buf = malloc(rp->recs.len);
-	b->fb_at = calloc(rp->done, sizeof *b->fb_at);
+	if (rp->bytes > 65536 || rp->text.len > UINT32_MAX)
+		return err_set(-EPROTO, "server %s: FDMI reply of %" PRIu64
+			       " records", bp->bp_server, rp->bytes);
+	b->fb_buf = malloc(rp->text.len);
+	b->fb_at = calloc(nr, sizeof *b->fb_at);
 	if (b->fb_buf == NULL || b->fb_at == NULL)
 		return err_set(-ENOMEM, "FDMI batch");
-	memcpy(b->fb_buf, rp->recs.data, rp->recs.len);
-	b->fb_len = b->fb_cap = rp->recs.len;
-	b->fb_atcap = rp->done;
+	memcpy(b->fb_buf, rp->text.data, rp->text.len);
+	b->fb_len = b->fb_cap = rp->text.len;
+	b->fb_atcap = nr;
 	/* every entry inside the bytes, each a record that decodes */
-	for (uint32_t i = 0; i < rp->done; i++) {
+	for (uint32_t i = 0; i < nr; i++) {
 		uint32_t len;
 		uint64_t seq;
 		struct fdmi_rec r;

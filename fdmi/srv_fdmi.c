@@ -146,11 +146,11 @@ static void fdmi_handle(struct rpc_sreq *req, void *arg)
 		     fdmi_next(f, q->name, q->after, q->max, FDMI_NEXT_BYTES,
 			       &b);
 		if (rc == 0) {
-			rp.recs.data = b.fb_buf;
-			rp.recs.len = b.fb_len;
-			rp.done = b.fb_nr;
+			rp.text.data = b.fb_buf;
+			rp.text.len = b.fb_len;
+			rp.bytes = b.fb_nr;
 			rp.seq = b.fb_last;
-			rp.bytes = b.fb_head;
+			rp.term = b.fb_head;
 		}
 		break;
 	case FDMK_ACK:
