@@ -1609,6 +1609,12 @@ enum clovis_fdmi_op {
 	CLOVIS_FDMI_LAYER_MOVE,  /**< extents moved to fr_layer (fr_tier) */
 	CLOVIS_FDMI_DTX_COMMIT,  /**< dtx fr_dtx committed here (fr_size:
 				      its members) */
+	CLOVIS_FDMI_OBJ_READ,    /**< reads of fr_id since the last such
+				      record (fr_size: how many; one extent:
+				      the blocks they spanned); written about
+				      once a second, not in the read's own
+				      transaction (a read has none), lost in
+				      a crash */
 };
 
 /** A consumer's state. */
@@ -1619,6 +1625,11 @@ enum clovis_fdmi_state { CLOVIS_FDMI_ACTIVE = 1, CLOVIS_FDMI_LAGGING = 2 };
 #define CLOVIS_FDMI_FROM_START 1u
 /** Record flag: the extents past the first 256 are left out. */
 #define CLOVIS_FDMI_F_TRUNC 1u
+/** Record flag: fr_tier names a tier (records of a plain, pdclust or
+ *  mirror object, of a composite's layer ops and layer writes; not of
+ *  containers, indices, dtxs, a composite's own create or delete).  A
+ *  filter's "tier=N" matches only records with this flag. */
+#define CLOVIS_FDMI_F_TIER 2u
 
 /** One record, as clovis_fdmi_batch_rec() gives it (pointers into the
  *  batch, valid until clovis_fdmi_batch_free()). */
@@ -1633,7 +1644,8 @@ struct clovis_fdmi_rec {
 	uint32_t fr_tier;
 	struct clovis_id fr_id;
 	struct clovis_id fr_container;
-	uint32_t fr_layer;
+	uint32_t fr_layer;       /**< layer ops: the layer; OBJ_CREATE: the
+				      object's layout (enum clovis_layout_type) */
 	uint32_t fr_nr_ext;      /**< extents: clovis_fdmi_rec_ext() */
 	uint64_t fr_size;        /**< after the change: object bytes, index
 				      records */

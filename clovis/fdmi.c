@@ -21,7 +21,8 @@
 _Static_assert(CLOVIS_FDMI_OBJ_CREATE == (int)FDMI_OBJ_CREATE &&
 	       CLOVIS_FDMI_IDX_PUT == (int)FDMI_IDX_PUT &&
 	       CLOVIS_FDMI_LAYER_MOVE == (int)FDMI_LAYER_MOVE &&
-	       CLOVIS_FDMI_DTX_COMMIT == (int)FDMI_DTX_COMMIT,
+	       CLOVIS_FDMI_DTX_COMMIT == (int)FDMI_DTX_COMMIT &&
+	       CLOVIS_FDMI_OBJ_READ == (int)FDMI_OBJ_READ,
 	       "clovis_fdmi_op mirrors enum fdmi_op");
 _Static_assert(CLOVIS_FDMI_NAME_MAX == FDMI_NAME_MAX, "name length");
 _Static_assert(CLOVIS_FDMI_ACTIVE == (int)FDMI_ACTIVE &&
@@ -95,6 +96,24 @@ void clovis_fdmi_pos_set(struct clovis *cl, const char *name,
 	pthread_mutex_unlock(&cl->cl_fdmi_lock);
 }
 
+/* Forget what this instance gave name (every server): after an unsub or
+ * a reset, the next call starts from the consumer's cursor again. */
+static void pos_forget(struct clovis *cl, const char *name)
+{
+	struct fdmi_pos **pp = &cl->cl_fdmi_pos, *p;
+
+	pthread_mutex_lock(&cl->cl_fdmi_lock);
+	while ((p = *pp) != NULL) {
+		if (strcmp(p->fp_name, name) == 0) {
+			*pp = p->fp_next;
+			free(p);
+		} else {
+			pp = &p->fp_next;
+		}
+	}
+	pthread_mutex_unlock(&cl->cl_fdmi_lock);
+}
+
 void fdmi_pos_free(struct clovis *cl)
 {
 	struct fdmi_pos *p, *n;
@@ -136,9 +155,11 @@ int clovis_fdmi_unsub(struct clovis *cl, const char *name)
 
 	if (rc != 0)
 		return rc;
-	if (cl->cl_eng == NULL)
-		return cluster_fdmi_unsub(cl, name);
-	return fdmi_unsub(cl->cl_fdmi, name);
+	rc = cl->cl_eng == NULL ? cluster_fdmi_unsub(cl, name) :
+				  fdmi_unsub(cl->cl_fdmi, name);
+	if (rc == 0)
+		pos_forget(cl, name);
+	return rc;
 }
 
 void clovis_fdmi_sub_from(struct clovis_fdmi_sub *o,
@@ -326,7 +347,9 @@ int clovis_fdmi_reset(struct clovis *cl, const char *name)
 
 	if (rc != 0)
 		return rc;
-	if (cl->cl_eng == NULL)
-		return cluster_fdmi_reset(cl, name);
-	return fdmi_reset(cl->cl_fdmi, name);
+	rc = cl->cl_eng == NULL ? cluster_fdmi_reset(cl, name) :
+				  fdmi_reset(cl->cl_fdmi, name);
+	if (rc == 0)
+		pos_forget(cl, name);
+	return rc;
 }

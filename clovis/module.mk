@@ -8,6 +8,8 @@ UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c clovis/ut/metanv_ut.c
 # (module dtm: the dtx API, embedded and, with STRATA_UT_CLUSTER, against a
 # cluster, tests/integ/dtx_cluster_test.sh).
 UT_SRCS += clovis/ut/store_ut.c clovis/ut/dtm_ut.c
+# Suite "fdmi" (issue 31): the record log and its consumers, embedded.
+UT_SRCS += clovis/ut/fdmi_ut.c
 -include clovis/ut/module.mk
 include clovis/cli/module.mk
 include clovis/examples/module.mk

@@ -15,6 +15,7 @@
 #include "core/engine_internal.h"
 #include "addb/addb.h"
 #include "core/errors.h"
+#include "core/fdmi_log.h"
 #include "core/fault.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -921,8 +922,12 @@ int eng_exec(struct eng *e, struct eng_req *r)
 	uint64_t t0 = 0;
 	int rc;
 
-	if (!upd)
+	if (!upd) {
+		/* reads, sampled into FDMI heat records (core/fdmi_log.h) */
+		if (r->er_kind == ER_OBJ_READ && !r->er_no_fdmi && eng_fdmi_on(e))
+			eng_fdmi_read_note(e, r);
 		return eng_exec_kind(e, r);
+	}
 	t0 = mono_us();
 	__atomic_add_fetch(&e->e_inexec, 1, __ATOMIC_RELEASE);
 	if (r->er_coming) {

@@ -421,7 +421,8 @@ static int map_range(struct eng *e, MDB_txn *txn, struct eng_req *r,
 	return rc;
 }
 
-int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
+int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r,
+	       struct meta_ent *comp)
 {
 	struct eng_req cr = {0};
 	struct comp_layers ls;
@@ -442,6 +443,8 @@ int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r)
 			       &r->er_ci.ci_freed);
 	if (rc == 0 && !r->er_comp_move)
 		rc = obj_size_update(e, txn, &cr, &cur, true);
+	if (rc == 0)
+		*comp = cur;
 	return rc;
 }
 
@@ -625,6 +628,7 @@ static int layer_add_fn(struct eng *e, MDB_txn *txn, void *arg)
 		struct fdmi_rec fr = {0};
 
 		fr.fr_op = FDMI_LAYER_ADD;
+		fr.fr_flags = FDMI_F_TIER;
 		fr.fr_type = ST_ET_OBJ;
 		fr.fr_id = *a->la_id;
 		fr.fr_container = cur.me_container;
@@ -673,6 +677,7 @@ struct layer_drop_arg {
 static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 {
 	struct layer_drop_arg *a = arg;
+	struct meta_ent comp;
 	struct comp_layers ls;
 	struct comp_layer *l;
 	struct ext_list xl = {0};
@@ -694,6 +699,8 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 				     eng_id_str(a->ld_id), a->ld_layer,
 				     xl.xl_v[i].xr_blk);
 	free(xl.xl_v);
+	if (rc == 0 && eng_fdmi_on(e))
+		rc = meta_ent_get(txn, eng_meta(e), a->ld_id, &comp);
 	if (rc == 0)
 		rc = obj_delete_maps(e, txn, &l->cl_rec.ml_sub, &a->ld_freed);
 	k = layer_key(kb, a->ld_id, a->ld_layer);
@@ -706,9 +713,14 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 		struct fdmi_rec fr = {0};
 
 		fr.fr_op = FDMI_LAYER_DROP;
+		fr.fr_flags = FDMI_F_TIER;
 		fr.fr_type = ST_ET_OBJ;
 		fr.fr_id = *a->ld_id;
+		fr.fr_container = comp.me_container;
+		fr.fr_tier = l->cl_ent.me_tier;
 		fr.fr_layer = a->ld_layer;
+		fr.fr_size = comp.me_size_bytes;
+		fr.fr_digest = fdmi_digest(&comp);
 		rc = eng_fdmi_emit(e, txn, &fr, NULL);
 	}
 	return rc;

@@ -23,8 +23,10 @@ int comp_exec(struct eng *e, struct eng_req *r);
  *  -EINVAL (no layer yet), -ENOENT (deleted) or another negative code. */
 int comp_resolve(struct eng *e, struct eng_req *r);
 /** In obj_apply() of a layer's write: map the blocks to the layer in the
- *  composite and grow its size (r->er_comp set). */
-int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r);
+ *  composite and grow its size (r->er_comp set); the composite's record
+ *  as it now stands goes to *comp (its FDMI record). */
+int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r,
+	       struct meta_ent *comp);
 /** In the commit of a DELETE: the layers' sub-objects and records, and
  *  the composite's map; space goes to freed. */
 int comp_delete(struct eng *e, MDB_txn *txn, const struct st_id *id,

@@ -332,6 +332,7 @@ int eng_open(struct eng **out, const struct eng_conf *c)
 	pthread_mutex_init(&e->e_glock, NULL);
 	pthread_cond_init(&e->e_gcond, NULL);
 	pthread_mutex_init(&e->e_dev_lock, NULL);
+	pthread_mutex_init(&e->e_heat_lock, NULL);
 	snprintf(e->e_dir, sizeof e->e_dir, "%s", c->ec_dir);
 	rc = eng_store_start(e, c);
 	if (rc != 0) {
@@ -428,6 +429,8 @@ void eng_close(struct eng *e)
 	if (e->e_conf_loaded)
 		conf_fini(&e->e_conf);
 	free(e->e_pools);
+	free(e->e_heat);
+	pthread_mutex_destroy(&e->e_heat_lock);
 	free(e);
 }
 

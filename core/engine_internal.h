@@ -161,6 +161,12 @@ struct eng {
 	bool e_fdmi_on;
 	bool e_fdmi_pos_known;
 	uint64_t e_fdmi_seq, e_fdmi_off;
+	/* reads noted since the last flush (fdmi_log.c, FDMI_OBJ_READ):
+	 * an open-addressed table of FDMI_HEAT_SLOTS, made at the first */
+	pthread_mutex_t e_heat_lock;
+	struct fdmi_heat *e_heat;
+	uint32_t e_heat_nr;
+	uint64_t e_heat_dropped;
 };
 
 /* A batch waiting for its write set's acknowledgement (commit.c). */

@@ -15,6 +15,7 @@
 #include "core/fault.h"
 #include "core/fdmi_log.h"
 #include "core/meta.h"
+#include "core/meta_txn.h"
 
 static const char *const op_names[FDMI_OP_MAX + 1] = {
 	[FDMI_OBJ_CREATE] = "obj.create",   [FDMI_OBJ_DELETE] = "obj.delete",
@@ -25,6 +26,7 @@ static const char *const op_names[FDMI_OP_MAX + 1] = {
 	[FDMI_CONT_DELETE] = "cont.delete", [FDMI_SETATTR] = "setattr",
 	[FDMI_LAYER_ADD] = "layer.add",     [FDMI_LAYER_DROP] = "layer.drop",
 	[FDMI_LAYER_MOVE] = "layer.move",   [FDMI_DTX_COMMIT] = "dtx.commit",
+	[FDMI_OBJ_READ] = "obj.read",
 };
 
 const char *fdmi_op_name(uint32_t op)
@@ -118,7 +120,8 @@ void fdmi_rec_encode(const struct fdmi_rec *r, const uint64_t *ext_host,
 static bool op_has_ext(uint32_t op)
 {
 	return op == FDMI_OBJ_WRITE || op == FDMI_OBJ_ALLOC ||
-	       op == FDMI_OBJ_FREE || op == FDMI_LAYER_MOVE;
+	       op == FDMI_OBJ_FREE || op == FDMI_LAYER_MOVE ||
+	       op == FDMI_OBJ_READ;
 }
 
 int fdmi_rec_decode(uint64_t seq, const void *buf, size_t len,
@@ -345,6 +348,12 @@ int eng_fdmi_req(struct eng *e, MDB_txn *txn, const struct eng_req *r,
 	rec.fr_container = ent != NULL ? ent->me_container : r->er_container;
 	if (ent != NULL) {
 		rec.fr_tier = ent->me_tier;
+		if (ent->me_type == ST_ET_OBJ &&
+		    (ent->me_layout != ST_LAYOUT_COMPOSITE || r->er_comp))
+			rec.fr_flags |= FDMI_F_TIER;
+		/* a create names the layout (the HSM catalog's "movable") */
+		if (op == FDMI_OBJ_CREATE && r->er_type == ST_ET_OBJ)
+			rec.fr_layer = ent->me_layout;
 		rec.fr_size = ent->me_type == ST_ET_IDX ? ent->me_nr_records
 							: ent->me_size_bytes;
 		rec.fr_digest = fdmi_digest(ent);
@@ -376,5 +385,105 @@ int eng_fdmi_req(struct eng *e, MDB_txn *txn, const struct eng_req *r,
 	rc = eng_fdmi_emit(e, txn, &rec, ext);
 	if (ext != sbuf)
 		free(ext);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- reads */
+
+static uint32_t heat_slot(const struct st_id *id)
+{
+	uint64_t x = id->si_hi * 0x9e3779b97f4a7c15ull ^ id->si_lo;
+
+	x ^= x >> 31;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 29;
+	return (uint32_t)(x % FDMI_HEAT_SLOTS);
+}
+
+void eng_fdmi_read_note(struct eng *e, const struct eng_req *r)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	uint32_t s;
+
+	if (r->er_ext == NULL || r->er_ext->ev_nr == 0)
+		return;
+	for (uint32_t i = 0; i < r->er_ext->ev_nr; i++) {
+		uint64_t a = r->er_ext->ev_start_blk[i];
+		uint64_t b = a + r->er_ext->ev_nr_blks[i];
+
+		lo = a < lo ? a : lo;
+		hi = b > hi ? b : hi;
+	}
+	pthread_mutex_lock(&e->e_heat_lock);
+	if (e->e_heat == NULL) {
+		e->e_heat = calloc(FDMI_HEAT_SLOTS, sizeof *e->e_heat);
+		if (e->e_heat == NULL) {
+			e->e_heat_dropped++;
+			pthread_mutex_unlock(&e->e_heat_lock);
+			return;
+		}
+	}
+	s = heat_slot(&r->er_id);
+	for (uint32_t k = 0; k < 16; k++, s = (s + 1) % FDMI_HEAT_SLOTS) {
+		struct fdmi_heat *h = &e->e_heat[s];
+
+		if (h->fh_count == 0) {
+			h->fh_id = r->er_id;
+			h->fh_lo = lo;
+			h->fh_hi = hi;
+			e->e_heat_nr++;
+		} else if (st_id_cmp(&h->fh_id, &r->er_id) != 0) {
+			continue;
+		}
+		h->fh_count++;
+		h->fh_lo = lo < h->fh_lo ? lo : h->fh_lo;
+		h->fh_hi = hi > h->fh_hi ? hi : h->fh_hi;
+		pthread_mutex_unlock(&e->e_heat_lock);
+		return;
+	}
+	e->e_heat_dropped++;
+	pthread_mutex_unlock(&e->e_heat_lock);
+}
+
+int eng_fdmi_read_flush(struct eng *e, uint64_t *dropped)
+{
+	struct meta *m = eng_meta(e);
+	struct fdmi_heat *t;
+	MDB_txn *txn = NULL;
+	int rc;
+
+	pthread_mutex_lock(&e->e_heat_lock);
+	t = e->e_heat;
+	*dropped = e->e_heat_dropped;
+	e->e_heat_dropped = 0;
+	if (e->e_heat_nr == 0)
+		t = NULL;
+	else
+		e->e_heat = NULL;
+	e->e_heat_nr = 0;
+	pthread_mutex_unlock(&e->e_heat_lock);
+	if (t == NULL)
+		return 0;
+	rc = meta_wtxn_begin(m, &txn, "FDMI reads");
+	for (uint32_t i = 0; rc == 0 && i < FDMI_HEAT_SLOTS; i++) {
+		struct fdmi_rec fr = {0};
+		uint64_t ext[2];
+
+		if (t[i].fh_count == 0)
+			continue;
+		fr.fr_op = FDMI_OBJ_READ;
+		fr.fr_type = ST_ET_OBJ;
+		fr.fr_id = t[i].fh_id;
+		fr.fr_size = t[i].fh_count;
+		fr.fr_nr_ext = 1;
+		ext[0] = t[i].fh_lo;
+		ext[1] = t[i].fh_hi - t[i].fh_lo;
+		rc = eng_fdmi_emit(e, txn, &fr, ext);
+	}
+	if (rc == 0)
+		rc = meta_wtxn_commit(m, txn, "FDMI reads");
+	else if (txn != NULL)
+		meta_txn_abort(txn);
+	free(t);
 	return rc;
 }

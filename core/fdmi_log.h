@@ -31,7 +31,8 @@
  *  16  u64 byte offset of the record in the log
  *  24  u64 dtx hlc (0: not in a dtx)   32 u32 dtx node   36 u32 entity type
  *  40  16  entity id (hi, lo)          56 16  container id
- *  72  u32 tier   76 u32 layer   80 u64 size after the change (objects:
+ *  72  u32 tier   76 u32 layer (obj.create: the layout)   80 u64 size
+ *      after the change (objects:
  *      bytes; indices: records)   88 u64 digest of the new attributes
  *  96  payload: nr extents (16 bytes each) or nr key bytes
  */
@@ -67,13 +68,22 @@ enum fdmi_op {
 	FDMI_LAYER_DROP,  /**< composite layer dropped (layer) */
 	FDMI_LAYER_MOVE,  /**< extents moved to a layer (layer, tier) */
 	FDMI_DTX_COMMIT,  /**< a dtx's members applied here (its id) */
-	FDMI_OP_MAX = FDMI_DTX_COMMIT
+	FDMI_OBJ_READ,    /**< reads of an object since the last such record:
+			       their number in size, the blocks they spanned
+			       as one extent (eng_fdmi_read_note()) */
+	FDMI_OP_MAX = FDMI_OBJ_READ
 };
 
 /** Record flags. */
 enum fdmi_flags {
 	FDMI_F_TRUNC = 1u << 0, /**< extents past FDMI_EXT_MAX left out (the
 				    first FDMI_EXT_MAX are listed) */
+	FDMI_F_TIER = 1u << 1,  /**< fr_tier names a tier: records of a plain,
+				    pdclust or mirror object and of a
+				    composite's layer ops and layer writes
+				    (not of containers, indices, dtxs, nor
+				    of a composite's own create or delete);
+				    a filter's tier= matches only these */
 };
 
 #define FDMI_REC_VERSION 1u
@@ -148,6 +158,25 @@ int eng_fdmi_emit(struct eng *e, MDB_txn *txn, struct fdmi_rec *r,
  *  eng_fdmi_emit(). */
 int eng_fdmi_req(struct eng *e, MDB_txn *txn, const struct eng_req *r,
 		 uint32_t op, const struct meta_ent *ent);
+
+/** Reads.  While emission is on, each object READ that eng_exec() runs (a
+ *  client's; not the engine's own, e.g. a layer move's) is noted in a
+ *  table of at most FDMI_HEAT_SLOTS objects (count, blocks spanned; reads
+ *  of objects past it are counted as dropped), and eng_fdmi_read_flush()
+ *  appends one FDMI_OBJ_READ record per object noted, in a write
+ *  transaction of its own (the fdmi/ trimmer calls it every period): a
+ *  read costs a table update, not a commit.  Lost in a crash (heat, not
+ *  a change). */
+#define FDMI_HEAT_SLOTS 4096u
+struct fdmi_heat {
+	struct st_id fh_id;
+	uint64_t fh_count;
+	uint64_t fh_lo, fh_hi; /* blocks [lo, hi) */
+};
+void eng_fdmi_read_note(struct eng *e, const struct eng_req *r);
+/** Append the noted reads as records (0, or a negative code; the notes
+ *  are dropped either way).  *dropped: reads not noted since the last. */
+int eng_fdmi_read_flush(struct eng *e, uint64_t *dropped);
 
 /** The dtx whose members the calling thread applies now (0 hlc: none):
  *  its records carry the id.  Set by dtm's appliers around the members. */

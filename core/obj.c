@@ -327,7 +327,7 @@ int obj_size_update(struct eng *e, MDB_txn *txn, struct eng_req *r,
 static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 {
 	struct eng_req *r = (struct eng_req *)ci;
-	struct meta_ent cur;
+	struct meta_ent cur, comp;
 	int rc = ent_check(e, txn, r, &cur);
 
 	if (rc != 0)
@@ -348,7 +348,13 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	if (rc == 0 && !r->er_comp_move)
 		rc = obj_size_update(e, txn, r, &cur, r->er_kind != ER_OBJ_FREE);
 	if (rc == 0 && r->er_comp)
-		rc = comp_apply(e, txn, r);
+		rc = comp_apply(e, txn, r, &comp);
+	/* a layer's write is recorded as the composite's (its size and
+	 * attributes), naming the layer and its tier */
+	if (rc == 0 && r->er_comp) {
+		comp.me_tier = cur.me_tier;
+		cur = comp;
+	}
 	if (rc == 0)
 		rc = eng_fdmi_req(e, txn, r, r->er_kind == ER_OBJ_FREE ?
 				  FDMI_OBJ_FREE : r->er_kind == ER_OBJ_ALLOC ?

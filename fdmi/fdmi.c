@@ -210,7 +210,8 @@ bool fdmi_match(const struct fdmi_filter *flt, const struct fdmi_rec *r)
 	     (r->fr_op != FDMI_IDX_PUT && r->fr_op != FDMI_IDX_DEL) ||
 	     memcmp(r->fr_key, flt->ff_key_prefix, flt->ff_key_plen) != 0))
 		return false;
-	if (flt->ff_tier >= 0 && (uint32_t)flt->ff_tier != r->fr_tier)
+	if (flt->ff_tier >= 0 && (!(r->fr_flags & FDMI_F_TIER) ||
+				  (uint32_t)flt->ff_tier != r->fr_tier))
 		return false;
 	return true;
 }
@@ -799,8 +800,18 @@ static void *trimmer_main(void *arg)
 		if (f->f_stop)
 			break;
 		pthread_mutex_unlock(&f->f_tlock);
-		if (eng_fdmi_on(f->f_eng) && fdmi_trim_now(f) != 0)
-			LOG_WARNING("FDMI trim: %s", err_msg());
+		if (eng_fdmi_on(f->f_eng)) {
+			uint64_t dropped = 0;
+
+			if (eng_fdmi_read_flush(f->f_eng, &dropped) != 0)
+				LOG_WARNING("FDMI reads: %s", err_msg());
+			if (dropped > 0)
+				LOG_INFO("FDMI reads: %" PRIu64 " reads of objects"
+					 " past the table's %u not recorded",
+					 dropped, FDMI_HEAT_SLOTS);
+			if (fdmi_trim_now(f) != 0)
+				LOG_WARNING("FDMI trim: %s", err_msg());
+		}
 		pthread_mutex_lock(&f->f_tlock);
 	}
 	pthread_mutex_unlock(&f->f_tlock);
@@ -952,6 +963,9 @@ int fdmi_filter_parse(const char *text, struct fdmi_filter *out)
 				}
 				out->ff_ops |= 1u << op;
 			}
+			if (rc == 0 && out->ff_ops == 0)
+				rc = err_set(-EINVAL, "FDMI filter: field op: "
+					     "no op named (op=OP[,OP...])");
 		} else if (strcmp(tok, "container") == 0) {
 			rc = st_id_parse(v, &out->ff_container);
 			if (rc != 0)

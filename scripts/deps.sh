@@ -16,6 +16,8 @@
 # cl_diag: a hang found by a loaded run says where it waits).
 # prometheus: its promtool checks the /metrics exposition of every process
 # kind (tests/integ/metrics_test.sh; the package's server is not used).
+# libsqlite3-dev: the HSM plugin's catalog (fdmi/hsm/hsm.c); sqlite3: its
+# shell, for looking at a catalog by hand.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
@@ -23,7 +25,8 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libfabric-dev libprotobuf-c-dev protobuf-c-compiler python3
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
       libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
-      curl etcd-server etcd-client libcurl4-openssl-dev gdb prometheus)
+      curl etcd-server etcd-client libcurl4-openssl-dev gdb prometheus
+      libsqlite3-dev sqlite3)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

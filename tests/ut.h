@@ -22,6 +22,7 @@ int rpc_ut_add(void);
 int server_ut_add(void);
 int peers_ut_add(void);     /* called by server_ut_add() */
 int dtm_ut_add(void);
+int fdmi_ut_add(void);     /* clovis/ut/fdmi_ut.c */
 int s3_ut_add(void);
 int etcd_ut_add(void);
 int analyzer_ut_add(void);  /* ha/ut/analyzer_ut.c */

@@ -32,6 +32,7 @@ static const struct ut_module {
 	{"rpc", rpc_ut_add},
 	{"server", server_ut_add},
 	{"dtm", dtm_ut_add},
+	{"fdmi", fdmi_ut_add},
 	{"s3", s3_ut_add},
 	{"etcd", etcd_ut_add},
 	{"analyzer", analyzer_ut_add},

@@ -47,6 +47,8 @@ enum cli_opt {
 				 * records (idx put, idx del), decoded and
 				 * checked before the store is opened */
 	CO_METRICS = 1u << 13,  /* --pid, --file, --min-priority, --sweep */
+	CO_FDMI_SUB = 1u << 14, /* --max-bytes, --max-age, --from-start */
+	CO_FDMI_TAIL = 1u << 15, /* --follow, --no-ack */
 };
 
 /** Default data directory when neither --data nor STRATA_DATA is given. */
@@ -131,6 +133,11 @@ struct cli {
 	bool c_sweep;          /* metrics --sweep */
 	bool c_live_set;
 	uint32_t c_live;       /* smr clean: live percentage (default 25) */
+	uint64_t c_max_bytes;  /* fdmi sub --max-bytes (0: the default) */
+	uint64_t c_max_age_s;  /* fdmi sub --max-age (0: the default) */
+	bool c_from_start;     /* fdmi sub --from-start */
+	bool c_follow;         /* fdmi tail --follow */
+	bool c_no_ack;         /* fdmi tail --no-ack */
 	/* positional arguments after the command words */
 	int c_nargs;
 	const char *c_args[CLI_POS_MAX];
@@ -458,6 +465,11 @@ int cmd_repair(struct cli *c);
 int cmd_rebalance(struct cli *c);
 int cmd_scrub(struct cli *c);
 int cmd_bench(struct cli *c);
+int cmd_fdmi_sub(struct cli *c); /* cli_fdmi.c */
+int cmd_fdmi_ls(struct cli *c);
+int cmd_fdmi_rm(struct cli *c);
+int cmd_fdmi_tail(struct cli *c);
+int cmd_fdmi_reset(struct cli *c);
 int cmd_destroy(struct cli *c);
 
 /** List the ids of one entity type in the default container. */

@@ -279,6 +279,43 @@ static const struct cli_cmd cmds[] = {
 	  "device) whose live data is at most PCT % (default 25) of what was "
 	  "written in it, move the live data to other zones and reset the "
 	  "zone." },
+	{ "fdmi", "sub", 1, CLI_POS_MAX, CO_FDMI_SUB, true, cmd_fdmi_sub,
+	  "NAME [FILTER...] [--max-bytes N] [--max-age SECS] [--from-start]",
+	  "FDMI: register consumer NAME of the record of every change "
+	  "(clovis_fdmi_sub(); in cluster mode on every server).  The "
+	  "FILTER words, joined with spaces, say which records it receives: "
+	  "op=OP[,OP...] (obj.create, obj.write, idx.put, ...), "
+	  "container=ID, id=ID[/BITS] (an entity or an id prefix), "
+	  "key=PREFIX (index records whose key starts with it), tier=N; "
+	  "none: every record.  --max-bytes and --max-age bound the records "
+	  "it has not acked (default 64M, 3600 s): past either it is marked "
+	  "LAGGING and its records dropped.  It receives the records after "
+	  "now, or with --from-start every record still kept.  The same "
+	  "NAME with the same filter again changes nothing; with another "
+	  "filter it is an error." },
+	{ "fdmi", "ls", 0, 0, 0, true, cmd_fdmi_ls, "[--json]",
+	  "FDMI: every consumer (per server in cluster mode): name, server, "
+	  "state (ACTIVE or LAGGING), acked sequence number, lag (records "
+	  "not acked, their bytes, the age of the oldest), times marked "
+	  "LAGGING, bounds and filter; --json: an array of objects." },
+	{ "fdmi", "rm", 1, 1, 0, true, cmd_fdmi_rm, "NAME",
+	  "FDMI: remove consumer NAME (in cluster mode on every server); "
+	  "the records only it held are trimmed." },
+	{ "fdmi", "tail", 1, 1, CO_COUNT | CO_FDMI_TAIL, true, cmd_fdmi_tail,
+	  "NAME [--count N] [--follow] [--no-ack] [--json]",
+	  "FDMI: print consumer NAME's records, one line each: server, "
+	  "sequence number, commit time (UTC), op, entity id, container, "
+	  "then the extents (START+BLOCKS,...) or the key (as text when "
+	  "printable, else 0x and hex), the size after the change, the dtx "
+	  "id if any; --json: one JSON object per line.  Each batch read is "
+	  "acked (released for good) unless --no-ack, which leaves them to "
+	  "be read again.  Stops after N records, or when none is left; "
+	  "with --follow it waits for more (polling every 200 ms) until N "
+	  "records or SIGINT/SIGTERM.  A LAGGING consumer fails: rescan, "
+	  "then 'fdmi reset'." },
+	{ "fdmi", "reset", 1, 1, 0, true, cmd_fdmi_reset, "NAME",
+	  "FDMI: make LAGGING consumer NAME ACTIVE again, reading from the "
+	  "newest record on (after the application rescanned the store)." },
 	{ "destroy", NULL, 0, 0, CO_YES, false, cmd_destroy, "--yes",
 	  "Remove the store in the data directory with all its data and "
 	  "devices, including the NVRAM device kept outside it (under "
@@ -301,7 +338,8 @@ enum opt_id {
 	O_DATA_UNITS, O_PARITY, O_SPARE, O_COPIES, O_UNIT, O_LIVE,
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
-	O_DEV_FILL, O_META_REPLICAS, O_PID, O_FILE, O_MIN_PRIO, O_SWEEP, O_NR
+	O_DEV_FILL, O_META_REPLICAS, O_PID, O_FILE, O_MIN_PRIO, O_SWEEP,
+	O_MAX_BYTES, O_MAX_AGE, O_FROM_START, O_FOLLOW, O_NO_ACK, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -358,6 +396,11 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_FILE] = { "file", 0, CO_METRICS, true },
 	[O_MIN_PRIO] = { "min-priority", 0, CO_METRICS, true },
 	[O_SWEEP] = { "sweep", 0, CO_METRICS, false },
+	[O_MAX_BYTES] = { "max-bytes", 0, CO_FDMI_SUB, true },
+	[O_MAX_AGE] = { "max-age", 0, CO_FDMI_SUB, true },
+	[O_FROM_START] = { "from-start", 0, CO_FDMI_SUB, false },
+	[O_FOLLOW] = { "follow", 0, CO_FDMI_TAIL, false },
+	[O_NO_ACK] = { "no-ack", 0, CO_FDMI_TAIL, false },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -570,8 +613,8 @@ static void help_opts(uint32_t mask)
 		  "(0..100, default 25)" },
 		{ CO_OVERWRITE, "--overwrite          replace the value of an "
 		  "existing key" },
-		{ CO_COUNT, "--count N            records to print (default "
-		  "10)" },
+		{ CO_COUNT, "--count N            at most N records (addb top: "
+		  "views) to print; default above" },
 		{ CO_EXCLUDE, "--exclude-start      start after START_KEY, not "
 		  "at it" },
 		{ CO_HEX, "--hex                keys and values are given and "
@@ -584,6 +627,16 @@ static void help_opts(uint32_t mask)
 		  "only (0..100)" },
 		{ CO_METRICS, "--sweep              remove the regions of "
 		  "processes that no longer run" },
+		{ CO_FDMI_SUB, "--max-bytes N        bytes of records not "
+		  "acked before LAGGING; K, M, G suffixes (default 64M)" },
+		{ CO_FDMI_SUB, "--max-age SECS       age of the oldest record "
+		  "not acked before LAGGING (default 3600)" },
+		{ CO_FDMI_SUB, "--from-start         receive every record still "
+		  "kept, not only the later ones" },
+		{ CO_FDMI_TAIL, "--follow             wait for new records (until "
+		  "--count N of them, or SIGINT/SIGTERM)" },
+		{ CO_FDMI_TAIL, "--no-ack             leave the records printed "
+		  "to be read again" },
 		{ CO_OPS, "--ops N              ops per test (default 5000)" },
 		{ CO_YES, "--yes                confirm that the store is to "
 		  "go" },
@@ -905,6 +958,40 @@ static int apply_metrics(struct cli *c, const struct raw *r)
 	return rc;
 }
 
+/* Largest --max-age in seconds: clovis_fdmi_sub() takes milliseconds and
+ * keeps nanoseconds in 64 bits. */
+#define FDMI_MAX_AGE_S_MAX (UINT64_MAX / 1000000000ull)
+
+/* --max-bytes, --max-age, --from-start (fdmi sub); --follow, --no-ack and
+ * a --count of at least 1 (fdmi tail). */
+static int apply_fdmi(struct cli *c, const struct raw *r)
+{
+	bool set;
+	int rc;
+
+	c->c_from_start = r->r_set[O_FROM_START];
+	c->c_follow = r->r_set[O_FOLLOW];
+	c->c_no_ack = r->r_set[O_NO_ACK];
+	if (r->r_set[O_MAX_BYTES] &&
+	    (!cli_parse_size(r->r_val[O_MAX_BYTES], &c->c_max_bytes) ||
+	     c->c_max_bytes == 0))
+		return cli_usage(c, "--max-bytes '%s' is not a size of at "
+				 "least 1 byte (leave it out for the default "
+				 "64M)", r->r_val[O_MAX_BYTES]);
+	rc = apply_num(c, r, O_MAX_AGE, &set, &c->c_max_age_s);
+	if (rc == 0 && set &&
+	    (c->c_max_age_s == 0 || c->c_max_age_s > FDMI_MAX_AGE_S_MAX))
+		return cli_usage(c, "--max-age %s is outside 1..%llu seconds "
+				 "(leave it out for the default 3600)",
+				 r->r_val[O_MAX_AGE],
+				 (unsigned long long)FDMI_MAX_AGE_S_MAX);
+	if (rc == 0 && (c->c_cmd->cc_opts & CO_FDMI_TAIL) &&
+	    c->c_count_set && c->c_count == 0)
+		return cli_usage(c, "--count 0: give at least 1 record (leave "
+				 "it out for every record there is)");
+	return rc;
+}
+
 /* Turn --live into c_live: a percentage. */
 static int apply_live(struct cli *c, const struct raw *r)
 {
@@ -982,6 +1069,8 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_metrics(c, r);
 	if (rc == 0)
 		rc = apply_call_timeout(c, r);
+	if (rc == 0)
+		rc = apply_fdmi(c, r);
 	c->c_nodes = 3;
 	c->c_base_port = 21000;
 	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";

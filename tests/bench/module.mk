@@ -38,3 +38,9 @@ $(BUILD)/nobj/%.o: %.c | $(PROTO_HS)
 $(BUILD)/libstrata-noaddb.a: $(NLIB_OBJS)
 	ar rcs $@ $^
 $(BUILD)/strata_bench_addb_off: $(BUILD)/obj/tests/bench/bench_addb.o $(BUILD)/libstrata-noaddb.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# bench_fdmi.c: the cost of FDMI on the write path with 0, 1 and 3
+# consumers beside FDMI off, record delivery to one consumer and the
+# end-to-end lag (issue 31); alternated rounds, each side a fresh store.
+TEST_BINS += $(BUILD)/strata_bench_fdmi
+$(BUILD)/strata_bench_fdmi: $(BUILD)/obj/tests/bench/bench_fdmi.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread

@@ -68,6 +68,11 @@ case ",$figs," in
 ,,|*,cluster,*) [ -x "$B/strata_bench_cluster" ] && { "$B/strata_bench_cluster" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;  # 3-server cluster (issue 4)
 esac
 [ -x "$B/strata_bench_dtx" ] && { "$B/strata_bench_dtx" --dir "$dir" "$@" || rc=1; }  # dtx vs plain updates (issue 5)
+# FDMI's cost on the write path with 0, 1 and 3 consumers beside FDMI off,
+# delivery and lag (issue 31, bench_fdmi.c; about a minute and a half)
+case ",$figs," in
+,,|*,fdmi,*) [ -x "$B/strata_bench_fdmi" ] && { "$B/strata_bench_fdmi" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
+esac
 # dtx recovery after a participant crash (issue 5): a 3-server loopback
 # cluster of our own, the decider SIGKILLed and restarted by the bench;
 # at most 300 s, the cluster stopped and removed whatever happened.
