@@ -41,6 +41,7 @@ LDFLAGS_ALL = $(SANFLAGS) $(LDFLAGS)
 # Filled by the module.mk files.
 LIB_SRCS :=       # the library
 UT_SRCS :=        # CUnit suites (linked into the one runner)
+UT_LIBS :=        # libraries only some suites need (-lsqlite3)
 BINS :=           # programs built from the release library
 TEST_BINS :=      # test programs built from the fault-injection library
 PROTOS :=         # .proto files: compiled by protoc-c into $(BUILD)/gen/
@@ -54,6 +55,7 @@ include clovis/module.mk
 include dtm/module.mk
 include ha/module.mk
 include fdmi/module.mk
+include fdmi/hsm/module.mk
 include addb/module.mk
 include tests/module.mk
 include gateways/s3/module.mk
@@ -81,7 +83,7 @@ $(LIB_OBJS) $(TLIB_OBJS) $(UT_OBJS) $(CLI_OBJS) $(SRV_OBJS): | $(PROTO_HS)
 
 # The one CUnit runner: every module's suites, linked with the test library.
 $(BUILD)/ut_main: $(BUILD)/tobj/tests/ut_main.o $(UT_OBJS) $(BUILD)/libstrata-test.a
-	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) -lpthread
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) $(TEST_LIBS) $(UT_LIBS) -lpthread
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(@D)

@@ -1720,6 +1720,11 @@ CLOVIS_API void clovis_fdmi_batch_free(struct clovis_fdmi_batch *b);
 /** A LAGGING consumer rescanned: ACTIVE again from the head (on every
  *  server).  0 or a negative code. */
 CLOVIS_API int clovis_fdmi_reset(struct clovis *cl, const char *name);
+/** This instance forgets what it was given of name's records and did not
+ *  ack: the next clovis_fdmi_next() starts again after the consumer's
+ *  acked cursor (a reader that looked without acking: a dry run).  Only
+ *  this instance; nothing is sent.  0 or -EINVAL. */
+CLOVIS_API int clovis_fdmi_rewind(struct clovis *cl, const char *name);
 /** "obj.write" for CLOVIS_FDMI_OBJ_WRITE, ...; "?" for no op. */
 CLOVIS_API const char *clovis_fdmi_op_name(uint32_t op);
 

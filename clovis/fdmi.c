@@ -353,3 +353,11 @@ int clovis_fdmi_reset(struct clovis *cl, const char *name)
 		pos_forget(cl, name);
 	return rc;
 }
+
+int clovis_fdmi_rewind(struct clovis *cl, const char *name)
+{
+	if (cl == NULL || name == NULL)
+		return err_set(-EINVAL, "fdmi rewind: no instance or name");
+	pos_forget(cl, name);
+	return 0;
+}

@@ -671,7 +671,15 @@ static bool cq_empty(struct eng_cqueue *q)
  * data sync makes the previous commit durable; the last one of a burst is
  * synced explicitly.  With the metadata on NVRAM the commit synced its
  * meta page too: the batch is durable at once. */
+static void commit_batch_do(struct eng *e, struct eng_citem *batch);
+
 static void commit_batch(struct eng *e, struct eng_citem *batch)
+{
+	commit_batch_do(e, batch);
+	comp_gen_settle(e); /* committed or discarded: the second bump */
+}
+
+static void commit_batch_do(struct eng *e, struct eng_citem *batch)
 {
 	struct eng_citem *hard = NULL, *prev;
 	uint64_t t0 = mono_us(), t1, t2, seq, pseq;

@@ -299,6 +299,136 @@ static int comp_read(struct eng *e, struct eng_req *r, struct comp_layers *ls,
 	return rc;
 }
 
+/* ------------------------------------------------- move generations */
+
+/*
+ * A move reads a run from its source layer, writes it to the target
+ * layer's sub-object, and remaps it in a later commit.  A write, free or
+ * other move of the same blocks applied in between must win, whatever the
+ * layers (a write to the source layer itself changes no map of the
+ * composite; a write to the target layer would be overwritten by the
+ * move's copy).  So each update of a composite's map bumps the generation
+ * of the slots its granules (LIM_CGEN_GRAIN blocks) hash to: once when
+ * applied, and once more when its transaction committed or was discarded
+ * (comp_gen_settle()), which covers a move that read between another
+ * update's apply and its commit (it read the old data).  A move notes the
+ * generations before it reads; its commit is refused (soft, nothing
+ * changed) when one moved, and comp_move() tries again granule by granule.
+ */
+static uint32_t cgen_slot(const struct st_id *id, uint64_t g)
+{
+	uint64_t h = id->si_hi * 0x9e3779b97f4a7c15ull ^
+		     id->si_lo * 0xc2b2ae3d27d4eb4full ^
+		     (g + 1) * 0x165667b19e3779f9ull;
+
+	h ^= h >> 31;
+	h *= 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 29;
+	return (uint32_t)(h % LIM_CGEN_SLOTS);
+}
+
+/* The committer, in apply: bump [s, s + n) of id, and note it for the
+ * second bump. */
+static void cgen_bump(struct eng *e, const struct st_id *id, uint64_t s,
+		      uint64_t n)
+{
+	struct eng_cgen *c = eng_cgen(e);
+	uint64_t g0 = s / LIM_CGEN_GRAIN, g1;
+
+	if (n == 0)
+		return;
+	g1 = (s + n - 1) / LIM_CGEN_GRAIN;
+	if (g1 - g0 >= LIM_CGEN_SLOTS) {
+		for (uint32_t k = 0; k < LIM_CGEN_SLOTS; k++)
+			__atomic_add_fetch(&c->cg_gen[k], 1, __ATOMIC_RELEASE);
+		c->cg_all = true;
+		return;
+	}
+	for (uint64_t g = g0; g <= g1; g++) {
+		uint32_t k = cgen_slot(id, g);
+
+		__atomic_add_fetch(&c->cg_gen[k], 1, __ATOMIC_RELEASE);
+		if (c->cg_all)
+			continue;
+		if (c->cg_npend == c->cg_cap) {
+			uint32_t cap = c->cg_cap ? 2 * c->cg_cap : 256;
+			uint32_t *v = cap <= 4 * LIM_CGEN_SLOTS ?
+				      realloc(c->cg_pend, cap * sizeof *v) :
+				      NULL;
+
+			if (v == NULL) { /* then every slot, once settled */
+				c->cg_all = true;
+				continue;
+			}
+			c->cg_pend = v;
+			c->cg_cap = cap;
+		}
+		c->cg_pend[c->cg_npend++] = k;
+	}
+}
+
+static void cgen_bump_req(struct eng *e, const struct st_id *id,
+			  const struct st_extvec *ev)
+{
+	for (uint32_t i = 0; ev != NULL && i < ev->ev_nr; i++)
+		cgen_bump(e, id, ev->ev_start_blk[i], ev->ev_nr_blks[i]);
+}
+
+void comp_gen_settle(struct eng *e)
+{
+	struct eng_cgen *c = eng_cgen(e);
+
+	if (c->cg_all) {
+		for (uint32_t k = 0; k < LIM_CGEN_SLOTS; k++)
+			__atomic_add_fetch(&c->cg_gen[k], 1, __ATOMIC_RELEASE);
+	} else {
+		for (uint32_t i = 0; i < c->cg_npend; i++)
+			__atomic_add_fetch(&c->cg_gen[c->cg_pend[i]], 1,
+					   __ATOMIC_RELEASE);
+	}
+	c->cg_npend = 0;
+	c->cg_all = false;
+}
+
+/* A mover, before it reads [s, s + n) of id: note the generations. */
+static int cgen_snap(struct eng *e, const struct st_id *id, uint64_t s,
+		     uint64_t n, struct eng_req *q)
+{
+	struct eng_cgen *c = eng_cgen(e);
+	uint64_t g0 = s / LIM_CGEN_GRAIN, g1 = (s + n - 1) / LIM_CGEN_GRAIN;
+
+	q->er_comp_gen = malloc((g1 - g0 + 1) * sizeof *q->er_comp_gen);
+	if (q->er_comp_gen == NULL)
+		return err_set(-ENOMEM, "move generations");
+	q->er_comp_gen_g0 = g0;
+	q->er_comp_gen_nr = (uint32_t)(g1 - g0 + 1);
+	for (uint64_t g = g0; g <= g1; g++)
+		q->er_comp_gen[g - g0] = __atomic_load_n(
+			&c->cg_gen[cgen_slot(id, g)], __ATOMIC_ACQUIRE);
+	return 0;
+}
+
+int comp_move_check(struct eng *e, const struct eng_req *r)
+{
+	struct eng_cgen *c = eng_cgen(e);
+
+	if (!r->er_comp || !r->er_comp_move || r->er_comp_gen == NULL)
+		return 0;
+	for (uint32_t i = 0; i < r->er_comp_gen_nr; i++) {
+		uint64_t g = r->er_comp_gen_g0 + i;
+
+		if (__atomic_load_n(&c->cg_gen[cgen_slot(&r->er_comp_id, g)],
+				    __ATOMIC_ACQUIRE) != r->er_comp_gen[i])
+			return err_set(-EAGAIN, "object %s: blocks %" PRIu64
+				       "..%" PRIu64 " were updated while they "
+				       "moved: the newer data stays",
+				       eng_id_str(&r->er_comp_id),
+				       g * LIM_CGEN_GRAIN,
+				       (g + 1) * LIM_CGEN_GRAIN - 1);
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------- updates */
 
 /*
@@ -443,8 +573,10 @@ int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r,
 			       &r->er_ci.ci_freed);
 	if (rc == 0 && !r->er_comp_move)
 		rc = obj_size_update(e, txn, &cr, &cur, true);
-	if (rc == 0)
+	if (rc == 0) {
+		cgen_bump_req(e, &cr.er_id, r->er_ext);
 		*comp = cur;
+	}
 	return rc;
 }
 
@@ -475,6 +607,8 @@ static int comp_self_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	}
 	if (rc == 0)
 		rc = obj_size_update(e, txn, r, &cur, r->er_kind != ER_OBJ_FREE);
+	if (rc == 0)
+		cgen_bump_req(e, &r->er_id, r->er_ext);
 	if (rc == 0)
 		rc = eng_fdmi_req(e, txn, r, r->er_kind == ER_OBJ_FREE ?
 				  FDMI_OBJ_FREE : FDMI_OBJ_ALLOC, &cur);
@@ -829,7 +963,29 @@ static void move_done(struct eng_citem *ci, int rc)
 	pthread_mutex_unlock(&w->mw_lock);
 }
 
-/* Move one run held by layer from into layer to. */
+/* 0 if layer from holds every block of [s, s + n) of id, else -EAGAIN. */
+static int map_held(struct eng *e, const struct st_id *id, uint64_t s,
+		    uint64_t n, uint32_t from)
+{
+	struct ext_list l = {0};
+	uint64_t pos = s;
+	int rc = map_get(e, id, s, n, &l);
+
+	for (uint32_t i = 0; rc == 0 && i < l.xl_nr; i++) {
+		const struct ext_rec *x = &l.xl_v[i];
+
+		if (x->xr_ext.mx_dev_off != from || x->xr_blk > pos)
+			break;
+		pos = x->xr_blk + x->xr_ext.mx_nr_blks;
+	}
+	free(l.xl_v);
+	if (rc == 0 && pos < s + n)
+		rc = -EAGAIN;
+	return rc;
+}
+
+/* Move one run held by layer from into layer to: -EAGAIN (nothing moved)
+ * when an update of some of its blocks came first. */
 static int move_run(struct eng *e, const struct st_id *id,
 		    const struct meta_ent *cur, struct comp_layers *ls,
 		    uint64_t s, uint64_t n, uint32_t from, uint32_t to)
@@ -850,10 +1006,15 @@ static int move_run(struct eng *e, const struct st_id *id,
 			       eng_id_str(id), src == NULL ? from : to);
 	if (posix_memalign(&buf, 4096, len) != 0)
 		return err_set(-ENOMEM, "move buffer of %" PRIu64, len);
-	rc = layer_read(e, src, s, n, &bv);
 	q = calloc(1, sizeof *q);
-	if (rc == 0 && q == NULL)
-		rc = err_set(-ENOMEM, "move request");
+	rc = q == NULL ? err_set(-ENOMEM, "move request") :
+			 cgen_snap(e, id, s, n, q);
+	/* after the snapshot, the run must still be from's: else an update
+	 * took some of it meanwhile (its source copy may be gone) */
+	if (rc == 0)
+		rc = map_held(e, id, s, n, from);
+	if (rc == 0)
+		rc = layer_read(e, src, s, n, &bv);
 	if (rc == 0) {
 		q->er_kind = ER_OBJ_WRITE;
 		q->er_type = ST_ET_OBJ;
@@ -881,12 +1042,50 @@ static int move_run(struct eng *e, const struct st_id *id,
 		}
 	}
 	if (q != NULL) {
+		free(q->er_comp_gen);
 		eng_spacevec_fini(&q->er_ci.ci_alloc);
 		eng_spacevec_fini(&q->er_ci.ci_freed);
 		eng_unit_req_fini(q);
 		free(q);
 	}
 	free(buf);
+	return rc;
+}
+
+/* A run that was updated while it moved: once more, granule by granule;
+ * a granule updated again stays where the newer data is (not moved, not
+ * an error: the caller sees it in *moved and in the layers). */
+static int move_retry(struct eng *e, const struct st_id *id,
+		      const struct meta_ent *cur, struct comp_layers *ls,
+		      uint64_t s, uint64_t n, uint32_t from, uint32_t to,
+		      uint64_t *moved)
+{
+	int rc = 0;
+
+	for (uint64_t p = s; rc == 0 && p < s + n; ) {
+		uint64_t q = (p / LIM_CGEN_GRAIN + 1) * LIM_CGEN_GRAIN;
+		struct ext_list xl = {0};
+
+		q = q < s + n ? q : s + n;
+		/* only what from still holds (a write took the rest away) */
+		rc = map_get(e, id, p, q - p, &xl);
+		for (uint32_t i = 0; rc == 0 && i < xl.xl_nr; i++) {
+			const struct ext_rec *x = &xl.xl_v[i];
+			uint64_t a = x->xr_blk > p ? x->xr_blk : p;
+			uint64_t b = x->xr_blk + x->xr_ext.mx_nr_blks;
+
+			b = b < q ? b : q;
+			if (x->xr_ext.mx_dev_off != from || a >= b)
+				continue;
+			rc = move_run(e, id, cur, ls, a, b - a, from, to);
+			if (rc == 0)
+				*moved += b - a;
+			else if (rc == -EAGAIN)
+				rc = 0;
+		}
+		free(xl.xl_v);
+		p = q;
+	}
 	return rc;
 }
 
@@ -935,6 +1134,10 @@ int comp_move(struct eng *e, const struct st_id *id, uint64_t start,
 				      (uint32_t)x->xr_ext.mx_dev_off, to);
 			if (rc == 0)
 				*moved += n;
+			else if (rc == -EAGAIN)
+				rc = move_retry(e, id, &cur, &ls, p, n,
+						(uint32_t)x->xr_ext.mx_dev_off,
+						to, moved);
 		}
 	}
 	eng_thread_leave();

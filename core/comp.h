@@ -27,6 +27,14 @@ int comp_resolve(struct eng *e, struct eng_req *r);
  *  as it now stands goes to *comp (its FDMI record). */
 int comp_apply(struct eng *e, MDB_txn *txn, struct eng_req *r,
 	       struct meta_ent *comp);
+/** In obj_apply() of a move, before it changes anything: -EAGAIN (a soft
+ *  failure, message set) when a write, free or move of the same blocks was
+ *  applied since the move read them; else 0.  Other requests: 0. */
+int comp_move_check(struct eng *e, const struct eng_req *r);
+/** The committer, once a batch's transaction committed or was discarded:
+ *  the move generations its composite updates bumped are bumped again
+ *  (core/comp.c). */
+void comp_gen_settle(struct eng *e);
 /** In the commit of a DELETE: the layers' sub-objects and records, and
  *  the composite's map; space goes to freed. */
 int comp_delete(struct eng *e, MDB_txn *txn, const struct st_id *id,

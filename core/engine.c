@@ -61,6 +61,11 @@ uint64_t eng_serial(struct eng *e)
 	return e->e_serial;
 }
 
+struct eng_cgen *eng_cgen(struct eng *e)
+{
+	return &e->e_cgen;
+}
+
 struct meta *eng_meta(struct eng *e)
 {
 	return &e->e_meta;
@@ -429,6 +434,7 @@ void eng_close(struct eng *e)
 	if (e->e_conf_loaded)
 		conf_fini(&e->e_conf);
 	free(e->e_pools);
+	free(e->e_cgen.cg_pend);
 	free(e->e_heat);
 	pthread_mutex_destroy(&e->e_heat_lock);
 	free(e);

@@ -230,6 +230,11 @@ struct eng_req {
 	uint32_t er_comp_from;
 	struct st_id er_comp_id;
 	uint64_t er_comp_ctime;
+	/** a move: the generations of its granules before it read (its
+	 *  commit is refused, -EAGAIN, when one changed: core/comp.c) */
+	uint64_t *er_comp_gen;
+	uint64_t er_comp_gen_g0;     /**< granule of er_comp_gen[0] */
+	uint32_t er_comp_gen_nr;
 	struct unit_upd *er_upd;     /**< unit records to apply */
 	uint32_t er_nr_upd;
 	uint32_t er_cap_upd;
@@ -322,6 +327,19 @@ uint64_t eng_serial(struct eng *e);
 
 /** Metadata of the engine (read transactions for listing). */
 struct meta *eng_meta(struct eng *e);
+
+/** Move generations of composite objects (core/comp.c): bumped by the
+ *  committer, read by movers (atomics); the slots the batch being applied
+ *  bumped, bumped again once it committed or was discarded (under the
+ *  committer's lock). */
+struct eng_cgen {
+	uint64_t cg_gen[LIM_CGEN_SLOTS];
+	uint32_t *cg_pend;
+	uint32_t cg_npend;
+	uint32_t cg_cap;
+	bool cg_all;
+};
+struct eng_cgen *eng_cgen(struct eng *e);
 
 /** Is the store's metadata on NVRAM (every commit durable at once)? */
 bool eng_meta_on_nvram(const struct eng *e);

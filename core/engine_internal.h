@@ -141,6 +141,7 @@ struct eng {
 	pthread_mutex_t e_glock;
 	pthread_cond_t e_gcond;
 	uint8_t e_gbusy[LIM_GLOCK_SLOTS];
+	struct eng_cgen e_cgen; /* move generations (core/comp.c) */
 	struct eng_ucounters e_uc;
 	pthread_mutex_t e_dev_lock; /* device state changes and replace */
 	bool e_model; /* device model on for every tier */

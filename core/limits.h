@@ -100,6 +100,12 @@
  * them rare for the few hundred ops in flight. */
 #define LIM_GLOCK_SLOTS 4096u
 
+/* Move generations of composite objects (core/comp.c): slots of a hash
+ * table over (composite, granule of LIM_CGEN_GRAIN blocks).  A collision
+ * only makes a move of unrelated blocks try again. */
+#define LIM_CGEN_SLOTS 4096u
+#define LIM_CGEN_GRAIN 16u
+
 /* I/O errors a device may return before the engine marks it failed
  * (transient errors are retried by the layer above through redundancy). */
 #define LIM_DEV_ERRORS_MAX 8u

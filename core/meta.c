@@ -441,6 +441,14 @@ int meta_rtxn_get(struct meta *m, MDB_txn **txn)
 	return meta_rtxn_begin(m, txn, "begin read");
 }
 
+/* meta_txn.h: a read transaction no thread keeps. */
+int meta_rtxn_once(struct meta *m, MDB_txn **txn, const char *what)
+{
+	int rc = mdb_txn_begin(m->m_env, NULL, MDB_RDONLY, txn);
+
+	return rc != 0 ? meta_err(rc, what) : 0;
+}
+
 /* meta_txn.h: meta_rtxn_get() with the failure naming what. */
 int meta_rtxn_begin(struct meta *m, MDB_txn **txn, const char *what)
 {

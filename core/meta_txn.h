@@ -82,6 +82,10 @@ struct meta_rec {
  * it with meta_rtxn_put() (meta.h), never meta_txn_abort().
  */
 int meta_rtxn_begin(struct meta *m, MDB_txn **txn, const char *what);
+/** A read transaction of its own, which the calling thread does not keep
+ *  for its next reads (a thread that reads once, at an open).  0 and
+ *  *txn, or a negative code naming what.  End it with meta_txn_abort(). */
+int meta_rtxn_once(struct meta *m, MDB_txn **txn, const char *what);
 /** End a transaction of meta_rtxn_begin() or meta_rtxn_get(). */
 void meta_rtxn_put(struct meta *m, MDB_txn *txn);
 /** A top-level write transaction of m (one at a time per environment:

@@ -330,6 +330,8 @@ static int obj_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	struct meta_ent cur, comp;
 	int rc = ent_check(e, txn, r, &cur);
 
+	if (rc == 0)
+		rc = comp_move_check(e, r);
 	if (rc != 0)
 		return rc;
 	ci->ci_hard = true; /* from here on, changes are made */

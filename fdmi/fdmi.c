@@ -878,7 +878,9 @@ int fdmi_open(struct eng *e, const struct fdmi_conf *c, struct fdmi **out)
 	pthread_mutex_init(&f->f_lock, NULL);
 	pthread_mutex_init(&f->f_tlock, NULL);
 	pthread_cond_init(&f->f_tcond, NULL);
-	rc = meta_rtxn_begin(eng_meta(e), &txn, "FDMI consumers");
+	/* a read transaction of its own: the opening thread keeps no
+	 * cached reader (meta_rtxn_begin) past the open */
+	rc = meta_rtxn_once(eng_meta(e), &txn, "FDMI consumers");
 	if (rc == 0) {
 		sc.ms_table = META_T_SYS;
 		sc.ms_from = SUB_PREFIX;
@@ -889,7 +891,7 @@ int fdmi_open(struct eng *e, const struct fdmi_conf *c, struct fdmi **out)
 		sc.ms_arg = &la;
 		sc.ms_what = "FDMI consumers";
 		rc = meta_scan(txn, eng_meta(e), &sc);
-		meta_rtxn_put(eng_meta(e), txn);
+		meta_txn_abort(txn);
 	}
 	if (rc == 0 && pthread_create(&f->f_trimmer, NULL, trimmer_main, f) != 0)
 		rc = err_set(-EAGAIN, "FDMI trimmer thread");
@@ -916,6 +918,14 @@ void fdmi_close(struct fdmi *f)
 		pthread_cond_signal(&f->f_tcond);
 		pthread_mutex_unlock(&f->f_tlock);
 		pthread_join(f->f_trimmer, NULL);
+	}
+	if (eng_fdmi_on(f->f_eng)) {
+		uint64_t dropped = 0;
+
+		/* the reads since the trimmer's last round (a short-lived
+		 * process's would otherwise be lost) */
+		if (eng_fdmi_read_flush(f->f_eng, &dropped) != 0)
+			LOG_WARNING("FDMI reads at close: %s", err_msg());
 	}
 	eng_fdmi_enable(f->f_eng, false);
 	pthread_mutex_destroy(&f->f_lock);

@@ -23,6 +23,8 @@ int server_ut_add(void);
 int peers_ut_add(void);     /* called by server_ut_add() */
 int dtm_ut_add(void);
 int fdmi_ut_add(void);     /* clovis/ut/fdmi_ut.c */
+int hsm_policy_ut_add(void); /* fdmi/hsm/ut/hsm_policy_ut.c */
+int hsm_ut_add(void);      /* fdmi/hsm/ut/hsm_ut.c */
 int s3_ut_add(void);
 int etcd_ut_add(void);
 int analyzer_ut_add(void);  /* ha/ut/analyzer_ut.c */

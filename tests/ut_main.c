@@ -33,6 +33,8 @@ static const struct ut_module {
 	{"server", server_ut_add},
 	{"dtm", dtm_ut_add},
 	{"fdmi", fdmi_ut_add},
+	{"hsm_policy", hsm_policy_ut_add},
+	{"hsm", hsm_ut_add},
 	{"s3", s3_ut_add},
 	{"etcd", etcd_ut_add},
 	{"analyzer", analyzer_ut_add},

@@ -5,6 +5,7 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -361,6 +362,100 @@ static void test_comp_crash(void)
 	free(r);
 }
 
+/* ------------------------------------- moves racing writes (exact) */
+
+struct cracer {
+	struct clovis_obj *cr_o;
+	uint8_t *cr_model;
+	volatile int cr_stop;
+	uint32_t cr_writes;
+	int cr_rc;
+};
+
+static void *cracer_run(void *arg)
+{
+	struct cracer *r = arg;
+	uint8_t *buf = malloc(8 << 12);
+	unsigned seed = 11;
+
+	r->cr_rc = buf != NULL ? 0 : -ENOMEM;
+	while (r->cr_rc == 0 && !r->cr_stop && r->cr_writes < 200000) {
+		uint64_t s = (uint64_t)rand_r(&seed) % (CBLKS - 8);
+		uint64_t n = 1 + (uint64_t)rand_r(&seed) % 8;
+		int c = 1 + rand_r(&seed) % 250;
+
+		memset(buf, c, n << 12);
+		r->cr_rc = cio(r->cr_o, CLOVIS_OC_WRITE, s, n, buf);
+		if (r->cr_rc == 0)
+			memset(r->cr_model + (s << 12), c, n << 12);
+		r->cr_writes++;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Moves down and up through a plain, a pdclust and a plain layer while
+ * another thread writes: every block reads back as last written (a write
+ * to the source layer, or to the target, between a move's read and its
+ * commit keeps the newer data). */
+static void test_comp_move_race(void)
+{
+	struct clovis *cl;
+	struct clovis_obj o;
+	struct cracer r = {0};
+	uint8_t *got = malloc(CBLKS << 12);
+	uint32_t hot, pd, cold, rounds = 0;
+	uint64_t moved, less = 0;
+	pthread_t t;
+	struct timespec t0, t1;
+
+	clovis_store_destroy(cdir);
+	cl = copen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	r.cr_model = malloc(CBLKS << 12);
+	CU_ASSERT_FATAL(got != NULL && r.cr_model != NULL);
+	CU_ASSERT_EQUAL_FATAL(cmake(cl, &o, 9, &hot, &pd, &cold), 0);
+	cfill(r.cr_model, 0, CBLKS, 1);
+	CU_ASSERT_EQUAL_FATAL(cio(&o, CLOVIS_OC_WRITE, 0, CBLKS,
+				  r.cr_model), 0);
+	r.cr_o = &o;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, cracer_run, &r), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (t1 = t0; rounds < 60 && t1.tv_sec - t0.tv_sec < 30; rounds++) {
+		uint32_t to = rounds % 3 == 0 ? cold :
+			      rounds % 3 == 1 ? pd : hot;
+
+		moved = 0;
+		CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, CBLKS, to,
+						      &moved), 0);
+		less += moved < CBLKS;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	}
+	r.cr_stop = 1;
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(r.cr_rc, 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, got), 0);
+	CU_ASSERT(memcmp(got, r.cr_model, CBLKS << 12) == 0);
+	fprintf(stderr, "\n    composite moves racing writes: %u moves, %u "
+		"writes meanwhile, data exact: %s\n", rounds, r.cr_writes,
+		memcmp(got, r.cr_model, CBLKS << 12) == 0 ? "yes" : "NO");
+	CU_ASSERT(r.cr_writes > 0 && rounds > 0);
+	/* quiet now: everything moves to the cold layer and holds */
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, CBLKS, cold, &moved), 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, got), 0);
+	CU_ASSERT(memcmp(got, r.cr_model, CBLKS << 12) == 0);
+	for (uint64_t b = 0; b < CBLKS; b++) {
+		uint32_t l = 0;
+
+		CU_ASSERT_EQUAL(clovis_obj_layer_of(&o, b, &l), 0);
+		CU_ASSERT_EQUAL(l, cold);
+	}
+	(void)less;
+	clovis_fini(cl);
+	free(got);
+	free(r.cr_model);
+}
+
 int comp_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("composite", comp_init, comp_fini);
@@ -368,7 +463,8 @@ int comp_ut_add(void)
 	if (s == NULL || !CU_add_test(s, "layers", test_comp_layers) ||
 	    !CU_add_test(s, "bad_input", test_comp_bad) ||
 	    !CU_add_test(s, "move_frees_units", test_comp_move_frees) ||
-	    !CU_add_test(s, "crash_during_move", test_comp_crash))
+	    !CU_add_test(s, "crash_during_move", test_comp_crash) ||
+	    !CU_add_test(s, "moves_race_writes", test_comp_move_race))
 		return -1;
 	return 0;
 }

@@ -1828,7 +1828,9 @@ static void cr_step(enum cr_step s, uint64_t *last)
 	CU_ASSERT_EQUAL(n, (int)k->ck_recs);
 	if (n >= 1) {
 		CU_ASSERT_EQUAL(v[0].op, k->ck_op);
-		CU_ASSERT_EQUAL(v[0].seq, *last + 1);
+		/* after the last (read-heat records, filtered out, may
+		 * take seqs between) */
+		CU_ASSERT(v[0].seq > *last);
 		*last = v[n - 1].seq;
 	}
 	if (s == CR_DTX && n == 3)
@@ -1858,7 +1860,20 @@ static void test_crash(void)
 	store_new();
 	cl = sopen(0);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
-	CU_ASSERT_EQUAL_FATAL(clovis_fdmi_sub(cl, "crash", NULL, 0, 0, 0), 0);
+	{
+		/* every op but the reads' heat (the steps' checks read, and a
+		 * close flushes their records) */
+		char f[512] = "op=";
+
+		for (uint32_t op = CLOVIS_FDMI_OBJ_CREATE; op < 64; op++)
+			if (op != CLOVIS_FDMI_OBJ_READ &&
+			    strcmp(clovis_fdmi_op_name(op), "?") != 0)
+				snprintf(f + strlen(f), sizeof f - strlen(f),
+					 "%s%s", f[3] ? "," : "",
+					 clovis_fdmi_op_name(op));
+		CU_ASSERT_EQUAL_FATAL(clovis_fdmi_sub(cl, "crash", f, 0, 0, 0),
+				      0);
+	}
 	/* the composite exists before (its create is not a step) */
 	cr_handles(cl, &h);
 	CU_ASSERT_EQUAL_FATAL(ent_sync(&h.p.ob_entity, CLOVIS_EO_CREATE), 0);

@@ -1,0 +1,1299 @@
+/*
+ * hsm.c — the HSM plugin's engine (contract in hsm.h): the catalog in
+ * SQLite, the ingestion of FDMI records into it, the choice of actions by
+ * a policy's rules and watermarks, the moves through composite layers,
+ * the action log and undo.
+ *
+ * The catalog (one SQLite file, WAL journal):
+ *   obj(hi, lo, chi, clo, layout, size, wtime, rtime, tier, noted)
+ *       one row per object known: its container, layout (4: composite,
+ *       the only ones moved), size in bytes, last write and last read
+ *       (ns, the records' commit times), the tier holding most of its
+ *       bytes (-1 unknown; refreshed from clovis_obj_layer_list() when the
+ *       object is considered), noted: "not composite" already said.
+ *   reads(hi, lo, t, n)   one row per OBJ_READ record: n reads at time t;
+ *       the heat of an object is the sum of n over the policy's window;
+ *       rows older than the window are pruned each round.
+ *   cursor(server, seq)   the last record folded in, per server: records
+ *       at or below it are skipped (delivery is at least once: a crash
+ *       between the catalog's commit and the FDMI ack redelivers them).
+ *   action(seq, t, hi, lo, chi, clo, why, from_tier, to_tier, blocks,
+ *          bytes, state, undo_of, msg)  the action log.
+ *
+ * The records of one FDMI batch are folded in one SQLite transaction with
+ * the cursor, committed before the batch is acked.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/errors.h"
+#include "fdmi/hsm/hsm.h"
+
+/* Objects one round considers (a larger catalog: the rest next round). */
+#define HSM_SCAN_MAX 65536u
+/* Layers of one object we look at (COMP_LAYERS_MAX is 8). */
+#define HSM_LAYERS_MAX 16u
+/* Blocks one layer_move call moves (the pacing step). */
+#define HSM_MOVE_CHUNK 256u
+/* Records one next asks for. */
+#define HSM_BATCH 1024u
+
+static const char hsm_filter[] =
+	"op=obj.create,obj.delete,obj.write,obj.alloc,obj.free,setattr,"
+	"layer.add,layer.drop,layer.move,obj.read";
+
+struct hsm {
+	struct clovis *h_cl;
+	const struct hsm_policy *h_pol;
+	sqlite3 *h_db;
+	char h_consumer[CLOVIS_FDMI_NAME_MAX + 1];
+	bool h_dry_run;
+	bool h_json;
+	FILE *h_out;
+	/* pacing of moved bytes, shared by the movers */
+	pthread_mutex_t h_pace_lock;
+	uint64_t h_pace_t0_ns;
+	uint64_t h_pace_bytes;
+};
+
+/* One object as the catalog has it, with what a round works out. */
+struct hsm_obj {
+	struct clovis_id ho_id;
+	struct clovis_id ho_cont;
+	uint32_t ho_layout;
+	int32_t ho_tier;
+	uint64_t ho_size;
+	uint64_t ho_wtime, ho_rtime;
+	uint64_t ho_heat;
+	bool ho_noted;
+	bool ho_picked;
+	uint64_t ho_tier_bytes; /* bytes on the tier asked about */
+	uint64_t ho_all_bytes;  /* bytes on every tier */
+};
+
+/* One move a round runs. */
+struct hsm_move {
+	struct hsm_obj *hm_obj;
+	uint32_t hm_to;
+	char hm_why[64];
+	uint64_t hm_undo_of;
+	/* out */
+	int hm_rc;
+	int32_t hm_from;
+	uint64_t hm_blocks;
+	uint64_t hm_bytes;
+	bool hm_partial;
+	char hm_msg[256];
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int db_err(struct hsm *h, int rc, const char *what)
+{
+	return err_set(rc == SQLITE_FULL ? -ENOSPC : -EIO,
+		       "HSM catalog: %s: %s", what, sqlite3_errmsg(h->h_db));
+}
+
+static int db_exec(struct hsm *h, const char *sql)
+{
+	char *msg = NULL;
+	int rc = sqlite3_exec(h->h_db, sql, NULL, NULL, &msg);
+
+	if (rc != SQLITE_OK) {
+		rc = err_set(-EIO, "HSM catalog: %s: %s", sql,
+			     msg != NULL ? msg : sqlite3_errstr(rc));
+		sqlite3_free(msg);
+		return rc;
+	}
+	return 0;
+}
+
+static int db_prep(struct hsm *h, const char *sql, sqlite3_stmt **st)
+{
+	int rc = sqlite3_prepare_v2(h->h_db, sql, -1, st, NULL);
+
+	return rc == SQLITE_OK ? 0 : db_err(h, rc, sql);
+}
+
+static const char schema[] =
+	"PRAGMA journal_mode=WAL;"
+	"PRAGMA synchronous=FULL;"
+	"CREATE TABLE IF NOT EXISTS obj(hi INTEGER NOT NULL, lo INTEGER NOT "
+	"NULL, chi INTEGER, clo INTEGER, layout INTEGER, size INTEGER, wtime "
+	"INTEGER, rtime INTEGER, tier INTEGER DEFAULT -1, noted INTEGER "
+	"DEFAULT 0, PRIMARY KEY(hi, lo));"
+	"CREATE TABLE IF NOT EXISTS reads(hi INTEGER, lo INTEGER, t INTEGER, "
+	"n INTEGER);"
+	"CREATE INDEX IF NOT EXISTS reads_obj ON reads(hi, lo, t);"
+	"CREATE TABLE IF NOT EXISTS cursor(server TEXT PRIMARY KEY, seq "
+	"INTEGER);"
+	"CREATE TABLE IF NOT EXISTS action(seq INTEGER PRIMARY KEY "
+	"AUTOINCREMENT, t INTEGER, hi INTEGER, lo INTEGER, chi INTEGER, clo "
+	"INTEGER, why TEXT, from_tier INTEGER, to_tier INTEGER, blocks "
+	"INTEGER, bytes INTEGER, state TEXT, undo_of INTEGER, msg TEXT);";
+
+/* --------------------------------------------------------- objects */
+
+static int realm_of(struct hsm *h, const struct clovis_id *cont,
+		    struct clovis_container *c, struct clovis_realm **r)
+{
+	struct clovis_op *op = NULL;
+	int rc;
+
+	if (cont->ci_hi == 0 && cont->ci_lo == 1) {
+		*r = clovis_default_realm(h->h_cl);
+		return 0;
+	}
+	rc = clovis_container_init(c, h->h_cl, cont);
+	if (rc == 0)
+		rc = clovis_entity_op(&c->co_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	clovis_op_free(op);
+	*r = &c->co_realm;
+	return rc;
+}
+
+/* Open o, object id of container cont. */
+static int obj_open(struct hsm *h, const struct clovis_id *id,
+		    const struct clovis_id *cont, struct clovis_container *c,
+		    struct clovis_obj *o)
+{
+	struct clovis_realm *r;
+	struct clovis_op *op = NULL;
+	int rc = realm_of(h, cont, c, &r);
+
+	if (rc == 0)
+		rc = clovis_obj_init(o, r, id, NULL);
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	clovis_op_free(op);
+	return rc;
+}
+
+/* The tier holding most of o's blocks (-1: none holds any), and the
+ * bytes on tier t. */
+static int obj_tiers(struct clovis_obj *o, uint32_t t, int32_t *major,
+		     uint64_t *on_t, uint64_t *all)
+{
+	struct clovis_layer_info li[HSM_LAYERS_MAX];
+	uint64_t per[CLOVIS_TIER_NR] = {0};
+	uint32_t nr = HSM_LAYERS_MAX;
+	int rc = clovis_obj_layer_list(o, li, &nr);
+
+	if (rc != 0)
+		return rc;
+	for (uint32_t i = 0; i < nr && i < HSM_LAYERS_MAX; i++)
+		if (li[i].li_attr.oa_tier < CLOVIS_TIER_NR)
+			per[li[i].li_attr.oa_tier] += li[i].li_blocks;
+	*major = -1;
+	for (uint32_t k = 0; k < CLOVIS_TIER_NR; k++)
+		if (per[k] > 0 && (*major < 0 || per[k] > per[*major]))
+			*major = (int32_t)k;
+	*on_t = t < CLOVIS_TIER_NR ? per[t] << o->ob_attr.oa_block_shift : 0;
+	*all = 0;
+	for (uint32_t k = 0; k < CLOVIS_TIER_NR; k++)
+		*all += per[k] << o->ob_attr.oa_block_shift;
+	return 0;
+}
+
+/* ------------------------------------------------------ the catalog */
+
+static int obj_upsert(struct hsm *h, const struct clovis_id *id,
+		      const struct clovis_id *cont, int64_t layout,
+		      uint64_t size, uint64_t wtime, uint64_t rtime)
+{
+	static const char sql[] =
+		"INSERT INTO obj(hi, lo, chi, clo, layout, size, wtime, rtime)"
+		" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT(hi, lo) "
+		"DO UPDATE SET chi = ?3, clo = ?4, layout = CASE WHEN ?5 >= 0 "
+		"THEN ?5 ELSE layout END, size = ?6, wtime = MAX(wtime, ?7), "
+		"rtime = MAX(rtime, ?8)";
+	sqlite3_stmt *st;
+	int rc = db_prep(h, sql, &st);
+
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)id->ci_hi);
+	sqlite3_bind_int64(st, 2, (int64_t)id->ci_lo);
+	sqlite3_bind_int64(st, 3, (int64_t)cont->ci_hi);
+	sqlite3_bind_int64(st, 4, (int64_t)cont->ci_lo);
+	sqlite3_bind_int64(st, 5, layout);
+	sqlite3_bind_int64(st, 6, (int64_t)size);
+	sqlite3_bind_int64(st, 7, (int64_t)wtime);
+	sqlite3_bind_int64(st, 8, (int64_t)rtime);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "object");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+static int obj_forget(struct hsm *h, const struct clovis_id *id)
+{
+	static const char *const sql[] = {
+		"DELETE FROM obj WHERE hi = ?1 AND lo = ?2",
+		"DELETE FROM reads WHERE hi = ?1 AND lo = ?2",
+	};
+	int rc = 0;
+
+	for (int i = 0; rc == 0 && i < 2; i++) {
+		sqlite3_stmt *st;
+
+		rc = db_prep(h, sql[i], &st);
+		if (rc != 0)
+			break;
+		sqlite3_bind_int64(st, 1, (int64_t)id->ci_hi);
+		sqlite3_bind_int64(st, 2, (int64_t)id->ci_lo);
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "forget");
+		sqlite3_finalize(st);
+	}
+	return rc;
+}
+
+static int reads_add(struct hsm *h, const struct clovis_fdmi_rec *r)
+{
+	sqlite3_stmt *st;
+	int rc = db_prep(h, "INSERT INTO reads VALUES(?1, ?2, ?3, ?4); "
+			 , &st);
+
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)r->fr_id.ci_hi);
+	sqlite3_bind_int64(st, 2, (int64_t)r->fr_id.ci_lo);
+	sqlite3_bind_int64(st, 3, (int64_t)r->fr_time_ns);
+	sqlite3_bind_int64(st, 4, (int64_t)r->fr_size);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "reads");
+	sqlite3_finalize(st);
+	if (rc != 0)
+		return rc;
+	rc = db_prep(h, "UPDATE obj SET rtime = MAX(rtime, ?3) WHERE hi = ?1 "
+		     "AND lo = ?2", &st);
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)r->fr_id.ci_hi);
+	sqlite3_bind_int64(st, 2, (int64_t)r->fr_id.ci_lo);
+	sqlite3_bind_int64(st, 3, (int64_t)r->fr_time_ns);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "reads");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* The last record of server folded in (0: none). */
+static uint64_t cursor_get(struct hsm *h, const char *server)
+{
+	sqlite3_stmt *st;
+	uint64_t v = 0;
+
+	if (db_prep(h, "SELECT seq FROM cursor WHERE server = ?1", &st) != 0)
+		return 0;
+	sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		v = (uint64_t)sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+static int cursor_set(struct hsm *h, const char *server, uint64_t seq)
+{
+	sqlite3_stmt *st;
+	int rc = db_prep(h, "INSERT INTO cursor VALUES(?1, ?2) ON CONFLICT("
+			 "server) DO UPDATE SET seq = MAX(seq, ?2)", &st);
+
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_text(st, 1, server, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (int64_t)seq);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "cursor");
+	sqlite3_finalize(st);
+	return rc;
+}
+
+/* Fold record r into the catalog. */
+static int rec_fold(struct hsm *h, const struct clovis_fdmi_rec *r)
+{
+	if (r->fr_type != CLOVIS_ET_OBJ)
+		return 0;
+	switch (r->fr_op) {
+	case CLOVIS_FDMI_OBJ_CREATE:
+		return obj_upsert(h, &r->fr_id, &r->fr_container, r->fr_layer,
+				  r->fr_size, r->fr_time_ns, 0);
+	case CLOVIS_FDMI_OBJ_DELETE:
+		return obj_forget(h, &r->fr_id);
+	case CLOVIS_FDMI_OBJ_WRITE:
+	case CLOVIS_FDMI_OBJ_ALLOC:
+	case CLOVIS_FDMI_OBJ_FREE:
+	case CLOVIS_FDMI_SETATTR:
+		return obj_upsert(h, &r->fr_id, &r->fr_container, -1,
+				  r->fr_size, r->fr_time_ns, 0);
+	case CLOVIS_FDMI_LAYER_ADD:
+	case CLOVIS_FDMI_LAYER_DROP:
+	case CLOVIS_FDMI_LAYER_MOVE:
+		/* not an access: only the size and the container */
+		return obj_upsert(h, &r->fr_id, &r->fr_container, -1,
+				  r->fr_size, 0, 0);
+	case CLOVIS_FDMI_OBJ_READ:
+		return reads_add(h, r);
+	default:
+		return 0;
+	}
+}
+
+/* Every object of the store into the catalog (a first start, or a
+ * LAGGING consumer's rescan): attributes from OPEN, times from mtime. */
+static int catalog_scan(struct hsm *h, uint64_t *nr_objs)
+{
+	struct clovis_id cids[256], ids[256], ca = {0, 0}, oa;
+	uint32_t cn, on;
+	bool cfirst = true;
+	int rc;
+
+	*nr_objs = 0;
+	do {
+		cn = 256;
+		rc = clovis_entity_list(h->h_cl, NULL, CLOVIS_ET_CONTAINER,
+					cfirst ? NULL : &ca, cids, &cn);
+		cfirst = false;
+		for (uint32_t c = 0; rc == 0 && c < cn; c++) {
+			struct clovis_container cc;
+			struct clovis_realm *realm;
+			bool ofirst = true;
+
+			ca = cids[c];
+			if (realm_of(h, &cids[c], &cc, &realm) != 0)
+				continue; /* deleted meanwhile */
+			do {
+				on = 256;
+				rc = clovis_entity_list(h->h_cl, realm,
+							CLOVIS_ET_OBJ,
+							ofirst ? NULL : &oa,
+							ids, &on);
+				ofirst = false;
+				for (uint32_t i = 0; rc == 0 && i < on; i++) {
+					struct clovis_container c2;
+					struct clovis_obj o;
+
+					oa = ids[i];
+					if (obj_open(h, &ids[i], &cids[c], &c2,
+						     &o) != 0)
+						continue;
+					rc = obj_upsert(h, &ids[i], &cids[c],
+							o.ob_attr.oa_layout,
+							o.ob_attr.oa_size_bytes,
+							o.ob_attr.oa_mtime_ns,
+							0);
+					(*nr_objs)++;
+				}
+			} while (rc == 0 && on > 0);
+		}
+	} while (rc == 0 && cn > 0);
+	return rc;
+}
+
+/* Read every record the consumer has and fold it in; ack each batch once
+ * the catalog holds it.  A LAGGING consumer rescans and is reset. */
+static int ingest(struct hsm *h, struct hsm_round_stats *st)
+{
+	for (;;) {
+		struct clovis_fdmi_batch *b = NULL;
+		uint32_t n;
+		int rc = clovis_fdmi_next(h->h_cl, h->h_consumer, HSM_BATCH,
+					  &b);
+
+		if (rc == -ESTALE) {
+			uint64_t nr;
+
+			fprintf(h->h_out, "hsm: consumer %s is LAGGING (past "
+				"its bounds): rescanning the store\n",
+				h->h_consumer);
+			rc = catalog_scan(h, &nr);
+			if (rc == 0 && !h->h_dry_run)
+				rc = clovis_fdmi_reset(h->h_cl, h->h_consumer);
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		if (rc != 0)
+			return rc;
+		n = clovis_fdmi_batch_nr(b);
+		if (!h->h_dry_run)
+			rc = db_exec(h, "BEGIN IMMEDIATE");
+		for (uint32_t i = 0; rc == 0 && i < n; i++) {
+			struct clovis_fdmi_rec r;
+
+			rc = clovis_fdmi_batch_rec(b, i, &r);
+			if (rc != 0)
+				break;
+			if (r.fr_seq <= cursor_get(h, r.fr_server))
+				continue; /* folded in before a crash */
+			rc = rec_fold(h, &r);
+			if (rc == 0)
+				rc = cursor_set(h, r.fr_server, r.fr_seq);
+			st->hr_records++;
+		}
+		if (!h->h_dry_run) {
+			if (rc == 0)
+				rc = db_exec(h, "COMMIT");
+			else
+				db_exec(h, "ROLLBACK");
+			if (rc == 0 && n > 0)
+				rc = clovis_fdmi_ack(h->h_cl, h->h_consumer, b);
+		}
+		clovis_fdmi_batch_free(b);
+		if (rc != 0 || n == 0)
+			return rc;
+	}
+}
+
+/* ------------------------------------------------------- the choice */
+
+static bool class_holds(const struct hsm_class *c, const struct hsm_obj *o,
+			uint64_t now)
+{
+	uint64_t age = now > o->ho_wtime ? now - o->ho_wtime : 0;
+	char idt[CLOVIS_ID_STR_LEN];
+
+	if (c->hc_container_set &&
+	    (o->ho_cont.ci_hi != c->hc_container.si_hi ||
+	     o->ho_cont.ci_lo != c->hc_container.si_lo))
+		return false;
+	if (c->hc_id_prefix[0] != '\0') {
+		clovis_id_format(&o->ho_id, idt);
+		if (strncmp(idt, c->hc_id_prefix, strlen(c->hc_id_prefix)))
+			return false;
+	}
+	if (o->ho_size < c->hc_size_min ||
+	    (c->hc_size_max != 0 && o->ho_size > c->hc_size_max))
+		return false;
+	if (age < c->hc_age_min_ns ||
+	    (c->hc_age_max_ns != 0 && age > c->hc_age_max_ns))
+		return false;
+	if (o->ho_heat < c->hc_heat_min ||
+	    ((c->hc_heat_max != 0 || c->hc_heat_max_set) &&
+	     o->ho_heat > c->hc_heat_max))
+		return false;
+	if (c->hc_tier >= 0 && o->ho_tier != c->hc_tier)
+		return false;
+	return true;
+}
+
+static uint64_t last_access(const struct hsm_obj *o)
+{
+	return o->ho_wtime > o->ho_rtime ? o->ho_wtime : o->ho_rtime;
+}
+
+static int by_lru(const void *a, const void *b)
+{
+	uint64_t x = last_access(*(struct hsm_obj *const *)a);
+	uint64_t y = last_access(*(struct hsm_obj *const *)b);
+
+	return x < y ? -1 : x > y;
+}
+
+static int by_mru(const void *a, const void *b)
+{
+	return -by_lru(a, b);
+}
+
+/* Load the catalog's objects with their heat over the window. */
+static int objs_load(struct hsm *h, uint64_t now, struct hsm_obj **out,
+		     uint32_t *nr)
+{
+	static const char sql[] =
+		"SELECT o.hi, o.lo, o.chi, o.clo, o.layout, o.size, o.wtime, "
+		"o.rtime, o.tier, o.noted, (SELECT COALESCE(SUM(r.n), 0) FROM "
+		"reads r WHERE r.hi = o.hi AND r.lo = o.lo AND r.t >= ?1) "
+		"FROM obj o ORDER BY o.hi, o.lo LIMIT ?2";
+	uint64_t since = now > h->h_pol->hp_window_ns ?
+			 now - h->h_pol->hp_window_ns : 0;
+	struct hsm_obj *v = NULL;
+	uint32_t n = 0, cap = 0;
+	sqlite3_stmt *st;
+	int rc = db_prep(h, sql, &st);
+
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)since);
+	sqlite3_bind_int64(st, 2, HSM_SCAN_MAX);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct hsm_obj *o;
+
+		if (n == cap) {
+			void *nv = realloc(v, (cap ? cap * 2 : 64) * sizeof *v);
+
+			if (nv == NULL) {
+				sqlite3_finalize(st);
+				free(v);
+				return err_set(-ENOMEM, "HSM: %u objects", n);
+			}
+			v = nv;
+			cap = cap ? cap * 2 : 64;
+		}
+		o = &v[n++];
+		memset(o, 0, sizeof *o);
+		o->ho_id.ci_hi = (uint64_t)sqlite3_column_int64(st, 0);
+		o->ho_id.ci_lo = (uint64_t)sqlite3_column_int64(st, 1);
+		o->ho_cont.ci_hi = (uint64_t)sqlite3_column_int64(st, 2);
+		o->ho_cont.ci_lo = (uint64_t)sqlite3_column_int64(st, 3);
+		o->ho_layout = (uint32_t)sqlite3_column_int64(st, 4);
+		o->ho_size = (uint64_t)sqlite3_column_int64(st, 5);
+		o->ho_wtime = (uint64_t)sqlite3_column_int64(st, 6);
+		o->ho_rtime = (uint64_t)sqlite3_column_int64(st, 7);
+		o->ho_tier = (int32_t)sqlite3_column_int64(st, 8);
+		o->ho_noted = sqlite3_column_int64(st, 9) != 0;
+		o->ho_heat = (uint64_t)sqlite3_column_int64(st, 10);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		free(v);
+		return db_err(h, rc, "objects");
+	}
+	*out = v;
+	*nr = n;
+	return 0;
+}
+
+/* Refresh o's tier (and bytes on tier t) from its layers.  false: not a
+ * composite, or gone. */
+static bool obj_refresh(struct hsm *h, struct hsm_obj *o, uint32_t t)
+{
+	struct clovis_container c;
+	struct clovis_obj ob;
+
+	if (o->ho_layout != CLOVIS_LAYOUT_COMPOSITE) {
+		if (!o->ho_noted && !h->h_dry_run) {
+			char idt[CLOVIS_ID_STR_LEN];
+			sqlite3_stmt *st;
+
+			fprintf(h->h_out, "hsm: object %s is not composite "
+				"(layout %u): left where it is\n",
+				clovis_id_format(&o->ho_id, idt), o->ho_layout);
+			if (db_prep(h, "UPDATE obj SET noted = 1 WHERE hi = ?1"
+				    " AND lo = ?2", &st) == 0) {
+				sqlite3_bind_int64(st, 1,
+						   (int64_t)o->ho_id.ci_hi);
+				sqlite3_bind_int64(st, 2,
+						   (int64_t)o->ho_id.ci_lo);
+				sqlite3_step(st);
+				sqlite3_finalize(st);
+			}
+		}
+		o->ho_noted = true;
+		return false;
+	}
+	if (obj_open(h, &o->ho_id, &o->ho_cont, &c, &ob) != 0 ||
+	    obj_tiers(&ob, t, &o->ho_tier, &o->ho_tier_bytes,
+		      &o->ho_all_bytes) != 0)
+		return false;
+	o->ho_size = ob.ob_attr.oa_size_bytes;
+	return true;
+}
+
+/* Tier t's usage: used and size bytes over its devices. */
+static int tier_usage(struct hsm *h, uint32_t t, uint64_t *used,
+		      uint64_t *size)
+{
+	struct clovis_dev_info *d;
+	uint32_t nr = 256;
+	int rc;
+
+	d = calloc(nr, sizeof *d);
+	if (d == NULL)
+		return err_set(-ENOMEM, "HSM: devices");
+	rc = clovis_dev_list(h->h_cl, d, &nr);
+	*used = *size = 0;
+	for (uint32_t i = 0; rc == 0 && i < nr && i < 256; i++)
+		if (d[i].di_tier == t && d[i].di_state == CLOVIS_DEV_ONLINE) {
+			*size += d[i].di_size_bytes;
+			*used += d[i].di_size_bytes - d[i].di_free_bytes;
+		}
+	free(d);
+	return rc;
+}
+
+static int move_add(struct hsm_move **v, uint32_t *n, uint32_t *cap,
+		    struct hsm_obj *o, uint32_t to, const char *why)
+{
+	struct hsm_move *m;
+
+	if (*n == *cap) {
+		void *nv = realloc(*v, (*cap ? *cap * 2 : 16) * sizeof **v);
+
+		if (nv == NULL)
+			return err_set(-ENOMEM, "HSM: actions");
+		*v = nv;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	m = &(*v)[(*n)++];
+	memset(m, 0, sizeof *m);
+	m->hm_obj = o;
+	m->hm_to = to;
+	snprintf(m->hm_why, sizeof m->hm_why, "%s", why);
+	o->ho_picked = true;
+	return 0;
+}
+
+/* The rules, in order, over the objects of their classes. */
+static int pick_rules(struct hsm *h, struct hsm_obj *v, uint32_t n,
+		      uint64_t now, struct hsm_move **mv, uint32_t *mn,
+		      uint32_t *mcap)
+{
+	const struct hsm_policy *p = h->h_pol;
+	struct hsm_obj **c = calloc(n ? n : 1, sizeof *c);
+	int rc = 0;
+
+	if (c == NULL)
+		return err_set(-ENOMEM, "HSM: candidates");
+	for (uint32_t k = 0; rc == 0 && k < p->hp_nr_rules; k++) {
+		const struct hsm_rule *ru = &p->hp_rules[k];
+		const struct hsm_class *cl = &p->hp_classes[ru->hr_class];
+		uint32_t cn = 0, taken = 0;
+		char why[64];
+
+		for (uint32_t i = 0; i < n; i++) {
+			if (v[i].ho_picked ||
+			    v[i].ho_layout != CLOVIS_LAYOUT_COMPOSITE)
+				continue;
+			/* the cheap predicates first, the tier (layers)
+			 * only for those */
+			int32_t keep = v[i].ho_tier;
+
+			v[i].ho_tier = cl->hc_tier;
+			if (!class_holds(cl, &v[i], now)) {
+				v[i].ho_tier = keep;
+				continue;
+			}
+			v[i].ho_tier = keep;
+			if (!obj_refresh(h, &v[i], ru->hr_to) ||
+			    !class_holds(cl, &v[i], now))
+				continue;
+			/* nothing held, or all there already */
+			if (v[i].ho_all_bytes == 0 ||
+			    v[i].ho_tier_bytes == v[i].ho_all_bytes)
+				continue;
+			c[cn++] = &v[i];
+		}
+		qsort(c, cn, sizeof *c, ru->hr_order == HSM_MRU ? by_mru :
+					by_lru);
+		snprintf(why, sizeof why, "rule %u (class %s)", k + 1,
+			 cl->hc_name);
+		for (uint32_t i = 0; rc == 0 && i < cn; i++) {
+			if (ru->hr_max_objects != 0 &&
+			    taken == ru->hr_max_objects)
+				break;
+			rc = move_add(mv, mn, mcap, c[i], ru->hr_to, why);
+			taken++;
+		}
+	}
+	free(c);
+	return rc;
+}
+
+/* Each watermark whose tier is fuller than its high mark: its coldest
+ * objects (LRU) until the bytes picked bring it to its low mark. */
+static int pick_marks(struct hsm *h, struct hsm_obj *v, uint32_t n,
+		      struct hsm_move **mv, uint32_t *mn, uint32_t *mcap)
+{
+	const struct hsm_policy *p = h->h_pol;
+	struct hsm_obj **c = calloc(n ? n : 1, sizeof *c);
+	int rc = 0;
+
+	if (c == NULL)
+		return err_set(-ENOMEM, "HSM: candidates");
+	for (uint32_t k = 0; rc == 0 && k < p->hp_nr_marks; k++) {
+		const struct hsm_mark *wm = &p->hp_marks[k];
+		uint64_t used = 0, size = 0, goal, freed = 0;
+		uint32_t cn = 0;
+		char why[64];
+
+		rc = tier_usage(h, wm->hm_tier, &used, &size);
+		if (rc != 0 || size == 0 ||
+		    used * 100 < (uint64_t)wm->hm_high_pct * size)
+			continue;
+		goal = used - size / 100 * wm->hm_low_pct;
+		fprintf(h->h_out, "hsm: tier %s %" PRIu64 "%% full (high mark"
+			" %u%%): %" PRIu64 " bytes to move to %s\n",
+			hsm_tier_name(wm->hm_tier), used * 100 / size,
+			wm->hm_high_pct, goal, hsm_tier_name(wm->hm_to));
+		for (uint32_t i = 0; i < n; i++) {
+			if (v[i].ho_picked ||
+			    v[i].ho_layout != CLOVIS_LAYOUT_COMPOSITE ||
+			    !obj_refresh(h, &v[i], wm->hm_tier) ||
+			    v[i].ho_tier_bytes == 0)
+				continue;
+			c[cn++] = &v[i];
+		}
+		qsort(c, cn, sizeof *c, by_lru);
+		snprintf(why, sizeof why, "watermark %s %u%%/%u%%",
+			 hsm_tier_name(wm->hm_tier), wm->hm_high_pct,
+			 wm->hm_low_pct);
+		for (uint32_t i = 0; rc == 0 && i < cn && freed < goal; i++) {
+			rc = move_add(mv, mn, mcap, c[i], wm->hm_to, why);
+			freed += c[i]->ho_tier_bytes;
+		}
+	}
+	free(c);
+	return rc;
+}
+
+/* -------------------------------------------------------- the moves */
+
+/* Wait so that the bytes moved so far keep to bytes_per_s. */
+static void pace(struct hsm *h, uint64_t bytes)
+{
+	uint64_t rate = h->h_pol->hp_bytes_per_s, due_ns, el;
+
+	if (rate == 0)
+		return;
+	pthread_mutex_lock(&h->h_pace_lock);
+	if (h->h_pace_t0_ns == 0)
+		h->h_pace_t0_ns = mono_ns();
+	h->h_pace_bytes += bytes;
+	due_ns = (uint64_t)((double)h->h_pace_bytes * 1e9 / (double)rate);
+	el = mono_ns() - h->h_pace_t0_ns;
+	pthread_mutex_unlock(&h->h_pace_lock);
+	if (due_ns > el)
+		usleep((useconds_t)((due_ns - el) / 1000));
+}
+
+/* The layer of o on tier t (a plain one), added below every other layer
+ * when there is none.  *top: o's top layer. */
+static int layer_for(struct clovis_obj *o, uint32_t t, uint32_t *layer,
+		     uint32_t *top, char *msg, size_t msz)
+{
+	struct clovis_layer_info li[HSM_LAYERS_MAX];
+	uint32_t nr = HSM_LAYERS_MAX, low = UINT32_MAX, prio;
+	struct clovis_obj_attr a;
+	int rc = clovis_obj_layer_list(o, li, &nr);
+
+	if (rc != 0)
+		return rc;
+	*top = nr > 0 ? li[0].li_layer : 0;
+	for (uint32_t i = 0; i < nr && i < HSM_LAYERS_MAX; i++) {
+		if (li[i].li_attr.oa_layout == CLOVIS_LAYOUT_PLAIN &&
+		    li[i].li_attr.oa_tier == t) {
+			*layer = li[i].li_layer;
+			return 0;
+		}
+		if (li[i].li_priority < low)
+			low = li[i].li_priority;
+	}
+	/* below the lowest, else the first free priority under the top */
+	prio = low == UINT32_MAX ? 100 : low;
+	if (prio > 0) {
+		prio--;
+	} else {
+		bool used = true;
+
+		for (prio = nr > 0 ? li[0].li_priority : 1; prio > 0 && used;) {
+			prio--;
+			used = false;
+			for (uint32_t i = 0; i < nr; i++)
+				used = used || li[i].li_priority == prio;
+		}
+		if (used) {
+			snprintf(msg, msz, "no free layer priority below "
+				 "the top layer");
+			return -ENOSPC;
+		}
+	}
+	memset(&a, 0, sizeof a);
+	a.oa_layout = CLOVIS_LAYOUT_PLAIN;
+	a.oa_tier = t;
+	a.oa_block_shift = o->ob_attr.oa_block_shift;
+	return clovis_obj_layer_add(o, &a, prio, layer);
+}
+
+/* The tier holding most of o's blocks that are not on tier to (dflt:
+ * none). */
+static int32_t from_tier(struct clovis_obj *o, uint32_t to, int32_t dflt)
+{
+	struct clovis_layer_info li[HSM_LAYERS_MAX];
+	uint64_t per[CLOVIS_TIER_NR] = {0};
+	uint32_t nr = HSM_LAYERS_MAX;
+	int32_t best = dflt;
+
+	if (clovis_obj_layer_list(o, li, &nr) != 0)
+		return dflt;
+	for (uint32_t i = 0; i < nr && i < HSM_LAYERS_MAX; i++)
+		if (li[i].li_attr.oa_tier < CLOVIS_TIER_NR &&
+		    li[i].li_attr.oa_tier != to)
+			per[li[i].li_attr.oa_tier] += li[i].li_blocks;
+	for (uint32_t k = 0; k < CLOVIS_TIER_NR; k++)
+		if (per[k] > 0 && (best < 0 || best == (int32_t)to ||
+				   per[k] > per[best]))
+			best = (int32_t)k;
+	return best;
+}
+
+/* Move every block of m's object to a layer on m->hm_to (hsm.h). */
+static void move_run(struct hsm *h, struct hsm_move *m)
+{
+	struct clovis_layer_info li[HSM_LAYERS_MAX];
+	struct clovis_container c;
+	struct clovis_obj o;
+	uint32_t layer = 0, top = 0, nr;
+	uint64_t blocks, on_to = 0;
+	int rc;
+
+	m->hm_from = m->hm_obj->ho_tier;
+	rc = obj_open(h, &m->hm_obj->ho_id, &m->hm_obj->ho_cont, &c, &o);
+	if (rc == 0)
+		m->hm_from = from_tier(&o, m->hm_to, m->hm_from);
+	if (rc == 0)
+		rc = layer_for(&o, m->hm_to, &layer, &top, m->hm_msg,
+			       sizeof m->hm_msg);
+	blocks = o.ob_attr.oa_size_blocks;
+	for (uint64_t s = 0; rc == 0 && s < blocks; s += HSM_MOVE_CHUNK) {
+		uint64_t n = blocks - s < HSM_MOVE_CHUNK ? blocks - s :
+			     HSM_MOVE_CHUNK, moved = 0;
+
+		rc = clovis_obj_layer_move(&o, s, n, layer, &moved);
+		m->hm_blocks += moved;
+		m->hm_bytes += moved << o.ob_attr.oa_block_shift;
+		if (rc == 0)
+			pace(h, moved << o.ob_attr.oa_block_shift);
+	}
+	/* what is left elsewhere was written meanwhile (to the top layer):
+	 * partial; empty layers other than the top and the target go */
+	nr = HSM_LAYERS_MAX;
+	if (rc == 0)
+		rc = clovis_obj_layer_list(&o, li, &nr);
+	for (uint32_t i = 0; rc == 0 && i < nr && i < HSM_LAYERS_MAX; i++) {
+		if (li[i].li_layer == layer) {
+			on_to = li[i].li_blocks;
+			continue;
+		}
+		if (li[i].li_blocks > 0)
+			m->hm_partial = true;
+		else if (li[i].li_layer != top)
+			rc = clovis_obj_layer_drop(&o, li[i].li_layer);
+	}
+	if (rc != 0 && m->hm_msg[0] == '\0')
+		snprintf(m->hm_msg, sizeof m->hm_msg, "%s", clovis_errmsg());
+	if (rc == 0 && m->hm_partial)
+		snprintf(m->hm_msg, sizeof m->hm_msg, "%" PRIu64 " blocks on "
+			 "%s, the rest written meanwhile: picked again",
+			 on_to, hsm_tier_name(m->hm_to));
+	m->hm_rc = rc;
+}
+
+struct movers {
+	struct hsm *mv_h;
+	struct hsm_move *mv_v;
+	uint32_t mv_n;
+	uint32_t mv_next;
+	pthread_mutex_t mv_lock;
+};
+
+static void *mover(void *arg)
+{
+	struct movers *w = arg;
+
+	for (;;) {
+		uint32_t i;
+
+		pthread_mutex_lock(&w->mv_lock);
+		i = w->mv_next++;
+		pthread_mutex_unlock(&w->mv_lock);
+		if (i >= w->mv_n)
+			return NULL;
+		move_run(w->mv_h, &w->mv_v[i]);
+	}
+}
+
+/* Run the moves, hp_ops_in_flight at once. */
+static void moves_run(struct hsm *h, struct hsm_move *v, uint32_t n)
+{
+	uint32_t nt = h->h_pol->hp_ops_in_flight ? h->h_pol->hp_ops_in_flight
+						 : 1;
+	struct movers w = {h, v, n, 0, PTHREAD_MUTEX_INITIALIZER};
+	pthread_t t[64];
+	uint32_t started = 0;
+
+	if (nt > 64)
+		nt = 64;
+	if (nt > n)
+		nt = n;
+	for (uint32_t i = 1; i < nt; i++)
+		if (pthread_create(&t[started], NULL, mover, &w) == 0)
+			started++;
+	mover(&w); /* this thread too */
+	for (uint32_t i = 0; i < started; i++)
+		pthread_join(t[i], NULL);
+	pthread_mutex_destroy(&w.mv_lock);
+}
+
+static const char *move_state(const struct hsm_move *m)
+{
+	return m->hm_rc != 0 ? "failed" : m->hm_partial ? "partial" : "done";
+}
+
+static void move_print(struct hsm *h, const struct hsm_move *m,
+		       uint64_t seq, bool dry)
+{
+	char idt[CLOVIS_ID_STR_LEN];
+	const char *from = m->hm_from >= 0 ?
+			   hsm_tier_name((uint32_t)m->hm_from) : "-";
+
+	clovis_id_format(&m->hm_obj->ho_id, idt);
+	if (h->h_json) {
+		fprintf(h->h_out, "{\"action\": %" PRIu64 ", \"object\": "
+			"\"%s\", \"from\": \"%s\", \"to\": \"%s\", \"why\": "
+			"\"%s\", \"bytes\": %" PRIu64 ", \"state\": \"%s\"}\n",
+			seq, idt, from, hsm_tier_name(m->hm_to), m->hm_why,
+			dry ? m->hm_obj->ho_size : m->hm_bytes,
+			dry ? "dry-run" : move_state(m));
+	} else if (dry) {
+		fprintf(h->h_out, "would move %s (%" PRIu64 " bytes) from %s "
+			"to %s: %s\n", idt, m->hm_obj->ho_size, from,
+			hsm_tier_name(m->hm_to), m->hm_why);
+	} else {
+		fprintf(h->h_out, "action %" PRIu64 ": %s %s -> %s, %" PRIu64
+			" bytes, %s (%s)%s%s\n", seq, idt, from,
+			hsm_tier_name(m->hm_to), m->hm_bytes, move_state(m),
+			m->hm_why, m->hm_msg[0] ? ": " : "", m->hm_msg);
+	}
+}
+
+/* Log m; *seq its action number. */
+static int move_log(struct hsm *h, const struct hsm_move *m, uint64_t *seq)
+{
+	static const char sql[] =
+		"INSERT INTO action(t, hi, lo, chi, clo, why, from_tier, "
+		"to_tier, blocks, bytes, state, undo_of, msg) VALUES(?1, ?2, "
+		"?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+	sqlite3_stmt *st;
+	int rc = db_prep(h, sql, &st);
+
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)now_ns());
+	sqlite3_bind_int64(st, 2, (int64_t)m->hm_obj->ho_id.ci_hi);
+	sqlite3_bind_int64(st, 3, (int64_t)m->hm_obj->ho_id.ci_lo);
+	sqlite3_bind_int64(st, 4, (int64_t)m->hm_obj->ho_cont.ci_hi);
+	sqlite3_bind_int64(st, 5, (int64_t)m->hm_obj->ho_cont.ci_lo);
+	sqlite3_bind_text(st, 6, m->hm_why, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, m->hm_from);
+	sqlite3_bind_int64(st, 8, m->hm_to);
+	sqlite3_bind_int64(st, 9, (int64_t)m->hm_blocks);
+	sqlite3_bind_int64(st, 10, (int64_t)m->hm_bytes);
+	sqlite3_bind_text(st, 11, move_state(m), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 12, (int64_t)m->hm_undo_of);
+	sqlite3_bind_text(st, 13, m->hm_msg, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "action log");
+	sqlite3_finalize(st);
+	*seq = (uint64_t)sqlite3_last_insert_rowid(h->h_db);
+	if (rc == 0 && m->hm_rc == 0) {
+		/* the object's tier as the move left it */
+		rc = db_prep(h, "UPDATE obj SET tier = ?3 WHERE hi = ?1 AND "
+			     "lo = ?2", &st);
+		if (rc != 0)
+			return rc;
+		sqlite3_bind_int64(st, 1, (int64_t)m->hm_obj->ho_id.ci_hi);
+		sqlite3_bind_int64(st, 2, (int64_t)m->hm_obj->ho_id.ci_lo);
+		sqlite3_bind_int64(st, 3, m->hm_partial ? -1 : (int64_t)m->hm_to);
+		rc = sqlite3_step(st);
+		rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "object tier");
+		sqlite3_finalize(st);
+	}
+	return rc;
+}
+
+static void stats_add(struct hsm_round_stats *st, const struct hsm_move *m)
+{
+	if (m->hm_rc != 0)
+		st->hr_failed++;
+	else if (m->hm_partial)
+		st->hr_partial++;
+	else
+		st->hr_done++;
+	st->hr_bytes += m->hm_bytes;
+}
+
+/* Run, print and log the moves v[0..n). */
+static int moves_do(struct hsm *h, struct hsm_move *v, uint32_t n,
+		    struct hsm_round_stats *st)
+{
+	int rc = 0;
+
+	if (h->h_dry_run) {
+		for (uint32_t i = 0; i < n; i++) {
+			v[i].hm_from = v[i].hm_obj->ho_tier;
+			move_print(h, &v[i], 0, true);
+		}
+		return 0;
+	}
+	moves_run(h, v, n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t seq = 0;
+		int r = move_log(h, &v[i], &seq);
+
+		rc = rc != 0 ? rc : r;
+		stats_add(st, &v[i]);
+		move_print(h, &v[i], seq, false);
+	}
+	fflush(h->h_out);
+	return rc;
+}
+
+/* ------------------------------------------------------------ public */
+
+int hsm_open(const struct hsm_conf *c, struct hsm **out)
+{
+	struct hsm *h;
+	const char *name = c->hc_consumer ? c->hc_consumer : HSM_CONSUMER;
+	bool fresh;
+	int rc;
+
+	if (c->hc_cl == NULL || c->hc_policy == NULL || c->hc_db == NULL)
+		return err_set(-EINVAL, "hsm_open: no %s", c->hc_cl == NULL ?
+			       "instance" : c->hc_policy == NULL ? "policy" :
+			       "catalog path");
+	if (strlen(name) == 0 || strlen(name) > CLOVIS_FDMI_NAME_MAX)
+		return err_set(-EINVAL, "hsm_open: consumer name \"%s\"", name);
+	h = calloc(1, sizeof *h);
+	if (h == NULL)
+		return err_set(-ENOMEM, "hsm_open");
+	h->h_cl = c->hc_cl;
+	h->h_pol = c->hc_policy;
+	h->h_dry_run = c->hc_dry_run;
+	h->h_json = c->hc_json;
+	h->h_out = c->hc_out ? c->hc_out : stdout;
+	snprintf(h->h_consumer, sizeof h->h_consumer, "%s", name);
+	pthread_mutex_init(&h->h_pace_lock, NULL);
+	fresh = access(c->hc_db, F_OK) != 0;
+	rc = sqlite3_open_v2(c->hc_db, &h->h_db, SQLITE_OPEN_READWRITE |
+			     SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, NULL);
+	if (rc != SQLITE_OK) {
+		rc = err_set(-EIO, "HSM catalog %s: %s", c->hc_db,
+			     h->h_db ? sqlite3_errmsg(h->h_db) :
+				       sqlite3_errstr(rc));
+		goto out_close;
+	}
+	sqlite3_busy_timeout(h->h_db, 10000);
+	rc = db_exec(h, schema);
+	if (rc != 0)
+		goto out_close;
+	/* the consumer: every record still kept, the first time (the
+	 * objects made before it are found by the scan below) */
+	rc = clovis_fdmi_sub(h->h_cl, h->h_consumer, hsm_filter, 0, 0,
+			     CLOVIS_FDMI_FROM_START);
+	if (rc != 0)
+		goto out_close;
+	if (fresh) {
+		uint64_t nr;
+
+		rc = catalog_scan(h, &nr);
+		if (rc != 0)
+			goto out_close;
+	}
+	*out = h;
+	return 0;
+out_close:
+	sqlite3_close(h->h_db);
+	pthread_mutex_destroy(&h->h_pace_lock);
+	free(h);
+	return rc;
+}
+
+void hsm_close(struct hsm *h)
+{
+	if (h == NULL)
+		return;
+	sqlite3_close(h->h_db);
+	pthread_mutex_destroy(&h->h_pace_lock);
+	free(h);
+}
+
+int hsm_round(struct hsm *h, struct hsm_round_stats *st)
+{
+	struct hsm_obj *v = NULL;
+	struct hsm_move *mv = NULL;
+	uint32_t n = 0, mn = 0, mcap = 0;
+	uint64_t now;
+	int rc;
+
+	memset(st, 0, sizeof *st);
+	if (h->h_dry_run) {
+		/* dry-run: whatever is folded in is rolled back at the end */
+		rc = db_exec(h, "BEGIN IMMEDIATE");
+		if (rc != 0)
+			return rc;
+	}
+	rc = ingest(h, st);
+	now = now_ns();
+	if (rc == 0)
+		rc = objs_load(h, now, &v, &n);
+	if (rc == 0)
+		rc = pick_rules(h, v, n, now, &mv, &mn, &mcap);
+	if (rc == 0)
+		rc = pick_marks(h, v, n, &mv, &mn, &mcap);
+	st->hr_picked = mn;
+	if (rc == 0)
+		rc = moves_do(h, mv, mn, st);
+	if (rc == 0 && !h->h_dry_run) {
+		sqlite3_stmt *s;
+		uint64_t since = now > h->h_pol->hp_window_ns ?
+				 now - h->h_pol->hp_window_ns : 0;
+
+		rc = db_prep(h, "DELETE FROM reads WHERE t < ?1", &s);
+		if (rc == 0) {
+			sqlite3_bind_int64(s, 1, (int64_t)since);
+			sqlite3_step(s);
+			sqlite3_finalize(s);
+		}
+	}
+	if (h->h_dry_run) {
+		db_exec(h, "ROLLBACK");
+		/* nothing acked: the next round reads the same records */
+		clovis_fdmi_rewind(h->h_cl, h->h_consumer);
+	}
+	free(v);
+	free(mv);
+	return rc;
+}
+
+static const char *tier_col(sqlite3_stmt *st, int col)
+{
+	int64_t t = sqlite3_column_int64(st, col);
+
+	return t >= 0 ? hsm_tier_name((uint32_t)t) : "-";
+}
+
+int hsm_actions(struct hsm *h, FILE *out, bool json)
+{
+	sqlite3_stmt *st;
+	int rc = db_prep(h, "SELECT seq, t, hi, lo, why, from_tier, to_tier, "
+			 "blocks, bytes, state, undo_of, msg FROM action ORDER"
+			 " BY seq", &st);
+
+	if (rc != 0)
+		return rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct clovis_id id = {
+			(uint64_t)sqlite3_column_int64(st, 2),
+			(uint64_t)sqlite3_column_int64(st, 3)};
+		char idt[CLOVIS_ID_STR_LEN];
+		const char *why = (const char *)sqlite3_column_text(st, 4);
+		const char *state = (const char *)sqlite3_column_text(st, 9);
+		const char *msg = (const char *)sqlite3_column_text(st, 11);
+
+		clovis_id_format(&id, idt);
+		if (json)
+			fprintf(out, "{\"action\": %lld, \"time_ns\": %lld, "
+				"\"object\": \"%s\", \"why\": \"%s\", \"from\":"
+				" \"%s\", \"to\": \"%s\", \"blocks\": %lld, "
+				"\"bytes\": %lld, \"state\": \"%s\", "
+				"\"undo_of\": %lld}\n",
+				(long long)sqlite3_column_int64(st, 0),
+				(long long)sqlite3_column_int64(st, 1), idt,
+				why ? why : "", tier_col(st, 5),
+				tier_col(st, 6),
+				(long long)sqlite3_column_int64(st, 7),
+				(long long)sqlite3_column_int64(st, 8),
+				state ? state : "",
+				(long long)sqlite3_column_int64(st, 10));
+		else
+			fprintf(out, "%6lld  %s  %-5s -> %-5s  %10lld bytes  "
+				"%-8s %s%s%s\n",
+				(long long)sqlite3_column_int64(st, 0), idt,
+				tier_col(st, 5), tier_col(st, 6),
+				(long long)sqlite3_column_int64(st, 8),
+				state ? state : "", why ? why : "",
+				msg && msg[0] ? ": " : "", msg ? msg : "");
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_DONE ? 0 : db_err(h, rc, "action log");
+}
+
+int hsm_undo(struct hsm *h, uint64_t seq)
+{
+	struct hsm_round_stats rs = {0};
+	struct hsm_obj o = {0};
+	struct hsm_move m = {0};
+	char state[16] = "";
+	int64_t from = -1;
+	sqlite3_stmt *st;
+	int rc = db_prep(h, "SELECT hi, lo, chi, clo, from_tier, state FROM "
+			 "action WHERE seq = ?1", &st);
+
+	if (rc != 0)
+		return rc;
+	sqlite3_bind_int64(st, 1, (int64_t)seq);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const char *s = (const char *)sqlite3_column_text(st, 5);
+
+		o.ho_id.ci_hi = (uint64_t)sqlite3_column_int64(st, 0);
+		o.ho_id.ci_lo = (uint64_t)sqlite3_column_int64(st, 1);
+		o.ho_cont.ci_hi = (uint64_t)sqlite3_column_int64(st, 2);
+		o.ho_cont.ci_lo = (uint64_t)sqlite3_column_int64(st, 3);
+		from = sqlite3_column_int64(st, 4);
+		snprintf(state, sizeof state, "%s", s ? s : "");
+		rc = 0;
+	} else {
+		rc = rc == SQLITE_DONE ?
+		     err_set(-ENOENT, "HSM undo: no action %" PRIu64, seq) :
+		     db_err(h, rc, "action log");
+	}
+	sqlite3_finalize(st);
+	if (rc != 0)
+		return rc;
+	if (strcmp(state, "failed") == 0 || strcmp(state, "undone") == 0)
+		return err_set(-EINVAL, "HSM undo: action %" PRIu64 " is %s: "
+			       "nothing to undo", seq, state);
+	if (from < 0 || from >= CLOVIS_TIER_NR)
+		return err_set(-EINVAL, "HSM undo: action %" PRIu64 " has no "
+			       "from tier (the object held no block)", seq);
+	o.ho_layout = CLOVIS_LAYOUT_COMPOSITE;
+	if (!obj_refresh(h, &o, (uint32_t)from))
+		return err_set(-ENOENT, "HSM undo: action %" PRIu64 ": its "
+			       "object is gone: %s", seq, clovis_errmsg());
+	m.hm_obj = &o;
+	m.hm_to = (uint32_t)from;
+	m.hm_undo_of = seq;
+	snprintf(m.hm_why, sizeof m.hm_why, "undo of action %" PRIu64, seq);
+	rc = moves_do(h, &m, 1, &rs);
+	if (rc == 0 && m.hm_rc == 0) {
+		rc = db_prep(h, "UPDATE action SET state = 'undone' WHERE "
+			     "seq = ?1", &st);
+		if (rc == 0) {
+			sqlite3_bind_int64(st, 1, (int64_t)seq);
+			rc = sqlite3_step(st);
+			rc = rc == SQLITE_DONE ? 0 : db_err(h, rc, "undo");
+			sqlite3_finalize(st);
+		}
+	}
+	if (rc == 0 && m.hm_rc != 0)
+		rc = err_set(m.hm_rc, "HSM undo of action %" PRIu64 ": %s",
+			     seq, m.hm_msg);
+	return rc;
+}

@@ -1,0 +1,80 @@
+/*
+ * hsm.h — the HSM plugin (issue 31 point 4; the program strata-hsm,
+ * fdmi/hsm/hsm_main.c): a Clovis client and an FDMI consumer that keeps a
+ * catalog of the store's objects (SQLite: size, layout, last write, reads
+ * in the heat window, the tier holding most of each one's bytes) and
+ * moves composite objects between tiers by the rules and watermarks of a
+ * policy (hsm_policy.h).
+ *
+ * A round (hsm_round()): read every FDMI record the consumer has (next,
+ * catalog, ack), then pick actions: each rule in order over the objects of
+ * its class (LRU or MRU by last access, at most max_objects), then each
+ * watermark whose tier is fuller than its high mark (its coldest objects,
+ * LRU, until the bytes moved bring it to its low mark); an object moves at
+ * most once a round.  The actions run with at most ops_in_flight at once,
+ * paced to bytes_per_s.
+ *
+ * A move of object O to tier T (composite objects only; others are left
+ * alone, and said so once in the log): a layer of O on T is found or added
+ * (a plain layer, priority below every other so that writes keep going to
+ * O's top layer), every block of O is moved to it
+ * (clovis_obj_layer_move(): read, written, and remapped in one commit; a
+ * block written meanwhile keeps the newer data), and every other layer
+ * left empty is dropped, except the top one.  A write that raced the move
+ * leaves its blocks in the top layer: the action is recorded "partial" and
+ * the object is picked again by a later round (nothing is lost).
+ *
+ * Every action is logged in the catalog (seq, time, object, rule or mark,
+ * from tier, to tier, blocks, state) and can be undone (hsm_undo(): O moved
+ * back to the action's from tier, itself an action).  With dry_run the
+ * actions are printed and nothing is moved, logged or acked.
+ */
+#ifndef STRATA_FDMI_HSM_HSM_H
+#define STRATA_FDMI_HSM_HSM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "clovis/clovis.h"
+#include "fdmi/hsm/hsm_policy.h"
+
+struct hsm;
+
+/** Default FDMI consumer name of strata-hsm. */
+#define HSM_CONSUMER "hsm"
+
+struct hsm_conf {
+	struct clovis *hc_cl;
+	const struct hsm_policy *hc_policy;
+	const char *hc_db;        /**< catalog path (SQLite file) */
+	const char *hc_consumer;  /**< NULL: HSM_CONSUMER */
+	bool hc_dry_run;
+	FILE *hc_out;             /**< actions and notes (NULL: stdout) */
+	bool hc_json;             /**< actions as JSON lines */
+};
+
+/** What one round did. */
+struct hsm_round_stats {
+	uint64_t hr_records;      /**< FDMI records read */
+	uint32_t hr_picked;       /**< actions chosen */
+	uint32_t hr_done;         /**< moves that completed */
+	uint32_t hr_partial;      /**< moves a write raced (picked again) */
+	uint32_t hr_failed;
+	uint64_t hr_bytes;        /**< bytes moved */
+};
+
+/** Open the catalog and register the consumer (its filter: the object and
+ *  layer records, reads).  0 and *out, or a negative code with a message. */
+int hsm_open(const struct hsm_conf *c, struct hsm **out);
+void hsm_close(struct hsm *h);
+/** One round (see above).  0, or a negative code with a message (the
+ *  round stops at the first failure of the store; a failed move is
+ *  logged, counted and does not stop it). */
+int hsm_round(struct hsm *h, struct hsm_round_stats *st);
+/** Print the action log (JSON lines with json). */
+int hsm_actions(struct hsm *h, FILE *out, bool json);
+/** Undo action seq: move its object back to the action's from tier. */
+int hsm_undo(struct hsm *h, uint64_t seq);
+
+#endif

@@ -1,0 +1,767 @@
+/*
+ * hsm_ut.c — suite "hsm" (issue 31 point 4): the HSM engine (fdmi/hsm/
+ * hsm.h) over embedded stores with the device model on (files on the
+ * disk; flash modelled at 100 us a read, sas at 3 ms):
+ *
+ *  - promote: a working set of composite objects on sas read repeatedly
+ *    is promoted to flash by a heat rule, objects not read stay; the
+ *    working set's read latency falls (asserted as a ratio, after/before
+ *    below 0.5); undo moves an action's object back and marks it undone;
+ *  - watermark: flash filled past its high mark (85 %) drains to its low
+ *    mark, coldest (least recently written) first;
+ *  - racing writes: a thread writes random blocks of an object while
+ *    rounds move it between tiers: the object reads back byte-exact
+ *    against a model after every round (a raced move is "partial");
+ *  - dry run: prints the actions, moves, logs and acks nothing;
+ *  - catalog: a restart of the plugin does not fold a record twice.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clovis/clovis.h"
+#include "fdmi/hsm/hsm.h"
+#include "fdmi/hsm/hsm_policy.h"
+#include "tests/ut.h"
+
+#define HBS 4096u
+
+static char hbase[512];
+static char hdir[600];
+static char hconf[640];
+static char hdb[640];
+static unsigned hstore_nr;
+
+static const char store_conf[] =
+	"devices:\n"
+	"  - { name: f0, tier: flash, size: 32MiB }\n"
+	"  - { name: sas0, tier: sas, size: 128MiB }\n"
+	"device_model:\n"
+	"  flash: { on: true, read_latency: 100us, write_latency: 50us, "
+	"read_bandwidth: 2GB/s, write_bandwidth: 1GB/s }\n"
+	"  sas: { on: true, read_latency: 3ms, write_latency: 200us, "
+	"read_bandwidth: 1GB/s, write_bandwidth: 1GB/s }\n";
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
+static bool skip(const char *test)
+{
+	return ut_cluster_skip(test, "stores of its own with the device "
+			       "model, the plugin in this process");
+}
+
+/* A new store directory (and catalog path) for one test. */
+static void store_new(void)
+{
+	FILE *f;
+
+	snprintf(hdir, sizeof hdir, "%s/s%u", hbase, hstore_nr++);
+	snprintf(hconf, sizeof hconf, "%s.yaml", hdir);
+	snprintf(hdb, sizeof hdb, "%s.sqlite", hdir);
+	f = fopen(hconf, "w");
+	if (f != NULL) {
+		fputs(store_conf, f);
+		fclose(f);
+	}
+}
+
+static struct clovis *sopen(void)
+{
+	struct clovis_conf c = {.cc_data_dir = hdir,
+				.cc_flags = CLOVIS_CONF_CREATE,
+				.cc_config = hconf,
+				.cc_nr_workers = 4};
+	struct clovis *cl = NULL;
+
+	if (clovis_init(&cl, &c) != 0)
+		fprintf(stderr, "hsm: clovis_init: %s\n", clovis_errmsg());
+	return cl;
+}
+
+static void store_done(struct clovis *cl)
+{
+	clovis_fini(cl);
+	clovis_store_destroy(hdir);
+	unlink(hconf);
+	unlink(hdb);
+	{
+		char p[700];
+
+		snprintf(p, sizeof p, "%s-wal", hdb);
+		unlink(p);
+		snprintf(p, sizeof p, "%s-shm", hdb);
+		unlink(p);
+	}
+}
+
+static int ent_sync(struct clovis_entity *e, int opc)
+{
+	struct clovis_op *op;
+	int rc = clovis_entity_op(e, opc, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	clovis_op_free(op);
+	return rc;
+}
+
+/* A composite object {0x75, lo} whose one layer (priority 10) is plain on
+ * tier, open in o. */
+static int comp_new(struct clovis *cl, struct clovis_obj *o, uint64_t lo,
+		    uint32_t tier)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = 12,
+				    .oa_layout = CLOVIS_LAYOUT_COMPOSITE};
+	struct clovis_obj_attr la = {.oa_block_shift = 12,
+				     .oa_layout = CLOVIS_LAYOUT_PLAIN,
+				     .oa_tier = tier};
+	struct clovis_id id = {0x75, lo};
+	uint32_t layer;
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, &a);
+
+	if (rc == 0)
+		rc = ent_sync(&o->ob_entity, CLOVIS_EO_CREATE);
+	if (rc == 0)
+		rc = clovis_obj_layer_add(o, &la, 10, &layer);
+	return rc;
+}
+
+static int obj_reopen(struct clovis *cl, struct clovis_obj *o, uint64_t lo)
+{
+	struct clovis_id id = {0x75, lo};
+	int rc = clovis_obj_init(o, clovis_default_realm(cl), &id, NULL);
+
+	return rc != 0 ? rc : ent_sync(&o->ob_entity, CLOVIS_EO_OPEN);
+}
+
+/* Blocks [s, s+n) of o from or into buf. */
+static int obj_rw(struct clovis_obj *o, int opc, uint64_t s, uint64_t n,
+		  void *buf)
+{
+	struct clovis_extvec ev = {1, &s, &n};
+	size_t bl = n * HBS;
+	struct clovis_bufvec bv = {1, &buf, &bl};
+	struct clovis_op *op = NULL;
+	int rc = clovis_obj_op(o, opc, &ev, &bv, 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	clovis_op_free(op);
+	return rc;
+}
+
+/* Blocks of o per tier. */
+static void obj_tier_blocks(struct clovis_obj *o, uint64_t per[4])
+{
+	struct clovis_layer_info li[16];
+	uint32_t nr = 16;
+
+	memset(per, 0, 4 * sizeof *per);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_layer_list(o, li, &nr), 0);
+	for (uint32_t i = 0; i < nr; i++)
+		if (li[i].li_attr.oa_tier < 4)
+			per[li[i].li_attr.oa_tier] += li[i].li_blocks;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median latency (us) of reading all n blocks of each of the objects
+ * los[0..nlo), rounds times. */
+static uint64_t read_lat_us(struct clovis *cl, const uint64_t *los,
+			    uint32_t nlo, uint64_t n, unsigned rounds)
+{
+	uint64_t lat[256];
+	unsigned k = 0;
+	void *buf = malloc(n * HBS);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (unsigned r = 0; r < rounds; r++)
+		for (uint32_t i = 0; i < nlo && k < 256; i++) {
+			struct clovis_obj o;
+			uint64_t t0;
+
+			CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, los[i]), 0);
+			t0 = mono_us();
+			CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, n, buf),
+					0);
+			lat[k++] = mono_us() - t0;
+		}
+	free(buf);
+	qsort(lat, k, sizeof *lat, cmp_u64);
+	return k > 0 ? lat[k / 2] : 0;
+}
+
+static int policy(struct hsm_policy *p, const char *text)
+{
+	int rc = hsm_policy_parse("test.yaml", text, strlen(text), p);
+
+	if (rc != 0)
+		fprintf(stderr, "\n  policy: %s\n", clovis_errmsg());
+	return rc;
+}
+
+static struct hsm *hopen(struct clovis *cl, const struct hsm_policy *p,
+			 bool dry, FILE *out)
+{
+	struct hsm_conf c = {.hc_cl = cl, .hc_policy = p, .hc_db = hdb,
+			     .hc_dry_run = dry, .hc_out = out};
+	struct hsm *h = NULL;
+
+	if (hsm_open(&c, &h) != 0)
+		fprintf(stderr, "\n  hsm_open: %s\n", clovis_errmsg());
+	return h;
+}
+
+/* A round; stats in *st.  CUnit-asserts success. */
+static void round1(struct hsm *h, struct hsm_round_stats *st)
+{
+	int rc = hsm_round(h, st);
+
+	if (rc != 0)
+		fprintf(stderr, "\n  hsm_round: %s\n", clovis_errmsg());
+	CU_ASSERT_EQUAL(rc, 0);
+}
+
+/* --------------------------------------------------------- promote */
+
+#define P_HOT 6u
+#define P_COLD 4u
+#define P_BLOCKS 16u
+
+static const char promote_policy[] =
+	"interval: 1s\n"
+	"window: 1h\n"
+	"classes:\n"
+	"  - name: hot\n"
+	"    heat_min: 3\n"
+	"    tier: sas\n"
+	"rules:\n"
+	"  - class: hot\n"
+	"    action: promote\n"
+	"    to: flash\n"
+	"    order: mru\n";
+
+static void test_promote(void)
+{
+	static struct hsm_policy p;
+	uint64_t hot[P_HOT], before, after, per[4], seq = 0;
+	struct hsm_round_stats st;
+	struct clovis *cl;
+	struct hsm *h;
+	uint8_t *buf;
+	char *text = NULL;
+	size_t tlen = 0;
+	FILE *mem;
+
+	if (skip("promote"))
+		return;
+	CU_ASSERT_EQUAL_FATAL(policy(&p, promote_policy), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	/* the plugin first: its consumer makes the store record reads */
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	buf = malloc(P_BLOCKS * HBS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	for (uint32_t i = 0; i < P_HOT + P_COLD; i++) {
+		struct clovis_obj o;
+
+		memset(buf, 0x30 + (int)i, P_BLOCKS * HBS);
+		CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x100 + i,
+					       CLOVIS_TIER_SAS), 0);
+		CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, P_BLOCKS,
+					     buf), 0);
+		if (i < P_HOT)
+			hot[i] = 0x100 + i;
+	}
+	/* the working set, read 5 times over on sas */
+	before = read_lat_us(cl, hot, P_HOT, P_BLOCKS, 5);
+	/* reads are recorded about once a second and at close: reopen */
+	hsm_close(h);
+	clovis_fini(cl);
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT(st.hr_records > 0);
+	CU_ASSERT_EQUAL(st.hr_picked, P_HOT);
+	CU_ASSERT_EQUAL(st.hr_done, P_HOT);
+	CU_ASSERT_EQUAL(st.hr_failed, 0);
+	CU_ASSERT_EQUAL(st.hr_bytes, (uint64_t)P_HOT * P_BLOCKS * HBS);
+	for (uint32_t i = 0; i < P_HOT + P_COLD; i++) {
+		struct clovis_obj o;
+
+		CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, 0x100 + i), 0);
+		obj_tier_blocks(&o, per);
+		if (i < P_HOT) {
+			CU_ASSERT_EQUAL(per[CLOVIS_TIER_FLASH], P_BLOCKS);
+			CU_ASSERT_EQUAL(per[CLOVIS_TIER_SAS], 0);
+		} else {
+			CU_ASSERT_EQUAL(per[CLOVIS_TIER_SAS], P_BLOCKS);
+			CU_ASSERT_EQUAL(per[CLOVIS_TIER_FLASH], 0);
+		}
+		/* the data is the same */
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, P_BLOCKS, buf),
+				0);
+		CU_ASSERT(buf[0] == 0x30 + i &&
+			  buf[P_BLOCKS * HBS - 1] == 0x30 + i);
+	}
+	after = read_lat_us(cl, hot, P_HOT, P_BLOCKS, 5);
+	fprintf(stderr, "\n    hsm promote: %u objects of %u KiB, read "
+		"latency p50 %" PRIu64 " us on sas, %" PRIu64 " us after "
+		"promotion to flash (ratio %.3f; device model: sas 3 ms, "
+		"flash 100 us a read)\n", P_HOT, P_BLOCKS * 4, before, after,
+		before ? (double)after / (double)before : 0.0);
+	CU_ASSERT(before > 0 && after * 2 < before);
+	/* a second round: nothing left to do */
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	/* the action log, and undo of the first action */
+	mem = open_memstream(&text, &tlen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	CU_ASSERT_EQUAL(hsm_actions(h, mem, true), 0);
+	fclose(mem);
+	CU_ASSERT(text != NULL && strstr(text, "\"to\": \"flash\"") != NULL &&
+		  strstr(text, "\"from\": \"sas\"") != NULL);
+	if (text != NULL)
+		sscanf(text, "{\"action\": %" SCNu64, &seq);
+	free(text);
+	CU_ASSERT_EQUAL_FATAL(seq, 1);
+	CU_ASSERT_EQUAL(hsm_undo(h, 1), 0);
+	CU_ASSERT_EQUAL(hsm_undo(h, 1), -EINVAL); /* undone already */
+	CU_ASSERT_EQUAL(hsm_undo(h, 999), -ENOENT);
+	text = NULL;
+	mem = open_memstream(&text, &tlen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	CU_ASSERT_EQUAL(hsm_actions(h, mem, true), 0);
+	fclose(mem);
+	CU_ASSERT(text != NULL && strstr(text, "\"state\": \"undone\"") &&
+		  strstr(text, "\"undo_of\": 1"));
+	free(text);
+	{
+		/* action 1 was the most recently accessed object (mru) */
+		uint32_t back = 0;
+
+		for (uint32_t i = 0; i < P_HOT; i++) {
+			struct clovis_obj o;
+
+			CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, hot[i]), 0);
+			obj_tier_blocks(&o, per);
+			back += per[CLOVIS_TIER_SAS] == P_BLOCKS &&
+				per[CLOVIS_TIER_FLASH] == 0;
+		}
+		CU_ASSERT_EQUAL(back, 1);
+	}
+	free(buf);
+	hsm_close(h);
+	store_done(cl);
+}
+
+/* ------------------------------------------------------- watermark */
+
+static const char mark_policy[] =
+	"classes:\n"
+	"  - name: any\n"
+	"watermarks:\n"
+	"  - tier: flash\n"
+	"    high: 85%\n"
+	"    low: 50%\n"
+	"    to: sas\n";
+
+static int flash_pct(struct clovis *cl)
+{
+	struct clovis_dev_info d[8];
+	uint32_t nr = 8;
+	uint64_t used = 0, size = 0;
+
+	if (clovis_dev_list(cl, d, &nr) != 0)
+		return -1;
+	for (uint32_t i = 0; i < nr && i < 8; i++)
+		if (d[i].di_tier == CLOVIS_TIER_FLASH) {
+			size += d[i].di_size_bytes;
+			used += d[i].di_size_bytes - d[i].di_free_bytes;
+		}
+	return size ? (int)(used * 100 / size) : -1;
+}
+
+static void test_watermark(void)
+{
+	static struct hsm_policy p;
+	struct hsm_round_stats st;
+	struct clovis *cl;
+	struct hsm *h;
+	uint32_t nobj = 0, moved_prefix = 0;
+	bool in_prefix = true;
+	uint8_t *buf;
+	int pct;
+
+	if (skip("watermark"))
+		return;
+	CU_ASSERT_EQUAL_FATAL(policy(&p, mark_policy), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	buf = malloc(256 * HBS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	/* 1 MiB objects on flash until it is past 88 %, oldest first */
+	while ((pct = flash_pct(cl)) >= 0 && pct < 88 && nobj < 40) {
+		struct clovis_obj o;
+
+		memset(buf, 0x40 + (int)nobj, 256 * HBS);
+		CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x200 + nobj,
+					       CLOVIS_TIER_FLASH), 0);
+		CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, 256, buf),
+				      0);
+		nobj++;
+		usleep(2000); /* distinct write times */
+	}
+	CU_ASSERT_FATAL(pct >= 88);
+	round1(h, &st);
+	pct = flash_pct(cl);
+	fprintf(stderr, "\n    hsm watermark: %u objects of 1 MiB filled "
+		"flash past 88 %%; after one round %d %% (low mark 50 %%), "
+		"%u moved to sas\n", nobj, pct, st.hr_done);
+	CU_ASSERT(pct <= 50 && pct >= 40);
+	CU_ASSERT(st.hr_done > 0 && st.hr_failed == 0);
+	/* coldest first: the moved objects are the oldest ones */
+	for (uint32_t i = 0; i < nobj; i++) {
+		struct clovis_obj o;
+		uint64_t per[4];
+
+		CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, 0x200 + i), 0);
+		obj_tier_blocks(&o, per);
+		if (per[CLOVIS_TIER_SAS] == 256 && per[CLOVIS_TIER_FLASH] == 0)
+			moved_prefix += in_prefix;
+		else
+			in_prefix = false;
+		if (per[CLOVIS_TIER_SAS] == 256 && !in_prefix)
+			CU_FAIL("a newer object moved before an older one");
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, 256, buf), 0);
+		CU_ASSERT(buf[0] == 0x40 + i && buf[256 * HBS - 1] == 0x40 + i);
+	}
+	CU_ASSERT_EQUAL(moved_prefix, st.hr_done);
+	/* below the high mark now: nothing to do */
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	free(buf);
+	hsm_close(h);
+	store_done(cl);
+}
+
+/* ------------------------------------------------- racing writes */
+
+#define R_BLOCKS 512u
+
+struct racer {
+	struct clovis *r_cl;
+	uint8_t *r_model;
+	volatile int r_stop;
+	uint32_t r_writes;
+	int r_rc;
+};
+
+static void *racer_run(void *arg)
+{
+	struct racer *r = arg;
+	struct clovis_obj o;
+	uint8_t *buf = malloc(8 * HBS);
+	unsigned seed = 7;
+
+	r->r_rc = buf ? obj_reopen(r->r_cl, &o, 0x300) : -ENOMEM;
+	while (r->r_rc == 0 && !r->r_stop && r->r_writes < 100000) {
+		uint64_t s = (uint64_t)rand_r(&seed) % (R_BLOCKS - 8);
+		uint64_t n = 1 + (uint64_t)rand_r(&seed) % 8;
+		int c = 1 + rand_r(&seed) % 250;
+
+		memset(buf, c, n * HBS);
+		r->r_rc = obj_rw(&o, CLOVIS_OC_WRITE, s, n, buf);
+		if (r->r_rc == 0)
+			memset(r->r_model + s * HBS, c, n * HBS);
+		r->r_writes++;
+	}
+	free(buf);
+	return NULL;
+}
+
+static const char race_policy_sas[] =
+	"classes:\n  - name: any\nrules:\n"
+	"  - { class: any, action: demote, to: sas }\n";
+static const char race_policy_flash[] =
+	"classes:\n  - name: any\nrules:\n"
+	"  - { class: any, action: promote, to: flash }\n";
+
+static void test_racing_writes(void)
+{
+	static struct hsm_policy ps, pf;
+	struct hsm_round_stats st;
+	struct racer r = {0};
+	struct clovis_obj o;
+	struct clovis *cl;
+	struct hsm *hs, *hf;
+	uint32_t partial = 0, done = 0, rounds = 0;
+	uint8_t *got;
+	pthread_t t;
+
+	if (skip("racing_writes"))
+		return;
+	CU_ASSERT_EQUAL_FATAL(policy(&ps, race_policy_sas), 0);
+	CU_ASSERT_EQUAL_FATAL(policy(&pf, race_policy_flash), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	r.r_cl = cl;
+	r.r_model = calloc(R_BLOCKS, HBS);
+	got = malloc(R_BLOCKS * HBS);
+	CU_ASSERT_FATAL(r.r_model != NULL && got != NULL);
+	memset(r.r_model, 0x11, R_BLOCKS * HBS);
+	CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x300, CLOVIS_TIER_FLASH), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, R_BLOCKS,
+				     r.r_model), 0);
+	hs = hopen(cl, &ps, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(hs);
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, racer_run, &r), 0);
+	/* back and forth while the writes go on: 6 rounds, or fewer on a
+	 * slow machine (each round ends when its moves end) */
+	for (uint64_t t0 = mono_us(); rounds < 6 && mono_us() - t0 < 60000000;
+	     rounds++) {
+		struct hsm *h = hs;
+
+		if (rounds % 2 == 1) {
+			/* the same catalog, another policy */
+			hsm_close(hs);
+			hf = hopen(cl, &pf, false, stderr);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(hf);
+			h = hf;
+		}
+		round1(h, &st);
+		partial += st.hr_partial;
+		done += st.hr_done;
+		CU_ASSERT_EQUAL(st.hr_failed, 0);
+		if (rounds % 2 == 1) {
+			hsm_close(hf);
+			hs = hopen(cl, &ps, false, stderr);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(hs);
+		}
+	}
+	r.r_stop = 1;
+	pthread_join(t, NULL);
+	CU_ASSERT_EQUAL(r.r_rc, 0);
+	CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, R_BLOCKS, got), 0);
+	CU_ASSERT(memcmp(got, r.r_model, R_BLOCKS * HBS) == 0);
+	fprintf(stderr, "\n    hsm racing writes: %u rounds, %u writes "
+		"meanwhile, %u moves done, %u partial (raced), data exact: "
+		"%s\n", rounds, r.r_writes, done, partial,
+		memcmp(got, r.r_model, R_BLOCKS * HBS) == 0 ? "yes" : "NO");
+	CU_ASSERT(r.r_writes > 0 && done + partial >= rounds);
+	/* quiet now: a last round to sas completes and the data holds */
+	round1(hs, &st);
+	CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, R_BLOCKS, got), 0);
+	CU_ASSERT(memcmp(got, r.r_model, R_BLOCKS * HBS) == 0);
+	{
+		uint64_t per[4];
+
+		obj_tier_blocks(&o, per);
+		CU_ASSERT_EQUAL(per[CLOVIS_TIER_SAS], R_BLOCKS);
+	}
+	hsm_close(hs);
+	free(got);
+	free(r.r_model);
+	store_done(cl);
+}
+
+/* --------------------------------------------------------- dry run */
+
+static void test_dry_run(void)
+{
+	static struct hsm_policy p;
+	struct hsm_round_stats st;
+	struct clovis_fdmi_sub si[4];
+	struct clovis_obj o;
+	struct clovis *cl;
+	struct hsm *h;
+	char *text = NULL;
+	size_t tlen = 0;
+	uint64_t per[4];
+	uint32_t nsub = 4;
+	uint8_t *buf = malloc(8 * HBS);
+	FILE *mem;
+
+	if (skip("dry_run"))
+		return;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	CU_ASSERT_EQUAL_FATAL(policy(&p, race_policy_sas), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	mem = open_memstream(&text, &tlen);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	h = hopen(cl, &p, true, mem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	memset(buf, 0x5a, 8 * HBS);
+	for (uint32_t i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x400 + i,
+					       CLOVIS_TIER_FLASH), 0);
+		CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, 8, buf),
+				      0);
+	}
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 3);
+	CU_ASSERT_EQUAL(st.hr_done + st.hr_partial + st.hr_failed, 0);
+	CU_ASSERT_EQUAL(hsm_actions(h, mem, false), 0);
+	fclose(mem);
+	CU_ASSERT(text != NULL && strstr(text, "would move 75:400") != NULL &&
+		  strstr(text, "from flash to sas") != NULL);
+	CU_ASSERT(text != NULL && strstr(text, "action ") == NULL);
+	free(text);
+	for (uint32_t i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, 0x400 + i), 0);
+		obj_tier_blocks(&o, per);
+		CU_ASSERT_EQUAL(per[CLOVIS_TIER_FLASH], 8);
+		CU_ASSERT_EQUAL(per[CLOVIS_TIER_SAS], 0);
+	}
+	/* nothing acked */
+	CU_ASSERT_EQUAL(clovis_fdmi_list(cl, si, 4, &nsub), 0);
+	CU_ASSERT(nsub == 1 && si[0].fs_lag_records > 0);
+	/* a second dry round says the same */
+	text = NULL;
+	hsm_close(h);
+	mem = open_memstream(&text, &tlen);
+	h = hopen(cl, &p, true, mem);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 3);
+	fclose(mem);
+	free(text);
+	hsm_close(h);
+	free(buf);
+	store_done(cl);
+}
+
+/* ---------------------------------------------------- the catalog */
+
+/* A record redelivered (the plugin stopped between its catalog's commit
+ * and the ack) is not folded twice: heat counts each read once. */
+static void test_catalog_dedup(void)
+{
+	static struct hsm_policy p;
+	static const char text[] =
+		"window: 1h\n"
+		"classes:\n  - { name: warm, heat_min: 4, tier: sas }\n"
+		"rules:\n  - { class: warm, action: promote, to: flash }\n";
+	struct hsm_round_stats st;
+	struct clovis_obj o;
+	struct clovis *cl;
+	struct hsm *h;
+	uint8_t *buf = malloc(4 * HBS);
+
+	if (skip("catalog_dedup"))
+		return;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	CU_ASSERT_EQUAL_FATAL(policy(&p, text), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	/* a second consumer that never acks keeps every record in the log */
+	CU_ASSERT_EQUAL_FATAL(clovis_fdmi_sub(cl, "keeper", NULL, 0, 0, 0), 0);
+	memset(buf, 1, 4 * HBS);
+	CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x500, CLOVIS_TIER_SAS), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, 4, buf), 0);
+	/* 2 reads: below heat_min 4 */
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, 4, buf), 0);
+	hsm_close(h);
+	clovis_fini(cl);
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	/* a dry run reads the records and acks nothing: the real round
+	 * then gets them again (as after a crash before the ack) */
+	h = hopen(cl, &p, true, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	hsm_close(h);
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT(st.hr_records > 0);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	/* the same records once more (the consumer registered again from
+	 * the start, the keeper holding them): not folded again */
+	hsm_close(h);
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	CU_ASSERT_EQUAL(clovis_fdmi_unsub(cl, HSM_CONSUMER), 0);
+	hsm_close(h);
+	h = hopen(cl, &p, false, stderr); /* re-registered from the start */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	CU_ASSERT_EQUAL(st.hr_records, 0); /* all folded in before */
+	/* 2 more reads: 4 now, promoted */
+	CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, 0x500), 0);
+	for (int i = 0; i < 2; i++)
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, 4, buf), 0);
+	hsm_close(h);
+	clovis_fini(cl);
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 1);
+	CU_ASSERT_EQUAL(st.hr_done, 1);
+	hsm_close(h);
+	free(buf);
+	store_done(cl);
+}
+
+static int hsm_suite_init(void)
+{
+	const char *d = ut_tmpdir("hsm");
+
+	if (d == NULL)
+		return -1;
+	snprintf(hbase, sizeof hbase, "%s", d);
+	return 0;
+}
+
+static int hsm_suite_fini(void)
+{
+	return 0;
+}
+
+int hsm_ut_add(void)
+{
+	CU_pSuite s = CU_add_suite("hsm", hsm_suite_init, hsm_suite_fini);
+
+	if (s == NULL || !CU_add_test(s, "promote", test_promote) ||
+	    !CU_add_test(s, "watermark", test_watermark) ||
+	    !CU_add_test(s, "racing_writes", test_racing_writes) ||
+	    !CU_add_test(s, "dry_run", test_dry_run) ||
+	    !CU_add_test(s, "catalog_dedup", test_catalog_dedup))
+		return -1;
+	return 0;
+}
