@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/eng_repl.h"
+#include "core/meta_txn.h"
 #include "core/server/msg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,7 +55,7 @@ static void check_wset(const uint8_t *p, size_t len)
 			abort();
 		kl = le(p + off + 2, 2);
 		vl = le(p + off + 4, 4);
-		if (p[off] > 6 || kl == 0 || kl > 511 ||
+		if (p[off] > META_T_FDMI || kl == 0 || kl > 511 ||
 		    (p[off + 1] != ENG_WSET_PUT && p[off + 1] != ENG_WSET_DEL) ||
 		    (p[off + 1] == ENG_WSET_DEL && vl != 0))
 			abort();
