@@ -114,6 +114,10 @@ int cli_obj_attr(struct cli *c, const char *text, struct clovis_obj_attr *a)
 	a->oa_layout = c->c_layout;
 	if (a->oa_layout == 0 && c->c_tier >= 0)
 		a->oa_layout = CLOVIS_LAYOUT_PLAIN;
+	if (a->oa_layout == CLOVIS_LAYOUT_COMPOSITE) {
+		a->oa_tier = 0; /* its layer's: cli_obj.c */
+		return 0;
+	}
 	if (a->oa_layout != CLOVIS_LAYOUT_PDCLUST &&
 	    a->oa_layout != CLOVIS_LAYOUT_MIRROR)
 		return 0;

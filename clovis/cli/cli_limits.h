@@ -114,4 +114,10 @@
 /* Devices cluster status lists (64 servers with 64 devices each). */
 #define CLU_STATUS_DEVS 4096
 
+/* Composite objects: the priority of the first layer `obj create
+ * --layout composite` makes (strata-hsm adds its tiers' layers below it),
+ * and the layers `obj stat` shows at most. */
+#define CLI_TOP_LAYER 100u
+#define CLI_LAYERS_MAX 16u
+
 #endif

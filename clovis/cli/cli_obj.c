@@ -28,6 +28,27 @@ static int obj_make(struct cli *c, const char *text,
 		rc = cli_entity_run(c, &o->ob_entity, CLOVIS_EO_CREATE);
 	if (rc < 0)
 		return cli_fail(c, rc, "create object %s", text);
+	if (attr.oa_layout == CLOVIS_LAYOUT_COMPOSITE) {
+		/* its first layer, plain on --tier: writes go there */
+		struct clovis_obj_attr la = {
+			.oa_layout = CLOVIS_LAYOUT_PLAIN,
+			.oa_tier = c->c_tier >= 0 ? (uint32_t)c->c_tier
+						  : CLOVIS_TIER_FLASH,
+			.oa_block_shift = attr.oa_block_shift};
+		uint32_t layer;
+
+		rc = cli_call(c, clovis_obj_layer_add(o, &la, CLI_TOP_LAYER,
+						      &layer));
+		if (rc < 0) {
+			int r2 = cli_entity_run(c, &o->ob_entity,
+						CLOVIS_EO_DELETE);
+
+			(void)r2; /* no half-made object left behind */
+			return cli_fail(c, rc, "create object %s: its layer "
+					"on %s", text,
+					cli_tier_name(la.oa_tier));
+		}
+	}
 	return 0;
 }
 
@@ -348,6 +369,42 @@ static const char *time_text(uint64_t ns, char *buf, size_t size)
 	return buf;
 }
 
+/* The layers of composite o, as stat lines or a JSON member. */
+static void stat_layers(struct cli *c, struct clovis_obj *o, bool json)
+{
+	struct clovis_layer_info li[CLI_LAYERS_MAX];
+	uint32_t nr = CLI_LAYERS_MAX;
+	char name[24], where[160];
+
+	if (o->ob_attr.oa_layout != CLOVIS_LAYOUT_COMPOSITE)
+		return;
+	if (clovis_obj_layer_list(o, li, &nr) != 0)
+		nr = 0;
+	if (nr > CLI_LAYERS_MAX)
+		nr = CLI_LAYERS_MAX;
+	if (json)
+		printf(", \"layers\": [");
+	for (uint32_t i = 0; i < nr; i++) {
+		if (json) {
+			printf("%s{\"layer\": %u, \"priority\": %u, ",
+			       i ? ", " : "", li[i].li_layer,
+			       li[i].li_priority);
+			cli_layout_json(c, &li[i].li_attr);
+			printf(", \"blocks\": %llu}",
+			       (unsigned long long)li[i].li_blocks);
+			continue;
+		}
+		printf("layer %-6u priority %u, %s%s, %llu blocks\n",
+		       li[i].li_layer, li[i].li_priority,
+		       cli_layout_name(li[i].li_attr.oa_layout, name,
+				       sizeof name),
+		       cli_layout_text(c, &li[i].li_attr, where, sizeof where),
+		       (unsigned long long)li[i].li_blocks);
+	}
+	if (json)
+		printf("]");
+}
+
 /* Print the attributes of o as one JSON object. */
 static void stat_json(struct cli *c, const struct clovis_obj *o)
 {
@@ -358,6 +415,7 @@ static void stat_json(struct cli *c, const struct clovis_obj *o)
 	printf(", \"block_size\": %u, \"block_shift\": %u, ",
 	       1u << a->oa_block_shift, a->oa_block_shift);
 	cli_layout_json(c, a);
+	stat_layers(c, (struct clovis_obj *)o, true);
 	printf(", \"size_blocks\": %llu, \"size_bytes\": %llu, "
 	       "\"ctime_ns\": %llu, \"mtime_ns\": %llu}\n",
 	       (unsigned long long)a->oa_size_blocks,
@@ -404,6 +462,7 @@ static void stat_text(struct cli *c, const struct clovis_obj *o)
 	printf("block size   %u (shift %u)\n", 1u << a->oa_block_shift,
 	       a->oa_block_shift);
 	stat_layout_text(c, a);
+	stat_layers(c, (struct clovis_obj *)o, false);
 	printf("size         %llu bytes (%s), %llu blocks\n",
 	       (unsigned long long)a->oa_size_bytes,
 	       cli_human(a->oa_size_bytes, human, sizeof human),

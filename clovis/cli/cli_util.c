@@ -329,14 +329,13 @@ static const char *const layout_names[] = {
 
 #define NR_LAYOUT_NAMES (sizeof layout_names / sizeof layout_names[0])
 
-/* Map a layout name to its CLOVIS_LAYOUT_* value, -1 if unknown.  Only
- * the layouts an object can be created with from the command line count:
- * a composite object needs its layers added through the API. */
+/* Map a layout name to its CLOVIS_LAYOUT_* value, -1 if unknown (a
+ * composite object is made with one plain layer: cli_obj.c). */
 int cli_parse_layout(const char *s)
 {
 	size_t l;
 
-	for (l = 0; l <= CLOVIS_LAYOUT_MIRROR; l++)
+	for (l = 0; l <= CLOVIS_LAYOUT_COMPOSITE; l++)
 		if (layout_names[l] != NULL && strcmp(s, layout_names[l]) == 0)
 			return (int)l;
 	return -1;

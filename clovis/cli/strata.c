@@ -126,9 +126,13 @@ static const struct cli_cmd cmds[] = {
 	  "Create an empty object with the given block size (default 4K).  "
 	  "Its layout is plain on the --tier given, or --layout pdclust (N "
 	  "data + K parity + S spare units per group over the devices of a "
-	  "pool) or mirror (N copies and S spares over a pool); without "
-	  "either, the container's default layout from the store "
-	  "configuration (plain on flash unless configured)." },
+	  "pool) or mirror (N copies and S spares over a pool), or --layout "
+	  "composite: layers of their own, here one plain layer on --tier "
+	  "(default flash) that writes go to, which strata-hsm moves "
+	  "between tiers (fdmi/hsm/README.md); without any, the "
+	  "container's default layout from the store configuration (plain "
+	  "on flash unless configured).  Composite objects are embedded "
+	  "only for now: a cluster refuses their layers." },
 	{ "obj", "write", 3, 3, 0, true, cmd_obj_write,
 	  "ID START_BLOCK FILE|-",
 	  "Write the bytes of FILE (or standard input) into the object from "
@@ -151,8 +155,9 @@ static const struct cli_cmd cmds[] = {
 	{ "obj", "stat", 1, 1, 0, true, cmd_obj_stat, "ID",
 	  "Show an object's attributes: block size, layout (plain: tier and "
 	  "device; pdclust: N+K+S, unit size and pool; mirror: copies, "
-	  "spares, unit size and pool), size in blocks and bytes, creation "
-	  "and change times." },
+	  "spares, unit size and pool; composite: each layer with its "
+	  "priority, sub-layout and the blocks it holds), size in blocks "
+	  "and bytes, creation and change times." },
 	{ "obj", "rm", 1, 1, 0, true, cmd_obj_rm, "ID",
 	  "Delete an object and all its data." },
 	{ "obj", "ls", 0, 0, 0, true, cmd_obj_ls, "",
@@ -873,13 +878,17 @@ static int check_layout(struct cli *c, const struct raw *r)
 	if (given < O_NR && c->c_layout == 0)
 		return cli_usage(c, "--%s needs --layout pdclust or mirror",
 				 name);
-	if (given < O_NR && c->c_layout == CLOVIS_LAYOUT_PLAIN)
-		return cli_usage(c, "--%s does not apply to the plain layout",
-				 name);
+	if (given < O_NR && (c->c_layout == CLOVIS_LAYOUT_PLAIN ||
+			     c->c_layout == CLOVIS_LAYOUT_COMPOSITE))
+		return cli_usage(c, "--%s does not apply to the %s layout",
+				 name, c->c_layout == CLOVIS_LAYOUT_PLAIN ?
+				 "plain" : "composite");
 	if (c->c_tier >= 0 && c->c_layout != 0 &&
-	    c->c_layout != CLOVIS_LAYOUT_PLAIN)
-		return cli_usage(c, "--tier applies to the plain layout only "
-				 "(pdclust and mirror use a --pool)");
+	    c->c_layout != CLOVIS_LAYOUT_PLAIN &&
+	    c->c_layout != CLOVIS_LAYOUT_COMPOSITE)
+		return cli_usage(c, "--tier applies to the plain and "
+				 "composite layouts only (pdclust and mirror "
+				 "use a --pool)");
 	if (c->c_layout == CLOVIS_LAYOUT_MIRROR && c->c_parity_set)
 		return cli_usage(c, "a mirror has no parity: --parity does not "
 				 "apply (use --copies)");
@@ -905,7 +914,7 @@ static int apply_layout(struct cli *c, const struct raw *r)
 		l = cli_parse_layout(r->r_val[O_LAYOUT]);
 		if (l < 0)
 			return cli_usage(c, "unknown layout '%s' (use plain, "
-					 "pdclust or mirror)",
+					 "pdclust, mirror or composite)",
 					 r->r_val[O_LAYOUT]);
 		c->c_layout = (uint32_t)l;
 	}

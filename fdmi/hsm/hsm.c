@@ -677,8 +677,7 @@ static int pick_rules(struct hsm *h, struct hsm_obj *v, uint32_t n,
 		char why[64];
 
 		for (uint32_t i = 0; i < n; i++) {
-			if (v[i].ho_picked ||
-			    v[i].ho_layout != CLOVIS_LAYOUT_COMPOSITE)
+			if (v[i].ho_picked)
 				continue;
 			/* the cheap predicates first, the tier (layers)
 			 * only for those */
@@ -690,6 +689,12 @@ static int pick_rules(struct hsm *h, struct hsm_obj *v, uint32_t n,
 				continue;
 			}
 			v[i].ho_tier = keep;
+			if (v[i].ho_layout != CLOVIS_LAYOUT_COMPOSITE) {
+				/* it cannot move: said once (obj_refresh) */
+				if (!v[i].ho_noted)
+					obj_refresh(h, &v[i], ru->hr_to);
+				continue;
+			}
 			if (!obj_refresh(h, &v[i], ru->hr_to) ||
 			    !class_holds(cl, &v[i], now))
 				continue;
@@ -782,8 +787,12 @@ static void pace(struct hsm *h, uint64_t bytes)
 		usleep((useconds_t)((due_ns - el) / 1000));
 }
 
-/* The layer of o on tier t (a plain one), added below every other layer
- * when there is none.  *top: o's top layer. */
+/* The layer of o on tier t (a plain one).  Moving up (t faster than the
+ * tier of o's top layer) the data goes to the top, so that the writes
+ * that follow land on the faster tier too: the top layer if it is on t,
+ * else a new layer above it.  Otherwise an existing plain layer on t, else
+ * one added below every other layer.  *top: o's top layer (the new one
+ * when one was added above). */
 static int layer_for(struct clovis_obj *o, uint32_t t, uint32_t *layer,
 		     uint32_t *top, char *msg, size_t msz)
 {
@@ -795,6 +804,17 @@ static int layer_for(struct clovis_obj *o, uint32_t t, uint32_t *layer,
 	if (rc != 0)
 		return rc;
 	*top = nr > 0 ? li[0].li_layer : 0;
+	if (nr > 0 && li[0].li_attr.oa_layout == CLOVIS_LAYOUT_PLAIN &&
+	    t < li[0].li_attr.oa_tier && li[0].li_priority < UINT32_MAX) {
+		memset(&a, 0, sizeof a);
+		a.oa_layout = CLOVIS_LAYOUT_PLAIN;
+		a.oa_tier = t;
+		a.oa_block_shift = o->ob_attr.oa_block_shift;
+		rc = clovis_obj_layer_add(o, &a, li[0].li_priority + 1, layer);
+		if (rc == 0)
+			*top = *layer;
+		return rc;
+	}
 	for (uint32_t i = 0; i < nr && i < HSM_LAYERS_MAX; i++) {
 		if (li[i].li_attr.oa_layout == CLOVIS_LAYOUT_PLAIN &&
 		    li[i].li_attr.oa_tier == t) {

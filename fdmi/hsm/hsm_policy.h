@@ -23,7 +23,7 @@
  *       age_min: 60s       # since its last write
  *       age_max: 1d
  *       heat_min: 3        # reads in the window
- *       heat_max: 0
+ *       heat_max: 1000     # (given: a bound, 0 too)
  *       tier: sas          # the tier holding most of its bytes now
  *   rules:                 # evaluated in order; an object moves at most
  *     - class: hot         # once a round, by the first rule that picks it
