@@ -1299,8 +1299,10 @@ CLOVIS_API int clovis_obj_layer_list(struct clovis_obj *o,
  * the same atomic commit — mapped to `to` and unmapped from its old layer
  * (whose space is freed).  Holes stay holes.  A crash at any instant leaves
  * each block readable from the old layer or the new one.  A block written
- * by a concurrent WRITE while it moves keeps the newer data.  Sets *moved to
- * the blocks moved (may be NULL).  The base of HSM tiering.
+ * (or freed, or moved) by a concurrent update while it moves keeps the
+ * newer data where that update put it: it is not moved, and *moved (may be
+ * NULL) counts only the blocks that were — compare with the range, or list
+ * the layers, to see what is left.  The base of HSM tiering.
  * Returns 0, -EINVAL, -ENOENT (no such layer), or an I/O error.
  */
 CLOVIS_API int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,

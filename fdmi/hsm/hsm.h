@@ -16,8 +16,12 @@
  *
  * A move of object O to tier T (composite objects only; others are left
  * alone, and said so once in the log): a layer of O on T is found or added
- * (a plain layer, priority below every other so that writes keep going to
- * O's top layer), every block of O is moved to it
+ * (a plain layer).  Moving up — T faster than the tier of O's top layer —
+ * the data goes to the top: the top layer if it is on T, else a new layer
+ * above it, so that the writes that follow land on the faster tier too.
+ * Moving down, an existing plain layer on T, else one added below every
+ * other (writes keep going to O's top layer).  Every block of O is moved
+ * to it
  * (clovis_obj_layer_move(): read, written, and remapped in one commit; a
  * block written meanwhile keeps the newer data), and every other layer
  * left empty is dropped, except the top one.  A write that raced the move
