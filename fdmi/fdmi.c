@@ -116,6 +116,75 @@ static int sub_store(struct fdmi *f, const char *name,
 	return meta_wtxn_commit(m, txn, "FDMI consumer");
 }
 
+/* An ack's cursor record, written by the engine's group commit: in the
+ * same LMDB transaction (and sync) as the writes committing beside it,
+ * not one of its own (issue 31's cost goal: an ack of its own cost a
+ * commit each).  Durable when sub_store_grouped() returns. */
+struct ack_item {
+	struct eng_citem ai_ci; /* first */
+	pthread_mutex_t ai_lock;
+	pthread_cond_t ai_cond;
+	bool ai_done;
+	int ai_rc;
+	char ai_key[sizeof SUB_PREFIX + FDMI_NAME_MAX + 1];
+	struct sub_rec ai_rec;
+};
+
+static int ack_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct ack_item *a = (struct ack_item *)ci;
+	int rc;
+
+	ci->ci_hard = true; /* a failed put may leave the transaction bad */
+	rc = meta_put(txn, eng_meta(e), META_T_SYS, a->ai_key,
+		      strlen(a->ai_key), &a->ai_rec, sizeof a->ai_rec,
+		      "FDMI consumer record");
+	if (rc == 0)
+		ci->ci_hard = false;
+	return rc;
+}
+
+static void ack_done(struct eng_citem *ci, int rc)
+{
+	struct ack_item *a = (struct ack_item *)ci;
+
+	pthread_mutex_lock(&a->ai_lock);
+	a->ai_done = true;
+	a->ai_rc = rc;
+	pthread_cond_broadcast(&a->ai_cond);
+	pthread_mutex_unlock(&a->ai_lock);
+}
+
+static int sub_store_grouped(struct fdmi *f, const char *name,
+			     const struct sub_rec *rec)
+{
+	struct ack_item *a = calloc(1, sizeof *a);
+	int rc;
+
+	if (a == NULL)
+		return err_set(-ENOMEM, "FDMI ack of %s", name);
+	sub_key(a->ai_key, sizeof a->ai_key, name);
+	a->ai_rec = *rec;
+	pthread_mutex_init(&a->ai_lock, NULL);
+	pthread_cond_init(&a->ai_cond, NULL);
+	a->ai_ci.ci_apply = ack_apply;
+	a->ai_ci.ci_done = ack_done;
+	eng_commit_submit(f->f_eng, &a->ai_ci);
+	pthread_mutex_lock(&a->ai_lock);
+	while (!a->ai_done)
+		pthread_cond_wait(&a->ai_cond, &a->ai_lock);
+	pthread_mutex_unlock(&a->ai_lock);
+	rc = a->ai_rc;
+	if (rc != 0)
+		err_set(rc, "FDMI ack of %s: %s", name, a->ai_ci.ci_msg);
+	pthread_mutex_destroy(&a->ai_lock);
+	pthread_cond_destroy(&a->ai_cond);
+	eng_spacevec_fini(&a->ai_ci.ci_alloc);
+	eng_spacevec_fini(&a->ai_ci.ci_freed);
+	free(a);
+	return rc;
+}
+
 static void emission_set(struct fdmi *f)
 {
 	eng_fdmi_enable(f->f_eng, f->f_conf.fc_mode == FDMI_MODE_ON ||
@@ -586,7 +655,7 @@ int fdmi_ack(struct fdmi *f, const char *name, uint64_t seq)
 	}
 	nr = s->s_rec;
 	nr.sr_acked = seq;
-	rc = sub_store(f, name, &nr);
+	rc = sub_store_grouped(f, name, &nr);
 	if (rc == 0)
 		s->s_rec = nr;
 	pthread_mutex_unlock(&f->f_lock);

@@ -169,8 +169,7 @@ static int realm_of(struct hsm *h, const struct clovis_id *cont,
 	if (rc == 0)
 		rc = clovis_entity_op(&c->co_entity, CLOVIS_EO_OPEN, &op);
 	if (rc == 0)
-		rc = clovis_op_sync(op);
-	clovis_op_free(op);
+		rc = clovis_op_sync(op); /* frees op */
 	*r = &c->co_realm;
 	return rc;
 }
@@ -189,8 +188,7 @@ static int obj_open(struct hsm *h, const struct clovis_id *id,
 	if (rc == 0)
 		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_OPEN, &op);
 	if (rc == 0)
-		rc = clovis_op_sync(op);
-	clovis_op_free(op);
+		rc = clovis_op_sync(op); /* frees op */
 	return rc;
 }
 

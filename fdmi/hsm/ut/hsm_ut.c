@@ -112,8 +112,7 @@ static int ent_sync(struct clovis_entity *e, int opc)
 	int rc = clovis_entity_op(e, opc, &op);
 
 	if (rc == 0)
-		rc = clovis_op_sync(op);
-	clovis_op_free(op);
+		rc = clovis_op_sync(op); /* frees op */
 	return rc;
 }
 
@@ -157,8 +156,7 @@ static int obj_rw(struct clovis_obj *o, int opc, uint64_t s, uint64_t n,
 	int rc = clovis_obj_op(o, opc, &ev, &bv, 0, &op);
 
 	if (rc == 0)
-		rc = clovis_op_sync(op);
-	clovis_op_free(op);
+		rc = clovis_op_sync(op); /* frees op */
 	return rc;
 }
 
