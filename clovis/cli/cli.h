@@ -49,6 +49,7 @@ enum cli_opt {
 	CO_METRICS = 1u << 13,  /* --pid, --file, --min-priority, --sweep */
 	CO_FDMI_SUB = 1u << 14, /* --max-bytes, --max-age, --from-start */
 	CO_FDMI_TAIL = 1u << 15, /* --follow, --no-ack */
+	CO_MOVE = 1u << 16,     /* --to, --range (obj move) */
 };
 
 /** Default data directory when neither --data nor STRATA_DATA is given. */
@@ -138,6 +139,9 @@ struct cli {
 	bool c_from_start;     /* fdmi sub --from-start */
 	bool c_follow;         /* fdmi tail --follow */
 	bool c_no_ack;         /* fdmi tail --no-ack */
+	int c_to;              /* obj move --to: a tier, -1 not given */
+	bool c_range_set;      /* obj move --range A:B */
+	uint64_t c_range_a, c_range_b; /* blocks [A, B) */
 	/* positional arguments after the command words */
 	int c_nargs;
 	const char *c_args[CLI_POS_MAX];
@@ -407,6 +411,8 @@ int cmd_obj_get(struct cli *c);
 int cmd_obj_stat(struct cli *c);
 int cmd_obj_rm(struct cli *c);
 int cmd_obj_ls(struct cli *c);
+int cmd_obj_layers(struct cli *c);
+int cmd_obj_move(struct cli *c);
 int cmd_idx_create(struct cli *c);
 int cmd_idx_put(struct cli *c);
 int cmd_idx_get(struct cli *c);

@@ -567,3 +567,161 @@ int cli_list(struct cli *c, enum clovis_entity_type type, const char *what)
 		return cli_fail(c, rc, "list %s", what);
 	return CLI_OK;
 }
+
+/* strata obj layers ID: a composite object's layers. */
+int cmd_obj_layers(struct cli *c)
+{
+	struct clovis_obj o;
+	struct clovis_id id;
+	char name[24];
+	int rc;
+
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc != 0)
+		return rc;
+	if (o.ob_attr.oa_layout != CLOVIS_LAYOUT_COMPOSITE)
+		return cli_fail(c, -EINVAL, "object %s: layout %s, not "
+				"composite: it has no layers", c->c_args[0],
+				cli_layout_name(o.ob_attr.oa_layout, name,
+						sizeof name));
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(&o);
+		stat_layers(c, &o, true);
+		printf("}\n");
+	} else {
+		stat_layers(c, &o, false);
+	}
+	return CLI_OK;
+}
+
+/* The layer of composite o to move to tier t (see obj move's help);
+ * *top: o's top layer after it. */
+static int move_target(struct cli *c, struct clovis_obj *o, uint32_t t,
+		       uint32_t *layer, uint32_t *top)
+{
+	struct clovis_layer_info li[CLI_LAYERS_MAX];
+	struct clovis_obj_attr a = {.oa_layout = CLOVIS_LAYOUT_PLAIN,
+				    .oa_tier = t,
+				    .oa_block_shift = o->ob_attr.oa_block_shift};
+	uint32_t nr = CLI_LAYERS_MAX, low = UINT32_MAX, prio;
+	int rc = cli_call(c, clovis_obj_layer_list(o, li, &nr));
+
+	if (rc < 0)
+		return rc;
+	nr = nr < CLI_LAYERS_MAX ? nr : CLI_LAYERS_MAX;
+	*top = nr > 0 ? li[0].li_layer : 0;
+	if (nr > 0 && li[0].li_attr.oa_layout == CLOVIS_LAYOUT_PLAIN &&
+	    li[0].li_attr.oa_tier == t) {
+		*layer = li[0].li_layer;
+		return 0;
+	}
+	if (nr > 0 && li[0].li_attr.oa_layout == CLOVIS_LAYOUT_PLAIN &&
+	    t < li[0].li_attr.oa_tier && li[0].li_priority < UINT32_MAX) {
+		rc = cli_call(c, clovis_obj_layer_add(o, &a,
+						      li[0].li_priority + 1,
+						      layer));
+		if (rc == 0)
+			*top = *layer;
+		return rc;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		if (li[i].li_attr.oa_layout == CLOVIS_LAYOUT_PLAIN &&
+		    li[i].li_attr.oa_tier == t) {
+			*layer = li[i].li_layer;
+			return 0;
+		}
+		low = li[i].li_priority < low ? li[i].li_priority : low;
+	}
+	if (low == 0)
+		return cli_fail(c, -ENOSPC, "move object %s: no layer "
+				"priority left below the lowest (0)",
+				c->c_args[0]);
+	prio = low == UINT32_MAX ? CLI_TOP_LAYER : low - 1;
+	return cli_call(c, clovis_obj_layer_add(o, &a, prio, layer));
+}
+
+/* strata obj move ID --to TIER [--range A:B]. */
+int cmd_obj_move(struct cli *c)
+{
+	struct clovis_layer_info li[CLI_LAYERS_MAX];
+	struct clovis_obj o;
+	struct clovis_id id;
+	uint32_t layer = 0, top = 0, nr = CLI_LAYERS_MAX, dropped = 0;
+	uint64_t a, b, moved = 0, left = 0;
+	char name[24];
+	int rc;
+
+	if (c->c_to < 0)
+		return cli_usage(c, "obj move needs --to TIER");
+	rc = cli_id(c, c->c_args[0], &id);
+	if (rc == 0)
+		rc = cli_obj_open(c, c->c_args[0], &id, &o);
+	if (rc != 0)
+		return rc;
+	if (o.ob_attr.oa_layout != CLOVIS_LAYOUT_COMPOSITE)
+		return cli_fail(c, -EINVAL, "move object %s: layout %s, not "
+				"composite: its blocks cannot move between "
+				"layers", c->c_args[0],
+				cli_layout_name(o.ob_attr.oa_layout, name,
+						sizeof name));
+	a = c->c_range_set ? c->c_range_a : 0;
+	b = c->c_range_set ? c->c_range_b : o.ob_attr.oa_size_blocks;
+	rc = move_target(c, &o, (uint32_t)c->c_to, &layer, &top);
+	if (rc > 0)
+		return rc; /* reported */
+	if (rc == 0 && b > a)
+		rc = cli_call(c, clovis_obj_layer_move(&o, a, b - a, layer,
+						       &moved));
+	if (rc == 0)
+		rc = cli_call(c, clovis_obj_layer_list(&o, li, &nr));
+	nr = nr < CLI_LAYERS_MAX ? nr : CLI_LAYERS_MAX;
+	for (uint32_t i = 0; rc == 0 && i < nr; i++) {
+		if (li[i].li_layer == layer)
+			continue;
+		if (li[i].li_blocks > 0) {
+			uint32_t l;
+
+			/* blocks of the range still elsewhere: raced */
+			for (uint64_t k = a; k < b; k++)
+				if (clovis_obj_layer_of(&o, k, &l) == 0 &&
+				    l == li[i].li_layer)
+					left++;
+		} else if (li[i].li_layer != top) {
+			rc = cli_call(c, clovis_obj_layer_drop(&o,
+							       li[i].li_layer));
+			dropped += rc == 0;
+		}
+	}
+	if (rc < 0)
+		return cli_fail(c, rc, "move object %s to %s", c->c_args[0],
+				cli_tier_name((uint32_t)c->c_to));
+	if (c->c_json) {
+		printf("{");
+		obj_id_json(&o);
+		printf(", \"to\": \"%s\", \"layer\": %u, \"start\": %llu, "
+		       "\"end\": %llu, \"moved_blocks\": %llu, "
+		       "\"left_blocks\": %llu, \"dropped_layers\": %u}\n",
+		       cli_tier_name((uint32_t)c->c_to), layer,
+		       (unsigned long long)a, (unsigned long long)b,
+		       (unsigned long long)moved, (unsigned long long)left,
+		       dropped);
+	} else if (!c->c_quiet) {
+		printf("moved %llu blocks of %s (of blocks %llu to %llu) to "
+		       "layer %u on %s", (unsigned long long)moved,
+		       c->c_args[0], (unsigned long long)a,
+		       (unsigned long long)(b > a ? b - 1 : a),
+		       layer, cli_tier_name((uint32_t)c->c_to));
+		if (left > 0)
+			printf("; %llu blocks written meanwhile stayed with "
+			       "their newer data", (unsigned long long)left);
+		if (dropped > 0)
+			printf("; %u empty layer%s dropped", dropped,
+			       dropped > 1 ? "s" : "");
+		printf("\n");
+	}
+	return CLI_OK;
+}
+

@@ -160,6 +160,21 @@ static const struct cli_cmd cmds[] = {
 	  "and bytes, creation and change times." },
 	{ "obj", "rm", 1, 1, 0, true, cmd_obj_rm, "ID",
 	  "Delete an object and all its data." },
+	{ "obj", "layers", 1, 1, 0, true, cmd_obj_layers, "ID",
+	  "List the layers of a composite object, highest priority (the one "
+	  "writes go to) first: layer id, priority, sub-layout and the "
+	  "blocks it holds now." },
+	{ "obj", "move", 1, 1, CO_MOVE, true, cmd_obj_move,
+	  "ID --to TIER [--range A:B]",
+	  "Move the blocks of a composite object (all, or blocks A to B-1) "
+	  "to a plain layer on TIER: the top layer if it is on TIER; moving "
+	  "up (TIER faster than the top layer's) a new layer above the top, "
+	  "so that later writes land there too; else an existing plain "
+	  "layer on TIER or a new one below every other.  Each run is read, "
+	  "written and remapped in one commit (a crash leaves every block "
+	  "readable from one layer or the other); a block written meanwhile "
+	  "keeps the newer data and stays where it is (reported).  Layers "
+	  "left empty, other than the top, are dropped." },
 	{ "obj", "ls", 0, 0, 0, true, cmd_obj_ls, "",
 	  "List the ids of all objects in the default container." },
 	{ "idx", "create", 1, 1, 0, true, cmd_idx_create, "ID",
@@ -344,7 +359,8 @@ enum opt_id {
 	O_CLUSTER, O_SERVER, O_NODES, O_DIR, O_BASE_PORT, O_META_NVRAM,
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
 	O_DEV_FILL, O_META_REPLICAS, O_PID, O_FILE, O_MIN_PRIO, O_SWEEP,
-	O_MAX_BYTES, O_MAX_AGE, O_FROM_START, O_FOLLOW, O_NO_ACK, O_NR
+	O_MAX_BYTES, O_MAX_AGE, O_FROM_START, O_FOLLOW, O_NO_ACK, O_TO,
+	O_RANGE, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -406,6 +422,8 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_FROM_START] = { "from-start", 0, CO_FDMI_SUB, false },
 	[O_FOLLOW] = { "follow", 0, CO_FDMI_TAIL, false },
 	[O_NO_ACK] = { "no-ack", 0, CO_FDMI_TAIL, false },
+	[O_TO] = { "to", 0, CO_MOVE, true },
+	[O_RANGE] = { "range", 0, CO_MOVE, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -642,6 +660,10 @@ static void help_opts(uint32_t mask)
 		  "--count N of them, or SIGINT/SIGTERM)" },
 		{ CO_FDMI_TAIL, "--no-ack             leave the records printed "
 		  "to be read again" },
+		{ CO_MOVE, "--to TIER            the tier to move to: nvram, "
+		  "flash, sas, smr (required)" },
+		{ CO_MOVE, "--range A:B          only blocks A to B-1 (default: "
+		  "the whole object)" },
 		{ CO_OPS, "--ops N              ops per test (default 5000)" },
 		{ CO_YES, "--yes                confirm that the store is to "
 		  "go" },
@@ -973,6 +995,36 @@ static int apply_metrics(struct cli *c, const struct raw *r)
 
 /* --max-bytes, --max-age, --from-start (fdmi sub); --follow, --no-ack and
  * a --count of at least 1 (fdmi tail). */
+/* --to and --range (strata obj move). */
+static int apply_move(struct cli *c, const struct raw *r)
+{
+	c->c_to = -1;
+	c->c_range_set = false;
+	if (r->r_set[O_TO]) {
+		c->c_to = cli_parse_tier(r->r_val[O_TO]);
+		if (c->c_to < 0)
+			return cli_usage(c, "--to '%s' is not a tier (nvram, "
+					 "flash, sas, smr)", r->r_val[O_TO]);
+	}
+	if (r->r_set[O_RANGE]) {
+		const char *v = r->r_val[O_RANGE], *colon = strchr(v, ':');
+		char a[32];
+
+		if (colon == NULL || (size_t)(colon - v) >= sizeof a)
+			return cli_usage(c, "--range '%s': A:B (blocks A to "
+					 "B-1)", v);
+		memcpy(a, v, (size_t)(colon - v));
+		a[colon - v] = '\0';
+		if (!cli_parse_u64(a, &c->c_range_a) ||
+		    !cli_parse_u64(colon + 1, &c->c_range_b) ||
+		    c->c_range_b <= c->c_range_a)
+			return cli_usage(c, "--range '%s': A:B with A < B "
+					 "(blocks A to B-1)", v);
+		c->c_range_set = true;
+	}
+	return 0;
+}
+
 static int apply_fdmi(struct cli *c, const struct raw *r)
 {
 	bool set;
@@ -1080,6 +1132,8 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_call_timeout(c, r);
 	if (rc == 0)
 		rc = apply_fdmi(c, r);
+	if (rc == 0)
+		rc = apply_move(c, r);
 	c->c_nodes = 3;
 	c->c_base_port = 21000;
 	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";

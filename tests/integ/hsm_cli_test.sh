@@ -15,7 +15,9 @@
 #     object read, not the one left alone;
 #   a run killed with SIGKILL mid-rounds leaves every object readable and
 #     exact, and the next --once goes on;
-#   --rounds N ends after N rounds (interval 1s); usage errors exit 2.
+#   --rounds N ends after N rounds (interval 1s); usage errors exit 2;
+#   strata obj layers and obj move --to TIER [--range A:B] (text, JSON,
+#     usage errors, a plain object refused).
 # No port, no server.  Ends with "N passed, N failed"; exits non-zero if
 # any check failed.
 set -u
@@ -190,6 +192,35 @@ check "@cold reads back exactly after the undo" same @cold "$T/a"
 hs --dir "$D" --policy "$T/promote.yaml" actions --json
 check "actions --json: undo_of 1" grep -q '"undo_of": 1' "$T/out"
 hbad "undo of no such action" 1 'no action 99' --dir "$D" --policy "$T/promote.yaml" undo 99
+
+# ------------------------------------------------- obj layers, obj move
+head -c 100000 /dev/urandom >"$T/m"
+st obj put @m "$T/m" --layout composite --tier sas
+st obj layers @m
+check "obj layers: one plain layer on sas" test "$out" = "layer 1      priority 100, plain on sas, 25 blocks"
+st obj move @m --to flash --range 0:10
+check "obj move --range: 10 blocks up, to a new top layer" grep -qE '^moved 10 blocks of @m \(of blocks 0 to 9\) to layer 2 on flash$' "$T/out"
+check "obj move: 10 on flash, 15 on sas" test "$(blocks @m flash)" = 10 -a "$(blocks @m sas)" = 15
+check "obj move: exact" same @m "$T/m"
+st --json obj move @m --to smr
+check "obj move --json: all 25 to smr, the empty sas layer dropped" grep -q '"to": "smr", "layer": 3, "start": 0, "end": 25, "moved_blocks": 25, "left_blocks": 0, "dropped_layers": 1' "$T/out"
+check "obj move: exact on smr" same @m "$T/m"
+st --json obj layers @m
+check "obj layers --json: the (empty) top on flash, the data on smr" python3 -c '
+import json, sys
+o = json.loads(sys.argv[1])
+ls = [(l["layer"], l["tier"], l["blocks"]) for l in o["layers"]]
+assert ls == [(2, "flash", 0), (3, "smr", 25)], ls
+' "$out"
+st obj move @m
+check "obj move without --to: usage" test "$rc" -eq 2
+st obj move @m --to tape
+check "obj move --to tape: usage naming it" test "$rc" -eq 2 -a -n "$(grep "tape" "$T/err")"
+st obj move @m --to sas --range 5:2
+check "obj move --range 5:2: usage" test "$rc" -eq 2
+st obj move @plain --to flash
+check "obj move of a plain object: refused, named" test "$rc" -eq 1 -a -n "$(grep "@plain: layout plain, not composite" "$T/err")"
+check "the refused move changed nothing" same @plain "$T/p"
 
 # ------------------------------------------------------------------ heat
 cat >"$T/heat.yaml" <<'EOF'
