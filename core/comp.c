@@ -1052,9 +1052,10 @@ static int move_run(struct eng *e, const struct st_id *id,
 	return rc;
 }
 
-/* A run that was updated while it moved: once more, granule by granule;
- * a granule updated again stays where the newer data is (not moved, not
- * an error: the caller sees it in *moved and in the layers). */
+/* A run that was updated while it moved: once more, granule by granule,
+ * each up to LIM_CGEN_TRIES times; a granule updated every time stays
+ * where the newer data is (not moved, not an error: the caller sees it in
+ * *moved and in the layers). */
 static int move_retry(struct eng *e, const struct st_id *id,
 		      const struct meta_ent *cur, struct comp_layers *ls,
 		      uint64_t s, uint64_t n, uint32_t from, uint32_t to,
@@ -1077,7 +1078,13 @@ static int move_retry(struct eng *e, const struct st_id *id,
 			b = b < q ? b : q;
 			if (x->xr_ext.mx_dev_off != from || a >= b)
 				continue;
-			rc = move_run(e, id, cur, ls, a, b - a, from, to);
+			/* a refusal may be another object's update that
+			 * shares a slot: a few tries before giving up */
+			rc = -EAGAIN;
+			for (uint32_t t = 0; rc == -EAGAIN &&
+					     t < LIM_CGEN_TRIES; t++)
+				rc = move_run(e, id, cur, ls, a, b - a, from,
+					      to);
 			if (rc == 0)
 				*moved += b - a;
 			else if (rc == -EAGAIN)

@@ -102,9 +102,14 @@
 
 /* Move generations of composite objects (core/comp.c): slots of a hash
  * table over (composite, granule of LIM_CGEN_GRAIN blocks).  A collision
- * only makes a move of unrelated blocks try again. */
-#define LIM_CGEN_SLOTS 4096u
+ * only makes a move of unrelated blocks try again, but with several moves
+ * in flight, each bumping a slot per granule of a 4 MiB run, 4096 slots
+ * refused about one run in twenty for nothing (bench_hsm, 4 movers):
+ * 65536 slots (512 KiB an engine) make that rare, and a refused granule
+ * is tried LIM_CGEN_TRIES times before it is left where it is. */
+#define LIM_CGEN_SLOTS 65536u
 #define LIM_CGEN_GRAIN 16u
+#define LIM_CGEN_TRIES 4u
 
 /* I/O errors a device may return before the engine marks it failed
  * (transient errors are retried by the layer above through redundancy). */

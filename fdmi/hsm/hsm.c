@@ -40,8 +40,9 @@
 #define HSM_SCAN_MAX 65536u
 /* Layers of one object we look at (COMP_LAYERS_MAX is 8). */
 #define HSM_LAYERS_MAX 16u
-/* Blocks one layer_move call moves (the pacing step). */
-#define HSM_MOVE_CHUNK 256u
+/* Bytes one layer_move call moves (the pacing step; one commit each,
+ * as the engine moves at most LIM_IO_CHUNK a run). */
+#define HSM_MOVE_BYTES (4u << 20)
 /* Records one next asks for. */
 #define HSM_BATCH 1024u
 
@@ -657,6 +658,49 @@ static int move_add(struct hsm_move **v, uint32_t *n, uint32_t *cap,
 	return 0;
 }
 
+/* Objects whose last action is partial (a write raced the move, or the
+ * engine left blocks it could not move): the same move again, before the
+ * rules, whatever class the object is in now (most of its bytes may be on
+ * the target already, so the rule that picked it may not any more). */
+static int pick_partials(struct hsm *h, struct hsm_obj *v, uint32_t n,
+			 struct hsm_move **mv, uint32_t *mn, uint32_t *mcap)
+{
+	sqlite3_stmt *st;
+	int rc = db_prep(h, "SELECT a.seq, a.hi, a.lo, a.to_tier FROM action a"
+			 " WHERE a.state = 'partial' AND a.seq = (SELECT "
+			 "MAX(b.seq) FROM action b WHERE b.hi = a.hi AND b.lo"
+			 " = a.lo)", &st);
+
+	if (rc != 0)
+		return rc;
+	while (rc == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		uint64_t seq = (uint64_t)sqlite3_column_int64(st, 0);
+		struct clovis_id id = {
+			(uint64_t)sqlite3_column_int64(st, 1),
+			(uint64_t)sqlite3_column_int64(st, 2)};
+		int64_t to = sqlite3_column_int64(st, 3);
+		char why[64];
+
+		if (to < 0 || to >= CLOVIS_TIER_NR)
+			continue;
+		for (uint32_t i = 0; i < n; i++) {
+			if (v[i].ho_picked || v[i].ho_id.ci_hi != id.ci_hi ||
+			    v[i].ho_id.ci_lo != id.ci_lo)
+				continue;
+			if (!obj_refresh(h, &v[i], (uint32_t)to) ||
+			    v[i].ho_all_bytes == 0 ||
+			    v[i].ho_tier_bytes == v[i].ho_all_bytes)
+				break; /* gone, or finished meanwhile */
+			snprintf(why, sizeof why, "finish action %" PRIu64,
+				 seq);
+			rc = move_add(mv, mn, mcap, &v[i], (uint32_t)to, why);
+			break;
+		}
+	}
+	sqlite3_finalize(st);
+	return rc;
+}
+
 /* The rules, in order, over the objects of their classes. */
 static int pick_rules(struct hsm *h, struct hsm_obj *v, uint32_t n,
 		      uint64_t now, struct hsm_move **mv, uint32_t *mn,
@@ -877,7 +921,7 @@ static void move_run(struct hsm *h, struct hsm_move *m)
 	struct clovis_container c;
 	struct clovis_obj o;
 	uint32_t layer = 0, top = 0, nr;
-	uint64_t blocks, on_to = 0;
+	uint64_t blocks, chunk, on_to = 0;
 	int rc;
 
 	m->hm_from = m->hm_obj->ho_tier;
@@ -888,9 +932,10 @@ static void move_run(struct hsm *h, struct hsm_move *m)
 		rc = layer_for(&o, m->hm_to, &layer, &top, m->hm_msg,
 			       sizeof m->hm_msg);
 	blocks = o.ob_attr.oa_size_blocks;
-	for (uint64_t s = 0; rc == 0 && s < blocks; s += HSM_MOVE_CHUNK) {
-		uint64_t n = blocks - s < HSM_MOVE_CHUNK ? blocks - s :
-			     HSM_MOVE_CHUNK, moved = 0;
+	chunk = HSM_MOVE_BYTES >> o.ob_attr.oa_block_shift;
+	chunk = chunk ? chunk : 1;
+	for (uint64_t s = 0; rc == 0 && s < blocks; s += chunk) {
+		uint64_t n = blocks - s < chunk ? blocks - s : chunk, moved = 0;
 
 		rc = clovis_obj_layer_move(&o, s, n, layer, &moved);
 		m->hm_blocks += moved;
@@ -917,7 +962,7 @@ static void move_run(struct hsm *h, struct hsm_move *m)
 		snprintf(m->hm_msg, sizeof m->hm_msg, "%s", clovis_errmsg());
 	if (rc == 0 && m->hm_partial)
 		snprintf(m->hm_msg, sizeof m->hm_msg, "%" PRIu64 " blocks on "
-			 "%s, the rest written meanwhile: picked again",
+			 "%s, the rest written meanwhile: picked again next round",
 			 on_to, hsm_tier_name(m->hm_to));
 	m->hm_rc = rc;
 }
@@ -1170,6 +1215,8 @@ int hsm_round(struct hsm *h, struct hsm_round_stats *st)
 	now = now_ns();
 	if (rc == 0)
 		rc = objs_load(h, now, &v, &n);
+	if (rc == 0)
+		rc = pick_partials(h, v, n, &mv, &mn, &mcap);
 	if (rc == 0)
 		rc = pick_rules(h, v, n, now, &mv, &mn, &mcap);
 	if (rc == 0)

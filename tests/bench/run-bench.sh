@@ -73,6 +73,13 @@ esac
 case ",$figs," in
 ,,|*,fdmi,*) [ -x "$B/strata_bench_fdmi" ] && { "$B/strata_bench_fdmi" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
 esac
+# HSM (issue 31, bench_hsm.c): the time to promote a 1 GiB working set
+# sas -> flash (one round of the HSM engine) beside a plain Clovis copy of
+# the same bytes, and its read latency before and after, device model on
+# (30 to 45 s)
+case ",$figs," in
+,,|*,hsm,*) [ -x "$B/strata_bench_hsm" ] && { "$B/strata_bench_hsm" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
+esac
 # dtx recovery after a participant crash (issue 5): a 3-server loopback
 # cluster of our own, the decider SIGKILLed and restarted by the bench;
 # at most 300 s, the cluster stopped and removed whatever happened.
