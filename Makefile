@@ -56,6 +56,8 @@ include dtm/module.mk
 include ha/module.mk
 include fdmi/module.mk
 include fdmi/hsm/module.mk
+include fdmi/attridx/module.mk
+include fdmi/integrity/module.mk
 include addb/module.mk
 include tests/module.mk
 include gateways/s3/module.mk

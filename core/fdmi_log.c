@@ -351,6 +351,28 @@ int eng_fdmi_req(struct eng *e, MDB_txn *txn, const struct eng_req *r,
 		if (ent->me_type == ST_ET_OBJ &&
 		    (ent->me_layout != ST_LAYOUT_COMPOSITE || r->er_comp))
 			rec.fr_flags |= FDMI_F_TIER;
+		/* a unit layout's tier is its pool's (me_tier is not kept for
+		 * them): that of the pool's devices when they share one, else
+		 * the record names no tier */
+		if (ent->me_type == ST_ET_OBJ && stripe_layout(ent->me_layout)) {
+			const struct eng_pool *p = eng_pool_get(e, ent->me_pool);
+			int32_t t = -1;
+
+			for (uint32_t i = 0; p != NULL && i < p->ep_nr; i++) {
+				struct eng_dev *d = eng_dev_get(e, p->ep_devs[i]);
+
+				if (d == NULL)
+					continue;
+				if (t >= 0 && (uint32_t)t != d->ed_tier) {
+					t = -1;
+					break;
+				}
+				t = (int32_t)d->ed_tier;
+			}
+			rec.fr_tier = t >= 0 ? (uint32_t)t : 0;
+			if (t < 0)
+				rec.fr_flags &= ~FDMI_F_TIER;
+		}
 		/* a create names the layout (the HSM catalog's "movable") */
 		if (op == FDMI_OBJ_CREATE && r->er_type == ST_ET_OBJ)
 			rec.fr_layer = ent->me_layout;

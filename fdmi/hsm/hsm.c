@@ -461,7 +461,11 @@ static int ingest(struct hsm *h, struct hsm_round_stats *st)
 				rc = db_exec(h, "COMMIT");
 			else
 				db_exec(h, "ROLLBACK");
-			if (rc == 0 && n > 0)
+			/* also a batch of no record: it may have covered
+			 * records the filter skipped (kept otherwise until
+			 * the consumer turns LAGGING); nothing new, no
+			 * commit */
+			if (rc == 0)
 				rc = clovis_fdmi_ack(h->h_cl, h->h_consumer, b);
 		}
 		clovis_fdmi_batch_free(b);

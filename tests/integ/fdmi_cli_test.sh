@@ -206,6 +206,18 @@ good "idx put k2" idx put @cat k2 v2
 good "tail --follow --count 1" fdmi tail feed --follow --count 1
 check "--follow --count 1: the new record, then the end" test "$(ops)" = "idx.put"
 
+echo "--- tier filters: a pdclust object's records name its pool's tier"
+good "sub onflash tier=1" fdmi sub onflash tier=1 op=obj.write
+good "sub onsas tier=2" fdmi sub onsas tier=2 op=obj.write
+head -c 70000 /dev/urandom >"$T/pd"
+good "put a pdclust object on pool flash" obj put @pd "$T/pd" --layout pdclust --pool flash --data 4 --parity 2
+good "tail onflash" fdmi tail onflash
+check "tier=1 (flash) has the pdclust write" grep -q "obj.write" "$T/out"
+good "tail onsas" fdmi tail onsas
+check "tier=2 (sas) has nothing" test ! -s "$T/out"
+good "rm onflash" fdmi rm onflash
+good "rm onsas" fdmi rm onsas
+
 echo "--- bad input"
 bad "a filter field that does not exist" 1 "fdmi sub x: Invalid argument: FDMI filter: unknown field \"colour\"" fdmi sub x colour=red
 bad "an op that does not exist" 1 "field op: unknown op \"obj.wrte\"" fdmi sub x op=obj.wrte
