@@ -185,6 +185,16 @@ static struct eng_citem *cq_gather(struct eng *e, struct eng_cqueue *q,
 	gap = gap < LIM_GATHER_US ? LIM_GATHER_US :
 	      gap > ENG_GATHER_MAX_US ? ENG_GATHER_MAX_US : gap;
 	pthread_mutex_lock(&q->cq_lock);
+	/* the riders join this batch (they never start one) */
+	while (q->cq_ride != NULL && n < LIM_BATCH_MAX) {
+		struct eng_citem *r = q->cq_ride;
+
+		q->cq_ride = r->ci_next;
+		last->ci_next = r;
+		last = r;
+		r->ci_next = NULL;
+		n++;
+	}
 	q->cq_gathering = true;
 	while (n < LIM_BATCH_MAX && !q->cq_stop) {
 		uint64_t now;
@@ -246,6 +256,41 @@ static void sq_put(struct eng *e, struct eng_citem *ci)
 	if (!q->cq_gathering || gc_coming(e) == 0)
 		pthread_cond_signal(&q->cq_cond);
 	pthread_mutex_unlock(&q->cq_lock);
+}
+
+bool eng_commit_ride(struct eng *e, struct eng_citem *ci)
+{
+	struct eng_cqueue *q = &e->e_syncq;
+	bool ride;
+
+	pthread_mutex_lock(&q->cq_lock);
+	/* only while other updates are on their way or queued */
+	ride = gc_coming(e) != 0 || q->cq_head != NULL || q->cq_gathering ||
+	       __atomic_load_n(&e->e_sbusy, __ATOMIC_ACQUIRE);
+	if (ride) {
+		ci->ci_next = q->cq_ride;
+		q->cq_ride = ci;
+	}
+	pthread_mutex_unlock(&q->cq_lock);
+	return ride;
+}
+
+bool eng_commit_unride(struct eng *e, struct eng_citem *ci)
+{
+	struct eng_cqueue *q = &e->e_syncq;
+	struct eng_citem **pp;
+	bool found = false;
+
+	pthread_mutex_lock(&q->cq_lock);
+	for (pp = &q->cq_ride; *pp != NULL; pp = &(*pp)->ci_next)
+		if (*pp == ci) {
+			*pp = ci->ci_next;
+			ci->ci_next = NULL;
+			found = true;
+			break;
+		}
+	pthread_mutex_unlock(&q->cq_lock);
+	return found;
 }
 
 /* The engine whose e_inexec counts the update this thread is executing in

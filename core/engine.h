@@ -301,6 +301,17 @@ void eng_commit_submit(struct eng *e, struct eng_citem *ci);
  *  running an op's callback inside a commit stage: the stages' locks are
  *  only tried here, so the item is then queued instead. */
 void eng_commit_submit_here(struct eng *e, struct eng_citem *ci);
+/** Queue ci to ride the next batch the syncer gathers for other updates,
+ *  without making one of its own (a small record that need not be
+ *  durable at once, such as an FDMI consumer's cursor).  false: no other
+ *  update is on its way or queued, ci was not queued (submit it).
+ *  Whoever waits for its ci_done gives it a bound: eng_commit_unride()
+ *  then takes it back if no batch took it, and it is submitted as usual. */
+bool eng_commit_ride(struct eng *e, struct eng_citem *ci);
+/** Take ci back from the riders: true if it was still there (the caller
+ *  then submits it: eng_commit_submit()), false if a batch has it (its
+ *  ci_done will come). */
+bool eng_commit_unride(struct eng *e, struct eng_citem *ci);
 /** Commit an item its holder (ci_hold) took and now releases, with
  *  ci_hold cleared and its data already on the devices (a zero-copy write
  *  pulled and persisted after eng_exec(): core/server/srv_zc.c).  When it

@@ -65,6 +65,7 @@ struct eng_cqueue {
 	struct eng_citem *cq_tail;
 	bool cq_stop;
 	bool cq_gathering; /* the syncer is in cq_gather() */
+	struct eng_citem *cq_ride; /* riders (eng_commit_ride()): the syncq's */
 };
 
 struct eng {

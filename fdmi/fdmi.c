@@ -20,6 +20,9 @@
 #include "fdmi/fdmi.h"
 
 #define SUB_PREFIX "fdmi/sub/"
+/* How long an ack waits to ride a batch of other updates before it makes
+ * one of its own (sub_store_grouped()). */
+#define FDMI_ACK_RIDE_US 2000
 #define SUB_VERSION 1u
 
 /* A consumer's stored record (sys table, host order: the store is not
@@ -116,10 +119,12 @@ static int sub_store(struct fdmi *f, const char *name,
 	return meta_wtxn_commit(m, txn, "FDMI consumer");
 }
 
-/* An ack's cursor record, written by the engine's group commit: in the
- * same LMDB transaction (and sync) as the writes committing beside it,
- * not one of its own (issue 31's cost goal: an ack of its own cost a
- * commit each).  Durable when sub_store_grouped() returns. */
+/* An ack's cursor record, written by the engine's group commit: it rides
+ * the next batch of the writes committing meanwhile (eng_commit_ride()),
+ * in the same LMDB transaction and sync, not one of its own (issue 31's
+ * cost goal: an ack of its own cost a commit each); with no other update
+ * within FDMI_ACK_RIDE_US it makes a batch of its own.  Durable when
+ * sub_store_grouped() returns. */
 struct ack_item {
 	struct eng_citem ai_ci; /* first */
 	pthread_mutex_t ai_lock;
@@ -169,7 +174,28 @@ static int sub_store_grouped(struct fdmi *f, const char *name,
 	pthread_cond_init(&a->ai_cond, NULL);
 	a->ai_ci.ci_apply = ack_apply;
 	a->ai_ci.ci_done = ack_done;
-	eng_commit_submit(f->f_eng, &a->ai_ci);
+	/* it rides the next batch of other updates; with none within
+	 * FDMI_ACK_RIDE_US, a batch of its own */
+	if (!eng_commit_ride(f->f_eng, &a->ai_ci)) {
+		eng_commit_submit(f->f_eng, &a->ai_ci);
+	} else {
+		struct timespec dl;
+
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += FDMI_ACK_RIDE_US * 1000L;
+		while (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&a->ai_lock);
+		while (!a->ai_done &&
+		       pthread_cond_timedwait(&a->ai_cond, &a->ai_lock,
+					      &dl) == 0)
+			;
+		pthread_mutex_unlock(&a->ai_lock);
+		if (eng_commit_unride(f->f_eng, &a->ai_ci))
+			eng_commit_submit(f->f_eng, &a->ai_ci);
+	}
 	pthread_mutex_lock(&a->ai_lock);
 	while (!a->ai_done)
 		pthread_cond_wait(&a->ai_cond, &a->ai_lock);
