@@ -9,7 +9,9 @@
  *   object (attributes and data)   its home server (clu_home()), or the
  *                                  server the cluster map has acting for
  *                                  that home (docs/cluster.md "Taking
- *                                  over a home"; clu_obj_target())
+ *                                  over a home"; clu_obj_target());
+ *                                  a composite's layer calls too
+ *                                  (SOP_LAYER, "layers" below)
  *   container CREATE / DELETE      every server (DELETE after checking
  *                                  that every server's copy is empty)
  *   container OPEN / GETATTR       the first live server from its home
@@ -2848,4 +2850,191 @@ int cluster_server_find(struct clovis *cl, const char *name, uint32_t *s)
 		return rc;
 	*s = (uint32_t)rc;
 	return 0;
+}
+
+/* ------------------------------------------------------------ layers */
+
+/*
+ * A composite's layers through a cluster client (docs/cluster.md
+ * "Composite layers through a cluster client"; the server half:
+ * core/server/srv_layer.c).  Each call is a SOP_LAYER request to the
+ * server serving the object's home, as the object's own requests go
+ * (clu_obj_target()), which runs the engine's layer code there.  Sent
+ * again where an object request would be (busy; refused for the home,
+ * -EREMCHG: nothing ran); LIST, OF and MOVE also when the server could not
+ * be reached and the map now names another (they change nothing, or, a
+ * move, nothing twice: blocks already on the target layer stay).  An ADD
+ * or DROP whose server could not be reached is not sent again (it may
+ * have been applied), as an object CREATE or DELETE.
+ */
+
+/* One SOP_LAYER call of q on object id: 0 and *out (checked for q's op;
+ * a MOVE against its range [q->start, q->start + q->nr)), or a negative
+ * code with the server's message. */
+static int clu_layer_call(struct clu_client *c, const struct st_id *id,
+			  LayerReq *q, LayerReply **out)
+{
+	bool resend = q->op == SLY_LIST || q->op == SLY_OF ||
+		      q->op == SLY_MOVE;
+	struct clu_again g = {0};
+	Reply *rp = NULL;
+	SId sid;
+	int rc;
+
+	*out = NULL;
+	msg_id_out(&sid, id);
+	q->id = &sid;
+	for (;;) {
+		uint32_t s = clu_obj_target(c, id);
+		bool answered;
+
+		rc = clu_call_ans(c, s, SOP_LAYER, &q->base, NULL, 0, &rp,
+				  &answered);
+		if (rc == 0 || !clu_obj_again(c, id, s, rc, answered,
+					      resend || rc == -EREMCHG, &g))
+			break;
+		if (rp != NULL) {
+			reply__free_unpacked(rp, NULL);
+			rp = NULL;
+		}
+	}
+	if (rc == 0)
+		rc = msg_layer_reply_decode(rp, q->op, q->start,
+					    q->start + q->nr, out);
+	if (rp != NULL)
+		reply__free_unpacked(rp, NULL);
+	q->id = NULL;
+	return rc;
+}
+
+static void clu_layer_req(LayerReq *q, uint32_t op, uint64_t inc)
+{
+	layer_req__init(q);
+	q->op = op;
+	q->incarnation = inc;
+}
+
+int cluster_layer_add(struct clovis *cl, const struct st_id *id, uint64_t inc,
+		      const struct meta_ent *sub, uint32_t priority,
+		      uint32_t *layer)
+{
+	LayerReq q;
+	LayerReply *lr;
+	SAttr a;
+	int rc;
+
+	clu_layer_req(&q, SLY_ADD, inc);
+	sattr__init(&a);
+	a.block_shift = sub->me_block_shift;
+	a.layout = sub->me_layout;
+	a.tier = sub->me_tier;
+	a.pool = sub->me_pool;
+	a.n = sub->me_n;
+	a.k = sub->me_k;
+	a.s = sub->me_s;
+	a.unit_shift = sub->me_unit_shift;
+	q.attr = &a;
+	q.priority = priority;
+	rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+	if (rc == 0) {
+		*layer = lr->layer;
+		layer_reply__free_unpacked(lr, NULL);
+	}
+	return rc;
+}
+
+int cluster_layer_drop(struct clovis *cl, const struct st_id *id,
+		       uint64_t inc, uint32_t layer)
+{
+	LayerReq q;
+	LayerReply *lr;
+	int rc;
+
+	clu_layer_req(&q, SLY_DROP, inc);
+	q.layer = layer;
+	rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+	if (rc == 0)
+		layer_reply__free_unpacked(lr, NULL);
+	return rc;
+}
+
+int cluster_layer_list(struct clovis *cl, const struct st_id *id,
+		       uint64_t inc, struct st_layer_info *out, uint32_t *nr)
+{
+	LayerReq q;
+	LayerReply *lr;
+	int rc;
+
+	clu_layer_req(&q, SLY_LIST, inc);
+	rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+	if (rc != 0)
+		return rc;
+	for (size_t i = 0; i < lr->n_layers && i < *nr; i++) {
+		const SLayer *l = lr->layers[i];
+		struct st_layer_info *li = &out[i];
+
+		memset(li, 0, sizeof *li);
+		li->li_layer = l->layer;
+		li->li_priority = l->priority;
+		li->li_blocks = l->blocks;
+		li->li_attr.oa_block_shift = l->attr->block_shift;
+		li->li_attr.oa_layout = l->attr->layout;
+		li->li_attr.oa_tier = l->attr->tier;
+		li->li_attr.oa_dev = l->attr->dev;
+		li->li_attr.oa_pool = l->attr->pool;
+		li->li_attr.oa_data_units = l->attr->n;
+		li->li_attr.oa_parity_units = l->attr->k;
+		li->li_attr.oa_spare_units = l->attr->s;
+		li->li_attr.oa_unit_shift = l->attr->unit_shift;
+	}
+	*nr = (uint32_t)lr->n_layers;
+	layer_reply__free_unpacked(lr, NULL);
+	return 0;
+}
+
+/* A move goes in calls of at most SRV_LAYER_MOVE_BYTES of blocks each
+ * (the server says where the next one starts): each call ends within the
+ * call timeout however long the range. */
+int cluster_layer_move(struct clovis *cl, const struct st_id *id,
+		       uint64_t inc, uint64_t start, uint64_t nr, uint32_t to,
+		       uint64_t *moved)
+{
+	uint64_t pos = start, end = start + nr;
+	int rc = 0;
+
+	*moved = 0;
+	/* bounded: every answer moves pos forward (msg_layer_reply_decode) */
+	while (rc == 0 && pos < end) {
+		LayerReq q;
+		LayerReply *lr;
+
+		clu_layer_req(&q, SLY_MOVE, inc);
+		q.start = pos;
+		q.nr = end - pos;
+		q.layer = to;
+		rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+		if (rc != 0)
+			break;
+		*moved += lr->moved;
+		pos = lr->next;
+		layer_reply__free_unpacked(lr, NULL);
+	}
+	return rc;
+}
+
+int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
+		     uint64_t blk, uint32_t *layer)
+{
+	LayerReq q;
+	LayerReply *lr;
+	int rc;
+
+	clu_layer_req(&q, SLY_OF, inc);
+	q.blk = blk;
+	rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+	if (rc == 0) {
+		*layer = lr->layer;
+		layer_reply__free_unpacked(lr, NULL);
+	}
+	return rc;
 }

@@ -1037,7 +1037,10 @@ int clovis_server_dev_replace(struct clovis *cl, const char *server,
 	return rc != 0 ? rc : cluster_dev_replace(cl, s, dev, path);
 }
 
-/* The open object handle o, or an error naming what is wrong. */
+/* The open object handle o, or an error naming what is wrong.  Both
+ * modes: embedded, the engine's layer code runs here (core/comp.c); in
+ * cluster mode, on the server serving the object's home (cli_cluster.c
+ * "layers", core/server/srv_layer.c). */
 static int obj_handle_check(struct clovis_obj *o, const char *what)
 {
 	if (o == NULL || !entity_valid(&o->ob_entity) ||
@@ -1047,7 +1050,19 @@ static int obj_handle_check(struct clovis_obj *o, const char *what)
 		return err_set(-EINVAL, "%s: object %s is not open (CREATE or "
 			       "OPEN it first)", what,
 			       eng_id_str(st_of(&o->ob_entity.en_id)));
-	return store_only(o->ob_entity.en_cl, what);
+	return 0;
+}
+
+/* The engine of o's instance; NULL in cluster mode. */
+static struct eng *obj_eng(const struct clovis_obj *o)
+{
+	return o->ob_entity.en_cl->cl_eng;
+}
+
+/* The handle's incarnation, which a cluster's server checks. */
+static uint64_t obj_inc(const struct clovis_obj *o)
+{
+	return o->ob_attr.oa_ctime_ns;
 }
 
 int clovis_obj_layer_add(struct clovis_obj *o, const struct clovis_obj_attr *attr,
@@ -1055,6 +1070,7 @@ int clovis_obj_layer_add(struct clovis_obj *o, const struct clovis_obj_attr *att
 {
 	struct clovis_obj_attr a;
 	struct meta_ent me = {0};
+	const struct st_id *id;
 	int rc = obj_handle_check(o, "layer_add");
 
 	if (rc == 0 && (attr == NULL || layer == NULL))
@@ -1074,17 +1090,24 @@ int clovis_obj_layer_add(struct clovis_obj *o, const struct clovis_obj_attr *att
 	me.me_s = (uint8_t)a.oa_spare_units;
 	me.me_unit_shift = (uint8_t)a.oa_unit_shift;
 	me.me_block_shift = a.oa_block_shift;
-	return comp_layer_add(o->ob_entity.en_cl->cl_eng,
-			      st_of(&o->ob_entity.en_id), &me, priority, layer);
+	id = st_of(&o->ob_entity.en_id);
+	if (obj_eng(o) == NULL)
+		return cluster_layer_add(o->ob_entity.en_cl, id, obj_inc(o), &me,
+					 priority, layer);
+	return comp_layer_add(obj_eng(o), id, &me, priority, layer);
 }
 
 int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer)
 {
 	int rc = obj_handle_check(o, "layer_drop");
 
-	return rc != 0 ? rc : comp_layer_drop(o->ob_entity.en_cl->cl_eng,
-					      st_of(&o->ob_entity.en_id),
-					      layer);
+	if (rc != 0)
+		return rc;
+	if (obj_eng(o) == NULL)
+		return cluster_layer_drop(o->ob_entity.en_cl,
+					  st_of(&o->ob_entity.en_id),
+					  obj_inc(o), layer);
+	return comp_layer_drop(obj_eng(o), st_of(&o->ob_entity.en_id), layer);
 }
 
 int clovis_obj_layer_list(struct clovis_obj *o, struct clovis_layer_info *out,
@@ -1094,14 +1117,20 @@ int clovis_obj_layer_list(struct clovis_obj *o, struct clovis_layer_info *out,
 
 	if (rc == 0 && (nr == NULL || (out == NULL && *nr > 0)))
 		rc = err_set(-EINVAL, "layer_list: NULL argument");
-	return rc != 0 ? rc : comp_layer_list(o->ob_entity.en_cl->cl_eng,
-					      st_of(&o->ob_entity.en_id),
-					      st_of(out), nr);
+	if (rc != 0)
+		return rc;
+	if (obj_eng(o) == NULL)
+		return cluster_layer_list(o->ob_entity.en_cl,
+					  st_of(&o->ob_entity.en_id),
+					  obj_inc(o), st_of(out), nr);
+	return comp_layer_list(obj_eng(o), st_of(&o->ob_entity.en_id),
+			       st_of(out), nr);
 }
 
 int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
 			  uint64_t nr_blks, uint32_t to, uint64_t *moved)
 {
+	const struct st_id *id;
 	uint64_t m = 0;
 	int rc = obj_handle_check(o, "layer_move");
 
@@ -1111,10 +1140,13 @@ int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
 			     "+%" PRIu64 " out of range",
 			     eng_id_str(st_of(&o->ob_entity.en_id)), start_blk,
 			     nr_blks);
-	if (rc == 0)
-		rc = comp_move(o->ob_entity.en_cl->cl_eng,
-			       st_of(&o->ob_entity.en_id), start_blk, nr_blks,
-			       to, &m);
+	if (rc == 0) {
+		id = st_of(&o->ob_entity.en_id);
+		rc = obj_eng(o) == NULL ?
+		     cluster_layer_move(o->ob_entity.en_cl, id, obj_inc(o),
+					start_blk, nr_blks, to, &m) :
+		     comp_move(obj_eng(o), id, start_blk, nr_blks, to, &m);
+	}
 	if (moved != NULL)
 		*moved = m;
 	return rc;
@@ -1126,9 +1158,17 @@ int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk, uint32_t *layer)
 
 	if (rc == 0 && layer == NULL)
 		rc = err_set(-EINVAL, "layer_of: NULL argument");
-	return rc != 0 ? rc : comp_where(o->ob_entity.en_cl->cl_eng,
-					 st_of(&o->ob_entity.en_id), blk,
-					 layer);
+	if (rc == 0 && blk >= CLOVIS_BLOCK_NR_MAX)
+		rc = err_set(-EINVAL, "layer_of: object %s: block %" PRIu64
+			     " past CLOVIS_BLOCK_NR_MAX",
+			     eng_id_str(st_of(&o->ob_entity.en_id)), blk);
+	if (rc != 0)
+		return rc;
+	if (obj_eng(o) == NULL)
+		return cluster_layer_of(o->ob_entity.en_cl,
+					st_of(&o->ob_entity.en_id), obj_inc(o),
+					blk, layer);
+	return comp_where(obj_eng(o), st_of(&o->ob_entity.en_id), blk, layer);
 }
 
 int clovis_unit_counters_get(struct clovis *cl,

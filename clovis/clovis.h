@@ -297,7 +297,9 @@ struct clovis_op;
  * mixed fields, bad file: message names the line and key), -ENOENT (no
  * file), the transport's codes when cc_server cannot be reached or refuses
  * the secret (-EACCES).  Management calls that act on one store
- * (smr_clean, layers, unit counters) return -ENOTSUP in cluster mode;
+ * (smr_clean, unit counters) return -ENOTSUP in cluster mode; a
+ * composite's layer calls run on the object's home server (see
+ * clovis_obj_layer_add());
  * repair, rebalance and scrub run on every server (see clovis_repair());
  * dev_list and pool_list aggregate the servers (device paths are prefixed
  * "SERVER:", indices run on from one server to the next); dev_fail and
@@ -910,11 +912,11 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  * set (two members over one group of that layer: -EINVAL); a layer added
  * or dropped between then and the commit fails the commit (nothing
  * applied).  A composite without a layer fails the commit with -EINVAL
- * (in cluster mode layer management is -ENOTSUP, so a composite there has
- * none).  Cluster mode: object CREATE and DELETE are members (a created
- * object is invisible until the commit, its handle's attributes are read
- * back after it; a deleted one stays until the commit), and so are index
- * CREATE and DELETE (every live replica of the index is a participant and
+ * (either mode; clovis_obj_layer_add() gives it layers).  Cluster mode:
+ * object CREATE and DELETE are members (a created object is invisible
+ * until the commit, its handle's attributes are read back after it; a
+ * deleted one stays until the commit), and so are index CREATE and
+ * DELETE (every live replica of the index is a participant and
  * creates or deletes it at the COMMIT, with its replica record, in one
  * commit with the dtx's; the incarnation of a created index is chosen by
  * the client from the dtx id and is in the handle after the commit; the
@@ -1259,6 +1261,24 @@ CLOVIS_API int clovis_server_dev_replace(struct clovis *cl,
 
 /* ------------------------------------------------- composite layers */
 
+/*
+ * Layer calls, both modes.  Embedded: the engine's layer code runs in the
+ * calling thread.  Cluster mode: the call goes to the server serving the
+ * object's home (the map's, with HA), which runs the same code on its
+ * store, so add, drop and move commit there and are durable (on the
+ * home's standbys too, with replicated homes) on return, exactly as
+ * embedded; the handle's incarnation is checked there (-ENOENT: the
+ * object was deleted, or deleted and made again, since the handle opened
+ * it).  Errors of cluster mode besides the contracts': the transport's
+ * (-EHOSTDOWN, -ETIMEDOUT: the home could not be reached; an add or drop
+ * may then have been applied or not, as an object CREATE or DELETE),
+ * -EREMCHG (the home is served by another server, after the client read
+ * the map again), -EBUSY (the home was busy past the call timeout).  A
+ * list, an of or a move whose home could not be reached is sent again
+ * where the map then has it served.  Every message names the object and,
+ * for what the server refused, the server.
+ */
+
 /** One layer of a composite object. */
 struct clovis_layer_info {
 	uint32_t li_layer;       /**< layer id (1..) */
@@ -1274,9 +1294,11 @@ struct clovis_layer_info {
  * PDCLUST/MIRROR with their pool and geometry (oa_block_shift is the
  * object's) — and priority orders the layers (distinct; the highest is the
  * top layer that WRITE goes to).  Sets *layer to its id.
- * Returns 0, -EINVAL (not composite, bad sub-layout: message names the
- * field), -EEXIST (a layer with that priority exists), -ENOENT (object
- * deleted), or a negative code.  Synchronous and durable on return.
+ * Returns 0, -EINVAL (not an open object handle, NULL argument, not
+ * composite, bad sub-layout: message names the field), -EEXIST (a layer
+ * with that priority exists), -E2BIG (16 layers already), -ENOENT
+ * (object deleted), or a negative code (cluster mode: above).
+ * Synchronous and durable on return.
  */
 CLOVIS_API int clovis_obj_layer_add(struct clovis_obj *o,
 				    const struct clovis_obj_attr *attr,
@@ -1284,11 +1306,16 @@ CLOVIS_API int clovis_obj_layer_add(struct clovis_obj *o,
 
 /**
  * Drop layer `layer` of o.  It must hold no block (move its extents away
- * first): -ENOTEMPTY otherwise; -ENOENT if there is no such layer.
+ * first): -ENOTEMPTY otherwise; -ENOENT if there is no such layer (or
+ * the object was deleted); -EINVAL (not an open object handle).
+ * Synchronous and durable on return.
  */
 CLOVIS_API int clovis_obj_layer_drop(struct clovis_obj *o, uint32_t layer);
 
-/** List o's layers, highest priority first: fills up to *nr, sets *nr. */
+/** List o's layers, highest priority first: fills up to *nr entries of
+ *  out (caller's), sets *nr to how many there are.  0, -EINVAL (not an
+ *  open object handle; nr NULL, or out NULL with *nr > 0), -ENOENT
+ *  (object deleted), or a negative code (cluster mode: above). */
 CLOVIS_API int clovis_obj_layer_list(struct clovis_obj *o,
 				     struct clovis_layer_info *out,
 				     uint32_t *nr);
@@ -1302,14 +1329,25 @@ CLOVIS_API int clovis_obj_layer_list(struct clovis_obj *o,
  * (or freed, or moved) by a concurrent update while it moves keeps the
  * newer data where that update put it: it is not moved, and *moved (may be
  * NULL) counts only the blocks that were — compare with the range, or list
- * the layers, to see what is left.  The base of HSM tiering.
- * Returns 0, -EINVAL, -ENOENT (no such layer), or an I/O error.
+ * the layers, to see what is left.  The base of HSM tiering.  Cluster
+ * mode: the home moves the range in calls of at most 16 MiB of the
+ * object's blocks each (the range cut at the object's size), so a long
+ * range takes several calls, each within the call timeout; after a
+ * failure *moved counts what the calls answered before it moved (the
+ * failed call may have moved some runs more: list the layers), every
+ * block on one layer or the other.
+ * Returns 0, -EINVAL (not an open object handle; nr_blks 0 or the range
+ * past CLOVIS_BLOCK_NR_MAX; not composite), -ENOENT (no such layer, or
+ * object deleted), an I/O error, or a negative code (cluster mode: above).
  */
 CLOVIS_API int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
 				     uint64_t nr_blks, uint32_t to,
 				     uint64_t *moved);
 
-/** The layer holding block blk of o in *layer: 0, or -ENOENT (a hole). */
+/** The layer holding block blk of o in *layer: 0, -ENOENT (a hole, or
+ *  object deleted), -EINVAL (not an open object handle, layer NULL, blk
+ *  at or past CLOVIS_BLOCK_NR_MAX), or a negative code (cluster mode:
+ *  above). */
 CLOVIS_API int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk,
 				   uint32_t *layer);
 

@@ -322,6 +322,23 @@ int cluster_dev_locate(struct clovis *cl, uint32_t gdev, uint32_t *owner,
 		       uint32_t *dev);
 /* The index of the server called name, or -ENOENT naming it. */
 int cluster_server_find(struct clovis *cl, const char *name, uint32_t *s);
+/* A composite's layers through a cluster client (clovis/cli_cluster.c
+ * "layers"; core/server/srv_layer.c): object id of incarnation inc (the
+ * handle's creation time), on the server serving its home, with the
+ * contracts of clovis_obj_layer_add(), _drop(), _list(), _move() and
+ * _of(); arguments checked by the caller (clovis.c). */
+int cluster_layer_add(struct clovis *cl, const struct st_id *id, uint64_t inc,
+		      const struct meta_ent *sub, uint32_t priority,
+		      uint32_t *layer);
+int cluster_layer_drop(struct clovis *cl, const struct st_id *id,
+		       uint64_t inc, uint32_t layer);
+int cluster_layer_list(struct clovis *cl, const struct st_id *id,
+		       uint64_t inc, struct st_layer_info *out, uint32_t *nr);
+int cluster_layer_move(struct clovis *cl, const struct st_id *id,
+		       uint64_t inc, uint64_t start, uint64_t nr, uint32_t to,
+		       uint64_t *moved);
+int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
+		     uint64_t blk, uint32_t *layer);
 
 /* cli_cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object

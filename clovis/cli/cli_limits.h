@@ -119,5 +119,8 @@
  * and the layers `obj stat` shows at most. */
 #define CLI_TOP_LAYER 100u
 #define CLI_LAYERS_MAX 16u
+/* obj move: the blocks of a partial range counted one call each to report
+ * what a racing write kept elsewhere (larger ranges: not counted). */
+#define CLI_LEFT_COUNT_MAX 4096u
 
 #endif

@@ -643,6 +643,39 @@ static int move_target(struct cli *c, struct clovis_obj *o, uint32_t t,
 	return cli_call(c, clovis_obj_layer_add(o, &a, prio, layer));
 }
 
+/* Blocks of [a, b) of o held by a layer other than `layer` into *n: from
+ * the layer list when the range is the whole object, else block by block
+ * (one call each: bounded by the object's size, which the caller cut b
+ * to). */
+static int range_elsewhere(struct cli *c, struct clovis_obj *o, uint64_t a,
+			   uint64_t b, uint32_t layer, uint64_t *n)
+{
+	struct clovis_layer_info li[CLI_LAYERS_MAX];
+	uint32_t nr = CLI_LAYERS_MAX;
+	int rc;
+
+	*n = 0;
+	if (a == 0 && b >= o->ob_attr.oa_size_blocks) {
+		rc = cli_call(c, clovis_obj_layer_list(o, li, &nr));
+		nr = nr < CLI_LAYERS_MAX ? nr : CLI_LAYERS_MAX;
+		for (uint32_t i = 0; rc == 0 && i < nr; i++)
+			if (li[i].li_layer != layer)
+				*n += li[i].li_blocks;
+		return rc;
+	}
+	for (uint64_t k = a; k < b; k++) {
+		uint32_t l;
+
+		rc = clovis_obj_layer_of(o, k, &l);
+		if (rc == -ENOENT)
+			continue; /* a hole */
+		if (rc != 0)
+			return cli_call(c, rc);
+		*n += l != layer;
+	}
+	return 0;
+}
+
 /* strata obj move ID --to TIER [--range A:B]. */
 int cmd_obj_move(struct cli *c)
 {
@@ -650,7 +683,7 @@ int cmd_obj_move(struct cli *c)
 	struct clovis_obj o;
 	struct clovis_id id;
 	uint32_t layer = 0, top = 0, nr = CLI_LAYERS_MAX, dropped = 0;
-	uint64_t a, b, moved = 0, left = 0;
+	uint64_t a, b, moved = 0, left = 0, after = 0;
 	char name[24];
 	int rc;
 
@@ -669,12 +702,27 @@ int cmd_obj_move(struct cli *c)
 						sizeof name));
 	a = c->c_range_set ? c->c_range_a : 0;
 	b = c->c_range_set ? c->c_range_b : o.ob_attr.oa_size_blocks;
+	if (b > CLOVIS_BLOCK_NR_MAX)
+		return cli_fail(c, -EINVAL, "move object %s: blocks %llu to "
+				"%llu: out of range (an object has at most "
+				"2^48 blocks)", c->c_args[0],
+				(unsigned long long)a,
+				(unsigned long long)(b - 1));
+	b = b < o.ob_attr.oa_size_blocks ? b : o.ob_attr.oa_size_blocks;
 	rc = move_target(c, &o, (uint32_t)c->c_to, &layer, &top);
 	if (rc > 0)
 		return rc; /* reported */
-	if (rc == 0 && b > a)
+	/* the blocks of the range held elsewhere after the move were
+	 * written meanwhile (whole object: from the layer list; a range of
+	 * at most CLI_LEFT_COUNT_MAX blocks: block by block; else not
+	 * counted) */
+	if (rc == 0 && b > a && ((a == 0 && b >= o.ob_attr.oa_size_blocks) ||
+				 b - a <= CLI_LEFT_COUNT_MAX))
 		rc = cli_call(c, clovis_obj_layer_move(&o, a, b - a, layer,
 						       &moved));
+	if (rc == 0 && b > a)
+		rc = range_elsewhere(c, &o, a, b, layer, &after);
+	left = rc == 0 ? after : 0;
 	if (rc == 0)
 		rc = cli_call(c, clovis_obj_layer_list(&o, li, &nr));
 	nr = nr < CLI_LAYERS_MAX ? nr : CLI_LAYERS_MAX;
@@ -682,13 +730,7 @@ int cmd_obj_move(struct cli *c)
 		if (li[i].li_layer == layer)
 			continue;
 		if (li[i].li_blocks > 0) {
-			uint32_t l;
-
-			/* blocks of the range still elsewhere: raced */
-			for (uint64_t k = a; k < b; k++)
-				if (clovis_obj_layer_of(&o, k, &l) == 0 &&
-				    l == li[i].li_layer)
-					left++;
+			continue;
 		} else if (li[i].li_layer != top) {
 			rc = cli_call(c, clovis_obj_layer_drop(&o,
 							       li[i].li_layer));

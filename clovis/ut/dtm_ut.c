@@ -1403,9 +1403,10 @@ static void test_index_members(void)
 
 /* ------------------------------------------------------ composites */
 
-/* Composite object co: embedded, layers plain (10) and pdclust 2+1 (20,
- * the top one: writes take its parity-group locks); in cluster mode layer
- * management is -ENOTSUP, and co keeps no layer. */
+/* Composite object co: layers plain (10) and pdclust 2+1 (20, the top
+ * one: writes take its parity-group locks), embedded or through a cluster
+ * client (its home adds them); a store that refuses layers (-ENOTSUP)
+ * leaves co with none. */
 static int cobj_make(struct clovis_obj *co, bool *layered)
 {
 	struct clovis_obj_attr a = {.oa_block_shift = 12,

@@ -405,6 +405,101 @@ static int msg_list_decode(struct msg_req *m, const ListReq *q)
 	return 0;
 }
 
+/* The sub-layout of a layer ADD: the layout fields of a CREATE, in their
+ * ranges, a plain, pdclust or mirror layout, nothing else set (the home
+ * picks the device, the engine sets sizes and times). */
+static int msg_layer_attr(const SAttr *a, const char *id)
+{
+	int rc = msg_attr_check(a, id);
+
+	if (rc != 0)
+		return rc;
+	if (a->layout < ST_LAYOUT_PLAIN || a->layout > ST_LAYOUT_MIRROR)
+		return err_set(-EINVAL, "request: object %s: layer.attr.layout "
+			       "%u: a layer is plain (1), pdclust (2) or mirror "
+			       "(3)", id, a->layout);
+	if (a->dev != 0 || a->size_blocks != 0 || a->size_bytes != 0 ||
+	    a->ctime_ns != 0 || a->mtime_ns != 0 || a->nr_records != 0 ||
+	    a->flags != 0 ||
+	    (a->container != NULL && (a->container->hi | a->container->lo)))
+		return err_set(-EINVAL, "request: object %s: layer.attr: only "
+			       "the sub-layout's fields (layout, tier, pool, n, "
+			       "k, s, unit_shift, block_shift) may be set", id);
+	return 0;
+}
+
+/* The fields a LayerReq's op takes, and only those. */
+static int msg_layer_fields(const LayerReq *q, const char *id)
+{
+	bool add = q->op == SLY_ADD, move = q->op == SLY_MOVE;
+
+	if ((q->attr != NULL) != add)
+		return err_set(-EINVAL, "request: object %s: layer.attr %s", id,
+			       add ? "missing on an add" : "set on another op "
+			       "than an add");
+	if (q->priority != 0 && !add)
+		return err_set(-EINVAL, "request: object %s: layer.priority "
+			       "set on another op than an add", id);
+	if (q->layer != 0 && q->op != SLY_DROP && !move)
+		return err_set(-EINVAL, "request: object %s: layer.layer set "
+			       "on another op than a drop or move", id);
+	if ((q->start != 0 || q->nr != 0) && !move)
+		return err_set(-EINVAL, "request: object %s: layer.start or "
+			       "layer.nr set on another op than a move", id);
+	if (q->blk != 0 && q->op != SLY_OF)
+		return err_set(-EINVAL, "request: object %s: layer.blk set on "
+			       "another op than an of", id);
+	return 0;
+}
+
+/* SOP_LAYER: checked whole before anything runs (msg.h). */
+static int msg_layer_decode(struct msg_req *m, const LayerReq *q)
+{
+	struct eng_req *r = &m->mr_req;
+	const char *id;
+	int rc;
+
+	if (q->id == NULL)
+		return err_set(-EINVAL, "request: layer: id missing");
+	msg_id_in(q->id, &r->er_id);
+	id = msg_id_str(&r->er_id);
+	if (q->op < SLY_ADD || q->op > SLY_OF)
+		return err_set(-EINVAL, "request: object %s: layer.op %u: "
+			       "expected 1 (add), 2 (drop), 3 (list), 4 (move) "
+			       "or 5 (of)", id, q->op);
+	rc = msg_layer_fields(q, id);
+	if (rc == 0 && q->op == SLY_ADD)
+		rc = msg_layer_attr(q->attr, id);
+	if (rc != 0)
+		return rc;
+	if (q->op == SLY_MOVE && (q->nr == 0 || q->start >= ST_BLOCK_NR_MAX ||
+				  q->nr > ST_BLOCK_NR_MAX - q->start))
+		return err_set(-EINVAL, "request: object %s: layer.start %"
+			       PRIu64 " + layer.nr %" PRIu64 ": empty or past "
+			       "block 2^48", id, q->start, q->nr);
+	if (q->op == SLY_OF && q->blk >= ST_BLOCK_NR_MAX)
+		return err_set(-EINVAL, "request: object %s: layer.blk %"
+			       PRIu64 " past block 2^48", id, q->blk);
+	r->er_type = ST_ET_OBJ;
+	if (q->op == SLY_ADD) {
+		r->er_ent.me_layout = q->attr->layout;
+		r->er_ent.me_tier = q->attr->tier;
+		r->er_ent.me_pool = q->attr->pool;
+		r->er_ent.me_n = (uint8_t)q->attr->n;
+		r->er_ent.me_k = (uint8_t)q->attr->k;
+		r->er_ent.me_s = (uint8_t)q->attr->s;
+		r->er_ent.me_unit_shift = (uint8_t)q->attr->unit_shift;
+		r->er_ent.me_block_shift = q->attr->block_shift;
+	}
+	m->mr_lop = q->op;
+	m->mr_incarnation = q->incarnation;
+	m->mr_priority = q->priority;
+	m->mr_layer = q->layer;
+	m->mr_start = q->op == SLY_OF ? q->blk : q->start;
+	m->mr_count = q->nr;
+	return 0;
+}
+
 /* Unpack with protobuf-c, then check; the unpacked message is freed. */
 int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		   size_t len, size_t bulk_len)
@@ -439,6 +534,9 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		break;
 	case SOP_CLIENT_STATS:
 		pb = (ProtobufCMessage *)client_stats__unpack(NULL, len, b);
+		break;
+	case SOP_LAYER:
+		pb = (ProtobufCMessage *)layer_req__unpack(NULL, len, b);
 		break;
 	default:
 		return err_set(-EBADMSG, "request: opcode %u unknown", op);
@@ -486,6 +584,9 @@ int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
 		rc = m->mr_cstats == NULL ?
 		     err_set(-ENOMEM, "request: client stats: no memory") :
 		     msg_cstats_decode((ClientStats *)pb, m->mr_cstats);
+		break;
+	case SOP_LAYER:
+		rc = msg_layer_decode(m, (LayerReq *)pb);
 		break;
 	default: /* SOP_METRICS */
 		m->mr_prio = ((MetricsReq *)pb)->min_priority;
@@ -894,6 +995,63 @@ int msg_dev_info_decode(const Reply *rp, SDev **out)
 			       "out of range, or no path", i, s);
 	}
 	*out = d;
+	return 0;
+}
+
+/* ------------------------------------------------------------ layers */
+
+/* One layer of a LayerReply: an id from 1, a sub-layout in range. */
+static int msg_layer_info_check(const SLayer *l, size_t i)
+{
+	char what[48];
+
+	if (l->layer == 0 || l->attr == NULL)
+		return err_set(-EBADMSG, "reply: layers[%zu]: layer %u, "
+			       "attributes %s", i, l->layer,
+			       l->attr == NULL ? "missing" : "present");
+	snprintf(what, sizeof what, "layer %u", l->layer);
+	if (msg_attr_check(l->attr, what) != 0 ||
+	    l->attr->layout < ST_LAYOUT_PLAIN ||
+	    l->attr->layout > ST_LAYOUT_MIRROR)
+		return err_set(-EBADMSG, "reply: layers[%zu]: layer %u: a "
+			       "sub-layout out of range (layout %u)", i,
+			       l->layer, l->attr->layout);
+	if (l->blocks > ST_BLOCK_NR_MAX)
+		return err_set(-EBADMSG, "reply: layers[%zu]: layer %u holds %"
+			       PRIu64 " blocks, past 2^48", i, l->layer,
+			       l->blocks);
+	return 0;
+}
+
+int msg_layer_reply_decode(const Reply *rp, uint32_t op, uint64_t start,
+			   uint64_t end, LayerReply **out)
+{
+	LayerReply *l;
+	int rc = 0;
+
+	*out = NULL;
+	l = layer_reply__unpack(NULL, rp->text.len, rp->text.data);
+	if (l == NULL)
+		return err_set(-EBADMSG, "reply: text of %zu bytes is not a "
+			       "LayerReply", rp->text.len);
+	if (l->n_layers > COMP_LAYERS_MAX)
+		rc = err_set(-EBADMSG, "reply: %zu layers, at most %u",
+			     l->n_layers, COMP_LAYERS_MAX);
+	for (size_t i = 0; rc == 0 && i < l->n_layers; i++)
+		rc = msg_layer_info_check(l->layers[i], i);
+	if (rc == 0 && (op == SLY_ADD || op == SLY_OF) && l->layer == 0)
+		rc = err_set(-EBADMSG, "reply: layer.layer 0 (layers are "
+			     "numbered from 1)");
+	if (rc == 0 && op == SLY_MOVE &&
+	    (l->next <= start || l->next > end || l->moved > l->next - start))
+		rc = err_set(-EBADMSG, "reply: move of blocks %" PRIu64 " to %"
+			     PRIu64 ": next %" PRIu64 ", moved %" PRIu64 " out "
+			     "of range", start, end, l->next, l->moved);
+	if (rc != 0) {
+		layer_reply__free_unpacked(l, NULL);
+		return rc;
+	}
+	*out = l;
 	return 0;
 }
 

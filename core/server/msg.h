@@ -36,6 +36,7 @@ enum msg_op {
 	SOP_IDX_STATE,              /**< IdxReq (id): Reply.exists, .seq */
 	SOP_METRICS,                /**< MetricsReq: Reply.text */
 	SOP_CLIENT_STATS,           /**< ClientStats: Reply.text = ClientStats */
+	SOP_LAYER,                  /**< LayerReq: Reply.text = LayerReply */
 	SOP_END
 };
 
@@ -63,6 +64,15 @@ enum msg_walk_kind { SWK_REPAIR = 1, SWK_REBALANCE = 2, SWK_SCRUB = 3 };
 
 /* DevReq.op */
 enum msg_dev_op { SDV_FAIL = 1, SDV_REPLACE = 2, SDV_STATE = 3 };
+
+/* LayerReq.op: a composite's layers (core/comp.h). */
+enum msg_layer_op {
+	SLY_ADD = 1,   /**< comp_layer_add(): attr, priority */
+	SLY_DROP = 2,  /**< comp_layer_drop(): layer */
+	SLY_LIST = 3,  /**< comp_layer_list() */
+	SLY_MOVE = 4,  /**< comp_move(): start, nr, layer (the target) */
+	SLY_OF = 5,    /**< comp_where(): blk */
+};
 
 /* Replica flags (EntReq.rflags, IdxReq.rflags). */
 enum msg_rflags {
@@ -167,6 +177,13 @@ struct msg_req {
 	/* LIST */
 	struct st_id mr_after;
 	bool mr_has_after;
+	/* LAYER (mr_req.er_id the object, mr_incarnation the handle's,
+	 * mr_req.er_ent the sub-layout of an ADD: its layout fields only) */
+	uint32_t mr_lop;            /**< SLY_* */
+	uint32_t mr_priority;       /**< ADD */
+	uint32_t mr_layer;          /**< DROP; MOVE: the target */
+	uint64_t mr_start;          /**< MOVE: first block; OF: the block */
+	uint64_t mr_count;          /**< MOVE: blocks from mr_start */
 	/* storage */
 	void *mr_arrays;            /**< one allocation for the vectors */
 	void *mr_data;              /**< object data buffer (owned) */
@@ -186,7 +203,14 @@ void msg_id_in(const SId *s, struct st_id *id);
  * bulk_len: bytes of the call's bulk.  Object WRITE data and packed index
  * records that came as bulk are not fetched here: m->mr_data_len or
  * m->mr_recs_len tell how much to pull (msg_req_recs_bind() after pulling
- * records into m->mr_recs).  Returns 0, or -EINVAL/-E2BIG/-EBADMSG/-ENOMEM
+ * records into m->mr_recs).  A SOP_LAYER request (LayerReq) is checked
+ * whole: op 1..5 (SLY_*), id present, and only the fields its op takes
+ * set, each in range: ADD an attr with layout 1..3 (plain, pdclust,
+ * mirror) and the other layout fields in the ranges of a CREATE, the
+ * device, size, time, flag, record and container fields 0; DROP and MOVE
+ * a layer (0 names none: the engine answers -ENOENT, as embedded); MOVE
+ * 1.. blocks from a start, ending at most at block 2^48; OF a block
+ * below 2^48.  Returns 0, or -EINVAL/-E2BIG/-EBADMSG/-ENOMEM
  * with a message; msg_req_fini() is safe after either.
  */
 int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
@@ -259,6 +283,18 @@ int msg_dev_decode(const void *body, size_t len, uint32_t self,
  *  LIM_DEV_MAX, state a clovis_dev_state, path and driver set).  0 and
  *  *out (sdev__free_unpacked(*out, NULL)), or -EBADMSG. */
 int msg_dev_info_decode(const Reply *rp, SDev **out);
+
+/**
+ * Decode the LayerReply in the text of a SOP_LAYER reply to a request of
+ * op (SLY_*) and check it: at most COMP_LAYERS_MAX layers, each with an
+ * id from 1 and its attributes (a plain, pdclust or mirror sub-layout in
+ * range); an ADD's or OF's layer from 1; a MOVE's next past start and at
+ * most end (the request's start + nr), its moved at most next - start.
+ * 0 and *out (layer_reply__free_unpacked(*out, NULL)), or -EBADMSG with
+ * a message naming the field; *out is then NULL.
+ */
+int msg_layer_reply_decode(const Reply *rp, uint32_t op, uint64_t start,
+			   uint64_t end, LayerReply **out);
 
 /** Point the key/value vectors into m->mr_recs (after a bulk pull). */
 void msg_req_recs_bind(struct msg_req *m);

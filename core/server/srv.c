@@ -958,8 +958,8 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 				 so->so_m.mr_req.er_kind - 1, caller, 0);
 	}
 	so->so_m.mr_req.er_eng = s->s_eng;
-	if (s->s_route != NULL && (op == SOP_OBJ || (op == SOP_ENT &&
-	    so->so_m.mr_req.er_type == ST_ET_OBJ))) {
+	if (s->s_route != NULL && (op == SOP_OBJ || op == SOP_LAYER ||
+	    (op == SOP_ENT && so->so_m.mr_req.er_type == ST_ET_OBJ))) {
 		struct eng *e = NULL;
 
 		err_clear();
@@ -998,6 +998,9 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 		break;
 	case SOP_CLIENT_STATS:
 		srv_cstats(s, so);
+		break;
+	case SOP_LAYER: /* a composite's layers, on the home (srv_layer.c) */
+		srv_layer(s, so);
 		break;
 	default:
 		srv_conf_get(s, so);

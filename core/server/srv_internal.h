@@ -180,6 +180,8 @@ struct srv {
 	struct fdmi *s_fdmi; /* fdmi/srv_fdmi.c: consumers of s_eng's log */
 	/* object requests' executor and remote device service (srv_rdev.c) */
 	struct srv_exec *s_exec;
+	/* SOP_LAYER requests on their threads (srv_layer.c; atomic) */
+	uint32_t s_layer_threads;
 	/* pmem2 devices registered for zero-copy transfers (srv_zc.c) */
 	struct srv_zc *s_zc;
 	/* the HA agent: map, epoch, membership (ha/srv_ha.c, a module of
@@ -249,6 +251,11 @@ void srv_run_prepared(struct srv_op *so);
 void srv_obj_read_reply(struct srv_op *so);
 /** Note the end of stage st of so when profiling (STRATA_SRV_PROFILE). */
 void srv_prof_mark(struct srv_op *so, enum srv_stage st);
+
+/* srv_layer.c: SOP_LAYER, a composite's layers through a cluster client.
+ * Runs so (decoded, routed: so_m.mr_req.er_eng) on a thread of its own
+ * and answers it; -EBUSY past SRV_LAYER_THREADS requests at once. */
+void srv_layer(struct srv *s, struct srv_op *so);
 
 /* srv_dev.c: SOP_DEV, devices through a cluster client */
 int srv_dev_register(struct srv *s);

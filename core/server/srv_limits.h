@@ -138,6 +138,18 @@
  * (srv_rdev.c: an object op waits for unit I/O on other servers, whose
  * RDEV requests need free handlers). */
 #define SRV_EXEC_THREADS 8u
+/* A composite's move through a cluster client (srv_layer.c): one
+ * SOP_LAYER call moves at most this many bytes of the object's blocks
+ * (runs of at most LIM_IO_CHUNK, each read, written and committed on its
+ * own), so that its answer comes well within the call timeout even on the
+ * slowest tier; the client calls again from where it stopped
+ * (LayerReply.next). */
+#define SRV_LAYER_MOVE_BYTES (4ull * LIM_IO_CHUNK)
+/* SOP_LAYER requests served at once, each on a thread of its own (the
+ * engine's layer calls run as on an application's thread); past it
+ * -EBUSY, which the client waits out within its call timeout.  An HSM
+ * moving a few objects at a time stays below it. */
+#define SRV_LAYER_THREADS 16u
 /* Records per page when copying an index from a peer. */
 #define SRV_SYNC_PAGE 256u
 /* Tombstone collection (srv_idx_tomb.c, docs/cluster.md "Collecting

@@ -2,8 +2,9 @@
  * fuzz_srv_req.c — libFuzzer target: strata-server's request decoder
  * msg_req_decode() (core/server/msg.c), as srv_handle() runs it.
  *
- * Input: byte 0 picks the opcode (SOP_ENT + byte % 9, so unknown opcodes
- * are tried too), bytes 1..4 the length of the call's bulk (little endian,
+ * Input: byte 0 picks the opcode (SOP_ENT + byte % (SOP_END - SOP_ENT + 1):
+ * every request opcode and SOP_END, so that an unknown one is
+ * tried too), bytes 1..4 the length of the call's bulk (little endian,
  * cut to 1 MiB), the rest is the request body.  When the decoder accepts a
  * request whose index records came as bulk, the records are bound as the
  * server does after pulling them (msg_req_recs_bind), from zeroed bytes.
@@ -23,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 5)
 		return 0;
-	op = SOP_ENT + data[0] % 9u;
+	op = SOP_ENT + data[0] % (SOP_END - SOP_ENT + 1u);
 	bulk = (uint32_t)data[1] | (uint32_t)data[2] << 8 |
 	       (uint32_t)data[3] << 16 | (uint32_t)data[4] << 24;
 	bulk &= (1u << 20) - 1;

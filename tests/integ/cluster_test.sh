@@ -4,8 +4,9 @@
 #   1. strata cluster up --nodes 3 (servers on 127.0.0.1 only), status;
 #   2. the Clovis suites run unchanged against it: ut_main -s concurrency
 #      -t mixed (first: it wants a fresh namespace), then -s clovis,
-#      clovis_bad (suite composite left out: layer management runs on one
-#      store's engine, -ENOTSUP in cluster mode), with STRATA_UT_CLUSTER
+#      clovis_bad (suite composite left out: comp_cluster_test.sh runs it
+#      against a cluster, but for move_frees_units, which reopens a local
+#      store to count freed space), with STRATA_UT_CLUSTER
 #      naming the cluster file so that every instance they open is a client
 #      of the cluster (test builds only, clovis.c);
 #   3. a client with a wrong secret is refused (-EACCES, clear message),

@@ -4,7 +4,8 @@
  * the foreground on 127.0.0.1 at a port picked in 57000-59999 and retried
  * when taken).
  *
- * Device requests (SOP_DEV, t_bad_dev) and replication requests
+ * Device requests (SOP_DEV, t_bad_dev), layer requests (SOP_LAYER,
+ * t_bad_layer) and replication requests
  * (SOP_REPL_SHIP/SNAP, t_bad_repl: the cluster file has meta_replicas 2,
  * so s0 is the standby of s1, which never runs) are checked the same way.
  * Every bad request must be answered with its error code and a message
@@ -989,6 +990,145 @@ static void t_bad_dev(void)
 	reply__free_unpacked(rp, NULL);
 }
 
+/* A well-formed layer request on object (hi, lo): the server's code, its
+ * message in msg. */
+static int su_layer(const LayerReq *q, char *msg, size_t mlen)
+{
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q->base, &b), 0);
+	rc = su_call(SOP_LAYER, b.mb_p, b.mb_len, NULL, &res, SU_CALL_MS);
+	snprintf(msg, mlen, "%s", res.rr_msg);
+	free(res.rr_body);
+	free(b.mb_p);
+	return rc;
+}
+
+/* An object id of the suite's homed on server h of the cluster's 2
+ * (clu_home(): s0 runs, s1 never does). */
+static SId su_homed(uint32_t h)
+{
+	SId id = SID__INIT;
+
+	id.hi = 0x1a7e;
+	for (id.lo = 1; st_mix64(id.hi ^ st_mix64(id.lo)) % 2 != h; id.lo++)
+		;
+	return id;
+}
+
+/* Layer requests (SOP_LAYER): each field checked against its op and its
+ * range, refused naming it and counted bad; well-formed ones on an
+ * object that is not here refused -ENOENT, on an object homed on
+ * another server -EREMCHG naming its home (not counted bad). */
+static void t_bad_layer(void)
+{
+	LayerReq q = LAYER_REQ__INIT;
+	SAttr a = SATTR__INIT;
+	SId id = su_homed(0), other = su_homed(1), cont = SID__INIT;
+	uint8_t data[512] = {0};
+	struct iovec iov = {data, sizeof data};
+	struct rpc_bulk bulk = {RPC_BULK_OUT, &iov, 1};
+	char msg[256];
+	SStatus *st;
+	Reply *rp;
+
+	su_bad("layer junk", SOP_LAYER, NULL, "\xff\xff\xff", 3, NULL,
+	       -EBADMSG, "not a valid message");
+	q.op = SLY_LIST;
+	su_bad("layer no id", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer: id missing");
+	q.id = &id;
+	su_bad("layer with bulk", SOP_LAYER, &q.base, NULL, 0, &bulk, -EINVAL,
+	       "takes no bulk");
+	q.op = 0;
+	su_bad("layer op 0", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.op 0");
+	q.op = 6;
+	su_bad("layer op 6", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.op 6");
+	q.op = SLY_ADD;
+	su_bad("add without attr", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.attr missing");
+	q.op = SLY_DROP;
+	q.attr = &a;
+	su_bad("drop with attr", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.attr set on another op");
+	q.attr = NULL;
+	q.op = SLY_LIST;
+	q.priority = 5;
+	su_bad("list with priority", SOP_LAYER, &q.base, NULL, 0, NULL,
+	       -EINVAL, "layer.priority");
+	q.priority = 0;
+	q.layer = 2;
+	su_bad("list with layer", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.layer set");
+	q.layer = 0;
+	q.op = SLY_OF;
+	q.nr = 3;
+	su_bad("of with nr", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.start or layer.nr");
+	q.nr = 0;
+	q.blk = 1ull << 48;
+	su_bad("of past 2^48", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.blk 281474976710656 past");
+	q.op = SLY_MOVE;
+	su_bad("move with blk", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.blk set");
+	q.blk = 0;
+	q.layer = 1;
+	su_bad("move of no block", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "empty or past");
+	q.start = (1ull << 48) - 1;
+	q.nr = 2;
+	su_bad("move past 2^48", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "empty or past");
+	q.start = 0;
+	q.nr = UINT64_MAX;
+	su_bad("move of 2^64-1 blocks", SOP_LAYER, &q.base, NULL, 0, NULL,
+	       -EINVAL, "empty or past");
+	q.nr = 0;
+	q.layer = 0;
+	q.op = SLY_ADD;
+	q.attr = &a;
+	a.layout = ST_LAYOUT_COMPOSITE;
+	su_bad("add of a composite layer", SOP_LAYER, &q.base, NULL, 0, NULL,
+	       -EINVAL, "layer.attr.layout 4");
+	a.layout = 0;
+	su_bad("add of layout 0", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.attr.layout 0");
+	a.layout = ST_LAYOUT_PLAIN;
+	a.tier = 9;
+	su_bad("add on tier 9", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "tier 9");
+	a.tier = ST_TIER_FLASH;
+	a.size_blocks = 10;
+	su_bad("add with a size", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "only the sub-layout's fields");
+	a.size_blocks = 0;
+	cont.lo = 7;
+	a.container = &cont;
+	su_bad("add with a container", SOP_LAYER, &q.base, NULL, 0, NULL,
+	       -EINVAL, "only the sub-layout's fields");
+	a.container = NULL;
+	/* Well formed: refused by the handler, not counted bad. */
+	CU_ASSERT_EQUAL(su_layer(&q, msg, sizeof msg), -ENOENT);
+	CU_ASSERT(strstr(msg, "does not exist on server s0") != NULL);
+	q.attr = NULL;
+	q.op = SLY_LIST;
+	CU_ASSERT_EQUAL(su_layer(&q, msg, sizeof msg), -ENOENT);
+	q.id = &other;
+	CU_ASSERT_EQUAL(su_layer(&q, msg, sizeof msg), -EREMCHG);
+	CU_ASSERT(strstr(msg, "is homed on server s1, not on s0") != NULL);
+	if (strstr(msg, "is homed on server s1") == NULL)
+		fprintf(stderr, "server: layer list of an object homed on s1: "
+			"\"%s\"\n", msg);
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	reply__free_unpacked(rp, NULL);
+}
+
 /* SIGTERM: the server stops cleanly (exit 0) within the bound. */
 /* A replication request from "home" s1: its code, message in msg. */
 static int su_repl(uint32_t op, const ReplReq *q, const void *data,
@@ -1159,6 +1299,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "oversize", t_oversize) == NULL ||
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||
+	    CU_add_test(s, "bad_layer", t_bad_layer) == NULL ||
 	    CU_add_test(s, "bad_repl", t_bad_repl) == NULL ||
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
 	    CU_add_test(s, "image_medium", t_image_medium) == NULL ||
