@@ -17,6 +17,9 @@
 #      object byte-exact after each;
 #   3. the layer requests ran on each object's home only (the servers'
 #      logs: "layer add/move/drop done" of an object only in its home's);
+#   4b. strata-hsm --cluster: a dry run moves nothing, a round promotes a
+#      composite object on sas homed on each server to flash (the top
+#      layer), byte-exact; its action log; an undo;
 #   4. bad input: a plain object has no layers to move to (refused naming
 #      its layout); the composite suite of ut_main (layers, bad input:
 #      a plain object's layer refused by its home "not composite", equal
@@ -40,7 +43,7 @@ set -u
 CL_UP_ARGS="--meta-replicas 3"
 . "$(dirname "$0")/cluster_lib.sh"
 cl_init "${1:-build}" comp 27000 250
-cl_need strata strata-server ut_main
+cl_need strata strata-server ut_main strata-hsm
 
 F=$D/cluster.yaml
 HA_SERVERS=3
@@ -171,6 +174,52 @@ check "the plain object still reads back" same "$plain" "$T/blob"
 for t in layers bad_input crash_during_move moves_race_writes; do
 	cl_ut "composite/$t" -s clovis -x clovis,metanv -t "$t"
 done
+
+echo "--- 4b. strata-hsm through the cluster: dry run, then a promotion"
+printf 'classes:\n  - { name: cold, tier: sas }\nrules:\n  - { class: cold, action: promote, to: flash }\n' >"$T/promote.yaml"
+head -c 200000 /dev/urandom >"$T/hblob"
+hobjs=""
+for h in 0 1 2; do
+	id=$(ids 1 "$h" 700)
+	cl obj put "$id" "$T/hblob" --layout composite --tier sas
+	check "obj put $id (home s$h) on sas (rc $rc)" test "$rc" -eq 0
+	hobjs="$hobjs $id"
+done
+hs() {
+	out=$(timeout 120 "$BD/strata-hsm" --cluster "$F" --db "$T/hsm.sqlite" \
+		--policy "$T/promote.yaml" "$@" 2>"$T/err")
+	rc=$?
+}
+hs --dry-run
+check "strata-hsm --cluster --dry-run (rc $rc, $(cat "$T/err"))" test "$rc" -eq 0
+for id in $hobjs; do
+	check "dry run: would move $id from sas to flash" \
+		grep -q "would move $id (200000 bytes) from sas to flash" <<<"$out"
+	layers "$id"
+	check "dry run: $id still on sas" test "$(blocks sas)" = 49
+done
+hs --once
+check "strata-hsm --cluster --once (rc $rc, $(cat "$T/err"))" test "$rc" -eq 0
+for id in $hobjs; do
+	check "action: $id sas -> flash done" \
+		grep -qE "^action [0-9]+: $id sas -> flash, 200704 bytes, done" <<<"$out"
+	layers "$id"
+	check "$id: every block on flash, the top layer" \
+		test "$(blocks flash)" = 49 -a "$(blocks sas)" = 0 -a "$(top)" = "flash 49"
+	check "$id byte-exact after the promotion" same "$id" "$T/hblob"
+done
+hs actions --json
+for id in $hobjs; do
+	check "the action log: $id moved sas -> flash, done" \
+		grep -q "\"object\": \"$id\", .*\"from\": \"sas\", \"to\": \"flash\", .*\"state\": \"done\"" <<<"$out"
+done
+n1=$(ids 1 1 700)
+act=$(grep "$n1" <<<"$out" | sed -n 's/.*"action": \([0-9]*\).*/\1/p' | head -n 1)
+hs undo "$act"
+check "undo $act (rc $rc)" test "$rc" -eq 0
+layers "$n1"
+check "$n1 back on sas after the undo" test "$(blocks sas)" = 49 -a "$(blocks flash)" = 0
+check "$n1 byte-exact after the undo" same "$n1" "$T/hblob"
 
 echo "--- 5. the home SIGKILLed in the middle of a big move"
 big=$(ids 1 1 500)
