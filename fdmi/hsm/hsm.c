@@ -1119,6 +1119,8 @@ static int moves_do(struct hsm *h, struct hsm_move *v, uint32_t n,
 		return 0;
 	}
 	moves_run(h, v, n);
+	/* the round's actions in one catalog transaction (one sync) */
+	rc = n > 0 ? db_exec(h, "BEGIN IMMEDIATE") : 0;
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t seq = 0;
 		int r = move_log(h, &v[i], &seq);
@@ -1126,6 +1128,11 @@ static int moves_do(struct hsm *h, struct hsm_move *v, uint32_t n,
 		rc = rc != 0 ? rc : r;
 		stats_add(st, &v[i]);
 		move_print(h, &v[i], seq, false);
+	}
+	if (n > 0) {
+		int r = rc == 0 ? db_exec(h, "COMMIT") : db_exec(h, "ROLLBACK");
+
+		rc = rc != 0 ? rc : r;
 	}
 	fflush(h->h_out);
 	return rc;
