@@ -419,7 +419,7 @@ bad "unknown tier" 2 "unknown tier 'tape' \(use nvram, flash, sas or smr\)" obj 
 bad "unknown pool" 1 "create object @x: Invalid argument: no pool named 'nope' \(pools: nvram, flash, sas, smr\)" obj create @x --layout pdclust --pool nope
 bad "put to unknown pool" 1 "create object @x: .*no pool named 'fast'" obj put @x "$T/small" --layout mirror --pool fast
 bad "pool index out of range" 1 "no pool named '9'" obj create @x --layout mirror --pool 9
-bad "unknown layout" 2 "unknown layout 'raid5' \(use plain, pdclust or mirror\)" obj create @x --layout raid5
+bad "unknown layout" 2 "unknown layout 'raid5' \(use plain, pdclust, mirror or composite\)" obj create @x --layout raid5
 bad "unit not a power of two" 2 "unit size 3K is not a power of two" obj create @x --layout pdclust --pool flash --unit 3K
 bad "unit too small" 2 "unit size 2K is outside 4K..16M" obj create @x --layout pdclust --pool flash --unit 2K
 bad "unit too large" 2 "unit size 32M is outside 4K..16M" obj create @x --layout mirror --pool flash --unit 32M
@@ -436,7 +436,7 @@ bad "--spare not a number" 2 "--spare 'one' is not a number" obj create @x --lay
 bad "geometry without --layout" 2 "--pool needs --layout pdclust or mirror" obj create @x --pool flash
 bad "--unit without --layout" 2 "--unit needs --layout pdclust or mirror" obj put @x "$T/small" --unit 64K
 bad "geometry with plain" 2 "--copies does not apply to the plain layout" obj create @x --layout plain --copies 3
-bad "--tier with pdclust" 2 "--tier applies to the plain layout only" obj create @x --layout pdclust --tier sas
+bad "--tier with pdclust" 2 "--tier applies to the plain and composite layouts only" obj create @x --layout pdclust --tier sas
 bad "group wider than the pool" 1 "create object @x: Invalid argument: " obj create @x --layout pdclust --pool sas --data 4 --parity 2
 bad "mirror wider than the pool" 1 "create object @x: Invalid argument: " obj create @x --layout mirror --pool smr --copies 2
 bad "create existing object" 1 "create object @n: .*exist" obj create @n
