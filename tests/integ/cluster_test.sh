@@ -529,7 +529,16 @@ start_all() {
 		echo "     s$s did not start; the last lines of its log:"
 		tail -n 6 "$D/s$s.log" | cut -c1-240 | sed 's/^/     | /'
 	done
-	[ "$r" -eq 0 ] && wait_up && cl_settled 180
+	[ "$r" -eq 0 ] && wait_up || return 1
+	cl_settled 180 && return 0
+	# not settled: what the map says (for the log)
+	python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+for s in m["servers"]:
+    print("     map: %s %s acting=%s" % (s["name"], s.get("state"), s.get("acting")))
+print("     map: epoch", m.get("epoch"), "frozen", m.get("frozen"), m.get("alert", ""))' \
+		"$T/map.json" 2>/dev/null || cat "$T/map.err" 2>/dev/null | head -n 3
+	return 1
 }
 # term_all: SIGTERM every server, wait until they are gone.
 term_all() {
