@@ -131,8 +131,8 @@ static const struct cli_cmd cmds[] = {
 	  "(default flash) that writes go to, which strata-hsm moves "
 	  "between tiers (fdmi/hsm/README.md); without any, the "
 	  "container's default layout from the store configuration (plain "
-	  "on flash unless configured).  Composite objects are embedded "
-	  "only for now: a cluster refuses their layers." },
+	  "on flash unless configured).  In a cluster a composite "
+	  "object's layers live on its home server." },
 	{ "obj", "write", 3, 3, 0, true, cmd_obj_write,
 	  "ID START_BLOCK FILE|-",
 	  "Write the bytes of FILE (or standard input) into the object from "
