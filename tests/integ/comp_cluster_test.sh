@@ -17,6 +17,9 @@
 #      object byte-exact after each;
 #   3. the layer requests ran on each object's home only (the servers'
 #      logs: "layer add/move/drop done" of an object only in its home's);
+#   5b. (after 5) the HSM suite's promote (read latency at most half after
+#      the promotion, every server with the device model) and racing
+#      writes (byte-exact) against the cluster;
 #   4b. strata-hsm --cluster: a dry run moves nothing, a round promotes a
 #      composite object on sas homed on each server to flash (the top
 #      layer), byte-exact; its action log; an undo;
@@ -278,6 +281,21 @@ check "the move run again (rc $rc) moves the rest" test "$rc" -eq 0
 layers "$big"
 check "every block of $big on sas" test "$(blocks sas)" = "$BB" -a "$(total)" = "$BB"
 check "$big byte-exact on sas" same "$big" "$T/big"
+
+echo "--- 5b. the HSM suite against the cluster, every server with the device model"
+for s in 0 2; do
+	srv_stop $s
+	srv_start $s "$F" --model
+done
+check "s0 and s2 back with the device model" wait_ready
+# hsm/promote: a working set read on sas is promoted by one round of the
+# plugin (a client of the cluster) and its read latency falls (asserted:
+# at most half); hsm/racing_writes: a writer racing demote and promote
+# rounds, every byte checked
+cl_ut "hsm/promote" -s hsm -t promote
+grep -E "hsm promote:" "$T/ut" | sed 's/^ */     /'
+cl_ut "hsm/racing_writes" -s hsm -t racing_writes
+grep -E "hsm racing writes:" "$T/ut" | sed 's/^ */     /'
 
 echo "--- 6. the standbys' shadows hold the homes' layers and extent maps"
 for s in 0 1 2; do srv_stop $s; done
