@@ -19,7 +19,7 @@
 # they none of it.  fdmi/ (FDMI consumers of the engine's record log,
 # issue 31) sits beside ha/ in the same way; its plugins (fdmi/hsm/,
 # fdmi/attridx/, fdmi/integrity/: the HSM, attribute-index and integrity
-# programs, Clovis clients and FDMI consumers) are a room of their own
+# programs, with fdmi/plugin/ what they share; Clovis clients and FDMI consumers) are a room of their own
 # above clovis/, beside gateways/, and include only clovis/clovis.h below.  clovis/clovis.h, the public header, belongs to clovis:
 # nothing under core/, tiers/, layouts/, dtm/ or ha/ may include it.  LMDB is
 # the engine's (core/*.c, core/meta.h): no other file, the server daemon
@@ -94,7 +94,7 @@ room_of() {
 	layouts/*) ROOM=layouts ;;
 	dtm/*) ROOM=dtm ;;
 	ha/*) ROOM=ha ;;
-	fdmi/hsm/* | fdmi/attridx/* | fdmi/integrity/*) ROOM=plugins ;;
+	fdmi/hsm/* | fdmi/attridx/* | fdmi/integrity/* | fdmi/plugin/*) ROOM=plugins ;;
 	fdmi/*) ROOM=fdmi ;;
 	clovis/*) ROOM=clovis ;;
 	gateways/*) ROOM=gateways ;;

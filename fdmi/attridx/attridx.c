@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "fdmi/attridx/attridx.h"
+#include "fdmi/plugin/plugin.h"
 
 /* Records one next asks for (a batch: at most this many objects, so its
  * PUT of two entries each, plus the cursors, stays below
@@ -285,25 +286,6 @@ static int idx_open(struct clovis *cl, const struct clovis_id *id,
 
 /* ----------------------------------------------------------- objects */
 
-static int realm_of(struct attridx *a, const struct clovis_id *cont,
-		    struct clovis_container *c, struct clovis_realm **r)
-{
-	struct clovis_op *op = NULL;
-	int rc;
-
-	if (cont->ci_hi == 0 && cont->ci_lo == 1) {
-		*r = clovis_default_realm(a->a_cl);
-		return 0;
-	}
-	rc = clovis_container_init(c, a->a_cl, cont);
-	if (rc == 0)
-		rc = clovis_entity_op(&c->co_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op); /* frees op */
-	*r = &c->co_realm;
-	return rc;
-}
-
 /* The tier of every pool, from the devices it lists (once). */
 static int pools_load(struct attridx *a)
 {
@@ -388,17 +370,9 @@ static int obj_probe(struct attridx *a, const struct clovis_id *id,
 		     uint32_t *tier, uint64_t *size)
 {
 	struct clovis_container c;
-	struct clovis_realm *r;
 	struct clovis_obj o;
-	struct clovis_op *op = NULL;
-	int rc = realm_of(a, cont, &c, &r);
+	int rc = plugin_obj_open(a->a_cl, id, cont, &c, &o);
 
-	if (rc == 0)
-		rc = clovis_obj_init(&o, r, id, NULL);
-	if (rc == 0)
-		rc = clovis_entity_op(&o.ob_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op); /* frees op */
 	if (rc != 0)
 		return rc;
 	*layout = o.ob_attr.oa_layout;
@@ -842,7 +816,7 @@ static int scan_container(struct scan_ctx *sx, const struct clovis_id *cont)
 	uint32_t n;
 	int rc;
 
-	if (realm_of(sx->sx_a, cont, &c, &realm) != 0)
+	if (plugin_realm_of(sx->sx_a->a_cl, cont, &c, &realm) != 0)
 		return 0; /* deleted meanwhile */
 	do {
 		n = AX_CHUNK;

@@ -2,7 +2,7 @@
 # point 5): a Clovis client and FDMI consumer that keeps a Strata index of
 # the store's objects by container, tier and size.  See
 # fdmi/attridx/README.md.
-ATTRIDX_SRCS := $(addprefix fdmi/attridx/,attridx_main.c attridx.c)
+ATTRIDX_SRCS := $(addprefix fdmi/attridx/,attridx_main.c attridx.c) fdmi/plugin/plugin.c
 ATTRIDX_OBJS := $(ATTRIDX_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata-attridx
 $(BUILD)/strata-attridx: $(ATTRIDX_OBJS) $(BUILD)/libstrata.a

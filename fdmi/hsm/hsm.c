@@ -35,6 +35,7 @@
 
 #include "core/errors.h"
 #include "fdmi/hsm/hsm.h"
+#include "fdmi/plugin/plugin.h"
 
 /* Objects one round considers (a larger catalog: the rest next round). */
 #define HSM_SCAN_MAX 65536u
@@ -156,41 +157,12 @@ static const char schema[] =
 
 /* --------------------------------------------------------- objects */
 
-static int realm_of(struct hsm *h, const struct clovis_id *cont,
-		    struct clovis_container *c, struct clovis_realm **r)
-{
-	struct clovis_op *op = NULL;
-	int rc;
-
-	if (cont->ci_hi == 0 && cont->ci_lo == 1) {
-		*r = clovis_default_realm(h->h_cl);
-		return 0;
-	}
-	rc = clovis_container_init(c, h->h_cl, cont);
-	if (rc == 0)
-		rc = clovis_entity_op(&c->co_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op); /* frees op */
-	*r = &c->co_realm;
-	return rc;
-}
-
 /* Open o, object id of container cont. */
 static int obj_open(struct hsm *h, const struct clovis_id *id,
 		    const struct clovis_id *cont, struct clovis_container *c,
 		    struct clovis_obj *o)
 {
-	struct clovis_realm *r;
-	struct clovis_op *op = NULL;
-	int rc = realm_of(h, cont, c, &r);
-
-	if (rc == 0)
-		rc = clovis_obj_init(o, r, id, NULL);
-	if (rc == 0)
-		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op); /* frees op */
-	return rc;
+	return plugin_obj_open(h->h_cl, id, cont, c, o);
 }
 
 /* The tier holding most of o's blocks (-1: none holds any), and the
@@ -385,7 +357,7 @@ static int catalog_scan(struct hsm *h, uint64_t *nr_objs)
 			bool ofirst = true;
 
 			ca = cids[c];
-			if (realm_of(h, &cids[c], &cc, &realm) != 0)
+			if (plugin_realm_of(h->h_cl, &cids[c], &cc, &realm) != 0)
 				continue; /* deleted meanwhile */
 			do {
 				on = 256;

@@ -26,6 +26,7 @@
 
 #include "core/errors.h"
 #include "fdmi/integrity/integrity.h"
+#include "fdmi/plugin/plugin.h"
 
 /* Records one next asks for. */
 #define IG_BATCH 1024u
@@ -250,41 +251,12 @@ static int cursor_set(struct integ *g, const char *server, uint64_t seq)
 
 /* ----------------------------------------------------------- objects */
 
-static int realm_of(struct integ *g, const struct clovis_id *cont,
-		    struct clovis_container *c, struct clovis_realm **r)
-{
-	struct clovis_op *op = NULL;
-	int rc;
-
-	if (cont->ci_hi == 0 && cont->ci_lo == 1) {
-		*r = clovis_default_realm(g->g_cl);
-		return 0;
-	}
-	rc = clovis_container_init(c, g->g_cl, cont);
-	if (rc == 0)
-		rc = clovis_entity_op(&c->co_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op); /* frees op */
-	*r = &c->co_realm;
-	return rc;
-}
-
 /* Open o, object id of container cont (c: its container's handle). */
 static int obj_open(struct integ *g, const struct clovis_id *id,
 		    const struct clovis_id *cont, struct clovis_container *c,
 		    struct clovis_obj *o)
 {
-	struct clovis_realm *r;
-	struct clovis_op *op = NULL;
-	int rc = realm_of(g, cont, c, &r);
-
-	if (rc == 0)
-		rc = clovis_obj_init(o, r, id, NULL);
-	if (rc == 0)
-		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_OPEN, &op);
-	if (rc == 0)
-		rc = clovis_op_sync(op); /* frees op */
-	return rc;
+	return plugin_obj_open(g->g_cl, id, cont, c, o);
 }
 
 /* ------------------------------------------------------------ ingest */
@@ -344,7 +316,7 @@ static int rescan_container(struct integ *g, const struct clovis_id *cont,
 	uint32_t n;
 	int rc;
 
-	if (realm_of(g, cont, &c, &realm) != 0)
+	if (plugin_realm_of(g->g_cl, cont, &c, &realm) != 0)
 		return 0; /* deleted meanwhile */
 	do {
 		n = IG_LIST;

@@ -2,7 +2,7 @@
 # 5): a Clovis client and FDMI consumer that verifies recently written
 # objects once each, with its pending set and log in SQLite.  See
 # fdmi/integrity/README.md.
-INTEG_SRCS := $(addprefix fdmi/integrity/,integrity_main.c integrity.c)
+INTEG_SRCS := $(addprefix fdmi/integrity/,integrity_main.c integrity.c) fdmi/plugin/plugin.c
 INTEG_OBJS := $(INTEG_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata-integrity
 $(INTEG_OBJS): CFLAGS += $(shell pkg-config --cflags sqlite3 2>/dev/null)

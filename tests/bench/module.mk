@@ -50,5 +50,5 @@ $(BUILD)/strata_bench_fdmi: $(BUILD)/obj/tests/bench/bench_fdmi.o $(BUILD)/libst
 # the same bytes, and the working set's read latency before and after,
 # device model on (issue 31); 30 to 45 s.
 TEST_BINS += $(BUILD)/strata_bench_hsm
-$(BUILD)/strata_bench_hsm: $(BUILD)/obj/tests/bench/bench_hsm.o $(BUILD)/obj/fdmi/hsm/hsm.o $(BUILD)/obj/fdmi/hsm/hsm_policy.o $(BUILD)/libstrata.a
+$(BUILD)/strata_bench_hsm: $(BUILD)/obj/tests/bench/bench_hsm.o $(BUILD)/obj/fdmi/hsm/hsm.o $(BUILD)/obj/fdmi/hsm/hsm_policy.o $(BUILD)/obj/fdmi/plugin/plugin.o $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs sqlite3 2>/dev/null) $(PKG_LIBS) -lpthread

@@ -50,7 +50,8 @@ static int parse(const char *text, struct hsm_policy *out)
 
 /* text must be refused with -EINVAL, a message holding want, and the
  * policy zeroed. */
-static void bad(const char *text, const char *want)
+/* Refused with -EINVAL naming want, nothing left in p: true. */
+static bool bad(const char *text, const char *want)
 {
 	static struct hsm_policy p;
 	int rc = parse(text, &p);
@@ -62,6 +63,7 @@ static void bad(const char *text, const char *want)
 	if (rc != -EINVAL || !found)
 		fprintf(stderr, "\n  text:\n%s  want \"%s\", rc %d, "
 			"got \"%s\"\n", text, want, rc, err_msg());
+	return rc == -EINVAL && found;
 }
 
 /* ---------------------------------------------------------- full, ok */
@@ -431,10 +433,11 @@ static const struct {
 
 static void test_bad(void)
 {
-	size_t nr = sizeof bad_cases / sizeof bad_cases[0];
+	size_t nr = sizeof bad_cases / sizeof bad_cases[0], refused = 0;
 
 	for (size_t i = 0; i < nr; i++)
-		bad(bad_cases[i].bc_text, bad_cases[i].bc_want);
+		refused += bad(bad_cases[i].bc_text, bad_cases[i].bc_want);
+	CU_ASSERT_EQUAL(refused, nr);
 }
 
 /* One more class, rule or watermark than the limit; the limit itself

@@ -1,0 +1,40 @@
+/*
+ * plugin.c — helpers the FDMI plugins share (plugin.h).
+ */
+#include "fdmi/plugin/plugin.h"
+
+int plugin_realm_of(struct clovis *cl, const struct clovis_id *cont,
+		    struct clovis_container *c, struct clovis_realm **r)
+{
+	struct clovis_op *op = NULL;
+	int rc;
+
+	if (cont->ci_hi == 0 && cont->ci_lo == 1) {
+		*r = clovis_default_realm(cl);
+		return 0;
+	}
+	rc = clovis_container_init(c, cl, cont);
+	if (rc == 0)
+		rc = clovis_entity_op(&c->co_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op); /* frees op */
+	*r = &c->co_realm;
+	return rc;
+}
+
+int plugin_obj_open(struct clovis *cl, const struct clovis_id *id,
+		    const struct clovis_id *cont, struct clovis_container *c,
+		    struct clovis_obj *o)
+{
+	struct clovis_realm *r;
+	struct clovis_op *op = NULL;
+	int rc = plugin_realm_of(cl, cont, c, &r);
+
+	if (rc == 0)
+		rc = clovis_obj_init(o, r, id, NULL);
+	if (rc == 0)
+		rc = clovis_entity_op(&o->ob_entity, CLOVIS_EO_OPEN, &op);
+	if (rc == 0)
+		rc = clovis_op_sync(op); /* frees op */
+	return rc;
+}
