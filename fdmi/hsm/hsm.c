@@ -167,23 +167,42 @@ static int obj_open(struct hsm *h, const struct clovis_id *id,
 
 /* The tier holding most of o's blocks (-1: none holds any), and the
  * bytes on tier t. */
-static int obj_tiers(struct clovis_obj *o, uint32_t t, int32_t *major,
-		     uint64_t *on_t, uint64_t *all)
+/* Blocks of o on each tier (its layers' sum). */
+static int tier_blocks(struct clovis_obj *o, uint64_t per[CLOVIS_TIER_NR])
 {
 	struct clovis_layer_info li[HSM_LAYERS_MAX];
-	uint64_t per[CLOVIS_TIER_NR] = {0};
 	uint32_t nr = HSM_LAYERS_MAX;
 	int rc = clovis_obj_layer_list(o, li, &nr);
 
-	if (rc != 0)
-		return rc;
-	for (uint32_t i = 0; i < nr && i < HSM_LAYERS_MAX; i++)
+	memset(per, 0, CLOVIS_TIER_NR * sizeof *per);
+	for (uint32_t i = 0; rc == 0 && i < nr && i < HSM_LAYERS_MAX; i++)
 		if (li[i].li_attr.oa_tier < CLOVIS_TIER_NR)
 			per[li[i].li_attr.oa_tier] += li[i].li_blocks;
-	*major = -1;
+	return rc;
+}
+
+/* The tier holding most of per's blocks other than tier `but` (-1:
+ * none). */
+static int32_t tier_major(const uint64_t per[CLOVIS_TIER_NR], int32_t but)
+{
+	int32_t best = -1;
+
 	for (uint32_t k = 0; k < CLOVIS_TIER_NR; k++)
-		if (per[k] > 0 && (*major < 0 || per[k] > per[*major]))
-			*major = (int32_t)k;
+		if ((int32_t)k != but && per[k] > 0 &&
+		    (best < 0 || per[k] > per[best]))
+			best = (int32_t)k;
+	return best;
+}
+
+static int obj_tiers(struct clovis_obj *o, uint32_t t, int32_t *major,
+		     uint64_t *on_t, uint64_t *all)
+{
+	uint64_t per[CLOVIS_TIER_NR];
+	int rc = tier_blocks(o, per);
+
+	if (rc != 0)
+		return rc;
+	*major = tier_major(per, -1);
 	*on_t = t < CLOVIS_TIER_NR ? per[t] << o->ob_attr.oa_block_shift : 0;
 	*all = 0;
 	for (uint32_t k = 0; k < CLOVIS_TIER_NR; k++)
@@ -872,22 +891,13 @@ static int layer_for(struct clovis_obj *o, uint32_t t, uint32_t *layer,
  * none). */
 static int32_t from_tier(struct clovis_obj *o, uint32_t to, int32_t dflt)
 {
-	struct clovis_layer_info li[HSM_LAYERS_MAX];
-	uint64_t per[CLOVIS_TIER_NR] = {0};
-	uint32_t nr = HSM_LAYERS_MAX;
-	int32_t best = dflt;
+	uint64_t per[CLOVIS_TIER_NR];
+	int32_t best;
 
-	if (clovis_obj_layer_list(o, li, &nr) != 0)
+	if (tier_blocks(o, per) != 0)
 		return dflt;
-	for (uint32_t i = 0; i < nr && i < HSM_LAYERS_MAX; i++)
-		if (li[i].li_attr.oa_tier < CLOVIS_TIER_NR &&
-		    li[i].li_attr.oa_tier != to)
-			per[li[i].li_attr.oa_tier] += li[i].li_blocks;
-	for (uint32_t k = 0; k < CLOVIS_TIER_NR; k++)
-		if (per[k] > 0 && (best < 0 || best == (int32_t)to ||
-				   per[k] > per[best]))
-			best = (int32_t)k;
-	return best;
+	best = tier_major(per, (int32_t)to);
+	return best >= 0 ? best : dflt;
 }
 
 /* Move every block of m's object to a layer on m->hm_to (hsm.h). */
