@@ -1943,21 +1943,48 @@ static int clu_status(struct clu_client *c, uint32_t s, Reply **rp)
 	return clu_call(c, s, SOP_STATUS, NULL, NULL, 0, rp);
 }
 
+/* Free bytes of the other homes' slices of device dev of server s, as
+ * those homes report them (rps[j]: server j's status, NULL when it did
+ * not answer: its slice then counts as used, as nothing says it is
+ * free). */
+static uint64_t clu_lent_free(Reply *const *rps, uint32_t nsrv, uint32_t s,
+			      uint32_t dev)
+{
+	uint64_t f = 0;
+
+	for (uint32_t j = 0; j < nsrv; j++) {
+		if (j == s || rps[j] == NULL)
+			continue;
+		for (size_t k = 0; k < rps[j]->status->n_slices; k++) {
+			const SSlice *sl = rps[j]->status->slices[k];
+
+			if (sl->server == s && sl->dev == dev)
+				f += sl->free;
+		}
+	}
+	return f;
+}
+
 int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 		     uint32_t *nr)
 {
 	struct clu_client *c = clu_of(cl);
-	uint32_t n = 0;
+	uint32_t n = 0, nsrv = c->cc_conf.cc_nr_servers;
+	Reply **rps = calloc(nsrv ? nsrv : 1, sizeof *rps);
 
-	for (uint32_t s = 0; s < c->cc_conf.cc_nr_servers; s++) {
-		Reply *rp = NULL;
-
-		if (clu_status(c, s, &rp) != 0 || rp->status == NULL) {
-			if (rp != NULL)
-				reply__free_unpacked(rp, NULL);
-			continue;
+	if (rps == NULL)
+		return err_set(-ENOMEM, "device list");
+	for (uint32_t s = 0; s < nsrv; s++)
+		if (clu_status(c, s, &rps[s]) != 0 || rps[s]->status == NULL) {
+			if (rps[s] != NULL)
+				reply__free_unpacked(rps[s], NULL);
+			rps[s] = NULL;
 		}
-		for (size_t i = 0; i < rp->status->n_devs; i++, n++) {
+	for (uint32_t s = 0; s < nsrv; s++) {
+		Reply *rp = rps[s];
+
+		for (size_t i = 0; rp != NULL && i < rp->status->n_devs;
+		     i++, n++) {
 			const SDev *d = rp->status->devs[i];
 			struct st_dev_info *di = &info[n];
 
@@ -1971,7 +1998,12 @@ int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 			snprintf(di->di_driver, sizeof di->di_driver, "%s",
 				 d->driver);
 			di->di_size_bytes = d->size;
-			di->di_free_bytes = d->free;
+			/* a device lent to the other homes: its server's own
+			 * slice, and theirs as they report them */
+			di->di_free_bytes = d->free +
+				clu_lent_free(rps, nsrv, s, d->index);
+			if (di->di_free_bytes > di->di_size_bytes)
+				di->di_free_bytes = di->di_size_bytes;
 			di->di_direct_io = d->direct_io;
 			di->di_state = d->state;
 			di->di_errors = d->errors;
@@ -1983,8 +2015,11 @@ int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 			di->di_reads = d->reads;
 			di->di_writes = d->writes;
 		}
-		reply__free_unpacked(rp, NULL);
 	}
+	for (uint32_t s = 0; s < nsrv; s++)
+		if (rps[s] != NULL)
+			reply__free_unpacked(rps[s], NULL);
+	free(rps);
 	*nr = n;
 	return 0;
 }

@@ -1081,7 +1081,12 @@ enum clovis_dev_state {
 
 /**
  * Describe the store's devices: fills up to *nr entries of info and sets
- * *nr to the number of devices.  Returns 0 or -EINVAL.
+ * *nr to the number of devices.  Returns 0 or -EINVAL.  Cluster mode:
+ * every device of every server that answers (di_path "SERVER:PATH");
+ * the free space of a device lent to the other homes is its server's
+ * slice plus the slices the other homes report (a home that does not
+ * answer: its slice counted as used; docs/cluster.md "Free space of a
+ * lent device").
  */
 CLOVIS_API int clovis_dev_list(struct clovis *cl, struct clovis_dev_info *info,
 			       uint32_t *nr);

@@ -103,6 +103,7 @@ struct cli {
 	bool c_ha_test;          /* cluster up --ha-test */
 	const char *c_dev_fill;  /* cluster up --device-fill: zero, reserve */
 	uint64_t c_meta_replicas; /* cluster up --meta-replicas: 0 = unset */
+	uint32_t c_flash_mib;    /* cluster up --flash-size in MiB: 0 = unset */
 	/* command options */
 	bool c_hex;
 	bool c_overwrite;

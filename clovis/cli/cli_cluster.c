@@ -111,7 +111,8 @@ static int etcd_up(struct cli *c, const char *dir)
  * servers: each server allocates in its own slice of 1/N of them
  * (docs/cluster.md "Placement across servers"), so they are made 96 MiB x
  * N (at most 288 MiB: a 64 MiB block fits up to 4 servers); nvram and sas
- * are kept local (local: true), whole.  nv: the absolute --nvram-dir
+ * are kept local (local: true), whole; --flash-size sets the flash
+ * devices' size instead (c_flash_mib).  nv: the absolute --nvram-dir
  * (each server's nvram_dir is nv/sI), NULL: sI, inside D.  call_timeout
  * 20 s, or --call-timeout. */
 static int write_conf(struct cli *c, const char *dir, const char *nv)
@@ -144,6 +145,8 @@ static int write_conf(struct cli *c, const char *dir, const char *nv)
 	fprintf(f, "device_size: 128MiB\ndevice_fill: %s\nservers:\n",
 		c->c_dev_fill);
 	fl = c->c_nodes < 2 ? 128u : c->c_nodes < 3 ? 192u : 288u;
+	if (c->c_flash_mib != 0)
+		fl = c->c_flash_mib;
 	for (uint64_t i = 0; i < c->c_nodes; i++)
 		fprintf(f, "  - name: s%" PRIu64 "\n"
 			"    address: 127.0.0.1\n"

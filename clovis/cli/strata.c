@@ -20,7 +20,7 @@ static const struct cli_cmd cmds[] = {
 	{ "cluster", "up", 0, 0, CO_CLUSTER, false, cmd_cluster_up,
 	  "[--nodes N] [--dir D] [--base-port P] [--nvram-dir NV] "
 	  "[--call-timeout T] [--etcd-members M [--ha-test] | --no-etcd] "
-	  "[--device-fill zero|reserve] [--meta-replicas R]",
+	  "[--device-fill zero|reserve] [--meta-replicas R] [--flash-size S]",
 	  "Start a development cluster: write D/cluster.yaml (default D "
 	  "./strata-cluster) for N servers (default 3) on 127.0.0.1, ports "
 	  "P.. (default 21000), each with emulated devices in D/sI, a fresh "
@@ -46,7 +46,11 @@ static const struct cli_cmd cmds[] = {
 	  "cluster.meta_replicas (copies of each home's metadata, default 3 "
 	  "with etcd, 1 with --no-etcd, at most the servers; 1: not "
 	  "replicated; with HA a dead server's home is taken over by a "
-	  "standby: docs/cluster.md \"Taking over a home\")." },
+	  "standby: docs/cluster.md \"Taking over a home\").  "
+	  "--flash-size S: the size of each of a server's six flash "
+	  "devices (default 96 MiB per server, at most 288 MiB; 4 MiB to "
+	  "64 GiB, whole MiB), e.g. small to fill the flash tier in a "
+	  "test of tier watermarks." },
 	{ "cluster", "down", 0, 0, CO_CLUSTER, false, cmd_cluster_down,
 	  "[--dir D]",
 	  "Stop the servers of the cluster in D by the pids they recorded: "
@@ -360,7 +364,7 @@ enum opt_id {
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
 	O_DEV_FILL, O_META_REPLICAS, O_PID, O_FILE, O_MIN_PRIO, O_SWEEP,
 	O_MAX_BYTES, O_MAX_AGE, O_FROM_START, O_FOLLOW, O_NO_ACK, O_TO,
-	O_RANGE, O_NR
+	O_RANGE, O_FLASH_SIZE, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -413,6 +417,7 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_HA_TEST] = { "ha-test", 0, CO_CLUSTER, false },
 	[O_DEV_FILL] = { "device-fill", 0, CO_CLUSTER, true },
 	[O_META_REPLICAS] = { "meta-replicas", 0, CO_CLUSTER, true },
+	[O_FLASH_SIZE] = { "flash-size", 0, CO_CLUSTER, true },
 	[O_PID] = { "pid", 0, CO_METRICS, true },
 	[O_FILE] = { "file", 0, CO_METRICS, true },
 	[O_MIN_PRIO] = { "min-priority", 0, CO_METRICS, true },
@@ -1155,6 +1160,17 @@ static int apply_opts(struct cli *c, const struct raw *r)
 	    (!cli_parse_u64(r->r_val[O_META_REPLICAS], &c->c_meta_replicas) ||
 	     c->c_meta_replicas == 0 || c->c_meta_replicas > 8))
 		rc = cli_usage(c, "--meta-replicas: 1 to 8");
+	c->c_flash_mib = 0;
+	if (rc == 0 && r->r_set[O_FLASH_SIZE]) {
+		uint64_t b = 0;
+
+		if (!cli_parse_size(r->r_val[O_FLASH_SIZE], &b) ||
+		    b % (1u << 20) != 0 || b < (4u << 20) ||
+		    b > (64ull << 30))
+			rc = cli_usage(c, "--flash-size '%s': 4MiB to 64GiB "
+				       "in whole MiB", r->r_val[O_FLASH_SIZE]);
+		c->c_flash_mib = (uint32_t)(b >> 20);
+	}
 	if (rc == 0 && r->r_set[O_NO_ETCD] && r->r_set[O_ETCD_MEMBERS])
 		rc = cli_usage(c, "--etcd-members and --no-etcd: one or the "
 			       "other");

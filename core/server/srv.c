@@ -746,10 +746,12 @@ static void srv_status_pools(struct srv *s, SStatus *st, SPool *pools,
 }
 
 /* Free bytes of this home's slices on each server's devices (its remote
- * devices "remote:NAME:I", by server). */
-static void srv_status_slices(struct srv *s, SStatus *st, uint64_t *sf)
+ * devices "remote:NAME:I", by server, in sf; and one by one in sl, at
+ * most LIM_DEV_MAX). */
+static void srv_status_slices(struct srv *s, SStatus *st, uint64_t *sf,
+			      SSlice *sl, SSlice **slp)
 {
-	uint32_t n = s->s_eng != NULL ? eng_dev_nr(s->s_eng) : 0;
+	uint32_t n = s->s_eng != NULL ? eng_dev_nr(s->s_eng) : 0, k = 0;
 
 	memset(sf, 0, CLU_SERVERS_MAX * sizeof *sf);
 	for (uint32_t i = 0; i < n; i++) {
@@ -770,11 +772,22 @@ static void srv_status_slices(struct srv *s, SStatus *st, uint64_t *sf)
 		memcpy(name, ref, (size_t)(colon - ref));
 		name[colon - ref] = '\0';
 		j = clu_server_find(s->s_conf, name);
-		if (j >= 0)
-			sf[j] += di.di_free_bytes;
+		if (j < 0)
+			continue;
+		sf[j] += di.di_free_bytes;
+		if (k < LIM_DEV_MAX) {
+			sslice__init(&sl[k]);
+			sl[k].server = (uint32_t)j;
+			sl[k].dev = (uint32_t)strtoul(colon + 1, NULL, 10);
+			sl[k].free = di.di_free_bytes;
+			slp[k] = &sl[k];
+			k++;
+		}
 	}
 	st->n_slice_free = s->s_conf->cc_nr_servers;
 	st->slice_free = sf;
+	st->n_slices = k;
+	st->slices = slp;
 }
 
 static void srv_status(struct srv *s, struct srv_op *so)
@@ -784,6 +797,7 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	struct srv_counters cnt;
 	Reply rp = REPLY__INIT;
 	SDev devs[LIM_DEV_MAX], *dp[LIM_DEV_MAX];
+	SSlice sl[LIM_DEV_MAX], *slp[LIM_DEV_MAX];
 	SPool *pools = calloc(LIM_DEV_MAX + 8, sizeof *pools);
 	SPool **pp = calloc(LIM_DEV_MAX + 8, sizeof *pp);
 	uint64_t slice_free[CLU_SERVERS_MAX];
@@ -810,7 +824,7 @@ static void srv_status(struct srv *s, struct srv_op *so)
 	st.zc_write_bytes = cnt.sc_zc_wr_bytes;
 	st.zc_read_bytes = cnt.sc_zc_rd_bytes;
 	st.idx_doubts = cnt.sc_doubts;
-	srv_status_slices(s, &st, slice_free);
+	srv_status_slices(s, &st, slice_free, sl, slp);
 	st.draining = s->s_draining;
 	rpc_ep_stats(s->s_ep, &rs);
 	st.rpc_dropped = rs.rs_bad_msgs;

@@ -8,7 +8,9 @@
  *    working set's read latency falls (asserted as a ratio, after/before
  *    below 0.5); undo moves an action's object back and marks it undone;
  *  - watermark: flash filled past its high mark (85 %) drains to its low
- *    mark, coldest (least recently written) first;
+ *    mark, coldest (least recently written) first; against a cluster too
+ *    (hsm_cluster_test.sh: small flash devices, the objects homed on the
+ *    servers in turn, as each home allocates in its own slice of flash);
  *  - racing writes: a thread writes random blocks of an object while
  *    rounds move it between tiers: the object reads back byte-exact
  *    against a model after every round (a raced move is "partial");
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "clovis/clovis.h"
+#include "core/types.h"
 #include "fdmi/hsm/hsm.h"
 #include "fdmi/hsm/hsm_policy.h"
 #include "tests/ut.h"
@@ -392,20 +395,93 @@ static const char mark_policy[] =
 	"    low: 50%\n"
 	"    to: sas\n";
 
+/* A cluster's: a plain layer stays on its home's own slice of the home's
+ * own devices (core/store.c: plain objects on local devices only), a
+ * third of the flash tier with 3 servers, so its marks are lower. */
+static const char mark_policy_cluster[] =
+	"classes:\n"
+	"  - name: any\n"
+	"watermarks:\n"
+	"  - tier: flash\n"
+	"    high: 25%\n"
+	"    low: 15%\n"
+	"    to: sas\n";
+
 static int flash_pct(struct clovis *cl)
 {
-	struct clovis_dev_info d[8];
-	uint32_t nr = 8;
+	static struct clovis_dev_info d[256];
+	uint32_t nr = 256;
 	uint64_t used = 0, size = 0;
 
 	if (clovis_dev_list(cl, d, &nr) != 0)
 		return -1;
-	for (uint32_t i = 0; i < nr && i < 8; i++)
+	for (uint32_t i = 0; i < nr && i < 256; i++)
 		if (d[i].di_tier == CLOVIS_TIER_FLASH) {
 			size += d[i].di_size_bytes;
 			used += d[i].di_size_bytes - d[i].di_free_bytes;
 		}
 	return size ? (int)(used * 100 / size) : -1;
+}
+
+/* The servers of a cluster (the distinct "NAME:" prefixes of its
+ * devices' paths; 1 for an embedded store) in *nsrv, the flash devices
+ * of one server in *nflash. */
+static void cluster_shape(struct clovis *cl, uint32_t *nsrv,
+			  uint32_t *nflash)
+{
+	static struct clovis_dev_info d[256];
+	char names[64][64];
+	uint32_t nr = 256, n = 0;
+
+	*nsrv = 1;
+	*nflash = 1;
+	if (!ut_cluster_mode() || clovis_dev_list(cl, d, &nr) != 0)
+		return;
+	*nflash = 0;
+	for (uint32_t i = 0; i < nr && i < 256; i++) {
+		const char *c = strchr(d[i].di_path, ':');
+		size_t l = c ? (size_t)(c - d[i].di_path) : 0;
+		uint32_t k;
+
+		*nflash += d[i].di_tier == CLOVIS_TIER_FLASH;
+		if (l == 0 || l >= sizeof names[0])
+			continue;
+		for (k = 0; k < n; k++)
+			if (strncmp(names[k], d[i].di_path, l) == 0 &&
+			    names[k][l] == '\0')
+				break;
+		if (k == n && n < 64) {
+			memcpy(names[n], d[i].di_path, l);
+			names[n++][l] = '\0';
+		}
+	}
+	*nsrv = n ? n : 1;
+	*nflash /= *nsrv;
+	if (*nflash == 0)
+		*nflash = 1;
+}
+
+/* The id (lo, at or after *next, which moves past it) of the n-th object
+ * of the watermark test.  A cluster's objects fill the flash they can
+ * use evenly: a plain layer stays on its home (clu_home(): a mix of the
+ * id), in the home's own slice of one of the home's nflash flash devices,
+ * the one its id hashes to (core/plain.c), so that one slice would be
+ * full long before the others; object n goes to home n % nsrv, device
+ * slot (n / nsrv) % nflash. */
+static uint64_t id_slot(uint64_t *next, uint32_t n, uint32_t nsrv,
+			uint32_t nflash)
+{
+	uint32_t home = n % nsrv, dev = (n / nsrv) % nflash;
+
+	for (;; (*next)++) {
+		uint64_t lo = *next;
+
+		if (nsrv == 1 ||
+		    (st_mix64(0x75 ^ st_mix64(lo)) % nsrv == home &&
+		     st_mix64(0x75 ^ st_mix64(lo + 0x9e3779b97f4a7c15ull)) %
+		     nflash == dev))
+			return (*next)++;
+	}
 }
 
 static void test_watermark(void)
@@ -414,14 +490,18 @@ static void test_watermark(void)
 	struct hsm_round_stats st;
 	struct clovis *cl;
 	struct hsm *h;
-	uint32_t nobj = 0, moved_prefix = 0;
+	uint32_t nobj = 0, moved_prefix = 0, nsrv, nflash, cap, ob;
+	int high, low;
+	static uint64_t los[1024];
+	uint64_t next = 0x200;
 	bool in_prefix = true;
 	uint8_t *buf;
-	int pct;
+	int pct, rc;
 
-	if (skip("watermark"))
-		return;
-	CU_ASSERT_EQUAL_FATAL(policy(&p, mark_policy), 0);
+	/* runs against a cluster too (hsm_cluster_test.sh: its flash made
+	 * small, its servers with the device model) */
+	CU_ASSERT_EQUAL_FATAL(policy(&p, ut_cluster_mode() ?
+					 mark_policy_cluster : mark_policy), 0);
 	store_new();
 	cl = sopen();
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
@@ -429,41 +509,57 @@ static void test_watermark(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
 	buf = malloc(256 * HBS);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
-	/* 1 MiB objects on flash until it is past 88 %, oldest first */
-	while ((pct = flash_pct(cl)) >= 0 && pct < 88 && nobj < 40) {
+	cluster_shape(cl, &nsrv, &nflash);
+	/* objects of 1 MiB (a cluster's: 256 KiB, some seven in each 4 MiB
+	 * slice of its 12 MiB flash devices, hsm_cluster_test.sh) */
+	ob = ut_cluster_mode() ? 64 : 256;
+	high = ut_cluster_mode() ? 28 : 88;
+	low = ut_cluster_mode() ? 15 : 50;
+	cap = ut_cluster_mode() ? 1024 : 40;
+	/* objects on flash until it is past the high mark (85 %, 25 %) by
+	 * 3 points, oldest first */
+	while ((pct = flash_pct(cl)) >= 0 && pct < high && nobj < cap) {
 		struct clovis_obj o;
 
-		memset(buf, 0x40 + (int)nobj, 256 * HBS);
-		CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x200 + nobj,
-					       CLOVIS_TIER_FLASH), 0);
-		CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, 256, buf),
-				      0);
+		memset(buf, 0x40 + (int)(nobj & 0x3f), ob * HBS);
+		los[nobj] = id_slot(&next, nobj, nsrv, nflash);
+		rc = comp_new(cl, &o, los[nobj], CLOVIS_TIER_FLASH);
+		if (rc == 0)
+			rc = obj_rw(&o, CLOVIS_OC_WRITE, 0, ob, buf);
+		if (rc != 0)
+			fprintf(stderr, "\n    object %u, 75:%" PRIx64 " (flash "
+				"%d %% used, %u servers, %u flash devices): "
+				"%s\n", nobj, los[nobj], pct, nsrv, nflash,
+				clovis_errmsg());
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
 		nobj++;
 		usleep(2000); /* distinct write times */
 	}
-	CU_ASSERT_FATAL(pct >= 88);
+	CU_ASSERT_FATAL(pct >= high);
 	round1(h, &st);
 	pct = flash_pct(cl);
-	fprintf(stderr, "\n    hsm watermark: %u objects of 1 MiB filled "
-		"flash past 88 %%; after one round %d %% (low mark 50 %%), "
-		"%u moved to sas\n", nobj, pct, st.hr_done);
-	CU_ASSERT(pct <= 50 && pct >= 40);
+	fprintf(stderr, "\n    hsm watermark: %u objects of %u KiB (on %u "
+		"home%s) filled flash past %d %%; after one round %d %% (low "
+		"mark %d %%), %u moved to sas\n", nobj, ob * HBS / 1024, nsrv,
+		nsrv > 1 ? "s" : "", high, pct, low, st.hr_done);
+	CU_ASSERT(pct <= low && pct >= low - 10);
 	CU_ASSERT(st.hr_done > 0 && st.hr_failed == 0);
 	/* coldest first: the moved objects are the oldest ones */
 	for (uint32_t i = 0; i < nobj; i++) {
 		struct clovis_obj o;
 		uint64_t per[4];
 
-		CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, 0x200 + i), 0);
+		CU_ASSERT_EQUAL_FATAL(obj_reopen(cl, &o, los[i]), 0);
 		obj_tier_blocks(&o, per);
-		if (per[CLOVIS_TIER_SAS] == 256 && per[CLOVIS_TIER_FLASH] == 0)
+		if (per[CLOVIS_TIER_SAS] == ob && per[CLOVIS_TIER_FLASH] == 0)
 			moved_prefix += in_prefix;
 		else
 			in_prefix = false;
-		if (per[CLOVIS_TIER_SAS] == 256 && !in_prefix)
+		if (per[CLOVIS_TIER_SAS] == ob && !in_prefix)
 			CU_FAIL("a newer object moved before an older one");
-		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, 256, buf), 0);
-		CU_ASSERT(buf[0] == 0x40 + i && buf[256 * HBS - 1] == 0x40 + i);
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, ob, buf), 0);
+		CU_ASSERT(buf[0] == 0x40 + (i & 0x3f) &&
+			  buf[ob * HBS - 1] == 0x40 + (i & 0x3f));
 	}
 	CU_ASSERT_EQUAL(moved_prefix, st.hr_done);
 	/* below the high mark now: nothing to do */
