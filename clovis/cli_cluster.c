@@ -3057,6 +3057,56 @@ int cluster_layer_move(struct clovis *cl, const struct st_id *id,
 	return rc;
 }
 
+/* A map goes in calls of at most SRV_LAYER_MAP_RUNS runs each (the
+ * server says where the next one starts), until out is full or the
+ * range covered; a run cut between two answers is joined again. */
+int cluster_layer_map(struct clovis *cl, const struct st_id *id,
+		      uint64_t inc, uint64_t start, uint64_t nr,
+		      struct st_layer_ext *out, uint32_t *n_out,
+		      uint64_t *next)
+{
+	uint64_t pos = start, end = start + nr;
+	uint32_t n = 0, cap = *n_out;
+	int rc = 0;
+
+	/* bounded: every answer moves pos forward (msg_layer_reply_decode) */
+	while (rc == 0 && pos < end) {
+		LayerReq q;
+		LayerReply *lr;
+		size_t i;
+
+		clu_layer_req(&q, SLY_MAP, inc);
+		q.start = pos;
+		q.nr = end - pos;
+		rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+		if (rc != 0)
+			break;
+		for (i = 0; i < lr->n_runs; i++) {
+			const SLayerExt *x = lr->runs[i];
+
+			if (n > 0 && out[n - 1].le_layer == x->layer &&
+			    out[n - 1].le_start + out[n - 1].le_blocks ==
+			    x->start) {
+				out[n - 1].le_blocks += x->blocks;
+				continue;
+			}
+			if (n == cap)
+				break;
+			out[n++] = (struct st_layer_ext){x->start, x->blocks,
+							 x->layer};
+		}
+		pos = i < lr->n_runs ? lr->runs[i]->start : lr->next;
+		layer_reply__free_unpacked(lr, NULL);
+		if (n == cap && pos < end)
+			break;
+	}
+	if (rc == 0) {
+		*n_out = n;
+		*next = pos < end ? pos : end;
+	}
+	return rc;
+}
+
 int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
 		     uint64_t blk, uint32_t *layer)
 {

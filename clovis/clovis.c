@@ -109,6 +109,10 @@ FIELD(clovis_layer_info, st_layer_info, li_layer, li_layer);
 FIELD(clovis_layer_info, st_layer_info, li_priority, li_priority);
 FIELD(clovis_layer_info, st_layer_info, li_attr, li_attr);
 FIELD(clovis_layer_info, st_layer_info, li_blocks, li_blocks);
+SAME(sizeof(struct clovis_layer_ext), sizeof(struct st_layer_ext));
+FIELD(clovis_layer_ext, st_layer_ext, le_start, le_start);
+FIELD(clovis_layer_ext, st_layer_ext, le_blocks, le_blocks);
+FIELD(clovis_layer_ext, st_layer_ext, le_layer, le_layer);
 #undef FIELD
 #undef SAME
 
@@ -1169,6 +1173,35 @@ int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk, uint32_t *layer)
 					st_of(&o->ob_entity.en_id), obj_inc(o),
 					blk, layer);
 	return comp_where(obj_eng(o), st_of(&o->ob_entity.en_id), blk, layer);
+}
+
+int clovis_obj_layer_map(struct clovis_obj *o, uint64_t start_blk,
+			 uint64_t nr_blks, struct clovis_layer_ext *out,
+			 uint32_t *nr, uint64_t *next)
+{
+	const struct st_id *id;
+	uint64_t nx = 0;
+	int rc = obj_handle_check(o, "layer_map");
+
+	if (rc == 0 && (out == NULL || nr == NULL || *nr == 0))
+		rc = err_set(-EINVAL, "layer_map: out or nr NULL, or *nr 0");
+	if (rc == 0 && (nr_blks == 0 || start_blk >= CLOVIS_BLOCK_NR_MAX ||
+			nr_blks > CLOVIS_BLOCK_NR_MAX - start_blk))
+		rc = err_set(-EINVAL, "layer_map: object %s: blocks %" PRIu64
+			     "+%" PRIu64 " empty or past CLOVIS_BLOCK_NR_MAX",
+			     eng_id_str(st_of(&o->ob_entity.en_id)), start_blk,
+			     nr_blks);
+	if (rc != 0)
+		return rc;
+	id = st_of(&o->ob_entity.en_id);
+	rc = obj_eng(o) == NULL ?
+	     cluster_layer_map(o->ob_entity.en_cl, id, obj_inc(o), start_blk,
+			       nr_blks, st_of(out), nr, &nx) :
+	     comp_layer_map(obj_eng(o), id, start_blk, nr_blks, st_of(out), nr,
+			    &nx);
+	if (rc == 0 && next != NULL)
+		*next = nx;
+	return rc;
 }
 
 int clovis_unit_counters_get(struct clovis *cl,

@@ -1356,6 +1356,32 @@ CLOVIS_API int clovis_obj_layer_move(struct clovis_obj *o, uint64_t start_blk,
 CLOVIS_API int clovis_obj_layer_of(struct clovis_obj *o, uint64_t blk,
 				   uint32_t *layer);
 
+/** One run of a composite's blocks held by one layer (clovis_obj_layer_map). */
+struct clovis_layer_ext {
+	uint64_t le_start;  /**< first block */
+	uint64_t le_blocks; /**< blocks, 1.. */
+	uint32_t le_layer;  /**< the layer holding them (clovis_layer_info) */
+};
+
+/**
+ * Where the blocks of [start_blk, start_blk + nr_blks) of composite o
+ * are: the runs its layers hold, in block order, holes left out, runs of
+ * one layer that touch merged into one.  Fills up to *nr entries of out
+ * (caller's, *nr >= 1) and sets *nr to how many it filled; *next (may be
+ * NULL when *nr was large enough) is the block to call again from, or
+ * start_blk + nr_blks when the range is covered: a run cut by the end of
+ * out or of one answer continues in the next call.  Cluster mode: one
+ * call to the object's home per at most 1024 runs.  Reads only (a
+ * snapshot: a move or write running meanwhile may change it).
+ * Returns 0, -EINVAL (not an open object handle; out, nr NULL or *nr 0;
+ * nr_blks 0 or the range past CLOVIS_BLOCK_NR_MAX; not composite),
+ * -ENOENT (object deleted), or a negative code (cluster mode: above).
+ */
+CLOVIS_API int clovis_obj_layer_map(struct clovis_obj *o, uint64_t start_blk,
+				    uint64_t nr_blks,
+				    struct clovis_layer_ext *out,
+				    uint32_t *nr, uint64_t *next);
+
 /** Integrity counters of unit layouts since the store was opened. */
 struct clovis_unit_counters {
 	uint64_t uc_degraded_reads; /**< groups read with reconstruction */

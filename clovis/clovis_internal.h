@@ -35,7 +35,8 @@
 			 ST_OF_(clovis_dtx_id, st_dtx_id),                  \
 			 ST_OF_(clovis_obj_attr, st_obj_attr),              \
 			 ST_OF_(clovis_dev_info, st_dev_info),              \
-			 ST_OF_(clovis_layer_info, st_layer_info));         \
+			 ST_OF_(clovis_layer_info, st_layer_info),          \
+			 ST_OF_(clovis_layer_ext, st_layer_ext));           \
 	})
 #define clovis_of(p)                                                        \
 	({                                                                  \
@@ -46,7 +47,8 @@
 			 ST_OF_(st_dtx_id, clovis_dtx_id),                  \
 			 ST_OF_(st_obj_attr, clovis_obj_attr),              \
 			 ST_OF_(st_dev_info, clovis_dev_info),              \
-			 ST_OF_(st_layer_info, clovis_layer_info));         \
+			 ST_OF_(st_layer_info, clovis_layer_info),          \
+			 ST_OF_(st_layer_ext, clovis_layer_ext));           \
 	})
 
 #define CLOVIS_ENT_MAGIC 0x434c454eu /* "CLEN" */
@@ -339,6 +341,10 @@ int cluster_layer_move(struct clovis *cl, const struct st_id *id,
 		       uint64_t *moved);
 int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
 		     uint64_t blk, uint32_t *layer);
+int cluster_layer_map(struct clovis *cl, const struct st_id *id,
+		      uint64_t inc, uint64_t start, uint64_t nr,
+		      struct st_layer_ext *out, uint32_t *n_out,
+		      uint64_t *next);
 
 /* cli_cluster.c, for dtx.c (cluster mode): a member's engine request encoded
  * as it would be sent alone (ObjReq / IdxReq body, records inline; object

@@ -941,6 +941,59 @@ int comp_where(struct eng *e, const struct st_id *id, uint64_t blk,
 	return rc;
 }
 
+int comp_layer_map(struct eng *e, const struct st_id *id, uint64_t start,
+		   uint64_t nr, struct st_layer_ext *out, uint32_t *n_out,
+		   uint64_t *next)
+{
+	struct ext_list xl = {0};
+	struct meta_ent me;
+	uint64_t end = start + nr;
+	uint32_t n = 0, cap = *n_out;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	*next = end;
+	rc = meta_ent_get(txn, eng_meta(e), id, &me);
+	if (rc == -ENOENT || (rc == 0 && me.me_type != ST_ET_OBJ))
+		rc = err_set(-ENOENT, "object %s does not exist",
+			     eng_id_str(id));
+	else if (rc == 0 && me.me_layout != ST_LAYOUT_COMPOSITE)
+		rc = err_set(-EINVAL, "object %s is not composite (layout "
+			     "%u): it has no layers to map", eng_id_str(id),
+			     me.me_layout);
+	if (rc == 0)
+		rc = ext_lookup(eng_meta(e), txn, id, start, nr, &xl);
+	mdb_txn_abort(txn);
+	/* records in block order; clipped to the range; touching runs of
+	 * one layer merged */
+	for (uint32_t k = 0; rc == 0 && k < xl.xl_nr; k++) {
+		uint64_t a = xl.xl_v[k].xr_blk;
+		uint64_t b = a + xl.xl_v[k].xr_ext.mx_nr_blks;
+		uint32_t layer = (uint32_t)xl.xl_v[k].xr_ext.mx_dev_off;
+
+		a = a < start ? start : a;
+		b = b > end ? end : b;
+		if (a >= b)
+			continue;
+		if (n > 0 && out[n - 1].le_layer == layer &&
+		    out[n - 1].le_start + out[n - 1].le_blocks == a) {
+			out[n - 1].le_blocks += b - a;
+			continue;
+		}
+		if (n == cap) {
+			*next = a;
+			break;
+		}
+		out[n++] = (struct st_layer_ext){a, b - a, layer};
+	}
+	free(xl.xl_v);
+	if (rc == 0)
+		*n_out = n;
+	return rc;
+}
+
 /* ------------------------------------------------------------- move */
 
 struct move_wait {

@@ -52,5 +52,11 @@ int comp_move(struct eng *e, const struct st_id *id, uint64_t start,
 	      uint64_t nr, uint32_t to, uint64_t *moved);
 int comp_where(struct eng *e, const struct st_id *id, uint64_t blk,
 	       uint32_t *layer);
+/** The runs of [start, start + nr) of composite id per layer, as
+ *  clovis_obj_layer_map() (clovis.h): at most *n_out into out (*n_out
+ *  set to those filled), *next where to go on (start + nr: covered). */
+int comp_layer_map(struct eng *e, const struct st_id *id, uint64_t start,
+		   uint64_t nr, struct st_layer_ext *out, uint32_t *n_out,
+		   uint64_t *next);
 
 #endif

@@ -175,6 +175,13 @@ struct st_layer_info {
 	uint64_t li_blocks;         /**< blocks of the object it holds now */
 };
 
+/** One run of a composite's blocks on one layer (clovis_layer_ext). */
+struct st_layer_ext {
+	uint64_t le_start;  /**< first block */
+	uint64_t le_blocks; /**< blocks, 1.. */
+	uint32_t le_layer;  /**< the layer holding them */
+};
+
 /**
  * The splitmix64 finaliser: a fixed, well-mixed 64-bit hash, the same on
  * every machine and version (placement hashes, op tags and digests rest

@@ -568,6 +568,60 @@ int cli_list(struct cli *c, enum clovis_entity_type type, const char *what)
 	return CLI_OK;
 }
 
+/* The runs of composite o's blocks per layer (clovis_obj_layer_map, 256
+ * at a time), as lines or a JSON member "runs"; each run names its layer
+ * and that layer's tier (plain layers) or layout.  0, or the map's code
+ * (the message printed by the caller). */
+static int layer_runs(struct clovis_obj *o, bool json)
+{
+	struct clovis_layer_info li[CLI_LAYERS_MAX];
+	struct clovis_layer_ext *x = calloc(256, sizeof *x);
+	uint32_t nl = CLI_LAYERS_MAX, k = 0;
+	uint64_t pos = 0, end = o->ob_attr.oa_size_blocks;
+	int rc = x == NULL ? -ENOMEM : clovis_obj_layer_list(o, li, &nl);
+
+	if (json)
+		printf(", \"runs\": [");
+	while (rc == 0 && pos < end) {
+		uint32_t n = 256;
+		uint64_t next = end;
+
+		rc = clovis_obj_layer_map(o, pos, end - pos, x, &n, &next);
+		for (uint32_t i = 0; rc == 0 && i < n; i++, k++) {
+			const char *where = "?";
+
+			for (uint32_t j = 0; j < nl && j < CLI_LAYERS_MAX; j++)
+				if (li[j].li_layer == x[i].le_layer)
+					where = li[j].li_attr.oa_layout ==
+						CLOVIS_LAYOUT_PLAIN ?
+						cli_tier_name(li[j].li_attr.oa_tier) :
+						li[j].li_attr.oa_layout ==
+						CLOVIS_LAYOUT_PDCLUST ? "pdclust" :
+						"mirror";
+			if (json)
+				printf("%s{\"start\": %llu, \"blocks\": %llu, "
+				       "\"layer\": %u, \"on\": \"%s\"}",
+				       k ? ", " : "",
+				       (unsigned long long)x[i].le_start,
+				       (unsigned long long)x[i].le_blocks,
+				       x[i].le_layer, where);
+			else
+				printf("blocks %llu..%llu on layer %u (%s)\n",
+				       (unsigned long long)x[i].le_start,
+				       (unsigned long long)(x[i].le_start +
+							    x[i].le_blocks - 1),
+				       x[i].le_layer, where);
+		}
+		if (rc == 0 && next <= pos)
+			break;
+		pos = next;
+	}
+	if (json)
+		printf("]");
+	free(x);
+	return rc;
+}
+
 /* strata obj layers ID: a composite object's layers. */
 int cmd_obj_layers(struct cli *c)
 {
@@ -590,10 +644,15 @@ int cmd_obj_layers(struct cli *c)
 		printf("{");
 		obj_id_json(&o);
 		stat_layers(c, &o, true);
+		rc = layer_runs(&o, true);
 		printf("}\n");
 	} else {
 		stat_layers(c, &o, false);
+		rc = layer_runs(&o, false);
 	}
+	if (rc != 0)
+		return cli_fail(c, rc, "map the layers of object %s",
+				c->c_args[0]);
 	return CLI_OK;
 }
 

@@ -167,7 +167,9 @@ static const struct cli_cmd cmds[] = {
 	{ "obj", "layers", 1, 1, 0, true, cmd_obj_layers, "ID",
 	  "List the layers of a composite object, highest priority (the one "
 	  "writes go to) first: layer id, priority, sub-layout and the "
-	  "blocks it holds now." },
+	  "blocks it holds now; then where its blocks are, in block order: "
+	  "each run of blocks on one layer, with that layer's tier (or "
+	  "pdclust, mirror); holes left out (JSON: \"runs\")." },
 	{ "obj", "move", 1, 1, CO_MOVE, true, cmd_obj_move,
 	  "ID --to TIER [--range A:B]",
 	  "Move the blocks of a composite object (all, or blocks A to B-1) "

@@ -190,6 +190,98 @@ static void test_comp_layers(void)
 	free(r);
 }
 
+/* clovis_obj_layer_map(): the runs per layer in block order (touching
+ * runs of a layer merged, holes left out), a sub-range clipped, a small
+ * out[] continued from *next; bad input refused. */
+static void test_comp_map(void)
+{
+	struct clovis *cl = copen();
+	struct clovis_obj o, p;
+	uint8_t *w = malloc(CBLKS << 12);
+	uint32_t hot, pd, cold, n;
+	uint64_t moved, next = 0;
+	struct clovis_layer_ext x[8];
+	struct clovis_obj_attr pa = {.oa_block_shift = 12,
+				     .oa_layout = CLOVIS_LAYOUT_PLAIN,
+				     .oa_tier = CLOVIS_TIER_FLASH};
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_EQUAL_FATAL(cmake(cl, &o, 7, &hot, &pd, &cold), 0);
+	cfill(w, 0, CBLKS, 7);
+	/* in three writes: records that touch, merged in the map */
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 0, 32, w), 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 32, 32, w + (32 << 12)), 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 64, 32, w + (64 << 12)), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 10, 30, cold, &moved), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 50, 40, pd, &moved), 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_FREE, 92, 4, NULL), 0);
+	n = 8;
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_layer_map(&o, 0, CBLKS, x, &n, &next),
+			      0);
+	CU_ASSERT_EQUAL_FATAL(n, 5);
+	CU_ASSERT_EQUAL(next, CBLKS);
+	CU_ASSERT(x[0].le_start == 0 && x[0].le_blocks == 10 &&
+		  x[0].le_layer == hot);
+	CU_ASSERT(x[1].le_start == 10 && x[1].le_blocks == 30 &&
+		  x[1].le_layer == cold);
+	CU_ASSERT(x[2].le_start == 40 && x[2].le_blocks == 10 &&
+		  x[2].le_layer == hot);
+	CU_ASSERT(x[3].le_start == 50 && x[3].le_blocks == 40 &&
+		  x[3].le_layer == pd);
+	CU_ASSERT(x[4].le_start == 90 && x[4].le_blocks == 2 &&
+		  x[4].le_layer == hot);
+	/* a sub-range: clipped at both ends */
+	n = 8;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 15, 40, x, &n, &next), 0);
+	CU_ASSERT_EQUAL_FATAL(n, 3);
+	CU_ASSERT_EQUAL(next, 55);
+	CU_ASSERT(x[0].le_start == 15 && x[0].le_blocks == 25 &&
+		  x[0].le_layer == cold);
+	CU_ASSERT(x[2].le_start == 50 && x[2].le_blocks == 5 &&
+		  x[2].le_layer == pd);
+	/* two at a time: next says where the third starts */
+	n = 2;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 0, CBLKS, x, &n, &next), 0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(next, 40);
+	n = 2;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, next, CBLKS - next, x, &n,
+					     &next), 0);
+	CU_ASSERT(n == 2 && x[0].le_start == 40 && x[1].le_start == 50);
+	CU_ASSERT_EQUAL(next, 90);
+	n = 2;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, next, CBLKS - next, x, &n,
+					     &next), 0);
+	CU_ASSERT(n == 1 && x[0].le_start == 90 && next == CBLKS);
+	/* only holes: nothing, covered */
+	n = 8;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 92, 1000, x, &n, &next), 0);
+	CU_ASSERT(n == 0 && next == 1092);
+	/* bad input, refused naming what */
+	n = 0;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 0, 8, x, &n, &next), -EINVAL);
+	n = 8;
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 0, 0, x, &n, &next), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, CLOVIS_BLOCK_NR_MAX - 1, 2, x,
+					     &n, &next), -EINVAL);
+	CU_ASSERT(strstr(clovis_errmsg(), "CLOVIS_BLOCK_NR_MAX") != NULL);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&p, clovis_default_realm(cl),
+					      &(struct clovis_id){0xc0, 0x77},
+					      &pa), 0);
+	CU_ASSERT_EQUAL_FATAL(cent(&p, CLOVIS_EO_CREATE), 0);
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&p, 0, 8, x, &n, &next), -EINVAL);
+	CU_ASSERT(strstr(clovis_errmsg(), "not composite") != NULL);
+	CU_ASSERT_EQUAL(cent(&p, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_DELETE), 0);
+	n = 8;
+	/* the handle of a deleted object is closed */
+	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 0, 8, x, &n, &next), -EINVAL);
+	CU_ASSERT(strstr(clovis_errmsg(), "not open") != NULL);
+	clovis_fini(cl);
+	free(w);
+}
+
 /* Free bytes of the devices of pool name. */
 static uint64_t pool_free(struct clovis *cl, const char *name)
 {
@@ -462,6 +554,7 @@ int comp_ut_add(void)
 
 	if (s == NULL || !CU_add_test(s, "layers", test_comp_layers) ||
 	    !CU_add_test(s, "bad_input", test_comp_bad) ||
+	    !CU_add_test(s, "map", test_comp_map) ||
 	    !CU_add_test(s, "move_frees_units", test_comp_move_frees) ||
 	    !CU_add_test(s, "crash_during_move", test_comp_crash) ||
 	    !CU_add_test(s, "moves_race_writes", test_comp_move_race))

@@ -16,6 +16,7 @@
 #include "core/clu_conf.h"
 #include "core/eng_repl.h"
 #include "core/server/msg.h"
+#include "core/server/srv_limits.h"
 
 /* An id as text for messages ("HI:LO" in hex).  Here, not eng_id_str(),
  * so that the decoders stand alone (the fuzz target links only this
@@ -432,6 +433,7 @@ static int msg_layer_attr(const SAttr *a, const char *id)
 static int msg_layer_fields(const LayerReq *q, const char *id)
 {
 	bool add = q->op == SLY_ADD, move = q->op == SLY_MOVE;
+	bool map = q->op == SLY_MAP;
 
 	if ((q->attr != NULL) != add)
 		return err_set(-EINVAL, "request: object %s: layer.attr %s", id,
@@ -443,9 +445,10 @@ static int msg_layer_fields(const LayerReq *q, const char *id)
 	if (q->layer != 0 && q->op != SLY_DROP && !move)
 		return err_set(-EINVAL, "request: object %s: layer.layer set "
 			       "on another op than a drop or move", id);
-	if ((q->start != 0 || q->nr != 0) && !move)
+	if ((q->start != 0 || q->nr != 0) && !move && !map)
 		return err_set(-EINVAL, "request: object %s: layer.start or "
-			       "layer.nr set on another op than a move", id);
+			       "layer.nr set on another op than a move or "
+			       "map", id);
 	if (q->blk != 0 && q->op != SLY_OF)
 		return err_set(-EINVAL, "request: object %s: layer.blk set on "
 			       "another op than an of", id);
@@ -463,17 +466,18 @@ static int msg_layer_decode(struct msg_req *m, const LayerReq *q)
 		return err_set(-EINVAL, "request: layer: id missing");
 	msg_id_in(q->id, &r->er_id);
 	id = msg_id_str(&r->er_id);
-	if (q->op < SLY_ADD || q->op > SLY_OF)
+	if (q->op < SLY_ADD || q->op > SLY_MAP)
 		return err_set(-EINVAL, "request: object %s: layer.op %u: "
-			       "expected 1 (add), 2 (drop), 3 (list), 4 (move) "
-			       "or 5 (of)", id, q->op);
+			       "expected 1 (add), 2 (drop), 3 (list), 4 (move), "
+			       "5 (of) or 6 (map)", id, q->op);
 	rc = msg_layer_fields(q, id);
 	if (rc == 0 && q->op == SLY_ADD)
 		rc = msg_layer_attr(q->attr, id);
 	if (rc != 0)
 		return rc;
-	if (q->op == SLY_MOVE && (q->nr == 0 || q->start >= ST_BLOCK_NR_MAX ||
-				  q->nr > ST_BLOCK_NR_MAX - q->start))
+	if ((q->op == SLY_MOVE || q->op == SLY_MAP) &&
+	    (q->nr == 0 || q->start >= ST_BLOCK_NR_MAX ||
+	     q->nr > ST_BLOCK_NR_MAX - q->start))
 		return err_set(-EINVAL, "request: object %s: layer.start %"
 			       PRIu64 " + layer.nr %" PRIu64 ": empty or past "
 			       "block 2^48", id, q->start, q->nr);
@@ -1023,6 +1027,36 @@ static int msg_layer_info_check(const SLayer *l, size_t i)
 	return 0;
 }
 
+/* A MAP's runs: at most SRV_LAYER_MAP_RUNS, each of 1.. blocks on a
+ * layer from 1, in block order without overlap, inside [start, next);
+ * next past start and at most end. */
+static int msg_layer_runs_check(const LayerReply *l, uint64_t start,
+				uint64_t end)
+{
+	uint64_t pos = start;
+
+	if (l->next <= start || l->next > end)
+		return err_set(-EBADMSG, "reply: map of blocks %" PRIu64 " to %"
+			       PRIu64 ": next %" PRIu64 " out of range", start,
+			       end, l->next);
+	if (l->n_runs > SRV_LAYER_MAP_RUNS)
+		return err_set(-EBADMSG, "reply: %zu runs, at most %u",
+			       l->n_runs, SRV_LAYER_MAP_RUNS);
+	for (size_t i = 0; i < l->n_runs; i++) {
+		const SLayerExt *x = l->runs[i];
+
+		if (x->layer == 0 || x->blocks == 0 || x->start < pos ||
+		    x->start >= l->next || x->blocks > l->next - x->start)
+			return err_set(-EBADMSG, "reply: runs[%zu]: blocks %"
+				       PRIu64 "+%" PRIu64 " on layer %u: "
+				       "empty, out of order or outside %"
+				       PRIu64 "..%" PRIu64, i, x->start,
+				       x->blocks, x->layer, start, l->next);
+		pos = x->start + x->blocks;
+	}
+	return 0;
+}
+
 int msg_layer_reply_decode(const Reply *rp, uint32_t op, uint64_t start,
 			   uint64_t end, LayerReply **out)
 {
@@ -1042,6 +1076,11 @@ int msg_layer_reply_decode(const Reply *rp, uint32_t op, uint64_t start,
 	if (rc == 0 && (op == SLY_ADD || op == SLY_OF) && l->layer == 0)
 		rc = err_set(-EBADMSG, "reply: layer.layer 0 (layers are "
 			     "numbered from 1)");
+	if (rc == 0 && op != SLY_MAP && l->n_runs != 0)
+		rc = err_set(-EBADMSG, "reply: %zu runs in the answer to "
+			     "another op than a map", l->n_runs);
+	if (rc == 0 && op == SLY_MAP)
+		rc = msg_layer_runs_check(l, start, end);
 	if (rc == 0 && op == SLY_MOVE &&
 	    (l->next <= start || l->next > end || l->moved > l->next - start))
 		rc = err_set(-EBADMSG, "reply: move of blocks %" PRIu64 " to %"

@@ -72,6 +72,7 @@ enum msg_layer_op {
 	SLY_LIST = 3,  /**< comp_layer_list() */
 	SLY_MOVE = 4,  /**< comp_move(): start, nr, layer (the target) */
 	SLY_OF = 5,    /**< comp_where(): blk */
+	SLY_MAP = 6,   /**< comp_layer_map(): start, nr */
 };
 
 /* Replica flags (EntReq.rflags, IdxReq.rflags). */
@@ -204,13 +205,13 @@ void msg_id_in(const SId *s, struct st_id *id);
  * records that came as bulk are not fetched here: m->mr_data_len or
  * m->mr_recs_len tell how much to pull (msg_req_recs_bind() after pulling
  * records into m->mr_recs).  A SOP_LAYER request (LayerReq) is checked
- * whole: op 1..5 (SLY_*), id present, and only the fields its op takes
+ * whole: op 1..6 (SLY_*), id present, and only the fields its op takes
  * set, each in range: ADD an attr with layout 1..3 (plain, pdclust,
  * mirror) and the other layout fields in the ranges of a CREATE, the
  * device, size, time, flag, record and container fields 0; DROP and MOVE
  * a layer (0 names none: the engine answers -ENOENT, as embedded); MOVE
- * 1.. blocks from a start, ending at most at block 2^48; OF a block
- * below 2^48.  Returns 0, or -EINVAL/-E2BIG/-EBADMSG/-ENOMEM
+ * and MAP 1.. blocks from a start, ending at most at block 2^48; OF a
+ * block below 2^48.  Returns 0, or -EINVAL/-E2BIG/-EBADMSG/-ENOMEM
  * with a message; msg_req_fini() is safe after either.
  */
 int msg_req_decode(struct msg_req *m, uint32_t op, const void *body,
@@ -289,7 +290,10 @@ int msg_dev_info_decode(const Reply *rp, SDev **out);
  * op (SLY_*) and check it: at most COMP_LAYERS_MAX layers, each with an
  * id from 1 and its attributes (a plain, pdclust or mirror sub-layout in
  * range); an ADD's or OF's layer from 1; a MOVE's next past start and at
- * most end (the request's start + nr), its moved at most next - start.
+ * most end (the request's start + nr), its moved at most next - start; a
+ * MAP's at most SRV_LAYER_MAP_RUNS runs, each of 1.. blocks of a layer
+ * from 1, in block order without overlap, inside [start, next), next
+ * past start and at most end.
  * 0 and *out (layer_reply__free_unpacked(*out, NULL)), or -EBADMSG with
  * a message naming the field; *out is then NULL.
  */

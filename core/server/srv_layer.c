@@ -12,6 +12,9 @@
  *
  *   ADD   comp_layer_add()    DROP  comp_layer_drop()
  *   LIST  comp_layer_list()   OF    comp_where()
+ *   MAP   comp_layer_map() of at most SRV_LAYER_MAP_RUNS runs from
+ *         LayerReq.start; LayerReply.next says where the next call
+ *         starts
  *   MOVE  comp_move() over at most SRV_LAYER_MOVE_BYTES of the object's
  *         blocks from LayerReq.start; the answer says where the next call
  *         starts (LayerReply.next), so one call stays within the call
@@ -51,7 +54,7 @@
 
 static const char *const srv_layer_names[] = {
 	[SLY_ADD] = "add", [SLY_DROP] = "drop", [SLY_LIST] = "list",
-	[SLY_MOVE] = "move", [SLY_OF] = "of",
+	[SLY_MOVE] = "move", [SLY_OF] = "of", [SLY_MAP] = "map",
 };
 
 /* The object's record (*me), checked: an object of this store, of the
@@ -150,6 +153,44 @@ static int srv_layer_move(struct srv *s, struct srv_op *so,
 	return 0;
 }
 
+/* MAP: the runs of [start, start + nr), at most SRV_LAYER_MAP_RUNS of
+ * them, into lr (runs and their array allocated here: srv_layer_main
+ * frees them). */
+static int srv_layer_map(struct srv_op *so, LayerReply *lr)
+{
+	const struct msg_req *m = &so->so_m;
+	struct st_layer_ext *v = calloc(SRV_LAYER_MAP_RUNS, sizeof *v);
+	uint32_t n = SRV_LAYER_MAP_RUNS;
+	uint64_t next = 0;
+	int rc;
+
+	lr->runs = calloc(SRV_LAYER_MAP_RUNS, sizeof *lr->runs);
+	if (v == NULL || lr->runs == NULL) {
+		free(v);
+		return err_set(-ENOMEM, "object %s: layer map",
+			       eng_id_str(&m->mr_req.er_id));
+	}
+	rc = comp_layer_map(m->mr_req.er_eng, &m->mr_req.er_id, m->mr_start,
+			    m->mr_count, v, &n, &next);
+	for (uint32_t i = 0; rc == 0 && i < n; i++) {
+		SLayerExt *x = malloc(sizeof *x);
+
+		if (x == NULL) {
+			rc = err_set(-ENOMEM, "object %s: layer map",
+				     eng_id_str(&m->mr_req.er_id));
+			break;
+		}
+		slayer_ext__init(x);
+		x->start = v[i].le_start;
+		x->blocks = v[i].le_blocks;
+		x->layer = v[i].le_layer;
+		lr->runs[lr->n_runs++] = x;
+	}
+	lr->next = next;
+	free(v);
+	return rc;
+}
+
 /* Run the op on the engine into lr (its arrays the caller's). */
 static int srv_layer_run(struct srv *s, struct srv_op *so, LayerReply *lr,
 			 SLayer *ls, SLayer **lp, SAttr *as)
@@ -174,6 +215,9 @@ static int srv_layer_run(struct srv *s, struct srv_op *so, LayerReply *lr,
 		break;
 	case SLY_MOVE:
 		rc = srv_layer_move(s, so, &me, lr);
+		break;
+	case SLY_MAP:
+		rc = srv_layer_map(so, lr);
 		break;
 	default: /* SLY_OF: the decoder admits nothing else */
 		err_clear();
@@ -215,7 +259,7 @@ static void *srv_layer_main(void *arg)
 				 srv_layer_names[op], err_msg());
 		srv_reply_err(so, rc);
 	} else {
-		if (op != SLY_LIST && op != SLY_OF)
+		if (op != SLY_LIST && op != SLY_OF && op != SLY_MAP)
 			LOG_INFO("server %s: object %s: layer %s done",
 				 s->s_me->cs_name,
 				 eng_id_str(&so->so_m.mr_req.er_id),
@@ -225,6 +269,9 @@ static void *srv_layer_main(void *arg)
 		srv_reply(so, 0, &rp, NULL);
 	}
 	free(b.mb_p);
+	for (size_t i = 0; i < lr.n_runs; i++)
+		free(lr.runs[i]);
+	free(lr.runs);
 	return NULL;
 }
 

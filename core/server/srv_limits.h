@@ -145,6 +145,10 @@
  * slowest tier; the client calls again from where it stopped
  * (LayerReply.next). */
 #define SRV_LAYER_MOVE_BYTES (4ull * LIM_IO_CHUNK)
+/* A composite's map through a cluster client: runs per SOP_LAYER answer
+ * (24 bytes each packed at most: some 24 KiB); the client calls again
+ * from LayerReply.next. */
+#define SRV_LAYER_MAP_RUNS 1024u
 /* SOP_LAYER requests served at once, each on a thread of its own (the
  * engine's layer calls run as on an application's thread); past it
  * -EBUSY, which the client waits out within its call timeout.  An HSM

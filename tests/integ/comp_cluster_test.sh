@@ -11,8 +11,9 @@
 #      read back byte-exact;
 #   2. moves between tiers (`obj move`): all to sas (the block counts per
 #      layer from `obj layers --json`), a range up to nvram (a new top
-#      layer), a range past the end back to sas (cut at the object's
-#      size; the emptied layer below the top dropped), a range wholly past
+#      layer; the runs of the object's map: sas, nvram, sas), a range
+#      past the end back to sas (cut at the object's size; the emptied
+#      layer below the top dropped), a range wholly past
 #      the end (nothing moved), a range past 2^48 refused naming it; every
 #      object byte-exact after each;
 #   3. the layer requests ran on each object's home only (the servers'
@@ -26,8 +27,9 @@
 #   4. bad input: a plain object has no layers to move to (refused naming
 #      its layout); the composite suite of ut_main (layers, bad input:
 #      a plain object's layer refused by its home "not composite", equal
-#      priorities, bad sub-layouts; a client killed mid-move; moves racing
-#      writes) against the cluster;
+#      priorities, bad sub-layouts; the map of runs per layer, clipped,
+#      continued, refused for a plain object; a client killed mid-move;
+#      moves racing writes) against the cluster;
 #   5. a move's crash: the home of a 48 MiB composite (restarted with the
 #      device model, so that a move to sas takes long enough) SIGKILLed in
 #      the middle of `obj move` (after the move's first call began,
@@ -125,6 +127,10 @@ for oh in $objs; do
 	layers "$id"
 	check "$id: nvram is the top layer with 100 blocks, sas $((NB - 100))" \
 		test "$(top)" = "nvram 100" -a "$(blocks sas)" = $((NB - 100))
+	runs=$(python3 -c 'import json, sys
+print(" ".join("%d+%d:%s" % (r["start"], r["blocks"], r["on"]) for r in json.load(open(sys.argv[1]))["runs"]))' "$T/layers")
+	check "$id: its runs (from its home's map) are 0+100:sas 100+100:nvram 200+$((NB - 200)):sas ($runs)" \
+		test "$runs" = "0+100:sas 100+100:nvram 200+$((NB - 200)):sas"
 	check "$id byte-exact over nvram and sas" same "$id" "$T/blob"
 	cl obj move "$id" --to sas --range 0:1000000 --json
 	check "$id: a range past the end back to sas (rc $rc): the 100 moved" \
@@ -174,7 +180,7 @@ check "obj layers of a plain object is refused (rc $rc)" test "$rc" -ne 0
 check "the plain object still reads back" same "$plain" "$T/blob"
 # suite composite (module clovis, its other suites left out), each test
 # but move_frees_units, which reopens its store to count freed space
-for t in layers bad_input crash_during_move moves_race_writes; do
+for t in layers bad_input map crash_during_move moves_race_writes; do
 	cl_ut "composite/$t" -s clovis -x clovis,metanv -t "$t"
 done
 

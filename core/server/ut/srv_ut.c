@@ -1045,9 +1045,9 @@ static void t_bad_layer(void)
 	q.op = 0;
 	su_bad("layer op 0", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
 	       "layer.op 0");
-	q.op = 6;
-	su_bad("layer op 6", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
-	       "layer.op 6");
+	q.op = 7;
+	su_bad("layer op 7", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.op 7");
 	q.op = SLY_ADD;
 	su_bad("add without attr", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
 	       "layer.attr missing");
@@ -1088,6 +1088,25 @@ static void t_bad_layer(void)
 	q.nr = UINT64_MAX;
 	su_bad("move of 2^64-1 blocks", SOP_LAYER, &q.base, NULL, 0, NULL,
 	       -EINVAL, "empty or past");
+	q.op = SLY_MAP;
+	q.layer = 0;
+	su_bad("map of 2^64-1 blocks", SOP_LAYER, &q.base, NULL, 0, NULL,
+	       -EINVAL, "empty or past");
+	q.nr = 0;
+	su_bad("map of no block", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "empty or past");
+	q.nr = 4;
+	q.layer = 1;
+	su_bad("map with layer", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.layer set");
+	q.layer = 0;
+	q.blk = 3;
+	su_bad("map with blk", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.blk set");
+	q.blk = 0;
+	/* well formed: an object that is not here */
+	CU_ASSERT_EQUAL(su_layer(&q, msg, sizeof msg), -ENOENT);
+	q.op = SLY_MOVE;
 	q.nr = 0;
 	q.layer = 0;
 	q.op = SLY_ADD;
@@ -1127,6 +1146,84 @@ static void t_bad_layer(void)
 	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
 	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
 	reply__free_unpacked(rp, NULL);
+}
+
+/* A MAP answer packed into a Reply's text, decoded for the range
+ * [start, end): its code (the message in err_msg()). */
+static int lm_decode(LayerReply *l, uint64_t start, uint64_t end)
+{
+	Reply rp = REPLY__INIT;
+	LayerReply *out = NULL;
+	size_t n = layer_reply__get_packed_size(l);
+	uint8_t *b = malloc(n ? n : 1);
+	int rc;
+
+	layer_reply__pack(l, b);
+	rp.text.data = b;
+	rp.text.len = n;
+	rc = msg_layer_reply_decode(&rp, SLY_MAP, start, end, &out);
+	if (out != NULL)
+		layer_reply__free_unpacked(out, NULL);
+	free(b);
+	return rc;
+}
+
+/* A client's check of MAP answers (msg_layer_reply_decode): runs empty,
+ * out of order, overlapping, past next, on layer 0, next not moving
+ * forward or past the range, runs in another op's answer: refused
+ * -EBADMSG naming the field; a good one taken. */
+static void t_bad_layer_map_reply(void)
+{
+	SLayerExt x[3], *xp[3] = {&x[0], &x[1], &x[2]};
+	LayerReply l = LAYER_REPLY__INIT;
+	Reply rp = REPLY__INIT;
+	LayerReply *out = NULL;
+	size_t n;
+	uint8_t *b;
+
+	for (int i = 0; i < 3; i++)
+		slayer_ext__init(&x[i]);
+	x[0].start = 10; x[0].blocks = 5; x[0].layer = 1;
+	x[1].start = 20; x[1].blocks = 5; x[1].layer = 2;
+	l.runs = xp;
+	l.n_runs = 2;
+	l.next = 30;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), 0);
+	l.next = 10;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "next 10 out of range") != NULL);
+	l.next = 41;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	l.next = 24;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "runs[1]") != NULL);
+	l.next = 30;
+	x[1].start = 12;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "out of order") != NULL);
+	x[1].start = 20;
+	x[1].blocks = 0;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	x[1].blocks = 5;
+	x[0].layer = 0;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "runs[0]") != NULL);
+	x[0].layer = 1;
+	x[0].start = 5;
+	CU_ASSERT_EQUAL(lm_decode(&l, 10, 40), -EBADMSG);
+	x[0].start = 10;
+	/* runs in a LIST's answer */
+	n = layer_reply__get_packed_size(&l);
+	b = malloc(n);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	layer_reply__pack(&l, b);
+	rp.text.data = b;
+	rp.text.len = n;
+	CU_ASSERT_EQUAL(msg_layer_reply_decode(&rp, SLY_LIST, 0, 0, &out),
+			-EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "another op than a map") != NULL);
+	CU_ASSERT_PTR_NULL(out);
+	free(b);
 }
 
 /* SIGTERM: the server stops cleanly (exit 0) within the bound. */
@@ -1300,6 +1397,8 @@ int server_ut_add(void)
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||
 	    CU_add_test(s, "bad_layer", t_bad_layer) == NULL ||
+	    CU_add_test(s, "bad_layer_map_reply", t_bad_layer_map_reply) ==
+	    NULL ||
 	    CU_add_test(s, "bad_repl", t_bad_repl) == NULL ||
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
 	    CU_add_test(s, "image_medium", t_image_medium) == NULL ||
