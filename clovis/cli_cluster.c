@@ -3107,6 +3107,39 @@ int cluster_layer_map(struct clovis *cl, const struct st_id *id,
 	return rc;
 }
 
+int cluster_obj_scrub(struct clovis *cl, const struct st_id *id,
+		      uint64_t inc, struct clovis_walk_stats *st)
+{
+	LayerReq q;
+	LayerReply *lr;
+	const WalkStats *ws;
+	int rc;
+
+	memset(st, 0, sizeof *st);
+	clu_layer_req(&q, SLY_SCRUB, inc);
+	rc = clu_layer_call(clu_of(cl), id, &q, &lr);
+	if (rc != 0)
+		return rc;
+	ws = lr->scrub;
+	st->ws_units = ws->units;
+	st->ws_bytes = ws->bytes;
+	st->ws_rebuilt = ws->rebuilt;
+	st->ws_corrupt = ws->corrupt;
+	st->ws_unrepairable = ws->unrepairable;
+	st->ws_elapsed_ns = ws->elapsed_ns;
+	st->ws_devices = ws->devices;
+	st->ws_walk_units = ws->walk_units;
+	st->ws_walk_rebuilt = ws->walk_rebuilt;
+	st->ws_walk_corrupt = ws->walk_corrupt;
+	st->ws_walk_unrepairable = ws->walk_unrepairable;
+	if (st->ws_walk_unrepairable > 0)
+		rc = err_set(-EIO, "%s", lr->note != NULL && lr->note[0] ?
+			     lr->note : "scrub: units could not be rebuilt "
+			     "(more than K units of their groups lost)");
+	layer_reply__free_unpacked(lr, NULL);
+	return rc;
+}
+
 int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
 		     uint64_t blk, uint32_t *layer)
 {

@@ -1304,6 +1304,33 @@ int clovis_scrub(struct clovis *cl, clovis_progress_fn fn, void *arg,
 	return walk_call(cl, stripe_scrub, fn, arg, st, "scrub");
 }
 
+int clovis_obj_scrub(struct clovis_obj *o, struct clovis_walk_stats *st)
+{
+	struct stripe_walk_stats ss;
+	int rc = obj_handle_check(o, "obj_scrub");
+
+	if (rc == 0 && st == NULL)
+		rc = err_set(-EINVAL, "obj_scrub: NULL st");
+	if (rc != 0)
+		return rc;
+	if (obj_eng(o) == NULL)
+		return cluster_obj_scrub(o->ob_entity.en_cl,
+					 st_of(&o->ob_entity.en_id),
+					 obj_inc(o), st);
+	rc = comp_obj_scrub(obj_eng(o), st_of(&o->ob_entity.en_id), &ss);
+	*st = (struct clovis_walk_stats){
+		.ws_units = ss.sw_units, .ws_bytes = ss.sw_bytes,
+		.ws_rebuilt = ss.sw_rebuilt, .ws_corrupt = ss.sw_corrupt,
+		.ws_unrepairable = ss.sw_unrepairable,
+		.ws_elapsed_ns = ss.sw_elapsed_ns,
+		.ws_devices = ss.sw_devices,
+		.ws_walk_units = ss.sw_walk_units,
+		.ws_walk_rebuilt = ss.sw_walk_rebuilt,
+		.ws_walk_corrupt = ss.sw_walk_corrupt,
+		.ws_walk_unrepairable = ss.sw_walk_unrepairable};
+	return rc;
+}
+
 int clovis_addb_metrics(struct clovis *cl, const char *server,
 			uint32_t min_priority, uint32_t flags, char **text,
 			size_t *len)

@@ -1503,6 +1503,26 @@ CLOVIS_API int clovis_rebalance(struct clovis *cl, clovis_progress_fn fn,
 CLOVIS_API int clovis_scrub(struct clovis *cl, clovis_progress_fn fn,
 			    void *arg, struct clovis_walk_stats *st);
 
+/**
+ * Scrub one object now: every unit of it (of a pdclust object every data
+ * and parity unit of every group, of a mirror every copy; of a composite
+ * those of each pdclust or mirror layer) read and checked against its
+ * checksum, a damaged one rebuilt from its group and rewritten, as
+ * clovis_scrub() does store-wide: what a plugin calls to verify an object
+ * soon after it was written (fdmi/integrity/).  Plain objects and plain
+ * layers carry no checksums: nothing is read (*st all 0, 0 returned).
+ * *st: what this call did (ws_units, ws_corrupt, ws_rebuilt,
+ * ws_unrepairable, ...; the ws_walk_ fields the same).  Runs while
+ * writes go on: a unit rewritten meanwhile is checked as it is found.
+ * Cluster mode: the object's home runs it (one call, which must end
+ * within the call timeout: some seconds per GiB on disks).
+ * Returns 0, -EIO (units that could not be rebuilt: more than K of a
+ * group lost; *st says how many), -EINVAL (not an open object handle, st
+ * NULL), -ENOENT (object deleted), or a negative code.
+ */
+CLOVIS_API int clovis_obj_scrub(struct clovis_obj *o,
+				struct clovis_walk_stats *st);
+
 /** Op classes measured by the statistics. */
 enum clovis_stat_op {
 	CLOVIS_STAT_OBJ_READ,

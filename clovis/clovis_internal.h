@@ -341,6 +341,8 @@ int cluster_layer_move(struct clovis *cl, const struct st_id *id,
 		       uint64_t *moved);
 int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
 		     uint64_t blk, uint32_t *layer);
+int cluster_obj_scrub(struct clovis *cl, const struct st_id *id,
+		      uint64_t inc, struct clovis_walk_stats *st);
 int cluster_layer_map(struct clovis *cl, const struct st_id *id,
 		      uint64_t inc, uint64_t start, uint64_t nr,
 		      struct st_layer_ext *out, uint32_t *n_out,

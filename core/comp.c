@@ -994,6 +994,62 @@ int comp_layer_map(struct eng *e, const struct st_id *id, uint64_t start,
 	return rc;
 }
 
+/* Add b's figures to a's. */
+static void scrub_add(struct stripe_walk_stats *a,
+		      const struct stripe_walk_stats *b)
+{
+	a->sw_units += b->sw_units;
+	a->sw_bytes += b->sw_bytes;
+	a->sw_rebuilt += b->sw_rebuilt;
+	a->sw_corrupt += b->sw_corrupt;
+	a->sw_unrepairable += b->sw_unrepairable;
+	a->sw_elapsed_ns += b->sw_elapsed_ns;
+	a->sw_devices += b->sw_devices;
+	a->sw_walk_units += b->sw_walk_units;
+	a->sw_walk_rebuilt += b->sw_walk_rebuilt;
+	a->sw_walk_corrupt += b->sw_walk_corrupt;
+	a->sw_walk_unrepairable += b->sw_walk_unrepairable;
+}
+
+int comp_obj_scrub(struct eng *e, const struct st_id *id,
+		   struct stripe_walk_stats *st)
+{
+	struct comp_layers ls;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
+
+	memset(st, 0, sizeof *st);
+	if (rc != 0)
+		return meta_err(rc, "begin read");
+	ls.cs_nr = 0;
+	rc = meta_ent_get(txn, eng_meta(e), id, &me);
+	if (rc == -ENOENT || (rc == 0 && me.me_type != ST_ET_OBJ))
+		rc = err_set(-ENOENT, "object %s does not exist",
+			     eng_id_str(id));
+	if (rc == 0 && me.me_layout == ST_LAYOUT_COMPOSITE)
+		rc = layers_load(e, txn, id, &ls);
+	mdb_txn_abort(txn);
+	if (rc != 0)
+		return rc;
+	if (stripe_layout(me.me_layout))
+		return eng_unit_scrub_obj(e, id, st);
+	/* each unit layer in turn; every one is scrubbed, the first
+	 * failure answered */
+	for (uint32_t i = 0; i < ls.cs_nr; i++) {
+		struct stripe_walk_stats one;
+		int r;
+
+		if (!stripe_layout(ls.cs_v[i].cl_ent.me_layout))
+			continue;
+		r = eng_unit_scrub_obj(e, &ls.cs_v[i].cl_rec.ml_sub, &one);
+		scrub_add(st, &one);
+		if (r != 0 && rc == 0)
+			rc = r;
+	}
+	return rc;
+}
+
 /* ------------------------------------------------------------- move */
 
 struct move_wait {

@@ -52,6 +52,12 @@ int comp_move(struct eng *e, const struct st_id *id, uint64_t start,
 	      uint64_t nr, uint32_t to, uint64_t *moved);
 int comp_where(struct eng *e, const struct st_id *id, uint64_t blk,
 	       uint32_t *layer);
+/** Scrub object id's units, as clovis_obj_scrub() (clovis.h): a pdclust
+ *  or mirror object's, a composite's pdclust and mirror layers' (summed
+ *  into *st), nothing for a plain one (*st zeroed, 0).  0, -EIO (units
+ *  that could not be rebuilt), -ENOENT, or a negative code. */
+int comp_obj_scrub(struct eng *e, const struct st_id *id,
+		   struct stripe_walk_stats *st);
 /** The runs of [start, start + nr) of composite id per layer, as
  *  clovis_obj_layer_map() (clovis.h): at most *n_out into out (*n_out
  *  set to those filled), *next where to go on (start + nr: covered). */

@@ -256,6 +256,14 @@ int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 	return e->e_lops->elo_scrub(e, fn, arg, st);
 }
 
+int eng_unit_scrub_obj(struct eng *e, const struct st_id *id,
+		       struct stripe_walk_stats *st)
+{
+	if (e->e_lops == NULL || e->e_lops->elo_scrub_obj == NULL)
+		return unit_walk_refuse("object scrub");
+	return e->e_lops->elo_scrub_obj(e, id, st);
+}
+
 static bool glock_free(struct eng *e, const uint32_t *slots, uint32_t nr)
 {
 	for (uint32_t i = 0; i < nr; i++)

@@ -566,6 +566,8 @@ struct eng_layout_ops {
 			     struct stripe_walk_stats *st);
 	int (*elo_scrub)(struct eng *e, stripe_progress_fn fn, void *arg,
 			 struct stripe_walk_stats *st);
+	int (*elo_scrub_obj)(struct eng *e, const struct st_id *id,
+			     struct stripe_walk_stats *st);
 	/* The erasure codec of n + k, cached by the engine (eng_codec()). */
 	int (*elo_codec_create)(struct ec_codec **out, uint32_t n, uint32_t k);
 	void (*elo_codec_destroy)(struct ec_codec *c);
@@ -604,6 +606,9 @@ int eng_unit_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
 		       struct stripe_walk_stats *st);
 int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 		   struct stripe_walk_stats *st);
+/** The scrub of one unit-layout object's units (elo_scrub_obj). */
+int eng_unit_scrub_obj(struct eng *e, const struct st_id *id,
+		       struct stripe_walk_stats *st);
 
 /* ------------------------------------------------ space (core/space.c) */
 

@@ -556,6 +556,7 @@ const struct eng_layout_ops stripe_layout_ops = {
 	.elo_repair = stripe_repair,
 	.elo_rebalance = stripe_rebalance,
 	.elo_scrub = stripe_scrub,
+	.elo_scrub_obj = stripe_scrub_obj,
 	.elo_codec_create = ec_codec_create,
 	.elo_codec_destroy = ec_codec_destroy,
 };

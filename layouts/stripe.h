@@ -114,6 +114,13 @@ int stripe_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
 		     struct stripe_walk_stats *st);
 int stripe_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 		 struct stripe_walk_stats *st);
+/** Scrub the units of one object (id: a pdclust or mirror object, or a
+ *  composite's such layer): every unit of every group read and checked,
+ *  a damaged one rebuilt and rewritten, as stripe_scrub() does for the
+ *  whole store, in one call (not saved, not resumed).  0, -EIO (units
+ *  that could not be rebuilt: st says how many), or a negative code. */
+int stripe_scrub_obj(struct eng *e, const struct st_id *id,
+		     struct stripe_walk_stats *st);
 
 /**
  * The table of all of the above for the engine (struct eng_layout_ops,

@@ -91,6 +91,13 @@ struct walk_call {
 struct walk {
 	struct eng *wk_e;
 	enum walk_kind wk_kind;
+	/* a walk of one object's units only (stripe_scrub_obj()): wk_only
+	 * its encoded id (the unit keys' prefix); not saved, not resumed */
+	bool wk_one;
+	uint8_t wk_only[16];
+	/* the first group that could not be rebuilt, said (the -EIO's
+	 * message names it) */
+	char wk_bad[192];
 	struct walk_rec wk_rec;   /* place and totals as far as processed */
 	struct walk_call wk_call;
 	/* the current object */
@@ -137,7 +144,7 @@ static int walk_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 	ci->ci_hard = true;
 	rc = stripe_apply(e, txn, r);
 	snprintf(name, sizeof name, "walk.%s", walk_names[wc->wc_w->wk_kind]);
-	if (rc == 0)
+	if (rc == 0 && !wc->wc_w->wk_one)
 		rc = meta_sys_put(txn, eng_meta(e), name, &wc->wc_rec,
 				  sizeof wc->wc_rec);
 	if (rc == 0)
@@ -407,6 +414,8 @@ static uint32_t walk_group_finish(struct walk *w, struct walk_grp *wg)
 	w->wk_call.wc_corrupt += bad;
 	if (rc != 0) {
 		LOG_ERROR("%s: %s", walk_names[w->wk_kind], err_msg());
+		if (w->wk_bad[0] == '\0')
+			snprintf(w->wk_bad, sizeof w->wk_bad, "%s", err_msg());
 		w->wk_rec.wr_unrepairable += n;
 		w->wk_call.wc_unrepairable += n;
 		return 0;
@@ -470,6 +479,13 @@ static int walk_groups_write(struct walk *w)
 			if (d == UINT32_MAX) {
 				w->wk_rec.wr_unrepairable++;
 				w->wk_call.wc_unrepairable++;
+				if (w->wk_bad[0] == '\0')
+					snprintf(w->wk_bad, sizeof w->wk_bad,
+						 "object %s group %" PRIu64
+						 " slot %u: no device left to "
+						 "hold it",
+						 eng_id_str(&w->wk_obj),
+						 wg->wg_sg.sg_g, j);
 				LOG_ERROR("%s: object %s group %" PRIu64 " slot %u: "
 					  "no device left to hold it",
 					  walk_names[w->wk_kind],
@@ -676,7 +692,8 @@ static int walk_fill_one(void *arg, const struct meta_rec *r)
 	return ++f->wf_nr < WALK_BATCH ? META_SCAN_NEXT : META_SCAN_STOP;
 }
 
-/* Read up to WALK_BATCH records after the saved key. */
+/* Read up to WALK_BATCH records after the saved key (one object's walk:
+ * of that object only, from its first one). */
 static int walk_batch(struct walk *w, struct walk_item *items, uint32_t *nr,
 		      uint64_t *total)
 {
@@ -689,10 +706,14 @@ static int walk_batch(struct walk *w, struct walk_item *items, uint32_t *nr,
 	rc = meta_rtxn_begin(m, &txn, "begin walk");
 	if (rc != 0)
 		return rc;
-	(void)meta_entries(txn, m, META_T_UNIT, total, NULL); /* a hint */
+	if (!w->wk_one)
+		(void)meta_entries(txn, m, META_T_UNIT, total, NULL); /* hint */
 	rc = meta_scan(txn, m, &(struct meta_scan){
 		.ms_table = META_T_UNIT, .ms_from = w->wk_rec.wr_key,
-		.ms_flen = META_EXT_KEY_LEN, .ms_after = true,
+		.ms_flen = META_EXT_KEY_LEN,
+		.ms_prefix = w->wk_one ? w->wk_only : NULL,
+		.ms_plen = w->wk_one ? sizeof w->wk_only : 0,
+		.ms_after = !w->wk_one || w->wk_rec.wr_done > 0,
 		.ms_fn = walk_fill_one, .ms_arg = &f, .ms_what = "walk units"});
 	meta_rtxn_put(m, txn);
 	*nr = f.wf_nr;
@@ -800,8 +821,8 @@ static void walk_stats(const struct walk *w, struct stripe_walk_stats *st)
 }
 
 static int stripe_walk(struct eng *e, enum walk_kind kind,
-		       stripe_progress_fn fn, void *arg,
-		       struct stripe_walk_stats *st)
+		       const struct st_id *one, stripe_progress_fn fn,
+		       void *arg, struct stripe_walk_stats *st)
 {
 	struct walk *w = calloc(1, sizeof *w);
 	struct walk_item *items = calloc(WALK_BATCH, sizeof *items);
@@ -820,7 +841,11 @@ static int stripe_walk(struct eng *e, enum walk_kind kind,
 	pthread_mutex_init(&w->wk_lock, NULL);
 	pthread_cond_init(&w->wk_cond, NULL);
 	snprintf(name, sizeof name, "walk.%s", walk_names[kind]);
-	if (eng_sys_load(e, name, &w->wk_rec, sizeof w->wk_rec) == 0) {
+	if (one != NULL) {
+		w->wk_one = true;
+		meta_id_enc(w->wk_only, one);
+		(void)meta_ext_key(w->wk_rec.wr_key, one, 0);
+	} else if (eng_sys_load(e, name, &w->wk_rec, sizeof w->wk_rec) == 0) {
 		st->sw_resumed = 1;
 		LOG_INFO("%s: resuming after %" PRIu64 " units",
 			 walk_names[kind], w->wk_rec.wr_done);
@@ -832,12 +857,15 @@ static int stripe_walk(struct eng *e, enum walk_kind kind,
 	rc = walk_run(w, items, fn, arg);
 	eng_thread_leave();
 	walk_stats(w, st);
-	if (rc == 0)
+	if (rc == 0 && one == NULL)
 		rc = walk_finish(w);
 	if (rc == 0 && st->sw_walk_unrepairable > 0)
-		rc = err_set(-EIO, "%s: %" PRIu64 " units could not be rebuilt "
-			     "(more than K units of their groups lost)",
-			     walk_names[kind], st->sw_walk_unrepairable);
+		rc = err_set(-EIO, "%s%s%s: %" PRIu64 " units could not be "
+			     "rebuilt (more than K units of their groups "
+			     "lost)%s%s", walk_names[kind],
+			     one ? " of object " : "", one ? eng_id_str(one) : "",
+			     st->sw_walk_unrepairable,
+			     w->wk_bad[0] ? "; the first: " : "", w->wk_bad);
 	st->sw_elapsed_ns = eng_now_ns() - t0;
 	if (w->wk_sc_ok)
 		stripe_sctx_fini(&w->wk_sc);
@@ -852,17 +880,23 @@ static int stripe_walk(struct eng *e, enum walk_kind kind,
 int stripe_repair(struct eng *e, stripe_progress_fn fn, void *arg,
 		  struct stripe_walk_stats *st)
 {
-	return stripe_walk(e, WK_REPAIR, fn, arg, st);
+	return stripe_walk(e, WK_REPAIR, NULL, fn, arg, st);
 }
 
 int stripe_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
 		     struct stripe_walk_stats *st)
 {
-	return stripe_walk(e, WK_REBALANCE, fn, arg, st);
+	return stripe_walk(e, WK_REBALANCE, NULL, fn, arg, st);
 }
 
 int stripe_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 		 struct stripe_walk_stats *st)
 {
-	return stripe_walk(e, WK_SCRUB, fn, arg, st);
+	return stripe_walk(e, WK_SCRUB, NULL, fn, arg, st);
+}
+
+int stripe_scrub_obj(struct eng *e, const struct st_id *id,
+		     struct stripe_walk_stats *st)
+{
+	return stripe_walk(e, WK_SCRUB, id, NULL, NULL, st);
 }

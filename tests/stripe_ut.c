@@ -1023,6 +1023,52 @@ static void test_scrub(void)
 	store_own_end();
 }
 
+/* clovis_obj_scrub(): one object's units only (data and parity, every
+ * mirror copy), damaged ones rebuilt; the other object's damage stays
+ * for its own call; a plain object has nothing to check; a second call
+ * finds nothing; the store-wide scrub then finds nothing either. */
+static void test_obj_scrub(void)
+{
+	struct tobj a, m, p;
+	struct clovis_walk_stats ws;
+
+	CU_ASSERT_EQUAL_FATAL(store_own("objscrub"), 0);
+	CU_ASSERT_EQUAL_FATAL(tobj_create(&a, 650, &L421, 512), 0);
+	CU_ASSERT_EQUAL_FATAL(tobj_create(&m, 651, &LM30, 128), 0);
+	CU_ASSERT_EQUAL_FATAL(tobj_create(&p, 652, &LPLAIN, 16), 0);
+	arm_dev("flip", fdev[6], 0, 0);
+	CU_ASSERT_EQUAL(tobj_write(&a, 0, 512, 66), 0);
+	CU_ASSERT_EQUAL(tobj_write(&m, 0, 128, 67), 0);
+	CU_ASSERT(fired_dev("flip", fdev[6]) > 0);
+	faults_off();
+	CU_ASSERT_EQUAL(tobj_write(&p, 0, 16, 68), 0);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&a.to_o, &ws), 0);
+	CU_ASSERT_EQUAL(ws.ws_units, 512 / 16 * 6);
+	CU_ASSERT(ws.ws_corrupt > 0);
+	CU_ASSERT_EQUAL(ws.ws_rebuilt, ws.ws_corrupt);
+	CU_ASSERT_EQUAL(ws.ws_unrepairable, 0);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&a.to_o, &ws), 0);
+	CU_ASSERT(ws.ws_units == 512 / 16 * 6 && ws.ws_corrupt == 0);
+	/* m's damaged copies were left for m's own call */
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&m.to_o, &ws), 0);
+	CU_ASSERT_EQUAL(ws.ws_units, 128 / 4 * 3);
+	CU_ASSERT(ws.ws_corrupt > 0);
+	CU_ASSERT_EQUAL(ws.ws_rebuilt, ws.ws_corrupt);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&p.to_o, &ws), 0);
+	CU_ASSERT_EQUAL(ws.ws_units, 0);
+	CU_ASSERT_EQUAL(clovis_scrub(cl, NULL, NULL, &ws), 0);
+	CU_ASSERT_EQUAL(ws.ws_corrupt, 0);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(NULL, &ws), -EINVAL);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&a.to_o, NULL), -EINVAL);
+	CU_ASSERT(tobj_check(&a));
+	CU_ASSERT(tobj_check(&m));
+	CU_ASSERT(tobj_check(&p));
+	tobj_fini(&a);
+	tobj_fini(&m);
+	tobj_fini(&p);
+	store_own_end();
+}
+
 static bool check_all(struct tobj *t, uint32_t nr)
 {
 	bool ok = true;
@@ -1595,6 +1641,7 @@ int stripe_ut_add(void)
 	    !CU_add_test(s, "fault_write", test_fault_write) ||
 	    !CU_add_test(s, "fault_gone", test_fault_gone) ||
 	    !CU_add_test(s, "scrub", test_scrub) ||
+	    !CU_add_test(s, "obj_scrub", test_obj_scrub) ||
 	    !CU_add_test(s, "repair", test_repair) ||
 	    !CU_add_test(s, "repair_domains", test_repair_domains) ||
 	    !CU_add_test(s, "repair_resume", test_repair_resume) ||

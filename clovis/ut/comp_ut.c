@@ -282,6 +282,39 @@ static void test_comp_map(void)
 	free(w);
 }
 
+/* clovis_obj_scrub() of a composite: the units of its pdclust layer (4+2
+ * of 16 KiB units: 6 units a group of 16 blocks) checked, its plain
+ * layers carry none; a composite of plain layers only: nothing. */
+static void test_comp_obj_scrub(void)
+{
+	struct clovis *cl = copen();
+	struct clovis_obj o;
+	uint8_t *w = malloc(CBLKS << 12), *r = malloc(CBLKS << 12);
+	uint32_t hot, pd, cold;
+	uint64_t moved;
+	struct clovis_walk_stats ws;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	CU_ASSERT_EQUAL_FATAL(cmake(cl, &o, 8, &hot, &pd, &cold), 0);
+	cfill(w, 0, CBLKS, 8);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_WRITE, 0, CBLKS, w), 0);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&o, &ws), 0);
+	CU_ASSERT_EQUAL(ws.ws_units, 0); /* all on the plain top layer */
+	CU_ASSERT_EQUAL(clovis_obj_layer_move(&o, 0, 32, pd, &moved), 0);
+	CU_ASSERT_EQUAL(moved, 32);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&o, &ws), 0);
+	CU_ASSERT_EQUAL(ws.ws_units, 32 / 16 * 6);
+	CU_ASSERT_EQUAL(ws.ws_corrupt, 0);
+	CU_ASSERT_EQUAL(cio(&o, CLOVIS_OC_READ, 0, CBLKS, r), 0);
+	CU_ASSERT(memcmp(w, r, CBLKS << 12) == 0);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(NULL, &ws), -EINVAL);
+	CU_ASSERT_EQUAL(cent(&o, CLOVIS_EO_DELETE), 0);
+	CU_ASSERT_EQUAL(clovis_obj_scrub(&o, &ws), -EINVAL);
+	clovis_fini(cl);
+	free(w);
+	free(r);
+}
+
 /* Free bytes of the devices of pool name. */
 static uint64_t pool_free(struct clovis *cl, const char *name)
 {
@@ -555,6 +588,7 @@ int comp_ut_add(void)
 	if (s == NULL || !CU_add_test(s, "layers", test_comp_layers) ||
 	    !CU_add_test(s, "bad_input", test_comp_bad) ||
 	    !CU_add_test(s, "map", test_comp_map) ||
+	    !CU_add_test(s, "obj_scrub", test_comp_obj_scrub) ||
 	    !CU_add_test(s, "move_frees_units", test_comp_move_frees) ||
 	    !CU_add_test(s, "crash_during_move", test_comp_crash) ||
 	    !CU_add_test(s, "moves_race_writes", test_comp_move_race))

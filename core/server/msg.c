@@ -466,10 +466,10 @@ static int msg_layer_decode(struct msg_req *m, const LayerReq *q)
 		return err_set(-EINVAL, "request: layer: id missing");
 	msg_id_in(q->id, &r->er_id);
 	id = msg_id_str(&r->er_id);
-	if (q->op < SLY_ADD || q->op > SLY_MAP)
+	if (q->op < SLY_ADD || q->op > SLY_SCRUB)
 		return err_set(-EINVAL, "request: object %s: layer.op %u: "
 			       "expected 1 (add), 2 (drop), 3 (list), 4 (move), "
-			       "5 (of) or 6 (map)", id, q->op);
+			       "5 (of), 6 (map) or 7 (scrub)", id, q->op);
 	rc = msg_layer_fields(q, id);
 	if (rc == 0 && q->op == SLY_ADD)
 		rc = msg_layer_attr(q->attr, id);
@@ -1081,6 +1081,16 @@ int msg_layer_reply_decode(const Reply *rp, uint32_t op, uint64_t start,
 			     "another op than a map", l->n_runs);
 	if (rc == 0 && op == SLY_MAP)
 		rc = msg_layer_runs_check(l, start, end);
+	if (rc == 0 && (l->scrub != NULL) != (op == SLY_SCRUB))
+		rc = err_set(-EBADMSG, "reply: scrub figures %s",
+			     op == SLY_SCRUB ? "missing in the answer to a "
+			     "scrub" : "in the answer to another op");
+	if (rc == 0 && op == SLY_SCRUB &&
+	    l->scrub->walk_unrepairable > l->scrub->walk_corrupt)
+		rc = err_set(-EBADMSG, "reply: scrub: %" PRIu64 " units "
+			     "unrepairable of %" PRIu64 " corrupt",
+			     l->scrub->walk_unrepairable,
+			     l->scrub->walk_corrupt);
 	if (rc == 0 && op == SLY_MOVE &&
 	    (l->next <= start || l->next > end || l->moved > l->next - start))
 		rc = err_set(-EBADMSG, "reply: move of blocks %" PRIu64 " to %"

@@ -73,6 +73,7 @@ enum msg_layer_op {
 	SLY_MOVE = 4,  /**< comp_move(): start, nr, layer (the target) */
 	SLY_OF = 5,    /**< comp_where(): blk */
 	SLY_MAP = 6,   /**< comp_layer_map(): start, nr */
+	SLY_SCRUB = 7, /**< comp_obj_scrub(): the object only */
 };
 
 /* Replica flags (EntReq.rflags, IdxReq.rflags). */
@@ -205,7 +206,7 @@ void msg_id_in(const SId *s, struct st_id *id);
  * records that came as bulk are not fetched here: m->mr_data_len or
  * m->mr_recs_len tell how much to pull (msg_req_recs_bind() after pulling
  * records into m->mr_recs).  A SOP_LAYER request (LayerReq) is checked
- * whole: op 1..6 (SLY_*), id present, and only the fields its op takes
+ * whole: op 1..7 (SLY_*), id present, and only the fields its op takes
  * set, each in range: ADD an attr with layout 1..3 (plain, pdclust,
  * mirror) and the other layout fields in the ranges of a CREATE, the
  * device, size, time, flag, record and container fields 0; DROP and MOVE
@@ -293,7 +294,8 @@ int msg_dev_info_decode(const Reply *rp, SDev **out);
  * most end (the request's start + nr), its moved at most next - start; a
  * MAP's at most SRV_LAYER_MAP_RUNS runs, each of 1.. blocks of a layer
  * from 1, in block order without overlap, inside [start, next), next
- * past start and at most end.
+ * past start and at most end; a SCRUB's figures present (and only
+ * there), its unrepairable units at most its corrupt ones.
  * 0 and *out (layer_reply__free_unpacked(*out, NULL)), or -EBADMSG with
  * a message naming the field; *out is then NULL.
  */

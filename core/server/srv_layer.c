@@ -15,6 +15,9 @@
  *   MAP   comp_layer_map() of at most SRV_LAYER_MAP_RUNS runs from
  *         LayerReq.start; LayerReply.next says where the next call
  *         starts
+ *   SCRUB comp_obj_scrub(): every unit of the object checked, a damaged
+ *         one rebuilt (any object; units that could not be rebuilt are
+ *         answered in the figures, the client makes them -EIO)
  *   MOVE  comp_move() over at most SRV_LAYER_MOVE_BYTES of the object's
  *         blocks from LayerReq.start; the answer says where the next call
  *         starts (LayerReply.next), so one call stays within the call
@@ -55,6 +58,7 @@
 static const char *const srv_layer_names[] = {
 	[SLY_ADD] = "add", [SLY_DROP] = "drop", [SLY_LIST] = "list",
 	[SLY_MOVE] = "move", [SLY_OF] = "of", [SLY_MAP] = "map",
+	[SLY_SCRUB] = "scrub",
 };
 
 /* The object's record (*me), checked: an object of this store, of the
@@ -191,6 +195,48 @@ static int srv_layer_map(struct srv_op *so, LayerReply *lr)
 	return rc;
 }
 
+/* SCRUB: the object's units checked, into lr->scrub (allocated here:
+ * srv_layer_main frees it). */
+static int srv_layer_scrub(struct srv_op *so, LayerReply *lr)
+{
+	const struct msg_req *m = &so->so_m;
+	struct stripe_walk_stats st;
+	WalkStats *ws = malloc(sizeof *ws);
+	int rc;
+
+	if (ws == NULL)
+		return err_set(-ENOMEM, "object %s: scrub",
+			       eng_id_str(&m->mr_req.er_id));
+	walk_stats__init(ws);
+	rc = comp_obj_scrub(m->mr_req.er_eng, &m->mr_req.er_id, &st);
+	/* units that could not be rebuilt: figures, as the walks answer,
+	 * and the message naming the first group */
+	if (rc == -EIO && st.sw_walk_unrepairable > 0) {
+		char *note = strdup(err_msg());
+
+		if (note != NULL)
+			lr->note = note;
+		rc = 0;
+	}
+	if (rc != 0) {
+		free(ws);
+		return rc;
+	}
+	ws->units = st.sw_units;
+	ws->bytes = st.sw_bytes;
+	ws->rebuilt = st.sw_rebuilt;
+	ws->corrupt = st.sw_corrupt;
+	ws->unrepairable = st.sw_unrepairable;
+	ws->elapsed_ns = st.sw_elapsed_ns;
+	ws->devices = st.sw_devices;
+	ws->walk_units = st.sw_walk_units;
+	ws->walk_rebuilt = st.sw_walk_rebuilt;
+	ws->walk_corrupt = st.sw_walk_corrupt;
+	ws->walk_unrepairable = st.sw_walk_unrepairable;
+	lr->scrub = ws;
+	return 0;
+}
+
 /* Run the op on the engine into lr (its arrays the caller's). */
 static int srv_layer_run(struct srv *s, struct srv_op *so, LayerReply *lr,
 			 SLayer *ls, SLayer **lp, SAttr *as)
@@ -218,6 +264,9 @@ static int srv_layer_run(struct srv *s, struct srv_op *so, LayerReply *lr,
 		break;
 	case SLY_MAP:
 		rc = srv_layer_map(so, lr);
+		break;
+	case SLY_SCRUB:
+		rc = srv_layer_scrub(so, lr);
 		break;
 	default: /* SLY_OF: the decoder admits nothing else */
 		err_clear();
@@ -272,6 +321,9 @@ static void *srv_layer_main(void *arg)
 	for (size_t i = 0; i < lr.n_runs; i++)
 		free(lr.runs[i]);
 	free(lr.runs);
+	free(lr.scrub);
+	if (lr.note != protobuf_c_empty_string)
+		free(lr.note);
 	return NULL;
 }
 

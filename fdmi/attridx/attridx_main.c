@@ -4,11 +4,13 @@
  * Strata index of the store's objects by container, tier and size
  * (fdmi/attridx/attridx.h), and queries it.
  *
- *   strata-attridx --dir DIR [--index ID] [--consumer NAME]
- *                  [--max-bytes N] [--no-ack] [--once | --rounds N]
+ *   strata-attridx (--dir DIR | --cluster FILE) [--index ID]
+ *                  [--consumer NAME] [--max-bytes N] [--no-ack]
+ *                  [--once | --rounds N]
  *       fold the FDMI records into the index, a round every second
  *       until SIGINT/SIGTERM (--once: one round; --rounds N: N rounds)
- *   strata-attridx --dir DIR [--index ID] query [--container ID]
+ *   strata-attridx (--dir DIR | --cluster FILE) [--index ID] query
+ *                  [--container ID]
  *                  [--tier T] [--size-min B] [--size-max B] [--json]
  *       the objects the index holds that match, in key order: one line
  *       each, "ID TIER SIZE" (JSON lines with --json)
@@ -40,11 +42,13 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: strata-attridx --dir DIR [--index ID] [--consumer NAME]"
-		" [--max-bytes N] [--no-ack]\n"
-		"                      [--once | --rounds N]\n"
-		"       strata-attridx --dir DIR [--index ID] query "
-		"[--container ID] [--tier T]\n"
+		"usage: strata-attridx (--dir DIR | --cluster FILE) [--index ID]"
+		" [--consumer NAME]\n"
+		"                      [--max-bytes N] [--no-ack] "
+		"[--once | --rounds N]\n"
+		"       strata-attridx (--dir DIR | --cluster FILE) [--index ID]"
+		" query\n"
+		"                      [--container ID] [--tier T]\n"
 		"                      [--size-min B] [--size-max B] [--json]\n");
 	return 2;
 }
@@ -170,6 +174,7 @@ static int run(const struct attridx_conf *ac, bool once, uint64_t rounds)
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *index = ATTRIDX_INDEX, *consumer = NULL;
+	const char *cluster = NULL;
 	bool once = false, json = false, query = false, no_ack = false;
 	uint64_t rounds = 0, max_bytes = 0;
 	struct attridx_query q = {.aq_tier = -1, .aq_size_max = UINT64_MAX};
@@ -195,6 +200,8 @@ int main(int argc, char **argv)
 		}
 		if (strcmp(a, "--dir") == 0 && v) {
 			dir = argv[++i];
+		} else if (strcmp(a, "--cluster") == 0 && v) {
+			cluster = argv[++i];
 		} else if (strcmp(a, "--index") == 0 && v) {
 			index = argv[++i];
 		} else if (strcmp(a, "--consumer") == 0 && v && !query) {
@@ -258,8 +265,9 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (dir == NULL) {
-		fprintf(stderr, "strata-attridx: --dir is required\n");
+	if ((dir == NULL) == (cluster == NULL)) {
+		fprintf(stderr, "strata-attridx: give one of --dir and "
+			"--cluster\n");
 		return usage();
 	}
 	if (once && rounds != 0) {
@@ -276,12 +284,17 @@ int main(int argc, char **argv)
 			"(HI:LO or @name)\n", index);
 		return 2;
 	}
-	cc.cc_mode = CLOVIS_MODE_EMBEDDED;
-	cc.cc_data_dir = dir;
+	if (dir != NULL) {
+		cc.cc_mode = CLOVIS_MODE_EMBEDDED;
+		cc.cc_data_dir = dir;
+	} else {
+		cc.cc_mode = CLOVIS_MODE_CLUSTER;
+		cc.cc_cluster_conf = cluster;
+	}
 	rc = clovis_init(&cl, &cc);
 	if (rc != 0) {
-		fprintf(stderr, "strata-attridx: %s: %s\n", dir,
-			clovis_errmsg());
+		fprintf(stderr, "strata-attridx: %s: %s\n",
+			dir ? dir : cluster, clovis_errmsg());
 		return 1;
 	}
 	if (query) {

@@ -2,7 +2,7 @@
  * integrity.c — the integrity plugin's engine (contract in integrity.h,
  * design in README.md): the state file in SQLite, the ingestion of FDMI
  * records into the pending set, the rescan of a LAGGING consumer, and the
- * verification of an object by reading it whole.
+ * verification of an object by its scrub (clovis_obj_scrub()).
  *
  * The state file (one SQLite file, WAL journal, synchronous FULL):
  *   pending(hi, lo, chi, clo, wtime)  objects written and not verified
@@ -34,14 +34,6 @@
 #define IG_ROUND_MAX 65536u
 /* Ids one entity list asks for (the rescan). */
 #define IG_LIST 256u
-/* Layers of one composite object we look at (COMP_LAYERS_MAX is 8). */
-#define IG_LAYERS_MAX 16u
-/* Bytes one READ asks for at least (whole parity groups, so that no
- * group is read twice: a damaged unit counts once). */
-#define IG_CHUNK_MIN (4ull << 20)
-/* How long we wait for the read-repairs of an object to commit (they are
- * the engine's own commits, after the READ is STABLE). */
-#define IG_REPAIR_WAIT_NS (5ull * 1000000000ull)
 
 static const char ig_filter[] = "op=obj.write,obj.alloc,layer.move,obj.delete";
 
@@ -81,14 +73,6 @@ static uint64_t now_ns(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -421,123 +405,31 @@ static int ingest(struct integ *g, struct integ_round_stats *st)
 
 /* ------------------------------------------------------------- check */
 
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-	while (b != 0) {
-		uint64_t t = a % b;
-
-		a = b;
-		b = t;
-	}
-	return a;
-}
-
-/* The bytes of one parity group of a sub-layout (pdclust: N units;
- * mirror: one unit); 0 for a plain one (nothing to verify). */
-static uint64_t attr_group(const struct clovis_obj_attr *a)
-{
-	if (a->oa_layout == CLOVIS_LAYOUT_PDCLUST)
-		return (uint64_t)a->oa_data_units << a->oa_unit_shift;
-	if (a->oa_layout == CLOVIS_LAYOUT_MIRROR)
-		return 1ull << a->oa_unit_shift;
-	return 0;
-}
-
-/* The bytes one READ of o covers: whole groups of every unit layout of
- * it (the least common multiple of their group sizes), at least
- * IG_CHUNK_MIN, at most CLOVIS_OP_BYTES_MAX; 0: o has no unit layout. */
-static int read_chunk(struct clovis_obj *o, uint64_t *chunk)
-{
-	struct clovis_layer_info li[IG_LAYERS_MAX];
-	uint64_t bs = 1ull << o->ob_attr.oa_block_shift, l = bs;
-	uint32_t nr = IG_LAYERS_MAX;
-	bool units = false;
-	int rc;
-
-	*chunk = 0;
-	if (o->ob_attr.oa_layout != CLOVIS_LAYOUT_COMPOSITE) {
-		uint64_t gb = attr_group(&o->ob_attr);
-
-		units = gb != 0;
-		l = gb > bs ? gb : bs;
-	} else {
-		rc = clovis_obj_layer_list(o, li, &nr);
-		if (rc != 0)
-			return rc;
-		for (uint32_t i = 0; i < nr && i < IG_LAYERS_MAX; i++) {
-			uint64_t gb = attr_group(&li[i].li_attr);
-
-			if (gb == 0)
-				continue;
-			units = true;
-			l = l / gcd64(l, gb) * gb;
-			if (l > CLOVIS_OP_BYTES_MAX)
-				break;
-		}
-	}
-	if (!units)
-		return 0;
-	if (l > CLOVIS_OP_BYTES_MAX)
-		l = CLOVIS_OP_BYTES_MAX / bs * bs; /* a group read twice */
-	*chunk = l >= IG_CHUNK_MIN ? l : IG_CHUNK_MIN / l * l;
-	return 0;
-}
-
-/* Read o whole, in chunks; a failed READ's code. */
-static int read_all(struct clovis_obj *o, uint64_t chunk)
-{
-	uint32_t shift = o->ob_attr.oa_block_shift;
-	uint64_t total = o->ob_attr.oa_size_blocks << shift;
-	void *buf = malloc(chunk);
-	int rc = 0;
-
-	if (buf == NULL)
-		return err_set(-ENOMEM, "integrity: a read buffer of %" PRIu64
-			       " bytes", chunk);
-	for (uint64_t off = 0; rc == 0 && off < total; off += chunk) {
-		uint64_t len = total - off < chunk ? total - off : chunk;
-		uint64_t start = off >> shift, nr = len >> shift;
-		void *bufs[1] = {buf};
-		size_t lens[1] = {(size_t)len};
-		struct clovis_extvec ev = {1, &start, &nr};
-		struct clovis_bufvec bv = {1, bufs, lens};
-		struct clovis_op *op = NULL;
-
-		rc = clovis_obj_op(o, CLOVIS_OC_READ, &ev, &bv, 0, &op);
-		if (rc == 0)
-			rc = clovis_op_sync(op); /* frees op */
-	}
-	free(buf);
-	return rc;
-}
-
-/* Verify o (open) by reading it whole; the damage and repairs from the
- * store's unit counters. */
+/* Verify o (open): its scrub (clovis_obj_scrub(): every unit of its
+ * pdclust and mirror layouts or layers read and checked, data, parity
+ * and every copy; a damaged one rebuilt and rewritten before the call
+ * returns), run by the object's home in cluster mode. */
 static void obj_verify(struct integ *g, struct clovis_obj *o, struct chk *ck)
 {
-	struct clovis_unit_counters c0, c1;
-	uint64_t chunk = 0, damaged, repaired, t0;
-	int rc = read_chunk(o, &chunk);
+	struct clovis_walk_stats ws;
+	int rc = clovis_obj_scrub(o, &ws);
 
-	if (rc == 0 && chunk == 0) {
+	(void)g;
+	if (rc == 0 && ws.ws_units == 0) {
 		ck->ck_kind = CHK_PLAIN;
 		snprintf(ck->ck_text, sizeof ck->ck_text, "not checkable (%s)",
 			 o->ob_attr.oa_layout == CLOVIS_LAYOUT_COMPOSITE ?
 			 "plain layers" : "plain");
 		return;
 	}
-	if (rc == 0)
-		rc = clovis_unit_counters_get(g->g_cl, &c0);
-	if (rc == 0)
-		rc = read_all(o, chunk);
-	if (rc == -EIO || rc == -CLOVIS_ECHECKSUM) {
+	if (rc == -EIO && ws.ws_unrepairable > 0) {
+		/* the message names the first group that could not be
+		 * rebuilt */
 		ck->ck_kind = CHK_UNREPAIRABLE;
 		snprintf(ck->ck_text, sizeof ck->ck_text, "unrepairable: %s",
 			 clovis_errmsg());
 		return;
 	}
-	if (rc == 0)
-		rc = clovis_unit_counters_get(g->g_cl, &c1);
 	if (rc != 0) {
 		ck->ck_kind = rc == -ENOENT ? CHK_GONE : CHK_ERROR;
 		snprintf(ck->ck_text, sizeof ck->ck_text, rc == -ENOENT ?
@@ -545,27 +437,13 @@ static void obj_verify(struct integ *g, struct clovis_obj *o, struct chk *ck)
 			 clovis_errmsg());
 		return;
 	}
-	/* the repairs are commits of their own, after the READ */
-	damaged = c1.uc_crc_errors - c0.uc_crc_errors;
-	t0 = mono_ns();
-	while ((repaired = c1.uc_read_repairs - c0.uc_read_repairs) <
-	       damaged && mono_ns() - t0 < IG_REPAIR_WAIT_NS) {
-		struct timespec ts = {0, 10000000};
-
-		nanosleep(&ts, NULL);
-		if (clovis_unit_counters_get(g->g_cl, &c1) != 0)
-			break;
-	}
-	ck->ck_kind = damaged == 0 && repaired == 0 ? CHK_OK : CHK_REPAIRED;
+	ck->ck_kind = ws.ws_corrupt == 0 ? CHK_OK : CHK_REPAIRED;
 	if (ck->ck_kind == CHK_OK)
-		snprintf(ck->ck_text, sizeof ck->ck_text, "ok");
-	else if (repaired >= damaged)
-		snprintf(ck->ck_text, sizeof ck->ck_text, "repaired %" PRIu64
-			 " units", repaired);
+		snprintf(ck->ck_text, sizeof ck->ck_text, "ok (%" PRIu64
+			 " units)", ws.ws_units);
 	else
 		snprintf(ck->ck_text, sizeof ck->ck_text, "repaired %" PRIu64
-			 " of %" PRIu64 " damaged units (the rest: left for "
-			 "scrub)", repaired, damaged);
+			 " units", ws.ws_rebuilt);
 }
 
 /* Check one object (du). */

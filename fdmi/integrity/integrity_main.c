@@ -3,17 +3,20 @@
  * (issue 31 point 5): a Clovis client and FDMI consumer that verifies
  * the objects written recently, once each (fdmi/integrity/integrity.h).
  *
- *   strata-integrity --dir DIR [--state PATH] [--consumer NAME]
- *                    [--delay S] [--interval S] [--once | --rounds N]
+ *   strata-integrity (--dir DIR | --cluster FILE) [--state PATH]
+ *                    [--consumer NAME] [--delay S] [--interval S]
+ *                    [--once | --rounds N]
  *       a round every --interval seconds (default 10) until SIGINT or
  *       SIGTERM: the records folded into the pending set, then every
  *       pending object whose last write is at least --delay seconds old
- *       (default 5) read whole and verified; one line per object checked,
- *       "ID BYTES bytes: RESULT", then one line for the round
+ *       (default 5) verified by its scrub (clovis_obj_scrub(): its home
+ *       runs it in cluster mode); one line per object checked, "ID BYTES
+ *       bytes: RESULT", then one line for the round
  *   strata-integrity --state PATH log [--json]   (or --dir DIR log)
  *       the log of every check, oldest first
  *
- * --state: the state file (SQLite; default DIR/integrity.sqlite).  An
+ * --state: the state file (SQLite; default DIR/integrity.sqlite, with
+ * --cluster ./strata-integrity.sqlite).  An
  * embedded store is opened by one process at a time: run --once between
  * an application's runs, or as the store's only process.  Exit status:
  * 0, 1 on an error (one line on stderr naming what), 2 on a usage error.
@@ -40,9 +43,10 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: strata-integrity --dir DIR [--state PATH] "
-		"[--consumer NAME] [--delay S]\n"
-		"                        [--interval S] [--once | --rounds N]\n"
+		"usage: strata-integrity (--dir DIR | --cluster FILE) "
+		"[--state PATH] [--consumer NAME]\n"
+		"                        [--delay S] [--interval S] "
+		"[--once | --rounds N]\n"
 		"       strata-integrity (--state PATH | --dir DIR) log "
 		"[--json]\n");
 	return 2;
@@ -114,6 +118,7 @@ static int run(const struct integ_conf *ic, uint64_t interval_ns,
 int main(int argc, char **argv)
 {
 	const char *dir = NULL, *state = NULL, *consumer = NULL;
+	const char *cluster = NULL;
 	bool once = false, json = false, log = false;
 	uint64_t rounds = 0, delay_ns = 5000000000ull;
 	uint64_t interval_ns = 10000000000ull;
@@ -129,6 +134,8 @@ int main(int argc, char **argv)
 
 		if (strcmp(a, "--dir") == 0 && v) {
 			dir = argv[++i];
+		} else if (strcmp(a, "--cluster") == 0 && v) {
+			cluster = argv[++i];
 		} else if (strcmp(a, "--state") == 0 && v) {
 			state = argv[++i];
 		} else if (strcmp(a, "--consumer") == 0 && v) {
@@ -170,8 +177,9 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (state == NULL && dir != NULL) {
-		snprintf(statebuf, sizeof statebuf, "%s/integrity.sqlite", dir);
+	if (state == NULL && (dir != NULL || cluster != NULL)) {
+		snprintf(statebuf, sizeof statebuf, "%s/%s", dir ? dir : ".",
+			 dir ? "integrity.sqlite" : "strata-integrity.sqlite");
 		state = statebuf;
 	}
 	if (log) {
@@ -186,8 +194,9 @@ int main(int argc, char **argv)
 				clovis_errmsg());
 		return rc == 0 ? 0 : 1;
 	}
-	if (dir == NULL) {
-		fprintf(stderr, "strata-integrity: --dir is required\n");
+	if ((dir == NULL) == (cluster == NULL)) {
+		fprintf(stderr, "strata-integrity: give one of --dir and "
+			"--cluster\n");
 		return usage();
 	}
 	if (json) {
@@ -200,12 +209,17 @@ int main(int argc, char **argv)
 			"not both\n");
 		return usage();
 	}
-	cc.cc_mode = CLOVIS_MODE_EMBEDDED;
-	cc.cc_data_dir = dir;
+	if (dir != NULL) {
+		cc.cc_mode = CLOVIS_MODE_EMBEDDED;
+		cc.cc_data_dir = dir;
+	} else {
+		cc.cc_mode = CLOVIS_MODE_CLUSTER;
+		cc.cc_cluster_conf = cluster;
+	}
 	rc = clovis_init(&cl, &cc);
 	if (rc != 0) {
-		fprintf(stderr, "strata-integrity: %s: %s\n", dir,
-			clovis_errmsg());
+		fprintf(stderr, "strata-integrity: %s: %s\n",
+			dir ? dir : cluster, clovis_errmsg());
 		return 1;
 	}
 	ic.ic_cl = cl;

@@ -9,10 +9,12 @@
 #     after its ack forgets nothing either;
 #   one data unit is damaged on disk (found by its mark in the device
 #     files while no process has the store open): --once --delay 0 reports
-#     the object "repaired 1 units" (the store's unit counters), the plain
-#     one "not checkable (plain)"; the object then reads back byte-exact;
+#     the object "repaired 1 units" (its scrub, clovis_obj_scrub()), the
+#     plain one "not checkable (plain)"; the object then reads back
+#     byte-exact;
 #   a second run checks nothing (nothing written since); a write makes
-#     the object pending again and the next run reports it ok;
+#     the object pending again and the next run reports it ok, every one
+#     of its 24 units checked (parity units too);
 #   three units of one group damaged (more than its 2 parity units): the
 #     object is reported unrepairable, naming the group;
 #   a deleted object leaves the pending set;
@@ -199,7 +201,8 @@ check "scrub finds nothing corrupt after the repair" test "$rc" -eq 0 -a \
 head -c 8192 /dev/urandom >"$T/w"
 st obj write @x 0 "$T/w"
 ig --once --delay 0
-check "written again: checked again, ok" grep -qE "^$X 1048576 bytes: ok$" "$T/out"
+# every unit: 4 groups of 4 data and 2 parity units
+check "written again: checked again, ok, all 24 units (parity too)" grep -qE "^$X 1048576 bytes: ok \(24 units\)$" "$T/out"
 check "only @x" test "$(grep -c bytes: "$T/out")" = 1
 
 # ------------------------------------------------------------ unrepairable
@@ -229,7 +232,7 @@ st obj put @late "$T/l" --layout pdclust --pool flash --data 2 --parity 1
 LATE=$(idof late)
 ig --once --delay 0
 check "a state file older than its consumer: rescanned" grep -q "rescanned: 1 objects modified since" "$T/out"
-check "the object written while no consumer was registered is checked" grep -qE "^$LATE 20000 bytes: ok$" "$T/out"
+check "the object written while no consumer was registered is checked" grep -qE "^$LATE 20000 bytes: ok \([0-9]+ units\)$" "$T/out"
 
 # ---------------------------------------------------------------- LAGGING
 st fdmi sub lagi op=obj.write,obj.alloc,layer.move,obj.delete --max-bytes 1
@@ -251,7 +254,7 @@ check "lagi is LAGGING" test "$(cstate lagi)" = LAGGING
 ig --once --consumer lagi --state "$T/lagi.sqlite" --delay 0
 check "LAGGING: the run says so and rescans" grep -q "consumer lagi is LAGGING .*rescanning" "$T/out"
 check "LAGGING: one object modified since its last record" grep -q "rescanned: 1 objects modified since" "$T/out"
-check "LAGGING: the object written meanwhile is checked" grep -qE "^$MIR 70000 bytes: ok$" "$T/out"
+check "LAGGING: the object written meanwhile is checked" grep -qE "^$MIR 70000 bytes: ok \([0-9]+ units\)$" "$T/out"
 check "LAGGING: the round says it rescanned" grep -qE '^round 1: .*\(after a rescan\)$' "$T/out"
 check "lagi is ACTIVE again" test "$(cstate lagi)" = ACTIVE
 
@@ -264,8 +267,8 @@ check "log: the repair" grep -qE "Z $X 1048576 bytes: repaired 1 units$" "$T/out
 check "log --json: JSON lines" python3 -c '
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-assert [r["result"].split(":")[0] for r in rows] == ["repaired 1 units",
-    "not checkable (plain)", "ok", "unrepairable", "ok"], rows
+assert [r["result"].split(":")[0].split(" (")[0] for r in rows] == [
+    "repaired 1 units", "not checkable", "ok", "unrepairable", "ok"], rows
 assert rows[0]["id"] == sys.argv[2] and rows[0]["bytes"] == 1048576
 assert all(r["time_ns"] > 0 and r["time"].endswith("Z") for r in rows)
 ' "$T/out" "$X"

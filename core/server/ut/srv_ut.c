@@ -1045,9 +1045,9 @@ static void t_bad_layer(void)
 	q.op = 0;
 	su_bad("layer op 0", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
 	       "layer.op 0");
-	q.op = 7;
-	su_bad("layer op 7", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
-	       "layer.op 7");
+	q.op = 8;
+	su_bad("layer op 8", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
+	       "layer.op 8");
 	q.op = SLY_ADD;
 	su_bad("add without attr", SOP_LAYER, &q.base, NULL, 0, NULL, -EINVAL,
 	       "layer.attr missing");
@@ -1106,6 +1106,12 @@ static void t_bad_layer(void)
 	q.blk = 0;
 	/* well formed: an object that is not here */
 	CU_ASSERT_EQUAL(su_layer(&q, msg, sizeof msg), -ENOENT);
+	q.op = SLY_SCRUB;
+	su_bad("scrub with a range", SOP_LAYER, &q.base, NULL, 0, NULL,
+	       -EINVAL, "layer.start or layer.nr");
+	q.start = 0;
+	q.nr = 0;
+	CU_ASSERT_EQUAL(su_layer(&q, msg, sizeof msg), -ENOENT);
 	q.op = SLY_MOVE;
 	q.nr = 0;
 	q.layer = 0;
@@ -1148,9 +1154,10 @@ static void t_bad_layer(void)
 	reply__free_unpacked(rp, NULL);
 }
 
-/* A MAP answer packed into a Reply's text, decoded for the range
- * [start, end): its code (the message in err_msg()). */
-static int lm_decode(LayerReply *l, uint64_t start, uint64_t end)
+/* A LayerReply packed into a Reply's text, decoded as the answer to op
+ * for the range [start, end): its code (the message in err_msg()). */
+static int lm_decode_range(LayerReply *l, uint32_t op, uint64_t start,
+			   uint64_t end)
 {
 	Reply rp = REPLY__INIT;
 	LayerReply *out = NULL;
@@ -1161,20 +1168,32 @@ static int lm_decode(LayerReply *l, uint64_t start, uint64_t end)
 	layer_reply__pack(l, b);
 	rp.text.data = b;
 	rp.text.len = n;
-	rc = msg_layer_reply_decode(&rp, SLY_MAP, start, end, &out);
+	rc = msg_layer_reply_decode(&rp, op, start, end, &out);
 	if (out != NULL)
 		layer_reply__free_unpacked(out, NULL);
 	free(b);
 	return rc;
 }
 
-/* A client's check of MAP answers (msg_layer_reply_decode): runs empty,
- * out of order, overlapping, past next, on layer 0, next not moving
- * forward or past the range, runs in another op's answer: refused
- * -EBADMSG naming the field; a good one taken. */
-static void t_bad_layer_map_reply(void)
+static int lm_decode(LayerReply *l, uint64_t start, uint64_t end)
+{
+	return lm_decode_range(l, SLY_MAP, start, end);
+}
+
+static int lm_decode_op(LayerReply *l, uint32_t op)
+{
+	return lm_decode_range(l, op, 0, 0);
+}
+
+/* A client's check of MAP and SCRUB answers (msg_layer_reply_decode):
+ * runs empty, out of order, overlapping, past next, on layer 0, next not
+ * moving forward or past the range, runs in another op's answer; scrub
+ * figures missing, in another op's answer, more units unrepairable than
+ * corrupt: refused -EBADMSG naming the field; good ones taken. */
+static void t_bad_layer_reply(void)
 {
 	SLayerExt x[3], *xp[3] = {&x[0], &x[1], &x[2]};
+	WalkStats ws = WALK_STATS__INIT;
 	LayerReply l = LAYER_REPLY__INIT;
 	Reply rp = REPLY__INIT;
 	LayerReply *out = NULL;
@@ -1224,6 +1243,21 @@ static void t_bad_layer_map_reply(void)
 	CU_ASSERT(strstr(err_msg(), "another op than a map") != NULL);
 	CU_ASSERT_PTR_NULL(out);
 	free(b);
+	/* a SCRUB's answer: figures needed, sane */
+	l.n_runs = 0;
+	l.next = 0;
+	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_SCRUB), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "scrub figures missing") != NULL);
+	l.scrub = &ws;
+	ws.walk_corrupt = 2;
+	ws.walk_unrepairable = 1;
+	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_SCRUB), 0);
+	ws.walk_unrepairable = 3;
+	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_SCRUB), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "3 units unrepairable of 2") != NULL);
+	ws.walk_unrepairable = 0;
+	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_LIST), -EBADMSG);
+	CU_ASSERT(strstr(err_msg(), "in the answer to another op") != NULL);
 }
 
 /* SIGTERM: the server stops cleanly (exit 0) within the bound. */
@@ -1397,7 +1431,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||
 	    CU_add_test(s, "bad_layer", t_bad_layer) == NULL ||
-	    CU_add_test(s, "bad_layer_map_reply", t_bad_layer_map_reply) ==
+	    CU_add_test(s, "bad_layer_reply", t_bad_layer_reply) ==
 	    NULL ||
 	    CU_add_test(s, "bad_repl", t_bad_repl) == NULL ||
 	    CU_add_test(s, "still_serving", t_still_serving) == NULL ||
