@@ -9,12 +9,15 @@
  *   ... --dry-run       print the actions a round would take; move,
  *                       log and ack nothing (implies --once)
  *   ... actions         print the action log
- *   ... undo N          move action N's object back to where it was
+ *   ... undo N          move action N's blocks back to where they were
+ *   ... catalog ID      what the catalog holds of object ID (HI:LO or
+ *                       @name): its runs of blocks per tier, its heat
  *   strata-hsm --check FILE   parse a policy, print "ok" or its error
  *
  * Options: --db PATH (the catalog; default DIR/hsm.sqlite embedded,
  * ./strata-hsm.sqlite with --cluster), --consumer NAME (default "hsm"),
- * --json (actions as JSON lines), --rounds N (stop after N rounds).
+ * --json (actions as JSON lines, catalog as one JSON object), --rounds N
+ * (stop after N rounds).
  *
  * An embedded store is opened by one process at a time: with --dir the
  * program owns the store while it runs (use --once between an
@@ -49,7 +52,7 @@ static int usage(void)
 		"usage: strata-hsm (--dir DIR | --cluster FILE) --policy FILE "
 		"[--db PATH] [--consumer NAME]\n"
 		"                  [--once] [--dry-run] [--json] [--rounds N] "
-		"[actions | undo N]\n"
+		"[actions | undo N | catalog ID]\n"
 		"       strata-hsm --check POLICY\n");
 	return 2;
 }
@@ -73,6 +76,7 @@ int main(int argc, char **argv)
 	const char *consumer = NULL, *check = NULL, *cmd = NULL;
 	bool once = false, dry = false, json = false;
 	uint64_t rounds = 0, undo_seq = 0;
+	struct clovis_id cat_id = {0, 0};
 	static struct hsm_policy pol;
 	struct clovis_conf cc = {0};
 	struct clovis *cl = NULL;
@@ -129,6 +133,15 @@ int main(int argc, char **argv)
 			if (*end != '\0' || undo_seq == 0) {
 				fprintf(stderr, "strata-hsm: undo: \"%s\" is "
 					"not an action number\n", v);
+				return 2;
+			}
+			i++;
+		} else if (strcmp(a, "catalog") == 0 && cmd == NULL && v) {
+			cmd = a;
+			if (clovis_id_parse(v, &cat_id) != 0) {
+				fprintf(stderr, "strata-hsm: catalog: \"%s\" "
+					"is not an object id (HI:LO in hex, "
+					"or @name)\n", v);
 				return 2;
 			}
 			i++;
@@ -198,6 +211,8 @@ int main(int argc, char **argv)
 	}
 	if (cmd != NULL && strcmp(cmd, "actions") == 0) {
 		rc = hsm_actions(h, stdout, json);
+	} else if (cmd != NULL && strcmp(cmd, "catalog") == 0) {
+		rc = hsm_catalog(h, &cat_id, stdout, json);
 	} else if (cmd != NULL) {
 		rc = hsm_undo(h, undo_seq);
 	} else {

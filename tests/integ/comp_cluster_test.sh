@@ -19,8 +19,9 @@
 #   3. the layer requests ran on each object's home only (the servers'
 #      logs: "layer add/move/drop done" of an object only in its home's);
 #   5b. (after 5) the HSM suite's promote (read latency at most half after
-#      the promotion, every server with the device model) and racing
-#      writes (byte-exact) against the cluster;
+#      the promotion, every server with the device model), racing writes
+#      (byte-exact) and hot extent (only the blocks read promoted) against
+#      the cluster;
 #   4b. strata-hsm --cluster: a dry run moves nothing, a round promotes a
 #      composite object on sas homed on each server to flash (the top
 #      layer), byte-exact; its action log; an undo;
@@ -28,7 +29,8 @@
 #      its layout); the composite suite of ut_main (layers, bad input:
 #      a plain object's layer refused by its home "not composite", equal
 #      priorities, bad sub-layouts; the map of runs per layer, clipped,
-#      continued, refused for a plain object; a client killed mid-move;
+#      continued, refused for a plain object; the scrub of a composite's
+#      pdclust layer by its home; a client killed mid-move;
 #      moves racing writes) against the cluster;
 #   5. a move's crash: the home of a 48 MiB composite (restarted with the
 #      device model, so that a move to sas takes long enough) SIGKILLed in
@@ -180,7 +182,7 @@ check "obj layers of a plain object is refused (rc $rc)" test "$rc" -ne 0
 check "the plain object still reads back" same "$plain" "$T/blob"
 # suite composite (module clovis, its other suites left out), each test
 # but move_frees_units, which reopens its store to count freed space
-for t in layers bad_input map crash_during_move moves_race_writes; do
+for t in layers bad_input map obj_scrub crash_during_move moves_race_writes; do
 	cl_ut "composite/$t" -s clovis -x clovis,metanv -t "$t"
 done
 
@@ -302,6 +304,9 @@ cl_ut "hsm/promote" -s hsm -t promote
 grep -E "hsm promote:" "$T/ut" | sed 's/^ */     /'
 cl_ut "hsm/racing_writes" -s hsm -t racing_writes
 grep -E "hsm racing writes:" "$T/ut" | sed 's/^ */     /'
+# hsm/hot_extent: of an object of which only blocks 16..31 are read, one
+# round promotes exactly those blocks (its home's map: sas, flash, sas)
+cl_ut "hsm/hot_extent" -s hsm -t hot_extent
 
 echo "--- 6. the standbys' shadows hold the homes' layers and extent maps"
 for s in 0 1 2; do srv_stop $s; done

@@ -12,7 +12,10 @@
 #     (logged as the undo of N), data byte-exact;
 #   heat: reads made by other processes (`strata obj read`) reach the
 #     catalog through FDMI (OBJ_READ records): a heat_min class picks the
-#     object read, not the one left alone;
+#     object read, not the one left alone, and promotes only the blocks
+#     read (its hot span); catalog ID (text, --json) shows its runs of
+#     blocks per tier; a bad id is a usage error naming it, an id not in
+#     the catalog an error naming it; undo moves the span back;
 #   a run killed with SIGKILL mid-rounds leaves every object readable and
 #     exact, and the next --once goes on;
 #   --rounds N ends after N rounds (interval 1s); usage errors exit 2;
@@ -197,7 +200,7 @@ hbad "undo of no such action" 1 'no action 99' --dir "$D" --policy "$T/promote.y
 head -c 100000 /dev/urandom >"$T/m"
 st obj put @m "$T/m" --layout composite --tier sas
 st obj layers @m
-check "obj layers: one plain layer on sas" test "$out" = "layer 1      priority 100, plain on sas, 25 blocks"
+check "obj layers: one plain layer on sas" test "$(head -n 1 "$T/out")" = "layer 1      priority 100, plain on sas, 25 blocks"
 st obj move @m --to flash --range 0:10
 check "obj move --range: 10 blocks up, to a new top layer" grep -qE '^moved 10 blocks of @m \(of blocks 0 to 9\) to layer 2 on flash$' "$T/out"
 check "obj move: 10 on flash, 15 on sas" test "$(blocks @m flash)" = 10 -a "$(blocks @m sas)" = 15
@@ -242,11 +245,51 @@ hs --dir "$D" --policy "$T/heat.yaml" --db "$T/heat.sqlite" --consumer heat --on
 check "heat: nothing read yet, nothing moved" grep -qE '0 actions' "$T/out"
 for i in 1 2 3 4; do st obj read @h1 0 2 "$T/r"; done
 check "heat: reads by another process" test "$rc" -eq 0
+hs --dir "$D" --policy "$T/heat.yaml" --db "$T/heat.sqlite" --consumer heat --dry-run
+check "heat: a dry run would move the blocks read" grep -qE '^would move .* blocks 0 to 1 \(8192 bytes\) from sas to flash: rule 1' "$T/out"
 hs --dir "$D" --policy "$T/heat.yaml" --db "$T/heat.sqlite" --consumer heat --once
-check "heat: the object read is promoted" grep -qE '^action 1: .* sas -> flash, 40960 bytes, done \(rule 1 \(class hot\)\)' "$T/out"
+check "heat: the blocks read of the object read are promoted" grep -qE '^action 1: .* blocks 0 to 1 sas -> flash, 8192 bytes, done \(rule 1 \(class hot\)\)' "$T/out"
 check "heat: only that one" test "$(grep -c '^action' "$T/out")" = 1
-check "heat: @h1 on flash, @h2 still on sas" test "$(blocks @h1 flash)" = 10 -a "$(blocks @h2 sas)" = 10
+check "heat: @h1 blocks 0..1 on flash, the rest on sas; @h2 still on sas" \
+	test "$(blocks @h1 flash)" = 2 -a "$(blocks @h1 sas)" = 8 -a "$(blocks @h2 sas)" = 10
+hs --dir "$D" --policy "$T/heat.yaml" --db "$T/heat.sqlite" --consumer heat --once
+check "heat: a second round: the hot span is there, nothing to move" grep -qE '0 actions' "$T/out"
+
+# ------------------------------------------------------------- catalog ID
+hc() { hs --dir "$D" --policy "$T/heat.yaml" --db "$T/heat.sqlite" --consumer heat "$@"; }
+hc catalog @h1
+check "catalog @h1: exit 0" test "$rc" -eq 0
+check "catalog @h1: the object, its heat and hot span" \
+	grep -qE '^object [0-9a-f]+:[0-9a-f]+: composite, 40000 bytes, most on sas, 4 reads in the window \(blocks 0 to 1\)$' "$T/out"
+check "catalog @h1: its runs, start, blocks, tier" test "$(tail -n 3 "$T/out" | tr -s ' ')" = \
+	"$(printf ' start blocks tier\n 0 2 flash\n 2 8 sas')"
+hc catalog @h1 --json
+check "catalog @h1 --json: one JSON object with the runs" python3 -c '
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) == 1, lines
+o = json.loads(lines[0])
+assert o["layout"] == "composite" and o["size"] == 40000 and o["tier"] == "sas", o
+assert o["heat"] == 4 and o["hot_start"] == 0 and o["hot_end"] == 2, o
+ext = [(e["start"], e["blocks"], e["tier"]) for e in o["extents"]]
+assert ext == [(0, 2, "flash"), (2, 8, "sas")], ext
+' "$T/out"
+hc catalog @h2
+check "catalog @h2 (not read, so not looked at): no runs recorded" grep -q '^no extents recorded' "$T/out"
+hbad "catalog of a bad id: usage naming it" 2 'catalog: "zz:" is not an object id' \
+	--dir "$D" --policy "$T/heat.yaml" catalog zz:
+hbad "catalog without an id: usage" 2 'catalog' --dir "$D" --policy "$T/heat.yaml" catalog
+hbad "catalog of an object not in the catalog: named" 1 'object 1:7 is not in the catalog' \
+	--dir "$D" --policy "$T/heat.yaml" --db "$T/heat.sqlite" --consumer heat catalog 1:7
+# (a read of all of @h1: the next round's hot span would be all of it)
 check "heat: @h1 exact" same @h1 "$T/h1"
+hc undo 1
+check "undo of the hot-span promotion: those blocks back" \
+	grep -qE '^action 2: .* blocks 0 to 1 flash -> sas, 8192 bytes, done \(undo of action 1\)' "$T/out"
+check "after the undo: @h1 all on sas" test "$(blocks @h1 sas)" = 10 -a "$(blocks @h1 flash)" = 0
+check "after the undo: @h1 exact" same @h1 "$T/h1"
+hc catalog @h1 --json
+check "catalog @h1 after the undo: one run on sas" grep -q '"extents": \[{"start": 0, "blocks": 10, "tier": "sas"}\]' "$T/out"
 
 # -------------------------------------------- SIGKILL mid-rounds, rounds
 cat >"$T/flip.yaml" <<'EOF'

@@ -15,12 +15,22 @@
  *    rounds move it between tiers: the object reads back byte-exact
  *    against a model after every round (a raced move is "partial");
  *  - dry run: prints the actions, moves, logs and acks nothing;
- *  - catalog: a restart of the plugin does not fold a record twice.
+ *  - catalog: a restart of the plugin does not fold a record twice;
+ *  - hot extent: of an object on sas of which only blocks 16..31 are
+ *    read, a heat rule's promotion moves exactly those blocks to flash
+ *    (the layer map, the catalog's ext rows and the action log say so,
+ *    the data is byte-exact), and its undo moves them back; against a
+ *    cluster too;
+ *  - catalog migration: a catalog of the previous schema (reads without a
+ *    span, no ext table) opens and gains the new columns; with an old
+ *    read row (span unknown) in the window beside new ones of blocks 2..3,
+ *    the promotion moves the whole object.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -842,6 +852,306 @@ static void test_catalog_dedup(void)
 	store_done(cl);
 }
 
+/* ------------------------------------------------------ hot extent */
+
+#define X_LO 0x6e0u
+#define X_BLOCKS 64u
+
+static const char hot_policy[] =
+	"window: 1h\n"
+	"classes:\n"
+	"  - { name: hot, id: \"75:6e0\", heat_min: 3, tier: sas }\n"
+	"rules:\n"
+	"  - { class: hot, action: promote, to: flash }\n";
+
+/* Byte i of block b of the hot-extent test's object. */
+static uint8_t x_byte(uint64_t b, uint64_t i)
+{
+	return (uint8_t)(b * 37u + i % 251u + 1u);
+}
+
+/* The runs of blocks [0, n) of o from its layer map, as text "START+N
+ * TIER, ..." (each layer's tier from its layer list). */
+static void map_text(struct clovis_obj *o, uint64_t n, char *buf, size_t sz)
+{
+	struct clovis_layer_info li[16];
+	struct clovis_layer_ext x[64];
+	uint32_t nl = 16, nx = 64;
+	uint64_t next = 0;
+	size_t at = 0;
+
+	buf[0] = '\0';
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_layer_list(o, li, &nl), 0);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_layer_map(o, 0, n, x, &nx, &next), 0);
+	CU_ASSERT_EQUAL(next, n);
+	for (uint32_t i = 0; i < nx && at < sz; i++) {
+		const char *t = "?";
+
+		for (uint32_t k = 0; k < nl && k < 16; k++)
+			if (li[k].li_layer == x[i].le_layer)
+				t = hsm_tier_name(li[k].li_attr.oa_tier);
+		at += (size_t)snprintf(buf + at, sz - at, "%s%" PRIu64 "+%"
+				       PRIu64 " %s", i ? ", " : "",
+				       x[i].le_start, x[i].le_blocks, t);
+	}
+}
+
+/* What hsm_catalog() of id (catalog) or hsm_actions() prints as JSON, in
+ * a heap string (caller frees). */
+static char *hsm_text(struct hsm *h, bool catalog, const struct clovis_id *id)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mem);
+	CU_ASSERT_EQUAL(catalog ? hsm_catalog(h, id, mem, true) :
+				  hsm_actions(h, mem, true), 0);
+	fclose(mem);
+	return text;
+}
+
+/* Whether text holds want (said on stderr when not). */
+static bool has(const char *text, const char *want)
+{
+	bool ok = text != NULL && strstr(text, want) != NULL;
+
+	if (!ok)
+		fprintf(stderr, "\n    wanted: %s\n    in: %s\n", want,
+			text ? text : "(nothing)");
+	return ok;
+}
+
+/* The plugin and the store closed and opened again: the reads made so far
+ * are recorded (an embedded store at close; a cluster's servers about once
+ * a second). */
+static void reads_flush(struct clovis **cl, struct hsm **h,
+		       const struct hsm_policy *p, struct clovis_obj *o,
+		       uint64_t lo)
+{
+	if (ut_cluster_mode())
+		sleep(2);
+	hsm_close(*h);
+	clovis_fini(*cl);
+	*cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*cl);
+	*h = hopen(*cl, p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(*h);
+	CU_ASSERT_EQUAL_FATAL(obj_reopen(*cl, o, lo), 0);
+}
+
+static void test_hot_extent(void)
+{
+	static struct hsm_policy p;
+	const struct clovis_id id = {0x75, X_LO};
+	struct hsm_round_stats st;
+	struct clovis_obj o;
+	struct clovis *cl;
+	struct hsm *h;
+	uint8_t *model, *got;
+	char map[256], *text;
+
+	/* runs against a cluster too (comp_cluster_test.sh) */
+	CU_ASSERT_EQUAL_FATAL(policy(&p, hot_policy), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	/* the plugin first: its consumer makes the store record reads */
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	model = malloc(X_BLOCKS * HBS);
+	got = malloc(X_BLOCKS * HBS);
+	CU_ASSERT_FATAL(model != NULL && got != NULL);
+	for (uint64_t b = 0; b < X_BLOCKS; b++)
+		for (uint64_t i = 0; i < HBS; i++)
+			model[b * HBS + i] = x_byte(b, i);
+	CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, X_LO, CLOVIS_TIER_SAS), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, X_BLOCKS, model),
+			      0);
+	/* only blocks 16..31 read, in two records (16..23, then 24..31):
+	 * the hot span is their union */
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 16, 8, got), 0);
+	reads_flush(&cl, &h, &p, &o, X_LO);
+	for (int k = 0; k < 3; k++)
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 24, 8, got), 0);
+	reads_flush(&cl, &h, &p, &o, X_LO);
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 1);
+	CU_ASSERT_EQUAL(st.hr_done, 1);
+	CU_ASSERT_EQUAL(st.hr_bytes, 16 * HBS);
+	/* the hot span is all on flash now: nothing more to do */
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	map_text(&o, X_BLOCKS, map, sizeof map);
+	fprintf(stderr, "\n    hsm hot extent: blocks 16..31 of 64 read; "
+		"after one round: %s\n", map);
+	CU_ASSERT(has(map, "0+16 sas, 16+16 flash, 32+32 sas") &&
+		  strlen(map) == strlen("0+16 sas, 16+16 flash, 32+32 sas"));
+	text = hsm_text(h, true, &id);
+	CU_ASSERT(has(text, "\"hot_start\": 16, \"hot_end\": 32, "
+		      "\"extents\": [{\"start\": 0, \"blocks\": 16, \"tier\": "
+		      "\"sas\"}, {\"start\": 16, \"blocks\": 16, \"tier\": "
+		      "\"flash\"}, {\"start\": 32, \"blocks\": 32, \"tier\": "
+		      "\"sas\"}]}"));
+	CU_ASSERT(has(text, "\"tier\": \"sas\", \"wtime_ns\""));
+	free(text);
+	text = hsm_text(h, false, NULL);
+	CU_ASSERT(has(text, "{\"action\": 1, ") &&
+		  has(text, "\"from\": \"sas\", \"to\": \"flash\", \"blocks\": "
+		      "16, \"bytes\": 65536, \"state\": \"done\", \"undo_of\": "
+		      "0, \"range_start\": 16, \"range_blocks\": 16}"));
+	free(text);
+	CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, X_BLOCKS, got), 0);
+	CU_ASSERT(memcmp(got, model, X_BLOCKS * HBS) == 0);
+	/* undo: the same blocks back to sas */
+	CU_ASSERT_EQUAL(hsm_undo(h, 1), 0);
+	map_text(&o, X_BLOCKS, map, sizeof map);
+	CU_ASSERT(has(map, "0+64 sas") && strlen(map) == strlen("0+64 sas"));
+	text = hsm_text(h, true, &id);
+	CU_ASSERT(has(text, "\"extents\": [{\"start\": 0, \"blocks\": 64, "
+		      "\"tier\": \"sas\"}]}"));
+	free(text);
+	text = hsm_text(h, false, NULL);
+	CU_ASSERT(has(text, "\"from\": \"flash\", \"to\": \"sas\", \"blocks\": "
+		      "16, \"bytes\": 65536, \"state\": \"done\", \"undo_of\": "
+		      "1, \"range_start\": 16, \"range_blocks\": 16}"));
+	free(text);
+	CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 0, X_BLOCKS, got), 0);
+	CU_ASSERT(memcmp(got, model, X_BLOCKS * HBS) == 0);
+	/* a cluster keeps its objects: this one goes */
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	free(model);
+	free(got);
+	hsm_close(h);
+	store_done(cl);
+}
+
+/* ------------------------------------------------ catalog migration */
+
+/* The catalog schema of the previous version: reads without a span, no
+ * ext table, the action log without a range. */
+static const char old_schema[] =
+	"CREATE TABLE obj(hi INTEGER NOT NULL, lo INTEGER NOT NULL, chi "
+	"INTEGER, clo INTEGER, layout INTEGER, size INTEGER, wtime INTEGER, "
+	"rtime INTEGER, tier INTEGER DEFAULT -1, noted INTEGER DEFAULT 0, "
+	"PRIMARY KEY(hi, lo));"
+	"CREATE TABLE reads(hi INTEGER, lo INTEGER, t INTEGER, n INTEGER);"
+	"CREATE INDEX reads_obj ON reads(hi, lo, t);"
+	"CREATE TABLE cursor(server TEXT PRIMARY KEY, seq INTEGER);"
+	"CREATE TABLE action(seq INTEGER PRIMARY KEY AUTOINCREMENT, t INTEGER,"
+	" hi INTEGER, lo INTEGER, chi INTEGER, clo INTEGER, why TEXT, "
+	"from_tier INTEGER, to_tier INTEGER, blocks INTEGER, bytes INTEGER, "
+	"state TEXT, undo_of INTEGER, msg TEXT);";
+
+/* Whether table of the catalog db has column col. */
+static bool db_col(sqlite3 *db, const char *table, const char *col)
+{
+	char sql[96];
+	sqlite3_stmt *st;
+	bool found = false;
+
+	snprintf(sql, sizeof sql, "PRAGMA table_info(%s)", table);
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return false;
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		const char *n = (const char *)sqlite3_column_text(st, 1);
+
+		found = found || (n != NULL && strcmp(n, col) == 0);
+	}
+	sqlite3_finalize(st);
+	return found;
+}
+
+static void test_catalog_migrate(void)
+{
+	static struct hsm_policy p;
+	static const char text_pol[] =
+		"window: 1h\n"
+		"classes:\n  - { name: warm, id: \"75:6f0\", heat_min: 3, "
+		"tier: sas }\n"
+		"rules:\n  - { class: warm, action: promote, to: flash }\n";
+	const struct clovis_id id = {0x75, 0x6f0};
+	struct hsm_round_stats st;
+	struct timespec ts;
+	struct clovis_obj o;
+	struct clovis *cl;
+	struct hsm *h;
+	sqlite3 *db = NULL;
+	uint64_t per[4], now;
+	uint8_t *buf = malloc(8 * HBS);
+	char sql[512], *text;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(buf);
+	CU_ASSERT_EQUAL_FATAL(policy(&p, text_pol), 0);
+	store_new();
+	cl = sopen();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cl);
+	memset(buf, 0x6f, 8 * HBS);
+	CU_ASSERT_EQUAL_FATAL(comp_new(cl, &o, 0x6f0, CLOVIS_TIER_SAS), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_rw(&o, CLOVIS_OC_WRITE, 0, 8, buf), 0);
+	/* the old catalog: the object, 5 reads of it (no span), an action */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	snprintf(sql, sizeof sql, "INSERT INTO obj VALUES(117, 1776, 0, 1, %d,"
+		 " %u, %" PRIu64 ", %" PRIu64 ", 2, 0); INSERT INTO reads "
+		 "VALUES(117, 1776, %" PRIu64 ", 5); INSERT INTO action(t, hi, "
+		 "lo, chi, clo, why, from_tier, to_tier, blocks, bytes, state, "
+		 "undo_of, msg) VALUES(%" PRIu64 ", 117, 1777, 0, 1, 'rule 1', "
+		 "1, 2, 4, 16384, 'done', 0, '');", CLOVIS_LAYOUT_COMPOSITE,
+		 8 * HBS, now, now, now, now);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(hdb, &db), SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_exec(db, old_schema, NULL, NULL, NULL),
+			      SQLITE_OK);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_exec(db, sql, NULL, NULL, NULL),
+			      SQLITE_OK);
+	CU_ASSERT(db_col(db, "reads", "n") && !db_col(db, "reads", "start"));
+	sqlite3_close(db);
+	/* opened: migrated; 2 reads of blocks 2..3 recorded with their span */
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	for (int k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL(obj_rw(&o, CLOVIS_OC_READ, 2, 2, buf), 0);
+	reads_flush(&cl, &h, &p, &o, 0x6f0);
+	round1(h, &st);
+	/* an old row's span is unknown: the whole object is promoted */
+	CU_ASSERT_EQUAL(st.hr_picked, 1);
+	CU_ASSERT_EQUAL(st.hr_done, 1);
+	CU_ASSERT_EQUAL(st.hr_bytes, 8 * HBS);
+	obj_tier_blocks(&o, per);
+	CU_ASSERT(per[CLOVIS_TIER_FLASH] == 8 && per[CLOVIS_TIER_SAS] == 0);
+	text = hsm_text(h, false, NULL);
+	CU_ASSERT(has(text, "{\"action\": 1, ") &&
+		  has(text, "\"range_start\": null, \"range_blocks\": null}\n"
+		      "{\"action\": 2, ") &&
+		  has(text, "\"from\": \"sas\", \"to\": \"flash\", \"blocks\": "
+		      "8, \"bytes\": 32768, \"state\": \"done\", \"undo_of\": "
+		      "0, \"range_start\": null, \"range_blocks\": null}"));
+	free(text);
+	text = hsm_text(h, true, &id);
+	CU_ASSERT(has(text, "\"heat\": 7, \"hot_start\": 2, \"hot_end\": 4, "
+		      "\"extents\": [{\"start\": 0, \"blocks\": 8, \"tier\": "
+		      "\"flash\"}]}"));
+	free(text);
+	hsm_close(h);
+	CU_ASSERT_EQUAL_FATAL(sqlite3_open(hdb, &db), SQLITE_OK);
+	CU_ASSERT(db_col(db, "reads", "start") &&
+		  db_col(db, "reads", "blocks"));
+	CU_ASSERT(db_col(db, "action", "range_start") &&
+		  db_col(db, "action", "range_blocks"));
+	CU_ASSERT(db_col(db, "ext", "tier"));
+	sqlite3_close(db);
+	/* opened again (nothing left to migrate): nothing to do */
+	h = hopen(cl, &p, false, stderr);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	round1(h, &st);
+	CU_ASSERT_EQUAL(st.hr_picked, 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	hsm_close(h);
+	free(buf);
+	store_done(cl);
+}
+
 static int hsm_suite_init(void)
 {
 	const char *d = ut_tmpdir("hsm");
@@ -865,7 +1175,9 @@ int hsm_ut_add(void)
 	    !CU_add_test(s, "watermark", test_watermark) ||
 	    !CU_add_test(s, "racing_writes", test_racing_writes) ||
 	    !CU_add_test(s, "dry_run", test_dry_run) ||
-	    !CU_add_test(s, "catalog_dedup", test_catalog_dedup))
+	    !CU_add_test(s, "catalog_dedup", test_catalog_dedup) ||
+	    !CU_add_test(s, "hot_extent", test_hot_extent) ||
+	    !CU_add_test(s, "catalog_migrate", test_catalog_migrate))
 		return -1;
 	return 0;
 }
