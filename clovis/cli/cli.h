@@ -462,6 +462,7 @@ int cli_ops_aggregate(struct cli *c, const struct clovis_server_info *si,
 void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json,
 		   bool open);
 int cmd_metrics_server(struct cli *c);
+int cmd_metrics_cluster(struct cli *c);
 int cmd_devices(struct cli *c);
 int cmd_tiers(struct cli *c);
 int cmd_pools(struct cli *c);

@@ -426,3 +426,304 @@ void cli_ops_print(struct cli *c, const struct cli_ops_agg *a, bool json,
 		printf("(no requests served yet)\n");
 	(void)c;
 }
+
+/* --------------------------------------- every family, cluster-wide */
+
+/*
+ * strata metrics cluster: every server's metrics (SOP_METRICS, JSON) in
+ * one exposition.  Counters and histograms are summed over the servers,
+ * sample by sample (same family, same labels; a histogram's buckets, sum
+ * and count); a gauge is the state of one process, so each server's
+ * samples are kept, with the label server="NAME" added.  Families in the
+ * order the first server answering gives them.
+ */
+struct mc_family {
+	struct json_object *mf_fam;     /* name, type, priority, help */
+	struct json_object *mf_samples; /* key (labels JSON) -> sample */
+	bool mf_gauge;
+};
+
+struct mc_sum {
+	struct mc_family *ms_v;
+	uint32_t ms_nr, ms_cap;
+	uint32_t ms_read, ms_down;
+};
+
+static struct mc_family *mc_family(struct mc_sum *m, struct json_object *f)
+{
+	struct json_object *n, *t;
+	const char *name;
+
+	if (!json_object_object_get_ex(f, "name", &n) ||
+	    !json_object_object_get_ex(f, "type", &t))
+		return NULL;
+	name = json_object_get_string(n);
+	for (uint32_t i = 0; i < m->ms_nr; i++) {
+		struct json_object *mn;
+
+		if (json_object_object_get_ex(m->ms_v[i].mf_fam, "name", &mn) &&
+		    strcmp(json_object_get_string(mn), name) == 0)
+			return &m->ms_v[i];
+	}
+	if (m->ms_nr == m->ms_cap) {
+		uint32_t cap = m->ms_cap ? m->ms_cap * 2 : 64;
+		struct mc_family *v = realloc(m->ms_v, cap * sizeof *v);
+
+		if (v == NULL)
+			return NULL;
+		m->ms_v = v;
+		m->ms_cap = cap;
+	}
+	m->ms_v[m->ms_nr] = (struct mc_family){
+		.mf_fam = json_object_new_object(),
+		.mf_samples = json_object_new_object(),
+		.mf_gauge = strcmp(json_object_get_string(t), "gauge") == 0};
+	json_object_object_foreach(f, k, v) {
+		if (strcmp(k, "samples") != 0)
+			json_object_object_add(m->ms_v[m->ms_nr].mf_fam, k,
+					       json_object_get(v));
+	}
+	return &m->ms_v[m->ms_nr++];
+}
+
+/* Add sample s (a counter's or a histogram's) into sum t. */
+static void mc_add(struct json_object *t, struct json_object *s)
+{
+	struct json_object *a, *b;
+
+	if (json_object_object_get_ex(s, "value", &a) &&
+	    json_object_object_get_ex(t, "value", &b))
+		json_object_object_add(t, "value", json_object_new_double(
+			json_object_get_double(a) + json_object_get_double(b)));
+	if (json_object_object_get_ex(s, "sum", &a) &&
+	    json_object_object_get_ex(t, "sum", &b))
+		json_object_object_add(t, "sum", json_object_new_double(
+			json_object_get_double(a) + json_object_get_double(b)));
+	if (json_object_object_get_ex(s, "count", &a) &&
+	    json_object_object_get_ex(t, "count", &b))
+		json_object_object_add(t, "count", json_object_new_int64(
+			json_object_get_int64(a) + json_object_get_int64(b)));
+	if (json_object_object_get_ex(s, "buckets", &a) &&
+	    json_object_object_get_ex(t, "buckets", &b))
+		for (size_t i = 0; i < json_object_array_length(a) &&
+		     i < json_object_array_length(b); i++) {
+			struct json_object *pa = json_object_array_get_idx(a, i);
+			struct json_object *pb = json_object_array_get_idx(b, i);
+
+			json_object_array_put_idx(pb, 1, json_object_new_int64(
+				json_object_get_int64(
+					json_object_array_get_idx(pa, 1)) +
+				json_object_get_int64(
+					json_object_array_get_idx(pb, 1))));
+		}
+}
+
+/* Fold one server's metrics array ms into m. */
+static void mc_fold(struct mc_sum *m, struct json_object *ms,
+		    const char *server)
+{
+	for (size_t i = 0; i < json_object_array_length(ms); i++) {
+		struct json_object *f = json_object_array_get_idx(ms, i), *ss;
+		struct mc_family *mf = mc_family(m, f);
+
+		if (mf == NULL || !json_object_object_get_ex(f, "samples", &ss))
+			continue;
+		for (size_t k = 0; k < json_object_array_length(ss); k++) {
+			struct json_object *s = json_object_array_get_idx(ss, k);
+			struct json_object *lb, *t;
+			const char *key;
+
+			if (!json_object_object_get_ex(s, "labels", &lb))
+				continue;
+			if (mf->mf_gauge) {
+				s = json_object_get(s);
+				json_object_object_get_ex(s, "labels", &lb);
+				json_object_object_add(lb, "server",
+					json_object_new_string(server));
+			}
+			key = json_object_to_json_string_ext(
+				lb, JSON_C_TO_STRING_PLAIN);
+			if (mf->mf_gauge) {
+				json_object_object_add(mf->mf_samples, key, s);
+				continue;
+			}
+			if (json_object_object_get_ex(mf->mf_samples, key, &t))
+				mc_add(t, s);
+			else
+				json_object_object_add(mf->mf_samples, key,
+						       json_object_get(s));
+		}
+	}
+}
+
+/* A label value in the text format: \, " and newline escaped. */
+static void mc_label_value(const char *v)
+{
+	for (; *v; v++)
+		if (*v == '\\' || *v == '"')
+			printf("\\%c", *v);
+		else if (*v == '\n')
+			printf("\\n");
+		else
+			putchar(*v);
+}
+
+/* {k="v",...[,le="LE"]} (nothing when empty) */
+static void mc_labels(struct json_object *lb, const char *le)
+{
+	bool first = true;
+
+	json_object_object_foreach(lb, k, v) {
+		printf("%s%s=\"", first ? "{" : ",", k);
+		mc_label_value(json_object_get_string(v));
+		putchar('"');
+		first = false;
+	}
+	if (le != NULL) {
+		printf("%sle=\"%s\"", first ? "{" : ",", le);
+		first = false;
+	}
+	if (!first)
+		putchar('}');
+}
+
+static void mc_text(const struct mc_sum *m)
+{
+	for (uint32_t i = 0; i < m->ms_nr; i++) {
+		const struct mc_family *mf = &m->ms_v[i];
+		struct json_object *n, *t, *h;
+		const char *name, *type;
+
+		json_object_object_get_ex(mf->mf_fam, "name", &n);
+		json_object_object_get_ex(mf->mf_fam, "type", &t);
+		name = json_object_get_string(n);
+		type = json_object_get_string(t);
+		if (json_object_object_get_ex(mf->mf_fam, "help", &h))
+			printf("# HELP %s %s\n", name, json_object_get_string(h));
+		printf("# TYPE %s %s\n", name, type);
+		json_object_object_foreach(mf->mf_samples, key, s) {
+			struct json_object *lb, *v, *bk;
+
+			(void)key;
+			json_object_object_get_ex(s, "labels", &lb);
+			if (json_object_object_get_ex(s, "buckets", &bk)) {
+				for (size_t b = 0;
+				     b < json_object_array_length(bk); b++) {
+					struct json_object *p =
+						json_object_array_get_idx(bk, b);
+					struct json_object *le =
+						json_object_array_get_idx(p, 0);
+					char leb[40];
+
+					if (json_object_is_type(le,
+							json_type_string))
+						snprintf(leb, sizeof leb, "%s",
+							 json_object_get_string(le));
+					else
+						snprintf(leb, sizeof leb, "%.9g",
+							 json_object_get_double(le));
+					printf("%s_bucket", name);
+					mc_labels(lb, leb);
+					printf(" %" PRId64 "\n", json_object_get_int64(
+						json_object_array_get_idx(p, 1)));
+				}
+				json_object_object_get_ex(s, "sum", &v);
+				printf("%s_sum", name);
+				mc_labels(lb, NULL);
+				printf(" %.17g\n", json_object_get_double(v));
+				json_object_object_get_ex(s, "count", &v);
+				printf("%s_count", name);
+				mc_labels(lb, NULL);
+				printf(" %" PRId64 "\n", json_object_get_int64(v));
+				continue;
+			}
+			json_object_object_get_ex(s, "value", &v);
+			printf("%s", name);
+			mc_labels(lb, NULL);
+			printf(" %.17g\n", json_object_get_double(v));
+		}
+	}
+	printf("# HELP strata_cluster_servers_read Servers whose metrics "
+	       "this exposition sums.\n# TYPE strata_cluster_servers_read "
+	       "gauge\nstrata_cluster_servers_read %u\n"
+	       "# HELP strata_cluster_servers_not_read Servers that did not "
+	       "answer (left out).\n# TYPE strata_cluster_servers_not_read "
+	       "gauge\nstrata_cluster_servers_not_read %u\n",
+	       m->ms_read, m->ms_down);
+}
+
+static void mc_json(const struct mc_sum *m)
+{
+	struct json_object *o = json_object_new_object();
+	struct json_object *fs = json_object_new_array();
+
+	json_object_object_add(o, "servers_read",
+			       json_object_new_int64(m->ms_read));
+	json_object_object_add(o, "servers_not_read",
+			       json_object_new_int64(m->ms_down));
+	for (uint32_t i = 0; i < m->ms_nr; i++) {
+		struct json_object *f = json_object_get(m->ms_v[i].mf_fam);
+		struct json_object *ss = json_object_new_array();
+
+		json_object_object_foreach(m->ms_v[i].mf_samples, key, s) {
+			(void)key;
+			json_object_array_add(ss, json_object_get(s));
+		}
+		json_object_object_add(f, "samples", ss);
+		json_object_array_add(fs, f);
+	}
+	json_object_object_add(o, "metrics", fs);
+	printf("%s\n", json_object_to_json_string_ext(o,
+						      JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+}
+
+int cmd_metrics_cluster(struct cli *c)
+{
+	struct clovis_server_info si[64];
+	struct mc_sum m = {0};
+	uint32_t nr = 64;
+	int rc;
+
+	if (c->c_pid != 0 || c->c_file != NULL || c->c_sweep)
+		return cli_usage(c, "metrics cluster reads every server's "
+				 "metrics: --pid, --file and --sweep are for "
+				 "local regions");
+	rc = cli_call(c, clovis_server_list(c->c_cl, si, &nr));
+	if (rc < 0)
+		return cli_fail(c, rc, "metrics cluster: the servers");
+	for (uint32_t i = 0; i < nr && i < 64; i++) {
+		struct json_object *j, *ms;
+		char name[64], *text = NULL;
+		size_t len = 0;
+
+		sscanf(si[i].si_name, "%63s", name);
+		if (!si[i].si_up ||
+		    clovis_addb_metrics(c->c_cl, name,
+					(uint32_t)c->c_min_prio,
+					CLOVIS_ADDB_JSON, &text, &len) != 0) {
+			m.ms_down++;
+			continue;
+		}
+		j = json_tokener_parse(text);
+		free(text);
+		if (j != NULL && json_object_object_get_ex(j, "metrics", &ms)) {
+			mc_fold(&m, ms, name);
+			m.ms_read++;
+		} else {
+			m.ms_down++;
+		}
+		json_object_put(j);
+	}
+	if (c->c_json)
+		mc_json(&m);
+	else
+		mc_text(&m);
+	for (uint32_t i = 0; i < m.ms_nr; i++) {
+		json_object_put(m.ms_v[i].mf_fam);
+		json_object_put(m.ms_v[i].mf_samples);
+	}
+	free(m.ms_v);
+	return fflush(stdout) == 0 ? CLI_OK : cli_sys(EIO, "metrics: standard "
+						    "output");
+}

@@ -247,6 +247,15 @@ static const struct cli_cmd cmds[] = {
 	  "SOP_METRICS answer): Prometheus text, or JSON with --json; only "
 	  "the families of priority >= P (10 critical, 5 useful, 0 all; "
 	  "docs/monitoring.md)." },
+	{ "metrics", "cluster", 0, 0, CO_METRICS, true, cmd_metrics_cluster,
+	  "[--min-priority P] [--json] (--cluster FILE | --server "
+	  "ADDR:PORT)",
+	  "Print every server's metrics in one exposition: counters and "
+	  "histograms summed over the servers (same family, same labels), "
+	  "each gauge per server with the label server=\"NAME\"; then "
+	  "strata_cluster_servers_read and _not_read (a server that does "
+	  "not answer is left out).  Prometheus text, or JSON with --json; "
+	  "only the families of priority >= P." },
 	{ "metrics", NULL, 0, 0, CO_METRICS, false, cmd_metrics,
 	  "[--pid P | --file F] [--min-priority P] [--json] | --sweep",
 	  "Print the metrics of the running (or killed) Strata process P "

@@ -21,6 +21,10 @@
 #   4. strata-attridx --once folds the records; query --tier sas gives
 #      exactly the three plain objects, --size-min 1M the four pdclust
 #      ones;
+#   5b. `strata metrics cluster`: every server's metrics in one
+#      exposition: a histogram's count is the servers' sum (obj.write
+#      requests, read per server with `metrics server`), a gauge is kept
+#      per server (label server); the text passes promtool;
 #   5. bad input: --dir and --cluster together, neither: usage (exit 2).
 #
 # Ports 27000-27999 (group pb, tests/steps.list: shared with
@@ -163,6 +167,47 @@ ax query --size-min 1M
 got=$(awk '{print $1}' "$T/ax" | sort | tr '\n' ' ')
 want=$(for id in $pd $did; do echo "$id"; done | sort | tr '\n' ' ')
 check "query --size-min 1M: the four pdclust objects ($got)" test "$got" = "$want"
+
+echo "--- 5b. every server's metrics in one exposition (metrics cluster)"
+for h in 0 1 2; do
+	cl obj put "$(ids 1 "$h" $((0x500)))" "$T/p0" --tier sas
+done
+timeout 60 "$S" --cluster "$F" metrics cluster --json >"$T/mc.json" 2>"$T/err"
+rc=$?
+for s in 0 1 2; do
+	timeout 60 "$S" --cluster "$F" metrics server "s$s" --json >"$T/m$s.json" 2>>"$T/err"
+done
+check "metrics cluster --json (rc $rc): 3 servers read" \
+	test "$rc" -eq 0 -a "$(jget 'd["servers_read"]' <"$T/mc.json")" = 3
+sums=$(python3 - "$T" <<'PY'
+import json, sys
+t = sys.argv[1]
+def fam(d, name):
+    return [f for f in d["metrics"] if f["name"] == name][0]["samples"]
+def writes(d):
+    return sum(s["count"] for s in fam(d, "strata_server_op_latency_seconds")
+               if s["labels"].get("op") == "obj.write")
+c = json.load(open(t + "/mc.json"))
+per = [json.load(open("%s/m%d.json" % (t, i))) for i in range(3)]
+starts = sorted(s["labels"]["server"] for s in fam(c, "strata_process_start_time_seconds"))
+print(writes(c), sum(writes(p) for p in per), ",".join(starts))
+PY
+)
+echo "     obj.write requests: cluster sum, per-server sum, gauges by server: $sums"
+read -r csum psum gs <<<"$sums"
+check "the cluster's obj.write count is the servers' sum ($csum = $psum, > 0)" \
+	test -n "$csum" -a "$csum" = "$psum" -a "${csum:-0}" -gt 0
+check "a gauge is kept per server (label server: $gs)" test "$gs" = "s0,s1,s2"
+timeout 60 "$S" --cluster "$F" metrics cluster >"$T/mc.txt" 2>"$T/err"
+rc=$?
+check "metrics cluster (text, rc $rc): servers_read 3" \
+	grep -qx "strata_cluster_servers_read 3" "$T/mc.txt"
+if [ -x /usr/bin/promtool ]; then
+	/usr/bin/promtool check metrics <"$T/mc.txt" >"$T/prom" 2>&1
+	prc=$?
+	check "promtool check metrics passes on it (rc $prc)" test "$prc" -eq 0
+	[ "$prc" -eq 0 ] || head -5 "$T/prom" | sed 's/^/     /'
+fi
 
 echo "--- 5. bad input"
 timeout 30 "$G" --cluster "$F" --dir "$T" --once >"$T/ig" 2>&1
