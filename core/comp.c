@@ -681,21 +681,92 @@ int comp_exec(struct eng *e, struct eng_req *r)
 /* --------------------------------------------------------- management */
 
 /* Run one synchronous write transaction through fn. */
-static int comp_txn(struct eng *e, int (*fn)(struct eng *, MDB_txn *, void *),
-		    void *arg)
-{
-	MDB_txn *txn;
-	int rc = meta_wtxn_open(eng_meta(e), &txn);
+/* A layer change as an item of the group commit: fn runs in a nested
+ * transaction of the batch's, so that a refusal of fn (bad input, no such
+ * layer) discards its own changes only and fails the item alone, and the
+ * change shares its batch's one LMDB commit (and its write set, on the
+ * home's standbys) with the other updates, moves' runs included, instead
+ * of a commit of its own that the group committer waits behind.  Space
+ * fn unmaps goes in the item's ci_freed (freed after the commit is
+ * durable, as any update's). */
+struct comp_ci {
+	struct eng_citem cc_ci; /* first */
+	int (*cc_fn)(struct eng *, MDB_txn *, void *);
+	void *cc_arg;
+	pthread_mutex_t cc_lock;
+	pthread_cond_t cc_cond;
+	bool cc_done;
+	int cc_rc;
+};
 
-	if (rc != 0)
-		return meta_err(rc, "begin layer change");
-	rc = fn(e, txn, arg);
+static int comp_ci_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
+{
+	struct comp_ci *c = (struct comp_ci *)ci;
+	MDB_txn *child;
+	int rc = mdb_txn_begin(eng_meta(e)->m_env, txn, 0, &child);
+
 	if (rc != 0) {
-		mdb_txn_abort(txn);
+		ci->ci_hard = true;
+		return meta_err(rc, "begin layer change");
+	}
+	rc = c->cc_fn(e, child, c->cc_arg);
+	if (rc != 0) {
+		mdb_txn_abort(child); /* nothing of it stays: a soft failure */
 		return rc;
 	}
-	rc = meta_txn_commit(eng_meta(e), txn);
-	return rc == 0 ? 0 : meta_err(rc, "commit layer change");
+	rc = mdb_txn_commit(child);
+	if (rc != 0) {
+		ci->ci_hard = true;
+		return meta_err(rc, "commit layer change");
+	}
+	return 0;
+}
+
+static void comp_ci_done(struct eng_citem *ci, int rc)
+{
+	struct comp_ci *c = (struct comp_ci *)ci;
+
+	pthread_mutex_lock(&c->cc_lock);
+	c->cc_done = true;
+	c->cc_rc = rc;
+	pthread_cond_broadcast(&c->cc_cond);
+	pthread_mutex_unlock(&c->cc_lock);
+}
+
+/* fn(e, txn, arg) committed with the group commit: 0 once durable, or
+ * fn's (or the commit's) code with its message.  freed: where fn puts
+ * the space it unmaps (NULL: none), released after the commit. */
+static int comp_txn(struct eng *e, int (*fn)(struct eng *, MDB_txn *, void *),
+		    void *arg, struct eng_spacevec **freed)
+{
+	struct comp_ci *c = calloc(1, sizeof *c);
+	int rc;
+
+	if (c == NULL)
+		return err_set(-ENOMEM, "layer change");
+	c->cc_fn = fn;
+	c->cc_arg = arg;
+	c->cc_ci.ci_apply = comp_ci_apply;
+	c->cc_ci.ci_done = comp_ci_done;
+	pthread_mutex_init(&c->cc_lock, NULL);
+	pthread_cond_init(&c->cc_cond, NULL);
+	if (freed != NULL)
+		*freed = &c->cc_ci.ci_freed;
+	eng_commit_submit(e, &c->cc_ci);
+	pthread_mutex_lock(&c->cc_lock);
+	while (!c->cc_done)
+		pthread_cond_wait(&c->cc_cond, &c->cc_lock);
+	pthread_mutex_unlock(&c->cc_lock);
+	rc = c->cc_rc;
+	if (rc != 0)
+		err_set(rc, "%s", c->cc_ci.ci_msg[0] ? c->cc_ci.ci_msg :
+			"layer change failed");
+	eng_spacevec_fini(&c->cc_ci.ci_freed);
+	eng_spacevec_fini(&c->cc_ci.ci_alloc);
+	pthread_mutex_destroy(&c->cc_lock);
+	pthread_cond_destroy(&c->cc_cond);
+	free(c);
+	return rc;
 }
 
 struct layer_add_arg {
@@ -796,7 +867,7 @@ int comp_layer_add(struct eng *e, const struct st_id *id,
 		a.la_sub.me_dev = l.ly_dev;
 	}
 	if (rc == 0)
-		rc = comp_txn(e, layer_add_fn, &a);
+		rc = comp_txn(e, layer_add_fn, &a, NULL);
 	if (rc == 0)
 		*layer = a.la_layer;
 	return rc;
@@ -805,7 +876,7 @@ int comp_layer_add(struct eng *e, const struct st_id *id,
 struct layer_drop_arg {
 	const struct st_id *ld_id;
 	uint32_t ld_layer;
-	struct eng_spacevec ld_freed;
+	struct eng_spacevec *ld_freed; /* the commit item's ci_freed */
 };
 
 static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
@@ -836,7 +907,7 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 	if (rc == 0 && eng_fdmi_on(e))
 		rc = meta_ent_get(txn, eng_meta(e), a->ld_id, &comp);
 	if (rc == 0)
-		rc = obj_delete_maps(e, txn, &l->cl_rec.ml_sub, &a->ld_freed);
+		rc = obj_delete_maps(e, txn, &l->cl_rec.ml_sub, a->ld_freed);
 	k = layer_key(kb, a->ld_id, a->ld_layer);
 	if (rc == 0 && (rc = meta_mdel(eng_meta(e), txn, eng_meta(e)->m_layer, &k, NULL)))
 		rc = meta_err(rc, "delete layer");
@@ -862,16 +933,11 @@ static int layer_drop_fn(struct eng *e, MDB_txn *txn, void *arg)
 
 int comp_layer_drop(struct eng *e, const struct st_id *id, uint32_t layer)
 {
-	struct layer_drop_arg a = {id, layer, {0}};
-	int rc = comp_txn(e, layer_drop_fn, &a);
+	struct layer_drop_arg a = {id, layer, NULL};
 
-	if (rc == 0) {
-		/* Durable now (mdb commit syncs the data file); readers of
-		 * the dropped layer are gone after a grace period. */
-		eng_space_release_durable(e, &a.ld_freed);
-	}
-	eng_spacevec_fini(&a.ld_freed);
-	return rc;
+	/* the dropped layer's space is freed by the commit stage once its
+	 * commit is durable, after the readers' grace period */
+	return comp_txn(e, layer_drop_fn, &a, &a.ld_freed);
 }
 
 int comp_layer_list(struct eng *e, const struct st_id *id,
