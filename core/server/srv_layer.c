@@ -25,9 +25,9 @@
  *         are holes: a range past it ends there.
  *
  * ADD and DROP are items of the home's group commit (core/comp.c
- * comp_txn()), a MOVE one group commit per run (each run read, written to the target layer, then
- * mapped and unmapped in one atomic commit: a crash leaves every block on
- * one layer or the other); all of them are write sets of the home's store,
+ * comp_txn()), a MOVE one group commit per run (each run read, written
+ * to the target layer, then mapped and unmapped in one atomic commit: a
+ * crash leaves every block on one layer or the other); all of them are write sets of the home's store,
  * so they reach its standbys (replicated homes) before the answer, as any
  * update does.  The object must exist with the handle's incarnation
  * (-ENOENT otherwise, as for SOP_OBJ), and be homed on the engine's home:
