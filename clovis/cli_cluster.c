@@ -1959,7 +1959,8 @@ static uint64_t clu_lent_free(Reply *const *rps, uint32_t nsrv, uint32_t s,
 			const SSlice *sl = rps[j]->status->slices[k];
 
 			if (sl->server == s && sl->dev == dev)
-				f += sl->free;
+				f = sl->free > UINT64_MAX - f ? UINT64_MAX :
+				    f + sl->free;
 		}
 	}
 	return f;
@@ -1987,6 +1988,7 @@ int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 		     i++, n++) {
 			const SDev *d = rp->status->devs[i];
 			struct st_dev_info *di = &info[n];
+			uint64_t lent;
 
 			if (n >= *nr)
 				continue;
@@ -2000,10 +2002,10 @@ int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 			di->di_size_bytes = d->size;
 			/* a device lent to the other homes: its server's own
 			 * slice, and theirs as they report them */
-			di->di_free_bytes = d->free +
-				clu_lent_free(rps, nsrv, s, d->index);
-			if (di->di_free_bytes > di->di_size_bytes)
-				di->di_free_bytes = di->di_size_bytes;
+			lent = clu_lent_free(rps, nsrv, s, d->index);
+			di->di_free_bytes = d->free > d->size ||
+					    lent > d->size - d->free ?
+					    d->size : d->free + lent;
 			di->di_direct_io = d->direct_io;
 			di->di_state = d->state;
 			di->di_errors = d->errors;
@@ -2910,7 +2912,8 @@ static int clu_layer_call(struct clu_client *c, const struct st_id *id,
 			  LayerReq *q, LayerReply **out)
 {
 	bool resend = q->op == SLY_LIST || q->op == SLY_OF ||
-		      q->op == SLY_MOVE;
+		      q->op == SLY_MOVE || q->op == SLY_MAP ||
+		      q->op == SLY_SCRUB;
 	struct clu_again g = {0};
 	Reply *rp = NULL;
 	SId sid;

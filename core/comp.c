@@ -1007,14 +1007,19 @@ int comp_where(struct eng *e, const struct st_id *id, uint64_t blk,
 	return rc;
 }
 
+/* Records comp_layer_map() reads at once: its memory and the work of a
+ * call stay bounded however many records the range has. */
+#define COMP_MAP_WINDOW 4096u
+
 int comp_layer_map(struct eng *e, const struct st_id *id, uint64_t start,
 		   uint64_t nr, struct st_layer_ext *out, uint32_t *n_out,
 		   uint64_t *next)
 {
 	struct ext_list xl = {0};
 	struct meta_ent me;
-	uint64_t end = start + nr;
+	uint64_t end = start + nr, pos = start;
 	uint32_t n = 0, cap = *n_out;
+	bool full = false;
 	MDB_txn *txn;
 	int rc = mdb_txn_begin(eng_meta(e)->m_env, NULL, MDB_RDONLY, &txn);
 
@@ -1029,31 +1034,43 @@ int comp_layer_map(struct eng *e, const struct st_id *id, uint64_t start,
 		rc = err_set(-EINVAL, "object %s is not composite (layout "
 			     "%u): it has no layers to map", eng_id_str(id),
 			     me.me_layout);
-	if (rc == 0)
-		rc = ext_lookup(eng_meta(e), txn, id, start, nr, &xl);
-	mdb_txn_abort(txn);
-	/* records in block order; clipped to the range; touching runs of
-	 * one layer merged */
-	for (uint32_t k = 0; rc == 0 && k < xl.xl_nr; k++) {
-		uint64_t a = xl.xl_v[k].xr_blk;
-		uint64_t b = a + xl.xl_v[k].xr_ext.mx_nr_blks;
-		uint32_t layer = (uint32_t)xl.xl_v[k].xr_ext.mx_dev_off;
+	/* records in block order, a window at a time; clipped to the range;
+	 * touching runs of one layer merged; a record that neither merges
+	 * nor fits ends the call (*next: its start) */
+	while (rc == 0 && !full && pos < end) {
+		uint32_t got;
 
-		a = a < start ? start : a;
-		b = b > end ? end : b;
-		if (a >= b)
-			continue;
-		if (n > 0 && out[n - 1].le_layer == layer &&
-		    out[n - 1].le_start + out[n - 1].le_blocks == a) {
-			out[n - 1].le_blocks += b - a;
-			continue;
+		xl.xl_nr = 0;
+		rc = ext_lookup_max(eng_meta(e), txn, id, pos, end - pos,
+				    COMP_MAP_WINDOW, &xl);
+		got = xl.xl_nr;
+		for (uint32_t k = 0; rc == 0 && k < got; k++) {
+			uint64_t a = xl.xl_v[k].xr_blk;
+			uint64_t b = a + xl.xl_v[k].xr_ext.mx_nr_blks;
+			uint32_t layer = (uint32_t)xl.xl_v[k].xr_ext.mx_dev_off;
+
+			a = a < pos ? pos : a;
+			b = b > end ? end : b;
+			if (a >= b)
+				continue;
+			if (n > 0 && out[n - 1].le_layer == layer &&
+			    out[n - 1].le_start + out[n - 1].le_blocks == a) {
+				out[n - 1].le_blocks += b - a;
+				pos = b;
+				continue;
+			}
+			if (n == cap) {
+				*next = a;
+				full = true;
+				break;
+			}
+			out[n++] = (struct st_layer_ext){a, b - a, layer};
+			pos = b;
 		}
-		if (n == cap) {
-			*next = a;
-			break;
-		}
-		out[n++] = (struct st_layer_ext){a, b - a, layer};
+		if (got < COMP_MAP_WINDOW)
+			break; /* the range's records are all read */
 	}
+	mdb_txn_abort(txn);
 	free(xl.xl_v);
 	if (rc == 0)
 		*n_out = n;
@@ -1103,7 +1120,7 @@ int comp_obj_scrub(struct eng *e, const struct st_id *id,
 	/* each unit layer in turn; every one is scrubbed, the first
 	 * failure answered */
 	for (uint32_t i = 0; i < ls.cs_nr; i++) {
-		struct stripe_walk_stats one;
+		struct stripe_walk_stats one = {0};
 		int r;
 
 		if (!stripe_layout(ls.cs_v[i].cl_ent.me_layout))

@@ -75,6 +75,12 @@ int ext_lookup(struct meta *m, MDB_txn *txn,
 		      const struct st_id *obj, uint64_t s, uint64_t n,
 		      struct ext_list *out)
 {
+	return ext_lookup_max(m, txn, obj, s, n, UINT32_MAX, out);
+}
+
+int ext_lookup_max(struct meta *m, MDB_txn *txn, const struct st_id *obj,
+		   uint64_t s, uint64_t n, uint32_t max, struct ext_list *out)
+{
 	uint8_t kb[META_EXT_KEY_LEN];
 	MDB_val k = meta_ext_key(kb, obj, s), v;
 	MDB_cursor *cur;
@@ -108,6 +114,8 @@ int ext_lookup(struct meta *m, MDB_txn *txn,
 		memcpy(&x, v.mv_data, sizeof x);
 		if (b + x.mx_nr_blks <= s)
 			continue;
+		if (out->xl_nr >= max)
+			break;
 		rc = ext_list_add(out, b, &x);
 		if (rc != 0)
 			break;

@@ -29,6 +29,9 @@ struct ext_list {
 /** Collect the records of obj overlapping [s, s + n). */
 int ext_lookup(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 	       uint64_t s, uint64_t n, struct ext_list *out);
+/** The same, at most max records (appended to out). */
+int ext_lookup_max(struct meta *m, MDB_txn *txn, const struct st_id *obj,
+		   uint64_t s, uint64_t n, uint32_t max, struct ext_list *out);
 /** Write the record of obj at block blk. */
 int ext_put(struct meta *m, MDB_txn *txn, const struct st_id *obj,
 	    uint64_t blk, const struct meta_ext *x);

@@ -761,8 +761,10 @@ static int walk_run(struct walk *w, struct walk_item *items,
 	int rc = 0, rc2;
 
 	for (;;) {
-		addb_set(ADDB_WALK_DONE, w->wk_kind, w->wk_rec.wr_done);
-		addb_set(ADDB_WALK_TOTAL, w->wk_kind, total);
+		if (!w->wk_one) { /* a store-wide walk's progress */
+			addb_set(ADDB_WALK_DONE, w->wk_kind, w->wk_rec.wr_done);
+			addb_set(ADDB_WALK_TOTAL, w->wk_kind, total);
+		}
 		if (started && fn != NULL &&
 		    fn(arg, w->wk_rec.wr_done, total) != 0) {
 			rc = -EINTR;
@@ -797,8 +799,10 @@ static int walk_run(struct walk *w, struct walk_item *items,
 			     w->wk_rec.wr_done);
 	else if (rc == 0 && started && fn != NULL)
 		(void)fn(arg, w->wk_rec.wr_done, total); /* done: no stop */
-	addb_set(ADDB_WALK_DONE, w->wk_kind, w->wk_rec.wr_done);
-	addb_set(ADDB_WALK_TOTAL, w->wk_kind, total);
+	if (!w->wk_one) {
+		addb_set(ADDB_WALK_DONE, w->wk_kind, w->wk_rec.wr_done);
+		addb_set(ADDB_WALK_TOTAL, w->wk_kind, total);
+	}
 	return rc;
 }
 
@@ -853,7 +857,8 @@ static int stripe_walk(struct eng *e, enum walk_kind kind,
 		memset(&w->wk_rec, 0, sizeof w->wk_rec);
 	}
 	eng_thread_enter();
-	addb_add(ADDB_WALK_RUNS, kind, 1);
+	if (one == NULL)
+		addb_add(ADDB_WALK_RUNS, kind, 1);
 	rc = walk_run(w, items, fn, arg);
 	eng_thread_leave();
 	walk_stats(w, st);

@@ -455,8 +455,10 @@ static struct mc_family *mc_family(struct mc_sum *m, struct json_object *f)
 	const char *name;
 
 	if (!json_object_object_get_ex(f, "name", &n) ||
-	    !json_object_object_get_ex(f, "type", &t))
-		return NULL;
+	    !json_object_object_get_ex(f, "type", &t) ||
+	    !json_object_is_type(n, json_type_string) ||
+	    !json_object_is_type(t, json_type_string))
+		return NULL; /* not a family: left out */
 	name = json_object_get_string(n);
 	for (uint32_t i = 0; i < m->ms_nr; i++) {
 		struct json_object *mn;
@@ -486,6 +488,22 @@ static struct mc_family *mc_family(struct mc_sum *m, struct json_object *f)
 	return &m->ms_v[m->ms_nr++];
 }
 
+/* a + b: an integer (saturating) when both are, else a double. */
+static struct json_object *mc_sum2(struct json_object *a,
+				   struct json_object *b)
+{
+	if (json_object_is_type(a, json_type_int) &&
+	    json_object_is_type(b, json_type_int)) {
+		uint64_t x = json_object_get_uint64(a);
+		uint64_t y = json_object_get_uint64(b);
+
+		return json_object_new_uint64(x > UINT64_MAX - y ? UINT64_MAX :
+					      x + y);
+	}
+	return json_object_new_double(json_object_get_double(a) +
+				      json_object_get_double(b));
+}
+
 /* Add sample s (a counter's or a histogram's) into sum t. */
 static void mc_add(struct json_object *t, struct json_object *s)
 {
@@ -493,16 +511,14 @@ static void mc_add(struct json_object *t, struct json_object *s)
 
 	if (json_object_object_get_ex(s, "value", &a) &&
 	    json_object_object_get_ex(t, "value", &b))
-		json_object_object_add(t, "value", json_object_new_double(
-			json_object_get_double(a) + json_object_get_double(b)));
+		json_object_object_add(t, "value", mc_sum2(a, b));
 	if (json_object_object_get_ex(s, "sum", &a) &&
 	    json_object_object_get_ex(t, "sum", &b))
 		json_object_object_add(t, "sum", json_object_new_double(
 			json_object_get_double(a) + json_object_get_double(b)));
 	if (json_object_object_get_ex(s, "count", &a) &&
 	    json_object_object_get_ex(t, "count", &b))
-		json_object_object_add(t, "count", json_object_new_int64(
-			json_object_get_int64(a) + json_object_get_int64(b)));
+		json_object_object_add(t, "count", mc_sum2(a, b));
 	if (json_object_object_get_ex(s, "buckets", &a) &&
 	    json_object_object_get_ex(t, "buckets", &b))
 		for (size_t i = 0; i < json_object_array_length(a) &&
@@ -510,11 +526,12 @@ static void mc_add(struct json_object *t, struct json_object *s)
 			struct json_object *pa = json_object_array_get_idx(a, i);
 			struct json_object *pb = json_object_array_get_idx(b, i);
 
-			json_object_array_put_idx(pb, 1, json_object_new_int64(
-				json_object_get_int64(
-					json_object_array_get_idx(pa, 1)) +
-				json_object_get_int64(
-					json_object_array_get_idx(pb, 1))));
+			if (json_object_array_length(pa) < 2 ||
+			    json_object_array_length(pb) < 2)
+				continue;
+			json_object_array_put_idx(pb, 1, mc_sum2(
+				json_object_array_get_idx(pa, 1),
+				json_object_array_get_idx(pb, 1)));
 		}
 }
 
@@ -533,7 +550,8 @@ static void mc_fold(struct mc_sum *m, struct json_object *ms,
 			struct json_object *lb, *t;
 			const char *key;
 
-			if (!json_object_object_get_ex(s, "labels", &lb))
+			if (!json_object_object_get_ex(s, "labels", &lb) ||
+			    !json_object_is_type(lb, json_type_object))
 				continue;
 			if (mf->mf_gauge) {
 				s = json_object_get(s);
@@ -556,11 +574,12 @@ static void mc_fold(struct mc_sum *m, struct json_object *ms,
 	}
 }
 
-/* A label value in the text format: \, " and newline escaped. */
-static void mc_label_value(const char *v)
+/* A label value (quote: ") or HELP text in the text format: \, the
+ * quote and newline escaped; NULL as empty. */
+static void mc_escaped(const char *v, bool quote)
 {
-	for (; *v; v++)
-		if (*v == '\\' || *v == '"')
+	for (; v != NULL && *v; v++)
+		if (*v == '\\' || (quote && *v == '"'))
 			printf("\\%c", *v);
 		else if (*v == '\n')
 			printf("\\n");
@@ -575,7 +594,7 @@ static void mc_labels(struct json_object *lb, const char *le)
 
 	json_object_object_foreach(lb, k, v) {
 		printf("%s%s=\"", first ? "{" : ",", k);
-		mc_label_value(json_object_get_string(v));
+		mc_escaped(json_object_get_string(v), true);
 		putchar('"');
 		first = false;
 	}
@@ -591,18 +610,21 @@ static void mc_text(const struct mc_sum *m)
 {
 	for (uint32_t i = 0; i < m->ms_nr; i++) {
 		const struct mc_family *mf = &m->ms_v[i];
-		struct json_object *n, *t, *h;
+		struct json_object *n = NULL, *t = NULL, *h;
 		const char *name, *type;
 
 		json_object_object_get_ex(mf->mf_fam, "name", &n);
 		json_object_object_get_ex(mf->mf_fam, "type", &t);
 		name = json_object_get_string(n);
 		type = json_object_get_string(t);
-		if (json_object_object_get_ex(mf->mf_fam, "help", &h))
-			printf("# HELP %s %s\n", name, json_object_get_string(h));
+		if (json_object_object_get_ex(mf->mf_fam, "help", &h)) {
+			printf("# HELP %s ", name);
+			mc_escaped(json_object_get_string(h), false);
+			putchar('\n');
+		}
 		printf("# TYPE %s %s\n", name, type);
 		json_object_object_foreach(mf->mf_samples, key, s) {
-			struct json_object *lb, *v, *bk;
+			struct json_object *lb = NULL, *v = NULL, *bk;
 
 			(void)key;
 			json_object_object_get_ex(s, "labels", &lb);
@@ -624,23 +646,28 @@ static void mc_text(const struct mc_sum *m)
 							 json_object_get_double(le));
 					printf("%s_bucket", name);
 					mc_labels(lb, leb);
-					printf(" %" PRId64 "\n", json_object_get_int64(
+					printf(" %" PRIu64 "\n", json_object_get_uint64(
 						json_object_array_get_idx(p, 1)));
 				}
+				v = NULL;
 				json_object_object_get_ex(s, "sum", &v);
 				printf("%s_sum", name);
 				mc_labels(lb, NULL);
 				printf(" %.17g\n", json_object_get_double(v));
+				v = NULL;
 				json_object_object_get_ex(s, "count", &v);
 				printf("%s_count", name);
 				mc_labels(lb, NULL);
-				printf(" %" PRId64 "\n", json_object_get_int64(v));
+				printf(" %" PRIu64 "\n", json_object_get_uint64(v));
 				continue;
 			}
 			json_object_object_get_ex(s, "value", &v);
 			printf("%s", name);
 			mc_labels(lb, NULL);
-			printf(" %.17g\n", json_object_get_double(v));
+			if (json_object_is_type(v, json_type_int))
+				printf(" %" PRIu64 "\n", json_object_get_uint64(v));
+			else
+				printf(" %.17g\n", json_object_get_double(v));
 		}
 	}
 	printf("# HELP strata_cluster_servers_read Servers whose metrics "

@@ -254,6 +254,59 @@ static void test_comp_map(void)
 	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, next, CBLKS - next, x, &n,
 					     &next), 0);
 	CU_ASSERT(n == 1 && x[0].le_start == 90 && next == CBLKS);
+	/* more records than the engine reads at once (4096): 4200 runs of
+	 * one block with a hole after each, in two writes; the map is
+	 * whole, and cut where out[] is full */
+	{
+		struct clovis_obj q;
+		uint32_t qh, qp, qc, N = 4200;
+		uint64_t *st = malloc(2100 * sizeof *st), *nb;
+		struct clovis_layer_ext *y = malloc(5000 * sizeof *y);
+		uint8_t *qb = calloc(2100, 4096);
+		bool ok = true;
+
+		nb = malloc(2100 * sizeof *nb);
+		CU_ASSERT_FATAL(st && nb && y && qb);
+		CU_ASSERT_EQUAL_FATAL(cmake(cl, &q, 9, &qh, &qp, &qc), 0);
+		for (uint32_t h = 0; h < 2; h++) {
+			void *bp = qb;
+			size_t bl = 2100 * 4096;
+			struct clovis_extvec ev = {2100, st, nb};
+			struct clovis_bufvec bv = {1, &bp, &bl};
+			struct clovis_op *op;
+
+			for (uint32_t i = 0; i < 2100; i++) {
+				st[i] = 2ull * (h * 2100 + i);
+				nb[i] = 1;
+			}
+			CU_ASSERT_EQUAL_FATAL(clovis_obj_op(&q, CLOVIS_OC_WRITE,
+							    &ev, &bv, 0, &op), 0);
+			CU_ASSERT_EQUAL_FATAL(clovis_op_sync(op), 0);
+		}
+		n = 5000;
+		CU_ASSERT_EQUAL(clovis_obj_layer_map(&q, 0, 2 * N, y, &n,
+						     &next), 0);
+		CU_ASSERT_EQUAL(n, N);
+		CU_ASSERT_EQUAL(next, 2 * N);
+		for (uint32_t i = 0; i < n && i < N; i++)
+			ok = ok && y[i].le_start == 2ull * i &&
+			     y[i].le_blocks == 1 && y[i].le_layer == qh;
+		CU_ASSERT(ok);
+		n = 4100;
+		CU_ASSERT_EQUAL(clovis_obj_layer_map(&q, 0, 2 * N, y, &n,
+						     &next), 0);
+		CU_ASSERT(n == 4100 && next == 8200);
+		n = 4100;
+		CU_ASSERT_EQUAL(clovis_obj_layer_map(&q, next, 2 * N - next, y,
+						     &n, &next), 0);
+		CU_ASSERT(n == 100 && y[0].le_start == 8200 &&
+			  next == 2 * N);
+		CU_ASSERT_EQUAL(cent(&q, CLOVIS_EO_DELETE), 0);
+		free(st);
+		free(nb);
+		free(y);
+		free(qb);
+	}
 	/* only holes: nothing, covered */
 	n = 8;
 	CU_ASSERT_EQUAL(clovis_obj_layer_map(&o, 92, 1000, x, &n, &next), 0);

@@ -1086,11 +1086,12 @@ int msg_layer_reply_decode(const Reply *rp, uint32_t op, uint64_t start,
 			     op == SLY_SCRUB ? "missing in the answer to a "
 			     "scrub" : "in the answer to another op");
 	if (rc == 0 && op == SLY_SCRUB &&
-	    l->scrub->walk_unrepairable > l->scrub->walk_corrupt)
+	    (l->scrub->walk_unrepairable > l->scrub->walk_units ||
+	     l->scrub->walk_corrupt > l->scrub->walk_units))
 		rc = err_set(-EBADMSG, "reply: scrub: %" PRIu64 " units "
-			     "unrepairable of %" PRIu64 " corrupt",
-			     l->scrub->walk_unrepairable,
-			     l->scrub->walk_corrupt);
+			     "unrepairable and %" PRIu64 " corrupt of %" PRIu64
+			     " visited", l->scrub->walk_unrepairable,
+			     l->scrub->walk_corrupt, l->scrub->walk_units);
 	if (rc == 0 && op == SLY_MOVE &&
 	    (l->next <= start || l->next > end || l->moved > l->next - start))
 		rc = err_set(-EBADMSG, "reply: move of blocks %" PRIu64 " to %"

@@ -295,7 +295,8 @@ int msg_dev_info_decode(const Reply *rp, SDev **out);
  * MAP's at most SRV_LAYER_MAP_RUNS runs, each of 1.. blocks of a layer
  * from 1, in block order without overlap, inside [start, next), next
  * past start and at most end; a SCRUB's figures present (and only
- * there), its unrepairable units at most its corrupt ones.
+ * there), its unrepairable and its corrupt units each at most the units
+ * it visited (a group past repair counts every unit it wanted).
  * 0 and *out (layer_reply__free_unpacked(*out, NULL)), or -EBADMSG with
  * a message naming the field; *out is then NULL.
  */

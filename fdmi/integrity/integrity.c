@@ -405,6 +405,26 @@ static int ingest(struct integ *g, struct integ_round_stats *st)
 
 /* ------------------------------------------------------------- check */
 
+/* Does o hold checksums: a pdclust or mirror object, or a composite with
+ * such a layer (plain objects and layers have none). */
+static bool obj_checkable(struct clovis_obj *o)
+{
+	struct clovis_layer_info li[16];
+	uint32_t nr = 16;
+
+	if (o->ob_attr.oa_layout == CLOVIS_LAYOUT_PDCLUST ||
+	    o->ob_attr.oa_layout == CLOVIS_LAYOUT_MIRROR)
+		return true;
+	if (o->ob_attr.oa_layout != CLOVIS_LAYOUT_COMPOSITE ||
+	    clovis_obj_layer_list(o, li, &nr) != 0)
+		return false;
+	for (uint32_t i = 0; i < nr && i < 16; i++)
+		if (li[i].li_attr.oa_layout == CLOVIS_LAYOUT_PDCLUST ||
+		    li[i].li_attr.oa_layout == CLOVIS_LAYOUT_MIRROR)
+			return true;
+	return false;
+}
+
 /* Verify o (open): its scrub (clovis_obj_scrub(): every unit of its
  * pdclust and mirror layouts or layers read and checked, data, parity
  * and every copy; a damaged one rebuilt and rewritten before the call
@@ -412,16 +432,17 @@ static int ingest(struct integ *g, struct integ_round_stats *st)
 static void obj_verify(struct integ *g, struct clovis_obj *o, struct chk *ck)
 {
 	struct clovis_walk_stats ws;
-	int rc = clovis_obj_scrub(o, &ws);
+	int rc;
 
 	(void)g;
-	if (rc == 0 && ws.ws_units == 0) {
+	if (!obj_checkable(o)) {
 		ck->ck_kind = CHK_PLAIN;
 		snprintf(ck->ck_text, sizeof ck->ck_text, "not checkable (%s)",
 			 o->ob_attr.oa_layout == CLOVIS_LAYOUT_COMPOSITE ?
 			 "plain layers" : "plain");
 		return;
 	}
+	rc = clovis_obj_scrub(o, &ws);
 	if (rc == -EIO && ws.ws_unrepairable > 0) {
 		/* the message names the first group that could not be
 		 * rebuilt */

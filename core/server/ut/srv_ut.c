@@ -1249,12 +1249,15 @@ static void t_bad_layer_reply(void)
 	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_SCRUB), -EBADMSG);
 	CU_ASSERT(strstr(err_msg(), "scrub figures missing") != NULL);
 	l.scrub = &ws;
-	ws.walk_corrupt = 2;
-	ws.walk_unrepairable = 1;
+	/* a 4+2 group with 3 units damaged: its 6 units unrepairable */
+	ws.walk_units = 12;
+	ws.walk_corrupt = 3;
+	ws.walk_unrepairable = 6;
 	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_SCRUB), 0);
-	ws.walk_unrepairable = 3;
+	ws.walk_unrepairable = 13;
 	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_SCRUB), -EBADMSG);
-	CU_ASSERT(strstr(err_msg(), "3 units unrepairable of 2") != NULL);
+	CU_ASSERT(strstr(err_msg(), "13 units unrepairable and 3 corrupt of "
+			 "12 visited") != NULL);
 	ws.walk_unrepairable = 0;
 	CU_ASSERT_EQUAL(lm_decode_op(&l, SLY_LIST), -EBADMSG);
 	CU_ASSERT(strstr(err_msg(), "in the answer to another op") != NULL);
