@@ -1248,6 +1248,26 @@ int clovis_smr_clean(struct clovis *cl, uint32_t dev, uint32_t live_pct,
 typedef int (*walk_fn)(struct eng *, stripe_progress_fn, void *,
 		       struct stripe_walk_stats *);
 
+/* The engine's walk figures as the API's. */
+static void walk_stats_out(const struct stripe_walk_stats *ss,
+			   struct clovis_walk_stats *st)
+{
+	*st = (struct clovis_walk_stats){
+		.ws_units = ss->sw_units, .ws_bytes = ss->sw_bytes,
+		.ws_rebuilt = ss->sw_rebuilt, .ws_moved = ss->sw_moved,
+		.ws_corrupt = ss->sw_corrupt,
+		.ws_unrepairable = ss->sw_unrepairable,
+		.ws_elapsed_ns = ss->sw_elapsed_ns,
+		.ws_resumed = (uint32_t)ss->sw_resumed,
+		.ws_devices = ss->sw_devices,
+		.ws_walk_units = ss->sw_walk_units,
+		.ws_walk_rebuilt = ss->sw_walk_rebuilt,
+		.ws_walk_moved = ss->sw_walk_moved,
+		.ws_walk_corrupt = ss->sw_walk_corrupt,
+		.ws_walk_unrepairable = ss->sw_walk_unrepairable,
+		.ws_shared = ss->sw_shared};
+}
+
 static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
 		     void *arg, struct clovis_walk_stats *st, const char *what)
 {
@@ -1269,20 +1289,7 @@ static int walk_call(struct clovis *cl, walk_fn fn, clovis_progress_fn pf,
 	}
 	rc = fn(cl->cl_eng, pf, arg, &ss);
 	if (st != NULL)
-		*st = (struct clovis_walk_stats){
-			.ws_units = ss.sw_units, .ws_bytes = ss.sw_bytes,
-			.ws_rebuilt = ss.sw_rebuilt, .ws_moved = ss.sw_moved,
-			.ws_corrupt = ss.sw_corrupt,
-			.ws_unrepairable = ss.sw_unrepairable,
-			.ws_elapsed_ns = ss.sw_elapsed_ns,
-			.ws_resumed = (uint32_t)ss.sw_resumed,
-			.ws_devices = ss.sw_devices,
-			.ws_walk_units = ss.sw_walk_units,
-			.ws_walk_rebuilt = ss.sw_walk_rebuilt,
-			.ws_walk_moved = ss.sw_walk_moved,
-			.ws_walk_corrupt = ss.sw_walk_corrupt,
-			.ws_walk_unrepairable = ss.sw_walk_unrepairable,
-			.ws_shared = ss.sw_shared};
+		walk_stats_out(&ss, st);
 	return rc;
 }
 
@@ -1318,16 +1325,7 @@ int clovis_obj_scrub(struct clovis_obj *o, struct clovis_walk_stats *st)
 					 st_of(&o->ob_entity.en_id),
 					 obj_inc(o), st);
 	rc = comp_obj_scrub(obj_eng(o), st_of(&o->ob_entity.en_id), &ss);
-	*st = (struct clovis_walk_stats){
-		.ws_units = ss.sw_units, .ws_bytes = ss.sw_bytes,
-		.ws_rebuilt = ss.sw_rebuilt, .ws_corrupt = ss.sw_corrupt,
-		.ws_unrepairable = ss.sw_unrepairable,
-		.ws_elapsed_ns = ss.sw_elapsed_ns,
-		.ws_devices = ss.sw_devices,
-		.ws_walk_units = ss.sw_walk_units,
-		.ws_walk_rebuilt = ss.sw_walk_rebuilt,
-		.ws_walk_corrupt = ss.sw_walk_corrupt,
-		.ws_walk_unrepairable = ss.sw_walk_unrepairable};
+	walk_stats_out(&ss, st);
 	return rc;
 }
 

@@ -1077,22 +1077,6 @@ int comp_layer_map(struct eng *e, const struct st_id *id, uint64_t start,
 	return rc;
 }
 
-/* Add b's figures to a's. */
-static void scrub_add(struct stripe_walk_stats *a,
-		      const struct stripe_walk_stats *b)
-{
-	a->sw_units += b->sw_units;
-	a->sw_bytes += b->sw_bytes;
-	a->sw_rebuilt += b->sw_rebuilt;
-	a->sw_corrupt += b->sw_corrupt;
-	a->sw_unrepairable += b->sw_unrepairable;
-	a->sw_elapsed_ns += b->sw_elapsed_ns;
-	a->sw_devices += b->sw_devices;
-	a->sw_walk_units += b->sw_walk_units;
-	a->sw_walk_rebuilt += b->sw_walk_rebuilt;
-	a->sw_walk_corrupt += b->sw_walk_corrupt;
-	a->sw_walk_unrepairable += b->sw_walk_unrepairable;
-}
 
 int comp_obj_scrub(struct eng *e, const struct st_id *id,
 		   struct stripe_walk_stats *st)
@@ -1126,7 +1110,7 @@ int comp_obj_scrub(struct eng *e, const struct st_id *id,
 		if (!stripe_layout(ls.cs_v[i].cl_ent.me_layout))
 			continue;
 		r = eng_unit_scrub_obj(e, &ls.cs_v[i].cl_rec.ml_sub, &one);
-		scrub_add(st, &one);
+		eng_walk_stats_add(st, &one);
 		if (r != 0 && rc == 0)
 			rc = r;
 	}

@@ -256,6 +256,26 @@ int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 	return e->e_lops->elo_scrub(e, fn, arg, st);
 }
 
+void eng_walk_stats_add(struct stripe_walk_stats *a,
+			const struct stripe_walk_stats *b)
+{
+	a->sw_units += b->sw_units;
+	a->sw_bytes += b->sw_bytes;
+	a->sw_rebuilt += b->sw_rebuilt;
+	a->sw_moved += b->sw_moved;
+	a->sw_corrupt += b->sw_corrupt;
+	a->sw_unrepairable += b->sw_unrepairable;
+	a->sw_resumed |= b->sw_resumed;
+	a->sw_elapsed_ns += b->sw_elapsed_ns;
+	a->sw_devices += b->sw_devices;
+	a->sw_shared += b->sw_shared;
+	a->sw_walk_units += b->sw_walk_units;
+	a->sw_walk_rebuilt += b->sw_walk_rebuilt;
+	a->sw_walk_moved += b->sw_walk_moved;
+	a->sw_walk_corrupt += b->sw_walk_corrupt;
+	a->sw_walk_unrepairable += b->sw_walk_unrepairable;
+}
+
 int eng_unit_scrub_obj(struct eng *e, const struct st_id *id,
 		       struct stripe_walk_stats *st)
 {

@@ -606,6 +606,9 @@ int eng_unit_rebalance(struct eng *e, stripe_progress_fn fn, void *arg,
 		       struct stripe_walk_stats *st);
 int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 		   struct stripe_walk_stats *st);
+/** Add b's figures to a's (walks of several engines or objects). */
+void eng_walk_stats_add(struct stripe_walk_stats *a,
+			const struct stripe_walk_stats *b);
 /** The scrub of one unit-layout object's units (elo_scrub_obj). */
 int eng_unit_scrub_obj(struct eng *e, const struct st_id *id,
 		       struct stripe_walk_stats *st);

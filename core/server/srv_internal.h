@@ -331,6 +331,8 @@ void srv_exec_stop(struct srv *s);
 /** Wait until the SOP_WALK thread (if any) is done: it stops at its next
  *  batch once s_draining is set.  Before the endpoint closes. */
 void srv_walk_stop(struct srv *s);
+/** A walk's figures as a WalkStats answer (SOP_WALK, SOP_LAYER scrub). */
+void srv_walk_stats_msg(WalkStats *ws, const struct stripe_walk_stats *st);
 /**
  * Lend (true) or take back (false) this server's own slice of its own
  * devices: while lent, RDEV WRITEs naming this server as their home (the

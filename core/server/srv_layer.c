@@ -222,17 +222,7 @@ static int srv_layer_scrub(struct srv_op *so, LayerReply *lr)
 		free(ws);
 		return rc;
 	}
-	ws->units = st.sw_units;
-	ws->bytes = st.sw_bytes;
-	ws->rebuilt = st.sw_rebuilt;
-	ws->corrupt = st.sw_corrupt;
-	ws->unrepairable = st.sw_unrepairable;
-	ws->elapsed_ns = st.sw_elapsed_ns;
-	ws->devices = st.sw_devices;
-	ws->walk_units = st.sw_walk_units;
-	ws->walk_rebuilt = st.sw_walk_rebuilt;
-	ws->walk_corrupt = st.sw_walk_corrupt;
-	ws->walk_unrepairable = st.sw_walk_unrepairable;
+	srv_walk_stats_msg(ws, &st);
 	lr->scrub = ws;
 	return 0;
 }

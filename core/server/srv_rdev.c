@@ -408,6 +408,25 @@ struct srv_walk {
 	uint32_t sw_kind;
 };
 
+void srv_walk_stats_msg(WalkStats *ws, const struct stripe_walk_stats *st)
+{
+	ws->units = st->sw_units;
+	ws->rebuilt = st->sw_rebuilt;
+	ws->moved = st->sw_moved;
+	ws->corrupt = st->sw_corrupt;
+	ws->unrepairable = st->sw_unrepairable;
+	ws->elapsed_ns = st->sw_elapsed_ns;
+	ws->bytes = st->sw_bytes;
+	ws->resumed = (uint32_t)st->sw_resumed;
+	ws->devices = st->sw_devices;
+	ws->walk_units = st->sw_walk_units;
+	ws->walk_rebuilt = st->sw_walk_rebuilt;
+	ws->walk_moved = st->sw_walk_moved;
+	ws->walk_corrupt = st->sw_walk_corrupt;
+	ws->walk_unrepairable = st->sw_walk_unrepairable;
+	ws->shared = st->sw_shared;
+}
+
 static const char *srv_walk_name(uint32_t kind)
 {
 	return kind == SWK_REPAIR ? "repair" :
@@ -438,26 +457,6 @@ static int srv_walk_eng(struct eng *e, uint32_t kind, stripe_progress_fn fn,
 	       eng_unit_scrub(e, fn, arg, st);
 }
 
-/* Add b's figures to a's. */
-static void srv_walk_add(struct stripe_walk_stats *a,
-			 const struct stripe_walk_stats *b)
-{
-	a->sw_units += b->sw_units;
-	a->sw_bytes += b->sw_bytes;
-	a->sw_rebuilt += b->sw_rebuilt;
-	a->sw_moved += b->sw_moved;
-	a->sw_corrupt += b->sw_corrupt;
-	a->sw_unrepairable += b->sw_unrepairable;
-	a->sw_resumed |= b->sw_resumed;
-	a->sw_elapsed_ns += b->sw_elapsed_ns;
-	a->sw_devices += b->sw_devices;
-	a->sw_shared += b->sw_shared;
-	a->sw_walk_units += b->sw_walk_units;
-	a->sw_walk_rebuilt += b->sw_walk_rebuilt;
-	a->sw_walk_moved += b->sw_walk_moved;
-	a->sw_walk_corrupt += b->sw_walk_corrupt;
-	a->sw_walk_unrepairable += b->sw_walk_unrepairable;
-}
 
 /* A walk of the engine a server acts for another home with (ha/
  * srv_home.c, s_route_each): the units of that home's objects, which
@@ -535,7 +534,7 @@ static int srv_walk_home_one(void *arg, uint32_t home, struct eng *e)
 		    s->s_conf->cc_servers[home].cs_name, st.sw_units,
 		    st.sw_rebuilt, st.sw_moved, st.sw_corrupt,
 		    st.sw_unrepairable, rc);
-	srv_walk_add(&wh->wh_st, &st);
+	eng_walk_stats_add(&wh->wh_st, &st);
 	if (rc != 0 && wh->wh_rc == 0) {
 		wh->wh_rc = rc;
 		snprintf(wh->wh_msg, sizeof wh->wh_msg, "%s", err_msg());
@@ -573,27 +572,13 @@ static void *srv_walk_main(void *arg)
 		wh.wh_srv = s;
 		wh.wh_kind = w->sw_kind;
 		s->s_route_each(s->s_route_arg, srv_walk_home_one, &wh);
-		srv_walk_add(&st, &wh.wh_st);
+		eng_walk_stats_add(&st, &wh.wh_st);
 		/* a home's walk that failed or was not made is the answer,
 		 * even when the own walk only counted unrepairable units */
 		if (wh.wh_rc != 0)
 			rc = err_set(wh.wh_rc, "%s", wh.wh_msg);
 	}
-	ws.units = st.sw_units;
-	ws.rebuilt = st.sw_rebuilt;
-	ws.moved = st.sw_moved;
-	ws.corrupt = st.sw_corrupt;
-	ws.unrepairable = st.sw_unrepairable;
-	ws.elapsed_ns = st.sw_elapsed_ns;
-	ws.bytes = st.sw_bytes;
-	ws.resumed = (uint32_t)st.sw_resumed;
-	ws.devices = st.sw_devices;
-	ws.walk_units = st.sw_walk_units;
-	ws.walk_rebuilt = st.sw_walk_rebuilt;
-	ws.walk_moved = st.sw_walk_moved;
-	ws.walk_corrupt = st.sw_walk_corrupt;
-	ws.walk_unrepairable = st.sw_walk_unrepairable;
-	ws.shared = st.sw_shared;
+	srv_walk_stats_msg(&ws, &st);
 	/* Units that could not be rebuilt: the walk itself ran to its end,
 	 * so answer its figures (the caller sees walk_unrepairable and
 	 * fails with -EIO itself). */

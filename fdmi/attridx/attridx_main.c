@@ -30,6 +30,7 @@
 
 #include "clovis/clovis.h"
 #include "fdmi/attridx/attridx.h"
+#include "fdmi/plugin/plugin.h"
 
 static volatile sig_atomic_t stop;
 
@@ -179,7 +180,6 @@ int main(int argc, char **argv)
 	uint64_t rounds = 0, max_bytes = 0;
 	struct attridx_query q = {.aq_tier = -1, .aq_size_max = UINT64_MAX};
 	struct attridx_conf ac = {0};
-	struct clovis_conf cc = {0};
 	struct clovis *cl = NULL;
 	struct print_ctx pc = {0};
 	int rc;
@@ -284,19 +284,8 @@ int main(int argc, char **argv)
 			"(HI:LO or @name)\n", index);
 		return 2;
 	}
-	if (dir != NULL) {
-		cc.cc_mode = CLOVIS_MODE_EMBEDDED;
-		cc.cc_data_dir = dir;
-	} else {
-		cc.cc_mode = CLOVIS_MODE_CLUSTER;
-		cc.cc_cluster_conf = cluster;
-	}
-	rc = clovis_init(&cl, &cc);
-	if (rc != 0) {
-		fprintf(stderr, "strata-attridx: %s: %s\n",
-			dir ? dir : cluster, clovis_errmsg());
+	if (plugin_open("strata-attridx", dir, cluster, &cl) != 0)
 		return 1;
-	}
 	if (query) {
 		pc.pc_json = json;
 		rc = attridx_query(cl, &ac.ac_index, &q, print_one, &pc);

@@ -36,6 +36,7 @@
 
 #include "clovis/clovis.h"
 #include "fdmi/hsm/hsm.h"
+#include "fdmi/plugin/plugin.h"
 #include "fdmi/hsm/hsm_policy.h"
 
 static volatile sig_atomic_t stop;
@@ -78,7 +79,6 @@ int main(int argc, char **argv)
 	uint64_t rounds = 0, undo_seq = 0;
 	struct clovis_id cat_id = {0, 0};
 	static struct hsm_policy pol;
-	struct clovis_conf cc = {0};
 	struct clovis *cl = NULL;
 	struct hsm_conf hc = {0};
 	struct hsm *h = NULL;
@@ -183,19 +183,8 @@ int main(int argc, char **argv)
 			 dir ? "hsm.sqlite" : "strata-hsm.sqlite");
 		db = dbbuf;
 	}
-	if (dir != NULL) {
-		cc.cc_mode = CLOVIS_MODE_EMBEDDED;
-		cc.cc_data_dir = dir;
-	} else {
-		cc.cc_mode = CLOVIS_MODE_CLUSTER;
-		cc.cc_cluster_conf = cluster;
-	}
-	rc = clovis_init(&cl, &cc);
-	if (rc != 0) {
-		fprintf(stderr, "strata-hsm: %s: %s\n", dir ? dir : cluster,
-			clovis_errmsg());
+	if (plugin_open("strata-hsm", dir, cluster, &cl) != 0)
 		return 1;
-	}
 	hc.hc_cl = cl;
 	hc.hc_policy = &pol;
 	hc.hc_db = db;

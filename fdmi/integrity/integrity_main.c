@@ -31,6 +31,7 @@
 
 #include "clovis/clovis.h"
 #include "fdmi/integrity/integrity.h"
+#include "fdmi/plugin/plugin.h"
 
 static volatile sig_atomic_t stop;
 
@@ -123,7 +124,6 @@ int main(int argc, char **argv)
 	uint64_t rounds = 0, delay_ns = 5000000000ull;
 	uint64_t interval_ns = 10000000000ull;
 	struct integ_conf ic = {0};
-	struct clovis_conf cc = {0};
 	struct clovis *cl = NULL;
 	char statebuf[4096];
 	int rc;
@@ -209,19 +209,8 @@ int main(int argc, char **argv)
 			"not both\n");
 		return usage();
 	}
-	if (dir != NULL) {
-		cc.cc_mode = CLOVIS_MODE_EMBEDDED;
-		cc.cc_data_dir = dir;
-	} else {
-		cc.cc_mode = CLOVIS_MODE_CLUSTER;
-		cc.cc_cluster_conf = cluster;
-	}
-	rc = clovis_init(&cl, &cc);
-	if (rc != 0) {
-		fprintf(stderr, "strata-integrity: %s: %s\n",
-			dir ? dir : cluster, clovis_errmsg());
+	if (plugin_open("strata-integrity", dir, cluster, &cl) != 0)
 		return 1;
-	}
 	ic.ic_cl = cl;
 	ic.ic_state = state;
 	ic.ic_consumer = consumer;

@@ -1,7 +1,28 @@
 /*
  * plugin.c — helpers the FDMI plugins share (plugin.h).
  */
+#include <stdio.h>
+
 #include "fdmi/plugin/plugin.h"
+
+int plugin_open(const char *prog, const char *dir, const char *cluster,
+		struct clovis **cl)
+{
+	struct clovis_conf cc = {0};
+
+	if (dir != NULL) {
+		cc.cc_mode = CLOVIS_MODE_EMBEDDED;
+		cc.cc_data_dir = dir;
+	} else {
+		cc.cc_mode = CLOVIS_MODE_CLUSTER;
+		cc.cc_cluster_conf = cluster;
+	}
+	if (clovis_init(cl, &cc) == 0)
+		return 0;
+	fprintf(stderr, "%s: %s: %s\n", prog, dir ? dir : cluster,
+		clovis_errmsg());
+	return 1;
+}
 
 int plugin_realm_of(struct clovis *cl, const struct clovis_id *cont,
 		    struct clovis_container *c, struct clovis_realm **r)

@@ -8,6 +8,11 @@
 
 #include "clovis/clovis.h"
 
+/** A plugin's store: the embedded one in dir, or (dir NULL) the cluster
+ *  of cluster file cluster, in *cl.  0, or 1 after one stderr line
+ *  "PROG: DIR-OR-FILE: MESSAGE". */
+int plugin_open(const char *prog, const char *dir, const char *cluster,
+		struct clovis **cl);
 /** The realm of container cont: the default one for 0:1, else *c
  *  initialised and OPEN (*r its realm).  0 or a negative code. */
 int plugin_realm_of(struct clovis *cl, const struct clovis_id *cont,
