@@ -21,7 +21,7 @@ PREFIX ?= /usr/local
 VERSION := 0.1.0
 
 PKGS := lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric libcrypto \
-	json-c libcurl libmicrohttpd
+	json-c libcurl libmicrohttpd lua5.4
 TEST_PKGS := cunit
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) $(TEST_PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -47,6 +47,7 @@ TEST_BINS :=      # test programs built from the fault-injection library
 PROTOS :=         # .proto files: compiled by protoc-c into $(BUILD)/gen/
 
 include core/module.mk
+include core/isc/module.mk
 include core/rpc/module.mk
 include core/server/module.mk
 include tiers/module.mk

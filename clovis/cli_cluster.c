@@ -1878,9 +1878,12 @@ static int clu_id_cmp_q(const void *a, const void *b)
 	return st_id_cmp(a, b);
 }
 
-int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
-			uint32_t type, const struct st_id *after,
-			struct st_id *ids, uint32_t *nr)
+/* strict: a server that does not answer fails the listing (it may hold
+ * members no other lists: a function call over a container must not miss
+ * them silently, clovis/isc.c). */
+static int clu_entity_list(struct clovis *cl, struct clovis_realm *r,
+			   uint32_t type, const struct st_id *after,
+			   struct st_id *ids, uint32_t *nr, bool strict)
 {
 	struct clu_client *c = clu_of(cl);
 	uint32_t want = *nr < MSG_LIST_MAX ? *nr : MSG_LIST_MAX, n = 0, ok = 0;
@@ -1924,6 +1927,11 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 	}
 	if (rc == 0 && ok == 0 && want > 0)
 		rc = err_set(down, "entity_list: no server reachable: %s", why);
+	if (rc == 0 && strict && want > 0 && ok < c->cc_conf.cc_nr_servers)
+		rc = err_set(down, "entity_list: %u of %u servers did not "
+			     "answer (their members cannot be listed): %s",
+			     c->cc_conf.cc_nr_servers - ok,
+			     c->cc_conf.cc_nr_servers, why);
 	if (rc == 0) {
 		uint32_t k = 0;
 
@@ -1935,6 +1943,20 @@ int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 	}
 	free(all);
 	return rc;
+}
+
+int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
+			uint32_t type, const struct st_id *after,
+			struct st_id *ids, uint32_t *nr)
+{
+	return clu_entity_list(cl, r, type, after, ids, nr, false);
+}
+
+int cluster_entity_list_all(struct clovis *cl, struct clovis_realm *r,
+			    uint32_t type, const struct st_id *after,
+			    struct st_id *ids, uint32_t *nr)
+{
+	return clu_entity_list(cl, r, type, after, ids, nr, true);
 }
 
 /* STATUS of server s (NULL reply when it is down). */
@@ -3156,6 +3178,87 @@ int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
 	if (rc == 0) {
 		*layer = lr->layer;
 		layer_reply__free_unpacked(lr, NULL);
+	}
+	return rc;
+}
+
+/* --------------------------------------------------- function shipping */
+
+/*
+ * One shipped call (clovis/isc.c; the server half: core/server/srv_isc.c).
+ * An object's goes to the server serving its home, sent again where an
+ * object read would be (it changes nothing); an index's to its replicas
+ * in ring order from its home, the first that answers (-ESTALE: a replica
+ * behind, try the next).  The call's timeout covers the home's own calls
+ * to the units' owners and the runs' deadlines: the cluster's call
+ * timeout and three deadlines.
+ */
+static int clu_isc_once(struct clu_client *c, uint32_t s, const IscReq *q,
+			uint32_t ms, IscReply **out, bool *answered)
+{
+	struct msg_buf b = {0};
+	struct rpc_result res = {0};
+	int rc = msg_pack(&q->base, &b);
+
+	*answered = false;
+	if (rc != 0)
+		return rc;
+	rc = peers_call_ms(c->cc_peers, s, SOP_ISC, b.mb_p, b.mb_len, NULL, ms,
+			   &res);
+	free(b.mb_p);
+	*answered = res.rr_answered;
+	if (rc == 0) {
+		*out = isc_reply__unpack(NULL, res.rr_len, res.rr_body);
+		if (*out == NULL)
+			rc = err_set(-EBADMSG, "function %s: server %s: reply "
+				     "of %zu bytes is not an IscReply",
+				     q->fn->name, c->cc_conf.cc_servers[s].cs_name,
+				     res.rr_len);
+	} else if (res.rr_msg[0] != '\0') {
+		err_set(rc, "%s", res.rr_msg);
+	}
+	free(res.rr_body);
+	return rc;
+}
+
+int cluster_isc_call(struct clovis *cl, bool obj, const struct st_id *id,
+		     const IscReq *q, IscReply **out)
+{
+	struct clu_client *c = clu_of(cl);
+	uint32_t dl = q->deadline_ms ? q->deadline_ms : 1000;
+	uint32_t ms = c->cc_conf.cc_call_ms + 3 * dl;
+	int rc;
+
+	*out = NULL;
+	if (obj) {
+		struct clu_again g = {0};
+
+		for (;;) {
+			uint32_t s = clu_obj_target(c, id);
+			bool answered;
+
+			rc = clu_isc_once(c, s, q, ms, out, &answered);
+			if (rc == 0 || !clu_obj_again(c, id, s, rc, answered,
+						      true, &g))
+				break;
+			if (*out != NULL) {
+				isc_reply__free_unpacked(*out, NULL);
+				*out = NULL;
+			}
+		}
+		return rc;
+	}
+	rc = err_set(-EHOSTDOWN, "index %s: no replica reachable",
+		     eng_id_str(id));
+	for (uint32_t i = 0; i < clu_replicas(c); i++) {
+		uint32_t s = clu_ring(c, id, i);
+		bool answered;
+
+		if (!peers_live(c->cc_peers, s) && i + 1 < clu_replicas(c))
+			continue;
+		rc = clu_isc_once(c, s, q, ms, out, &answered);
+		if (rc == 0 || (answered && rc != -ESTALE))
+			break;
 	}
 	return rc;
 }

@@ -161,6 +161,11 @@ static int cluster_conf_check(const struct clovis_conf *conf)
 	if (conf->cc_cluster_conf != NULL && conf->cc_secret != NULL)
 		return err_set(-EINVAL, "clovis_init: cc_secret goes with "
 			       "cc_server (the cluster file has its own)");
+	if (conf->cc_isc_native != NULL && conf->cc_isc_native[0] != '\0')
+		return err_set(-EINVAL, "clovis_init: cluster mode: "
+			       "cc_isc_native must be unset (each server "
+			       "allows native functions by its cluster file's "
+			       "isc_native)");
 	if (conf->cc_data_dir != NULL || conf->cc_flags != 0 ||
 	    conf->cc_dev_size != 0 || conf->cc_nvram_dir != NULL ||
 	    conf->cc_meta_size != 0 || conf->cc_config != NULL)
@@ -331,6 +336,9 @@ int clovis_init(struct clovis **out, const struct clovis_conf *conf)
 		goto out_free;
 	cl->cl_default = (struct clovis_realm){cl, CLOVIS_ID_DEFAULT_CONTAINER};
 	cl->cl_stats.ss_base.st_version = STATS_VERSION;
+	rc = isc_native_list(conf->cc_isc_native, &cl->cl_isc_native);
+	if (rc != 0)
+		goto out_fini;
 	rc = workers_start(cl, conf->cc_nr_workers ? conf->cc_nr_workers :
 			   conf->cc_mode == CLOVIS_MODE_CLUSTER ?
 			   LIM_CLU_WORKERS_DEFAULT : LIM_WORKERS_DEFAULT);
@@ -374,6 +382,7 @@ void clovis_fini(struct clovis *cl)
 	fdmi_pos_free(cl);
 	pthread_mutex_destroy(&cl->cl_fdmi_lock);
 	stats_fini(&cl->cl_stats);
+	isc_native_list_free(cl->cl_isc_native);
 	free(cl);
 }
 
@@ -484,6 +493,14 @@ int clovis_obj_init(struct clovis_obj *o, struct clovis_realm *r,
 		return rc;
 	entity_init(&o->ob_entity, r->re_cl, r, CLOVIS_ET_OBJ, id);
 	o->ob_attr = a;
+	return 0;
+}
+
+int idx_init_sys(struct clovis_idx *i, struct clovis *cl,
+		 const struct clovis_id *id)
+{
+	entity_init(&i->in_entity, cl, &cl->cl_default, CLOVIS_ET_IDX, id);
+	memset(&i->in_attr, 0, sizeof i->in_attr);
 	return 0;
 }
 

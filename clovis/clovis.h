@@ -282,6 +282,12 @@ struct clovis_conf {
 	/** With cc_server: the cluster secret (text, 16..1023 bytes) that
 	 *  proves this client to the servers (HMAC challenge at connect). */
 	const char *cc_secret;
+	/** Embedded mode: native shipped functions (CLOVIS_ISC_NATIVE) this
+	 *  client may load, as absolute paths separated by ':'; NULL or ""
+	 *  refuses every native function (-EPERM).  Cluster mode: must be
+	 *  NULL (each server's allow list is its own: the cluster file's
+	 *  isc_native, docs/cluster.md). */
+	const char *cc_isc_native;
 };
 
 struct clovis;
@@ -1818,6 +1824,190 @@ CLOVIS_API int clovis_fdmi_reset(struct clovis *cl, const char *name);
 CLOVIS_API int clovis_fdmi_rewind(struct clovis *cl, const char *name);
 /** "obj.write" for CLOVIS_FDMI_OBJ_WRITE, ...; "?" for no op. */
 CLOVIS_API const char *clovis_fdmi_op_name(uint32_t op);
+
+/* -------------------------------------------------- function shipping */
+
+/*
+ * Function shipping (in-storage compute, docs/isc.md): a function runs
+ * where the data lives and only its results travel.  A function is
+ * registered once under a name (clovis_isc_register()): its code is kept
+ * in the store's function registry, an index at the reserved id
+ * CLOVIS_ISC_REGISTRY of the default container, under its digest (SHA-256
+ * of its kind and code), so every server runs exactly the registered code
+ * (a server checks the digest of what it is sent).  It is then invoked
+ * (clovis_isc_invoke()) on
+ *   an object     every server runs it on the data units it holds (pdclust
+ *                 and mirror objects: its units, each unit mapped whole;
+ *                 plain and composite objects, and Lua functions with
+ *                 granule "object": the object's home); embedded mode runs
+ *                 it on each device's share in-process;
+ *   an index      the first replica that serves a NEXT runs it over a key
+ *                 range;
+ *   a container   every object and index in it, each where it lives; the
+ *                 keys of the records of each member are prefixed by the
+ *                 member's 16-byte id (big-endian hi, lo).
+ * The client merges the partial results (docs/isc.md "Output records").
+ * A unit whose server is unreachable or dies during the call is mapped by
+ * the object's home from a degraded read (its group rebuilt from the
+ * survivors), so the result is complete, or the call fails with the
+ * reason.  Function errors name the function, the server and the reason:
+ *   -EINVAL     bad program (syntax: line and column), bad call;
+ *   -ECANCELED  the function raised an error (Lua: its message; stack
+ *               overflow; an error inside a host function);
+ *   -ENOMEM     the function went past its memory cap;
+ *   -ETIMEDOUT  past its deadline;
+ *   -E2BIG      its output went past the output cap;
+ *   -EPERM      a native function not allowed by the server's (or the
+ *               embedded store's) configuration;
+ *   -ENOENT     no function of that name, or no such object / index /
+ *               container;
+ *   -ENOTSUP    the function cannot run on that target (a record size on
+ *               an index; a record size that does not divide an object's
+ *               unit size).
+ */
+
+/** Kinds of function (docs/isc.md). */
+enum clovis_isc_kind {
+	CLOVIS_ISC_DECL = 1,   /**< declarative filter and aggregates */
+	CLOVIS_ISC_LUA = 2,    /**< Lua 5.4 map (and reduce), sandboxed */
+	CLOVIS_ISC_NATIVE = 3, /**< trusted shared object: code is its path */
+};
+
+/** The function registry's index id (default container). */
+#define CLOVIS_ISC_REGISTRY ((struct clovis_id){0, 16})
+#define CLOVIS_ISC_DIGEST_LEN 32u
+#define CLOVIS_ISC_NAME_MAX 128u
+#define CLOVIS_ISC_CODE_MAX (256u << 10)
+#define CLOVIS_ISC_ARGS_MAX (64u << 10)
+
+/** One registered function. */
+struct clovis_isc_fn {
+	char if_name[CLOVIS_ISC_NAME_MAX + 1];
+	enum clovis_isc_kind if_kind;
+	uint8_t if_digest[CLOVIS_ISC_DIGEST_LEN];
+	uint32_t if_code_len;
+};
+
+/**
+ * Register code under name (1..CLOVIS_ISC_NAME_MAX bytes of [A-Za-z0-9_.-]),
+ * replacing what the name named before (the earlier code stays under its
+ * digest).  The code is compiled here first (a syntax error is -EINVAL
+ * with its line; a native path must exist and be allowed by this client's
+ * configuration only when invoked).  NATIVE: code is the shared object's
+ * absolute path; its digest covers the path and the file's contents.
+ * digest (may be NULL) gets the function's digest.  Durable on return.
+ */
+CLOVIS_API int clovis_isc_register(struct clovis *cl, const char *name,
+				   enum clovis_isc_kind kind,
+				   const void *code, size_t len,
+				   uint8_t digest[CLOVIS_ISC_DIGEST_LEN]);
+
+/** Remove the name (its code stays under its digest).  -ENOENT if none. */
+CLOVIS_API int clovis_isc_unregister(struct clovis *cl, const char *name);
+
+/** Look a name up: *out filled.  code (may be NULL) gets a malloc'd copy
+ *  of the code (*code_len its length).  -ENOENT if none. */
+CLOVIS_API int clovis_isc_lookup(struct clovis *cl, const char *name,
+				 struct clovis_isc_fn *out, void **code,
+				 size_t *code_len);
+
+/** List registered names in order after `after` (NULL: from the first):
+ *  up to *nr into out; *nr set to how many (0 at the end). */
+CLOVIS_API int clovis_isc_list(struct clovis *cl, const char *after,
+			       struct clovis_isc_fn *out, uint32_t *nr);
+
+/** What an invocation runs on (clovis_isc_call.ic_target). */
+enum clovis_isc_target {
+	CLOVIS_ISC_OBJ = 1,
+	CLOVIS_ISC_IDX = 2,
+	CLOVIS_ISC_CONTAINER = 3,
+};
+
+/** One invocation. */
+struct clovis_isc_call {
+	const char *ic_fn;          /**< registered name */
+	enum clovis_isc_target ic_target;
+	struct clovis_id ic_id;     /**< object, index or container */
+	/** Objects: blocks [start, start + nr); nr 0 = to the object's
+	 *  size.  Its ends must fall on the function's record boundaries. */
+	uint64_t ic_start_blk, ic_nr_blks;
+	/** Indices: keys [lo, hi); NULL = open end. */
+	const void *ic_key_lo, *ic_key_hi;
+	size_t ic_key_lo_len, ic_key_hi_len;
+	const void *ic_args;        /**< bytes given to the function (Lua:
+				     *   ARGS), up to CLOVIS_ISC_ARGS_MAX */
+	size_t ic_args_len;
+	uint32_t ic_deadline_ms;    /**< per run on one share; 0 = 1000 */
+	uint64_t ic_mem;            /**< Lua memory cap; 0 = 8 MiB */
+	uint64_t ic_out_max;        /**< output cap (per share and of the
+				     *   merged result); 0 = 1 MiB */
+};
+
+/** Figures of one invocation. */
+struct clovis_isc_stats {
+	uint64_t is_runs;          /**< function runs (shares) */
+	uint64_t is_servers;       /**< distinct servers that ran a share
+				    *   (embedded: distinct devices whose
+				    *   units were mapped, and 1 for the
+				    *   store when a run read through an
+				    *   object's READ or an index) */
+	uint64_t is_bytes_mapped;  /**< object bytes or index record bytes
+				    *   the function saw */
+	uint64_t is_bytes_result;  /**< result bytes that reached the client */
+	uint64_t is_degraded;      /**< units mapped from a degraded read */
+	uint64_t is_members;       /**< container: members the call ran on */
+};
+
+/** A record of a result (pointers into the result). */
+struct clovis_isc_rec {
+	const void *ir_key;
+	size_t ir_klen;
+	uint32_t ir_type;   /**< CLOVIS_ISC_V_* */
+	int64_t ir_int;     /**< INT, COUNT */
+	double ir_float;    /**< FLOAT, SUM, MIN, MAX (MEAN is FLOAT) */
+	const void *ir_val; /**< BYTES, MATCH (the record), HIST: the raw
+			     *   value (docs/isc.md) */
+	size_t ir_vlen;
+};
+
+/** Record types of results (docs/isc.md "Output records"). */
+enum clovis_isc_vtype {
+	CLOVIS_ISC_V_INT = 1, CLOVIS_ISC_V_FLOAT = 2, CLOVIS_ISC_V_BYTES = 3,
+	CLOVIS_ISC_V_SUM = 4, CLOVIS_ISC_V_MIN = 5, CLOVIS_ISC_V_MAX = 6,
+	CLOVIS_ISC_V_COUNT = 7, CLOVIS_ISC_V_HIST = 9, CLOVIS_ISC_V_MATCH = 10,
+	CLOVIS_ISC_V_ISUM = 11,
+};
+
+/** A result: records sorted by key. */
+struct clovis_isc_result {
+	void *ir_buf;
+	size_t ir_len;
+	uint32_t ir_nr;
+	struct clovis_isc_stats ir_stats;
+};
+
+/**
+ * Invoke a registered function (above); on success *res holds the merged,
+ * finished result (Lua reduce() applied at this client) and the figures.
+ * Synchronous; the call as a whole ends within the runs' deadline plus the
+ * cluster's call timeout per step (never hangs on a dead server).
+ */
+CLOVIS_API int clovis_isc_invoke(struct clovis *cl,
+				 const struct clovis_isc_call *call,
+				 struct clovis_isc_result *res);
+
+/** Iterate res: *pos from 0; 1 with *rec filled, 0 at the end. */
+CLOVIS_API int clovis_isc_result_next(const struct clovis_isc_result *res,
+				      size_t *pos, struct clovis_isc_rec *rec);
+
+/** Free what res holds (safe on a zeroed result). */
+CLOVIS_API void clovis_isc_result_free(struct clovis_isc_result *res);
+
+/** HIST record value: fills lo, hi, *nb, and points *counts (nb uint64_t,
+ *  little-endian, may be unaligned: copy them) into the record.
+ *  -EINVAL if rec is not a well-formed HIST. */
+CLOVIS_API int clovis_isc_hist(const struct clovis_isc_rec *rec, double *lo,
+			       double *hi, uint32_t *nb, const void **counts);
 
 #ifdef __cplusplus
 }

@@ -107,6 +107,9 @@ struct clovis {
 	 * Embedded: exec_embedded (op.c); cluster mode sets its own. */
 	int (*cl_exec)(struct clovis *cl, struct eng_req *r);
 	void *cl_backend;        /* the cluster client (cluster mode) */
+	/* embedded: the native shipped functions this client may load
+	 * (cc_isc_native split; NULL-terminated, or NULL: none) */
+	char **cl_isc_native;
 	struct clovis_realm cl_default;
 	/* worker pool */
 	uint32_t cl_nr_workers;
@@ -261,6 +264,15 @@ bool dtx_member_launch_due(const struct clovis_op *op);
  * thread, not queued to a worker): for tests. */
 extern __thread uint64_t op_here_runs;
 
+/* clovis.c: an index handle on a reserved id of the default container
+ * (the function registry, isc.c); no check of the id. */
+int idx_init_sys(struct clovis_idx *i, struct clovis *cl,
+		 const struct clovis_id *id);
+/* isc.c: cc_isc_native split at ':' into a NULL-terminated list (*out
+ * NULL when s is NULL or empty); each path must be absolute. */
+int isc_native_list(const char *s, char ***out);
+void isc_native_list_free(char **l);
+
 /* cli_cluster.c: the cluster-mode backend (cl_backend, cl_exec). */
 int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		 const char *file);
@@ -278,6 +290,11 @@ void clu_async_counts(struct clovis *cl, uint64_t *started,
 int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,
 			uint32_t type, const struct st_id *after,
 			struct st_id *ids, uint32_t *nr);
+/* cluster_entity_list(), but a server that does not answer fails it
+ * (a container's function call must list every member: clovis/isc.c). */
+int cluster_entity_list_all(struct clovis *cl, struct clovis_realm *r,
+			    uint32_t type, const struct st_id *after,
+			    struct st_id *ids, uint32_t *nr);
 int cluster_dev_list(struct clovis *cl, struct st_dev_info *info,
 		     uint32_t *nr);
 int cluster_pool_list(struct clovis *cl, struct clovis_pool_info *info,
@@ -341,6 +358,13 @@ int cluster_layer_move(struct clovis *cl, const struct st_id *id,
 		       uint64_t *moved);
 int cluster_layer_of(struct clovis *cl, const struct st_id *id, uint64_t inc,
 		     uint64_t blk, uint32_t *layer);
+/* A shipped call on one object (obj) or index through its home or
+ * replicas (clovis/isc.c): 0 and *out (free with isc_reply__free_unpacked),
+ * or a negative code with the server's message. */
+struct IscReq;
+struct IscReply;
+int cluster_isc_call(struct clovis *cl, bool obj, const struct st_id *id,
+		     const struct IscReq *q, struct IscReply **out);
 int cluster_obj_scrub(struct clovis *cl, const struct st_id *id,
 		      uint64_t inc, struct clovis_walk_stats *st);
 int cluster_layer_map(struct clovis *cl, const struct st_id *id,

@@ -2,6 +2,8 @@
 LIB_SRCS += clovis/clovis.c clovis/op.c clovis/stats.c clovis/fdmi.c clovis/cli_fdmi.c
 # Cluster mode: the client backend over the RPC layer (core/rpc).
 LIB_SRCS += clovis/cli_cluster.c
+# Function shipping: the registry and calls (docs/isc.md).
+LIB_SRCS += clovis/isc.c
 UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c clovis/ut/metanv_ut.c
 # Suites moved from core/ut and dtm/ut because they drive the API (issue 27
 # point 1): "store" (module store, stores moved and copied) and "dtm"
@@ -10,6 +12,9 @@ UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c clovis/ut/metanv_ut.c
 UT_SRCS += clovis/ut/store_ut.c clovis/ut/dtm_ut.c
 # Suite "fdmi" (issue 31): the record log and its consumers, embedded.
 UT_SRCS += clovis/ut/fdmi_ut.c
+# Suite "isc_api" (issue 32): function shipping through the API, embedded
+# and (STRATA_UT_CLUSTER) against a cluster.
+UT_SRCS += clovis/ut/isc_api_ut.c
 -include clovis/ut/module.mk
 include clovis/cli/module.mk
 include clovis/examples/module.mk

@@ -405,6 +405,37 @@ static int clu_etcd(struct clu_px *p, const yaml_node_t *seq)
 	return 0;
 }
 
+/* cluster.isc_native: a list of absolute paths of shared objects. */
+static int clu_isc_native(struct clu_px *p, const yaml_node_t *seq)
+{
+	struct clu_conf *c = p->px_c;
+	char key[40];
+	size_t nr;
+
+	if (seq->type != YAML_SEQUENCE_NODE)
+		return clu_fail(seq, "cluster.isc_native", "expected a list of "
+				"absolute paths of shared objects", NULL);
+	nr = (size_t)(seq->data.sequence.items.top -
+		      seq->data.sequence.items.start);
+	if (nr > CLU_ISC_NATIVE_MAX)
+		return clu_fail(seq, "cluster.isc_native", "at most 8 paths",
+				NULL);
+	for (uint32_t i = 0; i < nr; i++) {
+		const yaml_node_t *n =
+			clu_node(p, seq->data.sequence.items.start[i]);
+		const char *u = clu_scalar(n);
+
+		snprintf(key, sizeof key, "cluster.isc_native[%u]", i);
+		if (u == NULL || u[0] != '/' || strlen(u) > CLU_PATH_MAX)
+			return clu_fail(n, key, "expected an absolute path of "
+					"at most 255 bytes", u);
+		snprintf(c->cc_isc_native[i], sizeof c->cc_isc_native[i], "%s",
+			 u);
+	}
+	c->cc_nr_isc_native = (uint32_t)nr;
+	return 0;
+}
+
 /* One key of the cluster: mapping. */
 static int clu_cluster_key(struct clu_px *p, const char *k,
 			   const yaml_node_t *v, bool *seen_secret)
@@ -437,6 +468,8 @@ static int clu_cluster_key(struct clu_px *p, const char *k,
 		return clu_ms(v, "cluster.call_timeout", &c->cc_call_ms);
 	if (strcmp(k, "etcd") == 0)
 		return clu_etcd(p, v);
+	if (strcmp(k, "isc_native") == 0)
+		return clu_isc_native(p, v);
 	if (strcmp(k, "ha_lease") == 0) {
 		rc = clu_ms(v, "cluster.ha_lease", &ms);
 		if (rc == 0 && (ms % 1000 != 0 || ms / 1000 < CLU_HA_LEASE_MIN_S ||

@@ -120,6 +120,11 @@ struct clu_server {
 };
 
 /** A whole cluster configuration. */
+#define CLU_ISC_NATIVE_MAX 8u
+#ifndef CLU_PATH_MAX
+#define CLU_PATH_MAX 255u
+#endif
+
 struct clu_conf {
 	char cc_name[CLU_NAME_MAX + 1];
 	uint8_t cc_secret[CLU_SECRET_MAX];
@@ -145,6 +150,11 @@ struct clu_conf {
 	uint32_t cc_ha_down_out_ms;
 	uint32_t cc_ha_start_grace_ms; /* 0: the preset's (ha_start_grace_ms()) */
 	char cc_etcd[CLU_ETCD_MAX][CLU_URL_MAX + 1];
+	/** Function shipping: the native functions' shared objects every
+	 *  server may load (cluster.isc_native: absolute paths; none: every
+	 *  native function refused; docs/isc.md). */
+	char cc_isc_native[CLU_ISC_NATIVE_MAX][CLU_PATH_MAX + 1];
+	uint32_t cc_nr_isc_native;
 	char *cc_text;              /**< the file's text (owned; CONF_GET) */
 	size_t cc_text_len;
 };

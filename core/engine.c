@@ -276,6 +276,15 @@ void eng_walk_stats_add(struct stripe_walk_stats *a,
 	a->sw_walk_unrepairable += b->sw_walk_unrepairable;
 }
 
+int eng_unit_data_units(struct eng *e, const struct st_id *id,
+			const struct meta_ent *me, uint64_t start,
+			uint64_t end, eng_unit_fn fn, void *arg)
+{
+	if (e->e_lops == NULL || e->e_lops->elo_data_units == NULL)
+		return eng_unit_refuse(id, me->me_layout);
+	return e->e_lops->elo_data_units(e, id, me, start, end, fn, arg);
+}
+
 int eng_unit_scrub_obj(struct eng *e, const struct st_id *id,
 		       struct stripe_walk_stats *st)
 {

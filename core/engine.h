@@ -534,6 +534,33 @@ struct stripe_walk_stats {
 typedef int (*stripe_progress_fn)(void *arg, uint64_t done, uint64_t total);
 
 /**
+ * One data unit of an object with a unit layout, as function shipping maps
+ * it (elo_data_units): the part [ur_skip, ur_skip + ur_len) of the unit,
+ * which holds the object's bytes [ur_obj_off, ur_obj_off + ur_len).  A
+ * unit never written (ur_hole) reads as zeros and has no device; else it
+ * lies on store device ur_dev at ur_dev_off, ur_unit bytes whose crc64
+ * (layouts/ec.h ec_crc()) is ur_crc.  ur_group, ur_slot: where it is in
+ * the layout (for messages).
+ */
+struct eng_unit_ref {
+	uint64_t ur_obj_off;
+	uint32_t ur_skip;
+	uint32_t ur_len;
+	uint32_t ur_unit;
+	uint32_t ur_dev;
+	uint64_t ur_dev_off;
+	uint64_t ur_crc;
+	uint64_t ur_group;
+	uint32_t ur_slot;
+	bool ur_hole;
+	bool ur_lost;  /**< its record is marked lost (MU_LOST) */
+};
+
+/** Called for each data unit in object order; nonzero stops the walk and
+ *  is returned. */
+typedef int (*eng_unit_fn)(void *arg, const struct eng_unit_ref *u);
+
+/**
  * The unit layouts (pdclust, mirror) as the engine sees them: one table,
  * defined above the engine (layouts/stripe.h: stripe_layout_ops, whose
  * entries document each call) and handed to eng_open() in ec_layout_ops.
@@ -568,6 +595,11 @@ struct eng_layout_ops {
 			 struct stripe_walk_stats *st);
 	int (*elo_scrub_obj)(struct eng *e, const struct st_id *id,
 			     struct stripe_walk_stats *st);
+	/* Function shipping (core/isc/isc_eng.c): the data units of an
+	 * object's bytes [start, end) (elo_data_units, below). */
+	int (*elo_data_units)(struct eng *e, const struct st_id *id,
+			      const struct meta_ent *me, uint64_t start,
+			      uint64_t end, eng_unit_fn fn, void *arg);
 	/* The erasure codec of n + k, cached by the engine (eng_codec()). */
 	int (*elo_codec_create)(struct ec_codec **out, uint32_t n, uint32_t k);
 	void (*elo_codec_destroy)(struct ec_codec *c);
@@ -609,6 +641,14 @@ int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 /** Add b's figures to a's (walks of several engines or objects). */
 void eng_walk_stats_add(struct stripe_walk_stats *a,
 			const struct stripe_walk_stats *b);
+/** The data units of bytes [start, end) of unit-layout object id whose
+ *  record is *me (elo_data_units): fn called for each, in object order,
+ *  from records read in short read transactions (a snapshot per batch of
+ *  groups; a write meanwhile may show in a later batch).  0, fn's nonzero
+ *  return, or a negative code; -EOPNOTSUPP without a table. */
+int eng_unit_data_units(struct eng *e, const struct st_id *id,
+			const struct meta_ent *me, uint64_t start,
+			uint64_t end, eng_unit_fn fn, void *arg);
 /** The scrub of one unit-layout object's units (elo_scrub_obj). */
 int eng_unit_scrub_obj(struct eng *e, const struct st_id *id,
 		       struct stripe_walk_stats *st);

@@ -4,4 +4,4 @@
 LIB_SRCS += layouts/pdclust.c layouts/ec.c
 UT_SRCS += layouts/ut/pdclust_ut.c
 LIB_SRCS += layouts/stripe.c layouts/stripe_read.c layouts/stripe_write.c \
-	layouts/stripe_walk.c
+	layouts/stripe_walk.c layouts/stripe_isc.c

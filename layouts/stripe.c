@@ -557,6 +557,7 @@ const struct eng_layout_ops stripe_layout_ops = {
 	.elo_rebalance = stripe_rebalance,
 	.elo_scrub = stripe_scrub,
 	.elo_scrub_obj = stripe_scrub_obj,
+	.elo_data_units = stripe_data_units,
 	.elo_codec_create = ec_codec_create,
 	.elo_codec_destroy = ec_codec_destroy,
 };

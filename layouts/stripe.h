@@ -122,6 +122,13 @@ int stripe_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 int stripe_scrub_obj(struct eng *e, const struct st_id *id,
 		     struct stripe_walk_stats *st);
 
+/** The data units of bytes [start, end) of object id (record *me), for
+ *  function shipping (layouts/stripe_isc.c; struct eng_unit_ref,
+ *  core/engine.h). */
+int stripe_data_units(struct eng *e, const struct st_id *id,
+		      const struct meta_ent *me, uint64_t start, uint64_t end,
+		      eng_unit_fn fn, void *arg);
+
 /**
  * The table of all of the above for the engine (struct eng_layout_ops,
  * core/engine.h): whoever assembles the layers (clovis_init(), the

@@ -18,6 +18,8 @@
 # kind (tests/integ/metrics_test.sh; the package's server is not used).
 # libsqlite3-dev: the HSM plugin's catalog (fdmi/hsm/hsm.c); sqlite3: its
 # shell, for looking at a catalog by hand.
+# liblua5.4-dev: the sandboxed Lua functions of function shipping
+# (core/isc/isc_lua.c).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
@@ -26,7 +28,7 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
       libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
       curl etcd-server etcd-client libcurl4-openssl-dev gdb prometheus
-      libsqlite3-dev sqlite3)
+      libsqlite3-dev sqlite3 liblua5.4-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

@@ -15,6 +15,7 @@
 
 #include "tests/ut.h"
 
+
 /* Every module's suite-adding function, in data-path order. */
 static const struct ut_module {
 	const char *um_name;
@@ -39,6 +40,8 @@ static const struct ut_module {
 	{"etcd", etcd_ut_add},
 	{"analyzer", analyzer_ut_add},
 	{"addb", addb_ut_add},
+	{"isc", isc_ut_add},
+	{"isc_api", isc_api_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

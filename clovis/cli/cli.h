@@ -50,6 +50,18 @@ enum cli_opt {
 	CO_FDMI_SUB = 1u << 14, /* --max-bytes, --max-age, --from-start */
 	CO_FDMI_TAIL = 1u << 15, /* --follow, --no-ack */
 	CO_MOVE = 1u << 16,     /* --to, --range (obj move) */
+	CO_ISC_REG = 1u << 17,  /* --decl, --lua, --native (isc register) */
+	CO_ISC_CALL = 1u << 18, /* --obj, --idx, --container, --start,
+				 * --blocks, --from, --to, --args,
+				 * --deadline, --mem, --out-max (isc call) */
+};
+
+/** The options of the isc commands, as typed (struct cli.c_isc; NULL when
+ *  not given), checked by cli_isc.c. */
+enum cli_isc_opt {
+	CI_DECL, CI_LUA, CI_NATIVE, CI_OBJ, CI_IDX, CI_CONTAINER, CI_START,
+	CI_BLOCKS, CI_FROM, CI_TO, CI_ARGS, CI_DEADLINE, CI_MEM, CI_OUT_MAX,
+	CI_NR
 };
 
 /** Default data directory when neither --data nor STRATA_DATA is given. */
@@ -143,6 +155,7 @@ struct cli {
 	int c_to;              /* obj move --to: a tier, -1 not given */
 	bool c_range_set;      /* obj move --range A:B */
 	uint64_t c_range_a, c_range_b; /* blocks [A, B) */
+	const char *c_isc[CI_NR]; /* isc register, isc call: as typed */
 	/* positional arguments after the command words */
 	int c_nargs;
 	const char *c_args[CLI_POS_MAX];
@@ -479,6 +492,11 @@ int cmd_fdmi_rm(struct cli *c);
 int cmd_fdmi_tail(struct cli *c);
 int cmd_fdmi_reset(struct cli *c);
 int cmd_destroy(struct cli *c);
+int cmd_isc_register(struct cli *c); /* cli_isc.c */
+int cmd_isc_unregister(struct cli *c);
+int cmd_isc_list(struct cli *c);
+int cmd_isc_show(struct cli *c);
+int cmd_isc_call(struct cli *c);
 
 /** List the ids of one entity type in the default container. */
 int cli_list(struct cli *c, enum clovis_entity_type type, const char *what);

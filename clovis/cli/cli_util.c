@@ -230,6 +230,10 @@ int cli_store_open(struct cli *c)
 		conf.cc_flags |= CLOVIS_CONF_META_NVRAM;
 	conf.cc_dev_size = c->c_dev_size;
 	conf.cc_config = c->c_config;
+	/* Native shipped functions this process may load (docs/isc.md):
+	 * absolute paths separated by ':', from the environment only, so
+	 * that no command line grants it by accident. */
+	conf.cc_isc_native = getenv("STRATA_ISC_NATIVE");
 	/* Library log lines only with -v: without it every failure is the
 	 * one line cli_fail() prints (STRATA_LOG still overrides). */
 	conf.cc_log_level = c->c_verbose > 0 ? c->c_verbose : -1;

@@ -355,6 +355,47 @@ static const struct cli_cmd cmds[] = {
 	  "Remove the store in the data directory with all its data and "
 	  "devices, including the NVRAM device kept outside it (under "
 	  "/dev/shm).  The store must not be open elsewhere." },
+	{ "isc", "register", 1, 1, CO_ISC_REG, false, cmd_isc_register,
+	  "NAME (--decl FILE | --lua FILE | --native PATH)",
+	  "Function shipping (docs/isc.md): store the code of FILE ('-': "
+	  "standard input) under NAME (letters, digits, '_', '.', '-'), as "
+	  "a declarative program (--decl), a Lua 5.4 script (--lua) or a "
+	  "trusted native shared object (--native: its absolute path is "
+	  "the code; each server loads it only when its configuration "
+	  "lists it, cluster key isc_native).  The code is checked first "
+	  "(a syntax error names its line).  Prints the function's digest "
+	  "(SHA-256 of kind and code, 64 hex digits); the name now means "
+	  "this code, code it meant before stays under its digest." },
+	{ "isc", "unregister", 1, 1, 0, false, cmd_isc_unregister, "NAME",
+	  "Function shipping: forget the name NAME (its code stays in the "
+	  "registry under its digest)." },
+	{ "isc", "list", 0, 0, 0, false, cmd_isc_list, "[--json]",
+	  "Function shipping: every registered name in order, with its kind "
+	  "(decl, lua, native) and digest, one per line." },
+	{ "isc", "show", 1, 1, 0, false, cmd_isc_show, "NAME [--json]",
+	  "Function shipping: the kind, digest and code of function NAME "
+	  "(of a native one: its shared object's path)." },
+	{ "isc", "call", 1, 1, CO_ISC_CALL | CO_HEX, false, cmd_isc_call,
+	  "NAME (--obj ID [--start B] [--blocks N] | --idx ID [--from KEY] "
+	  "[--to KEY] | --container ID) [--args STR] [--deadline MS] "
+	  "[--mem BYTES] [--out-max BYTES] [--hex] [--json]",
+	  "Function shipping: run function NAME where the data lives: on "
+	  "the units of object ID (blocks B to B+N-1; default all), the "
+	  "records of index ID (keys from KEY to before KEY; default all) "
+	  "or every object and index of container ID (0:1 is the default "
+	  "container); each server maps what it holds and the results are "
+	  "merged here.  Prints one line per result record, "
+	  "KEY<TAB>TYPE<TAB>VALUE (keys as text when printable, else 0x "
+	  "and hex; a container member's records start with its id, "
+	  "HI:LO:; a histogram as lo,hi,count,count,...), then a line of "
+	  "figures on standard error: runs, servers, bytes mapped, bytes "
+	  "of result, degraded units.  --args: the bytes given to the "
+	  "function (Lua: ARGS); --deadline: per run in ms (default 1000); "
+	  "--mem: a Lua run's memory cap (default 8M); --out-max: the cap "
+	  "on each run's and the merged output (default 1M).  A function "
+	  "that fails, times out, runs out of memory or writes too much "
+	  "fails the call with a message naming it, the server and the "
+	  "reason." },
 	{ "bench", NULL, 0, 0, CO_OPS | CO_BLOCK, true, cmd_bench,
 	  "[--ops N] [--block-size BYTES]",
 	  "Time single-block writes and reads (4K and 1M blocks, or the "
@@ -375,7 +416,9 @@ enum opt_id {
 	O_NVRAM_DIR, O_CALL_TIMEOUT, O_ETCD_MEMBERS, O_NO_ETCD, O_HA_TEST,
 	O_DEV_FILL, O_META_REPLICAS, O_PID, O_FILE, O_MIN_PRIO, O_SWEEP,
 	O_MAX_BYTES, O_MAX_AGE, O_FROM_START, O_FOLLOW, O_NO_ACK, O_TO,
-	O_RANGE, O_FLASH_SIZE, O_NR
+	O_RANGE, O_FLASH_SIZE, O_DECL, O_LUA, O_NATIVE, O_OBJ, O_IDX,
+	O_CONTAINER, O_START, O_BLOCKS, O_FROM, O_ARGS, O_DEADLINE, O_MEM,
+	O_OUT_MAX, O_NR
 };
 
 /* One option: its names, its command bit, whether it takes a value. */
@@ -438,8 +481,22 @@ static const struct opt_def opt_defs[O_NR] = {
 	[O_FROM_START] = { "from-start", 0, CO_FDMI_SUB, false },
 	[O_FOLLOW] = { "follow", 0, CO_FDMI_TAIL, false },
 	[O_NO_ACK] = { "no-ack", 0, CO_FDMI_TAIL, false },
-	[O_TO] = { "to", 0, CO_MOVE, true },
+	/* obj move: a tier; isc call: the end of a key range */
+	[O_TO] = { "to", 0, CO_MOVE | CO_ISC_CALL, true },
 	[O_RANGE] = { "range", 0, CO_MOVE, true },
+	[O_DECL] = { "decl", 0, CO_ISC_REG, true },
+	[O_LUA] = { "lua", 0, CO_ISC_REG, true },
+	[O_NATIVE] = { "native", 0, CO_ISC_REG, true },
+	[O_OBJ] = { "obj", 0, CO_ISC_CALL, true },
+	[O_IDX] = { "idx", 0, CO_ISC_CALL, true },
+	[O_CONTAINER] = { "container", 0, CO_ISC_CALL, true },
+	[O_START] = { "start", 0, CO_ISC_CALL, true },
+	[O_BLOCKS] = { "blocks", 0, CO_ISC_CALL, true },
+	[O_FROM] = { "from", 0, CO_ISC_CALL, true },
+	[O_ARGS] = { "args", 0, CO_ISC_CALL, true },
+	[O_DEADLINE] = { "deadline", 0, CO_ISC_CALL, true },
+	[O_MEM] = { "mem", 0, CO_ISC_CALL, true },
+	[O_OUT_MAX] = { "out-max", 0, CO_ISC_CALL, true },
 };
 
 /* The raw command line: option values as typed, and the positionals. */
@@ -680,6 +737,32 @@ static void help_opts(uint32_t mask)
 		  "flash, sas, smr (required)" },
 		{ CO_MOVE, "--range A:B          only blocks A to B-1 (default: "
 		  "the whole object)" },
+		{ CO_ISC_REG, "--decl FILE          a declarative program "
+		  "(docs/isc.md)" },
+		{ CO_ISC_REG, "--lua FILE           a Lua 5.4 script" },
+		{ CO_ISC_REG, "--native PATH        a trusted shared object "
+		  "(servers must allow its path)" },
+		{ CO_ISC_CALL, "--obj ID             run on object ID's "
+		  "units" },
+		{ CO_ISC_CALL, "--start B            first block (objects; "
+		  "default 0)" },
+		{ CO_ISC_CALL, "--blocks N           blocks from --start "
+		  "(default: to the object's end)" },
+		{ CO_ISC_CALL, "--idx ID             run on index ID's "
+		  "records" },
+		{ CO_ISC_CALL, "--from KEY           first key (indices; "
+		  "default: the first)" },
+		{ CO_ISC_CALL, "--to KEY             end of the key range, "
+		  "not included (default: none)" },
+		{ CO_ISC_CALL, "--container ID       run on every object and "
+		  "index of container ID" },
+		{ CO_ISC_CALL, "--args STR           bytes given to the "
+		  "function (Lua: ARGS)" },
+		{ CO_ISC_CALL, "--deadline MS        per run (default 1000)" },
+		{ CO_ISC_CALL, "--mem BYTES          a Lua run's memory cap "
+		  "(default 8M)" },
+		{ CO_ISC_CALL, "--out-max BYTES      output cap per run and "
+		  "merged (default 1M)" },
 		{ CO_OPS, "--ops N              ops per test (default 5000)" },
 		{ CO_YES, "--yes                confirm that the store is to "
 		  "go" },
@@ -1016,7 +1099,7 @@ static int apply_move(struct cli *c, const struct raw *r)
 {
 	c->c_to = -1;
 	c->c_range_set = false;
-	if (r->r_set[O_TO]) {
+	if (r->r_set[O_TO] && (c->c_cmd->cc_opts & CO_MOVE)) {
 		c->c_to = cli_parse_tier(r->r_val[O_TO]);
 		if (c->c_to < 0)
 			return cli_usage(c, "--to '%s' is not a tier (nvram, "
@@ -1067,6 +1150,22 @@ static int apply_fdmi(struct cli *c, const struct raw *r)
 		return cli_usage(c, "--count 0: give at least 1 record (leave "
 				 "it out for every record there is)");
 	return rc;
+}
+
+/* The options of the isc commands, as typed (checked by cli_isc.c). */
+static void apply_isc(struct cli *c, const struct raw *r)
+{
+	static const int ids[CI_NR] = {
+		[CI_DECL] = O_DECL, [CI_LUA] = O_LUA, [CI_NATIVE] = O_NATIVE,
+		[CI_OBJ] = O_OBJ, [CI_IDX] = O_IDX,
+		[CI_CONTAINER] = O_CONTAINER, [CI_START] = O_START,
+		[CI_BLOCKS] = O_BLOCKS, [CI_FROM] = O_FROM, [CI_TO] = O_TO,
+		[CI_ARGS] = O_ARGS, [CI_DEADLINE] = O_DEADLINE,
+		[CI_MEM] = O_MEM, [CI_OUT_MAX] = O_OUT_MAX,
+	};
+
+	for (int i = 0; i < CI_NR; i++)
+		c->c_isc[i] = r->r_set[ids[i]] ? r->r_val[ids[i]] : NULL;
 }
 
 /* Turn --live into c_live: a percentage. */
@@ -1150,6 +1249,7 @@ static int apply_opts(struct cli *c, const struct raw *r)
 		rc = apply_fdmi(c, r);
 	if (rc == 0)
 		rc = apply_move(c, r);
+	apply_isc(c, r);
 	c->c_nodes = 3;
 	c->c_base_port = 21000;
 	c->c_dir = r->r_set[O_DIR] ? r->r_val[O_DIR] : "./strata-cluster";

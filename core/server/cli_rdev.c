@@ -178,6 +178,22 @@ static int rdev_open(struct tier_dev *d, const char *path)
 	return 0;
 }
 
+bool rdev_locate(struct tier_dev *d, uint32_t *server, uint32_t *dev,
+		 uint32_t *home)
+{
+	const struct rdev *rd;
+
+	if (d == NULL || d->td_ops == NULL ||
+	    strcmp(d->td_ops->to_name, ENG_REMOTE_DRIVER) != 0 ||
+	    d->td_priv == NULL)
+		return false;
+	rd = d->td_priv;
+	*server = rd->rd_srv;
+	*dev = rd->rd_dev;
+	*home = rd->rd_home;
+	return true;
+}
+
 static void rdev_close(struct tier_dev *d)
 {
 	free(d->td_priv);

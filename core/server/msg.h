@@ -59,6 +59,13 @@ enum msg_repl_op {
 	SOP_REPL_SHIP = RPC_OP_USER_MIN + 128, /**< ReplReq + OUT bulk */
 	SOP_REPL_SNAP = RPC_OP_USER_MIN + 129, /**< ReplReq + OUT bulk */
 };
+
+/* Function shipping (core/server/srv_isc.c): IscReq, answered with an
+ * IscReply body. */
+enum {
+	SOP_ISC = RPC_OP_USER_MIN + 160,       /**< client -> home / replica */
+	SOP_ISC_UNITS = RPC_OP_USER_MIN + 161, /**< home -> owner of units */
+};
 /* WalkReq.kind */
 enum msg_walk_kind { SWK_REPAIR = 1, SWK_REBALANCE = 2, SWK_SCRUB = 3 };
 

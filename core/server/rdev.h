@@ -90,6 +90,14 @@ void rdev_epoch_raise(uint64_t above);
  *  rdev_home_hold(false). */
 void rdev_home_hold(bool hold);
 
+struct tier_dev;
+/** d a remote device of this process: true with its owner *server, the
+ *  owner's device index *dev and the slice (home) *home its offsets are
+ *  in (function shipping sends units there: srv_isc.c); false for any
+ *  other device. */
+bool rdev_locate(struct tier_dev *d, uint32_t *server, uint32_t *dev,
+		 uint32_t *home);
+
 /** Is server i known to be unreachable for unit I/O? */
 bool rdev_server_down(uint32_t i);
 

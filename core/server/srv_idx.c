@@ -734,3 +734,23 @@ bool srv_ridx_mine(struct srv *s, const struct st_id *id)
 
 	return (s->s_self + n - clu_home(c, id)) % n < srv_replicas(s);
 }
+
+/* A function call over an index (srv_isc.c) reads this replica's records
+ * as a NEXT does: not when it missed acknowledged updates (behind; the
+ * client tries the next replica). */
+int srv_idx_isc_check(struct srv *s, const struct st_id *id)
+{
+	struct ridx *ri = ridx_get(s, id);
+	bool behind;
+
+	if (ri == NULL)
+		return err_set(-ENOMEM, "index %s", eng_id_str(id));
+	pthread_mutex_lock(&s->s_rlock);
+	behind = ri->ri_behind;
+	pthread_mutex_unlock(&s->s_rlock);
+	if (behind)
+		return err_set(-ESTALE, "server %s: index %s: this replica "
+			       "missed updates; try another replica",
+			       s->s_me->cs_name, eng_id_str(id));
+	return 0;
+}

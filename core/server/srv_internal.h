@@ -182,6 +182,7 @@ struct srv {
 	struct srv_exec *s_exec;
 	/* SOP_LAYER requests on their threads (srv_layer.c; atomic) */
 	uint32_t s_layer_threads;
+	uint32_t s_isc_threads;   /* function calls running (srv_isc.c) */
 	/* pmem2 devices registered for zero-copy transfers (srv_zc.c) */
 	struct srv_zc *s_zc;
 	/* the HA agent: map, epoch, membership (ha/srv_ha.c, a module of
@@ -437,6 +438,12 @@ bool srv_ridx_mine(struct srv *s, const struct st_id *id);
  * either sees the stop (false: not counted, the caller answers
  * -ESHUTDOWN) or the stop sees it in flight and waits for it.
  */
+/* Function shipping (srv_isc.c): SOP_ISC and SOP_ISC_UNITS handlers. */
+int srv_isc_register(struct srv *s);
+/* srv_idx.c: may this server's replica of index id answer a function
+ * call (not behind)?  0, or -ESTALE with a message. */
+int srv_idx_isc_check(struct srv *s, const struct st_id *id);
+
 static inline bool srv_enter(struct srv *s)
 {
 	__atomic_add_fetch(&s->s_cnt.sc_inflight, 1, __ATOMIC_SEQ_CST);

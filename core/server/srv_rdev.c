@@ -280,6 +280,9 @@ int srv_rdev_register(struct srv *s)
 {
 	int rc = srv_walk_register(s);
 
+	if (rc == 0)
+		rc = srv_isc_register(s);
+
 	for (uint32_t op = SOP_RDEV_WRITE; rc == 0 && op < SOP_RDEV_END; op++)
 		rc = rpc_handler_set(s->s_ep, op, srv_rdev_handle, s);
 	return rc;

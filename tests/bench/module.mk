@@ -52,3 +52,10 @@ $(BUILD)/strata_bench_fdmi: $(BUILD)/obj/tests/bench/bench_fdmi.o $(BUILD)/libst
 TEST_BINS += $(BUILD)/strata_bench_hsm
 $(BUILD)/strata_bench_hsm: $(BUILD)/obj/tests/bench/bench_hsm.o $(BUILD)/obj/fdmi/hsm/hsm.o $(BUILD)/obj/fdmi/hsm/hsm_policy.o $(BUILD)/obj/fdmi/plugin/plugin.o $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(shell pkg-config --libs sqlite3 2>/dev/null) $(PKG_LIBS) -lpthread
+
+# bench_isc.c: function shipping (issue 32) on a 3-server loopback cluster
+# it starts itself: min/max/mean/histogram of a container of float64
+# objects shipped (declarative, Lua) beside reading everything to the
+# client; wall time, bytes over the network, client CPU.
+TEST_BINS += $(BUILD)/strata_bench_isc
+$(BUILD)/strata_bench_isc: $(BUILD)/obj/tests/bench/bench_isc.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread -lm

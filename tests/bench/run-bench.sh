@@ -80,6 +80,13 @@ esac
 case ",$figs," in
 ,,|*,hsm,*) [ -x "$B/strata_bench_hsm" ] && { "$B/strata_bench_hsm" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
 esac
+# function shipping (issue 32, bench_isc.c): min/max/mean/histogram of a
+# container of 1 GiB of float64 objects on a 3-server loopback cluster of
+# its own (ports from BENCH_ISC_PORT, default 27600), shipped (declarative,
+# Lua) beside reading everything to the client; a few minutes
+case ",$figs," in
+,,|*,isc,*) [ -x "$B/strata_bench_isc" ] && { "$B/strata_bench_isc" --dir "$dir" --port "${BENCH_ISC_PORT:-27600}" ${nofigs[@]+"${nofigs[@]}"} || rc=1; } ;;
+esac
 # dtx recovery after a participant crash (issue 5): a 3-server loopback
 # cluster of our own, the decider SIGKILLed and restarted by the bench;
 # at most 300 s, the cluster stopped and removed whatever happened.
