@@ -1911,6 +1911,17 @@ static int clu_entity_list(struct clovis *cl, struct clovis_realm *r,
 			q.has_after = true;
 		}
 		rr = clu_call(c, s, SOP_LIST, &q.base, NULL, 0, &rp);
+		if (strict && rr != 0 && (peers_rc_transport(rr) ||
+					  rr == -EHOSTDOWN) &&
+		    clu_home_target(c, s) != s) {
+			/* its home is served by another server now (HA
+			 * takeover): that one lists its store */
+			uint32_t a = clu_home_target(c, s);
+
+			q.home = s;
+			q.has_home = true;
+			rr = clu_call(c, a, SOP_LIST, &q.base, NULL, 0, &rp);
+		}
 		if (rr == 0) {
 			ok++;
 			for (size_t i = 0; i < rp->n_ids && i < want; i++)

@@ -16,7 +16,7 @@
  *      language takes one:
  *        isc_grep.decl   the declarative program
  *                            where value contains "WORD"
- *                            keys
+ *                            records
  *                        (every matching record, a MATCH record each);
  *        isc_grep.lua    a Lua map pulling the records with next(key, n)
  *                        and emitting those whose value
@@ -303,7 +303,7 @@ static void demo(struct clovis *cl, uint64_t n, const char *word)
 
 	snprintf(name, sizeof name, "@isc-grep-%d", (int)getpid());
 	snprintf(decl, sizeof decl, "# the records whose value holds a "
-		 "word\nwhere value contains \"%s\"\nkeys\n", word);
+		 "word\nwhere value contains \"%s\"\nrecords\n", word);
 	check_rc(clovis_id_parse(name, &id), "parse the index's id");
 	rc = idx_fill(cl, &ix, &id, n, word);
 	check_rc(rc, "fill the index with log lines");

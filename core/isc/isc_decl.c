@@ -76,7 +76,8 @@ struct dnode {
 	uint32_t dn_soff, dn_slen;    /* a string literal in the pool */
 };
 
-enum dagg_kind { A_COUNT, A_SUM, A_MIN, A_MAX, A_MEAN, A_HIST, A_KEYS };
+enum dagg_kind { A_COUNT, A_SUM, A_MIN, A_MAX, A_MEAN, A_HIST, A_KEYS,
+		 A_RECORDS };
 
 struct dagg {
 	enum dagg_kind da_kind;
@@ -161,6 +162,41 @@ static bool isnumch(char c)
 	return isalnum((unsigned char)c) || c == '.' || c == '_';
 }
 
+/* A number token from s[i] (sign, digits, letters, '.', an exponent's
+ * sign): lit_parse() says whether it is one. */
+static int lex_num(struct pctx *p, uint32_t i)
+{
+	const char *s = p->p_line;
+	uint32_t n = p->p_llen, j = i + 1;
+
+	while (j < n && (isnumch(s[j]) ||
+			 ((s[j] == '-' || s[j] == '+') &&
+			  (s[j - 1] == 'e' || s[j - 1] == 'E' ||
+			   s[j - 1] == 'p' || s[j - 1] == 'P'))))
+		j++;
+	p->p_tok.t = T_NUM;
+	p->p_tok.len = j - i;
+	p->p_pos = j;
+	return 0;
+}
+
+/* A string token from the quote at s[i] to the closing one (escape
+ * pairs kept whole; decoded by str_decode()). */
+static int lex_str(struct pctx *p, uint32_t i)
+{
+	const char *s = p->p_line;
+	uint32_t n = p->p_llen, j = i + 1;
+
+	while (j < n && s[j] != '"')
+		j += s[j] == '\\' && j + 1 < n ? 2 : 1;
+	if (j >= n)
+		return perr(p, i + 1, "string not closed");
+	p->p_tok.t = T_STR;
+	p->p_tok.len = j + 1 - i;
+	p->p_pos = j + 1;
+	return 0;
+}
+
 /* Read the next token of the line into p->p_tok: 0, or -EINVAL. */
 static int lex(struct pctx *p)
 {
@@ -191,31 +227,10 @@ static int lex(struct pctx *p)
 	}
 	if (isdigit((unsigned char)s[i]) ||
 	    ((s[i] == '-' || s[i] == '+' || s[i] == '.') && i + 1 < n &&
-	     (isalnum((unsigned char)s[i + 1]) || s[i + 1] == '.'))) {
-		uint32_t j = i + 1;
-
-		while (j < n && (isnumch(s[j]) ||
-				 ((s[j] == '-' || s[j] == '+') &&
-				  (s[j - 1] == 'e' || s[j - 1] == 'E' ||
-				   s[j - 1] == 'p' || s[j - 1] == 'P'))))
-			j++;
-		t->t = T_NUM;
-		t->len = j - i;
-		p->p_pos = j;
-		return 0;
-	}
-	if (s[i] == '"') {
-		uint32_t j = i + 1;
-
-		while (j < n && s[j] != '"')
-			j += s[j] == '\\' && j + 1 < n ? 2 : 1;
-		if (j >= n)
-			return perr(p, i + 1, "string not closed");
-		t->t = T_STR;
-		t->len = j + 1 - i;
-		p->p_pos = j + 1;
-		return 0;
-	}
+	     (isalnum((unsigned char)s[i + 1]) || s[i + 1] == '.')))
+		return lex_num(p, i);
+	if (s[i] == '"')
+		return lex_str(p, i);
 	p->p_pos = i + 1;
 	switch (s[i]) {
 	case '(': t->t = T_LP; return 0;
@@ -703,11 +718,12 @@ static int parse_field(struct pctx *p)
 	return 0;
 }
 
-/* count | keys | sum F | min F | max F | mean F | hist F LO HI NB */
+/* count | keys | records | sum F | min F | max F | mean F |
+ * hist F LO HI NB */
 static int parse_agg(struct pctx *p, enum dagg_kind k)
 {
 	static const char *const names[] = {"count", "sum", "min", "max",
-					    "mean", "hist", "keys"};
+					    "mean", "hist", "keys", "records"};
 	struct isc_decl *d = p->p_d;
 	uint32_t col = p->p_tok.col;
 	struct dagg *a;
@@ -722,7 +738,7 @@ static int parse_agg(struct pctx *p, enum dagg_kind k)
 	a->da_kind = k;
 	if ((rc = next(p)) != 0)
 		return rc;
-	if (k == A_COUNT || k == A_KEYS) {
+	if (k == A_COUNT || k == A_KEYS || k == A_RECORDS) {
 		snprintf(a->da_key, sizeof a->da_key, "%s", names[k]);
 	} else {
 		if ((rc = field_ref(p, &a->da_field)) != 0)
@@ -765,7 +781,7 @@ static int parse_agg(struct pctx *p, enum dagg_kind k)
 static int parse_line(struct pctx *p, bool *have_rec, uint32_t *rec_line)
 {
 	static const char *const aggs[] = {"count", "sum", "min", "max",
-					   "mean", "hist", "keys"};
+					   "mean", "hist", "keys", "records"};
 	struct isc_decl *d = p->p_d;
 	struct tok kw;
 	uint16_t root;
@@ -816,7 +832,8 @@ static int parse_line(struct pctx *p, bool *have_rec, uint32_t *rec_line)
 		if (i == sizeof aggs / sizeof aggs[0])
 			return perr(p, kw.col, "unknown statement '%.*s' "
 				    "(record, field, where, count, sum, min, "
-				    "max, mean, hist, keys)", (int)kw.len,
+				    "max, mean, hist, keys, records)",
+				    (int)kw.len,
 				    kw.s);
 		if ((rc = parse_agg(p, (enum dagg_kind)i)) != 0)
 			return rc;
@@ -849,8 +866,8 @@ static int decl_finish(struct pctx *p, bool have_rec, uint32_t rec_line)
 	p->p_lineno = 0;
 	if (d->d_nagg == 0)
 		return err_set(-EINVAL, "function %s: nothing to compute (no "
-			       "count, sum, min, max, mean, hist or keys "
-			       "line)", p->p_f->f_name);
+			       "count, sum, min, max, mean, hist, keys or "
+			       "records line)", p->p_f->f_name);
 	if (d->d_idx)
 		return 0;
 	for (uint32_t i = 0; i < d->d_nfield; i++) {
@@ -1087,6 +1104,53 @@ static int bytes_cmp(const uint8_t *a, uint32_t al, const uint8_t *b,
 	return al < bl ? -1 : al > bl;
 }
 
+/* One comparison of every record of an object chunk: the operator
+ * chosen once, the loop over records of load(p) OP lit. */
+#define OBJ_CMP(T, load, lit)						\
+	do {								\
+		const uint8_t *p = c->ch_base + f->df_off;		\
+		const T l_ = (lit);					\
+		switch (n->dn_cmp) {					\
+		case C_EQ: OBJ_LOOP(load, ==, l_); break;		\
+		case C_NE: OBJ_LOOP(load, !=, l_); break;		\
+		case C_LT: OBJ_LOOP(load, <, l_); break;		\
+		case C_LE: OBJ_LOOP(load, <=, l_); break;		\
+		case C_GT: OBJ_LOOP(load, >, l_); break;		\
+		default: OBJ_LOOP(load, >=, l_); break;			\
+		}							\
+	} while (0)
+#define OBJ_LOOP(load, op, l)						\
+	for (uint32_t i = 0; i < c->ch_n; i++, p += c->ch_rec)		\
+		res[i] = (load) op (l) ? 2 : 0
+
+/* A numeric comparison over an object chunk (every record holds the
+ * field): true if done here. */
+static bool eval_obj_cmp(const struct isc_decl *d, const struct dnode *n,
+			 const struct dchunk *c, uint8_t *res)
+{
+	const struct dfield *f = &d->d_field[n->dn_field];
+	enum dtype t = f->df_type;
+
+	if (c->ch_recs != NULL || n->dn_op != N_CMP)
+		return false;
+	switch (n->dn_mode) {
+	case M_F64:
+		if (t == DT_F64)
+			OBJ_CMP(double, ld_f64(DT_F64, p), n->dn_lit.d);
+		else
+			OBJ_CMP(double, ld_f64(t, p), n->dn_lit.d);
+		return true;
+	case M_I64:
+		OBJ_CMP(int64_t, ld_i64(t, p), n->dn_lit.i);
+		return true;
+	case M_U64:
+		OBJ_CMP(uint64_t, (uint64_t)ld_i64(DT_U64, p), n->dn_lit.u);
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* Evaluate a comparison, prefix or contains node over the chunk. */
 static void eval_leaf(const struct isc_decl *d, const struct dnode *n,
 		      const struct dchunk *c, uint8_t *res)
@@ -1095,6 +1159,8 @@ static void eval_leaf(const struct isc_decl *d, const struct dnode *n,
 	const uint8_t *s = d->d_pool + n->dn_soff;
 	uint32_t len;
 
+	if (eval_obj_cmp(d, n, c, res))
+		return;
 	for (uint32_t i = 0; i < c->ch_n; i++) {
 		const uint8_t *p = fbytes(f, c, i, &len);
 
@@ -1267,9 +1333,10 @@ static void agg_run(const struct dagg *a, struct dacc *ac, const double *x,
 	}
 }
 
-/* keys: a MATCH record per selected record. */
+/* keys (with_val false) or records: a MATCH record per selected record;
+ * on an index its value empty, or the record's value. */
 static int agg_keys(struct isc_run *r, struct drun *dr,
-		    const struct dchunk *c, uint64_t off)
+		    const struct dchunk *c, uint64_t off, bool with_val)
 {
 	const struct isc_decl *d = r->r_fn->f_decl;
 	uint32_t n = d->d_where ? dr->dr_nsel : c->ch_n;
@@ -1282,7 +1349,8 @@ static int agg_keys(struct isc_run *r, struct drun *dr,
 			rc = isc_comb_add(&r->r_comb, r->r_fn->f_name,
 					  c->ch_recs[i].r_key,
 					  c->ch_recs[i].r_klen, ISC_V_MATCH,
-					  NULL, 0);
+					  with_val ? c->ch_recs[i].r_val : NULL,
+					  with_val ? c->ch_recs[i].r_vlen : 0);
 		} else {
 			uint64_t be = htobe64(off + (uint64_t)i * c->ch_rec);
 
@@ -1313,8 +1381,8 @@ static int eval_chunk(struct isc_run *r, const struct dchunk *c,
 
 		if (a->da_kind == A_COUNT)
 			continue;
-		if (a->da_kind == A_KEYS) {
-			rc = agg_keys(r, dr, c, off);
+		if (a->da_kind == A_KEYS || a->da_kind == A_RECORDS) {
+			rc = agg_keys(r, dr, c, off, a->da_kind == A_RECORDS);
 			continue;
 		}
 		n = gather(d, dr, &d->d_field[a->da_field], c, &x);

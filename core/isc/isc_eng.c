@@ -373,6 +373,12 @@ static int isc_obj_read_run(struct eng *e, const struct isc_call *c,
 			rc = isc_run_ext(r, p, data, q - p);
 			st->st_bytes += q - p;
 			free(buf);
+		} else {
+			rc = err_set(rc, "object %s: read of bytes %" PRIu64
+				     "..%" PRIu64 " for function %s: %s",
+				     eng_id_str(&c->ic_id), p, q,
+				     c->ic_desc->fd_name ? c->ic_desc->fd_name :
+				     "?", err_msg());
 		}
 	}
 	if (rc != 0) {

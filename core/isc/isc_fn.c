@@ -232,45 +232,91 @@ int isc_run_start(struct isc_run **out, const struct isc_fn *f,
 		free(r);
 		return rc;
 	}
+	/* the budget left after the script's top level ran */
+	{
+		uint64_t now = isc_now_ns();
+
+		r->r_budget_ns = r->r_lim.l_deadline_ns > now ?
+				 r->r_lim.l_deadline_ns - now : 0;
+	}
 	*out = r;
 	return 0;
+}
+
+/* The run's clock starts again: its deadline is now plus what is left
+ * of its budget (the engine's reads between calls do not count). */
+static uint64_t run_clock_start(struct isc_run *r)
+{
+	uint64_t now = isc_now_ns();
+
+	r->r_lim.l_deadline_ns = now + r->r_budget_ns;
+	if (r->r_fn->f_kind == ISC_LUA)
+		isc_lua_deadline(r);
+	return now;
+}
+
+/* The run's clock stops: what the call took is spent. */
+static void run_clock_stop(struct isc_run *r, uint64_t t0)
+{
+	uint64_t used = isc_now_ns() - t0;
+
+	r->r_budget_ns = used < r->r_budget_ns ? r->r_budget_ns - used : 0;
 }
 
 int isc_run_ext(struct isc_run *r, uint64_t off, const void *data,
 		size_t len)
 {
+	uint64_t t0;
+	int rc;
+
 	if (r->r_fn->f_target != ISC_T_OBJ)
 		return err_set(-EINVAL, "function %s: compiled for an index, "
 			       "fed an object's extent", r->r_fn->f_name);
+	t0 = run_clock_start(r);
 	switch (r->r_fn->f_kind) {
 	case ISC_DECL:
-		return isc_decl_ext(r, off, data, len);
+		rc = isc_decl_ext(r, off, data, len);
+		break;
 	case ISC_LUA:
-		return isc_lua_ext(r, off, data, len);
+		rc = isc_lua_ext(r, off, data, len);
+		break;
 	default:
-		return isc_native_ext(r, off, data, len);
+		rc = isc_native_ext(r, off, data, len);
+		break;
 	}
+	run_clock_stop(r, t0);
+	return rc;
 }
 
 int isc_run_idx(struct isc_run *r, const struct isc_idx_src *src)
 {
+	uint64_t t0;
+	int rc;
+
 	if (r->r_fn->f_target != ISC_T_IDX)
 		return err_set(-EINVAL, "function %s: compiled for an object, "
 			       "fed an index", r->r_fn->f_name);
+	t0 = run_clock_start(r);
 	switch (r->r_fn->f_kind) {
 	case ISC_DECL:
-		return isc_decl_idx(r, src);
+		rc = isc_decl_idx(r, src);
+		break;
 	case ISC_LUA:
-		return isc_lua_idx(r, src);
+		rc = isc_lua_idx(r, src);
+		break;
 	default:
-		return isc_native_idx(r, src);
+		rc = isc_native_idx(r, src);
+		break;
 	}
+	run_clock_stop(r, t0);
+	return rc;
 }
 
 int isc_run_end(struct isc_run *r, struct isc_out *out)
 {
 	int rc;
 
+	run_clock_start(r);
 	switch (r->r_fn->f_kind) {
 	case ISC_DECL:
 		rc = isc_decl_end(r);

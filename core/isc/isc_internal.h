@@ -60,6 +60,10 @@ struct isc_run {
 	size_t r_alen;
 	struct isc_comb r_comb;   /**< the run's output */
 	void *r_priv;             /**< the kind's state */
+	/** Time left of the run's deadline (ns): the clock runs only while
+	 *  the function does (its start, each isc_run_ext/idx, its end),
+	 *  not while the engine reads the next extent. */
+	uint64_t r_budget_ns;
 };
 
 /* ---------------------------------------------------------- isc_fn.c */
@@ -111,6 +115,9 @@ int isc_lua_ext(struct isc_run *r, uint64_t off, const void *data,
 		size_t len);
 int isc_lua_idx(struct isc_run *r, const struct isc_idx_src *src);
 int isc_lua_end(struct isc_run *r);
+/** The run's deadline moved to r->r_lim.l_deadline_ns (its watchdog's
+ *  too), unless it fired already. */
+void isc_lua_deadline(struct isc_run *r);
 void isc_lua_abort(struct isc_run *r);
 /** isc_out_final()'s reduce: every group of LIST records of one key in
  *  the sorted list src replaced by reduce(key, values); the result (the

@@ -865,6 +865,31 @@ int isc_lua_end(struct isc_run *r)
 	return rc;
 }
 
+void isc_lua_deadline(struct isc_run *r)
+{
+	struct lrun *lr = r->r_priv;
+
+	if (lr == NULL)
+		return;
+	pthread_mutex_lock(&wd_mu);
+	lr->lr_lim.l_deadline_ns = r->r_lim.l_deadline_ns;
+	if (lr->lr_wd.w_armed) {
+		/* the watchdog may have fired while the state was idle
+		 * between calls (the budget was not spent then): the state
+		 * does not run now, so its hook is cleared here, under the
+		 * lock the watchdog sets hooks under */
+		if (lr->lr_wd.w_fired && !lr->lr_timedout &&
+		    r->r_lim.l_deadline_ns > isc_now_ns()) {
+			lua_sethook(lr->lr_L, NULL, 0, 0);
+			lr->lr_wd.w_fired = false;
+		}
+		pthread_cond_signal(&wd_cv);
+	}
+	/* (without a watchdog thread the count hook reads it) */
+	lr->lr_wd.w_deadline = r->r_lim.l_deadline_ns;
+	pthread_mutex_unlock(&wd_mu);
+}
+
 void isc_lua_abort(struct isc_run *r)
 {
 	if (r->r_priv != NULL)

@@ -127,8 +127,9 @@ int isc_native_compile(struct isc_fn *f, const struct isc_fn_desc *d,
 	if (lim == NULL || lim->il_native_allow == NULL ||
 	    lim->il_native_allow[0] == NULL) {
 		rc = err_set(-EPERM, "native function %s: path %s is not "
-			     "allowed by this server's configuration "
-			     "(isc_native)", f->f_name, path);
+			     "allowed by the configuration of %s (isc_native)",
+			     f->f_name, path, lim != NULL && lim->il_where &&
+			     lim->il_where[0] ? lim->il_where : "this process");
 		goto fail;
 	}
 	if (realpath(path, n->n_path) == NULL) {
@@ -139,8 +140,9 @@ int isc_native_compile(struct isc_fn *f, const struct isc_fn_desc *d,
 	}
 	if (!native_allowed(n->n_path, lim->il_native_allow)) {
 		rc = err_set(-EPERM, "native function %s: path %s is not "
-			     "allowed by this server's configuration "
-			     "(isc_native)", f->f_name, path);
+			     "allowed by the configuration of %s (isc_native)",
+			     f->f_name, path, lim != NULL && lim->il_where &&
+			     lim->il_where[0] ? lim->il_where : "this process");
 		goto fail;
 	}
 	rc = isc_digest(&chk);

@@ -403,6 +403,8 @@ static int msg_list_decode(struct msg_req *m, const ListReq *q)
 	msg_id_in(q->after, &m->mr_after);
 	m->mr_has_after = q->has_after;
 	m->mr_nr = q->nr;
+	m->mr_list_home = q->home;
+	m->mr_has_list_home = q->has_home;
 	return 0;
 }
 

@@ -186,6 +186,8 @@ struct msg_req {
 	/* LIST */
 	struct st_id mr_after;
 	bool mr_has_after;
+	uint32_t mr_list_home;      /**< LIST: a home this server acts for */
+	bool mr_has_list_home;
 	/* LAYER (mr_req.er_id the object, mr_incarnation the handle's,
 	 * mr_req.er_ent the sub-layout of an ADD: its layout fields only) */
 	uint32_t mr_lop;            /**< SLY_* */

@@ -593,14 +593,14 @@ static int srv_list_one(void *arg, const struct st_id *id)
 	return a->la_n >= a->la_max ? META_SCAN_STOP : META_SCAN_NEXT;
 }
 
-static int srv_list_walk(struct srv *s, MDB_txn *txn, struct msg_req *m,
+static int srv_list_walk(struct eng *e, MDB_txn *txn, struct msg_req *m,
 			 SId *ids, SId **ptrs, size_t *nr)
 {
 	const struct st_id *c = &m->mr_req.er_container;
 	struct st_id root = {0, 0}, cont = {c->si_hi, c->si_lo};
 	struct st_id after = {m->mr_after.si_hi, m->mr_after.si_lo};
 	struct list_arg la = {ids, ptrs, 0, m->mr_nr};
-	int rc = meta_member_scan(txn, eng_meta(s->s_eng),
+	int rc = meta_member_scan(txn, eng_meta(e),
 				  m->mr_req.er_type == ST_ET_CONTAINER ?
 				  &root : &cont, m->mr_req.er_type,
 				  m->mr_has_after ? &after : NULL,
@@ -653,20 +653,46 @@ static void srv_list(struct srv *s, struct srv_op *so)
 	SId **ptrs = calloc(m->mr_nr, sizeof *ptrs);
 	struct meta_ent me;
 	MDB_txn *txn = NULL;
-	int rc = ids == NULL || ptrs == NULL ? err_set(-ENOMEM, "list") :
-		 meta_rtxn_begin(eng_meta(s->s_eng), &txn, "begin list");
+	struct eng *e = s->s_eng;
+	void *ref = NULL;
+	int rc = ids == NULL || ptrs == NULL ? err_set(-ENOMEM, "list") : 0;
 
+	/* the store of a home this server acts for (docs/cluster.md
+	 * "Taking over a home"): a client listing every member of a
+	 * container asks here for a home that does not answer */
+	if (rc == 0 && m->mr_has_list_home && m->mr_list_home != s->s_self) {
+		if (m->mr_list_home >= s->s_conf->cc_nr_servers)
+			rc = err_set(-EINVAL, "request: list: home %u: not a "
+				     "server", m->mr_list_home);
+		else if (s->s_route == NULL)
+			rc = err_set(-EREMCHG, "server %s does not act for "
+				     "home %s", s->s_me->cs_name,
+				     s->s_conf->cc_servers[m->mr_list_home]
+					     .cs_name);
+		else
+			rc = s->s_route(s->s_route_arg, m->mr_list_home, &e,
+					&ref);
+		if (rc == 0 && e == s->s_eng)
+			rc = err_set(-EREMCHG, "server %s does not act for "
+				     "home %s", s->s_me->cs_name,
+				     s->s_conf->cc_servers[m->mr_list_home]
+					     .cs_name);
+	}
+	if (rc == 0)
+		rc = meta_rtxn_begin(eng_meta(e), &txn, "begin list");
 	if (rc == 0 && m->mr_req.er_type != ST_ET_CONTAINER) {
-		rc = meta_ent_get(txn, eng_meta(s->s_eng),
+		rc = meta_ent_get(txn, eng_meta(e),
 				  &m->mr_req.er_container, &me);
 		if (rc == -ENOENT || (rc == 0 && me.me_type != ST_ET_CONTAINER))
 			rc = err_set(-ENOENT, "container %s does not exist",
 				     eng_id_str(&m->mr_req.er_container));
 	}
 	if (rc == 0)
-		rc = srv_list_walk(s, txn, m, ids, ptrs, &rp.n_ids);
+		rc = srv_list_walk(e, txn, m, ids, ptrs, &rp.n_ids);
 	if (txn != NULL)
-		meta_rtxn_put(eng_meta(s->s_eng), txn);
+		meta_rtxn_put(eng_meta(e), txn);
+	if (ref != NULL)
+		s->s_route_put(s->s_route_arg, ref);
 	rp.ids = ptrs;
 	if (rc == 0)
 		srv_reply(so, 0, &rp, NULL);

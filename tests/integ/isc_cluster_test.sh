@@ -37,7 +37,7 @@ cl_need strata strata-server examples/isc_stats examples/isc_grep examples/isc_w
 F=$D/cluster.yaml
 # the bound of every call that may meet a dead server: its deadline and
 # a few call timeouts of fast.yaml (4 s), with room for a loaded machine
-CALL_BOUND=120
+CALL_BOUND=300
 
 PYLIB=$T/isclib.py
 cat >"$PYLIB" <<'EOF'
@@ -195,7 +195,7 @@ function finish()
   emit("sum", s, "sum"); emit("n", n, "sum")
 end
 EOF
-printf 'where value contains "ERROR"\nkeys\n' >"$T/grep.decl"
+printf 'where value contains "ERROR"\nrecords\n' >"$T/grep.decl"
 good "isc register stats --decl" isc register stats --decl "$T/stats.decl"
 good "isc register stats.lua --lua" isc register stats.lua --lua "$T/stats.lua"
 good "isc register grep --decl" isc register grep --decl "$T/grep.decl"

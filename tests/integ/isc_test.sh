@@ -13,7 +13,7 @@
 #      object and a plain one) equal Python's over the same file, whole
 #      and over a block range; --json equals the text; the figures line
 #      (bytes mapped = the bytes of the range);
-#   4. on an index: `where value contains` + keys (MATCH records, with
+#   4. on an index: `where value contains` + records (MATCH records, with
 #      their values), over a key range, and a Lua grep with --args, each
 #      equal to Python's grep of the records put;
 #   5. on a container (the default container 0:1 of a store of its own):
@@ -368,7 +368,7 @@ mapfile -t recs <"$T/recs"
 good "idx create @log" idx create @log
 good "idx put @log: 200 records" idx put @log "${recs[@]:0:400}"
 good "idx put @log: 200 more" idx put @log "${recs[@]:400:400}"
-printf 'where value contains "ERROR"\nkeys\n' >"$T/grep.decl"
+printf 'where value contains "ERROR"\nrecords\n' >"$T/grep.decl"
 cat >"$T/grep.lua" <<'EOF'
 -- grep: the records whose value holds ARGS (plain text)
 function map()

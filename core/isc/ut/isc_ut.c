@@ -1136,8 +1136,8 @@ static void test_native(void)
 		sum += (d[i] = i * 0.5);
 	/* not allowed: no list, an empty one, another path */
 	CU_ASSERT_EQUAL(native_fn(native_so, ISC_T_OBJ, NULL, &f, NULL), -EPERM);
-	CU_ASSERT(strstr(err_msg(), "is not allowed by this server's "
-			 "configuration (isc_native)") != NULL);
+	CU_ASSERT(strstr(err_msg(), "is not allowed by the configuration "
+			 "of this process (isc_native)") != NULL);
 	CU_ASSERT_EQUAL(native_fn(native_so, ISC_T_OBJ, none, &f, NULL), -EPERM);
 	CU_ASSERT_EQUAL(native_fn(native_so, ISC_T_OBJ, other, &f, NULL),
 			-EPERM);
@@ -1197,6 +1197,48 @@ static void test_native(void)
 
 /* ------------------------------------------------------------- suite */
 
+
+/* The deadline is a budget of the function's own time: the time between
+ * two extents (the engine reading the next one) does not count, while a
+ * function that spends it all in one call is stopped. */
+static void test_budget(void)
+{
+	struct isc_limits lim = {0};
+	struct isc_fn *f;
+	struct isc_run *r;
+	struct isc_out out;
+	uint8_t d[64] = {0};
+	uint64_t t0;
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(mkfn(ISC_LUA, "function map(e) "
+				   "emit('n', 1, 'sum') end\n", ISC_T_OBJ,
+				   NULL, &f), 0);
+	lim.il_deadline_ns = isc_now_ns() + 200 * 1000000ull;
+	CU_ASSERT_EQUAL_FATAL(isc_run_start(&r, f, NULL, 0, &lim), 0);
+	for (int i = 0; i < 4; i++) {
+		usleep(100 * 1000); /* a slow read of the next extent */
+		rc = isc_run_ext(r, (uint64_t)i * sizeof d, d, sizeof d);
+		CU_ASSERT_EQUAL(rc, 0);
+	}
+	isc_out_init(&out, 0);
+	CU_ASSERT_EQUAL(isc_run_end(r, &out), 0);
+	CU_ASSERT_EQUAL(out.o_nr, 1);
+	isc_out_fini(&out);
+	isc_fn_free(f);
+	/* the same budget spent inside one call: stopped near it */
+	CU_ASSERT_EQUAL_FATAL(mkfn(ISC_LUA, "function map(e) while true do "
+				   "end end\n", ISC_T_OBJ, NULL, &f), 0);
+	lim.il_deadline_ns = isc_now_ns() + 200 * 1000000ull;
+	CU_ASSERT_EQUAL_FATAL(isc_run_start(&r, f, NULL, 0, &lim), 0);
+	usleep(300 * 1000);
+	t0 = now_ms();
+	CU_ASSERT_EQUAL(isc_run_ext(r, 0, d, sizeof d), -ETIMEDOUT);
+	CU_ASSERT(now_ms() - t0 >= 150);
+	isc_run_abort(r);
+	isc_fn_free(f);
+}
+
 int isc_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("isc", NULL, NULL);
@@ -1212,7 +1254,8 @@ int isc_ut_add(void)
 	    !CU_add_test(s, "lua_idx", test_lua_idx) ||
 	    !CU_add_test(s, "lua_hostile", test_lua_hostile) ||
 	    !CU_add_test(s, "digest", test_digest) ||
-	    !CU_add_test(s, "native", test_native))
+	    !CU_add_test(s, "native", test_native) ||
+	    !CU_add_test(s, "budget", test_budget))
 		return -1;
 	return 0;
 }
