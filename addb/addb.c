@@ -214,6 +214,16 @@ static const struct addb_family addb_catalog[ADDB_METRIC_NR] = {
 	[ADDB_FDMI_LAGGING] = {"strata_fdmi_lagging_total",
 		"FDMI consumers marked LAGGING (past a bound: cursor dropped).",
 		ADDB_COUNTER, ADDB_PRIO_CRITICAL, L0, 1},
+	[ADDB_ISC_RUNS] = {"strata_isc_runs_total",
+		"Shipped function runs started in this process (docs/isc.md).",
+		ADDB_COUNTER, ADDB_PRIO_USEFUL, L0, 1},
+	[ADDB_ISC_FAILED] = {"strata_isc_failed_total",
+		"Shipped function runs that failed (error, deadline, memory or "
+		"output cap).", ADDB_COUNTER, ADDB_PRIO_CRITICAL, L0, 1},
+	[ADDB_ISC_LUA_BYTES] = {"strata_isc_lua_bytes",
+		"Bytes held by the Lua states of shipped functions now (as of "
+		"each state's last call; 0 when no run is open).",
+		ADDB_GAUGE, ADDB_PRIO_USEFUL, L0, 1},
 };
 
 const struct addb_family *addb_family(enum addb_metric m)

@@ -125,6 +125,9 @@ enum addb_metric {
 	ADDB_FDMI_HEAD,        /**< gauge: sequence number of the newest record */
 	ADDB_FDMI_LAG_BYTES,   /**< gauge: bytes not yet acked, worst consumer */
 	ADDB_FDMI_LAGGING,     /**< counter: consumers marked LAGGING */
+	ADDB_ISC_RUNS,         /**< counter: shipped function runs started */
+	ADDB_ISC_FAILED,       /**< counter: runs that failed */
+	ADDB_ISC_LUA_BYTES,    /**< gauge: bytes held by Lua states now */
 	ADDB_METRIC_NR
 };
 

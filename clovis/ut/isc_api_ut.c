@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "clovis/clovis.h"
 #include "tests/ut.h"
 
 static struct clovis *cl;
 static char dir[512];
+static char native_so[4096 + 32]; /* the sample native function beside us */
 static uint64_t next_lo = 0x1000;
 
 #define NVAL 100000u /* float64 values in the array object */
@@ -36,6 +38,25 @@ static int suite_init(void)
 		next_lo = (uint64_t)time(NULL) << 24;
 	snprintf(dir, sizeof dir, "%s/store", d);
 	c.cc_data_dir = dir;
+	/* the sample native function (core/isc/ut/native_fn.c), built
+	 * beside ut_main: allowed here (embedded); a cluster's servers
+	 * allow it by their cluster file (isc_cluster_test.sh) */
+	{
+		char exe[4096], *slash;
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+
+		if (n > 0) {
+			exe[n] = '\0';
+			slash = strrchr(exe, '/');
+			if (slash != NULL) {
+				*slash = '\0';
+				snprintf(native_so, sizeof native_so,
+					 "%s/isc_native_fn.so", exe);
+			}
+		}
+	}
+	if (!ut_cluster_mode() && native_so[0] != '\0')
+		c.cc_isc_native = native_so;
 	if (clovis_init(&cl, &c) != 0) {
 		fprintf(stderr, "isc_api: clovis_init: %s\n", clovis_errmsg());
 		return -1;
@@ -711,6 +732,50 @@ static void test_native_refused(void)
 	CU_ASSERT(strstr(clovis_errmsg(), "nat") != NULL);
 }
 
+
+/* An allowed native function gives the client's figures (embedded: this
+ * client's allow list; a cluster: its servers', STRATA_UT_ISC_NATIVE=1
+ * says the cluster file allows the sample). */
+static void test_native_allowed(void)
+{
+	struct clovis_obj o;
+	struct clovis_isc_result res;
+	struct clovis_isc_rec r;
+	double *v = vals_make();
+	struct want w;
+	size_t pos = 0;
+	uint32_t seen = 0;
+	const char *e = getenv("STRATA_UT_ISC_NATIVE");
+
+	if ((e == NULL || strcmp(e, "1") != 0) &&
+	    ut_cluster_skip("native_allowed", "the servers' cluster file "
+			    "does not allow the sample"))
+		goto out;
+	CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+	CU_ASSERT_EQUAL_FATAL(access(native_so, R_OK), 0);
+	CU_ASSERT_EQUAL_FATAL(obj_new(clovis_default_realm(cl), &o,
+				      CLOVIS_LAYOUT_PDCLUST), 0);
+	CU_ASSERT_EQUAL_FATAL(array_write(&o, v), 0);
+	want_of(v, NVAL + (4096 - NVAL * 8 % 4096) % 4096 / 8, &w);
+	CU_ASSERT_EQUAL_FATAL(reg("nat_ok", CLOVIS_ISC_NATIVE, native_so), 0);
+	CU_ASSERT_EQUAL_FATAL(call_obj("nat_ok", &o.ob_entity.en_id, &res), 0);
+	while (clovis_isc_result_next(&res, &pos, &r) == 1) {
+		if (key_is(&r, "count")) {
+			CU_ASSERT_EQUAL(r.ir_int, (int64_t)w.n);
+			seen |= 1;
+		} else if (key_is(&r, "sum")) {
+			CU_ASSERT_DOUBLE_EQUAL(r.ir_float, w.sum,
+					       1e-6 * fabs(w.sum) + 1e-6);
+			seen |= 2;
+		}
+	}
+	CU_ASSERT_EQUAL(seen, 3);
+	CU_ASSERT(res.ir_stats.is_runs >= 2);
+	clovis_isc_result_free(&res);
+out:
+	free(v);
+}
+
 int isc_api_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("isc_api", suite_init, suite_fini);
@@ -726,6 +791,7 @@ int isc_api_ut_add(void)
 	CU_add_test(s, "errors", test_errors);
 	CU_add_test(s, "hostile", test_hostile);
 	CU_add_test(s, "native_refused", test_native_refused);
+	CU_add_test(s, "native_allowed", test_native_allowed);
 	CU_add_test(s, "obj_degraded", test_obj_degraded);
 	return 0;
 }

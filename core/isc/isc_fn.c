@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 
 #include "core/engine.h"
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/isc/isc_internal.h"
 
@@ -221,6 +222,7 @@ int isc_run_start(struct isc_run **out, const struct isc_fn *f,
 	r->r_fn = f;
 	r->r_args = args;
 	r->r_alen = alen;
+	addb_add(ADDB_ISC_RUNS, 0, 1);
 	isc_lim_init(&r->r_lim, lim);
 	isc_comb_init(&r->r_comb, r->r_lim.l_out_max);
 	if (f->f_kind == ISC_DECL)
@@ -228,6 +230,7 @@ int isc_run_start(struct isc_run **out, const struct isc_fn *f,
 	else if (f->f_kind == ISC_LUA)
 		rc = isc_lua_start(r);
 	if (rc != 0) {
+		addb_add(ADDB_ISC_FAILED, 0, 1);
 		isc_comb_fini(&r->r_comb);
 		free(r);
 		return rc;
@@ -335,6 +338,8 @@ int isc_run_end(struct isc_run *r, struct isc_out *out)
 			err_set(rc, "function %s: %s", r->r_fn->f_name,
 				err_msg());
 	}
+	if (rc != 0)
+		addb_add(ADDB_ISC_FAILED, 0, 1);
 	isc_comb_fini(&r->r_comb);
 	free(r);
 	return rc;
@@ -344,6 +349,7 @@ void isc_run_abort(struct isc_run *r)
 {
 	if (r == NULL)
 		return;
+	addb_add(ADDB_ISC_FAILED, 0, 1);
 	if (r->r_fn->f_kind == ISC_DECL)
 		isc_decl_abort(r);
 	else if (r->r_fn->f_kind == ISC_LUA)

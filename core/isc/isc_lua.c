@@ -37,6 +37,7 @@
 #include <lua5.4/lua.h>
 #include <lua5.4/lualib.h>
 
+#include "addb/addb.h"
 #include "core/errors.h"
 #include "core/isc/isc_internal.h"
 
@@ -71,6 +72,7 @@ struct lrun {
 	const void *lr_args;
 	size_t lr_alen;
 	uint64_t lr_mem;               /* bytes held by the state */
+	uint64_t lr_shown;             /* of them, in ADDB_ISC_LUA_BYTES */
 	struct lwd lr_wd;
 	volatile bool lr_timedout;
 	int lr_hostrc;                 /* a host failure to report as is */
@@ -638,6 +640,10 @@ static int lr_call(struct lrun *lr, lua_CFunction fn, int nres,
 	lua_pushcfunction(L, l_msgh);
 	lua_pushcfunction(L, fn);
 	st = lua_pcall(L, 0, nres, 1);
+	/* the state's bytes, as of this call's end, in the gauge */
+	addb_gauge_add(ADDB_ISC_LUA_BYTES, 0,
+		       (int64_t)lr->lr_mem - (int64_t)lr->lr_shown);
+	lr->lr_shown = lr->lr_mem;
 	if (st != LUA_OK)
 		return lr_fail(lr, st, when);
 	/* a host failure the script caught still fails the run */
@@ -656,6 +662,8 @@ static void lr_close(struct lrun *lr)
 		lhook_set(lr->lr_L);
 		wd_disarm(lr);
 		lua_close(lr->lr_L);
+		addb_gauge_add(ADDB_ISC_LUA_BYTES, 0, -(int64_t)lr->lr_shown);
+		lr->lr_shown = 0;
 		lr->lr_L = NULL;
 	}
 	free(lr->lr_recs);

@@ -23,7 +23,14 @@
 #      clearly, within the bound; the server restarted, the call is
 #      complete and equal again;
 #   4. a native function is refused by the servers, whose cluster file
-#      allows none (naming the function and the server).
+#      allows none (naming the function and the server);
+#   5. the servers restarted with a cluster file whose isc_native allows
+#      the sample native function: the Clovis suite isc_api against the
+#      cluster (every kind equal to the client's computation, objects,
+#      indices, a container, the registry, hostile Lua on the servers,
+#      the native function allowed); afterwards every server is up, its
+#      Lua memory gauge (strata_isc_lua_bytes) is back to 0 and its failed
+#      runs counted.
 #
 # Ports 27000-27999 (group pb, tests/steps.list: shared with
 # comp_cluster_test.sh, hsm_cluster_test.sh and plugins_cluster_test.sh,
@@ -324,6 +331,42 @@ grep -qE "isc call nat on @arr: .*nat.*(allow|permitted)" "$T/err" ||
 grep -qE "s[0-2]" "$T/err" || no "the refusal names the server ($(cat "$T/err"))"
 good "the servers still answer: stats" isc call stats --obj @arr
 stats_ok "... with the same statistics" decl "$T/arr.bin" 0 262144
+
+echo "--- 5. the Clovis suite isc_api against the cluster; native allowed by the cluster file"
+# every kind against the client's computation, hostile Lua on the
+# servers, the registry, a container; the servers restarted with a
+# cluster file whose isc_native allows the sample native function
+so=$(realpath "$BD/isc_native_fn.so")
+sed "s|^cluster:$|cluster:\n  isc_native: [ \"$so\" ]|" "$D/fast.yaml" >"$D/native.yaml"
+check "native.yaml allows the sample" grep -q "isc_native: \[ \"$so\" \]" "$D/native.yaml"
+for s in 0 1 2; do srv_stop $s; done
+for s in 0 1 2; do srv_start $s "$D/native.yaml" --log-level 3; done
+check "the servers back with isc_native" wait_up
+check "the map settles after the restart (at most 180 s)" cl_settled 180
+# metric S NAME: server sS's value of NAME (its metrics region)
+metric() { "$S" metrics --pid "$(spid "$1")" 2>/dev/null | awk -v m="$2" '$1 == m { print $2 }'; }
+rss() { awk '/^VmRSS/ { print $2 }' "/proc/$(spid "$1")/status" 2>/dev/null; }
+for s in 0 1 2; do
+	eval "failed0_$s=\$(metric $s strata_isc_failed_total)"
+	eval "rss0_$s=\$(rss $s)"
+done
+export STRATA_UT_ISC_NATIVE=1
+cl_ut "suite isc_api (every kind, hostile scripts, native allowed)" -s isc_api
+unset STRATA_UT_ISC_NATIVE
+grep -q "native_allowed ...passed" "$T/ut" && ok "native_allowed ran and passed against the cluster" ||
+	no "native_allowed did not pass against the cluster"
+grown=0
+for s in 0 1 2; do
+	p=$(spid $s)
+	check "s$s still up after the hostile scripts" kill -0 "$p"
+	lb=$(metric $s strata_isc_lua_bytes)
+	check "s$s: Lua memory back to 0 bytes (strata_isc_lua_bytes $lb)" test "$lb" = 0
+	eval "f0=\$failed0_$s; r0=\$rss0_$s"
+	f1=$(metric $s strata_isc_failed_total)
+	[ "${f1:-0}" -gt "${f0:-0}" ] && grown=$((grown + 1))
+	echo "     s$s: runs failed ${f0:-0} -> ${f1:-0}; RSS ${r0:-?} -> $(rss $s) KiB"
+done
+check "the hostile scripts failed on the servers ($grown servers counted failed runs)" test "$grown" -gt 0
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
