@@ -53,14 +53,10 @@ struct srv_isc_req {
 	IscReq *iq_q;
 };
 
-/* The call's function, compiled: *f, and c filled from q. */
-static int srv_isc_call(struct srv *s, const IscReq *q,
-			struct isc_fn_desc *d, struct isc_fn **f,
-			struct isc_call *c, char *where, size_t wlen,
-			const char **allow)
+/* The request's shape: every field in range (a bad request otherwise,
+ * counted). */
+static int srv_isc_shape(const IscReq *q)
 {
-	int rc;
-
 	if (q->fn == NULL || q->fn->digest.len != ISC_DIGEST_LEN ||
 	    q->fn->kind < ISC_DECL || q->fn->kind > ISC_NATIVE ||
 	    q->fn->code.len == 0 || q->fn->code.len > ISC_CODE_MAX)
@@ -76,6 +72,21 @@ static int srv_isc_call(struct srv *s, const IscReq *q,
 	    q->lo.len > ST_KEY_MAX || q->hi.len > ST_KEY_MAX)
 		return err_set(-EINVAL, "request: isc: arguments, deadline, "
 			       "memory, output cap or key bounds out of range");
+	return 0;
+}
+
+/* The call's function, compiled: *f, and c filled from q. */
+static int srv_isc_call(struct srv *s, const IscReq *q,
+			struct isc_fn_desc *d, struct isc_fn **f,
+			struct isc_call *c, char *where, size_t wlen,
+			const char **allow)
+{
+	int rc = srv_isc_shape(q);
+
+	if (rc != 0) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		return rc;
+	}
 	memset(d, 0, sizeof *d);
 	d->fd_kind = (enum isc_kind)q->fn->kind;
 	d->fd_name = q->fn->name != NULL && q->fn->name[0] ? q->fn->name : NULL;
@@ -92,8 +103,15 @@ static int srv_isc_call(struct srv *s, const IscReq *q,
 	c->ic_lim.il_native_allow = allow;
 	c->ic_lim.il_where = where;
 	rc = isc_fn_compile(f, d, (enum isc_target)q->target, &c->ic_lim);
-	if (rc != 0)
+	if (rc != 0) {
+		/* code that does not match its digest or does not compile
+		 * is a bad request; a native function this server does not
+		 * allow is its policy, not the request's fault */
+		if (rc != -EPERM && rc != -ENOENT)
+			__atomic_add_fetch(&s->s_cnt.sc_bad, 1,
+					   __ATOMIC_RELAXED);
 		return rc;
+	}
 	c->ic_fn = *f;
 	c->ic_desc = d;
 	c->ic_target = (enum isc_target)q->target;
@@ -303,6 +321,8 @@ static int srv_isc_units(struct srv *s, const IscReq *q,
 			.ur_dev_off = x->off, .ur_crc = x->crc,
 			.ur_group = x->group, .ur_slot = x->slot};
 	}
+	if (rc != 0 && rc != -ENOMEM)
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
 	if (rc == 0 && q->n_units > 0) {
 		rc = isc_units_run(c, d, off, u, (uint32_t)q->n_units, out, bad,
 				   st);
@@ -342,7 +362,7 @@ static void *srv_isc_main(void *arg)
 	struct srv_isc_req *iq = arg;
 	struct srv *s = iq->iq_srv;
 	const IscReq *q = iq->iq_q;
-	struct isc_fn_desc d;
+	struct isc_fn_desc d = {0};
 	struct isc_fn *f = NULL;
 	struct isc_call c;
 	struct isc_out out;
@@ -358,7 +378,19 @@ static void *srv_isc_main(void *arg)
 
 	err_clear();
 	isc_out_init(&out, q->out_max ? q->out_max : ISC_OUT_DEFAULT);
-	rc = srv_isc_call(s, q, &d, &f, &c, where, sizeof where, allow);
+	rc = 0;
+	/* what only the other opcode takes (before any compile) */
+	if ((iq->iq_op == SOP_ISC && (q->n_units > 0 || q->home != 0)) ||
+	    (iq->iq_op == SOP_ISC_UNITS && q->target != ISC_T_OBJ)) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		rc = iq->iq_op == SOP_ISC ?
+		     err_set(-EINVAL, "request: isc: units and home are for a "
+			     "home's call on units (SOP_ISC_UNITS)") :
+		     err_set(-EINVAL, "request: isc units: target %u: units "
+			     "are an object's", q->target);
+	}
+	if (rc == 0)
+		rc = srv_isc_call(s, q, &d, &f, &c, where, sizeof where, allow);
 	if (rc == 0 && iq->iq_op == SOP_ISC_UNITS) {
 		rc = srv_isc_units(s, q, &c, &out, &st, &rp);
 	} else if (rc == 0 && q->target == ISC_T_OBJ) {

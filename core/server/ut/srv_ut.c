@@ -30,6 +30,7 @@
 #include "core/eng_repl.h"
 #include "core/engine.h"
 #include "core/errors.h"
+#include "core/isc/isc.h"
 #include "core/server/msg.h"
 #include "tests/ut.h"
 
@@ -1022,6 +1023,147 @@ static SId su_homed(uint32_t h)
  * range, refused naming it and counted bad; well-formed ones on an
  * object that is not here refused -ENOENT, on an object homed on
  * another server -EREMCHG naming its home (not counted bad). */
+
+/* Function shipping requests (SOP_ISC, SOP_ISC_UNITS; srv_isc.c): every
+ * malformed field refused naming it and counted bad, code that does not
+ * match its digest or does not compile refused, units outside the home's
+ * slice of a device this server lends refused before any read; a native
+ * function this server does not allow refused (-EPERM, not a bad
+ * request); a well-formed call on an object that is not here -ENOENT,
+ * on one homed on the other server -EREMCHG.  The server answers after
+ * each (the next test's STATUS counts the bad ones). */
+static void su_isc_fn(IscFn *fn, uint32_t kind, const char *code)
+{
+	struct isc_fn_desc d = {(enum isc_kind)kind, "t", code, strlen(code),
+				{0}};
+
+	CU_ASSERT_EQUAL_FATAL(kind == ISC_NATIVE ? 0 : isc_digest(&d), 0);
+	static uint8_t dg[ISC_DIGEST_LEN];
+	memcpy(dg, d.fd_digest, sizeof dg);
+	fn->kind = kind;
+	fn->name = "t";
+	fn->code.data = (uint8_t *)code;
+	fn->code.len = strlen(code);
+	fn->digest.data = dg;
+	fn->digest.len = sizeof dg;
+}
+
+static int su_isc(uint32_t op, const IscReq *q, char *msg, size_t len)
+{
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&q->base, &b), 0);
+	rc = su_call(op, b.mb_p, b.mb_len, NULL, &res, SU_CALL_MS);
+	free(b.mb_p);
+	free(res.rr_body);
+	snprintf(msg, len, "%s", res.rr_msg);
+	return rc;
+}
+
+static void t_bad_isc(void)
+{
+	IscReq q = ISC_REQ__INIT;
+	IscFn fn = ISC_FN__INIT;
+	IscUnit u = ISC_UNIT__INIT, *up[1] = {&u};
+	SId id = su_homed(0), other = su_homed(1);
+	static uint8_t big[(64u << 10) + 1];
+	char msg[256];
+	SStatus *st;
+	Reply *rp;
+
+	su_bad("isc junk", SOP_ISC, NULL, "\xff\xff\xff", 3, NULL, -EBADMSG,
+	       "not an IscReq");
+	q.target = 1;
+	q.id = &id;
+	su_bad("isc no function", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "function missing");
+	su_isc_fn(&fn, ISC_DECL, "record 8\ncount\n");
+	q.fn = &fn;
+	fn.kind = 9;
+	su_bad("isc kind 9", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "its kind, code or digest");
+	fn.kind = ISC_DECL;
+	fn.digest.len = 7;
+	su_bad("isc short digest", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "its kind, code or digest");
+	fn.digest.len = ISC_DIGEST_LEN;
+	q.target = 5;
+	su_bad("isc target 5", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "target 5");
+	q.target = 1;
+	q.id = NULL;
+	su_bad("isc no id", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "id missing");
+	q.id = &id;
+	q.args.data = big;
+	q.args.len = sizeof big;
+	su_bad("isc args too long", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "out of range");
+	q.args.len = 0;
+	q.deadline_ms = 600001;
+	su_bad("isc deadline", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "out of range");
+	q.deadline_ms = 0;
+	/* code that is not what its digest says */
+	fn.code.data = (uint8_t *)"record 8\nsum x\n";
+	fn.code.len = 15;
+	su_bad("isc digest mismatch", SOP_ISC, &q.base, NULL, 0, NULL,
+	       -EINVAL, "does not match");
+	/* code that does not compile, with its own digest */
+	su_isc_fn(&fn, ISC_DECL, "record 8\nfrob\n");
+	su_bad("isc syntax", SOP_ISC, &q.base, NULL, 0, NULL, -EINVAL,
+	       "line 2");
+	/* units on a client's call */
+	su_isc_fn(&fn, ISC_DECL, "record 8\ncount\n");
+	q.n_units = 1;
+	q.units = up;
+	su_bad("isc units on SOP_ISC", SOP_ISC, &q.base, NULL, 0, NULL,
+	       -EINVAL, "units and home");
+	/* units: a device this server does not have, out of its slice */
+	u.dev = 999;
+	u.unit = 4096;
+	u.len = 4096;
+	su_bad("isc units dev 999", SOP_ISC_UNITS, &q.base, NULL, 0, NULL,
+	       -EINVAL, "device 999");
+	u.dev = 0;
+	u.off = 1ull << 50;
+	su_bad("isc units off 2^50", SOP_ISC_UNITS, &q.base, NULL, 0, NULL,
+	       -EINVAL, "isc units[0]");
+	u.off = 0;
+	u.unit = 0;
+	su_bad("isc units unit 0", SOP_ISC_UNITS, &q.base, NULL, 0, NULL,
+	       -EINVAL, "unit 0");
+	u.unit = 4096;
+	u.skip = 4000;
+	su_bad("isc units part past the unit", SOP_ISC_UNITS, &q.base, NULL, 0,
+	       NULL, -EINVAL, "part 4000+4096");
+	u.skip = 0;
+	q.home = 77;
+	su_bad("isc units home 77", SOP_ISC_UNITS, &q.base, NULL, 0, NULL,
+	       -EINVAL, "home 77");
+	q.home = 0;
+	q.target = 2;
+	su_bad("isc units of an index", SOP_ISC_UNITS, &q.base, NULL, 0, NULL,
+	       -EINVAL, "units are an object's");
+	q.target = 1;
+	q.n_units = 0;
+	q.units = NULL;
+	/* well formed: refusals that are no bad request */
+	CU_ASSERT_EQUAL(su_isc(SOP_ISC, &q, msg, sizeof msg), -ENOENT);
+	q.id = &other;
+	CU_ASSERT_EQUAL(su_isc(SOP_ISC, &q, msg, sizeof msg), -EREMCHG);
+	q.id = &id;
+	su_isc_fn(&fn, ISC_NATIVE, "/bin/true");
+	CU_ASSERT_EQUAL(su_isc(SOP_ISC, &q, msg, sizeof msg), -EPERM);
+	CU_ASSERT(strstr(msg, "isc_native") != NULL);
+	CU_ASSERT(strstr(msg, "server s0") != NULL);
+	CU_ASSERT_EQUAL_FATAL(su_status(&st, &rp), 0);
+	CU_ASSERT_EQUAL(st->bad_requests, su_refused);
+	reply__free_unpacked(rp, NULL);
+}
+
 static void t_bad_layer(void)
 {
 	LayerReq q = LAYER_REQ__INIT;
@@ -1434,6 +1576,7 @@ int server_ut_add(void)
 	    CU_add_test(s, "bad_rdev", t_bad_rdev) == NULL ||
 	    CU_add_test(s, "bad_dev", t_bad_dev) == NULL ||
 	    CU_add_test(s, "bad_layer", t_bad_layer) == NULL ||
+	    CU_add_test(s, "bad_isc", t_bad_isc) == NULL ||
 	    CU_add_test(s, "bad_layer_reply", t_bad_layer_reply) ==
 	    NULL ||
 	    CU_add_test(s, "bad_repl", t_bad_repl) == NULL ||
