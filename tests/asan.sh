@@ -28,7 +28,8 @@ part=${1:-all}
 #          a second time (obj/) for nothing but that suite.  srv_ut.c
 #          starts "strata-server beside this program" (/proc/self/exe):
 #          build-asan/ut/ holds hard links ut_main and strata-server (the
-#          latter to strata-server-test).  The plain parts (ut_part.sh
+#          latter to strata-server-test), and isc_native_fn.so (the
+#          isc suites' sample native function, found beside ut_main).  The plain parts (ut_part.sh
 #          build/ut_main) still run the release strata-server.
 mkdir -p build-asan
 (
@@ -39,6 +40,8 @@ mkdir -p build-asan
 	mkdir -p build-asan/ut
 	ln -f build-asan/ut_main build-asan/ut/ut_main
 	ln -f build-asan/strata-server-test build-asan/ut/strata-server
+	# the sample native function the isc suites load beside ut_main
+	ln -f build-asan/isc_native_fn.so build-asan/ut/isc_native_fn.so
 ) 9>build-asan/.build.lock
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 # The heaviest loop-type tests run fewer rounds under ASan (tests/ut.h

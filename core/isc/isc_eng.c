@@ -246,6 +246,7 @@ static void isc_plan_fini(struct isc_plan *pl)
 	for (uint32_t i = 0; i < ISC_SERVERS; i++)
 		free(pl->pl_srv[i].sh_u);
 	free(pl->pl_here.sh_u);
+	free(pl);
 }
 
 /* One remote share on a thread of its own. */
