@@ -1937,7 +1937,10 @@ struct clovis_isc_call {
 	const void *ic_args;        /**< bytes given to the function (Lua:
 				     *   ARGS), up to CLOVIS_ISC_ARGS_MAX */
 	size_t ic_args_len;
-	uint32_t ic_deadline_ms;    /**< per run on one share; 0 = 1000 */
+	/** Per run on one share: a budget of the function's own time (its
+	 *  clock stops while the engine reads the next unit; docs/isc.md
+	 *  "Limits and errors"); 0 = 1000, at most 600000. */
+	uint32_t ic_deadline_ms;
 	uint64_t ic_mem;            /**< Lua memory cap; 0 = 8 MiB */
 	uint64_t ic_out_max;        /**< output cap (per share and of the
 				     *   merged result); 0 = 1 MiB */
