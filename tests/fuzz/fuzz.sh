@@ -75,7 +75,7 @@ cflags="-g -O1 -std=gnu11 -D_GNU_SOURCE $san -I. -I$B/gen \
 	$(pkg-config --cflags libprotobuf-c libfabric)"
 libs="$(pkg-config --libs libprotobuf-c)"
 libpkgs="lmdb libpmem2 libisal liburcu yaml-0.1 libprotobuf-c libfabric \
-	libcrypto json-c libcurl"
+	libcrypto json-c libcurl lua5.4"
 
 # Objects are kept in BUILD/fuzz/obj/ and rebuilt only when their source
 # or a header they include changed (clang -MMD).  cobjs SRC... compiles
