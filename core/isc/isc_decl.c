@@ -261,6 +261,10 @@ static int pool_add(struct pctx *p, const void *b, uint32_t n,
 {
 	struct isc_decl *d = p->p_d;
 
+	if (n == 0) { /* "": no bytes, and no pool may exist yet */
+		*off = d->d_pool_len;
+		return 0;
+	}
 	if (d->d_pool_len + n > d->d_pool_cap) {
 		uint32_t cap = d->d_pool_cap ? d->d_pool_cap : 256;
 		void *q;
@@ -1156,7 +1160,9 @@ static void eval_leaf(const struct isc_decl *d, const struct dnode *n,
 		      const struct dchunk *c, uint8_t *res)
 {
 	const struct dfield *f = &d->d_field[n->dn_field];
-	const uint8_t *s = d->d_pool + n->dn_soff;
+	static const uint8_t none[1];
+	/* no pool when every literal is "" (or none is a string) */
+	const uint8_t *s = d->d_pool != NULL ? d->d_pool + n->dn_soff : none;
 	uint32_t len;
 
 	if (eval_obj_cmp(d, n, c, res))
