@@ -149,11 +149,6 @@ static int reg_open(struct clovis *cl, struct clovis_idx *ix, bool create)
 	return rc;
 }
 
-static void reg_close(struct clovis_idx *ix)
-{
-	(void)ix; /* handles hold nothing to free */
-}
-
 /* GET one record: 0 and *val (malloc'd), -ENOENT, or a code. */
 static int reg_get(struct clovis_idx *ix, const void *k, size_t kl,
 		   void **val, size_t *vl)
@@ -260,7 +255,6 @@ int clovis_isc_register(struct clovis *cl, const char *name,
 		snprintf(nk, sizeof nk, "n:%s", name);
 		rc = reg_put(&ix, nk, strlen(nk), nv, sizeof nv);
 	}
-	reg_close(&ix);
 	if (rc != 0)
 		return err_set(rc, "function %s: registry: %s", name,
 			       err_msg());
