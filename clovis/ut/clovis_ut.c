@@ -599,7 +599,12 @@ static int idx_sync(struct clovis_idx *ix, enum clovis_idx_opcode oc,
 	struct clovis_op *op;
 	int rc = clovis_idx_op(ix, oc, k, v, rcs, flags, &op);
 
-	return rc == 0 ? clovis_op_sync(op) : rc;
+	if (rc == 0)
+		rc = clovis_op_sync(op);
+	if (rc != 0) /* the reason, for a failure met only in CI */
+		fprintf(stderr, "idx_sync: op %d: %d (%s)\n", (int)oc, rc,
+			clovis_errmsg());
+	return rc;
 }
 
 /* PUT n records "key%05d" -> "val%d" in one op. */
