@@ -62,6 +62,7 @@ include fdmi/integrity/module.mk
 include addb/module.mk
 include tests/module.mk
 include gateways/s3/module.mk
+include gateways/posix/module.mk
 
 # Two builds of every library object: release, and test (fault points on).
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

@@ -20,6 +20,11 @@
 # shell, for looking at a catalog by hand.
 # liblua5.4-dev: the sandboxed Lua functions of function shipping
 # (core/isc/isc_lua.c).
+# fuse3, libfuse3-dev: strata-fuse (gateways/posix, low-level API) and
+# fusermount3; nfs-ganesha, nfs-ganesha-vfs, rpcbind: the NFS export of a
+# mount (scripts/nfs-export.sh); libnfs-utils: the user-space NFS client
+# its test uses (no kernel NFS here); fio, rsync: tools run on a mount by
+# tests/integ/posix_tools_test.sh.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
@@ -28,7 +33,8 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       python3-venv libssl-dev clang-14 libclang-rt-14-dev
       libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
       curl etcd-server etcd-client libcurl4-openssl-dev gdb prometheus
-      libsqlite3-dev sqlite3 liblua5.4-dev)
+      libsqlite3-dev sqlite3 liblua5.4-dev fuse3 libfuse3-dev nfs-ganesha
+      nfs-ganesha-vfs rpcbind libnfs-utils fio rsync git)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

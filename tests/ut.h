@@ -31,6 +31,8 @@ int analyzer_ut_add(void);  /* ha/ut/analyzer_ut.c */
 int addb_ut_add(void);      /* addb/ut/addb_ut.c */
 int isc_ut_add(void);       /* core/isc/ut/isc_ut.c */
 int isc_api_ut_add(void);   /* clovis/ut/isc_api_ut.c */
+int posix_ns_ut_add(void);  /* gateways/posix/ut/ns_ut.c */
+int pnfs_ut_add(void);      /* gateways/posix/ut/pnfs_ut.c */
 
 /**
  * Make a fresh empty directory under $TMPDIR (default /tmp) named for tag;

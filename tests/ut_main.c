@@ -42,6 +42,8 @@ static const struct ut_module {
 	{"addb", addb_ut_add},
 	{"isc", isc_ut_add},
 	{"isc_api", isc_api_ut_add},
+	{"posix_ns", posix_ns_ut_add},
+	{"pnfs", pnfs_ut_add},
 };
 
 static bool ut_wanted(const char *list, const char *name)

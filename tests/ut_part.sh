@@ -18,7 +18,7 @@ set -u
 run=${1:?usage: ut_part.sh RUNNER net|local|all}
 part=${2:?usage: ut_part.sh RUNNER net|local|all}
 net=rpc,server,etcd,addb
-local=core,tier,layout,clovis,clovis_bad,store,concurrency,stripe,smr,dtm,s3,analyzer,fdmi,hsm_policy,hsm,isc,isc_api
+local=core,tier,layout,clovis,clovis_bad,store,concurrency,stripe,smr,dtm,s3,analyzer,fdmi,hsm_policy,hsm,isc,isc_api,posix_ns,pnfs
 
 all=$("$run" -l) || { echo "ut_part.sh: $run -l failed"; echo "0 passed, 1 failed"; exit 1; }
 both=$({ "$run" -l -s "$net"; "$run" -l -s "$local"; } | sort)

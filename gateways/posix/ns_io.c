@@ -1,0 +1,1 @@
+#include "gateways/posix/ns.h"
