@@ -28,6 +28,11 @@
  *                   created at its first write (a file never written has
  *                   none: it_flags lacks NS_IF_DATA); a file linked in by
  *                   the S3 gateway keeps the object the PUT wrote.
+ * Entity ids are the store's, not a container's (an id in use in one
+ * container is -EEXIST to a CREATE in another, and OPEN finds it from
+ * any), and the meta indices' ids are fixed: a store holds ONE namespace.
+ * ns_mkfs() in a second container is -EEXIST naming the first,
+ * ns_mount() of a container other than the one holding it -ENOENT.
  *
  * Inode numbers are 64-bit, never 0; the root is NS_ROOT_INO (1, FUSE's
  * root id).  A new inode's number is drawn at random and claimed by a PUT
@@ -339,8 +344,10 @@ int ns_removexattr(struct ns *ns, uint64_t ino, const char *name);
 /**
  * statvfs of the namespace: blocks and free blocks from the store's
  * devices (clovis_dev_list(): sum of capacity and free space), in units of
- * the default block size; files = inodes in use, f_namemax NS_NAME_MAX,
- * f_fsid from the superblock.
+ * the default block size; files - ffree = inodes in use (the inode
+ * table's records), ffree = favail = the free blocks (an inode costs
+ * space, nothing else bounds them), f_namemax NS_NAME_MAX, f_fsid from
+ * the superblock.
  */
 int ns_statfs(struct ns *ns, struct statvfs *out);
 
