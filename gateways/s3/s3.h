@@ -19,6 +19,8 @@
  *   s3_policy.c bucket policies (json-c), their evaluation;
  *   s3_tagging.c tag sets of objects and buckets;
  *   s3_util.c   records (TLV), XML out and in, encodings, time;
+ *   s3_view.c   view buckets: a directory of a POSIX namespace served as a
+ *               bucket (s3_view.h); s3_view_list.c their listings;
  *   s3_limits.h every limit of the gateway, each with its reason.
  * README.md beside this file describes the mapping and its invariants.
  */
@@ -35,6 +37,7 @@
 #include "gateways/s3/s3_limits.h"
 
 struct s3_rd;
+struct s3_view;
 
 /* ------------------------------------------------------- configuration */
 
@@ -68,6 +71,12 @@ struct s3_conf {
 	uint32_t sc_lc_interval_s; /* lifecycle pass every (0: 3600 s) */
 	uint32_t sc_lc_day_s;     /* a lifecycle "day" (0: 86400 s; other
 				   * values are for tests) */
+	/* view buckets (s3_view.h): posix-bucket values as given
+	 * ("NAME=CONTAINER_ID[:/DIR]", checked by s3_view_parse()), and
+	 * their owner ("": the first user of the credentials file) */
+	char sc_views[S3_VIEWS_MAX][S3_VIEW_SPEC_MAX];
+	uint32_t sc_nviews;
+	char sc_posix_owner[64];
 };
 
 /* ------------------------------------------------------------- records */
@@ -99,6 +108,8 @@ enum s3_tag {
 	T_PSUMS = 23, /* multipart checksums: u8 S3_SUM_* bit, u8 type, then
 		       * each part's raw value (s3_cksum.h) */
 	T_INITIATOR = 24,/* upload initiator, when not its owner (T_OWNER) */
+	T_HOLE = 25,  /* empty: the object reads as T_SIZE zero bytes (a file
+		       * of a view bucket with no data object, s3_view.h) */
 };
 
 /** A growable byte buffer. */
@@ -141,6 +152,9 @@ struct s3_orec {
 	const uint8_t *or_key; uint32_t or_key_len;      /* NULL: index key */
 	const uint8_t *or_inline; uint32_t or_inline_len;
 	bool or_is_inline;
+	bool or_hole;              /* T_HOLE: or_size zero bytes, no object */
+	uint32_t or_bshift;        /* T_BSHIFT: the object's block shift (0:
+				    * not said; view buckets say it) */
 	uint32_t or_nparts;
 	const uint8_t *or_parts;   /* first part: id16 + size8, then every
 				    * S3_PART_STRIDE bytes (consecutive T_PART
@@ -284,6 +298,9 @@ void s3_auth_chunk_fini(struct s3_req *rq);
 
 /** Copy the user of access key akey into *u; -ENOENT if none. */
 int s3_user_find(const char *akey, struct s3_user *u);
+/** Copy the user named name (NULL or "": the file's first) into *u;
+ *  -ENOENT if none. */
+int s3_user_named(const char *name, struct s3_user *u);
 
 /* ------------------------------------------------------------ requests */
 
@@ -549,6 +566,13 @@ struct s3_bucket {
 	uint32_t bk_policy_len;
 	struct s3_pol *bk_pol;     /* bk_policy compiled (s3_policy.c) */
 	uint32_t bk_ownctl;        /* S3_OWN_* (0: never set) */
+	/* a view bucket (s3_view.h): a directory of a POSIX namespace, no
+	 * bucket record or index (bk_idx unused); NULL for every other */
+	struct s3_view *bk_vw;
+	uint32_t bk_bshift;        /* new objects' block shift (0: by size;
+				    * a view bucket: its namespace's) */
+	uint32_t bk_tier;          /* a view bucket: new objects' tier (its
+				    * namespace's); others: flash */
 };
 
 /** Bucket ownership controls (ObjectOwnership). */

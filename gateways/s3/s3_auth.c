@@ -90,6 +90,24 @@ int s3_user_find(const char *akey, struct s3_user *u)
 	return rc;
 }
 
+int s3_user_named(const char *name, struct s3_user *u)
+{
+	uint32_t k;
+	int rc = -ENOENT;
+
+	s3_creds_load(NULL);
+	pthread_rwlock_rdlock(&cr_lock);
+	for (k = 0; k < cr_nr; k++)
+		if (name == NULL || name[0] == 0 ||
+		    strcmp(cr_users[k].u_name, name) == 0) {
+			*u = cr_users[k];
+			rc = 0;
+			break;
+		}
+	pthread_rwlock_unlock(&cr_lock);
+	return rc;
+}
+
 /* ---------------------------------------------------------------- SigV4 */
 
 /*

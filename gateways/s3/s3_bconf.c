@@ -1455,10 +1455,11 @@ static int lc_bucket(const char *name, const uint8_t *start, size_t sl,
 	uint32_t nr, n = 0, i, j;
 	int rc = s3_bucket_get(name, &b);
 
-	if (rc == 0 && !b->bk_dead)
+	if (rc == 0 && !b->bk_dead && b->bk_vw == NULL)
 		rc = doc_get(b, "lifecycle", &doc);
-	if (rc == -ENOENT || (rc == 0 && b->bk_dead))
-		return 0; /* bucket gone, or a document of an earlier one */
+	if (rc == -ENOENT || (rc == 0 && (b->bk_dead || b->bk_vw != NULL)))
+		return 0; /* bucket gone, or a document of an earlier one (a
+			   * view bucket has none: PUT ?lifecycle is 501) */
 	if (rc != 0)
 		return rc;
 	x = s3_xml_parse(doc, strlen(doc));

@@ -43,6 +43,24 @@
  *  200 bytes); 2 KiB leaves room without letting a client grow memory. */
 #define S3_TRAILERS_MAX 2048
 
+/** View buckets (posix-bucket) of one gateway: each is a mount of its
+ *  namespace's container kept for the process (one per container) and a
+ *  name ListBuckets merges in; a handful is what a site configures, and
+ *  the table is read without a lock. */
+#define S3_VIEWS_MAX 16u
+/** Bytes of one posix-bucket value: a bucket name (63), '=', a container
+ *  id (at most 37 in HI:LO form, or "@name"), ":" and a directory path;
+ *  a config file line is at most 512 bytes. */
+#define S3_VIEW_SPEC_MAX 512u
+/** Tries of a view bucket's PUT when a directory of its key's path is
+ *  removed by a POSIX client between the walk and the link (each try
+ *  walks again): a race, not a loop. */
+#define S3_VIEW_TRIES 3u
+/** Entries per ns_readdir() of a view bucket's listing: one buffer of
+ *  them per directory level being walked (272 bytes each), levels at most
+ *  S3_KEY_MAX / 2 deep. */
+#define S3_VIEW_READDIR 32
+
 /* ----------------------------------------------------- data streaming */
 
 /** Bytes of one object I/O op, and of each stream buffer (objects

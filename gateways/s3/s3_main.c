@@ -30,6 +30,7 @@
 
 #include "addb/addb.h"
 #include "gateways/s3/s3.h"
+#include "gateways/s3/s3_view.h"
 #include "gateways/s3/s3_bconf.h"
 
 /* ---------------------------------------------------------- statistics */
@@ -1158,6 +1159,7 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 		{"tls_cert", c->sc_tls_cert, sizeof c->sc_tls_cert},
 		{"tls_key", c->sc_tls_key, sizeof c->sc_tls_key},
 		{"gateway_id", c->sc_gw_id, sizeof c->sc_gw_id},
+		{"posix_owner", c->sc_posix_owner, sizeof c->sc_posix_owner},
 	};
 	struct { const char *n; uint64_t min, max; void *p; int w; } nums[] = {
 		{"port", 0, 65535, &c->sc_port, 4},
@@ -1207,6 +1209,22 @@ static int conf_set(struct s3_conf *c, const char *k, const char *v)
 			c->sc_meta_nvram = false;
 		else
 			return -EINVAL;
+		return 0;
+	}
+	if (strcmp(k, "posix_bucket") == 0) { /* repeatable: s3_view.h */
+		struct s3_view_spec vs;
+		char msg[200];
+
+		if (c->sc_nviews == S3_VIEWS_MAX)
+			return -ERANGE;
+		if (strlen(v) >= S3_VIEW_SPEC_MAX)
+			return -ENAMETOOLONG;
+		if (s3_view_parse(v, &vs, msg, sizeof msg) != 0) {
+			fprintf(stderr, "strata-s3: posix-bucket '%s': %s\n", v,
+				msg);
+			return -EINVAL;
+		}
+		strcpy(c->sc_views[c->sc_nviews++], v);
 		return 0;
 	}
 	if (strcmp(k, "etag") == 0) {
@@ -1308,7 +1326,9 @@ static void usage(void)
 		"                 [--etag md5|crc64] [--meta-nvram] "
 		"[--lifecycle-interval S]\n"
 		"                 [--threads N] [--max-connections N] "
-		"[--max-connections-per-ip N]\n");
+		"[--max-connections-per-ip N]\n"
+		"                 [--posix-bucket NAME=CONTAINER_ID[:/DIR]]... "
+		"[--posix-owner USER]\n");
 }
 
 static int conf_args(struct s3_conf *c, int argc, char **argv)
@@ -1565,6 +1585,10 @@ int main(int argc, char **argv)
 	}
 	if (s3_store_open() != 0)
 		return 1;
+	if (s3_views_open() != 0) { /* said why on stderr */
+		s3_store_close();
+		return 2;
+	}
 	rc = s3_store_recover(&freed, &queued);
 	if (rc != 0)
 		fprintf(stderr, "strata-s3: recovery: %s: %s\n",

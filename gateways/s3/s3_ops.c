@@ -28,6 +28,7 @@
 #include "gateways/s3/s3_bconf.h"
 #include "gateways/s3/s3_cksum.h"
 #include "gateways/s3/s3_ops_internal.h"
+#include "gateways/s3/s3_view.h"
 
 /* Response headers kept with an object. */
 static const char *const kept_hdrs[] = {
@@ -150,7 +151,7 @@ int s3_need_bucket(struct s3_req *rq, uint32_t perm, const char *action)
 
 /* Whether key k[0..n) is UTF-8 without C1 control characters (U+0080 to
  * U+009F), which S3 refuses in a URI. */
-static bool key_chars_ok(const char *k, size_t n)
+bool s3_key_chars_ok(const char *k, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)k;
 	size_t i = 0;
@@ -193,7 +194,7 @@ int s3_need_key(struct s3_req *rq)
 		return s3_reply_err(rq, 400, "KeyTooLongError",
 				    "Your key is too long (%zu bytes; at most "
 				    "%u)", rq->rq_key_len, S3_KEY_MAX), -E2BIG;
-	if (!key_chars_ok(rq->rq_key, rq->rq_key_len))
+	if (!s3_key_chars_ok(rq->rq_key, rq->rq_key_len))
 		return s3_reply_err(rq, 400, "InvalidURI",
 				    "Couldn't parse the specified URI."),
 		       -EINVAL;
@@ -556,13 +557,19 @@ void s3_rec_attrs_reply(struct s3_req *rq, const struct s3_orec *r,
 	s3_reply_hdr(rq, "Last-Modified", t);
 }
 
-/* Look up key k of bucket b: 0 with the record (malloc()ed), -ENOENT. */
+/* Look up key k of bucket b: 0 with the record (malloc()ed), -ENOENT.  A
+ * view bucket makes the record from the file (s3_view_rec_get()). */
 static int rec_get(struct s3_bucket *b, const char *k, size_t kl,
 		   void **v, size_t *vl, struct s3_orec *r)
 {
 	uint8_t ik[CLOVIS_KEY_MAX];
-	size_t il = s3_ikey(k, kl, ik);
-	int rc = s3_idx_get(&b->bk_idx, ik, il, v, vl);
+	size_t il;
+	int rc;
+
+	if (b->bk_vw != NULL)
+		return s3_view_rec_get(b, k, kl, v, vl, r);
+	il = s3_ikey(k, kl, ik);
+	rc = s3_idx_get(&b->bk_idx, ik, il, v, vl);
 
 	if (rc != 0)
 		return rc;
@@ -1060,6 +1067,10 @@ int s3_route(struct s3_req *rq)
 		return s3_cors_preflight(rq);
 	}
 	if (route_collect(rq, sub, &n) != 0)
+		return 0;
+	/* a view bucket answers some requests itself (s3_view.h) */
+	if (on != ON_SERVICE && s3_view_bucket(rq->rq_bucket) != NULL &&
+	    s3_view_route(rq, on, sub, n))
 		return 0;
 	for (i = 0; i < sizeof routes / sizeof routes[0]; i++) {
 		const struct route *r = &routes[i];

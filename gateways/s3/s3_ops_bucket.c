@@ -17,22 +17,76 @@
 #include "gateways/s3/s3_bconf.h"
 #include "gateways/s3/s3_cksum.h"
 #include "gateways/s3/s3_ops_internal.h"
+#include "gateways/s3/s3_view.h"
 
 /* ------------------------------------------------------------- buckets */
 
-/* ListBuckets: the requester's buckets in name order; max-buckets (1 to
- * 10000) of them at most, then a ContinuationToken (the last name given)
- * when more follow, which continuation-token resumes after. */
+/* A ListBuckets being made: its buckets, how many, the last. */
+struct lb {
+	struct s3_buf *lb_x;
+	uint32_t lb_given, lb_max;
+	bool lb_more;
+	char lb_last[S3_BUCKET_MAX + 1];
+	uint32_t lb_view;           /* the next view bucket to merge in */
+};
+
+/* One bucket of the requester (name of nl bytes) to the list. */
+static void lb_add(struct lb *b, const char *name, size_t nl, uint64_t ctime)
+{
+	char t[40];
+
+	if (b->lb_given == b->lb_max) {
+		b->lb_more = true;
+		return;
+	}
+	s3_time_iso(ctime, t);
+	s3_buf_str(b->lb_x, "<Bucket><Name>");
+	s3_buf_xml(b->lb_x, name, nl);
+	s3_buf_printf(b->lb_x, "</Name><CreationDate>%s</CreationDate>"
+		      "</Bucket>", t);
+	b->lb_given++;
+	if (nl < sizeof b->lb_last) {
+		memcpy(b->lb_last, name, nl);
+		b->lb_last[nl] = 0;
+	}
+}
+
+/* The view buckets of the requester (s3_view.h, in name order) named after
+ * start ("": from the first) and before limit (ll bytes; NULL: all). */
+static void lb_views(struct lb *b, struct s3_req *rq, const char *start,
+		     const char *limit, size_t ll)
+{
+	const struct s3_bucket *v;
+
+	while (!b->lb_more && (v = s3_view_nth(b->lb_view)) != NULL) {
+		size_t nl = strlen(v->bk_name);
+		int c = limit == NULL ? -1 : memcmp(v->bk_name, limit,
+						    nl < ll ? nl : ll);
+
+		if (c > 0 || (c == 0 && nl >= ll))
+			return;
+		b->lb_view++;
+		if (strcmp(v->bk_owner, rq->rq_user.u_name) == 0 &&
+		    strcmp(v->bk_name, start) > 0)
+			lb_add(b, v->bk_name, nl, v->bk_ctime_ns);
+	}
+}
+
+/* ListBuckets: the requester's buckets in name order (the view buckets
+ * merged in); max-buckets (1 to 10000) of them at most, then a
+ * ContinuationToken (the last name given) when more follow, which
+ * continuation-token resumes after. */
 int s3_list_buckets(struct s3_req *rq)
 {
 	struct s3_buf x = {0};
 	void *keys[64], *vals[64];
 	size_t kls[64], vls[64];
-	char start[S3_BUCKET_MAX + 1] = "", last[S3_BUCKET_MAX + 1] = "";
+	char start[S3_BUCKET_MAX + 1] = "", from[S3_BUCKET_MAX + 1] = "";
 	const char *mb = s3_q(rq, "max-buckets");
 	const char *ct = s3_q(rq, "continuation-token");
-	uint32_t nr, k, given = 0, max = 10000;
-	bool first = true, more = false;
+	struct lb b = {.lb_x = &x, .lb_max = 10000};
+	uint32_t nr, k;
+	bool first = true;
 	int rc;
 
 	rq->rq_op = "ListBuckets";
@@ -47,7 +101,7 @@ int s3_list_buckets(struct s3_req *rq)
 			return s3_reply_err(rq, 400, "InvalidArgument",
 					    "max-buckets must be an integer "
 					    "from 1 to 10000");
-		max = (uint32_t)v;
+		b.lb_max = (uint32_t)v;
 	}
 	if (ct != NULL && ct[0] != 0) {
 		if (strlen(ct) > S3_BUCKET_MAX)
@@ -57,6 +111,7 @@ int s3_list_buckets(struct s3_req *rq)
 		snprintf(start, sizeof start, "%s", ct);
 		first = false;
 	}
+	memcpy(from, start, sizeof from);
 	s3_buf_str(&x, XHDR "<ListAllMyBucketsResult xmlns=\"" XMLNS "\">");
 	s3_buf_printf(&x, "<Owner><ID>%s</ID><DisplayName>%s</DisplayName>"
 		      "</Owner><Buckets>", rq->rq_user.u_name,
@@ -78,7 +133,6 @@ int s3_list_buckets(struct s3_req *rq)
 			uint8_t tag;
 			bool mine = false;
 			uint64_t ctime = 0;
-			char t[40];
 
 			while (s3_tlv_next(vals[k], vls[k], &pos, &tag, &val,
 					   &n) == 1) {
@@ -89,20 +143,9 @@ int s3_list_buckets(struct s3_req *rq)
 				if (tag == T_MTIME && n == 8)
 					ctime = s3_u64(val);
 			}
-			if (mine && given == max)
-				more = true;
-			if (mine && !more) {
-				s3_time_iso(ctime, t);
-				s3_buf_str(&x, "<Bucket><Name>");
-				s3_buf_xml(&x, keys[k], kls[k]);
-				s3_buf_printf(&x, "</Name><CreationDate>%s"
-					      "</CreationDate></Bucket>", t);
-				given++;
-				if (kls[k] < sizeof last) {
-					memcpy(last, keys[k], kls[k]);
-					last[kls[k]] = 0;
-				}
-			}
+			lb_views(&b, rq, from, keys[k], kls[k]);
+			if (mine)
+				lb_add(&b, keys[k], kls[k], ctime);
 			if (kls[k] < sizeof start) {
 				memcpy(start, keys[k], kls[k]);
 				start[kls[k]] = 0;
@@ -110,11 +153,12 @@ int s3_list_buckets(struct s3_req *rq)
 			free(keys[k]);
 			free(vals[k]);
 		}
-	} while (nr == 64 && !more);
+	} while (nr == 64 && !b.lb_more);
+	lb_views(&b, rq, from, NULL, 0);
 	s3_buf_str(&x, "</Buckets>");
-	if (more) {
+	if (b.lb_more) {
 		s3_buf_str(&x, "<ContinuationToken>");
-		s3_buf_xml(&x, last, strlen(last));
+		s3_buf_xml(&x, b.lb_last, strlen(b.lb_last));
 		s3_buf_str(&x, "</ContinuationToken>");
 	}
 	s3_buf_str(&x, "</ListAllMyBucketsResult>");

@@ -1,7 +1,8 @@
 /*
  * gateways/s3/s3_ops_internal.h — what the files of the S3 operations
  * share, and only they: s3_ops.c (helpers, the router), s3_ops_bucket.c,
- * s3_ops_object.c, s3_ops_list.c and s3_ops_multipart.c.  Each function
+ * s3_ops_object.c, s3_ops_list.c, s3_ops_multipart.c, and the view
+ * buckets' s3_view.c and s3_view_list.c.  Each function
  * is described above its definition; an operation (int f(struct s3_req
  * *)) replies itself, as the routes of s3_ops.c expect.
  */
@@ -25,6 +26,9 @@ struct put_ctx {
 	uint32_t pc_upalg;       /* part: the upload's algorithm (or 0) */
 	uint64_t pc_expect;
 	struct s3_buf pc_extra;  /* owner, ACL, tags of the new object */
+	const char *pc_rk;       /* the in-flight record's key when not
+				  * pc_ik (a view bucket: the full key) */
+	size_t pc_rkl;
 	/* multipart part */
 	bool pc_part;
 	uint8_t pc_pk[48];
@@ -81,8 +85,47 @@ int s3_copy_source(struct s3_req *rq, const char *src,
 void s3_copy_reply(struct s3_req *rq, const char *el, const char *etag);
 int s3_copy_object(struct s3_req *rq, const char *src);
 
-/* Listings (s3_ops_list.c). */
+/* Listings (s3_ops_list.c): a walk of a bucket's keys in order (its index,
+ * or a view bucket's directory tree: s3_view_list()) gives each key to
+ * s3_lst_take(), which applies prefix, bound, delimiter and page size. */
+struct lst {
+	const char *l_prefix;
+	size_t l_pl;
+	const char *l_delim;
+	size_t l_dl;
+	const char *l_after;   /* exclusive lower bound (NULL: none) */
+	size_t l_al;
+	uint32_t l_max;
+	bool l_url;
+	int l_kind;            /* 1 v1, 2 v2, 3 versions */
+	bool l_owner;
+	/* out */
+	uint32_t l_count;
+	bool l_trunc;
+	char *l_last;          /* last item emitted (malloc) */
+	size_t l_lastl, l_lastcap;
+	char *l_cp;            /* last common prefix (malloc) */
+	size_t l_cpl;
+};
+
+/** What s3_lst_take() made of a key. */
+enum {
+	LST_SKIP = 0, /* not listed: before the prefix or the bound, or in the
+		       * common prefix just emitted */
+	LST_DONE = 1, /* past the prefix, or the page is full (l_trunc) */
+	LST_CP = 2,   /* its common prefix was emitted (*cpl bytes of it) */
+	LST_KEY = 3,  /* to be emitted: s3_lst_key() with its record */
+};
+int s3_lst_take(struct lst *l, struct s3_buf *x, const char *key, size_t kl,
+		size_t *cpl);
+void s3_lst_key(struct lst *l, struct s3_buf *x, struct s3_req *rq,
+		const char *key, size_t kl, const struct s3_orec *r);
 int s3_list_objects(struct s3_req *rq);
+/** The listing of a view bucket (s3_view_list.c): its keys in S3 order
+ *  through s3_lst_take(); 0 or the namespace's error. */
+int s3_view_list(struct s3_req *rq, struct lst *l, struct s3_buf *x);
+/** Is key k[0..n) UTF-8 without C1 controls (what S3 takes in a URI)? */
+bool s3_key_chars_ok(const char *k, size_t n);
 
 /* Multipart uploads (s3_ops_multipart.c). */
 int s3_create_upload(struct s3_req *rq);

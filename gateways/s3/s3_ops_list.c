@@ -2,7 +2,8 @@
  * s3_ops_list.c — the listings of a bucket's keys: ListObjectsV2,
  * ListObjects and ListObjectVersions (prefix, delimiter and common
  * prefixes, markers and continuation tokens, encoding-type=url), one walk
- * of the bucket index.  Their routes are in s3_ops.c.
+ * of the bucket index (of a view bucket: its directory tree, in
+ * s3_view_list.c).  Their routes are in s3_ops.c.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -19,26 +20,6 @@
 #include "gateways/s3/s3_ops_internal.h"
 
 /* ------------------------------------------------------------- listing */
-
-struct lst {
-	const char *l_prefix;
-	size_t l_pl;
-	const char *l_delim;
-	size_t l_dl;
-	const char *l_after;   /* exclusive lower bound (NULL: none) */
-	size_t l_al;
-	uint32_t l_max;
-	bool l_url;
-	int l_kind;            /* 1 v1, 2 v2, 3 versions */
-	bool l_owner;
-	/* out */
-	uint32_t l_count;
-	bool l_trunc;
-	char *l_last;          /* last item emitted (malloc) */
-	size_t l_lastl, l_lastcap;
-	char *l_cp;            /* last common prefix (malloc) */
-	size_t l_cpl;
-};
 
 static void xml_name(struct s3_buf *x, struct lst *l, const char *s, size_t n)
 {
@@ -113,6 +94,66 @@ static size_t successor(char *s, size_t n)
 	return n;
 }
 
+/*
+ * Take the next key of a walk in order (key, kl bytes): LST_SKIP when it is
+ * not listed (before the prefix or the bound, or in the common prefix
+ * just emitted), LST_DONE when the walk is over (past the prefix, or the
+ * page is full: l_trunc), LST_CP when its common prefix (*cpl bytes of
+ * key) was emitted now, LST_KEY when it is to be emitted (s3_lst_key()).
+ */
+int s3_lst_take(struct lst *l, struct s3_buf *x, const char *key, size_t kl,
+		size_t *cpl)
+{
+	const char *d;
+	size_t n;
+
+	if (kl < l->l_pl || memcmp(key, l->l_prefix, l->l_pl))
+		return bcmp_len(key, kl, l->l_prefix, l->l_pl) > 0 ? LST_DONE
+								   : LST_SKIP;
+	if (l->l_after != NULL && bcmp_len(key, kl, l->l_after, l->l_al) <= 0)
+		return LST_SKIP;
+	d = l->l_dl ? memmem(key + l->l_pl, kl - l->l_pl, l->l_delim, l->l_dl)
+		    : NULL;
+	if (d == NULL) {
+		if (l->l_count == l->l_max) {
+			l->l_trunc = true;
+			return LST_DONE;
+		}
+		return LST_KEY;
+	}
+	n = (size_t)(d - key) + l->l_dl;
+	if (l->l_cp != NULL && n == l->l_cpl && memcmp(l->l_cp, key, n) == 0)
+		return LST_SKIP;
+	if (l->l_after != NULL && bcmp_len(key, n, l->l_after, l->l_al) <= 0)
+		return LST_SKIP;
+	if (l->l_count == l->l_max) {
+		l->l_trunc = true;
+		return LST_DONE;
+	}
+	free(l->l_cp);
+	l->l_cp = malloc(n + 1);
+	if (l->l_cp == NULL)
+		return LST_SKIP;
+	memcpy(l->l_cp, key, n);
+	l->l_cpl = n;
+	lst_last(l, key, n);
+	l->l_count++;
+	s3_buf_str(x, "<CommonPrefixes><Prefix>");
+	xml_name(x, l, key, n);
+	s3_buf_str(x, "</Prefix></CommonPrefixes>");
+	*cpl = n;
+	return LST_CP;
+}
+
+/* Emit key (kl bytes, taken by s3_lst_take() as LST_KEY) with record r. */
+void s3_lst_key(struct lst *l, struct s3_buf *x, struct s3_req *rq,
+		const char *key, size_t kl, const struct s3_orec *r)
+{
+	l->l_count++;
+	lst_last(l, key, kl);
+	emit_key(x, l, rq, key, kl, r);
+}
+
 /* Walk the bucket index; items (keys, common prefixes) go to x until
  * l_max of them; l_trunc when more exist. */
 static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
@@ -125,6 +166,8 @@ static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
 	uint32_t rounds = 0;
 	int rc = 0;
 
+	if (rq->rq_bk->bk_vw != NULL)
+		return s3_view_list(rq, l, x);
 	keys = malloc(S3_NEXT_MAX * (2 * sizeof(void *) + 2 * sizeof(size_t)));
 	if (keys == NULL)
 		return -ENOMEM;
@@ -156,8 +199,7 @@ static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
 		for (k = 0; k < nr; k++) {
 			struct s3_orec r;
 			const char *key = keys[k];
-			size_t kl = kls[k];
-			const char *d;
+			size_t kl = kls[k], cpl = 0;
 
 			if (done || jump)
 				goto next;
@@ -167,41 +209,11 @@ static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
 				key = (const char *)r.or_key;
 				kl = r.or_key_len;
 			}
-			if (kl < l->l_pl || memcmp(key, l->l_prefix, l->l_pl)) {
-				if (bcmp_len(key, kl, l->l_prefix, l->l_pl) > 0)
-					done = true;
-				goto adv;
-			}
-			if (l->l_after != NULL &&
-			    bcmp_len(key, kl, l->l_after, l->l_al) <= 0)
-				goto adv;
-			d = l->l_dl ? memmem(key + l->l_pl, kl - l->l_pl,
-					     l->l_delim, l->l_dl) : NULL;
-			if (d != NULL) {
-				size_t cpl = (size_t)(d - key) + l->l_dl;
-
-				if (l->l_cp != NULL && cpl == l->l_cpl &&
-				    memcmp(l->l_cp, key, cpl) == 0)
-					goto adv;
-				if (l->l_after != NULL &&
-				    bcmp_len(key, cpl, l->l_after, l->l_al) <= 0)
-					goto adv;
-				if (l->l_count == l->l_max) {
-					l->l_trunc = true;
-					done = true;
-					goto next;
-				}
-				free(l->l_cp);
-				l->l_cp = malloc(cpl + 1);
-				if (l->l_cp == NULL)
-					goto adv;
-				memcpy(l->l_cp, key, cpl);
-				l->l_cpl = cpl;
-				lst_last(l, key, cpl);
-				l->l_count++;
-				s3_buf_str(x, "<CommonPrefixes><Prefix>");
-				xml_name(x, l, key, cpl);
-				s3_buf_str(x, "</Prefix></CommonPrefixes>");
+			switch (s3_lst_take(l, x, key, kl, &cpl)) {
+			case LST_DONE:
+				done = true;
+				goto next;
+			case LST_CP:
 				if (cpl <= S3_KEY_HASHED_PREFIX) {
 					memcpy(cur, key, cpl);
 					curl = successor((char *)cur, cpl);
@@ -211,16 +223,11 @@ static int lst_walk(struct s3_req *rq, struct lst *l, struct s3_buf *x)
 						goto next;
 					}
 				}
-				goto adv;
+				break;
+			case LST_KEY:
+				s3_lst_key(l, x, rq, key, kl, &r);
+				break;
 			}
-			if (l->l_count == l->l_max) {
-				l->l_trunc = true;
-				done = true;
-				goto next;
-			}
-			l->l_count++;
-			lst_last(l, key, kl);
-			emit_key(x, l, rq, key, kl, &r);
 adv:
 			memcpy(cur, keys[k], kls[k]);
 			curl = kls[k];

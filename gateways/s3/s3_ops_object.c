@@ -20,6 +20,7 @@
 #include "gateways/s3/s3_bconf.h"
 #include "gateways/s3/s3_cksum.h"
 #include "gateways/s3/s3_ops_internal.h"
+#include "gateways/s3/s3_view.h"
 
 /* ------------------------------------------------------------- objects */
 
@@ -361,7 +362,9 @@ int s3_put_begin(struct s3_req *rq, struct put_ctx *pc)
 		return s3_reply_err(rq, 500, "InternalError", "out of memory"),
 		       -ENOMEM;
 	rc = s3_wr_begin(rq->rq_wr, rq->rq_bk, pc->pc_expect, s3_put_algs(pc),
-			 pc->pc_part ? NULL : pc->pc_ik, pc->pc_il,
+			 pc->pc_part ? NULL : pc->pc_rk != NULL
+			 ? (const uint8_t *)pc->pc_rk : pc->pc_ik,
+			 pc->pc_rk != NULL ? pc->pc_rkl : pc->pc_il,
 			 pc->pc_part ? pc->pc_pk : NULL, pc->pc_pkl);
 	if (rc != 0) {
 		s3_reply_clovis(rq, rc, "creating the object");
@@ -678,12 +681,15 @@ static int delete_key(struct s3_bucket *b, const char *k, size_t kl)
 	uint8_t ik[CLOVIS_KEY_MAX];
 	size_t il = s3_ikey(k, kl, ik);
 	pthread_mutex_t *l = s3_key_lock(ik, il);
-	struct s3_tx *t = s3_tx_new();
+	struct s3_tx *t;
 	struct s3_orec old;
 	void *ov = NULL;
 	size_t ol;
 	int rc;
 
+	if (b->bk_vw != NULL)
+		return s3_view_delete(b, k, kl);
+	t = s3_tx_new();
 	if (t == NULL)
 		return -ENOMEM;
 	pthread_mutex_lock(l);

@@ -379,6 +379,26 @@ static uint32_t wr_chunk(uint64_t expect)
 }
 
 /*
+ * The bucket's objects have one block size (a view bucket: its namespace's,
+ * so that the file is what the namespace would have made): every write op
+ * covers whole blocks from a block boundary, so the chunk must be a
+ * multiple of the block and fit a stream buffer.  A block over S3_CHUNK
+ * takes S3_BIG_CHUNK ops (s3_view.c refuses namespaces of blocks over
+ * S3_BIG_CHUNK); a smaller one rounds the chunk up to a multiple of it
+ * (S3_CHUNK is one, so the chunk stays within its buffer class).
+ */
+static void wr_fixed_bshift(struct s3_wr *w, uint32_t bshift)
+{
+	uint32_t bs = 1u << bshift;
+
+	w->w_bshift = bshift;
+	if (bs > S3_CHUNK)
+		w->w_chunk = S3_BIG_CHUNK;
+	else
+		w->w_chunk = (w->w_chunk + bs - 1) & ~(bs - 1);
+}
+
+/*
  * Create the object and its in-flight record: both ops are launched
  * together (one group commit instead of two in series) and waited for in
  * wr_created(), before the first write, so that the first buffer of the
@@ -396,9 +416,12 @@ static int wr_create(struct s3_wr *w)
 	w->w_bshift = w->w_expect != UINT64_MAX && w->w_expect < (1u << 20)
 			      ? 12 : 16;
 	w->w_chunk = wr_chunk(w->w_expect);
+	if (w->w_bk->bk_bshift != 0)
+		wr_fixed_bshift(w, w->w_bk->bk_bshift);
 	a.oa_block_shift = w->w_bshift;
 	a.oa_layout = w->w_bk->bk_layout;
-	a.oa_tier = CLOVIS_TIER_FLASH;
+	a.oa_tier = w->w_bk->bk_vw != NULL ? w->w_bk->bk_tier
+					   : CLOVIS_TIER_FLASH;
 	s3_rand_id(&id);
 	w->w_ikl = s3_inflight_key(&id, w->w_ikey);
 	s3_put_id(raw, &w->w_bk->bk_cont.co_entity.en_id);
@@ -473,9 +496,10 @@ int s3_wr_begin(struct s3_wr *w, struct s3_bucket *b, uint64_t expect,
 	if (s3_sums_init(&w->w_sums, algs) != 0)
 		return -ENOMEM;
 	w->w_inline = true;
-	if (pkey != NULL ||
+	/* parts and the files of view buckets are always objects */
+	if (pkey != NULL || b->bk_vw != NULL ||
 	    (expect != UINT64_MAX && expect > s3g.g_conf.sc_inline_max))
-		return wr_create(w); /* parts are always objects */
+		return wr_create(w);
 	return 0;
 }
 
@@ -618,6 +642,10 @@ int s3_rd_open(struct s3_rd *r, struct s3_bucket *b, void *rec, size_t len)
 	rc = s3_orec_decode(rec, len, &r->r_or);
 	r->r_end = r->r_or.or_size;
 	r->r_chunk = r->r_or.or_size >= S3_BIG ? S3_BIG_CHUNK : S3_CHUNK;
+	/* a read op covers whole blocks: a chunk of at least one (a file of
+	 * a view bucket may have blocks larger than S3_CHUNK) */
+	if (r->r_or.or_bshift > 0 && (1ull << r->r_or.or_bshift) > r->r_chunk)
+		r->r_chunk = 1u << r->r_or.or_bshift;
 	return rc;
 }
 
@@ -824,6 +852,10 @@ long s3_rd_read(struct s3_rd *r, uint64_t off, char *out, size_t n)
 		n = (size_t)(r->r_or.or_size - off);
 	if (r->r_or.or_is_inline) {
 		memcpy(out, r->r_or.or_inline + off, n);
+		return (long)n;
+	}
+	if (r->r_or.or_hole) { /* a file of a view bucket never written */
+		memset(out, 0, n);
 		return (long)n;
 	}
 	if (r->r_buf == NULL || off < r->r_bstart ||

@@ -19,6 +19,7 @@
 #include <openssl/sha.h>
 
 #include "gateways/s3/s3.h"
+#include "gateways/s3/s3_view.h"
 #include "gateways/s3/s3_store_internal.h"
 #ifdef STRATA_FAULT_INJECT
 #include "core/fault.h" /* test builds (strata-s3-test) only */
@@ -502,7 +503,9 @@ static int recover_one(const uint8_t *k, size_t kl, const void *v, size_t vl,
 	}
 	if (s3_bucket_get(bname, &b) == 0 &&
 	    clovis_id_cmp(&b->bk_cont.co_entity.en_id, &cid) == 0) {
-		if (ikey != NULL &&
+		if (b->bk_vw != NULL) /* a view bucket: is it a file's data? */
+			refd = ikey == NULL || s3_view_refs(b, ikey, ikl, &id);
+		else if (ikey != NULL &&
 		    s3_idx_get(&b->bk_idx, ikey, ikl, &rv, &rvl) == 0) {
 			refd = rec_refs(rv, rvl, &id);
 			free(rv);

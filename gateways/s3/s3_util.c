@@ -197,6 +197,13 @@ static int orec_field(struct s3_orec *r, uint8_t tag, const uint8_t *v,
 		r->or_tags = v;
 		r->or_tags_len = n;
 		break;
+	case T_HOLE:
+		r->or_hole = true;
+		break;
+	case T_BSHIFT: /* only view buckets' records (s3_view.c) have one */
+		if (n == 8 && s3_u64(v) <= 30)
+			r->or_bshift = (uint32_t)s3_u64(v);
+		break;
 	case T_PART:
 		if (n != 24)
 			return -EINVAL;
@@ -230,7 +237,7 @@ int s3_orec_decode(const void *v, size_t n, struct s3_orec *r)
 	if (r->or_is_inline && r->or_inline_len != r->or_size)
 		return -EINVAL;
 	if (!r->or_is_inline && !r->or_has_id && r->or_nparts == 0 &&
-	    r->or_size != 0)
+	    r->or_size != 0 && !r->or_hole)
 		return -EINVAL;
 	return 0;
 }
