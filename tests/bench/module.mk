@@ -59,3 +59,10 @@ $(BUILD)/strata_bench_hsm: $(BUILD)/obj/tests/bench/bench_hsm.o $(BUILD)/obj/fdm
 # client; wall time, bytes over the network, client CPU.
 TEST_BINS += $(BUILD)/strata_bench_isc
 $(BUILD)/strata_bench_isc: $(BUILD)/obj/tests/bench/bench_isc.o $(BUILD)/libstrata.a ; $(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread -lm
+
+# bench_posix.c: the C parts of the POSIX view's benchmark (issue 33,
+# tests/bench/bench_posix.py): direct Clovis figures, mdtest-style rates
+# through system calls and through the namespace library.
+TEST_BINS += $(BUILD)/strata_bench_posix
+$(BUILD)/strata_bench_posix: $(BUILD)/obj/tests/bench/bench_posix.o $(BUILD)/obj/gateways/posix/ns.o $(BUILD)/obj/gateways/posix/ns_io.o $(BUILD)/libstrata.a
+	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
