@@ -14,8 +14,8 @@
  *  - addresses: host:port to universal addresses (IPv4, IPv6, mapped)
  *    and every malformed form; device ids against published FNV-1a
  *    values;
- *  - the mapping: PLAIN, MIRROR (with copies lost), PDCLUST over the real
- *    placement (pd_group_map_dom()), with the sparse striping rule of
+ *  - the mapping: PLAIN, MIRROR (with copies lost), PDCLUST over a
+ *    seeded placement of units on distinct devices, with the sparse striping rule of
  *    RFC 8435 checked byte range by byte range; spans; every error;
  *  - a bounded fuzz loop: truncated and corrupted buffers through every
  *    decoder must return an error or decode to something that encodes
@@ -30,7 +30,6 @@
 
 #include "core/errors.h"
 #include "gateways/posix/pnfs_ff.h"
-#include "layouts/pdclust.h"
 #include "tests/ut.h"
 
 /* ------------------------------------------------------------- vectors */
@@ -876,28 +875,33 @@ static void test_map_mirror_degraded(void)
 	free(ds);
 }
 
-/* Units of groups [g0, g0 + groups) of a 4+2 object over 12 devices,
- * device d on server d mod 6, placed by pd_group_map_dom(). */
+/* Units of groups [g0, g0 + groups) of an N+K object (N+K <= 6) over 6
+ * servers: each group's units on distinct servers, drawn by a seeded
+ * shuffle of the group number, as pdclust's domain-aware placement puts
+ * them (the test stands for that placement, which a gateway does not see:
+ * the mapping takes whatever units the store reports). */
 static void pd_units(const struct pnfs_ff_file *f, uint64_t g0,
 		     uint32_t groups, struct pnfs_ff_unit *u)
 {
-	struct pd_geom g = {f->fi_data_units, f->fi_parity_units, 0, 12,
-			    f->fi_unit_shift};
-	struct st_id id = {f->fi_id.ci_hi, f->fi_id.ci_lo};
-	uint8_t dom[12];
-	uint32_t devs[32];
-
-	for (int d = 0; d < 12; d++)
-		dom[d] = (uint8_t)(d % 6);
-	CU_ASSERT_EQUAL_FATAL(pd_geom_check(&g), 0);
+	CU_ASSERT_FATAL(f->fi_data_units + f->fi_parity_units <= 6);
 	for (uint32_t k = 0; k < groups; k++) {
-		pd_group_map_dom(&g, dom, 6, &id, g0 + k, devs);
-		for (uint32_t j = 0; j < g.pg_n; j++) {
-			struct pnfs_ff_unit *x = &u[k * g.pg_n + j];
+		uint64_t s = (g0 + k) * 0x9e3779b97f4a7c15ull + f->fi_id.ci_lo + 1;
+		uint8_t srv[6] = {0, 1, 2, 3, 4, 5};
+
+		for (uint32_t d = 5; d > 0; d--) { /* Fisher-Yates */
+			uint32_t j;
+			uint8_t t;
+
+			s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+			j = (uint32_t)(s % (d + 1));
+			t = srv[d]; srv[d] = srv[j]; srv[j] = t;
+		}
+		for (uint32_t j = 0; j < f->fi_data_units; j++) {
+			struct pnfs_ff_unit *x = &u[k * f->fi_data_units + j];
 
 			memset(x, 0xff, sizeof *x);
-			x->un_index = (g0 + k) * g.pg_n + j;
-			x->un_server[0] = dom[devs[j]];
+			x->un_index = (g0 + k) * f->fi_data_units + j;
+			x->un_server[0] = srv[j];
 		}
 	}
 }
