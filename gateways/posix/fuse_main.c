@@ -90,6 +90,8 @@ struct sf_open {
 	uint64_t o_ino;
 	uint32_t o_count;
 	bool o_orphan;            /* its one name is SF_ORPHANS/<ino> */
+	bool o_gone;              /* a directory removed while open: */
+	struct ns_attr o_attr;    /* its last attributes, for fstat(2) */
 	struct sf_open *o_next;
 };
 
@@ -100,11 +102,17 @@ struct sf {
 	uint64_t s_orphans;       /* ino of SF_ORPHANS; 0 = none (read-only) */
 	double s_attr_s, s_entry_s;
 	pthread_mutex_t s_open_lock;
+	/* Opens (read) against the removals that decide whether a file is
+	 * open (write: unlink, rename): an open either is counted before
+	 * the removal looks, or finds its inode gone and says ESTALE (the
+	 * kernel then walks the path again), never reads a removed file. */
+	pthread_rwlock_t s_name_lock;
 	uint64_t s_nopen;         /* inodes in s_open */
 	struct sf_open *s_open[SF_OPEN_BUCKETS];
 };
 
-static struct sf sf = {.s_open_lock = PTHREAD_MUTEX_INITIALIZER};
+static struct sf sf = {.s_open_lock = PTHREAD_MUTEX_INITIALIZER,
+		       .s_name_lock = PTHREAD_RWLOCK_INITIALIZER};
 
 /**
  * An open directory (fi->fh): where its listing is.  The entry at
@@ -365,6 +373,49 @@ static void sf_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
+/* Open directory ino was removed: keep a (nlink 0) for its fstat(2). */
+static void sf_open_gone(uint64_t ino, const struct ns_attr *a)
+{
+	struct sf_open *o;
+
+	pthread_mutex_lock(&sf.s_open_lock);
+	o = *sf_open_slot(ino);
+	if (o != NULL) {
+		o->o_gone = true;
+		o->o_attr = *a;
+		o->o_attr.nlink = 0;
+	}
+	pthread_mutex_unlock(&sf.s_open_lock);
+}
+
+/* The attributes kept for removed open directory ino: true with *a. */
+static bool sf_open_gone_attr(uint64_t ino, struct ns_attr *a)
+{
+	struct sf_open *o;
+	bool gone;
+
+	pthread_mutex_lock(&sf.s_open_lock);
+	o = *sf_open_slot(ino);
+	gone = o != NULL && o->o_gone;
+	if (gone)
+		*a = o->o_attr;
+	pthread_mutex_unlock(&sf.s_open_lock);
+	return gone;
+}
+
+/* Whether open inode ino lost its last name (kept under SF_ORPHANS). */
+static bool sf_open_is_orphan(uint64_t ino)
+{
+	struct sf_open *o;
+	bool orphan;
+
+	pthread_mutex_lock(&sf.s_open_lock);
+	o = *sf_open_slot(ino);
+	orphan = o != NULL && o->o_orphan;
+	pthread_mutex_unlock(&sf.s_open_lock);
+	return orphan;
+}
+
 static void sf_getattr(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_file_info *fi)
 {
@@ -372,11 +423,21 @@ static void sf_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct stat st;
 	int rc = ns_getattr(sf.s_ns, ino, &a);
 
+	if (rc == -ENOENT && sf_open_gone_attr(ino, &a))
+		rc = 0; /* fstat(2) of a directory removed while open */
+	/* An inode removed since the kernel's lookup (a rename replaced
+	 * it): ESTALE makes stat(2) walk the path again (LOOKUP_REVAL),
+	 * where ENOENT would say the name is missing while it is not. */
+	if (rc == -ENOENT)
+		rc = -ESTALE;
 	if (rc != 0) {
 		sf_reply_err(req, rc, "getattr", ino, NULL);
 		return;
 	}
 	ns_attr_to_stat(&a, &st);
+	/* fstat of an unlinked open file: no name left but our hidden one */
+	if (a.nlink == 1 && sf_open_is_orphan(ino))
+		st.st_nlink = 0;
 	fuse_reply_attr(req, &st, sf.s_attr_s);
 }
 
@@ -523,6 +584,7 @@ static void sf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	char oname[32];
 	int rc;
 
+	pthread_rwlock_wrlock(&sf.s_name_lock);
 	if (sf_hidden(parent, name)) {
 		rc = -ENOENT;
 	} else if (sf_orphan_needed(parent, name, &a)) {
@@ -533,6 +595,7 @@ static void sf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else {
 		rc = ns_unlink(sf.s_ns, parent, name);
 	}
+	pthread_rwlock_unlock(&sf.s_name_lock);
 	if (rc != 0) {
 		sf_reply_err(req, rc, "unlink", parent, name);
 		return;
@@ -542,9 +605,17 @@ static void sf_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 
 static void sf_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int rc = sf_hidden(parent, name) ? -ENOENT
-					 : ns_rmdir(sf.s_ns, parent, name);
+	struct ns_attr a;
+	bool open = false;
+	int rc = sf_hidden(parent, name) ? -ENOENT : 0;
 
+	/* a directory open here keeps answering fstat(2) once removed */
+	if (rc == 0 && ns_lookup(sf.s_ns, parent, name, &a) == 0)
+		open = sf_open_busy(a.ino);
+	if (rc == 0)
+		rc = ns_rmdir(sf.s_ns, parent, name);
+	if (rc == 0 && open)
+		sf_open_gone(a.ino, &a);
 	if (rc != 0) {
 		sf_reply_err(req, rc, "rmdir", parent, name);
 		return;
@@ -576,16 +647,19 @@ static void sf_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out;
 	nf |= flags & RENAME_NOREPLACE ? NS_RENAME_NOREPLACE : 0;
 	nf |= flags & RENAME_EXCHANGE ? NS_RENAME_EXCHANGE : 0;
+	pthread_rwlock_wrlock(&sf.s_name_lock);
 	if (nf == 0 && sf_orphan_needed(newparent, newname, &a)) {
 		sf_orphan_name(a.ino, oname, sizeof oname);
 		rc = ns_link(sf.s_ns, a.ino, sf.s_orphans, oname, &l);
 		if (rc != 0)
-			goto out;
+			goto out_unlock;
 		orphan = true;
 	}
 	rc = ns_rename(sf.s_ns, parent, name, newparent, newname, nf);
 	if (orphan && (rc != 0 || !sf_open_orphan(a.ino)))
 		ns_unlink(sf.s_ns, sf.s_orphans, oname);
+out_unlock:
+	pthread_rwlock_unlock(&sf.s_name_lock);
 out:
 	if (rc != 0) {
 		sf_reply_err(req, rc, "rename", parent, name);
@@ -600,15 +674,20 @@ out:
  * hands it to us).  0 or a negative errno (then nothing is counted). */
 static int sf_open_file(uint64_t ino, int flags)
 {
-	struct ns_attr in = {.ino = ino, .size = 0};
+	struct ns_attr in = {.ino = ino, .size = 0}, a;
 	bool orphan;
-	int rc = sf_open_get(ino);
+	int rc;
 
-	if (rc != 0 || !(flags & O_TRUNC))
-		return rc;
-	rc = ns_setattr(sf.s_ns, ino, &in, NS_SET_SIZE, NULL);
-	if (rc != 0)
-		sf_open_put(ino, &orphan);
+	pthread_rwlock_rdlock(&sf.s_name_lock);
+	rc = ns_getattr(sf.s_ns, ino, &a); /* removed since the lookup? */
+	if (rc == 0)
+		rc = sf_open_get(ino);
+	if (rc == 0 && (flags & O_TRUNC)) {
+		rc = ns_setattr(sf.s_ns, ino, &in, NS_SET_SIZE, NULL);
+		if (rc != 0)
+			sf_open_put(ino, &orphan);
+	}
+	pthread_rwlock_unlock(&sf.s_name_lock);
 	return rc;
 }
 
@@ -634,6 +713,8 @@ static void sf_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	int rc = sf_open_file(ino, fi->flags);
 
+	if (rc == -ENOENT)
+		rc = -ESTALE; /* as getattr: open(2) then walks the path again */
 	if (rc != 0) {
 		sf_reply_err(req, rc, "open", ino, NULL);
 		return;
@@ -762,7 +843,16 @@ static void sf_opendir(fuse_req_t req, fuse_ino_t ino,
 	d->d_nh = 0;
 	d->d_hused = 0;
 	fi->fh = (uintptr_t)d;
+	if (sf_open_get(ino) != 0) { /* counted, for a removal meanwhile */
+		pthread_mutex_destroy(&d->d_lock);
+		free(d);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
 	if (fuse_reply_open(req, fi) == -ENOENT) {
+		bool orphan;
+
+		sf_open_put(ino, &orphan);
 		pthread_mutex_destroy(&d->d_lock);
 		free(d);
 	}
@@ -772,7 +862,9 @@ static void sf_releasedir(fuse_req_t req, fuse_ino_t ino,
 			  struct fuse_file_info *fi)
 {
 	struct sf_dir *d = (struct sf_dir *)(uintptr_t)fi->fh;
+	bool orphan;
 
+	sf_open_put(ino, &orphan); /* directories are never orphans */
 	pthread_mutex_destroy(&d->d_lock);
 	free(d);
 	fuse_reply_err(req, 0);
@@ -953,7 +1045,9 @@ static void sf_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 					&used)) > 0)
 		;
 	pthread_mutex_unlock(&d->d_lock);
-	if (rc < 0 && used == 0)
+	/* A directory removed while open lists nothing (as getdents(2) on
+	 * an unlinked directory): its index went with it. */
+	if (rc < 0 && used == 0 && rc != -ENOENT)
 		sf_reply_err(req, rc, "readdir", ino, NULL);
 	else
 		fuse_reply_buf(req, buf, used);

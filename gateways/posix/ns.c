@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/random.h>
 #include <time.h>
 
@@ -867,6 +868,9 @@ static int ns_lookup_dots(struct ns *ns, uint64_t parent, bool dotdot,
 	return ns_getattr(ns, r.it_parent, out);
 }
 
+/* Reads of an entry whose inode vanished meanwhile (ns_lookup()). */
+#define NS_LOOKUP_TRIES 10
+
 int ns_lookup(struct ns *ns, uint64_t parent, const char *name,
 	      struct ns_attr *out)
 {
@@ -878,10 +882,22 @@ int ns_lookup(struct ns *ns, uint64_t parent, const char *name,
 	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
 		return ns_lookup_dots(ns, parent, name[1] == '.', out);
 	rc = ns_name_check(name);
-	if (rc == 0)
+	/* A rename over the name (or its unlink and a create) may remove
+	 * the inode the entry named between the two reads: a dtx's members
+	 * apply one after another (clovis.h: atomicity, not isolation).
+	 * Read the entry again; only an entry that keeps naming a missing
+	 * inode is -ENOENT. */
+	for (int tries = 0; rc == 0; tries++) {
 		rc = ns_dirent_get(ns, parent, name, &de);
-	if (rc == 0)
-		rc = ns_getattr(ns, de.de_ino, out);
+		if (rc == 0)
+			rc = ns_getattr(ns, de.de_ino, out);
+		if (rc != -ENOENT || tries == NS_LOOKUP_TRIES)
+			break;
+		if (ns_dirent_get(ns, parent, name, &de) != 0)
+			break; /* the entry is gone too: -ENOENT */
+		rc = 0;
+		usleep(100u << (tries < 6 ? tries : 6));
+	}
 	return rc;
 }
 
