@@ -1035,6 +1035,15 @@ static int ns_create(struct ns *ns, uint64_t parent, const char *name,
 	ns_ls_init(&ls);
 	ns_ls_add(&ls, parent, dir);
 	ns_ls_lock(ns, &ls);
+	/* files and directories take their directory's block size */
+	if (S_ISREG(r->it_mode) || dir) {
+		rc = ns_inode_get(ns, parent, &pr, NULL);
+		if (rc != 0) {
+			ns_ls_unlock(ns, &ls);
+			return rc;
+		}
+		r->it_block_shift = S_ISDIR(pr.it_mode) ? pr.it_block_shift : 0;
+	}
 	rc = -EAGAIN;
 	for (uint32_t i = 0; rc == -EAGAIN && i < NS_CREATE_TRIES; i++) {
 		ino = ns_rand64();
@@ -2063,6 +2072,80 @@ static int ns_xattr_exists(struct ns *ns, uint64_t ino, const char *name,
 	return rc == -ENOBUFS ? 0 : rc;
 }
 
+/*
+ * NS_XATTR_BLOCK_SIZE, kept in the inode record (it_block_shift), not in
+ * the xattr index: a directory's is the block size of the files and
+ * directories made in it from then on; a regular file's is its data
+ * object's, and can change only before its first write (-EBUSY after).
+ */
+static int ns_bsize_parse(uint64_t ino, const void *val, size_t size,
+			  uint32_t *shift)
+{
+	char b[16];
+	unsigned long long v;
+	char *end;
+
+	if (size == 0 || size >= sizeof b)
+		goto bad;
+	memcpy(b, val, size);
+	b[size] = 0;
+	if (b[size - 1] == '\n')
+		b[size - 1] = 0;
+	v = strtoull(b, &end, 10);
+	if (*end != 0 || v == 0 || (v & (v - 1)) != 0 ||
+	    v < (1ull << CLOVIS_UNIT_SHIFT_MIN) ||
+	    v > (1ull << CLOVIS_UNIT_SHIFT_MAX))
+		goto bad;
+	*shift = (uint32_t)__builtin_ctzll(v);
+	return 0;
+bad:
+	return ns_err(-EINVAL, "inode %#" PRIx64 ": xattr \"%s\": a block "
+		      "size is a power of two from %u to %u bytes, in decimal",
+		      ino, NS_XATTR_BLOCK_SIZE, 1u << CLOVIS_UNIT_SHIFT_MIN,
+		      1u << CLOVIS_UNIT_SHIFT_MAX);
+}
+
+/* Set (shift) or drop (0) the block size of ino; flags as setxattr's. */
+static int ns_bsize_set(struct ns *ns, uint64_t ino, uint32_t shift,
+			uint32_t flags)
+{
+	struct ns_inode_rec r;
+	struct ns_lockset ls;
+	struct ns_tx t;
+	int rc = ns_rw_check(ns, "setxattr");
+
+	if (rc != 0)
+		return rc;
+	ns_ls_init(&ls);
+	ns_ls_add(&ls, ino, true);
+	ns_ls_lock(ns, &ls);
+	rc = ns_inode_get(ns, ino, &r, NULL);
+	if (rc == 0 && !S_ISDIR(r.it_mode) && !S_ISREG(r.it_mode))
+		rc = ns_err(-EINVAL, "inode %#" PRIx64 ": \"%s\" is for "
+			    "directories and regular files", ino,
+			    NS_XATTR_BLOCK_SIZE);
+	else if (rc == 0 && (flags & NS_XATTR_CREATE) && r.it_block_shift)
+		rc = ns_err(-EEXIST, "inode %#" PRIx64 ": xattr \"%s\" "
+			    "exists", ino, NS_XATTR_BLOCK_SIZE);
+	else if (rc == 0 && (flags & NS_XATTR_REPLACE) && !r.it_block_shift)
+		rc = ns_err(-ENODATA, "inode %#" PRIx64 ": no xattr \"%s\"",
+			    ino, NS_XATTR_BLOCK_SIZE);
+	else if (rc == 0 && S_ISREG(r.it_mode) && (r.it_flags & NS_IF_DATA) &&
+		 r.it_block_shift != shift)
+		rc = ns_err(-EBUSY, "inode %#" PRIx64 ": a file's block size "
+			    "is fixed at its first write (%u bytes)", ino,
+			    1u << r.it_block_shift);
+	if (rc == 0 && r.it_block_shift != shift) {
+		r.it_block_shift = shift;
+		r.it_ctime_ns = ns_now_ns();
+		ns_tx_init(ns, &t);
+		ns_tx_inode_put(&t, ino, &r, NULL, true);
+		rc = ns_tx_commit(&t, "setxattr");
+	}
+	ns_ls_unlock(ns, &ls);
+	return rc;
+}
+
 int ns_setxattr(struct ns *ns, uint64_t ino, const char *name,
 		const void *val, size_t size, uint32_t flags)
 {
@@ -2072,7 +2155,12 @@ int ns_setxattr(struct ns *ns, uint64_t ino, const char *name,
 	struct ns_tx t;
 	size_t kl;
 	int rc = ns_xattr_args(ns, name, val, size, flags);
+	uint32_t shift = 0;
 
+	if (rc == 0 && strcmp(name, NS_XATTR_BLOCK_SIZE) == 0) {
+		rc = ns_bsize_parse(ino, val, size, &shift);
+		return rc != 0 ? rc : ns_bsize_set(ns, ino, shift, flags);
+	}
 	if (rc == 0)
 		rc = ns_rw_check(ns, "setxattr");
 	if (rc != 0)
@@ -2112,6 +2200,27 @@ ssize_t ns_getxattr(struct ns *ns, uint64_t ino, const char *name, void *buf,
 	rc = ns_xattr_name_check(name);
 	if (rc != 0)
 		return rc;
+	if (strcmp(name, NS_XATTR_BLOCK_SIZE) == 0) {
+		char v[16];
+		int n;
+
+		rc = ns_inode_get(ns, ino, &r, NULL);
+		if (rc != 0)
+			return rc;
+		if (r.it_block_shift == 0 ||
+		    !(S_ISDIR(r.it_mode) || S_ISREG(r.it_mode)))
+			return ns_err(-ENODATA, "inode %#" PRIx64 ": no xattr "
+				      "\"%s\"", ino, name);
+		n = snprintf(v, sizeof v, "%u", 1u << r.it_block_shift);
+		if (size == 0)
+			return n;
+		if (size < (size_t)n)
+			return ns_err(-ERANGE, "inode %#" PRIx64 ": xattr "
+				      "\"%s\" does not fit %zu bytes", ino,
+				      name, size);
+		memcpy(buf, v, (size_t)n);
+		return n;
+	}
 	kl = ns_xattr_key(ino, name, key);
 	rc = ns_idx_get(&ns->ns_xattrs, key, kl, size ? buf : &dummy, &vl);
 	if (rc == -ENOENT) {
@@ -2176,6 +2285,9 @@ int ns_removexattr(struct ns *ns, uint64_t ino, const char *name)
 	size_t kl;
 	int rc = ns == NULL ? ns_err(-EINVAL, "removexattr: NULL namespace")
 			    : ns_xattr_name_check(name);
+
+	if (rc == 0 && strcmp(name, NS_XATTR_BLOCK_SIZE) == 0)
+		return ns_bsize_set(ns, ino, 0, NS_XATTR_REPLACE);
 
 	if (rc == 0)
 		rc = ns_rw_check(ns, "removexattr");

@@ -156,7 +156,8 @@ struct ns_inode_rec {
 	uint64_t it_rdev;
 	uint64_t it_parent;      /* directories: the parent's ino (root: 1) */
 	struct clovis_id it_data; /* file: data object; dir: its index */
-	uint32_t it_block_shift; /* file: its object's block size (log2) */
+	uint32_t it_block_shift; /* file: its object's block size (log2);
+				    dir: its new files' (0: the default) */
 	uint32_t it_target_len;  /* symlink: bytes of target after the record */
 };
 
@@ -329,6 +330,16 @@ int ns_link_object(struct ns *ns, uint64_t parent, const char *name,
 		   struct ns_attr *out);
 
 /* ----------------------------------------------------------------- xattrs */
+/*
+ * The block size of a file or a directory, as an extended attribute (a
+ * decimal number of bytes, a power of two from 4 KiB to 16 MiB), kept in
+ * the inode record (it_block_shift), not among the xattrs, and not
+ * listed by ns_listxattr().  A directory's is the block size of every file
+ * and directory made in it from then on (they inherit it); a regular
+ * file's is its data object's: set it before the first write (-EBUSY
+ * after, unless unchanged).  Absent (-ENODATA): the superblock's default.
+ */
+#define NS_XATTR_BLOCK_SIZE "user.strata.block_size"
 #define NS_XATTR_CREATE  1u /* as XATTR_CREATE: -EEXIST if it exists */
 #define NS_XATTR_REPLACE 2u /* as XATTR_REPLACE: -ENODATA if it does not */
 int ns_setxattr(struct ns *ns, uint64_t ino, const char *name,

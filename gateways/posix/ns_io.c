@@ -774,7 +774,8 @@ static int ns_file_fill(struct ns *ns, struct ns_file *f,
 {
 	int rc = 0;
 
-	f->f_bshift = ns->ns_sb.sb_block_shift;
+	f->f_bshift = r->it_block_shift ? r->it_block_shift
+					: ns->ns_sb.sb_block_shift;
 	if (r->it_flags & NS_IF_DATA)
 		rc = ns_objh_open(ns, f->f_ino, &r->it_data, &f->f_objh);
 	if (rc != 0)
@@ -879,12 +880,15 @@ static int ns_data_create(struct ns *ns, uint64_t ino, struct ns_file *f)
 		return ns_err(-ENOMEM, "write: inode %#" PRIx64 ": no memory",
 			      ino);
 	oh->oh_refs = 1;
-	rc = clovis_obj_init(&oh->oh_obj, &ns->ns_co.co_realm, &id, &a);
-	if (rc != 0)
-		rc = ns_err(rc, "write: inode %#" PRIx64 ": %s", ino,
-			    clovis_errmsg());
-	if (rc == 0)
-		rc = ns_inode_get(ns, ino, &r, NULL);
+	rc = ns_inode_get(ns, ino, &r, NULL);
+	if (rc == 0 && r.it_block_shift != 0) /* its own, or its directory's */
+		a.oa_block_shift = r.it_block_shift;
+	if (rc == 0) {
+		rc = clovis_obj_init(&oh->oh_obj, &ns->ns_co.co_realm, &id, &a);
+		if (rc != 0)
+			rc = ns_err(rc, "write: inode %#" PRIx64 ": %s", ino,
+				    clovis_errmsg());
+	}
 	if (rc == 0)
 		rc = ns_data_create_tx(ns, ino, oh, &r, &exists);
 	if (exists) {

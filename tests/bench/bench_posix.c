@@ -66,6 +66,8 @@ static struct clovis *store_open(const char *dir)
 
 	cc.cc_data_dir = dir;
 	cc.cc_flags = CLOVIS_CONF_CREATE;
+	if (getenv("BENCH_POSIX_META_NVRAM") != NULL) /* metadata on /dev/shm */
+		cc.cc_flags |= CLOVIS_CONF_META_NVRAM;
 	cc.cc_dev_size = 1ull << 30;
 	rc = clovis_init(&cl, &cc);
 	if (rc != 0)

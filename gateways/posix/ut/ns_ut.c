@@ -1040,6 +1040,67 @@ static void model_step(uint64_t f, uint8_t *m, uint64_t *sz, uint8_t *buf)
 
 /* Writes at odd offsets and lengths across blocks, truncates and reads,
  * seeded, against an in-memory model; remounted every 100 ops. */
+/*
+ * Block size per directory and per file (NS_XATTR_BLOCK_SIZE): a
+ * directory's is inherited by what is made in it (files and
+ * subdirectories), a file's fixes its data object's at the first write
+ * and is -EBUSY to change after; bad values -EINVAL naming the attribute;
+ * the attribute is not listed; removed, new files take the default.
+ */
+static void test_block_size(void)
+{
+	uint64_t top = topdir("bsize"), sub, f, g, h;
+	struct clovis_id id;
+	struct ns_attr a;
+	uint32_t shift = 0;
+	char out[32], list[64];
+	static uint8_t buf[20000];
+
+	RC(ns_getxattr(ns, top, NS_XATTR_BLOCK_SIZE, out, sizeof out), -ENODATA);
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "3000", 4, 0), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(ns_errmsg(), NS_XATTR_BLOCK_SIZE));
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "abc", 3, 0), -EINVAL);
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "2048", 4, 0), -EINVAL);
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "33554432", 8, 0), -EINVAL);
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "4096", 4,
+		       NS_XATTR_REPLACE), -ENODATA);
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "4096\n", 5, 0), 0);
+	RC(ns_setxattr(ns, top, NS_XATTR_BLOCK_SIZE, "4096", 4,
+		       NS_XATTR_CREATE), -EEXIST);
+	RC(ns_getxattr(ns, top, NS_XATTR_BLOCK_SIZE, NULL, 0), 4);
+	RC(ns_getxattr(ns, top, NS_XATTR_BLOCK_SIZE, out, 3), -ERANGE);
+	RC(ns_getxattr(ns, top, NS_XATTR_BLOCK_SIZE, out, sizeof out), 4);
+	CU_ASSERT_EQUAL(memcmp(out, "4096", 4), 0);
+	RC(ns_listxattr(ns, top, list, sizeof list), 0); /* not listed */
+	sub = mkd(top, "sub");     /* inherits 4096 */
+	RC(ns_getxattr(ns, sub, NS_XATTR_BLOCK_SIZE, out, sizeof out), 4);
+	f = mk(sub, "f");
+	RC(ns_getattr(ns, f, &a), 0);
+	CU_ASSERT_EQUAL(a.blksize, 4096);
+	fill(buf, sizeof buf, 3);
+	RC(ns_write(ns, f, buf, 5000, 3000), 5000);
+	RC(ns_data_id(ns, f, &id, &shift), 0);
+	CU_ASSERT_EQUAL(shift, 12);
+	RC(ns_setxattr(ns, f, NS_XATTR_BLOCK_SIZE, "65536", 5, 0), -EBUSY);
+	RC(ns_setxattr(ns, f, NS_XATTR_BLOCK_SIZE, "4096", 4, 0), 0);
+	/* a file of its own block size, set before its first write */
+	g = mk(sub, "g");
+	RC(ns_setxattr(ns, g, NS_XATTR_BLOCK_SIZE, "1048576", 7, 0), 0);
+	RC(ns_write(ns, g, buf, sizeof buf, 100), (long long)sizeof buf);
+	RC(ns_data_id(ns, g, &id, &shift), 0);
+	CU_ASSERT_EQUAL(shift, 20);
+	RC(ns_read(ns, g, buf + 1, 1000, 150), 1000);
+	/* removed from the directory: new files take the default */
+	RC(ns_removexattr(ns, sub, NS_XATTR_BLOCK_SIZE), 0);
+	RC(ns_removexattr(ns, sub, NS_XATTR_BLOCK_SIZE), -ENODATA);
+	h = mk(sub, "h");
+	RC(ns_getxattr(ns, h, NS_XATTR_BLOCK_SIZE, out, sizeof out), -ENODATA);
+	RC(ns_write(ns, h, buf, 10, 0), 10);
+	RC(ns_data_id(ns, h, &id, &shift), 0);
+	CU_ASSERT_EQUAL(shift, ns_super(ns)->sb_block_shift);
+	CU_ASSERT_NOT_EQUAL(shift, 12);
+}
+
 static void test_rw_model(void)
 {
 	uint64_t top = topdir("rwmodel"), f = mk(top, "f"), sz = 0;
@@ -1739,6 +1800,7 @@ int posix_ns_ut_add(void)
 		{"links", test_links},
 		{"symlink", test_symlink},
 		{"xattrs", test_xattrs},
+		{"block_size", test_block_size},
 		{"rw_model", test_rw_model},
 		{"holes_truncate", test_holes_truncate},
 		{"cache", test_cache},
