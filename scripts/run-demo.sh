@@ -126,6 +126,36 @@ if [ -x "$GW" ]; then
 	kill -TERM $gw; wait $gw
 fi
 
+# The POSIX view: the demo store's namespace mounted for a moment
+# (strata-fuse, docs/posix.md), a file written and read through it, ls -l.
+FS="$(dirname "$S")/strata-fuse"
+if [ -x "$FS" ] && [ -c /dev/fuse ] && command -v fusermount3 >/dev/null &&
+   [ "$(id -u)" = 0 ]; then
+	echo
+	echo "== POSIX view: $FS --data $DEMO --mkfs $WORK/mnt"
+	mkdir -p "$WORK/mnt"
+	"$FS" --data "$DEMO" --mkfs -f "$WORK/mnt" 2>"$WORK/fuse.err" &
+	fsd=$!
+	for i in $(seq 1 300); do
+		grep -q " $WORK/mnt fuse.strata " /proc/mounts && break
+		kill -0 $fsd 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q " $WORK/mnt fuse.strata " /proc/mounts ||
+		die "strata-fuse did not mount: $(cat "$WORK/fuse.err")"
+	mkdir -p "$WORK/mnt/docs" && cp README.md "$WORK/mnt/docs/README.md" &&
+		ln -sf docs/README.md "$WORK/mnt/readme" &&
+		cmp README.md "$WORK/mnt/readme" ||
+		{ fusermount3 -u "$WORK/mnt"; die "a file through the mount"; }
+	echo "\$ ls -l $WORK/mnt $WORK/mnt/docs"
+	ls -l "$WORK/mnt" "$WORK/mnt/docs"
+	fusermount3 -u "$WORK/mnt" && wait $fsd || die "strata-fuse did not unmount cleanly"
+	echo "unmounted; the tree stays in the store (mount it again with the same command)"
+else
+	echo
+	echo "(POSIX view: as root with /dev/fuse, mount the store with $FS --data $DEMO --mkfs MOUNTPOINT)"
+fi
+
 elapsed=$(( ($(date +%s%N) - start) / 1000000 ))
 cat <<EOF
 
@@ -141,6 +171,7 @@ Next, try:
   $B/strata --data $DEMO obj get @demo-nvram - | head -c 64 | od -A d -t x1
   $B/strata --data $DEMO bench
   $B/strata --help
+  $B/strata-fuse --data $DEMO --mkfs /mnt/strata && ls -l /mnt/strata   # fusermount3 -u /mnt/strata
   $B/strata-s3 --data $DEMO --creds $DEMO.s3-creds --port 8333 &   # then:
   aws --endpoint-url http://127.0.0.1:8333 s3 ls s3://demo   # keys: $B/strata s3 user ls $DEMO.s3-creds
 EOF

@@ -75,7 +75,7 @@ def mount(meta_nvram=False):
     # the store made first, with devices of 1 GiB (strata-fuse would make
     # the default 256 MiB ones), its metadata on NVRAM (/dev/shm) or not
     run([STRATA, "--data", STORE, "--dev-size", str(1 << 30)] +
-        (["--meta-nvram"] if meta_nvram else []) + ["-q", "dev", "ls"])
+        (["--meta-nvram"] if meta_nvram else []) + ["-q", "devices"])
     daemon = subprocess.Popen([FUSE, "--data", STORE, "--mkfs", "-f", MNT],
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     end = time.time() + 120
