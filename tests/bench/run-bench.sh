@@ -124,6 +124,12 @@ esac
 case ",$figs," in
 ,,|*,ha,*) python3 tests/bench/bench_ha.py "$B" --dir "$dir" "$@" || rc=1 ;;
 esac
+# the POSIX view (issue 33, bench_posix.py): fio through a strata-fuse
+# mount beside ext4 and direct Clovis, mdtest-style metadata rates (root
+# and /dev/fuse; it says SKIP otherwise; about 10 minutes)
+case ",$figs," in
+,,|*,posix,*) python3 tests/bench/bench_posix.py "$B" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1 ;;
+esac
 [ -x "$B/strata-s3" ] && { python3 tests/bench/bench_s3.py "$B" "$dir" "$@" || rc=1; }  # S3 gateway beside direct Clovis (issue 6)
 rm -rf "$dir/raw-lmdb" "$dir/raw-floor"
 rm -f "$dir"/raw.dat "$dir"/raw-tier.dat "$dir"/raw-ec-*.dat \
