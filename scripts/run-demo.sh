@@ -162,6 +162,7 @@ cat <<EOF
 == Done in $((elapsed / 1000)).$(printf %03d $((elapsed % 1000))) s: the demo store is in $DEMO
   - 3 objects (512 B / nvram, 4 KiB / flash, 1 MiB / sas) written, read and compared
   - a 24 MiB file put and got back with cmp
+  - the store mounted with strata-fuse (as root): a file copied in, a symlink, ls -l
   - an index of 40 records, scanned with next and dump
   - devices and statistics of the store
 
