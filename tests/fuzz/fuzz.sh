@@ -24,8 +24,9 @@
 #   @lib      BUILD/libstrata.a (not instrumented) and its libraries, for
 #             what the instrumented sources call beyond themselves;
 #   @s3gw     the S3 gateway: its sources (S3_SRCS of gateways/s3/module.mk)
-#             but s3_main.c, built once per run into BUILD/fuzz/libs3gw.a,
-#             with BUILD/libstrata.a and their libraries (the harness
+#             but s3_main.c, with the namespace's (S3_NS_SRCS), built
+#             once per run into BUILD/fuzz/libs3gw.a, with
+#             BUILD/libstrata.a and their libraries (the harness
 #             includes s3_main.c itself, see fuzz_s3.h).
 set -u
 B=${1:-build}
@@ -138,6 +139,11 @@ s3gw_build() {
 		gateways/s3/module.mk | head -1)
 	for src in $srcs; do
 		[ "$src" = s3_main.c ] || gw+=("gateways/s3/$src")
+	done
+	# the POSIX namespace the view buckets serve (S3_NS_SRCS)
+	for src in $(sed -n 's/^S3_NS_SRCS *:= *\(.*\)$/\1/p' \
+		gateways/s3/module.mk); do
+		gw+=("$src")
 	done
 	xflags=$(pkg-config --cflags $libpkgs $s3pkgs)
 	cobjs "${gw[@]}" || { xflags=""; return 1; }

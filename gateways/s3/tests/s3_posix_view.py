@@ -742,9 +742,65 @@ def cluster():
     T1 = Serve()
     try:
         concurrent(s3, T1)
+        through_mount(s3)
     finally:
         T1.close()
         gw_stop(p)
+
+
+def through_mount(s3):
+    """The same bytes through a strata-fuse mount of the cluster's namespace
+    and through the gateway, both running: a file written through the mount
+    (closed after fsync) is the object a GET returns, an object PUT through
+    S3 reads back through the mount; SIGTERM unmounts (exit 0)."""
+    fuse = os.path.join(B, "strata-fuse")
+    if not os.path.exists("/dev/fuse") or os.geteuid() != 0 or not os.access(fuse, os.X_OK):
+        print("skip: the mount part needs root, /dev/fuse and %s" % fuse)
+        return
+    mnt = os.path.join(T, "mnt")
+    os.makedirs(mnt, exist_ok=True)
+    log = open(os.path.join(T, "fuse.log"), "w")
+    fp = subprocess.Popen([fuse, "--cluster", CL, "--container", CONT, "-f", mnt],
+                          stdout=log, stderr=log)
+    procs.append(fp)
+
+    def mounted():
+        with open("/proc/mounts") as f:
+            return any(l.split()[1] == mnt for l in f)
+    up = wait_for(mounted, 60)
+    check("strata-fuse mounts the cluster's namespace (container %s)" % CONT, up)
+    if not up:
+        return
+    try:
+        data = random.Random(33).randbytes(3 * MiB + 777)
+        os.makedirs(os.path.join(mnt, "m"), exist_ok=True)
+        fd = os.open(os.path.join(mnt, "m", "fromfuse.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data[:MiB + 5])
+        os.pwrite(fd, data[MiB + 5:], MiB + 5)
+        os.fsync(fd)
+        os.close(fd)
+        body = s3.get_object(Bucket="view", Key="m/fromfuse.bin")["Body"].read()
+        check("a file written through the mount is the object GET returns", body == data,
+              "%d bytes, want %d" % (len(body), len(data)))
+        put = random.Random(34).randbytes(2 * MiB + 3)
+        s3.put_object(Bucket="view", Key="m/froms3.bin", Body=put)
+        back = b""
+        with open(os.path.join(mnt, "m", "froms3.bin"), "rb") as f:
+            back = f.read()
+        check("an object PUT through S3 reads back through the mount", back == put,
+              "%d bytes, want %d" % (len(back), len(put)))
+        names = sorted(os.listdir(os.path.join(mnt, "m")))
+        check("the mount lists both", names == ["fromfuse.bin", "froms3.bin"], names)
+    finally:
+        fp.send_signal(signal.SIGTERM)
+        try:
+            rc = fp.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            fp.kill()
+            fp.wait()
+            subprocess.run(["fusermount3", "-uz", mnt])
+            rc = None
+        check("strata-fuse exits 0 on SIGTERM, the mount gone", rc == 0 and not mounted(), rc)
 
 
 def wait_for(fn, secs):
