@@ -53,7 +53,7 @@
 /* The hidden directory of the root that keeps open files that lost their
  * last name (unlink or rename over them) until their last close.  Never
  * listed, looked up or made by the kernel. */
-#define SF_ORPHANS ".strata-fuse-orphans"
+#define SF_ORPHANS NS_ORPHANS_NAME
 /* Entries read ahead per ns_readdir() call of an open directory. */
 #define SF_DIR_PAGE 64
 /* Entries, and bytes of their names, of the last readdir reply an open
@@ -748,6 +748,8 @@ static void sf_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		rc = ns_lookup(sf.s_ns, parent, name, &a);
 		if (rc == 0 && S_ISDIR(a.mode))
 			rc = -EISDIR;
+		else if (rc == 0 && !S_ISREG(a.mode))
+			rc = -EEXIST; /* a symlink, fifo ...: not for us to open */
 	}
 	if (rc == 0)
 		rc = sf_open_file(a.ino, flags);

@@ -241,6 +241,15 @@ int ns_inode_get(struct ns *ns, uint64_t ino, struct ns_inode_rec *r,
 	    vl != sizeof *r + r->it_target_len)
 		return ns_err(-EIO, "inode %#" PRIx64 ": bad record (magic "
 			      "%#x, %zu bytes)", ino, r->it_magic, vl);
+	/* another process's record (or a bug's) never drives a shift or a
+	 * size past what the code can compute with */
+	if ((r->it_block_shift != 0 &&
+	     (r->it_block_shift < CLOVIS_BLOCK_SHIFT_MIN ||
+	      r->it_block_shift > CLOVIS_BLOCK_SHIFT_MAX)) ||
+	    (S_ISREG(r->it_mode) && r->it_size > NS_FILE_MAX))
+		return ns_err(-EIO, "inode %#" PRIx64 ": bad record (block "
+			      "shift %u, size %" PRIu64 ")", ino,
+			      r->it_block_shift, r->it_size);
 	if (target != NULL) {
 		memcpy(target, buf + sizeof *r, r->it_target_len);
 		target[r->it_target_len] = '\0';
@@ -1822,12 +1831,15 @@ int ns_readdir(struct ns *ns, uint64_t dir, const char *after,
 	if (excl && strnlen(after, NS_NAME_MAX + 1) > NS_NAME_MAX)
 		return ns_err(-ENAMETOOLONG, "readdir: start name too long");
 	rc = ns_dir_open(ns, dir, &ix);
-	if (rc == 0)
-		rc = ns_walk_init(&w, (uint32_t)(max < (int)NS_READDIR_PAGE ?
-						 max : (int)NS_READDIR_PAGE),
-				  sizeof(struct ns_dirent_rec));
 	if (rc != 0)
 		return rc;
+	rc = ns_walk_init(&w, (uint32_t)(max < (int)NS_READDIR_PAGE ?
+					 max : (int)NS_READDIR_PAGE),
+			  sizeof(struct ns_dirent_rec));
+	if (rc != 0) {
+		ns_walk_fini(&w); /* what it allocated before it failed */
+		return rc;
+	}
 	w.w_kl[0] = excl ? strlen(after) : 0;
 	memcpy(w.w_keys, excl ? after : "", w.w_kl[0]);
 	while (rc == 0 && more && n < max) {
@@ -1966,6 +1978,10 @@ static int ns_xattr_walk(struct ns *ns, uint64_t ino,
 	bool excl = false, more = true;
 	int rc = ns_walk_init(&w, NS_XATTR_PAGE, 0);
 
+	if (rc != 0) {
+		ns_walk_fini(&w);
+		return rc;
+	}
 	ns_ino_key(ino, prefix);
 	memcpy(w.w_keys, prefix, sizeof prefix);
 	w.w_kl[0] = sizeof prefix;

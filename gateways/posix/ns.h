@@ -112,6 +112,10 @@
 #define NS_ID_XATTRS ((struct clovis_id){NS_HI_META, 3})
 
 #define NS_ROOT_INO 1ull
+/* strata-fuse's hidden directory in the root: files unlinked while open
+ * through a mount, kept until their last close (docs/posix.md).  Other
+ * views (the S3 gateway's) neither show nor touch it. */
+#define NS_ORPHANS_NAME ".strata-fuse-orphans"
 #define NS_MAGIC 0x53505358u    /* "XSPS": superblock and inode records */
 #define NS_VERSION 1u
 #define NS_NAME_MAX 255u        /* bytes of one entry name */

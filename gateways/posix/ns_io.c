@@ -321,6 +321,13 @@ static int ns_pend_wait_upto(struct ns *ns, uint64_t upto, uint32_t max)
 		if (r != 0 && rc == 0)
 			rc = ns_err(r, "a change did not become durable: %s",
 				    clovis_op_errmsg(ns_pend_last(p)));
+		if (r != 0) { /* told at the next fsync too: a writer over the
+				 bounds (ns_pend_track) waits here and moves on */
+			pthread_mutex_lock(&ns->ns_pend_lock);
+			if (ns->ns_pend_rc == 0)
+				ns->ns_pend_rc = r;
+			pthread_mutex_unlock(&ns->ns_pend_lock);
+		}
 		ns_pend_free(p);
 	}
 	pthread_mutex_unlock(&ns->ns_pend_wait);

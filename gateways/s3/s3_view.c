@@ -342,11 +342,17 @@ const struct s3_bucket *s3_view_nth(uint32_t i)
  * NS_NAME_MAX bytes (else *toolong), not "." or "..", without NUL, and it
  * does not end with '/'.
  */
-static const char *key_path_bad(const char *k, size_t kl, bool *toolong)
+static const char *key_path_bad(const struct s3_view *v, const char *k,
+				size_t kl, bool *toolong)
 {
-	size_t i, j;
+	size_t i, j, hl = sizeof NS_ORPHANS_NAME - 1;
 
 	*toolong = false;
+	/* strata-fuse's hidden directory: no key of a view on the root */
+	if (v->vw_ino == NS_ROOT_INO && kl >= hl &&
+	    memcmp(k, NS_ORPHANS_NAME, hl) == 0 && (kl == hl || k[hl] == '/'))
+		return "it names the mounts' hidden directory "
+		       NS_ORPHANS_NAME;
 	if (k[kl - 1] == '/')
 		return "it ends with '/' (a directory, not a file)";
 	for (i = 0; i < kl; i = j + 1) {
@@ -432,7 +438,7 @@ int s3_view_dir_find(struct s3_view *v, const char *p, size_t pl,
 	bool toolong;
 	int rc;
 
-	if (pl == 0 || key_path_bad(p, pl, &toolong) != NULL)
+	if (pl == 0 || key_path_bad(v, p, pl, &toolong) != NULL)
 		return -ENOENT;
 	rc = key_lookup(v, p, pl, &a, &parent);
 	if (rc == 0 && !S_ISDIR(a.mode))
@@ -552,7 +558,7 @@ int s3_view_rec_get(struct s3_bucket *b, const char *k, size_t kl, void **v,
 	bool toolong;
 	int rc;
 
-	if (kl == 0 || key_path_bad(k, kl, &toolong) != NULL)
+	if (kl == 0 || key_path_bad(vw, k, kl, &toolong) != NULL)
 		return -ENOENT;
 	for (;;) { /* the file replaced between its lookup and its data's:
 		    * look it up again */
@@ -887,7 +893,7 @@ static int put_key_check(struct s3_req *rq)
 	uint64_t parent;
 	size_t bad = 0;
 	bool toolong;
-	const char *why = key_path_bad(rq->rq_key, rq->rq_key_len, &toolong);
+	const char *why = key_path_bad(v, rq->rq_key, rq->rq_key_len, &toolong);
 	int rc;
 
 	if (why != NULL)
@@ -961,7 +967,7 @@ int s3_view_delete(struct s3_bucket *b, const char *k, size_t kl)
 	bool toolong;
 	int rc;
 
-	if (kl == 0 || key_path_bad(k, kl, &toolong) != NULL)
+	if (kl == 0 || key_path_bad(v, k, kl, &toolong) != NULL)
 		return 0; /* no file can have that key */
 	pthread_mutex_lock(l);
 	rc = key_walk(v, k, kl, false, &parent, name, &bad);
@@ -1060,7 +1066,7 @@ bool s3_view_refs(struct s3_bucket *b, const uint8_t *key, size_t kl,
 	bool toolong;
 
 	if (kl > 0 && kl <= S3_KEY_MAX &&
-	    key_path_bad((const char *)key, kl, &toolong) == NULL &&
+	    key_path_bad(v, (const char *)key, kl, &toolong) == NULL &&
 	    key_lookup(v, (const char *)key, kl, &a, &parent) == 0 &&
 	    S_ISREG(a.mode) && ns_data_id(v->vw_ns, a.ino, &d, &bs) == 0 &&
 	    clovis_id_cmp(&d, id) == 0)

@@ -122,6 +122,16 @@ static void vl_file(struct vl_walk *w, size_t kl, const char *name, size_t nl,
 	vl_take(w, kl + nl, ino);
 }
 
+/* "." and "..": ns_lookup() answers them, but they are no entry; nor is
+ * strata-fuse's hidden directory in the root (ns.h NS_ORPHANS_NAME). */
+static bool not_entry(uint64_t dir, const char *c, size_t n)
+{
+	return (n == 1 && c[0] == '.') ||
+	       (n == 2 && c[0] == '.' && c[1] == '.') ||
+	       (dir == NS_ROOT_INO && n == sizeof NS_ORPHANS_NAME - 1 &&
+		memcmp(c, NS_ORPHANS_NAME, n) == 0);
+}
+
 /* 1 when directory ino, whose keys start with kl bytes, holds a key at any
  * depth, 0 when not, or the error. */
 static int vl_has_key(struct vl_walk *w, uint64_t ino, size_t kl)
@@ -137,7 +147,8 @@ static int vl_has_key(struct vl_walk *w, uint64_t ino, size_t kl)
 		for (i = 0; i < n && r == 0; i++) {
 			size_t nl = strlen(e[i].name);
 
-			if (!s3_key_chars_ok(e[i].name, nl))
+			if (!s3_key_chars_ok(e[i].name, nl) ||
+			    not_entry(ino, e[i].name, nl))
 				continue;
 			if (S_ISREG(e[i].type) && kl + nl <= S3_KEY_MAX)
 				r = 1;
@@ -204,11 +215,6 @@ static void vl_pop(struct vl_walk *w, struct vl_level *lv, const char *name,
 	}
 }
 
-/* "." and "..": ns_lookup() answers them, but they are no entry. */
-static bool not_entry(const char *c, size_t n)
-{
-	return (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.');
-}
 
 /*
  * Start level lv at position from (fl bytes: its first component c, then
@@ -235,7 +241,7 @@ static void vl_from(struct vl_walk *w, struct vl_level *lv, const char *from,
 	memcpy(c, from, cl);
 	c[cl] = 0;
 	for (p = 1; p < cl && !w->w_done; p++) {
-		if ((unsigned char)c[p] >= '/' || not_entry(c, p) ||
+		if ((unsigned char)c[p] >= '/' || not_entry(lv->lv_ino, c, p) ||
 		    (np != NULL && (p < npl || memcmp(c, np, npl) != 0)))
 			continue;
 		c[p] = 0;
@@ -248,7 +254,8 @@ static void vl_from(struct vl_walk *w, struct vl_level *lv, const char *from,
 	}
 	if (w->w_done)
 		return;
-	rc = not_entry(c, cl) ? -ENOENT : ns_lookup(ns, lv->lv_ino, c, &a);
+	rc = not_entry(lv->lv_ino, c, cl) ? -ENOENT
+					   : ns_lookup(ns, lv->lv_ino, c, &a);
 	if (rc != 0 && rc != -ENOENT)
 		return vl_fail(w, rc);
 	if (np == NULL || (cl >= npl && memcmp(c, np, npl) == 0)) {
@@ -303,6 +310,8 @@ static void vl_level_run(struct vl_walk *w, uint64_t ino, size_t kl,
 						     strlen(skip)))
 				continue;
 			skip[0] = 0;
+			if (not_entry(ino, e->name, el))
+				continue;
 			if (np != NULL && (el < npl ||
 					   memcmp(e->name, np, npl) != 0)) {
 				end = memcmp(e->name, np, el < npl ? el : npl)

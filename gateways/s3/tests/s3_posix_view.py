@@ -791,6 +791,24 @@ def through_mount(s3):
               "%d bytes, want %d" % (len(back), len(put)))
         names = sorted(os.listdir(os.path.join(mnt, "m")))
         check("the mount lists both", names == ["fromfuse.bin", "froms3.bin"], names)
+        # a file unlinked while open lives on in the mounts' hidden
+        # directory: the bucket neither lists nor serves nor takes it
+        fd = os.open(os.path.join(mnt, "m", "froms3.bin"), os.O_RDONLY)
+        try:
+            os.unlink(os.path.join(mnt, "m", "froms3.bin"))
+            hidden = ".strata-fuse-orphans"
+            keys = keys_of(s3, "view", "")
+            check("the listing shows no key of the hidden directory",
+                  not any(k.startswith(hidden) for k in keys), keys)
+            gone = "%s/%016x" % (hidden, os.fstat(fd).st_ino)
+            check("a GET in the hidden directory is NoSuchKey",
+                  (err_of(lambda: s3.get_object(Bucket="view", Key=gone)) or (0, ""))[1] == "NoSuchKey")
+            check("a PUT in the hidden directory is refused",
+                  (err_of(lambda: s3.put_object(Bucket="view", Key=gone, Body=b"x")) or (0, ""))[1]
+                  == "InvalidArgument")
+            check("the open file still reads whole", os.pread(fd, len(put) + 1, 0) == put)
+        finally:
+            os.close(fd)
     finally:
         fp.send_signal(signal.SIGTERM)
         try:
