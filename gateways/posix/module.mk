@@ -2,7 +2,7 @@
 # Clovis indices and objects (ns.h), strata-fuse (libfuse3, low-level API)
 # serving it to the kernel, and the pNFS flexfiles layout encoder
 # (pnfs_ff.h).  See gateways/posix/README.md and docs/posix.md.
-POSIX_NS_SRCS := gateways/posix/ns.c gateways/posix/ns_io.c
+POSIX_NS_SRCS := gateways/posix/ns.c gateways/posix/ns_io.c gateways/posix/ns_xattr.c
 FUSE3_CFLAGS = $(shell pkg-config --cflags fuse3 2>/dev/null)
 FUSE3_LIBS = $(shell pkg-config --libs fuse3 2>/dev/null)
 POSIX_FUSE_SRCS := gateways/posix/fuse_main.c $(POSIX_NS_SRCS)

@@ -290,4 +290,41 @@ void ns_files_free(struct ns *ns);
 int ns_truncate_tx(struct ns *ns, uint64_t ino, struct ns_inode_rec *r,
 		   uint64_t size, struct ns_tx *t);
 
+/* ------------------------------------- shared by ns.c and ns_xattr.c */
+
+/** GET one record of ix into v (*vl bytes): 0 (*vl its size), -ENOENT,
+ *  -ENOBUFS (*vl the size needed), or the op's failure. */
+int ns_idx_get(struct clovis_idx *ix, const void *k, size_t kl, void *v,
+	       size_t *vl);
+/** Make a handle for index id of the namespace and OPEN it: 0, -ENOENT
+ *  (no message), or the store's failure. */
+int ns_idx_open(struct ns *ns, const struct clovis_id *id,
+		struct clovis_idx *ix);
+
+/** NEXT walk buffers for up to nr records with keys of up to
+ *  CLOVIS_KEY_MAX bytes and values of vmax bytes (vmax 0: values not
+ *  read). */
+struct ns_walk {
+	uint32_t w_nr;
+	size_t w_vmax;
+	char *w_keys, *w_vals;
+	void **w_kp, **w_vp;
+	size_t *w_kl, *w_vl;
+	int32_t *w_rcs;
+	uint8_t w_dummy;
+};
+/** Allocate w's buffers (0 or -ENOMEM; ns_walk_fini() frees what was
+ *  allocated either way). */
+int ns_walk_init(struct ns_walk *w, uint32_t nr, size_t vmax);
+void ns_walk_fini(struct ns_walk *w);
+/** One NEXT of nr slots from the key in slot 0 (w_kl[0] bytes), after it
+ *  when excl. */
+int ns_walk_next(struct clovis_idx *ix, struct ns_walk *w, uint32_t nr,
+		 bool excl);
+/** The next NEXT starts at slot k's key. */
+void ns_walk_restart(struct ns_walk *w, uint32_t k);
+
+/** Add to t the DELs of every xattr of ino (its removal). */
+int ns_tx_xattrs_drop(struct ns_tx *t, uint64_t ino);
+
 #endif

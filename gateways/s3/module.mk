@@ -5,7 +5,7 @@ S3_SRCS := $(addprefix gateways/s3/,s3_main.c s3_auth.c s3_store.c s3_store_tx.c
 # (s3_view.h): its sources named here, as gateways/posix/module.mk (which
 # defines POSIX_NS_SRCS) is read after this file and a rule's prerequisites
 # are expanded as it is read.
-S3_NS_SRCS := gateways/posix/ns.c gateways/posix/ns_io.c
+S3_NS_SRCS := gateways/posix/ns.c gateways/posix/ns_io.c gateways/posix/ns_xattr.c
 S3_OBJS := $(S3_SRCS:%.c=$(BUILD)/obj/%.o) $(S3_NS_SRCS:%.c=$(BUILD)/obj/%.o)
 BINS += $(BUILD)/strata-s3
 $(S3_OBJS): CFLAGS += $(shell pkg-config --cflags libmicrohttpd json-c 2>/dev/null)

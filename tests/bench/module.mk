@@ -64,5 +64,5 @@ $(BUILD)/strata_bench_isc: $(BUILD)/obj/tests/bench/bench_isc.o $(BUILD)/libstra
 # tests/bench/bench_posix.py): direct Clovis figures, mdtest-style rates
 # through system calls and through the namespace library.
 TEST_BINS += $(BUILD)/strata_bench_posix
-$(BUILD)/strata_bench_posix: $(BUILD)/obj/tests/bench/bench_posix.o $(BUILD)/obj/gateways/posix/ns.o $(BUILD)/obj/gateways/posix/ns_io.o $(BUILD)/libstrata.a
+$(BUILD)/strata_bench_posix: $(BUILD)/obj/tests/bench/bench_posix.o $(BUILD)/obj/gateways/posix/ns.o $(BUILD)/obj/gateways/posix/ns_io.o $(BUILD)/obj/gateways/posix/ns_xattr.o $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
