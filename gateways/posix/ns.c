@@ -379,6 +379,14 @@ void ns_ls_lock(struct ns *ns, struct ns_lockset *ls)
 	}
 }
 
+void ns_ls_lock_one(struct ns *ns, struct ns_lockset *ls, uint64_t ino,
+		    bool excl)
+{
+	ns_ls_init(ls);
+	ns_ls_add(ls, ino, excl);
+	ns_ls_lock(ns, ls);
+}
+
 void ns_ls_unlock(struct ns *ns, struct ns_lockset *ls)
 {
 	for (uint32_t i = ls->ls_nr; i > 0; i--)
@@ -1904,9 +1912,7 @@ int ns_setattr(struct ns *ns, uint64_t ino, const struct ns_attr *in,
 	rc = ns_rw_check(ns, "setattr");
 	if (rc != 0)
 		return rc;
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, true);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, true);
 	rc = ns_inode_get(ns, ino, &r, target);
 	if (rc == 0)
 		rc = ns_setattr_check(&r, ino, in, valid);

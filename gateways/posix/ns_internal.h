@@ -214,6 +214,9 @@ int ns_tx_unlink_inode(struct ns_tx *t, uint64_t ino, struct ns_inode_rec *r,
 void ns_ls_init(struct ns_lockset *ls);
 void ns_ls_add(struct ns_lockset *ls, uint64_t ino, bool excl);
 void ns_ls_lock(struct ns *ns, struct ns_lockset *ls);
+/** ls made of ino alone (exclusive or shared), locked. */
+void ns_ls_lock_one(struct ns *ns, struct ns_lockset *ls, uint64_t ino,
+		    bool excl);
 void ns_ls_unlock(struct ns *ns, struct ns_lockset *ls);
 
 /* --------------------------------- ns_io.c: changes, tracking, the cache */

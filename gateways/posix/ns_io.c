@@ -627,9 +627,7 @@ static int ns_writeback_one(struct ns *ns, uint64_t ino)
 	uint32_t dirty;
 	int rc = 0;
 
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, true);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, true);
 	pthread_mutex_lock(&ns->ns_cache_lock);
 	f = ns_file_find(ns, ino);
 	dirty = f != NULL ? f->f_dirty : 0;
@@ -1182,9 +1180,7 @@ ssize_t ns_write(struct ns *ns, uint64_t ino, const void *buf, size_t len,
 			      "%" PRIu64 " go past NS_FILE_MAX", ino, len, off);
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, true);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, true);
 	if (len == 0) {
 		struct ns_inode_rec r;
 
@@ -1321,9 +1317,7 @@ ssize_t ns_read(struct ns *ns, uint64_t ino, void *buf, size_t len,
 		return ns_err(-EINVAL, "read: NULL argument");
 	if (len > SSIZE_MAX)
 		len = SSIZE_MAX;
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, false);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, false);
 	rc = ns_read_state(ns, ino, &st);
 	if (rc == 0 && off < st.rs_size) {
 		n = st.rs_size - off < len ? st.rs_size - off : len;

@@ -203,9 +203,7 @@ static int ns_bsize_set(struct ns *ns, uint64_t ino, uint32_t shift,
 
 	if (rc != 0)
 		return rc;
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, true);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, true);
 	rc = ns_inode_get(ns, ino, &r, NULL);
 	if (rc == 0 && !S_ISDIR(r.it_mode) && !S_ISREG(r.it_mode))
 		rc = ns_err(-EINVAL, "inode %#" PRIx64 ": \"%s\" is for "
@@ -253,9 +251,7 @@ int ns_setxattr(struct ns *ns, uint64_t ino, const char *name,
 	if (rc != 0)
 		return rc;
 	kl = ns_xattr_key(ino, name, key);
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, true);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, true);
 	rc = ns_inode_get(ns, ino, &r, NULL);
 	if (rc == 0 && (flags & NS_XATTR_REPLACE))
 		rc = ns_xattr_exists(ns, ino, name, key, kl);
@@ -381,9 +377,7 @@ int ns_removexattr(struct ns *ns, uint64_t ino, const char *name)
 	if (rc != 0)
 		return rc;
 	kl = ns_xattr_key(ino, name, key);
-	ns_ls_init(&ls);
-	ns_ls_add(&ls, ino, true);
-	ns_ls_lock(ns, &ls);
+	ns_ls_lock_one(ns, &ls, ino, true);
 	rc = ns_inode_get(ns, ino, &r, NULL);
 	if (rc == 0) {
 		ns_tx_init(ns, &t);

@@ -24,27 +24,8 @@
 set -u
 
 B=${1:-build}
-BD=$(cd "$B" 2>/dev/null && pwd)
-F=$BD/strata-fuse
-S=$BD/strata
-pass=0
-fail=0
-
-if [ ! -c /dev/fuse ]; then
-	echo "skip: /dev/fuse is missing (no FUSE on this machine)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-if ! command -v fusermount3 >/dev/null; then
-	echo "skip: fusermount3 is not installed (apt-get install fuse3)"
-	echo "0 passed, 0 failed"
-	exit 0
-fi
-if [ ! -x "$F" ] || [ ! -x "$S" ]; then
-	echo "FAIL: $F or $S not built"
-	echo "0 passed, 1 failed"
-	exit 1
-fi
+. "$(dirname "$0")/posix_lib.sh"
+px_need "$B"
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/strata-posix-tools.XXXXXX")
 STORE=$T/store
@@ -73,9 +54,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-ok() { pass=$((pass + 1)); echo "ok   $*"; }
-no() { fail=$((fail + 1)); echo "FAIL $*"; }
-check() { local n=$1; shift; if "$@"; then ok "$n"; else no "$n"; fi; }
 have() {
 	command -v "$1" >/dev/null && return 0
 	echo "skip $1: not installed"
