@@ -226,14 +226,14 @@ fi
 if have fio; then
 	mkdir -p "$MNT/fio"
 	run "fio: random 4 KiB writes, verify=crc32c" 600 \
-		fio --name=rand --directory="$MNT/fio" --ioengine=psync \
+		fio --name=rand --directory="$MNT/fio" --ioengine=psync --verify_state_save=0 \
 		--rw=randwrite --bs=4k --size=32m --verify=crc32c \
 		--do_verify=1 --verify_fatal=1 --fallocate=none \
 		--runtime=240 --end_fsync=1
 	check "fio random: no errors reported" \
 		eval '! grep -Eq "err=[ ]*[1-9]|verify: bad|crc32c: verify failed" "$T/out"'
 	run "fio: sequential 1 MiB writes, verify=crc32c" 600 \
-		fio --name=seq --directory="$MNT/fio" --ioengine=psync \
+		fio --name=seq --directory="$MNT/fio" --ioengine=psync --verify_state_save=0 \
 		--rw=write --bs=1m --size=32m --verify=crc32c --do_verify=1 \
 		--verify_fatal=1 --fallocate=none --runtime=240 --fsync=8
 	check "fio sequential: no errors reported" \
