@@ -367,6 +367,8 @@ static void srv_walk_one(struct ctx *c, struct sview *v, uint64_t *cur_inc,
 		     e->he_kind == HA_EV_SRV_LEASE_EXPIRED) && !ep_stale &&
 		    !v->sv_ep_down)
 			episode(c, v, t);
+		if (e->he_kind == HA_EV_SRV_STOPPED && !ep_stale)
+			v->sv_ep_down = true;  /* that run ended, planned */
 		if (e->he_kind == HA_EV_SRV_JOINED && !ep_stale) {
 			v->sv_ep_inc = e->he_incarnation;
 			v->sv_ep_down = false;
@@ -376,10 +378,15 @@ static void srv_walk_one(struct ctx *c, struct sview *v, uint64_t *cur_inc,
 	burst_note(t, c->r->hr_quiet_ms, &v->sv_any, &v->sv_last_ms,
 		   &v->sv_burst_ms, &v->sv_last_op, is_op(e->he_kind));
 	switch (e->he_kind) {
+	case HA_EV_SRV_STOPPED:
 	case HA_EV_SRV_EXIT:
 	case HA_EV_SRV_LEASE_EXPIRED:
 	case HA_EV_OP_FAIL:
-		if (!v->sv_ep_down && !ep_stale)
+		/* a planned stop ends the run without a down episode: the
+		 * lease expiry that follows it finds the run already down */
+		if (e->he_kind == HA_EV_SRV_STOPPED)
+			v->sv_ep_down = true;
+		else if (!v->sv_ep_down && !ep_stale)
 			episode(c, v, t);
 		if (!v->sv_proof || e->he_kind == HA_EV_OP_FAIL) {
 			v->sv_proof_ms = t;
@@ -558,6 +565,7 @@ static void views_build(struct ctx *c)
 		/* a HOME_READY counts only after the run's last start or end */
 		if (e->he_kind == HA_EV_SRV_JOINED ||
 		    e->he_kind == HA_EV_SRV_EXIT ||
+		    e->he_kind == HA_EV_SRV_STOPPED ||
 		    e->he_kind == HA_EV_SRV_LEASE_EXPIRED)
 			c->hv[s].ready_ms = c->hv[s].ready_ep = 0;
 		if (e->he_dev[0] == '\0') {

@@ -14,6 +14,7 @@ static const char *const ev_names[HA_EV_KIND_NR] = {
 	"SRV_JOINED", "DEV_IOERR", "DEV_FAILED", "OP_FAIL", "OP_REPLACE",
 	"OP_DRAIN", "OP_REMOVE", "OP_ADD", "OP_THAW", "JOB_DONE",
 	"JOB_FAILED", "HOME_READY", "HOME_FROZEN", "HOME_INSYNC",
+	"SRV_STOPPED",
 };
 
 static const char *const dec_names[HA_DEC_KIND_NR] = {

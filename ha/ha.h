@@ -161,6 +161,13 @@ enum ha_ev_kind {
 	 *  he_insync (docs/cluster.md "The catch-up").  The analyzer moves
 	 *  a home whose server died to one of them first (rule home). */
 	HA_EV_HOME_INSYNC,
+	/** The target (its own reporter) is stopping cleanly (SIGTERM, its
+	 *  requests drained, its lease given back next): down by direct
+	 *  proof like SRV_EXIT, but a planned stop, not a down episode of
+	 *  the flapping rule (a supervisor's or an operator's restarts never
+	 *  quarantine a server; a crash, a lease that ran out or peers'
+	 *  reports still count). */
+	HA_EV_SRV_STOPPED,
 	HA_EV_KIND_NR
 };
 

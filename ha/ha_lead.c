@@ -69,6 +69,7 @@ static void run_note(struct srv_ha *a, const struct ha_event *e)
 
 	if (e->he_dev[0] != '\0' || e->he_incarnation == 0 ||
 	    (e->he_kind != HA_EV_SRV_JOINED && e->he_kind != HA_EV_SRV_EXIT &&
+	     e->he_kind != HA_EV_SRV_STOPPED &&
 	     e->he_kind != HA_EV_SRV_LEASE_EXPIRED))
 		return;
 	i = clu_server_find(a->ha_srv->s_conf, e->he_target);

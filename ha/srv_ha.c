@@ -1111,9 +1111,14 @@ static void ha_stop(struct srv *s)
 					       a->ha_map.hm_cluster,
 					       a->ha_name);
 		/* a run again from the start (home_restart_check()) too:
-		 * seen as an exit, its next run joins again */
-		if (a->ha_lease != 0)
+		 * seen as an exit, its next run joins again.  The planned
+		 * stop is logged first, so that the lease's end is not
+		 * counted as a down episode (rule flapping) */
+		if (a->ha_lease != 0) {
+			report(a, HA_EV_SRV_STOPPED, s->s_self, NULL,
+			       a->ha_incarnation, 0);
 			(void)etcd_lease_revoke(a->ha_etcd, a->ha_lease);
+		}
 	}
 	/* a job's walk call may still be on the probe table: the jobs stop
 	 * first; one that would not is left the table (the process ends) */

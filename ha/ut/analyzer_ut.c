@@ -344,6 +344,36 @@ static const struct ha_case cases[] = {
 	"100000 SRV_JOINED s1 s1 inc=6" }, {
 	"18000 flapping SET_STATE s1 QUARANTINED",
 	"101000 flapping SET_STATE s1 ONLINE" } },
+/* five planned restarts in a minute (each a clean stop, its lease given
+ * back, a new run): not flapping, nothing decided; a crash after them is
+ * one down episode, not the sixth */
+{ "planned_restarts", "tol=1 s0@e0 s1@e1#1 s2@e2", {
+	"10000 SRV_STOPPED s1 s1 inc=1",
+	"10050 SRV_LEASE_EXPIRED s0 s1 inc=1",
+	"10300 SRV_JOINED s1 s1 inc=2",
+	"12000 SRV_STOPPED s1 s1 inc=2",
+	"12050 SRV_LEASE_EXPIRED s0 s1 inc=2",
+	"12300 SRV_JOINED s1 s1 inc=3",
+	"14000 SRV_STOPPED s1 s1 inc=3",
+	"14050 SRV_LEASE_EXPIRED s0 s1 inc=3",
+	"14300 SRV_JOINED s1 s1 inc=4",
+	"16000 SRV_STOPPED s1 s1 inc=4",
+	"16050 SRV_LEASE_EXPIRED s0 s1 inc=4",
+	"16300 SRV_JOINED s1 s1 inc=5",
+	"18000 SRV_STOPPED s1 s1 inc=5",
+	"18050 SRV_LEASE_EXPIRED s0 s1 inc=5",
+	"18300 SRV_JOINED s1 s1 inc=6",
+	"20000 SRV_LEASE_EXPIRED s0 s1 inc=6",
+	"20300 SRV_JOINED s1 s1 inc=7" }, {
+	NULL } },
+/* a clean stop is proof the server is down: failed after the quiet
+ * window like an exit, back ONLINE when it joins again */
+{ "stopped_down", "tol=1 s0@e0 s1@e1#1 s2@e2", {
+	"10000 SRV_STOPPED s1 s1 inc=1",
+	"10050 SRV_LEASE_EXPIRED s0 s1 inc=1",
+	"13000 SRV_JOINED s1 s1 inc=2" }, {
+	"11050 server-down SET_STATE s1 FAILED",
+	"14000 return SET_STATE s1 ONLINE" } },
 /* a quarantined server failed by the operator is repaired (and not
  * quarantined again for the same episodes); added back while its repair
  * runs, it is rebalanced once the repair is done */
@@ -866,7 +896,7 @@ static void random_event(const struct ha_map *m, uint32_t i, uint64_t t,
 		HA_EV_OP_DRAIN, HA_EV_OP_ADD, HA_EV_OP_THAW, HA_EV_JOB_DONE,
 		HA_EV_JOB_FAILED, HA_EV_JOB_DONE, HA_EV_HOME_READY,
 		HA_EV_HOME_READY, HA_EV_HOME_READY, HA_EV_HOME_FROZEN,
-		HA_EV_HOME_INSYNC,
+		HA_EV_HOME_INSYNC, HA_EV_SRV_STOPPED,
 	};
 	const struct ha_srv *s = &m->hm_servers[rnd(m->hm_nr_servers)];
 
