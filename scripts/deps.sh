@@ -25,6 +25,9 @@
 # mount (scripts/nfs-export.sh); libnfs-utils: the user-space NFS client
 # its test uses (no kernel NFS here); fio, rsync: tools run on a mount by
 # tests/integ/posix_tools_test.sh.
+# libhdf5-dev, hdf5-tools: the HDF5 VFD (gateways/hdf5, built against
+# Debian's HDF5 1.10), `strata h5 import|export`, and h5dump in its tests;
+# python3-dev: the Python binding's C extension (clovis/python).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
@@ -34,7 +37,8 @@ pkgs=(build-essential pkg-config liblmdb-dev lmdb-utils libpmem2-dev
       libmicrohttpd-dev libjson-c-dev python3-boto3 awscli s3cmd iproute2
       curl etcd-server etcd-client libcurl4-openssl-dev gdb prometheus
       libsqlite3-dev sqlite3 liblua5.4-dev fuse3 libfuse3-dev nfs-ganesha
-      nfs-ganesha-vfs rpcbind libnfs-utils fio rsync git)
+      nfs-ganesha-vfs rpcbind libnfs-utils fio rsync git libhdf5-dev
+      hdf5-tools python3-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \

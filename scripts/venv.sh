@@ -8,13 +8,30 @@
 # the list is kept in .venv/strata-requirements.txt once the install
 # succeeded and boto3 and awscrt import); a changed list installs again, a
 # .venv whose interpreter no longer runs is made anew.
+# Then the wheels of tests/requirements-py.txt into .venv/wheels (the
+# wheelhouse the issue-34 steps make their own venvs from, offline),
+# likewise only when that list changed.
 # Tests find the venv's interpreter through tests/tools.sh.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 venv=$top/.venv
 req=$top/tests/requirements.txt
 stamp=$venv/strata-requirements.txt
+reqpy=$top/tests/requirements-py.txt
+wheels=$venv/wheels
+wstamp=$wheels/strata-requirements-py.txt
+wheelhouse() {
+	cmp -s "$reqpy" "$wstamp" && return 0
+	echo "deps: wheels of tests/requirements-py.txt into $wheels"
+	rm -rf "$wheels"
+	mkdir -p "$wheels"
+	"$venv/bin/python3" -m pip download -q --disable-pip-version-check \
+		--no-input --only-binary=:all: --no-deps -d "$wheels" \
+		-r "$reqpy"
+	cp "$reqpy" "$wstamp"
+}
 if cmp -s "$req" "$stamp" && "$venv/bin/python3" -c '' 2>/dev/null; then
+	wheelhouse
 	exit 0
 fi
 py=/usr/bin/python3
@@ -29,3 +46,4 @@ rm -f "$stamp"
 	--no-input -r "$req"
 "$venv/bin/python3" -c 'import boto3, awscrt'
 cp "$req" "$stamp"
+wheelhouse
