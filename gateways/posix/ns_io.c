@@ -565,7 +565,10 @@ void ns_file_overlay(struct ns *ns, uint64_t ino, struct ns_inode_rec *r)
 
 	pthread_mutex_lock(&ns->ns_cache_lock);
 	f = ns_file_find(ns, ino);
-	if (f != NULL && (f->f_dirty & NS_FD_SIZE) && S_ISREG(r->it_mode))
+	/* a cached size only grows (writes; a truncate is written at once):
+	 * another mount's larger size written back meanwhile stands */
+	if (f != NULL && (f->f_dirty & NS_FD_SIZE) && S_ISREG(r->it_mode) &&
+	    f->f_size > r->it_size)
 		r->it_size = f->f_size;
 	if (f != NULL && (f->f_dirty & NS_FD_MTIME))
 		r->it_mtime_ns = f->f_mtime_ns;
@@ -1122,6 +1125,29 @@ static int ns_zero_gap(struct ns *ns, struct ns_file *f, uint64_t from,
 	return rc;
 }
 
+/*
+ * Before a write past f's cached end zeroes the gap: the size another
+ * mount wrote back since f was loaded (its data is in the gap, not old
+ * data of a size lost in a crash).  Blocks up to that size may hold data:
+ * f_hw_blocks, an upper bound of them, grows to cover it.
+ */
+static int ns_size_refresh(struct ns *ns, uint64_t ino, struct ns_file *f)
+{
+	struct ns_inode_rec r;
+	uint64_t bs = 1ull << f->f_bshift, blocks;
+	int rc = ns_inode_get(ns, ino, &r, NULL);
+
+	if (rc != 0 || r.it_size <= f->f_size)
+		return rc;
+	blocks = (r.it_size + bs - 1) >> f->f_bshift;
+	pthread_mutex_lock(&ns->ns_cache_lock);
+	f->f_size = r.it_size;
+	if (f->f_hw_blocks < blocks)
+		f->f_hw_blocks = blocks;
+	pthread_mutex_unlock(&ns->ns_cache_lock);
+	return 0;
+}
+
 /* The size and times a write leaves in the cache. */
 static void ns_file_wrote(struct ns *ns, struct ns_file *f, uint64_t end)
 {
@@ -1148,6 +1174,8 @@ static ssize_t ns_write_locked(struct ns *ns, uint64_t ino, const char *buf,
 
 	if (rc == 0 && f->f_objh == NULL)
 		rc = ns_data_create(ns, ino, f);
+	if (rc == 0 && off > f->f_size)
+		rc = ns_size_refresh(ns, ino, f);
 	if (rc == 0 && off > f->f_size)
 		rc = ns_zero_gap(ns, f, f->f_size, off, true);
 	while (rc == 0 && pos < end) {

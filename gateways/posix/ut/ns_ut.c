@@ -1280,6 +1280,45 @@ static void test_cache(void)
 	ns_check();
 }
 
+/* Two mounts writing one file: a write past this mount's cached end
+ * never zeroes what the other wrote back into the gap, and a cached size
+ * written back never shrinks the file another mount extended. */
+static void test_two_writers(void)
+{
+	uint64_t top = topdir("two"), f = mk(top, "f"), g = mk(top, "g");
+	static uint8_t a8k[8192], b8k[8192], rd[8192];
+	struct ns *other = NULL;
+	struct ns_attr a;
+
+	fill(a8k, sizeof a8k, 5);
+	fill(b8k, sizeof b8k, 6);
+	RC(ns_mount(cl, &cid, NULL, &other), 0);
+	RC(ns_write(ns, f, a8k, sizeof a8k, 0), sizeof a8k);
+	RC(ns_fsync(ns, f, false), 0);
+	RC(ns_write(ns, f, a8k, 10, 0), 10);   /* cached here: size 8192 */
+	RC(ns_write(other, f, b8k, sizeof b8k, 8192), sizeof b8k);
+	RC(ns_fsync(other, f, false), 0);      /* written back: 16384 */
+	RC(ns_write(ns, f, a8k, 100, 20000), 100); /* past the cached end */
+	RC(ns_fsync(ns, f, false), 0);
+	RC(ns_getattr(other, f, &a), 0);
+	CU_ASSERT_EQUAL(a.size, 20100);
+	RC(ns_read(other, f, rd, sizeof rd, 8192), sizeof rd);
+	CU_ASSERT_EQUAL(memcmp(rd, b8k, sizeof rd), 0); /* not zeroed */
+	RC(ns_read(ns, f, rd, 100, 20000), 100);
+	CU_ASSERT_EQUAL(memcmp(rd, a8k, 100), 0);
+	/* a cached size (100) written back after the other mount's 8192 */
+	RC(ns_write(ns, g, a8k, 100, 0), 100);
+	RC(ns_write(other, g, b8k, sizeof b8k, 0), sizeof b8k);
+	RC(ns_fsync(other, g, false), 0);
+	RC(ns_fsync(ns, g, false), 0);
+	RC(ns_getattr(other, g, &a), 0);
+	CU_ASSERT_EQUAL(a.size, sizeof b8k);
+	RC(ns_read(ns, g, rd, sizeof rd, 0), sizeof rd);
+	CU_ASSERT_EQUAL(memcmp(rd, b8k, sizeof rd), 0);
+	RC(ns_umount(other), 0);
+	ns_check();
+}
+
 /* Data and names survive ns_umount + ns_mount, and a reopen of the
  * store (clovis_fini + clovis_init). */
 static void test_persist(void)
@@ -1806,6 +1845,7 @@ int posix_ns_ut_add(void)
 		{"rw_model", test_rw_model},
 		{"holes_truncate", test_holes_truncate},
 		{"cache", test_cache},
+		{"two_writers", test_two_writers},
 		{"persist", test_persist},
 		{"generations", test_generations},
 		{"link_object", test_link_object},
