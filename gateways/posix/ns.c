@@ -276,15 +276,43 @@ int ns_tx_inode_put(struct ns_tx *t, uint64_t ino,
 			 sizeof le + tl, overwrite);
 }
 
+/* Times are kept as signed nanoseconds since the epoch (two's complement
+ * in the records' 64-bit fields): 1677-09-21 to 2262-04-11. */
+#define NS_TS_SEC_MAX (INT64_MAX / 1000000000ll - 1)
+
 static void ns_ts(struct timespec *ts, uint64_t t_ns)
 {
-	ts->tv_sec = (time_t)(t_ns / 1000000000ull);
-	ts->tv_nsec = (long)(t_ns % 1000000000ull);
+	int64_t t = (int64_t)t_ns, sec = t / 1000000000ll,
+		nsec = t % 1000000000ll;
+
+	if (nsec < 0) { /* before 1970: the second below, nsec in [0, 1e9) */
+		nsec += 1000000000ll;
+		sec--;
+	}
+	ts->tv_sec = (time_t)sec;
+	ts->tv_nsec = (long)nsec;
 }
 
 static uint64_t ns_ts_ns(const struct timespec *ts)
 {
-	return (uint64_t)ts->tv_sec * 1000000000ull + (uint64_t)ts->tv_nsec;
+	return (uint64_t)((int64_t)ts->tv_sec * 1000000000ll +
+			  (int64_t)ts->tv_nsec);
+}
+
+/* A time a caller sets: -EINVAL/-EOVERFLOW naming the field. */
+static int ns_ts_check(const struct timespec *ts, uint64_t ino,
+		       const char *field)
+{
+	if (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000l)
+		return ns_err(-EINVAL, "setattr: inode %#" PRIx64 ": %s "
+			      "nanoseconds %ld out of [0, 999999999]", ino,
+			      field, (long)ts->tv_nsec);
+	if ((int64_t)ts->tv_sec > NS_TS_SEC_MAX ||
+	    (int64_t)ts->tv_sec < -NS_TS_SEC_MAX)
+		return ns_err(-EOVERFLOW, "setattr: inode %#" PRIx64 ": %s %lld "
+			      "s out of the range kept (years 1678 to 2262)",
+			      ino, field, (long long)ts->tv_sec);
+	return 0;
 }
 
 void ns_rec_to_attr(const struct ns *ns, uint64_t ino,
@@ -1862,8 +1890,16 @@ int ns_readdir(struct ns *ns, uint64_t dir, const char *after,
 static int ns_setattr_check(const struct ns_inode_rec *r, uint64_t ino,
 			    const struct ns_attr *in, uint32_t valid)
 {
-	if (!(valid & NS_SET_SIZE))
-		return 0;
+	int rc = 0;
+
+	if (valid & NS_SET_ATIME)
+		rc = ns_ts_check(&in->atime, ino, "atime");
+	if (rc == 0 && (valid & NS_SET_MTIME))
+		rc = ns_ts_check(&in->mtime, ino, "mtime");
+	if (rc == 0 && (valid & NS_SET_CTIME))
+		rc = ns_ts_check(&in->ctime, ino, "ctime");
+	if (rc != 0 || !(valid & NS_SET_SIZE))
+		return rc;
 	if (S_ISDIR(r->it_mode))
 		return ns_err(-EISDIR, "setattr: inode %#" PRIx64 " is a "
 			      "directory: no size to set", ino);

@@ -290,7 +290,11 @@ enum ns_set {
  * (or in->ctime with NS_SET_CTIME).  NS_SET_SIZE truncates or extends a
  * regular file (-EISDIR / -EINVAL for others): blocks past the new end
  * are freed, the tail of the last block is zeroed, so a later extension
- * reads zeros.  out (may be NULL) gets the result.
+ * reads zeros.  Times are kept as signed nanoseconds since the epoch:
+ * a time set before 1970 reads back as set; one with tv_nsec outside
+ * [0, 999999999] is -EINVAL, one outside the years 1678-2262 -EOVERFLOW
+ * (the message names the field), and nothing changes.  out (may be NULL)
+ * gets the result.
  */
 int ns_setattr(struct ns *ns, uint64_t ino, const struct ns_attr *in,
 	       uint32_t valid, struct ns_attr *out);

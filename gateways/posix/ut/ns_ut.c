@@ -1319,6 +1319,39 @@ static void test_two_writers(void)
 	ns_check();
 }
 
+/* Times set by a caller, before 1970 too, come back as set (through a
+ * second mount: from the record); out-of-range ones are refused and
+ * change nothing. */
+static void test_times(void)
+{
+	uint64_t top = topdir("times"), f = mk(top, "f");
+	struct ns_attr in = {0}, a;
+	struct ns *other = NULL;
+
+	in.atime.tv_sec = -2; /* 1969-12-31 23:59:58.5 */
+	in.atime.tv_nsec = 500000000;
+	in.mtime.tv_sec = 4102444800; /* 2100-01-01 */
+	in.mtime.tv_nsec = 7;
+	RC(ns_setattr(ns, f, &in, NS_SET_ATIME | NS_SET_MTIME, NULL), 0);
+	RC(ns_mount(cl, &cid, NULL, &other), 0);
+	RC(ns_getattr(other, f, &a), 0);
+	CU_ASSERT_EQUAL(a.atime.tv_sec, -2);
+	CU_ASSERT_EQUAL(a.atime.tv_nsec, 500000000);
+	CU_ASSERT_EQUAL(a.mtime.tv_sec, 4102444800);
+	CU_ASSERT_EQUAL(a.mtime.tv_nsec, 7);
+	in.mtime.tv_nsec = 1000000000;
+	RC(ns_setattr(ns, f, &in, NS_SET_MTIME, NULL), -EINVAL);
+	CU_ASSERT(strstr(ns_errmsg(), "mtime") != NULL);
+	in.mtime.tv_nsec = 0;
+	in.mtime.tv_sec = (time_t)1 << 40;
+	RC(ns_setattr(ns, f, &in, NS_SET_ATIME | NS_SET_MTIME, NULL),
+	   -EOVERFLOW);
+	RC(ns_getattr(other, f, &a), 0);
+	CU_ASSERT_EQUAL(a.mtime.tv_sec, 4102444800); /* unchanged */
+	RC(ns_umount(other), 0);
+	ns_check();
+}
+
 /* Data and names survive ns_umount + ns_mount, and a reopen of the
  * store (clovis_fini + clovis_init). */
 static void test_persist(void)
@@ -1846,6 +1879,7 @@ int posix_ns_ut_add(void)
 		{"holes_truncate", test_holes_truncate},
 		{"cache", test_cache},
 		{"two_writers", test_two_writers},
+		{"times", test_times},
 		{"persist", test_persist},
 		{"generations", test_generations},
 		{"link_object", test_link_object},
