@@ -194,14 +194,17 @@ for c in $(seq 0 $((NCLI - 1))); do kill -9 "${CPID[$c]}" 2>/dev/null; wait "${C
 for s in 0 1 2; do kill -0 "$(spid $s)" 2>/dev/null || start "$s"; done
 check "every server up at the end" wait_up
 ok=1
-end=$((SECONDS + 90)) # termination, and restarted servers' replays
+# termination, and restarted servers' replays: a dtx whose coordinator
+# was killed is ended by its participants' recovery timers, slower on a
+# loaded machine (at most 240 s; a dtx stuck in doubt stays so forever)
+end=$((SECONDS + 240))
 while [ "$SECONDS" -lt "$end" ]; do
 	if inc timeout 20 "$S" --cluster "$F" dtx ls >"$T/ls" 2>&1 &&
 	   grep -q "in doubt: 0, servers down: 0" "$T/ls"; then ok=0; break; fi
 	sleep 0.5
 done
-check "nothing in doubt within 90 s" test $ok -eq 0
-[ "$ok" -eq 0 ] || tail -5 "$T/ls"
+check "nothing in doubt within 240 s" test $ok -eq 0
+[ $ok -eq 0 ] || sed 's/^/     /' "$T/ls" | head -n 20
 check "clients never saw a torn account" \
 	test "$(cat "$T"/client*.log 2>/dev/null | grep -c torn)" -eq 0
 cat "$T"/ack? >"$T/ack" 2>/dev/null

@@ -399,11 +399,20 @@ log_wait() {
 frozen_dtxs 1 frozen
 check "frozen: s0 was told it missed updates (within 10 s)" \
 	log_wait "$D/s0.log" "$n0" "index de:[0-9a-f]*: missed updates up to" 50
-kill -STOP "$(spid 2)"
-STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" read 1 >"$T/stale" 2>&1
-crc=$?
-kill -CONT "$(spid 2)"
-cat "$T/stale"
+# s0 catches up from s1 before it serves the index (s2 is stopped): on a
+# loaded machine that call may time out, and s0 then refuses the index
+# ("still behind"), which is right; the read is tried again (at most 3
+# times).  A value read that differs ("N differ") is never retried.
+for i in 1 2 3; do
+	kill -STOP "$(spid 2)"
+	STRATA_TEST_SKIP_SERVERS=s1,s2 timeout 60 "$X" stale "$F" read 1 \
+		>"$T/stale" 2>&1
+	crc=$?
+	kill -CONT "$(spid 2)"
+	cat "$T/stale"
+	[ "$crc" -eq 0 ] || grep -q " differ" "$T/stale" && break
+	sleep 2
+done
 check "frozen: s0 read alone has every committed change" test $crc -eq 0
 # on failure: what the replica read alone logged of the test indices
 [ "$crc" -eq 0 ] || grep -h "index de:" "$D/s0.log" | tail -20 | sed "s/^/     /"
