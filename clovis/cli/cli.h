@@ -497,6 +497,12 @@ int cmd_isc_unregister(struct cli *c);
 int cmd_isc_list(struct cli *c);
 int cmd_isc_show(struct cli *c);
 int cmd_isc_call(struct cli *c);
+/* The HDF5 object view (gateways/hdf5/h5map_cli.c: a gateway's code, which
+ * the CLI's room may not include; linked in by gateways/hdf5/h5map.mk). */
+int cmd_h5_import(struct cli *c);
+int cmd_h5_export(struct cli *c);
+int cmd_h5_ls(struct cli *c);
+int cmd_h5_rm(struct cli *c);
 
 /** List the ids of one entity type in the default container. */
 int cli_list(struct cli *c, enum clovis_entity_type type, const char *what);

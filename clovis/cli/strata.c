@@ -399,6 +399,38 @@ static const struct cli_cmd cmds[] = {
 	  "that fails, times out, runs out of memory or writes too much "
 	  "fails the call with a message naming it, the server and the "
 	  "reason." },
+	{ "h5", "import", 2, 2, CO_TIER, false, cmd_h5_import,
+	  "FILE.h5 CONTAINER[/NAME] [--tier T]",
+	  "Import an HDF5 file as NAME (default: the file's name) in "
+	  "container CONTAINER (an id: @name, HI:LO, or default; made when "
+	  "missing): each group an index of its links and attributes, each "
+	  "dataset an index of its metadata and an object of its data "
+	  "(contiguous: the array's bytes in row-major order; chunked: each "
+	  "chunk decompressed, one extent at chunk index x chunk slot, the "
+	  "block size fitted to the chunk), on tier T (default flash).  The "
+	  "whole file is checked first: an unsupported feature (external "
+	  "link, reference, variable-length sequence, committed datatype, a "
+	  "filter HDF5 cannot apply again) is refused naming its HDF5 path, "
+	  "and nothing is stored; a name that exists is refused; a failure "
+	  "midway removes what was made (docs/hdf5.md)." },
+	{ "h5", "export", 2, 2, 0, false, cmd_h5_export,
+	  "CONTAINER[/NAME] OUT.h5",
+	  "Make the HDF5 file OUT.h5 (which must not exist) from an import: "
+	  "groups, datasets with their layout, chunking, filters (applied "
+	  "again) and fill values, attributes, hard and soft links; the data "
+	  "byte for byte.  NAME may be left out when the container holds "
+	  "one file.  On failure OUT.h5 is removed." },
+	{ "h5", "ls", 1, 1, 0, false, cmd_h5_ls, "CONTAINER[/NAME]",
+	  "Without NAME: the HDF5 files imported in CONTAINER (name, state, "
+	  "groups, datasets, bytes, time, root index, source file).  With "
+	  "NAME: its mapping, one line per HDF5 path: group (its index), "
+	  "dataset (its index and object, layout, block size, chunk dims, "
+	  "chunks stored of the grid, filters), soft and further hard "
+	  "links." },
+	{ "h5", "rm", 1, 1, 0, false, cmd_h5_rm, "CONTAINER/NAME",
+	  "Remove an imported HDF5 file: every index and object of its "
+	  "mapping, then its catalogue record (also the remains of an "
+	  "interrupted import)." },
 	{ "bench", NULL, 0, 0, CO_OPS | CO_BLOCK, true, cmd_bench,
 	  "[--ops N] [--block-size BYTES]",
 	  "Time single-block writes and reads (4K and 1M blocks, or the "
