@@ -1249,9 +1249,6 @@ int ns_link(struct ns *ns, uint64_t ino, uint64_t newparent,
 	return rc;
 }
 
-/* Add the xattr keys of ino to a DEL of t (records of one inode are
- * contiguous: its 8-byte key prefix). */
-
 int ns_tx_inode_drop(struct ns_tx *t, uint64_t ino,
 		     const struct ns_inode_rec *r)
 {
