@@ -63,6 +63,7 @@ include addb/module.mk
 include tests/module.mk
 include gateways/s3/module.mk
 include gateways/posix/module.mk
+include gateways/hdf5/module.mk
 
 # Two builds of every library object: release, and test (fault points on).
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
