@@ -66,3 +66,12 @@ $(BUILD)/strata_bench_isc: $(BUILD)/obj/tests/bench/bench_isc.o $(BUILD)/libstra
 TEST_BINS += $(BUILD)/strata_bench_posix
 $(BUILD)/strata_bench_posix: $(BUILD)/obj/tests/bench/bench_posix.o $(BUILD)/obj/gateways/posix/ns.o $(BUILD)/obj/gateways/posix/ns_io.o $(BUILD)/obj/gateways/posix/ns_xattr.o $(BUILD)/libstrata.a
 	$(CC) $(LDFLAGS_ALL) -o $@ $^ $(PKG_LIBS) -lpthread
+
+# bench_pyc.c: the C baseline of the Python binding's benchmark (issue 34,
+# tests/bench/bench_python.py): 4 KiB reads, one in flight, through the
+# shared library as the binding calls it (rpath: the build directory);
+# bench_pyc.so: the same read, one call per read, for a ctypes loop.
+TEST_BINS += $(BUILD)/bench_pyc $(BUILD)/bench_pyc.so
+$(BUILD)/obj/tests/bench/bench_pyc.o: | $(BUILD)/include/strata/clovis.h
+$(BUILD)/bench_pyc: $(BUILD)/obj/tests/bench/bench_pyc.o $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 ; $(CC) $(LDFLAGS_ALL) -o $@ $< -L$(BUILD) -lstrata -Wl,-rpath,'$$ORIGIN'
+$(BUILD)/bench_pyc.so: $(BUILD)/obj/tests/bench/bench_pyc.o $(BUILD)/libstrata.so $(BUILD)/libstrata.so.0 ; $(CC) $(LDFLAGS_ALL) -shared -o $@ $< -L$(BUILD) -lstrata -Wl,-rpath,'$$ORIGIN'
