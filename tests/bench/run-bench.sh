@@ -124,6 +124,17 @@ esac
 case ",$figs," in
 ,,|*,ha,*) python3 tests/bench/bench_ha.py "$B" --dir "$dir" "$@" || rc=1 ;;
 esac
+# the HDF5 driver (issue 34, bench_hdf5.py): 1 GiB in 1 MiB chunks through
+# the driver beside a local ext4 file and direct Clovis (about a minute)
+case ",$figs," in
+,,|*,hdf5,*) python3 tests/bench/bench_hdf5.py "$B" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1 ;;
+esac
+# the Python binding (issue 34, bench_python.py): 4 KiB reads through
+# Object.read_into() beside the C API (BUILD/bench_pyc), nvram and flash,
+# any CPU and one CPU; its own venv, offline; about 2 minutes
+case ",$figs," in
+,,|*,python,*) python3 tests/bench/bench_python.py "$B" --dir "$dir" ${nofigs[@]+"${nofigs[@]}"} || rc=1 ;;
+esac
 # the POSIX view (issue 33, bench_posix.py): fio through a strata-fuse
 # mount beside ext4 and direct Clovis, mdtest-style metadata rates (root
 # and /dev/fuse; it says SKIP otherwise; about 10 minutes)
