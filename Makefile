@@ -181,6 +181,13 @@ install: all
 	 'Cflags: -I$${includedir}' > $(INST_LIB)/pkgconfig/strata.pc
 	chmod 644 $(INST_LIB)/pkgconfig/strata.pc
 	install -m 755 $(INST_BINS:%=$(BUILD)/%) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 gateways/hdf5/strata_h5.h $(DESTDIR)$(PREFIX)/include/strata/
+	install -m 644 $(BUILD)/libstrata_h5.a $(INST_LIB)/
+	install -m 755 $(BUILD)/libstrata_h5.so $(INST_LIB)/libstrata_h5.so.$(VERSION)
+	ln -sfn libstrata_h5.so.$(VERSION) $(INST_LIB)/libstrata_h5.so.0
+	ln -sfn libstrata_h5.so.0 $(INST_LIB)/libstrata_h5.so
+	install -d $(INST_LIB)/strata/hdf5-plugin
+	install -m 755 $(BUILD)/hdf5-plugin/libh5fd_strata.so $(INST_LIB)/strata/hdf5-plugin/
 	@case '$(DESTDIR):$(PREFIX)' in :/usr|:/usr/local) \
 	  [ "$$(id -u)" -ne 0 ] || ldconfig ;; esac
 
@@ -188,8 +195,12 @@ uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/include/strata/clovis.h \
 	  $(INST_LIB)/libstrata.a $(INST_LIB)/libstrata.so.$(VERSION) \
 	  $(INST_LIB)/libstrata.so.0 $(INST_LIB)/libstrata.so \
-	  $(INST_LIB)/pkgconfig/strata.pc $(INST_BINS:%=$(DESTDIR)$(PREFIX)/bin/%)
-	rmdir $(DESTDIR)$(PREFIX)/include/strata 2>/dev/null || true
+	  $(INST_LIB)/pkgconfig/strata.pc $(INST_BINS:%=$(DESTDIR)$(PREFIX)/bin/%) \
+	  $(DESTDIR)$(PREFIX)/include/strata/strata_h5.h $(INST_LIB)/libstrata_h5.a \
+	  $(INST_LIB)/libstrata_h5.so.$(VERSION) $(INST_LIB)/libstrata_h5.so.0 \
+	  $(INST_LIB)/libstrata_h5.so $(INST_LIB)/strata/hdf5-plugin/libh5fd_strata.so
+	rmdir $(DESTDIR)$(PREFIX)/include/strata $(INST_LIB)/strata/hdf5-plugin \
+	  $(INST_LIB)/strata 2>/dev/null || true
 
 clean:
 	rm -rf build build-asan build-ubsan build-tsan build-cov

@@ -6,7 +6,8 @@
 #      naming STAGE (DESTDIR is only where files are put);
 #   2. make install PREFIX=P (a temporary directory): header, static and
 #      shared library with its two links, strata.pc, strata, strata-server
-#      and strata-s3;
+#      and strata-s3; the HDF5 driver (strata_h5.h, libstrata_h5, which
+#      finds the installed libstrata.so.0, and the h5py plugin);
 #   3. clovis/examples/hello.c copied out of the tree and built with
 #      nothing but `pkg-config --cflags --libs strata` (PKG_CONFIG_PATH=
 #      P/lib/pkgconfig) and an rpath from `pkg-config --variable=libdir`;
@@ -72,7 +73,9 @@ echo "--- make install PREFIX=$P"
 mk install PREFIX="$P" >"$T/inst.out" 2>&1
 check "make install PREFIX=$P" test $? -eq 0 || tail -5 "$T/inst.out"
 for f in include/strata/clovis.h lib/libstrata.a lib/libstrata.so.0.1.0 \
-	 lib/pkgconfig/strata.pc bin/strata bin/strata-server bin/strata-s3; do
+	 lib/pkgconfig/strata.pc bin/strata bin/strata-server bin/strata-s3 \
+	 include/strata/strata_h5.h lib/libstrata_h5.a lib/libstrata_h5.so.0.1.0 \
+	 lib/strata/hdf5-plugin/libh5fd_strata.so; do
 	check "installed $f" test -f "$P/$f"
 done
 check "lib/libstrata.so.0 -> libstrata.so.0.1.0" \
@@ -82,6 +85,9 @@ check "lib/libstrata.so -> libstrata.so.0" \
 for f in strata strata-server strata-s3; do
 	check "bin/$f runs (--help)" "$P/bin/$f" --help >/dev/null 2>&1
 done
+check "lib/libstrata_h5.so.0 finds the installed libstrata.so.0 (ldd)" \
+	grep -q "libstrata.so.0 => $P/lib/libstrata.so.0 " \
+	<(ldd "$P/lib/libstrata_h5.so.0" 2>&1)
 
 echo "--- hello.c built against the installed library with pkg-config only"
 export PKG_CONFIG_PATH=$P/lib/pkgconfig
