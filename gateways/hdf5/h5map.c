@@ -728,6 +728,23 @@ int h5m_cat_get(struct h5m_store *s, const struct h5m_target *t,
 	return rc;
 }
 
+int h5m_cat_get_complete(struct clovis *cl, struct h5m_target *t,
+			 struct h5m_store *s, struct clovis_idx *cat,
+			 struct h5m_cat *rec)
+{
+	int rc = h5m_target_resolve(cl, t);
+
+	if (rc == 0)
+		rc = h5m_store_open(s, cl, &t->ht_cont);
+	if (rc == 0)
+		rc = h5m_cat_get(s, t, cat, rec);
+	if (rc == 0 && rec->hc_state != H5M_COMPLETE)
+		rc = h5m_err(-EBUSY, "%s: its import did not complete (it "
+			     "runs, or was interrupted: 'strata h5 rm' "
+			     "removes it)", t->ht_name);
+	return rc;
+}
+
 /* The catalogue's names, for resolve(): count and a list for messages. */
 struct names {
 	uint32_t n_nr;

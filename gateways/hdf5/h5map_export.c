@@ -416,8 +416,7 @@ static hid_t ds_dcpl(const struct h5m_hdr *h, hid_t t, const char *path)
 static int ds_rows(hid_t d, hid_t t, hid_t sp, struct rst *r,
 		   const char *path)
 {
-	hsize_t dims[H5S_MAX_RANK], start[H5S_MAX_RANK] = {0};
-	hsize_t count[H5S_MAX_RANK];
+	hsize_t dims[H5S_MAX_RANK], count[H5S_MAX_RANK];
 	int rank = H5Sget_simple_extent_ndims(sp), i, rc = 0, big = 0;
 	uint64_t row = H5Tget_size(t), rows, r0, bytes;
 	uint8_t *buf;
@@ -441,23 +440,16 @@ static int ds_rows(hid_t d, hid_t t, hid_t sp, struct rst *r,
 			rc = h5m_h5err(-EIO, "%s: write", path);
 	}
 	for (r0 = 0; rank > 0 && r0 < dims[0] && rc == 0; r0 += count[0]) {
-		hid_t fs = H5Scopy(sp), ms;
+		hid_t fs, ms;
+		int bad = h5m_rows_slab(sp, rank, dims, r0, rows, count, &fs,
+					&ms);
 
-		memcpy(count, dims, sizeof count);
-		start[0] = r0;
-		count[0] = dims[0] - r0 < rows ? dims[0] - r0 : rows;
-		ms = H5Screate_simple(rank, count, NULL);
 		rc = rst_get(r, buf, (size_t)(count[0] * row));
-		if (rc == 0 && (fs < 0 || ms < 0 ||
-				H5Sselect_hyperslab(fs, H5S_SELECT_SET, start,
-						    NULL, count, NULL) < 0 ||
+		if (rc == 0 && (bad != 0 ||
 				H5Dwrite(d, t, ms, fs, H5P_DEFAULT, buf) < 0))
 			rc = h5m_h5err(-EIO, "%s: write rows %llu..", path,
 				       (unsigned long long)r0);
-		if (fs >= 0)
-			H5Sclose(fs);
-		if (ms >= 0)
-			H5Sclose(ms);
+		h5m_spaces_close(fs, ms);
 	}
 	free(buf);
 	return rc;
@@ -530,10 +522,7 @@ static int vlen_chunk(hid_t d, hid_t m, hid_t sp, const struct h5m_hdr *h,
 	    H5Dwrite(d, m, ms, fs, H5P_DEFAULT, strs) < 0)
 		rc = h5m_h5err(-EIO, "%s: write chunk %llu", path,
 			       (unsigned long long)ci);
-	if (fs >= 0)
-		H5Sclose(fs);
-	if (ms >= 0)
-		H5Sclose(ms);
+	h5m_spaces_close(fs, ms);
 	return rc;
 }
 
@@ -615,10 +604,7 @@ static int ds_chunks(hid_t d, hid_t t, hid_t sp, struct clovis_obj *o,
 		if (rc == 0)
 			st->hs_chunks++;
 	}
-	if (fs >= 0)
-		H5Sclose(fs);
-	if (ms >= 0)
-		H5Sclose(ms);
+	h5m_spaces_close(fs, ms);
 	free(buf);
 	return rc;
 }
@@ -898,15 +884,7 @@ int h5m_export(struct clovis *cl, const struct h5m_target *t,
 			       path);
 	rc = out_dir_check(path);
 	if (rc == 0)
-		rc = h5m_target_resolve(cl, &tt);
-	if (rc == 0)
-		rc = h5m_store_open(&s, cl, &tt.ht_cont);
-	if (rc == 0)
-		rc = h5m_cat_get(&s, &tt, &cat, &rec);
-	if (rc == 0 && rec.hc_state != H5M_COMPLETE)
-		rc = h5m_err(-EBUSY, "%s: its import did not complete (it "
-			     "runs, or was interrupted: 'strata h5 rm' "
-			     "removes it)", tt.ht_name);
+		rc = h5m_cat_get_complete(cl, &tt, &s, &cat, &rec);
 	if (rc != 0)
 		return rc;
 	ex.ex_file = file_make(&s, &rec, path);

@@ -297,6 +297,31 @@ hid_t h5m_vlen_mem(hid_t t)
 	return m;
 }
 
+int h5m_rows_slab(hid_t sp, int rank, const hsize_t *dims, uint64_t r0,
+		  uint64_t rows, hsize_t *count, hid_t *fs, hid_t *ms)
+{
+	hsize_t start[H5S_MAX_RANK] = {0};
+
+	*fs = H5Scopy(sp);
+	memcpy(count, dims, (size_t)rank * sizeof *count);
+	start[0] = r0;
+	count[0] = dims[0] - r0 < rows ? dims[0] - r0 : rows;
+	*ms = H5Screate_simple(rank, count, NULL);
+	if (*fs < 0 || *ms < 0 ||
+	    H5Sselect_hyperslab(*fs, H5S_SELECT_SET, start, NULL, count,
+				NULL) < 0)
+		return -1;
+	return 0;
+}
+
+void h5m_spaces_close(hid_t fs, hid_t ms)
+{
+	if (fs >= 0)
+		H5Sclose(fs);
+	if (ms >= 0)
+		H5Sclose(ms);
+}
+
 /* Append H5Tencode()/H5Sencode() bytes of id to b. */
 static int encode_into(struct imp *im, struct h5m_buf *b, hid_t id, int type,
 		       const char *what)
@@ -926,7 +951,7 @@ static int wst_put(struct wst *w, const void *p, size_t n)
 /* Contiguous and compact data: slabs of whole rows, in row-major order. */
 static int ds_rows(struct imp *im, hid_t d, struct ds *ds, struct wst *w)
 {
-	hsize_t start[H5S_MAX_RANK] = {0}, count[H5S_MAX_RANK];
+	hsize_t count[H5S_MAX_RANK];
 	uint64_t row = ds->ds_esize, rows, r0;
 	uint8_t *buf;
 	int i, rc = 0;
@@ -947,24 +972,16 @@ static int ds_rows(struct imp *im, hid_t d, struct ds *ds, struct wst *w)
 	}
 	for (r0 = 0; ds->ds_rank > 0 && r0 < ds->ds_dims[0] && rc == 0;
 	     r0 += count[0]) {
-		hid_t fs = H5Scopy(ds->ds_space), ms;
+		hid_t fs, ms;
 
-		memcpy(count, ds->ds_dims, sizeof count);
-		start[0] = r0;
-		count[0] = ds->ds_dims[0] - r0 < rows ? ds->ds_dims[0] - r0 : rows;
-		ms = H5Screate_simple(ds->ds_rank, count, NULL);
-		if (fs < 0 || ms < 0 ||
-		    H5Sselect_hyperslab(fs, H5S_SELECT_SET, start, NULL, count,
-					NULL) < 0 ||
+		if (h5m_rows_slab(ds->ds_space, ds->ds_rank, ds->ds_dims, r0,
+				  rows, count, &fs, &ms) != 0 ||
 		    H5Dread(d, ds->ds_type, ms, fs, H5P_DEFAULT, buf) < 0)
 			rc = h5m_h5err(-EIO, "%s: read rows %llu..", im->im_path,
 				       (unsigned long long)r0);
 		if (rc == 0)
 			rc = wst_put(w, buf, (size_t)(count[0] * row));
-		if (fs >= 0)
-			H5Sclose(fs);
-		if (ms >= 0)
-			H5Sclose(ms);
+		h5m_spaces_close(fs, ms);
 	}
 	free(buf);
 	return rc;
@@ -1082,10 +1099,7 @@ static int ds_chunks(struct imp *im, hid_t d, struct ds *ds,
 		h->hh_bytes = h->hh_chunks_stored * h->hh_chunk_bytes;
 	free(buf);
 	free(map);
-	if (fs >= 0)
-		H5Sclose(fs);
-	if (ms >= 0)
-		H5Sclose(ms);
+	h5m_spaces_close(fs, ms);
 	return rc;
 }
 

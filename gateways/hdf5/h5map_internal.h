@@ -181,6 +181,12 @@ int h5m_cat_decode(const void *v, size_t len, struct h5m_cat *c,
 /** Open the catalogue of s (-ENOENT when none) and get t's record. */
 int h5m_cat_get(struct h5m_store *s, const struct h5m_target *t,
 		struct clovis_idx *cat, struct h5m_cat *rec);
+/** Resolve t (its name may be left out when the container holds one
+ *  file), open s on its container and get its record, which must be of
+ *  a complete import (-EBUSY otherwise). */
+int h5m_cat_get_complete(struct clovis *cl, struct h5m_target *t,
+			 struct h5m_store *s, struct clovis_idx *cat,
+			 struct h5m_cat *rec);
 
 /* ------------------------------------------------------------- walk */
 
@@ -250,6 +256,15 @@ void h5m_h5_quiet(void);
 int h5m_type_check(hid_t t, int top, const char *path, const char *what);
 /** The memory type of variable-length strings of file type t (-1). */
 hid_t h5m_vlen_mem(hid_t t);
+/** The slab of rows r0.. (rows of them at most) of an array of space sp,
+ *  rank (> 0) and dims, as import and export move it: count set to its
+ *  box, *fs a copy of sp with the slab selected, *ms a memory space of
+ *  its shape.  0, or -1 when HDF5 failed; the caller closes those of *fs
+ *  and *ms that are >= 0. */
+int h5m_rows_slab(hid_t sp, int rank, const hsize_t *dims, uint64_t r0,
+		  uint64_t rows, hsize_t *count, hid_t *fs, hid_t *ms);
+/** Close the file and memory spaces of a slab, those that are >= 0. */
+void h5m_spaces_close(hid_t fs, hid_t ms);
 #endif
 
 #endif

@@ -371,30 +371,31 @@ static int lw_dataset(void *arg, const char *path, const char *name,
 	return rc == 0 ? lw->lw_fn(lw->lw_arg, &e) : rc;
 }
 
-static int lw_soft(void *arg, const char *path, const char *name,
+/* A link's entry: kind H5M_SOFT (target: its target path) or H5M_HARD
+ * (target: the first path of the object). */
+static int lw_link(void *arg, int kind, const char *path,
 		   const char *target)
 {
 	struct list_walk *lw = arg;
 	struct h5m_entry e;
 
 	memset(&e, 0, sizeof e);
-	e.he_kind = H5M_SOFT;
+	e.he_kind = kind;
 	e.he_path = path;
 	e.he_target = target;
 	return lw->lw_fn(lw->lw_arg, &e);
 }
 
+static int lw_soft(void *arg, const char *path, const char *name,
+		   const char *target)
+{
+	return lw_link(arg, H5M_SOFT, path, target);
+}
+
 static int lw_hard(void *arg, const char *path, const char *name,
 		   const char *first)
 {
-	struct list_walk *lw = arg;
-	struct h5m_entry e;
-
-	memset(&e, 0, sizeof e);
-	e.he_kind = H5M_HARD;
-	e.he_path = path;
-	e.he_target = first;
-	return lw->lw_fn(lw->lw_arg, &e);
+	return lw_link(arg, H5M_HARD, path, first);
 }
 
 int h5m_walk(struct clovis *cl, const struct h5m_target *t, h5m_entry_fn fn,
@@ -412,15 +413,7 @@ int h5m_walk(struct clovis *cl, const struct h5m_target *t, h5m_entry_fn fn,
 	int rc;
 
 	h5m_err(0, "%s", "");
-	rc = h5m_target_resolve(cl, &tt);
-	if (rc == 0)
-		rc = h5m_store_open(&s, cl, &tt.ht_cont);
-	if (rc == 0)
-		rc = h5m_cat_get(&s, &tt, &cat, &rec);
-	if (rc == 0 && rec.hc_state != H5M_COMPLETE)
-		rc = h5m_err(-EBUSY, "%s: its import did not complete (it "
-			     "runs, or was interrupted: 'strata h5 rm' "
-			     "removes it)", tt.ht_name);
+	rc = h5m_cat_get_complete(cl, &tt, &s, &cat, &rec);
 	if (rc == 0)
 		rc = h5m_store_walk(&s, &rec, &v, &lw);
 	return rc;

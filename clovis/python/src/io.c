@@ -195,89 +195,82 @@ static PyObject *obj_run(EntityObject *e, enum xop_kind kind,
 	return xop_finish(e->e_store, x, tx, cb, true);
 }
 
+/* obj_run() on positional arguments (offset, length or buffer[, cb]):
+ * fmt is "OO:name" for a synchronous method, "OOO" for an async one. */
+static PyObject *obj_run_args(EntityObject *e, PyObject *args,
+			      enum xop_kind kind, const char *fmt)
+{
+	PyObject *off, *arg, *cb = NULL;
+
+	if (!PyArg_ParseTuple(args, fmt, &off, &arg, &cb))
+		return NULL;
+	return obj_run(e, kind, off, arg, NULL, cb);
+}
+
+/* obj_run() on (offset, length or data, tx=None) by position or by the
+ * keywords names; fmt ("OO|O:name") names the method in messages. */
+static PyObject *obj_run_kw(EntityObject *e, PyObject *args, PyObject *kw,
+			    enum xop_kind kind, const char *fmt, char **names)
+{
+	PyObject *off, *arg, *tx = Py_None;
+
+	if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, names, &off, &arg,
+					 &tx))
+		return NULL;
+	return obj_run(e, kind, off, arg, tx, NULL);
+}
+
 /* read(offset, length) -> bytes */
 static PyObject *obj_read(EntityObject *e, PyObject *args)
 {
-	PyObject *off, *len;
-
-	if (!PyArg_ParseTuple(args, "OO:read", &off, &len))
-		return NULL;
-	return obj_run(e, XK_READ_NEW, off, len, NULL, NULL);
+	return obj_run_args(e, args, XK_READ_NEW, "OO:read");
 }
 
 /* read_into(offset, buf) -> int: len(buf) bytes read into buf. */
 static PyObject *obj_read_into(EntityObject *e, PyObject *args)
 {
-	PyObject *off, *buf;
-
-	if (!PyArg_ParseTuple(args, "OO:read_into", &off, &buf))
-		return NULL;
-	return obj_run(e, XK_READ_INTO, off, buf, NULL, NULL);
+	return obj_run_args(e, args, XK_READ_INTO, "OO:read_into");
 }
 
 /* write(offset, data, tx=None) */
 static PyObject *obj_write(EntityObject *e, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "offset", "data", "tx", NULL };
-	PyObject *off, *data, *tx = Py_None;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:write", names, &off,
-					 &data, &tx))
-		return NULL;
-	return obj_run(e, XK_WRITE, off, data, tx, NULL);
+	return obj_run_kw(e, args, kw, XK_WRITE, "OO|O:write", names);
 }
 
 /* alloc(offset, length, tx=None) */
 static PyObject *obj_alloc(EntityObject *e, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "offset", "length", "tx", NULL };
-	PyObject *off, *len, *tx = Py_None;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:alloc", names, &off,
-					 &len, &tx))
-		return NULL;
-	return obj_run(e, XK_ALLOC, off, len, tx, NULL);
+	return obj_run_kw(e, args, kw, XK_ALLOC, "OO|O:alloc", names);
 }
 
 /* punch(offset, length, tx=None): CLOVIS_OC_FREE */
 static PyObject *obj_punch(EntityObject *e, PyObject *args, PyObject *kw)
 {
 	static char *names[] = { "offset", "length", "tx", NULL };
-	PyObject *off, *len, *tx = Py_None;
 
-	if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:punch", names, &off,
-					 &len, &tx))
-		return NULL;
-	return obj_run(e, XK_FREE, off, len, tx, NULL);
+	return obj_run_kw(e, args, kw, XK_FREE, "OO|O:punch", names);
 }
 
 /* _start_read(offset, length, cb), _start_read_into(offset, buf, cb),
  * _start_write(offset, data, cb): async; cb(ok, value) from dispatch(). */
 static PyObject *obj_start_read(EntityObject *e, PyObject *args)
 {
-	PyObject *off, *len, *cb;
-
-	if (!PyArg_ParseTuple(args, "OOO", &off, &len, &cb))
-		return NULL;
-	return obj_run(e, XK_READ_NEW, off, len, NULL, cb);
+	return obj_run_args(e, args, XK_READ_NEW, "OOO");
 }
 
 static PyObject *obj_start_read_into(EntityObject *e, PyObject *args)
 {
-	PyObject *off, *buf, *cb;
-
-	if (!PyArg_ParseTuple(args, "OOO", &off, &buf, &cb))
-		return NULL;
-	return obj_run(e, XK_READ_INTO, off, buf, NULL, cb);
+	return obj_run_args(e, args, XK_READ_INTO, "OOO");
 }
 
 static PyObject *obj_start_write(EntityObject *e, PyObject *args)
 {
-	PyObject *off, *data, *cb;
-
-	if (!PyArg_ParseTuple(args, "OOO", &off, &data, &cb))
-		return NULL;
-	return obj_run(e, XK_WRITE, off, data, NULL, cb);
+	return obj_run_args(e, args, XK_WRITE, "OOO");
 }
 
 /* --------------------------------------------------------- index ops */

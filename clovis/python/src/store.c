@@ -93,16 +93,12 @@ static int store_init(StoreObject *s, PyObject *args, PyObject *kw)
 }
 
 
-/*
- * Close the store: abort its open dtxs, wait until no other thread uses
- * it and every async op was dispatched, stop dispatch(), clovis_fini().
- * Must not be called from the dispatch thread (the Python layer refuses).
- */
-static PyObject *store_close(StoreObject *s, PyObject *unused)
+/* Start closing s: refuse new use and abort its open dtxs.  False when
+ * it is closed or closing already. */
+static bool store_close_start(StoreObject *s)
 {
-	(void)unused;
 	if (s->s_cl == NULL || s->s_closing)
-		Py_RETURN_NONE;
+		return false;
 	s->s_closing = true;
 	while (s->s_dtxs != NULL) {
 		DtxObject *d = s->s_dtxs;
@@ -111,6 +107,19 @@ static PyObject *store_close(StoreObject *s, PyObject *unused)
 		dtx_abort_now(d); /* unlinks d */
 		Py_DECREF(d);
 	}
+	return true;
+}
+
+/*
+ * Close the store: abort its open dtxs, wait until no other thread uses
+ * it and every async op was dispatched, stop dispatch(), clovis_fini().
+ * Must not be called from the dispatch thread (the Python layer refuses).
+ */
+static PyObject *store_close(StoreObject *s, PyObject *unused)
+{
+	(void)unused;
+	if (!store_close_start(s))
+		Py_RETURN_NONE;
 	Py_BEGIN_ALLOW_THREADS
 	pthread_rwlock_wrlock(&s->s_use);
 	pthread_mutex_lock(&s->s_qlock);
@@ -136,16 +145,8 @@ static PyObject *store_close(StoreObject *s, PyObject *unused)
 static PyObject *store_close_later(StoreObject *s, PyObject *unused)
 {
 	(void)unused;
-	if (s->s_cl == NULL || s->s_closing)
+	if (!store_close_start(s))
 		Py_RETURN_NONE;
-	s->s_closing = true;
-	while (s->s_dtxs != NULL) {
-		DtxObject *d = s->s_dtxs;
-
-		Py_INCREF(d);
-		dtx_abort_now(d); /* unlinks d */
-		Py_DECREF(d);
-	}
 	pthread_mutex_lock(&s->s_qlock);
 	s->s_stop = true;
 	pthread_cond_broadcast(&s->s_qcond);
@@ -258,97 +259,112 @@ static PyObject *store_settle(StoreObject *s, PyObject *args)
 	Py_RETURN_NONE;
 }
 
-/* devices() -> list of dicts: clovis_dev_list(). */
-static PyObject *store_devices(StoreObject *s, PyObject *unused)
+/* One kind of records store_records() lists: the call that fills them
+ * (made without the GIL), their size, how many at most, and how one
+ * becomes a dict. */
+struct rec_kind {
+	const char *rk_what;
+	size_t rk_size;
+	uint32_t rk_max;
+	int (*rk_get)(struct clovis *cl, void *recs, uint32_t *nr);
+	PyObject *(*rk_dict)(const void *rec);
+};
+
+/* The records of kind rk as a list of dicts (NULL: an exception set). */
+static PyObject *store_records(StoreObject *s, const struct rec_kind *rk)
 {
-	uint32_t nr = 256, k;
-	struct clovis_dev_info *di;
+	uint32_t nr = rk->rk_max, k;
+	char *recs;
 	PyObject *out;
 	char msg[PYS_MSG_LEN];
 	int rc;
 
-	(void)unused;
-	di = PyMem_Calloc(nr, sizeof *di);
-	if (di == NULL)
+	recs = PyMem_Calloc(nr, rk->rk_size);
+	if (recs == NULL)
 		return PyErr_NoMemory();
 	if (store_enter(s) != 0) {
-		PyMem_Free(di);
+		PyMem_Free(recs);
 		return NULL;
 	}
 	Py_BEGIN_ALLOW_THREADS
-	rc = clovis_dev_list(s->s_cl, di, &nr);
+	rc = rk->rk_get(s->s_cl, recs, &nr);
 	if (rc != 0)
 		snprintf(msg, sizeof msg, "%s", clovis_errmsg());
 	store_leave(s);
 	Py_END_ALLOW_THREADS
 	if (rc != 0) {
-		PyMem_Free(di);
-		return raise_rc(rc, "devices: %s", msg);
+		PyMem_Free(recs);
+		return raise_rc(rc, "%s: %s", rk->rk_what, msg);
 	}
-	if (nr > 256)
-		nr = 256;
+	if (nr > rk->rk_max)
+		nr = rk->rk_max;
 	out = PyList_New(nr);
 	for (k = 0; out != NULL && k < nr; k++) {
-		PyObject *d = Py_BuildValue(
-			"{s:I,s:I,s:s,s:s,s:K,s:K,s:I,s:K}",
-			"index", di[k].di_index, "tier", di[k].di_tier,
-			"path", di[k].di_path, "driver", di[k].di_driver,
-			"size", (unsigned long long)di[k].di_size_bytes,
-			"free", (unsigned long long)di[k].di_free_bytes,
-			"state", di[k].di_state,
-			"errors", (unsigned long long)di[k].di_errors);
+		PyObject *d = rk->rk_dict(recs + k * rk->rk_size);
+
 		if (d == NULL)
 			Py_CLEAR(out);
 		else
 			PyList_SET_ITEM(out, k, d);
 	}
-	PyMem_Free(di);
+	PyMem_Free(recs);
 	return out;
 }
+
+static int dev_get(struct clovis *cl, void *recs, uint32_t *nr)
+{
+	return clovis_dev_list(cl, recs, nr);
+}
+
+static PyObject *dev_dict(const void *rec)
+{
+	const struct clovis_dev_info *di = rec;
+
+	return Py_BuildValue("{s:I,s:I,s:s,s:s,s:K,s:K,s:I,s:K}",
+			     "index", di->di_index, "tier", di->di_tier,
+			     "path", di->di_path, "driver", di->di_driver,
+			     "size", (unsigned long long)di->di_size_bytes,
+			     "free", (unsigned long long)di->di_free_bytes,
+			     "state", di->di_state,
+			     "errors", (unsigned long long)di->di_errors);
+}
+
+static const struct rec_kind dev_kind = {
+	"devices", sizeof(struct clovis_dev_info), 256, dev_get, dev_dict,
+};
+
+/* devices() -> list of dicts: clovis_dev_list(). */
+static PyObject *store_devices(StoreObject *s, PyObject *unused)
+{
+	(void)unused;
+	return store_records(s, &dev_kind);
+}
+
+static int pool_get(struct clovis *cl, void *recs, uint32_t *nr)
+{
+	return clovis_pool_list(cl, recs, nr);
+}
+
+static PyObject *pool_dict(const void *rec)
+{
+	const struct clovis_pool_info *pi = rec;
+
+	return Py_BuildValue("{s:I,s:s,s:I,s:K,s:K}",
+			     "index", pi->pi_index, "name", pi->pi_name,
+			     "devices", pi->pi_nr_devs,
+			     "size", (unsigned long long)pi->pi_size_bytes,
+			     "free", (unsigned long long)pi->pi_free_bytes);
+}
+
+static const struct rec_kind pool_kind = {
+	"pools", sizeof(struct clovis_pool_info), 64, pool_get, pool_dict,
+};
 
 /* pools() -> list of dicts: clovis_pool_list(). */
 static PyObject *store_pools(StoreObject *s, PyObject *unused)
 {
-	uint32_t nr = 64, k;
-	struct clovis_pool_info *pi;
-	PyObject *out;
-	char msg[PYS_MSG_LEN];
-	int rc;
-
 	(void)unused;
-	pi = PyMem_Calloc(nr, sizeof *pi);
-	if (pi == NULL)
-		return PyErr_NoMemory();
-	if (store_enter(s) != 0) {
-		PyMem_Free(pi);
-		return NULL;
-	}
-	Py_BEGIN_ALLOW_THREADS
-	rc = clovis_pool_list(s->s_cl, pi, &nr);
-	if (rc != 0)
-		snprintf(msg, sizeof msg, "%s", clovis_errmsg());
-	store_leave(s);
-	Py_END_ALLOW_THREADS
-	if (rc != 0) {
-		PyMem_Free(pi);
-		return raise_rc(rc, "pools: %s", msg);
-	}
-	if (nr > 64)
-		nr = 64;
-	out = PyList_New(nr);
-	for (k = 0; out != NULL && k < nr; k++) {
-		PyObject *d = Py_BuildValue("{s:I,s:s,s:I,s:K,s:K}",
-			"index", pi[k].pi_index, "name", pi[k].pi_name,
-			"devices", pi[k].pi_nr_devs,
-			"size", (unsigned long long)pi[k].pi_size_bytes,
-			"free", (unsigned long long)pi[k].pi_free_bytes);
-		if (d == NULL)
-			Py_CLEAR(out);
-		else
-			PyList_SET_ITEM(out, k, d);
-	}
-	PyMem_Free(pi);
-	return out;
+	return store_records(s, &pool_kind);
 }
 
 /* stats() -> {name: {count, failed, bytes, p50_us, ...}}:

@@ -415,6 +415,17 @@ def _layout_attr(block_size: int = 4096, layout: Any = "plain",
             _count(spare_units, "spare_units"), ushift)
 
 
+def _entity_run(cls: Any, store: Store, parent: Optional["Container"],
+                i: Id, op: int, tx: Optional["Transaction"] = None,
+                *args: Any) -> Any:
+    """A new handle of cls on id i (made by as_id()) in parent, with the
+    entity op (EO_CREATE, EO_OPEN) run on it; args follow its id."""
+    e = cls(store._cs, parent, i.hi, i.lo, *args)
+    e._store = store
+    e._entity_op(op, tx)
+    return e
+
+
 def _create_object(store: Store, parent: Optional["Container"], id: IdLike,
                    tx: Optional["Transaction"] = None, **layout: Any
                    ) -> "Object":
@@ -428,37 +439,25 @@ def _create_object(store: Store, parent: Optional["Container"], id: IdLike,
                             "parity_units, spare_units, unit_size)" % e
                             ) from None
         raise
-    o = Object(store._cs, parent, i.hi, i.lo, attr)
-    o._store = store
-    o._entity_op(_strata.EO_CREATE, tx)
-    return o
+    return _entity_run(Object, store, parent, i, _strata.EO_CREATE, tx, attr)
 
 
 def _open_object(store: Store, parent: Optional["Container"], id: IdLike
                  ) -> "Object":
-    i = as_id(id, "object id")
-    o = Object(store._cs, parent, i.hi, i.lo, None)
-    o._store = store
-    o._entity_op(_strata.EO_OPEN)
-    return o
+    return _entity_run(Object, store, parent, as_id(id, "object id"),
+                       _strata.EO_OPEN, None, None)
 
 
 def _create_index(store: Store, parent: Optional["Container"], id: IdLike,
                   tx: Optional["Transaction"]) -> "Index":
-    i = as_id(id, "index id")
-    x = Index(store._cs, parent, i.hi, i.lo)
-    x._store = store
-    x._entity_op(_strata.EO_CREATE, tx)
-    return x
+    return _entity_run(Index, store, parent, as_id(id, "index id"),
+                       _strata.EO_CREATE, tx)
 
 
 def _open_index(store: Store, parent: Optional["Container"], id: IdLike
                 ) -> "Index":
-    i = as_id(id, "index id")
-    x = Index(store._cs, parent, i.hi, i.lo)
-    x._store = store
-    x._entity_op(_strata.EO_OPEN)
-    return x
+    return _entity_run(Index, store, parent, as_id(id, "index id"),
+                       _strata.EO_OPEN)
 
 
 class _EntityMixin:
