@@ -42,6 +42,7 @@ void ha_rules_init_defaults(struct ha_rules *r)
 		.hr_down_out_ms = 600000,
 		.hr_encl_min = 2,
 		.hr_transient_max_ms = 3600000,
+		.hr_restart_grace_ms = 120000,
 	};
 }
 
@@ -59,6 +60,7 @@ void ha_rules_init_test(struct ha_rules *r)
 		.hr_down_out_ms = 5000,
 		.hr_encl_min = 2,
 		.hr_transient_max_ms = 30000,
+		.hr_restart_grace_ms = 30000,
 	};
 }
 
@@ -75,7 +77,7 @@ int ha_rules_check(const struct ha_rules *r)
 		F64(hr_report_ttl_ms), F32(hr_ioerr_count),
 		F64(hr_ioerr_window_ms), F32(hr_flap_count),
 		F64(hr_flap_period_ms), F64(hr_down_out_ms), F32(hr_encl_min),
-		F64(hr_transient_max_ms),
+		F64(hr_transient_max_ms), F64(hr_restart_grace_ms),
 #undef F64
 #undef F32
 	};
@@ -131,6 +133,9 @@ struct sview {
 	uint64_t sv_ep_inc;
 	uint32_t sv_episodes;   /* in the flap period before now */
 	uint64_t sv_ep_last_ms;
+	bool sv_stopped;        /* its run ended by its own clean stop */
+	uint64_t sv_stop_ms;    /* its newest clean stop (SRV_STOPPED), 0 */
+	uint64_t sv_rejoin_ms;  /* its first SRV_JOINED after it, 0 */
 	enum ha_ev_kind sv_job; /* HA_EV_KIND_NR: none */
 	uint64_t sv_job_ms, sv_job_id;
 	/* at now */
@@ -384,10 +389,18 @@ static void srv_walk_one(struct ctx *c, struct sview *v, uint64_t *cur_inc,
 	case HA_EV_OP_FAIL:
 		/* a planned stop ends the run without a down episode: the
 		 * lease expiry that follows it finds the run already down */
-		if (e->he_kind == HA_EV_SRV_STOPPED)
+		if (e->he_kind == HA_EV_SRV_STOPPED) {
 			v->sv_ep_down = true;
-		else if (!v->sv_ep_down && !ep_stale)
+			v->sv_stopped = true;
+			v->sv_stop_ms = t;
+			v->sv_rejoin_ms = 0;
+		} else if (!v->sv_ep_down && !ep_stale) {
 			episode(c, v, t);
+		}
+		/* a lease expiry follows a clean stop: still that stop */
+		if (e->he_kind == HA_EV_SRV_EXIT ||
+		    e->he_kind == HA_EV_OP_FAIL)
+			v->sv_stopped = false;
 		if (!v->sv_proof || e->he_kind == HA_EV_OP_FAIL) {
 			v->sv_proof_ms = t;
 			v->sv_proof_op = e->he_kind == HA_EV_OP_FAIL;
@@ -400,10 +413,13 @@ static void srv_walk_one(struct ctx *c, struct sview *v, uint64_t *cur_inc,
 			*cur_inc = e->he_incarnation;
 		if (e->he_incarnation > v->sv_ep_inc)
 			v->sv_ep_inc = e->he_incarnation;
+		if (v->sv_stop_ms != 0 && v->sv_rejoin_ms == 0)
+			v->sv_rejoin_ms = t;
 		/* fall through */
 	case HA_EV_OP_ADD:
 		v->sv_ep_down = false;
 		v->sv_proof = v->sv_proof_op = false;
+		v->sv_stopped = false;
 		v->sv_nr_rep = 0;
 		v->sv_last = VC_UP;
 		v->sv_up_op = e->he_kind == HA_EV_OP_ADD;
@@ -861,6 +877,44 @@ static int srv_quarantined(struct ctx *c, const struct ha_srv *s,
 	return 0;
 }
 
+/* Rule restart: server i's run ended by its own clean stop (v); the
+ * stops of the map's servers that follow one another within W of it, its
+ * own among them, are one stop of the cluster (or of part of it: a script
+ * stopping them in turn).  Returns the earliest time one of the others
+ * joined again after its stop (the restart under way), 0 when none did. */
+static uint64_t restart_wave(const struct ctx *c, uint32_t i,
+			     const struct sview *v)
+{
+	uint64_t w = c->r->hr_quiet_ms, lo = v->sv_stop_ms, hi = lo, at = 0;
+	uint32_t n = c->w->hm_nr_servers;
+	bool grew = true;
+
+	/* the chain of stops around its own, then its first return */
+	while (grew) {
+		grew = false;
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t t = c->sv[j].sv_stop_ms;
+			if (t == 0 || (t >= lo && t <= hi) ||
+			    t + w < lo || t > hi + w)
+				continue;
+			if (t < lo)
+				lo = t;
+			else
+				hi = t;
+			grew = true;
+		}
+	}
+	for (uint32_t j = 0; j < n; j++) {
+		const struct sview *y = &c->sv[j];
+		if (j == i || y->sv_stop_ms < lo || y->sv_stop_ms > hi ||
+		    y->sv_rejoin_ms == 0)
+			continue;
+		if (at == 0 || y->sv_rejoin_ms < at)
+			at = y->sv_rejoin_ms;
+	}
+	return at;
+}
+
 /* The rules of a server whose events have settled. */
 static int srv_settled(struct ctx *c, const struct ha_srv *s,
 		       const struct sview *v)
@@ -870,6 +924,15 @@ static int srv_settled(struct ctx *c, const struct ha_srv *s,
 
 	if ((st == HA_ONLINE || st == HA_REBALANCING) && v->sv_down) {
 		char why[HA_TEXT_MAX + 1];
+		uint64_t back;
+		/* rule restart: stopped with others, one of which is back */
+		if (v->sv_proof && !v->sv_proof_op && v->sv_stopped &&
+		    (back = restart_wave(c, (uint32_t)(s - c->w->hm_servers),
+					 v)) != 0 &&
+		    c->now < back + c->r->hr_restart_grace_ms) {
+			wait_until(c, back + c->r->hr_restart_grace_ms);
+			return 0;
+		}
 		if (v->sv_proof)
 			snprintf(why, sizeof why, "%s", v->sv_proof_op ?
 				 "failed by the operator" :

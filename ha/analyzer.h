@@ -52,6 +52,20 @@
  *    (deadline), withdrawn, or joined by a second enclosure (terminal:
  *    expired, withdrawn, FAILED).  An operator's OP_FAIL is proof (rule
  *    "operator").
+ *  restart: a server whose run ended by its own clean stop (SRV_STOPPED;
+ *    a lease expiry after it changes nothing, an exit or OP_FAIL does) is
+ *    not FAILED by rule server-down while the cluster restarts around
+ *    it: the clean stops of the map's servers that follow one another
+ *    within W of its own (the cluster, or part of it, stopped by an
+ *    operator or a script) are one stop, and once another server of that
+ *    stop has joined again (the restart under way: the first such
+ *    SRV_JOINED), it has hr_restart_grace_ms to join too (deadline).
+ *    Terminal: it joined (nothing to decide), or the grace is over
+ *    (server-down, and rule freeze if it comes to that).  Without it the
+ *    first server back, leading, failed each of the others from its stop
+ *    before they had time to start, and froze the map at the second.
+ *    A single server's stop (no other stop within W) is failed as
+ *    before: its home moves at once.
  *  io-errors / device-failed: a device of an ONLINE server is FAILED when
  *    the DEV_IOERR counts in any window of hr_ioerr_window_ms reach
  *    hr_ioerr_count (one error is not a failure), or on DEV_FAILED (its
@@ -206,6 +220,8 @@ struct ha_rules {
 	uint64_t hr_down_out_ms;      /**< FAILED -> OUT: 600 s (Ceph) */
 	uint32_t hr_encl_min;         /**< targets of one enclosure: 2 */
 	uint64_t hr_transient_max_ms; /**< TRANSIENT -> FAILED: 3600 s */
+	uint64_t hr_restart_grace_ms; /**< rule restart: 120 s (Lustre's
+				       *   recovery window is 300 s) */
 };
 
 /** The defaults above. */
@@ -214,7 +230,8 @@ void ha_rules_init_defaults(struct ha_rules *r);
 /**
  * Test settings: W 1 s, merge max 5 s, reports 10 s, 3 I/O errors in
  * 10 s, 5 flaps in 60 s, down-out 5 s (the issue's "seconds in tests"),
- * 2 reporters and 2 targets per enclosure, TRANSIENT at most 30 s.
+ * 2 reporters and 2 targets per enclosure, TRANSIENT at most 30 s, a
+ * restart's grace 30 s.
  */
 void ha_rules_init_test(struct ha_rules *r);
 

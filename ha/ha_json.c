@@ -580,7 +580,7 @@ int ha_rules_from_json(const struct json_object *o, struct ha_rules *r)
 		"merge_max_ms", "min_reporters", "report_ttl_ms",
 		"ioerr_count", "ioerr_window_ms", "flap_count",
 		"flap_period_ms", "down_out_ms", "encl_min",
-		"transient_max_ms", NULL };
+		"transient_max_ms", "restart_grace_ms", NULL };
 	const char *w = "rules";
 	char preset[16] = "defaults";
 	struct ha_rules x;
@@ -638,6 +638,9 @@ int ha_rules_from_json(const struct json_object *o, struct ha_rules *r)
 		if (rc == 0)
 			rc = get_u64(o, w, "transient_max_ms", false,
 				     &x.hr_transient_max_ms);
+		if (rc == 0)
+			rc = get_u64(o, w, "restart_grace_ms", false,
+				     &x.hr_restart_grace_ms);
 	}
 	if (rc == 0)
 		rc = ha_rules_check(&x);

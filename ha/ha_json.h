@@ -48,7 +48,7 @@
  *     are struct ha_rules' fields without "hr_" (quiet_ms, merge_max_ms,
  *     min_reporters, report_ttl_ms, ioerr_count, ioerr_window_ms,
  *     flap_count, flap_period_ms, down_out_ms, encl_min,
- *     transient_max_ms); absent: the defaults.
+ *     transient_max_ms, restart_grace_ms); absent: the defaults.
  * Errors name the file and line: "FILE:LINE: key 'kind': ...".
  */
 #ifndef STRATA_HA_HA_JSON_H

@@ -374,6 +374,18 @@ static const struct ha_case cases[] = {
 	"13000 SRV_JOINED s1 s1 inc=2" }, {
 	"11050 server-down SET_STATE s1 FAILED",
 	"14000 return SET_STATE s1 ONLINE" } },
+/* a single clean stop is failed as before (its home moves at once),
+ * also when another server stopped long before it and is back: not one
+ * stop (rule restart; the stop of the whole cluster: test restart) */
+{ "stop_alone", "tol=1 s0@e0#1 s1@e1#1 s2@e2#1", {
+	"10000 SRV_STOPPED s0 s0 inc=1",
+	"12000 SRV_JOINED s0 s0 inc=2",
+	"20000 SRV_STOPPED s1 s1 inc=1",
+	"25000 SRV_JOINED s1 s1 inc=2" }, {
+	"11000 server-down SET_STATE s0 FAILED",
+	"13000 return SET_STATE s0 ONLINE",
+	"21000 server-down SET_STATE s1 FAILED",
+	"26000 return SET_STATE s1 ONLINE" } },
 /* a quarantined server failed by the operator is repaired (and not
  * quarantined again for the same episodes); added back while its repair
  * runs, it is rebalanced once the repair is done */
@@ -853,6 +865,92 @@ static void test_leader_change(void)
 	CU_ASSERT_EQUAL_FATAL(k, 1);
 	CU_ASSERT_EQUAL(e[0].hd_kind, HA_DEC_SET_STATE);
 	CU_ASSERT_EQUAL(e[0].hd_state, HA_FAILED);
+}
+
+/* Decide at now over the first nr events of spec on map mspec with every
+ * decision applied, until nothing more; the decisions' texts go to got. */
+static uint32_t decide_all(const char *const *spec, uint32_t nr,
+			   struct ha_map *m, uint64_t now, char got[][128])
+{
+	static struct ha_event ev[EV_MAX];
+	struct ha_decision d[DEC_MAX];
+	struct ha_rules r;
+	uint32_t n = 0, k;
+
+	ha_rules_init_test(&r);
+	for (uint32_t i = 0; i < nr; i++)
+		ev_build(spec[i], i + 1, &ev[i]);
+	CU_ASSERT_EQUAL(ha_decide(&r, ev, nr, m, now, d, DEC_MAX, &k), 0);
+	for (uint32_t i = 0; i < k && n < 8; i++, n++) {
+		dec_text(&d[i], got[n], 128);
+		CU_ASSERT_EQUAL(ha_map_apply(m, &d[i], now), 0);
+	}
+	return n;
+}
+
+/* Rule restart, as the live analyzer meets it: every server stopped
+ * cleanly (s0, then s1 and s2 in its wake, each within W of the one
+ * before; s3 too), and no analyzer ran until s0, back first, leads.  At
+ * its first look s1, s2 and s3 are not failed from their stops while they
+ * start (before the rule: s1 FAILED at once and s2's stop froze the map,
+ * which stayed frozen until an operator's thaw: ha_inflight_test.sh in
+ * make check); s1 and s3 join; s2 never does and is failed when the
+ * grace (30 s from s0's join) is over.  A server that crashed in the same
+ * stop (an exit, not a clean stop) gets no grace. */
+static void test_restart(void)
+{
+	static const char *const ev[] = {
+		"10000 SRV_STOPPED s0 s0 inc=1",
+		"10400 SRV_STOPPED s1 s1 inc=1",
+		"11200 SRV_STOPPED s2 s2 inc=1",
+		"11900 SRV_STOPPED s3 s3 inc=1",
+		"40000 SRV_JOINED s0 s0 inc=2",
+		"40600 SRV_JOINED s1 s1 inc=2",
+		"55000 SRV_JOINED s3 s3 inc=2",
+	};
+	static const char *const ev2[] = {
+		"10000 SRV_STOPPED s0 s0 inc=1",
+		"10300 SRV_EXIT s0 s1 inc=1",
+		"10500 SRV_STOPPED s2 s2 inc=1",
+		"40000 SRV_JOINED s0 s0 inc=2",
+	};
+	static struct ha_event e[EV_MAX];
+	static struct ha_map m;
+	char got[8][128];
+	struct ha_rules r;
+	uint32_t n;
+
+	ha_rules_init_test(&r);
+	map_build("tol=1 s0@e0#1 s1@e1#1 s2@e2#1 s3@e3#1", &m);
+	/* s0's first look: nothing, due at the grace's end */
+	n = decide_all(ev, 5, &m, 40050, got);
+	CU_ASSERT_EQUAL(n, 0);
+	for (uint32_t i = 0; i < 5; i++)
+		ev_build(ev[i], i + 1, &e[i]);
+	/* (s0's own merge settles at 41000) */
+	CU_ASSERT_EQUAL(ha_next_deadline(&r, e, 5, &m, 40050), 41000);
+	CU_ASSERT_EQUAL(ha_next_deadline(&r, e, 5, &m, 41000), 70000);
+	/* s1 and s3 back: nothing to decide about them */
+	n = decide_all(ev, 7, &m, 56000, got);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(m.hm_frozen, false);
+	/* the grace over, s2 still away: failed (one target: no freeze) */
+	n = decide_all(ev, 7, &m, 69999, got);
+	CU_ASSERT_EQUAL(n, 0);
+	n = decide_all(ev, 7, &m, 70000, got);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_STRING_EQUAL(got[0], "70000 server-down SET_STATE s2 FAILED");
+	for (uint32_t i = 0; i < 4; i++)
+		CU_ASSERT_EQUAL(m.hm_servers[i].hs_state,
+				i == 2 ? HA_FAILED : HA_ONLINE);
+	/* the same stop, s1 crashed in it: failed at once, then s2's stop
+	 * (graced) does not count; tolerance 1 holds */
+	map_build("tol=1 s0@e0#1 s1@e1#1 s2@e2#1", &m);
+	n = decide_all(ev2, 4, &m, 40050, got);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_STRING_EQUAL(got[0], "40050 server-down SET_STATE s1 FAILED");
+	CU_ASSERT_EQUAL(m.hm_frozen, false);
+	CU_ASSERT_EQUAL(m.hm_servers[2].hs_state, HA_ONLINE);
 }
 
 /* ------------------------------------------------------------ random */
@@ -1461,6 +1559,7 @@ int analyzer_ut_add(void)
 	    !CU_add_test(s, "cases", test_cases) ||
 	    !CU_add_test(s, "determinism", test_determinism) ||
 	    !CU_add_test(s, "leader_change", test_leader_change) ||
+	    !CU_add_test(s, "restart", test_restart) ||
 	    !CU_add_test(s, "out_full", test_out_full) ||
 	    !CU_add_test(s, "random", test_random) ||
 	    !CU_add_test(s, "json_roundtrip", test_json_roundtrip) ||
