@@ -936,13 +936,20 @@ CLOVIS_API int clovis_op_sync(struct clovis_op *op);
  * server; above 48 KiB the PREPARE moves by RMA as the call's bulk); past
  * it the commit fails with -E2BIG and a message naming the dtx, the
  * server and the size (nothing sent).  Index records of one member travel
- * inline (at most MSG_RECS_INLINE bytes).  A large dtx's PREPARE and
+ * inline: at most CLOVIS_DTX_MEMBER_RECS_MAX bytes of keys and values in
+ * cluster mode (more: the commit fails with -E2BIG naming the index and
+ * the size, nothing sent; split them over several members of the same
+ * index, which apply together).  A large dtx's PREPARE and
  * COMMIT calls get a deadline beyond the call timeout that grows with its
  * members (dtm/README.md).
  */
 
 /** Most member ops of one dtx. */
 #define CLOVIS_DTX_OPS_MAX 65536u
+
+/** Most bytes of keys and values in one index member of a dtx (cluster
+ *  mode: they travel inline in its PREPARE). */
+#define CLOVIS_DTX_MEMBER_RECS_MAX (32u << 10)
 
 struct clovis_dtx;
 

@@ -362,6 +362,29 @@ static void dtx_clu_kill(const char *point)
 	}
 }
 
+/* The member of participant p that refused its PREPARE: a participant
+ * names it by its place in the PREPARE it got ("member N: ...", srv_dtx.c
+ * pmem_check() and the apply), which the client maps back to the dtx's
+ * member; 0 (its first) when the refusal names none (a transport error,
+ * a refusal of the whole PREPARE).  Before, the participant's first
+ * member was always blamed: with an inode and a directory entry on one
+ * server, a create of a name that exists blamed the inode's record and
+ * the POSIX view drew new inode numbers until it gave up (-EIO). */
+static uint32_t dtx_part_culprit(const struct dtx_part *p)
+{
+	const char *m = p->dp_msg;
+	unsigned int k;
+	char colon;
+
+	while ((m = strstr(m, "member ")) != NULL) {
+		if (sscanf(m, "member %u%c", &k, &colon) == 2 &&
+		    colon == ':' && k < p->dp_nr)
+			return k;
+		m += 7;
+	}
+	return 0;
+}
+
 /* One attempt: 0 (committed everywhere), -ESTALE (*stale: the part to
  * touch), or the failure (msg set). */
 static int dtx_clu_attempt(struct cli_dtx *dx, struct dtx_clu *c,
@@ -389,7 +412,7 @@ static int dtx_clu_attempt(struct cli_dtx *dx, struct dtx_clu *c,
 	if (bad != NULL) {
 		rc = bad->dp_rc != 0 ? bad->dp_rc : -EPROTO;
 		snprintf(msg, msz, "%s", bad->dp_msg);
-		*dx->cx_bad = bad->dp_mi[0];
+		*dx->cx_bad = bad->dp_mi[dtx_part_culprit(bad)];
 		if (rc == -ESTALE)
 			*stale = bad;
 		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);

@@ -1267,10 +1267,28 @@ int ns_tx_inode_drop(struct ns_tx *t, uint64_t ino,
 		return rc;
 	if (S_ISDIR(r->it_mode)) {
 		struct clovis_id did = {NS_HI_DIR, ino};
+		char ids[CLOVIS_ID_STR_LEN];
 
-		rc = ns_tx_idx(t, &did, false, &dix);
-		return rc == 0 ? ns_tx_ent(t, &dix->in_entity,
-					   CLOVIS_EO_DELETE) : rc;
+		/* Opened first: a cluster's index DELETE names the
+		 * incarnation its open found (without it every rmdir in
+		 * cluster mode was refused: "DELETE without the replica flags
+		 * or an incarnation"); an index already gone (a crash between
+		 * the ops of another process) must not fail the removal. */
+		dix = ns_tx_mem(t, sizeof *dix);
+		if (dix == NULL)
+			return -ENOMEM;
+		rc = clovis_idx_init(dix, &t->t_ns->ns_co.co_realm, &did);
+		if (rc == 0)
+			rc = ns_ent_sync(&dix->in_entity, CLOVIS_EO_OPEN);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc != 0)
+			return ns_tx_fail(t, ns_err(rc, "inode %#" PRIx64
+						    ": directory index %s: %s",
+						    ino,
+						    clovis_id_format(&did, ids),
+						    clovis_errmsg()));
+		return ns_tx_ent(t, &dix->in_entity, CLOVIS_EO_DELETE);
 	}
 	if (!S_ISREG(r->it_mode) || !(r->it_flags & NS_IF_DATA))
 		return 0;

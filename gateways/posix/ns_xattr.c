@@ -114,10 +114,17 @@ int ns_tx_xattrs_drop(struct ns_tx *t, uint64_t ino)
 	struct ns_keys ks = {0};
 	int rc = ns_xattr_walk(t->t_ns, ino, ns_keys_add, &ks);
 
-	for (uint32_t i = 0; rc >= 0 && i < ks.k_nr; i += CLOVIS_VEC_MAX) {
-		uint32_t n = ks.k_nr - i < CLOVIS_VEC_MAX ? ks.k_nr - i
-							  : CLOVIS_VEC_MAX;
+	/* members of at most CLOVIS_VEC_MAX keys and, in cluster mode,
+	 * CLOVIS_DTX_MEMBER_RECS_MAX bytes of them (a file with many long
+	 * names was not removable: one member of 50 KB refused) */
+	for (uint32_t i = 0, n; rc >= 0 && i < ks.k_nr; i += n) {
+		size_t bytes = 0;
 
+		for (n = 0; i + n < ks.k_nr && n < CLOVIS_VEC_MAX &&
+		     (n == 0 ||
+		      bytes + ks.k_l[i + n] <= CLOVIS_DTX_MEMBER_RECS_MAX);
+		     n++)
+			bytes += ks.k_l[i + n];
 		rc = ns_tx_del(t, &t->t_ns->ns_xattrs, ks.k_p + i, ks.k_l + i,
 			       n);
 	}
