@@ -1249,9 +1249,30 @@ int ns_link(struct ns *ns, uint64_t ino, uint64_t newparent,
 	return rc;
 }
 
+/* Add to t the DELETE of entity e (initialised: rc its init's result),
+ * inode ino's directory index or data object (what, for the message),
+ * opened first: on a cluster an index DELETE names the incarnation its
+ * open found (without it every rmdir there was refused), and an entity
+ * already gone (deleted by its S3 writer, or a crash of another process
+ * between its ops) must not fail the removal of the inode that names
+ * it. */
+static int ns_tx_ent_drop(struct ns_tx *t, uint64_t ino, const char *what,
+			  struct clovis_entity *e, int rc)
+{
+	if (rc == 0)
+		rc = ns_ent_sync(e, CLOVIS_EO_OPEN);
+	if (rc == -ENOENT)
+		return 0;
+	if (rc != 0)
+		return ns_tx_fail(t, ns_err(rc, "inode %#" PRIx64 ": %s: %s",
+					    ino, what, clovis_errmsg()));
+	return ns_tx_ent(t, e, CLOVIS_EO_DELETE);
+}
+
 int ns_tx_inode_drop(struct ns_tx *t, uint64_t ino,
 		     const struct ns_inode_rec *r)
 {
+	struct clovis_realm *realm = &t->t_ns->ns_co.co_realm;
 	uint8_t key[NS_INO_KEY];
 	void *k = key;
 	size_t kl = sizeof key;
@@ -1267,47 +1288,21 @@ int ns_tx_inode_drop(struct ns_tx *t, uint64_t ino,
 		return rc;
 	if (S_ISDIR(r->it_mode)) {
 		struct clovis_id did = {NS_HI_DIR, ino};
-		char ids[CLOVIS_ID_STR_LEN];
 
-		/* Opened first: a cluster's index DELETE names the
-		 * incarnation its open found (without it every rmdir in
-		 * cluster mode was refused: "DELETE without the replica flags
-		 * or an incarnation"); an index already gone (a crash between
-		 * the ops of another process) must not fail the removal. */
 		dix = ns_tx_mem(t, sizeof *dix);
 		if (dix == NULL)
 			return -ENOMEM;
-		rc = clovis_idx_init(dix, &t->t_ns->ns_co.co_realm, &did);
-		if (rc == 0)
-			rc = ns_ent_sync(&dix->in_entity, CLOVIS_EO_OPEN);
-		if (rc == -ENOENT)
-			return 0;
-		if (rc != 0)
-			return ns_tx_fail(t, ns_err(rc, "inode %#" PRIx64
-						    ": directory index %s: %s",
-						    ino,
-						    clovis_id_format(&did, ids),
-						    clovis_errmsg()));
-		return ns_tx_ent(t, &dix->in_entity, CLOVIS_EO_DELETE);
+		return ns_tx_ent_drop(t, ino, "directory index",
+				      &dix->in_entity,
+				      clovis_idx_init(dix, realm, &did));
 	}
 	if (!S_ISREG(r->it_mode) || !(r->it_flags & NS_IF_DATA))
 		return 0;
 	o = ns_tx_mem(t, sizeof *o);
 	if (o == NULL)
 		return -ENOMEM;
-	/* Opened first: an object already gone (deleted by its S3 writer,
-	 * or a crash of another process between its ops) must not fail the
-	 * removal of the file that names it. */
-	rc = clovis_obj_init(o, &t->t_ns->ns_co.co_realm, &r->it_data, NULL);
-	if (rc == 0)
-		rc = ns_ent_sync(&o->ob_entity, CLOVIS_EO_OPEN);
-	if (rc == -ENOENT)
-		return 0;
-	if (rc != 0)
-		return ns_tx_fail(t, ns_err(rc, "inode %#" PRIx64 ": data "
-					    "object: %s", ino,
-					    clovis_errmsg()));
-	return ns_tx_ent(t, &o->ob_entity, CLOVIS_EO_DELETE);
+	return ns_tx_ent_drop(t, ino, "data object", &o->ob_entity,
+			      clovis_obj_init(o, realm, &r->it_data, NULL));
 }
 
 /* Add to t the loss of one link of inode ino (record r, target): its
