@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "core/errors.h"
 #include "core/pg.h"
@@ -303,4 +304,393 @@ int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 	hp = st_mix64(pg ^ PG_SALT_SCORE);
 	rc = pg_scan_plain(hp, cands, nr, r, out);
 	return rc == PG_RESCAN ? pg_scan_weighted(hp, cands, nr, r, out) : rc;
+}
+
+/* ------------------------------------------------------- balancing */
+
+/* Index of the in candidate keyed key, or UINT32_MAX. */
+static uint32_t pg_find(const struct pg_cand *c, uint32_t nr, uint64_t key)
+{
+	for (uint32_t i = 0; i < nr; i++)
+		if (c[i].pc_in && c[i].pc_key == key)
+			return i;
+	return UINT32_MAX;
+}
+
+/* Distinct enclosures of set[0..n-1]. */
+static uint32_t pg_encls(const struct pg_cand *c, const uint32_t *set,
+			 uint32_t n)
+{
+	uint32_t d = 0;
+
+	for (uint32_t a = 0; a < n; a++) {
+		bool first = true;
+
+		for (uint32_t b = 0; b < a; b++)
+			first &= c[set[a]].pc_encl != c[set[b]].pc_encl;
+		d += first;
+	}
+	return d;
+}
+
+/* Whether set[j] may give its place to candidate t: t is not in the set
+ * and the set then spans no fewer enclosures. */
+static bool pg_swap_ok(const struct pg_cand *c, uint32_t *set, uint32_t n,
+		       uint32_t j, uint32_t t)
+{
+	uint32_t was = set[j], before, after;
+
+	for (uint32_t i = 0; i < n; i++)
+		if (set[i] == t)
+			return false;
+	before = pg_encls(c, set, n);
+	set[j] = t;
+	after = pg_encls(c, set, n);
+	set[j] = was;
+	return after >= before;
+}
+
+/* The first exception of group pg in up[0..nr_up-1] (sorted by pu_pg):
+ * its index, or nr_up. */
+static uint32_t pg_up_first(const struct pg_upmap *up, uint32_t nr_up,
+			    uint32_t pg)
+{
+	uint32_t lo = 0, hi = nr_up;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (up[mid].pu_pg < pg)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Apply group pg's valid exceptions to set[0..n-1], which holds its HRW
+ * set raw[0..n-1] (the same array or a copy): an exception's pu_from must
+ * be an HRW member not replaced yet. */
+static void pg_up_apply(uint32_t pg, const struct pg_cand *c, uint32_t nr,
+			const uint32_t *raw, uint32_t *set, uint32_t n,
+			const struct pg_upmap *up, uint32_t nr_up)
+{
+	for (uint32_t k = pg_up_first(up, nr_up, pg);
+	     k < nr_up && up[k].pu_pg == pg; k++) {
+		uint32_t j = 0, t;
+
+		while (j < n && c[raw[j]].pc_key != up[k].pu_from)
+			j++;
+		if (j == n || set[j] != raw[j])
+			continue;
+		t = pg_find(c, nr, up[k].pu_to);
+		if (t != UINT32_MAX && pg_swap_ok(c, set, n, j, t))
+			set[j] = t;
+	}
+}
+
+void pg_upmap_apply(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
+		    const struct pg_upmap *up, uint32_t nr_up,
+		    const uint32_t *raw, uint32_t n, uint32_t *out)
+{
+	for (uint32_t i = 0; i < n; i++)
+		out[i] = raw[i];
+	if (nr_up > 0 && up != NULL)
+		pg_up_apply(pg, cands, nr, raw, out, n, up, nr_up);
+}
+
+int pg_place_up(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
+		uint32_t r, const struct pg_upmap *up, uint32_t nr_up,
+		uint32_t *out)
+{
+	uint32_t raw[PG_REPLICAS_MAX];
+	int rc = pg_place(pg, cands, nr, r, raw);
+
+	if (rc > 0)
+		pg_upmap_apply(pg, cands, nr, up, nr_up, raw, (uint32_t)rc,
+			       out);
+	return rc;
+}
+
+/* The balancer's view: loads, weights, and the servers under their share
+ * kept sorted by load / weight, least loaded first. */
+struct pg_bal {
+	const struct pg_cand *b_c;
+	uint32_t b_nr;
+	uint64_t *b_load;         /* sizes of the replicas each one holds */
+	uint64_t b_total, b_wsum; /* sizes placed, weights of the in */
+	const uint64_t *b_sizes;  /* per group, NULL: 1 each */
+	uint32_t b_tol_ppm;
+	uint8_t *b_trim;          /* over its limit once: trimmed to half */
+	uint32_t *b_under, b_nu;  /* servers with room below their share */
+};
+
+/* Above share x (1 + tol_ppm / 10^6): load x W x 10^6 > total x w x
+ * (10^6 + tol_ppm). */
+static bool pg_bal_above(const struct pg_bal *b, uint32_t i, uint32_t tol)
+{
+	unsigned __int128 lhs = (unsigned __int128)b->b_load[i] * b->b_wsum *
+				1000000u;
+
+	return lhs > (unsigned __int128)b->b_total * pg_weight(&b->b_c[i]) *
+		     (1000000u + (uint64_t)tol);
+}
+
+/* Whether a replica on server i moves off it: i is over its limit; or,
+ * for a replica that is fresh (new on i since prev, or no prev given), i
+ * went over its limit in this run and is still over half of it.  The
+ * headroom keeps a server that gets a few replicas later (from a server
+ * leaving) under its limit, where one trimmed to its limit would move one
+ * on at once; settled replicas do not move for it (that would copy data
+ * to gain headroom alone). */
+static bool pg_bal_over(struct pg_bal *b, uint32_t i, bool fresh)
+{
+	if (pg_bal_above(b, i, b->b_tol_ppm)) {
+		b->b_trim[i] = 1;
+		return true;
+	}
+	return fresh && b->b_trim[i] && pg_bal_above(b, i, b->b_tol_ppm / 2);
+}
+
+/* Room for sz more at or under the share: (load + sz) x W <= total x w
+ * (sz 1 for the under list: below the share at all). */
+static bool pg_bal_room(const struct pg_bal *b, uint32_t i, uint64_t sz)
+{
+	return (unsigned __int128)(b->b_load[i] + sz) * b->b_wsum <=
+	       (unsigned __int128)b->b_total * pg_weight(&b->b_c[i]);
+}
+
+/* The size of group g's replicas. */
+static uint64_t pg_bal_size(const struct pg_bal *b, uint32_t g)
+{
+	return b->b_sizes == NULL ? 1 : b->b_sizes[g];
+}
+
+/* i less loaded than j for its weight (ties: the lower index). */
+static bool pg_bal_less(const struct pg_bal *b, uint32_t i, uint32_t j)
+{
+	unsigned __int128 li = (unsigned __int128)b->b_load[i] *
+			       pg_weight(&b->b_c[j]);
+	unsigned __int128 lj = (unsigned __int128)b->b_load[j] *
+			       pg_weight(&b->b_c[i]);
+
+	return li < lj || (li == lj && i < j);
+}
+
+/* The under list's entry at pos gained one: drop it when it has no room
+ * left, else move it back to its place in the order. */
+static void pg_bal_gained(struct pg_bal *b, uint32_t pos)
+{
+	uint32_t t = b->b_under[pos];
+
+	if (!pg_bal_room(b, t, 1)) {
+		for (; pos + 1 < b->b_nu; pos++)
+			b->b_under[pos] = b->b_under[pos + 1];
+		b->b_nu--;
+		return;
+	}
+	for (; pos + 1 < b->b_nu && pg_bal_less(b, b->b_under[pos + 1], t);
+	     pos++)
+		b->b_under[pos] = b->b_under[pos + 1];
+	b->b_under[pos] = t;
+}
+
+/* Insertion sort of the under list (built once; the list is short). */
+static void pg_bal_sort(struct pg_bal *b)
+{
+	for (uint32_t i = 1; i < b->b_nu; i++) {
+		uint32_t t = b->b_under[i], j = i;
+
+		for (; j > 0 && pg_bal_less(b, t, b->b_under[j - 1]); j--)
+			b->b_under[j] = b->b_under[j - 1];
+		b->b_under[j] = t;
+	}
+}
+
+/* Members of a group's set (entries before the first UINT32_MAX). */
+static uint32_t pg_set_len(const uint32_t *set, uint32_t r)
+{
+	uint32_t n = 0;
+
+	while (n < r && set[n] != UINT32_MAX)
+		n++;
+	return n;
+}
+
+/* Where the replica at set[j] goes: a server of prev[0..r-1] (the
+ * group's set before this map) that may take it back (no data moves
+ * then), else the least loaded server with room that may hold it.  Its
+ * position in the under list, or b_nu for none. */
+static uint32_t pg_bal_dest(const struct pg_bal *b, uint32_t *set,
+			    uint32_t n, uint32_t j, const uint32_t *prev,
+			    uint32_t r, uint64_t sz)
+{
+	uint32_t pos = 0;
+
+	for (uint32_t k = 0; prev != NULL && k < r; k++) {
+		uint32_t p = prev[k];
+
+		if (p == UINT32_MAX || p >= b->b_nr || !b->b_c[p].pc_in ||
+		    !pg_bal_room(b, p, sz) ||
+		    !pg_swap_ok(b->b_c, set, n, j, p))
+			continue;
+		for (pos = 0; pos < b->b_nu && b->b_under[pos] != p; pos++)
+			;
+		if (pos < b->b_nu)
+			return pos;
+	}
+	for (pos = 0; pos < b->b_nu &&
+	     (!pg_bal_room(b, b->b_under[pos], sz) ||
+	      !pg_swap_ok(b->b_c, set, n, j, b->b_under[pos])); pos++)
+		;
+	return pos;
+}
+
+/* Whether server m is in the group's prev set (it held the group). */
+static bool pg_bal_settled(const uint32_t *prev, uint32_t r, uint32_t m)
+{
+	for (uint32_t k = 0; prev != NULL && k < r; k++)
+		if (prev[k] == m)
+			return true;
+	return false;
+}
+
+/* One pass over the groups: every replica on a server to move replicas
+ * off goes to the server pg_bal_dest() finds; with fresh_only, only
+ * replicas new on their server since prev (they are copied anyway, so
+ * sending them elsewhere instead costs no extra copy).  Returns the moves.
+ */
+static uint64_t pg_bal_pass(struct pg_bal *b, uint32_t nr_pgs, uint32_t r,
+			    uint32_t *eff, const uint32_t *prev,
+			    bool fresh_only)
+{
+	uint64_t moved = 0;
+
+	for (uint32_t g = 0; g < nr_pgs && b->b_nu > 0; g++) {
+		uint32_t *set = &eff[(uint64_t)g * r], n = pg_set_len(set, r);
+		const uint32_t *pv = prev == NULL ? NULL :
+				     &prev[(uint64_t)g * r];
+		uint64_t sz = pg_bal_size(b, g);
+
+		for (uint32_t j = 0; j < n; j++) {
+			uint32_t m = set[j], pos;
+			bool fresh = pv == NULL || !pg_bal_settled(pv, r, m);
+
+			if ((fresh_only && !fresh) || !pg_bal_over(b, m, fresh))
+				continue;
+			pos = pg_bal_dest(b, set, n, j, pv, r, sz);
+			if (pos == b->b_nu)
+				continue;
+			set[j] = b->b_under[pos];
+			b->b_load[m] -= sz;
+			b->b_load[set[j]] += sz;
+			pg_bal_gained(b, pos);
+			moved++;
+		}
+	}
+	return moved;
+}
+
+/* Move over-limit replicas of every group to servers with room: those
+ * new on their server first, then any (a few passes: a server's limit
+ * falls to half once it is over it). */
+static void pg_bal_moves(struct pg_bal *b, uint32_t nr_pgs, uint32_t r,
+			 uint32_t *eff, const uint32_t *prev)
+{
+	if (prev != NULL)
+		pg_bal_pass(b, nr_pgs, r, eff, prev, true);
+	for (uint32_t pass = 0; pass < 4; pass++)
+		if (pg_bal_pass(b, nr_pgs, r, eff, prev, false) == 0)
+			break;
+}
+
+int pg_balance(const struct pg_cand *cands, uint32_t nr, uint32_t nr_pgs,
+	       uint32_t r, const uint32_t *sets, const uint32_t *prev,
+	       const uint64_t *sizes, uint32_t tol_ppm,
+	       const struct pg_upmap *old, uint32_t nr_old,
+	       struct pg_upmap **out, uint32_t *nr_out)
+{
+	struct pg_bal b = {.b_c = cands, .b_nr = nr, .b_tol_ppm = tol_ppm,
+			   .b_sizes = sizes};
+	uint32_t *eff = NULL;
+	uint64_t n_ex = 0, cells = (uint64_t)nr_pgs * r;
+	int rc = 0;
+
+	if (out == NULL || nr_out == NULL)
+		return err_set(-EINVAL, "pg_balance: %s is NULL",
+			       out == NULL ? "out" : "nr_out");
+	*out = NULL;
+	*nr_out = 0;
+	if (r == 0 || r > PG_REPLICAS_MAX)
+		return err_set(-EINVAL, "pg_balance: r = %u replicas, want "
+			       "1..%u", r, PG_REPLICAS_MAX);
+	if (nr == 0 || nr > PG_CANDS_MAX || nr_pgs == 0 ||
+	    nr_pgs > PG_NR_MAX)
+		return err_set(-EINVAL, "pg_balance: %u candidates (want "
+			       "1..%u), %u groups (want 1..%u)", nr,
+			       PG_CANDS_MAX, nr_pgs, PG_NR_MAX);
+	if (cands == NULL || sets == NULL || (old == NULL && nr_old > 0))
+		return err_set(-EINVAL, "pg_balance: %s is NULL",
+			       cands == NULL ? "cands" :
+			       sets == NULL ? "sets" : "old");
+	eff = malloc(cells * sizeof *eff);
+	b.b_load = calloc(nr, sizeof *b.b_load);
+	b.b_under = malloc(nr * sizeof *b.b_under);
+	b.b_trim = calloc(nr, 1);
+	if (eff == NULL || b.b_load == NULL || b.b_under == NULL ||
+	    b.b_trim == NULL) {
+		rc = err_set(-ENOMEM, "pg_balance: no memory for %u groups",
+			     nr_pgs);
+		goto out;
+	}
+	for (uint64_t i = 0; i < cells; i++) {
+		eff[i] = sets[i];
+		if (eff[i] != UINT32_MAX && (eff[i] >= nr ||
+					     !cands[eff[i]].pc_in)) {
+			rc = err_set(-EINVAL, "pg_balance: sets[%llu] = %u is "
+				     "not an in candidate",
+				     (unsigned long long)i, eff[i]);
+			goto out;
+		}
+	}
+	for (uint32_t g = 0; g < nr_pgs; g++) {
+		const uint32_t *raw = &sets[(uint64_t)g * r];
+		uint32_t *set = &eff[(uint64_t)g * r], n = pg_set_len(raw, r);
+
+		if (nr_old > 0)
+			pg_up_apply(g, cands, nr, raw, set, n, old, nr_old);
+		for (uint32_t j = 0; j < n; j++)
+			b.b_load[set[j]] += pg_bal_size(&b, g);
+		b.b_total += n * pg_bal_size(&b, g);
+	}
+	for (uint32_t i = 0; i < nr; i++)
+		if (cands[i].pc_in) {
+			b.b_wsum += pg_weight(&cands[i]);
+			if (pg_bal_room(&b, i, 1))
+				b.b_under[b.b_nu++] = i;
+		}
+	pg_bal_sort(&b);
+	pg_bal_moves(&b, nr_pgs, r, eff, prev);
+	for (uint64_t i = 0; i < cells; i++)
+		n_ex += eff[i] != sets[i];
+	if (n_ex > 0) {
+		*out = calloc(n_ex, sizeof **out);
+		if (*out == NULL) {
+			rc = err_set(-ENOMEM, "pg_balance: no memory for %llu "
+				     "exceptions", (unsigned long long)n_ex);
+			goto out;
+		}
+	}
+	for (uint64_t i = 0; i < cells; i++)
+		if (eff[i] != sets[i])
+			(*out)[(*nr_out)++] = (struct pg_upmap){
+				.pu_pg = (uint32_t)(i / r),
+				.pu_from = cands[sets[i]].pc_key,
+				.pu_to = cands[eff[i]].pc_key};
+out:
+	free(eff);
+	free(b.b_load);
+	free(b.b_under);
+	free(b.b_trim);
+	return rc;
 }

@@ -52,7 +52,9 @@
  *            ranks going to the higher score.  When every candidate has
  *            the same weight this is exactly the order of the scores.
  *
- * Pure and thread-safe; includes only the ground floor.
+ * Pure and thread-safe; includes only the ground floor.  pg_place() and
+ * pg_place_up() allocate nothing; pg_balance() (below) allocates its work
+ * arrays and the table it returns.
  */
 #ifndef STRATA_CORE_PG_H
 #define STRATA_CORE_PG_H
@@ -147,5 +149,103 @@ bool pg_above(uint32_t pg, const struct pg_cand *a, const struct pg_cand *b);
  */
 int pg_place(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
 	     uint32_t r, uint32_t *out);
+
+/*
+ * Balancing (issue 28 item 5).  HRW gives every server its share of
+ * groups only on average: with M replicas a server the counts scatter by
+ * about sqrt(M), so at 384 a server (128 groups x 3 replicas) the fullest
+ * of 1,000 servers holds about 16 % more than the mean.  More groups
+ * shrink the scatter only as 1 / sqrt(M), and each group costs a log and
+ * a state on R servers.  So, as Ceph's upmap balancer does, a short table
+ * of exceptions kept in the map moves single replicas from the fullest
+ * servers to the emptiest: an exception (pu_pg, pu_from, pu_to) says "in
+ * group pu_pg, the server keyed pu_from is replaced by the server keyed
+ * pu_to".  HRW still decides everything else, so a server added or
+ * removed still moves only its own share, plus the few replicas the
+ * balancer then moves to even out what it received.
+ *
+ * An exception applies only while it is valid: pu_from is in the group's
+ * HRW set (pg_place()), pu_to is an in candidate not in the set, and the
+ * set after the swap spans no fewer enclosures than before.  An invalid
+ * one is skipped (the group keeps its HRW member); pg_balance() drops
+ * them from the table it returns.
+ */
+
+/** One exception of a balanced placement (keys as struct pg_cand's). */
+struct pg_upmap {
+	uint32_t pu_pg;   /**< the group */
+	uint32_t pu_pad;  /**< zero */
+	uint64_t pu_from; /**< key of the HRW member replaced */
+	uint64_t pu_to;   /**< key of the server that holds it instead */
+};
+
+/**
+ * pg_place(), then the group's valid exceptions of up[0..nr_up-1] (sorted
+ * by pu_pg, as pg_balance() returns them; NULL with nr_up 0 for none),
+ * each one replacing its member in place (a replaced primary's place goes
+ * to its replacement, so out[0] stays the primary).  Returns what
+ * pg_place() returns.  Pure; O(nr * r + log(nr_up) + (exceptions of the
+ * group) * nr) (a key is looked up by a scan).
+ */
+int pg_place_up(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
+		uint32_t r, const struct pg_upmap *up, uint32_t nr_up,
+		uint32_t *out);
+
+/**
+ * The exceptions half of pg_place_up(), for a caller that has group pg's
+ * HRW set already: out[0..n-1] = raw[0..n-1] (what pg_place() returned
+ * for pg over the same cands) with the group's valid exceptions applied.
+ * out and raw must not overlap.  Pure.
+ */
+void pg_upmap_apply(uint32_t pg, const struct pg_cand *cands, uint32_t nr,
+		    const struct pg_upmap *up, uint32_t nr_up,
+		    const uint32_t *raw, uint32_t n, uint32_t *out);
+
+/**
+ * Compute a balanced exception table.
+ *
+ * In: cands[0..nr-1] and r as for pg_place(); nr_pgs groups (1..
+ * PG_NR_MAX); sets[pg * r + i], the HRW sets pg_place() returns for
+ * every group (entries past its count UINT32_MAX; the caller computes
+ * them, on as many threads as it likes); prev (NULL for none), laid out
+ * as sets: each group's servers before this map (what holds its data
+ * now; indices into the same cands, UINT32_MAX for none); sizes (NULL:
+ * 1 each), each group's size (objects, records or bytes it holds: what a
+ * server's load counts; groups are made empty, so a balancer run on a
+ * live cluster weighs what they hold); tol_ppm, the
+ * tolerance in millionths (30,000: no server above 1.03 x its share);
+ * old[0..nr_old-1] the table in force (NULL, 0 for none), sorted by
+ * pu_pg.
+ *
+ * What: the valid exceptions of old are kept (a balanced map stays as it
+ * is); then, taking the groups in order, a replica on a server over its
+ * limit moves -- back to a server of the group's prev set when one may
+ * take it (nothing to copy), else to the in server furthest below its
+ * share that may hold it (not in the group; enclosures no fewer) -- while
+ * that server stays at or under its share.  Replicas new on their server
+ * since prev move first (they are copied anyway).  A server once over
+ * its limit is brought down to share x (1 + tol_ppm / 2 / 10^6) by its
+ * fresh replicas (all of them without prev), leaving it room for what a
+ * later map change brings.  A server's load: the sizes of the groups it
+ * holds; its share: the sizes placed, times its weight over the in
+ * servers' weights (pc_weight, 0 counting as 1); its limit: share x (1 +
+ * tol_ppm / 10^6).  Moves go
+ * only from over a limit to under a share, so a placement within the
+ * tolerance gets no new exception.  All arithmetic is in integers: every
+ * machine gets the same table from the same input.
+ *
+ * Out: *out (malloc()ed, caller frees; NULL when *nr_out is 0) sorted by
+ * pu_pg then HRW position, at most r exceptions a group.
+ * Returns 0; -EINVAL (err_set(), naming the argument) for r, nr or nr_pgs
+ * out of range, a set naming a server that is not an in candidate, or a
+ * NULL pointer; -ENOMEM.  Cost: O(nr_pgs * r) plus, per move, a scan of
+ * the servers under their share (the moves are about the sum of the
+ * excesses: 1 % of the replicas at 1,000 servers, 128 groups each).
+ */
+int pg_balance(const struct pg_cand *cands, uint32_t nr, uint32_t nr_pgs,
+	       uint32_t r, const uint32_t *sets, const uint32_t *prev,
+	       const uint64_t *sizes, uint32_t tol_ppm,
+	       const struct pg_upmap *old, uint32_t nr_old,
+	       struct pg_upmap **out, uint32_t *nr_out);
 
 #endif /* STRATA_CORE_PG_H */

@@ -446,6 +446,325 @@ static void test_pg_weight_share(void)
 	CU_ASSERT_EQUAL(moved, got_more);
 }
 
+/* ----------------------------------------------------- balancing */
+
+enum { PGB_N = 100, PGB_R = 3, PGB_P = PGB_N * 128 };
+
+/* HRW sets of every group over c (entries past a count UINT32_MAX). */
+static void pgb_sets(const struct pg_cand *c, uint32_t nr, uint32_t *sets)
+{
+	for (uint32_t g = 0; g < PGB_P; g++) {
+		int n = pg_place(g, c, nr, PGB_R, &sets[g * PGB_R]);
+
+		CU_ASSERT_FATAL(n > 0);
+		for (int i = n; i < PGB_R; i++)
+			sets[g * PGB_R + i] = UINT32_MAX;
+	}
+}
+
+/* The sets with the table applied, the load of each server (sizes NULL:
+ * 1 a group), and whether every set holds distinct servers spanning as
+ * many enclosures as its HRW set. */
+static bool pgb_apply(const struct pg_cand *c, uint32_t nr,
+		      const uint32_t *sets, const struct pg_upmap *up,
+		      uint32_t nup, const uint64_t *sizes, uint32_t *eff,
+		      uint64_t *load)
+{
+	bool ok = true;
+
+	memset(load, 0, nr * sizeof *load);
+	for (uint32_t g = 0; g < PGB_P; g++) {
+		const uint32_t *raw = &sets[g * PGB_R];
+		uint32_t *e = &eff[g * PGB_R], er = 0, ee = 0;
+
+		pg_upmap_apply(g, c, nr, up, nup, raw, PGB_R, e);
+		for (uint32_t i = 0; i < PGB_R; i++) {
+			bool nr_first = true, ne_first = true;
+
+			load[e[i]] += sizes ? sizes[g] : 1;
+			for (uint32_t j = 0; j < i; j++) {
+				ok &= e[i] != e[j];
+				nr_first &= c[raw[i]].pc_encl != c[raw[j]].pc_encl;
+				ne_first &= c[e[i]].pc_encl != c[e[j]].pc_encl;
+			}
+			er += nr_first;
+			ee += ne_first;
+			ok &= c[e[i]].pc_in;
+		}
+		ok &= ee >= er;
+	}
+	return ok;
+}
+
+/* Max load over its share (weights: pc_weight, 0 = 1), in millionths. */
+static uint64_t pgb_max_ppm(const struct pg_cand *c, uint32_t nr,
+			    const uint64_t *load)
+{
+	uint64_t tot = 0, wsum = 0, worst = 0;
+
+	for (uint32_t i = 0; i < nr; i++)
+		if (c[i].pc_in) {
+			tot += load[i];
+			wsum += c[i].pc_weight ? c[i].pc_weight : 1;
+		}
+	for (uint32_t i = 0; i < nr; i++) {
+		uint64_t w = c[i].pc_weight ? c[i].pc_weight : 1, v;
+
+		if (!c[i].pc_in)
+			continue;
+		v = (uint64_t)((unsigned __int128)load[i] * wsum * 1000000u /
+			       ((unsigned __int128)tot * w));
+		worst = v > worst ? v : worst;
+	}
+	return worst;
+}
+
+/* Replicas (weighted by sizes) in b's sets that a's lack. */
+static uint64_t pgb_moved(const uint32_t *a, const uint32_t *b,
+			  const uint64_t *sizes)
+{
+	uint64_t m = 0;
+
+	for (uint32_t g = 0; g < PGB_P; g++)
+		m += (uint64_t)pgu_diff(&b[g * PGB_R], &a[g * PGB_R], PGB_R) *
+		     (sizes ? sizes[g] : 1);
+	return m;
+}
+
+/*
+ * 100 servers in 10 enclosures, 128 groups a server, R = 3: HRW alone
+ * puts up to 1.18 x the mean on a server (test balance above); with the
+ * table of pg_balance(tol 3 %) none is above 1.03 x, every set stays
+ * distinct over as many enclosures, a second run over the table in
+ * force adds nothing (a balanced map stays as it is), and two runs give
+ * the same bytes.
+ */
+static void test_pg_upmap_balance(void)
+{
+	static uint32_t sets[PGB_P * PGB_R], eff[PGB_P * PGB_R];
+	static uint64_t load[PGB_N];
+	struct pg_cand c[PGB_N];
+	struct pg_upmap *up = NULL, *up2 = NULL, *up3 = NULL;
+	uint32_t nup = 0, nup2 = 0, nup3 = 0;
+
+	pgu_map(c, PGB_N, 10);
+	pgb_sets(c, PGB_N, sets);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N, sets, NULL, 0, NULL, eff, load));
+	CU_ASSERT(pgb_max_ppm(c, PGB_N, load) > 1100000);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N, PGB_P, PGB_R, sets, NULL,
+					 NULL, 30000, NULL, 0, &up, &nup), 0);
+	CU_ASSERT(nup > 0 && nup < PGB_P * PGB_R / 20);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N, sets, up, nup, NULL, eff, load));
+	CU_ASSERT(pgb_max_ppm(c, PGB_N, load) <= 1030000);
+	/* every exception applies: as many cells differ as it has */
+	{
+		uint32_t diff = 0;
+
+		for (uint32_t i = 0; i < PGB_P * PGB_R; i++)
+			diff += eff[i] != sets[i];
+		CU_ASSERT_EQUAL(diff, nup);
+	}
+	for (uint32_t k = 1; k < nup; k++)
+		CU_ASSERT_FATAL(up[k - 1].pu_pg <= up[k].pu_pg);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N, PGB_P, PGB_R, sets, NULL,
+					 NULL, 30000, up, nup, &up2, &nup2), 0);
+	CU_ASSERT_EQUAL(nup2, nup);
+	CU_ASSERT(nup2 == nup && memcmp(up, up2, nup * sizeof *up) == 0);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N, PGB_P, PGB_R, sets, NULL,
+					 NULL, 30000, NULL, 0, &up3, &nup3), 0);
+	CU_ASSERT(nup3 == nup && memcmp(up, up3, nup * sizeof *up) == 0);
+	/* pg_place_up() is pg_place() then the table */
+	for (uint32_t g = 0; g < PGB_P; g += 7) {
+		uint32_t out[PGB_R];
+
+		CU_ASSERT_EQUAL_FATAL(pg_place_up(g, c, PGB_N, PGB_R, up, nup,
+						  out), PGB_R);
+		CU_ASSERT_FATAL(memcmp(out, &eff[g * PGB_R], sizeof out) == 0);
+	}
+	free(up);
+	free(up2);
+	free(up3);
+}
+
+/*
+ * A server added (the 101st, in enclosure 3) and one removed, each time
+ * balanced again from the table in force and the sets before (prev): the
+ * map stays within its limit and the replicas moved are the minimum (the
+ * new server's share; the removed server's replicas) within 1 %: measured
+ * 379 of 380 and 380 of 380.  (Without the fresh-first pass the removal
+ * moved 388; with settled replicas trimmed below the limit the add moved
+ * 391: both fail here.  The goal of issue 28 is 1.1 x.)
+ */
+static void test_pg_upmap_move(void)
+{
+	static uint32_t sets[PGB_P * PGB_R], sets2[PGB_P * PGB_R];
+	static uint32_t eff[PGB_P * PGB_R], eff2[PGB_P * PGB_R];
+	static uint64_t load[PGB_N + 1], load2[PGB_N + 1];
+	struct pg_cand c[PGB_N + 1];
+	struct pg_upmap *up = NULL, *up2 = NULL;
+	uint32_t nup = 0, nup2 = 0;
+	uint64_t moved, minimum;
+
+	pgu_map(c, PGB_N + 1, 10);
+	c[PGB_N].pc_encl = 3;
+	c[PGB_N].pc_in = false;
+	pgb_sets(c, PGB_N + 1, sets);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N + 1, PGB_P, PGB_R, sets,
+					 NULL, NULL, 30000, NULL, 0, &up,
+					 &nup), 0);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N + 1, sets, up, nup, NULL, eff,
+				 load));
+	/* add */
+	c[PGB_N].pc_in = true;
+	pgb_sets(c, PGB_N + 1, sets2);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N + 1, PGB_P, PGB_R, sets2,
+					 eff, NULL, 30000, up, nup, &up2,
+					 &nup2), 0);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N + 1, sets2, up2, nup2, NULL, eff2,
+				 load2));
+	CU_ASSERT(pgb_max_ppm(c, PGB_N + 1, load2) <= 1030000);
+	moved = pgb_moved(eff, eff2, NULL);
+	minimum = (uint64_t)PGB_P * PGB_R / (PGB_N + 1);
+	CU_ASSERT(load2[PGB_N] > 0 && moved >= load2[PGB_N]);
+	CU_ASSERT(moved * 100 <= minimum * 101);
+	if (moved * 100 > minimum * 101)
+		fprintf(stderr, "add: moved %llu, minimum %llu\n",
+			(unsigned long long)moved, (unsigned long long)minimum);
+	free(up2);
+	up2 = NULL;
+	/* remove server 5 from the first map */
+	c[PGB_N].pc_in = false;
+	c[5].pc_in = false;
+	pgb_sets(c, PGB_N + 1, sets2);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N + 1, PGB_P, PGB_R, sets2,
+					 eff, NULL, 30000, up, nup, &up2,
+					 &nup2), 0);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N + 1, sets2, up2, nup2, NULL, eff2,
+				 load2));
+	CU_ASSERT_EQUAL(load2[5], 0);
+	CU_ASSERT(pgb_max_ppm(c, PGB_N + 1, load2) <= 1030000);
+	moved = pgb_moved(eff, eff2, NULL);
+	CU_ASSERT(moved >= load[5] && moved * 100 <= load[5] * 101);
+	if (moved * 100 > load[5] * 101)
+		fprintf(stderr, "rm: moved %llu, the server held %llu\n",
+			(unsigned long long)moved, (unsigned long long)load[5]);
+	free(up);
+	free(up2);
+}
+
+/*
+ * Exceptions that do not apply are skipped, each for its reason: a pu_to
+ * that is out or unknown, a pu_to already in the set, a pu_from not in
+ * the HRW set, a swap that would put two replicas in one enclosure; a
+ * valid one replaces its member in place (the primary's place too).
+ */
+static void test_pg_upmap_apply(void)
+{
+	struct pg_cand c[12];
+	uint32_t raw[3], out[3], other = UINT32_MAX, same = UINT32_MAX;
+	struct pg_upmap up[1];
+	const uint32_t g = 17;
+
+	pgu_map(c, 12, 2); /* 6 enclosures of 2 */
+	CU_ASSERT_EQUAL_FATAL(pg_place(g, c, 12, 3, raw), 3);
+	for (uint32_t i = 0; i < 12; i++) {
+		bool used = false;
+
+		for (int k = 0; k < 3; k++)
+			used |= c[raw[k]].pc_encl == c[i].pc_encl;
+		if (!used && other == UINT32_MAX)
+			other = i;
+		if (used && !pgu_has(raw, 3, i) && same == UINT32_MAX)
+			same = i;
+	}
+	CU_ASSERT_FATAL(other != UINT32_MAX && same != UINT32_MAX);
+	/* valid: the primary's place goes to other */
+	up[0] = (struct pg_upmap){g, 0, c[raw[0]].pc_key, c[other].pc_key};
+	CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+	CU_ASSERT(out[0] == other && out[1] == raw[1] && out[2] == raw[2]);
+	/* another group: untouched */
+	{
+		uint32_t raw1[3];
+
+		CU_ASSERT_EQUAL(pg_place(g + 1, c, 12, 3, raw1), 3);
+		CU_ASSERT_EQUAL(pg_place_up(g + 1, c, 12, 3, up, 1, out), 3);
+		CU_ASSERT(memcmp(out, raw1, sizeof raw1) == 0);
+	}
+	/* pu_to out of the map */
+	c[other].pc_in = false;
+	CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+	CU_ASSERT(memcmp(out, raw, sizeof raw) == 0);
+	c[other].pc_in = true;
+	/* pu_to unknown */
+	up[0].pu_to = pg_key("nobody");
+	CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+	CU_ASSERT(memcmp(out, raw, sizeof raw) == 0);
+	/* pu_to already a member */
+	up[0].pu_to = c[raw[1]].pc_key;
+	CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+	CU_ASSERT(memcmp(out, raw, sizeof raw) == 0);
+	/* pu_to in an enclosure the set already spans (two of three would
+	 * then share one) */
+	up[0] = (struct pg_upmap){g, 0, c[raw[0]].pc_key, c[same].pc_key};
+	if (c[same].pc_encl == c[raw[0]].pc_encl) {
+		/* same enclosure as the member it replaces: allowed */
+		CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+		CU_ASSERT_EQUAL(out[0], same);
+	} else {
+		CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+		CU_ASSERT(memcmp(out, raw, sizeof raw) == 0);
+	}
+	/* pu_from not an HRW member */
+	up[0] = (struct pg_upmap){g, 0, c[other].pc_key, c[same].pc_key};
+	CU_ASSERT_EQUAL(pg_place_up(g, c, 12, 3, up, 1, out), 3);
+	CU_ASSERT(memcmp(out, raw, sizeof raw) == 0);
+}
+
+/*
+ * Weights and sizes: a server of weight 2 gets twice the share, and with
+ * group sizes (objects per group, 1..64 here) the loads in size stay
+ * within the limit; bad arguments are refused naming them.
+ */
+static void test_pg_upmap_weights(void)
+{
+	static uint32_t sets[PGB_P * PGB_R], eff[PGB_P * PGB_R];
+	static uint64_t load[PGB_N], sizes[PGB_P];
+	struct pg_cand c[PGB_N];
+	struct pg_upmap *up = NULL;
+	uint32_t nup = 0;
+
+	pgu_map(c, PGB_N, 10);
+	c[7].pc_weight = 2;
+	for (uint32_t i = 0; i < PGB_N; i++)
+		c[i].pc_weight = c[i].pc_weight ? 2 : 1;
+	for (uint32_t g = 0; g < PGB_P; g++)
+		sizes[g] = 1 + pg_score(g, 42) % 64;
+	pgb_sets(c, PGB_N, sets);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N, PGB_P, PGB_R, sets, NULL,
+					 sizes, 30000, NULL, 0, &up, &nup), 0);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N, sets, up, nup, sizes, eff, load));
+	CU_ASSERT(pgb_max_ppm(c, PGB_N, load) <= 1030000);
+	CU_ASSERT(load[7] > load[8] * 3 / 2);
+	free(up);
+	up = NULL;
+	err_clear();
+	CU_ASSERT_EQUAL(pg_balance(c, PGB_N, PGB_P, 0, sets, NULL, NULL,
+				   30000, NULL, 0, &up, &nup), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "r = 0"));
+	CU_ASSERT_EQUAL(pg_balance(c, PGB_N, PGB_P, PGB_R, NULL, NULL, NULL,
+				   30000, NULL, 0, &up, &nup), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "sets"));
+	CU_ASSERT_EQUAL(pg_balance(c, PGB_N, PGB_P, PGB_R, sets, NULL, NULL,
+				   30000, NULL, 3, &up, &nup), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "old"));
+	c[sets[0]].pc_in = false;
+	CU_ASSERT_EQUAL(pg_balance(c, PGB_N, PGB_P, PGB_R, sets, NULL, NULL,
+				   30000, NULL, 0, &up, &nup), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err_msg(), "not an in candidate"));
+	CU_ASSERT_PTR_NULL(up);
+	CU_ASSERT_EQUAL(nup, 0);
+}
+
 int pg_ut_add(void)
 {
 	CU_pSuite s = CU_add_suite("pg", NULL, NULL);
@@ -460,7 +779,11 @@ int pg_ut_add(void)
 	    !CU_add_test(s, "move_fallback", test_pg_move_fallback) ||
 	    !CU_add_test(s, "balance", test_pg_balance) ||
 	    !CU_add_test(s, "weight_equal", test_pg_weight_equal) ||
-	    !CU_add_test(s, "weight_share", test_pg_weight_share))
+	    !CU_add_test(s, "weight_share", test_pg_weight_share) ||
+	    !CU_add_test(s, "upmap_balance", test_pg_upmap_balance) ||
+	    !CU_add_test(s, "upmap_move", test_pg_upmap_move) ||
+	    !CU_add_test(s, "upmap_apply", test_pg_upmap_apply) ||
+	    !CU_add_test(s, "upmap_weights", test_pg_upmap_weights))
 		return -1;
 	return 0;
 }

@@ -25,10 +25,16 @@
  *
  * Figures (each beside its goal, or its minimum, as a ratio):
  *   md.balance      replicas of object metadata per server, max / mean
- *                   (and of groups: md.balance_groups)
+ *                   (and of groups: md.balance_groups), with the
+ *                   exceptions of pg_balance() (core/pg.h) at --tol-ppm
+ *                   (30,000), weighing each group by its objects (or by 1:
+ *                   --balance-by groups); md.balance_hrw: HRW alone;
+ *                   md.exceptions: replicas an exception places
  *   md.add, md.rm   object metadata replicas moved when server N joins
  *                   (enclosure 0) and when server N / 2 leaves, over the
- *                   minimum 1/(N+1) and 1/N
+ *                   minimum 1/(N+1) and 1/N: the new map balanced again
+ *                   from the base map's table and sets, as the map in
+ *                   force would be (md.add_hrw, md.rm_hrw: HRW alone)
  *   md.rebuild_src  servers holding the other replicas of the groups of
  *                   the server that left, over the servers outside its
  *                   enclosure (the enclosure rule keeps the others out);
@@ -50,10 +56,12 @@
  * 1/(N+1) or 1/N; the moved fraction is exactly the server's own share
  * (--check), so their ratio is that server's load over the mean.
  *
- * --check asserts what must hold exactly, whatever the sizes: every group
- * whose set changes on the add holds the new server and changed by one
- * member; on the removal, exactly the groups that held the server changed,
- * by one; every group has R servers in min(R, enclosures) enclosures; every pdclust group
+ * --check asserts what must hold exactly, whatever the sizes: with HRW
+ * alone, every group whose set changes on the add holds the new server
+ * and changed by one member, and on the removal exactly the groups that
+ * held the server changed, by one; every group has R servers in min(R,
+ * enclosures) enclosures, balanced or not; every exception the balancer
+ * made applies, and no server is over its limit; every pdclust group
  * has its units on distinct servers; the spare rebuild moves exactly the
  * units of the server that left; the device rebuild reads from every
  * device of its pool on other servers; the units counted add up.  It ends
@@ -97,6 +105,13 @@ struct sim {
 	struct pg_cand *s_base, *s_add, *s_rm;
 	uint32_t s_nr_pgs, s_x, s_y;
 	uint32_t *s_pg_objs;
+	/* Each map's HRW sets (nr_pgs x R) and balancer exceptions. */
+	uint32_t *s_set_b, *s_set_a, *s_set_r;
+	struct pg_upmap *s_up_b, *s_up_a, *s_up_r;
+	uint32_t s_nup_b, s_nup_a, s_nup_r, s_tol_ppm;
+	uint64_t *s_pg_sizes; /* the balancer's group sizes: objects */
+	bool s_by_groups;     /* --balance-by groups: every group size 1 */
+	double s_secs_bal;
 	/* Pools; q_x grows by X, q_y loses Y; F the failed device. */
 	uint32_t s_nr_pools, s_q_x, s_q_y, s_q_f, s_f;
 	struct sim_pool *s_pools, s_pool_x, s_pool_y;
@@ -107,7 +122,10 @@ struct sim_cnt {
 	/* metadata */
 	uint64_t *c_md_objs;   /* object replicas per server (base map) */
 	uint64_t *c_md_grps;   /* group replicas per server */
+	uint64_t *c_md_grps_hrw; /* the same, HRW alone */
 	uint64_t c_md_add_moved, c_md_add_x, c_md_rm_moved, c_md_rm_y;
+	uint64_t c_md_add_hrw, c_md_rm_hrw; /* moved, HRW alone */
+	uint64_t c_md_ex_b;    /* exceptions that apply to the base map */
 	uint8_t *c_md_src;     /* servers holding Y's groups' other replicas */
 	uint64_t c_md_bad_add, c_md_bad_rm, c_md_bad_encl, c_md_bad_nr;
 	/* data */
@@ -337,16 +355,17 @@ static bool sim_encl_ok(const struct sim *s, const struct pg_cand *c,
 	return seen == (r < encls ? r : encls);
 }
 
+/* HRW alone: each map's sets kept for the balancer, the exact movement
+ * checks, the raw balance. */
 static void sim_place_pgs(struct sim *s, struct sim_cnt *c, uint64_t b,
 			  uint64_t e)
 {
 	uint32_t r = s->s_repl, nr = s->s_servers + 1;
-	uint32_t base[PG_REPLICAS_MAX], add[PG_REPLICAS_MAX];
-	uint32_t rm[PG_REPLICAS_MAX];
 
 	for (uint64_t g = b; g < e; g++) {
 		uint64_t objs = s->s_pg_objs[g];
-		uint32_t d;
+		uint32_t *base = &s->s_set_b[g * r], *add = &s->s_set_a[g * r];
+		uint32_t *rm = &s->s_set_r[g * r], d;
 
 		if (pg_place((uint32_t)g, s->s_base, nr, r, base) != (int)r ||
 		    pg_place((uint32_t)g, s->s_add, nr, r, add) != (int)r ||
@@ -356,12 +375,10 @@ static void sim_place_pgs(struct sim *s, struct sim_cnt *c, uint64_t b,
 		}
 		if (!sim_encl_ok(s, s->s_base, base, r))
 			c->c_md_bad_encl++;
-		for (uint32_t i = 0; i < r; i++) {
-			c->c_md_objs[base[i]] += objs;
-			c->c_md_grps[base[i]]++;
-		}
+		for (uint32_t i = 0; i < r; i++)
+			c->c_md_grps_hrw[base[i]]++;
 		d = sim_diff(add, base, r);
-		c->c_md_add_moved += d * objs;
+		c->c_md_add_hrw += d * objs;
 		if (sim_has(add, r, s->s_x)) {
 			c->c_md_add_x += objs;
 			c->c_md_bad_add += d != 1;
@@ -369,17 +386,90 @@ static void sim_place_pgs(struct sim *s, struct sim_cnt *c, uint64_t b,
 			c->c_md_bad_add += d != 0;
 		}
 		d = sim_diff(base, rm, r);
-		c->c_md_rm_moved += d * objs;
+		c->c_md_rm_hrw += d * objs;
 		if (sim_has(base, r, s->s_y)) {
 			c->c_md_rm_y += objs;
 			c->c_md_bad_rm += d != 1;
-			for (uint32_t i = 0; i < r; i++)
-				if (base[i] != s->s_y)
-					c->c_md_src[base[i]] = 1;
 		} else {
 			c->c_md_bad_rm += d != 0;
 		}
 	}
+}
+
+/* Balanced: each map's sets with its exceptions (pg_upmap_apply()), as
+ * every server would compute them. */
+static void sim_count_bal(struct sim *s, struct sim_cnt *c, uint64_t b,
+			  uint64_t e)
+{
+	uint32_t r = s->s_repl, nr = s->s_servers + 1;
+	uint32_t base[PG_REPLICAS_MAX], add[PG_REPLICAS_MAX];
+	uint32_t rm[PG_REPLICAS_MAX];
+
+	for (uint64_t g = b; g < e; g++) {
+		uint64_t objs = s->s_pg_objs[g];
+
+		pg_upmap_apply((uint32_t)g, s->s_base, nr, s->s_up_b,
+			       s->s_nup_b, &s->s_set_b[g * r], r, base);
+		pg_upmap_apply((uint32_t)g, s->s_add, nr, s->s_up_a,
+			       s->s_nup_a, &s->s_set_a[g * r], r, add);
+		pg_upmap_apply((uint32_t)g, s->s_rm, nr, s->s_up_r,
+			       s->s_nup_r, &s->s_set_r[g * r], r, rm);
+		if (!sim_encl_ok(s, s->s_base, base, r) ||
+		    !sim_encl_ok(s, s->s_add, add, r) ||
+		    !sim_encl_ok(s, s->s_rm, rm, r))
+			c->c_md_bad_encl++;
+		for (uint32_t i = 0; i < r; i++) {
+			c->c_md_objs[base[i]] += objs;
+			c->c_md_grps[base[i]]++;
+			c->c_md_ex_b += base[i] != s->s_set_b[g * r + i];
+		}
+		c->c_md_add_moved += sim_diff(add, base, r) * objs;
+		c->c_md_rm_moved += sim_diff(base, rm, r) * objs;
+		if (sim_has(base, r, s->s_y))
+			for (uint32_t i = 0; i < r; i++)
+				if (base[i] != s->s_y)
+					c->c_md_src[base[i]] = 1;
+	}
+}
+
+/* The three maps' exception tables: the base map balanced from none, the
+ * add and rm maps from the base map's (as the map in force would be). */
+static void sim_balance(struct sim *s)
+{
+	uint32_t nr = s->s_servers + 1, r = s->s_repl;
+	uint32_t *eff_b = sim_calloc((size_t)s->s_nr_pgs * r, sizeof *eff_b);
+	double t0 = sim_now();
+	int rc;
+
+	if (!s->s_by_groups) {
+		s->s_pg_sizes = sim_calloc(s->s_nr_pgs, sizeof *s->s_pg_sizes);
+		for (uint32_t g = 0; g < s->s_nr_pgs; g++)
+			s->s_pg_sizes[g] = s->s_pg_objs[g];
+	}
+	rc = pg_balance(s->s_base, nr, s->s_nr_pgs, r, s->s_set_b, NULL,
+			s->s_pg_sizes, s->s_tol_ppm, NULL, 0, &s->s_up_b, &s->s_nup_b);
+	/* What holds each group under the base map: where the add and rm
+	 * maps' balancer gives replicas back to when it can. */
+	for (uint32_t g = 0; rc == 0 && g < s->s_nr_pgs; g++)
+		pg_upmap_apply(g, s->s_base, nr, s->s_up_b, s->s_nup_b,
+			       &s->s_set_b[(size_t)g * r], r,
+			       &eff_b[(size_t)g * r]);
+	if (rc == 0)
+		rc = pg_balance(s->s_add, nr, s->s_nr_pgs, r, s->s_set_a,
+				eff_b, s->s_pg_sizes, s->s_tol_ppm, s->s_up_b,
+				s->s_nup_b,
+				&s->s_up_a, &s->s_nup_a);
+	if (rc == 0)
+		rc = pg_balance(s->s_rm, nr, s->s_nr_pgs, r, s->s_set_r,
+				eff_b, s->s_pg_sizes, s->s_tol_ppm, s->s_up_b,
+				s->s_nup_b,
+				&s->s_up_r, &s->s_nup_r);
+	free(eff_b);
+	if (rc != 0) {
+		fprintf(stderr, "strata-sim: pg_balance failed: %d\n", rc);
+		exit(2);
+	}
+	s->s_secs_bal = sim_now() - t0;
 }
 
 /* ---------------------------------------------------------- data */
@@ -571,6 +661,7 @@ static void sim_sum(struct sim *s, struct sim_job *jobs)
 		for (uint32_t i = 0; i < n; i++) {
 			a->c_md_objs[i] += b->c_md_objs[i];
 			a->c_md_grps[i] += b->c_md_grps[i];
+			a->c_md_grps_hrw[i] += b->c_md_grps_hrw[i];
 			a->c_md_src[i] |= b->c_md_src[i];
 		}
 		for (uint32_t i = 0; i < nd; i++) {
@@ -581,6 +672,9 @@ static void sim_sum(struct sim *s, struct sim_job *jobs)
 		a->c_md_add_x += b->c_md_add_x;
 		a->c_md_rm_moved += b->c_md_rm_moved;
 		a->c_md_rm_y += b->c_md_rm_y;
+		a->c_md_add_hrw += b->c_md_add_hrw;
+		a->c_md_rm_hrw += b->c_md_rm_hrw;
+		a->c_md_ex_b += b->c_md_ex_b;
 		a->c_md_bad_add += b->c_md_bad_add;
 		a->c_md_bad_rm += b->c_md_bad_rm;
 		a->c_md_bad_encl += b->c_md_bad_encl;
@@ -603,18 +697,34 @@ static void sim_figs_md(struct sim *s, struct sim_cnt *c, struct sim_out *o)
 {
 	uint32_t n = s->s_servers, src = 0, want = 0;
 	double total = (double)s->s_objects * s->s_repl, fl, flg, v, vg;
+	double cells = (double)s->s_nr_pgs * s->s_repl, vgb;
 
 	/* Objects come in groups: the random floor of both is the groups'. */
 	vg = sim_maxmean(c->c_md_grps, n, &flg);
 	v = sim_maxmean(c->c_md_objs, n, &fl);
+	vgb = s->s_by_groups ? vg : v; /* what the balancer bounds */
+	/* The goal is on what the balancer weighs (objects by default);
+	 * the other count is shown beside it. */
 	sim_fig(o, "md.balance", "object metadata replicas per server, "
-		"max/mean", v, 1.05, flg, SIM_MAX);
-	sim_fig(o, "md.balance_groups", "group replicas per server, max/mean",
-		vg, 1.05, flg, SIM_MAX);
-	sim_fig(o, "md.add", "metadata moved when a server joins, fraction",
-		c->c_md_add_moved / total, 1.0 / (n + 1), 0, SIM_MOVE);
-	sim_fig(o, "md.rm", "metadata moved when a server leaves, fraction",
-		c->c_md_rm_moved / total, 1.0 / n, 0, SIM_MOVE);
+		"max/mean (balanced)", v, 1.05, fl,
+		s->s_by_groups ? SIM_INFO : SIM_MAX);
+	sim_fig(o, "md.balance_groups", "group replicas per server, max/mean "
+		"(balanced)", vg, 1.05, flg,
+		s->s_by_groups ? SIM_MAX : SIM_INFO);
+	sim_fig(o, "md.balance_hrw", "group replicas per server, max/mean, "
+		"HRW alone", sim_maxmean(c->c_md_grps_hrw, n, &fl), 1.05, flg,
+		SIM_INFO);
+	sim_fig(o, "md.exceptions", "replicas placed by an exception, "
+		"fraction", s->s_nup_b / cells, 0, 0, SIM_INFO);
+	sim_fig(o, "md.add", "metadata moved when a server joins, fraction "
+		"(balanced)", c->c_md_add_moved / total, 1.0 / (n + 1), 0,
+		SIM_MOVE);
+	sim_fig(o, "md.rm", "metadata moved when a server leaves, fraction "
+		"(balanced)", c->c_md_rm_moved / total, 1.0 / n, 0, SIM_MOVE);
+	sim_fig(o, "md.add_hrw", "the same, HRW alone", c->c_md_add_hrw / total,
+		1.0 / (n + 1), 0, SIM_INFO);
+	sim_fig(o, "md.rm_hrw", "the same, HRW alone", c->c_md_rm_hrw / total,
+		1.0 / n, 0, SIM_INFO);
 	for (uint32_t i = 0; i < n; i++) {
 		src += c->c_md_src[i];
 		want += s->s_base[i].pc_encl != s->s_base[s->s_y].pc_encl;
@@ -631,16 +741,21 @@ static void sim_figs_md(struct sim *s, struct sim_cnt *c, struct sim_out *o)
 	sim_assert(o, c->c_md_bad_nr == 0, "every group gets R servers",
 		   c->c_md_bad_nr);
 	sim_assert(o, c->c_md_bad_encl == 0, "R servers in min(R, enclosures) "
-		   "enclosures",
-		   c->c_md_bad_encl);
-	sim_assert(o, c->c_md_bad_add == 0, "add: changed groups hold the new "
-		   "server and changed by one member", c->c_md_bad_add);
-	sim_assert(o, c->c_md_add_moved == c->c_md_add_x, "add: moved "
-		   "metadata = the new server's share", c->c_md_add_moved);
-	sim_assert(o, c->c_md_bad_rm == 0, "remove: exactly the groups of the "
-		   "server changed, by one member", c->c_md_bad_rm);
-	sim_assert(o, c->c_md_rm_moved == c->c_md_rm_y, "remove: moved "
-		   "metadata = the server's share", c->c_md_rm_moved);
+		   "enclosures (HRW and balanced)", c->c_md_bad_encl);
+	sim_assert(o, c->c_md_bad_add == 0, "add, HRW: changed groups hold "
+		   "the new server and changed by one member", c->c_md_bad_add);
+	sim_assert(o, c->c_md_add_hrw == c->c_md_add_x, "add, HRW: moved "
+		   "metadata = the new server's share", c->c_md_add_hrw);
+	sim_assert(o, c->c_md_bad_rm == 0, "remove, HRW: exactly the groups "
+		   "of the server changed, by one member", c->c_md_bad_rm);
+	sim_assert(o, c->c_md_rm_hrw == c->c_md_rm_y, "remove, HRW: moved "
+		   "metadata = the server's share", c->c_md_rm_hrw);
+	sim_assert(o, c->c_md_ex_b == s->s_nup_b, "every exception the "
+		   "balancer made applies", c->c_md_ex_b);
+	sim_assert(o, vgb <= 1.0 + s->s_tol_ppm / 1e6 + 1e-9, "balanced: no "
+		   "server over its share x (1 + tolerance) of what the "
+		   "balancer weighs (objects, or groups)",
+		   (uint64_t)(vgb * 1e6));
 }
 
 /* The figures of the data units. */
@@ -708,10 +823,13 @@ static void sim_print(const struct sim *s, const struct sim_out *o)
 	printf("# strata-sim: %u servers x %u devices (%u per enclosure), "
 	       "%" PRIu64 " objects of %u groups of pdclust %u+%u+%u, %u "
 	       "pools of <= %u devices, %u metadata groups x %u replicas, "
-	       "%u threads: metadata %.1f s, units %.1f s\n",
+	       "%u threads: metadata %.1f s (balancer %.1f s, %u + %u + %u "
+	       "exceptions, tolerance %u ppm), units %.1f s\n",
 	       s->s_servers, s->s_devs, s->s_encl, s->s_objects, s->s_groups,
 	       s->s_n, s->s_k, s->s_s, s->s_nr_pools, PD_POOL_MAX, s->s_nr_pgs,
-	       s->s_repl, s->s_threads, o->o_secs_md, o->o_secs_data);
+	       s->s_repl, s->s_threads, o->o_secs_md, s->s_secs_bal,
+	       s->s_nup_b, s->s_nup_a, s->s_nup_r, s->s_tol_ppm,
+	       o->o_secs_data);
 	printf("%-20s %12s %12s %7s %10s  %s\n", "figure", "measured",
 	       "goal/min", "ratio", "random", "what");
 	for (uint32_t i = 0; i < o->o_nr; i++) {
@@ -758,7 +876,8 @@ static void sim_usage(void)
 	fprintf(stderr, "usage: strata-sim [--servers N] [--devices D] "
 		"[--objects M] [--groups G] [--layout N+K+S] [--replicas R] "
 		"[--pgs-per-server P] [--enclosure E] [--threads T] "
-		"[--seed S] [--only md|data] [--json] [--check]\n");
+		"[--tol-ppm T] [--balance-by objects|groups] [--seed S] [--only md|data] [--json] "
+		"[--check]\n");
 	exit(2);
 }
 
@@ -814,6 +933,12 @@ static void sim_args(struct sim *s, int argc, char **argv)
 			s->s_no_data = true;
 		else if (strcmp(a, "--only") == 0 && strcmp(v, "data") == 0)
 			s->s_no_md = true;
+		else if (strcmp(a, "--balance-by") == 0 &&
+			 (strcmp(v, "groups") == 0 ||
+			  strcmp(v, "objects") == 0))
+			s->s_by_groups = strcmp(v, "groups") == 0;
+		else if (strcmp(a, "--tol-ppm") == 0)
+			s->s_tol_ppm = (uint32_t)sim_num(v, 0, 1000000, a);
 		else if (strcmp(a, "--seed") == 0)
 			s->s_seed = sim_num(v, 1, UINT64_MAX, a);
 		else if (strcmp(a, "--layout") == 0) {
@@ -848,6 +973,7 @@ static void sim_cnt_init(struct sim *s, struct sim_cnt *c)
 	memset(c, 0, sizeof *c);
 	c->c_md_objs = sim_calloc(n, sizeof *c->c_md_objs);
 	c->c_md_grps = sim_calloc(n, sizeof *c->c_md_grps);
+	c->c_md_grps_hrw = sim_calloc(n, sizeof *c->c_md_grps_hrw);
 	c->c_md_src = sim_calloc(n, 1);
 	c->c_units = sim_calloc((size_t)n * s->s_devs, sizeof *c->c_units);
 	c->c_units_sum = sim_calloc((size_t)n * s->s_devs,
@@ -861,6 +987,7 @@ static void sim_cnt_fini(struct sim_cnt *c)
 {
 	free(c->c_md_objs);
 	free(c->c_md_grps);
+	free(c->c_md_grps_hrw);
 	free(c->c_md_src);
 	free(c->c_units);
 	free(c->c_units_sum);
@@ -873,7 +1000,8 @@ int main(int argc, char **argv)
 	struct sim s = {.s_servers = 1000, .s_devs = 10, .s_repl = 3,
 			.s_pgs_per = 128, .s_encl = 10, .s_threads = 2,
 			.s_groups = 4, .s_n = 4, .s_k = 2, .s_s = 1,
-			.s_objects = 10000000, .s_seed = 0x5157a7a};
+			.s_objects = 10000000, .s_seed = 0x5157a7a,
+			.s_tol_ppm = 30000};
 	struct sim_job jobs[SIM_THREADS_MAX];
 	struct sim_out o = {0};
 	double t0;
@@ -890,7 +1018,15 @@ int main(int argc, char **argv)
 			for (uint32_t g = 0; g < s.s_nr_pgs; g++)
 				s.s_pg_objs[g] +=
 					(uint32_t)jobs[t].j_cnt.c_pg_objs[g];
+		s.s_set_b = sim_calloc((size_t)s.s_nr_pgs * s.s_repl,
+				       sizeof *s.s_set_b);
+		s.s_set_a = sim_calloc((size_t)s.s_nr_pgs * s.s_repl,
+				       sizeof *s.s_set_a);
+		s.s_set_r = sim_calloc((size_t)s.s_nr_pgs * s.s_repl,
+				       sizeof *s.s_set_r);
 		sim_run(&s, jobs, s.s_nr_pgs, sim_place_pgs);
+		sim_balance(&s);
+		sim_run(&s, jobs, s.s_nr_pgs, sim_count_bal);
 	}
 	o.o_secs_md = sim_now() - t0;
 	t0 = sim_now();
@@ -914,6 +1050,13 @@ int main(int argc, char **argv)
 	free(s.s_add);
 	free(s.s_rm);
 	free(s.s_pg_objs);
+	free(s.s_set_b);
+	free(s.s_set_a);
+	free(s.s_set_r);
+	free(s.s_up_b);
+	free(s.s_up_a);
+	free(s.s_up_r);
+	free(s.s_pg_sizes);
 	free(s.s_pools);
 	return o.o_failed == 0 ? 0 : 1;
 }
