@@ -185,3 +185,117 @@ int pd_dev_slot_dom(const struct pd_geom *g, const uint8_t *dom,
 			return (int)i;
 	return -1;
 }
+
+/* ------------------------------------------------ keyed (growing pools) */
+
+#define PD_SALT_HRW 0x7064687277677270ull /* "pdhrwgrp" */
+#define PD_SALT_CLS 0x7064636c61737373ull /* "pdclasss" */
+#define PD_NONE UINT32_MAX
+
+/* The domain for each slot left without one (an empty class): the
+ * domain with the fewest slots of the group so far and a device left,
+ * the best-scoring first. */
+static void pd_hrw_fill(uint32_t w, uint32_t nr_dom, const uint64_t *dsc,
+			const uint32_t *cnt, uint32_t *used, uint32_t *sdom)
+{
+	for (uint32_t k = 0; k < w; k++) {
+		uint32_t pick = PD_NONE;
+
+		if (sdom[k] != PD_NONE)
+			continue;
+		for (uint32_t d = 0; d < nr_dom; d++) {
+			if (used[d] >= cnt[d])
+				continue;
+			if (pick == PD_NONE || used[d] < used[pick] ||
+			    (used[d] == used[pick] && dsc[d] > dsc[pick]))
+				pick = d;
+		}
+		sdom[k] = pick; /* never PD_NONE: p >= w devices */
+		used[pick]++;
+	}
+}
+
+void pd_group_map_hrw(const struct pd_geom *g, const uint8_t *dom,
+		      uint32_t nr_dom, const uint64_t *dom_key,
+		      const uint64_t *dev_key, const struct st_id *id,
+		      uint64_t group, uint32_t *devs)
+{
+	uint32_t p = g->pg_p, w = pd_width(g);
+	uint64_t hg = st_mix64(layout_id_hash(id) ^
+			       st_mix64(group ^ PD_SALT_HRW));
+	uint64_t dsc[PD_POOL_MAX], bsc[PD_POOL_MAX];
+	uint32_t sdom[ST_LAYOUT_UNITS_MAX], used[PD_POOL_MAX] = {0};
+	uint32_t cnt[PD_POOL_MAX] = {0}, bdev[PD_POOL_MAX];
+	bool taken[PD_POOL_MAX] = {false};
+
+	PRE(w >= 1 && w <= p && p <= PD_POOL_MAX && nr_dom >= 1 &&
+	    nr_dom <= p);
+	for (uint32_t k = 0; k < w; k++)
+		sdom[k] = PD_NONE;
+	/* Each domain's score and class; a class's best domain holds the
+	 * slot of that number. */
+	for (uint32_t d = 0; d < nr_dom; d++) {
+		uint32_t c;
+
+		dsc[d] = st_mix64(hg ^ dom_key[d]);
+		c = (uint32_t)(((unsigned __int128)st_mix64(dsc[d] ^
+							    PD_SALT_CLS) *
+				w) >> 64);
+		if (sdom[c] == PD_NONE || dsc[d] > dsc[sdom[c]])
+			sdom[c] = d;
+		bdev[d] = PD_NONE;
+	}
+	/* Each domain's best device (by its key), and its device count. */
+	for (uint32_t i = 0; i < p; i++) {
+		uint32_t d = dom[i];
+		uint64_t sc = st_mix64(hg ^ dev_key[i]);
+
+		cnt[d]++;
+		if (bdev[d] == PD_NONE || sc > bsc[d]) {
+			bdev[d] = i;
+			bsc[d] = sc;
+		}
+	}
+	for (uint32_t k = 0; k < w; k++)
+		if (sdom[k] != PD_NONE)
+			used[sdom[k]]++;
+	pd_hrw_fill(w, nr_dom, dsc, cnt, used, sdom);
+	for (uint32_t k = 0; k < w; k++) {
+		uint32_t d = sdom[k], pick = bdev[d];
+		uint64_t best = 0;
+
+		if (taken[pick]) { /* a domain of several slots: its next */
+			pick = PD_NONE;
+			for (uint32_t i = 0; i < p; i++) {
+				uint64_t sc;
+
+				if (dom[i] != d || taken[i])
+					continue;
+				sc = st_mix64(hg ^ dev_key[i]);
+				if (pick == PD_NONE || sc > best) {
+					pick = i;
+					best = sc;
+				}
+			}
+		}
+		devs[k] = pick;
+		taken[pick] = true;
+	}
+}
+
+int pd_dev_slot_hrw(const struct pd_geom *g, const uint8_t *dom,
+		    uint32_t nr_dom, const uint64_t *dom_key,
+		    const uint64_t *dev_key, const struct st_id *id,
+		    uint64_t group, uint32_t dev)
+{
+	uint32_t devs[ST_LAYOUT_UNITS_MAX];
+	uint32_t w = pd_width(g);
+
+	if (dev >= g->pg_p)
+		return -1;
+	pd_group_map_hrw(g, dom, nr_dom, dom_key, dev_key, id, group, devs);
+	for (uint32_t i = 0; i < w; i++)
+		if (devs[i] == dev)
+			return (int)i;
+	return -1;
+}

@@ -136,4 +136,55 @@ int pd_dev_slot_dom(const struct pd_geom *g, const uint8_t *dom,
 		    uint32_t nr_dom, const struct st_id *id,
 		    uint64_t group, uint32_t dev);
 
+/*
+ * Keyed placement, for pools that grow and shrink (issue 28 items 4-5).
+ * pd_group_map_dom() draws a permutation over the pool's width: a pool
+ * that gains or loses a server re-places 93-95 % of its units (strata-sim
+ * data.add_join).  Here every domain and device has a stable key (a
+ * server's pg_key(name), a device's key from it), so that a placement
+ * depends on who is in the pool, not on positions, and a server joining
+ * takes only its share:
+ *
+ *   hg = mix(layout_id_hash(id) ^ mix(group ^ "pdhrwgrp")), mix =
+ *   st_mix64; each domain d gets a score s_d = mix(hg ^ dom_key[d]) and a
+ *   class c_d = high 64 bits of mix(s_d ^ "pdclasss") x width; slot k goes
+ *   to the best-scoring domain of class k (rendezvous within the class).
+ *   A slot whose class is empty goes to the domain with the fewest slots
+ *   of the group and a device left, best score first (with nr_dom >=
+ *   width: the best domain not chosen).  In its domain a slot takes the
+ *   device with the best mix(hg ^ dev_key[i]) not taken yet.
+ *
+ * Why classes: ranking the domains alone would pick the right set, but a
+ * newcomer ranked j-th would shift the slots of every member ranked below
+ * it (a data unit becoming a parity unit is a unit moved).  With one
+ * rendezvous per class, a server X joining changes a group only where X
+ * is the best of its class, and then exactly that slot; a server leaving
+ * changes exactly its slots, each to the next best of its class.  The
+ * exceptions are the empty classes' fallback (about e^(-domains/width) of
+ * the classes: 6 % at 24 domains, width 7), where a newcomer or a member
+ * freed by it can take a fallback slot from another.  strata-sim measures
+ * it: data.add_join_hrw and data.rm_remap_hrw.
+ *
+ * Guarantees: distinct devices; with nr_dom >= width every slot in a
+ * domain of its own, with fewer each domain holds floor or ceil(width /
+ * nr_dom) slots (while it has devices left); every domain and device
+ * equally likely in
+ * expectation (no per-tile exact balance as pd_group_map() has).  Keys
+ * must be distinct (equal keys tie: the lower index wins).  Cost: O(p)
+ * per call (p + domains hashes), no allocation.  Pure and thread-safe.
+ * Not yet the placement of any layout: pools are fixed at creation until
+ * a server can join a running cluster (docs/ha.md "Not done yet").
+ */
+void pd_group_map_hrw(const struct pd_geom *g, const uint8_t *dom,
+		      uint32_t nr_dom, const uint64_t *dom_key,
+		      const uint64_t *dev_key, const struct st_id *id,
+		      uint64_t group, uint32_t *devs);
+
+/** The inverse of pd_group_map_hrw(), as pd_dev_slot() is of
+ *  pd_group_map(). */
+int pd_dev_slot_hrw(const struct pd_geom *g, const uint8_t *dom,
+		    uint32_t nr_dom, const uint64_t *dom_key,
+		    const uint64_t *dev_key, const struct st_id *id,
+		    uint64_t group, uint32_t dev);
+
 #endif

@@ -107,7 +107,8 @@ fi
 # Placement simulation (issue 28 item 5): the real core/pg.c and
 # layouts/pdclust.c over 1,000 and 10,000 servers x 10 devices and 10
 # million objects, no I/O; each figure beside its goal or minimum as a
-# ratio (tests/sim/strata_sim.c); about 2 min on 2 cores.  Run when no
+# ratio (tests/sim/strata_sim.c), the units also with the keyed placement
+# (--placement hrw); about 5 min on 2 cores.  Run when no
 # --figs is given or "sim" is named.
 simjson=
 for a in "$@"; do [ "$a" = --json ] && simjson=--json; done
@@ -116,6 +117,9 @@ case ",$figs," in
 	if [ -x "$B/strata-sim" ]; then
 		for n in 1000 10000; do
 			"$B/strata-sim" --servers "$n" $simjson || rc=1
+			# the keyed placement of growing pools, beside it
+			"$B/strata-sim" --servers "$n" --only data \
+				--placement hrw $simjson || rc=1
 		done
 	fi ;;
 esac

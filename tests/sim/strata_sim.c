@@ -46,7 +46,10 @@
  *                   rebuilt into their groups' spare slots (Strata's repair)
  *   data.rm_remap   the same server's pool made again without it
  *   data.add_join   server N joins the smallest pool, made again with it
- *                   (and both remaps as a fraction of their pool's units)
+ *                   (and both remaps as a fraction of their pool's units);
+ *                   --placement hrw maps units with pd_group_map_hrw() (the
+ *                   keyed placement of growing pools) instead of the
+ *                   product's pd_group_map_dom()
  *   data.rebuild_src  devices a rebuild of device 3 of server N / 3 reads
  *                   from, over the devices of its pool on other servers
  * Beside each balance figure, the max / mean that independent random
@@ -92,6 +95,8 @@ struct sim_pool {
 	uint32_t sp_srv[SIM_POOL_SRV_MAX];
 	uint32_t sp_phys[PD_POOL_MAX];
 	uint8_t sp_dom[PD_POOL_MAX];
+	/* keys of its servers and devices (pd_group_map_hrw()) */
+	uint64_t sp_dkey[SIM_POOL_SRV_MAX], sp_vkey[PD_POOL_MAX];
 	struct pd_geom sp_geom;
 };
 
@@ -100,6 +105,7 @@ struct sim {
 	uint32_t s_groups, s_n, s_k, s_s;
 	uint64_t s_objects, s_seed;
 	bool s_json, s_check;
+	bool s_hrw; /* --placement hrw: pd_group_map_hrw() */
 	bool s_no_md, s_no_data; /* --only data, --only md */
 	/* Metadata maps: base (X out), add (X in), rm (X and Y out). */
 	struct pg_cand *s_base, *s_add, *s_rm;
@@ -212,12 +218,17 @@ static void sim_pool_make(const struct sim *s, struct sim_pool *dst,
 	if (extra != UINT32_MAX)
 		dst->sp_srv[nr++] = extra;
 	dst->sp_nr_srv = nr;
-	for (uint32_t j = 0; j < nr; j++)
+	for (uint32_t j = 0; j < nr; j++) {
+		dst->sp_dkey[j] = s->s_base[dst->sp_srv[j]].pc_key;
 		for (uint32_t d = 0; d < s->s_devs; d++) {
 			dst->sp_phys[j * s->s_devs + d] =
 				dst->sp_srv[j] * s->s_devs + d;
 			dst->sp_dom[j * s->s_devs + d] = (uint8_t)j;
+			/* a device's key: its server's and its number */
+			dst->sp_vkey[j * s->s_devs + d] =
+				sim_mix(dst->sp_dkey[j] ^ (d + 1));
 		}
+	}
 	dst->sp_geom = (struct pd_geom){s->s_n, s->s_k, s->s_s,
 					nr * s->s_devs, 20};
 }
@@ -474,6 +485,19 @@ static void sim_balance(struct sim *s)
 
 /* ---------------------------------------------------------- data */
 
+/* The pool devices of group g of id: the product's placement, or with
+ * --placement hrw the keyed one. */
+static void sim_map(const struct sim *s, const struct sim_pool *p,
+		    const struct st_id *id, uint64_t g, uint32_t *devs)
+{
+	if (s->s_hrw)
+		pd_group_map_hrw(&p->sp_geom, p->sp_dom, p->sp_nr_srv,
+				 p->sp_dkey, p->sp_vkey, id, g, devs);
+	else
+		pd_group_map_dom(&p->sp_geom, p->sp_dom, p->sp_nr_srv, id, g,
+				 devs);
+}
+
 /* Units of group g of id whose device differs between pools a and b
  * (data and parity slots only). */
 static uint32_t sim_moved(const struct sim *s, const struct sim_pool *a,
@@ -482,7 +506,7 @@ static uint32_t sim_moved(const struct sim *s, const struct sim_pool *a,
 {
 	uint32_t devs_b[ST_LAYOUT_UNITS_MAX], m = 0;
 
-	pd_group_map_dom(&b->sp_geom, b->sp_dom, b->sp_nr_srv, id, g, devs_b);
+	sim_map(s, b, id, g, devs_b);
 	for (uint32_t i = 0; i < s->s_n + s->s_k; i++)
 		m += a->sp_phys[devs_a[i]] != b->sp_phys[devs_b[i]];
 	return m;
@@ -549,8 +573,7 @@ static void sim_place_units(struct sim *s, struct sim_cnt *c, uint64_t b,
 		const struct sim_pool *p = &s->s_pools[q];
 
 		for (uint64_t g = 0; g < s->s_groups; g++) {
-			pd_group_map_dom(&p->sp_geom, p->sp_dom, p->sp_nr_srv,
-					 &id, g, devs);
+			sim_map(s, p, &id, g, devs);
 			for (uint32_t u = 0; u < nk; u++)
 				c->c_units[p->sp_phys[devs[u]]]++;
 			c->c_units_total += nk;
@@ -822,11 +845,13 @@ static void sim_print(const struct sim *s, const struct sim_out *o)
 {
 	printf("# strata-sim: %u servers x %u devices (%u per enclosure), "
 	       "%" PRIu64 " objects of %u groups of pdclust %u+%u+%u, %u "
-	       "pools of <= %u devices, %u metadata groups x %u replicas, "
+	       "pools of <= %u devices (placement %s), %u metadata groups x "
+	       "%u replicas, "
 	       "%u threads: metadata %.1f s (balancer %.1f s, %u + %u + %u "
 	       "exceptions, tolerance %u ppm), units %.1f s\n",
 	       s->s_servers, s->s_devs, s->s_encl, s->s_objects, s->s_groups,
-	       s->s_n, s->s_k, s->s_s, s->s_nr_pools, PD_POOL_MAX, s->s_nr_pgs,
+	       s->s_n, s->s_k, s->s_s, s->s_nr_pools, PD_POOL_MAX,
+	       s->s_hrw ? "hrw" : "dom", s->s_nr_pgs,
 	       s->s_repl, s->s_threads, o->o_secs_md, s->s_secs_bal,
 	       s->s_nup_b, s->s_nup_a, s->s_nup_r, s->s_tol_ppm,
 	       o->o_secs_data);
@@ -847,11 +872,13 @@ static void sim_print_json(const struct sim *s, const struct sim_out *o)
 {
 	printf("{\"servers\": %u, \"devices_per_server\": %u, \"enclosure\": "
 	       "%u, \"objects\": %" PRIu64 ", \"groups_per_object\": %u, "
-	       "\"layout\": \"%u+%u+%u\", \"pools\": %u, \"pgs\": %u, "
+	       "\"layout\": \"%u+%u+%u\", \"pools\": %u, \"placement\": "
+	       "\"%s\", \"pgs\": %u, "
 	       "\"replicas\": %u, \"threads\": %u, \"secs_metadata\": %.2f, "
 	       "\"secs_units\": %.2f, \"figures\": [", s->s_servers,
 	       s->s_devs, s->s_encl, s->s_objects, s->s_groups, s->s_n,
-	       s->s_k, s->s_s, s->s_nr_pools, s->s_nr_pgs, s->s_repl,
+	       s->s_k, s->s_s, s->s_nr_pools, s->s_hrw ? "hrw" : "dom",
+	       s->s_nr_pgs, s->s_repl,
 	       s->s_threads, o->o_secs_md, o->o_secs_data);
 	for (uint32_t i = 0; i < o->o_nr; i++) {
 		const struct sim_fig *f = &o->o_figs[i];
@@ -876,7 +903,8 @@ static void sim_usage(void)
 	fprintf(stderr, "usage: strata-sim [--servers N] [--devices D] "
 		"[--objects M] [--groups G] [--layout N+K+S] [--replicas R] "
 		"[--pgs-per-server P] [--enclosure E] [--threads T] "
-		"[--tol-ppm T] [--balance-by objects|groups] [--seed S] [--only md|data] [--json] "
+		"[--tol-ppm T] [--balance-by objects|groups] "
+		"[--placement dom|hrw] [--seed S] [--only md|data] [--json] "
 		"[--check]\n");
 	exit(2);
 }
@@ -937,6 +965,9 @@ static void sim_args(struct sim *s, int argc, char **argv)
 			 (strcmp(v, "groups") == 0 ||
 			  strcmp(v, "objects") == 0))
 			s->s_by_groups = strcmp(v, "groups") == 0;
+		else if (strcmp(a, "--placement") == 0 &&
+			 (strcmp(v, "hrw") == 0 || strcmp(v, "dom") == 0))
+			s->s_hrw = strcmp(v, "hrw") == 0;
 		else if (strcmp(a, "--tol-ppm") == 0)
 			s->s_tol_ppm = (uint32_t)sim_num(v, 0, 1000000, a);
 		else if (strcmp(a, "--seed") == 0)
