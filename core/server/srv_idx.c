@@ -214,6 +214,7 @@ struct vpage {
 	uint64_t *vp_vt, *vp_vs, *vp_vg;
 	uint8_t *vp_kb, *vp_vb;
 	size_t vp_kbytes, vp_vbytes, vp_vcap;
+	bool vp_full;             /**< stopped: the page is full */
 	int vp_rc;                /**< -ENOMEM */
 };
 
@@ -221,12 +222,14 @@ struct vpage {
 static int vpage_one(void *arg, const struct meta_rec *r)
 {
 	struct vpage *p = arg;
-	const uint8_t *key = (const uint8_t *)r->mc_key + VKEY_HEAD;
-	size_t klen = r->mc_klen - VKEY_HEAD;
+	const uint8_t *key;
+	size_t klen;
 	struct meta_rec iv = {NULL, 0, NULL, 0};
 	struct vent ve;
 	uint32_t nr = p->vp_nr;
 
+	if (!ridx_vent_decode(r, &ve, &key, &klen))
+		return META_SCAN_NEXT;
 	if (p->vp_skip != NULL) {
 		bool same = klen == p->vp_skip_len &&
 			    memcmp(key, p->vp_skip, klen) == 0;
@@ -235,11 +238,10 @@ static int vpage_one(void *arg, const struct meta_rec *r)
 		if (same)
 			return META_SCAN_NEXT;
 	}
-	if (nr >= p->vp_cap)
+	if (nr >= p->vp_cap) {
+		p->vp_full = true;
 		return META_SCAN_STOP;
-	if (r->mc_vlen != sizeof ve || klen > ST_KEY_MAX)
-		return META_SCAN_NEXT;
-	memcpy(&ve, r->mc_val, sizeof ve);
+	}
 	if (!ridx_vent_tomb(&ve)) {
 		meta_idx_key(p->vp_ib, p->vp_id, key, klen);
 		if (meta_get(p->vp_txn, p->vp_m, META_T_IDX, p->vp_ib,
@@ -247,8 +249,10 @@ static int vpage_one(void *arg, const struct meta_rec *r)
 			return META_SCAN_NEXT; /* not durable here */
 	}
 	if (nr > 0 && p->vp_kbytes + p->vp_vbytes + klen + iv.mc_vlen >
-		      MSG_REPLY_BUDGET)
+		      MSG_REPLY_BUDGET) {
+		p->vp_full = true;
 		return META_SCAN_STOP;
+	}
 	if (p->vp_vbytes + iv.mc_vlen > p->vp_vcap) {
 		size_t nc = (p->vp_vbytes + iv.mc_vlen) * 2 + 1;
 		void *np = realloc(p->vp_vb, nc);
@@ -276,7 +280,10 @@ static int vpage_one(void *arg, const struct meta_rec *r)
 
 /* An internal NEXT with SRF_VERSIONS: a page of id's version entries
  * after the start key, each with its (term, seq) and, unless a tombstone
- * (rcs 1), the record's value (catch-up merge, idx_merge()). */
+ * (rcs 1), the record's value (catch-up merge, idx_merge()).  The entries
+ * of the ordinary form come in key order, then those of the long form
+ * (keys of ST_KEY_MAX bytes) in the order of that form; a start key of
+ * ST_KEY_MAX bytes resumes in the second. */
 static void srv_idx_versions(struct srv *s, struct srv_op *so)
 {
 	struct msg_req *m = &so->so_m;
@@ -297,6 +304,7 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		.vp_kb = malloc((size_t)(cap ? cap : 1) * ST_KEY_MAX)};
 	uint8_t *out = NULL;
 	size_t pl, sl;
+	bool long_start = false;
 	int rc = 0;
 
 	if (p.vp_kl == NULL || p.vp_vl == NULL || p.vp_rcs == NULL ||
@@ -305,13 +313,13 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		rc = err_set(-ENOMEM, "index %s: versions page", eng_id_str(id));
 		goto out;
 	}
-	ridx_vkey(mt, pre, id, NULL, 0, &pl);
-	if (m->mr_start_null || !ridx_vkey(mt, sk, id, m->mr_keys.bv_buf[0],
-					   m->mr_keys.bv_len[0], &sl)) {
-		memcpy(sk, pre, pl);
-		sl = pl;
-	}
+	pl = VKEY_HEAD;
+	ridx_vpre(pre, id, false);
+	memcpy(sk, pre, pl);
+	sl = pl;
 	if (!m->mr_start_null) {
+		long_start = ridx_vkey(mt, sk, id, m->mr_keys.bv_buf[0],
+				       m->mr_keys.bv_len[0], &sl);
 		p.vp_skip = m->mr_keys.bv_buf[0];
 		p.vp_skip_len = m->mr_keys.bv_len[0];
 	}
@@ -321,10 +329,18 @@ static void srv_idx_versions(struct srv *s, struct srv_op *so)
 		goto out;
 	}
 	/* a failure of the store ends the page there */
-	(void)meta_scan(p.vp_txn, mt, &(struct meta_scan){
-		.ms_table = META_T_SYS, .ms_from = sk, .ms_flen = sl,
-		.ms_prefix = pre, .ms_plen = pl, .ms_fn = vpage_one,
-		.ms_arg = &p, .ms_what = "index versions page"});
+	for (int f = long_start ? 1 : 0; f < 2 && !p.vp_full && p.vp_rc == 0;
+	     f++) {
+		ridx_vpre(pre, id, f == 1);
+		if (f == 1 && !long_start) {
+			memcpy(sk, pre, pl);
+			sl = pl;
+		}
+		(void)meta_scan(p.vp_txn, mt, &(struct meta_scan){
+			.ms_table = META_T_SYS, .ms_from = sk, .ms_flen = sl,
+			.ms_prefix = pre, .ms_plen = pl, .ms_fn = vpage_one,
+			.ms_arg = &p, .ms_what = "index versions page"});
+	}
 	rc = p.vp_rc;
 	if (rc != 0)
 		goto out;

@@ -28,6 +28,13 @@ _Static_assert(sizeof(struct vent) == 24, "version entry size");
 
 #define VKEY_TAG 0x01u
 #define VKEY_HEAD 17u
+/* A key too long for VKEY_HEAD + key to fit LMDB's key size (a key of
+ * ST_KEY_MAX bytes): VKEY_TAG_LONG id(16) key's first bytes, then
+ * VKEY_HASH bytes of hash of the whole key, exactly the key size long;
+ * its value is the struct vent, then the whole key (checked on every
+ * read: two keys sharing the form would not share a version). */
+#define VKEY_TAG_LONG 0x02u
+#define VKEY_HASH 16u
 
 /* What a peer replica said about an index. */
 struct idx_peer {
@@ -74,10 +81,18 @@ uint64_t ridx_vent_word(bool tomb, uint64_t tag);
 /** Compare versions (t1, s1) and (t2, s2): -1, 0, 1. */
 int ridx_vcmp(uint64_t t1, uint64_t s1, uint64_t t2, uint64_t s2);
 void ridx_rver_name(char *buf, size_t size, const struct st_id *id);
-/** The sys key of key's version entry in buf, its length in *len (false:
- *  over LMDB's key size). */
+/** The sys key of key's version entry in buf (VKEY_HEAD + ST_KEY_MAX
+ *  bytes), its length in *len; a key too long for its own bytes takes the
+ *  VKEY_TAG_LONG form.  key NULL, klen 0: the prefix of id's VKEY_TAG
+ *  entries.  Returns whether it is the long form. */
 bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct st_id *id,
 	       const void *key, size_t klen, size_t *len);
+/** The prefix (VKEY_HEAD bytes) of id's version entries of one form. */
+void ridx_vpre(uint8_t *buf, const struct st_id *id, bool long_form);
+/** A version entry as stored (sys key and value): its struct vent and
+ *  its index key; false when it is not one (a size that does not fit). */
+bool ridx_vent_decode(const struct meta_rec *r, struct vent *ve,
+		      const uint8_t **key, size_t *klen);
 /** One version entry's share of the digest. */
 uint64_t ridx_vent_hash(const void *key, size_t klen, const struct vent *v);
 /** The stored version of key: 0, -ENOENT (none, or not versioned). */

@@ -57,19 +57,17 @@ struct tomb_arg {
 static int tomb_one(void *arg, const struct meta_rec *r)
 {
 	struct tomb_arg *a = arg;
+	const uint8_t *key;
+	size_t klen;
 	struct vent ve;
 
-	if (r->mc_vlen != sizeof ve)
-		return META_SCAN_NEXT;
-	memcpy(&ve, r->mc_val, sizeof ve);
-	if (!ridx_vent_tomb(&ve))
+	if (!ridx_vent_decode(r, &ve, &key, &klen) || !ridx_vent_tomb(&ve))
 		return META_SCAN_NEXT;
 	if (a->ta_n == SRV_TOMB_BATCH) {
 		a->ta_more = true;
 		return META_SCAN_STOP;
 	}
-	a->ta_gone ^= ridx_vent_hash((const uint8_t *)r->mc_key + VKEY_HEAD,
-				     r->mc_klen - VKEY_HEAD, &ve);
+	a->ta_gone ^= ridx_vent_hash(key, klen, &ve);
 	a->ta_n++;
 	return META_SCAN_DEL;
 }
@@ -86,7 +84,6 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 	struct tomb_arg ta = {0, 0, false};
 	MDB_txn *txn;
 	char name[48];
-	size_t pl;
 	int rc;
 
 	pthread_mutex_lock(&s->s_rlock);
@@ -109,11 +106,15 @@ static int tomb_collect(struct srv *s, struct ridx *ri, uint64_t dig)
 		pthread_mutex_unlock(&s->s_rlock);
 		return rc == -ENOENT ? 0 : rc;
 	}
-	ridx_vkey(m, pre, id, NULL, 0, &pl);
-	rc = meta_scan(txn, m, &(struct meta_scan){
-		.ms_table = META_T_SYS, .ms_prefix = pre, .ms_plen = pl,
-		.ms_write = true, .ms_fn = tomb_one, .ms_arg = &ta,
-		.ms_what = "index tombstones"});
+	/* both forms of version entry (srv_idx_internal.h), in that order */
+	for (int f = 0; rc == 0 && f < 2 && !ta.ta_more; f++) {
+		ridx_vpre(pre, id, f == 1);
+		rc = meta_scan(txn, m, &(struct meta_scan){
+			.ms_table = META_T_SYS, .ms_prefix = pre,
+			.ms_plen = VKEY_HEAD, .ms_write = true,
+			.ms_fn = tomb_one, .ms_arg = &ta,
+			.ms_what = "index tombstones"});
+	}
 	if (rc != 0) {
 		meta_txn_abort(txn);
 		return rc;

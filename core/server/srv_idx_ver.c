@@ -193,8 +193,10 @@ bool ridx_stale(struct srv *s, struct ridx *ri, const uint64_t *vmark)
  * XOR of a hash of every version entry, so two replicas with the same
  * entries have the same digest whatever the order they applied them in.
  * Catch-up merges: per key the newest (term, seq) wins, a tombstone
- * deleting the record.  Keys over 494 bytes (the sys table's key limit
- * less 17) are not versioned: merged only into replicas that lack them.
+ * deleting the record.  A key too long for the sys table's key limit
+ * (494 bytes + the 17 of the head: a key of ST_KEY_MAX, 495 bytes) takes
+ * the long form (srv_idx_internal.h, VKEY_TAG_LONG): its first bytes and
+ * a 128-bit hash, the whole key in the value.
  * Index members of a cluster dtx are versioned exactly like PUT and DEL
  * (srv_ridx_order, srv_ridx_store): the ordering replica's term and seq,
  * forwarded with the term to the other replicas.
@@ -242,20 +244,71 @@ static void be64_out(uint8_t *p, uint64_t v)
 	}
 }
 
-/* The sys key of key's version entry, in buf (VKEY_HEAD + ST_KEY_MAX
- * bytes), its length in *len; false when it would be over LMDB's key size
- * (not versioned). */
+void ridx_vpre(uint8_t *buf, const struct st_id *id, bool long_form)
+{
+	buf[0] = long_form ? VKEY_TAG_LONG : VKEY_TAG;
+	be64_out(buf + 1, id->si_hi);
+	be64_out(buf + 9, id->si_lo);
+}
+
+/* FNV-1a 64 over key from basis, then mixed: one half of a long key's
+ * hash (two bases: 128 bits). */
+static uint64_t vkey_hash(const uint8_t *key, size_t klen, uint64_t basis)
+{
+	uint64_t h = basis;
+
+	for (size_t i = 0; i < klen; i++) {
+		h ^= key[i];
+		h *= 0x100000001b3ull;
+	}
+	return st_mix64(h ^ klen);
+}
+
+/* The sys key of key's version entry (srv_idx_internal.h): VKEY_TAG id
+ * key, or for a key too long for that, VKEY_TAG_LONG id, the key's first
+ * m_maxkey - VKEY_HEAD - VKEY_HASH bytes and 128 bits of its hash. */
 bool ridx_vkey(const struct meta *m, uint8_t *buf, const struct st_id *id,
 	       const void *key, size_t klen, size_t *len)
 {
-	if (VKEY_HEAD + klen > m->m_maxkey)
+	size_t keep = m->m_maxkey - VKEY_HEAD - VKEY_HASH;
+	bool long_form = VKEY_HEAD + klen > m->m_maxkey;
+
+	ridx_vpre(buf, id, long_form);
+	if (!long_form) {
+		if (klen > 0)
+			memcpy(buf + VKEY_HEAD, key, klen);
+		*len = VKEY_HEAD + klen;
 		return false;
-	buf[0] = VKEY_TAG;
-	be64_out(buf + 1, id->si_hi);
-	be64_out(buf + 9, id->si_lo);
-	if (klen > 0)
-		memcpy(buf + VKEY_HEAD, key, klen);
-	*len = VKEY_HEAD + klen;
+	}
+	memcpy(buf + VKEY_HEAD, key, keep);
+	be64_out(buf + VKEY_HEAD + keep,
+		 vkey_hash(key, klen, 0xcbf29ce484222325ull));
+	be64_out(buf + VKEY_HEAD + keep + 8,
+		 vkey_hash(key, klen, 0x84222325cbf29ce4ull));
+	*len = m->m_maxkey;
+	return true;
+}
+
+bool ridx_vent_decode(const struct meta_rec *r, struct vent *ve,
+		      const uint8_t **key, size_t *klen)
+{
+	const uint8_t *k = r->mc_key;
+
+	if (r->mc_klen < VKEY_HEAD || r->mc_vlen < sizeof *ve)
+		return false;
+	if (k[0] == VKEY_TAG_LONG) {
+		*key = (const uint8_t *)r->mc_val + sizeof *ve;
+		*klen = r->mc_vlen - sizeof *ve;
+		if (*klen == 0 || *klen > ST_KEY_MAX)
+			return false;
+	} else {
+		if (r->mc_vlen != sizeof *ve || r->mc_klen - VKEY_HEAD >
+						ST_KEY_MAX)
+			return false;
+		*key = k + VKEY_HEAD;
+		*klen = r->mc_klen - VKEY_HEAD;
+	}
+	memcpy(ve, r->mc_val, sizeof *ve);
 	return true;
 }
 
@@ -280,39 +333,65 @@ int ridx_vcmp(uint64_t t1, uint64_t s1, uint64_t t2, uint64_t s2)
 	return s1 == s2 ? 0 : s1 < s2 ? -1 : 1;
 }
 
-/* The stored version of key: 0, -ENOENT (none, or not versioned). */
-int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct st_id *id,
-		  const void *key, size_t klen, struct vent *out)
+/* Key's version entry as stored at the sys key buf[0..kl-1]: 0 with
+ * *out, -ENOENT (none), or 1 when the entry there is another key's (the
+ * long form of two keys alike: a clash, never seen by chance). */
+static int vent_read(struct meta *m, MDB_txn *txn, const uint8_t *buf,
+		     size_t kl, bool long_form, const void *key, size_t klen,
+		     struct vent *out)
 {
-	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
 	struct meta_rec v;
-	size_t kl;
-	int rc;
+	int rc = meta_get(txn, m, META_T_SYS, buf, kl, &v, "version entry");
 
-	if (!ridx_vkey(m, buf, id, key, klen, &kl))
-		return -ENOENT;
-	rc = meta_get(txn, m, META_T_SYS, buf, kl, &v, "version entry");
-	if (rc == 0 && v.mc_vlen != sizeof *out)
-		return -ENOENT;
 	if (rc != 0)
 		return rc;
+	if (long_form && (v.mc_vlen != sizeof *out + klen ||
+			  memcmp((const uint8_t *)v.mc_val + sizeof *out, key,
+				 klen) != 0))
+		return 1;
+	if (!long_form && v.mc_vlen != sizeof *out)
+		return -ENOENT;
 	memcpy(out, v.mc_val, sizeof *out);
 	return 0;
 }
 
+/* The stored version of key: 0, -ENOENT (none, or a clash). */
+int ridx_vent_get(struct meta *m, MDB_txn *txn, const struct st_id *id,
+		  const void *key, size_t klen, struct vent *out)
+{
+	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
+	size_t kl;
+	bool lf = ridx_vkey(m, buf, id, key, klen, &kl);
+	int rc = vent_read(m, txn, buf, kl, lf, key, klen, out);
+
+	return rc == 1 ? -ENOENT : rc;
+}
+
 /* In txn: store nv as key's version over old (NULL: none), XOR-ing the
- * digest change into *dig.  1: stored, 0: not (a key not versioned). */
+ * digest change into *dig.  1: stored, 0: not (the long form's clash with
+ * another key: that key keeps its entry, this one stays unversioned). */
 int ridx_vent_set(struct meta *m, MDB_txn *txn, const struct st_id *id,
 		  const void *key, size_t klen, const struct vent *old,
 		  const struct vent *nv, uint64_t *dig)
 {
 	uint8_t buf[VKEY_HEAD + ST_KEY_MAX];
-	size_t kl;
+	uint8_t val[sizeof(struct vent) + ST_KEY_MAX];
+	struct vent cur;
+	size_t kl, vl = sizeof *nv;
+	bool lf = ridx_vkey(m, buf, id, key, klen, &kl);
 	int rc;
 
-	if (!ridx_vkey(m, buf, id, key, klen, &kl))
-		return 0;
-	rc = meta_put(txn, m, META_T_SYS, buf, kl, nv, sizeof *nv,
+	if (lf) {
+		rc = vent_read(m, txn, buf, kl, lf, key, klen, &cur);
+		if (rc == 1)
+			return 0;
+		if (rc != 0 && rc != -ENOENT)
+			return rc;
+		memcpy(val + sizeof *nv, key, klen);
+		vl += klen;
+	}
+	memcpy(val, nv, sizeof *nv);
+	rc = meta_put(txn, m, META_T_SYS, buf, kl, val, vl,
 		      "version entry put");
 	if (rc != 0)
 		return rc;
@@ -375,19 +454,22 @@ static int ver_drop_one(void *arg, const struct meta_rec *r)
 	return META_SCAN_DEL;
 }
 
-/* In txn: drop every version entry of id and its rver record. */
+/* In txn: drop every version entry of id (both forms) and its rver
+ * record. */
 int ridx_ver_drop(struct meta *m, MDB_txn *txn, const struct st_id *id)
 {
 	uint8_t pre[VKEY_HEAD];
 	char name[48];
-	size_t pl;
-	int rc;
+	int rc = 0;
 
-	ridx_vkey(m, pre, id, NULL, 0, &pl);
-	rc = meta_scan(txn, m, &(struct meta_scan){
-		.ms_table = META_T_SYS, .ms_prefix = pre, .ms_plen = pl,
-		.ms_write = true, .ms_fn = ver_drop_one,
-		.ms_what = "version entries delete"});
+	for (int f = 0; rc == 0 && f < 2; f++) {
+		ridx_vpre(pre, id, f == 1);
+		rc = meta_scan(txn, m, &(struct meta_scan){
+			.ms_table = META_T_SYS, .ms_prefix = pre,
+			.ms_plen = VKEY_HEAD, .ms_write = true,
+			.ms_fn = ver_drop_one,
+			.ms_what = "version entries delete"});
+	}
 	if (rc != 0)
 		return rc;
 	ridx_rver_name(name, sizeof name, id);

@@ -12,11 +12,16 @@
 #      killed with SIGKILL; 20 more records, PUT before the kill, are
 #      DELeted while it is down: no server collects anything for 12 s
 #      (cluster status polled all along);
+#      In a second index, records of the longest key (ST_KEY_MAX, 495
+#      bytes: the long form of version entries, srv_idx_internal.h), PUT
+#      before the kill: two DELeted and one overwritten while it is down;
 #   3. it is restarted and catches up; with the other two stopped
-#      (SIGSTOP) it alone serves the index: none of the 20 comes back;
-#   4. then the 20 are collected on every server (the restarted one counts
-#      from 0: 20; the others 50), and after SIGKILL and restart of all
-#      three the index holds exactly the 10 records;
+#      (SIGSTOP) it alone serves the index: none of the 20 comes back, no
+#      deleted long key either, the overwritten one has its new value;
+#   4. then the 22 are collected on every server (the restarted one counts
+#      from 0: 22; the others 52), and after SIGKILL and restart of all
+#      three the index holds exactly the 10 records, the other two long
+#      keys;
 #   5. op tags (docs/cluster.md "Op tags"): the first replica, restarted
 #      as strata-server-test with fault srv.idx.answer.lost, applies a DEL
 #      and a PUT (no overwrite) and answers them -ETIMEDOUT (lost); the
@@ -83,6 +88,9 @@ hold_tombs() {
 # puts PREFIX VPREFIX N / dels PREFIX N: the arguments of one idx put
 # (KEY VALUE pairs PREFIX1 VPREFIX1 ...) or idx del (PREFIX1 ...).
 puts() { local k; for k in $(seq 1 "$3"); do echo "$1$k $2$k"; done; }
+# lk N: long key N, 495 bytes (ST_KEY_MAX); all four share their first
+# 490 bytes, more than the long form keeps before its hash.
+lk() { printf '%s%05d' "$(printf 'x%.0s' $(seq 1 490))" "$1"; }
 dels() { seq -f "$1%g" 1 "$2"; }
 count_keys() { echo "$out" | grep -cE "^$1"; }
 
@@ -130,6 +138,11 @@ check "20 more records put (all up, $t_up s)" test "$rc" -eq 0
 # The first replica orders (and collects): it logged its term.
 first=$(grep -l "ordering updates in term" "$D"/s*.log | head -1 | sed 's/.*s\([0-9]\)\.log/\1/')
 victim=$(( (${first:-0} + 1) % 3 ))
+# (after the first replica is found from the logs: @lk's may be another)
+cl idx create @lk
+cl idx put @lk "$(lk 1)" lv1 "$(lk 2)" lv2 "$(lk 3)" lv3 "$(lk 4)" lv4
+check "4 records of 495-byte keys put in @lk" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
 echo "     first replica s$first, killing s$victim"
 p=$(spid $victim); kill -9 "$p"; check "s$victim killed" wait_gone "$p"
 # One client process, 20 ops: the dead replica costs it one failed
@@ -159,6 +172,12 @@ check "the client tried s$victim and logged it (at least one failed connect)" \
 check "no connect to s$victim began before the last one's down mark ended" \
 	awk 'NR > 1 && $1 < until { bad = 1 } { until = $2 } END { exit bad }' \
 	"$T/connects"
+cl idx del @lk "$(lk 1)" "$(lk 2)"
+check "2 long keys deleted with s$victim down" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
+cl idx put @lk "$(lk 3)" lv3-new --overwrite
+check "a long key overwritten with s$victim down" test "$rc" -eq 0
+[ "$rc" -eq 0 ] || cat "$T/err"
 want0=30; want1=30; want2=30; eval "want$victim=-"
 check "nothing collected in 12 s with s$victim down (polled)" hold_tombs $want0 $want1 $want2 12
 
@@ -174,13 +193,26 @@ sed 's/call_timeout: .*/call_timeout: 20s/' "$D/cluster.yaml" >"$D/slow.yaml"
 for s in $others; do kill -STOP "$(spid $s)"; done
 out=$(timeout 90 "$S" --cluster "$D/slow.yaml" idx dump @tb 2>"$T/err")
 rc=$?
+lout=$(timeout 90 "$S" --cluster "$D/slow.yaml" idx dump @lk 2>"$T/lerr")
+lrc=$?
 for s in $others; do kill -CONT "$(spid $s)"; done
-check "s$victim alone answers" test "$rc" -eq 0
+check "s$victim alone answers" test "$rc" -eq 0 -a "$lrc" -eq 0
 [ "$rc" -eq 0 ] || cat "$T/err"
+[ "$lrc" -eq 0 ] || cat "$T/lerr"
 check "s$victim alone: none of the 20 deleted comes back" test "$(count_keys j)" -eq 0
 check "s$victim alone: the 10 live records" test "$(count_keys k)" -eq 10
-want0=50; want1=50; want2=50; eval "want$victim=20"
-check "then the 20 tombstones are collected on every server" wait_tombs $want0 $want1 $want2 60
+# dump prints KEY<tab>VALUE a line; the long keys differ in their last 5
+# bytes
+TAB=$(printf '\t')
+lk_lines() { echo "$lout" | grep -c "^x*0000$1$TAB"; }
+check "s$victim alone: no deleted long key comes back" \
+	test "$(lk_lines 1)" -eq 0 -a "$(lk_lines 2)" -eq 0
+check "s$victim alone: the overwritten long key has its new value" \
+	test "$(echo "$lout" | grep -c "^x*00003${TAB}lv3-new$")" -eq 1
+check "s$victim alone: the untouched long key is there" \
+	test "$(echo "$lout" | grep -c "^x*00004${TAB}lv4$")" -eq 1
+want0=52; want1=52; want2=52; eval "want$victim=22"
+check "then the 22 tombstones are collected on every server" wait_tombs $want0 $want1 $want2 60
 cl idx dump @tb
 check "after collection: exactly the 10 live records" \
 	test "$(count_keys k)" -eq 10 -a "$(count_keys j)" -eq 0
@@ -190,6 +222,11 @@ check "all three killed and restarted" wait_up
 cl idx dump @tb
 check "after a full restart: exactly the 10 live records" \
 	test "$rc" -eq 0 -a "$(count_keys k)" -eq 10 -a "$(count_keys j)" -eq 0
+lrc=0; lout=$(timeout 60 "$S" --cluster "$D/cluster.yaml" idx dump @lk 2>"$T/lerr") || lrc=$?
+check "after a full restart: exactly the two long keys left, lv3-new and lv4" \
+	test "$lrc" -eq 0 -a "$(echo "$lout" | grep -c .)" -eq 2 -a \
+	"$(echo "$lout" | grep -c "${TAB}lv3-new$")" -eq 1 -a \
+	"$(echo "$lout" | grep -c "${TAB}lv4$")" -eq 1
 for k in 3 17; do cl idx get @tb "j$k"; [ "$rc" -ne 0 ] || break; done
 check "deleted keys stay deleted" test "$rc" -ne 0
 
