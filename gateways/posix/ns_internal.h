@@ -45,6 +45,8 @@
 #define NS_CREATE_TRIES 16u   /* random inode numbers drawn per create */
 #define NS_RETRY_MAX 16u      /* re-reads when an entry changed under us */
 #define NS_XATTR_PAGE 64u     /* xattr records per NEXT */
+#define NS_DOUBT_WAIT_MS 60000u /* a dtx in doubt: how long to wait for
+				 * its decision (clovis_dtx_settle()) */
 #define NS_INO_KEY 8u         /* bytes of an inode key (big-endian) */
 
 _Static_assert(sizeof(struct ns_super) == 48, "ns_super on-store size");
@@ -81,7 +83,17 @@ struct ns_pend {
 	int32_t *p_rcs[NS_TX_OPS_MAX];       /* index members' record rcs */
 	struct ns_objh *p_objh[2];
 	struct ns_blob *p_mem;
+	/* A record the change writes (keys and value in p_mem), read back
+	 * to learn its outcome when a cluster dtx's commit ends in doubt
+	 * (ns_tx_outcome()): a PUT creating its key, else a PUT, else a
+	 * DEL (NS_W_*; NS_W_NONE: no record op). */
+	struct clovis_id p_wid;
+	const void *p_wkey, *p_wval;
+	size_t p_wkl, p_wvl;
+	uint32_t p_wkind;
 };
+
+enum ns_witness { NS_W_NONE, NS_W_DEL, NS_W_PUT, NS_W_CREATE };
 
 /** A change being built (ns_tx_*): one op alone, or a dtx. */
 struct ns_tx {

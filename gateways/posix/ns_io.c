@@ -84,6 +84,23 @@ static int ns_tx_add(struct ns_tx *t, struct clovis_op *op, int32_t *rcs)
 	return (int)p->p_nr++;
 }
 
+/* Keep the record op of kind (its first key) as p's witness when it is
+ * a better one than p has (ns_pend: a PUT creating its key tells the
+ * outcome best; a DEL's key may have been absent before). */
+static void ns_tx_witness(struct ns_pend *p, const struct clovis_idx *ix,
+			  enum ns_witness kind, const void *key, size_t kl,
+			  const void *val, size_t vl)
+{
+	if (kind <= p->p_wkind || kl == 0)
+		return;
+	p->p_wkind = kind;
+	p->p_wid = ix->in_entity.en_id;
+	p->p_wkey = key;
+	p->p_wkl = kl;
+	p->p_wval = kind == NS_W_DEL ? NULL : val;
+	p->p_wvl = kind == NS_W_DEL ? 0 : vl;
+}
+
 /* A record op (PUT of one record with val, or DEL of nr keys): its keys,
  * value, vectors and rcs copied into the change's memory. */
 static int ns_tx_recs(struct ns_tx *t, struct clovis_idx *ix,
@@ -135,6 +152,9 @@ static int ns_tx_recs(struct ns_tx *t, struct clovis_idx *ix,
 		return ns_tx_fail(t, ns_err(rc, "index %s: %s",
 			clovis_id_format(&ix->in_entity.en_id, ids),
 			clovis_errmsg()));
+	ns_tx_witness(t->t_p, ix, oc == CLOVIS_IC_DEL ? NS_W_DEL :
+		      (flags & CLOVIS_IF_OVERWRITE) ? NS_W_PUT : NS_W_CREATE,
+		      kp[0], kl[0], vp[0], vls[0]);
 	return ns_tx_add(t, op, rcs);
 }
 
@@ -455,14 +475,55 @@ static int ns_tx_culprit(struct ns_pend *p)
 	return -1;
 }
 
+/*
+ * A cluster dtx's commit ended in doubt (-ETIMEDOUT: the decider did not
+ * answer; it may have committed).  Wait until the dtx is decided on every
+ * server (clovis_dtx_settle(), at most NS_DOUBT_WAIT_MS), then read p's
+ * witness record back: a dtx is all or nothing, so the witness tells
+ * whether the whole change applied.  Returns 1 (applied), 0 (not: the
+ * dtx was aborted), or -ETIMEDOUT (still unknown: no witness, no decision
+ * in time, or the witness unreadable).
+ */
+static int ns_tx_outcome(struct ns_tx *t, const struct ns_pend *p,
+			 const struct clovis_dtx_id *did)
+{
+	struct clovis_idx ix;
+	size_t vl = p->p_wvl + 1;
+	void *v;
+	int rc;
+
+	if (p->p_wkind == NS_W_NONE ||
+	    clovis_dtx_settle(t->t_ns->ns_cl, did->di_hlc + 1,
+			      NS_DOUBT_WAIT_MS) != 0 ||
+	    ns_idx_open(t->t_ns, &p->p_wid, &ix) != 0)
+		return -ETIMEDOUT;
+	v = malloc(vl);
+	if (v == NULL)
+		return -ETIMEDOUT;
+	rc = ns_idx_get(&ix, p->p_wkey, p->p_wkl, v, &vl);
+	if (p->p_wkind == NS_W_DEL)
+		rc = rc == -ENOENT ? 1 : rc == 0 || rc == -ENOBUFS ? 0
+							   : -ETIMEDOUT;
+	else if (rc == 0)
+		rc = vl == p->p_wvl && memcmp(v, p->p_wval, vl) == 0;
+	else
+		rc = rc == -ENOENT || rc == -ENOBUFS ? 0 : -ETIMEDOUT;
+	free(v);
+	return rc;
+}
+
 static int ns_tx_run_dtx(struct ns_tx *t, struct ns_pend *p, const char *what)
 {
 	struct clovis_dtx *dx = NULL;
 	struct clovis_op *cop = NULL;
+	struct clovis_dtx_id did;
+	bool have_id = false;
 	int rc = clovis_dtx_open(&dx, &t->t_ns->ns_co.co_realm);
 
 	for (uint32_t i = 0; rc == 0 && i < p->p_nr; i++)
 		rc = clovis_dtx_add(dx, p->p_ops[i]);
+	if (rc == 0)
+		have_id = clovis_dtx_id(dx, &did) == 0;
 	if (rc == 0)
 		rc = clovis_dtx_commit(dx, &cop);
 	if (rc != 0) {
@@ -476,6 +537,21 @@ static int ns_tx_run_dtx(struct ns_tx *t, struct ns_pend *p, const char *what)
 		rc = clovis_op_wait(cop, CLOVIS_OS_EXECUTED, CLOVIS_TIME_NEVER);
 	if (rc == -EINPROGRESS)
 		rc = 0; /* cluster: decided, applied as participants learn it */
+	if (rc == -ETIMEDOUT && have_id) {
+		/* in doubt: its decision, once every server has it */
+		char msg[256];
+		int o;
+
+		snprintf(msg, sizeof msg, "%s", clovis_op_state(cop) ==
+			 CLOVIS_OS_FAILED ? clovis_op_errmsg(cop) :
+			 clovis_errmsg());
+		o = ns_tx_outcome(t, p, &did);
+		if (o == 1)
+			return 0;
+		return ns_err(rc, "%s: %s; %s", what, msg, o == 0 ?
+			      "then aborted: nothing of it applied" :
+			      "its outcome is still unknown");
+	}
 	if (rc != 0) {
 		rc = ns_err(rc, "%s: %s", what,
 			    clovis_op_state(cop) == CLOVIS_OS_FAILED ?
