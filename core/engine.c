@@ -76,6 +76,12 @@ bool eng_meta_on_nvram(const struct eng *e)
 	return e->e_meta_nv;
 }
 
+void eng_slices(const struct eng *e, uint32_t *slice, uint32_t *slices)
+{
+	*slice = e->e_conf.c_slices ? e->e_conf.c_slice : 0;
+	*slices = e->e_conf.c_slices;
+}
+
 struct eng_dev *eng_dev_get(struct eng *e, uint32_t i)
 {
 	return i < e->e_nr_devs ? &e->e_devs[i] : NULL;

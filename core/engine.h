@@ -355,6 +355,13 @@ struct eng_cgen *eng_cgen(struct eng *e);
 /** Is the store's metadata on NVRAM (every commit durable at once)? */
 bool eng_meta_on_nvram(const struct eng *e);
 
+/** The slice of the cluster a store was made for, from its saved
+ *  configuration (`slice: I/S`, docs/cluster.md "Placement across
+ *  servers"): *slice = I, *slices = S; both 0 for a store of no cluster
+ *  (embedded).  A store keeps the configuration it was made with, so
+ *  these never change for its life. */
+void eng_slices(const struct eng *e, uint32_t *slice, uint32_t *slices);
+
 /** Number of devices, and information about device i. */
 uint32_t eng_dev_nr(struct eng *e);
 void eng_dev_info(struct eng *e, uint32_t i, struct st_dev_info *out);

@@ -257,7 +257,7 @@ int cmd_ha_report(struct cli *c)
  * strata server drain|remove|add NAME: the operator's requests about a
  * server of the cluster file, as `ha report` sends them (rule drain and
  * rebalance, ha/analyzer.h).  A server that is not in the cluster file
- * (add ADDR:PORT) cannot join a running cluster: refused, nothing sent.
+ * (add ADDR:PORT) cannot join a cluster: refused, nothing sent.
  */
 int cmd_server(struct cli *c)
 {
@@ -269,10 +269,11 @@ int cmd_server(struct cli *c)
 				"server %s '%s': %s", c->c_cmd->cc_name, t,
 				add ?
 				"a server that is not in the cluster file "
-				"cannot join a running cluster yet (homes are "
-				"placed over the cluster file's servers, "
-				"clu_home()): add it to the file and start the "
-				"cluster again; `server add NAME` takes back a "
+				"cannot join a cluster yet: object homes and "
+				"device slices follow the file's list, which "
+				"cannot change under data (the servers refuse "
+				"a changed list; docs/cluster.md \"The server "
+				"list\"); `server add NAME` takes back a "
 				"server of the file that was drained" :
 				"expected the name of a server of the cluster "
 				"file");

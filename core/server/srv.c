@@ -1050,6 +1050,35 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 
 /* ------------------------------------------------------------ lifecycle */
 
+/*
+ * The store must have been made for this place in this cluster: object
+ * homes (clu_home(): hash mod servers) and device slices (slice I of S of
+ * every device) are placed over the cluster file's servers in order, and
+ * a store keeps the slice it was made with.  A file that lists more or
+ * fewer servers, or this one at another place, would route objects to
+ * servers that never held them (unreachable) and give a new server the
+ * space of another's slice (overwritten units): refused, naming both,
+ * before anything is served.  (Adding a server to the file was what the
+ * CLI once advised for `server add ADDR:PORT`: 8 of 9 objects of a
+ * 3-server cluster were then unreachable.)
+ */
+static int srv_store_geom(struct srv *s)
+{
+	uint32_t slice, slices, n = s->s_conf->cc_nr_servers;
+
+	eng_slices(s->s_eng, &slice, &slices);
+	if (slices == 0 || (slices == n && slice == s->s_self))
+		return 0;
+	err_set(-EINVAL, "store %s is server %u of %u servers, the cluster "
+		"file makes it %u of %u: homes and slices follow the file's "
+		"list, which cannot change under data (docs/cluster.md, "
+		"\"The server list\")", s->s_me->cs_data_dir, slice, slices,
+		s->s_self, n);
+	eng_close(s->s_eng);
+	s->s_eng = NULL;
+	return -EINVAL;
+}
+
 static int srv_open_store(struct srv *s)
 {
 	struct eng_conf ec = {
@@ -1085,7 +1114,7 @@ static int srv_open_store(struct srv *s)
 	if (rc != 0)
 		return err_set(rc, "server %s: store %s: %s", s->s_me->cs_name,
 			       s->s_me->cs_data_dir, err_msg());
-	return 0;
+	return srv_store_geom(s);
 }
 
 /* A module's register or start step; a failure names the module. */
