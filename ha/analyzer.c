@@ -880,8 +880,11 @@ static int srv_quarantined(struct ctx *c, const struct ha_srv *s,
 /* Rule restart: server i's run ended by its own clean stop (v); the
  * stops of the map's servers that follow one another within W of it, its
  * own among them, are one stop of the cluster (or of part of it: a script
- * stopping them in turn).  Returns the earliest time one of the others
- * joined again after its stop (the restart under way), 0 when none did. */
+ * stopping them in turn).  Returns the latest time one of the others
+ * joined again after its stop (the restart under way, still making
+ * progress: servers started one after the other on a loaded machine, the
+ * last more than the grace after the first, lost the grace before), 0
+ * when none did. */
 static uint64_t restart_wave(const struct ctx *c, uint32_t i,
 			     const struct sview *v)
 {
@@ -909,7 +912,7 @@ static uint64_t restart_wave(const struct ctx *c, uint32_t i,
 		if (j == i || y->sv_stop_ms < lo || y->sv_stop_ms > hi ||
 		    y->sv_rejoin_ms == 0)
 			continue;
-		if (at == 0 || y->sv_rejoin_ms < at)
+		if (y->sv_rejoin_ms > at)
 			at = y->sv_rejoin_ms;
 	}
 	return at;

@@ -58,8 +58,10 @@
  *    it: the clean stops of the map's servers that follow one another
  *    within W of its own (the cluster, or part of it, stopped by an
  *    operator or a script) are one stop, and once another server of that
- *    stop has joined again (the restart under way: the first such
- *    SRV_JOINED), it has hr_restart_grace_ms to join too (deadline).
+ *    stop has joined again (the restart under way), it has
+ *    hr_restart_grace_ms from the latest such SRV_JOINED to join too
+ *    (deadline: each server of the stop that joins extends it, so a
+ *    restart that keeps making progress is not cut short).
  *    Terminal: it joined (nothing to decide), or the grace is over
  *    (server-down, and rule freeze if it comes to that).  Without it the
  *    first server back, leading, failed each of the others from its stop

@@ -894,9 +894,11 @@ static uint32_t decide_all(const char *const *spec, uint32_t nr,
  * its first look s1, s2 and s3 are not failed from their stops while they
  * start (before the rule: s1 FAILED at once and s2's stop froze the map,
  * which stayed frozen until an operator's thaw: ha_inflight_test.sh in
- * make check); s1 and s3 join; s2 never does and is failed when the
- * grace (30 s from s0's join) is over.  A server that crashed in the same
- * stop (an exit, not a clean stop) gets no grace. */
+ * make check); s1 and s3 join, s3 more than the grace after s0 (each
+ * return extends the grace: it ran from the first return before, and s3
+ * was failed at 70000, as a loaded make check saw); s2 never does and is
+ * failed when the grace (30 s from s3's join) is over.  A server that
+ * crashed in the same stop (an exit, not a clean stop) gets no grace. */
 static void test_restart(void)
 {
 	static const char *const ev[] = {
@@ -906,7 +908,7 @@ static void test_restart(void)
 		"11900 SRV_STOPPED s3 s3 inc=1",
 		"40000 SRV_JOINED s0 s0 inc=2",
 		"40600 SRV_JOINED s1 s1 inc=2",
-		"55000 SRV_JOINED s3 s3 inc=2",
+		"72000 SRV_JOINED s3 s3 inc=2",
 	};
 	static const char *const ev2[] = {
 		"10000 SRV_STOPPED s0 s0 inc=1",
@@ -930,16 +932,23 @@ static void test_restart(void)
 	/* (s0's own merge settles at 41000) */
 	CU_ASSERT_EQUAL(ha_next_deadline(&r, e, 5, &m, 40050), 41000);
 	CU_ASSERT_EQUAL(ha_next_deadline(&r, e, 5, &m, 41000), 70000);
-	/* s1 and s3 back: nothing to decide about them */
-	n = decide_all(ev, 7, &m, 56000, got);
+	/* s1 back: the grace runs from its join; at 70000 nothing */
+	n = decide_all(ev, 6, &m, 70000, got);
+	CU_ASSERT_EQUAL(n, 0);
+	/* s3 back at 72000 (31.4 s after s1): nothing to decide about it */
+	n = decide_all(ev, 7, &m, 73000, got);
 	CU_ASSERT_EQUAL(n, 0);
 	CU_ASSERT_EQUAL(m.hm_frozen, false);
+	CU_ASSERT_EQUAL(m.hm_servers[3].hs_state, HA_ONLINE);
+	for (uint32_t i = 0; i < 7; i++)
+		ev_build(ev[i], i + 1, &e[i]);
+	CU_ASSERT_EQUAL(ha_next_deadline(&r, e, 7, &m, 73000), 102000);
 	/* the grace over, s2 still away: failed (one target: no freeze) */
-	n = decide_all(ev, 7, &m, 69999, got);
+	n = decide_all(ev, 7, &m, 101999, got);
 	CU_ASSERT_EQUAL(n, 0);
-	n = decide_all(ev, 7, &m, 70000, got);
+	n = decide_all(ev, 7, &m, 102000, got);
 	CU_ASSERT_EQUAL_FATAL(n, 1);
-	CU_ASSERT_STRING_EQUAL(got[0], "70000 server-down SET_STATE s2 FAILED");
+	CU_ASSERT_STRING_EQUAL(got[0], "102000 server-down SET_STATE s2 FAILED");
 	for (uint32_t i = 0; i < 4; i++)
 		CU_ASSERT_EQUAL(m.hm_servers[i].hs_state,
 				i == 2 ? HA_FAILED : HA_ONLINE);
