@@ -114,7 +114,8 @@ static const struct cli_cmd cmds[] = {
 	  "drained (REPAIRED) server gets a rebalance job that moves its "
 	  "units back, and its home is handed back.  A new server "
 	  "(ADDR:PORT, not in the cluster file) is refused: it cannot join "
-	  "a running cluster yet." },
+	  "a cluster yet, and the servers refuse a cluster file whose list "
+	  "changed." },
 	{ "ha", "replay", 1, 1, 0, false, cmd_ha_replay, "FILE|- [--json]",
 	  "Run the HA event analyzer over a recorded history FILE (JSON "
 	  "lines: an optional first line {\"map\": ..., \"rules\": ...}, "

@@ -150,7 +150,7 @@ check "$ID2 reads back byte-exact" cmp -s "$T/blob2" "$T/back"
 echo "--- the operator's requests: refused ones, then drain and add"
 timeout 60 "$S" --cluster "$F" server add 127.0.0.1:6799 >/dev/null 2>"$T/op.err"
 check "server add of a server not in the cluster file: refused (-ENOTSUP)" \
-	sh -c "[ $? -ne 0 ] && grep -q 'cannot join a running cluster' '$T/op.err'"
+	sh -c "[ $? -ne 0 ] && grep -q 'cannot join a cluster yet' '$T/op.err'"
 timeout 60 "$S" --cluster "$F" server drain s9 >/dev/null 2>"$T/op.err"
 check "server drain s9: refused, the server named" \
 	sh -c "[ $? -ne 0 ] && grep -q \"server 's9' is not in the cluster map\" '$T/op.err'"
