@@ -945,24 +945,6 @@ static void srv_metrics(struct srv *s, struct srv_op *so)
 
 /* ------------------------------------------------------------ dispatch */
 
-/* An object request on a server that routes by the cluster file alone
- * (no map takes homes over): it must be the object's home.  A caller
- * whose cluster file lists other servers (another count or order)
- * computes other homes: refused, not served on the wrong store (an
- * object made there would be found by no one else). */
-int srv_home_here(struct srv *s, uint32_t home, const struct st_id *id)
-{
-	const struct clu_conf *c = s->s_conf;
-
-	if (home == s->s_self || home >= c->cc_nr_servers)
-		return 0;
-	return err_set(-EREMCHG, "object %s is homed on server %s by the "
-		       "cluster file of %u servers, not on %s: the caller's "
-		       "cluster file lists other servers", eng_id_str(id),
-		       c->cc_servers[home].cs_name, c->cc_nr_servers,
-		       s->s_me->cs_name);
-}
-
 static void srv_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -1016,15 +998,14 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 				 so->so_m.mr_req.er_kind - 1, caller, 0);
 	}
 	so->so_m.mr_req.er_eng = s->s_eng;
-	if (op == SOP_OBJ || op == SOP_LAYER ||
-	    (op == SOP_ENT && so->so_m.mr_req.er_type == ST_ET_OBJ)) {
-		uint32_t home = clu_home(s->s_conf, &so->so_m.mr_req.er_id);
-		struct eng *e = s->s_eng;
+	if (s->s_route != NULL && (op == SOP_OBJ || op == SOP_LAYER ||
+	    (op == SOP_ENT && so->so_m.mr_req.er_type == ST_ET_OBJ))) {
+		struct eng *e = NULL;
 
 		err_clear();
-		rc = s->s_route != NULL ?
-		     s->s_route(s->s_route_arg, home, &e, &so->so_route_ref) :
-		     srv_home_here(s, home, &so->so_m.mr_req.er_id);
+		rc = s->s_route(s->s_route_arg,
+				clu_home(s->s_conf, &so->so_m.mr_req.er_id),
+				&e, &so->so_route_ref);
 		if (rc != 0) {
 			srv_reply_err(so, rc);
 			return;

@@ -246,10 +246,6 @@ void srv_cstats(struct srv *s, struct srv_op *so);
 void srv_thread_enter(void);
 
 /* srv.c */
-/** 0 when this server is the home of object id by its cluster file
- *  (home = clu_home()), else -EREMCHG naming the home: for a server that
- *  routes by the file alone (no map takes homes over). */
-int srv_home_here(struct srv *s, uint32_t home, const struct st_id *id);
 void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg);
 void srv_reply_err(struct srv_op *so, int rc);
 void srv_run_prepared(struct srv_op *so);
