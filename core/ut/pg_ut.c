@@ -586,6 +586,26 @@ static void test_pg_upmap_balance(void)
 	free(up3);
 }
 
+/* The map c as it is now balanced again from the table in force (up,
+ * nup) and the sets before (eff): its sets and loads in eff2 and load2
+ * (sets2 its HRW sets); returns the replicas moved from eff. */
+static uint64_t pgb_again(const struct pg_cand *c, uint32_t *sets2,
+			  const uint32_t *eff, const struct pg_upmap *up,
+			  uint32_t nup, uint32_t *eff2, uint64_t *load2)
+{
+	struct pg_upmap *up2 = NULL;
+	uint32_t nup2 = 0;
+
+	pgb_sets(c, PGB_N + 1, sets2);
+	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N + 1, PGB_P, PGB_R, sets2,
+					 eff, NULL, 30000, up, nup, &up2,
+					 &nup2), 0);
+	CU_ASSERT_TRUE(pgb_apply(c, PGB_N + 1, sets2, up2, nup2, NULL, eff2,
+				 load2));
+	free(up2);
+	return pgb_moved(eff, eff2, NULL);
+}
+
 /*
  * A server added (the 101st, in enclosure 3) and one removed, each time
  * balanced again from the table in force and the sets before (prev): the
@@ -601,8 +621,8 @@ static void test_pg_upmap_move(void)
 	static uint32_t eff[PGB_P * PGB_R], eff2[PGB_P * PGB_R];
 	static uint64_t load[PGB_N + 1], load2[PGB_N + 1];
 	struct pg_cand c[PGB_N + 1];
-	struct pg_upmap *up = NULL, *up2 = NULL;
-	uint32_t nup = 0, nup2 = 0;
+	struct pg_upmap *up = NULL;
+	uint32_t nup = 0;
 	uint64_t moved, minimum;
 
 	pgu_map(c, PGB_N + 1, 10);
@@ -616,40 +636,25 @@ static void test_pg_upmap_move(void)
 				 load));
 	/* add */
 	c[PGB_N].pc_in = true;
-	pgb_sets(c, PGB_N + 1, sets2);
-	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N + 1, PGB_P, PGB_R, sets2,
-					 eff, NULL, 30000, up, nup, &up2,
-					 &nup2), 0);
-	CU_ASSERT_TRUE(pgb_apply(c, PGB_N + 1, sets2, up2, nup2, NULL, eff2,
-				 load2));
+	moved = pgb_again(c, sets2, eff, up, nup, eff2, load2);
 	CU_ASSERT(pgb_max_ppm(c, PGB_N + 1, load2) <= 1030000);
-	moved = pgb_moved(eff, eff2, NULL);
 	minimum = (uint64_t)PGB_P * PGB_R / (PGB_N + 1);
 	CU_ASSERT(load2[PGB_N] > 0 && moved >= load2[PGB_N]);
 	CU_ASSERT(moved * 100 <= minimum * 101);
 	if (moved * 100 > minimum * 101)
 		fprintf(stderr, "add: moved %llu, minimum %llu\n",
 			(unsigned long long)moved, (unsigned long long)minimum);
-	free(up2);
-	up2 = NULL;
 	/* remove server 5 from the first map */
 	c[PGB_N].pc_in = false;
 	c[5].pc_in = false;
-	pgb_sets(c, PGB_N + 1, sets2);
-	CU_ASSERT_EQUAL_FATAL(pg_balance(c, PGB_N + 1, PGB_P, PGB_R, sets2,
-					 eff, NULL, 30000, up, nup, &up2,
-					 &nup2), 0);
-	CU_ASSERT_TRUE(pgb_apply(c, PGB_N + 1, sets2, up2, nup2, NULL, eff2,
-				 load2));
+	moved = pgb_again(c, sets2, eff, up, nup, eff2, load2);
 	CU_ASSERT_EQUAL(load2[5], 0);
 	CU_ASSERT(pgb_max_ppm(c, PGB_N + 1, load2) <= 1030000);
-	moved = pgb_moved(eff, eff2, NULL);
 	CU_ASSERT(moved >= load[5] && moved * 100 <= load[5] * 101);
 	if (moved * 100 > load[5] * 101)
 		fprintf(stderr, "rm: moved %llu, the server held %llu\n",
 			(unsigned long long)moved, (unsigned long long)load[5]);
 	free(up);
-	free(up2);
 }
 
 /*

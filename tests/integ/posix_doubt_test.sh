@@ -95,32 +95,31 @@ check "strata-fuse mounts the cluster" grep -q " $MNT fuse.strata " /proc/mounts
 for i in 1 2; do head -c 5000 /dev/urandom >"$T/a$i"; cp "$T/a$i" "$MNT/a$i"; done
 check "two files made through the mount" cmp -s "$T/a1" "$MNT/a1"
 
+# killed FAULT SRC DST: every server restarted with FAULT, the watcher
+# on, `mv SRC DST` in the mount (its status in rc, its stderr in
+# $T/mv.err), the fault's kill checked in the logs, the watcher stopped
+# and the cluster up again.
+killed() {
+	check "servers restarted with fault $1" restart_all "$1"
+	watcher &
+	wpid=$!
+	timeout 120 mv "$MNT/$2" "$MNT/$3" 2>"$T/mv.err"
+	rc=$?
+	check "a decider killed by the fault (log)" \
+		grep -q "fault point $1: SIGKILL" "$D"/s*.log
+	kill -KILL "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null; wpid=""
+	wait_up
+}
+
 echo "--- decider killed after its COMMIT decision: applied, mv succeeds"
-restart_all dtx.part.decide.after
-check "servers restarted with fault dtx.part.decide.after" true
-watcher &
-wpid=$!
-timeout 120 mv "$MNT/a1" "$MNT/b1" 2>"$T/mv1"
-rc=$?
-check "a decider killed by the fault (log)" \
-	grep -q "fault point dtx.part.decide.after: SIGKILL" "$D"/s*.log
-check "mv a1 b1 succeeds (rc $rc; $(head -c 200 "$T/mv1"))" test "$rc" -eq 0
+killed dtx.part.decide.after a1 b1
+check "mv a1 b1 succeeds (rc $rc; $(head -c 200 "$T/mv.err"))" test "$rc" -eq 0
 check "b1 has a1's bytes" cmp -s "$T/a1" "$MNT/b1"
 check "a1 is gone" test ! -e "$MNT/a1"
-kill -KILL "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null; wpid=""
-wait_up
 
 echo "--- decider killed before its decision: aborted, mv fails, nothing changed"
-restart_all dtx.part.decide.before
-watcher &
-wpid=$!
-timeout 120 mv "$MNT/a2" "$MNT/b2" 2>"$T/mv2"
-rc=$?
-check "a decider killed by the fault (log)" \
-	grep -q "fault point dtx.part.decide.before: SIGKILL" "$D"/s*.log
-check "mv a2 b2 fails (rc $rc; $(head -c 200 "$T/mv2"))" test "$rc" -ne 0
-kill -KILL "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null; wpid=""
-wait_up
+killed dtx.part.decide.before a2 b2
+check "mv a2 b2 fails (rc $rc; $(head -c 200 "$T/mv.err"))" test "$rc" -ne 0
 check "a2 is still there with its bytes" cmp -s "$T/a2" "$MNT/a2"
 check "b2 was not made" test ! -e "$MNT/b2"
 check "the mount's log names the abort" \

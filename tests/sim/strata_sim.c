@@ -113,6 +113,7 @@ struct sim {
 	uint32_t *s_pg_objs;
 	/* Each map's HRW sets (nr_pgs x R) and balancer exceptions. */
 	uint32_t *s_set_b, *s_set_a, *s_set_r;
+	uint32_t *s_eff_b; /* the base map's sets with its exceptions */
 	struct pg_upmap *s_up_b, *s_up_a, *s_up_r;
 	uint32_t s_nup_b, s_nup_a, s_nup_r, s_tol_ppm;
 	uint64_t *s_pg_sizes; /* the balancer's group sizes: objects */
@@ -419,8 +420,7 @@ static void sim_count_bal(struct sim *s, struct sim_cnt *c, uint64_t b,
 	for (uint64_t g = b; g < e; g++) {
 		uint64_t objs = s->s_pg_objs[g];
 
-		pg_upmap_apply((uint32_t)g, s->s_base, nr, s->s_up_b,
-			       s->s_nup_b, &s->s_set_b[g * r], r, base);
+		memcpy(base, &s->s_eff_b[g * r], r * sizeof *base);
 		pg_upmap_apply((uint32_t)g, s->s_add, nr, s->s_up_a,
 			       s->s_nup_a, &s->s_set_a[g * r], r, add);
 		pg_upmap_apply((uint32_t)g, s->s_rm, nr, s->s_up_r,
@@ -452,6 +452,8 @@ static void sim_balance(struct sim *s)
 	double t0 = sim_now();
 	int rc;
 
+	s->s_eff_b = eff_b; /* kept: sim_count_bal() counts from it */
+
 	if (!s->s_by_groups) {
 		s->s_pg_sizes = sim_calloc(s->s_nr_pgs, sizeof *s->s_pg_sizes);
 		for (uint32_t g = 0; g < s->s_nr_pgs; g++)
@@ -475,7 +477,6 @@ static void sim_balance(struct sim *s)
 				eff_b, s->s_pg_sizes, s->s_tol_ppm, s->s_up_b,
 				s->s_nup_b,
 				&s->s_up_r, &s->s_nup_r);
-	free(eff_b);
 	if (rc != 0) {
 		fprintf(stderr, "strata-sim: pg_balance failed: %d\n", rc);
 		exit(2);
@@ -1084,6 +1085,7 @@ int main(int argc, char **argv)
 	free(s.s_set_b);
 	free(s.s_set_a);
 	free(s.s_set_r);
+	free(s.s_eff_b);
 	free(s.s_up_b);
 	free(s.s_up_a);
 	free(s.s_up_r);
