@@ -57,6 +57,10 @@ struct clu_client {
 	bool cc_async;          /* clu_obj_start(); STRATA_CLU_ASYNC=0: off */
 	uint64_t cc_started;    /* object ops started there (atomic) */
 	uint64_t cc_redone;     /* of those, handed to a worker at their end */
+	bool cc_units;          /* READs ask for unit places (ObjReq.units);
+				 * STRATA_UNIT_READS=0: off */
+	uint64_t cc_unit_reads; /* READs read from unit places (atomic) */
+	uint64_t cc_unit_again; /* of those asked, read again via the home */
 	uint64_t cc_tag_id;     /* this client instance's random id */
 	uint64_t cc_tag_ops;    /* index updates tagged (atomic) */
 	uint64_t cc_inc_last;   /* the last index incarnation chosen (atomic) */
@@ -890,6 +894,54 @@ static void obj_req_fill(ObjReq *q, const struct eng_req *r, SId *id,
 	q->count = r->er_ext->ev_nr_blks;
 }
 
+/* Does READ r ask its home for the places of its data units (read from
+ * their servers by this client: cli_units.c)?  A pdclust or mirror
+ * object by its handle's attributes, buffers a bulk takes directly. */
+static bool clu_units_want(const struct clu_client *c,
+			   const struct eng_req *r)
+{
+	return __atomic_load_n(&c->cc_units, __ATOMIC_RELAXED) &&
+	       r->er_kind == ER_OBJ_READ &&
+	       r->er_data != NULL && r->er_data->bv_nr <= CLU_ASYNC_IOV &&
+	       (r->er_ent.me_layout == ST_LAYOUT_PDCLUST ||
+		r->er_ent.me_layout == ST_LAYOUT_MIRROR);
+}
+
+/* READ r was answered with unit places *rp: read them.  0, or the
+ * failure, logged, after which the READ goes again without places. */
+static int clu_units_run(struct clu_client *c, struct eng_req *r,
+			 const Reply *rp)
+{
+	int rc = clu_units_read(c->cc_peers, &c->cc_conf, r, rp);
+
+	if (rc == 0) {
+		__atomic_add_fetch(&c->cc_unit_reads, 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	__atomic_add_fetch(&c->cc_unit_again, 1, __ATOMIC_RELAXED);
+	LOG_INFO("object %s: a read of its units failed (%s): read again "
+		 "through its home", eng_id_str(&r->er_id), err_msg());
+	return rc;
+}
+
+void clu_units_set(struct clovis *cl, bool on)
+{
+	struct clu_client *c = clu_of(cl);
+
+	if (c != NULL)
+		__atomic_store_n(&c->cc_units, on, __ATOMIC_RELAXED);
+}
+
+void clu_unit_counts(struct clovis *cl, uint64_t *direct, uint64_t *again)
+{
+	struct clu_client *c = clu_of(cl);
+
+	*direct = c != NULL ? __atomic_load_n(&c->cc_unit_reads,
+					      __ATOMIC_RELAXED) : 0;
+	*again = c != NULL ? __atomic_load_n(&c->cc_unit_again,
+					     __ATOMIC_RELAXED) : 0;
+}
+
 /* The bulk of r's buffers (READ: into them, WRITE: from them), through
  * iov (r->er_data->bv_nr entries, at most CLU_BULK_IOV). */
 static struct rpc_bulk clu_obj_bulk(const struct eng_req *r,
@@ -1021,7 +1073,7 @@ static void clu_obj_resend_note(const struct eng_req *r, const char *msg)
 }
 
 static int clu_obj_from(struct clu_client *c, struct eng_req *r,
-			uint32_t t0)
+			uint32_t t0, bool units)
 {
 	ObjReq q = OBJ_REQ__INIT;
 	struct clu_again g = {0};
@@ -1033,6 +1085,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 	int rc;
 
 	obj_req_fill(&q, r, &id, &cont, &a, &ac);
+	q.units = units && clu_units_want(c, r);
 	if (r->er_data != NULL && (rc = clu_bulk_init(&cb, r, &bulk)) != 0)
 		return rc;
 	/*
@@ -1070,6 +1123,14 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 		clu_obj_resend_note(r, err_msg());
 		t++;
 	}
+	if (rc == 0 && q.units && rp != NULL && rp->n_units > 0) {
+		/* answered by places: nothing was pushed into the bulk */
+		clu_bulk_fini(&cb);
+		rc = clu_units_run(c, r, rp);
+		r->er_bytes = rp->bytes;
+		reply__free_unpacked(rp, NULL);
+		return rc == 0 ? 0 : clu_obj_from(c, r, 0, false);
+	}
 	if (rc == 0 && r->er_kind == ER_OBJ_READ)
 		clu_bulk_read_out(&cb, r);
 	clu_bulk_fini(&cb);
@@ -1084,7 +1145,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 
 static int clu_obj(struct clu_client *c, struct eng_req *r)
 {
-	return clu_obj_from(c, r, 0);
+	return clu_obj_from(c, r, 0, true);
 }
 
 /*
@@ -1108,6 +1169,7 @@ static int clu_obj(struct clu_client *c, struct eng_req *r)
 struct clu_actx {
 	struct clovis_op *ax_op;
 	struct peers_end ax_end;
+	Reply *ax_rp;           /* a READ answered by unit places */
 };
 
 static int clu_obj_redo(struct clovis_op *op);
@@ -1129,7 +1191,7 @@ static int clu_obj_redo_run(struct clovis_op *op)
 		/* its home taken over: to the server the map now names */
 		if (clu_obj_reroute(c, &r->er_id, e->pe_srv, rc, false)) {
 			free(ax);
-			return clu_obj_from(c, r, 0);
+			return clu_obj_from(c, r, 0, true);
 		}
 		rc = err_set(e->pe_rc, "%s", e->pe_msg);
 		free(ax);
@@ -1146,7 +1208,7 @@ static int clu_obj_redo_run(struct clovis_op *op)
 		t0 = 1;
 	}
 	free(ax);
-	return clu_obj_from(c, r, t0);
+	return clu_obj_from(c, r, t0, true);
 }
 
 /* Does asynchronous call end e need the blocking way (clu_call(): its
@@ -1157,6 +1219,29 @@ static bool clu_end_redo(const struct peers_end *e)
 	return e->pe_unreachable || e->pe_rc == -EBUSY ||
 	       (e->pe_answered && (peers_rc_transport(e->pe_rc) ||
 				   e->pe_rc == -EREMCHG));
+}
+
+/* A READ answered by unit places, on a worker: the units read, or the
+ * READ again through the home. */
+static int clu_obj_units_redo(struct clovis_op *op)
+{
+	struct clu_client *c = clu_of(op->op_cl);
+	struct eng_req *r = &op->op_req;
+	struct clu_actx *ax = op->op_actx;
+	uint64_t prev = addb_trace_cur_set(r->er_ci.ci_trace);
+	Reply *rp = ax->ax_rp;
+	int rc;
+
+	op->op_actx = NULL;
+	op->op_run = NULL;
+	free(ax);
+	rc = clu_units_run(c, r, rp);
+	r->er_bytes = rp->bytes;
+	reply__free_unpacked(rp, NULL);
+	if (rc != 0)
+		rc = clu_obj_from(c, r, 0, false);
+	addb_trace_cur_set(prev);
+	return rc;
 }
 
 static void clu_obj_end(void *arg, struct peers_end *e)
@@ -1188,6 +1273,21 @@ static void clu_obj_end(void *arg, struct peers_end *e)
 	free(e->pe_body);
 	if (rc != 0) {
 		op_finish(op, rc, err_msg());
+		return;
+	}
+	if (rp->n_units > 0 && r->er_kind == ER_OBJ_READ) {
+		/* places: the unit reads wait, so on a worker */
+		ax = calloc(1, sizeof *ax);
+		if (ax == NULL) {
+			reply__free_unpacked(rp, NULL);
+			op_finish(op, -ENOMEM, "unit reads");
+			return;
+		}
+		ax->ax_op = op;
+		ax->ax_rp = rp;
+		op->op_actx = ax;
+		__atomic_add_fetch(&c->cc_redone, 1, __ATOMIC_RELAXED);
+		op_requeue(op, clu_obj_units_redo);
 		return;
 	}
 	r->er_bytes = rp->bytes;
@@ -1224,6 +1324,7 @@ int clu_obj_start(struct clovis_op *op)
 	if (!c->cc_async || r->er_data->bv_nr > CLU_ASYNC_IOV)
 		return -EAGAIN;
 	obj_req_fill(&q, r, &id, &cont, &a, &ac);
+	q.units = clu_units_want(c, r);
 	bulk = clu_obj_bulk(r, iov);
 	ax = calloc(1, sizeof *ax);
 	if (ax == NULL)
@@ -1819,6 +1920,8 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		const char *env = getenv("STRATA_CLU_ASYNC");
 
 		c->cc_async = env == NULL || strcmp(env, "0") != 0;
+		env = getenv("STRATA_UNIT_READS");
+		c->cc_units = env == NULL || strcmp(env, "0") != 0;
 	}
 	c->cc_tag_id = clu_tag_seed(c);
 	pthread_mutex_init(&c->cc_mlock, NULL);

@@ -285,6 +285,23 @@ int exec_cluster(struct clovis *cl, struct eng_req *r);
 int clu_obj_start(struct clovis_op *op);
 /** Object ops started by clu_obj_start() and, of them, handed to a
  *  worker at their end (tests, docs/cluster.md). */
+/* clovis/cli_units.c: the data units of READ r read from the servers
+ * Reply rp places them on (ObjReq.units), into r's buffers, each one's
+ * crc64 checked.  0, or a negative code with a message (a unit call
+ * failed, a crc64 differs, places that do not cover the read): the
+ * caller then reads through the home.  Not on the RPC progress thread. */
+struct peers;
+struct clu_conf;
+struct Reply;
+int clu_units_read(struct peers *p, const struct clu_conf *conf,
+		   const struct eng_req *r, const struct Reply *rp);
+/* READs a client answered from unit places, and those it read again
+ * through the home (the places failed) (test and bench figures). */
+void clu_unit_counts(struct clovis *cl, uint64_t *direct,
+		     uint64_t *again);
+/* Unit reads on or off for the READs launched from now on (the bench's
+ * figure through the home; STRATA_UNIT_READS=0 sets off at init). */
+void clu_units_set(struct clovis *cl, bool on);
 void clu_async_counts(struct clovis *cl, uint64_t *started,
 		      uint64_t *redone);
 int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,

@@ -1,7 +1,7 @@
 # clovis/ — the public client API, the strata CLI and examples.
 LIB_SRCS += clovis/clovis.c clovis/op.c clovis/stats.c clovis/fdmi.c clovis/cli_fdmi.c
 # Cluster mode: the client backend over the RPC layer (core/rpc).
-LIB_SRCS += clovis/cli_cluster.c
+LIB_SRCS += clovis/cli_cluster.c clovis/cli_units.c
 # Function shipping: the registry and calls (docs/isc.md).
 LIB_SRCS += clovis/isc.c
 UT_SRCS += clovis/ut/clovis_ut.c clovis/ut/comp_ut.c clovis/ut/metanv_ut.c

@@ -222,3 +222,8 @@ uint64_t ec_crc(const void *buf, size_t len)
 {
 	return crc64_ecma_refl(0, buf, len);
 }
+
+uint64_t ec_crc_cont(uint64_t crc, const void *buf, size_t len)
+{
+	return crc64_ecma_refl(crc, buf, len);
+}

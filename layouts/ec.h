@@ -76,5 +76,8 @@ int ec_decode(const struct ec_codec *c, size_t len, uint8_t **units,
 
 /** ISA-L crc64_ecma_refl of buf[0..len-1] with seed 0 (see above). */
 uint64_t ec_crc(const void *buf, size_t len);
+/** The same checksum continued over more bytes: ec_crc(a ++ b) is
+ *  ec_crc_cont(ec_crc(a), b) (a unit read into several buffers). */
+uint64_t ec_crc_cont(uint64_t crc, const void *buf, size_t len);
 
 #endif

@@ -1327,6 +1327,113 @@ static void test_cluster_start(void)
 	CU_ASSERT_EQUAL(rd1 - rd0, 0);
 }
 
+/* A READ of blocks [blk, blk + nr) of o with callbacks (so through a
+ * worker: clu_obj(), not clu_obj_start()). */
+static int obj_read_cbs(struct clovis_obj *o, uint64_t blk, uint64_t nr,
+			void *buf)
+{
+	struct clovis_op_cbs cbs = {on_exec, on_stable, on_failed};
+	uint64_t s = blk, n = nr;
+	size_t len = (size_t)(nr << o->ob_attr.oa_block_shift);
+	struct clovis_extvec ev = {1, &s, &n};
+	struct clovis_bufvec bv = {1, &buf, &len};
+	struct clovis_op *op;
+	int rc = clovis_obj_op(o, CLOVIS_OC_READ, &ev, &bv, 0, &op);
+
+	if (rc == 0)
+		rc = clovis_op_setup(op, &cbs, NULL);
+	if (rc == 0)
+		rc = clovis_op_launch(&op, 1);
+	if (rc == 0)
+		rc = clovis_op_wait(op, CLOVIS_OS_STABLE, 30ll * 1000000000);
+	clovis_op_free(op);
+	return rc;
+}
+
+/*
+ * Cluster mode: READs of a pdclust object are answered by the places of
+ * their units and read from the servers that hold them (cli_units.c,
+ * counted as direct): whole units and holes come back byte-exact, from
+ * the launching thread and through a worker; a unit whose crc64 does not
+ * match (fault clu.units.crc) is read again through the home (counted as
+ * again), right; a read of part of a unit goes through the home (neither
+ * counted); an overwrite reads back new.  Embedded: nothing to check.
+ */
+static void test_cluster_units(void)
+{
+	enum { BS = 12, US = 16, STRIPE = 2 << (US - BS), NS = 3 };
+	struct clovis_obj_attr a = {.oa_block_shift = BS,
+				    .oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				    .oa_data_units = 2, .oa_parity_units = 1,
+				    .oa_unit_shift = US};
+	const size_t sb = (size_t)STRIPE << BS;
+	uint8_t *w = malloc((NS + 1) * sb), *r = malloc((NS + 1) * sb);
+	struct clovis_id id = mkid(661);
+	uint64_t d0, a0, d1, a1;
+	struct clovis_obj o;
+
+	if (!ut_cluster_mode()) {
+		free(w);
+		free(r);
+		return; /* embedded: no cluster calls */
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(w);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o, clovis_default_realm(cl),
+					      &id, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(ent_sync(&o.ob_entity, CLOVIS_EO_CREATE), 0);
+	for (uint64_t b = 0; b < (uint64_t)NS * STRIPE; b++)
+		pattern(w + (b << BS), 1u << BS, 67, b);
+	memset(w + NS * sb, 0, sb);
+	CU_ASSERT_EQUAL_FATAL(obj_io(&o, CLOVIS_OC_WRITE, 0, NS * STRIPE, w),
+			      0);
+
+	/* whole units and a stripe of holes: read from their servers */
+	clu_unit_counts(cl, &d0, &a0);
+	memset(r, 0xee, (NS + 1) * sb);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, (NS + 1) * STRIPE, r),
+			0);
+	CU_ASSERT(memcmp(r, w, (NS + 1) * sb) == 0);
+	memset(r, 0xee, sb);
+	CU_ASSERT_EQUAL(obj_read_cbs(&o, STRIPE, STRIPE, r), 0);
+	CU_ASSERT(memcmp(r, w + sb, sb) == 0);
+	clu_unit_counts(cl, &d1, &a1);
+	CU_ASSERT_EQUAL(d1 - d0, 2);
+	CU_ASSERT_EQUAL(a1 - a0, 0);
+
+	/* a unit's crc64 differs: read again through the home */
+	fault_arm("clu.units.crc", 0, 1);
+	memset(r, 0xee, sb);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, STRIPE, r), 0);
+	CU_ASSERT(memcmp(r, w, sb) == 0);
+	CU_ASSERT_EQUAL(fault_fired("clu.units.crc"), 1);
+	clu_unit_counts(cl, &d0, &a0);
+	CU_ASSERT_EQUAL(d0 - d1, 0);
+	CU_ASSERT_EQUAL(a0 - a1, 1);
+
+	/* part of a unit: through the home */
+	memset(r, 0xee, 3u << BS);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 5, 3, r), 0);
+	CU_ASSERT(memcmp(r, w + (5u << BS), 3u << BS) == 0);
+	clu_unit_counts(cl, &d1, &a1);
+	CU_ASSERT_EQUAL(d1 - d0, 0);
+	CU_ASSERT_EQUAL(a1 - a0, 0);
+
+	/* overwritten: the new units */
+	for (uint64_t b = STRIPE; b < 2 * STRIPE; b++)
+		pattern(w + (b << BS), 1u << BS, 68, b);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_WRITE, STRIPE, STRIPE, w + sb), 0);
+	memset(r, 0xee, NS * sb);
+	CU_ASSERT_EQUAL(obj_io(&o, CLOVIS_OC_READ, 0, NS * STRIPE, r), 0);
+	CU_ASSERT(memcmp(r, w, NS * sb) == 0);
+	clu_unit_counts(cl, &d0, &a0);
+	CU_ASSERT_EQUAL(d0 - d1, 1);
+	CU_ASSERT_EQUAL(a0 - a1, 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	free(w);
+	free(r);
+}
+
 /*
  * clovis_op_wait() on an op never launched (INIT) is refused with -EINVAL
  * naming the op, with a timeout or CLOVIS_TIME_NEVER (which hung before,
@@ -1592,6 +1699,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "idx_read_after_put", test_idx_read_after_put) ||
 	    !CU_add_test(s, "of_here", test_of_here) ||
 	    !CU_add_test(s, "cluster_start", test_cluster_start) ||
+	    !CU_add_test(s, "cluster_units", test_cluster_units) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||

@@ -7,7 +7,8 @@ LIB_SRCS += core/clu_conf.c core/server/msg.c core/server/peers.c \
 	core/server/srv_idx_syncer.c core/server/cli_rdev.c \
 	core/server/srv_rdev.c core/server/srv_zc.c core/server/srv_dev.c \
 	core/server/srv_repl.c core/server/srv_cstats.c \
-	core/server/srv_layer.c core/server/srv_isc.c
+	core/server/srv_layer.c core/server/srv_isc.c \
+	core/server/srv_units.c
 PROTOS += core/server/strata.proto
 SRV_OBJS := $(BUILD)/obj/core/server/server.o
 BINS += $(BUILD)/strata-server

@@ -225,6 +225,10 @@ static int msg_obj_decode(struct msg_req *m, const ObjReq *q, size_t bulk_len)
 		return rc;
 	r->er_type = ST_ET_OBJ;
 	msg_attr_in(q->attr, &r->er_ent);
+	if (q->units && r->er_kind != ER_OBJ_READ)
+		return err_set(-EINVAL, "request: object %s: units on a kind "
+			       "%u op (READ only)", id, q->kind);
+	m->mr_units = q->units;
 	if ((r->er_kind == ER_OBJ_ALLOC || r->er_kind == ER_OBJ_FREE) &&
 	    bulk_len != 0)
 		return err_set(-EINVAL, "request: object %s: ALLOC/FREE with "

@@ -173,6 +173,7 @@ struct msg_req {
 	struct st_extvec mr_ext;
 	uint64_t mr_blocks;         /**< blocks the extents cover */
 	uint64_t mr_data_len;       /**< bytes of data (READ, WRITE) */
+	bool mr_units;              /**< ObjReq.units (READ only) */
 	/* indices */
 	uint32_t mr_nr;             /**< records or slots */
 	bool mr_start_null;         /**< NEXT from the first record */

@@ -878,6 +878,15 @@ int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 		     const struct rpc_bulk *bulk, peers_done_fn done,
 		     void *arg)
 {
+	return peers_call_async_ms(p, i, op, body, len, bulk,
+				   p->p_conf->cc_call_ms, done, arg);
+}
+
+int peers_call_async_ms(struct peers *p, uint32_t i, uint32_t op,
+			const void *body, size_t len,
+			const struct rpc_bulk *bulk, uint32_t call_ms,
+			peers_done_fn done, void *arg)
+{
 	const struct clu_server *sv = &p->p_conf->cc_servers[i];
 	struct peer_slot *s = &p->p_slots[i];
 	uint64_t book = book_get(sv);
@@ -906,8 +915,8 @@ int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 	}
 	*a = (struct peers_acall){p, i, c, peers_now_ms(), done, arg};
 	slot_call_begin(s);
-	rc = rpc_call_try(c->pc_peer, op, body, len, bulk,
-			  (int)p->p_conf->cc_call_ms, peers_async_done, a);
+	rc = rpc_call_try(c->pc_peer, op, body, len, bulk, (int)call_ms,
+			  peers_async_done, a);
 	if (rc == 0)
 		return 0; /* the reference is the call's; done() may have run */
 	slot_call_end(s, false);

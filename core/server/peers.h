@@ -168,6 +168,12 @@ int peers_call_async(struct peers *p, uint32_t i, uint32_t op,
 		     const void *body, size_t len,
 		     const struct rpc_bulk *bulk, peers_done_fn done,
 		     void *arg);
+/** peers_call_async() with a call timeout of call_ms instead of the
+ *  cluster's. */
+int peers_call_async_ms(struct peers *p, uint32_t i, uint32_t op,
+			const void *body, size_t len,
+			const struct rpc_bulk *bulk, uint32_t call_ms,
+			peers_done_fn done, void *arg);
 
 /** Record the failure of e (pe_unreachable): the server is marked down
  *  and the connection the call went on forgotten, as peers_call() does

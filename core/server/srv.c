@@ -515,6 +515,8 @@ static void srv_obj(struct srv *s, struct srv_op *so)
 			 s->s_me->cs_name, r->er_kind == ER_OBJ_WRITE ?
 			 "write" : "read", eng_id_str(&r->er_id),
 			 m->mr_blocks, rpc_sreq_peer(so->so_req));
+		if (srv_obj_units(s, so))
+			return;
 		/* A registered, page-aligned buffer: the RMA lands where
 		 * the O_DIRECT device I/O reads or fills it (no bounce). */
 		m->mr_data_len = bulk;
@@ -945,6 +947,42 @@ static void srv_metrics(struct srv *s, struct srv_op *so)
 
 /* ------------------------------------------------------------ dispatch */
 
+/* An object request on a server that routes by the cluster file alone
+ * (no map takes homes over): it must be the object's home.  A caller
+ * whose cluster file lists other servers (another count or order)
+ * computes other homes: refused, not served on the wrong store (an
+ * object made there would be found by no one else). */
+int srv_home_here(struct srv *s, uint32_t home, const struct st_id *id)
+{
+	const struct clu_conf *c = s->s_conf;
+
+	if (home == s->s_self || home >= c->cc_nr_servers)
+		return 0;
+	return err_set(-EREMCHG, "object %s is homed on server %s, not on %s "
+		       "(by this server's cluster file of %u servers: the "
+		       "caller's lists other servers)", eng_id_str(id),
+		       c->cc_servers[home].cs_name, s->s_me->cs_name,
+		       c->cc_nr_servers);
+}
+
+/* An index request: this server must be one of the index's R replicas
+ * (ring order from its home, clu_home()) by its own cluster file, else
+ * the index would be made or read on a store no replica checks. */
+static int srv_idx_here(struct srv *s, const struct st_id *id)
+{
+	const struct clu_conf *c = s->s_conf;
+	uint32_t n = c->cc_nr_servers, home = clu_home(c, id);
+	uint32_t r = c->cc_replicas < n ? c->cc_replicas : n;
+
+	if (n == 0 || (s->s_self + n - home) % n < r)
+		return 0;
+	return err_set(-EREMCHG, "index %s is replicated on %u server%s "
+		       "from %s on, not on %s (by this server's cluster file "
+		       "of %u servers: the caller's lists other servers)",
+		       eng_id_str(id), r, r == 1 ? "" : "s",
+		       c->cc_servers[home].cs_name, s->s_me->cs_name, n);
+}
+
 static void srv_handle(struct rpc_sreq *req, void *arg)
 {
 	struct srv *s = arg;
@@ -998,19 +1036,28 @@ static void srv_handle(struct rpc_sreq *req, void *arg)
 				 so->so_m.mr_req.er_kind - 1, caller, 0);
 	}
 	so->so_m.mr_req.er_eng = s->s_eng;
-	if (s->s_route != NULL && (op == SOP_OBJ || op == SOP_LAYER ||
-	    (op == SOP_ENT && so->so_m.mr_req.er_type == ST_ET_OBJ))) {
-		struct eng *e = NULL;
+	if (op == SOP_OBJ || op == SOP_LAYER ||
+	    (op == SOP_ENT && so->so_m.mr_req.er_type == ST_ET_OBJ)) {
+		uint32_t home = clu_home(s->s_conf, &so->so_m.mr_req.er_id);
+		struct eng *e = s->s_eng;
 
 		err_clear();
-		rc = s->s_route(s->s_route_arg,
-				clu_home(s->s_conf, &so->so_m.mr_req.er_id),
-				&e, &so->so_route_ref);
+		rc = s->s_route != NULL ?
+		     s->s_route(s->s_route_arg, home, &e, &so->so_route_ref) :
+		     srv_home_here(s, home, &so->so_m.mr_req.er_id);
 		if (rc != 0) {
 			srv_reply_err(so, rc);
 			return;
 		}
 		so->so_m.mr_req.er_eng = e;
+	} else if (op == SOP_IDX || (op == SOP_ENT &&
+		   so->so_m.mr_req.er_type == ST_ET_IDX)) {
+		err_clear();
+		rc = srv_idx_here(s, &so->so_m.mr_req.er_id);
+		if (rc != 0) {
+			srv_reply_err(so, rc);
+			return;
+		}
 	}
 	switch (op) {
 	case SOP_ENT:

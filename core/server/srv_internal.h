@@ -245,7 +245,16 @@ void srv_cstats(struct srv *s, struct srv_op *so);
 /** Register the calling RPC handler thread with the engine (once). */
 void srv_thread_enter(void);
 
+/* srv_units.c: a READ with ObjReq.units answered by the places of its
+ * data units when all of them are whole, healthy and reachable: 1 (the
+ * answer is sent), else 0 (read it the usual way). */
+int srv_obj_units(struct srv *s, struct srv_op *so);
+
 /* srv.c */
+/** 0 when this server is the home of object id by its cluster file
+ *  (home = clu_home()), else -EREMCHG naming the home: for a server that
+ *  routes by the file alone (no map takes homes over). */
+int srv_home_here(struct srv *s, uint32_t home, const struct st_id *id);
 void srv_reply(struct srv_op *so, int rc, const Reply *rp, const char *msg);
 void srv_reply_err(struct srv_op *so, int rc);
 void srv_run_prepared(struct srv_op *so);

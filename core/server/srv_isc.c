@@ -398,11 +398,8 @@ static void *srv_isc_main(void *arg)
 
 		if (s->s_route != NULL)
 			rc = s->s_route(s->s_route_arg, home, &e, &ref);
-		else if (home != s->s_self)
-			rc = err_set(-EREMCHG, "object %s is homed on server "
-				     "%s, not on %s", eng_id_str(&c.ic_id),
-				     s->s_conf->cc_servers[home].cs_name,
-				     s->s_me->cs_name);
+		else
+			rc = srv_home_here(s, home, &c.ic_id);
 		if (rc == 0)
 			rc = isc_eng_obj(e, &c, srv_isc_rm(s, &rm), &out, &st);
 		if (ref != NULL)

@@ -13,7 +13,11 @@
 #   3. s1 and s2 swapped in the file: s1 refuses, naming places 1 and 2;
 #   4. the file as it was: the cluster starts, every object reads back
 #      byte-exact and the index holds its 20 records;
-#   5. `strata server add ADDR:PORT` is refused (-ENOTSUP) without
+#   5. a client given the 4-server file: a server that is not an object's
+#      home by its own file refuses the request naming the home (never
+#      "does not exist": the wrong store's answer); an index reads whole
+#      or is refused by a server that holds no replica of it;
+#   6. `strata server add ADDR:PORT` is refused (-ENOTSUP) without
 #      advising to add the server to the file.
 #
 # Every wait is bounded; servers are killed and the directory removed on
@@ -74,7 +78,7 @@ timeout 60 "$S" cluster down --dir "$D" >/dev/null 2>&1
 check "cluster stopped" test "$(pgrep -fc -- "--config $D/")" -eq 0
 
 echo "--- a 4th server added to the file: refused"
-python3 - "$D/cluster.yaml" "$T/four.yaml" <<'PY'
+python3 - "$D/cluster.yaml" "$D/four.yaml" <<'PY'
 import re, sys
 s = open(sys.argv[1]).read()
 i = s.index("  - name: s2")
@@ -86,7 +90,7 @@ blk = (blk.replace("name: s2", "name: s3")
           .replace("nvram_dir: s2", "nvram_dir: s3"))
 open(sys.argv[2], "w").write(s.rstrip("\n") + "\n" + blk)
 PY
-cp "$T/four.yaml" "$D/cluster.yaml"
+cp "$D/four.yaml" "$D/cluster.yaml"
 start_one 0 "$D/cluster.yaml"
 rc=$?
 check "s0 does not start with 4 servers in the file (rc $rc)" test "$rc" -eq 1
@@ -119,6 +123,33 @@ done
 check "every object reads back byte-exact ($same of 6)" test "$same" -eq 6
 cl idx dump @gx
 check "the index holds its 20 records" test "$(echo "$out" | grep -c '^k')" -eq 20
+
+echo "--- a client with the 4-server file: refused, never misplaced"
+# Its homes are hash mod 4: an object whose home differs goes to a server
+# that is not its home, which refuses it (-EREMCHG, naming the home), or
+# to s3, which does not run; before, the wrong server answered "does not
+# exist" (and would have made a new object there, found by no one else).
+gone=0; wrong=0
+for i in 1 2 3 4 5 6; do
+	out=$(timeout 60 "$S" --cluster "$D/four.yaml" obj get "@g$i" "$T/g4" 2>&1)
+	echo "$out" | grep -q "does not exist" && gone=$((gone + 1))
+	echo "$out" | grep -q "is homed on server" && wrong=$((wrong + 1))
+	echo "     @g$i: $(echo "$out" | tail -n 1 | cut -c1-200)"
+done
+check "no object 'does not exist' through the wrong file ($gone)" test "$gone" -eq 0
+check "objects homed elsewhere are refused naming their home ($wrong)" test "$wrong" -ge 1
+# An index through the 4-server file: its records, or a refusal by a
+# server that holds no replica of it -- never an empty index made there.
+out=$(timeout 60 "$S" --cluster "$D/four.yaml" idx dump @gx 2>&1)
+n=$(echo "$out" | grep -c '^k')
+echo "     idx dump @gx: $n records; $(echo "$out" | tail -n 1 | cut -c1-200)"
+check "the index through the 4-server file: 20 records or refused ($n)" \
+	sh -c "test $n -eq 20 || echo \"\$1\" | grep -q 'is replicated on'" _ "$out"
+timeout 60 "$S" --cluster "$D/four.yaml" idx create @gy >/dev/null 2>&1
+timeout 60 "$S" --cluster "$D/four.yaml" idx put @gy k1 v1 >/dev/null 2>&1
+cl idx dump @gy
+check "an index made through the 4-server file is not half-made (rc $rc)" \
+	sh -c "test $rc -ne 0 || test \"\$(echo \"\$1\" | grep -c '^k')\" -eq 1" _ "$out"
 
 echo "--- server add of a new server: refused, no advice to edit the file"
 cl server add 127.0.0.1:2399

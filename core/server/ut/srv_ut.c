@@ -81,7 +81,7 @@ static int su_write_conf(const char *path, unsigned port)
 	if (f == NULL)
 		return -1;
 	fprintf(f, "cluster:\n  name: ut\n  secret: \"%s\"\n"
-		"  call_timeout: 10s\n  meta_replicas: 2\n"
+		"  call_timeout: 10s\n  meta_replicas: 2\n  index_replicas: 1\n"
 		"device_size: 32MiB\n"
 		"servers:\n  - name: s0\n    address: 127.0.0.1\n"
 		"    port: %u\n    data_dir: store\n"
@@ -232,6 +232,8 @@ static void su_ids(void)
 	su_cont.lo = 1;
 }
 
+static SId su_homed(uint32_t h);
+
 /* Bodies that are not strata.proto messages, unknown opcodes. */
 static void t_not_messages(void)
 {
@@ -354,6 +356,54 @@ static void t_bad_object(void)
 	free(ct);
 }
 
+/* A well-formed create of an index this server holds no replica of by
+ * its file (replicas: 1, homed on s1): refused naming the ring, not
+ * counted bad, and not made here (a GET finds nothing either). */
+static void su_idx_elsewhere(void)
+{
+	SId other = su_homed(1);
+	EntReq e = ENT_REQ__INIT;
+	IdxReq g = IDX_REQ__INIT;
+	uint32_t kl = 2;
+	uint8_t key[2] = "k1";
+	struct msg_buf b = {0};
+	struct rpc_result res;
+	int rc;
+
+	su_ids();
+	e.kind = ER_ENT_CREATE;
+	e.type = ST_ET_IDX;
+	e.id = &other;
+	e.container = &su_cont;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&e.base, &b), 0);
+	rc = su_call(SOP_ENT, b.mb_p, b.mb_len, NULL, &res, SU_CALL_MS);
+	free(b.mb_p);
+	free(res.rr_body);
+	CU_ASSERT_EQUAL(rc, -EREMCHG);
+	CU_ASSERT(strstr(res.rr_msg, "is replicated on 1 server from s1 on, "
+			 "not on s0") != NULL);
+	if (rc != -EREMCHG)
+		fprintf(stderr, "server: create of an index of s1: rc %d, "
+			"\"%s\"\n", rc, res.rr_msg);
+	g.kind = ER_IDX_GET;
+	g.id = &other;
+	g.container = &su_cont;
+	g.nr = 1;
+	g.n_klen = 1;
+	g.klen = &kl;
+	g.recs.data = key;
+	g.recs.len = sizeof key;
+	b.mb_p = NULL;
+	CU_ASSERT_EQUAL_FATAL(msg_pack(&g.base, &b), 0);
+	rc = su_call(SOP_IDX, b.mb_p, b.mb_len, NULL, &res, SU_CALL_MS);
+	free(b.mb_p);
+	free(res.rr_body);
+	CU_ASSERT_EQUAL(rc, -EREMCHG);
+	if (rc != -EREMCHG)
+		fprintf(stderr, "server: GET of an index of s1: rc %d, "
+			"\"%s\"\n", rc, res.rr_msg);
+}
+
 /* Index requests: counts, lengths and records that do not add up. */
 static void t_bad_index(void)
 {
@@ -436,6 +486,7 @@ static void t_bad_index(void)
 	su_bad("state from no such server", SOP_IDX_STATE, &q.base, NULL, 0,
 	       NULL, -EINVAL, "from 200 names no server");
 	q.from = 0;
+	su_idx_elsewhere();
 }
 
 /* LIST out of range. */
@@ -578,6 +629,7 @@ static void t_oversize(void)
  */
 static void t_still_serving(void)
 {
+	SId id = su_homed(0);
 	EntReq e = ENT_REQ__INIT;
 	SAttr a = SATTR__INIT;
 	struct msg_buf b = {0};
@@ -595,12 +647,12 @@ static void t_still_serving(void)
 			(unsigned long long)su_refused);
 	req0 = st->requests;
 	reply__free_unpacked(rp, NULL);
-	su_ids();
+	su_ids();	/* the container */
 	a.block_shift = 12;
 	a.tier = ST_TIER_FLASH;
 	e.kind = ER_ENT_CREATE;
 	e.type = ST_ET_OBJ;
-	e.id = &su_id;
+	e.id = &id;
 	e.container = &su_cont;
 	e.attr = &a;
 	CU_ASSERT_EQUAL_FATAL(msg_pack(&e.base, &b), 0);
