@@ -7,7 +7,7 @@
  *
  * Group g's data slot j (j < N; a mirror's copy 0) holds the object's
  * bytes [(g * N + j) * U, (g * N + j + 1) * U) for a unit of U bytes.
- * Records are read in read transactions of at most STRIPE_ISC_BATCH
+ * Records are read in read transactions of at most STRIPE_UNITS_BATCH
  * groups each, so a call over a large object never pins old pages of the
  * metadata for long.
  */
@@ -19,9 +19,6 @@
 #include "core/errors.h"
 #include "core/meta_txn.h"
 #include "layouts/stripe_internal.h"
-
-/* Groups whose records one read transaction reads. */
-#define STRIPE_ISC_BATCH 64u
 
 int stripe_data_units(struct eng *e, const struct st_id *id,
 		      const struct meta_ent *me, uint64_t start, uint64_t end,
@@ -54,9 +51,9 @@ int stripe_data_units(struct eng *e, const struct st_id *id,
 	gbytes = sc.sc_unit * sc.sc_n;
 	g0 = start / gbytes;
 	g1 = (end - 1) / gbytes;
-	for (uint64_t gb = g0; rc == 0 && gb <= g1; gb += STRIPE_ISC_BATCH) {
-		uint64_t ge = gb + STRIPE_ISC_BATCH - 1 < g1 ?
-			      gb + STRIPE_ISC_BATCH - 1 : g1;
+	for (uint64_t gb = g0; rc == 0 && gb <= g1; gb += STRIPE_UNITS_BATCH) {
+		uint64_t ge = gb + STRIPE_UNITS_BATCH - 1 < g1 ?
+			      gb + STRIPE_UNITS_BATCH - 1 : g1;
 		struct sgroup *sgs;
 		MDB_txn *txn;
 

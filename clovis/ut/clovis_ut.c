@@ -7,10 +7,12 @@
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "clovis/clovis.h"
@@ -1434,6 +1436,127 @@ static void test_cluster_units(void)
 	free(r);
 }
 
+/* Reads racing overwrites (test_cluster_units_race): the writer's side. */
+enum { UR_BS = 12, UR_US = 16, UR_STRIPE = 2 << (UR_US - UR_BS),
+       UR_BLKS = 3 * UR_STRIPE, UR_WRITES = 400 };
+
+struct ur_writer {
+	struct clovis_obj *uw_o;
+	volatile bool uw_stop;
+	uint32_t uw_writes;
+	int uw_rc;
+};
+
+/* Block b of version v: v in its first 8 bytes, then a pattern of both. */
+static void ur_block(uint8_t *p, uint64_t v, uint64_t b)
+{
+	pattern(p, 1u << UR_BS, (uint32_t)v, b);
+	memcpy(p, &v, sizeof v);
+}
+
+static void *ur_writer_main(void *arg)
+{
+	struct ur_writer *w = arg;
+	uint8_t *buf = malloc((size_t)UR_BLKS << UR_BS);
+
+	if (buf == NULL) {
+		w->uw_rc = -ENOMEM;
+		return NULL;
+	}
+	for (uint64_t v = 2; !w->uw_stop && v < 2 + UR_WRITES; v++) {
+		for (uint64_t b = 0; b < UR_BLKS; b++)
+			ur_block(buf + (b << UR_BS), v, b);
+		w->uw_rc = obj_io(w->uw_o, CLOVIS_OC_WRITE, 0, UR_BLKS, buf);
+		if (w->uw_rc != 0)
+			break;
+		w->uw_writes++;
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Cluster mode: READs of three stripes of a pdclust object (read from
+ * their units' servers) racing WRITEs of the same three stripes, each
+ * write one op of a new version: every read returns one version whole
+ * (every block of it, byte-exact), never blocks of two writes (the
+ * places are one snapshot of the records) nor a unit whose space a later
+ * write took (its crc64 fails: read again through the home).  Bounded:
+ * 400 writes or 5 s.  Embedded: nothing to check.
+ */
+static void test_cluster_units_race(void)
+{
+	struct clovis_obj_attr a = {.oa_block_shift = UR_BS,
+				    .oa_layout = CLOVIS_LAYOUT_PDCLUST,
+				    .oa_data_units = 2, .oa_parity_units = 1,
+				    .oa_unit_shift = UR_US};
+	const size_t len = (size_t)UR_BLKS << UR_BS;
+	uint8_t *r = malloc(len), *want = malloc(1u << UR_BS);
+	struct clovis_id id = mkid(662);
+	struct ur_writer w = {0};
+	uint64_t d0, a0, d1, a1, reads = 0, torn = 0, failed = 0;
+	struct timespec t0, t;
+	struct clovis_obj o;
+	pthread_t tid;
+
+	if (!ut_cluster_mode()) {
+		free(r);
+		free(want);
+		return; /* embedded: no cluster calls */
+	}
+	CU_ASSERT_PTR_NOT_NULL_FATAL(r);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+	CU_ASSERT_EQUAL_FATAL(clovis_obj_init(&o, clovis_default_realm(cl),
+					      &id, &a), 0);
+	CU_ASSERT_EQUAL_FATAL(ent_sync(&o.ob_entity, CLOVIS_EO_CREATE), 0);
+	for (uint64_t b = 0; b < UR_BLKS; b++)
+		ur_block(r + (b << UR_BS), 1, b);
+	CU_ASSERT_EQUAL_FATAL(obj_io(&o, CLOVIS_OC_WRITE, 0, UR_BLKS, r), 0);
+	clu_unit_counts(cl, &d0, &a0);
+	w.uw_o = &o;
+	CU_ASSERT_EQUAL_FATAL(pthread_create(&tid, NULL, ur_writer_main, &w),
+			      0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		uint64_t v;
+
+		if (obj_io(&o, CLOVIS_OC_READ, 0, UR_BLKS, r) != 0) {
+			failed++;
+			break;
+		}
+		reads++;
+		memcpy(&v, r, sizeof v);
+		for (uint64_t b = 0; b < UR_BLKS; b++) {
+			ur_block(want, v, b);
+			if (memcmp(r + (b << UR_BS), want, 1u << UR_BS) != 0) {
+				if (torn++ == 0)
+					fprintf(stderr, "units race: read %"
+						PRIu64 ": block %" PRIu64 " is "
+						"not version %" PRIu64 "\n",
+						reads, b, v);
+				break;
+			}
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (w.uw_writes < UR_WRITES && w.uw_rc == 0 &&
+		 t.tv_sec - t0.tv_sec < 5);
+	w.uw_stop = true;
+	pthread_join(tid, NULL);
+	clu_unit_counts(cl, &d1, &a1);
+	fprintf(stderr, "units race: %" PRIu64 " reads (%" PRIu64 " from "
+		"units, %" PRIu64 " again through the home), %u writes\n",
+		reads, d1 - d0, a1 - a0, w.uw_writes);
+	CU_ASSERT_EQUAL(w.uw_rc, 0);
+	CU_ASSERT_EQUAL(failed, 0);
+	CU_ASSERT_EQUAL(torn, 0);
+	CU_ASSERT(reads > 0);
+	CU_ASSERT(w.uw_writes > 0);
+	CU_ASSERT(d1 - d0 > 0);
+	CU_ASSERT_EQUAL(ent_sync(&o.ob_entity, CLOVIS_EO_DELETE), 0);
+	free(r);
+	free(want);
+}
+
 /*
  * clovis_op_wait() on an op never launched (INIT) is refused with -EINVAL
  * naming the op, with a timeout or CLOVIS_TIME_NEVER (which hung before,
@@ -1700,6 +1823,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "of_here", test_of_here) ||
 	    !CU_add_test(s, "cluster_start", test_cluster_start) ||
 	    !CU_add_test(s, "cluster_units", test_cluster_units) ||
+	    !CU_add_test(s, "cluster_units_race", test_cluster_units_race) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||
 	    !CU_add_test(s, "wait_timeout", test_wait_timeout) ||

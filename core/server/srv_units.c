@@ -16,13 +16,17 @@
  *   - a unit on a remote device: its owner, device and slice
  *     (rdev_locate()); on a device of this server's own engine: this
  *     server, slice `self`, the unit inside that slice;
- *   - one extent, at most SRV_UNITS_MAX units.
+ *   - one extent of at most STRIPE_UNITS_BATCH parity groups, whose
+ *     records are one read snapshot (a write is seen whole or not at
+ *     all), at most SRV_UNITS_MAX units;
+ *   - the object unchanged after its records were read (not deleted:
+ *     srv_units_same()).
  *
  * Anything else (a degraded group, a unit that would need parity, a
  * partial unit, a taken-over home's own devices) is read here as before,
  * in the same request: the client asked for either answer.  The places
- * come from one snapshot of the records per batch of groups
- * (eng_unit_data_units()); a write that lands after it puts its units
+ * come from one snapshot of the records (eng_unit_data_units()); a write
+ * that lands after it puts its units
  * elsewhere and frees the old space only after its commit, so the client
  * reads either the old unit (the value before that write: the read
  * ordered before it) or, if the space was reused since, bytes whose crc64
@@ -36,8 +40,11 @@
 #include "core/conf.h"
 #include "core/errors.h"
 #include "core/layout.h"
+#include "core/meta.h"
+#include "core/meta_txn.h"
 #include "core/server/rdev.h"
 #include "core/server/srv_internal.h"
+#include "layouts/stripe.h"
 #include "tiers/tier.h"
 
 /* Units one answer names at most (a READ is at most ST_OP_BYTES_MAX). */
@@ -111,6 +118,26 @@ static int srv_units_one(void *arg, const struct eng_unit_ref *u)
 	return 0;
 }
 
+/* Is the object still the one srv_obj_attrs() found (not deleted, nor
+ * made again), after its unit records were read?  A delete before that
+ * read would have made every unit a hole: zeros for an object that had
+ * data (the usual read answers -ENOENT); one after it leaves the records
+ * read a state of the object before the delete. */
+static bool srv_units_same(struct srv_op *so)
+{
+	const struct eng_req *r = &so->so_m.mr_req;
+	struct meta_ent me;
+	MDB_txn *txn;
+	int rc = meta_rtxn_begin(eng_meta(r->er_eng), &txn, "begin read");
+
+	if (rc != 0)
+		return false;
+	rc = meta_ent_get(txn, eng_meta(r->er_eng), &r->er_id, &me);
+	meta_rtxn_put(eng_meta(r->er_eng), txn);
+	return rc == 0 && me.me_type == ST_ET_OBJ &&
+	       me.me_ctime_ns == r->er_ent.me_ctime_ns;
+}
+
 int srv_obj_units(struct srv *s, struct srv_op *so)
 {
 	struct eng_req *r = &so->so_m.mr_req;
@@ -119,7 +146,7 @@ int srv_obj_units(struct srv *s, struct srv_op *so)
 	struct srv_units x = {.su_s = s, .su_e = r->er_eng};
 	Reply rp = REPLY__INIT;
 	ReadUnit **up;
-	uint64_t end;
+	uint64_t end, gbytes;
 	int rc;
 
 	if (!so->so_m.mr_units || r->er_kind != ER_OBJ_READ ||
@@ -128,13 +155,19 @@ int srv_obj_units(struct srv *s, struct srv_op *so)
 		return 0;
 	x.su_start = r->er_ext->ev_start_blk[0] << shift;
 	end = x.su_start + (r->er_ext->ev_nr_blks[0] << shift);
+	gbytes = (1ull << me->me_unit_shift) *
+		 (me->me_layout == ST_LAYOUT_MIRROR ? 1u : me->me_n);
+	/* one snapshot of the records: a write is seen whole or not */
+	if (end <= x.su_start || gbytes == 0 ||
+	    (end - 1) / gbytes - x.su_start / gbytes >= STRIPE_UNITS_BATCH)
+		return 0;
 	x.su_u = calloc(SRV_UNITS_MAX, sizeof *x.su_u);
 	if (x.su_u == NULL)
 		return 0;
 	err_clear();
 	rc = eng_unit_data_units(x.su_e, &r->er_id, me, x.su_start, end,
 				 srv_units_one, &x);
-	if (rc < 0 || x.su_no || x.su_nr == 0) {
+	if (rc < 0 || x.su_no || x.su_nr == 0 || !srv_units_same(so)) {
 		free(x.su_u);
 		return 0;
 	}
