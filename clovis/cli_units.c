@@ -195,6 +195,19 @@ int clu_units_read(struct peers *p, const struct clu_conf *conf,
 	w.uw_left = (uint32_t)rp->n_units + 1; /* + this thread's own */
 	for (size_t i = 0; i < rp->n_units; i++) {
 		uc[i].uc_w = &w;
+		if (!rp->units[i]->hole &&
+		    !peers_live(p, rp->units[i]->server)) {
+			/* known down here (the home may still reach it):
+			 * no call, no connect timeout; read through the home */
+			uc[i].uc_rc = -EHOSTDOWN;
+			snprintf(uc[i].uc_msg, sizeof uc[i].uc_msg, "server %u "
+				 "known to be down by this client",
+				 rp->units[i]->server);
+			pthread_mutex_lock(&w.uw_lock);
+			w.uw_left--;
+			pthread_mutex_unlock(&w.uw_lock);
+			continue;
+		}
 		if (rp->units[i]->hole) {
 			for (uint32_t j = 0; j < uc[i].uc_nr; j++)
 				memset(uc[i].uc_iov[j].iov_base, 0,

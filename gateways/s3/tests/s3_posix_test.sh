@@ -13,7 +13,7 @@
 #      kill test (BUILD/strata-s3-test killed before and after the link;
 #      nothing leaked, nothing lost);
 #   2. cluster: a 1-server loopback cluster (strata cluster up --nodes 1
-#      --no-etcd, base port in 24000-31999: group "pb" of steps.list), the
+#      --no-etcd, base port in 28000-31999: group "pd" of steps.list), the
 #      tool and the gateway at once: what each side sees during the
 #      other's updates.
 # Python is the venv of `make deps` (tests/tools.sh); aws cli is Debian's.
@@ -26,7 +26,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 S=$B/strata
 T=$(mktemp -d "${TMPDIR:-/tmp}/strata-s3-posix.XXXXXX")
 D=$T/cl
-PORT=$((24000 + ($$ % 2000) * 4))  # 24000-31999: group pb (tests/steps.list)
+PORT=$((28000 + ($$ % 1000) * 4))  # 28000-31999: group pd (tests/steps.list)
 pass=0
 fail=0
 
