@@ -352,6 +352,11 @@ static void t_bad_object(void)
 	q.kind = 99;
 	su_bad("object kind", SOP_OBJ, &q.base, NULL, 0, NULL, -EINVAL,
 	       "kind 99");
+	q.kind = ER_OBJ_WRITE;
+	q.units = true;
+	su_bad("unit places asked by a WRITE", SOP_OBJ, &q.base, NULL, 0, &bulk,
+	       -EINVAL, "units on a kind 2 op (READ only)");
+	q.units = false;
 	free(st);
 	free(ct);
 }
