@@ -194,9 +194,12 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Median latency (us) of reading all n blocks of each of the objects
- * los[0..nlo), rounds times. */
+ * los[0..nlo), rounds times; *min the shortest (what the device model
+ * sets: a loaded machine adds its waits to every read, least to the
+ * fastest). */
 static uint64_t read_lat_us(struct clovis *cl, const uint64_t *los,
-			    uint32_t nlo, uint64_t n, unsigned rounds)
+			    uint32_t nlo, uint64_t n, unsigned rounds,
+			    uint64_t *min)
 {
 	uint64_t lat[256];
 	unsigned k = 0;
@@ -216,6 +219,7 @@ static uint64_t read_lat_us(struct clovis *cl, const uint64_t *los,
 		}
 	free(buf);
 	qsort(lat, k, sizeof *lat, cmp_u64);
+	*min = k > 0 ? lat[0] : 0;
 	return k > 0 ? lat[k / 2] : 0;
 }
 
@@ -273,7 +277,7 @@ static const char promote_policy[] =
 static void test_promote(void)
 {
 	static struct hsm_policy p;
-	uint64_t hot[P_HOT], before, after, per[4], seq = 0;
+	uint64_t hot[P_HOT], before, after, bmin, amin, per[4], seq = 0;
 	struct hsm_round_stats st;
 	struct clovis *cl;
 	struct hsm *h;
@@ -305,7 +309,7 @@ static void test_promote(void)
 			hot[i] = 0x100 + i;
 	}
 	/* the working set, read 5 times over on sas */
-	before = read_lat_us(cl, hot, P_HOT, P_BLOCKS, 5);
+	before = read_lat_us(cl, hot, P_HOT, P_BLOCKS, 5, &bmin);
 	/* reads are recorded about once a second and at close: reopen (a
 	 * cluster's servers record them: their next second) */
 	if (ut_cluster_mode())
@@ -340,16 +344,19 @@ static void test_promote(void)
 		CU_ASSERT(buf[0] == 0x30 + i &&
 			  buf[P_BLOCKS * HBS - 1] == 0x30 + i);
 	}
-	after = read_lat_us(cl, hot, P_HOT, P_BLOCKS, 5);
+	after = read_lat_us(cl, hot, P_HOT, P_BLOCKS, 5, &amin);
 	fprintf(stderr, "\n    hsm promote: %u objects of %u KiB, read "
 		"latency p50 %" PRIu64 " us on sas, %" PRIu64 " us after "
-		"promotion to flash (ratio %.3f; device model: %s)\n",
+		"promotion to flash (ratio %.3f; shortest %" PRIu64 " and %"
+		PRIu64 " us; device model: %s)\n",
 		P_HOT, P_BLOCKS * 4, before, after,
-		before ? (double)after / (double)before : 0.0,
+		before ? (double)after / (double)before : 0.0, bmin, amin,
 		ut_cluster_mode() ? "the servers' class defaults, reads "
 				    "over loopback" :
 				    "sas 3 ms, flash 100 us a read");
-	CU_ASSERT(before > 0 && after * 2 < before);
+	/* the shortest reads: the p50s take the machine's load too (under
+	 * ASan at load 20, 3,227 and 2,192 us: 0.68) */
+	CU_ASSERT(bmin > 0 && amin * 2 < bmin);
 	/* a second round: nothing left to do */
 	round1(h, &st);
 	CU_ASSERT_EQUAL(st.hr_picked, 0);
