@@ -129,6 +129,7 @@ deps:
 
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) tests
+	@tests/asan.sh build
 	@tests/run-tests.sh $(BUILD)
 
 run: deps

@@ -648,11 +648,16 @@ int eng_unit_scrub(struct eng *e, stripe_progress_fn fn, void *arg,
 /** Add b's figures to a's (walks of several engines or objects). */
 void eng_walk_stats_add(struct stripe_walk_stats *a,
 			const struct stripe_walk_stats *b);
+/** Parity groups whose unit records eng_unit_data_units() reads in one
+ *  read transaction: a range of at most this many groups (from its first)
+ *  is one snapshot. */
+#define ENG_UNITS_BATCH 64u
 /** The data units of bytes [start, end) of unit-layout object id whose
  *  record is *me (elo_data_units): fn called for each, in object order,
  *  from records read in short read transactions (a snapshot per batch of
- *  groups; a write meanwhile may show in a later batch).  0, fn's nonzero
- *  return, or a negative code; -EOPNOTSUPP without a table. */
+ *  ENG_UNITS_BATCH groups; a write meanwhile may show in a later batch).
+ *  0, fn's nonzero return, or a negative code; -EOPNOTSUPP without a
+ *  table. */
 int eng_unit_data_units(struct eng *e, const struct st_id *id,
 			const struct meta_ent *me, uint64_t start,
 			uint64_t end, eng_unit_fn fn, void *arg);

@@ -29,10 +29,6 @@
 #ifndef STRATA_LAYOUTS_STRIPE_H
 #define STRATA_LAYOUTS_STRIPE_H
 
-/** Parity groups whose unit records stripe_data_units() reads in one read
- *  transaction: a range of at most this many groups is one snapshot. */
-#define STRIPE_UNITS_BATCH 64u
-
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -7,7 +7,7 @@
  *
  * Group g's data slot j (j < N; a mirror's copy 0) holds the object's
  * bytes [(g * N + j) * U, (g * N + j + 1) * U) for a unit of U bytes.
- * Records are read in read transactions of at most STRIPE_UNITS_BATCH
+ * Records are read in read transactions of at most ENG_UNITS_BATCH
  * groups each, so a call over a large object never pins old pages of the
  * metadata for long.
  */
@@ -51,9 +51,9 @@ int stripe_data_units(struct eng *e, const struct st_id *id,
 	gbytes = sc.sc_unit * sc.sc_n;
 	g0 = start / gbytes;
 	g1 = (end - 1) / gbytes;
-	for (uint64_t gb = g0; rc == 0 && gb <= g1; gb += STRIPE_UNITS_BATCH) {
-		uint64_t ge = gb + STRIPE_UNITS_BATCH - 1 < g1 ?
-			      gb + STRIPE_UNITS_BATCH - 1 : g1;
+	for (uint64_t gb = g0; rc == 0 && gb <= g1; gb += ENG_UNITS_BATCH) {
+		uint64_t ge = gb + ENG_UNITS_BATCH - 1 < g1 ?
+			      gb + ENG_UNITS_BATCH - 1 : g1;
 		struct sgroup *sgs;
 		MDB_txn *txn;
 

@@ -16,7 +16,7 @@
  *   - a unit on a remote device: its owner, device and slice
  *     (rdev_locate()); on a device of this server's own engine: this
  *     server, slice `self`, the unit inside that slice;
- *   - one extent of at most STRIPE_UNITS_BATCH parity groups, whose
+ *   - one extent of at most ENG_UNITS_BATCH parity groups, whose
  *     records are one read snapshot (a write is seen whole or not at
  *     all), at most SRV_UNITS_MAX units;
  *   - the object unchanged after its records were read (not deleted:
@@ -44,7 +44,6 @@
 #include "core/meta_txn.h"
 #include "core/server/rdev.h"
 #include "core/server/srv_internal.h"
-#include "layouts/stripe.h"
 #include "tiers/tier.h"
 
 /* Units one answer names at most (a READ is at most ST_OP_BYTES_MAX). */
@@ -159,7 +158,7 @@ int srv_obj_units(struct srv *s, struct srv_op *so)
 		 (me->me_layout == ST_LAYOUT_MIRROR ? 1u : me->me_n);
 	/* one snapshot of the records: a write is seen whole or not */
 	if (end <= x.su_start || gbytes == 0 ||
-	    (end - 1) / gbytes - x.su_start / gbytes >= STRIPE_UNITS_BATCH)
+	    (end - 1) / gbytes - x.su_start / gbytes >= ENG_UNITS_BATCH)
 		return 0;
 	x.su_u = calloc(SRV_UNITS_MAX, sizeof *x.su_u);
 	if (x.su_u == NULL)
