@@ -9,10 +9,12 @@
 # tests/steps.list, one per line: a group and the command ("$B" is the
 # build directory).
 #
-# TEST_JOBS workers (default 5) take steps from one queue in list order:
+# TEST_JOBS workers (default 3) take steps from one queue in list order:
 # most steps wait far more than they compute (servers' call timeouts,
 # restarts, SIGKILL loops: about a quarter of their wall time is CPU), so
-# on 2 cores five workers take about a fifth of the time of one.  Steps of one group (a loopback port range, or
+# on 2 cores three workers take about a third of the time of one (five
+# loaded the 2 cores to 16-22, and the HA steps' takeovers outlasted
+# their bounds: tests/README.md "Workers").  Steps of one group (a loopback port range, or
 # anything else two steps must not share) never run at the same time: a
 # free worker takes the first step not yet run whose group is not running;
 # group "-" shares nothing.  The list is ordered longest first, so the
@@ -24,7 +26,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/.." && pwd)
 cd "$top" || exit 2
 export B
-jobs=${TEST_JOBS:-5}
+jobs=${TEST_JOBS:-3}
 case "$jobs" in ''|*[!0-9]*|0) echo "run-tests.sh: TEST_JOBS='$jobs' is not a count of 1 or more" >&2; exit 2 ;; esac
 # NVRAM devices of test stores (/dev/shm/strata-*) present before the run:
 # anything new still there at the end is named in a warning (not counted
