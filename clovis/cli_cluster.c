@@ -907,13 +907,17 @@ static bool clu_units_want(const struct clu_client *c,
 		r->er_ent.me_layout == ST_LAYOUT_MIRROR);
 }
 
-/* READ r was answered with unit places *rp: read them.  0, or the
- * failure, logged, after which the READ goes again without places. */
-static int clu_units_run(struct clu_client *c, struct eng_req *r,
-			 const Reply *rp)
+static int clu_obj_from(struct clu_client *c, struct eng_req *r,
+			uint32_t t0, bool units);
+
+/* READ r was answered with unit places *rp (freed here): read them, or,
+ * when that fails (logged), the READ again through the home. */
+static int clu_units_run(struct clu_client *c, struct eng_req *r, Reply *rp)
 {
 	int rc = clu_units_read(c->cc_peers, &c->cc_conf, r, rp);
 
+	r->er_bytes = rp->bytes;
+	reply__free_unpacked(rp, NULL);
 	if (rc == 0) {
 		__atomic_add_fetch(&c->cc_unit_reads, 1, __ATOMIC_RELAXED);
 		return 0;
@@ -921,7 +925,7 @@ static int clu_units_run(struct clu_client *c, struct eng_req *r,
 	__atomic_add_fetch(&c->cc_unit_again, 1, __ATOMIC_RELAXED);
 	LOG_INFO("object %s: a read of its units failed (%s): read again "
 		 "through its home", eng_id_str(&r->er_id), err_msg());
-	return rc;
+	return clu_obj_from(c, r, 0, false);
 }
 
 void clu_units_set(struct clovis *cl, bool on)
@@ -1126,10 +1130,7 @@ static int clu_obj_from(struct clu_client *c, struct eng_req *r,
 	if (rc == 0 && q.units && rp != NULL && rp->n_units > 0) {
 		/* answered by places: nothing was pushed into the bulk */
 		clu_bulk_fini(&cb);
-		rc = clu_units_run(c, r, rp);
-		r->er_bytes = rp->bytes;
-		reply__free_unpacked(rp, NULL);
-		return rc == 0 ? 0 : clu_obj_from(c, r, 0, false);
+		return clu_units_run(c, r, rp);
 	}
 	if (rc == 0 && r->er_kind == ER_OBJ_READ)
 		clu_bulk_read_out(&cb, r);
@@ -1236,10 +1237,6 @@ static int clu_obj_units_redo(struct clovis_op *op)
 	op->op_run = NULL;
 	free(ax);
 	rc = clu_units_run(c, r, rp);
-	r->er_bytes = rp->bytes;
-	reply__free_unpacked(rp, NULL);
-	if (rc != 0)
-		rc = clu_obj_from(c, r, 0, false);
 	addb_trace_cur_set(prev);
 	return rc;
 }

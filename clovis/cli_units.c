@@ -192,32 +192,26 @@ int clu_units_read(struct peers *p, const struct clu_conf *conf,
 	}
 	pthread_mutex_init(&w.uw_lock, NULL);
 	pthread_cond_init(&w.uw_cond, NULL);
-	w.uw_left = (uint32_t)rp->n_units + 1; /* + this thread's own */
+	w.uw_left = 1; /* this thread's own, until every call is sent */
 	for (size_t i = 0; i < rp->n_units; i++) {
 		uc[i].uc_w = &w;
-		if (!rp->units[i]->hole &&
-		    !peers_live(p, rp->units[i]->server)) {
+		if (rp->units[i]->hole) {
+			for (uint32_t j = 0; j < uc[i].uc_nr; j++)
+				memset(uc[i].uc_iov[j].iov_base, 0,
+				       uc[i].uc_iov[j].iov_len);
+		} else if (!peers_live(p, rp->units[i]->server)) {
 			/* known down here (the home may still reach it):
 			 * no call, no connect timeout; read through the home */
 			uc[i].uc_rc = -EHOSTDOWN;
 			snprintf(uc[i].uc_msg, sizeof uc[i].uc_msg, "server %u "
 				 "known to be down by this client",
 				 rp->units[i]->server);
+		} else {
 			pthread_mutex_lock(&w.uw_lock);
-			w.uw_left--;
+			w.uw_left++;
 			pthread_mutex_unlock(&w.uw_lock);
-			continue;
+			clu_units_send(p, call_ms, rp->units[i], &uc[i]);
 		}
-		if (rp->units[i]->hole) {
-			for (uint32_t j = 0; j < uc[i].uc_nr; j++)
-				memset(uc[i].uc_iov[j].iov_base, 0,
-				       uc[i].uc_iov[j].iov_len);
-			pthread_mutex_lock(&w.uw_lock);
-			w.uw_left--;
-			pthread_mutex_unlock(&w.uw_lock);
-			continue;
-		}
-		clu_units_send(p, call_ms, rp->units[i], &uc[i]);
 	}
 	pthread_mutex_lock(&w.uw_lock);
 	w.uw_left--;

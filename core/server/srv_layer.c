@@ -70,11 +70,9 @@ static int srv_layer_obj(struct srv *s, struct srv_op *so, struct meta_ent *me)
 	MDB_txn *txn;
 	int rc;
 
-	if (r->er_eng == s->s_eng && home != s->s_self)
-		return err_set(-EREMCHG, "object %s is homed on server %s, not "
-			       "on %s", eng_id_str(&r->er_id),
-			       s->s_conf->cc_servers[home].cs_name,
-			       s->s_me->cs_name);
+	if (r->er_eng == s->s_eng && (rc = srv_home_here(s, home,
+							 &r->er_id)) != 0)
+		return rc;
 	rc = meta_rtxn_once(eng_meta(r->er_eng), &txn, "begin read");
 	if (rc != 0)
 		return rc;
