@@ -415,6 +415,7 @@ static int dtx_clu_attempt(struct cli_dtx *dx, struct dtx_clu *c,
 		*dx->cx_bad = bad->dp_mi[dtx_part_culprit(bad)];
 		if (rc == -ESTALE)
 			*stale = bad;
+		dtx_clu_kill("dtx.cli.refused");
 		dtx_parts_call(c, 0, c->dc_nr, DTM_MSG_DECIDE, DTM_ABORTED, ms);
 		return rc;
 	}

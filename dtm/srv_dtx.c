@@ -1492,11 +1492,32 @@ static int h_prepare(struct srv_dtx *d, const struct dhome *h,
 				     st == DTM_COMMITTED ? "COMMITTED" :
 				     "PREPARED");
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = rec_put(h, id, DTM_PREPARED, parts, (uint32_t)q->n_parts,
 			     body, len);
-	if (rc == 0)
+		/* test builds: the record durable here, its write set not
+		 * replicated (what core/commit.c commit_replicated() reports
+		 * when a standby fails its wait) */
+		if (rc == 0 && FAULT_HIT("dtx.part.prepare.unstable")) {
+			LOG_WARNING("fault point dtx.part.prepare.unstable: "
+				    "home %s: PREPARED record written, "
+				    "reported failed", home_name(h));
+			rc = err_set(-EHOSTDOWN, "dtx: home %s: record written "
+				     "but not replicated (fault point "
+				     "dtx.part.prepare.unstable)",
+				     home_name(h));
+		}
+		/*
+		 * In doubt whatever rec_put() said: a failure can come after
+		 * the record is durable and visible here (a write set not
+		 * replicated).  The coordinator hears NO and aborts it, but
+		 * if it dies first only termination ends the record; a
+		 * decider that never listed it left its other participants
+		 * waiting on it for ever.  A record never written is dropped
+		 * from the list by term_one().
+		 */
 		doubt_add(d, h->h_home, id, false, q->wait_ms);
+	}
 	pthread_mutex_unlock(id_lock(d, id));
 	if (rc == 0 && FAULT_HIT("dtx.part.prepared")) {
 		LOG_WARNING("fault point dtx.part.prepared: SIGKILL");

@@ -18,6 +18,10 @@
 #      server s1 (the accounts index): s1 is SIGKILLed there, restarted
 #      without the fault, no dtx in doubt within 20 s, check; and
 #      dtx.part.prepared on s0 (the deciding participant of every dtx);
+#   4a. the decider's PREPARE durable but reported failed (s0 at fault
+#      point dtx.part.prepare.unstable) and the client SIGKILLed on that
+#      NO before its ABORT (dtx.cli.refused): s0 aborts it by termination,
+#      nothing in doubt within 20 s, check;
 #   4b. a dtx in doubt behind newer ones: s1 and s2 hold termination
 #      (fault point dtx.part.term.hold), the client dies after the decider's
 #      COMMIT, 12 newer dtxs are logged; the fence of dtx_crash (lists of 8)
@@ -274,6 +278,33 @@ for spec in 1:dtx.part.prepared 1:dtx.part.voted 1:dtx.part.decide.before \
 	check "s$s $fp: in-doubt dtx resolved within 20 s" settled
 	check "s$s $fp: check" acheck
 done
+
+echo "--- the decider's PREPARE durable but reported failed, the client dead"
+# s0 (the decider of every dtx) writes the PREPARED record of its third
+# PREPARE, then reports it failed (fault dtx.part.prepare.unstable: what a
+# write set not replicated to a standby gives, core/commit.c); the client
+# dies on that NO before it sends the ABORT (dtx.cli.refused).  s1 and s2
+# hold the dtx PREPARED and ask s0; s0 must list its record in doubt and
+# abort it alone.  Before the fix it never listed it: s1 and s2 waited on
+# it for ever (make check of 360b212, dtx_bank_test.sh).
+kill9 0
+ab0=$(grep -c "in doubt, resolved by termination: ABORTED" "$D/s0.log")
+start 0 dtx.part.prepare.unstable:2:1
+wait_up >/dev/null
+(STRATA_FAULT=dtx.cli.refused:0:1 timeout 120 "$X" run "$F" "$T/ack" $seed 5 \
+	$NACC >"$T/run" 2>&1) 2>/dev/null
+check "unstable PREPARE on s0: the client SIGKILLed on its NO" test $? -eq 137
+seed=$((seed + 1))
+check "unstable PREPARE on s0: s0 reported its PREPARE failed" \
+	grep -q "fault point dtx.part.prepare.unstable" "$D/s0.log"
+check "unstable PREPARE on s0: in-doubt dtx resolved within 20 s" settled
+check "unstable PREPARE on s0: s0 aborted it by termination" \
+	test "$(grep -c "in doubt, resolved by termination: ABORTED" \
+		"$D/s0.log")" -gt "$ab0"
+kill9 0
+start 0
+wait_up >/dev/null
+check "unstable PREPARE on s0: check" acheck
 
 echo "--- a dtx in doubt behind newer dtxs: the clients' fence still sees it"
 # s1 and s2 hold termination (test-only fault point dtx.part.term.hold);
