@@ -44,6 +44,7 @@
 #include "clovis/clovis_limits.h"
 #include "core/clu_conf.h"
 #include "core/errors.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/server/msg.h"
 #include "core/server/peers.h"
@@ -61,6 +62,11 @@ struct clu_client {
 				 * STRATA_UNIT_READS=0: off */
 	uint64_t cc_unit_reads; /* READs read from unit places (atomic) */
 	uint64_t cc_unit_again; /* of those asked, read again via the home */
+	bool cc_fan;            /* index updates ask the ordering replica to
+				 * send the copies (IdxReq.fan);
+				 * STRATA_IDX_FAN=0: off */
+	uint64_t cc_fan_srv;    /* copies the ordering replica sent (atomic) */
+	uint64_t cc_fan_cli;    /* copies this client sent itself (atomic) */
 	uint64_t cc_tag_id;     /* this client instance's random id */
 	uint64_t cc_tag_ops;    /* index updates tagged (atomic) */
 	uint64_t cc_inc_last;   /* the last index incarnation chosen (atomic) */
@@ -936,6 +942,25 @@ void clu_units_set(struct clovis *cl, bool on)
 		__atomic_store_n(&c->cc_units, on, __ATOMIC_RELAXED);
 }
 
+void clu_idx_fan_set(struct clovis *cl, bool on)
+{
+	struct clu_client *c = clu_of(cl);
+
+	if (c != NULL)
+		__atomic_store_n(&c->cc_fan, on, __ATOMIC_RELAXED);
+}
+
+void clu_idx_fan_counts(struct clovis *cl, uint64_t *by_server,
+			uint64_t *by_client)
+{
+	struct clu_client *c = clu_of(cl);
+
+	*by_server = c != NULL ? __atomic_load_n(&c->cc_fan_srv,
+						 __ATOMIC_RELAXED) : 0;
+	*by_client = c != NULL ? __atomic_load_n(&c->cc_fan_cli,
+						 __ATOMIC_RELAXED) : 0;
+}
+
 void clu_unit_counts(struct clovis *cl, uint64_t *direct, uint64_t *again)
 {
 	struct clu_client *c = clu_of(cl);
@@ -1585,10 +1610,37 @@ static void clu_idx_fan(struct clu_client *c, const struct st_id *id,
 	free(f);
 }
 
-/* PUT, DEL: the first live replica orders it, the others follow (all at
- * once: clu_idx_fan()); all with the same op tag (a replica asked again
- * after a lost answer reports what the op already did as done: srv_idx.c
- * ridx_dedup()). */
+/* The other replicas of id this client would send an update's copies to
+ * (a bit per server): live, not skipped by a test, not `who`. */
+static uint64_t clu_idx_others(struct clu_client *c, const struct st_id *id,
+			       uint32_t who, uint64_t *missed)
+{
+	uint64_t want = 0;
+
+	for (uint32_t i = 0; i < clu_replicas(c); i++) {
+		uint32_t s = clu_ring(c, id, i);
+
+		if (s == who)
+			continue;
+		if (!peers_live(c->cc_peers, s) || clu_test_skip(c, s)) {
+			*missed |= 1ull << s;
+			continue;
+		}
+		want |= 1ull << s;
+	}
+	return want;
+}
+
+/*
+ * PUT, DEL: the first live replica orders it, the others follow; all with
+ * the same op tag (a replica asked again after a lost answer reports what
+ * the op already did as done: srv_idx.c ridx_dedup()).  The ordering
+ * replica sends the copies itself while it commits (IdxReq.fan: the live
+ * replicas; Reply.fanned: those that applied it: docs/cluster.md "Copies
+ * sent by the ordering replica"); this client sends the rest, all at once
+ * (clu_idx_fan()).  Test builds: fault clu.idx.fan.less leaves the last
+ * replica of the ring to the client.
+ */
 static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 {
 	uint32_t nr = r->er_keys->bv_nr, n = clu_replicas(c), who = 0;
@@ -1598,6 +1650,14 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 	int rc = clu_idx_msg(&m, r, r->er_kind, 0, nr, nr);
 
 	m.im_q.tag = clu_tag_next(c);
+	if (__atomic_load_n(&c->cc_fan, __ATOMIC_RELAXED)) {
+		uint64_t ignored = 0;
+
+		m.im_q.fan = clu_idx_others(c, &r->er_id, UINT32_MAX,
+					    &ignored);
+		if (n > 1 && FAULT_HIT("clu.idx.fan.less"))
+			m.im_q.fan &= ~(1ull << clu_ring(c, &r->er_id, n - 1));
+	}
 	if (rc == 0)
 		rc = clu_call_first(c, &r->er_id, n, SOP_IDX, &m.im_q.base,
 				    clu_idx_bulk(&m), nr, &rp, &who,
@@ -1615,17 +1675,15 @@ static int clu_idx_update(struct clu_client *c, struct eng_req *r)
 	m.im_q.rflags = SRF_REPLICA;
 	m.im_q.seq = rp->seq;
 	m.im_q.term = rp->term;
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t s = clu_ring(c, &r->er_id, i);
-
-		if (s == who)
-			continue;
-		if (!peers_live(c->cc_peers, s) || clu_test_skip(c, s)) {
-			missed |= 1ull << s;
-			continue;
-		}
-		want |= 1ull << s;
-	}
+	m.im_q.fan = 0;
+	want = clu_idx_others(c, &r->er_id, who, &missed);
+	/* those the ordering replica reached (a replica of fan only) */
+	got = want & rp->fanned & ~(1ull << who);
+	want &= ~got;
+	__atomic_add_fetch(&c->cc_fan_srv, (uint64_t)__builtin_popcountll(got),
+			   __ATOMIC_RELAXED);
+	__atomic_add_fetch(&c->cc_fan_cli, (uint64_t)__builtin_popcountll(want),
+			   __ATOMIC_RELAXED);
 	if (want != 0)
 		clu_idx_fan(c, &r->er_id, &m.im_q, clu_idx_bulk(&m), nr, want,
 			    &got, &missed);
@@ -1919,6 +1977,8 @@ int cluster_open(struct clovis *cl, const struct clovis_conf *conf,
 		c->cc_async = env == NULL || strcmp(env, "0") != 0;
 		env = getenv("STRATA_UNIT_READS");
 		c->cc_units = env == NULL || strcmp(env, "0") != 0;
+		env = getenv("STRATA_IDX_FAN");
+		c->cc_fan = env == NULL || strcmp(env, "0") != 0;
 	}
 	c->cc_tag_id = clu_tag_seed(c);
 	pthread_mutex_init(&c->cc_mlock, NULL);

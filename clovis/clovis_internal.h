@@ -302,6 +302,12 @@ void clu_unit_counts(struct clovis *cl, uint64_t *direct,
 /* Unit reads on or off for the READs launched from now on (the bench's
  * figure through the home; STRATA_UNIT_READS=0 sets off at init). */
 void clu_units_set(struct clovis *cl, bool on);
+/* Index updates' copies sent by the ordering replica (IdxReq.fan) on or
+ * off from now on (STRATA_IDX_FAN=0 sets off at init), and the copies
+ * it sent and those this client sent itself (tests, bench). */
+void clu_idx_fan_set(struct clovis *cl, bool on);
+void clu_idx_fan_counts(struct clovis *cl, uint64_t *by_server,
+			uint64_t *by_client);
 void clu_async_counts(struct clovis *cl, uint64_t *started,
 		      uint64_t *redone);
 int cluster_entity_list(struct clovis *cl, struct clovis_realm *r,

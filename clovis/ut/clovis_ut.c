@@ -1436,6 +1436,117 @@ static void test_cluster_units(void)
 	free(r);
 }
 
+/* GET records "key%05d" from..from+n-1 one op: each must be "val%d". */
+static int idx_check(struct clovis_idx *ix, int from, int n)
+{
+	char kb[16], vb[16];
+	void *kp = kb, *vp = NULL;
+	size_t kl, vl = 0;
+	int32_t rc1 = 0;
+	struct clovis_bufvec k = {1, &kp, &kl}, v = {1, &vp, &vl};
+	int rc = 0;
+
+	for (int i = 0; rc == 0 && i < n; i++) {
+		kl = (size_t)snprintf(kb, sizeof kb, "key%05d", from + i);
+		vp = NULL;
+		rc = idx_sync(ix, CLOVIS_IC_GET, &k, &v, &rc1, 0);
+		if (rc == 0)
+			rc = rc1;
+		if (rc == 0 && (vl != (size_t)snprintf(vb, sizeof vb, "val%d",
+						       from + i) ||
+				memcmp(vp, vb, vl) != 0))
+			rc = -EILSEQ;
+		if (rc != 0)
+			fprintf(stderr, "idx_check: key%05d: %d\n", from + i,
+				rc);
+		free(vp);
+	}
+	return rc;
+}
+
+/*
+ * Cluster mode: the ordering replica sends an update's copies itself
+ * while it commits (IdxReq.fan; srv_idx_fan.c): single-record PUTs leave
+ * the client no copy to send; with one replica left out of fan (fault
+ * clu.idx.fan.less) the client sends that one itself, one a PUT; and
+ * every replica read alone then holds every record.  With the copies
+ * off (clu_idx_fan_set) the client sends them all, as before.
+ */
+static void test_cluster_idx_fan(void)
+{
+	enum { N = 30 };
+	uint32_t ns = ut_cluster_mode() ? cluster_nr_servers(cl) : 0;
+	uint64_t s0, c0, s1, c1, k;
+	struct clovis_idx ix;
+	char skip[256];
+
+	if (!ut_cluster_mode())
+		return; /* embedded: no replicas */
+	CU_ASSERT_EQUAL_FATAL(idx_make(&ix, 662, true), 0);
+	for (int i = 0; i < 5; i++) /* the servers' connections made */
+		CU_ASSERT_EQUAL_FATAL(idx_fill(&ix, 9000 + i, 1), 0);
+	clu_idx_fan_counts(cl, &s0, &c0);
+	for (int i = 0; i < N; i++)
+		CU_ASSERT_EQUAL_FATAL(idx_fill(&ix, i, 1), 0);
+	clu_idx_fan_counts(cl, &s1, &c1);
+	k = (s1 - s0) / N; /* copies a PUT: replicas - 1 */
+	CU_ASSERT(k >= 1);
+	CU_ASSERT_EQUAL(s1 - s0, k * N);
+	CU_ASSERT_EQUAL(c1 - c0, 0);
+	if (c1 != c0 || s1 - s0 != k * N)
+		fprintf(stderr, "idx fan: %" PRIu64 " copies by the ordering "
+			"replica, %" PRIu64 " by the client, for %d PUTs\n",
+			s1 - s0, c1 - c0, N);
+
+	/* one replica left out of fan: the client sends it */
+	fault_arm("clu.idx.fan.less", 0, 0);
+	for (int i = N; i < 2 * N; i++)
+		CU_ASSERT_EQUAL_FATAL(idx_fill(&ix, i, 1), 0);
+	fault_reset();
+	clu_idx_fan_counts(cl, &s0, &c0);
+	CU_ASSERT_EQUAL(s0 - s1, (k - 1) * N);
+	CU_ASSERT_EQUAL(c0 - c1, N);
+	if (s0 - s1 != (k - 1) * N || c0 - c1 != N)
+		fprintf(stderr, "idx fan, one left out: %" PRIu64 " copies by "
+			"the ordering replica, %" PRIu64 " by the client, for "
+			"%d PUTs\n", s0 - s1, c0 - c1, N);
+
+	/* copies off: all by the client */
+	clu_idx_fan_set(cl, false);
+	for (int i = 2 * N; i < 3 * N; i++)
+		CU_ASSERT_EQUAL_FATAL(idx_fill(&ix, i, 1), 0);
+	clu_idx_fan_set(cl, true);
+	clu_idx_fan_counts(cl, &s1, &c1);
+	CU_ASSERT_EQUAL(s1 - s0, 0);
+	CU_ASSERT_EQUAL(c1 - c0, k * N);
+
+	/* each replica alone: every record (STRATA_TEST_SKIP_SERVERS: the
+	 * client reads from the first one not skipped) */
+	for (uint32_t j = 0; j < ns; j++) {
+		size_t at = 0;
+
+		skip[0] = '\0';
+		for (uint32_t o = 0; o < ns; o++) {
+			struct clovis_server_info si;
+			char *sp;
+
+			if (o == j)
+				continue;
+			cluster_status(cl, o, &si);
+			sp = strchr(si.si_name, ' ');
+			if (sp != NULL)
+				*sp = '\0';
+			at += (size_t)snprintf(skip + at, sizeof skip - at,
+					       "%s%s", at ? "," : "",
+					       si.si_name);
+		}
+		setenv("STRATA_TEST_SKIP_SERVERS", skip, 1);
+		CU_ASSERT_EQUAL(idx_check(&ix, 0, 3 * N), 0);
+		unsetenv("STRATA_TEST_SKIP_SERVERS");
+	}
+	CU_ASSERT_EQUAL(ent_sync(&ix.in_entity, CLOVIS_EO_DELETE), 0);
+}
+
 /* Reads racing overwrites (test_cluster_units_race): the writer's side. */
 enum { UR_BS = 12, UR_US = 16, UR_STRIPE = 2 << (UR_US - UR_BS),
        UR_BLKS = 3 * UR_STRIPE, UR_WRITES = 400 };
@@ -1823,6 +1934,7 @@ int clovis_ut_add(void)
 	    !CU_add_test(s, "of_here", test_of_here) ||
 	    !CU_add_test(s, "cluster_start", test_cluster_start) ||
 	    !CU_add_test(s, "cluster_units", test_cluster_units) ||
+	    !CU_add_test(s, "cluster_idx_fan", test_cluster_idx_fan) ||
 	    !CU_add_test(s, "cluster_units_race", test_cluster_units_race) ||
 	    !CU_add_test(s, "containers", test_containers) ||
 	    !CU_add_test(s, "async_launch", test_async_launch) ||

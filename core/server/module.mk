@@ -4,7 +4,8 @@
 LIB_SRCS += core/clu_conf.c core/server/msg.c core/server/peers.c \
 	core/server/srv.c core/server/srv_idx.c core/server/srv_idx_ver.c \
 	core/server/srv_idx_sync.c core/server/srv_idx_tomb.c \
-	core/server/srv_idx_syncer.c core/server/cli_rdev.c \
+	core/server/srv_idx_fan.c core/server/srv_idx_syncer.c \
+	core/server/cli_rdev.c \
 	core/server/srv_rdev.c core/server/srv_zc.c core/server/srv_dev.c \
 	core/server/srv_repl.c core/server/srv_cstats.c \
 	core/server/srv_layer.c core/server/srv_isc.c \

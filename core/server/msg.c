@@ -363,6 +363,12 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 	if (q->tag > MSG_TAG_MAX)
 		return err_set(-EINVAL, "request: index %s: tag 0x%" PRIx64
 			       " over 63 bits", id, (uint64_t)q->tag);
+	if (q->fan != 0 && ((q->kind != ER_IDX_PUT && q->kind != ER_IDX_DEL) ||
+			    (q->rflags & (SRF_REPLICA | SRF_INTERNAL))))
+		return err_set(-EINVAL, "request: index %s: fan 0x%" PRIx64
+			       " only on a PUT or DEL to the replica that "
+			       "orders it, not on kind %u rflags 0x%x", id,
+			       (uint64_t)q->fan, q->kind, q->rflags);
 	rc = msg_idx_lens(m, q, bulk_len, id);
 	if (rc == 0)
 		rc = msg_idx_alloc(m, q->nr, id);
@@ -379,6 +385,7 @@ static int msg_idx_decode(struct msg_req *m, const IdxReq *q, size_t bulk_len)
 	m->mr_seq = q->seq;
 	m->mr_term = q->term;
 	m->mr_tag = q->tag;
+	m->mr_fan = q->fan;
 	r->er_keys = &m->mr_keys;
 	r->er_vals = q->kind == ER_IDX_DEL ? NULL : &m->mr_vals;
 	r->er_rcs = m->mr_rcs;

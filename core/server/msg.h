@@ -160,6 +160,11 @@ struct msg_req {
 	uint64_t mr_behind;         /**< IdxReq.behind (IDX_STATE) */
 	uint64_t mr_tag;            /**< IdxReq.tag (PUT, DEL): the client's
 				     *   op tag, below 2^63; 0: none */
+	uint64_t mr_fan;            /**< IdxReq.fan (PUT, DEL): the servers
+				     *   whose replica gets its copy from
+				     *   the ordering replica (srv_idx_fan.c;
+				     *   bits beyond the cluster's servers
+				     *   refused by the handler) */
 	uint32_t mr_prio;           /**< MetricsReq.min_priority */
 	bool mr_json;               /**< MetricsReq.json */
 	bool mr_records;            /**< MetricsReq.records */

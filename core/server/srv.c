@@ -183,6 +183,7 @@ static void srv_op_free(struct srv_op *so)
 	}
 	if (so->so_route_ref != NULL && s->s_route_put != NULL)
 		s->s_route_put(s->s_route_arg, so->so_route_ref);
+	srv_idx_fan_detach(so);
 	msg_req_fini(&so->so_m);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_alloc);
 	eng_spacevec_fini(&so->so_m.mr_req.er_ci.ci_freed);
@@ -233,14 +234,16 @@ void srv_reply_err(struct srv_op *so, int rc)
 	srv_reply(so, rc, NULL, err_msg());
 }
 
-/* Answer with the request's attributes (entity ops, updates). */
-static void srv_reply_attr(struct srv_op *so, uint64_t seq)
+void srv_reply_attr(struct srv_op *so, uint64_t seq)
 {
 	struct eng_req *r = &so->so_m.mr_req;
 	Reply rp = REPLY__INIT;
 	SAttr a;
 	SId c;
 
+	if (srv_idx_fan_park(so, seq))
+		return; /* the copies' last end answers */
+	rp.fanned = so->so_fanned;
 	msg_attr_out(&a, &c, &r->er_ent);
 	if (so->so_ridx != NULL)
 		a.ctime_ns = so->so_ridx->ri_inc;

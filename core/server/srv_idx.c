@@ -177,6 +177,8 @@ void srv_idx_go(struct srv *s, struct srv_op *so)
 		uint32_t f = so->so_m.mr_rflags;
 
 		if (!(f & (SRF_REPLICA | SRF_INTERNAL))) {
+			so->so_fan_want = so->so_m.mr_fan &
+					  ~(1ull << s->s_self);
 			rc = ridx_claim(s, so->so_ridx);
 		} else if ((f & SRF_REPLICA) && so->so_m.mr_seq != 0 &&
 			   so->so_m.mr_term != 0) {
@@ -394,6 +396,15 @@ void srv_idx(struct srv *s, struct srv_op *so)
 	if ((m->mr_rflags & SRF_REPLICA) && m->mr_seq == 0)
 		rc = err_set(-EINVAL, "request: index %s: replica update "
 			     "without seq", eng_id_str(&m->mr_req.er_id));
+	/* IdxReq.fan: the servers that get their copy from here */
+	if (rc == 0 && s->s_conf->cc_nr_servers < 64 &&
+	    (m->mr_fan >> s->s_conf->cc_nr_servers) != 0) {
+		__atomic_add_fetch(&s->s_cnt.sc_bad, 1, __ATOMIC_RELAXED);
+		rc = err_set(-EINVAL, "request: index %s: fan 0x%" PRIx64
+			     " names servers beyond the cluster's %u",
+			     eng_id_str(&m->mr_req.er_id), m->mr_fan,
+			     s->s_conf->cc_nr_servers);
+	}
 	if (rc == 0 && m->mr_recs == NULL && m->mr_recs_len > 0) {
 		m->mr_recs = malloc(m->mr_recs_len);
 		rc = m->mr_recs == NULL ? err_set(-ENOMEM, "index records") :

@@ -561,20 +561,28 @@ static int ver_apply_op(struct eng *e, MDB_txn *txn, struct srv_op *so)
 	return ridx_ver_apply(e, txn, &so->so_m, so->so_term, so->so_vseq);
 }
 
-/* Before this replica orders an update of ri: the highest term it knows
- * must be its own; if not, take the next term of its own, durably. */
+/*
+ * Before this replica orders an update of ri: the highest term it knows
+ * must be its own, taken in this run; if not, take the next term of its
+ * own, durably.  One term per run: the copies of an update leave before
+ * its commit here is synced (srv_idx_fan.c), so a machine crash may lose
+ * seqs the other replicas hold; ordering them again in the same term
+ * would give one version to two updates (a tie no merge can settle).
+ */
 int ridx_claim(struct srv *s, struct ridx *ri)
 {
 	uint32_t n = s->s_conf->cc_nr_servers;
 	struct meta *m = eng_meta(s->s_eng);
 	MDB_txn *txn;
 	uint64_t t, t0;
+	bool mine;
 	int rc;
 
 	pthread_mutex_lock(&s->s_rlock);
 	t0 = ri->ri_term;
+	mine = ri->ri_run_term;
 	pthread_mutex_unlock(&s->s_rlock);
-	if (t0 != 0 && t0 % n == s->s_self)
+	if (t0 != 0 && t0 % n == s->s_self && mine)
 		return 0;
 	t = t0 - t0 % n + s->s_self;
 	if (t <= t0)
@@ -593,6 +601,7 @@ int ridx_claim(struct srv *s, struct ridx *ri)
 	pthread_mutex_lock(&s->s_rlock);
 	if (t > ri->ri_term)
 		ri->ri_term = t;
+	ri->ri_run_term = true;
 	pthread_mutex_unlock(&s->s_rlock);
 	LOG_INFO("server %s: index %s: ordering updates in term %" PRIu64,
 		 s->s_me->cs_name, eng_id_str(&ri->ri_id), t);
@@ -1033,7 +1042,11 @@ int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci)
 
 void srv_ridx_one_executed(struct eng_citem *ci)
 {
-	((struct srv_op *)ci)->so_visible = true;
+	struct srv_op *so = (struct srv_op *)ci;
+
+	so->so_visible = true;
+	if (so->so_fan_want != 0 && so->so_one)
+		srv_idx_fan_start(so);
 }
 
 void srv_ridx_one_done(struct srv_op *so, int rc)

@@ -37,6 +37,8 @@ struct ridx {
 			     *   ordering replica), "rver:" record */
 	bool ri_exists;     /**< a replica record is stored */
 	bool ri_verified;   /**< compared with the peers in this run */
+	bool ri_run_term;   /**< this replica took the term it orders in
+			     *   during this run (ridx_claim()) */
 	uint64_t ri_vgen;   /**< peer replicas' peers_gen() sum then */
 	uint64_t ri_vms;    /**< srv_now_ms() of the last verification */
 	uint64_t ri_vstalls; /**< s_stalls when it began */
@@ -111,6 +113,11 @@ struct srv_op {
 	uint64_t so_new_seq;
 	uint64_t so_term;           /* the update's version: (so_term, */
 	uint64_t so_vseq;           /*  so_vseq), stored per key */
+	uint64_t so_fan_want;       /* servers this replica sends the copies
+				     * of the update it orders (IdxReq.fan
+				     * without itself; srv_idx_fan.c) */
+	struct srv_fan *so_fan;     /* ... those in flight */
+	uint64_t so_fanned;         /* ... those that applied it */
 	bool so_rbuf;               /* so_m.mr_data is from rpc_buf_get() */
 	bool so_rbuf_lost;          /* ... and an RMA of it was abandoned */
 	struct srv_zc_xfer *so_zc;  /* zero-copy read in progress (srv_obj) */
@@ -400,8 +407,25 @@ int srv_ridx_one_apply(struct eng *e, MDB_txn *txn, struct eng_citem *ci);
  *  and the answer, as after a second commit; a failed one whose commit
  *  was not made takes its seq back. */
 void srv_ridx_one_done(struct srv_op *so, int rc);
-/** ci_executed of such an update: its commit is made (visible). */
+/** ci_executed of such an update: its commit is made (visible); an
+ *  update ordered here sends its copies now (srv_idx_fan_start()). */
 void srv_ridx_one_executed(struct eng_citem *ci);
+
+/* srv_idx_fan.c: the copies of an update sent by the replica that orders
+ * it (docs/cluster.md "Copies sent by the ordering replica"). */
+struct srv_fan;
+/** Send the copies of so's update (ordered here, its commit made) to the
+ *  servers of so_fan_want, all at once, without waiting (committer
+ *  thread).  Best effort: a copy not sent is left to the client. */
+void srv_idx_fan_start(struct srv_op *so);
+/** At so's answer (seq: the replica's seq after it): true when copies
+ *  are still in flight, so is then answered by the last one's end
+ *  (srv_reply_attr(so, seq) again); false: so_fanned is set, answer now. */
+bool srv_idx_fan_park(struct srv_op *so, uint64_t seq);
+/** so is freed: its copies in flight end without it. */
+void srv_idx_fan_detach(struct srv_op *so);
+/** Answer with the request's attributes (entity ops, updates; srv.c). */
+void srv_reply_attr(struct srv_op *so, uint64_t seq);
 
 /* srv_idx.c, for srv_dtx.c: an index member of a dtx is ordered here. */
 /** The replica record of id (loaded on first use), or NULL (-ENOMEM). */

@@ -469,6 +469,28 @@ static void t_bad_index(void)
 	su_bad("op tag over 63 bits", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
 	       "tag 0x8000000000000000 over 63 bits");
 	q.tag = 0;
+	q.kind = ER_IDX_GET;
+	q.fan = 2;
+	su_bad("fan on a GET", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "fan 0x2 only on a PUT or DEL");
+	q.kind = ER_IDX_PUT;
+	q.rflags = SRF_REPLICA;
+	q.seq = 1;
+	su_bad("fan on a copy", SOP_IDX, &q.base, NULL, 0, NULL, -EINVAL,
+	       "only on a PUT or DEL to the replica that orders it");
+	q.rflags = 0;
+	q.seq = 0;
+	q.fan = 1ull << 40;
+	{
+		SId mine = su_homed(0); /* its replica here: the handler */
+
+		q.id = &mine;
+		su_bad("fan beyond the servers", SOP_IDX, &q.base, NULL, 0,
+		       NULL, -EINVAL, "fan 0x10000000000 names servers "
+		       "beyond the cluster's 2");
+		q.id = &su_id;
+	}
+	q.fan = 0;
 	q.kind = ER_ENT_CREATE;
 	su_bad("entity kind on SOP_IDX", SOP_IDX, &q.base, NULL, 0, NULL,
 	       -EINVAL, "kind 9");
