@@ -41,7 +41,12 @@
  *                             pwrite + fdatasync, p50) x 16 records a
  *                             sync / 3 replicas on this one disk.  GET and
  *                             NEXT: no raw column (the transport floor is
- *                             strata_bench_rpc's).
+ *                             strata_bench_rpc's).  idx PUT lat, 1 in
+ *                             flight: a lone PUT to STABLE (p50, p99)
+ *                             beside one round trip + one sync (4 KiB
+ *                             ping-pong + O_DIRECT pwrite + fdatasync;
+ *                             issue 29: "about one round trip plus one
+ *                             sync").
  *
  *   EC 4+2 write/read bw      a pdclust 4+2 object, 1 MiB units, 256 MiB
  *                             of it: 4 MiB full-stripe writes and reads,
@@ -1003,6 +1008,27 @@ static double bc_idx_run(struct clovis_idx *ix, enum clovis_idx_opcode opc,
 	return recs / (bc_now() - t0);
 }
 
+/* A lone PUT (one in flight, one record, to STABLE) for the run's time
+ * (at most BC_LAT_MAX): p50 and p99 in us; keys from *loaded on. */
+static void bc_idx_lone(struct clovis_idx *ix, uint64_t *loaded,
+			double *p50, double *p99)
+{
+	static double lat[BC_LAT_MAX];
+	static struct bc_islot sl;
+	double end = bc_now() + bc_secs;
+	uint32_t n = 0;
+
+	while (bc_now() < end && n < BC_LAT_MAX) {
+		double t0 = bc_now();
+
+		bc_idx_make(ix, &sl, CLOVIS_IC_PUT, (*loaded)++);
+		(void)bc_idx_reap(&sl, CLOVIS_IC_PUT);
+		lat[n++] = (bc_now() - t0) * 1e6;
+	}
+	*p99 = bc_pct(lat, n, 99);
+	*p50 = bc_pct(lat, n, 50);
+}
+
 /* ------------------------------------------------------ raw side */
 
 /* Raw 4 KiB ping-pong, both sides sleeping in fi_cq_sread (bench_fi.c):
@@ -1439,7 +1465,7 @@ static void bc_figs_idx(const char *dir)
 				(uint64_t)getpid() << 20, .ci_lo = 1 };
 	struct clovis_op *op = NULL;
 	uint64_t loaded = 0;
-	double put, get, next, p50, p99, limit;
+	double put, get, next, p50, p99, limit, l50, l99, rt50, rt99;
 	int rc;
 
 	rc = clovis_idx_init(&ix, clovis_default_realm(bc_cl), &id);
@@ -1449,6 +1475,8 @@ static void bc_figs_idx(const char *dir)
 	put = bc_idx_run(&ix, CLOVIS_IC_PUT, &loaded);
 	get = bc_idx_run(&ix, CLOVIS_IC_GET, &loaded);
 	next = bc_idx_run(&ix, CLOVIS_IC_NEXT, &loaded);
+	bc_idx_lone(&ix, &loaded, &l50, &l99);
+	bc_raw_rtt(&rt50, &rt99);
 	bc_raw_disk(dir, true, &p50, &p99);
 	limit = p50 > 0 ? 1e6 / p50 * BC_QD_IDX / BC_SERVERS : 0;
 	if (!bc_json)
@@ -1459,6 +1487,12 @@ static void bc_figs_idx(const char *dir)
 	       BC_EMU "; R = 3 replicas; 1 record per op; raw: the disk's "
 	       "limit, fdatasync/s at 1 in flight x 16 records a sync / 3 "
 	       "replicas on this disk");
+	bc_fig("idx PUT lat p50, 1 in flight", l50, rt50 + p50, "us", 0, true,
+	       BC_EMU "; R = 3 replicas; 1 record, to STABLE; raw: one round "
+	       "trip (4 KiB ping-pong) + one O_DIRECT pwrite+fdatasync");
+	bc_fig("idx PUT lat p99, 1 in flight", l99, rt99 + p99, "us", 0, true,
+	       BC_EMU "; R = 3 replicas; 1 record, to STABLE; raw: one round "
+	       "trip (4 KiB ping-pong) + one O_DIRECT pwrite+fdatasync");
 	bc_fig("idx GET, 16 in flight", get, 0, "records/s", 0, false,
 	       BC_EMU "; 1 record per op, first replica");
 	bc_fig("idx NEXT, 16 in flight", next, 0, "records/s", 0, false,
